@@ -1,0 +1,169 @@
+/**
+ * The in-memory store driver: the simulator's store and the fast tests'. It keeps the same contract as the SQL
+ * drivers (test/store/StoreContract.ts) and decides commits with the same evaluator (Commit.ts); a commit is one
+ * synchronous step, so it is atomic without locks.
+ */
+import { Effect, Layer, Option } from "effect"
+import type { Json } from "../core/Json.ts"
+import type { ResourceObject } from "../core/ObjectMeta.ts"
+import { ownerUids } from "../core/Strategy.ts"
+import { evaluate, touched } from "./Commit.ts"
+import {
+  type Change,
+  type ChangesPage,
+  type Committed,
+  type ListPage,
+  type ListQuery,
+  type ObjectKey,
+  Store,
+  type StoreShape,
+  type WriteOp,
+  keyString,
+  recordKey
+} from "./Store.ts"
+
+interface StoredRecord {
+  readonly value: Json
+  readonly expiresAt: number | undefined
+}
+
+// Names are ASCII (DNS-1123), so code-unit order is the order PostgreSQL's "C" collation gives.
+const compareText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
+
+const compareCursor = (namespace: string, name: string, object: ResourceObject): number => {
+  const byNamespace = compareText(object.metadata.namespace ?? "", namespace)
+  return byNamespace !== 0 ? byNamespace : compareText(object.metadata.name, name)
+}
+
+const compareKeys = (a: ResourceObject, b: ResourceObject): number => compareCursor(b.metadata.namespace ?? "", b.metadata.name, a)
+
+const matchesLabels = (object: ResourceObject, terms: ReadonlyArray<readonly [string, string]>): boolean =>
+  terms.every(([key, value]) => object.metadata.labels?.[key] === value)
+
+/** A fresh, empty in-memory store. */
+export const make: Effect.Effect<StoreShape> = Effect.sync(() => {
+  const objects = new Map<string, ResourceObject>()
+  const byResource = new Map<string, Map<string, ResourceObject>>()
+  const uids = new Set<string>()
+  const records = new Map<string, StoredRecord>()
+  const changes: Array<Change> = []
+  const listeners = new Set<() => void>()
+  let resourceVersion = 0
+  let compacted = 0
+
+  const resourceMap = (resource: string) => {
+    let map = byResource.get(resource)
+    if (map === undefined) byResource.set(resource, map = new Map())
+    return map
+  }
+
+  const liveRecord = (id: string, now: number): StoredRecord | undefined => {
+    const record = records.get(id)
+    return record !== undefined && (record.expiresAt === undefined || record.expiresAt > now) ? record : undefined
+  }
+
+  const put = (key: ObjectKey, object: ResourceObject) => {
+    const previous = objects.get(keyString(key))
+    if (previous !== undefined) uids.delete(previous.metadata.uid)
+    objects.set(keyString(key), object)
+    resourceMap(key.resource).set(`${key.namespace}/${key.name}`, object)
+    uids.add(object.metadata.uid)
+  }
+
+  const drop = (key: ObjectKey) => {
+    const previous = objects.get(keyString(key))
+    if (previous !== undefined) uids.delete(previous.metadata.uid)
+    objects.delete(keyString(key))
+    resourceMap(key.resource).delete(`${key.namespace}/${key.name}`)
+  }
+
+  const commitNow = (ops: ReadonlyArray<WriteOp>, now: number) => {
+    const keys = touched([ops])
+    const state = {
+      objects: new Map([...keys.objects].flatMap(([id]) => {
+        const object = objects.get(id)
+        return object === undefined ? [] : [[id, { resourceVersion: Number(object.metadata.resourceVersion), deleting: object.metadata.deletionTimestamp !== undefined }] as const]
+      })),
+      records: new Set([...keys.records.keys()].filter((id) => liveRecord(id, now) !== undefined))
+    }
+    const evaluation = evaluate([ops], state, resourceVersion)
+    const outcome = evaluation.outcomes[0]!
+    if (outcome._tag === "Failure") return outcome
+    for (const write of evaluation.objects.values()) {
+      if (write._tag === "Upsert") put(write.key, write.object)
+      else drop(write.key)
+    }
+    for (const write of evaluation.records.values()) {
+      if (write._tag === "Put") records.set(recordKey(write.table, write.id), { value: write.value, expiresAt: write.expiresAt })
+      else records.delete(recordKey(write.table, write.id))
+    }
+    changes.push(...evaluation.changes)
+    resourceVersion = evaluation.resourceVersion
+    return outcome
+  }
+
+  const list = (query: ListQuery): ListPage => {
+    const all = [...resourceMap(query.resource).values()]
+      .filter((object) => query.namespace === undefined || (object.metadata.namespace ?? "") === query.namespace)
+      .filter((object) => query.name === undefined || object.metadata.name === query.name)
+      .filter((object) => matchesLabels(object, query.labelEquals ?? []))
+      .filter((object) => query.after === undefined || compareCursor(query.after.namespace, query.after.name, object) > 0)
+      .sort(compareKeys)
+    const items = query.limit === undefined ? all : all.slice(0, query.limit)
+    return { items, resourceVersion, remaining: all.length - items.length }
+  }
+
+  const changesAfter = (after: number, limit: number): ChangesPage => {
+    // Changes are in resourceVersion order; find the first one after `after` by binary search.
+    let low = 0
+    let high = changes.length
+    while (low < high) {
+      const middle = (low + high) >>> 1
+      if (changes[middle]!.resourceVersion <= after) low = middle + 1
+      else high = middle
+    }
+    return { changes: changes.slice(low, low + limit), compactedResourceVersion: compacted }
+  }
+
+  return Store.of({
+    get: (key) => Effect.sync(() => Option.fromNullishOr(objects.get(keyString(key)))),
+    list: (query) => Effect.sync(() => list(query)),
+    dependentsOf: (uid) => Effect.sync(() => [...objects.values()].filter((object) => ownerUids(object).includes(uid))),
+    uidExists: (uid) => Effect.sync(() => uids.has(uid)),
+    commit: (ops) =>
+      Effect.flatMap(Effect.clockWith((clock) => clock.currentTimeMillis), (now) =>
+        Effect.suspend(() => {
+          const outcome = commitNow(ops, now)
+          if (outcome._tag === "Failure") return Effect.fail(outcome.failure)
+          for (const listener of listeners) listener()
+          return Effect.succeed<Committed>(outcome.success)
+        })),
+    resourceVersion: Effect.sync(() => resourceVersion),
+    changes: (after, limit) => Effect.sync(() => changesAfter(after, limit)),
+    compact: (upTo) =>
+      Effect.sync(() => {
+        const keep = changes.findIndex((change) => change.resourceVersion > upTo)
+        changes.splice(0, keep === -1 ? changes.length : keep)
+        compacted = Math.max(compacted, Math.min(upTo, resourceVersion))
+      }),
+    getRecord: (table, id, now) => Effect.sync(() => Option.fromNullishOr(liveRecord(recordKey(table, id), now)?.value)),
+    deleteExpiredRecords: (now) =>
+      Effect.sync(() => {
+        let removed = 0
+        for (const [id, record] of records) {
+          if (record.expiresAt !== undefined && record.expiresAt <= now) {
+            records.delete(id)
+            removed += 1
+          }
+        }
+        return removed
+      }),
+    onCommit: (listener) =>
+      Effect.sync(() => {
+        listeners.add(listener)
+        return Effect.sync(() => void listeners.delete(listener))
+      })
+  })
+})
+
+export const layer: Layer.Layer<Store> = Layer.effect(Store, make)

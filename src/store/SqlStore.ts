@@ -1,0 +1,399 @@
+/**
+ * The SQL store driver, one body of SQL for PostgreSQL (@effect/sql-pg) and embedded PGlite.
+ *
+ * Writes go through one writer fiber per process that commits whatever is waiting as one transaction (group commit).
+ * The transaction first locks the single `nodus_meta` row, which holds the resourceVersion counter: that lock orders
+ * every batch of every process, so resourceVersions grow in commit order and a reader of the change log never sees a
+ * later version before an earlier one. Inside the lock a batch costs four statements whatever its size: lock, read the
+ * touched keys, one data-modifying statement for every write, commit. Conditions are decided in memory by Commit.ts.
+ *
+ * Other processes learn of commits through NOTIFY on `nodus_changes` (PostgreSQL only; PGlite is single-process).
+ */
+import { Deferred, Effect, Layer, Option, Queue, Redacted, Result } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { Migrator, SqlClient, type SqlError } from "effect/sql"
+import type { Json } from "../core/Json.ts"
+import type { ResourceObject } from "../core/ObjectMeta.ts"
+import { ownerUids } from "../core/Strategy.ts"
+import { type Evaluation, evaluate, touched } from "./Commit.ts"
+import * as Pglite from "./Pglite.ts"
+import {
+  type Change,
+  type ChangeType,
+  CommitFailed,
+  type Committed,
+  type ListQuery,
+  Store,
+  StoreError,
+  type StoreShape,
+  type WriteOp,
+  keyString,
+  recordKey
+} from "./Store.ts"
+
+/** The most commits one transaction carries; more wait for the next batch. */
+export const batchCommitsMax = 256
+
+/** The NOTIFY channel that tells other processes a batch committed. */
+export const notifyChannel = "nodus_changes"
+
+const schema = [
+  `CREATE TABLE nodus_meta (
+     id integer PRIMARY KEY CHECK (id = 1),
+     resource_version bigint NOT NULL,
+     compacted_resource_version bigint NOT NULL)`,
+  `INSERT INTO nodus_meta VALUES (1, 0, 0)`,
+  // "C" collation: list order and continue cursors compare names by bytes, the same as the memory driver.
+  `CREATE TABLE nodus_objects (
+     resource text COLLATE "C" NOT NULL,
+     namespace text COLLATE "C" NOT NULL,
+     name text COLLATE "C" NOT NULL,
+     uid text NOT NULL,
+     resource_version bigint NOT NULL,
+     deleting boolean NOT NULL,
+     labels jsonb NOT NULL,
+     owner_uids jsonb NOT NULL,
+     body text NOT NULL,
+     PRIMARY KEY (resource, namespace, name))`,
+  `CREATE INDEX nodus_objects_uid ON nodus_objects (uid)`,
+  `CREATE INDEX nodus_objects_owner_uids ON nodus_objects USING gin (owner_uids)`,
+  `CREATE INDEX nodus_objects_labels ON nodus_objects USING gin (labels jsonb_path_ops)`,
+  `CREATE TABLE nodus_changes (
+     resource_version bigint PRIMARY KEY,
+     type text NOT NULL,
+     resource text NOT NULL,
+     namespace text NOT NULL,
+     name text NOT NULL,
+     body text NOT NULL,
+     previous text)`,
+  `CREATE TABLE nodus_records (
+     tbl text COLLATE "C" NOT NULL,
+     id text COLLATE "C" NOT NULL,
+     value text NOT NULL,
+     expires_at bigint,
+     PRIMARY KEY (tbl, id))`,
+  `CREATE INDEX nodus_records_expires_at ON nodus_records (expires_at) WHERE expires_at IS NOT NULL`
+]
+
+const migrations = Migrator.fromRecord({
+  "1_store": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    for (const statement of schema) yield* sql.unsafe(statement)
+  })
+})
+
+/** Runs the store's migrations; concurrent starts of several processes serialise on an advisory lock. */
+export const migrate = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const run = Migrator.make({})({ loader: migrations, table: "nodus_migrations" })
+  // 0x6e6f647573 is "nodus": the advisory lock key every nodus process agrees on.
+  yield* sql.withTransaction(Effect.andThen(sql`SELECT pg_advisory_xact_lock(474315273587)`, run))
+})
+
+const failure = (message: string) => (cause: SqlError.SqlError) => new StoreError({ message: `${message}: ${cause.message}`, cause })
+
+const parseObject = (body: string): ResourceObject => JSON.parse(body) as ResourceObject
+
+interface ChangeRow {
+  readonly resource_version: string
+  readonly type: string
+  readonly resource: string
+  readonly namespace: string
+  readonly name: string
+  readonly body: string
+  readonly previous: string | null
+}
+
+const changeOf = (row: ChangeRow): Change => ({
+  resourceVersion: Number(row.resource_version),
+  type: row.type as ChangeType,
+  key: { resource: row.resource, namespace: row.namespace, name: row.name },
+  object: parseObject(row.body),
+  ...(row.previous === null ? {} : { previous: parseObject(row.previous) })
+})
+
+/**
+ * The one statement that writes a decided batch: objects, deletions, changes, records and the counter. PostgreSQL runs
+ * every data-modifying WITH clause exactly once whether or not the main statement reads it.
+ */
+const writeStatement = `
+WITH
+  upserted AS (
+    INSERT INTO nodus_objects (resource, namespace, name, uid, resource_version, deleting, labels, owner_uids, body)
+    SELECT resource, namespace, name, uid, resource_version, deleting, labels, owner_uids, body
+    FROM json_to_recordset($1::json) AS x(resource text, namespace text, name text, uid text, resource_version bigint,
+                                          deleting boolean, labels jsonb, owner_uids jsonb, body text)
+    ON CONFLICT (resource, namespace, name) DO UPDATE SET
+      uid = EXCLUDED.uid, resource_version = EXCLUDED.resource_version, deleting = EXCLUDED.deleting,
+      labels = EXCLUDED.labels, owner_uids = EXCLUDED.owner_uids, body = EXCLUDED.body
+  ),
+  deleted AS (
+    DELETE FROM nodus_objects o
+    USING json_to_recordset($2::json) AS k(resource text, namespace text, name text)
+    WHERE o.resource = k.resource AND o.namespace = k.namespace AND o.name = k.name
+  ),
+  logged AS (
+    INSERT INTO nodus_changes (resource_version, type, resource, namespace, name, body, previous)
+    SELECT resource_version, type, resource, namespace, name, body, previous
+    FROM json_to_recordset($3::json) AS x(resource_version bigint, type text, resource text, namespace text, name text,
+                                          body text, previous text)
+  ),
+  put AS (
+    INSERT INTO nodus_records (tbl, id, value, expires_at)
+    SELECT tbl, id, value, expires_at FROM json_to_recordset($4::json) AS x(tbl text, id text, value text, expires_at bigint)
+    ON CONFLICT (tbl, id) DO UPDATE SET value = EXCLUDED.value, expires_at = EXCLUDED.expires_at
+  ),
+  removed AS (
+    DELETE FROM nodus_records r
+    USING json_to_recordset($5::json) AS k(tbl text, id text)
+    WHERE r.tbl = k.tbl AND r.id = k.id
+  )
+UPDATE nodus_meta SET resource_version = $6 WHERE id = 1`
+
+/** The parameters of `writeStatement` for a decided batch. */
+const writeParameters = (evaluation: Evaluation): ReadonlyArray<string | number> => {
+  const upserts: Array<Json> = []
+  const deletes: Array<Json> = []
+  for (const write of evaluation.objects.values()) {
+    if (write._tag === "Delete") {
+      deletes.push({ ...write.key })
+      continue
+    }
+    upserts.push({
+      ...write.key,
+      uid: write.object.metadata.uid,
+      resource_version: Number(write.object.metadata.resourceVersion),
+      deleting: write.deleting,
+      labels: write.object.metadata.labels ?? {},
+      owner_uids: [...ownerUids(write.object)],
+      body: JSON.stringify(write.object)
+    })
+  }
+  const changes = evaluation.changes.map((change) => ({
+    resource_version: change.resourceVersion,
+    type: change.type,
+    ...change.key,
+    body: JSON.stringify(change.object),
+    previous: change.previous === undefined ? null : JSON.stringify(change.previous)
+  }))
+  const puts: Array<Json> = []
+  const removes: Array<Json> = []
+  for (const write of evaluation.records.values()) {
+    if (write._tag === "Put") puts.push({ tbl: write.table, id: write.id, value: JSON.stringify(write.value), expires_at: write.expiresAt ?? null })
+    else removes.push({ tbl: write.table, id: write.id })
+  }
+  return [
+    JSON.stringify(upserts),
+    JSON.stringify(deletes),
+    JSON.stringify(changes),
+    JSON.stringify(puts),
+    JSON.stringify(removes),
+    evaluation.resourceVersion
+  ]
+}
+
+interface Pending {
+  readonly ops: ReadonlyArray<WriteOp>
+  readonly done: Deferred.Deferred<Committed, CommitFailed | StoreError>
+}
+
+export interface SqlStoreOptions {
+  /** Receives other processes' commit notifications (PostgreSQL LISTEN); absent on PGlite. */
+  readonly listen?: (onNotify: () => void) => Effect.Effect<void, SqlError.SqlError>
+  /** Sends this process's commit notification inside the batch transaction. */
+  readonly notify: boolean
+}
+
+/** A store over the current SqlClient. Runs migrations, then starts the writer fiber for the layer's lifetime. */
+export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* migrate.pipe(Effect.mapError((cause) => new StoreError({ message: `migrations failed: ${String(cause)}`, cause })))
+  const listeners = new Set<() => void>()
+  const notifyListeners = () => {
+    for (const listener of listeners) listener()
+  }
+  const queue = yield* Queue.unbounded<Pending>()
+
+  const readState = (batch: ReadonlyArray<ReadonlyArray<WriteOp>>, now: number) => Effect.gen(function*() {
+    const keys = touched(batch)
+    const objectKeys = JSON.stringify([...keys.objects.values()])
+    const recordKeys = JSON.stringify([...keys.records.values()].map(({ table, id }) => ({ tbl: table, id })))
+    const rows = yield* sql.unsafe<{ kind: string; a: string; b: string; c: string; resource_version: string | null; deleting: boolean | null }>(
+      `SELECT 'o' AS kind, o.resource AS a, o.namespace AS b, o.name AS c, o.resource_version::text AS resource_version, o.deleting
+         FROM nodus_objects o JOIN json_to_recordset($1::json) AS k(resource text, namespace text, name text)
+           ON o.resource = k.resource AND o.namespace = k.namespace AND o.name = k.name
+       UNION ALL
+       SELECT 'r', r.tbl, r.id, '', NULL, NULL
+         FROM nodus_records r JOIN json_to_recordset($2::json) AS k(tbl text, id text) ON r.tbl = k.tbl AND r.id = k.id
+        WHERE r.expires_at IS NULL OR r.expires_at > $3`,
+      [objectKeys, recordKeys, now]
+    )
+    const objects = new Map<string, { resourceVersion: number; deleting: boolean }>()
+    const records = new Set<string>()
+    for (const row of rows) {
+      if (row.kind === "o") objects.set(keyString({ resource: row.a, namespace: row.b, name: row.c }), { resourceVersion: Number(row.resource_version), deleting: row.deleting === true })
+      else records.add(recordKey(row.a, row.b))
+    }
+    return { objects, records }
+  })
+
+  const runBatch = (batch: ReadonlyArray<Pending>, now: number) => sql.withTransaction(Effect.gen(function*() {
+    const [meta] = yield* sql.unsafe<{ resource_version: string }>(
+      `SELECT resource_version::text AS resource_version FROM nodus_meta WHERE id = 1 FOR UPDATE`
+    )
+    const opsList = batch.map((pending) => pending.ops)
+    const state = yield* readState(opsList, now)
+    const evaluation = evaluate(opsList, state, Number(meta?.resource_version ?? 0))
+    if (evaluation.changes.length > 0 || evaluation.records.size > 0) {
+      yield* sql.unsafe(writeStatement, writeParameters(evaluation) as Array<string | number>)
+      if (options.notify && evaluation.changes.length > 0) {
+        yield* sql.unsafe(`SELECT pg_notify('${notifyChannel}', $1)`, [String(evaluation.resourceVersion)])
+      }
+    }
+    return evaluation
+  }))
+
+  const settle = (batch: ReadonlyArray<Pending>, evaluation: Evaluation) =>
+    Effect.forEach(batch, (pending, index) => {
+      const outcome = evaluation.outcomes[index]!
+      return Result.isSuccess(outcome) ? Deferred.succeed(pending.done, outcome.success) : Deferred.fail(pending.done, outcome.failure)
+    }, { discard: true })
+
+  // One failing statement fails the whole transaction; then each commit runs alone so that a bad one fails only itself.
+  const commitBatch = (batch: ReadonlyArray<Pending>): Effect.Effect<void> => Effect.gen(function*() {
+    const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+    const result = yield* Effect.result(runBatch(batch, now))
+    if (Result.isSuccess(result)) {
+      yield* settle(batch, result.success)
+      if (result.success.changes.length > 0) notifyListeners()
+      return
+    }
+    if (batch.length > 1) return yield* Effect.forEach(batch, (pending) => commitBatch([pending]), { discard: true })
+    yield* Deferred.fail(batch[0]!.done, failure("commit failed")(result.failure))
+  })
+
+  yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.takeBetween(queue, 1, batchCommitsMax), commitBatch)))
+  if (options.listen !== undefined) yield* Effect.forkScoped(Effect.forever(Effect.ignore(options.listen(notifyListeners))))
+
+  const get: StoreShape["get"] = (key) =>
+    sql.unsafe<{ body: string }>(
+      `SELECT body FROM nodus_objects WHERE resource = $1 AND namespace = $2 AND name = $3`,
+      [key.resource, key.namespace, key.name]
+    ).pipe(
+      Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), (row) => parseObject(row.body))),
+      Effect.mapError(failure("get failed"))
+    )
+
+  const list: StoreShape["list"] = (query: ListQuery) =>
+    sql.unsafe<{ resource_version: string; body: string | null; total: string | null }>(
+      `SELECT m.resource_version::text AS resource_version, o.body, o.total::text AS total
+         FROM nodus_meta m
+         LEFT JOIN LATERAL (
+           SELECT body, count(*) OVER () AS total, namespace, name FROM nodus_objects
+            WHERE resource = $1
+              AND ($2::text IS NULL OR namespace = $2)
+              AND ($3::text IS NULL OR name = $3)
+              AND ($4::text IS NULL OR (namespace, name) > ($4, $5::text))
+              AND labels @> $6::jsonb
+            ORDER BY namespace, name
+            LIMIT $7) o ON true
+        WHERE m.id = 1
+        ORDER BY o.namespace, o.name`,
+      [
+        query.resource,
+        query.namespace ?? null,
+        query.name ?? null,
+        query.after?.namespace ?? null,
+        query.after?.name ?? null,
+        JSON.stringify(Object.fromEntries(query.labelEquals ?? [])),
+        query.limit ?? null
+      ]
+    ).pipe(
+      Effect.map((rows) => {
+        const items = rows.flatMap((row) => (row.body === null ? [] : [parseObject(row.body)]))
+        const total = Number(rows[0]?.total ?? 0)
+        return { items, resourceVersion: Number(rows[0]?.resource_version ?? 0), remaining: Math.max(0, total - items.length) }
+      }),
+      Effect.mapError(failure("list failed"))
+    )
+
+  return Store.of({
+    get,
+    list,
+    dependentsOf: (uid) =>
+      sql.unsafe<{ body: string }>(`SELECT body FROM nodus_objects WHERE owner_uids @> $1::jsonb`, [JSON.stringify([uid])]).pipe(
+        Effect.map((rows) => rows.map((row) => parseObject(row.body))),
+        Effect.mapError(failure("dependents query failed"))
+      ),
+    uidExists: (uid) =>
+      sql.unsafe<{ found: number }>(`SELECT 1 AS found FROM nodus_objects WHERE uid = $1 LIMIT 1`, [uid]).pipe(
+        Effect.map((rows) => rows.length > 0),
+        Effect.mapError(failure("uid query failed"))
+      ),
+    commit: (ops) => Effect.flatMap(Deferred.make<Committed, CommitFailed | StoreError>(), (done) =>
+      Effect.andThen(Queue.offer(queue, { ops, done }), Deferred.await(done))),
+    resourceVersion: sql.unsafe<{ resource_version: string }>(`SELECT resource_version::text AS resource_version FROM nodus_meta WHERE id = 1`).pipe(
+      Effect.map((rows) => Number(rows[0]?.resource_version ?? 0)),
+      Effect.mapError(failure("resourceVersion query failed"))
+    ),
+    changes: (after, limit) =>
+      Effect.all([
+        sql.unsafe<ChangeRow>(
+          `SELECT resource_version::text AS resource_version, type, resource, namespace, name, body, previous
+             FROM nodus_changes WHERE resource_version > $1 ORDER BY resource_version LIMIT $2`,
+          [after, limit]
+        ),
+        sql.unsafe<{ compacted: string }>(`SELECT compacted_resource_version::text AS compacted FROM nodus_meta WHERE id = 1`)
+      ]).pipe(
+        Effect.map(([rows, meta]) => ({ changes: rows.map(changeOf), compactedResourceVersion: Number(meta[0]?.compacted ?? 0) })),
+        Effect.mapError(failure("changes query failed"))
+      ),
+    compact: (upTo) =>
+      sql.withTransaction(Effect.andThen(
+        sql.unsafe(`DELETE FROM nodus_changes WHERE resource_version <= $1`, [upTo]),
+        sql.unsafe(`UPDATE nodus_meta SET compacted_resource_version = greatest(compacted_resource_version, least($1::bigint, resource_version)) WHERE id = 1`, [upTo])
+      )).pipe(Effect.asVoid, Effect.mapError(failure("compaction failed"))),
+    getRecord: (table, id, now) =>
+      sql.unsafe<{ value: string }>(
+        `SELECT value FROM nodus_records WHERE tbl = $1 AND id = $2 AND (expires_at IS NULL OR expires_at > $3)`,
+        [table, id, now]
+      ).pipe(
+        Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), (row) => JSON.parse(row.value) as Json)),
+        Effect.mapError(failure("record query failed"))
+      ),
+    deleteExpiredRecords: (now) =>
+      sql.unsafe<{ id: string }>(`DELETE FROM nodus_records WHERE expires_at IS NOT NULL AND expires_at <= $1 RETURNING id`, [now]).pipe(
+        Effect.map((rows) => rows.length),
+        Effect.mapError(failure("record expiry failed"))
+      ),
+    onCommit: (listener) =>
+      Effect.sync(() => {
+        listeners.add(listener)
+        return Effect.sync(() => void listeners.delete(listener))
+      })
+  })
+})
+
+/** The store on a PostgreSQL server; commits of other processes on the same database arrive by LISTEN/NOTIFY. */
+export const layerPostgres = (url: string): Layer.Layer<Store, StoreError | SqlError.SqlError> =>
+  Layer.effect(
+    Store,
+    Effect.gen(function*() {
+      const pg = yield* PgClient.PgClient
+      const listen = (onNotify: () => void) =>
+        Effect.scoped(Effect.gen(function*() {
+          const notifications = yield* pg.listen(notifyChannel)
+          yield* Effect.forever(Effect.tap(Queue.take(notifications), () => Effect.sync(onNotify)))
+        }))
+      return yield* make({ listen: (onNotify) => Effect.asVoid(listen(onNotify)), notify: true })
+    })
+  ).pipe(
+    Layer.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 16 }))
+  )
+
+/** The store on embedded PGlite in `dataDir` (in memory when undefined). */
+export const layerPglite = (dataDir: string | undefined): Layer.Layer<Store, StoreError | SqlError.SqlError> =>
+  Layer.effect(Store, make({ notify: false })).pipe(
+    Layer.provide(Pglite.layer(dataDir))
+  )
+

@@ -1,0 +1,141 @@
+/**
+ * The store port: what the API machinery needs from persistence, and nothing more. It is shaped like etcd as the
+ * Kubernetes API server uses it: objects under keys, each write a compare-and-swap on the object's resourceVersion,
+ * one monotonic resourceVersion counter per store, and an ordered change log that watches replay from. Beside the
+ * objects sits a small record table (idempotency keys, API keys, server secrets) so that every write of one request
+ * can be a single atomic commit.
+ *
+ * Drivers: MemoryStore (simulator and fast tests), SqlStore on PostgreSQL (@effect/sql-pg) and on embedded PGlite.
+ * One contract suite (test/store/StoreContract.ts) holds all three to the same behaviour.
+ */
+import { Context, Data, type Effect, type Option } from "effect"
+import type { Json } from "../core/Json.ts"
+import type { ResourceObject } from "../core/ObjectMeta.ts"
+
+/** Where an object lives. `namespace` is "" for cluster-scoped kinds. */
+export interface ObjectKey {
+  readonly resource: string
+  readonly namespace: string
+  readonly name: string
+}
+
+/** Conditional writes of one commit. Every condition is checked before anything is written; all or nothing. */
+export type WriteOp =
+  /** Fails AlreadyExists when the key holds an object. */
+  | { readonly _tag: "Create"; readonly key: ObjectKey; readonly object: ResourceObject }
+  /** Fails NotFound, or Conflict when the stored resourceVersion is not `expectedRv`. `previous` is what was read. */
+  | { readonly _tag: "Update"; readonly key: ObjectKey; readonly object: ResourceObject; readonly previous: ResourceObject; readonly expectedRv: string }
+  /** Removes the object; `object` is its final state, which the DELETED event carries. Same conditions as Update. */
+  | { readonly _tag: "Delete"; readonly key: ObjectKey; readonly object: ResourceObject; readonly expectedRv: string }
+  /** Writes nothing; fails NotFound unless the key holds an object, and Terminating when it is being deleted. */
+  | { readonly _tag: "Require"; readonly key: ObjectKey; readonly notDeleting: boolean }
+  /**
+   * Puts a record. With `ifAbsent` it fails RecordExists when an unexpired record has the id. With `embed`, the
+   * committed object of op `embed.op` (with its new resourceVersion) is placed at `value[embed.field]` — how an
+   * idempotency record stores the exact response of the write it commits with.
+   */
+  | {
+    readonly _tag: "PutRecord"
+    readonly table: string
+    readonly id: string
+    readonly value: Json
+    readonly expiresAt?: number
+    readonly ifAbsent?: boolean
+    readonly embed?: { readonly field: string; readonly op: number }
+  }
+  | { readonly _tag: "DeleteRecord"; readonly table: string; readonly id: string }
+
+export type FailureReason = "AlreadyExists" | "NotFound" | "Conflict" | "Terminating" | "RecordExists"
+
+/** A condition of a commit did not hold; nothing was written. */
+export class CommitFailed extends Data.TaggedError("CommitFailed")<{
+  /** The index of the first op whose condition failed. */
+  readonly index: number
+  readonly reason: FailureReason
+}> {}
+
+/** Persistence itself failed (connection lost, disk full). Never caused by what a client sent. */
+export class StoreError extends Data.TaggedError("StoreError")<{
+  readonly message: string
+  readonly cause?: unknown
+}> {}
+
+/** The resourceVersion asked for is older than the retained change log (HTTP 410 Expired for watches). */
+export class Expired extends Data.TaggedError("Expired")<{
+  readonly requested: number
+  readonly oldest: number
+}> {}
+
+export interface Committed {
+  /** Per op: the object as committed (with its resourceVersion) for Create and Update, the final state for Delete. */
+  readonly objects: ReadonlyArray<ResourceObject | undefined>
+  /** The store's resourceVersion after this commit. */
+  readonly resourceVersion: number
+}
+
+export type ChangeType = "ADDED" | "MODIFIED" | "DELETED"
+
+/** One entry of the change log. */
+export interface Change {
+  readonly resourceVersion: number
+  readonly type: ChangeType
+  readonly key: ObjectKey
+  readonly object: ResourceObject
+  /** For MODIFIED: what selectors could see of the object before (Selectable.ts), to turn filtered watches into ADDED/DELETED. */
+  readonly previous?: ResourceObject
+}
+
+export interface ListQuery {
+  readonly resource: string
+  /** Only this project; undefined = every project (or a cluster-scoped kind). */
+  readonly namespace?: string
+  /** Start after this (namespace, name), exclusive: the continue cursor. */
+  readonly after?: { readonly namespace: string; readonly name: string }
+  readonly limit?: number
+  /** Label equality terms pushed down to the store (a store may ignore them: callers filter again). */
+  readonly labelEquals?: ReadonlyArray<readonly [string, string]>
+  /** Only this name (a `metadata.name=` field selector). */
+  readonly name?: string
+}
+
+export interface ListPage {
+  readonly items: ReadonlyArray<ResourceObject>
+  /** The store's resourceVersion when this page was read. */
+  readonly resourceVersion: number
+  /** How many objects after the page match the pushed-down terms. */
+  readonly remaining: number
+}
+
+export interface ChangesPage {
+  readonly changes: ReadonlyArray<Change>
+  /** Changes at or below this resourceVersion are gone. */
+  readonly compactedResourceVersion: number
+}
+
+export interface StoreShape {
+  readonly get: (key: ObjectKey) => Effect.Effect<Option.Option<ResourceObject>, StoreError>
+  readonly list: (query: ListQuery) => Effect.Effect<ListPage, StoreError>
+  /** Objects whose ownerReferences name this uid (for the garbage collector). */
+  readonly dependentsOf: (uid: string) => Effect.Effect<ReadonlyArray<ResourceObject>, StoreError>
+  /** Whether any object carries this uid. */
+  readonly uidExists: (uid: string) => Effect.Effect<boolean, StoreError>
+  readonly commit: (ops: ReadonlyArray<WriteOp>) => Effect.Effect<Committed, CommitFailed | StoreError>
+  readonly resourceVersion: Effect.Effect<number, StoreError>
+  /** Changes after `after`, in order, at most `limit`. */
+  readonly changes: (after: number, limit: number) => Effect.Effect<ChangesPage, StoreError>
+  /** Drops changes at or below `upTo`; watches from there on answer Expired. */
+  readonly compact: (upTo: number) => Effect.Effect<void, StoreError>
+  readonly getRecord: (table: string, id: string, now: number) => Effect.Effect<Option.Option<Json>, StoreError>
+  readonly deleteExpiredRecords: (now: number) => Effect.Effect<number, StoreError>
+  /**
+   * Signals commits, including those of other processes sharing the database (PostgreSQL LISTEN/NOTIFY): the change
+   * feed reads the log when it fires. Each call registers a listener; the returned effect unregisters it.
+   */
+  readonly onCommit: (listener: () => void) => Effect.Effect<Effect.Effect<void>>
+}
+
+export class Store extends Context.Service<Store, StoreShape>()("nodus/store/Store") {}
+
+export const keyString = (key: ObjectKey): string => `${key.resource}/${key.namespace}/${key.name}`
+
+export const recordKey = (table: string, id: string): string => `${table}/${id}`

@@ -1,0 +1,4 @@
+import * as MemoryStore from "../../src/store/MemoryStore.ts"
+import { suite } from "./StoreContract.ts"
+
+suite("MemoryStore", MemoryStore.layer)

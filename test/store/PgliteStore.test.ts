@@ -1,0 +1,4 @@
+import * as SqlStore from "../../src/store/SqlStore.ts"
+import { suite } from "./StoreContract.ts"
+
+suite("SqlStore on PGlite", SqlStore.layerPglite(undefined))
