@@ -185,7 +185,26 @@ const toInfo = (row: KindRow): KindInfo => ({
 /** Every kind, in the spec's order. */
 export const kinds: ReadonlyArray<KindInfo> = rows.map(toInfo)
 
+/**
+ * Projects are Kubernetes Namespaces in the core group (spec: a project is the `namespace` segment of a path), served
+ * at /api/v1/namespaces so that `kubectl create namespace` works. They are not in the `nodus` category.
+ */
+export const namespaceKind: KindInfo = {
+  kind: "Namespace",
+  plural: "namespaces",
+  singular: "namespace",
+  version: "v1",
+  scope: "Cluster",
+  shortNames: ["ns"],
+  operations: new Set<Operation>(["list", "watch", "create", "get", "delete"]),
+  hasSpec: false,
+  columns: [],
+  scopePrefix: "namespaces",
+  description: "A project: the scope of namespaced objects."
+}
+
 const byPlural = new Map(kinds.map((info) => [info.plural, info]))
+const byKind = new Map([...kinds, namespaceKind].map((info) => [info.kind, info]))
 
 /** The kind served under `plural` in `version`, if any. */
 export const byResource = (version: string, plural: string): KindInfo | undefined => {
@@ -195,6 +214,9 @@ export const byResource = (version: string, plural: string): KindInfo | undefine
 
 /** The kind with this plural in any version (the store keys objects by plural). */
 export const byPluralName = (plural: string): KindInfo | undefined => byPlural.get(plural)
+
+/** The kind named `kind` (as objects carry it), Namespace included. */
+export const byKindName = (kind: string): KindInfo | undefined => byKind.get(kind)
 
 export const versions: ReadonlyArray<Version> = ["v1", "v1beta1"]
 

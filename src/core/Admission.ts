@@ -1,0 +1,115 @@
+/**
+ * Admission of a written object: decode the body with its kind's schema, turn every schema issue into a cause with
+ * the exact field path, and apply the caller's `fieldValidation` to fields the schema does not know (spec: Create
+ * semantics; Kubernetes' server-side field validation):
+ *
+ * - Strict: unknown fields are an error (400 BadRequest), each named with its path.
+ * - Warn: unknown fields are dropped and reported as warnings (the HTTP `Warning` header).
+ * - Ignore: unknown fields are dropped silently.
+ */
+import { Exit, Result, Schema, SchemaIssue } from "effect"
+import { ApiError, type Cause, invalid, type Subject } from "./ApiError.ts"
+import type { JsonObject } from "./Json.ts"
+
+export type FieldValidation = "Strict" | "Warn" | "Ignore"
+
+export const fieldValidations: ReadonlyArray<FieldValidation> = ["Strict", "Warn", "Ignore"]
+
+export interface Admitted {
+  readonly object: JsonObject
+  readonly warnings: ReadonlyArray<string>
+}
+
+const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
+
+const identifier = /^[A-Za-z_$][\w$-]*$/u
+
+/** `spec.env[0].name`; map keys that are not identifiers go in brackets: `metadata.labels[app.kubernetes.io/name]`. */
+export const fieldPath = (segments: ReadonlyArray<PropertyKey>): string =>
+  segments.reduce<string>((path, segment) => {
+    if (typeof segment === "number") return `${path}[${segment}]`
+    const name = String(segment)
+    if (!identifier.test(name)) return `${path}[${name}]`
+    return path === "" ? name : `${path}.${name}`
+  }, "")
+
+interface Problem {
+  readonly path: ReadonlyArray<PropertyKey>
+  readonly tag: SchemaIssue.Issue["_tag"]
+  readonly message: string
+}
+
+/** Flattens an issue tree into leaves with absolute paths. */
+const problemsOf = (issue: SchemaIssue.Issue, path: ReadonlyArray<PropertyKey> = []): ReadonlyArray<Problem> => {
+  switch (issue._tag) {
+    case "Pointer":
+      return problemsOf(issue.issue, [...path, ...issue.path])
+    case "Composite":
+      return issue.issues.flatMap((inner) => problemsOf(inner, path))
+    case "Encoding":
+      return problemsOf(issue.issue, path)
+    default:
+      return formatter(issue).issues.map((entry) => ({
+        path: [...path, ...(entry.path ?? []).map((segment) => (typeof segment === "object" ? segment.key : segment))],
+        tag: issue._tag,
+        message: entry.message
+      }))
+  }
+}
+
+const reasonOf = (tag: Problem["tag"]): string => {
+  switch (tag) {
+    case "MissingKey":
+      return "FieldValueRequired"
+    case "UnexpectedKey":
+      return "FieldValueUnknown"
+    case "InvalidType":
+      return "FieldValueTypeInvalid"
+    case "Forbidden":
+      return "FieldValueForbidden"
+    default:
+      return "FieldValueInvalid"
+  }
+}
+
+const causeOf = (problem: Problem): Cause => ({
+  field: fieldPath(problem.path),
+  reason: reasonOf(problem.tag),
+  message: problem.tag === "MissingKey" ? "Required value" : problem.tag === "UnexpectedKey" ? `unknown field "${fieldPath(problem.path)}"` : problem.message
+})
+
+const unknownFieldError = (unknown: ReadonlyArray<Cause>): ApiError =>
+  new ApiError({
+    code: "BadRequest",
+    message: `strict decoding error: ${unknown.map((cause) => cause.message).join(", ")}`,
+    causes: unknown,
+    fix: "Remove the fields the kind does not define (see `kubectl explain`), or send fieldValidation=Warn to drop them with a warning."
+  })
+
+/**
+ * Decodes `input` with `schema`. Returns the admitted object (unknown fields dropped) and the warnings for Warn, or
+ * the error a client should see: Invalid with every cause, or BadRequest for unknown fields under Strict.
+ */
+export const admit = <S extends Schema.Codec<unknown, unknown>>(
+  schema: S,
+  input: unknown,
+  fieldValidation: FieldValidation,
+  subject: Subject,
+  kind: string
+): Result.Result<Admitted, ApiError> => {
+  const strict = Schema.decodeUnknownExit(schema, { errors: "all", onExcessProperty: "error" })(input)
+  if (Exit.isSuccess(strict)) return Result.succeed({ object: strict.value as JsonObject, warnings: [] })
+  const failure = strict.cause.reasons.find((reason) => reason._tag === "Fail")
+  if (failure === undefined || !Schema.isSchemaError(failure.error)) return Result.fail(new ApiError({ code: "InternalError", message: "admission failed unexpectedly" }))
+  const causes = problemsOf(failure.error.issue).map((problem) => causeOf(problem))
+  const unknown = causes.filter((cause) => cause.reason === "FieldValueUnknown")
+  const invalidCauses = causes.filter((cause) => cause.reason !== "FieldValueUnknown")
+  if (invalidCauses.length > 0) return Result.fail(invalid(subject, fieldValidation === "Strict" ? causes : invalidCauses, kind))
+  if (fieldValidation === "Strict") return Result.fail(unknownFieldError(unknown))
+  const lenient = Schema.decodeUnknownExit(schema, { errors: "all" })(input)
+  if (Exit.isFailure(lenient)) return Result.fail(new ApiError({ code: "InternalError", message: "admission failed unexpectedly" }))
+  return Result.succeed({
+    object: lenient.value as JsonObject,
+    warnings: fieldValidation === "Warn" ? unknown.map((cause) => cause.message) : []
+  })
+}

@@ -1,0 +1,50 @@
+/**
+ * The schema each kind is admitted with. Every kind has the envelope (spec: Object envelope) with validated metadata;
+ * the body of `spec` is permissive for now — any JSON object — and becomes the kind's full schema as each kind's
+ * fields are written down. Admission, OpenAPI and test arbitraries all read this module, so they cannot disagree.
+ */
+import { Schema } from "effect"
+import type { KindInfo } from "./Kinds.ts"
+import { ObjectMetaInput } from "./ObjectMeta.ts"
+
+const AnyObject = Schema.Record(Schema.String, Schema.Json)
+
+const envelope = {
+  apiVersion: Schema.optionalKey(Schema.String),
+  kind: Schema.optionalKey(Schema.String),
+  metadata: Schema.optionalKey(ObjectMetaInput)
+}
+
+/** The object a create or replace of `info` must decode as. `spec` is required for kinds that have one. */
+export const objectSchema = (info: KindInfo) =>
+  Schema.Struct({
+    ...envelope,
+    spec: info.hasSpec ? AnyObject : Schema.optionalKey(AnyObject),
+    status: Schema.optionalKey(Schema.Json)
+  })
+
+/**
+ * A server-side apply configuration: the manager's partial intent, so `spec` may be absent (kubectl's apply migration
+ * sends metadata alone). The merged result is then admitted with `objectSchema`.
+ */
+export const applySchema = (_info: KindInfo) =>
+  Schema.Struct({
+    ...envelope,
+    spec: Schema.optionalKey(AnyObject),
+    status: Schema.optionalKey(Schema.Json)
+  })
+
+/** The object a write to `/status` must decode as: only status counts, the rest is ignored (spec: Conventions). */
+export const statusSchema = (_info: KindInfo) =>
+  Schema.Struct({
+    ...envelope,
+    spec: Schema.optionalKey(Schema.Json),
+    status: Schema.optionalKey(Schema.Json)
+  })
+
+/** A project, written as a Kubernetes Namespace. */
+export const namespaceSchema = Schema.Struct({
+  ...envelope,
+  spec: Schema.optionalKey(Schema.Struct({ finalizers: Schema.optionalKey(Schema.Array(Schema.String)) })),
+  status: Schema.optionalKey(Schema.Json)
+})

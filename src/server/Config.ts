@@ -1,0 +1,97 @@
+/**
+ * Server configuration: every setting has an environment variable and a CLI flag (the flag wins), one row each in
+ * `settings` below, which also writes `nodus --help`. The names are part of the product: later checks and users'
+ * scripts depend on them (README, Configuration).
+ */
+import { isIP } from "node:net"
+
+export interface ServerConfig {
+  readonly host: string
+  readonly port: number
+  readonly dataDir: string
+  /** PostgreSQL URL; when absent the embedded PGlite store lives in `<dataDir>/pglite`. */
+  readonly databaseUrl: string | undefined
+  readonly tls: boolean
+  readonly tlsCert: string | undefined
+  readonly tlsKey: string | undefined
+  /** The admin key; when absent one is generated once into `<dataDir>/admin.token`. */
+  readonly bootstrapToken: string | undefined
+  readonly apiGroup: string
+}
+
+interface Setting {
+  readonly env: string
+  readonly flag: string
+  readonly fallback: string | undefined
+  readonly description: string
+}
+
+export const settings: ReadonlyArray<Setting> = [
+  { env: "NODUS_ADDR", flag: "--addr", fallback: "127.0.0.1:8443", description: "host:port to listen on" },
+  { env: "NODUS_DATA_DIR", flag: "--data-dir", fallback: "./.nodus", description: "state directory: TLS material, admin token, embedded database" },
+  { env: "DATABASE_URL", flag: "--database-url", fallback: undefined, description: "PostgreSQL URL; when absent, embedded PGlite in the data directory" },
+  { env: "NODUS_TLS", flag: "--tls", fallback: "on", description: "on: HTTPS (self-signed CA generated on first start unless --tls-cert/--tls-key); off: plain HTTP" },
+  { env: "NODUS_TLS_CERT", flag: "--tls-cert", fallback: undefined, description: "PEM certificate file to serve instead of the generated one" },
+  { env: "NODUS_TLS_KEY", flag: "--tls-key", fallback: undefined, description: "PEM private key file for --tls-cert" },
+  { env: "NODUS_BOOTSTRAP_TOKEN", flag: "--bootstrap-token", fallback: undefined, description: "the admin API key; generated into <data dir>/admin.token when unset" },
+  { env: "NODUS_API_GROUP", flag: "--api-group", fallback: "nodus.dev", description: "API group of every nodus kind" }
+]
+
+export type ConfigResult = { readonly _tag: "Ok"; readonly config: ServerConfig } | { readonly _tag: "Err"; readonly message: string }
+
+const apiGroupPattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$/u
+
+/** Splits `host:port`, `[::1]:port`, or `:port`. */
+export const parseAddress = (address: string): { readonly host: string; readonly port: number } | undefined => {
+  const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/u.exec(address)
+  if (match === null) return undefined
+  const host = match[1] ?? (match[2] === "" ? "127.0.0.1" : match[2]!)
+  const port = Number(match[3])
+  if (port > 65_535 || (match[1] !== undefined && isIP(host) !== 6)) return undefined
+  return { host, port }
+}
+
+/** Reads flags (`--name value` or `--name=value`) over environment variables over defaults. */
+export const resolve = (env: Readonly<Record<string, string | undefined>>, args: ReadonlyArray<string>): ConfigResult => {
+  const values = new Map<string, string>()
+  for (const setting of settings) {
+    const fromEnv = env[setting.env]
+    const value = fromEnv !== undefined && fromEnv !== "" ? fromEnv : setting.fallback
+    if (value !== undefined) values.set(setting.env, value)
+  }
+  for (let index = 0; index < args.length; index++) {
+    const arg = args[index]!
+    const [flag, inline] = arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined]
+    const setting = settings.find((candidate) => candidate.flag === flag)
+    if (setting === undefined) return { _tag: "Err", message: `unknown flag ${flag} (see nodus --help)` }
+    const value = inline ?? args[++index]
+    if (value === undefined) return { _tag: "Err", message: `flag ${flag} needs a value` }
+    values.set(setting.env, value)
+  }
+  const address = parseAddress(values.get("NODUS_ADDR")!)
+  if (address === undefined) return { _tag: "Err", message: `NODUS_ADDR "${values.get("NODUS_ADDR")}" is not host:port` }
+  const tls = values.get("NODUS_TLS")!
+  if (tls !== "on" && tls !== "off") return { _tag: "Err", message: `NODUS_TLS must be on or off, not "${tls}"` }
+  const cert = values.get("NODUS_TLS_CERT")
+  const key = values.get("NODUS_TLS_KEY")
+  if ((cert === undefined) !== (key === undefined)) return { _tag: "Err", message: "NODUS_TLS_CERT and NODUS_TLS_KEY go together: set both or neither" }
+  const apiGroup = values.get("NODUS_API_GROUP")!
+  if (!apiGroupPattern.test(apiGroup)) return { _tag: "Err", message: `NODUS_API_GROUP "${apiGroup}" must be a DNS subdomain with a dot, such as nodus.dev` }
+  return {
+    _tag: "Ok",
+    config: {
+      ...address,
+      dataDir: values.get("NODUS_DATA_DIR")!,
+      databaseUrl: values.get("DATABASE_URL"),
+      tls: tls === "on",
+      tlsCert: cert,
+      tlsKey: key,
+      bootstrapToken: values.get("NODUS_BOOTSTRAP_TOKEN"),
+      apiGroup
+    }
+  }
+}
+
+/** The --help text of the settings. */
+export const usage = (): string =>
+  settings.map((setting) => `  ${setting.flag.padEnd(18)} ${setting.env.padEnd(22)} ${setting.description}${setting.fallback === undefined ? "" : ` (default ${setting.fallback})`}`).join("\n")

@@ -1,0 +1,22 @@
+/**
+ * Periodic housekeeping: expired records go (idempotency keys after 24 hours, expired API keys), and the change log
+ * is compacted to its retained window. Watches that ask for a resourceVersion older than the window get 410 Expired.
+ */
+import { Clock, Effect, Layer, Schedule } from "effect"
+import { Store } from "../store/Store.ts"
+
+/** The change log keeps at least this many latest changes. */
+export const changeLogRetention = 100_000
+
+export const maintenanceInterval = "1 minute"
+
+export const layer = Layer.effectDiscard(Effect.gen(function*() {
+  const store = yield* Store
+  const pass = Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    yield* store.deleteExpiredRecords(now)
+    const resourceVersion = yield* store.resourceVersion
+    if (resourceVersion > changeLogRetention) yield* store.compact(resourceVersion - changeLogRetention)
+  })
+  yield* Effect.forkScoped(Effect.repeat(Effect.ignore(pass), Schedule.spaced(maintenanceInterval)))
+}))

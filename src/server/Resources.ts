@@ -1,0 +1,489 @@
+/**
+ * The generic operations of the resource API (spec: Generic operations, Create semantics), for every kind alike:
+ * get, list, create, replace, patch (merge, JSON, apply), delete, and the status subresource. Each operation admits
+ * the request with the kind's schema, applies the per-write rules of core/Strategy.ts, and commits through the store
+ * port in one atomic commit, retried on conflicts where Kubernetes retries them (patches without a resourceVersion).
+ *
+ * HTTP is not here: handlers in server/http translate requests into these calls and results into responses.
+ */
+import { createHash } from "node:crypto"
+import { Clock, Context, Effect, Layer, Option, Result } from "effect"
+import { type Admitted, admit, type FieldValidation } from "../core/Admission.ts"
+import { ApiError, alreadyExists, badRequest, conflict, fieldInvalid, invalid, notFound, type Subject } from "../core/ApiError.ts"
+import * as FieldSelector from "../core/FieldSelector.ts"
+import { canonical, isObject, type Json, type JsonObject } from "../core/Json.ts"
+import * as JsonPatch from "../core/JsonPatch.ts"
+import { applySchema, namespaceSchema, objectSchema, statusSchema } from "../core/KindSchemas.ts"
+import { byKindName, type KindInfo } from "../core/Kinds.ts"
+import * as LabelSelector from "../core/LabelSelector.ts"
+import * as MergePatch from "../core/MergePatch.ts"
+import type { ResourceObject } from "../core/ObjectMeta.ts"
+import * as ServerSideApply from "../core/ServerSideApply.ts"
+import * as Strategy from "../core/Strategy.ts"
+import { type CommitFailed, type ObjectKey, Store, type StoreError, type WriteOp } from "../store/Store.ts"
+import { Ids } from "./Ids.ts"
+
+/** A served kind as the URL named it: the registry entry plus its group ("" for the core group of Namespaces). */
+export interface ResourceRef {
+  readonly info: KindInfo
+  readonly group: string
+  readonly apiVersion: string
+}
+
+export type PatchType = "merge" | "json" | "apply"
+
+export interface WriteOptions {
+  readonly dryRun: boolean
+  readonly fieldValidation: FieldValidation
+  readonly fieldManager: string
+  /** `If-Match`: the ETag the caller last saw (an object's, or a dry run's for a create). */
+  readonly ifMatch?: string
+  /** Committed atomically with the write, after it (op 0 of the commit is always the write itself). */
+  readonly extraOps?: ReadonlyArray<WriteOp>
+  /** Kind-specific authorization of the admitted object (e.g. ServiceAccount scopes). */
+  readonly authorizeObject?: (object: JsonObject) => ApiError | undefined
+  /** Server-side apply only: take over conflicting fields (kubectl --force-conflicts). */
+  readonly force?: boolean
+}
+
+export interface WriteResult {
+  readonly object: ResourceObject
+  readonly warnings: ReadonlyArray<string>
+  /** true when the write created the object (HTTP 201). */
+  readonly created: boolean
+}
+
+export interface DeleteOptions {
+  readonly dryRun: boolean
+  readonly propagationPolicy: "Background" | "Orphan"
+  readonly preconditions?: { readonly uid?: string; readonly resourceVersion?: string }
+  readonly ifMatch?: string
+  readonly extraOps?: ReadonlyArray<WriteOp>
+}
+
+export interface ListOptions {
+  readonly labelSelector?: string
+  readonly fieldSelector?: string
+  readonly limit?: number
+  readonly continue?: string
+}
+
+export interface ListResult {
+  readonly items: ReadonlyArray<ResourceObject>
+  readonly resourceVersion: string
+  readonly continue?: string
+  readonly remainingItemCount?: number
+}
+
+/** How often a patch without a resourceVersion is retried when another writer got there first. */
+export const patchConflictRetriesMax = 5
+
+/** Store scans made per page while filtering in memory (selectors a store cannot evaluate). */
+const scanChunkSize = 500
+
+export const isNamespaceKind = (ref: ResourceRef): boolean => ref.group === "" && ref.info.plural === "namespaces"
+
+const subjectOf = (ref: ResourceRef, name?: string): Subject =>
+  ({ group: ref.group, kind: ref.info.plural, ...(name === undefined ? {} : { name }) })
+
+const keyOf = (ref: ResourceRef, namespace: string | undefined, name: string): ObjectKey =>
+  ({ resource: ref.info.plural, namespace: namespace ?? "", name })
+
+const namespaceKey = (namespace: string): ObjectKey => ({ resource: "namespaces", namespace: "", name: namespace })
+
+const targetOf = (ref: ResourceRef, namespace: string | undefined): Strategy.Target => ({
+  apiVersion: ref.apiVersion,
+  kind: ref.info.kind,
+  plural: ref.info.plural,
+  group: ref.group,
+  namespace: ref.info.scope === "Namespaced" ? namespace : undefined
+})
+
+/** An object's ETag: its resourceVersion, quoted (RFC 9110 §8.8.3). */
+export const etagOf = (object: ResourceObject): string => `"${object.metadata.resourceVersion}"`
+
+/**
+ * A dry run's ETag binds a later create of the same payload (spec: Create semantics 1). It is a hash of the admitted
+ * object without its server-owned metadata, so a create carrying it in If-Match must send the same object.
+ */
+export const dryRunEtag = (object: ResourceObject): string => {
+  const { uid: _uid, creationTimestamp: _created, managedFields: _managed, resourceVersion: _rv, name: _name, ...metadata } = object.metadata
+  const payload = canonical({ ...object, metadata } as unknown as Json)
+  return `"dryrun.${createHash("sha256").update(payload).digest("base64url")}"`
+}
+
+const storeFailure = (error: StoreError): ApiError =>
+  new ApiError({ code: "Unavailable", message: `the store is unavailable: ${error.message}`, retryAfterSeconds: 1 })
+
+const commitFailure = (ref: ResourceRef, name: string, namespace: string | undefined) => (failure: CommitFailed): ApiError => {
+  switch (failure.reason) {
+    case "AlreadyExists":
+      return alreadyExists(subjectOf(ref, name))
+    case "Conflict":
+      return conflict(subjectOf(ref, name), "the object has been modified; please apply your changes to the latest version and try again")
+    case "NotFound":
+      // Op 0 is the object; a later Require names the project.
+      return failure.index === 0 || namespace === undefined
+        ? notFound(subjectOf(ref, name))
+        : notFound({ group: "", kind: "namespaces", name: namespace })
+    case "Terminating":
+      return new ApiError({
+        code: "Forbidden",
+        message: `${ref.info.plural}.${ref.group} "${name}" is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`,
+        subject: subjectOf(ref, name),
+        fix: "Wait until the project is gone and create it again, or use another project."
+      })
+    case "RecordExists":
+      return new ApiError({ code: "RequestInProgress", message: "a request with this Idempotency-Key is in progress", retryAfterSeconds: 1 })
+  }
+}
+
+const decodeContinue = (token: string): { resourceVersion: string; namespace: string; name: string } | undefined => {
+  try {
+    const parsed = JSON.parse(Buffer.from(token, "base64url").toString("utf8")) as unknown
+    if (!Array.isArray(parsed) || parsed.length !== 3) return undefined
+    const [resourceVersion, namespace, name] = parsed as Array<unknown>
+    return typeof resourceVersion === "string" && typeof namespace === "string" && typeof name === "string"
+      ? { resourceVersion, namespace, name }
+      : undefined
+  } catch {
+    return undefined
+  }
+}
+
+const encodeContinue = (resourceVersion: string, last: ResourceObject): string =>
+  Buffer.from(JSON.stringify([resourceVersion, last.metadata.namespace ?? "", last.metadata.name])).toString("base64url")
+
+const parseSelectors = (options: ListOptions) => {
+  const labels = LabelSelector.parse(options.labelSelector ?? "")
+  if (labels._tag === "Err") return Result.fail(badRequest(`unable to parse requirement: ${labels.message}`.replace("unable to parse requirement: unable to parse requirement:", "unable to parse requirement:")))
+  const fields = FieldSelector.parse(options.fieldSelector ?? "", FieldSelector.defaultSupportedFields)
+  if (fields._tag === "Err") return Result.fail(badRequest(fields.message))
+  return Result.succeed({ labels: labels.value, fields: fields.value })
+}
+
+export interface Selectors {
+  readonly labels: LabelSelector.LabelSelector
+  readonly fields: FieldSelector.FieldSelector
+}
+
+/** Whether an object passes a list's or watch's selectors. */
+export const selects = (selectors: Selectors, object: ResourceObject): boolean =>
+  LabelSelector.matches(selectors.labels, object.metadata.labels) &&
+  FieldSelector.matches(selectors.fields, FieldSelector.fieldsOf(object as { metadata: { name: string; namespace?: string }; status?: unknown }))
+
+export const selectorsOf = (options: ListOptions): Result.Result<Selectors, ApiError> => parseSelectors(options)
+
+export class Resources extends Context.Service<Resources, ReturnType<typeof makeOperations>>()("nodus/server/Resources") {
+  static readonly layer = Layer.effect(Resources, Effect.map(Effect.all({ store: Store, ids: Ids }), makeOperations))
+}
+
+function makeOperations(services: { readonly store: Store["Service"]; readonly ids: Ids["Service"] }) {
+  const { store, ids } = services
+  const now = Clock.currentTimeMillis
+
+  const read = (key: ObjectKey) => store.get(key).pipe(Effect.mapError(storeFailure))
+
+  const readExisting = (ref: ResourceRef, namespace: string | undefined, name: string) =>
+    Effect.flatMap(read(keyOf(ref, namespace, name)), (found) =>
+      Option.match(found, { onNone: () => Effect.fail(notFound(subjectOf(ref, name))), onSome: Effect.succeed }))
+
+  const requireProject = (namespace: string) =>
+    Effect.flatMap(read(namespaceKey(namespace)), (found) =>
+      Option.isSome(found) ? Effect.void : Effect.fail(notFound({ group: "", kind: "namespaces", name: namespace })))
+
+  const commit = (ref: ResourceRef, namespace: string | undefined, name: string, ops: ReadonlyArray<WriteOp>) =>
+    store.commit(ops).pipe(
+      Effect.catchTag("CommitFailed", (failure) => Effect.fail(commitFailure(ref, name, namespace)(failure))),
+      Effect.mapError((error) => (error._tag === "StoreError" ? storeFailure(error) : error))
+    )
+
+  /** The project must exist and not be terminating for new content to appear in it. */
+  const projectGuard = (ref: ResourceRef, namespace: string | undefined): ReadonlyArray<WriteOp> =>
+    ref.info.scope === "Namespaced" && namespace !== undefined && !isNamespaceKind(ref)
+      ? [{ _tag: "Require", key: namespaceKey(namespace), notDeleting: true }]
+      : []
+
+  /** Which schema a body is admitted with: the whole object, a status write, or an apply configuration. */
+  type BodyForm = "object" | "status" | "apply"
+
+  const admitBody = (ref: ResourceRef, body: unknown, validation: FieldValidation, name: string | undefined, form: BodyForm = "object") =>
+    Effect.gen(function*() {
+      if (!isObject(body as Json)) return yield* badRequest("the request body must be a JSON object")
+      const object = body as JsonObject
+      const apiVersion = object["apiVersion"]
+      const kind = object["kind"]
+      if (typeof apiVersion === "string" && apiVersion !== ref.apiVersion) {
+        return yield* badRequest(`the API version in the data (${apiVersion}) does not match the expected API version (${ref.apiVersion})`)
+      }
+      if (typeof kind === "string" && kind !== ref.info.kind) {
+        return yield* badRequest(`the kind in the data (${kind}) does not match the expected kind (${ref.info.kind})`)
+      }
+      const schema = isNamespaceKind(ref) ? namespaceSchema : form === "status" ? statusSchema(ref.info) : form === "apply" ? applySchema(ref.info) : objectSchema(ref.info)
+      return yield* Effect.fromResult(admit(schema, object, validation, subjectOf(ref, name), ref.info.kind))
+    })
+
+  const authorize = (options: WriteOptions, admitted: Admitted) => {
+    const denied = options.authorizeObject?.(admitted.object)
+    return denied === undefined ? Effect.void : Effect.fail(denied)
+  }
+
+  const checkIfMatch = (ifMatch: string | undefined, current: ResourceObject) =>
+    ifMatch === undefined || ifMatch === "*" || ifMatch === etagOf(current)
+      ? Effect.void
+      : Effect.fail(new ApiError({ code: "PreconditionFailed", message: `If-Match ${ifMatch} does not match the current ETag ${etagOf(current)}` }))
+
+  /** Namespaces start Active; every other kind starts as admitted. */
+  const initialStatus = (ref: ResourceRef, object: ResourceObject): ResourceObject =>
+    isNamespaceKind(ref) ? { ...object, status: { phase: "Active" } } : object
+
+  const create = (ref: ResourceRef, namespace: string | undefined, body: unknown, options: WriteOptions) =>
+    Effect.gen(function*() {
+      if (ref.info.scope === "Namespaced" && namespace === undefined) return yield* badRequest("a project (namespace) is required")
+      const admitted = yield* admitBody(ref, body, options.fieldValidation, undefined)
+      yield* authorize(options, admitted)
+      const made = Strategy.create(targetOf(ref, namespace), admitted.object, {
+        now: yield* now,
+        fieldManager: options.fieldManager,
+        uid: ids.uid(),
+        nameSuffix: ids.nameSuffix()
+      })
+      const object = initialStatus(ref, yield* Effect.fromResult(made))
+      if (options.ifMatch !== undefined && options.ifMatch !== dryRunEtag(object)) {
+        return yield* new ApiError({ code: "PreconditionFailed", message: `If-Match ${options.ifMatch} does not match a dry run of this object`, fix: "Send the ETag of a dry run of exactly this object, or leave If-Match out." })
+      }
+      if (options.dryRun) {
+        if (namespace !== undefined && !isNamespaceKind(ref)) yield* requireProject(namespace)
+        const existing = yield* read(keyOf(ref, namespace, object.metadata.name))
+        if (Option.isSome(existing)) return yield* alreadyExists(subjectOf(ref, object.metadata.name))
+        return { object, warnings: admitted.warnings, created: true } satisfies WriteResult
+      }
+      const key = keyOf(ref, isNamespaceKind(ref) ? undefined : namespace, object.metadata.name)
+      const committed = yield* commit(ref, namespace, object.metadata.name, [
+        { _tag: "Create", key, object },
+        ...projectGuard(ref, namespace),
+        ...(options.extraOps ?? [])
+      ])
+      return { object: committed.objects[0]!, warnings: admitted.warnings, created: true } satisfies WriteResult
+    })
+
+  /** Writes what a strategy decided: nothing, an update, or the object's removal (last finalizer gone). */
+  const writeDisposition = (ref: ResourceRef, namespace: string | undefined, current: ResourceObject, disposition: Strategy.Disposition, expectedRv: string, options: { readonly dryRun: boolean; readonly extraOps?: ReadonlyArray<WriteOp> }) =>
+    Effect.gen(function*() {
+      if (disposition._tag === "Unchanged" && (options.extraOps ?? []).length === 0) return current
+      if (options.dryRun) return disposition.object
+      const key = keyOf(ref, namespace, current.metadata.name)
+      const op: WriteOp = disposition._tag === "Remove"
+        ? { _tag: "Delete", key, object: disposition.object, expectedRv }
+        : disposition._tag === "Unchanged"
+        ? { _tag: "Require", key, notDeleting: false }
+        : { _tag: "Update", key, object: disposition.object, previous: current, expectedRv }
+      const committed = yield* commit(ref, namespace, current.metadata.name, [op, ...(options.extraOps ?? [])])
+      return committed.objects[0] ?? current
+    })
+
+  const replace = (ref: ResourceRef, namespace: string | undefined, name: string, body: unknown, options: WriteOptions, subresource?: "status") =>
+    Effect.gen(function*() {
+      const admitted = yield* admitBody(ref, body, options.fieldValidation, name, subresource === "status" ? "status" : "object")
+      yield* authorize(options, admitted)
+      const metadata = admitted.object["metadata"]
+      const expectedRv = isObject(metadata) && typeof metadata["resourceVersion"] === "string" ? metadata["resourceVersion"] : undefined
+      if (expectedRv === undefined || expectedRv === "") {
+        return yield* invalid(subjectOf(ref, name), [fieldInvalid("metadata.resourceVersion", "Invalid value: 0x0: must be specified for an update")], ref.info.kind)
+      }
+      const current = yield* readExisting(ref, namespace, name)
+      yield* checkIfMatch(options.ifMatch, current)
+      if (current.metadata.resourceVersion !== expectedRv) {
+        return yield* conflict(subjectOf(ref, name), "the object has been modified; please apply your changes to the latest version and try again")
+      }
+      const context = { now: yield* now, fieldManager: options.fieldManager }
+      const target = targetOf(ref, namespace)
+      const disposition = yield* Effect.fromResult(subresource === "status"
+        ? Strategy.updateStatus(target, current, admitted.object, context)
+        : Strategy.update(target, current, admitted.object, context))
+      const object = yield* writeDisposition(ref, namespace, current, disposition, expectedRv, options)
+      return { object, warnings: admitted.warnings, created: false } satisfies WriteResult
+    })
+
+  const applyPatch = (ref: ResourceRef, current: ResourceObject, patchType: Exclude<PatchType, "apply">, patch: unknown): Effect.Effect<Json, ApiError> => {
+    if (patchType === "merge") {
+      if (!isObject(patch as Json)) return Effect.fail(badRequest("a merge patch must be a JSON object"))
+      return Effect.succeed(MergePatch.apply(Strategy.asJson(current), patch as Json))
+    }
+    const decoded = JsonPatch.decode(patch)
+    if (decoded._tag === "Err") return Effect.fail(badRequest(`invalid JSON patch: ${decoded.error.message}`))
+    const applied = JsonPatch.apply(Strategy.asJson(current), decoded.operations)
+    if (applied._tag === "Err") {
+      return Effect.fail(invalid(subjectOf(ref, current.metadata.name), [fieldInvalid(applied.error.path, `JSON patch operation ${applied.error.index} failed: ${applied.error.message}`)], ref.info.kind))
+    }
+    return Effect.succeed(applied.value)
+  }
+
+  /** The resourceVersion a patch body pins, if any (then the patch is a compare-and-swap, not retried). */
+  const pinnedVersion = (patched: Json, current: ResourceObject): string | undefined => {
+    const metadata = isObject(patched) ? patched["metadata"] : undefined
+    const version = isObject(metadata) ? metadata["resourceVersion"] : undefined
+    return typeof version === "string" && version !== current.metadata.resourceVersion ? version : undefined
+  }
+
+  const patchOnce = (ref: ResourceRef, namespace: string | undefined, name: string, patchType: Exclude<PatchType, "apply">, patch: unknown, options: WriteOptions, subresource: "status" | undefined) =>
+    Effect.gen(function*() {
+      const current = yield* readExisting(ref, namespace, name)
+      yield* checkIfMatch(options.ifMatch, current)
+      const patched = yield* applyPatch(ref, current, patchType, patch)
+      if (pinnedVersion(patched, current) !== undefined) {
+        return yield* conflict(subjectOf(ref, name), "the object has been modified; please apply your changes to the latest version and try again")
+      }
+      const admitted = yield* admitBody(ref, patched, options.fieldValidation, name, subresource === "status" ? "status" : "object")
+      yield* authorize(options, admitted)
+      const context = { now: yield* now, fieldManager: options.fieldManager }
+      const target = targetOf(ref, namespace)
+      const disposition = yield* Effect.fromResult(subresource === "status"
+        ? Strategy.updateStatus(target, current, admitted.object, context)
+        : Strategy.update(target, current, admitted.object, context))
+      const object = yield* writeDisposition(ref, namespace, current, disposition, current.metadata.resourceVersion, options)
+      return { object, warnings: admitted.warnings, created: false } satisfies WriteResult
+    })
+
+  const applyOnce = (ref: ResourceRef, namespace: string | undefined, name: string, configuration: unknown, options: WriteOptions) =>
+    Effect.gen(function*() {
+      const admittedConfiguration = yield* admitBody(ref, configuration, options.fieldValidation, name, "apply")
+      const found = yield* read(keyOf(ref, namespace, name))
+      if (Option.isNone(found)) {
+        const named = ServerSideApply.withName(admittedConfiguration.object, name)
+        const result = yield* create(ref, namespace, named, { ...options, fieldValidation: "Ignore" })
+        return { ...result, warnings: admittedConfiguration.warnings }
+      }
+      const current = found.value
+      yield* checkIfMatch(options.ifMatch, current)
+      const merged = ServerSideApply.apply(current, admittedConfiguration.object, options.fieldManager)
+      const admitted = yield* admitBody(ref, merged, "Ignore", name)
+      yield* authorize(options, admitted)
+      const context = { now: yield* now, fieldManager: options.fieldManager }
+      const disposition = yield* Effect.fromResult(Strategy.update(targetOf(ref, namespace), current, admitted.object, context, { operation: "Apply", applied: admittedConfiguration.object }))
+      const object = yield* writeDisposition(ref, namespace, current, disposition, current.metadata.resourceVersion, options)
+      return { object, warnings: admittedConfiguration.warnings, created: false } satisfies WriteResult
+    })
+
+  /** Patches retry on Conflict like Kubernetes' GuaranteedUpdate: the patch is re-applied to the newer object. */
+  const patch = (ref: ResourceRef, namespace: string | undefined, name: string, patchType: PatchType, body: unknown, options: WriteOptions, subresource?: "status") => {
+    const once = patchType === "apply"
+      ? applyOnce(ref, namespace, name, body, options)
+      : patchOnce(ref, namespace, name, patchType, body, options, subresource)
+    return once.pipe(Effect.retry({
+      times: patchConflictRetriesMax,
+      while: (error) => error.code === "Conflict" && !(isObject(body as Json) && isObject((body as JsonObject)["metadata"]) && typeof ((body as JsonObject)["metadata"] as JsonObject)["resourceVersion"] === "string")
+    }))
+  }
+
+  /** Orphan: dependents lose their reference to the owner, in the same commit as the owner's removal. */
+  const orphanOps = (owner: ResourceObject) =>
+    Effect.map(store.dependentsOf(owner.metadata.uid).pipe(Effect.mapError(storeFailure)), (dependents) =>
+      dependents.map((dependent): WriteOp => {
+        const ownerReferences = (dependent.metadata.ownerReferences ?? []).filter((reference) => reference.uid !== owner.metadata.uid)
+        const { ownerReferences: _dropped, ...metadata } = dependent.metadata
+        const object = { ...dependent, metadata: ownerReferences.length === 0 ? metadata : { ...metadata, ownerReferences } }
+        return { _tag: "Update", key: storedKey(dependent), object, previous: dependent, expectedRv: dependent.metadata.resourceVersion }
+      }))
+
+  const remove = (ref: ResourceRef, namespace: string | undefined, name: string, options: DeleteOptions) =>
+    Effect.gen(function*() {
+      const current = yield* readExisting(ref, namespace, name)
+      yield* checkIfMatch(options.ifMatch, current)
+      const preconditions = options.preconditions
+      if (preconditions?.uid !== undefined && preconditions.uid !== current.metadata.uid) {
+        return yield* conflict(subjectOf(ref, name), `Precondition failed: UID in precondition: ${preconditions.uid}, UID in object meta: ${current.metadata.uid}`)
+      }
+      if (preconditions?.resourceVersion !== undefined && preconditions.resourceVersion !== current.metadata.resourceVersion) {
+        return yield* conflict(subjectOf(ref, name), `Precondition failed: ResourceVersion in precondition: ${preconditions.resourceVersion}, ResourceVersion in object meta: ${current.metadata.resourceVersion}`)
+      }
+      const at = yield* now
+      // A project is emptied by the namespace controller before it goes: it always lingers as Terminating first.
+      const disposition = isNamespaceKind(ref) ? terminate(current, at) : Strategy.remove(current, at)
+      const orphans = options.propagationPolicy === "Orphan" && disposition._tag === "Remove" ? yield* orphanOps(current) : []
+      const object = yield* writeDisposition(ref, namespace, current, disposition, current.metadata.resourceVersion, {
+        dryRun: options.dryRun,
+        extraOps: [...orphans, ...(options.extraOps ?? [])]
+      })
+      return object
+    })
+
+  const list = (ref: ResourceRef, namespace: string | undefined, options: ListOptions) =>
+    Effect.gen(function*() {
+      const selectors = yield* Effect.fromResult(parseSelectors(options))
+      if (namespace !== undefined && ref.info.scope === "Namespaced") yield* requireProject(namespace)
+      const cursor = options.continue === undefined || options.continue === "" ? undefined : decodeContinue(options.continue)
+      if (options.continue !== undefined && options.continue !== "" && cursor === undefined) {
+        return yield* badRequest("the provided continue parameter is not valid")
+      }
+      const labelEquals = LabelSelector.equalityTerms(selectors.labels)
+      const name = FieldSelector.pinnedName(selectors.fields)
+      const filtered = selectors.labels.requirements.length > labelEquals.length || selectors.fields.requirements.length > (name === undefined ? 0 : 1)
+      const limit = options.limit !== undefined && options.limit > 0 ? options.limit : undefined
+      const items: Array<ResourceObject> = []
+      let after = cursor === undefined ? undefined : { namespace: cursor.namespace, name: cursor.name }
+      let resourceVersion: number | undefined
+      let remaining = 0
+      for (;;) {
+        const want = limit === undefined ? undefined : filtered ? scanChunkSize : limit - items.length
+        const page = yield* store.list({
+          resource: ref.info.plural,
+          ...(ref.info.scope === "Namespaced" && namespace !== undefined ? { namespace } : {}),
+          ...(after === undefined ? {} : { after }),
+          ...(want === undefined ? {} : { limit: want }),
+          ...(labelEquals.length === 0 ? {} : { labelEquals }),
+          ...(name === undefined ? {} : { name })
+        }).pipe(Effect.mapError(storeFailure))
+        resourceVersion ??= page.resourceVersion
+        for (const object of page.items) {
+          if (limit !== undefined && items.length === limit) break
+          if (selects(selectors, object)) items.push(object)
+          after = { namespace: object.metadata.namespace ?? "", name: object.metadata.name }
+        }
+        remaining = page.remaining
+        const scannedAll = page.items.length === 0 || (want === undefined) || page.remaining === 0
+        if (scannedAll || (limit !== undefined && items.length === limit)) break
+      }
+      const listVersion = cursor?.resourceVersion ?? String(resourceVersion ?? 0)
+      const more = limit !== undefined && items.length === limit && (remaining > 0 || filtered)
+      return {
+        items,
+        resourceVersion: listVersion,
+        ...(more && items.length > 0 ? { continue: encodeContinue(listVersion, items.at(-1)!) } : {}),
+        ...(more && !filtered && remaining > 0 ? { remainingItemCount: remaining } : {})
+      } satisfies ListResult
+    })
+
+  return {
+    get: (ref: ResourceRef, namespace: string | undefined, name: string) => readExisting(ref, namespace, name),
+    list,
+    create,
+    replace,
+    patch,
+    remove,
+    /** Whether the project exists (watches and lists in a missing project are NotFound). */
+    requireProject,
+    /** Commits raw ops about one object, with the same error mapping as every operation. */
+    commit
+  }
+}
+
+/** A Namespace's DELETE: mark it Terminating; the namespace controller deletes its content and then it. */
+const terminate = (current: ResourceObject, now: number): Strategy.Disposition =>
+  current.metadata.deletionTimestamp !== undefined
+    ? { _tag: "Unchanged", object: current }
+    : {
+      _tag: "Write",
+      object: {
+        ...current,
+        metadata: { ...current.metadata, deletionTimestamp: Strategy.timestamp(now), deletionGracePeriodSeconds: 0 },
+        status: { phase: "Terminating" }
+      }
+    }
+
+/** Where a stored object lives: objects carry their kind, and the registry maps it back to its plural. */
+export const storedKey = (object: ResourceObject): ObjectKey => ({
+  resource: byKindName(object.kind)?.plural ?? object.kind.toLowerCase(),
+  namespace: object.metadata.namespace ?? "",
+  name: object.metadata.name
+})

@@ -1,0 +1,107 @@
+/**
+ * The server, wired once: a store driver, the change feed, the generic resource machinery, auth, the HTTP API and
+ * the API machinery's controllers, served over HTTPS (or HTTP) by Node. `nodus serve` runs `layer(config)`; tests run
+ * `layerWith` with an in-memory store and an ephemeral port.
+ */
+import { createServer as createHttpServer } from "node:http"
+import { createServer as createHttpsServer } from "node:https"
+import { NodeHttpServer } from "@effect/platform-node"
+import { type Duration, Effect, Layer } from "effect"
+import { HttpServer } from "effect/http"
+import { ChangeFeed, defaultFeedOptions, type FeedOptions } from "../store/ChangeFeed.ts"
+import * as SqlStore from "../store/SqlStore.ts"
+import { Store, StoreError } from "../store/Store.ts"
+import { Auth } from "./Auth.ts"
+import { ensureAdminToken, ensureDataDir, ensureTls, lockDataDir, pgliteDirectory, serverUrl, type TlsFiles } from "./Bootstrap.ts"
+import type { ServerConfig } from "./Config.ts"
+import * as Controllers from "./Controllers.ts"
+import { Api, ApiConfig, app } from "./http/Api.ts"
+import { Idempotency } from "./Idempotency.ts"
+import { Ids } from "./Ids.ts"
+import * as Maintenance from "./Maintenance.ts"
+import { Resources } from "./Resources.ts"
+import { Watches } from "./Watch.ts"
+
+export interface ServerOptions {
+  readonly host: string
+  readonly port: number
+  readonly apiGroup: string
+  /** undefined: plain HTTP. */
+  readonly tls: TlsFiles | undefined
+  readonly adminToken: string
+  readonly bookmarkInterval: Duration.Input
+  readonly feed: FeedOptions
+  /** Called with the URL once the server listens. */
+  readonly onListening: (url: string) => void
+}
+
+/** Registers the admin key before the first request is served. */
+const bootstrapAdmin = (token: string) => Layer.effectDiscard(Effect.gen(function*() {
+  const auth = yield* Auth
+  const store = yield* Store
+  const ops = yield* auth.bootstrapOps(token)
+  yield* store.commit(ops).pipe(Effect.orDie)
+}))
+
+const announce = (options: ServerOptions) => Layer.effectDiscard(Effect.gen(function*() {
+  const server = yield* HttpServer.HttpServer
+  const address = server.address
+  const port = address._tag === "UnixPathAddress" ? options.port : address.port
+  const host = options.host === "0.0.0.0" ? "127.0.0.1" : options.host
+  const shown = host.includes(":") ? `[${host}]` : host
+  options.onListening(`${options.tls === undefined ? "http" : "https"}://${shown}:${port}`)
+}))
+
+/** The whole server over a given store layer. */
+export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Store, E>, idsLayer: Layer.Layer<Ids> = Ids.layer) => {
+  const settings = Layer.succeed(ApiConfig, { group: options.apiGroup, scheme: options.tls === undefined ? "http" : "https", bookmarkInterval: options.bookmarkInterval })
+  const foundation = Layer.mergeAll(storeLayer, idsLayer, settings)
+  const machinery = Layer.mergeAll(Resources.layer, Auth.layer, Idempotency.layer, ChangeFeed.layerWith(options.feed)).pipe(Layer.provideMerge(foundation))
+  const api = Layer.mergeAll(Api.layer, Controllers.layer, Maintenance.layer, bootstrapAdmin(options.adminToken)).pipe(
+    Layer.provideMerge(Watches.layer),
+    Layer.provideMerge(machinery)
+  )
+  const listener = NodeHttpServer.layer(
+    () => options.tls === undefined ? createHttpServer() : createHttpsServer({ cert: options.tls.cert, key: options.tls.key }),
+    { host: options.host, port: options.port }
+  )
+  return HttpServer.serve(app).pipe(
+    Layer.provideMerge(announce(options)),
+    Layer.provide(listener),
+    Layer.provide(api)
+  )
+}
+
+/** Embedded PGlite in the data directory, held by this process alone for the layer's lifetime. */
+const pgliteStore = (dataDir: string) => Layer.unwrap(Effect.map(
+  Effect.acquireRelease(
+    Effect.suspend(() => {
+      const lock = lockDataDir(dataDir)
+      return lock._tag === "Locked"
+        ? Effect.succeed(lock)
+        : Effect.fail(new StoreError({ message: `another nodus server (pid ${lock.pid}) uses ${dataDir}; stop it or choose another --data-dir` }))
+    }),
+    (lock) => Effect.sync(lock.release)
+  ),
+  () => SqlStore.layerPglite(pgliteDirectory(dataDir))
+))
+
+/** The server `nodus serve` runs: files in the data directory, PostgreSQL or embedded PGlite. */
+export const layer = (config: ServerConfig) => Layer.unwrap(Effect.sync(() => {
+  ensureDataDir(config.dataDir)
+  const tls = config.tls ? ensureTls(config, new Date()) : undefined
+  const adminToken = ensureAdminToken(config)
+  const storeLayer = config.databaseUrl === undefined ? pgliteStore(config.dataDir) : SqlStore.layerPostgres(config.databaseUrl)
+  return layerWith({
+    host: config.host,
+    port: config.port,
+    apiGroup: config.apiGroup,
+    tls,
+    adminToken,
+    bookmarkInterval: "30 seconds",
+    feed: defaultFeedOptions,
+    onListening: (url) => console.log(`nodus serving ${url} (store: ${config.databaseUrl === undefined ? `PGlite in ${pgliteDirectory(config.dataDir)}` : "PostgreSQL"}; admin token in ${config.bootstrapToken === undefined ? `${config.dataDir}/admin.token` : "NODUS_BOOTSTRAP_TOKEN"})`)
+  }, storeLayer)
+}))
+
+export { serverUrl }

@@ -1,0 +1,120 @@
+/**
+ * Which endpoint a request path names (spec: Endpoints). One pure parser for every path the server answers, so that
+ * "unknown route" is a single case and 404 versus 405 is decided in one place.
+ */
+
+export type Route =
+  | { readonly _tag: "Root" }
+  | { readonly _tag: "Version" }
+  | { readonly _tag: "Health"; readonly check: "healthz" | "readyz" | "livez" }
+  | { readonly _tag: "CoreVersions" }
+  | { readonly _tag: "CoreResources" }
+  | { readonly _tag: "Groups" }
+  | { readonly _tag: "Group"; readonly group: string }
+  | { readonly _tag: "GroupVersion"; readonly group: string; readonly version: string }
+  | { readonly _tag: "OpenApiIndex" }
+  | { readonly _tag: "OpenApiGroupVersion"; readonly group: string; readonly version: string }
+  | { readonly _tag: "OpenApiCore" }
+  | { readonly _tag: "OpenApiV2" }
+  | { readonly _tag: "ErrorDocs"; readonly code?: string }
+  /** A collection, item or subresource of a kind. `namespace` is the project segment when the path has one. */
+  | {
+    readonly _tag: "Resource"
+    readonly group: string
+    readonly version: string
+    readonly plural: string
+    readonly namespace?: string
+    readonly name?: string
+    readonly subresource?: string
+  }
+  | { readonly _tag: "NotFound" }
+
+const notFound: Route = { _tag: "NotFound" }
+
+const resource = (group: string, version: string, rest: ReadonlyArray<string>, namespace?: string): Route => {
+  const [plural, name, subresource, ...extra] = rest
+  if (plural === undefined || extra.length > 0) return notFound
+  return {
+    _tag: "Resource",
+    group,
+    version,
+    plural,
+    ...(namespace === undefined ? {} : { namespace }),
+    ...(name === undefined ? {} : { name }),
+    ...(subresource === undefined ? {} : { subresource })
+  }
+}
+
+const apis = (segments: ReadonlyArray<string>): Route => {
+  const [group, version, ...rest] = segments
+  if (group === undefined) return { _tag: "Groups" }
+  if (version === undefined) return { _tag: "Group", group }
+  if (rest.length === 0) return { _tag: "GroupVersion", group, version }
+  if (rest[0] === "namespaces" && rest.length >= 3) return resource(group, version, rest.slice(2), rest[1])
+  return resource(group, version, rest)
+}
+
+const core = (segments: ReadonlyArray<string>): Route => {
+  const [version, ...rest] = segments
+  if (version === undefined) return { _tag: "CoreVersions" }
+  if (version !== "v1") return notFound
+  if (rest.length === 0) return { _tag: "CoreResources" }
+  return rest[0] === "namespaces" && rest.length <= 3 ? resource("", "v1", rest) : notFound
+}
+
+const openApi = (segments: ReadonlyArray<string>): Route => {
+  const [version, ...rest] = segments
+  if (version === "v2" && rest.length === 0) return { _tag: "OpenApiV2" }
+  if (version !== "v3") return notFound
+  if (rest.length === 0) return { _tag: "OpenApiIndex" }
+  if (rest[0] === "apis" && rest.length === 3) return { _tag: "OpenApiGroupVersion", group: rest[1]!, version: rest[2]! }
+  if (rest[0] === "api" && rest[1] === "v1" && rest.length === 2) return { _tag: "OpenApiCore" }
+  return notFound
+}
+
+/** The route of a request path (without query). Percent-escapes are decoded per segment. */
+export const parse = (path: string): Route => {
+  let segments: Array<string>
+  try {
+    segments = path.split("/").filter((segment) => segment !== "").map(decodeURIComponent)
+  } catch {
+    return notFound
+  }
+  const [first, ...rest] = segments
+  switch (first) {
+    case undefined:
+      return { _tag: "Root" }
+    case "version":
+      return rest.length === 0 ? { _tag: "Version" } : notFound
+    case "healthz":
+    case "readyz":
+    case "livez":
+      return rest.length === 0 ? { _tag: "Health", check: first } : notFound
+    case "api":
+      return core(rest)
+    case "apis":
+      return apis(rest)
+    case "openapi":
+      return openApi(rest)
+    case "docs":
+      return rest[0] === "errors" && rest.length <= 2 ? { _tag: "ErrorDocs", ...(rest[1] === undefined ? {} : { code: rest[1] }) } : notFound
+    default:
+      return notFound
+  }
+}
+
+/** Paths listed by GET / (as Kubernetes lists its root paths). */
+export const rootPaths = (group: string): ReadonlyArray<string> => [
+  "/api",
+  "/api/v1",
+  "/apis",
+  `/apis/${group}`,
+  `/apis/${group}/v1`,
+  `/apis/${group}/v1beta1`,
+  "/docs/errors",
+  "/healthz",
+  "/livez",
+  "/openapi/v3",
+  "/readyz",
+  "/version"
+]

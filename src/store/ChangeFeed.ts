@@ -1,0 +1,118 @@
+/**
+ * The change feed: one tailer per process reads the store's change log in resourceVersion order and fans each change
+ * out to every watch. It wakes on this process's commits and on other processes' (the store's onCommit, LISTEN/NOTIFY
+ * on PostgreSQL), and polls once a second in case a notification was lost.
+ *
+ * A watch starts from a resourceVersion: recent changes come from an in-memory ring, older ones from the store's log,
+ * and anything older than the log's compaction horizon is Expired (HTTP 410). Live delivery goes through a sliding
+ * PubSub so a stalled client never holds up the others; a subscriber that fell behind far enough to lose changes
+ * notices the gap (each entry names its predecessor) and ends its watch as Expired, so its client relists.
+ */
+import { Context, type Duration, Effect, Layer, PubSub, Queue, Schedule, type Scope, Stream } from "effect"
+import { type Change, Expired, Store, type StoreError } from "./Store.ts"
+
+export interface FeedOptions {
+  /** Changes kept in memory for watches that start slightly in the past. */
+  readonly bufferSize: number
+  /** Live changes a subscriber may fall behind by before its watch ends as Expired. */
+  readonly subscriberLag: number
+  /** Changes read from the log per query. */
+  readonly pageSize: number
+  readonly pollInterval: Duration.Input
+}
+
+export const defaultFeedOptions: FeedOptions = { bufferSize: 4_096, subscriberLag: 16_384, pageSize: 1_000, pollInterval: "1 second" }
+
+interface Entry {
+  readonly change: Change
+  /** The resourceVersion of the change published before this one. */
+  readonly previous: number
+}
+
+export interface Subscription {
+  /** Changes after the requested resourceVersion that were already committed when the watch started. */
+  readonly backlog: ReadonlyArray<Change>
+  /** Every later change, in order. Fails Expired when this subscriber lost changes. */
+  readonly live: Stream.Stream<Change, Expired>
+  /** The resourceVersion the watch is current at after the backlog. */
+  readonly resourceVersion: number
+}
+
+export class ChangeFeed extends Context.Service<ChangeFeed, {
+  /** Changes after `after` (or from now when undefined). */
+  readonly subscribe: (after: number | undefined) => Effect.Effect<Subscription, Expired | StoreError, Scope.Scope>
+  /** The last resourceVersion the feed has published. */
+  readonly resourceVersion: Effect.Effect<number>
+}>()("nodus/store/ChangeFeed") {
+  static readonly layerWith = (options: FeedOptions) => Layer.effect(ChangeFeed, make(options))
+  static readonly layer = ChangeFeed.layerWith(defaultFeedOptions)
+}
+
+function make(options: FeedOptions) {
+  return Effect.gen(function*() {
+    const store = yield* Store
+    const pubsub = yield* PubSub.sliding<Entry>(options.subscriberLag)
+    const pokes = yield* Queue.sliding<void>(1)
+    const ring: Array<Entry> = []
+    let published = yield* store.resourceVersion
+    // The ring holds every change after `ringFrom`.
+    let ringFrom = published
+
+    const publish = (change: Change) => {
+      const entry = { change, previous: published }
+      ring.push(entry)
+      if (ring.length > options.bufferSize) ringFrom = ring.shift()!.change.resourceVersion
+      published = change.resourceVersion
+      PubSub.publishUnsafe(pubsub, entry)
+    }
+
+    const drain: Effect.Effect<void, StoreError> = Effect.gen(function*() {
+      const page = yield* store.changes(published, options.pageSize)
+      for (const change of page.changes) if (change.resourceVersion > published) publish(change)
+      if (page.changes.length === options.pageSize) return yield* drain
+    })
+
+    const unregister = yield* store.onCommit(() => Queue.offerUnsafe(pokes, undefined))
+    yield* Effect.addFinalizer(() => unregister)
+    yield* Effect.forkScoped(Effect.forever(Effect.andThen(Queue.take(pokes), Effect.ignore(drain))))
+    yield* Effect.forkScoped(Effect.repeat(Effect.sync(() => Queue.offerUnsafe(pokes, undefined)), Schedule.spaced(options.pollInterval)))
+
+    /** Committed changes after `after` from the log, up to what the feed has published. */
+    const fromLog = (after: number, upTo: number): Effect.Effect<ReadonlyArray<Change>, Expired | StoreError> =>
+      Effect.gen(function*() {
+        const collected: Array<Change> = []
+        let cursor = after
+        while (cursor < upTo) {
+          const page = yield* store.changes(cursor, options.pageSize)
+          if (page.compactedResourceVersion > after) return yield* new Expired({ requested: after, oldest: page.compactedResourceVersion })
+          if (page.changes.length === 0) break
+          collected.push(...page.changes.filter((change) => change.resourceVersion <= upTo))
+          cursor = page.changes.at(-1)!.resourceVersion
+        }
+        return collected
+      })
+
+    const subscribe = (after: number | undefined) => Effect.gen(function*() {
+      const subscription = yield* PubSub.subscribe(pubsub)
+      const upTo = published
+      const start = after ?? upTo
+      const backlog = start >= upTo
+        ? []
+        : start >= ringFrom
+        ? ring.filter((entry) => entry.change.resourceVersion > start).map((entry) => entry.change)
+        : yield* fromLog(start, upTo)
+      let delivered = Math.max(start, upTo)
+      const live = Stream.fromSubscription(subscription).pipe(
+        Stream.filter((entry) => entry.change.resourceVersion > delivered),
+        Stream.mapEffect((entry) => {
+          if (entry.previous > delivered) return Effect.fail(new Expired({ requested: delivered, oldest: entry.previous }))
+          delivered = entry.change.resourceVersion
+          return Effect.succeed(entry.change)
+        })
+      )
+      return { backlog, live, resourceVersion: Math.max(start, upTo) }
+    })
+
+    return ChangeFeed.of({ subscribe, resourceVersion: Effect.sync(() => published) })
+  })
+}
