@@ -138,24 +138,22 @@ export const record = (
   const present = new Set(leaves(afterTracked).map(keyOf))
   const kept = (paths: Iterable<string>) => new Set([...paths].filter((path) => present.has(path)))
 
-  const others = entries
-    .filter((entry) => !sameOwner(entry, write))
-    .map((entry) => {
-      // Only fields of the same part (main resource or status) can change hands in this write.
-      if (entry.subresource !== write.subresource) return entry
-      const paths = kept([...entryPaths(entry)].filter((path) => !changed.has(path)))
-      return { ...entry, fieldsV1: toFieldsV1(paths) }
-    })
+  // Other managers lose what this write changed; only fields of the same part (main resource or status) change hands.
+  const transferred = (entry: ManagedFieldsEntry): ManagedFieldsEntry =>
+    entry.subresource !== write.subresource
+      ? entry
+      : { ...entry, fieldsV1: toFieldsV1(kept([...entryPaths(entry)].filter((path) => !changed.has(path)))) }
   const previous = entries.find((entry) => sameOwner(entry, write))
   const ownPaths = write.operation === "Apply" && applied !== undefined
     ? kept(leaves(trackedPart(applied, write.subresource)).map(keyOf))
     : kept([...(previous === undefined ? [] : entryPaths(previous)), ...changed])
-  const own = ownPaths.size === 0 ? [] : [makeEntry(write, ownPaths)]
+  const candidate = ownPaths.size === 0 ? undefined : makeEntry(write, ownPaths)
   // An unchanged entry keeps its time so that a no-op write leaves managedFields as they were.
-  const ownEntries = previous !== undefined && changed.size === 0 && own.length === 1 && equals(previous.fieldsV1, own[0]!.fieldsV1)
-    ? [previous]
-    : own
-  return [...others.filter((entry) => Object.keys(entry.fieldsV1).length > 0), ...ownEntries]
+  const own = previous !== undefined && candidate !== undefined && changed.size === 0 && equals(previous.fieldsV1, candidate.fieldsV1) ? previous : candidate
+  // The writer's entry keeps its place in the list; a new manager's entry goes last.
+  const updated = entries.map((entry) => (sameOwner(entry, write) ? own : transferred(entry)))
+  const listed = previous === undefined ? [...updated, own] : updated
+  return listed.filter((entry): entry is ManagedFieldsEntry => entry !== undefined && Object.keys(entry.fieldsV1).length > 0)
 }
 
 /** The leaf paths an Apply manager owned before this apply (what server-side apply may now remove). */

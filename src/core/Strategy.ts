@@ -34,8 +34,10 @@ export interface WriteContext {
 
 export interface CreateContext extends WriteContext {
   readonly uid: string
-  /** Five characters appended to `generateName`. */
-  readonly nameSuffix: string
+  /** Five characters appended to `generateName` (asked for only when the object has no name). */
+  readonly nameSuffix: () => string
+  /** Apply when server-side apply creates the object; Update otherwise. */
+  readonly operation?: "Apply" | "Update"
 }
 
 /** What the store should do with the result of a write. */
@@ -84,14 +86,14 @@ const checkNamespace = (target: Target, metadata: JsonObject): ApiError | undefi
   return badRequest("the namespace of the provided object does not match the namespace sent on the request")
 }
 
-const nameFor = (target: Target, metadata: JsonObject, suffix: string): Result.Result<string, ApiError> => {
+const nameFor = (target: Target, metadata: JsonObject, suffix: () => string): Result.Result<string, ApiError> => {
   const name = stringField(metadata, "name")
   if (name !== undefined) return Result.succeed(name)
   const generateName = stringField(metadata, "generateName")
   if (generateName === undefined) {
     return Result.fail(invalid(subjectOf(target), [{ ...fieldRequired("metadata.name"), message: "Required value: name or generateName is required" }], target.kind))
   }
-  const generated = `${generateName.slice(0, generateNamePrefixMaxLength)}${suffix}`
+  const generated = `${generateName.slice(0, generateNamePrefixMaxLength)}${suffix()}`
   const problems = checkDns1123Subdomain(generated)
   return problems.length === 0
     ? Result.succeed(generated)
@@ -142,7 +144,8 @@ export const create = (target: Target, input: JsonObject, context: CreateContext
       },
       ...bodyPart(input)
     }
-    const entries = ManagedFields.record([], managedWrite(target, context, "Update"), {}, object)
+    const operation = context.operation ?? "Update"
+    const entries = ManagedFields.record([], managedWrite(target, context, operation), {}, object, operation === "Apply" ? input : undefined)
     return withManagedFields(object, entries)
   })
 }

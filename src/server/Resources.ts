@@ -44,6 +44,8 @@ export interface WriteOptions {
   readonly authorizeObject?: (object: JsonObject) => ApiError | undefined
   /** Server-side apply only: take over conflicting fields (kubectl --force-conflicts). */
   readonly force?: boolean
+  /** How managedFields record the write: Apply for server-side apply. */
+  readonly operation?: "Apply" | "Update"
 }
 
 export interface WriteResult {
@@ -246,7 +248,8 @@ function makeOperations(services: { readonly store: Store["Service"]; readonly i
         now: yield* now,
         fieldManager: options.fieldManager,
         uid: ids.uid(),
-        nameSuffix: ids.nameSuffix()
+        nameSuffix: ids.nameSuffix,
+        ...(options.operation === undefined ? {} : { operation: options.operation })
       })
       const object = initialStatus(ref, yield* Effect.fromResult(made))
       if (options.ifMatch !== undefined && options.ifMatch !== dryRunEtag(object)) {
@@ -351,7 +354,7 @@ function makeOperations(services: { readonly store: Store["Service"]; readonly i
       const found = yield* read(keyOf(ref, namespace, name))
       if (Option.isNone(found)) {
         const named = ServerSideApply.withName(admittedConfiguration.object, name)
-        const result = yield* create(ref, namespace, named, { ...options, fieldValidation: "Ignore" })
+        const result = yield* create(ref, namespace, named, { ...options, fieldValidation: "Ignore", operation: "Apply" })
         return { ...result, warnings: admittedConfiguration.warnings }
       }
       const current = found.value

@@ -4,7 +4,7 @@
  */
 import { randomBytes } from "node:crypto"
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Redacted } from "effect"
+import { Effect, Exit, Redacted, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 
 /** The server tests may use, or undefined when none is configured. */
@@ -28,3 +28,10 @@ export const freshDatabase = (url: string) =>
     }),
     ({ name }) => Effect.ignore(withAdmin(url, (sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)))
   ).pipe(Effect.map(({ url: databaseUrl }) => databaseUrl))
+
+/** `freshDatabase` for plain async tests: the URL and a function that drops the database. */
+export const createDatabase = async (url: string): Promise<{ readonly url: string; readonly drop: () => Promise<void> }> => {
+  const scope = Effect.runSync(Scope.make())
+  const created = await Effect.runPromise(freshDatabase(url).pipe(Scope.provide(scope)))
+  return { url: created, drop: () => Effect.runPromise(Scope.close(scope, Exit.void)) }
+}

@@ -7,29 +7,14 @@
 // `/api/v1/namespaces/<ns>` to word its NotFound errors (kubectl-compat §1.4). Pure: no I/O, no clock.
 
 import type { JsonObject } from "../../core/Json.ts"
-import { category, kindsIn, versions } from "../../core/Kinds.ts"
+import { category, kindsIn, namespaceKind, versions } from "../../core/Kinds.ts"
 import type { KindInfo, Operation, Version } from "../../core/Kinds.ts"
 
-/** A resource of the core group (`/api/v1`), described with the same fields as a registry kind. */
-export interface CoreResource extends Pick<KindInfo, "kind" | "plural" | "singular" | "scope" | "shortNames" | "operations" | "description"> {
-  readonly version: "v1"
-}
-
 /**
- * The core v1 Namespace resource. Projects are Namespaces served at /api/v1/namespaces with the verbs create,
- * delete, get, list and watch, and the short name "ns". Namespaces are not nodus kinds, so they carry no category
- * and `kubectl get nodus` does not list them.
+ * The core v1 Namespace resource (Kinds.ts `namespaceKind`). Projects are Namespaces served at /api/v1/namespaces;
+ * they are not nodus kinds, so they carry no category and `kubectl get nodus` does not list them.
  */
-export const namespaceResource: CoreResource = {
-  kind: "Namespace",
-  plural: "namespaces",
-  singular: "namespace",
-  version: "v1",
-  scope: "Cluster",
-  shortNames: ["ns"],
-  operations: new Set<Operation>(["list", "watch", "create", "get", "delete"]),
-  description: "A project: the namespace that project-scoped objects live in."
-}
+export const namespaceResource = namespaceKind
 
 /**
  * The body of GET /version. Minor "32" pins the gcloud kubectl dispatcher to kubectl 1.32, the version the

@@ -1,0 +1,105 @@
+/**
+ * A whole nodus server in the test process, on an ephemeral loopback port: the real HTTP stack, auth, change feed and
+ * controllers, over an in-memory store by default (or any store layer). Real clients (fetch, kubectl, the Python
+ * client) talk to it; `stop()` shuts it down and frees the port.
+ */
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect, Layer, ManagedRuntime } from "effect"
+import { defaultFeedOptions, type FeedOptions } from "../../src/store/ChangeFeed.ts"
+import * as MemoryStore from "../../src/store/MemoryStore.ts"
+import type { Store } from "../../src/store/Store.ts"
+import { kubeconfig } from "../../src/server/Bootstrap.ts"
+import * as Server from "../../src/server/Server.ts"
+import { generateTlsMaterial } from "../../src/server/tls/Certificates.ts"
+
+export const adminToken = "nds_test-admin-token-0123456789abcdefghijklmnopqrstu"
+
+export interface TestServerOptions {
+  readonly tls?: boolean
+  readonly store?: Layer.Layer<Store, unknown>
+  readonly apiGroup?: string
+  readonly bookmarkInterval?: string
+  readonly feed?: FeedOptions
+}
+
+export interface TestServer {
+  readonly url: string
+  readonly token: string
+  /** PEM of the CA that signed the server certificate (TLS only). */
+  readonly ca: string | undefined
+  /** A directory for this server's client files (kubeconfig, CA file, kubectl cache). */
+  readonly directory: string
+  /** Path of a kubeconfig for the admin. */
+  readonly kubeconfigPath: string
+  /** Path of the CA file (TLS only). */
+  readonly caPath: string | undefined
+  readonly stop: () => Promise<void>
+}
+
+export const startTestServer = async (options: TestServerOptions = {}): Promise<TestServer> => {
+  const directory = mkdtempSync(join(tmpdir(), "nodus-test-"))
+  const material = options.tls === true ? generateTlsMaterial({ hosts: ["127.0.0.1", "localhost"], now: new Date() }) : undefined
+  let announced: (url: string) => void = () => {}
+  const listening = new Promise<string>((resolve) => (announced = resolve))
+  const layer = Server.layerWith({
+    host: "127.0.0.1",
+    port: 0,
+    apiGroup: options.apiGroup ?? "nodus.dev",
+    tls: material === undefined ? undefined : { cert: material.certPem, key: material.keyPem, ca: material.caCertPem },
+    adminToken,
+    bookmarkInterval: (options.bookmarkInterval ?? "30 seconds") as "30 seconds",
+    feed: options.feed ?? defaultFeedOptions,
+    onListening: (url) => announced(url)
+  }, options.store ?? Layer.fresh(MemoryStore.layer))
+  const runtime = ManagedRuntime.make(layer)
+  await runtime.runPromise(Effect.void)
+  const url = await listening
+  const caPath = material === undefined ? undefined : join(directory, "ca.crt")
+  if (caPath !== undefined) writeFileSync(caPath, material!.caCertPem)
+  const kubeconfigPath = join(directory, "kubeconfig")
+  writeFileSync(kubeconfigPath, kubeconfig({ server: url, ca: material?.caCertPem, token: adminToken }))
+  return { url, token: adminToken, ca: material?.caCertPem, directory, kubeconfigPath, caPath, stop: () => runtime.dispose() }
+}
+
+export interface Reply {
+  readonly status: number
+  readonly headers: Headers
+  readonly text: string
+  /** The body parsed as JSON (undefined when it is not JSON). */
+  readonly body: any
+}
+
+export interface RequestOptions {
+  readonly body?: unknown
+  /** Raw body text, sent as is. */
+  readonly raw?: string
+  readonly contentType?: string
+  readonly headers?: Record<string, string>
+  /** undefined: the admin token; null: no Authorization header. */
+  readonly token?: string | null
+}
+
+/** One HTTP request to a plain-HTTP test server with fetch. */
+export const request = async (server: TestServer, method: string, path: string, options: RequestOptions = {}): Promise<Reply> => {
+  const token = options.token === undefined ? server.token : options.token
+  const body = options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body))
+  const response = await fetch(`${server.url}${path}`, {
+    method,
+    headers: {
+      ...(token === null ? {} : { authorization: `Bearer ${token}` }),
+      ...(body === undefined ? {} : { "content-type": options.contentType ?? "application/json" }),
+      ...options.headers
+    },
+    ...(body === undefined ? {} : { body })
+  })
+  const text = await response.text()
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    parsed = undefined
+  }
+  return { status: response.status, headers: response.headers, text, body: parsed }
+}
