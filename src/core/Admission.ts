@@ -86,6 +86,26 @@ const unknownFieldError = (unknown: ReadonlyArray<Cause>): ApiError =>
     fix: "Remove the fields the kind does not define (see `kubectl explain`), or send fieldValidation=Warn to drop them with a warning."
   })
 
+interface Decoders {
+  readonly strict: (input: unknown) => Exit.Exit<unknown, Schema.SchemaError>
+  readonly lenient: (input: unknown) => Exit.Exit<unknown, Schema.SchemaError>
+}
+
+// A decoder is compiled from its schema once; schemas are built once per kind (KindSchemas.ts), so this stays small.
+const decoders = new WeakMap<object, Decoders>()
+
+const decodersOf = (schema: Schema.Codec<unknown, unknown>): Decoders => {
+  let found = decoders.get(schema)
+  if (found === undefined) {
+    found = {
+      strict: Schema.decodeUnknownExit(schema, { errors: "all", onExcessProperty: "error" }),
+      lenient: Schema.decodeUnknownExit(schema, { errors: "all" })
+    }
+    decoders.set(schema, found)
+  }
+  return found
+}
+
 /**
  * Decodes `input` with `schema`. Returns the admitted object (unknown fields dropped) and the warnings for Warn, or
  * the error a client should see: Invalid with every cause, or BadRequest for unknown fields under Strict.
@@ -97,7 +117,8 @@ export const admit = <S extends Schema.Codec<unknown, unknown>>(
   subject: Subject,
   kind: string
 ): Result.Result<Admitted, ApiError> => {
-  const strict = Schema.decodeUnknownExit(schema, { errors: "all", onExcessProperty: "error" })(input)
+  const { strict: decodeStrict, lenient: decodeLenient } = decodersOf(schema)
+  const strict = decodeStrict(input)
   if (Exit.isSuccess(strict)) return Result.succeed({ object: strict.value as JsonObject, warnings: [] })
   const failure = strict.cause.reasons.find((reason) => reason._tag === "Fail")
   if (failure === undefined || !Schema.isSchemaError(failure.error)) return Result.fail(new ApiError({ code: "InternalError", message: "admission failed unexpectedly" }))
@@ -106,7 +127,7 @@ export const admit = <S extends Schema.Codec<unknown, unknown>>(
   const invalidCauses = causes.filter((cause) => cause.reason !== "FieldValueUnknown")
   if (invalidCauses.length > 0) return Result.fail(invalid(subject, fieldValidation === "Strict" ? causes : invalidCauses, kind))
   if (fieldValidation === "Strict") return Result.fail(unknownFieldError(unknown))
-  const lenient = Schema.decodeUnknownExit(schema, { errors: "all" })(input)
+  const lenient = decodeLenient(input)
   if (Exit.isFailure(lenient)) return Result.fail(new ApiError({ code: "InternalError", message: "admission failed unexpectedly" }))
   return Result.succeed({
     object: lenient.value as JsonObject,

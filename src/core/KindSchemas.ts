@@ -15,32 +15,42 @@ const envelope = {
   metadata: Schema.optionalKey(ObjectMetaInput)
 }
 
+/** Builds a kind's schema once; admission then compiles its decoder once too (Admission.ts). */
+const perKind = <S>(build: (info: KindInfo) => S): ((info: KindInfo) => S) => {
+  const built = new WeakMap<KindInfo, S>()
+  return (info) => {
+    let schema = built.get(info)
+    if (schema === undefined) built.set(info, schema = build(info))
+    return schema
+  }
+}
+
 /** The object a create or replace of `info` must decode as. `spec` is required for kinds that have one. */
-export const objectSchema = (info: KindInfo) =>
+export const objectSchema = perKind((info) =>
   Schema.Struct({
     ...envelope,
     spec: info.hasSpec ? AnyObject : Schema.optionalKey(AnyObject),
     status: Schema.optionalKey(Schema.Json)
-  })
+  }))
 
 /**
  * A server-side apply configuration: the manager's partial intent, so `spec` may be absent (kubectl's apply migration
  * sends metadata alone). The merged result is then admitted with `objectSchema`.
  */
-export const applySchema = (_info: KindInfo) =>
+export const applySchema = perKind((_info) =>
   Schema.Struct({
     ...envelope,
     spec: Schema.optionalKey(AnyObject),
     status: Schema.optionalKey(Schema.Json)
-  })
+  }))
 
 /** The object a write to `/status` must decode as: only status counts, the rest is ignored (spec: Conventions). */
-export const statusSchema = (_info: KindInfo) =>
+export const statusSchema = perKind((_info) =>
   Schema.Struct({
     ...envelope,
     spec: Schema.optionalKey(Schema.Json),
     status: Schema.optionalKey(Schema.Json)
-  })
+  }))
 
 /** A project, written as a Kubernetes Namespace. */
 export const namespaceSchema = Schema.Struct({

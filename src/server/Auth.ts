@@ -40,6 +40,9 @@ export const keyPrefix = "nds_"
 /** How long an authenticated key is trusted before the store is asked again (revocation takes effect within it). */
 export const authenticationCacheMs = 2_000
 
+/** Bound on cached keys, so that a flood of random keys cannot grow memory without limit. */
+export const authenticationCacheEntriesMax = 10_000
+
 export const adminScope = "admin"
 
 /** Scope prefixes: one per kind (billing kinds share "billing"), plus namespaces. */
@@ -142,16 +145,18 @@ export class Auth extends Context.Service<Auth, {
       if (authorization === undefined || authorization === "") return yield* unauthorized("Unauthorized: no credentials were sent")
       const match = /^Bearer\s+(\S+)\s*$/iu.exec(authorization)
       if (match === null) return yield* unauthorized("Unauthorized: the Authorization header must be `Bearer <key>`")
-      const hash = hashKey(match[1]!)
+      const key = match[1]!
       const now = yield* Clock.currentTimeMillis
-      const cached = cache.get(hash)
+      // Keyed by the key itself (already in this process's memory with the request) to spare a hash per request.
+      const cached = cache.get(key)
       if (cached !== undefined && cached.until > now) return cached.principal
-      const principal = yield* lookup(hash, now)
+      const principal = yield* lookup(hashKey(key), now)
       if (principal === undefined) {
-        cache.delete(hash)
+        cache.delete(key)
         return yield* unauthorized("Unauthorized: the key is unknown, expired or revoked")
       }
-      cache.set(hash, { principal, until: now + authenticationCacheMs })
+      if (cache.size >= authenticationCacheEntriesMax) cache.clear()
+      cache.set(key, { principal, until: now + authenticationCacheMs })
       return principal
     })
 

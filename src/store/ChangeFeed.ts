@@ -72,7 +72,12 @@ function make(options: FeedOptions) {
       if (page.changes.length === options.pageSize) return yield* drain
     })
 
-    const unregister = yield* store.onCommit(() => Queue.offerUnsafe(pokes, undefined))
+    // This process's commits usually follow straight on what the feed published: publish them as they are. Otherwise
+    // (another process committed in between, or the notification carries nothing) read the log.
+    const unregister = yield* store.onCommit((committed) => {
+      if (committed !== undefined && committed.after === published) for (const change of committed.changes) publish(change)
+      else Queue.offerUnsafe(pokes, undefined)
+    })
     yield* Effect.addFinalizer(() => unregister)
     yield* Effect.forkScoped(Effect.forever(Effect.andThen(Queue.take(pokes), Effect.ignore(drain))))
     yield* Effect.forkScoped(Effect.repeat(Effect.sync(() => Queue.offerUnsafe(pokes, undefined)), Schedule.spaced(options.pollInterval)))

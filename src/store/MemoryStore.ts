@@ -11,6 +11,7 @@ import { evaluate, touched } from "./Commit.ts"
 import {
   type Change,
   type ChangesPage,
+  type CommitListener,
   type Committed,
   type ListPage,
   type ListQuery,
@@ -47,7 +48,7 @@ export const make: Effect.Effect<StoreShape> = Effect.sync(() => {
   const uids = new Set<string>()
   const records = new Map<string, StoredRecord>()
   const changes: Array<Change> = []
-  const listeners = new Set<() => void>()
+  const listeners = new Set<CommitListener>()
   let resourceVersion = 0
   let compacted = 0
 
@@ -88,7 +89,7 @@ export const make: Effect.Effect<StoreShape> = Effect.sync(() => {
     }
     const evaluation = evaluate([ops], state, resourceVersion)
     const outcome = evaluation.outcomes[0]!
-    if (outcome._tag === "Failure") return outcome
+    if (outcome._tag === "Failure") return { outcome, after: resourceVersion, changes: [] }
     for (const write of evaluation.objects.values()) {
       if (write._tag === "Upsert") put(write.key, write.object)
       else drop(write.key)
@@ -97,9 +98,10 @@ export const make: Effect.Effect<StoreShape> = Effect.sync(() => {
       if (write._tag === "Put") records.set(recordKey(write.table, write.id), { value: write.value, expiresAt: write.expiresAt })
       else records.delete(recordKey(write.table, write.id))
     }
+    const after = resourceVersion
     changes.push(...evaluation.changes)
     resourceVersion = evaluation.resourceVersion
-    return outcome
+    return { outcome, after, changes: evaluation.changes }
   }
 
   const list = (query: ListQuery): ListPage => {
@@ -133,9 +135,9 @@ export const make: Effect.Effect<StoreShape> = Effect.sync(() => {
     commit: (ops) =>
       Effect.flatMap(Effect.clockWith((clock) => clock.currentTimeMillis), (now) =>
         Effect.suspend(() => {
-          const outcome = commitNow(ops, now)
+          const { outcome, after, changes: committed } = commitNow(ops, now)
           if (outcome._tag === "Failure") return Effect.fail(outcome.failure)
-          for (const listener of listeners) listener()
+          if (committed.length > 0) for (const listener of listeners) listener({ after, changes: committed })
           return Effect.succeed<Committed>(outcome.success)
         })),
     resourceVersion: Effect.sync(() => resourceVersion),

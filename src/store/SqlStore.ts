@@ -21,6 +21,7 @@ import {
   type Change,
   type ChangeType,
   CommitFailed,
+  type CommitListener,
   type Committed,
   type ListQuery,
   Store,
@@ -211,9 +212,9 @@ export interface SqlStoreOptions {
 export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* migrate.pipe(Effect.mapError((cause) => new StoreError({ message: `migrations failed: ${String(cause)}`, cause })))
-  const listeners = new Set<() => void>()
-  const notifyListeners = () => {
-    for (const listener of listeners) listener()
+  const listeners = new Set<CommitListener>()
+  const notifyListeners: CommitListener = (committed) => {
+    for (const listener of listeners) listener(committed)
   }
   const queue = yield* Queue.unbounded<Pending>()
 
@@ -263,7 +264,7 @@ export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
     if (evaluation.changes.length > 0 || evaluation.records.size > 0) {
       yield* sql.unsafe(writeStatement(options.notify && evaluation.changes.length > 0), writeParameters(evaluation) as Array<string | number>)
     }
-    return evaluation
+    return { evaluation, base }
   }))
 
   const settle = (batch: ReadonlyArray<Pending>, evaluation: Evaluation) =>
@@ -277,8 +278,9 @@ export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
     const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
     const result = yield* Effect.result(runBatch(batch, now))
     if (Result.isSuccess(result)) {
-      yield* settle(batch, result.success)
-      if (result.success.changes.length > 0) notifyListeners()
+      const { evaluation, base } = result.success
+      yield* settle(batch, evaluation)
+      if (evaluation.changes.length > 0) notifyListeners({ after: base, changes: evaluation.changes })
       return
     }
     if (batch.length > 1) return yield* Effect.forEach(batch, (pending) => commitBatch([pending]), { discard: true })
@@ -286,7 +288,7 @@ export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
   })
 
   yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.takeBetween(queue, 1, batchCommitsMax), commitBatch)))
-  if (options.listen !== undefined) yield* Effect.forkScoped(Effect.forever(Effect.ignore(options.listen(notifyListeners))))
+  if (options.listen !== undefined) yield* Effect.forkScoped(Effect.forever(Effect.ignore(options.listen(() => notifyListeners()))))
 
   const get: StoreShape["get"] = (key) =>
     sql.unsafe<{ body: string }>(
@@ -297,38 +299,45 @@ export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
       Effect.mapError(failure("get failed"))
     )
 
-  const list: StoreShape["list"] = (query: ListQuery) =>
-    sql.unsafe<{ resource_version: string; body: string | null; total: string | null }>(
-      `SELECT m.resource_version::text AS resource_version, o.body, o.total::text AS total
+  /** The WHERE clause a list query and its count share; parameters $1..$6 as in `listParameters`. */
+  const listFilter = `resource = $1
+    AND ($2::text IS NULL OR namespace = $2)
+    AND ($3::text IS NULL OR name = $3)
+    AND ($4::text IS NULL OR (namespace, name) > ($4, $5::text))
+    AND labels @> $6::jsonb`
+
+  const listParameters = (query: ListQuery, after: ListQuery["after"]) => [
+    query.resource,
+    query.namespace ?? null,
+    query.name ?? null,
+    after?.namespace ?? null,
+    after?.name ?? null,
+    JSON.stringify(Object.fromEntries(query.labelEquals ?? []))
+  ]
+
+  // The page and the store's resourceVersion come from one statement (one snapshot); the count of what follows is only
+  // needed for a full page, and counts keys without reading bodies.
+  const list: StoreShape["list"] = (query: ListQuery) => Effect.gen(function*() {
+    const rows = yield* sql.unsafe<{ resource_version: string; body: string | null }>(
+      `SELECT m.resource_version::text AS resource_version, o.body
          FROM nodus_meta m
          LEFT JOIN LATERAL (
-           SELECT body, count(*) OVER () AS total, namespace, name FROM nodus_objects
-            WHERE resource = $1
-              AND ($2::text IS NULL OR namespace = $2)
-              AND ($3::text IS NULL OR name = $3)
-              AND ($4::text IS NULL OR (namespace, name) > ($4, $5::text))
-              AND labels @> $6::jsonb
-            ORDER BY namespace, name
-            LIMIT $7) o ON true
+           SELECT body, namespace, name FROM nodus_objects WHERE ${listFilter} ORDER BY namespace, name LIMIT $7) o ON true
         WHERE m.id = 1
         ORDER BY o.namespace, o.name`,
-      [
-        query.resource,
-        query.namespace ?? null,
-        query.name ?? null,
-        query.after?.namespace ?? null,
-        query.after?.name ?? null,
-        JSON.stringify(Object.fromEntries(query.labelEquals ?? [])),
-        query.limit ?? null
-      ]
-    ).pipe(
-      Effect.map((rows) => {
-        const items = rows.flatMap((row) => (row.body === null ? [] : [parseObject(row.body)]))
-        const total = Number(rows[0]?.total ?? 0)
-        return { items, resourceVersion: Number(rows[0]?.resource_version ?? 0), remaining: Math.max(0, total - items.length) }
-      }),
-      Effect.mapError(failure("list failed"))
+      [...listParameters(query, query.after), query.limit ?? null]
     )
+    const items = rows.flatMap((row) => (row.body === null ? [] : [parseObject(row.body)]))
+    const last = items.at(-1)
+    const full = query.limit !== undefined && last !== undefined && items.length === query.limit
+    const remaining = full
+      ? Number((yield* sql.unsafe<{ remaining: string }>(
+        `SELECT count(*)::text AS remaining FROM nodus_objects WHERE ${listFilter}`,
+        listParameters(query, { namespace: last.metadata.namespace ?? "", name: last.metadata.name })
+      ))[0]?.remaining ?? 0)
+      : 0
+    return { items, resourceVersion: Number(rows[0]?.resource_version ?? 0), remaining }
+  }).pipe(Effect.mapError(failure("list failed")))
 
   return Store.of({
     get,

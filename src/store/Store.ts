@@ -85,6 +85,9 @@ export interface Change {
   readonly previous?: ResourceObject
 }
 
+/** What a commit listener hears: this process's committed changes, or only that something was committed. */
+export type CommitListener = (committed?: { readonly after: number; readonly changes: ReadonlyArray<Change> }) => void
+
 export interface ListQuery {
   readonly resource: string
   /** Only this project; undefined = every project (or a cluster-scoped kind). */
@@ -128,10 +131,12 @@ export interface StoreShape {
   readonly getRecord: (table: string, id: string, now: number) => Effect.Effect<Option.Option<Json>, StoreError>
   readonly deleteExpiredRecords: (now: number) => Effect.Effect<number, StoreError>
   /**
-   * Signals commits, including those of other processes sharing the database (PostgreSQL LISTEN/NOTIFY): the change
-   * feed reads the log when it fires. Each call registers a listener; the returned effect unregisters it.
+   * Signals commits, including those of other processes sharing the database (PostgreSQL LISTEN/NOTIFY). For this
+   * process's own commits the listener gets the changes and the resourceVersion they follow, so the change feed can
+   * publish them without reading them back; for other processes' it gets nothing and reads the log. Each call
+   * registers a listener; the returned effect unregisters it.
    */
-  readonly onCommit: (listener: () => void) => Effect.Effect<Effect.Effect<void>>
+  readonly onCommit: (listener: CommitListener) => Effect.Effect<Effect.Effect<void>>
 }
 
 export class Store extends Context.Service<Store, StoreShape>()("nodus/store/Store") {}

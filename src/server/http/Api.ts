@@ -13,7 +13,7 @@ import { apiVersionOf, byResource, type KindInfo, namespaceKind, type Operation,
 import type { ResourceObject } from "../../core/ObjectMeta.ts"
 import { timestamp } from "../../core/Strategy.ts"
 import * as OpenApi from "../openapi/OpenApi.ts"
-import { type Access, Auth, expirationOf, type Principal } from "../Auth.ts"
+import { type Access, Auth, expirationOf, forbidden, type Principal, scopeProblems } from "../Auth.ts"
 import { fingerprint, Idempotency } from "../Idempotency.ts"
 import { Ids } from "../Ids.ts"
 import { dryRunEtag, etagOf, type PatchType, type ResourceRef, Resources, type WriteOptions } from "../Resources.ts"
@@ -314,7 +314,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
       })
 
     /** POST …/serviceaccounts/{name}/tokens: a new key for the account, shown once. */
-    const issueToken = (request: Request, ref: ResourceRef, namespace: string | undefined, name: string) =>
+    const issueToken = (request: Request, principal: Principal, ref: ResourceRef, namespace: string | undefined, name: string) =>
       Effect.gen(function*() {
         const body = yield* Effect.flatMap(readText(request), parseJson)
         const spec = isObject((body ?? null) as Json) && isObject((body as JsonObject)["spec"]) ? (body as JsonObject)["spec"] as JsonObject : {}
@@ -323,6 +323,11 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
           return yield* new ApiError({ code: "Invalid", message: "spec.expirationSeconds must be an integer of at least 600", causes: [{ field: "spec.expirationSeconds", reason: "FieldValueInvalid", message: "must be an integer of at least 600" }] })
         }
         const account = yield* resources.get(ref, namespace, name)
+        // A key acts with its account's scopes: minting one is granting them, so the caller must hold them all.
+        const ungranted = scopeProblems(principal, account as unknown as JsonObject)
+        if (ungranted.length > 0) {
+          return yield* forbidden(principal, `cannot issue a key for serviceaccount "${name}": it holds scopes the caller does not (${ungranted.map((cause) => cause.field).join(", ")})`)
+        }
         const now = yield* Clock.currentTimeMillis
         const expiresAt = typeof seconds === "number" ? now + seconds * 1_000 : undefined
         const issued = yield* auth.issueKey(account, expiresAt)
@@ -381,7 +386,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
           case "delete":
             return yield* remove(request, query, ref, namespace, name)
           case "tokens":
-            return yield* issueToken(request, ref, namespace, name)
+            return yield* issueToken(request, principal, ref, namespace, name)
         }
       })
 
@@ -454,8 +459,12 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
       }
     }
 
+    // Request ids need to be unique, not secret: a per-process random prefix and a counter.
+    const requestPrefix = `req_${ids.secret(6)}`
+    let requestCounter = 0
+
     const handle = (request: Request): Effect.Effect<Response> => {
-      const requestId = `req_${ids.secret(9)}`
+      const requestId = `${requestPrefix}${(++requestCounter).toString(36)}`
       const context: ResponseContext = {
         requestId,
         docsBase: `${settings.scheme}://${request.headers["host"] ?? "localhost"}/docs/errors`

@@ -2,8 +2,8 @@
  * Request bodies: read with a size limit (413 RequestEntityTooLarge past it), decoded by media type (JSON, or YAML
  * as Kubernetes also accepts), and never trusted: a malformed body is a 400 BadRequest with the parser's reason.
  */
-import { Effect, Stream } from "effect"
-import type { HttpServerRequest } from "effect/http"
+import { ByteSize, Effect } from "effect"
+import { HttpIncomingMessage, type HttpServerRequest } from "effect/http"
 import { parse as parseYaml } from "yaml"
 import { ApiError, badRequest } from "../../core/ApiError.ts"
 import { decodeNamespace, protobufMediaType } from "./Protobuf.ts"
@@ -21,21 +21,32 @@ const tooLarge = () =>
 /** The media type of a Content-Type header, lower-cased and without parameters ("" when absent). */
 export const mediaTypeOf = (contentType: string | undefined): string => (contentType ?? "").split(";")[0]!.trim().toLowerCase()
 
-/** The raw body text, refused past the limit before it is all read. */
-export const readText = (request: HttpServerRequest.HttpServerRequest, encoding: "utf8" | "binary" = "utf8"): Effect.Effect<string, ApiError> => {
+const isTooLarge = (error: unknown): boolean => {
+  for (let cause = error; cause !== undefined && cause !== null; cause = (cause as { cause?: unknown }).cause) {
+    if ((cause as { _tag?: string })._tag === "MaxBytesError" || (cause as Error).name === "MaxBytesError") return true
+    if (typeof cause !== "object") break
+    const reason = (cause as { reason?: unknown }).reason
+    if (reason !== undefined && isTooLarge(reason)) return true
+  }
+  return false
+}
+
+/** The raw body bytes, refused past the limit before they are all read. */
+export const readBytes = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<Uint8Array, ApiError> => {
   const declared = Number(request.headers["content-length"] ?? "0")
   if (declared > requestBodyMaxBytes) return Effect.fail(tooLarge())
-  return request.stream.pipe(
-    Stream.mapError(() => badRequest("the request body could not be read")),
-    Stream.runFoldEffect(() => ({ chunks: [] as Array<Uint8Array>, bytes: 0 }), (state, chunk) => {
-      const bytes = state.bytes + chunk.byteLength
-      if (bytes > requestBodyMaxBytes) return Effect.fail(tooLarge())
-      state.chunks.push(chunk)
-      return Effect.succeed({ chunks: state.chunks, bytes })
-    }),
-    Effect.map((state) => Buffer.concat(state.chunks).toString(encoding))
+  return request.arrayBuffer.pipe(
+    Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(BigInt(requestBodyMaxBytes))),
+    Effect.map((buffer) => new Uint8Array(buffer)),
+    Effect.mapError((error) => (isTooLarge(error) ? tooLarge() : badRequest("the request body could not be read")))
   )
 }
+
+const decoder = new TextDecoder()
+
+/** The raw body text (UTF-8), refused past the limit before it is all read. */
+export const readText = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<string, ApiError> =>
+  Effect.map(readBytes(request), (bytes) => decoder.decode(bytes))
 
 /** Parses a JSON document; empty text is `undefined` (no body). */
 export const parseJson = (text: string): Effect.Effect<unknown, ApiError> =>
@@ -51,8 +62,6 @@ export const parseYamlDocument = (text: string): Effect.Effect<unknown, ApiError
 
 const jsonTypes = new Set(["", "application/json", "*/*"])
 const yamlTypes = new Set(["application/yaml", "application/x-yaml", "text/yaml"])
-
-const readBytes = (request: HttpServerRequest.HttpServerRequest) => Effect.map(readText(request, "binary"), (text) => Buffer.from(text, "binary"))
 
 /**
  * Reads and decodes the body of a create or replace: JSON or YAML, and for Namespaces also Kubernetes protobuf,

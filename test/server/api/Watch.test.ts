@@ -1,0 +1,274 @@
+// Watches over real HTTP, read incrementally as newline-delimited JSON (kubectl-compat §6): event types for create,
+// patch and delete; Go-style boolean parameters; synthetic ADDED events for resourceVersion unset or "0"; resuming from
+// a resourceVersion; selector watches turning MODIFIED into ADDED/DELETED; timeoutSeconds; bookmarks; headers sent
+// before any event; and the errors a watch request can get before it starts.
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { request, startTestServer, type TestServer } from "../../support/TestServer.ts"
+import { assertStatus, createJob, createProject, jobPath, jobsPath, mergePatch, openWatch, rv, sleep, startWatch, summary, v1, type Watcher } from "./Support.ts"
+
+/** Runs `body` with a watch that is always closed afterwards. */
+const withWatch = async (server: TestServer, path: string, body: (watch: Watcher) => Promise<void>, options: { readonly headers?: Record<string, string> } = {}): Promise<void> => {
+  const watch = await openWatch(server, path, options)
+  try {
+    await body(watch)
+  } finally {
+    await watch.close()
+  }
+}
+
+/** The list resourceVersion of a project's jobs: where a watch starting "now" resumes. */
+const listVersion = async (server: TestServer, project: string): Promise<string> => {
+  const reply = await request(server, "GET", jobsPath(project))
+  assert.strictEqual(reply.status, 200, reply.text)
+  return reply.body.metadata.resourceVersion as string
+}
+
+describe("watch", () => {
+  let server: TestServer
+
+  beforeAll(async () => {
+    server = await startTestServer()
+  })
+  afterAll(() => server.stop())
+
+  it("ADDED, MODIFIED and DELETED follow create, patch and delete, in order", async () => {
+    await createProject(server, "watch-basic")
+    await withWatch(server, `${jobsPath("watch-basic")}?watch=true`, async (watch) => {
+      assert.strictEqual(watch.response.headers.get("content-type")?.split(";")[0], "application/json")
+      const created = await createJob(server, "watch-basic", "j")
+      const patched = await mergePatch(server, jobPath("watch-basic", "j"), { spec: { image: "python:3.13" } })
+      assert.strictEqual(patched.status, 200, patched.text)
+      const deleted = await request(server, "DELETE", jobPath("watch-basic", "j"))
+      assert.strictEqual(deleted.status, 200, deleted.text)
+      const events = await watch.next(3)
+      assert.deepStrictEqual(summary(events), ["ADDED j", "MODIFIED j", "DELETED j"])
+      assert.strictEqual(events[0]!.object.metadata.uid, created.metadata.uid)
+      assert.strictEqual(events[0]!.object.kind, "Job")
+      assert.strictEqual(events[0]!.object.apiVersion, "nodus.dev/v1")
+      assert.strictEqual(events[1]!.object.spec.image, "python:3.13")
+      assert.strictEqual(events[1]!.object.metadata.resourceVersion, patched.body.metadata.resourceVersion)
+      assert.isAbove(rv(events[2]!.object), rv(events[1]!.object))
+    })
+  })
+
+  const truthy: ReadonlyArray<string> = ["true", "True", "1", "t", "TRUE"]
+  for (const value of truthy) {
+    it(`watch=${value} opens a watch`, async () => {
+      const project = `watch-bool-${truthy.indexOf(value)}`
+      await createProject(server, project)
+      await withWatch(server, `${jobsPath(project)}?watch=${value}`, async (watch) => {
+        await createJob(server, project, "j")
+        assert.deepStrictEqual(summary(await watch.next(1)), ["ADDED j"])
+      })
+    })
+  }
+
+  it("watch=false is a plain list and watch=maybe a BadRequest", async () => {
+    await createProject(server, "watch-false")
+    const list = await request(server, "GET", `${jobsPath("watch-false")}?watch=false`)
+    assert.strictEqual(list.status, 200, list.text)
+    assert.strictEqual(list.body.kind, "JobList")
+    assertStatus(server, await request(server, "GET", `${jobsPath("watch-false")}?watch=maybe`), 400, "BadRequest")
+  })
+
+  for (const resourceVersion of [undefined, "0"]) {
+    it(`resourceVersion ${resourceVersion === undefined ? "unset" : `"${resourceVersion}"`} sends ADDED for existing objects first`, async () => {
+      const project = `watch-initial-${resourceVersion ?? "unset"}`
+      await createProject(server, project)
+      await createJob(server, project, "b")
+      await createJob(server, project, "a")
+      const query = resourceVersion === undefined ? "watch=true" : `watch=true&resourceVersion=${resourceVersion}`
+      await withWatch(server, `${jobsPath(project)}?${query}`, async (watch) => {
+        const initial = await watch.next(2)
+        assert.deepStrictEqual([...summary(initial)].sort(), ["ADDED a", "ADDED b"])
+        await createJob(server, project, "c")
+        assert.deepStrictEqual(summary(await watch.next(1)), ["ADDED c"])
+      })
+    })
+  }
+
+  it("resuming from a resourceVersion replays exactly the later events", async () => {
+    await createProject(server, "watch-resume")
+    const first = await createJob(server, "watch-resume", "a")
+    const patched = await mergePatch(server, jobPath("watch-resume", "a"), { metadata: { labels: { step: "2" } } })
+    assert.strictEqual(patched.status, 200, patched.text)
+    await createJob(server, "watch-resume", "b")
+    assert.strictEqual((await request(server, "DELETE", jobPath("watch-resume", "a"))).status, 200)
+    await withWatch(server, `${jobsPath("watch-resume")}?watch=true&resourceVersion=${first.metadata.resourceVersion}`, async (watch) => {
+      const replayed = await watch.next(3)
+      assert.deepStrictEqual(summary(replayed), ["MODIFIED a", "ADDED b", "DELETED a"])
+      assert.deepStrictEqual(replayed[0]!.object.metadata.labels, { step: "2" })
+      // Nothing else was replayed: the next event is the live one.
+      await createJob(server, "watch-resume", "c")
+      assert.deepStrictEqual(summary(await watch.next(1)), ["ADDED c"])
+    })
+  })
+
+  it("resuming from the latest resourceVersion sends only new events", async () => {
+    await createProject(server, "watch-latest")
+    await createJob(server, "watch-latest", "old")
+    const version = await listVersion(server, "watch-latest")
+    await withWatch(server, `${jobsPath("watch-latest")}?watch=true&resourceVersion=${version}`, async (watch) => {
+      await createJob(server, "watch-latest", "new")
+      assert.deepStrictEqual(summary(await watch.next(1)), ["ADDED new"])
+    })
+  })
+
+  it("a watch sees only its own project; an all-projects watch sees every project", async () => {
+    await createProject(server, "watch-scope-one")
+    await createProject(server, "watch-scope-two")
+    const version = await listVersion(server, "watch-scope-one")
+    await withWatch(server, `${jobsPath("watch-scope-one")}?watch=true&resourceVersion=${version}`, async (own) => {
+      await withWatch(server, `${v1}/jobs?watch=true&resourceVersion=${version}`, async (all) => {
+        await createJob(server, "watch-scope-two", "elsewhere")
+        await createJob(server, "watch-scope-one", "here")
+        assert.deepStrictEqual(summary(await own.next(1)), ["ADDED here"])
+        const events = await all.until((event) => event.object?.metadata?.name === "here")
+        const names = events.map((event) => `${event.object.metadata.namespace}/${event.object.metadata.name}`)
+        assert.includeMembers(names, ["watch-scope-two/elsewhere", "watch-scope-one/here"])
+      })
+    })
+  })
+
+  it("a label-selector watch sees ADDED when an object starts matching and DELETED when it stops", async () => {
+    await createProject(server, "watch-labels")
+    const version = await listVersion(server, "watch-labels")
+    await withWatch(server, `${jobsPath("watch-labels")}?watch=true&resourceVersion=${version}&labelSelector=${encodeURIComponent("watched=yes")}`, async (watch) => {
+      await createJob(server, "watch-labels", "j")
+      await mergePatch(server, jobPath("watch-labels", "j"), { spec: { image: "unwatched-change" } })
+      const start = await mergePatch(server, jobPath("watch-labels", "j"), { metadata: { labels: { watched: "yes" } } })
+      assert.strictEqual(start.status, 200, start.text)
+      const change = await mergePatch(server, jobPath("watch-labels", "j"), { spec: { image: "watched-change" } })
+      assert.strictEqual(change.status, 200, change.text)
+      const stop = await mergePatch(server, jobPath("watch-labels", "j"), { metadata: { labels: { watched: null } } })
+      assert.strictEqual(stop.status, 200, stop.text)
+      await createJob(server, "watch-labels", "k", { labels: { watched: "yes" } })
+      const events = await watch.next(4)
+      assert.deepStrictEqual(summary(events), ["ADDED j", "MODIFIED j", "DELETED j", "ADDED k"])
+      assert.deepStrictEqual(events[0]!.object.metadata.labels, { watched: "yes" })
+      assert.strictEqual(events[1]!.object.spec.image, "watched-change")
+      assert.isUndefined(events[2]!.object.metadata.labels?.["watched"])
+    })
+  })
+
+  it("a fieldSelector metadata.name watch sees only that object (kubectl get NAME -w)", async () => {
+    await createProject(server, "watch-name")
+    await createJob(server, "watch-name", "other")
+    await createJob(server, "watch-name", "mine")
+    await withWatch(server, `${jobsPath("watch-name")}?watch=true&resourceVersion=0&fieldSelector=metadata.name%3Dmine`, async (watch) => {
+      assert.deepStrictEqual(summary(await watch.next(1)), ["ADDED mine"])
+      await mergePatch(server, jobPath("watch-name", "other"), { spec: { image: "x" } })
+      await mergePatch(server, jobPath("watch-name", "mine"), { spec: { image: "y" } })
+      assert.deepStrictEqual(summary(await watch.next(1)), ["MODIFIED mine"])
+    })
+  })
+
+  it("a watch with kubectl's Table Accept sends each object as a one-row Table", async () => {
+    await createProject(server, "watch-table")
+    const accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
+    const version = await listVersion(server, "watch-table")
+    await withWatch(server, `${jobsPath("watch-table")}?watch=true&resourceVersion=${version}`, async (watch) => {
+      await createJob(server, "watch-table", "first")
+      await createJob(server, "watch-table", "second")
+      const events = await watch.next(2)
+      assert.deepStrictEqual(events.map((event) => event.type), ["ADDED", "ADDED"])
+      for (const [index, name] of ["first", "second"].entries()) {
+        const table = events[index]!.object
+        assert.strictEqual(table.kind, "Table", JSON.stringify(table))
+        assert.strictEqual(table.rows.length, 1)
+        assert.strictEqual(table.rows[0].cells[0], name)
+        assert.strictEqual(table.rows[0].object.metadata.name, name)
+      }
+      assert.isAbove(events[0]!.object.columnDefinitions?.length ?? 0, 0)
+    }, { headers: { accept } })
+  })
+
+  it("timeoutSeconds=1 ends the stream by itself", async () => {
+    await createProject(server, "watch-timeout")
+    const watch = await openWatch(server, `${jobsPath("watch-timeout")}?watch=true&timeoutSeconds=1`)
+    try {
+      assert.isTrue(await watch.ended(15_000), "the server did not close the stream")
+    } finally {
+      await watch.close()
+    }
+  })
+
+  it("the response headers arrive before any event exists", async () => {
+    await createProject(server, "watch-headers")
+    const controller = new AbortController()
+    const pending = startWatch(server, `${jobsPath("watch-headers")}?watch=true`, { signal: controller.signal })
+    pending.catch(() => {})
+    try {
+      const outcome = await Promise.race([pending.then((response) => response), sleep(5_000).then(() => "no headers" as const)])
+      assert.notStrictEqual(outcome, "no headers", "fetch did not resolve while nothing was written")
+      const response = outcome as Response
+      assert.strictEqual(response.status, 200)
+      // Nothing was written: the project is still empty.
+      const list = await request(server, "GET", jobsPath("watch-headers"))
+      assert.deepStrictEqual(list.body.items, [])
+    } finally {
+      controller.abort()
+    }
+  })
+
+  const refused: ReadonlyArray<{ readonly name: string; readonly path: string; readonly status: number; readonly reason: string }> = [
+    { name: "a non-numeric resourceVersion", path: `${jobsPath("watch-refused")}?watch=true&resourceVersion=abc`, status: 400, reason: "BadRequest" },
+    { name: "an invalid label selector", path: `${jobsPath("watch-refused")}?watch=true&labelSelector=${encodeURIComponent("a in (")}`, status: 400, reason: "BadRequest" },
+    { name: "an unsupported field label", path: `${jobsPath("watch-refused")}?watch=true&fieldSelector=spec.image%3Dx`, status: 400, reason: "BadRequest" },
+    { name: "a missing project", path: `${jobsPath("watch-no-such-project")}?watch=true`, status: 404, reason: "NotFound" },
+    { name: "a non-integer timeoutSeconds", path: `${jobsPath("watch-refused")}?watch=true&timeoutSeconds=soon`, status: 400, reason: "BadRequest" }
+  ]
+  for (const testCase of refused) {
+    it(`a watch with ${testCase.name} is refused with ${testCase.status} before it starts`, async () => {
+      await request(server, "POST", "/api/v1/namespaces", { body: { apiVersion: "v1", kind: "Namespace", metadata: { name: "watch-refused" } } })
+      assert.strictEqual((await request(server, "GET", "/api/v1/namespaces/watch-refused")).status, 200)
+      const reply = await request(server, "GET", testCase.path)
+      assertStatus(server, reply, testCase.status, testCase.reason)
+    })
+  }
+})
+
+describe("watch bookmarks", () => {
+  let server: TestServer
+
+  beforeAll(async () => {
+    server = await startTestServer({ bookmarkInterval: "200 millis" })
+    await createProject(server, "bookmarks")
+  })
+  afterAll(() => server.stop())
+
+  it("allowWatchBookmarks=true yields BOOKMARK events carrying a resourceVersion", async () => {
+    const created = await createJob(server, "bookmarks", "j")
+    await withWatch(server, `${jobsPath("bookmarks")}?watch=true&allowWatchBookmarks=true`, async (watch) => {
+      const events = await watch.until((event) => event.type === "BOOKMARK")
+      assert.deepStrictEqual(summary(events.slice(0, 1)), ["ADDED j"])
+      const bookmark = events.at(-1)!
+      assert.strictEqual(bookmark.object.kind, "Job")
+      assert.strictEqual(bookmark.object.apiVersion, "nodus.dev/v1")
+      assert.isString(bookmark.object.metadata.resourceVersion)
+      assert.isAtLeast(rv(bookmark.object), rv(created))
+    })
+  })
+
+  it("bookmarks move forward with changes the watch did not match", async () => {
+    const version = await listVersion(server, "bookmarks")
+    await withWatch(server, `${jobsPath("bookmarks")}?watch=true&allowWatchBookmarks=true&resourceVersion=${version}&labelSelector=none%3Dmatch`, async (watch) => {
+      const unmatched = await createJob(server, "bookmarks", "unmatched")
+      const events = await watch.until((event) => event.type === "BOOKMARK" && rv(event.object) >= rv(unmatched), 10_000)
+      assert.isTrue(events.every((event) => event.type === "BOOKMARK"), JSON.stringify(summary(events)))
+    })
+  })
+
+  it("without allowWatchBookmarks no BOOKMARK is sent", async () => {
+    const version = await listVersion(server, "bookmarks")
+    await withWatch(server, `${jobsPath("bookmarks")}?watch=true&resourceVersion=${version}`, async (plain) => {
+      await withWatch(server, `${jobsPath("bookmarks")}?watch=true&allowWatchBookmarks=true&resourceVersion=${version}`, async (bookmarked) => {
+        // Two bookmarks on the other watch: bookmark time has passed for the plain watch too.
+        await bookmarked.until((event) => event.type === "BOOKMARK")
+        await bookmarked.until((event) => event.type === "BOOKMARK")
+        await createJob(server, "bookmarks", "marker")
+        assert.deepStrictEqual(summary(await plain.next(1)), ["ADDED marker"])
+      })
+    })
+  })
+})

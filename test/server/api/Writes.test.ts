@@ -1,0 +1,425 @@
+// Writes over real HTTP (spec: Generic operations, Create semantics; kubectl-compat §4): optimistic concurrency with
+// resourceVersion and ETag/If-Match, merge and JSON patches, server-side apply, no-op patches, dry runs and the ETag
+// that binds a later create, DELETE preconditions, and server-side field validation (Strict, Warn, Ignore).
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { request, startTestServer, type TestServer } from "../../support/TestServer.ts"
+import { assertStatus, causeFields, createJob, createProject, jobBody, jobPath, jobsPath, mergePatch, namesOf, openWatch, rv, summary } from "./Support.ts"
+
+const applyPatch = (server: TestServer, path: string, body: unknown) =>
+  request(server, "PATCH", path, { body, contentType: "application/apply-patch+yaml" })
+
+const jsonPatch = (server: TestServer, path: string, operations: unknown) =>
+  request(server, "PATCH", path, { body: operations, contentType: "application/json-patch+json" })
+
+describe("writes", () => {
+  let server: TestServer
+
+  beforeAll(async () => {
+    server = await startTestServer()
+  })
+  afterAll(() => server.stop())
+
+  describe("replace", () => {
+    it("PUT with a stale resourceVersion is a Conflict and changes nothing", async () => {
+      await createProject(server, "w-stale")
+      const created = await createJob(server, "w-stale", "j")
+      const moved = await mergePatch(server, jobPath("w-stale", "j"), { spec: { image: "python:3.13" } })
+      assert.strictEqual(moved.status, 200, moved.text)
+      assert.notStrictEqual(moved.body.metadata.resourceVersion, created.metadata.resourceVersion)
+      const stale = await request(server, "PUT", jobPath("w-stale", "j"), { body: { ...created, spec: { image: "stale" } } })
+      const body = assertStatus(server, stale, 409, "Conflict")
+      assert.strictEqual(body.details.name, "j")
+      const read = await request(server, "GET", jobPath("w-stale", "j"))
+      assert.strictEqual(read.body.spec.image, "python:3.13")
+      const fresh = await request(server, "PUT", jobPath("w-stale", "j"), { body: { ...moved.body, spec: { image: "fresh" } } })
+      assert.strictEqual(fresh.status, 200, fresh.text)
+      assert.strictEqual(fresh.body.spec.image, "fresh")
+    })
+
+    it("PUT without a resourceVersion is Invalid", async () => {
+      await createProject(server, "w-no-rv")
+      await createJob(server, "w-no-rv", "j")
+      const reply = await request(server, "PUT", jobPath("w-no-rv", "j"), { body: jobBody("j", {}, { image: "other" }) })
+      const body = assertStatus(server, reply, 422, "Invalid")
+      assert.include(causeFields(body), "metadata.resourceVersion")
+      assert.strictEqual((await request(server, "GET", jobPath("w-no-rv", "j"))).body.spec.image, "python:3.12")
+    })
+
+    it("PUT of a missing object is NotFound", async () => {
+      await createProject(server, "w-put-missing")
+      const reply = await request(server, "PUT", jobPath("w-put-missing", "absent"), { body: jobBody("absent", { resourceVersion: "1" }) })
+      assertStatus(server, reply, 404, "NotFound")
+    })
+
+    it("PUT whose body names another object is a BadRequest", async () => {
+      await createProject(server, "w-put-name")
+      const created = await createJob(server, "w-put-name", "j")
+      const reply = await request(server, "PUT", jobPath("w-put-name", "j"), { body: { ...created, metadata: { ...created.metadata, name: "other" } } })
+      assertStatus(server, reply, 400, "BadRequest")
+    })
+  })
+
+  describe("patches", () => {
+    it("merge patch follows RFC 7386: null deletes a label, objects merge, other fields stay", async () => {
+      await createProject(server, "w-merge")
+      await createJob(server, "w-merge", "j", { labels: { keep: "1", drop: "2" }, annotations: { a: "x" } }, { command: ["a"], env: [{ name: "A", value: "1" }] })
+      const reply = await mergePatch(server, jobPath("w-merge", "j"), {
+        metadata: { labels: { drop: null, added: "3" }, annotations: { a: null } },
+        spec: { command: ["b", "c"], parallelism: 2 }
+      })
+      assert.strictEqual(reply.status, 200, reply.text)
+      const read = (await request(server, "GET", jobPath("w-merge", "j"))).body
+      assert.deepStrictEqual(read.metadata.labels, { keep: "1", added: "3" })
+      assert.isUndefined(read.metadata.annotations?.["a"])
+      assert.deepStrictEqual(read.spec, { image: "python:3.12", command: ["b", "c"], env: [{ name: "A", value: "1" }], parallelism: 2 })
+    })
+
+    it("a merge patch pinning a stale resourceVersion is a Conflict; the current one succeeds", async () => {
+      await createProject(server, "w-merge-pinned")
+      const created = await createJob(server, "w-merge-pinned", "j")
+      const moved = await mergePatch(server, jobPath("w-merge-pinned", "j"), { metadata: { labels: { step: "1" } } })
+      assert.strictEqual(moved.status, 200, moved.text)
+      const stale = await mergePatch(server, jobPath("w-merge-pinned", "j"), { metadata: { resourceVersion: created.metadata.resourceVersion }, spec: { image: "stale" } })
+      assertStatus(server, stale, 409, "Conflict")
+      const current = await mergePatch(server, jobPath("w-merge-pinned", "j"), { metadata: { resourceVersion: moved.body.metadata.resourceVersion }, spec: { image: "current" } })
+      assert.strictEqual(current.status, 200, current.text)
+      assert.strictEqual(current.body.spec.image, "current")
+    })
+
+    it("a merge patch that is not an object is a BadRequest", async () => {
+      await createProject(server, "w-merge-bad")
+      await createJob(server, "w-merge-bad", "j")
+      const reply = await mergePatch(server, jobPath("w-merge-bad", "j"), ["not", "an", "object"])
+      assertStatus(server, reply, 400, "BadRequest")
+    })
+
+    it("JSON patch: add, replace and remove apply in order", async () => {
+      await createProject(server, "w-json")
+      await createJob(server, "w-json", "j", { labels: { gone: "soon" } }, { command: ["a"] })
+      const reply = await jsonPatch(server, jobPath("w-json", "j"), [
+        { op: "add", path: "/metadata/labels/team", value: "b" },
+        { op: "replace", path: "/spec/image", value: "python:3.13" },
+        { op: "add", path: "/spec/command/-", value: "b" },
+        { op: "remove", path: "/metadata/labels/gone" },
+        { op: "test", path: "/spec/image", value: "python:3.13" }
+      ])
+      assert.strictEqual(reply.status, 200, reply.text)
+      assert.deepStrictEqual(reply.body.metadata.labels, { team: "b" })
+      assert.strictEqual(reply.body.spec.image, "python:3.13")
+      assert.deepStrictEqual(reply.body.spec.command, ["a", "b"])
+      assert.strictEqual(reply.body.metadata.generation, 2)
+    })
+
+    const failingJsonPatches: ReadonlyArray<{ readonly name: string; readonly operations: unknown; readonly status: number; readonly reason: string }> = [
+      { name: "a failing test", operations: [{ op: "replace", path: "/spec/image", value: "changed" }, { op: "test", path: "/spec/image", value: "python:3.12" }], status: 422, reason: "Invalid" },
+      { name: "removing a missing member", operations: [{ op: "remove", path: "/spec/nothing" }], status: 422, reason: "Invalid" },
+      { name: "an unknown op", operations: [{ op: "frobnicate", path: "/spec/image" }], status: 400, reason: "BadRequest" },
+      { name: "not an array", operations: { op: "add", path: "/spec/x", value: 1 }, status: 400, reason: "BadRequest" }
+    ]
+    for (const testCase of failingJsonPatches) {
+      it(`JSON patch with ${testCase.name} → ${testCase.status} and nothing changes`, async () => {
+        const project = `w-json-${failingJsonPatches.indexOf(testCase)}`
+        await createProject(server, project)
+        const created = await createJob(server, project, "j")
+        const reply = await jsonPatch(server, jobPath(project, "j"), testCase.operations)
+        assertStatus(server, reply, testCase.status, testCase.reason)
+        const read = await request(server, "GET", jobPath(project, "j"))
+        assert.strictEqual(read.body.spec.image, "python:3.12")
+        assert.strictEqual(read.body.metadata.resourceVersion, created.metadata.resourceVersion)
+      })
+    }
+
+    it("a patch of a missing object is NotFound", async () => {
+      await createProject(server, "w-patch-missing")
+      assertStatus(server, await mergePatch(server, jobPath("w-patch-missing", "absent"), { spec: { image: "x" } }), 404, "NotFound")
+    })
+
+    it("a no-op patch keeps the resourceVersion and the ETag", async () => {
+      await createProject(server, "w-noop")
+      const created = await request(server, "POST", jobsPath("w-noop"), { body: jobBody("j", { labels: { team: "a" } }) })
+      assert.strictEqual(created.status, 201, created.text)
+      const noops: ReadonlyArray<unknown> = [{ spec: { image: "python:3.12" } }, { metadata: { labels: { team: "a" } } }, {}]
+      for (const patch of noops) {
+        const reply = await mergePatch(server, jobPath("w-noop", "j"), patch)
+        assert.strictEqual(reply.status, 200, reply.text)
+        assert.strictEqual(reply.body.metadata.resourceVersion, created.body.metadata.resourceVersion, JSON.stringify(patch))
+        assert.strictEqual(reply.headers.get("etag"), created.headers.get("etag"))
+        assert.deepStrictEqual(reply.body.metadata.managedFields, created.body.metadata.managedFields)
+      }
+      const json = await jsonPatch(server, jobPath("w-noop", "j"), [{ op: "replace", path: "/spec/image", value: "python:3.12" }])
+      assert.strictEqual(json.status, 200, json.text)
+      assert.strictEqual(json.body.metadata.resourceVersion, created.body.metadata.resourceVersion)
+    })
+  })
+
+  describe("server-side apply", () => {
+    it("creates a missing object (201), updates it (200) and removes a field dropped from the applied configuration", async () => {
+      await createProject(server, "w-apply")
+      const path = `${jobPath("w-apply", "j")}?fieldManager=me`
+      const first = await applyPatch(server, path, jobBody("j", { labels: { team: "a", tier: "gold" } }, { command: ["python", "train.py"], parallelism: 2 }))
+      assert.strictEqual(first.status, 201, first.text)
+      assert.deepStrictEqual(first.body.spec, { image: "python:3.12", command: ["python", "train.py"], parallelism: 2 })
+      const read = await request(server, "GET", jobPath("w-apply", "j"))
+      assert.strictEqual(read.status, 200, read.text)
+      const updated = await applyPatch(server, path, jobBody("j", { labels: { team: "b", tier: "gold" } }, { command: ["python", "train.py"], parallelism: 2 }))
+      assert.strictEqual(updated.status, 200, updated.text)
+      assert.deepStrictEqual(updated.body.metadata.labels, { team: "b", tier: "gold" })
+      assert.strictEqual(updated.body.metadata.uid, first.body.metadata.uid)
+      const dropped = await applyPatch(server, path, jobBody("j", { labels: { team: "b" } }, { command: ["python", "train.py"] }))
+      assert.strictEqual(dropped.status, 200, dropped.text)
+      assert.deepStrictEqual(dropped.body.spec, { image: "python:3.12", command: ["python", "train.py"] }, dropped.text)
+      assert.deepStrictEqual(dropped.body.metadata.labels, { team: "b" }, dropped.text)
+    })
+
+    it("the first apply after a create by apply can drop a field", async () => {
+      await createProject(server, "w-apply-drop")
+      const path = `${jobPath("w-apply-drop", "j")}?fieldManager=me`
+      const created = await applyPatch(server, path, jobBody("j", { labels: { team: "a" } }, { command: ["python", "train.py"] }))
+      assert.strictEqual(created.status, 201, created.text)
+      const dropped = await applyPatch(server, path, jobBody("j"))
+      assert.strictEqual(dropped.status, 200, dropped.text)
+      assert.isUndefined(dropped.body.spec.command, dropped.text)
+      assert.isUndefined(dropped.body.metadata.labels?.["team"], dropped.text)
+      const read = await request(server, "GET", jobPath("w-apply-drop", "j"))
+      assert.deepStrictEqual(read.body.spec, { image: "python:3.12" })
+    })
+
+    it("an object created and updated by apply has one Apply entry for its manager", async () => {
+      await createProject(server, "w-apply-managed")
+      const path = `${jobPath("w-apply-managed", "j")}?fieldManager=me`
+      const created = await applyPatch(server, path, jobBody("j", {}, { command: ["python", "train.py"] }))
+      assert.strictEqual(created.status, 201, created.text)
+      const updated = await applyPatch(server, path, jobBody("j", {}, { command: ["python", "eval.py"] }))
+      assert.strictEqual(updated.status, 200, updated.text)
+      for (const object of [created.body, updated.body]) {
+        const entries = (object.metadata.managedFields as ReadonlyArray<any>).filter((candidate) => candidate.manager === "me")
+        assert.deepStrictEqual(entries.map((entry) => entry.operation), ["Apply"], JSON.stringify(object.metadata.managedFields))
+        assert.deepStrictEqual(entries[0].fieldsV1["f:spec"], { "f:image": {}, "f:command": {} })
+      }
+    })
+
+    it("apply keeps fields another manager set", async () => {
+      await createProject(server, "w-apply-others")
+      const path = `${jobPath("w-apply-others", "j")}?fieldManager=me`
+      const created = await request(server, "POST", `${jobsPath("w-apply-others")}?fieldManager=me`, { body: jobBody("j") })
+      assert.strictEqual(created.status, 201, created.text)
+      assert.strictEqual((await applyPatch(server, path, jobBody("j", {}, { parallelism: 3 }))).status, 200)
+      const other = await mergePatch(server, `${jobPath("w-apply-others", "j")}?fieldManager=someone`, { spec: { backoffLimit: 4 } })
+      assert.strictEqual(other.status, 200, other.text)
+      const again = await applyPatch(server, path, jobBody("j", {}, { parallelism: 3 }))
+      assert.strictEqual(again.status, 200, again.text)
+      assert.strictEqual(again.body.spec.backoffLimit, 4)
+      assert.strictEqual(again.body.spec.parallelism, 3)
+    })
+
+    it("apply without fieldManager is a BadRequest", async () => {
+      await createProject(server, "w-apply-nomanager")
+      const reply = await applyPatch(server, jobPath("w-apply-nomanager", "j"), jobBody("j"))
+      assertStatus(server, reply, 400, "BadRequest")
+      assert.strictEqual((await request(server, "GET", jobPath("w-apply-nomanager", "j"))).status, 404)
+    })
+  })
+
+  describe("ETag and If-Match", () => {
+    it("the ETag header is the quoted resourceVersion on create, read, patch and replace", async () => {
+      await createProject(server, "w-etag")
+      const created = await request(server, "POST", jobsPath("w-etag"), { body: jobBody("j") })
+      const read = await request(server, "GET", jobPath("w-etag", "j"))
+      const patched = await mergePatch(server, jobPath("w-etag", "j"), { spec: { image: "x" } })
+      const replaced = await request(server, "PUT", jobPath("w-etag", "j"), { body: { ...patched.body, spec: { image: "y" } } })
+      for (const reply of [created, read, patched, replaced]) {
+        assert.isTrue(reply.status === 200 || reply.status === 201, reply.text)
+        assert.strictEqual(reply.headers.get("etag"), `"${reply.body.metadata.resourceVersion}"`)
+      }
+      assert.notStrictEqual(patched.headers.get("etag"), created.headers.get("etag"))
+    })
+
+    const operations: ReadonlyArray<{ readonly name: string; readonly send: (server: TestServer, path: string, object: any, etag: string) => ReturnType<typeof request>; readonly status: number }> = [
+      { name: "PUT", send: (s, path, object, etag) => request(s, "PUT", path, { body: { ...object, spec: { image: "put" } }, headers: { "if-match": etag } }), status: 200 },
+      { name: "merge PATCH", send: (s, path, _object, etag) => mergePatch(s, path, { spec: { image: "patched" } }, { headers: { "if-match": etag } }), status: 200 },
+      { name: "JSON PATCH", send: (s, path, _object, etag) => request(s, "PATCH", path, { body: [{ op: "replace", path: "/spec/image", value: "json" }], contentType: "application/json-patch+json", headers: { "if-match": etag } }), status: 200 },
+      { name: "DELETE", send: (s, path, _object, etag) => request(s, "DELETE", path, { headers: { "if-match": etag } }), status: 200 }
+    ]
+    for (const operation of operations) {
+      it(`If-Match on ${operation.name}: a wrong ETag is PreconditionFailed, the right one succeeds`, async () => {
+        const project = `w-ifmatch-${operations.indexOf(operation)}`
+        await createProject(server, project)
+        const created = await request(server, "POST", jobsPath(project), { body: jobBody("j") })
+        assert.strictEqual(created.status, 201, created.text)
+        const path = jobPath(project, "j")
+        const wrong = await operation.send(server, path, created.body, "\"12345678\"")
+        assertStatus(server, wrong, 412, "PreconditionFailed")
+        const unchanged = await request(server, "GET", path)
+        assert.strictEqual(unchanged.status, 200)
+        assert.strictEqual(unchanged.body.metadata.resourceVersion, created.body.metadata.resourceVersion)
+        const right = await operation.send(server, path, created.body, created.headers.get("etag")!)
+        assert.strictEqual(right.status, operation.status, right.text)
+        if (operation.name === "DELETE") assert.strictEqual((await request(server, "GET", path)).status, 404)
+        else assert.notStrictEqual((await request(server, "GET", path)).body.spec.image, "python:3.12")
+      })
+    }
+  })
+
+  describe("dry run", () => {
+    it("dryRun=All on create answers the object but persists nothing and emits no watch event", async () => {
+      await createProject(server, "w-dry")
+      const list = await request(server, "GET", jobsPath("w-dry"))
+      assert.strictEqual(list.status, 200, list.text)
+      const watch = await openWatch(server, `${jobsPath("w-dry")}?watch=true&resourceVersion=${list.body.metadata.resourceVersion}`)
+      try {
+        const dry = await request(server, "POST", `${jobsPath("w-dry")}?dryRun=All`, { body: jobBody("dry") })
+        assert.strictEqual(dry.status, 201, dry.text)
+        assert.strictEqual(dry.body.metadata.name, "dry")
+        assert.strictEqual(dry.body.spec.image, "python:3.12")
+        assert.isString(dry.headers.get("etag"))
+        assertStatus(server, await request(server, "GET", jobPath("w-dry", "dry")), 404, "NotFound")
+        assert.deepStrictEqual(namesOf(await request(server, "GET", jobsPath("w-dry"))), [])
+        // The first event the watch sees is the real create that follows, not the dry run.
+        await createJob(server, "w-dry", "real")
+        assert.deepStrictEqual(summary(await watch.next(1)), ["ADDED real"])
+      } finally {
+        await watch.close()
+      }
+    })
+
+    it("dryRun=All on replace, patch and delete changes nothing", async () => {
+      await createProject(server, "w-dry-update")
+      const created = await createJob(server, "w-dry-update", "j")
+      const path = jobPath("w-dry-update", "j")
+      const put = await request(server, "PUT", `${path}?dryRun=All`, { body: { ...created, spec: { image: "dry-put" } } })
+      assert.strictEqual(put.status, 200, put.text)
+      assert.strictEqual(put.body.spec.image, "dry-put")
+      const patched = await mergePatch(server, `${path}?dryRun=All`, { spec: { image: "dry-patch" } })
+      assert.strictEqual(patched.status, 200, patched.text)
+      assert.strictEqual(patched.body.spec.image, "dry-patch")
+      const deleted = await request(server, "DELETE", `${path}?dryRun=All`)
+      assert.strictEqual(deleted.status, 200, deleted.text)
+      const read = await request(server, "GET", path)
+      assert.strictEqual(read.status, 200, read.text)
+      assert.strictEqual(read.body.spec.image, "python:3.12")
+      assert.strictEqual(read.body.metadata.resourceVersion, created.metadata.resourceVersion)
+    })
+
+    it("the dry run's ETag binds a create of the same body; another body is PreconditionFailed", async () => {
+      await createProject(server, "w-dry-etag")
+      const body = jobBody("bound", { labels: { team: "a" } }, { command: ["python", "train.py"] })
+      const dry = await request(server, "POST", `${jobsPath("w-dry-etag")}?dryRun=All`, { body })
+      assert.strictEqual(dry.status, 201, dry.text)
+      const etag = dry.headers.get("etag")
+      assert.isString(etag)
+      const different = await request(server, "POST", jobsPath("w-dry-etag"), { body: { ...body, spec: { ...body.spec, image: "python:3.13" } }, headers: { "if-match": etag! } })
+      assertStatus(server, different, 412, "PreconditionFailed")
+      assert.strictEqual((await request(server, "GET", jobPath("w-dry-etag", "bound"))).status, 404)
+      const real = await request(server, "POST", jobsPath("w-dry-etag"), { body, headers: { "if-match": etag! } })
+      assert.strictEqual(real.status, 201, real.text)
+      assert.strictEqual(real.body.spec.image, "python:3.12")
+    })
+
+    const badDryRuns = ["Foo", "all", "true"]
+    for (const value of badDryRuns) {
+      it(`dryRun=${value} is a BadRequest and creates nothing`, async () => {
+        const project = `w-dry-bad-${badDryRuns.indexOf(value)}`
+        await createProject(server, project)
+        const reply = await request(server, "POST", `${jobsPath(project)}?dryRun=${value}`, { body: jobBody("j") })
+        assertStatus(server, reply, 400, "BadRequest")
+        assert.strictEqual((await request(server, "GET", jobPath(project, "j"))).status, 404)
+      })
+    }
+  })
+
+  describe("DELETE preconditions", () => {
+    it("a wrong uid is a Conflict; the right uid deletes", async () => {
+      await createProject(server, "w-precondition")
+      const created = await createJob(server, "w-precondition", "j")
+      const path = jobPath("w-precondition", "j")
+      const wrong = await request(server, "DELETE", path, { body: { apiVersion: "v1", kind: "DeleteOptions", preconditions: { uid: "00000000-0000-0000-0000-000000000000" } } })
+      assertStatus(server, wrong, 409, "Conflict")
+      assert.strictEqual((await request(server, "GET", path)).status, 200)
+      const staleVersion = await request(server, "DELETE", path, { body: { preconditions: { resourceVersion: "1" } } })
+      assertStatus(server, staleVersion, 409, "Conflict")
+      const right = await request(server, "DELETE", path, { body: { preconditions: { uid: created.metadata.uid, resourceVersion: created.metadata.resourceVersion } } })
+      assert.strictEqual(right.status, 200, right.text)
+      assert.strictEqual((await request(server, "GET", path)).status, 404)
+    })
+
+    it("DELETE of a missing object is NotFound", async () => {
+      await createProject(server, "w-delete-missing")
+      assertStatus(server, await request(server, "DELETE", jobPath("w-delete-missing", "absent")), 404, "NotFound")
+    })
+  })
+
+  describe("fieldValidation", () => {
+    const withUnknown = (name: string) => ({ ...jobBody(name), foo: "bar", metadata: { name, bar: "baz" } })
+
+    it("Strict refuses unknown fields with a BadRequest naming each", async () => {
+      await createProject(server, "w-strict")
+      const reply = await request(server, "POST", `${jobsPath("w-strict")}?fieldValidation=Strict`, { body: withUnknown("j") })
+      const body = assertStatus(server, reply, 400, "BadRequest")
+      const fields = causeFields(body)
+      assert.include(fields, "foo")
+      assert.include(fields, "metadata.bar")
+      assert.include(body.message, "foo")
+      assert.include(body.message, "metadata.bar")
+      assert.strictEqual((await request(server, "GET", jobPath("w-strict", "j"))).status, 404)
+    })
+
+    const lenient: ReadonlyArray<{ readonly name: string; readonly query: string; readonly warns: boolean }> = [
+      { name: "Warn", query: "?fieldValidation=Warn", warns: true },
+      { name: "Ignore", query: "?fieldValidation=Ignore", warns: false },
+      { name: "the default (no parameter)", query: "", warns: true },
+      { name: "an empty parameter", query: "?fieldValidation=", warns: true }
+    ]
+    for (const mode of lenient) {
+      it(`${mode.name} creates the object without the unknown fields${mode.warns ? " and warns" : ", silently"}`, async () => {
+        const project = `w-lenient-${lenient.indexOf(mode)}`
+        await createProject(server, project)
+        const reply = await request(server, "POST", `${jobsPath(project)}${mode.query}`, { body: withUnknown("j") })
+        assert.strictEqual(reply.status, 201, reply.text)
+        const warning = reply.headers.get("warning")
+        if (mode.warns) {
+          assert.isString(warning, "Warning header")
+          assert.match(warning!, /^299 /u)
+          assert.include(warning!, "foo")
+          assert.include(warning!, "metadata.bar")
+        } else {
+          assert.isNull(warning)
+        }
+        const stored = (await request(server, "GET", jobPath(project, "j"))).body
+        for (const object of [reply.body, stored]) {
+          assert.isFalse("foo" in object, JSON.stringify(object))
+          assert.isFalse("bar" in object.metadata, JSON.stringify(object))
+          assert.strictEqual(object.spec.image, "python:3.12")
+        }
+      })
+    }
+
+    it("a valid body gets no Warning header", async () => {
+      await createProject(server, "w-valid")
+      const reply = await request(server, "POST", jobsPath("w-valid"), { body: jobBody("j") })
+      assert.strictEqual(reply.status, 201, reply.text)
+      assert.isNull(reply.headers.get("warning"))
+    })
+
+    it("Strict also applies to patches", async () => {
+      await createProject(server, "w-strict-patch")
+      await createJob(server, "w-strict-patch", "j")
+      const reply = await mergePatch(server, `${jobPath("w-strict-patch", "j")}?fieldValidation=Strict`, { foo: 1 })
+      const body = assertStatus(server, reply, 400, "BadRequest")
+      assert.include(causeFields(body), "foo")
+    })
+
+    it("fieldValidation=Nope is a BadRequest", async () => {
+      await createProject(server, "w-nope")
+      const reply = await request(server, "POST", `${jobsPath("w-nope")}?fieldValidation=Nope`, { body: jobBody("j") })
+      assertStatus(server, reply, 400, "BadRequest")
+      assert.strictEqual((await request(server, "GET", jobPath("w-nope", "j"))).status, 404)
+    })
+  })
+
+  it("every write of a new object gets a higher resourceVersion than the last read list", async () => {
+    await createProject(server, "w-rv")
+    const before = await request(server, "GET", jobsPath("w-rv"))
+    const created = await createJob(server, "w-rv", "j")
+    assert.isAbove(rv(created), Number(before.body.metadata.resourceVersion))
+  })
+})
