@@ -5,7 +5,7 @@
  */
 import { Schema } from "effect"
 import type { KindInfo } from "./Kinds.ts"
-import { ObjectMetaInput } from "./ObjectMeta.ts"
+import { ObjectMetaInput, ProjectName } from "./ObjectMeta.ts"
 
 const AnyObject = Schema.Record(Schema.String, Schema.Json)
 
@@ -52,9 +52,10 @@ export const statusSchema = perKind((_info) =>
     status: Schema.optionalKey(Schema.Json)
   }))
 
-/** A project, written as a Kubernetes Namespace. */
+/** A project, written as a Kubernetes Namespace; its name is a DNS-1123 label, as a namespace's is. */
 export const namespaceSchema = Schema.Struct({
   ...envelope,
+  metadata: Schema.optionalKey(Schema.Struct({ ...ObjectMetaInput.fields, name: Schema.optionalKey(ProjectName) })),
   spec: Schema.optionalKey(Schema.Struct({ finalizers: Schema.optionalKey(Schema.Array(Schema.String)) })),
   status: Schema.optionalKey(Schema.Json)
 })

@@ -4,6 +4,7 @@
 // on the exact grammar (`!=` and `notin` matching objects without the key, `in ()`
 // meaning "in the empty value", integer-only `>`/`<`).
 
+import { checkLabelValue, checkQualifiedName } from "./Names.ts"
 import { err, ok, type ParseResult } from "./ParseResult.ts"
 
 export type Operator =
@@ -29,82 +30,11 @@ export interface LabelSelector {
 /** The selector with no requirements; it matches every object, labelled or not. */
 export const everything: LabelSelector = { requirements: [] }
 
-// ---------------------------------------------------------------------------
-// Key and value validation (apimachinery `content.IsLabelKey` / `IsLabelValue`)
-// ---------------------------------------------------------------------------
+/** Problems with a label key (apimachinery `IsLabelKey`); empty when valid. */
+export const validateLabelKey = checkQualifiedName
 
-const labelKeyFormat = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-const labelKeyPattern = new RegExp(`^${labelKeyFormat}$`)
-const labelKeyMessage =
-  "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
-const labelValueFormat = `(${labelKeyFormat})?`
-const labelValuePattern = new RegExp(`^${labelValueFormat}$`)
-const labelValueMessage =
-  "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
-const dns1123LabelFormat = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-const dns1123SubdomainFormat = `${dns1123LabelFormat}(\\.${dns1123LabelFormat})*`
-const dns1123SubdomainPattern = new RegExp(`^${dns1123SubdomainFormat}$`)
-const dns1123SubdomainMessage =
-  "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
-
-// Go measures string lengths in UTF-8 bytes, and the messages say "bytes".
-const utf8Length = (text: string): number => {
-  let length = 0
-  for (const character of text) {
-    const codePoint = character.codePointAt(0) ?? 0
-    length += codePoint < 0x80 ? 1 : codePoint < 0x800 ? 2 : codePoint < 0x10000 ? 3 : 4
-  }
-  return length
-}
-
-const maxLengthError = (limit: number): string => `must be no more than ${limit} bytes`
-
-// The double space in "'MyName',  or" is apimachinery's, kept so messages compare equal.
-const regexError = (message: string, format: string, examples: ReadonlyArray<string>): string =>
-  `${message} (e.g. ${examples.map((example) => `'${example}', `).join(" or ")}regex used for validation is '${format}')`
-
-const dns1123SubdomainErrors = (value: string): ReadonlyArray<string> => [
-  ...(utf8Length(value) > 253 ? [maxLengthError(253)] : []),
-  ...(dns1123SubdomainPattern.test(value) ? [] : [regexError(dns1123SubdomainMessage, dns1123SubdomainFormat, ["example.com"])])
-]
-
-/**
- * Problems with a label key, as apimachinery's `IsLabelKey` words them: an optional
- * DNS-1123 subdomain prefix (at most 253 bytes) and "/", then a name of at most 63
- * bytes made of alphanumerics, '-', '_' and '.', starting and ending alphanumeric.
- * An empty array means the key is valid; also usable to validate `metadata.labels`.
- */
-export const validateLabelKey = (key: string): ReadonlyArray<string> => {
-  const parts = key.split("/")
-  if (parts.length > 2) {
-    return [
-      `a valid label key ${regexError(labelKeyMessage, labelKeyFormat, ["MyName", "my.name", "123-abc"])} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`
-    ]
-  }
-  const [first = "", second] = parts
-  const errors: Array<string> = []
-  if (second !== undefined) {
-    if (first.length === 0) errors.push("prefix part must be non-empty")
-    else errors.push(...dns1123SubdomainErrors(first).map((message) => `prefix part ${message}`))
-  }
-  const name = second ?? first
-  if (name.length === 0) errors.push("name part must be non-empty")
-  else if (utf8Length(name) > 63) errors.push(`name part ${maxLengthError(63)}`)
-  if (!labelKeyPattern.test(name)) {
-    errors.push(`name part ${regexError(labelKeyMessage, labelKeyFormat, ["MyName", "my.name", "123-abc"])}`)
-  }
-  return errors
-}
-
-/**
- * Problems with a label value, as apimachinery's `IsLabelValue` words them: empty, or
- * at most 63 bytes of alphanumerics, '-', '_' and '.', starting and ending alphanumeric.
- * An empty array means the value is valid.
- */
-export const validateLabelValue = (value: string): ReadonlyArray<string> => [
-  ...(utf8Length(value) > 63 ? [maxLengthError(63)] : []),
-  ...(labelValuePattern.test(value) ? [] : [regexError(labelValueMessage, labelValueFormat, ["MyValue", "my_value", "12345"])])
-]
+/** Problems with a label value (apimachinery `IsLabelValue`); empty when valid. */
+export const validateLabelValue = checkLabelValue
 
 const namedEscapes: ReadonlyMap<string, string> = new Map([
   ["\x07", "\\a"], ["\b", "\\b"], ["\f", "\\f"], ["\n", "\\n"], ["\r", "\\r"], ["\t", "\\t"], ["\v", "\\v"],

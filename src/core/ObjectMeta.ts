@@ -5,7 +5,7 @@
  */
 import { Schema } from "effect"
 import type { Json, JsonObject } from "./Json.ts"
-import { checkDns1123Subdomain, checkLabelValue, checkQualifiedName } from "./Names.ts"
+import { checkDns1123Label, checkDns1123Subdomain, checkLabelValue, checkQualifiedName, utf8Length } from "./Names.ts"
 
 /** Kubernetes' limit on the summed size of all annotation keys and values (apimachinery TotalAnnotationSizeLimitB). */
 export const annotationsSizeMaxBytes = 256 * 1024
@@ -13,9 +13,6 @@ export const annotationsSizeMaxBytes = 256 * 1024
 /** A generated name is generateName (cut to this length) plus five random characters, as in Kubernetes. */
 export const generateNamePrefixMaxLength = 58
 export const generateNameSuffixLength = 5
-
-const encoder = new TextEncoder()
-const utf8Length = (text: string): number => encoder.encode(text).length
 
 /** A string check whose problems come from one of the Names.ts grammars, worded as Kubernetes words them. */
 const grammar = (check: (value: string) => ReadonlyArray<string>, description: string) =>
@@ -25,6 +22,8 @@ const grammar = (check: (value: string) => ReadonlyArray<string>, description: s
   }, { description })
 
 export const ObjectName = Schema.String.check(grammar(checkDns1123Subdomain, "a lowercase RFC 1123 subdomain"))
+/** Projects are named like Kubernetes namespaces: DNS-1123 labels. */
+export const ProjectName = Schema.String.check(grammar(checkDns1123Label, "a lowercase RFC 1123 label"))
 export const QualifiedName = Schema.String.check(grammar(checkQualifiedName, "a qualified name such as example.com/my-name"))
 export const LabelValue = Schema.String.check(grammar(checkLabelValue, "a label value: empty or at most 63 alphanumerics, '-', '_', '.'"))
 

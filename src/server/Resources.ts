@@ -38,8 +38,11 @@ export interface WriteOptions {
   readonly fieldManager: string
   /** `If-Match`: the ETag the caller last saw (an object's, or a dry run's for a create). */
   readonly ifMatch?: string
-  /** Committed atomically with the write, after it (op 0 of the commit is always the write itself). */
-  readonly extraOps?: ReadonlyArray<WriteOp>
+  /**
+   * Creates only: ops committed atomically with the new object, given the admission warnings (op 0 of that commit is
+   * always the create itself). The idempotency record of the request rides on this.
+   */
+  readonly commitWith?: (warnings: ReadonlyArray<string>) => ReadonlyArray<WriteOp>
   /** Kind-specific authorization of the admitted object (e.g. ServiceAccount scopes). */
   readonly authorizeObject?: (object: JsonObject) => ApiError | undefined
   /** Server-side apply only: take over conflicting fields (kubectl --force-conflicts). */
@@ -60,7 +63,6 @@ export interface DeleteOptions {
   readonly propagationPolicy: "Background" | "Orphan"
   readonly preconditions?: { readonly uid?: string; readonly resourceVersion?: string }
   readonly ifMatch?: string
-  readonly extraOps?: ReadonlyArray<WriteOp>
 }
 
 export interface ListOptions {
@@ -158,7 +160,8 @@ const encodeContinue = (resourceVersion: string, last: ResourceObject): string =
 
 const parseSelectors = (options: ListOptions) => {
   const labels = LabelSelector.parse(options.labelSelector ?? "")
-  if (labels._tag === "Err") return Result.fail(badRequest(`unable to parse requirement: ${labels.message}`.replace("unable to parse requirement: unable to parse requirement:", "unable to parse requirement:")))
+  // The parser's messages are apimachinery's own ("unable to parse requirement: …"), which kubectl users know.
+  if (labels._tag === "Err") return Result.fail(badRequest(labels.message))
   const fields = FieldSelector.parse(options.fieldSelector ?? "", FieldSelector.defaultSupportedFields)
   if (fields._tag === "Err") return Result.fail(badRequest(fields.message))
   return Result.succeed({ labels: labels.value, fields: fields.value })
@@ -265,7 +268,7 @@ function makeOperations(services: { readonly store: Store["Service"]; readonly i
       const committed = yield* commit(ref, namespace, object.metadata.name, [
         { _tag: "Create", key, object },
         ...projectGuard(ref, namespace),
-        ...(options.extraOps ?? [])
+        ...(options.commitWith?.(admitted.warnings) ?? [])
       ])
       return { object: committed.objects[0]!, warnings: admitted.warnings, created: true } satisfies WriteResult
     })
@@ -368,15 +371,17 @@ function makeOperations(services: { readonly store: Store["Service"]; readonly i
       return { object, warnings: admittedConfiguration.warnings, created: false } satisfies WriteResult
     })
 
-  /** Patches retry on Conflict like Kubernetes' GuaranteedUpdate: the patch is re-applied to the newer object. */
+  /**
+   * Patches retry on Conflict like Kubernetes' GuaranteedUpdate: the patch is re-applied to the newer object. A patch
+   * that pins `metadata.resourceVersion` is a compare-and-swap and is not retried.
+   */
   const patch = (ref: ResourceRef, namespace: string | undefined, name: string, patchType: PatchType, body: unknown, options: WriteOptions, subresource?: "status") => {
     const once = patchType === "apply"
       ? applyOnce(ref, namespace, name, body, options)
       : patchOnce(ref, namespace, name, patchType, body, options, subresource)
-    return once.pipe(Effect.retry({
-      times: patchConflictRetriesMax,
-      while: (error) => error.code === "Conflict" && !(isObject(body as Json) && isObject((body as JsonObject)["metadata"]) && typeof ((body as JsonObject)["metadata"] as JsonObject)["resourceVersion"] === "string")
-    }))
+    const metadata = isObject(body as Json) ? (body as JsonObject)["metadata"] : undefined
+    const pinned = isObject(metadata) && typeof metadata["resourceVersion"] === "string"
+    return pinned ? once : once.pipe(Effect.retry({ times: patchConflictRetriesMax, while: (error) => error.code === "Conflict" }))
   }
 
   /** Orphan: dependents lose their reference to the owner, in the same commit as the owner's removal. */
@@ -406,7 +411,7 @@ function makeOperations(services: { readonly store: Store["Service"]; readonly i
       const orphans = options.propagationPolicy === "Orphan" && disposition._tag === "Remove" ? yield* orphanOps(current) : []
       const object = yield* writeDisposition(ref, namespace, current, disposition, current.metadata.resourceVersion, {
         dryRun: options.dryRun,
-        extraOps: [...orphans, ...(options.extraOps ?? [])]
+        extraOps: orphans
       })
       return object
     })

@@ -299,43 +299,44 @@ export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
       Effect.mapError(failure("get failed"))
     )
 
-  /** The WHERE clause a list query and its count share; parameters $1..$6 as in `listParameters`. */
-  const listFilter = `resource = $1
-    AND ($2::text IS NULL OR namespace = $2)
-    AND ($3::text IS NULL OR name = $3)
-    AND ($4::text IS NULL OR (namespace, name) > ($4, $5::text))
-    AND labels @> $6::jsonb`
-
-  const listParameters = (query: ListQuery, after: ListQuery["after"]) => [
-    query.resource,
-    query.namespace ?? null,
-    query.name ?? null,
-    after?.namespace ?? null,
-    after?.name ?? null,
-    JSON.stringify(Object.fromEntries(query.labelEquals ?? []))
-  ]
+  /**
+   * The WHERE clause of a list and its count, with only the terms the query has: exact predicates let PostgreSQL walk
+   * the primary key (resource, namespace, name) from the cursor, and count from the index without reading bodies.
+   */
+  const listFilter = (query: ListQuery, after: ListQuery["after"]) => {
+    const terms: Array<string> = ["resource = $1"]
+    const parameters: Array<string> = [query.resource]
+    const parameter = (value: string) => `$${parameters.push(value)}`
+    if (query.namespace !== undefined) terms.push(`namespace = ${parameter(query.namespace)}`)
+    if (query.name !== undefined) terms.push(`name = ${parameter(query.name)}`)
+    if (after !== undefined) terms.push(`(namespace, name) > (${parameter(after.namespace)}, ${parameter(after.name)})`)
+    if ((query.labelEquals ?? []).length > 0) terms.push(`labels @> ${parameter(JSON.stringify(Object.fromEntries(query.labelEquals!)))}::jsonb`)
+    return { where: terms.join(" AND "), parameters }
+  }
 
   // The page and the store's resourceVersion come from one statement (one snapshot); the count of what follows is only
-  // needed for a full page, and counts keys without reading bodies.
+  // needed for a full page.
   const list: StoreShape["list"] = (query: ListQuery) => Effect.gen(function*() {
+    const page = listFilter(query, query.after)
+    const limit = query.limit === undefined ? "" : ` LIMIT ${Math.max(0, Math.floor(query.limit))}`
     const rows = yield* sql.unsafe<{ resource_version: string; body: string | null }>(
       `SELECT m.resource_version::text AS resource_version, o.body
          FROM nodus_meta m
          LEFT JOIN LATERAL (
-           SELECT body, namespace, name FROM nodus_objects WHERE ${listFilter} ORDER BY namespace, name LIMIT $7) o ON true
+           SELECT body, namespace, name FROM nodus_objects WHERE ${page.where} ORDER BY namespace, name${limit}) o ON true
         WHERE m.id = 1
         ORDER BY o.namespace, o.name`,
-      [...listParameters(query, query.after), query.limit ?? null]
+      page.parameters
     )
     const items = rows.flatMap((row) => (row.body === null ? [] : [parseObject(row.body)]))
     const last = items.at(-1)
     const full = query.limit !== undefined && last !== undefined && items.length === query.limit
-    const remaining = full
-      ? Number((yield* sql.unsafe<{ remaining: string }>(
-        `SELECT count(*)::text AS remaining FROM nodus_objects WHERE ${listFilter}`,
-        listParameters(query, { namespace: last.metadata.namespace ?? "", name: last.metadata.name })
-      ))[0]?.remaining ?? 0)
-      : 0
+    let remaining = 0
+    if (full) {
+      const rest = listFilter(query, { namespace: last.metadata.namespace ?? "", name: last.metadata.name })
+      const counted = yield* sql.unsafe<{ remaining: string }>(`SELECT count(*)::text AS remaining FROM nodus_objects WHERE ${rest.where}`, rest.parameters)
+      remaining = Number(counted[0]?.remaining ?? 0)
+    }
     return { items, resourceVersion: Number(rows[0]?.resource_version ?? 0), remaining }
   }).pipe(Effect.mapError(failure("list failed")))
 

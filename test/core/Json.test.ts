@@ -3,18 +3,12 @@
 
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
+import { jsonValue } from "../support/Arbitraries.ts"
 import { canonical, equals, isJson, isObject } from "../../src/core/Json.ts"
 import type { Json } from "../../src/core/Json.ts"
 
 const key = fc.oneof(fc.string({ maxLength: 4 }), fc.constantFrom("__proto__", "constructor", "", "10", "2", "é", "\u{1F600}"))
-const { value: anyJson } = fc.letrec<{ value: Json }>((tie) => ({
-  value: fc.oneof(
-    { depthSize: "small", withCrossShrink: true },
-    fc.oneof(fc.constant(null), fc.boolean(), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.string({ maxLength: 6 })),
-    fc.array(tie("value"), { maxLength: 4 }),
-    fc.dictionary(key, tie("value"), { maxKeys: 5, noNullPrototype: true })
-  )
-}))
+const anyJson = jsonValue(key)
 
 // Values from a tiny domain, so that independently generated pairs are often equal.
 const { value: smallJson } = fc.letrec<{ value: Json }>((tie) => ({

@@ -4,6 +4,7 @@
 
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
+import { jsonValue } from "../support/Arbitraries.ts"
 import { canonical, isArray, isObject } from "../../src/core/Json.ts"
 import type { Json } from "../../src/core/Json.ts"
 import { apply, decode, parsePointer } from "../../src/core/JsonPatch.ts"
@@ -256,14 +257,7 @@ describe("JsonPatch.decode", () => {
 
 // Member names that are easy to mishandle: prototype properties, the empty name, pointer syntax.
 const key = fc.oneof(fc.string({ maxLength: 4 }), fc.constantFrom("__proto__", "constructor", "", "a/b", "m~n", "~1", "-", "0"))
-const { value: anyJson } = fc.letrec<{ value: Json }>((tie) => ({
-  value: fc.oneof(
-    { depthSize: "small", withCrossShrink: true },
-    fc.oneof(fc.constant(null), fc.boolean(), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.string({ maxLength: 6 })),
-    fc.array(tie("value"), { maxLength: 4 }),
-    fc.dictionary(key, tie("value"), { maxKeys: 5, noNullPrototype: true })
-  )
-}))
+const anyJson = jsonValue(key)
 const objectDocument = fc.dictionary(key, anyJson, { maxKeys: 5, noNullPrototype: true })
 
 // RFC 6901 §3 escaping, the inverse of parsePointer's unescaping.

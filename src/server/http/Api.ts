@@ -8,7 +8,7 @@ import { Cause, Clock, Context, type Duration, Effect, Layer, Option, Stream } f
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { type FieldValidation, fieldValidations } from "../../core/Admission.ts"
 import { ApiError, badRequest, notFound } from "../../core/ApiError.ts"
-import { isObject, type Json, type JsonObject } from "../../core/Json.ts"
+import { canonical, isObject, type Json, type JsonObject } from "../../core/Json.ts"
 import { apiVersionOf, byResource, type KindInfo, namespaceKind, type Operation, versions } from "../../core/Kinds.ts"
 import type { ResourceObject } from "../../core/ObjectMeta.ts"
 import { timestamp } from "../../core/Strategy.ts"
@@ -18,7 +18,6 @@ import { fingerprint, Idempotency } from "../Idempotency.ts"
 import { Ids } from "../Ids.ts"
 import { dryRunEtag, etagOf, type PatchType, type ResourceRef, Resources, type WriteOptions } from "../Resources.ts"
 import { Watches, type WatchEvent } from "../Watch.ts"
-import { canonical } from "../../core/Json.ts"
 import { mediaTypeOf, parseJson, parseYamlDocument, readObject, readText } from "./Body.ts"
 import * as Discovery from "./Discovery.ts"
 import * as Docs from "./Docs.ts"
@@ -143,6 +142,13 @@ const accessOf = (operation: Operation | "tokens"): Access => {
   }
 }
 
+/** labelSelector and fieldSelector as sent (absent ones left out). */
+const selectorsOf = (query: URLSearchParams): { labelSelector?: string; fieldSelector?: string } => {
+  const labelSelector = query.get("labelSelector")
+  const fieldSelector = query.get("fieldSelector")
+  return { ...(labelSelector === null ? {} : { labelSelector }), ...(fieldSelector === null ? {} : { fieldSelector }) }
+}
+
 const objectHeaders = (object: ResourceObject, warnings: ReadonlyArray<string> = []): Record<string, string> =>
   ({ etag: etagOf(object), ...warningHeader(warnings) })
 
@@ -174,14 +180,16 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
         return json(status, Table.table(tableOf(ref), [object], { now, includeObject, withColumns: true, resourceVersion: object.metadata.resourceVersion }), headers)
       })
 
+    /** The project a list or watch reads: the path's, or for an all-projects request the one a key is confined to. */
+    const scopeOf = (principal: Principal, ref: ResourceRef, namespace: string | undefined) =>
+      namespace ?? (ref.info.scope === "Namespaced" ? auth.confinedTo(principal) : undefined)
+
     const list = (request: Request, query: URLSearchParams, principal: Principal, ref: ResourceRef, namespace: string | undefined) =>
       Effect.gen(function*() {
         const confined = auth.confinedTo(principal)
-        const scoped = namespace ?? (ref.info.scope === "Namespaced" ? confined : undefined)
         const limit = yield* intParameter(query, "limit")
-        const result = yield* resources.list(ref, scoped, {
-          ...(query.get("labelSelector") === null ? {} : { labelSelector: query.get("labelSelector")! }),
-          ...(query.get("fieldSelector") === null ? {} : { fieldSelector: query.get("fieldSelector")! }),
+        const result = yield* resources.list(ref, scopeOf(principal, ref, namespace), {
+          ...selectorsOf(query),
           ...(limit === undefined ? {} : { limit }),
           ...(query.get("continue") === null ? {} : { continue: query.get("continue")! })
         })
@@ -203,14 +211,11 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
 
     const watch = (request: Request, query: URLSearchParams, principal: Principal, ref: ResourceRef, namespace: string | undefined) =>
       Effect.gen(function*() {
-        const confined = auth.confinedTo(principal)
-        const scoped = namespace ?? (ref.info.scope === "Namespaced" ? confined : undefined)
         const timeoutSeconds = yield* intParameter(query, "timeoutSeconds")
         const allowWatchBookmarks = yield* boolParameter(query, "allowWatchBookmarks")
-        const events = yield* watches.watch(ref, scoped, {
+        const events = yield* watches.watch(ref, scopeOf(principal, ref, namespace), {
           ...(query.get("resourceVersion") === null ? {} : { resourceVersion: query.get("resourceVersion")! }),
-          ...(query.get("labelSelector") === null ? {} : { labelSelector: query.get("labelSelector")! }),
-          ...(query.get("fieldSelector") === null ? {} : { fieldSelector: query.get("fieldSelector")! }),
+          ...selectorsOf(query),
           allowWatchBookmarks,
           ...(timeoutSeconds === undefined ? {} : { timeoutSeconds }),
           bookmarkInterval: settings.bookmarkInterval
@@ -258,9 +263,9 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
         ]))
         if (claim._tag === "Replay") {
           const object = claim.response.body as unknown as ResourceObject
-          return json(claim.response.status, object, { ...objectHeaders(object, claim.response.warnings), "idempotent-replayed": "true" })
+          return yield* renderObject(request, query, ref, object, claim.response.status, { ...objectHeaders(object, claim.response.warnings), "idempotent-replayed": "true" })
         }
-        const result = yield* resources.create(ref, namespace, body, { ...options, extraOps: claim.finishOps(201, []) }).pipe(
+        const result = yield* resources.create(ref, namespace, body, { ...options, commitWith: (warnings) => claim.finishOps(201, warnings) }).pipe(
           Effect.tapError(() => claim.release)
         )
         return yield* renderObject(request, query, ref, result.object, 201, objectHeaders(result.object, result.warnings))
@@ -353,10 +358,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
         const watching = route.name === undefined && request.method === "GET" ? yield* boolParameter(query, "watch") : false
         const operation = operationOf(request.method, route, ref.info, watching)
         if (operation === undefined) return yield* methodNotAllowed(request.method)
-        if (operation !== "tokens" && !ref.info.operations.has(operation)) {
-          if (operation === "listAll" && ref.info.operations.has("list")) return yield* methodNotAllowed(request.method)
-          return yield* methodNotAllowed(request.method)
-        }
+        if (operation !== "tokens" && !ref.info.operations.has(operation)) return yield* methodNotAllowed(request.method)
         const namespace = ref.info === namespaceKind ? undefined : route.namespace
         const authorizedProject = ref.info === namespaceKind ? route.name : route.namespace
         yield* auth.authorize(principal, ref.info, accessOf(operation), authorizedProject)
