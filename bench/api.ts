@@ -124,7 +124,7 @@ const pgbench = (url: string): number | undefined => {
     writeFileSync(script, `INSERT INTO bench_rows (name, body) VALUES ('job-' || :client_id || '-' || random(), '${jobBody("pgbench-row").replace(/'/gu, "''")}');\n`)
     const connection = ["-h", target.hostname, "-p", target.port || "5432", "-U", decodeURIComponent(target.username || "postgres")]
     const database = target.pathname.slice(1) || "postgres"
-    execFileSync("psql", [...connection, "-d", database, "-qc", "DROP TABLE IF EXISTS bench_rows; CREATE TABLE bench_rows (id bigserial PRIMARY KEY, name text NOT NULL, body text NOT NULL)"])
+    execFileSync("psql", [...connection, "-d", database, "-qc", "CREATE TABLE bench_rows (id bigserial PRIMARY KEY, name text NOT NULL, body text NOT NULL)"])
     const output = execFileSync("pgbench", [...connection, "-n", "-f", script, "-c", String(clients), "-j", "2", "-T", String(seconds), database], { encoding: "utf8" })
     execFileSync("psql", [...connection, "-d", database, "-qc", "DROP TABLE bench_rows"])
     const match = /tps = ([0-9.]+)/u.exec(output)
@@ -135,13 +135,19 @@ const pgbench = (url: string): number | undefined => {
   }
 }
 
-const freshDatabase = (url: string): string | undefined => {
+const psqlOn = (url: string, statement: string) => {
+  const target = new URL(url)
+  execFileSync("psql", ["-h", target.hostname, "-p", target.port || "5432", "-U", decodeURIComponent(target.username || "postgres"), "-d", target.pathname.slice(1) || "postgres", "-qc", statement])
+}
+
+/** A database of its own for the run, on the server of `url`; `drop` removes it. */
+const freshDatabase = (url: string): { readonly url: string; readonly drop: () => void } | undefined => {
   try {
-    const target = new URL(url)
     const name = `nodus_bench_${Date.now()}`
-    execFileSync("psql", ["-h", target.hostname, "-p", target.port || "5432", "-U", decodeURIComponent(target.username || "postgres"), "-d", target.pathname.slice(1) || "postgres", "-qc", `CREATE DATABASE ${name}`])
+    psqlOn(url, `CREATE DATABASE ${name}`)
+    const target = new URL(url)
     target.pathname = `/${name}`
-    return target.toString()
+    return { url: target.toString(), drop: () => psqlOn(url, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) }
   } catch {
     return undefined
   }
@@ -156,13 +162,15 @@ const main = async () => {
   const pglite = await startServer({})
   runs.push(await benchServer("PGlite", pglite))
   pglite.process.kill("SIGTERM")
-  const databaseUrl = freshDatabase(adminUrl)
+  const database = freshDatabase(adminUrl)
   let anchor: number | undefined
-  if (databaseUrl !== undefined) {
-    const postgres = await startServer({ DATABASE_URL: databaseUrl })
+  if (database !== undefined) {
+    const postgres = await startServer({ DATABASE_URL: database.url })
     runs.push(await benchServer("PostgreSQL", postgres))
     postgres.process.kill("SIGTERM")
-    anchor = pgbench(databaseUrl)
+    await new Promise((resolve) => postgres.process.once("exit", resolve))
+    anchor = pgbench(database.url)
+    database.drop()
   } else {
     console.log("no PostgreSQL server reachable: PostgreSQL and pgbench rows skipped")
   }

@@ -21,6 +21,7 @@ import type { ResourceObject } from "../core/ObjectMeta.ts"
 import * as ServerSideApply from "../core/ServerSideApply.ts"
 import * as Strategy from "../core/Strategy.ts"
 import { type CommitFailed, type ObjectKey, Store, type StoreError, type WriteOp } from "../store/Store.ts"
+import { Estimates, withEstimate } from "./Estimates.ts"
 import { Ids } from "./Ids.ts"
 
 /** A served kind as the URL named it: the registry entry plus its group ("" for the core group of Namespaces). */
@@ -111,8 +112,12 @@ export const etagOf = (object: ResourceObject): string => `"${object.metadata.re
  * object without its server-owned metadata, so a create carrying it in If-Match must send the same object.
  */
 export const dryRunEtag = (object: ResourceObject): string => {
-  const { uid: _uid, creationTimestamp: _created, managedFields: _managed, resourceVersion: _rv, name: _name, ...metadata } = object.metadata
-  const payload = canonical({ ...object, metadata } as unknown as Json)
+  const { uid: _uid, creationTimestamp: _created, managedFields: _managed, resourceVersion: _rv, name, ...rest } = object.metadata
+  // A name generated from generateName differs on every create; a name the caller chose is part of the payload.
+  const metadata = rest.generateName === undefined ? { ...rest, name } : rest
+  // Status (the estimate included) is the server's answer, not the caller's payload.
+  const { status: _status, ...payloadObject } = object
+  const payload = canonical({ ...payloadObject, metadata } as unknown as Json)
   return `"dryrun.${createHash("sha256").update(payload).digest("base64url")}"`
 }
 
@@ -180,11 +185,11 @@ export const selects = (selectors: Selectors, object: ResourceObject): boolean =
 export const selectorsOf = (options: ListOptions): Result.Result<Selectors, ApiError> => parseSelectors(options)
 
 export class Resources extends Context.Service<Resources, ReturnType<typeof makeOperations>>()("nodus/server/Resources") {
-  static readonly layer = Layer.effect(Resources, Effect.map(Effect.all({ store: Store, ids: Ids }), makeOperations))
+  static readonly layer = Layer.effect(Resources, Effect.map(Effect.all({ store: Store, ids: Ids, estimates: Estimates }), makeOperations))
 }
 
-function makeOperations(services: { readonly store: Store["Service"]; readonly ids: Ids["Service"] }) {
-  const { store, ids } = services
+function makeOperations(services: { readonly store: Store["Service"]; readonly ids: Ids["Service"]; readonly estimates: Estimates["Service"] }) {
+  const { store, ids, estimates } = services
   const now = Clock.currentTimeMillis
 
   const read = (key: ObjectKey) => store.get(key).pipe(Effect.mapError(storeFailure))
@@ -254,7 +259,9 @@ function makeOperations(services: { readonly store: Store["Service"]; readonly i
         nameSuffix: ids.nameSuffix,
         ...(options.operation === undefined ? {} : { operation: options.operation })
       })
-      const object = initialStatus(ref, yield* Effect.fromResult(made))
+      const admittedObject = initialStatus(ref, yield* Effect.fromResult(made))
+      // Spec: Create semantics 1 and 3 — dry runs and real creates carry the estimate.
+      const object = withEstimate(admittedObject, yield* estimates.estimate(ref, admittedObject))
       if (options.ifMatch !== undefined && options.ifMatch !== dryRunEtag(object)) {
         return yield* new ApiError({ code: "PreconditionFailed", message: `If-Match ${options.ifMatch} does not match a dry run of this object`, fix: "Send the ETag of a dry run of exactly this object, or leave If-Match out." })
       }

@@ -16,6 +16,7 @@ import { ensureAdminToken, ensureDataDir, ensureTls, lockDataDir, pgliteDirector
 import type { ServerConfig } from "./Config.ts"
 import * as Controllers from "./Controllers.ts"
 import { Api, ApiConfig, app } from "./http/Api.ts"
+import { Estimates } from "./Estimates.ts"
 import { Idempotency } from "./Idempotency.ts"
 import { Ids } from "./Ids.ts"
 import * as Maintenance from "./Maintenance.ts"
@@ -52,10 +53,16 @@ const announce = (options: ServerOptions) => Layer.effectDiscard(Effect.gen(func
   options.onListening(`${options.tls === undefined ? "http" : "https"}://${shown}:${port}`)
 }))
 
+/** Services a test or the simulator may replace. */
+export interface Replaceable {
+  readonly ids?: Layer.Layer<Ids>
+  readonly estimates?: Layer.Layer<Estimates>
+}
+
 /** The whole server over a given store layer. */
-export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Store, E>, idsLayer: Layer.Layer<Ids> = Ids.layer) => {
+export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Store, E>, replaced: Replaceable = {}) => {
   const settings = Layer.succeed(ApiConfig, { group: options.apiGroup, scheme: options.tls === undefined ? "http" : "https", bookmarkInterval: options.bookmarkInterval })
-  const foundation = Layer.mergeAll(storeLayer, idsLayer, settings)
+  const foundation = Layer.mergeAll(storeLayer, replaced.ids ?? Ids.layer, settings, replaced.estimates ?? Estimates.layerNone)
   const machinery = Layer.mergeAll(Resources.layer, Auth.layer, Idempotency.layer, ChangeFeed.layerWith(options.feed)).pipe(Layer.provideMerge(foundation))
   const api = Layer.mergeAll(Api.layer, Controllers.layer, Maintenance.layer, bootstrapAdmin(options.adminToken)).pipe(
     Layer.provideMerge(Watches.layer),

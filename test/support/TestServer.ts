@@ -11,6 +11,7 @@ import { defaultFeedOptions, type FeedOptions } from "../../src/store/ChangeFeed
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
 import type { Store } from "../../src/store/Store.ts"
 import { kubeconfig } from "../../src/server/Bootstrap.ts"
+import type { Estimates } from "../../src/server/Estimates.ts"
 import * as Server from "../../src/server/Server.ts"
 import { generateTlsMaterial } from "../../src/server/tls/Certificates.ts"
 
@@ -22,6 +23,7 @@ export interface TestServerOptions {
   readonly apiGroup?: string
   readonly bookmarkInterval?: string
   readonly feed?: FeedOptions
+  readonly estimates?: Layer.Layer<Estimates>
 }
 
 export interface TestServer {
@@ -52,7 +54,7 @@ export const startTestServer = async (options: TestServerOptions = {}): Promise<
     bookmarkInterval: (options.bookmarkInterval ?? "30 seconds") as "30 seconds",
     feed: options.feed ?? defaultFeedOptions,
     onListening: (url) => announced(url)
-  }, options.store ?? Layer.fresh(MemoryStore.layer))
+  }, options.store ?? Layer.fresh(MemoryStore.layer), options.estimates === undefined ? {} : { estimates: options.estimates })
   const runtime = ManagedRuntime.make(layer)
   await runtime.runPromise(Effect.void)
   const url = await listening
