@@ -6,7 +6,7 @@
  * Simplification, documented in docs/api-machinery.md: lists are atomic (a list is one leaf owned as a whole), so the
  * `k:`/`v:` keys of associative lists never appear.
  */
-import { equals, isObject, type Json, type JsonObject } from "./Json.ts"
+import { equals, hasMember, isObject, type Json, type JsonObject } from "./Json.ts"
 
 /** A set of leaf paths; each path is a list of member names. */
 export type FieldPath = ReadonlyArray<string>
@@ -64,7 +64,8 @@ export const leaves = (value: Json, prefix: FieldPath = []): ReadonlyArray<Field
 const valueAt = (value: Json | undefined, path: FieldPath): Json | undefined => {
   let current = value
   for (const segment of path) {
-    if (!isObject(current)) return undefined
+    // Own members only: a field named like an Object.prototype property (toString, __proto__) is still a field.
+    if (!isObject(current) || !hasMember(current, segment)) return undefined
     current = current[segment]
   }
   return current

@@ -4,7 +4,7 @@
  * manager also owns them; every stated field is merged in (objects recursively, lists and scalars replaced, lists
  * being atomic in nodus — see ManagedFields.ts).
  */
-import { isObject, type Json, type JsonObject } from "./Json.ts"
+import { hasMember, isObject, type Json, type JsonObject } from "./Json.ts"
 import * as ManagedFields from "./ManagedFields.ts"
 import type { ResourceObject } from "./ObjectMeta.ts"
 
@@ -28,7 +28,7 @@ const without = (value: Json, path: ReadonlyArray<string>): Json => {
 const merge = (target: Json | undefined, configuration: Json): Json => {
   if (!isObject(configuration) || !isObject(target)) return configuration
   const merged: Record<string, Json> = { ...target }
-  for (const [key, value] of Object.entries(configuration)) merged[key] = merge(target[key], value)
+  for (const [key, value] of Object.entries(configuration)) merged[key] = merge(hasMember(target, key) ? target[key] : undefined, value)
   return merged
 }
 
@@ -51,7 +51,7 @@ export const apply = (current: ResourceObject, configuration: JsonObject, manage
   return { ...withBody, metadata: merge(withBody["metadata"], userMetadata) }
 }
 
-/** An applied configuration names its object; the URL's name wins when the body has none. */
+/** An applied configuration names its object; the URL's name is used when the body has none. */
 export const withName = (configuration: JsonObject, name: string): JsonObject => {
   const metadata = isObject(configuration["metadata"]) ? configuration["metadata"] : {}
   return { ...configuration, metadata: { ...metadata, name } }

@@ -65,7 +65,7 @@ export const resolve = (env: Readonly<Record<string, string | undefined>>, args:
     const setting = settings.find((candidate) => candidate.flag === flag)
     if (setting === undefined) return { _tag: "Err", message: `unknown flag ${flag} (see nodus --help)` }
     const value = inline ?? args[++index]
-    if (value === undefined) return { _tag: "Err", message: `flag ${flag} needs a value` }
+    if (value === undefined || (inline === undefined && value.startsWith("--"))) return { _tag: "Err", message: `flag ${flag} needs a value` }
     values.set(setting.env, value)
   }
   const address = parseAddress(values.get("NODUS_ADDR")!)

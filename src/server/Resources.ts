@@ -163,7 +163,13 @@ const decodeContinue = (token: string): { resourceVersion: string; namespace: st
 const encodeContinue = (resourceVersion: string, last: ResourceObject): string =>
   Buffer.from(JSON.stringify([resourceVersion, last.metadata.namespace ?? "", last.metadata.name])).toString("base64url")
 
-const parseSelectors = (options: ListOptions) => {
+export interface Selectors {
+  readonly labels: LabelSelector.LabelSelector
+  readonly fields: FieldSelector.FieldSelector
+}
+
+/** The parsed selectors of a list or watch; a malformed one is 400 BadRequest with the parser's words. */
+export const selectorsOf = (options: ListOptions): Result.Result<Selectors, ApiError> => {
   const labels = LabelSelector.parse(options.labelSelector ?? "")
   // The parser's messages are apimachinery's own ("unable to parse requirement: …"), which kubectl users know.
   if (labels._tag === "Err") return Result.fail(badRequest(labels.message))
@@ -172,17 +178,10 @@ const parseSelectors = (options: ListOptions) => {
   return Result.succeed({ labels: labels.value, fields: fields.value })
 }
 
-export interface Selectors {
-  readonly labels: LabelSelector.LabelSelector
-  readonly fields: FieldSelector.FieldSelector
-}
-
 /** Whether an object passes a list's or watch's selectors. */
 export const selects = (selectors: Selectors, object: ResourceObject): boolean =>
   LabelSelector.matches(selectors.labels, object.metadata.labels) &&
   FieldSelector.matches(selectors.fields, FieldSelector.fieldsOf(object as { metadata: { name: string; namespace?: string }; status?: unknown }))
-
-export const selectorsOf = (options: ListOptions): Result.Result<Selectors, ApiError> => parseSelectors(options)
 
 export class Resources extends Context.Service<Resources, ReturnType<typeof makeOperations>>()("nodus/server/Resources") {
   static readonly layer = Layer.effect(Resources, Effect.map(Effect.all({ store: Store, ids: Ids, estimates: Estimates }), makeOperations))
@@ -361,6 +360,11 @@ function makeOperations(services: { readonly store: Store["Service"]; readonly i
   const applyOnce = (ref: ResourceRef, namespace: string | undefined, name: string, configuration: unknown, options: WriteOptions) =>
     Effect.gen(function*() {
       const admittedConfiguration = yield* admitBody(ref, configuration, options.fieldValidation, name, "apply")
+      const configured = admittedConfiguration.object["metadata"]
+      const configuredName = isObject(configured) ? configured["name"] : undefined
+      if (typeof configuredName === "string" && configuredName !== "" && configuredName !== name) {
+        return yield* badRequest(`the name of the object (${configuredName}) does not match the name on the URL (${name})`)
+      }
       const found = yield* read(keyOf(ref, namespace, name))
       if (Option.isNone(found)) {
         const named = ServerSideApply.withName(admittedConfiguration.object, name)
@@ -425,7 +429,7 @@ function makeOperations(services: { readonly store: Store["Service"]; readonly i
 
   const list = (ref: ResourceRef, namespace: string | undefined, options: ListOptions) =>
     Effect.gen(function*() {
-      const selectors = yield* Effect.fromResult(parseSelectors(options))
+      const selectors = yield* Effect.fromResult(selectorsOf(options))
       if (namespace !== undefined && ref.info.scope === "Namespaced") yield* requireProject(namespace)
       const cursor = options.continue === undefined || options.continue === "" ? undefined : decodeContinue(options.continue)
       if (options.continue !== undefined && options.continue !== "" && cursor === undefined) {

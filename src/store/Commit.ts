@@ -64,13 +64,18 @@ const isDeleting = (object: ResourceObject): boolean => object.metadata.deletion
 const check = (ops: ReadonlyArray<WriteOp>, objects: ReadonlyMap<string, ObjectState>, records: ReadonlySet<string>): CommitFailed | undefined => {
   // Conditions see the commit's own earlier ops, so "create A, then update A" in one commit is coherent.
   const local = new Map(objects)
+  const localRecords = new Set(records)
   for (const [index, op] of ops.entries()) {
     const failure = (reason: CommitFailed["reason"]) => new CommitFailed({ index, reason })
     if (op._tag === "PutRecord") {
-      if (op.ifAbsent === true && records.has(recordKey(op.table, op.id))) return failure("RecordExists")
+      if (op.ifAbsent === true && localRecords.has(recordKey(op.table, op.id))) return failure("RecordExists")
+      localRecords.add(recordKey(op.table, op.id))
       continue
     }
-    if (op._tag === "DeleteRecord") continue
+    if (op._tag === "DeleteRecord") {
+      localRecords.delete(recordKey(op.table, op.id))
+      continue
+    }
     const key = keyString(op.key)
     const current = local.get(key)
     switch (op._tag) {

@@ -171,6 +171,17 @@ describe("writes", () => {
       assert.deepStrictEqual(dropped.body.metadata.labels, { team: "b" }, dropped.text)
     })
 
+    it("a configuration naming another object than the URL is refused, whether the object exists or not", async () => {
+      await createProject(server, "w-apply-name")
+      const path = `${jobPath("w-apply-name", "j")}?fieldManager=me`
+      assertStatus(server, await applyPatch(server, path, jobBody("other")), 400, "BadRequest")
+      assert.strictEqual((await applyPatch(server, path, jobBody("j"))).status, 201)
+      const mismatch = await applyPatch(server, path, jobBody("other"))
+      const status = assertStatus(server, mismatch, 400, "BadRequest")
+      assert.include(status.message, "does not match the name on the URL")
+      assert.deepStrictEqual(namesOf(await request(server, "GET", jobsPath("w-apply-name"))), ["j"])
+    })
+
     it("the first apply after a create by apply can drop a field", async () => {
       await createProject(server, "w-apply-drop")
       const path = `${jobPath("w-apply-drop", "j")}?fieldManager=me`
