@@ -83,6 +83,12 @@ export interface ListResult {
 /** How often a patch without a resourceVersion is retried when another writer got there first. */
 export const patchConflictRetriesMax = 5
 
+/**
+ * `remainingItemCount` is exact up to this many remaining objects and left out beyond (the field is optional, and
+ * Kubernetes leaves it out too when it cannot count cheaply): counting costs a walk over everything after the page.
+ */
+export const remainingItemCountMax = 10_000
+
 /** Store scans made per page while filtering in memory (selectors a store cannot evaluate). */
 const scanChunkSize = 500
 
@@ -451,7 +457,8 @@ function makeOperations(services: { readonly store: Store["Service"]; readonly i
           ...(after === undefined ? {} : { after }),
           ...(want === undefined ? {} : { limit: want }),
           ...(labelEquals.length === 0 ? {} : { labelEquals }),
-          ...(name === undefined ? {} : { name })
+          ...(name === undefined ? {} : { name }),
+          countUpTo: remainingItemCountMax
         }).pipe(Effect.mapError(storeFailure))
         resourceVersion ??= page.resourceVersion
         for (const object of page.items) {
@@ -469,7 +476,7 @@ function makeOperations(services: { readonly store: Store["Service"]; readonly i
         items,
         resourceVersion: listVersion,
         ...(more && items.length > 0 ? { continue: encodeContinue(listVersion, items.at(-1)!) } : {}),
-        ...(more && !filtered && remaining > 0 ? { remainingItemCount: remaining } : {})
+        ...(more && !filtered && remaining > 0 && remaining <= remainingItemCountMax ? { remainingItemCount: remaining } : {})
       } satisfies ListResult
     })
 

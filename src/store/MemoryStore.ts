@@ -112,7 +112,8 @@ export const make: Effect.Effect<StoreShape> = Effect.sync(() => {
       .filter((object) => query.after === undefined || compareCursor(query.after.namespace, query.after.name, object) > 0)
       .sort(compareKeys)
     const items = query.limit === undefined ? all : all.slice(0, query.limit)
-    return { items, resourceVersion, remaining: all.length - items.length }
+    const rest = all.length - items.length
+    return { items, resourceVersion, remaining: query.countUpTo === undefined ? rest : Math.min(rest, query.countUpTo + 1) }
   }
 
   const changesAfter = (after: number, limit: number): ChangesPage => {

@@ -334,7 +334,11 @@ export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
     let remaining = 0
     if (full) {
       const rest = listFilter(query, { namespace: last.metadata.namespace ?? "", name: last.metadata.name })
-      const counted = yield* sql.unsafe<{ remaining: string }>(`SELECT count(*)::text AS remaining FROM nodus_objects WHERE ${rest.where}`, rest.parameters)
+      const cap = query.countUpTo === undefined ? "" : ` LIMIT ${Math.max(0, Math.floor(query.countUpTo)) + 1}`
+      const counted = yield* sql.unsafe<{ remaining: string }>(
+        `SELECT count(*)::text AS remaining FROM (SELECT 1 FROM nodus_objects WHERE ${rest.where}${cap}) AS rest`,
+        rest.parameters
+      )
       remaining = Number(counted[0]?.remaining ?? 0)
     }
     return { items, resourceVersion: Number(rows[0]?.resource_version ?? 0), remaining }
@@ -363,7 +367,7 @@ export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
       Effect.all([
         sql.unsafe<ChangeRow>(
           `SELECT resource_version::text AS resource_version, type, resource, namespace, name, body, previous
-             FROM nodus_changes WHERE resource_version > $1 ORDER BY resource_version LIMIT $2`,
+             FROM nodus_changes WHERE resource_version > $1 ORDER BY nodus_changes.resource_version LIMIT $2`,
           [after, limit]
         ),
         sql.unsafe<{ compacted: string }>(`SELECT compacted_resource_version::text AS compacted FROM nodus_meta WHERE id = 1`)

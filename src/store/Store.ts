@@ -99,13 +99,18 @@ export interface ListQuery {
   readonly labelEquals?: ReadonlyArray<readonly [string, string]>
   /** Only this name (a `metadata.name=` field selector). */
   readonly name?: string
+  /**
+   * Counting what follows a full page costs a walk over it: count at most this many. `remaining` is then at most
+   * `countUpTo + 1`, which means "more than countUpTo".
+   */
+  readonly countUpTo?: number
 }
 
 export interface ListPage {
   readonly items: ReadonlyArray<ResourceObject>
   /** The store's resourceVersion when this page was read. */
   readonly resourceVersion: number
-  /** How many objects after the page match the pushed-down terms. */
+  /** How many objects after the page match the pushed-down terms (capped by `countUpTo`; 0 unless the page is full). */
   readonly remaining: number
 }
 

@@ -88,6 +88,23 @@ export const suite = (name: string, storeLayer: Layer.Layer<Store, unknown>) =>
         assert.strictEqual(yield* store.resourceVersion, versions.at(-1))
       }))
 
+    it.effect("the change log pages in numeric resourceVersion order (9 < 10)", () =>
+      Effect.gen(function*() {
+        const store = yield* Store
+        const start = yield* store.resourceVersion
+        for (let i = 0; i < 25; i++) yield* store.commit([create(makeObject(key(`page-${i}`)))])
+        const collected: Array<number> = []
+        let cursor = start
+        for (;;) {
+          const page = yield* store.changes(cursor, 4)
+          if (page.changes.length === 0) break
+          collected.push(...page.changes.map((change) => change.resourceVersion))
+          cursor = page.changes.at(-1)!.resourceVersion
+        }
+        assert.strictEqual(collected.length, 25)
+        assert.deepStrictEqual(collected, Array.from({ length: 25 }, (_, i) => start + i + 1))
+      }))
+
     it.effect("a commit is all or nothing", () =>
       Effect.gen(function*() {
         const store = yield* Store
@@ -154,6 +171,8 @@ export const suite = (name: string, storeLayer: Layer.Layer<Store, unknown>) =>
         const next = yield* store.list({ resource: "things", namespace: "p2", limit: 2, after: { namespace: "p2", name: "a-b" } })
         assert.deepStrictEqual(next.items.map((o) => o.metadata.name), ["a.b", "ab"])
         assert.strictEqual(next.remaining, 1)
+        const capped = yield* store.list({ resource: "things", namespace: "p2", limit: 1, countUpTo: 2 })
+        assert.strictEqual(capped.remaining, 3, "four follow; counting stops after countUpTo + 1")
         const labelled = yield* store.list({ resource: "things", labelEquals: [["team", "x"]] })
         assert.deepStrictEqual(labelled.items.map((o) => o.metadata.name), ["b"])
         const named = yield* store.list({ resource: "things", name: "z" })
