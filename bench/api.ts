@@ -45,6 +45,13 @@ const startServer = (env: Record<string, string>): Promise<Server> =>
     child.on("exit", (code) => reject(new Error(`server exited with ${code}: ${output}`)))
   })
 
+/** Stops a server and waits until it is gone, so that its shutdown does not share the CPU with the next phase. */
+const stopServer = (server: Server): Promise<void> =>
+  new Promise((resolve) => {
+    server.process.once("exit", () => resolve())
+    server.process.kill("SIGTERM")
+  })
+
 const agent = new Agent({ keepAlive: true, maxSockets: clients })
 
 const call = (url: string, method: string, path: string, body?: string): Promise<number> =>
@@ -161,14 +168,13 @@ const main = async () => {
   const runs: Array<Awaited<ReturnType<typeof benchServer>>> = []
   const pglite = await startServer({})
   runs.push(await benchServer("PGlite", pglite))
-  pglite.process.kill("SIGTERM")
+  await stopServer(pglite)
   const database = freshDatabase(adminUrl)
   let anchor: number | undefined
   if (database !== undefined) {
     const postgres = await startServer({ DATABASE_URL: database.url })
     runs.push(await benchServer("PostgreSQL", postgres))
-    postgres.process.kill("SIGTERM")
-    await new Promise((resolve) => postgres.process.once("exit", resolve))
+    await stopServer(postgres)
     anchor = pgbench(database.url)
     database.drop()
   } else {

@@ -1,13 +1,18 @@
 /**
  * The SQL store driver, one body of SQL for PostgreSQL (@effect/sql-pg) and embedded PGlite.
  *
- * Writes go through one writer fiber per process that commits whatever is waiting as one transaction (group commit).
- * The transaction first locks the single `nodus_meta` row, which holds the resourceVersion counter: that lock orders
- * every batch of every process, so resourceVersions grow in commit order and a reader of the change log never sees a
- * later version before an earlier one. Inside the lock a batch costs four statements whatever its size: lock, read the
- * touched keys, one data-modifying statement for every write, commit. Conditions are decided in memory by Commit.ts.
+ * Writes go through one writer fiber per process that decides whatever commits are waiting as one batch (group
+ * commit), optimistically, in two statements:
  *
- * Other processes learn of commits through NOTIFY on `nodus_changes` (PostgreSQL only; PGlite is single-process).
+ * 1. read the state of every key and record the batch touches, with the store's commit sequence number;
+ * 2. decide the batch in memory (Commit.ts), then one statement that locks the `nodus_meta` row, checks that the
+ *    commit sequence is still the one read, and only then writes everything and bumps the sequence and the
+ *    resourceVersion counter. If another process committed in between, nothing is written and the batch is decided
+ *    again from a fresh read.
+ *
+ * The row lock orders the batches of every process, so resourceVersions grow in commit order and a reader of the
+ * change log never sees a later version before an earlier one; it is held for one statement only. Other processes
+ * learn of commits through NOTIFY on `nodus_changes` (PostgreSQL only; PGlite is single-process).
  */
 import { Deferred, Effect, Layer, Option, Queue, Redacted, Result } from "effect"
 import { PgClient } from "@effect/sql-pg"
@@ -80,6 +85,11 @@ const migrations = Migrator.fromRecord({
   "1_store": Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     for (const statement of schema) yield* sql.unsafe(statement)
+  }),
+  // Every batch bumps it, records-only batches included: the optimistic check of a batch compares it.
+  "2_commit_sequence": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql.unsafe(`ALTER TABLE nodus_meta ADD COLUMN commit_sequence bigint NOT NULL DEFAULT 0`)
   })
 })
 
@@ -114,17 +124,22 @@ const changeOf = (row: ChangeRow): Change => ({
 })
 
 /**
- * The one statement that writes a decided batch: objects, deletions, changes, records and the counter, and with
- * `notify` the NOTIFY that wakes other processes (delivered at commit). PostgreSQL runs every data-modifying WITH
- * clause exactly once whether or not the main statement reads it.
+ * The one statement that writes a decided batch: objects, deletions, changes, records, the counter and the commit
+ * sequence, and with `notify` the NOTIFY that wakes other processes (delivered at commit). It writes only when the
+ * commit sequence under the lock is still $7, the one the batch was decided on; then it returns one row, else none.
+ * When this statement waited for the lock, its snapshot predates the other commit, but the locked row is read as
+ * committed, so the sequence check sees that commit and the statement writes nothing. PostgreSQL runs every
+ * data-modifying WITH clause once, whether or not the main statement reads it.
  */
 const writeStatement = (notify: boolean) => `
 WITH
+  current AS (SELECT 1 FROM nodus_meta WHERE id = 1 AND commit_sequence = $7 FOR UPDATE),
   upserted AS (
     INSERT INTO nodus_objects (resource, namespace, name, uid, resource_version, deleting, labels, owner_uids, body)
     SELECT resource, namespace, name, uid, resource_version, deleting, labels, owner_uids, body
     FROM json_to_recordset($1::json) AS x(resource text, namespace text, name text, uid text, resource_version bigint,
                                           deleting boolean, labels jsonb, owner_uids jsonb, body text)
+    WHERE EXISTS (SELECT 1 FROM current)
     ON CONFLICT (resource, namespace, name) DO UPDATE SET
       uid = EXCLUDED.uid, resource_version = EXCLUDED.resource_version, deleting = EXCLUDED.deleting,
       labels = EXCLUDED.labels, owner_uids = EXCLUDED.owner_uids, body = EXCLUDED.body
@@ -132,30 +147,33 @@ WITH
   deleted AS (
     DELETE FROM nodus_objects o
     USING json_to_recordset($2::json) AS k(resource text, namespace text, name text)
-    WHERE o.resource = k.resource AND o.namespace = k.namespace AND o.name = k.name
+    WHERE o.resource = k.resource AND o.namespace = k.namespace AND o.name = k.name AND EXISTS (SELECT 1 FROM current)
   ),
   logged AS (
     INSERT INTO nodus_changes (resource_version, type, resource, namespace, name, body, previous)
     SELECT resource_version, type, resource, namespace, name, body, previous
     FROM json_to_recordset($3::json) AS x(resource_version bigint, type text, resource text, namespace text, name text,
                                           body text, previous text)
+    WHERE EXISTS (SELECT 1 FROM current)
   ),
   put AS (
     INSERT INTO nodus_records (tbl, id, value, expires_at)
     SELECT tbl, id, value, expires_at FROM json_to_recordset($4::json) AS x(tbl text, id text, value text, expires_at bigint)
+    WHERE EXISTS (SELECT 1 FROM current)
     ON CONFLICT (tbl, id) DO UPDATE SET value = EXCLUDED.value, expires_at = EXCLUDED.expires_at
   ),
   removed AS (
     DELETE FROM nodus_records r
     USING json_to_recordset($5::json) AS k(tbl text, id text)
-    WHERE r.tbl = k.tbl AND r.id = k.id
+    WHERE r.tbl = k.tbl AND r.id = k.id AND EXISTS (SELECT 1 FROM current)
   )
-UPDATE nodus_meta SET resource_version = $6
-${notify ? `FROM (SELECT pg_notify('${notifyChannel}', $6::text)) AS notified` : ""}
-WHERE id = 1`
+UPDATE nodus_meta SET resource_version = $6, commit_sequence = commit_sequence + 1
+FROM current${notify ? `, (SELECT pg_notify('${notifyChannel}', $6::text)) AS notified` : ""}
+WHERE id = 1
+RETURNING commit_sequence`
 
-/** The parameters of `writeStatement` for a decided batch. */
-const writeParameters = (evaluation: Evaluation): ReadonlyArray<string | number> => {
+/** The parameters of `writeStatement` for a batch decided at commit sequence `sequence`. */
+const writeParameters = (evaluation: Evaluation, sequence: number): ReadonlyArray<string | number> => {
   const upserts: Array<Json> = []
   const deletes: Array<Json> = []
   for (const write of evaluation.objects.values()) {
@@ -192,7 +210,8 @@ const writeParameters = (evaluation: Evaluation): ReadonlyArray<string | number>
     JSON.stringify(changes),
     JSON.stringify(puts),
     JSON.stringify(removes),
-    evaluation.resourceVersion
+    evaluation.resourceVersion,
+    sequence
   ]
 }
 
@@ -218,54 +237,48 @@ export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
   }
   const queue = yield* Queue.unbounded<Pending>()
 
-  /**
-   * Locks the counter row and reads the state of every key and record the batch touches, in one statement. The
-   * statement's snapshot predates the lock, so when another process committed while this one waited for the lock,
-   * the counter read under the lock differs from the one in the snapshot: then the state is read again, now under the
-   * lock. Alone (one process), the first read always stands and a batch costs one round trip less.
-   */
-  const lockAndRead = (batch: ReadonlyArray<ReadonlyArray<WriteOp>>, now: number) => Effect.gen(function*() {
+  /** The state of every key and record a batch touches, with the resourceVersion and commit sequence it is read at. */
+  const readState = (batch: ReadonlyArray<ReadonlyArray<WriteOp>>, now: number) => Effect.gen(function*() {
     const keys = touched(batch)
-    const parameters = [
-      JSON.stringify([...keys.objects.values()]),
-      JSON.stringify([...keys.records.values()].map(({ table, id }) => ({ tbl: table, id }))),
-      now
-    ]
-    const stateQuery = `
-      SELECT 'o' AS kind, o.resource AS a, o.namespace AS b, o.name AS c, o.resource_version::text AS resource_version, o.deleting
+    type Row = { kind: string; a: string; b: string; c: string; resource_version: string | null; deleting: boolean | null }
+    const rows = yield* sql.unsafe<Row>(`
+      SELECT 'm' AS kind, resource_version::text AS a, commit_sequence::text AS b, '' AS c, NULL AS resource_version, NULL AS deleting
+        FROM nodus_meta WHERE id = 1
+      UNION ALL
+      SELECT 'o', o.resource, o.namespace, o.name, o.resource_version::text, o.deleting
         FROM nodus_objects o JOIN json_to_recordset($1::json) AS k(resource text, namespace text, name text)
           ON o.resource = k.resource AND o.namespace = k.namespace AND o.name = k.name
       UNION ALL
       SELECT 'r', r.tbl, r.id, '', NULL, NULL
         FROM nodus_records r JOIN json_to_recordset($2::json) AS k(tbl text, id text) ON r.tbl = k.tbl AND r.id = k.id
-       WHERE r.expires_at IS NULL OR r.expires_at > $3`
-    type Row = { kind: string; a: string; b: string; c: string; resource_version: string | null; deleting: boolean | null }
-    let rows = yield* sql.unsafe<Row>(`
-      WITH locked AS (SELECT resource_version FROM nodus_meta WHERE id = 1 FOR UPDATE)
-      SELECT 'l' AS kind, (SELECT resource_version::text FROM locked) AS a,
-             (SELECT resource_version::text FROM nodus_meta WHERE id = 1) AS b, '' AS c, NULL AS resource_version, NULL AS deleting
-      UNION ALL ${stateQuery}`, parameters)
-    const head = rows.find((row) => row.kind === "l")
-    const base = Number(head?.a ?? 0)
-    if (head?.a !== head?.b) rows = yield* sql.unsafe<Row>(stateQuery, parameters)
+       WHERE r.expires_at IS NULL OR r.expires_at > $3`,
+      [JSON.stringify([...keys.objects.values()]), JSON.stringify([...keys.records.values()].map(({ table, id }) => ({ tbl: table, id }))), now]
+    )
+    const meta = rows.find((row) => row.kind === "m")
     const objects = new Map<string, { resourceVersion: number; deleting: boolean }>()
     const records = new Set<string>()
     for (const row of rows) {
       if (row.kind === "o") objects.set(keyString({ resource: row.a, namespace: row.b, name: row.c }), { resourceVersion: Number(row.resource_version), deleting: row.deleting === true })
       else if (row.kind === "r") records.add(recordKey(row.a, row.b))
     }
-    return { base, state: { objects, records } }
+    return { base: Number(meta?.a ?? 0), sequence: Number(meta?.b ?? 0), state: { objects, records } }
   })
 
-  const runBatch = (batch: ReadonlyArray<Pending>, now: number) => sql.withTransaction(Effect.gen(function*() {
-    const opsList = batch.map((pending) => pending.ops)
-    const { base, state } = yield* lockAndRead(opsList, now)
-    const evaluation = evaluate(opsList, state, base)
-    if (evaluation.changes.length > 0 || evaluation.records.size > 0) {
-      yield* sql.unsafe(writeStatement(options.notify && evaluation.changes.length > 0), writeParameters(evaluation) as Array<string | number>)
-    }
-    return { evaluation, base }
-  }))
+  /** How often a batch is decided again because other processes kept committing first. */
+  const batchAttemptsMax = 50
+
+  /** Decides a batch and writes it, again from a fresh read while another process committed in between. */
+  const runBatch = (batch: ReadonlyArray<Pending>, now: number, attempt = 1): Effect.Effect<{ readonly evaluation: Evaluation; readonly base: number }, SqlError.SqlError | StoreError> =>
+    Effect.gen(function*() {
+      const opsList = batch.map((pending) => pending.ops)
+      const { base, sequence, state } = yield* readState(opsList, now)
+      const evaluation = evaluate(opsList, state, base)
+      if (evaluation.changes.length === 0 && evaluation.records.size === 0) return { evaluation, base }
+      const written = yield* sql.unsafe(writeStatement(options.notify && evaluation.changes.length > 0), writeParameters(evaluation, sequence) as Array<string | number>)
+      if (written.length > 0) return { evaluation, base }
+      if (attempt >= batchAttemptsMax) return yield* new StoreError({ message: `the store stayed contended for ${batchAttemptsMax} attempts` })
+      return yield* runBatch(batch, now, attempt + 1)
+    })
 
   const settle = (batch: ReadonlyArray<Pending>, evaluation: Evaluation) =>
     Effect.forEach(batch, (pending, index) => {
@@ -273,7 +286,7 @@ export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
       return Result.isSuccess(outcome) ? Deferred.succeed(pending.done, outcome.success) : Deferred.fail(pending.done, outcome.failure)
     }, { discard: true })
 
-  // One failing statement fails the whole transaction; then each commit runs alone so that a bad one fails only itself.
+  // A failing write statement writes nothing; then each commit runs alone so that a bad one fails only itself.
   const commitBatch = (batch: ReadonlyArray<Pending>): Effect.Effect<void> => Effect.gen(function*() {
     const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
     const result = yield* Effect.result(runBatch(batch, now))
@@ -284,7 +297,8 @@ export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
       return
     }
     if (batch.length > 1) return yield* Effect.forEach(batch, (pending) => commitBatch([pending]), { discard: true })
-    yield* Deferred.fail(batch[0]!.done, failure("commit failed")(result.failure))
+    const error = result.failure
+    yield* Deferred.fail(batch[0]!.done, error._tag === "StoreError" ? error : failure("commit failed")(error))
   })
 
   yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.takeBetween(queue, 1, batchCommitsMax), commitBatch)))

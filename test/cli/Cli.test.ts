@@ -14,9 +14,14 @@ const cli = join(root, "bin", "nodus.js")
 
 const run = (command: string, args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
   new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    execFile(command, args, { cwd: root, env: { ...process.env, ...env }, timeout: 60_000 }, (error, stdout, stderr) =>
+    execFile(command, args, { cwd: root, env: { ...cleanEnvironment(), ...env }, timeout: 60_000 }, (error, stdout, stderr) =>
       resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, stdout, stderr }))
   })
+
+/** The environment without nodus settings, so that each test sets exactly the ones it means (the embedded store
+ * unless it says otherwise, even when the test run itself has DATABASE_URL). */
+const cleanEnvironment = (): NodeJS.ProcessEnv =>
+  Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("NODUS_") && name !== "DATABASE_URL"))
 
 const children: Array<ChildProcess> = []
 
@@ -24,7 +29,7 @@ const children: Array<ChildProcess> = []
 const serve = (command: string, args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
   new Promise<{ url: string; line: string }>((resolve, reject) => {
     // Its own process group, so that stopping it also stops the server npm starts under it.
-    const child = spawn(command, args, { cwd: root, env: { ...process.env, ...env }, detached: true })
+    const child = spawn(command, args, { cwd: root, env: { ...cleanEnvironment(), ...env }, detached: true })
     children.push(child)
     let output = ""
     const timer = setTimeout(() => reject(new Error(`no announcement within 60 s:\n${output}`)), 60_000)
