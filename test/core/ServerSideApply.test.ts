@@ -7,8 +7,9 @@ import * as fc from "fast-check"
 import { equals, isObject, type Json, type JsonObject } from "../../src/core/Json.ts"
 import * as ManagedFields from "../../src/core/ManagedFields.ts"
 import type { ManagedFieldsEntry } from "../../src/core/ManagedFields.ts"
-import type { ObjectMeta, ResourceObject } from "../../src/core/ObjectMeta.ts"
+import type { ResourceObject } from "../../src/core/ObjectMeta.ts"
 import { apply, withName } from "../../src/core/ServerSideApply.ts"
+import { makeStoredObject, type ObjectOverrides } from "../support/Objects.ts"
 
 const makeEntry = (manager: string, operation: "Apply" | "Update", paths: ReadonlyArray<ReadonlyArray<string>>): ManagedFieldsEntry => ({
   manager,
@@ -19,27 +20,9 @@ const makeEntry = (manager: string, operation: "Apply" | "Update", paths: Readon
   fieldsV1: ManagedFields.toFieldsV1(paths.map((path) => ManagedFields.pathKey(path)))
 })
 
-const makeObject = (
-  fields: { readonly metadata?: Partial<ObjectMeta>; readonly [field: string]: unknown },
-  entries: ReadonlyArray<ManagedFieldsEntry> = []
-): ResourceObject => {
-  const { metadata, ...rest } = fields
-  return {
-    apiVersion: "nodus.dev/v1",
-    kind: "Job",
-    metadata: {
-      name: "train",
-      namespace: "demo",
-      uid: "uid-1",
-      resourceVersion: "5",
-      generation: 2,
-      creationTimestamp: "2024-01-01T00:00:00Z",
-      ...(entries.length === 0 ? {} : { managedFields: entries as unknown as ReadonlyArray<Json> }),
-      ...metadata
-    },
-    ...rest
-  } as ResourceObject
-}
+// ServerSideApply's stored object sits at resourceVersion 5, generation 2 (its tests compare them).
+const makeObject = (overrides: ObjectOverrides = {}, entries: ReadonlyArray<ManagedFieldsEntry> = []): ResourceObject =>
+  makeStoredObject({ ...overrides, metadata: { resourceVersion: "5", generation: 2, ...overrides.metadata } }, entries)
 
 // Freeze a value and everything inside it, so any mutation throws.
 const deepFreeze = <A>(value: A): A => {

@@ -11,6 +11,7 @@ import type { ManagedFieldsEntry } from "../../src/core/ManagedFields.ts"
 import type { ObjectMeta, ResourceObject } from "../../src/core/ObjectMeta.ts"
 import * as Strategy from "../../src/core/Strategy.ts"
 import type { CreateContext, Disposition, Target, WriteContext } from "../../src/core/Strategy.ts"
+import { makeStoredObject, type ObjectOverrides } from "../support/Objects.ts"
 
 const target: Target = { apiVersion: "nodus.dev/v1", kind: "Job", plural: "jobs", group: "nodus.dev", namespace: "demo" }
 const clusterTarget: Target = { apiVersion: "nodus.dev/v1", kind: "Budget", plural: "budgets", group: "nodus.dev", namespace: undefined }
@@ -35,25 +36,9 @@ const createContext = (overrides: Partial<Omit<CreateContext, "nameSuffix">> = {
 const writeContext: WriteContext = { now: t1, fieldManager: "kubectl" }
 
 // A stored object as the store would hold it: server-owned metadata filled in.
-const makeObject = (overrides: { readonly metadata?: Partial<ObjectMeta>; readonly [field: string]: unknown } = {}): ResourceObject => {
-  const { metadata, ...rest } = overrides
-  return {
-    apiVersion: "nodus.dev/v1",
-    kind: "Job",
-    metadata: {
-      name: "train",
-      namespace: "demo",
-      uid: "uid-1",
-      resourceVersion: "7",
-      generation: 3,
-      creationTimestamp: "2024-01-01T00:00:00Z",
-      ...metadata
-    },
-    spec: { image: "a", replicas: 1 },
-    status: { phase: "Running" },
-    ...rest
-  } as ResourceObject
-}
+// A stored Job with a spec and a status, as the update rules need both.
+const makeObject = (overrides: ObjectOverrides = {}): ResourceObject =>
+  makeStoredObject({ spec: { image: "a", replicas: 1 }, status: { phase: "Running" }, ...overrides })
 
 const asInput = (object: ResourceObject): JsonObject => Strategy.asJson(object)
 
