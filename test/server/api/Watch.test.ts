@@ -3,6 +3,9 @@
 // a resourceVersion; selector watches turning MODIFIED into ADDED/DELETED; timeoutSeconds; bookmarks; headers sent
 // before any event; and the errors a watch request can get before it starts.
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import * as MemoryStore from "../../../src/store/MemoryStore.ts"
+import { Store } from "../../../src/store/Store.ts"
 import { request, startTestServer, type TestServer } from "../../support/TestServer.ts"
 import { assertStatus, createJob, createProject, jobPath, jobsPath, mergePatch, openWatch, rv, sleep, startWatch, summary, v1, type Watcher } from "./Support.ts"
 
@@ -269,6 +272,37 @@ describe("watch bookmarks", () => {
         await createJob(server, "bookmarks", "marker")
         assert.deepStrictEqual(summary(await plain.next(1)), ["ADDED marker"])
       })
+    })
+  })
+})
+
+describe("watch beyond the retained change log", () => {
+  let server: TestServer
+  // The test holds the store itself, so it can compact the change log as the server's maintenance would.
+  const store = Effect.runSync(MemoryStore.make)
+  // A small ring, so that an old resourceVersion is served from the store's log, not from the feed's memory.
+  const feed = { bufferSize: 2, subscriberLag: 1_000, pageSize: 100, pollInterval: "1 second" as const }
+
+  beforeAll(async () => {
+    server = await startTestServer({ store: Layer.succeed(Store, store), feed })
+  })
+  afterAll(() => server.stop())
+
+  it("a resourceVersion older than the log ends the watch with an ERROR event carrying a 410 Expired Status", async () => {
+    await createProject(server, "expired")
+    const first = await createJob(server, "expired", "j0")
+    for (let i = 1; i <= 5; i++) await createJob(server, "expired", `j${i}`)
+    // Within the log: resuming from the first job replays the later five.
+    await withWatch(server, `${jobsPath("expired")}?watch=true&resourceVersion=${rv(first)}`, async (watch) => {
+      assert.deepStrictEqual(summary(await watch.next(5)), ["ADDED j1", "ADDED j2", "ADDED j3", "ADDED j4", "ADDED j5"])
+    })
+    await Effect.runPromise(Effect.flatMap(store.resourceVersion, (latest) => store.compact(latest - 2)))
+    await withWatch(server, `${jobsPath("expired")}?watch=true&resourceVersion=${rv(first)}`, async (watch) => {
+      const [event] = await watch.next(1)
+      assert.strictEqual(event!.type, "ERROR")
+      const status = event!.object as unknown as { kind: string; code: number; reason: string }
+      assert.deepStrictEqual({ kind: status.kind, code: status.code, reason: status.reason }, { kind: "Status", code: 410, reason: "Expired" })
+      assert.isTrue(await watch.ended(5_000), "the stream ends after the 410")
     })
   })
 })
