@@ -1,0 +1,204 @@
+/**
+ * Every bound of the spec's Limits table and every range the spec writes beside a field, as named constants (units
+ * last: `…Ms`, `…Bytes`). Schemas read these, so admission, OpenAPI and generated test data share one source; a test
+ * asserts how they relate (test/core/Limits.test.ts).
+ */
+
+export const secondMs = 1_000
+export const minuteMs = 60 * secondMs
+export const hourMs = 60 * minuteMs
+export const dayMs = 24 * hourMs
+
+export const KiB = 1024
+export const MiB = 1024 * KiB
+export const GiB = 1024 * MiB
+export const TiB = 1024 * GiB
+
+// Job (spec: Job; Limits)
+export const jobCompletionsMin = 1
+export const jobCompletionsMax = 10_000
+export const jobParallelismMax = 256
+export const jobBackoffLimitMax = 100
+export const jobInputsMax = 8
+export const jobOutputsMax = 32
+export const initCommandTimeoutMsMax = 30 * minuteMs
+export const scaledownWindowMsMax = 20 * minuteMs
+
+// Recovery (spec: Recovery; Limits)
+export const recoveryAttemptsMin = 1
+export const recoveryAttemptsMax = 32
+export const checkpointIntervalMsMin = minuteMs
+export const checkpointIntervalMsMax = 6 * hourMs
+export const checkpointMaxSizeBytesDefault = TiB
+export const checkpointMaxSizeBytesMax = 2 * TiB
+export const checkpointPathsMax = 64
+export const checkpointPathDefault = "/platform/state"
+export const checkpointRetainAfterFinishDefault = "168h"
+export const minProgressDurationDefault = "2m"
+
+// Placement (spec: Placement; Limits)
+export const queueTimeoutDefault = "24h"
+export const gpuTypesMin = 1
+export const gpuTypesMax = 8
+export const gpuCountsPerNode: ReadonlyArray<number> = [1, 2, 4, 8]
+
+// Distributed gangs (spec: Distributed; Limits)
+export const gangNodesMin = 2
+export const gangNodesMax = 16
+/** Distributed is Beta: the beta caps a gang below the spec's general bound. */
+export const gangNodesBetaMax = 8
+export const gangTotalGpusMin = 2
+export const gangTotalGpusMax = 64
+export const gangStartupTimeoutMsMin = 5 * minuteMs
+export const gangStartupTimeoutMsMax = 60 * minuteMs
+export const gangStartupTimeoutDefault = "15m"
+export const maxAssemblyRetriesMax = 5
+export const maxAssemblyRetriesDefault = 2
+
+// Network (spec: Network; Limits)
+export const egressAllowMax = 128
+
+// Sandbox (spec: Sandbox; Limits)
+export const sandboxEnvMax = 256
+export const sandboxSecretsMax = 32
+export const sandboxIdleTimeoutMsMin = minuteMs
+export const sandboxIdleTimeoutMsMax = 24 * hourMs
+export const sandboxIdleTimeoutDefault = "5m"
+export const sandboxMaxLifetimeMsMin = minuteMs
+export const sandboxMaxLifetimeMsMax = 720 * hourMs
+export const sandboxMaxLifetimeDefault = "24h"
+
+// Workspace (spec: Workspace; Limits)
+export const workspaceEnvMax = 256
+export const workspaceConnectionsMax = 4
+export const workspaceImagePullSecretsMax = 4
+export const workspaceSshKeysMax = 100
+export const workspaceIdleTimeoutDefault = "1h"
+export const workspaceIdleTimeoutMsMin = 10 * minuteMs
+export const workspaceIdleTimeoutMsMax = 24 * hourMs
+export const workspaceReadyByLeadMs = 15 * minuteMs
+
+// Function (spec: Function; Limits)
+export const functionTimeoutMsMin = secondMs
+export const functionTimeoutMsMax = 24 * hourMs
+export const functionTimeoutDefault = "300s"
+export const functionWorkersMax = 1_000
+export const functionMaxWorkersDefault = 10
+export const functionTargetConcurrencyMax = 1_000
+export const functionTargetConcurrencyDefault = 1
+export const functionScaledownWindowDefault = "60s"
+export const functionRetriesMax = 10
+export const functionBackoffCoefficientMin = 1
+export const functionBackoffCoefficientMax = 10
+export const functionBackoffCoefficientDefault = "2.0"
+export const functionInitialDelayDefault = "1s"
+export const functionMaxDelayDefault = "60s"
+export const functionClassMethodsMax = 128
+export const functionPythonMinors: ReadonlyArray<string> = ["3.10", "3.11", "3.12", "3.13"]
+
+// FunctionCall (spec: FunctionCall; Limits)
+export const payloadInlineBytesMax = 64 * KiB
+export const functionCallBatchMax = 1_000
+
+// Sweep (spec: Sweep; Limits)
+export const sweepMaxParallelMax = 256
+export const sweepMaxParallelDefault = 4
+export const sweepRepetitionsMax = 64
+export const sweepRepetitionsDefault = 1
+export const sweepGpuValuesMax = 16
+export const sweepParamNamesMax = 16
+export const sweepParamValuesMax = 64
+
+// TrainingJob (spec: TrainingJob; Limits)
+export const trainingMinComparisonTasks = 16
+export const trainingGradingMaxParallelDefault = 4
+export const trainingGradingMaxParallelMax = 32
+export const trainingValidationFractionDefault = "0.05"
+
+// Environment (spec: Environment; Limits)
+export const environmentSampleTaskBytesMax = 4 * KiB
+export const environmentGradingTimeoutDefault = "60s"
+export const environmentGradingTimeoutMsMax = 10 * minuteMs
+export const environmentSandboxCpuDefault = "1"
+export const environmentSandboxMemoryDefault = "1Gi"
+
+// AgentRun (spec: AgentRun; Limits)
+export const agentRunInputBytesMax = 256 * KiB
+export const agentRunParallelismMax = 32
+export const agentRunAnswerPreviewBytes = 4 * KiB
+
+// AgentGroup (spec: AgentGroup; Limits)
+export const agentGroupMaxActiveMax = 1_000
+export const agentGroupMaxActiveDefault = 10
+export const agentGroupMaxPendingMax = 10_000
+export const agentGroupMaxPendingDefault = 10_000
+export const agentRunListMax = 100
+export const evaluationTasksMax = 100
+export const evaluationTimeoutMsMin = minuteMs
+export const evaluationTimeoutMsMax = 24 * hourMs
+export const evaluationTimeoutDefault = "30m"
+
+// Pool (spec: Pool; Limits)
+export const poolActPoliciesMax = 16
+export const poolPredictHorizonMsMin = 24 * hourMs
+export const poolPredictHorizonMsMax = 720 * hourMs
+export const poolPredictHorizonDefault = "168h"
+export const poolWaitTimeoutMsMin = minuteMs
+export const poolWaitTimeoutMsMax = 24 * hourMs
+export const poolWaitTimeoutDefault = "30m"
+
+// Webhook (spec: WebhookEndpoint, Events; Limits)
+export const webhookBodyBytesMax = 64 * KiB
+export const webhookPreviousSecretTtlDefault = "24h"
+export const webhookPreviousSecretTtlMsMax = 7 * dayMs
+
+// Names and reserved prefixes (spec: EnvVar, JobInput, JobOutput)
+export const reservedEnvPrefix = "PLATFORM_"
+export const reservedOutputPrefix = "platform."
+
+// AgentGroup evaluation and Agent (spec: AgentGroup; Limits: "tasks x repetitions at most 100". The Agent bounds are
+// nodus's own — the spec does not show the Agent's fields; docs/kinds/Agent.md)
+export const evaluationTaskRepetitionsMax = 100
+export const agentInstructionsBytesMax = 256 * KiB
+export const agentToolsMax = 128
+export const agentAllowedModelsMax = 64
+
+// Own and other capacity: Pool policies, Node, EnrollmentToken, MarketplaceEntry, CloudAccount (spec: Pool,
+// MarketplaceEntry, Other kinds). The spec gives no bounds for these fields: every constant in this block is nodus's
+// own (docs/kinds/Pool.md, Node.md, EnrollmentToken.md, MarketplaceEntry.md, CloudAccount.md).
+export const poolPolicyDurationMsMin = minuteMs
+export const percentMax = 100
+export const nodeHostnameMax = 253
+export const enrollmentTokenExpiresAfterMsMin = minuteMs
+export const enrollmentTokenExpiresAfterMsMax = 720 * hourMs
+export const enrollmentTokenExpiresAfterDefault = "24h"
+export const enrollmentTokenMaxUsesMax = 1_000
+export const enrollmentTokenMaxUsesDefault = 1
+export const marketplaceTextMax = 200
+export const marketplaceNotesMax = 4 * KiB
+export const cloudAccountRegionsMax = 64
+
+// Accounts, billing, files and history: WebhookEndpoint, Budget, CreditGrant, TopUp, ServiceAccount, Secret,
+// Connection, Volume, Image, InferenceEndpoint, Pipeline (spec: WebhookEndpoint, Events, Other kinds; Limits). The spec
+// gives none of these bounds: each is nodus's own (docs/kinds/<Kind>.md).
+export const webhookUrlLengthMax = 2_048
+export const webhookEventTypesMax = 64
+export const webhookProjectsMax = 256
+export const webhookDescriptionLengthMax = 1_024
+export const budgetThresholdsMax = 10
+export const budgetThresholdPercentMin = 1
+export const budgetThresholdPercentMax = 100
+export const budgetProjectsMax = 256
+export const creditGrantReasonLengthMax = 1_024
+export const promoCodeLengthMax = 64
+/** Kubernetes' bounds on a Secret: keys at most 253 characters, all data at most 1 MiB. */
+export const secretKeyLengthMax = 253
+export const secretDataBytesMax = MiB
+export const connectionEnvMax = 256
+export const connectionCredentialsMax = 16
+export const volumeSizeBytesMax = 64 * TiB
+export const volumeSizeMaxText = "64Ti"
+export const imageBuildArgsMax = 64
+export const imagePullSecretsMax = 4
+export const inferenceReplicasMax = 64
+export const pipelineStagesMax = 64
