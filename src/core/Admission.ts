@@ -7,9 +7,9 @@
  * - Warn: unknown fields are dropped and reported as warnings (the HTTP `Warning` header).
  * - Ignore: unknown fields are dropped silently.
  */
-import { Exit, Result, Schema, SchemaIssue } from "effect"
+import { Exit, Result, Schema, type SchemaAST, SchemaIssue } from "effect"
 import { ApiError, type Cause, invalid, type Subject } from "./ApiError.ts"
-import type { JsonObject } from "./Json.ts"
+import { isObject, type Json, type JsonObject } from "./Json.ts"
 
 export type FieldValidation = "Strict" | "Warn" | "Ignore"
 
@@ -48,14 +48,48 @@ const problemsOf = (issue: SchemaIssue.Issue, path: ReadonlyArray<PropertyKey> =
       return issue.issues.flatMap((inner) => problemsOf(inner, path))
     case "Encoding":
       return problemsOf(issue.issue, path)
+    case "AnyOf":
+      // A union whose discriminator picked one member reports that member's issue wrapped in AnyOf; unwrapping it
+      // keeps the real reason (an unknown field stays UnexpectedKey and obeys fieldValidation).
+      if (issue.issues.length === 1) return problemsOf(issue.issues[0]!, path)
+      return issue.issues.length === 0 ? discriminatorProblem(issue, path) ?? leavesOf(issue, path) : leavesOf(issue, path)
     default:
-      return formatter(issue).issues.map((entry) => ({
-        path: [...path, ...(entry.path ?? []).map((segment) => (typeof segment === "object" ? segment.key : segment))],
-        tag: issue._tag,
-        message: entry.message
-      }))
+      return leavesOf(issue, path)
   }
 }
+
+const literalsOf = (ast: SchemaAST.AST): ReadonlyArray<unknown> =>
+  ast._tag === "Literal" ? [ast.literal] : ast._tag === "Union" ? ast.types.flatMap(literalsOf) : []
+
+/** The key every member of a union of objects fixes to literals (`type`, `kind`, `intent`), with all its values. */
+const discriminatorOf = (union: SchemaAST.Union): { readonly key: string; readonly values: ReadonlyArray<unknown> } | undefined => {
+  const members = union.types.map((member) =>
+    new Map(member._tag === "Objects" ? member.propertySignatures.map((property) => [String(property.name), literalsOf(property.type)] as const) : []))
+  const [first] = members
+  const key = [...(first?.keys() ?? [])].find((name) => members.every((member) => (member.get(name)?.length ?? 0) > 0))
+  return key === undefined ? undefined : { key, values: members.flatMap((member) => member.get(key) ?? []) }
+}
+
+/**
+ * A value no member of a discriminated union takes: reported at the discriminator (`spec.type`), as Kubernetes
+ * reports an unsupported enum value, rather than at the object.
+ */
+const discriminatorProblem = (issue: SchemaIssue.AnyOf, path: ReadonlyArray<PropertyKey>): ReadonlyArray<Problem> | undefined => {
+  const discriminator = discriminatorOf(issue.ast)
+  if (discriminator === undefined || !isObject(issue.input as Json)) return undefined
+  const value = (issue.input as JsonObject)[discriminator.key]
+  const supported = discriminator.values.map((literal) => JSON.stringify(literal)).join(", ")
+  return [value === undefined
+    ? { path: [...path, discriminator.key], tag: "MissingKey", message: "Required value" }
+    : { path: [...path, discriminator.key], tag: "AnyOf", message: `Unsupported value: ${JSON.stringify(value)}: supported values: ${supported}` }]
+}
+
+const leavesOf = (issue: SchemaIssue.Issue, path: ReadonlyArray<PropertyKey>): ReadonlyArray<Problem> =>
+  formatter(issue).issues.map((entry) => ({
+    path: [...path, ...(entry.path ?? []).map((segment) => (typeof segment === "object" ? segment.key : segment))],
+    tag: issue._tag,
+    message: entry.message
+  }))
 
 const reasonOf = (tag: Problem["tag"]): string => {
   switch (tag) {
@@ -65,6 +99,8 @@ const reasonOf = (tag: Problem["tag"]): string => {
       return "FieldValueUnknown"
     case "InvalidType":
       return "FieldValueTypeInvalid"
+    case "AnyOf":
+      return "FieldValueNotSupported"
     case "Forbidden":
       return "FieldValueForbidden"
     default:
@@ -98,8 +134,9 @@ const decodersOf = (schema: Schema.Codec<unknown, unknown>): Decoders => {
   let found = decoders.get(schema)
   if (found === undefined) {
     found = {
-      strict: Schema.decodeUnknownExit(schema, { errors: "all", onExcessProperty: "error" }),
-      lenient: Schema.decodeUnknownExit(schema, { errors: "all" })
+      // reportInput keeps the rejected value on issues, so a union can name its discriminator's value.
+      strict: Schema.decodeUnknownExit(schema, { errors: "all", onExcessProperty: "error", reportInput: true }),
+      lenient: Schema.decodeUnknownExit(schema, { errors: "all", reportInput: true })
     }
     decoders.set(schema, found)
   }

@@ -23,6 +23,17 @@ const dns1123SubdomainFormat = `${dns1123LabelFormat}(\\.${dns1123LabelFormat})*
 const dns1123SubdomainPattern = new RegExp(`^${dns1123SubdomainFormat}$`, "u")
 const dns1123SubdomainMessage = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
 
+/**
+ * The grammars as JSON Schema, for OpenAPI and generated test data. The patterns are ASCII, so maxLength (characters)
+ * equals the byte bound; a qualified name's 63-byte name part is not expressed, so its fragment is looser.
+ */
+export const jsonSchemas = {
+  dns1123Label: { pattern: `^${dns1123LabelFormat}$`, maxLength: dns1123LabelMaxLength },
+  dns1123Subdomain: { pattern: `^${dns1123SubdomainFormat}$`, maxLength: dns1123SubdomainMaxLength },
+  qualifiedName: { pattern: `^(${dns1123SubdomainFormat}/)?${qualifiedNameFormat}$`, maxLength: dns1123SubdomainMaxLength + 1 + qualifiedNameMaxLength },
+  labelValue: { pattern: `^${labelValueFormat}$`, maxLength: labelValueMaxLength }
+} as const
+
 const encoder = new TextEncoder()
 
 /** Go measures string lengths in UTF-8 bytes, and the messages say "bytes". */

@@ -5,7 +5,8 @@
  */
 import { Schema } from "effect"
 import type { Json, JsonObject } from "./Json.ts"
-import { checkDns1123Label, checkDns1123Subdomain, checkLabelValue, checkQualifiedName, utf8Length } from "./Names.ts"
+import { mapOf } from "./schemas/Fields.ts"
+import { checkDns1123Label, checkDns1123Subdomain, checkLabelValue, checkQualifiedName, jsonSchemas, utf8Length } from "./Names.ts"
 
 /** Kubernetes' limit on the summed size of all annotation keys and values (apimachinery TotalAnnotationSizeLimitB). */
 export const annotationsSizeMaxBytes = 256 * 1024
@@ -15,17 +16,25 @@ export const generateNamePrefixMaxLength = 58
 export const generateNameSuffixLength = 5
 
 /** A string check whose problems come from one of the Names.ts grammars, worded as Kubernetes words them. */
-const grammar = (check: (value: string) => ReadonlyArray<string>, description: string) =>
+const grammar = (check: (value: string) => ReadonlyArray<string>, description: string, jsonSchema: { readonly pattern: string; readonly maxLength: number }, exact: boolean) =>
   Schema.makeFilter<string>((value) => {
     const problems = check(value)
     return problems.length === 0 ? undefined : `Invalid value: "${value}": ${problems.join("; ")}`
-  }, { description })
+  }, { description, toJsonSchema: () => exact ? jsonSchema : [jsonSchema, true] })
 
-export const ObjectName = Schema.String.check(grammar(checkDns1123Subdomain, "a lowercase RFC 1123 subdomain"))
+export const ObjectName = Schema.String.check(grammar(checkDns1123Subdomain, "a lowercase RFC 1123 subdomain", jsonSchemas.dns1123Subdomain, true))
 /** Projects are named like Kubernetes namespaces: DNS-1123 labels. */
-export const ProjectName = Schema.String.check(grammar(checkDns1123Label, "a lowercase RFC 1123 label"))
-export const QualifiedName = Schema.String.check(grammar(checkQualifiedName, "a qualified name such as example.com/my-name"))
-export const LabelValue = Schema.String.check(grammar(checkLabelValue, "a label value: empty or at most 63 alphanumerics, '-', '_', '.'"))
+export const ProjectName = Schema.String.check(grammar(checkDns1123Label, "a lowercase RFC 1123 label", jsonSchemas.dns1123Label, true))
+export const QualifiedName = Schema.String.check(grammar(checkQualifiedName, "a qualified name such as example.com/my-name", jsonSchemas.qualifiedName, false))
+export const LabelValue = Schema.String.check(grammar(checkLabelValue, "a label value: empty or at most 63 alphanumerics, '-', '_', '.'", jsonSchemas.labelValue, true))
+
+const qualifiedNameProblem = (key: string): string | undefined => {
+  const problems = checkQualifiedName(key)
+  return problems.length === 0 ? undefined : problems.join("; ")
+}
+
+/** Labels, annotations and label selectors: maps keyed by qualified names such as example.com/my-name. */
+export const QualifiedNameMap = <S extends Schema.Top>(value: S) => mapOf(value, qualifiedNameProblem, jsonSchemas.qualifiedName)
 
 export const OwnerReference = Schema.Struct({
   apiVersion: Schema.String,
@@ -74,8 +83,8 @@ export const ObjectMetaInput = Schema.Struct({
   creationTimestamp: Schema.optionalKey(Schema.NullOr(Schema.String)),
   deletionTimestamp: Schema.optionalKey(Schema.NullOr(Schema.String)),
   deletionGracePeriodSeconds: Schema.optionalKey(Schema.NullOr(Schema.Int)),
-  labels: Schema.optionalKey(Schema.NullOr(Schema.Record(QualifiedName, LabelValue))),
-  annotations: Schema.optionalKey(Schema.NullOr(Schema.Record(QualifiedName, Schema.String).check(annotationsWithinSize))),
+  labels: Schema.optionalKey(Schema.NullOr(QualifiedNameMap(LabelValue))),
+  annotations: Schema.optionalKey(Schema.NullOr(QualifiedNameMap(Schema.String).check(annotationsWithinSize))),
   finalizers: Schema.optionalKey(Schema.NullOr(Schema.Array(QualifiedName))),
   ownerReferences: Schema.optionalKey(Schema.NullOr(Schema.Array(OwnerReference).check(singleController))),
   managedFields: Schema.optionalKey(Schema.NullOr(Schema.Array(ManagedFieldsEntry))),

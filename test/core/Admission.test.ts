@@ -7,6 +7,7 @@ import { Result, Schema } from "effect"
 import { admit, type Admitted, type FieldValidation, fieldPath, fieldValidations } from "../../src/core/Admission.ts"
 import type { ApiError, Subject } from "../../src/core/ApiError.ts"
 import type { JsonObject } from "../../src/core/Json.ts"
+import { mapOf } from "../../src/core/schemas/Fields.ts"
 
 const JobSchema = Schema.Struct({
   metadata: Schema.optionalKey(Schema.Struct({ name: Schema.optionalKey(Schema.String) })),
@@ -131,6 +132,44 @@ describe("Admission.admit", () => {
     assert.deepStrictEqual(run(withUnknown, "Warn"), run(withUnknown, "Warn"))
     assert.strictEqual(rejected(withUnknown, "Strict").code, "BadRequest")
     assert.strictEqual(admitted(withUnknown, "Ignore").warnings.length, 0)
+  })
+})
+
+describe("Admission.admit on unions and maps", () => {
+  const Storage = Schema.Struct({ type: Schema.Literal("Storage"), bucket: Schema.String })
+  const Database = Schema.Struct({ type: Schema.Literal("Database"), uri: Schema.String })
+  const Connection = Schema.Struct({
+    spec: Schema.Union([Storage, Database]),
+    labels: Schema.optionalKey(mapOf(Schema.String, (key) => /^[a-z]+$/u.test(key) ? undefined : "must be lower-case letters"))
+  })
+  const admitConnection = (input: unknown, fieldValidation: FieldValidation) => admit(Connection, input, fieldValidation, subject, "Connection")
+  const causes = (input: unknown, fieldValidation: FieldValidation = "Strict") => {
+    const result = admitConnection(input, fieldValidation)
+    return Result.isFailure(result) ? (result.failure.causes ?? []).map((cause) => `${cause.field} ${cause.reason}: ${cause.message}`) : []
+  }
+
+  it("reports a member's own problem, not the union's, once the discriminator picked the member", () => {
+    assert.deepStrictEqual(causes({ spec: { type: "Database" } }), ["spec.uri FieldValueRequired: Required value"])
+  })
+
+  it("reports a value no member takes at the discriminator, naming the supported values", () => {
+    assert.deepStrictEqual(causes({ spec: { type: "Queue", uri: "x" } }), [`spec.type FieldValueNotSupported: Unsupported value: "Queue": supported values: "Storage", "Database"`])
+    assert.deepStrictEqual(causes({ spec: { uri: "x" } }), ["spec.type FieldValueRequired: Required value"])
+  })
+
+  it("treats an unknown field inside a union member as unknown: dropped with a warning under Warn", () => {
+    const result = admitConnection({ spec: { type: "Storage", bucket: "b", region: "eu" } }, "Warn")
+    if (Result.isFailure(result)) assert.fail(result.failure.message)
+    assert.deepStrictEqual(result.success.object, { spec: { type: "Storage", bucket: "b" } })
+    assert.deepStrictEqual(result.success.warnings, [`unknown field "spec.region"`])
+  })
+
+  it("refuses a map key that breaks its grammar under every fieldValidation, instead of dropping it", () => {
+    for (const fieldValidation of fieldValidations) {
+      assert.deepStrictEqual(causes({ spec: { type: "Storage", bucket: "b" }, labels: { ok: "1", "Not OK": "2" } }, fieldValidation), [
+        `labels[Not OK] FieldValueInvalid: Invalid value: "Not OK": must be lower-case letters`
+      ], fieldValidation)
+    }
   })
 })
 
