@@ -1,11 +1,12 @@
 /**
- * The schema each kind is admitted with. Every kind has the envelope (spec: Object envelope) with validated metadata;
- * the body of `spec` is permissive for now — any JSON object — and becomes the kind's full schema as each kind's
- * fields are written down. Admission, OpenAPI and test arbitraries all read this module, so they cannot disagree.
+ * The schema each kind is admitted with: the object envelope (spec: Object envelope) with validated metadata around
+ * the kind's own spec and status schemas (src/core/schemas). Admission, OpenAPI and test arbitraries all read this
+ * module, so they cannot disagree.
  */
 import { Schema } from "effect"
 import type { KindInfo } from "./Kinds.ts"
 import { ObjectMetaInput, ProjectName } from "./ObjectMeta.ts"
+import { definitionOf } from "./schemas/Definitions.ts"
 
 const AnyObject = Schema.Record(Schema.String, Schema.Json)
 
@@ -25,17 +26,22 @@ const perKind = <S>(build: (info: KindInfo) => S): ((info: KindInfo) => S) => {
   }
 }
 
-/** The object a create or replace of `info` must decode as. `spec` is required for kinds that have one. */
-export const objectSchema = perKind((info) =>
-  Schema.Struct({
+/**
+ * The object a create or replace of `info` must decode as. `spec` is required for kinds that have one; `status` in
+ * the body is accepted and ignored (controllers write it through /status).
+ */
+export const objectSchema = perKind((info) => {
+  const spec = definitionOf(info.kind).spec
+  return Schema.Struct({
     ...envelope,
-    spec: info.hasSpec ? AnyObject : Schema.optionalKey(AnyObject),
+    spec: info.hasSpec ? spec : Schema.optionalKey(spec),
     status: Schema.optionalKey(Schema.Json)
-  }))
+  })
+})
 
 /**
- * A server-side apply configuration: the manager's partial intent, so `spec` may be absent (kubectl's apply migration
- * sends metadata alone). The merged result is then admitted with `objectSchema`.
+ * A server-side apply configuration: the manager's partial intent, so `spec` need not be complete (kubectl's apply
+ * migration sends metadata alone). The merged result is then admitted with `objectSchema`.
  */
 export const applySchema = perKind((_info) =>
   Schema.Struct({
@@ -44,12 +50,12 @@ export const applySchema = perKind((_info) =>
     status: Schema.optionalKey(Schema.Json)
   }))
 
-/** The object a write to `/status` must decode as: only status counts, the rest is ignored (spec: Conventions). */
-export const statusSchema = perKind((_info) =>
+/** The object a write to `/status` must decode as: the kind's status schema; `spec` is ignored (spec: Conventions). */
+export const statusSchema = perKind((info) =>
   Schema.Struct({
     ...envelope,
     spec: Schema.optionalKey(Schema.Json),
-    status: Schema.optionalKey(Schema.Json)
+    status: Schema.optionalKey(definitionOf(info.kind).status)
   }))
 
 /** A project, written as a Kubernetes Namespace; its name is a DNS-1123 label, as a namespace's is. */

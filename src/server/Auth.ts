@@ -13,8 +13,9 @@ import { createHash } from "node:crypto"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { ApiError, type Cause, fieldInvalid, invalid } from "../core/ApiError.ts"
 import { isArray, isObject, type Json, type JsonObject } from "../core/Json.ts"
-import { byPluralName, type KindInfo, kinds, namespaceKind } from "../core/Kinds.ts"
+import { byPluralName, type KindInfo, namespaceKind } from "../core/Kinds.ts"
 import type { ResourceObject } from "../core/ObjectMeta.ts"
+import { adminScope, isKnownScope } from "../core/Scopes.ts"
 import { timestamp } from "../core/Strategy.ts"
 import { Store, type WriteOp } from "../store/Store.ts"
 import { Ids } from "./Ids.ts"
@@ -42,18 +43,6 @@ export const authenticationCacheMs = 2_000
 
 /** Bound on cached keys, so that a flood of random keys cannot grow memory without limit. */
 export const authenticationCacheEntriesMax = 10_000
-
-export const adminScope = "admin"
-
-/** Scope prefixes: one per kind (billing kinds share "billing"), plus namespaces. */
-export const scopePrefixes: ReadonlySet<string> = new Set([...kinds.map((info) => info.scopePrefix), namespaceKind.scopePrefix])
-
-/** Whether a string is a scope nodus knows: admin, `*:read|write`, `<prefix>:read|write`. */
-export const isKnownScope = (scope: string): boolean => {
-  if (scope === adminScope) return true
-  const [prefix, access, ...rest] = scope.split(":")
-  return rest.length === 0 && (access === "read" || access === "write") && (prefix === "*" || scopePrefixes.has(prefix ?? ""))
-}
 
 /** Write implies read; `*:<access>` covers every kind; admin covers everything. */
 export const grants = (scopes: ReadonlySet<string>, prefix: string, access: Access): boolean => {

@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { byKindName, byResource, kinds, kindsIn, namespaceKind, type Operation } from "../../src/core/Kinds.ts"
+import { isDefined } from "../../src/core/schemas/Definitions.ts"
 
 const full: ReadonlyArray<Operation> = ["list", "listAll", "watch", "get", "create", "replace", "patch", "delete", "getStatus", "writeStatus"]
 const readOnly: ReadonlyArray<Operation> = ["list", "listAll", "watch", "get"]
@@ -65,6 +66,16 @@ describe("kind registry", () => {
       assert.isDefined(row, `docs/kinds.md lacks ${info.kind}`)
       assert.include(row!, info.scope === "Namespaced" ? "| project |" : "| cluster |", info.kind)
       assert.include(row!, `| ${[...info.operations].join(", ")} |`, info.kind)
+    }
+  })
+
+  it("gives every kind its own schema and a page of fields linked from docs/kinds.md", () => {
+    const docs = join(import.meta.dirname, "..", "..", "docs")
+    const index = readFileSync(join(docs, "kinds.md"), "utf8")
+    for (const info of kinds) {
+      assert.isTrue(isDefined(info.kind), `${info.kind} has no schema in src/core/schemas/Definitions.ts`)
+      assert.include(index, `[${info.kind}](kinds/${info.kind}.md)`, `docs/kinds.md does not link ${info.kind}`)
+      assert.match(readFileSync(join(docs, "kinds", `${info.kind}.md`), "utf8"), new RegExp(`^## ${info.kind}\n`, "u"), info.kind)
     }
   })
 })

@@ -1,0 +1,24 @@
+/**
+ * The scope vocabulary (spec: Authentication 2 — scopes are checked per operation; docs/auth.md): `admin`, and
+ * `<prefix>:read|write` for each kind's scope prefix (billing kinds share "billing"), projects, and `*` for every
+ * kind. The list is finite, so a ServiceAccount's schema enumerates it and admission, OpenAPI and test data agree.
+ */
+import { kinds, namespaceKind } from "./Kinds.ts"
+
+export const adminScope = "admin"
+
+export const accessLevels = ["read", "write"] as const
+
+/** Scope prefixes: one per kind (billing kinds share "billing"), plus namespaces. */
+export const scopePrefixes: ReadonlySet<string> = new Set([...kinds.map((info) => info.scopePrefix), namespaceKind.scopePrefix])
+
+/** Every scope a ServiceAccount may hold, admin first. */
+export const knownScopes: ReadonlyArray<string> = [
+  adminScope,
+  ...["*", ...[...scopePrefixes].sort()].flatMap((prefix) => accessLevels.map((access) => `${prefix}:${access}`))
+]
+
+const known: ReadonlySet<string> = new Set(knownScopes)
+
+/** Whether a string is a scope nodus knows. */
+export const isKnownScope = (scope: string): boolean => known.has(scope)
