@@ -168,3 +168,6 @@ export const pathsOwnedByOthers = (entries: ReadonlyArray<ManagedFieldsEntry>, m
   new Set(entries.filter((entry) => entry.manager !== manager).flatMap((entry) => fromFieldsV1(entry.fieldsV1)))
 
 export const pathKey = keyOf
+
+/** The path a key of `changedLeaves` stands for. */
+export const keyPath = pathOf

@@ -38,6 +38,8 @@ export interface CreateContext extends WriteContext {
   readonly nameSuffix: () => string
   /** Apply when server-side apply creates the object; Update otherwise. */
   readonly operation?: "Apply" | "Update"
+  /** For an Apply: the configuration as applied (before defaults), which the manager then owns exactly. */
+  readonly applied?: JsonObject
 }
 
 /** What the store should do with the result of a write. */
@@ -145,7 +147,7 @@ export const create = (target: Target, input: JsonObject, context: CreateContext
       ...bodyPart(input)
     }
     const operation = context.operation ?? "Update"
-    const entries = ManagedFields.record([], managedWrite(target, context, operation), {}, object, operation === "Apply" ? input : undefined)
+    const entries = ManagedFields.record([], managedWrite(target, context, operation), {}, object, operation === "Apply" ? context.applied ?? input : undefined)
     return withManagedFields(object, entries)
   })
 }

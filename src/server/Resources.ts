@@ -11,17 +11,20 @@ import { Clock, Context, Effect, Layer, Option, Result } from "effect"
 import { type Admitted, admit, type FieldValidation } from "../core/Admission.ts"
 import { ApiError, alreadyExists, badRequest, conflict, fieldInvalid, invalid, notFound, type Subject } from "../core/ApiError.ts"
 import * as FieldSelector from "../core/FieldSelector.ts"
-import { canonical, isObject, type Json, type JsonObject } from "../core/Json.ts"
+import { canonical, equals, isObject, type Json, type JsonObject } from "../core/Json.ts"
 import * as JsonPatch from "../core/JsonPatch.ts"
 import { applySchema, namespaceSchema, objectSchema, statusSchema } from "../core/KindSchemas.ts"
 import { byKindName, type KindInfo } from "../core/Kinds.ts"
 import * as LabelSelector from "../core/LabelSelector.ts"
 import * as MergePatch from "../core/MergePatch.ts"
 import type { ResourceObject } from "../core/ObjectMeta.ts"
+import { definitionOf } from "../core/schemas/Definitions.ts"
+import { checkUpdate } from "../core/schemas/Kind.ts"
 import * as ServerSideApply from "../core/ServerSideApply.ts"
 import * as Strategy from "../core/Strategy.ts"
 import { type CommitFailed, type ObjectKey, Store, type StoreError, type WriteOp } from "../store/Store.ts"
 import { Estimates, withEstimate } from "./Estimates.ts"
+import { Secrets, splitData } from "./Secrets.ts"
 import { Ids } from "./Ids.ts"
 
 /** A served kind as the URL named it: the registry entry plus its group ("" for the core group of Namespaces). */
@@ -50,6 +53,8 @@ export interface WriteOptions {
   readonly force?: boolean
   /** How managedFields record the write: Apply for server-side apply. */
   readonly operation?: "Apply" | "Update"
+  /** Server-side apply: the configuration as applied, which the manager owns exactly (defaults are not its fields). */
+  readonly applied?: JsonObject
 }
 
 export interface WriteResult {
@@ -93,6 +98,12 @@ export const remainingItemCountMax = 10_000
 const scanChunkSize = 500
 
 export const isNamespaceKind = (ref: ResourceRef): boolean => ref.group === "" && ref.info.plural === "namespaces"
+
+const stringAt = (object: JsonObject, ...path: ReadonlyArray<string>): string | undefined => {
+  let current: Json | undefined = object
+  for (const segment of path) current = isObject(current) ? current[segment] : undefined
+  return typeof current === "string" ? current : undefined
+}
 
 const subjectOf = (ref: ResourceRef, name?: string): Subject =>
   ({ group: ref.group, kind: ref.info.plural, ...(name === undefined ? {} : { name }) })
@@ -190,11 +201,16 @@ export const selects = (selectors: Selectors, object: ResourceObject): boolean =
   FieldSelector.matches(selectors.fields, FieldSelector.fieldsOf(object as { metadata: { name: string; namespace?: string }; status?: unknown }))
 
 export class Resources extends Context.Service<Resources, ReturnType<typeof makeOperations>>()("nodus/server/Resources") {
-  static readonly layer = Layer.effect(Resources, Effect.map(Effect.all({ store: Store, ids: Ids, estimates: Estimates }), makeOperations))
+  static readonly layer = Layer.effect(Resources, Effect.map(Effect.all({ store: Store, ids: Ids, estimates: Estimates, secrets: Secrets }), makeOperations))
 }
 
-function makeOperations(services: { readonly store: Store["Service"]; readonly ids: Ids["Service"]; readonly estimates: Estimates["Service"] }) {
-  const { store, ids, estimates } = services
+function makeOperations(services: {
+  readonly store: Store["Service"]
+  readonly ids: Ids["Service"]
+  readonly estimates: Estimates["Service"]
+  readonly secrets: Secrets["Service"]
+}) {
+  const { store, ids, estimates, secrets } = services
   const now = Clock.currentTimeMillis
 
   const read = (key: ObjectKey) => store.get(key).pipe(Effect.mapError(storeFailure))
@@ -235,8 +251,52 @@ function makeOperations(services: { readonly store: Store["Service"]; readonly i
         return yield* badRequest(`the kind in the data (${kind}) does not match the expected kind (${ref.info.kind})`)
       }
       const schema = isNamespaceKind(ref) ? namespaceSchema : form === "status" ? statusSchema(ref.info) : form === "apply" ? applySchema(ref.info) : objectSchema(ref.info)
-      return yield* Effect.fromResult(admit(schema, object, validation, subjectOf(ref, name), ref.info.kind))
+      const admitted = yield* Effect.fromResult(admit(schema, object, validation, subjectOf(ref, name), ref.info.kind))
+      return form === "object" && !isNamespaceKind(ref) ? yield* normalized(ref, admitted, name) : admitted
     })
+
+  /**
+   * Folds a kind's aliases and cross-field defaults into the admitted spec (schemas/<Kind>.ts `normalize`), and decodes
+   * the result again so that the defaults of fields the normalization created apply too.
+   */
+  const normalized = (ref: ResourceRef, admitted: Admitted, name: string | undefined) => {
+    const normalize = definitionOf(ref.info.kind).normalize
+    const spec = admitted.object["spec"]
+    if (normalize === undefined || !isObject(spec)) return Effect.succeed(admitted)
+    const next = normalize(spec)
+    if (equals(next, spec)) return Effect.succeed(admitted)
+    return Effect.map(
+      Effect.fromResult(admit(objectSchema(ref.info), { ...admitted.object, spec: next }, "Ignore", subjectOf(ref, name), ref.info.kind)),
+      (again): Admitted => ({ object: again.object, warnings: admitted.warnings })
+    )
+  }
+
+  /** The kind's rules that need the request time (e.g. a Workspace's readyBy lead), on create and update. */
+  const checkTimeRules = (ref: ResourceRef, spec: Json | undefined, previous: Json | undefined, name: string | undefined) =>
+    Effect.gen(function*() {
+      const rules = definitionOf(ref.info.kind).timeRules
+      if (rules === undefined || !isObject(spec) || isNamespaceKind(ref)) return
+      const causes = rules(spec, yield* now, isObject(previous) ? previous : undefined)
+      if (causes.length > 0) return yield* invalid(subjectOf(ref, name), causes, ref.info.kind)
+    })
+
+  /** The kind's rules for changes after create (spec: FieldImmutable; maxCostUSD can only be raised). */
+  const checkUpdateRules = (ref: ResourceRef, current: ResourceObject, disposition: Strategy.Disposition) => {
+    if (disposition._tag !== "Write") return Effect.void
+    const broken = checkUpdate(definitionOf(ref.info.kind), current.spec, disposition.object.spec)
+    const subject = subjectOf(ref, current.metadata.name)
+    if (broken.immutable.length > 0) {
+      const fields = broken.immutable.map((cause) => `${cause.field}: ${cause.message}`).join(", ")
+      return Effect.fail(new ApiError({
+        code: "FieldImmutable",
+        message: `${ref.info.kind}.${ref.group} "${current.metadata.name}" is invalid: ${fields}`,
+        causes: broken.immutable,
+        subject,
+        fix: `Only the fields ${ref.info.kind} lists as mutable can change after create; delete and re-create the object to change ${broken.immutable.map((cause) => cause.field).join(", ")}.`
+      }))
+    }
+    return broken.invalid.length > 0 ? Effect.fail(invalid(subject, broken.invalid, ref.info.kind)) : Effect.void
+  }
 
   const authorize = (options: WriteOptions, admitted: Admitted) => {
     const denied = options.authorizeObject?.(admitted.object)
@@ -252,19 +312,91 @@ function makeOperations(services: { readonly store: Store["Service"]; readonly i
   const initialStatus = (ref: ResourceRef, object: ResourceObject): ResourceObject =>
     isNamespaceKind(ref) ? { ...object, status: { phase: "Active" } } : object
 
+  /** What a kind's write needs from the store beyond its schema: the strategy's input, then the final object and ops. */
+  interface Prepared<A> {
+    readonly input: JsonObject
+    readonly finish: (result: A) => Effect.Effect<{ readonly result: A; readonly ops: ReadonlyArray<WriteOp> }, ApiError>
+  }
+
+  const isSecret = (ref: ResourceRef): boolean => ref.group !== "" && ref.info.kind === "Secret"
+
+  const withStatus = (object: ResourceObject, fields: JsonObject): ResourceObject =>
+    ({ ...object, status: { ...(isObject(object.status) ? object.status : {}), ...fields } })
+
+  /**
+   * Admission that reads the store (spec: Secret, SecretValueInEnv, SecretMount): a Secret's values leave the object
+   * for a version record; other project kinds must not carry a secret value literally in env, and their secret mounts
+   * pin versions at create.
+   */
+  const prepareCreate = (ref: ResourceRef, namespace: string | undefined, object: JsonObject): Effect.Effect<Prepared<ResourceObject>, ApiError> =>
+    Effect.gen(function*() {
+      if (isSecret(ref)) {
+        const { body, data } = splitData(object)
+        return { input: body, finish: (made) => Effect.map(secrets.prepareWrite(made, data, undefined), ({ object: result, ops }) => ({ result, ops })) }
+      }
+      if (namespace === undefined || isNamespaceKind(ref)) return { input: object, finish: (result) => Effect.succeed({ result, ops: [] }) }
+      const subject = subjectOf(ref, stringAt(object, "metadata", "name"))
+      yield* secrets.checkEnv(namespace, object["spec"], subject)
+      const pinned = yield* secrets.pinVersions(namespace, object["spec"], subject, ref.info.kind)
+      return {
+        input: object,
+        finish: (made) => Effect.succeed({ result: Object.keys(pinned).length === 0 ? made : withStatus(made, { secretVersions: pinned }), ops: [] })
+      }
+    })
+
+  const prepareUpdate = (ref: ResourceRef, namespace: string | undefined, current: ResourceObject, object: JsonObject): Effect.Effect<Prepared<Strategy.Disposition>, ApiError> =>
+    Effect.gen(function*() {
+      if (isSecret(ref)) {
+        const { body, data } = splitData(object)
+        return {
+          input: body,
+          finish: (disposition) => {
+            if (disposition._tag === "Remove") return Effect.succeed({ result: disposition, ops: secrets.deleteOps(current) })
+            return Effect.map(secrets.prepareWrite(disposition.object, data, current), ({ object: result, ops }) =>
+              ({ result: ops.length === 0 ? disposition : { _tag: "Write", object: result } as const, ops }))
+          }
+        }
+      }
+      if (namespace !== undefined && !isNamespaceKind(ref)) yield* secrets.checkEnv(namespace, object["spec"], subjectOf(ref, current.metadata.name))
+      return { input: object, finish: (result) => Effect.succeed({ result, ops: [] }) }
+    })
+
+  /**
+   * The write of an update decided: the kind's store-reading admission, the strategy, the kind's update rules (main
+   * resource only), then the commit. Shared by replace, patch and apply.
+   */
+  const writeUpdate = (ref: ResourceRef, namespace: string | undefined, current: ResourceObject, object: JsonObject, options: WriteOptions, write: { readonly expectedRv: string; readonly subresource?: "status"; readonly applied?: JsonObject }) =>
+    Effect.gen(function*() {
+      const context = { now: yield* now, fieldManager: options.fieldManager }
+      const target = targetOf(ref, namespace)
+      if (write.subresource === "status") {
+        const disposition = yield* Effect.fromResult(Strategy.updateStatus(target, current, object, context))
+        return yield* writeDisposition(ref, namespace, current, disposition, write.expectedRv, options)
+      }
+      yield* checkTimeRules(ref, object["spec"], current.spec, current.metadata.name)
+      const prepared = yield* prepareUpdate(ref, namespace, current, object)
+      const decided = yield* Effect.fromResult(Strategy.update(target, current, prepared.input, context, write.applied === undefined ? { operation: "Update" } : { operation: "Apply", applied: write.applied }))
+      yield* checkUpdateRules(ref, current, decided)
+      const { result: disposition, ops } = yield* prepared.finish(decided)
+      return yield* writeDisposition(ref, namespace, current, disposition, write.expectedRv, { dryRun: options.dryRun, extraOps: ops })
+    })
+
   const create = (ref: ResourceRef, namespace: string | undefined, body: unknown, options: WriteOptions) =>
     Effect.gen(function*() {
       if (ref.info.scope === "Namespaced" && namespace === undefined) return yield* badRequest("a project (namespace) is required")
       const admitted = yield* admitBody(ref, body, options.fieldValidation, undefined)
       yield* authorize(options, admitted)
-      const made = Strategy.create(targetOf(ref, namespace), admitted.object, {
+      yield* checkTimeRules(ref, admitted.object["spec"], undefined, stringAt(admitted.object, "metadata", "name"))
+      const prepared = yield* prepareCreate(ref, namespace, admitted.object)
+      const made = Strategy.create(targetOf(ref, namespace), prepared.input, {
         now: yield* now,
         fieldManager: options.fieldManager,
         uid: ids.uid(),
         nameSuffix: ids.nameSuffix,
-        ...(options.operation === undefined ? {} : { operation: options.operation })
+        ...(options.operation === undefined ? {} : { operation: options.operation }),
+        ...(options.applied === undefined ? {} : { applied: options.applied })
       })
-      const admittedObject = initialStatus(ref, yield* Effect.fromResult(made))
+      const { result: admittedObject, ops } = yield* prepared.finish(initialStatus(ref, yield* Effect.fromResult(made)))
       // Spec: Create semantics 1 and 3 — dry runs and real creates carry the estimate.
       const object = withEstimate(admittedObject, yield* estimates.estimate(ref, admittedObject))
       if (options.ifMatch !== undefined && options.ifMatch !== dryRunEtag(object)) {
@@ -280,6 +412,7 @@ function makeOperations(services: { readonly store: Store["Service"]; readonly i
       const committed = yield* commit(ref, namespace, object.metadata.name, [
         { _tag: "Create", key, object },
         ...projectGuard(ref, namespace),
+        ...ops,
         ...(options.commitWith?.(admitted.warnings) ?? [])
       ])
       return { object: committed.objects[0]!, warnings: admitted.warnings, created: true } satisfies WriteResult
@@ -314,12 +447,7 @@ function makeOperations(services: { readonly store: Store["Service"]; readonly i
       if (current.metadata.resourceVersion !== expectedRv) {
         return yield* conflict(subjectOf(ref, name), "the object has been modified; please apply your changes to the latest version and try again")
       }
-      const context = { now: yield* now, fieldManager: options.fieldManager }
-      const target = targetOf(ref, namespace)
-      const disposition = yield* Effect.fromResult(subresource === "status"
-        ? Strategy.updateStatus(target, current, admitted.object, context)
-        : Strategy.update(target, current, admitted.object, context))
-      const object = yield* writeDisposition(ref, namespace, current, disposition, expectedRv, options)
+      const object = yield* writeUpdate(ref, namespace, current, admitted.object, options, { expectedRv, ...(subresource === undefined ? {} : { subresource }) })
       return { object, warnings: admitted.warnings, created: false } satisfies WriteResult
     })
 
@@ -354,12 +482,10 @@ function makeOperations(services: { readonly store: Store["Service"]; readonly i
       }
       const admitted = yield* admitBody(ref, patched, options.fieldValidation, name, subresource === "status" ? "status" : "object")
       yield* authorize(options, admitted)
-      const context = { now: yield* now, fieldManager: options.fieldManager }
-      const target = targetOf(ref, namespace)
-      const disposition = yield* Effect.fromResult(subresource === "status"
-        ? Strategy.updateStatus(target, current, admitted.object, context)
-        : Strategy.update(target, current, admitted.object, context))
-      const object = yield* writeDisposition(ref, namespace, current, disposition, current.metadata.resourceVersion, options)
+      const object = yield* writeUpdate(ref, namespace, current, admitted.object, options, {
+        expectedRv: current.metadata.resourceVersion,
+        ...(subresource === undefined ? {} : { subresource })
+      })
       return { object, warnings: admitted.warnings, created: false } satisfies WriteResult
     })
 
@@ -374,7 +500,7 @@ function makeOperations(services: { readonly store: Store["Service"]; readonly i
       const found = yield* read(keyOf(ref, namespace, name))
       if (Option.isNone(found)) {
         const named = ServerSideApply.withName(admittedConfiguration.object, name)
-        const result = yield* create(ref, namespace, named, { ...options, fieldValidation: "Ignore", operation: "Apply" })
+        const result = yield* create(ref, namespace, named, { ...options, fieldValidation: "Ignore", operation: "Apply", applied: named })
         return { ...result, warnings: admittedConfiguration.warnings }
       }
       const current = found.value
@@ -382,9 +508,10 @@ function makeOperations(services: { readonly store: Store["Service"]; readonly i
       const merged = ServerSideApply.apply(current, admittedConfiguration.object, options.fieldManager)
       const admitted = yield* admitBody(ref, merged, "Ignore", name)
       yield* authorize(options, admitted)
-      const context = { now: yield* now, fieldManager: options.fieldManager }
-      const disposition = yield* Effect.fromResult(Strategy.update(targetOf(ref, namespace), current, admitted.object, context, { operation: "Apply", applied: admittedConfiguration.object }))
-      const object = yield* writeDisposition(ref, namespace, current, disposition, current.metadata.resourceVersion, options)
+      const object = yield* writeUpdate(ref, namespace, current, admitted.object, options, {
+        expectedRv: current.metadata.resourceVersion,
+        applied: admittedConfiguration.object
+      })
       return { object, warnings: admittedConfiguration.warnings, created: false } satisfies WriteResult
     })
 
@@ -426,9 +553,11 @@ function makeOperations(services: { readonly store: Store["Service"]; readonly i
       // A project is emptied by the namespace controller before it goes: it always lingers as Terminating first.
       const disposition = isNamespaceKind(ref) ? terminate(current, at) : Strategy.remove(current, at)
       const orphans = options.propagationPolicy === "Orphan" && disposition._tag === "Remove" ? yield* orphanOps(current) : []
+      // A Secret's values go with it.
+      const values = isSecret(ref) && disposition._tag === "Remove" ? secrets.deleteOps(current) : []
       const object = yield* writeDisposition(ref, namespace, current, disposition, current.metadata.resourceVersion, {
         dryRun: options.dryRun,
-        extraOps: orphans
+        extraOps: [...orphans, ...values]
       })
       return object
     })

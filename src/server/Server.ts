@@ -21,6 +21,7 @@ import { Idempotency } from "./Idempotency.ts"
 import { Ids } from "./Ids.ts"
 import * as Maintenance from "./Maintenance.ts"
 import { Resources } from "./Resources.ts"
+import { Secrets } from "./Secrets.ts"
 import { Watches } from "./Watch.ts"
 
 export interface ServerOptions {
@@ -63,7 +64,10 @@ export interface Replaceable {
 export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Store, E>, replaced: Replaceable = {}) => {
   const settings = Layer.succeed(ApiConfig, { group: options.apiGroup, scheme: options.tls === undefined ? "http" : "https", bookmarkInterval: options.bookmarkInterval })
   const foundation = Layer.mergeAll(storeLayer, replaced.ids ?? Ids.layer, settings, replaced.estimates ?? Estimates.layerNone)
-  const machinery = Layer.mergeAll(Resources.layer, Auth.layer, Idempotency.layer, ChangeFeed.layerWith(options.feed)).pipe(Layer.provideMerge(foundation))
+  const machinery = Layer.mergeAll(Resources.layer, Auth.layer, Idempotency.layer, ChangeFeed.layerWith(options.feed)).pipe(
+    Layer.provideMerge(Secrets.layer),
+    Layer.provideMerge(foundation)
+  )
   const api = Layer.mergeAll(Api.layer, Controllers.layer, Maintenance.layer, bootstrapAdmin(options.adminToken)).pipe(
     Layer.provideMerge(Watches.layer),
     Layer.provideMerge(machinery)

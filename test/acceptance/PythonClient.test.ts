@@ -55,16 +55,16 @@ describe("Python DynamicClient", () => {
   })
 
   it("merge-patches spec and labels", () => {
-    assert.deepStrictEqual(report.patch, { image: "python:3.13", labels: { team: "a", stage: "patched" }, fetchedImage: "python:3.13", generation: 2 })
+    assert.deepStrictEqual(report.patch, { backoffLimit: 2, labels: { team: "a", stage: "patched" }, fetchedBackoffLimit: 2, fetchedImage: "python:3.12", generation: 2 })
   })
 
   it("patches the status subresource, which ignores spec", () => {
-    assert.deepStrictEqual(report.statusPatch, { phase: "Running", fetchedPhase: "Running", fetchedImage: "python:3.13" })
+    assert.deepStrictEqual(report.statusPatch, { phase: "Running", fetchedPhase: "Running", fetchedImage: "python:3.12", fetchedBackoffLimit: 2, generation: 2 })
   })
 
   it("replaces with the fetched object, and a stale resourceVersion conflicts", () => {
-    assert.strictEqual(report.replace.image, "python:3.14")
-    assert.strictEqual(report.replace.fetchedImage, "python:3.14")
+    assert.strictEqual(report.replace.backoffLimit, 5)
+    assert.strictEqual(report.replace.fetchedBackoffLimit, 5)
     assert.isTrue(report.replace.resourceVersionChanged)
     assert.strictEqual(report.replace.stale.status, 409)
     assert.strictEqual(report.replace.stale.type, "ConflictError")
@@ -95,9 +95,9 @@ describe("Python DynamicClient", () => {
   it("watches ADDED, MODIFIED and DELETED in order", () => {
     assert.isTrue(report.watch.finished)
     assert.deepStrictEqual(report.watch.events, [
-      { type: "ADDED", name: "py-watched", image: "python:3.12" },
-      { type: "MODIFIED", name: "py-watched", image: "python:3.13" },
-      { type: "DELETED", name: "py-watched", image: "python:3.13" }
+      { type: "ADDED", name: "py-watched", image: "python:3.12", backoffLimit: null },
+      { type: "MODIFIED", name: "py-watched", image: "python:3.12", backoffLimit: 3 },
+      { type: "DELETED", name: "py-watched", image: "python:3.12", backoffLimit: 3 }
     ])
   })
 
@@ -106,7 +106,8 @@ describe("Python DynamicClient", () => {
     assert.strictEqual(list.status, 200, list.text)
     const items = list.body.items
     assert.deepStrictEqual(items.map((item: any) => item.metadata.name), ["py-job"])
-    assert.strictEqual(items[0].spec.image, "python:3.14")
+    assert.strictEqual(items[0].spec.image, "python:3.12")
+    assert.strictEqual(items[0].spec.backoffLimit, 5)
     assert.strictEqual(items[0].status.phase, "Running")
     assert.strictEqual(items[0].metadata.labels.stage, "patched")
   })

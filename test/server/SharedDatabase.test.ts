@@ -55,7 +55,7 @@ describe.skipIf(databaseUrl === undefined)("two servers on one PostgreSQL databa
     const events = collectEvents(watch, 3, 10_000)
     const created = await request(first, "POST", "/apis/nodus.dev/v1/namespaces/shared/jobs", { body: { metadata: { name: "j1" }, spec: { image: "a" } } })
     assert.strictEqual(created.status, 201, created.text)
-    const patched = await request(first, "PATCH", "/apis/nodus.dev/v1/namespaces/shared/jobs/j1", { body: { spec: { image: "b" } }, contentType: "application/merge-patch+json" })
+    const patched = await request(first, "PATCH", "/apis/nodus.dev/v1/namespaces/shared/jobs/j1", { body: { spec: { backoffLimit: 2 } }, contentType: "application/merge-patch+json" })
     assert.strictEqual(patched.status, 200, patched.text)
     const deleted = await request(first, "DELETE", "/apis/nodus.dev/v1/namespaces/shared/jobs/j1")
     assert.strictEqual(deleted.status, 200, deleted.text)

@@ -111,13 +111,14 @@ def merge_patch(jobs):
     patched = jobs.patch(
         name="py-job",
         namespace=NAMESPACE,
-        body={"metadata": {"labels": {"stage": "patched"}}, "spec": {"image": "python:3.13"}},
+        body={"metadata": {"labels": {"stage": "patched"}}, "spec": {"backoffLimit": 2}},
         content_type="application/merge-patch+json",
     )
     fetched = jobs.get(name="py-job", namespace=NAMESPACE)
     results["patch"] = {
-        "image": patched.spec.image,
+        "backoffLimit": patched.spec.backoffLimit,
         "labels": dict(patched.metadata.labels),
+        "fetchedBackoffLimit": fetched.spec.backoffLimit,
         "fetchedImage": fetched.spec.image,
         "generation": fetched.metadata.generation,
     }
@@ -135,13 +136,15 @@ def status_patch(jobs):
         "phase": patched.status.phase,
         "fetchedPhase": fetched.status.phase,
         "fetchedImage": fetched.spec.image,
+        "fetchedBackoffLimit": fetched.spec.backoffLimit,
+        "generation": fetched.metadata.generation,
     }
 
 
 def replace(jobs):
     current = jobs.get(name="py-job", namespace=NAMESPACE).to_dict()
     before = current["metadata"]["resourceVersion"]
-    current["spec"]["image"] = "python:3.14"
+    current["spec"]["backoffLimit"] = 5
     replaced = jobs.replace(body=current, namespace=NAMESPACE)
     fetched = jobs.get(name="py-job", namespace=NAMESPACE)
     stale = dict(current, metadata=dict(current["metadata"], resourceVersion=before))
@@ -151,8 +154,8 @@ def replace(jobs):
     except ConflictError as error:
         stale_error = api_error(error)
     results["replace"] = {
-        "image": replaced.spec.image,
-        "fetchedImage": fetched.spec.image,
+        "backoffLimit": replaced.spec.backoffLimit,
+        "fetchedBackoffLimit": fetched.spec.backoffLimit,
         "resourceVersionChanged": fetched.metadata.resourceVersion != before,
         "stale": stale_error,
     }
@@ -198,7 +201,8 @@ def watch_events(jobs):
         try:
             for event in jobs.watch(namespace=NAMESPACE, resource_version=start, timeout=10, watcher=watcher):
                 name = event["object"].metadata.name
-                events.append({"type": event["type"], "name": name, "image": event["raw_object"].get("spec", {}).get("image")})
+                spec = event["raw_object"].get("spec", {})
+                events.append({"type": event["type"], "name": name, "image": spec.get("image"), "backoffLimit": spec.get("backoffLimit")})
                 if event["type"] == "DELETED" and name == "py-watched":
                     watcher.stop()
                     break
@@ -208,7 +212,7 @@ def watch_events(jobs):
     thread = threading.Thread(target=collect)
     thread.start()
     jobs.create(body=job_body("py-watched"), namespace=NAMESPACE)
-    jobs.patch(name="py-watched", namespace=NAMESPACE, body={"spec": {"image": "python:3.13"}},
+    jobs.patch(name="py-watched", namespace=NAMESPACE, body={"spec": {"backoffLimit": 3}},
                content_type="application/merge-patch+json")
     jobs.delete(name="py-watched", namespace=NAMESPACE)
     thread.join(30)

@@ -236,7 +236,7 @@ describe("lists", () => {
 
     it("cluster-scoped budgets list and create without a project segment", async () => {
       const created = await request(server, "POST", `${v1}/budgets`, {
-        body: { apiVersion: "nodus.dev/v1", kind: "Budget", metadata: { name: "lists-budget" }, spec: { limitUSD: "100" } }
+        body: { apiVersion: "nodus.dev/v1", kind: "Budget", metadata: { name: "lists-budget" }, spec: { amountUSD: "100", period: "Monthly" } }
       })
       assert.strictEqual(created.status, 201, created.text)
       assert.isUndefined(created.body.metadata.namespace)

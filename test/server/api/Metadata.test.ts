@@ -19,10 +19,10 @@ describe("object metadata", () => {
     assert.match(created.metadata.uid, /^[0-9a-f-]{8,}$/iu)
     assert.match(created.metadata.creationTimestamp, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/u)
     assert.strictEqual(created.metadata.namespace, "meta-uid")
-    const patched = await mergePatch(server, jobPath("meta-uid", "j"), { spec: { image: "python:3.13" } })
+    const patched = await mergePatch(server, jobPath("meta-uid", "j"), { spec: { backoffLimit: 2 } })
     assert.strictEqual(patched.status, 200, patched.text)
     const replaced = await request(server, "PUT", jobPath("meta-uid", "j"), {
-      body: { ...jobBody("j", {}, { image: "python:3.14" }), metadata: { name: "j", resourceVersion: patched.body.metadata.resourceVersion, uid: created.metadata.uid } }
+      body: { ...jobBody("j", {}, { backoffLimit: 3 }), metadata: { name: "j", resourceVersion: patched.body.metadata.resourceVersion, uid: created.metadata.uid } }
     })
     assert.strictEqual(replaced.status, 200, replaced.text)
     const read = await request(server, "GET", jobPath("meta-uid", "j"))
@@ -30,7 +30,7 @@ describe("object metadata", () => {
       assert.strictEqual(object.metadata.uid, created.metadata.uid)
       assert.strictEqual(object.metadata.creationTimestamp, created.metadata.creationTimestamp)
     }
-    assert.strictEqual(read.body.spec.image, "python:3.14")
+    assert.strictEqual(read.body.spec.backoffLimit, 3)
   })
 
   it("a client cannot set uid or creationTimestamp on create", async () => {
@@ -50,8 +50,8 @@ describe("object metadata", () => {
       () => createJob(server, "meta-rv-b", "two"),
       async () => (await request(server, "POST", sandboxesPath("meta-rv-a"), { body: sandboxBody("three") })).body,
       async () => (await mergePatch(server, jobPath("meta-rv-a", "one"), { metadata: { labels: { x: "1" } } })).body,
-      async () => (await mergePatch(server, jobPath("meta-rv-b", "two"), { spec: { image: "other" } })).body,
-      async () => (await request(server, "POST", "/apis/nodus.dev/v1/budgets", { body: { apiVersion: "nodus.dev/v1", kind: "Budget", metadata: { name: "meta-rv-budget" }, spec: { limitUSD: "10" } } })).body
+      async () => (await mergePatch(server, jobPath("meta-rv-b", "two"), { spec: { backoffLimit: 5 } })).body,
+      async () => (await request(server, "POST", "/apis/nodus.dev/v1/budgets", { body: { apiVersion: "nodus.dev/v1", kind: "Budget", metadata: { name: "meta-rv-budget" }, spec: { amountUSD: "10", period: "Monthly" } } })).body
     ]
     const versions: Array<number> = []
     for (const write of writes) versions.push(rv(await write()))
@@ -65,8 +65,8 @@ describe("object metadata", () => {
     await createProject(server, "meta-gen")
     const path = jobPath("meta-gen", "j")
     const steps: ReadonlyArray<{ readonly what: string; readonly write: () => Promise<any>; readonly generation: number }> = [
-      { what: "create", write: () => createJob(server, "meta-gen", "j"), generation: 1 },
-      { what: "spec change", write: async () => (await mergePatch(server, path, { spec: { image: "python:3.13" } })).body, generation: 2 },
+      { what: "create", write: () => createJob(server, "meta-gen", "j", {}, { completions: 4 }), generation: 1 },
+      { what: "spec change", write: async () => (await mergePatch(server, path, { spec: { backoffLimit: 2 } })).body, generation: 2 },
       { what: "label only", write: async () => (await mergePatch(server, path, { metadata: { labels: { team: "a" } } })).body, generation: 2 },
       { what: "annotation only", write: async () => (await mergePatch(server, path, { metadata: { annotations: { note: "n" } } })).body, generation: 2 },
       { what: "status patch", write: async () => (await mergePatch(server, `${path}/status`, { status: { phase: "Running" } })).body, generation: 2 },
@@ -139,10 +139,10 @@ describe("object metadata", () => {
     const written = await mergePatch(server, `${path}/status`, { status: { phase: "Running" } })
     assert.strictEqual(written.status, 200, written.text)
     const replaced = await request(server, "PUT", path, {
-      body: { ...jobBody("j", { resourceVersion: written.body.metadata.resourceVersion }, { image: "python:3.13" }), status: { phase: "Failed" } }
+      body: { ...jobBody("j", { resourceVersion: written.body.metadata.resourceVersion }, { backoffLimit: 3 }), status: { phase: "Failed" } }
     })
     assert.strictEqual(replaced.status, 200, replaced.text)
-    assert.strictEqual(replaced.body.spec.image, "python:3.13")
+    assert.strictEqual(replaced.body.spec.backoffLimit, 3)
     assert.strictEqual(replaced.body.status.phase, "Running")
     const patched = await mergePatch(server, path, { status: { phase: "Failed" } })
     assert.strictEqual(patched.status, 200, patched.text)
@@ -191,7 +191,7 @@ describe("object metadata", () => {
     await createJob(server, "meta-observed", "j")
     const status = await mergePatch(server, `${path}/status`, { status: { observedGeneration: 1, phase: "Running" } })
     assert.strictEqual(status.status, 200, status.text)
-    const changed = await mergePatch(server, path, { spec: { image: "python:3.13" } })
+    const changed = await mergePatch(server, path, { spec: { backoffLimit: 2 } })
     assert.strictEqual(changed.status, 200, changed.text)
     assert.strictEqual(changed.body.metadata.generation, 2)
     assert.strictEqual(changed.body.status.observedGeneration, 1)
@@ -304,7 +304,7 @@ describe("object metadata", () => {
     await createProject(server, "meta-managed")
     const created = await request(server, "POST", `${jobsPath("meta-managed")}?fieldManager=alice`, { body: jobBody("j", { labels: { team: "a" } }) })
     assert.strictEqual(created.status, 201, created.text)
-    const patched = await mergePatch(server, `${jobPath("meta-managed", "j")}?fieldManager=bob`, { spec: { command: ["python", "train.py"] } })
+    const patched = await mergePatch(server, `${jobPath("meta-managed", "j")}?fieldManager=bob`, { spec: { backoffLimit: 3 } })
     assert.strictEqual(patched.status, 200, patched.text)
     const entries = (await request(server, "GET", jobPath("meta-managed", "j"))).body.metadata.managedFields as ReadonlyArray<any>
     assert.isArray(entries)
@@ -319,9 +319,9 @@ describe("object metadata", () => {
     const alice = byManager.get("alice").fieldsV1
     assert.deepStrictEqual(alice["f:spec"]?.["f:image"], {}, JSON.stringify(alice))
     assert.deepStrictEqual(alice["f:metadata"]?.["f:labels"]?.["f:team"], {}, JSON.stringify(alice))
-    assert.isUndefined(alice["f:spec"]?.["f:command"])
+    assert.isUndefined(alice["f:spec"]?.["f:backoffLimit"])
     const bob = byManager.get("bob").fieldsV1
-    assert.deepStrictEqual(bob["f:spec"]?.["f:command"], {}, JSON.stringify(bob))
+    assert.deepStrictEqual(bob["f:spec"]?.["f:backoffLimit"], {}, JSON.stringify(bob))
     assert.isUndefined(bob["f:spec"]?.["f:image"])
     assert.isUndefined(bob["f:metadata"])
   })

@@ -2,6 +2,7 @@
 // resourceVersion and ETag/If-Match, merge and JSON patches, server-side apply, no-op patches, dry runs and the ETag
 // that binds a later create, DELETE preconditions, and server-side field validation (Strict, Warn, Ignore).
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { jobDefaults } from "../../support/KindRules.ts"
 import { request, startTestServer, type TestServer } from "../../support/TestServer.ts"
 import { assertStatus, causeFields, createJob, createProject, jobBody, jobPath, jobsPath, mergePatch, namesOf, openWatch, rv, summary } from "./Support.ts"
 
@@ -23,26 +24,26 @@ describe("writes", () => {
     it("PUT with a stale resourceVersion is a Conflict and changes nothing", async () => {
       await createProject(server, "w-stale")
       const created = await createJob(server, "w-stale", "j")
-      const moved = await mergePatch(server, jobPath("w-stale", "j"), { spec: { image: "python:3.13" } })
+      const moved = await mergePatch(server, jobPath("w-stale", "j"), { spec: { backoffLimit: 2 } })
       assert.strictEqual(moved.status, 200, moved.text)
       assert.notStrictEqual(moved.body.metadata.resourceVersion, created.metadata.resourceVersion)
-      const stale = await request(server, "PUT", jobPath("w-stale", "j"), { body: { ...created, spec: { image: "stale" } } })
+      const stale = await request(server, "PUT", jobPath("w-stale", "j"), { body: { ...created, spec: { image: "python:3.12", backoffLimit: 9 } } })
       const body = assertStatus(server, stale, 409, "Conflict")
       assert.strictEqual(body.details.name, "j")
       const read = await request(server, "GET", jobPath("w-stale", "j"))
-      assert.strictEqual(read.body.spec.image, "python:3.13")
-      const fresh = await request(server, "PUT", jobPath("w-stale", "j"), { body: { ...moved.body, spec: { image: "fresh" } } })
+      assert.strictEqual(read.body.spec.backoffLimit, 2)
+      const fresh = await request(server, "PUT", jobPath("w-stale", "j"), { body: { ...moved.body, spec: { image: "python:3.12", backoffLimit: 4 } } })
       assert.strictEqual(fresh.status, 200, fresh.text)
-      assert.strictEqual(fresh.body.spec.image, "fresh")
+      assert.strictEqual(fresh.body.spec.backoffLimit, 4)
     })
 
     it("PUT without a resourceVersion is Invalid", async () => {
       await createProject(server, "w-no-rv")
       await createJob(server, "w-no-rv", "j")
-      const reply = await request(server, "PUT", jobPath("w-no-rv", "j"), { body: jobBody("j", {}, { image: "other" }) })
+      const reply = await request(server, "PUT", jobPath("w-no-rv", "j"), { body: jobBody("j", {}, { backoffLimit: 5 }) })
       const body = assertStatus(server, reply, 422, "Invalid")
       assert.include(causeFields(body), "metadata.resourceVersion")
-      assert.strictEqual((await request(server, "GET", jobPath("w-no-rv", "j"))).body.spec.image, "python:3.12")
+      assert.isUndefined((await request(server, "GET", jobPath("w-no-rv", "j"))).body.spec.backoffLimit)
     })
 
     it("PUT of a missing object is NotFound", async () => {
@@ -62,16 +63,33 @@ describe("writes", () => {
   describe("patches", () => {
     it("merge patch follows RFC 7386: null deletes a label, objects merge, other fields stay", async () => {
       await createProject(server, "w-merge")
-      await createJob(server, "w-merge", "j", { labels: { keep: "1", drop: "2" }, annotations: { a: "x" } }, { command: ["a"], env: [{ name: "A", value: "1" }] })
+      await createJob(
+        server,
+        "w-merge",
+        "j",
+        { labels: { keep: "1", drop: "2" }, annotations: { a: "x" }, finalizers: ["example.com/a"] },
+        { command: ["a"], env: [{ name: "A", value: "1" }], completions: 4, backoffLimit: 3, timeout: "1h" }
+      )
       const reply = await mergePatch(server, jobPath("w-merge", "j"), {
-        metadata: { labels: { drop: null, added: "3" }, annotations: { a: null } },
-        spec: { command: ["b", "c"], parallelism: 2 }
+        metadata: { labels: { drop: null, added: "3" }, annotations: { a: null }, finalizers: ["example.com/b", "example.com/c"] },
+        spec: { backoffLimit: null, parallelism: 2, recovery: { maxAttempts: 5 } }
       })
       assert.strictEqual(reply.status, 200, reply.text)
       const read = (await request(server, "GET", jobPath("w-merge", "j"))).body
       assert.deepStrictEqual(read.metadata.labels, { keep: "1", added: "3" })
       assert.isUndefined(read.metadata.annotations?.["a"])
-      assert.deepStrictEqual(read.spec, { image: "python:3.12", command: ["b", "c"], env: [{ name: "A", value: "1" }], parallelism: 2 })
+      // A list is replaced whole, not merged.
+      assert.deepStrictEqual(read.metadata.finalizers, ["example.com/b", "example.com/c"])
+      assert.deepStrictEqual(read.spec, {
+        ...jobDefaults,
+        image: "python:3.12",
+        command: ["a"],
+        env: [{ name: "A", value: "1" }],
+        completions: 4,
+        parallelism: 2,
+        timeout: "1h",
+        recovery: { ...jobDefaults.recovery, maxAttempts: 5 }
+      })
     })
 
     it("a merge patch pinning a stale resourceVersion is a Conflict; the current one succeeds", async () => {
@@ -79,11 +97,12 @@ describe("writes", () => {
       const created = await createJob(server, "w-merge-pinned", "j")
       const moved = await mergePatch(server, jobPath("w-merge-pinned", "j"), { metadata: { labels: { step: "1" } } })
       assert.strictEqual(moved.status, 200, moved.text)
-      const stale = await mergePatch(server, jobPath("w-merge-pinned", "j"), { metadata: { resourceVersion: created.metadata.resourceVersion }, spec: { image: "stale" } })
+      const stale = await mergePatch(server, jobPath("w-merge-pinned", "j"), { metadata: { resourceVersion: created.metadata.resourceVersion }, spec: { backoffLimit: 1 } })
       assertStatus(server, stale, 409, "Conflict")
-      const current = await mergePatch(server, jobPath("w-merge-pinned", "j"), { metadata: { resourceVersion: moved.body.metadata.resourceVersion }, spec: { image: "current" } })
+      assert.isUndefined((await request(server, "GET", jobPath("w-merge-pinned", "j"))).body.spec.backoffLimit)
+      const current = await mergePatch(server, jobPath("w-merge-pinned", "j"), { metadata: { resourceVersion: moved.body.metadata.resourceVersion }, spec: { backoffLimit: 2 } })
       assert.strictEqual(current.status, 200, current.text)
-      assert.strictEqual(current.body.spec.image, "current")
+      assert.strictEqual(current.body.spec.backoffLimit, 2)
     })
 
     it("a merge patch that is not an object is a BadRequest", async () => {
@@ -95,23 +114,27 @@ describe("writes", () => {
 
     it("JSON patch: add, replace and remove apply in order", async () => {
       await createProject(server, "w-json")
-      await createJob(server, "w-json", "j", { labels: { gone: "soon" } }, { command: ["a"] })
+      await createJob(server, "w-json", "j", { labels: { gone: "soon" }, finalizers: ["example.com/a"] }, { completions: 4, backoffLimit: 1, timeout: "1h" })
       const reply = await jsonPatch(server, jobPath("w-json", "j"), [
         { op: "add", path: "/metadata/labels/team", value: "b" },
-        { op: "replace", path: "/spec/image", value: "python:3.13" },
-        { op: "add", path: "/spec/command/-", value: "b" },
+        { op: "replace", path: "/spec/backoffLimit", value: 3 },
+        { op: "replace", path: "/spec/parallelism", value: 2 },
+        { op: "add", path: "/metadata/finalizers/-", value: "example.com/b" },
         { op: "remove", path: "/metadata/labels/gone" },
-        { op: "test", path: "/spec/image", value: "python:3.13" }
+        { op: "remove", path: "/spec/timeout" },
+        { op: "test", path: "/spec/backoffLimit", value: 3 }
       ])
       assert.strictEqual(reply.status, 200, reply.text)
       assert.deepStrictEqual(reply.body.metadata.labels, { team: "b" })
-      assert.strictEqual(reply.body.spec.image, "python:3.13")
-      assert.deepStrictEqual(reply.body.spec.command, ["a", "b"])
+      assert.strictEqual(reply.body.spec.backoffLimit, 3)
+      assert.strictEqual(reply.body.spec.parallelism, 2)
+      assert.isUndefined(reply.body.spec.timeout, reply.text)
+      assert.deepStrictEqual(reply.body.metadata.finalizers, ["example.com/a", "example.com/b"])
       assert.strictEqual(reply.body.metadata.generation, 2)
     })
 
     const failingJsonPatches: ReadonlyArray<{ readonly name: string; readonly operations: unknown; readonly status: number; readonly reason: string }> = [
-      { name: "a failing test", operations: [{ op: "replace", path: "/spec/image", value: "changed" }, { op: "test", path: "/spec/image", value: "python:3.12" }], status: 422, reason: "Invalid" },
+      { name: "a failing test", operations: [{ op: "add", path: "/spec/backoffLimit", value: 5 }, { op: "test", path: "/spec/image", value: "python:3.13" }], status: 422, reason: "Invalid" },
       { name: "removing a missing member", operations: [{ op: "remove", path: "/spec/nothing" }], status: 422, reason: "Invalid" },
       { name: "an unknown op", operations: [{ op: "frobnicate", path: "/spec/image" }], status: 400, reason: "BadRequest" },
       { name: "not an array", operations: { op: "add", path: "/spec/x", value: 1 }, status: 400, reason: "BadRequest" }
@@ -125,6 +148,7 @@ describe("writes", () => {
         assertStatus(server, reply, testCase.status, testCase.reason)
         const read = await request(server, "GET", jobPath(project, "j"))
         assert.strictEqual(read.body.spec.image, "python:3.12")
+        assert.isUndefined(read.body.spec.backoffLimit)
         assert.strictEqual(read.body.metadata.resourceVersion, created.metadata.resourceVersion)
       })
     }
@@ -152,22 +176,69 @@ describe("writes", () => {
     })
   })
 
+  describe("Job update rules", () => {
+    it("changing spec.image after create is FieldImmutable at spec.image and changes nothing", async () => {
+      await createProject(server, "w-immutable")
+      const created = await createJob(server, "w-immutable", "j")
+      const path = jobPath("w-immutable", "j")
+      const patched = await mergePatch(server, path, { spec: { image: "python:3.13" } })
+      const body = assertStatus(server, patched, 422, "FieldImmutable")
+      assert.strictEqual(body.details.causes[0].field, "spec.image", patched.text)
+      const replaced = await request(server, "PUT", path, { body: { ...created, spec: { ...created.spec, image: "python:3.13" } } })
+      assert.strictEqual(assertStatus(server, replaced, 422, "FieldImmutable").details.causes[0].field, "spec.image", replaced.text)
+      const read = await request(server, "GET", path)
+      assert.strictEqual(read.body.spec.image, "python:3.12")
+      assert.strictEqual(read.body.metadata.resourceVersion, created.metadata.resourceVersion)
+      assert.strictEqual(read.body.metadata.generation, 1)
+    })
+
+    it("maxCostUSD may only be raised: lowering it is Invalid at spec.maxCostUSD, raising it succeeds", async () => {
+      await createProject(server, "w-max-cost")
+      const created = await createJob(server, "w-max-cost", "j", {}, { maxCostUSD: "10" })
+      const path = jobPath("w-max-cost", "j")
+      const lowered = await mergePatch(server, path, { spec: { maxCostUSD: "5" } })
+      const body = assertStatus(server, lowered, 422, "Invalid")
+      assert.include(causeFields(body), "spec.maxCostUSD")
+      const unchanged = await request(server, "GET", path)
+      assert.strictEqual(unchanged.body.spec.maxCostUSD, "10")
+      assert.strictEqual(unchanged.body.metadata.resourceVersion, created.metadata.resourceVersion)
+      const raised = await mergePatch(server, path, { spec: { maxCostUSD: "20" } })
+      assert.strictEqual(raised.status, 200, raised.text)
+      assert.strictEqual(raised.body.spec.maxCostUSD, "20")
+      assert.strictEqual(raised.body.metadata.generation, 2)
+    })
+
+    it("a Cancelled Job stays cancelled: resuming it is Invalid at spec.state and changes nothing", async () => {
+      await createProject(server, "w-cancelled")
+      await createJob(server, "w-cancelled", "j")
+      const path = jobPath("w-cancelled", "j")
+      const cancelled = await mergePatch(server, path, { spec: { state: "Cancelled" } })
+      assert.strictEqual(cancelled.status, 200, cancelled.text)
+      const resumed = await mergePatch(server, path, { spec: { state: "Running" } })
+      assert.deepStrictEqual(causeFields(assertStatus(server, resumed, 422, "Invalid")), ["spec.state"])
+      const read = await request(server, "GET", path)
+      assert.strictEqual(read.body.spec.state, "Cancelled")
+      assert.strictEqual(read.body.metadata.resourceVersion, cancelled.body.metadata.resourceVersion)
+    })
+  })
+
   describe("server-side apply", () => {
     it("creates a missing object (201), updates it (200) and removes a field dropped from the applied configuration", async () => {
       await createProject(server, "w-apply")
       const path = `${jobPath("w-apply", "j")}?fieldManager=me`
-      const first = await applyPatch(server, path, jobBody("j", { labels: { team: "a", tier: "gold" } }, { command: ["python", "train.py"], parallelism: 2 }))
+      const spec = { command: ["python", "train.py"], completions: 4, parallelism: 2 }
+      const first = await applyPatch(server, path, jobBody("j", { labels: { team: "a", tier: "gold" } }, { ...spec, timeout: "1h" }))
       assert.strictEqual(first.status, 201, first.text)
-      assert.deepStrictEqual(first.body.spec, { image: "python:3.12", command: ["python", "train.py"], parallelism: 2 })
+      assert.deepStrictEqual(first.body.spec, { ...jobDefaults, image: "python:3.12", ...spec, timeout: "1h" })
       const read = await request(server, "GET", jobPath("w-apply", "j"))
       assert.strictEqual(read.status, 200, read.text)
-      const updated = await applyPatch(server, path, jobBody("j", { labels: { team: "b", tier: "gold" } }, { command: ["python", "train.py"], parallelism: 2 }))
+      const updated = await applyPatch(server, path, jobBody("j", { labels: { team: "b", tier: "gold" } }, { ...spec, timeout: "1h" }))
       assert.strictEqual(updated.status, 200, updated.text)
       assert.deepStrictEqual(updated.body.metadata.labels, { team: "b", tier: "gold" })
       assert.strictEqual(updated.body.metadata.uid, first.body.metadata.uid)
-      const dropped = await applyPatch(server, path, jobBody("j", { labels: { team: "b" } }, { command: ["python", "train.py"] }))
+      const dropped = await applyPatch(server, path, jobBody("j", { labels: { team: "b" } }, spec))
       assert.strictEqual(dropped.status, 200, dropped.text)
-      assert.deepStrictEqual(dropped.body.spec, { image: "python:3.12", command: ["python", "train.py"] }, dropped.text)
+      assert.deepStrictEqual(dropped.body.spec, { ...jobDefaults, image: "python:3.12", ...spec }, dropped.text)
       assert.deepStrictEqual(dropped.body.metadata.labels, { team: "b" }, dropped.text)
     })
 
@@ -185,39 +256,41 @@ describe("writes", () => {
     it("the first apply after a create by apply can drop a field", async () => {
       await createProject(server, "w-apply-drop")
       const path = `${jobPath("w-apply-drop", "j")}?fieldManager=me`
-      const created = await applyPatch(server, path, jobBody("j", { labels: { team: "a" } }, { command: ["python", "train.py"] }))
+      const created = await applyPatch(server, path, jobBody("j", { labels: { team: "a" } }, { backoffLimit: 2 }))
       assert.strictEqual(created.status, 201, created.text)
       const dropped = await applyPatch(server, path, jobBody("j"))
       assert.strictEqual(dropped.status, 200, dropped.text)
-      assert.isUndefined(dropped.body.spec.command, dropped.text)
+      assert.isUndefined(dropped.body.spec.backoffLimit, dropped.text)
       assert.isUndefined(dropped.body.metadata.labels?.["team"], dropped.text)
       const read = await request(server, "GET", jobPath("w-apply-drop", "j"))
-      assert.deepStrictEqual(read.body.spec, { image: "python:3.12" })
+      assert.deepStrictEqual(read.body.spec, { ...jobDefaults, image: "python:3.12" })
     })
 
     it("an object created and updated by apply has one Apply entry for its manager", async () => {
       await createProject(server, "w-apply-managed")
       const path = `${jobPath("w-apply-managed", "j")}?fieldManager=me`
-      const created = await applyPatch(server, path, jobBody("j", {}, { command: ["python", "train.py"] }))
+      const created = await applyPatch(server, path, jobBody("j", {}, { backoffLimit: 1 }))
       assert.strictEqual(created.status, 201, created.text)
-      const updated = await applyPatch(server, path, jobBody("j", {}, { command: ["python", "eval.py"] }))
+      const updated = await applyPatch(server, path, jobBody("j", {}, { backoffLimit: 2 }))
       assert.strictEqual(updated.status, 200, updated.text)
       for (const object of [created.body, updated.body]) {
         const entries = (object.metadata.managedFields as ReadonlyArray<any>).filter((candidate) => candidate.manager === "me")
         assert.deepStrictEqual(entries.map((entry) => entry.operation), ["Apply"], JSON.stringify(object.metadata.managedFields))
-        assert.deepStrictEqual(entries[0].fieldsV1["f:spec"], { "f:image": {}, "f:command": {} })
+        // Exactly the fields it applied: the defaults admission added belong to no manager, as in Kubernetes.
+        assert.deepStrictEqual(entries[0].fieldsV1["f:spec"], { "f:image": {}, "f:backoffLimit": {} }, JSON.stringify(entries[0].fieldsV1))
       }
     })
 
     it("apply keeps fields another manager set", async () => {
       await createProject(server, "w-apply-others")
       const path = `${jobPath("w-apply-others", "j")}?fieldManager=me`
-      const created = await request(server, "POST", `${jobsPath("w-apply-others")}?fieldManager=me`, { body: jobBody("j") })
+      const created = await request(server, "POST", `${jobsPath("w-apply-others")}?fieldManager=me`, { body: jobBody("j", {}, { completions: 4 }) })
       assert.strictEqual(created.status, 201, created.text)
-      assert.strictEqual((await applyPatch(server, path, jobBody("j", {}, { parallelism: 3 }))).status, 200)
+      const applied = await applyPatch(server, path, jobBody("j", {}, { completions: 4, parallelism: 3 }))
+      assert.strictEqual(applied.status, 200, applied.text)
       const other = await mergePatch(server, `${jobPath("w-apply-others", "j")}?fieldManager=someone`, { spec: { backoffLimit: 4 } })
       assert.strictEqual(other.status, 200, other.text)
-      const again = await applyPatch(server, path, jobBody("j", {}, { parallelism: 3 }))
+      const again = await applyPatch(server, path, jobBody("j", {}, { completions: 4, parallelism: 3 }))
       assert.strictEqual(again.status, 200, again.text)
       assert.strictEqual(again.body.spec.backoffLimit, 4)
       assert.strictEqual(again.body.spec.parallelism, 3)
@@ -236,19 +309,20 @@ describe("writes", () => {
       await createProject(server, "w-etag")
       const created = await request(server, "POST", jobsPath("w-etag"), { body: jobBody("j") })
       const read = await request(server, "GET", jobPath("w-etag", "j"))
-      const patched = await mergePatch(server, jobPath("w-etag", "j"), { spec: { image: "x" } })
-      const replaced = await request(server, "PUT", jobPath("w-etag", "j"), { body: { ...patched.body, spec: { image: "y" } } })
+      const patched = await mergePatch(server, jobPath("w-etag", "j"), { spec: { backoffLimit: 1 } })
+      const replaced = await request(server, "PUT", jobPath("w-etag", "j"), { body: { ...patched.body, spec: { image: "python:3.12", backoffLimit: 2 } } })
       for (const reply of [created, read, patched, replaced]) {
         assert.isTrue(reply.status === 200 || reply.status === 201, reply.text)
         assert.strictEqual(reply.headers.get("etag"), `"${reply.body.metadata.resourceVersion}"`)
       }
       assert.notStrictEqual(patched.headers.get("etag"), created.headers.get("etag"))
+      assert.notStrictEqual(replaced.headers.get("etag"), patched.headers.get("etag"))
     })
 
     const operations: ReadonlyArray<{ readonly name: string; readonly send: (server: TestServer, path: string, object: any, etag: string) => ReturnType<typeof request>; readonly status: number }> = [
-      { name: "PUT", send: (s, path, object, etag) => request(s, "PUT", path, { body: { ...object, spec: { image: "put" } }, headers: { "if-match": etag } }), status: 200 },
-      { name: "merge PATCH", send: (s, path, _object, etag) => mergePatch(s, path, { spec: { image: "patched" } }, { headers: { "if-match": etag } }), status: 200 },
-      { name: "JSON PATCH", send: (s, path, _object, etag) => request(s, "PATCH", path, { body: [{ op: "replace", path: "/spec/image", value: "json" }], contentType: "application/json-patch+json", headers: { "if-match": etag } }), status: 200 },
+      { name: "PUT", send: (s, path, object, etag) => request(s, "PUT", path, { body: { ...object, spec: { image: "python:3.12", backoffLimit: 5 } }, headers: { "if-match": etag } }), status: 200 },
+      { name: "merge PATCH", send: (s, path, _object, etag) => mergePatch(s, path, { spec: { backoffLimit: 6 } }, { headers: { "if-match": etag } }), status: 200 },
+      { name: "JSON PATCH", send: (s, path, _object, etag) => request(s, "PATCH", path, { body: [{ op: "replace", path: "/spec/state", value: "Suspended" }], contentType: "application/json-patch+json", headers: { "if-match": etag } }), status: 200 },
       { name: "DELETE", send: (s, path, _object, etag) => request(s, "DELETE", path, { headers: { "if-match": etag } }), status: 200 }
     ]
     for (const operation of operations) {
@@ -266,7 +340,7 @@ describe("writes", () => {
         const right = await operation.send(server, path, created.body, created.headers.get("etag")!)
         assert.strictEqual(right.status, operation.status, right.text)
         if (operation.name === "DELETE") assert.strictEqual((await request(server, "GET", path)).status, 404)
-        else assert.notStrictEqual((await request(server, "GET", path)).body.spec.image, "python:3.12")
+        else assert.notDeepEqual((await request(server, "GET", path)).body.spec, created.body.spec)
       })
     }
   })
@@ -297,17 +371,19 @@ describe("writes", () => {
       await createProject(server, "w-dry-update")
       const created = await createJob(server, "w-dry-update", "j")
       const path = jobPath("w-dry-update", "j")
-      const put = await request(server, "PUT", `${path}?dryRun=All`, { body: { ...created, spec: { image: "dry-put" } } })
+      const put = await request(server, "PUT", `${path}?dryRun=All`, { body: { ...created, spec: { image: "python:3.12", backoffLimit: 8 } } })
       assert.strictEqual(put.status, 200, put.text)
-      assert.strictEqual(put.body.spec.image, "dry-put")
-      const patched = await mergePatch(server, `${path}?dryRun=All`, { spec: { image: "dry-patch" } })
+      assert.strictEqual(put.body.spec.backoffLimit, 8)
+      const patched = await mergePatch(server, `${path}?dryRun=All`, { spec: { backoffLimit: 9 } })
       assert.strictEqual(patched.status, 200, patched.text)
-      assert.strictEqual(patched.body.spec.image, "dry-patch")
+      assert.strictEqual(patched.body.spec.backoffLimit, 9)
       const deleted = await request(server, "DELETE", `${path}?dryRun=All`)
       assert.strictEqual(deleted.status, 200, deleted.text)
       const read = await request(server, "GET", path)
       assert.strictEqual(read.status, 200, read.text)
       assert.strictEqual(read.body.spec.image, "python:3.12")
+      assert.isUndefined(read.body.spec.backoffLimit)
+      assert.deepStrictEqual(read.body.spec, created.spec)
       assert.strictEqual(read.body.metadata.resourceVersion, created.metadata.resourceVersion)
     })
 
