@@ -64,7 +64,8 @@ const manifest = (file: string, text: string): string => {
   return path
 }
 
-const jobYaml = (namespace: string, name: string, options: { readonly image?: string; readonly team?: string } = {}) =>
+/** A Job manifest; `backoffLimit` is a field that may change after create (spec: Job, Immutability). */
+const jobYaml = (namespace: string, name: string, options: { readonly image?: string; readonly team?: string; readonly backoffLimit?: number } = {}) =>
   [
     "apiVersion: nodus.dev/v1",
     "kind: Job",
@@ -76,6 +77,7 @@ const jobYaml = (namespace: string, name: string, options: { readonly image?: st
     "spec:",
     `  image: ${options.image ?? "python:3.12"}`,
     "  command: [python, train.py]",
+    ...(options.backoffLimit === undefined ? [] : [`  backoffLimit: ${options.backoffLimit}`]),
     ""
   ].join("\n")
 
@@ -148,7 +150,7 @@ describe("get", () => {
     })
     assert.strictEqual(sandbox.status, 201, sandbox.text)
     const budget = await api(server, "POST", "/apis/nodus.dev/v1/budgets", {
-      body: { apiVersion: "nodus.dev/v1", kind: "Budget", metadata: { name: "get-budget" }, spec: { limitUSD: "100" } }
+      body: { apiVersion: "nodus.dev/v1", kind: "Budget", metadata: { name: "get-budget" }, spec: { amountUSD: "100", period: "Monthly" } }
     })
     assert.strictEqual(budget.status, 201, budget.text)
   })
@@ -265,7 +267,7 @@ describe("get -w", () => {
     const result = await whileRunning(watcher, async () => {
       await eventually("the ADDED event", () => jsonDocuments(watcher.stdout()).length === 1)
       const patched = await api(server, "PATCH", jobsPath("watch", "watched"), {
-        body: { spec: { image: "python:3.13" } },
+        body: { spec: { backoffLimit: 3 } },
         contentType: "application/merge-patch+json"
       })
       assert.strictEqual(patched.status, 200, patched.text)
@@ -277,7 +279,7 @@ describe("get -w", () => {
     const events = jsonDocuments(result.stdout)
     assert.deepStrictEqual(events.map((event) => event.type), ["ADDED", "MODIFIED", "DELETED"], result.stdout)
     assert.deepStrictEqual(events.map((event) => event.object.metadata.name), ["watched", "watched", "watched"])
-    assert.deepStrictEqual(events.map((event) => event.object.spec.image), ["python:3.12", "python:3.13", "python:3.13"])
+    assert.deepStrictEqual(events.map((event) => event.object.spec.backoffLimit), [undefined, 3, 3])
     assert.strictEqual(events[0].object.kind, "Job")
   })
 })
@@ -299,12 +301,13 @@ describe("apply -f", () => {
     assert.strictEqual(again.stdout.trim(), "job.nodus.dev/app-1 unchanged")
     assert.strictEqual((await readJob("apply", "app-1")).metadata.resourceVersion, first.metadata.resourceVersion)
 
-    manifest("apply-1.yaml", jobYaml("apply", "app-1", { image: "python:3.13", team: "b" }))
+    manifest("apply-1.yaml", jobYaml("apply", "app-1", { backoffLimit: 2, team: "b" }))
     const configured = await kubectl(server, ["apply", "-f", file])
     assert.strictEqual(configured.code, 0, show(configured))
     assert.strictEqual(configured.stdout.trim(), "job.nodus.dev/app-1 configured")
     const updated = await readJob("apply", "app-1")
-    assert.strictEqual(updated.spec.image, "python:3.13")
+    assert.strictEqual(updated.spec.backoffLimit, 2)
+    assert.strictEqual(updated.spec.image, "python:3.12")
     assert.deepStrictEqual(updated.metadata.labels, { team: "b" })
     assert.strictEqual(updated.metadata.uid, first.metadata.uid)
   })
@@ -315,12 +318,13 @@ describe("apply -f", () => {
     assert.strictEqual(created.code, 0, show(created))
     const before = await readJob("apply", "app-2")
 
-    manifest("apply-2.yaml", jobYaml("apply", "app-2", { image: "python:3.14" }))
+    manifest("apply-2.yaml", jobYaml("apply", "app-2", { backoffLimit: 4 }))
     const configured = await kubectl(server, ["apply", "-f", file, "--dry-run=server"])
     assert.strictEqual(configured.code, 0, show(configured))
     assert.strictEqual(configured.stdout.trim(), "job.nodus.dev/app-2 configured (server dry run)")
     const after = await readJob("apply", "app-2")
-    assert.strictEqual(after.spec.image, "python:3.12")
+    assert.isUndefined(after.spec.backoffLimit)
+    assert.deepStrictEqual(after.spec, before.spec)
     assert.strictEqual(after.metadata.resourceVersion, before.metadata.resourceVersion)
 
     const fresh = manifest("apply-3.yaml", jobYaml("apply", "app-3"))
@@ -345,12 +349,13 @@ describe("apply -f", () => {
     const file = manifest("apply-ssa2.yaml", jobYaml("apply", "ssa-2"))
     const first = await kubectl(server, ["apply", "--server-side", "-f", file])
     assert.strictEqual(first.code, 0, show(first))
-    manifest("apply-ssa2.yaml", jobYaml("apply", "ssa-2", { image: "python:3.13" }))
+    manifest("apply-ssa2.yaml", jobYaml("apply", "ssa-2", { backoffLimit: 3 }))
     const applied = await kubectl(server, ["apply", "--server-side", "-f", file])
     assert.strictEqual(applied.code, 0, show(applied))
     assert.strictEqual(applied.stdout.trim(), "job.nodus.dev/ssa-2 serverside-applied")
     const job = await readJob("apply", "ssa-2")
-    assert.strictEqual(job.spec.image, "python:3.13")
+    assert.strictEqual(job.spec.backoffLimit, 3)
+    assert.strictEqual(job.metadata.generation, 2)
     const entries = (job.metadata.managedFields ?? []).map((entry: any) => ({ manager: entry.manager, operation: entry.operation }))
     assert.deepInclude(entries, { manager: "kubectl", operation: "Apply" }, JSON.stringify(job.metadata.managedFields))
   })
@@ -381,12 +386,12 @@ describe("replace -f", () => {
 
   it("replaces the object with the edited manifest", async () => {
     const original = await createJob("replace", "rep-1")
-    const file = manifest("replace-1.yaml", jobYaml("replace", "rep-1", { image: "python:3.14", team: "z" }))
+    const file = manifest("replace-1.yaml", jobYaml("replace", "rep-1", { backoffLimit: 5, team: "z" }))
     const replaced = await kubectl(server, ["replace", "-f", file])
     assert.strictEqual(replaced.code, 0, show(replaced))
     assert.strictEqual(replaced.stdout.trim(), "job.nodus.dev/rep-1 replaced")
     const job = await readJob("replace", "rep-1")
-    assert.strictEqual(job.spec.image, "python:3.14")
+    assert.strictEqual(job.spec.backoffLimit, 5)
     assert.deepStrictEqual(job.metadata.labels, { team: "z" })
     assert.strictEqual(job.metadata.uid, original.metadata.uid)
     assert.notStrictEqual(job.metadata.resourceVersion, original.metadata.resourceVersion)
@@ -400,21 +405,21 @@ describe("patch", () => {
   })
 
   it("--type merge changes the spec", async () => {
-    const result = await kubectl(server, ["patch", "job", "pat-1", "-n", "patch", "--type", "merge", "-p", '{"spec":{"image":"merge:1"},"metadata":{"labels":{"team":null}}}'])
+    const result = await kubectl(server, ["patch", "job", "pat-1", "-n", "patch", "--type", "merge", "-p", '{"spec":{"backoffLimit":2},"metadata":{"labels":{"team":null}}}'])
     assert.strictEqual(result.code, 0, show(result))
     assert.strictEqual(result.stdout.trim(), "job.nodus.dev/pat-1 patched")
     const job = await readJob("patch", "pat-1")
-    assert.strictEqual(job.spec.image, "merge:1")
+    assert.strictEqual(job.spec.backoffLimit, 2)
     assert.isUndefined(job.metadata.labels?.["team"], "null removes the label")
   })
 
   it("--type json applies JSON patch operations", async () => {
-    const result = await kubectl(server, ["patch", "job", "pat-1", "-n", "patch", "--type", "json", "-p", '[{"op":"replace","path":"/spec/image","value":"json:1"},{"op":"add","path":"/spec/args","value":["--epochs","3"]}]'])
+    const result = await kubectl(server, ["patch", "job", "pat-1", "-n", "patch", "--type", "json", "-p", '[{"op":"replace","path":"/spec/recovery/checkpoint/retainAfterFinish","value":"24h"},{"op":"add","path":"/spec/timeout","value":"2h"}]'])
     assert.strictEqual(result.code, 0, show(result))
     assert.strictEqual(result.stdout.trim(), "job.nodus.dev/pat-1 patched")
     const job = await readJob("patch", "pat-1")
-    assert.strictEqual(job.spec.image, "json:1")
-    assert.deepStrictEqual(job.spec.args, ["--epochs", "3"])
+    assert.strictEqual(job.spec.recovery.checkpoint.retainAfterFinish, "24h")
+    assert.strictEqual(job.spec.timeout, "2h")
   })
 
   it("--subresource=status --type merge changes only the status", async () => {
@@ -486,6 +491,22 @@ describe("explain", () => {
     assert.isAbove(description.length, 0, result.stdout)
     assert.notStrictEqual(description, "<empty>", result.stdout)
   })
+
+  it("explain jobs.nodus.dev.spec.recovery prints each field with its type and the schema's description", async () => {
+    const result = await kubectl(server, ["explain", "jobs.nodus.dev.spec.recovery"])
+    assert.strictEqual(result.code, 0, show(result))
+    // A field of a named schema is shown with the schema's name as its type, as kubectl shows <ObjectMeta>.
+    assert.match(result.stdout, /^FIELD:\s+recovery\s+<Recovery>$/m, result.stdout)
+    assert.include(result.stdout, "Recovery from preemption and node loss", result.stdout)
+    const fields = result.stdout.split(/^FIELDS:$/m)[1] ?? ""
+    assert.match(fields, /^\s+maxAttempts\s+<integer>$/m, result.stdout)
+    assert.match(fields, /^\s+checkpoint\s+<Checkpoint>\n\s+Checkpoint settings\./m, result.stdout)
+    assert.match(fields, /^\s+minProgressDuration\s+<string>\n\s+Run time that counts as progress\./m, result.stdout)
+    assert.match(fields, /^\s+continuity\s+<string>$/m, result.stdout)
+    assert.include(fields, "Infrastructure replacements per index, 1 to 32", result.stdout)
+    // Enumerations reach kubectl as the schema's enum.
+    assert.match(fields, /enum: Checkpointed, Restartable, Ephemeral/u, result.stdout)
+  })
 })
 
 describe("edit", () => {
@@ -494,13 +515,15 @@ describe("edit", () => {
   it("saves what the editor wrote", async () => {
     await createJob("edit", "ed-1")
     const editor = join(server.directory, "editor.sh")
-    writeFileSync(editor, "#!/bin/sh\nsed -i 's/^\\( *\\)image: .*/\\1image: edited:1/' \"$1\"\n")
+    // Adds backoffLimit (a field that may change after create) beside spec.image, at its indentation.
+    writeFileSync(editor, "#!/bin/sh\nsed -i 's/^\\( *\\)image: \\(.*\\)$/\\1image: \\2\\n\\1backoffLimit: 7/' \"$1\"\n")
     chmodSync(editor, 0o755)
     const result = await kubectl(server, ["edit", "job", "ed-1", "-n", "edit"], { env: { EDITOR: editor, KUBE_EDITOR: editor } })
     assert.strictEqual(result.code, 0, show(result))
     assert.strictEqual(result.stdout.trim(), "job.nodus.dev/ed-1 edited")
     const job = await readJob("edit", "ed-1")
-    assert.strictEqual(job.spec.image, "edited:1")
+    assert.strictEqual(job.spec.backoffLimit, 7)
+    assert.strictEqual(job.spec.image, "python:3.12")
     assert.deepStrictEqual(job.spec.command, ["python", "train.py"])
   })
 })

@@ -13,6 +13,7 @@ import { apiVersionOf, byResource, type KindInfo, namespaceKind, type Operation,
 import type { ResourceObject } from "../../core/ObjectMeta.ts"
 import { timestamp } from "../../core/Strategy.ts"
 import * as OpenApi from "../openapi/OpenApi.ts"
+import { schemaDocuments } from "../openapi/SchemaDocuments.ts"
 import { type Access, Auth, expirationOf, forbidden, type Principal, scopeProblems } from "../Auth.ts"
 import { fingerprint, Idempotency } from "../Idempotency.ts"
 import { Ids } from "../Ids.ts"
@@ -161,6 +162,8 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
     const idempotency = yield* Idempotency
     const ids = yield* Ids
     const group = settings.group
+    // Documents are generated once: they depend only on the group and the kinds' schemas.
+    const openApiDocuments = { v1: OpenApi.document(group, "v1", schemaDocuments), v1beta1: OpenApi.document(group, "v1beta1", schemaDocuments) }
 
     const refOf = (route: Extract<Routes.Route, { _tag: "Resource" }>): ResourceRef | undefined => {
       if (route.group === "") return route.plural === "namespaces" ? { info: namespaceKind, group: "", apiVersion: "v1" } : undefined
@@ -426,7 +429,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
             return json(200, OpenApi.index(group))
           case "OpenApiGroupVersion":
             return route.group === group && versions.includes(route.version as never)
-              ? json(200, OpenApi.document(group, route.version as "v1" | "v1beta1", OpenApi.permissiveSchemas))
+              ? json(200, openApiDocuments[route.version as "v1" | "v1beta1"])
               : yield* resourceNotFound()
           case "OpenApiCore":
             return json(200, OpenApi.coreDocument())

@@ -543,7 +543,25 @@ const convertNode = (node: SchemaNode): SchemaNode => {
   const converted = Object.fromEntries(entries)
   const enumValues = converted["enum"]
   const withNullable = Array.isArray(enumValues) && enumValues.includes(null) ? { ...converted, nullable: true } : converted
-  return wrapReference(withNullable)
+  return wrapReference(mergeAllOf(withNullable))
+}
+
+/**
+ * Folds `allOf` members without a $ref into the node when their keywords do not overlap it. The generator puts a
+ * checked schema's annotations (description, default) and a key's description in such members, and kubectl explain
+ * reads the node's own `type` and `description`, not those inside an allOf.
+ */
+const mergeAllOf = (node: SchemaNode): SchemaNode => {
+  const members = node["allOf"]
+  if (!Array.isArray(members)) return node
+  const { allOf: _allOf, ...merged } = node
+  const kept: Array<unknown> = []
+  for (const member of members) {
+    const mergeable = isNode(member) && member["$ref"] === undefined && Object.keys(member).every((key) => !(key in merged))
+    if (mergeable) Object.assign(merged, member)
+    else kept.push(member)
+  }
+  return kept.length === 0 ? merged : { ...merged, allOf: kept }
 }
 
 const isNullSchema = (value: unknown): boolean => isNode(value) && value["type"] === "null"

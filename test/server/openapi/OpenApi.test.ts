@@ -9,13 +9,16 @@ import { isArray, isObject } from "../../../src/core/Json.ts"
 import { kinds, kindsIn } from "../../../src/core/Kinds.ts"
 import type { Version } from "../../../src/core/Kinds.ts"
 import * as OpenApi from "../../../src/server/openapi/OpenApi.ts"
+import { schemaDocuments } from "../../../src/server/openapi/SchemaDocuments.ts"
 
 const group = "nodus.dev"
 
+/** The documents the server serves (every kind's schema generated from its effect Schema), and the core one. */
 const documents: ReadonlyArray<readonly [label: string, document: JsonObject]> = [
-  ["v1", OpenApi.document(group, "v1", OpenApi.permissiveSchemas)],
-  ["v1beta1", OpenApi.document(group, "v1beta1", OpenApi.permissiveSchemas)],
-  ["core v1", OpenApi.coreDocument()]
+  ["v1", OpenApi.document(group, "v1", schemaDocuments)],
+  ["v1beta1", OpenApi.document(group, "v1beta1", schemaDocuments)],
+  ["core v1", OpenApi.coreDocument()],
+  ["v1 with permissive placeholders", OpenApi.document(group, "v1", OpenApi.permissiveSchemas)]
 ]
 
 const member = (value: Json | undefined, key: string): Json | undefined => (isObject(value) ? value[key] : undefined)
@@ -269,10 +272,13 @@ describe("OpenApi.toOpenApi30", () => {
         properties: {
           tags: { type: "array", items: { type: "string", enum: ["a"], nullable: true } },
           owner: { description: "o", nullable: true, allOf: [{ $ref: "#/components/schemas/Owner" }] },
-          either: { allOf: [{ not: { enum: [1] } }] }
+          either: { not: { enum: [1] } }
         },
         additionalProperties: { type: "integer", nullable: true }
-      }]
+      }],
+    ["allOf members without a $ref fold into the node unless their keywords overlap it (kubectl reads the node's own)",
+      { type: "string", pattern: "^a", allOf: [{ description: "d", default: "ab" }, { pattern: "b$" }, { $ref: "#/$defs/Owner" }] },
+      { type: "string", pattern: "^a", description: "d", default: "ab", allOf: [{ pattern: "b$" }, { $ref: "#/components/schemas/Owner" }] }]
   ]
   for (const [label, input, expected] of rows) {
     it(label, () => {
