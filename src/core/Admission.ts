@@ -20,7 +20,19 @@ export interface Admitted {
   readonly warnings: ReadonlyArray<string>
 }
 
-const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
+/** The JSON type of a value, for messages that must not echo the value itself. */
+const jsonType = (value: unknown): string => value === null ? "null" : Array.isArray(value) ? "array" : typeof value
+
+/**
+ * Type errors name the type that came, never the value: a value in the wrong place may be a secret (a Secret's data
+ * sent as a string), and errors are logged and shown. Kubernetes words these "must be of type object".
+ */
+const leafHook: SchemaIssue.LeafHook = (issue) =>
+  issue._tag === "InvalidType" && Object.hasOwn(issue, "input")
+    ? `${SchemaIssue.defaultLeafHook(new SchemaIssue.InvalidType(issue.ast))}, got ${jsonType(issue.input)}`
+    : SchemaIssue.defaultLeafHook(issue)
+
+const formatter = SchemaIssue.makeFormatterStandardSchemaV1({ leafHook })
 
 const identifier = /^[A-Za-z_$][\w$-]*$/u
 

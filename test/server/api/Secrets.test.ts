@@ -39,6 +39,16 @@ describe("secrets", () => {
     }
   })
 
+  it("never echoes a value in an error, even one sent in the wrong shape", async () => {
+    await createProject(server, "sec-errors")
+    const malformed: ReadonlyArray<unknown> = [value, { token: [value] }, { token: { nested: value } }]
+    for (const data of malformed) {
+      const reply = await request(server, "POST", secretsPath("sec-errors"), { body: { metadata: { name: "bad" }, spec: { data } } })
+      assertStatus(server, reply, 422, "Invalid")
+      assert.notInclude(reply.text, value, JSON.stringify(data))
+    }
+  })
+
   it("new values make a new version; the same values again do not", async () => {
     await createProject(server, "sec-versions")
     const path = `${secretsPath("sec-versions")}/db`
