@@ -251,8 +251,10 @@ function makeOperations(services: {
         return yield* badRequest(`the kind in the data (${kind}) does not match the expected kind (${ref.info.kind})`)
       }
       const schema = isNamespaceKind(ref) ? namespaceSchema : form === "status" ? statusSchema(ref.info) : form === "apply" ? applySchema(ref.info) : objectSchema(ref.info)
-      const admitted = yield* Effect.fromResult(admit(schema, object, validation, subjectOf(ref, name), ref.info.kind))
-      return form === "object" && !isNamespaceKind(ref) ? yield* normalized(ref, admitted, name) : admitted
+      // A create names its object in the body; errors name it as Kubernetes does (Job.nodus.dev "train" is invalid).
+      const named = name ?? stringAt(object, "metadata", "name")
+      const admitted = yield* Effect.fromResult(admit(schema, object, validation, subjectOf(ref, named), ref.info.kind))
+      return form === "object" && !isNamespaceKind(ref) ? yield* normalized(ref, admitted, named) : admitted
     })
 
   /**

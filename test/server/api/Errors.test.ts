@@ -97,6 +97,13 @@ describe("error answers", () => {
     assert.deepInclude(exists.details, { name: "existing", group: "nodus.dev", kind: "jobs" })
   })
 
+  it("Invalid on create names the object from the body, as Kubernetes does", async () => {
+    const reply = await request(server, "POST", jobsPath(project), { body: jobBody("too-parallel", {}, { parallelism: 3 }) })
+    const invalid = assertStatus(server, reply, 422, "Invalid")
+    assert.strictEqual(invalid.message, 'Job.nodus.dev "too-parallel" is invalid: spec.parallelism: Invalid value: 3: must be at most completions (1)')
+    assert.deepInclude(invalid.details, { name: "too-parallel", group: "nodus.dev", kind: "jobs" })
+  })
+
   it("a body over 3 MiB sent without Content-Length (chunked) is RequestEntityTooLarge too", async () => {
     const chunk = new TextEncoder().encode("a".repeat(64 * 1024))
     let sent = 0
