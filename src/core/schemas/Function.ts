@@ -246,14 +246,12 @@ export const FunctionStatus = Schema.Struct({
 // ---------------------------------------------------------------------------------------------------------------------
 // Normalization and updates
 
-/** Bare Secret names are stored as {name}. */
-export const normalizeFunction = bareSecretNames
-
 /** The Function's definition (`function` is a reserved word, hence the name). */
 export const functionKind: KindDefinition = {
   spec: FunctionSpec,
   status: FunctionStatus,
-  normalize: normalizeFunction,
+  // Bare Secret names are stored as {name}.
+  normalize: bareSecretNames,
   // Spec: Function — every spec field is mutable; maxCostUSD only rises (Conventions 4).
   updates: { immutable: [], raiseOnly: ["maxCostUSD"] }
 }

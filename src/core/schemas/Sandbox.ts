@@ -135,13 +135,11 @@ export const SandboxStatus = Schema.Struct({
   stopReason: optional(Schema.String, "Why the Sandbox stopped; empty while running.")
 }).annotate({ identifier: "SandboxStatus", description: "What the service observed of the Sandbox." })
 
-/** Bare Secret names are stored as {name}. */
-export const normalizeSandbox = bareSecretNames
-
 export const sandbox: KindDefinition = {
   spec: SandboxSpec,
   status: SandboxStatus,
-  normalize: normalizeSandbox,
+  // Bare Secret names are stored as {name}.
+  normalize: bareSecretNames,
   // Spec: Sandbox — state moves it (States and transitions) and maxCostUSD is raise only (Conventions 4). nodus also
   // lets what each start picks up change (env, secrets, network: "each start pins the newest version") and the
   // lifecycle; image (pinned to a digest at create), command, args, continuity, resources and workingDir are fixed.

@@ -184,9 +184,6 @@ export const WorkspaceStatus = Schema.Struct({
   stopReason: optional(Schema.String, "Why the Workspace stopped.")
 }).annotate({ identifier: "WorkspaceStatus", description: "What the service observed of the Workspace." })
 
-/** Bare Secret names are stored as {name}. */
-export const normalizeWorkspace = bareSecretNames
-
 /**
  * The clock-dependent rule of schedule.readyBy (spec: Workspace, schedule; Limits): at least 15 minutes after the
  * request. Admission is pure and has no clock, so the server checks it with the request time, on create and whenever
@@ -206,7 +203,8 @@ export const readyByLeadCause = (spec: Json | undefined, nowMs: number, previous
 export const workspace: KindDefinition = {
   spec: WorkspaceSpec,
   status: WorkspaceStatus,
-  normalize: normalizeWorkspace,
+  // Bare Secret names are stored as {name}.
+  normalize: bareSecretNames,
   // Spec: Workspace — maxCostUSD is raise only (Conventions 4); image may change (applies at the next start). nodus
   // keeps the home fixed: which Volume holds /home/platform, or that there is none, is decided at create.
   updates: {
