@@ -9,7 +9,7 @@ import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { type FieldValidation, fieldValidations } from "../../core/Admission.ts"
 import { ApiError, badRequest, notFound } from "../../core/ApiError.ts"
 import { canonical, isObject, type Json, type JsonObject } from "../../core/Json.ts"
-import { apiVersionOf, byResource, type KindInfo, namespaceKind, type Operation, versions } from "../../core/Kinds.ts"
+import { apiVersionOf, byResource, type KindInfo, namespaceKind, type Operation, type Version, versions } from "../../core/Kinds.ts"
 import type { ResourceObject } from "../../core/ObjectMeta.ts"
 import { timestamp } from "../../core/Strategy.ts"
 import * as OpenApi from "../openapi/OpenApi.ts"
@@ -162,8 +162,14 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
     const idempotency = yield* Idempotency
     const ids = yield* Ids
     const group = settings.group
-    // Documents are generated once: they depend only on the group and the kinds' schemas.
-    const openApiDocuments = { v1: OpenApi.document(group, "v1", schemaDocuments), v1beta1: OpenApi.document(group, "v1beta1", schemaDocuments) }
+    // Documents are generated once, on first request (tens of ms, off start-up): they depend only on the group and the
+    // kinds' schemas.
+    const openApiDocuments = new Map<Version, JsonObject>()
+    const openApiDocument = (version: Version): JsonObject => {
+      let document = openApiDocuments.get(version)
+      if (document === undefined) openApiDocuments.set(version, document = OpenApi.document(group, version, schemaDocuments))
+      return document
+    }
 
     const refOf = (route: Extract<Routes.Route, { _tag: "Resource" }>): ResourceRef | undefined => {
       if (route.group === "") return route.plural === "namespaces" ? { info: namespaceKind, group: "", apiVersion: "v1" } : undefined
@@ -429,7 +435,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
             return json(200, OpenApi.index(group))
           case "OpenApiGroupVersion":
             return route.group === group && versions.includes(route.version as never)
-              ? json(200, openApiDocuments[route.version as "v1" | "v1beta1"])
+              ? json(200, openApiDocument(route.version as Version))
               : yield* resourceNotFound()
           case "OpenApiCore":
             return json(200, OpenApi.coreDocument())
