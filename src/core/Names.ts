@@ -19,7 +19,8 @@ const labelValueMessage = "a valid label must be an empty string or consist of a
 const dns1123LabelFormat = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 const dns1123LabelPattern = new RegExp(`^${dns1123LabelFormat}$`, "u")
 const dns1123LabelMessage = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character"
-const dns1123SubdomainFormat = `${dns1123LabelFormat}(\\.${dns1123LabelFormat})*`
+/** A DNS-1123 subdomain without anchors, for composing references such as <name>@<version>. */
+export const dns1123SubdomainFormat = `${dns1123LabelFormat}(\\.${dns1123LabelFormat})*`
 const dns1123SubdomainPattern = new RegExp(`^${dns1123SubdomainFormat}$`, "u")
 const dns1123SubdomainMessage = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
 

@@ -23,8 +23,9 @@ const grammar = (check: (value: string) => ReadonlyArray<string>, description: s
   }, { description, toJsonSchema: () => exact ? jsonSchema : [jsonSchema, true] })
 
 export const ObjectName = Schema.String.check(grammar(checkDns1123Subdomain, "a lowercase RFC 1123 subdomain", jsonSchemas.dns1123Subdomain, true))
+export const Dns1123Label = Schema.String.check(grammar(checkDns1123Label, "a lowercase RFC 1123 label", jsonSchemas.dns1123Label, true))
 /** Projects are named like Kubernetes namespaces: DNS-1123 labels. */
-export const ProjectName = Schema.String.check(grammar(checkDns1123Label, "a lowercase RFC 1123 label", jsonSchemas.dns1123Label, true))
+export const ProjectName = Dns1123Label
 export const QualifiedName = Schema.String.check(grammar(checkQualifiedName, "a qualified name such as example.com/my-name", jsonSchemas.qualifiedName, false))
 export const LabelValue = Schema.String.check(grammar(checkLabelValue, "a label value: empty or at most 63 alphanumerics, '-', '_', '.'", jsonSchemas.labelValue, true))
 

@@ -12,7 +12,7 @@
  */
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
-import { dns1123SubdomainMaxLength, utf8Length } from "../Names.ts"
+import { dns1123SubdomainFormat, dns1123SubdomainMaxLength, utf8Length } from "../Names.ts"
 import { defaulted, intAtLeast, intBetween, listOf, matching, nonEmpty, oneOf, optional, quantity, uniqueBy, usd } from "./Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Condition, EnvVar, ImageStatus, Network, uniqueNames } from "./Shared.ts"
@@ -23,15 +23,13 @@ export const agentStates = ["Running", "Stopped"] as const
 /** The project that holds the shared catalog's Agent templates, as platform/<name>@<version> names catalog Environments. */
 export const catalogProject = "platform"
 
-const dnsSubdomain = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-
 /**
  * An Agent as AgentRun.spec.agent and AgentGroup.spec.agent name it (spec: "an Agent in the project or a template in
  * the shared catalog project"): `<name>`, or `platform/<name>` for a catalog template (nodus's spelling). Names are
  * object names: lowercase RFC 1123 subdomains of at most 253 characters.
  */
 export const AgentReference = matching(
-  new RegExp(`^(${catalogProject}/)?${dnsSubdomain}$`, "u"),
+  new RegExp(`^(${catalogProject}/)?${dns1123SubdomainFormat}$`, "u"),
   `must be an Agent name (a lowercase RFC 1123 subdomain) or ${catalogProject}/<name> for a catalog template`
 ).check(Schema.makeFilter(
   (reference: string) => {

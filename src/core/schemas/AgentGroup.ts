@@ -10,9 +10,10 @@ import { Schema } from "effect"
 import { type Cause, fieldInvalid } from "../ApiError.ts"
 import { isObject, type JsonObject } from "../Json.ts"
 import * as Limits from "../Limits.ts"
-import { defaulted, described, duration, intAtLeast, intBetween, matching, oneOf, optional, usd } from "./Fields.ts"
+import { decimalString, defaulted, described, duration, intAtLeast, intBetween, matching, oneOf, optional, usd } from "./Fields.ts"
 import { finalState, type KindDefinition } from "./Kind.ts"
 import { AgentReference } from "./Agent.ts"
+import { EnvironmentReference } from "./Environment.ts"
 import { Cost, Timestamp } from "./Shared.ts"
 
 /** AgentGroup states a caller writes to `spec.state`: Running (default) | the cancel state (named Cancelled). */
@@ -26,20 +27,6 @@ export const agentGroupPhases = ["Running", "Cancelling", "Succeeded", "Failed",
 
 export const agentGroupBlockedReasons = ["DependencyWait", "MaxActiveReached", "MaxCostReached"] as const
 
-const semver = "(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?"
-const dnsSubdomain = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-
-/**
- * An Environment reference (spec: AgentGroup evaluation.environment "project or platform/<name>@<version>"; the project
- * form <name>@<version> as TrainingJob writes it). The version is the Environment's SemVer.
- */
-const EnvironmentReference = matching(
-  new RegExp(`^(platform/)?${dnsSubdomain}@${semver}$`, "u"),
-  "must be <name>@<version> (an Environment in the project) or platform/<name>@<version>, with a SemVer version"
-)
-
-/** A decimal number written as a string, e.g. 0.75 or -1.5. */
-const decimal = matching(/^-?(0|[1-9][0-9]*)(\.[0-9]+)?$/u, "must be a decimal number such as 0.75")
 /** A decimal from 0 to 1. */
 const fraction = matching(/^(0(\.[0-9]+)?|1(\.0+)?)$/u, "must be a decimal number from 0 to 1 such as 0.75")
 
@@ -117,7 +104,7 @@ export const AgentGroupStatus = Schema.Struct({
     invalidOutput: count("The answer could not be graded."),
     missingAnswer: count("The run ended without an answer."),
     passRate: optional(fraction, "passed / scored, decimal; absent when no scored verdicts (unscored failures excluded)."),
-    meanReward: optional(decimal, "Mean reward of scored verdicts, decimal; absent when none."),
+    meanReward: optional(decimalString, "Mean reward of scored verdicts, decimal; absent when none."),
     initialized: optional(Schema.Boolean, "True once the tasks are materialized and member runs created."),
     agentUID: optional(Schema.String, "The evaluated Agent's uid."),
     agentRevision: optional(intAtLeast(1), "The evaluated Agent revision."),

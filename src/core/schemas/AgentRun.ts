@@ -9,7 +9,8 @@ import { Schema } from "effect"
 import type { Json } from "../Json.ts"
 import * as Limits from "../Limits.ts"
 import { dns1123SubdomainMaxLength, utf8Length } from "../Names.ts"
-import { defaulted, described, duration, intAtLeast, intBetween, matching, oneOf, onlyWith, optional, uniqueBy, usd } from "./Fields.ts"
+import { Dns1123Label, ObjectName } from "../ObjectMeta.ts"
+import { defaulted, described, duration, intAtLeast, intBetween, oneOf, onlyWith, optional, uniqueBy, usd } from "./Fields.ts"
 import { finalState, type KindDefinition } from "./Kind.ts"
 import { AgentReference } from "./Agent.ts"
 import { Cost, Sha256Hex, Timestamp } from "./Shared.ts"
@@ -25,21 +26,6 @@ export const agentRunPhases = ["Queued", "Running", "Waiting", "Succeeded", "Fai
 
 /** How a turn's model was chosen (spec: turns[].routedBy). */
 export const agentRunRoutings = ["jev", "fallback", "fixed"] as const
-
-/** A DNS-1123 label: at most 63 lowercase alphanumerics or '-', starting and ending alphanumeric. */
-const dnsLabel = matching(
-  /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/u,
-  "must be a DNS label: at most 63 lowercase alphanumerics or '-', starting and ending with an alphanumeric"
-)
-
-/** An object name (a lowercase RFC 1123 subdomain of at most 253 characters), for the AgentGroup a run belongs to. */
-const objectName = matching(
-  /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/u,
-  "must be an object name: a lowercase RFC 1123 subdomain"
-).check(Schema.makeFilter(
-  (name: string) => name.length > dns1123SubdomainMaxLength ? `Invalid value: "${name}": must be no more than ${dns1123SubdomainMaxLength} characters` : undefined,
-  { toJsonSchema: () => ({ maxLength: dns1123SubdomainMaxLength }) }
-))
 
 /** The bytes of a JSON value's text as the run stores it (compact JSON, UTF-8). */
 export const jsonBytes = (value: Json): number => utf8Length(JSON.stringify(value))
@@ -58,10 +44,10 @@ const AgentRunSpecFields = Schema.Struct({
   input: optional(input, "First prompt: a JSON string or any JSON value, up to 256 KiB."),
   keepAlive: optional(Schema.Boolean, "Stay Waiting for messages after each turn instead of succeeding."),
   deadline: optional(duration({ minimumMs: Limits.secondMs }), "Fails the run with DeadlineExceeded once this long has passed since creation (at least 1s)."),
-  group: optional(objectName, "The AgentGroup the run is a task of; the run then runs the group's Agent, starts when the group releases it, and is named <group>-<taskKey>."),
-  taskKey: optional(dnsLabel, "DNS label unique in the group; required with group (and only with it)."),
+  group: optional(ObjectName, "The AgentGroup the run is a task of; the run then runs the group's Agent, starts when the group releases it, and is named <group>-<taskKey>."),
+  taskKey: optional(Dns1123Label, "DNS label unique in the group; required with group (and only with it)."),
   dependsOn: optional(
-    Schema.Array(dnsLabel).check(uniqueBy((key: string) => key, "dependsOn task keys")),
+    Schema.Array(Dns1123Label).check(uniqueBy((key: string) => key, "dependsOn task keys")),
     "Task keys of the group, each already in the group or earlier in the same AgentRunList; the run is canceled when one fails or is canceled. Only with group."
   ),
   parallelism: optional(intBetween(0, Limits.agentRunParallelismMax), "0 = automatic team sizing; 1 to 32 = ceiling within the Agent's cap."),

@@ -5,9 +5,9 @@
  * report as `status.appVersion`. Every field is nodus's own shape of those facts (docs/kinds/App.md); all may change.
  */
 import { Schema } from "effect"
+import { ObjectName } from "../ObjectMeta.ts"
 import { described, oneOf, optional, uniqueBy } from "./Fields.ts"
 import { functionPhases } from "./Function.ts"
-import { objectName } from "./FunctionCall.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { BlobReference, Condition, NonNegativeInt, uniqueNames } from "./Shared.ts"
 
@@ -16,7 +16,7 @@ export const AppSpec = Schema.Struct({
     blob: described(BlobReference, "The content-addressed code archive (sha256:<hex>, uploaded through /blobs/v1) the members run.")
   }), "The code archive shared by the App's members."),
   functions: optional(
-    Schema.Array(objectName).check(uniqueBy((name: string) => name, "function names")),
+    Schema.Array(ObjectName).check(uniqueBy((name: string) => name, "function names")),
     "Names of the Functions in the project that belong to the App; unique."
   )
 }).annotate({ identifier: "AppSpec", description: "A group of Functions sharing a code archive (spec: App)." })

@@ -6,7 +6,7 @@
  */
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
-import { utf8Length } from "../Names.ts"
+import { dns1123SubdomainFormat, utf8Length } from "../Names.ts"
 import {
   defaulted,
   described,
@@ -33,6 +33,15 @@ export const semVerSource =
   "(?:\\+[0-9A-Za-z-]+(?:\\.[0-9A-Za-z-]+)*)?"
 
 export const SemVer = matching(new RegExp(`^${semVerSource}$`, "u"), "must be a SemVer version such as 1.2.0")
+
+/**
+ * How TrainingJob and AgentGroup name an Environment (spec: "project or platform/<name>@<version>"): <name>@<version>
+ * in the project, or platform/<name>@<version> from the platform's catalog.
+ */
+export const EnvironmentReference = matching(
+  new RegExp(`^(?:platform/)?${dns1123SubdomainFormat}@${semVerSource}$`, "u"),
+  "must be platform/<name>@<version> or <name>@<version>, with a SemVer version"
+)
 
 /** A digest-pinned OCI reference: <repository>[:<tag>]@sha256:<64 lowercase hex>. */
 const DigestPinnedImage = matching(

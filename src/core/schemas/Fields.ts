@@ -109,11 +109,17 @@ export const matching = (pattern: RegExp, rule: string) =>
     { toJsonSchema: () => ({ pattern: pattern.source }) }
   ))
 
-/** A non-empty string. */
-export const nonEmpty = Schema.String.check(Schema.makeFilter(
+/** A decimal number written as a string, such as 0.05 or -1.25 (metrics, rates, rewards); never a float on the wire. */
+export const decimalString = matching(/^-?(0|[1-9][0-9]*)(\.[0-9]+)?$/u, "must be a decimal string such as 0.25")
+
+/** The check that a string is not empty. */
+export const notEmpty = Schema.makeFilter(
   (text: string) => text.length > 0 ? undefined : "Required value: must not be empty",
   { toJsonSchema: () => ({ minLength: 1 }) }
-))
+)
+
+/** A non-empty string. */
+export const nonEmpty = Schema.String.check(notEmpty)
 
 /** A list of at most `maximum` items. */
 export const listOf = <S extends Schema.Top>(item: S, maximum: number) =>

@@ -7,8 +7,8 @@
  */
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
-import { checkDns1123Subdomain, checkLabelValue, dns1123SubdomainMaxLength, labelValueMaxLength } from "../Names.ts"
-import { defaulted, described, duration, nonEmpty, oneOf, onlyWith, optional, usd } from "./Fields.ts"
+import { LabelValue, ObjectName } from "../ObjectMeta.ts"
+import { defaulted, described, duration, nonEmpty, notEmpty, oneOf, onlyWith, optional, usd } from "./Fields.ts"
 import { finalState, type KindDefinition } from "./Kind.ts"
 import { Condition, Estimate, NonNegativeInt, Payload, Timestamp } from "./Shared.ts"
 
@@ -27,40 +27,16 @@ export const functionCallPhases = ["Queued", "Running", "Recovering", "Succeeded
 /** Why a call failed or stopped (spec: RemoteError | DeadlineExceeded | RecoveryLimitExceeded | FunctionDeleted | the cancel reason). */
 export const functionCallReasons = ["RemoteError", "DeadlineExceeded", "RecoveryLimitExceeded", "FunctionDeleted", "Cancelled"] as const
 
-// ---------------------------------------------------------------------------------------------------------------------
-// Local helpers (candidates for Fields.ts)
-
-const namesCheck = (check: (value: string) => ReadonlyArray<string>, jsonSchema: Record<string, unknown>) =>
-  Schema.String.check(Schema.makeFilter(
-    (text: string) => {
-      const problems = check(text)
-      return problems.length === 0 ? undefined : `Invalid value: "${text}": ${problems.join("; ")}`
-    },
-    { toJsonSchema: () => jsonSchema }
-  ))
-
-/** The name of an object in the project: a DNS-1123 subdomain, as object names are. */
-export const objectName = namesCheck(checkDns1123Subdomain, {
-  pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
-  maxLength: dns1123SubdomainMaxLength
-})
-
 /** A non-empty label value: the server copies mapId into the label {api_group}/map (spec: FunctionCall.mapId). */
-const labelValue = nonEmpty.check(Schema.makeFilter(
-  (text: string) => {
-    const problems = checkLabelValue(text)
-    return problems.length === 0 ? undefined : `Invalid value: "${text}": ${problems.join("; ")}`
-  },
-  { toJsonSchema: () => ({ pattern: "^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$", maxLength: labelValueMaxLength }) }
-))
+const mapLabelValue = LabelValue.check(notEmpty)
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Spec
 
 const FunctionCallSpecFields = Schema.Struct({
-  function: described(objectName, "The name of a Function in the project."),
+  function: described(ObjectName, "The name of a Function in the project."),
   input: optional(Payload, "The call's arguments (exactly one of inline, at most 64 KiB base64, and blob)."),
-  mapId: optional(labelValue, "Groups the calls of one map; the server adds the label {api_group}/map with this value."),
+  mapId: optional(mapLabelValue, "Groups the calls of one map; the server adds the label {api_group}/map with this value."),
   mapIndex: optional(NonNegativeInt, "The input's position in its map (only with mapId)."),
   session: optional(nonEmpty, "The caller's session id; claims take turns between sessions."),
   state: defaulted(oneOf(functionCallStates), "Running", "Running, or Cancelled (stops the call for good)."),

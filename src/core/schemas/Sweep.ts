@@ -8,11 +8,11 @@
 import { Schema } from "effect"
 import { isObject, type JsonObject } from "../Json.ts"
 import * as Limits from "../Limits.ts"
-import { defaulted, described, intBetween, listOf, nonEmpty, oneOf, optional, usd } from "./Fields.ts"
+import { decimalString, defaulted, described, intBetween, listOf, nonEmpty, oneOf, optional, usd } from "./Fields.ts"
 import { JobSpec, jobPhases, normalizeJob } from "./Job.ts"
 import { finalState, type KindDefinition } from "./Kind.ts"
 import { CommunityPlacement, Condition, Cost, Estimate, GpuRequest, NonNegativeInt } from "./Shared.ts"
-import { DecimalString, normalizeTrainingJob, TrainingJobSpec } from "./TrainingJob.ts"
+import { normalizeTrainingJob, TrainingJobSpec } from "./TrainingJob.ts"
 
 /** Sweep states (spec: "Running (default) | Suspended | the cancel state"; nodus names it Cancelled, as the Job does). */
 export const sweepStates = ["Running", "Suspended", "Cancelled"] as const
@@ -143,7 +143,7 @@ export const SweepStatus = Schema.Struct({
     phase: optional(oneOf(jobPhases), "The created object's phase."),
     wallSeconds: optional(NonNegativeInt, "Wall-clock seconds."),
     costUSD: optional(usd, "What the cell cost."),
-    unitsPerSecond: optional(DecimalString, "Throughput, a decimal string.")
+    unitsPerSecond: optional(decimalString, "Throughput, a decimal string.")
   })), "One entry per cell and repetition."),
   completionTime: optional(Schema.String, "When the last cell finished."),
   startTime: optional(Schema.String, "When the first cell started."),

@@ -12,6 +12,7 @@ import { Schema } from "effect"
 import { isObject, type JsonObject } from "../Json.ts"
 import * as Limits from "../Limits.ts"
 import {
+  decimalString,
   defaulted,
   described,
   duration,
@@ -24,30 +25,14 @@ import {
   optional,
   usd
 } from "./Fields.ts"
-import { semVerSource } from "./Environment.ts"
+import { EnvironmentReference } from "./Environment.ts"
 import { JobSpec, jobPhases, jobStates } from "./Job.ts"
 import type { KindDefinition } from "./Kind.ts"
+import { RuntimeReference } from "./TrainingRuntime.ts"
 import { Condition, Cost, Distributed, Estimate, gangRules, Int32, NonNegativeInt, Placement, Resources, Sha256Hex } from "./Shared.ts"
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Value grammars
-
-const objectName = "[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?"
-
-/** An Environment reference: platform/<name>@<version> (a platform environment) or <name>@<version> (in the project). */
-export const EnvironmentReference = matching(
-  new RegExp(`^(?:platform/)?${objectName}@${semVerSource}$`, "u"),
-  "must be platform/<name>@<version> or <name>@<version>, with a SemVer version"
-)
-
-/** A TrainingRuntime in the project, or a catalog runtime reference platform/<name>[@<version>] (nodus's grammar). */
-export const RuntimeReference = matching(
-  new RegExp(`^(?:platform/)?${objectName}(?:@[0-9A-Za-z][0-9A-Za-z.+_-]*)?$`, "u"),
-  "must name a TrainingRuntime in the project or a catalog runtime such as platform/<name>@<version>"
-)
-
-/** A decimal string such as 0.05 or -1.25 (metrics, rates and percentage points). */
-export const DecimalString = matching(/^-?(0|[1-9][0-9]*)(\.[0-9]+)?$/u, "must be a decimal string such as 0.25")
 
 /** A decimal string strictly between 0 and 1 (spec: data.validationFraction). */
 const Fraction = matching(/^0?\.[0-9]+$/u, "must be a decimal string between 0 and 1, exclusive, such as 0.05").check(Schema.makeFilter(
@@ -147,8 +132,8 @@ export const TrainingJobSpec = TrainingJobSpecFields
 export const PhaseSummary = Schema.Struct({
   tasks: optional(NonNegativeInt, "Completed scored attempts."),
   passed: optional(NonNegativeInt, "Passed attempts."),
-  passRate: optional(DecimalString, "passed / tasks, a decimal string."),
-  meanReward: optional(DecimalString, "Mean finite reward, a decimal string."),
+  passRate: optional(decimalString, "passed / tasks, a decimal string."),
+  meanReward: optional(decimalString, "Mean finite reward, a decimal string."),
   errors: optional(NonNegativeInt, "Infrastructure or grading errors; never counted as failed."),
   inProgress: optional(NonNegativeInt, "Attempts still running.")
 }).annotate({ identifier: "TrainingJobPhaseSummary", description: "Scores of one evaluation phase (spec: PhaseSummary)." })
@@ -158,8 +143,8 @@ export const Comparison = Schema.Struct({
   measurable: optional(Schema.Boolean, "Comparable, and not all failed or all passed."),
   reason: optional(oneOf(comparisonReasons), "Comparable, SmallestStep, TooFewTasks, DifferentTasks, NonePassed, AllPassed or IncompleteEvents."),
   note: optional(Schema.String, "One sentence."),
-  changePP: optional(DecimalString, "Pass-rate change in percentage points, a decimal string."),
-  resolutionPP: optional(DecimalString, "100 / tasks, a decimal string.")
+  changePP: optional(decimalString, "Pass-rate change in percentage points, a decimal string."),
+  resolutionPP: optional(decimalString, "100 / tasks, a decimal string.")
 }).annotate({ identifier: "TrainingJobComparison", description: "Whether baseline and evaluation compare like for like, and the change (spec: Comparison)." })
 
 export const TrainingJobStatus = Schema.Struct({
@@ -172,8 +157,8 @@ export const TrainingJobStatus = Schema.Struct({
   metrics: optional(Schema.Struct({
     step: optional(NonNegativeInt, "The current step."),
     totalSteps: optional(NonNegativeInt, "Steps in total."),
-    loss: optional(DecimalString, "Loss, a decimal string."),
-    tokensPerSecond: optional(DecimalString, "Throughput, a decimal string."),
+    loss: optional(decimalString, "Loss, a decimal string."),
+    tokensPerSecond: optional(decimalString, "Throughput, a decimal string."),
     gpuMemoryBytes: optional(NonNegativeInt, "Peak GPU memory in bytes.")
   }), "Training metrics."),
   observedGeneration: optional(Schema.Int, "The spec generation this status reflects."),

@@ -8,6 +8,7 @@
  * and says which modes and tasks it accepts and how a gang is launched.
  */
 import { Schema } from "effect"
+import { dns1123SubdomainFormat } from "../Names.ts"
 import { matching, nonEmpty, oneOf, optional, uniqueBy } from "./Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Condition, EnvVar, ImageStatus, uniqueNames } from "./Shared.ts"
@@ -17,10 +18,16 @@ export const runtimeLaunchers = ["Plain", "Torchrun", "Ray", "Verl", "Accelerate
 
 export const runtimePhases = ["Pending", "Ready", "Failed"] as const
 
+/** A runtime's name, and optionally its version: <name>[@<version>] (nodus's grammar). */
+const runtimeName = `${dns1123SubdomainFormat}(?:@[0-9A-Za-z][0-9A-Za-z.+_-]*)?`
+
 /** A catalog runtime reference: platform/<name>[@<version>]. */
-const CatalogReference = matching(
-  /^platform\/[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?(?:@[0-9A-Za-z][0-9A-Za-z.+_-]*)?$/u,
-  "must be a catalog runtime reference platform/<name>[@<version>]"
+const CatalogReference = matching(new RegExp(`^platform/${runtimeName}$`, "u"), "must be a catalog runtime reference platform/<name>[@<version>]")
+
+/** How a TrainingJob names its runtime: a TrainingRuntime in the project, or a catalog runtime platform/<name>[@<version>]. */
+export const RuntimeReference = matching(
+  new RegExp(`^(?:platform/)?${runtimeName}$`, "u"),
+  "must name a TrainingRuntime in the project or a catalog runtime such as platform/<name>@<version>"
 )
 
 const uniqueValues = (what: string) => uniqueBy<string>((value) => value, what)

@@ -32,6 +32,8 @@ const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
   ["evaluation without tasks", spec({ evaluation: { environment: "gsm8k@1.0.0" } }), "spec.evaluation.tasks"],
   ["an environment without a version", evaluation({ environment: "platform/gsm8k" }), "spec.evaluation.environment"],
   ["an environment version that is not SemVer", evaluation({ environment: "gsm8k@1.2" }), "spec.evaluation.environment"],
+  // One Environment reference grammar for every kind that names one (Environment.ts): SemVer forbids leading zeros.
+  ["an environment prerelease with a leading zero", evaluation({ environment: "gsm8k@1.2.0-01" }), "spec.evaluation.environment"],
   ["an environment in another project than platform", evaluation({ environment: "other/gsm8k@1.0.0" }), "spec.evaluation.environment"],
   ["an unknown split", evaluation({ split: "validation" }), "spec.evaluation.split"],
   ["the split in capitals", evaluation({ split: "Test" }), "spec.evaluation.split"],
