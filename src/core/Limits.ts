@@ -38,6 +38,14 @@ export const minProgressDurationDefault = "2m"
 
 // Placement (spec: Placement; Limits)
 export const queueTimeoutDefault = "24h"
+
+// Job defaults the spec leaves open (nodus; docs/jobs.md)
+/** Customer failures retried when backoffLimit is unset (Kubernetes' default). */
+export const jobBackoffLimitDefault = 6
+/** Infrastructure replacements per index when recovery.maxAttempts is unset. */
+export const recoveryMaxAttemptsDefault = 5
+/** A customer suspend checkpoint is tried once and retried twice (spec: States and transitions, Job). */
+export const suspendCheckpointTries = 3
 export const gpuTypesMin = 1
 export const gpuTypesMax = 8
 export const gpuCountsPerNode: ReadonlyArray<number> = [1, 2, 4, 8]

@@ -149,7 +149,8 @@ export const JobStatus = Schema.Struct({
     restoredFromSeq: optional(Schema.Int, "The checkpoint the current run restored."),
     seq: optional(Schema.Int, "Latest checkpoint."),
     size: optional(Schema.Int, "Its size in bytes."),
-    time: optional(Schema.String, "When it was saved.")
+    time: optional(Schema.String, "When it was saved."),
+    failures: optional(Schema.Int, "Checkpoints that could not be saved (nodus).")
   }), "Checkpoints."),
   completedIndexes: optional(Schema.String, "Completed indexes, e.g. 0-3,7."),
   completionTime: optional(Schema.String, "When the Job finished."),

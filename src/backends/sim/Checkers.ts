@@ -1,0 +1,132 @@
+/**
+ * Independent checkers, run on every step of every simulation test (issue: transition checker, liveness, invariants).
+ * They do not reuse the controller's reasoning: each rule restates a fact of the spec or of docs/jobs.md from the
+ * step's inputs and outputs, so a controller bug shows up as a violation instead of being agreed with. A violation
+ * records the seed it came from; the fault swarm prints it, and a failing seed becomes a regression test.
+ */
+import { isCustomerFailure, isLive } from "../../core/Capacity.ts"
+import type { JobStep } from "../../core/JobController.ts"
+import { isAllowedMove, isFinalPhase } from "../../core/JobPhases.ts"
+import * as Limits from "../../core/Limits.ts"
+import { parseDurationMs } from "../../core/Units.ts"
+import type { SimJob } from "./Simulation.ts"
+
+export interface Violation {
+  readonly at: number
+  readonly job: string
+  readonly rule: string
+  readonly detail: string
+}
+
+export class CheckFailed extends Error {
+  readonly violations: ReadonlyArray<Violation>
+  readonly seed: string
+  constructor(seed: string, violations: ReadonlyArray<Violation>) {
+    super(`seed ${JSON.stringify(seed)} broke ${violations.length} rule(s); first: ${JSON.stringify(violations[0])}`)
+    this.seed = seed
+    this.violations = violations
+  }
+}
+
+export class Checkers {
+  readonly violations: Array<Violation> = []
+  readonly seed: string
+
+  constructor(seed: string) {
+    this.seed = seed
+  }
+
+  private fail(at: number, job: SimJob, rule: string, detail: string) {
+    if (this.violations.length < 100) this.violations.push({ at, job: `${job.namespace}/${job.name}`, rule, detail })
+  }
+
+  /** Rules over one step: its input (the job, the status before) and its output. */
+  afterStep(job: SimJob, before: SimJob["status"], result: JobStep, now: number): void {
+    const after = result.status
+    const spec = job.spec
+    const from = before.phase
+    const to = after.phase
+    if (to === undefined) this.fail(now, job, "phase-set", "a step left the phase unset")
+    else if (!isAllowedMove(from, to)) this.fail(now, job, "transition", `${from} → ${to} is not in the phase graph`)
+    if (from !== undefined && isFinalPhase(from) && result.actions.some((action) => action._tag === "Launch")) {
+      this.fail(now, job, "final-launch", `a ${from} Job launched capacity`)
+    }
+    // Indexes: none both succeeded and running; launches only for indexes not done and not running.
+    const done = new Set<number>()
+    const customerFailures = job.attempts.filter((attempt) => attempt.outcome !== undefined && isCustomerFailure(attempt.outcome)).length
+    for (const attempt of job.attempts) if (attempt.outcome?.type === "Succeeded") done.add(attempt.index)
+    const liveIndexes = new Map<number, number>()
+    for (const attempt of job.attempts) {
+      if (!isLive(attempt)) continue
+      liveIndexes.set(attempt.index, (liveIndexes.get(attempt.index) ?? 0) + 1)
+      if (done.has(attempt.index) && attempt.phase === "Running") this.fail(now, job, "index-done-and-running", `index ${attempt.index} succeeded and runs again`)
+    }
+    for (const [index, count] of liveIndexes) if (count > 1) this.fail(now, job, "index-twice", `index ${index} has ${count} live attempts`)
+    const running = job.attempts.filter((attempt) => attempt.phase === "Provisioning" || attempt.phase === "Running").length
+    const launches = result.actions.filter((action) => action._tag === "Launch")
+    for (const launch of launches) {
+      if (launch._tag !== "Launch") continue
+      if (done.has(launch.index) || liveIndexes.has(launch.index)) this.fail(now, job, "launch-index", `index ${launch.index} launched while done or live`)
+    }
+    if (launches.length > 0 && running + launches.length > spec.parallelism) {
+      this.fail(now, job, "parallelism", `${running} live + ${launches.length} launched exceed parallelism ${spec.parallelism}`)
+    }
+    // Counts add up.
+    if (after.succeeded !== done.size) this.fail(now, job, "succeeded-count", `status.succeeded ${after.succeeded}, attempts say ${done.size}`)
+    if (after.failed !== customerFailures) this.fail(now, job, "failed-count", `status.failed ${after.failed}, attempts say ${customerFailures}`)
+    if ((after.attempts?.total ?? 0) !== job.attempts.length) this.fail(now, job, "attempts-total", `attempts.total ${after.attempts?.total}, ${job.attempts.length} recorded`)
+    // Final phases are bound to their causes (spec: States and transitions, Job).
+    if (to !== from) this.finalRules(job, after, done.size, customerFailures, now)
+    this.clockRules(job, after, now)
+  }
+
+  private finalRules(job: SimJob, after: SimJob["status"], succeeded: number, customerFailures: number, now: number) {
+    const spec = job.spec
+    if (after.phase === "Succeeded" && succeeded !== spec.completions) this.fail(now, job, "succeeded-early", `${succeeded}/${spec.completions} indexes done`)
+    if (after.phase === "Suspended" && spec.state !== "Suspended") this.fail(now, job, "suspended-unasked", "Suspended without spec.state Suspended")
+    if (after.phase === "Cancelled" && spec.state !== "Cancelled") this.fail(now, job, "cancelled-unasked", "Cancelled without spec.state Cancelled")
+    if (after.phase !== "Failed") return
+    const backoffLimit = spec.backoffLimit ?? Limits.jobBackoffLimitDefault
+    if (after.reason === "BackoffLimitExceeded" && customerFailures <= backoffLimit) this.fail(now, job, "backoff", `${customerFailures} failures ≤ backoffLimit ${backoffLimit}`)
+    if (after.reason === "CapacityUnavailable") {
+      const waited = job.status.conditions?.find((condition) => condition.type === "Scheduled")
+      const timeoutMs = parseDurationMs(spec.placement.queueTimeout) ?? 0
+      if (timeoutMs === 0) this.fail(now, job, "queue-forever", "queueTimeout 0s failed with CapacityUnavailable")
+      else if (waited?.status !== "False" || now - Date.parse(waited.lastTransitionTime) < timeoutMs) {
+        this.fail(now, job, "queue-early", "CapacityUnavailable before queueTimeout of waiting")
+      }
+    }
+    if (after.reason === "DeadlineExceeded") {
+      const start = after.timeoutStartTime === undefined ? undefined : Date.parse(after.timeoutStartTime)
+      const suspended = parseDurationMs(after.suspendedDuration ?? "0s") ?? 0
+      const limit = parseDurationMs(spec.timeout ?? "") ?? Number.POSITIVE_INFINITY
+      if (start === undefined || now - start - suspended < limit) this.fail(now, job, "deadline-early", "DeadlineExceeded before the timeout clock ran out")
+    }
+  }
+
+  /** timeoutTime = timeoutStartTime + timeout + suspendedDuration (spec: Job status). */
+  private clockRules(job: SimJob, after: SimJob["status"], now: number) {
+    if (after.timeoutTime === undefined || job.spec.timeout === undefined || after.timeoutStartTime === undefined) return
+    const expected = Date.parse(after.timeoutStartTime) + (parseDurationMs(job.spec.timeout) ?? 0) + (parseDurationMs(after.suspendedDuration ?? "0s") ?? 0)
+    if (Date.parse(after.timeoutTime) !== expected) this.fail(now, job, "timeout-time", `timeoutTime ${after.timeoutTime} ≠ start + timeout + suspended`)
+  }
+
+  /** Hosts in use never exceed a variant's capacity. */
+  capacity(variant: string, used: number, capacity: number, now: number) {
+    if (used > capacity || used < 0) this.violations.push({ at: now, job: "-", rule: "capacity", detail: `${variant}: ${used} in use of ${capacity}` })
+  }
+
+  /** Every Job ends final or in a documented waiting state within the budget. */
+  liveness(jobs: Iterable<SimJob>, isWaiting: (job: SimJob) => boolean, now: number) {
+    for (const job of jobs) {
+      const phase = job.status.phase
+      if (phase !== undefined && isFinalPhase(phase)) continue
+      if (!isWaiting(job)) this.fail(now, job, "liveness", `still ${phase} (${job.status.reason ?? "no reason"}) at the end of the budget`)
+    }
+  }
+
+  /** Throws with the seed when any rule was broken. */
+  assert(): void {
+    if (this.violations.length > 0) throw new CheckFailed(this.seed, this.violations)
+  }
+}

@@ -1,0 +1,274 @@
+/**
+ * Runs a scenario headless, as fast as the engine goes: builds the fleet and provider models from the scenario and
+ * the catalog, drives the arrival process and injected faults, runs every Job to the end of the drain budget, checks
+ * liveness, and returns a summary (per Job and totals) with the trace hash. `nodus sim <scenario>` prints it.
+ */
+import { join } from "node:path"
+import type { JobSpecType } from "../../core/JobController.ts"
+import { isFinalPhase } from "../../core/JobPhases.ts"
+import type { JsonObject } from "../../core/Json.ts"
+import type { Offering, Variant } from "../../core/Offering.ts"
+import { parseDurationMs, parseQuantity } from "../../core/Units.ts"
+import { Checkers } from "./Checkers.ts"
+import { Engine } from "./Engine.ts"
+import { Prng } from "./Prng.ts"
+import { admitJobSpec, type ProviderSettings, type Scenario, type WorkloadSettings } from "./Scenario.ts"
+import { keyOf, type ProviderFaults, type ProviderModel, SimCapacity } from "./SimCapacity.ts"
+import { isWaiting, type SimJob, Simulation, TraceHash } from "./Simulation.ts"
+import { loadTrace, type SpotTrace } from "./SpotTraces.ts"
+import { drawWorkload } from "./Workloads.ts"
+
+export const spotTracesDir = new URL("../../../scenarios/data/spot-traces/", import.meta.url).pathname
+
+export interface RunOptions {
+  readonly catalog: ReadonlyArray<Offering>
+  /** Keep a summary row per Job (off for the million-Job benchmark). */
+  readonly perJob?: boolean
+  /** Keep the trace's lines (tests print the first divergence). */
+  readonly keepTrace?: boolean
+  /** Run the checkers (on in tests; the benchmark measures without them too). */
+  readonly check?: boolean
+  /** Overrides the scenario's seed (the fault swarm). */
+  readonly seed?: string
+}
+
+export interface JobSummary {
+  readonly name: string
+  readonly phase: string
+  readonly reason: string | undefined
+  readonly attempts: number
+  readonly preemptions: number
+  readonly nodeLosses: number
+  readonly checkpoints: number
+  readonly createdAt: string
+  readonly completionTime: string | undefined
+}
+
+export interface Summary {
+  readonly scenario: string
+  readonly seed: string
+  readonly traceHash: string
+  readonly traceLines: number
+  readonly virtualStart: string
+  readonly virtualEnd: string
+  readonly totals: {
+    readonly jobs: number
+    readonly byPhase: Readonly<Record<string, number>>
+    readonly attempts: number
+    readonly preemptions: number
+    readonly nodeLosses: number
+    readonly bootFailures: number
+    readonly checkpoints: number
+    readonly engineEvents: number
+    readonly controllerSteps: number
+  }
+  readonly violations: ReadonlyArray<unknown>
+  readonly jobs?: ReadonlyArray<JobSummary>
+}
+
+const ms = (text: string | undefined, fallback: number) => (text === undefined ? fallback : parseDurationMs(text) ?? fallback)
+
+type Settings = { readonly [K in keyof ProviderSettings]?: ProviderSettings[K] | undefined }
+
+/** Provider defaults (nodus's assumptions; docs/simulator.md). */
+const baseProvider: Settings = {
+  bootMedian: "2m",
+  bootSigma: 0.4,
+  bootFailureRate: 0.01,
+  preemptionMtbf: "24h",
+  preemptionTrace: undefined,
+  nodeLossMtbf: "2160h",
+  teardown: "30s",
+  warmStart: "5s",
+  restoreBandwidth: "1Gi"
+}
+
+/** Provider models per variant: defaults, then the scenario's default, interruptible and per-offering settings. */
+const providerModels = (scenario: Scenario, traces: Map<string, SpotTrace>) => (variant: Variant): ProviderModel => {
+  const id = variant.offering.id
+  const settings: Settings = {
+    ...baseProvider,
+    ...scenario.providers.default,
+    ...(variant.interruptible ? scenario.providers.interruptible : {}),
+    ...scenario.providers.byOffering[id]
+  }
+  const capacity = scenario.fleet.capacity[keyOf(variant)] ?? scenario.fleet.capacity[id] ?? scenario.fleet.hostsPerVariant
+  const traceName = variant.interruptible ? settings.preemptionTrace : undefined
+  let trace: SpotTrace | undefined
+  if (traceName !== undefined) {
+    trace = traces.get(traceName)
+    if (trace === undefined) traces.set(traceName, (trace = loadTrace(join(spotTracesDir, traceName))))
+  }
+  return {
+    capacity,
+    bootMedianMs: ms(settings.bootMedian, 120_000),
+    bootSigma: settings.bootSigma ?? 0.4,
+    bootFailureRate: settings.bootFailureRate ?? 0,
+    preemptionMtbfMs: variant.interruptible && trace === undefined ? ms(settings.preemptionMtbf, 24 * 3_600_000) : undefined,
+    preemptionTrace: trace,
+    nodeLossMtbfMs: settings.nodeLossMtbf === undefined ? undefined : ms(settings.nodeLossMtbf, 0) || undefined,
+    teardownMs: ms(settings.teardown, 30_000),
+    warmStartMs: ms(settings.warmStart, 5_000),
+    restoreBytesPerSecond: parseQuantity(settings.restoreBandwidth ?? "1Gi") ?? 2 ** 30
+  }
+}
+
+/** Fault windows as a function of time: storms multiply preemption rates, droughts shrink capacity. */
+const faultsOf = (scenario: Scenario, start: number): ProviderFaults => {
+  const storms = scenario.faults.preemptionStorms.map((storm) => ({ from: start + ms(storm.at, 0), to: start + ms(storm.at, 0) + ms(storm.for, 0), factor: storm.factor }))
+  const droughts = scenario.faults.droughts.map((drought) => ({ from: start + ms(drought.at, 0), to: start + ms(drought.at, 0) + ms(drought.for, 0), factor: drought.capacityFactor }))
+  return (_variant, now) => {
+    let preemptionFactor = 1
+    let capacityFactor = 1
+    for (const storm of storms) if (now >= storm.from && now < storm.to) preemptionFactor *= storm.factor
+    for (const drought of droughts) if (now >= drought.from && now < drought.to) capacityFactor *= drought.factor
+    return { preemptionFactor, capacityFactor }
+  }
+}
+
+const fleetOf = (scenario: Scenario, catalog: ReadonlyArray<Offering>): ReadonlyArray<Offering> => {
+  const wanted = scenario.fleet.offerings
+  if (wanted === undefined) return catalog
+  const chosen = catalog.filter((offering) => wanted.includes(offering.id))
+  const missing = wanted.filter((id) => !chosen.some((offering) => offering.id === id))
+  if (missing.length > 0) throw new Error(`scenario ${scenario.name}: unknown offerings ${missing.join(", ")}`)
+  return chosen
+}
+
+export const runScenario = (scenario: Scenario, options: RunOptions): Summary => {
+  const seed = options.seed ?? scenario.seed
+  const start = Date.parse(scenario.start)
+  const engine = new Engine(start)
+  const random = new Prng(seed)
+  const traces = new Map<string, SpotTrace>()
+  const catalog = fleetOf(scenario, options.catalog)
+  const capacity = new SimCapacity(engine, random.derive("capacity"), providerModels(scenario, traces), faultsOf(scenario, start))
+  const trace = new TraceHash(options.keepTrace === true)
+  const checkers = options.check === false ? undefined : new Checkers(seed)
+  const finished: Array<JobSummary> = []
+  const counts = { jobs: 0, attempts: 0, preemptions: 0, nodeLosses: 0, bootFailures: 0, checkpoints: 0 }
+  const byPhase: Record<string, number> = {}
+  const recorded = new WeakSet<SimJob>()
+  const record = (job: SimJob) => {
+    if (recorded.has(job)) return
+    recorded.add(job)
+    const phase = job.status.phase ?? "Pending"
+    byPhase[phase] = (byPhase[phase] ?? 0) + 1
+    let preemptions = 0
+    let nodeLosses = 0
+    for (const attempt of job.attempts) {
+      if (attempt.outcome?.type === "Preempted") preemptions++
+      if (attempt.outcome?.type === "NodeLost") nodeLosses++
+      if (attempt.outcome?.type === "BootFailed") counts.bootFailures++
+    }
+    counts.attempts += job.attempts.length
+    counts.preemptions += preemptions
+    counts.nodeLosses += nodeLosses
+    counts.checkpoints += job.status.checkpoint?.seq ?? 0
+    if (options.perJob !== false) {
+      finished.push({
+        name: `${job.namespace}/${job.name}`,
+        phase,
+        reason: job.status.reason,
+        attempts: job.attempts.length,
+        preemptions,
+        nodeLosses,
+        checkpoints: job.status.checkpoint?.seq ?? 0,
+        createdAt: new Date(job.createdAt).toISOString(),
+        completionTime: job.status.completionTime
+      })
+    }
+  }
+  const simulation = new Simulation({
+    engine,
+    capacity,
+    catalog,
+    trace,
+    checkers,
+    onDeleted: record
+  })
+  // Capacity comes back when a drought ends.
+  for (const drought of scenario.faults.droughts) engine.at(start + ms(drought.at, 0) + ms(drought.for, 0), () => simulation.capacityChanged())
+  const specs = scenario.workloads.map((workload) => admitJobSpec(workload.job as JsonObject))
+  arrivals(scenario, engine, random, simulation, specs, start, counts)
+  const end = start + ms(scenario.horizon, 0) + ms(scenario.drain, 0)
+  engine.run(end)
+  const unfinished = [...simulation.jobs.values()]
+  checkers?.liveness(unfinished, isWaiting, engine.now)
+  for (const job of unfinished) record(job)
+  if (checkers !== undefined) {
+    for (const offering of catalog) {
+      for (const interruptible of [false, true]) {
+        const variant = variantOf(offering, interruptible)
+        if (variant !== undefined) checkers.capacity(keyOf(variant), capacity.inUse(variant), capacity.capacityOf(variant), engine.now)
+      }
+    }
+  }
+  finished.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  return {
+    scenario: scenario.name,
+    seed,
+    traceHash: trace.digest(),
+    traceLines: trace.count,
+    virtualStart: new Date(start).toISOString(),
+    virtualEnd: new Date(engine.now).toISOString(),
+    totals: { ...counts, byPhase, engineEvents: engine.processed, controllerSteps: simulation.steps },
+    violations: checkers?.violations ?? [],
+    ...(options.perJob === false ? {} : { jobs: finished })
+  }
+}
+
+const variantOf = (offering: Offering, interruptible: boolean): Variant | undefined => {
+  const rate = interruptible ? offering.interruptibleMicroUsdPerHour : offering.onDemandMicroUsdPerHour
+  return rate === undefined ? undefined : { offering, interruptible, rateMicroUsdPerHour: rate }
+}
+
+/** The Poisson arrival process, the workload mix and the customer faults (suspends, cancels). */
+const arrivals = (
+  scenario: Scenario,
+  engine: Engine,
+  random: Prng,
+  simulation: Simulation,
+  specs: ReadonlyArray<JobSpecType>,
+  start: number,
+  counts: { jobs: number }
+) => {
+  const arrivalRandom = random.derive("arrivals")
+  const mixRandom = random.derive("mix")
+  const workloadRandom = random.derive("workloads")
+  const customerRandom = random.derive("customers")
+  const meanMs = ms(scenario.arrivals.meanInterarrival, 60_000)
+  const horizonEnd = start + ms(scenario.horizon, 0)
+  const limit = scenario.arrivals.count ?? Number.POSITIVE_INFINITY
+  const totalWeight = scenario.workloads.reduce((sum, workload) => sum + workload.weight, 0)
+  const pick = (): number => {
+    let ticket = mixRandom.uniform() * totalWeight
+    for (let index = 0; index < scenario.workloads.length; index++) {
+      ticket -= scenario.workloads[index]!.weight
+      if (ticket < 0) return index
+    }
+    return scenario.workloads.length - 1
+  }
+  const suspendForMs = ms(scenario.faults.suspendFor, 30 * 60_000)
+  const arrive = () => {
+    if (counts.jobs >= limit || engine.now >= horizonEnd) return
+    const index = pick()
+    const settings: WorkloadSettings = scenario.workloads[index]!
+    const spec = specs[index]!
+    const job = simulation.submit(settings.namespace, `${settings.name}-${++counts.jobs}`, spec, drawWorkload(settings, workloadRandom))
+    if (customerRandom.chance(scenario.faults.suspendRate)) {
+      const at = Math.round(customerRandom.uniform() * 2 * (parseDurationMs(settings.durationMedian) ?? 60_000))
+      engine.after(at, () => {
+        if (job.deleted || isFinalPhase(job.status.phase ?? "Pending")) return
+        simulation.update(job, { ...job.spec, state: "Suspended" })
+        engine.after(suspendForMs, () => !job.deleted && simulation.update(job, { ...job.spec, state: "Running" }))
+      })
+    }
+    if (customerRandom.chance(scenario.faults.cancelRate)) {
+      const at = Math.round(customerRandom.uniform() * 2 * (parseDurationMs(settings.durationMedian) ?? 60_000))
+      engine.after(at, () => !job.deleted && !isFinalPhase(job.status.phase ?? "Pending") && simulation.update(job, { ...job.spec, state: "Cancelled" }))
+    }
+    engine.after(Math.max(1, Math.round(arrivalRandom.exponential(meanMs))), arrive)
+  }
+  engine.after(Math.round(arrivalRandom.exponential(meanMs)), arrive)
+}

@@ -1,0 +1,86 @@
+/**
+ * A scenario file (scenarios/*.json), decoded with Schema: the fleet (which offerings, how many hosts), provider
+ * models, the arrival process, the workload mix (Job specs admitted by the Job kind's own schema, with models of how
+ * their programs behave), faults, the seed and the horizon. docs/simulator.md describes every field.
+ */
+import { Schema } from "effect"
+import { normalizeJob, JobSpec } from "../../core/schemas/Job.ts"
+import { described, defaulted, duration, optional, quantity } from "../../core/schemas/Fields.ts"
+import type { JobSpecType } from "../../core/JobController.ts"
+import type { JsonObject } from "../../core/Json.ts"
+
+const probability = Schema.Number.check(Schema.isBetween({ minimum: 0, maximum: 1 }))
+const nonNegative = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+
+export const ProviderSettings = Schema.Struct({
+  bootMedian: optional(duration(), "Median boot time."),
+  bootSigma: optional(Schema.Number, "Spread of log(boot time)."),
+  bootFailureRate: optional(probability, "Probability that a boot fails."),
+  preemptionMtbf: optional(duration(), "Mean time between preemptions of an interruptible host."),
+  preemptionTrace: optional(Schema.String, "A spot trace under scenarios/data/spot-traces/ replayed instead of a rate."),
+  nodeLossMtbf: optional(duration(), "Mean time between node losses of any host."),
+  teardown: optional(duration(), "Teardown time."),
+  warmStart: optional(duration(), "Program start on a warm host."),
+  restoreBandwidth: optional(quantity(), "Checkpoint save and restore bytes per second.")
+})
+export type ProviderSettings = typeof ProviderSettings.Type
+
+export const WorkloadSettings = Schema.Struct({
+  name: described(Schema.String, "Name prefix of the Jobs."),
+  namespace: defaulted(Schema.String, "default", "Project of the Jobs."),
+  weight: defaulted(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)), 1, "Relative share of arrivals."),
+  job: described(Schema.Record(Schema.String, Schema.Json), "A Job spec, admitted by the Job schema."),
+  durationMedian: described(duration(), "Median work of a program."),
+  durationSigma: defaulted(Schema.Number, 0, "Spread of log(work)."),
+  failureRate: defaulted(probability, 0, "Probability that a run exits with code 1."),
+  oomRate: defaulted(probability, 0, "Probability that a run is OOM-killed."),
+  checkpointSize: defaulted(quantity(), "1Gi", "Bytes per checkpoint."),
+  checkpointFailureRate: defaulted(probability, 0, "Probability that a periodic checkpoint fails."),
+  suspendCheckpointFailureRate: defaulted(probability, 0, "Probability that a suspend checkpoint fails.")
+})
+export type WorkloadSettings = typeof WorkloadSettings.Type
+
+const Window = Schema.Struct({
+  at: described(duration(), "Offset from the start."),
+  for: described(duration(), "Length.")
+})
+
+export const Faults = Schema.Struct({
+  preemptionStorms: defaulted(Schema.Array(Schema.Struct({ ...Window.fields, factor: described(Schema.Number, "Preemption rate multiplier.") })), [], "Windows of many preemptions."),
+  droughts: defaulted(Schema.Array(Schema.Struct({ ...Window.fields, capacityFactor: described(probability, "Share of capacity left.") })), [], "Windows of little capacity."),
+  suspendRate: defaulted(probability, 0, "Share of Jobs a customer suspends once, some time into their run."),
+  suspendFor: defaulted(duration(), "30m", "How long a suspended Job stays suspended."),
+  cancelRate: defaulted(probability, 0, "Share of Jobs a customer cancels some time into their run.")
+})
+export type Faults = typeof Faults.Type
+
+export const Scenario = Schema.Struct({
+  name: described(Schema.String, "Scenario name."),
+  description: optional(Schema.String, "What it shows."),
+  seed: described(Schema.String, "Seed of every random draw."),
+  start: defaulted(Schema.String, "2026-01-01T00:00:00.000Z", "Virtual start time."),
+  horizon: described(duration(), "Arrivals happen within this time."),
+  drain: defaulted(duration(), "720h", "Time after the horizon for work to finish (the liveness budget)."),
+  fleet: described(Schema.Struct({
+    offerings: optional(Schema.Array(Schema.String), "Offering ids in the fleet (default: every one in the catalog)."),
+    hostsPerVariant: defaulted(nonNegative, 8, "Hosts of each variant unless `capacity` says otherwise."),
+    capacity: defaulted(Schema.Record(Schema.String, nonNegative), {}, "Hosts by offering id or id/interruptible.")
+  }), "The capacity."),
+  providers: defaulted(Schema.Struct({
+    default: defaulted(ProviderSettings, {}, "Every variant."),
+    interruptible: defaulted(ProviderSettings, {}, "Interruptible variants, over the default."),
+    byOffering: defaulted(Schema.Record(Schema.String, ProviderSettings), {}, "Per offering id, over the rest.")
+  }), {}, "Provider models."),
+  arrivals: described(Schema.Struct({
+    meanInterarrival: described(duration(), "Mean time between arrivals (Poisson process)."),
+    count: optional(nonNegative, "Stop after this many arrivals.")
+  }), "The arrival process."),
+  workloads: described(Schema.Array(WorkloadSettings), "The workload mix."),
+  faults: defaulted(Faults, {}, "Injected faults.")
+})
+export type Scenario = typeof Scenario.Type
+
+export const decodeScenario = (input: unknown): Scenario => Schema.decodeUnknownSync(Scenario)(input)
+
+/** A workload's Job spec through the Job kind's normalization and schema, defaults included. */
+export const admitJobSpec = (spec: JsonObject): JobSpecType => Schema.decodeUnknownSync(JobSpec)(normalizeJob(spec))

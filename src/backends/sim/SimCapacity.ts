@@ -1,0 +1,443 @@
+/**
+ * The simulator's capacity: hosts of every offering variant, and the programs that run on them, over the engine's
+ * virtual time. It carries out the controller's actions (launch, checkpoint, stop) and keeps the facts of every
+ * attempt, which is all a controller reads back. Provider models decide boots, boot failures, preemptions (a rate or
+ * a replayed spot trace), node loss and teardown; workload models decide how long a program runs, how it exits and
+ * how big its checkpoints are. Every random draw comes from a generator derived from the scenario seed.
+ *
+ * Simplifications, documented in docs/simulator.md: a checkpoint is saved in the background without pausing the
+ * program; restoring one costs its size over `restoreBytesPerSecond`; a program's progress is its run time (one
+ * progress unit per second of work).
+ */
+import type { AttemptFacts, Checkpoint, Outcome, SuspendCheckpoint } from "../../core/Capacity.ts"
+import type { Market } from "../../core/Placement.ts"
+import { type Variant, variantKey } from "../../core/Offering.ts"
+import type { Engine } from "./Engine.ts"
+import type { Prng } from "./Prng.ts"
+import { nextPreemptionAfter, type SpotTrace } from "./SpotTraces.ts"
+
+/** How a provider behaves for one variant. Times in milliseconds. */
+export interface ProviderModel {
+  readonly capacity: number
+  readonly bootMedianMs: number
+  /** Spread of log(boot time). */
+  readonly bootSigma: number
+  readonly bootFailureRate: number
+  /** Mean time between preemptions of one host (interruptible variants); undefined: never preempted. */
+  readonly preemptionMtbfMs: number | undefined
+  /** A replayed spot trace instead of a rate: a host is preempted at the trace's next 1 → 0 drop. */
+  readonly preemptionTrace: SpotTrace | undefined
+  /** Mean time between node losses of one host; undefined: never. */
+  readonly nodeLossMtbfMs: number | undefined
+  readonly teardownMs: number
+  /** Start of a program on a warm host (no boot). */
+  readonly warmStartMs: number
+  readonly restoreBytesPerSecond: number
+}
+
+/** How one workload's program behaves. */
+export interface WorkloadModel {
+  /** Work to do, in milliseconds of run time. */
+  readonly durationMs: number
+  /** Exit code at the end of the work; non-zero is a customer failure. */
+  readonly exitCode: number
+  /** Probability that a run exits with code 1 instead (a flaky program). */
+  readonly runFailureRate: number
+  /** Probability that a run is OOM-killed halfway through its remaining work. */
+  readonly oomRate: number
+  readonly checkpointSizeBytes: number
+  readonly checkpointFailureRate: number
+  readonly suspendCheckpointFailureRate: number
+}
+
+/** Modifies a provider model over time (fault injection): e.g. a preemption storm multiplies the rate. */
+export type ProviderFaults = (variant: Variant, now: number) => { readonly preemptionFactor: number; readonly capacityFactor: number }
+
+const noFaults: ProviderFaults = () => ({ preemptionFactor: 1, capacityFactor: 1 })
+
+/** The attempt as the simulator keeps it: the facts a controller reads, plus the program's bookkeeping. */
+type SimAttempt = { -readonly [K in keyof AttemptFacts]: AttemptFacts[K] }
+
+interface Program {
+  readonly attempt: SimAttempt
+  readonly owner: string
+  readonly workload: WorkloadModel
+  readonly namespace: string
+  /** Invalidates scheduled callbacks once the program moved on. */
+  token: number
+  /** Work done when the current run started, and when it (virtually) started. */
+  workAtStart: number
+  runStartedAt: number
+  checkpointIntervalMs: number | undefined
+  keepWarmMs: number
+  hostWarm: boolean
+  /** Work at which the program is OOM-killed, drawn once per run; undefined: it is not. */
+  readonly oomAtWork: number | undefined
+}
+
+/** A host kept warm after its program ended (spec: Job.scaledownWindow). */
+interface WarmHost {
+  readonly expiresAt: number
+  taken: boolean
+}
+
+interface Pool {
+  readonly variant: Variant
+  readonly model: ProviderModel
+  used: number
+  /** Warm hosts by namespace, oldest first (a warm host is reused only within its project). */
+  readonly warm: Map<string, Array<WarmHost>>
+}
+
+export interface LaunchRequest {
+  readonly owner: string
+  readonly namespace: string
+  readonly attempt: string
+  readonly index: number
+  readonly number: number
+  readonly variant: Variant
+  readonly recovery: boolean
+  readonly restoreFromSeq: number | undefined
+  readonly resumeFromUnits: number | undefined
+  readonly checkpointIntervalMs: number | undefined
+  readonly keepWarmMs: number
+  readonly workload: WorkloadModel
+}
+
+export class SimCapacity {
+  private readonly engine: Engine
+  private readonly random: Prng
+  private readonly models: (variant: Variant) => ProviderModel
+  private readonly faults: ProviderFaults
+  private readonly pools = new Map<Variant, Pool>()
+  private readonly programs = new Map<string, Program>()
+  /** Work saved at each checkpoint, per owner: what a restore resumes from. */
+  private readonly saved = new Map<string, Map<number, number>>()
+  private readonly seqs = new Map<string, number>()
+  /** Called whenever an owner's facts change, so its controller runs again. */
+  onChange: (owner: string) => void = () => {}
+  /** Called when a host goes back to the pool or capacity grows, so waiting workloads look again. */
+  onFreed: () => void = () => {}
+
+  constructor(engine: Engine, random: Prng, models: (variant: Variant) => ProviderModel, faults: ProviderFaults = noFaults) {
+    this.engine = engine
+    this.random = random
+    this.models = models
+    this.faults = faults
+  }
+
+  // -------------------------------------------------------------------------------------------------------------------
+  // Market
+
+  private pool(variant: Variant): Pool {
+    let pool = this.pools.get(variant)
+    if (pool === undefined) {
+      pool = { variant, model: this.models(variant), used: 0, warm: new Map() }
+      this.pools.set(variant, pool)
+    }
+    return pool
+  }
+
+  private warmHosts(pool: Pool, namespace: string): Array<WarmHost> {
+    const hosts = pool.warm.get(namespace)
+    if (hosts === undefined) return []
+    while (hosts.length > 0 && (hosts[0]!.taken || hosts[0]!.expiresAt <= this.engine.now)) hosts.shift()
+    return hosts
+  }
+
+  /** Keeps a healthy host warm for `keepWarmMs`; it goes back to the provider when nobody took it by then. */
+  private keepWarm(pool: Pool, namespace: string, keepWarmMs: number): void {
+    let hosts = pool.warm.get(namespace)
+    if (hosts === undefined) pool.warm.set(namespace, (hosts = []))
+    const host: WarmHost = { expiresAt: this.engine.now + keepWarmMs, taken: false }
+    hosts.push(host)
+    this.engine.at(host.expiresAt, () => {
+      if (host.taken) return
+      host.taken = true
+      pool.used--
+      this.onFreed()
+    })
+  }
+
+  /** Hosts a launch in `namespace` could take now: free ones and the project's warm ones. */
+  available(variant: Variant, namespace: string): number {
+    const pool = this.pool(variant)
+    const warm = this.warmHosts(pool, namespace).length
+    const capacity = Math.floor(pool.model.capacity * this.faults(variant, this.engine.now).capacityFactor)
+    return Math.max(0, capacity - pool.used) + warm
+  }
+
+  /** The market a controller of `namespace` sees. */
+  marketFor(namespace: string): Market {
+    return {
+      available: (variant) => this.available(variant, namespace),
+      bootMs: (variant) => this.pool(variant).model.bootMedianMs,
+      meanTimeBetweenInterruptionsMs: (variant) => (variant.interruptible ? this.pool(variant).model.preemptionMtbfMs : undefined)
+    }
+  }
+
+  inUse(variant: Variant): number {
+    return this.pool(variant).used
+  }
+
+  capacityOf(variant: Variant): number {
+    return this.pool(variant).model.capacity
+  }
+
+  // -------------------------------------------------------------------------------------------------------------------
+  // Actions
+
+  launch(request: LaunchRequest): AttemptFacts {
+    const now = this.engine.now
+    const attempt: SimAttempt = {
+      name: request.attempt,
+      index: request.index,
+      number: request.number,
+      variant: request.variant,
+      warmReuse: false,
+      recovery: request.recovery,
+      restoreFromSeq: request.restoreFromSeq,
+      requestedAt: now,
+      bootedAt: undefined,
+      endedAt: undefined,
+      phase: "Provisioning",
+      outcome: undefined,
+      checkpoint: undefined,
+      checkpointFailures: 0,
+      suspend: undefined,
+      progressUnits: undefined
+    }
+    const pool = this.pool(request.variant)
+    const warm = this.warmHosts(pool, request.namespace)
+    if (warm.length > 0) {
+      warm.shift()!.taken = true
+      attempt.warmReuse = true
+    } else if (this.available(request.variant, request.namespace) > 0) {
+      pool.used++
+    } else {
+      // Spec: capacity was taken between the placement decision and the acquire; the index waits again.
+      this.end(attempt, { type: "Unavailable" }, now)
+      return attempt
+    }
+    const workAtStart = this.restoredWork(request)
+    const program: Program = {
+      attempt,
+      owner: request.owner,
+      workload: request.workload,
+      namespace: request.namespace,
+      token: 0,
+      workAtStart,
+      runStartedAt: now,
+      checkpointIntervalMs: request.checkpointIntervalMs,
+      keepWarmMs: request.keepWarmMs,
+      hostWarm: attempt.warmReuse,
+      oomAtWork: this.random.chance(request.workload.oomRate) ? Math.round(this.random.uniform() * request.workload.durationMs) : undefined
+    }
+    this.programs.set(attempt.name, program)
+    this.boot(program)
+    return attempt
+  }
+
+  /** A customer suspend checkpoint for `episode`. */
+  checkpoint(name: string, episode: number): void {
+    const program = this.programs.get(name)
+    if (program === undefined || program.attempt.phase !== "Running") return
+    const previous = program.attempt.suspend
+    const failures = previous?.episode === episode ? previous.failures : 0
+    if (previous?.episode === episode && previous.state === "Pending") return
+    program.attempt.suspend = { episode, state: "Pending", failures }
+    const token = program.token
+    const saveMs = this.saveMs(program)
+    this.engine.after(saveMs, () => {
+      if (program.token !== token) return
+      const failed = this.random.chance(program.workload.suspendCheckpointFailureRate)
+      if (failed) program.attempt.suspend = { episode, state: "Failed", failures: failures + 1 } satisfies SuspendCheckpoint
+      else {
+        this.saveCheckpoint(program)
+        program.attempt.suspend = { episode, state: "Saved", failures }
+      }
+      this.onChange(program.owner)
+    })
+  }
+
+  stop(name: string, keepWarmMs: number): void {
+    const program = this.programs.get(name)
+    if (program === undefined || program.attempt.phase === "Terminating" || program.attempt.phase === "Ended") return
+    program.token++
+    this.recordProgress(program)
+    program.attempt.phase = "Terminating"
+    program.keepWarmMs = keepWarmMs
+    const token = program.token
+    this.engine.after(this.pool(program.attempt.variant).model.teardownMs, () => {
+      if (program.token !== token) return
+      this.finish(program, { type: "Stopped" }, true)
+    })
+  }
+
+  /** The facts of an attempt (the same object while it lives). */
+  facts(name: string): AttemptFacts | undefined {
+    return this.programs.get(name)?.attempt
+  }
+
+  /** Forgets an owner's programs (its Job was deleted). */
+  forget(owner: string): void {
+    this.saved.delete(owner)
+    this.seqs.delete(owner)
+  }
+
+  // -------------------------------------------------------------------------------------------------------------------
+  // The program's life
+
+  private restoredWork(request: LaunchRequest): number {
+    if (request.restoreFromSeq !== undefined) return this.saved.get(request.owner)?.get(request.restoreFromSeq) ?? 0
+    if (request.resumeFromUnits !== undefined) return request.resumeFromUnits * 1000
+    return 0
+  }
+
+  private saveMs(program: Program): number {
+    return Math.max(1000, Math.round((program.workload.checkpointSizeBytes / this.pool(program.attempt.variant).model.restoreBytesPerSecond) * 1000))
+  }
+
+  private boot(program: Program): void {
+    const model = this.pool(program.attempt.variant).model
+    const token = program.token
+    if (program.hostWarm) {
+      this.engine.after(model.warmStartMs, () => program.token === token && this.started(program))
+      return
+    }
+    const bootMs = Math.round(this.random.logNormal(model.bootMedianMs, model.bootSigma))
+    const lossAt = this.nodeLossDelay(model)
+    if (lossAt !== undefined && lossAt < bootMs) {
+      this.engine.after(lossAt, () => program.token === token && this.finish(program, { type: "NodeLost" }, false))
+      return
+    }
+    const failed = this.random.chance(model.bootFailureRate)
+    this.engine.after(bootMs, () => {
+      if (program.token !== token) return
+      if (failed) this.finish(program, { type: "BootFailed" }, false)
+      else this.started(program)
+    })
+  }
+
+  private nodeLossDelay(model: ProviderModel): number | undefined {
+    return model.nodeLossMtbfMs === undefined ? undefined : Math.round(this.random.exponential(model.nodeLossMtbfMs))
+  }
+
+  private preemptionDelay(program: Program): number | undefined {
+    const variant = program.attempt.variant
+    if (!variant.interruptible) return undefined
+    const model = this.pool(variant).model
+    const now = this.engine.now
+    if (model.preemptionTrace !== undefined) {
+      const at = nextPreemptionAfter(model.preemptionTrace, now)
+      return at === undefined ? undefined : at - now
+    }
+    if (model.preemptionMtbfMs === undefined) return undefined
+    const factor = this.faults(variant, now).preemptionFactor
+    return Math.round(this.random.exponential(model.preemptionMtbfMs / factor))
+  }
+
+  private started(program: Program): void {
+    const attempt = program.attempt
+    const now = this.engine.now
+    attempt.phase = "Running"
+    attempt.bootedAt = now
+    const restoreMs = attempt.restoreFromSeq === undefined ? 0 : this.saveMs(program)
+    program.runStartedAt = now + restoreMs
+    this.onChange(program.owner)
+    this.scheduleNext(program)
+  }
+
+  /** Schedules the program's next event: exit, OOM, checkpoint, preemption or node loss, whichever comes first. */
+  private scheduleNext(program: Program): void {
+    const now = this.engine.now
+    const { durationMs } = program.workload
+    // The run's work is anchored at (runStartedAt, workAtStart); runStartedAt may lie ahead while a restore loads.
+    const workAt = (work: number) => program.runStartedAt + Math.max(0, work - program.workAtStart)
+    const exitAt = workAt(durationMs)
+    const oomAt = program.oomAtWork !== undefined && program.oomAtWork >= program.workAtStart ? workAt(program.oomAtWork) : Number.POSITIVE_INFINITY
+    const interval = program.checkpointIntervalMs
+    const checkpointAt = interval === undefined ? Number.POSITIVE_INFINITY : Math.max(now, program.runStartedAt) + interval
+    const preemption = this.preemptionDelay(program)
+    const loss = this.nodeLossDelay(this.pool(program.attempt.variant).model)
+    const preemptAt = preemption === undefined ? Number.POSITIVE_INFINITY : now + preemption
+    const lossAt = loss === undefined ? Number.POSITIVE_INFINITY : now + loss
+    const first = Math.min(exitAt, oomAt, checkpointAt, preemptAt, lossAt)
+    const token = ++program.token
+    this.engine.at(first, () => {
+      if (program.token !== token) return
+      if (first === preemptAt) this.finish(program, { type: "Preempted" }, false)
+      else if (first === lossAt) this.finish(program, { type: "NodeLost" }, false)
+      else if (first === oomAt) this.finish(program, { type: "OOMKilled" }, true)
+      else if (first === exitAt) this.exit(program)
+      else this.periodicCheckpoint(program)
+    })
+  }
+
+  private workDone(program: Program, at: number): number {
+    return program.workAtStart + Math.max(0, at - program.runStartedAt)
+  }
+
+  private periodicCheckpoint(program: Program): void {
+    if (this.random.chance(program.workload.checkpointFailureRate)) program.attempt.checkpointFailures++
+    else this.saveCheckpoint(program)
+    this.recordProgress(program)
+    this.onChange(program.owner)
+    // Re-anchor so the next checkpoint is one interval of work later; the draw of the next exit stays consistent.
+    program.workAtStart = this.workDone(program, this.engine.now)
+    program.runStartedAt = this.engine.now
+    this.scheduleNext(program)
+  }
+
+  private saveCheckpoint(program: Program): void {
+    const now = this.engine.now
+    const seq = (this.seqs.get(program.owner) ?? 0) + 1
+    this.seqs.set(program.owner, seq)
+    let saved = this.saved.get(program.owner)
+    if (saved === undefined) this.saved.set(program.owner, (saved = new Map()))
+    saved.set(seq, this.workDone(program, now))
+    program.attempt.checkpoint = { seq, sizeBytes: program.workload.checkpointSizeBytes, at: now } satisfies Checkpoint
+  }
+
+  private recordProgress(program: Program): void {
+    program.attempt.progressUnits = Math.floor(this.workDone(program, this.engine.now) / 1000)
+  }
+
+  private exit(program: Program): void {
+    const code = program.workload.exitCode !== 0 ? program.workload.exitCode : this.random.chance(program.workload.runFailureRate) ? 1 : 0
+    this.recordProgress(program)
+    this.finish(program, code === 0 ? { type: "Succeeded" } : { type: "Failed", exitCode: code, message: `exit code ${code}` }, true)
+  }
+
+  private end(attempt: SimAttempt, outcome: Outcome, at: number): void {
+    attempt.phase = "Ended"
+    attempt.outcome = outcome
+    attempt.endedAt = at
+  }
+
+  /**
+   * Ends the attempt. A host that is still healthy (`reusable`) is kept warm for the launch's window; a lost or
+   * preempted one is gone. The host returns to the pool after teardown.
+   */
+  private finish(program: Program, outcome: Outcome, reusable: boolean): void {
+    program.token++
+    const now = this.engine.now
+    this.end(program.attempt, outcome, now)
+    this.programs.delete(program.attempt.name)
+    const pool = this.pool(program.attempt.variant)
+    if (reusable && program.keepWarmMs > 0) {
+      this.keepWarm(pool, program.namespace, program.keepWarmMs)
+    } else if (outcome.type === "Stopped" || !reusable) {
+      pool.used--
+      this.onFreed()
+    } else {
+      this.engine.after(pool.model.teardownMs, () => {
+        pool.used--
+        this.onFreed()
+      })
+    }
+    this.onChange(program.owner)
+  }
+}
+
+export const keyOf = (variant: Variant): string => variantKey(variant.offering.id, variant.interruptible)

@@ -1,0 +1,229 @@
+/**
+ * A headless simulation: Jobs held in memory, the core's Job controller run after every change to their facts or at
+ * the time it asked to be woken, its actions carried out by `SimCapacity`, every step held to the checkers, and every
+ * event appended to a trace whose hash identifies the run. The API server's sim backend runs the same controller and
+ * the same capacity over its store instead (src/server/SimBackend.ts).
+ */
+import { createHash, type Hash } from "node:crypto"
+import type { AttemptFacts } from "../../core/Capacity.ts"
+import { continuityOf, type JobEvent, type JobSpecType, type JobStatusType, step } from "../../core/JobController.ts"
+import { isFinalPhase } from "../../core/JobPhases.ts"
+import type { Offering } from "../../core/Offering.ts"
+import { defaultExpectedWorkMs, rank, type Ranking } from "../../core/Placement.ts"
+import { parseDurationMs } from "../../core/Units.ts"
+import type { Checkers } from "./Checkers.ts"
+import type { Engine } from "./Engine.ts"
+import type { SimCapacity, WorkloadModel } from "./SimCapacity.ts"
+
+export interface SimJob {
+  readonly name: string
+  readonly namespace: string
+  readonly uid: string
+  generation: number
+  readonly createdAt: number
+  spec: JobSpecType
+  status: JobStatusType
+  readonly attempts: Array<AttemptFacts>
+  readonly workload: WorkloadModel
+  /** A reconcile is scheduled for now. */
+  dirty: boolean
+  /** The time of the wake-up already scheduled, if any. */
+  wakeAt: number | undefined
+  deleted: boolean
+  /** Phase changes with their times, for summaries. */
+  readonly phases: Array<{ readonly at: number; readonly phase: string }>
+}
+
+export interface TraceSink {
+  readonly record: (line: string) => void
+}
+
+/** Hashes every trace line (sha256), optionally keeping the lines. */
+export class TraceHash implements TraceSink {
+  private readonly hash: Hash = createHash("sha256")
+  readonly lines: Array<string> | undefined
+  count = 0
+
+  constructor(keepLines = false) {
+    this.lines = keepLines ? [] : undefined
+  }
+
+  record(line: string): void {
+    this.hash.update(line)
+    this.hash.update("\n")
+    this.count++
+    this.lines?.push(line)
+  }
+
+  digest(): string {
+    return this.hash.copy().digest("hex")
+  }
+}
+
+export interface SimulationOptions {
+  readonly engine: Engine
+  readonly capacity: SimCapacity
+  readonly catalog: ReadonlyArray<Offering>
+  readonly trace: TraceSink
+  readonly checkers?: Checkers | undefined
+  /** Called with every event (for the server backend's Event objects and the webhook stream). */
+  readonly onEvent?: (job: SimJob, event: JobEvent) => void
+  /** Called when a Job is deleted (ttlSecondsAfterFinished), before it is forgotten. */
+  readonly onDeleted?: (job: SimJob) => void
+}
+
+export class Simulation {
+  readonly jobs = new Map<string, SimJob>()
+  private readonly options: SimulationOptions
+  private readonly rankings = new WeakMap<object, Ranking>()
+  private nextUid = 0
+  /** Jobs whose last step waited for capacity, in the order they started waiting. */
+  private readonly waiting = new Set<SimJob>()
+  steps = 0
+
+  constructor(options: SimulationOptions) {
+    this.options = options
+    options.capacity.onChange = (owner) => {
+      const job = this.jobs.get(owner)
+      if (job !== undefined) this.touch(job)
+    }
+    options.capacity.onFreed = () => {
+      for (const job of this.waiting) this.touch(job)
+    }
+  }
+
+  /** Capacity changed outside the simulator's own releases (a drought ended): waiting Jobs look again. */
+  capacityChanged(): void {
+    for (const job of this.waiting) this.touch(job)
+  }
+
+  get now(): number {
+    return this.options.engine.now
+  }
+
+  /** Admits a Job (its spec already decoded with defaults) now. */
+  submit(namespace: string, name: string, spec: JobSpecType, workload: WorkloadModel): SimJob {
+    const key = `${namespace}/${name}`
+    const job: SimJob = {
+      name,
+      namespace,
+      uid: `sim-${++this.nextUid}`,
+      generation: 1,
+      createdAt: this.now,
+      spec,
+      status: {},
+      attempts: [],
+      workload,
+      dirty: false,
+      wakeAt: undefined,
+      deleted: false,
+      phases: []
+    }
+    this.jobs.set(key, job)
+    this.options.trace.record(`${this.now} ${key} Created`)
+    this.touch(job)
+    return job
+  }
+
+  /** A caller's spec change (spec.state, parallelism, ...): a new generation, reconciled now. */
+  update(job: SimJob, spec: JobSpecType): void {
+    job.spec = spec
+    job.generation++
+    this.options.trace.record(`${this.now} ${job.namespace}/${job.name} Updated generation=${job.generation} state=${spec.state}`)
+    this.touch(job)
+  }
+
+  private touch(job: SimJob): void {
+    if (job.dirty || job.deleted) return
+    job.dirty = true
+    this.options.engine.after(0, () => this.reconcile(job))
+  }
+
+  private rankingOf(job: SimJob): Ranking {
+    // A template's spec object is shared by its Jobs; placement depends on the spec only.
+    const cached = this.rankings.get(job.spec)
+    if (cached !== undefined) return cached
+    const workMs = job.spec.expectedDuration === undefined ? defaultExpectedWorkMs : parseDurationMs(job.spec.expectedDuration) ?? defaultExpectedWorkMs
+    const ranking = rank(job.spec, this.options.catalog, this.options.capacity.marketFor(job.namespace), {
+      workMs,
+      continuity: continuityOf(job.spec),
+      failOnInterruption: job.spec.recovery.onInterruption === "Fail"
+    })
+    this.rankings.set(job.spec, ranking)
+    return ranking
+  }
+
+  reconcile(job: SimJob): void {
+    job.dirty = false
+    if (job.deleted) return
+    const now = this.now
+    const key = `${job.namespace}/${job.name}`
+    const capacity = this.options.capacity
+    const before = job.status
+    const result = step(job, { now, market: capacity.marketFor(job.namespace), ranking: this.rankingOf(job) })
+    this.steps++
+    this.options.checkers?.afterStep(job, before, result, now)
+    job.status = result.status
+    if (result.waitingForCapacity) this.waiting.add(job)
+    else this.waiting.delete(job)
+    if (result.status.phase !== before.phase && result.status.phase !== undefined) {
+      job.phases.push({ at: now, phase: result.status.phase })
+      this.options.trace.record(`${now} ${key} Phase ${before.phase ?? "-"}>${result.status.phase} ${result.status.reason ?? ""}`)
+    }
+    for (const event of result.events) {
+      this.options.trace.record(`${now} ${key} Event ${event.type ?? "-"} ${event.reason}: ${event.message}`)
+      this.options.onEvent?.(job, event)
+    }
+    for (const action of result.actions) {
+      switch (action._tag) {
+        case "Launch": {
+          const facts = capacity.launch({ ...action, owner: key, namespace: job.namespace, workload: job.workload })
+          job.attempts.push(facts)
+          this.options.trace.record(`${now} ${key} Launch ${action.attempt} ${action.variant.offering.id}${action.variant.interruptible ? "/interruptible" : ""}${facts.outcome === undefined ? "" : " " + facts.outcome.type}`)
+          if (facts.outcome !== undefined) this.touch(job)
+          break
+        }
+        case "Checkpoint":
+          capacity.checkpoint(action.attempt, action.episode)
+          break
+        case "Stop":
+          capacity.stop(action.attempt, action.keepWarmMs)
+          this.options.trace.record(`${now} ${key} Stop ${action.attempt}`)
+          break
+        case "Delete":
+          job.deleted = true
+          this.waiting.delete(job)
+          this.options.onDeleted?.(job)
+          capacity.forget(key)
+          this.jobs.delete(key)
+          this.options.trace.record(`${now} ${key} Deleted`)
+          return
+      }
+    }
+    this.scheduleWake(job, result.wakeAt)
+  }
+
+  private scheduleWake(job: SimJob, at: number | undefined): void {
+    if (at === undefined || (job.wakeAt !== undefined && job.wakeAt <= at && job.wakeAt > this.now)) return
+    job.wakeAt = at
+    this.options.engine.at(at, () => {
+      if (job.wakeAt !== at) return
+      job.wakeAt = undefined
+      this.reconcile(job)
+    })
+  }
+
+  /** Jobs not in a final phase. */
+  unfinished(): Array<SimJob> {
+    return [...this.jobs.values()].filter((job) => job.status.phase === undefined || !isFinalPhase(job.status.phase))
+  }
+}
+
+/** Whether a Job that is not final is in a documented waiting state (docs/simulator.md, liveness). */
+export const isWaiting = (job: SimJob): boolean => {
+  const phase = job.status.phase
+  if (phase === "Suspended") return job.spec.state === "Suspended"
+  // queueTimeout 0s waits forever for capacity.
+  if (phase === "Pending") return parseDurationMs(job.spec.placement.queueTimeout) === 0
+  return false
+}

@@ -1,0 +1,640 @@
+/**
+ * The Job controller: a pure, level-triggered step. From what is observed now — the spec, the status it wrote last,
+ * the facts of every Attempt, the market — and `now`, it returns the next status, the actions for the capacity
+ * driver, the events to record and when it wants to be woken. The same inputs give the same outputs whatever
+ * happened before, so a driver may call it after every observation, on a timer, or after a crash.
+ *
+ * The rows of the spec's "States and transitions" table for Job, and where each is decided:
+ * - maxCostUSD reached / funding lost → Suspended: the billing issue feeds ledger facts into this step.
+ * - Suspended → running when spec.state leaves Suspended (suspendFailures resets): `resume`.
+ * - customer suspend checkpoint fails after the first try and two retries → keeps running, SuspendFailed: `suspend`.
+ * - timeout clock reaches timeoutTime → fails (DeadlineExceeded): `deadline`.
+ * - customer failures exceed backoffLimit → Failed (BackoffLimitExceeded): `step`.
+ * - capacity lost → restored from the latest checkpoint, or fails with onInterruption Fail: `recover`.
+ * - queued past queueTimeout → Failed, CapacityUnavailable: `queueDeadline`.
+ * Phases and the moves between them (the spec leaves them open) are in `JobPhases.ts` and docs/jobs.md.
+ */
+import {
+  type AttemptFacts,
+  type Checkpoint,
+  isCustomerFailure,
+  isInterruption,
+  isLive,
+  type Outcome
+} from "./Capacity.ts"
+import { autoCheckpointIntervalMs, type Continuity } from "./Interruptions.ts"
+import { type JobPhase, isFinalPhase } from "./JobPhases.ts"
+import * as Limits from "./Limits.ts"
+import { formatMicroUsd } from "./Money.ts"
+import type { Variant } from "./Offering.ts"
+import { choose, type Explanation, explain, type Market, type Ranking } from "./Placement.ts"
+import type { JobSpec, JobStatus } from "./schemas/Job.ts"
+import { formatDurationMs, parseDurationMs } from "./Units.ts"
+
+export type JobSpecType = typeof JobSpec.Type
+export type JobStatusType = typeof JobStatus.Type
+type Condition = NonNullable<JobStatusType["conditions"]>[number]
+type Mutable<T> = { -readonly [K in keyof T]: T[K] }
+
+export interface JobObservation {
+  readonly name: string
+  readonly namespace: string
+  readonly uid: string
+  readonly generation: number
+  readonly spec: JobSpecType
+  readonly status: JobStatusType
+  readonly attempts: ReadonlyArray<AttemptFacts>
+}
+
+export interface JobContext {
+  readonly now: number
+  readonly market: Market
+  /** The placement ranking of this Job's request (memoized by the driver: it depends on the spec only). */
+  readonly ranking: Ranking
+}
+
+export type JobAction =
+  | {
+    readonly _tag: "Launch"
+    readonly attempt: string
+    readonly index: number
+    readonly number: number
+    readonly variant: Variant
+    readonly recovery: boolean
+    readonly restoreFromSeq: number | undefined
+    readonly resumeFromUnits: number | undefined
+    readonly checkpointIntervalMs: number | undefined
+    /** Capacity kept warm after the program exits (spec: Job.scaledownWindow). */
+    readonly keepWarmMs: number
+    readonly env: Readonly<Record<string, string>>
+    /** Rendered only by drivers that record Attempts. */
+    readonly explain: () => Explanation
+  }
+  | { readonly _tag: "Checkpoint"; readonly attempt: string; readonly episode: number }
+  | { readonly _tag: "Stop"; readonly attempt: string; readonly keepWarmMs: number }
+  | { readonly _tag: "Delete" }
+
+/** An event on the Job: recorded on the object, and emitted as `type` (spec: Event types) when it has one. */
+export interface JobEvent {
+  readonly type: string | undefined
+  readonly reason: string
+  readonly message: string
+  readonly warning: boolean
+}
+
+export interface JobStep {
+  readonly status: JobStatusType
+  readonly actions: ReadonlyArray<JobAction>
+  readonly events: ReadonlyArray<JobEvent>
+  /** The next time the step must run even if nothing is observed. */
+  readonly wakeAt: number | undefined
+  /** An index waits for capacity: run the step again when capacity frees up. */
+  readonly waitingForCapacity: boolean
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Reading the spec with its documented defaults
+
+const durationMs = (text: string | undefined, fallback: number): number => (text === undefined ? fallback : parseDurationMs(text) ?? fallback)
+
+export const continuityOf = (spec: JobSpecType): Continuity => spec.recovery.continuity ?? "Checkpointed"
+const backoffLimitOf = (spec: JobSpecType) => spec.backoffLimit ?? Limits.jobBackoffLimitDefault
+const maxAttemptsOf = (spec: JobSpecType) => spec.recovery.maxAttempts ?? Limits.recoveryMaxAttemptsDefault
+const keepWarmMsOf = (spec: JobSpecType) => durationMs(spec.scaledownWindow, 0)
+
+/** Spec: Recovery.checkpoint.interval — auto follows the variant's interruption rate. */
+const checkpointIntervalMsOf = (spec: JobSpecType, variant: Variant, market: Market): number | undefined => {
+  if (continuityOf(spec) !== "Checkpointed") return undefined
+  const interval = spec.recovery.checkpoint.interval
+  return interval === undefined || interval === "auto"
+    ? autoCheckpointIntervalMs(market.meanTimeBetweenInterruptionsMs(variant))
+    : durationMs(interval, Limits.hourMs)
+}
+
+const iso = (ms: number) => new Date(ms).toISOString()
+const parseTime = (text: string | undefined) => (text === undefined ? undefined : Date.parse(text))
+
+/** "0-3,7,9-10" (spec: Job status.completedIndexes, Kubernetes' notation). */
+export const formatIndexes = (done: Uint8Array): string => {
+  const parts: Array<string> = []
+  let start = -1
+  for (let index = 0; index <= done.length; index++) {
+    const on = index < done.length && done[index] === 1
+    if (on && start < 0) start = index
+    if (!on && start >= 0) {
+      parts.push(start === index - 1 ? `${start}` : `${start}-${index - 1}`)
+      start = -1
+    }
+  }
+  return parts.join(",")
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Conditions
+
+const conditionOf = (status: JobStatusType, type: string): Condition | undefined => status.conditions?.find((condition) => condition.type === type)
+
+/** Sets a condition; lastTransitionTime moves when status or reason changes (the reason starts clocks here). */
+const withCondition = (
+  conditions: ReadonlyArray<Condition>,
+  type: string,
+  status: "True" | "False",
+  reason: string,
+  message: string,
+  now: number
+): ReadonlyArray<Condition> => {
+  const previous = conditions.find((condition) => condition.type === type)
+  if (previous !== undefined && previous.status === status && previous.reason === reason && previous.message === message) return conditions
+  const lastTransitionTime = previous !== undefined && previous.status === status && previous.reason === reason ? previous.lastTransitionTime : iso(now)
+  const next = { type, status, reason, message, lastTransitionTime }
+  return previous === undefined ? [...conditions, next] : conditions.map((condition) => (condition.type === type ? next : condition))
+}
+
+const withoutCondition = (conditions: ReadonlyArray<Condition>, type: string): ReadonlyArray<Condition> =>
+  conditions.some((condition) => condition.type === type) ? conditions.filter((condition) => condition.type !== type) : conditions
+
+// ---------------------------------------------------------------------------------------------------------------------
+// What the attempts say
+
+interface IndexView {
+  readonly done: Uint8Array
+  readonly succeeded: number
+  readonly live: ReadonlyArray<AttemptFacts>
+  readonly liveByIndex: Map<number, AttemptFacts>
+  /** The attempt with the highest number, per index. */
+  readonly lastByIndex: Map<number, AttemptFacts>
+  readonly customerFailures: number
+  readonly latestCheckpoint: Checkpoint | undefined
+  readonly checkpointFailures: number
+  /** Per index: the latest checkpoint seq (what a restore loads) and the furthest progress cursor. */
+  readonly seqByIndex: Map<number, number>
+  readonly unitsByIndex: Map<number, number>
+}
+
+const viewOf = (spec: JobSpecType, attempts: ReadonlyArray<AttemptFacts>): IndexView => {
+  const done = new Uint8Array(spec.completions)
+  const live: Array<AttemptFacts> = []
+  const liveByIndex = new Map<number, AttemptFacts>()
+  const lastByIndex = new Map<number, AttemptFacts>()
+  let succeeded = 0
+  let customerFailures = 0
+  let checkpointFailures = 0
+  let latestCheckpoint: Checkpoint | undefined
+  const seqByIndex = new Map<number, number>()
+  const unitsByIndex = new Map<number, number>()
+  for (const attempt of attempts) {
+    const outcome = attempt.outcome
+    if (outcome?.type === "Succeeded" && attempt.index < done.length && done[attempt.index] === 0) {
+      done[attempt.index] = 1
+      succeeded++
+    }
+    if (outcome !== undefined && isCustomerFailure(outcome)) customerFailures++
+    if (isLive(attempt)) {
+      live.push(attempt)
+      liveByIndex.set(attempt.index, attempt)
+    }
+    const last = lastByIndex.get(attempt.index)
+    if (last === undefined || last.number < attempt.number) lastByIndex.set(attempt.index, attempt)
+    checkpointFailures += attempt.checkpointFailures
+    const checkpoint = attempt.checkpoint
+    if (checkpoint !== undefined) {
+      if (latestCheckpoint === undefined || checkpoint.seq > latestCheckpoint.seq) latestCheckpoint = checkpoint
+      if (checkpoint.seq > (seqByIndex.get(attempt.index) ?? -1)) seqByIndex.set(attempt.index, checkpoint.seq)
+    }
+    const units = attempt.progressUnits
+    if (units !== undefined && units > (unitsByIndex.get(attempt.index) ?? -1)) unitsByIndex.set(attempt.index, units)
+  }
+  return { done, succeeded, live, liveByIndex, lastByIndex, customerFailures, latestCheckpoint, checkpointFailures, seqByIndex, unitsByIndex }
+}
+
+/** Interruptions of the index since its last run that made progress (spec: Recovery.minProgressDuration). */
+const interruptionsWithoutProgress = (attempts: ReadonlyArray<AttemptFacts>, index: number, minProgressMs: number): number => {
+  const runs = attempts.filter((attempt) => attempt.index === index).sort((a, b) => a.number - b.number)
+  let count = 0
+  for (const run of runs) {
+    if (run.outcome === undefined || !isInterruption(run.outcome)) continue
+    const ranMs = run.bootedAt !== undefined && run.endedAt !== undefined ? run.endedAt - run.bootedAt : 0
+    count = ranMs >= minProgressMs ? 0 : count + 1
+  }
+  return count
+}
+
+const interruptionEvent = (outcome: Outcome): { type: string | undefined; reason: string } =>
+  outcome.type === "Preempted"
+    ? { type: "job.preempted", reason: "Preempted" }
+    : outcome.type === "NodeLost"
+    ? { type: "job.node_lost", reason: "NodeLost" }
+    : { type: undefined, reason: "BootFailed" }
+
+// ---------------------------------------------------------------------------------------------------------------------
+// The step
+
+class Step {
+  readonly actions: Array<JobAction> = []
+  readonly events: Array<JobEvent> = []
+  readonly status: Mutable<JobStatusType>
+  conditions: ReadonlyArray<Condition>
+  wakeAt: number | undefined
+  private readonly taken = new Map<Variant, number>()
+  launched = 0
+  launchedRecovery = false
+  /** An index could not be launched for lack of capacity. */
+  waitingForCapacity = false
+
+  readonly job: JobObservation
+  readonly context: JobContext
+  readonly view: IndexView
+
+  constructor(job: JobObservation, context: JobContext, view: IndexView) {
+    this.job = job
+    this.context = context
+    this.view = view
+    this.status = { ...job.status }
+    this.conditions = job.status.conditions ?? []
+  }
+
+  get now() {
+    return this.context.now
+  }
+
+  wake(at: number) {
+    if (this.wakeAt === undefined || at < this.wakeAt) this.wakeAt = at
+  }
+
+  event(type: string | undefined, reason: string, message: string, warning = false) {
+    this.events.push({ type, reason, message, warning })
+  }
+
+  condition(type: string, status: "True" | "False", reason: string, message: string) {
+    this.conditions = withCondition(this.conditions, type, status, reason, message, this.now)
+  }
+
+  /** Stops every live attempt that is not stopping yet. */
+  stopAll(keepWarmMs: number) {
+    for (const attempt of this.view.live) {
+      if (attempt.phase !== "Terminating") this.actions.push({ _tag: "Stop", attempt: attempt.name, keepWarmMs })
+    }
+  }
+
+  /** Ends the Job for good (spec: Job reaches a final phase). */
+  finish(phase: "Succeeded" | "Failed" | "Cancelled", reason: string, message: string) {
+    this.status.phase = phase
+    this.status.reason = reason
+    this.status.message = message
+    this.status.completionTime = iso(this.now)
+    this.condition(phase === "Succeeded" ? "Complete" : phase, "True", reason, message)
+    this.stopAll(keepWarmMsOf(this.job.spec))
+    this.event(`job.${phase.toLowerCase()}`, reason, message, phase === "Failed")
+  }
+
+  /** A market that also counts the hosts this step has already asked for. */
+  readonly market: Market = {
+    available: (variant) => this.context.market.available(variant) - (this.taken.get(variant) ?? 0),
+    bootMs: (variant) => this.context.market.bootMs(variant),
+    meanTimeBetweenInterruptionsMs: (variant) => this.context.market.meanTimeBetweenInterruptionsMs(variant)
+  }
+
+  take(variant: Variant) {
+    this.taken.set(variant, (this.taken.get(variant) ?? 0) + 1)
+  }
+}
+
+/** Spec: "spec.timeout clock reaches timeoutTime" — the clock starts at first Provisioning; suspended time is excluded. */
+const deadline = (step: Step): boolean => {
+  const { spec } = step.job
+  const start = parseTime(step.status.timeoutStartTime)
+  if (spec.timeout === undefined || start === undefined) {
+    delete step.status.timeoutTime
+    return false
+  }
+  const suspendedMs = durationMs(step.status.suspendedDuration, 0)
+  const at = start + durationMs(spec.timeout, 0) + suspendedMs
+  step.status.timeoutTime = iso(at)
+  if (step.now >= at) {
+    step.finish("Failed", "DeadlineExceeded", `The Job ran past its timeout of ${spec.timeout} (timeoutTime ${iso(at)}).`)
+    return true
+  }
+  step.wake(at)
+  return false
+}
+
+/** Spec: "capacity lost → restored from latest checkpoint; onInterruption Fail fails instead". */
+const recover = (step: Step): boolean => {
+  const { spec, attempts } = step.job
+  const minProgressMs = durationMs(spec.recovery.minProgressDuration, 2 * Limits.minuteMs)
+  for (const [index, last] of step.view.lastByIndex) {
+    if (last.outcome === undefined || !isInterruption(last.outcome) || step.view.liveByIndex.has(index) || step.view.done[index] === 1) continue
+    const { type, reason } = interruptionEvent(last.outcome)
+    if (spec.recovery.onInterruption === "Fail") {
+      step.event(type, reason, `Index ${index} lost its capacity (${reason}).`, true)
+      step.finish("Failed", reason, `Index ${index} lost its capacity (${reason}) and recovery.onInterruption is Fail.`)
+      return true
+    }
+    const lost = interruptionsWithoutProgress(attempts, index, minProgressMs)
+    if (lost > maxAttemptsOf(spec)) {
+      step.event(type, reason, `Index ${index} lost its capacity (${reason}).`, true)
+      step.finish("Failed", "RecoveryLimitExceeded", `Index ${index} lost its capacity ${lost} times without progress; recovery.maxAttempts is ${maxAttemptsOf(spec)}.`)
+      return true
+    }
+  }
+  return false
+}
+
+/** Spec: "queued | queueTimeout elapsed | no capacity → Failed, CapacityUnavailable"; 0s waits forever. */
+const queueDeadline = (step: Step): boolean => {
+  const timeoutMs = durationMs(step.job.spec.placement.queueTimeout, 24 * Limits.hourMs)
+  const scheduled = conditionOf({ conditions: step.conditions }, "Scheduled")
+  if (timeoutMs === 0 || scheduled?.status !== "False") return false
+  const at = Date.parse(scheduled.lastTransitionTime) + timeoutMs
+  if (step.now >= at) {
+    step.finish("Failed", "CapacityUnavailable", `No capacity matched the placement within queueTimeout ${step.job.spec.placement.queueTimeout}.`)
+    return true
+  }
+  step.wake(at)
+  return false
+}
+
+const suspendEpisode = (step: Step): number => {
+  const suspended = conditionOf({ conditions: step.conditions }, "Suspended")
+  if (suspended === undefined || suspended.status !== "False" || suspended.reason !== "Suspending") {
+    step.condition("Suspended", "False", "Suspending", "Saving state before suspending (spec.state Suspended).")
+  }
+  return Date.parse(conditionOf({ conditions: step.conditions }, "Suspended")!.lastTransitionTime)
+}
+
+/**
+ * Spec: spec.state Suspended. Each running attempt saves a suspend checkpoint (continuity Checkpointed), then stops;
+ * a failed save is retried twice, after which the Job keeps running with condition SuspendFailed. Returns whether
+ * the suspend is in force (false once it failed, so the Job runs on).
+ */
+const suspend = (step: Step): boolean => {
+  const { spec } = step.job
+  if (step.status.handledRequests?.["state"] === "Suspended" && conditionOf({ conditions: step.conditions }, "SuspendFailed")?.status === "True") return false
+  if (step.view.live.length === 0) {
+    if (conditionOf({ conditions: step.conditions }, "Suspended")?.status !== "True") {
+      step.condition("Suspended", "True", "Suspended", "Suspended by spec.state; set it to Running to resume.")
+    }
+    step.conditions = withoutCondition(step.conditions, "Scheduled")
+    step.status.handledRequests = { ...step.status.handledRequests, state: "Suspended" }
+    return true
+  }
+  const episode = suspendEpisode(step)
+  const checkpointed = continuityOf(spec) === "Checkpointed"
+  let failures = 0
+  for (const attempt of step.view.live) {
+    if (attempt.phase === "Terminating") continue
+    if (attempt.phase === "Provisioning" || !checkpointed) {
+      step.actions.push({ _tag: "Stop", attempt: attempt.name, keepWarmMs: 0 })
+      continue
+    }
+    const save = attempt.suspend?.episode === episode ? attempt.suspend : undefined
+    failures = Math.max(failures, save?.failures ?? 0)
+    if (save?.state === "Saved") step.actions.push({ _tag: "Stop", attempt: attempt.name, keepWarmMs: 0 })
+    else if (save === undefined || (save.state === "Failed" && save.failures < Limits.suspendCheckpointTries)) {
+      step.actions.push({ _tag: "Checkpoint", attempt: attempt.name, episode })
+    }
+  }
+  step.status.suspendFailures = failures
+  if (failures >= Limits.suspendCheckpointTries) {
+    // Spec: "customer suspend checkpoint fails after first try and two retries → keeps running, condition SuspendFailed".
+    step.actions.length = 0
+    step.condition("SuspendFailed", "True", "CheckpointFailed", `The suspend checkpoint failed ${failures} times; the Job keeps running.`)
+    step.conditions = withoutCondition(step.conditions, "Suspended")
+    step.status.handledRequests = { ...step.status.handledRequests, state: "Suspended" }
+    step.event(undefined, "SuspendFailed", `The suspend checkpoint failed ${failures} times; the Job keeps running.`, true)
+    return false
+  }
+  return true
+}
+
+/** Spec: "Suspended → running again when spec.state leaves Suspended; suspendFailures resets". */
+const resume = (step: Step) => {
+  const suspended = conditionOf({ conditions: step.conditions }, "Suspended")
+  if (suspended?.status === "True") {
+    const since = Date.parse(suspended.lastTransitionTime)
+    step.status.suspendedDuration = formatDurationMs(durationMs(step.status.suspendedDuration, 0) + Math.max(0, step.now - since))
+  }
+  if (suspended !== undefined) step.conditions = withoutCondition(step.conditions, "Suspended")
+  step.conditions = withoutCondition(step.conditions, "SuspendFailed")
+  if (step.status.suspendFailures !== undefined) step.status.suspendFailures = 0
+  if (step.status.handledRequests?.["state"] !== undefined && step.status.handledRequests["state"] !== "Running") {
+    step.status.handledRequests = { ...step.status.handledRequests, state: "Running" }
+  }
+}
+
+/** Starts runs for pending indexes up to parallelism, best-ranked variant with capacity first. */
+const launch = (step: Step) => {
+  const { spec, name } = step.job
+  const { view } = step
+  let slots = spec.parallelism - view.live.length
+  let waiting = false
+  for (let index = 0; index < spec.completions && slots > 0; index++) {
+    if (view.done[index] === 1 || view.liveByIndex.has(index)) continue
+    const candidate = choose(step.context.ranking, step.market)
+    if (candidate === undefined) {
+      waiting = true
+      step.waitingForCapacity = true
+      break
+    }
+    const last = view.lastByIndex.get(index)
+    const number = (last?.number ?? 0) + 1
+    const recovery = last?.outcome !== undefined && isInterruption(last.outcome)
+    const continuity = continuityOf(spec)
+    const restoreFromSeq = continuity === "Checkpointed" ? view.seqByIndex.get(index) : undefined
+    const resumeFromUnits = continuity === "Restartable" ? view.unitsByIndex.get(index) : undefined
+    const variant = candidate.variant
+    step.take(variant)
+    const ranking = step.context.ranking
+    const market = step.context.market
+    step.actions.push({
+      _tag: "Launch",
+      attempt: `${name}-${index}-${number}`,
+      index,
+      number,
+      variant,
+      recovery,
+      restoreFromSeq,
+      resumeFromUnits,
+      checkpointIntervalMs: checkpointIntervalMsOf(spec, variant, market),
+      keepWarmMs: keepWarmMsOf(spec),
+      env: { PLATFORM_INDEX: `${index}`, JOB_COMPLETION_INDEX: `${index}` },
+      explain: () => explain(ranking, candidate, market)
+    })
+    if (recovery && last?.outcome !== undefined) {
+      const { type, reason } = interruptionEvent(last.outcome)
+      const from = restoreFromSeq === undefined ? "from the start" : `from checkpoint ${restoreFromSeq}`
+      step.event(type, reason, `Index ${index} lost its capacity (${reason}); a replacement starts ${from}.`, true)
+      step.launchedRecovery = true
+    }
+    step.launched++
+    slots--
+    setPlacement(step, variant, false)
+  }
+  const pending = spec.completions - view.succeeded - view.live.length - step.launched
+  if (waiting && view.live.length === 0 && step.launched === 0) {
+    step.condition("Scheduled", "False", "Unschedulable", "No offering matching the placement has capacity now.")
+  } else if (step.launched > 0 || view.live.length > 0) {
+    step.condition("Scheduled", "True", "Scheduled", pending > 0 ? `${pending} indexes wait for a slot.` : "Every pending index has capacity.")
+  }
+}
+
+const setPlacement = (step: Step, variant: Variant, warmReuse: boolean) => {
+  step.status.placement = {
+    offering: variant.offering.id,
+    regionClass: variant.offering.regionClass,
+    interruptible: variant.interruptible,
+    rateUSDPerHour: formatMicroUsd(variant.rateMicroUsdPerHour),
+    warmReuse
+  }
+}
+
+/** Counts, times and checkpoint facts derived from the attempts (level-triggered: recomputed every step). */
+const observe = (step: Step) => {
+  const { spec, attempts } = step.job
+  const { view, status } = step
+  status.observedGeneration = step.job.generation
+  status.active = view.live.length
+  status.succeeded = view.succeeded
+  status.failed = view.customerFailures
+  status.completedIndexes = formatIndexes(view.done)
+  let firstRequest: number | undefined
+  let firstBoot: number | undefined
+  let current = 0
+  let latest: AttemptFacts | undefined
+  for (const attempt of attempts) {
+    if (firstRequest === undefined || attempt.requestedAt < firstRequest) firstRequest = attempt.requestedAt
+    if (attempt.bootedAt !== undefined && (firstBoot === undefined || attempt.bootedAt < firstBoot)) firstBoot = attempt.bootedAt
+    if (isLive(attempt) && attempt.number > current) current = attempt.number
+    if (latest === undefined || attempt.requestedAt >= latest.requestedAt) latest = attempt
+  }
+  status.attempts = { current, max: maxAttemptsOf(spec), total: attempts.length }
+  // Spec: timeoutStartTime is the first Provisioning; startTime the first Running.
+  if (firstRequest !== undefined) status.timeoutStartTime = iso(firstRequest)
+  if (firstBoot !== undefined) status.startTime = iso(firstBoot)
+  if (latest !== undefined) setPlacement(step, latest.variant, latest.warmReuse)
+  observeCheckpoints(step)
+  const units = progressUnits(step)
+  if (units !== undefined) status.progress = { ...status.progress, units: { ...status.progress?.units, completed: units } }
+}
+
+const progressUnits = (step: Step): number | undefined => {
+  let total: number | undefined
+  for (const units of step.view.unitsByIndex.values()) total = (total ?? 0) + units
+  return total
+}
+
+const observeCheckpoints = (step: Step) => {
+  const { view, status } = step
+  const previous = status.checkpoint
+  const latest = view.latestCheckpoint
+  const restoring = view.live.filter((attempt) => attempt.restoreFromSeq !== undefined && attempt.phase === "Running")
+  const restoredFromSeq = restoring.length > 0 ? Math.max(...restoring.map((attempt) => attempt.restoreFromSeq!)) : previous?.restoredFromSeq
+  const interval = view.live.length > 0 ? intervalShown(step) : previous?.interval
+  if (latest === undefined && restoredFromSeq === undefined && interval === undefined && view.checkpointFailures === 0) return
+  status.checkpoint = {
+    ...(interval === undefined ? {} : { interval }),
+    ...(restoredFromSeq === undefined ? {} : { restoredFromSeq }),
+    ...(latest === undefined ? {} : { seq: latest.seq, size: latest.sizeBytes, time: iso(latest.at) }),
+    ...(view.checkpointFailures === 0 ? {} : { failures: view.checkpointFailures })
+  }
+  if (latest !== undefined && latest.seq !== previous?.seq) step.event("job.checkpointed", "Checkpointed", `Checkpoint ${latest.seq} saved (${latest.sizeBytes} bytes).`)
+  if (view.checkpointFailures > (previous?.failures ?? 0)) step.event("job.checkpoint_failed", "CheckpointFailed", "A checkpoint could not be saved; the previous one is kept.", true)
+}
+
+const intervalShown = (step: Step): string | undefined => {
+  const attempt = step.view.live[step.view.live.length - 1]
+  if (attempt === undefined) return undefined
+  const ms = checkpointIntervalMsOf(step.job.spec, attempt.variant, step.context.market)
+  return ms === undefined ? undefined : formatDurationMs(ms)
+}
+
+/** The phase the attempts and requests add up to, when the Job is not final. */
+const phaseOf = (step: Step, suspending: boolean): JobPhase => {
+  const { view } = step
+  if (suspending) return view.live.length === 0 ? "Suspended" : "Suspending"
+  let running = 0
+  let recovering = step.launchedRecovery
+  for (const attempt of view.live) {
+    if (attempt.phase === "Running") running++
+    else if (attempt.phase === "Provisioning" && attempt.recovery) recovering = true
+  }
+  if (recovering) return "Recovering"
+  if (running > 0) return "Running"
+  return view.live.length + step.launched > 0 ? "Provisioning" : "Pending"
+}
+
+const phaseEvent = (step: Step, from: string | undefined, to: JobPhase) => {
+  if (from === to || isFinalPhase(to)) return
+  if (from === "Recovering" && to === "Running") {
+    const seq = step.status.checkpoint?.restoredFromSeq
+    step.event("job.restored", "Restored", seq === undefined ? "The replacement runs (started over)." : `The replacement runs, restored from checkpoint ${seq}.`)
+    return
+  }
+  step.event(undefined, to, `The Job is ${to}.`)
+}
+
+/** Spec: Job.ttlSecondsAfterFinished — the finished Job is deleted that long after completionTime. */
+const expire = (step: Step) => {
+  const ttl = step.job.spec.ttlSecondsAfterFinished
+  const done = parseTime(step.status.completionTime)
+  if (ttl === undefined || done === undefined) return
+  const at = done + ttl * Limits.secondMs
+  if (step.now >= at) step.actions.push({ _tag: "Delete" })
+  else step.wake(at)
+}
+
+/** The phase and requests of a Job that is not final after this step's final rows. */
+const advance = (step: Step, before: string | undefined) => {
+  const { spec } = step.job
+  const suspending = spec.state === "Suspended" && suspend(step)
+  if (!suspending) {
+    launch(step)
+    if (queueDeadline(step)) return
+  }
+  const phase = phaseOf(step, suspending)
+  phaseEvent(step, before, phase)
+  step.status.phase = phase
+  if (suspending) {
+    step.status.reason = "Suspended"
+    step.status.message = "Suspended by spec.state; set it to Running to resume."
+  } else {
+    delete step.status.reason
+    delete step.status.message
+  }
+}
+
+export const step = (job: JobObservation, context: JobContext): JobStep => {
+  const step = new Step(job, context, viewOf(job.spec, job.attempts))
+  const before = job.status.phase
+  observe(step)
+  if (before !== undefined && isFinalPhase(before)) step.stopAll(keepWarmMsOf(job.spec))
+  else {
+    // A resume first moves the suspended time into suspendedDuration, which the timeout clock reads.
+    if (job.spec.state !== "Suspended") resume(step)
+    if (!decideFinal(step)) advance(step, before)
+  }
+  if (step.status.phase !== undefined && isFinalPhase(step.status.phase)) expire(step)
+  step.status.conditions = step.conditions
+  return { status: step.status, actions: step.actions, events: step.events, wakeAt: step.wakeAt, waitingForCapacity: step.waitingForCapacity }
+}
+
+/** The rows that end a Job, in the order they win when several hold at once. */
+const decideFinal = (step: Step): boolean => {
+  const { spec } = step.job
+  const { view } = step
+  if (spec.state === "Cancelled") {
+    step.finish("Cancelled", "Cancelled", "Cancelled by spec.state.")
+    return true
+  }
+  if (view.succeeded === spec.completions) {
+    step.finish("Succeeded", "Completed", `All ${spec.completions} indexes succeeded.`)
+    return true
+  }
+  if (view.customerFailures > backoffLimitOf(spec)) {
+    step.finish("Failed", "BackoffLimitExceeded", `${view.customerFailures} customer failures exceed backoffLimit ${backoffLimitOf(spec)}.`)
+    return true
+  }
+  const suspended = conditionOf({ conditions: step.conditions }, "Suspended")?.status === "True"
+  if (!suspended && deadline(step)) return true
+  return recover(step)
+}
