@@ -15,7 +15,7 @@ import { Prng } from "./Prng.ts"
 import { admitJobSpec, type ProviderSettings, type Scenario, type WorkloadSettings } from "./Scenario.ts"
 import { keyOf, type ProviderFaults, type ProviderModel, SimCapacity } from "./SimCapacity.ts"
 import { isWaiting, type SimJob, Simulation, TraceHash } from "./Simulation.ts"
-import { loadTrace, type SpotTrace } from "./SpotTraces.ts"
+import { loadTrace, meanTimeBetweenPreemptionsMs, type SpotTrace } from "./SpotTraces.ts"
 import { drawWorkload } from "./Workloads.ts"
 
 export const spotTracesDir = new URL("../../../scenarios/data/spot-traces/", import.meta.url).pathname
@@ -66,6 +66,8 @@ export interface Summary {
   readonly jobs?: ReadonlyArray<JobSummary>
 }
 
+const finite = (value: number): number | undefined => (Number.isFinite(value) ? value : undefined)
+
 const ms = (text: string | undefined, fallback: number) => (text === undefined ? fallback : parseDurationMs(text) ?? fallback)
 
 type Settings = { readonly [K in keyof ProviderSettings]?: ProviderSettings[K] | undefined }
@@ -104,7 +106,7 @@ const providerModels = (scenario: Scenario, traces: Map<string, SpotTrace>) => (
     bootMedianMs: ms(settings.bootMedian, 120_000),
     bootSigma: settings.bootSigma ?? 0.4,
     bootFailureRate: settings.bootFailureRate ?? 0,
-    preemptionMtbfMs: variant.interruptible && trace === undefined ? ms(settings.preemptionMtbf, 24 * 3_600_000) : undefined,
+    preemptionMtbfMs: !variant.interruptible ? undefined : trace === undefined ? ms(settings.preemptionMtbf, 24 * 3_600_000) : finite(meanTimeBetweenPreemptionsMs(trace)),
     preemptionTrace: trace,
     nodeLossMtbfMs: settings.nodeLossMtbf === undefined ? undefined : ms(settings.nodeLossMtbf, 0) || undefined,
     teardownMs: ms(settings.teardown, 30_000),
