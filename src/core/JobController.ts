@@ -207,14 +207,22 @@ const viewOf = (spec: JobSpecType, attempts: ReadonlyArray<AttemptFacts>): Index
   return { done, succeeded, live, liveByIndex, lastByIndex, customerFailures, latestCheckpoint, checkpointFailures, seqByIndex, unitsByIndex }
 }
 
-/** Interruptions of the index since its last run that made progress (spec: Recovery.minProgressDuration). */
-const interruptionsWithoutProgress = (attempts: ReadonlyArray<AttemptFacts>, index: number, minProgressMs: number): number => {
+/**
+ * Interruptions of the index since its last run that made progress. Spec: Recovery.minProgressDuration is "run time
+ * that counts as progress"; nodus counts it only when the run also left something a replacement starts from — a
+ * checkpoint (Checkpointed) or a further progress cursor (Restartable). An Ephemeral run keeps nothing, so its
+ * interruptions always count, and maxAttempts bounds a run that can never finish between two preemptions.
+ */
+const interruptionsWithoutProgress = (attempts: ReadonlyArray<AttemptFacts>, index: number, minProgressMs: number, continuity: Continuity): number => {
   const runs = attempts.filter((attempt) => attempt.index === index).sort((a, b) => a.number - b.number)
   let count = 0
+  let cursor = 0
   for (const run of runs) {
-    if (run.outcome === undefined || !isInterruption(run.outcome)) continue
     const ranMs = run.bootedAt !== undefined && run.endedAt !== undefined ? run.endedAt - run.bootedAt : 0
-    count = ranMs >= minProgressMs ? 0 : count + 1
+    const retained = continuity === "Checkpointed" ? run.checkpoint !== undefined : continuity === "Restartable" && (run.progressUnits ?? 0) > cursor
+    cursor = Math.max(cursor, run.progressUnits ?? 0)
+    if (run.outcome === undefined || !isInterruption(run.outcome)) continue
+    count = ranMs >= minProgressMs && retained ? 0 : count + 1
   }
   return count
 }
@@ -299,19 +307,27 @@ class Step {
   }
 }
 
-/** Spec: "spec.timeout clock reaches timeoutTime" — the clock starts at first Provisioning; suspended time is excluded. */
-const deadline = (step: Step): boolean => {
+/** Spec: timeoutTime = timeoutStartTime + current spec.timeout + suspendedDuration; undefined without a timeout. */
+const timeoutAt = (step: Step): number | undefined => {
   const { spec } = step.job
   const start = parseTime(step.status.timeoutStartTime)
-  if (spec.timeout === undefined || start === undefined) {
-    delete step.status.timeoutTime
-    return false
-  }
-  const suspendedMs = durationMs(step.status.suspendedDuration, 0)
-  const at = start + durationMs(spec.timeout, 0) + suspendedMs
-  step.status.timeoutTime = iso(at)
+  if (spec.timeout === undefined || start === undefined) return undefined
+  return start + durationMs(spec.timeout, 0) + durationMs(step.status.suspendedDuration, 0)
+}
+
+/** Shows timeoutTime as the status now stands (a resume in this step may have moved suspendedDuration). */
+const showTimeout = (step: Step) => {
+  const at = timeoutAt(step)
+  if (at === undefined) delete step.status.timeoutTime
+  else step.status.timeoutTime = iso(at)
+}
+
+/** Spec: "spec.timeout clock reaches timeoutTime" — the clock starts at first Provisioning; suspended time is excluded. */
+const deadline = (step: Step): boolean => {
+  const at = timeoutAt(step)
+  if (at === undefined) return false
   if (step.now >= at) {
-    step.finish("Failed", "DeadlineExceeded", `The Job ran past its timeout of ${spec.timeout} (timeoutTime ${iso(at)}).`)
+    step.finish("Failed", "DeadlineExceeded", `The Job ran past its timeout of ${step.job.spec.timeout} (timeoutTime ${iso(at)}).`)
     return true
   }
   step.wake(at)
@@ -330,7 +346,7 @@ const recover = (step: Step): boolean => {
       step.finish("Failed", reason, `Index ${index} lost its capacity (${reason}) and recovery.onInterruption is Fail.`)
       return true
     }
-    const lost = interruptionsWithoutProgress(attempts, index, minProgressMs)
+    const lost = interruptionsWithoutProgress(attempts, index, minProgressMs, continuityOf(spec))
     if (lost > maxAttemptsOf(spec)) {
       step.event(type, reason, `Index ${index} lost its capacity (${reason}).`, true)
       step.finish("Failed", "RecoveryLimitExceeded", `Index ${index} lost its capacity ${lost} times without progress; recovery.maxAttempts is ${maxAttemptsOf(spec)}.`)
@@ -567,7 +583,7 @@ const phaseEvent = (step: Step, from: string | undefined, to: JobPhase) => {
   if (from === to || isFinalPhase(to)) return
   if (from === "Recovering" && to === "Running") {
     const seq = step.status.checkpoint?.restoredFromSeq
-    step.event("job.restored", "Restored", seq === undefined ? "The replacement runs (started over)." : `The replacement runs, restored from checkpoint ${seq}.`)
+    step.event("job.restored", "Restored", seq === undefined ? "The replacement runs." : `The replacement runs, restored from checkpoint ${seq}.`)
     return
   }
   step.event(undefined, to, `The Job is ${to}.`)
@@ -612,6 +628,7 @@ export const step = (job: JobObservation, context: JobContext): JobStep => {
     // A resume first moves the suspended time into suspendedDuration, which the timeout clock reads.
     if (job.spec.state !== "Suspended") resume(step)
     if (!decideFinal(step)) advance(step, before)
+    showTimeout(step)
   }
   if (step.status.phase !== undefined && isFinalPhase(step.status.phase)) expire(step)
   step.status.conditions = step.conditions

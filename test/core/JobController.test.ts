@@ -177,15 +177,36 @@ describe("recovery from capacity loss (spec: capacity lost row, Recovery)", () =
     expect(eventTypes(result)).toEqual(["job.preempted", "job.failed"])
   })
 
-  it("fails with RecoveryLimitExceeded after maxAttempts losses without progress; a run past minProgressDuration resets the count", () => {
-    const spec = jobSpec({ ...h100, recovery: { maxAttempts: 2, minProgressDuration: "10m" } })
-    const short = (number: number, ranMs: number) => ended({ type: "NodeLost" }, T0 + number * hour + 2 * minute + ranMs, {
-      number, name: `train-0-${number}`, requestedAt: T0 + number * hour, bootedAt: T0 + number * hour + 2 * minute
+  describe("maxAttempts bounds losses without progress (minProgressDuration)", () => {
+    const lost = (number: number, ranMs: number, fields: Partial<AttemptFacts> = {}) => ended({ type: "NodeLost" }, T0 + number * hour + 2 * minute + ranMs, {
+      number, name: `train-0-${number}`, requestedAt: T0 + number * hour, bootedAt: T0 + number * hour + 2 * minute, ...fields
     })
-    const exhausted = run(spec, { status: { phase: "Recovering" }, attempts: [short(1, minute), short(2, minute), short(3, minute)], now: T0 + 4 * hour })
-    expect(exhausted.status).toMatchObject({ phase: "Failed", reason: "RecoveryLimitExceeded" })
-    const progressed = run(spec, { status: { phase: "Recovering" }, attempts: [short(1, minute), short(2, hour), short(3, minute)], now: T0 + 4 * hour })
-    expect(tags(progressed.actions)).toEqual(["Launch train-0-4"])
+    const saved = { checkpoint: { seq: 1, sizeBytes: 1, at: T0 + 2 * hour } }
+    const recovering = (continuity: string, attempts: ReadonlyArray<AttemptFacts>) =>
+      run(jobSpec({ ...h100, recovery: { continuity, maxAttempts: 2, minProgressDuration: "10m" } }), { status: { phase: "Recovering" }, attempts, now: T0 + 4 * hour })
+
+    it("fails with RecoveryLimitExceeded after more than maxAttempts losses in a row", () => {
+      const result = recovering("Checkpointed", [lost(1, minute), lost(2, minute), lost(3, minute)])
+      expect(result.status).toMatchObject({ phase: "Failed", reason: "RecoveryLimitExceeded" })
+    })
+
+    it("a run past minProgressDuration that saved a checkpoint resets the count", () => {
+      expect(tags(recovering("Checkpointed", [lost(1, minute), lost(2, hour, saved), lost(3, minute)]).actions)).toEqual(["Launch train-0-4"])
+      // Run time without a checkpoint left nothing to start from.
+      expect(recovering("Checkpointed", [lost(1, minute), lost(2, hour), lost(3, minute)]).status.reason).toBe("RecoveryLimitExceeded")
+      // A checkpoint from a run shorter than minProgressDuration does not count either.
+      expect(recovering("Checkpointed", [lost(1, minute), lost(2, minute, saved), lost(3, minute)]).status.reason).toBe("RecoveryLimitExceeded")
+    })
+
+    it("Restartable progress is a further cursor; Ephemeral runs never count as progress", () => {
+      const cursor = (units: number) => ({ progressUnits: units })
+      expect(tags(recovering("Restartable", [lost(1, minute, cursor(60)), lost(2, hour, cursor(3660)), lost(3, minute, cursor(3700))]).actions)).toEqual(["Launch train-0-4"])
+      // The first run moved the cursor; the three after it did not.
+      const stuck = [1, 2, 3, 4].map((number) => lost(number, hour, cursor(3600)))
+      expect(recovering("Restartable", stuck).status.reason).toBe("RecoveryLimitExceeded")
+      expect(tags(recovering("Restartable", stuck.slice(0, 3)).actions)).toEqual(["Launch train-0-4"])
+      expect(recovering("Ephemeral", [lost(1, hour), lost(2, hour), lost(3, hour)]).status.reason).toBe("RecoveryLimitExceeded")
+    })
   })
 
   it("uses an auto checkpoint interval from the variant's interruption rate (Young: sqrt(2 C M))", () => {

@@ -109,7 +109,9 @@ export class SimCapacity {
   private readonly random: Prng
   private readonly models: (variant: Variant) => ProviderModel
   private readonly faults: ProviderFaults
-  private readonly pools = new Map<Variant, Pool>()
+  /** Pools by variant key: every Variant object of one offering variant (each ranking makes its own) shares one. */
+  private readonly pools = new Map<string, Pool>()
+  private readonly poolByObject = new WeakMap<Variant, Pool>()
   private readonly programs = new Map<string, Program>()
   /** Work saved at each checkpoint, per owner: what a restore resumes from. */
   private readonly saved = new Map<string, Map<number, number>>()
@@ -130,11 +132,15 @@ export class SimCapacity {
   // Market
 
   private pool(variant: Variant): Pool {
-    let pool = this.pools.get(variant)
+    let pool = this.poolByObject.get(variant)
+    if (pool !== undefined) return pool
+    const key = keyOf(variant)
+    pool = this.pools.get(key)
     if (pool === undefined) {
       pool = { variant, model: this.models(variant), used: 0, warm: new Map() }
-      this.pools.set(variant, pool)
+      this.pools.set(key, pool)
     }
+    this.poolByObject.set(variant, pool)
     return pool
   }
 
@@ -422,6 +428,8 @@ export class SimCapacity {
   private finish(program: Program, outcome: Outcome, reusable: boolean): void {
     program.token++
     const now = this.engine.now
+    // A program reports its progress cursor as it goes; what it reported up to the end survives it.
+    if (program.attempt.phase === "Running") this.recordProgress(program)
     this.end(program.attempt, outcome, now)
     this.programs.delete(program.attempt.name)
     const pool = this.pool(program.attempt.variant)
