@@ -11,62 +11,45 @@ import type { Variant } from "./Offering.ts"
 // ---------------------------------------------------------------------------------------------------------------------
 // The port
 
-/** What a program needs to start: the controller's launch plus the workload it belongs to. */
-export interface ProgramSpec {
+/** A controller's Launch, addressed to a driver: which workload, which run, on what, and how to start it. */
+export interface LaunchRequest {
+  /** The workload's key (`<namespace>/<name>`): whose facts change, and whose checkpoints a restore reads. */
+  readonly owner: string
+  readonly namespace: string
   readonly attempt: string
   readonly index: number
-  /** Env the program receives; PLATFORM_INDEX and JOB_COMPLETION_INDEX among them (spec: Job.completions). */
-  readonly env: Readonly<Record<string, string>>
+  readonly number: number
+  readonly variant: Variant
+  readonly recovery: boolean
   /** Checkpoint to restore (continuity Checkpointed), or the progress cursor to resume from (Restartable). */
   readonly restoreFromSeq: number | undefined
   readonly resumeFromUnits: number | undefined
   /** Periodic checkpoints; undefined when the workload is not checkpointed. */
   readonly checkpointIntervalMs: number | undefined
-}
-
-/** An observation a driver reports about one allocation. */
-export type Observation =
-  | { readonly _tag: "Booted"; readonly attempt: string; readonly at: number }
-  | { readonly _tag: "Exited"; readonly attempt: string; readonly at: number; readonly exitCode: number; readonly message?: string }
-  | { readonly _tag: "OOMKilled"; readonly attempt: string; readonly at: number }
-  | { readonly _tag: "CheckpointSaved"; readonly attempt: string; readonly at: number; readonly seq: number; readonly sizeBytes: number; readonly episode?: number }
-  | { readonly _tag: "CheckpointFailed"; readonly attempt: string; readonly at: number; readonly episode?: number }
-  | { readonly _tag: "Progress"; readonly attempt: string; readonly at: number; readonly units: number }
-  | { readonly _tag: "Preempted"; readonly attempt: string; readonly at: number }
-  | { readonly _tag: "NodeLost"; readonly attempt: string; readonly at: number }
-  | { readonly _tag: "BootFailed"; readonly attempt: string; readonly at: number }
-  | { readonly _tag: "Unavailable"; readonly attempt: string; readonly at: number }
-  | { readonly _tag: "Released"; readonly attempt: string; readonly at: number }
-
-export interface CapacityError {
-  readonly _tag: "CapacityError"
-  readonly message: string
+  /** How long the host stays warm for another launch of the project after the program ends normally. */
+  readonly keepWarmMs: number
+  /** Env the program receives; PLATFORM_INDEX and JOB_COMPLETION_INDEX among them (spec: Job.completions). */
+  readonly env: Readonly<Record<string, string>>
 }
 
 /**
- * The port a driver implements. Every call is idempotent per attempt name, so a controller that repeats an action
- * after a crash never takes capacity twice.
+ * The port a driver implements. `launch` acquires a host of the variant (a warm one of the project first) and starts
+ * the program on it once it has booted; `stop` stops the program and releases the host (torn down, or kept warm).
+ * Attempt names are unique within their owner. Every call is idempotent per attempt, so a controller that repeats an action after a crash never takes
+ * capacity twice. What happens next — boot, run, exit(code), OOM, checkpoint saved or failed, preemption, node loss,
+ * teardown — is observed as the attempt's facts, and `onChange` says whose facts changed.
  */
 export interface CapacityPort {
-  /** Takes a host of the variant for `attempt` (warm capacity first); boot progress is observed. */
-  readonly acquire: (attempt: string, variant: Variant, workload: WorkloadRef) => Effect.Effect<void, CapacityError>
-  /** Starts the program once the host has booted. */
-  readonly start: (program: ProgramSpec) => Effect.Effect<void, CapacityError>
-  /** Asks for a checkpoint now (a customer suspend); `episode` names the suspend request it serves. */
-  readonly checkpoint: (attempt: string, episode: number) => Effect.Effect<void, CapacityError>
-  /** Stops the program. */
-  readonly stop: (attempt: string) => Effect.Effect<void, CapacityError>
-  /** Tears the host down, or keeps it warm for `keepWarmMs` for another launch of the same variant. */
-  readonly release: (attempt: string, keepWarmMs: number) => Effect.Effect<void, CapacityError>
-  /** Hosts of a variant that can be had now (warm ones included). */
-  readonly available: (variantKey: string) => number
-}
-
-export interface WorkloadRef {
-  readonly kind: string
-  readonly namespace: string
-  readonly name: string
-  readonly uid: string
+  readonly launch: (request: LaunchRequest) => Effect.Effect<AttemptFacts>
+  /** A customer suspend checkpoint now; `episode` names the suspend request it serves. */
+  readonly checkpoint: (owner: string, attempt: string, episode: number) => Effect.Effect<void>
+  readonly stop: (owner: string, attempt: string, keepWarmMs: number) => Effect.Effect<void>
+  /** The attempt's facts while the driver knows it (a live attempt, or one that ended and was not forgotten). */
+  readonly facts: (owner: string, attempt: string) => Effect.Effect<AttemptFacts | undefined>
+  /** Hosts of the variant a launch in `namespace` could take now. */
+  readonly available: (variant: Variant, namespace: string) => Effect.Effect<number>
+  /** Registers the listener told the owner whose facts changed. */
+  readonly onChange: (listener: (owner: string) => void) => Effect.Effect<void>
 }
 
 // ---------------------------------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@
  * program; restoring one costs its size over `restoreBytesPerSecond`; a program's progress is its run time (one
  * progress unit per second of work).
  */
-import type { AttemptFacts, Checkpoint, Outcome, SuspendCheckpoint } from "../../core/Capacity.ts"
+import type { AttemptFacts, Checkpoint, LaunchRequest, Outcome, SuspendCheckpoint } from "../../core/Capacity.ts"
 import type { Market } from "../../core/Placement.ts"
 import { type Variant, variantKey } from "../../core/Offering.ts"
 import type { Engine } from "./Engine.ts"
@@ -89,20 +89,13 @@ interface Pool {
   readonly warm: Map<string, Array<WarmHost>>
 }
 
-export interface LaunchRequest {
-  readonly owner: string
-  readonly namespace: string
-  readonly attempt: string
-  readonly index: number
-  readonly number: number
-  readonly variant: Variant
-  readonly recovery: boolean
-  readonly restoreFromSeq: number | undefined
-  readonly resumeFromUnits: number | undefined
-  readonly checkpointIntervalMs: number | undefined
-  readonly keepWarmMs: number
+/** A launch as the simulator takes it: the port's request plus the model of the program it starts. */
+export interface SimLaunch extends Omit<LaunchRequest, "env"> {
   readonly workload: WorkloadModel
 }
+
+/** Attempt names are unique within their owner only (two projects may both run a Job named train). */
+const programKey = (owner: string, name: string) => `${owner}\n${name}`
 
 export class SimCapacity {
   private readonly engine: Engine
@@ -113,6 +106,8 @@ export class SimCapacity {
   private readonly pools = new Map<string, Pool>()
   private readonly poolByObject = new WeakMap<Variant, Pool>()
   private readonly programs = new Map<string, Program>()
+  /** Every attempt by owner and name, until the owner is forgotten: what makes launch idempotent. */
+  private readonly attempts = new Map<string, Map<string, AttemptFacts>>()
   /** Work saved at each checkpoint, per owner: what a restore resumes from. */
   private readonly saved = new Map<string, Map<number, number>>()
   private readonly seqs = new Map<string, number>()
@@ -193,7 +188,10 @@ export class SimCapacity {
   // -------------------------------------------------------------------------------------------------------------------
   // Actions
 
-  launch(request: LaunchRequest): AttemptFacts {
+  launch(request: SimLaunch): AttemptFacts {
+    // Idempotent per attempt name (spec of the port): a repeated launch returns the same attempt.
+    const known = this.attempts.get(request.owner)?.get(request.attempt)
+    if (known !== undefined) return known
     const now = this.engine.now
     const attempt: SimAttempt = {
       name: request.attempt,
@@ -213,6 +211,9 @@ export class SimCapacity {
       suspend: undefined,
       progressUnits: undefined
     }
+    let owned = this.attempts.get(request.owner)
+    if (owned === undefined) this.attempts.set(request.owner, (owned = new Map()))
+    owned.set(request.attempt, attempt)
     const pool = this.pool(request.variant)
     const warm = this.warmHosts(pool, request.namespace)
     if (warm.length > 0) {
@@ -239,14 +240,14 @@ export class SimCapacity {
       hostWarm: attempt.warmReuse,
       oomAtWork: this.random.chance(request.workload.oomRate) ? Math.round(this.random.uniform() * request.workload.durationMs) : undefined
     }
-    this.programs.set(attempt.name, program)
+    this.programs.set(programKey(request.owner, attempt.name), program)
     this.boot(program)
     return attempt
   }
 
   /** A customer suspend checkpoint for `episode`. */
-  checkpoint(name: string, episode: number): void {
-    const program = this.programs.get(name)
+  checkpoint(owner: string, name: string, episode: number): void {
+    const program = this.programs.get(programKey(owner, name))
     if (program === undefined || program.attempt.phase !== "Running") return
     const previous = program.attempt.suspend
     const failures = previous?.episode === episode ? previous.failures : 0
@@ -266,8 +267,8 @@ export class SimCapacity {
     })
   }
 
-  stop(name: string, keepWarmMs: number): void {
-    const program = this.programs.get(name)
+  stop(owner: string, name: string, keepWarmMs: number): void {
+    const program = this.programs.get(programKey(owner, name))
     if (program === undefined || program.attempt.phase === "Terminating" || program.attempt.phase === "Ended") return
     program.token++
     this.recordProgress(program)
@@ -280,13 +281,14 @@ export class SimCapacity {
     })
   }
 
-  /** The facts of an attempt (the same object while it lives). */
-  facts(name: string): AttemptFacts | undefined {
-    return this.programs.get(name)?.attempt
+  /** The facts of an attempt (the same object while it lives), until its owner is forgotten. */
+  facts(owner: string, name: string): AttemptFacts | undefined {
+    return this.attempts.get(owner)?.get(name)
   }
 
   /** Forgets an owner's programs (its Job was deleted). */
   forget(owner: string): void {
+    this.attempts.delete(owner)
     this.saved.delete(owner)
     this.seqs.delete(owner)
   }
@@ -294,7 +296,7 @@ export class SimCapacity {
   // -------------------------------------------------------------------------------------------------------------------
   // The program's life
 
-  private restoredWork(request: LaunchRequest): number {
+  private restoredWork(request: SimLaunch): number {
     if (request.restoreFromSeq !== undefined) return this.saved.get(request.owner)?.get(request.restoreFromSeq) ?? 0
     if (request.resumeFromUnits !== undefined) return request.resumeFromUnits * 1000
     return 0
@@ -431,7 +433,7 @@ export class SimCapacity {
     // A program reports its progress cursor as it goes; what it reported up to the end survives it.
     if (program.attempt.phase === "Running") this.recordProgress(program)
     this.end(program.attempt, outcome, now)
-    this.programs.delete(program.attempt.name)
+    this.programs.delete(programKey(program.owner, program.attempt.name))
     const pool = this.pool(program.attempt.variant)
     if (reusable && program.keepWarmMs > 0) {
       this.keepWarm(pool, program.namespace, program.keepWarmMs)

@@ -6,7 +6,7 @@
  */
 import { createHash, type Hash } from "node:crypto"
 import type { AttemptFacts } from "../../core/Capacity.ts"
-import { continuityOf, type JobEvent, type JobSpecType, type JobStatusType, step } from "../../core/JobController.ts"
+import { continuityOf, type JobAction, type JobEvent, type JobSpecType, type JobStatusType, type JobStep, step } from "../../core/JobController.ts"
 import { isFinalPhase } from "../../core/JobPhases.ts"
 import type { Offering } from "../../core/Offering.ts"
 import { defaultExpectedWorkMs, rank, type Ranking } from "../../core/Placement.ts"
@@ -38,9 +38,14 @@ export interface TraceSink {
   readonly record: (line: string) => void
 }
 
-/** Hashes every trace line (sha256), optionally keeping the lines. */
+/**
+ * Hashes every trace line (sha256 of the lines, each followed by "\n"), optionally keeping the lines. Lines are
+ * gathered into chunks of about 64 KiB before they reach the hash: one native call per chunk instead of two per
+ * line (the benchmark writes 10^7 lines), and the same bytes, so the same digest.
+ */
 export class TraceHash implements TraceSink {
   private readonly hash: Hash = createHash("sha256")
+  private pending = ""
   readonly lines: Array<string> | undefined
   count = 0
 
@@ -49,13 +54,20 @@ export class TraceHash implements TraceSink {
   }
 
   record(line: string): void {
-    this.hash.update(line)
-    this.hash.update("\n")
+    this.pending += line + "\n"
+    if (this.pending.length >= 65_536) this.flush()
     this.count++
     this.lines?.push(line)
   }
 
+  private flush(): void {
+    if (this.pending.length === 0) return
+    this.hash.update(this.pending)
+    this.pending = ""
+  }
+
   digest(): string {
+    this.flush()
     return this.hash.copy().digest("hex")
   }
 }
@@ -70,6 +82,26 @@ export interface SimulationOptions {
   readonly onEvent?: (job: SimJob, event: JobEvent) => void
   /** Called when a Job is deleted (ttlSecondsAfterFinished), before it is forgotten. */
   readonly onDeleted?: (job: SimJob) => void
+  /**
+   * Called after every controller step with its result and the attempts it launched (their facts as the launch left
+   * them), once the actions are carried out: the server backend writes status, Attempts and Events from it.
+   */
+  readonly onStep?: (job: SimJob, result: JobStep, launched: ReadonlyArray<Launched>) => void
+}
+
+export type LaunchAction = Extract<JobAction, { readonly _tag: "Launch" }>
+
+export interface Launched {
+  readonly action: LaunchAction
+  readonly facts: AttemptFacts
+}
+
+/** What a Job brings along when it is mirrored from a store (the server backend after a restart), not new. */
+export interface Restored {
+  readonly uid: string
+  readonly generation: number
+  readonly status: JobStatusType
+  readonly attempts: ReadonlyArray<AttemptFacts>
 }
 
 export class Simulation {
@@ -101,18 +133,18 @@ export class Simulation {
     return this.options.engine.now
   }
 
-  /** Admits a Job (its spec already decoded with defaults) now. */
-  submit(namespace: string, name: string, spec: JobSpecType, workload: WorkloadModel): SimJob {
+  /** Admits a Job (its spec already decoded with defaults) now, or takes one over with its status and attempts. */
+  submit(namespace: string, name: string, spec: JobSpecType, workload: WorkloadModel, restored?: Restored): SimJob {
     const key = `${namespace}/${name}`
     const job: SimJob = {
       name,
       namespace,
-      uid: `sim-${++this.nextUid}`,
-      generation: 1,
+      uid: restored?.uid ?? `sim-${++this.nextUid}`,
+      generation: restored?.generation ?? 1,
       createdAt: this.now,
       spec,
-      status: {},
-      attempts: [],
+      status: restored?.status ?? {},
+      attempts: [...(restored?.attempts ?? [])],
       workload,
       dirty: false,
       wakeAt: undefined,
@@ -131,6 +163,18 @@ export class Simulation {
     job.generation++
     this.options.trace.record(`${this.now} ${job.namespace}/${job.name} Updated generation=${job.generation} state=${spec.state}`)
     this.touch(job)
+  }
+
+  /** Forgets a Job its owner deleted; its running programs are stopped so their hosts go back to the pool. */
+  remove(job: SimJob): void {
+    if (job.deleted) return
+    job.deleted = true
+    this.waiting.delete(job)
+    for (const attempt of job.attempts) if (attempt.phase !== "Ended") this.options.capacity.stop(`${job.namespace}/${job.name}`, attempt.name, 0)
+    const key = `${job.namespace}/${job.name}`
+    this.options.capacity.forget(key)
+    if (this.jobs.get(key) === job) this.jobs.delete(key)
+    this.options.trace.record(`${this.now} ${key} Removed`)
   }
 
   private touch(job: SimJob): void {
@@ -174,20 +218,22 @@ export class Simulation {
       this.options.trace.record(`${now} ${key} Event ${event.type ?? "-"} ${event.reason}: ${event.message}`)
       this.options.onEvent?.(job, event)
     }
+    const launched: Array<Launched> = []
     for (const action of result.actions) {
       switch (action._tag) {
         case "Launch": {
           const facts = capacity.launch({ ...action, owner: key, namespace: job.namespace, workload: job.workload })
           job.attempts.push(facts)
+          if (this.options.onStep !== undefined) launched.push({ action, facts })
           this.options.trace.record(`${now} ${key} Launch ${action.attempt} ${action.variant.offering.id}${action.variant.interruptible ? "/interruptible" : ""}${facts.outcome === undefined ? "" : " " + facts.outcome.type}`)
           if (facts.outcome !== undefined) this.touch(job)
           break
         }
         case "Checkpoint":
-          capacity.checkpoint(action.attempt, action.episode)
+          capacity.checkpoint(key, action.attempt, action.episode)
           break
         case "Stop":
-          capacity.stop(action.attempt, action.keepWarmMs)
+          capacity.stop(key, action.attempt, action.keepWarmMs)
           this.options.trace.record(`${now} ${key} Stop ${action.attempt}`)
           break
         case "Delete":
@@ -200,6 +246,7 @@ export class Simulation {
           return
       }
     }
+    this.options.onStep?.(job, result, launched)
     this.scheduleWake(job, result.wakeAt)
   }
 

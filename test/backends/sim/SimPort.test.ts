@@ -1,0 +1,36 @@
+/** The simulator held to the capacity contract, on deterministic models (no preemption, node loss or boot failure). */
+import { Effect } from "effect"
+import { Engine } from "../../../src/backends/sim/Engine.ts"
+import { Prng } from "../../../src/backends/sim/Prng.ts"
+import { SimCapacity, type WorkloadModel } from "../../../src/backends/sim/SimCapacity.ts"
+import { simCapacityPort } from "../../../src/backends/sim/SimPort.ts"
+import { defaultWorkload } from "../../../src/backends/sim/Workloads.ts"
+import { variant } from "../../core/Fixtures.ts"
+import { capacityContract } from "../CapacityContract.ts"
+
+capacityContract("simulator", () => {
+  const engine = new Engine(Date.parse("2026-03-01T00:00:00Z"))
+  const hosts = 3
+  const capacity = new SimCapacity(engine, new Prng("contract"), () => ({
+    capacity: hosts,
+    bootMedianMs: 90_000,
+    bootSigma: 0,
+    bootFailureRate: 0,
+    preemptionMtbfMs: undefined,
+    preemptionTrace: undefined,
+    nodeLossMtbfMs: undefined,
+    teardownMs: 30_000,
+    warmStartMs: 5_000,
+    restoreBytesPerSecond: 2 ** 30
+  }))
+  const programs = new Map<string, WorkloadModel>()
+  const port = simCapacityPort(capacity, (owner) => programs.get(owner) ?? defaultWorkload)
+  return {
+    port,
+    advance: (ms) => Effect.sync(() => engine.run(engine.now + ms)),
+    variant: variant("a10-1x-us"),
+    hosts,
+    bootMs: 90_000,
+    program: (owner, workMs, exitCode) => void programs.set(owner, { ...defaultWorkload, durationMs: workMs, exitCode })
+  }
+})
