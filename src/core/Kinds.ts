@@ -158,6 +158,13 @@ const rows: ReadonlyArray<KindRow> = [
     description: "A host enrolled in a Pool." },
   // Offerings are the platform's public catalog and top-ups fund the whole account: both are cluster-scoped.
   { kind: "Offering", plural: "offerings", shortNames: ["off"], scope: "Cluster", operations: readOps, hasSpec: false,
+    columns: [
+      shown("Available", "status.available", "Whether capacity of the offering can be had now"),
+      wide("Accelerator", "spec.accelerator", "Accelerator of its GPUs"),
+      wide("GPUs", "spec.count", "GPUs per host", "integer"),
+      wide("Region", "spec.regionClass", "Region class"),
+      { ...wide("On demand", "spec.onDemandRateUSDPerHour", "Rate per host-hour on demand"), format: "usd" },
+      { ...wide("Interruptible", "spec.interruptibleRateUSDPerHour", "Rate per host-hour of the interruptible variant"), format: "usd" }],
     description: "A purchasable capacity shape with its rates." },
   { kind: "TopUp", plural: "topups", shortNames: ["tu"], scope: "Cluster", operations: [...readOps, "create"],
     scopePrefix: "billing", description: "A payment that adds credits." },
@@ -203,8 +210,30 @@ export const namespaceKind: KindInfo = {
   description: "A project: the scope of namespaced objects."
 }
 
+/**
+ * Events are Kubernetes core/v1 Events (spec: Events — "objects that can be read through the API also record events
+ * (listed by an events command)"), served at /api/v1/namespaces/{namespace}/events so that `kubectl get events` and
+ * `kubectl describe` find them. Only the service writes them (docs/simulator.md); clients read them with `events:read`.
+ */
+export const eventKind: KindInfo = {
+  kind: "Event",
+  plural: "events",
+  singular: "event",
+  version: "v1",
+  scope: "Namespaced",
+  shortNames: ["ev"],
+  operations: new Set<Operation>(["list", "listAll", "watch", "get"]),
+  hasSpec: false,
+  columns: [],
+  scopePrefix: "events",
+  description: "Something that happened to an object, recorded by the service (a core/v1 Event)."
+}
+
+/** The kinds of the core group ("" in paths /api/v1), served beside the nodus group's. */
+export const coreKinds: ReadonlyArray<KindInfo> = [namespaceKind, eventKind]
+
 const byPlural = new Map(kinds.map((info) => [info.plural, info]))
-const byKind = new Map([...kinds, namespaceKind].map((info) => [info.kind, info]))
+const byKind = new Map([...kinds, ...coreKinds].map((info) => [info.kind, info]))
 
 /** The kind served under `plural` in `version`, if any. */
 export const byResource = (version: string, plural: string): KindInfo | undefined => {
@@ -215,7 +244,7 @@ export const byResource = (version: string, plural: string): KindInfo | undefine
 /** The kind with this plural in any version (the store keys objects by plural). */
 export const byPluralName = (plural: string): KindInfo | undefined => byPlural.get(plural)
 
-/** The kind named `kind` (as objects carry it), Namespace included. */
+/** The kind named `kind` (as objects carry it), the core group's Namespace and Event included. */
 export const byKindName = (kind: string): KindInfo | undefined => byKind.get(kind)
 
 export const versions: ReadonlyArray<Version> = ["v1", "v1beta1"]

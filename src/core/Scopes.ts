@@ -3,14 +3,14 @@
  * `<prefix>:read|write` for each kind's scope prefix (billing kinds share "billing"), projects, and `*` for every
  * kind. The list is finite, so a ServiceAccount's schema enumerates it and admission, OpenAPI and test data agree.
  */
-import { kinds, namespaceKind } from "./Kinds.ts"
+import { coreKinds, kinds } from "./Kinds.ts"
 
 export const adminScope = "admin"
 
 export const accessLevels = ["read", "write"] as const
 
-/** Scope prefixes: one per kind (billing kinds share "billing"), plus namespaces. */
-export const scopePrefixes: ReadonlySet<string> = new Set([...kinds.map((info) => info.scopePrefix), namespaceKind.scopePrefix])
+/** Scope prefixes: one per kind (billing kinds share "billing"), plus the core group's namespaces and events. */
+export const scopePrefixes: ReadonlySet<string> = new Set([...kinds, ...coreKinds].map((info) => info.scopePrefix))
 
 /** Every scope a ServiceAccount may hold, admin first. */
 export const knownScopes: ReadonlyArray<string> = [

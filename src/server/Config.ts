@@ -17,7 +17,15 @@ export interface ServerConfig {
   /** The admin key; when absent one is generated once into `<dataDir>/admin.token`. */
   readonly bootstrapToken: string | undefined
   readonly apiGroup: string
+  /** What runs the workloads behind the API: only the simulator so far (docs/simulator.md, "The sim backend"). */
+  readonly backend: Backend
+  /** Virtual seconds per wall-clock second of the sim backend. */
+  readonly simSpeed: number
 }
+
+/** The backends `NODUS_BACKEND` names; a live backend joins this list when it exists. */
+export const backends = ["sim"] as const
+export type Backend = typeof backends[number]
 
 interface Setting {
   readonly env: string
@@ -34,7 +42,9 @@ export const settings: ReadonlyArray<Setting> = [
   { env: "NODUS_TLS_CERT", flag: "--tls-cert", fallback: undefined, description: "PEM certificate file to serve instead of the generated one" },
   { env: "NODUS_TLS_KEY", flag: "--tls-key", fallback: undefined, description: "PEM private key file for --tls-cert" },
   { env: "NODUS_BOOTSTRAP_TOKEN", flag: "--bootstrap-token", fallback: undefined, description: "the admin API key; generated into <data dir>/admin.token when unset" },
-  { env: "NODUS_API_GROUP", flag: "--api-group", fallback: "nodus.dev", description: "API group of every nodus kind" }
+  { env: "NODUS_API_GROUP", flag: "--api-group", fallback: "nodus.dev", description: "API group of every nodus kind" },
+  { env: "NODUS_BACKEND", flag: "--backend", fallback: "sim", description: "what runs workloads: sim (the simulator; the only backend so far)" },
+  { env: "NODUS_SIM_SPEED", flag: "--sim-speed", fallback: "1", description: "sim backend: virtual seconds per wall-clock second (a positive number)" }
 ]
 
 export type ConfigResult = { readonly _tag: "Ok"; readonly config: ServerConfig } | { readonly _tag: "Err"; readonly message: string }
@@ -77,6 +87,10 @@ export const resolve = (env: Readonly<Record<string, string | undefined>>, args:
   if ((cert === undefined) !== (key === undefined)) return { _tag: "Err", message: "NODUS_TLS_CERT and NODUS_TLS_KEY go together: set both or neither" }
   const apiGroup = values.get("NODUS_API_GROUP")!
   if (!apiGroupPattern.test(apiGroup)) return { _tag: "Err", message: `NODUS_API_GROUP "${apiGroup}" must be a DNS subdomain with a dot, such as nodus.dev` }
+  const backend = values.get("NODUS_BACKEND")!
+  if (!(backends as ReadonlyArray<string>).includes(backend)) return { _tag: "Err", message: `NODUS_BACKEND "${backend}" is not a backend: the only one so far is sim` }
+  const simSpeed = parseSpeed(values.get("NODUS_SIM_SPEED")!)
+  if (simSpeed === undefined) return { _tag: "Err", message: `NODUS_SIM_SPEED "${values.get("NODUS_SIM_SPEED")}" must be a positive number, such as 1 or 60` }
   return {
     _tag: "Ok",
     config: {
@@ -87,9 +101,18 @@ export const resolve = (env: Readonly<Record<string, string | undefined>>, args:
       tlsCert: cert,
       tlsKey: key,
       bootstrapToken: values.get("NODUS_BOOTSTRAP_TOKEN"),
-      apiGroup
+      apiGroup,
+      backend: backend as Backend,
+      simSpeed
     }
   }
+}
+
+/** A positive, finite decimal number ("1", "0.5", "3600"); hex, exponents and blanks are refused. */
+const parseSpeed = (text: string): number | undefined => {
+  if (!/^[0-9]+(\.[0-9]+)?$/u.test(text)) return undefined
+  const speed = Number(text)
+  return Number.isFinite(speed) && speed > 0 ? speed : undefined
 }
 
 /** The --help text of the settings. */

@@ -8,14 +8,15 @@
  */
 import { Effect, Layer, Option, Stream } from "effect"
 import type { ApiError } from "../core/ApiError.ts"
-import { apiVersionOf, byKindName, kinds, namespaceKind } from "../core/Kinds.ts"
+import { apiVersionOf, byKindName, eventKind, kinds, namespaceKind } from "../core/Kinds.ts"
 import type { ResourceObject } from "../core/ObjectMeta.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
 import { type Change, Store } from "../store/Store.ts"
 import { ApiConfig } from "./http/Api.ts"
 import { type ResourceRef, Resources } from "./Resources.ts"
 
-const namespacedKinds = kinds.filter((info) => info.scope === "Namespaced")
+// Events (core/v1) live in projects too, owned by the objects they are about.
+const namespacedKinds = [...kinds.filter((info) => info.scope === "Namespaced"), eventKind]
 
 export const layer = Layer.effectDiscard(Effect.gen(function*() {
   const store = yield* Store
@@ -25,6 +26,7 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
 
   const refOf = (object: ResourceObject): ResourceRef | undefined => {
     if (object.kind === "Namespace") return { info: namespaceKind, group: "", apiVersion: "v1" }
+    if (object.kind === "Event") return { info: eventKind, group: "", apiVersion: "v1" }
     const info = byKindName(object.kind)
     return info === undefined ? undefined : { info, group, apiVersion: apiVersionOf(group, info) }
   }
@@ -76,7 +78,7 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
   const resync = Effect.gen(function*() {
     const namespaces = yield* store.list({ resource: "namespaces" }).pipe(Effect.orElseSucceed(() => ({ items: [] as ReadonlyArray<ResourceObject> })))
     for (const namespace of namespaces.items) yield* finishNamespace(namespace.metadata.name)
-    for (const info of kinds) {
+    for (const info of [...kinds, eventKind]) {
       const page = yield* store.list({ resource: info.plural }).pipe(Effect.orElseSucceed(() => ({ items: [] as ReadonlyArray<ResourceObject> })))
       for (const object of page.items) {
         for (const owner of object.metadata.ownerReferences ?? []) {

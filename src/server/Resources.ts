@@ -11,10 +11,11 @@ import { Clock, Context, Effect, Layer, Option, Result } from "effect"
 import { type Admitted, admit, type FieldValidation } from "../core/Admission.ts"
 import { ApiError, alreadyExists, badRequest, conflict, fieldInvalid, invalid, notFound, type Subject } from "../core/ApiError.ts"
 import * as FieldSelector from "../core/FieldSelector.ts"
+import { eventFieldLabels, eventFields } from "../core/Events.ts"
 import { canonical, equals, isObject, type Json, type JsonObject } from "../core/Json.ts"
 import * as JsonPatch from "../core/JsonPatch.ts"
 import { applySchema, namespaceSchema, objectSchema, statusSchema } from "../core/KindSchemas.ts"
-import { byKindName, type KindInfo } from "../core/Kinds.ts"
+import { byKindName, eventKind, type KindInfo } from "../core/Kinds.ts"
 import * as LabelSelector from "../core/LabelSelector.ts"
 import * as MergePatch from "../core/MergePatch.ts"
 import type { ResourceObject } from "../core/ObjectMeta.ts"
@@ -185,12 +186,16 @@ export interface Selectors {
   readonly fields: FieldSelector.FieldSelector
 }
 
-/** The parsed selectors of a list or watch; a malformed one is 400 BadRequest with the parser's words. */
-export const selectorsOf = (options: ListOptions): Result.Result<Selectors, ApiError> => {
+/**
+ * The parsed selectors of a list or watch; a malformed one is 400 BadRequest with the parser's words. Events also
+ * select on their involved object, as `kubectl describe` does.
+ */
+export const selectorsOf = (options: ListOptions, ref?: ResourceRef): Result.Result<Selectors, ApiError> => {
   const labels = LabelSelector.parse(options.labelSelector ?? "")
   // The parser's messages are apimachinery's own ("unable to parse requirement: …"), which kubectl users know.
   if (labels._tag === "Err") return Result.fail(badRequest(labels.message))
-  const fields = FieldSelector.parse(options.fieldSelector ?? "", FieldSelector.defaultSupportedFields)
+  const supported = ref?.info === eventKind ? eventFieldLabels : FieldSelector.defaultSupportedFields
+  const fields = FieldSelector.parse(options.fieldSelector ?? "", supported)
   if (fields._tag === "Err") return Result.fail(badRequest(fields.message))
   return Result.succeed({ labels: labels.value, fields: fields.value })
 }
@@ -198,7 +203,9 @@ export const selectorsOf = (options: ListOptions): Result.Result<Selectors, ApiE
 /** Whether an object passes a list's or watch's selectors. */
 export const selects = (selectors: Selectors, object: ResourceObject): boolean =>
   LabelSelector.matches(selectors.labels, object.metadata.labels) &&
-  FieldSelector.matches(selectors.fields, FieldSelector.fieldsOf(object as { metadata: { name: string; namespace?: string }; status?: unknown }))
+  FieldSelector.matches(selectors.fields, isEvent(object) ? eventFields(object) : FieldSelector.fieldsOf(object as { metadata: { name: string; namespace?: string }; status?: unknown }))
+
+const isEvent = (object: ResourceObject): boolean => object.kind === eventKind.kind && object.apiVersion === "v1"
 
 export class Resources extends Context.Service<Resources, ReturnType<typeof makeOperations>>()("nodus/server/Resources") {
   static readonly layer = Layer.effect(Resources, Effect.map(Effect.all({ store: Store, ids: Ids, estimates: Estimates, secrets: Secrets }), makeOperations))
@@ -566,7 +573,7 @@ function makeOperations(services: {
 
   const list = (ref: ResourceRef, namespace: string | undefined, options: ListOptions) =>
     Effect.gen(function*() {
-      const selectors = yield* Effect.fromResult(selectorsOf(options))
+      const selectors = yield* Effect.fromResult(selectorsOf(options, ref))
       if (namespace !== undefined && ref.info.scope === "Namespaced") yield* requireProject(namespace)
       const cursor = options.continue === undefined || options.continue === "" ? undefined : decodeContinue(options.continue)
       if (options.continue !== undefined && options.continue !== "" && cursor === undefined) {

@@ -17,11 +17,15 @@ import type { ServerConfig } from "./Config.ts"
 import * as Controllers from "./Controllers.ts"
 import { Api, ApiConfig, app } from "./http/Api.ts"
 import { Estimates } from "./Estimates.ts"
+import { EventStream } from "./EventStream.ts"
 import { Idempotency } from "./Idempotency.ts"
 import { Ids } from "./Ids.ts"
 import * as Maintenance from "./Maintenance.ts"
 import { Resources } from "./Resources.ts"
 import { Secrets } from "./Secrets.ts"
+import * as SimBackend from "./SimBackend.ts"
+import { SimulationControl } from "./SimulationControl.ts"
+import * as VirtualClock from "./VirtualClock.ts"
 import { Watches } from "./Watch.ts"
 
 export interface ServerOptions {
@@ -35,6 +39,14 @@ export interface ServerOptions {
   readonly feed: FeedOptions
   /** Called with the URL once the server listens. */
   readonly onListening: (url: string) => void
+  /** The sim backend behind the API (docs/simulator.md); absent: none, and the test clock is 404. */
+  readonly sim?: SimSettings | undefined
+}
+
+export interface SimSettings {
+  /** Simulated seconds per wall-clock second. */
+  readonly speed: number
+  readonly hostsPerVariant?: number
 }
 
 /** Registers the admin key before the first request is served. */
@@ -58,17 +70,37 @@ const announce = (options: ServerOptions) => Layer.effectDiscard(Effect.gen(func
 export interface Replaceable {
   readonly ids?: Layer.Layer<Ids>
   readonly estimates?: Layer.Layer<Estimates>
+  /** Tests pass the layer they also subscribe through, to see what webhooks will get. */
+  readonly eventStream?: Layer.Layer<EventStream>
+}
+
+/**
+ * The sim backend and its clock, or neither. With the sim backend the whole server runs on simulated time: its Clock
+ * is the VirtualClock, so metadata times and the times in status agree (docs/simulator.md).
+ */
+const backendOf = (sim: SimSettings | undefined) => {
+  if (sim === undefined) return { clock: Layer.empty, control: SimulationControl.layerNone }
+  const clock = new VirtualClock.VirtualClock(sim.speed, Date.now())
+  return {
+    clock: VirtualClock.layer(clock),
+    control: SimBackend.layer({ clock, ...(sim.hostsPerVariant === undefined ? {} : { hostsPerVariant: sim.hostsPerVariant }) })
+  }
 }
 
 /** The whole server over a given store layer. */
 export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Store, E>, replaced: Replaceable = {}) => {
   const settings = Layer.succeed(ApiConfig, { group: options.apiGroup, scheme: options.tls === undefined ? "http" : "https", bookmarkInterval: options.bookmarkInterval })
-  const foundation = Layer.mergeAll(storeLayer, replaced.ids ?? Ids.layer, settings, replaced.estimates ?? Estimates.layerNone)
+  const backend = backendOf(options.sim)
+  // The clock goes in first, under everything, so every layer and every fiber they fork reads the same time.
+  const foundation = Layer.mergeAll(storeLayer, replaced.ids ?? Ids.layer, settings, replaced.estimates ?? Estimates.layerNone, replaced.eventStream ?? EventStream.layer).pipe(
+    Layer.provideMerge(backend.clock)
+  )
   const machinery = Layer.mergeAll(Resources.layer, Auth.layer, Idempotency.layer, ChangeFeed.layerWith(options.feed)).pipe(
     Layer.provideMerge(Secrets.layer),
     Layer.provideMerge(foundation)
   )
   const api = Layer.mergeAll(Api.layer, Controllers.layer, Maintenance.layer, bootstrapAdmin(options.adminToken)).pipe(
+    Layer.provideMerge(backend.control),
     Layer.provideMerge(Watches.layer),
     Layer.provideMerge(machinery)
   )
@@ -111,7 +143,8 @@ export const layer = (config: ServerConfig) => Layer.unwrap(Effect.sync(() => {
     adminToken,
     bookmarkInterval: "30 seconds",
     feed: defaultFeedOptions,
-    onListening: (url) => console.log(`nodus serving ${url} (store: ${config.databaseUrl === undefined ? `PGlite in ${pgliteDirectory(config.dataDir)}` : "PostgreSQL"}; admin token in ${config.bootstrapToken === undefined ? `${config.dataDir}/admin.token` : "NODUS_BOOTSTRAP_TOKEN"})`)
+    sim: config.backend === "sim" ? { speed: config.simSpeed } : undefined,
+    onListening: (url) => console.log(`nodus serving ${url} (store: ${config.databaseUrl === undefined ? `PGlite in ${pgliteDirectory(config.dataDir)}` : "PostgreSQL"}; backend: ${config.backend} at speed ${config.simSpeed}; admin token in ${config.bootstrapToken === undefined ? `${config.dataDir}/admin.token` : "NODUS_BOOTSTRAP_TOKEN"})`)
   }, storeLayer)
 }))
 

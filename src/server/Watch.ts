@@ -75,7 +75,7 @@ export class Watches extends Context.Service<Watches, {
     const resources = yield* Resources
 
     const watch = (ref: ResourceRef, namespace: string | undefined, options: WatchOptions) => Effect.gen(function*() {
-      const selectors = yield* Effect.fromResult(selectorsOf(options))
+      const selectors = yield* Effect.fromResult(selectorsOf(options, ref))
       const requested = parseResourceVersion(options.resourceVersion)
       if (requested instanceof ApiError) return yield* requested
       if (namespace !== undefined && ref.info.scope === "Namespaced") yield* resources.requireProject(namespace)

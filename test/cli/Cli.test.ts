@@ -69,7 +69,9 @@ describe("nodus CLI", () => {
     assert.strictEqual(created.code, 0, created.stderr)
     const listed = await run("kubectl", ["get", "nodus", "-A", "--cache-dir", join(dataDir, "kcache")], { KUBECONFIG: kubeconfigPath })
     assert.strictEqual(listed.code, 0, listed.stderr)
-    assert.include(listed.stdout + listed.stderr, "No resources found")
+    // A fresh server holds no Jobs; the sim backend (the default) has already listed its catalog as Offerings.
+    assert.include(listed.stdout, "offering.nodus.dev/", listed.stdout)
+    assert.notInclude(listed.stdout, "job.nodus.dev/", listed.stdout)
     const namespaces = await run("kubectl", ["get", "namespaces", "--cache-dir", join(dataDir, "kcache")], { KUBECONFIG: kubeconfigPath })
     assert.include(namespaces.stdout, "cli-demo")
   })

@@ -23,7 +23,9 @@ const defaults: ServerConfig = {
   tlsCert: undefined,
   tlsKey: undefined,
   bootstrapToken: undefined,
-  apiGroup: "nodus.dev"
+  apiGroup: "nodus.dev",
+  backend: "sim",
+  simSpeed: 1
 }
 
 describe("Config.resolve", () => {
@@ -48,7 +50,9 @@ describe("Config.resolve", () => {
       NODUS_TLS_CERT: "/etc/tls.crt",
       NODUS_TLS_KEY: "/etc/tls.key",
       NODUS_BOOTSTRAP_TOKEN: "secret",
-      NODUS_API_GROUP: "example.com"
+      NODUS_API_GROUP: "example.com",
+      NODUS_BACKEND: "sim",
+      NODUS_SIM_SPEED: "60"
     }
     assert.deepStrictEqual(ok(resolve(env, [])), {
       host: "0.0.0.0",
@@ -59,7 +63,9 @@ describe("Config.resolve", () => {
       tlsCert: "/etc/tls.crt",
       tlsKey: "/etc/tls.key",
       bootstrapToken: "secret",
-      apiGroup: "example.com"
+      apiGroup: "example.com",
+      backend: "sim",
+      simSpeed: 60
     })
   })
 
@@ -75,6 +81,8 @@ describe("Config.resolve", () => {
       "--database-url with '=' in the value": { args: ["--database-url=postgres://h/db?sslmode=require"], expected: { databaseUrl: "postgres://h/db?sslmode=require" } },
       "--bootstrap-token": { args: ["--bootstrap-token", "t"], expected: { bootstrapToken: "t" } },
       "--tls-cert and --tls-key": { args: ["--tls-cert", "c.pem", "--tls-key=k.pem"], expected: { tlsCert: "c.pem", tlsKey: "k.pem" } },
+      "--sim-speed": { args: ["--sim-speed", "0.5"], expected: { simSpeed: 0.5 } },
+      "--backend=sim": { args: ["--backend=sim"], expected: { backend: "sim" } },
       "the last of a repeated flag": { args: ["--addr", "10.0.0.1:4", "--addr=10.0.0.1:5"], expected: { host: "10.0.0.1", port: 5 } }
     }
     const fromEnv = ok(resolve(env, []))
@@ -101,6 +109,12 @@ describe("Config.resolve", () => {
       "API group without a dot": { env: { NODUS_API_GROUP: "nodus" }, mentions: "NODUS_API_GROUP" },
       "API group with upper case": { env: { NODUS_API_GROUP: "Nodus.dev" }, mentions: "NODUS_API_GROUP" },
       "API group with an empty label": { args: ["--api-group", "nodus..dev"], mentions: "NODUS_API_GROUP" },
+      "a backend that does not exist": { env: { NODUS_BACKEND: "aws" }, mentions: "NODUS_BACKEND" },
+      "--backend=live": { args: ["--backend=live"], mentions: "the only one so far is sim" },
+      "a speed of zero": { env: { NODUS_SIM_SPEED: "0" }, mentions: "NODUS_SIM_SPEED" },
+      "a negative speed": { args: ["--sim-speed=-2"], mentions: "NODUS_SIM_SPEED" },
+      "a speed that is not a number": { env: { NODUS_SIM_SPEED: "fast" }, mentions: "NODUS_SIM_SPEED" },
+      "a speed in exponent form": { env: { NODUS_SIM_SPEED: "1e3" }, mentions: "NODUS_SIM_SPEED" },
       "unknown flag": { args: ["--port", "1"], mentions: "--port" },
       "unknown flag in = form": { args: ["--verbose=1"], mentions: "--verbose" },
       "a positional argument": { args: ["serve"], mentions: "serve" },
@@ -160,7 +174,7 @@ describe("Config.parseAddress", () => {
 describe("Config.usage", () => {
   it("mentions every environment variable and flag", () => {
     const text = usage()
-    const names = ["NODUS_ADDR", "NODUS_DATA_DIR", "DATABASE_URL", "NODUS_TLS", "NODUS_TLS_CERT", "NODUS_TLS_KEY", "NODUS_BOOTSTRAP_TOKEN", "NODUS_API_GROUP"]
+    const names = ["NODUS_ADDR", "NODUS_DATA_DIR", "DATABASE_URL", "NODUS_TLS", "NODUS_TLS_CERT", "NODUS_TLS_KEY", "NODUS_BOOTSTRAP_TOKEN", "NODUS_API_GROUP", "NODUS_BACKEND", "NODUS_SIM_SPEED"]
     assert.deepStrictEqual(settings.map((setting) => setting.env), names)
     for (const name of names) assert.match(text, new RegExp(`\\b${name}\\b`, "u"), name)
     for (const setting of settings) assert.include(text, setting.flag, setting.flag)

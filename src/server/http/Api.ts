@@ -4,13 +4,14 @@
  * as JSON, Tables or newline-delimited watch streams. Every failure leaves here as a Status body; a defect becomes a
  * 500 InternalError without a stack trace (the trace goes to the server log).
  */
-import { Cause, Clock, Context, type Duration, Effect, Layer, Option, Stream } from "effect"
+import { Cause, Clock, Context, type Duration, Effect, Layer, Option, Result, Stream } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { type FieldValidation, fieldValidations } from "../../core/Admission.ts"
 import { ApiError, badRequest, notFound } from "../../core/ApiError.ts"
 import { canonical, isObject, type Json, type JsonObject } from "../../core/Json.ts"
-import { apiVersionOf, byResource, type KindInfo, namespaceKind, type Operation, type Version, versions } from "../../core/Kinds.ts"
+import { apiVersionOf, byResource, eventKind, type KindInfo, namespaceKind, type Operation, type Version, versions } from "../../core/Kinds.ts"
 import type { ResourceObject } from "../../core/ObjectMeta.ts"
+import { adminScope } from "../../core/Scopes.ts"
 import { timestamp } from "../../core/Strategy.ts"
 import * as OpenApi from "../openapi/OpenApi.ts"
 import { schemaDocuments } from "../openapi/SchemaDocuments.ts"
@@ -18,6 +19,7 @@ import { type Access, Auth, expirationOf, forbidden, type Principal, scopeProble
 import { fingerprint, Idempotency } from "../Idempotency.ts"
 import { Ids } from "../Ids.ts"
 import { dryRunEtag, etagOf, type PatchType, type ResourceRef, Resources, type WriteOptions } from "../Resources.ts"
+import { clockObject, parseClockRequest, SimulationControl } from "../SimulationControl.ts"
 import { Watches, type WatchEvent } from "../Watch.ts"
 import { mediaTypeOf, parseJson, parseYamlDocument, readObject, readText } from "./Body.ts"
 import * as Discovery from "./Discovery.ts"
@@ -161,6 +163,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
     const auth = yield* Auth
     const idempotency = yield* Idempotency
     const ids = yield* Ids
+    const simulation = yield* SimulationControl
     const group = settings.group
     // Documents are generated once, on first request (tens of ms, off start-up): they depend only on the group and the
     // kinds' schemas.
@@ -172,13 +175,16 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
     }
 
     const refOf = (route: Extract<Routes.Route, { _tag: "Resource" }>): ResourceRef | undefined => {
-      if (route.group === "") return route.plural === "namespaces" ? { info: namespaceKind, group: "", apiVersion: "v1" } : undefined
+      if (route.group === "") {
+        const info = route.plural === "namespaces" ? namespaceKind : route.plural === "events" ? eventKind : undefined
+        return info === undefined ? undefined : { info, group: "", apiVersion: "v1" }
+      }
       if (route.group !== group) return undefined
       const info = byResource(route.version, route.plural)
       return info === undefined ? undefined : { info, group, apiVersion: apiVersionOf(group, info) }
     }
 
-    const tableOf = (ref: ResourceRef) => (ref.info === namespaceKind ? "namespaces" as const : ref.info)
+    const tableOf = (ref: ResourceRef) => (ref.info === namespaceKind ? "namespaces" as const : ref.info === eventKind ? "events" as const : ref.info)
 
     const renderObject = (request: Request, query: URLSearchParams, ref: ResourceRef, object: ResourceObject, status: number, headers: Record<string, string>) =>
       Effect.gen(function*() {
@@ -401,6 +407,19 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
         }
       })
 
+    /** GET reads the test clock (any key); POST moves it, which moves time for everyone: admin only. */
+    const simulationClock = (request: Request, route: Extract<Routes.Route, { _tag: "SimulationClock" }>, principal: Principal) =>
+      Effect.gen(function*() {
+        if (route.group !== group || route.version !== "v1") return yield* resourceNotFound()
+        if (request.method === "GET") return json(200, clockObject(group, yield* simulation.read))
+        if (request.method !== "POST") return yield* methodNotAllowed(request.method)
+        if (!principal.scopes.has(adminScope)) return yield* forbidden(principal, `cannot move the simulation clock: the key needs scope "${adminScope}"`)
+        const body = yield* Effect.flatMap(readText(request), parseJson)
+        const target = parseClockRequest(body)
+        if (Result.isFailure(target)) return yield* target.failure
+        return json(200, clockObject(group, yield* simulation.advance(target.success)))
+      })
+
     const discovery = (request: Request, route: Routes.Route) => {
       const accept = request.headers["accept"]
       switch (route._tag) {
@@ -441,6 +460,8 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
             return json(200, OpenApi.coreDocument())
           case "Resource":
             return yield* resource(request, url, route, principal)
+          case "SimulationClock":
+            return yield* simulationClock(request, route, principal)
           default:
             return yield* resourceNotFound()
         }

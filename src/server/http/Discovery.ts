@@ -7,7 +7,7 @@
 // `/api/v1/namespaces/<ns>` to word its NotFound errors (kubectl-compat §1.4). Pure: no I/O, no clock.
 
 import type { JsonObject } from "../../core/Json.ts"
-import { category, kindsIn, namespaceKind, versions } from "../../core/Kinds.ts"
+import { category, eventKind, kindsIn, namespaceKind, versions } from "../../core/Kinds.ts"
 import type { KindInfo, Operation, Version } from "../../core/Kinds.ts"
 
 /**
@@ -117,6 +117,9 @@ const servedKind = (group: string, info: KindInfo): Served =>
 
 const servedNamespaces: Served = { resource: namespaceResource, group: "", version: "v1", categories: [] }
 
+// Events (Kinds.ts `eventKind`) are core/v1 like namespaces, so `kubectl get events` and `describe` find them.
+const servedEvents: Served = { resource: eventKind, group: "", version: "v1", categories: [] }
+
 /** The group versions that hold at least one kind; an empty one would defeat kubectl's cache (kubectl-compat §1.6). */
 const servedVersions = (): ReadonlyArray<Version> => versions.filter((version) => kindsIn(version).length > 0)
 
@@ -152,12 +155,12 @@ export const coreVersions = (): JsonObject => ({
   serverAddressByClientCIDRs: [{ clientCIDR: "0.0.0.0/0", serverAddress: "" }]
 })
 
-/** GET /api/v1: the legacy APIResourceList of the core group, holding only namespaces. */
+/** GET /api/v1: the legacy APIResourceList of the core group: namespaces and events. */
 export const coreResourceList = (): JsonObject => ({
   kind: "APIResourceList",
   apiVersion: "v1",
   groupVersion: "v1",
-  resources: legacyResources(servedNamespaces)
+  resources: [...legacyResources(servedNamespaces), ...legacyResources(servedEvents)]
 })
 
 /** The legacy APIGroup body of the nodus group, without kind and apiVersion (as it appears inside APIGroupList). */
@@ -223,10 +226,10 @@ export const aggregatedGroups = (group: string): JsonObject => discoveryList([{
 }])
 
 /**
- * GET /api in the aggregated form: the core "" group with v1 namespaces. It is not empty, because kubectl would
+ * GET /api in the aggregated form: the core "" group with v1 namespaces and events. It is not empty, because kubectl would
  * otherwise rerun discovery on every call (kubectl-compat §1.6), and namespaces are served.
  */
 export const aggregatedCore = (): JsonObject => discoveryList([{
   metadata: { name: "" },
-  versions: [{ version: "v1", freshness: "Current", resources: [aggregatedResource(servedNamespaces)] }]
+  versions: [{ version: "v1", freshness: "Current", resources: [aggregatedResource(servedNamespaces), aggregatedResource(servedEvents)] }]
 }])

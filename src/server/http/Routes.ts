@@ -17,6 +17,8 @@ export type Route =
   | { readonly _tag: "OpenApiCore" }
   | { readonly _tag: "OpenApiV2" }
   | { readonly _tag: "ErrorDocs"; readonly code?: string }
+  /** The sim backend's test clock (docs/simulator.md): /apis/{group}/{version}/simulation/clock. */
+  | { readonly _tag: "SimulationClock"; readonly group: string; readonly version: string }
   /** A collection, item or subresource of a kind. `namespace` is the project segment when the path has one. */
   | {
     readonly _tag: "Resource"
@@ -50,6 +52,7 @@ const apis = (segments: ReadonlyArray<string>): Route => {
   if (group === undefined) return { _tag: "Groups" }
   if (version === undefined) return { _tag: "Group", group }
   if (rest.length === 0) return { _tag: "GroupVersion", group, version }
+  if (rest.length === 2 && rest[0] === "simulation" && rest[1] === "clock") return { _tag: "SimulationClock", group, version }
   if (rest[0] === "namespaces" && rest.length >= 3) return resource(group, version, rest.slice(2), rest[1])
   return resource(group, version, rest)
 }
@@ -59,6 +62,9 @@ const core = (segments: ReadonlyArray<string>): Route => {
   if (version === undefined) return { _tag: "CoreVersions" }
   if (version !== "v1") return notFound
   if (rest.length === 0) return { _tag: "CoreResources" }
+  // Events live in projects (/namespaces/{ns}/events[/name]) and are listed across them (/events).
+  if (rest[0] === "events") return rest.length <= 2 ? resource("", "v1", rest) : notFound
+  if (rest[0] === "namespaces" && rest[2] === "events") return rest.length <= 4 ? resource("", "v1", rest.slice(2), rest[1]) : notFound
   return rest[0] === "namespaces" && rest.length <= 3 ? resource("", "v1", rest) : notFound
 }
 

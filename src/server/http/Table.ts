@@ -80,9 +80,38 @@ const cellText = (value: Json | undefined): string => {
   return typeof value === "string" ? value : JSON.stringify(value)
 }
 
+const text = (value: Json | undefined): string => (typeof value === "string" ? value : "")
+
+const since = (stamp: Json | undefined, now: number): string => (typeof stamp === "string" ? age(stamp, now) : "<unknown>")
+
+/** An event's object as Kubernetes prints it: `<kind in lower case>/<name>`. */
+const eventTarget = (object: ResourceObject): string => {
+  const kind = text(readPath(object, "involvedObject.kind")).toLowerCase()
+  const name = text(readPath(object, "involvedObject.name"))
+  return name === "" ? kind : `${kind}/${name}`
+}
+
+const eventColumn = (name: string, priority: 0 | 1, description: string, cell: CellColumn["cell"], format = ""): CellColumn =>
+  ({ definition: definition(name, "string", format, priority, description), cell })
+
+/** The columns the Kubernetes API server prints for core/v1 Events (`kubectl get events`), in its order. */
+const eventColumns: ReadonlyArray<CellColumn> = [
+  eventColumn("Last Seen", 0, "The time the event last occurred (lastTimestamp).", (object, now) => since(object["lastTimestamp"], now)),
+  eventColumn("Type", 0, "Normal or Warning.", (object) => text(object["type"])),
+  eventColumn("Reason", 0, "Why the event happened, in CamelCase.", (object) => text(object["reason"])),
+  eventColumn("Object", 0, "The object the event is about.", eventTarget),
+  eventColumn("Subobject", 1, "The part of the object, when the event is about one.", (object) => text(readPath(object, "involvedObject.fieldPath"))),
+  eventColumn("Source", 1, "The component that reported the event.", (object) => text(readPath(object, "source.component"))),
+  eventColumn("Message", 0, "What happened, for humans.", (object) => text(object["message"])),
+  eventColumn("First Seen", 1, "The time the event first occurred (firstTimestamp).", (object, now) => since(object["firstTimestamp"], now)),
+  eventColumn("Count", 1, "How many times the event occurred.", (object) => cellText(object["count"])),
+  eventColumn("Name", 1, "The event's name.", (object) => object.metadata.name, "name")
+]
+
 /** Name, Phase, Age, Cost (when the kind spends money), then the kind's own columns; namespaces get Name, Status, Age. */
-const columnsOf = (info: KindInfo | "namespaces"): ReadonlyArray<CellColumn> => {
+const columnsOf = (info: KindInfo | "namespaces" | "events"): ReadonlyArray<CellColumn> => {
   if (info === "namespaces") return [nameColumn, namespaceStatusColumn, ageColumn]
+  if (info === "events") return eventColumns
   const cost = info.costPath === undefined ? [] : [costColumn(info.costPath)]
   return [nameColumn, phaseColumn, ageColumn, ...cost, ...info.columns.map(kindColumn)]
 }
@@ -92,7 +121,7 @@ const columnsOf = (info: KindInfo | "namespaces"): ReadonlyArray<CellColumn> => 
  * only with `kubectl get -o wide`, and Name's format "name" makes kubectl print `job.nodus.dev/x` when it shows
  * several kinds at once (kubectl-compat §5).
  */
-export const columnDefinitions = (info: KindInfo | "namespaces"): ReadonlyArray<JsonObject> =>
+export const columnDefinitions = (info: KindInfo | "namespaces" | "events"): ReadonlyArray<JsonObject> =>
   columnsOf(info).map((column) => column.definition)
 
 /** What `table` renders besides the rows: the clock reading, the row object form and the list metadata. */
@@ -119,7 +148,7 @@ const rowObject = (object: ResourceObject, includeObject: IncludeObject): JsonOb
  * takes the NAMESPACE column, `--show-labels` and `-L` from it (kubectl-compat §5). `metadata` carries the list's
  * resourceVersion, continue token and remaining item count when given.
  */
-export const table = (info: KindInfo | "namespaces", objects: ReadonlyArray<ResourceObject>, options: TableOptions): JsonObject => {
+export const table = (info: KindInfo | "namespaces" | "events", objects: ReadonlyArray<ResourceObject>, options: TableOptions): JsonObject => {
   const columns = columnsOf(info)
   const metadata: JsonObject = {
     ...(options.resourceVersion === undefined ? {} : { resourceVersion: options.resourceVersion }),

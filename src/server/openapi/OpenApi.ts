@@ -11,10 +11,11 @@
 import { JsonSchema, Schema } from "effect"
 import { isJson, isObject } from "../../core/Json.ts"
 import type { Json, JsonObject } from "../../core/Json.ts"
-import { kindsIn, versions } from "../../core/Kinds.ts"
+import { eventKind, kindsIn, versions } from "../../core/Kinds.ts"
 import type { KindInfo, Operation, Scope, Version } from "../../core/Kinds.ts"
 import { ObjectMetaInput } from "../../core/ObjectMeta.ts"
 import { namespaceResource } from "../http/Discovery.ts"
+import { clockPaths, clockSchemas } from "./SimulationClock.ts"
 
 /**
  * The JSON Schemas (OpenAPI 3.0 flavour) of one kind's `spec` and `status`, e.g. built from its effect Schema with
@@ -342,6 +343,11 @@ export const document = (group: string, version: Version, schemas: KindSchemas):
     components.push(...Object.entries(kindSchemas.definitions ?? {}))
     components.push([name, kindSchema(group, info, kindSchemas)], [`${name}List`, listSchema(group, version, info.kind, name)])
   }
+  // The sim backend's test clock lives beside the v1 kinds (docs/simulator.md).
+  if (version === "v1") {
+    paths.push(...clockPaths(group))
+    components.push(...Object.entries(clockSchemas(group)))
+  }
   return {
     openapi: "3.0.3",
     info: { title: "nodus", version },
@@ -371,21 +377,53 @@ const namespaceSchema: JsonObject = {
   "x-kubernetes-group-version-kind": [{ group: "", version: "v1", kind: "Namespace" }]
 }
 
+const timeProperty = (description: string): JsonObject => ({ type: "string", format: "date-time", description })
+
+/** The core/v1 Event as nodus records it (src/core/Events.ts, docs/simulator.md): Kubernetes' fields, read-only. */
+const eventSchema: JsonObject = {
+  type: "object",
+  description: eventKind.description,
+  properties: {
+    ...envelopeProperties("", "v1"),
+    metadata: describedRef("ObjectMeta", "Standard object metadata."),
+    involvedObject: {
+      type: "object",
+      description: "The object the event is about.",
+      properties: Object.fromEntries(["apiVersion", "kind", "name", "namespace", "uid"].map((field) => [field, { type: "string", description: `The object's ${field}.` }]))
+    },
+    reason: { type: "string", description: "Why it happened, in CamelCase (e.g. Running, Preempted, Completed)." },
+    message: { type: "string", description: "What happened, for humans." },
+    type: { type: "string", description: "Normal or Warning." },
+    count: { type: "integer", format: "int32", description: "How many times it happened (identical events are aggregated)." },
+    firstTimestamp: timeProperty("When it first happened."),
+    lastTimestamp: timeProperty("When it last happened."),
+    eventTime: timeProperty("When it first happened, in microseconds."),
+    source: { type: "object", description: "Who reported it.", properties: { component: { type: "string", description: "The component, e.g. nodus-sim." } } },
+    reportingComponent: { type: "string", description: "The component that reported it." },
+    reportingInstance: { type: "string", description: "The instance of that component." }
+  },
+  "x-kubernetes-group-version-kind": [{ group: "", version: "v1", kind: "Event" }]
+}
+
 /**
- * The OpenAPI 3.0.3 document of the core group (GET /openapi/v3/api/v1): the namespaces paths and the
- * `io.k8s.api.core.v1.Namespace` schema, so that kubectl can apply and explain Namespace manifests.
+ * The OpenAPI 3.0.3 document of the core group (GET /openapi/v3/api/v1): the namespaces and events paths and the
+ * `io.k8s.api.core.v1.Namespace` and `…Event` schemas, so that kubectl can apply and explain Namespace manifests.
  */
 export const coreDocument = (): JsonObject => {
   const name = schemaName("", "v1", namespaceResource.kind)
   const resource: PathResource = { ...namespaceResource, group: "", root: "/api/v1" }
+  const eventName = schemaName("", "v1", eventKind.kind)
+  const events: PathResource = { ...eventKind, group: "", root: "/api/v1" }
   return {
     openapi: "3.0.3",
     info: { title: "nodus", version: "v1" },
-    paths: Object.fromEntries(resourcePaths(resource, name)),
+    paths: Object.fromEntries([...resourcePaths(resource, name), ...resourcePaths(events, eventName)]),
     components: {
       schemas: {
         [name]: namespaceSchema,
         [`${name}List`]: listSchema("", "v1", namespaceResource.kind, name),
+        [eventName]: eventSchema,
+        [`${eventName}List`]: listSchema("", "v1", eventKind.kind, eventName),
         ...sharedSchemas()
       }
     }

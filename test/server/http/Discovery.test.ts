@@ -119,13 +119,16 @@ describe("Discovery groups", () => {
 })
 
 describe("Discovery core group", () => {
-  it("serves namespaces in /api/v1 without the nodus category", () => {
+  it("serves namespaces and read-only events in /api/v1 without the nodus category", () => {
     assert.deepStrictEqual(Discovery.coreVersions()["versions"], ["v1"])
     const list = Discovery.coreResourceList()
     assert.strictEqual(list["groupVersion"], "v1")
     assert.deepStrictEqual(list["resources"], [{
       name: "namespaces", singularName: "namespace", namespaced: false, kind: "Namespace",
       verbs: ["create", "delete", "get", "list", "watch"], shortNames: ["ns"]
+    }, {
+      name: "events", singularName: "event", namespaced: true, kind: "Event",
+      verbs: ["get", "list", "watch"], shortNames: ["ev"]
     }])
   })
 
@@ -140,6 +143,10 @@ describe("Discovery core group", () => {
     assert.strictEqual(namespaces?.["scope"], "Cluster")
     assert.deepStrictEqual(namespaces?.["responseKind"], { group: "", version: "v1", kind: "Namespace" })
     assert.isUndefined(namespaces?.["categories"])
+    const [, events] = objects(version?.["resources"])
+    assert.strictEqual(events?.["resource"], "events")
+    assert.strictEqual(events?.["scope"], "Namespaced")
+    assert.deepStrictEqual(events?.["responseKind"], { group: "", version: "v1", kind: "Event" })
   })
 })
 

@@ -30,9 +30,14 @@ describe("Routes.parse", () => {
     "/api/v2": notFound,
     "/api/v1/namespaces": resource({ group: "", version: "v1", plural: "namespaces" }),
     "/api/v1/namespaces/demo": resource({ group: "", version: "v1", plural: "namespaces", name: "demo" }),
+    // Events: core/v1, in a project or across projects.
+    "/api/v1/namespaces/demo/events": resource({ group: "", version: "v1", plural: "events", namespace: "demo" }),
+    "/api/v1/namespaces/demo/events/x": resource({ group: "", version: "v1", plural: "events", namespace: "demo", name: "x" }),
+    "/api/v1/namespaces/demo/events/x/y": notFound,
+    "/api/v1/events": resource({ group: "", version: "v1", plural: "events" }),
+    "/api/v1/events/x/y": notFound,
     // Read as a subresource of the namespace; Api.ts answers 404 for subresources other than status and tokens.
-    "/api/v1/namespaces/demo/events": resource({ group: "", version: "v1", plural: "namespaces", name: "demo", subresource: "events" }),
-    "/api/v1/namespaces/demo/events/x": notFound,
+    "/api/v1/namespaces/demo/finalize": resource({ group: "", version: "v1", plural: "namespaces", name: "demo", subresource: "finalize" }),
     "/api/v1/pods": notFound,
 
     // Named groups: discovery
@@ -40,6 +45,10 @@ describe("Routes.parse", () => {
     "/apis/nodus.dev": { _tag: "Group", group: "nodus.dev" },
     "/apis/nodus.dev/v1": { _tag: "GroupVersion", group: "nodus.dev", version: "v1" },
     "/apis/nodus.dev/v1beta1": { _tag: "GroupVersion", group: "nodus.dev", version: "v1beta1" },
+
+    // The sim backend's test clock
+    "/apis/nodus.dev/v1/simulation/clock": { _tag: "SimulationClock", group: "nodus.dev", version: "v1" },
+    "/apis/nodus.dev/v1/simulation": resource({ group: "nodus.dev", version: "v1", plural: "simulation" }),
 
     // Named groups: collections, items, subresources
     "/apis/nodus.dev/v1/jobs": job(),

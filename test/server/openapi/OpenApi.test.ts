@@ -188,10 +188,10 @@ describe("OpenApi.index and core document", () => {
     })
   })
 
-  it("describes namespaces with their Namespace schema", () => {
+  it("describes namespaces with their Namespace schema, and read-only events", () => {
     const core = OpenApi.coreDocument()
     const ids = operations(core).map(([, , operation]) => operation["operationId"])
-    assert.deepStrictEqual([...ids].sort(), ["createNamespace", "deleteNamespace", "listNamespace", "readNamespace"])
+    assert.deepStrictEqual([...ids].sort(), ["createNamespace", "deleteNamespace", "listEventForAllNamespaces", "listNamespace", "listNamespacedEvent", "readNamespace", "readNamespacedEvent"])
     const schema = member(member(core["components"], "schemas"), "io.k8s.api.core.v1.Namespace")
     assert.deepStrictEqual(member(schema, "x-kubernetes-group-version-kind"), [{ group: "", version: "v1", kind: "Namespace" }])
   })

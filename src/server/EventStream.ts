@@ -1,0 +1,46 @@
+/**
+ * The internal stream of the spec's event types (spec: Events — job.succeeded, job.preempted, …), which webhook
+ * deliveries will consume. Whatever records an event with a spec type publishes it here once the object's state it
+ * reports is stored, in the shape of a delivery body (spec: Delivery — `type`, `timestamp`, `data {event, object}`),
+ * so a WebhookEndpoint only filters, signs and sends it.
+ *
+ * In memory and best effort: a subscriber that falls more than `eventStreamLag` events behind loses the oldest, and
+ * nothing is kept for subscribers that come later. Webhooks make it durable when they arrive.
+ */
+import { Context, Effect, Layer, PubSub, type Scope, Stream } from "effect"
+import type { JsonObject } from "../core/Json.ts"
+
+/** One event of a spec type, as a webhook delivery body carries it. */
+export interface StreamEvent {
+  /** `<kind>.<reason>` in lower case with underscores, e.g. job.succeeded (spec: Event types). */
+  readonly type: string
+  /** ISO 8601, in the service's (simulated) time. */
+  readonly timestamp: string
+  readonly data: {
+    readonly event: { readonly reason: string; readonly message: string; readonly count: number }
+    /** What the API shows for the object: never provider names or machine ids (spec: Delivery). */
+    readonly object: {
+      readonly apiVersion: string
+      readonly kind: string
+      readonly metadata: { readonly name: string; readonly namespace: string; readonly uid: string }
+      readonly status: JsonObject
+    }
+  }
+}
+
+/** Events a subscriber may fall behind by before it loses the oldest. */
+export const eventStreamLag = 65_536
+
+export class EventStream extends Context.Service<EventStream, {
+  readonly publish: (event: StreamEvent) => Effect.Effect<void>
+  /** Every event published from now on, while the scope lasts. */
+  readonly subscribe: Effect.Effect<Stream.Stream<StreamEvent>, never, Scope.Scope>
+}>()("nodus/server/EventStream") {
+  static readonly layer = Layer.effect(EventStream, Effect.gen(function*() {
+    const pubsub = yield* PubSub.sliding<StreamEvent>(eventStreamLag)
+    return EventStream.of({
+      publish: (event) => Effect.asVoid(PubSub.publish(pubsub, event)),
+      subscribe: Effect.map(PubSub.subscribe(pubsub), (subscription) => Stream.fromSubscription(subscription))
+    })
+  }))
+}

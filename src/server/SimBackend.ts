@@ -1,0 +1,508 @@
+/**
+ * The sim backend (docs/simulator.md, "The sim backend"): the API server with the simulator behind it. Jobs created
+ * through the API are mirrored into a SimWorld, which runs the core's Job controller over simulated capacity; what
+ * the controller decides comes back through the ordinary write paths:
+ *
+ * - the Job's status through the status subresource (retried on Conflict by reading again);
+ * - an Attempt per run of capacity, owned by its Job (the garbage collector deletes them with it), with the
+ *   placement explanation, and its status whenever the run's facts change;
+ * - a core/v1 Event per controller event, in the Job's project, and for events of a spec type (job.succeeded, …) a
+ *   delivery-shaped entry on the EventStream that webhooks will consume;
+ * - the Job's deletion when ttlSecondsAfterFinished says so.
+ *
+ * Time is the VirtualClock: a fiber runs the engine up to it every `tickInterval`, and the test clock
+ * (SimulationControl) runs it to any later instant at once, writing as it goes, before it answers.
+ *
+ * Only creates, deletions and spec changes (a new metadata.generation) of Jobs feed the simulation: the backend's own
+ * status writes come back through the change feed with the same generation and are ignored, so nothing loops.
+ */
+import { Cause, Effect, Layer, Option, Result, Semaphore, Stream } from "effect"
+import type { ApiError } from "../core/ApiError.ts"
+import { attemptStatusOf, factsFromAttempt, isEndedAttempt } from "../core/AttemptRecords.ts"
+import { catalogPricebookVersion, offeringObject } from "../core/Catalog.ts"
+import { aggregationKey, eventBody, type EventRecord, eventName, eventObject, type InvolvedObject } from "../core/Events.ts"
+import type { JobSpecType, JobStatusType } from "../core/JobController.ts"
+import { equals, isObject, type Json, type JsonObject } from "../core/Json.ts"
+import { apiVersionOf, byResource, eventKind, type KindInfo } from "../core/Kinds.ts"
+import { checkDns1123Label } from "../core/Names.ts"
+import type { Offering } from "../core/Offering.ts"
+import type { ResourceObject } from "../core/ObjectMeta.ts"
+import { timestamp } from "../core/Strategy.ts"
+import { loadCatalog } from "../backends/sim/CatalogData.ts"
+import { admitJobSpec } from "../backends/sim/Scenario.ts"
+import { workloadFromAnnotations } from "../backends/sim/Workloads.ts"
+import { ChangeFeed } from "../store/ChangeFeed.ts"
+import { type Change, Store, type WriteOp } from "../store/Store.ts"
+import { EventStream, type StreamEvent } from "./EventStream.ts"
+import { ApiConfig } from "./http/Api.ts"
+import { Ids } from "./Ids.ts"
+import { type ResourceRef, Resources, type WriteOptions } from "./Resources.ts"
+import { type ClockReading, type ClockTarget, SimulationControl, targetTime } from "./SimulationControl.ts"
+import { defaultHostsPerVariant, defaultSimSeed, type Outbox, type PendingEvent, SimWorld, type Tracked, type TrackedAttempt } from "./SimWorld.ts"
+import type { VirtualClock } from "./VirtualClock.ts"
+
+export interface SimBackendOptions {
+  readonly clock: VirtualClock
+  readonly hostsPerVariant?: number
+  readonly seed?: string
+  readonly catalog?: ReadonlyArray<Offering>
+}
+
+/** `source.component` of its events and the field manager of its writes. */
+export const simComponent = "nodus-sim"
+
+/** Real time between two runs of the engine up to the clock: phases show within a tenth of a second at speed 1. */
+export const tickInterval = "100 millis"
+
+/** Real time between two saves of the clock, so a restart resumes near where simulated time was. */
+const clockSaveIntervalMs = 5_000
+
+const clockTable = "simulation"
+const clockId = "clock"
+
+const writeOptions: WriteOptions = { dryRun: false, fieldValidation: "Ignore", fieldManager: simComponent }
+
+interface Refs {
+  readonly job: ResourceRef
+  readonly attempt: ResourceRef
+  readonly offering: ResourceRef
+  readonly event: ResourceRef
+}
+
+const refOf = (group: string, info: KindInfo): ResourceRef => ({ info, group, apiVersion: apiVersionOf(group, info) })
+
+const refsOf = (group: string): Refs => ({
+  job: refOf(group, byResource("v1", "jobs")!),
+  attempt: refOf(group, byResource("v1", "attempts")!),
+  offering: refOf(group, byResource("v1", "offerings")!),
+  event: { info: eventKind, group: "", apiVersion: "v1" }
+})
+
+/** Logs a failed write and goes on: one object the store refuses must not stop the simulation. */
+const quietly = (what: string) => <A>(effect: Effect.Effect<A, ApiError>): Effect.Effect<void> =>
+  effect.pipe(Effect.asVoid, Effect.catch((error) => Effect.logWarning(`sim backend: ${what}: ${error.message}`)))
+
+/** Keeps a fiber alive through defects too (a bug in one step must not stop simulated time). */
+const surviving = (what: string) => <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<void> =>
+  effect.pipe(Effect.asVoid, Effect.catchCause((cause) => Effect.logError(`sim backend: ${what} failed`, Cause.pretty(cause))))
+
+export const layer = (options: SimBackendOptions) => Layer.effect(SimulationControl, make(options))
+
+function make(options: SimBackendOptions) {
+  return Effect.gen(function*() {
+    const store = yield* Store
+    const resources = yield* Resources
+    const feed = yield* ChangeFeed
+    const ids = yield* Ids
+    const stream = yield* EventStream
+    const { group } = yield* ApiConfig
+    const clock = options.clock
+    const refs = refsOf(group)
+    yield* restoreClock(store, clock)
+    const world = new SimWorld({
+      start: clock.now(),
+      catalog: options.catalog ?? loadCatalog(),
+      hostsPerVariant: options.hostsPerVariant ?? defaultHostsPerVariant,
+      seed: options.seed ?? defaultSimSeed
+    })
+    // One at a time: the engine, the mirror and the writes of one instant are never interleaved.
+    const lock = Semaphore.makeUnsafe(1)
+    const writes = makeWrites({ resources, ids, stream, refs })
+    const mirror = makeMirror({ store, world, refs })
+    const offerings = makeOfferings({ resources, refs, world, clock })
+    const { runTo, catchUp } = makeRunner(world, clock, writes.flush)
+    const saveClock = saveClockOf(store, clock)
+    let lastSave = Date.now()
+
+    const tick = lock.withPermit(Effect.gen(function*() {
+      yield* catchUp
+      yield* offerings.refresh
+      if (Date.now() - lastSave >= clockSaveIntervalMs) {
+        lastSave = Date.now()
+        yield* saveClock
+      }
+    }))
+
+    const onChange = (change: Change) =>
+      change.key.resource === refs.job.info.plural ? lock.withPermit(Effect.andThen(mirror.change(change), catchUp)) : Effect.void
+
+    // Subscribe first, then resync, then follow: nothing committed in between is missed. A follower that falls too
+    // far behind ends as Expired and starts over with a fresh resync.
+    const follow = Effect.scoped(Effect.gen(function*() {
+      const subscription = yield* feed.subscribe(undefined)
+      yield* lock.withPermit(Effect.andThen(mirror.resync, catchUp))
+      yield* Stream.runForEach(subscription.live, onChange)
+    })).pipe(Effect.catchTag("Expired", () => Effect.logDebug("sim backend: fell behind the change feed; reading every Job again")))
+
+    const advance = (target: ClockTarget) => lock.withPermit(Effect.gen(function*() {
+      // A Job created just before the request may not have come through the change feed yet: read the store.
+      yield* mirror.resync
+      yield* catchUp
+      const at = yield* Effect.fromResult(targetTime(target, clock.now()))
+      yield* runTo(at, true)
+      yield* offerings.refresh
+      yield* saveClock
+      lastSave = Date.now()
+      return { now: clock.now(), speed: clock.speed } satisfies ClockReading
+    }))
+
+    yield* offerings.seed
+    yield* Effect.forkScoped(Effect.forever(Effect.andThen(surviving("following the change feed")(follow), Effect.sleep("1 second"))))
+    yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(tickInterval), surviving("running the engine")(tick))))
+    yield* Effect.addFinalizer(() => saveClock)
+
+    return SimulationControl.of({
+      read: Effect.sync(() => ({ now: clock.now(), speed: clock.speed })),
+      advance
+    })
+  })
+}
+
+/** Simulated time never goes back, across restarts too: the clock resumes at the time saved last. */
+const restoreClock = (store: Store["Service"], clock: VirtualClock) =>
+  Effect.map(store.getRecord(clockTable, clockId, 0).pipe(Effect.orElseSucceed(() => Option.none<Json>())), (saved) => {
+    if (Option.isSome(saved) && isObject(saved.value) && typeof saved.value["now"] === "number") clock.advanceTo(saved.value["now"])
+  })
+
+const saveClockOf = (store: Store["Service"], clock: VirtualClock) =>
+  Effect.ignore(Effect.suspend(() => store.commit([{ _tag: "PutRecord", table: clockTable, id: clockId, value: { now: clock.now() } }])))
+
+/** Running the engine, and writing what it decided. */
+function makeRunner(world: SimWorld, clock: VirtualClock, flush: (outbox: Outbox) => Effect.Effect<void>) {
+  const flushPending = Effect.suspend(() => (world.pending ? flush(world.take()) : Effect.void))
+
+  /**
+   * Runs the engine to `target`, writing after every simulated instant at which something happened, so each phase
+   * reaches the store (and watchers); `moveClock` takes the clock along (the test clock), else it is ahead already.
+   */
+  const runTo = (target: number, moveClock: boolean) => Effect.gen(function*() {
+    for (;;) {
+      const next = world.engine.peekTime()
+      if (next === undefined || next > target) break
+      if (moveClock) clock.advanceTo(next)
+      world.engine.run(next)
+      yield* flushPending
+    }
+    if (moveClock) clock.advanceTo(target)
+    world.engine.run(target)
+    yield* flushPending
+  })
+
+  /** Runs the engine up to the clock as it reads when this runs (not when it was built). */
+  const catchUp = Effect.suspend(() => runTo(clock.now(), false))
+
+  return { runTo, catchUp }
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Mirroring the store's Jobs
+
+function makeMirror(services: { readonly store: Store["Service"]; readonly world: SimWorld; readonly refs: Refs }) {
+  const { store, world, refs } = services
+  const keyOf = (object: ResourceObject) => `${object.metadata.namespace ?? ""}/${object.metadata.name}`
+
+  const decodeSpec = (object: ResourceObject): JobSpecType | undefined => {
+    try {
+      // Stored specs were admitted (normalized, defaults filled); decoding again only gives them their types.
+      return admitJobSpec(isObject(object.spec) ? object.spec : {})
+    } catch {
+      return undefined
+    }
+  }
+
+  /** The Attempts a previous server process wrote for this Job, as facts (live ones end now as NodeLost). */
+  const restoredAttempts = (object: ResourceObject) => Effect.gen(function*() {
+    const dependents = yield* store.dependentsOf(object.metadata.uid).pipe(Effect.orElseSucceed(() => []))
+    const attempts = dependents.filter((dependent) => dependent.kind === refs.attempt.info.kind)
+    const now = world.engine.now
+    const variantOf = (offering: string, interruptible: boolean) => world.variantOf(offering, interruptible)
+    const facts = attempts.flatMap((attempt) => factsFromAttempt(attempt as unknown as JsonObject, variantOf, now) ?? [])
+    const live = facts.filter((fact) => attempts.some((attempt) => attempt.metadata.name === fact.name && !isEndedAttempt(attempt as unknown as JsonObject)))
+    return { facts, live }
+  })
+
+  const admit = (object: ResourceObject) => Effect.gen(function*() {
+    const spec = decodeSpec(object)
+    if (spec === undefined) return yield* Effect.logWarning(`sim backend: Job ${keyOf(object)} has a spec the Job schema refuses; it is not simulated`)
+    const status = (isObject(object.status) ? object.status : {}) as JobStatusType
+    // A Job with a phase ran under an earlier server process: it comes back with its recorded runs.
+    const restored = status.phase === undefined ? { facts: [], live: [] } : yield* restoredAttempts(object)
+    world.admit({
+      namespace: object.metadata.namespace ?? "",
+      name: object.metadata.name,
+      uid: object.metadata.uid,
+      generation: object.metadata.generation,
+      spec,
+      workload: workloadFromAnnotations(object.metadata.annotations),
+      status,
+      attempts: restored.facts,
+      live: restored.live
+    })
+  })
+
+  /**
+   * Brings the mirror of one stored Job up to date: new, re-created, spec changed, or being deleted. The object may be
+   * older than what the mirror knows (a change that waited in the feed while a resync read the store): a Job let go
+   * of stays gone, and a spec goes only forward.
+   */
+  const sync = (object: ResourceObject) => Effect.gen(function*() {
+    if (world.gone.has(object.metadata.uid)) return
+    const previous = world.tracked.get(keyOf(object))
+    if (previous !== undefined && (previous.uid !== object.metadata.uid || object.metadata.deletionTimestamp !== undefined)) world.remove(previous)
+    if (object.metadata.deletionTimestamp !== undefined) return
+    const tracked = world.tracked.get(keyOf(object))
+    if (tracked === undefined) return yield* admit(object)
+    if (object.metadata.generation <= tracked.generation) return
+    const spec = decodeSpec(object)
+    if (spec !== undefined) world.update(tracked, spec, object.metadata.generation)
+  })
+
+  const change = (change: Change) => {
+    if (change.type !== "DELETED") return sync(change.object)
+    // Nothing about this uid follows its deletion in the feed.
+    world.gone.delete(change.object.metadata.uid)
+    const tracked = world.tracked.get(keyOf(change.object))
+    if (tracked !== undefined && tracked.uid === change.object.metadata.uid) world.remove(tracked)
+    return Effect.void
+  }
+
+  /** Every stored Job mirrored, and every mirrored Job the store no longer has forgotten. */
+  const resync = Effect.gen(function*() {
+    const page = yield* store.list({ resource: refs.job.info.plural }).pipe(Effect.orElseSucceed(() => ({ items: [] as ReadonlyArray<ResourceObject> })))
+    const present = new Set(page.items.map((object) => `${keyOf(object)}#${object.metadata.uid}`))
+    for (const tracked of [...world.tracked.values()]) if (!present.has(`${tracked.key}#${tracked.uid}`)) world.remove(tracked)
+    for (const object of page.items) yield* sync(object)
+  })
+
+  return { change, resync }
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Writing what the simulation decided
+
+interface WriteServices {
+  readonly resources: Resources["Service"]
+  readonly ids: Ids["Service"]
+  readonly stream: EventStream["Service"]
+  readonly refs: Refs
+}
+
+/** Where a status goes: the object, its uid when it must still be that object, and the resourceVersion written last. */
+interface StatusTarget {
+  readonly ref: ResourceRef
+  readonly namespace: string | undefined
+  readonly name: string
+  readonly uid: string | undefined
+  readonly resourceVersion: string | undefined
+}
+
+/**
+ * Replaces the status of an object through the status subresource. It first tries the resourceVersion it wrote last
+ * (no read; the usual case, since only the backend writes these statuses) and reads the object again when another
+ * writer got there first. Answers the new resourceVersion, or undefined when the object is gone or is another object
+ * now (a different uid).
+ */
+const statusWriter = (resources: Resources["Service"]) => (target: StatusTarget, status: Json) => {
+  const { ref, namespace, name, uid } = target
+  const replace = (resourceVersion: string) => {
+    const metadata = { name, ...(namespace === undefined ? {} : { namespace }), ...(uid === undefined ? {} : { uid }), resourceVersion }
+    const body = { apiVersion: ref.apiVersion, kind: ref.info.kind, metadata, status }
+    return Effect.map(resources.replace(ref, namespace, name, body, writeOptions, "status"), (result) => result.object.metadata.resourceVersion)
+  }
+  const fresh = Effect.gen(function*() {
+    const current = yield* Effect.result(resources.get(ref, namespace, name))
+    if (Result.isFailure(current)) return current.failure.code === "NotFound" ? undefined : yield* current.failure
+    if (uid !== undefined && current.success.metadata.uid !== uid) return undefined
+    return yield* replace(current.success.metadata.resourceVersion)
+  }).pipe(Effect.retry({ times: 5, while: (error) => error.code === "Conflict" }))
+  if (target.resourceVersion === undefined) return fresh
+  return replace(target.resourceVersion).pipe(Effect.catchIf((error) => error.code === "Conflict" || error.code === "NotFound", () => fresh))
+}
+
+function makeWrites(services: WriteServices) {
+  const { resources, ids, stream, refs } = services
+  const writeStatus = statusWriter(resources)
+  let sequence = 0
+
+  const jobLabel = `${refs.job.info.singular}`
+  const labelsOf = (tracked: Tracked): Record<string, string> =>
+    checkDns1123Label(tracked.name).length === 0 ? { [`${refs.job.group}/${jobLabel}`]: tracked.name } : {}
+
+  const attemptBody = (tracked: Tracked, attempt: TrackedAttempt): JsonObject => ({
+    apiVersion: refs.attempt.apiVersion,
+    kind: refs.attempt.info.kind,
+    metadata: {
+      name: attempt.facts.name,
+      namespace: tracked.namespace,
+      labels: labelsOf(tracked),
+      ownerReferences: [{ apiVersion: refs.job.apiVersion, kind: refs.job.info.kind, name: tracked.name, uid: tracked.uid, controller: true, blockOwnerDeletion: true }]
+    },
+    spec: {
+      workload: { kind: refs.job.info.kind, name: tracked.name, uid: tracked.uid },
+      index: attempt.facts.index,
+      epoch: attempt.facts.number
+    }
+  })
+
+  const jobKey = (tracked: Tracked) => ({ resource: refs.job.info.plural, namespace: tracked.namespace, name: tracked.name })
+
+  /** Records about a Job are written only while it exists, so none outlives it uncollected. */
+  const whileJobExists = (tracked: Tracked): ReadonlyArray<WriteOp> => [{ _tag: "Require", key: jobKey(tracked), notDeleting: false }]
+
+  /** Creates the Attempt; one left by an earlier Job of the same name (not yet collected) makes way. */
+  const createAttempt = (tracked: Tracked, attempt: TrackedAttempt) => Effect.gen(function*() {
+    const create = resources.create(refs.attempt, tracked.namespace, attemptBody(tracked, attempt), { ...writeOptions, commitWith: () => whileJobExists(tracked) })
+    const created = yield* Effect.result(create)
+    if (Result.isFailure(created)) {
+      if (created.failure.code === "NotFound") return
+      if (created.failure.code !== "AlreadyExists") return yield* created.failure
+      const existing = yield* resources.get(refs.attempt, tracked.namespace, attempt.facts.name)
+      if (!(existing.metadata.ownerReferences ?? []).some((owner) => owner.uid === tracked.uid)) {
+        yield* resources.remove(refs.attempt, tracked.namespace, attempt.facts.name, { dryRun: false, propagationPolicy: "Background", preconditions: { uid: existing.metadata.uid } })
+        yield* create
+      }
+    } else {
+      attempt.resourceVersion = created.success.object.metadata.resourceVersion
+    }
+    attempt.created = true
+  })
+
+  const writeAttempt = (tracked: Tracked, attempt: TrackedAttempt) => Effect.gen(function*() {
+    if (!attempt.created) yield* createAttempt(tracked, attempt)
+    const status = attemptStatusOf(attempt.facts, attempt.placement)
+    const text = JSON.stringify(status)
+    if (text !== attempt.written) {
+      attempt.resourceVersion = yield* writeStatus({ ref: refs.attempt, namespace: tracked.namespace, name: attempt.facts.name, uid: undefined, resourceVersion: attempt.resourceVersion }, status)
+      attempt.written = text
+    }
+    if (attempt.facts.phase === "Ended") tracked.attempts.delete(attempt.facts.name)
+  })
+
+  const writeJob = (tracked: Tracked) => Effect.gen(function*() {
+    const status = tracked.job.status
+    const text = JSON.stringify(status)
+    if (text !== tracked.written && !tracked.finishedBefore) {
+      const target = { ref: refs.job, namespace: tracked.namespace, name: tracked.name, uid: tracked.uid, resourceVersion: tracked.resourceVersion }
+      tracked.resourceVersion = yield* writeStatus(target, status as unknown as Json)
+      tracked.written = text
+    }
+    for (const attempt of [...tracked.attempts.values()]) yield* quietly(`Attempt ${tracked.namespace}/${attempt.facts.name}`)(writeAttempt(tracked, attempt))
+  })
+
+  const involvedOf = (tracked: Tracked): InvolvedObject =>
+    ({ apiVersion: refs.job.apiVersion, kind: refs.job.info.kind, name: tracked.name, namespace: tracked.namespace, uid: tracked.uid })
+
+  const eventKey = (record: EventRecord) => ({ resource: eventKind.plural, namespace: record.involved.namespace, name: record.name })
+
+  const createEvent = (tracked: Tracked, record: EventRecord) =>
+    resources.commit(refs.event, record.involved.namespace, record.name, [
+      { _tag: "Create", key: eventKey(record), object: eventObject(record, ids.uid(), record.last) },
+      // Events appear only in a live project (the namespace controller empties a terminating one).
+      { _tag: "Require", key: { resource: "namespaces", namespace: "", name: record.involved.namespace }, notDeleting: true },
+      ...whileJobExists(tracked)
+    ]).pipe(Effect.catchIf((error) => error.code === "NotFound", () => Effect.void))
+
+  /** The next occurrence of an aggregated event: its count and lastTimestamp move. */
+  const updateEvent = (tracked: Tracked, record: EventRecord) => Effect.gen(function*() {
+    const existing = yield* Effect.result(resources.get(refs.event, record.involved.namespace, record.name))
+    if (Result.isFailure(existing)) return yield* createEvent(tracked, record)
+    const object = { ...existing.success, ...eventBody(record) } as ResourceObject
+    return yield* resources.commit(refs.event, record.involved.namespace, record.name, [
+      { _tag: "Update", key: eventKey(record), object, previous: existing.success, expectedRv: existing.success.metadata.resourceVersion }
+    ])
+  })
+
+  const streamEventOf = (pending: PendingEvent, record: EventRecord, type: string): StreamEvent => ({
+    type,
+    timestamp: new Date(pending.at).toISOString(),
+    data: {
+      event: { reason: record.reason, message: record.message, count: record.count },
+      object: {
+        apiVersion: record.involved.apiVersion,
+        kind: record.involved.kind,
+        metadata: { name: record.involved.name, namespace: record.involved.namespace, uid: record.involved.uid },
+        status: pending.status as unknown as JsonObject
+      }
+    }
+  })
+
+  const recordEvent = (pending: PendingEvent) => Effect.gen(function*() {
+    const { tracked, event, at } = pending
+    const involved = involvedOf(tracked)
+    const key = aggregationKey(involved, event.reason, event.message, event.warning)
+    const previous = tracked.events.get(key)
+    const record: EventRecord = {
+      name: previous?.name ?? eventName(tracked.name, at, sequence++),
+      involved,
+      reason: event.reason,
+      message: event.message,
+      warning: event.warning,
+      count: (previous?.count ?? 0) + 1,
+      first: previous?.first ?? at,
+      last: at,
+      component: simComponent
+    }
+    tracked.events.set(key, { name: record.name, count: record.count, first: record.first })
+    yield* quietly(`Event ${involved.namespace}/${record.name}`)(previous === undefined ? createEvent(tracked, record) : updateEvent(tracked, record))
+    if (event.type !== undefined) yield* stream.publish(streamEventOf(pending, record, event.type))
+  })
+
+  const deleteJob = (tracked: Tracked) =>
+    resources.remove(refs.job, tracked.namespace, tracked.name, { dryRun: false, propagationPolicy: "Background", preconditions: { uid: tracked.uid } }).pipe(
+      Effect.catchIf((error) => error.code === "NotFound" || error.code === "Conflict", () => Effect.void)
+    )
+
+  /** Status first, then events (a consumer of the stream then reads at least that state), then deletions. */
+  const flush = (outbox: Outbox) => Effect.gen(function*() {
+    for (const tracked of outbox.dirty) yield* quietly(`status of Job ${tracked.key}`)(writeJob(tracked))
+    for (const pending of outbox.events) yield* recordEvent(pending)
+    for (const tracked of outbox.deletes) yield* quietly(`deleting Job ${tracked.key}`)(deleteJob(tracked))
+  })
+
+  return { flush, writeStatus }
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Offerings: the catalog, with whether each has capacity now
+
+function makeOfferings(services: { readonly resources: Resources["Service"]; readonly refs: Refs; readonly world: SimWorld; readonly clock: VirtualClock }) {
+  const { resources, refs, world, clock } = services
+  const writeStatus = statusWriter(resources)
+  const shown = new Map<string, boolean>()
+
+  const writeAvailability = (offering: Offering, available: boolean) =>
+    Effect.map(
+      writeStatus({ ref: refs.offering, namespace: undefined, name: offering.id, uid: undefined, resourceVersion: undefined }, { available, pricebookVersion: catalogPricebookVersion, updatedTime: timestamp(clock.now()) }),
+      () => shown.set(offering.id, available)
+    )
+
+  /** Creates the Offering, or replaces its spec when the catalog changed since it was written. */
+  const ensure = (offering: Offering) => Effect.gen(function*() {
+    const { metadata, spec } = offeringObject(offering, catalogPricebookVersion)
+    const body = { apiVersion: refs.offering.apiVersion, kind: refs.offering.info.kind, metadata, spec }
+    const found = yield* Effect.result(resources.get(refs.offering, undefined, offering.id))
+    if (Result.isFailure(found)) {
+      if (found.failure.code !== "NotFound") return yield* found.failure
+      yield* resources.create(refs.offering, undefined, body, writeOptions)
+    } else if (!equals(found.success.spec ?? null, spec as unknown as Json)) {
+      yield* resources.replace(refs.offering, undefined, offering.id, { ...body, metadata: { ...metadata, resourceVersion: found.success.metadata.resourceVersion } }, writeOptions)
+    } else if (isCurrent(found.success, world.available(offering))) {
+      // A restart over the same catalog: nothing to write (a whole catalog of status writes costs a second on PGlite).
+      return shown.set(offering.id, world.available(offering))
+    }
+    yield* writeAvailability(offering, world.available(offering))
+  })
+
+  const isCurrent = (object: ResourceObject, available: boolean): boolean =>
+    isObject(object.status) && object.status["available"] === available && object.status["pricebookVersion"] === catalogPricebookVersion
+
+  const seed = Effect.forEach(world.catalog, (offering) => quietly(`Offering ${offering.id}`)(ensure(offering)), { discard: true })
+
+  /** Writes the offerings whose availability changed. */
+  const refresh = Effect.forEach(world.catalog, (offering) => {
+    const available = world.available(offering)
+    return shown.get(offering.id) === available ? Effect.void : quietly(`Offering ${offering.id}`)(writeAvailability(offering, available))
+  }, { discard: true })
+
+  return { seed, refresh }
+}

@@ -1,0 +1,205 @@
+/**
+ * The simulator as the API server's sim backend holds it (docs/simulator.md, "The sim backend"): one engine, one
+ * simulated fleet (the whole catalog, `defaultHostsPerVariant` hosts of every variant, the headless runner's provider
+ * defaults) and one Simulation, mirroring the Jobs of the store. Everything here is synchronous, like the engine:
+ * after each controller step the world notes what the store must learn (the Job's status, its Attempts, its events),
+ * and SimBackend.ts writes that outbox once the engine has run.
+ */
+import type { AttemptFacts } from "../core/Capacity.ts"
+import type { JobEvent, JobSpecType, JobStatusType } from "../core/JobController.ts"
+import { isFinalPhase } from "../core/JobPhases.ts"
+import { type Offering, type Variant, variantsOf } from "../core/Offering.ts"
+import type { Explanation } from "../core/Placement.ts"
+import { Engine } from "../backends/sim/Engine.ts"
+import { Prng } from "../backends/sim/Prng.ts"
+import { providerModelsOf } from "../backends/sim/Run.ts"
+import { SimCapacity, type WorkloadModel } from "../backends/sim/SimCapacity.ts"
+import { type Launched, type SimJob, Simulation } from "../backends/sim/Simulation.ts"
+
+/** Hosts of every offering variant in the server's fleet (a scenario's default too). */
+export const defaultHostsPerVariant = 8
+
+/** The seed of every random draw of the server's simulator: the same requests give the same runs. */
+export const defaultSimSeed = "nodus-sim"
+
+/** An Attempt of a mirrored Job, with what was last written of it. */
+export interface TrackedAttempt {
+  /** The driver's facts: the same object while the run lives, so it is always current. */
+  readonly facts: AttemptFacts
+  readonly placement: Explanation | undefined
+  created: boolean
+  /** The JSON of the status last written, and the resourceVersion that write gave the object. */
+  written: string | undefined
+  resourceVersion: string | undefined
+}
+
+/** A Job of the store mirrored into the simulation. */
+export interface Tracked {
+  readonly key: string
+  readonly namespace: string
+  readonly name: string
+  readonly uid: string
+  readonly job: SimJob
+  /** The store's metadata.generation the simulation has seen (the simulation counts its own). */
+  generation: number
+  /** The JSON of the status last written, and the resourceVersion that write gave the Job. */
+  written: string | undefined
+  resourceVersion: string | undefined
+  /**
+   * A Job that had finished under an earlier server process: its status is final and stays as stored (the controller
+   * sees it only to delete it after ttlSecondsAfterFinished; what it would re-derive from the recorded runs is no news).
+   */
+  readonly finishedBefore: boolean
+  /** Attempts whose objects may still need a write; ended ones leave once written. */
+  readonly attempts: Map<string, TrackedAttempt>
+  /** The Events written for this Job by aggregation key (Events.ts), so a repeat only counts up. */
+  readonly events: Map<string, { readonly name: string; readonly count: number; readonly first: number }>
+}
+
+/** An event of a step, with the time it happened and the Job's status right after. */
+export interface PendingEvent {
+  readonly tracked: Tracked
+  readonly event: JobEvent
+  readonly at: number
+  readonly status: JobStatusType
+}
+
+/** What the store has to learn since the last flush, in the order it happened. */
+export interface Outbox {
+  readonly dirty: Set<Tracked>
+  readonly events: Array<PendingEvent>
+  /** Jobs the controller deleted (ttlSecondsAfterFinished). */
+  readonly deletes: Array<Tracked>
+}
+
+const emptyOutbox = (): Outbox => ({ dirty: new Set(), events: [], deletes: [] })
+
+export interface Admission {
+  readonly namespace: string
+  readonly name: string
+  readonly uid: string
+  readonly generation: number
+  readonly spec: JobSpecType
+  readonly workload: WorkloadModel
+  readonly status: JobStatusType
+  /** The runs a previous server process recorded; `live` are those still running then, to be rewritten as ended. */
+  readonly attempts: ReadonlyArray<AttemptFacts>
+  readonly live: ReadonlyArray<AttemptFacts>
+}
+
+export interface WorldOptions {
+  readonly start: number
+  readonly catalog: ReadonlyArray<Offering>
+  readonly hostsPerVariant: number
+  readonly seed: string
+}
+
+// The server keeps no trace: its history is the store's objects and events.
+const noTrace = { record: () => {} }
+
+export class SimWorld {
+  readonly engine: Engine
+  readonly capacity: SimCapacity
+  readonly simulation: Simulation
+  readonly catalog: ReadonlyArray<Offering>
+  readonly tracked = new Map<string, Tracked>()
+  /**
+   * Uids of Jobs the world let go of (deleted by their controller, or found gone from the store) whose deletion the
+   * change feed has not delivered yet: changes about them still queued in the feed are stale, not new Jobs.
+   */
+  readonly gone = new Set<string>()
+  private readonly byJob = new WeakMap<SimJob, Tracked>()
+  private readonly offerings: ReadonlyMap<string, Offering>
+  private outbox: Outbox = emptyOutbox()
+
+  constructor(options: WorldOptions) {
+    this.catalog = options.catalog
+    this.offerings = new Map(options.catalog.map((offering) => [offering.id, offering]))
+    this.engine = new Engine(options.start)
+    const fleet = { hostsPerVariant: options.hostsPerVariant, capacity: {}, providers: { default: {}, interruptible: {}, byOffering: {} } }
+    this.capacity = new SimCapacity(this.engine, new Prng(options.seed).derive("capacity"), providerModelsOf(fleet))
+    this.simulation = new Simulation({
+      engine: this.engine,
+      capacity: this.capacity,
+      catalog: options.catalog,
+      trace: noTrace,
+      onStep: (job, result, launched) => this.stepped(job, result.events, launched),
+      onDeleted: (job) => this.deleted(job)
+    })
+  }
+
+  /** Mirrors a Job of the store; the simulation reconciles it when the engine next runs. */
+  admit(admission: Admission): Tracked {
+    const { namespace, name, uid } = admission
+    const job = this.simulation.submit(namespace, name, admission.spec, admission.workload, {
+      uid,
+      generation: admission.generation,
+      status: admission.status,
+      attempts: admission.attempts
+    })
+    const finishedBefore = admission.status.phase !== undefined && isFinalPhase(admission.status.phase)
+    const tracked: Tracked = { key: `${namespace}/${name}`, namespace, name, uid, job, generation: admission.generation, written: undefined, resourceVersion: undefined, finishedBefore, attempts: new Map(), events: new Map() }
+    for (const facts of admission.live) tracked.attempts.set(facts.name, { facts, placement: undefined, created: true, written: undefined, resourceVersion: undefined })
+    this.tracked.set(tracked.key, tracked)
+    this.byJob.set(job, tracked)
+    if (admission.live.length > 0) this.outbox.dirty.add(tracked)
+    return tracked
+  }
+
+  /** A new spec generation of a mirrored Job (spec.state, parallelism, ...). */
+  update(tracked: Tracked, spec: JobSpecType, generation: number): void {
+    this.simulation.update(tracked.job, spec)
+    // The core reports observedGeneration from the simulation's count: keep it the store's.
+    tracked.job.generation = generation
+    tracked.generation = generation
+  }
+
+  /** Forgets a Job the store no longer has; its hosts go back to the pool. */
+  remove(tracked: Tracked): void {
+    this.simulation.remove(tracked.job)
+    this.gone.add(tracked.uid)
+    if (this.tracked.get(tracked.key) === tracked) this.tracked.delete(tracked.key)
+  }
+
+  /** Hands over what the store has to learn, and starts a new outbox. */
+  take(): Outbox {
+    const outbox = this.outbox
+    this.outbox = emptyOutbox()
+    return outbox
+  }
+
+  get pending(): boolean {
+    return this.outbox.dirty.size > 0 || this.outbox.events.length > 0 || this.outbox.deletes.length > 0
+  }
+
+  variantOf(offering: string, interruptible: boolean): Variant | undefined {
+    const found = this.offerings.get(offering)
+    return found === undefined ? undefined : variantsOf(found).find((variant) => variant.interruptible === interruptible)
+  }
+
+  /** Whether some variant of the offering has a free host now. */
+  available(offering: Offering): boolean {
+    return variantsOf(offering).some((variant) => this.capacity.available(variant, "") > 0)
+  }
+
+  private stepped(job: SimJob, events: ReadonlyArray<JobEvent>, launched: ReadonlyArray<Launched>): void {
+    const tracked = this.byJob.get(job)
+    if (tracked === undefined) return
+    for (const { action, facts } of launched) {
+      // A launch that found its capacity taken never ran: it is no run of capacity, so no Attempt records it.
+      if (facts.outcome?.type === "Unavailable") continue
+      tracked.attempts.set(facts.name, { facts, placement: action.explain(), created: false, written: undefined, resourceVersion: undefined })
+    }
+    this.outbox.dirty.add(tracked)
+    const at = this.engine.now
+    for (const event of events) this.outbox.events.push({ tracked, event, at, status: job.status })
+  }
+
+  private deleted(job: SimJob): void {
+    const tracked = this.byJob.get(job)
+    if (tracked === undefined) return
+    if (this.tracked.get(tracked.key) === tracked) this.tracked.delete(tracked.key)
+    this.gone.add(tracked.uid)
+    this.outbox.deletes.push(tracked)
+  }
+}
