@@ -33,7 +33,7 @@ const startServer = (env: Record<string, string>): Promise<Server> =>
   new Promise((resolve, reject) => {
     const dataDir = mkdtempSync(join(tmpdir(), "nodus-bench-"))
     const child = spawn(process.execPath, [join(root, "bin", "nodus.js"), "serve"], {
-      env: { ...process.env, NODUS_DATA_DIR: dataDir, NODUS_ADDR: "127.0.0.1:0", NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token, ...env },
+      env: { ...process.env, NODUS_DATA_DIR: dataDir, NODUS_ADDR: "127.0.0.1:0", NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token, NODUS_BACKEND: "none", ...env },
       stdio: ["ignore", "pipe", "inherit"]
     })
     let output = ""

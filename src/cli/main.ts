@@ -1,18 +1,18 @@
 /**
  * The `nodus` command. `nodus serve` runs the API server; `nodus kubeconfig` prints a kubeconfig for the admin so
  * that `KUBECONFIG=<file> kubectl get nodus -A` works. Settings come from flags or environment (Config.ts).
+ * `nodus sim <scenario>` runs a simulator scenario headless (Sim.ts). Each command loads only the modules it needs,
+ * so `nodus sim` starts without the server's.
  */
-import { NodeRuntime } from "@effect/platform-node"
-import { Cause, Effect, Layer } from "effect"
-import { ensureAdminToken, ensureDataDir, ensureTls, kubeconfig, serverUrl } from "../server/Bootstrap.ts"
+import type { Cause } from "effect"
 import { resolve, type ServerConfig, usage } from "../server/Config.ts"
-import * as Server from "../server/Server.ts"
 
 const help = `nodus — control plane for compute, training and agent workloads
 
 Usage:
   nodus serve [flags]         run the API server
   nodus kubeconfig [flags]    print a kubeconfig for the admin (add --namespace <project> to set a default project)
+  nodus sim <scenario> [...]  run a simulator scenario headless and print its JSON summary (nodus sim --help)
 
 Flags (each also an environment variable):
 ${usage()}
@@ -29,9 +29,9 @@ const configFrom = (args: ReadonlyArray<string>): ServerConfig => {
 }
 
 /** A failure in one line for humans: the messages of the error and its causes, no stack traces. */
-const summary = (cause: Cause.Cause<unknown>): string => {
+const summary = (squash: (cause: Cause.Cause<unknown>) => unknown, cause: Cause.Cause<unknown>): string => {
   const messages: Array<string> = []
-  let error: unknown = Cause.squash(cause)
+  let error: unknown = squash(cause)
   while (error !== undefined && error !== null && messages.length < 4) {
     const message = error instanceof Error ? error.message : typeof error === "object" ? "" : String(error)
     if (message !== "" && !messages.includes(message)) messages.push(message)
@@ -40,15 +40,21 @@ const summary = (cause: Cause.Cause<unknown>): string => {
   return messages.length === 0 ? "unknown error" : messages.join(": ")
 }
 
-const serve = (args: ReadonlyArray<string>) => {
+const serve = async (args: ReadonlyArray<string>) => {
   const config = configFrom(args)
+  const [{ NodeRuntime }, { Cause, Effect, Layer }, Server] = await Promise.all([
+    import("@effect/platform-node"),
+    import("effect"),
+    import("../server/Server.ts")
+  ])
   const program = Layer.launch(Server.layer(config)).pipe(
-    Effect.catchCause((cause) => Effect.sync(() => fail(`cannot serve: ${summary(cause)}`)))
+    Effect.catchCause((cause) => Effect.sync(() => fail(`cannot serve: ${summary(Cause.squash, cause)}`)))
   )
   NodeRuntime.runMain(program, { disableErrorReporting: true })
 }
 
-const printKubeconfig = (args: ReadonlyArray<string>) => {
+const printKubeconfig = async (args: ReadonlyArray<string>) => {
+  const { ensureAdminToken, ensureDataDir, ensureTls, kubeconfig, serverUrl } = await import("../server/Bootstrap.ts")
   const namespaceIndex = args.findIndex((arg) => arg === "--namespace" || arg.startsWith("--namespace="))
   const namespace = namespaceIndex === -1 ? undefined : args[namespaceIndex]!.includes("=") ? args[namespaceIndex]!.split("=")[1] : args[namespaceIndex + 1]
   const rest = namespaceIndex === -1 ? args : args.filter((_, index) => index !== namespaceIndex && (args[namespaceIndex]!.includes("=") || index !== namespaceIndex + 1))
@@ -66,11 +72,16 @@ const printKubeconfig = (args: ReadonlyArray<string>) => {
 const [command, ...args] = process.argv.slice(2)
 switch (command) {
   case "serve":
-    serve(args)
+    await serve(args)
     break
   case "kubeconfig":
-    printKubeconfig(args)
+    await printKubeconfig(args)
     break
+  case "sim": {
+    const { sim } = await import("./Sim.ts")
+    process.exitCode = sim(args)
+    break
+  }
   case undefined:
   case "help":
   case "--help":

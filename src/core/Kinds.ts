@@ -106,7 +106,8 @@ const rows: ReadonlyArray<KindRow> = [
     description: "A served model endpoint." },
   { kind: "Job", plural: "jobs", shortNames: ["nj"], operations: fullOps, costPath: totalCost,
     columns: [
-      shown("Completions", "status.completedIndexes", "Completed indexes"),
+      shown("Succeeded", "status.succeeded", "Indexes succeeded", "integer"),
+      wide("Indexes", "status.completedIndexes", "Completed indexes, e.g. 0-3,7"),
       wide("Image", "spec.image", "Container image"),
       wide("Offering", "status.placement.offering", "Offering of the current placement")],
     description: "A run-to-completion container with indexed completions, checkpoints and recovery from preemption." },

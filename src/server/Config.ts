@@ -23,8 +23,11 @@ export interface ServerConfig {
   readonly simSpeed: number
 }
 
-/** The backends `NODUS_BACKEND` names; a live backend joins this list when it exists. */
-export const backends = ["sim"] as const
+/**
+ * The backends `NODUS_BACKEND` names; a live backend joins this list when it exists. `none` serves the API alone:
+ * objects are stored and validated, nothing runs them (the API benchmark measures the machinery this way).
+ */
+export const backends = ["sim", "none"] as const
 export type Backend = typeof backends[number]
 
 interface Setting {
@@ -43,7 +46,7 @@ export const settings: ReadonlyArray<Setting> = [
   { env: "NODUS_TLS_KEY", flag: "--tls-key", fallback: undefined, description: "PEM private key file for --tls-cert" },
   { env: "NODUS_BOOTSTRAP_TOKEN", flag: "--bootstrap-token", fallback: undefined, description: "the admin API key; generated into <data dir>/admin.token when unset" },
   { env: "NODUS_API_GROUP", flag: "--api-group", fallback: "nodus.dev", description: "API group of every nodus kind" },
-  { env: "NODUS_BACKEND", flag: "--backend", fallback: "sim", description: "what runs workloads: sim (the simulator; the only backend so far)" },
+  { env: "NODUS_BACKEND", flag: "--backend", fallback: "sim", description: "what runs workloads: sim (the simulator) or none (the API alone)" },
   { env: "NODUS_SIM_SPEED", flag: "--sim-speed", fallback: "1", description: "sim backend: virtual seconds per wall-clock second (a positive number)" }
 ]
 
@@ -88,7 +91,7 @@ export const resolve = (env: Readonly<Record<string, string | undefined>>, args:
   const apiGroup = values.get("NODUS_API_GROUP")!
   if (!apiGroupPattern.test(apiGroup)) return { _tag: "Err", message: `NODUS_API_GROUP "${apiGroup}" must be a DNS subdomain with a dot, such as nodus.dev` }
   const backend = values.get("NODUS_BACKEND")!
-  if (!(backends as ReadonlyArray<string>).includes(backend)) return { _tag: "Err", message: `NODUS_BACKEND "${backend}" is not a backend: the only one so far is sim` }
+  if (!(backends as ReadonlyArray<string>).includes(backend)) return { _tag: "Err", message: `NODUS_BACKEND "${backend}" is not a backend: choose sim or none` }
   const simSpeed = parseSpeed(values.get("NODUS_SIM_SPEED")!)
   if (simSpeed === undefined) return { _tag: "Err", message: `NODUS_SIM_SPEED "${values.get("NODUS_SIM_SPEED")}" must be a positive number, such as 1 or 60` }
   return {

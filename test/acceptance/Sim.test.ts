@@ -55,7 +55,7 @@ describe("the sim backend through kubectl", () => {
     assert.isAtLeast(Date.parse(JSON.parse(moved.stdout).now), Date.parse(JSON.parse(clock.stdout).now) + 15 * 60_000)
 
     const jobs = parseTable((await ok(["get", "jobs.nodus.dev", "-n", "demo"])).stdout)
-    assert.deepStrictEqual(jobs.map((row) => [row["NAME"], row["PHASE"], row["COMPLETIONS"]]), [["train-1", "Succeeded", "0"]])
+    assert.deepStrictEqual(jobs.map((row) => [row["NAME"], row["PHASE"], row["SUCCEEDED"]]), [["train-1", "Succeeded", "1"]])
 
     const events = parseTable((await ok(["get", "events", "-n", "demo"])).stdout)
     const ofJob = events.filter((row) => row["OBJECT"] === "job/train-1")

@@ -46,6 +46,7 @@ const makeJob = (name: string, status: Json): ResourceObject => ({
 
 const seedJob = makeJob("seed-job", {
   phase: "Succeeded",
+  succeeded: 4,
   completedIndexes: "0-3",
   cost: { totalUSD: "0.420000" },
   placement: { offering: "h100-80gb" }
@@ -161,7 +162,7 @@ describe("Table.columnDefinitions", () => {
   it("gives jobs Name, Phase, Age, Cost, Completions, then Image and Offering for -o wide", () => {
     const columns = Table.columnDefinitions(kind("jobs"))
     assert.deepStrictEqual(columns.map((column) => [column["name"], column["priority"]]), [
-      ["Name", 0], ["Phase", 0], ["Age", 0], ["Cost", 0], ["Completions", 0], ["Image", 1], ["Offering", 1]
+      ["Name", 0], ["Phase", 0], ["Age", 0], ["Cost", 0], ["Succeeded", 0], ["Indexes", 1], ["Image", 1], ["Offering", 1]
     ])
     assert.strictEqual(columns[0]?.["format"], "name")
     assert.strictEqual(columns[2]?.["type"], "date")
@@ -183,7 +184,7 @@ describe("Table.table", () => {
     assert.strictEqual(table["apiVersion"], "meta.k8s.io/v1")
     assert.deepStrictEqual(table["metadata"], { resourceVersion: "105" })
     const [row] = rowsOf(table)
-    assert.deepStrictEqual(row?.["cells"], ["seed-job", "Succeeded", "60m", "$0.42", "0-3", "python:3.12", "h100-80gb"])
+    assert.deepStrictEqual(row?.["cells"], ["seed-job", "Succeeded", "60m", "$0.42", "4", "0-3", "python:3.12", "h100-80gb"])
     assert.deepStrictEqual(row?.["object"], {
       kind: "PartialObjectMetadata",
       apiVersion: "meta.k8s.io/v1",
@@ -197,7 +198,7 @@ describe("Table.table", () => {
   it("leaves cells empty when the status lacks the fields", () => {
     const pending = makeJob("new-job", null)
     const [row] = rowsOf(Table.table(kind("jobs"), [pending], { now, includeObject: "Metadata", withColumns: true }))
-    assert.deepStrictEqual(row?.["cells"], ["new-job", "", "60m", "", "", "python:3.12", ""])
+    assert.deepStrictEqual(row?.["cells"], ["new-job", "", "60m", "", "", "", "python:3.12", ""])
   })
 
   it("puts the whole object in the row for includeObject=Object and nothing for None", () => {
@@ -215,7 +216,7 @@ describe("Table.table", () => {
     assert.deepStrictEqual(table["metadata"], { resourceVersion: "7", continue: "token", remainingItemCount: 3 })
     assert.strictEqual(rowsOf(table).length, 1)
     const withColumns = Table.table(kind("jobs"), [], { now, includeObject: "Metadata", withColumns: true })
-    assert.strictEqual((withColumns["columnDefinitions"] as ReadonlyArray<Json>).length, 7)
+    assert.strictEqual((withColumns["columnDefinitions"] as ReadonlyArray<Json>).length, 8)
     assert.deepStrictEqual(withColumns["rows"], [])
   })
 
