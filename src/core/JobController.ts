@@ -95,7 +95,22 @@ export interface JobStep {
 // ---------------------------------------------------------------------------------------------------------------------
 // Reading the spec with its documented defaults
 
-const durationMs = (text: string | undefined, fallback: number): number => (text === undefined ? fallback : parseDurationMs(text) ?? fallback)
+// A step formats and reads back the same few times and durations on every run (10^7 steps in the simulator's platform
+// benchmark), so the three conversions below are memoized. They are pure functions of their argument, so a memo
+// changes no result: the caches only remember answers, and each is bounded.
+
+const durations = new Map<string, number | null>()
+
+const durationMs = (text: string | undefined, fallback: number): number => {
+  if (text === undefined) return fallback
+  let ms = durations.get(text)
+  if (ms === undefined) {
+    ms = parseDurationMs(text) ?? null
+    if (durations.size >= 4096) durations.clear()
+    durations.set(text, ms)
+  }
+  return ms ?? fallback
+}
 
 export const continuityOf = (spec: JobSpecType): Continuity => spec.recovery.continuity ?? "Checkpointed"
 const backoffLimitOf = (spec: JobSpecType) => spec.backoffLimit ?? Limits.jobBackoffLimitDefault
@@ -111,11 +126,79 @@ const checkpointIntervalMsOf = (spec: JobSpecType, variant: Variant, market: Mar
     : durationMs(interval, Limits.hourMs)
 }
 
-const iso = (ms: number) => new Date(ms).toISOString()
-const parseTime = (text: string | undefined) => (text === undefined ? undefined : Date.parse(text))
+const isoSlots = 65536
+const isoTimes = new Float64Array(isoSlots).fill(Number.NaN)
+const isoTexts: Array<string> = new Array<string>(isoSlots).fill("")
+const parsedTimes = new Map<string, number>()
+
+const durationTexts = new Map<number, string>()
+
+/** `formatDurationMs(ms)`, memoized (the checkpoint interval is shown on every step of a running Job). */
+const durationText = (ms: number): string => {
+  let text = durationTexts.get(ms)
+  if (text === undefined) {
+    text = formatDurationMs(ms)
+    if (durationTexts.size >= 4096) durationTexts.clear()
+    durationTexts.set(ms, text)
+  }
+  return text
+}
+
+const dayMs = 86_400_000
+const twoDigits = Array.from({ length: 100 }, (_, value) => String(value).padStart(2, "0"))
+const threeDigits = Array.from({ length: 1000 }, (_, value) => String(value).padStart(3, "0"))
+const dayPrefixes = new Map<number, string>()
+
+/**
+ * `new Date(ms).toISOString()` for a whole millisecond from 1970 to 9999 (a simulation's times): the date part per day
+ * from `toISOString` itself, the time of day from arithmetic. Anything else goes to `toISOString`.
+ */
+const formatIso = (ms: number): string => {
+  if (!(Number.isInteger(ms) && ms >= 0 && ms < 253_402_300_800_000)) return new Date(ms).toISOString()
+  const day = Math.floor(ms / dayMs)
+  let prefix = dayPrefixes.get(day)
+  if (prefix === undefined) {
+    prefix = new Date(day * dayMs).toISOString().slice(0, 11)
+    if (dayPrefixes.size >= 4096) dayPrefixes.clear()
+    dayPrefixes.set(day, prefix)
+  }
+  let rest = ms - day * dayMs
+  const millis = rest % 1000
+  rest = (rest - millis) / 1000
+  const seconds = rest % 60
+  rest = (rest - seconds) / 60
+  const minutes = rest % 60
+  // join makes one flat string (49 bytes); a template would keep a rope of its pieces (about 260 bytes) in the status.
+  return [prefix, twoDigits[(rest - minutes) / 60], ":", twoDigits[minutes], ":", twoDigits[seconds], ".", threeDigits[millis], "Z"].join("")
+}
+
+/** `new Date(ms).toISOString()`, memoized in a direct-mapped table (a time is shown on every step of its Job). */
+const iso = (ms: number): string => {
+  const slot = ms & (isoSlots - 1)
+  if (isoTimes[slot] === ms) return isoTexts[slot]!
+  const text = formatIso(ms)
+  isoTimes[slot] = ms
+  isoTexts[slot] = text
+  return text
+}
+
+/** `Date.parse(text)`, memoized. */
+const parseTimeOf = (text: string): number => {
+  let ms = parsedTimes.get(text)
+  if (ms === undefined) {
+    ms = Date.parse(text)
+    if (parsedTimes.size >= 65536) parsedTimes.clear()
+    parsedTimes.set(text, ms)
+  }
+  return ms
+}
+
+const parseTime = (text: string | undefined) => (text === undefined ? undefined : parseTimeOf(text))
 
 /** "0-3,7,9-10" (spec: Job status.completedIndexes, Kubernetes' notation). */
-export const formatIndexes = (done: Uint8Array): string => {
+export const formatIndexes = (done: ArrayLike<number>): string => {
+  // One index, the common case: "0" or "".
+  if (done.length === 1) return done[0] === 1 ? "0" : ""
   const parts: Array<string> = []
   let start = -1
   for (let index = 0; index <= done.length; index++) {
@@ -132,7 +215,15 @@ export const formatIndexes = (done: Uint8Array): string => {
 // ---------------------------------------------------------------------------------------------------------------------
 // Conditions
 
-const conditionOf = (status: JobStatusType, type: string): Condition | undefined => status.conditions?.find((condition) => condition.type === type)
+/** The first condition of `type` (a loop: a step looks conditions up several times). */
+const conditionIn = (conditions: ReadonlyArray<Condition> | undefined, type: string): Condition | undefined => {
+  if (conditions === undefined) return undefined
+  for (let index = 0; index < conditions.length; index++) {
+    const condition = conditions[index]!
+    if (condition.type === type) return condition
+  }
+  return undefined
+}
 
 /** Sets a condition; lastTransitionTime moves when status or reason changes (the reason starts clocks here). */
 const withCondition = (
@@ -143,7 +234,7 @@ const withCondition = (
   message: string,
   now: number
 ): ReadonlyArray<Condition> => {
-  const previous = conditions.find((condition) => condition.type === type)
+  const previous = conditionIn(conditions, type)
   if (previous !== undefined && previous.status === status && previous.reason === reason && previous.message === message) return conditions
   const lastTransitionTime = previous !== undefined && previous.status === status && previous.reason === reason ? previous.lastTransitionTime : iso(now)
   const next = { type, status, reason, message, lastTransitionTime }
@@ -151,60 +242,110 @@ const withCondition = (
 }
 
 const withoutCondition = (conditions: ReadonlyArray<Condition>, type: string): ReadonlyArray<Condition> =>
-  conditions.some((condition) => condition.type === type) ? conditions.filter((condition) => condition.type !== type) : conditions
+  conditionIn(conditions, type) !== undefined ? conditions.filter((condition) => condition.type !== type) : conditions
 
 // ---------------------------------------------------------------------------------------------------------------------
 // What the attempts say
 
+/**
+ * The attempts read per index. Per-index facts are arrays indexed by completion index (a step runs for every change
+ * of every Job, and most Jobs have one or a few indexes, where arrays are much cheaper than maps); `indexes` lists the
+ * indexes that have attempts in the order they first appear, the order recovery visits them.
+ */
 interface IndexView {
-  readonly done: Uint8Array
+  /** 1 where the index succeeded, else 0 (a plain array for a few indexes, a Uint8Array for many). */
+  readonly done: { readonly length: number; [index: number]: number }
   readonly succeeded: number
   readonly live: ReadonlyArray<AttemptFacts>
-  readonly liveByIndex: Map<number, AttemptFacts>
+  readonly liveAt: ReadonlyArray<AttemptFacts | undefined>
   /** The attempt with the highest number, per index. */
-  readonly lastByIndex: Map<number, AttemptFacts>
+  readonly lastAt: ReadonlyArray<AttemptFacts | undefined>
+  readonly indexes: ReadonlyArray<number>
   readonly customerFailures: number
   readonly latestCheckpoint: Checkpoint | undefined
   readonly checkpointFailures: number
   /** Per index: the latest checkpoint seq (what a restore loads) and the furthest progress cursor. */
-  readonly seqByIndex: Map<number, number>
-  readonly unitsByIndex: Map<number, number>
+  readonly seqAt: ReadonlyArray<number | undefined>
+  readonly unitsAt: ReadonlyArray<number | undefined>
+  /** The indexes with a progress cursor, in the order their first cursor appears (the order of the total). */
+  readonly unitIndexes: ReadonlyArray<number>
 }
 
+const noAttempts: ReadonlyArray<never> = []
+
+/** An array for per-index facts: sized up front for the usual few indexes, grown as needed for many. */
+const perIndex = <A>(completions: number): Array<A | undefined> => (completions <= 64 ? new Array<A | undefined>(completions) : [])
+
 const viewOf = (spec: JobSpecType, attempts: ReadonlyArray<AttemptFacts>): IndexView => {
-  const done = new Uint8Array(spec.completions)
-  const live: Array<AttemptFacts> = []
-  const liveByIndex = new Map<number, AttemptFacts>()
-  const lastByIndex = new Map<number, AttemptFacts>()
+  const completions = spec.completions
+  const done = completions <= 64 ? new Array<number>(completions).fill(0) : new Uint8Array(completions)
   let succeeded = 0
   let customerFailures = 0
   let checkpointFailures = 0
   let latestCheckpoint: Checkpoint | undefined
-  const seqByIndex = new Map<number, number>()
-  const unitsByIndex = new Map<number, number>()
+  if (attempts.length === 0) {
+    return { done, succeeded, live: noAttempts, liveAt: noAttempts, lastAt: noAttempts, indexes: noAttempts, customerFailures, latestCheckpoint, checkpointFailures, seqAt: noAttempts, unitsAt: noAttempts, unitIndexes: noAttempts }
+  }
+  // Arrays are made when the first fact of their kind turns up: a step runs after every change of every Job.
+  let live: Array<AttemptFacts> | undefined
+  let liveAt: Array<AttemptFacts | undefined> | undefined
+  const lastAt = perIndex<AttemptFacts>(completions)
+  let indexes: Array<number> | undefined
+  let seqAt: Array<number | undefined> | undefined
+  let unitsAt: Array<number | undefined> | undefined
+  let unitIndexes: Array<number> | undefined
   for (const attempt of attempts) {
+    const index = attempt.index
     const outcome = attempt.outcome
-    if (outcome?.type === "Succeeded" && attempt.index < done.length && done[attempt.index] === 0) {
-      done[attempt.index] = 1
+    if (outcome?.type === "Succeeded" && index < done.length && done[index] === 0) {
+      done[index] = 1
       succeeded++
     }
     if (outcome !== undefined && isCustomerFailure(outcome)) customerFailures++
     if (isLive(attempt)) {
-      live.push(attempt)
-      liveByIndex.set(attempt.index, attempt)
+      if (live === undefined) live = [attempt]
+      else live.push(attempt)
+      ;(liveAt ??= perIndex(completions))[index] = attempt
     }
-    const last = lastByIndex.get(attempt.index)
-    if (last === undefined || last.number < attempt.number) lastByIndex.set(attempt.index, attempt)
+    const last = lastAt[index]
+    if (last === undefined) {
+      if (indexes === undefined) indexes = [index]
+      else indexes.push(index)
+    }
+    if (last === undefined || last.number < attempt.number) lastAt[index] = attempt
     checkpointFailures += attempt.checkpointFailures
     const checkpoint = attempt.checkpoint
     if (checkpoint !== undefined) {
       if (latestCheckpoint === undefined || checkpoint.seq > latestCheckpoint.seq) latestCheckpoint = checkpoint
-      if (checkpoint.seq > (seqByIndex.get(attempt.index) ?? -1)) seqByIndex.set(attempt.index, checkpoint.seq)
+      seqAt ??= perIndex(completions)
+      if (checkpoint.seq > (seqAt[index] ?? -1)) seqAt[index] = checkpoint.seq
     }
     const units = attempt.progressUnits
-    if (units !== undefined && units > (unitsByIndex.get(attempt.index) ?? -1)) unitsByIndex.set(attempt.index, units)
+    if (units !== undefined) {
+      unitsAt ??= perIndex(completions)
+      if (units > (unitsAt[index] ?? -1)) {
+        if (unitsAt[index] === undefined) {
+          if (unitIndexes === undefined) unitIndexes = [index]
+          else unitIndexes.push(index)
+        }
+        unitsAt[index] = units
+      }
+    }
   }
-  return { done, succeeded, live, liveByIndex, lastByIndex, customerFailures, latestCheckpoint, checkpointFailures, seqByIndex, unitsByIndex }
+  return {
+    done,
+    succeeded,
+    live: live ?? noAttempts,
+    liveAt: liveAt ?? noAttempts,
+    lastAt,
+    indexes: indexes ?? noAttempts,
+    customerFailures,
+    latestCheckpoint,
+    checkpointFailures,
+    seqAt: seqAt ?? noAttempts,
+    unitsAt: unitsAt ?? noAttempts,
+    unitIndexes: unitIndexes ?? noAttempts
+  }
 }
 
 /**
@@ -243,11 +384,16 @@ class Step {
   readonly status: Mutable<JobStatusType>
   conditions: ReadonlyArray<Condition>
   wakeAt: number | undefined
-  private readonly taken = new Map<Variant, number>()
+  /** Hosts this step has asked for, by variant (made on the first launch). */
+  private taken: Map<Variant, number> | undefined
+  private marketView: Market | undefined
   launched = 0
   launchedRecovery = false
   /** An index could not be launched for lack of capacity. */
   waitingForCapacity = false
+  /** The times `status.timeoutStartTime` and `status.completionTime` show when this step set them (saves reading them back). */
+  timeoutStartMs: number | undefined
+  completionMs: number | undefined
 
   readonly job: JobObservation
   readonly context: JobContext
@@ -290,28 +436,33 @@ class Step {
     this.status.reason = reason
     this.status.message = message
     this.status.completionTime = iso(this.now)
+    if (Number.isInteger(this.now)) this.completionMs = this.now
     this.condition(phase === "Succeeded" ? "Complete" : phase, "True", reason, message)
     this.stopAll(keepWarmMsOf(this.job.spec))
     this.event(`job.${phase.toLowerCase()}`, reason, message, phase === "Failed")
   }
 
-  /** A market that also counts the hosts this step has already asked for. */
-  readonly market: Market = {
-    available: (variant) => this.context.market.available(variant) - (this.taken.get(variant) ?? 0),
-    bootMs: (variant) => this.context.market.bootMs(variant),
-    meanTimeBetweenInterruptionsMs: (variant) => this.context.market.meanTimeBetweenInterruptionsMs(variant)
+  /** A market that also counts the hosts this step has already asked for (made when a step first places). */
+  get market(): Market {
+    return this.marketView ??= {
+      available: (variant) => this.context.market.available(variant) - (this.taken?.get(variant) ?? 0),
+      bootMs: (variant) => this.context.market.bootMs(variant),
+      meanTimeBetweenInterruptionsMs: (variant) => this.context.market.meanTimeBetweenInterruptionsMs(variant)
+    }
   }
 
   take(variant: Variant) {
-    this.taken.set(variant, (this.taken.get(variant) ?? 0) + 1)
+    const taken = this.taken ??= new Map()
+    taken.set(variant, (taken.get(variant) ?? 0) + 1)
   }
 }
 
 /** Spec: timeoutTime = timeoutStartTime + current spec.timeout + suspendedDuration; undefined without a timeout. */
 const timeoutAt = (step: Step): number | undefined => {
   const { spec } = step.job
-  const start = parseTime(step.status.timeoutStartTime)
-  if (spec.timeout === undefined || start === undefined) return undefined
+  if (spec.timeout === undefined) return undefined
+  const start = step.timeoutStartMs ?? parseTime(step.status.timeoutStartTime)
+  if (start === undefined) return undefined
   return start + durationMs(spec.timeout, 0) + durationMs(step.status.suspendedDuration, 0)
 }
 
@@ -338,8 +489,9 @@ const deadline = (step: Step): boolean => {
 const recover = (step: Step): boolean => {
   const { spec, attempts } = step.job
   const minProgressMs = durationMs(spec.recovery.minProgressDuration, 2 * Limits.minuteMs)
-  for (const [index, last] of step.view.lastByIndex) {
-    if (last.outcome === undefined || !isInterruption(last.outcome) || step.view.liveByIndex.has(index) || step.view.done[index] === 1) continue
+  for (const index of step.view.indexes) {
+    const last = step.view.lastAt[index]!
+    if (last.outcome === undefined || !isInterruption(last.outcome) || step.view.liveAt[index] !== undefined || step.view.done[index] === 1) continue
     const { type, reason } = interruptionEvent(last.outcome)
     if (spec.recovery.onInterruption === "Fail") {
       step.event(type, reason, `Index ${index} lost its capacity (${reason}).`, true)
@@ -359,9 +511,9 @@ const recover = (step: Step): boolean => {
 /** Spec: "queued | queueTimeout elapsed | no capacity → Failed, CapacityUnavailable"; 0s waits forever. */
 const queueDeadline = (step: Step): boolean => {
   const timeoutMs = durationMs(step.job.spec.placement.queueTimeout, 24 * Limits.hourMs)
-  const scheduled = conditionOf({ conditions: step.conditions }, "Scheduled")
+  const scheduled = conditionIn(step.conditions, "Scheduled")
   if (timeoutMs === 0 || scheduled?.status !== "False") return false
-  const at = Date.parse(scheduled.lastTransitionTime) + timeoutMs
+  const at = parseTimeOf(scheduled.lastTransitionTime) + timeoutMs
   if (step.now >= at) {
     step.finish("Failed", "CapacityUnavailable", `No capacity matched the placement within queueTimeout ${step.job.spec.placement.queueTimeout}.`)
     return true
@@ -371,11 +523,11 @@ const queueDeadline = (step: Step): boolean => {
 }
 
 const suspendEpisode = (step: Step): number => {
-  const suspended = conditionOf({ conditions: step.conditions }, "Suspended")
+  const suspended = conditionIn(step.conditions, "Suspended")
   if (suspended === undefined || suspended.status !== "False" || suspended.reason !== "Suspending") {
     step.condition("Suspended", "False", "Suspending", "Saving state before suspending (spec.state Suspended).")
   }
-  return Date.parse(conditionOf({ conditions: step.conditions }, "Suspended")!.lastTransitionTime)
+  return parseTimeOf(conditionIn(step.conditions, "Suspended")!.lastTransitionTime)
 }
 
 /**
@@ -385,9 +537,9 @@ const suspendEpisode = (step: Step): number => {
  */
 const suspend = (step: Step): boolean => {
   const { spec } = step.job
-  if (step.status.handledRequests?.["state"] === "Suspended" && conditionOf({ conditions: step.conditions }, "SuspendFailed")?.status === "True") return false
+  if (step.status.handledRequests?.["state"] === "Suspended" && conditionIn(step.conditions, "SuspendFailed")?.status === "True") return false
   if (step.view.live.length === 0) {
-    if (conditionOf({ conditions: step.conditions }, "Suspended")?.status !== "True") {
+    if (conditionIn(step.conditions, "Suspended")?.status !== "True") {
       step.condition("Suspended", "True", "Suspended", "Suspended by spec.state; set it to Running to resume.")
     }
     step.conditions = withoutCondition(step.conditions, "Scheduled")
@@ -425,9 +577,9 @@ const suspend = (step: Step): boolean => {
 
 /** Spec: "Suspended → running again when spec.state leaves Suspended; suspendFailures resets". */
 const resume = (step: Step) => {
-  const suspended = conditionOf({ conditions: step.conditions }, "Suspended")
+  const suspended = conditionIn(step.conditions, "Suspended")
   if (suspended?.status === "True") {
-    const since = Date.parse(suspended.lastTransitionTime)
+    const since = parseTimeOf(suspended.lastTransitionTime)
     step.status.suspendedDuration = formatDurationMs(durationMs(step.status.suspendedDuration, 0) + Math.max(0, step.now - since))
   }
   if (suspended !== undefined) step.conditions = withoutCondition(step.conditions, "Suspended")
@@ -445,19 +597,19 @@ const launch = (step: Step) => {
   let slots = spec.parallelism - view.live.length
   let waiting = false
   for (let index = 0; index < spec.completions && slots > 0; index++) {
-    if (view.done[index] === 1 || view.liveByIndex.has(index)) continue
+    if (view.done[index] === 1 || view.liveAt[index] !== undefined) continue
     const candidate = choose(step.context.ranking, step.market)
     if (candidate === undefined) {
       waiting = true
       step.waitingForCapacity = true
       break
     }
-    const last = view.lastByIndex.get(index)
+    const last = view.lastAt[index]
     const number = (last?.number ?? 0) + 1
     const recovery = last?.outcome !== undefined && isInterruption(last.outcome)
     const continuity = continuityOf(spec)
-    const restoreFromSeq = continuity === "Checkpointed" ? view.seqByIndex.get(index) : undefined
-    const resumeFromUnits = continuity === "Restartable" ? view.unitsByIndex.get(index) : undefined
+    const restoreFromSeq = continuity === "Checkpointed" ? view.seqAt[index] : undefined
+    const resumeFromUnits = continuity === "Restartable" ? view.unitsAt[index] : undefined
     const variant = candidate.variant
     step.take(variant)
     const ranking = step.context.ranking
@@ -483,6 +635,10 @@ const launch = (step: Step) => {
       step.launchedRecovery = true
     }
     step.launched++
+    // The launch is an attempt from now on: counted at once, not one step later.
+    const counted = step.status.attempts
+    step.status.active = (step.status.active ?? 0) + 1
+    step.status.attempts = { ...counted, current: Math.max(counted?.current ?? 0, number), total: (counted?.total ?? 0) + 1 }
     slots--
     setPlacement(step, variant, false)
   }
@@ -494,12 +650,21 @@ const launch = (step: Step) => {
   }
 }
 
+/** The rate of a variant as status shows it, memoized per variant (a placement is shown on every step). */
+const rateTexts = new WeakMap<Variant, string>()
+
+const rateTextOf = (variant: Variant): string => {
+  let text = rateTexts.get(variant)
+  if (text === undefined) rateTexts.set(variant, (text = formatMicroUsd(variant.rateMicroUsdPerHour)))
+  return text
+}
+
 const setPlacement = (step: Step, variant: Variant, warmReuse: boolean) => {
   step.status.placement = {
     offering: variant.offering.id,
     regionClass: variant.offering.regionClass,
     interruptible: variant.interruptible,
-    rateUSDPerHour: formatMicroUsd(variant.rateMicroUsdPerHour),
+    rateUSDPerHour: rateTextOf(variant),
     warmReuse
   }
 }
@@ -525,17 +690,23 @@ const observe = (step: Step) => {
   }
   status.attempts = { current, max: maxAttemptsOf(spec), total: attempts.length }
   // Spec: timeoutStartTime is the first Provisioning; startTime the first Running.
-  if (firstRequest !== undefined) status.timeoutStartTime = iso(firstRequest)
+  if (firstRequest !== undefined) {
+    status.timeoutStartTime = iso(firstRequest)
+    // Date.parse(iso(t)) is t for a whole millisecond (and the memo of iso answers the same text).
+    if (Number.isInteger(firstRequest)) step.timeoutStartMs = firstRequest
+  }
   if (firstBoot !== undefined) status.startTime = iso(firstBoot)
   if (latest !== undefined) setPlacement(step, latest.variant, latest.warmReuse)
   observeCheckpoints(step)
   const units = progressUnits(step)
-  if (units !== undefined) status.progress = { ...status.progress, units: { ...status.progress?.units, completed: units } }
+  // Rebuilt from the previous one, so when it already says `units` it is the same; keep it then.
+  if (units !== undefined && status.progress?.units?.completed !== units) status.progress = { ...status.progress, units: { ...status.progress?.units, completed: units } }
 }
 
 const progressUnits = (step: Step): number | undefined => {
   let total: number | undefined
-  for (const units of step.view.unitsByIndex.values()) total = (total ?? 0) + units
+  const { unitsAt } = step.view
+  for (const index of step.view.unitIndexes) total = (total ?? 0) + unitsAt[index]!
   return total
 }
 
@@ -543,16 +714,25 @@ const observeCheckpoints = (step: Step) => {
   const { view, status } = step
   const previous = status.checkpoint
   const latest = view.latestCheckpoint
-  const restoring = view.live.filter((attempt) => attempt.restoreFromSeq !== undefined && attempt.phase === "Running")
-  const restoredFromSeq = restoring.length > 0 ? Math.max(...restoring.map((attempt) => attempt.restoreFromSeq!)) : previous?.restoredFromSeq
+  // The highest checkpoint a running attempt restored from, else the one shown before.
+  let restoring: number | undefined
+  for (const attempt of view.live) {
+    if (attempt.restoreFromSeq !== undefined && attempt.phase === "Running" && (restoring === undefined || attempt.restoreFromSeq > restoring)) restoring = attempt.restoreFromSeq
+  }
+  const restoredFromSeq = restoring ?? previous?.restoredFromSeq
   const interval = view.live.length > 0 ? intervalShown(step) : previous?.interval
   if (latest === undefined && restoredFromSeq === undefined && interval === undefined && view.checkpointFailures === 0) return
-  status.checkpoint = {
-    ...(interval === undefined ? {} : { interval }),
-    ...(restoredFromSeq === undefined ? {} : { restoredFromSeq }),
-    ...(latest === undefined ? {} : { seq: latest.seq, size: latest.sizeBytes, time: iso(latest.at) }),
-    ...(view.checkpointFailures === 0 ? {} : { failures: view.checkpointFailures })
+  // Fields in this order: interval, restoredFromSeq, seq, size, time, failures.
+  const checkpoint: Mutable<NonNullable<JobStatusType["checkpoint"]>> = {}
+  if (interval !== undefined) checkpoint.interval = interval
+  if (restoredFromSeq !== undefined) checkpoint.restoredFromSeq = restoredFromSeq
+  if (latest !== undefined) {
+    checkpoint.seq = latest.seq
+    checkpoint.size = latest.sizeBytes
+    checkpoint.time = iso(latest.at)
   }
+  if (view.checkpointFailures !== 0) checkpoint.failures = view.checkpointFailures
+  status.checkpoint = checkpoint
   if (latest !== undefined && latest.seq !== previous?.seq) step.event("job.checkpointed", "Checkpointed", `Checkpoint ${latest.seq} saved (${latest.sizeBytes} bytes).`)
   if (view.checkpointFailures > (previous?.failures ?? 0)) step.event("job.checkpoint_failed", "CheckpointFailed", "A checkpoint could not be saved; the previous one is kept.", true)
 }
@@ -561,7 +741,7 @@ const intervalShown = (step: Step): string | undefined => {
   const attempt = step.view.live[step.view.live.length - 1]
   if (attempt === undefined) return undefined
   const ms = checkpointIntervalMsOf(step.job.spec, attempt.variant, step.context.market)
-  return ms === undefined ? undefined : formatDurationMs(ms)
+  return ms === undefined ? undefined : durationText(ms)
 }
 
 /** The phase the attempts and requests add up to, when the Job is not final. */
@@ -592,7 +772,7 @@ const phaseEvent = (step: Step, from: string | undefined, to: JobPhase) => {
 /** Spec: Job.ttlSecondsAfterFinished — the finished Job is deleted that long after completionTime. */
 const expire = (step: Step) => {
   const ttl = step.job.spec.ttlSecondsAfterFinished
-  const done = parseTime(step.status.completionTime)
+  const done = step.completionMs ?? parseTime(step.status.completionTime)
   if (ttl === undefined || done === undefined) return
   const at = done + ttl * Limits.secondMs
   if (step.now >= at) step.actions.push({ _tag: "Delete" })
@@ -651,7 +831,7 @@ const decideFinal = (step: Step): boolean => {
     step.finish("Failed", "BackoffLimitExceeded", `${view.customerFailures} customer failures exceed backoffLimit ${backoffLimitOf(spec)}.`)
     return true
   }
-  const suspended = conditionOf({ conditions: step.conditions }, "Suspended")?.status === "True"
+  const suspended = conditionIn(step.conditions, "Suspended")?.status === "True"
   if (!suspended && deadline(step)) return true
   return recover(step)
 }

@@ -27,7 +27,7 @@ describe("queueing and placement", () => {
     const [launch] = launches(result.actions)
     expect(launch).toMatchObject({ attempt: "train-0-1", index: 0, number: 1, recovery: false, env: { PLATFORM_INDEX: "0", JOB_COMPLETION_INDEX: "0" } })
     expect(launch?._tag === "Launch" && launch.variant.offering.id).toBe("a10-1x-us")
-    expect(result.status.phase).toBe("Provisioning")
+    expect(result.status).toMatchObject({ phase: "Provisioning", active: 1, attempts: { current: 1, total: 1 } })
     expect(condition(result.status, "Scheduled")?.status).toBe("True")
     expect(eventTypes(result)).toEqual(["Provisioning"])
   })

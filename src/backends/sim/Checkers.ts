@@ -74,7 +74,8 @@ export class Checkers {
     // Counts add up.
     if (after.succeeded !== done.size) this.fail(now, job, "succeeded-count", `status.succeeded ${after.succeeded}, attempts say ${done.size}`)
     if (after.failed !== customerFailures) this.fail(now, job, "failed-count", `status.failed ${after.failed}, attempts say ${customerFailures}`)
-    if ((after.attempts?.total ?? 0) !== job.attempts.length) this.fail(now, job, "attempts-total", `attempts.total ${after.attempts?.total}, ${job.attempts.length} recorded`)
+    const total = job.attempts.length + launches.length
+    if ((after.attempts?.total ?? 0) !== total) this.fail(now, job, "attempts-total", `attempts.total ${after.attempts?.total}, ${total} recorded or launched`)
     // Final phases are bound to their causes (spec: States and transitions, Job).
     if (to !== from) this.finalRules(job, after, done.size, customerFailures, now)
     this.clockRules(job, after, now)

@@ -30,6 +30,8 @@ export interface RunOptions {
   readonly check?: boolean
   /** Overrides the scenario's seed (the fault swarm). */
   readonly seed?: string
+  /** Runs a step on every capacity look, even where it cannot change anything (tests: skipping changes nothing). */
+  readonly stepEveryLook?: boolean
 }
 
 export interface JobSummary {
@@ -61,9 +63,13 @@ export interface Summary {
     readonly checkpoints: number
     readonly engineEvents: number
     readonly controllerSteps: number
+    /** Capacity looks at a waiting Job that could not change it, answered without a step (Simulation.skippedSteps). */
+    readonly skippedSteps: number
   }
   readonly violations: ReadonlyArray<unknown>
   readonly jobs?: ReadonlyArray<JobSummary>
+  /** The trace's lines, with `keepTrace` (tests print the first divergence). */
+  readonly trace?: ReadonlyArray<string>
 }
 
 const finite = (value: number): number | undefined => (Number.isFinite(value) ? value : undefined)
@@ -73,7 +79,7 @@ const ms = (text: string | undefined, fallback: number) => (text === undefined ?
 type Settings = { readonly [K in keyof ProviderSettings]?: ProviderSettings[K] | undefined }
 
 /** Provider defaults (nodus's assumptions; docs/simulator.md). */
-const baseProvider: Settings = {
+export const baseProvider: Settings = {
   bootMedian: "2m",
   bootSigma: 0.4,
   bootFailureRate: 0.01,
@@ -85,16 +91,24 @@ const baseProvider: Settings = {
   restoreBandwidth: "1Gi"
 }
 
-/** Provider models per variant: defaults, then the scenario's default, interruptible and per-offering settings. */
-const providerModels = (scenario: Scenario, traces: Map<string, SpotTrace>) => (variant: Variant): ProviderModel => {
+/** The fleet and provider settings of a scenario, which the API server's sim backend also fills in (its defaults). */
+export interface FleetSettings {
+  readonly hostsPerVariant: number
+  /** Hosts by offering id or `<id>/interruptible`, over `hostsPerVariant`. */
+  readonly capacity: Readonly<Record<string, number>>
+  readonly providers: Pick<Scenario["providers"], "default" | "interruptible" | "byOffering">
+}
+
+/** Provider models per variant: defaults, then the default, interruptible and per-offering settings. */
+export const providerModelsOf = (fleet: FleetSettings, traces: Map<string, SpotTrace> = new Map()) => (variant: Variant): ProviderModel => {
   const id = variant.offering.id
   const settings: Settings = {
     ...baseProvider,
-    ...scenario.providers.default,
-    ...(variant.interruptible ? scenario.providers.interruptible : {}),
-    ...scenario.providers.byOffering[id]
+    ...fleet.providers.default,
+    ...(variant.interruptible ? fleet.providers.interruptible : {}),
+    ...fleet.providers.byOffering[id]
   }
-  const capacity = scenario.fleet.capacity[keyOf(variant)] ?? scenario.fleet.capacity[id] ?? scenario.fleet.hostsPerVariant
+  const capacity = fleet.capacity[keyOf(variant)] ?? fleet.capacity[id] ?? fleet.hostsPerVariant
   const traceName = variant.interruptible ? settings.preemptionTrace : undefined
   let trace: SpotTrace | undefined
   if (traceName !== undefined) {
@@ -137,6 +151,36 @@ const fleetOf = (scenario: Scenario, catalog: ReadonlyArray<Offering>): Readonly
   return chosen
 }
 
+/** The problem a scenario's references raise against the catalog and the traces (a field path and what is wrong). */
+export const scenarioProblems = (scenario: Scenario, catalog: ReadonlyArray<Offering>): ReadonlyArray<{ readonly field: string; readonly message: string }> => {
+  const problems: Array<{ field: string; message: string }> = []
+  const known = new Set(catalog.map((offering) => offering.id))
+  scenario.fleet.offerings?.forEach((id, index) => {
+    if (!known.has(id)) problems.push({ field: `fleet.offerings[${index}]`, message: `no offering ${JSON.stringify(id)} in the catalog` })
+  })
+  const fleet = new Set(scenario.fleet.offerings ?? known)
+  for (const key of Object.keys(scenario.fleet.capacity)) {
+    const id = key.endsWith("/interruptible") ? key.slice(0, -"/interruptible".length) : key
+    if (!fleet.has(id)) problems.push({ field: `fleet.capacity[${key}]`, message: `${JSON.stringify(id)} is not an offering of the fleet` })
+  }
+  for (const id of Object.keys(scenario.providers.byOffering)) {
+    if (!fleet.has(id)) problems.push({ field: `providers.byOffering[${id}]`, message: `${JSON.stringify(id)} is not an offering of the fleet` })
+  }
+  const traceAt = (field: string, name: string | undefined) => {
+    if (name === undefined) return
+    try {
+      loadTrace(join(spotTracesDir, name))
+    } catch (error) {
+      const why = (error as { code?: string }).code === "ENOENT" ? `no spot trace ${name} under scenarios/data/spot-traces/` : (error as Error).message
+      problems.push({ field, message: why })
+    }
+  }
+  traceAt("providers.default.preemptionTrace", scenario.providers.default.preemptionTrace)
+  traceAt("providers.interruptible.preemptionTrace", scenario.providers.interruptible.preemptionTrace)
+  for (const [id, settings] of Object.entries(scenario.providers.byOffering)) traceAt(`providers.byOffering[${id}].preemptionTrace`, settings.preemptionTrace)
+  return problems
+}
+
 export const runScenario = (scenario: Scenario, options: RunOptions): Summary => {
   const seed = options.seed ?? scenario.seed
   const start = Date.parse(scenario.start)
@@ -144,7 +188,8 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
   const random = new Prng(seed)
   const traces = new Map<string, SpotTrace>()
   const catalog = fleetOf(scenario, options.catalog)
-  const capacity = new SimCapacity(engine, random.derive("capacity"), providerModels(scenario, traces), faultsOf(scenario, start))
+  const fleet: FleetSettings = { hostsPerVariant: scenario.fleet.hostsPerVariant, capacity: scenario.fleet.capacity, providers: scenario.providers }
+  const capacity = new SimCapacity(engine, random.derive("capacity"), providerModelsOf(fleet, traces), faultsOf(scenario, start))
   const trace = new TraceHash(options.keepTrace === true)
   const checkers = options.check === false ? undefined : new Checkers(seed)
   const finished: Array<JobSummary> = []
@@ -187,7 +232,8 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
     catalog,
     trace,
     checkers,
-    onDeleted: record
+    onDeleted: record,
+    stepEveryLook: options.stepEveryLook === true
   })
   // Capacity comes back when a drought ends.
   for (const drought of scenario.faults.droughts) engine.at(start + ms(drought.at, 0) + ms(drought.for, 0), () => simulation.capacityChanged())
@@ -214,9 +260,10 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
     traceLines: trace.count,
     virtualStart: new Date(start).toISOString(),
     virtualEnd: new Date(engine.now).toISOString(),
-    totals: { ...counts, byPhase, engineEvents: engine.processed, controllerSteps: simulation.steps },
+    totals: { ...counts, byPhase, engineEvents: engine.processed, controllerSteps: simulation.steps, skippedSteps: simulation.skippedSteps },
     violations: checkers?.violations ?? [],
-    ...(options.perJob === false ? {} : { jobs: finished })
+    ...(options.perJob === false ? {} : { jobs: finished }),
+    ...(trace.lines === undefined ? {} : { trace: trace.lines })
   }
 }
 
@@ -263,7 +310,8 @@ const arrivals = (
       engine.after(at, () => {
         if (job.deleted || isFinalPhase(job.status.phase ?? "Pending")) return
         simulation.update(job, { ...job.spec, state: "Suspended" })
-        engine.after(suspendForMs, () => !job.deleted && simulation.update(job, { ...job.spec, state: "Running" }))
+        // The customer resumes what they suspended, unless it was cancelled meanwhile.
+        engine.after(suspendForMs, () => !job.deleted && job.spec.state === "Suspended" && simulation.update(job, { ...job.spec, state: "Running" }))
       })
     }
     if (customerRandom.chance(scenario.faults.cancelRate)) {

@@ -3,7 +3,9 @@
  * models, the arrival process, the workload mix (Job specs admitted by the Job kind's own schema, with models of how
  * their programs behave), faults, the seed and the horizon. docs/simulator.md describes every field.
  */
-import { Schema } from "effect"
+import { Result, Schema } from "effect"
+import { admit } from "../../core/Admission.ts"
+import { isObject, type Json } from "../../core/Json.ts"
 import { normalizeJob, JobSpec } from "../../core/schemas/Job.ts"
 import { described, defaulted, duration, optional, quantity } from "../../core/schemas/Fields.ts"
 import type { JobSpecType } from "../../core/JobController.ts"
@@ -84,3 +86,44 @@ export const decodeScenario = (input: unknown): Scenario => Schema.decodeUnknown
 
 /** A workload's Job spec through the Job kind's normalization and schema, defaults included. */
 export const admitJobSpec = (spec: JsonObject): JobSpecType => Schema.decodeUnknownSync(JobSpec)(normalizeJob(spec))
+
+/** What is wrong with a scenario file, at a field path (`workloads[0].job.parallelism`). */
+export interface ScenarioProblem {
+  readonly field: string
+  readonly message: string
+}
+
+export type ParsedScenario =
+  | { readonly ok: true; readonly scenario: Scenario; readonly specs: ReadonlyArray<JobSpecType> }
+  | { readonly ok: false; readonly problems: ReadonlyArray<ScenarioProblem> }
+
+const problemsOf = (admitted: ReturnType<typeof admit>, prefix: string): ReadonlyArray<ScenarioProblem> =>
+  Result.isSuccess(admitted)
+    ? []
+    : (admitted.failure.causes ?? [{ field: "", message: admitted.failure.message }]).map((cause) => ({
+      field: cause.field === "" ? prefix : prefix === "" ? cause.field : cause.field.startsWith("[") ? `${prefix}${cause.field}` : `${prefix}.${cause.field}`,
+      message: cause.message
+    }))
+
+/**
+ * A scenario file's JSON, decoded strictly (a field the schema does not know is a problem, so a misspelt setting never
+ * goes unnoticed), with every workload's Job spec admitted by the Job kind's schema. Problems name their field path.
+ */
+export const parseScenario = (input: unknown): ParsedScenario => {
+  const admitted = admit(Scenario, input, "Strict", {}, "scenario")
+  const problems: Array<ScenarioProblem> = [...problemsOf(admitted, "")]
+  const specs: Array<JobSpecType> = []
+  // The Job specs are admitted from the input as it is, so their problems show even when the rest has some too.
+  const workloads = isObject(input as Json) ? (input as JsonObject)["workloads"] : undefined
+  if (Array.isArray(workloads)) {
+    workloads.forEach((workload, index) => {
+      const job = isObject(workload) ? workload["job"] : undefined
+      if (!isObject(job)) return
+      const spec = admit(JobSpec, normalizeJob(job), "Strict", {}, "Job")
+      if (Result.isFailure(spec)) problems.push(...problemsOf(spec, `workloads[${index}].job`))
+      else specs.push(spec.success.object as unknown as JobSpecType)
+    })
+  }
+  if (problems.length > 0 || Result.isFailure(admitted)) return { ok: false, problems }
+  return { ok: true, scenario: admitted.success.object as unknown as Scenario, specs }
+}

@@ -61,6 +61,8 @@ type SimAttempt = { -readonly [K in keyof AttemptFacts]: AttemptFacts[K] }
 interface Program {
   readonly attempt: SimAttempt
   readonly owner: string
+  /** `programKey(owner, attempt.name)`, made once. */
+  readonly key: string
   readonly workload: WorkloadModel
   readonly namespace: string
   /** Invalidates scheduled callbacks once the program moved on. */
@@ -111,6 +113,7 @@ export class SimCapacity {
   /** Work saved at each checkpoint, per owner: what a restore resumes from. */
   private readonly saved = new Map<string, Map<number, number>>()
   private readonly seqs = new Map<string, number>()
+  private readonly markets = new Map<string, Market>()
   /** Called whenever an owner's facts change, so its controller runs again. */
   onChange: (owner: string) => void = () => {}
   /** Called when a host goes back to the pool or capacity grows, so waiting workloads look again. */
@@ -168,13 +171,18 @@ export class SimCapacity {
     return Math.max(0, capacity - pool.used) + warm
   }
 
-  /** The market a controller of `namespace` sees. */
+  /** The market a controller of `namespace` sees (one object per namespace: it reads the pools when asked). */
   marketFor(namespace: string): Market {
-    return {
-      available: (variant) => this.available(variant, namespace),
-      bootMs: (variant) => this.pool(variant).model.bootMedianMs,
-      meanTimeBetweenInterruptionsMs: (variant) => (variant.interruptible ? this.pool(variant).model.preemptionMtbfMs : undefined)
+    let market = this.markets.get(namespace)
+    if (market === undefined) {
+      market = {
+        available: (variant) => this.available(variant, namespace),
+        bootMs: (variant) => this.pool(variant).model.bootMedianMs,
+        meanTimeBetweenInterruptionsMs: (variant) => (variant.interruptible ? this.pool(variant).model.preemptionMtbfMs : undefined)
+      }
+      this.markets.set(namespace, market)
     }
+    return market
   }
 
   inUse(variant: Variant): number {
@@ -230,6 +238,7 @@ export class SimCapacity {
     const program: Program = {
       attempt,
       owner: request.owner,
+      key: programKey(request.owner, attempt.name),
       workload: request.workload,
       namespace: request.namespace,
       token: 0,
@@ -240,7 +249,7 @@ export class SimCapacity {
       hostWarm: attempt.warmReuse,
       oomAtWork: this.random.chance(request.workload.oomRate) ? Math.round(this.random.uniform() * request.workload.durationMs) : undefined
     }
-    this.programs.set(programKey(request.owner, attempt.name), program)
+    this.programs.set(program.key, program)
     this.boot(program)
     return attempt
   }
@@ -433,7 +442,7 @@ export class SimCapacity {
     // A program reports its progress cursor as it goes; what it reported up to the end survives it.
     if (program.attempt.phase === "Running") this.recordProgress(program)
     this.end(program.attempt, outcome, now)
-    this.programs.delete(programKey(program.owner, program.attempt.name))
+    this.programs.delete(program.key)
     const pool = this.pool(program.attempt.variant)
     if (reusable && program.keepWarmMs > 0) {
       this.keepWarm(pool, program.namespace, program.keepWarmMs)
