@@ -25,11 +25,12 @@ import {
 import { autoCheckpointIntervalMs, type Continuity } from "./Interruptions.ts"
 import { type JobPhase, isFinalPhase } from "./JobPhases.ts"
 import * as Limits from "./Limits.ts"
+import { durationMs, durationText, iso, parseTime, parseTimeOf } from "./StatusText.ts"
 import { formatMicroUsd } from "./Money.ts"
 import type { Variant } from "./Offering.ts"
 import { choose, type Explanation, explain, type Market, type Ranking } from "./Placement.ts"
 import type { JobSpec, JobStatus } from "./schemas/Job.ts"
-import { formatDurationMs, parseDurationMs } from "./Units.ts"
+import { formatDurationMs } from "./Units.ts"
 
 export type JobSpecType = typeof JobSpec.Type
 export type JobStatusType = typeof JobStatus.Type
@@ -95,23 +96,6 @@ export interface JobStep {
 // ---------------------------------------------------------------------------------------------------------------------
 // Reading the spec with its documented defaults
 
-// A step formats and reads back the same few times and durations on every run (10^7 steps in the simulator's platform
-// benchmark), so the three conversions below are memoized. They are pure functions of their argument, so a memo
-// changes no result: the caches only remember answers, and each is bounded.
-
-const durations = new Map<string, number | null>()
-
-const durationMs = (text: string | undefined, fallback: number): number => {
-  if (text === undefined) return fallback
-  let ms = durations.get(text)
-  if (ms === undefined) {
-    ms = parseDurationMs(text) ?? null
-    if (durations.size >= 4096) durations.clear()
-    durations.set(text, ms)
-  }
-  return ms ?? fallback
-}
-
 export const continuityOf = (spec: JobSpecType): Continuity => spec.recovery.continuity ?? "Checkpointed"
 const backoffLimitOf = (spec: JobSpecType) => spec.backoffLimit ?? Limits.jobBackoffLimitDefault
 const maxAttemptsOf = (spec: JobSpecType) => spec.recovery.maxAttempts ?? Limits.recoveryMaxAttemptsDefault
@@ -126,74 +110,6 @@ const checkpointIntervalMsOf = (spec: JobSpecType, variant: Variant, market: Mar
     : durationMs(interval, Limits.hourMs)
 }
 
-const isoSlots = 65536
-const isoTimes = new Float64Array(isoSlots).fill(Number.NaN)
-const isoTexts: Array<string> = new Array<string>(isoSlots).fill("")
-const parsedTimes = new Map<string, number>()
-
-const durationTexts = new Map<number, string>()
-
-/** `formatDurationMs(ms)`, memoized (the checkpoint interval is shown on every step of a running Job). */
-const durationText = (ms: number): string => {
-  let text = durationTexts.get(ms)
-  if (text === undefined) {
-    text = formatDurationMs(ms)
-    if (durationTexts.size >= 4096) durationTexts.clear()
-    durationTexts.set(ms, text)
-  }
-  return text
-}
-
-const dayMs = 86_400_000
-const twoDigits = Array.from({ length: 100 }, (_, value) => String(value).padStart(2, "0"))
-const threeDigits = Array.from({ length: 1000 }, (_, value) => String(value).padStart(3, "0"))
-const dayPrefixes = new Map<number, string>()
-
-/**
- * `new Date(ms).toISOString()` for a whole millisecond from 1970 to 9999 (a simulation's times): the date part per day
- * from `toISOString` itself, the time of day from arithmetic. Anything else goes to `toISOString`.
- */
-const formatIso = (ms: number): string => {
-  if (!(Number.isInteger(ms) && ms >= 0 && ms < 253_402_300_800_000)) return new Date(ms).toISOString()
-  const day = Math.floor(ms / dayMs)
-  let prefix = dayPrefixes.get(day)
-  if (prefix === undefined) {
-    prefix = new Date(day * dayMs).toISOString().slice(0, 11)
-    if (dayPrefixes.size >= 4096) dayPrefixes.clear()
-    dayPrefixes.set(day, prefix)
-  }
-  let rest = ms - day * dayMs
-  const millis = rest % 1000
-  rest = (rest - millis) / 1000
-  const seconds = rest % 60
-  rest = (rest - seconds) / 60
-  const minutes = rest % 60
-  // join makes one flat string (49 bytes); a template would keep a rope of its pieces (about 260 bytes) in the status.
-  return [prefix, twoDigits[(rest - minutes) / 60], ":", twoDigits[minutes], ":", twoDigits[seconds], ".", threeDigits[millis], "Z"].join("")
-}
-
-/** `new Date(ms).toISOString()`, memoized in a direct-mapped table (a time is shown on every step of its Job). */
-const iso = (ms: number): string => {
-  const slot = ms & (isoSlots - 1)
-  if (isoTimes[slot] === ms) return isoTexts[slot]!
-  const text = formatIso(ms)
-  isoTimes[slot] = ms
-  isoTexts[slot] = text
-  return text
-}
-
-/** `Date.parse(text)`, memoized. */
-const parseTimeOf = (text: string): number => {
-  let ms = parsedTimes.get(text)
-  if (ms === undefined) {
-    ms = Date.parse(text)
-    if (parsedTimes.size >= 65536) parsedTimes.clear()
-    parsedTimes.set(text, ms)
-  }
-  return ms
-}
-
-const parseTime = (text: string | undefined) => (text === undefined ? undefined : parseTimeOf(text))
 
 /** "0-3,7,9-10" (spec: Job status.completedIndexes, Kubernetes' notation). */
 export const formatIndexes = (done: ArrayLike<number>): string => {
