@@ -20,6 +20,7 @@ import {
   isCustomerFailure,
   isInterruption,
   isLive,
+  type LaunchRequest,
   type Outcome
 } from "./Capacity.ts"
 import { autoCheckpointIntervalMs, type Continuity } from "./Interruptions.ts"
@@ -28,7 +29,7 @@ import * as Limits from "./Limits.ts"
 import { durationMs, durationText, iso, parseTime, parseTimeOf } from "./StatusText.ts"
 import { formatMicroUsd } from "./Money.ts"
 import type { Variant } from "./Offering.ts"
-import { choose, type Explanation, explain, type Market, type Ranking } from "./Placement.ts"
+import { choose, defaultExpectedWorkMs, type Explanation, explain, type Market, type Ranking, type RunProfile } from "./Placement.ts"
 import type { JobSpec, JobStatus } from "./schemas/Job.ts"
 import { formatDurationMs } from "./Units.ts"
 
@@ -54,23 +55,15 @@ export interface JobContext {
   readonly ranking: Ranking
 }
 
+/** The port's launch request without the owner, which the driver knows (spec: Job.scaledownWindow is keepWarmMs). */
+export interface LaunchAction extends Omit<LaunchRequest, "owner" | "namespace"> {
+  readonly _tag: "Launch"
+  /** Rendered only by drivers that record Attempts. */
+  readonly explain: () => Explanation
+}
+
 export type JobAction =
-  | {
-    readonly _tag: "Launch"
-    readonly attempt: string
-    readonly index: number
-    readonly number: number
-    readonly variant: Variant
-    readonly recovery: boolean
-    readonly restoreFromSeq: number | undefined
-    readonly resumeFromUnits: number | undefined
-    readonly checkpointIntervalMs: number | undefined
-    /** Capacity kept warm after the program exits (spec: Job.scaledownWindow). */
-    readonly keepWarmMs: number
-    readonly env: Readonly<Record<string, string>>
-    /** Rendered only by drivers that record Attempts. */
-    readonly explain: () => Explanation
-  }
+  | LaunchAction
   | { readonly _tag: "Checkpoint"; readonly attempt: string; readonly episode: number }
   | { readonly _tag: "Stop"; readonly attempt: string; readonly keepWarmMs: number }
   | { readonly _tag: "Delete" }
@@ -97,6 +90,13 @@ export interface JobStep {
 // Reading the spec with its documented defaults
 
 export const continuityOf = (spec: JobSpecType): Continuity => spec.recovery.continuity ?? "Checkpointed"
+
+/** How placement scores a run of this Job: its declared duration, continuity and onInterruption. */
+export const runProfileOf = (spec: JobSpecType): RunProfile => ({
+  workMs: durationMs(spec.expectedDuration, defaultExpectedWorkMs),
+  continuity: continuityOf(spec),
+  failOnInterruption: spec.recovery.onInterruption === "Fail"
+})
 const backoffLimitOf = (spec: JobSpecType) => spec.backoffLimit ?? Limits.jobBackoffLimitDefault
 const maxAttemptsOf = (spec: JobSpecType) => spec.recovery.maxAttempts ?? Limits.recoveryMaxAttemptsDefault
 const keepWarmMsOf = (spec: JobSpecType) => durationMs(spec.scaledownWindow, 0)

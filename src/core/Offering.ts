@@ -53,3 +53,5 @@ export const variantsOf = (offering: Offering): ReadonlyArray<Variant> => {
 
 /** A variant's key in capacity facts and placements: `<offering id>` or `<offering id>/interruptible`. */
 export const variantKey = (offering: string, interruptible: boolean): string => interruptible ? `${offering}/interruptible` : offering
+
+export const variantKeyOf = (variant: Variant): string => variantKey(variant.offering.id, variant.interruptible)

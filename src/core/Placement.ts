@@ -13,7 +13,7 @@
 import { type Continuity, expectedRunMs } from "./Interruptions.ts"
 import * as Limits from "./Limits.ts"
 import { formatMicroUsd, parseMicroUsd } from "./Money.ts"
-import { type Offering, type Variant, variantKey, variantsOf } from "./Offering.ts"
+import { type Offering, type Variant, variantKeyOf, variantsOf } from "./Offering.ts"
 import { formatDurationMs, parseQuantity } from "./Units.ts"
 
 /** The spec fields placement reads (a Job's, a Workspace's, ... — structurally). */
@@ -211,7 +211,6 @@ export type Explanation = {
   readonly dropped: ReadonlyArray<{ readonly reason: string; readonly offerings: ReadonlyArray<string> }>
 }
 
-const keyOf = (variant: Variant) => variantKey(variant.offering.id, variant.interruptible)
 
 const whyChosen = (ranking: Ranking): string => {
   const order = ranking.profile === "Cost" ? "lowest expected cost" : ranking.profile === "Speed" ? "shortest expected time" : "best balance of expected cost and time"
@@ -223,7 +222,7 @@ export const explain = (ranking: Ranking, chosen: Candidate | undefined, market:
   const groups = new Map<string, Array<string>>()
   for (const { variant, reason } of ranking.dropped) {
     const group = groups.get(reason) ?? []
-    group.push(keyOf(variant))
+    group.push(variantKeyOf(variant))
     groups.set(reason, group)
   }
   const why = chosen !== undefined

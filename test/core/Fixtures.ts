@@ -5,12 +5,11 @@
 import { Schema } from "effect"
 import type { AttemptFacts } from "../../src/core/Capacity.ts"
 import type { JobObservation, JobSpecType, JobStatusType } from "../../src/core/JobController.ts"
-import type { Accelerator, Offering, Variant } from "../../src/core/Offering.ts"
-import { defaultExpectedWorkMs, type Market, rank, type Ranking } from "../../src/core/Placement.ts"
-import { continuityOf } from "../../src/core/JobController.ts"
+import { type Accelerator, type Offering, type Variant, variantKeyOf } from "../../src/core/Offering.ts"
+import { type Market, rank, type Ranking } from "../../src/core/Placement.ts"
+import { runProfileOf } from "../../src/core/JobController.ts"
 import { JobSpec, normalizeJob } from "../../src/core/schemas/Job.ts"
 import type { JsonObject } from "../../src/core/Json.ts"
-import { parseDurationMs } from "../../src/core/Units.ts"
 
 export const T0 = Date.parse("2026-03-01T00:00:00.000Z")
 export const minute = 60_000
@@ -52,7 +51,7 @@ export const variant = (id: string, interruptible = false): Variant => {
 
 /** A market with `hosts` of every variant unless `capacity` names a variant key (`id` or `id/interruptible`). */
 export const market = (options: { hosts?: number; capacity?: Record<string, number>; mtbiMs?: number; bootMs?: number } = {}): Market => ({
-  available: (v) => options.capacity?.[v.interruptible ? `${v.offering.id}/interruptible` : v.offering.id] ?? options.hosts ?? 4,
+  available: (v) => options.capacity?.[variantKeyOf(v)] ?? options.hosts ?? 4,
   bootMs: () => options.bootMs ?? 2 * minute,
   meanTimeBetweenInterruptionsMs: (v) => (v.interruptible ? options.mtbiMs ?? 6 * hour : undefined)
 })
@@ -61,11 +60,7 @@ export const jobSpec = (fields: JsonObject = {}): JobSpecType =>
   Schema.decodeUnknownSync(JobSpec)(normalizeJob({ image: "python:3.12", ...fields }))
 
 export const rankingOf = (spec: JobSpecType, on: Market = market()): Ranking =>
-  rank(spec, catalog, on, {
-    workMs: spec.expectedDuration === undefined ? defaultExpectedWorkMs : parseDurationMs(spec.expectedDuration)!,
-    continuity: continuityOf(spec),
-    failOnInterruption: spec.recovery.onInterruption === "Fail"
-  })
+  rank(spec, catalog, on, runProfileOf(spec))
 
 export const observation = (spec: JobSpecType, status: JobStatusType = {}, attempts: ReadonlyArray<AttemptFacts> = []): JobObservation => ({
   name: "train",

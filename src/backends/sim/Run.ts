@@ -7,13 +7,14 @@ import { join } from "node:path"
 import type { JobSpecType } from "../../core/JobController.ts"
 import { isFinalPhase } from "../../core/JobPhases.ts"
 import type { JsonObject } from "../../core/Json.ts"
-import type { Offering, Variant } from "../../core/Offering.ts"
-import { parseDurationMs, parseQuantity } from "../../core/Units.ts"
+import { type Offering, type Variant, variantKeyOf, variantsOf } from "../../core/Offering.ts"
+import { durationMs } from "../../core/StatusText.ts"
+import { parseQuantity } from "../../core/Units.ts"
 import { Checkers } from "./Checkers.ts"
 import { Engine } from "./Engine.ts"
 import { Prng } from "./Prng.ts"
 import { admitJobSpec, type ProviderSettings, type Scenario, type WorkloadSettings } from "./Scenario.ts"
-import { keyOf, type ProviderFaults, type ProviderModel, SimCapacity } from "./SimCapacity.ts"
+import { type ProviderFaults, type ProviderModel, SimCapacity } from "./SimCapacity.ts"
 import { isWaiting, type SimJob, Simulation, TraceHash } from "./Simulation.ts"
 import { loadTrace, meanTimeBetweenPreemptionsMs, type SpotTrace } from "./SpotTraces.ts"
 import { drawWorkload } from "./Workloads.ts"
@@ -74,7 +75,6 @@ export interface Summary {
 
 const finite = (value: number): number | undefined => (Number.isFinite(value) ? value : undefined)
 
-const ms = (text: string | undefined, fallback: number) => (text === undefined ? fallback : parseDurationMs(text) ?? fallback)
 
 type Settings = { readonly [K in keyof ProviderSettings]?: ProviderSettings[K] | undefined }
 
@@ -108,7 +108,7 @@ export const providerModelsOf = (fleet: FleetSettings, traces: Map<string, SpotT
     ...(variant.interruptible ? fleet.providers.interruptible : {}),
     ...fleet.providers.byOffering[id]
   }
-  const capacity = fleet.capacity[keyOf(variant)] ?? fleet.capacity[id] ?? fleet.hostsPerVariant
+  const capacity = fleet.capacity[variantKeyOf(variant)] ?? fleet.capacity[id] ?? fleet.hostsPerVariant
   const traceName = variant.interruptible ? settings.preemptionTrace : undefined
   let trace: SpotTrace | undefined
   if (traceName !== undefined) {
@@ -117,22 +117,22 @@ export const providerModelsOf = (fleet: FleetSettings, traces: Map<string, SpotT
   }
   return {
     capacity,
-    bootMedianMs: ms(settings.bootMedian, 120_000),
+    bootMedianMs: durationMs(settings.bootMedian, 120_000),
     bootSigma: settings.bootSigma ?? 0.4,
     bootFailureRate: settings.bootFailureRate ?? 0,
-    preemptionMtbfMs: !variant.interruptible ? undefined : trace === undefined ? ms(settings.preemptionMtbf, 24 * 3_600_000) : finite(meanTimeBetweenPreemptionsMs(trace)),
+    preemptionMtbfMs: !variant.interruptible ? undefined : trace === undefined ? durationMs(settings.preemptionMtbf, 24 * 3_600_000) : finite(meanTimeBetweenPreemptionsMs(trace)),
     preemptionTrace: trace,
-    nodeLossMtbfMs: settings.nodeLossMtbf === undefined ? undefined : ms(settings.nodeLossMtbf, 0) || undefined,
-    teardownMs: ms(settings.teardown, 30_000),
-    warmStartMs: ms(settings.warmStart, 5_000),
+    nodeLossMtbfMs: settings.nodeLossMtbf === undefined ? undefined : durationMs(settings.nodeLossMtbf, 0) || undefined,
+    teardownMs: durationMs(settings.teardown, 30_000),
+    warmStartMs: durationMs(settings.warmStart, 5_000),
     restoreBytesPerSecond: parseQuantity(settings.restoreBandwidth ?? "1Gi") ?? 2 ** 30
   }
 }
 
 /** Fault windows as a function of time: storms multiply preemption rates, droughts shrink capacity. */
 const faultsOf = (scenario: Scenario, start: number): ProviderFaults => {
-  const storms = scenario.faults.preemptionStorms.map((storm) => ({ from: start + ms(storm.at, 0), to: start + ms(storm.at, 0) + ms(storm.for, 0), factor: storm.factor }))
-  const droughts = scenario.faults.droughts.map((drought) => ({ from: start + ms(drought.at, 0), to: start + ms(drought.at, 0) + ms(drought.for, 0), factor: drought.capacityFactor }))
+  const storms = scenario.faults.preemptionStorms.map((storm) => ({ from: start + durationMs(storm.at, 0), to: start + durationMs(storm.at, 0) + durationMs(storm.for, 0), factor: storm.factor }))
+  const droughts = scenario.faults.droughts.map((drought) => ({ from: start + durationMs(drought.at, 0), to: start + durationMs(drought.at, 0) + durationMs(drought.for, 0), factor: drought.capacityFactor }))
   return (_variant, now) => {
     let preemptionFactor = 1
     let capacityFactor = 1
@@ -236,20 +236,17 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
     stepEveryLook: options.stepEveryLook === true
   })
   // Capacity comes back when a drought ends.
-  for (const drought of scenario.faults.droughts) engine.at(start + ms(drought.at, 0) + ms(drought.for, 0), () => simulation.capacityChanged())
+  for (const drought of scenario.faults.droughts) engine.at(start + durationMs(drought.at, 0) + durationMs(drought.for, 0), () => simulation.capacityChanged())
   const specs = scenario.workloads.map((workload) => admitJobSpec(workload.job as JsonObject))
   arrivals(scenario, engine, random, simulation, specs, start, counts)
-  const end = start + ms(scenario.horizon, 0) + ms(scenario.drain, 0)
+  const end = start + durationMs(scenario.horizon, 0) + durationMs(scenario.drain, 0)
   engine.run(end)
   const unfinished = [...simulation.jobs.values()]
   checkers?.liveness(unfinished, isWaiting, engine.now)
   for (const job of unfinished) record(job)
   if (checkers !== undefined) {
     for (const offering of catalog) {
-      for (const interruptible of [false, true]) {
-        const variant = variantOf(offering, interruptible)
-        if (variant !== undefined) checkers.capacity(keyOf(variant), capacity.inUse(variant), capacity.capacityOf(variant), engine.now)
-      }
+      for (const variant of variantsOf(offering)) checkers.capacity(variantKeyOf(variant), capacity.inUse(variant), capacity.capacityOf(variant), engine.now)
     }
   }
   finished.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
@@ -267,11 +264,6 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
   }
 }
 
-const variantOf = (offering: Offering, interruptible: boolean): Variant | undefined => {
-  const rate = interruptible ? offering.interruptibleMicroUsdPerHour : offering.onDemandMicroUsdPerHour
-  return rate === undefined ? undefined : { offering, interruptible, rateMicroUsdPerHour: rate }
-}
-
 /** The Poisson arrival process, the workload mix and the customer faults (suspends, cancels). */
 const arrivals = (
   scenario: Scenario,
@@ -286,8 +278,8 @@ const arrivals = (
   const mixRandom = random.derive("mix")
   const workloadRandom = random.derive("workloads")
   const customerRandom = random.derive("customers")
-  const meanMs = ms(scenario.arrivals.meanInterarrival, 60_000)
-  const horizonEnd = start + ms(scenario.horizon, 0)
+  const meanMs = durationMs(scenario.arrivals.meanInterarrival, 60_000)
+  const horizonEnd = start + durationMs(scenario.horizon, 0)
   const limit = scenario.arrivals.count ?? Number.POSITIVE_INFINITY
   const totalWeight = scenario.workloads.reduce((sum, workload) => sum + workload.weight, 0)
   const pick = (): number => {
@@ -298,16 +290,17 @@ const arrivals = (
     }
     return scenario.workloads.length - 1
   }
-  const suspendForMs = ms(scenario.faults.suspendFor, 30 * 60_000)
+  const suspendForMs = durationMs(scenario.faults.suspendFor, 30 * 60_000)
   const arrive = () => {
     if (counts.jobs >= limit || engine.now >= horizonEnd) return
     const index = pick()
     const settings: WorkloadSettings = scenario.workloads[index]!
     const spec = specs[index]!
     const job = simulation.submit(settings.namespace, `${settings.name}-${++counts.jobs}`, spec, drawWorkload(settings, workloadRandom))
+    // Customers act some time within twice the workload's median run.
+    const someTimeIntoTheRun = () => Math.round(customerRandom.uniform() * 2 * durationMs(settings.durationMedian, 60_000))
     if (customerRandom.chance(scenario.faults.suspendRate)) {
-      const at = Math.round(customerRandom.uniform() * 2 * (parseDurationMs(settings.durationMedian) ?? 60_000))
-      engine.after(at, () => {
+      engine.after(someTimeIntoTheRun(), () => {
         if (job.deleted || isFinalPhase(job.status.phase ?? "Pending")) return
         simulation.update(job, { ...job.spec, state: "Suspended" })
         // The customer resumes what they suspended, unless it was cancelled meanwhile.
@@ -315,8 +308,7 @@ const arrivals = (
       })
     }
     if (customerRandom.chance(scenario.faults.cancelRate)) {
-      const at = Math.round(customerRandom.uniform() * 2 * (parseDurationMs(settings.durationMedian) ?? 60_000))
-      engine.after(at, () => !job.deleted && !isFinalPhase(job.status.phase ?? "Pending") && simulation.update(job, { ...job.spec, state: "Cancelled" }))
+      engine.after(someTimeIntoTheRun(), () => !job.deleted && !isFinalPhase(job.status.phase ?? "Pending") && simulation.update(job, { ...job.spec, state: "Cancelled" }))
     }
     engine.after(Math.max(1, Math.round(arrivalRandom.exponential(meanMs))), arrive)
   }

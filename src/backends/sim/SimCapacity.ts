@@ -11,7 +11,7 @@
  */
 import type { AttemptFacts, Checkpoint, LaunchRequest, Outcome, SuspendCheckpoint } from "../../core/Capacity.ts"
 import type { Market } from "../../core/Placement.ts"
-import { type Variant, variantKey } from "../../core/Offering.ts"
+import { type Variant, variantKeyOf } from "../../core/Offering.ts"
 import type { Engine } from "./Engine.ts"
 import type { Prng } from "./Prng.ts"
 import { nextPreemptionAfter, type SpotTrace } from "./SpotTraces.ts"
@@ -132,7 +132,7 @@ export class SimCapacity {
   private pool(variant: Variant): Pool {
     let pool = this.poolByObject.get(variant)
     if (pool !== undefined) return pool
-    const key = keyOf(variant)
+    const key = variantKeyOf(variant)
     pool = this.pools.get(key)
     if (pool === undefined) {
       pool = { variant, model: this.models(variant), used: 0, warm: new Map() }
@@ -458,5 +458,3 @@ export class SimCapacity {
     this.onChange(program.owner)
   }
 }
-
-export const keyOf = (variant: Variant): string => variantKey(variant.offering.id, variant.interruptible)

@@ -6,10 +6,10 @@
  */
 import { createHash, type Hash } from "node:crypto"
 import type { AttemptFacts } from "../../core/Capacity.ts"
-import { continuityOf, type JobAction, type JobEvent, type JobSpecType, type JobStatusType, type JobStep, step } from "../../core/JobController.ts"
+import { runProfileOf, type JobAction, type JobEvent, type JobSpecType, type JobStatusType, type JobStep, step } from "../../core/JobController.ts"
 import { isFinalPhase } from "../../core/JobPhases.ts"
-import type { Offering } from "../../core/Offering.ts"
-import { choose, defaultExpectedWorkMs, rank, type Ranking } from "../../core/Placement.ts"
+import { type Offering, variantKeyOf } from "../../core/Offering.ts"
+import { choose, rank, type Ranking } from "../../core/Placement.ts"
 import { parseDurationMs } from "../../core/Units.ts"
 import type { Checkers } from "./Checkers.ts"
 import type { Engine } from "./Engine.ts"
@@ -285,12 +285,7 @@ export class Simulation {
     // A template's spec object is shared by its Jobs; placement depends on the spec only.
     const cached = this.rankings.get(job.spec)
     if (cached !== undefined) return cached
-    const workMs = job.spec.expectedDuration === undefined ? defaultExpectedWorkMs : parseDurationMs(job.spec.expectedDuration) ?? defaultExpectedWorkMs
-    const ranking = rank(job.spec, this.options.catalog, this.options.capacity.marketFor(job.namespace), {
-      workMs,
-      continuity: continuityOf(job.spec),
-      failOnInterruption: job.spec.recovery.onInterruption === "Fail"
-    })
+    const ranking = rank(job.spec, this.options.catalog, this.options.capacity.marketFor(job.namespace), runProfileOf(job.spec))
     this.rankings.set(job.spec, ranking)
     return ranking
   }
@@ -323,7 +318,7 @@ export class Simulation {
           const facts = capacity.launch({ ...action, owner: key, namespace: job.namespace, workload: job.workload })
           job.attempts.push(facts)
           if (this.options.onStep !== undefined) launched.push({ action, facts })
-          this.options.trace.record(`${now} ${key} Launch ${action.attempt} ${action.variant.offering.id}${action.variant.interruptible ? "/interruptible" : ""}${facts.outcome === undefined ? "" : " " + facts.outcome.type}`)
+          this.options.trace.record(`${now} ${key} Launch ${action.attempt} ${variantKeyOf(action.variant)}${facts.outcome === undefined ? "" : " " + facts.outcome.type}`)
           if (facts.outcome !== undefined) this.touch(job)
           break
         }

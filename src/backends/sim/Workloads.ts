@@ -11,7 +11,8 @@
  * | sim.nodus.dev/checkpoint-failure-rate | probability a periodic checkpoint fails | 0 |
  * | sim.nodus.dev/suspend-checkpoint-failure-rate | probability a suspend checkpoint fails | 0 |
  */
-import { parseDurationMs, parseQuantity } from "../../core/Units.ts"
+import { durationMs } from "../../core/StatusText.ts"
+import { parseQuantity } from "../../core/Units.ts"
 import type { Prng } from "./Prng.ts"
 import type { WorkloadSettings } from "./Scenario.ts"
 import type { WorkloadModel } from "./SimCapacity.ts"
@@ -41,7 +42,7 @@ export const workloadFromAnnotations = (annotations: Readonly<Record<string, str
   const exitCode = read("exit-code")
   const size = read("checkpoint-size")
   return {
-    durationMs: (duration === undefined ? undefined : parseDurationMs(duration)) ?? base.durationMs,
+    durationMs: durationMs(duration, base.durationMs),
     exitCode: exitCode !== undefined && /^[0-9]{1,3}$/u.test(exitCode) ? Number(exitCode) : base.exitCode,
     runFailureRate: base.runFailureRate,
     oomRate: read("oom") === "true" ? 1 : base.oomRate,
@@ -53,10 +54,10 @@ export const workloadFromAnnotations = (annotations: Readonly<Record<string, str
 
 /** One program's model drawn from a scenario's workload settings. */
 export const drawWorkload = (settings: WorkloadSettings, random: Prng): WorkloadModel => {
-  const median = parseDurationMs(settings.durationMedian) ?? defaultWorkload.durationMs
-  const durationMs = settings.durationSigma > 0 ? Math.max(1000, Math.round(random.logNormal(median, settings.durationSigma))) : median
+  const median = durationMs(settings.durationMedian, defaultWorkload.durationMs)
+  const workMs = settings.durationSigma > 0 ? Math.max(1000, Math.round(random.logNormal(median, settings.durationSigma))) : median
   return {
-    durationMs,
+    durationMs: workMs,
     exitCode: 0,
     runFailureRate: settings.failureRate,
     oomRate: settings.oomRate,
