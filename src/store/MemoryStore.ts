@@ -3,8 +3,9 @@
  * drivers (test/store/StoreContract.ts) and decides commits with the same evaluator (Commit.ts); a commit is one
  * synchronous step, so it is atomic without locks.
  */
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer, Option, Result } from "effect"
 import type { Json } from "../core/Json.ts"
+import type { Posting } from "../core/Ledger.ts"
 import type { ResourceObject } from "../core/ObjectMeta.ts"
 import { ownerUids } from "../core/Strategy.ts"
 import { evaluate, touched } from "./Commit.ts"
@@ -17,6 +18,7 @@ import {
   type ListQuery,
   type ObjectKey,
   Store,
+  StoreError,
   type StoreShape,
   type WriteOp,
   keyString,
@@ -41,6 +43,17 @@ const compareKeys = (a: ResourceObject, b: ResourceObject): number => compareCur
 const matchesLabels = (object: ResourceObject, terms: ReadonlyArray<readonly [string, string]>): boolean =>
   terms.every(([key, value]) => object.metadata.labels?.[key] === value)
 
+const bigintMax = 2n ** 63n - 1n
+
+/**
+ * A posting the SQL drivers' `amount` column would reject (CHECK amount >= 0, PostgreSQL bigint range), failing the
+ * commit with a StoreError; this driver rejects the same ones so that no caller relies on storing them.
+ */
+const unstorable = (postings: ReadonlyArray<Posting>): StoreError | undefined => {
+  const bad = postings.find((posting) => posting.amount < 0n || posting.amount > bigintMax)
+  return bad === undefined ? undefined : new StoreError({ message: `posting ${bad.key}: amount ${bad.amount} cannot be stored` })
+}
+
 /** A fresh, empty in-memory store. */
 export const make: Effect.Effect<StoreShape> = Effect.sync(() => {
   const objects = new Map<string, ResourceObject>()
@@ -48,6 +61,10 @@ export const make: Effect.Effect<StoreShape> = Effect.sync(() => {
   const uids = new Set<string>()
   const records = new Map<string, StoredRecord>()
   const changes: Array<Change> = []
+  // Seqs start at 1 and every Post takes the next one, so the posting with seq n is at index n - 1.
+  const postings: Array<Posting> = []
+  const postedKeys = new Set<string>()
+  const balances = new Map<string, bigint>()
   const listeners = new Set<CommitListener>()
   let resourceVersion = 0
   let compacted = 0
@@ -78,6 +95,13 @@ export const make: Effect.Effect<StoreShape> = Effect.sync(() => {
     resourceMap(key.resource).delete(`${key.namespace}/${key.name}`)
   }
 
+  const append = (posting: Posting) => {
+    postings.push(posting)
+    postedKeys.add(posting.key)
+    balances.set(posting.from, (balances.get(posting.from) ?? 0n) - posting.amount)
+    balances.set(posting.to, (balances.get(posting.to) ?? 0n) + posting.amount)
+  }
+
   const commitNow = (ops: ReadonlyArray<WriteOp>, now: number) => {
     const keys = touched([ops])
     const state = {
@@ -85,11 +109,14 @@ export const make: Effect.Effect<StoreShape> = Effect.sync(() => {
         const object = objects.get(id)
         return object === undefined ? [] : [[id, { resourceVersion: Number(object.metadata.resourceVersion), deleting: object.metadata.deletionTimestamp !== undefined }] as const]
       })),
-      records: new Set([...keys.records.keys()].filter((id) => liveRecord(id, now) !== undefined))
+      records: new Set([...keys.records.keys()].filter((id) => liveRecord(id, now) !== undefined)),
+      postings: { lastSeq: postings.at(-1)?.seq ?? 0, keys: new Set([...keys.postings].filter((key) => postedKeys.has(key))) }
     }
     const evaluation = evaluate([ops], state, resourceVersion)
     const outcome = evaluation.outcomes[0]!
     if (outcome._tag === "Failure") return { outcome, after: resourceVersion, changes: [] }
+    const rejected = unstorable(evaluation.postings)
+    if (rejected !== undefined) return { outcome: Result.fail(rejected), after: resourceVersion, changes: [] }
     for (const write of evaluation.objects.values()) {
       if (write._tag === "Upsert") put(write.key, write.object)
       else drop(write.key)
@@ -98,6 +125,7 @@ export const make: Effect.Effect<StoreShape> = Effect.sync(() => {
       if (write._tag === "Put") records.set(recordKey(write.table, write.id), { value: write.value, expiresAt: write.expiresAt })
       else records.delete(recordKey(write.table, write.id))
     }
+    for (const posting of evaluation.postings) append(posting)
     const after = resourceVersion
     changes.push(...evaluation.changes)
     resourceVersion = evaluation.resourceVersion
@@ -150,6 +178,8 @@ export const make: Effect.Effect<StoreShape> = Effect.sync(() => {
         compacted = Math.max(compacted, Math.min(upTo, resourceVersion))
       }),
     getRecord: (table, id, now) => Effect.sync(() => Option.fromNullishOr(liveRecord(recordKey(table, id), now)?.value)),
+    postings: (after, limit) => Effect.sync(() => postings.slice(Math.max(0, after), Math.max(0, after) + Math.max(0, limit))),
+    balances: () => Effect.sync(() => new Map(balances)),
     deleteExpiredRecords: (now) =>
       Effect.sync(() => {
         let removed = 0

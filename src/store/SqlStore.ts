@@ -4,7 +4,8 @@
  * Writes go through one writer fiber per process that decides whatever commits are waiting as one batch (group
  * commit), optimistically, in two statements:
  *
- * 1. read the state of every key and record the batch touches, with the store's commit sequence number;
+ * 1. read the state of every key, record and posting key the batch touches, with the store's commit sequence number
+ *    and its last posting seq;
  * 2. decide the batch in memory (Commit.ts), then one statement that locks the `nodus_meta` row, checks that the
  *    commit sequence is still the one read, and only then writes everything and bumps the sequence and the
  *    resourceVersion counter. If another process committed in between, nothing is written and the batch is decided
@@ -18,6 +19,7 @@ import { Deferred, Effect, Layer, Option, Queue, Redacted, Result } from "effect
 import { PgClient } from "@effect/sql-pg"
 import { Migrator, SqlClient, type SqlError } from "effect/sql"
 import type { Json } from "../core/Json.ts"
+import type { Posting, PostingKind, Segment } from "../core/Ledger.ts"
 import type { ResourceObject } from "../core/ObjectMeta.ts"
 import { ownerUids } from "../core/Strategy.ts"
 import { type Evaluation, evaluate, touched } from "./Commit.ts"
@@ -81,6 +83,25 @@ const schema = [
   `CREATE INDEX nodus_records_expires_at ON nodus_records (expires_at) WHERE expires_at IS NOT NULL`
 ]
 
+/** The ledger's postings (core/Ledger.ts), appended by Post ops; balances are sums over them. */
+const postingsSchema = [
+  `CREATE TABLE nodus_postings (
+     seq bigint PRIMARY KEY,
+     key text NOT NULL UNIQUE,
+     at bigint NOT NULL,
+     kind text NOT NULL,
+     from_account text NOT NULL,
+     to_account text NOT NULL,
+     amount bigint NOT NULL CHECK (amount >= 0),
+     owner text,
+     hold text,
+     segment text,
+     expires_at bigint,
+     source text)`,
+  // What an object was held and charged, in ledger order.
+  `CREATE INDEX nodus_postings_owner ON nodus_postings (owner, seq) WHERE owner IS NOT NULL`
+]
+
 const migrations = Migrator.fromRecord({
   "1_store": Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -90,6 +111,10 @@ const migrations = Migrator.fromRecord({
   "2_commit_sequence": Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     yield* sql.unsafe(`ALTER TABLE nodus_meta ADD COLUMN commit_sequence bigint NOT NULL DEFAULT 0`)
+  }),
+  "3_postings": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    for (const statement of postingsSchema) yield* sql.unsafe(statement)
   })
 })
 
@@ -124,8 +149,8 @@ const changeOf = (row: ChangeRow): Change => ({
 })
 
 /**
- * The one statement that writes a decided batch: objects, deletions, changes, records, the counter and the commit
- * sequence, and with `notify` the NOTIFY that wakes other processes (delivered at commit). It writes only when the
+ * The one statement that writes a decided batch: objects, deletions, changes, records, postings, the counter and the
+ * commit sequence, and with `notify` the NOTIFY that wakes other processes (delivered at commit). It writes only when the
  * commit sequence under the lock is still $7, the one the batch was decided on; then it returns one row, else none.
  * When this statement waited for the lock, its snapshot predates the other commit, but the locked row is read as
  * committed, so the sequence check sees that commit and the statement writes nothing. PostgreSQL runs every
@@ -166,11 +191,71 @@ WITH
     DELETE FROM nodus_records r
     USING json_to_recordset($5::json) AS k(tbl text, id text)
     WHERE r.tbl = k.tbl AND r.id = k.id AND EXISTS (SELECT 1 FROM current)
+  ),
+  posted AS (
+    INSERT INTO nodus_postings (seq, key, at, kind, from_account, to_account, amount, owner, hold, segment, expires_at, source)
+    SELECT seq, key, at, kind, from_account, to_account, amount, owner, hold, segment, expires_at, source
+    FROM json_to_recordset($8::json) AS x(seq bigint, key text, at bigint, kind text, from_account text, to_account text,
+                                          amount bigint, owner text, hold text, segment text, expires_at bigint, source text)
+    WHERE EXISTS (SELECT 1 FROM current)
   )
 UPDATE nodus_meta SET resource_version = $6, commit_sequence = commit_sequence + 1
 FROM current${notify ? `, (SELECT pg_notify('${notifyChannel}', $6::text)) AS notified` : ""}
 WHERE id = 1
 RETURNING commit_sequence`
+
+interface PostingRow {
+  readonly seq: string
+  readonly key: string
+  readonly at: string
+  readonly kind: string
+  readonly from_account: string
+  readonly to_account: string
+  readonly amount: string
+  readonly owner: string | null
+  readonly hold: string | null
+  readonly segment: string | null
+  readonly expires_at: string | null
+  readonly source: string | null
+}
+
+/**
+ * The columns every posting query selects; bigints as text, since amounts may exceed what a JS number holds. Order by
+ * `nodus_postings.seq`: a bare `seq` names the text column here, which sorts "10" before "9".
+ */
+const postingColumns = `seq::text AS seq, key, at::text AS at, kind, from_account, to_account, amount::text AS amount,
+  owner, hold, segment, expires_at::text AS expires_at, source`
+
+const postingOf = (row: PostingRow): Posting => ({
+  seq: Number(row.seq),
+  key: row.key,
+  at: Number(row.at),
+  kind: row.kind as PostingKind,
+  from: row.from_account,
+  to: row.to_account,
+  amount: BigInt(row.amount),
+  ...(row.owner === null ? {} : { owner: row.owner }),
+  ...(row.hold === null ? {} : { hold: row.hold }),
+  ...(row.segment === null ? {} : { segment: row.segment as Segment }),
+  ...(row.expires_at === null ? {} : { expiresAt: Number(row.expires_at) }),
+  ...(row.source === null ? {} : { source: row.source })
+})
+
+/** A posting as a row of `writeStatement`'s $8; the amount as a string, which JSON carries without losing digits. */
+const postingRow = (posting: Posting): Json => ({
+  seq: posting.seq,
+  key: posting.key,
+  at: posting.at,
+  kind: posting.kind,
+  from_account: posting.from,
+  to_account: posting.to,
+  amount: posting.amount.toString(),
+  owner: posting.owner ?? null,
+  hold: posting.hold ?? null,
+  segment: posting.segment ?? null,
+  expires_at: posting.expiresAt ?? null,
+  source: posting.source ?? null
+})
 
 /** The parameters of `writeStatement` for a batch decided at commit sequence `sequence`. */
 const writeParameters = (evaluation: Evaluation, sequence: number): ReadonlyArray<string | number> => {
@@ -211,7 +296,8 @@ const writeParameters = (evaluation: Evaluation, sequence: number): ReadonlyArra
     JSON.stringify(puts),
     JSON.stringify(removes),
     evaluation.resourceVersion,
-    sequence
+    sequence,
+    JSON.stringify(evaluation.postings.map(postingRow))
   ]
 }
 
@@ -237,12 +323,16 @@ export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
   }
   const queue = yield* Queue.unbounded<Pending>()
 
-  /** The state of every key and record a batch touches, with the resourceVersion and commit sequence it is read at. */
+  /**
+   * The state of every key, record and posting key a batch touches, with the resourceVersion, commit sequence and last
+   * posting seq it is read at (the last seq from the primary key's end: one index probe).
+   */
   const readState = (batch: ReadonlyArray<ReadonlyArray<WriteOp>>, now: number) => Effect.gen(function*() {
     const keys = touched(batch)
     type Row = { kind: string; a: string; b: string; c: string; resource_version: string | null; deleting: boolean | null }
     const rows = yield* sql.unsafe<Row>(`
-      SELECT 'm' AS kind, resource_version::text AS a, commit_sequence::text AS b, '' AS c, NULL AS resource_version, NULL AS deleting
+      SELECT 'm' AS kind, resource_version::text AS a, commit_sequence::text AS b,
+             (SELECT coalesce(max(seq), 0)::text FROM nodus_postings) AS c, NULL AS resource_version, NULL AS deleting
         FROM nodus_meta WHERE id = 1
       UNION ALL
       SELECT 'o', o.resource, o.namespace, o.name, o.resource_version::text, o.deleting
@@ -251,17 +341,28 @@ export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
       UNION ALL
       SELECT 'r', r.tbl, r.id, '', NULL, NULL
         FROM nodus_records r JOIN json_to_recordset($2::json) AS k(tbl text, id text) ON r.tbl = k.tbl AND r.id = k.id
-       WHERE r.expires_at IS NULL OR r.expires_at > $3`,
-      [JSON.stringify([...keys.objects.values()]), JSON.stringify([...keys.records.values()].map(({ table, id }) => ({ tbl: table, id }))), now]
+       WHERE r.expires_at IS NULL OR r.expires_at > $3
+      UNION ALL
+      SELECT 'p', p.key, '', '', NULL, NULL
+        FROM nodus_postings p JOIN json_array_elements_text($4::json) AS k(key) ON p.key = k.key`,
+      [
+        JSON.stringify([...keys.objects.values()]),
+        JSON.stringify([...keys.records.values()].map(({ table, id }) => ({ tbl: table, id }))),
+        now,
+        JSON.stringify([...keys.postings])
+      ]
     )
     const meta = rows.find((row) => row.kind === "m")
     const objects = new Map<string, { resourceVersion: number; deleting: boolean }>()
     const records = new Set<string>()
+    const postedKeys = new Set<string>()
     for (const row of rows) {
       if (row.kind === "o") objects.set(keyString({ resource: row.a, namespace: row.b, name: row.c }), { resourceVersion: Number(row.resource_version), deleting: row.deleting === true })
       else if (row.kind === "r") records.add(recordKey(row.a, row.b))
+      else if (row.kind === "p") postedKeys.add(row.a)
     }
-    return { base: Number(meta?.a ?? 0), sequence: Number(meta?.b ?? 0), state: { objects, records } }
+    const postings = { lastSeq: Number(meta?.c ?? 0), keys: postedKeys }
+    return { base: Number(meta?.a ?? 0), sequence: Number(meta?.b ?? 0), state: { objects, records, postings } }
   })
 
   /** How often a batch is decided again because other processes kept committing first. */
@@ -273,7 +374,7 @@ export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
       const opsList = batch.map((pending) => pending.ops)
       const { base, sequence, state } = yield* readState(opsList, now)
       const evaluation = evaluate(opsList, state, base)
-      if (evaluation.changes.length === 0 && evaluation.records.size === 0) return { evaluation, base }
+      if (evaluation.changes.length === 0 && evaluation.records.size === 0 && evaluation.postings.length === 0) return { evaluation, base }
       const written = yield* sql.unsafe(writeStatement(options.notify && evaluation.changes.length > 0), writeParameters(evaluation, sequence) as Array<string | number>)
       if (written.length > 0) return { evaluation, base }
       if (attempt >= batchAttemptsMax) return yield* new StoreError({ message: `the store stayed contended for ${batchAttemptsMax} attempts` })
@@ -358,6 +459,20 @@ export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
     return { items, resourceVersion: Number(rows[0]?.resource_version ?? 0), remaining }
   }).pipe(Effect.mapError(failure("list failed")))
 
+  // Summed by the database over every posting: each moves its amount out of one account and into another. The sums
+  // are numeric, read as text so that no digit passes through a JS number.
+  const balances: StoreShape["balances"] = () =>
+    sql.unsafe<{ account: string; balance: string }>(
+      `SELECT account, sum(amount)::text AS balance
+         FROM (SELECT to_account AS account, amount FROM nodus_postings
+               UNION ALL
+               SELECT from_account, -amount FROM nodus_postings) AS moves
+        GROUP BY account`
+    ).pipe(
+      Effect.map((rows) => new Map(rows.map((row) => [row.account, BigInt(row.balance)] as const))),
+      Effect.mapError(failure("balances query failed"))
+    )
+
   return Store.of({
     get,
     list,
@@ -407,6 +522,12 @@ export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
         Effect.map((rows) => rows.length),
         Effect.mapError(failure("record expiry failed"))
       ),
+    postings: (after, limit) =>
+      sql.unsafe<PostingRow>(`SELECT ${postingColumns} FROM nodus_postings WHERE seq > $1 ORDER BY nodus_postings.seq LIMIT $2`, [after, Math.max(0, limit)]).pipe(
+        Effect.map((rows) => rows.map(postingOf)),
+        Effect.mapError(failure("postings query failed"))
+      ),
+    balances,
     onCommit: (listener) =>
       Effect.sync(() => {
         listeners.add(listener)

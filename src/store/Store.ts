@@ -2,14 +2,15 @@
  * The store port: what the API machinery needs from persistence, and nothing more. It is shaped like etcd as the
  * Kubernetes API server uses it: objects under keys, each write a compare-and-swap on the object's resourceVersion,
  * one monotonic resourceVersion counter per store, and an ordered change log that watches replay from. Beside the
- * objects sits a small record table (idempotency keys, API keys, server secrets) so that every write of one request
- * can be a single atomic commit.
+ * objects sit a small record table (idempotency keys, API keys, server secrets) and the billing ledger's postings
+ * (core/Ledger.ts), so that every write of one request can be a single atomic commit.
  *
  * Drivers: MemoryStore (simulator and fast tests), SqlStore on PostgreSQL (@effect/sql-pg) and on embedded PGlite.
  * One contract suite (test/store/StoreContract.ts) holds all three to the same behaviour.
  */
 import { Context, Data, type Effect, type Option } from "effect"
 import type { Json } from "../core/Json.ts"
+import type { Posting } from "../core/Ledger.ts"
 import type { ResourceObject } from "../core/ObjectMeta.ts"
 
 /** Where an object lives. `namespace` is "" for cluster-scoped kinds. */
@@ -44,6 +45,13 @@ export type WriteOp =
     readonly embed?: { readonly field: string; readonly op: number }
   }
   | { readonly _tag: "DeleteRecord"; readonly table: string; readonly id: string }
+  /**
+   * Appends a ledger posting. Fails RecordExists when a posting with its key is stored (its operation was applied
+   * already), and Conflict unless its seq is one more than the last stored posting's, or than the commit's previous
+   * Post (another writer posted first: the caller's ledger is behind). Posts are not objects: no change, no
+   * resourceVersion.
+   */
+  | { readonly _tag: "Post"; readonly posting: Posting }
 
 export type FailureReason = "AlreadyExists" | "NotFound" | "Conflict" | "Terminating" | "RecordExists"
 
@@ -135,6 +143,10 @@ export interface StoreShape {
   readonly compact: (upTo: number) => Effect.Effect<void, StoreError>
   readonly getRecord: (table: string, id: string, now: number) => Effect.Effect<Option.Option<Json>, StoreError>
   readonly deleteExpiredRecords: (now: number) => Effect.Effect<number, StoreError>
+  /** Ledger postings with seq above `after`, in seq order, at most `limit`: what `Ledger.replay` rebuilds from. */
+  readonly postings: (after: number, limit: number) => Effect.Effect<ReadonlyArray<Posting>, StoreError>
+  /** Per account that any posting names: the amounts posted to it minus those posted from it, over every stored posting. */
+  readonly balances: () => Effect.Effect<ReadonlyMap<string, bigint>, StoreError>
   /**
    * Signals commits, including those of other processes sharing the database (PostgreSQL LISTEN/NOTIFY). For this
    * process's own commits the listener gets the changes and the resourceVersion they follow, so the change feed can

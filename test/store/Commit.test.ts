@@ -1,15 +1,16 @@
 // Unit tests for the pure group-commit decision of src/store/Commit.ts, on hand-made BatchStates: commits decided in
 // order, each seeing the ones before; failed commits write nothing and use no resourceVersion; the conditions
-// (AlreadyExists, NotFound, Conflict, Terminating, RecordExists); `embed`; last write per key; `touched`; and a
-// property holding `evaluate` to a one-commit-at-a-time model over random batches.
+// (AlreadyExists, NotFound, Conflict, Terminating, RecordExists); `embed`; last write per key; ledger Posts (next seq,
+// new key); `touched`; and a property holding `evaluate` to a one-commit-at-a-time model over random batches.
 
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
 import * as fc from "fast-check"
 import type { Json } from "../../src/core/Json.ts"
+import type { Posting } from "../../src/core/Ledger.ts"
 import type { ResourceObject } from "../../src/core/ObjectMeta.ts"
 import { selectable } from "../../src/core/Selectable.ts"
-import { type BatchState, type Evaluation, evaluate, type ObjectState, touched } from "../../src/store/Commit.ts"
+import { type BatchState, type Evaluation, evaluate, type ObjectState, type PostingState, touched } from "../../src/store/Commit.ts"
 import { type CommitFailed, type Committed, type FailureReason, keyString, type ObjectKey, recordKey, type WriteOp } from "../../src/store/Store.ts"
 
 const base = 10
@@ -41,10 +42,15 @@ const requireOp = (name: string, notDeleting: boolean): WriteOp => ({ _tag: "Req
 const putRecord = (id: string, value: Json, options: { readonly ifAbsent?: boolean; readonly embed?: { readonly field: string; readonly op: number }; readonly expiresAt?: number } = {}): WriteOp =>
   ({ _tag: "PutRecord", table: "idempotency", id, value, ...options })
 const deleteRecord = (id: string): WriteOp => ({ _tag: "DeleteRecord", table: "idempotency", id })
+const posting = (seq: number, key: string): Posting => ({ seq, key, at: 0, kind: "Grant", from: "external", to: "available", amount: 1n })
+const post = (seq: number, key: string): WriteOp => ({ _tag: "Post", posting: posting(seq, key) })
 
-const makeState = (objects: Record<string, ObjectState> = {}, records: ReadonlyArray<string> = []): BatchState => ({
+const noPostings: PostingState = { lastSeq: 0, keys: new Set() }
+
+const makeState = (objects: Record<string, ObjectState> = {}, records: ReadonlyArray<string> = [], postings: PostingState = noPostings): BatchState => ({
   objects: new Map(Object.entries(objects).map(([name, state]) => [idOf(name), state])),
-  records: new Set(records.map((id) => recordKey("idempotency", id)))
+  records: new Set(records.map((id) => recordKey("idempotency", id))),
+  postings
 })
 
 const committed = (outcome: Result.Result<Committed, CommitFailed> | undefined): Committed => {
@@ -238,6 +244,41 @@ describe("Commit.evaluate", () => {
     assert.deepStrictEqual(writeOf(evaluation, "c"), { _tag: "Delete", key: keyOf("c") })
   })
 
+  it("checks each Post: its key must be new (RecordExists) and its seq the next one (Conflict)", () => {
+    const state = makeState({}, [], { lastSeq: 7, keys: new Set(["g#0"]) })
+    const table: Record<string, { readonly ops: ReadonlyArray<WriteOp>; readonly failure?: readonly [number, FailureReason] }> = {
+      "the next seq, a new key": { ops: [post(8, "h#0")] },
+      "consecutive seqs in one commit": { ops: [post(8, "h#0"), post(9, "h#1")] },
+      "a key posted before": { ops: [post(8, "g#0")], failure: [0, "RecordExists"] },
+      "a key posted before, at a taken seq: the key decides": { ops: [post(7, "g#0")], failure: [0, "RecordExists"] },
+      "a key posted earlier in the commit": { ops: [post(8, "h#0"), post(9, "h#0")], failure: [1, "RecordExists"] },
+      "a taken seq": { ops: [post(7, "h#0")], failure: [0, "Conflict"] },
+      "a gap": { ops: [post(9, "h#0")], failure: [0, "Conflict"] },
+      "a gap within the commit": { ops: [post(8, "h#0"), post(10, "h#1")], failure: [1, "Conflict"] },
+      "a failing object op fails the Post with it": { ops: [post(8, "h#0"), update("missing", "1")], failure: [1, "NotFound"] }
+    }
+    for (const [label, row] of Object.entries(table)) {
+      const evaluation = evaluate([row.ops], state, base)
+      if (row.failure === undefined) {
+        assert.deepStrictEqual(evaluation.postings, row.ops.map((op) => (op._tag === "Post" ? op.posting : assert.fail())), label)
+      } else {
+        assert.deepStrictEqual(failed(evaluation.outcomes[0]), row.failure, label)
+        assert.strictEqual(evaluation.postings.length, 0, label)
+      }
+    }
+  })
+
+  it("Posts of a batch follow the earlier commits' postings; failed commits post nothing; no resourceVersion is used", () => {
+    const evaluation = evaluate([[post(1, "a#0"), post(2, "a#1")], [post(2, "b#0")], [post(3, "a#0")], [post(3, "c#0"), putRecord("k", 1)]], makeState(), base)
+    assert.deepStrictEqual(rvsOf(committed(evaluation.outcomes[0])), [undefined, undefined])
+    assert.deepStrictEqual(failed(evaluation.outcomes[1]), [0, "Conflict"])
+    assert.deepStrictEqual(failed(evaluation.outcomes[2]), [0, "RecordExists"])
+    assert.strictEqual(committed(evaluation.outcomes[3]).resourceVersion, base)
+    assert.deepStrictEqual(evaluation.postings.map((p) => [p.seq, p.key]), [[1, "a#0"], [2, "a#1"], [3, "c#0"]])
+    assert.strictEqual(evaluation.resourceVersion, base)
+    assert.strictEqual(evaluation.changes.length, 0)
+  })
+
   it("leaves its inputs alone", () => {
     const state = makeState({ a: { resourceVersion: 5, deleting: false } }, ["k"])
     const op = update("a", "5")
@@ -250,10 +291,11 @@ describe("Commit.evaluate", () => {
 
 describe("Commit.touched", () => {
   it("collects every key and record of the batch once", () => {
-    const { objects, records } = touched([
-      [create("a"), update("b", "1"), putRecord("k", 1)],
-      [remove("a", "2"), requireOp("c", true), deleteRecord("k"), deleteRecord("j")]
+    const { objects, records, postings } = touched([
+      [create("a"), update("b", "1"), putRecord("k", 1), post(1, "p#0")],
+      [remove("a", "2"), requireOp("c", true), deleteRecord("k"), deleteRecord("j"), post(2, "p#0"), post(3, "q#0")]
     ])
+    assert.deepStrictEqual([...postings].sort(), ["p#0", "q#0"])
     assert.deepStrictEqual([...objects.keys()].sort(), [idOf("a"), idOf("b"), idOf("c")])
     assert.deepStrictEqual(objects.get(idOf("c")), keyOf("c"))
     assert.deepStrictEqual([...records.keys()].sort(), [recordKey("idempotency", "j"), recordKey("idempotency", "k")])
@@ -261,8 +303,8 @@ describe("Commit.touched", () => {
   })
 
   it("is empty for an empty batch", () => {
-    const { objects, records } = touched([[], []])
-    assert.strictEqual(objects.size + records.size, 0)
+    const { objects, records, postings } = touched([[], []])
+    assert.strictEqual(objects.size + records.size + postings.size, 0)
   })
 })
 
@@ -318,7 +360,7 @@ const runModel = (commits: ReadonlyArray<ReadonlyArray<AbstractOp>>, initial: Re
     const touchedHere = new Set<string>()
     let failure: ModelOutcome | undefined
     for (const [index, op] of ops.entries()) {
-      if (op._tag === "PutRecord" || op._tag === "DeleteRecord") continue
+      if (op._tag === "PutRecord" || op._tag === "DeleteRecord" || op._tag === "Post") continue
       const key = op.key.name
       const entry = local.get(key)
       const fail = (reason: FailureReason) => ({ ok: false as const, index, reason })
@@ -362,7 +404,8 @@ describe("Commit.evaluate against a one-at-a-time model", () => {
       const model = runModel(commits, initialEntries)
       const state: BatchState = {
         objects: new Map([...initialEntries].map(([key, entry]) => [idOf(key), { resourceVersion: entry.rv, deleting: entry.deleting }])),
-        records: new Set()
+        records: new Set(),
+        postings: noPostings
       }
       const evaluation = evaluate(model.batch, state, base)
 

@@ -4,8 +4,9 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect, Exit, Fiber, Layer, Option } from "effect"
+import type { Posting } from "../../src/core/Ledger.ts"
 import type { ResourceObject } from "../../src/core/ObjectMeta.ts"
-import { type ObjectKey, Store, type WriteOp } from "../../src/store/Store.ts"
+import { type ObjectKey, Store, type StoreShape, type WriteOp } from "../../src/store/Store.ts"
 
 let uidCounter = 0
 
@@ -37,6 +38,30 @@ const failureReason = <A, E>(exit: Exit.Exit<A, E>): string | undefined => {
   const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
   return (failure as { error?: { _tag?: string; reason?: string } } | undefined)?.error?.reason
 }
+
+const failureTag = <A, E>(exit: Exit.Exit<A, E>): string | undefined => {
+  if (Exit.isSuccess(exit)) return undefined
+  const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
+  return (failure as { error?: { _tag?: string } } | undefined)?.error?._tag
+}
+
+/** A Grant of 1 micro-USD unless `fields` say otherwise. */
+const posting = (seq: number, key: string, fields: Partial<Omit<Posting, "seq" | "key">> = {}): Posting =>
+  ({ seq, key, at: 1_767_225_600_000, kind: "Grant", from: "external", to: "available", amount: 1n, ...fields })
+
+const post = (value: Posting): WriteOp => ({ _tag: "Post", posting: value })
+
+/** The last stored posting's seq. The tests of a suite share one store, so each posts after what earlier ones left. */
+const lastSeq = (store: StoreShape) => Effect.gen(function*() {
+  let seq = 0
+  for (;;) {
+    const last = (yield* store.postings(seq, 1_000)).at(-1)
+    if (last === undefined) return seq
+    seq = last.seq
+  }
+})
+
+const sumOf = (balances: ReadonlyMap<string, bigint>): bigint => [...balances.values()].reduce((a, b) => a + b, 0n)
 
 export const suite = (name: string, storeLayer: Layer.Layer<Store, unknown>) =>
   layer(storeLayer, { timeout: 60_000 })(name, (it) => {
@@ -218,6 +243,144 @@ export const suite = (name: string, storeLayer: Layer.Layer<Store, unknown>) =>
           Effect.exit(store.commit([{ _tag: "Update", key: key("conc-0"), object: { ...target, spec: { n: String(i) } }, previous: target, expectedRv: target.metadata.resourceVersion }])), { concurrency: "unbounded" })
         assert.strictEqual(attempts.filter(Exit.isSuccess).length, 1)
         assert.strictEqual(attempts.filter((exit) => failureReason(exit) === "Conflict").length, 19)
+      }))
+
+    it.effect("ledger: posts append and read back in order, amounts exact beyond 2^53, without changes or resourceVersions", () =>
+      Effect.gen(function*() {
+        const store = yield* Store
+        const start = yield* lastSeq(store)
+        const rv = yield* store.resourceVersion
+        const made = [
+          posting(start + 1, "grant-1#0", { amount: 2n ** 53n + 1n, source: "starter" }),
+          posting(start + 2, "hold-1#0", { kind: "Hold", from: "available", to: "held/h1", amount: 5n, owner: "uid-a", hold: "h1", expiresAt: 1_767_225_660_000 }),
+          posting(start + 3, "capture-1#0", { kind: "Capture", from: "held/h1", to: "charged/uid-a", amount: 3n, owner: "uid-a", hold: "h1", segment: "Running" }),
+          posting(start + 4, "release-1#0", { kind: "Release", from: "held/h1", to: "available", amount: 0n, owner: "uid-a", hold: "h1" }),
+          // The largest amount a PostgreSQL bigint holds.
+          posting(start + 5, "grant-max#0", { to: "max-account", amount: 2n ** 63n - 1n, source: "max" })
+        ]
+        const committed = yield* store.commit([post(made[0]!)])
+        assert.deepStrictEqual(committed.objects, [undefined])
+        yield* store.commit(made.slice(1).map(post))
+        assert.deepStrictEqual(yield* store.postings(start, 100), made)
+        assert.strictEqual((yield* store.postings(start, 1))[0]!.amount, 9_007_199_254_740_993n)
+        assert.strictEqual(yield* store.resourceVersion, rv)
+        assert.deepStrictEqual((yield* store.changes(rv, 100)).changes, [])
+      }))
+
+    it.effect("ledger: a Post whose key was posted before fails RecordExists and writes nothing of its commit", () =>
+      Effect.gen(function*() {
+        const store = yield* Store
+        const start = yield* lastSeq(store)
+        yield* store.commit([post(posting(start + 1, "dup-1#0"))])
+        const exit = yield* Effect.exit(store.commit([
+          create(makeObject(key("dup-object"))),
+          { _tag: "PutRecord", table: "idempotency", id: "dup", value: 1 },
+          post(posting(start + 2, "dup-2#0")),
+          post(posting(start + 3, "dup-1#0"))
+        ]))
+        assert.strictEqual(failureReason(exit), "RecordExists")
+        assert.isTrue(Option.isNone(yield* store.get(key("dup-object"))))
+        assert.isTrue(Option.isNone(yield* store.getRecord("idempotency", "dup", 0)))
+        assert.deepStrictEqual((yield* store.postings(start, 10)).map((p) => p.key), ["dup-1#0"])
+        // The seqs the failed commit asked for are still free.
+        yield* store.commit([post(posting(start + 2, "dup-2#0"))])
+      }))
+
+    it.effect("ledger: a taken or skipped seq fails Conflict; one of many concurrent posts at a seq wins", () =>
+      Effect.gen(function*() {
+        const store = yield* Store
+        const start = yield* lastSeq(store)
+        yield* store.commit([post(posting(start + 1, "seq-1#0"))])
+        const taken = yield* Effect.exit(store.commit([post(posting(start + 1, "seq-taken#0"))]))
+        assert.strictEqual(failureReason(taken), "Conflict")
+        const gap = yield* Effect.exit(store.commit([post(posting(start + 3, "seq-gap#0"))]))
+        assert.strictEqual(failureReason(gap), "Conflict")
+        const gapWithin = yield* Effect.exit(store.commit([post(posting(start + 2, "seq-2#0")), post(posting(start + 4, "seq-4#0"))]))
+        assert.strictEqual(failureReason(gapWithin), "Conflict")
+        assert.strictEqual(yield* lastSeq(store), start + 1)
+        yield* store.commit([post(posting(start + 2, "seq-2#0")), post(posting(start + 3, "seq-3#0"))])
+        const racing = yield* Effect.forEach(Array.from({ length: 12 }, (_, i) => i), (i) =>
+          Effect.exit(store.commit([post(posting(start + 4, `seq-race-${i}#0`))])), { concurrency: "unbounded" })
+        assert.strictEqual(racing.filter(Exit.isSuccess).length, 1)
+        assert.strictEqual(racing.filter((exit) => failureReason(exit) === "Conflict").length, 11)
+        assert.deepStrictEqual((yield* store.postings(start, 100)).map((p) => p.seq), [start + 1, start + 2, start + 3, start + 4])
+      }))
+
+    it.effect("ledger: postings(after, limit) pages in numeric seq order (99 < 100)", () =>
+      Effect.gen(function*() {
+        const store = yield* Store
+        const start = yield* lastSeq(store)
+        yield* store.commit([post(posting(start + 1, "page-1#0")), post(posting(start + 2, "page-2#0"))])
+        // Up past the next power of ten in one commit, so that pages cross a change in the number of digits.
+        const end = Math.max(start + 10, 10 ** String(start).length + 5)
+        yield* store.commit(Array.from({ length: end - start - 2 }, (_, i) => post(posting(start + 3 + i, `page-${i + 3}#0`))))
+        const pages: Array<ReadonlyArray<number>> = []
+        let cursor = start
+        for (;;) {
+          const page = yield* store.postings(cursor, 3)
+          if (page.length === 0) break
+          pages.push(page.map((p) => p.seq))
+          cursor = page.at(-1)!.seq
+        }
+        assert.deepStrictEqual(pages.flat(), Array.from({ length: end - start }, (_, i) => start + 1 + i))
+        assert.isTrue(pages.slice(0, -1).every((page) => page.length === 3))
+        assert.deepStrictEqual(yield* store.postings(start, 0), [])
+        assert.deepStrictEqual((yield* store.postings(end - 2, 100)).map((p) => p.seq), [end - 1, end])
+      }))
+
+    it.effect("ledger: balances are the sums of what was posted to minus from each account, and sum to zero", () =>
+      Effect.gen(function*() {
+        const store = yield* Store
+        const start = yield* lastSeq(store)
+        const before = yield* store.balances()
+        const big = 2n ** 62n + 7n
+        yield* store.commit([
+          post(posting(start + 1, "bal-1#0", { from: "external", to: "bal/a", amount: big })),
+          post(posting(start + 2, "bal-1#1", { from: "bal/a", to: "bal/b", amount: 2n ** 61n }))
+        ])
+        yield* store.commit([post(posting(start + 3, "bal-2#0", { from: "bal/b", to: "bal/c", amount: 10n }))])
+        yield* store.commit([post(posting(start + 4, "bal-3#0", { from: "bal/c", to: "bal/a", amount: 4n }))])
+        const after = yield* store.balances()
+        assert.strictEqual(after.get("bal/a"), big - 2n ** 61n + 4n)
+        assert.strictEqual(after.get("bal/b"), 2n ** 61n - 10n)
+        assert.strictEqual(after.get("bal/c"), 6n)
+        assert.strictEqual(after.get("external"), (before.get("external") ?? 0n) - big)
+        assert.isUndefined(after.get("bal/none"))
+        assert.strictEqual(sumOf(before), 0n)
+        assert.strictEqual(sumOf(after), 0n)
+      }))
+
+    it.effect("ledger: a Post and a Create commit together or not at all", () =>
+      Effect.gen(function*() {
+        const store = yield* Store
+        const start = yield* lastSeq(store)
+        yield* store.commit([create(makeObject(key("post-atom-existing")))])
+        const before = yield* store.balances()
+        const failed = yield* Effect.exit(store.commit([
+          post(posting(start + 1, "atom-1#0", { to: "atom/a", amount: 50n })),
+          create(makeObject(key("post-atom-existing")))
+        ]))
+        assert.strictEqual(failureReason(failed), "AlreadyExists")
+        assert.deepStrictEqual(yield* store.postings(start, 10), [])
+        assert.deepStrictEqual(yield* store.balances(), before)
+        const committed = yield* store.commit([
+          create(makeObject(key("post-atom-new"))),
+          post(posting(start + 1, "atom-1#0", { to: "atom/a", amount: 50n }))
+        ])
+        assert.isDefined(committed.objects[0])
+        assert.isUndefined(committed.objects[1])
+        assert.isTrue(Option.isSome(yield* store.get(key("post-atom-new"))))
+        assert.strictEqual((yield* store.balances()).get("atom/a"), 50n)
+      }))
+
+    it.effect("ledger: a negative amount cannot be stored: StoreError, and nothing of the commit is written", () =>
+      Effect.gen(function*() {
+        const store = yield* Store
+        const start = yield* lastSeq(store)
+        const exit = yield* Effect.exit(store.commit([create(makeObject(key("negative-object"))), post(posting(start + 1, "negative#0", { amount: -1n }))]))
+        assert.strictEqual(failureTag(exit), "StoreError")
+        assert.isTrue(Option.isNone(yield* store.get(key("negative-object"))))
+        assert.strictEqual(yield* lastSeq(store), start)
       }))
 
     it.effect("onCommit listeners hear commits until they unregister", () =>
