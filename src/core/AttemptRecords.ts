@@ -197,6 +197,9 @@ export const factsFromAttempt = (object: JsonObject, variantOf: (offering: strin
     requestedAt: stored.startTime,
     bootedAt: stored.bootTime,
     endedAt: ended ? stored.endTime ?? stored.startTime : now,
+    // What a restarted server knows of the teardown: none after the recorded end.
+    stoppingAt: ended ? stored.endTime ?? stored.startTime : now,
+    releasedAt: ended ? stored.endTime ?? stored.startTime : now,
     phase: "Ended",
     outcome,
     checkpoint: undefined,

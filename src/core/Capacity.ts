@@ -103,6 +103,16 @@ export interface AttemptFacts {
   readonly requestedAt: number
   readonly bootedAt: number | undefined
   readonly endedAt: number | undefined
+  /**
+   * When the program stopped or its stop was asked: the Teardown segment starts (spec: CostSegments). Undefined
+   * while the program runs or boots.
+   */
+  readonly stoppingAt: number | undefined
+  /**
+   * When the host was released (deletion confirmed, or handed to the warm pool): billing of the run ends. It may lie
+   * ahead of `endedAt` when the host tears down after the program exited on its own.
+   */
+  readonly releasedAt: number | undefined
   readonly phase: AttemptPhase
   readonly outcome: Outcome | undefined
   readonly checkpoint: Checkpoint | undefined

@@ -12,7 +12,7 @@ const t0 = Date.UTC(2026, 0, 1)
 const facts = (overrides: Partial<AttemptFacts> = {}): AttemptFacts => ({
   name: "train-0-2", index: 0, number: 2, variant, warmReuse: false, recovery: false, restoreFromSeq: undefined,
   requestedAt: t0, bootedAt: undefined, endedAt: undefined, phase: "Provisioning", outcome: undefined,
-  checkpoint: undefined, checkpointFailures: 0, suspend: undefined, progressUnits: undefined, ...overrides
+  checkpoint: undefined, checkpointFailures: 0, suspend: undefined, progressUnits: undefined, stoppingAt: undefined, releasedAt: undefined, ...overrides
 })
 
 const ended = (outcome: Outcome) => facts({ phase: "Ended", outcome, bootedAt: t0 + 60_000, endedAt: t0 + 600_000 })

@@ -84,6 +84,8 @@ export const attempt = (fields: Partial<AttemptFacts> = {}): AttemptFacts => ({
   requestedAt: T0,
   bootedAt: T0 + 2 * minute,
   endedAt: undefined,
+  stoppingAt: undefined,
+  releasedAt: undefined,
   phase: "Running",
   outcome: undefined,
   checkpoint: undefined,
@@ -94,4 +96,4 @@ export const attempt = (fields: Partial<AttemptFacts> = {}): AttemptFacts => ({
 })
 
 export const ended = (outcome: AttemptFacts["outcome"], at: number, fields: Partial<AttemptFacts> = {}): AttemptFacts =>
-  attempt({ phase: "Ended", outcome, endedAt: at, ...fields })
+  attempt({ phase: "Ended", outcome, endedAt: at, stoppingAt: at, releasedAt: at, ...fields })

@@ -212,6 +212,8 @@ export class SimCapacity {
       requestedAt: now,
       bootedAt: undefined,
       endedAt: undefined,
+      stoppingAt: undefined,
+      releasedAt: undefined,
       phase: "Provisioning",
       outcome: undefined,
       checkpoint: undefined,
@@ -282,6 +284,7 @@ export class SimCapacity {
     program.token++
     this.recordProgress(program)
     program.attempt.phase = "Terminating"
+    program.attempt.stoppingAt = this.engine.now
     program.keepWarmMs = keepWarmMs
     const token = program.token
     this.engine.after(this.pool(program.attempt.variant).model.teardownMs, () => {
@@ -426,10 +429,13 @@ export class SimCapacity {
     this.finish(program, code === 0 ? { type: "Succeeded" } : { type: "Failed", exitCode: code, message: `exit code ${code}` }, true)
   }
 
-  private end(attempt: SimAttempt, outcome: Outcome, at: number): void {
+  /** Ends the attempt; its host is released at `releasedAt` (billing ends then), now unless a teardown follows. */
+  private end(attempt: SimAttempt, outcome: Outcome, at: number, releasedAt = at): void {
     attempt.phase = "Ended"
     attempt.outcome = outcome
     attempt.endedAt = at
+    attempt.stoppingAt ??= at
+    attempt.releasedAt = releasedAt
   }
 
   /**
@@ -441,9 +447,11 @@ export class SimCapacity {
     const now = this.engine.now
     // A program reports its progress cursor as it goes; what it reported up to the end survives it.
     if (program.attempt.phase === "Running") this.recordProgress(program)
-    this.end(program.attempt, outcome, now)
-    this.programs.delete(program.key)
     const pool = this.pool(program.attempt.variant)
+    // A program that exited on its own still has its host torn down, which is billed (Teardown) until released.
+    const tearsDown = reusable && program.keepWarmMs <= 0 && outcome.type !== "Stopped"
+    this.end(program.attempt, outcome, now, tearsDown ? now + pool.model.teardownMs : now)
+    this.programs.delete(program.key)
     if (reusable && program.keepWarmMs > 0) {
       this.keepWarm(pool, program.namespace, program.keepWarmMs)
     } else if (outcome.type === "Stopped" || !reusable) {

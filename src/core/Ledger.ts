@@ -1,0 +1,371 @@
+/**
+ * The ledger (docs/billing.md, "Ledger"): double-entry, append-only postings in integer micro-USD. Every posting moves
+ * a positive amount from one account to another, so the balances of all accounts always sum to zero, and every
+ * balance the API shows (available, held, charged, arrears; `status.cost` of an object) is a sum over postings.
+ *
+ * Accounts:
+ * - `external` — where credits come from (CreditGrants, TopUps) and go back to (refunds); its balance is minus the
+ *   credits received, so `credits = available + held + charged + arrears` (arrears ≤ 0: what is owed).
+ * - `available` — the balance new holds draw on; never negative.
+ * - `held/<hold>` — one per hold: money set aside for a run before capacity starts, captured as it is spent.
+ * - `charged/<owner>` — what an object (by uid) was charged; each charge names its cost segment.
+ * - `arrears` — goes negative when a charge exceeds held plus available money; credits that arrive later pay it first.
+ *
+ * Every operation has a key: applying a key again is a no-op that answers the first result, so a retried request, a
+ * replayed controller step or a restarted server never posts twice. The ledger is pure and synchronous; drivers
+ * persist its postings (the store) and rebuild it with `replay`.
+ */
+
+/** Cost segments (spec: CostSegments). */
+export const segments = ["Boot", "Running", "Restore", "Teardown"] as const
+export type Segment = typeof segments[number]
+
+export type PostingKind =
+  /** external → available: a CreditGrant (starter, promo, top-up, admin). */
+  | "Grant"
+  /** available (then arrears) → external: a refunded top-up. */
+  | "Refund"
+  /** available → held/<hold>: a new hold, or more money on an open one. */
+  | "Hold"
+  /** held/<hold> or available → charged/<owner>: a charge. */
+  | "Capture"
+  /** arrears → charged/<owner>: the part of a charge no money covered. */
+  | "Arrears"
+  /** available → arrears: credits paying what is owed. */
+  | "Settle"
+  /** held/<hold> → available: what a hold did not spend, back when it ends (amount 0 marks a fully captured hold). */
+  | "Release"
+  /** held/<hold> → available: as Release, for a hold whose run was never seen to end. */
+  | "Expire"
+
+export interface Posting {
+  /** 1-based position in the ledger. */
+  readonly seq: number
+  /** `<operation key>#<n>`: the operation that made it, which makes a retried operation a no-op. */
+  readonly key: string
+  /** Epoch milliseconds (the injected clock). */
+  readonly at: number
+  readonly kind: PostingKind
+  readonly from: string
+  readonly to: string
+  /** Micro-USD; above zero except the zero Release that closes a fully captured hold. */
+  readonly amount: bigint
+  /** The object (uid) a hold or charge belongs to. */
+  readonly owner?: string
+  readonly hold?: string
+  readonly segment?: Segment
+  /** A new hold's expiry: an open hold past it is expired by `expire`. */
+  readonly expiresAt?: number
+  /** A grant's or refund's source object (the CreditGrant or TopUp name). */
+  readonly source?: string
+}
+
+export const externalAccount = "external"
+export const availableAccount = "available"
+export const arrearsAccount = "arrears"
+export const heldAccount = (hold: string): string => `held/${hold}`
+export const chargedAccount = (owner: string): string => `charged/${owner}`
+
+/** How a hold ended (every hold ends one of these ways). */
+export type HoldState = "Open" | "Captured" | "Released" | "Expired"
+
+export interface Hold {
+  readonly id: string
+  readonly owner: string
+  readonly openedAt: number
+  expiresAt: number
+  state: HoldState
+}
+
+/** What an owner was charged, in total and per segment (micro-USD). */
+export interface Charges {
+  total: bigint
+  readonly bySegment: Record<Segment, bigint>
+}
+
+/** A hold that does not fit the available balance: nothing was posted. */
+export interface Shortfall {
+  readonly _tag: "Shortfall"
+  readonly needed: bigint
+  readonly available: bigint
+}
+
+export type HoldResult = { readonly _tag: "Held"; readonly postings: ReadonlyArray<Posting> } | Shortfall
+
+const noPostings: ReadonlyArray<Posting> = []
+
+export interface LedgerOptions {
+  /**
+   * Keep every posting in memory (`postings`, and what drivers persist). A long headless simulation that needs only
+   * the balances turns this off; sums, holds and keys are kept either way.
+   */
+  readonly retain?: boolean
+}
+
+export class Ledger {
+  private readonly balances = new Map<string, bigint>()
+  private readonly applied = new Map<string, ReadonlyArray<Posting>>()
+  private readonly chargesOf = new Map<string, Charges>()
+  /** Charges per hold (the run it was placed for), per segment. */
+  private readonly chargesOnHold = new Map<string, Charges>()
+  readonly holds = new Map<string, Hold>()
+  /** The open holds (what `expire` walks), and per owner. */
+  private readonly open = new Map<string, Hold>()
+  private readonly openByOwner = new Map<string, Set<Hold>>()
+  readonly postings: Array<Posting> = []
+  private readonly retain: boolean
+  private seq = 0
+  /** Postings since the last `drain` (what a driver still has to persist). */
+  private unsaved: Array<Posting> = []
+
+  constructor(options: LedgerOptions = {}) {
+    this.retain = options.retain ?? true
+  }
+
+  /** Rebuilds a ledger from persisted postings, in order. */
+  static replay(postings: Iterable<Posting>, options: LedgerOptions = {}): Ledger {
+    const ledger = new Ledger(options)
+    for (const posting of postings) ledger.apply(posting, true)
+    return ledger
+  }
+
+  // -------------------------------------------------------------------------------------------------------------------
+  // Reading
+
+  balance(account: string): bigint {
+    return this.balances.get(account) ?? 0n
+  }
+
+  get available(): bigint {
+    return this.balance(availableAccount)
+  }
+
+  /** Credits received, net of refunds. */
+  get credits(): bigint {
+    return -this.balance(externalAccount)
+  }
+
+  /** What is owed: charges no money covered, not yet paid (≥ 0). */
+  get arrears(): bigint {
+    return -this.balance(arrearsAccount)
+  }
+
+  /** Money held by every open hold. */
+  get held(): bigint {
+    let total = 0n
+    for (const hold of this.open.values()) total += this.balance(heldAccount(hold.id))
+    return total
+  }
+
+  /** Every charge posted, to every owner. */
+  get charged(): bigint {
+    let total = 0n
+    for (const charges of this.chargesOf.values()) total += charges.total
+    return total
+  }
+
+  heldBy(owner: string): bigint {
+    let total = 0n
+    for (const hold of this.openByOwner.get(owner) ?? []) total += this.balance(heldAccount(hold.id))
+    return total
+  }
+
+  chargesFor(owner: string): Charges {
+    return this.chargesOf.get(owner) ?? emptyCharges()
+  }
+
+  /** What the run a hold was placed for was charged (beyond the hold too). */
+  chargesOn(hold: string): Charges {
+    return this.chargesOnHold.get(hold) ?? emptyCharges()
+  }
+
+  /** Money still held by one hold (0 once it ended). */
+  remaining(hold: string): bigint {
+    return this.open.has(hold) ? this.balance(heldAccount(hold)) : 0n
+  }
+
+  get openHolds(): Iterable<Hold> {
+    return this.open.values()
+  }
+
+  /** Whether an operation key was applied (its postings were made). */
+  has(key: string): boolean {
+    return this.applied.has(key)
+  }
+
+  /** Postings made since the last drain (retained ledgers only), for a driver to persist. */
+  drain(): ReadonlyArray<Posting> {
+    const unsaved = this.unsaved
+    this.unsaved = []
+    return unsaved
+  }
+
+  // -------------------------------------------------------------------------------------------------------------------
+  // Operations (each keyed; a key applied before answers its first postings and posts nothing)
+
+  /** Credits arrive (a CreditGrant); they pay arrears first. */
+  grant(key: string, at: number, amount: bigint, source: string): ReadonlyArray<Posting> {
+    return this.once(key, (post) => {
+      post({ kind: "Grant", at, from: externalAccount, to: availableAccount, amount, source })
+      this.settle(post, at)
+    })
+  }
+
+  /**
+   * Credits go back (a refunded TopUp): from the available balance, and beyond it as arrears, since credits already
+   * spent cannot be taken back from the work they paid for.
+   */
+  refund(key: string, at: number, amount: bigint, source: string): ReadonlyArray<Posting> {
+    return this.once(key, (post) => {
+      const fromAvailable = min(amount, this.available)
+      if (fromAvailable > 0n) post({ kind: "Refund", at, from: availableAccount, to: externalAccount, amount: fromAvailable, source })
+      if (amount > fromAvailable) post({ kind: "Refund", at, from: arrearsAccount, to: externalAccount, amount: amount - fromAvailable, source })
+    })
+  }
+
+  /**
+   * Opens a hold, or adds to an open one (the same hold id): the whole amount must fit the available balance, else
+   * nothing is posted and the shortfall is answered.
+   */
+  hold(key: string, at: number, request: { readonly hold: string; readonly owner: string; readonly amount: bigint; readonly expiresAt: number }): HoldResult {
+    const done = this.applied.get(key)
+    if (done !== undefined) return { _tag: "Held", postings: done }
+    const existing = this.holds.get(request.hold)
+    if (existing !== undefined && existing.state !== "Open") throw new Error(`hold ${request.hold} is ${existing.state}`)
+    if (request.amount > this.available) return { _tag: "Shortfall", needed: request.amount, available: this.available }
+    const postings = this.once(key, (post) => {
+      post({ kind: "Hold", at, from: availableAccount, to: heldAccount(request.hold), amount: request.amount, owner: request.owner, hold: request.hold, expiresAt: request.expiresAt })
+    })
+    return { _tag: "Held", postings }
+  }
+
+  /**
+   * Charges `amount` to `owner` in `segment`: from the hold first, then the available balance, and what no money
+   * covers as arrears (billing.arrears_posted). No charge ever takes more than held plus available money.
+   */
+  capture(key: string, at: number, request: { readonly hold: string | undefined; readonly owner: string; readonly segment: Segment; readonly amount: bigint }): ReadonlyArray<Posting> {
+    return this.once(key, (post) => {
+      const { owner, segment } = request
+      let left = request.amount
+      const hold = request.hold === undefined ? undefined : this.holds.get(request.hold)
+      if (hold !== undefined && hold.state === "Open") {
+        const fromHold = min(left, this.balance(heldAccount(hold.id)))
+        if (fromHold > 0n) post({ kind: "Capture", at, from: heldAccount(hold.id), to: chargedAccount(owner), amount: fromHold, owner, hold: hold.id, segment })
+        left -= fromHold
+      }
+      // Beyond the hold, postings still name it: what a run was charged is summed per hold.
+      const attribution = request.hold === undefined ? {} : { hold: request.hold }
+      const fromAvailable = min(left, this.available)
+      if (fromAvailable > 0n) post({ kind: "Capture", at, from: availableAccount, to: chargedAccount(owner), amount: fromAvailable, owner, segment, ...attribution })
+      left -= fromAvailable
+      if (left > 0n) post({ kind: "Arrears", at, from: arrearsAccount, to: chargedAccount(owner), amount: left, owner, segment, ...attribution })
+    })
+  }
+
+  /** Ends an open hold: what it did not spend goes back to the available balance (and pays arrears first). */
+  release(key: string, at: number, hold: string, how: "Release" | "Expire" = "Release"): ReadonlyArray<Posting> {
+    const open = this.open.get(hold)
+    if (open === undefined) return this.applied.get(key) ?? noPostings
+    return this.once(key, (post) => {
+      post({ kind: how, at, from: heldAccount(hold), to: availableAccount, amount: this.balance(heldAccount(hold)), owner: open.owner, hold })
+      this.settle(post, at)
+    })
+  }
+
+  /** Expires every open hold whose expiry has passed (a run never seen to end, e.g. its object vanished). */
+  expire(at: number): ReadonlyArray<Posting> {
+    const made: Array<Posting> = []
+    for (const hold of [...this.open.values()]) {
+      if (hold.expiresAt <= at) made.push(...this.release(`expire/${hold.id}`, at, hold.id, "Expire"))
+    }
+    return made
+  }
+
+  /** Moves an open hold's expiry (a hold extended as its run goes on). */
+  extendExpiry(hold: string, expiresAt: number) {
+    const open = this.open.get(hold)
+    if (open !== undefined && expiresAt > open.expiresAt) open.expiresAt = expiresAt
+  }
+
+  // -------------------------------------------------------------------------------------------------------------------
+  // Posting
+
+  /** Credits that reach the available balance pay what is owed first. */
+  private settle(post: (posting: Omit<Posting, "seq" | "key">) => void, at: number) {
+    const owed = this.arrears
+    const paid = min(owed, this.available)
+    if (paid > 0n) post({ kind: "Settle", at, from: availableAccount, to: arrearsAccount, amount: paid })
+  }
+
+  private once(key: string, body: (post: (posting: Omit<Posting, "seq" | "key">) => void) => void): ReadonlyArray<Posting> {
+    const done = this.applied.get(key)
+    if (done !== undefined) return done
+    const made: Array<Posting> = []
+    body((fields) => {
+      const posting: Posting = { seq: this.seq + 1, key: `${key}#${made.length}`, ...fields }
+      this.apply(posting, false)
+      made.push(posting)
+    })
+    if (made.length > 0) this.applied.set(key, made)
+    return made
+  }
+
+  private opened(posting: Posting, id: string) {
+    if (this.holds.has(id)) {
+      const hold = this.holds.get(id)!
+      if (posting.expiresAt !== undefined && posting.expiresAt > hold.expiresAt) hold.expiresAt = posting.expiresAt
+      return
+    }
+    const hold: Hold = { id, owner: posting.owner ?? "", openedAt: posting.at, expiresAt: posting.expiresAt ?? Number.POSITIVE_INFINITY, state: "Open" }
+    this.holds.set(id, hold)
+    this.open.set(id, hold)
+    let owned = this.openByOwner.get(hold.owner)
+    if (owned === undefined) this.openByOwner.set(hold.owner, (owned = new Set()))
+    owned.add(hold)
+  }
+
+  /** A hold that spent everything ends Captured; one that gave money back, Released (or Expired). */
+  private closed(posting: Posting, id: string) {
+    const hold = this.holds.get(id)
+    if (hold === undefined) return
+    hold.state = posting.kind === "Expire" ? "Expired" : posting.amount === 0n ? "Captured" : "Released"
+    this.open.delete(id)
+    const owned = this.openByOwner.get(hold.owner)
+    owned?.delete(hold)
+    if (owned?.size === 0) this.openByOwner.delete(hold.owner)
+  }
+
+  private apply(posting: Posting, replaying: boolean) {
+    if (posting.amount < 0n || (posting.amount === 0n && posting.kind !== "Release" && posting.kind !== "Expire")) {
+      throw new Error(`posting ${posting.key}: amount ${posting.amount} must be above zero`)
+    }
+    this.seq = posting.seq
+    this.balances.set(posting.from, this.balance(posting.from) - posting.amount)
+    this.balances.set(posting.to, this.balance(posting.to) + posting.amount)
+    if (posting.kind === "Hold" && posting.hold !== undefined) this.opened(posting, posting.hold)
+    if ((posting.kind === "Release" || posting.kind === "Expire") && posting.hold !== undefined) this.closed(posting, posting.hold)
+    if ((posting.kind === "Capture" || posting.kind === "Arrears") && posting.owner !== undefined && posting.segment !== undefined) {
+      addCharge(this.chargesOf, posting.owner, posting.segment, posting.amount)
+      if (posting.hold !== undefined) addCharge(this.chargesOnHold, posting.hold, posting.segment, posting.amount)
+    }
+    if (replaying) {
+      const operation = posting.key.slice(0, posting.key.lastIndexOf("#"))
+      this.applied.set(operation, [...(this.applied.get(operation) ?? []), posting])
+    }
+    if (this.retain) {
+      this.postings.push(posting)
+      if (!replaying) this.unsaved.push(posting)
+    }
+  }
+}
+
+const addCharge = (charges: Map<string, Charges>, key: string, segment: Segment, amount: bigint) => {
+  let entry = charges.get(key)
+  if (entry === undefined) charges.set(key, (entry = emptyCharges()))
+  entry.total += amount
+  entry.bySegment[segment] += amount
+}
+
+const emptyCharges = (): Charges => ({ total: 0n, bySegment: { Boot: 0n, Running: 0n, Restore: 0n, Teardown: 0n } })
+
+const min = (a: bigint, b: bigint): bigint => (a < b ? a : b)
