@@ -5,7 +5,8 @@
  * happened before, so a driver may call it after every observation, on a timer, or after a crash.
  *
  * The rows of the spec's "States and transitions" table for Job, and where each is decided:
- * - maxCostUSD reached / funding lost → Suspended: the billing issue feeds ledger facts into this step.
+ * - maxCostUSD reached / funding lost → Suspended (Funded False, stopByTime): `suspend` for money, from the
+ *   `Funding` that billing (Billing.ts) works out from the ledger before the step.
  * - Suspended → running when spec.state leaves Suspended (suspendFailures resets): `resume`.
  * - customer suspend checkpoint fails after the first try and two retries → keeps running, SuspendFailed: `suspend`.
  * - timeout clock reaches timeoutTime → fails (DeadlineExceeded): `deadline`.
@@ -23,6 +24,7 @@ import {
   type LaunchRequest,
   type Outcome
 } from "./Capacity.ts"
+import type { Funding } from "./Billing.ts"
 import { autoCheckpointIntervalMs, type Continuity } from "./Interruptions.ts"
 import { type JobPhase, isFinalPhase } from "./JobPhases.ts"
 import * as Limits from "./Limits.ts"
@@ -53,6 +55,8 @@ export interface JobContext {
   readonly market: Market
   /** The placement ranking of this Job's request (memoized by the driver: it depends on the spec only). */
   readonly ranking: Ranking
+  /** What money allows (Billing.settle); absent when the driver bills nothing. */
+  readonly funding?: Funding | undefined
 }
 
 /** The port's launch request without the owner, which the driver knows (spec: Job.scaledownWindow is keepWarmMs). */
@@ -84,6 +88,8 @@ export interface JobStep {
   readonly wakeAt: number | undefined
   /** An index waits for capacity: run the step again when capacity frees up. */
   readonly waitingForCapacity: boolean
+  /** An index waits for money (credits, a Budget, the cap): run the step again when the ledger changes. */
+  readonly waitingForFunds: boolean
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -307,6 +313,9 @@ class Step {
   launchedRecovery = false
   /** An index could not be launched for lack of capacity. */
   waitingForCapacity = false
+  /** An index could not be launched for lack of money; what the launches of this step took of the launch budget. */
+  waitingForFunds = false
+  spent = 0n
   /** The times `status.timeoutStartTime` and `status.completionTime` show when this step set them (saves reading them back). */
   timeoutStartMs: number | undefined
   completionMs: number | undefined
@@ -438,48 +447,69 @@ const queueDeadline = (step: Step): boolean => {
   return false
 }
 
-const suspendEpisode = (step: Step): number => {
+/** Why a Job suspends: its owner asked (spec.state), or money stops it by `at` (spec: funding lost, maxCostUSD). */
+type SuspendCause =
+  | { readonly _tag: "Requested" }
+  | { readonly _tag: "Money"; readonly reason: "FundingLost" | "MaxCostReached"; readonly at: number; readonly message: string }
+
+const requested: SuspendCause = { _tag: "Requested" }
+
+const suspendEpisode = (step: Step, cause: SuspendCause): number => {
   const suspended = conditionIn(step.conditions, "Suspended")
   if (suspended === undefined || suspended.status !== "False" || suspended.reason !== "Suspending") {
-    step.condition("Suspended", "False", "Suspending", "Saving state before suspending (spec.state Suspended).")
+    step.condition("Suspended", "False", "Suspending", cause._tag === "Money" ? `Saving state before stopping: ${cause.message}` : "Saving state before suspending (spec.state Suspended).")
   }
   return parseTimeOf(conditionIn(step.conditions, "Suspended")!.lastTransitionTime)
 }
+
+const suspendedText = (cause: SuspendCause): { readonly reason: string; readonly message: string } =>
+  cause._tag === "Requested"
+    ? { reason: "Suspended", message: "Suspended by spec.state; set it to Running to resume." }
+    : cause.reason === "MaxCostReached"
+    ? { reason: "MaxCostReached", message: `maxCostUSD is reached; raise it to resume. ${cause.message}` }
+    : { reason: "FundingLost", message: `Funds ran out; the Job resumes when credits arrive. ${cause.message}` }
 
 /**
  * Spec: spec.state Suspended. Each running attempt saves a suspend checkpoint (continuity Checkpointed), then stops;
  * a failed save is retried twice, after which the Job keeps running with condition SuspendFailed. Returns whether
  * the suspend is in force (false once it failed, so the Job runs on).
+ *
+ * Spec: funding lost / maxCostUSD reached → Suspended, "checkpoint until stopByTime, then stops without it": the same
+ * saves, but money does not wait — a run still saving at `at`, or whose saves failed, stops without its checkpoint.
  */
-const suspend = (step: Step): boolean => {
+const suspend = (step: Step, cause: SuspendCause): boolean => {
   const { spec } = step.job
-  if (step.status.handledRequests?.["state"] === "Suspended" && conditionIn(step.conditions, "SuspendFailed")?.status === "True") return false
+  const money = cause._tag === "Money"
+  if (!money && step.status.handledRequests?.["state"] === "Suspended" && conditionIn(step.conditions, "SuspendFailed")?.status === "True") return false
   if (step.view.live.length === 0) {
-    if (conditionIn(step.conditions, "Suspended")?.status !== "True") {
-      step.condition("Suspended", "True", "Suspended", "Suspended by spec.state; set it to Running to resume.")
-    }
+    const text = suspendedText(cause)
+    const suspended = conditionIn(step.conditions, "Suspended")
+    if (suspended?.status !== "True" || suspended.reason !== text.reason) step.condition("Suspended", "True", text.reason, text.message)
     step.conditions = withoutCondition(step.conditions, "Scheduled")
-    step.status.handledRequests = { ...step.status.handledRequests, state: "Suspended" }
+    if (!money) step.status.handledRequests = { ...step.status.handledRequests, state: "Suspended" }
     return true
   }
-  const episode = suspendEpisode(step)
+  const episode = suspendEpisode(step, cause)
   const checkpointed = continuityOf(spec) === "Checkpointed"
+  const outOfTime = money && step.now >= cause.at
+  if (money && !outOfTime) step.wake(cause.at)
   let failures = 0
   for (const attempt of step.view.live) {
     if (attempt.phase === "Terminating") continue
-    if (attempt.phase === "Provisioning" || !checkpointed) {
+    if (attempt.phase === "Provisioning" || !checkpointed || outOfTime) {
       step.actions.push({ _tag: "Stop", attempt: attempt.name, keepWarmMs: 0 })
       continue
     }
     const save = attempt.suspend?.episode === episode ? attempt.suspend : undefined
     failures = Math.max(failures, save?.failures ?? 0)
-    if (save?.state === "Saved") step.actions.push({ _tag: "Stop", attempt: attempt.name, keepWarmMs: 0 })
-    else if (save === undefined || (save.state === "Failed" && save.failures < Limits.suspendCheckpointTries)) {
+    if (save?.state === "Saved" || (money && save?.state === "Failed" && save.failures >= Limits.suspendCheckpointTries)) {
+      step.actions.push({ _tag: "Stop", attempt: attempt.name, keepWarmMs: 0 })
+    } else if (save === undefined || (save.state === "Failed" && save.failures < Limits.suspendCheckpointTries)) {
       step.actions.push({ _tag: "Checkpoint", attempt: attempt.name, episode })
     }
   }
   step.status.suspendFailures = failures
-  if (failures >= Limits.suspendCheckpointTries) {
+  if (!money && failures >= Limits.suspendCheckpointTries) {
     // Spec: "customer suspend checkpoint fails after first try and two retries → keeps running, condition SuspendFailed".
     step.actions.length = 0
     step.condition("SuspendFailed", "True", "CheckpointFailed", `The suspend checkpoint failed ${failures} times; the Job keeps running.`)
@@ -489,6 +519,34 @@ const suspend = (step: Step): boolean => {
     return false
   }
   return true
+}
+
+/**
+ * The Funded condition (spec: Job status.conditions — "Funded is one (False while money is short)"; stopByTime "funded
+ * edge while Funded is False"), and the events of its moves: job.funding_lost and job.max_cost_reached when money
+ * stops the Job, job.funding_restored when it may run again.
+ */
+const fund = (step: Step, funding: Funding) => {
+  const previous = conditionIn(step.conditions, "Funded")
+  const stop = funding.stop
+  if (stop !== undefined) {
+    step.status.stopByTime = iso(stop.at)
+    if (previous?.status !== "False" || previous.reason !== stop.reason) {
+      if (stop.reason === "MaxCostReached") step.event("job.max_cost_reached", "MaxCostReached", `maxCostUSD ${step.job.spec.maxCostUSD ?? ""} is reached; the Job stops by ${iso(stop.at)}.`, true)
+      else step.event("job.funding_lost", "FundingLost", `${stop.message} The Job checkpoints and stops by ${iso(stop.at)}.`, true)
+    }
+    step.condition("Funded", "False", stop.reason, stop.message)
+    return
+  }
+  delete step.status.stopByTime
+  if (step.waitingForFunds && funding.blocked !== undefined) {
+    step.condition("Funded", "False", funding.blocked.code, funding.blocked.message)
+    return
+  }
+  if (previous?.status === "False" && (previous.reason === "FundingLost" || previous.reason === "MaxCostReached")) {
+    step.event("job.funding_restored", "FundingRestored", previous.reason === "MaxCostReached" ? "maxCostUSD was raised; the Job runs again." : "Credits arrived; the Job runs again.")
+  }
+  step.condition("Funded", "True", "Funded", "Holds pay for the running work.")
 }
 
 /** Spec: "Suspended → running again when spec.state leaves Suspended; suspendFailures resets". */
@@ -519,6 +577,16 @@ const launch = (step: Step) => {
       waiting = true
       step.waitingForCapacity = true
       break
+    }
+    // Money first (Billing.ts): the run's first hold must fit what the ledger allows new holds this step.
+    const funding = step.context.funding
+    if (funding !== undefined) {
+      const hold = funding.initialHold(candidate.variant)
+      if (step.spent + hold > funding.launchBudget) {
+        step.waitingForFunds = true
+        break
+      }
+      step.spent += hold
     }
     const last = view.lastAt[index]
     const number = (last?.number ?? 0) + 1
@@ -559,7 +627,9 @@ const launch = (step: Step) => {
     setPlacement(step, variant, false)
   }
   const pending = spec.completions - view.succeeded - view.live.length - step.launched
-  if (waiting && view.live.length === 0 && step.launched === 0) {
+  if (step.waitingForFunds && view.live.length === 0 && step.launched === 0) {
+    step.condition("Scheduled", "False", "Unfunded", "The first hold of a run does not fit what money allows now (condition Funded).")
+  } else if (waiting && view.live.length === 0 && step.launched === 0) {
     step.condition("Scheduled", "False", "Unschedulable", "No offering matching the placement has capacity now.")
   } else if (step.launched > 0 || view.live.length > 0) {
     step.condition("Scheduled", "True", "Scheduled", pending > 0 ? `${pending} indexes wait for a slot.` : "Every pending index has capacity.")
@@ -695,10 +765,17 @@ const expire = (step: Step) => {
   else step.wake(at)
 }
 
+/** Money stops a Job before its owner's suspend does: a stop for money does not wait for checkpoints to succeed. */
+const causeOf = (step: Step): SuspendCause | undefined => {
+  const stop = step.context.funding?.stop
+  if (stop !== undefined) return { _tag: "Money", ...stop }
+  return step.job.spec.state === "Suspended" ? requested : undefined
+}
+
 /** The phase and requests of a Job that is not final after this step's final rows. */
 const advance = (step: Step, before: string | undefined) => {
-  const { spec } = step.job
-  const suspending = spec.state === "Suspended" && suspend(step)
+  const cause = causeOf(step)
+  const suspending = cause !== undefined && suspend(step, cause)
   if (!suspending) {
     launch(step)
     if (queueDeadline(step)) return
@@ -707,8 +784,9 @@ const advance = (step: Step, before: string | undefined) => {
   phaseEvent(step, before, phase)
   step.status.phase = phase
   if (suspending) {
-    step.status.reason = "Suspended"
-    step.status.message = "Suspended by spec.state; set it to Running to resume."
+    const text = suspendedText(cause)
+    step.status.reason = text.reason
+    step.status.message = text.message
   } else {
     delete step.status.reason
     delete step.status.message
@@ -722,13 +800,14 @@ export const step = (job: JobObservation, context: JobContext): JobStep => {
   if (before !== undefined && isFinalPhase(before)) step.stopAll(keepWarmMsOf(job.spec))
   else {
     // A resume first moves the suspended time into suspendedDuration, which the timeout clock reads.
-    if (job.spec.state !== "Suspended") resume(step)
+    if (job.spec.state !== "Suspended" && context.funding?.stop === undefined) resume(step)
     if (!decideFinal(step)) advance(step, before)
+    if (context.funding !== undefined && !isFinalPhase(step.status.phase ?? "Pending")) fund(step, context.funding)
     showTimeout(step)
   }
   if (step.status.phase !== undefined && isFinalPhase(step.status.phase)) expire(step)
   step.status.conditions = step.conditions
-  return { status: step.status, actions: step.actions, events: step.events, wakeAt: step.wakeAt, waitingForCapacity: step.waitingForCapacity }
+  return { status: step.status, actions: step.actions, events: step.events, wakeAt: step.wakeAt, waitingForCapacity: step.waitingForCapacity, waitingForFunds: step.waitingForFunds }
 }
 
 /** The rows that end a Job, in the order they win when several hold at once. */

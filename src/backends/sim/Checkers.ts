@@ -79,12 +79,20 @@ export class Checkers {
     // Final phases are bound to their causes (spec: States and transitions, Job).
     if (to !== from) this.finalRules(job, after, done.size, customerFailures, now)
     this.clockRules(job, after, now)
+    this.moneyRules(job, after, now)
+  }
+
+  /** Money rules (docs/billing.md): a Job stopped for money is Funded False with that reason; the cap is never passed by a new hold. */
+  private moneyRules(job: SimJob, after: SimJob["status"], now: number) {
+    const funded = after.conditions?.find((condition) => condition.type === "Funded")
+    if (stoppedForMoney(after) && (funded?.status !== "False" || funded.reason !== after.reason)) this.fail(now, job, "money-stop-unrecorded", `reason ${after.reason} without Funded False ${after.reason}`)
+    if (after.stopByTime !== undefined && funded?.status !== "False") this.fail(now, job, "stop-by-while-funded", "stopByTime set while Funded is not False")
   }
 
   private finalRules(job: SimJob, after: SimJob["status"], succeeded: number, customerFailures: number, now: number) {
     const spec = job.spec
     if (after.phase === "Succeeded" && succeeded !== spec.completions) this.fail(now, job, "succeeded-early", `${succeeded}/${spec.completions} indexes done`)
-    if (after.phase === "Suspended" && spec.state !== "Suspended") this.fail(now, job, "suspended-unasked", "Suspended without spec.state Suspended")
+    if (after.phase === "Suspended" && spec.state !== "Suspended" && !stoppedForMoney(after)) this.fail(now, job, "suspended-unasked", "Suspended without spec.state Suspended or a stop for money")
     if (after.phase === "Cancelled" && spec.state !== "Cancelled") this.fail(now, job, "cancelled-unasked", "Cancelled without spec.state Cancelled")
     if (after.phase !== "Failed") return
     const backoffLimit = spec.backoffLimit ?? Limits.jobBackoffLimitDefault
@@ -131,3 +139,6 @@ export class Checkers {
     if (this.violations.length > 0) throw new CheckFailed(this.seed, this.violations)
   }
 }
+
+/** Suspended or suspending because money stopped it (maxCostUSD reached, funding lost). */
+const stoppedForMoney = (status: SimJob["status"]): boolean => status.reason === "FundingLost" || status.reason === "MaxCostReached"

@@ -5,6 +5,9 @@
  */
 import { join } from "node:path"
 import type { JobSpecType } from "../../core/JobController.ts"
+import { Ledger } from "../../core/Ledger.ts"
+import { formatMicroUsd, parseMicroUsd } from "../../core/Money.ts"
+import { currentPricebook } from "../../core/Pricebook.ts"
 import { isFinalPhase } from "../../core/JobPhases.ts"
 import type { JsonObject } from "../../core/Json.ts"
 import { type Offering, type Variant, variantKeyOf, variantsOf } from "../../core/Offering.ts"
@@ -45,6 +48,17 @@ export interface JobSummary {
   readonly checkpoints: number
   readonly createdAt: string
   readonly completionTime: string | undefined
+  /** The Job's status.cost.totalUSD when billing is on. */
+  readonly costUSD?: string | undefined
+}
+
+/** The ledger's sums at the end of a billed run (USD strings). */
+export interface BillingSummary {
+  readonly credits: string
+  readonly available: string
+  readonly held: string
+  readonly charged: string
+  readonly arrears: string
 }
 
 export interface Summary {
@@ -68,6 +82,7 @@ export interface Summary {
     readonly skippedSteps: number
   }
   readonly violations: ReadonlyArray<unknown>
+  readonly billing?: BillingSummary
   readonly jobs?: ReadonlyArray<JobSummary>
   /** The trace's lines, with `keepTrace` (tests print the first divergence). */
   readonly trace?: ReadonlyArray<string>
@@ -222,10 +237,12 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
         nodeLosses,
         checkpoints: job.status.checkpoint?.seq ?? 0,
         createdAt: new Date(job.createdAt).toISOString(),
-        completionTime: job.status.completionTime
+        completionTime: job.status.completionTime,
+        ...(job.status.cost === undefined ? {} : { costUSD: job.status.cost.totalUSD })
       })
     }
   }
+  const ledger = scenario.billing === undefined ? undefined : new Ledger({ retain: options.perJob !== false })
   const simulation = new Simulation({
     engine,
     capacity,
@@ -233,8 +250,10 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
     trace,
     checkers,
     onDeleted: record,
-    stepEveryLook: options.stepEveryLook === true
+    stepEveryLook: options.stepEveryLook === true,
+    billing: ledger === undefined ? undefined : { ledger, pricebook: currentPricebook }
   })
+  if (ledger !== undefined && scenario.billing !== undefined) grants(scenario, engine, ledger, simulation, trace, start)
   // Capacity comes back when a drought ends.
   for (const drought of scenario.faults.droughts) engine.at(start + durationMs(drought.at, 0) + durationMs(drought.for, 0), () => simulation.capacityChanged())
   const specs = scenario.workloads.map((workload) => admitJobSpec(workload.job as JsonObject))
@@ -259,10 +278,31 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
     virtualEnd: new Date(engine.now).toISOString(),
     totals: { ...counts, byPhase, engineEvents: engine.processed, controllerSteps: simulation.steps, skippedSteps: simulation.skippedSteps },
     violations: checkers?.violations ?? [],
+    ...(ledger === undefined ? {} : { billing: billingSummary(ledger) }),
     ...(options.perJob === false ? {} : { jobs: finished }),
     ...(trace.lines === undefined ? {} : { trace: trace.lines })
   }
 }
+
+/** The scenario's credits: granted at the start and later (a top-up arriving), each one waking what money held back. */
+const grants = (scenario: Scenario, engine: Engine, ledger: Ledger, simulation: Simulation, trace: TraceHash, start: number) => {
+  const billing = scenario.billing!
+  const grant = (name: string, amount: string) => {
+    ledger.grant(`grant/${name}`, engine.now, parseMicroUsd(amount), name)
+    trace.record(`${engine.now} billing Grant ${name} ${amount} available=${formatMicroUsd(ledger.available)} arrears=${formatMicroUsd(ledger.arrears)}`)
+    simulation.fundsChanged()
+  }
+  grant("starter", billing.credits)
+  billing.grants.forEach((later, index) => engine.at(start + durationMs(later.at, 0), () => grant(`grant-${index + 1}`, later.amountUSD)))
+}
+
+const billingSummary = (ledger: Ledger): BillingSummary => ({
+  credits: formatMicroUsd(ledger.credits),
+  available: formatMicroUsd(ledger.available),
+  held: formatMicroUsd(ledger.held),
+  charged: formatMicroUsd(ledger.charged),
+  arrears: formatMicroUsd(ledger.arrears)
+})
 
 /** The Poisson arrival process, the workload mix and the customer faults (suspends, cancels). */
 const arrivals = (

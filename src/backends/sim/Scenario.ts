@@ -7,7 +7,7 @@ import { Result, Schema } from "effect"
 import { admit } from "../../core/Admission.ts"
 import { isObject, type Json } from "../../core/Json.ts"
 import { normalizeJob, JobSpec } from "../../core/schemas/Job.ts"
-import { described, defaulted, duration, optional, quantity } from "../../core/schemas/Fields.ts"
+import { described, defaulted, duration, optional, quantity, usd } from "../../core/schemas/Fields.ts"
 import type { JobSpecType } from "../../core/JobController.ts"
 import type { JsonObject } from "../../core/Json.ts"
 
@@ -56,6 +56,15 @@ export const Faults = Schema.Struct({
 })
 export type Faults = typeof Faults.Type
 
+export const BillingSettings = Schema.Struct({
+  credits: described(usd, "Credits granted at the start (USD)."),
+  grants: defaulted(Schema.Array(Schema.Struct({
+    at: described(duration(), "Offset from the start."),
+    amountUSD: described(usd, "Credits granted then (a top-up arriving).")
+  })), [], "Credits arriving later.")
+})
+export type BillingSettings = typeof BillingSettings.Type
+
 export const Scenario = Schema.Struct({
   name: described(Schema.String, "Scenario name."),
   description: optional(Schema.String, "What it shows."),
@@ -78,7 +87,8 @@ export const Scenario = Schema.Struct({
     count: optional(nonNegative, "Stop after this many arrivals.")
   }), "The arrival process."),
   workloads: described(Schema.Array(WorkloadSettings), "The workload mix."),
-  faults: defaulted(Faults, {}, "Injected faults.")
+  faults: defaulted(Faults, {}, "Injected faults."),
+  billing: optional(BillingSettings, "Bill every run on a ledger with these credits (docs/billing.md); absent: nothing is billed.")
 })
 export type Scenario = typeof Scenario.Type
 

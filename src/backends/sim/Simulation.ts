@@ -5,7 +5,11 @@
  * the same capacity over its store instead (src/server/SimBackend.ts).
  */
 import { createHash, type Hash } from "node:crypto"
+import { type BillingSubject, costStatusOf, holdLaunch, type Room, settle, type Settled as Billed } from "../../core/Billing.ts"
 import type { AttemptFacts } from "../../core/Capacity.ts"
+import type { Ledger } from "../../core/Ledger.ts"
+import { parseMicroUsd } from "../../core/Money.ts"
+import type { Pricebook } from "../../core/Pricebook.ts"
 import { runProfileOf, type JobAction, type JobEvent, type JobSpecType, type JobStatusType, type JobStep, step } from "../../core/JobController.ts"
 import { isFinalPhase } from "../../core/JobPhases.ts"
 import { type Offering, variantKeyOf } from "../../core/Offering.ts"
@@ -92,6 +96,15 @@ export interface SimulationOptions {
    * default; tests turn it on to show that skipping changes nothing.
    */
   readonly stepEveryLook?: boolean
+  /** Bill the Jobs' runs on this ledger (Billing.ts); absent = nothing is billed and status.cost stays unset. */
+  readonly billing?: SimBilling | undefined
+}
+
+export interface SimBilling {
+  readonly ledger: Ledger
+  readonly pricebook: Pricebook
+  /** The rooms of the Budgets matching a Job (none when absent). */
+  readonly rooms?: (job: SimJob) => ReadonlyArray<Room>
 }
 
 /** What a Job's last step saw and left, when that step changed nothing while it waited for capacity. */
@@ -144,6 +157,8 @@ export class Simulation {
   private nextUid = 0
   /** Jobs whose last step waited for capacity, in the order they started waiting. */
   private readonly waiting = new Set<SimJob>()
+  /** Jobs that money holds back (Funded False): they look again when credits arrive (`fundsChanged`). */
+  private readonly unfunded = new Set<SimJob>()
   /** Waiting Jobs whose last step changed nothing, and what it saw (see `lookAgain`). */
   private readonly settled = new WeakMap<SimJob, Settled>()
   private readonly keys = new WeakMap<SimJob, string>()
@@ -158,6 +173,11 @@ export class Simulation {
       if (job !== undefined) this.touch(job)
     }
     options.capacity.onFreed = () => this.lookAll()
+  }
+
+  /** Credits arrived, a cap or a Budget was raised: Jobs that money held back look again. */
+  fundsChanged(): void {
+    for (const job of this.unfunded) this.touch(job)
   }
 
   /** Capacity changed outside the simulator's own releases (a drought ended): waiting Jobs look again. */
@@ -238,6 +258,7 @@ export class Simulation {
     if (job.deleted) return
     job.deleted = true
     this.waiting.delete(job)
+    this.unfunded.delete(job)
     const key = this.keyOf(job)
     for (const attempt of job.attempts) if (attempt.phase !== "Ended") this.options.capacity.stop(key, attempt.name, 0)
     this.options.capacity.forget(key)
@@ -297,7 +318,11 @@ export class Simulation {
     const key = this.keyOf(job)
     const capacity = this.options.capacity
     const before = job.status
-    const result = step(job, { now, market: capacity.marketFor(job.namespace), ranking: this.rankingOf(job) })
+    const market = capacity.marketFor(job.namespace)
+    const ranking = this.rankingOf(job)
+    const billing = this.options.billing
+    const billed = billing === undefined ? undefined : settle(billing.ledger, billing.pricebook, this.subjectOf(job, billing), now)
+    const result = step(job, { now, market, ranking, funding: billed?.funding })
     this.steps++
     this.options.checkers?.afterStep(job, before, result, now)
     job.status = result.status
@@ -315,6 +340,8 @@ export class Simulation {
     for (const action of result.actions) {
       switch (action._tag) {
         case "Launch": {
+          // Spec: the first hold is placed before capacity starts (the step launched only what it pays for).
+          if (billing !== undefined) holdLaunch(billing.ledger, billing.pricebook, job.uid, action.attempt, action.variant, now)
           const facts = capacity.launch({ ...action, owner: key, namespace: job.namespace, workload: job.workload })
           job.attempts.push(facts)
           if (this.options.onStep !== undefined) launched.push({ action, facts })
@@ -332,6 +359,7 @@ export class Simulation {
         case "Delete":
           job.deleted = true
           this.waiting.delete(job)
+          this.unfunded.delete(job)
           this.options.onDeleted?.(job)
           capacity.forget(key)
           this.jobs.delete(key)
@@ -339,11 +367,35 @@ export class Simulation {
           return
       }
     }
+    if (billing !== undefined && billed !== undefined) this.showCost(job, billing, billed)
     this.options.onStep?.(job, result, launched)
-    this.scheduleWake(job, result.wakeAt)
-    if (result.waitingForCapacity && result.actions.length === 0 && result.events.length === 0 && sameJson(result.status, before)) {
-      this.settled.set(job, { status: result.status, spec: job.spec, generation: job.generation, attempts: job.attempts.length })
+    this.scheduleWake(job, earliest(result.wakeAt, billed?.wakeAt))
+    if (result.waitingForCapacity && result.actions.length === 0 && result.events.length === 0 && sameJson(job.status, before)) {
+      this.settled.set(job, { status: job.status, spec: job.spec, generation: job.generation, attempts: job.attempts.length })
     } else this.settled.delete(job)
+  }
+
+  private subjectOf(job: SimJob, billing: SimBilling): BillingSubject {
+    const next = choose(this.rankingOf(job), this.options.capacity.marketFor(job.namespace))?.variant ?? this.rankingOf(job).kept[0]?.variant
+    return {
+      owner: job.uid,
+      capMicro: job.spec.maxCostUSD === undefined ? undefined : parseMicroUsd(job.spec.maxCostUSD),
+      attempts: job.attempts,
+      nextVariant: next,
+      hasRun: job.attempts.length > 0,
+      rooms: billing.rooms?.(job) ?? []
+    }
+  }
+
+  /** status.cost, a display copy of the ledger (spec: Conventions 3), once this step's holds are placed. */
+  private showCost(job: SimJob, billing: SimBilling, billed: Billed): void {
+    const final = job.status.phase !== undefined && isFinalPhase(job.status.phase)
+    const capMicro = job.spec.maxCostUSD === undefined ? undefined : parseMicroUsd(job.spec.maxCostUSD)
+    const cost = costStatusOf(billing.ledger, job.uid, billed, { capMicro, final })
+    job.status = { ...job.status, cost }
+    const funded = job.status.conditions?.find((condition) => condition.type === "Funded")
+    if (funded?.status === "False") this.unfunded.add(job)
+    else this.unfunded.delete(job)
   }
 
   private scheduleWake(job: SimJob, at: number | undefined): void {
@@ -362,9 +414,14 @@ export class Simulation {
   }
 }
 
+const earliest = (a: number | undefined, b: number | undefined): number | undefined =>
+  a === undefined ? b : b === undefined ? a : Math.min(a, b)
+
 /** Whether a Job that is not final is in a documented waiting state (docs/simulator.md, liveness). */
 export const isWaiting = (job: SimJob): boolean => {
   const phase = job.status.phase
+  // Money holds it back (Funded False): it waits for credits or a raised cap (docs/billing.md).
+  if (job.status.conditions?.some((condition) => condition.type === "Funded" && condition.status === "False") === true) return phase === "Suspended" || phase === "Pending"
   if (phase === "Suspended") return job.spec.state === "Suspended"
   // queueTimeout 0s waits forever for capacity.
   if (phase === "Pending") return parseDurationMs(job.spec.placement.queueTimeout) === 0

@@ -15,7 +15,7 @@ const simJob = (fields: Record<string, unknown>, attempts: Array<AttemptFacts>):
   status: {}, attempts, workload: defaultWorkload, dirty: false, wakeAt: undefined, deleted: false, phases: []
 })
 
-const stepOf = (status: JobStatusType, actions: JobStep["actions"] = []): JobStep => ({ status, actions, events: [], wakeAt: undefined, waitingForCapacity: false })
+const stepOf = (status: JobStatusType, actions: JobStep["actions"] = []): JobStep => ({ status, actions, events: [], wakeAt: undefined, waitingForCapacity: false, waitingForFunds: false })
 
 const rules = (job: SimJob, before: JobStatusType, after: JobStep) => {
   const checkers = new Checkers("test")

@@ -1,0 +1,235 @@
+/**
+ * Billing in the simulator (docs/billing.md):
+ * - the funding-runs-out scenario shows Funded False, the checkpoint, the stop and the events in order, then the
+ *   top-up, funding_restored and the finish;
+ * - over random simulated Jobs (preemptions, boot failures, node loss, suspends, cancels), every Job's ledger charges
+ *   equal its runs' metered costs to the micro-USD, segment by segment, credits add up, and every hold ends;
+ * - estimates: calibrated against simulated Jobs (p90 covers ≥ 90 %, p50 within 10 % of the median actual), and
+ *   the same seed gives the same estimate.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import fc from "fast-check"
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import { loadCatalog } from "../../../src/backends/sim/CatalogData.ts"
+import { Engine } from "../../../src/backends/sim/Engine.ts"
+import { estimateJob } from "../../../src/backends/sim/Estimator.ts"
+import { Prng } from "../../../src/backends/sim/Prng.ts"
+import { providerModelsOf, runScenario } from "../../../src/backends/sim/Run.ts"
+import { admitJobSpec, parseScenario } from "../../../src/backends/sim/Scenario.ts"
+import { type ProviderModel, SimCapacity, type WorkloadModel } from "../../../src/backends/sim/SimCapacity.ts"
+import { Simulation } from "../../../src/backends/sim/Simulation.ts"
+import { Ledger, segments } from "../../../src/core/Ledger.ts"
+import { meterAttempt } from "../../../src/core/Metering.ts"
+import { parseMicroUsd } from "../../../src/core/Money.ts"
+import type { Variant } from "../../../src/core/Offering.ts"
+import { currentPricebook, ruleOf } from "../../../src/core/Pricebook.ts"
+import { catalog as testCatalog, hour, minute } from "../../core/Fixtures.ts"
+
+const root = join(import.meta.dirname, "..", "..", "..")
+
+describe("funding runs out mid-run", () => {
+  const parsed = parseScenario(JSON.parse(readFileSync(join(root, "scenarios", "funding-runs-out.json"), "utf8")))
+  if (!parsed.ok) throw new Error("scenario does not parse")
+  const summary = runScenario(parsed.scenario, { catalog: loadCatalog(), keepTrace: true })
+
+  it("runs clean, every Job finishes, and the ledger adds up", () => {
+    assert.deepStrictEqual(summary.violations, [])
+    assert.deepStrictEqual(summary.totals.byPhase, { Succeeded: 3 })
+    const billing = summary.billing!
+    assert.strictEqual(billing.credits, "25")
+    assert.strictEqual(billing.held, "0")
+    assert.strictEqual(billing.arrears, "0")
+    assert.strictEqual(parseMicroUsd(billing.available) + parseMicroUsd(billing.charged), parseMicroUsd(billing.credits))
+    // Each Job's displayed cost is part of what the ledger charged, and together they are all of it.
+    const total = summary.jobs!.reduce((sum, job) => sum + parseMicroUsd(job.costUSD!), 0n)
+    assert.strictEqual(total, parseMicroUsd(billing.charged))
+  })
+
+  it("shows Funded False, the checkpoint, the stop and the events in order, then the top-up and the finish", () => {
+    const lines = summary.trace!.filter((line) => line.includes("research/train-2 ") || line.includes(" billing "))
+    const expected = [
+      /train-2 Phase Running>Suspending FundingLost/,
+      /train-2 Event job\.funding_lost FundingLost/,
+      /train-2 Event job\.checkpointed/,
+      /train-2 Stop train-2-0-1/,
+      /train-2 Phase Suspending>Suspended FundingLost/,
+      /billing Grant grant-1 20\.00/,
+      /train-2 Event job\.funding_restored/,
+      /train-2 Launch train-2-0-2/,
+      /train-2 Event job\.succeeded/
+    ]
+    let from = 0
+    for (const pattern of expected) {
+      const at = lines.findIndex((line, index) => index >= from && pattern.test(line))
+      assert.isAtLeast(at, 0, `${pattern} after line ${from}:\n${lines.slice(from).join("\n")}`)
+      from = at + 1
+    }
+  })
+})
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Random simulated Jobs: charges equal metered costs
+
+const models = (settings: { readonly preemptionMtbfMs: number; readonly bootFailureRate: number; readonly nodeLossMtbfMs: number }) => (variant: Variant): ProviderModel => ({
+  capacity: 3,
+  bootMedianMs: 2 * minute,
+  bootSigma: 0.5,
+  bootFailureRate: settings.bootFailureRate,
+  preemptionMtbfMs: variant.interruptible ? settings.preemptionMtbfMs : undefined,
+  preemptionTrace: undefined,
+  nodeLossMtbfMs: settings.nodeLossMtbfMs,
+  teardownMs: 45_000,
+  warmStartMs: 5_000,
+  restoreBytesPerSecond: 1 << 30
+})
+
+const workloadOf = (durationMs: number, failureRate: number, checkpointFailureRate = 0.1): WorkloadModel => ({
+  durationMs,
+  exitCode: 0,
+  runFailureRate: failureRate,
+  oomRate: 0,
+  checkpointSizeBytes: 1 << 30,
+  checkpointFailureRate,
+  suspendCheckpointFailureRate: 0.2
+})
+
+const jobArbitrary = fc.record({
+  gpu: fc.constantFrom("A10", "H100", "A100"),
+  interruptible: fc.constantFrom("Never", "Allow", "Prefer"),
+  continuity: fc.constantFrom("Checkpointed", "Restartable", "Ephemeral"),
+  completions: fc.integer({ min: 1, max: 4 }),
+  parallelism: fc.integer({ min: 1, max: 3 }),
+  durationMinutes: fc.integer({ min: 1, max: 600 }),
+  failureRate: fc.constantFrom(0, 0.2),
+  arrivalMinutes: fc.integer({ min: 0, max: 600 }),
+  suspendAfterMinutes: fc.option(fc.integer({ min: 1, max: 300 })),
+  cancelAfterMinutes: fc.option(fc.integer({ min: 1, max: 900 })),
+  maxCostUSD: fc.option(fc.constantFrom("1.00", "5.00", "40.00"))
+})
+
+describe("ledger charges equal metered costs", () => {
+  it("over random simulated Jobs, to the micro-USD, segment by segment", () => {
+    fc.assert(fc.property(
+      fc.array(jobArbitrary, { minLength: 1, maxLength: 12 }),
+      fc.record({ preemptionMtbfMs: fc.integer({ min: hour, max: 12 * hour }), bootFailureRate: fc.constantFrom(0, 0.1), nodeLossMtbfMs: fc.integer({ min: 50 * hour, max: 500 * hour }) }),
+      fc.integer({ min: 1, max: 400 }),
+      fc.string({ minLength: 1, maxLength: 8 }),
+      (jobs, provider, creditsUSD, seed) => {
+        const start = Date.parse("2026-03-01T00:00:00Z")
+        const engine = new Engine(start)
+        const capacity = new SimCapacity(engine, new Prng(seed).derive("capacity"), models(provider))
+        const ledger = new Ledger()
+        const pricebook = { ...currentPricebook, byProvider: { ...currentPricebook.byProvider, test: { incrementMs: minute, minimumMs: 5 * minute } } }
+        ledger.grant("grant/starter", start, BigInt(creditsUSD) * 1_000_000n, "starter")
+        const simulation = new Simulation({ engine, capacity, catalog: testCatalog, trace: { record: () => {} }, billing: { ledger, pricebook } })
+        const submitted = jobs.map((job, index) => {
+          const spec = admitJobSpec({
+            image: "x",
+            resources: { gpu: { type: [job.gpu] } },
+            placement: { interruptible: job.interruptible, queueTimeout: "0s" },
+            recovery: { continuity: job.continuity, maxAttempts: 6 },
+            completions: job.completions,
+            parallelism: Math.min(job.parallelism, job.completions),
+            ...(job.maxCostUSD === null ? {} : { maxCostUSD: job.maxCostUSD })
+          })
+          const entry = { spec, workload: workloadOf(job.durationMinutes * minute, job.failureRate), name: `job-${index}`, sim: undefined as ReturnType<Simulation["submit"]> | undefined }
+          engine.at(start + job.arrivalMinutes * minute, () => {
+            entry.sim = simulation.submit("demo", entry.name, spec, entry.workload)
+            if (job.suspendAfterMinutes !== null) {
+              engine.after(job.suspendAfterMinutes * minute, () => simulation.update(entry.sim!, { ...entry.sim!.spec, state: "Suspended" }))
+              engine.after((job.suspendAfterMinutes + 60) * minute, () => simulation.update(entry.sim!, { ...entry.sim!.spec, state: "Running" }))
+            }
+            if (job.cancelAfterMinutes !== null) engine.after(job.cancelAfterMinutes * minute, () => simulation.update(entry.sim!, { ...entry.sim!.spec, state: "Cancelled" }))
+          })
+          return entry
+        })
+        // A top-up half way: Jobs stopped for money resume.
+        engine.at(start + 12 * hour, () => {
+          ledger.grant("grant/topup", engine.now, 50_000_000n, "topup")
+          simulation.fundsChanged()
+        })
+        engine.run(start + 40 * 24 * hour)
+        const end = engine.now
+        for (const entry of submitted) {
+          const job = entry.sim
+          if (job === undefined) continue
+          const charges = ledger.chargesFor(job.uid)
+          const metered = { Boot: 0n, Running: 0n, Restore: 0n, Teardown: 0n }
+          for (const attempt of job.attempts) {
+            const meter = meterAttempt(attempt, ruleOf(pricebook, attempt.variant), end)
+            assert.isTrue(meter.final || attempt.releasedAt === undefined, `${entry.name}/${attempt.name} released but not final`)
+            for (const segment of segments) metered[segment] += meter.charges[segment]
+          }
+          for (const segment of segments) assert.strictEqual(charges.bySegment[segment], metered[segment], `${entry.name} ${segment}`)
+          // The display copy says the same.
+          assert.strictEqual(parseMicroUsd(job.status.cost?.totalUSD ?? "0"), charges.total, `${entry.name} status.cost.totalUSD`)
+        }
+        assert.strictEqual(ledger.available + ledger.held + ledger.charged - ledger.arrears, ledger.credits)
+        assert.isTrue(ledger.available >= 0n)
+        // Every run ended and was finished: no hold is left open, none had to expire.
+        for (const hold of ledger.holds.values()) assert.oneOf(hold.state, ["Captured", "Released"], `hold ${hold.id}`)
+      }
+    ), { numRuns: 60, seed: 20261121 })
+  })
+})
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Estimates
+
+describe("estimates", () => {
+  const catalog = loadCatalog()
+  const fleet = { hostsPerVariant: 1000, capacity: {}, providers: { default: { bootMedian: "3m", bootSigma: 0.5, nodeLossMtbf: "720h" }, interruptible: { preemptionMtbf: "6h" }, byOffering: {} } }
+  const providerModels = providerModelsOf(fleet)
+  const market = { available: () => 1000, bootMs: (variant: Variant) => providerModels(variant).bootMedianMs, meanTimeBetweenInterruptionsMs: (variant: Variant) => variant.interruptible ? providerModels(variant).preemptionMtbfMs : undefined }
+  const funds = { available: 1_000_000_000n, arrears: 0n, rooms: [] }
+  const now = Date.parse("2026-11-21T00:00:00Z")
+
+  /**
+   * Actual costs of `count` Jobs of the spec run in one simulation over the same models (another seed), with
+   * capacity for all of them: the estimate is of the placement chosen now, not of a queue for other capacity.
+   */
+  const actualCosts = (spec: ReturnType<typeof admitJobSpec>, workMs: number, count: number): Array<bigint> => {
+    const engine = new Engine(now)
+    const capacity = new SimCapacity(engine, new Prng("actual").derive("capacity"), providerModels)
+    const ledger = new Ledger({ retain: false })
+    ledger.grant("grant", now, 10n ** 15n, "test")
+    const simulation = new Simulation({ engine, capacity, catalog, trace: { record: () => {} }, billing: { ledger, pricebook: currentPricebook } })
+    const jobs = Array.from({ length: count }, (_, index) => simulation.submit("demo", `job-${index}`, spec, workloadOf(workMs, 0, 0)))
+    engine.run(now + 60 * 24 * hour)
+    return jobs.map((job) => ledger.chargesFor(job.uid).total).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+  }
+
+  for (const [name, fields, workMs] of [
+    ["interruptible 8xH100, 6h, checkpointed", { expectedDuration: "6h", resources: { gpu: { type: ["H100"], count: 8 } }, placement: { interruptible: "Prefer" } }, 6 * hour],
+    ["on-demand 1xA10, 40m", { expectedDuration: "40m", resources: { gpu: { type: ["A10"] } }, placement: { interruptible: "Never" } }, 40 * minute],
+    ["interruptible, 3 indexes, 2h, restartable", { expectedDuration: "2h", completions: 3, parallelism: 3, resources: { gpu: { type: ["A100"], count: 8 } }, placement: { interruptible: "Prefer" }, recovery: { continuity: "Restartable" } }, 2 * hour],
+    ["interruptible 8xA100, 40 indexes of 30m (sampled per index)", { expectedDuration: "30m", completions: 40, parallelism: 2, resources: { gpu: { type: ["A100"], count: 8 } }, placement: { interruptible: "Prefer" } }, 30 * minute]
+  ] as const) {
+    it(`is calibrated: ${name}`, () => {
+      const spec = admitJobSpec({ image: "x", ...fields })
+      const estimate = estimateJob({ spec, catalog, models: providerModels, market, pricebook: currentPricebook, now, funds, seed: "estimate" }) as { costUSD: { p50: string; p90: string } }
+      const actual = actualCosts(spec, workMs, 300)
+      const p50 = parseMicroUsd(estimate.costUSD.p50)
+      const p90 = parseMicroUsd(estimate.costUSD.p90)
+      const covered = actual.filter((cost) => cost <= p90).length / actual.length
+      const median = actual[Math.floor(actual.length / 2)]!
+      assert.isAtLeast(covered, 0.9, `p90 ${estimate.costUSD.p90} covers ${covered}`)
+      const off = Math.abs(Number(p50 - median)) / Number(median)
+      assert.isAtMost(off, 0.1, `p50 ${estimate.costUSD.p50} vs median actual ${median}`)
+    })
+  }
+
+  it("the same seed gives the same estimate; blocking reasons carry the code, amounts and a fix", () => {
+    const spec = admitJobSpec({ image: "x", expectedDuration: "1h", resources: { gpu: { type: ["A10"] } }, maxCostUSD: "0.10" })
+    const input = { spec, catalog, models: providerModels, market, pricebook: currentPricebook, now, funds: { available: 200_000n, arrears: 0n, rooms: [] }, seed: "s" }
+    const first = estimateJob(input)
+    assert.deepStrictEqual(estimateJob(input), first)
+    const reasons = first["blockingReasons"] as Array<{ code: string; message: string; fix: string }>
+    assert.deepStrictEqual(reasons.map((reason) => reason.code), ["InsufficientCredits", "BudgetExceeded"])
+    assert.include(reasons[0]!.message, "0.2 USD")
+    assert.include(reasons[1]!.fix, "maxCostUSD")
+    assert.strictEqual(first["pricebookVersion"], currentPricebook.version)
+    assert.strictEqual(first["validUntil"], "2026-11-21T00:15:00.000Z")
+  })
+})
