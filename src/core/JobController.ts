@@ -388,7 +388,9 @@ const timeoutAt = (step: Step): number | undefined => {
   if (spec.timeout === undefined) return undefined
   const start = step.timeoutStartMs ?? parseTime(step.status.timeoutStartTime)
   if (start === undefined) return undefined
-  return start + durationMs(spec.timeout, 0) + durationMs(step.status.suspendedDuration, 0)
+  const at = start + durationMs(spec.timeout, 0) + durationMs(step.status.suspendedDuration, 0)
+  // A timeout so long that its deadline is past any representable time (activeDeadlineSeconds is an int64) never ends the Job.
+  return at > Limits.latestTimeMs ? undefined : at
 }
 
 /** Shows timeoutTime as the status now stands (a resume in this step may have moved suspendedDuration). */

@@ -8,6 +8,8 @@ export const secondMs = 1_000
 export const minuteMs = 60 * secondMs
 export const hourMs = 60 * minuteMs
 export const dayMs = 24 * hourMs
+/** The latest instant a timestamp can show (ECMAScript's Date range, 8.64e15 ms): a deadline beyond it never comes. */
+export const latestTimeMs = 8.64e15
 
 export const KiB = 1024
 export const MiB = 1024 * KiB

@@ -321,3 +321,13 @@ describe("cancel and clean-up", () => {
     expect(run(spec, { status: done.status, attempts, now: T0 + hour + 600_000 }).actions).toEqual([{ _tag: "Delete" }])
   })
 })
+
+describe("a timeout past any representable time", () => {
+  it("never ends the Job and shows no timeoutTime (activeDeadlineSeconds is an int64)", () => {
+    const spec = jobSpec({ resources: { gpu: { type: ["A10"] } }, activeDeadlineSeconds: 8191414303814214 })
+    const result = step(observation(spec, { phase: "Running" }, [attempt()]), { now: T0 + hour, market: market(), ranking: rankingOf(spec) })
+    expect(result.status.phase).toBe("Running")
+    expect(result.status.timeoutTime).toBeUndefined()
+    expect(result.wakeAt).toBeUndefined()
+  })
+})
