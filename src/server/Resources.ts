@@ -24,7 +24,7 @@ import { checkUpdate } from "../core/schemas/Kind.ts"
 import * as ServerSideApply from "../core/ServerSideApply.ts"
 import * as Strategy from "../core/Strategy.ts"
 import { type CommitFailed, type ObjectKey, Store, type StoreError, type WriteOp } from "../store/Store.ts"
-import { Estimates, withEstimate } from "./Estimates.ts"
+import { Estimates, refusalOf, withEstimate } from "./Estimates.ts"
 import { Secrets, splitData } from "./Secrets.ts"
 import { Ids } from "./Ids.ts"
 
@@ -407,7 +407,8 @@ function makeOperations(services: {
       })
       const { result: admittedObject, ops } = yield* prepared.finish(initialStatus(ref, yield* Effect.fromResult(made)))
       // Spec: Create semantics 1 and 3 — dry runs and real creates carry the estimate.
-      const object = withEstimate(admittedObject, yield* estimates.estimate(ref, admittedObject))
+      const estimated = yield* estimates.estimate(ref, admittedObject)
+      const object = withEstimate(admittedObject, estimated)
       if (options.ifMatch !== undefined && options.ifMatch !== dryRunEtag(object)) {
         return yield* new ApiError({ code: "PreconditionFailed", message: `If-Match ${options.ifMatch} does not match a dry run of this object`, fix: "Send the ETag of a dry run of exactly this object, or leave If-Match out." })
       }
@@ -417,6 +418,9 @@ function makeOperations(services: {
         if (Option.isSome(existing)) return yield* alreadyExists(subjectOf(ref, object.metadata.name))
         return { object, warnings: admitted.warnings, created: true } satisfies WriteResult
       }
+      // Spec: Create semantics 3 — a create the estimate says would fail is refused with its code, amounts and fix.
+      const refusal = refusalOf(estimated)
+      if (refusal !== undefined) return yield* refusal
       const key = keyOf(ref, isNamespaceKind(ref) ? undefined : namespace, object.metadata.name)
       const committed = yield* commit(ref, namespace, object.metadata.name, [
         { _tag: "Create", key, object },

@@ -19,6 +19,7 @@ import { Api, ApiConfig, app } from "./http/Api.ts"
 import { Estimates } from "./Estimates.ts"
 import { EventStream } from "./EventStream.ts"
 import { Idempotency } from "./Idempotency.ts"
+import { LedgerService, starterCreditsMicro } from "./LedgerService.ts"
 import { Ids } from "./Ids.ts"
 import * as Maintenance from "./Maintenance.ts"
 import { Resources } from "./Resources.ts"
@@ -41,6 +42,8 @@ export interface ServerOptions {
   readonly onListening: (url: string) => void
   /** The sim backend behind the API (docs/simulator.md); absent: none, and the test clock is 404. */
   readonly sim?: SimSettings | undefined
+  /** Credits granted once to a new ledger (docs/billing.md); default the starter credits, 0 for a production database. */
+  readonly starterCreditsMicro?: bigint | undefined
 }
 
 export interface SimSettings {
@@ -92,7 +95,11 @@ export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Sto
   const settings = Layer.succeed(ApiConfig, { group: options.apiGroup, scheme: options.tls === undefined ? "http" : "https", bookmarkInterval: options.bookmarkInterval })
   const backend = backendOf(options.sim)
   // The clock goes in first, under everything, so every layer and every fiber they fork reads the same time.
-  const foundation = Layer.mergeAll(storeLayer, replaced.ids ?? Ids.layer, settings, replaced.estimates ?? Estimates.layerNone, replaced.eventStream ?? EventStream.layer).pipe(
+  // Billing: the ledger over the store (starter credits where the server is not a production one) and the estimates.
+  const ledger = LedgerService.layer({ starterMicro: options.starterCreditsMicro ?? starterCreditsMicro })
+  const estimates = (replaced.estimates ?? Estimates.layer()).pipe(Layer.provideMerge(ledger))
+  const foundation = Layer.mergeAll(replaced.ids ?? Ids.layer, settings, replaced.eventStream ?? EventStream.layer, estimates).pipe(
+    Layer.provideMerge(storeLayer),
     Layer.provideMerge(backend.clock)
   )
   const machinery = Layer.mergeAll(Resources.layer, Auth.layer, Idempotency.layer, ChangeFeed.layerWith(options.feed)).pipe(
@@ -144,6 +151,8 @@ export const layer = (config: ServerConfig) => Layer.unwrap(Effect.sync(() => {
     bookmarkInterval: "30 seconds",
     feed: defaultFeedOptions,
     sim: config.backend === "sim" ? { speed: config.simSpeed } : undefined,
+    // docs/billing.md: the embedded default and sim mode start with starter credits, a production database at zero.
+    starterCreditsMicro: config.databaseUrl === undefined || config.backend === "sim" ? starterCreditsMicro : 0n,
     onListening: (url) => console.log(`nodus serving ${url} (store: ${config.databaseUrl === undefined ? `PGlite in ${pgliteDirectory(config.dataDir)}` : "PostgreSQL"}; backend: ${config.backend} at speed ${config.simSpeed}; admin token in ${config.bootstrapToken === undefined ? `${config.dataDir}/admin.token` : "NODUS_BOOTSTRAP_TOKEN"})`)
   }, storeLayer)
 }))

@@ -27,6 +27,8 @@ export interface TestServerOptions {
   readonly estimates?: Layer.Layer<Estimates>
   /** Runs the sim backend behind the server (docs/simulator.md), at this speed (simulated seconds per second). */
   readonly sim?: { readonly speed: number; readonly hostsPerVariant?: number }
+  /** Credits a new ledger starts with (default: the starter credits). */
+  readonly starterCreditsMicro?: bigint
 }
 
 export interface TestServer {
@@ -67,7 +69,8 @@ export const startTestServer = async (options: TestServerOptions = {}): Promise<
     bookmarkInterval: (options.bookmarkInterval ?? "30 seconds") as "30 seconds",
     feed: options.feed ?? defaultFeedOptions,
     onListening: (url) => announced(url),
-    sim: options.sim
+    sim: options.sim,
+    starterCreditsMicro: options.starterCreditsMicro
   }, options.store ?? Layer.fresh(MemoryStore.layer), { ...(options.estimates === undefined ? {} : { estimates: options.estimates }), eventStream: stream })
   const streamed: Array<StreamEvent> = []
   // One build memoizes `stream`: the server publishes to the very stream the collector reads.

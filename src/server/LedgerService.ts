@@ -1,0 +1,81 @@
+/**
+ * The server's ledger (docs/billing.md): the core's Ledger, rebuilt from the store's postings when the server starts,
+ * and every operation's postings committed to the store before the operation answers. One server process owns the
+ * ledger of its store (the same rule as the sim backend: docs/simulator.md); operations are serialized by a lock, so
+ * the ledger's seqs follow the store's, and a commit that fails leaves the in-memory ledger rebuilt from the store.
+ *
+ * Starter credits (docs/billing.md, "Starter credits"): the embedded default and sim mode grant them once, under a
+ * fixed key, so a new user can run work at once; a production database starts at zero.
+ */
+import { Clock, Context, Effect, Layer, Semaphore } from "effect"
+import { ApiError } from "../core/ApiError.ts"
+import { Ledger, type Posting } from "../core/Ledger.ts"
+import { Store, type StoreError } from "../store/Store.ts"
+
+/** Starter credits of the embedded default and sim mode: 100 USD (nodus). */
+export const starterCreditsMicro = 100_000_000n
+
+const starterKey = "grant/starter"
+
+/** Postings read per page while rebuilding. */
+const replayPage = 10_000
+
+export interface LedgerShape {
+  /** Reads the ledger (synchronously, under the lock). */
+  readonly read: <A>(f: (ledger: Ledger) => A) => Effect.Effect<A>
+  /**
+   * Runs operations on the ledger and commits their postings; answers what `f` answered. When the commit fails the
+   * ledger is rebuilt from the store, and the error is Unavailable (nothing was charged).
+   */
+  readonly update: <A>(f: (ledger: Ledger) => A) => Effect.Effect<A, ApiError>
+}
+
+export class LedgerService extends Context.Service<LedgerService, LedgerShape>()("nodus/server/LedgerService") {
+  /** The ledger over the store, with `starterMicro` granted once (0: none). */
+  static readonly layer = (options: { readonly starterMicro: bigint }) => Layer.effect(LedgerService, make(options))
+}
+
+const unavailable = (error: StoreError | { readonly message: string }) =>
+  new ApiError({ code: "Unavailable", message: `the ledger could not be written: ${error.message}`, retryAfterSeconds: 1 })
+
+const load = (store: Store["Service"]) => Effect.gen(function*() {
+  const postings: Array<Posting> = []
+  for (;;) {
+    const page = yield* store.postings(postings.length === 0 ? 0 : postings[postings.length - 1]!.seq, replayPage)
+    postings.push(...page)
+    if (page.length < replayPage) break
+  }
+  return Ledger.replay(postings)
+})
+
+function make(options: { readonly starterMicro: bigint }) {
+  return Effect.gen(function*() {
+    const store = yield* Store
+    let ledger = yield* Effect.orDie(load(store))
+    const lock = Semaphore.makeUnsafe(1)
+
+    const persist = Effect.suspend(() => {
+      const postings = ledger.drain()
+      if (postings.length === 0) return Effect.void
+      return store.commit(postings.map((posting) => ({ _tag: "Post" as const, posting }))).pipe(
+        Effect.asVoid,
+        // The store refused (another writer) or failed: what is in memory may not be what was stored.
+        Effect.catch((error) => Effect.andThen(Effect.orDie(Effect.map(load(store), (fresh) => { ledger = fresh })), Effect.fail(unavailable(error))))
+      )
+    })
+
+    const service: LedgerShape = {
+      read: (f) => lock.withPermit(Effect.sync(() => f(ledger))),
+      update: (f) => lock.withPermit(Effect.gen(function*() {
+        const answer = f(ledger)
+        yield* persist
+        return answer
+      }))
+    }
+    if (options.starterMicro > 0n && !ledger.has(starterKey)) {
+      const now = yield* Clock.currentTimeMillis
+      yield* Effect.orDie(service.update((current) => current.grant(starterKey, now, options.starterMicro, "starter")))
+    }
+    return service
+  })
+}
