@@ -23,8 +23,15 @@ import { Prng } from "./Prng.ts"
 import { type ProviderModel, SimCapacity, type WorkloadModel } from "./SimCapacity.ts"
 import { Simulation } from "./Simulation.ts"
 
-/** Runs of one index per estimate: enough for a stable p90 at request speed (bench:estimate measures it). */
+/** Runs per estimate: enough for a stable p90 at request speed (bench:estimate measures it). */
 export const estimateSamples = 200
+
+/**
+ * Simulated work an estimate affords (samples × the Job's work): a long Job gets fewer samples, down to
+ * `estimateSamplesMin`, and its p90 — an upper confidence bound — widens accordingly instead of the request slowing.
+ */
+export const estimateWorkBudgetMs = 200 * 6 * Limits.hourMs
+export const estimateSamplesMin = 50
 
 /** Draws of the Job's total from the per-index runs (completions above one). */
 export const estimateTotals = 400
@@ -70,7 +77,7 @@ interface Sample {
 }
 
 /** Jobs of up to this many indexes are simulated whole; bigger ones sum independent draws of one index. */
-export const wholeJobCompletionsMax = 16
+export const wholeJobCompletionsMax = 4
 
 /**
  * The Job (or one index of it, `perIndex`), run `samples` times on the chosen variant with capacity for all of them;
@@ -183,7 +190,9 @@ export const estimateJob = (input: EstimateInput): EstimateJson => {
   const slots = Math.min(spec.parallelism, spec.completions)
   const concurrent = hold * BigInt(slots)
   const perIndex = spec.completions > wholeJobCompletionsMax
-  const samples = sampleRuns(input, variant, input.samples ?? estimateSamples, perIndex)
+  const workMs = durationMs(spec.expectedDuration, defaultExpectedWorkMs) * (perIndex ? 1 : spec.completions)
+  const affordable = Math.max(estimateSamplesMin, Math.min(estimateSamples, Math.floor(estimateWorkBudgetMs / Math.max(1, workMs))))
+  const samples = sampleRuns(input, variant, input.samples ?? affordable, perIndex)
   const draws = perIndex ? spec.completions : 1
   const random = new Prng(input.seed).derive("totals")
   const model = input.models(variant)
