@@ -54,7 +54,10 @@ export const meterAttempt = (facts: AttemptFacts, rule: BillingRule, now: number
   const bootSegment: Segment = facts.recovery ? "Restore" : "Boot"
   const bootResolved = facts.bootedAt !== undefined || facts.outcome !== undefined
   const bootCovered = bootCoveredOf(facts)
-  const teardownCovered = facts.outcome !== undefined && isInterruption(facts.outcome)
+  // Covered only when the loss itself ended the run: a teardown the customer's stop began stays charged even if the
+  // host is lost while it tears down (a charge never shrinks once captured).
+  const lostBeforeStop = facts.stoppingAt === undefined || facts.endedAt === undefined || facts.stoppingAt >= facts.endedAt
+  const teardownCovered = facts.outcome !== undefined && isInterruption(facts.outcome) && lostBeforeStop
   const bootMs = bootEnd - start
   const runMs = runEnd - bootEnd
   const tearMs = tearEnd - runEnd
