@@ -10,17 +10,18 @@
 import { performance } from "node:perf_hooks"
 import { loadCatalog } from "../src/backends/sim/CatalogData.ts"
 import { estimateJob } from "../src/backends/sim/Estimator.ts"
-import { providerModelsOf } from "../src/backends/sim/Run.ts"
+import { defaultFleet, providerModelsOf } from "../src/backends/sim/Run.ts"
 import { admitJobSpec } from "../src/backends/sim/Scenario.ts"
 import type { Variant } from "../src/core/Offering.ts"
 import { currentPricebook } from "../src/core/Pricebook.ts"
+import { defaultHostsPerVariant } from "../src/server/SimWorld.ts"
 
 const runsFlag = process.argv.indexOf("--runs")
 const runs = runsFlag > 0 ? Number(process.argv[runsFlag + 1]) : 200
 const goalMs = 50
 
 const catalog = loadCatalog()
-const models = providerModelsOf({ hostsPerVariant: 8, capacity: {}, providers: { default: {}, interruptible: {}, byOffering: {} } })
+const models = providerModelsOf(defaultFleet(defaultHostsPerVariant))
 const market = {
   available: (variant: Variant) => models(variant).capacity,
   bootMs: (variant: Variant) => models(variant).bootMedianMs,

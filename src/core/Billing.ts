@@ -15,10 +15,10 @@
  *   released; a charge beyond the hold and the balance is posted as arrears.
  */
 import type { AttemptFacts } from "./Capacity.ts"
-import { type Charges, heldAccount, type Ledger, type Segment, segments } from "./Ledger.ts"
+import { type Charges, type Ledger, type Segment, segments } from "./Ledger.ts"
 import * as Limits from "./Limits.ts"
 import { type AttemptMeter, meterAttempt, segmentSeconds } from "./Metering.ts"
-import { formatMicroUsd } from "./Money.ts"
+import { formatMicroUsd, minMicro } from "./Money.ts"
 import type { Variant } from "./Offering.ts"
 import { chargeFor, minimumChargeOf, msFor, type Pricebook, ruleOf } from "./Pricebook.ts"
 import { iso } from "./StatusText.ts"
@@ -92,8 +92,6 @@ export const initialHoldOf = (pricebook: Pricebook, variant: Variant): bigint =>
   const minimum = minimumChargeOf(pricebook, variant)
   return window > minimum ? window : minimum
 }
-
-const min = (a: bigint, b: bigint): bigint => (a < b ? a : b)
 
 /** Money new holds of this owner may take: the balance, each Budget's room and the cap's room, whichever is least. */
 const headroom = (ledger: Ledger, subject: BillingSubject): { readonly money: bigint; readonly binding: "Balance" | "Cap" | Room } => {
@@ -176,7 +174,7 @@ const topUp = (ledger: Ledger, subject: BillingSubject, live: ReadonlyArray<{ re
     let limitedBy: FundedEdge["limitedBy"]
     if (cover() < target) {
       const room = headroom(ledger, subject)
-      const amount = min(target - cover(), room.money)
+      const amount = minMicro(target - cover(), room.money)
       if (amount > 0n) ledger.hold(`hold/${hold}/${now}`, now, { hold, owner: subject.owner, amount, expiresAt: now + holdWindowMs + holdExpiryGraceMs })
       if (cover() < target) limitedBy = room.binding
     }
@@ -198,9 +196,7 @@ const fundingOf = (ledger: Ledger, pricebook: Pricebook, subject: BillingSubject
   const room = headroom(ledger, subject)
   const initialHold = (variant: Variant) => initialHoldOf(pricebook, variant)
   const arrears = ledger.arrears
-  const blocked = arrears > 0n
-    ? { code: "ArrearsOutstanding" as const, message: `${formatMicroUsd(arrears)} USD of charges are unpaid; new work waits until they are paid.`, fix: "Add credits (a TopUp); they pay the arrears first." }
-    : blockingOf(room.binding, room.money, subject, ledger, pricebook)
+  const blocked = arrears > 0n ? blockedBy.arrears(arrears) : blockingOf(room.binding, room.money, subject, ledger, pricebook)
   const launchBudget = arrears > 0n ? 0n : room.money
   let stop: Funding["stop"]
   if (running && edge !== undefined && edge.limitedBy !== undefined && edge.at - now <= stopLeadMs) {
@@ -214,17 +210,42 @@ const fundingOf = (ledger: Ledger, pricebook: Pricebook, subject: BillingSubject
   return { launchBudget, initialHold, blocked, stop }
 }
 
+/**
+ * The blocking reasons (spec: Estimate.blockingReasons — the code a real create would return, the amounts and a fix),
+ * one constructor per cause: the controller's Funded condition and the estimate say the same words.
+ */
+export const blockedBy = {
+  arrears: (arrears: bigint): Blocking => ({
+    code: "ArrearsOutstanding",
+    message: `${formatMicroUsd(arrears)} USD of charges are unpaid; new work waits until they are paid.`,
+    fix: "Add credits (a TopUp); they pay the arrears first."
+  }),
+  balance: (hold: bigint, available: bigint): Blocking => ({
+    code: "InsufficientCredits",
+    message: `A run's first hold is ${formatMicroUsd(hold)} USD; the available balance is ${formatMicroUsd(available)} USD.`,
+    fix: `Add at least ${formatMicroUsd(hold - available)} USD of credits with a TopUp, or choose cheaper capacity (placement.maxRateUSDPerHour, interruptible: Allow).`
+  }),
+  /** `cap` as the spec writes it; `room` what it leaves after charges and holds. */
+  cap: (hold: bigint, cap: string, room: bigint): Blocking => ({
+    code: "BudgetExceeded",
+    message: `A run's first hold is ${formatMicroUsd(hold)} USD; spec.maxCostUSD is ${cap}, which leaves ${formatMicroUsd(room)} USD.`,
+    fix: `Raise spec.maxCostUSD by at least ${formatMicroUsd(hold - room)} USD.`
+  }),
+  budget: (hold: bigint, name: string, room: bigint): Blocking => ({
+    code: "BudgetExceeded",
+    message: `A run's first hold is ${formatMicroUsd(hold)} USD; Budget ${name} has ${formatMicroUsd(room < 0n ? 0n : room)} USD left this period.`,
+    fix: `Raise Budget ${name}'s amountUSD, or wait for its next period.`
+  })
+}
+
 const blockingOf = (binding: "Balance" | "Cap" | Room, money: bigint, subject: BillingSubject, ledger: Ledger, pricebook: Pricebook): Blocking | undefined => {
   const variant = subject.nextVariant
-  if (variant === undefined || money >= initialHoldOf(pricebook, variant)) return undefined
-  const hold = formatMicroUsd(initialHoldOf(pricebook, variant))
-  if (binding === "Balance") {
-    return { code: "InsufficientCredits", message: `A run's first hold is ${hold} USD; the available balance is ${formatMicroUsd(ledger.available)} USD.`, fix: "Add credits with a TopUp, or lower the rate (placement.maxRateUSDPerHour, interruptible capacity)." }
-  }
-  if (binding === "Cap") {
-    return { code: "BudgetExceeded", message: `A run's first hold is ${hold} USD; maxCostUSD ${formatMicroUsd(subject.capMicro ?? 0n)} leaves ${formatMicroUsd(money)} USD.`, fix: "Raise spec.maxCostUSD." }
-  }
-  return { code: "BudgetExceeded", message: `A run's first hold is ${hold} USD; Budget ${binding.name} has ${formatMicroUsd(money)} USD left this period.`, fix: `Raise Budget ${binding.name}'s amountUSD, or wait for its next period.` }
+  if (variant === undefined) return undefined
+  const hold = initialHoldOf(pricebook, variant)
+  if (money >= hold) return undefined
+  if (binding === "Balance") return blockedBy.balance(hold, ledger.available)
+  if (binding === "Cap") return blockedBy.cap(hold, formatMicroUsd(subject.capMicro ?? 0n), money)
+  return blockedBy.budget(hold, binding.name, money)
 }
 
 /** Places a launched run's first hold (the controller launched only what `launchBudget` pays for). */
@@ -287,6 +308,3 @@ export const costStatusOf = (ledger: Ledger, owner: string, settled: Settled, op
   if (settled.fundedUntil !== undefined) cost.fundedUntilTime = iso(settled.fundedUntil)
   return cost
 }
-
-/** Whether the ledger holds money for this account id (for tests and checkers). */
-export const heldOn = (ledger: Ledger, hold: string): bigint => ledger.balance(heldAccount(hold))

@@ -15,6 +15,7 @@
  * replayed controller step or a restarted server never posts twice. The ledger is pure and synchronous; drivers
  * persist its postings (the store) and rebuild it with `replay`.
  */
+import { minMicro } from "./Money.ts"
 
 /** Cost segments (spec: CostSegments). */
 export const segments = ["Boot", "Running", "Restore", "Teardown"] as const
@@ -217,7 +218,7 @@ export class Ledger {
    */
   refund(key: string, at: number, amount: bigint, source: string): ReadonlyArray<Posting> {
     return this.once(key, (post) => {
-      const fromAvailable = min(amount, this.available)
+      const fromAvailable = minMicro(amount, this.available)
       if (fromAvailable > 0n) post({ kind: "Refund", at, from: availableAccount, to: externalAccount, amount: fromAvailable, source })
       if (amount > fromAvailable) post({ kind: "Refund", at, from: arrearsAccount, to: externalAccount, amount: amount - fromAvailable, source })
     })
@@ -249,13 +250,13 @@ export class Ledger {
       let left = request.amount
       const hold = request.hold === undefined ? undefined : this.holds.get(request.hold)
       if (hold !== undefined && hold.state === "Open") {
-        const fromHold = min(left, this.balance(heldAccount(hold.id)))
+        const fromHold = minMicro(left, this.balance(heldAccount(hold.id)))
         if (fromHold > 0n) post({ kind: "Capture", at, from: heldAccount(hold.id), to: chargedAccount(owner), amount: fromHold, owner, hold: hold.id, segment })
         left -= fromHold
       }
       // Beyond the hold, postings still name it: what a run was charged is summed per hold.
       const attribution = request.hold === undefined ? {} : { hold: request.hold }
-      const fromAvailable = min(left, this.available)
+      const fromAvailable = minMicro(left, this.available)
       if (fromAvailable > 0n) post({ kind: "Capture", at, from: availableAccount, to: chargedAccount(owner), amount: fromAvailable, owner, segment, ...attribution })
       left -= fromAvailable
       if (left > 0n) post({ kind: "Arrears", at, from: arrearsAccount, to: chargedAccount(owner), amount: left, owner, segment, ...attribution })
@@ -293,7 +294,7 @@ export class Ledger {
   /** Credits that reach the available balance pay what is owed first. */
   private settle(post: (posting: Omit<Posting, "seq" | "key">) => void, at: number) {
     const owed = this.arrears
-    const paid = min(owed, this.available)
+    const paid = minMicro(owed, this.available)
     if (paid > 0n) post({ kind: "Settle", at, from: availableAccount, to: arrearsAccount, amount: paid })
   }
 
@@ -367,5 +368,3 @@ const addCharge = (charges: Map<string, Charges>, key: string, segment: Segment,
 }
 
 const emptyCharges = (): Charges => ({ total: 0n, bySegment: { Boot: 0n, Running: 0n, Restore: 0n, Teardown: 0n } })
-
-const min = (a: bigint, b: bigint): bigint => (a < b ? a : b)

@@ -31,3 +31,6 @@ export const parseMicroUsd = (text: string): bigint => {
   // leaves the count of micro-USD.
   return BigInt(amount.toFixed(decimals).replace(".", ""))
 }
+
+/** The smaller of two amounts. */
+export const minMicro = (a: bigint, b: bigint): bigint => (a < b ? a : b)

@@ -17,10 +17,11 @@ import type { Market } from "../core/Placement.ts"
 import { currentPricebook } from "../core/Pricebook.ts"
 import { loadCatalog } from "../backends/sim/CatalogData.ts"
 import { estimateJob } from "../backends/sim/Estimator.ts"
-import { providerModelsOf } from "../backends/sim/Run.ts"
+import { defaultFleet, providerModelsOf } from "../backends/sim/Run.ts"
 import { admitJobSpec } from "../backends/sim/Scenario.ts"
 import type { ProviderModel } from "../backends/sim/SimCapacity.ts"
 import { LedgerService } from "./LedgerService.ts"
+import { defaultHostsPerVariant } from "./SimWorld.ts"
 import type { ResourceRef } from "./Resources.ts"
 
 export interface EstimateResult {
@@ -56,7 +57,7 @@ const admitted = (spec: JsonObject) => {
 }
 
 /** The sim backend's fleet (SimWorld's defaults): the estimate's models are the simulator's. */
-const defaultModels = providerModelsOf({ hostsPerVariant: 8, capacity: {}, providers: { default: {}, interruptible: {}, byOffering: {} } })
+const defaultModels = providerModelsOf(defaultFleet(defaultHostsPerVariant))
 
 function make(options: EstimatorOptions) {
   return Effect.gen(function*() {

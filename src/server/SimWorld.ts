@@ -12,7 +12,7 @@ import { type Offering, type Variant, variantsOf } from "../core/Offering.ts"
 import type { Explanation } from "../core/Placement.ts"
 import { Engine } from "../backends/sim/Engine.ts"
 import { Prng } from "../backends/sim/Prng.ts"
-import { providerModelsOf } from "../backends/sim/Run.ts"
+import { defaultFleet, providerModelsOf } from "../backends/sim/Run.ts"
 import { SimCapacity, type WorkloadModel } from "../backends/sim/SimCapacity.ts"
 import { type Launched, type SimJob, Simulation } from "../backends/sim/Simulation.ts"
 
@@ -116,8 +116,7 @@ export class SimWorld {
     this.catalog = options.catalog
     this.offerings = new Map(options.catalog.map((offering) => [offering.id, offering]))
     this.engine = new Engine(options.start)
-    const fleet = { hostsPerVariant: options.hostsPerVariant, capacity: {}, providers: { default: {}, interruptible: {}, byOffering: {} } }
-    this.capacity = new SimCapacity(this.engine, new Prng(options.seed).derive("capacity"), providerModelsOf(fleet))
+    this.capacity = new SimCapacity(this.engine, new Prng(options.seed).derive("capacity"), providerModelsOf(defaultFleet(options.hostsPerVariant)))
     this.simulation = new Simulation({
       engine: this.engine,
       capacity: this.capacity,

@@ -8,7 +8,7 @@
  * The estimate reads the ledger's balance, arrears and the matching Budgets' rooms to list what would block a real
  * create (blockingReasons: the code, the amounts and a fix).
  */
-import { type Blocking, initialHoldOf, type Room } from "../../core/Billing.ts"
+import { type Blocking, blockedBy, initialHoldOf, type Room } from "../../core/Billing.ts"
 import { type JobSpecType, runProfileOf } from "../../core/JobController.ts"
 import { meterAttempt } from "../../core/Metering.ts"
 import * as Limits from "../../core/Limits.ts"
@@ -152,22 +152,12 @@ const durationBand = (values: Array<number>) => {
 }
 
 /** What a real create would be refused with now (spec: Create semantics 3), with amounts and a fix. */
-export const blockingReasonsOf = (spec: JobSpecType, holdMicro: bigint, concurrentMicro: bigint, funds: Funds): ReadonlyArray<Blocking> => {
+export const blockingReasonsOf = (spec: JobSpecType, holdMicro: bigint, funds: Funds): ReadonlyArray<Blocking> => {
   const reasons: Array<Blocking> = []
-  if (funds.arrears > 0n) {
-    reasons.push({ code: "ArrearsOutstanding", message: `${formatMicroUsd(funds.arrears)} USD of charges are unpaid; new work waits until they are paid.`, fix: "Add credits (a TopUp); they pay the arrears first." })
-  } else if (holdMicro > funds.available) {
-    reasons.push({ code: "InsufficientCredits", message: `The first hold is ${formatMicroUsd(holdMicro)} USD; the available balance is ${formatMicroUsd(funds.available)} USD.`, fix: `Add at least ${formatMicroUsd(holdMicro - funds.available)} USD of credits with a TopUp, or choose cheaper capacity (placement.maxRateUSDPerHour, interruptible: Allow).` })
-  }
-  if (spec.maxCostUSD !== undefined && parseMicroUsd(spec.maxCostUSD) < holdMicro) {
-    reasons.push({ code: "BudgetExceeded", message: `The first hold is ${formatMicroUsd(holdMicro)} USD; spec.maxCostUSD is ${spec.maxCostUSD}.`, fix: `Raise spec.maxCostUSD to at least ${formatMicroUsd(holdMicro)}.` })
-  }
-  for (const room of funds.rooms) {
-    if (room.room < holdMicro) {
-      reasons.push({ code: "BudgetExceeded", message: `The first hold is ${formatMicroUsd(holdMicro)} USD; Budget ${room.name} has ${formatMicroUsd(room.room < 0n ? 0n : room.room)} USD left this period.`, fix: `Raise Budget ${room.name}'s amountUSD, or wait for its next period.` })
-    }
-  }
-  void concurrentMicro
+  if (funds.arrears > 0n) reasons.push(blockedBy.arrears(funds.arrears))
+  else if (holdMicro > funds.available) reasons.push(blockedBy.balance(holdMicro, funds.available))
+  if (spec.maxCostUSD !== undefined && parseMicroUsd(spec.maxCostUSD) < holdMicro) reasons.push(blockedBy.cap(holdMicro, spec.maxCostUSD, parseMicroUsd(spec.maxCostUSD)))
+  for (const room of funds.rooms) if (room.room < holdMicro) reasons.push(blockedBy.budget(holdMicro, room.name, room.room))
   return reasons
 }
 
@@ -218,7 +208,7 @@ export const estimateJob = (input: EstimateInput): EstimateJson => {
   if (variant.interruptible) warnings.push({ code: "InterruptibleSelected", message: "Interruptible capacity was chosen by expected cost; preemptions add restore time, which the bands include." })
   if (input.market.available(variant) <= 0) warnings.push({ code: "NoCapacityNow", message: "No matching capacity is free now; the Job would queue for it." })
   estimate["warnings"] = warnings
-  const blocking = blockingReasonsOf(spec, hold, concurrent, input.funds)
+  const blocking = blockingReasonsOf(spec, hold, input.funds)
   if (blocking.length > 0) estimate["blockingReasons"] = blocking
   return estimate
 }

@@ -114,6 +114,10 @@ export interface FleetSettings {
   readonly providers: Pick<Scenario["providers"], "default" | "interruptible" | "byOffering">
 }
 
+/** A fleet of `hostsPerVariant` hosts of every variant under the provider defaults (the sim backend's, the estimator's). */
+export const defaultFleet = (hostsPerVariant: number): FleetSettings =>
+  ({ hostsPerVariant, capacity: {}, providers: { default: {}, interruptible: {}, byOffering: {} } })
+
 /** Provider models per variant: defaults, then the default, interruptible and per-offering settings. */
 export const providerModelsOf = (fleet: FleetSettings, traces: Map<string, SpotTrace> = new Map()) => (variant: Variant): ProviderModel => {
   const id = variant.offering.id

@@ -13,7 +13,7 @@ import type { Pricebook } from "../../core/Pricebook.ts"
 import { runProfileOf, type JobAction, type JobEvent, type JobSpecType, type JobStatusType, type JobStep, step } from "../../core/JobController.ts"
 import { isFinalPhase } from "../../core/JobPhases.ts"
 import { type Offering, variantKeyOf } from "../../core/Offering.ts"
-import { choose, rank, type Ranking } from "../../core/Placement.ts"
+import { choose, type Market, rank, type Ranking } from "../../core/Placement.ts"
 import { parseDurationMs } from "../../core/Units.ts"
 import type { Checkers } from "./Checkers.ts"
 import type { Engine } from "./Engine.ts"
@@ -321,7 +321,8 @@ export class Simulation {
     const market = capacity.marketFor(job.namespace)
     const ranking = this.rankingOf(job)
     const billing = this.options.billing
-    const billed = billing === undefined ? undefined : settle(billing.ledger, billing.pricebook, this.subjectOf(job, billing), now)
+    const subject = billing === undefined ? undefined : this.subjectOf(job, billing, ranking, market)
+    const billed = billing === undefined || subject === undefined ? undefined : settle(billing.ledger, billing.pricebook, subject, now)
     const result = step(job, { now, market, ranking, funding: billed?.funding })
     this.steps++
     this.options.checkers?.afterStep(job, before, result, now)
@@ -367,7 +368,7 @@ export class Simulation {
           return
       }
     }
-    if (billing !== undefined && billed !== undefined) this.showCost(job, billing, billed)
+    if (billing !== undefined && subject !== undefined && billed !== undefined) this.showCost(job, billing, subject, billed)
     this.options.onStep?.(job, result, launched)
     this.scheduleWake(job, earliest(result.wakeAt, billed?.wakeAt))
     if (result.waitingForCapacity && result.actions.length === 0 && result.events.length === 0 && sameJson(job.status, before)) {
@@ -375,8 +376,8 @@ export class Simulation {
     } else this.settled.delete(job)
   }
 
-  private subjectOf(job: SimJob, billing: SimBilling): BillingSubject {
-    const next = choose(this.rankingOf(job), this.options.capacity.marketFor(job.namespace))?.variant ?? this.rankingOf(job).kept[0]?.variant
+  private subjectOf(job: SimJob, billing: SimBilling, ranking: Ranking, market: Market): BillingSubject {
+    const next = choose(ranking, market)?.variant ?? ranking.kept[0]?.variant
     return {
       owner: job.uid,
       capMicro: job.spec.maxCostUSD === undefined ? undefined : parseMicroUsd(job.spec.maxCostUSD),
@@ -388,10 +389,9 @@ export class Simulation {
   }
 
   /** status.cost, a display copy of the ledger (spec: Conventions 3), once this step's holds are placed. */
-  private showCost(job: SimJob, billing: SimBilling, billed: Billed): void {
+  private showCost(job: SimJob, billing: SimBilling, subject: BillingSubject, billed: Billed): void {
     const final = job.status.phase !== undefined && isFinalPhase(job.status.phase)
-    const capMicro = job.spec.maxCostUSD === undefined ? undefined : parseMicroUsd(job.spec.maxCostUSD)
-    const cost = costStatusOf(billing.ledger, job.uid, billed, { capMicro, final })
+    const cost = costStatusOf(billing.ledger, job.uid, billed, { capMicro: subject.capMicro, final })
     job.status = { ...job.status, cost }
     const funded = job.status.conditions?.find((condition) => condition.type === "Funded")
     if (funded?.status === "False") this.unfunded.add(job)
