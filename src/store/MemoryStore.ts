@@ -26,6 +26,8 @@ import {
 } from "./Store.ts"
 
 interface StoredRecord {
+  readonly table: string
+  readonly id: string
   readonly value: Json
   readonly expiresAt: number | undefined
 }
@@ -122,7 +124,7 @@ export const make: Effect.Effect<StoreShape> = Effect.sync(() => {
       else drop(write.key)
     }
     for (const write of evaluation.records.values()) {
-      if (write._tag === "Put") records.set(recordKey(write.table, write.id), { value: write.value, expiresAt: write.expiresAt })
+      if (write._tag === "Put") records.set(recordKey(write.table, write.id), { table: write.table, id: write.id, value: write.value, expiresAt: write.expiresAt })
       else records.delete(recordKey(write.table, write.id))
     }
     for (const posting of evaluation.postings) append(posting)
@@ -130,6 +132,14 @@ export const make: Effect.Effect<StoreShape> = Effect.sync(() => {
     changes.push(...evaluation.changes)
     resourceVersion = evaluation.resourceVersion
     return { outcome, after, changes: evaluation.changes }
+  }
+
+  const recordsOf = (table: string, after: string, limit: number, now: number) => {
+    const found: Array<StoredRecord> = []
+    for (const record of records.values()) {
+      if (record.table === table && compareText(record.id, after) > 0 && (record.expiresAt === undefined || record.expiresAt > now)) found.push(record)
+    }
+    return found.sort((a, b) => compareText(a.id, b.id)).slice(0, Math.max(0, limit)).map(({ id, value }) => ({ id, value }))
   }
 
   const list = (query: ListQuery): ListPage => {
@@ -178,6 +188,7 @@ export const make: Effect.Effect<StoreShape> = Effect.sync(() => {
         compacted = Math.max(compacted, Math.min(upTo, resourceVersion))
       }),
     getRecord: (table, id, now) => Effect.sync(() => Option.fromNullishOr(liveRecord(recordKey(table, id), now)?.value)),
+    records: (table, after, limit, now) => Effect.sync(() => recordsOf(table, after, limit, now)),
     postings: (after, limit) => Effect.sync(() => postings.slice(Math.max(0, after), Math.max(0, after) + Math.max(0, limit))),
     balances: () => Effect.sync(() => new Map(balances)),
     deleteExpiredRecords: (now) =>

@@ -517,6 +517,14 @@ export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
         Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), (row) => JSON.parse(row.value) as Json)),
         Effect.mapError(failure("record query failed"))
       ),
+    records: (table, after, limit, now) =>
+      sql.unsafe<{ id: string; value: string }>(
+        `SELECT id, value FROM nodus_records WHERE tbl = $1 AND id > $2 AND (expires_at IS NULL OR expires_at > $3) ORDER BY id LIMIT $4`,
+        [table, after, now, Math.max(0, limit)]
+      ).pipe(
+        Effect.map((rows) => rows.map((row) => ({ id: row.id, value: JSON.parse(row.value) as Json }))),
+        Effect.mapError(failure("records query failed"))
+      ),
     deleteExpiredRecords: (now) =>
       sql.unsafe<{ id: string }>(`DELETE FROM nodus_records WHERE expires_at IS NOT NULL AND expires_at <= $1 RETURNING id`, [now]).pipe(
         Effect.map((rows) => rows.length),

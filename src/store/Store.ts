@@ -128,6 +128,12 @@ export interface ChangesPage {
   readonly compactedResourceVersion: number
 }
 
+/** One record as `records` reads it. */
+export interface StoredRecordEntry {
+  readonly id: string
+  readonly value: Json
+}
+
 export interface StoreShape {
   readonly get: (key: ObjectKey) => Effect.Effect<Option.Option<ResourceObject>, StoreError>
   readonly list: (query: ListQuery) => Effect.Effect<ListPage, StoreError>
@@ -142,6 +148,11 @@ export interface StoreShape {
   /** Drops changes at or below `upTo`; watches from there on answer Expired. */
   readonly compact: (upTo: number) => Effect.Effect<void, StoreError>
   readonly getRecord: (table: string, id: string, now: number) => Effect.Effect<Option.Option<Json>, StoreError>
+  /**
+   * The unexpired records of one table with ids above `after` (bytewise), in id order, at most `limit`: how a service
+   * reloads what it keeps per id (Budgets' ledger owners) in a few queries rather than one per id.
+   */
+  readonly records: (table: string, after: string, limit: number, now: number) => Effect.Effect<ReadonlyArray<StoredRecordEntry>, StoreError>
   readonly deleteExpiredRecords: (now: number) => Effect.Effect<number, StoreError>
   /** Ledger postings with seq above `after`, in seq order, at most `limit`: what `Ledger.replay` rebuilds from. */
   readonly postings: (after: number, limit: number) => Effect.Effect<ReadonlyArray<Posting>, StoreError>

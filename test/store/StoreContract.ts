@@ -180,6 +180,25 @@ export const suite = (name: string, storeLayer: Layer.Layer<Store, unknown>) =>
         assert.isTrue((yield* store.deleteExpiredRecords(5_000)) >= 1)
       }))
 
+    it.effect("records of a table page in bytewise id order, without expired ones or other tables' records", () =>
+      Effect.gen(function*() {
+        const store = yield* Store
+        const table = "contract-owners"
+        const ids = ["b", "a", "B", "a-2", "c"]
+        yield* store.commit(ids.map((id) => ({ _tag: "PutRecord" as const, table, id, value: { id } })))
+        yield* store.commit([
+          { _tag: "PutRecord", table, id: "expired", value: 0, expiresAt: 10 },
+          { _tag: "PutRecord", table: `${table}x`, id: "other", value: 0 },
+          { _tag: "PutRecord", table: "contract", id: "owners", value: 0 }
+        ])
+        const first = yield* store.records(table, "", 2, 10)
+        assert.deepStrictEqual(first, [{ id: "B", value: { id: "B" } }, { id: "a", value: { id: "a" } }])
+        const rest = yield* store.records(table, first.at(-1)!.id, 10, 10)
+        assert.deepStrictEqual(rest.map((record) => record.id), ["a-2", "b", "c"])
+        assert.deepStrictEqual((yield* store.records(table, "", 10, 9)).map((record) => record.id), ["B", "a", "a-2", "b", "c", "expired"])
+        assert.deepStrictEqual(yield* store.records("contract-none", "", 10, 0), [])
+      }))
+
     it.effect("list orders by project then name bytewise, filters, pages and counts the rest", () =>
       Effect.gen(function*() {
         const store = yield* Store
