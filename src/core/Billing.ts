@@ -39,6 +39,8 @@ export interface Blocking {
   readonly code: BlockingCode
   readonly message: string
   readonly fix: string
+  /** The Budget that refused (BudgetExceeded from a Budget, not from maxCostUSD): it reports budget.exceeded. */
+  readonly budget?: string
 }
 
 /** A limit on new holds beside the balance: a matching Budget's room (amount minus spent and held this period). */
@@ -56,7 +58,13 @@ export interface Funding {
   /** Why `launchBudget` may not pay for a launch (for the Funded condition). */
   readonly blocked: Blocking | undefined
   /** Running work must stop by `at` (spec: funding lost → stopByTime; maxCostUSD reached → Suspended). */
-  readonly stop: { readonly reason: "FundingLost" | "MaxCostReached"; readonly at: number; readonly message: string } | undefined
+  readonly stop: {
+    readonly reason: "FundingLost" | "MaxCostReached"
+    readonly at: number
+    readonly message: string
+    /** The Budget whose room ran out, when one did. */
+    readonly budget?: string
+  } | undefined
 }
 
 export interface BillingSubject {
@@ -129,7 +137,8 @@ const capture = (ledger: Ledger, owner: string, hold: string, meter: AttemptMete
  * Meters every run of the subject, captures what accrued, finishes released runs and tops up the holds of live ones;
  * answers what money allows the controller now.
  */
-export const settle = (ledger: Ledger, pricebook: Pricebook, subject: BillingSubject, now: number): Settled => {
+export const settle = (ledger: Ledger, pricebook: Pricebook, billed: BillingSubject, now: number): Settled => {
+  const subject = shrinkingRooms(ledger, billed)
   const meters = new Map<string, AttemptMeter>()
   let arrearsPosted = 0n
   let wakeAt: number | undefined
@@ -154,6 +163,24 @@ export const settle = (ledger: Ledger, pricebook: Pricebook, subject: BillingSub
   const funding = fundingOf(ledger, pricebook, subject, live.length > 0, fundedUntil, now)
   if (fundedUntil !== undefined) wake(fundedUntil.at - stopLeadMs > now ? fundedUntil.at - stopLeadMs : fundedUntil.at)
   return { funding, meters, fundedUntil: fundedUntil?.at, wakeAt, arrearsPosted }
+}
+
+/**
+ * The subject with rooms that shrink as this settle holds and charges for the owner: the caller read each room before
+ * the settle, so without this two runs topping up in one settle could each take the whole room and pass the Budget.
+ * A release gives its money back to the rooms the same way.
+ */
+const shrinkingRooms = (ledger: Ledger, subject: BillingSubject): BillingSubject => {
+  if (subject.rooms.length === 0) return subject
+  const usedOf = () => ledger.chargesFor(subject.owner).total + ledger.heldBy(subject.owner)
+  const usedBefore = usedOf()
+  return {
+    ...subject,
+    get rooms() {
+      const used = usedOf() - usedBefore
+      return used === 0n ? subject.rooms : subject.rooms.map((room) => ({ ...room, room: room.room - used }))
+    }
+  }
 }
 
 interface FundedEdge {
@@ -192,6 +219,8 @@ const roomMessage = (binding: "Balance" | "Cap" | Room, ledger: Ledger, subject:
   return `Budget ${binding.name} has ${formatMicroUsd(binding.room < 0n ? 0n : binding.room)} USD left this period`
 }
 
+const budgetOf = (binding: "Balance" | "Cap" | Room): { readonly budget?: string } => (typeof binding === "object" ? { budget: binding.name } : {})
+
 const fundingOf = (ledger: Ledger, pricebook: Pricebook, subject: BillingSubject, running: boolean, edge: FundedEdge | undefined, now: number): Funding => {
   const room = headroom(ledger, subject)
   const initialHold = (variant: Variant) => initialHoldOf(pricebook, variant)
@@ -201,11 +230,11 @@ const fundingOf = (ledger: Ledger, pricebook: Pricebook, subject: BillingSubject
   let stop: Funding["stop"]
   if (running && edge !== undefined && edge.limitedBy !== undefined && edge.at - now <= stopLeadMs) {
     const reason = edge.limitedBy === "Cap" ? "MaxCostReached" as const : "FundingLost" as const
-    stop = { reason, at: edge.at, message: `Funds held pay until ${iso(edge.at)}: ${roomMessage(edge.limitedBy, ledger, subject)}.` }
+    stop = { reason, at: edge.at, message: `Funds held pay until ${iso(edge.at)}: ${roomMessage(edge.limitedBy, ledger, subject)}.`, ...budgetOf(edge.limitedBy) }
   } else if (!running && subject.nextVariant !== undefined && launchBudget < initialHold(subject.nextVariant)) {
     // Nothing runs and the next run's hold does not fit: a Job that ran stays stopped for money; one that never ran waits.
     if (room.binding === "Cap") stop = { reason: "MaxCostReached", at: now, message: `maxCostUSD ${formatMicroUsd(subject.capMicro ?? 0n)} is reached.` }
-    else if (subject.hasRun) stop = { reason: "FundingLost", at: now, message: `The next run's hold of ${formatMicroUsd(initialHold(subject.nextVariant))} USD does not fit: ${roomMessage(room.binding, ledger, subject)}.` }
+    else if (subject.hasRun) stop = { reason: "FundingLost", at: now, message: `The next run's hold of ${formatMicroUsd(initialHold(subject.nextVariant))} USD does not fit: ${roomMessage(room.binding, ledger, subject)}.`, ...budgetOf(room.binding) }
   }
   return { launchBudget, initialHold, blocked, stop }
 }
@@ -233,6 +262,7 @@ export const blockedBy = {
   }),
   budget: (hold: bigint, name: string, room: bigint): Blocking => ({
     code: "BudgetExceeded",
+    budget: name,
     message: `A run's first hold is ${formatMicroUsd(hold)} USD; Budget ${name} has ${formatMicroUsd(room < 0n ? 0n : room)} USD left this period.`,
     fix: `Raise Budget ${name}'s amountUSD, or wait for its next period.`
   })

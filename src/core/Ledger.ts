@@ -109,6 +109,8 @@ export class Ledger {
   private readonly chargesOf = new Map<string, Charges>()
   /** Charges per hold (the run it was placed for), per segment. */
   private readonly chargesOnHold = new Map<string, Charges>()
+  /** Charges per owner by posting time, so a Budget sums a period without walking postings (`chargedSince`). */
+  private readonly chargeTimes = new Map<string, ChargeTimes>()
   readonly holds = new Map<string, Hold>()
   /** The open holds (what `expire` walks), and per owner. */
   private readonly open = new Map<string, Hold>()
@@ -173,6 +175,20 @@ export class Ledger {
 
   chargesFor(owner: string): Charges {
     return this.chargesOf.get(owner) ?? emptyCharges()
+  }
+
+  /** What an owner was charged by postings made at or after `at` (epoch ms): a Budget's spending this period. */
+  chargedSince(owner: string, at: number): bigint {
+    const times = this.chargeTimes.get(owner)
+    if (times === undefined) return 0n
+    const first = firstAtOrAfter(times.ats, at)
+    const total = times.sums[times.sums.length - 1]!
+    return first === 0 ? total : total - times.sums[first - 1]!
+  }
+
+  /** The seq of the last posting (0 when none): a reader may keep what it derived until this moves. */
+  get lastSeq(): number {
+    return this.seq
   }
 
   /** What the run a hold was placed for was charged (beyond the hold too). */
@@ -347,6 +363,7 @@ export class Ledger {
     if ((posting.kind === "Release" || posting.kind === "Expire") && posting.hold !== undefined) this.closed(posting, posting.hold)
     if ((posting.kind === "Capture" || posting.kind === "Arrears") && posting.owner !== undefined && posting.segment !== undefined) {
       addCharge(this.chargesOf, posting.owner, posting.segment, posting.amount)
+      addChargeTime(this.chargeTimes, posting.owner, posting.at, posting.amount)
       if (posting.hold !== undefined) addCharge(this.chargesOnHold, posting.hold, posting.segment, posting.amount)
     }
     if (replaying) {
@@ -365,6 +382,44 @@ const addCharge = (charges: Map<string, Charges>, key: string, segment: Segment,
   if (entry === undefined) charges.set(key, (entry = emptyCharges()))
   entry.total += amount
   entry.bySegment[segment] += amount
+}
+
+/** An owner's charges by time: `ats` ascending and distinct, `sums[i]` the charges posted at or before `ats[i]`. */
+interface ChargeTimes {
+  readonly ats: Array<number>
+  readonly sums: Array<bigint>
+}
+
+/** The first index whose time is at or after `at` (`ats.length` when none). */
+const firstAtOrAfter = (ats: ReadonlyArray<number>, at: number): number => {
+  let low = 0
+  let high = ats.length
+  while (low < high) {
+    const middle = (low + high) >>> 1
+    if (ats[middle]! < at) low = middle + 1
+    else high = middle
+  }
+  return low
+}
+
+const addChargeTime = (byOwner: Map<string, ChargeTimes>, owner: string, at: number, amount: bigint) => {
+  let times = byOwner.get(owner)
+  if (times === undefined) byOwner.set(owner, (times = { ats: [], sums: [] }))
+  const { ats, sums } = times
+  const last = ats.length - 1
+  // Postings usually come in time order: one entry per instant, appended. An earlier time is inserted in place.
+  if (last >= 0 && ats[last] === at) sums[last] = sums[last]! + amount
+  else if (last < 0 || ats[last]! < at) {
+    ats.push(at)
+    sums.push((last < 0 ? 0n : sums[last]!) + amount)
+  } else {
+    const position = firstAtOrAfter(ats, at)
+    if (ats[position] !== at) {
+      ats.splice(position, 0, at)
+      sums.splice(position, 0, position === 0 ? 0n : sums[position - 1]!)
+    }
+    for (let later = position; later < sums.length; later++) sums[later] = sums[later]! + amount
+  }
 }
 
 const emptyCharges = (): Charges => ({ total: 0n, bySegment: { Boot: 0n, Running: 0n, Restore: 0n, Teardown: 0n } })

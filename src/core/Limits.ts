@@ -200,6 +200,8 @@ export const budgetThresholdPercentMin = 1
 export const budgetThresholdPercentMax = 100
 export const budgetProjectsMax = 256
 export const creditGrantReasonLengthMax = 1_024
+/** The most one TopUp may add (nodus; TopUpLimitReached above it): 10,000 USD, in micro-USD. */
+export const topUpAmountMicroMax = 10_000_000_000n
 export const promoCodeLengthMax = 64
 /** Kubernetes' bounds on a Secret: keys at most 253 characters, all data at most 1 MiB. */
 export const secretKeyLengthMax = 253

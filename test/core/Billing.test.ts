@@ -147,6 +147,32 @@ describe("captures and top-ups", () => {
     expect(settle(ledger, pricebook, subject([], { capMicro: 3n * hold, hasRun: true }), T0).funding.stop).toBeUndefined()
   })
 
+  it("a Budget's room shrinks as one settle tops up several runs of the Job (table)", () => {
+    // Two runs of one Job, each needing the same top-up at T0 + 55m; the room is what the caller read before settle.
+    const at = T0 + 55 * minute
+    const twoRuns = (ledger: Ledger) => [launched(ledger, { index: 0 }), launched(ledger, { index: 1 })]
+    const heldNewly = (ledger: Ledger, rooms: BillingSubject["rooms"]) => {
+      const runs = twoRuns(ledger)
+      const before = ledger.postings.length
+      const settled = settle(ledger, pricebook, subject(runs, { rooms }), at)
+      const held = ledger.postings.slice(before).filter((posting) => posting.kind === "Hold").reduce((sum, posting) => sum + posting.amount, 0n)
+      return { held, launchBudget: settled.funding.launchBudget }
+    }
+    const each = heldNewly(funded(usd(100_000_000n)), []).held / 2n
+    expect(each).toBeGreaterThan(500_000n)
+    const cases: ReadonlyArray<{ readonly room: bigint; readonly held: bigint; readonly launchBudget: bigint }> = [
+      { room: 10_000_000n, held: 2n * each, launchBudget: 10_000_000n - 2n * each },
+      { room: each + 100_000n, held: each + 100_000n, launchBudget: 0n },
+      { room: each, held: each, launchBudget: 0n },
+      { room: 300_000n, held: 300_000n, launchBudget: 0n },
+      { room: 0n, held: 0n, launchBudget: 0n }
+    ]
+    for (const row of cases) {
+      const outcome = heldNewly(funded(usd(100_000_000n)), [{ code: "BudgetExceeded", name: "team", room: row.room }])
+      expect({ room: row.room, ...outcome }).toEqual({ room: row.room, held: row.held, launchBudget: row.launchBudget })
+    }
+  })
+
   it("a Job that ran stays stopped for money (FundingLost); one that never ran only waits", () => {
     const ledger = funded(1n)
     expect(settle(ledger, pricebook, subject([], { hasRun: true }), T0).funding.stop?.reason).toBe("FundingLost")

@@ -242,6 +242,44 @@ describe("capture", () => {
   })
 })
 
+describe("chargedSince", () => {
+  // Charges to one owner at these times (out of order on purpose: a driver may post an earlier instant later).
+  const charged = () => {
+    const ledger = new Ledger()
+    const charges: ReadonlyArray<readonly [number, bigint]> = [[T, 100n], [T + 10, 20n], [T + 10, 3n], [T + 30, 400n], [T + 20, 5_000n], [T - 5, 60_000n]]
+    charges.forEach(([at, amount], index) => ledger.capture(`c${index}`, at, { hold: undefined, owner: "job", segment: "Running", amount }))
+    ledger.capture("other", T, { hold: undefined, owner: "other", segment: "Boot", amount: 7n })
+    return ledger
+  }
+  const cases: ReadonlyArray<readonly [string, number, bigint]> = [
+    ["before every charge: all of them", T - 100, 65_523n],
+    ["at the earliest (inserted last): all of them", T - 5, 65_523n],
+    ["just after it", T - 4, 5_523n],
+    ["at T: from T on", T, 5_523n],
+    ["at T + 10: the two charges of that instant and later", T + 10, 5_423n],
+    ["between instants", T + 11, 5_400n],
+    ["at T + 20 (inserted between)", T + 20, 5_400n],
+    ["at the last", T + 30, 400n],
+    ["after the last: nothing", T + 31, 0n]
+  ]
+  for (const [label, at, expected] of cases) {
+    it(label, () => {
+      const ledger = charged()
+      expect(ledger.chargedSince("job", at)).toBe(expected)
+      expect(Ledger.replay(ledger.postings).chargedSince("job", at)).toBe(expected)
+    })
+  }
+
+  it("an owner never charged, and arrears count as charges", () => {
+    const ledger = charged()
+    expect(ledger.chargedSince("nobody", 0)).toBe(0n)
+    expect(ledger.chargedSince("other", 0)).toBe(7n)
+    expect(ledger.arrears).toBe(ledger.charged)
+    expect(ledger.chargedSince("job", 0) + ledger.chargedSince("other", 0)).toBe(ledger.charged)
+    expect(ledger.lastSeq).toBe(ledger.postings.length)
+  })
+})
+
 describe("release", () => {
   it("gives what the hold did not spend back to the available balance: Released", () => {
     const ledger = fresh(1_000n)
@@ -419,7 +457,8 @@ describe("replay", () => {
     open: [...ledger.openHolds].map((hold) => hold.id),
     charges: ["job-a", "job-b"].map((owner) => ledger.chargesFor(owner)),
     onHolds: ["h1", "h2", "h3", "h4"].map((hold) => ledger.chargesOn(hold)),
-    heldBy: ["job-a", "job-b"].map((owner) => ledger.heldBy(owner))
+    heldBy: ["job-a", "job-b"].map((owner) => ledger.heldBy(owner)),
+    chargedSince: ["job-a", "job-b"].flatMap((owner) => [T + 3, T + 4, T + 5].map((at) => ledger.chargedSince(owner, at)))
   })
 
   it("rebuilds the same balances, holds and charges", () => {
@@ -649,6 +688,7 @@ const runSequence = (ops: ReadonlyArray<Op>, retain = true): { readonly ledger: 
       same(charges.total, sumCharges(charges), `${owner}'s total against its segments`)
       if (retain) same(charges.total, postedCharges.get(owner) ?? 0n, `${owner}'s total against its Capture and Arrears postings`)
       same(ledger.heldBy(owner), heldByOwner.get(owner) ?? 0n, `held by ${owner}`)
+      same(ledger.chargedSince(owner, Number.NEGATIVE_INFINITY), charges.total, `${owner}'s charges since the start`)
       charged += charges.total
       chargedAccounts += ledger.balance(chargedAccount(owner))
     }

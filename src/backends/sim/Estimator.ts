@@ -209,6 +209,7 @@ export const estimateJob = (input: EstimateInput): EstimateJson => {
   if (input.market.available(variant) <= 0) warnings.push({ code: "NoCapacityNow", message: "No matching capacity is free now; the Job would queue for it." })
   estimate["warnings"] = warnings
   const blocking = blockingReasonsOf(spec, hold, input.funds)
-  if (blocking.length > 0) estimate["blockingReasons"] = blocking
+  // The spec's fields only (which Budget refused stays with the server, for budget.exceeded).
+  if (blocking.length > 0) estimate["blockingReasons"] = blocking.map(({ code, message, fix }) => ({ code, message, fix }))
   return estimate
 }
