@@ -6,6 +6,8 @@
  */
 import { createHash, type Hash } from "node:crypto"
 import { type BillingSubject, costStatusOf, holdLaunch, type Room, settle, type Settled as Billed } from "../../core/Billing.ts"
+
+export type { Billed }
 import type { AttemptFacts } from "../../core/Capacity.ts"
 import type { Ledger } from "../../core/Ledger.ts"
 import { parseMicroUsd } from "../../core/Money.ts"
@@ -90,7 +92,7 @@ export interface SimulationOptions {
    * Called after every controller step with its result and the attempts it launched (their facts as the launch left
    * them), once the actions are carried out: the server backend writes status, Attempts and Events from it.
    */
-  readonly onStep?: (job: SimJob, result: JobStep, launched: ReadonlyArray<Launched>) => void
+  readonly onStep?: (job: SimJob, result: JobStep, launched: ReadonlyArray<Launched>, billed: Billed | undefined) => void
   /**
    * Run the step on every capacity look, even for a Job the look cannot change (see `Simulation.skippedSteps`). Off by
    * default; tests turn it on to show that skipping changes nothing.
@@ -157,6 +159,8 @@ export class Simulation {
   private nextUid = 0
   /** Jobs whose last step waited for capacity, in the order they started waiting. */
   private readonly waiting = new Set<SimJob>()
+  /** Deleted Jobs whose runs are still billed until their hosts are released (`billRemoved`), by owner key. */
+  private readonly billedAfterRemoval = new Map<string, SimJob>()
   /** Jobs that money holds back (Funded False): they look again when credits arrive (`fundsChanged`). */
   private readonly unfunded = new Set<SimJob>()
   /** Waiting Jobs whose last step changed nothing, and what it saw (see `lookAgain`). */
@@ -171,6 +175,11 @@ export class Simulation {
     options.capacity.onChange = (owner) => {
       const job = this.jobs.get(owner)
       if (job !== undefined) this.touch(job)
+      else {
+        // A deleted Job's run ended (its host is released): its final charge is due now.
+        const removed = this.billedAfterRemoval.get(owner)
+        if (removed !== undefined) this.billRemoved(removed)
+      }
     }
     options.capacity.onFreed = () => this.lookAll()
   }
@@ -264,6 +273,34 @@ export class Simulation {
     this.options.capacity.forget(key)
     if (this.jobs.get(key) === job) this.jobs.delete(key)
     this.options.trace.record(`${this.now} ${key} Removed`)
+    // Billing happens inside the engine's run (the server's ledger is lent to it only then).
+    if (this.options.billing !== undefined) {
+      this.billedAfterRemoval.set(key, job)
+      this.options.engine.after(0, () => this.billRemoved(job))
+    }
+  }
+
+  /**
+   * A deleted Job's runs are billed until their hosts are released (docs/billing.md, "Release"): the time up to the
+   * stop and the teardown its deletion began are charged, and every hold it had closes, instead of expiring an hour
+   * later with the last charges missing.
+   */
+  private billRemoved(job: SimJob): void {
+    const billing = this.options.billing
+    if (billing === undefined) return
+    const subject: BillingSubject = {
+      owner: job.uid,
+      capMicro: job.spec.maxCostUSD === undefined ? undefined : parseMicroUsd(job.spec.maxCostUSD),
+      attempts: job.attempts,
+      nextVariant: undefined,
+      hasRun: true,
+      rooms: billing.rooms?.(job) ?? []
+    }
+    const { wakeAt } = settle(billing.ledger, billing.pricebook, subject, this.now)
+    const key = this.keyOf(job)
+    if (job.attempts.every((attempt) => attempt.releasedAt !== undefined && attempt.releasedAt <= this.now)) {
+      if (this.billedAfterRemoval.get(key) === job) this.billedAfterRemoval.delete(key)
+    } else if (wakeAt !== undefined) this.options.engine.at(wakeAt, () => this.billRemoved(job))
   }
 
   /** Schedules a reconcile now, after a change of the Job's facts (so a settled Job is not settled any more). */
@@ -365,11 +402,15 @@ export class Simulation {
           capacity.forget(key)
           this.jobs.delete(key)
           this.options.trace.record(`${now} ${key} Deleted`)
+          if (billing !== undefined) {
+            this.billedAfterRemoval.set(key, job)
+            this.billRemoved(job)
+          }
           return
       }
     }
     if (billing !== undefined && subject !== undefined && billed !== undefined) this.showCost(job, billing, subject, billed)
-    this.options.onStep?.(job, result, launched)
+    this.options.onStep?.(job, result, launched, billed)
     this.scheduleWake(job, earliest(result.wakeAt, billed?.wakeAt))
     if (result.waitingForCapacity && result.actions.length === 0 && result.events.length === 0 && sameJson(job.status, before)) {
       this.settled.set(job, { status: job.status, spec: job.spec, generation: job.generation, attempts: job.attempts.length })
