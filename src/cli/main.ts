@@ -6,6 +6,7 @@
  */
 import type { Cause } from "effect"
 import { resolve, type ServerConfig, usage } from "../server/Config.ts"
+import { operatorUsage } from "./Operator.ts"
 
 const help = `nodus — control plane for compute, training and agent workloads
 
@@ -13,6 +14,7 @@ Usage:
   nodus serve [flags]         run the API server
   nodus kubeconfig [flags]    print a kubeconfig for the admin (add --namespace <project> to set a default project)
   nodus sim <scenario> [...]  run a simulator scenario headless and print its JSON summary (nodus sim --help)
+${operatorUsage}
 
 Flags (each also an environment variable):
 ${usage()}
@@ -77,6 +79,12 @@ switch (command) {
   case "kubeconfig":
     await printKubeconfig(args)
     break
+  case "grant":
+  case "refund": {
+    const { operate } = await import("./Operator.ts")
+    process.exitCode = await operate(command, args, configFrom)
+    break
+  }
   case "sim": {
     const { sim } = await import("./Sim.ts")
     process.exitCode = sim(args)

@@ -18,11 +18,14 @@ export interface StreamEvent {
   readonly timestamp: string
   readonly data: {
     readonly event: { readonly reason: string; readonly message: string; readonly count: number }
-    /** What the API shows for the object: never provider names or machine ids (spec: Delivery). */
+    /**
+     * What the API shows for the object: never provider names or machine ids (spec: Delivery). A cluster-scoped object
+     * (TopUp, Budget, CreditGrant) has no namespace; organization-level billing.* events name the account (docs/billing.md).
+     */
     readonly object: {
       readonly apiVersion: string
       readonly kind: string
-      readonly metadata: { readonly name: string; readonly namespace: string; readonly uid: string }
+      readonly metadata: { readonly name: string; readonly namespace?: string; readonly uid: string }
       readonly status: JsonObject
     }
   }

@@ -6,11 +6,17 @@
  *
  * Starter credits (docs/billing.md, "Starter credits"): the embedded default and sim mode grant them once, under a
  * fixed key, so a new user can run work at once; a production database starts at zero.
+ *
+ * Account events (docs/billing.md, "Account events"): after each committed operation, billing.low_balance and
+ * billing.arrears_posted are published on the EventStream when the balances crossed their lines (core/Account.ts).
  */
-import { Clock, Context, Effect, Layer, Semaphore } from "effect"
+import { Clock, Context, Effect, Layer, Option, Semaphore } from "effect"
+import { type AccountBalances, type AccountEvent, accountEventsOf, balancesOf } from "../core/Account.ts"
 import { ApiError } from "../core/ApiError.ts"
 import { Ledger, type Posting } from "../core/Ledger.ts"
+import { formatMicroUsd } from "../core/Money.ts"
 import { Store, type StoreError } from "../store/Store.ts"
+import { EventStream, type StreamEvent } from "./EventStream.ts"
 
 /** Starter credits of the embedded default and sim mode: 100 USD (nodus). */
 export const starterCreditsMicro = 100_000_000n
@@ -30,10 +36,35 @@ export interface LedgerShape {
   readonly update: <A>(f: (ledger: Ledger) => A) => Effect.Effect<A, ApiError>
 }
 
-export class LedgerService extends Context.Service<LedgerService, LedgerShape>()("nodus/server/LedgerService") {
-  /** The ledger over the store, with `starterMicro` granted once (0: none). */
-  static readonly layer = (options: { readonly starterMicro: bigint }) => Layer.effect(LedgerService, make(options))
+export interface LedgerOptions {
+  /** Credits granted once to a new ledger (0: none). */
+  readonly starterMicro: bigint
+  /** The API group the account events' object names (default nodus.dev). */
+  readonly apiGroup?: string
 }
+
+export class LedgerService extends Context.Service<LedgerService, LedgerShape>()("nodus/server/LedgerService") {
+  /** The ledger over the store; account events go to the EventStream when the context has one. */
+  static readonly layer = (options: LedgerOptions) => Layer.effect(LedgerService, make(options))
+}
+
+/**
+ * The object an account event is about: the organization's account, which is no kind of the API (there is one per
+ * server), shown with its balances (docs/billing.md, "Account events").
+ */
+const accountEvent = (group: string, event: AccountEvent, balances: AccountBalances, at: number): StreamEvent => ({
+  type: event.type,
+  timestamp: new Date(at).toISOString(),
+  data: {
+    event: { reason: event.reason, message: event.message, count: 1 },
+    object: {
+      apiVersion: `${group}/v1`,
+      kind: "Account",
+      metadata: { name: "account", uid: "account" },
+      status: { availableUSD: formatMicroUsd(balances.available), heldUSD: formatMicroUsd(balances.held), arrearsUSD: formatMicroUsd(balances.arrears) }
+    }
+  }
+})
 
 const unavailable = (error: StoreError | { readonly message: string }) =>
   new ApiError({ code: "Unavailable", message: `the ledger could not be written: ${error.message}`, retryAfterSeconds: 1 })
@@ -48,9 +79,11 @@ const load = (store: Store["Service"]) => Effect.gen(function*() {
   return Ledger.replay(postings)
 })
 
-function make(options: { readonly starterMicro: bigint }) {
+function make(options: LedgerOptions) {
   return Effect.gen(function*() {
     const store = yield* Store
+    const stream = yield* Effect.serviceOption(EventStream)
+    const group = options.apiGroup ?? "nodus.dev"
     let ledger = yield* Effect.orDie(load(store))
     const lock = Semaphore.makeUnsafe(1)
 
@@ -64,11 +97,20 @@ function make(options: { readonly starterMicro: bigint }) {
       )
     })
 
+    /** Publishes the account events between two readings of the balances (only what was committed). */
+    const announce = (before: AccountBalances, after: AccountBalances) => {
+      const events = accountEventsOf(before, after)
+      if (events.length === 0 || Option.isNone(stream)) return Effect.void
+      return Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.forEach(events, (event) => stream.value.publish(accountEvent(group, event, after, now)), { discard: true }))
+    }
+
     const service: LedgerShape = {
       read: (f) => lock.withPermit(Effect.sync(() => f(ledger))),
       update: (f) => lock.withPermit(Effect.gen(function*() {
+        const before = balancesOf(ledger)
         const answer = f(ledger)
         yield* persist
+        yield* announce(before, balancesOf(ledger))
         return answer
       }))
     }

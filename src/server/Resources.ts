@@ -6,25 +6,27 @@
  *
  * HTTP is not here: handlers in server/http translate requests into these calls and results into responses.
  */
-import { createHash } from "node:crypto"
 import { Clock, Context, Effect, Layer, Option, Result } from "effect"
 import { type Admitted, admit, type FieldValidation } from "../core/Admission.ts"
 import { ApiError, alreadyExists, badRequest, conflict, fieldInvalid, invalid, notFound, type Subject } from "../core/ApiError.ts"
 import * as FieldSelector from "../core/FieldSelector.ts"
 import { eventFieldLabels, eventFields } from "../core/Events.ts"
-import { canonical, equals, isObject, type Json, type JsonObject } from "../core/Json.ts"
+import { equals, isObject, type Json, type JsonObject } from "../core/Json.ts"
 import * as JsonPatch from "../core/JsonPatch.ts"
 import { applySchema, namespaceSchema, objectSchema, statusSchema } from "../core/KindSchemas.ts"
 import { byKindName, eventKind, type KindInfo } from "../core/Kinds.ts"
 import * as LabelSelector from "../core/LabelSelector.ts"
 import * as MergePatch from "../core/MergePatch.ts"
 import type { ResourceObject } from "../core/ObjectMeta.ts"
+import { priceBoundAnnotation, withPriceBoundAnnotation } from "../core/PriceBound.ts"
 import { definitionOf } from "../core/schemas/Definitions.ts"
 import { checkUpdate } from "../core/schemas/Kind.ts"
 import * as ServerSideApply from "../core/ServerSideApply.ts"
 import * as Strategy from "../core/Strategy.ts"
 import { type CommitFailed, type ObjectKey, Store, type StoreError, type WriteOp } from "../store/Store.ts"
-import { Estimates, refusalOf, withEstimate } from "./Estimates.ts"
+import { Estimates, quotedRateOf, refusalOf, withEstimate } from "./Estimates.ts"
+import { consentOf, PriceConsent } from "./PriceConsent.ts"
+import { BudgetService } from "./Budgets.ts"
 import { Secrets, splitData } from "./Secrets.ts"
 import { Ids } from "./Ids.ts"
 
@@ -63,6 +65,8 @@ export interface WriteResult {
   readonly warnings: ReadonlyArray<string>
   /** true when the write created the object (HTTP 201). */
   readonly created: boolean
+  /** A dry-run create's ETag, quoting its estimate's price (PriceConsent.ts); other writes answer `etagOf(object)`. */
+  readonly etag?: string
 }
 
 export interface DeleteOptions {
@@ -126,18 +130,19 @@ const targetOf = (ref: ResourceRef, namespace: string | undefined): Strategy.Tar
 export const etagOf = (object: ResourceObject): string => `"${object.metadata.resourceVersion}"`
 
 /**
- * A dry run's ETag binds a later create of the same payload (spec: Create semantics 1). It is a hash of the admitted
- * object without its server-owned metadata, so a create carrying it in If-Match must send the same object.
+ * The price bound annotation is the server's (docs/billing.md, "Price consent"): a create sets it from the consent of
+ * its If-Match alone, so whatever value a request body carries is dropped, as status is.
  */
-export const dryRunEtag = (object: ResourceObject): string => {
-  const { uid: _uid, creationTimestamp: _created, managedFields: _managed, resourceVersion: _rv, name, ...rest } = object.metadata
-  // A name generated from generateName differs on every create; a name the caller chose is part of the payload.
-  const metadata = rest.generateName === undefined ? { ...rest, name } : rest
-  // Status (the estimate included) is the server's answer, not the caller's payload.
-  const { status: _status, ...payloadObject } = object
-  const payload = canonical({ ...payloadObject, metadata } as unknown as Json)
-  return `"dryrun.${createHash("sha256").update(payload).digest("base64url")}"`
+const withoutPriceBound = (object: JsonObject, group: string): JsonObject => {
+  const metadata = object["metadata"]
+  const annotations = isObject(metadata) ? metadata["annotations"] : undefined
+  if (!isObject(metadata) || !isObject(annotations) || !(priceBoundAnnotation(group) in annotations)) return object
+  return { ...object, metadata: { ...metadata, annotations: withPriceBoundAnnotation(annotations as Record<string, string>, group, undefined) } }
 }
+
+/** The object with the price bound its create consented to (spec: Create semantics 2). */
+const withPriceBound = (object: ResourceObject, group: string, bound: bigint | undefined): ResourceObject =>
+  bound === undefined ? object : { ...object, metadata: { ...object.metadata, annotations: withPriceBoundAnnotation(object.metadata.annotations, group, bound) } }
 
 const storeFailure = (error: StoreError): ApiError =>
   new ApiError({ code: "Unavailable", message: `the store is unavailable: ${error.message}`, retryAfterSeconds: 1 })
@@ -207,8 +212,13 @@ export const selects = (selectors: Selectors, object: ResourceObject): boolean =
 
 const isEvent = (object: ResourceObject): boolean => object.kind === eventKind.kind && object.apiVersion === "v1"
 
+// Lazily: Budgets.ts reads Resources too, and whichever module loads first must not meet the other half-defined.
+const budgetsIfAny = Effect.suspend(() => Effect.serviceOption(BudgetService))
+
 export class Resources extends Context.Service<Resources, ReturnType<typeof makeOperations>>()("nodus/server/Resources") {
-  static readonly layer = Layer.effect(Resources, Effect.map(Effect.all({ store: Store, ids: Ids, estimates: Estimates, secrets: Secrets }), makeOperations))
+  static readonly layer = Layer.effect(Resources, Effect.map(Effect.all({ store: Store, ids: Ids, estimates: Estimates, secrets: Secrets, priceConsent: PriceConsent, budgets: budgetsIfAny }), makeOperations)).pipe(
+    Layer.provide(PriceConsent.layer)
+  )
 }
 
 function makeOperations(services: {
@@ -216,8 +226,11 @@ function makeOperations(services: {
   readonly ids: Ids["Service"]
   readonly estimates: Estimates["Service"]
   readonly secrets: Secrets["Service"]
+  readonly priceConsent: PriceConsent["Service"]
+  /** Budgets that refuse a create report budget.exceeded (absent in tests of the bare machinery). */
+  readonly budgets: Option.Option<BudgetService["Service"]>
 }) {
-  const { store, ids, estimates, secrets } = services
+  const { store, ids, estimates, secrets, priceConsent, budgets } = services
   const now = Clock.currentTimeMillis
 
   const read = (key: ObjectKey) => store.get(key).pipe(Effect.mapError(storeFailure))
@@ -396,7 +409,7 @@ function makeOperations(services: {
       const admitted = yield* admitBody(ref, body, options.fieldValidation, undefined)
       yield* authorize(options, admitted)
       yield* checkTimeRules(ref, admitted.object["spec"], undefined, stringAt(admitted.object, "metadata", "name"))
-      const prepared = yield* prepareCreate(ref, namespace, admitted.object)
+      const prepared = yield* prepareCreate(ref, namespace, withoutPriceBound(admitted.object, ref.group))
       const made = Strategy.create(targetOf(ref, namespace), prepared.input, {
         now: yield* now,
         fieldManager: options.fieldManager,
@@ -409,21 +422,30 @@ function makeOperations(services: {
       // Spec: Create semantics 1 and 3 — dry runs and real creates carry the estimate.
       const estimated = yield* estimates.estimate(ref, admittedObject)
       const object = withEstimate(admittedObject, estimated)
-      if (options.ifMatch !== undefined && options.ifMatch !== dryRunEtag(object)) {
-        return yield* new ApiError({ code: "PreconditionFailed", message: `If-Match ${options.ifMatch} does not match a dry run of this object`, fix: "Send the ETag of a dry run of exactly this object, or leave If-Match out." })
-      }
+      // Spec: Create semantics 1 — If-Match on a create names a dry run of exactly this object, and quotes its price.
+      const quote = options.ifMatch === undefined ? undefined : yield* priceConsent.verify(options.ifMatch, object)
       if (options.dryRun) {
         if (namespace !== undefined && !isNamespaceKind(ref)) yield* requireProject(namespace)
         const existing = yield* read(keyOf(ref, namespace, object.metadata.name))
         if (Option.isSome(existing)) return yield* alreadyExists(subjectOf(ref, object.metadata.name))
-        return { object, warnings: admitted.warnings, created: true } satisfies WriteResult
+        return { object, warnings: admitted.warnings, created: true, etag: priceConsent.quote(object, quotedRateOf(estimated)) } satisfies WriteResult
       }
       // Spec: Create semantics 3 — a create the estimate says would fail is refused with its code, amounts and fix.
       const refusal = refusalOf(estimated)
-      if (refusal !== undefined) return yield* refusal
+      if (refusal !== undefined) {
+        if (Option.isSome(budgets) && Option.isSome(estimated)) {
+          const refused = { kind: ref.info.kind, namespace, name: object.metadata.name }
+          for (const reason of estimated.value.blocking) if (reason.budget !== undefined) yield* budgets.value.refused(reason.budget, refused, reason.message)
+        }
+        return yield* refusal
+      }
+      // Spec: Create semantics 2 — a bound create is admitted after validUntil too, but never above the quote + 10 %.
+      const consent = quote === undefined ? undefined : consentOf(quote, quotedRateOf(estimated).rateMicro, subjectOf(ref, object.metadata.name))
+      if (consent?.refusal !== undefined) return yield* consent.refusal
+      const stored = withPriceBound(object, ref.group, consent?.bound)
       const key = keyOf(ref, isNamespaceKind(ref) ? undefined : namespace, object.metadata.name)
       const committed = yield* commit(ref, namespace, object.metadata.name, [
-        { _tag: "Create", key, object },
+        { _tag: "Create", key, object: stored },
         ...projectGuard(ref, namespace),
         ...ops,
         ...(options.commitWith?.(admitted.warnings) ?? [])

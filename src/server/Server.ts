@@ -12,16 +12,21 @@ import { ChangeFeed, defaultFeedOptions, type FeedOptions } from "../store/Chang
 import * as SqlStore from "../store/SqlStore.ts"
 import { Store, StoreError } from "../store/Store.ts"
 import { Auth } from "./Auth.ts"
+import { BudgetService } from "./Budgets.ts"
+import * as BudgetStatus from "./BudgetStatus.ts"
 import { ensureAdminToken, ensureDataDir, ensureTls, lockDataDir, pgliteDirectory, serverUrl, type TlsFiles } from "./Bootstrap.ts"
 import type { ServerConfig } from "./Config.ts"
 import * as Controllers from "./Controllers.ts"
+import { Credits } from "./Credits.ts"
 import { Api, ApiConfig, app } from "./http/Api.ts"
 import { Estimates } from "./Estimates.ts"
 import { EventStream } from "./EventStream.ts"
 import { Idempotency } from "./Idempotency.ts"
 import { LedgerService, starterCreditsMicro } from "./LedgerService.ts"
+import { LiveMarket } from "./LiveMarket.ts"
 import { Ids } from "./Ids.ts"
 import * as Maintenance from "./Maintenance.ts"
+import * as Payments from "./Payments.ts"
 import { Resources } from "./Resources.ts"
 import { Secrets } from "./Secrets.ts"
 import * as SimBackend from "./SimBackend.ts"
@@ -44,6 +49,8 @@ export interface ServerOptions {
   readonly sim?: SimSettings | undefined
   /** Credits granted once to a new ledger (docs/billing.md); default the starter credits, 0 for a production database. */
   readonly starterCreditsMicro?: bigint | undefined
+  /** The payment processor TopUps charge (docs/billing.md, "Credits"); default the embedded one, none in production. */
+  readonly payments?: Payments.PaymentsMode | undefined
 }
 
 export interface SimSettings {
@@ -96,19 +103,26 @@ export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Sto
   const backend = backendOf(options.sim)
   // The clock goes in first, under everything, so every layer and every fiber they fork reads the same time.
   // Billing: the ledger over the store (starter credits where the server is not a production one) and the estimates.
-  const ledger = LedgerService.layer({ starterMicro: options.starterCreditsMicro ?? starterCreditsMicro })
-  const estimates = (replaced.estimates ?? Estimates.layer()).pipe(Layer.provideMerge(ledger))
-  const foundation = Layer.mergeAll(replaced.ids ?? Ids.layer, settings, replaced.eventStream ?? EventStream.layer, estimates).pipe(
+  // One build memoizes a layer: the ledger's account events go to the very stream everything else publishes to.
+  const eventStream = replaced.eventStream ?? EventStream.layer
+  const ledger = LedgerService.layer({ starterMicro: options.starterCreditsMicro ?? starterCreditsMicro, apiGroup: options.apiGroup }).pipe(Layer.provide(eventStream))
+  // The sim backend provides its live market to the estimates' placement preview through LiveMarket.
+  // Budgets (docs/billing.md, "Budgets") follow the store's change feed, the one feed the machinery below serves too.
+  const feed = ChangeFeed.layerWith(options.feed)
+  const budgets = BudgetService.layer.pipe(Layer.provide(Layer.merge(feed, eventStream)))
+  const estimates = (replaced.estimates ?? Estimates.layer()).pipe(Layer.provideMerge(budgets), Layer.provideMerge(ledger), Layer.provideMerge(LiveMarket.layer))
+  const foundation = Layer.mergeAll(replaced.ids ?? Ids.layer, settings, eventStream, estimates).pipe(
     Layer.provideMerge(storeLayer),
     Layer.provideMerge(backend.clock)
   )
-  const machinery = Layer.mergeAll(Resources.layer, Auth.layer, Idempotency.layer, ChangeFeed.layerWith(options.feed)).pipe(
+  const machinery = Layer.mergeAll(Resources.layer, Auth.layer, Idempotency.layer, feed).pipe(
     Layer.provideMerge(Secrets.layer),
     Layer.provideMerge(foundation)
   )
-  const api = Layer.mergeAll(Api.layer, Controllers.layer, Maintenance.layer, bootstrapAdmin(options.adminToken)).pipe(
+  const api = Layer.mergeAll(Api.layer, Controllers.layer, Maintenance.layer, bootstrapAdmin(options.adminToken), BudgetStatus.layer()).pipe(
     Layer.provideMerge(backend.control),
     Layer.provideMerge(Watches.layer),
+    Layer.provideMerge(Credits.layer.pipe(Layer.provide(Payments.layerOf(options.payments ?? "embedded")))),
     Layer.provideMerge(machinery)
   )
   const listener = NodeHttpServer.layer(
@@ -153,6 +167,8 @@ export const layer = (config: ServerConfig) => Layer.unwrap(Effect.sync(() => {
     sim: config.backend === "sim" ? { speed: config.simSpeed } : undefined,
     // docs/billing.md: the embedded default and sim mode start with starter credits, a production database at zero.
     starterCreditsMicro: config.databaseUrl === undefined || config.backend === "sim" ? starterCreditsMicro : 0n,
+    // docs/billing.md, "Credits": the embedded processor where the starter credits are; none on a production database.
+    payments: config.databaseUrl === undefined || config.backend === "sim" ? "embedded" : "none",
     onListening: (url) => console.log(`nodus serving ${url} (store: ${config.databaseUrl === undefined ? `PGlite in ${pgliteDirectory(config.dataDir)}` : "PostgreSQL"}; backend: ${config.backend} at speed ${config.simSpeed}; admin token in ${config.bootstrapToken === undefined ? `${config.dataDir}/admin.token` : "NODUS_BOOTSTRAP_TOKEN"})`)
   }, storeLayer)
 }))

@@ -16,17 +16,20 @@
  * Only creates, deletions and spec changes (a new metadata.generation) of Jobs feed the simulation: the backend's own
  * status writes come back through the change feed with the same generation and are ignored, so nothing loops.
  */
-import { Cause, Effect, Layer, Option, Result, Semaphore, Stream } from "effect"
+import { Effect, Layer, Option, Result, Semaphore } from "effect"
 import type { ApiError } from "../core/ApiError.ts"
 import { attemptStatusOf, factsFromAttempt, isEndedAttempt } from "../core/AttemptRecords.ts"
 import { catalogPricebookVersion, offeringObject } from "../core/Catalog.ts"
 import { aggregationKey, eventBody, type EventRecord, eventName, eventObject, type InvolvedObject } from "../core/Events.ts"
 import type { JobSpecType, JobStatusType } from "../core/JobController.ts"
 import { equals, isObject, type Json, type JsonObject } from "../core/Json.ts"
+import type { Ledger } from "../core/Ledger.ts"
+import { currentPricebook } from "../core/Pricebook.ts"
 import { apiVersionOf, byResource, eventKind, type KindInfo } from "../core/Kinds.ts"
 import { checkDns1123Label } from "../core/Names.ts"
 import type { Offering } from "../core/Offering.ts"
 import type { ResourceObject } from "../core/ObjectMeta.ts"
+import { boundedSpec, priceBoundIn } from "../core/PriceBound.ts"
 import { timestamp } from "../core/Strategy.ts"
 import { loadCatalog } from "../backends/sim/CatalogData.ts"
 import { admitJobSpec } from "../backends/sim/Scenario.ts"
@@ -34,8 +37,12 @@ import { workloadFromAnnotations } from "../backends/sim/Workloads.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
 import { type Change, Store, type WriteOp } from "../store/Store.ts"
 import { EventStream, type StreamEvent } from "./EventStream.ts"
+import { followStore, surviving } from "./Following.ts"
 import { ApiConfig } from "./http/Api.ts"
 import { Ids } from "./Ids.ts"
+import { LiveMarket } from "./LiveMarket.ts"
+import { BudgetService } from "./Budgets.ts"
+import { LedgerService } from "./LedgerService.ts"
 import { type ResourceRef, Resources, type WriteOptions } from "./Resources.ts"
 import { type ClockReading, type ClockTarget, SimulationControl, targetTime } from "./SimulationControl.ts"
 import { defaultHostsPerVariant, defaultSimSeed, type Outbox, type PendingEvent, SimWorld, type Tracked, type TrackedAttempt } from "./SimWorld.ts"
@@ -82,9 +89,6 @@ const refsOf = (group: string): Refs => ({
 const quietly = (what: string) => <A>(effect: Effect.Effect<A, ApiError>): Effect.Effect<void> =>
   effect.pipe(Effect.asVoid, Effect.catch((error) => Effect.logWarning(`sim backend: ${what}: ${error.message}`)))
 
-/** Keeps a fiber alive through defects too (a bug in one step must not stop simulated time). */
-const surviving = (what: string) => <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<void> =>
-  effect.pipe(Effect.asVoid, Effect.catchCause((cause) => Effect.logError(`sim backend: ${what} failed`, Cause.pretty(cause))))
 
 export const layer = (options: SimBackendOptions) => Layer.effect(SimulationControl, make(options))
 
@@ -98,23 +102,66 @@ function make(options: SimBackendOptions) {
     const { group } = yield* ApiConfig
     const clock = options.clock
     const refs = refsOf(group)
+    const ledgers = yield* LedgerService
+    const budgets = yield* BudgetService
     yield* restoreClock(store, clock)
+    // The ledger the engine bills on: the service lends it while the engine runs (see `makeRunner`).
+    let lent: Ledger | undefined
     const world = new SimWorld({
       start: clock.now(),
       catalog: options.catalog ?? loadCatalog(),
       hostsPerVariant: options.hostsPerVariant ?? defaultHostsPerVariant,
-      seed: options.seed ?? defaultSimSeed
+      seed: options.seed ?? defaultSimSeed,
+      billing: {
+        ledger: () => {
+          if (lent === undefined) throw new Error("the sim backend billed outside a ledger update")
+          return lent
+        },
+        pricebook: currentPricebook,
+        rooms: (tracked, ledger, now) => budgets.roomsFor(ledger, { namespace: tracked.namespace, labels: tracked.labels }, now)
+      }
     })
+    /**
+     * Runs the engine to `at` on the server's ledger: the charges and holds of that instant are committed to the store
+     * before its statuses are written (docs/billing.md, "In the server"). A commit the store refuses is logged; the
+     * ledger service rebuilt its ledger from the store, and the next settle posts again what is missing, since every
+     * billing key names its cumulative target.
+     */
+    const runEngine = (at: number) =>
+      ledgers.update((ledger) => {
+        lent = ledger
+        try {
+          world.engine.run(at)
+          // A hold whose run is never settled again (its object vanished in a way nothing saw) ends Expired.
+          ledger.expire(at)
+        } finally {
+          lent = undefined
+        }
+      }).pipe(Effect.catch((error) => Effect.logWarning(`sim backend: billing at ${timestamp(at)}: ${error.message}`)))
     // One at a time: the engine, the mirror and the writes of one instant are never interleaved.
     const lock = Semaphore.makeUnsafe(1)
-    const writes = makeWrites({ resources, ids, stream, refs })
-    const mirror = makeMirror({ store, world, refs })
+    const writes = makeWrites({ resources, ids, stream, refs, budgets })
+    const mirror = makeMirror({ store, world, refs, budgets })
+    // The estimates' placement preview reads this world's capacity while the backend runs (docs/billing.md).
+    yield* (yield* LiveMarket).provide((namespace) => world.capacity.marketFor(namespace))
     const offerings = makeOfferings({ resources, refs, world, clock })
-    const { runTo, catchUp } = makeRunner(world, clock, writes.flush)
+    const { runTo, catchUp } = makeRunner(world, clock, runEngine, writes.flush)
     const saveClock = saveClockOf(store, clock)
     let lastSave = Date.now()
 
+    /**
+     * Credits arrived, a top-up was refunded, a hold closed or a Budget changed: Jobs that money held back look again
+     * (Funded False waits for this; a raised maxCostUSD is a spec change and reaches them anyway).
+     */
+    let fundsSeen = ""
+    const noticeFunds = Effect.flatMap(ledgers.read((ledger) => `${ledger.available}/${ledger.arrears}/${budgets.generation()}`), (funds) => Effect.sync(() => {
+      if (funds === fundsSeen) return
+      fundsSeen = funds
+      world.simulation.fundsChanged()
+    }))
+
     const tick = lock.withPermit(Effect.gen(function*() {
+      yield* noticeFunds
       yield* catchUp
       yield* offerings.refresh
       if (Date.now() - lastSave >= clockSaveIntervalMs) {
@@ -126,17 +173,10 @@ function make(options: SimBackendOptions) {
     const onChange = (change: Change) =>
       change.key.resource === refs.job.info.plural ? lock.withPermit(Effect.andThen(mirror.change(change), catchUp)) : Effect.void
 
-    // Subscribe first, then resync, then follow: nothing committed in between is missed. A follower that falls too
-    // far behind ends as Expired and starts over with a fresh resync.
-    const follow = Effect.scoped(Effect.gen(function*() {
-      const subscription = yield* feed.subscribe(undefined)
-      yield* lock.withPermit(Effect.andThen(mirror.resync, catchUp))
-      yield* Stream.runForEach(subscription.live, onChange)
-    })).pipe(Effect.catchTag("Expired", () => Effect.logDebug("sim backend: fell behind the change feed; reading every Job again")))
-
     const advance = (target: ClockTarget) => lock.withPermit(Effect.gen(function*() {
       // A Job created just before the request may not have come through the change feed yet: read the store.
       yield* mirror.resync
+      yield* noticeFunds
       yield* catchUp
       const at = yield* Effect.fromResult(targetTime(target, clock.now()))
       yield* runTo(at, true)
@@ -147,8 +187,8 @@ function make(options: SimBackendOptions) {
     }))
 
     yield* offerings.seed
-    yield* Effect.forkScoped(Effect.forever(Effect.andThen(surviving("following the change feed")(follow), Effect.sleep("1 second"))))
-    yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(tickInterval), surviving("running the engine")(tick))))
+    yield* followStore("sim backend", feed, lock.withPermit(Effect.andThen(mirror.resync, catchUp)), onChange)
+    yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(tickInterval), surviving("sim backend", "running the engine")(tick))))
     yield* Effect.addFinalizer(() => saveClock)
 
     return SimulationControl.of({
@@ -168,7 +208,7 @@ const saveClockOf = (store: Store["Service"], clock: VirtualClock) =>
   Effect.ignore(Effect.suspend(() => store.commit([{ _tag: "PutRecord", table: clockTable, id: clockId, value: { now: clock.now() } }])))
 
 /** Running the engine, and writing what it decided. */
-function makeRunner(world: SimWorld, clock: VirtualClock, flush: (outbox: Outbox) => Effect.Effect<void>) {
+function makeRunner(world: SimWorld, clock: VirtualClock, runEngine: (at: number) => Effect.Effect<void>, flush: (outbox: Outbox) => Effect.Effect<void>) {
   const flushPending = Effect.suspend(() => (world.pending ? flush(world.take()) : Effect.void))
 
   /**
@@ -180,11 +220,11 @@ function makeRunner(world: SimWorld, clock: VirtualClock, flush: (outbox: Outbox
       const next = world.engine.peekTime()
       if (next === undefined || next > target) break
       if (moveClock) clock.advanceTo(next)
-      world.engine.run(next)
+      yield* runEngine(next)
       yield* flushPending
     }
     if (moveClock) clock.advanceTo(target)
-    world.engine.run(target)
+    yield* runEngine(target)
     yield* flushPending
   })
 
@@ -197,14 +237,25 @@ function makeRunner(world: SimWorld, clock: VirtualClock, flush: (outbox: Outbox
 // ---------------------------------------------------------------------------------------------------------------------
 // Mirroring the store's Jobs
 
-function makeMirror(services: { readonly store: Store["Service"]; readonly world: SimWorld; readonly refs: Refs }) {
-  const { store, world, refs } = services
+function makeMirror(services: { readonly store: Store["Service"]; readonly world: SimWorld; readonly refs: Refs; readonly budgets: BudgetService["Service"] }) {
+  const { store, world, refs, budgets } = services
+
+  /** Budgets count a Job's charges by its project and labels, after it is gone too (docs/billing.md, "Budgets"). */
+  const register = (object: ResourceObject) =>
+    quietly(`billing owner ${keyOf(object)}`)(budgets.registerOwner({
+      uid: object.metadata.uid,
+      namespace: object.metadata.namespace ?? "",
+      name: object.metadata.name,
+      kind: refs.job.info.kind,
+      labels: object.metadata.labels ?? {}
+    }))
   const keyOf = (object: ResourceObject) => `${object.metadata.namespace ?? ""}/${object.metadata.name}`
 
   const decodeSpec = (object: ResourceObject): JobSpecType | undefined => {
     try {
-      // Stored specs were admitted (normalized, defaults filled); decoding again only gives them their types.
-      return admitJobSpec(isObject(object.spec) ? object.spec : {})
+      // Stored specs were admitted (normalized, defaults filled); decoding again only gives them their types. A create
+      // bound by a dry run's ETag is never placed above its price bound (docs/billing.md, "Price consent").
+      return boundedSpec(admitJobSpec(isObject(object.spec) ? object.spec : {}), priceBoundIn(object.metadata.annotations, refs.job.group))
     } catch {
       return undefined
     }
@@ -225,6 +276,7 @@ function makeMirror(services: { readonly store: Store["Service"]; readonly world
     const spec = decodeSpec(object)
     if (spec === undefined) return yield* Effect.logWarning(`sim backend: Job ${keyOf(object)} has a spec the Job schema refuses; it is not simulated`)
     const status = (isObject(object.status) ? object.status : {}) as JobStatusType
+    yield* register(object)
     // A Job with a phase ran under an earlier server process: it comes back with its recorded runs.
     const restored = status.phase === undefined ? { facts: [], live: [] } : yield* restoredAttempts(object)
     world.admit({
@@ -232,6 +284,7 @@ function makeMirror(services: { readonly store: Store["Service"]; readonly world
       name: object.metadata.name,
       uid: object.metadata.uid,
       generation: object.metadata.generation,
+      labels: object.metadata.labels ?? {},
       spec,
       workload: workloadFromAnnotations(object.metadata.annotations),
       status,
@@ -252,6 +305,11 @@ function makeMirror(services: { readonly store: Store["Service"]; readonly world
     if (object.metadata.deletionTimestamp !== undefined) return
     const tracked = world.tracked.get(keyOf(object))
     if (tracked === undefined) return yield* admit(object)
+    // Labels change without a new generation; Budgets match the current ones.
+    if (object.metadata.generation >= tracked.generation && !equals(tracked.labels, object.metadata.labels ?? {})) {
+      tracked.labels = object.metadata.labels ?? {}
+      yield* register(object)
+    }
     if (object.metadata.generation <= tracked.generation) return
     const spec = decodeSpec(object)
     if (spec !== undefined) world.update(tracked, spec, object.metadata.generation)
@@ -285,6 +343,7 @@ interface WriteServices {
   readonly ids: Ids["Service"]
   readonly stream: EventStream["Service"]
   readonly refs: Refs
+  readonly budgets: BudgetService["Service"]
 }
 
 /** Where a status goes: the object, its uid when it must still be that object, and the resourceVersion written last. */
@@ -320,7 +379,7 @@ const statusWriter = (resources: Resources["Service"]) => (target: StatusTarget,
 }
 
 function makeWrites(services: WriteServices) {
-  const { resources, ids, stream, refs } = services
+  const { resources, ids, stream, refs, budgets } = services
   const writeStatus = statusWriter(resources)
   let sequence = 0
 
@@ -456,6 +515,10 @@ function makeWrites(services: WriteServices) {
   const flush = (outbox: Outbox) => Effect.gen(function*() {
     for (const tracked of outbox.dirty) yield* quietly(`status of Job ${tracked.key}`)(writeJob(tracked))
     for (const pending of outbox.events) yield* recordEvent(pending)
+    // budget.exceeded, once per Budget, Job and period (the service remembers which it reported).
+    for (const { tracked, budget, message } of outbox.refusals) {
+      yield* budgets.refused(budget, { kind: refs.job.info.kind, namespace: tracked.namespace, name: tracked.name }, message)
+    }
     for (const tracked of outbox.deletes) yield* quietly(`deleting Job ${tracked.key}`)(deleteJob(tracked))
   })
 

@@ -5,16 +5,19 @@
  * after each controller step the world notes what the store must learn (the Job's status, its Attempts, its events),
  * and SimBackend.ts writes that outbox once the engine has run.
  */
+import type { Room } from "../core/Billing.ts"
 import type { AttemptFacts } from "../core/Capacity.ts"
 import type { JobEvent, JobSpecType, JobStatusType } from "../core/JobController.ts"
+import type { Ledger } from "../core/Ledger.ts"
 import { isFinalPhase } from "../core/JobPhases.ts"
 import { type Offering, type Variant, variantsOf } from "../core/Offering.ts"
 import type { Explanation } from "../core/Placement.ts"
+import type { Pricebook } from "../core/Pricebook.ts"
 import { Engine } from "../backends/sim/Engine.ts"
 import { Prng } from "../backends/sim/Prng.ts"
 import { defaultFleet, providerModelsOf } from "../backends/sim/Run.ts"
 import { SimCapacity, type WorkloadModel } from "../backends/sim/SimCapacity.ts"
-import { type Launched, type SimJob, Simulation } from "../backends/sim/Simulation.ts"
+import { type Billed, type Launched, type SimBilling, type SimJob, Simulation } from "../backends/sim/Simulation.ts"
 
 /** Hosts of every offering variant in the server's fleet (a scenario's default too). */
 export const defaultHostsPerVariant = 8
@@ -39,6 +42,8 @@ export interface Tracked {
   readonly namespace: string
   readonly name: string
   readonly uid: string
+  /** metadata.labels of the stored Job (Budgets match them). */
+  labels: Readonly<Record<string, string>>
   readonly job: SimJob
   /** The store's metadata.generation the simulation has seen (the simulation counts its own). */
   generation: number
@@ -64,21 +69,30 @@ export interface PendingEvent {
   readonly status: JobStatusType
 }
 
+/** A Budget that held a Job back (its run does not fit the Budget's room): budget.exceeded. */
+export interface BudgetRefusal {
+  readonly tracked: Tracked
+  readonly budget: string
+  readonly message: string
+}
+
 /** What the store has to learn since the last flush, in the order it happened. */
 export interface Outbox {
   readonly dirty: Set<Tracked>
   readonly events: Array<PendingEvent>
+  readonly refusals: Array<BudgetRefusal>
   /** Jobs the controller deleted (ttlSecondsAfterFinished). */
   readonly deletes: Array<Tracked>
 }
 
-const emptyOutbox = (): Outbox => ({ dirty: new Set(), events: [], deletes: [] })
+const emptyOutbox = (): Outbox => ({ dirty: new Set(), events: [], refusals: [], deletes: [] })
 
 export interface Admission {
   readonly namespace: string
   readonly name: string
   readonly uid: string
   readonly generation: number
+  readonly labels: Readonly<Record<string, string>>
   readonly spec: JobSpecType
   readonly workload: WorkloadModel
   readonly status: JobStatusType
@@ -92,10 +106,54 @@ export interface WorldOptions {
   readonly catalog: ReadonlyArray<Offering>
   readonly hostsPerVariant: number
   readonly seed: string
+  /** Bill the runs (docs/billing.md, "In the server"); absent: nothing is billed. */
+  readonly billing?: WorldBilling | undefined
+}
+
+/**
+ * The server's ledger as the world bills on it. The engine only runs while the ledger service lends its ledger
+ * (SimBackend.ts), and the service may rebuild it from the store after a failed commit, so the world asks for the
+ * current one each time instead of keeping one.
+ */
+export interface WorldBilling {
+  readonly ledger: () => Ledger
+  readonly pricebook: Pricebook
+  /** The rooms of the Budgets matching a Job now. */
+  readonly rooms?: (tracked: Tracked, ledger: Ledger, now: number) => ReadonlyArray<Room>
 }
 
 // The server keeps no trace: its history is the store's objects and events.
 const noTrace = { record: () => {} }
+
+/**
+ * The Budget that holds the Job back after this step, if one does: its next run does not fit the Budget's room (Funded
+ * False BudgetExceeded), or its running work must stop because the Budget's room ran out.
+ */
+const budgetRefusalOf = (job: SimJob, billed: Billed | undefined): { readonly budget: string; readonly message: string } | undefined => {
+  const funding = billed?.funding
+  if (funding === undefined) return undefined
+  if (funding.stop?.budget !== undefined) return { budget: funding.stop.budget, message: funding.stop.message }
+  const funded = job.status.conditions?.find((condition) => condition.type === "Funded")
+  const blocked = funding.blocked
+  if (funded?.status === "False" && funded.reason === "BudgetExceeded" && blocked?.budget !== undefined) return { budget: blocked.budget, message: blocked.message }
+  return undefined
+}
+
+/** The simulation's billing over the server's ledger, asking for it anew at every use. */
+const billingOf = (billing: WorldBilling | undefined, trackedOf: (job: SimJob) => Tracked | undefined, now: () => number): SimBilling | undefined => {
+  if (billing === undefined) return undefined
+  const rooms = billing.rooms
+  return {
+    get ledger() {
+      return billing.ledger()
+    },
+    pricebook: billing.pricebook,
+    rooms: (job) => {
+      const tracked = trackedOf(job)
+      return tracked === undefined || rooms === undefined ? [] : rooms(tracked, billing.ledger(), now())
+    }
+  }
+}
 
 export class SimWorld {
   readonly engine: Engine
@@ -122,7 +180,8 @@ export class SimWorld {
       capacity: this.capacity,
       catalog: options.catalog,
       trace: noTrace,
-      onStep: (job, result, launched) => this.stepped(job, result.events, launched),
+      billing: billingOf(options.billing, (job) => this.byJob.get(job), () => this.engine.now),
+      onStep: (job, result, launched, billed) => this.stepped(job, result.events, launched, billed),
       onDeleted: (job) => this.deleted(job)
     })
   }
@@ -137,7 +196,7 @@ export class SimWorld {
       attempts: admission.attempts
     })
     const finishedBefore = admission.status.phase !== undefined && isFinalPhase(admission.status.phase)
-    const tracked: Tracked = { key: `${namespace}/${name}`, namespace, name, uid, job, generation: admission.generation, written: undefined, resourceVersion: undefined, finishedBefore, attempts: new Map(), events: new Map() }
+    const tracked: Tracked = { key: `${namespace}/${name}`, namespace, name, uid, labels: admission.labels, job, generation: admission.generation, written: undefined, resourceVersion: undefined, finishedBefore, attempts: new Map(), events: new Map() }
     for (const facts of admission.live) tracked.attempts.set(facts.name, { facts, placement: undefined, created: true, written: undefined, resourceVersion: undefined })
     this.tracked.set(tracked.key, tracked)
     this.byJob.set(job, tracked)
@@ -168,7 +227,7 @@ export class SimWorld {
   }
 
   get pending(): boolean {
-    return this.outbox.dirty.size > 0 || this.outbox.events.length > 0 || this.outbox.deletes.length > 0
+    return this.outbox.dirty.size > 0 || this.outbox.events.length > 0 || this.outbox.refusals.length > 0 || this.outbox.deletes.length > 0
   }
 
   variantOf(offering: string, interruptible: boolean): Variant | undefined {
@@ -181,9 +240,11 @@ export class SimWorld {
     return variantsOf(offering).some((variant) => this.capacity.available(variant, "") > 0)
   }
 
-  private stepped(job: SimJob, events: ReadonlyArray<JobEvent>, launched: ReadonlyArray<Launched>): void {
+  private stepped(job: SimJob, events: ReadonlyArray<JobEvent>, launched: ReadonlyArray<Launched>, billed: Billed | undefined): void {
     const tracked = this.byJob.get(job)
     if (tracked === undefined) return
+    const refusal = budgetRefusalOf(job, billed)
+    if (refusal !== undefined) this.outbox.refusals.push({ tracked, ...refusal })
     for (const { action, facts } of launched) {
       // A launch that found its capacity taken never ran: it is no run of capacity, so no Attempt records it.
       if (facts.outcome?.type === "Unavailable") continue

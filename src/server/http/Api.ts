@@ -16,9 +16,10 @@ import { timestamp } from "../../core/Strategy.ts"
 import * as OpenApi from "../openapi/OpenApi.ts"
 import { schemaDocuments } from "../openapi/SchemaDocuments.ts"
 import { type Access, Auth, expirationOf, forbidden, type Principal, scopeProblems } from "../Auth.ts"
+import { Credits } from "../Credits.ts"
 import { fingerprint, Idempotency } from "../Idempotency.ts"
 import { Ids } from "../Ids.ts"
-import { dryRunEtag, etagOf, type PatchType, type ResourceRef, Resources, type WriteOptions } from "../Resources.ts"
+import { etagOf, type PatchType, type ResourceRef, Resources, type WriteOptions } from "../Resources.ts"
 import { clockObject, parseClockRequest, SimulationControl } from "../SimulationControl.ts"
 import { Watches, type WatchEvent } from "../Watch.ts"
 import { mediaTypeOf, parseJson, parseYamlDocument, readObject, readText } from "./Body.ts"
@@ -164,6 +165,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
     const idempotency = yield* Idempotency
     const ids = yield* Ids
     const simulation = yield* SimulationControl
+    const credits = yield* Credits
     const group = settings.group
     // Documents are generated once, on first request (tens of ms, off start-up): they depend only on the group and the
     // kinds' schemas.
@@ -265,12 +267,17 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
 
     const create = (request: Request, query: URLSearchParams, principal: Principal, ref: ResourceRef, namespace: string | undefined) =>
       Effect.gen(function*() {
-        const body = yield* readObject(request, ref.info.kind)
+        // TopUps and the operator's CreditGrants have their own rules, and are processed before the answer (Credits.ts).
+        const hooks = credits.createHooks(ref.info.plural)
+        const sent = yield* readObject(request, ref.info.kind)
+        const body = hooks === undefined ? sent : yield* hooks.admit(sent)
         const options = yield* writeOptions(request, query, principal, ref)
         const key = request.headers["idempotency-key"]
         if (key === undefined || key === "" || options.dryRun) {
-          const result = yield* resources.create(ref, namespace, body, options)
-          const headers = { ...(options.dryRun ? { etag: dryRunEtag(result.object) } : { etag: etagOf(result.object) }), ...warningHeader(result.warnings) }
+          const created = yield* resources.create(ref, namespace, body, options)
+          const result = hooks === undefined || options.dryRun ? created : { ...created, object: yield* hooks.settle(created.object) }
+          // A dry run's ETag quotes its price and binds a later create that sends it in If-Match (spec: Create semantics 1).
+          const headers = { etag: result.etag ?? etagOf(result.object), ...warningHeader(result.warnings) }
           return yield* renderObject(request, query, ref, result.object, 201, headers)
         }
         const claim = yield* idempotency.claim(principal.name, key, fingerprint([
@@ -283,7 +290,8 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
         const result = yield* resources.create(ref, namespace, body, { ...options, commitWith: (warnings) => claim.finishOps(201, warnings) }).pipe(
           Effect.tapError(() => claim.release)
         )
-        return yield* renderObject(request, query, ref, result.object, 201, objectHeaders(result.object, result.warnings))
+        const object = hooks === undefined ? result.object : yield* hooks.settle(result.object)
+        return yield* renderObject(request, query, ref, object, 201, objectHeaders(object, result.warnings))
       })
 
     const replace = (request: Request, query: URLSearchParams, principal: Principal, ref: ResourceRef, namespace: string | undefined, name: string, subresource: "status" | undefined) =>
@@ -359,6 +367,25 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
           spec: typeof seconds === "number" ? { expirationSeconds: seconds } : {},
           status: { token: issued.key, ...(expiresAt === undefined ? {} : { expirationTimestamp: expirationOf(expiresAt)! }) }
         })
+      })
+
+    /**
+     * The operator's credit operations (docs/billing.md, "Credits"), admin only, beside the resource API so that users
+     * keep the spec's operations (creditgrants: list, read): POST …/operator/creditgrants grants credits (a CreditGrant
+     * body; Idempotency-Key as on creates), POST …/operator/topups/{name}/refund refunds a TopUp.
+     */
+    const operator = (request: Request, url: URL, route: Extract<Routes.Route, { _tag: "Operator" }>, principal: Principal) =>
+      Effect.gen(function*() {
+        const [plural, name, action, ...extra] = route.path
+        const grant = plural === "creditgrants" && name === undefined
+        const refund = plural === "topups" && name !== undefined && action === "refund" && extra.length === 0
+        const ref = refOf({ _tag: "Resource", group: route.group, version: route.version, plural: plural ?? "" })
+        if ((!grant && !refund) || route.version !== "v1" || ref === undefined) return yield* resourceNotFound()
+        if (request.method !== "POST") return yield* methodNotAllowed(request.method)
+        if (!principal.scopes.has(adminScope)) return yield* forbidden(principal, `cannot ${grant ? "grant credits" : "refund topups"}: the operation needs scope "${adminScope}"`)
+        if (grant) return yield* create(request, url.searchParams, principal, ref, undefined)
+        const object = yield* credits.refund(name!)
+        return yield* renderObject(request, url.searchParams, ref, object, 200, { etag: etagOf(object) })
       })
 
     const resource = (request: Request, url: URL, route: Extract<Routes.Route, { _tag: "Resource" }>, principal: Principal): Effect.Effect<Response, ApiError> =>
@@ -462,6 +489,8 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
             return yield* resource(request, url, route, principal)
           case "SimulationClock":
             return yield* simulationClock(request, route, principal)
+          case "Operator":
+            return yield* operator(request, url, route, principal)
           default:
             return yield* resourceNotFound()
         }

@@ -19,6 +19,8 @@ export type Route =
   | { readonly _tag: "ErrorDocs"; readonly code?: string }
   /** The sim backend's test clock (docs/simulator.md): /apis/{group}/{version}/simulation/clock. */
   | { readonly _tag: "SimulationClock"; readonly group: string; readonly version: string }
+  /** The operator's credit operations (docs/billing.md, "Credits"): /apis/{group}/{version}/operator/<path>. */
+  | { readonly _tag: "Operator"; readonly group: string; readonly version: string; readonly path: ReadonlyArray<string> }
   /** A collection, item or subresource of a kind. `namespace` is the project segment when the path has one. */
   | {
     readonly _tag: "Resource"
@@ -53,6 +55,7 @@ const apis = (segments: ReadonlyArray<string>): Route => {
   if (version === undefined) return { _tag: "Group", group }
   if (rest.length === 0) return { _tag: "GroupVersion", group, version }
   if (rest.length === 2 && rest[0] === "simulation" && rest[1] === "clock") return { _tag: "SimulationClock", group, version }
+  if (rest[0] === "operator") return { _tag: "Operator", group, version, path: rest.slice(1) }
   if (rest[0] === "namespaces" && rest.length >= 3) return resource(group, version, rest.slice(2), rest[1])
   return resource(group, version, rest)
 }

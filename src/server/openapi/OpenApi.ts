@@ -113,7 +113,7 @@ const fieldManager = query("fieldManager", text, "The name of the actor making t
 const force = query("force", { type: "boolean" }, "For apply patches: take over fields owned by other managers.")
 const writeHeaders: ReadonlyArray<JsonObject> = [
   header("Idempotency-Key", "Makes the request retry-safe: a retry with the same key and payload reuses the first outcome."),
-  header("If-Match", "Applies the write only if the current object (or a dry-run estimate) still has this ETag.")
+  header("If-Match", "Applies the write only if the current object still has this ETag. On a create: the ETag of a dry run of the same body, which binds its estimate's rate; the create is admitted after validUntil and never placed more than 10 % above that rate (PriceConsentRequired when it would be now).")
 ]
 const writeParameters: ReadonlyArray<JsonObject> = [dryRun, fieldValidation, fieldManager, ...writeHeaders]
 // fieldValidation on PATCH is what tells kubectl to leave validation to the server (kubectl-compat §3).

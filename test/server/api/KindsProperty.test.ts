@@ -13,7 +13,10 @@ import { Exit, Schema, SchemaIssue } from "effect"
 import * as fc from "fast-check"
 import { isArray, isObject, type Json, type JsonObject } from "../../../src/core/Json.ts"
 import { kinds, type KindInfo } from "../../../src/core/Kinds.ts"
+import { topUpAmountMicroMax } from "../../../src/core/Limits.ts"
+import { parseMicroUsd } from "../../../src/core/Money.ts"
 import { definitionOf, isDefined } from "../../../src/core/schemas/Definitions.ts"
+import { testMethodDefault } from "../../../src/server/Payments.ts"
 import { arbitraryOf, childSchema, pathsIn, type SchemaDocument, setAt, specDocument, type Violation, violationsOf } from "../../support/SchemaArbitrary.ts"
 import { type Reply, request, startTestServer, type TestServer } from "../../support/TestServer.ts"
 import { createProject, registeredCodes } from "./Support.ts"
@@ -131,8 +134,9 @@ const fixtureSecret = "prop-secret"
 
 /**
  * References the JSON Schema cannot know exist: secret mounts (a bare name or {name, version}, in any `secrets` list)
- * name the project's fixture Secret, which has version 1. Other references to objects that do not exist make the
- * create NotFound-refused; such cases are discarded (and counted).
+ * name the project's fixture Secret, which has version 1; a TopUp's payment method is the embedded processor's
+ * default one, and its promo code goes (none is known: docs/billing.md, "Credits"). Other references to objects that
+ * do not exist make the create NotFound-refused; such cases are discarded (and counted).
  */
 const withFixtures = (value: Json): Json => {
   if (isArray(value)) return value.map(withFixtures)
@@ -145,8 +149,14 @@ const withFixtures = (value: Json): Json => {
       : isObject(mount) && typeof mount["name"] === "string" ? { ...mount, name: fixtureSecret, ...(Object.hasOwn(mount, "version") ? { version: 1 } : {}) }
       : mount)
   }
+  if (typeof next["paymentMethod"] === "string") next["paymentMethod"] = testMethodDefault
+  delete next["promoCode"]
   return next
 }
+
+/** An account limit a valid spec may still pass, refused with its own code: a TopUp adds at most topUpAmountMicroMax. */
+const withinAccountLimits = (kind: string) => (spec: Json): boolean =>
+  kind !== "TopUp" || !isObject(spec) || typeof spec["amountUSD"] !== "string" || parseMicroUsd(spec["amountUSD"]) <= topUpAmountMicroMax
 
 /** A refusal only because a referenced object does not exist. */
 const onlyNotFound = (reply: Reply): boolean => {
@@ -206,7 +216,7 @@ describe("kinds: properties from the OpenAPI schemas", () => {
         return Exit.isSuccess(decoded) && onTime(decoded.value as JsonObject)
       }
       const generated = arbitraryOf(document)
-      const valid = generated.map(withFixtures).filter(decodes)
+      const valid = generated.map(withFixtures).filter(decodes).filter(withinAccountLimits(info.kind))
       const collection = info.scope === "Cluster"
         ? `/apis/nodus.dev/${info.version}/${info.plural}`
         : `/apis/nodus.dev/${info.version}/namespaces/${project}/${info.plural}`

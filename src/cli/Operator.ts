@@ -1,0 +1,113 @@
+/**
+ * The operator's credit commands (docs/billing.md, "Credits"): `nodus grant <amountUSD>` creates a CreditGrant and
+ * `nodus refund <topup>` refunds a TopUp, through the server's admin-only operations. They find the server and the
+ * admin token as `nodus kubeconfig` does (flags, environment, data directory). A grant carries one Idempotency-Key
+ * for all its attempts, so a retry after a lost connection never grants twice.
+ */
+import { randomUUID } from "node:crypto"
+import { request as httpRequest } from "node:http"
+import { request as httpsRequest } from "node:https"
+import type { ServerConfig } from "../server/Config.ts"
+
+export const operatorUsage = `  nodus grant <amountUSD> [--reason <text>] [--name <name>] [flags]
+                              grant credits as the operator (a CreditGrant of source Admin)
+  nodus refund <topup> [flags]
+                              refund a Succeeded TopUp as the operator`
+
+/** Attempts of one request when the connection fails (the same Idempotency-Key each time). */
+const attemptsMax = 3
+
+interface Reply {
+  readonly status: number
+  readonly body: any
+}
+
+const send = (config: ServerConfig, url: string, token: string, ca: string | undefined, body: unknown, headers: Record<string, string>) =>
+  new Promise<Reply>((resolve, reject) => {
+    const text = JSON.stringify(body ?? {})
+    const options = { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...headers }, ...(ca === undefined ? {} : { ca }) }
+    const call = (config.tls ? httpsRequest : httpRequest)(url, options, (response) => {
+      let received = ""
+      response.setEncoding("utf8")
+      response.on("data", (chunk: string) => (received += chunk))
+      response.on("end", () => {
+        let parsed: unknown
+        try {
+          parsed = JSON.parse(received)
+        } catch {
+          parsed = { message: received }
+        }
+        resolve({ status: response.statusCode ?? 0, body: parsed })
+      })
+    })
+    call.on("error", reject)
+    call.end(text)
+  })
+
+const sendWithRetries = async (config: ServerConfig, url: string, token: string, ca: string | undefined, body: unknown, headers: Record<string, string>): Promise<Reply> => {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await send(config, url, token, ca, body, headers)
+    } catch (error) {
+      if (attempt >= attemptsMax) throw error
+      await new Promise((resolve) => setTimeout(resolve, 500 * attempt))
+    }
+  }
+}
+
+/** Splits the command's own flags and positional arguments from the server flags (every server flag takes a value). */
+const split = (args: ReadonlyArray<string>, own: ReadonlyArray<string>) => {
+  const values = new Map<string, string>()
+  const positional: Array<string> = []
+  const rest: Array<string> = []
+  for (let index = 0; index < args.length; index++) {
+    const arg = args[index]!
+    const [flag, inline] = arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined]
+    if (!arg.startsWith("--")) positional.push(arg)
+    else if (own.includes(flag)) values.set(flag, inline ?? args[++index] ?? "")
+    else rest.push(...(inline === undefined && index + 1 < args.length ? [arg, args[++index]!] : [arg]))
+  }
+  return { values, positional, rest }
+}
+
+const failure = (reply: Reply): string =>
+  `${reply.body?.reason ?? `HTTP ${reply.status}`}: ${reply.body?.message ?? ""}${typeof reply.body?.fix === "string" ? `\n  fix: ${reply.body.fix}` : ""}`
+
+/** Runs `nodus grant` or `nodus refund`; answers the exit code. */
+export const operate = async (command: "grant" | "refund", args: ReadonlyArray<string>, configFrom: (args: ReadonlyArray<string>) => ServerConfig): Promise<number> => {
+  const { values, positional, rest } = split(args, ["--reason", "--name"])
+  if (positional.length !== 1) {
+    process.stderr.write(`nodus: ${command} needs exactly one ${command === "grant" ? "amount in USD (e.g. nodus grant 25 --reason goodwill)" : "TopUp name"}\n`)
+    return 2
+  }
+  const config = configFrom(rest)
+  const { ensureAdminToken, ensureDataDir, ensureTls, serverUrl } = await import("../server/Bootstrap.ts")
+  ensureDataDir(config.dataDir)
+  const ca = config.tls ? ensureTls(config, new Date()).ca : undefined
+  const token = ensureAdminToken(config)
+  const base = `${serverUrl(config)}/apis/${config.apiGroup}/v1`
+  const target = positional[0]!
+  try {
+    if (command === "refund") {
+      const reply = await sendWithRetries(config, `${base}/operator/topups/${encodeURIComponent(target)}/refund`, token, ca, {}, {})
+      if (reply.status !== 200) throw new Error(failure(reply))
+      process.stdout.write(`topup/${reply.body.metadata.name} ${reply.body.status?.phase ?? ""}\n`)
+      return 0
+    }
+    const name = values.get("--name")
+    const reason = values.get("--reason")
+    const grant = {
+      apiVersion: `${config.apiGroup}/v1`,
+      kind: "CreditGrant",
+      metadata: name === undefined ? { generateName: "grant-" } : { name },
+      spec: { amountUSD: target, source: "Admin", ...(reason === undefined ? {} : { reason }) }
+    }
+    const reply = await sendWithRetries(config, `${base}/operator/creditgrants`, token, ca, grant, { "idempotency-key": randomUUID() })
+    if (reply.status !== 201) throw new Error(failure(reply))
+    process.stdout.write(`creditgrant/${reply.body.metadata.name} granted ${reply.body.spec.amountUSD} USD\n`)
+    return 0
+  } catch (error) {
+    process.stderr.write(`nodus: ${command} failed: ${error instanceof Error ? error.message : String(error)}\n`)
+    return 1
+  }
+}
