@@ -126,6 +126,12 @@ const rows: ReadonlyArray<KindRow> = [
   { kind: "EnrollmentToken", plural: "enrollmenttokens", shortNames: ["et"], operations: [...readOps, "create", "delete"],
     description: "A token that enrolls a customer host into a Pool." },
   { kind: "Budget", plural: "budgets", shortNames: ["bdg"], scope: "Cluster", operations: fullOps, scopePrefix: "billing",
+    columns: [
+      { ...shown("Amount", "spec.amountUSD", "The cap per period"), format: "usd" },
+      shown("Period", "spec.period", "Monthly, Weekly, Daily or Total"),
+      { ...shown("Spent", "status.spentUSD", "Charged this period by matching work"), format: "usd" },
+      { ...shown("Held", "status.heldUSD", "Held now by matching work"), format: "usd" }
+    ],
     description: "A USD cap per period matched by project and labels during holds." },
   { kind: "CloudAccount", plural: "cloudaccounts", shortNames: ["ca"], scope: "Cluster", operations: fullOps,
     description: "A customer cloud account capacity can be rented through." },
@@ -136,6 +142,11 @@ const rows: ReadonlyArray<KindRow> = [
     columns: [wide("URL", "spec.url", "Receiver URL")],
     description: "A receiver of signed event deliveries." },
   { kind: "CreditGrant", plural: "creditgrants", shortNames: ["cg"], scope: "Cluster", operations: readOps,
+    columns: [
+      { ...shown("Amount", "spec.amountUSD", "Credits granted"), format: "usd" },
+      { ...shown("Remaining", "status.remainingUSD", "Credits of the grant not yet spent"), format: "usd" },
+      shown("Source", "spec.source", "Starter, Promo, TopUp or Admin")
+    ],
     scopePrefix: "billing", description: "Credits added to the account." },
   { kind: "MarketplaceContract", plural: "marketplacecontracts", shortNames: ["mc"], scope: "Cluster", operations: readOps,
     description: "An agreement between a marketplace demand and supply." },
@@ -168,6 +179,7 @@ const rows: ReadonlyArray<KindRow> = [
       { ...wide("Interruptible", "spec.interruptibleRateUSDPerHour", "Rate per host-hour of the interruptible variant"), format: "usd" }],
     description: "A purchasable capacity shape with its rates." },
   { kind: "TopUp", plural: "topups", shortNames: ["tu"], scope: "Cluster", operations: [...readOps, "create"],
+    columns: [{ ...shown("Amount", "spec.amountUSD", "USD charged and added as credits"), format: "usd" }],
     scopePrefix: "billing", description: "A payment that adds credits." },
   { kind: "ReservedHost", plural: "reservedhosts", shortNames: ["rh"], operations: readOps,
     description: "A host reserved for the project." }

@@ -379,6 +379,17 @@ describe("create -f", () => {
     assert.strictEqual(after.metadata.uid, first.metadata.uid)
     assert.strictEqual(after.metadata.resourceVersion, first.metadata.resourceVersion)
   })
+
+  it("creates a TopUp (a kind without PATCH: validation falls back to /openapi/v2), and get creditgrants shows its credits", async () => {
+    const file = manifest("topup.yaml", "apiVersion: nodus.dev/v1\nkind: TopUp\nmetadata: {name: kubectl-topup}\nspec: {amountUSD: \"12.50\"}\n")
+    const created = await kubectl(server, ["create", "-f", file])
+    assert.strictEqual(created.code, 0, show(created))
+    assert.strictEqual(created.stdout.trim(), "topup.nodus.dev/kubectl-topup created")
+    const grants = await kubectl(server, ["get", "creditgrants"])
+    assert.strictEqual(grants.code, 0, show(grants))
+    const row = parseTable(grants.stdout).find((entry) => entry["NAME"] === "topup-kubectl-topup")
+    assert.deepStrictEqual({ amount: row?.["AMOUNT"], source: row?.["SOURCE"] }, { amount: "$12.50", source: "TopUp" }, grants.stdout)
+  })
 })
 
 describe("replace -f", () => {

@@ -141,6 +141,23 @@ describe("the sim backend when the money runs out", () => {
     assert.match(low.data.event.message, /below the warning level of 10 USD/u)
     assert.isBelow(types.indexOf("job.started"), types.indexOf("job.funding_lost"))
   })
+
+  it("a TopUp brings the credits back: funding_restored, and the Job runs to the end on them", async () => {
+    const topUp = { apiVersion: "nodus.dev/v1", kind: "TopUp", metadata: { name: "refill" }, spec: { amountUSD: "500" } }
+    const paid = await request(server, "POST", `${v1}/topups`, { body: topUp })
+    assert.strictEqual(paid.status, 201, paid.text)
+    assert.strictEqual(paid.body.status.phase, "Succeeded", paid.text)
+    await advance(server, "20h")
+    const job = await readJob(server, "broke", "train")
+    assert.strictEqual(job.status.phase, "Succeeded", JSON.stringify(job.status))
+    assert.isString(job.status.suspendedDuration)
+    const types = server.streamed().map((event) => event.type)
+    assert.isBelow(types.indexOf("topup.succeeded"), types.indexOf("job.funding_restored"))
+    const ledger = await storedLedger(store)
+    assert.strictEqual(parseMicroUsd(job.status.cost.totalUSD), ledger.chargesFor(job.metadata.uid).total)
+    assert.deepStrictEqual(openHoldsOf(ledger, job.metadata.uid), [])
+    assertIdentity(ledger)
+  })
 })
 
 describe("the sim backend's billing across a restart", () => {

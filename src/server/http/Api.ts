@@ -511,8 +511,10 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
         }
         case "OpenApiV2":
           // An empty body is an empty protobuf Document: kubectl finds no schema there and skips client-side
-          // validation (needed for Namespace manifests, whose v3 document has no PATCH to carry fieldValidation).
-          return Effect.succeed(HttpServerResponse.uint8Array(new Uint8Array(0), { contentType: "application/com.github.proto-openapi.spec.v2@v1.0+protobuf" }))
+          // validation (needed for Namespace manifests and TopUps, whose v3 documents have no PATCH to carry
+          // fieldValidation). The type is the one kube-openapi answers with: the '@' form kubectl asks for is no valid
+          // media type, and client-go fails to parse a response that carries it ("unexpected content after media subtype").
+          return Effect.succeed(HttpServerResponse.uint8Array(new Uint8Array(0), { contentType: "application/com.github.proto-openapi.spec.v2.v1.0+protobuf" }))
         case "NotFound":
           return Effect.fail(resourceNotFound())
         default:
