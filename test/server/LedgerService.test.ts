@@ -4,8 +4,9 @@
  * are in the store when it answers, and the store's own sums (balances()) agree with the ledger.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Fiber, Layer, Stream } from "effect"
 import { availableAccount, externalAccount } from "../../src/core/Ledger.ts"
+import { EventStream } from "../../src/server/EventStream.ts"
 import { LedgerService, starterCreditsMicro } from "../../src/server/LedgerService.ts"
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
 import { Store } from "../../src/store/Store.ts"
@@ -39,5 +40,26 @@ describe("LedgerService", () => {
       const available = yield* Effect.provide(Effect.flatMap(LedgerService, (ledger) => ledger.read((current) => current.available)), serverOver(store, 0n))
       assert.strictEqual(available, 0n)
       assert.deepStrictEqual(yield* store.postings(0, 10), [])
+    }))
+
+  it.effect("publishes billing.low_balance when the balance falls below 10 USD and billing.arrears_posted for a charge past it", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryStore.make
+      const layer = LedgerService.layer({ starterMicro: 20_000_000n }).pipe(Layer.provideMerge(EventStream.layer), Layer.provide(Layer.succeed(Store, store)))
+      const types = yield* Effect.scoped(Effect.provide(Effect.gen(function*() {
+        const events = yield* (yield* EventStream).subscribe
+        const collected = yield* Effect.forkScoped(Stream.runCollect(Stream.take(events, 2)))
+        const ledger = yield* LedgerService
+        // 15 USD held: 5 USD left, below the warning level.
+        yield* ledger.update((current) => current.hold("hold/a", 0, { hold: "a", owner: "job", amount: 15_000_000n, expiresAt: 10 }))
+        // A charge of 22 USD: the hold's 15, the 5 left, and 2 USD no money covers.
+        yield* ledger.update((current) => current.capture("capture/a", 1, { hold: "a", owner: "job", segment: "Running", amount: 22_000_000n }))
+        const published = yield* Fiber.join(collected)
+        return published.map((event) => `${event.type} ${event.data.object.kind} ${event.data.event.message.split(";")[0]}`)
+      }), layer))
+      assert.deepStrictEqual(types, [
+        "billing.low_balance Account The available balance is 5 USD, below the warning level of 10 USD (15 USD held by running work). Add credits with a TopUp.",
+        "billing.arrears_posted Account 2 USD of charges exceeded the balance"
+      ])
     }))
 })
