@@ -175,10 +175,11 @@ export const isEndedAttempt = (object: JsonObject): boolean => {
 
 /**
  * The facts of an Attempt a previous server process wrote: what the controller needs to count failures, number the
- * next run and recover. Capacity does not survive a restart, so a run that was live then ends `now` as NodeLost, and
- * recovery replaces it (one being stopped ends as Stopped). Undefined when the object lacks a field or names a variant the catalog no longer has.
+ * next run and recover. Capacity does not survive a restart, so a run that was live then ends at `lostAt` (when that
+ * process stopped simulating) as NodeLost, and recovery replaces it (one being stopped ends as Stopped). Undefined
+ * when the object lacks a field or names a variant the catalog no longer has.
  */
-export const factsFromAttempt = (object: JsonObject, variantOf: (offering: string, interruptible: boolean) => Variant | undefined, now: number): AttemptFacts | undefined => {
+export const factsFromAttempt = (object: JsonObject, variantOf: (offering: string, interruptible: boolean) => Variant | undefined, lostAt: number): AttemptFacts | undefined => {
   const stored = storedOf(object)
   if (stored === undefined) return undefined
   const variant = variantOf(stored.offering, stored.interruptible)
@@ -186,6 +187,8 @@ export const factsFromAttempt = (object: JsonObject, variantOf: (offering: strin
   const ended = isEndedAttempt(object)
   // A run being stopped had been let go by its controller: it ends as Stopped, not as an interruption to recover.
   const outcome: Outcome = ended ? outcomeOf(stored) : stored.phase === "Terminating" ? { type: "Stopped" } : { type: "NodeLost" }
+  // A live run ends at `lostAt`, but never before what its record shows it did (the clock was saved a little earlier).
+  const lost = Math.max(lostAt, stored.startTime, stored.bootTime ?? stored.startTime)
   return {
     name: stored.name,
     index: stored.index,
@@ -196,10 +199,10 @@ export const factsFromAttempt = (object: JsonObject, variantOf: (offering: strin
     restoreFromSeq: undefined,
     requestedAt: stored.startTime,
     bootedAt: stored.bootTime,
-    endedAt: ended ? stored.endTime ?? stored.startTime : now,
+    endedAt: ended ? stored.endTime ?? stored.startTime : lost,
     // What a restarted server knows of the teardown: none after the recorded end.
-    stoppingAt: ended ? stored.endTime ?? stored.startTime : now,
-    releasedAt: ended ? stored.endTime ?? stored.startTime : now,
+    stoppingAt: ended ? stored.endTime ?? stored.startTime : lost,
+    releasedAt: ended ? stored.endTime ?? stored.startTime : lost,
     phase: "Ended",
     outcome,
     checkpoint: undefined,

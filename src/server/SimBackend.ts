@@ -104,7 +104,7 @@ function make(options: SimBackendOptions) {
     const refs = refsOf(group)
     const ledgers = yield* LedgerService
     const budgets = yield* BudgetService
-    yield* restoreClock(store, clock)
+    const lastSimulated = yield* restoreClock(store, clock)
     // The ledger the engine bills on: the service lends it while the engine runs (see `makeRunner`).
     let lent: Ledger | undefined
     const world = new SimWorld({
@@ -141,7 +141,9 @@ function make(options: SimBackendOptions) {
     // One at a time: the engine, the mirror and the writes of one instant are never interleaved.
     const lock = Semaphore.makeUnsafe(1)
     const writes = makeWrites({ resources, ids, stream, refs, budgets })
-    const mirror = makeMirror({ store, world, refs, budgets })
+    // Runs live when the previous process stopped were lost with it, at the last instant it saved: nothing was
+    // simulated while no server ran, so none of that time is charged (docs/billing.md, "In the server").
+    const mirror = makeMirror({ store, world, refs, budgets, lostAt: () => Math.min(lastSimulated ?? world.engine.now, world.engine.now) })
     // The estimates' placement preview reads this world's capacity while the backend runs (docs/billing.md).
     yield* (yield* LiveMarket).provide((namespace) => world.capacity.marketFor(namespace))
     const offerings = makeOfferings({ resources, refs, world, clock })
@@ -187,6 +189,9 @@ function make(options: SimBackendOptions) {
     }))
 
     yield* offerings.seed
+    // The stored Jobs are mirrored and settled before anything else runs the engine: a hold of a run the previous
+    // process left live is captured and closed before the engine's expiry pass could let it lapse uncharged.
+    yield* lock.withPermit(Effect.andThen(mirror.resync, catchUp))
     yield* followStore("sim backend", feed, lock.withPermit(Effect.andThen(mirror.resync, catchUp)), onChange)
     yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(tickInterval), surviving("sim backend", "running the engine")(tick))))
     yield* Effect.addFinalizer(() => saveClock)
@@ -198,10 +203,15 @@ function make(options: SimBackendOptions) {
   })
 }
 
-/** Simulated time never goes back, across restarts too: the clock resumes at the time saved last. */
+/**
+ * Simulated time never goes back, across restarts too: the clock resumes at the time saved last. Answers that time (the
+ * last instant the previous process is known to have simulated), or undefined on a first start.
+ */
 const restoreClock = (store: Store["Service"], clock: VirtualClock) =>
   Effect.map(store.getRecord(clockTable, clockId, 0).pipe(Effect.orElseSucceed(() => Option.none<Json>())), (saved) => {
-    if (Option.isSome(saved) && isObject(saved.value) && typeof saved.value["now"] === "number") clock.advanceTo(saved.value["now"])
+    if (!(Option.isSome(saved) && isObject(saved.value) && typeof saved.value["now"] === "number")) return undefined
+    clock.advanceTo(saved.value["now"])
+    return saved.value["now"]
   })
 
 const saveClockOf = (store: Store["Service"], clock: VirtualClock) =>
@@ -237,8 +247,17 @@ function makeRunner(world: SimWorld, clock: VirtualClock, runEngine: (at: number
 // ---------------------------------------------------------------------------------------------------------------------
 // Mirroring the store's Jobs
 
-function makeMirror(services: { readonly store: Store["Service"]; readonly world: SimWorld; readonly refs: Refs; readonly budgets: BudgetService["Service"] }) {
-  const { store, world, refs, budgets } = services
+interface MirrorServices {
+  readonly store: Store["Service"]
+  readonly world: SimWorld
+  readonly refs: Refs
+  readonly budgets: BudgetService["Service"]
+  /** When the runs a previous process left live were lost. */
+  readonly lostAt: () => number
+}
+
+function makeMirror(services: MirrorServices) {
+  const { store, world, refs, budgets, lostAt } = services
 
   /** Budgets count a Job's charges by its project and labels, after it is gone too (docs/billing.md, "Budgets"). */
   const register = (object: ResourceObject) =>
@@ -261,13 +280,12 @@ function makeMirror(services: { readonly store: Store["Service"]; readonly world
     }
   }
 
-  /** The Attempts a previous server process wrote for this Job, as facts (live ones end now as NodeLost). */
+  /** The Attempts a previous server process wrote for this Job, as facts (live ones end as NodeLost when it stopped). */
   const restoredAttempts = (object: ResourceObject) => Effect.gen(function*() {
     const dependents = yield* store.dependentsOf(object.metadata.uid).pipe(Effect.orElseSucceed(() => []))
     const attempts = dependents.filter((dependent) => dependent.kind === refs.attempt.info.kind)
-    const now = world.engine.now
     const variantOf = (offering: string, interruptible: boolean) => world.variantOf(offering, interruptible)
-    const facts = attempts.flatMap((attempt) => factsFromAttempt(attempt as unknown as JsonObject, variantOf, now) ?? [])
+    const facts = attempts.flatMap((attempt) => factsFromAttempt(attempt as unknown as JsonObject, variantOf, lostAt()) ?? [])
     const live = facts.filter((fact) => attempts.some((attempt) => attempt.metadata.name === fact.name && !isEndedAttempt(attempt as unknown as JsonObject)))
     return { facts, live }
   })

@@ -49,7 +49,7 @@ describe("AttemptRecords", () => {
     assert.strictEqual((status["conditions"] as any)[0].lastTransitionTime, new Date(t0 + 60_000).toISOString())
   })
 
-  it("reads back what it wrote; a run that was live ends now as NodeLost, one being stopped as Stopped", () => {
+  it("reads back what it wrote; a run that was live ends as NodeLost when it was lost, one being stopped as Stopped", () => {
     const object = (input: AttemptFacts) => ({ metadata: { name: input.name }, spec: { index: input.index, epoch: input.number }, status: attemptStatusOf(input, undefined) })
     const variantOf = (id: string, interruptible: boolean) => (id === offering.id && !interruptible ? variant : undefined)
     const now = t0 + 3_600_000
@@ -61,5 +61,16 @@ describe("AttemptRecords", () => {
     assert.deepStrictEqual(stopping?.outcome, { type: "Stopped" })
     assert.isUndefined(factsFromAttempt(object(facts({ variant: { ...variant, interruptible: true } })), variantOf, now))
     assert.isUndefined(factsFromAttempt({ metadata: { name: "x" } }, variantOf, now))
+  })
+
+  it("a live run is lost when the previous process stopped, but never before its recorded start or boot", () => {
+    const object = (input: AttemptFacts) => ({ metadata: { name: input.name }, spec: { index: input.index, epoch: input.number }, status: attemptStatusOf(input, undefined) })
+    const variantOf = () => variant
+    const booted = facts({ phase: "Running", bootedAt: t0 + 60_000 })
+    // The clock was saved 5 s before the boot was written: the run ends at its boot, not before it.
+    const early = factsFromAttempt(object(booted), variantOf, t0 + 55_000)
+    assert.deepStrictEqual([early?.endedAt, early?.stoppingAt, early?.releasedAt], [t0 + 60_000, t0 + 60_000, t0 + 60_000])
+    const later = factsFromAttempt(object(booted), variantOf, t0 + 900_000)
+    assert.strictEqual(later?.releasedAt, t0 + 900_000)
   })
 })
