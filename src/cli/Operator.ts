@@ -2,7 +2,9 @@
  * The operator's credit commands (docs/billing.md, "Credits"): `nodus grant <amountUSD>` creates a CreditGrant and
  * `nodus refund <topup>` refunds a TopUp, through the server's admin-only operations. They find the server and the
  * admin token as `nodus kubeconfig` does (flags, environment, data directory). A grant carries one Idempotency-Key
- * for all its attempts, so a retry after a lost connection never grants twice.
+ * for all its attempts, so a retry never grants twice: after a lost connection, a request still in progress (409
+ * RequestInProgress) or a server briefly unavailable (503), the command tries again itself, and the operator never
+ * has to rerun it, which would send a new key and grant twice.
  */
 import { randomUUID } from "node:crypto"
 import { request as httpRequest } from "node:http"
@@ -14,8 +16,11 @@ export const operatorUsage = `  nodus grant <amountUSD> [--reason <text>] [--nam
   nodus refund <topup> [flags]
                               refund a Succeeded TopUp as the operator`
 
-/** Attempts of one request when the connection fails (the same Idempotency-Key each time). */
-const attemptsMax = 3
+/** Attempts of one request (the same Idempotency-Key each time). */
+const attemptsMax = 5
+
+/** The longest wait between two attempts, whatever `details.retryAfterSeconds` asks, so a command never hangs long. */
+const retryAfterMsMax = 10_000
 
 interface Reply {
   readonly status: number
@@ -44,14 +49,25 @@ const send = (config: ServerConfig, url: string, token: string, ca: string | und
     call.end(text)
   })
 
+/** Answers that the same request may get right later: one with this key still in progress, or a server unavailable. */
+const retryable = (reply: Reply): boolean => (reply.status === 409 && reply.body?.reason === "RequestInProgress") || reply.status === 503
+
+/** The wait before the next attempt: what the server asked (`details.retryAfterSeconds`, bounded), else a growing pause. */
+const pauseMs = (attempt: number, reply: Reply | undefined): number => {
+  const asked: unknown = reply?.body?.details?.retryAfterSeconds
+  return typeof asked === "number" && Number.isFinite(asked) && asked >= 0 ? Math.min(asked * 1000, retryAfterMsMax) : 500 * attempt
+}
+
 const sendWithRetries = async (config: ServerConfig, url: string, token: string, ca: string | undefined, body: unknown, headers: Record<string, string>): Promise<Reply> => {
   for (let attempt = 1; ; attempt++) {
+    let reply: Reply | undefined
     try {
-      return await send(config, url, token, ca, body, headers)
+      reply = await send(config, url, token, ca, body, headers)
     } catch (error) {
       if (attempt >= attemptsMax) throw error
-      await new Promise((resolve) => setTimeout(resolve, 500 * attempt))
     }
+    if (reply !== undefined && (!retryable(reply) || attempt >= attemptsMax)) return reply
+    await new Promise((resolve) => setTimeout(resolve, pauseMs(attempt, reply)))
   }
 }
 

@@ -150,6 +150,9 @@ export const settle = (ledger: Ledger, pricebook: Pricebook, billed: BillingSubj
     const meter = meterAttempt(facts, ruleOf(pricebook, facts.variant), now)
     meters.set(facts.name, meter)
     const hold = holdIdOf(subject.owner, facts.name)
+    // A live run without any hold lost its launch hold with a commit the store refused (the server's ledger was
+    // rebuilt from the store): it is held again under the same key, so it is billed like any other.
+    if (!ledger.holds.has(hold) && facts.releasedAt === undefined) holdLaunch(ledger, pricebook, subject.owner, facts.name, facts.variant, now)
     // Only runs with an open hold are billed: a run whose hold ended was finished (a restart replays facts too).
     if (!ledger.holds.has(hold) || ledger.holds.get(hold)!.state !== "Open") continue
     arrearsPosted += capture(ledger, subject.owner, hold, meter, now)

@@ -23,7 +23,8 @@ export const priceBoundAnnotation = (group: string): string => `${group}/price-b
 
 /**
  * The bound a Job's annotations carry, or undefined when it carries none. A value that is not a decimal USD amount
- * (the server never writes one; only a later edit could) is no bound at all rather than a Job that cannot be placed.
+ * (the server never writes one, and updates keep what it wrote) is no bound at all, rather than a Job that cannot be
+ * placed.
  */
 export const priceBoundIn = (annotations: Readonly<Record<string, string>> | null | undefined, group: string): bigint | undefined => {
   const text = annotations?.[priceBoundAnnotation(group)]

@@ -241,23 +241,31 @@ function make() {
       return rooms
     }
 
+    /** Owners known in memory whose record the store has not taken yet (the next registration writes it again). */
+    const unsaved = new Set<string>()
+
+    /** The owner counts in memory at once, so this process's Budgets never miss its spending, even if the store fails. */
+    const remember = (owner: LedgerOwner) => {
+      owners.set(owner.uid, owner)
+      for (const entry of budgets.values()) {
+        const member = entry.rule !== undefined && matches(entry.rule, owner)
+        if (member === entry.owners.has(owner.uid)) continue
+        if (member) entry.owners.add(owner.uid)
+        else entry.owners.delete(owner.uid)
+        entry.memo = undefined
+      }
+    }
+
     const registerOwner = (owner: LedgerOwner): Effect.Effect<void, ApiError> =>
       Effect.suspend(() => {
         const known = owners.get(owner.uid)
-        if (known !== undefined && sameOwner(known, owner)) return Effect.void
+        if (known !== undefined && sameOwner(known, owner) && !unsaved.has(owner.uid)) return Effect.void
+        remember(owner)
+        unsaved.add(owner.uid)
         const value: JsonObject = { namespace: owner.namespace, name: owner.name, kind: owner.kind, labels: { ...owner.labels } }
         return store.commit([{ _tag: "PutRecord", table: ownersTable, id: owner.uid, value }]).pipe(
           Effect.mapError((error) => unavailable(error._tag === "StoreError" ? error.message : error.reason)),
-          Effect.andThen(Effect.sync(() => {
-            owners.set(owner.uid, owner)
-            for (const entry of budgets.values()) {
-              const member = entry.rule !== undefined && matches(entry.rule, owner)
-              if (member === entry.owners.has(owner.uid)) continue
-              if (member) entry.owners.add(owner.uid)
-              else entry.owners.delete(owner.uid)
-              entry.memo = undefined
-            }
-          }))
+          Effect.andThen(Effect.sync(() => unsaved.delete(owner.uid)))
         )
       })
 

@@ -5,17 +5,22 @@
  * - **TopUps** are processed level-triggered, like a Kubernetes controller: at start and on every change, a TopUp not
  *   yet final is charged through the payment port (keyed by its uid), its credits are granted in the ledger under
  *   `topup/<uid>` (so a replay or a restart never grants twice), and its status and event follow. A create also runs
- *   that step before it answers, so credits are there when the client gets its 201.
+ *   that step before it answers, so credits are there when the client gets its 201. A Succeeded TopUp whose grant the
+ *   ledger lacks (the commit was lost) is granted again under the same key.
  * - **CreditGrants** show the ledger's Grant postings: one object per grant (`starter`, `topup-<name>`, the operator's),
  *   with `status.remainingUSD` attributed by core/Credits.ts and refreshed as the ledger moves. The operator's grant is
  *   the one object that comes first: its create (admin only, src/server/http/Api.ts) is the intent, and its posting
  *   `grant/<uid>` follows, retried here until it exists.
- * - **Refunds** are an operator's operation on a Succeeded TopUp: the processor refunds (keyed), the ledger takes the
- *   credits back under `refund/<uid>`, and the TopUp ends Refunded. A crash between the two is finished at start.
+ * - **Refunds** are an operator's operation on a Succeeded TopUp: the ledger takes the credits back under
+ *   `refund/<uid>` first, then the processor refunds (keyed), then the TopUp ends Refunded. The ledger's posting is the
+ *   point of no return: once it exists, the TopUp's reconcile finishes the refund (at the next pass, or at start after
+ *   a crash), as the processor's refund is idempotent. The other order could leave the money returned and the credits
+ *   kept, with nothing in the ledger to say a refund had begun.
  *
- * Every step runs under one lock: payments are few, and a TopUp is then never charged or announced twice at once.
+ * A step that fails (the store, the ledger or the processor unavailable) is tried again at the next pass. Every step
+ * runs under one lock: payments are few, and a TopUp is then never charged or announced twice at once.
  */
-import { Clock, Context, Effect, Layer, Result, Schema, Semaphore } from "effect"
+import { Clock, Context, Effect, Layer, Schema, Semaphore } from "effect"
 import { ApiError, fieldInvalid, invalid } from "../core/ApiError.ts"
 import { CreditLots, type GrantLot, phaseOf } from "../core/Credits.ts"
 import { isObject, type Json, type JsonObject } from "../core/Json.ts"
@@ -33,7 +38,7 @@ import { EventStream } from "./EventStream.ts"
 import { followStore, surviving } from "./Following.ts"
 import { ApiConfig } from "./http/Api.ts"
 import { LedgerService } from "./LedgerService.ts"
-import { notConfigured, Payments } from "./Payments.ts"
+import { notConfigured, Payments, type PaymentsShape } from "./Payments.ts"
 import { type ResourceRef, Resources, type WriteOptions } from "./Resources.ts"
 
 /** The field manager of this module's writes. */
@@ -82,7 +87,21 @@ export class Credits extends Context.Service<Credits, CreditsShape>()("nodus/ser
   static readonly layer = Layer.effect(Credits, make())
 }
 
-type TopUpPhase = "Pending" | "Succeeded" | "Failed" | "Refunded"
+/** A TopUp's phase (spec: TopUp); a status without one is Pending. */
+export type TopUpPhase = "Pending" | "Succeeded" | "Failed" | "Refunded"
+
+type FinalPhase = Exclude<TopUpPhase, "Pending">
+
+/** The phases a TopUp may move to from each phase: a payment settles or is declined, and a settled one is refunded. */
+const topUpMoves: Readonly<Record<TopUpPhase, ReadonlyArray<TopUpPhase>>> = {
+  Pending: ["Succeeded", "Failed"],
+  Succeeded: ["Refunded"],
+  Failed: [],
+  Refunded: []
+}
+
+/** Whether a TopUp's status moves from `from` to `to`; writing the phase it already has is no move (nothing written). */
+export const topUpMoveAllowed = (from: TopUpPhase, to: TopUpPhase): boolean => topUpMoves[from].includes(to)
 
 const statusOf = (object: ResourceObject): JsonObject => (isObject(object.status) ? object.status : {})
 
@@ -117,313 +136,387 @@ const nameOf = (body: unknown): string | undefined => {
 const condition = (type: string, status: "True" | "False", reason: string, message: string, at: number) =>
   ({ type, status, reason, message, lastTransitionTime: timestamp(at) })
 
+/** The ledger's grants as last followed, and the CreditGrants known to exist with the status text written last. */
+interface GrantView {
+  lots: CreditLots
+  readonly shown: Map<string, string>
+}
+
+/** What every step of this module works with: the services, the two kinds, and the CreditGrants shown. */
+interface Parts {
+  readonly resources: Resources["Service"]
+  readonly ledger: LedgerService["Service"]
+  readonly payments: PaymentsShape
+  readonly stream: EventStream["Service"]
+  readonly group: string
+  readonly topUps: ResourceRef
+  readonly grants: ResourceRef
+  readonly view: GrantView
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Writing
+
+/** The object, or undefined where there is none; any other failure fails the step, so that it is tried again. */
+const read = (parts: Parts, ref: ResourceRef, name: string): Effect.Effect<ResourceObject | undefined, ApiError> =>
+  parts.resources.get(ref, undefined, name).pipe(Effect.catchIf((error) => error.code === "NotFound", () => Effect.succeed(undefined)))
+
+/** Replaces the status with what `next` makes of the stored object (undefined: leave it), retried on Conflict. */
+const writeStatus = (parts: Parts, ref: ResourceRef, name: string, next: (current: ResourceObject) => JsonObject | undefined) =>
+  Effect.gen(function*() {
+    const current = yield* parts.resources.get(ref, undefined, name)
+    const status = next(current)
+    if (status === undefined) return { object: current, written: false }
+    const metadata = { name, uid: current.metadata.uid, resourceVersion: current.metadata.resourceVersion }
+    const replaced = yield* parts.resources.replace(ref, undefined, name, { apiVersion: ref.apiVersion, kind: ref.info.kind, metadata, status }, writeOptions, "status")
+    return { object: replaced.object, written: true }
+  }).pipe(Effect.retry({ times: conflictRetries, while: (error) => error.code === "Conflict" }))
+
+/** A delivery-shaped event about a TopUp (spec: Delivery; a cluster-scoped object has no namespace). */
+const announce = (parts: Parts, topUp: ResourceObject, reason: FinalPhase, message: string, at: number) =>
+  parts.stream.publish({
+    type: `topup.${reason.toLowerCase()}`,
+    timestamp: new Date(at).toISOString(),
+    data: {
+      event: { reason, message, count: 1 },
+      object: {
+        apiVersion: parts.topUps.apiVersion,
+        kind: parts.topUps.info.kind,
+        metadata: { name: topUp.metadata.name, uid: topUp.metadata.uid },
+        status: statusOf(topUp)
+      }
+    }
+  })
+
+/**
+ * Moves a TopUp to a final phase once, and announces it when this call made the move. A move `topUpMoveAllowed`
+ * refuses (a Refunded TopUp back to Succeeded, say) is not written: the TopUp is answered as it stands.
+ */
+const conclude = (parts: Parts, topUp: ResourceObject, to: FinalPhase, message: string, at: number, fields: (current: JsonObject) => JsonObject) =>
+  Effect.gen(function*() {
+    const { object, written } = yield* writeStatus(parts, parts.topUps, topUp.metadata.name, (current) =>
+      current.metadata.uid !== topUp.metadata.uid || !topUpMoveAllowed(phaseOfTopUp(current), to)
+        ? undefined
+        : { ...statusOf(current), ...fields(statusOf(current)), phase: to, observedGeneration: current.metadata.generation })
+    if (written) yield* announce(parts, object, to, message, at)
+    return object
+  })
+
+// ---------------------------------------------------------------------------------------------------------------------
+// CreditGrants: the ledger's grants, shown
+
+/** Takes the ledger's new postings into the lots; a ledger rebuilt since (a failed commit) is read again. */
+const follow = (view: GrantView) => (current: Ledger): ReadonlyArray<GrantLot> => {
+  const postings = current.postings
+  const aligned = view.lots.lastSeq === 0 || postings[view.lots.lastSeq - 1]?.key === view.lots.lastKey
+  if (!aligned) view.lots = new CreditLots()
+  for (let index = view.lots.lastSeq; index < postings.length; index++) view.lots.apply(postings[index]!)
+  return [...view.lots.lots.values()].map((lot) => ({ ...lot }))
+}
+
+/** Who paid for a TopUp's grant: the TopUp's name, or its uid where the name was too long to name the grant after. */
+const payerOf = (lot: GrantLot): string => {
+  const uid = lot.key.slice(topUpKey("").length)
+  return lot.source === `${reservedGrantPrefix}${uid}` ? `the TopUp whose uid is ${uid}` : `TopUp ${lot.source.slice(reservedGrantPrefix.length)}`
+}
+
+/** The spec of a CreditGrant the service makes for a grant it finds in the ledger (starter, top-ups). */
+const grantSpecOf = (lot: GrantLot): JsonObject => {
+  const amountUSD = formatMicroUsd(lot.granted)
+  if (lot.source === starterGrantName) return { amountUSD, source: "Starter", reason: "Starter credits of a new account, so work can run at once." }
+  if (lot.key.startsWith(topUpKey(""))) return { amountUSD, source: "TopUp", reason: `Paid by ${payerOf(lot)}.` }
+  return { amountUSD, source: "Admin", reason: "Granted by the operator." }
+}
+
+const ensureGrantObject = (parts: Parts, lot: GrantLot) => Effect.gen(function*() {
+  if (parts.view.shown.has(lot.source)) return
+  if ((yield* read(parts, parts.grants, lot.source)) === undefined) {
+    const body = { apiVersion: parts.grants.apiVersion, kind: parts.grants.info.kind, metadata: { name: lot.source }, spec: grantSpecOf(lot) }
+    yield* parts.resources.create(parts.grants, undefined, body, writeOptions).pipe(Effect.catchIf((error) => error.code === "AlreadyExists", () => Effect.void))
+  }
+  parts.view.shown.set(lot.source, "")
+})
+
+/** Brings every CreditGrant up to the ledger: created where missing, `remainingUSD` and phase where they moved. */
+const refreshGrants = (parts: Parts) => Effect.gen(function*() {
+  const current = yield* parts.ledger.read(follow(parts.view))
+  for (const lot of current) {
+    const status = { remainingUSD: formatMicroUsd(lot.remaining), phase: phaseOf(lot) }
+    const text = JSON.stringify(status)
+    if (parts.view.shown.get(lot.source) === text) continue
+    yield* ensureGrantObject(parts, lot)
+    // A restart finds most statuses as they were: those are not written again.
+    yield* writeStatus(parts, parts.grants, lot.source, (object) =>
+      statusOf(object)["remainingUSD"] === status.remainingUSD && statusOf(object)["phase"] === status.phase
+        ? undefined
+        : { ...statusOf(object), ...status, observedGeneration: object.metadata.generation })
+    parts.view.shown.set(lot.source, text)
+  }
+})
+
+/** The operator's grant is the intent; its posting follows once, under `grant/<uid>`. */
+const grantIntent = (parts: Parts, grant: ResourceObject) => Effect.gen(function*() {
+  if (specOf(grant)["source"] !== "Admin") return
+  const amount = microOf(specOf(grant)["amountUSD"])
+  const key = adminGrantKey(grant.metadata.uid)
+  if (amount === undefined || (yield* parts.ledger.read((current) => current.has(key)))) return
+  const at = yield* Clock.currentTimeMillis
+  yield* parts.ledger.update((current) => current.grant(key, at, amount, grant.metadata.name))
+})
+
+/** One CreditGrant brought to the ledger: the operator's posted, and every grant's status refreshed. */
+const reconcileGrant = (parts: Parts, name: string) => Effect.gen(function*() {
+  const grant = yield* read(parts, parts.grants, name)
+  if (grant === undefined) return
+  parts.view.shown.set(name, parts.view.shown.get(name) ?? "")
+  yield* grantIntent(parts, grant)
+  yield* refreshGrants(parts)
+})
+
+// ---------------------------------------------------------------------------------------------------------------------
+// TopUps
+
+const succeeded = (parts: Parts, topUp: ResourceObject, amount: bigint, at: number) => {
+  const grantName = topUpGrantName(topUp)
+  const message = `The payment of ${formatMicroUsd(amount)} USD settled; CreditGrant ${grantName} added the credits.`
+  return conclude(parts, topUp, "Succeeded", message, at, () => ({
+    creditGrant: grantName,
+    completionTime: timestamp(at),
+    conditions: [condition("Paid", "True", "PaymentSettled", message, at)]
+  }))
+}
+
+const failed = (parts: Parts, topUp: ResourceObject, reason: string, at: number) =>
+  conclude(parts, topUp, "Failed", reason, at, () => ({
+    failureReason: reason,
+    completionTime: timestamp(at),
+    conditions: [condition("Paid", "False", "PaymentDeclined", reason, at)]
+  }))
+
+const refunded = (parts: Parts, topUp: ResourceObject, amount: bigint, at: number) => {
+  const message = `${formatMicroUsd(amount)} USD went back to the payment method, and the credits were taken back.`
+  return conclude(parts, topUp, "Refunded", message, at, (current) => ({
+    conditions: [...(Array.isArray(current["conditions"]) ? current["conditions"] : []), condition("Refunded", "True", "Refunded", message, at)]
+  }))
+}
+
+/** Grants a TopUp's credits under `topup/<uid>`; a key the ledger already has posts nothing. */
+const grantTopUp = (parts: Parts, topUp: ResourceObject, amount: bigint, at: number) =>
+  Effect.andThen(
+    parts.ledger.update((current) => current.grant(topUpKey(topUp.metadata.uid), at, amount, topUpGrantName(topUp))),
+    refreshGrants(parts)
+  )
+
+/** Charges a Pending TopUp (keyed by its uid, so a replay charges once), then grants its credits and ends it. */
+const chargeTopUp = (parts: Parts, topUp: ResourceObject, amount: bigint) => Effect.gen(function*() {
+  const method = specOf(topUp)["paymentMethod"]
+  const outcome = yield* parts.payments.charge({ key: topUp.metadata.uid, amountMicro: amount, method: typeof method === "string" ? method : undefined })
+  if (outcome._tag === "Declined") return yield* failed(parts, topUp, outcome.reason, outcome.at)
+  yield* grantTopUp(parts, topUp, amount, outcome.at)
+  return yield* succeeded(parts, topUp, amount, outcome.at)
+})
+
+/** The rest of a refund once the ledger took the credits back: the processor refunds (keyed: once), then the status. */
+const completeRefund = (parts: Parts, topUp: ResourceObject, amount: bigint, at: number) => Effect.gen(function*() {
+  yield* parts.payments.refund(topUp.metadata.uid)
+  yield* refreshGrants(parts)
+  return yield* refunded(parts, topUp, amount, at)
+})
+
+/**
+ * A Succeeded TopUp kept true to the ledger. A refund the ledger took under `refund/<uid>` is finished (the step that
+ * began it failed or the server stopped). A grant the ledger lacks (its commit was lost after the status was written)
+ * is made again under the same key, which the ledger applies once.
+ */
+const keepSettled = (parts: Parts, topUp: ResourceObject, amount: bigint) => Effect.gen(function*() {
+  const uid = topUp.metadata.uid
+  const [refundPosted, grantPosted] = yield* parts.ledger.read((current) => [current.has(refundKey(uid)), current.has(topUpKey(uid))] as const)
+  const now = yield* Clock.currentTimeMillis
+  if (refundPosted) return yield* completeRefund(parts, topUp, amount, now)
+  if (!grantPosted) yield* grantTopUp(parts, topUp, amount, now)
+  return topUp
+})
+
+/** One TopUp brought to where the ledger and the processor say it is. */
+const reconcileTopUp = (parts: Parts, name: string) => Effect.gen(function*() {
+  const topUp = yield* read(parts, parts.topUps, name)
+  if (topUp === undefined) return undefined
+  const phase = phaseOfTopUp(topUp)
+  if (phase === "Failed" || phase === "Refunded") return topUp
+  const amount = microOf(specOf(topUp)["amountUSD"])
+  // A Succeeded TopUp stays so (conclude refuses the move): it was paid, whatever its spec says now.
+  if (amount === undefined) return yield* failed(parts, topUp, "spec.amountUSD is not a USD amount.", yield* Clock.currentTimeMillis)
+  if (phase === "Succeeded") return yield* keepSettled(parts, topUp, amount)
+  return yield* chargeTopUp(parts, topUp, amount)
+})
+
+/** The operator's refund of a Succeeded TopUp: the ledger's posting first, then the processor (see the header). */
+const refundTopUp = (parts: Parts, name: string) => Effect.gen(function*() {
+  const topUp = yield* parts.resources.get(parts.topUps, undefined, name)
+  const phase = phaseOfTopUp(topUp)
+  if (phase === "Refunded") return topUp
+  const amount = microOf(specOf(topUp)["amountUSD"])
+  if (phase !== "Succeeded" || amount === undefined) {
+    return yield* new ApiError({
+      code: "Conflict",
+      message: `topups.${parts.group} "${name}" is ${phase}: only a Succeeded TopUp can be refunded`,
+      fix: "Refund a TopUp whose status.phase is Succeeded; a Pending one settles first, a Failed one charged nothing."
+    })
+  }
+  // With no processor the money could never go back, so the credits are not taken back either.
+  if (!parts.payments.configured) return yield* notConfigured()
+  const at = yield* Clock.currentTimeMillis
+  const grantName = statusOf(topUp)["creditGrant"]
+  yield* parts.ledger.update((current) => current.refund(refundKey(topUp.metadata.uid), at, amount, typeof grantName === "string" ? grantName : topUpGrantName(topUp)))
+  return yield* completeRefund(parts, topUp, amount, at)
+})
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Create-time rules
+
+/** The spec when the kind's schema admits it; else undefined, and the generic admission reports every issue. */
+const admittedSpec = (decodes: (spec: unknown) => boolean, body: unknown): JsonObject | undefined => {
+  const spec = specOf(body)
+  return decodes(spec) ? spec : undefined
+}
+
+/** A reference to nothing on file: Invalid at the field, as other kinds report a missing referent. */
+const notOnFile = (parts: Parts, name: string | undefined, field: string, message: string) =>
+  invalid({ group: parts.group, kind: parts.topUps.info.plural, ...(name === undefined ? {} : { name }) }, [fieldInvalid(field, message, "FieldValueNotFound")], parts.topUps.info.kind)
+
+/** A TopUp's create-time rules, after its schema: payments taken, the limit, the payment method, promo codes. */
+const admitTopUp = (parts: Parts, body: unknown) => Effect.gen(function*() {
+  // A deployment without a processor refuses every TopUp (docs/billing.md: PaymentsNotConfigured).
+  if (!parts.payments.configured) return yield* notConfigured()
+  const spec = admittedSpec(isTopUpSpec, body)
+  if (spec === undefined) return body
+  const name = nameOf(body)
+  const amount = microOf(spec["amountUSD"])!
+  if (amount > Limits.topUpAmountMicroMax) {
+    return yield* new ApiError({
+      code: "TopUpLimitReached",
+      message: `spec.amountUSD ${spec["amountUSD"]} is above the limit of ${formatMicroUsd(Limits.topUpAmountMicroMax)} USD for one TopUp`,
+      fix: `Top up at most ${formatMicroUsd(Limits.topUpAmountMicroMax)} USD at a time; for more, ask the operator for a CreditGrant.`
+    })
+  }
+  const method = spec["paymentMethod"]
+  if (typeof method === "string" && !(yield* parts.payments.hasMethod(method))) {
+    return yield* notOnFile(parts, name, "spec.paymentMethod", `Not found: "${method}": no payment method with this id is on file; leave it unset to use the default one`)
+  }
+  if (method === undefined && parts.payments.defaultMethod === undefined) {
+    return yield* new ApiError({ code: "PaymentMethodRequired", message: "no payment method is on file, and spec.paymentMethod names none" })
+  }
+  if (typeof spec["promoCode"] === "string") {
+    return yield* notOnFile(parts, name, "spec.promoCode", `Not found: "${spec["promoCode"]}": this deployment has no promo codes yet; promotional credits are granted by the operator`)
+  }
+  return body
+})
+
+/** The operator's grant: source Admin (the default), no expiry yet, and a name the service does not use itself. */
+const admitGrant = (parts: Parts, body: unknown) => Effect.gen(function*() {
+  if (!isObject(body as Json)) return body
+  const object = body as JsonObject
+  const completed = { ...object, spec: { source: "Admin", ...specOf(object) } }
+  const spec = admittedSpec(isCreditGrantSpec, completed)
+  if (spec === undefined) return completed
+  const metadata = isObject(object["metadata"]) ? object["metadata"] : {}
+  const subject = { group: parts.group, kind: parts.grants.info.plural, ...(typeof metadata["name"] === "string" ? { name: metadata["name"] } : {}) }
+  if (spec["expiresAt"] !== undefined) {
+    return yield* new ApiError({
+      code: "Unsupported",
+      message: "spec.expiresAt cannot be set: grant expiry is not enforced yet, so an expiring grant would never expire",
+      fix: "Leave spec.expiresAt out; the credits then never expire."
+    })
+  }
+  if (spec["source"] !== "Admin") {
+    return yield* invalid(subject, [fieldInvalid("spec.source", `Unsupported value: ${JSON.stringify(spec["source"])}: the operator grants source "Admin"; Starter and TopUp grants are made by the service`, "FieldValueNotSupported")], parts.grants.info.kind)
+  }
+  for (const field of ["name", "generateName"] as const) {
+    const value = metadata[field]
+    if (typeof value === "string" && (value === starterGrantName || value.startsWith(reservedGrantPrefix))) {
+      return yield* invalid(subject, [fieldInvalid(`metadata.${field}`, `Invalid value: "${value}": "${starterGrantName}" and names starting with "${reservedGrantPrefix}" are the service's own grants`)], parts.grants.info.kind)
+    }
+  }
+  return completed
+})
+
+// ---------------------------------------------------------------------------------------------------------------------
+// The service: steps run under one lock, failed ones retried, the store followed
+
 function make() {
   return Effect.gen(function*() {
-    const resources = yield* Resources
-    const feed = yield* ChangeFeed
-    const ledger = yield* LedgerService
-    const payments = yield* Payments
-    const stream = yield* EventStream
     const { group } = yield* ApiConfig
     const refOf = (info: KindInfo): ResourceRef => ({ info, group, apiVersion: apiVersionOf(group, info) })
-    const topUps = refOf(byResource("v1", "topups")!)
-    const grants = refOf(byResource("v1", "creditgrants")!)
+    const parts: Parts = {
+      resources: yield* Resources,
+      ledger: yield* LedgerService,
+      payments: yield* Payments,
+      stream: yield* EventStream,
+      group,
+      topUps: refOf(byResource("v1", "topups")!),
+      grants: refOf(byResource("v1", "creditgrants")!),
+      view: { lots: new CreditLots(), shown: new Map() }
+    }
+    const feed = yield* ChangeFeed
     const lock = Semaphore.makeUnsafe(1)
     const locked = <A, E>(effect: Effect.Effect<A, E>) => lock.withPermit(effect)
 
-    // -----------------------------------------------------------------------------------------------------------------
-    // Writing
-
-    const read = (ref: ResourceRef, name: string) =>
-      Effect.map(Effect.result(resources.get(ref, undefined, name)), (found) => (Result.isSuccess(found) ? found.success : undefined))
-
-    /** Replaces the status with what `next` makes of the stored object (undefined: leave it), retried on Conflict. */
-    const writeStatus = (ref: ResourceRef, name: string, next: (current: ResourceObject) => JsonObject | undefined) =>
-      Effect.gen(function*() {
-        const current = yield* resources.get(ref, undefined, name)
-        const status = next(current)
-        if (status === undefined) return { object: current, written: false }
-        const metadata = { name, uid: current.metadata.uid, resourceVersion: current.metadata.resourceVersion }
-        const replaced = yield* resources.replace(ref, undefined, name, { apiVersion: ref.apiVersion, kind: ref.info.kind, metadata, status }, writeOptions, "status")
-        return { object: replaced.object, written: true }
-      }).pipe(Effect.retry({ times: conflictRetries, while: (error) => error.code === "Conflict" }))
-
-    /** A delivery-shaped event about a TopUp (spec: Delivery; a cluster-scoped object has no namespace). */
-    const announce = (topUp: ResourceObject, reason: "Succeeded" | "Failed" | "Refunded", message: string, at: number) =>
-      stream.publish({
-        type: `topup.${reason.toLowerCase()}`,
-        timestamp: new Date(at).toISOString(),
-        data: {
-          event: { reason, message, count: 1 },
-          object: {
-            apiVersion: topUps.apiVersion,
-            kind: topUps.info.kind,
-            metadata: { name: topUp.metadata.name, uid: topUp.metadata.uid },
-            status: statusOf(topUp)
-          }
-        }
-      })
-
-    /** Moves a TopUp to a final phase once, and announces it when this call made the move. */
-    const conclude = (topUp: ResourceObject, reason: "Succeeded" | "Failed" | "Refunded", message: string, at: number, fields: (current: JsonObject) => JsonObject) =>
-      Effect.gen(function*() {
-        const { object, written } = yield* writeStatus(topUps, topUp.metadata.name, (current) =>
-          current.metadata.uid !== topUp.metadata.uid || phaseOfTopUp(current) === reason ? undefined : { ...statusOf(current), ...fields(statusOf(current)), phase: reason, observedGeneration: current.metadata.generation })
-        if (written) yield* announce(object, reason, message, at)
-        return object
-      })
-
-    // -----------------------------------------------------------------------------------------------------------------
-    // CreditGrants: the ledger's grants, shown
-
-    let lots = new CreditLots()
-    /** CreditGrants known to exist, with the status text written last. */
-    const shown = new Map<string, string>()
-
-    /** Takes the ledger's new postings into the lots; a ledger rebuilt since (a failed commit) is read again. */
-    const follow = (current: Ledger): ReadonlyArray<GrantLot> => {
-      const postings = current.postings
-      const aligned = lots.lastSeq === 0 || postings[lots.lastSeq - 1]?.key === lots.lastKey
-      if (!aligned) lots = new CreditLots()
-      for (let index = lots.lastSeq; index < postings.length; index++) lots.apply(postings[index]!)
-      return [...lots.lots.values()].map((lot) => ({ ...lot }))
-    }
-
-    /** The spec of a CreditGrant the service makes for a grant it finds in the ledger (starter, top-ups). */
-    const grantSpecOf = (lot: GrantLot): JsonObject => {
-      const amountUSD = formatMicroUsd(lot.granted)
-      if (lot.source === starterGrantName) return { amountUSD, source: "Starter", reason: "Starter credits of a new account, so work can run at once." }
-      if (lot.key.startsWith("topup/")) return { amountUSD, source: "TopUp", reason: `Paid by TopUp ${lot.source.slice(reservedGrantPrefix.length)}.` }
-      return { amountUSD, source: "Admin", reason: "Granted by the operator." }
-    }
-
-    const ensureGrantObject = (lot: GrantLot) => Effect.gen(function*() {
-      if (shown.has(lot.source)) return
-      if ((yield* read(grants, lot.source)) === undefined) {
-        const body = { apiVersion: grants.apiVersion, kind: grants.info.kind, metadata: { name: lot.source }, spec: grantSpecOf(lot) }
-        yield* resources.create(grants, undefined, body, writeOptions).pipe(Effect.catchIf((error) => error.code === "AlreadyExists", () => Effect.void))
-      }
-      shown.set(lot.source, "")
-    })
-
-    /** Brings every CreditGrant up to the ledger: created where missing, `remainingUSD` and phase where they moved. */
-    const refreshGrants = Effect.gen(function*() {
-      const current = yield* ledger.read(follow)
-      for (const lot of current) {
-        const status = { remainingUSD: formatMicroUsd(lot.remaining), phase: phaseOf(lot) }
-        const text = JSON.stringify(status)
-        if (shown.get(lot.source) === text) continue
-        yield* ensureGrantObject(lot)
-        // A restart finds most statuses as they were: those are not written again.
-        yield* writeStatus(grants, lot.source, (object) =>
-          statusOf(object)["remainingUSD"] === status.remainingUSD && statusOf(object)["phase"] === status.phase
-            ? undefined
-            : { ...statusOf(object), ...status, observedGeneration: object.metadata.generation })
-        shown.set(lot.source, text)
-      }
-    })
-
-    /** The operator's grant is the intent; its posting follows once, under `grant/<uid>`. */
-    const grantIntent = (grant: ResourceObject) => Effect.gen(function*() {
-      if (specOf(grant)["source"] !== "Admin") return
-      const amount = microOf(specOf(grant)["amountUSD"])
-      const key = adminGrantKey(grant.metadata.uid)
-      if (amount === undefined || (yield* ledger.read((current) => current.has(key)))) return
-      const at = yield* Clock.currentTimeMillis
-      yield* ledger.update((current) => current.grant(key, at, amount, grant.metadata.name))
-    })
-
-    // -----------------------------------------------------------------------------------------------------------------
-    // TopUps
-
-    const succeeded = (topUp: ResourceObject, amount: bigint, at: number) => {
-      const grantName = topUpGrantName(topUp)
-      const message = `The payment of ${formatMicroUsd(amount)} USD settled; CreditGrant ${grantName} added the credits.`
-      return conclude(topUp, "Succeeded", message, at, () => ({
-        creditGrant: grantName,
-        completionTime: timestamp(at),
-        conditions: [condition("Paid", "True", "PaymentSettled", message, at)]
-      }))
-    }
-
-    const failed = (topUp: ResourceObject, reason: string, at: number) =>
-      conclude(topUp, "Failed", reason, at, () => ({
-        failureReason: reason,
-        completionTime: timestamp(at),
-        conditions: [condition("Paid", "False", "PaymentDeclined", reason, at)]
-      }))
-
-    const refunded = (topUp: ResourceObject, amount: bigint, at: number) => {
-      const message = `${formatMicroUsd(amount)} USD went back to the payment method, and the credits were taken back.`
-      return conclude(topUp, "Refunded", message, at, (current) => ({
-        conditions: [...(Array.isArray(current["conditions"]) ? current["conditions"] : []), condition("Refunded", "True", "Refunded", message, at)]
-      }))
-    }
-
-    /** One TopUp brought to where the ledger and the processor say it is. */
-    const reconcileTopUp = (name: string) => Effect.gen(function*() {
-      const topUp = yield* read(topUps, name)
-      if (topUp === undefined) return undefined
-      const phase = phaseOfTopUp(topUp)
-      if (phase === "Failed" || phase === "Refunded") return topUp
-      const uid = topUp.metadata.uid
-      const amount = microOf(specOf(topUp)["amountUSD"])
-      const now = yield* Clock.currentTimeMillis
-      if (amount === undefined) return yield* failed(topUp, "spec.amountUSD is not a USD amount.", now)
-      // A refund whose status was not written (the server stopped in between) is finished now.
-      if (yield* ledger.read((current) => current.has(refundKey(uid)))) return yield* refunded(topUp, amount, now)
-      if (phase === "Succeeded") return topUp
-      const method = specOf(topUp)["paymentMethod"]
-      const outcome = yield* payments.charge({ key: uid, amountMicro: amount, method: typeof method === "string" ? method : undefined })
-      if (outcome._tag === "Declined") return yield* failed(topUp, outcome.reason, outcome.at)
-      yield* ledger.update((current) => current.grant(topUpKey(uid), outcome.at, amount, topUpGrantName(topUp)))
-      yield* refreshGrants
-      return yield* succeeded(topUp, amount, outcome.at)
-    })
-
-    const refund = (name: string) => locked(Effect.gen(function*() {
-      const topUp = yield* resources.get(topUps, undefined, name)
-      const phase = phaseOfTopUp(topUp)
-      if (phase === "Refunded") return topUp
-      const amount = microOf(specOf(topUp)["amountUSD"])
-      if (phase !== "Succeeded" || amount === undefined) {
-        return yield* new ApiError({
-          code: "Conflict",
-          message: `topups.${group} "${name}" is ${phase}: only a Succeeded TopUp can be refunded`,
-          fix: "Refund a TopUp whose status.phase is Succeeded; a Pending one settles first, a Failed one charged nothing."
-        })
-      }
-      yield* payments.refund(topUp.metadata.uid)
-      const at = yield* Clock.currentTimeMillis
-      const grantName = statusOf(topUp)["creditGrant"]
-      yield* ledger.update((current) => current.refund(refundKey(topUp.metadata.uid), at, amount, typeof grantName === "string" ? grantName : topUpGrantName(topUp)))
-      yield* refreshGrants
-      return yield* refunded(topUp, amount, at)
-    }))
-
-    // -----------------------------------------------------------------------------------------------------------------
-    // Create-time rules
-
-    /** The spec when the kind's schema admits it; else undefined, and the generic admission reports every issue. */
-    const admittedSpec = (decodes: (spec: unknown) => boolean, body: unknown): JsonObject | undefined => {
-      const spec = specOf(body)
-      return decodes(spec) ? spec : undefined
-    }
-
-    /** A reference to nothing on file: Invalid at the field, as other kinds report a missing referent. */
-    const notOnFile = (name: string | undefined, field: string, message: string) =>
-      invalid({ group, kind: topUps.info.plural, ...(name === undefined ? {} : { name }) }, [fieldInvalid(field, message, "FieldValueNotFound")], topUps.info.kind)
-
-    /** A TopUp's create-time rules, after its schema: payments taken, the limit, the payment method, promo codes. */
-    const admitTopUp = (body: unknown) => Effect.gen(function*() {
-      // A deployment without a processor refuses every TopUp (docs/billing.md: PaymentsNotConfigured).
-      if (!payments.configured) return yield* notConfigured()
-      const spec = admittedSpec(isTopUpSpec, body)
-      if (spec === undefined) return body
-      const name = nameOf(body)
-      const amount = microOf(spec["amountUSD"])!
-      if (amount > Limits.topUpAmountMicroMax) {
-        return yield* new ApiError({
-          code: "TopUpLimitReached",
-          message: `spec.amountUSD ${spec["amountUSD"]} is above the limit of ${formatMicroUsd(Limits.topUpAmountMicroMax)} USD for one TopUp`,
-          fix: `Top up at most ${formatMicroUsd(Limits.topUpAmountMicroMax)} USD at a time; for more, ask the operator for a CreditGrant.`
-        })
-      }
-      const method = spec["paymentMethod"]
-      if (typeof method === "string" && !(yield* payments.hasMethod(method))) {
-        return yield* notOnFile(name, "spec.paymentMethod", `Not found: "${method}": no payment method with this id is on file; leave it unset to use the default one`)
-      }
-      if (method === undefined && payments.defaultMethod === undefined) {
-        return yield* new ApiError({ code: "PaymentMethodRequired", message: "no payment method is on file, and spec.paymentMethod names none" })
-      }
-      if (typeof spec["promoCode"] === "string") {
-        return yield* notOnFile(name, "spec.promoCode", `Not found: "${spec["promoCode"]}": this deployment has no promo codes yet; promotional credits are granted by the operator`)
-      }
-      return body
-    })
-
-    /** The operator's grant: source Admin (the default), no expiry yet, and a name the service does not use itself. */
-    const admitGrant = (body: unknown) => Effect.gen(function*() {
-      if (!isObject(body as Json)) return body
-      const object = body as JsonObject
-      const completed = { ...object, spec: { source: "Admin", ...specOf(object) } }
-      const spec = admittedSpec(isCreditGrantSpec, completed)
-      if (spec === undefined) return completed
-      const metadata = isObject(object["metadata"]) ? object["metadata"] : {}
-      const subject = { group, kind: grants.info.plural, ...(typeof metadata["name"] === "string" ? { name: metadata["name"] } : {}) }
-      if (spec["expiresAt"] !== undefined) {
-        return yield* new ApiError({
-          code: "Unsupported",
-          message: "spec.expiresAt cannot be set: grant expiry is not enforced yet, so an expiring grant would never expire",
-          fix: "Leave spec.expiresAt out; the credits then never expire."
-        })
-      }
-      if (spec["source"] !== "Admin") {
-        return yield* invalid(subject, [fieldInvalid("spec.source", `Unsupported value: ${JSON.stringify(spec["source"])}: the operator grants source "Admin"; Starter and TopUp grants are made by the service`, "FieldValueNotSupported")], grants.info.kind)
-      }
-      for (const field of ["name", "generateName"] as const) {
-        const value = metadata[field]
-        if (typeof value === "string" && (value === starterGrantName || value.startsWith(reservedGrantPrefix))) {
-          return yield* invalid(subject, [fieldInvalid(`metadata.${field}`, `Invalid value: "${value}": "${starterGrantName}" and names starting with "${reservedGrantPrefix}" are the service's own grants`)], grants.info.kind)
-        }
-      }
-      return completed
-    })
-
-    // A step that failed (the store or the ledger was unavailable) is tried again at the next refresh.
+    // A step that failed (the store, the ledger or the processor was unavailable) is tried again at the next refresh.
     const retry = new Set<string>()
     const attempt = (kind: "topups" | "creditgrants", name: string, step: Effect.Effect<unknown, ApiError>) =>
       step.pipe(
         Effect.tap(() => Effect.sync(() => retry.delete(`${kind}/${name}`))),
         Effect.catch((error) => Effect.andThen(Effect.sync(() => retry.add(`${kind}/${name}`)), Effect.logWarning(`credits: ${kind} ${name}: ${error.message}`)))
       )
+    const steps = {
+      topups: (name: string) => reconcileTopUp(parts, name),
+      // The name "" stands for the refresh of every CreditGrant.
+      creditgrants: (name: string) => (name === "" ? refreshGrants(parts) : reconcileGrant(parts, name))
+    }
+    const run = (kind: "topups" | "creditgrants", name: string) => attempt(kind, name, steps[kind](name))
 
-    const grantStep = (name: string) => Effect.gen(function*() {
-      const grant = yield* read(grants, name)
-      if (grant === undefined) return
-      shown.set(name, shown.get(name) ?? "")
-      yield* grantIntent(grant)
-      yield* refreshGrants
-    })
+    // A refund cut short after the ledger's posting is finished by the next pass, not left for a restart.
+    const refund = (name: string) =>
+      locked(refundTopUp(parts, name).pipe(Effect.tapError(() => Effect.sync(() => retry.add(`topups/${name}`)))))
 
-    const settleWith = (kind: "topups" | "creditgrants", step: (name: string) => Effect.Effect<unknown, ApiError>) => (object: ResourceObject) =>
-      Effect.andThen(locked(attempt(kind, object.metadata.name, step(object.metadata.name))), Effect.map(read(kind === "topups" ? topUps : grants, object.metadata.name), (fresh) => fresh ?? object))
+    /** After a real create: the step, then the object as it now stands (as created, if the store cannot say). */
+    const settleWith = (kind: "topups" | "creditgrants") => (object: ResourceObject) =>
+      Effect.andThen(
+        locked(run(kind, object.metadata.name)),
+        read(parts, kind === "topups" ? parts.topUps : parts.grants, object.metadata.name).pipe(Effect.map((fresh) => fresh ?? object), Effect.orElseSucceed(() => object))
+      )
 
     const hooks: Record<string, CreateHooks> = {
-      topups: { admit: admitTopUp, settle: settleWith("topups", reconcileTopUp) },
-      creditgrants: { admit: admitGrant, settle: settleWith("creditgrants", grantStep) }
+      topups: { admit: (body) => admitTopUp(parts, body), settle: settleWith("topups") },
+      creditgrants: { admit: (body) => admitGrant(parts, body), settle: settleWith("creditgrants") }
     }
-
-    // -----------------------------------------------------------------------------------------------------------------
-    // Following the store
 
     const onChange = (change: Change) => {
       if (change.type === "DELETED") return Effect.void
-      if (change.key.resource === topUps.info.plural) return locked(attempt("topups", change.key.name, reconcileTopUp(change.key.name)))
-      if (change.key.resource === grants.info.plural) return locked(attempt("creditgrants", change.key.name, grantStep(change.key.name)))
+      if (change.key.resource === parts.topUps.info.plural) return locked(run("topups", change.key.name))
+      if (change.key.resource === parts.grants.info.plural) return locked(run("creditgrants", change.key.name))
       return Effect.void
     }
 
     /** Start-up pass: every TopUp and every CreditGrant, whatever happened while no server ran. */
     const resync = Effect.gen(function*() {
-      for (const ref of [grants, topUps]) {
-        const page = yield* resources.list(ref, undefined, {})
+      for (const ref of [parts.grants, parts.topUps]) {
+        const page = yield* parts.resources.list(ref, undefined, {})
         for (const object of page.items) yield* onChange({ type: "MODIFIED", key: { resource: ref.info.plural, namespace: "", name: object.metadata.name }, object, resourceVersion: 0 })
       }
-      yield* locked(attempt("creditgrants", "", refreshGrants))
+      yield* locked(run("creditgrants", ""))
     })
 
     const tick = locked(Effect.gen(function*() {
       for (const entry of [...retry]) {
-        const [kind, name] = [entry.slice(0, entry.indexOf("/")), entry.slice(entry.indexOf("/") + 1)]
-        if (kind === "topups") yield* attempt("topups", name, reconcileTopUp(name))
-        else yield* attempt("creditgrants", name, name === "" ? refreshGrants : grantStep(name))
+        const kind = entry.slice(0, entry.indexOf("/")) === "topups" ? "topups" : "creditgrants"
+        yield* run(kind, entry.slice(entry.indexOf("/") + 1))
       }
-      yield* attempt("creditgrants", "", refreshGrants)
+      yield* run("creditgrants", "")
     }))
 
     // The starter grant's object exists before the first request is served.
-    yield* locked(attempt("creditgrants", "", refreshGrants))
+    yield* locked(run("creditgrants", ""))
     yield* followStore("credits", feed, resync, onChange)
     yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(refreshInterval), surviving("credits", "refreshing")(tick))))
 

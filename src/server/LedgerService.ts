@@ -2,7 +2,9 @@
  * The server's ledger (docs/billing.md): the core's Ledger, rebuilt from the store's postings when the server starts,
  * and every operation's postings committed to the store before the operation answers. One server process owns the
  * ledger of its store (the same rule as the sim backend: docs/simulator.md); operations are serialized by a lock, so
- * the ledger's seqs follow the store's, and a commit that fails leaves the in-memory ledger rebuilt from the store.
+ * the ledger's seqs follow the store's. An operation and its commit are one uninterruptible step (a client that hangs
+ * up must not leave postings applied in memory but never stored), and after a commit that fails the ledger is rebuilt
+ * from the store before the next operation; while the store cannot be read, operations fail Unavailable.
  *
  * Starter credits (docs/billing.md, "Starter credits"): the embedded default and sim mode grant them once, under a
  * fixed key, so a new user can run work at once; a production database starts at zero.
@@ -67,7 +69,7 @@ const accountEvent = (group: string, event: AccountEvent, balances: AccountBalan
 })
 
 const unavailable = (error: StoreError | { readonly message: string }) =>
-  new ApiError({ code: "Unavailable", message: `the ledger could not be written: ${error.message}`, retryAfterSeconds: 1 })
+  new ApiError({ code: "Unavailable", message: `the ledger could not be written: ${error.message === "" ? "the store refused the commit" : error.message}`, retryAfterSeconds: 1 })
 
 const load = (store: Store["Service"]) => Effect.gen(function*() {
   const postings: Array<Posting> = []
@@ -85,7 +87,15 @@ function make(options: LedgerOptions) {
     const stream = yield* Effect.serviceOption(EventStream)
     const group = options.apiGroup ?? "nodus.dev"
     let ledger = yield* Effect.orDie(load(store))
+    /** What is in memory may be ahead of the store: a commit failed, and so did the rebuild after it. */
+    let stale = false
     const lock = Semaphore.makeUnsafe(1)
+
+    const rebuild = Effect.map(load(store), (fresh) => {
+      ledger = fresh
+      stale = false
+    })
+    const current = Effect.suspend(() => (stale ? Effect.mapError(rebuild, unavailable) : Effect.void))
 
     const persist = Effect.suspend(() => {
       const postings = ledger.drain()
@@ -93,7 +103,10 @@ function make(options: LedgerOptions) {
       return store.commit(postings.map((posting) => ({ _tag: "Post" as const, posting }))).pipe(
         Effect.asVoid,
         // The store refused (another writer) or failed: what is in memory may not be what was stored.
-        Effect.catch((error) => Effect.andThen(Effect.orDie(Effect.map(load(store), (fresh) => { ledger = fresh })), Effect.fail(unavailable(error))))
+        Effect.catch((error) => {
+          stale = true
+          return Effect.andThen(Effect.ignore(rebuild), Effect.fail(unavailable(error)))
+        })
       )
     })
 
@@ -105,14 +118,16 @@ function make(options: LedgerOptions) {
     }
 
     const service: LedgerShape = {
-      read: (f) => lock.withPermit(Effect.sync(() => f(ledger))),
-      update: (f) => lock.withPermit(Effect.gen(function*() {
+      // A read of a stale ledger tries the store first, and otherwise answers from memory (reads are advice).
+      read: (f) => lock.withPermit(Effect.andThen(Effect.ignore(current), Effect.sync(() => f(ledger)))),
+      update: (f) => lock.withPermit(Effect.uninterruptible(Effect.gen(function*() {
+        yield* current
         const before = balancesOf(ledger)
         const answer = f(ledger)
         yield* persist
         yield* announce(before, balancesOf(ledger))
         return answer
-      }))
+      })))
     }
     if (options.starterMicro > 0n && !ledger.has(starterKey)) {
       const now = yield* Clock.currentTimeMillis

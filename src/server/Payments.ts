@@ -101,7 +101,11 @@ export class Payments extends Context.Service<Payments, PaymentsShape>()("nodus/
     const refund = (key: string) => Effect.gen(function*() {
       const record = yield* read(key)
       if (record === undefined || record.state === "Declined") {
-        return yield* new ApiError({ code: "Conflict", message: `no settled charge was made under key ${key}, so there is nothing to refund` })
+        return yield* new ApiError({
+          code: "Conflict",
+          message: `no settled charge was made under key ${key}, so there is nothing to refund`,
+          fix: "Refund only a TopUp whose payment settled (status.phase Succeeded): a declined TopUp charged nothing, so nothing goes back."
+        })
       }
       if (record.state === "Refunded") return
       yield* write(key, { ...record, state: "Refunded" }, false).pipe(Effect.mapError(() => unavailable("record the refund")))

@@ -140,6 +140,19 @@ const withoutPriceBound = (object: JsonObject, group: string): JsonObject => {
   return { ...object, metadata: { ...metadata, annotations: withPriceBoundAnnotation(annotations as Record<string, string>, group, undefined) } }
 }
 
+/**
+ * An update keeps the price bound the create consented to, whatever the body says (spec: Create semantics 2 — "never
+ * placed above"): a `kubectl replace -f` of the original manifest must not drop it, nor an edit raise it.
+ */
+const keptPriceBound = (object: JsonObject, current: ResourceObject, group: string): JsonObject => {
+  const bound = current.metadata.annotations?.[priceBoundAnnotation(group)]
+  const metadata = isObject(object["metadata"]) ? object["metadata"] : {}
+  const annotations = isObject(metadata["annotations"]) ? metadata["annotations"] : {}
+  if (annotations[priceBoundAnnotation(group)] === bound) return object
+  const { [priceBoundAnnotation(group)]: _sent, ...rest } = annotations
+  return { ...object, metadata: { ...metadata, annotations: bound === undefined ? rest : { ...rest, [priceBoundAnnotation(group)]: bound } } }
+}
+
 /** The object with the price bound its create consented to (spec: Create semantics 2). */
 const withPriceBound = (object: ResourceObject, group: string, bound: bigint | undefined): ResourceObject =>
   bound === undefined ? object : { ...object, metadata: { ...object.metadata, annotations: withPriceBoundAnnotation(object.metadata.annotations, group, bound) } }
@@ -396,7 +409,7 @@ function makeOperations(services: {
         return yield* writeDisposition(ref, namespace, current, disposition, write.expectedRv, options)
       }
       yield* checkTimeRules(ref, object["spec"], current.spec, current.metadata.name)
-      const prepared = yield* prepareUpdate(ref, namespace, current, object)
+      const prepared = yield* prepareUpdate(ref, namespace, current, keptPriceBound(object, current, ref.group))
       const decided = yield* Effect.fromResult(Strategy.update(target, current, prepared.input, context, write.applied === undefined ? { operation: "Update" } : { operation: "Apply", applied: write.applied }))
       yield* checkUpdateRules(ref, current, decided)
       const { result: disposition, ops } = yield* prepared.finish(decided)

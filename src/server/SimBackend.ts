@@ -141,9 +141,12 @@ function make(options: SimBackendOptions) {
     // One at a time: the engine, the mirror and the writes of one instant are never interleaved.
     const lock = Semaphore.makeUnsafe(1)
     const writes = makeWrites({ resources, ids, stream, refs, budgets })
-    // Runs live when the previous process stopped were lost with it, at the last instant it saved: nothing was
-    // simulated while no server ran, so none of that time is charged (docs/billing.md, "In the server").
-    const mirror = makeMirror({ store, world, refs, budgets, lostAt: () => Math.min(lastSimulated ?? world.engine.now, world.engine.now) })
+    // Runs live when the previous process stopped were lost with it, at the last instant it is known to have simulated
+    // (its saved clock, or a later posting: the clock is saved every 5 s): nothing was simulated while no server ran,
+    // so none of that time is charged, and no posting is older than the end it gives the run (docs/billing.md).
+    const lastPosted = yield* ledgers.read((ledger) => ledger.postings.at(-1)?.at)
+    const lastKnown = Math.max(lastSimulated ?? -Infinity, lastPosted ?? -Infinity)
+    const mirror = makeMirror({ store, world, refs, budgets, lostAt: () => Math.min(Number.isFinite(lastKnown) ? lastKnown : world.engine.now, world.engine.now) })
     // The estimates' placement preview reads this world's capacity while the backend runs (docs/billing.md).
     yield* (yield* LiveMarket).provide((namespace) => world.capacity.marketFor(namespace))
     const offerings = makeOfferings({ resources, refs, world, clock })
@@ -323,8 +326,9 @@ function makeMirror(services: MirrorServices) {
     if (object.metadata.deletionTimestamp !== undefined) return
     const tracked = world.tracked.get(keyOf(object))
     if (tracked === undefined) return yield* admit(object)
-    // Labels change without a new generation; Budgets match the current ones.
-    if (object.metadata.generation >= tracked.generation && !equals(tracked.labels, object.metadata.labels ?? {})) {
+    // Labels change without a new generation; Budgets match the current ones. (Registering again is free when the
+    // owner is known and stored, and retries a record the store did not take.)
+    if (object.metadata.generation >= tracked.generation) {
       tracked.labels = object.metadata.labels ?? {}
       yield* register(object)
     }

@@ -111,6 +111,21 @@ describe("captures and top-ups", () => {
     expect(credits(ledger)).toBe(ledger.credits)
   })
 
+  it("a live run whose launch hold was lost (the ledger rebuilt without it) is held again and billed in full", () => {
+    const ledger = funded(usd(10_000_000n))
+    // The launch hold was never stored: the run lives on with no hold at all.
+    const run = attempt({ variant: a10 })
+    const hold = holdIdOf(owner, run.name)
+    const at = T0 + 32 * minute + 30_000
+    settle(ledger, pricebook, subject([run]), at)
+    expect(ledger.holds.get(hold)?.state).toBe("Open")
+    expect(ledger.chargesOn(hold).total).toBe(chargeFor(a10.rateMicroUsdPerHour, 32 * minute))
+    // A run released before anything billed it is history (a restart replays such facts): nothing is held for it.
+    const old = attempt({ variant: a10, name: "old-run", releasedAt: T0 })
+    settle(ledger, pricebook, subject([old]), at)
+    expect(ledger.holds.has(holdIdOf(owner, "old-run"))).toBe(false)
+  })
+
   it("repeating a settle at the same instant posts nothing", () => {
     const ledger = funded(usd(10_000_000n))
     const run = launched(ledger)

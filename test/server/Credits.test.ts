@@ -3,17 +3,23 @@
  * the embedded processor and grants its credits once, with a CreditGrant and topup.succeeded; a declined one ends
  * Failed with topup.failed and no credits; the operator refunds (topup.refunded, credits gone) and grants (admin only);
  * an Idempotency-Key retry and a restarted server never grant twice; remainingUSD follows spending, oldest grant first.
+ * Faults: a store that fails a read or a commit, and a server that stopped mid-step, leave nothing half done for long.
  */
 import { execFile } from "node:child_process"
 import { mkdtempSync } from "node:fs"
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { Effect, Layer, ManagedRuntime } from "effect"
+import { Effect, Layer, ManagedRuntime, Option } from "effect"
+import { errorCodeInfo } from "../../src/core/ErrorCodes.ts"
 import { Ledger, type Posting } from "../../src/core/Ledger.ts"
 import { defaultFeedOptions } from "../../src/store/ChangeFeed.ts"
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
-import { Store, type StoreShape } from "../../src/store/Store.ts"
+import { type ObjectKey, Store, StoreError, type StoreShape, type WriteOp } from "../../src/store/Store.ts"
+import { type TopUpPhase, topUpMoveAllowed } from "../../src/server/Credits.ts"
+import { Payments } from "../../src/server/Payments.ts"
 import * as Server from "../../src/server/Server.ts"
 import * as SqlStore from "../../src/store/SqlStore.ts"
 import { createDatabase, databaseUrl } from "../support/Postgres.ts"
@@ -31,6 +37,12 @@ const grant = (name: string, spec: Record<string, unknown>) => ({ apiVersion: "n
 const postingsOf = (store: StoreShape) => Effect.runPromise(store.postings(0, 10_000))
 const availableOf = async (store: StoreShape) => Ledger.replay(await postingsOf(store)).available
 const grantKeys = async (store: StoreShape) => (await postingsOf(store)).filter((posting) => posting.kind === "Grant").map((posting) => posting.key)
+const refundKeys = async (store: StoreShape) => (await postingsOf(store)).filter((posting) => posting.kind === "Refund").map((posting) => posting.key)
+/** The state of the embedded processor's charge under `uid` (docs/billing.md: its record table `payments`). */
+const chargeStateOf = async (store: StoreShape, uid: string) => {
+  const record = await Effect.runPromise(store.getRecord("payments", uid, 0))
+  return Option.isSome(record) ? (record.value as { state?: string }).state : undefined
+}
 
 /** A key with billing:read and billing:write in project `p`, but not admin. */
 const payerKey = async (server: TestServer): Promise<string> => {
@@ -78,6 +90,17 @@ describe("TopUps and CreditGrants", () => {
     const event = await eventually("topup.succeeded", async () => server.streamed().find((entry) => entry.type === "topup.succeeded"), (found) => found !== undefined)
     assert.deepStrictEqual(event!.data.object.metadata, { name: "fifty", uid: created.body.metadata.uid })
     assert.strictEqual(event!.data.object.status["phase"], "Succeeded")
+  })
+
+  it("a TopUp whose name is too long for its grant's name is named by its uid, and the grant says so", async () => {
+    // 251 characters, a valid object name; "topup-" and it would pass the 253 an object name may have.
+    const name = ["a", "b", "c", "d"].map((label) => label.repeat(62)).join(".")
+    const created = await request(server, "POST", topUpsPath, { body: topUp(name, { amountUSD: "1" }) })
+    assert.strictEqual(created.status, 201, created.text)
+    const uid = created.body.metadata.uid
+    assert.strictEqual(created.body.status.creditGrant, `topup-${uid}`)
+    const shown = await request(server, "GET", `${grantsPath}/topup-${uid}`)
+    assert.strictEqual(shown.body.spec.reason, `Paid by the TopUp whose uid is ${uid}.`)
   })
 
   it("a declined payment ends Failed with topup.failed, and grants nothing", async () => {
@@ -161,7 +184,7 @@ describe("TopUps and CreditGrants", () => {
 
 describe("the operator's commands", () => {
   const root = join(import.meta.dirname, "..", "..")
-  const nodus = (server: TestServer, args: ReadonlyArray<string>) =>
+  const nodus = (server: Pick<TestServer, "url" | "token">, args: ReadonlyArray<string>) =>
     new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
       const flags = ["--addr", new URL(server.url).host, "--tls", "off", "--bootstrap-token", server.token, "--data-dir", mkdtempSync(join(tmpdir(), "nodus-grant-"))]
       const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("NODUS_") && name !== "DATABASE_URL"))
@@ -186,6 +209,37 @@ describe("the operator's commands", () => {
       assert.include(bad.stderr, "Invalid")
     } finally {
       await server.stop()
+    }
+  })
+
+  it("nodus grant waits out a request in progress and an unavailable server, with the same Idempotency-Key", async () => {
+    // A server that answers 409 RequestInProgress (come back in 1 s), then 503 Unavailable, then creates the grant.
+    const answers = [
+      { code: 409, body: { kind: "Status", reason: "RequestInProgress", code: 409, details: { retryAfterSeconds: 1 } } },
+      { code: 503, body: { kind: "Status", reason: "Unavailable", code: 503, details: { retryAfterSeconds: 0 } } },
+      { code: 201, body: { kind: "CreditGrant", metadata: { name: "patient" }, spec: { amountUSD: "7" } } }
+    ]
+    const seen: Array<{ readonly key: string | undefined; readonly at: number }> = []
+    const fake = createServer((incoming, outgoing) => {
+      incoming.resume()
+      incoming.on("end", () => {
+        const key = incoming.headers["idempotency-key"]
+        seen.push({ key: typeof key === "string" ? key : undefined, at: Date.now() })
+        const answer = answers[Math.min(seen.length, answers.length) - 1]!
+        outgoing.writeHead(answer.code, { "content-type": "application/json" }).end(JSON.stringify(answer.body))
+      })
+    })
+    await new Promise<void>((resolve) => fake.listen(0, "127.0.0.1", resolve))
+    try {
+      const granted = await nodus({ url: `http://127.0.0.1:${(fake.address() as AddressInfo).port}`, token: adminToken }, ["grant", "7", "--name", "patient"])
+      assert.strictEqual(granted.code, 0, granted.stderr)
+      assert.include(granted.stdout, "creditgrant/patient granted 7 USD")
+      assert.strictEqual(seen.length, 3)
+      assert.isString(seen[0]!.key)
+      assert.deepStrictEqual(seen.map((attempt) => attempt.key), [seen[0]!.key, seen[0]!.key, seen[0]!.key])
+      assert.isAtLeast(seen[1]!.at - seen[0]!.at, 900, "retryAfterSeconds is honoured")
+    } finally {
+      await new Promise((resolve) => fake.close(resolve))
     }
   })
 })

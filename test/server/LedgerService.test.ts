@@ -4,12 +4,12 @@
  * are in the store when it answers, and the store's own sums (balances()) agree with the ledger.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Layer, Stream } from "effect"
+import { Deferred, Effect, Fiber, Layer, Result, Stream } from "effect"
 import { availableAccount, externalAccount } from "../../src/core/Ledger.ts"
 import { EventStream } from "../../src/server/EventStream.ts"
 import { LedgerService, starterCreditsMicro } from "../../src/server/LedgerService.ts"
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
-import { Store } from "../../src/store/Store.ts"
+import { Store, StoreError } from "../../src/store/Store.ts"
 
 const serverOver = (store: Store["Service"], starterMicro: bigint) =>
   LedgerService.layer({ starterMicro }).pipe(Layer.provide(Layer.succeed(Store, store)))
@@ -61,5 +61,56 @@ describe("LedgerService", () => {
         "billing.low_balance Account The available balance is 5 USD, below the warning level of 10 USD (15 USD held by running work). Add credits with a TopUp.",
         "billing.arrears_posted Account 2 USD of charges exceeded the balance"
       ])
+    }))
+
+  it.effect("a store outage fails operations with Unavailable, and the ledger is rebuilt from the store once it answers", () =>
+    Effect.gen(function*() {
+      const inner = yield* MemoryStore.make
+      let down = false
+      const outage = Effect.fail(new StoreError({ message: "the database is unreachable" }))
+      const store: Store["Service"] = {
+        ...inner,
+        commit: (ops) => (down ? outage : inner.commit(ops)),
+        postings: (after, limit) => (down ? outage : inner.postings(after, limit))
+      }
+      yield* Effect.provide(Effect.gen(function*() {
+        const ledger = yield* LedgerService
+        down = true
+        const failed = yield* Effect.result(ledger.update((current) => current.grant("grant/a", 0, 5_000_000n, "a")))
+        assert.isTrue(Result.isFailure(failed) && failed.failure.code === "Unavailable")
+        // Still down: the next operation cannot know what the store holds, and says so instead of guessing.
+        const again = yield* Effect.result(ledger.update((current) => current.grant("grant/b", 0, 1n, "b")))
+        assert.isTrue(Result.isFailure(again) && again.failure.message.includes("unreachable"))
+        down = false
+        // Back: the lost grant is not in the rebuilt ledger, so retrying its key posts it (once).
+        yield* ledger.update((current) => current.grant("grant/a", 0, 5_000_000n, "a"))
+        yield* ledger.update((current) => current.grant("grant/a", 0, 5_000_000n, "a"))
+        assert.strictEqual(yield* ledger.read((current) => current.available), starterCreditsMicro + 5_000_000n)
+      }), serverOver(store, starterCreditsMicro))
+      assert.deepStrictEqual((yield* inner.postings(0, 10)).map((posting) => posting.key), ["grant/starter#0", "grant/a#0"])
+    }))
+
+  it.effect("an operation whose caller is interrupted during the commit still stores its postings", () =>
+    Effect.gen(function*() {
+      const inner = yield* MemoryStore.make
+      const committing = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      let slow = false
+      const store: Store["Service"] = {
+        ...inner,
+        commit: (ops) => (slow ? Effect.andThen(Effect.andThen(Deferred.succeed(committing, undefined), Deferred.await(release)), inner.commit(ops)) : inner.commit(ops))
+      }
+      yield* Effect.provide(Effect.gen(function*() {
+        const ledger = yield* LedgerService
+        slow = true
+        const fiber = yield* Effect.forkChild(ledger.update((current) => current.grant("grant/paid", 0, 7_000_000n, "topup")))
+        yield* Deferred.await(committing)
+        const interrupting = yield* Effect.forkChild(Fiber.interrupt(fiber))
+        // Let the interruption reach the operation while its commit waits, then let the commit go on.
+        for (let turn = 0; turn < 10; turn++) yield* Effect.yieldNow
+        yield* Deferred.succeed(release, undefined)
+        yield* Fiber.join(interrupting)
+      }), serverOver(store, 0n))
+      assert.deepStrictEqual((yield* inner.postings(0, 10)).map((posting) => posting.key), ["grant/paid#0"])
     }))
 })

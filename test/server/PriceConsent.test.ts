@@ -14,7 +14,7 @@ import { consentOf, decodeQuote, encodeQuote, keyId, keyTable, PriceConsent, typ
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
 import { Store } from "../../src/store/Store.ts"
 import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
-import { assertStatus, createProject, eventually, jobPath, jobsPath, v1 } from "./api/Support.ts"
+import { assertStatus, createProject, eventually, jobPath, jobsPath, mergePatch, v1 } from "./api/Support.ts"
 
 const key = "k".repeat(43)
 
@@ -181,6 +181,16 @@ describe("price consent on the server (sim mode, one host per offering variant)"
     assert.isAbove(Date.parse(created.body.status.estimate.validUntil), now)
     const stored = await request(s, "GET", jobPath("consent", "train"))
     assert.strictEqual(stored.body.metadata.annotations[boundAnnotation], "2.739")
+
+    // The bound is the server's: a replace of the original manifest keeps it, and a patch cannot raise or drop it.
+    const replaced = await request(s, "PUT", jobPath("consent", "train"), { body: { ...body, metadata: { ...body.metadata, resourceVersion: stored.body.metadata.resourceVersion } } })
+    assert.strictEqual(replaced.status, 200, replaced.text)
+    assert.strictEqual(replaced.body.metadata.annotations[boundAnnotation], "2.739")
+    for (const value of ["100", null]) {
+      const patched = await mergePatch(s, jobPath("consent", "train"), { metadata: { annotations: { [boundAnnotation]: value } } })
+      assert.strictEqual(patched.status, 200, patched.text)
+      assert.strictEqual(patched.body.metadata.annotations[boundAnnotation], "2.739")
+    }
   })
 
   it("an ETag that is not a dry run's of exactly this object is PreconditionFailed, and nothing is stored", async () => {
