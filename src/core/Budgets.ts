@@ -15,7 +15,7 @@
 import type { Room } from "./Billing.ts"
 import { isObject, type Json, type JsonObject } from "./Json.ts"
 import type { Ledger } from "./Ledger.ts"
-import { formatMicroUsd, parseMicroUsd } from "./Money.ts"
+import { formatMicroUsd, tryParseMicroUsd } from "./Money.ts"
 import { type budgetActions, budgetPeriods } from "./schemas/Budget.ts"
 import { timestamp } from "./Strategy.ts"
 
@@ -122,12 +122,8 @@ const periods: ReadonlyArray<string> = budgetPeriods
 export const ruleOf = (object: { readonly metadata: { readonly name: string; readonly creationTimestamp?: string }; readonly spec?: Json }): BudgetRule | undefined => {
   const spec = object.spec
   if (!isObject(spec) || typeof spec["amountUSD"] !== "string" || typeof spec["period"] !== "string" || !periods.includes(spec["period"])) return undefined
-  let amountMicro: bigint
-  try {
-    amountMicro = parseMicroUsd(spec["amountUSD"])
-  } catch {
-    return undefined
-  }
+  const amountMicro = tryParseMicroUsd(spec["amountUSD"])
+  if (amountMicro === undefined) return undefined
   const selector = isObject(spec["selector"]) ? spec["selector"] : {}
   const thresholds = Array.isArray(spec["thresholds"]) ? spec["thresholds"].filter((item): item is number => typeof item === "number") : []
   const created = Date.parse(object.metadata.creationTimestamp ?? "")

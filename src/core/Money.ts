@@ -32,5 +32,14 @@ export const parseMicroUsd = (text: string): bigint => {
   return BigInt(amount.toFixed(decimals).replace(".", ""))
 }
 
+/** `parseMicroUsd`, or undefined for text that is no decimal USD amount (stored text of an older schema, an edit). */
+export const tryParseMicroUsd = (text: string): bigint | undefined => {
+  try {
+    return parseMicroUsd(text)
+  } catch {
+    return undefined
+  }
+}
+
 /** The smaller of two amounts. */
 export const minMicro = (a: bigint, b: bigint): bigint => (a < b ? a : b)

@@ -6,7 +6,7 @@
  * to it, so no placement, however late, exceeds what the caller consented to. Pure.
  */
 import type { JobSpecType } from "./JobController.ts"
-import { formatMicroUsd, minMicro, parseMicroUsd } from "./Money.ts"
+import { formatMicroUsd, minMicro, parseMicroUsd, tryParseMicroUsd } from "./Money.ts"
 
 /** The consent covers the estimated rate plus this many tenths of it (spec: "plus 10 %"). */
 const headroomTenths = 1n
@@ -28,12 +28,7 @@ export const priceBoundAnnotation = (group: string): string => `${group}/price-b
  */
 export const priceBoundIn = (annotations: Readonly<Record<string, string>> | null | undefined, group: string): bigint | undefined => {
   const text = annotations?.[priceBoundAnnotation(group)]
-  if (text === undefined) return undefined
-  try {
-    return parseMicroUsd(text)
-  } catch {
-    return undefined
-  }
+  return text === undefined ? undefined : tryParseMicroUsd(text)
 }
 
 /** The annotations with the bound set (`bound` defined) or removed (undefined): the server alone decides it. */

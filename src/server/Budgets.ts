@@ -31,7 +31,7 @@ import type { ResourceObject } from "../core/ObjectMeta.ts"
 import { timestamp } from "../core/Strategy.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
 import { type Change, Store } from "../store/Store.ts"
-import { EventStream, type StreamEvent } from "./EventStream.ts"
+import { deliveryOf, EventStream, type StreamEvent } from "./EventStream.ts"
 import { followStore } from "./Following.ts"
 import { LedgerService } from "./LedgerService.ts"
 
@@ -129,19 +129,13 @@ const sameRule = (a: BudgetRule | undefined, b: BudgetRule | undefined): boolean
 
 
 /** A delivery-shaped event about a Budget (spec: Delivery; a cluster-scoped object has no namespace). */
-const budgetEvent = (budget: ResourceObject, type: string, reason: string, message: string, now: number): StreamEvent => ({
-  type,
-  timestamp: new Date(now).toISOString(),
-  data: {
-    event: { reason, message, count: 1 },
-    object: {
-      apiVersion: budget.apiVersion,
-      kind: budget.kind,
-      metadata: { name: budget.metadata.name, uid: budget.metadata.uid },
-      status: isObject(budget.status) ? budget.status : {}
-    }
-  }
-})
+const budgetEvent = (budget: ResourceObject, type: string, reason: string, message: string, now: number): StreamEvent =>
+  deliveryOf(type, now, { reason, message }, {
+    apiVersion: budget.apiVersion,
+    kind: budget.kind,
+    metadata: { name: budget.metadata.name, uid: budget.metadata.uid },
+    status: isObject(budget.status) ? budget.status : {}
+  })
 
 function make() {
   return Effect.gen(function*() {

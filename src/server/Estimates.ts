@@ -12,7 +12,7 @@ import { Clock, Context, Effect, Layer, Option, Result } from "effect"
 import { ApiError } from "../core/ApiError.ts"
 import type { Blocking } from "../core/Billing.ts"
 import { canonical, isObject, type Json, type JsonObject } from "../core/Json.ts"
-import { parseMicroUsd } from "../core/Money.ts"
+import { parseMicroUsd, tryParseMicroUsd } from "../core/Money.ts"
 import type { ResourceObject } from "../core/ObjectMeta.ts"
 import type { Offering, Variant } from "../core/Offering.ts"
 import type { Market } from "../core/Placement.ts"
@@ -110,13 +110,6 @@ export const withEstimate = (object: ResourceObject, result: Option.Option<Estim
   return { ...object, status: { ...status, estimate: result.value.estimate } }
 }
 
-const microOrUndefined = (text: string): bigint | undefined => {
-  try {
-    return parseMicroUsd(text)
-  } catch {
-    return undefined
-  }
-}
 
 /**
  * The rate and pricebook version of an estimate, as a dry run's ETag quotes them and a bound create compares them
@@ -125,7 +118,7 @@ const microOrUndefined = (text: string): bigint | undefined => {
 export const quotedRateOf = (result: Option.Option<EstimateResult>): { readonly rateMicro?: bigint; readonly pricebookVersion?: string } => {
   if (Option.isNone(result) || !isObject(result.value.estimate)) return {}
   const { rateUSDPerHour: rate, pricebookVersion } = result.value.estimate
-  const rateMicro = typeof rate === "string" ? microOrUndefined(rate) : undefined
+  const rateMicro = typeof rate === "string" ? tryParseMicroUsd(rate) : undefined
   return {
     ...(rateMicro === undefined ? {} : { rateMicro }),
     ...(typeof pricebookVersion === "string" ? { pricebookVersion } : {})

@@ -31,6 +31,16 @@ export interface StreamEvent {
   }
 }
 
+/** The object of a delivery: what the API shows of it. */
+export type DeliveredObject = StreamEvent["data"]["object"]
+
+/** A delivery-shaped event (spec: Delivery) of `type` about `object`, at `at` (epoch ms of the service's clock). */
+export const deliveryOf = (type: string, at: number, event: { readonly reason: string; readonly message: string; readonly count?: number }, object: DeliveredObject): StreamEvent => ({
+  type,
+  timestamp: new Date(at).toISOString(),
+  data: { event: { reason: event.reason, message: event.message, count: event.count ?? 1 }, object }
+})
+
 /** Events a subscriber may fall behind by before it loses the oldest. */
 export const eventStreamLag = 65_536
 

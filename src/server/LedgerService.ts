@@ -18,7 +18,7 @@ import { ApiError } from "../core/ApiError.ts"
 import { Ledger, type Posting } from "../core/Ledger.ts"
 import { formatMicroUsd } from "../core/Money.ts"
 import { Store, type StoreError } from "../store/Store.ts"
-import { EventStream, type StreamEvent } from "./EventStream.ts"
+import { deliveryOf, EventStream, type StreamEvent } from "./EventStream.ts"
 
 /** Starter credits of the embedded default and sim mode: 100 USD (nodus). */
 export const starterCreditsMicro = 100_000_000n
@@ -54,19 +54,13 @@ export class LedgerService extends Context.Service<LedgerService, LedgerShape>()
  * The object an account event is about: the organization's account, which is no kind of the API (there is one per
  * server), shown with its balances (docs/billing.md, "Account events").
  */
-const accountEvent = (group: string, event: AccountEvent, balances: AccountBalances, at: number): StreamEvent => ({
-  type: event.type,
-  timestamp: new Date(at).toISOString(),
-  data: {
-    event: { reason: event.reason, message: event.message, count: 1 },
-    object: {
-      apiVersion: `${group}/v1`,
-      kind: "Account",
-      metadata: { name: "account", uid: "account" },
-      status: { availableUSD: formatMicroUsd(balances.available), heldUSD: formatMicroUsd(balances.held), arrearsUSD: formatMicroUsd(balances.arrears) }
-    }
-  }
-})
+const accountEvent = (group: string, event: AccountEvent, balances: AccountBalances, at: number): StreamEvent =>
+  deliveryOf(event.type, at, event, {
+    apiVersion: `${group}/v1`,
+    kind: "Account",
+    metadata: { name: "account", uid: "account" },
+    status: { availableUSD: formatMicroUsd(balances.available), heldUSD: formatMicroUsd(balances.held), arrearsUSD: formatMicroUsd(balances.arrears) }
+  })
 
 const unavailable = (error: StoreError | { readonly message: string }) =>
   new ApiError({ code: "Unavailable", message: `the ledger could not be written: ${error.message === "" ? "the store refused the commit" : error.message}`, retryAfterSeconds: 1 })

@@ -36,7 +36,7 @@ import { admitJobSpec } from "../backends/sim/Scenario.ts"
 import { workloadFromAnnotations } from "../backends/sim/Workloads.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
 import { type Change, Store, type WriteOp } from "../store/Store.ts"
-import { EventStream, type StreamEvent } from "./EventStream.ts"
+import { deliveryOf, EventStream, type StreamEvent } from "./EventStream.ts"
 import { followStore, surviving } from "./Following.ts"
 import { ApiConfig } from "./http/Api.ts"
 import { Ids } from "./Ids.ts"
@@ -493,19 +493,13 @@ function makeWrites(services: WriteServices) {
     ])
   })
 
-  const streamEventOf = (pending: PendingEvent, record: EventRecord, type: string): StreamEvent => ({
-    type,
-    timestamp: new Date(pending.at).toISOString(),
-    data: {
-      event: { reason: record.reason, message: record.message, count: record.count },
-      object: {
-        apiVersion: record.involved.apiVersion,
-        kind: record.involved.kind,
-        metadata: { name: record.involved.name, namespace: record.involved.namespace, uid: record.involved.uid },
-        status: pending.status as unknown as JsonObject
-      }
-    }
-  })
+  const streamEventOf = (pending: PendingEvent, record: EventRecord, type: string): StreamEvent =>
+    deliveryOf(type, pending.at, record, {
+      apiVersion: record.involved.apiVersion,
+      kind: record.involved.kind,
+      metadata: { name: record.involved.name, namespace: record.involved.namespace, uid: record.involved.uid },
+      status: pending.status as unknown as JsonObject
+    })
 
   const recordEvent = (pending: PendingEvent) => Effect.gen(function*() {
     const { tracked, event, at } = pending
