@@ -27,14 +27,14 @@ import { isObject, type Json, type JsonObject } from "../core/Json.ts"
 import { apiVersionOf, byResource, type KindInfo } from "../core/Kinds.ts"
 import type { Ledger } from "../core/Ledger.ts"
 import * as Limits from "../core/Limits.ts"
-import { formatMicroUsd, parseMicroUsd } from "../core/Money.ts"
+import { formatMicroUsd, tryParseMicroUsd } from "../core/Money.ts"
 import type { ResourceObject } from "../core/ObjectMeta.ts"
 import { CreditGrantSpec } from "../core/schemas/CreditGrant.ts"
 import { TopUpSpec } from "../core/schemas/TopUp.ts"
 import { timestamp } from "../core/Strategy.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
 import type { Change } from "../store/Store.ts"
-import { EventStream } from "./EventStream.ts"
+import { deliveryOf, EventStream } from "./EventStream.ts"
 import { followStore, surviving } from "./Following.ts"
 import { ApiConfig } from "./http/Api.ts"
 import { LedgerService } from "./LedgerService.ts"
@@ -116,14 +116,7 @@ const phaseOfTopUp = (topUp: ResourceObject): TopUpPhase => {
 }
 
 /** A USD amount of a spec, or undefined when it is none (the kind's schema reports that). */
-const microOf = (value: Json | undefined): bigint | undefined => {
-  if (typeof value !== "string") return undefined
-  try {
-    return parseMicroUsd(value)
-  } catch {
-    return undefined
-  }
-}
+const microOf = (value: Json | undefined): bigint | undefined => (typeof value === "string" ? tryParseMicroUsd(value) : undefined)
 
 const isTopUpSpec = Schema.is(TopUpSpec)
 const isCreditGrantSpec = Schema.is(CreditGrantSpec)
@@ -174,19 +167,12 @@ const writeStatus = (parts: Parts, ref: ResourceRef, name: string, next: (curren
 
 /** A delivery-shaped event about a TopUp (spec: Delivery; a cluster-scoped object has no namespace). */
 const announce = (parts: Parts, topUp: ResourceObject, reason: FinalPhase, message: string, at: number) =>
-  parts.stream.publish({
-    type: `topup.${reason.toLowerCase()}`,
-    timestamp: new Date(at).toISOString(),
-    data: {
-      event: { reason, message, count: 1 },
-      object: {
-        apiVersion: parts.topUps.apiVersion,
-        kind: parts.topUps.info.kind,
-        metadata: { name: topUp.metadata.name, uid: topUp.metadata.uid },
-        status: statusOf(topUp)
-      }
-    }
-  })
+  parts.stream.publish(deliveryOf(`topup.${reason.toLowerCase()}`, at, { reason, message }, {
+    apiVersion: parts.topUps.apiVersion,
+    kind: parts.topUps.info.kind,
+    metadata: { name: topUp.metadata.name, uid: topUp.metadata.uid },
+    status: statusOf(topUp)
+  }))
 
 /**
  * Moves a TopUp to a final phase once, and announces it when this call made the move. A move `topUpMoveAllowed`

@@ -11,9 +11,10 @@ import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { afterAll, afterEach, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect, Layer, ManagedRuntime, Option } from "effect"
 import { errorCodeInfo } from "../../src/core/ErrorCodes.ts"
+import { isObject, type JsonObject } from "../../src/core/Json.ts"
 import { Ledger, type Posting } from "../../src/core/Ledger.ts"
 import { defaultFeedOptions } from "../../src/store/ChangeFeed.ts"
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
@@ -43,6 +44,25 @@ const chargeStateOf = async (store: StoreShape, uid: string) => {
   const record = await Effect.runPromise(store.getRecord("payments", uid, 0))
   return Option.isSome(record) ? (record.value as { state?: string }).state : undefined
 }
+
+/** A TopUp (uid `uid-<name>`) as a server that stopped left it in the store, with the status it had written. */
+const storedTopUp = (name: string, amountUSD: string, status?: JsonObject): WriteOp => ({
+  _tag: "Create",
+  key: { resource: "topups", namespace: "", name },
+  object: {
+    apiVersion: "nodus.dev/v1",
+    kind: "TopUp",
+    metadata: { name, uid: `uid-${name}`, resourceVersion: "0", generation: 1, creationTimestamp: "2026-01-01T00:00:00Z" },
+    spec: { amountUSD },
+    ...(status === undefined ? {} : { status })
+  }
+})
+
+/** The embedded processor's record of a charge that settled under `uid`. */
+const settledCharge = (uid: string, amountMicro: bigint): WriteOp =>
+  ({ _tag: "PutRecord", table: "payments", id: uid, value: { state: "Settled", amountMicro: String(amountMicro), method: "pm_test_visa", at: 0 } })
+
+const phaseAt = async (server: TestServer, name: string) => (await request(server, "GET", `${topUpsPath}/${name}`)).body.status?.phase
 
 /** A key with billing:read and billing:write in project `p`, but not admin. */
 const payerKey = async (server: TestServer): Promise<string> => {
@@ -249,11 +269,7 @@ describe("credits across restarts", () => {
     const store = await Effect.runPromise(MemoryStore.make)
     const storeLayer = Layer.succeed(Store, store)
     // A TopUp stored while no server ran (as if the server stopped right after the create): the next one settles it.
-    await Effect.runPromise(store.commit([{
-      _tag: "Create",
-      key: { resource: "topups", namespace: "", name: "offline" },
-      object: { apiVersion: "nodus.dev/v1", kind: "TopUp", metadata: { name: "offline", uid: "uid-offline", resourceVersion: "0", generation: 1, creationTimestamp: "2026-01-01T00:00:00Z" }, spec: { amountUSD: "50" } }
-    }]))
+    await Effect.runPromise(store.commit([storedTopUp("offline", "50")]))
     const first = await startTestServer({ store: storeLayer })
     const settled = await eventually("offline TopUp settled", async () => (await request(first, "GET", `${topUpsPath}/offline`)).body, (body) => body.status?.phase === "Succeeded")
     assert.strictEqual(settled.status.creditGrant, "topup-offline")
@@ -277,6 +293,122 @@ describe("credits across restarts", () => {
     } finally {
       await second.stop()
     }
+  })
+})
+
+describe("a server starting on what a stopped one left half done", () => {
+  let store: StoreShape
+  let server: TestServer
+  const paid = (grant: string): JsonObject => ({ phase: "Succeeded", creditGrant: grant, completionTime: "2026-01-01T00:00:01Z" })
+  beforeAll(async () => {
+    store = await Effect.runPromise(MemoryStore.make)
+    const ledger = Ledger.replay([])
+    ledger.grant("topup/uid-refunding", 0, 30_000_000n, "topup-refunding")
+    ledger.refund("refund/uid-refunding", 1, 30_000_000n, "topup-refunding")
+    await Effect.runPromise(store.commit([
+      // The ledger took the credits back, and the server stopped before the processor refunded.
+      storedTopUp("refunding", "30", paid("topup-refunding")),
+      settledCharge("uid-refunding", 30_000_000n),
+      // Succeeded, but the commit of its grant was lost.
+      storedTopUp("ungranted", "20", paid("topup-ungranted")),
+      settledCharge("uid-ungranted", 20_000_000n),
+      // Succeeded, with an amount that no longer reads as one (as an older version might have stored it).
+      storedTopUp("changed", "twelve", paid("topup-changed")),
+      ...ledger.drain().map((posting: Posting) => ({ _tag: "Post" as const, posting }))
+    ]))
+    server = await startTestServer({ store: Layer.succeed(Store, store) })
+  })
+  afterAll(() => server.stop())
+
+  it("finishes a refund the ledger took: the processor refunds, then the status, each once", async () => {
+    await eventually("refunding Refunded", () => phaseAt(server, "refunding"), (phase) => phase === "Refunded")
+    assert.strictEqual(await chargeStateOf(store, "uid-refunding"), "Refunded")
+    assert.deepStrictEqual(await refundKeys(store), ["refund/uid-refunding#0"])
+    const announced = server.streamed().filter((entry) => entry.type === "topup.refunded").map((entry) => entry.data.object.metadata.name)
+    assert.deepStrictEqual(announced, ["refunding"])
+  })
+
+  it("grants a Succeeded TopUp's lost credits again under the same key, once, and announces nothing", async () => {
+    await eventually("topup/uid-ungranted granted", () => grantKeys(store), (keys) => keys.includes("topup/uid-ungranted#0"))
+    assert.deepStrictEqual((await grantKeys(store)).filter((key) => key.startsWith("topup/uid-ungranted")), ["topup/uid-ungranted#0"])
+    const shown = await request(server, "GET", `${grantsPath}/topup-ungranted`)
+    assert.deepStrictEqual([shown.body.spec.source, shown.body.status.remainingUSD], ["TopUp", "20"])
+    assert.strictEqual(await phaseAt(server, "ungranted"), "Succeeded")
+    assert.isUndefined(server.streamed().find((entry) => entry.type === "topup.succeeded"))
+  })
+
+  it("never moves a Succeeded TopUp to Failed", async () => {
+    // The start-up pass goes through TopUps by name: once "ungranted" is granted, "changed" was reconciled.
+    await eventually("topup/uid-ungranted granted", () => grantKeys(store), (keys) => keys.includes("topup/uid-ungranted#0"))
+    assert.strictEqual(await phaseAt(server, "changed"), "Succeeded")
+    assert.isUndefined(server.streamed().find((entry) => entry.type === "topup.failed"))
+  })
+})
+
+describe("credits when the store fails", () => {
+  // The store refuses what `faults` names, as a database briefly out of reach, and counts its refusals.
+  const healthy = { read: (_key: ObjectKey) => false, commit: (_ops: ReadonlyArray<WriteOp>) => false }
+  let faults = healthy
+  let refused = 0
+  let store: StoreShape
+  let server: TestServer
+  const refuse = Effect.suspend(() => {
+    refused++
+    return Effect.fail(new StoreError({ message: "injected: the store is out of reach" }))
+  })
+  beforeAll(async () => {
+    const memory = await Effect.runPromise(MemoryStore.make)
+    store = { ...memory, get: (key) => (faults.read(key) ? refuse : memory.get(key)), commit: (ops) => (faults.commit(ops) ? refuse : memory.commit(ops)) }
+    // A TopUp stored while no server ran, which the start-up pass cannot read.
+    await Effect.runPromise(memory.commit([storedTopUp("hiccup", "5")]))
+    faults = { ...healthy, read: (key) => key.resource === "topups" && key.name === "hiccup" }
+    server = await startTestServer({ store: Layer.succeed(Store, store) })
+  })
+  afterEach(() => {
+    faults = healthy
+  })
+  afterAll(() => server.stop())
+
+  const createPaid = async (name: string, amountUSD: string) => {
+    const created = await request(server, "POST", topUpsPath, { body: topUp(name, { amountUSD }) })
+    assert.strictEqual(created.body.status?.phase, "Succeeded", created.text)
+    return created.body.metadata.uid as string
+  }
+
+  it("a TopUp the store could not read is tried again at the next pass, not dropped", async () => {
+    await eventually("the start-up pass read hiccup", async () => refused, (count) => count >= 1)
+    faults = healthy
+    await eventually("hiccup settled", () => phaseAt(server, "hiccup"), (phase) => phase === "Succeeded")
+  })
+
+  it("a refund whose ledger posting failed has not refunded the payment either", async () => {
+    const uid = await createPaid("kept", "30")
+    const before = await availableOf(store)
+    faults = { ...healthy, commit: (ops) => ops.some((op) => op._tag === "Post" && op.posting.kind === "Refund") }
+    assertStatus(server, await request(server, "POST", refundPath("kept")), 503, "Unavailable")
+    assert.strictEqual(await chargeStateOf(store, uid), "Settled")
+    assert.strictEqual(await availableOf(store), before)
+    faults = healthy
+    // The operator asks again, and the refund happens once.
+    assert.strictEqual((await request(server, "POST", refundPath("kept"))).body.status?.phase, "Refunded")
+    assert.strictEqual(await chargeStateOf(store, uid), "Refunded")
+    assert.strictEqual(await availableOf(store), before - 30_000_000n)
+  })
+
+  it("a refund whose processor call failed is finished by the next pass: the credits went back first", async () => {
+    const uid = await createPaid("returned", "20")
+    const before = await availableOf(store)
+    faults = { ...healthy, commit: (ops) => ops.some((op) => op._tag === "PutRecord" && op.table === "payments" && isObject(op.value) && op.value["state"] === "Refunded") }
+    assertStatus(server, await request(server, "POST", refundPath("returned")), 503, "Unavailable")
+    assert.strictEqual(await availableOf(store), before - 20_000_000n)
+    assert.strictEqual(await chargeStateOf(store, uid), "Settled")
+    assert.strictEqual(await phaseAt(server, "returned"), "Succeeded")
+    faults = healthy
+    await eventually("returned Refunded", () => phaseAt(server, "returned"), (phase) => phase === "Refunded")
+    assert.strictEqual(await chargeStateOf(store, uid), "Refunded")
+    assert.deepStrictEqual((await refundKeys(store)).filter((key) => key.startsWith(`refund/${uid}`)), [`refund/${uid}#0`])
+    assert.strictEqual(await availableOf(store), before - 20_000_000n)
+    assert.lengthOf(server.streamed().filter((entry) => entry.type === "topup.refunded" && entry.data.object.metadata.name === "returned"), 1)
   })
 })
 
@@ -338,4 +470,26 @@ describe.skipIf(databaseUrl === undefined)("credits on PostgreSQL", () => {
       await database.drop()
     }
   })
+})
+
+describe("TopUp phases", () => {
+  it("move only Pending to Succeeded or Failed, and Succeeded to Refunded", () => {
+    const phases: ReadonlyArray<TopUpPhase> = ["Pending", "Succeeded", "Failed", "Refunded"]
+    const moves = phases.flatMap((from) => phases.filter((to) => topUpMoveAllowed(from, to)).map((to) => `${from} -> ${to}`))
+    assert.deepStrictEqual(moves, ["Pending -> Succeeded", "Pending -> Failed", "Succeeded -> Refunded"])
+  })
+})
+
+describe("the embedded processor", () => {
+  it.effect("a refund with no settled charge is a Conflict with a fix of its own", () =>
+    Effect.gen(function*() {
+      const payments = yield* Payments
+      assert.strictEqual((yield* payments.charge({ key: "declined", amountMicro: 1n, method: "pm_test_declined" }))._tag, "Declined")
+      for (const key of ["declined", "never-charged"]) {
+        const error = yield* Effect.flip(payments.refund(key))
+        assert.strictEqual(error.code, "Conflict")
+        assert.isString(error.fix)
+        assert.notStrictEqual(error.fix, errorCodeInfo("Conflict").fix)
+      }
+    }).pipe(Effect.provide(Payments.layerEmbedded.pipe(Layer.provide(Layer.fresh(MemoryStore.layer))))))
 })
