@@ -64,7 +64,8 @@ export interface Posting {
 export const externalAccount = "external"
 export const availableAccount = "available"
 export const arrearsAccount = "arrears"
-export const heldAccount = (hold: string): string => `held/${hold}`
+const heldPrefix = "held/"
+export const heldAccount = (hold: string): string => `${heldPrefix}${hold}`
 export const chargedAccount = (owner: string): string => `charged/${owner}`
 
 /** How a hold ended (every hold ends one of these ways). */
@@ -118,6 +119,8 @@ export class Ledger {
   readonly postings: Array<Posting> = []
   private readonly retain: boolean
   private seq = 0
+  private heldTotal = 0n
+  private chargedTotal = 0n
   /** Postings since the last `drain` (what a driver still has to persist). */
   private unsaved: Array<Posting> = []
 
@@ -153,18 +156,14 @@ export class Ledger {
     return -this.balance(arrearsAccount)
   }
 
-  /** Money held by every open hold. */
+  /** Money held by every open hold (a closed hold's account is empty, so this is every hold account's sum). */
   get held(): bigint {
-    let total = 0n
-    for (const hold of this.open.values()) total += this.balance(heldAccount(hold.id))
-    return total
+    return this.heldTotal
   }
 
   /** Every charge posted, to every owner. */
   get charged(): bigint {
-    let total = 0n
-    for (const charges of this.chargesOf.values()) total += charges.total
-    return total
+    return this.chargedTotal
   }
 
   heldBy(owner: string): bigint {
@@ -359,10 +358,14 @@ export class Ledger {
     this.seq = posting.seq
     this.balances.set(posting.from, this.balance(posting.from) - posting.amount)
     this.balances.set(posting.to, this.balance(posting.to) + posting.amount)
+    // Running sums, so the account's totals cost nothing to read (the server reads them around every operation).
+    if (posting.from.startsWith(heldPrefix)) this.heldTotal -= posting.amount
+    if (posting.to.startsWith(heldPrefix)) this.heldTotal += posting.amount
     if (posting.kind === "Hold" && posting.hold !== undefined) this.opened(posting, posting.hold)
     if ((posting.kind === "Release" || posting.kind === "Expire") && posting.hold !== undefined) this.closed(posting, posting.hold)
     if ((posting.kind === "Capture" || posting.kind === "Arrears") && posting.owner !== undefined && posting.segment !== undefined) {
       addCharge(this.chargesOf, posting.owner, posting.segment, posting.amount)
+      this.chargedTotal += posting.amount
       addChargeTime(this.chargeTimes, posting.owner, posting.at, posting.amount)
       if (posting.hold !== undefined) addCharge(this.chargesOnHold, posting.hold, posting.segment, posting.amount)
     }
