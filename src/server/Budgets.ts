@@ -31,7 +31,7 @@ import type { ResourceObject } from "../core/ObjectMeta.ts"
 import { timestamp } from "../core/Strategy.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
 import { type Change, Store } from "../store/Store.ts"
-import { deliveryOf, EventStream, type StreamEvent } from "./EventStream.ts"
+import { deliveredObjectOf, deliveryOf, EventStream, type StreamEvent } from "./EventStream.ts"
 import { followStore } from "./Following.ts"
 import { LedgerService } from "./LedgerService.ts"
 
@@ -130,12 +130,7 @@ const sameRule = (a: BudgetRule | undefined, b: BudgetRule | undefined): boolean
 
 /** A delivery-shaped event about a Budget (spec: Delivery; a cluster-scoped object has no namespace). */
 const budgetEvent = (budget: ResourceObject, type: string, reason: string, message: string, now: number): StreamEvent =>
-  deliveryOf(type, now, { reason, message }, {
-    apiVersion: budget.apiVersion,
-    kind: budget.kind,
-    metadata: { name: budget.metadata.name, uid: budget.metadata.uid },
-    status: isObject(budget.status) ? budget.status : {}
-  })
+  deliveryOf(type, now, { reason, message }, deliveredObjectOf(budget))
 
 function make() {
   return Effect.gen(function*() {

@@ -34,7 +34,7 @@ import { TopUpSpec } from "../core/schemas/TopUp.ts"
 import { timestamp } from "../core/Strategy.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
 import type { Change } from "../store/Store.ts"
-import { deliveryOf, EventStream } from "./EventStream.ts"
+import { deliveredObjectOf, deliveryOf, EventStream } from "./EventStream.ts"
 import { followStore, surviving } from "./Following.ts"
 import { ApiConfig } from "./http/Api.ts"
 import { LedgerService } from "./LedgerService.ts"
@@ -167,12 +167,7 @@ const writeStatus = (parts: Parts, ref: ResourceRef, name: string, next: (curren
 
 /** A delivery-shaped event about a TopUp (spec: Delivery; a cluster-scoped object has no namespace). */
 const announce = (parts: Parts, topUp: ResourceObject, reason: FinalPhase, message: string, at: number) =>
-  parts.stream.publish(deliveryOf(`topup.${reason.toLowerCase()}`, at, { reason, message }, {
-    apiVersion: parts.topUps.apiVersion,
-    kind: parts.topUps.info.kind,
-    metadata: { name: topUp.metadata.name, uid: topUp.metadata.uid },
-    status: statusOf(topUp)
-  }))
+  parts.stream.publish(deliveryOf(`topup.${reason.toLowerCase()}`, at, { reason, message }, deliveredObjectOf(topUp)))
 
 /**
  * Moves a TopUp to a final phase once, and announces it when this call made the move. A move `topUpMoveAllowed`

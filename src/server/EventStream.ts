@@ -8,7 +8,8 @@
  * nothing is kept for subscribers that come later. Webhooks make it durable when they arrive.
  */
 import { Context, Effect, Layer, PubSub, type Scope, Stream } from "effect"
-import type { JsonObject } from "../core/Json.ts"
+import { isObject, type JsonObject } from "../core/Json.ts"
+import type { ResourceObject } from "../core/ObjectMeta.ts"
 
 /** One event of a spec type, as a webhook delivery body carries it. */
 export interface StreamEvent {
@@ -33,6 +34,18 @@ export interface StreamEvent {
 
 /** The object of a delivery: what the API shows of it. */
 export type DeliveredObject = StreamEvent["data"]["object"]
+
+/** What a delivery shows of a stored object: its identity and its status (no spec, never provider details). */
+export const deliveredObjectOf = (object: ResourceObject): DeliveredObject => ({
+  apiVersion: object.apiVersion,
+  kind: object.kind,
+  metadata: {
+    name: object.metadata.name,
+    ...(object.metadata.namespace === undefined ? {} : { namespace: object.metadata.namespace }),
+    uid: object.metadata.uid
+  },
+  status: isObject(object.status) ? object.status : {}
+})
 
 /** A delivery-shaped event (spec: Delivery) of `type` about `object`, at `at` (epoch ms of the service's clock). */
 export const deliveryOf = (type: string, at: number, event: { readonly reason: string; readonly message: string; readonly count?: number }, object: DeliveredObject): StreamEvent => ({
