@@ -5,7 +5,7 @@
  * after each controller step the world notes what the store must learn (the Job's status, its Attempts, its events),
  * and SimBackend.ts writes that outbox once the engine has run.
  */
-import type { Room } from "../core/Billing.ts"
+import type { Room, Settled as Billed } from "../core/Billing.ts"
 import type { AttemptFacts } from "../core/Capacity.ts"
 import type { JobEvent, JobSpecType, JobStatusType } from "../core/JobController.ts"
 import type { Ledger } from "../core/Ledger.ts"
@@ -17,7 +17,7 @@ import { Engine } from "../backends/sim/Engine.ts"
 import { Prng } from "../backends/sim/Prng.ts"
 import { defaultFleet, providerModelsOf } from "../backends/sim/Run.ts"
 import { SimCapacity, type WorkloadModel } from "../backends/sim/SimCapacity.ts"
-import { type Billed, type Launched, type SimBilling, type SimJob, Simulation } from "../backends/sim/Simulation.ts"
+import { type Launched, type SimBilling, type SimJob, Simulation } from "../backends/sim/Simulation.ts"
 
 /** Hosts of every offering variant in the server's fleet (a scenario's default too). */
 export const defaultHostsPerVariant = 8

@@ -6,16 +6,14 @@
  */
 import { createHash, type Hash } from "node:crypto"
 import { type BillingSubject, costStatusOf, holdLaunch, type Room, settle, type Settled as Billed } from "../../core/Billing.ts"
-
-export type { Billed }
 import type { AttemptFacts } from "../../core/Capacity.ts"
 import type { Ledger } from "../../core/Ledger.ts"
 import { parseMicroUsd } from "../../core/Money.ts"
 import type { Pricebook } from "../../core/Pricebook.ts"
 import { runProfileOf, type JobAction, type JobEvent, type JobSpecType, type JobStatusType, type JobStep, step } from "../../core/JobController.ts"
 import { isFinalPhase } from "../../core/JobPhases.ts"
-import { type Offering, variantKeyOf } from "../../core/Offering.ts"
-import { choose, type Market, rank, type Ranking } from "../../core/Placement.ts"
+import { type Offering, type Variant, variantKeyOf } from "../../core/Offering.ts"
+import { choose, rank, type Ranking } from "../../core/Placement.ts"
 import { parseDurationMs } from "../../core/Units.ts"
 import type { Checkers } from "./Checkers.ts"
 import type { Engine } from "./Engine.ts"
@@ -288,15 +286,7 @@ export class Simulation {
   private billRemoved(job: SimJob): void {
     const billing = this.options.billing
     if (billing === undefined) return
-    const subject: BillingSubject = {
-      owner: job.uid,
-      capMicro: job.spec.maxCostUSD === undefined ? undefined : parseMicroUsd(job.spec.maxCostUSD),
-      attempts: job.attempts,
-      nextVariant: undefined,
-      hasRun: true,
-      rooms: billing.rooms?.(job) ?? []
-    }
-    const { wakeAt } = settle(billing.ledger, billing.pricebook, subject, this.now)
+    const { wakeAt } = settle(billing.ledger, billing.pricebook, this.subjectOf(job, billing, undefined), this.now)
     const key = this.keyOf(job)
     if (job.attempts.every((attempt) => attempt.releasedAt !== undefined && attempt.releasedAt <= this.now)) {
       if (this.billedAfterRemoval.get(key) === job) this.billedAfterRemoval.delete(key)
@@ -358,7 +348,7 @@ export class Simulation {
     const market = capacity.marketFor(job.namespace)
     const ranking = this.rankingOf(job)
     const billing = this.options.billing
-    const subject = billing === undefined ? undefined : this.subjectOf(job, billing, ranking, market)
+    const subject = billing === undefined ? undefined : this.subjectOf(job, billing, choose(ranking, market)?.variant ?? ranking.kept[0]?.variant)
     const billed = billing === undefined || subject === undefined ? undefined : settle(billing.ledger, billing.pricebook, subject, now)
     const result = step(job, { now, market, ranking, funding: billed?.funding })
     this.steps++
@@ -417,13 +407,13 @@ export class Simulation {
     } else this.settled.delete(job)
   }
 
-  private subjectOf(job: SimJob, billing: SimBilling, ranking: Ranking, market: Market): BillingSubject {
-    const next = choose(ranking, market)?.variant ?? ranking.kept[0]?.variant
+  /** What billing sees of the Job; `nextVariant` is what a launch would take now (none for a deleted Job). */
+  private subjectOf(job: SimJob, billing: SimBilling, nextVariant: Variant | undefined): BillingSubject {
     return {
       owner: job.uid,
       capMicro: job.spec.maxCostUSD === undefined ? undefined : parseMicroUsd(job.spec.maxCostUSD),
       attempts: job.attempts,
-      nextVariant: next,
+      nextVariant,
       hasRun: job.attempts.length > 0,
       rooms: billing.rooms?.(job) ?? []
     }
