@@ -146,7 +146,8 @@ function make(options: SimBackendOptions) {
     // so none of that time is charged, and no posting is older than the end it gives the run (docs/billing.md).
     const lastPosted = yield* ledgers.read((ledger) => ledger.postings.at(-1)?.at)
     const lastKnown = Math.max(lastSimulated ?? -Infinity, lastPosted ?? -Infinity)
-    const mirror = makeMirror({ store, world, refs, budgets, lostAt: () => Math.min(Number.isFinite(lastKnown) ? lastKnown : world.engine.now, world.engine.now) })
+    const lostAt = Number.isFinite(lastKnown) ? Math.min(lastKnown, world.engine.now) : world.engine.now
+    const mirror = makeMirror({ store, world, refs, budgets, lostAt })
     // The estimates' placement preview reads this world's capacity while the backend runs (docs/billing.md).
     yield* (yield* LiveMarket).provide((namespace) => world.capacity.marketFor(namespace))
     const offerings = makeOfferings({ resources, refs, world, clock })
@@ -194,8 +195,9 @@ function make(options: SimBackendOptions) {
     yield* offerings.seed
     // The stored Jobs are mirrored and settled before anything else runs the engine: a hold of a run the previous
     // process left live is captured and closed before the engine's expiry pass could let it lapse uncharged.
-    yield* lock.withPermit(Effect.andThen(mirror.resync, catchUp))
-    yield* followStore("sim backend", feed, lock.withPermit(Effect.andThen(mirror.resync, catchUp)), onChange)
+    const resyncAll = lock.withPermit(Effect.andThen(mirror.resync, catchUp))
+    yield* resyncAll
+    yield* followStore("sim backend", feed, resyncAll, onChange)
     yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(tickInterval), surviving("sim backend", "running the engine")(tick))))
     yield* Effect.addFinalizer(() => saveClock)
 
@@ -256,7 +258,7 @@ interface MirrorServices {
   readonly refs: Refs
   readonly budgets: BudgetService["Service"]
   /** When the runs a previous process left live were lost. */
-  readonly lostAt: () => number
+  readonly lostAt: number
 }
 
 function makeMirror(services: MirrorServices) {
@@ -288,7 +290,7 @@ function makeMirror(services: MirrorServices) {
     const dependents = yield* store.dependentsOf(object.metadata.uid).pipe(Effect.orElseSucceed(() => []))
     const attempts = dependents.filter((dependent) => dependent.kind === refs.attempt.info.kind)
     const variantOf = (offering: string, interruptible: boolean) => world.variantOf(offering, interruptible)
-    const facts = attempts.flatMap((attempt) => factsFromAttempt(attempt as unknown as JsonObject, variantOf, lostAt()) ?? [])
+    const facts = attempts.flatMap((attempt) => factsFromAttempt(attempt as unknown as JsonObject, variantOf, lostAt) ?? [])
     const live = facts.filter((fact) => attempts.some((attempt) => attempt.metadata.name === fact.name && !isEndedAttempt(attempt as unknown as JsonObject)))
     return { facts, live }
   })
