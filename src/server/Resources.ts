@@ -130,27 +130,18 @@ const targetOf = (ref: ResourceRef, namespace: string | undefined): Strategy.Tar
 export const etagOf = (object: ResourceObject): string => `"${object.metadata.resourceVersion}"`
 
 /**
- * The price bound annotation is the server's (docs/billing.md, "Price consent"): a create sets it from the consent of
- * its If-Match alone, so whatever value a request body carries is dropped, as status is.
+ * The price bound annotation is the server's (docs/billing.md, "Price consent"): whatever a request body carries, the
+ * object gets `bound` (undefined: none). A create passes none, so only the consent of its If-Match sets one; an update
+ * passes the stored one (spec: Create semantics 2 — "never placed above"), so a `kubectl replace -f` of the original
+ * manifest does not drop it, nor an edit raise it.
  */
-const withoutPriceBound = (object: JsonObject, group: string): JsonObject => {
-  const metadata = object["metadata"]
-  const annotations = isObject(metadata) ? metadata["annotations"] : undefined
-  if (!isObject(metadata) || !isObject(annotations) || !(priceBoundAnnotation(group) in annotations)) return object
-  return { ...object, metadata: { ...metadata, annotations: withPriceBoundAnnotation(annotations as Record<string, string>, group, undefined) } }
-}
-
-/**
- * An update keeps the price bound the create consented to, whatever the body says (spec: Create semantics 2 — "never
- * placed above"): a `kubectl replace -f` of the original manifest must not drop it, nor an edit raise it.
- */
-const keptPriceBound = (object: JsonObject, current: ResourceObject, group: string): JsonObject => {
-  const bound = current.metadata.annotations?.[priceBoundAnnotation(group)]
+const withBoundAnnotation = (object: JsonObject, group: string, bound: string | undefined): JsonObject => {
+  const key = priceBoundAnnotation(group)
   const metadata = isObject(object["metadata"]) ? object["metadata"] : {}
   const annotations = isObject(metadata["annotations"]) ? metadata["annotations"] : {}
-  if (annotations[priceBoundAnnotation(group)] === bound) return object
-  const { [priceBoundAnnotation(group)]: _sent, ...rest } = annotations
-  return { ...object, metadata: { ...metadata, annotations: bound === undefined ? rest : { ...rest, [priceBoundAnnotation(group)]: bound } } }
+  if (annotations[key] === bound) return object
+  const { [key]: _sent, ...rest } = annotations
+  return { ...object, metadata: { ...metadata, annotations: bound === undefined ? rest : { ...rest, [key]: bound } } }
 }
 
 /** The object with the price bound its create consented to (spec: Create semantics 2). */
@@ -409,7 +400,7 @@ function makeOperations(services: {
         return yield* writeDisposition(ref, namespace, current, disposition, write.expectedRv, options)
       }
       yield* checkTimeRules(ref, object["spec"], current.spec, current.metadata.name)
-      const prepared = yield* prepareUpdate(ref, namespace, current, keptPriceBound(object, current, ref.group))
+      const prepared = yield* prepareUpdate(ref, namespace, current, withBoundAnnotation(object, ref.group, current.metadata.annotations?.[priceBoundAnnotation(ref.group)]))
       const decided = yield* Effect.fromResult(Strategy.update(target, current, prepared.input, context, write.applied === undefined ? { operation: "Update" } : { operation: "Apply", applied: write.applied }))
       yield* checkUpdateRules(ref, current, decided)
       const { result: disposition, ops } = yield* prepared.finish(decided)
@@ -422,7 +413,7 @@ function makeOperations(services: {
       const admitted = yield* admitBody(ref, body, options.fieldValidation, undefined)
       yield* authorize(options, admitted)
       yield* checkTimeRules(ref, admitted.object["spec"], undefined, stringAt(admitted.object, "metadata", "name"))
-      const prepared = yield* prepareCreate(ref, namespace, withoutPriceBound(admitted.object, ref.group))
+      const prepared = yield* prepareCreate(ref, namespace, withBoundAnnotation(admitted.object, ref.group, undefined))
       const made = Strategy.create(targetOf(ref, namespace), prepared.input, {
         now: yield* now,
         fieldManager: options.fieldManager,
