@@ -12,8 +12,8 @@ import { loadCatalog } from "../src/backends/sim/CatalogData.ts"
 import { estimateJob } from "../src/backends/sim/Estimator.ts"
 import { defaultFleet, providerModelsOf } from "../src/backends/sim/Run.ts"
 import { admitJobSpec } from "../src/backends/sim/Scenario.ts"
-import type { Variant } from "../src/core/Offering.ts"
-import { currentPricebook } from "../src/core/Pricebook.ts"
+import type { Variant } from "../src/core/capacity/Offering.ts"
+import { currentPricebook } from "../src/core/billing/Pricebook.ts"
 import { defaultHostsPerVariant } from "../src/server/SimWorld.ts"
 
 const runsFlag = process.argv.indexOf("--runs")

@@ -5,14 +5,14 @@
  * after each controller step the world notes what the store must learn (the Job's status, its Attempts, its events),
  * and SimBackend.ts writes that outbox once the engine has run.
  */
-import type { Room, Settled as Billed } from "../core/Billing.ts"
-import type { AttemptFacts } from "../core/Capacity.ts"
-import type { JobEvent, JobSpecType, JobStatusType } from "../core/JobController.ts"
-import type { Ledger } from "../core/Ledger.ts"
-import { isFinalPhase } from "../core/JobPhases.ts"
-import { type Offering, type Variant, variantsOf } from "../core/Offering.ts"
-import type { Explanation } from "../core/Placement.ts"
-import type { Pricebook } from "../core/Pricebook.ts"
+import type { Room, Settled as Billed } from "../core/billing/Billing.ts"
+import type { AttemptFacts } from "../core/capacity/Capacity.ts"
+import type { JobEvent, JobSpecType, JobStatusType } from "../core/kinds/job/JobMachine.ts"
+import type { Ledger } from "../core/billing/Ledger.ts"
+import { isFinalPhase } from "../core/kinds/job/JobPhases.ts"
+import { type Offering, type Variant, variantsOf } from "../core/capacity/Offering.ts"
+import type { Explanation } from "../core/capacity/Placement.ts"
+import type { Pricebook } from "../core/billing/Pricebook.ts"
 import { Engine } from "../backends/sim/Engine.ts"
 import { Prng } from "../backends/sim/Prng.ts"
 import { defaultFleet, providerModelsOf } from "../backends/sim/Run.ts"

@@ -10,7 +10,7 @@
  * sim backend (`layerNone`) the clock is 404 NotFound.
  */
 import { Context, Effect, Layer, Result } from "effect"
-import { ApiError, type Cause, fieldInvalid, fieldRequired } from "../core/ApiError.ts"
+import { ApiError, type Cause, fieldInvalid, fieldRequired } from "../core/meta/ApiError.ts"
 import { isObject, type Json, type JsonObject } from "../core/Json.ts"
 import * as Limits from "../core/Limits.ts"
 import { formatDurationMs, parseDurationMs } from "../core/Units.ts"

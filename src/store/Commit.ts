@@ -9,9 +9,9 @@
  */
 import { Result } from "effect"
 import type { Json } from "../core/Json.ts"
-import type { Posting } from "../core/Ledger.ts"
-import type { ResourceObject } from "../core/ObjectMeta.ts"
-import { selectable } from "../core/Selectable.ts"
+import type { Posting } from "../core/billing/Ledger.ts"
+import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
+import { selectable } from "../core/meta/Selectable.ts"
 import { type Change, CommitFailed, type Committed, keyString, type ObjectKey, recordKey, type WriteOp } from "./Store.ts"
 
 /** What the store holds now for one key the batch touches. */

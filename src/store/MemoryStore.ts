@@ -5,9 +5,9 @@
  */
 import { Effect, Layer, Option, Result } from "effect"
 import type { Json } from "../core/Json.ts"
-import type { Posting } from "../core/Ledger.ts"
-import type { ResourceObject } from "../core/ObjectMeta.ts"
-import { ownerUids } from "../core/Strategy.ts"
+import type { Posting } from "../core/billing/Ledger.ts"
+import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
+import { ownerUids } from "../core/meta/Strategy.ts"
 import { evaluate, touched } from "./Commit.ts"
 import {
   type Change,

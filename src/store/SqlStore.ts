@@ -19,9 +19,9 @@ import { Deferred, Effect, Layer, Option, Queue, Redacted, Result } from "effect
 import { PgClient } from "@effect/sql-pg"
 import { Migrator, SqlClient, type SqlError } from "effect/sql"
 import type { Json } from "../core/Json.ts"
-import type { Posting, PostingKind, Segment } from "../core/Ledger.ts"
-import type { ResourceObject } from "../core/ObjectMeta.ts"
-import { ownerUids } from "../core/Strategy.ts"
+import type { Posting, PostingKind, Segment } from "../core/billing/Ledger.ts"
+import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
+import { ownerUids } from "../core/meta/Strategy.ts"
 import { type Evaluation, evaluate, touched } from "./Commit.ts"
 import * as Pglite from "./Pglite.ts"
 import {
@@ -83,7 +83,7 @@ const schema = [
   `CREATE INDEX nodus_records_expires_at ON nodus_records (expires_at) WHERE expires_at IS NOT NULL`
 ]
 
-/** The ledger's postings (core/Ledger.ts), appended by Post ops; balances are sums over them. */
+/** The ledger's postings (core/billing/Ledger.ts), appended by Post ops; balances are sums over them. */
 const postingsSchema = [
   `CREATE TABLE nodus_postings (
      seq bigint PRIMARY KEY,

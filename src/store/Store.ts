@@ -3,15 +3,15 @@
  * Kubernetes API server uses it: objects under keys, each write a compare-and-swap on the object's resourceVersion,
  * one monotonic resourceVersion counter per store, and an ordered change log that watches replay from. Beside the
  * objects sit a small record table (idempotency keys, API keys, server secrets) and the billing ledger's postings
- * (core/Ledger.ts), so that every write of one request can be a single atomic commit.
+ * (core/billing/Ledger.ts), so that every write of one request can be a single atomic commit.
  *
  * Drivers: MemoryStore (simulator and fast tests), SqlStore on PostgreSQL (@effect/sql-pg) and on embedded PGlite.
  * One contract suite (test/store/StoreContract.ts) holds all three to the same behaviour.
  */
 import { Context, Data, type Effect, type Option } from "effect"
 import type { Json } from "../core/Json.ts"
-import type { Posting } from "../core/Ledger.ts"
-import type { ResourceObject } from "../core/ObjectMeta.ts"
+import type { Posting } from "../core/billing/Ledger.ts"
+import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 
 /** Where an object lives. `namespace` is "" for cluster-scoped kinds. */
 export interface ObjectKey {

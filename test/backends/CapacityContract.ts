@@ -1,12 +1,12 @@
 /**
- * The capacity contract: what every driver of the CapacityPort (src/core/Capacity.ts) must do, written once against
+ * The capacity contract: what every driver of the CapacityPort (src/core/capacity/Capacity.ts) must do, written once against
  * the port and run for each driver — the simulator now, live providers later. A driver supplies the port, a way to
  * let time pass, a variant with a known number of hosts, and how its programs behave (work, exit code).
  */
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
-import type { AttemptFacts, CapacityPort, LaunchRequest } from "../../src/core/Capacity.ts"
-import type { Variant } from "../../src/core/Offering.ts"
+import type { AttemptFacts, CapacityPort, LaunchRequest } from "../../src/core/capacity/Capacity.ts"
+import type { Variant } from "../../src/core/capacity/Offering.ts"
 
 export interface ContractDriver {
   readonly port: CapacityPort

@@ -3,11 +3,11 @@
  * Job specs admitted by the Job schema itself, and attempt facts built from a few fields.
  */
 import { Schema } from "effect"
-import type { AttemptFacts } from "../../src/core/Capacity.ts"
-import type { JobObservation, JobSpecType, JobStatusType } from "../../src/core/JobController.ts"
-import { type Accelerator, type Offering, type Variant, variantKeyOf } from "../../src/core/Offering.ts"
-import { type Market, rank, type Ranking } from "../../src/core/Placement.ts"
-import { runProfileOf } from "../../src/core/JobController.ts"
+import type { AttemptFacts } from "../../src/core/capacity/Capacity.ts"
+import type { JobObservation, JobSpecType, JobStatusType } from "../../src/core/kinds/job/JobMachine.ts"
+import { type Accelerator, type Offering, type Variant, variantKeyOf } from "../../src/core/capacity/Offering.ts"
+import { type Market, rank, type Ranking } from "../../src/core/capacity/Placement.ts"
+import { runProfileOf } from "../../src/core/kinds/job/JobMachine.ts"
 import { JobSpec, normalizeJob } from "../../src/core/schemas/Job.ts"
 import type { JsonObject } from "../../src/core/Json.ts"
 

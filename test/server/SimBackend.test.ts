@@ -9,7 +9,7 @@ import { Layer } from "effect"
 import { defaultFeedOptions } from "../../src/store/ChangeFeed.ts"
 import * as SqlStore from "../../src/store/SqlStore.ts"
 import { type Reply, request, startTestServer, type TestServer } from "../support/TestServer.ts"
-import { assertStatus, causeFields, createJob, createProject, eventually, jobPath, mergePatch, sleep, v1 } from "./api/Support.ts"
+import { assertStatus, causeFields, createJob, createProject, eventually, jobPath, mergePatch, sleep, v1 } from "../apiserver/api/Support.ts"
 
 const clockPath = `${v1}/simulation/clock`
 

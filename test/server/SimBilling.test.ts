@@ -6,12 +6,12 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { Ledger } from "../../src/core/Ledger.ts"
-import { parseMicroUsd } from "../../src/core/Money.ts"
+import { Ledger } from "../../src/core/billing/Ledger.ts"
+import { parseMicroUsd } from "../../src/core/billing/Money.ts"
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
 import { Store } from "../../src/store/Store.ts"
 import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
-import { createJob, createProject, jobPath, mergePatch, v1 } from "./api/Support.ts"
+import { createJob, createProject, jobPath, mergePatch, v1 } from "../apiserver/api/Support.ts"
 
 const advance = async (server: TestServer, by: string): Promise<void> => {
   const reply = await request(server, "POST", `${v1}/simulation/clock`, { body: { advance: by } })

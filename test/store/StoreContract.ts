@@ -4,8 +4,8 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect, Exit, Fiber, Layer, Option } from "effect"
-import type { Posting } from "../../src/core/Ledger.ts"
-import type { ResourceObject } from "../../src/core/ObjectMeta.ts"
+import type { Posting } from "../../src/core/billing/Ledger.ts"
+import type { ResourceObject } from "../../src/core/meta/ObjectMeta.ts"
 import { type ObjectKey, Store, type StoreShape, type WriteOp } from "../../src/store/Store.ts"
 
 let uidCounter = 0

@@ -3,8 +3,8 @@
  * normalization, decode again), for rule tables: one row per rule, input → expected code and field path.
  */
 import { Result, Schema } from "effect"
-import { admit } from "../../src/core/Admission.ts"
-import type { Cause } from "../../src/core/ApiError.ts"
+import { admit } from "../../src/core/meta/Admission.ts"
+import type { Cause } from "../../src/core/meta/ApiError.ts"
 import { equals, isObject, type Json, type JsonObject } from "../../src/core/Json.ts"
 import { checkUpdate, type KindDefinition } from "../../src/core/schemas/Kind.ts"
 

@@ -3,8 +3,8 @@
  * any field overridden.
  */
 import type { Json } from "../../src/core/Json.ts"
-import type { ManagedFieldsEntry } from "../../src/core/ManagedFields.ts"
-import type { ObjectMeta, ResourceObject } from "../../src/core/ObjectMeta.ts"
+import type { ManagedFieldsEntry } from "../../src/core/meta/ManagedFields.ts"
+import type { ObjectMeta, ResourceObject } from "../../src/core/meta/ObjectMeta.ts"
 
 export interface ObjectOverrides {
   readonly metadata?: Partial<ObjectMeta>

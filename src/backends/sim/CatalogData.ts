@@ -1,13 +1,13 @@
 /**
  * Loads the offering catalog from the list prices kept in the repository
- * (scenarios/data/skypilot-gpu-prices/README.md). Building the catalog is pure (src/core/Catalog.ts); this module
+ * (scenarios/data/skypilot-gpu-prices/README.md). Building the catalog is pure (src/core/capacity/Catalog.ts); this module
  * only reads the two files, so the core never does I/O.
  */
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { buildCatalog } from "../../core/Catalog.ts"
-import type { Offering } from "../../core/Offering.ts"
+import { buildCatalog } from "../../core/capacity/Catalog.ts"
+import type { Offering } from "../../core/capacity/Offering.ts"
 
 /** The repository's copy of the SkyPilot catalog files. */
 export const catalogDataDir = fileURLToPath(new URL("../../../scenarios/data/skypilot-gpu-prices/", import.meta.url))

@@ -4,9 +4,9 @@
  * step's inputs and outputs, so a controller bug shows up as a violation instead of being agreed with. A violation
  * records the seed it came from; the fault swarm prints it, and a failing seed becomes a regression test.
  */
-import { isCustomerFailure, isLive } from "../../core/Capacity.ts"
-import type { JobStep } from "../../core/JobController.ts"
-import { isAllowedMove, isFinalPhase } from "../../core/JobPhases.ts"
+import { isCustomerFailure, isLive } from "../../core/capacity/Capacity.ts"
+import type { JobStep } from "../../core/kinds/job/JobMachine.ts"
+import { isAllowedMove, isFinalPhase } from "../../core/kinds/job/JobPhases.ts"
 import * as Limits from "../../core/Limits.ts"
 import { parseDurationMs } from "../../core/Units.ts"
 import type { SimJob } from "./Simulation.ts"

@@ -9,9 +9,9 @@
  * program; restoring one costs its size over `restoreBytesPerSecond`; a program's progress is its run time (one
  * progress unit per second of work).
  */
-import type { AttemptFacts, Checkpoint, LaunchRequest, Outcome, SuspendCheckpoint } from "../../core/Capacity.ts"
-import type { Market } from "../../core/Placement.ts"
-import { type Variant, variantKeyOf } from "../../core/Offering.ts"
+import type { AttemptFacts, Checkpoint, LaunchRequest, Outcome, SuspendCheckpoint } from "../../core/capacity/Capacity.ts"
+import type { Market } from "../../core/capacity/Placement.ts"
+import { type Variant, variantKeyOf } from "../../core/capacity/Offering.ts"
 import type { Engine } from "./Engine.ts"
 import type { Prng } from "./Prng.ts"
 import { nextPreemptionAfter, type SpotTrace } from "./SpotTraces.ts"

@@ -1,11 +1,11 @@
 /**
- * The simulator as a `CapacityPort` (src/core/Capacity.ts): the Effect-shaped interface every capacity driver
+ * The simulator as a `CapacityPort` (src/core/capacity/Capacity.ts): the Effect-shaped interface every capacity driver
  * offers, over `SimCapacity`'s synchronous methods. The headless simulation calls `SimCapacity` directly (no Effect
  * per event in the hot loop); this adapter is what the capacity contract suite holds to the port's behaviour, and
  * what a live driver will be compared with.
  */
 import { Effect } from "effect"
-import type { CapacityPort } from "../../core/Capacity.ts"
+import type { CapacityPort } from "../../core/capacity/Capacity.ts"
 import type { SimCapacity, WorkloadModel } from "./SimCapacity.ts"
 
 export const simCapacityPort = (capacity: SimCapacity, workloadOf: (owner: string) => WorkloadModel): CapacityPort => {

@@ -7,7 +7,7 @@
  * final), which the definition's `transitions` runs on every update.
  */
 import { Schema } from "effect"
-import { type Cause, fieldInvalid } from "../ApiError.ts"
+import { type Cause, fieldInvalid } from "../meta/ApiError.ts"
 import { isObject, type JsonObject } from "../Json.ts"
 import * as Limits from "../Limits.ts"
 import { decimalString, defaulted, described, duration, intAtLeast, intBetween, matching, oneOf, optional, usd } from "./Fields.ts"

@@ -5,7 +5,7 @@
  * report as `status.appVersion`. Every field is nodus's own shape of those facts (docs/kinds/App.md); all may change.
  */
 import { Schema } from "effect"
-import { ObjectName } from "../ObjectMeta.ts"
+import { ObjectName } from "../meta/ObjectMeta.ts"
 import { described, oneOf, optional, uniqueBy } from "./Fields.ts"
 import { functionPhases } from "./Function.ts"
 import type { KindDefinition } from "./Kind.ts"

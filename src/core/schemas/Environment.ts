@@ -6,7 +6,7 @@
  */
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
-import { dns1123SubdomainFormat, utf8Length } from "../Names.ts"
+import { dns1123SubdomainFormat, utf8Length } from "../meta/Names.ts"
 import {
   defaulted,
   described,

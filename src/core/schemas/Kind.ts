@@ -4,9 +4,9 @@
  * (spec: which fields are immutable, which amounts may only be raised). `checkUpdate` enforces those rules.
  */
 import { Schema } from "effect"
-import { type Cause, fieldInvalid } from "../ApiError.ts"
+import { type Cause, fieldInvalid } from "../meta/ApiError.ts"
 import { equals, isObject, type Json, type JsonObject } from "../Json.ts"
-import { changedLeaves, keyPath } from "../ManagedFields.ts"
+import { changedLeaves, keyPath } from "../meta/ManagedFields.ts"
 import { compareUsd } from "../Units.ts"
 
 /** Dotted field paths relative to `spec`, e.g. "recovery.maxAttempts". */

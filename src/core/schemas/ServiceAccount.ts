@@ -1,12 +1,12 @@
 /**
  * ServiceAccount (spec: Authentication 2 and 5 — scopes are checked per operation; workloads call the service as a
  * service account named by serviceAccountName): an identity in a project that API keys and workloads act as, with the
- * scopes it holds. The scopes are the known vocabulary (src/core/Scopes.ts), unique and bounded; that a writer holds
- * every scope it grants is checked by the server (src/server/Auth.ts, scopeProblems). Keys are
+ * scopes it holds. The scopes are the known vocabulary (src/core/meta/Scopes.ts), unique and bounded; that a writer holds
+ * every scope it grants is checked by the server (src/apiserver/Auth.ts, scopeProblems). Keys are
  * issued through …/serviceaccounts/{name}/tokens (docs/auth.md). Every field may change after create.
  */
 import { Schema } from "effect"
-import { knownScopes } from "../Scopes.ts"
+import { knownScopes } from "../meta/Scopes.ts"
 import { listOf, oneOf, optional, uniqueBy } from "./Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Condition, NonNegativeInt } from "./Shared.ts"

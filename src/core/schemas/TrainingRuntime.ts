@@ -8,7 +8,7 @@
  * and says which modes and tasks it accepts and how a gang is launched.
  */
 import { Schema } from "effect"
-import { dns1123SubdomainFormat } from "../Names.ts"
+import { dns1123SubdomainFormat } from "../meta/Names.ts"
 import { matching, nonEmpty, oneOf, optional, uniqueBy } from "./Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Condition, EnvVar, ImageStatus, uniqueNames } from "./Shared.ts"

@@ -7,7 +7,7 @@
  * `readyByLeadCause` is the clock-dependent rule of schedule.readyBy, for the server to check with the request time.
  */
 import { Schema } from "effect"
-import { type Cause, fieldInvalid } from "../ApiError.ts"
+import { type Cause, fieldInvalid } from "../meta/ApiError.ts"
 import { isObject, type Json } from "../Json.ts"
 import * as Limits from "../Limits.ts"
 import { formatDurationMs } from "../Units.ts"

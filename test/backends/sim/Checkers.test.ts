@@ -6,8 +6,8 @@ import { describe, expect, it } from "vitest"
 import { Checkers } from "../../../src/backends/sim/Checkers.ts"
 import type { SimJob } from "../../../src/backends/sim/Simulation.ts"
 import { defaultWorkload } from "../../../src/backends/sim/Workloads.ts"
-import type { AttemptFacts } from "../../../src/core/Capacity.ts"
-import type { JobStep, JobStatusType } from "../../../src/core/JobController.ts"
+import type { AttemptFacts } from "../../../src/core/capacity/Capacity.ts"
+import type { JobStep, JobStatusType } from "../../../src/core/kinds/job/JobMachine.ts"
 import { attempt, ended, jobSpec, T0 } from "../../core/Fixtures.ts"
 
 const simJob = (fields: Record<string, unknown>, attempts: Array<AttemptFacts>): SimJob => ({

@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
-import { admit } from "../../../src/core/Admission.ts"
+import { admit } from "../../../src/core/meta/Admission.ts"
 import type { Json, JsonObject } from "../../../src/core/Json.ts"
 import * as Limits from "../../../src/core/Limits.ts"
 import { agentRun, AgentRunStatus, agentRunTransitions, jsonBytes } from "../../../src/core/schemas/AgentRun.ts"

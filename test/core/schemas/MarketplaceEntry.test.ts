@@ -4,7 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Exit, Result, Schema } from "effect"
-import { admit } from "../../../src/core/Admission.ts"
+import { admit } from "../../../src/core/meta/Admission.ts"
 import type { JsonObject } from "../../../src/core/Json.ts"
 import { marketplaceEntry } from "../../../src/core/schemas/MarketplaceEntry.ts"
 import { admitSpec, refusedFields, updateRefusals } from "../../support/KindRules.ts"

@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Result, Schema } from "effect"
-import { admit } from "../../../src/core/Admission.ts"
+import { admit } from "../../../src/core/meta/Admission.ts"
 import type { Json, JsonObject } from "../../../src/core/Json.ts"
 import { pipeline } from "../../../src/core/schemas/Pipeline.ts"
 import { admitSpec, jobDefaults, refusedFields, updateRefusals } from "../../support/KindRules.ts"

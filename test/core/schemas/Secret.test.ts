@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Result, Schema } from "effect"
-import { admit } from "../../../src/core/Admission.ts"
+import { admit } from "../../../src/core/meta/Admission.ts"
 import type { Json, JsonObject } from "../../../src/core/Json.ts"
 import { secret } from "../../../src/core/schemas/Secret.ts"
 import { admitSpec, refusedFields, updateRefusals } from "../../support/KindRules.ts"
@@ -90,7 +90,7 @@ describe("Secret status", () => {
         { version: 2, keys: ["HF_TOKEN", "config.json"], createdTime: "2026-01-02T00:00:00Z", id: "sv-2" }
       ]
     }), [])
-    // The server writes latestVersion 0 for a Secret created without data (src/server/Secrets.ts).
+    // The server writes latestVersion 0 for a Secret created without data (src/runtime/Secrets.ts).
     assert.deepStrictEqual(statusRefusals({ latestVersion: 0, versions: [] }), [])
     assert.include(statusRefusals({ latestVersion: -1 }), "status.latestVersion")
     assert.include(statusRefusals({ versions: [{ version: 0, keys: [] }] }), "status.versions[0].version")

@@ -1,12 +1,12 @@
 /**
- * The ServiceAccount's admission rules (spec: Authentication; scopes are the known vocabulary of src/core/Scopes.ts —
- * who may grant them is the server's, src/server/Auth.ts), one row per rule, then its update rules and its status.
+ * The ServiceAccount's admission rules (spec: Authentication; scopes are the known vocabulary of src/core/meta/Scopes.ts —
+ * who may grant them is the server's, src/apiserver/Auth.ts), one row per rule, then its update rules and its status.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Result, Schema } from "effect"
-import { admit } from "../../../src/core/Admission.ts"
+import { admit } from "../../../src/core/meta/Admission.ts"
 import type { Json, JsonObject } from "../../../src/core/Json.ts"
-import { knownScopes } from "../../../src/core/Scopes.ts"
+import { knownScopes } from "../../../src/core/meta/Scopes.ts"
 import { serviceAccount } from "../../../src/core/schemas/ServiceAccount.ts"
 import { admitSpec, refusedFields, updateRefusals } from "../../support/KindRules.ts"
 

@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Schema } from "effect"
-import { admit } from "../../../src/core/Admission.ts"
+import { admit } from "../../../src/core/meta/Admission.ts"
 import type { Json, JsonObject } from "../../../src/core/Json.ts"
 import { sweep } from "../../../src/core/schemas/Sweep.ts"
 import { admitSpec, jobDefaults, refusedFields, updateRefusals } from "../../support/KindRules.ts"

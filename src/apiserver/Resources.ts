@@ -1,0 +1,683 @@
+/**
+ * The generic operations of the resource API (spec: Generic operations, Create semantics), for every kind alike:
+ * get, list, create, replace, patch (merge, JSON, apply), delete, and the status subresource. Each operation admits
+ * the request with the kind's schema, applies the per-write rules of core/meta/Strategy.ts, and commits through the store
+ * port in one atomic commit, retried on conflicts where Kubernetes retries them (patches without a resourceVersion).
+ *
+ * HTTP is not here: handlers in server/http translate requests into these calls and results into responses.
+ */
+import { Clock, Context, Effect, Layer, Option, Result } from "effect"
+import { type Admitted, admit, type FieldValidation } from "../core/meta/Admission.ts"
+import { ApiError, alreadyExists, badRequest, conflict, fieldInvalid, invalid, notFound, type Subject } from "../core/meta/ApiError.ts"
+import * as FieldSelector from "../core/meta/FieldSelector.ts"
+import { eventFieldLabels, eventFields } from "../core/meta/Events.ts"
+import { equals, isObject, type Json, type JsonObject } from "../core/Json.ts"
+import * as JsonPatch from "../core/meta/JsonPatch.ts"
+import { applySchema, namespaceSchema, objectSchema, statusSchema } from "../core/meta/KindSchemas.ts"
+import { byKindName, eventKind, type KindInfo } from "../core/meta/Kinds.ts"
+import * as LabelSelector from "../core/meta/LabelSelector.ts"
+import * as MergePatch from "../core/meta/MergePatch.ts"
+import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
+import { priceBoundAnnotation, withPriceBoundAnnotation } from "../core/billing/PriceBound.ts"
+import { definitionOf } from "../core/schemas/Definitions.ts"
+import { checkUpdate } from "../core/schemas/Kind.ts"
+import * as ServerSideApply from "../core/meta/ServerSideApply.ts"
+import * as Strategy from "../core/meta/Strategy.ts"
+import { type CommitFailed, type ObjectKey, Store, type StoreError, type WriteOp } from "../store/Store.ts"
+import { Estimates, quotedRateOf, refusalOf, withEstimate } from "../runtime/Estimates.ts"
+import { consentOf, PriceConsent } from "../runtime/PriceConsent.ts"
+import { BudgetService } from "../runtime/Budgets.ts"
+import { Secrets, splitData } from "../runtime/Secrets.ts"
+import { Ids } from "./Ids.ts"
+
+/** A served kind as the URL named it: the registry entry plus its group ("" for the core group of Namespaces). */
+export interface ResourceRef {
+  readonly info: KindInfo
+  readonly group: string
+  readonly apiVersion: string
+}
+
+export type PatchType = "merge" | "json" | "apply"
+
+export interface WriteOptions {
+  readonly dryRun: boolean
+  readonly fieldValidation: FieldValidation
+  readonly fieldManager: string
+  /** `If-Match`: the ETag the caller last saw (an object's, or a dry run's for a create). */
+  readonly ifMatch?: string
+  /**
+   * Creates only: ops committed atomically with the new object, given the admission warnings (op 0 of that commit is
+   * always the create itself). The idempotency record of the request rides on this.
+   */
+  readonly commitWith?: (warnings: ReadonlyArray<string>) => ReadonlyArray<WriteOp>
+  /** Kind-specific authorization of the admitted object (e.g. ServiceAccount scopes). */
+  readonly authorizeObject?: (object: JsonObject) => ApiError | undefined
+  /** Server-side apply only: take over conflicting fields (kubectl --force-conflicts). */
+  readonly force?: boolean
+  /** How managedFields record the write: Apply for server-side apply. */
+  readonly operation?: "Apply" | "Update"
+  /** Server-side apply: the configuration as applied, which the manager owns exactly (defaults are not its fields). */
+  readonly applied?: JsonObject
+}
+
+export interface WriteResult {
+  readonly object: ResourceObject
+  readonly warnings: ReadonlyArray<string>
+  /** true when the write created the object (HTTP 201). */
+  readonly created: boolean
+  /** A dry-run create's ETag, quoting its estimate's price (PriceConsent.ts); other writes answer `etagOf(object)`. */
+  readonly etag?: string
+}
+
+export interface DeleteOptions {
+  readonly dryRun: boolean
+  readonly propagationPolicy: "Background" | "Orphan"
+  readonly preconditions?: { readonly uid?: string; readonly resourceVersion?: string }
+  readonly ifMatch?: string
+}
+
+export interface ListOptions {
+  readonly labelSelector?: string
+  readonly fieldSelector?: string
+  readonly limit?: number
+  readonly continue?: string
+}
+
+export interface ListResult {
+  readonly items: ReadonlyArray<ResourceObject>
+  readonly resourceVersion: string
+  readonly continue?: string
+  readonly remainingItemCount?: number
+}
+
+/** How often a patch without a resourceVersion is retried when another writer got there first. */
+export const patchConflictRetriesMax = 5
+
+/**
+ * `remainingItemCount` is exact up to this many remaining objects and left out beyond (the field is optional, and
+ * Kubernetes leaves it out too when it cannot count cheaply): counting costs a walk over everything after the page.
+ */
+export const remainingItemCountMax = 10_000
+
+/** Store scans made per page while filtering in memory (selectors a store cannot evaluate). */
+const scanChunkSize = 500
+
+export const isNamespaceKind = (ref: ResourceRef): boolean => ref.group === "" && ref.info.plural === "namespaces"
+
+const stringAt = (object: JsonObject, ...path: ReadonlyArray<string>): string | undefined => {
+  let current: Json | undefined = object
+  for (const segment of path) current = isObject(current) ? current[segment] : undefined
+  return typeof current === "string" ? current : undefined
+}
+
+const subjectOf = (ref: ResourceRef, name?: string): Subject =>
+  ({ group: ref.group, kind: ref.info.plural, ...(name === undefined ? {} : { name }) })
+
+const keyOf = (ref: ResourceRef, namespace: string | undefined, name: string): ObjectKey =>
+  ({ resource: ref.info.plural, namespace: namespace ?? "", name })
+
+const namespaceKey = (namespace: string): ObjectKey => ({ resource: "namespaces", namespace: "", name: namespace })
+
+const targetOf = (ref: ResourceRef, namespace: string | undefined): Strategy.Target => ({
+  apiVersion: ref.apiVersion,
+  kind: ref.info.kind,
+  plural: ref.info.plural,
+  group: ref.group,
+  namespace: ref.info.scope === "Namespaced" ? namespace : undefined
+})
+
+/** An object's ETag: its resourceVersion, quoted (RFC 9110 §8.8.3). */
+export const etagOf = (object: ResourceObject): string => `"${object.metadata.resourceVersion}"`
+
+/**
+ * The price bound annotation is the server's (docs/billing.md, "Price consent"): whatever a request body carries, the
+ * object gets `bound` (undefined: none). A create passes none, so only the consent of its If-Match sets one; an update
+ * passes the stored one (spec: Create semantics 2 — "never placed above"), so a `kubectl replace -f` of the original
+ * manifest does not drop it, nor an edit raise it.
+ */
+const withBoundAnnotation = (object: JsonObject, group: string, bound: string | undefined): JsonObject => {
+  const key = priceBoundAnnotation(group)
+  const metadata = isObject(object["metadata"]) ? object["metadata"] : {}
+  const annotations = isObject(metadata["annotations"]) ? metadata["annotations"] : {}
+  if (annotations[key] === bound) return object
+  const { [key]: _sent, ...rest } = annotations
+  return { ...object, metadata: { ...metadata, annotations: bound === undefined ? rest : { ...rest, [key]: bound } } }
+}
+
+/** The object with the price bound its create consented to (spec: Create semantics 2). */
+const withPriceBound = (object: ResourceObject, group: string, bound: bigint | undefined): ResourceObject =>
+  bound === undefined ? object : { ...object, metadata: { ...object.metadata, annotations: withPriceBoundAnnotation(object.metadata.annotations, group, bound) } }
+
+const storeFailure = (error: StoreError): ApiError =>
+  new ApiError({ code: "Unavailable", message: `the store is unavailable: ${error.message}`, retryAfterSeconds: 1 })
+
+const commitFailure = (ref: ResourceRef, name: string, namespace: string | undefined) => (failure: CommitFailed): ApiError => {
+  switch (failure.reason) {
+    case "AlreadyExists":
+      return alreadyExists(subjectOf(ref, name))
+    case "Conflict":
+      return conflict(subjectOf(ref, name), "the object has been modified; please apply your changes to the latest version and try again")
+    case "NotFound":
+      // Op 0 is the object; a later Require names the project.
+      return failure.index === 0 || namespace === undefined
+        ? notFound(subjectOf(ref, name))
+        : notFound({ group: "", kind: "namespaces", name: namespace })
+    case "Terminating":
+      return new ApiError({
+        code: "Forbidden",
+        message: `${ref.info.plural}.${ref.group} "${name}" is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`,
+        subject: subjectOf(ref, name),
+        fix: "Wait until the project is gone and create it again, or use another project."
+      })
+    case "RecordExists":
+      return new ApiError({ code: "RequestInProgress", message: "a request with this Idempotency-Key is in progress", retryAfterSeconds: 1 })
+  }
+}
+
+const decodeContinue = (token: string): { resourceVersion: string; namespace: string; name: string } | undefined => {
+  try {
+    const parsed = JSON.parse(Buffer.from(token, "base64url").toString("utf8")) as unknown
+    if (!Array.isArray(parsed) || parsed.length !== 3) return undefined
+    const [resourceVersion, namespace, name] = parsed as Array<unknown>
+    return typeof resourceVersion === "string" && typeof namespace === "string" && typeof name === "string"
+      ? { resourceVersion, namespace, name }
+      : undefined
+  } catch {
+    return undefined
+  }
+}
+
+const encodeContinue = (resourceVersion: string, last: ResourceObject): string =>
+  Buffer.from(JSON.stringify([resourceVersion, last.metadata.namespace ?? "", last.metadata.name])).toString("base64url")
+
+export interface Selectors {
+  readonly labels: LabelSelector.LabelSelector
+  readonly fields: FieldSelector.FieldSelector
+}
+
+/**
+ * The parsed selectors of a list or watch; a malformed one is 400 BadRequest with the parser's words. Events also
+ * select on their involved object, as `kubectl describe` does.
+ */
+export const selectorsOf = (options: ListOptions, ref?: ResourceRef): Result.Result<Selectors, ApiError> => {
+  const labels = LabelSelector.parse(options.labelSelector ?? "")
+  // The parser's messages are apimachinery's own ("unable to parse requirement: …"), which kubectl users know.
+  if (labels._tag === "Err") return Result.fail(badRequest(labels.message))
+  const supported = ref?.info === eventKind ? eventFieldLabels : FieldSelector.defaultSupportedFields
+  const fields = FieldSelector.parse(options.fieldSelector ?? "", supported)
+  if (fields._tag === "Err") return Result.fail(badRequest(fields.message))
+  return Result.succeed({ labels: labels.value, fields: fields.value })
+}
+
+/** Whether an object passes a list's or watch's selectors. */
+export const selects = (selectors: Selectors, object: ResourceObject): boolean =>
+  LabelSelector.matches(selectors.labels, object.metadata.labels) &&
+  FieldSelector.matches(selectors.fields, isEvent(object) ? eventFields(object) : FieldSelector.fieldsOf(object as { metadata: { name: string; namespace?: string }; status?: unknown }))
+
+const isEvent = (object: ResourceObject): boolean => object.kind === eventKind.kind && object.apiVersion === "v1"
+
+// Lazily: Budgets.ts reads Resources too, and whichever module loads first must not meet the other half-defined.
+const budgetsIfAny = Effect.suspend(() => Effect.serviceOption(BudgetService))
+
+export class Resources extends Context.Service<Resources, ReturnType<typeof makeOperations>>()("nodus/server/Resources") {
+  static readonly layer = Layer.effect(Resources, Effect.map(Effect.all({ store: Store, ids: Ids, estimates: Estimates, secrets: Secrets, priceConsent: PriceConsent, budgets: budgetsIfAny }), makeOperations)).pipe(
+    Layer.provide(PriceConsent.layer)
+  )
+}
+
+function makeOperations(services: {
+  readonly store: Store["Service"]
+  readonly ids: Ids["Service"]
+  readonly estimates: Estimates["Service"]
+  readonly secrets: Secrets["Service"]
+  readonly priceConsent: PriceConsent["Service"]
+  /** Budgets that refuse a create report budget.exceeded (absent in tests of the bare machinery). */
+  readonly budgets: Option.Option<BudgetService["Service"]>
+}) {
+  const { store, ids, estimates, secrets, priceConsent, budgets } = services
+  const now = Clock.currentTimeMillis
+
+  const read = (key: ObjectKey) => store.get(key).pipe(Effect.mapError(storeFailure))
+
+  const readExisting = (ref: ResourceRef, namespace: string | undefined, name: string) =>
+    Effect.flatMap(read(keyOf(ref, namespace, name)), (found) =>
+      Option.match(found, { onNone: () => Effect.fail(notFound(subjectOf(ref, name))), onSome: Effect.succeed }))
+
+  const requireProject = (namespace: string) =>
+    Effect.flatMap(read(namespaceKey(namespace)), (found) =>
+      Option.isSome(found) ? Effect.void : Effect.fail(notFound({ group: "", kind: "namespaces", name: namespace })))
+
+  const commit = (ref: ResourceRef, namespace: string | undefined, name: string, ops: ReadonlyArray<WriteOp>) =>
+    store.commit(ops).pipe(
+      Effect.catchTag("CommitFailed", (failure) => Effect.fail(commitFailure(ref, name, namespace)(failure))),
+      Effect.mapError((error) => (error._tag === "StoreError" ? storeFailure(error) : error))
+    )
+
+  /** The project must exist and not be terminating for new content to appear in it. */
+  const projectGuard = (ref: ResourceRef, namespace: string | undefined): ReadonlyArray<WriteOp> =>
+    ref.info.scope === "Namespaced" && namespace !== undefined && !isNamespaceKind(ref)
+      ? [{ _tag: "Require", key: namespaceKey(namespace), notDeleting: true }]
+      : []
+
+  /** Which schema a body is admitted with: the whole object, a status write, or an apply configuration. */
+  type BodyForm = "object" | "status" | "apply"
+
+  const admitBody = (ref: ResourceRef, body: unknown, validation: FieldValidation, name: string | undefined, form: BodyForm = "object") =>
+    Effect.gen(function*() {
+      if (!isObject(body as Json)) return yield* badRequest("the request body must be a JSON object")
+      const object = body as JsonObject
+      const apiVersion = object["apiVersion"]
+      const kind = object["kind"]
+      if (typeof apiVersion === "string" && apiVersion !== ref.apiVersion) {
+        return yield* badRequest(`the API version in the data (${apiVersion}) does not match the expected API version (${ref.apiVersion})`)
+      }
+      if (typeof kind === "string" && kind !== ref.info.kind) {
+        return yield* badRequest(`the kind in the data (${kind}) does not match the expected kind (${ref.info.kind})`)
+      }
+      const schema = isNamespaceKind(ref) ? namespaceSchema : form === "status" ? statusSchema(ref.info) : form === "apply" ? applySchema(ref.info) : objectSchema(ref.info)
+      // A create names its object in the body; errors name it as Kubernetes does (Job.nodus.dev "train" is invalid).
+      const named = name ?? stringAt(object, "metadata", "name")
+      const admitted = yield* Effect.fromResult(admit(schema, object, validation, subjectOf(ref, named), ref.info.kind))
+      return form === "object" && !isNamespaceKind(ref) ? yield* normalized(ref, admitted, named) : admitted
+    })
+
+  /**
+   * Folds a kind's aliases and cross-field defaults into the admitted spec (schemas/<Kind>.ts `normalize`), and decodes
+   * the result again so that the defaults of fields the normalization created apply too.
+   */
+  const normalized = (ref: ResourceRef, admitted: Admitted, name: string | undefined) => {
+    const normalize = definitionOf(ref.info.kind).normalize
+    const spec = admitted.object["spec"]
+    if (normalize === undefined || !isObject(spec)) return Effect.succeed(admitted)
+    const next = normalize(spec)
+    if (equals(next, spec)) return Effect.succeed(admitted)
+    return Effect.map(
+      Effect.fromResult(admit(objectSchema(ref.info), { ...admitted.object, spec: next }, "Ignore", subjectOf(ref, name), ref.info.kind)),
+      (again): Admitted => ({ object: again.object, warnings: admitted.warnings })
+    )
+  }
+
+  /** The kind's rules that need the request time (e.g. a Workspace's readyBy lead), on create and update. */
+  const checkTimeRules = (ref: ResourceRef, spec: Json | undefined, previous: Json | undefined, name: string | undefined) =>
+    Effect.gen(function*() {
+      const rules = definitionOf(ref.info.kind).timeRules
+      if (rules === undefined || !isObject(spec) || isNamespaceKind(ref)) return
+      const causes = rules(spec, yield* now, isObject(previous) ? previous : undefined)
+      if (causes.length > 0) return yield* invalid(subjectOf(ref, name), causes, ref.info.kind)
+    })
+
+  /** The kind's rules for changes after create (spec: FieldImmutable; maxCostUSD can only be raised). */
+  const checkUpdateRules = (ref: ResourceRef, current: ResourceObject, disposition: Strategy.Disposition) => {
+    if (disposition._tag !== "Write") return Effect.void
+    const broken = checkUpdate(definitionOf(ref.info.kind), current.spec, disposition.object.spec)
+    const subject = subjectOf(ref, current.metadata.name)
+    if (broken.immutable.length > 0) {
+      const fields = broken.immutable.map((cause) => `${cause.field}: ${cause.message}`).join(", ")
+      return Effect.fail(new ApiError({
+        code: "FieldImmutable",
+        message: `${ref.info.kind}.${ref.group} "${current.metadata.name}" is invalid: ${fields}`,
+        causes: broken.immutable,
+        subject,
+        fix: `Only the fields ${ref.info.kind} lists as mutable can change after create; delete and re-create the object to change ${broken.immutable.map((cause) => cause.field).join(", ")}.`
+      }))
+    }
+    return broken.invalid.length > 0 ? Effect.fail(invalid(subject, broken.invalid, ref.info.kind)) : Effect.void
+  }
+
+  const authorize = (options: WriteOptions, admitted: Admitted) => {
+    const denied = options.authorizeObject?.(admitted.object)
+    return denied === undefined ? Effect.void : Effect.fail(denied)
+  }
+
+  const checkIfMatch = (ifMatch: string | undefined, current: ResourceObject) =>
+    ifMatch === undefined || ifMatch === "*" || ifMatch === etagOf(current)
+      ? Effect.void
+      : Effect.fail(new ApiError({ code: "PreconditionFailed", message: `If-Match ${ifMatch} does not match the current ETag ${etagOf(current)}` }))
+
+  /** Namespaces start Active; every other kind starts as admitted. */
+  const initialStatus = (ref: ResourceRef, object: ResourceObject): ResourceObject =>
+    isNamespaceKind(ref) ? { ...object, status: { phase: "Active" } } : object
+
+  /** What a kind's write needs from the store beyond its schema: the strategy's input, then the final object and ops. */
+  interface Prepared<A> {
+    readonly input: JsonObject
+    readonly finish: (result: A) => Effect.Effect<{ readonly result: A; readonly ops: ReadonlyArray<WriteOp> }, ApiError>
+  }
+
+  const isSecret = (ref: ResourceRef): boolean => ref.group !== "" && ref.info.kind === "Secret"
+
+  const withStatus = (object: ResourceObject, fields: JsonObject): ResourceObject =>
+    ({ ...object, status: { ...(isObject(object.status) ? object.status : {}), ...fields } })
+
+  /**
+   * Admission that reads the store (spec: Secret, SecretValueInEnv, SecretMount): a Secret's values leave the object
+   * for a version record; other project kinds must not carry a secret value literally in env, and their secret mounts
+   * pin versions at create.
+   */
+  const prepareCreate = (ref: ResourceRef, namespace: string | undefined, object: JsonObject): Effect.Effect<Prepared<ResourceObject>, ApiError> =>
+    Effect.gen(function*() {
+      if (isSecret(ref)) {
+        const { body, data } = splitData(object)
+        return { input: body, finish: (made) => Effect.map(secrets.prepareWrite(made, data, undefined), ({ object: result, ops }) => ({ result, ops })) }
+      }
+      if (namespace === undefined || isNamespaceKind(ref)) return { input: object, finish: (result) => Effect.succeed({ result, ops: [] }) }
+      const subject = subjectOf(ref, stringAt(object, "metadata", "name"))
+      yield* secrets.checkEnv(namespace, object["spec"], subject)
+      const pinned = yield* secrets.pinVersions(namespace, object["spec"], subject, ref.info.kind)
+      return {
+        input: object,
+        finish: (made) => Effect.succeed({ result: Object.keys(pinned).length === 0 ? made : withStatus(made, { secretVersions: pinned }), ops: [] })
+      }
+    })
+
+  const prepareUpdate = (ref: ResourceRef, namespace: string | undefined, current: ResourceObject, object: JsonObject): Effect.Effect<Prepared<Strategy.Disposition>, ApiError> =>
+    Effect.gen(function*() {
+      if (isSecret(ref)) {
+        const { body, data } = splitData(object)
+        return {
+          input: body,
+          finish: (disposition) => {
+            if (disposition._tag === "Remove") return Effect.succeed({ result: disposition, ops: secrets.deleteOps(current) })
+            return Effect.map(secrets.prepareWrite(disposition.object, data, current), ({ object: result, ops }) =>
+              ({ result: ops.length === 0 ? disposition : { _tag: "Write", object: result } as const, ops }))
+          }
+        }
+      }
+      if (namespace !== undefined && !isNamespaceKind(ref)) yield* secrets.checkEnv(namespace, object["spec"], subjectOf(ref, current.metadata.name))
+      return { input: object, finish: (result) => Effect.succeed({ result, ops: [] }) }
+    })
+
+  /**
+   * The write of an update decided: the kind's store-reading admission, the strategy, the kind's update rules (main
+   * resource only), then the commit. Shared by replace, patch and apply.
+   */
+  const writeUpdate = (ref: ResourceRef, namespace: string | undefined, current: ResourceObject, object: JsonObject, options: WriteOptions, write: { readonly expectedRv: string; readonly subresource?: "status"; readonly applied?: JsonObject }) =>
+    Effect.gen(function*() {
+      const context = { now: yield* now, fieldManager: options.fieldManager }
+      const target = targetOf(ref, namespace)
+      if (write.subresource === "status") {
+        const disposition = yield* Effect.fromResult(Strategy.updateStatus(target, current, object, context))
+        return yield* writeDisposition(ref, namespace, current, disposition, write.expectedRv, options)
+      }
+      yield* checkTimeRules(ref, object["spec"], current.spec, current.metadata.name)
+      const prepared = yield* prepareUpdate(ref, namespace, current, withBoundAnnotation(object, ref.group, current.metadata.annotations?.[priceBoundAnnotation(ref.group)]))
+      const decided = yield* Effect.fromResult(Strategy.update(target, current, prepared.input, context, write.applied === undefined ? { operation: "Update" } : { operation: "Apply", applied: write.applied }))
+      yield* checkUpdateRules(ref, current, decided)
+      const { result: disposition, ops } = yield* prepared.finish(decided)
+      return yield* writeDisposition(ref, namespace, current, disposition, write.expectedRv, { dryRun: options.dryRun, extraOps: ops })
+    })
+
+  const create = (ref: ResourceRef, namespace: string | undefined, body: unknown, options: WriteOptions) =>
+    Effect.gen(function*() {
+      if (ref.info.scope === "Namespaced" && namespace === undefined) return yield* badRequest("a project (namespace) is required")
+      const admitted = yield* admitBody(ref, body, options.fieldValidation, undefined)
+      yield* authorize(options, admitted)
+      yield* checkTimeRules(ref, admitted.object["spec"], undefined, stringAt(admitted.object, "metadata", "name"))
+      const prepared = yield* prepareCreate(ref, namespace, withBoundAnnotation(admitted.object, ref.group, undefined))
+      const made = Strategy.create(targetOf(ref, namespace), prepared.input, {
+        now: yield* now,
+        fieldManager: options.fieldManager,
+        uid: ids.uid(),
+        nameSuffix: ids.nameSuffix,
+        ...(options.operation === undefined ? {} : { operation: options.operation }),
+        ...(options.applied === undefined ? {} : { applied: options.applied })
+      })
+      const { result: admittedObject, ops } = yield* prepared.finish(initialStatus(ref, yield* Effect.fromResult(made)))
+      // Spec: Create semantics 1 and 3 — dry runs and real creates carry the estimate.
+      const estimated = yield* estimates.estimate(ref, admittedObject)
+      const object = withEstimate(admittedObject, estimated)
+      // Spec: Create semantics 1 — If-Match on a create names a dry run of exactly this object, and quotes its price.
+      const quote = options.ifMatch === undefined ? undefined : yield* priceConsent.verify(options.ifMatch, object)
+      if (options.dryRun) {
+        if (namespace !== undefined && !isNamespaceKind(ref)) yield* requireProject(namespace)
+        const existing = yield* read(keyOf(ref, namespace, object.metadata.name))
+        if (Option.isSome(existing)) return yield* alreadyExists(subjectOf(ref, object.metadata.name))
+        return { object, warnings: admitted.warnings, created: true, etag: priceConsent.quote(object, quotedRateOf(estimated)) } satisfies WriteResult
+      }
+      // Spec: Create semantics 3 — a create the estimate says would fail is refused with its code, amounts and fix.
+      const refusal = refusalOf(estimated)
+      if (refusal !== undefined) {
+        if (Option.isSome(budgets) && Option.isSome(estimated)) {
+          const refused = { kind: ref.info.kind, namespace, name: object.metadata.name }
+          for (const reason of estimated.value.blocking) if (reason.budget !== undefined) yield* budgets.value.refused(reason.budget, refused, reason.message)
+        }
+        return yield* refusal
+      }
+      // Spec: Create semantics 2 — a bound create is admitted after validUntil too, but never above the quote + 10 %.
+      const consent = quote === undefined ? undefined : consentOf(quote, quotedRateOf(estimated).rateMicro, subjectOf(ref, object.metadata.name))
+      if (consent?.refusal !== undefined) return yield* consent.refusal
+      const stored = withPriceBound(object, ref.group, consent?.bound)
+      const key = keyOf(ref, isNamespaceKind(ref) ? undefined : namespace, object.metadata.name)
+      const committed = yield* commit(ref, namespace, object.metadata.name, [
+        { _tag: "Create", key, object: stored },
+        ...projectGuard(ref, namespace),
+        ...ops,
+        ...(options.commitWith?.(admitted.warnings) ?? [])
+      ])
+      return { object: committed.objects[0]!, warnings: admitted.warnings, created: true } satisfies WriteResult
+    })
+
+  /** Writes what a strategy decided: nothing, an update, or the object's removal (last finalizer gone). */
+  const writeDisposition = (ref: ResourceRef, namespace: string | undefined, current: ResourceObject, disposition: Strategy.Disposition, expectedRv: string, options: { readonly dryRun: boolean; readonly extraOps?: ReadonlyArray<WriteOp> }) =>
+    Effect.gen(function*() {
+      if (disposition._tag === "Unchanged" && (options.extraOps ?? []).length === 0) return current
+      if (options.dryRun) return disposition.object
+      const key = keyOf(ref, namespace, current.metadata.name)
+      const op: WriteOp = disposition._tag === "Remove"
+        ? { _tag: "Delete", key, object: disposition.object, expectedRv }
+        : disposition._tag === "Unchanged"
+        ? { _tag: "Require", key, notDeleting: false }
+        : { _tag: "Update", key, object: disposition.object, previous: current, expectedRv }
+      const committed = yield* commit(ref, namespace, current.metadata.name, [op, ...(options.extraOps ?? [])])
+      return committed.objects[0] ?? current
+    })
+
+  const replace = (ref: ResourceRef, namespace: string | undefined, name: string, body: unknown, options: WriteOptions, subresource?: "status") =>
+    Effect.gen(function*() {
+      const admitted = yield* admitBody(ref, body, options.fieldValidation, name, subresource === "status" ? "status" : "object")
+      yield* authorize(options, admitted)
+      const metadata = admitted.object["metadata"]
+      const expectedRv = isObject(metadata) && typeof metadata["resourceVersion"] === "string" ? metadata["resourceVersion"] : undefined
+      if (expectedRv === undefined || expectedRv === "") {
+        return yield* invalid(subjectOf(ref, name), [fieldInvalid("metadata.resourceVersion", "Invalid value: 0x0: must be specified for an update")], ref.info.kind)
+      }
+      const current = yield* readExisting(ref, namespace, name)
+      yield* checkIfMatch(options.ifMatch, current)
+      if (current.metadata.resourceVersion !== expectedRv) {
+        return yield* conflict(subjectOf(ref, name), "the object has been modified; please apply your changes to the latest version and try again")
+      }
+      const object = yield* writeUpdate(ref, namespace, current, admitted.object, options, { expectedRv, ...(subresource === undefined ? {} : { subresource }) })
+      return { object, warnings: admitted.warnings, created: false } satisfies WriteResult
+    })
+
+  const applyPatch = (ref: ResourceRef, current: ResourceObject, patchType: Exclude<PatchType, "apply">, patch: unknown): Effect.Effect<Json, ApiError> => {
+    if (patchType === "merge") {
+      if (!isObject(patch as Json)) return Effect.fail(badRequest("a merge patch must be a JSON object"))
+      return Effect.succeed(MergePatch.apply(Strategy.asJson(current), patch as Json))
+    }
+    const decoded = JsonPatch.decode(patch)
+    if (decoded._tag === "Err") return Effect.fail(badRequest(`invalid JSON patch: ${decoded.error.message}`))
+    const applied = JsonPatch.apply(Strategy.asJson(current), decoded.operations)
+    if (applied._tag === "Err") {
+      return Effect.fail(invalid(subjectOf(ref, current.metadata.name), [fieldInvalid(applied.error.path, `JSON patch operation ${applied.error.index} failed: ${applied.error.message}`)], ref.info.kind))
+    }
+    return Effect.succeed(applied.value)
+  }
+
+  /** The resourceVersion a patch body pins, if any (then the patch is a compare-and-swap, not retried). */
+  const pinnedVersion = (patched: Json, current: ResourceObject): string | undefined => {
+    const metadata = isObject(patched) ? patched["metadata"] : undefined
+    const version = isObject(metadata) ? metadata["resourceVersion"] : undefined
+    return typeof version === "string" && version !== current.metadata.resourceVersion ? version : undefined
+  }
+
+  const patchOnce = (ref: ResourceRef, namespace: string | undefined, name: string, patchType: Exclude<PatchType, "apply">, patch: unknown, options: WriteOptions, subresource: "status" | undefined) =>
+    Effect.gen(function*() {
+      const current = yield* readExisting(ref, namespace, name)
+      yield* checkIfMatch(options.ifMatch, current)
+      const patched = yield* applyPatch(ref, current, patchType, patch)
+      if (pinnedVersion(patched, current) !== undefined) {
+        return yield* conflict(subjectOf(ref, name), "the object has been modified; please apply your changes to the latest version and try again")
+      }
+      const admitted = yield* admitBody(ref, patched, options.fieldValidation, name, subresource === "status" ? "status" : "object")
+      yield* authorize(options, admitted)
+      const object = yield* writeUpdate(ref, namespace, current, admitted.object, options, {
+        expectedRv: current.metadata.resourceVersion,
+        ...(subresource === undefined ? {} : { subresource })
+      })
+      return { object, warnings: admitted.warnings, created: false } satisfies WriteResult
+    })
+
+  const applyOnce = (ref: ResourceRef, namespace: string | undefined, name: string, configuration: unknown, options: WriteOptions) =>
+    Effect.gen(function*() {
+      const admittedConfiguration = yield* admitBody(ref, configuration, options.fieldValidation, name, "apply")
+      const configured = admittedConfiguration.object["metadata"]
+      const configuredName = isObject(configured) ? configured["name"] : undefined
+      if (typeof configuredName === "string" && configuredName !== "" && configuredName !== name) {
+        return yield* badRequest(`the name of the object (${configuredName}) does not match the name on the URL (${name})`)
+      }
+      const found = yield* read(keyOf(ref, namespace, name))
+      if (Option.isNone(found)) {
+        const named = ServerSideApply.withName(admittedConfiguration.object, name)
+        const result = yield* create(ref, namespace, named, { ...options, fieldValidation: "Ignore", operation: "Apply", applied: named })
+        return { ...result, warnings: admittedConfiguration.warnings }
+      }
+      const current = found.value
+      yield* checkIfMatch(options.ifMatch, current)
+      const merged = ServerSideApply.apply(current, admittedConfiguration.object, options.fieldManager)
+      const admitted = yield* admitBody(ref, merged, "Ignore", name)
+      yield* authorize(options, admitted)
+      const object = yield* writeUpdate(ref, namespace, current, admitted.object, options, {
+        expectedRv: current.metadata.resourceVersion,
+        applied: admittedConfiguration.object
+      })
+      return { object, warnings: admittedConfiguration.warnings, created: false } satisfies WriteResult
+    })
+
+  /**
+   * Patches retry on Conflict like Kubernetes' GuaranteedUpdate: the patch is re-applied to the newer object. A patch
+   * that pins `metadata.resourceVersion` is a compare-and-swap and is not retried.
+   */
+  const patch = (ref: ResourceRef, namespace: string | undefined, name: string, patchType: PatchType, body: unknown, options: WriteOptions, subresource?: "status") => {
+    const once = patchType === "apply"
+      ? applyOnce(ref, namespace, name, body, options)
+      : patchOnce(ref, namespace, name, patchType, body, options, subresource)
+    const metadata = isObject(body as Json) ? (body as JsonObject)["metadata"] : undefined
+    const pinned = isObject(metadata) && typeof metadata["resourceVersion"] === "string"
+    return pinned ? once : once.pipe(Effect.retry({ times: patchConflictRetriesMax, while: (error) => error.code === "Conflict" }))
+  }
+
+  /** Orphan: dependents lose their reference to the owner, in the same commit as the owner's removal. */
+  const orphanOps = (owner: ResourceObject) =>
+    Effect.map(store.dependentsOf(owner.metadata.uid).pipe(Effect.mapError(storeFailure)), (dependents) =>
+      dependents.map((dependent): WriteOp => {
+        const ownerReferences = (dependent.metadata.ownerReferences ?? []).filter((reference) => reference.uid !== owner.metadata.uid)
+        const { ownerReferences: _dropped, ...metadata } = dependent.metadata
+        const object = { ...dependent, metadata: ownerReferences.length === 0 ? metadata : { ...metadata, ownerReferences } }
+        return { _tag: "Update", key: storedKey(dependent), object, previous: dependent, expectedRv: dependent.metadata.resourceVersion }
+      }))
+
+  const remove = (ref: ResourceRef, namespace: string | undefined, name: string, options: DeleteOptions) =>
+    Effect.gen(function*() {
+      const current = yield* readExisting(ref, namespace, name)
+      yield* checkIfMatch(options.ifMatch, current)
+      const preconditions = options.preconditions
+      if (preconditions?.uid !== undefined && preconditions.uid !== current.metadata.uid) {
+        return yield* conflict(subjectOf(ref, name), `Precondition failed: UID in precondition: ${preconditions.uid}, UID in object meta: ${current.metadata.uid}`)
+      }
+      if (preconditions?.resourceVersion !== undefined && preconditions.resourceVersion !== current.metadata.resourceVersion) {
+        return yield* conflict(subjectOf(ref, name), `Precondition failed: ResourceVersion in precondition: ${preconditions.resourceVersion}, ResourceVersion in object meta: ${current.metadata.resourceVersion}`)
+      }
+      const at = yield* now
+      // A project is emptied by the namespace controller before it goes: it always lingers as Terminating first.
+      const disposition = isNamespaceKind(ref) ? terminate(current, at) : Strategy.remove(current, at)
+      const orphans = options.propagationPolicy === "Orphan" && disposition._tag === "Remove" ? yield* orphanOps(current) : []
+      // A Secret's values go with it.
+      const values = isSecret(ref) && disposition._tag === "Remove" ? secrets.deleteOps(current) : []
+      const object = yield* writeDisposition(ref, namespace, current, disposition, current.metadata.resourceVersion, {
+        dryRun: options.dryRun,
+        extraOps: [...orphans, ...values]
+      })
+      return object
+    })
+
+  const list = (ref: ResourceRef, namespace: string | undefined, options: ListOptions) =>
+    Effect.gen(function*() {
+      const selectors = yield* Effect.fromResult(selectorsOf(options, ref))
+      if (namespace !== undefined && ref.info.scope === "Namespaced") yield* requireProject(namespace)
+      const cursor = options.continue === undefined || options.continue === "" ? undefined : decodeContinue(options.continue)
+      if (options.continue !== undefined && options.continue !== "" && cursor === undefined) {
+        return yield* badRequest("the provided continue parameter is not valid")
+      }
+      const labelEquals = LabelSelector.equalityTerms(selectors.labels)
+      const name = FieldSelector.pinnedName(selectors.fields)
+      const filtered = selectors.labels.requirements.length > labelEquals.length || selectors.fields.requirements.length > (name === undefined ? 0 : 1)
+      const limit = options.limit !== undefined && options.limit > 0 ? options.limit : undefined
+      const items: Array<ResourceObject> = []
+      let after = cursor === undefined ? undefined : { namespace: cursor.namespace, name: cursor.name }
+      let resourceVersion: number | undefined
+      let remaining = 0
+      for (;;) {
+        const want = limit === undefined ? undefined : filtered ? scanChunkSize : limit - items.length
+        const page = yield* store.list({
+          resource: ref.info.plural,
+          ...(ref.info.scope === "Namespaced" && namespace !== undefined ? { namespace } : {}),
+          ...(after === undefined ? {} : { after }),
+          ...(want === undefined ? {} : { limit: want }),
+          ...(labelEquals.length === 0 ? {} : { labelEquals }),
+          ...(name === undefined ? {} : { name }),
+          countUpTo: remainingItemCountMax
+        }).pipe(Effect.mapError(storeFailure))
+        resourceVersion ??= page.resourceVersion
+        for (const object of page.items) {
+          if (limit !== undefined && items.length === limit) break
+          if (selects(selectors, object)) items.push(object)
+          after = { namespace: object.metadata.namespace ?? "", name: object.metadata.name }
+        }
+        remaining = page.remaining
+        const scannedAll = page.items.length === 0 || (want === undefined) || page.remaining === 0
+        if (scannedAll || (limit !== undefined && items.length === limit)) break
+      }
+      const listVersion = cursor?.resourceVersion ?? String(resourceVersion ?? 0)
+      const more = limit !== undefined && items.length === limit && (remaining > 0 || filtered)
+      return {
+        items,
+        resourceVersion: listVersion,
+        ...(more && items.length > 0 ? { continue: encodeContinue(listVersion, items.at(-1)!) } : {}),
+        ...(more && !filtered && remaining > 0 && remaining <= remainingItemCountMax ? { remainingItemCount: remaining } : {})
+      } satisfies ListResult
+    })
+
+  return {
+    get: (ref: ResourceRef, namespace: string | undefined, name: string) => readExisting(ref, namespace, name),
+    list,
+    create,
+    replace,
+    patch,
+    remove,
+    /** Whether the project exists (watches and lists in a missing project are NotFound). */
+    requireProject,
+    /** Commits raw ops about one object, with the same error mapping as every operation. */
+    commit
+  }
+}
+
+/** A Namespace's DELETE: mark it Terminating; the namespace controller deletes its content and then it. */
+const terminate = (current: ResourceObject, now: number): Strategy.Disposition =>
+  current.metadata.deletionTimestamp !== undefined
+    ? { _tag: "Unchanged", object: current }
+    : {
+      _tag: "Write",
+      object: {
+        ...current,
+        metadata: { ...current.metadata, deletionTimestamp: Strategy.timestamp(now), deletionGracePeriodSeconds: 0 },
+        status: { phase: "Terminating" }
+      }
+    }
+
+/** Where a stored object lives: objects carry their kind, and the registry maps it back to its plural. */
+export const storedKey = (object: ResourceObject): ObjectKey => ({
+  resource: byKindName(object.kind)?.plural ?? object.kind.toLowerCase(),
+  namespace: object.metadata.namespace ?? "",
+  name: object.metadata.name
+})

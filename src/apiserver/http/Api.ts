@@ -1,0 +1,554 @@
+/**
+ * The HTTP face of the resource API: one handler for every request. It parses the route, authenticates, checks the
+ * scope, translates query parameters and headers into the generic operations of Resources.ts, and renders results
+ * as JSON, Tables or newline-delimited watch streams. Every failure leaves here as a Status body; a defect becomes a
+ * 500 InternalError without a stack trace (the trace goes to the server log).
+ */
+import { Cause, Clock, Context, type Duration, Effect, Layer, Option, Result, Stream } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { type FieldValidation, fieldValidations } from "../../core/meta/Admission.ts"
+import { ApiError, badRequest, notFound } from "../../core/meta/ApiError.ts"
+import { canonical, isObject, type Json, type JsonObject } from "../../core/Json.ts"
+import { apiVersionOf, byResource, eventKind, type KindInfo, namespaceKind, type Operation, type Version, versions } from "../../core/meta/Kinds.ts"
+import type { ResourceObject } from "../../core/meta/ObjectMeta.ts"
+import { adminScope } from "../../core/meta/Scopes.ts"
+import { timestamp } from "../../core/meta/Strategy.ts"
+import * as OpenApi from "../openapi/OpenApi.ts"
+import { schemaDocuments } from "../openapi/SchemaDocuments.ts"
+import { type Access, Auth, expirationOf, forbidden, type Principal, scopeProblems } from "../Auth.ts"
+import { Credits } from "../../runtime/Credits.ts"
+import { fingerprint, Idempotency } from "../Idempotency.ts"
+import { Ids } from "../Ids.ts"
+import { etagOf, type PatchType, type ResourceRef, Resources, type WriteOptions } from "../Resources.ts"
+import { clockObject, parseClockRequest, SimulationControl } from "../../server/SimulationControl.ts"
+import { Watches, type WatchEvent } from "../Watch.ts"
+import { mediaTypeOf, parseJson, parseYamlDocument, readObject, readText } from "./Body.ts"
+import * as Discovery from "./Discovery.ts"
+import * as Docs from "./Docs.ts"
+import { json, type ResponseContext, requestIdHeader, statusResponse, warningHeader } from "./Respond.ts"
+import * as Routes from "./Routes.ts"
+import * as Table from "./Table.ts"
+
+/** Settings the HTTP layer needs. */
+export interface ApiSettings {
+  readonly group: string
+  readonly scheme: "http" | "https"
+  readonly bookmarkInterval: Duration.Input
+}
+
+export class ApiConfig extends Context.Service<ApiConfig, ApiSettings>()("nodus/server/http/ApiConfig") {}
+
+type Request = HttpServerRequest.HttpServerRequest
+type Response = HttpServerResponse.HttpServerResponse
+
+/** Go's strconv.ParseBool, which kubectl and client-go use (Python sends `watch=True`). */
+export const parseBool = (value: string | null): boolean | undefined => {
+  if (value === null) return undefined
+  if (["1", "t", "T", "true", "TRUE", "True"].includes(value)) return true
+  if (["0", "f", "F", "false", "FALSE", "False"].includes(value)) return false
+  return undefined
+}
+
+const methodNotAllowed = (method: string) =>
+  new ApiError({ code: "MethodNotAllowed", message: `the server does not allow this method on the requested resource (${method})` })
+
+const resourceNotFound = () => new ApiError({ code: "NotFound", message: "the server could not find the requested resource" })
+
+const boolParameter = (query: URLSearchParams, name: string): Effect.Effect<boolean, ApiError> => {
+  const raw = query.get(name)
+  const value = parseBool(raw)
+  if (raw !== null && raw !== "" && value === undefined) return Effect.fail(badRequest(`invalid value for ${name}: "${raw}"`))
+  return Effect.succeed(value ?? false)
+}
+
+const intParameter = (query: URLSearchParams, name: string): Effect.Effect<number | undefined, ApiError> => {
+  const raw = query.get(name)
+  if (raw === null || raw === "") return Effect.succeed(undefined)
+  return /^-?[0-9]+$/u.test(raw) ? Effect.succeed(Number(raw)) : Effect.fail(badRequest(`invalid value for ${name}: "${raw}" is not an integer`))
+}
+
+const dryRunOf = (query: URLSearchParams): Effect.Effect<boolean, ApiError> => {
+  const values = query.getAll("dryRun")
+  if (values.every((value) => value === "All")) return Effect.succeed(values.length > 0)
+  return Effect.fail(badRequest(`invalid dryRun value "${values.find((value) => value !== "All")}": the only supported value is All`))
+}
+
+const fieldValidationOf = (query: URLSearchParams): Effect.Effect<FieldValidation, ApiError> => {
+  const raw = query.get("fieldValidation")
+  if (raw === null || raw === "") return Effect.succeed("Warn")
+  return fieldValidations.includes(raw as FieldValidation)
+    ? Effect.succeed(raw as FieldValidation)
+    : Effect.fail(badRequest(`invalid fieldValidation value "${raw}": supported values are Strict, Warn and Ignore`))
+}
+
+/** fieldManager: the query parameter, or the User-Agent's product as Kubernetes defaults it. */
+const fieldManagerOf = (query: URLSearchParams, request: Request): Effect.Effect<string, ApiError> => {
+  const raw = query.get("fieldManager")
+  if (raw !== null && raw !== "") {
+    return raw.length <= 128 ? Effect.succeed(raw) : Effect.fail(badRequest("fieldManager must be at most 128 characters"))
+  }
+  const agent = request.headers["user-agent"]
+  return Effect.succeed(agent === undefined || agent === "" ? "unknown" : agent.split("/")[0]!.slice(0, 128))
+}
+
+const patchTypeOf = (contentType: string | undefined, ref: ResourceRef): Effect.Effect<PatchType, ApiError> => {
+  const mediaType = mediaTypeOf(contentType)
+  switch (mediaType) {
+    case "application/merge-patch+json":
+      return Effect.succeed("merge")
+    case "application/json-patch+json":
+      return Effect.succeed("json")
+    case "application/apply-patch+yaml":
+      return Effect.succeed("apply")
+    default:
+      return Effect.fail(new ApiError({
+        code: "UnsupportedMediaType",
+        message: `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (${mediaType === "" ? "no Content-Type" : mediaType} is not supported by ${ref.apiVersion}, Kind=${ref.info.kind})`,
+        fix: "Send the patch as application/merge-patch+json (kubectl patch --type merge) or application/json-patch+json (--type json)."
+      }))
+  }
+}
+
+/** Which operation a method on a route means, before the kind's availability is checked. */
+const operationOf = (method: string, route: Extract<Routes.Route, { _tag: "Resource" }>, info: KindInfo, watch: boolean): Operation | "tokens" | undefined => {
+  if (route.subresource === "status") return method === "GET" ? "getStatus" : method === "PUT" || method === "PATCH" ? "writeStatus" : undefined
+  if (route.subresource === "tokens") return info.plural === "serviceaccounts" && method === "POST" ? "tokens" : undefined
+  if (route.name === undefined) {
+    if (method === "GET") return watch ? "watch" : route.namespace === undefined && info.scope === "Namespaced" ? "listAll" : "list"
+    return method === "POST" ? "create" : undefined
+  }
+  switch (method) {
+    case "GET":
+      return "get"
+    case "PUT":
+      return "replace"
+    case "PATCH":
+      return "patch"
+    case "DELETE":
+      return "delete"
+    default:
+      return undefined
+  }
+}
+
+const accessOf = (operation: Operation | "tokens"): Access => {
+  switch (operation) {
+    case "list":
+    case "listAll":
+    case "watch":
+    case "get":
+    case "getStatus":
+      return "read"
+    case "writeStatus":
+      return "status"
+    default:
+      return "write"
+  }
+}
+
+/** labelSelector and fieldSelector as sent (absent ones left out). */
+const selectorsOf = (query: URLSearchParams): { labelSelector?: string; fieldSelector?: string } => {
+  const labelSelector = query.get("labelSelector")
+  const fieldSelector = query.get("fieldSelector")
+  return { ...(labelSelector === null ? {} : { labelSelector }), ...(fieldSelector === null ? {} : { fieldSelector }) }
+}
+
+const objectHeaders = (object: ResourceObject, warnings: ReadonlyArray<string> = []): Record<string, string> =>
+  ({ etag: etagOf(object), ...warningHeader(warnings) })
+
+export class Api extends Context.Service<Api, { readonly handle: (request: Request) => Effect.Effect<Response> }>()("nodus/server/http/Api") {
+  static readonly layer = Layer.effect(Api, Effect.gen(function*() {
+    const settings = yield* ApiConfig
+    const resources = yield* Resources
+    const watches = yield* Watches
+    const auth = yield* Auth
+    const idempotency = yield* Idempotency
+    const ids = yield* Ids
+    const simulation = yield* SimulationControl
+    const credits = yield* Credits
+    const group = settings.group
+    // Documents are generated once, on first request (tens of ms, off start-up): they depend only on the group and the
+    // kinds' schemas.
+    const openApiDocuments = new Map<Version, JsonObject>()
+    const openApiDocument = (version: Version): JsonObject => {
+      let document = openApiDocuments.get(version)
+      if (document === undefined) openApiDocuments.set(version, document = OpenApi.document(group, version, schemaDocuments))
+      return document
+    }
+
+    const refOf = (route: Extract<Routes.Route, { _tag: "Resource" }>): ResourceRef | undefined => {
+      if (route.group === "") {
+        const info = route.plural === "namespaces" ? namespaceKind : route.plural === "events" ? eventKind : undefined
+        return info === undefined ? undefined : { info, group: "", apiVersion: "v1" }
+      }
+      if (route.group !== group) return undefined
+      const info = byResource(route.version, route.plural)
+      return info === undefined ? undefined : { info, group, apiVersion: apiVersionOf(group, info) }
+    }
+
+    const tableOf = (ref: ResourceRef) => (ref.info === namespaceKind ? "namespaces" as const : ref.info === eventKind ? "events" as const : ref.info)
+
+    const renderObject = (request: Request, query: URLSearchParams, ref: ResourceRef, object: ResourceObject, status: number, headers: Record<string, string>) =>
+      Effect.gen(function*() {
+        if (!Table.wantsTable(request.headers["accept"])) return json(status, object, headers)
+        const includeObject = Table.includeObjectOf(query.get("includeObject"))
+        if (includeObject === undefined) return yield* badRequest("includeObject must be None, Metadata or Object")
+        const now = yield* Clock.currentTimeMillis
+        return json(status, Table.table(tableOf(ref), [object], { now, includeObject, withColumns: true, resourceVersion: object.metadata.resourceVersion }), headers)
+      })
+
+    /** The project a list or watch reads: the path's, or for an all-projects request the one a key is confined to. */
+    const scopeOf = (principal: Principal, ref: ResourceRef, namespace: string | undefined) =>
+      namespace ?? (ref.info.scope === "Namespaced" ? auth.confinedTo(principal) : undefined)
+
+    const list = (request: Request, query: URLSearchParams, principal: Principal, ref: ResourceRef, namespace: string | undefined) =>
+      Effect.gen(function*() {
+        const confined = auth.confinedTo(principal)
+        const limit = yield* intParameter(query, "limit")
+        const result = yield* resources.list(ref, scopeOf(principal, ref, namespace), {
+          ...selectorsOf(query),
+          ...(limit === undefined ? {} : { limit }),
+          ...(query.get("continue") === null ? {} : { continue: query.get("continue")! })
+        })
+        // A confined key sees only its own project among projects.
+        const items = ref.info === namespaceKind && confined !== undefined ? result.items.filter((item) => item.metadata.name === confined) : result.items
+        const listMeta = {
+          resourceVersion: result.resourceVersion,
+          ...(result.continue === undefined ? {} : { continue: result.continue }),
+          ...(result.remainingItemCount === undefined ? {} : { remainingItemCount: result.remainingItemCount })
+        }
+        if (Table.wantsTable(request.headers["accept"])) {
+          const includeObject = Table.includeObjectOf(query.get("includeObject"))
+          if (includeObject === undefined) return yield* badRequest("includeObject must be None, Metadata or Object")
+          const now = yield* Clock.currentTimeMillis
+          return json(200, Table.table(tableOf(ref), items, { now, includeObject, withColumns: true, ...listMeta }))
+        }
+        return json(200, { apiVersion: ref.apiVersion, kind: `${ref.info.kind}List`, metadata: listMeta, items })
+      })
+
+    const watch = (request: Request, query: URLSearchParams, principal: Principal, ref: ResourceRef, namespace: string | undefined) =>
+      Effect.gen(function*() {
+        const timeoutSeconds = yield* intParameter(query, "timeoutSeconds")
+        const allowWatchBookmarks = yield* boolParameter(query, "allowWatchBookmarks")
+        const events = yield* watches.watch(ref, scopeOf(principal, ref, namespace), {
+          ...(query.get("resourceVersion") === null ? {} : { resourceVersion: query.get("resourceVersion")! }),
+          ...selectorsOf(query),
+          allowWatchBookmarks,
+          ...(timeoutSeconds === undefined ? {} : { timeoutSeconds }),
+          bookmarkInterval: settings.bookmarkInterval
+        })
+        const asTable = Table.wantsTable(request.headers["accept"])
+        const includeObject = Table.includeObjectOf(query.get("includeObject")) ?? "Metadata"
+        let first = true
+        const encode = (event: WatchEvent) => Effect.map(Clock.currentTimeMillis, (now) => {
+          const object = asTable && (event.type === "ADDED" || event.type === "MODIFIED" || event.type === "DELETED")
+            ? Table.table(tableOf(ref), [event.object as ResourceObject], { now, includeObject, withColumns: first })
+            : event.object
+          first = false
+          return new TextEncoder().encode(`${JSON.stringify({ type: event.type, object })}\n`)
+        })
+        // An empty first chunk makes Node send the headers at once, so a client sees the watch open before any event.
+        const body = Stream.concat(Stream.make(new Uint8Array(0)), Stream.mapEffect(events, encode))
+        return HttpServerResponse.stream(body, { status: 200, contentType: "application/json" })
+      })
+
+    const writeOptions = (request: Request, query: URLSearchParams, principal: Principal, ref: ResourceRef) =>
+      Effect.gen(function*() {
+        const options: WriteOptions = {
+          dryRun: yield* dryRunOf(query),
+          fieldValidation: yield* fieldValidationOf(query),
+          fieldManager: yield* fieldManagerOf(query, request),
+          ...(request.headers["if-match"] === undefined ? {} : { ifMatch: request.headers["if-match"] }),
+          ...(ref.info.plural === "serviceaccounts" ? { authorizeObject: (object: JsonObject) => auth.checkServiceAccount(principal, object) } : {}),
+          ...(parseBool(query.get("force")) === true ? { force: true } : {})
+        }
+        return options
+      })
+
+    const create = (request: Request, query: URLSearchParams, principal: Principal, ref: ResourceRef, namespace: string | undefined) =>
+      Effect.gen(function*() {
+        // TopUps and the operator's CreditGrants have their own rules, and are processed before the answer (Credits.ts).
+        const hooks = credits.createHooks(ref.info.plural)
+        const sent = yield* readObject(request, ref.info.kind)
+        const body = hooks === undefined ? sent : yield* hooks.admit(sent)
+        const options = yield* writeOptions(request, query, principal, ref)
+        const key = request.headers["idempotency-key"]
+        if (key === undefined || key === "" || options.dryRun) {
+          const created = yield* resources.create(ref, namespace, body, options)
+          const result = hooks === undefined || options.dryRun ? created : { ...created, object: yield* hooks.settle(created.object) }
+          // A dry run's ETag quotes its price and binds a later create that sends it in If-Match (spec: Create semantics 1).
+          const headers = { etag: result.etag ?? etagOf(result.object), ...warningHeader(result.warnings) }
+          return yield* renderObject(request, query, ref, result.object, 201, headers)
+        }
+        const claim = yield* idempotency.claim(principal.name, key, fingerprint([
+          "POST", new URL(request.url, "http://local").pathname, options.fieldValidation, options.fieldManager, canonical((body ?? null) as Json)
+        ]))
+        if (claim._tag === "Replay") {
+          const object = claim.response.body as unknown as ResourceObject
+          return yield* renderObject(request, query, ref, object, claim.response.status, { ...objectHeaders(object, claim.response.warnings), "idempotent-replayed": "true" })
+        }
+        const result = yield* resources.create(ref, namespace, body, { ...options, commitWith: (warnings) => claim.finishOps(201, warnings) }).pipe(
+          Effect.tapError(() => claim.release)
+        )
+        const object = hooks === undefined ? result.object : yield* hooks.settle(result.object)
+        return yield* renderObject(request, query, ref, object, 201, objectHeaders(object, result.warnings))
+      })
+
+    const replace = (request: Request, query: URLSearchParams, principal: Principal, ref: ResourceRef, namespace: string | undefined, name: string, subresource: "status" | undefined) =>
+      Effect.gen(function*() {
+        const body = yield* readObject(request, ref.info.kind)
+        const options = yield* writeOptions(request, query, principal, ref)
+        const result = yield* resources.replace(ref, namespace, name, body, options, subresource)
+        return yield* renderObject(request, query, ref, result.object, 200, objectHeaders(result.object, result.warnings))
+      })
+
+    const patch = (request: Request, query: URLSearchParams, principal: Principal, ref: ResourceRef, namespace: string | undefined, name: string, subresource: "status" | undefined) =>
+      Effect.gen(function*() {
+        const patchType = yield* patchTypeOf(request.headers["content-type"], ref)
+        if (patchType === "apply" && subresource === "status") return yield* badRequest("server-side apply of the status subresource is not supported; use a merge patch")
+        if (patchType === "apply" && (query.get("fieldManager") ?? "") === "") {
+          return yield* badRequest("PATCH requests with the apply content type require fieldManager to be set")
+        }
+        const text = yield* readText(request)
+        const body = patchType === "apply" ? yield* parseYamlDocument(text) : yield* parseJson(text)
+        if (body === undefined) return yield* badRequest("the patch body is empty")
+        const options = yield* writeOptions(request, query, principal, ref)
+        const result = yield* resources.patch(ref, namespace, name, patchType, body, options, subresource)
+        return yield* renderObject(request, query, ref, result.object, result.created ? 201 : 200, objectHeaders(result.object, result.warnings))
+      })
+
+    const remove = (request: Request, query: URLSearchParams, ref: ResourceRef, namespace: string | undefined, name: string) =>
+      Effect.gen(function*() {
+        const body = yield* Effect.flatMap(readText(request), parseJson)
+        const options = isObject((body ?? null) as Json) ? body as JsonObject : {}
+        const policy = query.get("propagationPolicy") ?? (typeof options["propagationPolicy"] === "string" ? options["propagationPolicy"] : "Background")
+        if (policy !== "Background" && policy !== "Orphan") {
+          return yield* badRequest(`propagationPolicy ${policy} is not supported: use Background (the default) or Orphan`)
+        }
+        const bodyDryRun = Array.isArray(options["dryRun"]) && options["dryRun"].includes("All")
+        const preconditions = isObject(options["preconditions"]) ? options["preconditions"] : undefined
+        const object = yield* resources.remove(ref, namespace, name, {
+          dryRun: bodyDryRun || (yield* dryRunOf(query)),
+          propagationPolicy: policy,
+          ...(preconditions === undefined ? {} : {
+            preconditions: {
+              ...(typeof preconditions["uid"] === "string" ? { uid: preconditions["uid"] } : {}),
+              ...(typeof preconditions["resourceVersion"] === "string" ? { resourceVersion: preconditions["resourceVersion"] } : {})
+            }
+          }),
+          ...(request.headers["if-match"] === undefined ? {} : { ifMatch: request.headers["if-match"] })
+        })
+        return json(200, object, { etag: etagOf(object) })
+      })
+
+    /** POST …/serviceaccounts/{name}/tokens: a new key for the account, shown once. */
+    const issueToken = (request: Request, principal: Principal, ref: ResourceRef, namespace: string | undefined, name: string) =>
+      Effect.gen(function*() {
+        const body = yield* Effect.flatMap(readText(request), parseJson)
+        const spec = isObject((body ?? null) as Json) && isObject((body as JsonObject)["spec"]) ? (body as JsonObject)["spec"] as JsonObject : {}
+        const seconds = spec["expirationSeconds"]
+        if (seconds !== undefined && (typeof seconds !== "number" || !Number.isInteger(seconds) || seconds < 600)) {
+          return yield* new ApiError({ code: "Invalid", message: "spec.expirationSeconds must be an integer of at least 600", causes: [{ field: "spec.expirationSeconds", reason: "FieldValueInvalid", message: "must be an integer of at least 600" }] })
+        }
+        const account = yield* resources.get(ref, namespace, name)
+        // A key acts with its account's scopes: minting one is granting them, so the caller must hold them all.
+        const ungranted = scopeProblems(principal, account as unknown as JsonObject)
+        if (ungranted.length > 0) {
+          return yield* forbidden(principal, `cannot issue a key for serviceaccount "${name}": it holds scopes the caller does not (${ungranted.map((cause) => cause.field).join(", ")})`)
+        }
+        const now = yield* Clock.currentTimeMillis
+        const expiresAt = typeof seconds === "number" ? now + seconds * 1_000 : undefined
+        const issued = yield* auth.issueKey(account, expiresAt)
+        yield* resources.commit(ref, namespace, name, [{ _tag: "Require", key: { resource: "serviceaccounts", namespace: namespace ?? "", name }, notDeleting: true }, ...issued.ops])
+        return json(201, {
+          apiVersion: ref.apiVersion,
+          kind: "TokenRequest",
+          metadata: { name, namespace: namespace ?? "", creationTimestamp: timestamp(now) },
+          spec: typeof seconds === "number" ? { expirationSeconds: seconds } : {},
+          status: { token: issued.key, ...(expiresAt === undefined ? {} : { expirationTimestamp: expirationOf(expiresAt)! }) }
+        })
+      })
+
+    /**
+     * The operator's credit operations (docs/billing.md, "Credits"), admin only, beside the resource API so that users
+     * keep the spec's operations (creditgrants: list, read): POST …/operator/creditgrants grants credits (a CreditGrant
+     * body; Idempotency-Key as on creates), POST …/operator/topups/{name}/refund refunds a TopUp.
+     */
+    const operator = (request: Request, url: URL, route: Extract<Routes.Route, { _tag: "Operator" }>, principal: Principal) =>
+      Effect.gen(function*() {
+        const [plural, name, action, ...extra] = route.path
+        const grant = plural === "creditgrants" && name === undefined
+        const refund = plural === "topups" && name !== undefined && action === "refund" && extra.length === 0
+        const ref = refOf({ _tag: "Resource", group: route.group, version: route.version, plural: plural ?? "" })
+        if ((!grant && !refund) || route.version !== "v1" || ref === undefined) return yield* resourceNotFound()
+        if (request.method !== "POST") return yield* methodNotAllowed(request.method)
+        if (!principal.scopes.has(adminScope)) return yield* forbidden(principal, `cannot ${grant ? "grant credits" : "refund topups"}: the operation needs scope "${adminScope}"`)
+        if (grant) return yield* create(request, url.searchParams, principal, ref, undefined)
+        const object = yield* credits.refund(name!)
+        return yield* renderObject(request, url.searchParams, ref, object, 200, { etag: etagOf(object) })
+      })
+
+    const resource = (request: Request, url: URL, route: Extract<Routes.Route, { _tag: "Resource" }>, principal: Principal): Effect.Effect<Response, ApiError> =>
+      Effect.gen(function*() {
+        const ref = refOf(route)
+        if (ref === undefined || (ref.group !== "" && !versions.includes(route.version as never))) return yield* resourceNotFound()
+        const namespaced = ref.info.scope === "Namespaced"
+        // Cluster-scoped kinds have no project segment; namespaced items always have one.
+        if ((!namespaced && route.namespace !== undefined) || (namespaced && route.name !== undefined && route.namespace === undefined)) return yield* resourceNotFound()
+        if (route.subresource !== undefined && route.subresource !== "status" && route.subresource !== "tokens") return yield* resourceNotFound()
+        const query = url.searchParams
+        const watching = route.name === undefined && request.method === "GET" ? yield* boolParameter(query, "watch") : false
+        const operation = operationOf(request.method, route, ref.info, watching)
+        if (operation === undefined) return yield* methodNotAllowed(request.method)
+        if (operation !== "tokens" && !ref.info.operations.has(operation)) return yield* methodNotAllowed(request.method)
+        const namespace = ref.info === namespaceKind ? undefined : route.namespace
+        const authorizedProject = ref.info === namespaceKind ? route.name : route.namespace
+        yield* auth.authorize(principal, ref.info, accessOf(operation), authorizedProject)
+        const name = route.name ?? ""
+        const subresource = route.subresource === "status" ? "status" as const : undefined
+        switch (operation) {
+          case "list":
+          case "listAll":
+            return yield* list(request, query, principal, ref, namespace)
+          case "watch":
+            return yield* watch(request, query, principal, ref, namespace)
+          case "get":
+          case "getStatus": {
+            const object = yield* resources.get(ref, namespace, name)
+            return yield* renderObject(request, query, ref, object, 200, { etag: etagOf(object) })
+          }
+          case "create":
+            return yield* create(request, query, principal, ref, namespace)
+          case "replace":
+            return yield* replace(request, query, principal, ref, namespace, name, undefined)
+          case "writeStatus":
+            return request.method === "PUT"
+              ? yield* replace(request, query, principal, ref, namespace, name, subresource)
+              : yield* patch(request, query, principal, ref, namespace, name, subresource)
+          case "patch":
+            return yield* patch(request, query, principal, ref, namespace, name, undefined)
+          case "delete":
+            return yield* remove(request, query, ref, namespace, name)
+          case "tokens":
+            return yield* issueToken(request, principal, ref, namespace, name)
+        }
+      })
+
+    /** GET reads the test clock (any key); POST moves it, which moves time for everyone: admin only. */
+    const simulationClock = (request: Request, route: Extract<Routes.Route, { _tag: "SimulationClock" }>, principal: Principal) =>
+      Effect.gen(function*() {
+        if (route.group !== group || route.version !== "v1") return yield* resourceNotFound()
+        if (request.method === "GET") return json(200, clockObject(group, yield* simulation.read))
+        if (request.method !== "POST") return yield* methodNotAllowed(request.method)
+        if (!principal.scopes.has(adminScope)) return yield* forbidden(principal, `cannot move the simulation clock: the key needs scope "${adminScope}"`)
+        const body = yield* Effect.flatMap(readText(request), parseJson)
+        const target = parseClockRequest(body)
+        if (Result.isFailure(target)) return yield* target.failure
+        return json(200, clockObject(group, yield* simulation.advance(target.success)))
+      })
+
+    const discovery = (request: Request, route: Routes.Route) => {
+      const accept = request.headers["accept"]
+      switch (route._tag) {
+        case "CoreVersions":
+          return Discovery.wantsAggregated(accept)
+            ? HttpServerResponse.text(JSON.stringify(Discovery.aggregatedCore()), { contentType: Discovery.aggregatedContentType })
+            : json(200, Discovery.coreVersions())
+        case "CoreResources":
+          return json(200, Discovery.coreResourceList())
+        case "Groups":
+          return Discovery.wantsAggregated(accept)
+            ? HttpServerResponse.text(JSON.stringify(Discovery.aggregatedGroups(group)), { contentType: Discovery.aggregatedContentType })
+            : json(200, Discovery.groupList(group))
+        default:
+          return undefined
+      }
+    }
+
+    const authenticated = (request: Request, url: URL, route: Routes.Route): Effect.Effect<Response, ApiError> =>
+      Effect.gen(function*() {
+        const principal = yield* auth.authenticate(request.headers["authorization"])
+        const found = discovery(request, route)
+        if (found !== undefined) return found
+        switch (route._tag) {
+          case "Group":
+            return route.group === group ? json(200, Discovery.group(group)) : yield* resourceNotFound()
+          case "GroupVersion":
+            return route.group === group && versions.includes(route.version as never)
+              ? json(200, Discovery.resourceList(group, route.version as "v1" | "v1beta1"))
+              : yield* resourceNotFound()
+          case "OpenApiIndex":
+            return json(200, OpenApi.index(group))
+          case "OpenApiGroupVersion":
+            return route.group === group && versions.includes(route.version as never)
+              ? json(200, openApiDocument(route.version as Version))
+              : yield* resourceNotFound()
+          case "OpenApiCore":
+            return json(200, OpenApi.coreDocument())
+          case "Resource":
+            return yield* resource(request, url, route, principal)
+          case "SimulationClock":
+            return yield* simulationClock(request, route, principal)
+          case "Operator":
+            return yield* operator(request, url, route, principal)
+          default:
+            return yield* resourceNotFound()
+        }
+      })
+
+    const route = (request: Request, url: URL): Effect.Effect<Response, ApiError> => {
+      const parsed = Routes.parse(url.pathname)
+      switch (parsed._tag) {
+        case "Root":
+          return Effect.succeed(json(200, { paths: Routes.rootPaths(group) }))
+        case "Version":
+          return Effect.succeed(json(200, Discovery.versionInfo()))
+        case "Health":
+          return Effect.succeed(HttpServerResponse.text("ok"))
+        case "ErrorDocs": {
+          const page = parsed.code === undefined ? Docs.indexPage() : Docs.codePage(parsed.code)
+          return page === undefined ? Effect.fail(notFound({ kind: "errorcodes", name: parsed.code ?? "" })) : Effect.succeed(HttpServerResponse.text(page, { contentType: "text/html; charset=utf-8" }))
+        }
+        case "OpenApiV2":
+          // An empty body is an empty protobuf Document: kubectl finds no schema there and skips client-side
+          // validation (needed for Namespace manifests and TopUps, whose v3 documents have no PATCH to carry
+          // fieldValidation). The type is the one kube-openapi answers with: the '@' form kubectl asks for is no valid
+          // media type, and client-go fails to parse a response that carries it ("unexpected content after media subtype").
+          return Effect.succeed(HttpServerResponse.uint8Array(new Uint8Array(0), { contentType: "application/com.github.proto-openapi.spec.v2.v1.0+protobuf" }))
+        case "NotFound":
+          return Effect.fail(resourceNotFound())
+        default:
+          return authenticated(request, url, parsed)
+      }
+    }
+
+    // Request ids need to be unique, not secret: a per-process random prefix and a counter.
+    const requestPrefix = `req_${ids.secret(6)}`
+    let requestCounter = 0
+
+    const handle = (request: Request): Effect.Effect<Response> => {
+      const requestId = `${requestPrefix}${(++requestCounter).toString(36)}`
+      const context: ResponseContext = {
+        requestId,
+        docsBase: `${settings.scheme}://${request.headers["host"] ?? "localhost"}/docs/errors`
+      }
+      const url = new URL(request.url, "http://local")
+      return route(request, url).pipe(
+        Effect.catchCause((cause) => {
+          const failure = Cause.findErrorOption(cause)
+          if (Option.isSome(failure) && failure.value instanceof ApiError) return Effect.succeed(statusResponse(failure.value, context))
+          return Effect.as(
+            Effect.logError("request failed", Cause.pretty(cause)),
+            statusResponse(new ApiError({ code: "InternalError", message: "an internal error occurred; it has been logged", fix: `Retry the request; if it keeps failing, report request id ${requestId}.` }), context)
+          )
+        }),
+        Effect.map((response) => HttpServerResponse.setHeader(response, requestIdHeader, requestId))
+      )
+    }
+
+    return Api.of({ handle })
+  }))
+}
+
+/** The HTTP app: every request through `Api.handle`. */
+export const app = Effect.flatMap(Effect.all([Api, HttpServerRequest.HttpServerRequest]), ([api, request]) => api.handle(request))

@@ -1,0 +1,56 @@
+/**
+ * Responses: JSON bodies, and the spec's Status body for every error (spec: Errors, Status body) with its docs link,
+ * fix and request id. The HTTP status of a code comes only from the registry in core/meta/ErrorCodes.ts.
+ */
+import { HttpServerResponse } from "effect/http"
+import type { ApiError } from "../../core/meta/ApiError.ts"
+import { errorCodeInfo } from "../../core/meta/ErrorCodes.ts"
+import type { Json } from "../../core/Json.ts"
+
+export interface ResponseContext {
+  readonly requestId: string
+  /** Absolute URL of the error docs, e.g. https://127.0.0.1:8443/docs/errors */
+  readonly docsBase: string
+}
+
+export const requestIdHeader = "x-request-id"
+
+export const json = (status: number, body: unknown, headers: Record<string, string> = {}): HttpServerResponse.HttpServerResponse =>
+  HttpServerResponse.text(JSON.stringify(body), { status, contentType: "application/json", headers })
+
+/** The Status body of an error. */
+export const statusBody = (error: ApiError, context: ResponseContext): Json => {
+  const info = errorCodeInfo(error.code)
+  const subject = error.subject ?? {}
+  const details = {
+    ...(subject.name === undefined ? {} : { name: subject.name }),
+    ...(subject.group === undefined ? {} : { group: subject.group }),
+    ...(subject.kind === undefined ? {} : { kind: subject.kind }),
+    ...(subject.uid === undefined ? {} : { uid: subject.uid }),
+    ...(error.causes === undefined || error.causes.length === 0 ? {} : { causes: error.causes.map((cause) => ({ ...cause })) }),
+    ...(error.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: error.retryAfterSeconds })
+  }
+  return {
+    apiVersion: "v1",
+    kind: "Status",
+    metadata: {},
+    status: "Failure",
+    message: error.message,
+    reason: error.code,
+    ...(Object.keys(details).length === 0 ? {} : { details }),
+    code: info.httpStatus,
+    docs: `${context.docsBase}/${error.code}`,
+    fix: error.fix ?? info.fix,
+    requestId: context.requestId
+  }
+}
+
+export const statusResponse = (error: ApiError, context: ResponseContext): HttpServerResponse.HttpServerResponse =>
+  json(errorCodeInfo(error.code).httpStatus, statusBody(error, context), {
+    [requestIdHeader]: context.requestId,
+    ...(error.retryAfterSeconds === undefined ? {} : { "retry-after": String(error.retryAfterSeconds) })
+  })
+
+/** RFC 9111 §5.5-style `Warning: 299 - "text"` values, joined as one header (Kubernetes sends them this way). */
+export const warningHeader = (warnings: ReadonlyArray<string>): Record<string, string> =>
+  warnings.length === 0 ? {} : { warning: warnings.map((text) => `299 - ${JSON.stringify(text)}`).join(", ") }

@@ -1,0 +1,213 @@
+/**
+ * Attempt objects from the facts a capacity driver reports (spec: History — "Attempt: one run of capacity for a
+ * workload"; an Attempt carries a placement explanation). The Attempt kind's phases are nodus's own
+ * (schemas/Attempt.ts); this module maps the driver's facts onto them, and back when a server restarts and finds the
+ * Attempts it wrote before (docs/simulator.md, "The sim backend").
+ *
+ * Pure: times are epoch milliseconds in the facts and ISO strings in the objects.
+ */
+import type { AttemptFacts, Outcome } from "./Capacity.ts"
+import type { JsonObject } from "../Json.ts"
+import { formatMicroUsd } from "../billing/Money.ts"
+import type { Variant } from "./Offering.ts"
+import type { Explanation } from "./Placement.ts"
+import type { attemptPhases } from "../schemas/Attempt.ts"
+
+export type AttemptPhase = typeof attemptPhases[number]
+
+const iso = (ms: number) => new Date(ms).toISOString()
+
+/**
+ * The Attempt phase of an ended run. Interrupted: the capacity went away under the program, by the provider
+ * (preemption, node loss) or because the workload's controller stopped it (suspend, cancel, the Job ended);
+ * Failed: the program or its host's start failed.
+ */
+const endedPhase = (outcome: Outcome): AttemptPhase => {
+  switch (outcome.type) {
+    case "Succeeded":
+      return "Succeeded"
+    case "Failed":
+    case "OOMKilled":
+    case "BootFailed":
+    case "Unavailable":
+      return "Failed"
+    case "Preempted":
+    case "NodeLost":
+    case "Stopped":
+      return "Interrupted"
+  }
+}
+
+export const attemptPhaseOf = (facts: AttemptFacts): AttemptPhase =>
+  facts.phase === "Ended" ? endedPhase(facts.outcome ?? { type: "Stopped" }) : facts.phase
+
+/** `status.reason`: Completed and Error as Kubernetes words container exits, the outcome's own name otherwise. */
+const reasonOf = (outcome: Outcome): string =>
+  outcome.type === "Succeeded" ? "Completed" : outcome.type === "Failed" ? "Error" : outcome.type
+
+/** What the main process exited with; an OOM kill is SIGKILL (128 + 9), as a container runtime reports it. */
+const exitCodeOf = (outcome: Outcome): number | undefined =>
+  outcome.type === "Succeeded" ? 0 : outcome.type === "Failed" ? outcome.exitCode : outcome.type === "OOMKilled" ? 137 : undefined
+
+const messageOf = (outcome: Outcome): string | undefined => {
+  switch (outcome.type) {
+    case "Failed":
+      return outcome.message ?? `The program exited with code ${outcome.exitCode}.`
+    case "OOMKilled":
+      return "The program ran out of memory and was killed."
+    case "Preempted":
+      return "The provider reclaimed the interruptible capacity."
+    case "NodeLost":
+      return "The host was lost."
+    case "BootFailed":
+      return "The host failed to boot."
+    case "Unavailable":
+      return "The capacity was taken before it could be acquired."
+    case "Stopped":
+      return "Stopped by the workload's controller (suspend, cancel, or the workload ended)."
+    case "Succeeded":
+      return undefined
+  }
+}
+
+/** Condition Booted: when the host came up and the program started (a restarted server reads it back). */
+export const bootedCondition = "Booted"
+
+/**
+ * The Attempt's status from its facts. `startTime` is when the capacity was requested (billing starts with it),
+ * `endTime` when the run ended, and condition Booted when the program started.
+ */
+export const attemptStatusOf = (facts: AttemptFacts, placement: Explanation | undefined): JsonObject => {
+  const { variant, outcome } = facts
+  const exitCode = outcome === undefined ? undefined : exitCodeOf(outcome)
+  const message = outcome === undefined ? undefined : messageOf(outcome)
+  return {
+    phase: attemptPhaseOf(facts),
+    ...(outcome === undefined ? {} : { reason: reasonOf(outcome) }),
+    ...(message === undefined ? {} : { message }),
+    ...(placement === undefined ? {} : { placement: placement as unknown as JsonObject }),
+    offering: variant.offering.id,
+    regionClass: variant.offering.regionClass,
+    interruptible: variant.interruptible,
+    rateUSDPerHour: formatMicroUsd(variant.rateMicroUsdPerHour),
+    startTime: iso(facts.requestedAt),
+    ...(facts.endedAt === undefined ? {} : { endTime: iso(facts.endedAt) }),
+    ...(exitCode === undefined ? {} : { exitCode }),
+    ...(facts.bootedAt === undefined ? {} : {
+      conditions: [{ type: bootedCondition, status: "True", reason: "Booted", message: "The host booted and the program started.", lastTransitionTime: iso(facts.bootedAt) }]
+    })
+  }
+}
+
+/** Reads the fields of a stored Attempt that `factsFromAttempt` needs; undefined when one is missing. */
+interface StoredAttempt {
+  readonly name: string
+  readonly index: number
+  readonly number: number
+  readonly offering: string
+  readonly interruptible: boolean
+  readonly phase: string
+  readonly reason: string | undefined
+  readonly exitCode: number | undefined
+  readonly startTime: number
+  readonly endTime: number | undefined
+  readonly bootTime: number | undefined
+}
+
+const field = (object: unknown, key: string): unknown =>
+  typeof object === "object" && object !== null && !Array.isArray(object) ? (object as Record<string, unknown>)[key] : undefined
+
+const storedOf = (object: JsonObject): StoredAttempt | undefined => {
+  const metadata = field(object, "metadata")
+  const spec = field(object, "spec")
+  const status = field(object, "status")
+  const name = field(metadata, "name")
+  const index = field(spec, "index")
+  const number = field(spec, "epoch")
+  const offering = field(status, "offering")
+  const phase = field(status, "phase")
+  const startTime = Date.parse(String(field(status, "startTime")))
+  if (typeof name !== "string" || typeof index !== "number" || typeof number !== "number" || typeof offering !== "string" || typeof phase !== "string" || Number.isNaN(startTime)) return undefined
+  const endTime = Date.parse(String(field(status, "endTime")))
+  const conditions = field(status, "conditions")
+  const booted = Array.isArray(conditions) ? conditions.find((condition) => field(condition, "type") === bootedCondition) : undefined
+  const bootTime = Date.parse(String(field(booted, "lastTransitionTime")))
+  const reason = field(status, "reason")
+  const exitCode = field(status, "exitCode")
+  return {
+    name,
+    index,
+    number,
+    offering,
+    interruptible: field(status, "interruptible") === true,
+    phase,
+    reason: typeof reason === "string" ? reason : undefined,
+    exitCode: typeof exitCode === "number" ? exitCode : undefined,
+    startTime,
+    endTime: Number.isNaN(endTime) ? undefined : endTime,
+    bootTime: Number.isNaN(bootTime) ? undefined : bootTime
+  }
+}
+
+/** The outcome an ended Attempt recorded; a run that was still live ends now as NodeLost. */
+const outcomeOf = (stored: StoredAttempt): Outcome => {
+  switch (stored.reason) {
+    case "Completed":
+      return { type: "Succeeded" }
+    case "Error":
+      return { type: "Failed", exitCode: stored.exitCode ?? 1 }
+    case "OOMKilled":
+    case "Preempted":
+    case "BootFailed":
+    case "Unavailable":
+    case "Stopped":
+      return { type: stored.reason }
+    default:
+      return { type: "NodeLost" }
+  }
+}
+
+/** Whether the stored Attempt had ended before the server stopped. */
+export const isEndedAttempt = (object: JsonObject): boolean => {
+  const phase = field(field(object, "status"), "phase")
+  return phase === "Succeeded" || phase === "Failed" || phase === "Interrupted"
+}
+
+/**
+ * The facts of an Attempt a previous server process wrote: what the controller needs to count failures, number the
+ * next run and recover. Capacity does not survive a restart, so a run that was live then ends at `lostAt` (when that
+ * process stopped simulating) as NodeLost, and recovery replaces it (one being stopped ends as Stopped). Undefined
+ * when the object lacks a field or names a variant the catalog no longer has.
+ */
+export const factsFromAttempt = (object: JsonObject, variantOf: (offering: string, interruptible: boolean) => Variant | undefined, lostAt: number): AttemptFacts | undefined => {
+  const stored = storedOf(object)
+  if (stored === undefined) return undefined
+  const variant = variantOf(stored.offering, stored.interruptible)
+  if (variant === undefined) return undefined
+  const ended = isEndedAttempt(object)
+  // A run being stopped had been let go by its controller: it ends as Stopped, not as an interruption to recover.
+  const outcome: Outcome = ended ? outcomeOf(stored) : stored.phase === "Terminating" ? { type: "Stopped" } : { type: "NodeLost" }
+  // A live run ends at `lostAt`, but never before what its record shows it did (the clock was saved a little earlier).
+  const lost = Math.max(lostAt, stored.startTime, stored.bootTime ?? stored.startTime)
+  return {
+    name: stored.name,
+    index: stored.index,
+    number: stored.number,
+    variant,
+    warmReuse: false,
+    recovery: false,
+    restoreFromSeq: undefined,
+    requestedAt: stored.startTime,
+    bootedAt: stored.bootTime,
+    endedAt: ended ? stored.endTime ?? stored.startTime : lost,
+    // What a restarted server knows of the teardown: none after the recorded end.
+    stoppingAt: ended ? stored.endTime ?? stored.startTime : lost,
+    releasedAt: ended ? stored.endTime ?? stored.startTime : lost,
+    phase: "Ended",
+    outcome,
+    checkpoint: undefined,
+    checkpointFailures: 0,
+    suspend: undefined,
+    progressUnits: undefined
+  }
+}

@@ -1,0 +1,834 @@
+/**
+ * The Job controller: a pure, level-triggered step. From what is observed now — the spec, the status it wrote last,
+ * the facts of every Attempt, the market — and `now`, it returns the next status, the actions for the capacity
+ * driver, the events to record and when it wants to be woken. The same inputs give the same outputs whatever
+ * happened before, so a driver may call it after every observation, on a timer, or after a crash.
+ *
+ * The rows of the spec's "States and transitions" table for Job, and where each is decided:
+ * - maxCostUSD reached / funding lost → Suspended (Funded False, stopByTime): `suspend` for money, from the
+ *   `Funding` that billing (Billing.ts) works out from the ledger before the step.
+ * - Suspended → running when spec.state leaves Suspended (suspendFailures resets): `resume`.
+ * - customer suspend checkpoint fails after the first try and two retries → keeps running, SuspendFailed: `suspend`.
+ * - timeout clock reaches timeoutTime → fails (DeadlineExceeded): `deadline`.
+ * - customer failures exceed backoffLimit → Failed (BackoffLimitExceeded): `step`.
+ * - capacity lost → restored from the latest checkpoint, or fails with onInterruption Fail: `recover`.
+ * - queued past queueTimeout → Failed, CapacityUnavailable: `queueDeadline`.
+ * Phases and the moves between them (the spec leaves them open) are in `JobPhases.ts` and docs/jobs.md.
+ */
+import {
+  type AttemptFacts,
+  type Checkpoint,
+  isCustomerFailure,
+  isInterruption,
+  isLive,
+  type LaunchRequest,
+  type Outcome
+} from "../../capacity/Capacity.ts"
+import type { Funding } from "../../billing/Billing.ts"
+import { autoCheckpointIntervalMs, type Continuity } from "../../capacity/Interruptions.ts"
+import { type JobPhase, isFinalPhase } from "./JobPhases.ts"
+import * as Limits from "../../Limits.ts"
+import { durationMs, durationText, iso, parseTime, parseTimeOf } from "../../controller/StatusText.ts"
+import { formatMicroUsd } from "../../billing/Money.ts"
+import type { Variant } from "../../capacity/Offering.ts"
+import { choose, defaultExpectedWorkMs, type Explanation, explain, type Market, type Ranking, type RunProfile } from "../../capacity/Placement.ts"
+import type { JobSpec, JobStatus } from "../../schemas/Job.ts"
+import { formatDurationMs } from "../../Units.ts"
+
+export type JobSpecType = typeof JobSpec.Type
+export type JobStatusType = typeof JobStatus.Type
+type Condition = NonNullable<JobStatusType["conditions"]>[number]
+type Mutable<T> = { -readonly [K in keyof T]: T[K] }
+
+export interface JobObservation {
+  readonly name: string
+  readonly namespace: string
+  readonly uid: string
+  readonly generation: number
+  readonly spec: JobSpecType
+  readonly status: JobStatusType
+  readonly attempts: ReadonlyArray<AttemptFacts>
+}
+
+export interface JobContext {
+  readonly now: number
+  readonly market: Market
+  /** The placement ranking of this Job's request (memoized by the driver: it depends on the spec only). */
+  readonly ranking: Ranking
+  /** What money allows (Billing.settle); absent when the driver bills nothing. */
+  readonly funding?: Funding | undefined
+}
+
+/** The port's launch request without the owner, which the driver knows (spec: Job.scaledownWindow is keepWarmMs). */
+export interface LaunchAction extends Omit<LaunchRequest, "owner" | "namespace"> {
+  readonly _tag: "Launch"
+  /** Rendered only by drivers that record Attempts. */
+  readonly explain: () => Explanation
+}
+
+export type JobAction =
+  | LaunchAction
+  | { readonly _tag: "Checkpoint"; readonly attempt: string; readonly episode: number }
+  | { readonly _tag: "Stop"; readonly attempt: string; readonly keepWarmMs: number }
+  | { readonly _tag: "Delete" }
+
+/** An event on the Job: recorded on the object, and emitted as `type` (spec: Event types) when it has one. */
+export interface JobEvent {
+  readonly type: string | undefined
+  readonly reason: string
+  readonly message: string
+  readonly warning: boolean
+}
+
+export interface JobStep {
+  readonly status: JobStatusType
+  readonly actions: ReadonlyArray<JobAction>
+  readonly events: ReadonlyArray<JobEvent>
+  /** The next time the step must run even if nothing is observed. */
+  readonly wakeAt: number | undefined
+  /** An index waits for capacity: run the step again when capacity frees up. */
+  readonly waitingForCapacity: boolean
+  /** An index waits for money (credits, a Budget, the cap): run the step again when the ledger changes. */
+  readonly waitingForFunds: boolean
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Reading the spec with its documented defaults
+
+export const continuityOf = (spec: JobSpecType): Continuity => spec.recovery.continuity ?? "Checkpointed"
+
+/** How placement scores a run of this Job: its declared duration, continuity and onInterruption. */
+export const runProfileOf = (spec: JobSpecType): RunProfile => ({
+  workMs: durationMs(spec.expectedDuration, defaultExpectedWorkMs),
+  continuity: continuityOf(spec),
+  failOnInterruption: spec.recovery.onInterruption === "Fail"
+})
+const backoffLimitOf = (spec: JobSpecType) => spec.backoffLimit ?? Limits.jobBackoffLimitDefault
+const maxAttemptsOf = (spec: JobSpecType) => spec.recovery.maxAttempts ?? Limits.recoveryMaxAttemptsDefault
+const keepWarmMsOf = (spec: JobSpecType) => durationMs(spec.scaledownWindow, 0)
+
+/** Spec: Recovery.checkpoint.interval — auto follows the variant's interruption rate. */
+const checkpointIntervalMsOf = (spec: JobSpecType, variant: Variant, market: Market): number | undefined => {
+  if (continuityOf(spec) !== "Checkpointed") return undefined
+  const interval = spec.recovery.checkpoint.interval
+  return interval === undefined || interval === "auto"
+    ? autoCheckpointIntervalMs(market.meanTimeBetweenInterruptionsMs(variant))
+    : durationMs(interval, Limits.hourMs)
+}
+
+
+/** "0-3,7,9-10" (spec: Job status.completedIndexes, Kubernetes' notation). */
+export const formatIndexes = (done: ArrayLike<number>): string => {
+  // One index, the common case: "0" or "".
+  if (done.length === 1) return done[0] === 1 ? "0" : ""
+  const parts: Array<string> = []
+  let start = -1
+  for (let index = 0; index <= done.length; index++) {
+    const on = index < done.length && done[index] === 1
+    if (on && start < 0) start = index
+    if (!on && start >= 0) {
+      parts.push(start === index - 1 ? `${start}` : `${start}-${index - 1}`)
+      start = -1
+    }
+  }
+  return parts.join(",")
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Conditions
+
+/** The first condition of `type` (a loop: a step looks conditions up several times). */
+const conditionIn = (conditions: ReadonlyArray<Condition> | undefined, type: string): Condition | undefined => {
+  if (conditions === undefined) return undefined
+  for (let index = 0; index < conditions.length; index++) {
+    const condition = conditions[index]!
+    if (condition.type === type) return condition
+  }
+  return undefined
+}
+
+/** Sets a condition; lastTransitionTime moves when status or reason changes (the reason starts clocks here). */
+const withCondition = (
+  conditions: ReadonlyArray<Condition>,
+  type: string,
+  status: "True" | "False",
+  reason: string,
+  message: string,
+  now: number
+): ReadonlyArray<Condition> => {
+  const previous = conditionIn(conditions, type)
+  if (previous !== undefined && previous.status === status && previous.reason === reason && previous.message === message) return conditions
+  const lastTransitionTime = previous !== undefined && previous.status === status && previous.reason === reason ? previous.lastTransitionTime : iso(now)
+  const next = { type, status, reason, message, lastTransitionTime }
+  return previous === undefined ? [...conditions, next] : conditions.map((condition) => (condition.type === type ? next : condition))
+}
+
+const withoutCondition = (conditions: ReadonlyArray<Condition>, type: string): ReadonlyArray<Condition> =>
+  conditionIn(conditions, type) !== undefined ? conditions.filter((condition) => condition.type !== type) : conditions
+
+// ---------------------------------------------------------------------------------------------------------------------
+// What the attempts say
+
+/**
+ * The attempts read per index. Per-index facts are arrays indexed by completion index (a step runs for every change
+ * of every Job, and most Jobs have one or a few indexes, where arrays are much cheaper than maps); `indexes` lists the
+ * indexes that have attempts in the order they first appear, the order recovery visits them.
+ */
+interface IndexView {
+  /** 1 where the index succeeded, else 0 (a plain array for a few indexes, a Uint8Array for many). */
+  readonly done: { readonly length: number; [index: number]: number }
+  readonly succeeded: number
+  readonly live: ReadonlyArray<AttemptFacts>
+  readonly liveAt: ReadonlyArray<AttemptFacts | undefined>
+  /** The attempt with the highest number, per index. */
+  readonly lastAt: ReadonlyArray<AttemptFacts | undefined>
+  readonly indexes: ReadonlyArray<number>
+  readonly customerFailures: number
+  readonly latestCheckpoint: Checkpoint | undefined
+  readonly checkpointFailures: number
+  /** Per index: the latest checkpoint seq (what a restore loads) and the furthest progress cursor. */
+  readonly seqAt: ReadonlyArray<number | undefined>
+  readonly unitsAt: ReadonlyArray<number | undefined>
+  /** The indexes with a progress cursor, in the order their first cursor appears (the order of the total). */
+  readonly unitIndexes: ReadonlyArray<number>
+}
+
+const noAttempts: ReadonlyArray<never> = []
+
+/** An array for per-index facts: sized up front for the usual few indexes, grown as needed for many. */
+const perIndex = <A>(completions: number): Array<A | undefined> => (completions <= 64 ? new Array<A | undefined>(completions) : [])
+
+const viewOf = (spec: JobSpecType, attempts: ReadonlyArray<AttemptFacts>): IndexView => {
+  const completions = spec.completions
+  const done = completions <= 64 ? new Array<number>(completions).fill(0) : new Uint8Array(completions)
+  let succeeded = 0
+  let customerFailures = 0
+  let checkpointFailures = 0
+  let latestCheckpoint: Checkpoint | undefined
+  if (attempts.length === 0) {
+    return { done, succeeded, live: noAttempts, liveAt: noAttempts, lastAt: noAttempts, indexes: noAttempts, customerFailures, latestCheckpoint, checkpointFailures, seqAt: noAttempts, unitsAt: noAttempts, unitIndexes: noAttempts }
+  }
+  // Arrays are made when the first fact of their kind turns up: a step runs after every change of every Job.
+  let live: Array<AttemptFacts> | undefined
+  let liveAt: Array<AttemptFacts | undefined> | undefined
+  const lastAt = perIndex<AttemptFacts>(completions)
+  let indexes: Array<number> | undefined
+  let seqAt: Array<number | undefined> | undefined
+  let unitsAt: Array<number | undefined> | undefined
+  let unitIndexes: Array<number> | undefined
+  for (const attempt of attempts) {
+    const index = attempt.index
+    const outcome = attempt.outcome
+    if (outcome?.type === "Succeeded" && index < done.length && done[index] === 0) {
+      done[index] = 1
+      succeeded++
+    }
+    if (outcome !== undefined && isCustomerFailure(outcome)) customerFailures++
+    if (isLive(attempt)) {
+      if (live === undefined) live = [attempt]
+      else live.push(attempt)
+      ;(liveAt ??= perIndex(completions))[index] = attempt
+    }
+    const last = lastAt[index]
+    if (last === undefined) {
+      if (indexes === undefined) indexes = [index]
+      else indexes.push(index)
+    }
+    if (last === undefined || last.number < attempt.number) lastAt[index] = attempt
+    checkpointFailures += attempt.checkpointFailures
+    const checkpoint = attempt.checkpoint
+    if (checkpoint !== undefined) {
+      if (latestCheckpoint === undefined || checkpoint.seq > latestCheckpoint.seq) latestCheckpoint = checkpoint
+      seqAt ??= perIndex(completions)
+      if (checkpoint.seq > (seqAt[index] ?? -1)) seqAt[index] = checkpoint.seq
+    }
+    const units = attempt.progressUnits
+    if (units !== undefined) {
+      unitsAt ??= perIndex(completions)
+      if (units > (unitsAt[index] ?? -1)) {
+        if (unitsAt[index] === undefined) {
+          if (unitIndexes === undefined) unitIndexes = [index]
+          else unitIndexes.push(index)
+        }
+        unitsAt[index] = units
+      }
+    }
+  }
+  return {
+    done,
+    succeeded,
+    live: live ?? noAttempts,
+    liveAt: liveAt ?? noAttempts,
+    lastAt,
+    indexes: indexes ?? noAttempts,
+    customerFailures,
+    latestCheckpoint,
+    checkpointFailures,
+    seqAt: seqAt ?? noAttempts,
+    unitsAt: unitsAt ?? noAttempts,
+    unitIndexes: unitIndexes ?? noAttempts
+  }
+}
+
+/**
+ * Interruptions of the index since its last run that made progress. Spec: Recovery.minProgressDuration is "run time
+ * that counts as progress"; nodus counts it only when the run also left something a replacement starts from — a
+ * checkpoint (Checkpointed) or a further progress cursor (Restartable). An Ephemeral run keeps nothing, so its
+ * interruptions always count, and maxAttempts bounds a run that can never finish between two preemptions.
+ */
+const interruptionsWithoutProgress = (attempts: ReadonlyArray<AttemptFacts>, index: number, minProgressMs: number, continuity: Continuity): number => {
+  const runs = attempts.filter((attempt) => attempt.index === index).sort((a, b) => a.number - b.number)
+  let count = 0
+  let cursor = 0
+  for (const run of runs) {
+    const ranMs = run.bootedAt !== undefined && run.endedAt !== undefined ? run.endedAt - run.bootedAt : 0
+    const retained = continuity === "Checkpointed" ? run.checkpoint !== undefined : continuity === "Restartable" && (run.progressUnits ?? 0) > cursor
+    cursor = Math.max(cursor, run.progressUnits ?? 0)
+    if (run.outcome === undefined || !isInterruption(run.outcome)) continue
+    count = ranMs >= minProgressMs && retained ? 0 : count + 1
+  }
+  return count
+}
+
+const interruptionEvent = (outcome: Outcome): { type: string | undefined; reason: string } =>
+  outcome.type === "Preempted"
+    ? { type: "job.preempted", reason: "Preempted" }
+    : outcome.type === "NodeLost"
+    ? { type: "job.node_lost", reason: "NodeLost" }
+    : { type: undefined, reason: "BootFailed" }
+
+// ---------------------------------------------------------------------------------------------------------------------
+// The step
+
+class Step {
+  readonly actions: Array<JobAction> = []
+  readonly events: Array<JobEvent> = []
+  readonly status: Mutable<JobStatusType>
+  conditions: ReadonlyArray<Condition>
+  wakeAt: number | undefined
+  /** Hosts this step has asked for, by variant (made on the first launch). */
+  private taken: Map<Variant, number> | undefined
+  private marketView: Market | undefined
+  launched = 0
+  launchedRecovery = false
+  /** An index could not be launched for lack of capacity. */
+  waitingForCapacity = false
+  /** An index could not be launched for lack of money; what the launches of this step took of the launch budget. */
+  waitingForFunds = false
+  spent = 0n
+  /** The times `status.timeoutStartTime` and `status.completionTime` show when this step set them (saves reading them back). */
+  timeoutStartMs: number | undefined
+  completionMs: number | undefined
+
+  readonly job: JobObservation
+  readonly context: JobContext
+  readonly view: IndexView
+
+  constructor(job: JobObservation, context: JobContext, view: IndexView) {
+    this.job = job
+    this.context = context
+    this.view = view
+    this.status = { ...job.status }
+    this.conditions = job.status.conditions ?? []
+  }
+
+  get now() {
+    return this.context.now
+  }
+
+  wake(at: number) {
+    if (this.wakeAt === undefined || at < this.wakeAt) this.wakeAt = at
+  }
+
+  event(type: string | undefined, reason: string, message: string, warning = false) {
+    this.events.push({ type, reason, message, warning })
+  }
+
+  condition(type: string, status: "True" | "False", reason: string, message: string) {
+    this.conditions = withCondition(this.conditions, type, status, reason, message, this.now)
+  }
+
+  /** Stops every live attempt that is not stopping yet. */
+  stopAll(keepWarmMs: number) {
+    for (const attempt of this.view.live) {
+      if (attempt.phase !== "Terminating") this.actions.push({ _tag: "Stop", attempt: attempt.name, keepWarmMs })
+    }
+  }
+
+  /** Ends the Job for good (spec: Job reaches a final phase). */
+  finish(phase: "Succeeded" | "Failed" | "Cancelled", reason: string, message: string) {
+    this.status.phase = phase
+    this.status.reason = reason
+    this.status.message = message
+    this.status.completionTime = iso(this.now)
+    if (Number.isInteger(this.now)) this.completionMs = this.now
+    this.condition(phase === "Succeeded" ? "Complete" : phase, "True", reason, message)
+    this.stopAll(keepWarmMsOf(this.job.spec))
+    this.event(`job.${phase.toLowerCase()}`, reason, message, phase === "Failed")
+  }
+
+  /** A market that also counts the hosts this step has already asked for (made when a step first places). */
+  get market(): Market {
+    return this.marketView ??= {
+      available: (variant) => this.context.market.available(variant) - (this.taken?.get(variant) ?? 0),
+      bootMs: (variant) => this.context.market.bootMs(variant),
+      meanTimeBetweenInterruptionsMs: (variant) => this.context.market.meanTimeBetweenInterruptionsMs(variant)
+    }
+  }
+
+  take(variant: Variant) {
+    const taken = this.taken ??= new Map()
+    taken.set(variant, (taken.get(variant) ?? 0) + 1)
+  }
+}
+
+/** Spec: timeoutTime = timeoutStartTime + current spec.timeout + suspendedDuration; undefined without a timeout. */
+const timeoutAt = (step: Step): number | undefined => {
+  const { spec } = step.job
+  if (spec.timeout === undefined) return undefined
+  const start = step.timeoutStartMs ?? parseTime(step.status.timeoutStartTime)
+  if (start === undefined) return undefined
+  const at = start + durationMs(spec.timeout, 0) + durationMs(step.status.suspendedDuration, 0)
+  // A timeout so long that its deadline is past any representable time (activeDeadlineSeconds is an int64) never ends the Job.
+  return at > Limits.latestTimeMs ? undefined : at
+}
+
+/** Shows timeoutTime as the status now stands (a resume in this step may have moved suspendedDuration). */
+const showTimeout = (step: Step) => {
+  const at = timeoutAt(step)
+  if (at === undefined) delete step.status.timeoutTime
+  else step.status.timeoutTime = iso(at)
+}
+
+/** Spec: "spec.timeout clock reaches timeoutTime" — the clock starts at first Provisioning; suspended time is excluded. */
+const deadline = (step: Step): boolean => {
+  const at = timeoutAt(step)
+  if (at === undefined) return false
+  if (step.now >= at) {
+    step.finish("Failed", "DeadlineExceeded", `The Job ran past its timeout of ${step.job.spec.timeout} (timeoutTime ${iso(at)}).`)
+    return true
+  }
+  step.wake(at)
+  return false
+}
+
+/** Spec: "capacity lost → restored from latest checkpoint; onInterruption Fail fails instead". */
+const recover = (step: Step): boolean => {
+  const { spec, attempts } = step.job
+  const minProgressMs = durationMs(spec.recovery.minProgressDuration, 2 * Limits.minuteMs)
+  for (const index of step.view.indexes) {
+    const last = step.view.lastAt[index]!
+    if (last.outcome === undefined || !isInterruption(last.outcome) || step.view.liveAt[index] !== undefined || step.view.done[index] === 1) continue
+    const { type, reason } = interruptionEvent(last.outcome)
+    if (spec.recovery.onInterruption === "Fail") {
+      step.event(type, reason, `Index ${index} lost its capacity (${reason}).`, true)
+      step.finish("Failed", reason, `Index ${index} lost its capacity (${reason}) and recovery.onInterruption is Fail.`)
+      return true
+    }
+    const lost = interruptionsWithoutProgress(attempts, index, minProgressMs, continuityOf(spec))
+    if (lost > maxAttemptsOf(spec)) {
+      step.event(type, reason, `Index ${index} lost its capacity (${reason}).`, true)
+      step.finish("Failed", "RecoveryLimitExceeded", `Index ${index} lost its capacity ${lost} times without progress; recovery.maxAttempts is ${maxAttemptsOf(spec)}.`)
+      return true
+    }
+  }
+  return false
+}
+
+/** Spec: "queued | queueTimeout elapsed | no capacity → Failed, CapacityUnavailable"; 0s waits forever. */
+const queueDeadline = (step: Step): boolean => {
+  const timeoutMs = durationMs(step.job.spec.placement.queueTimeout, 24 * Limits.hourMs)
+  const scheduled = conditionIn(step.conditions, "Scheduled")
+  if (timeoutMs === 0 || scheduled?.status !== "False") return false
+  const at = parseTimeOf(scheduled.lastTransitionTime) + timeoutMs
+  if (step.now >= at) {
+    step.finish("Failed", "CapacityUnavailable", `No capacity matched the placement within queueTimeout ${step.job.spec.placement.queueTimeout}.`)
+    return true
+  }
+  step.wake(at)
+  return false
+}
+
+/** Why a Job suspends: its owner asked (spec.state), or money stops it by `at` (spec: funding lost, maxCostUSD). */
+type SuspendCause =
+  | { readonly _tag: "Requested" }
+  | { readonly _tag: "Money"; readonly reason: "FundingLost" | "MaxCostReached"; readonly at: number; readonly message: string }
+
+const requested: SuspendCause = { _tag: "Requested" }
+
+const suspendEpisode = (step: Step, cause: SuspendCause): number => {
+  const suspended = conditionIn(step.conditions, "Suspended")
+  if (suspended === undefined || suspended.status !== "False" || suspended.reason !== "Suspending") {
+    step.condition("Suspended", "False", "Suspending", cause._tag === "Money" ? `Saving state before stopping: ${cause.message}` : "Saving state before suspending (spec.state Suspended).")
+  }
+  return parseTimeOf(conditionIn(step.conditions, "Suspended")!.lastTransitionTime)
+}
+
+const suspendedText = (cause: SuspendCause): { readonly reason: string; readonly message: string } =>
+  cause._tag === "Requested"
+    ? { reason: "Suspended", message: "Suspended by spec.state; set it to Running to resume." }
+    : cause.reason === "MaxCostReached"
+    ? { reason: "MaxCostReached", message: `maxCostUSD is reached; raise it to resume. ${cause.message}` }
+    : { reason: "FundingLost", message: `Funds ran out; the Job resumes when credits arrive. ${cause.message}` }
+
+/**
+ * Spec: spec.state Suspended. Each running attempt saves a suspend checkpoint (continuity Checkpointed), then stops;
+ * a failed save is retried twice, after which the Job keeps running with condition SuspendFailed. Returns whether
+ * the suspend is in force (false once it failed, so the Job runs on).
+ *
+ * Spec: funding lost / maxCostUSD reached → Suspended, "checkpoint until stopByTime, then stops without it": the same
+ * saves, but money does not wait — a run still saving at `at`, or whose saves failed, stops without its checkpoint.
+ */
+const suspend = (step: Step, cause: SuspendCause): boolean => {
+  const { spec } = step.job
+  const money = cause._tag === "Money"
+  if (!money && step.status.handledRequests?.["state"] === "Suspended" && conditionIn(step.conditions, "SuspendFailed")?.status === "True") return false
+  if (step.view.live.length === 0) {
+    const text = suspendedText(cause)
+    const suspended = conditionIn(step.conditions, "Suspended")
+    if (suspended?.status !== "True" || suspended.reason !== text.reason) step.condition("Suspended", "True", text.reason, text.message)
+    step.conditions = withoutCondition(step.conditions, "Scheduled")
+    if (!money) step.status.handledRequests = { ...step.status.handledRequests, state: "Suspended" }
+    return true
+  }
+  const episode = suspendEpisode(step, cause)
+  const checkpointed = continuityOf(spec) === "Checkpointed"
+  const outOfTime = money && step.now >= cause.at
+  if (money && !outOfTime) step.wake(cause.at)
+  let failures = 0
+  for (const attempt of step.view.live) {
+    if (attempt.phase === "Terminating") continue
+    if (attempt.phase === "Provisioning" || !checkpointed || outOfTime) {
+      step.actions.push({ _tag: "Stop", attempt: attempt.name, keepWarmMs: 0 })
+      continue
+    }
+    const save = attempt.suspend?.episode === episode ? attempt.suspend : undefined
+    failures = Math.max(failures, save?.failures ?? 0)
+    if (save?.state === "Saved" || (money && save?.state === "Failed" && save.failures >= Limits.suspendCheckpointTries)) {
+      step.actions.push({ _tag: "Stop", attempt: attempt.name, keepWarmMs: 0 })
+    } else if (save === undefined || (save.state === "Failed" && save.failures < Limits.suspendCheckpointTries)) {
+      step.actions.push({ _tag: "Checkpoint", attempt: attempt.name, episode })
+    }
+  }
+  step.status.suspendFailures = failures
+  if (!money && failures >= Limits.suspendCheckpointTries) {
+    // Spec: "customer suspend checkpoint fails after first try and two retries → keeps running, condition SuspendFailed".
+    step.actions.length = 0
+    step.condition("SuspendFailed", "True", "CheckpointFailed", `The suspend checkpoint failed ${failures} times; the Job keeps running.`)
+    step.conditions = withoutCondition(step.conditions, "Suspended")
+    step.status.handledRequests = { ...step.status.handledRequests, state: "Suspended" }
+    step.event(undefined, "SuspendFailed", `The suspend checkpoint failed ${failures} times; the Job keeps running.`, true)
+    return false
+  }
+  return true
+}
+
+/**
+ * The Funded condition (spec: Job status.conditions — "Funded is one (False while money is short)"; stopByTime "funded
+ * edge while Funded is False"), and the events of its moves: job.funding_lost and job.max_cost_reached when money
+ * stops the Job, job.funding_restored when it may run again.
+ */
+const fund = (step: Step, funding: Funding) => {
+  const previous = conditionIn(step.conditions, "Funded")
+  const stop = funding.stop
+  if (stop !== undefined) {
+    step.status.stopByTime = iso(stop.at)
+    if (previous?.status !== "False" || previous.reason !== stop.reason) {
+      if (stop.reason === "MaxCostReached") step.event("job.max_cost_reached", "MaxCostReached", `maxCostUSD ${step.job.spec.maxCostUSD ?? ""} is reached; the Job stops by ${iso(stop.at)}.`, true)
+      else step.event("job.funding_lost", "FundingLost", `${stop.message} The Job checkpoints and stops by ${iso(stop.at)}.`, true)
+    }
+    step.condition("Funded", "False", stop.reason, stop.message)
+    return
+  }
+  delete step.status.stopByTime
+  if (step.waitingForFunds && funding.blocked !== undefined) {
+    step.condition("Funded", "False", funding.blocked.code, funding.blocked.message)
+    return
+  }
+  if (previous?.status === "False" && (previous.reason === "FundingLost" || previous.reason === "MaxCostReached")) {
+    step.event("job.funding_restored", "FundingRestored", previous.reason === "MaxCostReached" ? "maxCostUSD was raised; the Job runs again." : "Credits arrived; the Job runs again.")
+  }
+  step.condition("Funded", "True", "Funded", "Holds pay for the running work.")
+}
+
+/** Spec: "Suspended → running again when spec.state leaves Suspended; suspendFailures resets". */
+const resume = (step: Step) => {
+  const suspended = conditionIn(step.conditions, "Suspended")
+  if (suspended?.status === "True") {
+    const since = parseTimeOf(suspended.lastTransitionTime)
+    step.status.suspendedDuration = formatDurationMs(durationMs(step.status.suspendedDuration, 0) + Math.max(0, step.now - since))
+  }
+  if (suspended !== undefined) step.conditions = withoutCondition(step.conditions, "Suspended")
+  step.conditions = withoutCondition(step.conditions, "SuspendFailed")
+  if (step.status.suspendFailures !== undefined) step.status.suspendFailures = 0
+  if (step.status.handledRequests?.["state"] !== undefined && step.status.handledRequests["state"] !== "Running") {
+    step.status.handledRequests = { ...step.status.handledRequests, state: "Running" }
+  }
+}
+
+/** Starts runs for pending indexes up to parallelism, best-ranked variant with capacity first. */
+const launch = (step: Step) => {
+  const { spec, name } = step.job
+  const { view } = step
+  let slots = spec.parallelism - view.live.length
+  let waiting = false
+  for (let index = 0; index < spec.completions && slots > 0; index++) {
+    if (view.done[index] === 1 || view.liveAt[index] !== undefined) continue
+    const candidate = choose(step.context.ranking, step.market)
+    if (candidate === undefined) {
+      waiting = true
+      step.waitingForCapacity = true
+      break
+    }
+    // Money first (Billing.ts): the run's first hold must fit what the ledger allows new holds this step.
+    const funding = step.context.funding
+    if (funding !== undefined) {
+      const hold = funding.initialHold(candidate.variant)
+      if (step.spent + hold > funding.launchBudget) {
+        step.waitingForFunds = true
+        break
+      }
+      step.spent += hold
+    }
+    const last = view.lastAt[index]
+    const number = (last?.number ?? 0) + 1
+    const recovery = last?.outcome !== undefined && isInterruption(last.outcome)
+    const continuity = continuityOf(spec)
+    const restoreFromSeq = continuity === "Checkpointed" ? view.seqAt[index] : undefined
+    const resumeFromUnits = continuity === "Restartable" ? view.unitsAt[index] : undefined
+    const variant = candidate.variant
+    step.take(variant)
+    const ranking = step.context.ranking
+    const market = step.context.market
+    step.actions.push({
+      _tag: "Launch",
+      attempt: `${name}-${index}-${number}`,
+      index,
+      number,
+      variant,
+      recovery,
+      restoreFromSeq,
+      resumeFromUnits,
+      checkpointIntervalMs: checkpointIntervalMsOf(spec, variant, market),
+      keepWarmMs: keepWarmMsOf(spec),
+      env: { PLATFORM_INDEX: `${index}`, JOB_COMPLETION_INDEX: `${index}` },
+      explain: () => explain(ranking, candidate, market)
+    })
+    if (recovery && last?.outcome !== undefined) {
+      const { type, reason } = interruptionEvent(last.outcome)
+      const from = restoreFromSeq === undefined ? "from the start" : `from checkpoint ${restoreFromSeq}`
+      step.event(type, reason, `Index ${index} lost its capacity (${reason}); a replacement starts ${from}.`, true)
+      step.launchedRecovery = true
+    }
+    step.launched++
+    // The launch is an attempt from now on: counted at once, not one step later.
+    const counted = step.status.attempts
+    step.status.active = (step.status.active ?? 0) + 1
+    step.status.attempts = { ...counted, current: Math.max(counted?.current ?? 0, number), total: (counted?.total ?? 0) + 1 }
+    slots--
+    setPlacement(step, variant, false)
+  }
+  const pending = spec.completions - view.succeeded - view.live.length - step.launched
+  if (step.waitingForFunds && view.live.length === 0 && step.launched === 0) {
+    step.condition("Scheduled", "False", "Unfunded", "The first hold of a run does not fit what money allows now (condition Funded).")
+  } else if (waiting && view.live.length === 0 && step.launched === 0) {
+    step.condition("Scheduled", "False", "Unschedulable", "No offering matching the placement has capacity now.")
+  } else if (step.launched > 0 || view.live.length > 0) {
+    step.condition("Scheduled", "True", "Scheduled", pending > 0 ? `${pending} indexes wait for a slot.` : "Every pending index has capacity.")
+  }
+}
+
+/** The rate of a variant as status shows it, memoized per variant (a placement is shown on every step). */
+const rateTexts = new WeakMap<Variant, string>()
+
+const rateTextOf = (variant: Variant): string => {
+  let text = rateTexts.get(variant)
+  if (text === undefined) rateTexts.set(variant, (text = formatMicroUsd(variant.rateMicroUsdPerHour)))
+  return text
+}
+
+const setPlacement = (step: Step, variant: Variant, warmReuse: boolean) => {
+  step.status.placement = {
+    offering: variant.offering.id,
+    regionClass: variant.offering.regionClass,
+    interruptible: variant.interruptible,
+    rateUSDPerHour: rateTextOf(variant),
+    warmReuse
+  }
+}
+
+/** Counts, times and checkpoint facts derived from the attempts (level-triggered: recomputed every step). */
+const observe = (step: Step) => {
+  const { spec, attempts } = step.job
+  const { view, status } = step
+  status.observedGeneration = step.job.generation
+  status.active = view.live.length
+  status.succeeded = view.succeeded
+  status.failed = view.customerFailures
+  status.completedIndexes = formatIndexes(view.done)
+  let firstRequest: number | undefined
+  let firstBoot: number | undefined
+  let current = 0
+  let latest: AttemptFacts | undefined
+  for (const attempt of attempts) {
+    if (firstRequest === undefined || attempt.requestedAt < firstRequest) firstRequest = attempt.requestedAt
+    if (attempt.bootedAt !== undefined && (firstBoot === undefined || attempt.bootedAt < firstBoot)) firstBoot = attempt.bootedAt
+    if (isLive(attempt) && attempt.number > current) current = attempt.number
+    if (latest === undefined || attempt.requestedAt >= latest.requestedAt) latest = attempt
+  }
+  status.attempts = { current, max: maxAttemptsOf(spec), total: attempts.length }
+  // Spec: timeoutStartTime is the first Provisioning; startTime the first Running.
+  if (firstRequest !== undefined) {
+    status.timeoutStartTime = iso(firstRequest)
+    // Date.parse(iso(t)) is t for a whole millisecond (and the memo of iso answers the same text).
+    if (Number.isInteger(firstRequest)) step.timeoutStartMs = firstRequest
+  }
+  if (firstBoot !== undefined) status.startTime = iso(firstBoot)
+  if (latest !== undefined) setPlacement(step, latest.variant, latest.warmReuse)
+  observeCheckpoints(step)
+  const units = progressUnits(step)
+  // Rebuilt from the previous one, so when it already says `units` it is the same; keep it then.
+  if (units !== undefined && status.progress?.units?.completed !== units) status.progress = { ...status.progress, units: { ...status.progress?.units, completed: units } }
+}
+
+const progressUnits = (step: Step): number | undefined => {
+  let total: number | undefined
+  const { unitsAt } = step.view
+  for (const index of step.view.unitIndexes) total = (total ?? 0) + unitsAt[index]!
+  return total
+}
+
+const observeCheckpoints = (step: Step) => {
+  const { view, status } = step
+  const previous = status.checkpoint
+  const latest = view.latestCheckpoint
+  // The highest checkpoint a running attempt restored from, else the one shown before.
+  let restoring: number | undefined
+  for (const attempt of view.live) {
+    if (attempt.restoreFromSeq !== undefined && attempt.phase === "Running" && (restoring === undefined || attempt.restoreFromSeq > restoring)) restoring = attempt.restoreFromSeq
+  }
+  const restoredFromSeq = restoring ?? previous?.restoredFromSeq
+  const interval = view.live.length > 0 ? intervalShown(step) : previous?.interval
+  if (latest === undefined && restoredFromSeq === undefined && interval === undefined && view.checkpointFailures === 0) return
+  // Fields in this order: interval, restoredFromSeq, seq, size, time, failures.
+  const checkpoint: Mutable<NonNullable<JobStatusType["checkpoint"]>> = {}
+  if (interval !== undefined) checkpoint.interval = interval
+  if (restoredFromSeq !== undefined) checkpoint.restoredFromSeq = restoredFromSeq
+  if (latest !== undefined) {
+    checkpoint.seq = latest.seq
+    checkpoint.size = latest.sizeBytes
+    checkpoint.time = iso(latest.at)
+  }
+  if (view.checkpointFailures !== 0) checkpoint.failures = view.checkpointFailures
+  status.checkpoint = checkpoint
+  if (latest !== undefined && latest.seq !== previous?.seq) step.event("job.checkpointed", "Checkpointed", `Checkpoint ${latest.seq} saved (${latest.sizeBytes} bytes).`)
+  if (view.checkpointFailures > (previous?.failures ?? 0)) step.event("job.checkpoint_failed", "CheckpointFailed", "A checkpoint could not be saved; the previous one is kept.", true)
+}
+
+const intervalShown = (step: Step): string | undefined => {
+  const attempt = step.view.live[step.view.live.length - 1]
+  if (attempt === undefined) return undefined
+  const ms = checkpointIntervalMsOf(step.job.spec, attempt.variant, step.context.market)
+  return ms === undefined ? undefined : durationText(ms)
+}
+
+/** The phase the attempts and requests add up to, when the Job is not final. */
+const phaseOf = (step: Step, suspending: boolean): JobPhase => {
+  const { view } = step
+  if (suspending) return view.live.length === 0 ? "Suspended" : "Suspending"
+  let running = 0
+  let recovering = step.launchedRecovery
+  for (const attempt of view.live) {
+    if (attempt.phase === "Running") running++
+    else if (attempt.phase === "Provisioning" && attempt.recovery) recovering = true
+  }
+  if (recovering) return "Recovering"
+  if (running > 0) return "Running"
+  return view.live.length + step.launched > 0 ? "Provisioning" : "Pending"
+}
+
+const phaseEvent = (step: Step, from: string | undefined, to: JobPhase) => {
+  if (from === to || isFinalPhase(to)) return
+  if (from === "Recovering" && to === "Running") {
+    const seq = step.status.checkpoint?.restoredFromSeq
+    step.event("job.restored", "Restored", seq === undefined ? "The replacement runs." : `The replacement runs, restored from checkpoint ${seq}.`)
+    return
+  }
+  step.event(undefined, to, `The Job is ${to}.`)
+}
+
+/** Spec: Job.ttlSecondsAfterFinished — the finished Job is deleted that long after completionTime. */
+const expire = (step: Step) => {
+  const ttl = step.job.spec.ttlSecondsAfterFinished
+  const done = step.completionMs ?? parseTime(step.status.completionTime)
+  if (ttl === undefined || done === undefined) return
+  const at = done + ttl * Limits.secondMs
+  if (step.now >= at) step.actions.push({ _tag: "Delete" })
+  else step.wake(at)
+}
+
+/** Money stops a Job before its owner's suspend does: a stop for money does not wait for checkpoints to succeed. */
+const causeOf = (step: Step): SuspendCause | undefined => {
+  const stop = step.context.funding?.stop
+  if (stop !== undefined) return { _tag: "Money", ...stop }
+  return step.job.spec.state === "Suspended" ? requested : undefined
+}
+
+/** The phase and requests of a Job that is not final after this step's final rows. */
+const advance = (step: Step, before: string | undefined) => {
+  const cause = causeOf(step)
+  const suspending = cause !== undefined && suspend(step, cause)
+  if (!suspending) {
+    launch(step)
+    if (queueDeadline(step)) return
+  }
+  const phase = phaseOf(step, suspending)
+  phaseEvent(step, before, phase)
+  step.status.phase = phase
+  if (suspending) {
+    const text = suspendedText(cause)
+    step.status.reason = text.reason
+    step.status.message = text.message
+  } else {
+    delete step.status.reason
+    delete step.status.message
+  }
+}
+
+export const step = (job: JobObservation, context: JobContext): JobStep => {
+  const step = new Step(job, context, viewOf(job.spec, job.attempts))
+  const before = job.status.phase
+  observe(step)
+  if (before !== undefined && isFinalPhase(before)) step.stopAll(keepWarmMsOf(job.spec))
+  else {
+    // A resume first moves the suspended time into suspendedDuration, which the timeout clock reads.
+    if (job.spec.state !== "Suspended" && context.funding?.stop === undefined) resume(step)
+    if (!decideFinal(step)) advance(step, before)
+    if (context.funding !== undefined && !isFinalPhase(step.status.phase ?? "Pending")) fund(step, context.funding)
+    showTimeout(step)
+  }
+  if (step.status.phase !== undefined && isFinalPhase(step.status.phase)) expire(step)
+  step.status.conditions = step.conditions
+  return { status: step.status, actions: step.actions, events: step.events, wakeAt: step.wakeAt, waitingForCapacity: step.waitingForCapacity, waitingForFunds: step.waitingForFunds }
+}
+
+/** The rows that end a Job, in the order they win when several hold at once. */
+const decideFinal = (step: Step): boolean => {
+  const { spec } = step.job
+  const { view } = step
+  if (spec.state === "Cancelled") {
+    step.finish("Cancelled", "Cancelled", "Cancelled by spec.state.")
+    return true
+  }
+  if (view.succeeded === spec.completions) {
+    step.finish("Succeeded", "Completed", `All ${spec.completions} indexes succeeded.`)
+    return true
+  }
+  if (view.customerFailures > backoffLimitOf(spec)) {
+    step.finish("Failed", "BackoffLimitExceeded", `${view.customerFailures} customer failures exceed backoffLimit ${backoffLimitOf(spec)}.`)
+    return true
+  }
+  const suspended = conditionIn(step.conditions, "Suspended")?.status === "True"
+  if (!suspended && deadline(step)) return true
+  return recover(step)
+}

@@ -1,0 +1,133 @@
+/**
+ * The estimate hook of creates (spec: Create semantics; Estimate; docs/billing.md, "Estimates"). Every dry run and
+ * every real create of a kind asks this service for the object's `status.estimate`. A Job gets the simulator's
+ * estimate (Estimator.ts) over the catalog and the ledger's funds; a real create that the estimate says would be
+ * refused fails with the first blocking reason's code, its amounts and its fix (spec: Create semantics 3), while a
+ * dry run answers the estimate with every blocking reason listed. Other kinds estimate nothing yet (`layerNone`
+ * estimates nothing at all, for tests of the API machinery). The placement preview reads the live capacity of the
+ * backend (LiveMarket.ts) at each request, and the fleet with every host free where no backend provides one.
+ */
+import { createHash } from "node:crypto"
+import { Clock, Context, Effect, Layer, Option, Result } from "effect"
+import { ApiError } from "../core/meta/ApiError.ts"
+import type { Blocking } from "../core/billing/Billing.ts"
+import { canonical, isObject, type Json, type JsonObject } from "../core/Json.ts"
+import { parseMicroUsd, tryParseMicroUsd } from "../core/billing/Money.ts"
+import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
+import type { Offering, Variant } from "../core/capacity/Offering.ts"
+import type { Market } from "../core/capacity/Placement.ts"
+import { currentPricebook } from "../core/billing/Pricebook.ts"
+import { loadCatalog } from "../backends/sim/CatalogData.ts"
+import { blockingReasonsOf, estimateJob } from "../backends/sim/Estimator.ts"
+import { defaultFleet, providerModelsOf } from "../backends/sim/Run.ts"
+import { admitJobSpec } from "../backends/sim/Scenario.ts"
+import type { ProviderModel } from "../backends/sim/SimCapacity.ts"
+import { BudgetService } from "./Budgets.ts"
+import { LedgerService } from "./LedgerService.ts"
+import { LiveMarket } from "./LiveMarket.ts"
+import { defaultHostsPerVariant } from "../server/SimWorld.ts"
+import type { ResourceRef } from "../apiserver/Resources.ts"
+
+export interface EstimateResult {
+  readonly estimate: Json
+  /** Why a real create would fail (empty: it would be admitted). */
+  readonly blocking: ReadonlyArray<Blocking>
+}
+
+export class Estimates extends Context.Service<Estimates, {
+  /** The estimate of creating `object` now, when its kind has one. */
+  readonly estimate: (ref: ResourceRef, object: ResourceObject) => Effect.Effect<Option.Option<EstimateResult>>
+}>()("nodus/server/Estimates") {
+  static readonly layerNone = Layer.succeed(Estimates, Estimates.of({ estimate: () => Effect.succeed(Option.none()) }))
+
+  /** Job estimates over the catalog, the provider models, the ledger (LedgerService) and the live market (LiveMarket). */
+  static readonly layer = (options: EstimatorOptions = {}) => Layer.effect(Estimates, make(options))
+}
+
+export interface EstimatorOptions {
+  readonly catalog?: ReadonlyArray<Offering>
+  readonly models?: (variant: Variant) => ProviderModel
+  /** Capacity the placement preview sees; unless told, the live market, else the fleet with every host free. */
+  readonly market?: Market
+}
+
+/** The stored spec with its types; admission checked it already, so undefined only for a spec of an older schema. */
+const admitted = (spec: JsonObject) => {
+  try {
+    return admitJobSpec(spec)
+  } catch {
+    return undefined
+  }
+}
+
+/** The sim backend's fleet (SimWorld's defaults): the estimate's models are the simulator's. */
+const defaultModels = providerModelsOf(defaultFleet(defaultHostsPerVariant))
+
+function make(options: EstimatorOptions) {
+  return Effect.gen(function*() {
+    const ledger = yield* LedgerService
+    const live = yield* LiveMarket
+    const budgets = yield* BudgetService
+    const catalog = options.catalog ?? loadCatalog()
+    const models = options.models ?? defaultModels
+    const freeFleet: Market = {
+      available: (variant) => models(variant).capacity,
+      bootMs: (variant) => models(variant).bootMedianMs,
+      meanTimeBetweenInterruptionsMs: (variant) => (variant.interruptible ? models(variant).preemptionMtbfMs : undefined)
+    }
+    const estimate = (ref: ResourceRef, object: ResourceObject): Effect.Effect<Option.Option<EstimateResult>> => {
+      // An estimate is advice: one that fails (a bug) is logged and the object goes out without it.
+      const spec = ref.info.kind === "Job" && isObject(object.spec) ? admitted(object.spec) : undefined
+      if (spec === undefined) return Effect.succeed(Option.none())
+      return Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        // Read at each request: what is free changes as the backend places and releases work.
+        const market = options.market ?? live.marketFor(object.metadata.namespace ?? "") ?? freeFleet
+        // The first hold must fit every matching Budget too (spec: Estimate.holdUSD).
+        const owner = { namespace: object.metadata.namespace ?? "", labels: object.metadata.labels ?? {} }
+        const funds = yield* ledger.read((current) => ({ available: current.available, arrears: current.arrears, rooms: budgets.roomsFor(current, owner, now) }))
+        // The same spec gives the same bands: the seed is the spec's hash.
+        const seed = createHash("sha256").update(canonical(object.spec as Json)).digest("hex").slice(0, 16)
+        const attempted = yield* Effect.result(Effect.try(() => estimateJob({ spec, catalog, models, market, pricebook: currentPricebook, now, funds, seed })))
+        if (Result.isFailure(attempted)) {
+          yield* Effect.logWarning(`estimate of Job ${object.metadata.namespace ?? ""}/${object.metadata.name} failed`, attempted.failure)
+          return Option.none()
+        }
+        const estimate = attempted.success
+        const hold = estimate["holdUSD"]
+        const blocking = typeof hold === "string" ? blockingReasonsOf(spec, parseMicroUsd(hold), funds) : []
+        return Option.some({ estimate: estimate as JsonObject, blocking })
+      })
+    }
+    return Estimates.of({ estimate })
+  })
+}
+
+/** The object with its estimate in `status.estimate` (other status fields kept). */
+export const withEstimate = (object: ResourceObject, result: Option.Option<EstimateResult>): ResourceObject => {
+  if (Option.isNone(result)) return object
+  const status = object.status !== undefined && object.status !== null && typeof object.status === "object" && !Array.isArray(object.status) ? object.status : {}
+  return { ...object, status: { ...status, estimate: result.value.estimate } }
+}
+
+
+/**
+ * The rate and pricebook version of an estimate, as a dry run's ETag quotes them and a bound create compares them
+ * (PriceConsent.ts). No rate when there is no estimate or it names none (no offering matches).
+ */
+export const quotedRateOf = (result: Option.Option<EstimateResult>): { readonly rateMicro?: bigint; readonly pricebookVersion?: string } => {
+  if (Option.isNone(result) || !isObject(result.value.estimate)) return {}
+  const { rateUSDPerHour: rate, pricebookVersion } = result.value.estimate
+  const rateMicro = typeof rate === "string" ? tryParseMicroUsd(rate) : undefined
+  return {
+    ...(rateMicro === undefined ? {} : { rateMicro }),
+    ...(typeof pricebookVersion === "string" ? { pricebookVersion } : {})
+  }
+}
+
+/** The error a real create fails with when the estimate says it would be refused (spec: Create semantics 3). */
+export const refusalOf = (result: Option.Option<EstimateResult>): ApiError | undefined => {
+  if (Option.isNone(result)) return undefined
+  const [first] = result.value.blocking
+  return first === undefined ? undefined : new ApiError({ code: first.code, message: first.message, fix: first.fix })
+}

@@ -1,0 +1,132 @@
+/**
+ * The server's ledger (docs/billing.md): the core's Ledger, rebuilt from the store's postings when the server starts,
+ * and every operation's postings committed to the store before the operation answers. One server process owns the
+ * ledger of its store (the same rule as the sim backend: docs/simulator.md); operations are serialized by a lock, so
+ * the ledger's seqs follow the store's. An operation and its commit are one uninterruptible step (a client that hangs
+ * up must not leave postings applied in memory but never stored), and after a commit that fails the ledger is rebuilt
+ * from the store before the next operation; while the store cannot be read, operations fail Unavailable.
+ *
+ * Starter credits (docs/billing.md, "Starter credits"): the embedded default and sim mode grant them once, under a
+ * fixed key, so a new user can run work at once; a production database starts at zero.
+ *
+ * Account events (docs/billing.md, "Account events"): after each committed operation, billing.low_balance and
+ * billing.arrears_posted are published on the EventStream when the balances crossed their lines (core/billing/Account.ts).
+ */
+import { Clock, Context, Effect, Layer, Option, Semaphore } from "effect"
+import { type AccountBalances, type AccountEvent, accountEventsOf, balancesOf } from "../core/billing/Account.ts"
+import { ApiError } from "../core/meta/ApiError.ts"
+import { Ledger, type Posting } from "../core/billing/Ledger.ts"
+import { formatMicroUsd } from "../core/billing/Money.ts"
+import { Store, type StoreError } from "../store/Store.ts"
+import { deliveryOf, EventStream, type StreamEvent } from "./EventStream.ts"
+
+/** Starter credits of the embedded default and sim mode: 100 USD (nodus). */
+export const starterCreditsMicro = 100_000_000n
+
+const starterKey = "grant/starter"
+
+/** Postings read per page while rebuilding. */
+const replayPage = 10_000
+
+export interface LedgerShape {
+  /** Reads the ledger (synchronously, under the lock). */
+  readonly read: <A>(f: (ledger: Ledger) => A) => Effect.Effect<A>
+  /**
+   * Runs operations on the ledger and commits their postings; answers what `f` answered. When the commit fails the
+   * ledger is rebuilt from the store, and the error is Unavailable (nothing was charged).
+   */
+  readonly update: <A>(f: (ledger: Ledger) => A) => Effect.Effect<A, ApiError>
+}
+
+export interface LedgerOptions {
+  /** Credits granted once to a new ledger (0: none). */
+  readonly starterMicro: bigint
+  /** The API group the account events' object names (default nodus.dev). */
+  readonly apiGroup?: string
+}
+
+export class LedgerService extends Context.Service<LedgerService, LedgerShape>()("nodus/server/LedgerService") {
+  /** The ledger over the store; account events go to the EventStream when the context has one. */
+  static readonly layer = (options: LedgerOptions) => Layer.effect(LedgerService, make(options))
+}
+
+/**
+ * The object an account event is about: the organization's account, which is no kind of the API (there is one per
+ * server), shown with its balances (docs/billing.md, "Account events").
+ */
+const accountEvent = (group: string, event: AccountEvent, balances: AccountBalances, at: number): StreamEvent =>
+  deliveryOf(event.type, at, event, {
+    apiVersion: `${group}/v1`,
+    kind: "Account",
+    metadata: { name: "account", uid: "account" },
+    status: { availableUSD: formatMicroUsd(balances.available), heldUSD: formatMicroUsd(balances.held), arrearsUSD: formatMicroUsd(balances.arrears) }
+  })
+
+const unavailable = (error: StoreError | { readonly message: string }) =>
+  new ApiError({ code: "Unavailable", message: `the ledger could not be written: ${error.message === "" ? "the store refused the commit" : error.message}`, retryAfterSeconds: 1 })
+
+const load = (store: Store["Service"]) => Effect.gen(function*() {
+  const postings: Array<Posting> = []
+  for (;;) {
+    const page = yield* store.postings(postings.length === 0 ? 0 : postings[postings.length - 1]!.seq, replayPage)
+    postings.push(...page)
+    if (page.length < replayPage) break
+  }
+  return Ledger.replay(postings)
+})
+
+function make(options: LedgerOptions) {
+  return Effect.gen(function*() {
+    const store = yield* Store
+    const stream = yield* Effect.serviceOption(EventStream)
+    const group = options.apiGroup ?? "nodus.dev"
+    let ledger = yield* Effect.orDie(load(store))
+    /** What is in memory may be ahead of the store: a commit failed, and so did the rebuild after it. */
+    let stale = false
+    const lock = Semaphore.makeUnsafe(1)
+
+    const rebuild = Effect.map(load(store), (fresh) => {
+      ledger = fresh
+      stale = false
+    })
+    const current = Effect.suspend(() => (stale ? Effect.mapError(rebuild, unavailable) : Effect.void))
+
+    const persist = Effect.suspend(() => {
+      const postings = ledger.drain()
+      if (postings.length === 0) return Effect.void
+      return store.commit(postings.map((posting) => ({ _tag: "Post" as const, posting }))).pipe(
+        Effect.asVoid,
+        // The store refused (another writer) or failed: what is in memory may not be what was stored.
+        Effect.catch((error) => {
+          stale = true
+          return Effect.andThen(Effect.ignore(rebuild), Effect.fail(unavailable(error)))
+        })
+      )
+    })
+
+    /** Publishes the account events between two readings of the balances (only what was committed). */
+    const announce = (before: AccountBalances, after: AccountBalances) => {
+      const events = accountEventsOf(before, after)
+      if (events.length === 0 || Option.isNone(stream)) return Effect.void
+      return Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.forEach(events, (event) => stream.value.publish(accountEvent(group, event, after, now)), { discard: true }))
+    }
+
+    const service: LedgerShape = {
+      // A read of a stale ledger tries the store first, and otherwise answers from memory (reads are advice).
+      read: (f) => lock.withPermit(Effect.andThen(Effect.ignore(current), Effect.sync(() => f(ledger)))),
+      update: (f) => lock.withPermit(Effect.uninterruptible(Effect.gen(function*() {
+        yield* current
+        const before = balancesOf(ledger)
+        const answer = f(ledger)
+        yield* persist
+        yield* announce(before, balancesOf(ledger))
+        return answer
+      })))
+    }
+    if (options.starterMicro > 0n && !ledger.has(starterKey)) {
+      const now = yield* Clock.currentTimeMillis
+      yield* Effect.orDie(service.update((current) => current.grant(starterKey, now, options.starterMicro, "starter")))
+    }
+    return service
+  })
+}

@@ -1,0 +1,35 @@
+/**
+ * The capacity a backend has free now, as the estimates' placement preview reads it (docs/billing.md, "Estimates").
+ * A backend that simulates or drives real capacity provides its markets once it holds them (the sim backend: its
+ * world's SimCapacity), for as long as it runs; the estimates ask at every request. Without such a backend there is
+ * no live market, and the preview falls back to the fleet with every host free.
+ */
+import { Context, Effect, Layer, type Scope } from "effect"
+import type { Market } from "../core/capacity/Placement.ts"
+
+/** The market a workload of a project sees (warm hosts are reused within their project only). */
+export type MarketSource = (namespace: string) => Market
+
+export class LiveMarket extends Context.Service<LiveMarket, {
+  /** The live market of `namespace`, or undefined when no backend provides one. */
+  readonly marketFor: (namespace: string) => Market | undefined
+  /** Makes `source` the live market until the scope closes (the backend stops). */
+  readonly provide: (source: MarketSource) => Effect.Effect<void, never, Scope.Scope>
+}>()("nodus/server/LiveMarket") {
+  static readonly layer = Layer.sync(LiveMarket, () => {
+    let current: MarketSource | undefined
+    return LiveMarket.of({
+      marketFor: (namespace) => current?.(namespace),
+      provide: (source) =>
+        Effect.acquireRelease(
+          Effect.sync(() => {
+            current = source
+          }),
+          () =>
+            Effect.sync(() => {
+              if (current === source) current = undefined
+            })
+        )
+    })
+  })
+}

@@ -1,0 +1,116 @@
+/**
+ * The server's ledger (src/runtime/LedgerService.ts): starter credits are granted once per store, whatever the number
+ * of server starts; a restarted server rebuilds the same ledger from the stored postings; every operation's postings
+ * are in the store when it answers, and the store's own sums (balances()) agree with the ledger.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Fiber, Layer, Result, Stream } from "effect"
+import { availableAccount, externalAccount } from "../../src/core/billing/Ledger.ts"
+import { EventStream } from "../../src/runtime/EventStream.ts"
+import { LedgerService, starterCreditsMicro } from "../../src/runtime/LedgerService.ts"
+import * as MemoryStore from "../../src/store/MemoryStore.ts"
+import { Store, StoreError } from "../../src/store/Store.ts"
+
+const serverOver = (store: Store["Service"], starterMicro: bigint) =>
+  LedgerService.layer({ starterMicro }).pipe(Layer.provide(Layer.succeed(Store, store)))
+
+describe("LedgerService", () => {
+  it.effect("grants the starter credits once, and a restart rebuilds the same ledger from the store", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryStore.make
+      const first = yield* Effect.provide(Effect.gen(function*() {
+        const ledger = yield* LedgerService
+        yield* ledger.update((current) => current.hold("hold/a", 0, { hold: "a", owner: "job", amount: 1_000_000n, expiresAt: 10 }))
+        return yield* ledger.read((current) => ({ available: current.available, held: current.held, credits: current.credits }))
+      }), serverOver(store, starterCreditsMicro))
+      assert.deepStrictEqual(first, { available: starterCreditsMicro - 1_000_000n, held: 1_000_000n, credits: starterCreditsMicro })
+      // The second start finds the grant's key in the stored postings: no second grant.
+      const second = yield* Effect.provide(Effect.flatMap(LedgerService, (ledger) => ledger.read((current) => ({ available: current.available, held: current.held, credits: current.credits }))), serverOver(store, starterCreditsMicro))
+      assert.deepStrictEqual(second, first)
+      const postings = yield* store.postings(0, 100)
+      assert.deepStrictEqual(postings.map((posting) => posting.kind), ["Grant", "Hold"])
+      const balances = yield* store.balances()
+      assert.strictEqual(balances.get(availableAccount), starterCreditsMicro - 1_000_000n)
+      assert.strictEqual(balances.get(externalAccount), -starterCreditsMicro)
+    }))
+
+  it.effect("a production database starts at zero", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryStore.make
+      const available = yield* Effect.provide(Effect.flatMap(LedgerService, (ledger) => ledger.read((current) => current.available)), serverOver(store, 0n))
+      assert.strictEqual(available, 0n)
+      assert.deepStrictEqual(yield* store.postings(0, 10), [])
+    }))
+
+  it.effect("publishes billing.low_balance when the balance falls below 10 USD and billing.arrears_posted for a charge past it", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryStore.make
+      const layer = LedgerService.layer({ starterMicro: 20_000_000n }).pipe(Layer.provideMerge(EventStream.layer), Layer.provide(Layer.succeed(Store, store)))
+      const types = yield* Effect.scoped(Effect.provide(Effect.gen(function*() {
+        const events = yield* (yield* EventStream).subscribe
+        const collected = yield* Effect.forkScoped(Stream.runCollect(Stream.take(events, 2)))
+        const ledger = yield* LedgerService
+        // 15 USD held: 5 USD left, below the warning level.
+        yield* ledger.update((current) => current.hold("hold/a", 0, { hold: "a", owner: "job", amount: 15_000_000n, expiresAt: 10 }))
+        // A charge of 22 USD: the hold's 15, the 5 left, and 2 USD no money covers.
+        yield* ledger.update((current) => current.capture("capture/a", 1, { hold: "a", owner: "job", segment: "Running", amount: 22_000_000n }))
+        const published = yield* Fiber.join(collected)
+        return published.map((event) => `${event.type} ${event.data.object.kind} ${event.data.event.message.split(";")[0]}`)
+      }), layer))
+      assert.deepStrictEqual(types, [
+        "billing.low_balance Account The available balance is 5 USD, below the warning level of 10 USD (15 USD held by running work). Add credits with a TopUp.",
+        "billing.arrears_posted Account 2 USD of charges exceeded the balance"
+      ])
+    }))
+
+  it.effect("a store outage fails operations with Unavailable, and the ledger is rebuilt from the store once it answers", () =>
+    Effect.gen(function*() {
+      const inner = yield* MemoryStore.make
+      let down = false
+      const outage = Effect.fail(new StoreError({ message: "the database is unreachable" }))
+      const store: Store["Service"] = {
+        ...inner,
+        commit: (ops) => (down ? outage : inner.commit(ops)),
+        postings: (after, limit) => (down ? outage : inner.postings(after, limit))
+      }
+      yield* Effect.provide(Effect.gen(function*() {
+        const ledger = yield* LedgerService
+        down = true
+        const failed = yield* Effect.result(ledger.update((current) => current.grant("grant/a", 0, 5_000_000n, "a")))
+        assert.isTrue(Result.isFailure(failed) && failed.failure.code === "Unavailable")
+        // Still down: the next operation cannot know what the store holds, and says so instead of guessing.
+        const again = yield* Effect.result(ledger.update((current) => current.grant("grant/b", 0, 1n, "b")))
+        assert.isTrue(Result.isFailure(again) && again.failure.message.includes("unreachable"))
+        down = false
+        // Back: the lost grant is not in the rebuilt ledger, so retrying its key posts it (once).
+        yield* ledger.update((current) => current.grant("grant/a", 0, 5_000_000n, "a"))
+        yield* ledger.update((current) => current.grant("grant/a", 0, 5_000_000n, "a"))
+        assert.strictEqual(yield* ledger.read((current) => current.available), starterCreditsMicro + 5_000_000n)
+      }), serverOver(store, starterCreditsMicro))
+      assert.deepStrictEqual((yield* inner.postings(0, 10)).map((posting) => posting.key), ["grant/starter#0", "grant/a#0"])
+    }))
+
+  it.effect("an operation whose caller is interrupted during the commit still stores its postings", () =>
+    Effect.gen(function*() {
+      const inner = yield* MemoryStore.make
+      const committing = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      let slow = false
+      const store: Store["Service"] = {
+        ...inner,
+        commit: (ops) => (slow ? Effect.andThen(Effect.andThen(Deferred.succeed(committing, undefined), Deferred.await(release)), inner.commit(ops)) : inner.commit(ops))
+      }
+      yield* Effect.provide(Effect.gen(function*() {
+        const ledger = yield* LedgerService
+        slow = true
+        const fiber = yield* Effect.forkChild(ledger.update((current) => current.grant("grant/paid", 0, 7_000_000n, "topup")))
+        yield* Deferred.await(committing)
+        const interrupting = yield* Effect.forkChild(Fiber.interrupt(fiber))
+        // Let the interruption reach the operation while its commit waits, then let the commit go on.
+        for (let turn = 0; turn < 10; turn++) yield* Effect.yieldNow
+        yield* Deferred.succeed(release, undefined)
+        yield* Fiber.join(interrupting)
+      }), serverOver(store, 0n))
+      assert.deepStrictEqual((yield* inner.postings(0, 10)).map((posting) => posting.key), ["grant/paid#0"])
+    }))
+})
