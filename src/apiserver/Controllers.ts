@@ -8,12 +8,12 @@
  */
 import { Effect, Layer, Option, Stream } from "effect"
 import type { ApiError } from "../core/meta/ApiError.ts"
-import { apiVersionOf, byKindName, eventKind, kinds, namespaceKind } from "../core/meta/Kinds.ts"
+import { apiVersionOf, byKindName, eventKind, kinds, namespaceKind, type ResourceRef } from "../core/meta/Kinds.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
 import { type Change, Store } from "../store/Store.ts"
-import { ApiConfig } from "./http/Api.ts"
-import { type ResourceRef, Resources } from "./Resources.ts"
+import { ApiConfig } from "./ApiConfig.ts"
+import { Resources } from "./Resources.ts"
 
 // Events (core/v1) live in projects too, owned by the objects they are about.
 const namespacedKinds = [...kinds.filter((info) => info.scope === "Namespaced"), eventKind]

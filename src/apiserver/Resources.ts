@@ -8,34 +8,25 @@
  */
 import { Clock, Context, Effect, Layer, Option, Result } from "effect"
 import { type Admitted, admit, type FieldValidation } from "../core/meta/Admission.ts"
-import { ApiError, alreadyExists, badRequest, conflict, fieldInvalid, invalid, notFound, type Subject } from "../core/meta/ApiError.ts"
+import { ApiError, alreadyExists, badRequest, conflict, fieldInvalid, invalid, notFound, subjectOf } from "../core/meta/ApiError.ts"
 import * as FieldSelector from "../core/meta/FieldSelector.ts"
 import { eventFieldLabels, eventFields } from "../core/meta/Events.ts"
 import { equals, isObject, type Json, type JsonObject } from "../core/Json.ts"
 import * as JsonPatch from "../core/meta/JsonPatch.ts"
-import { applySchema, namespaceSchema, objectSchema, statusSchema } from "../core/meta/KindSchemas.ts"
-import { byKindName, eventKind, type KindInfo } from "../core/meta/Kinds.ts"
+import { applySchema, namespaceSchema, objectSchema, statusSchema } from "../core/schemas/KindSchemas.ts"
+import { byKindName, eventKind, type ResourceRef } from "../core/meta/Kinds.ts"
 import * as LabelSelector from "../core/meta/LabelSelector.ts"
 import * as MergePatch from "../core/meta/MergePatch.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
-import { priceBoundAnnotation, withPriceBoundAnnotation } from "../core/billing/PriceBound.ts"
+import { priceBoundAnnotation } from "../core/billing/PriceBound.ts"
 import { definitionOf } from "../core/schemas/Definitions.ts"
 import { checkUpdate } from "../core/schemas/Kind.ts"
 import * as ServerSideApply from "../core/meta/ServerSideApply.ts"
 import * as Strategy from "../core/meta/Strategy.ts"
-import { type CommitFailed, type ObjectKey, Store, type StoreError, type WriteOp } from "../store/Store.ts"
-import { Estimates, quotedRateOf, refusalOf, withEstimate } from "../runtime/Estimates.ts"
-import { consentOf, PriceConsent } from "../runtime/PriceConsent.ts"
-import { BudgetService } from "../runtime/Budgets.ts"
-import { Secrets, splitData } from "../runtime/Secrets.ts"
+import { type CommitFailed, type Committed, type ObjectKey, Store, type StoreError, type WriteOp } from "../store/Store.ts"
+import { AdmissionPlugins, prepareAll, reviewAll } from "./AdmissionPlugins.ts"
 import { Ids } from "./Ids.ts"
 
-/** A served kind as the URL named it: the registry entry plus its group ("" for the core group of Namespaces). */
-export interface ResourceRef {
-  readonly info: KindInfo
-  readonly group: string
-  readonly apiVersion: string
-}
 
 export type PatchType = "merge" | "json" | "apply"
 
@@ -110,8 +101,6 @@ const stringAt = (object: JsonObject, ...path: ReadonlyArray<string>): string | 
   return typeof current === "string" ? current : undefined
 }
 
-const subjectOf = (ref: ResourceRef, name?: string): Subject =>
-  ({ group: ref.group, kind: ref.info.plural, ...(name === undefined ? {} : { name }) })
 
 const keyOf = (ref: ResourceRef, namespace: string | undefined, name: string): ObjectKey =>
   ({ resource: ref.info.plural, namespace: namespace ?? "", name })
@@ -144,9 +133,6 @@ const withBoundAnnotation = (object: JsonObject, group: string, bound: string | 
   return { ...object, metadata: { ...metadata, annotations: bound === undefined ? rest : { ...rest, [key]: bound } } }
 }
 
-/** The object with the price bound its create consented to (spec: Create semantics 2). */
-const withPriceBound = (object: ResourceObject, group: string, bound: bigint | undefined): ResourceObject =>
-  bound === undefined ? object : { ...object, metadata: { ...object.metadata, annotations: withPriceBoundAnnotation(object.metadata.annotations, group, bound) } }
 
 const storeFailure = (error: StoreError): ApiError =>
   new ApiError({ code: "Unavailable", message: `the store is unavailable: ${error.message}`, retryAfterSeconds: 1 })
@@ -216,25 +202,31 @@ export const selects = (selectors: Selectors, object: ResourceObject): boolean =
 
 const isEvent = (object: ResourceObject): boolean => object.kind === eventKind.kind && object.apiVersion === "v1"
 
-// Lazily: Budgets.ts reads Resources too, and whichever module loads first must not meet the other half-defined.
-const budgetsIfAny = Effect.suspend(() => Effect.serviceOption(BudgetService))
+export class Resources extends Context.Service<Resources, ResourcesShape>()("nodus/apiserver/Resources") {
+  static readonly layer = Layer.effect(Resources, Effect.map(Effect.all({ store: Store, ids: Ids, plugins: AdmissionPlugins }), makeOperations))
+}
 
-export class Resources extends Context.Service<Resources, ReturnType<typeof makeOperations>>()("nodus/server/Resources") {
-  static readonly layer = Layer.effect(Resources, Effect.map(Effect.all({ store: Store, ids: Ids, estimates: Estimates, secrets: Secrets, priceConsent: PriceConsent, budgets: budgetsIfAny }), makeOperations)).pipe(
-    Layer.provide(PriceConsent.layer)
-  )
+/** The generic operations of every kind (spec: Generic operations), as handlers and controllers call them. */
+export interface ResourcesShape {
+  readonly get: (ref: ResourceRef, namespace: string | undefined, name: string) => Effect.Effect<ResourceObject, ApiError>
+  readonly list: (ref: ResourceRef, namespace: string | undefined, options: ListOptions) => Effect.Effect<ListResult, ApiError>
+  readonly create: (ref: ResourceRef, namespace: string | undefined, body: unknown, options: WriteOptions) => Effect.Effect<WriteResult, ApiError>
+  /** PUT of the object or (`subresource` status) of its status. */
+  readonly replace: (ref: ResourceRef, namespace: string | undefined, name: string, body: unknown, options: WriteOptions, subresource?: "status") => Effect.Effect<WriteResult, ApiError>
+  readonly patch: (ref: ResourceRef, namespace: string | undefined, name: string, patchType: PatchType, body: unknown, options: WriteOptions, subresource?: "status") => Effect.Effect<WriteResult, ApiError>
+  readonly remove: (ref: ResourceRef, namespace: string | undefined, name: string, options: DeleteOptions) => Effect.Effect<ResourceObject, ApiError>
+  /** Whether the project exists (watches and lists in a missing project are NotFound). */
+  readonly requireProject: (namespace: string) => Effect.Effect<void, ApiError>
+  /** Commits raw ops about one object, with the same error mapping as every operation. */
+  readonly commit: (ref: ResourceRef, namespace: string | undefined, name: string, ops: ReadonlyArray<WriteOp>) => Effect.Effect<Committed, ApiError>
 }
 
 function makeOperations(services: {
   readonly store: Store["Service"]
   readonly ids: Ids["Service"]
-  readonly estimates: Estimates["Service"]
-  readonly secrets: Secrets["Service"]
-  readonly priceConsent: PriceConsent["Service"]
-  /** Budgets that refuse a create report budget.exceeded (absent in tests of the bare machinery). */
-  readonly budgets: Option.Option<BudgetService["Service"]>
-}) {
-  const { store, ids, estimates, secrets, priceConsent, budgets } = services
+  readonly plugins: AdmissionPlugins["Service"]
+}): ResourcesShape {
+  const { store, ids, plugins } = services
   const now = Clock.currentTimeMillis
 
   const read = (key: ObjectKey) => store.get(key).pipe(Effect.mapError(storeFailure))
@@ -338,54 +330,12 @@ function makeOperations(services: {
   const initialStatus = (ref: ResourceRef, object: ResourceObject): ResourceObject =>
     isNamespaceKind(ref) ? { ...object, status: { phase: "Active" } } : object
 
-  /** What a kind's write needs from the store beyond its schema: the strategy's input, then the final object and ops. */
-  interface Prepared<A> {
-    readonly input: JsonObject
-    readonly finish: (result: A) => Effect.Effect<{ readonly result: A; readonly ops: ReadonlyArray<WriteOp> }, ApiError>
-  }
+  /** The kind's admission plugins before and after the strategy of a create (AdmissionPlugins.ts). */
+  const prepareCreate = (ref: ResourceRef, namespace: string | undefined, object: JsonObject) =>
+    prepareAll<ResourceObject, never>(plugins.of(ref), object, (plugin, input) => plugin.prepareCreate?.({ ref, namespace, object: input }))
 
-  const isSecret = (ref: ResourceRef): boolean => ref.group !== "" && ref.info.kind === "Secret"
-
-  const withStatus = (object: ResourceObject, fields: JsonObject): ResourceObject =>
-    ({ ...object, status: { ...(isObject(object.status) ? object.status : {}), ...fields } })
-
-  /**
-   * Admission that reads the store (spec: Secret, SecretValueInEnv, SecretMount): a Secret's values leave the object
-   * for a version record; other project kinds must not carry a secret value literally in env, and their secret mounts
-   * pin versions at create.
-   */
-  const prepareCreate = (ref: ResourceRef, namespace: string | undefined, object: JsonObject): Effect.Effect<Prepared<ResourceObject>, ApiError> =>
-    Effect.gen(function*() {
-      if (isSecret(ref)) {
-        const { body, data } = splitData(object)
-        return { input: body, finish: (made) => Effect.map(secrets.prepareWrite(made, data, undefined), ({ object: result, ops }) => ({ result, ops })) }
-      }
-      if (namespace === undefined || isNamespaceKind(ref)) return { input: object, finish: (result) => Effect.succeed({ result, ops: [] }) }
-      const subject = subjectOf(ref, stringAt(object, "metadata", "name"))
-      yield* secrets.checkEnv(namespace, object["spec"], subject)
-      const pinned = yield* secrets.pinVersions(namespace, object["spec"], subject, ref.info.kind)
-      return {
-        input: object,
-        finish: (made) => Effect.succeed({ result: Object.keys(pinned).length === 0 ? made : withStatus(made, { secretVersions: pinned }), ops: [] })
-      }
-    })
-
-  const prepareUpdate = (ref: ResourceRef, namespace: string | undefined, current: ResourceObject, object: JsonObject): Effect.Effect<Prepared<Strategy.Disposition>, ApiError> =>
-    Effect.gen(function*() {
-      if (isSecret(ref)) {
-        const { body, data } = splitData(object)
-        return {
-          input: body,
-          finish: (disposition) => {
-            if (disposition._tag === "Remove") return Effect.succeed({ result: disposition, ops: secrets.deleteOps(current) })
-            return Effect.map(secrets.prepareWrite(disposition.object, data, current), ({ object: result, ops }) =>
-              ({ result: ops.length === 0 ? disposition : { _tag: "Write", object: result } as const, ops }))
-          }
-        }
-      }
-      if (namespace !== undefined && !isNamespaceKind(ref)) yield* secrets.checkEnv(namespace, object["spec"], subjectOf(ref, current.metadata.name))
-      return { input: object, finish: (result) => Effect.succeed({ result, ops: [] }) }
-    })
+  const prepareUpdate = (ref: ResourceRef, namespace: string | undefined, current: ResourceObject, object: JsonObject) =>
+    prepareAll<Strategy.Disposition, never>(plugins.of(ref), object, (plugin, input) => plugin.prepareUpdate?.({ ref, namespace, current, object: input }))
 
   /**
    * The write of an update decided: the kind's store-reading admission, the strategy, the kind's update rules (main
@@ -397,14 +347,14 @@ function makeOperations(services: {
       const target = targetOf(ref, namespace)
       if (write.subresource === "status") {
         const disposition = yield* Effect.fromResult(Strategy.updateStatus(target, current, object, context))
-        return yield* writeDisposition(ref, namespace, current, disposition, write.expectedRv, options)
+        return yield* writeDisposition(ref, namespace, current, disposition, write.expectedRv, { dryRun: options.dryRun, extraOps: options.commitWith?.([]) ?? [] })
       }
       yield* checkTimeRules(ref, object["spec"], current.spec, current.metadata.name)
       const prepared = yield* prepareUpdate(ref, namespace, current, withBoundAnnotation(object, ref.group, current.metadata.annotations?.[priceBoundAnnotation(ref.group)]))
       const decided = yield* Effect.fromResult(Strategy.update(target, current, prepared.input, context, write.applied === undefined ? { operation: "Update" } : { operation: "Apply", applied: write.applied }))
       yield* checkUpdateRules(ref, current, decided)
       const { result: disposition, ops } = yield* prepared.finish(decided)
-      return yield* writeDisposition(ref, namespace, current, disposition, write.expectedRv, { dryRun: options.dryRun, extraOps: ops })
+      return yield* writeDisposition(ref, namespace, current, disposition, write.expectedRv, { dryRun: options.dryRun, extraOps: [...ops, ...(options.commitWith?.([]) ?? [])] })
     })
 
   const create = (ref: ResourceRef, namespace: string | undefined, body: unknown, options: WriteOptions) =>
@@ -423,33 +373,18 @@ function makeOperations(services: {
         ...(options.applied === undefined ? {} : { applied: options.applied })
       })
       const { result: admittedObject, ops } = yield* prepared.finish(initialStatus(ref, yield* Effect.fromResult(made)))
-      // Spec: Create semantics 1 and 3 — dry runs and real creates carry the estimate.
-      const estimated = yield* estimates.estimate(ref, admittedObject)
-      const object = withEstimate(admittedObject, estimated)
-      // Spec: Create semantics 1 — If-Match on a create names a dry run of exactly this object, and quotes its price.
-      const quote = options.ifMatch === undefined ? undefined : yield* priceConsent.verify(options.ifMatch, object)
+      // The kind's review (spec: Create semantics — the estimate, price consent, a refusal the estimate foresees).
+      const reviewed = yield* reviewAll(plugins.of(ref), { ref, namespace, object: admittedObject, dryRun: options.dryRun, ifMatch: options.ifMatch })
+      const object = reviewed.object
       if (options.dryRun) {
         if (namespace !== undefined && !isNamespaceKind(ref)) yield* requireProject(namespace)
         const existing = yield* read(keyOf(ref, namespace, object.metadata.name))
         if (Option.isSome(existing)) return yield* alreadyExists(subjectOf(ref, object.metadata.name))
-        return { object, warnings: admitted.warnings, created: true, etag: priceConsent.quote(object, quotedRateOf(estimated)) } satisfies WriteResult
+        return { object, warnings: admitted.warnings, created: true, ...(reviewed.etag === undefined ? {} : { etag: reviewed.etag }) } satisfies WriteResult
       }
-      // Spec: Create semantics 3 — a create the estimate says would fail is refused with its code, amounts and fix.
-      const refusal = refusalOf(estimated)
-      if (refusal !== undefined) {
-        if (Option.isSome(budgets) && Option.isSome(estimated)) {
-          const refused = { kind: ref.info.kind, namespace, name: object.metadata.name }
-          for (const reason of estimated.value.blocking) if (reason.budget !== undefined) yield* budgets.value.refused(reason.budget, refused, reason.message)
-        }
-        return yield* refusal
-      }
-      // Spec: Create semantics 2 — a bound create is admitted after validUntil too, but never above the quote + 10 %.
-      const consent = quote === undefined ? undefined : consentOf(quote, quotedRateOf(estimated).rateMicro, subjectOf(ref, object.metadata.name))
-      if (consent?.refusal !== undefined) return yield* consent.refusal
-      const stored = withPriceBound(object, ref.group, consent?.bound)
       const key = keyOf(ref, isNamespaceKind(ref) ? undefined : namespace, object.metadata.name)
       const committed = yield* commit(ref, namespace, object.metadata.name, [
-        { _tag: "Create", key, object: stored },
+        { _tag: "Create", key, object },
         ...projectGuard(ref, namespace),
         ...ops,
         ...(options.commitWith?.(admitted.warnings) ?? [])
@@ -592,8 +527,8 @@ function makeOperations(services: {
       // A project is emptied by the namespace controller before it goes: it always lingers as Terminating first.
       const disposition = isNamespaceKind(ref) ? terminate(current, at) : Strategy.remove(current, at)
       const orphans = options.propagationPolicy === "Orphan" && disposition._tag === "Remove" ? yield* orphanOps(current) : []
-      // A Secret's values go with it.
-      const values = isSecret(ref) && disposition._tag === "Remove" ? secrets.deleteOps(current) : []
+      // What goes with the object (a Secret's values).
+      const values = disposition._tag === "Remove" ? plugins.of(ref).flatMap((plugin) => plugin.removeOps?.(current) ?? []) : []
       const object = yield* writeDisposition(ref, namespace, current, disposition, current.metadata.resourceVersion, {
         dryRun: options.dryRun,
         extraOps: [...orphans, ...values]

@@ -8,13 +8,14 @@
  * - a MODIFIED that makes an object start or stop matching the selectors is sent as ADDED or DELETED;
  * - BOOKMARK events (allowWatchBookmarks) carry the resourceVersion the watch has seen up to, matching or not.
  */
+import type { ResourceRef } from "../core/meta/Kinds.ts"
 import { Context, Duration, Effect, Layer, Stream } from "effect"
 import { ApiError, badRequest } from "../core/meta/ApiError.ts"
 import type { Json } from "../core/Json.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
 import type { Change } from "../store/Store.ts"
-import { type ResourceRef, Resources, type Selectors, selectorsOf, selects } from "./Resources.ts"
+import { Resources, type Selectors, selectorsOf, selects } from "./Resources.ts"
 
 export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR"
 

@@ -97,7 +97,7 @@ export const operate = async (command: "grant" | "refund", args: ReadonlyArray<s
     return 2
   }
   const config = configFrom(rest)
-  const { ensureAdminToken, ensureDataDir, ensureTls, serverUrl } = await import("../apiserver/Bootstrap.ts")
+  const { ensureAdminToken, ensureDataDir, ensureTls, serverUrl } = await import("../server/Bootstrap.ts")
   ensureDataDir(config.dataDir)
   const ca = config.tls ? ensureTls(config, new Date()).ca : undefined
   const token = ensureAdminToken(config)

@@ -56,7 +56,7 @@ const serve = async (args: ReadonlyArray<string>) => {
 }
 
 const printKubeconfig = async (args: ReadonlyArray<string>) => {
-  const { ensureAdminToken, ensureDataDir, ensureTls, kubeconfig, serverUrl } = await import("../apiserver/Bootstrap.ts")
+  const { ensureAdminToken, ensureDataDir, ensureTls, kubeconfig, serverUrl } = await import("../server/Bootstrap.ts")
   const namespaceIndex = args.findIndex((arg) => arg === "--namespace" || arg.startsWith("--namespace="))
   const namespace = namespaceIndex === -1 ? undefined : args[namespaceIndex]!.includes("=") ? args[namespaceIndex]!.split("=")[1] : args[namespaceIndex + 1]
   const rest = namespaceIndex === -1 ? args : args.filter((_, index) => index !== namespaceIndex && (args[namespaceIndex]!.includes("=") || index !== namespaceIndex + 1))

@@ -5,11 +5,11 @@
  * service must not need (the estimates that Resources calls read rooms from it).
  */
 import { type Duration, Effect, Layer, Queue, Schedule } from "effect"
-import { apiVersionOf, byPluralName } from "../core/meta/Kinds.ts"
+import { apiVersionOf, byPluralName, type ResourceRef } from "../core/meta/Kinds.ts"
 import { budgetComponent, budgetsResource, BudgetService, type BudgetStatusWriter } from "./Budgets.ts"
 import { surviving } from "./Following.ts"
-import { ApiConfig } from "../apiserver/http/Api.ts"
-import { type ResourceRef, Resources } from "../apiserver/Resources.ts"
+import { ApiConfig } from "../apiserver/ApiConfig.ts"
+import { Resources } from "../apiserver/Resources.ts"
 
 export interface BudgetStatusOptions {
   /** How often statuses are computed again when no Budget changed (spending moves with the ledger). */

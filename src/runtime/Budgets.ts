@@ -26,7 +26,7 @@ import {
 } from "../core/billing/Budgets.ts"
 import { equals, isObject, type Json, type JsonObject } from "../core/Json.ts"
 import type { Ledger } from "../core/billing/Ledger.ts"
-import { formatMicroUsd } from "../core/billing/Money.ts"
+import { formatMicroUsd } from "../core/Money.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { timestamp } from "../core/meta/Strategy.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"

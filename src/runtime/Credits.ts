@@ -20,14 +20,14 @@
  * A step that fails (the store, the ledger or the processor unavailable) is tried again at the next pass. Every step
  * runs under one lock: payments are few, and a TopUp is then never charged or announced twice at once.
  */
-import { Clock, Context, Effect, Layer, Schema, Semaphore } from "effect"
+import { Clock, Effect, Layer, Schema, Semaphore } from "effect"
 import { ApiError, fieldInvalid, invalid } from "../core/meta/ApiError.ts"
 import { CreditLots, type GrantLot, phaseOf } from "../core/billing/Credits.ts"
 import { isObject, type Json, type JsonObject } from "../core/Json.ts"
-import { apiVersionOf, byResource, type KindInfo } from "../core/meta/Kinds.ts"
+import { apiVersionOf, byResource, type KindInfo, type ResourceRef } from "../core/meta/Kinds.ts"
 import type { Ledger } from "../core/billing/Ledger.ts"
 import * as Limits from "../core/Limits.ts"
-import { formatMicroUsd, tryParseMicroUsd } from "../core/billing/Money.ts"
+import { formatMicroUsd, tryParseMicroUsd } from "../core/Money.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { CreditGrantSpec } from "../core/schemas/CreditGrant.ts"
 import { TopUpSpec } from "../core/schemas/TopUp.ts"
@@ -36,10 +36,11 @@ import { ChangeFeed } from "../store/ChangeFeed.ts"
 import type { Change } from "../store/Store.ts"
 import { deliveredObjectOf, deliveryOf, EventStream } from "./EventStream.ts"
 import { followStore, surviving } from "./Following.ts"
-import { ApiConfig } from "../apiserver/http/Api.ts"
+import { ApiConfig } from "../apiserver/ApiConfig.ts"
+import { CreditOperations, type CreateHooks } from "../apiserver/CreditOperations.ts"
 import { LedgerService } from "./LedgerService.ts"
 import { notConfigured, Payments, type PaymentsShape } from "./Payments.ts"
-import { type ResourceRef, Resources, type WriteOptions } from "../apiserver/Resources.ts"
+import { Resources, type WriteOptions } from "../apiserver/Resources.ts"
 
 /** The field manager of this module's writes. */
 export const creditsComponent = "nodus-credits"
@@ -68,24 +69,8 @@ const conflictRetries = 5
 
 const writeOptions: WriteOptions = { dryRun: false, fieldValidation: "Ignore", fieldManager: creditsComponent }
 
-/** Steps a create of a credits kind takes around the generic create (src/apiserver/http/Api.ts). */
-export interface CreateHooks {
-  /** Before the create (dry runs too): refuses what the kind's rules refuse; answers the body to create. */
-  readonly admit: (body: unknown) => Effect.Effect<unknown, ApiError>
-  /** After a real create: the processing, answering the object as it then stands (failures are retried later). */
-  readonly settle: (object: ResourceObject) => Effect.Effect<ResourceObject>
-}
-
-export interface CreditsShape {
-  /** The hooks of creates of `plural` (topups, creditgrants), if it has any. */
-  readonly createHooks: (plural: string) => CreateHooks | undefined
-  /** Refunds a Succeeded TopUp (an operator's operation); a Refunded one is answered as it is. */
-  readonly refund: (name: string) => Effect.Effect<ResourceObject, ApiError>
-}
-
-export class Credits extends Context.Service<Credits, CreditsShape>()("nodus/server/Credits") {
-  static readonly layer = Layer.effect(Credits, make())
-}
+/** Carries out the credit operations the API declares (src/apiserver/CreditOperations.ts). */
+export const layer = Layer.effect(CreditOperations, make())
 
 /** A TopUp's phase (spec: TopUp); a status without one is Pending. */
 export type TopUpPhase = "Pending" | "Succeeded" | "Failed" | "Refunded"
@@ -501,6 +486,6 @@ function make() {
     yield* followStore("credits", feed, resync, onChange)
     yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(refreshInterval), surviving("credits", "refreshing")(tick))))
 
-    return Credits.of({ createHooks: (plural) => hooks[plural], refund })
+    return CreditOperations.of({ createHooks: (plural) => hooks[plural], refund })
   })
 }

@@ -7,12 +7,13 @@
  * estimates nothing at all, for tests of the API machinery). The placement preview reads the live capacity of the
  * backend (LiveMarket.ts) at each request, and the fleet with every host free where no backend provides one.
  */
+import type { ResourceRef } from "../core/meta/Kinds.ts"
 import { createHash } from "node:crypto"
 import { Clock, Context, Effect, Layer, Option, Result } from "effect"
 import { ApiError } from "../core/meta/ApiError.ts"
 import type { Blocking } from "../core/billing/Billing.ts"
 import { canonical, isObject, type Json, type JsonObject } from "../core/Json.ts"
-import { parseMicroUsd, tryParseMicroUsd } from "../core/billing/Money.ts"
+import { parseMicroUsd, tryParseMicroUsd } from "../core/Money.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import type { Offering, Variant } from "../core/capacity/Offering.ts"
 import type { Market } from "../core/capacity/Placement.ts"
@@ -26,7 +27,6 @@ import { BudgetService } from "./Budgets.ts"
 import { LedgerService } from "./LedgerService.ts"
 import { LiveMarket } from "./LiveMarket.ts"
 import { defaultHostsPerVariant } from "../server/SimWorld.ts"
-import type { ResourceRef } from "../apiserver/Resources.ts"
 
 export interface EstimateResult {
   readonly estimate: Json

@@ -16,7 +16,7 @@ import { Clock, Context, Effect, Layer, Option, Semaphore } from "effect"
 import { type AccountBalances, type AccountEvent, accountEventsOf, balancesOf } from "../core/billing/Account.ts"
 import { ApiError } from "../core/meta/ApiError.ts"
 import { Ledger, type Posting } from "../core/billing/Ledger.ts"
-import { formatMicroUsd } from "../core/billing/Money.ts"
+import { formatMicroUsd } from "../core/Money.ts"
 import { Store, type StoreError } from "../store/Store.ts"
 import { deliveryOf, EventStream, type StreamEvent } from "./EventStream.ts"
 

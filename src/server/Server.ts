@@ -12,13 +12,15 @@ import { ChangeFeed, defaultFeedOptions, type FeedOptions } from "../store/Chang
 import * as SqlStore from "../store/SqlStore.ts"
 import { Store, StoreError } from "../store/Store.ts"
 import { Auth } from "../apiserver/Auth.ts"
+import * as Admission from "../runtime/Admission.ts"
 import { BudgetService } from "../runtime/Budgets.ts"
 import * as BudgetStatus from "../runtime/BudgetStatus.ts"
-import { ensureAdminToken, ensureDataDir, ensureTls, lockDataDir, pgliteDirectory, serverUrl, type TlsFiles } from "../apiserver/Bootstrap.ts"
+import { ensureAdminToken, ensureDataDir, ensureTls, lockDataDir, pgliteDirectory, serverUrl, type TlsFiles } from "./Bootstrap.ts"
 import type { ServerConfig } from "./Config.ts"
 import * as Controllers from "../apiserver/Controllers.ts"
-import { Credits } from "../runtime/Credits.ts"
-import { Api, ApiConfig, app } from "../apiserver/http/Api.ts"
+import * as Credits from "../runtime/Credits.ts"
+import { ApiConfig } from "../apiserver/ApiConfig.ts"
+import { Api, app } from "../apiserver/http/Api.ts"
 import { Estimates } from "../runtime/Estimates.ts"
 import { EventStream } from "../runtime/EventStream.ts"
 import { Idempotency } from "../apiserver/Idempotency.ts"
@@ -30,7 +32,7 @@ import * as Payments from "../runtime/Payments.ts"
 import { Resources } from "../apiserver/Resources.ts"
 import { Secrets } from "../runtime/Secrets.ts"
 import * as SimBackend from "./SimBackend.ts"
-import { SimulationControl } from "./SimulationControl.ts"
+import { SimulationControl } from "../apiserver/SimulationControl.ts"
 import * as VirtualClock from "./VirtualClock.ts"
 import { Watches } from "../apiserver/Watch.ts"
 
@@ -116,6 +118,7 @@ export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Sto
     Layer.provideMerge(backend.clock)
   )
   const machinery = Layer.mergeAll(Resources.layer, Auth.layer, Idempotency.layer, feed).pipe(
+    Layer.provideMerge(Admission.layer),
     Layer.provideMerge(Secrets.layer),
     Layer.provideMerge(foundation)
   )

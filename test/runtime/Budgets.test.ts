@@ -9,17 +9,18 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect, Layer, type Scope, Stream } from "effect"
 import { TestClock } from "effect/testing"
-import { apiVersionOf, byPluralName } from "../../src/core/meta/Kinds.ts"
+import { apiVersionOf, byPluralName, type ResourceRef } from "../../src/core/meta/Kinds.ts"
 import type { Ledger } from "../../src/core/billing/Ledger.ts"
 import type { ResourceObject } from "../../src/core/meta/ObjectMeta.ts"
 import { BudgetService, type LedgerOwner, ownersTable } from "../../src/runtime/Budgets.ts"
 import { budgetStatusWriter } from "../../src/runtime/BudgetStatus.ts"
 import { Estimates } from "../../src/runtime/Estimates.ts"
 import { EventStream, type StreamEvent } from "../../src/runtime/EventStream.ts"
-import { ApiConfig } from "../../src/apiserver/http/Api.ts"
+import { ApiConfig } from "../../src/apiserver/ApiConfig.ts"
 import { Ids } from "../../src/apiserver/Ids.ts"
 import { LedgerService } from "../../src/runtime/LedgerService.ts"
-import { Resources, type ResourceRef } from "../../src/apiserver/Resources.ts"
+import * as Admission from "../../src/runtime/Admission.ts"
+import { Resources } from "../../src/apiserver/Resources.ts"
 import { Secrets } from "../../src/runtime/Secrets.ts"
 import { ChangeFeed, defaultFeedOptions } from "../../src/store/ChangeFeed.ts"
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
@@ -45,7 +46,7 @@ const servicesOver = (store: Store["Service"]) => {
     ChangeFeed.layerWith({ ...defaultFeedOptions, pollInterval: "365 days" }),
     LedgerService.layer({ starterMicro: usd(1_000) })
   ).pipe(Layer.provideMerge(Layer.succeed(Store, store)))
-  return Layer.mergeAll(Resources.layer.pipe(Layer.provide(Secrets.layer)), BudgetService.layer).pipe(Layer.provideMerge(base))
+  return Layer.mergeAll(Resources.layer.pipe(Layer.provide(Admission.layer), Layer.provide(Secrets.layer)), BudgetService.layer).pipe(Layer.provideMerge(base))
 }
 
 const owner = (uid: string, namespace: string, labels: Record<string, string> = {}): LedgerOwner => ({ uid, namespace, name: uid, kind: "Job", labels })

@@ -7,7 +7,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { Ledger } from "../../src/core/billing/Ledger.ts"
-import { parseMicroUsd } from "../../src/core/billing/Money.ts"
+import { parseMicroUsd } from "../../src/core/Money.ts"
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
 import { Store } from "../../src/store/Store.ts"
 import { request, startTestServer, type TestServer } from "../support/TestServer.ts"

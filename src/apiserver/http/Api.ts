@@ -4,23 +4,24 @@
  * as JSON, Tables or newline-delimited watch streams. Every failure leaves here as a Status body; a defect becomes a
  * 500 InternalError without a stack trace (the trace goes to the server log).
  */
-import { Cause, Clock, Context, type Duration, Effect, Layer, Option, Result, Stream } from "effect"
+import { Cause, Clock, Context, Effect, Layer, Option, Result, Stream } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { type FieldValidation, fieldValidations } from "../../core/meta/Admission.ts"
 import { ApiError, badRequest, notFound } from "../../core/meta/ApiError.ts"
 import { canonical, isObject, type Json, type JsonObject } from "../../core/Json.ts"
-import { apiVersionOf, byResource, eventKind, type KindInfo, namespaceKind, type Operation, type Version, versions } from "../../core/meta/Kinds.ts"
+import { apiVersionOf, byResource, eventKind, type KindInfo, namespaceKind, type Operation, type Version, versions, type ResourceRef } from "../../core/meta/Kinds.ts"
 import type { ResourceObject } from "../../core/meta/ObjectMeta.ts"
 import { adminScope } from "../../core/meta/Scopes.ts"
 import { timestamp } from "../../core/meta/Strategy.ts"
+import { ApiConfig } from "../ApiConfig.ts"
+import { CreditOperations } from "../CreditOperations.ts"
 import * as OpenApi from "../openapi/OpenApi.ts"
 import { schemaDocuments } from "../openapi/SchemaDocuments.ts"
 import { type Access, Auth, expirationOf, forbidden, type Principal, scopeProblems } from "../Auth.ts"
-import { Credits } from "../../runtime/Credits.ts"
 import { fingerprint, Idempotency } from "../Idempotency.ts"
 import { Ids } from "../Ids.ts"
-import { etagOf, type PatchType, type ResourceRef, Resources, type WriteOptions } from "../Resources.ts"
-import { clockObject, parseClockRequest, SimulationControl } from "../../server/SimulationControl.ts"
+import { etagOf, type PatchType, Resources, type WriteOptions } from "../Resources.ts"
+import { clockObject, parseClockRequest, SimulationControl } from "../SimulationControl.ts"
 import { Watches, type WatchEvent } from "../Watch.ts"
 import { mediaTypeOf, parseJson, parseYamlDocument, readObject, readText } from "./Body.ts"
 import * as Discovery from "./Discovery.ts"
@@ -29,14 +30,6 @@ import { json, type ResponseContext, requestIdHeader, statusResponse, warningHea
 import * as Routes from "./Routes.ts"
 import * as Table from "./Table.ts"
 
-/** Settings the HTTP layer needs. */
-export interface ApiSettings {
-  readonly group: string
-  readonly scheme: "http" | "https"
-  readonly bookmarkInterval: Duration.Input
-}
-
-export class ApiConfig extends Context.Service<ApiConfig, ApiSettings>()("nodus/server/http/ApiConfig") {}
 
 type Request = HttpServerRequest.HttpServerRequest
 type Response = HttpServerResponse.HttpServerResponse
@@ -165,7 +158,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
     const idempotency = yield* Idempotency
     const ids = yield* Ids
     const simulation = yield* SimulationControl
-    const credits = yield* Credits
+    const credits = yield* CreditOperations
     const group = settings.group
     // Documents are generated once, on first request (tens of ms, off start-up): they depend only on the group and the
     // kinds' schemas.

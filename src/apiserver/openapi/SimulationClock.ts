@@ -3,7 +3,7 @@
 // x-kubernetes-group-version-kind, and kubectl never looks at it. Pure.
 
 import type { JsonObject } from "../../core/Json.ts"
-import { clockAdvanceMaxMs } from "../../server/SimulationControl.ts"
+import { clockAdvanceMaxMs } from "../SimulationControl.ts"
 import { formatDurationMs } from "../../core/Units.ts"
 
 const schemaRef = (name: string): JsonObject => ({ $ref: `#/components/schemas/${name}` })

@@ -12,7 +12,7 @@ import { type Blocking, blockedBy, initialHoldOf, type Room } from "../../core/b
 import { type JobSpecType, runProfileOf } from "../../core/kinds/job/JobMachine.ts"
 import { meterAttempt } from "../../core/billing/Metering.ts"
 import * as Limits from "../../core/Limits.ts"
-import { formatMicroUsd, parseMicroUsd } from "../../core/billing/Money.ts"
+import { formatMicroUsd, parseMicroUsd } from "../../core/Money.ts"
 import { type Offering, type Variant, variantKeyOf } from "../../core/capacity/Offering.ts"
 import { type Candidate, choose, defaultExpectedWorkMs, explain, type Market, rank } from "../../core/capacity/Placement.ts"
 import { minimumChargeOf, type Pricebook, ruleOf } from "../../core/billing/Pricebook.ts"

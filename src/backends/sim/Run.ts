@@ -6,7 +6,7 @@
 import { join } from "node:path"
 import type { JobSpecType } from "../../core/kinds/job/JobMachine.ts"
 import { Ledger } from "../../core/billing/Ledger.ts"
-import { formatMicroUsd, parseMicroUsd } from "../../core/billing/Money.ts"
+import { formatMicroUsd, parseMicroUsd } from "../../core/Money.ts"
 import { currentPricebook } from "../../core/billing/Pricebook.ts"
 import { isFinalPhase } from "../../core/kinds/job/JobPhases.ts"
 import type { JsonObject } from "../../core/Json.ts"

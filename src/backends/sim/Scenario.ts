@@ -7,7 +7,7 @@ import { Result, Schema } from "effect"
 import { admit } from "../../core/meta/Admission.ts"
 import { isObject, type Json } from "../../core/Json.ts"
 import { normalizeJob, JobSpec } from "../../core/schemas/Job.ts"
-import { described, defaulted, duration, optional, quantity, usd } from "../../core/schemas/Fields.ts"
+import { described, defaulted, duration, optional, quantity, usd } from "../../core/meta/Fields.ts"
 import type { JobSpecType } from "../../core/kinds/job/JobMachine.ts"
 import type { JsonObject } from "../../core/Json.ts"
 

@@ -7,7 +7,7 @@
  * Pure: amounts in micro-USD.
  */
 import type { Ledger } from "./Ledger.ts"
-import { formatMicroUsd } from "./Money.ts"
+import { formatMicroUsd } from "../Money.ts"
 
 /** The warning level of billing.low_balance: 10 USD of available balance (nodus; docs/billing.md, "Account events"). */
 export const lowBalanceWarningMicro = 10_000_000n

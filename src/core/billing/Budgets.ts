@@ -15,7 +15,7 @@
 import type { Room } from "./Billing.ts"
 import { isObject, type Json, type JsonObject } from "../Json.ts"
 import type { Ledger } from "./Ledger.ts"
-import { formatMicroUsd, tryParseMicroUsd } from "./Money.ts"
+import { formatMicroUsd, tryParseMicroUsd } from "../Money.ts"
 import { type budgetActions, budgetPeriods } from "../schemas/Budget.ts"
 import { timestamp } from "../meta/Strategy.ts"
 

@@ -15,7 +15,7 @@
  * replayed controller step or a restarted server never posts twice. The ledger is pure and synchronous; drivers
  * persist its postings (the store) and rebuild it with `replay`.
  */
-import { minMicro } from "./Money.ts"
+import { minMicro } from "../Money.ts"
 
 /** Cost segments (spec: CostSegments). */
 export const segments = ["Boot", "Running", "Restore", "Teardown"] as const

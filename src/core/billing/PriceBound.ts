@@ -6,7 +6,7 @@
  * to it, so no placement, however late, exceeds what the caller consented to. Pure.
  */
 import type { JobSpecType } from "../kinds/job/JobMachine.ts"
-import { formatMicroUsd, minMicro, parseMicroUsd, tryParseMicroUsd } from "./Money.ts"
+import { formatMicroUsd, minMicro, parseMicroUsd, tryParseMicroUsd } from "../Money.ts"
 
 /** The consent covers the estimated rate plus this many tenths of it (spec: "plus 10 %"). */
 const headroomTenths = 1n

@@ -8,7 +8,7 @@
  */
 import type { AttemptFacts, Outcome } from "./Capacity.ts"
 import type { JsonObject } from "../Json.ts"
-import { formatMicroUsd } from "../billing/Money.ts"
+import { formatMicroUsd } from "../Money.ts"
 import type { Variant } from "./Offering.ts"
 import type { Explanation } from "./Placement.ts"
 import type { attemptPhases } from "../schemas/Attempt.ts"

@@ -53,7 +53,7 @@
  * DNS-1123 subdomain, stable across catalog refreshes, and never names the provider or instance type (the API never
  * names providers).
  */
-import { formatMicroUsd, parseMicroUsd } from "../billing/Money.ts"
+import { formatMicroUsd, parseMicroUsd } from "../Money.ts"
 import type { Accelerator, Offering } from "./Offering.ts"
 import type { OfferingSpec, OfferingStatus } from "../schemas/Offering.ts"
 

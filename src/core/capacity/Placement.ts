@@ -12,7 +12,7 @@
  */
 import { type Continuity, expectedRunMs } from "./Interruptions.ts"
 import * as Limits from "../Limits.ts"
-import { formatMicroUsd, parseMicroUsd } from "../billing/Money.ts"
+import { formatMicroUsd, parseMicroUsd } from "../Money.ts"
 import { type Offering, type Variant, variantKeyOf, variantsOf } from "./Offering.ts"
 import { formatDurationMs, parseQuantity } from "../Units.ts"
 

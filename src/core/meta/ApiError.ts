@@ -5,6 +5,7 @@
  *
  * Core code returns these as values; the server renders them as Status bodies (server/http/Status.ts).
  */
+import type { ResourceRef } from "./Kinds.ts"
 import { Data } from "effect"
 import type { ErrorCode } from "./ErrorCodes.ts"
 
@@ -36,6 +37,10 @@ export class ApiError extends Data.TaggedError("ApiError")<{
 }> {}
 
 /** `jobs.nodus.dev "train-1"`: how Kubernetes names an object in messages. */
+/** The subject of an error about objects of `ref` (and the one named `name`). */
+export const subjectOf = (ref: ResourceRef, name?: string): Subject =>
+  ({ group: ref.group, kind: ref.info.plural, ...(name === undefined ? {} : { name }) })
+
 export const describe = (subject: Subject): string => {
   const resource = subject.group === undefined || subject.group === "" ? subject.kind : `${subject.kind}.${subject.group}`
   return subject.name === undefined ? `${resource ?? "object"}` : `${resource ?? "object"} "${subject.name}"`

@@ -266,3 +266,35 @@ export const kindsIn = (version: Version): ReadonlyArray<KindInfo> => kinds.filt
 
 /** `<group>/<version>` of a kind. */
 export const apiVersionOf = (group: string, info: KindInfo): string => `${group}/${info.version}`
+
+/**
+ * A served kind as a request or a controller names it: the registry entry, the group it is served under ("" for the
+ * core group of Namespaces and Events) and the apiVersion objects of it carry.
+ */
+export interface ResourceRef {
+  readonly info: KindInfo
+  readonly group: string
+  readonly apiVersion: string
+}
+
+/** The ref of a nodus kind served under `group`. */
+export const refOf = (group: string, info: KindInfo): ResourceRef => ({ info, group, apiVersion: apiVersionOf(group, info) })
+
+/** The ref of the nodus kind named `kind` (a registered kind: an unknown name is a bug). */
+export const refOfKind = (group: string, kind: string): ResourceRef => {
+  const info = byKind.get(kind)
+  if (info === undefined) throw new Error(`unknown kind ${kind}`)
+  return refOf(group, info)
+}
+
+/** The refs of the core group's kinds. */
+export const namespaceRef: ResourceRef = { info: namespaceKind, group: "", apiVersion: "v1" }
+export const eventRef: ResourceRef = { info: eventKind, group: "", apiVersion: "v1" }
+
+/** The ref an object of `kind` is stored under (`group` for nodus kinds), if the kind is served. */
+export const refOfObjectKind = (group: string, kind: string): ResourceRef | undefined => {
+  if (kind === namespaceKind.kind) return namespaceRef
+  if (kind === eventKind.kind) return eventRef
+  const info = byKind.get(kind)
+  return info === undefined ? undefined : refOf(group, info)
+}

@@ -5,7 +5,7 @@
  */
 import { Schema } from "effect"
 import type { Json, JsonObject } from "../Json.ts"
-import { mapOf } from "../schemas/Fields.ts"
+import { mapOf } from "./Fields.ts"
 import { checkDns1123Label, checkDns1123Subdomain, checkLabelValue, checkQualifiedName, jsonSchemas, utf8Length } from "./Names.ts"
 
 /** Kubernetes' limit on the summed size of all annotation keys and values (apimachinery TotalAnnotationSizeLimitB). */

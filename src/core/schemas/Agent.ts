@@ -13,7 +13,7 @@
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
 import { dns1123SubdomainFormat, dns1123SubdomainMaxLength, utf8Length } from "../meta/Names.ts"
-import { defaulted, intAtLeast, intBetween, listOf, matching, nonEmpty, oneOf, optional, quantity, uniqueBy, usd } from "./Fields.ts"
+import { defaulted, intAtLeast, intBetween, listOf, matching, nonEmpty, oneOf, optional, quantity, uniqueBy, usd } from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Condition, EnvVar, ImageStatus, Network, uniqueNames } from "./Shared.ts"
 

@@ -6,7 +6,7 @@
  */
 import { Schema } from "effect"
 import { ObjectName } from "../meta/ObjectMeta.ts"
-import { described, oneOf, optional, uniqueBy } from "./Fields.ts"
+import { described, oneOf, optional, uniqueBy } from "../meta/Fields.ts"
 import { functionPhases } from "./Function.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { BlobReference, Condition, NonNegativeInt, uniqueNames } from "./Shared.ts"

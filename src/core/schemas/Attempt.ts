@@ -7,7 +7,7 @@
  * cost. Nothing in its spec changes after create.
  */
 import { Schema } from "effect"
-import { described, intAtLeast, nonEmpty, oneOf, optional, usd } from "./Fields.ts"
+import { described, intAtLeast, nonEmpty, oneOf, optional, usd } from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Condition, Cost, CostSegments, Int32, NonNegativeInt } from "./Shared.ts"
 

@@ -8,7 +8,7 @@
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
 import { LabelValue, ProjectName, QualifiedNameMap } from "../meta/ObjectMeta.ts"
-import { defaulted, described, intBetween, listOf, oneOf, optional, uniqueBy, usd } from "./Fields.ts"
+import { defaulted, described, intBetween, listOf, oneOf, optional, uniqueBy, usd } from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Condition, NonNegativeInt } from "./Shared.ts"
 

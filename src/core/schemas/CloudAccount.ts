@@ -9,7 +9,7 @@
  */
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
-import { described, intAtLeast, listOf, matching, nonEmpty, oneOf, optional, uniqueBy } from "./Fields.ts"
+import { described, intAtLeast, listOf, matching, nonEmpty, oneOf, optional, uniqueBy } from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Condition, Timestamp } from "./Shared.ts"
 

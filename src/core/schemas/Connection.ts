@@ -9,7 +9,7 @@
  */
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
-import { described, listOf, mapOf, matching, nonEmpty, optional } from "./Fields.ts"
+import { described, listOf, mapOf, matching, nonEmpty, optional } from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Condition, EnvVar } from "./Shared.ts"
 

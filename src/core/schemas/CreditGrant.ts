@@ -7,7 +7,7 @@
  */
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
-import { described, oneOf, optional, positiveUsd, usd } from "./Fields.ts"
+import { described, oneOf, optional, positiveUsd, usd } from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Condition, Timestamp } from "./Shared.ts"
 

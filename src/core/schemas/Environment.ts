@@ -19,7 +19,7 @@ import {
   optional,
   quantity,
   uniqueBy
-} from "./Fields.ts"
+} from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { BlobReference, Condition, GpuRequest, NonNegativeInt, uniqueNames } from "./Shared.ts"
 

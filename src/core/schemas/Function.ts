@@ -23,7 +23,7 @@ import {
   optional,
   uniqueBy,
   usd
-} from "./Fields.ts"
+} from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import {
   bareSecretNames,

@@ -8,7 +8,7 @@
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
 import { LabelValue, ObjectName } from "../meta/ObjectMeta.ts"
-import { defaulted, described, duration, nonEmpty, notEmpty, oneOf, onlyWith, optional, usd } from "./Fields.ts"
+import { defaulted, described, duration, nonEmpty, notEmpty, oneOf, onlyWith, optional, usd } from "../meta/Fields.ts"
 import { finalState, type KindDefinition } from "./Kind.ts"
 import { Condition, Estimate, NonNegativeInt, Payload, Timestamp } from "./Shared.ts"
 

@@ -7,7 +7,7 @@
  */
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
-import { defaulted, described, exactlyOneOf, listOf, mapOf, matching, nonEmpty, oneOf, optional } from "./Fields.ts"
+import { defaulted, described, exactlyOneOf, listOf, mapOf, matching, nonEmpty, oneOf, optional } from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { BlobReference, Condition, NonNegativeInt } from "./Shared.ts"
 

@@ -7,7 +7,7 @@
  */
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
-import { defaulted, described, intBetween, nonEmpty, oneOf, optional, usd } from "./Fields.ts"
+import { defaulted, described, intBetween, nonEmpty, oneOf, optional, usd } from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import {
   Condition,

@@ -19,7 +19,7 @@ import {
   oneOf,
   optional,
   usd
-} from "./Fields.ts"
+} from "../meta/Fields.ts"
 import { finalState, type KindDefinition } from "./Kind.ts"
 import {
   BlobReference,

@@ -5,7 +5,7 @@
  * hours and the rate of each side, and its state; its terms never change once written, only its state.
  */
 import { Schema } from "effect"
-import { described, intAtLeast, nonEmpty, oneOf, optional, positiveUsd } from "./Fields.ts"
+import { described, intAtLeast, nonEmpty, oneOf, optional, positiveUsd } from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { endsAfterStarts, hoursWithinInterval, UtcTimestamp } from "./MarketplaceEntry.ts"
 import { Condition } from "./Shared.ts"

@@ -7,7 +7,7 @@
  */
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
-import { defaulted, described, intAtLeast, matching, nonEmpty, oneOf, optional, positiveUsd, usd } from "./Fields.ts"
+import { defaulted, described, intAtLeast, matching, nonEmpty, oneOf, optional, positiveUsd, usd } from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Timestamp } from "./Shared.ts"
 

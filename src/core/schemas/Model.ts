@@ -5,7 +5,7 @@
  * (docs/kinds/Model.md): where the weights are, the family, the pinned revision, the context window and the price.
  */
 import { Schema } from "effect"
-import { described, intAtLeast, matching, nonEmpty, oneOf, optional, usd } from "./Fields.ts"
+import { described, intAtLeast, matching, nonEmpty, oneOf, optional, usd } from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Condition } from "./Shared.ts"
 

@@ -6,7 +6,7 @@
  */
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
-import { described, matching, nonEmpty, oneOf, optional, quantity } from "./Fields.ts"
+import { described, matching, nonEmpty, oneOf, optional, quantity } from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Condition, NonNegativeInt, Timestamp } from "./Shared.ts"
 

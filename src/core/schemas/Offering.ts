@@ -6,7 +6,7 @@
  * carry provider names); it shows the provider's class only.
  */
 import { Schema } from "effect"
-import { described, intAtLeast, matching, nonEmpty, oneOf, onlyWith, optional, positiveUsd, quantity, usd } from "./Fields.ts"
+import { described, intAtLeast, matching, nonEmpty, oneOf, onlyWith, optional, positiveUsd, quantity, usd } from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Timestamp } from "./Shared.ts"
 

@@ -11,7 +11,7 @@
 import { Schema } from "effect"
 import { isArray, isObject, type JsonObject } from "../Json.ts"
 import * as Limits from "../Limits.ts"
-import { described, listOf, matching, oneOf, optional, uniqueBy } from "./Fields.ts"
+import { described, listOf, matching, oneOf, optional, uniqueBy } from "../meta/Fields.ts"
 import { JobSpec, normalizeJob } from "./Job.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Condition, Cost, uniqueNames } from "./Shared.ts"

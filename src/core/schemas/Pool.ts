@@ -9,7 +9,7 @@
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
 import { parseDurationMs } from "../Units.ts"
-import { defaulted, described, duration, intAtLeast, listOf, matching, oneOf, onlyWith, optional, usd } from "./Fields.ts"
+import { defaulted, described, duration, intAtLeast, listOf, matching, oneOf, onlyWith, optional, usd } from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Condition, NonNegativeInt, Timestamp } from "./Shared.ts"
 

@@ -9,7 +9,7 @@
  */
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
-import { defaulted, described, duration, intAtLeast, nonEmpty, oneOf, onlyWith, optional, uniqueBy, usd } from "./Fields.ts"
+import { defaulted, described, duration, intAtLeast, nonEmpty, oneOf, onlyWith, optional, uniqueBy, usd } from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { poolActions } from "./Pool.ts"
 import { Condition, Timestamp } from "./Shared.ts"

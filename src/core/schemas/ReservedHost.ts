@@ -4,7 +4,7 @@
  * The spec does not show its fields: this schema is nodus's own (docs/kinds/ReservedHost.md); the terms never change.
  */
 import { Schema } from "effect"
-import { described, intAtLeast, nonEmpty, oneOf, optional, positiveUsd } from "./Fields.ts"
+import { described, intAtLeast, nonEmpty, oneOf, optional, positiveUsd } from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { endsAfterStarts, UtcTimestamp } from "./MarketplaceEntry.ts"
 import { Condition, NonNegativeInt } from "./Shared.ts"

@@ -8,7 +8,7 @@
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
 import { utf8Length } from "../meta/Names.ts"
-import { defaulted, described, intAtLeast, mapOf, oneOf, optional } from "./Fields.ts"
+import { defaulted, described, intAtLeast, mapOf, oneOf, optional } from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Condition } from "./Shared.ts"
 

@@ -7,7 +7,7 @@
  */
 import { Schema } from "effect"
 import { knownScopes } from "../meta/Scopes.ts"
-import { listOf, oneOf, optional, uniqueBy } from "./Fields.ts"
+import { listOf, oneOf, optional, uniqueBy } from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Condition, NonNegativeInt } from "./Shared.ts"
 

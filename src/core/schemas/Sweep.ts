@@ -8,7 +8,7 @@
 import { Schema } from "effect"
 import { isObject, type JsonObject } from "../Json.ts"
 import * as Limits from "../Limits.ts"
-import { decimalString, defaulted, described, intBetween, listOf, nonEmpty, oneOf, optional, usd } from "./Fields.ts"
+import { decimalString, defaulted, described, intBetween, listOf, nonEmpty, oneOf, optional, usd } from "../meta/Fields.ts"
 import { JobSpec, jobPhases, normalizeJob } from "./Job.ts"
 import { finalState, type KindDefinition } from "./Kind.ts"
 import { CommunityPlacement, Condition, Cost, Estimate, GpuRequest, NonNegativeInt } from "./Shared.ts"

@@ -7,7 +7,7 @@
  */
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
-import { described, matching, nonEmpty, oneOf, optional, positiveUsd } from "./Fields.ts"
+import { described, matching, nonEmpty, oneOf, optional, positiveUsd } from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Condition } from "./Shared.ts"
 

@@ -24,7 +24,7 @@ import {
   oneOf,
   optional,
   usd
-} from "./Fields.ts"
+} from "../meta/Fields.ts"
 import { EnvironmentReference } from "./Environment.ts"
 import { JobSpec, jobPhases, jobStates } from "./Job.ts"
 import type { KindDefinition } from "./Kind.ts"

@@ -9,7 +9,7 @@
  */
 import { Schema } from "effect"
 import { dns1123SubdomainFormat } from "../meta/Names.ts"
-import { matching, nonEmpty, oneOf, optional, uniqueBy } from "./Fields.ts"
+import { matching, nonEmpty, oneOf, optional, uniqueBy } from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Condition, EnvVar, ImageStatus, uniqueNames } from "./Shared.ts"
 

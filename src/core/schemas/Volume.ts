@@ -8,7 +8,7 @@
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
 import { parseQuantity } from "../Units.ts"
-import { defaulted, described, oneOf, optional, quantity } from "./Fields.ts"
+import { defaulted, described, oneOf, optional, quantity } from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Condition, NonNegativeInt } from "./Shared.ts"
 

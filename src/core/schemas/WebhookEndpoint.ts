@@ -9,7 +9,7 @@ import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
 import { ProjectName } from "../meta/ObjectMeta.ts"
 import { dottedNameGrammar, ipv4Grammar, ipv6Grammar, portGrammar, restGrammar } from "./Connection.ts"
-import { defaulted, described, duration, listOf, matching, oneOf, optional, uniqueBy } from "./Fields.ts"
+import { defaulted, described, duration, listOf, matching, oneOf, optional, uniqueBy } from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Condition, NonNegativeInt } from "./Shared.ts"
 

@@ -11,7 +11,7 @@ import { type Cause, fieldInvalid } from "../meta/ApiError.ts"
 import { isObject, type Json } from "../Json.ts"
 import * as Limits from "../Limits.ts"
 import { formatDurationMs } from "../Units.ts"
-import { defaulted, described, duration, listOf, nonEmpty, oneOf, optional, uniqueBy, usd } from "./Fields.ts"
+import { defaulted, described, duration, listOf, nonEmpty, oneOf, optional, uniqueBy, usd } from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import {
   bareSecretNames,

@@ -21,7 +21,7 @@ import { type ProviderModel, SimCapacity, type WorkloadModel } from "../../../sr
 import { Simulation } from "../../../src/backends/sim/Simulation.ts"
 import { Ledger, segments } from "../../../src/core/billing/Ledger.ts"
 import { meterAttempt } from "../../../src/core/billing/Metering.ts"
-import { parseMicroUsd } from "../../../src/core/billing/Money.ts"
+import { parseMicroUsd } from "../../../src/core/Money.ts"
 import type { Variant } from "../../../src/core/capacity/Offering.ts"
 import { currentPricebook, ruleOf } from "../../../src/core/billing/Pricebook.ts"
 import { catalog as testCatalog, hour, minute } from "../../core/Fixtures.ts"

@@ -7,7 +7,7 @@ import { Result, Schema } from "effect"
 import { admit, type Admitted, type FieldValidation, fieldPath, fieldValidations } from "../../../src/core/meta/Admission.ts"
 import type { ApiError, Subject } from "../../../src/core/meta/ApiError.ts"
 import type { JsonObject } from "../../../src/core/Json.ts"
-import { mapOf } from "../../../src/core/schemas/Fields.ts"
+import { mapOf } from "../../../src/core/meta/Fields.ts"
 
 const JobSchema = Schema.Struct({
   metadata: Schema.optionalKey(Schema.Struct({ name: Schema.optionalKey(Schema.String) })),

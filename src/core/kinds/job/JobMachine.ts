@@ -29,7 +29,7 @@ import { autoCheckpointIntervalMs, type Continuity } from "../../capacity/Interr
 import { type JobPhase, isFinalPhase } from "./JobPhases.ts"
 import * as Limits from "../../Limits.ts"
 import { durationMs, durationText, iso, parseTime, parseTimeOf } from "../../controller/StatusText.ts"
-import { formatMicroUsd } from "../../billing/Money.ts"
+import { formatMicroUsd } from "../../Money.ts"
 import type { Variant } from "../../capacity/Offering.ts"
 import { choose, defaultExpectedWorkMs, type Explanation, explain, type Market, type Ranking, type RunProfile } from "../../capacity/Placement.ts"
 import type { JobSpec, JobStatus } from "../../schemas/Job.ts"

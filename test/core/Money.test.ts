@@ -4,8 +4,8 @@
 
 import * as fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { formatMicroUsd, parseMicroUsd } from "../../../src/core/billing/Money.ts"
-import { isUsd } from "../../../src/core/Units.ts"
+import { formatMicroUsd, parseMicroUsd } from "../../src/core/Money.ts"
+import { isUsd } from "../../src/core/Units.ts"
 
 describe("formatMicroUsd", () => {
   it.each([

@@ -4,9 +4,9 @@
  * module, so they cannot disagree.
  */
 import { Schema } from "effect"
-import type { KindInfo } from "./Kinds.ts"
-import { ObjectMetaInput, ProjectName } from "./ObjectMeta.ts"
-import { definitionOf } from "../schemas/Definitions.ts"
+import type { KindInfo } from "../meta/Kinds.ts"
+import { ObjectMetaInput, ProjectName } from "../meta/ObjectMeta.ts"
+import { definitionOf } from "./Definitions.ts"
 
 const AnyObject = Schema.Record(Schema.String, Schema.Json)
 

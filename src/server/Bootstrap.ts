@@ -7,9 +7,9 @@ import { randomBytes } from "node:crypto"
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { isIP } from "node:net"
 import { join } from "node:path"
-import { generateTlsMaterial } from "./tls/Certificates.ts"
-import type { ServerConfig } from "../server/Config.ts"
-import { keyPrefix } from "./Auth.ts"
+import { generateTlsMaterial } from "../apiserver/tls/Certificates.ts"
+import type { ServerConfig } from "./Config.ts"
+import { keyPrefix } from "../apiserver/Auth.ts"
 
 export interface TlsFiles {
   readonly cert: string

@@ -1,0 +1,110 @@
+/**
+ * The admission plugins the runtime registers with the API server (src/apiserver/AdmissionPlugins.ts):
+ *
+ * - `secretValues` (Secret): a Secret's values leave the object for a version record committed beside it, and go with
+ *   its removal (spec: Secret is addressed by name and version).
+ * - `secretReferences` (every other project kind): no secret value literally in env (SecretValueInEnv), and secret
+ *   mounts pin their versions at create (spec: SecretMount).
+ * - `pricing` (every nodus kind; kinds without an estimate pass through): the estimate on dry runs and creates, the
+ *   price consent of a create bound by a dry run's ETag, and the refusal the estimate foresees (spec: Create
+ *   semantics 1-3), which a Budget that refused reports as budget.exceeded.
+ */
+import { Effect, Layer, Option } from "effect"
+import { withPriceBoundAnnotation } from "../core/billing/PriceBound.ts"
+import { subjectOf } from "../core/meta/ApiError.ts"
+import { isObject, type JsonObject } from "../core/Json.ts"
+import type { ResourceRef } from "../core/meta/Kinds.ts"
+import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
+import { type AdmissionPlugin, AdmissionPlugins } from "../apiserver/AdmissionPlugins.ts"
+import { BudgetService } from "./Budgets.ts"
+import { Estimates, quotedRateOf, refusalOf, withEstimate } from "./Estimates.ts"
+import { consentOf, PriceConsent } from "./PriceConsent.ts"
+import { Secrets, splitData } from "./Secrets.ts"
+
+const nameOf = (object: JsonObject): string | undefined => {
+  const metadata = object["metadata"]
+  return isObject(metadata) && typeof metadata["name"] === "string" ? metadata["name"] : undefined
+}
+
+const withStatus = (object: ResourceObject, fields: JsonObject): ResourceObject =>
+  ({ ...object, status: { ...(isObject(object.status) ? object.status : {}), ...fields } })
+
+const secretValues = (secrets: Secrets["Service"]): AdmissionPlugin => ({
+  name: "secretValues",
+  prepareCreate: ({ object }) => {
+    const { body, data } = splitData(object)
+    return Effect.succeed({ input: body, finish: (made) => Effect.map(secrets.prepareWrite(made, data, undefined), ({ object: result, ops }) => ({ result, ops })) })
+  },
+  prepareUpdate: ({ object, current }) => {
+    const { body, data } = splitData(object)
+    return Effect.succeed({
+      input: body,
+      finish: (disposition) => {
+        if (disposition._tag === "Remove") return Effect.succeed({ result: disposition, ops: secrets.deleteOps(current) })
+        return Effect.map(secrets.prepareWrite(disposition.object, data, current), ({ object: result, ops }) =>
+          ({ result: ops.length === 0 ? disposition : { _tag: "Write", object: result } as const, ops }))
+      }
+    })
+  },
+  removeOps: (current) => secrets.deleteOps(current)
+})
+
+const secretReferences = (secrets: Secrets["Service"]): AdmissionPlugin => ({
+  name: "secretReferences",
+  prepareCreate: ({ ref, namespace, object }) => Effect.gen(function*() {
+    const subject = subjectOf(ref, nameOf(object))
+    yield* secrets.checkEnv(namespace ?? "", object["spec"], subject)
+    const pinned = yield* secrets.pinVersions(namespace ?? "", object["spec"], subject, ref.info.kind)
+    return {
+      input: object,
+      finish: (made: ResourceObject) => Effect.succeed({ result: Object.keys(pinned).length === 0 ? made : withStatus(made, { secretVersions: pinned }), ops: [] })
+    }
+  }),
+  prepareUpdate: ({ ref, namespace, current, object }) =>
+    Effect.as(secrets.checkEnv(namespace ?? "", object["spec"], subjectOf(ref, current.metadata.name)), { input: object, finish: (result) => Effect.succeed({ result, ops: [] }) })
+})
+
+const pricing = (estimates: Estimates["Service"], priceConsent: PriceConsent["Service"], budgets: Option.Option<BudgetService["Service"]>): AdmissionPlugin => ({
+  name: "pricing",
+  review: ({ ref, namespace, object: made, dryRun, ifMatch }) => Effect.gen(function*() {
+    // Spec: Create semantics 1 and 3 — dry runs and real creates carry the estimate.
+    const estimated = yield* estimates.estimate(ref, made)
+    const object = withEstimate(made, estimated)
+    // Spec: Create semantics 1 — If-Match on a create names a dry run of exactly this object, and quotes its price.
+    const quote = ifMatch === undefined ? undefined : yield* priceConsent.verify(ifMatch, object)
+    if (dryRun) return { object, etag: priceConsent.quote(object, quotedRateOf(estimated)) }
+    // Spec: Create semantics 3 — a create the estimate says would fail is refused with its code, amounts and fix.
+    const refusal = refusalOf(estimated)
+    if (refusal !== undefined) {
+      if (Option.isSome(budgets) && Option.isSome(estimated)) {
+        const refused = { kind: ref.info.kind, namespace, name: object.metadata.name }
+        for (const reason of estimated.value.blocking) if (reason.budget !== undefined) yield* budgets.value.refused(reason.budget, refused, reason.message)
+      }
+      return yield* refusal
+    }
+    // Spec: Create semantics 2 — a bound create is admitted after validUntil too, but never above the quote + 10 %.
+    const consent = quote === undefined ? undefined : consentOf(quote, quotedRateOf(estimated).rateMicro, subjectOf(ref, object.metadata.name))
+    if (consent?.refusal !== undefined) return yield* consent.refusal
+    if (consent?.bound === undefined) return { object }
+    return { object: { ...object, metadata: { ...object.metadata, annotations: withPriceBoundAnnotation(object.metadata.annotations, ref.group, consent.bound) } } }
+  })
+})
+
+const isSecret = (ref: ResourceRef): boolean => ref.group !== "" && ref.info.kind === "Secret"
+
+/** The plugins of every kind: the Secret's own, the secret references of project kinds, and pricing. */
+export const layer = Layer.effect(AdmissionPlugins, Effect.gen(function*() {
+  const secrets = yield* Secrets
+  const estimates = yield* Estimates
+  const priceConsent = yield* PriceConsent
+  const budgets = yield* Effect.serviceOption(BudgetService)
+  const values = secretValues(secrets)
+  const references = secretReferences(secrets)
+  const priced = pricing(estimates, priceConsent, budgets)
+  const secretPlugins = [values, priced]
+  const projectPlugins = [references, priced]
+  const otherPlugins = [priced]
+  return AdmissionPlugins.of({
+    of: (ref) => isSecret(ref) ? secretPlugins : ref.info.scope === "Namespaced" && ref.group !== "" ? projectPlugins : otherPlugins
+  })
+})).pipe(Layer.provide(PriceConsent.layer))
