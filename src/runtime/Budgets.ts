@@ -12,18 +12,8 @@
 import { Clock, Context, Effect, Layer, Queue, Result, Semaphore } from "effect"
 import { ApiError } from "../core/meta/ApiError.ts"
 import type { Room } from "../core/billing/Billing.ts"
-import {
-  type BudgetOwner,
-  type BudgetRule,
-  budgetStatusOf,
-  matches,
-  type Period,
-  periodOf,
-  roomOf,
-  ruleOf,
-  type Usage,
-  usageOf
-} from "../core/billing/Budgets.ts"
+import { type BudgetOwner, type BudgetRule, matches, type Period, periodOf, roomOf, ruleOf, type Usage, usageOf } from "../core/billing/Budgets.ts"
+import { budgetStatusOf } from "../core/kinds/budget/BudgetStatus.ts"
 import { equals, isObject, type Json, type JsonObject } from "../core/Json.ts"
 import type { Ledger } from "../core/billing/Ledger.ts"
 import { formatMicroUsd } from "../core/Money.ts"

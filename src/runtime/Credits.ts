@@ -31,7 +31,8 @@ import { formatMicroUsd, tryParseMicroUsd } from "../core/Money.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { CreditGrantSpec } from "../core/schemas/CreditGrant.ts"
 import { TopUpSpec } from "../core/schemas/TopUp.ts"
-import { timestamp } from "../core/meta/Strategy.ts"
+import { conditionsOf, withCondition } from "../core/controller/Conditions.ts"
+import { iso } from "../core/StatusText.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
 import type { Change } from "../store/Store.ts"
 import { deliveredObjectOf, deliveryOf, EventStream } from "./EventStream.ts"
@@ -110,9 +111,6 @@ const nameOf = (body: unknown): string | undefined => {
   const metadata = isObject(body as Json) ? (body as JsonObject)["metadata"] : undefined
   return isObject(metadata) && typeof metadata["name"] === "string" ? metadata["name"] : undefined
 }
-
-const condition = (type: string, status: "True" | "False", reason: string, message: string, at: number) =>
-  ({ type, status, reason, message, lastTransitionTime: timestamp(at) })
 
 /** The ledger's grants as last followed, and the CreditGrants known to exist with the status text written last. */
 interface GrantView {
@@ -247,22 +245,22 @@ const succeeded = (parts: Parts, topUp: ResourceObject, amount: bigint, at: numb
   const message = `The payment of ${formatMicroUsd(amount)} USD settled; CreditGrant ${grantName} added the credits.`
   return conclude(parts, topUp, "Succeeded", message, at, () => ({
     creditGrant: grantName,
-    completionTime: timestamp(at),
-    conditions: [condition("Paid", "True", "PaymentSettled", message, at)]
+    completionTime: iso(at),
+    conditions: withCondition([], "Paid", "True", "PaymentSettled", message, at) as unknown as Json
   }))
 }
 
 const failed = (parts: Parts, topUp: ResourceObject, reason: string, at: number) =>
   conclude(parts, topUp, "Failed", reason, at, () => ({
     failureReason: reason,
-    completionTime: timestamp(at),
-    conditions: [condition("Paid", "False", "PaymentDeclined", reason, at)]
+    completionTime: iso(at),
+    conditions: withCondition([], "Paid", "False", "PaymentDeclined", reason, at) as unknown as Json
   }))
 
 const refunded = (parts: Parts, topUp: ResourceObject, amount: bigint, at: number) => {
   const message = `${formatMicroUsd(amount)} USD went back to the payment method, and the credits were taken back.`
   return conclude(parts, topUp, "Refunded", message, at, (current) => ({
-    conditions: [...(Array.isArray(current["conditions"]) ? current["conditions"] : []), condition("Refunded", "True", "Refunded", message, at)]
+    conditions: withCondition(conditionsOf(current), "Refunded", "True", "Refunded", message, at) as unknown as Json
   }))
 }
 

@@ -18,10 +18,10 @@
  */
 import { Effect, Layer, Option, Result, Semaphore } from "effect"
 import type { ApiError } from "../core/meta/ApiError.ts"
-import { attemptStatusOf, factsFromAttempt, isEndedAttempt } from "../core/capacity/AttemptRecords.ts"
+import { attemptStatusOf, factsFromAttempt, isEndedAttempt } from "../core/kinds/attempt/AttemptRecords.ts"
 import { catalogPricebookVersion, offeringObject } from "../core/capacity/Catalog.ts"
 import { aggregationKey, eventBody, type EventRecord, eventName, eventObject, type InvolvedObject } from "../core/meta/Events.ts"
-import type { JobSpecType, JobStatusType } from "../core/kinds/job/JobMachine.ts"
+import { type JobSpecType, type JobStatusType } from "../core/schemas/Job.ts"
 import { equals, isObject, type Json, type JsonObject } from "../core/Json.ts"
 import type { Ledger } from "../core/billing/Ledger.ts"
 import { currentPricebook } from "../core/billing/Pricebook.ts"

@@ -7,7 +7,8 @@
  */
 import type { Room, Settled as Billed } from "../core/billing/Billing.ts"
 import type { AttemptFacts } from "../core/capacity/Capacity.ts"
-import type { JobEvent, JobSpecType, JobStatusType } from "../core/kinds/job/JobMachine.ts"
+import { type ControllerEvent } from "../core/controller/Controller.ts"
+import { type JobSpecType, type JobStatusType } from "../core/schemas/Job.ts"
 import type { Ledger } from "../core/billing/Ledger.ts"
 import { isFinalPhase } from "../core/kinds/job/JobPhases.ts"
 import { type Offering, type Variant, variantsOf } from "../core/capacity/Offering.ts"
@@ -64,7 +65,7 @@ export interface Tracked {
 /** An event of a step, with the time it happened and the Job's status right after. */
 export interface PendingEvent {
   readonly tracked: Tracked
-  readonly event: JobEvent
+  readonly event: ControllerEvent
   readonly at: number
   readonly status: JobStatusType
 }
@@ -240,7 +241,7 @@ export class SimWorld {
     return variantsOf(offering).some((variant) => this.capacity.available(variant, "") > 0)
   }
 
-  private stepped(job: SimJob, events: ReadonlyArray<JobEvent>, launched: ReadonlyArray<Launched>, billed: Billed | undefined): void {
+  private stepped(job: SimJob, events: ReadonlyArray<ControllerEvent>, launched: ReadonlyArray<Launched>, billed: Billed | undefined): void {
     const tracked = this.byJob.get(job)
     if (tracked === undefined) return
     const refusal = budgetRefusalOf(job, billed)

@@ -4,11 +4,11 @@
  */
 import { Schema } from "effect"
 import type { AttemptFacts } from "../../src/core/capacity/Capacity.ts"
-import type { JobObservation, JobSpecType, JobStatusType } from "../../src/core/kinds/job/JobMachine.ts"
+import type { JobObservation } from "../../src/core/kinds/job/JobMachine.ts"
 import { type Accelerator, type Offering, type Variant, variantKeyOf } from "../../src/core/capacity/Offering.ts"
 import { type Market, rank, type Ranking } from "../../src/core/capacity/Placement.ts"
 import { runProfileOf } from "../../src/core/kinds/job/JobMachine.ts"
-import { JobSpec, normalizeJob } from "../../src/core/schemas/Job.ts"
+import { JobSpec, normalizeJob, type JobSpecType, type JobStatusType } from "../../src/core/schemas/Job.ts"
 import type { JsonObject } from "../../src/core/Json.ts"
 
 export const T0 = Date.parse("2026-03-01T00:00:00.000Z")

@@ -114,7 +114,7 @@ describe("BudgetService", () => {
       yield* settled("the Budget is followed", Effect.map(roomsOf({ namespace: "ml", labels: {} }), (rooms) => rooms.length === 1))
       yield* reconcile
       let budget = yield* readBudget("team")
-      assert.deepInclude(budget.status, { spentUSD: "3", heldUSD: "1", periodStart: "2026-03-01T00:00:00Z", periodEnd: "2026-04-01T00:00:00Z", thresholdsCrossed: [], observedGeneration: 1 })
+      assert.deepInclude(budget.status, { spentUSD: "3", heldUSD: "1", periodStart: "2026-03-01T00:00:00.000Z", periodEnd: "2026-04-01T00:00:00.000Z", thresholdsCrossed: [], observedGeneration: 1 })
       assert.deepInclude(budget.status.conditions[0], { type: "Exceeded", status: "False", reason: "WithinAmount" })
       // 5.5 USD spent (1 from the hold, 1.5 from the balance): 50 % crossed, once however often the loop runs.
       yield* ledger.update((current) => current.capture("capture/3", march + 1_000, { hold: "h1", owner: "job-1", segment: "Running", amount: usd(2.5) }))
@@ -130,11 +130,11 @@ describe("BudgetService", () => {
       assert.match(crossed[0]!.data.event.message, /crossed 50% of 10 USD.*5\.5 USD spent/u)
       assert.strictEqual(crossed[0]!.data.object.metadata.namespace, undefined)
       // April: a new period, nothing spent in it yet, the thresholds start over.
-      const april = Date.parse("2026-04-02T00:00:00Z")
+      const april = Date.parse("2026-04-02T00:00:00.000Z")
       yield* TestClock.setTime(april)
       yield* reconcile
       budget = yield* readBudget("team")
-      assert.deepInclude(budget.status, { spentUSD: "0", periodStart: "2026-04-01T00:00:00Z", periodEnd: "2026-05-01T00:00:00Z", thresholdsCrossed: [] })
+      assert.deepInclude(budget.status, { spentUSD: "0", periodStart: "2026-04-01T00:00:00.000Z", periodEnd: "2026-05-01T00:00:00.000Z", thresholdsCrossed: [] })
       yield* ledger.update((current) => current.capture("capture/4", april, { hold: undefined, owner: "job-1", segment: "Running", amount: usd(8.5) }))
       yield* reconcile
       budget = yield* readBudget("team")
@@ -224,7 +224,7 @@ describe("Budgets in the server", () => {
     assert.strictEqual(created.status, 201, created.text)
     const budget = await eventually("the Budget's status", () => request(server, "GET", `${v1}/budgets/org`), (reply) => reply.body?.status?.spentUSD !== undefined)
     assert.deepInclude(budget.body.status, { spentUSD: "0", heldUSD: "0", thresholdsCrossed: [], observedGeneration: 1 })
-    assert.match(budget.body.status.periodStart, /T00:00:00Z$/u)
+    assert.match(budget.body.status.periodStart, /T00:00:00.000Z$/u)
     assert.strictEqual(new Date(budget.body.status.periodStart).getUTCDay(), 1)
     assert.strictEqual(Date.parse(budget.body.status.periodEnd) - Date.parse(budget.body.status.periodStart), 7 * 86_400_000)
   })

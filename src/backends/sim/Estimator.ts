@@ -9,14 +9,15 @@
  * create (blockingReasons: the code, the amounts and a fix).
  */
 import { type Blocking, blockedBy, initialHoldOf, type Room } from "../../core/billing/Billing.ts"
-import { type JobSpecType, runProfileOf } from "../../core/kinds/job/JobMachine.ts"
+import { runProfileOf } from "../../core/kinds/job/JobMachine.ts"
+import { type JobSpecType } from "../../core/schemas/Job.ts"
 import { meterAttempt } from "../../core/billing/Metering.ts"
 import * as Limits from "../../core/Limits.ts"
 import { formatMicroUsd, parseMicroUsd } from "../../core/Money.ts"
 import { type Offering, type Variant, variantKeyOf } from "../../core/capacity/Offering.ts"
 import { type Candidate, choose, defaultExpectedWorkMs, explain, type Market, rank } from "../../core/capacity/Placement.ts"
 import { minimumChargeOf, type Pricebook, ruleOf } from "../../core/billing/Pricebook.ts"
-import { durationMs, iso } from "../../core/controller/StatusText.ts"
+import { durationMs, iso } from "../../core/StatusText.ts"
 import { formatDurationMs } from "../../core/Units.ts"
 import { Engine } from "./Engine.ts"
 import { Prng } from "./Prng.ts"

@@ -4,14 +4,14 @@
  * liveness, and returns a summary (per Job and totals) with the trace hash. `nodus sim <scenario>` prints it.
  */
 import { join } from "node:path"
-import type { JobSpecType } from "../../core/kinds/job/JobMachine.ts"
+import { type JobSpecType } from "../../core/schemas/Job.ts"
 import { Ledger } from "../../core/billing/Ledger.ts"
 import { formatMicroUsd, parseMicroUsd } from "../../core/Money.ts"
 import { currentPricebook } from "../../core/billing/Pricebook.ts"
 import { isFinalPhase } from "../../core/kinds/job/JobPhases.ts"
 import type { JsonObject } from "../../core/Json.ts"
 import { type Offering, type Variant, variantKeyOf, variantsOf } from "../../core/capacity/Offering.ts"
-import { durationMs } from "../../core/controller/StatusText.ts"
+import { durationMs } from "../../core/StatusText.ts"
 import { parseQuantity } from "../../core/Units.ts"
 import { Checkers } from "./Checkers.ts"
 import { Engine } from "./Engine.ts"

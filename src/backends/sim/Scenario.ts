@@ -6,9 +6,8 @@
 import { Result, Schema } from "effect"
 import { admit } from "../../core/meta/Admission.ts"
 import { isObject, type Json } from "../../core/Json.ts"
-import { normalizeJob, JobSpec } from "../../core/schemas/Job.ts"
+import { normalizeJob, JobSpec, type JobSpecType } from "../../core/schemas/Job.ts"
 import { described, defaulted, duration, optional, quantity, usd } from "../../core/meta/Fields.ts"
-import type { JobSpecType } from "../../core/kinds/job/JobMachine.ts"
 import type { JsonObject } from "../../core/Json.ts"
 
 const probability = Schema.Number.check(Schema.isBetween({ minimum: 0, maximum: 1 }))

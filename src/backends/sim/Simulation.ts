@@ -10,7 +10,9 @@ import type { AttemptFacts } from "../../core/capacity/Capacity.ts"
 import type { Ledger } from "../../core/billing/Ledger.ts"
 import { parseMicroUsd } from "../../core/Money.ts"
 import type { Pricebook } from "../../core/billing/Pricebook.ts"
-import { runProfileOf, type JobAction, type JobEvent, type JobSpecType, type JobStatusType, type JobStep, step } from "../../core/kinds/job/JobMachine.ts"
+import { runProfileOf, type JobStep, step } from "../../core/kinds/job/JobMachine.ts"
+import { type Action, type ControllerEvent } from "../../core/controller/Controller.ts"
+import { type JobSpecType, type JobStatusType } from "../../core/schemas/Job.ts"
 import { isFinalPhase } from "../../core/kinds/job/JobPhases.ts"
 import { type Offering, type Variant, variantKeyOf } from "../../core/capacity/Offering.ts"
 import { choose, rank, type Ranking } from "../../core/capacity/Placement.ts"
@@ -83,7 +85,7 @@ export interface SimulationOptions {
   readonly trace: TraceSink
   readonly checkers?: Checkers | undefined
   /** Called with every event (for the server backend's Event objects and the webhook stream). */
-  readonly onEvent?: (job: SimJob, event: JobEvent) => void
+  readonly onEvent?: (job: SimJob, event: ControllerEvent) => void
   /** Called when a Job is deleted (ttlSecondsAfterFinished), before it is forgotten. */
   readonly onDeleted?: (job: SimJob) => void
   /**
@@ -135,7 +137,7 @@ const sameJson = (a: unknown, b: unknown): boolean => {
   return true
 }
 
-export type LaunchAction = Extract<JobAction, { readonly _tag: "Launch" }>
+export type LaunchAction = Extract<Action, { readonly _tag: "Launch" }>
 
 export interface Launched {
   readonly action: LaunchAction

@@ -11,7 +11,7 @@
  * | sim.nodus.dev/checkpoint-failure-rate | probability a periodic checkpoint fails | 0 |
  * | sim.nodus.dev/suspend-checkpoint-failure-rate | probability a suspend checkpoint fails | 0 |
  */
-import { durationMs } from "../../core/controller/StatusText.ts"
+import { durationMs } from "../../core/StatusText.ts"
 import { parseQuantity } from "../../core/Units.ts"
 import type { Prng } from "./Prng.ts"
 import type { WorkloadSettings } from "./Scenario.ts"

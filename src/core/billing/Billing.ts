@@ -21,7 +21,7 @@ import { type AttemptMeter, meterAttempt, segmentSeconds } from "./Metering.ts"
 import { formatMicroUsd, minMicro } from "../Money.ts"
 import type { Variant } from "../capacity/Offering.ts"
 import { chargeFor, minimumChargeOf, msFor, type Pricebook, ruleOf } from "./Pricebook.ts"
-import { iso } from "../controller/StatusText.ts"
+import { iso } from "../StatusText.ts"
 
 /** How far ahead a run's hold pays (docs/billing.md): the first hold and every top-up aim for this much time. */
 export const holdWindowMs = Limits.hourMs

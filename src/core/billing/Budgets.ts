@@ -13,11 +13,10 @@
  * Pure: `now` comes in as epoch milliseconds.
  */
 import type { Room } from "./Billing.ts"
-import { isObject, type Json, type JsonObject } from "../Json.ts"
+import { isObject, type Json } from "../Json.ts"
 import type { Ledger } from "./Ledger.ts"
-import { formatMicroUsd, tryParseMicroUsd } from "../Money.ts"
+import { tryParseMicroUsd } from "../Money.ts"
 import { type budgetActions, budgetPeriods } from "../schemas/Budget.ts"
-import { timestamp } from "../meta/Strategy.ts"
 
 export type BudgetPeriod = typeof budgetPeriods[number]
 export type BudgetAction = typeof budgetActions[number]
@@ -137,61 +136,4 @@ export const ruleOf = (object: { readonly metadata: { readonly name: string; rea
     thresholds: [...thresholds].sort((a, b) => a - b),
     action: spec["action"] === "Notify" ? "Notify" : "Refuse"
   }
-}
-
-// ---------------------------------------------------------------------------------------------------------------------
-// The status
-
-export interface BudgetStatusInput {
-  readonly rule: BudgetRule
-  readonly usage: Usage
-  readonly period: Period
-  /** The status as stored (its thresholdsCrossed and Exceeded condition carry over within a period). */
-  readonly previous: Json | undefined
-  readonly generation: number
-  readonly now: number
-}
-
-export interface BudgetStatusResult {
-  readonly status: JsonObject
-  /** Thresholds crossed since the stored status (budget.threshold once each per period). */
-  readonly crossed: ReadonlyArray<number>
-}
-
-const exceededCondition = "Exceeded"
-
-/** The Exceeded condition's reason and message for this usage. */
-const exceededOf = (rule: BudgetRule, usage: Usage) => {
-  const amounts = `${formatMicroUsd(usage.spent)} USD spent and ${formatMicroUsd(usage.held)} USD held of ${formatMicroUsd(rule.amountMicro)} USD this period`
-  if (!isExceeded(rule, usage)) return { status: "False", reason: "WithinAmount", message: `${amounts}.` }
-  const consequence = rule.action === "Refuse" ? "new runs of matching work are refused (BudgetExceeded)" : "action Notify: nothing is refused"
-  return { status: "True", reason: "AmountReached", message: `${amounts}; ${consequence}.` }
-}
-
-/**
- * The status a Budget shows (docs/kinds/Budget.md): the period, spent and held, the thresholds crossed this period
- * (kept from the stored status while its period lasts, so a restart does not announce one again), and the Exceeded
- * condition, whose lastTransitionTime moves only when its status changes.
- */
-export const budgetStatusOf = (input: BudgetStatusInput): BudgetStatusResult => {
-  const { rule, usage, period, previous, now } = input
-  const stored = isObject(previous) ? previous : {}
-  const periodStart = timestamp(period.start)
-  const samePeriod = stored["periodStart"] === periodStart
-  const before = samePeriod && Array.isArray(stored["thresholdsCrossed"]) ? stored["thresholdsCrossed"].filter((item): item is number => typeof item === "number") : []
-  const crossed = thresholdsReached(rule, usage).filter((percent) => !before.includes(percent))
-  const exceeded = exceededOf(rule, usage)
-  const storedConditions = Array.isArray(stored["conditions"]) ? stored["conditions"] : []
-  const last = storedConditions.find((condition) => isObject(condition) && condition["type"] === exceededCondition)
-  const lastTransitionTime = isObject(last) && last["status"] === exceeded.status && typeof last["lastTransitionTime"] === "string" ? last["lastTransitionTime"] : timestamp(now)
-  const status: JsonObject = {
-    spentUSD: formatMicroUsd(usage.spent),
-    heldUSD: formatMicroUsd(usage.held),
-    periodStart,
-    ...(period.end === undefined ? {} : { periodEnd: timestamp(period.end) }),
-    thresholdsCrossed: [...before, ...crossed].sort((a, b) => a - b),
-    conditions: [{ type: exceededCondition, ...exceeded, lastTransitionTime, observedGeneration: input.generation }],
-    observedGeneration: input.generation
-  }
-  return { status, crossed }
 }

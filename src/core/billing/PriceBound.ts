@@ -5,7 +5,7 @@
  * Job as an annotation, and whatever places the Job later reads it back and tightens `placement.maxRateUSDPerHour`
  * to it, so no placement, however late, exceeds what the caller consented to. Pure.
  */
-import type { JobSpecType } from "../kinds/job/JobMachine.ts"
+import { type JobSpecType } from "../schemas/Job.ts"
 import { formatMicroUsd, minMicro, parseMicroUsd, tryParseMicroUsd } from "../Money.ts"
 
 /** The consent covers the estimated rate plus this many tenths of it (spec: "plus 10 %"). */

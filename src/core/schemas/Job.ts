@@ -265,3 +265,6 @@ export const job: KindDefinition = {
   // Spec: Job — Cancelled "stops for good".
   transitions: finalState("Cancelled", "Job")
 }
+
+export type JobSpecType = typeof JobSpec.Type
+export type JobStatusType = typeof JobStatus.Type

@@ -4,17 +4,8 @@
  * period, holds now), rooms, thresholds and the status with its once-per-period thresholds.
  */
 import { describe, expect, it } from "vitest"
-import {
-  type BudgetRule,
-  budgetStatusOf,
-  isExceeded,
-  matches,
-  periodOf,
-  roomOf,
-  ruleOf,
-  thresholdsReached,
-  usageOf
-} from "../../../src/core/billing/Budgets.ts"
+import { type BudgetRule, isExceeded, matches, periodOf, roomOf, ruleOf, thresholdsReached, usageOf } from "../../../src/core/billing/Budgets.ts"
+import { budgetStatusOf } from "../../../src/core/kinds/budget/BudgetStatus.ts"
 import { Ledger } from "../../../src/core/billing/Ledger.ts"
 
 const at = (text: string): number => Date.parse(text)
@@ -33,21 +24,21 @@ const rule = (fields: Partial<BudgetRule> = {}): BudgetRule => ({
 
 describe("periods (UTC)", () => {
   const cases: ReadonlyArray<readonly [BudgetRule["period"], string, string, string | undefined]> = [
-    ["Monthly", "2026-01-31T23:59:59.999Z", "2026-01-01T00:00:00Z", "2026-02-01T00:00:00Z"],
-    ["Monthly", "2026-02-01T00:00:00Z", "2026-02-01T00:00:00Z", "2026-03-01T00:00:00Z"],
-    ["Monthly", "2028-02-29T12:00:00Z", "2028-02-01T00:00:00Z", "2028-03-01T00:00:00Z"],
-    ["Monthly", "2026-12-31T23:00:00Z", "2026-12-01T00:00:00Z", "2027-01-01T00:00:00Z"],
-    ["Monthly", "2026-04-30T10:00:00Z", "2026-04-01T00:00:00Z", "2026-05-01T00:00:00Z"],
-    ["Daily", "2028-02-29T23:59:59.999Z", "2028-02-29T00:00:00Z", "2028-03-01T00:00:00Z"],
-    ["Daily", "2026-12-31T00:00:00Z", "2026-12-31T00:00:00Z", "2027-01-01T00:00:00Z"],
+    ["Monthly", "2026-01-31T23:59:59.999Z", "2026-01-01T00:00:00.000Z", "2026-02-01T00:00:00.000Z"],
+    ["Monthly", "2026-02-01T00:00:00.000Z", "2026-02-01T00:00:00.000Z", "2026-03-01T00:00:00.000Z"],
+    ["Monthly", "2028-02-29T12:00:00Z", "2028-02-01T00:00:00.000Z", "2028-03-01T00:00:00.000Z"],
+    ["Monthly", "2026-12-31T23:00:00Z", "2026-12-01T00:00:00.000Z", "2027-01-01T00:00:00.000Z"],
+    ["Monthly", "2026-04-30T10:00:00Z", "2026-04-01T00:00:00.000Z", "2026-05-01T00:00:00.000Z"],
+    ["Daily", "2028-02-29T23:59:59.999Z", "2028-02-29T00:00:00.000Z", "2028-03-01T00:00:00.000Z"],
+    ["Daily", "2026-12-31T00:00:00.000Z", "2026-12-31T00:00:00.000Z", "2027-01-01T00:00:00.000Z"],
     // ISO weeks start on Monday: 2026-12-28 is a Monday; week 53 of 2026 runs into 2027.
-    ["Weekly", "2026-12-31T15:00:00Z", "2026-12-28T00:00:00Z", "2027-01-04T00:00:00Z"],
-    ["Weekly", "2027-01-03T23:59:59.999Z", "2026-12-28T00:00:00Z", "2027-01-04T00:00:00Z"],
-    ["Weekly", "2027-01-04T00:00:00Z", "2027-01-04T00:00:00Z", "2027-01-11T00:00:00Z"],
+    ["Weekly", "2026-12-31T15:00:00Z", "2026-12-28T00:00:00.000Z", "2027-01-04T00:00:00.000Z"],
+    ["Weekly", "2027-01-03T23:59:59.999Z", "2026-12-28T00:00:00.000Z", "2027-01-04T00:00:00.000Z"],
+    ["Weekly", "2027-01-04T00:00:00.000Z", "2027-01-04T00:00:00.000Z", "2027-01-11T00:00:00.000Z"],
     // 2025-12-29 (Monday) begins ISO week 1 of 2026.
-    ["Weekly", "2026-01-01T00:00:00Z", "2025-12-29T00:00:00Z", "2026-01-05T00:00:00Z"],
-    ["Weekly", "2028-03-01T00:00:00Z", "2028-02-28T00:00:00Z", "2028-03-06T00:00:00Z"],
-    ["Total", "2030-06-01T00:00:00Z", "2026-03-10T08:00:00Z", undefined]
+    ["Weekly", "2026-01-01T00:00:00.000Z", "2025-12-29T00:00:00.000Z", "2026-01-05T00:00:00.000Z"],
+    ["Weekly", "2028-03-01T00:00:00.000Z", "2028-02-28T00:00:00.000Z", "2028-03-06T00:00:00.000Z"],
+    ["Total", "2030-06-01T00:00:00.000Z", "2026-03-10T08:00:00Z", undefined]
   ]
   for (const [period, now, start, end] of cases) {
     it(`${period} at ${now}: [${start}, ${end ?? "never"})`, () => {
@@ -83,18 +74,18 @@ describe("matching", () => {
 })
 
 describe("usage", () => {
-  const march = periodOf(rule(), at("2026-03-15T00:00:00Z"))
+  const march = periodOf(rule(), at("2026-03-15T00:00:00.000Z"))
   const ledger = () => {
     const ledger = new Ledger()
-    ledger.grant("g", at("2026-02-01T00:00:00Z"), 1_000_000_000n, "starter")
+    ledger.grant("g", at("2026-02-01T00:00:00.000Z"), 1_000_000_000n, "starter")
     // Charged in February (before the period), in March, and at the first instant of April (after it).
     ledger.capture("feb", at("2026-02-28T23:59:59Z"), { hold: undefined, owner: "a", segment: "Running", amount: 1_000n })
-    ledger.capture("mar-1", at("2026-03-01T00:00:00Z"), { hold: undefined, owner: "a", segment: "Boot", amount: 20_000n })
-    ledger.capture("mar-2", at("2026-03-20T00:00:00Z"), { hold: undefined, owner: "b", segment: "Running", amount: 300_000n })
-    ledger.capture("apr", at("2026-04-01T00:00:00Z"), { hold: undefined, owner: "b", segment: "Running", amount: 4_000_000n })
-    ledger.hold("h", at("2026-03-20T00:00:00Z"), { hold: "h1", owner: "a", amount: 50_000_000n, expiresAt: at("2026-05-01T00:00:00Z") })
-    ledger.capture("from-hold", at("2026-03-21T00:00:00Z"), { hold: "h1", owner: "a", segment: "Running", amount: 5_000_000n })
-    ledger.capture("other", at("2026-03-21T00:00:00Z"), { hold: undefined, owner: "c", segment: "Running", amount: 7n })
+    ledger.capture("mar-1", at("2026-03-01T00:00:00.000Z"), { hold: undefined, owner: "a", segment: "Boot", amount: 20_000n })
+    ledger.capture("mar-2", at("2026-03-20T00:00:00.000Z"), { hold: undefined, owner: "b", segment: "Running", amount: 300_000n })
+    ledger.capture("apr", at("2026-04-01T00:00:00.000Z"), { hold: undefined, owner: "b", segment: "Running", amount: 4_000_000n })
+    ledger.hold("h", at("2026-03-20T00:00:00.000Z"), { hold: "h1", owner: "a", amount: 50_000_000n, expiresAt: at("2026-05-01T00:00:00.000Z") })
+    ledger.capture("from-hold", at("2026-03-21T00:00:00.000Z"), { hold: "h1", owner: "a", segment: "Running", amount: 5_000_000n })
+    ledger.capture("other", at("2026-03-21T00:00:00.000Z"), { hold: undefined, owner: "c", segment: "Running", amount: 7n })
     return ledger
   }
   const cases: ReadonlyArray<readonly [string, ReadonlyArray<string>, bigint, bigint]> = [
@@ -109,7 +100,7 @@ describe("usage", () => {
   }
 
   it("a Total period counts from the Budget's creation", () => {
-    const total = periodOf(rule({ period: "Total", createdAt: at("2026-03-01T00:00:00Z") }), at("2030-01-01T00:00:00Z"))
+    const total = periodOf(rule({ period: "Total", createdAt: at("2026-03-01T00:00:00.000Z") }), at("2030-01-01T00:00:00.000Z"))
     expect(usageOf(ledger(), ["a", "b"], total).spent).toBe(20_000n + 300_000n + 4_000_000n + 5_000_000n)
   })
 })
@@ -144,22 +135,22 @@ describe("the status", () => {
   it("announces each threshold once per period, keeps Exceeded's transition time, and starts over in a new period", () => {
     const first = budgetStatusOf({ rule: budget, usage: { spent: 6_000_000n, held: 0n }, period, previous: undefined, generation: 1, now })
     expect(first.crossed).toEqual([50])
-    expect(first.status).toMatchObject({ spentUSD: "6", heldUSD: "0", periodStart: "2026-03-01T00:00:00Z", periodEnd: "2026-04-01T00:00:00Z", thresholdsCrossed: [50], observedGeneration: 1 })
+    expect(first.status).toMatchObject({ spentUSD: "6", heldUSD: "0", periodStart: "2026-03-01T00:00:00.000Z", periodEnd: "2026-04-01T00:00:00.000Z", thresholdsCrossed: [50], observedGeneration: 1 })
     const again = budgetStatusOf({ rule: budget, usage: { spent: 6_500_000n, held: 0n }, period, previous: first.status, generation: 1, now: now + 1_000 })
     expect(again.crossed).toEqual([])
     const both = budgetStatusOf({ rule: budget, usage: { spent: 8_000_000n, held: 2_000_000n }, period, previous: again.status, generation: 2, now: now + 2_000 })
     expect(both.crossed).toEqual([80])
     expect(both.status["thresholdsCrossed"]).toEqual([50, 80])
     expect(both.status["conditions"]).toEqual([{
-      type: "Exceeded", status: "True", reason: "AmountReached", lastTransitionTime: "2026-03-15T12:00:02Z", observedGeneration: 2,
+      type: "Exceeded", status: "True", reason: "AmountReached", lastTransitionTime: "2026-03-15T12:00:02.000Z", observedGeneration: 2,
       message: "8 USD spent and 2 USD held of 10 USD this period; new runs of matching work are refused (BudgetExceeded)."
     }])
     const still = budgetStatusOf({ rule: budget, usage: { spent: 9_000_000n, held: 2_000_000n }, period, previous: both.status, generation: 2, now: now + 60_000 })
-    expect((still.status["conditions"] as any)[0].lastTransitionTime).toBe("2026-03-15T12:00:02Z")
-    const april = at("2026-04-01T00:00:00Z")
+    expect((still.status["conditions"] as any)[0].lastTransitionTime).toBe("2026-03-15T12:00:02.000Z")
+    const april = at("2026-04-01T00:00:00.000Z")
     const rolled = budgetStatusOf({ rule: budget, usage: { spent: 5_000_000n, held: 0n }, period: periodOf(budget, april), previous: still.status, generation: 2, now: april })
     expect(rolled.crossed).toEqual([50])
-    expect(rolled.status).toMatchObject({ periodStart: "2026-04-01T00:00:00Z", thresholdsCrossed: [50] })
+    expect(rolled.status).toMatchObject({ periodStart: "2026-04-01T00:00:00.000Z", thresholdsCrossed: [50] })
   })
 
   it("reads a stored Budget's spec; one it cannot read is undefined", () => {

@@ -21,76 +21,25 @@ import {
   isCustomerFailure,
   isInterruption,
   isLive,
-  type LaunchRequest,
   type Outcome
 } from "../../capacity/Capacity.ts"
 import type { Funding } from "../../billing/Billing.ts"
+import { type Condition, conditionIn, withCondition, withoutCondition } from "../../controller/Conditions.ts"
+import type { Action, ControllerEvent, Machine, Observation, StepContext, StepResult } from "../../controller/Controller.ts"
 import { autoCheckpointIntervalMs, type Continuity } from "../../capacity/Interruptions.ts"
 import { type JobPhase, isFinalPhase } from "./JobPhases.ts"
 import * as Limits from "../../Limits.ts"
-import { durationMs, durationText, iso, parseTime, parseTimeOf } from "../../controller/StatusText.ts"
+import { durationMs, durationText, iso, parseTime, parseTimeOf } from "../../StatusText.ts"
 import { formatMicroUsd } from "../../Money.ts"
 import type { Variant } from "../../capacity/Offering.ts"
-import { choose, defaultExpectedWorkMs, type Explanation, explain, type Market, type Ranking, type RunProfile } from "../../capacity/Placement.ts"
-import type { JobSpec, JobStatus } from "../../schemas/Job.ts"
+import { choose, defaultExpectedWorkMs, explain, type Market, type RunProfile } from "../../capacity/Placement.ts"
+import type { JobSpecType, JobStatusType } from "../../schemas/Job.ts"
 import { formatDurationMs } from "../../Units.ts"
 
-export type JobSpecType = typeof JobSpec.Type
-export type JobStatusType = typeof JobStatus.Type
-type Condition = NonNullable<JobStatusType["conditions"]>[number]
 type Mutable<T> = { -readonly [K in keyof T]: T[K] }
 
-export interface JobObservation {
-  readonly name: string
-  readonly namespace: string
-  readonly uid: string
-  readonly generation: number
-  readonly spec: JobSpecType
-  readonly status: JobStatusType
-  readonly attempts: ReadonlyArray<AttemptFacts>
-}
-
-export interface JobContext {
-  readonly now: number
-  readonly market: Market
-  /** The placement ranking of this Job's request (memoized by the driver: it depends on the spec only). */
-  readonly ranking: Ranking
-  /** What money allows (Billing.settle); absent when the driver bills nothing. */
-  readonly funding?: Funding | undefined
-}
-
-/** The port's launch request without the owner, which the driver knows (spec: Job.scaledownWindow is keepWarmMs). */
-export interface LaunchAction extends Omit<LaunchRequest, "owner" | "namespace"> {
-  readonly _tag: "Launch"
-  /** Rendered only by drivers that record Attempts. */
-  readonly explain: () => Explanation
-}
-
-export type JobAction =
-  | LaunchAction
-  | { readonly _tag: "Checkpoint"; readonly attempt: string; readonly episode: number }
-  | { readonly _tag: "Stop"; readonly attempt: string; readonly keepWarmMs: number }
-  | { readonly _tag: "Delete" }
-
-/** An event on the Job: recorded on the object, and emitted as `type` (spec: Event types) when it has one. */
-export interface JobEvent {
-  readonly type: string | undefined
-  readonly reason: string
-  readonly message: string
-  readonly warning: boolean
-}
-
-export interface JobStep {
-  readonly status: JobStatusType
-  readonly actions: ReadonlyArray<JobAction>
-  readonly events: ReadonlyArray<JobEvent>
-  /** The next time the step must run even if nothing is observed. */
-  readonly wakeAt: number | undefined
-  /** An index waits for capacity: run the step again when capacity frees up. */
-  readonly waitingForCapacity: boolean
-  /** An index waits for money (credits, a Budget, the cap): run the step again when the ledger changes. */
-  readonly waitingForFunds: boolean
-}
+export type JobObservation = Observation<JobSpecType, JobStatusType>
+export type JobStep = StepResult<JobStatusType>
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Reading the spec with its documented defaults
@@ -133,38 +82,6 @@ export const formatIndexes = (done: ArrayLike<number>): string => {
   }
   return parts.join(",")
 }
-
-// ---------------------------------------------------------------------------------------------------------------------
-// Conditions
-
-/** The first condition of `type` (a loop: a step looks conditions up several times). */
-const conditionIn = (conditions: ReadonlyArray<Condition> | undefined, type: string): Condition | undefined => {
-  if (conditions === undefined) return undefined
-  for (let index = 0; index < conditions.length; index++) {
-    const condition = conditions[index]!
-    if (condition.type === type) return condition
-  }
-  return undefined
-}
-
-/** Sets a condition; lastTransitionTime moves when status or reason changes (the reason starts clocks here). */
-const withCondition = (
-  conditions: ReadonlyArray<Condition>,
-  type: string,
-  status: "True" | "False",
-  reason: string,
-  message: string,
-  now: number
-): ReadonlyArray<Condition> => {
-  const previous = conditionIn(conditions, type)
-  if (previous !== undefined && previous.status === status && previous.reason === reason && previous.message === message) return conditions
-  const lastTransitionTime = previous !== undefined && previous.status === status && previous.reason === reason ? previous.lastTransitionTime : iso(now)
-  const next = { type, status, reason, message, lastTransitionTime }
-  return previous === undefined ? [...conditions, next] : conditions.map((condition) => (condition.type === type ? next : condition))
-}
-
-const withoutCondition = (conditions: ReadonlyArray<Condition>, type: string): ReadonlyArray<Condition> =>
-  conditionIn(conditions, type) !== undefined ? conditions.filter((condition) => condition.type !== type) : conditions
 
 // ---------------------------------------------------------------------------------------------------------------------
 // What the attempts say
@@ -301,8 +218,8 @@ const interruptionEvent = (outcome: Outcome): { type: string | undefined; reason
 // The step
 
 class Step {
-  readonly actions: Array<JobAction> = []
-  readonly events: Array<JobEvent> = []
+  readonly actions: Array<Action> = []
+  readonly events: Array<ControllerEvent> = []
   readonly status: Mutable<JobStatusType>
   conditions: ReadonlyArray<Condition>
   wakeAt: number | undefined
@@ -321,10 +238,10 @@ class Step {
   completionMs: number | undefined
 
   readonly job: JobObservation
-  readonly context: JobContext
+  readonly context: StepContext
   readonly view: IndexView
 
-  constructor(job: JobObservation, context: JobContext, view: IndexView) {
+  constructor(job: JobObservation, context: StepContext, view: IndexView) {
     this.job = job
     this.context = context
     this.view = view
@@ -795,7 +712,7 @@ const advance = (step: Step, before: string | undefined) => {
   }
 }
 
-export const step = (job: JobObservation, context: JobContext): JobStep => {
+export const step = (job: JobObservation, context: StepContext): JobStep => {
   const step = new Step(job, context, viewOf(job.spec, job.attempts))
   const before = job.status.phase
   observe(step)
@@ -831,4 +748,13 @@ const decideFinal = (step: Step): boolean => {
   const suspended = conditionIn(step.conditions, "Suspended")?.status === "True"
   if (!suspended && deadline(step)) return true
   return recover(step)
+}
+
+/** The Job's machine (spec: Job; States and transitions), as drivers and the runtime's registry take it. */
+export const jobMachine: Machine<JobSpecType, JobStatusType> = {
+  kind: "Job",
+  step,
+  placementOf: (spec) => ({ request: spec, run: runProfileOf(spec) }),
+  maxCostOf: (spec) => spec.maxCostUSD,
+  isFinal: (status) => status.phase !== undefined && isFinalPhase(status.phase)
 }

@@ -5,7 +5,9 @@
  */
 import { describe, expect, it } from "vitest"
 import type { AttemptFacts } from "../../../../src/core/capacity/Capacity.ts"
-import { type JobAction, type JobSpecType, type JobStatusType, step } from "../../../../src/core/kinds/job/JobMachine.ts"
+import { step } from "../../../../src/core/kinds/job/JobMachine.ts"
+import { type Action } from "../../../../src/core/controller/Controller.ts"
+import { type JobSpecType, type JobStatusType } from "../../../../src/core/schemas/Job.ts"
 import type { Market } from "../../../../src/core/capacity/Placement.ts"
 import { attempt, ended, hour, jobSpec, market, minute, observation, rankingOf, T0 } from "../../Fixtures.ts"
 
@@ -16,8 +18,8 @@ const run = (spec: JobSpecType, options: { status?: JobStatusType; attempts?: Re
   return step(observation(spec, options.status ?? {}, options.attempts ?? []), { now: options.now ?? T0, market: on, ranking: rankingOf(spec, on) })
 }
 
-const launches = (actions: ReadonlyArray<JobAction>) => actions.filter((action) => action._tag === "Launch")
-const tags = (actions: ReadonlyArray<JobAction>) => actions.map((action) => `${action._tag}${"attempt" in action ? ` ${action.attempt}` : ""}`)
+const launches = (actions: ReadonlyArray<Action>) => actions.filter((action) => action._tag === "Launch")
+const tags = (actions: ReadonlyArray<Action>) => actions.map((action) => `${action._tag}${"attempt" in action ? ` ${action.attempt}` : ""}`)
 const eventTypes = (result: ReturnType<typeof run>) => result.events.map((event) => event.type ?? event.reason)
 const condition = (status: JobStatusType, type: string) => status.conditions?.find((entry) => entry.type === type)
 

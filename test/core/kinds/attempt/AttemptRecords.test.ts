@@ -1,9 +1,9 @@
-// Attempt objects from a driver's facts (src/core/capacity/AttemptRecords.ts): the phase of every outcome, the status fields,
+// Attempt objects from a driver's facts (src/core/kinds/attempt/AttemptRecords.ts): the phase of every outcome, the status fields,
 // and the facts a restarted server reads back.
 import { assert, describe, it } from "@effect/vitest"
-import { attemptStatusOf, factsFromAttempt } from "../../../src/core/capacity/AttemptRecords.ts"
-import type { AttemptFacts, Outcome } from "../../../src/core/capacity/Capacity.ts"
-import type { Offering, Variant } from "../../../src/core/capacity/Offering.ts"
+import { attemptStatusOf, factsFromAttempt } from "../../../../src/core/kinds/attempt/AttemptRecords.ts"
+import type { AttemptFacts, Outcome } from "../../../../src/core/capacity/Capacity.ts"
+import type { Offering, Variant } from "../../../../src/core/capacity/Offering.ts"
 
 const offering = { id: "cpu-4x-16gb-us-x", regionClass: "us", onDemandMicroUsdPerHour: 200_000n, interruptibleMicroUsdPerHour: undefined } as unknown as Offering
 const variant: Variant = { offering, interruptible: false, rateMicroUsdPerHour: 200_000n }

@@ -6,12 +6,13 @@
  *
  * Pure: times are epoch milliseconds in the facts and ISO strings in the objects.
  */
-import type { AttemptFacts, Outcome } from "./Capacity.ts"
-import type { JsonObject } from "../Json.ts"
-import { formatMicroUsd } from "../Money.ts"
-import type { Variant } from "./Offering.ts"
-import type { Explanation } from "./Placement.ts"
-import type { attemptPhases } from "../schemas/Attempt.ts"
+import type { AttemptFacts, Outcome } from "../../capacity/Capacity.ts"
+import type { Json, JsonObject } from "../../Json.ts"
+import { withCondition } from "../../controller/Conditions.ts"
+import { formatMicroUsd } from "../../Money.ts"
+import type { Variant } from "../../capacity/Offering.ts"
+import type { Explanation } from "../../capacity/Placement.ts"
+import type { attemptPhases } from "../../schemas/Attempt.ts"
 
 export type AttemptPhase = typeof attemptPhases[number]
 
@@ -94,7 +95,7 @@ export const attemptStatusOf = (facts: AttemptFacts, placement: Explanation | un
     ...(facts.endedAt === undefined ? {} : { endTime: iso(facts.endedAt) }),
     ...(exitCode === undefined ? {} : { exitCode }),
     ...(facts.bootedAt === undefined ? {} : {
-      conditions: [{ type: bootedCondition, status: "True", reason: "Booted", message: "The host booted and the program started.", lastTransitionTime: iso(facts.bootedAt) }]
+      conditions: withCondition([], bootedCondition, "True", "Booted", "The host booted and the program started.", facts.bootedAt) as unknown as Json
     })
   }
 }

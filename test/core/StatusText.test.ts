@@ -1,8 +1,8 @@
 /** The memoized status texts agree with the plain conversions they stand for, cached or not. */
 import * as fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { durationMs, durationText, iso, parseTime } from "../../../src/core/controller/StatusText.ts"
-import { formatDurationMs, parseDurationMs } from "../../../src/core/Units.ts"
+import { durationMs, durationText, iso, parseTime } from "../../src/core/StatusText.ts"
+import { formatDurationMs, parseDurationMs } from "../../src/core/Units.ts"
 
 describe("status texts", () => {
   it("iso is toISOString for any whole millisecond, twice (the second time from the cache)", () => {

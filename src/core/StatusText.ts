@@ -3,7 +3,7 @@
  * times. The simulator's platform benchmark runs 10^7 steps, and these conversions were a large share of them, so each
  * is memoized. They are pure functions of their argument: a memo only remembers answers, and every cache is bounded.
  */
-import { formatDurationMs, parseDurationMs } from "../Units.ts"
+import { formatDurationMs, parseDurationMs } from "./Units.ts"
 
 const durations = new Map<string, number | null>()
 

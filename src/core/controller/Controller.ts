@@ -1,0 +1,97 @@
+/**
+ * The controller contract every kind's machine is written to (style.md: "a state machine is a pure function over
+ * data"). A machine's `step` reads what is observed now — the object's spec and the status it wrote last, the facts
+ * of its runs of capacity, the market, what money allows — and `now`, and returns the next status, the actions for
+ * the capacity port, the events to record, and when it wants to be woken. It never reads a clock, never awaits, never
+ * remembers: the same observation gives the same result, so a driver may step it after any change, on a timer, or
+ * after a crash (level-triggered, like a Kubernetes reconciler).
+ *
+ * Drivers — the headless simulator's loop (src/backends/sim/Simulation.ts) and the runtime's reconciler
+ * (src/runtime/Reconciler.ts) — bill around each step with `billedStep` (core/billing/BillingStep.ts), carry the
+ * actions out through the capacity port (core/capacity/CapacityPort.ts), record the events and write the status.
+ */
+import type { Funding } from "../billing/Billing.ts"
+import type { AttemptFacts, LaunchRequest } from "../capacity/Capacity.ts"
+import type { Explanation, Market, PlacementRequest, Ranking, RunProfile } from "../capacity/Placement.ts"
+
+/** What a step observes of its object. */
+export interface Observation<Spec, Status> {
+  readonly name: string
+  readonly namespace: string
+  readonly uid: string
+  /** metadata.generation: status.observedGeneration reports it. */
+  readonly generation: number
+  readonly spec: Spec
+  readonly status: Status
+  /** Every run of capacity the object has had, as the capacity port reports them. */
+  readonly attempts: ReadonlyArray<AttemptFacts>
+}
+
+/** What a step observes of the world beside its object. */
+export interface StepContext {
+  readonly now: number
+  readonly market: Market
+  /** The placement ranking of this object's request (memoized by the driver: it depends on the spec only). */
+  readonly ranking: Ranking
+  /** What money allows (core/billing/Billing.ts `settle`); absent when the driver bills nothing. */
+  readonly funding?: Funding | undefined
+}
+
+/** A launch, addressed by the driver to the port with the owner it knows; `explain` is rendered only where recorded. */
+export interface LaunchAction extends Omit<LaunchRequest, "owner" | "namespace"> {
+  readonly _tag: "Launch"
+  readonly explain: () => Explanation
+}
+
+/** What a step asks of capacity (and of the object's own life: Delete, spec: ttlSecondsAfterFinished). */
+export type Action =
+  | LaunchAction
+  | { readonly _tag: "Checkpoint"; readonly attempt: string; readonly episode: number }
+  | { readonly _tag: "Stop"; readonly attempt: string; readonly keepWarmMs: number }
+  | { readonly _tag: "Delete" }
+
+/**
+ * An event on the object: recorded as a Kubernetes Event, and delivered as `type` (spec: Event types, `<kind>.<reason>`
+ * in lower case) when it has one.
+ */
+export interface ControllerEvent {
+  readonly type: string | undefined
+  readonly reason: string
+  readonly message: string
+  readonly warning: boolean
+}
+
+export interface StepResult<Status> {
+  readonly status: Status
+  readonly actions: ReadonlyArray<Action>
+  readonly events: ReadonlyArray<ControllerEvent>
+  /** The next time the step must run even if nothing is observed. */
+  readonly wakeAt: number | undefined
+  /** Work waits for capacity: step again when capacity frees up. */
+  readonly waitingForCapacity: boolean
+  /** Work waits for money (credits, a Budget, the cap): step again when the ledger changes. */
+  readonly waitingForFunds: boolean
+}
+
+/**
+ * A kind's machine: the pure step, and what drivers need to read of a spec without knowing the kind — the placement
+ * request its launches are ranked for (rank's input), its cost cap, and the phase that ends it.
+ */
+export interface Machine<Spec, Status> {
+  readonly kind: string
+  readonly step: (observation: Observation<Spec, Status>, context: StepContext) => StepResult<Status>
+  /** What placement ranks offerings for (the spec's resources and placement) and how a run of it behaves. */
+  readonly placementOf: (spec: Spec) => { readonly request: PlacementRequest; readonly run: RunProfile }
+  /** The object's maxCostUSD as written (spec: Conventions 4), if it has one. */
+  readonly maxCostOf: (spec: Spec) => string | undefined
+  /** Whether the status is final: nothing runs any more, and the cost shown is final once its holds closed. */
+  readonly isFinal: (status: Status) => boolean
+}
+
+/** Whether a status shows a Funded condition that is False (money holds the object back). */
+export const isUnfunded = (status: { readonly conditions?: ReadonlyArray<{ readonly type: string; readonly status: string }> | undefined }): boolean => {
+  const conditions = status.conditions
+  if (conditions === undefined) return false
+  for (const condition of conditions) if (condition.type === "Funded") return condition.status === "False"
+  return false
+}
