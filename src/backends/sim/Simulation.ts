@@ -5,16 +5,16 @@
  * the same capacity over its store instead (src/server/SimBackend.ts).
  */
 import { createHash, type Hash } from "node:crypto"
-import { type BillingSubject, costStatusOf, holdLaunch, type Room, settle, type Settled as Billed } from "../../core/billing/Billing.ts"
+import type { Room, Settled as Billed } from "../../core/billing/Billing.ts"
 import type { AttemptFacts } from "../../core/capacity/Capacity.ts"
 import type { Ledger } from "../../core/billing/Ledger.ts"
-import { parseMicroUsd } from "../../core/Money.ts"
 import type { Pricebook } from "../../core/billing/Pricebook.ts"
-import { runProfileOf, type JobStep, step } from "../../core/kinds/job/JobMachine.ts"
-import { type Action, type ControllerEvent } from "../../core/controller/Controller.ts"
+import { type Billing, billedStep, billRemoved } from "../../core/controller/BilledStep.ts"
+import { type ControllerEvent, isUnfunded, type LaunchAction } from "../../core/controller/Controller.ts"
+import { jobMachine, type JobStep } from "../../core/kinds/job/JobMachine.ts"
 import { type JobSpecType, type JobStatusType } from "../../core/schemas/Job.ts"
 import { isFinalPhase } from "../../core/kinds/job/JobPhases.ts"
-import { type Offering, type Variant, variantKeyOf } from "../../core/capacity/Offering.ts"
+import { type Offering, variantKeyOf } from "../../core/capacity/Offering.ts"
 import { choose, rank, type Ranking } from "../../core/capacity/Placement.ts"
 import { parseDurationMs } from "../../core/Units.ts"
 import type { Checkers } from "./Checkers.ts"
@@ -136,8 +136,6 @@ const sameJson = (a: unknown, b: unknown): boolean => {
   }
   return true
 }
-
-export type LaunchAction = Extract<Action, { readonly _tag: "Launch" }>
 
 export interface Launched {
   readonly action: LaunchAction
@@ -280,17 +278,13 @@ export class Simulation {
     }
   }
 
-  /**
-   * A deleted Job's runs are billed until their hosts are released (docs/billing.md, "Release"): the time up to the
-   * stop and the teardown its deletion began are charged, and every hold it had closes, instead of expiring an hour
-   * later with the last charges missing.
-   */
+  /** A deleted Job's runs are billed until their hosts are released (BilledStep.billRemoved). */
   private billRemoved(job: SimJob): void {
-    const billing = this.options.billing
+    const billing = this.billingOf(job)
     if (billing === undefined) return
-    const { wakeAt } = settle(billing.ledger, billing.pricebook, this.subjectOf(job, billing, undefined), this.now)
+    const { wakeAt, done } = billRemoved(billing, job.uid, job.spec.maxCostUSD, job.attempts, this.now)
     const key = this.keyOf(job)
-    if (job.attempts.every((attempt) => attempt.releasedAt !== undefined && attempt.releasedAt <= this.now)) {
+    if (done) {
       if (this.billedAfterRemoval.get(key) === job) this.billedAfterRemoval.delete(key)
     } else if (wakeAt !== undefined) this.options.engine.at(wakeAt, () => this.billRemoved(job))
   }
@@ -335,7 +329,8 @@ export class Simulation {
     // A template's spec object is shared by its Jobs; placement depends on the spec only.
     const cached = this.rankings.get(job.spec)
     if (cached !== undefined) return cached
-    const ranking = rank(job.spec, this.options.catalog, this.options.capacity.marketFor(job.namespace), runProfileOf(job.spec))
+    const { request, run } = jobMachine.placementOf(job.spec)
+    const ranking = rank(request, this.options.catalog, this.options.capacity.marketFor(job.namespace), run)
     this.rankings.set(job.spec, ranking)
     return ranking
   }
@@ -349,10 +344,8 @@ export class Simulation {
     const before = job.status
     const market = capacity.marketFor(job.namespace)
     const ranking = this.rankingOf(job)
-    const billing = this.options.billing
-    const subject = billing === undefined ? undefined : this.subjectOf(job, billing, choose(ranking, market)?.variant ?? ranking.kept[0]?.variant)
-    const billed = billing === undefined || subject === undefined ? undefined : settle(billing.ledger, billing.pricebook, subject, now)
-    const result = step(job, { now, market, ranking, funding: billed?.funding })
+    const billing = this.billingOf(job)
+    const { result, settled, wakeAt } = billedStep(jobMachine, job, { now, market, ranking }, billing)
     this.steps++
     this.options.checkers?.afterStep(job, before, result, now)
     job.status = result.status
@@ -370,8 +363,6 @@ export class Simulation {
     for (const action of result.actions) {
       switch (action._tag) {
         case "Launch": {
-          // Spec: the first hold is placed before capacity starts (the step launched only what it pays for).
-          if (billing !== undefined) holdLaunch(billing.ledger, billing.pricebook, job.uid, action.attempt, action.variant, now)
           const facts = capacity.launch({ ...action, owner: key, namespace: job.namespace, workload: job.workload })
           job.attempts.push(facts)
           if (this.options.onStep !== undefined) launched.push({ action, facts })
@@ -394,41 +385,28 @@ export class Simulation {
           capacity.forget(key)
           this.jobs.delete(key)
           this.options.trace.record(`${now} ${key} Deleted`)
-          if (billing !== undefined) {
+          if (this.options.billing !== undefined) {
             this.billedAfterRemoval.set(key, job)
             this.billRemoved(job)
           }
           return
       }
     }
-    if (billing !== undefined && subject !== undefined && billed !== undefined) this.showCost(job, billing, subject, billed)
-    this.options.onStep?.(job, result, launched, billed)
-    this.scheduleWake(job, earliest(result.wakeAt, billed?.wakeAt))
+    if (settled !== undefined) {
+      if (isUnfunded(job.status)) this.unfunded.add(job)
+      else this.unfunded.delete(job)
+    }
+    this.options.onStep?.(job, result, launched, settled)
+    this.scheduleWake(job, wakeAt)
     if (result.waitingForCapacity && result.actions.length === 0 && result.events.length === 0 && sameJson(job.status, before)) {
       this.settled.set(job, { status: job.status, spec: job.spec, generation: job.generation, attempts: job.attempts.length })
     } else this.settled.delete(job)
   }
 
-  /** What billing sees of the Job; `nextVariant` is what a launch would take now (none for a deleted Job). */
-  private subjectOf(job: SimJob, billing: SimBilling, nextVariant: Variant | undefined): BillingSubject {
-    return {
-      owner: job.uid,
-      capMicro: job.spec.maxCostUSD === undefined ? undefined : parseMicroUsd(job.spec.maxCostUSD),
-      attempts: job.attempts,
-      nextVariant,
-      hasRun: job.attempts.length > 0,
-      rooms: billing.rooms?.(job) ?? []
-    }
-  }
-
-  /** status.cost, a display copy of the ledger (spec: Conventions 3), once this step's holds are placed. */
-  private showCost(job: SimJob, billing: SimBilling, subject: BillingSubject, billed: Billed): void {
-    const final = job.status.phase !== undefined && isFinalPhase(job.status.phase)
-    const cost = costStatusOf(billing.ledger, job.uid, billed, { capMicro: subject.capMicro, final })
-    job.status = { ...job.status, cost }
-    const funded = job.status.conditions?.find((condition) => condition.type === "Funded")
-    if (funded?.status === "False") this.unfunded.add(job)
-    else this.unfunded.delete(job)
+  /** The ledger this Job is billed on now, with the rooms of its Budgets (undefined: nothing is billed). */
+  private billingOf(job: SimJob): Billing | undefined {
+    const billing = this.options.billing
+    return billing === undefined ? undefined : { ledger: billing.ledger, pricebook: billing.pricebook, rooms: billing.rooms?.(job) ?? [] }
   }
 
   private scheduleWake(job: SimJob, at: number | undefined): void {
@@ -446,9 +424,6 @@ export class Simulation {
     return [...this.jobs.values()].filter((job) => job.status.phase === undefined || !isFinalPhase(job.status.phase))
   }
 }
-
-const earliest = (a: number | undefined, b: number | undefined): number | undefined =>
-  a === undefined ? b : b === undefined ? a : Math.min(a, b)
 
 /** Whether a Job that is not final is in a documented waiting state (docs/simulator.md, liveness). */
 export const isWaiting = (job: SimJob): boolean => {

@@ -83,7 +83,23 @@ describe("scenarios/*.json", () => {
   })
 })
 
+/**
+ * The trace hash of every example scenario, pinned: a refactoring of the machine, billing or the simulator's loop must
+ * leave the runs byte-identical. A change that means to move them updates a hash here and says why in its commit.
+ */
+const pinnedTraceHashes: Readonly<Record<string, string>> = {
+  "mixed-fleet.json": "cf59fb1fc7f7ef50fde3c2f20b2344dc9e39a9ed8cbb3dc8686976736cd95fa0",
+  "spot-trace-replay.json": "4cae2b177ceb232ba81db44f165ff229ac40042ffcc24084293f56b963185003",
+  "funding-runs-out.json": "ee19e4b09b0195f296cf546b4eb8b98939a0dd9c211c3648eb1638e56e4b1266"
+}
+
 describe("determinism", () => {
+  for (const [file, hash] of Object.entries(pinnedTraceHashes)) {
+    it(`${file} runs to its pinned trace hash`, () => {
+      assert.strictEqual(runScenario(load(file), { catalog }).traceHash, hash)
+    })
+  }
+
   for (const file of ["mixed-fleet.json", "spot-trace-replay.json"]) {
     it(`${file}: the same seed gives the byte-identical trace; another seed another`, () => {
       const scenario = load(file)
