@@ -8,10 +8,10 @@
  *   npm run bench:estimate -- [--runs 200]
  */
 import { performance } from "node:perf_hooks"
-import { loadCatalog } from "../src/backends/sim/CatalogData.ts"
+import { loadCatalog } from "../src/data/CatalogData.ts"
 import { estimateJob } from "../src/backends/sim/Estimator.ts"
 import { defaultFleet, providerModelsOf } from "../src/backends/sim/Run.ts"
-import { admitJobSpec } from "../src/backends/sim/Scenario.ts"
+import { admitJobSpec } from "../src/core/kinds/job/JobAdmission.ts"
 import type { Variant } from "../src/core/capacity/Offering.ts"
 import { currentPricebook } from "../src/core/billing/Pricebook.ts"
 import { defaultHostsPerVariant } from "../src/server/SimWorld.ts"

@@ -10,7 +10,7 @@
  */
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import { loadCatalog } from "../../src/backends/sim/CatalogData.ts"
+import { loadCatalog } from "../../src/data/CatalogData.ts"
 import { runScenario } from "../../src/backends/sim/Run.ts"
 import { parseScenario } from "../../src/backends/sim/Scenario.ts"
 

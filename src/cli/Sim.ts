@@ -7,7 +7,7 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
-import { loadCatalog } from "../backends/sim/CatalogData.ts"
+import { loadCatalog } from "../data/CatalogData.ts"
 import { runScenario, scenarioProblems, type Summary } from "../backends/sim/Run.ts"
 import { parseScenario } from "../backends/sim/Scenario.ts"
 

@@ -18,15 +18,15 @@ import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import type { Offering, Variant } from "../core/capacity/Offering.ts"
 import type { Market } from "../core/capacity/Placement.ts"
 import { currentPricebook } from "../core/billing/Pricebook.ts"
-import { loadCatalog } from "../backends/sim/CatalogData.ts"
+import { loadCatalog } from "../data/CatalogData.ts"
 import { blockingReasonsOf, estimateJob } from "../backends/sim/Estimator.ts"
 import { defaultFleet, providerModelsOf } from "../backends/sim/Run.ts"
-import { admitJobSpec } from "../backends/sim/Scenario.ts"
-import type { ProviderModel } from "../backends/sim/SimCapacity.ts"
+import { admitJobSpec } from "../core/kinds/job/JobAdmission.ts"
+import type { SimProviderModel } from "../backends/sim/SimCapacity.ts"
 import { BudgetService } from "./Budgets.ts"
 import { LedgerService } from "./LedgerService.ts"
 import { LiveMarket } from "./LiveMarket.ts"
-import { defaultHostsPerVariant } from "../server/SimWorld.ts"
+import { defaultHostsPerVariant } from "../core/capacity/ProviderModels.ts"
 
 export interface EstimateResult {
   readonly estimate: Json
@@ -46,7 +46,7 @@ export class Estimates extends Context.Service<Estimates, {
 
 export interface EstimatorOptions {
   readonly catalog?: ReadonlyArray<Offering>
-  readonly models?: (variant: Variant) => ProviderModel
+  readonly models?: (variant: Variant) => SimProviderModel
   /** Capacity the placement preview sees; unless told, the live market, else the fleet with every host free. */
   readonly market?: Market
 }

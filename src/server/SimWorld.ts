@@ -21,7 +21,7 @@ import { SimCapacity, type WorkloadModel } from "../backends/sim/SimCapacity.ts"
 import { type Launched, type SimBilling, type SimJob, Simulation } from "../backends/sim/Simulation.ts"
 
 /** Hosts of every offering variant in the server's fleet (a scenario's default too). */
-export const defaultHostsPerVariant = 8
+export { defaultHostsPerVariant } from "../core/capacity/ProviderModels.ts"
 
 /** The seed of every random draw of the server's simulator: the same requests give the same runs. */
 export const defaultSimSeed = "nodus-sim"

@@ -21,7 +21,7 @@ import { durationMs, iso } from "../../core/StatusText.ts"
 import { formatDurationMs } from "../../core/Units.ts"
 import { Engine } from "./Engine.ts"
 import { Prng } from "./Prng.ts"
-import { type ProviderModel, SimCapacity, type WorkloadModel } from "./SimCapacity.ts"
+import { type SimProviderModel, SimCapacity, type WorkloadModel } from "./SimCapacity.ts"
 import { Simulation } from "./Simulation.ts"
 
 /** Runs per estimate: enough for a stable p90 at request speed (bench:estimate measures it). */
@@ -53,7 +53,7 @@ export interface EstimateInput {
   readonly spec: JobSpecType
   readonly catalog: ReadonlyArray<Offering>
   /** Provider models per variant (the simulator's, or the server's sim backend's). */
-  readonly models: (variant: Variant) => ProviderModel
+  readonly models: (variant: Variant) => SimProviderModel
   /** Capacity now, for the placement preview. */
   readonly market: Market
   readonly pricebook: Pricebook
@@ -100,7 +100,7 @@ const sampleRuns = (input: EstimateInput, variant: Variant, samples: number, per
   }
   const key = variantKeyOf(variant)
   // One simulation runs every sample as its own Job on its own hosts: none waits for another.
-  const models = (candidate: Variant): ProviderModel => ({ ...model, capacity: variantKeyOf(candidate) === key ? samples * shape.parallelism : 0 })
+  const models = (candidate: Variant): SimProviderModel => ({ ...model, capacity: variantKeyOf(candidate) === key ? samples * shape.parallelism : 0 })
   const engine = new Engine(input.now)
   const capacity = new SimCapacity(engine, new Prng(input.seed).derive("samples"), models)
   const simulation = new Simulation({ engine, capacity, catalog: [variant.offering], trace: { record: () => {} } })

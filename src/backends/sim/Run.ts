@@ -16,8 +16,10 @@ import { parseQuantity } from "../../core/Units.ts"
 import { Checkers } from "./Checkers.ts"
 import { Engine } from "./Engine.ts"
 import { Prng } from "./Prng.ts"
-import { admitJobSpec, type ProviderSettings, type Scenario, type WorkloadSettings } from "./Scenario.ts"
-import { type ProviderFaults, type ProviderModel, SimCapacity } from "./SimCapacity.ts"
+import { admitJobSpec } from "../../core/kinds/job/JobAdmission.ts"
+import { type ProviderSettings, type Scenario, type WorkloadSettings } from "./Scenario.ts"
+import { type ProviderFaults, SimCapacity, type SimProviderModel } from "./SimCapacity.ts"
+import { providerDefaults } from "../../core/capacity/ProviderModels.ts"
 import { isWaiting, type SimJob, Simulation, TraceHash } from "./Simulation.ts"
 import { loadTrace, meanTimeBetweenPreemptionsMs, type SpotTrace } from "./SpotTraces.ts"
 import { drawWorkload } from "./Workloads.ts"
@@ -93,19 +95,6 @@ const finite = (value: number): number | undefined => (Number.isFinite(value) ? 
 
 type Settings = { readonly [K in keyof ProviderSettings]?: ProviderSettings[K] | undefined }
 
-/** Provider defaults (nodus's assumptions; docs/simulator.md). */
-export const baseProvider: Settings = {
-  bootMedian: "2m",
-  bootSigma: 0.4,
-  bootFailureRate: 0.01,
-  preemptionMtbf: "24h",
-  preemptionTrace: undefined,
-  nodeLossMtbf: "2160h",
-  teardown: "30s",
-  warmStart: "5s",
-  restoreBandwidth: "1Gi"
-}
-
 /** The fleet and provider settings of a scenario, which the API server's sim backend also fills in (its defaults). */
 export interface FleetSettings {
   readonly hostsPerVariant: number
@@ -119,10 +108,9 @@ export const defaultFleet = (hostsPerVariant: number): FleetSettings =>
   ({ hostsPerVariant, capacity: {}, providers: { default: {}, interruptible: {}, byOffering: {} } })
 
 /** Provider models per variant: defaults, then the default, interruptible and per-offering settings. */
-export const providerModelsOf = (fleet: FleetSettings, traces: Map<string, SpotTrace> = new Map()) => (variant: Variant): ProviderModel => {
+export const providerModelsOf = (fleet: FleetSettings, traces: Map<string, SpotTrace> = new Map()) => (variant: Variant): SimProviderModel => {
   const id = variant.offering.id
   const settings: Settings = {
-    ...baseProvider,
     ...fleet.providers.default,
     ...(variant.interruptible ? fleet.providers.interruptible : {}),
     ...fleet.providers.byOffering[id]
@@ -134,17 +122,19 @@ export const providerModelsOf = (fleet: FleetSettings, traces: Map<string, SpotT
     trace = traces.get(traceName)
     if (trace === undefined) traces.set(traceName, (trace = loadTrace(join(spotTracesDir, traceName))))
   }
+  // A setting the scenario leaves out takes the provider defaults (core/capacity/ProviderModels.ts).
+  const defaults = providerDefaults
   return {
     capacity,
-    bootMedianMs: durationMs(settings.bootMedian, 120_000),
-    bootSigma: settings.bootSigma ?? 0.4,
-    bootFailureRate: settings.bootFailureRate ?? 0,
-    preemptionMtbfMs: !variant.interruptible ? undefined : trace === undefined ? durationMs(settings.preemptionMtbf, 24 * 3_600_000) : finite(meanTimeBetweenPreemptionsMs(trace)),
+    bootMedianMs: durationMs(settings.bootMedian, defaults.bootMedianMs),
+    bootSigma: settings.bootSigma ?? defaults.bootSigma,
+    bootFailureRate: settings.bootFailureRate ?? defaults.bootFailureRate,
+    preemptionMtbfMs: !variant.interruptible ? undefined : trace === undefined ? durationMs(settings.preemptionMtbf, defaults.preemptionMtbfMs!) : finite(meanTimeBetweenPreemptionsMs(trace)),
     preemptionTrace: trace,
-    nodeLossMtbfMs: settings.nodeLossMtbf === undefined ? undefined : durationMs(settings.nodeLossMtbf, 0) || undefined,
-    teardownMs: durationMs(settings.teardown, 30_000),
-    warmStartMs: durationMs(settings.warmStart, 5_000),
-    restoreBytesPerSecond: parseQuantity(settings.restoreBandwidth ?? "1Gi") ?? 2 ** 30
+    nodeLossMtbfMs: settings.nodeLossMtbf === undefined ? defaults.nodeLossMtbfMs : durationMs(settings.nodeLossMtbf, 0) || undefined,
+    teardownMs: durationMs(settings.teardown, defaults.teardownMs),
+    warmStartMs: durationMs(settings.warmStart, defaults.warmStartMs),
+    restoreBytesPerSecond: settings.restoreBandwidth === undefined ? defaults.restoreBytesPerSecond : parseQuantity(settings.restoreBandwidth) ?? defaults.restoreBytesPerSecond
   }
 }
 

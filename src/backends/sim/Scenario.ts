@@ -93,8 +93,6 @@ export type Scenario = typeof Scenario.Type
 
 export const decodeScenario = (input: unknown): Scenario => Schema.decodeUnknownSync(Scenario)(input)
 
-/** A workload's Job spec through the Job kind's normalization and schema, defaults included. */
-export const admitJobSpec = (spec: JsonObject): JobSpecType => Schema.decodeUnknownSync(JobSpec)(normalizeJob(spec))
 
 /** What is wrong with a scenario file, at a field path (`workloads[0].job.parallelism`). */
 export interface ScenarioProblem {

@@ -11,28 +11,16 @@
  */
 import type { AttemptFacts, Checkpoint, LaunchRequest, Outcome, SuspendCheckpoint } from "../../core/capacity/Capacity.ts"
 import type { Market } from "../../core/capacity/Placement.ts"
+import type { ProviderModel } from "../../core/capacity/ProviderModels.ts"
 import { type Variant, variantKeyOf } from "../../core/capacity/Offering.ts"
 import type { Engine } from "./Engine.ts"
 import type { Prng } from "./Prng.ts"
 import { nextPreemptionAfter, type SpotTrace } from "./SpotTraces.ts"
 
-/** How a provider behaves for one variant. Times in milliseconds. */
-export interface ProviderModel {
-  readonly capacity: number
-  readonly bootMedianMs: number
-  /** Spread of log(boot time). */
-  readonly bootSigma: number
-  readonly bootFailureRate: number
-  /** Mean time between preemptions of one host (interruptible variants); undefined: never preempted. */
-  readonly preemptionMtbfMs: number | undefined
+/** A provider model as the simulator runs it: the twin's model, or a replayed spot trace for its preemptions. */
+export interface SimProviderModel extends ProviderModel {
   /** A replayed spot trace instead of a rate: a host is preempted at the trace's next 1 → 0 drop. */
   readonly preemptionTrace: SpotTrace | undefined
-  /** Mean time between node losses of one host; undefined: never. */
-  readonly nodeLossMtbfMs: number | undefined
-  readonly teardownMs: number
-  /** Start of a program on a warm host (no boot). */
-  readonly warmStartMs: number
-  readonly restoreBytesPerSecond: number
 }
 
 /** How one workload's program behaves. */
@@ -85,7 +73,7 @@ interface WarmHost {
 
 interface Pool {
   readonly variant: Variant
-  readonly model: ProviderModel
+  readonly model: SimProviderModel
   used: number
   /** Warm hosts by namespace, oldest first (a warm host is reused only within its project). */
   readonly warm: Map<string, Array<WarmHost>>
@@ -102,7 +90,7 @@ const programKey = (owner: string, name: string) => `${owner}\n${name}`
 export class SimCapacity {
   private readonly engine: Engine
   private readonly random: Prng
-  private readonly models: (variant: Variant) => ProviderModel
+  private readonly models: (variant: Variant) => SimProviderModel
   private readonly faults: ProviderFaults
   /** Pools by variant key: every Variant object of one offering variant (each ranking makes its own) shares one. */
   private readonly pools = new Map<string, Pool>()
@@ -119,7 +107,7 @@ export class SimCapacity {
   /** Called when a host goes back to the pool or capacity grows, so waiting workloads look again. */
   onFreed: () => void = () => {}
 
-  constructor(engine: Engine, random: Prng, models: (variant: Variant) => ProviderModel, faults: ProviderFaults = noFaults) {
+  constructor(engine: Engine, random: Prng, models: (variant: Variant) => SimProviderModel, faults: ProviderFaults = noFaults) {
     this.engine = engine
     this.random = random
     this.models = models
@@ -339,7 +327,7 @@ export class SimCapacity {
     })
   }
 
-  private nodeLossDelay(model: ProviderModel): number | undefined {
+  private nodeLossDelay(model: SimProviderModel): number | undefined {
     return model.nodeLossMtbfMs === undefined ? undefined : Math.round(this.random.exponential(model.nodeLossMtbfMs))
   }
 

@@ -11,13 +11,14 @@ import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import { loadCatalog } from "../../../src/backends/sim/CatalogData.ts"
+import { loadCatalog } from "../../../src/data/CatalogData.ts"
 import { Engine } from "../../../src/backends/sim/Engine.ts"
 import { estimateJob } from "../../../src/backends/sim/Estimator.ts"
 import { Prng } from "../../../src/backends/sim/Prng.ts"
 import { providerModelsOf, runScenario } from "../../../src/backends/sim/Run.ts"
-import { admitJobSpec, parseScenario } from "../../../src/backends/sim/Scenario.ts"
-import { type ProviderModel, SimCapacity, type WorkloadModel } from "../../../src/backends/sim/SimCapacity.ts"
+import { parseScenario } from "../../../src/backends/sim/Scenario.ts"
+import { admitJobSpec } from "../../../src/core/kinds/job/JobAdmission.ts"
+import { type SimProviderModel, SimCapacity, type WorkloadModel } from "../../../src/backends/sim/SimCapacity.ts"
 import { Simulation } from "../../../src/backends/sim/Simulation.ts"
 import { Ledger, segments } from "../../../src/core/billing/Ledger.ts"
 import { meterAttempt } from "../../../src/core/billing/Metering.ts"
@@ -71,7 +72,7 @@ describe("funding runs out mid-run", () => {
 // ---------------------------------------------------------------------------------------------------------------------
 // Random simulated Jobs: charges equal metered costs
 
-const models = (settings: { readonly preemptionMtbfMs: number; readonly bootFailureRate: number; readonly nodeLossMtbfMs: number }) => (variant: Variant): ProviderModel => ({
+const models = (settings: { readonly preemptionMtbfMs: number; readonly bootFailureRate: number; readonly nodeLossMtbfMs: number }) => (variant: Variant): SimProviderModel => ({
   capacity: 3,
   bootMedianMs: 2 * minute,
   bootSigma: 0.5,

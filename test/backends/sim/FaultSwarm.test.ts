@@ -4,7 +4,7 @@
  * from then on. NODUS_SWARM_SEEDS=<n> runs more seeds (400 were clean when the swarm was written).
  */
 import { describe, expect, it } from "vitest"
-import { loadCatalog } from "../../../src/backends/sim/CatalogData.ts"
+import { loadCatalog } from "../../../src/data/CatalogData.ts"
 import { runScenario } from "../../../src/backends/sim/Run.ts"
 import { swarmScenario } from "./FaultSwarm.ts"
 

@@ -11,7 +11,7 @@ import { execFile } from "node:child_process"
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { loadCatalog } from "../../../src/backends/sim/CatalogData.ts"
+import { loadCatalog } from "../../../src/data/CatalogData.ts"
 import { runScenario, scenarioProblems, type Summary } from "../../../src/backends/sim/Run.ts"
 import { parseScenario, type Scenario } from "../../../src/backends/sim/Scenario.ts"
 

@@ -4,7 +4,7 @@
  */
 import * as fc from "fast-check"
 import { assert, describe, it } from "vitest"
-import { admitJobSpec } from "../../../src/backends/sim/Scenario.ts"
+import { admitJobSpec } from "../../../src/core/kinds/job/JobAdmission.ts"
 import type { JsonObject } from "../../../src/core/Json.ts"
 import { boundedSpec, priceBoundAnnotation, priceBoundIn, priceBoundOf, withPriceBoundAnnotation } from "../../../src/core/billing/PriceBound.ts"
 

@@ -8,7 +8,7 @@
 import { readFileSync } from "node:fs"
 import { Schema } from "effect"
 import { describe, expect, it } from "vitest"
-import { loadCatalog } from "../../../src/backends/sim/CatalogData.ts"
+import { loadCatalog } from "../../../src/data/CatalogData.ts"
 import {
   buildCatalog,
   catalogPricebookVersion,

@@ -6,11 +6,11 @@
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { buildCatalog } from "../../core/capacity/Catalog.ts"
-import type { Offering } from "../../core/capacity/Offering.ts"
+import { buildCatalog } from "../core/capacity/Catalog.ts"
+import type { Offering } from "../core/capacity/Offering.ts"
 
 /** The repository's copy of the SkyPilot catalog files. */
-export const catalogDataDir = fileURLToPath(new URL("../../../scenarios/data/skypilot-gpu-prices/", import.meta.url))
+export const catalogDataDir = fileURLToPath(new URL("../../scenarios/data/skypilot-gpu-prices/", import.meta.url))
 
 export const lambdaCatalogFile = "lambda_vms_v7.csv"
 export const awsCatalogFile = "aws_vms_v7_p_family.csv"
