@@ -1,144 +1,183 @@
 /**
- * The capacity contract: what every driver of the CapacityPort (src/core/capacity/Capacity.ts) must do, written once against
- * the port and run for each driver — the simulator now, live providers later. A driver supplies the port, a way to
- * let time pass, a variant with a known number of hosts, and how its programs behave (work, exit code).
+ * The capacity contract: what every driver of the capacity port (src/core/capacity/Capacity.ts) must do, written once
+ * against the port and run for each driver — the simulator (test/backends/sim/SimPort.test.ts), the fake driver of the
+ * tests (test/backends/FakeCapacity.test.ts), live hosts later. A driver supplies the port, a way to let time pass, a
+ * variant with a known number of hosts, and how to ask for a program that works a while and exits with a code.
  */
-import { Effect } from "effect"
+import { Effect, Fiber, Stream } from "effect"
 import { describe, expect, it } from "vitest"
-import type { AttemptFacts, CapacityPort, LaunchRequest } from "../../src/core/capacity/Capacity.ts"
+import type { AttemptFacts, CapacityChange, CapacityPortShape, HostRequest, ProgramRequest } from "../../src/core/capacity/Capacity.ts"
 import type { Variant } from "../../src/core/capacity/Offering.ts"
 
 export interface ContractDriver {
-  readonly port: CapacityPort
+  readonly port: CapacityPortShape
   /** Lets `ms` of (virtual or real) time pass. */
   readonly advance: (ms: number) => Effect.Effect<void>
   /** A variant with `hosts` hosts, booting in at most `bootMs`. */
   readonly variant: Variant
   readonly hosts: number
   readonly bootMs: number
-  /** The next program of `owner` works `workMs` and exits with `exitCode`. */
-  readonly program: (owner: string, workMs: number, exitCode: number) => void
+  /** What a program request says, in this driver's terms, for a program that works `workMs` and exits with `exitCode`. */
+  readonly program: (workMs: number, exitCode: number) => Partial<ProgramRequest>
 }
 
-const request = (driver: ContractDriver, fields: Partial<LaunchRequest> = {}): LaunchRequest => ({
-  owner: "demo/train",
+const owner = "job-uid-1"
+
+const hostRequest = (driver: ContractDriver, fields: Partial<HostRequest> = {}): HostRequest => ({
+  owner,
   namespace: "demo",
   attempt: "train-0-1",
   index: 0,
   number: 1,
   variant: driver.variant,
   recovery: false,
+  ...fields
+})
+
+const programRequest = (driver: ContractDriver, workMs: number, exitCode = 0, fields: Partial<ProgramRequest> = {}): ProgramRequest => ({
   restoreFromSeq: undefined,
   resumeFromUnits: undefined,
   checkpointIntervalMs: undefined,
   keepWarmMs: 0,
   env: { PLATFORM_INDEX: "0", JOB_COMPLETION_INDEX: "0" },
+  annotations: {},
+  ...driver.program(workMs, exitCode),
   ...fields
 })
 
 const run = <A>(effect: Effect.Effect<A>) => Effect.runSync(effect)
 
-export const capacityContract = (name: string, makeDriver: () => ContractDriver) => describe(`capacity contract: ${name}`, () => {
-  const launch = (driver: ContractDriver, fields: Partial<LaunchRequest> = {}) => run(driver.port.launch(request(driver, fields)))
-  const facts = (driver: ContractDriver, owner = "demo/train", attempt = "train-0-1") => run(driver.port.facts(owner, attempt))!
-  const free = (driver: ContractDriver, namespace = "demo") => run(driver.port.available(driver.variant, namespace))
+export const capacityContract = (name: string, makeDriver: () => Effect.Effect<ContractDriver>) => describe(`capacity contract: ${name}`, () => {
+  const fresh = () => run(makeDriver())
+  /** Acquires a host and starts a program on it, as the runtime does for a launch. */
+  const launch = (driver: ContractDriver, workMs: number, exitCode = 0, host: Partial<HostRequest> = {}, program: Partial<ProgramRequest> = {}) => {
+    const request = hostRequest(driver, host)
+    const facts = run(driver.port.acquire(request))
+    run(driver.port.start(request.owner, request.attempt, programRequest(driver, workMs, exitCode, program)))
+    return facts
+  }
+  const facts = (driver: ContractDriver, of = owner, attempt = "train-0-1"): AttemptFacts => {
+    const found = run(driver.port.facts(of, attempt))
+    expect(found, `facts of ${of}/${attempt}`).toBeDefined()
+    return found!
+  }
+  const free = (driver: ContractDriver, namespace = "demo") => driver.port.market(namespace).available(driver.variant)
 
-  it("boots, runs and ends a program with its exit code", () => {
-    const driver = makeDriver()
-    driver.program("demo/train", 60_000, 0)
-    expect(launch(driver).phase).toBe("Provisioning")
+  it("boots a host, runs the program on it and ends with its exit code", () => {
+    const driver = fresh()
+    expect(launch(driver, 60_000).phase).toBe("Provisioning")
     run(driver.advance(driver.bootMs + 1))
     const running = facts(driver)
     expect(running.phase).toBe("Running")
     expect(running.bootedAt).toBeDefined()
     run(driver.advance(120_000))
     expect(facts(driver)).toMatchObject({ phase: "Ended", outcome: { type: "Succeeded" } })
+    expect(facts(driver).releasedAt).toBeDefined()
   })
 
   it("reports a non-zero exit as a customer failure", () => {
-    const driver = makeDriver()
-    driver.program("demo/train", 60_000, 3)
-    launch(driver)
+    const driver = fresh()
+    launch(driver, 60_000, 3)
     run(driver.advance(driver.bootMs + 120_000))
     expect(facts(driver).outcome).toMatchObject({ type: "Failed", exitCode: 3 })
   })
 
-  it("takes one host per attempt, idempotently per attempt name", () => {
-    const driver = makeDriver()
-    driver.program("demo/train", 3_600_000, 0)
-    const first = launch(driver)
-    const again = launch(driver)
-    expect(again).toBe(first)
+  it("takes one host per attempt, idempotently per attempt name, and starts its program once", () => {
+    const driver = fresh()
+    const first = launch(driver, 3_600_000)
+    const again = run(driver.port.acquire(hostRequest(driver)))
+    run(driver.port.start(owner, "train-0-1", programRequest(driver, 60_000, 5)))
+    expect(again.name).toBe(first.name)
+    expect(again.requestedAt).toBe(first.requestedAt)
     expect(free(driver)).toBe(driver.hosts - 1)
+    run(driver.advance(driver.bootMs + 120_000))
+    // The second start asked for a program that exits 5 after a minute; the first one, an hour's work, still runs.
+    expect(facts(driver).phase).toBe("Running")
   })
 
   it("keeps attempts of two owners apart even when their names agree", () => {
-    const driver = makeDriver()
-    driver.program("demo/train", 3_600_000, 0)
-    driver.program("other/train", 3_600_000, 0)
-    launch(driver)
-    launch(driver, { owner: "other/train", namespace: "other" })
+    const driver = fresh()
+    launch(driver, 3_600_000)
+    launch(driver, 3_600_000, 0, { owner: "other-uid", namespace: "other" })
     expect(free(driver)).toBe(driver.hosts - 2)
-    run(driver.port.stop("other/train", "train-0-1", 0))
-    expect(facts(driver, "demo/train").phase).toBe("Provisioning")
-    expect(facts(driver, "other/train").phase).toBe("Terminating")
+    run(driver.port.release("other-uid", "train-0-1", 0))
+    expect(facts(driver).phase).toBe("Provisioning")
+    expect(facts(driver, "other-uid").phase).toBe("Terminating")
   })
 
-  it("ends an attempt Unavailable when no host is left", () => {
-    const driver = makeDriver()
-    for (let index = 0; index < driver.hosts; index++) {
-      driver.program("demo/train", 3_600_000, 0)
-      launch(driver, { attempt: `train-${index}-1`, index })
-    }
+  it("ends an attempt Unavailable at once when no host is left", () => {
+    const driver = fresh()
+    for (let index = 0; index < driver.hosts; index++) launch(driver, 3_600_000, 0, { attempt: `train-${index}-1`, index })
     expect(free(driver)).toBe(0)
-    const refused: AttemptFacts = launch(driver, { attempt: "train-99-1", index: 99 })
+    const refused = run(driver.port.acquire(hostRequest(driver, { attempt: "train-99-1", index: 99 })))
     expect(refused).toMatchObject({ phase: "Ended", outcome: { type: "Unavailable" } })
   })
 
-  it("stops a program: Terminating, then Ended Stopped, and the host goes back", () => {
-    const driver = makeDriver()
-    driver.program("demo/train", 3_600_000, 0)
-    launch(driver)
+  it("releases a host: its program stops (Terminating), then the attempt ends Stopped and the host goes back", () => {
+    const driver = fresh()
+    launch(driver, 3_600_000)
     run(driver.advance(driver.bootMs + 1))
-    run(driver.port.stop("demo/train", "train-0-1", 0))
+    run(driver.port.release(owner, "train-0-1", 0))
     expect(facts(driver).phase).toBe("Terminating")
+    expect(facts(driver).stoppingAt).toBeDefined()
     run(driver.advance(600_000))
     expect(facts(driver)).toMatchObject({ phase: "Ended", outcome: { type: "Stopped" } })
     expect(free(driver)).toBe(driver.hosts)
   })
 
-  it("keeps a host warm for the same project only, and a launch there skips the boot", () => {
-    const driver = makeDriver()
-    driver.program("demo/train", 60_000, 0)
-    launch(driver, { keepWarmMs: 600_000 })
+  it("gives back a host whose program never started", () => {
+    const driver = fresh()
+    run(driver.port.acquire(hostRequest(driver)))
+    expect(free(driver)).toBe(driver.hosts - 1)
+    run(driver.port.release(owner, "train-0-1", 0))
+    run(driver.advance(600_000))
+    expect(facts(driver)).toMatchObject({ phase: "Ended", outcome: { type: "Stopped" } })
+    expect(free(driver)).toBe(driver.hosts)
+  })
+
+  it("keeps a host warm for the same project only, and a program there starts without a boot", () => {
+    const driver = fresh()
+    launch(driver, 60_000, 0, {}, { keepWarmMs: 600_000 })
     run(driver.advance(driver.bootMs + 120_000))
+    expect(facts(driver).outcome).toMatchObject({ type: "Succeeded" })
     expect(free(driver, "other")).toBe(driver.hosts - 1)
     expect(free(driver, "demo")).toBe(driver.hosts)
-    driver.program("demo/train", 60_000, 0)
-    const warm = launch(driver, { attempt: "train-0-2", number: 2 })
+    const warm = launch(driver, 60_000, 0, { attempt: "train-0-2", number: 2 })
     expect(warm.warmReuse).toBe(true)
+    run(driver.advance(driver.bootMs / 2))
+    expect(facts(driver, owner, "train-0-2").phase).toBe("Running")
   })
 
   it("saves periodic and suspend checkpoints with growing sequence numbers", () => {
-    const driver = makeDriver()
-    driver.program("demo/train", 10 * 3_600_000, 0)
-    launch(driver, { checkpointIntervalMs: 600_000 })
+    const driver = fresh()
+    launch(driver, 10 * 3_600_000, 0, {}, { checkpointIntervalMs: 600_000 })
     run(driver.advance(driver.bootMs + 1_900_000))
     const periodic = facts(driver).checkpoint
     expect(periodic?.seq).toBeGreaterThanOrEqual(3)
-    run(driver.port.checkpoint("demo/train", "train-0-1", 42))
+    run(driver.port.checkpoint(owner, "train-0-1", 42))
     run(driver.advance(300_000))
     expect(facts(driver).suspend).toMatchObject({ episode: 42, state: "Saved" })
     expect(facts(driver).checkpoint!.seq).toBeGreaterThan(periodic!.seq)
   })
 
-  it("tells listeners whose facts changed", () => {
-    const driver = makeDriver()
-    const told: Array<string> = []
-    run(driver.port.onChange((owner) => told.push(owner)))
-    driver.program("demo/train", 60_000, 0)
-    launch(driver)
+  it("tells subscribers whose facts changed, and when capacity was freed", () => {
+    const driver = fresh()
+    const told: Array<CapacityChange> = []
+    const fiber = run(Effect.forkDetach(Stream.runForEach(driver.port.changes, (change) => Effect.sync(() => told.push(change)))))
+    run(Effect.yieldNow)
+    launch(driver, 60_000)
     run(driver.advance(driver.bootMs + 120_000))
-    expect(told).toContain("demo/train")
+    run(Effect.yieldNow)
+    expect(told).toContainEqual({ _tag: "Attempt", owner })
+    expect(told).toContainEqual({ _tag: "Freed" })
+    run(Fiber.interrupt(fiber))
+  })
+
+  it("forgets an owner's attempts", () => {
+    const driver = fresh()
+    launch(driver, 60_000)
+    run(driver.advance(driver.bootMs + 120_000))
+    run(driver.port.forget(owner))
+    expect(run(driver.port.facts(owner, "train-0-1"))).toBeUndefined()
   })
 })

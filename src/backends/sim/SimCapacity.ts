@@ -9,7 +9,7 @@
  * program; restoring one costs its size over `restoreBytesPerSecond`; a program's progress is its run time (one
  * progress unit per second of work).
  */
-import type { AttemptFacts, Checkpoint, LaunchRequest, Outcome, SuspendCheckpoint } from "../../core/capacity/Capacity.ts"
+import type { AttemptFacts, Checkpoint, HostRequest, Outcome, ProgramRequest, SuspendCheckpoint } from "../../core/capacity/Capacity.ts"
 import type { Market } from "../../core/capacity/Placement.ts"
 import type { ProviderModel } from "../../core/capacity/ProviderModels.ts"
 import { type Variant, variantKeyOf } from "../../core/capacity/Offering.ts"
@@ -79,10 +79,13 @@ interface Pool {
   readonly warm: Map<string, Array<WarmHost>>
 }
 
-/** A launch as the simulator takes it: the port's request plus the model of the program it starts. */
-export interface SimLaunch extends Omit<LaunchRequest, "env"> {
+/** A program as the simulator starts it: the port's request plus the model of how it behaves. */
+export interface SimProgram extends Omit<ProgramRequest, "env" | "annotations"> {
   readonly workload: WorkloadModel
 }
+
+/** A launch as the simulator takes it in one call: the host and the program. */
+export interface SimLaunch extends HostRequest, SimProgram {}
 
 /** Attempt names are unique within their owner only (two projects may both run a Job named train). */
 const programKey = (owner: string, name: string) => `${owner}\n${name}`
@@ -96,6 +99,8 @@ export class SimCapacity {
   private readonly pools = new Map<string, Pool>()
   private readonly poolByObject = new WeakMap<Variant, Pool>()
   private readonly programs = new Map<string, Program>()
+  /** Hosts acquired whose program has not started yet. */
+  private readonly idle = new Map<string, { readonly attempt: SimAttempt; readonly namespace: string }>()
   /** Every attempt by owner and name, until the owner is forgotten: what makes launch idempotent. */
   private readonly attempts = new Map<string, Map<string, AttemptFacts>>()
   /** Work saved at each checkpoint, per owner: what a restore resumes from. */
@@ -184,8 +189,19 @@ export class SimCapacity {
   // -------------------------------------------------------------------------------------------------------------------
   // Actions
 
+  /** A launch in one call: the host, then the program on it (what the headless simulation's loop does). */
   launch(request: SimLaunch): AttemptFacts {
-    // Idempotent per attempt name (spec of the port): a repeated launch returns the same attempt.
+    const attempt = this.acquire(request)
+    this.start(request.owner, request.attempt, request)
+    return attempt
+  }
+
+  /**
+   * Takes a host of the variant for the attempt: a warm one of the project first, else a free one, else the attempt
+   * ends Unavailable. Idempotent per attempt name (spec of the port): a repeated acquire returns the same attempt. The
+   * host boots once its program is given (`start`, in the same instant when the runtime launches).
+   */
+  acquire(request: HostRequest): AttemptFacts {
     const known = this.attempts.get(request.owner)?.get(request.attempt)
     if (known !== undefined) return known
     const now = this.engine.now
@@ -196,7 +212,7 @@ export class SimCapacity {
       variant: request.variant,
       warmReuse: false,
       recovery: request.recovery,
-      restoreFromSeq: request.restoreFromSeq,
+      restoreFromSeq: undefined,
       requestedAt: now,
       bootedAt: undefined,
       endedAt: undefined,
@@ -224,16 +240,28 @@ export class SimCapacity {
       this.end(attempt, { type: "Unavailable" }, now)
       return attempt
     }
-    const workAtStart = this.restoredWork(request)
+    this.idle.set(programKey(request.owner, request.attempt), { attempt, namespace: request.namespace })
+    return attempt
+  }
+
+  /** Starts the program on an acquired host: it boots (a warm host only starts the program), then runs its work. */
+  start(owner: string, name: string, request: SimProgram): void {
+    const key = programKey(owner, name)
+    const host = this.idle.get(key)
+    if (host === undefined) return
+    this.idle.delete(key)
+    const { attempt } = host
+    attempt.restoreFromSeq = request.restoreFromSeq
+    const workAtStart = this.restoredWork(owner, request)
     const program: Program = {
       attempt,
-      owner: request.owner,
-      key: programKey(request.owner, attempt.name),
+      owner,
+      key,
       workload: request.workload,
-      namespace: request.namespace,
+      namespace: host.namespace,
       token: 0,
       workAtStart,
-      runStartedAt: now,
+      runStartedAt: this.engine.now,
       checkpointIntervalMs: request.checkpointIntervalMs,
       keepWarmMs: request.keepWarmMs,
       hostWarm: attempt.warmReuse,
@@ -241,7 +269,6 @@ export class SimCapacity {
     }
     this.programs.set(program.key, program)
     this.boot(program)
-    return attempt
   }
 
   /** A customer suspend checkpoint for `episode`. */
@@ -266,8 +293,12 @@ export class SimCapacity {
     })
   }
 
+  /** Stops the attempt's program and releases its host after teardown (or keeps it warm, `keepWarmMs`). */
   stop(owner: string, name: string, keepWarmMs: number): void {
-    const program = this.programs.get(programKey(owner, name))
+    const key = programKey(owner, name)
+    const idle = this.idle.get(key)
+    if (idle !== undefined) return this.releaseIdle(key, idle.attempt)
+    const program = this.programs.get(key)
     if (program === undefined || program.attempt.phase === "Terminating" || program.attempt.phase === "Ended") return
     program.token++
     this.recordProgress(program)
@@ -286,6 +317,20 @@ export class SimCapacity {
     return this.attempts.get(owner)?.get(name)
   }
 
+  /** A host acquired for a program that never started: torn down and given back (never kept warm: nothing ran on it). */
+  private releaseIdle(key: string, attempt: SimAttempt): void {
+    this.idle.delete(key)
+    const now = this.engine.now
+    const pool = this.pool(attempt.variant)
+    attempt.phase = "Terminating"
+    attempt.stoppingAt = now
+    this.engine.after(pool.model.teardownMs, () => {
+      this.end(attempt, { type: "Stopped" }, this.engine.now)
+      pool.used--
+      this.onFreed()
+    })
+  }
+
   /** Forgets an owner's programs (its Job was deleted). */
   forget(owner: string): void {
     this.attempts.delete(owner)
@@ -296,8 +341,8 @@ export class SimCapacity {
   // -------------------------------------------------------------------------------------------------------------------
   // The program's life
 
-  private restoredWork(request: SimLaunch): number {
-    if (request.restoreFromSeq !== undefined) return this.saved.get(request.owner)?.get(request.restoreFromSeq) ?? 0
+  private restoredWork(owner: string, request: SimProgram): number {
+    if (request.restoreFromSeq !== undefined) return this.saved.get(owner)?.get(request.restoreFromSeq) ?? 0
     if (request.resumeFromUnits !== undefined) return request.resumeFromUnits * 1000
     return 0
   }

@@ -1,26 +1,41 @@
 /**
- * The simulator as a `CapacityPort` (src/core/capacity/Capacity.ts): the Effect-shaped interface every capacity driver
- * offers, over `SimCapacity`'s synchronous methods. The headless simulation calls `SimCapacity` directly (no Effect
- * per event in the hot loop); this adapter is what the capacity contract suite holds to the port's behaviour, and
- * what a live driver will be compared with.
+ * The simulator as the capacity port (core/capacity/Capacity.ts): the Effect service every driver offers, over
+ * `SimCapacity`'s synchronous methods and the engine's virtual time. The headless simulation calls `SimCapacity`
+ * directly (no Effect per event in a hot loop of 10^7 steps: its synchronous facade, `launch`); the runtime's
+ * reconciler calls this, and the capacity contract suite holds it to the same behaviour as every other driver.
+ *
+ * A program's behaviour comes from the owner's `sim.nodus.dev/*` annotations (Workloads.ts). Changes are offered to
+ * every subscriber of `changes` as the engine runs, in the order they happen.
  */
-import { Effect } from "effect"
-import type { CapacityPort } from "../../core/capacity/Capacity.ts"
-import type { SimCapacity, WorkloadModel } from "./SimCapacity.ts"
+import { Effect, Layer, PubSub, Stream } from "effect"
+import { type CapacityChange, CapacityPort, type CapacityPortShape } from "../../core/capacity/Capacity.ts"
+import type { SimCapacity } from "./SimCapacity.ts"
+import { workloadFromAnnotations } from "./Workloads.ts"
 
-export const simCapacityPort = (capacity: SimCapacity, workloadOf: (owner: string) => WorkloadModel): CapacityPort => {
-  const listeners: Array<(owner: string) => void> = []
-  const previous = capacity.onChange
-  capacity.onChange = (owner) => {
-    previous(owner)
-    for (const listener of listeners) listener(owner)
-  }
-  return {
-    launch: (request) => Effect.sync(() => capacity.launch({ ...request, workload: workloadOf(request.owner) })),
-    checkpoint: (owner, attempt, episode) => Effect.sync(() => capacity.checkpoint(owner, attempt, episode)),
-    stop: (owner, attempt, keepWarmMs) => Effect.sync(() => capacity.stop(owner, attempt, keepWarmMs)),
-    facts: (owner, attempt) => Effect.sync(() => capacity.facts(owner, attempt)),
-    available: (variant, namespace) => Effect.sync(() => capacity.available(variant, namespace)),
-    onChange: (listener) => Effect.sync(() => void listeners.push(listener))
-  }
-}
+/** The port over `capacity`; its changes are published as the engine runs (wire it before the engine runs). */
+export const make = (capacity: SimCapacity): Effect.Effect<CapacityPortShape> =>
+  Effect.gen(function*() {
+    const changes = yield* PubSub.unbounded<CapacityChange>()
+    const previousChange = capacity.onChange
+    const previousFreed = capacity.onFreed
+    capacity.onChange = (owner) => {
+      previousChange(owner)
+      PubSub.publishUnsafe(changes, { _tag: "Attempt", owner })
+    }
+    capacity.onFreed = () => {
+      previousFreed()
+      PubSub.publishUnsafe(changes, { _tag: "Freed" })
+    }
+    return {
+      acquire: (request) => Effect.sync(() => capacity.acquire(request)),
+      release: (owner, attempt, keepWarmMs) => Effect.sync(() => capacity.stop(owner, attempt, keepWarmMs)),
+      facts: (owner, attempt) => Effect.sync(() => capacity.facts(owner, attempt)),
+      market: (namespace) => capacity.marketFor(namespace),
+      forget: (owner) => Effect.sync(() => capacity.forget(owner)),
+      changes: Stream.fromPubSub(changes),
+      start: (owner, attempt, program) => Effect.sync(() => capacity.start(owner, attempt, { ...program, workload: workloadFromAnnotations(program.annotations) })),
+      checkpoint: (owner, attempt, episode) => Effect.sync(() => capacity.checkpoint(owner, attempt, episode))
+    }
+  })
+
+export const layer = (capacity: SimCapacity) => Layer.effect(CapacityPort, make(capacity))

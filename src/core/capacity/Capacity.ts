@@ -1,26 +1,44 @@
 /**
  * The capacity port: what a controller may ask of capacity and what it observes of it. Drivers implement it — the
- * simulator (`src/backends/sim`) over virtual time, live providers later — and one contract suite holds them to the
- * same behaviour. The core never calls the port: a controller's pure step returns `Launch`, `Checkpoint` and `Stop`
- * actions, a driver carries them out through the port, and folds what it observes back into `AttemptFacts`, which is
- * what the next step reads (level-triggered: the facts, not the history of calls, decide).
+ * simulator (`src/backends/sim`) over virtual time, live hosts later — and one contract suite
+ * (test/backends/CapacityContract.ts) holds every driver to the same behaviour. The core never calls the port: a
+ * machine's pure step returns `Launch`, `Checkpoint` and `Stop` actions, the runtime carries them out through the port,
+ * and folds what it observes back into `AttemptFacts`, which is what the next step reads (level-triggered: the facts,
+ * not the history of calls, decide).
+ *
+ * Two lifecycles meet in an attempt (one run of capacity for a workload):
+ * - the host's: `acquire` a host of a variant (a warm one of the project first), `release` it (torn down, or kept warm
+ *   for the project), observe its facts; `market` says what a project could acquire now, `forget` drops an owner's
+ *   attempts once they are all released;
+ * - the program's on that host: `start` it (it runs once the host has booted), `checkpoint` it. Later issues add
+ *   exec and files for Sandboxes, and stopping a program while its host stays.
+ * What happens next — boot, run, exit(code), OOM, checkpoint saved or failed, preemption, node loss, teardown — is
+ * observed as the attempt's facts, and `changes` says whose facts changed and when capacity was freed.
  */
-import type { Effect } from "effect"
+import { Context, type Effect, type Stream } from "effect"
 import type { Variant } from "./Offering.ts"
+import type { Market } from "./Placement.ts"
 
 // ---------------------------------------------------------------------------------------------------------------------
 // The port
 
-/** A controller's Launch, addressed to a driver: which workload, which run, on what, and how to start it. */
-export interface LaunchRequest {
-  /** The workload's key (`<namespace>/<name>`): whose facts change, and whose checkpoints a restore reads. */
+/** The host half of a launch: which workload, which run, on what. */
+export interface HostRequest {
+  /** The workload's key (the runtime uses its uid): whose facts change, and whose checkpoints a restore reads. */
   readonly owner: string
+  /** Warm hosts are reused within a project only. */
   readonly namespace: string
   readonly attempt: string
   readonly index: number
+  /** 1-based run number of the index. */
   readonly number: number
   readonly variant: Variant
+  /** The run replaces one that lost its capacity. */
   readonly recovery: boolean
+}
+
+/** The program half of a launch: how to start it and what it keeps. */
+export interface ProgramRequest {
   /** Checkpoint to restore (continuity Checkpointed), or the progress cursor to resume from (Restartable). */
   readonly restoreFromSeq: number | undefined
   readonly resumeFromUnits: number | undefined
@@ -30,27 +48,67 @@ export interface LaunchRequest {
   readonly keepWarmMs: number
   /** Env the program receives; PLATFORM_INDEX and JOB_COMPLETION_INDEX among them (spec: Job.completions). */
   readonly env: Readonly<Record<string, string>>
+  /**
+   * The owner's annotations: a driver reads the ones addressed to it and ignores the rest (the simulator's program
+   * model, `sim.nodus.dev/duration` and the like; docs/simulator.md).
+   */
+  readonly annotations: Readonly<Record<string, string>>
 }
 
+/** A controller's Launch, addressed to a driver: the host and the program together (acquire, then start). */
+export interface LaunchRequest extends HostRequest, ProgramRequest {}
+
+/** What the port reports: the facts of an owner's attempts changed, or capacity was freed (waiting work looks again). */
+export type CapacityChange =
+  | { readonly _tag: "Attempt"; readonly owner: string }
+  | { readonly _tag: "Freed" }
+
 /**
- * The port a driver implements. `launch` acquires a host of the variant (a warm one of the project first) and starts
- * the program on it once it has booted; `stop` stops the program and releases the host (torn down, or kept warm).
- * Attempt names are unique within their owner. Every call is idempotent per attempt, so a controller that repeats an action after a crash never takes
- * capacity twice. What happens next — boot, run, exit(code), OOM, checkpoint saved or failed, preemption, node loss,
- * teardown — is observed as the attempt's facts, and `onChange` says whose facts changed.
+ * Every call is idempotent per (owner, attempt): a controller that repeats an action after a crash never takes
+ * capacity twice, and attempt names are unique within their owner only.
  */
-export interface CapacityPort {
-  readonly launch: (request: LaunchRequest) => Effect.Effect<AttemptFacts>
+export interface CapacityPortShape {
+  // The host's lifecycle
+  /** A host of the variant, a warm one of the project first; an attempt that finds none ends Unavailable at once. */
+  readonly acquire: (request: HostRequest) => Effect.Effect<AttemptFacts>
+  /** Stops what runs on the host and gives it back after teardown, or keeps it warm for `keepWarmMs` for the project. */
+  readonly release: (owner: string, attempt: string, keepWarmMs: number) => Effect.Effect<void>
+  /** The attempt's facts while the driver knows it (until its owner is forgotten). */
+  readonly facts: (owner: string, attempt: string) => Effect.Effect<AttemptFacts | undefined>
+  /** What a workload of `namespace` could acquire now, as placement reads it (free hosts and the project's warm ones). */
+  readonly market: (namespace: string) => Market
+  /** Drops an owner's attempts (its object is gone and every run of it was released). */
+  readonly forget: (owner: string) => Effect.Effect<void>
+  /** Whose facts changed, and when capacity was freed, from the moment of subscription. */
+  readonly changes: Stream.Stream<CapacityChange>
+  // The program's lifecycle on a host
+  /** Starts the program on the attempt's host once it has booted (at once on a warm host). */
+  readonly start: (owner: string, attempt: string, program: ProgramRequest) => Effect.Effect<void>
   /** A customer suspend checkpoint now; `episode` names the suspend request it serves. */
   readonly checkpoint: (owner: string, attempt: string, episode: number) => Effect.Effect<void>
-  readonly stop: (owner: string, attempt: string, keepWarmMs: number) => Effect.Effect<void>
-  /** The attempt's facts while the driver knows it (a live attempt, or one that ended and was not forgotten). */
-  readonly facts: (owner: string, attempt: string) => Effect.Effect<AttemptFacts | undefined>
-  /** Hosts of the variant a launch in `namespace` could take now. */
-  readonly available: (variant: Variant, namespace: string) => Effect.Effect<number>
-  /** Registers the listener told the owner whose facts changed. */
-  readonly onChange: (listener: (owner: string) => void) => Effect.Effect<void>
 }
+
+export class CapacityPort extends Context.Service<CapacityPort, CapacityPortShape>()("nodus/core/capacity/CapacityPort") {}
+
+/** Splits a launch into what the host and the program need. */
+export const hostRequestOf = (launch: LaunchRequest): HostRequest => ({
+  owner: launch.owner,
+  namespace: launch.namespace,
+  attempt: launch.attempt,
+  index: launch.index,
+  number: launch.number,
+  variant: launch.variant,
+  recovery: launch.recovery
+})
+
+export const programRequestOf = (launch: ProgramRequest): ProgramRequest => ({
+  restoreFromSeq: launch.restoreFromSeq,
+  resumeFromUnits: launch.resumeFromUnits,
+  checkpointIntervalMs: launch.checkpointIntervalMs,
+  keepWarmMs: launch.keepWarmMs,
+  env: launch.env,
+  annotations: launch.annotations
+})
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Facts: what drivers tell controllers

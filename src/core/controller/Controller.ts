@@ -38,7 +38,7 @@ export interface StepContext {
 }
 
 /** A launch, addressed by the driver to the port with the owner it knows; `explain` is rendered only where recorded. */
-export interface LaunchAction extends Omit<LaunchRequest, "owner" | "namespace"> {
+export interface LaunchAction extends Omit<LaunchRequest, "owner" | "namespace" | "annotations"> {
   readonly _tag: "Launch"
   readonly explain: () => Explanation
 }

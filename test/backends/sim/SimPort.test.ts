@@ -2,9 +2,9 @@
 import { Effect } from "effect"
 import { Engine } from "../../../src/backends/sim/Engine.ts"
 import { Prng } from "../../../src/backends/sim/Prng.ts"
-import { SimCapacity, type WorkloadModel } from "../../../src/backends/sim/SimCapacity.ts"
-import { simCapacityPort } from "../../../src/backends/sim/SimPort.ts"
-import { defaultWorkload } from "../../../src/backends/sim/Workloads.ts"
+import { SimCapacity } from "../../../src/backends/sim/SimCapacity.ts"
+import * as SimPort from "../../../src/backends/sim/SimPort.ts"
+import { simAnnotationPrefix } from "../../../src/backends/sim/Workloads.ts"
 import { variant } from "../../core/Fixtures.ts"
 import { capacityContract } from "../CapacityContract.ts"
 
@@ -23,14 +23,14 @@ capacityContract("simulator", () => {
     warmStartMs: 5_000,
     restoreBytesPerSecond: 2 ** 30
   }))
-  const programs = new Map<string, WorkloadModel>()
-  const port = simCapacityPort(capacity, (owner) => programs.get(owner) ?? defaultWorkload)
-  return {
+  return Effect.map(SimPort.make(capacity), (port) => ({
     port,
-    advance: (ms) => Effect.sync(() => engine.run(engine.now + ms)),
+    advance: (ms: number) => Effect.sync(() => engine.run(engine.now + ms)),
     variant: variant("a10-1x-us"),
     hosts,
     bootMs: 90_000,
-    program: (owner, workMs, exitCode) => void programs.set(owner, { ...defaultWorkload, durationMs: workMs, exitCode })
-  }
+    program: (workMs: number, exitCode: number) => ({
+      annotations: { [`${simAnnotationPrefix}duration`]: `${workMs / 1000}s`, [`${simAnnotationPrefix}exit-code`]: `${exitCode}` }
+    })
+  }))
 })
