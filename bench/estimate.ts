@@ -14,7 +14,7 @@ import { defaultFleet, providerModelsOf } from "../src/backends/sim/Run.ts"
 import { admitJobSpec } from "../src/core/kinds/job/JobAdmission.ts"
 import type { Variant } from "../src/core/capacity/Offering.ts"
 import { currentPricebook } from "../src/core/billing/Pricebook.ts"
-import { defaultHostsPerVariant } from "../src/server/SimWorld.ts"
+import { defaultHostsPerVariant } from "../src/core/capacity/ProviderModels.ts"
 
 const runsFlag = process.argv.indexOf("--runs")
 const runs = runsFlag > 0 ? Number(process.argv[runsFlag + 1]) : 200

@@ -19,15 +19,15 @@ export interface BudgetStatusOptions {
 /** Budgets' statuses catch up with spending within this (real) time. */
 export const budgetPollIntervalDefault: Duration.Input = "5 seconds"
 
-/** Writes a Budget's status through the status subresource, at the resourceVersion the snapshot holds. */
+/** Writes a Budget's status through the status subresource, at the resourceVersion the snapshot holds, with `ops` in its commit. */
 export const budgetStatusWriter = (resources: Resources["Service"], group: string): BudgetStatusWriter => {
   const info = byPluralName(budgetsResource)!
   const ref: ResourceRef = { info, group, apiVersion: apiVersionOf(group, info) }
-  return (budget, status) => {
+  return (budget, status, ops) => {
     const { name, uid, resourceVersion } = budget.metadata
     const body = { apiVersion: ref.apiVersion, kind: info.kind, metadata: { name, uid, resourceVersion }, status }
     return Effect.map(
-      resources.replace(ref, undefined, name, body, { dryRun: false, fieldValidation: "Ignore", fieldManager: budgetComponent }, "status"),
+      resources.replace(ref, undefined, name, body, { dryRun: false, fieldValidation: "Ignore", fieldManager: budgetComponent, commitWith: () => ops }, "status"),
       (result) => result.object
     )
   }

@@ -18,10 +18,10 @@ import { equals, isObject, type Json, type JsonObject } from "../core/Json.ts"
 import type { Ledger } from "../core/billing/Ledger.ts"
 import { formatMicroUsd } from "../core/Money.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
-import { timestamp } from "../core/meta/Strategy.ts"
+import { iso } from "../core/StatusText.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
-import { type Change, Store } from "../store/Store.ts"
-import { deliveredObjectOf, deliveryOf, EventStream, type StreamEvent } from "./EventStream.ts"
+import { type Change, Store, type WriteOp } from "../store/Store.ts"
+import { deliveredObjectOf, deliveryOf, EventOutbox, type OutboxEvent } from "./EventOutbox.ts"
 import { followStore } from "./Following.ts"
 import { LedgerService } from "./LedgerService.ts"
 
@@ -40,7 +40,8 @@ export interface RefusedObject {
 }
 
 /** Writes a Budget's status; answers the object as stored. */
-export type BudgetStatusWriter = (budget: ResourceObject, status: JsonObject) => Effect.Effect<ResourceObject, ApiError>
+/** Writes a Budget's status, committing `ops` (its events' outbox records) in the same commit. */
+export type BudgetStatusWriter = (budget: ResourceObject, status: JsonObject, ops: ReadonlyArray<WriteOp>) => Effect.Effect<ResourceObject, ApiError>
 
 export interface BudgetServiceShape {
   /** The rooms of the Refuse Budgets matching the owner now, read from `ledger` (synchronous; Notify Budgets limit nothing). */
@@ -70,7 +71,7 @@ export const budgetComponent = "nodus-budgets"
 const ownersPage = 1_000
 
 export class BudgetService extends Context.Service<BudgetService, BudgetServiceShape>()("nodus/server/BudgetService") {
-  /** The snapshot and the calls billing makes (needs Store, ChangeFeed, LedgerService, EventStream). */
+  /** The snapshot and the calls billing makes (needs Store, ChangeFeed, LedgerService, EventOutbox). */
   static readonly layer = Layer.effect(BudgetService, make())
 }
 
@@ -119,7 +120,7 @@ const sameRule = (a: BudgetRule | undefined, b: BudgetRule | undefined): boolean
 
 
 /** A delivery-shaped event about a Budget (spec: Delivery; a cluster-scoped object has no namespace). */
-const budgetEvent = (budget: ResourceObject, type: string, reason: string, message: string, now: number): StreamEvent =>
+const budgetEvent = (budget: ResourceObject, type: string, reason: string, message: string, now: number): OutboxEvent =>
   deliveryOf(type, now, { reason, message }, deliveredObjectOf(budget))
 
 function make() {
@@ -127,7 +128,7 @@ function make() {
     const store = yield* Store
     const feed = yield* ChangeFeed
     const ledgerService = yield* LedgerService
-    const stream = yield* EventStream
+    const outbox = yield* EventOutbox
     const budgets = new Map<string, Entry>()
     const owners = new Map<string, LedgerOwner>()
     const changes = yield* Queue.sliding<void>(1)
@@ -259,7 +260,11 @@ function make() {
         if (entry.refusedIn.keys.has(key)) return
         entry.refusedIn.keys.add(key)
         const where = object.namespace === undefined ? object.name : `${object.namespace}/${object.name}`
-        yield* stream.publish(budgetEvent(entry.object, "budget.exceeded", "BudgetExceeded", `Budget ${budget} refused a new run of ${object.kind} ${where}: ${message}`, now))
+        // The refusal changes nothing stored: its record is the change (and a lost one only loses the notice).
+        const event = budgetEvent(entry.object, "budget.exceeded", "BudgetExceeded", `Budget ${budget} refused a new run of ${object.kind} ${where}: ${message}`, now)
+        yield* store.commit([outbox.record(event)]).pipe(
+          Effect.catch((error) => Effect.logWarning(`budgets: budget.exceeded of ${budget}: ${error._tag === "StoreError" ? error.message : error.reason}`))
+        )
       })
 
     /** The statuses that differ from the stored ones, computed under the ledger's lock. */
@@ -286,19 +291,21 @@ function make() {
         const now = yield* Clock.currentTimeMillis
         const pending = yield* ledgerService.read((ledger) => due(ledger, now))
         for (const { entry, status, crossed } of pending) {
-          const written = yield* Effect.result(write(entry.object, status))
+          // budget.threshold is recorded in the commit of the status that first shows the threshold crossed: a restart
+          // never repeats one, and a status the store refused announces nothing.
+          const rule = entry.rule!
+          const shown = { ...entry.object, status }
+          const events = crossed.map((percent) => {
+            const message = `Budget ${rule.name} crossed ${percent}% of ${formatMicroUsd(rule.amountMicro)} USD this period: ${String(status["spentUSD"])} USD spent since ${iso(periodOf(rule, now).start)}.`
+            return outbox.record(budgetEvent(shown, "budget.threshold", "ThresholdCrossed", message, now))
+          })
+          const written = yield* Effect.result(write(entry.object, status, events))
           // A Conflict means the Budget changed: the change wakes the loop, which computes again.
           if (Result.isFailure(written)) {
             if (written.failure.code !== "Conflict" && written.failure.code !== "NotFound") yield* Effect.logWarning(`budgets: status of Budget ${entry.object.metadata.name}: ${written.failure.message}`)
             continue
           }
-          // The status is stored (thresholdsCrossed with it) before its events go out: a restart never repeats one.
           apply(written.success)
-          for (const percent of crossed) {
-            const rule = entry.rule!
-            const message = `Budget ${rule.name} crossed ${percent}% of ${formatMicroUsd(rule.amountMicro)} USD this period: ${String(status["spentUSD"])} USD spent since ${timestamp(periodOf(rule, now).start)}.`
-            yield* stream.publish(budgetEvent(written.success, "budget.threshold", "ThresholdCrossed", message, now))
-          }
         }
       }))
 

@@ -34,8 +34,8 @@ import { TopUpSpec } from "../core/schemas/TopUp.ts"
 import { conditionsOf, withCondition } from "../core/controller/Conditions.ts"
 import { iso } from "../core/StatusText.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
-import type { Change } from "../store/Store.ts"
-import { deliveredObjectOf, deliveryOf, EventStream } from "./EventStream.ts"
+import type { Change, WriteOp } from "../store/Store.ts"
+import { deliveredObjectOf, deliveryOf, EventOutbox } from "./EventOutbox.ts"
 import { followStore, surviving } from "./Following.ts"
 import { ApiConfig } from "../apiserver/ApiConfig.ts"
 import { CreditOperations, type CreateHooks } from "../apiserver/CreditOperations.ts"
@@ -123,7 +123,7 @@ interface Parts {
   readonly resources: Resources["Service"]
   readonly ledger: LedgerService["Service"]
   readonly payments: PaymentsShape
-  readonly stream: EventStream["Service"]
+  readonly outbox: EventOutbox["Service"]
   readonly group: string
   readonly topUps: ResourceRef
   readonly grants: ResourceRef
@@ -137,34 +137,44 @@ interface Parts {
 const read = (parts: Parts, ref: ResourceRef, name: string): Effect.Effect<ResourceObject | undefined, ApiError> =>
   parts.resources.get(ref, undefined, name).pipe(Effect.catchIf((error) => error.code === "NotFound", () => Effect.succeed(undefined)))
 
-/** Replaces the status with what `next` makes of the stored object (undefined: leave it), retried on Conflict. */
-const writeStatus = (parts: Parts, ref: ResourceRef, name: string, next: (current: ResourceObject) => JsonObject | undefined) =>
+/**
+ * Replaces the status with what `next` makes of the stored object (undefined: leave it), retried on Conflict; `ops`
+ * of the object as it will be shown are committed with it (its events' outbox records).
+ */
+const writeStatus = (parts: Parts, ref: ResourceRef, name: string, next: (current: ResourceObject) => JsonObject | undefined, ops: (shown: ResourceObject) => ReadonlyArray<WriteOp> = () => []) =>
   Effect.gen(function*() {
     const current = yield* parts.resources.get(ref, undefined, name)
     const status = next(current)
     if (status === undefined) return { object: current, written: false }
     const metadata = { name, uid: current.metadata.uid, resourceVersion: current.metadata.resourceVersion }
-    const replaced = yield* parts.resources.replace(ref, undefined, name, { apiVersion: ref.apiVersion, kind: ref.info.kind, metadata, status }, writeOptions, "status")
+    const commitWith = () => ops({ ...current, status })
+    const replaced = yield* parts.resources.replace(ref, undefined, name, { apiVersion: ref.apiVersion, kind: ref.info.kind, metadata, status }, { ...writeOptions, commitWith }, "status")
     return { object: replaced.object, written: true }
   }).pipe(Effect.retry({ times: conflictRetries, while: (error) => error.code === "Conflict" }))
 
-/** A delivery-shaped event about a TopUp (spec: Delivery; a cluster-scoped object has no namespace). */
-const announce = (parts: Parts, topUp: ResourceObject, reason: FinalPhase, message: string, at: number) =>
-  parts.stream.publish(deliveryOf(`topup.${reason.toLowerCase()}`, at, { reason, message }, deliveredObjectOf(topUp)))
+/** The outbox record of a delivery-shaped event about a TopUp (spec: Delivery; a cluster-scoped object has no namespace). */
+const topUpEvent = (parts: Parts, topUp: ResourceObject, reason: FinalPhase, message: string, at: number): WriteOp =>
+  parts.outbox.record(deliveryOf(`topup.${reason.toLowerCase()}`, at, { reason, message }, deliveredObjectOf(topUp)))
 
 /**
- * Moves a TopUp to a final phase once, and announces it when this call made the move. A move `topUpMoveAllowed`
- * refuses (a Refunded TopUp back to Succeeded, say) is not written: the TopUp is answered as it stands.
+ * Moves a TopUp to a final phase once, its event recorded in the same commit (so a move is announced exactly when it
+ * is stored). A move `topUpMoveAllowed` refuses (a Refunded TopUp back to Succeeded, say) is not written: the TopUp is
+ * answered as it stands.
  */
 const conclude = (parts: Parts, topUp: ResourceObject, to: FinalPhase, message: string, at: number, fields: (current: JsonObject) => JsonObject) =>
-  Effect.gen(function*() {
-    const { object, written } = yield* writeStatus(parts, parts.topUps, topUp.metadata.name, (current) =>
-      current.metadata.uid !== topUp.metadata.uid || !topUpMoveAllowed(phaseOfTopUp(current), to)
-        ? undefined
-        : { ...statusOf(current), ...fields(statusOf(current)), phase: to, observedGeneration: current.metadata.generation })
-    if (written) yield* announce(parts, object, to, message, at)
-    return object
-  })
+  Effect.map(
+    writeStatus(
+      parts,
+      parts.topUps,
+      topUp.metadata.name,
+      (current) =>
+        current.metadata.uid !== topUp.metadata.uid || !topUpMoveAllowed(phaseOfTopUp(current), to)
+          ? undefined
+          : { ...statusOf(current), ...fields(statusOf(current)), phase: to, observedGeneration: current.metadata.generation },
+      (shown) => [topUpEvent(parts, shown, to, message, at)]
+    ),
+    ({ object }) => object
+  )
 
 // ---------------------------------------------------------------------------------------------------------------------
 // CreditGrants: the ledger's grants, shown
@@ -415,7 +425,7 @@ function make() {
       resources: yield* Resources,
       ledger: yield* LedgerService,
       payments: yield* Payments,
-      stream: yield* EventStream,
+      outbox: yield* EventOutbox,
       group,
       topUps: refOf(byResource("v1", "topups")!),
       grants: refOf(byResource("v1", "creditgrants")!),

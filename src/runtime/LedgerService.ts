@@ -12,13 +12,13 @@
  * Account events (docs/billing.md, "Account events"): after each committed operation, billing.low_balance and
  * billing.arrears_posted are published on the EventStream when the balances crossed their lines (core/billing/Account.ts).
  */
-import { Clock, Context, Effect, Layer, Option, Semaphore } from "effect"
+import { Clock, Context, Effect, Layer, Semaphore } from "effect"
 import { type AccountBalances, type AccountEvent, accountEventsOf, balancesOf } from "../core/billing/Account.ts"
 import { ApiError } from "../core/meta/ApiError.ts"
 import { Ledger, type Posting } from "../core/billing/Ledger.ts"
 import { formatMicroUsd } from "../core/Money.ts"
 import { Store, type StoreError } from "../store/Store.ts"
-import { deliveryOf, EventStream, type StreamEvent } from "./EventStream.ts"
+import { deliveryOf, EventOutbox, type OutboxEvent } from "./EventOutbox.ts"
 
 /** Starter credits of the embedded default and sim mode: 100 USD (nodus). */
 export const starterCreditsMicro = 100_000_000n
@@ -46,7 +46,7 @@ export interface LedgerOptions {
 }
 
 export class LedgerService extends Context.Service<LedgerService, LedgerShape>()("nodus/server/LedgerService") {
-  /** The ledger over the store; account events go to the EventStream when the context has one. */
+  /** The ledger over the store; account events are recorded in the outbox with the postings that caused them. */
   static readonly layer = (options: LedgerOptions) => Layer.effect(LedgerService, make(options))
 }
 
@@ -54,7 +54,7 @@ export class LedgerService extends Context.Service<LedgerService, LedgerShape>()
  * The object an account event is about: the organization's account, which is no kind of the API (there is one per
  * server), shown with its balances (docs/billing.md, "Account events").
  */
-const accountEvent = (group: string, event: AccountEvent, balances: AccountBalances, at: number): StreamEvent =>
+const accountEvent = (group: string, event: AccountEvent, balances: AccountBalances, at: number): OutboxEvent =>
   deliveryOf(event.type, at, event, {
     apiVersion: `${group}/v1`,
     kind: "Account",
@@ -78,7 +78,7 @@ const load = (store: Store["Service"]) => Effect.gen(function*() {
 function make(options: LedgerOptions) {
   return Effect.gen(function*() {
     const store = yield* Store
-    const stream = yield* Effect.serviceOption(EventStream)
+    const outbox = yield* EventOutbox
     const group = options.apiGroup ?? "nodus.dev"
     let ledger = yield* Effect.orDie(load(store))
     /** What is in memory may be ahead of the store: a commit failed, and so did the rebuild after it. */
@@ -91,11 +91,17 @@ function make(options: LedgerOptions) {
     })
     const current = Effect.suspend(() => (stale ? Effect.mapError(rebuild, unavailable) : Effect.void))
 
-    const persist = Effect.suspend(() => {
+    /**
+     * Commits the postings made since the last commit, and in the same commit the account events their balances crossed
+     * into (docs/billing.md, "Account events"): a lost commit loses both.
+     */
+    const persist = (before: AccountBalances) => Effect.gen(function*() {
       const postings = ledger.drain()
-      if (postings.length === 0) return Effect.void
-      return store.commit(postings.map((posting) => ({ _tag: "Post" as const, posting }))).pipe(
-        Effect.asVoid,
+      if (postings.length === 0) return
+      const now = yield* Clock.currentTimeMillis
+      const after = balancesOf(ledger)
+      const events = accountEventsOf(before, after).map((event) => outbox.record(accountEvent(group, event, after, now)))
+      yield* store.commit([...postings.map((posting) => ({ _tag: "Post" as const, posting })), ...events]).pipe(
         // The store refused (another writer) or failed: what is in memory may not be what was stored.
         Effect.catch((error) => {
           stale = true
@@ -104,13 +110,6 @@ function make(options: LedgerOptions) {
       )
     })
 
-    /** Publishes the account events between two readings of the balances (only what was committed). */
-    const announce = (before: AccountBalances, after: AccountBalances) => {
-      const events = accountEventsOf(before, after)
-      if (events.length === 0 || Option.isNone(stream)) return Effect.void
-      return Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.forEach(events, (event) => stream.value.publish(accountEvent(group, event, after, now)), { discard: true }))
-    }
-
     const service: LedgerShape = {
       // A read of a stale ledger tries the store first, and otherwise answers from memory (reads are advice).
       read: (f) => lock.withPermit(Effect.andThen(Effect.ignore(current), Effect.sync(() => f(ledger)))),
@@ -118,8 +117,7 @@ function make(options: LedgerOptions) {
         yield* current
         const before = balancesOf(ledger)
         const answer = f(ledger)
-        yield* persist
-        yield* announce(before, balancesOf(ledger))
+        yield* persist(before)
         return answer
       })))
     }

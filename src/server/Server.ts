@@ -22,10 +22,11 @@ import * as Credits from "../runtime/Credits.ts"
 import { ApiConfig } from "../apiserver/ApiConfig.ts"
 import { Api, app } from "../apiserver/http/Api.ts"
 import { Estimates } from "../runtime/Estimates.ts"
-import { EventStream } from "../runtime/EventStream.ts"
+import { EventOutbox } from "../runtime/EventOutbox.ts"
 import { Idempotency } from "../apiserver/Idempotency.ts"
 import { LedgerService, starterCreditsMicro } from "../runtime/LedgerService.ts"
 import { LiveMarket } from "../runtime/LiveMarket.ts"
+import { KindRegistry } from "../runtime/Registry.ts"
 import { Ids } from "../apiserver/Ids.ts"
 import * as Maintenance from "../apiserver/Maintenance.ts"
 import * as Payments from "../runtime/Payments.ts"
@@ -82,8 +83,6 @@ const announce = (options: ServerOptions) => Layer.effectDiscard(Effect.gen(func
 export interface Replaceable {
   readonly ids?: Layer.Layer<Ids>
   readonly estimates?: Layer.Layer<Estimates>
-  /** Tests pass the layer they also subscribe through, to see what webhooks will get. */
-  readonly eventStream?: Layer.Layer<EventStream>
 }
 
 /**
@@ -95,7 +94,7 @@ const backendOf = (sim: SimSettings | undefined) => {
   const clock = new VirtualClock.VirtualClock(sim.speed, Date.now())
   return {
     clock: VirtualClock.layer(clock),
-    control: SimBackend.layer({ clock, ...(sim.hostsPerVariant === undefined ? {} : { hostsPerVariant: sim.hostsPerVariant }) })
+    control: SimBackend.layer({ clock, ...(sim.hostsPerVariant === undefined ? {} : { hostsPerVariant: sim.hostsPerVariant }) }).pipe(Layer.provide(KindRegistry.layer()))
   }
 }
 
@@ -105,15 +104,16 @@ export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Sto
   const backend = backendOf(options.sim)
   // The clock goes in first, under everything, so every layer and every fiber they fork reads the same time.
   // Billing: the ledger over the store (starter credits where the server is not a production one) and the estimates.
-  // One build memoizes a layer: the ledger's account events go to the very stream everything else publishes to.
-  const eventStream = replaced.eventStream ?? EventStream.layer
-  const ledger = LedgerService.layer({ starterMicro: options.starterCreditsMicro ?? starterCreditsMicro, apiGroup: options.apiGroup }).pipe(Layer.provide(eventStream))
+  // Events of the spec's types are recorded in the outbox in the commits of the changes that cause them.
+  const ids = replaced.ids ?? Ids.layer
+  const outbox = EventOutbox.layer.pipe(Layer.provideMerge(ids))
+  const ledger = LedgerService.layer({ starterMicro: options.starterCreditsMicro ?? starterCreditsMicro, apiGroup: options.apiGroup }).pipe(Layer.provideMerge(outbox))
   // The sim backend provides its live market to the estimates' placement preview through LiveMarket.
   // Budgets (docs/billing.md, "Budgets") follow the store's change feed, the one feed the machinery below serves too.
   const feed = ChangeFeed.layerWith(options.feed)
-  const budgets = BudgetService.layer.pipe(Layer.provide(Layer.merge(feed, eventStream)))
+  const budgets = BudgetService.layer.pipe(Layer.provide(Layer.merge(feed, outbox)))
   const estimates = (replaced.estimates ?? Estimates.layer()).pipe(Layer.provideMerge(budgets), Layer.provideMerge(ledger), Layer.provideMerge(LiveMarket.layer))
-  const foundation = Layer.mergeAll(replaced.ids ?? Ids.layer, settings, eventStream, estimates).pipe(
+  const foundation = Layer.mergeAll(settings, estimates).pipe(
     Layer.provideMerge(storeLayer),
     Layer.provideMerge(backend.clock)
   )
@@ -132,10 +132,11 @@ export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Sto
     () => options.tls === undefined ? createHttpServer() : createHttpsServer({ cert: options.tls.cert, key: options.tls.key }),
     { host: options.host, port: options.port }
   )
+  // Every service stays visible to the caller (tests read the store and the outbox through the same build).
   return HttpServer.serve(app).pipe(
     Layer.provideMerge(announce(options)),
     Layer.provide(listener),
-    Layer.provide(api)
+    Layer.provideMerge(api)
   )
 }
 

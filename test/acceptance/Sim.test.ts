@@ -64,7 +64,7 @@ describe("the sim backend through kubectl", () => {
 
     const described = await ok(["describe", "jobs.nodus.dev", "train-1", "-n", "demo"])
     assert.match(described.stdout, /Events:[\s\S]*Completed[\s\S]*All 1 indexes succeeded/u)
-    assert.include(described.stdout, "nodus-sim")
+    assert.include(described.stdout, "nodus-runtime")
 
     const attempts = parseTable((await ok(["get", "attempts", "-n", "demo"])).stdout)
     assert.deepStrictEqual(attempts.map((row) => [row["NAME"], row["PHASE"]]), [["train-1-0-1", "Succeeded"]])

@@ -33,6 +33,8 @@ interface Run {
 export interface FakeCapacity {
   readonly port: CapacityPortShape
   readonly now: () => number
+  /** When the driver's next timer is due, if any. */
+  readonly nextAt: () => number | undefined
   readonly advance: (ms: number) => void
 }
 
@@ -215,5 +217,6 @@ export const makeFakeCapacity = (options: FakeOptions): Effect.Effect<FakeCapaci
       }
       now = target
     }
-    return { port, now: () => now, advance }
+    const nextAt = () => timers.reduce<number | undefined>((earliest, timer) => (earliest === undefined || timer.at < earliest ? timer.at : earliest), undefined)
+    return { port, now: () => now, nextAt, advance }
   })

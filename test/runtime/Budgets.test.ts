@@ -7,7 +7,7 @@
  * status loop writes the status of a Budget created over HTTP.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { Effect, Layer, type Scope, Stream } from "effect"
+import { Effect, Layer, type Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { apiVersionOf, byPluralName, type ResourceRef } from "../../src/core/meta/Kinds.ts"
 import type { Ledger } from "../../src/core/billing/Ledger.ts"
@@ -15,7 +15,7 @@ import type { ResourceObject } from "../../src/core/meta/ObjectMeta.ts"
 import { BudgetService, type LedgerOwner, ownersTable } from "../../src/runtime/Budgets.ts"
 import { budgetStatusWriter } from "../../src/runtime/BudgetStatus.ts"
 import { Estimates } from "../../src/runtime/Estimates.ts"
-import { EventStream, type StreamEvent } from "../../src/runtime/EventStream.ts"
+import { EventOutbox } from "../../src/runtime/EventOutbox.ts"
 import { ApiConfig } from "../../src/apiserver/ApiConfig.ts"
 import { Ids } from "../../src/apiserver/Ids.ts"
 import { LedgerService } from "../../src/runtime/LedgerService.ts"
@@ -38,13 +38,11 @@ const usd = (amount: number): bigint => BigInt(Math.round(amount * 1_000_000))
 /** The machinery the service runs over, on one store (given, so that a second build is a restart). */
 const servicesOver = (store: Store["Service"]) => {
   const base = Layer.mergeAll(
-    Ids.layer,
     Estimates.layerNone,
-    EventStream.layer,
     Layer.succeed(ApiConfig, { group, scheme: "http", bookmarkInterval: "30 seconds" }),
     // Its poll would run once per simulated second of every jump of the test clock: this process's commits wake it anyway.
     ChangeFeed.layerWith({ ...defaultFeedOptions, pollInterval: "365 days" }),
-    LedgerService.layer({ starterMicro: usd(1_000) })
+    LedgerService.layer({ starterMicro: usd(1_000) }).pipe(Layer.provideMerge(EventOutbox.layer.pipe(Layer.provideMerge(Ids.layer))))
   ).pipe(Layer.provideMerge(Layer.succeed(Store, store)))
   return Layer.mergeAll(Resources.layer.pipe(Layer.provide(Admission.layer), Layer.provide(Secrets.layer)), BudgetService.layer).pipe(Layer.provideMerge(base))
 }
@@ -73,17 +71,19 @@ const roomsOf = (target: { readonly namespace: string; readonly labels: Record<s
     return yield* ledger.read((current: Ledger) => budgets.roomsFor(current, target, march))
   })
 
-/** Every event published so far: a marker is published last and the subscription read up to it. */
-const eventsSoFar = (events: Stream.Stream<StreamEvent>) =>
-  Effect.gen(function*() {
-    const stream = yield* EventStream
-    yield* stream.publish({ type: "test.marker", timestamp: "", data: { event: { reason: "", message: "", count: 0 }, object: { apiVersion: "", kind: "", metadata: { name: "", uid: "" }, status: {} } } })
-    const collected = yield* Stream.runCollect(Stream.takeUntil(events, (event) => event.type === "test.marker"))
-    return [...collected].filter((event) => event.type !== "test.marker")
+/** A reader of the outbox: each run answers the records made since its last run. */
+const outboxReader = Effect.gen(function*() {
+  const outbox = yield* EventOutbox
+  let after = ""
+  return Effect.gen(function*() {
+    const entries = yield* Effect.orDie(outbox.read(after, 1_000, 0))
+    if (entries.length > 0) after = entries[entries.length - 1]!.id
+    return entries.map((entry) => entry.event)
   })
+})
 
 /** A test on a fresh store at mid-March, over the services. */
-const inMarch = <A, E>(body: Effect.Effect<A, E, BudgetService | LedgerService | Resources | EventStream | Scope.Scope>) =>
+const inMarch = <A, E>(body: Effect.Effect<A, E, BudgetService | LedgerService | Resources | EventOutbox | Scope.Scope>) =>
   Effect.gen(function*() {
     yield* TestClock.setTime(march)
     const store = yield* MemoryStore.make
@@ -99,7 +99,7 @@ const reconcile = Effect.gen(function*() {
 describe("BudgetService", () => {
   it.effect("status counts registered owners' spending and holds; thresholds once per period; the period rolls over", () =>
     inMarch(Effect.gen(function*() {
-      const events = yield* (yield* EventStream).subscribe
+      const events = yield* outboxReader
       const budgets = yield* BudgetService
       const ledger = yield* LedgerService
       yield* createBudget("team", { amountUSD: "10", period: "Monthly", selector: { projects: ["ml"] }, thresholds: [50, 80] })
@@ -125,7 +125,7 @@ describe("BudgetService", () => {
       // Nothing moved: a pass writes nothing.
       yield* reconcile
       assert.strictEqual((yield* readBudget("team")).metadata.resourceVersion, budget.metadata.resourceVersion)
-      const crossed = yield* eventsSoFar(events)
+      const crossed = yield* events
       assert.deepStrictEqual(crossed.map((event) => [event.type, event.data.event.reason, event.data.object.metadata.name]), [["budget.threshold", "ThresholdCrossed", "team"]])
       assert.match(crossed[0]!.data.event.message, /crossed 50% of 10 USD.*5\.5 USD spent/u)
       assert.strictEqual(crossed[0]!.data.object.metadata.namespace, undefined)
@@ -139,7 +139,7 @@ describe("BudgetService", () => {
       yield* reconcile
       budget = yield* readBudget("team")
       assert.deepInclude(budget.status, { spentUSD: "8.5", thresholdsCrossed: [50, 80] })
-      const aprilEvents = yield* eventsSoFar(events)
+      const aprilEvents = yield* events
       assert.deepStrictEqual(aprilEvents.map((event) => event.data.event.message.match(/crossed (\d+)%/u)?.[1]), ["50", "80"])
     })))
 
@@ -171,7 +171,7 @@ describe("BudgetService", () => {
 
   it.effect("refused records budget.exceeded once per Budget, object and period", () =>
     inMarch(Effect.gen(function*() {
-      const events = yield* (yield* EventStream).subscribe
+      const events = yield* outboxReader
       const budgets = yield* BudgetService
       yield* createBudget("team", { amountUSD: "1", period: "Daily" })
       yield* settled("the Budget is followed", Effect.map(roomsOf({ namespace: "ml", labels: {} }), (rooms) => rooms.length === 1))
@@ -182,7 +182,7 @@ describe("BudgetService", () => {
       yield* budgets.refused("nobody", job, "no such Budget.")
       yield* TestClock.setTime(march + 86_400_000)
       yield* budgets.refused("team", job, "the next day.")
-      const published = yield* eventsSoFar(events)
+      const published = yield* events
       assert.deepStrictEqual(published.map((event) => [event.type, event.data.event.reason, event.data.object.kind, event.data.object.metadata.name]), [
         ["budget.exceeded", "BudgetExceeded", "Budget", "team"],
         ["budget.exceeded", "BudgetExceeded", "Budget", "team"],

@@ -4,15 +4,23 @@
  * are in the store when it answers, and the store's own sums (balances()) agree with the ledger.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, Result, Stream } from "effect"
+import { Deferred, Effect, Fiber, Layer, Result } from "effect"
 import { availableAccount, externalAccount } from "../../src/core/billing/Ledger.ts"
-import { EventStream } from "../../src/runtime/EventStream.ts"
+import { Ids } from "../../src/apiserver/Ids.ts"
+import { EventOutbox } from "../../src/runtime/EventOutbox.ts"
 import { LedgerService, starterCreditsMicro } from "../../src/runtime/LedgerService.ts"
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
 import { Store, StoreError } from "../../src/store/Store.ts"
 
 const serverOver = (store: Store["Service"], starterMicro: bigint) =>
-  LedgerService.layer({ starterMicro }).pipe(Layer.provide(Layer.succeed(Store, store)))
+  LedgerService.layer({ starterMicro }).pipe(Layer.provideMerge(EventOutbox.layer), Layer.provide(Layer.merge(Layer.succeed(Store, store), Ids.layer)))
+
+/** The types and first sentences of the outbox's records, in order. */
+const recorded = (store: Store["Service"]) =>
+  Effect.map(store.records("eventoutbox", "", 100, 0), (entries) => entries.map((entry) => {
+    const event = entry.value as { type: string; data: { object: { kind: string }; event: { message: string } } }
+    return `${event.type} ${event.data.object.kind} ${event.data.event.message.split(";")[0]}`
+  }))
 
 describe("LedgerService", () => {
   it.effect("grants the starter credits once, and a restart rebuilds the same ledger from the store", () =>
@@ -42,25 +50,44 @@ describe("LedgerService", () => {
       assert.deepStrictEqual(yield* store.postings(0, 10), [])
     }))
 
-  it.effect("publishes billing.low_balance when the balance falls below 10 USD and billing.arrears_posted for a charge past it", () =>
+  it.effect("records billing.low_balance when the balance falls below 10 USD and billing.arrears_posted for a charge past it", () =>
     Effect.gen(function*() {
       const store = yield* MemoryStore.make
-      const layer = LedgerService.layer({ starterMicro: 20_000_000n }).pipe(Layer.provideMerge(EventStream.layer), Layer.provide(Layer.succeed(Store, store)))
-      const types = yield* Effect.scoped(Effect.provide(Effect.gen(function*() {
-        const events = yield* (yield* EventStream).subscribe
-        const collected = yield* Effect.forkScoped(Stream.runCollect(Stream.take(events, 2)))
+      yield* Effect.provide(Effect.gen(function*() {
         const ledger = yield* LedgerService
         // 15 USD held: 5 USD left, below the warning level.
         yield* ledger.update((current) => current.hold("hold/a", 0, { hold: "a", owner: "job", amount: 15_000_000n, expiresAt: 10 }))
         // A charge of 22 USD: the hold's 15, the 5 left, and 2 USD no money covers.
         yield* ledger.update((current) => current.capture("capture/a", 1, { hold: "a", owner: "job", segment: "Running", amount: 22_000_000n }))
-        const published = yield* Fiber.join(collected)
-        return published.map((event) => `${event.type} ${event.data.object.kind} ${event.data.event.message.split(";")[0]}`)
-      }), layer))
-      assert.deepStrictEqual(types, [
+      }), serverOver(store, 20_000_000n))
+      assert.deepStrictEqual(yield* recorded(store), [
         "billing.low_balance Account The available balance is 5 USD, below the warning level of 10 USD (15 USD held by running work). Add credits with a TopUp.",
         "billing.arrears_posted Account 2 USD of charges exceeded the balance"
       ])
+    }))
+
+  it.effect("an account event and the postings that caused it are one commit: a failed commit stores neither", () =>
+    Effect.gen(function*() {
+      const inner = yield* MemoryStore.make
+      let failPosts = false
+      const store: Store["Service"] = {
+        ...inner,
+        // The store dies in the middle of the write that posts the hold (and would record billing.low_balance).
+        commit: (ops) => (failPosts && ops.some((op) => op._tag === "Post") ? Effect.fail(new StoreError({ message: "killed mid-write" })) : inner.commit(ops))
+      }
+      yield* Effect.provide(Effect.gen(function*() {
+        const ledger = yield* LedgerService
+        failPosts = true
+        const failed = yield* Effect.result(ledger.update((current) => current.hold("hold/a", 0, { hold: "a", owner: "job", amount: 15_000_000n, expiresAt: 10 })))
+        assert.isTrue(Result.isFailure(failed))
+        // No change without its event, no event without its change.
+        assert.deepStrictEqual((yield* inner.postings(0, 10)).map((posting) => posting.kind), ["Grant"])
+        assert.deepStrictEqual(yield* recorded(inner), [])
+        failPosts = false
+        yield* ledger.update((current) => current.hold("hold/a", 0, { hold: "a", owner: "job", amount: 15_000_000n, expiresAt: 10 }))
+      }), serverOver(store, 20_000_000n))
+      assert.deepStrictEqual((yield* inner.postings(0, 10)).map((posting) => posting.kind), ["Grant", "Hold"])
+      assert.lengthOf(yield* recorded(inner), 1)
     }))
 
   it.effect("a store outage fails operations with Unavailable, and the ledger is rebuilt from the store once it answers", () =>

@@ -164,14 +164,14 @@ describe("sim backend", () => {
         assert.deepStrictEqual(event.involvedObject, { apiVersion: "nodus.dev/v1", kind: "Job", name: "train", namespace: "sim", uid: job.metadata.uid })
         assert.strictEqual(event.type, "Normal")
         assert.strictEqual(event.count, 1)
-        assert.strictEqual(event.source.component, "nodus-sim")
-        assert.strictEqual(event.reportingComponent, "nodus-sim")
+        assert.strictEqual(event.source.component, "nodus-runtime")
+        assert.strictEqual(event.reportingComponent, "nodus-runtime")
         assert.isString(event.eventTime)
       }
       const completedEvent = events.find((event) => event.reason === "Completed")
       assert.strictEqual(Date.parse(completedEvent.lastTimestamp), Math.floor(completed / 1000) * 1000)
 
-      const streamed = server.streamed().filter((entry) => entry.data.object.metadata.uid === job.metadata.uid)
+      const streamed = (await server.streamed()).filter((entry) => entry.data.object.metadata.uid === job.metadata.uid)
       assert.deepStrictEqual(streamed.map((entry) => entry.type), ["job.succeeded"])
       const [succeeded] = streamed
       assert.strictEqual(succeeded!.timestamp, job.status.completionTime)
@@ -197,7 +197,7 @@ describe("sim backend", () => {
       assert.strictEqual(attempt.status.exitCode, 1)
       const failed = (await eventsOf(server, "sim", job)).find((event) => event.reason === "BackoffLimitExceeded")
       assert.strictEqual(failed?.type, "Warning")
-      assert.isTrue(server.streamed().some((entry) => entry.type === "job.failed" && entry.data.object.metadata.uid === job.metadata.uid))
+      assert.isTrue((await server.streamed()).some((entry) => entry.type === "job.failed" && entry.data.object.metadata.uid === job.metadata.uid))
     })
 
     it("suspends on spec.state Suspended and resumes on Running", async () => {

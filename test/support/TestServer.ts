@@ -6,13 +6,13 @@
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect, Layer, ManagedRuntime, Stream } from "effect"
+import { Effect, Layer, ManagedRuntime } from "effect"
 import { defaultFeedOptions, type FeedOptions } from "../../src/store/ChangeFeed.ts"
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
 import type { Store } from "../../src/store/Store.ts"
 import { kubeconfig } from "../../src/server/Bootstrap.ts"
 import type { Estimates } from "../../src/runtime/Estimates.ts"
-import { EventStream, type StreamEvent } from "../../src/runtime/EventStream.ts"
+import { EventOutbox, type OutboxEvent } from "../../src/runtime/EventOutbox.ts"
 import * as Server from "../../src/server/Server.ts"
 import { generateTlsMaterial } from "../../src/apiserver/tls/Certificates.ts"
 
@@ -43,22 +43,14 @@ export interface TestServer {
   /** Path of the CA file (TLS only). */
   readonly caPath: string | undefined
   readonly stop: () => Promise<void>
-  /** Every entry of the internal event stream (what webhooks will get) since the server started. */
-  readonly streamed: () => ReadonlyArray<StreamEvent>
+  /** Every record of the server's event outbox (what webhooks will get), in order. */
+  readonly streamed: () => Promise<ReadonlyArray<OutboxEvent>>
 }
-
-/** Subscribes to the server's event stream at start-up and keeps every entry. */
-const collecting = (stream: Layer.Layer<EventStream>, into: Array<StreamEvent>) =>
-  Layer.effectDiscard(Effect.gen(function*() {
-    const events = yield* (yield* EventStream).subscribe
-    yield* Effect.forkScoped(Stream.runForEach(events, (event) => Effect.sync(() => into.push(event))))
-  })).pipe(Layer.provide(stream))
 
 export const startTestServer = async (options: TestServerOptions = {}): Promise<TestServer> => {
   const directory = mkdtempSync(join(tmpdir(), "nodus-test-"))
   const material = options.tls === true ? generateTlsMaterial({ hosts: ["127.0.0.1", "localhost"], now: new Date() }) : undefined
   let announced: (url: string) => void = () => {}
-  const stream = EventStream.layer
   const listening = new Promise<string>((resolve) => (announced = resolve))
   const layer = Server.layerWith({
     host: "127.0.0.1",
@@ -71,17 +63,17 @@ export const startTestServer = async (options: TestServerOptions = {}): Promise<
     onListening: (url) => announced(url),
     sim: options.sim,
     starterCreditsMicro: options.starterCreditsMicro
-  }, options.store ?? Layer.fresh(MemoryStore.layer), { ...(options.estimates === undefined ? {} : { estimates: options.estimates }), eventStream: stream })
-  const streamed: Array<StreamEvent> = []
-  // One build memoizes `stream`: the server publishes to the very stream the collector reads.
-  const runtime = ManagedRuntime.make(Layer.merge(layer, collecting(stream, streamed)))
+  }, options.store ?? Layer.fresh(MemoryStore.layer), { ...(options.estimates === undefined ? {} : { estimates: options.estimates }) })
+  const runtime = ManagedRuntime.make(layer)
   await runtime.runPromise(Effect.void)
   const url = await listening
   const caPath = material === undefined ? undefined : join(directory, "ca.crt")
   if (caPath !== undefined) writeFileSync(caPath, material!.caCertPem)
   const kubeconfigPath = join(directory, "kubeconfig")
   writeFileSync(kubeconfigPath, kubeconfig({ server: url, ca: material?.caCertPem, token: adminToken }))
-  return { url, token: adminToken, ca: material?.caCertPem, directory, kubeconfigPath, caPath, stop: () => runtime.dispose(), streamed: () => streamed }
+  /** Every record of the server's outbox, expired ones too (a test's clock may run far ahead). */
+  const streamed = () => runtime.runPromise(EventOutbox.use((outbox) => Effect.map(Effect.orDie(outbox.read("", 1_000_000, 0)), (entries) => entries.map((entry) => entry.event))))
+  return { url, token: adminToken, ca: material?.caCertPem, directory, kubeconfigPath, caPath, stop: () => runtime.dispose(), streamed }
 }
 
 export interface Reply {

@@ -12,21 +12,30 @@ import { type CapacityChange, CapacityPort, type CapacityPortShape } from "../..
 import type { SimCapacity } from "./SimCapacity.ts"
 import { workloadFromAnnotations } from "./Workloads.ts"
 
-/** The port over `capacity`; its changes are published as the engine runs (wire it before the engine runs). */
-export const make = (capacity: SimCapacity): Effect.Effect<CapacityPortShape> =>
+/**
+ * The port over `capacity`, and how many changes it has published so far (the sim backend runs the engine and the
+ * reconciler by turns, and waits until the reconciler has taken in every change of an instant before its due keys
+ * run). Changes are published as the engine runs: make the port before the engine runs.
+ */
+export const makeCounted = (capacity: SimCapacity): Effect.Effect<{ readonly port: CapacityPortShape; readonly published: () => number }> =>
   Effect.gen(function*() {
     const changes = yield* PubSub.unbounded<CapacityChange>()
+    let published = 0
+    const publish = (change: CapacityChange) => {
+      published++
+      PubSub.publishUnsafe(changes, change)
+    }
     const previousChange = capacity.onChange
     const previousFreed = capacity.onFreed
     capacity.onChange = (owner) => {
       previousChange(owner)
-      PubSub.publishUnsafe(changes, { _tag: "Attempt", owner })
+      publish({ _tag: "Attempt", owner })
     }
     capacity.onFreed = () => {
       previousFreed()
-      PubSub.publishUnsafe(changes, { _tag: "Freed" })
+      publish({ _tag: "Freed" })
     }
-    return {
+    const port: CapacityPortShape = {
       acquire: (request) => Effect.sync(() => capacity.acquire(request)),
       release: (owner, attempt, keepWarmMs) => Effect.sync(() => capacity.stop(owner, attempt, keepWarmMs)),
       facts: (owner, attempt) => Effect.sync(() => capacity.facts(owner, attempt)),
@@ -36,6 +45,10 @@ export const make = (capacity: SimCapacity): Effect.Effect<CapacityPortShape> =>
       start: (owner, attempt, program) => Effect.sync(() => capacity.start(owner, attempt, { ...program, workload: workloadFromAnnotations(program.annotations) })),
       checkpoint: (owner, attempt, episode) => Effect.sync(() => capacity.checkpoint(owner, attempt, episode))
     }
+    return { port, published: () => published }
   })
+
+/** The port over `capacity`. */
+export const make = (capacity: SimCapacity): Effect.Effect<CapacityPortShape> => Effect.map(makeCounted(capacity), ({ port }) => port)
 
 export const layer = (capacity: SimCapacity) => Layer.effect(CapacityPort, make(capacity))

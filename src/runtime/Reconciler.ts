@@ -1,0 +1,423 @@
+/**
+ * The reconciler: every object of every kind the registry holds (Registry.ts) is stepped by its machine, billed around
+ * the step (core/controller/BilledStep.ts), its actions carried out through the capacity port
+ * (core/capacity/Capacity.ts), and what it decided written back (ObjectWriter.ts). It names no kind and no driver:
+ * the simulator and live hosts are two ports, Jobs and every later kind are registry entries.
+ *
+ * Level-triggered, like a Kubernetes controller (style.md §3). A keyed work queue (WorkQueue.ts) holds what is due:
+ * - an object whose stored spec, labels or existence changed (the store's change feed, followed with a resync);
+ * - an object whose runs' facts changed, and every object waiting for capacity when capacity is freed (the port's
+ *   changes);
+ * - an object money holds back, when funds change (credits, a hold closed, a Budget);
+ * - an object at the time its step or its billing asked to be woken;
+ * - a key whose reconcile failed, after its backoff.
+ * `runDue(now)` reconciles every key due by `now`, one at a time. Who calls it and when is the backend's choice: the
+ * sim backend at each instant of virtual time (src/server/SimBackend.ts), a live backend on the wall clock.
+ *
+ * An object deleted (by its owner, or by its own ttl) lets go of its runs; they are billed until their hosts are
+ * released (docs/billing.md, "Release"), and only then does the port forget them.
+ */
+import { Context, Effect, Layer, Semaphore, Stream } from "effect"
+import type { ApiError } from "../core/meta/ApiError.ts"
+import type { Settled } from "../core/billing/Billing.ts"
+import type { Pricebook } from "../core/billing/Pricebook.ts"
+import { type AttemptFacts, CapacityPort, hostRequestOf, isLive, programRequestOf } from "../core/capacity/Capacity.ts"
+import { type Offering, type Variant, variantsOf } from "../core/capacity/Offering.ts"
+import { type Ranking, rank } from "../core/capacity/Placement.ts"
+import { billedStep, billRemoved } from "../core/controller/BilledStep.ts"
+import { conditionIn } from "../core/controller/Conditions.ts"
+import { type ControllerEvent, isUnfunded, type LaunchAction } from "../core/controller/Controller.ts"
+import { factsFromAttempt, isEndedAttempt } from "../core/kinds/attempt/AttemptRecords.ts"
+import { isObject, type JsonObject } from "../core/Json.ts"
+import { byKindName, refOfKind, type ResourceRef } from "../core/meta/Kinds.ts"
+import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
+import { ApiConfig } from "../apiserver/ApiConfig.ts"
+import { Ids } from "../apiserver/Ids.ts"
+import { Resources } from "../apiserver/Resources.ts"
+import { ChangeFeed } from "../store/ChangeFeed.ts"
+import { type Change, Store } from "../store/Store.ts"
+import { BudgetService } from "./Budgets.ts"
+import { EventOutbox } from "./EventOutbox.ts"
+import { followStore } from "./Following.ts"
+import { LedgerService } from "./LedgerService.ts"
+import { makeWriter, quietly, type WrittenObject } from "./ObjectWriter.ts"
+import { type AnyRuntimeKind, KindRegistry } from "./Registry.ts"
+import { WorkQueue } from "./WorkQueue.ts"
+
+export interface ReconcilerOptions {
+  /** The offerings placement ranks (the catalog the backend's capacity sells). */
+  readonly catalog: ReadonlyArray<Offering>
+  readonly pricebook: Pricebook
+  /**
+   * When the runs a previous server process left live were lost, for an object whose stored Attempts the port does not
+   * know (the simulator's capacity does not survive a restart): they end then, as NodeLost, and recovery replaces them.
+   */
+  readonly lostAt: number
+}
+
+/** An object the reconciler steps: what the writer keeps of it, and what its machine reads. */
+interface Tracked extends WrittenObject {
+  readonly key: string
+  readonly kind: AnyRuntimeKind
+  generation: number
+  labels: Readonly<Record<string, string>>
+  annotations: Readonly<Record<string, string>>
+  spec: unknown
+  status: JsonObject
+  readonly facts: Array<AttemptFacts>
+  ranking: { readonly spec: unknown; readonly ranking: Ranking } | undefined
+  /** It had finished under an earlier server process: its status is final and stays as stored. */
+  readonly finishedBefore: boolean
+}
+
+export class Reconciler extends Context.Service<Reconciler, {
+  /** Reconciles every key due by `now`, one at a time, until none is (a step may make others due at once). */
+  readonly runDue: (now: number) => Effect.Effect<void>
+  /** When the next key is due by a timer, if any. */
+  readonly nextWakeAt: () => number | undefined
+  /** Reads every object of every registered kind again (start-up; before the test clock moves). */
+  readonly resync: Effect.Effect<void>
+  /** Capacity changes taken in so far (the sim backend waits until it has seen every change its port published). */
+  readonly changesReceived: () => number
+}>()("nodus/runtime/Reconciler") {
+  static readonly layer = (options: ReconcilerOptions) => Layer.effect(Reconciler, make(options))
+}
+
+const objectKey = (ref: ResourceRef, namespace: string, name: string) => `${ref.info.plural}/${namespace}/${name}`
+const removedKey = (uid: string) => `removed/${uid}`
+
+function make(options: ReconcilerOptions) {
+  return Effect.gen(function*() {
+    const store = yield* Store
+    const resources = yield* Resources
+    const feed = yield* ChangeFeed
+    const port = yield* CapacityPort
+    const ledgers = yield* LedgerService
+    const budgets = yield* BudgetService
+    const outbox = yield* EventOutbox
+    const ids = yield* Ids
+    const { group } = yield* ApiConfig
+    const { kinds } = yield* KindRegistry
+    const kindsByPlural = new Map(kinds.map((kind) => [byKindName(kind.kind)!.plural, { kind, ref: refOfKind(group, kind.kind) }]))
+    const writer = makeWriter({ resources, store, ids, outbox, attemptRef: refOfKind(group, "Attempt") })
+    const offerings = new Map(options.catalog.map((offering) => [offering.id, offering]))
+    const variantOf = (offering: string, interruptible: boolean): Variant | undefined => {
+      const found = offerings.get(offering)
+      return found === undefined ? undefined : variantsOf(found).find((variant) => variant.interruptible === interruptible)
+    }
+
+    const queue = new WorkQueue()
+    /** The latest stored object of every key (the change feed's and the resyncs'). */
+    const objects = new Map<string, ResourceObject>()
+    const tracking = new Map<string, Tracked>()
+    /** Owner (uid) → key, for the port's changes. */
+    const owners = new Map<string, string>()
+    /** Objects let go of whose runs are billed until their hosts are released, by uid. */
+    const removed = new Map<string, Tracked>()
+    /**
+     * Uids of objects let go of (deleted by the reconciler, or found gone from the store) whose deletion the change feed
+     * has not delivered yet: changes about them still queued in the feed are stale, not new objects.
+     */
+    const gone = new Set<string>()
+    const waiting = new Set<string>()
+    const unfunded = new Set<string>()
+    const lock = Semaphore.makeUnsafe(1)
+    let received = 0
+    let fundsSeen = ""
+
+    // -----------------------------------------------------------------------------------------------------------------
+    // What is due
+
+    /** A stored object changed: due when the machine must see it (new, re-created, deleted, spec or labels changed). */
+    const observe = (key: string, object: ResourceObject) => {
+      if (gone.has(object.metadata.uid)) return
+      const cached = objects.get(key)
+      // A resync may read an object older than a change already applied: a spec only goes forward.
+      if (cached !== undefined && cached.metadata.uid === object.metadata.uid && cached.metadata.generation > object.metadata.generation) return
+      objects.set(key, object)
+      const tracked = tracking.get(key)
+      if (
+        tracked === undefined ||
+        tracked.uid !== object.metadata.uid ||
+        object.metadata.deletionTimestamp !== undefined ||
+        object.metadata.generation > tracked.generation ||
+        JSON.stringify(object.metadata.labels ?? {}) !== JSON.stringify(tracked.labels)
+      ) queue.add(key)
+    }
+
+    const onChange = (change: Change) => Effect.sync(() => {
+      const entry = kindsByPlural.get(change.key.resource)
+      if (entry === undefined) return
+      const key = objectKey(entry.ref, change.key.namespace, change.key.name)
+      if (change.type !== "DELETED") return observe(key, change.object)
+      // Nothing about this uid follows its deletion in the feed.
+      gone.delete(change.object.metadata.uid)
+      if (objects.get(key)?.metadata.uid === change.object.metadata.uid) objects.delete(key)
+      queue.add(key)
+    })
+
+    const resync = Effect.gen(function*() {
+      for (const [plural, { ref }] of kindsByPlural) {
+        const page = yield* store.list({ resource: plural }).pipe(Effect.orElseSucceed(() => ({ items: [] as ReadonlyArray<ResourceObject> })))
+        const present = new Set<string>()
+        for (const object of page.items) {
+          const key = objectKey(ref, object.metadata.namespace ?? "", object.metadata.name)
+          present.add(key)
+          observe(key, object)
+        }
+        for (const key of [...objects.keys()]) {
+          if (key.startsWith(`${plural}/`) && !present.has(key)) {
+            objects.delete(key)
+            queue.add(key)
+          }
+        }
+      }
+    })
+
+    const onCapacity = Stream.runForEach(port.changes, (change) => Effect.sync(() => {
+      received++
+      if (change._tag === "Freed") {
+        for (const key of waiting) queue.add(key)
+        return
+      }
+      const key = owners.get(change.owner)
+      if (key !== undefined) queue.add(key)
+      if (removed.has(change.owner)) queue.add(removedKey(change.owner))
+    }))
+
+    /** Credits arrived, a hold closed or a Budget changed: objects that money held back look again. */
+    const noticeFunds = Effect.flatMap(ledgers.read((ledger) => `${ledger.available}/${ledger.arrears}/${budgets.generation()}`), (funds) => Effect.sync(() => {
+      if (funds === fundsSeen) return
+      fundsSeen = funds
+      for (const key of unfunded) queue.add(key)
+    }))
+
+    // -----------------------------------------------------------------------------------------------------------------
+    // Taking an object in, and letting it go
+
+    /** The Attempts a previous server process wrote for this object, as facts: those the port no longer knows ended. */
+    const restoredAttempts = (object: ResourceObject) => Effect.gen(function*() {
+      const dependents = yield* store.dependentsOf(object.metadata.uid).pipe(Effect.orElseSucceed(() => []))
+      const facts: Array<AttemptFacts> = []
+      const live: Array<AttemptFacts> = []
+      for (const attempt of dependents) {
+        if (attempt.kind !== "Attempt") continue
+        const known = yield* port.facts(object.metadata.uid, attempt.metadata.name)
+        const restored = known ?? factsFromAttempt(attempt as unknown as JsonObject, variantOf, options.lostAt)
+        if (restored === undefined) continue
+        facts.push(restored)
+        if (!isEndedAttempt(attempt as unknown as JsonObject)) live.push(restored)
+      }
+      return { facts, live }
+    })
+
+    /** Budgets count an object's charges by its project and labels, after it is gone too (docs/billing.md, "Budgets"). */
+    const register = (tracked: Tracked) =>
+      quietly(`billing owner ${tracked.key}`)(budgets.registerOwner({ uid: tracked.uid, namespace: tracked.namespace, name: tracked.name, kind: tracked.ref.info.kind, labels: tracked.labels }))
+
+    const admit = (key: string, entry: { readonly kind: AnyRuntimeKind; readonly ref: ResourceRef }, object: ResourceObject) => Effect.gen(function*() {
+      const spec = entry.kind.specOf(object, group)
+      if (spec === undefined) {
+        yield* Effect.logWarning(`runtime: ${entry.kind.kind} ${key} has a spec its schema refuses; it is not run`)
+        return undefined
+      }
+      const status = isObject(object.status) ? object.status : {}
+      // An object with a phase ran under an earlier server process: it comes back with its recorded runs.
+      const restored = status["phase"] === undefined ? { facts: [], live: [] } : yield* restoredAttempts(object)
+      const tracked: Tracked = {
+        key,
+        kind: entry.kind,
+        ref: entry.ref,
+        namespace: object.metadata.namespace ?? "",
+        name: object.metadata.name,
+        uid: object.metadata.uid,
+        generation: object.metadata.generation,
+        labels: object.metadata.labels ?? {},
+        annotations: object.metadata.annotations ?? {},
+        spec,
+        status,
+        facts: [...restored.facts],
+        ranking: undefined,
+        finishedBefore: entry.kind.machine.isFinal(status),
+        written: undefined,
+        resourceVersion: undefined,
+        attempts: new Map(restored.live.map((facts) => [facts.name, { facts, placement: undefined, created: true, written: undefined, resourceVersion: undefined }])),
+        events: new Map()
+      }
+      tracking.set(key, tracked)
+      owners.set(tracked.uid, key)
+      yield* register(tracked)
+      return tracked
+    })
+
+    /** Follows the stored object: labels change without a new generation; a new generation brings a new spec. */
+    const follow = (tracked: Tracked, object: ResourceObject) => Effect.gen(function*() {
+      const labels = object.metadata.labels ?? {}
+      if (JSON.stringify(labels) !== JSON.stringify(tracked.labels)) {
+        tracked.labels = labels
+        yield* register(tracked)
+      }
+      tracked.annotations = object.metadata.annotations ?? {}
+      if (object.metadata.generation <= tracked.generation) return
+      const spec = tracked.kind.specOf(object, group)
+      if (spec === undefined) return
+      tracked.spec = spec
+      tracked.generation = object.metadata.generation
+    })
+
+    /** Stops following an object: its live runs are released, and billed until their hosts are. */
+    const letGo = (tracked: Tracked) => Effect.gen(function*() {
+      if (tracking.get(tracked.key) === tracked) tracking.delete(tracked.key)
+      owners.delete(tracked.uid)
+      waiting.delete(tracked.key)
+      unfunded.delete(tracked.key)
+      gone.add(tracked.uid)
+      for (const facts of tracked.facts) if (isLive(facts)) yield* port.release(tracked.uid, facts.name, 0)
+      removed.set(tracked.uid, tracked)
+      queue.add(removedKey(tracked.uid))
+    })
+
+    // -----------------------------------------------------------------------------------------------------------------
+    // The step
+
+    /** The facts of the object's runs as the port knows them now (runs it no longer knows keep their last facts). */
+    const refresh = (tracked: Tracked) => Effect.gen(function*() {
+      for (let index = 0; index < tracked.facts.length; index++) {
+        const facts = tracked.facts[index]!
+        if (!isLive(facts) && facts.releasedAt !== undefined) continue
+        const current = yield* port.facts(tracked.uid, facts.name)
+        if (current === undefined) continue
+        tracked.facts[index] = current
+        const record = tracked.attempts.get(facts.name)
+        if (record !== undefined) record.facts = current
+      }
+    })
+
+    const rankingOf = (tracked: Tracked, market: ReturnType<typeof port.market>): Ranking => {
+      const cached = tracked.ranking
+    if (cached !== undefined && cached.spec === tracked.spec) return cached.ranking
+      const { request, run } = tracked.kind.machine.placementOf(tracked.spec)
+      const ranking = rank(request, options.catalog, market, run)
+      tracked.ranking = { spec: tracked.spec, ranking }
+      return ranking
+    }
+
+    /** The Budget that holds the object back after this step, if one does: budget.exceeded (once per period). */
+    const budgetRefusal = (status: JsonObject, settled: Settled | undefined) => {
+      const funding = settled?.funding
+      if (funding === undefined) return undefined
+      if (funding.stop?.budget !== undefined) return { budget: funding.stop.budget, message: funding.stop.message }
+      const funded = conditionIn(status["conditions"] as ReadonlyArray<{ type: string; status: string; reason: string }> | undefined, "Funded")
+      const blocked = funding.blocked
+      if (funded?.status === "False" && funded.reason === "BudgetExceeded" && blocked?.budget !== undefined) return { budget: blocked.budget, message: blocked.message }
+      return undefined
+    }
+
+    const launch = (tracked: Tracked, action: LaunchAction) => Effect.gen(function*() {
+      const request = { ...action, owner: tracked.uid, namespace: tracked.namespace, annotations: tracked.annotations }
+      const facts = yield* port.acquire(hostRequestOf(request))
+      tracked.facts.push(facts)
+      // A launch that found its capacity taken never ran: no Attempt records it, and the object looks again now.
+      if (facts.outcome?.type === "Unavailable") return queue.add(tracked.key)
+      yield* port.start(tracked.uid, action.attempt, programRequestOf(request))
+      tracked.attempts.set(facts.name, { facts, placement: action.explain(), created: false, written: undefined, resourceVersion: undefined })
+    })
+
+    const step = (tracked: Tracked, now: number) => Effect.gen(function*() {
+      yield* refresh(tracked)
+      const market = port.market(tracked.namespace)
+      const ranking = rankingOf(tracked, market)
+      const observation = { name: tracked.name, namespace: tracked.namespace, uid: tracked.uid, generation: tracked.generation, spec: tracked.spec, status: tracked.status, attempts: tracked.facts }
+      const owner = { namespace: tracked.namespace, labels: tracked.labels }
+      const billed = yield* ledgers.update((ledger) =>
+        billedStep(tracked.kind.machine, observation, { now, market, ranking }, { ledger, pricebook: options.pricebook, rooms: budgets.roomsFor(ledger, owner, now) }))
+      const { result } = billed
+      const status = result.status as JsonObject
+      if (result.waitingForCapacity) waiting.add(tracked.key)
+      else waiting.delete(tracked.key)
+      if (isUnfunded(result.status)) unfunded.add(tracked.key)
+      else unfunded.delete(tracked.key)
+      const refusal = budgetRefusal(status, billed.settled)
+      if (refusal !== undefined) yield* budgets.refused(refusal.budget, { kind: tracked.ref.info.kind, namespace: tracked.namespace, name: tracked.name }, refusal.message)
+      for (const action of result.actions) {
+        switch (action._tag) {
+          case "Launch":
+            yield* launch(tracked, action)
+            break
+          case "Checkpoint":
+            yield* port.checkpoint(tracked.uid, action.attempt, action.episode)
+            break
+          case "Stop":
+            yield* port.release(tracked.uid, action.attempt, action.keepWarmMs)
+            break
+          case "Delete":
+            // Spec: ttlSecondsAfterFinished. The finished object's status was written by an earlier step.
+            yield* writer.remove(tracked)
+            return yield* letGo(tracked)
+        }
+      }
+      const events = result.events.map((event: ControllerEvent) => ({ event, at: now }))
+      yield* writer.write(tracked, tracked.finishedBefore ? undefined : status, events)
+      // Only a status that is stored is what the next step starts from: after a failed write the step runs again from
+      // the last stored one, and its moves, with their events, are made (and written together) again.
+      tracked.status = status
+      if (billed.wakeAt !== undefined) queue.at(tracked.key, billed.wakeAt)
+    })
+
+    const reconcileObject = (key: string, now: number): Effect.Effect<void, ApiError> => Effect.gen(function*() {
+      const object = objects.get(key)
+      const known = tracking.get(key)
+      if (known !== undefined && (object === undefined || object.metadata.uid !== known.uid || object.metadata.deletionTimestamp !== undefined)) yield* letGo(known)
+      if (object === undefined || object.metadata.deletionTimestamp !== undefined || gone.has(object.metadata.uid)) return
+      const entry = kindsByPlural.get(key.slice(0, key.indexOf("/")))!
+      const tracked = tracking.get(key) ?? (yield* admit(key, entry, object))
+      if (tracked === undefined) return
+      yield* follow(tracked, object)
+      yield* step(tracked, now)
+    })
+
+    /** A removed object's runs billed until their hosts are released; then the port forgets them. */
+    const reconcileRemoved = (uid: string, now: number): Effect.Effect<void, ApiError> => Effect.gen(function*() {
+      const tracked = removed.get(uid)
+      if (tracked === undefined) return
+      yield* refresh(tracked)
+      const maxCost = tracked.kind.machine.maxCostOf(tracked.spec)
+      const billed = yield* ledgers.update((ledger) => billRemoved({ ledger, pricebook: options.pricebook, rooms: [] }, uid, maxCost, tracked.facts, now))
+      if (billed.done) {
+        removed.delete(uid)
+        queue.forget(removedKey(uid))
+        return yield* port.forget(uid)
+      }
+      if (billed.wakeAt !== undefined) queue.at(removedKey(uid), billed.wakeAt)
+    })
+
+    const reconcile = (key: string, now: number) =>
+      key.startsWith("removed/") ? reconcileRemoved(key.slice("removed/".length), now) : reconcileObject(key, now)
+
+    const runDue = (now: number) => lock.withPermit(Effect.gen(function*() {
+      yield* noticeFunds
+      for (;;) {
+        const key = queue.next(now)
+        if (key === undefined) return
+        const outcome = yield* Effect.result(reconcile(key, now))
+        if (outcome._tag === "Success") queue.succeeded(key)
+        else {
+          const retryAt = queue.failed(key, now)
+          yield* Effect.logWarning(`runtime: reconciling ${key} failed (${outcome.failure.message}); again at ${new Date(retryAt).toISOString()}`)
+        }
+      }
+    }))
+
+    // Subscribe to the port first (the fiber subscribes when it first runs), then read the store and follow it.
+    yield* Effect.forkScoped(onCapacity)
+    yield* Effect.yieldNow
+    yield* followStore("runtime", feed, resync, onChange)
+
+    return Reconciler.of({
+      runDue,
+      nextWakeAt: () => queue.nextAt(),
+      resync: lock.withPermit(resync),
+      changesReceived: () => received
+    })
+  })
+}
