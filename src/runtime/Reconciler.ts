@@ -41,7 +41,8 @@ import { EventOutbox } from "./EventOutbox.ts"
 import { followStore } from "./Following.ts"
 import { LedgerService } from "./LedgerService.ts"
 import { makeWriter, quietly, type WrittenObject } from "./ObjectWriter.ts"
-import { type AnyRuntimeKind, KindRegistry } from "./Registry.ts"
+import type { AnyRuntimeKind } from "./kinds/RuntimeKind.ts"
+import { KindRegistry } from "./Registry.ts"
 import { WorkQueue } from "./WorkQueue.ts"
 
 export interface ReconcilerOptions {

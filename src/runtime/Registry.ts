@@ -7,25 +7,8 @@
  * its machine, and one entry in `defaultKinds` (docs/architecture.md, "Adding a kind").
  */
 import { Context, Layer } from "effect"
-import type { Machine } from "../core/controller/Controller.ts"
-import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { jobKind } from "./kinds/Job.ts"
-
-export interface RuntimeKind<Spec, Status> {
-  /** The kind's name in the registry of served kinds (core/meta/Kinds.ts). */
-  readonly kind: string
-  readonly machine: Machine<Spec, Status>
-  /**
-   * The spec of a stored object as the machine reads it: the kind's schema with its defaults (the object was admitted
-   * already; this gives it its types), and server-owned annotations folded in. Undefined for a spec the schema refuses
-   * (an object stored under an older schema), which is then left alone.
-   */
-  readonly specOf: (object: ResourceObject, group: string) => Spec | undefined
-}
-
-/** A kind of any spec and status: the registry holds kinds of different types side by side. */
-// biome-ignore lint: the registry is heterogeneous; each entry is typed where it is written.
-export type AnyRuntimeKind = RuntimeKind<any, any>
+import type { AnyRuntimeKind } from "./kinds/RuntimeKind.ts"
 
 /** The kinds nodus runs today. */
 export const defaultKinds: ReadonlyArray<AnyRuntimeKind> = [jobKind]

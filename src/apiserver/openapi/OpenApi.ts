@@ -11,10 +11,9 @@
 import { JsonSchema, Schema } from "effect"
 import { isJson, isObject } from "../../core/Json.ts"
 import type { Json, JsonObject } from "../../core/Json.ts"
-import { eventKind, kindsIn, versions } from "../../core/meta/Kinds.ts"
+import { eventKind, kindsIn, namespaceKind as namespaceResource, versions } from "../../core/meta/Kinds.ts"
 import type { KindInfo, Operation, Scope, Version } from "../../core/meta/Kinds.ts"
 import { ObjectMetaInput } from "../../core/meta/ObjectMeta.ts"
-import { namespaceResource } from "../http/Discovery.ts"
 import { clockPaths, clockSchemas } from "./SimulationClock.ts"
 
 /**

@@ -7,7 +7,7 @@ import { isObject } from "../../core/Json.ts"
 import { admitJobSpec } from "../../core/kinds/job/JobAdmission.ts"
 import { jobMachine } from "../../core/kinds/job/JobMachine.ts"
 import type { JobSpecType, JobStatusType } from "../../core/schemas/Job.ts"
-import type { RuntimeKind } from "../Registry.ts"
+import type { RuntimeKind } from "./RuntimeKind.ts"
 
 export const jobKind: RuntimeKind<JobSpecType, JobStatusType> = {
   kind: "Job",
