@@ -28,7 +28,7 @@ import { billedStep, billRemoved } from "../core/controller/BilledStep.ts"
 import { conditionIn } from "../core/controller/Conditions.ts"
 import { type ControllerEvent, isUnfunded, type LaunchAction } from "../core/controller/Controller.ts"
 import { factsFromAttempt, isEndedAttempt } from "../core/kinds/attempt/AttemptRecords.ts"
-import { isObject, type JsonObject } from "../core/Json.ts"
+import { equals, isObject, type JsonObject } from "../core/Json.ts"
 import { byKindName, refOfKind, type ResourceRef } from "../core/meta/Kinds.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { ApiConfig } from "../apiserver/ApiConfig.ts"
@@ -142,7 +142,7 @@ function make(options: ReconcilerOptions) {
         tracked.uid !== object.metadata.uid ||
         object.metadata.deletionTimestamp !== undefined ||
         object.metadata.generation > tracked.generation ||
-        JSON.stringify(object.metadata.labels ?? {}) !== JSON.stringify(tracked.labels)
+        !equals(object.metadata.labels ?? {}, tracked.labels)
       ) queue.add(key)
     }
 
@@ -254,7 +254,7 @@ function make(options: ReconcilerOptions) {
     /** Follows the stored object: labels change without a new generation; a new generation brings a new spec. */
     const follow = (tracked: Tracked, object: ResourceObject) => Effect.gen(function*() {
       const labels = object.metadata.labels ?? {}
-      if (JSON.stringify(labels) !== JSON.stringify(tracked.labels)) {
+      if (!equals(labels, tracked.labels)) {
         tracked.labels = labels
         yield* register(tracked)
       }
