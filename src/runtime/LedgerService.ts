@@ -10,7 +10,7 @@
  * fixed key, so a new user can run work at once; a production database starts at zero.
  *
  * Account events (docs/billing.md, "Account events"): after each committed operation, billing.low_balance and
- * billing.arrears_posted are published on the EventStream when the balances crossed their lines (core/billing/Account.ts).
+ * billing.arrears_posted are recorded in the event outbox, in the commit of the postings whose balances crossed their lines (core/billing/Account.ts).
  */
 import { Clock, Context, Effect, Layer, Semaphore } from "effect"
 import { type AccountBalances, type AccountEvent, accountEventsOf, balancesOf } from "../core/billing/Account.ts"

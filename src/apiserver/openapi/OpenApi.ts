@@ -397,7 +397,7 @@ const eventSchema: JsonObject = {
     firstTimestamp: timeProperty("When it first happened."),
     lastTimestamp: timeProperty("When it last happened."),
     eventTime: timeProperty("When it first happened, in microseconds."),
-    source: { type: "object", description: "Who reported it.", properties: { component: { type: "string", description: "The component, e.g. nodus-sim." } } },
+    source: { type: "object", description: "Who reported it.", properties: { component: { type: "string", description: "The component, e.g. nodus-runtime." } } },
     reportingComponent: { type: "string", description: "The component that reported it." },
     reportingInstance: { type: "string", description: "The instance of that component." }
   },

@@ -30,7 +30,7 @@ export interface EventRecord {
   readonly count: number
   readonly first: number
   readonly last: number
-  /** Who reported it: `source.component` and `reportingComponent`, e.g. nodus-sim. */
+  /** Who reported it: `source.component` and `reportingComponent`, e.g. nodus-runtime. */
   readonly component: string
 }
 
