@@ -9,8 +9,8 @@
  * Starter credits (docs/billing.md, "Starter credits"): the embedded default and sim mode grant them once, under a
  * fixed key, so a new user can run work at once; a production database starts at zero.
  *
- * Account events (docs/billing.md, "Account events"): after each committed operation, billing.low_balance and
- * billing.arrears_posted are recorded in the event outbox, in the commit of the postings whose balances crossed their lines (core/billing/Account.ts).
+ * Account events (docs/billing.md, "Account events"): billing.low_balance and billing.arrears_posted are recorded in
+ * the event outbox, in the commit of the postings whose balances crossed their lines (core/billing/Account.ts).
  */
 import { Clock, Context, Effect, Layer, Semaphore } from "effect"
 import { type AccountBalances, type AccountEvent, accountEventsOf, balancesOf } from "../core/billing/Account.ts"
