@@ -9,24 +9,19 @@
  */
 import { performance } from "node:perf_hooks"
 import { loadCatalog } from "../src/data/CatalogData.ts"
-import { estimateJob } from "../src/backends/sim/Estimator.ts"
-import { defaultFleet, providerModelsOf } from "../src/backends/sim/Run.ts"
+import { simRunSampler } from "../src/backends/sim/RunSampler.ts"
+import { estimateJob } from "../src/core/kinds/job/JobEstimate.ts"
 import { admitJobSpec } from "../src/core/kinds/job/JobAdmission.ts"
-import type { Variant } from "../src/core/capacity/Offering.ts"
 import { currentPricebook } from "../src/core/billing/Pricebook.ts"
-import { defaultHostsPerVariant } from "../src/server/SimWorld.ts"
+import { defaultProviderModels, freeMarketOf } from "../src/core/capacity/ProviderModels.ts"
 
 const runsFlag = process.argv.indexOf("--runs")
 const runs = runsFlag > 0 ? Number(process.argv[runsFlag + 1]) : 200
 const goalMs = 50
 
 const catalog = loadCatalog()
-const models = providerModelsOf(defaultFleet(defaultHostsPerVariant))
-const market = {
-  available: (variant: Variant) => models(variant).capacity,
-  bootMs: (variant: Variant) => models(variant).bootMedianMs,
-  meanTimeBetweenInterruptionsMs: (variant: Variant) => (variant.interruptible ? models(variant).preemptionMtbfMs : undefined)
-}
+const models = defaultProviderModels()
+const market = freeMarketOf(models)
 
 const shapes: ReadonlyArray<readonly [string, Record<string, unknown>]> = [
   ["1xA10 on demand, 40m", { expectedDuration: "40m", resources: { gpu: { type: ["A10"] } } }],
@@ -43,13 +38,13 @@ for (const [name, fields] of shapes) {
   const spec = admitJobSpec({ image: "bench", ...fields })
   const input = { spec, catalog, models, market, pricebook: currentPricebook, now: Date.parse("2026-11-21T00:00:00Z"), funds: { available: 10n ** 12n, arrears: 0n, rooms: [] }, seed: "bench" }
   const coldStart = performance.now()
-  estimateJob(input)
+  estimateJob(input, simRunSampler)
   const cold = performance.now() - coldStart
-  for (let warm = 0; warm < 10; warm++) estimateJob({ ...input, seed: `warm-${warm}` })
+  for (let warm = 0; warm < 10; warm++) estimateJob({ ...input, seed: `warm-${warm}` }, simRunSampler)
   const times: Array<number> = []
   for (let run = 0; run < runs; run++) {
     const start = performance.now()
-    estimateJob({ ...input, seed: `run-${run}` })
+    estimateJob({ ...input, seed: `run-${run}` }, simRunSampler)
     times.push(performance.now() - start)
   }
   times.sort((a, b) => a - b)

@@ -1,7 +1,7 @@
 /**
  * The estimate hook of creates (spec: Create semantics; Estimate; docs/billing.md, "Estimates"). Every dry run and
- * every real create of a kind asks this service for the object's `status.estimate`. A Job gets the simulator's
- * estimate (Estimator.ts) over the catalog and the ledger's funds; a real create that the estimate says would be
+ * every real create of a kind asks this service for the object's `status.estimate`. A Job gets its estimate from the
+ * core (core/kinds/job/JobEstimate.ts), with runs sampled by the simulator, over the catalog and the ledger's funds; a real create that the estimate says would be
  * refused fails with the first blocking reason's code, its amounts and its fix (spec: Create semantics 3), while a
  * dry run answers the estimate with every blocking reason listed. Other kinds estimate nothing yet (`layerNone`
  * estimates nothing at all, for tests of the API machinery). The placement preview reads the live capacity of the
@@ -13,20 +13,19 @@ import { Clock, Context, Effect, Layer, Option, Result } from "effect"
 import { ApiError } from "../core/meta/ApiError.ts"
 import type { Blocking } from "../core/billing/Billing.ts"
 import { canonical, isObject, type Json, type JsonObject } from "../core/Json.ts"
-import { parseMicroUsd, tryParseMicroUsd } from "../core/Money.ts"
+import { tryParseMicroUsd } from "../core/Money.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import type { Offering, Variant } from "../core/capacity/Offering.ts"
 import type { Market } from "../core/capacity/Placement.ts"
 import { currentPricebook } from "../core/billing/Pricebook.ts"
 import { loadCatalog } from "../data/CatalogData.ts"
-import { blockingReasonsOf, estimateJob } from "../backends/sim/Estimator.ts"
-import { defaultFleet, providerModelsOf } from "../backends/sim/Run.ts"
+import { estimateJob } from "../core/kinds/job/JobEstimate.ts"
+import { simRunSampler } from "../backends/sim/RunSampler.ts"
 import { admitJobSpec } from "../core/kinds/job/JobAdmission.ts"
-import type { SimProviderModel } from "../backends/sim/SimCapacity.ts"
+import { defaultProviderModels, freeMarketOf, type ProviderModel } from "../core/capacity/ProviderModels.ts"
 import { BudgetService } from "./Budgets.ts"
 import { LedgerService } from "./LedgerService.ts"
 import { LiveMarket } from "./LiveMarket.ts"
-import { defaultHostsPerVariant } from "../core/capacity/ProviderModels.ts"
 
 export interface EstimateResult {
   readonly estimate: Json
@@ -46,7 +45,7 @@ export class Estimates extends Context.Service<Estimates, {
 
 export interface EstimatorOptions {
   readonly catalog?: ReadonlyArray<Offering>
-  readonly models?: (variant: Variant) => SimProviderModel
+  readonly models?: (variant: Variant) => ProviderModel
   /** Capacity the placement preview sees; unless told, the live market, else the fleet with every host free. */
   readonly market?: Market
 }
@@ -61,7 +60,7 @@ const admitted = (spec: JsonObject) => {
 }
 
 /** The sim backend's fleet (SimWorld's defaults): the estimate's models are the simulator's. */
-const defaultModels = providerModelsOf(defaultFleet(defaultHostsPerVariant))
+const defaultModels = defaultProviderModels()
 
 function make(options: EstimatorOptions) {
   return Effect.gen(function*() {
@@ -70,11 +69,7 @@ function make(options: EstimatorOptions) {
     const budgets = yield* BudgetService
     const catalog = options.catalog ?? loadCatalog()
     const models = options.models ?? defaultModels
-    const freeFleet: Market = {
-      available: (variant) => models(variant).capacity,
-      bootMs: (variant) => models(variant).bootMedianMs,
-      meanTimeBetweenInterruptionsMs: (variant) => (variant.interruptible ? models(variant).preemptionMtbfMs : undefined)
-    }
+    const freeFleet = freeMarketOf(models)
     const estimate = (ref: ResourceRef, object: ResourceObject): Effect.Effect<Option.Option<EstimateResult>> => {
       // An estimate is advice: one that fails (a bug) is logged and the object goes out without it.
       const spec = ref.info.kind === "Job" && isObject(object.spec) ? admitted(object.spec) : undefined
@@ -88,14 +83,12 @@ function make(options: EstimatorOptions) {
         const funds = yield* ledger.read((current) => ({ available: current.available, arrears: current.arrears, rooms: budgets.roomsFor(current, owner, now) }))
         // The same spec gives the same bands: the seed is the spec's hash.
         const seed = createHash("sha256").update(canonical(object.spec as Json)).digest("hex").slice(0, 16)
-        const attempted = yield* Effect.result(Effect.try(() => estimateJob({ spec, catalog, models, market, pricebook: currentPricebook, now, funds, seed })))
+        const attempted = yield* Effect.result(Effect.try(() => estimateJob({ spec, catalog, models, market, pricebook: currentPricebook, now, funds, seed }, simRunSampler)))
         if (Result.isFailure(attempted)) {
           yield* Effect.logWarning(`estimate of Job ${object.metadata.namespace ?? ""}/${object.metadata.name} failed`, attempted.failure)
           return Option.none()
         }
-        const estimate = attempted.success
-        const hold = estimate["holdUSD"]
-        const blocking = typeof hold === "string" ? blockingReasonsOf(spec, parseMicroUsd(hold), funds) : []
+        const { estimate, blocking } = attempted.success
         return Option.some({ estimate: estimate as JsonObject, blocking })
       })
     }
