@@ -1,7 +1,7 @@
 /**
  * The sampled part of a Job's estimate (spec: Estimate — costUSD, overheadUSD, startup.cold; docs/billing.md,
  * "Estimates"): the bands come from runs of the Job on the chosen variant, simulated by a `RunSampler` (the
- * simulator's is src/backends/sim/RunSampler.ts). This module decides what to
+ * simulator's is src/backends/sim/RunSampler.ts, run on a worker thread by the server). This module decides what to
  * sample and turns the samples into bands. It is pure, and its work is bounded whatever the Job declares:
  *
  * - **Runs.** A sampled run simulates at most `runWorkMsMax` of work. A longer run that keeps its progress across
@@ -106,6 +106,17 @@ export interface SampledPart {
   /** Undefined when no sampled run booted. */
   readonly cold: TextBand | undefined
 }
+
+/** A request to a sampler on another thread (src/runtime/WorkerSampler.ts, src/backends/sim/EstimateWorker.ts). */
+export interface SampleMessage {
+  readonly id: number
+  readonly request: SampleRequest
+}
+
+/** Its answer: the sampled part, or why there is none. */
+export type SampleReply =
+  | { readonly id: number; readonly part: SampledPart }
+  | { readonly id: number; readonly error: string }
 
 interface Plan {
   readonly perIndex: boolean
