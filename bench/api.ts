@@ -30,6 +30,12 @@ const argument = (name: string, fallback: string): string => {
 const clients = Number(argument("clients", "16"))
 const seconds = Number(argument("seconds", "10"))
 const warmUpSeconds = Math.min(2, seconds)
+const stopGraceMs = 10_000
+/**
+ * A `/version` slower than this ends the phase as a timeout (a failure): a server that computes estimates on its
+ * event loop held it for the whole of a worst-case dry run, minutes or more.
+ */
+const versionTimeoutMs = 30_000
 const adminUrl = argument("database-url", process.env["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/postgres")
 const token = "nds_bench-token-0123456789abcdefghijklmnopqrstuvwxyz"
 const root = join(import.meta.dirname, "..")
@@ -55,10 +61,17 @@ const startServer = (env: Record<string, string>): Promise<Server> =>
     child.on("exit", (code) => reject(new Error(`server exited with ${code}: ${output}`)))
   })
 
-/** Stops a server and waits until it is gone, so that its shutdown does not share the CPU with the next phase. */
+/**
+ * Stops a server and waits until it is gone, so that its shutdown does not share the CPU with the next phase; one
+ * whose event loop is held (an estimate computed on it) is killed after `stopGraceMs`.
+ */
 const stopServer = (server: Server): Promise<void> =>
   new Promise((resolve) => {
-    server.process.once("exit", () => resolve())
+    const kill = setTimeout(() => server.process.kill("SIGKILL"), stopGraceMs)
+    server.process.once("exit", () => {
+      clearTimeout(kill)
+      resolve()
+    })
     server.process.kill("SIGTERM")
   })
 
@@ -165,11 +178,20 @@ interface VersionUnderLoad {
   readonly idle: Result
   readonly loaded: Result
   readonly dryRunP50Ms: number
+  /** /version did not answer within `versionTimeoutMs`. */
+  readonly timedOut: boolean
+}
+
+/** The status of `sent`, or 0 once `ms` have passed without one. */
+const within = (ms: number, sent: Promise<number>): Promise<number> => {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<number>((resolve) => (timer = setTimeout(() => resolve(0), ms)))
+  return Promise.race([sent, late]).finally(() => clearTimeout(timer))
 }
 
 /** `/version`'s latency alone, then while eight worst-case dry runs are in flight, round after round. */
 const versionUnderLoad = async (server: Server): Promise<VersionUnderLoad> => {
-  const version = () => expect("GET /version", 200, call(server.url, "GET", "/version"))
+  const version = () => expect("GET /version", 200, within(versionTimeoutMs, call(server.url, "GET", "/version")))
   const idle: Array<number> = []
   for (let round = 0; round < 200; round++) idle.push(await timedMs(version))
   const loaded: Array<number> = []
@@ -179,14 +201,19 @@ const versionUnderLoad = async (server: Server): Promise<VersionUnderLoad> => {
     let inFlight = 8
     const started = performance.now()
     const batch = Array.from({ length: 8 }, (_, index) =>
-      expect("worst-case dry run", 201, call(server.url, "POST", `${jobsPath}?dryRun=All`, worstCaseBody(`worst-${round}-${index}`, `${round}-${index}`))).then(() => {
+      // A dry run cut off with its server (after a /version timeout) answers 0, a failure.
+      expect("worst-case dry run", 201, call(server.url, "POST", `${jobsPath}?dryRun=All`, worstCaseBody(`worst-${round}-${index}`, `${round}-${index}`)).catch(() => 0)).then(() => {
         dryRuns.push(performance.now() - started)
         inFlight--
       }))
-    while (inFlight > 0) loaded.push(await timedMs(version))
+    while (inFlight > 0) {
+      const latency = await timedMs(version)
+      loaded.push(latency)
+      if (latency >= versionTimeoutMs) return { idle: summarize(idle, 0), loaded: summarize(loaded, 1), dryRunP50Ms: Number.NaN, timedOut: true }
+    }
     await Promise.all(batch)
   }
-  return { idle: summarize(idle, 0), loaded: summarize(loaded, 0), dryRunP50Ms: summarize(dryRuns, 0).p50Ms }
+  return { idle: summarize(idle, 0), loaded: summarize(loaded, 0), dryRunP50Ms: summarize(dryRuns, 0).p50Ms, timedOut: false }
 }
 
 const timedMs = async (operation: () => Promise<unknown>): Promise<number> => {
@@ -252,7 +279,7 @@ const freshDatabase = (url: string): { readonly url: string; readonly drop: () =
 }
 
 const row = (name: string, result: Result) =>
-  `| ${name.padEnd(38)} | ${result.perSecond.toFixed(0).padStart(8)} | ${result.p50Ms.toFixed(2).padStart(8)} | ${result.p99Ms.toFixed(2).padStart(8)} | ${result.maxMs.toFixed(2).padStart(8)} | ${String(result.errors).padStart(6)} |`
+  `| ${name.padEnd(42)} | ${result.perSecond.toFixed(0).padStart(8)} | ${result.p50Ms.toFixed(2).padStart(8)} | ${result.p99Ms.toFixed(2).padStart(8)} | ${result.maxMs.toFixed(2).padStart(8)} | ${String(result.errors).padStart(6)} |`
 
 const main = async () => {
   console.log(`nodus API bench: ${clients} clients, ${seconds} s per phase, ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}`)
@@ -271,8 +298,8 @@ const main = async () => {
   } else {
     console.log("no PostgreSQL server reachable: PostgreSQL and pgbench rows skipped")
   }
-  console.log(`\n| ${"operation".padEnd(38)} | ops/s    | p50 ms   | p99 ms   | max ms   | errors |`)
-  console.log(`|${"-".repeat(40)}|----------|----------|----------|----------|--------|`)
+  console.log(`\n| ${"operation".padEnd(42)} | ops/s    | p50 ms   | p99 ms   | max ms   | errors |`)
+  console.log(`|${"-".repeat(44)}|----------|----------|----------|----------|--------|`)
   for (const run of runs) {
     console.log(row(`${run.label} Job create`, run.create))
     console.log(row(`${run.label} Volume create`, run.volumes))
@@ -282,11 +309,13 @@ const main = async () => {
     console.log(row(`${run.label} /version, idle`, run.version.idle))
     console.log(row(`${run.label} /version, 8 worst-case dry runs`, run.version.loaded))
   }
-  if (anchor !== undefined) console.log(`| ${"pgbench single-row INSERT".padEnd(38)} | ${anchor.toFixed(0).padStart(8)} |          |          |          |        |`)
+  if (anchor !== undefined) console.log(`| ${"pgbench single-row INSERT".padEnd(42)} | ${anchor.toFixed(0).padStart(8)} |          |          |          |        |`)
   console.log("")
   for (const run of runs) {
     const ratio = (100 * run.create.perSecond) / run.volumes.perSecond
-    console.log(`${run.label}: Job creates = ${ratio.toFixed(1)} % of Volume creates (goal ≥ 80 %); /version under 8 worst-case dry runs p99 ${run.version.loaded.p99Ms.toFixed(1)} ms, max ${run.version.loaded.maxMs.toFixed(1)} ms of ${run.version.loaded.operations} (goal ≤ 100 ms); those dry runs took ${run.version.dryRunP50Ms.toFixed(0)} ms p50`)
+    const loaded = run.version.loaded
+    const dryRuns = run.version.timedOut ? `it timed out after ${versionTimeoutMs / 1000} s` : `those dry runs took ${run.version.dryRunP50Ms.toFixed(0)} ms p50`
+    console.log(`${run.label}: Job creates = ${ratio.toFixed(1)} % of Volume creates (goal ≥ 80 %); /version under 8 worst-case dry runs p99 ${loaded.p99Ms.toFixed(1)} ms, max ${loaded.maxMs.toFixed(1)} ms of ${loaded.operations} (goal ≤ 100 ms); ${dryRuns}`)
   }
   if (anchor !== undefined) {
     const postgres = runs.find((run) => run.label === "PostgreSQL")!
