@@ -1,32 +1,36 @@
 /**
  * The estimate hook of creates (spec: Create semantics; Estimate; docs/billing.md, "Estimates"). Every dry run and
- * every real create of a kind asks this service for the object's `status.estimate`. A Job gets the simulator's
- * estimate (Estimator.ts) over the catalog and the ledger's funds; a real create that the estimate says would be
- * refused fails with the first blocking reason's code, its amounts and its fix (spec: Create semantics 3), while a
- * dry run answers the estimate with every blocking reason listed. Other kinds estimate nothing yet (`layerNone`
- * estimates nothing at all, for tests of the API machinery). The placement preview reads the live capacity of the
- * backend (LiveMarket.ts) at each request, and the fleet with every host free where no backend provides one.
+ * every real create of a kind asks this service for the object's `status.estimate`. A Job gets its estimate from the
+ * core (core/kinds/job/JobEstimate.ts) over the catalog and the ledger's funds; a real create that the estimate says
+ * would be refused fails with the first blocking reason's code, its amounts and its fix (spec: Create semantics 3),
+ * while a dry run answers the estimate with every blocking reason listed. Other kinds estimate nothing yet
+ * (`layerNone` estimates nothing at all, for tests of the API machinery).
+ *
+ * Per request: the placement preview over the backend's live capacity (LiveMarket.ts; the fleet with every host free
+ * where no backend provides one) and the funds. The sampled part — the simulated runs behind the bands — comes from
+ * the EstimateSampler (a worker thread in the server) through a bounded LRU cache keyed by all it depends on, so
+ * identical Jobs (sweeps, retries, a benchmark) cost a lookup, and concurrent ones share one sampling.
  */
 import type { ResourceRef } from "../core/meta/Kinds.ts"
 import { createHash } from "node:crypto"
-import { Clock, Context, Effect, Layer, Option, Result } from "effect"
+import { Cache, Clock, Context, Effect, Equal, Exit, Hash, Layer, Option } from "effect"
 import { ApiError } from "../core/meta/ApiError.ts"
 import type { Blocking } from "../core/billing/Billing.ts"
 import { canonical, isObject, type Json, type JsonObject } from "../core/Json.ts"
-import { parseMicroUsd, tryParseMicroUsd } from "../core/Money.ts"
+import { tryParseMicroUsd } from "../core/Money.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
-import type { Offering, Variant } from "../core/capacity/Offering.ts"
+import { type Offering, type Variant, variantKeyOf } from "../core/capacity/Offering.ts"
 import type { Market } from "../core/capacity/Placement.ts"
 import { currentPricebook } from "../core/billing/Pricebook.ts"
 import { loadCatalog } from "../data/CatalogData.ts"
-import { blockingReasonsOf, estimateJob } from "../backends/sim/Estimator.ts"
-import { defaultFleet, providerModelsOf } from "../backends/sim/Run.ts"
+import { type EstimateInput, type JobEstimate, placedEstimate, placementOf, sampleRequestOf, unplacedEstimate } from "../core/kinds/job/JobEstimate.ts"
+import type { SampledPart, SampleRequest } from "../core/kinds/job/JobSampling.ts"
 import { admitJobSpec } from "../core/kinds/job/JobAdmission.ts"
-import type { SimProviderModel } from "../backends/sim/SimCapacity.ts"
+import { defaultProviderModels, freeMarketOf, type ProviderModel } from "../core/capacity/ProviderModels.ts"
 import { BudgetService } from "./Budgets.ts"
+import { EstimateSampler, type EstimateSamplerError } from "./EstimateSampler.ts"
 import { LedgerService } from "./LedgerService.ts"
 import { LiveMarket } from "./LiveMarket.ts"
-import { defaultHostsPerVariant } from "../core/capacity/ProviderModels.ts"
 
 export interface EstimateResult {
   readonly estimate: Json
@@ -40,15 +44,53 @@ export class Estimates extends Context.Service<Estimates, {
 }>()("nodus/server/Estimates") {
   static readonly layerNone = Layer.succeed(Estimates, Estimates.of({ estimate: () => Effect.succeed(Option.none()) }))
 
-  /** Job estimates over the catalog, the provider models, the ledger (LedgerService) and the live market (LiveMarket). */
+  /**
+   * Job estimates over the catalog, the provider models, the ledger (LedgerService), the live market (LiveMarket)
+   * and the sampled runs (EstimateSampler).
+   */
   static readonly layer = (options: EstimatorOptions = {}) => Layer.effect(Estimates, make(options))
 }
 
+/** What the Job estimates read per request (the funds, the Budgets' rooms, the live market); the server provides them. */
+export type EstimatesReads = BudgetService | LedgerService | LiveMarket
+
 export interface EstimatorOptions {
   readonly catalog?: ReadonlyArray<Offering>
-  readonly models?: (variant: Variant) => SimProviderModel
+  readonly models?: (variant: Variant) => ProviderModel
   /** Capacity the placement preview sees; unless told, the live market, else the fleet with every host free. */
   readonly market?: Market
+}
+
+/**
+ * Sampled parts kept for reuse. An entry is about 2 KiB (the part's bands, and the request its key carries), so
+ * the cache stays within a few MiB; 1,024 distinct Jobs cover a sweep's or a team's recent variations, and the
+ * least recently used one goes first.
+ */
+export const sampleCacheCapacity = 1024
+
+/**
+ * A cache key: everything the sampled part depends on — the spec (the seed is its hash), the chosen variant, the
+ * pricebook version and the provider model (all but its capacity: every sample gets hosts of its own). The request
+ * rides along for the lookup; equality is the text alone.
+ */
+class SampleKey implements Equal.Equal {
+  readonly text: string
+  readonly request: SampleRequest
+
+  constructor(request: SampleRequest) {
+    const model = request.model as unknown as Record<string, unknown>
+    const modelText = Object.keys(model).filter((key) => key !== "capacity").sort().map((key) => `${key}=${String(model[key])}`).join(",")
+    this.text = `${request.seed}|${variantKeyOf(request.variant)}|${request.pricebook.version}|${modelText}`
+    this.request = request
+  }
+
+  [Equal.symbol](that: Equal.Equal): boolean {
+    return that instanceof SampleKey && that.text === this.text
+  }
+
+  [Hash.symbol](): number {
+    return Hash.string(this.text)
+  }
 }
 
 /** The stored spec with its types; admission checked it already, so undefined only for a spec of an older schema. */
@@ -61,25 +103,24 @@ const admitted = (spec: JsonObject) => {
 }
 
 /** The sim backend's fleet (SimWorld's defaults): the estimate's models are the simulator's. */
-const defaultModels = providerModelsOf(defaultFleet(defaultHostsPerVariant))
+const defaultModels = defaultProviderModels()
 
 function make(options: EstimatorOptions) {
   return Effect.gen(function*() {
     const ledger = yield* LedgerService
     const live = yield* LiveMarket
     const budgets = yield* BudgetService
+    const sampler = yield* EstimateSampler
     const catalog = options.catalog ?? loadCatalog()
     const models = options.models ?? defaultModels
-    const freeFleet: Market = {
-      available: (variant) => models(variant).capacity,
-      bootMs: (variant) => models(variant).bootMedianMs,
-      meanTimeBetweenInterruptionsMs: (variant) => (variant.interruptible ? models(variant).preemptionMtbfMs : undefined)
-    }
-    const estimate = (ref: ResourceRef, object: ResourceObject): Effect.Effect<Option.Option<EstimateResult>> => {
-      // An estimate is advice: one that fails (a bug) is logged and the object goes out without it.
-      const spec = ref.info.kind === "Job" && isObject(object.spec) ? admitted(object.spec) : undefined
-      if (spec === undefined) return Effect.succeed(Option.none())
-      return Effect.gen(function*() {
+    const freeFleet = freeMarketOf(models)
+    // A failed sampling is not kept: the next request for the same Job tries again.
+    const sampled = yield* Cache.makeWith((key: SampleKey) => sampler.sample(key.request), {
+      capacity: sampleCacheCapacity,
+      timeToLive: (exit) => (Exit.isSuccess(exit) ? Number.POSITIVE_INFINITY : 0)
+    })
+    const jobEstimate = (spec: EstimateInput["spec"], object: ResourceObject): Effect.Effect<JobEstimate, EstimateSamplerError> =>
+      Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         // Read at each request: what is free changes as the backend places and releases work.
         const market = options.market ?? live.marketFor(object.metadata.namespace ?? "") ?? freeFleet
@@ -88,16 +129,22 @@ function make(options: EstimatorOptions) {
         const funds = yield* ledger.read((current) => ({ available: current.available, arrears: current.arrears, rooms: budgets.roomsFor(current, owner, now) }))
         // The same spec gives the same bands: the seed is the spec's hash.
         const seed = createHash("sha256").update(canonical(object.spec as Json)).digest("hex").slice(0, 16)
-        const attempted = yield* Effect.result(Effect.try(() => estimateJob({ spec, catalog, models, market, pricebook: currentPricebook, now, funds, seed })))
-        if (Result.isFailure(attempted)) {
-          yield* Effect.logWarning(`estimate of Job ${object.metadata.namespace ?? ""}/${object.metadata.name} failed`, attempted.failure)
-          return Option.none()
-        }
-        const estimate = attempted.success
-        const hold = estimate["holdUSD"]
-        const blocking = typeof hold === "string" ? blockingReasonsOf(spec, parseMicroUsd(hold), funds) : []
-        return Option.some({ estimate: estimate as JsonObject, blocking })
+        const input: EstimateInput = { spec, catalog, models, market, pricebook: currentPricebook, now, funds, seed }
+        const { ranking, chosen } = placementOf(input)
+        if (chosen === undefined) return unplacedEstimate(input, ranking)
+        const part: SampledPart = yield* Cache.get(sampled, new SampleKey(sampleRequestOf(input, chosen.variant)))
+        return placedEstimate(input, ranking, chosen, part)
       })
+    const estimate = (ref: ResourceRef, object: ResourceObject): Effect.Effect<Option.Option<EstimateResult>> => {
+      const spec = ref.info.kind === "Job" && isObject(object.spec) ? admitted(object.spec) : undefined
+      if (spec === undefined) return Effect.succeed(Option.none())
+      return jobEstimate(spec, object).pipe(
+        Effect.map(({ estimate, blocking }) => Option.some({ estimate: estimate as JsonObject, blocking })),
+        // An estimate is advice: one that fails (a crashed worker, a bug) is logged and the object goes out without it.
+        Effect.catchCause((cause) =>
+          Effect.as(Effect.logWarning(`estimate of Job ${object.metadata.namespace ?? ""}/${object.metadata.name} failed`, cause), Option.none())
+        )
+      )
     }
     return Estimates.of({ estimate })
   })

@@ -21,7 +21,8 @@ import * as Controllers from "../apiserver/Controllers.ts"
 import * as Credits from "../runtime/Credits.ts"
 import { ApiConfig } from "../apiserver/ApiConfig.ts"
 import { Api, app } from "../apiserver/http/Api.ts"
-import { Estimates } from "../runtime/Estimates.ts"
+import { Estimates, type EstimatesReads } from "../runtime/Estimates.ts"
+import * as WorkerSampler from "../runtime/WorkerSampler.ts"
 import { EventOutbox } from "../runtime/EventOutbox.ts"
 import { Idempotency } from "../apiserver/Idempotency.ts"
 import { LedgerService, starterCreditsMicro } from "../runtime/LedgerService.ts"
@@ -82,7 +83,7 @@ const announce = (options: ServerOptions) => Layer.effectDiscard(Effect.gen(func
 /** Services a test or the simulator may replace. */
 export interface Replaceable {
   readonly ids?: Layer.Layer<Ids>
-  readonly estimates?: Layer.Layer<Estimates>
+  readonly estimates?: Layer.Layer<Estimates, never, EstimatesReads>
 }
 
 /**
@@ -112,7 +113,9 @@ export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Sto
   // Budgets (docs/billing.md, "Budgets") follow the store's change feed, the one feed the machinery below serves too.
   const feed = ChangeFeed.layerWith(options.feed)
   const budgets = BudgetService.layer.pipe(Layer.provide(Layer.merge(feed, outbox)))
-  const estimates = (replaced.estimates ?? Estimates.layer()).pipe(Layer.provideMerge(budgets), Layer.provideMerge(ledger), Layer.provideMerge(LiveMarket.layer))
+  // The estimates' sampled runs are the simulator's, on a worker thread off the event loop (docs/billing.md, "Estimates").
+  const estimateSampler = WorkerSampler.layer(new URL("../backends/sim/EstimateWorker.ts", import.meta.url))
+  const estimates = (replaced.estimates ?? Estimates.layer().pipe(Layer.provide(estimateSampler))).pipe(Layer.provideMerge(budgets), Layer.provideMerge(ledger), Layer.provideMerge(LiveMarket.layer))
   const foundation = Layer.mergeAll(settings, estimates).pipe(
     Layer.provideMerge(storeLayer),
     Layer.provideMerge(backend.clock)

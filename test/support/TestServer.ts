@@ -11,7 +11,7 @@ import { defaultFeedOptions, type FeedOptions } from "../../src/store/ChangeFeed
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
 import type { Store } from "../../src/store/Store.ts"
 import { kubeconfig } from "../../src/server/Bootstrap.ts"
-import type { Estimates } from "../../src/runtime/Estimates.ts"
+import type { Estimates, EstimatesReads } from "../../src/runtime/Estimates.ts"
 import { EventOutbox, type OutboxEvent } from "../../src/runtime/EventOutbox.ts"
 import * as Server from "../../src/server/Server.ts"
 import { generateTlsMaterial } from "../../src/apiserver/tls/Certificates.ts"
@@ -24,7 +24,7 @@ export interface TestServerOptions {
   readonly apiGroup?: string
   readonly bookmarkInterval?: string
   readonly feed?: FeedOptions
-  readonly estimates?: Layer.Layer<Estimates>
+  readonly estimates?: Layer.Layer<Estimates, never, EstimatesReads>
   /** Runs the sim backend behind the server (docs/simulator.md), at this speed (simulated seconds per second). */
   readonly sim?: { readonly speed: number; readonly hostsPerVariant?: number }
   /** Credits a new ledger starts with (default: the starter credits). */

@@ -3,9 +3,9 @@
  * - the funding-runs-out scenario shows Funded False, the checkpoint, the stop and the events in order, then the
  *   top-up, funding_restored and the finish;
  * - over random simulated Jobs (preemptions, boot failures, node loss, suspends, cancels, deletes), every Job's ledger charges
- *   equal its runs' metered costs to the micro-USD, segment by segment, credits add up, and every hold ends;
- * - estimates: calibrated against simulated Jobs (p90 covers ≥ 90 %, p50 within 10 % of the median actual), and
- *   the same seed gives the same estimate.
+ *   equal its runs' metered costs to the micro-USD, segment by segment, credits add up, and every hold ends.
+ *
+ * The estimates' calibration against simulated Jobs is in RunSampler.test.ts.
  */
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
@@ -13,9 +13,8 @@ import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { loadCatalog } from "../../../src/data/CatalogData.ts"
 import { Engine } from "../../../src/backends/sim/Engine.ts"
-import { estimateJob } from "../../../src/backends/sim/Estimator.ts"
 import { Prng } from "../../../src/backends/sim/Prng.ts"
-import { providerModelsOf, runScenario } from "../../../src/backends/sim/Run.ts"
+import { runScenario } from "../../../src/backends/sim/Run.ts"
 import { parseScenario } from "../../../src/backends/sim/Scenario.ts"
 import { admitJobSpec } from "../../../src/core/kinds/job/JobAdmission.ts"
 import { type SimProviderModel, SimCapacity, type WorkloadModel } from "../../../src/backends/sim/SimCapacity.ts"
@@ -175,65 +174,5 @@ describe("ledger charges equal metered costs", () => {
         for (const hold of ledger.holds.values()) assert.oneOf(hold.state, ["Captured", "Released"], `hold ${hold.id}`)
       }
     ), { numRuns: 60, seed: 20261121 })
-  })
-})
-
-// ---------------------------------------------------------------------------------------------------------------------
-// Estimates
-
-describe("estimates", () => {
-  const catalog = loadCatalog()
-  const fleet = { hostsPerVariant: 1000, capacity: {}, providers: { default: { bootMedian: "3m", bootSigma: 0.5, nodeLossMtbf: "720h" }, interruptible: { preemptionMtbf: "6h" }, byOffering: {} } }
-  const providerModels = providerModelsOf(fleet)
-  const market = { available: () => 1000, bootMs: (variant: Variant) => providerModels(variant).bootMedianMs, meanTimeBetweenInterruptionsMs: (variant: Variant) => variant.interruptible ? providerModels(variant).preemptionMtbfMs : undefined }
-  const funds = { available: 1_000_000_000n, arrears: 0n, rooms: [] }
-  const now = Date.parse("2026-11-21T00:00:00Z")
-
-  /**
-   * Actual costs of `count` Jobs of the spec run in one simulation over the same models (another seed), with
-   * capacity for all of them: the estimate is of the placement chosen now, not of a queue for other capacity.
-   */
-  const actualCosts = (spec: ReturnType<typeof admitJobSpec>, workMs: number, count: number): Array<bigint> => {
-    const engine = new Engine(now)
-    const capacity = new SimCapacity(engine, new Prng("actual").derive("capacity"), providerModels)
-    const ledger = new Ledger({ retain: false })
-    ledger.grant("grant", now, 10n ** 15n, "test")
-    const simulation = new Simulation({ engine, capacity, catalog, trace: { record: () => {} }, billing: { ledger, pricebook: currentPricebook } })
-    const jobs = Array.from({ length: count }, (_, index) => simulation.submit("demo", `job-${index}`, spec, workloadOf(workMs, 0, 0)))
-    engine.run(now + 60 * 24 * hour)
-    return jobs.map((job) => ledger.chargesFor(job.uid).total).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
-  }
-
-  for (const [name, fields, workMs] of [
-    ["interruptible 8xH100, 6h, checkpointed", { expectedDuration: "6h", resources: { gpu: { type: ["H100"], count: 8 } }, placement: { interruptible: "Prefer" } }, 6 * hour],
-    ["on-demand 1xA10, 40m", { expectedDuration: "40m", resources: { gpu: { type: ["A10"] } }, placement: { interruptible: "Never" } }, 40 * minute],
-    ["interruptible, 3 indexes, 2h, restartable", { expectedDuration: "2h", completions: 3, parallelism: 3, resources: { gpu: { type: ["A100"], count: 8 } }, placement: { interruptible: "Prefer" }, recovery: { continuity: "Restartable" } }, 2 * hour],
-    ["interruptible 8xA100, 40 indexes of 30m (sampled per index)", { expectedDuration: "30m", completions: 40, parallelism: 2, resources: { gpu: { type: ["A100"], count: 8 } }, placement: { interruptible: "Prefer" } }, 30 * minute]
-  ] as const) {
-    it(`is calibrated: ${name}`, () => {
-      const spec = admitJobSpec({ image: "x", ...fields })
-      const estimate = estimateJob({ spec, catalog, models: providerModels, market, pricebook: currentPricebook, now, funds, seed: "estimate" }) as { costUSD: { p50: string; p90: string } }
-      const actual = actualCosts(spec, workMs, 300)
-      const p50 = parseMicroUsd(estimate.costUSD.p50)
-      const p90 = parseMicroUsd(estimate.costUSD.p90)
-      const covered = actual.filter((cost) => cost <= p90).length / actual.length
-      const median = actual[Math.floor(actual.length / 2)]!
-      assert.isAtLeast(covered, 0.9, `p90 ${estimate.costUSD.p90} covers ${covered}`)
-      const off = Math.abs(Number(p50 - median)) / Number(median)
-      assert.isAtMost(off, 0.1, `p50 ${estimate.costUSD.p50} vs median actual ${median}`)
-    })
-  }
-
-  it("the same seed gives the same estimate; blocking reasons carry the code, amounts and a fix", () => {
-    const spec = admitJobSpec({ image: "x", expectedDuration: "1h", resources: { gpu: { type: ["A10"] } }, maxCostUSD: "0.10" })
-    const input = { spec, catalog, models: providerModels, market, pricebook: currentPricebook, now, funds: { available: 200_000n, arrears: 0n, rooms: [] }, seed: "s" }
-    const first = estimateJob(input)
-    assert.deepStrictEqual(estimateJob(input), first)
-    const reasons = first["blockingReasons"] as Array<{ code: string; message: string; fix: string }>
-    assert.deepStrictEqual(reasons.map((reason) => reason.code), ["InsufficientCredits", "BudgetExceeded"])
-    assert.include(reasons[0]!.message, "0.2 USD")
-    assert.include(reasons[1]!.fix, "maxCostUSD")
-    assert.strictEqual(first["pricebookVersion"], currentPricebook.version)
-    assert.strictEqual(first["validUntil"], "2026-11-21T00:15:00.000Z")
   })
 })
