@@ -208,8 +208,16 @@ export type Explanation = {
     readonly expectedDuration: string
     readonly verdict: "Chosen" | "Kept" | "NoCapacity"
   }>
-  readonly dropped: ReadonlyArray<{ readonly reason: string; readonly offerings: ReadonlyArray<string> }>
+  /** The variants filtered out, grouped by reason: how many, and the first few of them. */
+  readonly dropped: ReadonlyArray<{ readonly reason: string; readonly count: number; readonly offerings: ReadonlyArray<string> }>
 }
+
+/**
+ * Variants an explanation names per reason they were dropped for. A CPU request drops every GPU offering of a catalog
+ * of a hundred: the reason and the count say why, a few names say what; listing all of them made every estimate and
+ * Attempt several kilobytes (docs/jobs.md, "Placement").
+ */
+export const explanationDroppedExamplesMax = 3
 
 
 const whyChosen = (ranking: Ranking): string => {
@@ -246,6 +254,6 @@ export const explain = (ranking: Ranking, chosen: Candidate | undefined, market:
       expectedDuration: formatDurationMs(Math.round(candidate.expectedMs / 1000) * 1000),
       verdict: candidate === chosen ? "Chosen" : market.available(candidate.variant) > 0 ? "Kept" : "NoCapacity"
     })),
-    dropped: [...groups].map(([reason, offerings]) => ({ reason, offerings }))
+    dropped: [...groups].map(([reason, offerings]) => ({ reason, count: offerings.length, offerings: offerings.slice(0, explanationDroppedExamplesMax) }))
   }
 }
