@@ -29,6 +29,7 @@ import type { ResourceObject } from "../src/core/meta/ObjectMeta.ts"
 import { loadCatalog } from "../src/data/CatalogData.ts"
 import { BudgetService } from "../src/runtime/Budgets.ts"
 import { Estimates } from "../src/runtime/Estimates.ts"
+import { KindRegistry } from "../src/runtime/Registry.ts"
 import { EventOutbox } from "../src/runtime/EventOutbox.ts"
 import { Ids } from "../src/apiserver/Ids.ts"
 import { LedgerService } from "../src/runtime/LedgerService.ts"
@@ -68,6 +69,7 @@ const estimates = Estimates.layer().pipe(
   Layer.provide(budgets),
   Layer.provide(ledger),
   Layer.provide(LiveMarket.layer),
+  Layer.provide(KindRegistry.layer()),
   Layer.provide(MemoryStore.layer)
 )
 const runtime = ManagedRuntime.make(estimates)

@@ -1,10 +1,11 @@
 /**
  * The estimate hook of creates (spec: Create semantics; Estimate; docs/billing.md, "Estimates"). Every dry run and
- * every real create of a kind asks this service for the object's `status.estimate`. A Job gets its estimate from the
- * core (core/kinds/job/JobEstimate.ts) over the catalog and the ledger's funds; a real create that the estimate says
- * would be refused fails with the first blocking reason's code, its amounts and its fix (spec: Create semantics 3),
- * while a dry run answers the estimate with every blocking reason listed. Other kinds estimate nothing yet
- * (`layerNone` estimates nothing at all, for tests of the API machinery).
+ * every real create of a kind asks this service for the object's `status.estimate`. A kind is estimated by the
+ * estimator its registration names (Registry.ts; a Job's is runtime/kinds/Job.ts over core/kinds/job/JobEstimate.ts),
+ * over what this service reads per request: the catalog, the ledger's funds, the live market and the sampled runs. A
+ * real create that the estimate says would be refused fails with the first blocking reason's code, its amounts and its
+ * fix (spec: Create semantics 3), while a dry run answers the estimate with every blocking reason listed. Kinds without
+ * an estimator get none (`layerNone` estimates nothing at all, for tests of the API machinery).
  *
  * Per request: the placement preview over the backend's live capacity (LiveMarket.ts; the fleet with every host free
  * where no backend provides one) and the funds. The sampled part — the simulated runs behind the bands — comes from
@@ -23,14 +24,14 @@ import { type Offering, type Variant, variantKeyOf } from "../core/capacity/Offe
 import type { Market } from "../core/capacity/Placement.ts"
 import { currentPricebook } from "../core/billing/Pricebook.ts"
 import { loadCatalog } from "../data/CatalogData.ts"
-import { type EstimateInput, type JobEstimate, placedEstimate, placementOf, sampleRequestOf, unplacedEstimate } from "../core/kinds/job/JobEstimate.ts"
-import type { SampledPart, SampleRequest } from "../core/kinds/job/JobSampling.ts"
-import { admitJobSpec } from "../core/kinds/job/JobAdmission.ts"
+import type { SampleRequest } from "../core/kinds/job/JobSampling.ts"
 import { defaultProviderModels, freeMarketOf, type ProviderModel } from "../core/capacity/ProviderModels.ts"
 import { BudgetService } from "./Budgets.ts"
-import { EstimateSampler, type EstimateSamplerError } from "./EstimateSampler.ts"
+import { EstimateSampler } from "./EstimateSampler.ts"
 import { LedgerService } from "./LedgerService.ts"
 import { LiveMarket } from "./LiveMarket.ts"
+import type { EstimateContext } from "./kinds/RuntimeKind.ts"
+import { KindRegistry } from "./Registry.ts"
 
 export interface EstimateResult {
   readonly estimate: Json
@@ -51,8 +52,8 @@ export class Estimates extends Context.Service<Estimates, {
   static readonly layer = (options: EstimatorOptions = {}) => Layer.effect(Estimates, make(options))
 }
 
-/** What the Job estimates read per request (the funds, the Budgets' rooms, the live market); the server provides them. */
-export type EstimatesReads = BudgetService | LedgerService | LiveMarket
+/** What the estimates read per request (the funds, the Budgets' rooms, the live market, the kinds' estimators). */
+export type EstimatesReads = BudgetService | LedgerService | LiveMarket | KindRegistry
 
 export interface EstimatorOptions {
   readonly catalog?: ReadonlyArray<Offering>
@@ -93,16 +94,7 @@ class SampleKey implements Equal.Equal {
   }
 }
 
-/** The stored spec with its types; admission checked it already, so undefined only for a spec of an older schema. */
-const admitted = (spec: JsonObject) => {
-  try {
-    return admitJobSpec(spec)
-  } catch {
-    return undefined
-  }
-}
-
-/** The sim backend's fleet (SimWorld's defaults): the estimate's models are the simulator's. */
+/** The default fleet (the sim backend's too): the estimate's models are the simulator's. */
 const defaultModels = defaultProviderModels()
 
 function make(options: EstimatorOptions) {
@@ -111,6 +103,7 @@ function make(options: EstimatorOptions) {
     const live = yield* LiveMarket
     const budgets = yield* BudgetService
     const sampler = yield* EstimateSampler
+    const registry = yield* KindRegistry
     const catalog = options.catalog ?? loadCatalog()
     const models = options.models ?? defaultModels
     const freeFleet = freeMarketOf(models)
@@ -119,7 +112,11 @@ function make(options: EstimatorOptions) {
       capacity: sampleCacheCapacity,
       timeToLive: (exit) => (Exit.isSuccess(exit) ? Number.POSITIVE_INFINITY : 0)
     })
-    const jobEstimate = (spec: EstimateInput["spec"], object: ResourceObject): Effect.Effect<JobEstimate, EstimateSamplerError> =>
+    const estimators = new Map(registry.kinds.flatMap((kind) => (kind.estimator === undefined ? [] : [[kind.kind, kind] as const])))
+    const sample = (request: SampleRequest) => Cache.get(sampled, new SampleKey(request))
+
+    /** What an estimate of `object` reads now. */
+    const contextOf = (object: ResourceObject): Effect.Effect<EstimateContext> =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         // Read at each request: what is free changes as the backend places and releases work.
@@ -129,20 +126,19 @@ function make(options: EstimatorOptions) {
         const funds = yield* ledger.read((current) => ({ available: current.available, arrears: current.arrears, rooms: budgets.roomsFor(current, owner, now) }))
         // The same spec gives the same bands: the seed is the spec's hash.
         const seed = createHash("sha256").update(canonical(object.spec as Json)).digest("hex").slice(0, 16)
-        const input: EstimateInput = { spec, catalog, models, market, pricebook: currentPricebook, now, funds, seed }
-        const { ranking, chosen } = placementOf(input)
-        if (chosen === undefined) return unplacedEstimate(input, ranking)
-        const part: SampledPart = yield* Cache.get(sampled, new SampleKey(sampleRequestOf(input, chosen.variant)))
-        return placedEstimate(input, ranking, chosen, part)
+        return { now, catalog, models, market, pricebook: currentPricebook, funds, seed, sample }
       })
+
     const estimate = (ref: ResourceRef, object: ResourceObject): Effect.Effect<Option.Option<EstimateResult>> => {
-      const spec = ref.info.kind === "Job" && isObject(object.spec) ? admitted(object.spec) : undefined
-      if (spec === undefined) return Effect.succeed(Option.none())
-      return jobEstimate(spec, object).pipe(
+      const kind = estimators.get(ref.info.kind)
+      const spec = kind === undefined || !isObject(object.spec) ? undefined : kind.specOf(object, ref.group)
+      if (kind?.estimator === undefined || spec === undefined) return Effect.succeed(Option.none())
+      const estimator = kind.estimator
+      return Effect.flatMap(contextOf(object), (context) => estimator.estimate(spec, context)).pipe(
         Effect.map(({ estimate, blocking }) => Option.some({ estimate: estimate as JsonObject, blocking })),
         // An estimate is advice: one that fails (a crashed worker, a bug) is logged and the object goes out without it.
         Effect.catchCause((cause) =>
-          Effect.as(Effect.logWarning(`estimate of Job ${object.metadata.namespace ?? ""}/${object.metadata.name} failed`, cause), Option.none())
+          Effect.as(Effect.logWarning(`estimate of ${ref.info.kind} ${object.metadata.namespace ?? ""}/${object.metadata.name} failed`, cause), Option.none())
         )
       )
     }

@@ -95,7 +95,7 @@ const backendOf = (sim: SimSettings | undefined) => {
   const clock = new VirtualClock.VirtualClock(sim.speed, Date.now())
   return {
     clock: VirtualClock.layer(clock),
-    control: SimBackend.layer({ clock, ...(sim.hostsPerVariant === undefined ? {} : { hostsPerVariant: sim.hostsPerVariant }) }).pipe(Layer.provide(KindRegistry.layer()))
+    control: SimBackend.layer({ clock, ...(sim.hostsPerVariant === undefined ? {} : { hostsPerVariant: sim.hostsPerVariant }) })
   }
 }
 
@@ -115,7 +115,9 @@ export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Sto
   const budgets = BudgetService.layer.pipe(Layer.provide(Layer.merge(feed, outbox)))
   // The estimates' sampled runs are the simulator's, on a worker thread off the event loop (docs/billing.md, "Estimates").
   const estimateSampler = WorkerSampler.layer(new URL("../backends/sim/EstimateWorker.ts", import.meta.url))
-  const estimates = (replaced.estimates ?? Estimates.layer().pipe(Layer.provide(estimateSampler))).pipe(Layer.provideMerge(budgets), Layer.provideMerge(ledger), Layer.provideMerge(LiveMarket.layer))
+  // The kinds the runtime runs, with their machines and estimators (src/runtime/Registry.ts).
+  const registry = KindRegistry.layer()
+  const estimates = (replaced.estimates ?? Estimates.layer().pipe(Layer.provide(estimateSampler))).pipe(Layer.provideMerge(budgets), Layer.provideMerge(ledger), Layer.provideMerge(LiveMarket.layer), Layer.provideMerge(registry))
   const foundation = Layer.mergeAll(settings, estimates).pipe(
     Layer.provideMerge(storeLayer),
     Layer.provideMerge(backend.clock)

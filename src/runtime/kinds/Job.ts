@@ -2,12 +2,27 @@
  * The Job's registration with the runtime (spec: Job): the machine of core/kinds/job, and its spec as admitted by the
  * Job schema, never placed above the price bound its create consented to (docs/billing.md, "Price consent").
  */
+import { Effect } from "effect"
 import { boundedSpec, priceBoundIn } from "../../core/billing/PriceBound.ts"
 import { isObject } from "../../core/Json.ts"
 import { admitJobSpec } from "../../core/kinds/job/JobAdmission.ts"
 import { jobMachine } from "../../core/kinds/job/JobMachine.ts"
+import { placedEstimate, placementOf, sampleRequestOf, unplacedEstimate } from "../../core/kinds/job/JobEstimate.ts"
 import type { JobSpecType, JobStatusType } from "../../core/schemas/Job.ts"
-import type { RuntimeKind } from "./RuntimeKind.ts"
+import type { KindEstimator, RuntimeKind } from "./RuntimeKind.ts"
+
+/**
+ * A Job's estimate (core/kinds/job/JobEstimate.ts): placed over the market now, its bands from the sampled runs of the
+ * chosen variant, its blocking reasons from the funds now.
+ */
+const jobEstimator: KindEstimator<JobSpecType> = {
+  estimate: (spec, context) => {
+    const input = { ...context, spec }
+    const { ranking, chosen } = placementOf(input)
+    if (chosen === undefined) return Effect.succeed(unplacedEstimate(input, ranking))
+    return Effect.map(context.sample(sampleRequestOf(input, chosen.variant)), (part) => placedEstimate(input, ranking, chosen, part))
+  }
+}
 
 export const jobKind: RuntimeKind<JobSpecType, JobStatusType> = {
   kind: "Job",
@@ -18,5 +33,6 @@ export const jobKind: RuntimeKind<JobSpecType, JobStatusType> = {
     } catch {
       return undefined
     }
-  }
+  },
+  estimator: jobEstimator
 }
