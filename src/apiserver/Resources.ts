@@ -11,7 +11,7 @@ import { type Admitted, admit, type FieldValidation } from "../core/meta/Admissi
 import { ApiError, alreadyExists, badRequest, conflict, fieldInvalid, invalid, notFound, subjectOf } from "../core/meta/ApiError.ts"
 import * as FieldSelector from "../core/meta/FieldSelector.ts"
 import { eventFieldLabels, eventFields } from "../core/meta/Events.ts"
-import { equals, isObject, type Json, type JsonObject } from "../core/Json.ts"
+import { isObject, type Json, type JsonObject } from "../core/Json.ts"
 import * as JsonPatch from "../core/meta/JsonPatch.ts"
 import { applySchema, namespaceSchema, objectSchema, statusSchema } from "../core/schemas/KindSchemas.ts"
 import { byKindName, eventKind, type ResourceRef } from "../core/meta/Kinds.ts"
@@ -20,7 +20,7 @@ import * as MergePatch from "../core/meta/MergePatch.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { priceBoundAnnotation } from "../core/billing/PriceBound.ts"
 import { definitionOf } from "../core/schemas/Definitions.ts"
-import { checkUpdate } from "../core/schemas/Kind.ts"
+import { checkUpdate, normalizeSpec } from "../core/schemas/Kind.ts"
 import * as ServerSideApply from "../core/meta/ServerSideApply.ts"
 import * as Strategy from "../core/meta/Strategy.ts"
 import { type CommitFailed, type Committed, type ObjectKey, Store, type StoreError, type WriteOp } from "../store/Store.ts"
@@ -274,19 +274,17 @@ function makeOperations(services: {
     })
 
   /**
-   * Folds a kind's aliases and cross-field defaults into the admitted spec (schemas/<Kind>.ts `normalize`), and decodes
-   * the result again so that the defaults of fields the normalization created apply too.
+   * Folds a kind's aliases and cross-field defaults into the admitted spec (schemas/<Kind>.ts `normalize`), decoding
+   * the result again when they changed it so that the defaults of fields the normalization created apply too; then the
+   * kind's completions (`complete`), which need no decoding.
    */
   const normalized = (ref: ResourceRef, admitted: Admitted, name: string | undefined) => {
-    const normalize = definitionOf(ref.info.kind).normalize
+    const definition = definitionOf(ref.info.kind)
     const spec = admitted.object["spec"]
-    if (normalize === undefined || !isObject(spec)) return Effect.succeed(admitted)
-    const next = normalize(spec)
-    if (equals(next, spec)) return Effect.succeed(admitted)
-    return Effect.map(
-      Effect.fromResult(admit(objectSchema(ref.info), { ...admitted.object, spec: next }, "Ignore", subjectOf(ref, name), ref.info.kind)),
-      (again): Admitted => ({ object: again.object, warnings: admitted.warnings })
-    )
+    if ((definition.normalize === undefined && definition.complete === undefined) || !isObject(spec)) return Effect.succeed(admitted)
+    const decodeAgain = (next: JsonObject) =>
+      Result.map(admit(objectSchema(ref.info), { ...admitted.object, spec: next }, "Ignore", subjectOf(ref, name), ref.info.kind), (again) => again.object["spec"] as JsonObject)
+    return Effect.map(Effect.fromResult(normalizeSpec(definition, spec, decodeAgain)), (stored): Admitted => ({ object: { ...admitted.object, spec: stored }, warnings: admitted.warnings }))
   }
 
   /** The kind's rules that need the request time (e.g. a Workspace's readyBy lead), on create and update. */

@@ -5,8 +5,8 @@
 import { Result, Schema } from "effect"
 import { admit } from "../../src/core/meta/Admission.ts"
 import type { Cause } from "../../src/core/meta/ApiError.ts"
-import { equals, isObject, type Json, type JsonObject } from "../../src/core/Json.ts"
-import { checkUpdate, type KindDefinition } from "../../src/core/schemas/Kind.ts"
+import { isObject, type Json, type JsonObject } from "../../src/core/Json.ts"
+import { checkUpdate, type KindDefinition, normalizeSpec } from "../../src/core/schemas/Kind.ts"
 
 const envelopes = new WeakMap<KindDefinition, Schema.Codec<unknown, unknown>>()
 
@@ -25,12 +25,10 @@ export const admitSpec = (definition: KindDefinition, spec: Json): Admission => 
   const first = admit(envelopeOf(definition), { spec }, "Strict", { kind: "things" }, "Thing")
   if (Result.isFailure(first)) return { _tag: "Refused", code: first.failure.code, causes: first.failure.causes ?? [] }
   const decoded = first.success.object["spec"]
-  if (definition.normalize === undefined || !isObject(decoded)) return { _tag: "Admitted", spec: decoded as JsonObject }
-  const normalized = definition.normalize(decoded)
-  if (equals(normalized, decoded)) return { _tag: "Admitted", spec: decoded }
-  const again = admit(envelopeOf(definition), { spec: normalized }, "Ignore", { kind: "things" }, "Thing")
-  if (Result.isFailure(again)) return { _tag: "Refused", code: again.failure.code, causes: again.failure.causes ?? [] }
-  return { _tag: "Admitted", spec: again.success.object["spec"] as JsonObject }
+  if (!isObject(decoded)) return { _tag: "Admitted", spec: decoded as unknown as JsonObject }
+  const stored = normalizeSpec(definition, decoded, (next) => Result.map(admit(envelopeOf(definition), { spec: next }, "Ignore", { kind: "things" }, "Thing"), (again) => again.object["spec"] as JsonObject))
+  if (Result.isFailure(stored)) return { _tag: "Refused", code: stored.failure.code, causes: stored.failure.causes ?? [] }
+  return { _tag: "Admitted", spec: stored.success }
 }
 
 /** The fields of the causes of a refused admission (empty when admitted). */

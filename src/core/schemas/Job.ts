@@ -224,7 +224,8 @@ const withoutKey = (object: JsonObject, key: string): JsonObject => {
  * Resources, Recovery): activeDeadlineSeconds → timeout; resources.nodes > 1 → distributed.nodes; checkpoint format Dcp
  * for distributed Jobs, Snapshot otherwise; bare secret names → {name}. The result is decoded again by admission.
  */
-export const normalizeJob = (spec: JsonObject): JsonObject => {
+/** Folds the Job's aliases (activeDeadlineSeconds, resources.nodes) and bare secret names into their fields. */
+export const foldJobAliases = (spec: JsonObject): JsonObject => {
   let next = spec
   const deadline = next["activeDeadlineSeconds"]
   if (typeof deadline === "number") next = { ...withoutKey(next, "activeDeadlineSeconds"), timeout: `${deadline}s` }
@@ -233,20 +234,30 @@ export const normalizeJob = (spec: JsonObject): JsonObject => {
     // Admission decodes a normalized spec again, so the gang's own defaults apply to it.
     next = { ...next, resources: withoutKey(resources, "nodes"), distributed: { nodes: resources["nodes"] } }
   }
-  const recovery = next["recovery"]
-  const checkpoint = isObject(recovery) ? recovery["checkpoint"] : undefined
-  if (isObject(recovery) && isObject(checkpoint) && checkpoint["format"] === undefined) {
-    // Spec: Recovery.checkpoint.format — Dcp is the default for distributed Jobs; Snapshot otherwise.
-    const format = next["distributed"] !== undefined ? "Dcp" : "Snapshot"
-    next = { ...next, recovery: { ...recovery, checkpoint: { ...checkpoint, format } } }
-  }
   return bareSecretNames(next)
 }
+
+/**
+ * The Job's defaults that depend on other fields, applied to a decoded spec; what they write is valid as written, so
+ * no second decoding follows (Spec: Recovery.checkpoint.format — Dcp is the default for distributed Jobs, Snapshot
+ * otherwise).
+ */
+export const completeJob = (spec: JsonObject): JsonObject => {
+  const recovery = spec["recovery"]
+  const checkpoint = isObject(recovery) ? recovery["checkpoint"] : undefined
+  if (!isObject(recovery) || !isObject(checkpoint) || checkpoint["format"] !== undefined) return spec
+  const format = spec["distributed"] !== undefined ? "Dcp" : "Snapshot"
+  return { ...spec, recovery: { ...recovery, checkpoint: { ...checkpoint, format } } }
+}
+
+/** Both, as a template's Job spec is normalized (Sweep, Pipeline, scenarios). */
+export const normalizeJob = (spec: JsonObject): JsonObject => completeJob(foldJobAliases(spec))
 
 export const job: KindDefinition = {
   spec: JobSpec,
   status: JobStatus,
-  normalize: normalizeJob,
+  normalize: foldJobAliases,
+  complete: completeJob,
   // Spec: Job, Immutability — everything else is immutable after create.
   updates: {
     mutable: [

@@ -3,7 +3,7 @@
  * data), the normalization that folds aliases and applies cross-field defaults, and the rules of updates after create
  * (spec: which fields are immutable, which amounts may only be raised). `checkUpdate` enforces those rules.
  */
-import { Schema } from "effect"
+import { Result, Schema } from "effect"
 import { type Cause, fieldInvalid } from "../meta/ApiError.ts"
 import { equals, isObject, type Json, type JsonObject } from "../Json.ts"
 import { changedLeaves, keyPath } from "../meta/ManagedFields.ts"
@@ -24,8 +24,16 @@ export type Admissible = Schema.Codec<unknown, unknown>
 export interface KindDefinition {
   readonly spec: Admissible
   readonly status: Admissible
-  /** Folds aliases and applies defaults that depend on other fields, after the spec decoded. */
+  /**
+   * Folds aliases and applies defaults that depend on other fields, after the spec decoded; a spec it changes is
+   * decoded again, so the defaults of the fields it made apply too.
+   */
   readonly normalize?: (spec: JsonObject) => JsonObject
+  /**
+   * Defaults that depend on other fields and are valid as written, applied last, with no decoding after them (a
+   * decoding costs as much as the rest of an admission for a big spec).
+   */
+  readonly complete?: (spec: JsonObject) => JsonObject
   /** Absent: every field may change. */
   readonly updates?: UpdateRules
   /**
@@ -38,6 +46,17 @@ export interface KindDefinition {
    * updates, the spec before: e.g. a Workspace's readyBy at least 15 minutes ahead.
    */
   readonly timeRules?: (spec: JsonObject, nowMs: number, previous: JsonObject | undefined) => ReadonlyArray<Cause>
+}
+
+/**
+ * A decoded spec as the kind stores it: its `normalize` (the changed spec decoded again by `decodeAgain`, so the
+ * defaults of the fields it made apply too), then its `complete`. Admission (Resources.ts) and the kind tests use it.
+ */
+export const normalizeSpec = <E>(definition: KindDefinition, spec: JsonObject, decodeAgain: (spec: JsonObject) => Result.Result<JsonObject, E>): Result.Result<JsonObject, E> => {
+  const next = definition.normalize === undefined ? spec : definition.normalize(spec)
+  const decoded = equals(next, spec) ? Result.succeed(spec) : decodeAgain(next)
+  const complete = definition.complete
+  return complete === undefined ? decoded : Result.map(decoded, complete)
 }
 
 /** A kind whose fields are not written down yet: any JSON object. */
