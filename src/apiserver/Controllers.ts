@@ -8,7 +8,7 @@
  */
 import { Effect, Layer, Option, Stream } from "effect"
 import type { ApiError } from "../core/meta/ApiError.ts"
-import { apiVersionOf, byKindName, eventKind, kinds, namespaceKind, type ResourceRef } from "../core/meta/Kinds.ts"
+import { eventKind, kinds, refOfObjectKind, type ResourceRef } from "../core/meta/Kinds.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
 import { type Change, Store } from "../store/Store.ts"
@@ -24,12 +24,7 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
   const resources = yield* Resources
   const { group } = yield* ApiConfig
 
-  const refOf = (object: ResourceObject): ResourceRef | undefined => {
-    if (object.kind === "Namespace") return { info: namespaceKind, group: "", apiVersion: "v1" }
-    if (object.kind === "Event") return { info: eventKind, group: "", apiVersion: "v1" }
-    const info = byKindName(object.kind)
-    return info === undefined ? undefined : { info, group, apiVersion: apiVersionOf(group, info) }
-  }
+  const refOf = (object: ResourceObject): ResourceRef | undefined => refOfObjectKind(group, object.kind)
 
   // Another writer may have changed or removed the object first; the next pass sees the new state.
   const forget = (effect: Effect.Effect<unknown, ApiError>) => Effect.ignore(effect)

@@ -5,7 +5,7 @@
  * service must not need (the estimates that Resources calls read rooms from it).
  */
 import { type Duration, Effect, Layer, Queue, Schedule } from "effect"
-import { apiVersionOf, byPluralName, type ResourceRef } from "../core/meta/Kinds.ts"
+import { byPluralName, refOf, type ResourceRef } from "../core/meta/Kinds.ts"
 import { budgetComponent, budgetsResource, BudgetService, type BudgetStatusWriter } from "./Budgets.ts"
 import { surviving } from "./Following.ts"
 import { ApiConfig } from "../apiserver/ApiConfig.ts"
@@ -22,7 +22,7 @@ export const budgetPollIntervalDefault: Duration.Input = "5 seconds"
 /** Writes a Budget's status through the status subresource, at the resourceVersion the snapshot holds, with `ops` in its commit. */
 export const budgetStatusWriter = (resources: Resources["Service"], group: string): BudgetStatusWriter => {
   const info = byPluralName(budgetsResource)!
-  const ref: ResourceRef = { info, group, apiVersion: apiVersionOf(group, info) }
+  const ref: ResourceRef = refOf(group, info)
   return (budget, status, ops) => {
     const { name, uid, resourceVersion } = budget.metadata
     const body = { apiVersion: ref.apiVersion, kind: info.kind, metadata: { name, uid, resourceVersion }, status }

@@ -24,7 +24,7 @@ import { Clock, Effect, Layer, Schema, Semaphore } from "effect"
 import { ApiError, fieldInvalid, invalid } from "../core/meta/ApiError.ts"
 import { CreditLots, type GrantLot, phaseOf } from "../core/billing/Credits.ts"
 import { isObject, type Json, type JsonObject } from "../core/Json.ts"
-import { apiVersionOf, byResource, type KindInfo, type ResourceRef } from "../core/meta/Kinds.ts"
+import { refOfKind, type ResourceRef } from "../core/meta/Kinds.ts"
 import type { Ledger } from "../core/billing/Ledger.ts"
 import * as Limits from "../core/Limits.ts"
 import { formatMicroUsd, tryParseMicroUsd } from "../core/Money.ts"
@@ -420,15 +420,14 @@ const admitGrant = (parts: Parts, body: unknown) => Effect.gen(function*() {
 function make() {
   return Effect.gen(function*() {
     const { group } = yield* ApiConfig
-    const refOf = (info: KindInfo): ResourceRef => ({ info, group, apiVersion: apiVersionOf(group, info) })
     const parts: Parts = {
       resources: yield* Resources,
       ledger: yield* LedgerService,
       payments: yield* Payments,
       outbox: yield* EventOutbox,
       group,
-      topUps: refOf(byResource("v1", "topups")!),
-      grants: refOf(byResource("v1", "creditgrants")!),
+      topUps: refOfKind(group, "TopUp"),
+      grants: refOfKind(group, "CreditGrant"),
       view: { lots: new CreditLots(), shown: new Map() }
     }
     const feed = yield* ChangeFeed
