@@ -75,22 +75,23 @@ export interface WriterServices {
 export const quietly = (what: string) => <A>(effect: Effect.Effect<A, ApiError>): Effect.Effect<void> =>
   effect.pipe(Effect.asVoid, Effect.catch((error) => Effect.logWarning(`runtime: ${what}: ${error.message}`)))
 
-export const makeWriter = (services: WriterServices) => {
-  const { resources, store, ids, outbox, attemptRef } = services
-  let sequence = 0
+/** Where a status goes: the object, its uid when it must still be that object, and the resourceVersion written last. */
+export interface StatusTarget {
+  readonly ref: ResourceRef
+  readonly namespace: string | undefined
+  readonly name: string
+  readonly uid: string | undefined
+  readonly resourceVersion: string | undefined
+}
 
-  const objectKey = (object: WrittenObject) => ({ resource: object.ref.info.plural, namespace: object.namespace, name: object.name })
-
-  /** Records about an object are written only while it exists, so none outlives it uncollected. */
-  const whileExists = (object: WrittenObject): WriteOp => ({ _tag: "Require", key: objectKey(object), notDeleting: false })
-
-  /**
-   * Replaces the status of an object through the status subresource, with `ops` in the same commit. It first tries the
-   * resourceVersion it wrote last (no read; the usual case, since only the runtime writes these statuses) and reads
-   * the object again when another writer got there first. Answers the new resourceVersion, or undefined when the object
-   * is gone or is another object now (a different uid).
-   */
-  const writeStatus = (target: { readonly ref: ResourceRef; readonly namespace: string | undefined; readonly name: string; readonly uid: string | undefined; readonly resourceVersion: string | undefined }, status: Json, ops: () => ReadonlyArray<WriteOp> = () => []) => {
+/**
+ * Replaces the status of an object through the status subresource, with `ops` in the same commit. It first tries the
+ * resourceVersion it wrote last (no read; the usual case, since only the runtime writes these statuses), and reads
+ * the object again when there is none or another writer got there first. Answers the new resourceVersion, or undefined
+ * when the object is gone or is another object now (a different uid).
+ */
+export const statusWriter = (resources: Resources["Service"]) =>
+  (target: StatusTarget, status: Json, ops: () => ReadonlyArray<WriteOp> = () => []) => {
     const { ref, namespace, name, uid } = target
     const replace = (resourceVersion: string) => {
       const metadata = { name, ...(namespace === undefined ? {} : { namespace }), ...(uid === undefined ? {} : { uid }), resourceVersion }
@@ -106,6 +107,17 @@ export const makeWriter = (services: WriterServices) => {
     if (target.resourceVersion === undefined) return fresh
     return replace(target.resourceVersion).pipe(Effect.catchIf((error) => error.code === "Conflict" || error.code === "NotFound", () => fresh))
   }
+
+export const makeWriter = (services: WriterServices) => {
+  const { resources, store, ids, outbox, attemptRef } = services
+  let sequence = 0
+
+  const objectKey = (object: WrittenObject) => ({ resource: object.ref.info.plural, namespace: object.namespace, name: object.name })
+
+  /** Records about an object are written only while it exists, so none outlives it uncollected. */
+  const whileExists = (object: WrittenObject): WriteOp => ({ _tag: "Require", key: objectKey(object), notDeleting: false })
+
+  const writeStatus = statusWriter(resources)
 
   const attemptBody = (object: WrittenObject, attempt: AttemptRecord): JsonObject => ({
     apiVersion: attemptRef.apiVersion,

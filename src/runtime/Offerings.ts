@@ -12,25 +12,24 @@ import { refOfKind } from "../core/meta/Kinds.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { timestamp } from "../core/meta/Strategy.ts"
 import type { Resources, WriteOptions } from "../apiserver/Resources.ts"
-import { quietly } from "./ObjectWriter.ts"
+import { quietly, runtimeComponent, statusWriter } from "./ObjectWriter.ts"
 
-const writeOptions: WriteOptions = { dryRun: false, fieldValidation: "Ignore", fieldManager: "nodus-runtime" }
+const writeOptions: WriteOptions = { dryRun: false, fieldValidation: "Ignore", fieldManager: runtimeComponent }
 
 export const makeOfferings = (services: { readonly resources: Resources["Service"]; readonly group: string; readonly catalog: ReadonlyArray<Offering>; readonly market: Market }) => {
   const { resources, catalog, market } = services
   const ref = refOfKind(services.group, "Offering")
   const shown = new Map<string, boolean>()
+  const writeStatus = statusWriter(resources)
 
   /** Whether some variant of the offering has a free host now. */
   const available = (offering: Offering): boolean => variantsOf(offering).some((variant) => market.available(variant) > 0)
 
   const writeAvailability = (offering: Offering, now: boolean) => Effect.gen(function*() {
-    const current = yield* resources.get(ref, undefined, offering.id)
     const status = { available: now, pricebookVersion: catalogPricebookVersion, updatedTime: timestamp(yield* Clock.currentTimeMillis) }
-    const metadata = { name: offering.id, uid: current.metadata.uid, resourceVersion: current.metadata.resourceVersion }
-    yield* resources.replace(ref, undefined, offering.id, { apiVersion: ref.apiVersion, kind: ref.info.kind, metadata, status }, writeOptions, "status")
+    yield* writeStatus({ ref, namespace: undefined, name: offering.id, uid: undefined, resourceVersion: undefined }, status)
     shown.set(offering.id, now)
-  }).pipe(Effect.retry({ times: 3, while: (error) => error.code === "Conflict" }))
+  })
 
   const isCurrent = (object: ResourceObject, now: boolean): boolean =>
     isObject(object.status) && object.status["available"] === now && object.status["pricebookVersion"] === catalogPricebookVersion

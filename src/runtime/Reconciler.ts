@@ -296,7 +296,7 @@ function make(options: ReconcilerOptions) {
 
     const rankingOf = (tracked: Tracked, market: ReturnType<typeof port.market>): Ranking => {
       const cached = tracked.ranking
-    if (cached !== undefined && cached.spec === tracked.spec) return cached.ranking
+      if (cached !== undefined && cached.spec === tracked.spec) return cached.ranking
       const { request, run } = tracked.kind.machine.placementOf(tracked.spec)
       const ranking = rank(request, options.catalog, market, run)
       tracked.ranking = { spec: tracked.spec, ranking }
