@@ -36,6 +36,7 @@ import { LedgerService } from "../runtime/LedgerService.ts"
 import { LiveMarket } from "../runtime/LiveMarket.ts"
 import { makeOfferings } from "../runtime/Offerings.ts"
 import { Reconciler } from "../runtime/Reconciler.ts"
+import { runUntil, type SteppedCapacity } from "../runtime/VirtualTime.ts"
 import type { VirtualClock } from "./VirtualClock.ts"
 
 export interface SimBackendOptions {
@@ -53,9 +54,6 @@ export const tickInterval = "100 millis"
 
 /** Real time between two saves of the clock, so a restart resumes near where simulated time was. */
 const clockSaveIntervalMs = 5_000
-
-/** Yields granted to the reconciler's fiber to take in the port's changes of one instant (it needs one or two). */
-const changeYieldsMax = 1_000
 
 const clockTable = "simulation"
 const clockId = "clock"
@@ -111,43 +109,18 @@ function make(parts: Parts) {
     // One at a time: the engine and the reconciles of one instant are never interleaved.
     const lock = Semaphore.makeUnsafe(1)
 
-    /** Waits until the reconciler has taken in every change the port published (its fiber runs between yields). */
-    const takeChanges = Effect.gen(function*() {
-      for (let yields = 0; reconciler.changesReceived() < parts.published() && yields < changeYieldsMax; yields++) yield* Effect.yieldNow
-    })
+    const stepped: SteppedCapacity = { now: () => engine.now, nextAt: () => engine.peekTime(), runTo: (at) => engine.run(at), published: parts.published }
+    /** A hold whose run is never settled again (its object vanished in a way nothing saw) ends Expired at each instant. */
+    const expireHolds = (at: number) =>
+      ledgers.update((ledger) => ledger.expire(at)).pipe(Effect.catch((error) => Effect.logWarning(`sim backend: expiring holds at ${iso(at)}: ${error.message}`)))
 
     /**
-     * One instant: the engine's events, a hold whose run is never settled again (its object vanished in a way nothing
-     * saw) ends Expired, then every key due. A ledger commit the store refuses is logged: the ledger service rebuilt its
-     * ledger from the store, and the next settle posts again what is missing (every billing key names its target).
+     * Runs every engine event and due key up to `target`, in time order (runtime/VirtualTime.ts); `moveClock` takes the
+     * clock along (the test clock), else it is ahead already. A ledger commit the store refuses is logged: the ledger
+     * service rebuilt its ledger from the store, and the next settle posts again what is missing.
      */
-    const instant = (at: number) => Effect.gen(function*() {
-      engine.run(at)
-      yield* ledgers.update((ledger) => ledger.expire(at)).pipe(Effect.catch((error) => Effect.logWarning(`sim backend: expiring holds at ${iso(at)}: ${error.message}`)))
-      yield* takeChanges
-      yield* reconciler.runDue(at)
-    })
-
-    /**
-     * Runs every engine event and due key up to `target`, in time order; `moveClock` takes the clock along (the test
-     * clock), else it is ahead already.
-     */
-    const runTo = (target: number, moveClock: boolean) => Effect.gen(function*() {
-      // What is due already (a spec change just read) runs at the engine's now, before time moves.
-      yield* takeChanges
-      yield* reconciler.runDue(engine.now)
-      for (;;) {
-        const engineAt = engine.peekTime()
-        const keyAt = reconciler.nextWakeAt()
-        const next = engineAt === undefined ? keyAt : keyAt === undefined ? engineAt : Math.min(engineAt, keyAt)
-        if (next === undefined || next > target) break
-        const at = Math.max(next, engine.now)
-        if (moveClock) clock.advanceTo(at)
-        yield* instant(at)
-      }
-      if (moveClock) clock.advanceTo(target)
-      yield* instant(Math.max(target, engine.now))
-    })
+    const runTo = (target: number, moveClock: boolean) =>
+      runUntil(reconciler, stepped, target, { ...(moveClock ? { before: (at: number) => clock.advanceTo(at) } : {}), after: expireHolds })
 
     /** Runs up to the clock as it reads when this runs. */
     const catchUp = Effect.suspend(() => runTo(clock.now(), false))

@@ -36,6 +36,8 @@ export interface FakeCapacity {
   /** When the driver's next timer is due, if any. */
   readonly nextAt: () => number | undefined
   readonly advance: (ms: number) => void
+  /** The changes its port has published so far. */
+  readonly published: () => number
 }
 
 export const makeFakeCapacity = (options: FakeOptions): Effect.Effect<FakeCapacity> =>
@@ -49,8 +51,13 @@ export const makeFakeCapacity = (options: FakeOptions): Effect.Effect<FakeCapaci
     const warm = new Map<string, Array<{ until: number; variant: string }>>()
     const seqs = new Map<string, number>()
     const saved = new Map<string, Map<number, number>>()
-    const told = (owner: string) => PubSub.publishUnsafe(changes, { _tag: "Attempt", owner })
-    const freed = () => PubSub.publishUnsafe(changes, { _tag: "Freed" })
+    let published = 0
+    const publish = (change: CapacityChange) => {
+      published++
+      PubSub.publishUnsafe(changes, change)
+    }
+    const told = (owner: string) => publish({ _tag: "Attempt", owner })
+    const freed = () => publish({ _tag: "Freed" })
 
     const warmOf = (namespace: string, variant: Variant) =>
       (warm.get(namespace) ?? []).filter((host) => host.until > now && host.variant === variantKeyOf(variant))
@@ -218,5 +225,5 @@ export const makeFakeCapacity = (options: FakeOptions): Effect.Effect<FakeCapaci
       now = target
     }
     const nextAt = () => timers.reduce<number | undefined>((earliest, timer) => (earliest === undefined || timer.at < earliest ? timer.at : earliest), undefined)
-    return { port, now: () => now, nextAt, advance }
+    return { port, now: () => now, nextAt, advance, published: () => published }
   })

@@ -29,6 +29,7 @@ import { LedgerService } from "../../src/runtime/LedgerService.ts"
 import { Reconciler } from "../../src/runtime/Reconciler.ts"
 import type { RuntimeKind } from "../../src/runtime/kinds/RuntimeKind.ts"
 import { KindRegistry } from "../../src/runtime/Registry.ts"
+import * as VirtualTime from "../../src/runtime/VirtualTime.ts"
 import { ChangeFeed, defaultFeedOptions } from "../../src/store/ChangeFeed.ts"
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
 import { catalog, hour, minute, T0 } from "../core/Fixtures.ts"
@@ -90,14 +91,9 @@ const holderKind: RuntimeKind<HolderSpec, HolderStatus> = {
   specOf: (object) => (isObject(object.spec) ? (object.spec as HolderSpec) : undefined)
 }
 
-/** A capacity driver as this test drives it: its port, and its own time. */
-interface Driver {
+/** A capacity driver as this test drives it: its port, and its own time (runtime/VirtualTime.ts moves it). */
+interface Driver extends VirtualTime.SteppedCapacity {
   readonly port: CapacityPortShape
-  readonly now: () => number
-  readonly nextAt: () => number | undefined
-  readonly runTo: (at: number) => void
-  /** Changes the port published (the fake's are taken in without counting). */
-  readonly published: () => number | undefined
 }
 
 const simDriver = Effect.gen(function*() {
@@ -112,7 +108,7 @@ const simDriver = Effect.gen(function*() {
 
 const fakeDriver = Effect.map(
   makeFakeCapacity({ hosts: 2, bootMs: 2 * minute, teardownMs: 30_000, warmStartMs: 5_000, start: T0 }),
-  (fake) => ({ port: fake.port, now: fake.now, nextAt: fake.nextAt, runTo: (at: number) => fake.advance(at - fake.now()), published: () => undefined }) satisfies Driver
+  (fake) => ({ port: fake.port, now: fake.now, nextAt: fake.nextAt, runTo: (at: number) => fake.advance(at - fake.now()), published: fake.published }) satisfies Driver
 )
 
 const group = "nodus.dev"
@@ -134,20 +130,7 @@ const runtimeOver = (driver: Driver) => {
 }
 
 /** Runs the driver's events and the reconciler's due keys in time order up to `target`, as a backend does. */
-const runUntil = (driver: Driver, target: number) => Effect.gen(function*() {
-  const reconciler = yield* Reconciler
-  // What is due now (a spec change just read) runs now, before time moves.
-  yield* reconciler.runDue(driver.now())
-  for (;;) {
-    const candidates = [driver.nextAt(), reconciler.nextWakeAt()].filter((time): time is number => time !== undefined && time <= target)
-    const at = candidates.length === 0 ? target : Math.min(...candidates)
-    driver.runTo(at)
-    const published = driver.published()
-    for (let yields = 0; yields < 100 && (published === undefined ? yields < 3 : reconciler.changesReceived() < published); yields++) yield* Effect.yieldNow
-    yield* reconciler.runDue(at)
-    if (candidates.length === 0) return
-  }
-})
+const runUntil = (driver: Driver, target: number) => Effect.flatMap(Reconciler, (reconciler) => VirtualTime.runUntil(reconciler, driver, target))
 
 const readSandbox = Effect.flatMap(Resources, (resources) => resources.get(sandboxes, "demo", "box"))
 
