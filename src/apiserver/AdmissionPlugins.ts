@@ -111,7 +111,8 @@ export const reviewAll = (plugins: ReadonlyArray<AdmissionPlugin>, review: Revie
     for (const plugin of plugins) {
       if (plugin.review === undefined) continue
       const next = yield* plugin.review({ ...review, object: reviewed.object })
-      reviewed = { object: next.object, ...(next.etag === undefined ? (reviewed.etag === undefined ? {} : { etag: reviewed.etag }) : { etag: next.etag }) }
+      const etag = next.etag ?? reviewed.etag
+      reviewed = etag === undefined ? { object: next.object } : { object: next.object, etag }
     }
     return reviewed
   })

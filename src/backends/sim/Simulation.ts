@@ -429,7 +429,7 @@ export class Simulation {
 export const isWaiting = (job: SimJob): boolean => {
   const phase = job.status.phase
   // Money holds it back (Funded False): it waits for credits or a raised cap (docs/billing.md).
-  if (job.status.conditions?.some((condition) => condition.type === "Funded" && condition.status === "False") === true) return phase === "Suspended" || phase === "Pending"
+  if (isUnfunded(job.status)) return phase === "Suspended" || phase === "Pending"
   if (phase === "Suspended") return job.spec.state === "Suspended"
   // queueTimeout 0s waits forever for capacity.
   if (phase === "Pending") return parseDurationMs(job.spec.placement.queueTimeout) === 0

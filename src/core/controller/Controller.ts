@@ -13,6 +13,7 @@
 import type { Funding } from "../billing/Billing.ts"
 import type { AttemptFacts, LaunchRequest } from "../capacity/Capacity.ts"
 import type { Explanation, Market, PlacementRequest, Ranking, RunProfile } from "../capacity/Placement.ts"
+import { conditionIn } from "./Conditions.ts"
 
 /** What a step observes of its object. */
 export interface Observation<Spec, Status> {
@@ -89,9 +90,5 @@ export interface Machine<Spec, Status> {
 }
 
 /** Whether a status shows a Funded condition that is False (money holds the object back). */
-export const isUnfunded = (status: { readonly conditions?: ReadonlyArray<{ readonly type: string; readonly status: string }> | undefined }): boolean => {
-  const conditions = status.conditions
-  if (conditions === undefined) return false
-  for (const condition of conditions) if (condition.type === "Funded") return condition.status === "False"
-  return false
-}
+export const isUnfunded = (status: { readonly conditions?: ReadonlyArray<{ readonly type: string; readonly status: string }> | undefined }): boolean =>
+  conditionIn(status.conditions, "Funded")?.status === "False"
