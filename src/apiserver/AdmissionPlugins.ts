@@ -16,6 +16,7 @@ import type { ResourceRef } from "../core/meta/Kinds.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import type { Disposition } from "../core/meta/Strategy.ts"
 import type { WriteOp } from "../store/Store.ts"
+import type { Principal } from "./Auth.ts"
 
 /** The strategy's input, and what to do with what it decides: the final result and the ops committed beside it. */
 export interface Prepared<A> {
@@ -32,6 +33,8 @@ export interface CreateRequest {
   readonly ref: ResourceRef
   readonly namespace: string | undefined
   readonly object: JsonObject
+  /** Who writes (absent: the server's own controllers), for rules whose answer depends on what the caller may read. */
+  readonly principal?: Principal | undefined
 }
 
 export interface UpdateRequest extends CreateRequest {

@@ -25,6 +25,7 @@ import * as ServerSideApply from "../core/meta/ServerSideApply.ts"
 import * as Strategy from "../core/meta/Strategy.ts"
 import { type CommitFailed, type Committed, type ObjectKey, Store, type StoreError, type WriteOp } from "../store/Store.ts"
 import { AdmissionPlugins, prepareAll, reviewAll } from "./AdmissionPlugins.ts"
+import type { Principal } from "./Auth.ts"
 import { Ids } from "./Ids.ts"
 
 
@@ -49,6 +50,8 @@ export interface WriteOptions {
   readonly operation?: "Apply" | "Update"
   /** Server-side apply: the configuration as applied, which the manager owns exactly (defaults are not its fields). */
   readonly applied?: JsonObject
+  /** The caller, for admission plugins (AdmissionPlugins.ts CreateRequest); absent for the server's own writes. */
+  readonly principal?: Principal
 }
 
 export interface WriteResult {
@@ -329,11 +332,11 @@ function makeOperations(services: {
     isNamespaceKind(ref) ? { ...object, status: { phase: "Active" } } : object
 
   /** The kind's admission plugins before and after the strategy of a create (AdmissionPlugins.ts). */
-  const prepareCreate = (ref: ResourceRef, namespace: string | undefined, object: JsonObject) =>
-    prepareAll<ResourceObject, never>(plugins.of(ref), object, (plugin, input) => plugin.prepareCreate?.({ ref, namespace, object: input }))
+  const prepareCreate = (ref: ResourceRef, namespace: string | undefined, object: JsonObject, principal: Principal | undefined) =>
+    prepareAll<ResourceObject, never>(plugins.of(ref), object, (plugin, input) => plugin.prepareCreate?.({ ref, namespace, object: input, principal }))
 
-  const prepareUpdate = (ref: ResourceRef, namespace: string | undefined, current: ResourceObject, object: JsonObject) =>
-    prepareAll<Strategy.Disposition, never>(plugins.of(ref), object, (plugin, input) => plugin.prepareUpdate?.({ ref, namespace, current, object: input }))
+  const prepareUpdate = (ref: ResourceRef, namespace: string | undefined, current: ResourceObject, object: JsonObject, principal: Principal | undefined) =>
+    prepareAll<Strategy.Disposition, never>(plugins.of(ref), object, (plugin, input) => plugin.prepareUpdate?.({ ref, namespace, current, object: input, principal }))
 
   /**
    * The write of an update decided: the kind's store-reading admission, the strategy, the kind's update rules (main
@@ -348,7 +351,7 @@ function makeOperations(services: {
         return yield* writeDisposition(ref, namespace, current, disposition, write.expectedRv, { dryRun: options.dryRun, extraOps: options.commitWith?.([]) ?? [] })
       }
       yield* checkTimeRules(ref, object["spec"], current.spec, current.metadata.name)
-      const prepared = yield* prepareUpdate(ref, namespace, current, withBoundAnnotation(object, ref.group, current.metadata.annotations?.[priceBoundAnnotation(ref.group)]))
+      const prepared = yield* prepareUpdate(ref, namespace, current, withBoundAnnotation(object, ref.group, current.metadata.annotations?.[priceBoundAnnotation(ref.group)]), options.principal)
       const decided = yield* Effect.fromResult(Strategy.update(target, current, prepared.input, context, write.applied === undefined ? { operation: "Update" } : { operation: "Apply", applied: write.applied }))
       yield* checkUpdateRules(ref, current, decided)
       const { result: disposition, ops } = yield* prepared.finish(decided)
@@ -361,7 +364,7 @@ function makeOperations(services: {
       const admitted = yield* admitBody(ref, body, options.fieldValidation, undefined)
       yield* authorize(options, admitted)
       yield* checkTimeRules(ref, admitted.object["spec"], undefined, stringAt(admitted.object, "metadata", "name"))
-      const prepared = yield* prepareCreate(ref, namespace, withBoundAnnotation(admitted.object, ref.group, undefined))
+      const prepared = yield* prepareCreate(ref, namespace, withBoundAnnotation(admitted.object, ref.group, undefined), options.principal)
       const made = Strategy.create(targetOf(ref, namespace), prepared.input, {
         now: yield* now,
         fieldManager: options.fieldManager,

@@ -1,25 +1,26 @@
 /**
  * The admission plugins the runtime registers with the API server (src/apiserver/AdmissionPlugins.ts):
  *
- * - `secretValues` (Secret): a Secret's values leave the object for a version record committed beside it, and go with
- *   its removal (spec: Secret is addressed by name and version).
- * - `secretReferences` (every other project kind): no secret value literally in env (SecretValueInEnv), and secret
- *   mounts pin their versions at create (spec: SecretMount).
+ * - `secretValues` (Secret): a Secret's values leave the object for a sealed version record committed beside it, and
+ *   go with its removal (spec: Secret is addressed by name and version); they never stay in its metadata either.
+ * - `secretReferences` (every other project kind): no secret value literally in env (SecretValueInEnv, told as the
+ *   writing principal may be told), and secret mounts pin their versions at create (spec: SecretMount).
  * - `pricing` (every nodus kind; kinds without an estimate pass through): the estimate on dry runs and creates, the
  *   price consent of a create bound by a dry run's ETag, and the refusal the estimate foresees (spec: Create
  *   semantics 1-3), which a Budget that refused reports as budget.exceeded.
  */
 import { Effect, Layer, Option } from "effect"
 import { withPriceBoundAnnotation } from "../core/billing/PriceBound.ts"
-import { subjectOf } from "../core/meta/ApiError.ts"
+import { invalid, subjectOf } from "../core/meta/ApiError.ts"
 import { isObject, type JsonObject } from "../core/Json.ts"
 import type { ResourceRef } from "../core/meta/Kinds.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
+import type { Disposition } from "../core/meta/Strategy.ts"
 import { type AdmissionPlugin, AdmissionPlugins } from "../apiserver/AdmissionPlugins.ts"
 import { BudgetService } from "./Budgets.ts"
 import { Estimates, quotedRateOf, refusalOf, withEstimate } from "./Estimates.ts"
 import { consentOf, PriceConsent } from "./PriceConsent.ts"
-import { Secrets, splitData } from "./Secrets.ts"
+import { scrubLastApplied, Secrets, splitData, valuesInMetadata } from "./Secrets.ts"
 
 const nameOf = (object: JsonObject): string | undefined => {
   const metadata = object["metadata"]
@@ -29,39 +30,50 @@ const nameOf = (object: JsonObject): string | undefined => {
 const withStatus = (object: ResourceObject, fields: JsonObject): ResourceObject =>
   ({ ...object, status: { ...(isObject(object.status) ? object.status : {}), ...fields } })
 
+/**
+ * A Secret write's body without its values: `data` leaves for `finish`, kubectl's last-applied annotation keeps only
+ * the manifest's identity, metadata and type, and a label or annotation holding one of the values is refused
+ * (Secrets.ts; docs/secrets.md).
+ */
+const withoutValues = (ref: ResourceRef, object: JsonObject, name: string | undefined) => {
+  const { body, data } = splitData(object)
+  const scrubbed = scrubLastApplied(body)
+  const leaks = data === undefined ? [] : valuesInMetadata(scrubbed, data)
+  return leaks.length > 0 ? Effect.fail(invalid(subjectOf(ref, name), leaks, ref.info.kind)) : Effect.succeed({ body: scrubbed, data })
+}
+
 const secretValues = (secrets: Secrets["Service"]): AdmissionPlugin => ({
   name: "secretValues",
-  prepareCreate: ({ object }) => {
-    const { body, data } = splitData(object)
-    return Effect.succeed({ input: body, finish: (made) => Effect.map(secrets.prepareWrite(made, data, undefined), ({ object: result, ops }) => ({ result, ops })) })
-  },
-  prepareUpdate: ({ object, current }) => {
-    const { body, data } = splitData(object)
-    return Effect.succeed({
+  prepareCreate: ({ ref, object }) =>
+    Effect.map(withoutValues(ref, object, nameOf(object)), ({ body, data }) => ({
       input: body,
-      finish: (disposition) => {
+      finish: (made: ResourceObject) => Effect.map(secrets.prepareWrite(made, data, undefined), ({ object: result, ops }) => ({ result, ops }))
+    })),
+  prepareUpdate: ({ ref, object, current }) =>
+    Effect.map(withoutValues(ref, object, current.metadata.name), ({ body, data }) => ({
+      input: body,
+      finish: (disposition: Disposition) => {
         if (disposition._tag === "Remove") return Effect.succeed({ result: disposition, ops: secrets.deleteOps(current) })
         return Effect.map(secrets.prepareWrite(disposition.object, data, current), ({ object: result, ops }) =>
           ({ result: ops.length === 0 ? disposition : { _tag: "Write", object: result } as const, ops }))
       }
-    })
-  },
+    })),
   removeOps: (current) => secrets.deleteOps(current)
 })
 
 const secretReferences = (secrets: Secrets["Service"]): AdmissionPlugin => ({
   name: "secretReferences",
-  prepareCreate: ({ ref, namespace, object }) => Effect.gen(function*() {
+  prepareCreate: ({ ref, namespace, object, principal }) => Effect.gen(function*() {
     const subject = subjectOf(ref, nameOf(object))
-    yield* secrets.checkEnv(namespace ?? "", object["spec"], subject)
+    yield* secrets.checkEnv(namespace ?? "", object["spec"], subject, principal)
     const pinned = yield* secrets.pinVersions(namespace ?? "", object["spec"], subject, ref.info.kind)
     return {
       input: object,
       finish: (made: ResourceObject) => Effect.succeed({ result: Object.keys(pinned).length === 0 ? made : withStatus(made, { secretVersions: pinned }), ops: [] })
     }
   }),
-  prepareUpdate: ({ ref, namespace, current, object }) =>
-    Effect.as(secrets.checkEnv(namespace ?? "", object["spec"], subjectOf(ref, current.metadata.name)), { input: object, finish: (result) => Effect.succeed({ result, ops: [] }) })
+  prepareUpdate: ({ ref, namespace, current, object, principal }) =>
+    Effect.as(secrets.checkEnv(namespace ?? "", object["spec"], subjectOf(ref, current.metadata.name), principal), { input: object, finish: (result) => Effect.succeed({ result, ops: [] }) })
 })
 
 const pricing = (estimates: Estimates["Service"], priceConsent: PriceConsent["Service"], budgets: Option.Option<BudgetService["Service"]>): AdmissionPlugin => ({

@@ -1,15 +1,17 @@
 /**
  * What a server needs on disk before it serves: the data directory, its TLS material (a self-signed CA and a server
- * certificate for 127.0.0.1/localhost, generated once on first start) and the admin key (NODUS_BOOTSTRAP_TOKEN, or
- * generated once into `<data dir>/admin.token`, mode 0600). `nodus kubeconfig` reads the same files.
+ * certificate for 127.0.0.1/localhost, generated once on first start), the admin key (NODUS_BOOTSTRAP_TOKEN, or
+ * generated once into `<data dir>/admin.token`, mode 0600) and the key sealing Secret values (NODUS_SECRET_KEY, or
+ * generated once into `<data dir>/secrets.key`, mode 0600). `nodus kubeconfig` reads the same files.
  */
 import { randomBytes } from "node:crypto"
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { isIP } from "node:net"
 import { join } from "node:path"
 import { generateTlsMaterial } from "../apiserver/tls/Certificates.ts"
-import type { ServerConfig } from "./Config.ts"
+import { decodeSecretKey, secretKeyProblem, type ServerConfig } from "./Config.ts"
 import { keyPrefix } from "../apiserver/Auth.ts"
+import { secretKeyBytes } from "../runtime/SecretCipher.ts"
 
 export interface TlsFiles {
   readonly cert: string
@@ -21,6 +23,7 @@ export interface TlsFiles {
 export const tlsDirectory = (dataDir: string): string => join(dataDir, "tls")
 export const adminTokenFile = (dataDir: string): string => join(dataDir, "admin.token")
 export const pgliteDirectory = (dataDir: string): string => join(dataDir, "pglite")
+export const secretKeyFile = (dataDir: string): string => join(dataDir, "secrets.key")
 
 export const lockFile = (dataDir: string): string => join(dataDir, "server.pid")
 
@@ -96,6 +99,20 @@ export const ensureAdminToken = (config: ServerConfig): string => {
   const token = `${keyPrefix}${randomBytes(32).toString("base64url")}`
   writePrivate(file, `${token}\n`)
   return token
+}
+
+/**
+ * The key Secret values are sealed with (docs/secrets.md): NODUS_SECRET_KEY, or read from (or generated once into)
+ * `<data dir>/secrets.key`, mode 0600. Losing it loses every stored secret value; servers sharing a database need the
+ * same key.
+ */
+export const ensureSecretKey = (config: ServerConfig): Uint8Array => {
+  if (config.secretKey !== undefined) return decodeSecretKey(config.secretKey)!
+  const file = secretKeyFile(config.dataDir)
+  if (!existsSync(file)) writePrivate(file, `${randomBytes(secretKeyBytes).toString("base64")}\n`)
+  const key = decodeSecretKey(readFileSync(file, "utf8"))
+  if (key === undefined) throw new Error(secretKeyProblem(file))
+  return key
 }
 
 /** The URL clients use: loopback when listening on every interface. */

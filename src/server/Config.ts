@@ -16,6 +16,8 @@ export interface ServerConfig {
   readonly tlsKey: string | undefined
   /** The admin key; when absent one is generated once into `<dataDir>/admin.token`. */
   readonly bootstrapToken: string | undefined
+  /** The key Secret values are sealed with (base64 or hex of 32 bytes); when absent, `<dataDir>/secrets.key`. */
+  readonly secretKey: string | undefined
   readonly apiGroup: string
   /** What runs the workloads behind the API: only the simulator so far (docs/simulator.md, "The sim backend"). */
   readonly backend: Backend
@@ -88,6 +90,8 @@ export const resolve = (env: Readonly<Record<string, string | undefined>>, args:
   const cert = values.get("NODUS_TLS_CERT")
   const key = values.get("NODUS_TLS_KEY")
   if ((cert === undefined) !== (key === undefined)) return { _tag: "Err", message: "NODUS_TLS_CERT and NODUS_TLS_KEY go together: set both or neither" }
+  const secretKey = values.get("NODUS_SECRET_KEY")
+  if (secretKey !== undefined && decodeSecretKey(secretKey) === undefined) return { _tag: "Err", message: secretKeyProblem("NODUS_SECRET_KEY") }
   const apiGroup = values.get("NODUS_API_GROUP")!
   if (!apiGroupPattern.test(apiGroup)) return { _tag: "Err", message: `NODUS_API_GROUP "${apiGroup}" must be a DNS subdomain with a dot, such as nodus.dev` }
   const backend = values.get("NODUS_BACKEND")!

@@ -3,6 +3,7 @@
  * the API machinery's controllers, served over HTTPS (or HTTP) by Node. `nodus serve` runs `layer(config)`; tests run
  * `layerWith` with an in-memory store and an ephemeral port.
  */
+import { randomBytes } from "node:crypto"
 import { createServer as createHttpServer } from "node:http"
 import { createServer as createHttpsServer } from "node:https"
 import { NodeHttpServer } from "@effect/platform-node"
@@ -15,7 +16,7 @@ import { Auth } from "../apiserver/Auth.ts"
 import * as Admission from "../runtime/Admission.ts"
 import { BudgetService } from "../runtime/Budgets.ts"
 import * as BudgetStatus from "../runtime/BudgetStatus.ts"
-import { ensureAdminToken, ensureDataDir, ensureTls, lockDataDir, pgliteDirectory, serverUrl, type TlsFiles } from "./Bootstrap.ts"
+import { ensureAdminToken, ensureDataDir, ensureSecretKey, ensureTls, lockDataDir, pgliteDirectory, serverUrl, type TlsFiles } from "./Bootstrap.ts"
 import type { ServerConfig } from "./Config.ts"
 import * as Controllers from "../apiserver/Controllers.ts"
 import * as Credits from "../runtime/Credits.ts"
@@ -32,6 +33,7 @@ import { Ids } from "../apiserver/Ids.ts"
 import * as Maintenance from "../apiserver/Maintenance.ts"
 import * as Payments from "../runtime/Payments.ts"
 import { Resources } from "../apiserver/Resources.ts"
+import { SecretCipher, secretKeyBytes } from "../runtime/SecretCipher.ts"
 import { Secrets } from "../runtime/Secrets.ts"
 import * as SimBackend from "./SimBackend.ts"
 import { SimulationControl } from "../apiserver/SimulationControl.ts"
@@ -125,6 +127,7 @@ export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Sto
   const machinery = Layer.mergeAll(Resources.layer, Auth.layer, Idempotency.layer, feed).pipe(
     Layer.provideMerge(Admission.layer),
     Layer.provideMerge(Secrets.layer),
+    Layer.provideMerge(SecretCipher.layer(options.secretKey ?? randomBytes(secretKeyBytes))),
     Layer.provideMerge(foundation)
   )
   const api = Layer.mergeAll(Api.layer, Controllers.layer, Maintenance.layer, bootstrapAdmin(options.adminToken), BudgetStatus.layer()).pipe(
@@ -164,6 +167,7 @@ export const layer = (config: ServerConfig) => Layer.unwrap(Effect.sync(() => {
   ensureDataDir(config.dataDir)
   const tls = config.tls ? ensureTls(config, new Date()) : undefined
   const adminToken = ensureAdminToken(config)
+  const secretKey = ensureSecretKey(config)
   const storeLayer = config.databaseUrl === undefined ? pgliteStore(config.dataDir) : SqlStore.layerPostgres(config.databaseUrl)
   return layerWith({
     host: config.host,
@@ -171,6 +175,7 @@ export const layer = (config: ServerConfig) => Layer.unwrap(Effect.sync(() => {
     apiGroup: config.apiGroup,
     tls,
     adminToken,
+    secretKey,
     bookmarkInterval: "30 seconds",
     feed: defaultFeedOptions,
     sim: config.backend === "sim" ? { speed: config.simSpeed } : undefined,

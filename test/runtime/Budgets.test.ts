@@ -21,11 +21,12 @@ import { Ids } from "../../src/apiserver/Ids.ts"
 import { LedgerService } from "../../src/runtime/LedgerService.ts"
 import * as Admission from "../../src/runtime/Admission.ts"
 import { Resources } from "../../src/apiserver/Resources.ts"
+import { SecretCipher } from "../../src/runtime/SecretCipher.ts"
 import { Secrets } from "../../src/runtime/Secrets.ts"
 import { ChangeFeed, defaultFeedOptions } from "../../src/store/ChangeFeed.ts"
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
 import { Store } from "../../src/store/Store.ts"
-import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
+import { request, startTestServer, type TestServer, testSecretKey } from "../support/TestServer.ts"
 import { eventually, v1 } from "../apiserver/api/Support.ts"
 
 const group = "nodus.dev"
@@ -39,12 +40,12 @@ const usd = (amount: number): bigint => BigInt(Math.round(amount * 1_000_000))
 const servicesOver = (store: Store["Service"]) => {
   const base = Layer.mergeAll(
     Estimates.layerNone,
-    Layer.succeed(ApiConfig, { group, scheme: "http", bookmarkInterval: "30 seconds" }),
+    Layer.succeed(ApiConfig, { group, publicUrl: () => "http://127.0.0.1", bookmarkInterval: "30 seconds" }),
     // Its poll would run once per simulated second of every jump of the test clock: this process's commits wake it anyway.
     ChangeFeed.layerWith({ ...defaultFeedOptions, pollInterval: "365 days" }),
     LedgerService.layer({ starterMicro: usd(1_000) }).pipe(Layer.provideMerge(EventOutbox.layer.pipe(Layer.provideMerge(Ids.layer))))
   ).pipe(Layer.provideMerge(Layer.succeed(Store, store)))
-  return Layer.mergeAll(Resources.layer.pipe(Layer.provide(Admission.layer), Layer.provide(Secrets.layer)), BudgetService.layer).pipe(Layer.provideMerge(base))
+  return Layer.mergeAll(Resources.layer.pipe(Layer.provide(Admission.layer), Layer.provide(Secrets.layer.pipe(Layer.provide(SecretCipher.layer(testSecretKey))))), BudgetService.layer).pipe(Layer.provideMerge(base))
 }
 
 const owner = (uid: string, namespace: string, labels: Record<string, string> = {}): LedgerOwner => ({ uid, namespace, name: uid, kind: "Job", labels })

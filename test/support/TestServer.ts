@@ -18,6 +18,9 @@ import { generateTlsMaterial } from "../../src/apiserver/tls/Certificates.ts"
 
 export const adminToken = "nds_test-admin-token-0123456789abcdefghijklmnopqrstu"
 
+/** The key test servers seal Secret values with unless told another: one for all, so restarts and shared stores open them. */
+export const testSecretKey: Uint8Array = Buffer.alloc(32, 7)
+
 export interface TestServerOptions {
   readonly tls?: boolean
   readonly store?: Layer.Layer<Store, unknown>
@@ -29,6 +32,8 @@ export interface TestServerOptions {
   readonly sim?: { readonly speed: number; readonly hostsPerVariant?: number }
   /** Credits a new ledger starts with (default: the starter credits). */
   readonly starterCreditsMicro?: bigint
+  /** The key sealing Secret values (default `testSecretKey`). */
+  readonly secretKey?: Uint8Array
 }
 
 export interface TestServer {
@@ -45,6 +50,8 @@ export interface TestServer {
   readonly stop: () => Promise<void>
   /** Every record of the server's event outbox (what webhooks will get), in order. */
   readonly streamed: () => Promise<ReadonlyArray<OutboxEvent>>
+  /** Runs an effect over the server's own store (tests read what it stored). */
+  readonly withStore: <A, E>(use: (store: Store["Service"]) => Effect.Effect<A, E>) => Promise<A>
 }
 
 export const startTestServer = async (options: TestServerOptions = {}): Promise<TestServer> => {
@@ -73,7 +80,8 @@ export const startTestServer = async (options: TestServerOptions = {}): Promise<
   writeFileSync(kubeconfigPath, kubeconfig({ server: url, ca: material?.caCertPem, token: adminToken }))
   /** Every record of the server's outbox, expired ones too (a test's clock may run far ahead). */
   const streamed = () => runtime.runPromise(EventOutbox.use((outbox) => Effect.map(Effect.orDie(outbox.read("", 1_000_000, 0)), (entries) => entries.map((entry) => entry.event))))
-  return { url, token: adminToken, ca: material?.caCertPem, directory, kubeconfigPath, caPath, stop: () => runtime.dispose(), streamed }
+  const withStore = <A, E>(use: (store: Store["Service"]) => Effect.Effect<A, E>) => runtime.runPromise(Store.use(use))
+  return { url, token: adminToken, ca: material?.caCertPem, directory, kubeconfigPath, caPath, stop: () => runtime.dispose(), streamed, withStore }
 }
 
 export interface Reply {

@@ -253,6 +253,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
           fieldManager: yield* fieldManagerOf(query, request),
           ...(request.headers["if-match"] === undefined ? {} : { ifMatch: request.headers["if-match"] }),
           ...(ref.info.plural === "serviceaccounts" ? { authorizeObject: (object: JsonObject) => auth.checkServiceAccount(principal, object) } : {}),
+          principal,
           ...(parseBool(query.get("force")) === true ? { force: true } : {})
         }
         return options
