@@ -6,7 +6,7 @@
  *
  * HTTP is not here: handlers in server/http translate requests into these calls and results into responses.
  */
-import { Clock, Context, Effect, Layer, Option, Result } from "effect"
+import { Clock, Context, Effect, Layer, Option, Result, Semaphore, Stream } from "effect"
 import { type Admitted, admit, type FieldValidation } from "../core/meta/Admission.ts"
 import { ApiError, alreadyExists, badRequest, conflict, fieldInvalid, invalid, notFound, subjectOf } from "../core/meta/ApiError.ts"
 import * as FieldSelector from "../core/meta/FieldSelector.ts"
@@ -73,8 +73,14 @@ export interface DeleteOptions {
 export interface ListOptions {
   readonly labelSelector?: string
   readonly fieldSelector?: string
+  /** At most this many objects (at most `listPageSize`: a larger limit is served as that, with a continue token). */
   readonly limit?: number
   readonly continue?: string
+  /**
+   * The client's `resourceVersion`: checked (see `parseResourceVersion`), then unused, since every list reads the
+   * latest state, which is never older than a version the store issued.
+   */
+  readonly resourceVersion?: string
 }
 
 export interface ListResult {
@@ -82,6 +88,14 @@ export interface ListResult {
   readonly resourceVersion: string
   readonly continue?: string
   readonly remainingItemCount?: number
+}
+
+/** A list of any length, read a page at a time (`listPages`). */
+export interface PagedList {
+  /** The list's resourceVersion: the first page's, which every page reports. */
+  readonly resourceVersion: string
+  /** The selected objects page by page: the first page is already read, each later one is read when it is pulled. */
+  readonly pages: Stream.Stream<ReadonlyArray<ResourceObject>, ApiError>
 }
 
 /** How often a patch without a resourceVersion is retried when another writer got there first. */
@@ -95,6 +109,34 @@ export const remainingItemCountMax = 10_000
 
 /** Store scans made per page while filtering in memory (selectors a store cannot evaluate). */
 const scanChunkSize = 500
+
+/**
+ * The most objects one list page holds, so that a list never holds more: a larger `limit` is served as this many with
+ * a continue token (the API conventions let a server return fewer items than the limit), and a list without a limit
+ * is read and written this many at a time.
+ */
+export const listPageSize = 500
+
+/**
+ * Page reads of paged lists (listPages) that run at once, across every list and watch: each such list goes on for as
+ * long as its client takes to read it, and twenty of them reading at will would hold every store connection (the
+ * PostgreSQL pool has 16), so that a GET queued behind them for hundreds of milliseconds.
+ */
+const pagedReadsMax = 4
+
+const uint64Max = 2n ** 64n - 1n
+
+/**
+ * A resourceVersion a client sent: an unsigned 64-bit integer in decimal, as Kubernetes reads it (strconv.ParseUint);
+ * anything else is 400 BadRequest. A version above 2^53 loses digits as a number but stays above every version this
+ * store issues, which is all a watch or list compares it for.
+ */
+export const parseResourceVersion = (value: string): Result.Result<number, ApiError> => {
+  const digits = value.replace(/^0+(?=[0-9])/u, "")
+  return /^[0-9]{1,20}$/u.test(digits) && BigInt(digits) <= uint64Max
+    ? Result.succeed(Number(digits))
+    : Result.fail(badRequest(`invalid resourceVersion "${value}": must be an unsigned 64-bit integer in decimal`))
+}
 
 export const isNamespaceKind = (ref: ResourceRef): boolean => ref.group === "" && ref.info.plural === "namespaces"
 
@@ -163,12 +205,19 @@ const commitFailure = (ref: ResourceRef, name: string, namespace: string | undef
   }
 }
 
-const decodeContinue = (token: string): { resourceVersion: string; namespace: string; name: string } | undefined => {
+interface ListCursor {
+  readonly resourceVersion: string
+  readonly namespace: string
+  readonly name: string
+}
+
+/** A continue token's cursor; undefined for a token this server did not make (its version is checked like a client's). */
+const decodeContinue = (token: string): ListCursor | undefined => {
   try {
     const parsed = JSON.parse(Buffer.from(token, "base64url").toString("utf8")) as unknown
     if (!Array.isArray(parsed) || parsed.length !== 3) return undefined
     const [resourceVersion, namespace, name] = parsed as Array<unknown>
-    return typeof resourceVersion === "string" && typeof namespace === "string" && typeof name === "string"
+    return typeof resourceVersion === "string" && Result.isSuccess(parseResourceVersion(resourceVersion)) && typeof namespace === "string" && typeof name === "string"
       ? { resourceVersion, namespace, name }
       : undefined
   } catch {
@@ -212,7 +261,13 @@ export class Resources extends Context.Service<Resources, ResourcesShape>()("nod
 /** The generic operations of every kind (spec: Generic operations), as handlers and controllers call them. */
 export interface ResourcesShape {
   readonly get: (ref: ResourceRef, namespace: string | undefined, name: string) => Effect.Effect<ResourceObject, ApiError>
+  /** One page: everything selected, or with `limit` (at most `listPageSize`) the page at the continue token. */
   readonly list: (ref: ResourceRef, namespace: string | undefined, options: ListOptions) => Effect.Effect<ListResult, ApiError>
+  /**
+   * Everything selected, from the continue token on, `pageSize` objects (at most `listPageSize`) at a time, each page
+   * read when it is pulled; a few such reads run at once across the server (`pagedReadsMax`).
+   */
+  readonly listPages: (ref: ResourceRef, namespace: string | undefined, options: Omit<ListOptions, "limit">, pageSize?: number) => Effect.Effect<PagedList, ApiError>
   readonly create: (ref: ResourceRef, namespace: string | undefined, body: unknown, options: WriteOptions) => Effect.Effect<WriteResult, ApiError>
   /** PUT of the object or (`subresource` status) of its status. */
   readonly replace: (ref: ResourceRef, namespace: string | undefined, name: string, body: unknown, options: WriteOptions, subresource?: "status") => Effect.Effect<WriteResult, ApiError>
@@ -230,6 +285,7 @@ function makeOperations(services: {
   readonly plugins: AdmissionPlugins["Service"]
 }): ResourcesShape {
   const { store, ids, plugins } = services
+  const pagedReads = Semaphore.makeUnsafe(pagedReadsMax)
   const now = Clock.currentTimeMillis
 
   const read = (key: ObjectKey) => store.get(key).pipe(Effect.mapError(storeFailure))
@@ -537,18 +593,33 @@ function makeOperations(services: {
       return object
     })
 
-  const list = (ref: ResourceRef, namespace: string | undefined, options: ListOptions) =>
+  /** A list request's selectors, resourceVersion and continue cursor, checked: malformed ones are 400 BadRequest. */
+  const listQuery = (ref: ResourceRef, namespace: string | undefined, options: ListOptions) =>
     Effect.gen(function*() {
       const selectors = yield* Effect.fromResult(selectorsOf(options, ref))
       if (namespace !== undefined && ref.info.scope === "Namespaced") yield* requireProject(namespace)
-      const cursor = options.continue === undefined || options.continue === "" ? undefined : decodeContinue(options.continue)
-      if (options.continue !== undefined && options.continue !== "" && cursor === undefined) {
-        return yield* badRequest("the provided continue parameter is not valid")
+      const resourceVersion = options.resourceVersion ?? ""
+      if (resourceVersion !== "") yield* Effect.fromResult(parseResourceVersion(resourceVersion))
+      const token = options.continue ?? ""
+      // Kubernetes' rule: a continued list reads as of its first page, so another version cannot be asked for.
+      if (token !== "" && resourceVersion !== "" && resourceVersion !== "0") {
+        return yield* badRequest("specifying resourceVersion is not allowed when using continue")
       }
+      const cursor = token === "" ? undefined : decodeContinue(token)
+      if (token !== "" && cursor === undefined) return yield* badRequest("the provided continue parameter is not valid")
+      return { selectors, cursor }
+    })
+
+  /**
+   * The page of a list after `cursor`: up to `limit` selected objects (every one without a limit). `counted` pages
+   * count the objects after them for `remainingItemCount`, a walk over up to `remainingItemCountMax` rows; the others
+   * only ask whether one follows.
+   */
+  const readPage = (ref: ResourceRef, namespace: string | undefined, selectors: Selectors, cursor: ListCursor | undefined, limit: number | undefined, counted: boolean) =>
+    Effect.gen(function*() {
       const labelEquals = LabelSelector.equalityTerms(selectors.labels)
       const name = FieldSelector.pinnedName(selectors.fields)
       const filtered = selectors.labels.requirements.length > labelEquals.length || selectors.fields.requirements.length > (name === undefined ? 0 : 1)
-      const limit = options.limit !== undefined && options.limit > 0 ? options.limit : undefined
       const items: Array<ResourceObject> = []
       let after = cursor === undefined ? undefined : { namespace: cursor.namespace, name: cursor.name }
       let resourceVersion: number | undefined
@@ -562,7 +633,7 @@ function makeOperations(services: {
           ...(want === undefined ? {} : { limit: want }),
           ...(labelEquals.length === 0 ? {} : { labelEquals }),
           ...(name === undefined ? {} : { name }),
-          countUpTo: remainingItemCountMax
+          countUpTo: counted ? remainingItemCountMax : 0
         }).pipe(Effect.mapError(storeFailure))
         resourceVersion ??= page.resourceVersion
         for (const object of page.items) {
@@ -580,13 +651,35 @@ function makeOperations(services: {
         items,
         resourceVersion: listVersion,
         ...(more && items.length > 0 ? { continue: encodeContinue(listVersion, items.at(-1)!) } : {}),
-        ...(more && !filtered && remaining > 0 && remaining <= remainingItemCountMax ? { remainingItemCount: remaining } : {})
+        ...(more && counted && !filtered && remaining > 0 && remaining <= remainingItemCountMax ? { remainingItemCount: remaining } : {})
       } satisfies ListResult
+    })
+
+  const list = (ref: ResourceRef, namespace: string | undefined, options: ListOptions) =>
+    Effect.flatMap(listQuery(ref, namespace, options), ({ selectors, cursor }) => {
+      const limit = options.limit !== undefined && options.limit > 0 ? Math.min(options.limit, listPageSize) : undefined
+      return readPage(ref, namespace, selectors, cursor, limit, true)
+    })
+
+  // Each page is read through the continue token of the one before, so later pages read the current state, as a
+  // client paging with limit and continue would.
+  const listPages = (ref: ResourceRef, namespace: string | undefined, options: Omit<ListOptions, "limit">, pageSize = listPageSize) =>
+    Effect.gen(function*() {
+      const { selectors, cursor } = yield* listQuery(ref, namespace, options)
+      const limit = Math.min(Math.max(1, pageSize), listPageSize)
+      const readAfter = (token: string | undefined) =>
+        Semaphore.withPermit(pagedReads, readPage(ref, namespace, selectors, token === undefined ? cursor : decodeContinue(token), limit, false))
+      const first = yield* readAfter(undefined)
+      const rest = first.continue === undefined
+        ? Stream.empty
+        : Stream.paginate(first.continue, (token) => Effect.map(readAfter(token), (page) => [[page.items], Option.fromUndefinedOr(page.continue)] as const))
+      return { resourceVersion: first.resourceVersion, pages: Stream.concat(Stream.make(first.items), rest) } satisfies PagedList
     })
 
   return {
     get: (ref: ResourceRef, namespace: string | undefined, name: string) => readExisting(ref, namespace, name),
     list,
+    listPages,
     create,
     replace,
     patch,

@@ -7,15 +7,21 @@
  *   carrying a 410 Expired Status (client-go then relists);
  * - a MODIFIED that makes an object start or stop matching the selectors is sent as ADDED or DELETED;
  * - BOOKMARK events (allowWatchBookmarks) carry the resourceVersion the watch has seen up to, matching or not.
+ *
+ * What a watch holds is bounded (WatchLimits): events pass a buffer of `buffer` events on their way to the client.
+ * What is replayed (the initial listing, read a page at a time, and the changes after N) waits for room, so a client
+ * that reads slowly slows the reading down. Live changes come at the writers' pace: one that finds no room for
+ * `slowAfter` makes the watcher slow; the watch stops reading the change feed, drops what it holds and ends with a
+ * 410 Expired ERROR event, so its client relists. timeoutSeconds ends a watch whatever it is doing.
  */
 import type { ResourceRef } from "../core/meta/Kinds.ts"
-import { Context, Duration, Effect, Layer, Stream } from "effect"
-import { ApiError, badRequest } from "../core/meta/ApiError.ts"
+import { type Cause, Context, Data, Duration, Effect, Exit, type Fiber, Layer, Option, Queue, Result, Stream } from "effect"
+import type { ApiError } from "../core/meta/ApiError.ts"
 import type { Json } from "../core/Json.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
-import type { Change } from "../store/Store.ts"
-import { Resources, type Selectors, selectorsOf, selects } from "./Resources.ts"
+import type { Change, Expired, StoreError } from "../store/Store.ts"
+import { parseResourceVersion, Resources, type Selectors, selectorsOf, selects } from "./Resources.ts"
 
 export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR"
 
@@ -24,6 +30,21 @@ export interface WatchEvent {
   readonly object: ResourceObject | Json
 }
 
+/** How much a watch holds for a client that does not keep up, and how long it waits for one (ApiConfig). */
+export interface WatchLimits {
+  /** Events held for the client; the initial listing is also read this many objects at a time. */
+  readonly buffer: number
+  /** How long a live change waits for room in a full buffer before the watcher is slow. */
+  readonly slowAfter: Duration.Input
+  /**
+   * How long the client of an ended watch (410, timeoutSeconds) may take nothing before its consumer is interrupted:
+   * over HTTP that closes the connection, since the writer of a client that stopped reading waits for the socket.
+   */
+  readonly drainGrace: Duration.Input
+}
+
+export const defaultWatchLimits: WatchLimits = { buffer: 100, slowAfter: "1 second", drainGrace: "5 seconds" }
+
 export interface WatchOptions {
   readonly resourceVersion?: string
   readonly labelSelector?: string
@@ -31,6 +52,7 @@ export interface WatchOptions {
   readonly allowWatchBookmarks: boolean
   readonly timeoutSeconds?: number
   readonly bookmarkInterval: Duration.Input
+  readonly limits: WatchLimits
 }
 
 const bookmark = (ref: ResourceRef, resourceVersion: number): WatchEvent => ({
@@ -38,19 +60,18 @@ const bookmark = (ref: ResourceRef, resourceVersion: number): WatchEvent => ({
   object: { kind: ref.info.kind, apiVersion: ref.apiVersion, metadata: { resourceVersion: String(resourceVersion) } }
 })
 
-/** The 410 an expired watch ends with (an ERROR event whose object is a Status, as the API server sends it). */
-export const expiredEvent = (requested: number): WatchEvent => ({
+/** An ERROR event whose object is a 410 Expired Status, as the API server sends it. */
+const expiredStatus = (message: string): WatchEvent => ({
   type: "ERROR",
-  object: {
-    apiVersion: "v1",
-    kind: "Status",
-    metadata: {},
-    status: "Failure",
-    message: `too old resource version: ${requested}`,
-    reason: "Expired",
-    code: 410
-  }
+  object: { apiVersion: "v1", kind: "Status", metadata: {}, status: "Failure", message, reason: "Expired", code: 410 }
 })
+
+/** The 410 an expired watch ends with. */
+export const expiredEvent = (requested: number): WatchEvent => expiredStatus(`too old resource version: ${requested}`)
+
+/** The 410 a slow watcher ends with. */
+export const slowEvent = (resourceVersion: number, buffer: number): WatchEvent =>
+  expiredStatus(`the client fell more than ${buffer} events behind at resource version ${resourceVersion}: list again`)
 
 /** The event a change becomes for a watcher with these selectors, or none. */
 export const eventOf = (change: Change, selectors: Selectors): WatchEvent | undefined => {
@@ -63,10 +84,61 @@ export const eventOf = (change: Change, selectors: Selectors): WatchEvent | unde
   return undefined
 }
 
-const parseResourceVersion = (value: string | undefined): number | undefined | ApiError => {
-  if (value === undefined || value === "" || value === "0") return undefined
-  return /^[0-9]+$/u.test(value) ? Number(value) : badRequest(`invalid resourceVersion "${value}": must be a decimal integer`)
-}
+/** The watcher left a live change waiting in its full buffer for `slowAfter`. */
+class SlowWatcher extends Data.TaggedError("SlowWatcher")<{ readonly resourceVersion: number }> {}
+
+/** Unset and 0 both mean: list what exists, then follow. */
+const requestedVersion = (value: string | undefined): Result.Result<number | undefined, ApiError> =>
+  value === undefined || value === "" ? Result.succeed(undefined) : Result.map(parseResourceVersion(value), (version) => (version === 0 ? undefined : version))
+
+/**
+ * Interrupts `consumer` once it has taken nothing for `grace`. Over HTTP the consumer is the response writer, which
+ * waits for the socket to drain while its client does not read; only an interruption ends that wait (and the
+ * connection).
+ */
+const interruptWhenStalled = (consumer: Fiber.Fiber<unknown, unknown>, taken: () => number, grace: Duration.Input) =>
+  Effect.gen(function*() {
+    let before: number | undefined
+    while (before !== taken()) {
+      before = taken()
+      yield* Effect.sleep(grace)
+    }
+    consumer.interruptUnsafe()
+  })
+
+/**
+ * The events `produce` offers, through a queue of `limits.buffer` that it fills from a fiber of its own, so that it
+ * can tell when its consumer does not keep up. Whatever ends the production (the deadline, a final event, a failure)
+ * drops what the queue still holds; a consumer that then takes nothing for `drainGrace` is interrupted.
+ */
+const buffered = <E>(
+  produce: (queue: Queue.Queue<WatchEvent, E | Cause.Done>) => Effect.Effect<WatchEvent | undefined, E>,
+  limits: WatchLimits,
+  timeoutSeconds: number | undefined
+): Stream.Stream<WatchEvent> =>
+  Stream.unwrap(Effect.withFiber((consumer) => {
+    let taken = 0
+    const deadline = timeoutSeconds === undefined || timeoutSeconds <= 0 ? undefined : Duration.seconds(timeoutSeconds)
+    const events = Stream.callback<WatchEvent, E>((queue) =>
+      Effect.gen(function*() {
+        const produced = produce(queue)
+        // The deadline ends the watch without a final event.
+        const ended = yield* Effect.exit(deadline === undefined ? produced : Effect.map(Effect.timeoutOption(produced, deadline), Option.getOrUndefined))
+        yield* Queue.clear(queue)
+        if (Exit.isFailure(ended)) {
+          yield* Queue.failCause(queue, ended.cause)
+        } else {
+          if (ended.value !== undefined) Queue.offerUnsafe(queue, ended.value)
+          yield* Queue.end(queue)
+        }
+        yield* interruptWhenStalled(consumer, () => taken, limits.drainGrace)
+      }), { bufferSize: limits.buffer, strategy: "suspend" })
+    // Counted a chunk at a time: the count only tells whether the consumer moved.
+    return Effect.succeed(Stream.mapArray(events, (chunk) => {
+      taken++
+      return chunk
+    }))
+  })).pipe(Stream.orDie)
 
 export class Watches extends Context.Service<Watches, {
   readonly watch: (ref: ResourceRef, namespace: string | undefined, options: WatchOptions) => Effect.Effect<Stream.Stream<WatchEvent>, ApiError>
@@ -77,47 +149,60 @@ export class Watches extends Context.Service<Watches, {
 
     const watch = (ref: ResourceRef, namespace: string | undefined, options: WatchOptions) => Effect.gen(function*() {
       const selectors = yield* Effect.fromResult(selectorsOf(options, ref))
-      const requested = parseResourceVersion(options.resourceVersion)
-      if (requested instanceof ApiError) return yield* requested
+      const requested = yield* Effect.fromResult(requestedVersion(options.resourceVersion))
       if (namespace !== undefined && ref.info.scope === "Namespaced") yield* resources.requireProject(namespace)
+      const limits = options.limits
       const inScope = (change: Change) =>
         change.key.resource === ref.info.plural && (namespace === undefined || change.key.namespace === namespace)
 
-      const initial = requested === undefined
-        ? yield* resources.list(ref, namespace, { ...(options.labelSelector === undefined ? {} : { labelSelector: options.labelSelector }), ...(options.fieldSelector === undefined ? {} : { fieldSelector: options.fieldSelector }) })
-        : undefined
-      const after = initial === undefined ? requested : Number(initial.resourceVersion)
-      const synthetic = (initial?.items ?? []).map((object): WatchEvent => ({ type: "ADDED", object }))
-      let seen = after ?? 0
-      const toEvents = (change: Change): ReadonlyArray<WatchEvent> => {
-        seen = change.resourceVersion
-        if (!inScope(change)) return []
-        const event = eventOf(change, selectors)
-        return event === undefined ? [] : [event]
-      }
-      // The subscription lives exactly as long as the stream: Stream.unwrap closes its scope when the watch ends.
-      const changes = Stream.unwrap(Effect.gen(function*() {
-        const subscribed = yield* Effect.result(feed.subscribe(after))
-        if (subscribed._tag === "Failure") {
-          const failure = subscribed.failure
-          return failure._tag === "Expired" ? Stream.make(expiredEvent(failure.requested)) : Stream.fail(failure)
-        }
-        const subscription = subscribed.success
-        return Stream.concat(
-          Stream.fromIterable(subscription.backlog.flatMap(toEvents)),
-          subscription.live.pipe(
-            Stream.flatMap((change) => Stream.fromIterable(toEvents(change))),
-            Stream.catch((expired) => Stream.make(expiredEvent(expired.requested)))
-          )
+      // The resourceVersion the watch has seen up to, for bookmarks and the slow watcher's 410.
+      let seen = requested ?? 0
+      const eventsOf = <E>(changes: Stream.Stream<Change, E>): Stream.Stream<WatchEvent, E> =>
+        Stream.filterMap(changes, (change) => {
+          seen = change.resourceVersion
+          const event = inScope(change) ? eventOf(change, selectors) : undefined
+          return event === undefined ? Result.fail(change) : Result.succeed(event)
+        })
+      const withBookmarks = (events: Stream.Stream<WatchEvent, Expired>) =>
+        options.allowWatchBookmarks
+          ? Stream.merge(events, Stream.tick(options.bookmarkInterval).pipe(Stream.drop(1), Stream.map(() => bookmark(ref, seen))), { haltStrategy: "left" })
+          : events
+
+      /** The synthetic ADDED events of a watch without resourceVersion, a page at a time; returns the list's version. */
+      const listInitial = (replay: (events: ReadonlyArray<WatchEvent>) => Effect.Effect<unknown>) =>
+        Effect.gen(function*() {
+          const listed = yield* resources.listPages(ref, namespace, {
+            ...(options.labelSelector === undefined ? {} : { labelSelector: options.labelSelector }),
+            ...(options.fieldSelector === undefined ? {} : { fieldSelector: options.fieldSelector })
+          }, limits.buffer)
+          yield* Stream.runForEach(listed.pages, (page) => replay(page.map((object): WatchEvent => ({ type: "ADDED", object }))))
+          return Number(listed.resourceVersion)
+        })
+
+      // Replayed events wait for room (offered a batch at a time, so that the client is written to in chunks, not an
+      // event per write); a live one waits `slowAfter` at most; a bookmark is sent only when there is room.
+      const produce = (queue: Queue.Queue<WatchEvent, ApiError | StoreError | Cause.Done>) => {
+        const replay = (events: ReadonlyArray<WatchEvent>) => Queue.offerAll(queue, events)
+        const live = (event: WatchEvent) =>
+          Effect.suspend(() =>
+            Queue.offerUnsafe(queue, event) || event.type === "BOOKMARK"
+              ? Effect.void
+              : Effect.flatMap(Effect.timeoutOption(Queue.offer(queue, event), limits.slowAfter), (offered) =>
+                Option.isSome(offered) ? Effect.void : Effect.fail(new SlowWatcher({ resourceVersion: seen }))))
+        return Effect.scoped(Effect.gen(function*() {
+          seen = requested ?? (yield* listInitial(replay))
+          const subscription = yield* feed.subscribe(seen)
+          yield* Stream.runForEachArray(eventsOf(subscription.backlog), replay)
+          yield* Stream.runForEach(withBookmarks(eventsOf(subscription.live)), live)
+          return undefined
+        })).pipe(
+          Effect.catchTags({
+            Expired: (expired) => Effect.succeed(expiredEvent(expired.requested)),
+            SlowWatcher: (slow) => Effect.succeed(slowEvent(slow.resourceVersion, limits.buffer))
+          })
         )
-      }))
-      const all = Stream.concat(Stream.fromIterable(synthetic), changes).pipe(Stream.orDie)
-      const withBookmarks = options.allowWatchBookmarks
-        ? Stream.merge(all, Stream.tick(options.bookmarkInterval).pipe(Stream.drop(1), Stream.map(() => bookmark(ref, seen))), { haltStrategy: "left" })
-        : all
-      return options.timeoutSeconds === undefined || options.timeoutSeconds <= 0
-        ? withBookmarks
-        : withBookmarks.pipe(Stream.interruptWhen(Effect.sleep(Duration.seconds(options.timeoutSeconds))))
+      }
+      return buffered(produce, limits, options.timeoutSeconds)
     })
 
     return Watches.of({ watch })

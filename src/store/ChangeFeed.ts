@@ -3,12 +3,13 @@
  * out to every watch. It wakes on this process's commits and on other processes' (the store's onCommit, LISTEN/NOTIFY
  * on PostgreSQL), and polls once a second in case a notification was lost.
  *
- * A watch starts from a resourceVersion: recent changes come from an in-memory ring, older ones from the store's log,
- * and anything older than the log's compaction horizon is Expired (HTTP 410). Live delivery goes through a sliding
- * PubSub so a stalled client never holds up the others; a subscriber that fell behind far enough to lose changes
- * notices the gap (each entry names its predecessor) and ends its watch as Expired, so its client relists.
+ * A watch starts from a resourceVersion: recent changes come from an in-memory ring, older ones from the store's log
+ * (a page at a time, as the watch takes them, so replaying a long stretch holds one page), and anything older than the
+ * log's compaction horizon is Expired (HTTP 410). Live delivery goes through a sliding PubSub so a stalled client never
+ * holds up the others; a subscriber that fell behind far enough to lose changes notices the gap (each entry names its
+ * predecessor) and ends its watch as Expired, so its client relists.
  */
-import { Context, type Duration, Effect, Layer, PubSub, Queue, Schedule, type Scope, Stream } from "effect"
+import { Context, type Duration, Effect, Layer, Option, PubSub, Queue, Schedule, type Scope, Stream } from "effect"
 import { type Change, Expired, Store, type StoreError } from "./Store.ts"
 
 export interface FeedOptions {
@@ -30,8 +31,11 @@ interface Entry {
 }
 
 export interface Subscription {
-  /** Changes after the requested resourceVersion that were already committed when the watch started. */
-  readonly backlog: ReadonlyArray<Change>
+  /**
+   * Changes after the requested resourceVersion that were already committed when the watch started, read as they are
+   * pulled. Fails Expired when the log is compacted past them first.
+   */
+  readonly backlog: Stream.Stream<Change, Expired | StoreError>
   /** Every later change, in order. Fails Expired when this subscriber lost changes. */
   readonly live: Stream.Stream<Change, Expired>
   /** The resourceVersion the watch is current at after the backlog. */
@@ -82,30 +86,29 @@ function make(options: FeedOptions) {
     yield* Effect.forkScoped(Effect.forever(Effect.andThen(Queue.take(pokes), Effect.ignore(drain))))
     yield* Effect.forkScoped(Effect.repeat(Effect.sync(() => Queue.offerUnsafe(pokes, undefined)), Schedule.spaced(options.pollInterval)))
 
-    /** Committed changes after `after` from the log, up to what the feed has published. */
-    const fromLog = (after: number, upTo: number): Effect.Effect<ReadonlyArray<Change>, Expired | StoreError> =>
-      Effect.gen(function*() {
-        const collected: Array<Change> = []
-        let cursor = after
-        while (cursor < upTo) {
+    /**
+     * Committed changes after `after` from the log, up to what the feed has published, a page per pull: a watch that
+     * replays a long stretch holds one page of it, not the stretch.
+     */
+    const fromLog = (after: number, upTo: number): Stream.Stream<Change, Expired | StoreError> =>
+      Stream.paginate(after, (cursor) =>
+        Effect.gen(function*() {
           const page = yield* store.changes(cursor, options.pageSize)
-          if (page.compactedResourceVersion > after) return yield* new Expired({ requested: after, oldest: page.compactedResourceVersion })
-          if (page.changes.length === 0) break
-          collected.push(...page.changes.filter((change) => change.resourceVersion <= upTo))
-          cursor = page.changes.at(-1)!.resourceVersion
-        }
-        return collected
-      })
+          // Changes after the cursor were compacted away before the watch read them.
+          if (page.compactedResourceVersion > cursor) return yield* new Expired({ requested: after, oldest: page.compactedResourceVersion })
+          const last = page.changes.at(-1)?.resourceVersion ?? upTo
+          return [page.changes.filter((change) => change.resourceVersion <= upTo), last < upTo ? Option.some(last) : Option.none()] as const
+        }))
 
     const subscribe = (after: number | undefined) => Effect.gen(function*() {
       const subscription = yield* PubSub.subscribe(pubsub)
       const upTo = published
       const start = after ?? upTo
       const backlog = start >= upTo
-        ? []
+        ? Stream.empty
         : start >= ringFrom
-        ? ring.filter((entry) => entry.change.resourceVersion > start).map((entry) => entry.change)
-        : yield* fromLog(start, upTo)
+        ? Stream.fromIterable(ring.filter((entry) => entry.change.resourceVersion > start).map((entry) => entry.change))
+        : fromLog(start, upTo)
       let delivered = Math.max(start, upTo)
       const live = Stream.fromSubscription(subscription).pipe(
         Stream.filter((entry) => entry.change.resourceVersion > delivered),

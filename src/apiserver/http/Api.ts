@@ -17,16 +17,17 @@ import { ApiConfig } from "../ApiConfig.ts"
 import { CreditOperations } from "../CreditOperations.ts"
 import * as OpenApi from "../openapi/OpenApi.ts"
 import { schemaDocuments } from "../openapi/SchemaDocuments.ts"
-import { type Access, Auth, expirationOf, forbidden, type Principal, scopeProblems } from "../Auth.ts"
+import { type Access, Auth, expirationOf, forbidden, type Principal, scopeProblems, tokenExpirationSeconds } from "../Auth.ts"
 import { fingerprint, Idempotency } from "../Idempotency.ts"
 import { Ids } from "../Ids.ts"
-import { etagOf, type PatchType, Resources, type WriteOptions } from "../Resources.ts"
+import { etagOf, type ListResult, type PatchType, Resources, type WriteOptions } from "../Resources.ts"
 import { clockObject, parseClockRequest, SimulationControl } from "../SimulationControl.ts"
-import { Watches, type WatchEvent } from "../Watch.ts"
-import { mediaTypeOf, parseJson, parseYamlDocument, readObject, readText } from "./Body.ts"
+import { defaultWatchLimits, Watches, type WatchEvent } from "../Watch.ts"
+import { mediaTypeOf, parseJson, parseYamlDocument, readObject, readText, textProblem } from "./Body.ts"
 import * as Discovery from "./Discovery.ts"
 import * as Docs from "./Docs.ts"
-import { json, type ResponseContext, requestIdHeader, statusResponse, warningHeader } from "./Respond.ts"
+import { streamedArray } from "./ListBody.ts"
+import { json, type ResponseContext, requestIdHeader, statusResponse, warningHeader, withSafeHeaders } from "./Respond.ts"
 import * as Routes from "./Routes.ts"
 import * as Table from "./Table.ts"
 
@@ -194,29 +195,46 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
     const scopeOf = (principal: Principal, ref: ResourceRef, namespace: string | undefined) =>
       namespace ?? (ref.info.scope === "Namespaced" ? auth.confinedTo(principal) : undefined)
 
+    /**
+     * The selectors of a list or watch, narrowed to what the key may see: among projects, a confined key sees only its
+     * own. The narrowing is one more field requirement, so a list and a watch of the same request see the same objects.
+     */
+    const visibleSelectors = (principal: Principal, ref: ResourceRef, query: URLSearchParams) => {
+      const sent = selectorsOf(query)
+      const confined = auth.confinedTo(principal)
+      if (ref.info !== namespaceKind || confined === undefined) return sent
+      const own = `metadata.name=${confined}`
+      return { ...sent, fieldSelector: sent.fieldSelector === undefined || sent.fieldSelector === "" ? own : `${sent.fieldSelector},${own}` }
+    }
+
     const list = (request: Request, query: URLSearchParams, principal: Principal, ref: ResourceRef, namespace: string | undefined) =>
       Effect.gen(function*() {
-        const confined = auth.confinedTo(principal)
-        const limit = yield* intParameter(query, "limit")
-        const result = yield* resources.list(ref, scopeOf(principal, ref, namespace), {
-          ...selectorsOf(query),
-          ...(limit === undefined ? {} : { limit }),
-          ...(query.get("continue") === null ? {} : { continue: query.get("continue")! })
-        })
-        // A confined key sees only its own project among projects.
-        const items = ref.info === namespaceKind && confined !== undefined ? result.items.filter((item) => item.metadata.name === confined) : result.items
-        const listMeta = {
-          resourceVersion: result.resourceVersion,
-          ...(result.continue === undefined ? {} : { continue: result.continue }),
-          ...(result.remainingItemCount === undefined ? {} : { remainingItemCount: result.remainingItemCount })
+        const limit = yield* intParameter(query, "limit", ...limitRange)
+        const asTable = Table.wantsTable(request.headers["accept"])
+        const includeObject = Table.includeObjectOf(query.get("includeObject"))
+        if (asTable && includeObject === undefined) return yield* badRequest("includeObject must be None, Metadata or Object")
+        const tableOptions = { now: yield* Clock.currentTimeMillis, includeObject: includeObject ?? "Metadata" }
+        const options = {
+          ...visibleSelectors(principal, ref, query),
+          ...(query.get("continue") === null ? {} : { continue: query.get("continue")! }),
+          ...(query.get("resourceVersion") === null ? {} : { resourceVersion: query.get("resourceVersion")! })
         }
-        if (Table.wantsTable(request.headers["accept"])) {
-          const includeObject = Table.includeObjectOf(query.get("includeObject"))
-          if (includeObject === undefined) return yield* badRequest("includeObject must be None, Metadata or Object")
-          const now = yield* Clock.currentTimeMillis
-          return json(200, Table.table(tableOf(ref), items, { now, includeObject, withColumns: true, ...listMeta }))
+        const envelope = (result: ListResult): object => {
+          const listMeta = {
+            resourceVersion: result.resourceVersion,
+            ...(result.continue === undefined ? {} : { continue: result.continue }),
+            ...(result.remainingItemCount === undefined ? {} : { remainingItemCount: result.remainingItemCount })
+          }
+          return asTable
+            ? Table.table(tableOf(ref), result.items, { ...tableOptions, withColumns: true, ...listMeta })
+            : { apiVersion: ref.apiVersion, kind: `${ref.info.kind}List`, metadata: listMeta, items: result.items }
         }
-        return json(200, { apiVersion: ref.apiVersion, kind: `${ref.info.kind}List`, metadata: listMeta, items })
+        if (limit !== undefined && limit > 0) return json(200, envelope(yield* resources.list(ref, scopeOf(principal, ref, namespace), { ...options, limit })))
+        // Without a limit the list is read and written a page at a time (ListBody.ts): the first page is read here, so
+        // what fails before the first byte still answers a Status.
+        const listed = yield* resources.listPages(ref, scopeOf(principal, ref, namespace), options)
+        const elements: Stream.Stream<ReadonlyArray<object>, ApiError> = asTable ? Stream.map(listed.pages, (page) => Table.rows(tableOf(ref), page, tableOptions)) : listed.pages
+        return HttpServerResponse.stream(streamedArray(envelope({ items: [], resourceVersion: listed.resourceVersion }), elements), { contentType: "application/json" })
       })
 
     const watch = (request: Request, query: URLSearchParams, principal: Principal, ref: ResourceRef, namespace: string | undefined) =>
@@ -225,23 +243,27 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
         const allowWatchBookmarks = yield* boolParameter(query, "allowWatchBookmarks")
         const events = yield* watches.watch(ref, scopeOf(principal, ref, namespace), {
           ...(query.get("resourceVersion") === null ? {} : { resourceVersion: query.get("resourceVersion")! }),
-          ...selectorsOf(query),
+          ...visibleSelectors(principal, ref, query),
           allowWatchBookmarks,
           ...(timeoutSeconds === undefined ? {} : { timeoutSeconds }),
-          bookmarkInterval: settings.bookmarkInterval
+          bookmarkInterval: settings.bookmarkInterval,
+          limits: settings.watchLimits ?? defaultWatchLimits
         })
         const asTable = Table.wantsTable(request.headers["accept"])
         const includeObject = Table.includeObjectOf(query.get("includeObject")) ?? "Metadata"
         let first = true
-        const encode = (event: WatchEvent) => Effect.map(Clock.currentTimeMillis, (now) => {
+        const line = (event: WatchEvent, now: number) => {
           const object = asTable && (event.type === "ADDED" || event.type === "MODIFIED" || event.type === "DELETED")
             ? Table.table(tableOf(ref), [event.object as ResourceObject], { now, includeObject, withColumns: first })
             : event.object
           first = false
-          return new TextEncoder().encode(`${JSON.stringify({ type: event.type, object })}\n`)
-        })
+          return `${JSON.stringify({ type: event.type, object })}\n`
+        }
+        // Each chunk the watch hands over (up to its buffer) is one write, not a write per event.
+        const encode = (chunk: ReadonlyArray<WatchEvent>) =>
+          Effect.map(Clock.currentTimeMillis, (now) => [new TextEncoder().encode(chunk.map((event) => line(event, now)).join(""))] as const)
         // An empty first chunk makes Node send the headers at once, so a client sees the watch open before any event.
-        const body = Stream.concat(Stream.make(new Uint8Array(0)), Stream.mapEffect(events, encode))
+        const body = Stream.concat(Stream.make(new Uint8Array(0)), Stream.mapArrayEffect(events, encode))
         return HttpServerResponse.stream(body, { status: 200, contentType: "application/json" })
       })
 

@@ -149,23 +149,27 @@ const rowObject = (object: ResourceObject, includeObject: IncludeObject): JsonOb
  * resourceVersion, continue token and remaining item count when given.
  */
 export const table = (info: KindInfo | "namespaces" | "events", objects: ReadonlyArray<ResourceObject>, options: TableOptions): JsonObject => {
-  const columns = columnsOf(info)
   const metadata: JsonObject = {
     ...(options.resourceVersion === undefined ? {} : { resourceVersion: options.resourceVersion }),
     ...(options.continue === undefined ? {} : { continue: options.continue }),
     ...(options.remainingItemCount === undefined ? {} : { remainingItemCount: options.remainingItemCount })
   }
-  const rows = objects.map((object) => ({
-    cells: columns.map((column) => column.cell(object, options.now)),
-    ...rowObject(object, options.includeObject)
-  }))
   return {
     kind: "Table",
     apiVersion: "meta.k8s.io/v1",
     metadata,
-    ...(options.withColumns ? { columnDefinitions: columns.map((column) => column.definition) } : {}),
-    rows
+    ...(options.withColumns ? { columnDefinitions: columnDefinitions(info) } : {}),
+    rows: rows(info, objects, options)
   }
+}
+
+/** The rows of `objects`, as `table` has them: a list streamed page by page renders each page's rows with this. */
+export const rows = (info: KindInfo | "namespaces" | "events", objects: ReadonlyArray<ResourceObject>, options: Pick<TableOptions, "now" | "includeObject">): Array<JsonObject> => {
+  const columns = columnsOf(info)
+  return objects.map((object) => ({
+    cells: columns.map((column) => column.cell(object, options.now)),
+    ...rowObject(object, options.includeObject)
+  }))
 }
 
 /** The Age cell: the time since creation, or "<unknown>" (Kubernetes' word) when the timestamp is missing or bad. */

@@ -1,7 +1,9 @@
 // Lists over real HTTP (spec: Generic operations, List envelope; kubectl-compat §4): the full label-selector syntax,
 // field selectors and their "field label not supported" error, paging with limit/continue/remainingItemCount, the list
-// envelope (kind, resourceVersion), all-projects lists, missing projects, and cluster-scoped kinds.
+// envelope (kind, resourceVersion), all-projects lists, missing projects, cluster-scoped kinds, resourceVersion checks,
+// and lists longer than a page (streamed without a limit, capped at a page with one).
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { listPageSize } from "../../../src/apiserver/Resources.ts"
 import { request, startTestServer, type TestServer } from "../../support/TestServer.ts"
 import { assertStatus, createJob, createProject, jobPath, jobsPath, mergePatch, namesOf, rv, v1 } from "./Support.ts"
 
@@ -169,12 +171,31 @@ describe("lists", () => {
       assert.isUndefined(reply.body.metadata.remainingItemCount)
     })
 
-    const badParameters: ReadonlyArray<string> = ["continue=not-a-token", "continue=%25%25%25", "limit=abc"]
+    /** A continue token as the server makes one (base64url of [resourceVersion, project, name]), with any version. */
+    const forgedToken = (resourceVersion: string) => Buffer.from(JSON.stringify([resourceVersion, selectorProject, "a"])).toString("base64url")
+    const badParameters: ReadonlyArray<string> = [
+      "continue=not-a-token",
+      "continue=%25%25%25",
+      "limit=abc",
+      "resourceVersion=abc",
+      "resourceVersion=-1",
+      // 2^64: one past the largest uint64 Kubernetes parses.
+      "resourceVersion=18446744073709551616",
+      "resourceVersion=99999999999999999999999",
+      `continue=${forgedToken("99999999999999999999999")}`,
+      `continue=${forgedToken("1")}&resourceVersion=1`
+    ]
     for (const parameter of badParameters) {
       it(`${parameter} is a BadRequest`, async () => {
         assertStatus(server, await request(server, "GET", `${jobsPath(selectorProject)}?${parameter}`), 400, "BadRequest")
       })
     }
+
+    it("a resourceVersion up to 2^64 - 1 is accepted (the latest state is never older than it asks)", async () => {
+      for (const resourceVersion of ["0", "1", "18446744073709551615"]) {
+        assert.deepStrictEqual(namesOf(await request(server, "GET", `${jobsPath(selectorProject)}?resourceVersion=${resourceVersion}`)), ["a", "b", "c", "d", "e"])
+      }
+    })
   })
 
   describe("envelope", () => {
@@ -262,5 +283,46 @@ describe("lists", () => {
     it("a namespaced item without a project segment is NotFound", async () => {
       assertStatus(server, await request(server, "GET", `${v1}/jobs/a`), 404, "NotFound")
     })
+  })
+})
+
+describe("lists longer than a page", () => {
+  let server: TestServer
+  const project = "lists-streamed"
+  const names = Array.from({ length: listPageSize + 1 }, (_, index) => `j${String(index).padStart(4, "0")}`)
+  const table = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+
+  beforeAll(async () => {
+    server = await startTestServer()
+    await createProject(server, project)
+    for (let start = 0; start < names.length; start += 25) {
+      await Promise.all(names.slice(start, start + 25).map((name) => createJob(server, project, name)))
+    }
+  })
+  afterAll(() => server.stop())
+
+  it("an unpaged list is written as it is read, page after page, in the bytes JSON.stringify makes of the whole List", async () => {
+    const reply = await request(server, "GET", jobsPath(project))
+    assert.deepStrictEqual(namesOf(reply), names)
+    assert.isNull(reply.headers.get("content-length"), "a streamed body has no Content-Length")
+    assert.strictEqual(reply.text, JSON.stringify({ apiVersion: "nodus.dev/v1", kind: "JobList", metadata: { resourceVersion: reply.body.metadata.resourceVersion }, items: reply.body.items }))
+  })
+
+  it("an unpaged Table is written page after page too, one row per object", async () => {
+    const reply = await request(server, "GET", jobsPath(project), { headers: { accept: table } })
+    assert.strictEqual(reply.status, 200, reply.text)
+    assert.isNull(reply.headers.get("content-length"))
+    assert.strictEqual(reply.body.kind, "Table")
+    assert.deepStrictEqual((reply.body.rows as ReadonlyArray<any>).map((row) => row.cells[0]), names)
+    assert.strictEqual(reply.text, JSON.stringify(reply.body))
+  })
+
+  it(`a limit above ${listPageSize} is served as ${listPageSize} with a continue token`, async () => {
+    const first = await request(server, "GET", `${jobsPath(project)}?limit=${2 * listPageSize}`)
+    assert.deepStrictEqual(namesOf(first), names.slice(0, listPageSize))
+    assert.strictEqual(first.body.metadata.remainingItemCount, 1)
+    const rest = await request(server, "GET", `${jobsPath(project)}?limit=${2 * listPageSize}&continue=${encodeURIComponent(first.body.metadata.continue)}`)
+    assert.deepStrictEqual(namesOf(rest), names.slice(listPageSize))
+    assert.isUndefined(rest.body.metadata.continue)
   })
 })

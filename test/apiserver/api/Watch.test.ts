@@ -1,13 +1,15 @@
 // Watches over real HTTP, read incrementally as newline-delimited JSON (kubectl-compat §6): event types for create,
 // patch and delete; Go-style boolean parameters; synthetic ADDED events for resourceVersion unset or "0"; resuming from
 // a resourceVersion; selector watches turning MODIFIED into ADDED/DELETED; timeoutSeconds; bookmarks; headers sent
-// before any event; and the errors a watch request can get before it starts.
+// before any event; the errors a watch request can get before it starts; and what a watch holds for a client that does
+// not keep up (a paged initial listing and replay, a 410 for a slow client, timeoutSeconds while it does not read).
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import * as MemoryStore from "../../../src/store/MemoryStore.ts"
 import { Store } from "../../../src/store/Store.ts"
 import { request, startTestServer, type TestServer } from "../../support/TestServer.ts"
 import { assertStatus, createJob, createProject, jobPath, jobsPath, mergePatch, openWatch, rv, sleep, startWatch, summary, v1, type Watcher } from "./Support.ts"
+import { openSilentWatch } from "./SilentWatch.ts"
 
 /** Runs `body` with a watch that is always closed afterwards. */
 const withWatch = async (server: TestServer, path: string, body: (watch: Watcher) => Promise<void>, options: { readonly headers?: Record<string, string> } = {}): Promise<void> => {
@@ -217,6 +219,9 @@ describe("watch", () => {
 
   const refused: ReadonlyArray<{ readonly name: string; readonly path: string; readonly status: number; readonly reason: string }> = [
     { name: "a non-numeric resourceVersion", path: `${jobsPath("watch-refused")}?watch=true&resourceVersion=abc`, status: 400, reason: "BadRequest" },
+    { name: "a resourceVersion of 2^64", path: `${jobsPath("watch-refused")}?watch=true&resourceVersion=18446744073709551616`, status: 400, reason: "BadRequest" },
+    { name: "a resourceVersion far above 2^64", path: `${jobsPath("watch-refused")}?watch=true&resourceVersion=99999999999999999999999`, status: 400, reason: "BadRequest" },
+    { name: "a negative resourceVersion", path: `${jobsPath("watch-refused")}?watch=true&resourceVersion=-5`, status: 400, reason: "BadRequest" },
     { name: "an invalid label selector", path: `${jobsPath("watch-refused")}?watch=true&labelSelector=${encodeURIComponent("a in (")}`, status: 400, reason: "BadRequest" },
     { name: "an unsupported field label", path: `${jobsPath("watch-refused")}?watch=true&fieldSelector=spec.image%3Dx`, status: 400, reason: "BadRequest" },
     { name: "a missing project", path: `${jobsPath("watch-no-such-project")}?watch=true`, status: 404, reason: "NotFound" },
@@ -305,5 +310,111 @@ describe("watch beyond the retained change log", () => {
       assert.deepStrictEqual({ kind: status.kind, code: status.code, reason: status.reason }, { kind: "Status", code: 410, reason: "Expired" })
       assert.isTrue(await watch.ended(5_000), "the stream ends after the 410")
     })
+  })
+})
+
+describe("watch replaying the change log a page at a time", () => {
+  let server: TestServer
+  // No ring to speak of and two changes per log read: a replay of six changes takes three reads.
+  const feed = { bufferSize: 1, subscriberLag: 1_000, pageSize: 2, pollInterval: "1 second" as const }
+
+  beforeAll(async () => {
+    server = await startTestServer({ feed })
+  })
+  afterAll(() => server.stop())
+
+  it("resuming from a resourceVersion replays every later change in order, across log pages", async () => {
+    await createProject(server, "paged-replay")
+    const first = await createJob(server, "paged-replay", "j0")
+    for (let i = 1; i <= 6; i++) await createJob(server, "paged-replay", `j${i}`)
+    await withWatch(server, `${jobsPath("paged-replay")}?watch=true&resourceVersion=${rv(first)}`, async (watch) => {
+      assert.deepStrictEqual(summary(await watch.next(6)), ["ADDED j1", "ADDED j2", "ADDED j3", "ADDED j4", "ADDED j5", "ADDED j6"])
+      await createJob(server, "paged-replay", "live")
+      assert.deepStrictEqual(summary(await watch.next(1)), ["ADDED live"])
+    })
+  })
+})
+
+describe("watch backpressure", () => {
+  let server: TestServer
+  // A small buffer, a short wait for room, and a long grace so that a client that reads again still gets the 410.
+  const limits = { buffer: 4, slowAfter: "100 millis", drainGrace: "30 seconds" } as const
+  // 200 KB per object: a few dozen events fill the sockets between the server and a client that does not read.
+  const bulk = "x".repeat(200 * 1024)
+
+  beforeAll(async () => {
+    server = await startTestServer({ watchLimits: limits })
+  })
+  afterAll(() => server.stop())
+
+  it("a client that stops reading live changes is closed with a 410 Expired ERROR event, not sent every change", async () => {
+    await createProject(server, "slow-watcher")
+    await createJob(server, "slow-watcher", "j")
+    const version = await listVersion(server, "slow-watcher")
+    const watch = await openSilentWatch(server, `${jobsPath("slow-watcher")}?watch=true&resourceVersion=${version}`)
+    try {
+      const patches = 60
+      for (let round = 0; round < patches; round++) {
+        const patched = await mergePatch(server, jobPath("slow-watcher", "j"), { metadata: { annotations: { bulk, round: String(round) } } })
+        assert.strictEqual(patched.status, 200, patched.text)
+      }
+      // Well past slowAfter: the watch has given up on this client by now.
+      await sleep(1_000)
+      const result = await watch.resume()
+      assert.strictEqual(result.status, 200)
+      assert.isTrue(result.complete, "the watch ends with its last chunk")
+      const last = result.events.at(-1)!
+      assert.deepInclude(last, { type: "ERROR" }, JSON.stringify(summary(result.events)))
+      assert.deepInclude(last.object, { kind: "Status", code: 410, reason: "Expired" })
+      const modified = result.events.slice(0, -1)
+      assert.isTrue(modified.every((event) => event.type === "MODIFIED"), JSON.stringify(summary(modified)))
+      // What came is the changes in order, up to where the watch stopped reading: not all of them.
+      assert.deepStrictEqual(modified.map((event) => Number(event.object.metadata.annotations.round)), modified.map((_, index) => index))
+      assert.isBelow(modified.length, patches)
+    } finally {
+      watch.close()
+    }
+  })
+
+  it("the initial listing is read a page of `buffer` objects at a time, then live events follow", async () => {
+    await createProject(server, "paged-listing")
+    const names = Array.from({ length: 3 * limits.buffer + 1 }, (_, index) => `j${String(index).padStart(2, "0")}`)
+    for (const name of names) await createJob(server, "paged-listing", name)
+    await withWatch(server, `${jobsPath("paged-listing")}?watch=true`, async (watch) => {
+      const initial = await watch.next(names.length)
+      assert.deepStrictEqual(summary(initial), names.map((name) => `ADDED ${name}`))
+      await createJob(server, "paged-listing", "live")
+      assert.deepStrictEqual(summary(await watch.next(1)), ["ADDED live"])
+    })
+  })
+})
+
+describe("watch timeoutSeconds while the client does not read", () => {
+  let server: TestServer
+  const limits = { buffer: 4, slowAfter: "1 second", drainGrace: "200 millis" } as const
+
+  beforeAll(async () => {
+    server = await startTestServer({ watchLimits: limits })
+  })
+  afterAll(() => server.stop())
+
+  it("the server cuts the connection at timeoutSeconds (and drainGrace) even while its writes wait for the client", async () => {
+    await createProject(server, "stalled-timeout")
+    const objects = 60
+    const bulk = "x".repeat(200 * 1024)
+    for (let index = 0; index < objects; index++) await createJob(server, "stalled-timeout", `j${index}`, { annotations: { bulk } })
+    // Two seconds leave the server time to fill the socket before the deadline, so that its writes then wait.
+    const watch = await openSilentWatch(server, `${jobsPath("stalled-timeout")}?watch=true&timeoutSeconds=2`)
+    try {
+      // Past timeoutSeconds and drainGrace: the server has given up writing the listing to this client.
+      await sleep(3_500)
+      const result = await watch.resume()
+      assert.strictEqual(result.status, 200)
+      assert.isFalse(result.complete, "the response was cut while the client was not reading, not finished when it read again")
+      assert.isBelow(result.events.length, objects)
+      assert.isTrue(result.events.every((event) => event.type === "ADDED"), JSON.stringify(summary(result.events)))
+    } finally {
+      watch.close()
+    }
   })
 })
