@@ -1,13 +1,20 @@
 /**
- * The settings every part of the API server reads: the API group of every nodus kind, the scheme it is served over
- * (error documentation links name it) and how often watches send bookmarks.
+ * The settings every part of the API server reads: the API group of every nodus kind, the URL clients reach the
+ * server at (error documentation links name it), how often watches send bookmarks and what they hold.
  */
 import { Context, type Duration } from "effect"
+import type { WatchLimits } from "./Watch.ts"
 
 export interface ApiSettings {
   readonly group: string
-  readonly scheme: "http" | "https"
+  /**
+   * The server's address as configured (`--public-url`, else where it listens), known once it listens. Links in
+   * answers are built from it, never from the request's Host header, which a client controls.
+   */
+  readonly publicUrl: () => string
   readonly bookmarkInterval: Duration.Input
+  /** What a watch holds for a client that does not keep up (Watch.ts); defaultWatchLimits when absent. */
+  readonly watchLimits?: WatchLimits
 }
 
 export class ApiConfig extends Context.Service<ApiConfig, ApiSettings>()("nodus/apiserver/ApiConfig") {}

@@ -41,6 +41,15 @@ export const keyPrefix = "nds_"
 /** How long an authenticated key is trusted before the store is asked again (revocation takes effect within it). */
 export const authenticationCacheMs = 2_000
 
+/**
+ * The one org-level kind a project-bound key may write (with its scope): TopUps, which only ever add credits to the
+ * account and take nothing from any project (they support create alone).
+ */
+const projectKeysMayWrite: ReadonlySet<string> = new Set(["topups"])
+
+/** How long an issued key may live: ten minutes to ten years; a request without expirationSeconds gets no expiry. */
+export const tokenExpirationSeconds = { min: 600, max: 10 * 365 * 24 * 60 * 60 } as const
+
 /** Bound on cached keys, so that a flood of random keys cannot grow memory without limit. */
 export const authenticationCacheEntriesMax = 10_000
 
@@ -155,6 +164,12 @@ export class Auth extends Context.Service<Auth, {
       }
       if (principal.namespace !== undefined && info === namespaceKind && (access !== "read" || (namespace !== undefined && namespace !== principal.namespace))) {
         return Effect.fail(forbidden(principal, access === "read" ? `cannot read project "${namespace}"` : "cannot create or delete projects"))
+      }
+      // Cluster-scoped objects are the organisation's: a Budget caps every project it selects, a WebhookEndpoint
+      // receives org-level events whatever projects it names. A key bound to one project may read them with the scope,
+      // never write them, except to pay credits in (docs/auth.md).
+      if (principal.namespace !== undefined && info.scope === "Cluster" && info !== namespaceKind && access !== "read" && !projectKeysMayWrite.has(info.plural)) {
+        return Effect.fail(forbidden(principal, `cannot ${access === "status" ? "write the status of" : "write"} ${info.plural}: they are org-level objects, and the key is bound to project "${principal.namespace}"`))
       }
       // A confined key may always read its own project: kubectl asks for it to word NotFound errors.
       if (info === namespaceKind && access === "read" && principal.namespace !== undefined) return Effect.void

@@ -23,6 +23,8 @@ export interface ServerConfig {
   readonly backend: Backend
   /** Virtual seconds per wall-clock second of the sim backend. */
   readonly simSpeed: number
+  /** The URL clients reach the server at, when it is not the listening address (behind a proxy). */
+  readonly publicUrl: string | undefined
 }
 
 /**
@@ -47,9 +49,11 @@ export const settings: ReadonlyArray<Setting> = [
   { env: "NODUS_TLS_CERT", flag: "--tls-cert", fallback: undefined, description: "PEM certificate file to serve instead of the generated one" },
   { env: "NODUS_TLS_KEY", flag: "--tls-key", fallback: undefined, description: "PEM private key file for --tls-cert" },
   { env: "NODUS_BOOTSTRAP_TOKEN", flag: "--bootstrap-token", fallback: undefined, description: "the admin API key; generated into <data dir>/admin.token when unset" },
+  { env: "NODUS_SECRET_KEY", flag: "--secret-key", fallback: undefined, description: "key sealing Secret values at rest (32 bytes, base64 or hex); generated into <data dir>/secrets.key when unset" },
   { env: "NODUS_API_GROUP", flag: "--api-group", fallback: "nodus.dev", description: "API group of every nodus kind" },
   { env: "NODUS_BACKEND", flag: "--backend", fallback: "sim", description: "what runs workloads: sim (the simulator) or none (the API alone)" },
-  { env: "NODUS_SIM_SPEED", flag: "--sim-speed", fallback: "1", description: "sim backend: virtual seconds per wall-clock second (a positive number)" }
+  { env: "NODUS_SIM_SPEED", flag: "--sim-speed", fallback: "1", description: "sim backend: virtual seconds per wall-clock second (a positive number)" },
+  { env: "NODUS_PUBLIC_URL", flag: "--public-url", fallback: undefined, description: "URL clients reach the server at, for links in answers; default the listening address" }
 ]
 
 export type ConfigResult = { readonly _tag: "Ok"; readonly config: ServerConfig } | { readonly _tag: "Err"; readonly message: string }
@@ -98,6 +102,8 @@ export const resolve = (env: Readonly<Record<string, string | undefined>>, args:
   if (!(backends as ReadonlyArray<string>).includes(backend)) return { _tag: "Err", message: `NODUS_BACKEND "${backend}" is not a backend: choose sim or none` }
   const simSpeed = parseSpeed(values.get("NODUS_SIM_SPEED")!)
   if (simSpeed === undefined) return { _tag: "Err", message: `NODUS_SIM_SPEED "${values.get("NODUS_SIM_SPEED")}" must be a positive number, such as 1 or 60` }
+  const publicUrl = values.get("NODUS_PUBLIC_URL")
+  if (publicUrl !== undefined && !isBaseUrl(publicUrl)) return { _tag: "Err", message: `NODUS_PUBLIC_URL "${publicUrl}" must be an http or https URL without query or fragment, such as https://nodus.example.com` }
   return {
     _tag: "Ok",
     config: {
@@ -108,9 +114,11 @@ export const resolve = (env: Readonly<Record<string, string | undefined>>, args:
       tlsCert: cert,
       tlsKey: key,
       bootstrapToken: values.get("NODUS_BOOTSTRAP_TOKEN"),
+      secretKey,
       apiGroup,
       backend: backend as Backend,
-      simSpeed
+      simSpeed,
+      publicUrl: publicUrl?.replace(/\/+$/u, "")
     }
   }
 }
@@ -121,6 +129,24 @@ const parseSpeed = (text: string): number | undefined => {
   const speed = Number(text)
   return Number.isFinite(speed) && speed > 0 ? speed : undefined
 }
+
+const isBaseUrl = (text: string): boolean => {
+  if (!URL.canParse(text)) return false
+  const url = new URL(text)
+  return (url.protocol === "http:" || url.protocol === "https:") && url.search === "" && url.hash === "" && url.username === ""
+}
+
+/** The 32 bytes of a secret key written as base64 (standard or URL-safe, 43 characters and an optional `=`) or hex. */
+export const decodeSecretKey = (text: string): Uint8Array | undefined => {
+  const trimmed = text.trim()
+  if (/^[0-9a-fA-F]{64}$/u.test(trimmed)) return Buffer.from(trimmed, "hex")
+  if (/^[A-Za-z0-9+/_-]{43}=?$/u.test(trimmed)) return Buffer.from(trimmed.replace(/-/gu, "+").replace(/_/gu, "/"), "base64")
+  return undefined
+}
+
+/** What a malformed secret key is told (it never echoes the key). */
+export const secretKeyProblem = (where: string): string =>
+  `${where} must be 32 random bytes in base64 or hex, such as the output of \`openssl rand -base64 32\``
 
 /** The --help text of the settings. */
 export const usage = (): string =>

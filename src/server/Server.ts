@@ -38,7 +38,7 @@ import { Secrets } from "../runtime/Secrets.ts"
 import * as SimBackend from "./SimBackend.ts"
 import { SimulationControl } from "../apiserver/SimulationControl.ts"
 import * as VirtualClock from "./VirtualClock.ts"
-import { Watches } from "../apiserver/Watch.ts"
+import { Watches, type WatchLimits } from "../apiserver/Watch.ts"
 
 export interface ServerOptions {
   readonly host: string
@@ -47,10 +47,19 @@ export interface ServerOptions {
   /** undefined: plain HTTP. */
   readonly tls: TlsFiles | undefined
   readonly adminToken: string
+  /**
+   * The key Secret values are sealed with (docs/secrets.md); absent: one of this process alone, for stores that do
+   * not outlive it (a persistent store started with another key refuses to start).
+   */
+  readonly secretKey?: Uint8Array | undefined
   readonly bookmarkInterval: Duration.Input
+  /** What a watch holds for a client that does not keep up; default defaultWatchLimits (Watch.ts). */
+  readonly watchLimits?: WatchLimits | undefined
   readonly feed: FeedOptions
   /** Called with the URL once the server listens. */
   readonly onListening: (url: string) => void
+  /** The URL clients reach the server at, when not where it listens (behind a proxy); links in answers use it. */
+  readonly publicUrl?: string | undefined
   /** The sim backend behind the API (docs/simulator.md); absent: none, and the test clock is 404. */
   readonly sim?: SimSettings | undefined
   /** Credits granted once to a new ledger (docs/billing.md); default the starter credits, 0 for a production database. */
@@ -73,13 +82,15 @@ const bootstrapAdmin = (token: string) => Layer.effectDiscard(Effect.gen(functio
   yield* store.commit(ops).pipe(Effect.orDie)
 }))
 
-const announce = (options: ServerOptions) => Layer.effectDiscard(Effect.gen(function*() {
+const announce = (options: ServerOptions, listening: (url: string) => void) => Layer.effectDiscard(Effect.gen(function*() {
   const server = yield* HttpServer.HttpServer
   const address = server.address
   const port = address._tag === "UnixPathAddress" ? options.port : address.port
   const host = options.host === "0.0.0.0" ? "127.0.0.1" : options.host
   const shown = host.includes(":") ? `[${host}]` : host
-  options.onListening(`${options.tls === undefined ? "http" : "https"}://${shown}:${port}`)
+  const url = `${options.tls === undefined ? "http" : "https"}://${shown}:${port}`
+  listening(url)
+  options.onListening(url)
 }))
 
 /** Services a test or the simulator may replace. */
@@ -103,7 +114,9 @@ const backendOf = (sim: SimSettings | undefined) => {
 
 /** The whole server over a given store layer. */
 export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Store, E>, replaced: Replaceable = {}) => {
-  const settings = Layer.succeed(ApiConfig, { group: options.apiGroup, scheme: options.tls === undefined ? "http" : "https", bookmarkInterval: options.bookmarkInterval })
+  // The address is known once the listener is bound (port 0 picks one); until then, the configured one.
+  let publicUrl = options.publicUrl ?? `${options.tls === undefined ? "http" : "https"}://${options.host}:${options.port}`
+  const settings = Layer.succeed(ApiConfig, { group: options.apiGroup, publicUrl: () => publicUrl, bookmarkInterval: options.bookmarkInterval, ...(options.watchLimits === undefined ? {} : { watchLimits: options.watchLimits }) })
   const backend = backendOf(options.sim)
   // The clock goes in first, under everything, so every layer and every fiber they fork reads the same time.
   // Billing: the ledger over the store (starter credits where the server is not a production one) and the estimates.
@@ -142,7 +155,7 @@ export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Sto
   )
   // Every service stays visible to the caller (tests read the store and the outbox through the same build).
   return HttpServer.serve(app).pipe(
-    Layer.provideMerge(announce(options)),
+    Layer.provideMerge(announce(options, (url) => (publicUrl = options.publicUrl ?? url))),
     Layer.provide(listener),
     Layer.provideMerge(api)
   )
@@ -181,6 +194,7 @@ export const layer = (config: ServerConfig) => Layer.unwrap(Effect.sync(() => {
     sim: config.backend === "sim" ? { speed: config.simSpeed } : undefined,
     // docs/billing.md: the embedded default and sim mode start with starter credits, a production database at zero.
     starterCreditsMicro: config.databaseUrl === undefined || config.backend === "sim" ? starterCreditsMicro : 0n,
+    publicUrl: config.publicUrl,
     // docs/billing.md, "Credits": the embedded processor where the starter credits are; none on a production database.
     payments: config.databaseUrl === undefined || config.backend === "sim" ? "embedded" : "none",
     onListening: (url) => console.log(`nodus serving ${url} (store: ${config.databaseUrl === undefined ? `PGlite in ${pgliteDirectory(config.dataDir)}` : "PostgreSQL"}; backend: ${config.backend} at speed ${config.simSpeed}; admin token in ${config.bootstrapToken === undefined ? `${config.dataDir}/admin.token` : "NODUS_BOOTSTRAP_TOKEN"})`)

@@ -124,7 +124,7 @@ const runtimeOver = (driver: Driver) => {
   const ledger = LedgerService.layer({ starterMicro: 100_000_000n }).pipe(Layer.provideMerge(outbox))
   const budgets = BudgetService.layer.pipe(Layer.provideMerge(Layer.mergeAll(feed, ledger)))
   const resources = Resources.layer.pipe(Layer.provideMerge(AdmissionPlugins.layerNone))
-  const base = Layer.mergeAll(resources, budgets, Layer.succeed(ApiConfig, { group, scheme: "http", bookmarkInterval: "30 seconds" }), KindRegistry.layer([holderKind]), Layer.succeed(CapacityPort, driver.port))
+  const base = Layer.mergeAll(resources, budgets, Layer.succeed(ApiConfig, { group, publicUrl: () => "http://127.0.0.1", bookmarkInterval: "30 seconds" }), KindRegistry.layer([holderKind]), Layer.succeed(CapacityPort, driver.port))
     .pipe(Layer.provideMerge(Layer.merge(store, ids)))
   return Reconciler.layer({ catalog, pricebook: currentPricebook, lostAt: T0 }).pipe(Layer.provideMerge(base))
 }

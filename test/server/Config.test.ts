@@ -23,9 +23,11 @@ const defaults: ServerConfig = {
   tlsCert: undefined,
   tlsKey: undefined,
   bootstrapToken: undefined,
+  secretKey: undefined,
   apiGroup: "nodus.dev",
   backend: "sim",
-  simSpeed: 1
+  simSpeed: 1,
+  publicUrl: undefined
 }
 
 describe("Config.resolve", () => {
@@ -50,9 +52,11 @@ describe("Config.resolve", () => {
       NODUS_TLS_CERT: "/etc/tls.crt",
       NODUS_TLS_KEY: "/etc/tls.key",
       NODUS_BOOTSTRAP_TOKEN: "secret",
+      NODUS_SECRET_KEY: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
       NODUS_API_GROUP: "example.com",
       NODUS_BACKEND: "sim",
-      NODUS_SIM_SPEED: "60"
+      NODUS_SIM_SPEED: "60",
+      NODUS_PUBLIC_URL: "https://nodus.example.com/"
     }
     assert.deepStrictEqual(ok(resolve(env, [])), {
       host: "0.0.0.0",
@@ -63,9 +67,11 @@ describe("Config.resolve", () => {
       tlsCert: "/etc/tls.crt",
       tlsKey: "/etc/tls.key",
       bootstrapToken: "secret",
+      secretKey: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
       apiGroup: "example.com",
       backend: "sim",
-      simSpeed: 60
+      simSpeed: 60,
+      publicUrl: "https://nodus.example.com"
     })
   })
 
@@ -116,6 +122,11 @@ describe("Config.resolve", () => {
       "a negative speed": { args: ["--sim-speed=-2"], mentions: "NODUS_SIM_SPEED" },
       "a speed that is not a number": { env: { NODUS_SIM_SPEED: "fast" }, mentions: "NODUS_SIM_SPEED" },
       "a speed in exponent form": { env: { NODUS_SIM_SPEED: "1e3" }, mentions: "NODUS_SIM_SPEED" },
+      "a public URL that is not http(s)": { env: { NODUS_PUBLIC_URL: "ftp://nodus.example.com" }, mentions: "NODUS_PUBLIC_URL" },
+      "a public URL with a query": { args: ["--public-url", "https://nodus.example.com/?x=1"], mentions: "NODUS_PUBLIC_URL" },
+      "a public URL that is no URL": { args: ["--public-url=nodus"], mentions: "NODUS_PUBLIC_URL" },
+      "a secret key that is too short": { env: { NODUS_SECRET_KEY: "c2hvcnQ=" }, mentions: "NODUS_SECRET_KEY" },
+      "a secret key that is no base64 or hex": { args: ["--secret-key", "not a key at all, though it is long enough!!"], mentions: "openssl rand -base64 32" },
       "unknown flag": { args: ["--port", "1"], mentions: "--port" },
       "unknown flag in = form": { args: ["--verbose=1"], mentions: "--verbose" },
       "a positional argument": { args: ["serve"], mentions: "serve" },
@@ -175,7 +186,7 @@ describe("Config.parseAddress", () => {
 describe("Config.usage", () => {
   it("mentions every environment variable and flag", () => {
     const text = usage()
-    const names = ["NODUS_ADDR", "NODUS_DATA_DIR", "DATABASE_URL", "NODUS_TLS", "NODUS_TLS_CERT", "NODUS_TLS_KEY", "NODUS_BOOTSTRAP_TOKEN", "NODUS_API_GROUP", "NODUS_BACKEND", "NODUS_SIM_SPEED"]
+    const names = ["NODUS_ADDR", "NODUS_DATA_DIR", "DATABASE_URL", "NODUS_TLS", "NODUS_TLS_CERT", "NODUS_TLS_KEY", "NODUS_BOOTSTRAP_TOKEN", "NODUS_SECRET_KEY", "NODUS_API_GROUP", "NODUS_BACKEND", "NODUS_SIM_SPEED", "NODUS_PUBLIC_URL"]
     assert.deepStrictEqual(settings.map((setting) => setting.env), names)
     for (const name of names) assert.match(text, new RegExp(`\\b${name}\\b`, "u"), name)
     for (const setting of settings) assert.include(text, setting.flag, setting.flag)

@@ -8,8 +8,9 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { defaultFeedOptions, type FeedOptions } from "../../src/store/ChangeFeed.ts"
+import type { WatchLimits } from "../../src/apiserver/Watch.ts"
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
-import type { Store } from "../../src/store/Store.ts"
+import { Store } from "../../src/store/Store.ts"
 import { kubeconfig } from "../../src/server/Bootstrap.ts"
 import type { Estimates, EstimatesReads } from "../../src/runtime/Estimates.ts"
 import { EventOutbox, type OutboxEvent } from "../../src/runtime/EventOutbox.ts"
@@ -26,6 +27,7 @@ export interface TestServerOptions {
   readonly store?: Layer.Layer<Store, unknown>
   readonly apiGroup?: string
   readonly bookmarkInterval?: string
+  readonly watchLimits?: WatchLimits
   readonly feed?: FeedOptions
   readonly estimates?: Layer.Layer<Estimates, never, EstimatesReads>
   /** Runs the sim backend behind the server (docs/simulator.md), at this speed (simulated seconds per second). */
@@ -65,7 +67,9 @@ export const startTestServer = async (options: TestServerOptions = {}): Promise<
     apiGroup: options.apiGroup ?? "nodus.dev",
     tls: material === undefined ? undefined : { cert: material.certPem, key: material.keyPem, ca: material.caCertPem },
     adminToken,
+    secretKey: options.secretKey ?? testSecretKey,
     bookmarkInterval: (options.bookmarkInterval ?? "30 seconds") as "30 seconds",
+    watchLimits: options.watchLimits,
     feed: options.feed ?? defaultFeedOptions,
     onListening: (url) => announced(url),
     sim: options.sim,

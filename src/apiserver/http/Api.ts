@@ -7,7 +7,8 @@
 import { Cause, Clock, Context, Effect, Layer, Option, Result, Stream } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { type FieldValidation, fieldValidations } from "../../core/meta/Admission.ts"
-import { ApiError, badRequest, notFound } from "../../core/meta/ApiError.ts"
+import { ApiError, badRequest, fieldInvalid, notFound } from "../../core/meta/ApiError.ts"
+import { errorCodeInfo } from "../../core/meta/ErrorCodes.ts"
 import { canonical, isObject, type Json, type JsonObject } from "../../core/Json.ts"
 import { apiVersionOf, byResource, eventKind, type KindInfo, namespaceKind, type Operation, type Version, versions, type ResourceRef } from "../../core/meta/Kinds.ts"
 import type { ResourceObject } from "../../core/meta/ObjectMeta.ts"
@@ -55,11 +56,24 @@ const boolParameter = (query: URLSearchParams, name: string): Effect.Effect<bool
   return Effect.succeed(value ?? false)
 }
 
-const intParameter = (query: URLSearchParams, name: string): Effect.Effect<number | undefined, ApiError> => {
+/**
+ * An integer query parameter within [min, max]. Out of range is the client's mistake, said before anything reads the
+ * store (a number beyond bigint would otherwise fail there, as if the server were down).
+ */
+const intParameter = (query: URLSearchParams, name: string, min: number, max: number): Effect.Effect<number | undefined, ApiError> => {
   const raw = query.get(name)
   if (raw === null || raw === "") return Effect.succeed(undefined)
-  return /^-?[0-9]+$/u.test(raw) ? Effect.succeed(Number(raw)) : Effect.fail(badRequest(`invalid value for ${name}: "${raw}" is not an integer`))
+  const value = Number(raw)
+  if (/^-?[0-9]+$/u.test(raw) && value >= min && value <= max) return Effect.succeed(value)
+  const why = `must be an integer from ${min} to ${max}`
+  return Effect.fail(badRequest(`invalid value for ${name}: "${raw}" ${why}`, [fieldInvalid(name, `Invalid value: ${why}`)]))
 }
+
+/** `limit`: Kubernetes reads zero and below as "no limit"; anything a page could hold is accepted. */
+const limitRange = [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER] as const
+
+/** `timeoutSeconds`: the longest wait a Node timer can hold (2^31 - 1 ms); zero means "no timeout". */
+const timeoutSecondsRange = [0, Math.floor(0x7fff_ffff / 1_000)] as const
 
 const dryRunOf = (query: URLSearchParams): Effect.Effect<boolean, ApiError> => {
   const values = query.getAll("dryRun")
@@ -145,6 +159,33 @@ const selectorsOf = (query: URLSearchParams): { labelSelector?: string; fieldSel
   const labelSelector = query.get("labelSelector")
   const fieldSelector = query.get("fieldSelector")
   return { ...(labelSelector === null ? {} : { labelSelector }), ...(fieldSelector === null ? {} : { fieldSelector }) }
+}
+
+/**
+ * The one Authorization header of a request. Node keeps the first of repeated ones and drops the rest, so a request
+ * with two (one valid, one not) would act as whichever came first: it is refused as ambiguous instead.
+ */
+const authorizationOf = (request: Request): Effect.Effect<string | undefined, ApiError> => {
+  const raw = (request.source as { readonly rawHeaders?: unknown }).rawHeaders
+  const names = Array.isArray(raw) ? raw.filter((_, index) => index % 2 === 0) : []
+  return names.filter((name) => typeof name === "string" && name.toLowerCase() === "authorization").length > 1
+    ? Effect.fail(badRequest("the request carries more than one Authorization header", [fieldInvalid("Authorization", "Invalid value: send exactly one `Authorization: Bearer <key>`")]))
+    : Effect.succeed(request.headers["authorization"])
+}
+
+/**
+ * Text the store cannot hold, in a path segment or a query parameter (`textProblem`): a client's mistake, refused
+ * before anything reads the store rather than failing there as if the store were down.
+ */
+const requestTextProblem = (route: Routes.Route, query: URLSearchParams): ApiError | undefined => {
+  const fieldOf = (part: string) => (part === "namespace" || part === "name" ? `metadata.${part}` : part)
+  const segments = Object.entries(route).flatMap(([part, value]) =>
+    typeof value === "string" ? [[fieldOf(part), value] as const] : Array.isArray(value) ? value.map((segment) => ["path", String(segment)] as const) : [])
+  for (const [field, text] of [...segments, ...query.entries()]) {
+    const problem = textProblem(text)
+    if (problem !== undefined) return badRequest(`${field} holds ${problem}`, [fieldInvalid(field, `Invalid value: ${problem} is not allowed`)])
+  }
+  return undefined
 }
 
 const objectHeaders = (object: ResourceObject, warnings: ReadonlyArray<string> = []): Record<string, string> =>
@@ -239,7 +280,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
 
     const watch = (request: Request, query: URLSearchParams, principal: Principal, ref: ResourceRef, namespace: string | undefined) =>
       Effect.gen(function*() {
-        const timeoutSeconds = yield* intParameter(query, "timeoutSeconds")
+        const timeoutSeconds = yield* intParameter(query, "timeoutSeconds", ...timeoutSecondsRange)
         const allowWatchBookmarks = yield* boolParameter(query, "allowWatchBookmarks")
         const events = yield* watches.watch(ref, scopeOf(principal, ref, namespace), {
           ...(query.get("resourceVersion") === null ? {} : { resourceVersion: query.get("resourceVersion")! }),
@@ -296,8 +337,9 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
           const headers = { etag: result.etag ?? etagOf(result.object), ...warningHeader(result.warnings) }
           return yield* renderObject(request, query, ref, result.object, 201, headers)
         }
+        // What the client asked for, not what its User-Agent says: a retry from an upgraded client is the same request.
         const claim = yield* idempotency.claim(principal.name, key, fingerprint([
-          "POST", new URL(request.url, "http://local").pathname, options.fieldValidation, options.fieldManager, canonical((body ?? null) as Json)
+          "POST", new URL(request.url, "http://local").pathname, options.fieldValidation, query.get("fieldManager") ?? "", canonical((body ?? null) as Json)
         ]))
         if (claim._tag === "Replay") {
           const object = claim.response.body as unknown as ResourceObject
@@ -363,8 +405,9 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
         const body = yield* Effect.flatMap(readText(request), parseJson)
         const spec = isObject((body ?? null) as Json) && isObject((body as JsonObject)["spec"]) ? (body as JsonObject)["spec"] as JsonObject : {}
         const seconds = spec["expirationSeconds"]
-        if (seconds !== undefined && (typeof seconds !== "number" || !Number.isInteger(seconds) || seconds < 600)) {
-          return yield* new ApiError({ code: "Invalid", message: "spec.expirationSeconds must be an integer of at least 600", causes: [{ field: "spec.expirationSeconds", reason: "FieldValueInvalid", message: "must be an integer of at least 600" }] })
+        if (seconds !== undefined && (typeof seconds !== "number" || !Number.isInteger(seconds) || seconds < tokenExpirationSeconds.min || seconds > tokenExpirationSeconds.max)) {
+          const rule = `must be an integer from ${tokenExpirationSeconds.min} to ${tokenExpirationSeconds.max} (omit it for a key that does not expire)`
+          return yield* new ApiError({ code: "Invalid", message: `spec.expirationSeconds ${rule}`, causes: [fieldInvalid("spec.expirationSeconds", rule)] })
         }
         const account = yield* resources.get(ref, namespace, name)
         // A key acts with its account's scopes: minting one is granting them, so the caller must hold them all.
@@ -483,10 +526,19 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
 
     const authenticated = (request: Request, url: URL, route: Routes.Route): Effect.Effect<Response, ApiError> =>
       Effect.gen(function*() {
-        const principal = yield* auth.authenticate(request.headers["authorization"])
+        const principal = yield* auth.authenticate(yield* authorizationOf(request))
         const found = discovery(request, route)
         if (found !== undefined) return found
         switch (route._tag) {
+          case "Root":
+            return json(200, { paths: Routes.rootPaths(group) })
+          case "OpenApiV2":
+            // An empty body is an empty protobuf Document: kubectl finds no schema there and skips client-side
+            // validation (needed for Namespace manifests and TopUps, whose v3 documents have no PATCH to carry
+            // fieldValidation). The type is the one kube-openapi answers with: the '@' form kubectl asks for is no
+            // valid media type, and client-go fails to parse a response that carries it ("unexpected content after
+            // media subtype").
+            return HttpServerResponse.uint8Array(new Uint8Array(0), { contentType: "application/com.github.proto-openapi.spec.v2.v1.0+protobuf" })
           case "Group":
             return route.group === group ? json(200, Discovery.group(group)) : yield* resourceNotFound()
           case "GroupVersion":
@@ -514,9 +566,9 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
 
     const route = (request: Request, url: URL): Effect.Effect<Response, ApiError> => {
       const parsed = Routes.parse(url.pathname)
+      const problem = requestTextProblem(parsed, url.searchParams)
+      if (problem !== undefined) return Effect.fail(problem)
       switch (parsed._tag) {
-        case "Root":
-          return Effect.succeed(json(200, { paths: Routes.rootPaths(group) }))
         case "Version":
           return Effect.succeed(json(200, Discovery.versionInfo()))
         case "Health":
@@ -525,12 +577,6 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
           const page = parsed.code === undefined ? Docs.indexPage() : Docs.codePage(parsed.code)
           return page === undefined ? Effect.fail(notFound({ kind: "errorcodes", name: parsed.code ?? "" })) : Effect.succeed(HttpServerResponse.text(page, { contentType: "text/html; charset=utf-8" }))
         }
-        case "OpenApiV2":
-          // An empty body is an empty protobuf Document: kubectl finds no schema there and skips client-side
-          // validation (needed for Namespace manifests and TopUps, whose v3 documents have no PATCH to carry
-          // fieldValidation). The type is the one kube-openapi answers with: the '@' form kubectl asks for is no valid
-          // media type, and client-go fails to parse a response that carries it ("unexpected content after media subtype").
-          return Effect.succeed(HttpServerResponse.uint8Array(new Uint8Array(0), { contentType: "application/com.github.proto-openapi.spec.v2.v1.0+protobuf" }))
         case "NotFound":
           return Effect.fail(resourceNotFound())
         default:
@@ -546,19 +592,25 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
       const requestId = `${requestPrefix}${(++requestCounter).toString(36)}`
       const context: ResponseContext = {
         requestId,
-        docsBase: `${settings.scheme}://${request.headers["host"] ?? "localhost"}/docs/errors`
+        docsBase: `${settings.publicUrl()}/docs/errors`
       }
       const url = new URL(request.url, "http://local")
+      const logged = `${request.method} ${url.pathname} (request id ${requestId})`
       return route(request, url).pipe(
         Effect.catchCause((cause) => {
           const failure = Cause.findErrorOption(cause)
-          if (Option.isSome(failure) && failure.value instanceof ApiError) return Effect.succeed(statusResponse(failure.value, context))
+          if (Option.isSome(failure) && failure.value instanceof ApiError) {
+            const error = failure.value
+            // Every 5xx is the server's to explain: it is logged with the id the client was given.
+            const log = errorCodeInfo(error.code).httpStatus >= 500 ? Effect.logError(`${logged} answered ${error.code}: ${error.message}`) : Effect.void
+            return Effect.as(log, statusResponse(error, context))
+          }
           return Effect.as(
-            Effect.logError("request failed", Cause.pretty(cause)),
+            Effect.logError(`${logged} failed`, Cause.pretty(cause)),
             statusResponse(new ApiError({ code: "InternalError", message: "an internal error occurred; it has been logged", fix: `Retry the request; if it keeps failing, report request id ${requestId}.` }), context)
           )
         }),
-        Effect.map((response) => HttpServerResponse.setHeader(response, requestIdHeader, requestId))
+        Effect.map((response) => withSafeHeaders(HttpServerResponse.setHeader(response, requestIdHeader, requestId)))
       )
     }
 

@@ -155,6 +155,15 @@ const decodersOf = (schema: Schema.Codec<unknown, unknown>): Decoders => {
   return found
 }
 
+/** The schema's verdict in a failed decode; undefined when the decode died instead (a defect of a schema). */
+const schemaErrorOf = (exit: Exit.Exit<unknown, Schema.SchemaError>): Schema.SchemaError | undefined => {
+  if (Exit.isSuccess(exit)) return undefined
+  const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
+  return failure !== undefined && Schema.isSchemaError(failure.error) ? failure.error : undefined
+}
+
+const unexpected = () => new ApiError({ code: "InternalError", message: "admission failed unexpectedly" })
+
 /**
  * Decodes `input` with `schema`. Returns the admitted object (unknown fields dropped) and the warnings for Warn, or
  * the error a client should see: Invalid with every cause, or BadRequest for unknown fields under Strict.
@@ -169,15 +178,22 @@ export const admit = <S extends Schema.Codec<unknown, unknown>>(
   const { strict: decodeStrict, lenient: decodeLenient } = decodersOf(schema)
   const strict = decodeStrict(input)
   if (Exit.isSuccess(strict)) return Result.succeed({ object: strict.value as JsonObject, warnings: [] })
-  const failure = strict.cause.reasons.find((reason) => reason._tag === "Fail")
-  if (failure === undefined || !Schema.isSchemaError(failure.error)) return Result.fail(new ApiError({ code: "InternalError", message: "admission failed unexpectedly" }))
-  const causes = problemsOf(failure.error.issue).map((problem) => causeOf(problem))
+  const failure = schemaErrorOf(strict)
+  if (failure === undefined) return Result.fail(unexpected())
+  const causes = problemsOf(failure.issue).map((problem) => causeOf(problem))
   const unknown = causes.filter((cause) => cause.reason === "FieldValueUnknown")
   const invalidCauses = causes.filter((cause) => cause.reason !== "FieldValueUnknown")
   if (invalidCauses.length > 0) return Result.fail(invalid(subject, fieldValidation === "Strict" ? causes : invalidCauses, kind))
   if (fieldValidation === "Strict") return Result.fail(unknownFieldError(unknown))
+  // Rules that look at a whole object (a filter over several fields) run only once its structure decodes, so without
+  // the unknown fields the lenient decode can find problems the strict one never reached: they are the client's too.
   const lenient = decodeLenient(input)
-  if (Exit.isFailure(lenient)) return Result.fail(new ApiError({ code: "InternalError", message: "admission failed unexpectedly" }))
+  if (Exit.isFailure(lenient)) {
+    const rules = schemaErrorOf(lenient)
+    if (rules === undefined) return Result.fail(unexpected())
+    const ruleCauses = problemsOf(rules.issue).map((problem) => causeOf(problem))
+    return Result.fail(invalid(subject, fieldValidation === "Warn" ? [...ruleCauses, ...unknown] : ruleCauses, kind))
+  }
   return Result.succeed({
     object: lenient.value as JsonObject,
     warnings: fieldValidation === "Warn" ? unknown.map((cause) => cause.message) : []

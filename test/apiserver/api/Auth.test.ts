@@ -4,7 +4,7 @@
 // key lifetimes have a minimum.
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { type Reply, request, startTestServer, type TestServer } from "../../support/TestServer.ts"
-import { assertStatus, causeFields, createJob, createProject, eventually, jobBody, jobPath, jobsPath, mergePatch, namesOf, sandboxBody, sandboxesPath, v1 } from "./Support.ts"
+import { assertStatus, causeFields, createJob, createProject, eventually, jobBody, jobPath, jobsPath, mergePatch, namesOf, openWatch, rawRequest, sandboxBody, sandboxesPath, summary, v1 } from "./Support.ts"
 
 const p1 = "auth-p1"
 const p2 = "auth-p2"
@@ -123,6 +123,52 @@ describe("authentication and scopes", () => {
     const reply = await request(server, "GET", "/api/v1/namespaces", { token: as("reader") })
     assert.strictEqual(reply.status, 200, reply.text)
     assert.deepStrictEqual(namesOf(reply), [p1])
+  })
+
+  it("the reader's watch of projects streams only its own project, new projects included (hardening item 4)", async () => {
+    // A project of its own, so that deleting it gives the watch an event of its project to wait for.
+    await createProject(server, "auth-watched")
+    await createAccount("auth-watched", "watcher", ["jobs:read"])
+    const watcher = await openWatch(server, "/api/v1/namespaces?watch=1", { token: await tokenOf("auth-watched", "watcher") })
+    try {
+      assert.deepStrictEqual(summary(await watcher.next(1)), ["ADDED auth-watched"])
+      await createProject(server, "auth-p3")
+      assert.strictEqual((await request(server, "DELETE", "/api/v1/namespaces/auth-watched")).status, 200)
+      // The next event is its own project's deletion: p3's creation never reached this watch.
+      assert.deepStrictEqual(summary(await watcher.next(1)), ["MODIFIED auth-watched"])
+    } finally {
+      await watcher.close()
+    }
+    const narrowed = await request(server, "GET", `/api/v1/namespaces?fieldSelector=metadata.name%3D${p2}`, { token: as("reader") })
+    assert.deepStrictEqual(namesOf(narrowed), [], "a selector cannot widen the narrowing")
+  })
+
+  it("a project-bound key with every write scope cannot write org-level objects (hardening item 5)", async () => {
+    await createAccount(p1, "org-writer", ["*:write", "billing:write"])
+    const token = await tokenOf(p1, "org-writer")
+    const budget = { apiVersion: "nodus.dev/v1", kind: "Budget", metadata: { name: "starve-p2" }, spec: { amountUSD: "0.01", period: "Monthly", selector: { projects: [p2] } } }
+    assertStatus(server, await request(server, "POST", `${v1}/budgets`, { body: budget, token }), 403, "Forbidden")
+    const own = { ...budget, metadata: { name: "own-p1" }, spec: { ...budget.spec, selector: { projects: [p1] } } }
+    assertStatus(server, await request(server, "POST", `${v1}/budgets`, { body: own, token }), 403, "Forbidden")
+    const endpoint = { apiVersion: "nodus.dev/v1", kind: "WebhookEndpoint", metadata: { name: "spy" }, spec: { url: "https://hooks.example.com/in", projects: [p2] } }
+    assertStatus(server, await request(server, "POST", `${v1}/webhookendpoints`, { body: endpoint, token }), 403, "Forbidden")
+    assert.deepStrictEqual(namesOf(await request(server, "GET", `${v1}/budgets`)), [])
+    assert.deepStrictEqual(namesOf(await request(server, "GET", `${v1}/webhookendpoints`)), [])
+    // The admin's Job in p2 is not capped by anything the key tried.
+    assert.strictEqual((await request(server, "POST", jobsPath(p2), { body: jobBody("after-budget") })).status, 201)
+    // Reading them stays possible with the scope.
+    assert.strictEqual((await request(server, "GET", `${v1}/budgets`, { token })).status, 200)
+  })
+
+  it("/ and /openapi/v2 need a key; two Authorization headers are refused (hardening item 6)", async () => {
+    for (const path of ["/", "/openapi/v2"]) {
+      assertStatus(server, await request(server, "GET", path, { token: null }), 401, "Unauthorized")
+      assert.strictEqual((await request(server, "GET", path)).status, 200)
+    }
+    const reply = await rawRequest(server, jobsPath(p1), [["Authorization", `Bearer ${server.token}`], ["Authorization", "Bearer nds_not-a-key"]])
+    assert.strictEqual(reply.status, 400, reply.text)
+    assert.strictEqual(JSON.parse(reply.text).reason, "BadRequest")
+    assert.include(reply.text, "Authorization")
   })
 
   it("the reader's watch of another project is Forbidden; of its own works", async () => {

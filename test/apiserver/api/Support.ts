@@ -3,6 +3,7 @@
  * answer must pass (spec: Errors, Status body), polling with a deadline, and a watch client that reads the
  * newline-delimited stream incrementally (kubectl-compat §6).
  */
+import * as http from "node:http"
 import { assert } from "@effect/vitest"
 import { type Reply, request, type TestServer } from "../../support/TestServer.ts"
 
@@ -233,3 +234,22 @@ export const openWatch = async (server: TestServer, path: string, options: { rea
     }
   }
 }
+
+/**
+ * One GET over node:http with headers exactly as given, repeated names and Host included (fetch merges or forbids
+ * them).
+ */
+export const rawRequest = (server: TestServer, path: string, headers: ReadonlyArray<readonly [string, string]>): Promise<{ readonly status: number; readonly text: string }> =>
+  new Promise((resolve, reject) => {
+    const url = new URL(path, server.url)
+    // Given as a raw list, headers go out exactly as listed: HTTP/1.1 needs a Host, so one is added when absent.
+    const withHost = headers.some(([name]) => name.toLowerCase() === "host") ? headers : [["Host", url.host] as const, ...headers]
+    const sent = http.request({ host: url.hostname, port: url.port, path: `${url.pathname}${url.search}`, method: "GET", headers: withHost.flat() as Array<string> }, (response) => {
+      let text = ""
+      response.setEncoding("utf8")
+      response.on("data", (chunk: string) => (text += chunk))
+      response.on("end", () => resolve({ status: response.statusCode ?? 0, text }))
+    })
+    sent.on("error", reject)
+    sent.end()
+  })
