@@ -21,11 +21,7 @@ import { mkdtempSync, writeFileSync } from "node:fs"
 import { Agent, request } from "node:http"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
-
-const argument = (name: string, fallback: string): string => {
-  const index = process.argv.indexOf(`--${name}`)
-  return index === -1 ? fallback : process.argv[index + 1] ?? fallback
-}
+import { argument } from "./Arguments.ts"
 
 const clients = Number(argument("clients", "16"))
 const seconds = Number(argument("seconds", "10"))

@@ -14,11 +14,7 @@ import { registeredCodes } from "../test/apiserver/api/Support.ts"
 import { type FuzzRequest, prepareTarget, replyProblem, requestArbitrary, send, unsendable } from "../test/support/RequestFuzz.ts"
 import { createDatabase } from "../test/support/Postgres.ts"
 import { startTestServer, type TestServer } from "../test/support/TestServer.ts"
-
-const argument = (name: string, fallback: string): string => {
-  const index = process.argv.indexOf(`--${name}`)
-  return index === -1 ? fallback : process.argv[index + 1] ?? fallback
-}
+import { argument } from "./Arguments.ts"
 
 const requests = Number(argument("requests", "100000"))
 const clients = Number(argument("clients", "4"))

@@ -27,6 +27,7 @@ import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { theoreticalMeanWait } from "./sim/mm1.ts"
 import type { PlatformResult } from "./sim/platform.ts"
+import { argument } from "./Arguments.ts"
 
 export interface Options {
   /** The raw command line after the script, for sections that read flags of their own. */
@@ -43,11 +44,6 @@ export interface Section {
 }
 
 const root = join(import.meta.dirname, "..")
-
-export const argument = (argv: ReadonlyArray<string>, name: string, fallback: string): string => {
-  const index = argv.indexOf(`--${name}`)
-  return index === -1 ? fallback : argv[index + 1] ?? fallback
-}
 
 /** The outcome of one child process: its JSON line, or why there is none. */
 type ChildOutcome = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly reason: string }
@@ -161,7 +157,7 @@ const mm1Section: Section = {
   name: "mm1",
   title: "M/M/1 (λ = 1.0, μ = 1.1): nodus Engine vs SimPy 3 vs simjs",
   run: async (options) => {
-    const customers = Number(argument(options.argv, "customers", "1000000"))
+    const customers = Number(argument("customers", "1000000", options.argv))
     process.stdout.write(
       `${customers.toLocaleString("en-US")} customers, seed ${options.seed}, ${options.runs} run(s) each in a fresh process (median); ` +
         `theoretical mean wait in queue ρ/(μ−λ) = ${theoreticalMeanWait.toFixed(2)}\n\n`
@@ -239,9 +235,9 @@ const platformSection: Section = {
   name: "platform",
   title: "30 simulated days, 10,000 hosts, 10^6 Jobs with preemptions and checkpoints (goal: under 60 s on one core)",
   run: async (options) => {
-    const checks = argument(options.argv, "checks", "both")
-    const arrivals = argument(options.argv, "arrivals", "")
-    const pin = argument(options.argv, "pin", "on") !== "off"
+    const checks = argument("checks", "both", options.argv)
+    const arrivals = argument("arrivals", "", options.argv)
+    const pin = argument("pin", "on", options.argv) !== "off"
     const modes = checks === "on" ? [true] : checks === "off" ? [false] : [false, true]
     const pinned = pin && taskset !== undefined
     process.stdout.write(
@@ -293,8 +289,8 @@ const platformSection: Section = {
 export const sections: Array<Section> = [mm1Section, platformSection]
 
 export const main = async (argv: ReadonlyArray<string>): Promise<void> => {
-  const options: Options = { argv, seed: Number(argument(argv, "seed", "1")), runs: Math.max(1, Number(argument(argv, "runs", "1"))) }
-  const only = argument(argv, "section", "")
+  const options: Options = { argv, seed: Number(argument("seed", "1", argv)), runs: Math.max(1, Number(argument("runs", "1", argv))) }
+  const only = argument("section", "", argv)
   const selected = only === "" ? sections : sections.filter((section) => section.name === only)
   if (selected.length === 0) {
     process.stderr.write(`no section ${only}; sections: ${sections.map((section) => section.name).join(", ")}\n`)

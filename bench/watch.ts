@@ -22,11 +22,7 @@ import { Agent, request } from "node:http"
 import { connect, type Socket } from "node:net"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
-
-const argument = (name: string, fallback: string): string => {
-  const index = process.argv.indexOf(`--${name}`)
-  return index === -1 ? fallback : process.argv[index + 1] ?? fallback
-}
+import { argument } from "./Arguments.ts"
 
 const objects = Number(argument("objects", "20000"))
 const watchers = Number(argument("watchers", "50"))

@@ -9,6 +9,7 @@
  */
 import { Engine } from "../../src/backends/sim/Engine.ts"
 import { Prng } from "../../src/backends/sim/Prng.ts"
+import { argument } from "../Arguments.ts"
 
 export const arrivalRate = 1.0
 export const serviceRate = 1.1
@@ -74,10 +75,6 @@ export const runMm1 = (options: { readonly customers: number; readonly seed: str
 }
 
 if (import.meta.main) {
-  const argument = (name: string, fallback: string): string => {
-    const index = process.argv.indexOf(`--${name}`)
-    return index === -1 ? fallback : process.argv[index + 1] ?? fallback
-  }
   const result = runMm1({ customers: Number(argument("customers", "1000000")), seed: argument("seed", "1") })
   process.stdout.write(`${JSON.stringify(result)}\n`)
 }

@@ -11,6 +11,7 @@
  * so `load` gives it a stand-in `window` for the duration of the require.
  */
 import { createRequire } from "node:module"
+import { argument } from "../Arguments.ts"
 
 interface Request {
   done(callback: (this: never) => void, context?: object): Request
@@ -80,10 +81,6 @@ export const runMm1Simjs = (Simjs: Simjs, options: { readonly customers: number;
 }
 
 if (import.meta.main) {
-  const argument = (name: string, fallback: string): string => {
-    const index = process.argv.indexOf(`--${name}`)
-    return index === -1 ? fallback : process.argv[index + 1] ?? fallback
-  }
   const Simjs = load()
   if (typeof Simjs === "string") {
     process.stderr.write(`${Simjs}\n`)
