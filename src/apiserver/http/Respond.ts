@@ -51,9 +51,12 @@ export const statusResponse = (error: ApiError, context: ResponseContext): HttpS
     ...(error.retryAfterSeconds === undefined ? {} : { "retry-after": String(error.retryAfterSeconds) })
   })
 
-/** RFC 9111 §5.5-style `Warning: 299 - "text"` values, joined as one header (Kubernetes sends them this way). */
+/**
+ * RFC 9111 §5.5-style `Warning: 299 - "text"` values, joined as one header (Kubernetes sends them this way). The text
+ * may quote a client's field names in any script: `withSafeHeaders` escapes it on the way out.
+ */
 export const warningHeader = (warnings: ReadonlyArray<string>): Record<string, string> =>
-  warnings.length === 0 ? {} : { warning: warnings.map((text) => `299 - ${headerText(JSON.stringify(text))}`).join(", ") }
+  warnings.length === 0 ? {} : { warning: warnings.map((text) => `299 - ${JSON.stringify(text)}`).join(", ") }
 
 const headerSafe = /^[\t\x20-\x7e]*$/u
 
@@ -61,11 +64,11 @@ const headerSafe = /^[\t\x20-\x7e]*$/u
  * Text as a header value: printable ASCII, anything else escaped as JSON escapes it (`\u4e2d`). A value Node cannot
  * write would fail the answer after its commit, so no header carries raw client text.
  */
-export const headerText = (text: string): string =>
-  headerSafe.test(text) ? text : text.replace(/[^\t\x20-\x7e]/gu, (character) =>
+const headerText = (text: string): string =>
+  text.replace(/[^\t\x20-\x7e]/gu, (character) =>
     Array.from({ length: character.length }, (_, index) => `\\u${character.charCodeAt(index).toString(16).padStart(4, "0")}`).join(""))
 
-/** A response whose every header value is `headerText`: the last guard before Node writes the head. */
+/** A response whose every header value is `headerText`: the one guard before Node writes the head. */
 export const withSafeHeaders = (response: HttpServerResponse.HttpServerResponse): HttpServerResponse.HttpServerResponse =>
   Object.entries(response.headers).reduce(
     (safe, [name, value]) => (typeof value !== "string" || headerSafe.test(value) ? safe : HttpServerResponse.setHeader(safe, name, headerText(value))),
