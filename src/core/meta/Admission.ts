@@ -162,6 +162,8 @@ const schemaErrorOf = (exit: Exit.Exit<unknown, Schema.SchemaError>): Schema.Sch
   return failure !== undefined && Schema.isSchemaError(failure.error) ? failure.error : undefined
 }
 
+const causesOf = (error: Schema.SchemaError): ReadonlyArray<Cause> => problemsOf(error.issue).map((problem) => causeOf(problem))
+
 const unexpected = () => new ApiError({ code: "InternalError", message: "admission failed unexpectedly" })
 
 /**
@@ -180,7 +182,7 @@ export const admit = <S extends Schema.Codec<unknown, unknown>>(
   if (Exit.isSuccess(strict)) return Result.succeed({ object: strict.value as JsonObject, warnings: [] })
   const failure = schemaErrorOf(strict)
   if (failure === undefined) return Result.fail(unexpected())
-  const causes = problemsOf(failure.issue).map((problem) => causeOf(problem))
+  const causes = causesOf(failure)
   const unknown = causes.filter((cause) => cause.reason === "FieldValueUnknown")
   const invalidCauses = causes.filter((cause) => cause.reason !== "FieldValueUnknown")
   if (invalidCauses.length > 0) return Result.fail(invalid(subject, fieldValidation === "Strict" ? causes : invalidCauses, kind))
@@ -191,7 +193,7 @@ export const admit = <S extends Schema.Codec<unknown, unknown>>(
   if (Exit.isFailure(lenient)) {
     const rules = schemaErrorOf(lenient)
     if (rules === undefined) return Result.fail(unexpected())
-    const ruleCauses = problemsOf(rules.issue).map((problem) => causeOf(problem))
+    const ruleCauses = causesOf(rules)
     return Result.fail(invalid(subject, fieldValidation === "Warn" ? [...ruleCauses, ...unknown] : ruleCauses, kind))
   }
   return Result.succeed({
