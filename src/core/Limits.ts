@@ -24,6 +24,8 @@ export const jobBackoffLimitMax = 100
 export const jobInputsMax = 8
 export const jobOutputsMax = 32
 export const initCommandTimeoutMsMax = 30 * minuteMs
+/** Log lines of a customer exit that a Job's status.message shows (spec: Job status.message). */
+export const failureLogLines = 3
 export const scaledownWindowMsMax = 20 * minuteMs
 
 // Recovery (spec: Recovery; Limits)

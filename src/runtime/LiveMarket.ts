@@ -5,6 +5,7 @@
  * no live market, and the preview falls back to the fleet with every host free.
  */
 import { Context, Effect, Layer, type Scope } from "effect"
+import type { Offering } from "../core/capacity/Offering.ts"
 import type { Market } from "../core/capacity/Placement.ts"
 
 /** The market a workload of a project sees (warm hosts are reused within their project only). */
@@ -13,23 +14,28 @@ export type MarketSource = (namespace: string) => Market
 export class LiveMarket extends Context.Service<LiveMarket, {
   /** The live market of `namespace`, or undefined when no backend provides one. */
   readonly marketFor: (namespace: string) => Market | undefined
-  /** Makes `source` the live market until the scope closes (the backend stops). */
-  readonly provide: (source: MarketSource) => Effect.Effect<void, never, Scope.Scope>
+  /** The offerings the backend sells, when they are not the catalog's (live hosts: their Nodes' offerings). */
+  readonly catalogNow: () => ReadonlyArray<Offering> | undefined
+  /** Makes `source` the live market (and `catalog` the offerings, when given) until the scope closes. */
+  readonly provide: (source: MarketSource, catalog?: () => ReadonlyArray<Offering>) => Effect.Effect<void, never, Scope.Scope>
 }>()("nodus/server/LiveMarket") {
   static readonly layer = Layer.sync(LiveMarket, () => {
-    let current: MarketSource | undefined
+    let current: { readonly source: MarketSource; readonly catalog: (() => ReadonlyArray<Offering>) | undefined } | undefined
     return LiveMarket.of({
-      marketFor: (namespace) => current?.(namespace),
-      provide: (source) =>
-        Effect.acquireRelease(
+      marketFor: (namespace) => current?.source(namespace),
+      catalogNow: () => current?.catalog?.(),
+      provide: (source, catalog) => {
+        const provided = { source, catalog }
+        return Effect.acquireRelease(
           Effect.sync(() => {
-            current = source
+            current = provided
           }),
           () =>
             Effect.sync(() => {
-              if (current === source) current = undefined
+              if (current === provided) current = undefined
             })
         )
+      }
     })
   })
 }

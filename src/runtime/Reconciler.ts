@@ -46,8 +46,11 @@ import { KindRegistry } from "./Registry.ts"
 import { WorkQueue } from "./WorkQueue.ts"
 
 export interface ReconcilerOptions {
-  /** The offerings placement ranks (the catalog the backend's capacity sells). */
-  readonly catalog: ReadonlyArray<Offering>
+  /**
+   * The offerings placement ranks (the catalog the backend's capacity sells): fixed for the simulator, the Nodes that
+   * said hello for live hosts. A new array is a new catalog (rankings are made again).
+   */
+  readonly catalog: () => ReadonlyArray<Offering>
   readonly pricebook: Pricebook
   /**
    * When the runs a previous server process left live were lost, for an object whose stored Attempts the port does not
@@ -66,7 +69,7 @@ interface Tracked extends WrittenObject {
   spec: unknown
   status: JsonObject
   readonly facts: Array<AttemptFacts>
-  ranking: { readonly spec: unknown; readonly ranking: Ranking } | undefined
+  ranking: { readonly spec: unknown; readonly catalog: ReadonlyArray<Offering>; readonly ranking: Ranking } | undefined
   /** It had finished under an earlier server process: its status is final and stays as stored. */
   readonly finishedBefore: boolean
 }
@@ -80,6 +83,8 @@ export class Reconciler extends Context.Service<Reconciler, {
   readonly resync: Effect.Effect<void>
   /** Capacity changes taken in so far (the sim backend waits until it has seen every change its port published). */
   readonly changesReceived: () => number
+  /** Waits until a key becomes due or a timer is set, or `ms` passed (a backend on the wall clock sleeps on it). */
+  readonly awaitWork: (ms: number) => Effect.Effect<void>
 }>()("nodus/runtime/Reconciler") {
   static readonly layer = (options: ReconcilerOptions) => Layer.effect(Reconciler, make(options))
 }
@@ -101,9 +106,8 @@ function make(options: ReconcilerOptions) {
     const { kinds } = yield* KindRegistry
     const kindsByPlural = new Map(kinds.map((kind) => [byKindName(kind.kind)!.plural, { kind, ref: refOfKind(group, kind.kind) }]))
     const writer = makeWriter({ resources, store, ids, outbox, attemptRef: refOfKind(group, "Attempt") })
-    const offerings = new Map(options.catalog.map((offering) => [offering.id, offering]))
     const variantOf = (offering: string, interruptible: boolean): Variant | undefined => {
-      const found = offerings.get(offering)
+      const found = options.catalog().find((candidate) => candidate.id === offering)
       return found === undefined ? undefined : variantsOf(found).find((variant) => variant.interruptible === interruptible)
     }
 
@@ -296,10 +300,11 @@ function make(options: ReconcilerOptions) {
 
     const rankingOf = (tracked: Tracked, market: ReturnType<typeof port.market>): Ranking => {
       const cached = tracked.ranking
-      if (cached !== undefined && cached.spec === tracked.spec) return cached.ranking
+      const catalog = options.catalog()
+      if (cached !== undefined && cached.spec === tracked.spec && cached.catalog === catalog) return cached.ranking
       const { request, run } = tracked.kind.machine.placementOf(tracked.spec)
-      const ranking = rank(request, options.catalog, market, run)
-      tracked.ranking = { spec: tracked.spec, ranking }
+      const ranking = rank(request, catalog, market, run)
+      tracked.ranking = { spec: tracked.spec, catalog, ranking }
       return ranking
     }
 
@@ -414,11 +419,27 @@ function make(options: ReconcilerOptions) {
     yield* Effect.yieldNow
     yield* followStore("runtime", feed, resync, onChange)
 
+    const awaitWork = (ms: number) => Effect.callback<void>((resume) => {
+      if (queue.hasReady) return resume(Effect.void)
+      const wake = () => {
+        clearTimeout(timer)
+        if (queue.onWork === wake) queue.onWork = undefined
+        resume(Effect.void)
+      }
+      const timer = setTimeout(wake, ms)
+      queue.onWork = wake
+      return Effect.sync(() => {
+        clearTimeout(timer)
+        if (queue.onWork === wake) queue.onWork = undefined
+      })
+    })
+
     return Reconciler.of({
       runDue,
       nextWakeAt: () => queue.nextAt(),
       resync: lock.withPermit(resync),
-      changesReceived: () => received
+      changesReceived: () => received,
+      awaitWork
     })
   })
 }

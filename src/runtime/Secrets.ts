@@ -24,6 +24,7 @@ import { adminScope } from "../core/meta/Scopes.ts"
 import { timestamp } from "../core/meta/Strategy.ts"
 import { grants, type Principal } from "../apiserver/Auth.ts"
 import { Store, type WriteOp } from "../store/Store.ts"
+import type { WorkloadProgram } from "../core/capacity/Capacity.ts"
 import { guessesPerWindow, makeGuessBudget } from "./GuessBudget.ts"
 import { isSealed, SecretCipher } from "./SecretCipher.ts"
 
@@ -51,6 +52,17 @@ const latestOf = (secret: ResourceObject | undefined): number => {
   const latest = isObject(status) ? status["latestVersion"] : undefined
   return typeof latest === "number" ? latest : 0
 }
+
+/** Secret values as a program receives them (never stored, logged or shown). */
+export interface ResolvedProgram {
+  readonly env: Readonly<Record<string, string>>
+  readonly secretFiles: ReadonlyArray<{ readonly name: string; readonly contentBase64: string }>
+  /** Every value given, so what the program says can be scrubbed of them. */
+  readonly secretValues: ReadonlyArray<string>
+}
+
+/** A Secret's key becomes an env var of that name where it is one. */
+const envName = /^[A-Za-z_][A-Za-z0-9_]*$/u
 
 /** A Secret write's body split into the object without values and the values (`spec.data`), if any. */
 export const splitData = (body: JsonObject): { readonly body: JsonObject; readonly data: JsonObject | undefined } => {
@@ -225,6 +237,12 @@ export class Secrets extends Context.Service<Secrets, {
   readonly checkEnv: (namespace: string, spec: Json | undefined, subject: Subject, principal: Principal | undefined) => Effect.Effect<void, ApiError>
   /** The versions a workload's secret mounts pin at admission: mount name → version; a missing Secret is Invalid. */
   readonly pinVersions: (namespace: string, spec: Json | undefined, subject: Subject, kind: string) => Effect.Effect<Record<string, number>, ApiError>
+  /**
+   * What a program receives when it starts (docs/secrets.md, "At run time"): each `secretKeyRef` as its env var (the
+   * Secret's latest version), and each mounted Secret (at its pinned version) as env vars named by its keys and files
+   * `/run/secrets/<secret>/<key>`. Fails with a message naming the Secret and key, never a value.
+   */
+  readonly resolveProgram: (namespace: string, workload: WorkloadProgram) => Effect.Effect<ResolvedProgram, ApiError>
 }>()("nodus/server/Secrets") {
   static readonly layer = Layer.effect(Secrets, Effect.gen(function*() {
     const store = yield* Store
@@ -322,7 +340,43 @@ export class Secrets extends Context.Service<Secrets, {
     const deleteOps = (secret: ResourceObject): ReadonlyArray<WriteOp> =>
       versionsOf(secret).map((entry) => ({ _tag: "DeleteRecord", table: secretValuesTable, id: recordId(secret.metadata.uid, entry.version) }))
 
-    return Secrets.of({ prepareWrite, deleteOps, checkEnv, pinVersions })
+    const valuesAt = (namespace: string, name: string, version: number | undefined) => Effect.gen(function*() {
+      const secret = yield* store.get({ resource: "secrets", namespace, name }).pipe(Effect.mapError(storeUnavailable))
+      const wanted = version ?? latestOf(Option.getOrUndefined(secret))
+      if (Option.isNone(secret) || wanted === 0) return yield* Effect.fail(new ApiError({ code: "NotFound", message: `Secret "${name}" has no version in project ${namespace}` }))
+      const id = recordId(secret.value.metadata.uid, wanted)
+      const record = yield* store.getRecord(secretValuesTable, id, 0).pipe(Effect.mapError(storeUnavailable))
+      if (Option.isNone(record)) return yield* Effect.fail(new ApiError({ code: "NotFound", message: `Secret "${name}" has no version ${wanted}` }))
+      return (yield* cipher.open(id, record.value, `Secret "${name}" version ${wanted}`)) as Readonly<Record<string, string>>
+    })
+
+    const resolveProgram = (namespace: string, workload: WorkloadProgram) => Effect.gen(function*() {
+      const env: Record<string, string> = {}
+      const secretFiles: Array<{ name: string; contentBase64: string }> = []
+      const secretValues = new Set<string>()
+      for (const mount of workload.secrets) {
+        const values = yield* valuesAt(namespace, mount.name, mount.version)
+        for (const [key, value] of Object.entries(values)) {
+          secretValues.add(value)
+          if (envName.test(key)) env[key] = value
+          secretFiles.push({ name: `${mount.name}/${key}`, contentBase64: Buffer.from(value, "utf8").toString("base64") })
+        }
+      }
+      for (const entry of workload.env) {
+        if ("value" in entry) {
+          env[entry.name] = entry.value
+          continue
+        }
+        const values = yield* valuesAt(namespace, entry.secret, undefined)
+        const value = values[entry.key]
+        if (value === undefined) return yield* Effect.fail(new ApiError({ code: "NotFound", message: `Secret "${entry.secret}" has no key "${entry.key}" (env ${entry.name})` }))
+        env[entry.name] = value
+        secretValues.add(value)
+      }
+      return { env, secretFiles, secretValues: [...secretValues] } satisfies ResolvedProgram
+    })
+
+    return Secrets.of({ prepareWrite, deleteOps, checkEnv, pinVersions, resolveProgram })
   }))
 }
 

@@ -26,10 +26,13 @@ export class WorkQueue {
   private readonly due = new Map<string, number>()
   private readonly failures = new Map<string, number>()
   private sequence = 0
+  /** Called when a key becomes due now or a timer is set (a backend on the wall clock waits for it). */
+  onWork: (() => void) | undefined
 
   /** The key is due now. */
   add(key: string): void {
     this.ready.add(key)
+    this.onWork?.()
   }
 
   /** The key is due at `time`, unless it is due earlier already. */
@@ -38,6 +41,7 @@ export class WorkQueue {
     if (current !== undefined && current <= time) return
     this.due.set(key, time)
     this.push({ at: time, seq: this.sequence++, key })
+    this.onWork?.()
   }
 
   /** The next key due by `now`, in the order keys became due; undefined when none is. */

@@ -19,7 +19,7 @@ export interface ServerConfig {
   /** The key Secret values are sealed with (base64 or hex of 32 bytes); when absent, `<dataDir>/secrets.key`. */
   readonly secretKey: string | undefined
   readonly apiGroup: string
-  /** What runs the workloads behind the API: only the simulator so far (docs/simulator.md, "The sim backend"). */
+  /** What runs the workloads behind the API: this host's processes (docs/live.md), the simulator, or nothing. */
   readonly backend: Backend
   /** Virtual seconds per wall-clock second of the sim backend. */
   readonly simSpeed: number
@@ -28,10 +28,11 @@ export interface ServerConfig {
 }
 
 /**
- * The backends `NODUS_BACKEND` names; a live backend joins this list when it exists. `none` serves the API alone:
- * objects are stored and validated, nothing runs them (the API benchmark measures the machinery this way).
+ * The backends `NODUS_BACKEND` names. `local` runs workloads as real processes on this host through an in-process node
+ * agent (docs/live.md); `sim` on the simulator (docs/simulator.md); `none` serves the API alone: objects are stored and
+ * validated, nothing runs them (the API benchmark measures the machinery this way).
  */
-export const backends = ["sim", "none"] as const
+export const backends = ["local", "sim", "none"] as const
 export type Backend = typeof backends[number]
 
 interface Setting {
@@ -51,7 +52,7 @@ export const settings: ReadonlyArray<Setting> = [
   { env: "NODUS_BOOTSTRAP_TOKEN", flag: "--bootstrap-token", fallback: undefined, description: "the admin API key; generated into <data dir>/admin.token when unset" },
   { env: "NODUS_SECRET_KEY", flag: "--secret-key", fallback: undefined, description: "key sealing Secret values at rest (32 bytes, base64 or hex); generated into <data dir>/secrets.key when unset" },
   { env: "NODUS_API_GROUP", flag: "--api-group", fallback: "nodus.dev", description: "API group of every nodus kind" },
-  { env: "NODUS_BACKEND", flag: "--backend", fallback: "sim", description: "what runs workloads: sim (the simulator) or none (the API alone)" },
+  { env: "NODUS_BACKEND", flag: "--backend", fallback: "local", description: "what runs workloads: local (real processes on this host), sim (the simulator) or none (the API alone)" },
   { env: "NODUS_SIM_SPEED", flag: "--sim-speed", fallback: "1", description: "sim backend: virtual seconds per wall-clock second (a positive number)" },
   { env: "NODUS_PUBLIC_URL", flag: "--public-url", fallback: undefined, description: "URL clients reach the server at, for links in answers; default the listening address" }
 ]
@@ -99,7 +100,7 @@ export const resolve = (env: Readonly<Record<string, string | undefined>>, args:
   const apiGroup = values.get("NODUS_API_GROUP")!
   if (!apiGroupPattern.test(apiGroup)) return { _tag: "Err", message: `NODUS_API_GROUP "${apiGroup}" must be a DNS subdomain with a dot, such as nodus.dev` }
   const backend = values.get("NODUS_BACKEND")!
-  if (!(backends as ReadonlyArray<string>).includes(backend)) return { _tag: "Err", message: `NODUS_BACKEND "${backend}" is not a backend: choose sim or none` }
+  if (!(backends as ReadonlyArray<string>).includes(backend)) return { _tag: "Err", message: `NODUS_BACKEND "${backend}" is not a backend: choose local, sim or none` }
   const simSpeed = parseSpeed(values.get("NODUS_SIM_SPEED")!)
   if (simSpeed === undefined) return { _tag: "Err", message: `NODUS_SIM_SPEED "${values.get("NODUS_SIM_SPEED")}" must be a positive number, such as 1 or 60` }
   const publicUrl = values.get("NODUS_PUBLIC_URL")

@@ -35,8 +35,10 @@ import * as Payments from "../runtime/Payments.ts"
 import { Resources } from "../apiserver/Resources.ts"
 import { SecretCipher, secretKeyBytes } from "../runtime/SecretCipher.ts"
 import { Secrets } from "../runtime/Secrets.ts"
+import * as LiveBackend from "./LiveBackend.ts"
 import * as SimBackend from "./SimBackend.ts"
 import { SimulationControl } from "../apiserver/SimulationControl.ts"
+import { WorkloadLogs } from "../apiserver/WorkloadLogs.ts"
 import * as VirtualClock from "./VirtualClock.ts"
 import { Watches, type WatchLimits } from "../apiserver/Watch.ts"
 
@@ -62,6 +64,8 @@ export interface ServerOptions {
   readonly publicUrl?: string | undefined
   /** The sim backend behind the API (docs/simulator.md); absent: none, and the test clock is 404. */
   readonly sim?: SimSettings | undefined
+  /** The local backend: this host's processes through an in-process node agent (docs/live.md). Not with `sim`. */
+  readonly local?: LiveBackend.LocalSettings | undefined
   /** Credits granted once to a new ledger (docs/billing.md); default the starter credits, 0 for a production database. */
   readonly starterCreditsMicro?: bigint | undefined
   /** The payment processor TopUps charge (docs/billing.md, "Credits"); default the embedded one, none in production. */
@@ -103,12 +107,14 @@ export interface Replaceable {
  * The sim backend and its clock, or neither. With the sim backend the whole server runs on simulated time: its Clock
  * is the VirtualClock, so metadata times and the times in status agree (docs/simulator.md).
  */
-const backendOf = (sim: SimSettings | undefined) => {
-  if (sim === undefined) return { clock: Layer.empty, control: SimulationControl.layerNone }
+const backendOf = (options: ServerOptions) => {
+  const { sim, local } = options
+  if (local !== undefined) return { clock: Layer.empty, control: LiveBackend.layer(local) }
+  if (sim === undefined) return { clock: Layer.empty, control: Layer.merge(SimulationControl.layerNone, WorkloadLogs.layerNone) }
   const clock = new VirtualClock.VirtualClock(sim.speed, Date.now())
   return {
     clock: VirtualClock.layer(clock),
-    control: SimBackend.layer({ clock, ...(sim.hostsPerVariant === undefined ? {} : { hostsPerVariant: sim.hostsPerVariant }) })
+    control: Layer.merge(SimBackend.layer({ clock, ...(sim.hostsPerVariant === undefined ? {} : { hostsPerVariant: sim.hostsPerVariant }) }), WorkloadLogs.layerNone)
   }
 }
 
@@ -117,7 +123,7 @@ export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Sto
   // The address is known once the listener is bound (port 0 picks one); until then, the configured one.
   let publicUrl = options.publicUrl ?? `${options.tls === undefined ? "http" : "https"}://${options.host}:${options.port}`
   const settings = Layer.succeed(ApiConfig, { group: options.apiGroup, publicUrl: () => publicUrl, bookmarkInterval: options.bookmarkInterval, ...(options.watchLimits === undefined ? {} : { watchLimits: options.watchLimits }) })
-  const backend = backendOf(options.sim)
+  const backend = backendOf(options)
   // The clock goes in first, under everything, so every layer and every fiber they fork reads the same time.
   // Billing: the ledger over the store (starter credits where the server is not a production one) and the estimates.
   // Events of the spec's types are recorded in the outbox in the commits of the changes that cause them.
@@ -192,12 +198,13 @@ export const layer = (config: ServerConfig) => Layer.unwrap(Effect.sync(() => {
     bookmarkInterval: "30 seconds",
     feed: defaultFeedOptions,
     sim: config.backend === "sim" ? { speed: config.simSpeed } : undefined,
+    local: config.backend === "local" ? { dataDir: config.dataDir } : undefined,
     // docs/billing.md: the embedded default and sim mode start with starter credits, a production database at zero.
     starterCreditsMicro: config.databaseUrl === undefined || config.backend === "sim" ? starterCreditsMicro : 0n,
     publicUrl: config.publicUrl,
     // docs/billing.md, "Credits": the embedded processor where the starter credits are; none on a production database.
     payments: config.databaseUrl === undefined || config.backend === "sim" ? "embedded" : "none",
-    onListening: (url) => console.log(`nodus serving ${url} (store: ${config.databaseUrl === undefined ? `PGlite in ${pgliteDirectory(config.dataDir)}` : "PostgreSQL"}; backend: ${config.backend} at speed ${config.simSpeed}; admin token in ${config.bootstrapToken === undefined ? `${config.dataDir}/admin.token` : "NODUS_BOOTSTRAP_TOKEN"})`)
+    onListening: (url) => console.log(`nodus serving ${url} (store: ${config.databaseUrl === undefined ? `PGlite in ${pgliteDirectory(config.dataDir)}` : "PostgreSQL"}; backend: ${config.backend === "sim" ? `sim at speed ${config.simSpeed}` : config.backend}; admin token in ${config.bootstrapToken === undefined ? `${config.dataDir}/admin.token` : "NODUS_BOOTSTRAP_TOKEN"})`)
   }, storeLayer)
 }))
 

@@ -69,7 +69,7 @@ describe("nodus CLI", () => {
     assert.strictEqual(created.code, 0, created.stderr)
     const listed = await run("kubectl", ["get", "nodus", "-A", "--cache-dir", join(dataDir, "kcache")], { KUBECONFIG: kubeconfigPath })
     assert.strictEqual(listed.code, 0, listed.stderr)
-    // A fresh server holds no Jobs; the sim backend (the default) has already listed its catalog as Offerings.
+    // A fresh server holds no Jobs; the local backend (the default) has already listed its Node's offering.
     assert.include(listed.stdout, "offering.nodus.dev/", listed.stdout)
     assert.notInclude(listed.stdout, "job.nodus.dev/", listed.stdout)
     const namespaces = await run("kubectl", ["get", "namespaces", "--cache-dir", join(dataDir, "kcache")], { KUBECONFIG: kubeconfigPath })

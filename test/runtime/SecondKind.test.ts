@@ -126,7 +126,7 @@ const runtimeOver = (driver: Driver) => {
   const resources = Resources.layer.pipe(Layer.provideMerge(AdmissionPlugins.layerNone))
   const base = Layer.mergeAll(resources, budgets, Layer.succeed(ApiConfig, { group, publicUrl: () => "http://127.0.0.1", bookmarkInterval: "30 seconds" }), KindRegistry.layer([holderKind]), Layer.succeed(CapacityPort, driver.port))
     .pipe(Layer.provideMerge(Layer.merge(store, ids)))
-  return Reconciler.layer({ catalog, pricebook: currentPricebook, lostAt: T0 }).pipe(Layer.provideMerge(base))
+  return Reconciler.layer({ catalog: () => catalog, pricebook: currentPricebook, lostAt: T0 }).pipe(Layer.provideMerge(base))
 }
 
 /** Runs the driver's events and the reconciler's due keys in time order up to `target`, as a backend does. */

@@ -25,7 +25,7 @@ const defaults: ServerConfig = {
   bootstrapToken: undefined,
   secretKey: undefined,
   apiGroup: "nodus.dev",
-  backend: "sim",
+  backend: "local",
   simSpeed: 1,
   publicUrl: undefined
 }
@@ -90,6 +90,7 @@ describe("Config.resolve", () => {
       "--sim-speed": { args: ["--sim-speed", "0.5"], expected: { simSpeed: 0.5 } },
       "--backend=sim": { args: ["--backend=sim"], expected: { backend: "sim" } },
       "--backend=none": { args: ["--backend=none"], expected: { backend: "none" } },
+      "--backend=local": { args: ["--backend=local"], expected: { backend: "local" } },
       "the last of a repeated flag": { args: ["--addr", "10.0.0.1:4", "--addr=10.0.0.1:5"], expected: { host: "10.0.0.1", port: 5 } }
     }
     const fromEnv = ok(resolve(env, []))
@@ -117,7 +118,7 @@ describe("Config.resolve", () => {
       "API group with upper case": { env: { NODUS_API_GROUP: "Nodus.dev" }, mentions: "NODUS_API_GROUP" },
       "API group with an empty label": { args: ["--api-group", "nodus..dev"], mentions: "NODUS_API_GROUP" },
       "a backend that does not exist": { env: { NODUS_BACKEND: "aws" }, mentions: "NODUS_BACKEND" },
-      "--backend=live": { args: ["--backend=live"], mentions: "choose sim or none" },
+      "--backend=live": { args: ["--backend=live"], mentions: "choose local, sim or none" },
       "a speed of zero": { env: { NODUS_SIM_SPEED: "0" }, mentions: "NODUS_SIM_SPEED" },
       "a negative speed": { args: ["--sim-speed=-2"], mentions: "NODUS_SIM_SPEED" },
       "a speed that is not a number": { env: { NODUS_SIM_SPEED: "fast" }, mentions: "NODUS_SIM_SPEED" },

@@ -36,6 +36,8 @@ export interface TestServerOptions {
   readonly starterCreditsMicro?: bigint
   /** The key sealing Secret values (default `testSecretKey`). */
   readonly secretKey?: Uint8Array
+  /** Runs the local backend (docs/live.md): real programs on this host, its data under the server's directory. */
+  readonly local?: boolean
 }
 
 export interface TestServer {
@@ -73,6 +75,7 @@ export const startTestServer = async (options: TestServerOptions = {}): Promise<
     feed: options.feed ?? defaultFeedOptions,
     onListening: (url) => announced(url),
     sim: options.sim,
+    local: options.local === true ? { dataDir: join(directory, "data"), node: "test-node" } : undefined,
     starterCreditsMicro: options.starterCreditsMicro
   }, options.store ?? Layer.fresh(MemoryStore.layer), { ...(options.estimates === undefined ? {} : { estimates: options.estimates }) })
   const runtime = ManagedRuntime.make(layer)

@@ -23,6 +23,8 @@ import { fingerprint, Idempotency } from "../Idempotency.ts"
 import { Ids } from "../Ids.ts"
 import { etagOf, type ListResult, type PatchType, Resources, type WriteOptions } from "../Resources.ts"
 import { clockObject, parseClockRequest, SimulationControl } from "../SimulationControl.ts"
+import { WorkloadLogs } from "../WorkloadLogs.ts"
+import * as Limits from "../../core/Limits.ts"
 import { defaultWatchLimits, Watches, type WatchEvent } from "../Watch.ts"
 import { mediaTypeOf, parseJson, parseYamlDocument, readObject, readText, textProblem } from "./Body.ts"
 import * as Discovery from "./Discovery.ts"
@@ -118,9 +120,10 @@ const patchTypeOf = (contentType: string | undefined, ref: ResourceRef): Effect.
 }
 
 /** Which operation a method on a route means, before the kind's availability is checked. */
-const operationOf = (method: string, route: Extract<Routes.Route, { _tag: "Resource" }>, info: KindInfo, watch: boolean): Operation | "tokens" | undefined => {
+const operationOf = (method: string, route: Extract<Routes.Route, { _tag: "Resource" }>, info: KindInfo, watch: boolean): Operation | "tokens" | "log" | undefined => {
   if (route.subresource === "status") return method === "GET" ? "getStatus" : method === "PUT" || method === "PATCH" ? "writeStatus" : undefined
   if (route.subresource === "tokens") return info.plural === "serviceaccounts" && method === "POST" ? "tokens" : undefined
+  if (route.subresource === "log") return info.kind === "Job" && method === "GET" ? "log" : undefined
   if (route.name === undefined) {
     if (method === "GET") return watch ? "watch" : route.namespace === undefined && info.scope === "Namespaced" ? "listAll" : "list"
     return method === "POST" ? "create" : undefined
@@ -139,8 +142,9 @@ const operationOf = (method: string, route: Extract<Routes.Route, { _tag: "Resou
   }
 }
 
-const accessOf = (operation: Operation | "tokens"): Access => {
+const accessOf = (operation: Operation | "tokens" | "log"): Access => {
   switch (operation) {
+    case "log":
     case "list":
     case "listAll":
     case "watch":
@@ -201,6 +205,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
     const ids = yield* Ids
     const simulation = yield* SimulationControl
     const credits = yield* CreditOperations
+    const logs = yield* WorkloadLogs
     const group = settings.group
     // Documents are generated once, on first request (tens of ms, off start-up): they depend only on the group and the
     // kinds' schemas.
@@ -454,12 +459,12 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
         const namespaced = ref.info.scope === "Namespaced"
         // Cluster-scoped kinds have no project segment; namespaced items always have one.
         if ((!namespaced && route.namespace !== undefined) || (namespaced && route.name !== undefined && route.namespace === undefined)) return yield* resourceNotFound()
-        if (route.subresource !== undefined && route.subresource !== "status" && route.subresource !== "tokens") return yield* resourceNotFound()
+        if (route.subresource !== undefined && !["status", "tokens", "log"].includes(route.subresource)) return yield* resourceNotFound()
         const query = url.searchParams
         const watching = route.name === undefined && request.method === "GET" ? yield* boolParameter(query, "watch") : false
         const operation = operationOf(request.method, route, ref.info, watching)
         if (operation === undefined) return yield* methodNotAllowed(request.method)
-        if (operation !== "tokens" && !ref.info.operations.has(operation)) return yield* methodNotAllowed(request.method)
+        if (operation !== "tokens" && operation !== "log" && !ref.info.operations.has(operation)) return yield* methodNotAllowed(request.method)
         const namespace = ref.info === namespaceKind ? undefined : route.namespace
         const authorizedProject = ref.info === namespaceKind ? route.name : route.namespace
         yield* auth.authorize(principal, ref.info, accessOf(operation), authorizedProject)
@@ -490,7 +495,22 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
             return yield* remove(request, query, ref, namespace, name)
           case "tokens":
             return yield* issueToken(request, principal, ref, namespace, name)
+          case "log":
+            return yield* readLog(query, ref, namespace, name)
         }
+      })
+
+    /** A Job's log as text/plain, the pod log conventions (apiserver/WorkloadLogs.ts). */
+    const readLog = (query: URLSearchParams, ref: ResourceRef, namespace: string | undefined, name: string) =>
+      Effect.gen(function*() {
+        const index = (yield* intParameter(query, "index", 0, Limits.jobCompletionsMax - 1)) ?? 0
+        const attempt = yield* intParameter(query, "attempt", 1, Number.MAX_SAFE_INTEGER)
+        const tailLines = yield* intParameter(query, "tailLines", 0, Number.MAX_SAFE_INTEGER)
+        const follow = yield* boolParameter(query, "follow")
+        const object = yield* resources.get(ref, namespace, name)
+        const text = yield* logs.read(object, { index, attempt, tailLines, follow })
+        const encoder = new TextEncoder()
+        return HttpServerResponse.stream(Stream.map(text, (chunk) => encoder.encode(chunk)), { status: 200, contentType: "text/plain; charset=utf-8" })
       })
 
     /** GET reads the test clock (any key); POST moves it, which moves time for everyone: admin only. */

@@ -80,7 +80,7 @@ interface Pool {
 }
 
 /** A program as the simulator starts it: the port's request plus the model of how it behaves. */
-export interface SimProgram extends Omit<ProgramRequest, "env" | "annotations"> {
+export interface SimProgram extends Omit<ProgramRequest, "env" | "annotations" | "workload"> {
   readonly workload: WorkloadModel
 }
 

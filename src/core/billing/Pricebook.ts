@@ -43,7 +43,9 @@ export const pricebookV1: Pricebook = {
   effectiveFrom: "2026-11-01T00:00:00Z",
   byProvider: {
     aws: { incrementMs: Limits.secondMs, minimumMs: Limits.minuteMs },
-    lambda: { incrementMs: Limits.minuteMs, minimumMs: Limits.minuteMs }
+    lambda: { incrementMs: Limits.minuteMs, minimumMs: Limits.minuteMs },
+    // A customer's own hosts (core/capacity/PoolOffering.ts): per second, no minimum beyond the second.
+    pool: { incrementMs: Limits.secondMs, minimumMs: Limits.secondMs }
   },
   byOffering: {},
   fallback: { incrementMs: Limits.minuteMs, minimumMs: Limits.minuteMs }

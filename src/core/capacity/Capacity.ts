@@ -53,6 +53,38 @@ export interface ProgramRequest {
    * model, `sim.nodus.dev/duration` and the like; docs/simulator.md).
    */
   readonly annotations: Readonly<Record<string, string>>
+  /**
+   * What a live host runs (docs/live.md): the workload's command and what it receives. The simulator's program model
+   * reads annotations instead and ignores it; absent for kinds that run nothing of the customer's yet.
+   */
+  readonly workload?: WorkloadProgram | undefined
+}
+
+/** An env entry of a program: a literal, or a Secret's key resolved when the program starts (never stored). */
+export type ProgramEnv =
+  | { readonly name: string; readonly value: string }
+  | { readonly name: string; readonly secret: string; readonly key: string }
+
+/** A Secret mounted into a program, at the version its object pinned (spec: SecretMount). */
+export interface ProgramSecret {
+  readonly name: string
+  readonly version: number | undefined
+}
+
+/** The customer's program as a live host runs it (spec: Job command, args, env, secrets, workingDir, network). */
+export interface WorkloadProgram {
+  /** As written; on a live host the host's userland runs the program (docs/live.md, "Images"). */
+  readonly image: string | undefined
+  /** command + args. */
+  readonly argv: ReadonlyArray<string>
+  readonly workingDir: string | undefined
+  readonly env: ReadonlyArray<ProgramEnv>
+  readonly secrets: ReadonlyArray<ProgramSecret>
+  readonly egress: "Deny" | "AllowList" | "Open"
+  /** The memory floor, enforced as a limit where the kernel allows: above it the program is OOMKilled. */
+  readonly memoryBytes: number | undefined
+  /** A preflight before the command (spec: InitCommand): its non-zero exit fails the run as the command's would. */
+  readonly init: { readonly argv: ReadonlyArray<string>; readonly timeoutMs: number } | undefined
 }
 
 /** A controller's Launch, addressed to a driver: the host and the program together (acquire, then start). */
@@ -107,7 +139,8 @@ export const programRequestOf = (launch: ProgramRequest): ProgramRequest => ({
   checkpointIntervalMs: launch.checkpointIntervalMs,
   keepWarmMs: launch.keepWarmMs,
   env: launch.env,
-  annotations: launch.annotations
+  annotations: launch.annotations,
+  workload: launch.workload
 })
 
 // ---------------------------------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ import { type Condition, conditionIn, withCondition, withoutCondition } from "..
 import type { Action, ControllerEvent, Machine, Observation, StepContext, StepResult } from "../../controller/Controller.ts"
 import { autoCheckpointIntervalMs, type Continuity } from "../../capacity/Interruptions.ts"
 import { type JobPhase, isFinalPhase } from "./JobPhases.ts"
+import { jobProgramOf } from "./JobProgram.ts"
 import * as Limits from "../../Limits.ts"
 import { durationMs, durationText, iso, parseTime, parseTimeOf } from "../../StatusText.ts"
 import { formatMicroUsd } from "../../Money.ts"
@@ -529,6 +530,7 @@ const launch = (step: Step) => {
       checkpointIntervalMs: checkpointIntervalMsOf(spec, variant, market),
       keepWarmMs: keepWarmMsOf(spec),
       env: { PLATFORM_INDEX: `${index}`, JOB_COMPLETION_INDEX: `${index}` },
+      workload: jobProgramOf(spec, step.status),
       explain: () => explain(ranking, candidate, market)
     })
     if (recovery && last?.outcome !== undefined) {
@@ -729,6 +731,25 @@ export const step = (job: JobObservation, context: StepContext): JobStep => {
   return { status: step.status, actions: step.actions, events: step.events, wakeAt: step.wakeAt, waitingForCapacity: step.waitingForCapacity, waitingForFunds: step.waitingForFunds }
 }
 
+/**
+ * The latest customer failure, as status.message ends with it (spec: Job status.message, "at most three log lines for
+ * a customer exit"): its index, how it ended, and the lines its driver reported (live hosts: the log's last lines,
+ * scrubbed of secret values).
+ */
+const lastFailureText = (attempts: ReadonlyArray<AttemptFacts>): string => {
+  let last: AttemptFacts | undefined
+  for (const attempt of attempts) {
+    if (attempt.outcome === undefined || !isCustomerFailure(attempt.outcome)) continue
+    if (last === undefined || (attempt.endedAt ?? 0) >= (last.endedAt ?? 0)) last = attempt
+  }
+  const outcome = last?.outcome
+  if (last === undefined || outcome === undefined) return ""
+  if (outcome.type === "OOMKilled") return ` Index ${last.index} was killed for exceeding its memory (OOMKilled).`
+  if (outcome.type !== "Failed") return ""
+  const lines = outcome.message === undefined ? "" : `:\n${outcome.message.split("\n").slice(-Limits.failureLogLines).join("\n")}`
+  return ` Index ${last.index} exited with code ${outcome.exitCode}${lines}`
+}
+
 /** The rows that end a Job, in the order they win when several hold at once. */
 const decideFinal = (step: Step): boolean => {
   const { spec } = step.job
@@ -742,7 +763,7 @@ const decideFinal = (step: Step): boolean => {
     return true
   }
   if (view.customerFailures > backoffLimitOf(spec)) {
-    step.finish("Failed", "BackoffLimitExceeded", `${view.customerFailures} customer failures exceed backoffLimit ${backoffLimitOf(spec)}.`)
+    step.finish("Failed", "BackoffLimitExceeded", `${view.customerFailures} customer failures exceed backoffLimit ${backoffLimitOf(spec)}.${lastFailureText(step.job.attempts)}`)
     return true
   }
   const suspended = conditionIn(step.conditions, "Suspended")?.status === "True"

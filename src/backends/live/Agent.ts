@@ -1,0 +1,367 @@
+/**
+ * The node agent (docs/live.md, "The node agent"): runs on a host, says hello to the control plane, and keeps the host
+ * running exactly the programs the server wants (Protocol.ts) — each isolated with bubblewrap (Isolation.ts), its
+ * log kept and shipped, its /platform/state checkpointed. The same code runs in-process behind `nodus serve --backend
+ * local` and as `nodus agent` on another host; only the link differs.
+ *
+ * Level-triggered: each sync sends every run's state and gets back the runs that should exist. A run the server no
+ * longer wants is stopped; an ended run is dropped once the server has been told. When the lease is lost (Stale), every
+ * run stops: the server has declared them lost and is recovering them elsewhere, so nothing runs twice for long.
+ */
+import { execFile } from "node:child_process"
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readSync, rmSync, statSync } from "node:fs"
+import { join } from "node:path"
+import { promisify } from "node:util"
+import * as Limits from "../../core/Limits.ts"
+import { type IsolationSupport, type Outcome as ProgramExit, type RunningProgram, runIsolated } from "./Isolation.ts"
+import type { AgentLink, Desired, Exit, Hello, Lease, RunReport, RunSpec } from "./Protocol.ts"
+
+const exec = promisify(execFile)
+
+/** The most log text one sync carries per run: a noisy program never makes a sync slow. */
+const logChunkMax = 256 * 1024
+/** How long a stopped program has between SIGTERM and SIGKILL. */
+const stopGraceMs = 10_000
+
+export interface AgentOptions {
+  readonly link: AgentLink
+  readonly hello: Hello
+  /** The agent's own files: checkpoints (never visible to a program). */
+  readonly dataDir: string
+  /**
+   * Runs' areas and logs: each run's directory is bound into its box, so this one must be searchable (not readable)
+   * by the user boxes run as — unlike the data directory, which is private (0700).
+   */
+  readonly runsDir: string
+  readonly support: IsolationSupport
+  /** Host paths no program may see (the control plane's data directory, the agent's credential). */
+  readonly hidden: ReadonlyArray<string>
+  /** The agent's clock for checkpoint intervals (epoch ms). */
+  readonly now: () => number
+  readonly log?: (message: string) => void
+}
+
+interface LocalRun {
+  readonly spec: RunSpec
+  readonly area: string
+  readonly logPath: string
+  phase: RunReport["phase"]
+  program: RunningProgram | undefined
+  exit: Exit | undefined
+  stopping: boolean
+  /** Log bytes the server has kept. */
+  logAcked: number
+  checkpoint: { seq: number; sizeBytes: number } | undefined
+  checkpointFailures: number
+  nextCheckpointAt: number | undefined
+  suspend: { episode: number; state: "Pending" | "Saved" | "Failed"; failures: number } | undefined
+  checkpointing: boolean
+  /** The server has been sent its exit (so it may be dropped once no longer wanted). */
+  exitReported: boolean
+}
+
+export class Agent {
+  private readonly options: AgentOptions
+  private readonly runs = new Map<string, LocalRun>()
+  private lease: Lease | undefined
+  private version = 0
+  private stopped = false
+  private pokes = 0
+  private syncing: Promise<void> | undefined
+  private loop: Promise<void> | undefined
+
+  constructor(options: AgentOptions) {
+    this.options = options
+    mkdirSync(options.runsDir, { recursive: true })
+    chmodSync(options.runsDir, 0o711)
+  }
+
+  /** Says hello (once it is answered the Node can take work) and keeps syncing until `stop`. */
+  readonly connect = async () => {
+    this.lease ??= await this.options.link.hello(this.options.hello)
+    this.loop ??= this.syncLoop()
+  }
+
+  /** Stops every program and the loop (the agent is going away). */
+  readonly stop = async () => {
+    this.stopped = true
+    for (const run of this.runs.values()) run.program?.stop(0)
+    await Promise.all([...this.runs.values()].map((run) => run.program?.exited.catch(() => undefined)))
+  }
+
+  /** Checkpoints due by the agent's clock (the agent's timer calls it every second; tests call it as they move time). */
+  readonly tick = () => {
+    const now = this.options.now()
+    for (const run of this.runs.values()) {
+      if (run.phase === "Running" && run.nextCheckpointAt !== undefined && run.nextCheckpointAt <= now) {
+        run.nextCheckpointAt = now + run.spec.checkpointIntervalMs!
+        void this.saveCheckpoint(run, undefined)
+      }
+    }
+  }
+
+  /** The runs the agent has now, for tests and `nodus agent`'s status line. */
+  readonly runIds = (): ReadonlyArray<string> => [...this.runs.keys()]
+
+  /** The newest desired version applied. */
+  readonly appliedVersion = () => this.version
+
+  /**
+   * Whether something is under way here that the server has not been told of: a program starting or stopping, an
+   * exit or checkpoint not yet reported, a sync in flight. Tests that move time wait until it is not.
+   */
+  readonly busy = (): boolean =>
+    this.syncing !== undefined || this.pokes > 0 ||
+    [...this.runs.values()].some((run) => run.phase === "Starting" || run.checkpointing || (run.stopping && run.phase !== "Exited") || (run.phase === "Exited" && !run.exitReported))
+
+  /** Syncs now (renewing the lease), beside the long poll. */
+  readonly syncNow = () => this.syncOnce(0)
+
+  /** The host directory of a run: /platform/{work,state,outputs,inputs} inside. */
+  readonly areaOf = (id: string) => join(this.options.runsDir, ...id.split("/"))
+
+  // -------------------------------------------------------------------------------------------------------------------
+  // Syncing
+
+  private async syncLoop() {
+    while (!this.stopped) {
+      try {
+        if (this.lease === undefined) this.lease = await this.options.link.hello(this.options.hello)
+        await this.syncOnce(this.lease.renewMs)
+      } catch (error) {
+        this.say(`sync failed (${error instanceof Error ? error.message : String(error)}); trying again in a second`)
+        await new Promise((resolve) => setTimeout(resolve, 1_000))
+      }
+    }
+  }
+
+  /** Something changed here: tell the server now, beside the long poll. */
+  private poke() {
+    this.pokes++
+    if (this.syncing !== undefined || this.lease === undefined || this.stopped) return
+    this.syncing = (async () => {
+      while (this.pokes > 0 && this.lease !== undefined && !this.stopped) {
+        this.pokes = 0
+        await this.syncOnce(0).catch(() => undefined)
+      }
+      this.syncing = undefined
+    })()
+  }
+
+  private async syncOnce(waitMs: number) {
+    const lease = this.lease
+    if (lease === undefined) return
+    const reports = [...this.runs.values()].map((run) => this.reportOf(run))
+    const response = await this.options.link.sync({ node: this.options.hello.node, epoch: lease.epoch, version: this.version, runs: reports, waitMs })
+    if (response._tag === "Stale") {
+      if (this.lease === lease) {
+        this.say("the lease lapsed or was taken over: stopping every program and saying hello again")
+        this.lease = undefined
+        this.apply({ version: 0, runs: [], checkpoints: {} }, true)
+      }
+      return
+    }
+    for (const report of reports) {
+      const run = this.runs.get(report.id)
+      if (run === undefined) continue
+      const acked = response.logAcks[report.id]
+      if (acked !== undefined) run.logAcked = Math.max(run.logAcked, acked)
+      if (report.phase === "Exited") run.exitReported = true
+    }
+    if (response.desired.version >= this.version || this.version === 0) this.apply(response.desired, false)
+  }
+
+  private reportOf(run: LocalRun): RunReport {
+    const log = readFrom(run.logPath, run.logAcked, logChunkMax)
+    return {
+      id: run.spec.id,
+      phase: run.phase,
+      exit: run.exit,
+      checkpoint: run.checkpoint,
+      checkpointFailures: run.checkpointFailures,
+      suspend: run.suspend,
+      logOffset: run.logAcked,
+      log
+    }
+  }
+
+  /** Makes the host run what the server wants: new runs start, unwanted ones stop, told-about ended ones go. */
+  private apply(desired: Desired, leaseLost: boolean) {
+    this.version = desired.version
+    const wanted = new Map(desired.runs.map((spec) => [spec.id, spec]))
+    for (const spec of desired.runs) if (!this.runs.has(spec.id)) this.begin(spec)
+    for (const [id, run] of this.runs) {
+      if (wanted.has(id)) continue
+      if (run.phase !== "Exited") this.halt(run)
+      else if (run.exitReported || leaseLost) this.drop(run)
+    }
+    for (const [id, episode] of Object.entries(desired.checkpoints)) {
+      const run = this.runs.get(id)
+      if (run === undefined || run.phase !== "Running" || run.suspend?.episode === episode) continue
+      run.suspend = { episode, state: "Pending", failures: 0 }
+      void this.saveCheckpoint(run, episode)
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------------------------------
+  // A run's life
+
+  private begin(spec: RunSpec) {
+    const area = this.areaOf(spec.id)
+    rmSync(area, { recursive: true, force: true })
+    mkdirSync(join(area, "state"), { recursive: true })
+    const run: LocalRun = {
+      spec, area, logPath: join(area, "log"), phase: "Starting", program: undefined, exit: undefined, stopping: false, logAcked: 0,
+      checkpoint: undefined, checkpointFailures: 0, nextCheckpointAt: undefined, suspend: undefined, checkpointing: false, exitReported: false
+    }
+    this.runs.set(spec.id, run)
+    void this.execute(run).catch((error) => this.exited(run, undefined, `the agent could not run it: ${error instanceof Error ? error.message : String(error)}`))
+  }
+
+  private async execute(run: LocalRun) {
+    const { spec } = run
+    if (spec.restore !== undefined) await this.restore(run, spec.restore.owner, spec.restore.seq)
+    if (spec.init !== undefined) {
+      const init = await this.launch(run, spec.init.argv, spec.init.timeoutMs)
+      if (run.stopping) return this.exited(run, init, undefined)
+      if (init.timedOut) return this.exited(run, init, `initCommand did not finish within ${spec.init.timeoutMs / 1000} s`)
+      if (init.exitCode !== 0) return this.exited(run, init, `initCommand exited with ${init.exitCode ?? init.signal}`)
+    }
+    if (run.stopping) return this.exited(run, undefined, undefined)
+    const main = this.launch(run, spec.argv, undefined)
+    run.phase = "Running"
+    if (spec.checkpointIntervalMs !== undefined) run.nextCheckpointAt = this.options.now() + spec.checkpointIntervalMs
+    this.poke()
+    this.exited(run, await main, undefined)
+  }
+
+  /** Runs one program of the run in its box, to its end (or its timeout). */
+  private launch(run: LocalRun, argv: ReadonlyArray<string>, timeoutMs: number | undefined): Promise<ProgramExit & { readonly timedOut: boolean }> {
+    const { spec } = run
+    const program = runIsolated({
+      argv,
+      env: spec.env,
+      workingDir: spec.workingDir,
+      secretFiles: spec.secretFiles.map((file) => ({ name: file.name, content: Buffer.from(file.contentBase64, "base64") })),
+      egress: spec.egress,
+      memoryBytes: spec.memoryBytes,
+      area: run.area,
+      logPath: run.logPath
+    }, { support: this.options.support, hidden: this.options.hidden })
+    run.program = program
+    if (run.stopping) program.stop(stopGraceMs)
+    let timedOut = false
+    const timer = timeoutMs === undefined ? undefined : setTimeout(() => {
+      timedOut = true
+      program.stop(0)
+    }, timeoutMs)
+    return program.exited.then((exit) => {
+      clearTimeout(timer)
+      return { ...exit, timedOut }
+    })
+  }
+
+  private exited(run: LocalRun, exit: ProgramExit | undefined, problem: string | undefined) {
+    if (run.phase === "Exited") return
+    run.phase = "Exited"
+    run.program = undefined
+    run.exit = {
+      exitCode: exit?.exitCode ?? (problem === undefined ? undefined : 1),
+      signal: exit?.signal,
+      oomKilled: exit?.oomKilled ?? false,
+      stopped: run.stopping,
+      problem,
+      lastLines: lastLines(run.logPath, Limits.failureLogLines)
+    }
+    this.poke()
+  }
+
+  private halt(run: LocalRun) {
+    if (run.stopping) return
+    run.stopping = true
+    run.program?.stop(stopGraceMs)
+  }
+
+  private drop(run: LocalRun) {
+    this.runs.delete(run.spec.id)
+    rmSync(run.area, { recursive: true, force: true })
+  }
+
+  // -------------------------------------------------------------------------------------------------------------------
+  // Checkpoints: /platform/state saved as one tar.zst per sequence number, per owner, on this host
+
+  private checkpointDir(owner: string) {
+    return join(this.options.dataDir, "checkpoints", owner)
+  }
+
+  private nextSeq(owner: string): number {
+    const dir = this.checkpointDir(owner)
+    if (!existsSync(dir)) return 1
+    const seqs = readdirSync(dir).map((file) => Number.parseInt(file, 10)).filter(Number.isFinite)
+    return Math.max(0, ...seqs) + 1
+  }
+
+  private async saveCheckpoint(run: LocalRun, episode: number | undefined) {
+    if (run.checkpointing) return
+    run.checkpointing = true
+    try {
+      const dir = this.checkpointDir(run.spec.owner)
+      mkdirSync(dir, { recursive: true })
+      const seq = this.nextSeq(run.spec.owner)
+      const file = join(dir, `${seq}.tar.zst`)
+      await exec("tar", ["--zstd", "-cf", file, "-C", join(run.area, "state"), "."])
+      run.checkpoint = { seq, sizeBytes: statSync(file).size }
+      if (episode !== undefined && run.suspend?.episode === episode) run.suspend = { episode, state: "Saved", failures: run.suspend.failures }
+    } catch (error) {
+      run.checkpointFailures++
+      if (episode !== undefined && run.suspend?.episode === episode) run.suspend = { episode, state: "Failed", failures: run.suspend.failures + 1 }
+      this.say(`checkpoint of ${run.spec.id} failed: ${error instanceof Error ? error.message : String(error)}`)
+    } finally {
+      run.checkpointing = false
+      this.poke()
+    }
+  }
+
+  private async restore(run: LocalRun, owner: string, seq: number) {
+    const file = join(this.checkpointDir(owner), `${seq}.tar.zst`)
+    if (!existsSync(file)) throw new Error(`checkpoint ${seq} is not on this host`)
+    await exec("tar", ["--zstd", "-xf", file, "-C", join(run.area, "state")])
+  }
+
+  private say(message: string) {
+    this.options.log?.(`nodus agent ${this.options.hello.node}: ${message}`)
+  }
+}
+
+/** Up to `max` bytes of a file from `offset`, as text (cut at a whole UTF-8 character). */
+const readFrom = (path: string, offset: number, max: number): string => {
+  let fd: number
+  try {
+    fd = openSync(path, "r")
+  } catch {
+    return ""
+  }
+  try {
+    const buffer = Buffer.alloc(max)
+    const read = readSync(fd, buffer, 0, max, offset)
+    let end = read
+    // Never split a character: back off over continuation bytes of a partial one at the end.
+    if (read === max) while (end > 0 && (buffer[end - 1]! & 0xc0) === 0x80) end--
+    if (read === max && end > 0 && buffer[end - 1]! >= 0xc0) end--
+    return buffer.subarray(0, end).toString("utf8")
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/** The last `count` non-empty lines of a log (its last 64 KiB are enough). */
+const lastLines = (path: string, count: number): ReadonlyArray<string> => {
+  let size = 0
+  try {
+    size = statSync(path).size
+  } catch {
+    return []
+  }
+  const tail = readFrom(path, Math.max(0, size - 65_536), 65_536)
+  return tail.split("\n").map((line) => line.trimEnd()).filter((line) => line.length > 0).slice(-count)
+}

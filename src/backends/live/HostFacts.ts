@@ -1,0 +1,33 @@
+/**
+ * What a host has, measured by its agent (docs/live.md, "The node agent"): vCPUs, memory, the disk under the agent's
+ * data directory, and NVIDIA GPUs as `nvidia-smi` lists them (none when it is absent or fails: a host without the
+ * driver has no GPU the agent could give a program).
+ */
+import { execFileSync } from "node:child_process"
+import { availableParallelism, totalmem } from "node:os"
+import { statfsSync } from "node:fs"
+import type { HostCapacity } from "./Protocol.ts"
+
+/** One GPU per line: `name, memory.total` in MiB (nvidia-smi --query-gpu=name,memory.total --format=csv,noheader,nounits). */
+export const parseNvidiaSmi = (output: string): HostCapacity["gpus"] =>
+  output.split("\n").map((line) => line.trim()).filter((line) => line.length > 0).flatMap((line) => {
+    const comma = line.lastIndexOf(",")
+    if (comma < 0) return []
+    const model = line.slice(0, comma).trim()
+    const memoryMiB = Number(line.slice(comma + 1).trim())
+    return model.length > 0 && Number.isFinite(memoryMiB) ? [{ model, memoryMiB }] : []
+  })
+
+export const detectGpus = (nvidiaSmi = "nvidia-smi"): HostCapacity["gpus"] => {
+  try {
+    const output = execFileSync(nvidiaSmi, ["--query-gpu=name,memory.total", "--format=csv,noheader,nounits"], { encoding: "utf8", timeout: 10_000, stdio: ["ignore", "pipe", "ignore"] })
+    return parseNvidiaSmi(output)
+  } catch {
+    return []
+  }
+}
+
+export const measureHost = (dataDir: string): HostCapacity => {
+  const disk = statfsSync(dataDir)
+  return { cpus: availableParallelism(), memoryBytes: totalmem(), diskBytes: Number(disk.bavail) * Number(disk.bsize), gpus: detectGpus() }
+}

@@ -1,0 +1,543 @@
+/**
+ * The live driver of the capacity port (core/capacity/Capacity.ts): Nodes — hosts whose agents hold a lease — and the
+ * runs placed on them. It is the server end of the agent protocol (Protocol.ts): a launch becomes a run the Node's
+ * agent should have, the agent's reports become the attempt's facts, and a lease that lapses makes every run of its
+ * Node NodeLost, so the machines recover them as they would a lost cloud host.
+ *
+ * Times in facts are the server's (the moment a report arrives), so a host's clock never moves billing. Every call is
+ * idempotent per (owner, attempt), as the port requires. The driver keeps no state of its own on disk: a server that
+ * restarts starts with no Node, and agents say hello again (their runs of the previous server are stopped).
+ */
+import { Effect, PubSub, Stream } from "effect"
+import type {
+  AttemptFacts,
+  CapacityChange,
+  CapacityPortShape,
+  HostRequest,
+  Outcome,
+  ProgramRequest,
+  WorkloadProgram
+} from "../../core/capacity/Capacity.ts"
+import type { Offering, Variant } from "../../core/capacity/Offering.ts"
+import type { Market } from "../../core/capacity/Placement.ts"
+import { nodeOfferings } from "../../core/capacity/PoolOffering.ts"
+import {
+  type Desired,
+  type Exit,
+  type Hello,
+  type Lease,
+  leaseExpiryMs,
+  leaseRenewMs,
+  type RunReport,
+  type RunSpec,
+  runIdOf,
+  type SyncRequest,
+  type SyncResponse
+} from "./Protocol.ts"
+
+type Facts = { -readonly [K in keyof AttemptFacts]: AttemptFacts[K] }
+
+/** What a program receives beyond its spec: secret values, resolved as it starts (never stored). */
+export interface Resolved {
+  readonly env: Readonly<Record<string, string>>
+  readonly secretFiles: ReadonlyArray<{ readonly name: string; readonly contentBase64: string }>
+  /** Every secret value the program was given: scrubbed from its log and status. */
+  readonly secretValues: ReadonlyArray<string>
+}
+
+/** Why a program could not be given what it needs (a Secret or key gone): the run fails without starting. */
+export interface ResolveProblem {
+  readonly message: string
+}
+
+export interface LiveOptions {
+  /** The server's clock (epoch ms). */
+  readonly now: () => number
+  /** Resolves a workload's secret references in its project when its program starts. */
+  readonly resolve: (namespace: string, workload: WorkloadProgram) => Effect.Effect<Resolved, ResolveProblem>
+  /** Log text of a run, in order, scrubbed (the server keeps it for the Job's logs). */
+  readonly appendLog: (owner: string, attempt: string, text: string) => void
+  /** The Pool a Node joins when its agent says hello (the local backend's: `local`). */
+  readonly poolOf: (node: string) => string
+}
+
+/** A Node as the server sees it (what Node objects show). */
+export interface NodeView {
+  readonly name: string
+  readonly pool: string
+  readonly hostname: string
+  readonly agentVersion: string
+  readonly hello: Hello
+  readonly ready: boolean
+  readonly cordoned: boolean
+  readonly lastHeartbeat: number
+  readonly runs: number
+  readonly gpusUsed: number
+}
+
+interface NodeState {
+  readonly name: string
+  pool: string
+  hello: Hello
+  offerings: ReadonlyArray<Offering>
+  epoch: number
+  leaseExpiresAt: number
+  lastHeartbeat: number
+  ready: boolean
+  cordoned: boolean
+  /** Programs running or starting: one per vCPU at a time. */
+  slotsUsed: number
+  gpusUsed: number
+  /** Slots kept warm for a project after a run ended (spec: Job.scaledownWindow). */
+  warm: Array<{ readonly namespace: string; readonly until: number; readonly gpus: number }>
+  readonly desired: Map<string, RunSpec>
+  readonly checkpoints: Map<string, number>
+  version: number
+  readonly waiters: Set<() => void>
+}
+
+interface Run {
+  readonly owner: string
+  readonly namespace: string
+  readonly facts: Facts
+  readonly node: string
+  readonly gpus: number
+  program: ProgramRequest | undefined
+  /** The server no longer wants it: its exit is Stopped whatever its code. */
+  stopAsked: boolean
+  logAck: number
+  /** Secret values it was given, to scrub from what it says. */
+  secretValues: ReadonlyArray<string>
+}
+
+/** The GPUs an offering takes on its Node. */
+const gpusOf = (variant: Variant) => variant.offering.accelerator?.count ?? 0
+
+export class LiveCapacity {
+  private readonly options: LiveOptions
+  private readonly nodes = new Map<string, NodeState>()
+  private readonly runs = new Map<string, Map<string, Run>>()
+  /** Checkpoint sequence numbers per owner: they grow across every attempt of the owner. */
+  private readonly seqs = new Map<string, number>()
+  private readonly nodeListeners = new Set<(node: NodeView | { readonly name: string; readonly removed: true }) => void>()
+  private readonly changes: PubSub.PubSub<CapacityChange>
+  readonly port: CapacityPortShape
+
+  private constructor(options: LiveOptions, changes: PubSub.PubSub<CapacityChange>) {
+    this.options = options
+    this.changes = changes
+    this.port = this.portOf(changes)
+  }
+
+  static readonly make = (options: LiveOptions): Effect.Effect<LiveCapacity> =>
+    Effect.map(PubSub.unbounded<CapacityChange>(), (changes) => new LiveCapacity(options, changes))
+
+  // -------------------------------------------------------------------------------------------------------------------
+  // The port
+
+  private portOf(changes: PubSub.PubSub<CapacityChange>): CapacityPortShape {
+    return {
+      // Facts are answered as values: what the caller holds does not change under it.
+      acquire: (request) => Effect.sync(() => ({ ...this.acquire(request) })),
+      release: (owner, attempt) => Effect.sync(() => this.release(owner, attempt)),
+      facts: (owner, attempt) => Effect.sync(() => {
+        const facts = this.find(owner, attempt)?.facts
+        return facts === undefined ? undefined : { ...facts }
+      }),
+      market: (namespace) => this.market(namespace),
+      forget: (owner) => Effect.sync(() => {
+        this.runs.delete(owner)
+        this.seqs.delete(owner)
+      }),
+      changes: Stream.fromPubSub(changes),
+      start: (owner, attempt, program) => this.start(owner, attempt, program),
+      checkpoint: (owner, attempt, episode) => Effect.sync(() => this.checkpoint(owner, attempt, episode))
+    }
+  }
+
+  /** Every offering of every Node that said hello: what placement ranks (the same array until a Node comes or goes). */
+  readonly catalog = (): ReadonlyArray<Offering> => {
+    this.offerings ??= [...this.nodes.values()].flatMap((node) => node.offerings)
+    return this.offerings
+  }
+  private offerings: ReadonlyArray<Offering> | undefined
+
+  /** The version of what the Node should run (an agent that applied it is up to date). */
+  readonly versionOf = (node: string) => this.nodes.get(node)?.version
+
+  /** Whether the run is over (or unknown): its log gets no more text. */
+  readonly ended = (owner: string, attempt: string) => {
+    const run = this.find(owner, attempt)
+    return run === undefined || run.facts.phase === "Ended"
+  }
+
+  readonly nodeViews = (): ReadonlyArray<NodeView> => [...this.nodes.values()].map((node) => this.viewOf(node))
+
+  /** Called with a Node's view whenever it changes (hello, lease, cordon, runs), and when it is removed. */
+  readonly onNode = (listener: (node: NodeView | { readonly name: string; readonly removed: true }) => void) => {
+    this.nodeListeners.add(listener)
+    return () => this.nodeListeners.delete(listener)
+  }
+
+  private find(owner: string, attempt: string): Run | undefined {
+    return this.runs.get(owner)?.get(attempt)
+  }
+
+  private acquire(request: HostRequest): AttemptFacts {
+    const known = this.find(request.owner, request.attempt)
+    if (known !== undefined) return known.facts
+    const now = this.options.now()
+    const facts: Facts = {
+      name: request.attempt, index: request.index, number: request.number, variant: request.variant, warmReuse: false,
+      recovery: request.recovery, restoreFromSeq: undefined, requestedAt: now, bootedAt: undefined, endedAt: undefined,
+      stoppingAt: undefined, releasedAt: undefined, phase: "Provisioning", outcome: undefined, checkpoint: undefined,
+      checkpointFailures: 0, suspend: undefined, progressUnits: undefined
+    }
+    const gpus = gpusOf(request.variant)
+    const node = this.nodeFor(request.variant, request.namespace, now)
+    if (node === undefined) {
+      Object.assign(facts, { phase: "Ended", outcome: { type: "Unavailable" }, endedAt: now, stoppingAt: now, releasedAt: now })
+      return facts
+    }
+    const warm = node.warm.findIndex((host) => host.namespace === request.namespace && host.gpus === gpus && host.until > now)
+    if (warm >= 0) {
+      node.warm.splice(warm, 1)
+      facts.warmReuse = true
+    } else {
+      node.slotsUsed++
+      node.gpusUsed += gpus
+    }
+    const run: Run = { owner: request.owner, namespace: request.namespace, facts, node: node.name, gpus, program: undefined, stopAsked: false, logAck: 0, secretValues: [] }
+    if (!this.runs.has(request.owner)) this.runs.set(request.owner, new Map())
+    this.runs.get(request.owner)!.set(request.attempt, run)
+    this.nodeChanged(node)
+    return facts
+  }
+
+  /** A ready Node that sells the variant and has room for it (a warm slot of the project first). */
+  private nodeFor(variant: Variant, namespace: string, now: number): NodeState | undefined {
+    let fallback: NodeState | undefined
+    for (const node of this.nodes.values()) {
+      if (!node.ready || node.cordoned || !node.offerings.some((offering) => offering.id === variant.offering.id)) continue
+      if (node.warm.some((host) => host.namespace === namespace && host.gpus === gpusOf(variant) && host.until > now)) return node
+      if (fallback === undefined && this.freeOn(node, variant) > 0) fallback = node
+    }
+    return fallback
+  }
+
+  /** Programs of the variant the Node can take now (warm slots are its project's alone). */
+  private freeOn(node: NodeState, variant: Variant): number {
+    const taken = node.slotsUsed + node.warm.length
+    const slots = node.hello.capacity.cpus - taken
+    const gpus = gpusOf(variant)
+    if (gpus === 0) return Math.max(0, slots)
+    const gpusFree = node.hello.capacity.gpus.length - node.gpusUsed - node.warm.reduce((sum, host) => sum + host.gpus, 0)
+    return Math.max(0, Math.min(slots, Math.floor(gpusFree / gpus)))
+  }
+
+  private market(namespace: string): Market {
+    return {
+      available: (variant) => {
+        const now = this.options.now()
+        let count = 0
+        for (const node of this.nodes.values()) {
+          if (!node.ready || node.cordoned || !node.offerings.some((offering) => offering.id === variant.offering.id)) continue
+          count += this.freeOn(node, variant) + node.warm.filter((host) => host.namespace === namespace && host.gpus === gpusOf(variant) && host.until > now).length
+        }
+        return count
+      },
+      // A Node is up already: its programs start without a boot.
+      bootMs: () => 0,
+      // A customer's host is not taken back by a provider.
+      meanTimeBetweenInterruptionsMs: () => undefined
+    }
+  }
+
+  private start(owner: string, attempt: string, program: ProgramRequest): Effect.Effect<void> {
+    const run = this.find(owner, attempt)
+    if (run === undefined || run.program !== undefined || run.facts.phase !== "Provisioning") return Effect.void
+    run.program = program
+    run.facts.restoreFromSeq = program.restoreFromSeq
+    const workload = program.workload
+    if (workload === undefined) {
+      this.end(run, { type: "Failed", exitCode: 1, message: "Nothing to run: the workload names no program (docs/live.md)." })
+      return Effect.void
+    }
+    return this.options.resolve(run.namespace, workload).pipe(
+      Effect.match({
+        onFailure: (problem) => this.end(run, { type: "Failed", exitCode: 1, message: `The program did not start: ${problem.message}` }),
+        onSuccess: (resolved) => this.want(run, attempt, program, workload, resolved)
+      })
+    )
+  }
+
+  /** The run joins what its Node should run. */
+  private want(run: Run, attempt: string, program: ProgramRequest, workload: WorkloadProgram, resolved: Resolved) {
+    const node = this.nodes.get(run.node)
+    if (node === undefined || run.stopAsked || run.facts.phase !== "Provisioning") return
+    if (workload.argv.length === 0) return this.end(run, { type: "Failed", exitCode: 1, message: "The program did not start: spec.command is empty; a live host runs the command it is given (docs/live.md, \"Images\")." })
+    if (workload.egress === "AllowList") return this.end(run, { type: "Failed", exitCode: 1, message: "The program did not start: egress AllowList is not served on live hosts yet; use Deny or Open (docs/live.md, \"Network\")." })
+    run.secretValues = resolved.secretValues
+    const restore = program.restoreFromSeq === undefined ? undefined : { owner: run.owner, seq: program.restoreFromSeq }
+    const spec: RunSpec = {
+      id: runIdOf(run.owner, attempt),
+      owner: run.owner,
+      argv: workload.argv,
+      env: { ...resolved.env, ...program.env },
+      secretFiles: resolved.secretFiles,
+      workingDir: workload.workingDir,
+      egress: workload.egress,
+      memoryBytes: workload.memoryBytes,
+      init: workload.init,
+      checkpointIntervalMs: program.checkpointIntervalMs,
+      restore
+    }
+    node.desired.set(spec.id, spec)
+    this.bump(node)
+  }
+
+  private release(owner: string, attempt: string) {
+    const run = this.find(owner, attempt)
+    if (run === undefined || run.facts.phase === "Ended" || run.facts.phase === "Terminating") return
+    run.stopAsked = true
+    const node = this.nodes.get(run.node)
+    const id = runIdOf(owner, attempt)
+    if (node === undefined || !node.desired.has(id)) return this.end(run, { type: "Stopped" })
+    // The agent stops it; its exit report ends the attempt Stopped.
+    run.facts.phase = "Terminating"
+    run.facts.stoppingAt = this.options.now()
+    node.desired.delete(id)
+    node.checkpoints.delete(id)
+    this.bump(node)
+    this.told(owner)
+  }
+
+  private checkpoint(owner: string, attempt: string, episode: number) {
+    const run = this.find(owner, attempt)
+    if (run === undefined || run.facts.phase !== "Running") return
+    if (run.facts.suspend?.episode === episode && run.facts.suspend.state !== "Failed") return
+    run.facts.suspend = { episode, state: "Pending", failures: 0 }
+    const node = this.nodes.get(run.node)
+    if (node === undefined) return
+    node.checkpoints.set(runIdOf(owner, attempt), episode)
+    this.bump(node)
+    this.told(owner)
+  }
+
+  /** Ends a run: its slot goes back (or stays warm for its project), and whoever waits for capacity looks again. */
+  private end(run: Run, outcome: Outcome) {
+    if (run.facts.phase === "Ended") return
+    const now = this.options.now()
+    Object.assign(run.facts, { phase: "Ended", outcome, endedAt: now, releasedAt: now })
+    run.facts.stoppingAt ??= now
+    const node = this.nodes.get(run.node)
+    if (node !== undefined) {
+      const id = runIdOf(run.owner, run.facts.name)
+      node.desired.delete(id)
+      node.checkpoints.delete(id)
+      node.slotsUsed--
+      node.gpusUsed -= run.gpus
+      const keepWarmMs = run.program?.keepWarmMs ?? 0
+      if (keepWarmMs > 0 && (outcome.type === "Succeeded" || outcome.type === "Failed")) node.warm.push({ namespace: run.namespace, until: now + keepWarmMs, gpus: run.gpus })
+      this.bump(node)
+    }
+    this.told(run.owner)
+    this.freed()
+  }
+
+  // -------------------------------------------------------------------------------------------------------------------
+  // The agent protocol (server end)
+
+  readonly hello = (hello: Hello): Lease => {
+    const now = this.options.now()
+    const known = this.nodes.get(hello.node)
+    const node: NodeState = known ?? {
+      name: hello.node, pool: this.options.poolOf(hello.node), hello, offerings: [], epoch: 0, leaseExpiresAt: 0, lastHeartbeat: now,
+      ready: false, cordoned: false, slotsUsed: 0, gpusUsed: 0, warm: [], desired: new Map(), checkpoints: new Map(), version: 0, waiters: new Set()
+    }
+    // A new connection: whatever the Node ran under its old lease is lost (the agent stops what it still has).
+    if (known !== undefined) this.lose(known)
+    node.hello = hello
+    node.offerings = nodeOfferings({ pool: node.pool, node: node.name, ...hello.capacity })
+    node.epoch++
+    node.leaseExpiresAt = now + leaseExpiryMs
+    node.lastHeartbeat = now
+    node.ready = true
+    this.nodes.set(node.name, node)
+    this.offerings = undefined
+    this.bump(node)
+    this.freed()
+    return { epoch: node.epoch, renewMs: leaseRenewMs, expiryMs: leaseExpiryMs }
+  }
+
+  /** An agent's sync: its reports taken in (under the current lease only), and what the Node should run now. */
+  readonly sync = async (request: SyncRequest): Promise<SyncResponse> => {
+    const node = this.nodes.get(request.node)
+    if (node === undefined || node.epoch !== request.epoch || !node.ready) return { _tag: "Stale" }
+    const now = this.options.now()
+    node.leaseExpiresAt = now + leaseExpiryMs
+    node.lastHeartbeat = now
+    const logAcks: Record<string, number> = {}
+    for (const report of request.runs) logAcks[report.id] = this.take(node, report)
+    if (request.waitMs > 0 && request.version >= node.version) await this.changeOf(node, request.waitMs)
+    if (node.epoch !== request.epoch || !node.ready) return { _tag: "Stale" }
+    return { _tag: "Desired", desired: this.desiredOf(node), logAcks }
+  }
+
+  private desiredOf(node: NodeState): Desired {
+    return { version: node.version, runs: [...node.desired.values()], checkpoints: Object.fromEntries(node.checkpoints) }
+  }
+
+  /** Resolves when the Node's desired state changes, or after `waitMs`. */
+  private changeOf(node: NodeState, waitMs: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer)
+        node.waiters.delete(done)
+        resolve()
+      }
+      const timer = setTimeout(done, waitMs)
+      node.waiters.add(done)
+    })
+  }
+
+  /** One run's report; answers how much of its log is now kept. */
+  private take(node: NodeState, report: RunReport): number {
+    const slash = report.id.indexOf("/")
+    const run = this.find(report.id.slice(0, slash), report.id.slice(slash + 1))
+    // Offsets count bytes of the UTF-8 log, as the agent reads it.
+    if (run === undefined || run.node !== node.name) return report.logOffset + Buffer.byteLength(report.log)
+    if (report.log.length > 0 && report.logOffset === run.logAck) {
+      this.options.appendLog(run.owner, run.facts.name, scrub(report.log, run.secretValues))
+      run.logAck += Buffer.byteLength(report.log)
+    }
+    let changed = false
+    if (report.checkpoint !== undefined && report.checkpoint.seq !== run.facts.checkpoint?.seq) {
+      run.facts.checkpoint = { seq: report.checkpoint.seq, sizeBytes: report.checkpoint.sizeBytes, at: this.options.now() }
+      this.seqs.set(run.owner, Math.max(this.seqs.get(run.owner) ?? 0, report.checkpoint.seq))
+      changed = true
+    }
+    if (report.checkpointFailures !== run.facts.checkpointFailures) {
+      run.facts.checkpointFailures = report.checkpointFailures
+      changed = true
+    }
+    if (report.suspend !== undefined && (run.facts.suspend?.episode !== report.suspend.episode || run.facts.suspend.state !== report.suspend.state)) {
+      run.facts.suspend = report.suspend
+      changed = true
+    }
+    if (report.phase !== "Starting" && run.facts.phase === "Provisioning") {
+      run.facts.phase = "Running"
+      run.facts.bootedAt = this.options.now()
+      changed = true
+    }
+    if (report.phase === "Exited" && report.exit !== undefined && run.facts.phase !== "Ended") {
+      this.end(run, this.outcomeOf(run, report.exit))
+      return run.logAck
+    }
+    if (changed) this.told(run.owner)
+    return run.logAck
+  }
+
+  private outcomeOf(run: Run, exit: Exit): Outcome {
+    if (run.stopAsked || exit.stopped) return { type: "Stopped" }
+    if (exit.oomKilled) return { type: "OOMKilled" }
+    if (exit.problem !== undefined) return { type: "Failed", exitCode: exit.exitCode ?? 1, message: scrub(exit.problem, run.secretValues) }
+    if (exit.exitCode === 0) return { type: "Succeeded" }
+    const message = exit.lastLines.length > 0 ? scrub(exit.lastLines.join("\n"), run.secretValues) : undefined
+    const exitCode = exit.exitCode ?? 128 + signalNumber(exit.signal)
+    return message === undefined ? { type: "Failed", exitCode } : { type: "Failed", exitCode, message }
+  }
+
+  // -------------------------------------------------------------------------------------------------------------------
+  // Time: leases and warm slots
+
+  /** Lapsed leases make their Nodes NotReady and their runs NodeLost; expired warm slots go back. */
+  readonly tick = (now: number) => {
+    for (const node of this.nodes.values()) {
+      const warm = node.warm.filter((host) => host.until > now)
+      if (warm.length !== node.warm.length) {
+        node.warm = warm
+        this.freed()
+      }
+      if (node.ready && node.leaseExpiresAt <= now) {
+        node.ready = false
+        this.lose(node)
+        this.nodeChanged(node)
+      }
+    }
+  }
+
+  /** Every run of the Node is lost with it (NodeLost); recovery replaces them elsewhere. */
+  private lose(node: NodeState) {
+    for (const owned of this.runs.values()) {
+      for (const run of owned.values()) {
+        if (run.node === node.name && run.facts.phase !== "Ended") this.end(run, run.stopAsked ? { type: "Stopped" } : { type: "NodeLost" })
+      }
+    }
+    node.desired.clear()
+    node.checkpoints.clear()
+    node.warm = []
+    for (const wake of [...node.waiters]) wake()
+  }
+
+  // -------------------------------------------------------------------------------------------------------------------
+  // Nodes as users manage them (spec: Node list, patch, delete)
+
+  readonly cordon = (name: string, cordoned: boolean) => {
+    const node = this.nodes.get(name)
+    if (node === undefined || node.cordoned === cordoned) return
+    node.cordoned = cordoned
+    this.nodeChanged(node)
+    if (!cordoned) this.freed()
+  }
+
+  /** A deleted Node is drained: its runs stop (NodeLost, so they recover elsewhere) and its agent is refused from now on. */
+  readonly remove = (name: string) => {
+    const node = this.nodes.get(name)
+    if (node === undefined) return
+    node.ready = false
+    this.lose(node)
+    this.nodes.delete(name)
+    this.offerings = undefined
+    for (const listener of this.nodeListeners) listener({ name, removed: true })
+  }
+
+  // -------------------------------------------------------------------------------------------------------------------
+
+  private viewOf(node: NodeState): NodeView {
+    return {
+      name: node.name, pool: node.pool, hostname: node.hello.hostname, agentVersion: node.hello.agentVersion, hello: node.hello,
+      ready: node.ready, cordoned: node.cordoned, lastHeartbeat: node.lastHeartbeat, runs: node.slotsUsed, gpusUsed: node.gpusUsed
+    }
+  }
+
+  private bump(node: NodeState) {
+    node.version++
+    for (const wake of [...node.waiters]) wake()
+  }
+
+  private nodeChanged(node: NodeState) {
+    const view = this.viewOf(node)
+    for (const listener of this.nodeListeners) listener(view)
+  }
+
+  private told(owner: string) {
+    PubSub.publishUnsafe(this.changes, { _tag: "Attempt", owner })
+  }
+
+  private freed() {
+    PubSub.publishUnsafe(this.changes, { _tag: "Freed" })
+  }
+}
+
+/** Secret values shorter than this are not scrubbed: they would redact ordinary words (docs/live.md, "Logs"). */
+const scrubbedLengthMin = 4
+
+/** Text with every secret value the program was given replaced by [redacted]. */
+export const scrub = (text: string, values: ReadonlyArray<string>): string =>
+  values.reduce((scrubbed, value) => (value.length < scrubbedLengthMin ? scrubbed : scrubbed.split(value).join("[redacted]")), text)
+
+const signals: Readonly<Record<string, number>> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGABRT: 6, SIGKILL: 9, SIGSEGV: 11, SIGPIPE: 13, SIGTERM: 15 }
+
+/** A signal's number, for the shell's 128+n exit code of a program it killed. */
+const signalNumber = (signal: string | undefined) => (signal === undefined ? 0 : signals[signal] ?? 0)

@@ -1,0 +1,142 @@
+/**
+ * The node agent's protocol (docs/live.md, "The node agent"): what a host and the control plane say to each other.
+ * The agent always calls; the server never connects to a host (hosts behind NAT work). It is level-triggered, like a
+ * kubelet: the server keeps, per Node, the runs that should be there; the agent keeps, per run, what happened; one
+ * call, `sync`, sends everything the agent knows and answers everything the server wants. A sync renews the Node's
+ * lease; a sync under an older lease epoch is refused, so nothing a host says after its lease lapsed is taken in.
+ *
+ * The same messages travel in-process (the local backend's agent) and over HTTPS (`nodus agent`, AgentHttp.ts).
+ */
+
+/** Lease timing (issue: renew every 10 s, lapse after 40 s). */
+export const leaseRenewMs = 10_000
+export const leaseExpiryMs = 40_000
+
+/** What a host has, as the agent measured it. */
+export interface HostCapacity {
+  readonly cpus: number
+  readonly memoryBytes: number
+  readonly diskBytes: number
+  /** One entry per GPU (nvidia-smi), empty without. */
+  readonly gpus: ReadonlyArray<{ readonly model: string; readonly memoryMiB: number }>
+}
+
+/** What the host can and cannot do for isolation (a problem is a sentence with its fix). */
+export interface HostIsolation {
+  readonly bubblewrap: boolean
+  readonly memoryLimits: boolean
+  readonly problems: ReadonlyArray<string>
+}
+
+export interface Hello {
+  readonly node: string
+  readonly hostname: string
+  readonly agentVersion: string
+  readonly capacity: HostCapacity
+  readonly isolation: HostIsolation
+}
+
+/** The server's answer to a hello: the lease this connection holds until it lapses. */
+export interface Lease {
+  readonly epoch: number
+  readonly renewMs: number
+  readonly expiryMs: number
+}
+
+/** A program the server wants on the host, with everything resolved (secret values included: never logged). */
+export interface RunSpec {
+  /** `<owner>/<attempt>`: unique on the server. */
+  readonly id: string
+  readonly argv: ReadonlyArray<string>
+  readonly env: Readonly<Record<string, string>>
+  readonly secretFiles: ReadonlyArray<{ readonly name: string; readonly contentBase64: string }>
+  readonly workingDir: string | undefined
+  readonly egress: "Deny" | "Open"
+  readonly memoryBytes: number | undefined
+  readonly init: { readonly argv: ReadonlyArray<string>; readonly timeoutMs: number } | undefined
+  readonly checkpointIntervalMs: number | undefined
+  /** The checkpoint of the owner to restore into /platform/state first. */
+  readonly restore: { readonly owner: string; readonly seq: number } | undefined
+  /** The owner's checkpoints are numbered on from here. */
+  readonly owner: string
+}
+
+/** What the server wants of a host now. */
+export interface Desired {
+  /** Grows with every change: the agent's long poll waits for a newer one. */
+  readonly version: number
+  readonly runs: ReadonlyArray<RunSpec>
+  /** Suspend checkpoints asked: run id → the episode. */
+  readonly checkpoints: Readonly<Record<string, number>>
+}
+
+/** How a program ended, as the host saw it. */
+export interface Exit {
+  readonly exitCode: number | undefined
+  readonly signal: string | undefined
+  readonly oomKilled: boolean
+  /** It was stopped because the server no longer wanted it. */
+  readonly stopped: boolean
+  /** Why it never started (a missing tool, the initCommand's timeout), when it did not. */
+  readonly problem: string | undefined
+  /** The last lines of its log, for status.message (scrubbed by the server). */
+  readonly lastLines: ReadonlyArray<string>
+}
+
+/** Everything the agent knows of one run. */
+export interface RunReport {
+  readonly id: string
+  readonly phase: "Starting" | "Running" | "Exited"
+  readonly exit: Exit | undefined
+  readonly checkpoint: { readonly seq: number; readonly sizeBytes: number } | undefined
+  readonly checkpointFailures: number
+  readonly suspend: { readonly episode: number; readonly state: "Pending" | "Saved" | "Failed"; readonly failures: number } | undefined
+  /** Log bytes not yet acknowledged, from `logOffset` on (UTF-8 text). */
+  readonly logOffset: number
+  readonly log: string
+}
+
+export interface SyncRequest {
+  readonly node: string
+  readonly epoch: number
+  /** The newest desired version the agent has applied. */
+  readonly version: number
+  readonly runs: ReadonlyArray<RunReport>
+  /** How long the server may hold the answer while nothing changes (0: answer at once). */
+  readonly waitMs: number
+}
+
+export type SyncResponse =
+  | { readonly _tag: "Desired"; readonly desired: Desired; readonly logAcks: Readonly<Record<string, number>> }
+  /** The lease lapsed or another connection took it: say hello again; nothing sent was taken in. */
+  | { readonly _tag: "Stale" }
+
+/**
+ * Enrollment (`nodus agent --token`): the host presents an EnrollmentToken and the hash of a key it made; the server
+ * creates the Node in the token's Pool and from then on knows the agent by that key (it never holds the key itself).
+ */
+export interface EnrollRequest {
+  readonly token: string
+  /** The Node's name (default: the host name, made a DNS label). */
+  readonly node: string
+  readonly hostname: string
+  /** sha256 hex of the key the agent made: its credential for hello and sync. */
+  readonly credentialHash: string
+}
+
+export interface EnrollResponse {
+  readonly node: string
+  readonly namespace: string
+  readonly pool: string
+}
+
+/** The paths of the protocol over HTTPS, relative to the server's URL. */
+export const agentPaths = { enroll: "/agent/v1/enroll", hello: "/agent/v1/hello", sync: "/agent/v1/sync" } as const
+
+/** The control plane as an agent sees it: in-process or over HTTPS, the same two calls. */
+export interface AgentLink {
+  readonly hello: (hello: Hello) => Promise<Lease>
+  readonly sync: (request: SyncRequest) => Promise<SyncResponse>
+}
+
+export const runIdOf = (owner: string, attempt: string) => `${owner}/${attempt}`

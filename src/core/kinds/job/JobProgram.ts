@@ -1,0 +1,39 @@
+/**
+ * What a live host runs for an index of a Job (spec: Job command, args, env, secrets, workingDir, network,
+ * initCommand, resources.memory): the port's `WorkloadProgram`. Secret values are not here, only where to find them:
+ * the driver resolves them when the program starts (docs/secrets.md), so no status, event or log ever holds them.
+ */
+import type { ProgramEnv, WorkloadProgram } from "../../capacity/Capacity.ts"
+import * as Limits from "../../Limits.ts"
+import { durationMs } from "../../StatusText.ts"
+import { parseQuantity } from "../../Units.ts"
+import type { JobSpecType, JobStatusType } from "../../schemas/Job.ts"
+import { secretMountName } from "../../schemas/Shared.ts"
+
+/** A Job that names no egress policy gets no network (docs/live.md, "Network"): what it needs, it asks for. */
+export const defaultEgress = "Deny"
+
+export const jobProgramOf = (spec: JobSpecType, status: JobStatusType): WorkloadProgram => {
+  const pinned = status.secretVersions ?? {}
+  const env = (spec.env ?? []).flatMap((entry): ReadonlyArray<ProgramEnv> => {
+    const ref = entry.valueFrom?.secretKeyRef
+    if (ref !== undefined) return [{ name: entry.name, secret: ref.name, key: ref.key }]
+    return [{ name: entry.name, value: entry.value ?? "" }]
+  })
+  const memory = spec.resources?.memory === undefined ? undefined : parseQuantity(spec.resources.memory)
+  return {
+    image: spec.image ?? spec.imageRef,
+    argv: [...(spec.command ?? []), ...(spec.args ?? [])],
+    workingDir: spec.workingDir,
+    env,
+    secrets: (spec.secrets ?? []).map((mount) => {
+      const name = secretMountName(mount)
+      return { name, version: pinned[name] }
+    }),
+    egress: spec.network?.egress?.policy ?? defaultEgress,
+    memoryBytes: memory === undefined ? undefined : Math.round(memory),
+    init: spec.initCommand === undefined
+      ? undefined
+      : { argv: spec.initCommand.command, timeoutMs: durationMs(spec.initCommand.timeout, Limits.initCommandTimeoutMsMax) }
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * The local backend (docs/live.md): the runtime's reconciler over live hosts (backends/live/LiveCapacity.ts), on the
+ * wall clock, with a node agent for this host running in-process — the same Agent as `nodus agent`, over an
+ * in-process link to the same protocol handler a remote agent reaches over HTTPS. Jobs run as real processes in
+ * bubblewrap boxes; their logs are kept under `<data dir>/logs`.
+ *
+ * The loop: whenever a key is due (a change, a capacity report, a timer) the reconciler runs it at once — a run's
+ * start and end reach the store within milliseconds — and at least every second the leases and the agent's
+ * checkpoint timers are looked at.
+ */
+import { createHash } from "node:crypto"
+import { mkdirSync } from "node:fs"
+import { hostname, tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+import { Effect, Layer } from "effect"
+import { CapacityPort } from "../core/capacity/Capacity.ts"
+import { currentPricebook } from "../core/billing/Pricebook.ts"
+import { Agent } from "../backends/live/Agent.ts"
+import { measureHost } from "../backends/live/HostFacts.ts"
+import { detectIsolation } from "../backends/live/Isolation.ts"
+import { LiveCapacity } from "../backends/live/LiveCapacity.ts"
+import type { AgentLink, Hello } from "../backends/live/Protocol.ts"
+import { SimulationControl } from "../apiserver/SimulationControl.ts"
+import { WorkloadLogs } from "../apiserver/WorkloadLogs.ts"
+import { ApiConfig } from "../apiserver/ApiConfig.ts"
+import { Resources } from "../apiserver/Resources.ts"
+import { surviving } from "../runtime/Following.ts"
+import { makeOfferings } from "../runtime/Offerings.ts"
+import { LedgerService } from "../runtime/LedgerService.ts"
+import { LiveMarket } from "../runtime/LiveMarket.ts"
+import { Reconciler } from "../runtime/Reconciler.ts"
+import { Secrets } from "../runtime/Secrets.ts"
+import { makeJobLogs } from "./JobLogs.ts"
+
+export interface LocalSettings {
+  /** The server's data directory: logs in `logs/`, the local agent's runs and checkpoints in `agent/`. */
+  readonly dataDir: string
+  /** The local Node's name; default the host name. */
+  readonly node?: string
+  /** Paths no program may see besides the data directory (the store's files when they live elsewhere). */
+  readonly hidden?: ReadonlyArray<string>
+}
+
+/** The Pool of the in-process agent's Node. */
+export const localPool = "local"
+
+export const agentVersion = "nodus-agent/1"
+
+/** The longest the loop sleeps: leases lapse and checkpoints fall due on this beat at the latest. */
+const beatMs = 1_000
+
+/** An agent in this process reaches the server's protocol handler directly: the same messages, no socket. */
+export const inProcessLink = (capacity: LiveCapacity): AgentLink => ({
+  hello: async (hello) => capacity.hello(hello),
+  sync: (request) => capacity.sync(request)
+})
+
+export const helloOf = (node: string, dataDir: string, isolation: ReturnType<typeof detectIsolation>): Hello => ({
+  node,
+  hostname: hostname(),
+  agentVersion,
+  capacity: measureHost(dataDir),
+  isolation: { bubblewrap: isolation.bwrap !== undefined, memoryLimits: isolation.memoryLimits !== "none", problems: isolation.problems }
+})
+
+/** Needs the store's runtime services (LedgerService, Secrets, LiveMarket, the reconciler's) and provides the port. */
+export const layer = (settings: LocalSettings) => Layer.unwrap(Effect.gen(function*() {
+  const secrets = yield* Secrets
+  const logs = makeJobLogs(join(settings.dataDir, "logs"), { ended: (owner, attempt) => capacity.ended(owner, attempt) })
+  const capacity: LiveCapacity = yield* LiveCapacity.make({
+    now: () => Date.now(),
+    resolve: (namespace, workload) => secrets.resolveProgram(namespace, workload).pipe(Effect.mapError((error) => ({ message: error.message }))),
+    appendLog: logs.append,
+    poolOf: () => localPool
+  })
+  const forgetting = { ...capacity.port, forget: (owner: string) => Effect.andThen(capacity.port.forget(owner), Effect.sync(() => logs.forget(owner))) }
+  const port = Layer.succeed(CapacityPort, forgetting)
+  // Runs of a previous process died with it (the in-process agent's boxes die with their parent): they ended then.
+  const reconciler = Reconciler.layer({ catalog: capacity.catalog, pricebook: currentPricebook, lostAt: Date.now() }).pipe(Layer.provideMerge(port))
+  const running = Layer.effectDiscard(run(capacity, settings))
+  return Layer.mergeAll(SimulationControl.layerNone, Layer.succeed(WorkloadLogs, { read: logs.read }), running).pipe(Layer.provideMerge(reconciler))
+}))
+
+/** Starts this host's agent, then runs the reconciler on the wall clock for the layer's lifetime. */
+const run = (capacity: LiveCapacity, settings: LocalSettings) => Effect.gen(function*() {
+  const reconciler = yield* Reconciler
+  const ledgers = yield* LedgerService
+  yield* (yield* LiveMarket).provide((namespace) => capacity.port.market(namespace), capacity.catalog)
+  mkdirSync(settings.dataDir, { recursive: true, mode: 0o700 })
+  const isolation = detectIsolation()
+  for (const problem of isolation.problems) yield* Effect.logWarning(`nodus local backend: ${problem}`)
+  const agentDir = join(settings.dataDir, "agent")
+  // Runs' areas are bound into boxes, so they live outside the private data directory (docs/live.md, "Isolation").
+  const runsDir = join(tmpdir(), `nodus-runs-${createHash("sha256").update(resolve(settings.dataDir)).digest("hex").slice(0, 12)}`)
+  const agent = new Agent({
+    link: inProcessLink(capacity),
+    hello: helloOf(settings.node ?? hostname(), settings.dataDir, isolation),
+    dataDir: agentDir,
+    runsDir,
+    support: isolation,
+    hidden: [settings.dataDir, ...(settings.hidden ?? [])],
+    now: () => Date.now(),
+    log: (message) => console.warn(message)
+  })
+  // The Node says hello before the first reconcile, so runs of the stored objects have somewhere to go.
+  yield* Effect.promise(() => agent.connect())
+  yield* Effect.addFinalizer(() => Effect.promise(() => agent.stop()))
+  // The local Node's offerings, as Offering objects every project sees (kubectl get offerings).
+  const offerings = makeOfferings({ resources: yield* Resources, group: (yield* ApiConfig).group, catalog: capacity.catalog(), market: capacity.port.market("") })
+  yield* offerings.seed
+  let lastBeat = 0
+  const pass = Effect.gen(function*() {
+    const now = Date.now()
+    if (now - lastBeat >= beatMs) {
+      lastBeat = now
+      capacity.tick(now)
+      agent.tick()
+      yield* ledgers.update((ledger) => ledger.expire(now)).pipe(Effect.catch((error) => Effect.logWarning(`local backend: expiring holds: ${error.message}`)))
+      yield* offerings.refresh
+    }
+    yield* reconciler.runDue(now)
+    const next = reconciler.nextWakeAt()
+    yield* reconciler.awaitWork(Math.max(0, Math.min(beatMs - (Date.now() - lastBeat), next === undefined ? beatMs : next - Date.now())))
+  })
+  yield* Effect.forkScoped(Effect.forever(surviving("local backend", "running the reconciler")(pass)))
+})

@@ -1,0 +1,148 @@
+/**
+ * Acceptance on the local backend: real kubectl against a server whose Jobs run as real processes in bubblewrap boxes
+ * on this host (docs/live.md). A Job that prints succeeds and its log reads back; a failing one fails with its last
+ * lines in status.message; a Job with egress Deny cannot reach a TCP server on the host's loopback while one with Open
+ * can; secrets reach the program as env and 0400 files, and never the status, events, log or the store's JSON.
+ */
+import { createServer, type Server } from "node:net"
+import { writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { startTestServer, type TestServer } from "../support/TestServer.ts"
+import { api, kubectl, requireKubectl } from "./Clients.ts"
+
+let server: TestServer
+let listener: Server
+let port = 0
+const namespace = "live"
+
+beforeAll(async () => {
+  requireKubectl()
+  server = await startTestServer({ tls: true, local: true })
+  const reply = await api(server, "POST", "/api/v1/namespaces", { body: { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } } })
+  assert.strictEqual(reply.status, 201, reply.text)
+  listener = createServer((socket) => socket.end("hello from the host\n"))
+  await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve))
+  port = (listener.address() as { port: number }).port
+})
+afterAll(async () => {
+  listener?.close()
+  await server?.stop()
+})
+
+const jobPath = (name: string) => `/apis/nodus.dev/v1/namespaces/${namespace}/jobs/${name}`
+
+const apply = async (name: string, yaml: string) => {
+  const path = join(server.directory, `${name}.yaml`)
+  writeFileSync(path, yaml)
+  const created = await kubectl(server, ["create", "-f", path])
+  assert.strictEqual(created.code, 0, created.stderr)
+}
+
+const jobYaml = (name: string, command: ReadonlyArray<string>, extra: ReadonlyArray<string> = []) => [
+  "apiVersion: nodus.dev/v1",
+  "kind: Job",
+  "metadata:",
+  `  name: ${name}`,
+  `  namespace: ${namespace}`,
+  "spec:",
+  "  image: debian:12",
+  `  command: ${JSON.stringify(command)}`,
+  "  backoffLimit: 0",
+  ...extra
+].join("\n")
+
+/** Waits (through kubectl wait) until the Job reached `phase`. */
+const waitFor = async (name: string, phase: string) => {
+  const waited = await kubectl(server, ["wait", "-n", namespace, `jobs.nodus.dev/${name}`, `--for=jsonpath={.status.phase}=${phase}`, "--timeout=60s"], { timeoutMs: 70_000 })
+  const job = await api(server, "GET", jobPath(name))
+  assert.strictEqual(waited.code, 0, `${waited.stderr}\n${JSON.stringify(job.body?.status)}`)
+  return job.body
+}
+
+const logOf = async (name: string, query = "") => {
+  const read = await kubectl(server, ["get", "--raw", `${jobPath(name)}/log${query}`])
+  assert.strictEqual(read.code, 0, read.stderr)
+  return read.stdout
+}
+
+describe("a Job on the local backend", () => {
+  it("runs its command as a real process: it succeeds and its log reads back", async () => {
+    await apply("hello", jobYaml("hello", ["sh", "-c", "echo hello from index $JOB_COMPLETION_INDEX; echo to stderr >&2; pwd"]))
+    const job = await waitFor("hello", "Succeeded")
+    assert.strictEqual(job.status.succeeded, 1)
+    const log = await logOf("hello")
+    assert.include(log, "hello from index 0")
+    assert.include(log, "to stderr")
+    assert.include(log, "/platform/work")
+    assert.strictEqual(await logOf("hello", "?tailLines=1"), "/platform/work\n")
+  })
+
+  it("fails a command that exits non-zero, with its last log lines in status.message", async () => {
+    await apply("broken", jobYaml("broken", ["sh", "-c", "echo one; echo two; echo three; echo 'it broke' >&2; exit 3"]))
+    const job = await waitFor("broken", "Failed")
+    assert.include(job.status.message, "exited with code 3")
+    assert.include(job.status.message, "it broke")
+    // At most three lines of the log (spec: Job status.message).
+    assert.include(job.status.message, "two")
+    assert.notInclude(job.status.message, "one")
+  })
+
+  it("runs every index with its own PLATFORM_INDEX", async () => {
+    await apply("indexed", jobYaml("indexed", ["sh", "-c", "echo index=$PLATFORM_INDEX"], ["  completions: 3", "  parallelism: 2"]))
+    const job = await waitFor("indexed", "Succeeded")
+    assert.strictEqual(job.status.succeeded, 3)
+    for (const index of [0, 1, 2]) assert.include(await logOf("indexed", `?index=${index}`), `index=${index}`)
+  })
+
+  it("gives a Job with egress Deny no network: a TCP server on the host's loopback is out of reach", async () => {
+    const connect = ["bash", "-c", `exec 3<>/dev/tcp/127.0.0.1/${port} && head -n 1 <&3`]
+    await apply("denied", jobYaml("denied", connect, ["  network:", "    egress:", "      policy: Deny"]))
+    await apply("open", jobYaml("open", connect, ["  network:", "    egress:", "      policy: Open"]))
+    await waitFor("denied", "Failed")
+    await waitFor("open", "Succeeded")
+    assert.include(await logOf("open"), "hello from the host")
+  })
+
+  it("hands secrets to the program as env and 0400 files, and nowhere else", async () => {
+    const value = "s3cr3t-value-7f1c9a"
+    const secret = await api(server, "POST", `/apis/nodus.dev/v1/namespaces/${namespace}/secrets`, {
+      body: { apiVersion: "nodus.dev/v1", kind: "Secret", metadata: { name: "db" }, spec: { data: { password: value } } }
+    })
+    assert.strictEqual(secret.status, 201, secret.text)
+    const check = [
+      "sh", "-c",
+      `[ "$DB_PASSWORD" = "${"$"}(cat /run/secrets/db/password)" ] && [ "$password" = "$DB_PASSWORD" ] && stat -c %a /run/secrets/db/password && echo same`
+    ]
+    await apply("secretive", jobYaml("secretive", check, [
+      "  secrets: [db]",
+      "  env:",
+      "  - name: DB_PASSWORD",
+      "    valueFrom:",
+      "      secretKeyRef: {name: db, key: password}"
+    ]))
+    const job = await waitFor("secretive", "Succeeded")
+    const log = await logOf("secretive")
+    assert.include(log, "400")
+    assert.include(log, "same")
+    assert.notInclude(JSON.stringify(job), value)
+    const events = await api(server, "GET", `/api/v1/namespaces/${namespace}/events`)
+    assert.notInclude(events.text, value)
+    // A program that prints its secret: the log and status.message show it redacted.
+    await apply("leaky", jobYaml("leaky", ["sh", "-c", "echo the password is $DB_PASSWORD; exit 1"], [
+      "  env:",
+      "  - name: DB_PASSWORD",
+      "    valueFrom:",
+      "      secretKeyRef: {name: db, key: password}"
+    ]))
+    const leaky = await waitFor("leaky", "Failed")
+    assert.include(leaky.status.message, "the password is [redacted]")
+    assert.notInclude(JSON.stringify(leaky), value)
+    const leakedLog = await logOf("leaky")
+    assert.include(leakedLog, "the password is [redacted]")
+    assert.notInclude(leakedLog, value)
+    const stored = await server.withStore((store) => Effect.map(Effect.orDie(store.list({ resource: "jobs", namespace })), (page) => JSON.stringify(page.items)))
+    assert.notInclude(stored, value)
+  })
+})
