@@ -27,6 +27,11 @@ export interface Prepared<A> {
 export interface Finished<A> {
   readonly result: A
   readonly ops: ReadonlyArray<WriteOp>
+  /**
+   * Status fields the create response shows once and the store never keeps (an EnrollmentToken's token, a webhook's
+   * signing secret). A dry run shows none.
+   */
+  readonly shownOnce?: JsonObject
 }
 
 export interface CreateRequest {
@@ -97,12 +102,14 @@ export const prepareAll = <A, R>(
       finish: (made) => Effect.gen(function*() {
         let result = made
         const ops: Array<WriteOp> = []
+        let shownOnce: JsonObject | undefined
         for (const finish of finishes) {
           const finished = yield* finish(result)
           result = finished.result
           ops.push(...finished.ops)
+          if (finished.shownOnce !== undefined) shownOnce = { ...shownOnce, ...finished.shownOnce }
         }
-        return { result, ops }
+        return shownOnce === undefined ? { result, ops } : { result, ops, shownOnce }
       })
     }
   })

@@ -429,7 +429,7 @@ function makeOperations(services: {
         ...(options.operation === undefined ? {} : { operation: options.operation }),
         ...(options.applied === undefined ? {} : { applied: options.applied })
       })
-      const { result: admittedObject, ops } = yield* prepared.finish(initialStatus(ref, yield* Effect.fromResult(made)))
+      const { result: admittedObject, ops, shownOnce } = yield* prepared.finish(initialStatus(ref, yield* Effect.fromResult(made)))
       // The kind's review (spec: Create semantics — the estimate, price consent, a refusal the estimate foresees).
       const reviewed = yield* reviewAll(plugins.of(ref), { ref, namespace, object: admittedObject, dryRun: options.dryRun, ifMatch: options.ifMatch })
       const object = reviewed.object
@@ -446,7 +446,9 @@ function makeOperations(services: {
         ...ops,
         ...(options.commitWith?.(admitted.warnings) ?? [])
       ])
-      return { object: committed.objects[0]!, warnings: admitted.warnings, created: true } satisfies WriteResult
+      const stored = committed.objects[0]!
+      const shown = shownOnce === undefined ? stored : { ...stored, status: { ...(isObject(stored.status) ? stored.status : {}), ...shownOnce } }
+      return { object: shown, warnings: admitted.warnings, created: true } satisfies WriteResult
     })
 
   /** Writes what a strategy decided: nothing, an update, or the object's removal (last finalizer gone). */

@@ -1,12 +1,17 @@
 /**
  * The `nodus` command. `nodus serve` runs the API server; `nodus kubeconfig` prints a kubeconfig for the admin so
  * that `KUBECONFIG=<file> kubectl get nodus -A` works. Settings come from flags or environment (Config.ts).
- * `nodus sim <scenario>` runs a simulator scenario headless (Sim.ts). Each command loads only the modules it needs,
- * so `nodus sim` starts without the server's.
+ * `nodus sim <scenario>` runs a simulator scenario headless (Sim.ts); `nodus agent` joins this host to a control
+ * plane as a Node (AgentCommand.ts). Each command loads only the modules it needs, so `nodus sim` starts without the
+ * server's.
  */
 import type { Cause } from "effect"
 import { resolve, type ServerConfig, usage } from "../server/Config.ts"
 import { operatorUsage } from "./Operator.ts"
+
+/** Here, not in AgentCommand.ts: printing the help should not load the agent's modules. */
+const agentUsage = `  nodus agent --server <url> --token <token> [--ca <file>] [--data-dir <dir>] [--name <node>]
+                              join this host to a control plane as a Node (docs/live.md)`
 
 const help = `nodus — control plane for compute, training and agent workloads
 
@@ -14,6 +19,7 @@ Usage:
   nodus serve [flags]         run the API server
   nodus kubeconfig [flags]    print a kubeconfig for the admin (add --namespace <project> to set a default project)
   nodus sim <scenario> [...]  run a simulator scenario headless and print its JSON summary (nodus sim --help)
+${agentUsage}
 ${operatorUsage}
 
 Flags (each also an environment variable):
@@ -83,6 +89,12 @@ switch (command) {
   case "refund": {
     const { operate } = await import("./Operator.ts")
     process.exitCode = await operate(command, args, configFrom)
+    break
+  }
+  case "agent": {
+    const { runAgent } = await import("./AgentCommand.ts")
+    // Its long poll would keep the process up for seconds after every program stopped.
+    process.exit(await runAgent(args))
     break
   }
   case "sim": {

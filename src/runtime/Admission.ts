@@ -8,6 +8,7 @@
  * - `pricing` (every nodus kind; kinds without an estimate pass through): the estimate on dry runs and creates, the
  *   price consent of a create bound by a dry run's ETag, and the refusal the estimate foresees (spec: Create
  *   semantics 1-3), which a Budget that refused reports as budget.exceeded.
+ * - `enrollmentToken` (EnrollmentToken): its token, shown once in the create response, kept as a hash (Enrollment.ts).
  */
 import { Effect, Layer, Option } from "effect"
 import { withPriceBoundAnnotation } from "../core/billing/PriceBound.ts"
@@ -19,6 +20,7 @@ import type { Disposition } from "../core/meta/Strategy.ts"
 import { type AdmissionPlugin, AdmissionPlugins } from "../apiserver/AdmissionPlugins.ts"
 import { BudgetService } from "./Budgets.ts"
 import { Estimates, quotedRateOf, refusalOf, withEstimate } from "./Estimates.ts"
+import { enrollmentTokenPlugin } from "./Enrollment.ts"
 import { consentOf, PriceConsent } from "./PriceConsent.ts"
 import { scrubLastApplied, Secrets, splitData, valuesInMetadata } from "./Secrets.ts"
 
@@ -103,6 +105,7 @@ const pricing = (estimates: Estimates["Service"], priceConsent: PriceConsent["Se
 })
 
 const isSecret = (ref: ResourceRef): boolean => ref.group !== "" && ref.info.kind === "Secret"
+const isEnrollmentToken = (ref: ResourceRef): boolean => ref.group !== "" && ref.info.kind === "EnrollmentToken"
 
 /** The plugins of every kind: the Secret's own, the secret references of project kinds, and pricing. */
 export const layer = Layer.effect(AdmissionPlugins, Effect.gen(function*() {
@@ -116,7 +119,9 @@ export const layer = Layer.effect(AdmissionPlugins, Effect.gen(function*() {
   const secretPlugins = [values, priced]
   const projectPlugins = [references, priced]
   const otherPlugins = [priced]
+  const enrollmentPlugins = [enrollmentTokenPlugin]
   return AdmissionPlugins.of({
-    of: (ref) => isSecret(ref) ? secretPlugins : ref.info.scope === "Namespaced" && ref.group !== "" ? projectPlugins : otherPlugins
+    of: (ref) =>
+      isSecret(ref) ? secretPlugins : isEnrollmentToken(ref) ? enrollmentPlugins : ref.info.scope === "Namespaced" && ref.group !== "" ? projectPlugins : otherPlugins
   })
 })).pipe(Layer.provide(PriceConsent.layer))

@@ -126,7 +126,7 @@ function make(options: EstimatorOptions) {
         const funds = yield* ledger.read((current) => ({ available: current.available, arrears: current.arrears, rooms: budgets.roomsFor(current, owner, now) }))
         // The same spec gives the same bands: the seed is the spec's hash.
         const seed = createHash("sha256").update(canonical(object.spec as Json)).digest("hex").slice(0, 16)
-        return { now, catalog: live.catalogNow() ?? catalog, models, market, pricebook: currentPricebook, funds, seed, sample }
+        return { now, catalog: live.catalogNow(object.metadata.namespace ?? "") ?? catalog, models, market, pricebook: currentPricebook, funds, seed, sample }
       })
 
     const estimate = (ref: ResourceRef, object: ResourceObject): Effect.Effect<Option.Option<EstimateResult>> => {

@@ -47,10 +47,11 @@ import { WorkQueue } from "./WorkQueue.ts"
 
 export interface ReconcilerOptions {
   /**
-   * The offerings placement ranks (the catalog the backend's capacity sells): fixed for the simulator, the Nodes that
-   * said hello for live hosts. A new array is a new catalog (rankings are made again).
+   * The offerings placement ranks for a project's work (the catalog the backend's capacity sells it): fixed for the
+   * simulator, the Nodes that said hello and serve the project for live hosts. A new array is a new catalog (rankings
+   * are made again).
    */
-  readonly catalog: () => ReadonlyArray<Offering>
+  readonly catalog: (namespace: string) => ReadonlyArray<Offering>
   readonly pricebook: Pricebook
   /**
    * When the runs a previous server process left live were lost, for an object whose stored Attempts the port does not
@@ -106,8 +107,8 @@ function make(options: ReconcilerOptions) {
     const { kinds } = yield* KindRegistry
     const kindsByPlural = new Map(kinds.map((kind) => [byKindName(kind.kind)!.plural, { kind, ref: refOfKind(group, kind.kind) }]))
     const writer = makeWriter({ resources, store, ids, outbox, attemptRef: refOfKind(group, "Attempt") })
-    const variantOf = (offering: string, interruptible: boolean): Variant | undefined => {
-      const found = options.catalog().find((candidate) => candidate.id === offering)
+    const variantOf = (namespace: string) => (offering: string, interruptible: boolean): Variant | undefined => {
+      const found = options.catalog(namespace).find((candidate) => candidate.id === offering)
       return found === undefined ? undefined : variantsOf(found).find((variant) => variant.interruptible === interruptible)
     }
 
@@ -208,7 +209,7 @@ function make(options: ReconcilerOptions) {
       for (const attempt of dependents) {
         if (attempt.kind !== "Attempt") continue
         const known = yield* port.facts(object.metadata.uid, attempt.metadata.name)
-        const restored = known ?? factsFromAttempt(attempt as unknown as JsonObject, variantOf, options.lostAt)
+        const restored = known ?? factsFromAttempt(attempt as unknown as JsonObject, variantOf(object.metadata.namespace ?? ""), options.lostAt)
         if (restored === undefined) continue
         facts.push(restored)
         if (!isEndedAttempt(attempt as unknown as JsonObject)) live.push(restored)
@@ -300,7 +301,7 @@ function make(options: ReconcilerOptions) {
 
     const rankingOf = (tracked: Tracked, market: ReturnType<typeof port.market>): Ranking => {
       const cached = tracked.ranking
-      const catalog = options.catalog()
+      const catalog = options.catalog(tracked.namespace)
       if (cached !== undefined && cached.spec === tracked.spec && cached.catalog === catalog) return cached.ranking
       const { request, run } = tracked.kind.machine.placementOf(tracked.spec)
       const ranking = rank(request, catalog, market, run)

@@ -10,17 +10,23 @@
  */
 import { createHash } from "node:crypto"
 import { mkdirSync } from "node:fs"
-import { hostname, tmpdir } from "node:os"
+import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { Effect, Layer } from "effect"
 import { CapacityPort } from "../core/capacity/Capacity.ts"
 import { currentPricebook } from "../core/billing/Pricebook.ts"
 import { Agent } from "../backends/live/Agent.ts"
-import { measureHost } from "../backends/live/HostFacts.ts"
+import { helloOf } from "../backends/live/HostFacts.ts"
 import { detectIsolation } from "../backends/live/Isolation.ts"
-import { LiveCapacity } from "../backends/live/LiveCapacity.ts"
-import type { AgentLink, Hello } from "../backends/live/Protocol.ts"
+import { LiveCapacity, type NodeScope } from "../backends/live/LiveCapacity.ts"
+import type { AgentLink } from "../backends/live/Protocol.ts"
+import { isObject } from "../core/Json.ts"
+import { refOfKind } from "../core/meta/Kinds.ts"
+import { NodeAgents } from "../apiserver/NodeAgents.ts"
 import { SimulationControl } from "../apiserver/SimulationControl.ts"
+import { ChangeFeed } from "../store/ChangeFeed.ts"
+import { Store } from "../store/Store.ts"
+import { Enrollment } from "../runtime/Enrollment.ts"
 import { WorkloadLogs } from "../apiserver/WorkloadLogs.ts"
 import { ApiConfig } from "../apiserver/ApiConfig.ts"
 import { Resources } from "../apiserver/Resources.ts"
@@ -30,38 +36,36 @@ import { LedgerService } from "../runtime/LedgerService.ts"
 import { LiveMarket } from "../runtime/LiveMarket.ts"
 import { Reconciler } from "../runtime/Reconciler.ts"
 import { Secrets } from "../runtime/Secrets.ts"
+import { makeNodeAgents } from "./AgentEndpoint.ts"
 import { makeJobLogs } from "./JobLogs.ts"
+import { followNodes } from "./NodeObjects.ts"
 
 export interface LocalSettings {
   /** The server's data directory: logs in `logs/`, the local agent's runs and checkpoints in `agent/`. */
   readonly dataDir: string
-  /** The local Node's name; default the host name. */
+  /** The local Node's name; default `local`. */
   readonly node?: string
   /** Paths no program may see besides the data directory (the store's files when they live elsewhere). */
   readonly hidden?: ReadonlyArray<string>
+  /** Lease timing of every Node; default 10 s renew, 40 s expiry (tests of lease loss shorten it). */
+  readonly lease?: { readonly renewMs: number; readonly expiryMs: number }
 }
 
-/** The Pool of the in-process agent's Node. */
+/** The Pool of the in-process agent's Node, and the Node's name (an enrolled host may not take it). */
 export const localPool = "local"
-
-export const agentVersion = "nodus-agent/1"
+export const localNode = "local"
 
 /** The longest the loop sleeps: leases lapse and checkpoints fall due on this beat at the latest. */
 const beatMs = 1_000
 
 /** An agent in this process reaches the server's protocol handler directly: the same messages, no socket. */
-export const inProcessLink = (capacity: LiveCapacity): AgentLink => ({
-  hello: async (hello) => capacity.hello(hello),
-  sync: (request) => capacity.sync(request)
+export const inProcessLink = (capacity: LiveCapacity, scope: NodeScope): AgentLink => ({
+  hello: async (hello) => capacity.hello(hello, scope),
+  sync: (request) => capacity.sync(request, scope)
 })
 
-export const helloOf = (node: string, dataDir: string, isolation: ReturnType<typeof detectIsolation>): Hello => ({
-  node,
-  hostname: hostname(),
-  agentVersion,
-  capacity: measureHost(dataDir),
-  isolation: { bubblewrap: isolation.bwrap !== undefined, memoryLimits: isolation.memoryLimits !== "none", problems: isolation.problems }
-})
+/** This host serves every project, in the Pool `local`. */
+const localScope: NodeScope = { pool: localPool, namespace: undefined }
 
 /** Needs the store's runtime services (LedgerService, Secrets, LiveMarket, the reconciler's) and provides the port. */
 export const layer = (settings: LocalSettings) => Layer.unwrap(Effect.gen(function*() {
@@ -71,14 +75,21 @@ export const layer = (settings: LocalSettings) => Layer.unwrap(Effect.gen(functi
     now: () => Date.now(),
     resolve: (namespace, workload) => secrets.resolveProgram(namespace, workload).pipe(Effect.mapError((error) => ({ message: error.message }))),
     appendLog: logs.append,
-    poolOf: () => localPool
+    ...(settings.lease === undefined ? {} : { lease: settings.lease })
   })
   const forgetting = { ...capacity.port, forget: (owner: string) => Effect.andThen(capacity.port.forget(owner), Effect.sync(() => logs.forget(owner))) }
   const port = Layer.succeed(CapacityPort, forgetting)
   // Runs of a previous process died with it (the in-process agent's boxes die with their parent): they ended then.
   const reconciler = Reconciler.layer({ catalog: capacity.catalog, pricebook: currentPricebook, lostAt: Date.now() }).pipe(Layer.provideMerge(port))
   const running = Layer.effectDiscard(run(capacity, settings))
-  return Layer.mergeAll(SimulationControl.layerNone, Layer.succeed(WorkloadLogs, { read: logs.read }), running).pipe(Layer.provideMerge(reconciler))
+  const agents = Layer.effect(NodeAgents, Effect.gen(function*() {
+    const resources = yield* Resources
+    const nodeRef = refOfKind((yield* ApiConfig).group, "Node")
+    const poolOf = (namespace: string, node: string) =>
+      Effect.map(resources.get(nodeRef, namespace, node), (object) => (isObject(object.spec) && typeof object.spec["pool"] === "string" ? object.spec["pool"] : ""))
+    return makeNodeAgents({ capacity, enrollment: yield* Enrollment, localNode: settings.node ?? localNode, poolOf })
+  })).pipe(Layer.provide(Enrollment.layer))
+  return Layer.mergeAll(SimulationControl.layerNone, Layer.succeed(WorkloadLogs, { read: logs.read }), agents, running).pipe(Layer.provideMerge(reconciler))
 }))
 
 /** Starts this host's agent, then runs the reconciler on the wall clock for the layer's lifetime. */
@@ -93,8 +104,8 @@ const run = (capacity: LiveCapacity, settings: LocalSettings) => Effect.gen(func
   // Runs' areas are bound into boxes, so they live outside the private data directory (docs/live.md, "Isolation").
   const runsDir = join(tmpdir(), `nodus-runs-${createHash("sha256").update(resolve(settings.dataDir)).digest("hex").slice(0, 12)}`)
   const agent = new Agent({
-    link: inProcessLink(capacity),
-    hello: helloOf(settings.node ?? hostname(), settings.dataDir, isolation),
+    link: inProcessLink(capacity, localScope),
+    hello: helloOf(settings.node ?? localNode, settings.dataDir, isolation),
     dataDir: agentDir,
     runsDir,
     support: isolation,
@@ -106,8 +117,9 @@ const run = (capacity: LiveCapacity, settings: LocalSettings) => Effect.gen(func
   yield* Effect.promise(() => agent.connect())
   yield* Effect.addFinalizer(() => Effect.promise(() => agent.stop()))
   // The local Node's offerings, as Offering objects every project sees (kubectl get offerings).
-  const offerings = makeOfferings({ resources: yield* Resources, group: (yield* ApiConfig).group, catalog: capacity.catalog(), market: capacity.port.market("") })
+  const offerings = makeOfferings({ resources: yield* Resources, group: (yield* ApiConfig).group, catalog: capacity.catalog(""), market: capacity.port.market("") })
   yield* offerings.seed
+  const nodes = yield* followNodes({ capacity, resources: yield* Resources, store: yield* Store, feed: yield* ChangeFeed, group: (yield* ApiConfig).group, now: () => Date.now() })
   let lastBeat = 0
   const pass = Effect.gen(function*() {
     const now = Date.now()
@@ -117,6 +129,7 @@ const run = (capacity: LiveCapacity, settings: LocalSettings) => Effect.gen(func
       agent.tick()
       yield* ledgers.update((ledger) => ledger.expire(now)).pipe(Effect.catch((error) => Effect.logWarning(`local backend: expiring holds: ${error.message}`)))
       yield* offerings.refresh
+      yield* nodes.heartbeats
     }
     yield* reconciler.runDue(now)
     const next = reconciler.nextWakeAt()

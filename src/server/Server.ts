@@ -39,6 +39,7 @@ import * as LiveBackend from "./LiveBackend.ts"
 import * as SimBackend from "./SimBackend.ts"
 import { SimulationControl } from "../apiserver/SimulationControl.ts"
 import { WorkloadLogs } from "../apiserver/WorkloadLogs.ts"
+import { NodeAgents } from "../apiserver/NodeAgents.ts"
 import * as VirtualClock from "./VirtualClock.ts"
 import { Watches, type WatchLimits } from "../apiserver/Watch.ts"
 
@@ -110,11 +111,11 @@ export interface Replaceable {
 const backendOf = (options: ServerOptions) => {
   const { sim, local } = options
   if (local !== undefined) return { clock: Layer.empty, control: LiveBackend.layer(local) }
-  if (sim === undefined) return { clock: Layer.empty, control: Layer.merge(SimulationControl.layerNone, WorkloadLogs.layerNone) }
+  if (sim === undefined) return { clock: Layer.empty, control: Layer.mergeAll(SimulationControl.layerNone, WorkloadLogs.layerNone, NodeAgents.layerNone) }
   const clock = new VirtualClock.VirtualClock(sim.speed, Date.now())
   return {
     clock: VirtualClock.layer(clock),
-    control: Layer.merge(SimBackend.layer({ clock, ...(sim.hostsPerVariant === undefined ? {} : { hostsPerVariant: sim.hostsPerVariant }) }), WorkloadLogs.layerNone)
+    control: Layer.mergeAll(SimBackend.layer({ clock, ...(sim.hostsPerVariant === undefined ? {} : { hostsPerVariant: sim.hostsPerVariant }) }), WorkloadLogs.layerNone, NodeAgents.layerNone)
   }
 }
 

@@ -45,6 +45,8 @@ export interface Background {
   readonly running: () => boolean
   /** Sends SIGTERM (if still running) and waits for the exit. */
   readonly stop: () => Promise<Result>
+  /** Its process id (to kill it otherwise). */
+  readonly pid: number | undefined
 }
 
 /** Starts `command args` without waiting for it. */
@@ -78,6 +80,7 @@ export const start = (command: string, args: ReadonlyArray<string>, options: Run
     stderr: () => stderr,
     done,
     running: () => child.exitCode === null && child.signalCode === null,
+    pid: child.pid,
     stop: () => {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM")
       return done

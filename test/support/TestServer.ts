@@ -37,7 +37,7 @@ export interface TestServerOptions {
   /** The key sealing Secret values (default `testSecretKey`). */
   readonly secretKey?: Uint8Array
   /** Runs the local backend (docs/live.md): real programs on this host, its data under the server's directory. */
-  readonly local?: boolean
+  readonly local?: boolean | { readonly lease: { readonly renewMs: number; readonly expiryMs: number } }
 }
 
 export interface TestServer {
@@ -75,7 +75,9 @@ export const startTestServer = async (options: TestServerOptions = {}): Promise<
     feed: options.feed ?? defaultFeedOptions,
     onListening: (url) => announced(url),
     sim: options.sim,
-    local: options.local === true ? { dataDir: join(directory, "data"), node: "test-node" } : undefined,
+    local: options.local === undefined || options.local === false
+      ? undefined
+      : { dataDir: join(directory, "data"), ...(options.local === true ? {} : { lease: options.local.lease }) },
     starterCreditsMicro: options.starterCreditsMicro
   }, options.store ?? Layer.fresh(MemoryStore.layer), { ...(options.estimates === undefined ? {} : { estimates: options.estimates }) })
   const runtime = ManagedRuntime.make(layer)

@@ -24,6 +24,7 @@ import { Ids } from "../Ids.ts"
 import { etagOf, type ListResult, type PatchType, Resources, type WriteOptions } from "../Resources.ts"
 import { clockObject, parseClockRequest, SimulationControl } from "../SimulationControl.ts"
 import { WorkloadLogs } from "../WorkloadLogs.ts"
+import { type AgentCall, NodeAgents } from "../NodeAgents.ts"
 import * as Limits from "../../core/Limits.ts"
 import { defaultWatchLimits, Watches, type WatchEvent } from "../Watch.ts"
 import { mediaTypeOf, parseJson, parseYamlDocument, readObject, readText, textProblem } from "./Body.ts"
@@ -206,6 +207,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
     const simulation = yield* SimulationControl
     const credits = yield* CreditOperations
     const logs = yield* WorkloadLogs
+    const agents = yield* NodeAgents
     const group = settings.group
     // Documents are generated once, on first request (tens of ms, off start-up): they depend only on the group and the
     // kinds' schemas.
@@ -584,6 +586,16 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
         }
       })
 
+    /** The node agent protocol (apiserver/NodeAgents.ts): POST with JSON, the agent's key as its bearer credential. */
+    const agentCall = (request: Request, call: AgentCall) =>
+      Effect.gen(function*() {
+        if (request.method !== "POST") return yield* methodNotAllowed(request.method)
+        const body = yield* Effect.flatMap(readText(request), parseJson)
+        const authorization = yield* authorizationOf(request)
+        const credential = authorization?.startsWith("Bearer ") ? authorization.slice("Bearer ".length).trim() : undefined
+        return json(200, yield* agents.call(call, body, credential))
+      })
+
     const route = (request: Request, url: URL): Effect.Effect<Response, ApiError> => {
       const parsed = Routes.parse(url.pathname)
       const problem = requestTextProblem(parsed, url.searchParams)
@@ -599,6 +611,8 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
         }
         case "NotFound":
           return Effect.fail(resourceNotFound())
+        case "Agent":
+          return agentCall(request, parsed.call)
         default:
           return authenticated(request, url, parsed)
       }

@@ -215,7 +215,8 @@ export class Agent {
       checkpoint: undefined, checkpointFailures: 0, nextCheckpointAt: undefined, suspend: undefined, checkpointing: false, exitReported: false
     }
     this.runs.set(spec.id, run)
-    void this.execute(run).catch((error) => this.exited(run, undefined, `the agent could not run it: ${error instanceof Error ? error.message : String(error)}`))
+    // The host could not set the run up (its box, its area, a checkpoint to restore): not the program's failure.
+    void this.execute(run).catch((error) => this.exited(run, undefined, `the host could not start it: ${error instanceof Error ? error.message : String(error)}`, true))
   }
 
   private async execute(run: LocalRun) {
@@ -261,7 +262,7 @@ export class Agent {
     })
   }
 
-  private exited(run: LocalRun, exit: ProgramExit | undefined, problem: string | undefined) {
+  private exited(run: LocalRun, exit: ProgramExit | undefined, problem: string | undefined, setupFailed = false) {
     if (run.phase === "Exited") return
     run.phase = "Exited"
     run.program = undefined
@@ -271,6 +272,7 @@ export class Agent {
       oomKilled: exit?.oomKilled ?? false,
       stopped: run.stopping,
       problem,
+      setupFailed,
       lastLines: lastLines(run.logPath, Limits.failureLogLines)
     }
     this.poke()

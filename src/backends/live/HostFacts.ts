@@ -4,9 +4,13 @@
  * driver has no GPU the agent could give a program).
  */
 import { execFileSync } from "node:child_process"
-import { availableParallelism, totalmem } from "node:os"
+import { availableParallelism, hostname, totalmem } from "node:os"
 import { statfsSync } from "node:fs"
-import type { HostCapacity } from "./Protocol.ts"
+import type { IsolationSupport } from "./Isolation.ts"
+import type { Hello, HostCapacity } from "./Protocol.ts"
+
+/** The agent's version, as Node objects show it. */
+export const agentVersion = "nodus-agent/1"
 
 /** One GPU per line: `name, memory.total` in MiB (nvidia-smi --query-gpu=name,memory.total --format=csv,noheader,nounits). */
 export const parseNvidiaSmi = (output: string): HostCapacity["gpus"] =>
@@ -31,3 +35,12 @@ export const measureHost = (dataDir: string): HostCapacity => {
   const disk = statfsSync(dataDir)
   return { cpus: availableParallelism(), memoryBytes: totalmem(), diskBytes: Number(disk.bavail) * Number(disk.bsize), gpus: detectGpus() }
 }
+
+/** An agent's hello: this host measured now, and what it can do for isolation. */
+export const helloOf = (node: string, dataDir: string, isolation: IsolationSupport): Hello => ({
+  node,
+  hostname: hostname(),
+  agentVersion,
+  capacity: measureHost(dataDir),
+  isolation: { bubblewrap: isolation.bwrap !== undefined, memoryLimits: isolation.memoryLimits !== "none", problems: isolation.problems }
+})

@@ -57,14 +57,28 @@ export interface LiveOptions {
   readonly resolve: (namespace: string, workload: WorkloadProgram) => Effect.Effect<Resolved, ResolveProblem>
   /** Log text of a run, in order, scrubbed (the server keeps it for the Job's logs). */
   readonly appendLog: (owner: string, attempt: string, text: string) => void
-  /** The Pool a Node joins when its agent says hello (the local backend's: `local`). */
-  readonly poolOf: (node: string) => string
+  /** Lease timing; default 10 s renew, 40 s expiry (Protocol.ts). Tests of lease loss shorten it. */
+  readonly lease?: { readonly renewMs: number; readonly expiryMs: number }
 }
+
+/**
+ * Where a Node belongs: its Pool, and the project whose work it takes — an enrolled host its project's alone (a
+ * customer's host never runs another customer's work), the local backend's host every project's.
+ */
+export interface NodeScope {
+  readonly pool: string
+  readonly namespace: string | undefined
+}
+
+/** A Node's key: its name, within its project when it has one. */
+export const nodeKey = (name: string, scope: NodeScope) => (scope.namespace === undefined ? name : `${scope.namespace}/${name}`)
 
 /** A Node as the server sees it (what Node objects show). */
 export interface NodeView {
+  readonly key: string
   readonly name: string
   readonly pool: string
+  readonly namespace: string | undefined
   readonly hostname: string
   readonly agentVersion: string
   readonly hello: Hello
@@ -76,8 +90,9 @@ export interface NodeView {
 }
 
 interface NodeState {
+  readonly key: string
   readonly name: string
-  pool: string
+  readonly scope: NodeScope
   hello: Hello
   offerings: ReadonlyArray<Offering>
   epoch: number
@@ -110,6 +125,13 @@ interface Run {
   secretValues: ReadonlyArray<string>
 }
 
+/** Whether the Node takes a project's work at all. */
+const serves = (node: NodeState, namespace: string) => node.scope.namespace === undefined || node.scope.namespace === namespace
+
+/** Whether the Node takes this project's work of this variant now. */
+const takes = (node: NodeState, namespace: string, variant: Variant) =>
+  node.ready && !node.cordoned && serves(node, namespace) && node.offerings.some((offering) => offering.id === variant.offering.id)
+
 /** The GPUs an offering takes on its Node. */
 const gpusOf = (variant: Variant) => variant.offering.accelerator?.count ?? 0
 
@@ -119,12 +141,15 @@ export class LiveCapacity {
   private readonly runs = new Map<string, Map<string, Run>>()
   /** Checkpoint sequence numbers per owner: they grow across every attempt of the owner. */
   private readonly seqs = new Map<string, number>()
-  private readonly nodeListeners = new Set<(node: NodeView | { readonly name: string; readonly removed: true }) => void>()
+  private readonly nodeListeners = new Set<(node: NodeView | { readonly key: string; readonly removed: true }) => void>()
   private readonly changes: PubSub.PubSub<CapacityChange>
   readonly port: CapacityPortShape
 
+  private readonly lease: { readonly renewMs: number; readonly expiryMs: number }
+
   private constructor(options: LiveOptions, changes: PubSub.PubSub<CapacityChange>) {
     this.options = options
+    this.lease = options.lease ?? { renewMs: leaseRenewMs, expiryMs: leaseExpiryMs }
     this.changes = changes
     this.port = this.portOf(changes)
   }
@@ -155,15 +180,22 @@ export class LiveCapacity {
     }
   }
 
-  /** Every offering of every Node that said hello: what placement ranks (the same array until a Node comes or goes). */
-  readonly catalog = (): ReadonlyArray<Offering> => {
-    this.offerings ??= [...this.nodes.values()].flatMap((node) => node.offerings)
-    return this.offerings
+  /**
+   * The offerings of every Node a project's work may use: what placement ranks for it (the same array until a Node
+   * comes or goes, so rankings are kept meanwhile).
+   */
+  readonly catalog = (namespace: string): ReadonlyArray<Offering> => {
+    let offerings = this.offerings.get(namespace)
+    if (offerings === undefined) {
+      offerings = [...this.nodes.values()].filter((node) => serves(node, namespace)).flatMap((node) => node.offerings)
+      this.offerings.set(namespace, offerings)
+    }
+    return offerings
   }
-  private offerings: ReadonlyArray<Offering> | undefined
+  private readonly offerings = new Map<string, ReadonlyArray<Offering>>()
 
   /** The version of what the Node should run (an agent that applied it is up to date). */
-  readonly versionOf = (node: string) => this.nodes.get(node)?.version
+  readonly versionOf = (key: string) => this.nodes.get(key)?.version
 
   /** Whether the run is over (or unknown): its log gets no more text. */
   readonly ended = (owner: string, attempt: string) => {
@@ -174,7 +206,7 @@ export class LiveCapacity {
   readonly nodeViews = (): ReadonlyArray<NodeView> => [...this.nodes.values()].map((node) => this.viewOf(node))
 
   /** Called with a Node's view whenever it changes (hello, lease, cordon, runs), and when it is removed. */
-  readonly onNode = (listener: (node: NodeView | { readonly name: string; readonly removed: true }) => void) => {
+  readonly onNode = (listener: (node: NodeView | { readonly key: string; readonly removed: true }) => void) => {
     this.nodeListeners.add(listener)
     return () => this.nodeListeners.delete(listener)
   }
@@ -207,7 +239,7 @@ export class LiveCapacity {
       node.slotsUsed++
       node.gpusUsed += gpus
     }
-    const run: Run = { owner: request.owner, namespace: request.namespace, facts, node: node.name, gpus, program: undefined, stopAsked: false, logAck: 0, secretValues: [] }
+    const run: Run = { owner: request.owner, namespace: request.namespace, facts, node: node.key, gpus, program: undefined, stopAsked: false, logAck: 0, secretValues: [] }
     if (!this.runs.has(request.owner)) this.runs.set(request.owner, new Map())
     this.runs.get(request.owner)!.set(request.attempt, run)
     this.nodeChanged(node)
@@ -218,7 +250,7 @@ export class LiveCapacity {
   private nodeFor(variant: Variant, namespace: string, now: number): NodeState | undefined {
     let fallback: NodeState | undefined
     for (const node of this.nodes.values()) {
-      if (!node.ready || node.cordoned || !node.offerings.some((offering) => offering.id === variant.offering.id)) continue
+      if (!takes(node, namespace, variant)) continue
       if (node.warm.some((host) => host.namespace === namespace && host.gpus === gpusOf(variant) && host.until > now)) return node
       if (fallback === undefined && this.freeOn(node, variant) > 0) fallback = node
     }
@@ -241,7 +273,7 @@ export class LiveCapacity {
         const now = this.options.now()
         let count = 0
         for (const node of this.nodes.values()) {
-          if (!node.ready || node.cordoned || !node.offerings.some((offering) => offering.id === variant.offering.id)) continue
+          if (!takes(node, namespace, variant)) continue
           count += this.freeOn(node, variant) + node.warm.filter((host) => host.namespace === namespace && host.gpus === gpusOf(variant) && host.until > now).length
         }
         return count
@@ -348,38 +380,41 @@ export class LiveCapacity {
   // -------------------------------------------------------------------------------------------------------------------
   // The agent protocol (server end)
 
-  readonly hello = (hello: Hello): Lease => {
+  /** A Node's agent says hello: `scope` is where the transport says it belongs (its enrollment, or this host). */
+  readonly hello = (hello: Hello, scope: NodeScope): Lease => {
     const now = this.options.now()
-    const known = this.nodes.get(hello.node)
+    const key = nodeKey(hello.node, scope)
+    const known = this.nodes.get(key)
     const node: NodeState = known ?? {
-      name: hello.node, pool: this.options.poolOf(hello.node), hello, offerings: [], epoch: 0, leaseExpiresAt: 0, lastHeartbeat: now,
+      key, name: hello.node, scope, hello, offerings: [], epoch: 0, leaseExpiresAt: 0, lastHeartbeat: now,
       ready: false, cordoned: false, slotsUsed: 0, gpusUsed: 0, warm: [], desired: new Map(), checkpoints: new Map(), version: 0, waiters: new Set()
     }
     // A new connection: whatever the Node ran under its old lease is lost (the agent stops what it still has).
     if (known !== undefined) this.lose(known)
     node.hello = hello
-    node.offerings = nodeOfferings({ pool: node.pool, node: node.name, ...hello.capacity })
+    node.offerings = nodeOfferings({ pool: scope.pool, node: node.name, ...hello.capacity })
     node.epoch++
-    node.leaseExpiresAt = now + leaseExpiryMs
+    node.leaseExpiresAt = now + this.lease.expiryMs
     node.lastHeartbeat = now
     node.ready = true
-    this.nodes.set(node.name, node)
-    this.offerings = undefined
+    this.nodes.set(node.key, node)
+    this.offerings.clear()
     this.bump(node)
+    this.nodeChanged(node)
     this.freed()
-    return { epoch: node.epoch, renewMs: leaseRenewMs, expiryMs: leaseExpiryMs }
+    return { epoch: node.epoch, renewMs: this.lease.renewMs, expiryMs: this.lease.expiryMs }
   }
 
   /** An agent's sync: its reports taken in (under the current lease only), and what the Node should run now. */
-  readonly sync = async (request: SyncRequest): Promise<SyncResponse> => {
-    const node = this.nodes.get(request.node)
+  readonly sync = async (request: SyncRequest, scope: NodeScope): Promise<SyncResponse> => {
+    const node = this.nodes.get(nodeKey(request.node, scope))
     if (node === undefined || node.epoch !== request.epoch || !node.ready) return { _tag: "Stale" }
     const now = this.options.now()
-    node.leaseExpiresAt = now + leaseExpiryMs
+    node.leaseExpiresAt = now + this.lease.expiryMs
     node.lastHeartbeat = now
     const logAcks: Record<string, number> = {}
     for (const report of request.runs) logAcks[report.id] = this.take(node, report)
-    if (request.waitMs > 0 && request.version >= node.version) await this.changeOf(node, request.waitMs)
+    if (request.waitMs > 0 && request.version >= node.version) await this.changeOf(node, Math.min(request.waitMs, this.lease.renewMs))
     if (node.epoch !== request.epoch || !node.ready) return { _tag: "Stale" }
     return { _tag: "Desired", desired: this.desiredOf(node), logAcks }
   }
@@ -406,7 +441,7 @@ export class LiveCapacity {
     const slash = report.id.indexOf("/")
     const run = this.find(report.id.slice(0, slash), report.id.slice(slash + 1))
     // Offsets count bytes of the UTF-8 log, as the agent reads it.
-    if (run === undefined || run.node !== node.name) return report.logOffset + Buffer.byteLength(report.log)
+    if (run === undefined || run.node !== node.key) return report.logOffset + Buffer.byteLength(report.log)
     if (report.log.length > 0 && report.logOffset === run.logAck) {
       this.options.appendLog(run.owner, run.facts.name, scrub(report.log, run.secretValues))
       run.logAck += Buffer.byteLength(report.log)
@@ -440,6 +475,7 @@ export class LiveCapacity {
 
   private outcomeOf(run: Run, exit: Exit): Outcome {
     if (run.stopAsked || exit.stopped) return { type: "Stopped" }
+    if (exit.setupFailed) return { type: "BootFailed" }
     if (exit.oomKilled) return { type: "OOMKilled" }
     if (exit.problem !== undefined) return { type: "Failed", exitCode: exit.exitCode ?? 1, message: scrub(exit.problem, run.secretValues) }
     if (exit.exitCode === 0) return { type: "Succeeded" }
@@ -471,7 +507,7 @@ export class LiveCapacity {
   private lose(node: NodeState) {
     for (const owned of this.runs.values()) {
       for (const run of owned.values()) {
-        if (run.node === node.name && run.facts.phase !== "Ended") this.end(run, run.stopAsked ? { type: "Stopped" } : { type: "NodeLost" })
+        if (run.node === node.key && run.facts.phase !== "Ended") this.end(run, run.stopAsked ? { type: "Stopped" } : { type: "NodeLost" })
       }
     }
     node.desired.clear()
@@ -483,30 +519,39 @@ export class LiveCapacity {
   // -------------------------------------------------------------------------------------------------------------------
   // Nodes as users manage them (spec: Node list, patch, delete)
 
-  readonly cordon = (name: string, cordoned: boolean) => {
-    const node = this.nodes.get(name)
+  readonly cordon = (key: string, cordoned: boolean) => {
+    const node = this.nodes.get(key)
     if (node === undefined || node.cordoned === cordoned) return
     node.cordoned = cordoned
     this.nodeChanged(node)
     if (!cordoned) this.freed()
   }
 
+  /** A Node drained: its runs stop now (NodeLost, so they recover elsewhere); it takes nothing while cordoned. */
+  readonly drain = (key: string) => {
+    const node = this.nodes.get(key)
+    if (node === undefined) return
+    const runs = [...node.desired.keys()]
+    this.lose(node)
+    if (runs.length > 0) this.nodeChanged(node)
+  }
+
   /** A deleted Node is drained: its runs stop (NodeLost, so they recover elsewhere) and its agent is refused from now on. */
-  readonly remove = (name: string) => {
-    const node = this.nodes.get(name)
+  readonly remove = (key: string) => {
+    const node = this.nodes.get(key)
     if (node === undefined) return
     node.ready = false
     this.lose(node)
-    this.nodes.delete(name)
-    this.offerings = undefined
-    for (const listener of this.nodeListeners) listener({ name, removed: true })
+    this.nodes.delete(key)
+    this.offerings.clear()
+    for (const listener of this.nodeListeners) listener({ key, removed: true })
   }
 
   // -------------------------------------------------------------------------------------------------------------------
 
   private viewOf(node: NodeState): NodeView {
     return {
-      name: node.name, pool: node.pool, hostname: node.hello.hostname, agentVersion: node.hello.agentVersion, hello: node.hello,
+      key: node.key, name: node.name, pool: node.scope.pool, namespace: node.scope.namespace, hostname: node.hello.hostname, agentVersion: node.hello.agentVersion, hello: node.hello,
       ready: node.ready, cordoned: node.cordoned, lastHeartbeat: node.lastHeartbeat, runs: node.slotsUsed, gpusUsed: node.gpusUsed
     }
   }

@@ -7,6 +7,7 @@
  *
  * The same messages travel in-process (the local backend's agent) and over HTTPS (`nodus agent`, AgentHttp.ts).
  */
+import { Schema } from "effect"
 
 /** Lease timing (issue: renew every 10 s, lapse after 40 s). */
 export const leaseRenewMs = 10_000
@@ -79,6 +80,8 @@ export interface Exit {
   readonly stopped: boolean
   /** Why it never started (a missing tool, the initCommand's timeout), when it did not. */
   readonly problem: string | undefined
+  /** The host failed to set the run up (not the program's doing): the run is lost as BootFailed and recovered. */
+  readonly setupFailed: boolean
   /** The last lines of its log, for status.message (scrubbed by the server). */
   readonly lastLines: ReadonlyArray<string>
 }
@@ -140,3 +143,54 @@ export interface AgentLink {
 }
 
 export const runIdOf = (owner: string, attempt: string) => `${owner}/${attempt}`
+
+// ---------------------------------------------------------------------------------------------------------------------
+// What the server reads from an agent, checked: an agent is a host the customer runs, so its messages are input.
+
+const Str = Schema.String
+const Num = Schema.Finite
+const Opt = <S extends Schema.Top>(schema: S) => Schema.optionalKey(Schema.UndefinedOr(schema))
+
+export const EnrollRequestSchema = Schema.Struct({ token: Str, node: Str, hostname: Str, credentialHash: Str })
+
+export const HelloSchema = Schema.Struct({
+  node: Str,
+  hostname: Str,
+  agentVersion: Str,
+  capacity: Schema.Struct({
+    cpus: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 4096 })),
+    memoryBytes: Num,
+    diskBytes: Num,
+    gpus: Schema.Array(Schema.Struct({ model: Str, memoryMiB: Num })).check(Schema.isMaxLength(64))
+  }),
+  isolation: Schema.Struct({ bubblewrap: Schema.Boolean, memoryLimits: Schema.Boolean, problems: Schema.Array(Str) })
+})
+
+const ExitSchema = Schema.Struct({
+  exitCode: Opt(Num),
+  signal: Opt(Str),
+  oomKilled: Schema.Boolean,
+  stopped: Schema.Boolean,
+  problem: Opt(Str),
+  setupFailed: Schema.Boolean,
+  lastLines: Schema.Array(Str)
+})
+
+const RunReportSchema = Schema.Struct({
+  id: Str,
+  phase: Schema.Literals(["Starting", "Running", "Exited"]),
+  exit: Opt(ExitSchema),
+  checkpoint: Opt(Schema.Struct({ seq: Num, sizeBytes: Num })),
+  checkpointFailures: Num,
+  suspend: Opt(Schema.Struct({ episode: Num, state: Schema.Literals(["Pending", "Saved", "Failed"]), failures: Num })),
+  logOffset: Num,
+  log: Str
+})
+
+export const SyncRequestSchema = Schema.Struct({
+  node: Str,
+  epoch: Num,
+  version: Num,
+  runs: Schema.Array(RunReportSchema),
+  waitMs: Num.check(Schema.isBetween({ minimum: 0, maximum: leaseRenewMs }))
+})

@@ -40,12 +40,11 @@ const makeDriver = () => Effect.promise(async () => {
   const capacity = await Effect.runPromise(LiveCapacity.make({
     now: () => now,
     resolve: () => Effect.succeed({ env: {}, secretFiles: [], secretValues: [] }),
-    appendLog: () => undefined,
-    poolOf: () => "test"
+    appendLog: () => undefined
   }))
   const isolation = detectIsolation()
   const agent = new Agent({
-    link: inProcessLink(capacity),
+    link: inProcessLink(capacity, { pool: "test", namespace: undefined }),
     hello: {
       node: "node-a", hostname: "node-a", agentVersion: "test",
       capacity: { cpus: hosts, memoryBytes: 8 * GiB, diskBytes: 100 * GiB, gpus: [] },
@@ -58,7 +57,7 @@ const makeDriver = () => Effect.promise(async () => {
     now: () => now
   })
   await agent.connect()
-  const variant = variantsOf(capacity.catalog()[0]!)[0]!
+  const variant = variantsOf(capacity.catalog("demo")[0]!)[0]!
   /** When each started program's work is done, in virtual time. */
   const ends: Array<{ readonly id: string; readonly at: number }> = []
   const port = {

@@ -1,0 +1,26 @@
+/**
+ * The node agent protocol over HTTPS (docs/live.md, "The node agent"): `POST /agent/v1/enroll` with an
+ * EnrollmentToken in the body, `POST /agent/v1/hello` and `/agent/v1/sync` with the agent's own key as the bearer
+ * credential. They are not API requests (no API key reaches them, and an agent's key reaches nothing else), so the HTTP
+ * layer hands them, body parsed, to whoever serves live hosts (server/LiveBackend.ts). Without live hosts they are
+ * NotFound with the reason.
+ */
+import { Context, Effect, Layer } from "effect"
+import { ApiError } from "../core/meta/ApiError.ts"
+import type { Json } from "../core/Json.ts"
+
+export type AgentCall = "enroll" | "hello" | "sync"
+
+export class NodeAgents extends Context.Service<NodeAgents, {
+  /** One call: its JSON answer. `credential` is the bearer token of the request, if any. */
+  readonly call: (call: AgentCall, body: unknown, credential: string | undefined) => Effect.Effect<Json, ApiError>
+}>()("nodus/apiserver/NodeAgents") {
+  static readonly layerNone = Layer.succeed(NodeAgents, {
+    call: () =>
+      Effect.fail(new ApiError({
+        code: "NotFound",
+        message: "this server takes no node agents: it runs no live hosts (the simulator or --backend none)",
+        fix: "Enroll hosts with a server started with --backend local (the default; docs/live.md)."
+      }))
+  })
+}

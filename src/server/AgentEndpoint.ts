@@ -1,0 +1,67 @@
+/**
+ * The server end of the agent protocol over HTTPS (apiserver/NodeAgents.ts; docs/live.md, "Enrolling a host"):
+ * enrollment through runtime/Enrollment.ts, then hello and sync of an authenticated agent into the live driver, in the
+ * scope of its Node (its project and Pool). An agent's messages are checked against the protocol's schemas, so a
+ * broken or hostile host gets a 400 with the field, never a server error.
+ */
+import { Effect, Exit, Schema } from "effect"
+import { ApiError, fieldInvalid, invalid } from "../core/meta/ApiError.ts"
+import type { Json } from "../core/Json.ts"
+import { EnrollRequestSchema, type Hello, HelloSchema, type SyncRequest, SyncRequestSchema } from "../backends/live/Protocol.ts"
+import type { LiveCapacity, NodeScope } from "../backends/live/LiveCapacity.ts"
+import { type AgentCall, NodeAgents } from "../apiserver/NodeAgents.ts"
+import type { Enrollment } from "../runtime/Enrollment.ts"
+
+const decode = <S extends Schema.Decoder<unknown>>(schema: S, body: unknown, what: string): Effect.Effect<S["Type"], ApiError> => {
+  const decoded = Schema.decodeUnknownExit(schema)(body)
+  if (Exit.isSuccess(decoded)) return Effect.succeed(decoded.value)
+  return Effect.fail(new ApiError({ code: "BadRequest", message: `the ${what} message does not follow the agent protocol (docs/live.md)` }))
+}
+
+export interface AgentEndpointParts {
+  readonly capacity: LiveCapacity
+  readonly enrollment: Enrollment["Service"]
+  /** The in-process agent's Node name, which no enrolled host may take. */
+  readonly localNode: string
+  /** The Pool of an enrolled Node (its object's spec.pool). */
+  readonly poolOf: (namespace: string, node: string) => Effect.Effect<string, ApiError>
+}
+
+export const makeNodeAgents = (parts: AgentEndpointParts) => {
+  const { capacity, enrollment } = parts
+
+  /** The scope of the agent whose key this is; its messages must name its own Node. */
+  const scopeOf = (credential: string | undefined, node: string) => Effect.gen(function*() {
+    if (credential === undefined) return yield* new ApiError({ code: "Unauthorized", message: "an agent call needs the agent's key as its bearer credential" })
+    const known = yield* enrollment.authenticate(credential)
+    if (known.node !== node) return yield* new ApiError({ code: "Forbidden", message: `this agent's key belongs to Node "${known.node}", not "${node}"` })
+    return { pool: yield* parts.poolOf(known.namespace, known.node), namespace: known.namespace } satisfies NodeScope
+  })
+
+  const call = (name: AgentCall, body: unknown, credential: string | undefined): Effect.Effect<Json, ApiError> => {
+    switch (name) {
+      case "enroll":
+        return Effect.gen(function*() {
+          const request = yield* decode(EnrollRequestSchema, body, "enroll")
+          if (request.node === parts.localNode) {
+            return yield* invalid({ kind: "Node", name: request.node }, [fieldInvalid("node", `Invalid value: "${request.node}": the name of this server's own Node; choose another with --name`)], "Node")
+          }
+          return (yield* enrollment.enroll(request)) as unknown as Json
+        })
+      case "hello":
+        return Effect.gen(function*() {
+          const hello = (yield* decode(HelloSchema, body, "hello")) as Hello
+          const scope = yield* scopeOf(credential, hello.node)
+          return capacity.hello(hello, scope) as unknown as Json
+        })
+      case "sync":
+        return Effect.gen(function*() {
+          const request = (yield* decode(SyncRequestSchema, body, "sync")) as SyncRequest
+          const scope = yield* scopeOf(credential, request.node)
+          return (yield* Effect.promise(() => capacity.sync(request, scope))) as unknown as Json
+        })
+    }
+  }
+
+  return NodeAgents.of({ call })
+}

@@ -1,0 +1,128 @@
+/**
+ * Acceptance: a second host joins through `nodus agent` (a real process, over HTTPS with the server's CA), as a Node of
+ * a project's Pool. Its EnrollmentToken is shown once; a used-up token is EnrollmentTokenInvalid; the Node is Ready and
+ * runs indexes of a Job placed on it; killed with SIGKILL, its lease lapses (shortened to 3 s here; 40 s by default),
+ * the Node goes NotReady, its run ends NodeLost and the Job recovers on this server's own Node — and nothing the
+ * killed agent ran survives it.
+ */
+import { execFileSync } from "node:child_process"
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { startTestServer, type TestServer } from "../support/TestServer.ts"
+import { api, type Background, eventually, kubectl, requireKubectl, run, start } from "./Clients.ts"
+
+let server: TestServer
+const namespace = "fleet"
+const agentDir = mkdtempSync(join(tmpdir(), "nodus-agent-"))
+// Programs run as an unprivileged user, who must reach their areas under the agents' data directories.
+chmodSync(agentDir, 0o711)
+const nodusBin = join(import.meta.dirname, "../../bin/nodus.js")
+const node = join(import.meta.dirname, "../../node_modules/.bin/node")
+let agent: Background | undefined
+let token = ""
+
+beforeAll(async () => {
+  requireKubectl()
+  server = await startTestServer({ tls: true, local: { lease: { renewMs: 500, expiryMs: 3_000 } } })
+  const reply = await api(server, "POST", "/api/v1/namespaces", { body: { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } } })
+  assert.strictEqual(reply.status, 201, reply.text)
+})
+afterAll(async () => {
+  await agent?.stop()
+  await server?.stop()
+  rmSync(agentDir, { recursive: true, force: true })
+})
+
+const path = (plural: string, name?: string) => `/apis/nodus.dev/v1/namespaces/${namespace}/${plural}${name === undefined ? "" : `/${name}`}`
+
+const startAgent = (dataDir: string, name: string, withToken: string) =>
+  start(node, [nodusBin, "agent", "--server", server.url, "--token", withToken, "--ca", server.caPath!, "--data-dir", dataDir, "--name", name], { timeoutMs: 120_000 })
+
+const apply = async (name: string, yaml: string) => {
+  const file = join(server.directory, `${name}.yaml`)
+  writeFileSync(file, yaml)
+  const created = await kubectl(server, ["create", "-f", file, "-o", "json"])
+  assert.strictEqual(created.code, 0, created.stderr)
+  return JSON.parse(created.stdout)
+}
+
+const job = async (name: string) => (await api(server, "GET", path("jobs", name))).body
+
+describe("a host joined with nodus agent", () => {
+  it("enrolls with a token shown once, and its Node is Ready", async () => {
+    const created = await apply("token", ["apiVersion: nodus.dev/v1", "kind: EnrollmentToken", "metadata: {name: edge, namespace: fleet}", "spec: {pool: edge}"].join("\n"))
+    token = created.status.token
+    assert.match(token, /^nde_/u)
+    assert.strictEqual(created.status.phase, "Active")
+    const read = await kubectl(server, ["get", "enrollmenttokens.nodus.dev", "edge", "-n", namespace, "-o", "json"])
+    assert.notInclude(read.stdout, token)
+    agent = startAgent(join(agentDir, "edge-1"), "edge-1", token)
+    await eventually("the agent says it is connected", () => agent!.stdout().includes("connected"), 30_000)
+    await eventually("Node edge-1 is Ready", async () => (await api(server, "GET", path("nodes", "edge-1"))).body?.status?.phase === "Ready", 15_000)
+    const nodeObject = (await api(server, "GET", path("nodes", "edge-1"))).body
+    assert.strictEqual(nodeObject.spec.pool, "edge")
+    assert.isAbove(Number(nodeObject.status.capacity.cpu), 0)
+    const used = (await api(server, "GET", path("enrollmenttokens", "edge"))).body
+    assert.deepStrictEqual([used.status.phase, used.status.uses, used.status.nodes], ["Exhausted", 1, ["edge-1"]])
+  })
+
+  it("refuses a used-up token (EnrollmentTokenInvalid), and nothing is enrolled", async () => {
+    const second = await run(node, [nodusBin, "agent", "--server", server.url, "--token", token, "--ca", server.caPath!, "--data-dir", join(agentDir, "edge-2"), "--name", "edge-2"])
+    assert.strictEqual(second.code, 1)
+    assert.include(second.stderr, "not valid")
+    assert.strictEqual((await api(server, "GET", path("nodes", "edge-2"))).status, 404)
+    const forged = await run(node, [nodusBin, "agent", "--server", server.url, "--token", "nde_forged", "--ca", server.caPath!, "--data-dir", join(agentDir, "edge-3")])
+    assert.strictEqual(forged.code, 1)
+    assert.include(forged.stderr, "HTTP 401")
+  })
+
+  it("runs the indexes of a Job placed on it", async () => {
+    await apply("spread", [
+      "apiVersion: nodus.dev/v1", "kind: Job", "metadata: {name: spread, namespace: fleet}",
+      "spec:", "  image: debian:12", "  command: [sh, -c, 'echo index $PLATFORM_INDEX']", "  completions: 2", "  parallelism: 2",
+      "  placement: {offerings: [edge-1]}"
+    ].join("\n"))
+    await eventually("spread succeeds", async () => (await job("spread"))?.status?.phase === "Succeeded", 30_000)
+    const attempts = (await api(server, "GET", path("attempts"))).body.items.filter((item: any) => item.metadata.name.startsWith("spread-"))
+    assert.strictEqual(attempts.length, 2)
+    for (const attempt of attempts) assert.strictEqual(attempt.status.offering, "edge-1")
+    const log = await kubectl(server, ["get", "--raw", `${path("jobs", "spread")}/log?index=1`])
+    assert.strictEqual(log.stdout, "index 1\n")
+  })
+
+  it("loses its runs when killed: NodeLost once its lease lapses, recovered on another Node, nothing left running", async () => {
+    const marker = `survivor-${process.pid}`
+    await apply("survivor", [
+      "apiVersion: nodus.dev/v1", "kind: Job", "metadata: {name: survivor, namespace: fleet}",
+      "spec:", "  image: debian:12", `  command: [sh, -c, 'echo ${marker}; exec sleep 600']`, "  network: {egress: {policy: Deny}}",
+      "  placement: {offerings: [edge-1, local]}", "  recovery: {continuity: Restartable}"
+    ].join("\n"))
+    await eventually("survivor runs on edge-1", async () => {
+      const attempt = (await api(server, "GET", path("attempts", "survivor-0-1"))).body
+      return attempt?.status?.offering === "edge-1" && (await job("survivor"))?.status?.phase === "Running"
+    }, 30_000)
+    execFileSync("kill", ["-9", String(agent!.pid)])
+    await agent!.done
+    // bwrap dies with its parent (--die-with-parent): the killed agent's program is gone.
+    await eventually("the killed agent's program is gone", () => {
+      try {
+        execFileSync("pgrep", ["-f", "sleep 600"])
+        return false
+      } catch {
+        return true
+      }
+    }, 10_000)
+    await eventually("Node edge-1 is NotReady", async () => (await api(server, "GET", path("nodes", "edge-1"))).body?.status?.phase === "NotReady", 15_000)
+    await eventually("the first run ended NodeLost", async () => (await api(server, "GET", path("attempts", "survivor-0-1"))).body?.status?.reason === "NodeLost", 15_000)
+    await eventually("a replacement runs on this server's own Node", async () => {
+      const replacement = (await api(server, "GET", path("attempts", "survivor-0-2"))).body
+      return replacement?.status?.offering === "local" && replacement?.status?.phase === "Running"
+    }, 15_000)
+    const events = await api(server, "GET", `/api/v1/namespaces/${namespace}/events`)
+    assert.include(events.text, "NodeLost")
+    const cancelled = await api(server, "DELETE", path("jobs", "survivor"))
+    assert.strictEqual(cancelled.status, 200, cancelled.text)
+  })
+})

@@ -1,0 +1,161 @@
+/**
+ * The live driver's own rules, beyond the capacity contract, spoken to through the agent protocol directly (no real
+ * host): leases and their epochs, project scopes, how exits become outcomes, and secret values scrubbed from logs.
+ */
+import { Effect } from "effect"
+import { describe, expect, it } from "vitest"
+import type { ProgramRequest } from "../../../src/core/capacity/Capacity.ts"
+import { variantsOf } from "../../../src/core/capacity/Offering.ts"
+import { LiveCapacity, type NodeScope, scrub } from "../../../src/backends/live/LiveCapacity.ts"
+import type { Exit, Hello, RunReport } from "../../../src/backends/live/Protocol.ts"
+
+const T0 = Date.parse("2026-03-01T00:00:00Z")
+const GiB = 1024 ** 3
+const local: NodeScope = { pool: "local", namespace: undefined }
+
+const hello = (node = "n1", cpus = 2): Hello => ({
+  node, hostname: node, agentVersion: "test",
+  capacity: { cpus, memoryBytes: 8 * GiB, diskBytes: 100 * GiB, gpus: [] },
+  isolation: { bubblewrap: true, memoryLimits: true, problems: [] }
+})
+
+const program: ProgramRequest = {
+  restoreFromSeq: undefined, resumeFromUnits: undefined, checkpointIntervalMs: undefined, keepWarmMs: 0,
+  env: { PLATFORM_INDEX: "0" }, annotations: {},
+  workload: { image: undefined, argv: ["true"], workingDir: undefined, env: [], secrets: [], egress: "Deny", memoryBytes: undefined, init: undefined }
+}
+
+const exit = (fields: Partial<Exit>): Exit => ({ exitCode: 0, signal: undefined, oomKilled: false, stopped: false, problem: undefined, setupFailed: false, lastLines: [], ...fields })
+
+const report = (id: string, fields: Partial<RunReport> = {}): RunReport => ({
+  id, phase: "Running", exit: undefined, checkpoint: undefined, checkpointFailures: 0, suspend: undefined, logOffset: 0, log: "", ...fields
+})
+
+const setup = (secretValues: ReadonlyArray<string> = []) => {
+  let now = T0
+  const logs: Array<string> = []
+  const capacity = Effect.runSync(LiveCapacity.make({
+    now: () => now,
+    resolve: () => Effect.succeed({ env: {}, secretFiles: [], secretValues }),
+    appendLog: (_owner, _attempt, text) => logs.push(text)
+  }))
+  return { capacity, logs, advance: (ms: number) => (now += ms), now: () => now }
+}
+
+/** A run placed on the only Node and started: its id. */
+const launch = (capacity: LiveCapacity, namespace = "demo") => {
+  const variant = variantsOf(capacity.catalog(namespace)[0]!)[0]!
+  const facts = Effect.runSync(capacity.port.acquire({ owner: "uid-1", namespace, attempt: "job-0-1", index: 0, number: 1, variant, recovery: false }))
+  Effect.runSync(capacity.port.start("uid-1", "job-0-1", program))
+  return facts
+}
+
+const facts = (capacity: LiveCapacity) => Effect.runSync(capacity.port.facts("uid-1", "job-0-1"))!
+
+describe("leases", () => {
+  it("refuses everything sent under an older epoch once the Node said hello again", async () => {
+    const { capacity } = setup()
+    const first = capacity.hello(hello(), local)
+    launch(capacity)
+    const second = capacity.hello(hello(), local)
+    expect(second.epoch).toBe(first.epoch + 1)
+    const stale = await capacity.sync({ node: "n1", epoch: first.epoch, version: 0, runs: [report("uid-1/job-0-1", { phase: "Exited", exit: exit({}) })], waitMs: 0 }, local)
+    expect(stale._tag).toBe("Stale")
+    // The run of the old connection was lost with it, not taken as Succeeded from the stale report.
+    expect(facts(capacity).outcome).toEqual({ type: "NodeLost" })
+  })
+
+  it("makes a Node NotReady and its runs NodeLost when its lease lapses, and takes nothing on it after", async () => {
+    const { capacity, advance, now } = setup()
+    const lease = capacity.hello(hello(), local)
+    launch(capacity)
+    await capacity.sync({ node: "n1", epoch: lease.epoch, version: 0, runs: [report("uid-1/job-0-1")], waitMs: 0 }, local)
+    expect(facts(capacity).phase).toBe("Running")
+    advance(lease.expiryMs - 1)
+    capacity.tick(now())
+    expect(facts(capacity).phase).toBe("Running")
+    advance(1)
+    capacity.tick(now())
+    expect(facts(capacity)).toMatchObject({ phase: "Ended", outcome: { type: "NodeLost" }, endedAt: now() })
+    expect(capacity.nodeViews()[0]!.ready).toBe(false)
+    const variant = variantsOf(capacity.catalog("demo")[0]!)[0]!
+    expect(capacity.port.market("demo").available(variant)).toBe(0)
+  })
+
+  it("is renewed by every sync", async () => {
+    const { capacity, advance, now } = setup()
+    const lease = capacity.hello(hello(), local)
+    for (let beat = 0; beat < 10; beat++) {
+      advance(lease.renewMs)
+      await capacity.sync({ node: "n1", epoch: lease.epoch, version: 0, runs: [], waitMs: 0 }, local)
+      capacity.tick(now())
+    }
+    expect(capacity.nodeViews()[0]!.ready).toBe(true)
+  })
+})
+
+describe("scopes", () => {
+  it("keeps an enrolled Node to its own project: other projects neither rank nor get it", () => {
+    const { capacity } = setup()
+    capacity.hello(hello("edge", 4), { pool: "edge", namespace: "team-a" })
+    expect(capacity.catalog("team-a").map((offering) => offering.id)).toEqual(["edge"])
+    expect(capacity.catalog("team-b")).toEqual([])
+    const variant = variantsOf(capacity.catalog("team-a")[0]!)[0]!
+    expect(capacity.port.market("team-a").available(variant)).toBe(4)
+    expect(capacity.port.market("team-b").available(variant)).toBe(0)
+    const refused = Effect.runSync(capacity.port.acquire({ owner: "other", namespace: "team-b", attempt: "x-0-1", index: 0, number: 1, variant, recovery: false }))
+    expect(refused.outcome).toEqual({ type: "Unavailable" })
+  })
+
+  it("runs one program per vCPU of a Node at a time", () => {
+    const { capacity } = setup()
+    capacity.hello(hello("n1", 2), local)
+    const variant = variantsOf(capacity.catalog("demo")[0]!)[0]!
+    const acquire = (attempt: string) => Effect.runSync(capacity.port.acquire({ owner: "o", namespace: "demo", attempt, index: 0, number: 1, variant, recovery: false }))
+    expect(acquire("a").phase).toBe("Provisioning")
+    expect(acquire("b").phase).toBe("Provisioning")
+    expect(acquire("c").outcome).toEqual({ type: "Unavailable" })
+  })
+})
+
+describe("exits", () => {
+  const ended = async (fields: Partial<Exit>) => {
+    const { capacity } = setup(["hunter2-secret"])
+    const lease = capacity.hello(hello(), local)
+    launch(capacity)
+    await capacity.sync({ node: "n1", epoch: lease.epoch, version: 0, runs: [report("uid-1/job-0-1", { phase: "Exited", exit: exit(fields) })], waitMs: 0 }, local)
+    return facts(capacity)
+  }
+
+  it("are outcomes: 0 Succeeded, a code Failed with the last lines, OOM, a host that could not start it BootFailed", async () => {
+    expect((await ended({})).outcome).toEqual({ type: "Succeeded" })
+    expect((await ended({ exitCode: 3, lastLines: ["two", "it broke"] })).outcome).toEqual({ type: "Failed", exitCode: 3, message: "two\nit broke" })
+    expect((await ended({ exitCode: undefined, signal: "SIGKILL", oomKilled: true })).outcome).toEqual({ type: "OOMKilled" })
+    expect((await ended({ exitCode: undefined, signal: "SIGSEGV" })).outcome).toEqual({ type: "Failed", exitCode: 139 })
+    expect((await ended({ exitCode: 1, problem: "the host could not start it", setupFailed: true })).outcome).toEqual({ type: "BootFailed" })
+  })
+
+  it("show no secret value: log lines in the outcome are scrubbed", async () => {
+    const outcome = (await ended({ exitCode: 1, lastLines: ["password=hunter2-secret"] })).outcome
+    expect(outcome).toEqual({ type: "Failed", exitCode: 1, message: "password=[redacted]" })
+  })
+})
+
+describe("logs", () => {
+  it("are kept once each, in order, scrubbed of the run's secret values", async () => {
+    const { capacity, logs } = setup()
+    const lease = capacity.hello(hello(), local)
+    const variant = variantsOf(capacity.catalog("demo")[0]!)[0]!
+    Effect.runSync(capacity.port.acquire({ owner: "uid-1", namespace: "demo", attempt: "job-0-1", index: 0, number: 1, variant, recovery: false }))
+    await Effect.runPromise(capacity.port.start("uid-1", "job-0-1", program))
+    const first = await capacity.sync({ node: "n1", epoch: lease.epoch, version: 0, runs: [report("uid-1/job-0-1", { log: "héllo\n" })], waitMs: 0 }, local)
+    expect(first._tag === "Desired" && first.logAcks["uid-1/job-0-1"]).toBe(Buffer.byteLength("héllo\n"))
+    // The same text again (its acknowledgement was lost) is not kept twice.
+    await capacity.sync({ node: "n1", epoch: lease.epoch, version: 0, runs: [report("uid-1/job-0-1", { log: "héllo\n" })], waitMs: 0 }, local)
+    expect(logs).toEqual(["héllo\n"])
+  })
+
+  it("scrub every secret value of four characters or more", () => {
+    expect(scrub("a hunter2 and abc", ["hunter2", "abc"])).toBe("a [redacted] and abc")
+  })
+})
