@@ -52,6 +52,11 @@ export interface WriteOptions {
   readonly applied?: JsonObject
   /** The caller, for admission plugins (AdmissionPlugins.ts CreateRequest); absent for the server's own writes. */
   readonly principal?: Principal
+  /**
+   * The server's own creates only: the object's first status, in the create's commit (an Attempt is created with where
+   * it runs). A client's create never sets status (the strategy drops it).
+   */
+  readonly status?: JsonObject
 }
 
 export interface WriteResult {
@@ -429,7 +434,8 @@ function makeOperations(services: {
         ...(options.operation === undefined ? {} : { operation: options.operation }),
         ...(options.applied === undefined ? {} : { applied: options.applied })
       })
-      const { result: admittedObject, ops, shownOnce } = yield* prepared.finish(initialStatus(ref, yield* Effect.fromResult(made)))
+      const first = initialStatus(ref, yield* Effect.fromResult(made))
+      const { result: admittedObject, ops, shownOnce } = yield* prepared.finish(options.status === undefined ? first : { ...first, status: options.status })
       // The kind's review (spec: Create semantics — the estimate, price consent, a refusal the estimate foresees).
       const reviewed = yield* reviewAll(plugins.of(ref), { ref, namespace, object: admittedObject, dryRun: options.dryRun, ifMatch: options.ifMatch })
       const object = reviewed.object

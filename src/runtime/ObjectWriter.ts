@@ -136,9 +136,12 @@ export const makeWriter = (services: WriterServices) => {
     }
   })
 
-  /** Creates the Attempt; one left by an earlier object of the same name (not yet collected) makes way. */
-  const createAttempt = (object: WrittenObject, attempt: AttemptRecord) => Effect.gen(function*() {
-    const create = resources.create(attemptRef, object.namespace, attemptBody(object, attempt), { ...writeOptions, commitWith: () => [whileExists(object)] })
+  /**
+   * Creates the Attempt with its status, in one commit; one left by an earlier object of the same name (not yet
+   * collected) makes way.
+   */
+  const createAttempt = (object: WrittenObject, attempt: AttemptRecord, status: JsonObject) => Effect.gen(function*() {
+    const create = resources.create(attemptRef, object.namespace, attemptBody(object, attempt), { ...writeOptions, status, commitWith: () => [whileExists(object)] })
     const created = yield* Effect.result(create)
     if (Result.isFailure(created)) {
       if (created.failure.code === "NotFound") return
@@ -150,13 +153,14 @@ export const makeWriter = (services: WriterServices) => {
       }
     } else {
       attempt.resourceVersion = created.success.object.metadata.resourceVersion
+      attempt.written = JSON.stringify(status)
     }
     attempt.created = true
   })
 
   const writeAttempt = (object: WrittenObject, attempt: AttemptRecord) => Effect.gen(function*() {
-    if (!attempt.created) yield* createAttempt(object, attempt)
     const status = attemptStatusOf(attempt.facts, attempt.placement)
+    if (!attempt.created) yield* createAttempt(object, attempt, status)
     const text = JSON.stringify(status)
     if (text !== attempt.written) {
       attempt.resourceVersion = yield* writeStatus({ ref: attemptRef, namespace: object.namespace, name: attempt.facts.name, uid: undefined, resourceVersion: attempt.resourceVersion }, status)

@@ -1,0 +1,165 @@
+/**
+ * Jobs as real processes on the local backend, against a real `nodus serve --backend local` process (plain HTTP,
+ * embedded PGlite, or a fresh database of `--database-url` / DATABASE_URL):
+ *
+ * 1. `--jobs` Jobs (100) whose command is `true`, created one after another, each waited for before the next, so each
+ *    latency is the pipeline's and not a queue's. A watch on the project stamps, client-side, when each Job is first
+ *    seen Running (or past it: a `true` may finish between two steps, and a finished Job ran) and when it is seen
+ *    Succeeded; both count from just before its POST.
+ * 2. In the same run, the anchors: a bare fork/exec of `true`, and `true` in a box with nodus's own bubblewrap
+ *    arguments (backends/live/Isolation.ts, egress Deny), each `--jobs` times.
+ *
+ * Prints p50/p99 of each, and of the create's own answer (the part of the latency the API and its store take). The goals (the live-hosts issue): create → Running p50 ≤ 50 ms, p99 ≤ 200 ms. A Job that
+ * does not succeed, or a request answered with an unexpected status, is a failure: the bench exits 1.
+ *
+ *   npm run bench:live -- [--jobs 100] [--database-url postgres://…]
+ */
+import { spawn, type ChildProcess } from "node:child_process"
+import { chmodSync, mkdtempSync, rmSync } from "node:fs"
+import { request } from "node:http"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { detectIsolation, runIsolated } from "../src/backends/live/Isolation.ts"
+import { argument } from "./Arguments.ts"
+
+const jobs = Number(argument("jobs", "100"))
+const databaseUrl = argument("database-url", process.env["DATABASE_URL"] ?? "")
+const token = "nds_bench-token-0123456789abcdefghijklmnopqrstuvwxyz"
+const project = "bench"
+const jobsPath = `/apis/nodus.dev/v1/namespaces/${project}/jobs`
+const jobTimeoutMs = 30_000
+
+const startServer = (dataDir: string): Promise<{ readonly url: URL; readonly process: ChildProcess }> =>
+  new Promise((resolve, reject) => {
+    const env = { ...process.env, NODUS_DATA_DIR: dataDir, NODUS_ADDR: "127.0.0.1:0", NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token, NODUS_BACKEND: "local", ...(databaseUrl === "" ? {} : { DATABASE_URL: databaseUrl }) }
+    const child = spawn(process.execPath, [join(import.meta.dirname, "..", "bin", "nodus.js"), "serve"], { env, stdio: ["ignore", "pipe", "inherit"] })
+    let output = ""
+    child.stdout!.on("data", (chunk: Buffer) => {
+      output += chunk.toString()
+      const match = /nodus serving (http:\/\/\S+)/u.exec(output)
+      if (match !== null) resolve({ url: new URL(match[1]!), process: child })
+    })
+    child.on("exit", (code) => reject(new Error(`server exited with ${code}: ${output}`)))
+  })
+
+const call = (url: URL, method: string, path: string, body?: unknown): Promise<{ status: number; text: string }> =>
+  new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body)
+    const req = request(new URL(path, url), { method, headers: { authorization: `Bearer ${token}`, ...(payload === undefined ? {} : { "content-type": "application/json" }) } }, (res) => {
+      let text = ""
+      res.setEncoding("utf8").on("data", (chunk: string) => (text += chunk)).on("end", () => resolve({ status: res.statusCode ?? 0, text }))
+    })
+    req.on("error", reject)
+    req.end(payload)
+  })
+
+/** Watches the project's Jobs and calls `seen(name, phase, at)` for every event. */
+const watchJobs = (url: URL, seen: (name: string, phase: string | undefined, at: number) => void) => {
+  const req = request(new URL(`${jobsPath}?watch=true`, url), { headers: { authorization: `Bearer ${token}` } }, (res) => {
+    let buffer = ""
+    res.setEncoding("utf8").on("data", (chunk: string) => {
+      const at = performance.now()
+      buffer += chunk
+      for (let newline = buffer.indexOf("\n"); newline >= 0; newline = buffer.indexOf("\n")) {
+        const line = buffer.slice(0, newline)
+        buffer = buffer.slice(newline + 1)
+        if (line.trim() === "") continue
+        const event = JSON.parse(line) as { object?: { metadata?: { name?: string }; status?: { phase?: string } } }
+        const name = event.object?.metadata?.name
+        if (name !== undefined) seen(name, event.object?.status?.phase, at)
+      }
+    })
+  })
+  req.end()
+  return () => req.destroy()
+}
+
+const percentile = (values: ReadonlyArray<number>, p: number) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!
+}
+const show = (label: string, values: ReadonlyArray<number>) =>
+  values.length === 0 ? console.log(`${label.padEnd(44)} none`) : console.log(`${label.padEnd(44)} p50 ${percentile(values, 50).toFixed(1).padStart(7)} ms   p99 ${percentile(values, 99).toFixed(1).padStart(7)} ms   (n=${values.length})`)
+
+const timeSpawn = async (): Promise<number> => {
+  const started = performance.now()
+  await new Promise<void>((resolve, reject) => spawn("true", [], { stdio: "ignore" }).on("exit", () => resolve()).on("error", reject))
+  return performance.now() - started
+}
+
+const timeBox = async (root: string, index: number): Promise<number> => {
+  const area = join(root, `box-${index}`)
+  const started = performance.now()
+  const program = runIsolated(
+    { argv: ["true"], env: {}, workingDir: undefined, secretFiles: [], egress: "Deny", memoryBytes: undefined, area, logPath: join(area, "log") },
+    { support, hidden: [] }
+  )
+  const outcome = await program.exited
+  if (outcome.exitCode !== 0) throw new Error(`a bare box exited ${outcome.exitCode ?? outcome.signal}`)
+  return performance.now() - started
+}
+
+const support = detectIsolation()
+const root = mkdtempSync(join(tmpdir(), "nodus-bench-live-"))
+chmodSync(root, 0o711)
+const server = await startServer(join(root, "data"))
+let failures = 0
+try {
+  const created = await call(server.url, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: project } })
+  if (created.status !== 201) throw new Error(`namespace: ${created.status} ${created.text}`)
+  // A PostgreSQL store starts with no credits (docs/billing.md): the operator grants some.
+  const grant = { apiVersion: "nodus.dev/v1", kind: "CreditGrant", metadata: { generateName: "bench-" }, spec: { amountUSD: "1000", source: "Admin", reason: "bench:live" } }
+  const granted = await call(server.url, "POST", "/apis/nodus.dev/v1/operator/creditgrants", grant)
+  if (granted.status !== 201) throw new Error(`credit grant: ${granted.status} ${granted.text}`)
+  const running = new Map<string, number>()
+  const succeeded = new Map<string, number>()
+  const waiters = new Map<string, () => void>()
+  const stop = watchJobs(server.url, (name, phase, at) => {
+    if (phase === "Running" || phase === "Succeeded" || phase === "Failed") if (!running.has(name)) running.set(name, at)
+    if (phase === "Succeeded" || phase === "Failed") {
+      if (phase === "Failed") failures++
+      if (!succeeded.has(name)) succeeded.set(name, at)
+      waiters.get(name)?.()
+    }
+  })
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  const startedAt = new Map<string, number>()
+  const answered = new Map<string, number>()
+  for (let index = 0; index < jobs; index++) {
+    const name = `true-${index}`
+    const done = new Promise<void>((resolve) => waiters.set(name, resolve))
+    startedAt.set(name, performance.now())
+    const reply = await call(server.url, "POST", jobsPath, { apiVersion: "nodus.dev/v1", kind: "Job", metadata: { name }, spec: { image: "debian:12", command: ["true"] } })
+    if (reply.status !== 201) {
+      failures++
+      console.error(`create ${name}: ${reply.status} ${reply.text.slice(0, 200)}`)
+      continue
+    }
+    answered.set(name, performance.now())
+    const timedOut = await Promise.race([done.then(() => false), new Promise<boolean>((resolve) => setTimeout(() => resolve(true), jobTimeoutMs))])
+    if (timedOut) {
+      failures++
+      console.error(`${name} did not finish within ${jobTimeoutMs} ms`)
+    }
+  }
+  stop()
+  const since = (seen: Map<string, number>) => [...seen].map(([name, at]) => at - startedAt.get(name)!)
+  const spawned: Array<number> = []
+  const boxed: Array<number> = []
+  for (let index = 0; index < jobs; index++) spawned.push(await timeSpawn())
+  for (let index = 0; index < jobs; index++) boxed.push(await timeBox(root, index))
+  console.log(`local backend, ${databaseUrl === "" ? "PGlite" : "PostgreSQL"}, ${jobs} Jobs of \`true\`, one at a time`)
+  show("create answered (201)", since(answered))
+  show("create → Running (first seen Running or later)", since(running))
+  show("create → Succeeded", since(succeeded))
+  show("anchor: fork/exec true", spawned)
+  show("anchor: bwrap true (nodus's box, egress Deny)", boxed)
+} finally {
+  server.process.kill("SIGTERM")
+  await new Promise((resolve) => server.process.once("exit", resolve))
+  rmSync(root, { recursive: true, force: true })
+}
+if (failures > 0) {
+  console.error(`${failures} failures`)
+  process.exit(1)
+}
