@@ -5,7 +5,7 @@
  * layer hands them, body parsed, to whoever serves live hosts (server/LiveBackend.ts). Without live hosts they are
  * NotFound with the reason.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, type Stream } from "effect"
 import { ApiError } from "../core/meta/ApiError.ts"
 import type { Json } from "../core/Json.ts"
 
@@ -14,13 +14,18 @@ export type AgentCall = "enroll" | "hello" | "sync"
 export class NodeAgents extends Context.Service<NodeAgents, {
   /** One call: its JSON answer. `credential` is the bearer token of the request, if any. */
   readonly call: (call: AgentCall, body: unknown, credential: string | undefined) => Effect.Effect<Json, ApiError>
+  /** `POST /agent/v1/outputs?node=&epoch=&run=&name=`: an output's bytes as the body. */
+  readonly putOutput: (query: URLSearchParams, body: Stream.Stream<Uint8Array, unknown>, credential: string | undefined) => Effect.Effect<Json, ApiError>
 }>()("nodus/apiserver/NodeAgents") {
   static readonly layerNone = Layer.succeed(NodeAgents, {
-    call: () =>
-      Effect.fail(new ApiError({
-        code: "NotFound",
-        message: "this server takes no node agents: it runs no live hosts (the simulator or --backend none)",
-        fix: "Enroll hosts with a server started with --backend local (the default; docs/live.md)."
-      }))
+    call: () => Effect.fail(noAgents()),
+    putOutput: () => Effect.fail(noAgents())
   })
 }
+
+const noAgents = () =>
+  new ApiError({
+    code: "NotFound",
+    message: "this server takes no node agents: it runs no live hosts (the simulator or --backend none)",
+    fix: "Enroll hosts with a server started with --backend local (the default; docs/live.md)."
+  })

@@ -4,7 +4,7 @@
  * scope of its Node (its project and Pool). An agent's messages are checked against the protocol's schemas, so a
  * broken or hostile host gets a 400 with the field, never a server error.
  */
-import { Effect, Exit, Schema } from "effect"
+import { Effect, Exit, Schema, Stream } from "effect"
 import { ApiError, fieldInvalid, invalid } from "../core/meta/ApiError.ts"
 import type { Json } from "../core/Json.ts"
 import { EnrollRequestSchema, type Hello, HelloSchema, type SyncRequest, SyncRequestSchema } from "../backends/live/Protocol.ts"
@@ -63,5 +63,20 @@ export const makeNodeAgents = (parts: AgentEndpointParts) => {
     }
   }
 
-  return NodeAgents.of({ call })
+  const putOutput = (query: URLSearchParams, body: Stream.Stream<Uint8Array, unknown>, credential: string | undefined): Effect.Effect<Json, ApiError> =>
+    Effect.gen(function*() {
+      const target = { node: query.get("node") ?? "", epoch: Number(query.get("epoch")), run: query.get("run") ?? "", name: query.get("name") ?? "" }
+      if (target.node === "" || !Number.isSafeInteger(target.epoch) || !target.run.includes("/") || target.name === "") {
+        return yield* new ApiError({ code: "BadRequest", message: "an output upload names its node, epoch, run and name in the query (docs/live.md)" })
+      }
+      const scope = yield* scopeOf(credential, target.node)
+      const taken = yield* Effect.tryPromise({
+        try: () => capacity.putOutput(target, scope, Stream.toAsyncIterable(body)),
+        catch: (error) => new ApiError({ code: "FileTooLarge", message: error instanceof Error ? error.message : String(error) })
+      })
+      if (!taken) return yield* new ApiError({ code: "Conflict", message: `the server no longer takes outputs of ${target.run} under epoch ${target.epoch}` })
+      return { stored: target.name }
+    })
+
+  return NodeAgents.of({ call, putOutput })
 }

@@ -10,7 +10,7 @@ import { StringDecoder } from "node:string_decoder"
 import { Effect, Stream } from "effect"
 import { ApiError } from "../core/meta/ApiError.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
-import type { LogRequest } from "../apiserver/WorkloadLogs.ts"
+import type { LogRequest } from "../apiserver/WorkloadFiles.ts"
 
 /** How often a followed log is looked at for new text. */
 const followPollMs = 200
@@ -47,7 +47,7 @@ export const makeJobLogs = (dir: string, runs: RunState) => {
     return numbers.length === 0 ? undefined : `${prefix}${Math.max(...numbers)}`
   }
 
-  const read = (object: ResourceObject, request: LogRequest): Effect.Effect<Stream.Stream<string>, ApiError> =>
+  const log = (object: ResourceObject, request: LogRequest): Effect.Effect<Stream.Stream<string>, ApiError> =>
     Effect.suspend(() => {
       const attempt = attemptOf(object, request)
       const file = attempt === undefined ? undefined : fileOf(object.metadata.uid, attempt)
@@ -62,7 +62,7 @@ export const makeJobLogs = (dir: string, runs: RunState) => {
       return Effect.succeed(Stream.fromAsyncIterable(iterable, (error) => error).pipe(Stream.catchCause(() => Stream.empty)))
     })
 
-  return { append, forget, read }
+  return { append, forget, log }
 }
 
 /** The log's text: its tail or all of it, then (following) what is appended until the run ends. */

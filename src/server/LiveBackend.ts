@@ -9,7 +9,7 @@
  * checkpoint timers are looked at.
  */
 import { createHash } from "node:crypto"
-import { mkdirSync } from "node:fs"
+import { createReadStream, mkdirSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { Effect, Layer } from "effect"
@@ -27,7 +27,7 @@ import { SimulationControl } from "../apiserver/SimulationControl.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
 import { Store } from "../store/Store.ts"
 import { Enrollment } from "../runtime/Enrollment.ts"
-import { WorkloadLogs } from "../apiserver/WorkloadLogs.ts"
+import { WorkloadFiles } from "../apiserver/WorkloadFiles.ts"
 import { ApiConfig } from "../apiserver/ApiConfig.ts"
 import { Resources } from "../apiserver/Resources.ts"
 import { surviving } from "../runtime/Following.ts"
@@ -38,6 +38,7 @@ import { Reconciler } from "../runtime/Reconciler.ts"
 import { Secrets } from "../runtime/Secrets.ts"
 import { makeNodeAgents } from "./AgentEndpoint.ts"
 import { makeJobLogs } from "./JobLogs.ts"
+import { makeJobOutputs } from "./JobOutputs.ts"
 import { followNodes } from "./NodeObjects.ts"
 
 export interface LocalSettings {
@@ -61,7 +62,10 @@ const beatMs = 1_000
 /** An agent in this process reaches the server's protocol handler directly: the same messages, no socket. */
 export const inProcessLink = (capacity: LiveCapacity, scope: NodeScope): AgentLink => ({
   hello: async (hello) => capacity.hello(hello, scope),
-  sync: (request) => capacity.sync(request, scope)
+  sync: (request) => capacity.sync(request, scope),
+  putOutput: async (target, file) => {
+    if (!(await capacity.putOutput(target, scope, createReadStream(file)))) throw new Error(`the server no longer takes outputs of ${target.run}`)
+  }
 })
 
 /** This host serves every project, in the Pool `local`. */
@@ -71,13 +75,21 @@ const localScope: NodeScope = { pool: localPool, namespace: undefined }
 export const layer = (settings: LocalSettings) => Layer.unwrap(Effect.gen(function*() {
   const secrets = yield* Secrets
   const logs = makeJobLogs(join(settings.dataDir, "logs"), { ended: (owner, attempt) => capacity.ended(owner, attempt) })
+  const outputs = makeJobOutputs(join(settings.dataDir, "outputs"))
   const capacity: LiveCapacity = yield* LiveCapacity.make({
     now: () => Date.now(),
     resolve: (namespace, workload) => secrets.resolveProgram(namespace, workload).pipe(Effect.mapError((error) => ({ message: error.message }))),
     appendLog: logs.append,
+    storeOutput: outputs.store,
     ...(settings.lease === undefined ? {} : { lease: settings.lease })
   })
-  const forgetting = { ...capacity.port, forget: (owner: string) => Effect.andThen(capacity.port.forget(owner), Effect.sync(() => logs.forget(owner))) }
+  const forgetting = {
+    ...capacity.port,
+    forget: (owner: string) => Effect.andThen(capacity.port.forget(owner), Effect.sync(() => {
+      logs.forget(owner)
+      outputs.forget(owner)
+    }))
+  }
   const port = Layer.succeed(CapacityPort, forgetting)
   // Runs of a previous process died with it (the in-process agent's boxes die with their parent): they ended then.
   const reconciler = Reconciler.layer({ catalog: capacity.catalog, pricebook: currentPricebook, lostAt: Date.now() }).pipe(Layer.provideMerge(port))
@@ -89,7 +101,7 @@ export const layer = (settings: LocalSettings) => Layer.unwrap(Effect.gen(functi
       Effect.map(resources.get(nodeRef, namespace, node), (object) => (isObject(object.spec) && typeof object.spec["pool"] === "string" ? object.spec["pool"] : ""))
     return makeNodeAgents({ capacity, enrollment: yield* Enrollment, localNode: settings.node ?? localNode, poolOf })
   })).pipe(Layer.provide(Enrollment.layer))
-  return Layer.mergeAll(SimulationControl.layerNone, Layer.succeed(WorkloadLogs, { read: logs.read }), agents, running).pipe(Layer.provideMerge(reconciler))
+  return Layer.mergeAll(SimulationControl.layerNone, Layer.succeed(WorkloadFiles, { log: logs.log, output: outputs.output }), agents, running).pipe(Layer.provideMerge(reconciler))
 }))
 
 /** Starts this host's agent, then runs the reconciler on the wall clock for the layer's lifetime. */

@@ -38,7 +38,7 @@ import { Secrets } from "../runtime/Secrets.ts"
 import * as LiveBackend from "./LiveBackend.ts"
 import * as SimBackend from "./SimBackend.ts"
 import { SimulationControl } from "../apiserver/SimulationControl.ts"
-import { WorkloadLogs } from "../apiserver/WorkloadLogs.ts"
+import { WorkloadFiles } from "../apiserver/WorkloadFiles.ts"
 import { NodeAgents } from "../apiserver/NodeAgents.ts"
 import * as VirtualClock from "./VirtualClock.ts"
 import { Watches, type WatchLimits } from "../apiserver/Watch.ts"
@@ -111,11 +111,11 @@ export interface Replaceable {
 const backendOf = (options: ServerOptions) => {
   const { sim, local } = options
   if (local !== undefined) return { clock: Layer.empty, control: LiveBackend.layer(local) }
-  if (sim === undefined) return { clock: Layer.empty, control: Layer.mergeAll(SimulationControl.layerNone, WorkloadLogs.layerNone, NodeAgents.layerNone) }
+  if (sim === undefined) return { clock: Layer.empty, control: Layer.mergeAll(SimulationControl.layerNone, WorkloadFiles.layerNone, NodeAgents.layerNone) }
   const clock = new VirtualClock.VirtualClock(sim.speed, Date.now())
   return {
     clock: VirtualClock.layer(clock),
-    control: Layer.mergeAll(SimBackend.layer({ clock, ...(sim.hostsPerVariant === undefined ? {} : { hostsPerVariant: sim.hostsPerVariant }) }), WorkloadLogs.layerNone, NodeAgents.layerNone)
+    control: Layer.mergeAll(SimBackend.layer({ clock, ...(sim.hostsPerVariant === undefined ? {} : { hostsPerVariant: sim.hostsPerVariant }) }), WorkloadFiles.layerNone, NodeAgents.layerNone)
   }
 }
 

@@ -4,6 +4,7 @@
  * lines in status.message; a Job with egress Deny cannot reach a TCP server on the host's loopback while one with Open
  * can; secrets reach the program as env and 0400 files, and never the status, events, log or the store's JSON.
  */
+import { createHash } from "node:crypto"
 import { createServer, type Server } from "node:net"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
@@ -77,6 +78,36 @@ describe("a Job on the local backend", () => {
     assert.include(log, "to stderr")
     assert.include(log, "/platform/work")
     assert.strictEqual(await logOf("hello", "?tailLines=1"), "/platform/work\n")
+  })
+
+  it("collects its outputs when it succeeds: a declared file, and /platform/outputs as tar.zst, each with its digest", async () => {
+    await apply("maker", jobYaml("maker", ["sh", "-c", "echo 42 > /platform/work/answer.txt; mkdir -p /platform/outputs/d; echo inside > /platform/outputs/d/f"], [
+      "  outputs:",
+      "  - {name: answer, path: /platform/work/answer.txt}"
+    ]))
+    const job = await waitFor("maker", "Succeeded")
+    const outputs = job.status.outputs as ReadonlyArray<{ name: string; sha256: string; size: number; index: number }>
+    assert.deepStrictEqual(outputs.map((output) => [output.name, output.index]).sort(), [["answer", 0], ["outputs", 0]])
+    const answer = outputs.find((output) => output.name === "answer")!
+    const read = await kubectl(server, ["get", "--raw", `${jobPath("maker")}/outputs/answer?index=0`])
+    assert.strictEqual(read.code, 0, read.stderr)
+    const bytes = Buffer.from(read.stdout)
+    assert.strictEqual(bytes.toString(), "42\n")
+    assert.strictEqual(createHash("sha256").update(bytes).digest("hex"), answer.sha256)
+    assert.strictEqual(answer.size, 3)
+    const archive = await kubectl(server, ["get", "--raw", `${jobPath("maker")}/outputs/outputs`])
+    assert.strictEqual(archive.code, 0, archive.stderr)
+    const missing = await api(server, "GET", `${jobPath("maker")}/outputs/nothing`)
+    assert.strictEqual(missing.status, 404)
+  })
+
+  it("fails a run whose declared output is missing, or leads out of its own files", async () => {
+    await apply("forgetful", jobYaml("forgetful", ["true"], ["  outputs:", "  - {name: model, path: /platform/work/model.bin}"]))
+    assert.include((await waitFor("forgetful", "Failed")).status.message, "/platform/work/model.bin does not exist")
+    await apply("sneaky", jobYaml("sneaky", ["ln", "-s", "/etc/shadow", "/platform/work/shadow"], ["  outputs:", "  - {name: shadow, path: /platform/work/shadow}"]))
+    const sneaky = await waitFor("sneaky", "Failed")
+    assert.include(sneaky.status.message, "leads out of the run's own files")
+    assert.isUndefined(sneaky.status.outputs)
   })
 
   it("fails a command that exits non-zero, with its last log lines in status.message", async () => {

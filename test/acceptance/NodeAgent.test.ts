@@ -1,7 +1,7 @@
 /**
  * Acceptance: a second host joins through `nodus agent` (a real process, over HTTPS with the server's CA), as a Node of
  * a project's Pool. Its EnrollmentToken is shown once; a used-up token is EnrollmentTokenInvalid; the Node is Ready and
- * runs indexes of a Job placed on it; killed with SIGKILL, its lease lapses (shortened to 3 s here; 40 s by default),
+ * runs indexes of a Job placed on it (their outputs uploaded over HTTPS); killed with SIGKILL, its lease lapses (shortened to 3 s here; 40 s by default),
  * the Node goes NotReady, its run ends NodeLost and the Job recovers on this server's own Node — and nothing the
  * killed agent ran survives it.
  */
@@ -81,7 +81,7 @@ describe("a host joined with nodus agent", () => {
   it("runs the indexes of a Job placed on it", async () => {
     await apply("spread", [
       "apiVersion: nodus.dev/v1", "kind: Job", "metadata: {name: spread, namespace: fleet}",
-      "spec:", "  image: debian:12", "  command: [sh, -c, 'echo index $PLATFORM_INDEX']", "  completions: 2", "  parallelism: 2",
+      "spec:", "  image: debian:12", "  command: [sh, -c, 'echo index $PLATFORM_INDEX | tee /platform/outputs/index.txt']", "  completions: 2", "  parallelism: 2",
       "  placement: {offerings: [edge-1]}"
     ].join("\n"))
     await eventually("spread succeeds", async () => (await job("spread"))?.status?.phase === "Succeeded", 30_000)
@@ -90,6 +90,11 @@ describe("a host joined with nodus agent", () => {
     for (const attempt of attempts) assert.strictEqual(attempt.status.offering, "edge-1")
     const log = await kubectl(server, ["get", "--raw", `${path("jobs", "spread")}/log?index=1`])
     assert.strictEqual(log.stdout, "index 1\n")
+    const outputs = (await job("spread")).status.outputs as ReadonlyArray<{ name: string; index: number; size: number }>
+    assert.deepStrictEqual(outputs.map((output) => `${output.name}/${output.index}`).sort(), ["outputs/0", "outputs/1"])
+    const archive = await kubectl(server, ["get", "--raw", `${path("jobs", "spread")}/outputs/outputs?index=1`])
+    assert.strictEqual(archive.code, 0, archive.stderr)
+    assert.isAbove(archive.stdout.length, 0)
   })
 
   it("loses its runs when killed: NodeLost once its lease lapses, recovered on another Node, nothing left running", async () => {

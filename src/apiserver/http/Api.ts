@@ -23,7 +23,7 @@ import { fingerprint, Idempotency } from "../Idempotency.ts"
 import { Ids } from "../Ids.ts"
 import { etagOf, type ListResult, type PatchType, Resources, type WriteOptions } from "../Resources.ts"
 import { clockObject, parseClockRequest, SimulationControl } from "../SimulationControl.ts"
-import { WorkloadLogs } from "../WorkloadLogs.ts"
+import { WorkloadFiles } from "../WorkloadFiles.ts"
 import { type AgentCall, NodeAgents } from "../NodeAgents.ts"
 import * as Limits from "../../core/Limits.ts"
 import { defaultWatchLimits, Watches, type WatchEvent } from "../Watch.ts"
@@ -121,10 +121,11 @@ const patchTypeOf = (contentType: string | undefined, ref: ResourceRef): Effect.
 }
 
 /** Which operation a method on a route means, before the kind's availability is checked. */
-const operationOf = (method: string, route: Extract<Routes.Route, { _tag: "Resource" }>, info: KindInfo, watch: boolean): Operation | "tokens" | "log" | undefined => {
+const operationOf = (method: string, route: Extract<Routes.Route, { _tag: "Resource" }>, info: KindInfo, watch: boolean): Operation | "tokens" | "log" | "output" | undefined => {
   if (route.subresource === "status") return method === "GET" ? "getStatus" : method === "PUT" || method === "PATCH" ? "writeStatus" : undefined
   if (route.subresource === "tokens") return info.plural === "serviceaccounts" && method === "POST" ? "tokens" : undefined
-  if (route.subresource === "log") return info.kind === "Job" && method === "GET" ? "log" : undefined
+  if (route.subresource === "log") return info.kind === "Job" && method === "GET" && route.item === undefined ? "log" : undefined
+  if (route.subresource === "outputs") return info.kind === "Job" && method === "GET" && route.item !== undefined ? "output" : undefined
   if (route.name === undefined) {
     if (method === "GET") return watch ? "watch" : route.namespace === undefined && info.scope === "Namespaced" ? "listAll" : "list"
     return method === "POST" ? "create" : undefined
@@ -143,9 +144,10 @@ const operationOf = (method: string, route: Extract<Routes.Route, { _tag: "Resou
   }
 }
 
-const accessOf = (operation: Operation | "tokens" | "log"): Access => {
+const accessOf = (operation: Operation | "tokens" | "log" | "output"): Access => {
   switch (operation) {
     case "log":
+    case "output":
     case "list":
     case "listAll":
     case "watch":
@@ -206,7 +208,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
     const ids = yield* Ids
     const simulation = yield* SimulationControl
     const credits = yield* CreditOperations
-    const logs = yield* WorkloadLogs
+    const files = yield* WorkloadFiles
     const agents = yield* NodeAgents
     const group = settings.group
     // Documents are generated once, on first request (tens of ms, off start-up): they depend only on the group and the
@@ -461,12 +463,12 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
         const namespaced = ref.info.scope === "Namespaced"
         // Cluster-scoped kinds have no project segment; namespaced items always have one.
         if ((!namespaced && route.namespace !== undefined) || (namespaced && route.name !== undefined && route.namespace === undefined)) return yield* resourceNotFound()
-        if (route.subresource !== undefined && !["status", "tokens", "log"].includes(route.subresource)) return yield* resourceNotFound()
+        if (route.subresource !== undefined && !["status", "tokens", "log", "outputs"].includes(route.subresource)) return yield* resourceNotFound()
         const query = url.searchParams
         const watching = route.name === undefined && request.method === "GET" ? yield* boolParameter(query, "watch") : false
         const operation = operationOf(request.method, route, ref.info, watching)
         if (operation === undefined) return yield* methodNotAllowed(request.method)
-        if (operation !== "tokens" && operation !== "log" && !ref.info.operations.has(operation)) return yield* methodNotAllowed(request.method)
+        if (operation !== "tokens" && operation !== "log" && operation !== "output" && !ref.info.operations.has(operation)) return yield* methodNotAllowed(request.method)
         const namespace = ref.info === namespaceKind ? undefined : route.namespace
         const authorizedProject = ref.info === namespaceKind ? route.name : route.namespace
         yield* auth.authorize(principal, ref.info, accessOf(operation), authorizedProject)
@@ -499,10 +501,12 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
             return yield* issueToken(request, principal, ref, namespace, name)
           case "log":
             return yield* readLog(query, ref, namespace, name)
+          case "output":
+            return yield* readOutput(query, ref, namespace, name, route.item!)
         }
       })
 
-    /** A Job's log as text/plain, the pod log conventions (apiserver/WorkloadLogs.ts). */
+    /** A Job's log as text/plain, the pod log conventions (apiserver/WorkloadFiles.ts). */
     const readLog = (query: URLSearchParams, ref: ResourceRef, namespace: string | undefined, name: string) =>
       Effect.gen(function*() {
         const index = (yield* intParameter(query, "index", 0, Limits.jobCompletionsMax - 1)) ?? 0
@@ -510,9 +514,24 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
         const tailLines = yield* intParameter(query, "tailLines", 0, Number.MAX_SAFE_INTEGER)
         const follow = yield* boolParameter(query, "follow")
         const object = yield* resources.get(ref, namespace, name)
-        const text = yield* logs.read(object, { index, attempt, tailLines, follow })
+        const text = yield* files.log(object, { index, attempt, tailLines, follow })
         const encoder = new TextEncoder()
         return HttpServerResponse.stream(Stream.map(text, (chunk) => encoder.encode(chunk)), { status: 200, contentType: "text/plain; charset=utf-8" })
+      })
+
+    /** One output of a Job's index (apiserver/WorkloadFiles.ts), with its SHA-256 as the Digest header. */
+    const readOutput = (query: URLSearchParams, ref: ResourceRef, namespace: string | undefined, name: string, output: string) =>
+      Effect.gen(function*() {
+        const index = (yield* intParameter(query, "index", 0, Limits.jobCompletionsMax - 1)) ?? 0
+        const object = yield* resources.get(ref, namespace, name)
+        const file = yield* files.output(object, output, index)
+        const digest = `sha-256=${Buffer.from(file.sha256, "hex").toString("base64")}`
+        return HttpServerResponse.stream(file.bytes, {
+          status: 200,
+          contentType: "application/octet-stream",
+          contentLength: file.sizeBytes,
+          headers: { digest, "content-disposition": `attachment; filename="${output}"` }
+        })
       })
 
     /** GET reads the test clock (any key); POST moves it, which moves time for everyone: admin only. */
@@ -587,12 +606,14 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
       })
 
     /** The node agent protocol (apiserver/NodeAgents.ts): POST with JSON, the agent's key as its bearer credential. */
-    const agentCall = (request: Request, call: AgentCall) =>
+    const agentCall = (request: Request, url: URL, call: AgentCall | "outputs") =>
       Effect.gen(function*() {
         if (request.method !== "POST") return yield* methodNotAllowed(request.method)
-        const body = yield* Effect.flatMap(readText(request), parseJson)
         const authorization = yield* authorizationOf(request)
         const credential = authorization?.startsWith("Bearer ") ? authorization.slice("Bearer ".length).trim() : undefined
+        // An output's bytes are the body itself, streamed to the store (no JSON, no body size bound of the API).
+        if (call === "outputs") return json(200, yield* agents.putOutput(url.searchParams, request.stream, credential))
+        const body = yield* Effect.flatMap(readText(request), parseJson)
         return json(200, yield* agents.call(call, body, credential))
       })
 
@@ -612,7 +633,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
         case "NotFound":
           return Effect.fail(resourceNotFound())
         case "Agent":
-          return agentCall(request, parsed.call)
+          return agentCall(request, url, parsed.call)
         default:
           return authenticated(request, url, parsed)
       }

@@ -17,8 +17,8 @@ export type Route =
   | { readonly _tag: "OpenApiCore" }
   | { readonly _tag: "OpenApiV2" }
   | { readonly _tag: "ErrorDocs"; readonly code?: string }
-  /** The node agent protocol (docs/live.md): /agent/v1/{enroll,hello,sync}, authenticated by its own credentials. */
-  | { readonly _tag: "Agent"; readonly call: "enroll" | "hello" | "sync" }
+  /** The node agent protocol (docs/live.md): /agent/v1/{enroll,hello,sync,outputs}, authenticated by its own credentials. */
+  | { readonly _tag: "Agent"; readonly call: "enroll" | "hello" | "sync" | "outputs" }
   /** The sim backend's test clock (docs/simulator.md): /apis/{group}/{version}/simulation/clock. */
   | { readonly _tag: "SimulationClock"; readonly group: string; readonly version: string }
   /** The operator's credit operations (docs/billing.md, "Credits"): /apis/{group}/{version}/operator/<path>. */
@@ -32,14 +32,16 @@ export type Route =
     readonly namespace?: string
     readonly name?: string
     readonly subresource?: string
+    /** The one segment below a subresource that has items (a Job's `outputs/{output}`). */
+    readonly item?: string
   }
   | { readonly _tag: "NotFound" }
 
 const notFound: Route = { _tag: "NotFound" }
 
 const resource = (group: string, version: string, rest: ReadonlyArray<string>, namespace?: string): Route => {
-  const [plural, name, subresource, ...extra] = rest
-  if (plural === undefined || extra.length > 0) return notFound
+  const [plural, name, subresource, item, ...extra] = rest
+  if (plural === undefined || extra.length > 0 || (item !== undefined && subresource !== "outputs")) return notFound
   return {
     _tag: "Resource",
     group,
@@ -47,7 +49,8 @@ const resource = (group: string, version: string, rest: ReadonlyArray<string>, n
     plural,
     ...(namespace === undefined ? {} : { namespace }),
     ...(name === undefined ? {} : { name }),
-    ...(subresource === undefined ? {} : { subresource })
+    ...(subresource === undefined ? {} : { subresource }),
+    ...(item === undefined ? {} : { item })
   }
 }
 
@@ -102,7 +105,7 @@ export const parse = (path: string): Route => {
     case "livez":
       return rest.length === 0 ? { _tag: "Health", check: first } : notFound
     case "agent":
-      return rest.length === 2 && rest[0] === "v1" && (rest[1] === "enroll" || rest[1] === "hello" || rest[1] === "sync") ? { _tag: "Agent", call: rest[1] } : notFound
+      return rest.length === 2 && rest[0] === "v1" && (rest[1] === "enroll" || rest[1] === "hello" || rest[1] === "sync" || rest[1] === "outputs") ? { _tag: "Agent", call: rest[1] } : notFound
     case "api":
       return core(rest)
     case "apis":

@@ -9,12 +9,12 @@
  * run stops: the server has declared them lost and is recovering them elsewhere, so nothing runs twice for long.
  */
 import { execFile } from "node:child_process"
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readSync, rmSync, statSync } from "node:fs"
-import { join } from "node:path"
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readSync, realpathSync, rmSync, statSync } from "node:fs"
+import { join, posix } from "node:path"
 import { promisify } from "node:util"
 import * as Limits from "../../core/Limits.ts"
 import { type IsolationSupport, type Outcome as ProgramExit, type RunningProgram, runIsolated } from "./Isolation.ts"
-import type { AgentLink, Desired, Exit, Hello, Lease, RunReport, RunSpec } from "./Protocol.ts"
+import { type AgentLink, type Desired, type Exit, type Hello, type Lease, outputBytesMax, type RunReport, type RunSpec } from "./Protocol.ts"
 
 const exec = promisify(execFile)
 
@@ -233,7 +233,51 @@ export class Agent {
     run.phase = "Running"
     if (spec.checkpointIntervalMs !== undefined) run.nextCheckpointAt = this.options.now() + spec.checkpointIntervalMs
     this.poke()
-    this.exited(run, await main, undefined)
+    const exit = await main
+    if (exit.exitCode !== 0 || run.stopping) return this.exited(run, exit, undefined)
+    const collected = await this.collectOutputs(run)
+    this.exited(run, collected.problem === undefined ? exit : { ...exit, exitCode: 1 }, collected.problem, false, collected.outputs)
+  }
+
+  // -------------------------------------------------------------------------------------------------------------------
+  // Outputs: collected when the program succeeds (spec: JobOutput), uploaded to the server
+
+  /**
+   * Uploads the run's declared outputs and everything under /platform/outputs (as `outputs`). A declared output that
+   * is missing, outside the run's area or too large fails the run (the program said it would leave it). Nothing is
+   * read through a link: what a path resolves to must lie in the run's own area.
+   */
+  private async collectOutputs(run: LocalRun): Promise<{ readonly outputs: Array<{ name: string; path: string }>; readonly problem: string | undefined }> {
+    const outputs: Array<{ name: string; path: string }> = []
+    const wanted = [...run.spec.outputs.map((output) => ({ ...output, declared: true })), { name: "outputs", path: "/platform/outputs", declared: false }]
+    for (const output of wanted) {
+      const found = locate(run.area, output.path)
+      if (typeof found === "string") {
+        if (!output.declared) continue
+        return { outputs, problem: `output ${output.name}: ${found}` }
+      }
+      if (!output.declared && found.directory && readdirSync(found.path).length === 0) continue
+      try {
+        const file = found.directory ? await this.archive(run, found.path, output.name) : found.path
+        if (statSync(file).size > outputBytesMax) return { outputs, problem: `output ${output.name}: larger than ${outputBytesMax} bytes (FileTooLarge)` }
+        const lease = this.lease
+        if (lease === undefined) throw new Error("the lease was lost")
+        await this.options.link.putOutput({ node: this.options.hello.node, epoch: lease.epoch, run: run.spec.id, name: output.name }, file)
+        outputs.push({ name: output.name, path: output.path })
+      } catch (error) {
+        return { outputs, problem: `output ${output.name} could not be uploaded: ${error instanceof Error ? error.message : String(error)}` }
+      }
+    }
+    return { outputs, problem: undefined }
+  }
+
+  /** A directory as one tar.zst in the agent's private directory. */
+  private async archive(run: LocalRun, dir: string, name: string): Promise<string> {
+    const staging = join(this.options.dataDir, "outputs", ...run.spec.id.split("/"))
+    mkdirSync(staging, { recursive: true, mode: 0o700 })
+    const file = join(staging, `${name}.tar.zst`)
+    await exec("tar", ["--zstd", "-cf", file, "-C", dir, "."])
+    return file
   }
 
   /** Runs one program of the run in its box, to its end (or its timeout). */
@@ -262,7 +306,7 @@ export class Agent {
     })
   }
 
-  private exited(run: LocalRun, exit: ProgramExit | undefined, problem: string | undefined, setupFailed = false) {
+  private exited(run: LocalRun, exit: ProgramExit | undefined, problem: string | undefined, setupFailed = false, outputs: ReadonlyArray<{ name: string; path: string }> = []) {
     if (run.phase === "Exited") return
     run.phase = "Exited"
     run.program = undefined
@@ -273,7 +317,8 @@ export class Agent {
       stopped: run.stopping,
       problem,
       setupFailed,
-      lastLines: lastLines(run.logPath, Limits.failureLogLines)
+      lastLines: lastLines(run.logPath, Limits.failureLogLines),
+      outputs
     }
     this.poke()
   }
@@ -287,6 +332,7 @@ export class Agent {
   private drop(run: LocalRun) {
     this.runs.delete(run.spec.id)
     rmSync(run.area, { recursive: true, force: true })
+    rmSync(join(this.options.dataDir, "outputs", ...run.spec.id.split("/")), { recursive: true, force: true })
   }
 
   // -------------------------------------------------------------------------------------------------------------------
@@ -333,6 +379,27 @@ export class Agent {
   private say(message: string) {
     this.options.log?.(`nodus agent ${this.options.hello.node}: ${message}`)
   }
+}
+
+/** Where the box's /platform directories are on the host, under a run's area. */
+const areaDirs: ReadonlyArray<readonly [string, string]> = [["/platform/work", "work"], ["/platform/state", "state"], ["/platform/outputs", "outputs"]]
+
+/**
+ * A path of the box as a host path in the run's area, or why it cannot be collected. The path is resolved (links
+ * included) and must stay in the area: a program cannot point an output at a host file.
+ */
+export const locate = (area: string, boxPath: string): { readonly path: string; readonly directory: boolean } | string => {
+  const normal = posix.normalize(boxPath)
+  const mount = areaDirs.find(([at]) => normal === at || normal.startsWith(`${at}/`))
+  if (mount === undefined) return `${boxPath} is not under /platform/work, /platform/state or /platform/outputs, where a live host collects outputs`
+  const host = join(area, mount[1], normal.slice(mount[0].length))
+  if (!existsSync(host)) return `${boxPath} does not exist`
+  const real = realpathSync(host)
+  const root = realpathSync(area)
+  if (real !== root && !real.startsWith(`${root}/`)) return `${boxPath} leads out of the run's own files`
+  const stats = statSync(real)
+  if (!stats.isFile() && !stats.isDirectory()) return `${boxPath} is neither a file nor a directory`
+  return { path: real, directory: stats.isDirectory() }
 }
 
 /** Up to `max` bytes of a file from `offset`, as text (cut at a whole UTF-8 character). */

@@ -5,7 +5,8 @@
  */
 import { request as httpRequest } from "node:http"
 import { request as httpsRequest } from "node:https"
-import { type AgentLink, agentPaths, type EnrollRequest, type EnrollResponse, type Lease, type SyncResponse } from "./Protocol.ts"
+import { createReadStream, statSync } from "node:fs"
+import { type AgentLink, agentPaths, type EnrollRequest, type EnrollResponse, type Lease, type OutputTarget, type SyncResponse } from "./Protocol.ts"
 
 export interface Endpoint {
   /** https://host:port (http:// only for loopback tests). */
@@ -56,11 +57,33 @@ const post = <A>(endpoint: Endpoint, path: string, body: unknown, credential: st
     call.end(payload)
   })
 
+/** Streams a file as an output upload; the answer is JSON as for every call. */
+const upload = (endpoint: Endpoint, target: OutputTarget, file: string, credential: string): Promise<void> =>
+  new Promise((resolve, reject) => {
+    const query = new URLSearchParams({ node: target.node, epoch: `${target.epoch}`, run: target.run, name: target.name })
+    const url = new URL(`${agentPaths.outputs}?${query}`, endpoint.server)
+    const headers = { "content-type": "application/octet-stream", "content-length": String(statSync(file).size), authorization: `Bearer ${credential}` }
+    const options = { method: "POST", headers, timeout: uploadIdleMs, ...(endpoint.ca === undefined ? {} : { ca: endpoint.ca }) }
+    const call = url.protocol === "https:" ? httpsRequest(url, options) : httpRequest(url, options)
+    call.on("timeout", () => call.destroy(new Error(`the upload to ${url.origin} stalled for ${uploadIdleMs} ms`)))
+    call.on("error", reject)
+    call.on("response", (response) => {
+      let text = ""
+      response.setEncoding("utf8").on("data", (chunk: string) => (text += chunk))
+      response.on("end", () => ((response.statusCode ?? 0) < 300 ? resolve() : reject(new AgentHttpError(response.statusCode ?? 0, `${url.pathname}: HTTP ${response.statusCode}: ${text.slice(0, 200)}`))))
+    })
+    createReadStream(file).on("error", reject).pipe(call)
+  })
+
+/** An upload that moves no byte for this long is given up (it is retried by nobody: the run fails with the reason). */
+const uploadIdleMs = 60_000
+
 export const enroll = (endpoint: Endpoint, request: EnrollRequest): Promise<EnrollResponse> =>
   post<EnrollResponse>(endpoint, agentPaths.enroll, request, undefined, marginMs)
 
 /** The link of an enrolled agent: its key as the bearer credential of every call. */
 export const httpLink = (endpoint: Endpoint, credential: string): AgentLink => ({
   hello: (hello) => post<Lease>(endpoint, agentPaths.hello, hello, credential, marginMs),
-  sync: (request) => post<SyncResponse>(endpoint, agentPaths.sync, request, credential, request.waitMs + marginMs)
+  sync: (request) => post<SyncResponse>(endpoint, agentPaths.sync, request, credential, request.waitMs + marginMs),
+  putOutput: (target, file) => upload(endpoint, target, file, credential)
 })

@@ -12,6 +12,7 @@ import { Effect, PubSub, Stream } from "effect"
 import type {
   AttemptFacts,
   CapacityChange,
+  CollectedOutput,
   CapacityPortShape,
   HostRequest,
   Outcome,
@@ -28,6 +29,7 @@ import {
   type Lease,
   leaseExpiryMs,
   leaseRenewMs,
+  type OutputTarget,
   type RunReport,
   type RunSpec,
   runIdOf,
@@ -57,6 +59,11 @@ export interface LiveOptions {
   readonly resolve: (namespace: string, workload: WorkloadProgram) => Effect.Effect<Resolved, ResolveProblem>
   /** Log text of a run, in order, scrubbed (the server keeps it for the Job's logs). */
   readonly appendLog: (owner: string, attempt: string, text: string) => void
+  /**
+   * Keeps an output of a run (owner, the run's index, the output's name) from its bytes, answering its SHA-256 and
+   * size; fails past `outputBytesMax`.
+   */
+  readonly storeOutput: (owner: string, index: number, name: string, bytes: AsyncIterable<Uint8Array>) => Promise<{ readonly sha256: string; readonly sizeBytes: number }>
   /** Lease timing; default 10 s renew, 40 s expiry (Protocol.ts). Tests of lease loss shorten it. */
   readonly lease?: { readonly renewMs: number; readonly expiryMs: number }
 }
@@ -123,6 +130,8 @@ interface Run {
   logAck: number
   /** Secret values it was given, to scrub from what it says. */
   secretValues: ReadonlyArray<string>
+  /** Outputs uploaded so far, by name. */
+  readonly stored: Map<string, { readonly sha256: string; readonly sizeBytes: number }>
 }
 
 /** Whether the Node takes a project's work at all. */
@@ -239,7 +248,7 @@ export class LiveCapacity {
       node.slotsUsed++
       node.gpusUsed += gpus
     }
-    const run: Run = { owner: request.owner, namespace: request.namespace, facts, node: node.key, gpus, program: undefined, stopAsked: false, logAck: 0, secretValues: [] }
+    const run: Run = { owner: request.owner, namespace: request.namespace, facts, node: node.key, gpus, program: undefined, stopAsked: false, logAck: 0, secretValues: [], stored: new Map() }
     if (!this.runs.has(request.owner)) this.runs.set(request.owner, new Map())
     this.runs.get(request.owner)!.set(request.attempt, run)
     this.nodeChanged(node)
@@ -322,7 +331,8 @@ export class LiveCapacity {
       memoryBytes: workload.memoryBytes,
       init: workload.init,
       checkpointIntervalMs: program.checkpointIntervalMs,
-      restore
+      restore,
+      outputs: workload.outputs ?? []
     }
     node.desired.set(spec.id, spec)
     this.bump(node)
@@ -466,11 +476,31 @@ export class LiveCapacity {
       changed = true
     }
     if (report.phase === "Exited" && report.exit !== undefined && run.facts.phase !== "Ended") {
-      this.end(run, this.outcomeOf(run, report.exit))
+      const outcome = this.outcomeOf(run, report.exit)
+      if (outcome.type === "Succeeded") run.facts.outputs = this.outputsOf(run, report.exit)
+      this.end(run, outcome)
       return run.logAck
     }
     if (changed) this.told(run.owner)
     return run.logAck
+  }
+
+  /** The outputs a run reported, as the server stored them (one reported but never uploaded is not shown). */
+  private outputsOf(run: Run, exit: Exit): ReadonlyArray<CollectedOutput> {
+    return exit.outputs.flatMap((output) => {
+      const stored = run.stored.get(output.name)
+      return stored === undefined ? [] : [{ name: output.name, path: output.path, sha256: stored.sha256, sizeBytes: stored.sizeBytes }]
+    })
+  }
+
+  /** An agent's upload of a run's output, under its Node's current lease; false when that lease or run is not current. */
+  readonly putOutput = async (target: OutputTarget, scope: NodeScope, bytes: AsyncIterable<Uint8Array>): Promise<boolean> => {
+    const node = this.nodes.get(nodeKey(target.node, scope))
+    const slash = target.run.indexOf("/")
+    const run = this.find(target.run.slice(0, slash), target.run.slice(slash + 1))
+    if (node === undefined || node.epoch !== target.epoch || !node.ready || run === undefined || run.node !== node.key || run.facts.phase === "Ended") return false
+    run.stored.set(target.name, await this.options.storeOutput(run.owner, run.facts.index, target.name, bytes))
+    return true
   }
 
   private outcomeOf(run: Run, exit: Exit): Outcome {

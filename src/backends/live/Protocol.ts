@@ -60,6 +60,8 @@ export interface RunSpec {
   readonly restore: { readonly owner: string; readonly seq: number } | undefined
   /** The owner's checkpoints are numbered on from here. */
   readonly owner: string
+  /** Paths collected when the program succeeds (spec: JobOutput); /platform/outputs is collected as `outputs` too. */
+  readonly outputs: ReadonlyArray<{ readonly name: string; readonly path: string }>
 }
 
 /** What the server wants of a host now. */
@@ -84,6 +86,8 @@ export interface Exit {
   readonly setupFailed: boolean
   /** The last lines of its log, for status.message (scrubbed by the server). */
   readonly lastLines: ReadonlyArray<string>
+  /** The outputs it uploaded (putOutput) when it succeeded, by name with the path they came from. */
+  readonly outputs: ReadonlyArray<{ readonly name: string; readonly path: string }>
 }
 
 /** Everything the agent knows of one run. */
@@ -134,15 +138,28 @@ export interface EnrollResponse {
 }
 
 /** The paths of the protocol over HTTPS, relative to the server's URL. */
-export const agentPaths = { enroll: "/agent/v1/enroll", hello: "/agent/v1/hello", sync: "/agent/v1/sync" } as const
+export const agentPaths = { enroll: "/agent/v1/enroll", hello: "/agent/v1/hello", sync: "/agent/v1/sync", outputs: "/agent/v1/outputs" } as const
 
-/** The control plane as an agent sees it: in-process or over HTTPS, the same two calls. */
+/** Where an output upload goes: a run of the Node, under its current lease. */
+export interface OutputTarget {
+  readonly node: string
+  readonly epoch: number
+  readonly run: string
+  readonly name: string
+}
+
+/** The control plane as an agent sees it: in-process or over HTTPS, the same calls. */
 export interface AgentLink {
   readonly hello: (hello: Hello) => Promise<Lease>
   readonly sync: (request: SyncRequest) => Promise<SyncResponse>
+  /** Uploads one output of a run from a file of the host; the server keeps it with its SHA-256 and size. */
+  readonly putOutput: (target: OutputTarget, file: string) => Promise<void>
 }
 
 export const runIdOf = (owner: string, attempt: string) => `${owner}/${attempt}`
+
+/** The largest output one upload may carry (FileTooLarge above it; docs/live.md, "Outputs"). */
+export const outputBytesMax = 1024 ** 3
 
 // ---------------------------------------------------------------------------------------------------------------------
 // What the server reads from an agent, checked: an agent is a host the customer runs, so its messages are input.
@@ -173,7 +190,8 @@ const ExitSchema = Schema.Struct({
   stopped: Schema.Boolean,
   problem: Opt(Str),
   setupFailed: Schema.Boolean,
-  lastLines: Schema.Array(Str)
+  lastLines: Schema.Array(Str),
+  outputs: Schema.Array(Schema.Struct({ name: Str, path: Str }))
 })
 
 const RunReportSchema = Schema.Struct({

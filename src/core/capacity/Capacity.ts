@@ -85,6 +85,8 @@ export interface WorkloadProgram {
   readonly memoryBytes: number | undefined
   /** A preflight before the command (spec: InitCommand): its non-zero exit fails the run as the command's would. */
   readonly init: { readonly argv: ReadonlyArray<string>; readonly timeoutMs: number } | undefined
+  /** Paths collected when the program succeeds (spec: JobOutput); everything under /platform/outputs besides. */
+  readonly outputs?: ReadonlyArray<{ readonly name: string; readonly path: string }> | undefined
 }
 
 /** A controller's Launch, addressed to a driver: the host and the program together (acquire, then start). */
@@ -210,6 +212,16 @@ export interface AttemptFacts {
   readonly checkpointFailures: number
   readonly suspend: SuspendCheckpoint | undefined
   readonly progressUnits: number | undefined
+  /** What a run that succeeded left behind (spec: JobOutput), as its driver collected it; absent when none. */
+  readonly outputs?: ReadonlyArray<CollectedOutput> | undefined
+}
+
+/** One collected output of a run: a file, or a directory archived as tar.zst (spec: JobOutput). */
+export interface CollectedOutput {
+  readonly name: string
+  readonly path: string
+  readonly sha256: string
+  readonly sizeBytes: number
 }
 
 export const isLive = (attempt: AttemptFacts): boolean => attempt.phase !== "Ended"

@@ -25,7 +25,7 @@ const program: ProgramRequest = {
   workload: { image: undefined, argv: ["true"], workingDir: undefined, env: [], secrets: [], egress: "Deny", memoryBytes: undefined, init: undefined }
 }
 
-const exit = (fields: Partial<Exit>): Exit => ({ exitCode: 0, signal: undefined, oomKilled: false, stopped: false, problem: undefined, setupFailed: false, lastLines: [], ...fields })
+const exit = (fields: Partial<Exit>): Exit => ({ exitCode: 0, signal: undefined, oomKilled: false, stopped: false, problem: undefined, setupFailed: false, lastLines: [], outputs: [], ...fields })
 
 const report = (id: string, fields: Partial<RunReport> = {}): RunReport => ({
   id, phase: "Running", exit: undefined, checkpoint: undefined, checkpointFailures: 0, suspend: undefined, logOffset: 0, log: "", ...fields
@@ -37,7 +37,8 @@ const setup = (secretValues: ReadonlyArray<string> = []) => {
   const capacity = Effect.runSync(LiveCapacity.make({
     now: () => now,
     resolve: () => Effect.succeed({ env: {}, secretFiles: [], secretValues }),
-    appendLog: (_owner, _attempt, text) => logs.push(text)
+    appendLog: (_owner, _attempt, text) => logs.push(text),
+    storeOutput: async () => ({ sha256: "0".repeat(64), sizeBytes: 0 })
   }))
   return { capacity, logs, advance: (ms: number) => (now += ms), now: () => now }
 }

@@ -40,7 +40,8 @@ const makeDriver = () => Effect.promise(async () => {
   const capacity = await Effect.runPromise(LiveCapacity.make({
     now: () => now,
     resolve: () => Effect.succeed({ env: {}, secretFiles: [], secretValues: [] }),
-    appendLog: () => undefined
+    appendLog: () => undefined,
+    storeOutput: async () => ({ sha256: "0".repeat(64), sizeBytes: 0 })
   }))
   const isolation = detectIsolation()
   const agent = new Agent({

@@ -576,6 +576,18 @@ const setPlacement = (step: Step, variant: Variant, warmReuse: boolean) => {
   }
 }
 
+/**
+ * Spec: Job status.outputs — what a succeeded run collected, by index. Entries already in status stay (a restarted
+ * server knows its Attempts without their outputs), so a step only adds what a newly succeeded run brought.
+ */
+const collectOutputs = (status: Mutable<JobStatusType>, attempt: AttemptFacts) => {
+  if (attempt.outputs === undefined || attempt.outcome?.type !== "Succeeded") return
+  for (const output of attempt.outputs) {
+    if (status.outputs?.some((known) => known.name === output.name && known.index === attempt.index)) continue
+    status.outputs = [...(status.outputs ?? []), { name: output.name, path: output.path, sha256: output.sha256, size: output.sizeBytes, index: attempt.index }]
+  }
+}
+
 /** Counts, times and checkpoint facts derived from the attempts (level-triggered: recomputed every step). */
 const observe = (step: Step) => {
   const { spec, attempts } = step.job
@@ -594,6 +606,7 @@ const observe = (step: Step) => {
     if (attempt.bootedAt !== undefined && (firstBoot === undefined || attempt.bootedAt < firstBoot)) firstBoot = attempt.bootedAt
     if (isLive(attempt) && attempt.number > current) current = attempt.number
     if (latest === undefined || attempt.requestedAt >= latest.requestedAt) latest = attempt
+    collectOutputs(status, attempt)
   }
   status.attempts = { current, max: maxAttemptsOf(spec), total: attempts.length }
   // Spec: timeoutStartTime is the first Provisioning; startTime the first Running.

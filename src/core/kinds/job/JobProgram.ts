@@ -34,6 +34,7 @@ export const jobProgramOf = (spec: JobSpecType, status: JobStatusType): Workload
     memoryBytes: memory === undefined ? undefined : Math.round(memory),
     init: spec.initCommand === undefined
       ? undefined
-      : { argv: spec.initCommand.command, timeoutMs: durationMs(spec.initCommand.timeout, Limits.initCommandTimeoutMsMax) }
+      : { argv: spec.initCommand.command, timeoutMs: durationMs(spec.initCommand.timeout, Limits.initCommandTimeoutMsMax) },
+    outputs: (spec.outputs ?? []).map((output) => ({ name: output.name, path: output.path }))
   }
 }

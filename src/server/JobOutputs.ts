@@ -1,0 +1,64 @@
+/**
+ * The outputs of runs on live hosts (docs/live.md, "Outputs"), as agents upload them: one file per index and output,
+ * `<dir>/<owner uid>/<index>/<name>`, its SHA-256 and size computed as it arrives (an upload above `outputBytesMax`
+ * is cut off and kept nowhere). They go when their owner is forgotten (the object deleted, its ttl included).
+ */
+import { createHash } from "node:crypto"
+import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs"
+import { join } from "node:path"
+import { pipeline } from "node:stream/promises"
+import { Effect, Stream } from "effect"
+import { ApiError } from "../core/meta/ApiError.ts"
+import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
+import { isObject } from "../core/Json.ts"
+import { outputBytesMax } from "../backends/live/Protocol.ts"
+import type { OutputFile } from "../apiserver/WorkloadFiles.ts"
+
+export const makeJobOutputs = (dir: string) => {
+  const fileOf = (owner: string, index: number, name: string) => join(dir, owner, `${index}`, name)
+
+  /** Stores an upload (replacing one of the same index and name only once it is whole). */
+  const store = async (owner: string, index: number, name: string, bytes: AsyncIterable<Uint8Array>) => {
+    const file = fileOf(owner, index, name)
+    mkdirSync(join(dir, owner, `${index}`), { recursive: true })
+    const partial = `${file}.partial`
+    const hash = createHash("sha256")
+    let sizeBytes = 0
+    async function* counted() {
+      for await (const chunk of bytes) {
+        sizeBytes += chunk.length
+        if (sizeBytes > outputBytesMax) throw new Error(`output ${name} is larger than ${outputBytesMax} bytes`)
+        hash.update(chunk)
+        yield chunk
+      }
+    }
+    try {
+      await pipeline(counted, createWriteStream(partial, { mode: 0o600 }))
+    } catch (error) {
+      rmSync(partial, { force: true })
+      throw error
+    }
+    renameSync(partial, file)
+    return { sha256: hash.digest("hex"), sizeBytes }
+  }
+
+  const forget = (owner: string) => rmSync(join(dir, owner), { recursive: true, force: true })
+
+  /** One output of the object, as its status lists it: the stored bytes must be what status says they are. */
+  const output = (object: ResourceObject, name: string, index: number): Effect.Effect<OutputFile, ApiError> => Effect.suspend(() => {
+    const listed = (isObject(object.status) && Array.isArray(object.status["outputs"]) ? object.status["outputs"] : [])
+      .find((entry) => isObject(entry) && entry["name"] === name && (entry["index"] ?? 0) === index) as { sha256: string; size: number } | undefined
+    const file = fileOf(object.metadata.uid, index, name)
+    if (listed === undefined || !existsSync(file) || statSync(file).size !== listed.size) {
+      return Effect.fail(new ApiError({
+        code: "NotFound",
+        message: `${object.kind} "${object.metadata.name}" has no output "${name}" for index ${index}`,
+        fix: "status.outputs lists the outputs collected so far, by name and index; an output is collected when its index succeeds."
+      }))
+    }
+    const bytes = Stream.fromAsyncIterable(createReadStream(file) as AsyncIterable<Uint8Array>, (error) => error).pipe(Stream.catchCause(() => Stream.empty))
+    return Effect.succeed({ bytes, sizeBytes: listed.size, sha256: listed.sha256 })
+  })
+
+  return { store, forget, output }
+}
