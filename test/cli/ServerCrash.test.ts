@@ -1,0 +1,104 @@
+/**
+ * Crash safety of the local backend (docs/live.md, "Crash safety"), with real processes: a `nodus serve` running a
+ * Job is killed with SIGKILL. Its program dies with it (the boxes die with their parent), so nothing is left running
+ * unaccounted; restarted on the same data directory, the server ends the lost run NodeLost at the restart and recovers
+ * the Job on its Node.
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, assert, describe, it } from "@effect/vitest"
+
+const root = join(import.meta.dirname, "..", "..")
+const node = join(root, "node_modules", ".bin", "node")
+const cli = join(root, "bin", "nodus.js")
+const token = "nds_crash-test-token-0123456789abcdefghijklmnopqrstu"
+const dataDir = mkdtempSync(join(tmpdir(), "nodus-crash-"))
+const marker = `crash-marker-${process.pid}`
+const children: Array<ChildProcess> = []
+
+/** A server on the data directory, plain HTTP, the embedded store: resolves with its URL. */
+const serve = () =>
+  new Promise<{ url: string; child: ChildProcess }>((resolve, reject) => {
+    const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("NODUS_") && name !== "DATABASE_URL"))
+    const child = spawn(node, [cli, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0"], { env: { ...env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token } })
+    children.push(child)
+    let output = ""
+    const timer = setTimeout(() => reject(new Error(`no announcement within 60 s:\n${output}`)), 60_000)
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString()
+      const match = /nodus serving (http:\/\/\S+)/u.exec(output)
+      if (match !== null) {
+        clearTimeout(timer)
+        resolve({ url: match[1]!, child })
+      }
+    }
+    child.stdout.on("data", onData)
+    child.stderr.on("data", onData)
+  })
+
+afterAll(() => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+  rmSync(dataDir, { recursive: true, force: true })
+})
+
+const call = async (url: string, method: string, path: string, body?: unknown) => {
+  const response = await fetch(`${url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) })
+  })
+  return { status: response.status, body: await response.json() as any }
+}
+
+const eventually = async (what: string, check: () => Promise<boolean> | boolean, timeoutMs = 30_000) => {
+  const deadline = Date.now() + timeoutMs
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+}
+
+/** Whether a process whose command line holds the marker runs (the Job's program). */
+const programRuns = () => {
+  try {
+    execFileSync("pgrep", ["-f", marker])
+    return true
+  } catch {
+    return false
+  }
+}
+
+const jobs = "/apis/nodus.dev/v1/namespaces/crash/jobs"
+const attempts = "/apis/nodus.dev/v1/namespaces/crash/attempts"
+
+describe("a server killed while a Job runs", () => {
+  it("leaves no program behind, and recovers the Job when it comes back", async () => {
+    const first = await serve()
+    assert.strictEqual((await call(first.url, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "crash" } })).status, 201)
+    const created = await call(first.url, "POST", jobs, {
+      apiVersion: "nodus.dev/v1", kind: "Job", metadata: { name: "long" },
+      spec: { image: "debian:12", command: ["sh", "-c", `echo ${marker}; sleep 600`], recovery: { continuity: "Restartable" } }
+    })
+    assert.strictEqual(created.status, 201)
+    await eventually("the Job runs", async () => (await call(first.url, "GET", `${jobs}/long`)).body.status?.phase === "Running")
+    assert.isTrue(programRuns())
+    first.child.kill("SIGKILL")
+    await new Promise((resolve) => first.child.once("exit", resolve))
+    await eventually("the program is gone with its server", () => !programRuns(), 10_000)
+
+    const second = await serve()
+    await eventually("the lost run ended NodeLost", async () => (await call(second.url, "GET", `${attempts}/long-0-1`)).body.status?.reason === "NodeLost")
+    await eventually("a replacement runs", async () => (await call(second.url, "GET", `${attempts}/long-0-2`)).body.status?.phase === "Running")
+    assert.isTrue(programRuns())
+    const job = (await call(second.url, "GET", `${jobs}/long`)).body
+    assert.strictEqual(job.status.phase, "Running")
+    assert.strictEqual(job.status.attempts.total, 2)
+    const removed = await call(second.url, "DELETE", `${jobs}/long`)
+    assert.strictEqual(removed.status, 200)
+    await eventually("the replacement's program stops with its Job", () => !programRuns(), 30_000)
+    second.child.kill("SIGTERM")
+    await new Promise((resolve) => second.child.once("exit", resolve))
+  })
+})
