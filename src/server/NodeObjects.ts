@@ -5,10 +5,13 @@
  * stops new placements, `drain` also moves running work off (its runs end NodeLost and recover elsewhere), and
  * deleting the Node drains it and refuses its agent from then on.
  *
+ * Each Pool object with enrolled Nodes shows their capacity in `status.capacity` {nodes, readyNodes, gpus by model
+ * {total, free}} (spec: Pool status), written when a Node of it changes.
+ *
  * The local backend's own Node serves every project and belongs to none, so it is no API object (docs/live.md).
  */
 import { Effect, Queue } from "effect"
-import { isObject, type JsonObject } from "../core/Json.ts"
+import { equals, isObject, type JsonObject } from "../core/Json.ts"
 import { refOfKind } from "../core/meta/Kinds.ts"
 import { timestamp } from "../core/meta/Strategy.ts"
 import type { LiveCapacity, NodeView } from "../backends/live/LiveCapacity.ts"
@@ -23,7 +26,8 @@ const heartbeatWriteMs = 30_000
 
 const MiB = 1024 * 1024
 
-export const nodeStatusOf = (view: NodeView, now: number): JsonObject => {
+/** `since`: when the Node last became Ready or NotReady (the Ready condition's lastTransitionTime). */
+export const nodeStatusOf = (view: NodeView, since: number): JsonObject => {
   const { capacity } = view.hello
   const models = [...new Set(capacity.gpus.map((gpu) => gpu.model))]
   const ready = view.ready
@@ -35,7 +39,7 @@ export const nodeStatusOf = (view: NodeView, now: number): JsonObject => {
       status: ready ? "True" : "False",
       reason: ready ? "AgentReporting" : "LeaseExpired",
       message: ready ? "The node agent holds its lease." : "The node agent's lease lapsed.",
-      lastTransitionTime: timestamp(now)
+      lastTransitionTime: timestamp(since)
     }],
     capacity: {
       cpu: `${capacity.cpus}`,
@@ -48,6 +52,23 @@ export const nodeStatusOf = (view: NodeView, now: number): JsonObject => {
     agentVersion: view.agentVersion,
     lastHeartbeatTime: timestamp(view.lastHeartbeat)
   }
+}
+
+/** spec: Pool status.capacity, from the views of the Pool's Nodes. */
+export const poolCapacityOf = (views: ReadonlyArray<NodeView>): JsonObject => {
+  const gpus: Record<string, { total: number; free: number }> = {}
+  for (const view of views) {
+    const models = view.hello.capacity.gpus.map((gpu) => gpu.model)
+    let used = view.gpusUsed
+    for (const model of models) {
+      const entry = (gpus[model] ??= { total: 0, free: 0 })
+      entry.total++
+      // A Node gives GPUs of its first model (PoolOffering.ts): the ones in use are counted from there.
+      if (used > 0) used--
+      else if (view.ready) entry.free++
+    }
+  }
+  return { nodes: views.length, readyNodes: views.filter((view) => view.ready).length, gpus }
 }
 
 export interface NodeObjectParts {
@@ -64,13 +85,36 @@ export const followNodes = (parts: NodeObjectParts) => Effect.gen(function*() {
   const { capacity, resources, store, feed } = parts
   const ref = refOfKind(parts.group, "Node")
   const writeStatus = statusWriter(resources)
-  const written = new Map<string, { readonly at: number; readonly ready: boolean }>()
+  /** What was last written of each Node: when, what (heartbeat aside), and since when its readiness holds. */
+  const written = new Map<string, { readonly at: number; readonly text: string; readonly since: number; readonly ready: boolean }>()
+  const textOf = (view: NodeView) => JSON.stringify([view.ready, view.gpusUsed, view.hello.capacity, view.agentVersion, view.cordoned])
 
+  const poolRef = refOfKind(parts.group, "Pool")
+
+  /** The Pool's status.capacity, when the Pool object exists; the rest of its status is kept. */
+  const writePool = (namespace: string, pool: string) => Effect.gen(function*() {
+    const views = capacity.nodeViews().filter((view) => view.namespace === namespace && view.pool === pool)
+    const found = yield* Effect.result(resources.get(poolRef, namespace, pool))
+    if (found._tag === "Failure") return
+    const current = isObject(found.success.status) ? found.success.status : {}
+    const next = poolCapacityOf(views)
+    if (equals(current["capacity"] ?? null, next)) return
+    const target = { ref: poolRef, namespace, name: pool, uid: found.success.metadata.uid, resourceVersion: found.success.metadata.resourceVersion }
+    yield* writeStatus(target, { ...current, capacity: next })
+  })
+
+  /** A Node's status, when what it shows changed or its heartbeat is due (a run starting on it changes nothing). */
   const write = (view: NodeView) =>
     surviving("nodes", `writing the status of Node ${view.key}`)(Effect.gen(function*() {
       if (view.namespace === undefined) return
-      written.set(view.key, { at: parts.now(), ready: view.ready })
-      yield* writeStatus({ ref, namespace: view.namespace, name: view.name, uid: undefined, resourceVersion: undefined }, nodeStatusOf(view, parts.now()))
+      const now = parts.now()
+      const last = written.get(view.key)
+      const text = textOf(view)
+      if (last !== undefined && last.text === text && now - last.at < heartbeatWriteMs) return
+      const since = last !== undefined && last.ready === view.ready ? last.since : now
+      written.set(view.key, { at: now, text, since, ready: view.ready })
+      yield* writeStatus({ ref, namespace: view.namespace, name: view.name, uid: undefined, resourceVersion: undefined }, nodeStatusOf(view, since))
+      yield* writePool(view.namespace, view.pool)
     }))
 
   // The driver's changes are written in order, one at a time, off its call stack.
@@ -81,11 +125,8 @@ export const followNodes = (parts: NodeObjectParts) => Effect.gen(function*() {
   yield* Effect.addFinalizer(() => Effect.sync(unsubscribe))
   yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(views), write)))
 
-  /** Heartbeats of Ready Nodes, written now and then. */
-  const heartbeats = Effect.suspend(() => Effect.forEach(capacity.nodeViews(), (view) => {
-    const last = written.get(view.key)
-    return last !== undefined && last.ready === view.ready && parts.now() - last.at < heartbeatWriteMs ? Effect.void : write(view)
-  }, { discard: true }))
+  /** Heartbeats (and any change not told yet), written now and then. */
+  const heartbeats = Effect.suspend(() => Effect.forEach(capacity.nodeViews(), write, { discard: true }))
 
   /** A user's write to a Node: cordon, drain, delete. */
   const onChange = (change: Change) => Effect.sync(() => {

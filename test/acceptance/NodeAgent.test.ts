@@ -52,6 +52,7 @@ const job = async (name: string) => (await api(server, "GET", path("jobs", name)
 
 describe("a host joined with nodus agent", () => {
   it("enrolls with a token shown once, and its Node is Ready", async () => {
+    await apply("pool", ["apiVersion: nodus.dev/v1", "kind: Pool", "metadata: {name: edge, namespace: fleet}", "spec: {}"].join("\n"))
     const created = await apply("token", ["apiVersion: nodus.dev/v1", "kind: EnrollmentToken", "metadata: {name: edge, namespace: fleet}", "spec: {pool: edge}"].join("\n"))
     token = created.status.token
     assert.match(token, /^nde_/u)
@@ -64,6 +65,10 @@ describe("a host joined with nodus agent", () => {
     const nodeObject = (await api(server, "GET", path("nodes", "edge-1"))).body
     assert.strictEqual(nodeObject.spec.pool, "edge")
     assert.isAbove(Number(nodeObject.status.capacity.cpu), 0)
+    await eventually("Pool edge counts its Node", async () => {
+      const capacity = (await api(server, "GET", path("pools", "edge"))).body?.status?.capacity
+      return capacity?.nodes === 1 && capacity?.readyNodes === 1
+    }, 15_000)
     const used = (await api(server, "GET", path("enrollmenttokens", "edge"))).body
     assert.deepStrictEqual([used.status.phase, used.status.uses, used.status.nodes], ["Exhausted", 1, ["edge-1"]])
   })
@@ -97,6 +102,23 @@ describe("a host joined with nodus agent", () => {
     assert.isAbove(archive.stdout.length, 0)
   })
 
+  it("takes no new work while cordoned, and runs it once uncordoned", async () => {
+    const listed = await kubectl(server, ["get", "nodes.nodus.dev", "-n", namespace])
+    assert.include(listed.stdout, "edge-1")
+    const cordon = (value: boolean) => kubectl(server, ["patch", "nodes.nodus.dev", "edge-1", "-n", namespace, "--type", "merge", "-p", JSON.stringify({ spec: { cordoned: value } })])
+    assert.strictEqual((await cordon(true)).code, 0)
+    await apply("waiter", [
+      "apiVersion: nodus.dev/v1", "kind: Job", "metadata: {name: waiter, namespace: fleet}",
+      "spec:", "  image: debian:12", "  command: [\"true\"]", "  placement: {offerings: [edge-1]}"
+    ].join("\n"))
+    await eventually("waiter is unschedulable", async () => {
+      const conditions = (await job("waiter"))?.status?.conditions ?? []
+      return conditions.some((condition: any) => condition.type === "Scheduled" && condition.reason === "Unschedulable")
+    }, 15_000)
+    assert.strictEqual((await cordon(false)).code, 0)
+    await eventually("waiter succeeds on edge-1", async () => (await job("waiter"))?.status?.phase === "Succeeded", 15_000)
+  })
+
   it("loses its runs when killed: NodeLost once its lease lapses, recovered on another Node, nothing left running", async () => {
     const marker = `survivor-${process.pid}`
     await apply("survivor", [
@@ -120,6 +142,7 @@ describe("a host joined with nodus agent", () => {
       }
     }, 10_000)
     await eventually("Node edge-1 is NotReady", async () => (await api(server, "GET", path("nodes", "edge-1"))).body?.status?.phase === "NotReady", 15_000)
+    await eventually("Pool edge has no Ready Node", async () => (await api(server, "GET", path("pools", "edge"))).body?.status?.capacity?.readyNodes === 0, 15_000)
     await eventually("the first run ended NodeLost", async () => (await api(server, "GET", path("attempts", "survivor-0-1"))).body?.status?.reason === "NodeLost", 15_000)
     await eventually("a replacement runs on this server's own Node", async () => {
       const replacement = (await api(server, "GET", path("attempts", "survivor-0-2"))).body
