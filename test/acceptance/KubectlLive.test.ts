@@ -80,6 +80,18 @@ describe("a Job on the local backend", () => {
     assert.strictEqual(await logOf("hello", "?tailLines=1"), "/platform/work\n")
   })
 
+  it("is estimated on this host's Node: its rate, a start without a boot, no cold-start warning", async () => {
+    const path = join(server.directory, "estimated.yaml")
+    writeFileSync(path, jobYaml("estimated", ["true"]))
+    const dry = await kubectl(server, ["create", "-f", path, "--dry-run=server", "-o", "json"])
+    assert.strictEqual(dry.code, 0, dry.stderr)
+    const estimate = JSON.parse(dry.stdout).status.estimate
+    assert.strictEqual(estimate.placementPreview.offering, "local")
+    assert.strictEqual(estimate.placementPreview.regionClass, "pool")
+    assert.notInclude(JSON.stringify(estimate.warnings ?? []), "ColdStart")
+    assert.match(estimate.startup.cold.p90, /^\d+ms$|^0s$/u)
+  })
+
   it("collects its outputs when it succeeds: a declared file, and /platform/outputs as tar.zst, each with its digest", async () => {
     await apply("maker", jobYaml("maker", ["sh", "-c", "echo 42 > /platform/work/answer.txt; mkdir -p /platform/outputs/d; echo inside > /platform/outputs/d/f"], [
       "  outputs:",

@@ -10,6 +10,7 @@
 import * as Limits from "../Limits.ts"
 import type { Variant } from "./Offering.ts"
 import type { Market } from "./Placement.ts"
+import { poolProvider } from "./PoolOffering.ts"
 
 /** How a provider behaves for one variant. Times in milliseconds. */
 export interface ProviderModel {
@@ -43,12 +44,28 @@ export const providerDefaults: Omit<ProviderModel, "capacity"> = {
   restoreBytesPerSecond: Limits.GiB
 }
 
-/** The default fleet: `hostsPerVariant` hosts of every variant under the provider defaults; only interruptible hosts are preempted. */
-export const defaultProviderModels = (hostsPerVariant: number = defaultHostsPerVariant) => (variant: Variant): ProviderModel => ({
-  capacity: hostsPerVariant,
+/**
+ * A customer's host of a Pool (PoolOffering.ts; docs/live.md): up already, so a run's "boot" is its box starting (tens
+ * of milliseconds, measured by bench:live), never preempted, stopped at once. Node loss keeps the provider default.
+ */
+export const poolHostModel: Omit<ProviderModel, "capacity"> = {
   ...providerDefaults,
-  preemptionMtbfMs: variant.interruptible ? providerDefaults.preemptionMtbfMs : undefined
-})
+  bootMedianMs: 50,
+  bootSigma: 0.3,
+  bootFailureRate: 0,
+  preemptionMtbfMs: undefined,
+  teardownMs: Limits.secondMs,
+  warmStartMs: 50
+}
+
+/**
+ * The default fleet: `hostsPerVariant` hosts of every variant under the provider defaults (a Pool's hosts under
+ * `poolHostModel`); only interruptible hosts are preempted.
+ */
+export const defaultProviderModels = (hostsPerVariant: number = defaultHostsPerVariant) => (variant: Variant): ProviderModel =>
+  variant.offering.provider === poolProvider
+    ? { capacity: hostsPerVariant, ...poolHostModel }
+    : { capacity: hostsPerVariant, ...providerDefaults, preemptionMtbfMs: variant.interruptible ? providerDefaults.preemptionMtbfMs : undefined }
 
 /** The market of a fleet with every host free: what placement sees where no backend reports live capacity. */
 export const freeMarketOf = (models: (variant: Variant) => ProviderModel): Market => ({

@@ -94,7 +94,8 @@ export const unplacedEstimate = (input: EstimateInput, ranking: Ranking): JobEst
 })
 
 const warningsOf = (variant: Variant, model: ProviderModel, market: Market): Array<{ code: string; message: string }> => {
-  const warnings = [{ code: "ColdStart", message: `No warm host of the project fits; expect a cold boot of about ${formatDurationMs(model.bootMedianMs)}.` }]
+  // A start under a second (a Pool's host, up already) is no cold start worth a warning.
+  const warnings = model.bootMedianMs < Limits.secondMs ? [] : [{ code: "ColdStart", message: `No warm host of the project fits; expect a cold boot of about ${formatDurationMs(model.bootMedianMs)}.` }]
   if (variant.interruptible) warnings.push({ code: "InterruptibleSelected", message: "Interruptible capacity was chosen by expected cost; preemptions add restore time, which the bands include." })
   if (market.available(variant) <= 0) warnings.push({ code: "NoCapacityNow", message: "No matching capacity is free now; the Job would queue for it." })
   return warnings
