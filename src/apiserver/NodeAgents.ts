@@ -1,7 +1,7 @@
 /**
  * The node agent protocol over HTTPS (docs/live.md, "The node agent"): `POST /agent/v1/enroll` with an
- * EnrollmentToken in the body, `POST /agent/v1/hello` and `/agent/v1/sync` with the agent's own key as the bearer
- * credential. They are not API requests (no API key reaches them, and an agent's key reaches nothing else), so the HTTP
+ * EnrollmentToken in the body; `POST /agent/v1/hello`, `/sync`, `/outputs` and `/inputs` with the agent's own key as
+ * the bearer credential. They are not API requests (no API key reaches them, and an agent's key reaches nothing else), so the HTTP
  * layer hands them, body parsed, to whoever serves live hosts (server/LiveBackend.ts). Without live hosts they are
  * NotFound with the reason.
  */
@@ -16,10 +16,13 @@ export class NodeAgents extends Context.Service<NodeAgents, {
   readonly call: (call: AgentCall, body: unknown, credential: string | undefined) => Effect.Effect<Json, ApiError>
   /** `POST /agent/v1/outputs?node=&epoch=&run=&name=`: an output's bytes as the body. */
   readonly putOutput: (query: URLSearchParams, body: Stream.Stream<Uint8Array, unknown>, credential: string | undefined) => Effect.Effect<Json, ApiError>
+  /** `POST /agent/v1/inputs?node=&epoch=&run=&name=`: the bytes of an input the server holds, as the answer. */
+  readonly getInput: (query: URLSearchParams, credential: string | undefined) => Effect.Effect<Stream.Stream<Uint8Array>, ApiError>
 }>()("nodus/apiserver/NodeAgents") {
   static readonly layerNone = Layer.succeed(NodeAgents, {
     call: () => Effect.fail(noAgents()),
-    putOutput: () => Effect.fail(noAgents())
+    putOutput: () => Effect.fail(noAgents()),
+    getInput: () => Effect.fail(noAgents())
   })
 }
 

@@ -63,12 +63,26 @@ export const makeNodeAgents = (parts: AgentEndpointParts) => {
     }
   }
 
+  /** The run and name an output upload or an input download is for, from its query. */
+  const targetOf = (query: URLSearchParams) => {
+    const target = { node: query.get("node") ?? "", epoch: Number(query.get("epoch")), run: query.get("run") ?? "", name: query.get("name") ?? "" }
+    return target.node === "" || !Number.isSafeInteger(target.epoch) || !target.run.includes("/") || target.name === ""
+      ? Effect.fail(new ApiError({ code: "BadRequest", message: "an agent's transfer names its node, epoch, run and name in the query (docs/live.md)" }))
+      : Effect.succeed(target)
+  }
+
+  const getInput = (query: URLSearchParams, credential: string | undefined) =>
+    Effect.gen(function*() {
+      const target = yield* targetOf(query)
+      const scope = yield* scopeOf(credential, target.node)
+      const bytes = capacity.getInput(target, scope)
+      if (bytes === undefined) return yield* new ApiError({ code: "NotFound", message: `the server holds no input ${target.name} of ${target.run} under epoch ${target.epoch}` })
+      return Stream.fromAsyncIterable(bytes, (error) => error).pipe(Stream.catchCause(() => Stream.empty))
+    })
+
   const putOutput = (query: URLSearchParams, body: Stream.Stream<Uint8Array, unknown>, credential: string | undefined): Effect.Effect<Json, ApiError> =>
     Effect.gen(function*() {
-      const target = { node: query.get("node") ?? "", epoch: Number(query.get("epoch")), run: query.get("run") ?? "", name: query.get("name") ?? "" }
-      if (target.node === "" || !Number.isSafeInteger(target.epoch) || !target.run.includes("/") || target.name === "") {
-        return yield* new ApiError({ code: "BadRequest", message: "an output upload names its node, epoch, run and name in the query (docs/live.md)" })
-      }
+      const target = yield* targetOf(query)
       const scope = yield* scopeOf(credential, target.node)
       const taken = yield* Effect.tryPromise({
         try: () => capacity.putOutput(target, scope, Stream.toAsyncIterable(body)),
@@ -78,5 +92,5 @@ export const makeNodeAgents = (parts: AgentEndpointParts) => {
       return { stored: target.name }
     })
 
-  return NodeAgents.of({ call, putOutput })
+  return NodeAgents.of({ call, putOutput, getInput })
 }

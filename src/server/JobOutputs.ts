@@ -60,5 +60,9 @@ export const makeJobOutputs = (dir: string) => {
     return Effect.succeed({ bytes, sizeBytes: listed.size, sha256: listed.sha256 })
   })
 
-  return { store, forget, output }
+  /** The stored bytes of another object's output, as an input reads them (the object as listed in its status). */
+  const inputOf = (object: ResourceObject, name: string, index: number) =>
+    Effect.map(output(object, name, index), (file) => ({ sha256: file.sha256, open: () => createReadStream(fileOf(object.metadata.uid, index, name)) as AsyncIterable<Uint8Array> }))
+
+  return { store, forget, output, inputOf }
 }

@@ -13,7 +13,8 @@ import { createReadStream, mkdirSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { Effect, Layer } from "effect"
-import { CapacityPort } from "../core/capacity/Capacity.ts"
+import { CapacityPort, type WorkloadProgram } from "../core/capacity/Capacity.ts"
+import { ApiError } from "../core/meta/ApiError.ts"
 import { currentPricebook } from "../core/billing/Pricebook.ts"
 import { Agent } from "../backends/live/Agent.ts"
 import { helloOf } from "../backends/live/HostFacts.ts"
@@ -50,6 +51,8 @@ export interface LocalSettings {
   readonly hidden?: ReadonlyArray<string>
   /** Lease timing of every Node; default 10 s renew, 40 s expiry (tests of lease loss shorten it). */
   readonly lease?: { readonly renewMs: number; readonly expiryMs: number }
+  /** CA certificates (PEM) the local agent trusts for `url` inputs besides the system's. */
+  readonly inputCa?: string
 }
 
 /** The Pool of the in-process agent's Node, and the Node's name (an enrolled host may not take it). */
@@ -65,6 +68,11 @@ export const inProcessLink = (capacity: LiveCapacity, scope: NodeScope): AgentLi
   sync: (request) => capacity.sync(request, scope),
   putOutput: async (target, file) => {
     if (!(await capacity.putOutput(target, scope, createReadStream(file)))) throw new Error(`the server no longer takes outputs of ${target.run}`)
+  },
+  getInput: async (target) => {
+    const bytes = capacity.getInput(target, scope)
+    if (bytes === undefined) throw new Error(`the server holds no input ${target.name} of ${target.run} now`)
+    return bytes
   }
 })
 
@@ -76,9 +84,23 @@ export const layer = (settings: LocalSettings) => Layer.unwrap(Effect.gen(functi
   const secrets = yield* Secrets
   const logs = makeJobLogs(join(settings.dataDir, "logs"), { ended: (owner, attempt) => capacity.ended(owner, attempt) })
   const outputs = makeJobOutputs(join(settings.dataDir, "outputs"))
+  const resources = yield* Resources
+  const jobRef = refOfKind((yield* ApiConfig).group, "Job")
+  /** The inputs of a workload that are other Jobs' outputs: their bytes as this server keeps them. */
+  const serverInputs = (namespace: string, workload: WorkloadProgram) =>
+    Effect.forEach((workload.inputs ?? []).flatMap((input) => ("output" in input ? [input] : [])), (input) =>
+      resources.get(jobRef, namespace, input.output.job).pipe(
+        Effect.flatMap((job) => outputs.inputOf(job, input.output.name, input.output.index)),
+        Effect.map((held) => [input.name, held] as const),
+        Effect.mapError(() => new ApiError({ code: "NotFound", message: `input ${input.name}: Job "${input.output.job}" has no output "${input.output.name}" for index ${input.output.index}` }))
+      )).pipe(Effect.map((entries) => new Map(entries)))
   const capacity: LiveCapacity = yield* LiveCapacity.make({
     now: () => Date.now(),
-    resolve: (namespace, workload) => secrets.resolveProgram(namespace, workload).pipe(Effect.mapError((error) => ({ message: error.message }))),
+    resolve: (namespace, workload) =>
+      Effect.all({ program: secrets.resolveProgram(namespace, workload), inputs: serverInputs(namespace, workload) }).pipe(
+        Effect.map(({ program, inputs }) => ({ ...program, inputs })),
+        Effect.mapError((error) => ({ message: error.message }))
+      ),
     appendLog: logs.append,
     storeOutput: outputs.store,
     ...(settings.lease === undefined ? {} : { lease: settings.lease })
@@ -123,6 +145,7 @@ const run = (capacity: LiveCapacity, settings: LocalSettings) => Effect.gen(func
     support: isolation,
     hidden: [settings.dataDir, ...(settings.hidden ?? [])],
     now: () => Date.now(),
+    inputCa: settings.inputCa,
     log: (message) => console.warn(message)
   })
   // The Node says hello before the first reconcile, so runs of the stored objects have somewhere to go.

@@ -5,22 +5,33 @@
  * can; secrets reach the program as env and 0400 files, and never the status, events, log or the store's JSON.
  */
 import { createHash } from "node:crypto"
+import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https"
 import { createServer, type Server } from "node:net"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { generateTlsMaterial } from "../../src/apiserver/tls/Certificates.ts"
 import { startTestServer, type TestServer } from "../support/TestServer.ts"
 import { api, kubectl, requireKubectl } from "./Clients.ts"
 
 let server: TestServer
 let listener: Server
 let port = 0
+/** An https server of the test's own CA, for url inputs. */
+const material = generateTlsMaterial({ hosts: ["127.0.0.1", "localhost"], now: new Date() })
+const inputData = "input data\n"
+const inputSha256 = createHash("sha256").update(inputData).digest("hex")
+let files: HttpsServer
+let filesUrl = ""
 const namespace = "live"
 
 beforeAll(async () => {
   requireKubectl()
-  server = await startTestServer({ tls: true, local: true })
+  files = createHttpsServer({ cert: material.certPem, key: material.keyPem }, (_request, response) => response.end(inputData))
+  await new Promise<void>((resolve) => files.listen(0, "127.0.0.1", resolve))
+  filesUrl = `https://127.0.0.1:${(files.address() as { port: number }).port}/data.txt`
+  server = await startTestServer({ tls: true, local: { inputCa: material.caCertPem } })
   const reply = await api(server, "POST", "/api/v1/namespaces", { body: { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } } })
   assert.strictEqual(reply.status, 201, reply.text)
   listener = createServer((socket) => socket.end("hello from the host\n"))
@@ -29,6 +40,7 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   listener?.close()
+  files?.close()
   await server?.stop()
 })
 
@@ -111,6 +123,23 @@ describe("a Job on the local backend", () => {
     assert.strictEqual(archive.code, 0, archive.stderr)
     const missing = await api(server, "GET", `${jobPath("maker")}/outputs/nothing`)
     assert.strictEqual(missing.status, 404)
+  })
+
+  it("reads its inputs read-only under /platform/inputs: a URL checked against its SHA-256, and another Job's output", async () => {
+    await apply("reader", jobYaml("reader", ["sh", "-c", "cat $PLATFORM_INPUT_data; cat /platform/inputs/answer; touch /platform/inputs/x 2>/dev/null || echo read-only"], [
+      "  inputs:",
+      `  - {name: data, url: {url: "${filesUrl}", sha256: "${inputSha256}"}}`,
+      "  - {name: answer, output: {job: maker, name: answer}}"
+    ]))
+    await waitFor("reader", "Succeeded")
+    assert.strictEqual(await logOf("reader"), `${inputData}42\nread-only\n`)
+  })
+
+  it("fails a run whose URL input has another digest: SHA256Mismatch, with the digest it has", async () => {
+    await apply("mismatch", jobYaml("mismatch", ["true"], ["  inputs:", `  - {name: data, url: {url: "${filesUrl}", sha256: "${"0".repeat(64)}"}}`]))
+    const job = await waitFor("mismatch", "Failed")
+    assert.include(job.status.message, "SHA256Mismatch")
+    assert.include(job.status.message, inputSha256)
   })
 
   it("fails a run whose declared output is missing, or leads out of its own files", async () => {

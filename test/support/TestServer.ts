@@ -37,7 +37,7 @@ export interface TestServerOptions {
   /** The key sealing Secret values (default `testSecretKey`). */
   readonly secretKey?: Uint8Array
   /** Runs the local backend (docs/live.md): real programs on this host, its data under the server's directory. */
-  readonly local?: boolean | { readonly lease: { readonly renewMs: number; readonly expiryMs: number } }
+  readonly local?: boolean | { readonly lease?: { readonly renewMs: number; readonly expiryMs: number }; readonly inputCa?: string }
 }
 
 export interface TestServer {
@@ -77,7 +77,7 @@ export const startTestServer = async (options: TestServerOptions = {}): Promise<
     sim: options.sim,
     local: options.local === undefined || options.local === false
       ? undefined
-      : { dataDir: join(directory, "data"), ...(options.local === true ? {} : { lease: options.local.lease }) },
+      : { dataDir: join(directory, "data"), ...(options.local === true ? {} : options.local) },
     starterCreditsMicro: options.starterCreditsMicro
   }, options.store ?? Layer.fresh(MemoryStore.layer), { ...(options.estimates === undefined ? {} : { estimates: options.estimates }) })
   const runtime = ManagedRuntime.make(layer)

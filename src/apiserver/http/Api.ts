@@ -606,13 +606,14 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
       })
 
     /** The node agent protocol (apiserver/NodeAgents.ts): POST with JSON, the agent's key as its bearer credential. */
-    const agentCall = (request: Request, url: URL, call: AgentCall | "outputs") =>
+    const agentCall = (request: Request, url: URL, call: AgentCall | "outputs" | "inputs") =>
       Effect.gen(function*() {
         if (request.method !== "POST") return yield* methodNotAllowed(request.method)
         const authorization = yield* authorizationOf(request)
         const credential = authorization?.startsWith("Bearer ") ? authorization.slice("Bearer ".length).trim() : undefined
         // An output's bytes are the body itself, streamed to the store (no JSON, no body size bound of the API).
         if (call === "outputs") return json(200, yield* agents.putOutput(url.searchParams, request.stream, credential))
+        if (call === "inputs") return HttpServerResponse.stream(yield* agents.getInput(url.searchParams, credential), { contentType: "application/octet-stream" })
         const body = yield* Effect.flatMap(readText(request), parseJson)
         return json(200, yield* agents.call(call, body, credential))
       })

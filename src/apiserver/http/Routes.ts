@@ -17,8 +17,8 @@ export type Route =
   | { readonly _tag: "OpenApiCore" }
   | { readonly _tag: "OpenApiV2" }
   | { readonly _tag: "ErrorDocs"; readonly code?: string }
-  /** The node agent protocol (docs/live.md): /agent/v1/{enroll,hello,sync,outputs}, authenticated by its own credentials. */
-  | { readonly _tag: "Agent"; readonly call: "enroll" | "hello" | "sync" | "outputs" }
+  /** The node agent protocol (docs/live.md): /agent/v1/{enroll,hello,sync,outputs,inputs}, authenticated by its own credentials. */
+  | { readonly _tag: "Agent"; readonly call: "enroll" | "hello" | "sync" | "outputs" | "inputs" }
   /** The sim backend's test clock (docs/simulator.md): /apis/{group}/{version}/simulation/clock. */
   | { readonly _tag: "SimulationClock"; readonly group: string; readonly version: string }
   /** The operator's credit operations (docs/billing.md, "Credits"): /apis/{group}/{version}/operator/<path>. */
@@ -105,7 +105,7 @@ export const parse = (path: string): Route => {
     case "livez":
       return rest.length === 0 ? { _tag: "Health", check: first } : notFound
     case "agent":
-      return rest.length === 2 && rest[0] === "v1" && (rest[1] === "enroll" || rest[1] === "hello" || rest[1] === "sync" || rest[1] === "outputs") ? { _tag: "Agent", call: rest[1] } : notFound
+      return rest.length === 2 && rest[0] === "v1" && (rest[1] === "enroll" || rest[1] === "hello" || rest[1] === "sync" || rest[1] === "outputs" || rest[1] === "inputs") ? { _tag: "Agent", call: rest[1] } : notFound
     case "api":
       return core(rest)
     case "apis":

@@ -9,12 +9,16 @@
  * run stops: the server has declared them lost and is recovering them elsewhere, so nothing runs twice for long.
  */
 import { execFile } from "node:child_process"
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readSync, realpathSync, rmSync, statSync } from "node:fs"
+import { createHash } from "node:crypto"
+import { get as httpsGet } from "node:https"
+import { pipeline } from "node:stream/promises"
+import { rootCertificates } from "node:tls"
+import { chmodSync, closeSync, createWriteStream, existsSync, mkdirSync, openSync, readdirSync, readSync, realpathSync, rmSync, statSync } from "node:fs"
 import { join, posix } from "node:path"
 import { promisify } from "node:util"
 import * as Limits from "../../core/Limits.ts"
 import { type IsolationSupport, type Outcome as ProgramExit, type RunningProgram, runIsolated } from "./Isolation.ts"
-import { type AgentLink, type Desired, type Exit, type Hello, type Lease, outputBytesMax, type RunReport, type RunSpec } from "./Protocol.ts"
+import { type AgentLink, type Desired, type Exit, type Hello, type Lease, outputBytesMax, type RunInput, type RunReport, type RunSpec } from "./Protocol.ts"
 
 const exec = promisify(execFile)
 
@@ -38,6 +42,8 @@ export interface AgentOptions {
   readonly hidden: ReadonlyArray<string>
   /** The agent's clock for checkpoint intervals (epoch ms). */
   readonly now: () => number
+  /** CA certificates (PEM) trusted for `url` inputs besides the system's (a host behind a TLS-inspecting proxy). */
+  readonly inputCa?: string | undefined
   readonly log?: (message: string) => void
 }
 
@@ -222,6 +228,10 @@ export class Agent {
   private async execute(run: LocalRun) {
     const { spec } = run
     if (spec.restore !== undefined) await this.restore(run, spec.restore.owner, spec.restore.seq)
+    for (const input of spec.inputs) {
+      const problem = await this.materialize(run, input)
+      if (problem !== undefined) return this.exited(run, undefined, problem)
+    }
     if (spec.init !== undefined) {
       const init = await this.launch(run, spec.init.argv, spec.init.timeoutMs)
       if (run.stopping) return this.exited(run, init, undefined)
@@ -237,6 +247,46 @@ export class Agent {
     if (exit.exitCode !== 0 || run.stopping) return this.exited(run, exit, undefined)
     const collected = await this.collectOutputs(run)
     this.exited(run, collected.problem === undefined ? exit : { ...exit, exitCode: 1 }, collected.problem, false, collected.outputs)
+  }
+
+  // -------------------------------------------------------------------------------------------------------------------
+  // Inputs: materialized read-only before the program starts (spec: JobInput)
+
+  /**
+   * Writes one input to <area>/inputs/<name> (the box's /platform/inputs, read-only) and checks its SHA-256 at the end
+   * of the stream: a mismatch keeps nothing and fails the run (SHA256Mismatch). Answers the problem, if any.
+   */
+  private async materialize(run: LocalRun, input: RunInput): Promise<string | undefined> {
+    const dir = join(run.area, "inputs")
+    mkdirSync(dir, { recursive: true })
+    const file = join(dir, input.name)
+    const source = "url" in input ? `${input.url}` : "the server"
+    try {
+      const bytes = "url" in input ? await fetchHttps(input.url, this.options.inputCa) : await this.fromServer(run, input.name)
+      const hash = createHash("sha256")
+      async function* hashed() {
+        for await (const chunk of bytes) {
+          hash.update(chunk)
+          yield chunk
+        }
+      }
+      await pipeline(hashed, createWriteStream(file, { mode: 0o644 }))
+      const actual = hash.digest("hex")
+      if (actual !== input.sha256) {
+        rmSync(file, { force: true })
+        return `SHA256Mismatch: input ${input.name} from ${source}: its SHA-256 is ${actual}, not the declared ${input.sha256}`
+      }
+      return undefined
+    } catch (error) {
+      rmSync(file, { force: true })
+      return `input ${input.name} could not be read from ${source}: ${error instanceof Error ? error.message : String(error)}`
+    }
+  }
+
+  private fromServer(run: LocalRun, name: string): Promise<AsyncIterable<Uint8Array>> {
+    const lease = this.lease
+    if (lease === undefined) return Promise.reject(new Error("the lease was lost"))
+    return this.options.link.getInput({ node: this.options.hello.node, epoch: lease.epoch, run: run.spec.id, name })
   }
 
   // -------------------------------------------------------------------------------------------------------------------
@@ -380,6 +430,20 @@ export class Agent {
     this.options.log?.(`nodus agent ${this.options.hello.node}: ${message}`)
   }
 }
+
+/** An https URL's body (no redirects followed: the declared URL is what is read). */
+const fetchHttps = (url: string, extraCa: string | undefined): Promise<AsyncIterable<Uint8Array>> =>
+  new Promise((resolve, reject) => {
+    if (!url.startsWith("https://")) return reject(new Error("only https URLs are read"))
+    const ca = extraCa === undefined ? undefined : [...rootCertificates, extraCa]
+    const call = httpsGet(url, { timeout: 60_000, ...(ca === undefined ? {} : { ca }) }, (response) => {
+      if (response.statusCode === 200) return resolve(response)
+      response.resume()
+      reject(new Error(`HTTP ${response.statusCode}`))
+    })
+    call.on("timeout", () => call.destroy(new Error("no answer within 60 s")))
+    call.on("error", reject)
+  })
 
 /** Where the box's /platform directories are on the host, under a run's area. */
 const areaDirs: ReadonlyArray<readonly [string, string]> = [["/platform/work", "work"], ["/platform/state", "state"], ["/platform/outputs", "outputs"]]

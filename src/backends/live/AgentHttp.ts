@@ -75,6 +75,24 @@ const upload = (endpoint: Endpoint, target: OutputTarget, file: string, credenti
     createReadStream(file).on("error", reject).pipe(call)
   })
 
+/** An input's bytes as the server streams them (a non-2xx answer is an error with the server's message). */
+const download = (endpoint: Endpoint, target: OutputTarget, credential: string): Promise<AsyncIterable<Uint8Array>> =>
+  new Promise((resolve, reject) => {
+    const query = new URLSearchParams({ node: target.node, epoch: `${target.epoch}`, run: target.run, name: target.name })
+    const url = new URL(`${agentPaths.inputs}?${query}`, endpoint.server)
+    const options = { method: "POST", headers: { authorization: `Bearer ${credential}` }, timeout: uploadIdleMs, ...(endpoint.ca === undefined ? {} : { ca: endpoint.ca }) }
+    const call = url.protocol === "https:" ? httpsRequest(url, options) : httpRequest(url, options)
+    call.on("timeout", () => call.destroy(new Error(`the download from ${url.origin} stalled for ${uploadIdleMs} ms`)))
+    call.on("error", reject)
+    call.on("response", (response) => {
+      if ((response.statusCode ?? 0) < 300) return resolve(response)
+      let text = ""
+      response.setEncoding("utf8").on("data", (chunk: string) => (text += chunk))
+      response.on("end", () => reject(new AgentHttpError(response.statusCode ?? 0, `${url.pathname}: HTTP ${response.statusCode}: ${text.slice(0, 200)}`)))
+    })
+    call.end()
+  })
+
 /** An upload that moves no byte for this long is given up (it is retried by nobody: the run fails with the reason). */
 const uploadIdleMs = 60_000
 
@@ -85,5 +103,6 @@ export const enroll = (endpoint: Endpoint, request: EnrollRequest): Promise<Enro
 export const httpLink = (endpoint: Endpoint, credential: string): AgentLink => ({
   hello: (hello) => post<Lease>(endpoint, agentPaths.hello, hello, credential, marginMs),
   sync: (request) => post<SyncResponse>(endpoint, agentPaths.sync, request, credential, request.waitMs + marginMs),
-  putOutput: (target, file) => upload(endpoint, target, file, credential)
+  putOutput: (target, file) => upload(endpoint, target, file, credential),
+  getInput: (target) => download(endpoint, target, credential)
 })

@@ -30,6 +30,7 @@ import {
   leaseExpiryMs,
   leaseRenewMs,
   type OutputTarget,
+  type RunInput,
   type RunReport,
   type RunSpec,
   runIdOf,
@@ -45,6 +46,14 @@ export interface Resolved {
   readonly secretFiles: ReadonlyArray<{ readonly name: string; readonly contentBase64: string }>
   /** Every secret value the program was given: scrubbed from its log and status. */
   readonly secretValues: ReadonlyArray<string>
+  /** The inputs the server holds (another Job's outputs), by input name: their digest, and their bytes on demand. */
+  readonly inputs: ReadonlyMap<string, ServerInput>
+}
+
+/** Bytes the server holds for a run's input. */
+export interface ServerInput {
+  readonly sha256: string
+  readonly open: () => AsyncIterable<Uint8Array>
 }
 
 /** Why a program could not be given what it needs (a Secret or key gone): the run fails without starting. */
@@ -132,6 +141,8 @@ interface Run {
   secretValues: ReadonlyArray<string>
   /** Outputs uploaded so far, by name. */
   readonly stored: Map<string, { readonly sha256: string; readonly sizeBytes: number }>
+  /** Its inputs the server holds, by name. */
+  inputs: ReadonlyMap<string, ServerInput>
 }
 
 /** Whether the Node takes a project's work at all. */
@@ -248,7 +259,7 @@ export class LiveCapacity {
       node.slotsUsed++
       node.gpusUsed += gpus
     }
-    const run: Run = { owner: request.owner, namespace: request.namespace, facts, node: node.key, gpus, program: undefined, stopAsked: false, logAck: 0, secretValues: [], stored: new Map() }
+    const run: Run = { owner: request.owner, namespace: request.namespace, facts, node: node.key, gpus, program: undefined, stopAsked: false, logAck: 0, secretValues: [], stored: new Map(), inputs: new Map() }
     if (!this.runs.has(request.owner)) this.runs.set(request.owner, new Map())
     this.runs.get(request.owner)!.set(request.attempt, run)
     this.nodeChanged(node)
@@ -318,13 +329,24 @@ export class LiveCapacity {
     if (node === undefined || run.stopAsked || run.facts.phase !== "Provisioning") return
     if (workload.argv.length === 0) return this.end(run, { type: "Failed", exitCode: 1, message: "The program did not start: spec.command is empty; a live host runs the command it is given (docs/live.md, \"Images\")." })
     if (workload.egress === "AllowList") return this.end(run, { type: "Failed", exitCode: 1, message: "The program did not start: egress AllowList is not served on live hosts yet; use Deny or Open (docs/live.md, \"Network\")." })
+    const unsupported = (workload.inputs ?? []).find((input) => "unsupported" in input)
+    if (unsupported !== undefined && "unsupported" in unsupported) {
+      return this.end(run, { type: "Failed", exitCode: 1, message: `The program did not start: input ${unsupported.name}: ${unsupported.unsupported} inputs are not served on live hosts yet; use url or output (docs/live.md, "Inputs").` })
+    }
     run.secretValues = resolved.secretValues
+    run.inputs = resolved.inputs
+    const inputs = (workload.inputs ?? []).flatMap((input): ReadonlyArray<RunInput> => {
+      if ("url" in input) return [{ name: input.name, url: input.url, sha256: input.sha256 }]
+      const held = resolved.inputs.get(input.name)
+      return held === undefined ? [] : [{ name: input.name, fromServer: true, sha256: held.sha256 }]
+    })
+    const inputEnv = Object.fromEntries(inputs.map((input) => [`PLATFORM_INPUT_${input.name}`, `/platform/inputs/${input.name}`]))
     const restore = program.restoreFromSeq === undefined ? undefined : { owner: run.owner, seq: program.restoreFromSeq }
     const spec: RunSpec = {
       id: runIdOf(run.owner, attempt),
       owner: run.owner,
       argv: workload.argv,
-      env: { ...resolved.env, ...program.env },
+      env: { ...resolved.env, ...inputEnv, ...program.env },
       secretFiles: resolved.secretFiles,
       workingDir: workload.workingDir,
       egress: workload.egress,
@@ -332,7 +354,8 @@ export class LiveCapacity {
       init: workload.init,
       checkpointIntervalMs: program.checkpointIntervalMs,
       restore,
-      outputs: workload.outputs ?? []
+      outputs: workload.outputs ?? [],
+      inputs
     }
     node.desired.set(spec.id, spec)
     this.bump(node)
@@ -491,6 +514,15 @@ export class LiveCapacity {
       const stored = run.stored.get(output.name)
       return stored === undefined ? [] : [{ name: output.name, path: output.path, sha256: stored.sha256, sizeBytes: stored.sizeBytes }]
     })
+  }
+
+  /** The bytes of a run's input the server holds, for its Node under its current lease; undefined otherwise. */
+  readonly getInput = (target: OutputTarget, scope: NodeScope): AsyncIterable<Uint8Array> | undefined => {
+    const node = this.nodes.get(nodeKey(target.node, scope))
+    const slash = target.run.indexOf("/")
+    const run = this.find(target.run.slice(0, slash), target.run.slice(slash + 1))
+    if (node === undefined || node.epoch !== target.epoch || !node.ready || run === undefined || run.node !== node.key || run.facts.phase === "Ended") return undefined
+    return run.inputs.get(target.name)?.open()
   }
 
   /** An agent's upload of a run's output, under its Node's current lease; false when that lease or run is not current. */

@@ -62,7 +62,16 @@ export interface RunSpec {
   readonly owner: string
   /** Paths collected when the program succeeds (spec: JobOutput); /platform/outputs is collected as `outputs` too. */
   readonly outputs: ReadonlyArray<{ readonly name: string; readonly path: string }>
+  /**
+   * Materialized read-only at /platform/inputs/<name> before the program starts (spec: JobInput), each checked against
+   * its SHA-256 at the end of the stream: a URL the host downloads, or bytes the server holds (another Job's output).
+   */
+  readonly inputs: ReadonlyArray<RunInput>
 }
+
+export type RunInput =
+  | { readonly name: string; readonly url: string; readonly sha256: string }
+  | { readonly name: string; readonly fromServer: true; readonly sha256: string }
 
 /** What the server wants of a host now. */
 export interface Desired {
@@ -138,7 +147,7 @@ export interface EnrollResponse {
 }
 
 /** The paths of the protocol over HTTPS, relative to the server's URL. */
-export const agentPaths = { enroll: "/agent/v1/enroll", hello: "/agent/v1/hello", sync: "/agent/v1/sync", outputs: "/agent/v1/outputs" } as const
+export const agentPaths = { enroll: "/agent/v1/enroll", hello: "/agent/v1/hello", sync: "/agent/v1/sync", outputs: "/agent/v1/outputs", inputs: "/agent/v1/inputs" } as const
 
 /** Where an output upload goes: a run of the Node, under its current lease. */
 export interface OutputTarget {
@@ -154,6 +163,8 @@ export interface AgentLink {
   readonly sync: (request: SyncRequest) => Promise<SyncResponse>
   /** Uploads one output of a run from a file of the host; the server keeps it with its SHA-256 and size. */
   readonly putOutput: (target: OutputTarget, file: string) => Promise<void>
+  /** The bytes of an input the server holds (`fromServer`), for a run of the Node under its current lease. */
+  readonly getInput: (target: OutputTarget) => Promise<AsyncIterable<Uint8Array>>
 }
 
 export const runIdOf = (owner: string, attempt: string) => `${owner}/${attempt}`

@@ -87,7 +87,15 @@ export interface WorkloadProgram {
   readonly init: { readonly argv: ReadonlyArray<string>; readonly timeoutMs: number } | undefined
   /** Paths collected when the program succeeds (spec: JobOutput); everything under /platform/outputs besides. */
   readonly outputs?: ReadonlyArray<{ readonly name: string; readonly path: string }> | undefined
+  /** What is materialized read-only under /platform/inputs/<name> before the program starts (spec: JobInput). */
+  readonly inputs?: ReadonlyArray<ProgramInput> | undefined
 }
+
+/** An input as a driver materializes it (spec: JobInput); the forms a driver does not serve say so at start. */
+export type ProgramInput =
+  | { readonly name: string; readonly url: string; readonly sha256: string }
+  | { readonly name: string; readonly output: { readonly job: string; readonly name: string; readonly index: number } }
+  | { readonly name: string; readonly unsupported: string }
 
 /** A controller's Launch, addressed to a driver: the host and the program together (acquire, then start). */
 export interface LaunchRequest extends HostRequest, ProgramRequest {}

@@ -36,7 +36,7 @@ const setup = (secretValues: ReadonlyArray<string> = []) => {
   const logs: Array<string> = []
   const capacity = Effect.runSync(LiveCapacity.make({
     now: () => now,
-    resolve: () => Effect.succeed({ env: {}, secretFiles: [], secretValues }),
+    resolve: () => Effect.succeed({ env: {}, secretFiles: [], secretValues, inputs: new Map() }),
     appendLog: (_owner, _attempt, text) => logs.push(text),
     storeOutput: async () => ({ sha256: "0".repeat(64), sizeBytes: 0 })
   }))

@@ -39,7 +39,7 @@ const makeDriver = () => Effect.promise(async () => {
   chmodSync(dir, 0o711)
   const capacity = await Effect.runPromise(LiveCapacity.make({
     now: () => now,
-    resolve: () => Effect.succeed({ env: {}, secretFiles: [], secretValues: [] }),
+    resolve: () => Effect.succeed({ env: {}, secretFiles: [], secretValues: [], inputs: new Map() }),
     appendLog: () => undefined,
     storeOutput: async () => ({ sha256: "0".repeat(64), sizeBytes: 0 })
   }))

@@ -3,7 +3,7 @@
  * initCommand, resources.memory): the port's `WorkloadProgram`. Secret values are not here, only where to find them:
  * the driver resolves them when the program starts (docs/secrets.md), so no status, event or log ever holds them.
  */
-import type { ProgramEnv, WorkloadProgram } from "../../capacity/Capacity.ts"
+import type { ProgramEnv, ProgramInput, WorkloadProgram } from "../../capacity/Capacity.ts"
 import * as Limits from "../../Limits.ts"
 import { durationMs } from "../../StatusText.ts"
 import { parseQuantity } from "../../Units.ts"
@@ -35,6 +35,15 @@ export const jobProgramOf = (spec: JobSpecType, status: JobStatusType): Workload
     init: spec.initCommand === undefined
       ? undefined
       : { argv: spec.initCommand.command, timeoutMs: durationMs(spec.initCommand.timeout, Limits.initCommandTimeoutMsMax) },
-    outputs: (spec.outputs ?? []).map((output) => ({ name: output.name, path: output.path }))
+    outputs: (spec.outputs ?? []).map((output) => ({ name: output.name, path: output.path })),
+    inputs: (spec.inputs ?? []).map(inputOf)
   }
+}
+
+/** One input, in the form a driver takes it (its other forms are named, for the driver to refuse with the reason). */
+const inputOf = (input: NonNullable<JobSpecType["inputs"]>[number]): ProgramInput => {
+  if (input.url !== undefined) return { name: input.name, url: input.url.url, sha256: input.url.sha256 }
+  if (input.output !== undefined) return { name: input.name, output: { job: input.output.job, name: input.output.name, index: input.output.index } }
+  const form = input.volume !== undefined ? "volume" : input.bucket !== undefined ? "bucket" : input.fromWorkspace !== undefined ? "fromWorkspace" : "fromStage"
+  return { name: input.name, unsupported: form }
 }
