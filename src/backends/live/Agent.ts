@@ -221,6 +221,9 @@ export class Agent {
       checkpoint: undefined, checkpointFailures: 0, nextCheckpointAt: undefined, suspend: undefined, checkpointing: false, exitReported: false
     }
     this.runs.set(spec.id, run)
+    // No program runs unisolated: a host without bubblewrap refuses each run with the fix (the agent said so at start).
+    const missing = this.options.support.bwrap === undefined ? this.options.support.problems.join("; ") : undefined
+    if (missing !== undefined) return this.exited(run, undefined, `this host cannot isolate programs: ${missing}`)
     // The host could not set the run up (its box, its area, a checkpoint to restore): not the program's failure.
     void this.execute(run).catch((error) => this.exited(run, undefined, `the host could not start it: ${error instanceof Error ? error.message : String(error)}`, true))
   }

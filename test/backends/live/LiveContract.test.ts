@@ -9,11 +9,12 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
+import { describe, expect, it } from "vitest"
 import { variantsOf } from "../../../src/core/capacity/Offering.ts"
 import { Agent } from "../../../src/backends/live/Agent.ts"
 import { detectIsolation } from "../../../src/backends/live/Isolation.ts"
 import { LiveCapacity } from "../../../src/backends/live/LiveCapacity.ts"
-import { runIdOf } from "../../../src/backends/live/Protocol.ts"
+import { runIdOf, type RunSpec, type SyncRequest, type SyncResponse } from "../../../src/backends/live/Protocol.ts"
 import { inProcessLink } from "../../../src/server/LiveBackend.ts"
 import { capacityContract } from "../CapacityContract.ts"
 
@@ -119,4 +120,41 @@ const cleanups: Array<() => Promise<void>> = []
 
 capacityContract("live driver", makeDriver, async () => {
   for (const cleanup of cleanups.splice(0)) await cleanup()
+})
+
+describe("a host without bubblewrap", () => {
+  it("refuses every run with the package to install, and runs nothing", async () => {
+    let ended: { readonly problem: string | undefined } | undefined
+    const dir = mkdtempSync(join(tmpdir(), "nodus-no-bwrap-"))
+    chmodSync(dir, 0o711)
+    const link = {
+      hello: async () => ({ epoch: 1, renewMs: 60_000, expiryMs: 120_000 }),
+      sync: async (request: SyncRequest): Promise<SyncResponse> => {
+        const exited = request.runs.find((run) => run.phase === "Exited")
+        if (exited !== undefined) ended = { problem: exited.exit?.problem }
+        return { _tag: "Desired", desired: { version: 1, runs: ended === undefined ? [spec] : [], checkpoints: {} }, logAcks: {} }
+      },
+      putOutput: async () => undefined,
+      getInput: async () => (async function*(): AsyncGenerator<Uint8Array> {})()
+    }
+    const spec: RunSpec = {
+      id: "uid/job-0-1", owner: "uid", argv: ["true"], env: {}, secretFiles: [], workingDir: undefined, egress: "Open", memoryBytes: undefined,
+      init: undefined, checkpointIntervalMs: undefined, restore: undefined, outputs: [], inputs: []
+    }
+    const missing = "bubblewrap is missing: install the Debian package bubblewrap (apt-get install bubblewrap)"
+    const agent = new Agent({
+      link,
+      hello: { node: "bare", hostname: "bare", agentVersion: "test", capacity: { cpus: 1, memoryBytes: GiB, diskBytes: GiB, gpus: [] }, isolation: { bubblewrap: false, memoryLimits: false, problems: [missing] } },
+      dataDir: join(dir, "agent"),
+      runsDir: join(dir, "runs"),
+      support: { bwrap: undefined, memoryLimits: "none", problems: [missing], cgroup: undefined, runAs: undefined },
+      hidden: [],
+      now: () => Date.now()
+    })
+    await agent.connect()
+    for (let polls = 0; ended === undefined && polls < 200; polls++) await new Promise((resolve) => setTimeout(resolve, 10))
+    await agent.stop()
+    rmSync(dir, { recursive: true, force: true })
+    expect(ended?.problem).toContain("apt-get install bubblewrap")
+  })
 })
