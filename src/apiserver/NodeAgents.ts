@@ -14,17 +14,20 @@ export type AgentCall = "enroll" | "hello" | "sync"
 export class NodeAgents extends Context.Service<NodeAgents, {
   /** One call: its JSON answer. `credential` is the bearer token of the request, if any. */
   readonly call: (call: AgentCall, body: unknown, credential: string | undefined) => Effect.Effect<Json, ApiError>
-  /** `POST /agent/v1/outputs?node=&epoch=&run=&name=`: an output's bytes as the body. */
-  readonly putOutput: (query: URLSearchParams, body: Stream.Stream<Uint8Array, unknown>, credential: string | undefined) => Effect.Effect<Json, ApiError>
-  /** `POST /agent/v1/inputs?node=&epoch=&run=&name=`: the bytes of an input the server holds, as the answer. */
-  readonly getInput: (query: URLSearchParams, credential: string | undefined) => Effect.Effect<Stream.Stream<Uint8Array>, ApiError>
+  /** `POST /agent/v1/{outputs,checkpoints}?node=&epoch=&run=&name=`: an output's or a checkpoint's bytes as the body. */
+  readonly upload: (kind: AgentUpload, query: URLSearchParams, body: Stream.Stream<Uint8Array, unknown>, credential: string | undefined) => Effect.Effect<Json, ApiError>
+  /** `POST /agent/v1/{inputs,restores}?node=&epoch=&run=&name=`: an input's or a restore checkpoint's bytes, answered. */
+  readonly download: (kind: AgentDownload, query: URLSearchParams, credential: string | undefined) => Effect.Effect<Stream.Stream<Uint8Array>, ApiError>
 }>()("nodus/apiserver/NodeAgents") {
   static readonly layerNone = Layer.succeed(NodeAgents, {
     call: () => Effect.fail(noAgents()),
-    putOutput: () => Effect.fail(noAgents()),
-    getInput: () => Effect.fail(noAgents())
+    upload: () => Effect.fail(noAgents()),
+    download: () => Effect.fail(noAgents())
   })
 }
+
+export type AgentUpload = "outputs" | "checkpoints"
+export type AgentDownload = "inputs" | "restores"
 
 const noAgents = () =>
   new ApiError({

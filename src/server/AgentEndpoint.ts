@@ -9,7 +9,7 @@ import { ApiError, fieldInvalid, invalid } from "../core/meta/ApiError.ts"
 import type { Json } from "../core/Json.ts"
 import { EnrollRequestSchema, type Hello, HelloSchema, type SyncRequest, SyncRequestSchema } from "../backends/live/Protocol.ts"
 import type { LiveCapacity, NodeScope } from "../backends/live/LiveCapacity.ts"
-import { type AgentCall, NodeAgents } from "../apiserver/NodeAgents.ts"
+import { type AgentCall, type AgentDownload, type AgentUpload, NodeAgents } from "../apiserver/NodeAgents.ts"
 import type { Enrollment } from "../runtime/Enrollment.ts"
 
 const decode = <S extends Schema.Decoder<unknown>>(schema: S, body: unknown, what: string): Effect.Effect<S["Type"], ApiError> => {
@@ -71,26 +71,30 @@ export const makeNodeAgents = (parts: AgentEndpointParts) => {
       : Effect.succeed(target)
   }
 
-  const getInput = (query: URLSearchParams, credential: string | undefined) =>
+  /** An input's or a restore checkpoint's bytes, for the agent's run under its current lease. */
+  const download = (kind: AgentDownload, query: URLSearchParams, credential: string | undefined) =>
     Effect.gen(function*() {
       const target = yield* targetOf(query)
       const scope = yield* scopeOf(credential, target.node)
-      const bytes = capacity.getInput(target, scope)
-      if (bytes === undefined) return yield* new ApiError({ code: "NotFound", message: `the server holds no input ${target.name} of ${target.run} under epoch ${target.epoch}` })
+      const bytes = kind === "inputs" ? capacity.getInput(target, scope) : capacity.getCheckpoint(target, scope)
+      if (bytes === undefined) return yield* new ApiError({ code: "NotFound", message: `the server holds no ${kind === "inputs" ? `input ${target.name}` : "checkpoint to restore"} of ${target.run} under epoch ${target.epoch}` })
       return Stream.fromAsyncIterable(bytes, (error) => error).pipe(Stream.catchCause(() => Stream.empty))
     })
 
-  const putOutput = (query: URLSearchParams, body: Stream.Stream<Uint8Array, unknown>, credential: string | undefined): Effect.Effect<Json, ApiError> =>
+  /** An output's or a checkpoint's bytes, for the agent's run under its current lease. */
+  const upload = (kind: AgentUpload, query: URLSearchParams, body: Stream.Stream<Uint8Array, unknown>, credential: string | undefined): Effect.Effect<Json, ApiError> =>
     Effect.gen(function*() {
       const target = yield* targetOf(query)
       const scope = yield* scopeOf(credential, target.node)
+      const bytes = Stream.toAsyncIterable(body)
       const taken = yield* Effect.tryPromise({
-        try: () => capacity.putOutput(target, scope, Stream.toAsyncIterable(body)),
+        try: async (): Promise<Json | undefined> =>
+          kind === "outputs" ? ((await capacity.putOutput(target, scope, bytes)) ? { stored: target.name } : undefined) : await capacity.putCheckpoint(target, scope, bytes),
         catch: (error) => new ApiError({ code: "FileTooLarge", message: error instanceof Error ? error.message : String(error) })
       })
-      if (!taken) return yield* new ApiError({ code: "Conflict", message: `the server no longer takes outputs of ${target.run} under epoch ${target.epoch}` })
-      return { stored: target.name }
+      if (taken === undefined) return yield* new ApiError({ code: "Conflict", message: `the server no longer takes ${kind} of ${target.run} under epoch ${target.epoch}` })
+      return taken
     })
 
-  return NodeAgents.of({ call, putOutput, getInput })
+  return NodeAgents.of({ call, upload, download })
 }

@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto"
 import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import { pipeline } from "node:stream/promises"
 import { Effect, Stream } from "effect"
 import { ApiError } from "../core/meta/ApiError.ts"
@@ -14,33 +14,38 @@ import { isObject } from "../core/Json.ts"
 import { outputBytesMax } from "../backends/live/Protocol.ts"
 import type { OutputFile } from "../apiserver/WorkloadFiles.ts"
 
+/**
+ * Writes an upload to `file` with its SHA-256 and size, replacing what was there only once it is whole; past `maxBytes`
+ * it is cut off and nothing is kept.
+ */
+export const storeUpload = async (file: string, bytes: AsyncIterable<Uint8Array>, maxBytes: number, what: string) => {
+  mkdirSync(dirname(file), { recursive: true })
+  const partial = `${file}.partial`
+  const hash = createHash("sha256")
+  let sizeBytes = 0
+  async function* counted() {
+    for await (const chunk of bytes) {
+      sizeBytes += chunk.length
+      if (sizeBytes > maxBytes) throw new Error(`${what} is larger than ${maxBytes} bytes`)
+      hash.update(chunk)
+      yield chunk
+    }
+  }
+  try {
+    await pipeline(counted, createWriteStream(partial, { mode: 0o600 }))
+  } catch (error) {
+    rmSync(partial, { force: true })
+    throw error
+  }
+  renameSync(partial, file)
+  return { sha256: hash.digest("hex"), sizeBytes }
+}
+
 export const makeJobOutputs = (dir: string) => {
   const fileOf = (owner: string, index: number, name: string) => join(dir, owner, `${index}`, name)
 
-  /** Stores an upload (replacing one of the same index and name only once it is whole). */
-  const store = async (owner: string, index: number, name: string, bytes: AsyncIterable<Uint8Array>) => {
-    const file = fileOf(owner, index, name)
-    mkdirSync(join(dir, owner, `${index}`), { recursive: true })
-    const partial = `${file}.partial`
-    const hash = createHash("sha256")
-    let sizeBytes = 0
-    async function* counted() {
-      for await (const chunk of bytes) {
-        sizeBytes += chunk.length
-        if (sizeBytes > outputBytesMax) throw new Error(`output ${name} is larger than ${outputBytesMax} bytes`)
-        hash.update(chunk)
-        yield chunk
-      }
-    }
-    try {
-      await pipeline(counted, createWriteStream(partial, { mode: 0o600 }))
-    } catch (error) {
-      rmSync(partial, { force: true })
-      throw error
-    }
-    renameSync(partial, file)
-    return { sha256: hash.digest("hex"), sizeBytes }
-  }
+  const store = (owner: string, index: number, name: string, bytes: AsyncIterable<Uint8Array>) =>
+    storeUpload(fileOf(owner, index, name), bytes, outputBytesMax, `output ${name}`)
 
   const forget = (owner: string) => rmSync(join(dir, owner), { recursive: true, force: true })
 

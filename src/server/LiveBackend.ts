@@ -9,7 +9,7 @@
  * checkpoint timers are looked at.
  */
 import { createHash } from "node:crypto"
-import { createReadStream, mkdirSync } from "node:fs"
+import { createReadStream, existsSync, mkdirSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { Effect, Layer } from "effect"
@@ -39,7 +39,7 @@ import { Reconciler } from "../runtime/Reconciler.ts"
 import { Secrets } from "../runtime/Secrets.ts"
 import { makeNodeAgents } from "./AgentEndpoint.ts"
 import { makeJobLogs } from "./JobLogs.ts"
-import { makeJobOutputs } from "./JobOutputs.ts"
+import { makeJobOutputs, storeUpload } from "./JobOutputs.ts"
 import { followNodes } from "./NodeObjects.ts"
 
 export interface LocalSettings {
@@ -73,7 +73,31 @@ export const inProcessLink = (capacity: LiveCapacity, scope: NodeScope): AgentLi
     const bytes = capacity.getInput(target, scope)
     if (bytes === undefined) throw new Error(`the server holds no input ${target.name} of ${target.run} now`)
     return bytes
+  },
+  putCheckpoint: async (target, file) => {
+    const stored = await capacity.putCheckpoint(target, scope, createReadStream(file))
+    if (stored === undefined) throw new Error(`the server no longer takes checkpoints of ${target.run}`)
+    return stored
+  },
+  getCheckpoint: async (target) => {
+    const bytes = capacity.getCheckpoint(target, scope)
+    if (bytes === undefined) throw new Error(`the server holds no checkpoint for ${target.run} to restore`)
+    return bytes
   }
+})
+
+/**
+ * Checkpoints of runs on live hosts (docs/live.md, "Checkpoints"): `<dir>/<owner uid>/<seq>.tar.zst`, uploaded by the
+ * agent that saved them, read by whichever host restores them; they go with their owner.
+ */
+const makeCheckpointFiles = (dir: string) => ({
+  store: (owner: string, seq: number, bytes: AsyncIterable<Uint8Array>) =>
+    storeUpload(join(dir, owner, `${seq}.tar.zst`), bytes, Number.MAX_SAFE_INTEGER, `checkpoint ${seq}`),
+  open: (owner: string, seq: number): AsyncIterable<Uint8Array> | undefined => {
+    const file = join(dir, owner, `${seq}.tar.zst`)
+    return existsSync(file) ? createReadStream(file) : undefined
+  },
+  forget: (owner: string) => rmSync(join(dir, owner), { recursive: true, force: true })
 })
 
 /** This host serves every project, in the Pool `local`. */
@@ -84,6 +108,7 @@ export const layer = (settings: LocalSettings) => Layer.unwrap(Effect.gen(functi
   const secrets = yield* Secrets
   const logs = makeJobLogs(join(settings.dataDir, "logs"), { ended: (owner, attempt) => capacity.ended(owner, attempt) })
   const outputs = makeJobOutputs(join(settings.dataDir, "outputs"))
+  const checkpoints = makeCheckpointFiles(join(settings.dataDir, "checkpoints"))
   const resources = yield* Resources
   const jobRef = refOfKind((yield* ApiConfig).group, "Job")
   /** The inputs of a workload that are other Jobs' outputs: their bytes as this server keeps them. */
@@ -103,6 +128,7 @@ export const layer = (settings: LocalSettings) => Layer.unwrap(Effect.gen(functi
       ),
     appendLog: logs.append,
     storeOutput: outputs.store,
+    checkpoints,
     ...(settings.lease === undefined ? {} : { lease: settings.lease })
   })
   const forgetting = {
@@ -110,6 +136,7 @@ export const layer = (settings: LocalSettings) => Layer.unwrap(Effect.gen(functi
     forget: (owner: string) => Effect.andThen(capacity.port.forget(owner), Effect.sync(() => {
       logs.forget(owner)
       outputs.forget(owner)
+      checkpoints.forget(owner)
     }))
   }
   const port = Layer.succeed(CapacityPort, forgetting)

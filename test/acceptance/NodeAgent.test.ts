@@ -119,6 +119,34 @@ describe("a host joined with nodus agent", () => {
     await eventually("waiter succeeds on edge-1", async () => (await job("waiter"))?.status?.phase === "Succeeded", 15_000)
   })
 
+  it("suspends with a checkpoint uploaded from the host, and resumes from it on another Node", async () => {
+    const program = "if [ -f /platform/state/progress ]; then echo restored $(cat /platform/state/progress); else echo 7 > /platform/state/progress; echo fresh; fi; sleep 600"
+    await apply("keeper", [
+      "apiVersion: nodus.dev/v1", "kind: Job", "metadata: {name: keeper, namespace: fleet}",
+      "spec:", "  image: debian:12", `  command: [sh, -c, '${program}']`, "  placement: {offerings: [edge-1, local]}"
+    ].join("\n"))
+    await eventually("keeper runs fresh on edge-1", async () => {
+      const attempt = (await api(server, "GET", path("attempts", "keeper-0-1"))).body
+      const log = await kubectl(server, ["get", "--raw", `${path("jobs", "keeper")}/log`])
+      return attempt?.status?.offering === "edge-1" && log.stdout.includes("fresh")
+    }, 30_000)
+    const patch = (body: unknown, target = ["jobs.nodus.dev", "keeper"]) => kubectl(server, ["patch", ...target, "-n", namespace, "--type", "merge", "-p", JSON.stringify(body)])
+    assert.strictEqual((await patch({ spec: { cordoned: true } }, ["nodes.nodus.dev", "edge-1"])).code, 0)
+    assert.strictEqual((await patch({ spec: { state: "Suspended" } })).code, 0)
+    await eventually("keeper is suspended with a checkpoint", async () => {
+      const status = (await job("keeper"))?.status
+      return status?.phase === "Suspended" && status?.checkpoint?.seq >= 1
+    }, 30_000)
+    assert.strictEqual((await patch({ spec: { state: "Running" } })).code, 0)
+    await eventually("keeper resumes from its checkpoint on this server's Node", async () => {
+      const attempt = (await api(server, "GET", path("attempts", "keeper-0-2"))).body
+      const log = await kubectl(server, ["get", "--raw", `${path("jobs", "keeper")}/log?attempt=2`])
+      return attempt?.status?.offering === "local" && log.stdout.includes("restored 7")
+    }, 30_000)
+    assert.strictEqual((await patch({ spec: { cordoned: false } }, ["nodes.nodus.dev", "edge-1"])).code, 0)
+    assert.strictEqual((await api(server, "DELETE", path("jobs", "keeper"))).status, 200)
+  })
+
   it("loses its runs when killed: NodeLost once its lease lapses, recovered on another Node, nothing left running", async () => {
     const marker = `survivor-${process.pid}`
     await apply("survivor", [

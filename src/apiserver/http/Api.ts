@@ -24,7 +24,7 @@ import { Ids } from "../Ids.ts"
 import { etagOf, type ListResult, type PatchType, Resources, type WriteOptions } from "../Resources.ts"
 import { clockObject, parseClockRequest, SimulationControl } from "../SimulationControl.ts"
 import { WorkloadFiles } from "../WorkloadFiles.ts"
-import { type AgentCall, NodeAgents } from "../NodeAgents.ts"
+import { type AgentCall, type AgentDownload, type AgentUpload, NodeAgents } from "../NodeAgents.ts"
 import * as Limits from "../../core/Limits.ts"
 import { defaultWatchLimits, Watches, type WatchEvent } from "../Watch.ts"
 import { mediaTypeOf, parseJson, parseYamlDocument, readObject, readText, textProblem } from "./Body.ts"
@@ -606,14 +606,14 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
       })
 
     /** The node agent protocol (apiserver/NodeAgents.ts): POST with JSON, the agent's key as its bearer credential. */
-    const agentCall = (request: Request, url: URL, call: AgentCall | "outputs" | "inputs") =>
+    const agentCall = (request: Request, url: URL, call: AgentCall | AgentUpload | AgentDownload) =>
       Effect.gen(function*() {
         if (request.method !== "POST") return yield* methodNotAllowed(request.method)
         const authorization = yield* authorizationOf(request)
         const credential = authorization?.startsWith("Bearer ") ? authorization.slice("Bearer ".length).trim() : undefined
         // An output's bytes are the body itself, streamed to the store (no JSON, no body size bound of the API).
-        if (call === "outputs") return json(200, yield* agents.putOutput(url.searchParams, request.stream, credential))
-        if (call === "inputs") return HttpServerResponse.stream(yield* agents.getInput(url.searchParams, credential), { contentType: "application/octet-stream" })
+        if (call === "outputs" || call === "checkpoints") return json(200, yield* agents.upload(call, url.searchParams, request.stream, credential))
+        if (call === "inputs" || call === "restores") return HttpServerResponse.stream(yield* agents.download(call, url.searchParams, credential), { contentType: "application/octet-stream" })
         const body = yield* Effect.flatMap(readText(request), parseJson)
         return json(200, yield* agents.call(call, body, credential))
       })

@@ -17,8 +17,8 @@ export type Route =
   | { readonly _tag: "OpenApiCore" }
   | { readonly _tag: "OpenApiV2" }
   | { readonly _tag: "ErrorDocs"; readonly code?: string }
-  /** The node agent protocol (docs/live.md): /agent/v1/{enroll,hello,sync,outputs,inputs}, authenticated by its own credentials. */
-  | { readonly _tag: "Agent"; readonly call: "enroll" | "hello" | "sync" | "outputs" | "inputs" }
+  /** The node agent protocol (docs/live.md): /agent/v1/<call>, authenticated by its own credentials. */
+  | { readonly _tag: "Agent"; readonly call: (typeof agentCalls)[number] }
   /** The sim backend's test clock (docs/simulator.md): /apis/{group}/{version}/simulation/clock. */
   | { readonly _tag: "SimulationClock"; readonly group: string; readonly version: string }
   /** The operator's credit operations (docs/billing.md, "Credits"): /apis/{group}/{version}/operator/<path>. */
@@ -38,6 +38,9 @@ export type Route =
   | { readonly _tag: "NotFound" }
 
 const notFound: Route = { _tag: "NotFound" }
+
+/** The calls of the node agent protocol (apiserver/NodeAgents.ts). */
+const agentCalls = ["enroll", "hello", "sync", "outputs", "inputs", "checkpoints", "restores"] as const
 
 const resource = (group: string, version: string, rest: ReadonlyArray<string>, namespace?: string): Route => {
   const [plural, name, subresource, item, ...extra] = rest
@@ -105,7 +108,7 @@ export const parse = (path: string): Route => {
     case "livez":
       return rest.length === 0 ? { _tag: "Health", check: first } : notFound
     case "agent":
-      return rest.length === 2 && rest[0] === "v1" && (rest[1] === "enroll" || rest[1] === "hello" || rest[1] === "sync" || rest[1] === "outputs" || rest[1] === "inputs") ? { _tag: "Agent", call: rest[1] } : notFound
+      return rest.length === 2 && rest[0] === "v1" && agentCalls.includes(rest[1] as never) ? { _tag: "Agent", call: rest[1] as (typeof agentCalls)[number] } : notFound
     case "api":
       return core(rest)
     case "apis":

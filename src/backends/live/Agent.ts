@@ -8,13 +8,13 @@
  * longer wants is stopped; an ended run is dropped once the server has been told. When the lease is lost (Stale), every
  * run stops: the server has declared them lost and is recovering them elsewhere, so nothing runs twice for long.
  */
-import { execFile } from "node:child_process"
+import { execFile, spawn } from "node:child_process"
 import { createHash } from "node:crypto"
 import { get as httpsGet } from "node:https"
 import { pipeline } from "node:stream/promises"
 import { rootCertificates } from "node:tls"
-import { chmodSync, closeSync, createWriteStream, existsSync, mkdirSync, openSync, readdirSync, readSync, realpathSync, rmSync, statSync } from "node:fs"
-import { join, posix } from "node:path"
+import { chmodSync, chownSync, closeSync, createWriteStream, existsSync, mkdirSync, openSync, readdirSync, readSync, realpathSync, rmSync, statSync } from "node:fs"
+import { join, posix, relative } from "node:path"
 import { promisify } from "node:util"
 import * as Limits from "../../core/Limits.ts"
 import { type IsolationSupport, type Outcome as ProgramExit, type RunningProgram, runIsolated } from "./Isolation.ts"
@@ -230,7 +230,7 @@ export class Agent {
 
   private async execute(run: LocalRun) {
     const { spec } = run
-    if (spec.restore !== undefined) await this.restore(run, spec.restore.owner, spec.restore.seq)
+    if (spec.restore !== undefined) await this.restore(run)
     for (const input of spec.inputs) {
       const problem = await this.materialize(run, input)
       if (problem !== undefined) return this.exited(run, undefined, problem)
@@ -385,33 +385,36 @@ export class Agent {
   private drop(run: LocalRun) {
     this.runs.delete(run.spec.id)
     rmSync(run.area, { recursive: true, force: true })
-    rmSync(join(this.options.dataDir, "outputs", ...run.spec.id.split("/")), { recursive: true, force: true })
+    for (const staging of ["outputs", "checkpoints"]) rmSync(join(this.options.dataDir, staging, ...run.spec.id.split("/")), { recursive: true, force: true })
   }
 
   // -------------------------------------------------------------------------------------------------------------------
-  // Checkpoints: /platform/state saved as one tar.zst per sequence number, per owner, on this host
+  // Checkpoints: the checkpoint paths saved together as one tar.zst, uploaded; restored from the server on any host
 
-  private checkpointDir(owner: string) {
-    return join(this.options.dataDir, "checkpoints", owner)
-  }
-
-  private nextSeq(owner: string): number {
-    const dir = this.checkpointDir(owner)
-    if (!existsSync(dir)) return 1
-    const seqs = readdirSync(dir).map((file) => Number.parseInt(file, 10)).filter(Number.isFinite)
-    return Math.max(0, ...seqs) + 1
-  }
-
+  /**
+   * Saves the run's checkpoint paths (spec: Recovery.checkpoint.paths, under /platform) as one tar.zst of the run's
+   * area, refuses it above maxSize before any upload, and uploads it: the server numbers it among its owner's.
+   */
   private async saveCheckpoint(run: LocalRun, episode: number | undefined) {
     if (run.checkpointing) return
     run.checkpointing = true
     try {
-      const dir = this.checkpointDir(run.spec.owner)
-      mkdirSync(dir, { recursive: true })
-      const seq = this.nextSeq(run.spec.owner)
-      const file = join(dir, `${seq}.tar.zst`)
-      await exec("tar", ["--zstd", "-cf", file, "-C", join(run.area, "state"), "."])
-      run.checkpoint = { seq, sizeBytes: statSync(file).size }
+      const lease = this.lease
+      if (lease === undefined) throw new Error("the lease was lost")
+      const root = realpathSync(run.area)
+      const entries = run.spec.checkpoint.paths.flatMap((path) => {
+        const found = locate(run.area, path)
+        return typeof found === "string" ? [] : [relative(root, found.path) || "."]
+      })
+      const staging = join(this.options.dataDir, "checkpoints", ...run.spec.id.split("/"))
+      mkdirSync(staging, { recursive: true, mode: 0o700 })
+      const file = join(staging, "checkpoint.tar.zst")
+      await exec("tar", ["--zstd", "--numeric-owner", "-cf", file, "-C", root, ...(entries.length === 0 ? ["-T", "/dev/null"] : ["--", ...entries])])
+      const sizeBytes = statSync(file).size
+      if (sizeBytes > run.spec.checkpoint.maxBytes) throw new Error(`it is ${sizeBytes} bytes, above maxSize (${run.spec.checkpoint.maxBytes})`)
+      const { seq } = await this.options.link.putCheckpoint({ node: this.options.hello.node, epoch: lease.epoch, run: run.spec.id, name: "checkpoint" }, file)
+      rmSync(file, { force: true })
+      run.checkpoint = { seq, sizeBytes }
       if (episode !== undefined && run.suspend?.episode === episode) run.suspend = { episode, state: "Saved", failures: run.suspend.failures }
     } catch (error) {
       run.checkpointFailures++
@@ -423,10 +426,25 @@ export class Agent {
     }
   }
 
-  private async restore(run: LocalRun, owner: string, seq: number) {
-    const file = join(this.checkpointDir(owner), `${seq}.tar.zst`)
-    if (!existsSync(file)) throw new Error(`checkpoint ${seq} is not on this host`)
-    await exec("tar", ["--zstd", "-xf", file, "-C", join(run.area, "state")])
+  /**
+   * Extracts the checkpoint the run restores into its area, as the user its box runs as: an archive another host made
+   * can write nothing that user could not (it never runs as root here).
+   */
+  private async restore(run: LocalRun) {
+    const lease = this.lease
+    if (lease === undefined) throw new Error("the lease was lost")
+    const bytes = await this.options.link.getCheckpoint({ node: this.options.hello.node, epoch: lease.epoch, run: run.spec.id, name: "checkpoint" })
+    const runAs = this.options.support.runAs
+    if (runAs !== undefined) for (const dir of [run.area, join(run.area, "state")]) chownSync(dir, runAs.uid, runAs.gid)
+    const tar = ["tar", "--zstd", "--numeric-owner", "--no-same-owner", "-xf", "-", "-C", run.area]
+    const argv = runAs === undefined ? tar : ["setpriv", `--reuid=${runAs.uid}`, `--regid=${runAs.gid}`, "--clear-groups", ...tar]
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ["pipe", "ignore", "pipe"] })
+    let stderr = ""
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve))
+    await pipeline(bytes, child.stdin).catch(() => undefined)
+    const code = await exited
+    if (code !== 0) throw new Error(`restoring its checkpoint failed: ${stderr.trim().slice(0, 300)}`)
   }
 
   private say(message: string) {

@@ -57,11 +57,11 @@ const post = <A>(endpoint: Endpoint, path: string, body: unknown, credential: st
     call.end(payload)
   })
 
-/** Streams a file as an output upload; the answer is JSON as for every call. */
-const upload = (endpoint: Endpoint, target: OutputTarget, file: string, credential: string): Promise<void> =>
+/** Streams a file as an upload (an output, a checkpoint); the answer is JSON as for every call. */
+const upload = <A>(endpoint: Endpoint, path: string, target: OutputTarget, file: string, credential: string): Promise<A> =>
   new Promise((resolve, reject) => {
     const query = new URLSearchParams({ node: target.node, epoch: `${target.epoch}`, run: target.run, name: target.name })
-    const url = new URL(`${agentPaths.outputs}?${query}`, endpoint.server)
+    const url = new URL(`${path}?${query}`, endpoint.server)
     const headers = { "content-type": "application/octet-stream", "content-length": String(statSync(file).size), authorization: `Bearer ${credential}` }
     const options = { method: "POST", headers, timeout: uploadIdleMs, ...(endpoint.ca === undefined ? {} : { ca: endpoint.ca }) }
     const call = url.protocol === "https:" ? httpsRequest(url, options) : httpRequest(url, options)
@@ -70,16 +70,16 @@ const upload = (endpoint: Endpoint, target: OutputTarget, file: string, credenti
     call.on("response", (response) => {
       let text = ""
       response.setEncoding("utf8").on("data", (chunk: string) => (text += chunk))
-      response.on("end", () => ((response.statusCode ?? 0) < 300 ? resolve() : reject(new AgentHttpError(response.statusCode ?? 0, `${url.pathname}: HTTP ${response.statusCode}: ${text.slice(0, 200)}`))))
+      response.on("end", () => ((response.statusCode ?? 0) < 300 ? resolve(JSON.parse(text) as A) : reject(new AgentHttpError(response.statusCode ?? 0, `${url.pathname}: HTTP ${response.statusCode}: ${text.slice(0, 200)}`))))
     })
     createReadStream(file).on("error", reject).pipe(call)
   })
 
-/** An input's bytes as the server streams them (a non-2xx answer is an error with the server's message). */
-const download = (endpoint: Endpoint, target: OutputTarget, credential: string): Promise<AsyncIterable<Uint8Array>> =>
+/** Bytes the server streams (an input, a checkpoint to restore); a non-2xx answer is an error with its message. */
+const download = (endpoint: Endpoint, path: string, target: OutputTarget, credential: string): Promise<AsyncIterable<Uint8Array>> =>
   new Promise((resolve, reject) => {
     const query = new URLSearchParams({ node: target.node, epoch: `${target.epoch}`, run: target.run, name: target.name })
-    const url = new URL(`${agentPaths.inputs}?${query}`, endpoint.server)
+    const url = new URL(`${path}?${query}`, endpoint.server)
     const options = { method: "POST", headers: { authorization: `Bearer ${credential}` }, timeout: uploadIdleMs, ...(endpoint.ca === undefined ? {} : { ca: endpoint.ca }) }
     const call = url.protocol === "https:" ? httpsRequest(url, options) : httpRequest(url, options)
     call.on("timeout", () => call.destroy(new Error(`the download from ${url.origin} stalled for ${uploadIdleMs} ms`)))
@@ -103,6 +103,8 @@ export const enroll = (endpoint: Endpoint, request: EnrollRequest): Promise<Enro
 export const httpLink = (endpoint: Endpoint, credential: string): AgentLink => ({
   hello: (hello) => post<Lease>(endpoint, agentPaths.hello, hello, credential, marginMs),
   sync: (request) => post<SyncResponse>(endpoint, agentPaths.sync, request, credential, request.waitMs + marginMs),
-  putOutput: (target, file) => upload(endpoint, target, file, credential),
-  getInput: (target) => download(endpoint, target, credential)
+  putOutput: (target, file) => upload<unknown>(endpoint, agentPaths.outputs, target, file, credential).then(() => undefined),
+  getInput: (target) => download(endpoint, agentPaths.inputs, target, credential),
+  putCheckpoint: (target, file) => upload<{ readonly seq: number }>(endpoint, agentPaths.checkpoints, target, file, credential),
+  getCheckpoint: (target) => download(endpoint, agentPaths.restores, target, credential)
 })

@@ -73,6 +73,11 @@ export interface LiveOptions {
    * size; fails past `outputBytesMax`.
    */
   readonly storeOutput: (owner: string, index: number, name: string, bytes: AsyncIterable<Uint8Array>) => Promise<{ readonly sha256: string; readonly sizeBytes: number }>
+  /** Keeps a checkpoint of an owner under its number (content-addressed by its SHA-256), and reads one back. */
+  readonly checkpoints: {
+    readonly store: (owner: string, seq: number, bytes: AsyncIterable<Uint8Array>) => Promise<{ readonly sha256: string; readonly sizeBytes: number }>
+    readonly open: (owner: string, seq: number) => AsyncIterable<Uint8Array> | undefined
+  }
   /** Lease timing; default 10 s renew, 40 s expiry (Protocol.ts). Tests of lease loss shorten it. */
   readonly lease?: { readonly renewMs: number; readonly expiryMs: number }
 }
@@ -353,6 +358,7 @@ export class LiveCapacity {
       memoryBytes: workload.memoryBytes,
       init: workload.init,
       checkpointIntervalMs: program.checkpointIntervalMs,
+      checkpoint: workload.checkpoint ?? { paths: ["/platform/state"], maxBytes: Number.MAX_SAFE_INTEGER },
       restore,
       outputs: workload.outputs ?? [],
       inputs
@@ -517,20 +523,39 @@ export class LiveCapacity {
   }
 
   /** The bytes of a run's input the server holds, for its Node under its current lease; undefined otherwise. */
-  readonly getInput = (target: OutputTarget, scope: NodeScope): AsyncIterable<Uint8Array> | undefined => {
+  readonly getInput = (target: OutputTarget, scope: NodeScope): AsyncIterable<Uint8Array> | undefined =>
+    this.transferRun(target, scope)?.inputs.get(target.name)?.open()
+
+  /** The run of a transfer, when its Node holds the current lease and the run is still on it. */
+  private transferRun(target: OutputTarget, scope: NodeScope): Run | undefined {
     const node = this.nodes.get(nodeKey(target.node, scope))
     const slash = target.run.indexOf("/")
     const run = this.find(target.run.slice(0, slash), target.run.slice(slash + 1))
     if (node === undefined || node.epoch !== target.epoch || !node.ready || run === undefined || run.node !== node.key || run.facts.phase === "Ended") return undefined
-    return run.inputs.get(target.name)?.open()
+    return run
+  }
+
+  /** An agent's upload of a checkpoint: numbered after every checkpoint of its owner so far; undefined when refused. */
+  readonly putCheckpoint = async (target: OutputTarget, scope: NodeScope, bytes: AsyncIterable<Uint8Array>): Promise<{ readonly seq: number } | undefined> => {
+    const run = this.transferRun(target, scope)
+    if (run === undefined) return undefined
+    const seq = (this.seqs.get(run.owner) ?? 0) + 1
+    this.seqs.set(run.owner, seq)
+    await this.options.checkpoints.store(run.owner, seq, bytes)
+    return { seq }
+  }
+
+  /** The checkpoint a run restores (its RunSpec.restore), for its Node under its current lease. */
+  readonly getCheckpoint = (target: OutputTarget, scope: NodeScope): AsyncIterable<Uint8Array> | undefined => {
+    const run = this.transferRun(target, scope)
+    const seq = run?.program?.restoreFromSeq
+    return run === undefined || seq === undefined ? undefined : this.options.checkpoints.open(run.owner, seq)
   }
 
   /** An agent's upload of a run's output, under its Node's current lease; false when that lease or run is not current. */
   readonly putOutput = async (target: OutputTarget, scope: NodeScope, bytes: AsyncIterable<Uint8Array>): Promise<boolean> => {
-    const node = this.nodes.get(nodeKey(target.node, scope))
-    const slash = target.run.indexOf("/")
-    const run = this.find(target.run.slice(0, slash), target.run.slice(slash + 1))
-    if (node === undefined || node.epoch !== target.epoch || !node.ready || run === undefined || run.node !== node.key || run.facts.phase === "Ended") return false
+    const run = this.transferRun(target, scope)
+    if (run === undefined) return false
     run.stored.set(target.name, await this.options.storeOutput(run.owner, run.facts.index, target.name, bytes))
     return true
   }

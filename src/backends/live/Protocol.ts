@@ -56,7 +56,9 @@ export interface RunSpec {
   readonly memoryBytes: number | undefined
   readonly init: { readonly argv: ReadonlyArray<string>; readonly timeoutMs: number } | undefined
   readonly checkpointIntervalMs: number | undefined
-  /** The checkpoint of the owner to restore into /platform/state first. */
+  /** What a checkpoint saves (paths in the box, under /platform) and the most it may be, checked before upload. */
+  readonly checkpoint: { readonly paths: ReadonlyArray<string>; readonly maxBytes: number }
+  /** The owner's checkpoint to restore first (it is fetched from the server, so any host can restore it). */
   readonly restore: { readonly owner: string; readonly seq: number } | undefined
   /** The owner's checkpoints are numbered on from here. */
   readonly owner: string
@@ -147,7 +149,15 @@ export interface EnrollResponse {
 }
 
 /** The paths of the protocol over HTTPS, relative to the server's URL. */
-export const agentPaths = { enroll: "/agent/v1/enroll", hello: "/agent/v1/hello", sync: "/agent/v1/sync", outputs: "/agent/v1/outputs", inputs: "/agent/v1/inputs" } as const
+export const agentPaths = {
+  enroll: "/agent/v1/enroll",
+  hello: "/agent/v1/hello",
+  sync: "/agent/v1/sync",
+  outputs: "/agent/v1/outputs",
+  inputs: "/agent/v1/inputs",
+  checkpoints: "/agent/v1/checkpoints",
+  restores: "/agent/v1/restores"
+} as const
 
 /** Where an output upload goes: a run of the Node, under its current lease. */
 export interface OutputTarget {
@@ -165,6 +175,10 @@ export interface AgentLink {
   readonly putOutput: (target: OutputTarget, file: string) => Promise<void>
   /** The bytes of an input the server holds (`fromServer`), for a run of the Node under its current lease. */
   readonly getInput: (target: OutputTarget) => Promise<AsyncIterable<Uint8Array>>
+  /** Uploads a checkpoint of a run (`name` unused); the server numbers it among its owner's and answers the number. */
+  readonly putCheckpoint: (target: OutputTarget, file: string) => Promise<{ readonly seq: number }>
+  /** The bytes of the run's restore checkpoint (RunSpec.restore). */
+  readonly getCheckpoint: (target: OutputTarget) => Promise<AsyncIterable<Uint8Array>>
 }
 
 export const runIdOf = (owner: string, attempt: string) => `${owner}/${attempt}`

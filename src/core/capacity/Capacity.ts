@@ -89,6 +89,8 @@ export interface WorkloadProgram {
   readonly outputs?: ReadonlyArray<{ readonly name: string; readonly path: string }> | undefined
   /** What is materialized read-only under /platform/inputs/<name> before the program starts (spec: JobInput). */
   readonly inputs?: ReadonlyArray<ProgramInput> | undefined
+  /** What a checkpoint saves (spec: Recovery.checkpoint.paths, saved together) and its bound (maxSize, before upload). */
+  readonly checkpoint?: { readonly paths: ReadonlyArray<string>; readonly maxBytes: number } | undefined
 }
 
 /** An input as a driver materializes it (spec: JobInput); the forms a driver does not serve say so at start. */

@@ -38,7 +38,8 @@ const setup = (secretValues: ReadonlyArray<string> = []) => {
     now: () => now,
     resolve: () => Effect.succeed({ env: {}, secretFiles: [], secretValues, inputs: new Map() }),
     appendLog: (_owner, _attempt, text) => logs.push(text),
-    storeOutput: async () => ({ sha256: "0".repeat(64), sizeBytes: 0 })
+    storeOutput: async () => ({ sha256: "0".repeat(64), sizeBytes: 0 }),
+    checkpoints: { store: async () => ({ sha256: "0".repeat(64), sizeBytes: 0 }), open: () => undefined }
   }))
   return { capacity, logs, advance: (ms: number) => (now += ms), now: () => now }
 }

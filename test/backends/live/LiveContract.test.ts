@@ -5,6 +5,7 @@
  * instant, then exits with its code. Every move of time waits until the agent and the server agree (nothing starting,
  * stopping or unreported), so the suite asserts on settled facts, never on timing.
  */
+import { createHash } from "node:crypto"
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -42,7 +43,8 @@ const makeDriver = () => Effect.promise(async () => {
     now: () => now,
     resolve: () => Effect.succeed({ env: {}, secretFiles: [], secretValues: [], inputs: new Map() }),
     appendLog: () => undefined,
-    storeOutput: async () => ({ sha256: "0".repeat(64), sizeBytes: 0 })
+    storeOutput: async () => ({ sha256: "0".repeat(64), sizeBytes: 0 }),
+    checkpoints: memoryCheckpoints()
   }))
   const isolation = detectIsolation()
   const agent = new Agent({
@@ -118,6 +120,26 @@ const makeDriver = () => Effect.promise(async () => {
 
 const cleanups: Array<() => Promise<void>> = []
 
+/** Checkpoints kept in memory, as the server keeps them on disk. */
+const memoryCheckpoints = () => {
+  const kept = new Map<string, Buffer>()
+  return {
+    store: async (owner: string, seq: number, bytes: AsyncIterable<Uint8Array>) => {
+      const chunks: Array<Uint8Array> = []
+      for await (const chunk of bytes) chunks.push(chunk)
+      const all = Buffer.concat(chunks)
+      kept.set(`${owner}/${seq}`, all)
+      return { sha256: createHash("sha256").update(all).digest("hex"), sizeBytes: all.length }
+    },
+    open: (owner: string, seq: number) => {
+      const bytes = kept.get(`${owner}/${seq}`)
+      return bytes === undefined ? undefined : (async function*() {
+        yield bytes
+      })()
+    }
+  }
+}
+
 capacityContract("live driver", makeDriver, async () => {
   for (const cleanup of cleanups.splice(0)) await cleanup()
 })
@@ -135,11 +157,13 @@ describe("a host without bubblewrap", () => {
         return { _tag: "Desired", desired: { version: 1, runs: ended === undefined ? [spec] : [], checkpoints: {} }, logAcks: {} }
       },
       putOutput: async () => undefined,
-      getInput: async () => (async function*(): AsyncGenerator<Uint8Array> {})()
+      getInput: async () => (async function*(): AsyncGenerator<Uint8Array> {})(),
+      putCheckpoint: async () => ({ seq: 1 }),
+      getCheckpoint: async () => (async function*(): AsyncGenerator<Uint8Array> {})()
     }
     const spec: RunSpec = {
       id: "uid/job-0-1", owner: "uid", argv: ["true"], env: {}, secretFiles: [], workingDir: undefined, egress: "Open", memoryBytes: undefined,
-      init: undefined, checkpointIntervalMs: undefined, restore: undefined, outputs: [], inputs: []
+      init: undefined, checkpointIntervalMs: undefined, checkpoint: { paths: ["/platform/state"], maxBytes: GiB }, restore: undefined, outputs: [], inputs: []
     }
     const missing = "bubblewrap is missing: install the Debian package bubblewrap (apt-get install bubblewrap)"
     const agent = new Agent({

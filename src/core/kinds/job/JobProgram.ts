@@ -36,7 +36,11 @@ export const jobProgramOf = (spec: JobSpecType, status: JobStatusType): Workload
       ? undefined
       : { argv: spec.initCommand.command, timeoutMs: durationMs(spec.initCommand.timeout, Limits.initCommandTimeoutMsMax) },
     outputs: (spec.outputs ?? []).map((output) => ({ name: output.name, path: output.path })),
-    inputs: (spec.inputs ?? []).map(inputOf)
+    inputs: (spec.inputs ?? []).map(inputOf),
+    checkpoint: {
+      paths: spec.recovery.checkpoint.paths ?? [Limits.checkpointPathDefault],
+      maxBytes: parseQuantity(spec.recovery.checkpoint.maxSize ?? "1Ti") ?? Limits.checkpointMaxSizeBytesMax
+    }
   }
 }
 
