@@ -9,9 +9,14 @@ import type { Cause } from "effect"
 import { resolve, type ServerConfig, usage } from "../server/Config.ts"
 import { operatorUsage } from "./Operator.ts"
 
-/** Here, not in AgentCommand.ts: printing the help should not load the agent's modules. */
+/** Here, not in AgentCommand.ts and Workloads.ts: printing the help should not load their modules. */
 const agentUsage = `  nodus agent --server <url> --token <token> [--ca <file>] [--data-dir <dir>] [--name <node>]
                               join this host to a control plane as a Node (docs/live.md)`
+const workloadsUsage = `  nodus logs job/<name> [-n <project>] [-f] [--index N] [--attempt N] [--tail N]
+                              print a Job's log (follow it with -f)
+  nodus output job/<name> <output> [-n <project>] [--index N] [-o <file>]
+                              download an output of a Job (stdout unless -o)
+  nodus nodes [-n <project>]  list enrolled Nodes (every project without -n)`
 
 const help = `nodus — control plane for compute, training and agent workloads
 
@@ -20,6 +25,7 @@ Usage:
   nodus kubeconfig [flags]    print a kubeconfig for the admin (add --namespace <project> to set a default project)
   nodus sim <scenario> [...]  run a simulator scenario headless and print its JSON summary (nodus sim --help)
 ${agentUsage}
+${workloadsUsage}
 ${operatorUsage}
 
 Flags (each also an environment variable):
@@ -89,6 +95,13 @@ switch (command) {
   case "refund": {
     const { operate } = await import("./Operator.ts")
     process.exitCode = await operate(command, args, configFrom)
+    break
+  }
+  case "logs":
+  case "output":
+  case "nodes": {
+    const { workloads } = await import("./Workloads.ts")
+    process.exitCode = await workloads(command, args, configFrom)
     break
   }
   case "agent": {

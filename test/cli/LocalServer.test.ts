@@ -1,11 +1,12 @@
 /**
- * Crash safety of the local backend (docs/live.md, "Crash safety"), with real processes: a `nodus serve` running a
- * Job is killed with SIGKILL. Its program dies with it (the boxes die with their parent), so nothing is left running
- * unaccounted; restarted on the same data directory, the server ends the lost run NodeLost at the restart and recovers
- * the Job on its Node.
+ * A `nodus serve` process on the local backend (docs/live.md), with real programs:
+ * - the CLI reads what Jobs leave: `nodus logs`, `nodus output` (its digest checked), `nodus nodes`;
+ * - crash safety: killed with SIGKILL while a Job runs, the server's programs die with it (the boxes die with their
+ *   parent), so nothing is left running unaccounted; restarted on the same data directory, it ends the lost run
+ *   NodeLost at the restart and recovers the Job on its Node.
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
+import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, assert, describe, it } from "@effect/vitest"
@@ -69,6 +70,44 @@ const programRuns = () => {
     return false
   }
 }
+
+/** The nodus CLI against the server of the data directory (plain HTTP), as the admin. */
+const nodus = (url: string, args: ReadonlyArray<string>) =>
+  new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    const env = { ...process.env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token, NODUS_DATA_DIR: dataDir, NODUS_ADDR: new URL(url).host }
+    execFile(node, [cli, ...args], { env, timeout: 30_000 }, (error, stdout, stderr) =>
+      resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, stdout, stderr }))
+  })
+
+describe("the CLI on a Job's log, outputs and the Nodes", () => {
+  it("prints the log, downloads an output with its digest checked, and lists Nodes", async () => {
+    const server = await serve()
+    assert.strictEqual((await call(server.url, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "cli" } })).status, 201)
+    const created = await call(server.url, "POST", "/apis/nodus.dev/v1/namespaces/cli/jobs", {
+      apiVersion: "nodus.dev/v1", kind: "Job", metadata: { name: "talker" },
+      spec: { image: "debian:12", command: ["sh", "-c", "echo one; echo two; echo 42 > /platform/work/answer"], outputs: [{ name: "answer", path: "/platform/work/answer" }] }
+    })
+    assert.strictEqual(created.status, 201)
+    await eventually("talker succeeds", async () => (await call(server.url, "GET", "/apis/nodus.dev/v1/namespaces/cli/jobs/talker")).body.status?.phase === "Succeeded")
+    const log = await nodus(server.url, ["logs", "job/talker", "-n", "cli"])
+    assert.strictEqual(log.code, 0, log.stderr)
+    assert.strictEqual(log.stdout, "one\ntwo\n")
+    const tail = await nodus(server.url, ["logs", "job/talker", "-n", "cli", "--tail", "1"])
+    assert.strictEqual(tail.stdout, "two\n")
+    const file = join(dataDir, "answer.out")
+    const output = await nodus(server.url, ["output", "job/talker", "answer", "-n", "cli", "-o", file])
+    assert.strictEqual(output.code, 0, output.stderr)
+    assert.strictEqual(readFileSync(file, "utf8"), "42\n")
+    const missing = await nodus(server.url, ["output", "job/talker", "nothing", "-n", "cli"])
+    assert.strictEqual(missing.code, 1)
+    assert.include(missing.stderr, "NotFound")
+    const nodes = await nodus(server.url, ["nodes"])
+    assert.strictEqual(nodes.code, 0, nodes.stderr)
+    assert.match(nodes.stdout, /^PROJECT\s+NAME\s+POOL\s+PHASE/u)
+    server.child.kill("SIGTERM")
+    await new Promise((resolve) => server.child.once("exit", resolve))
+  })
+})
 
 const jobs = "/apis/nodus.dev/v1/namespaces/crash/jobs"
 const attempts = "/apis/nodus.dev/v1/namespaces/crash/attempts"
