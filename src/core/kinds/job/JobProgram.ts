@@ -13,7 +13,21 @@ import { secretMountName } from "../../schemas/Shared.ts"
 /** A Job that names no egress policy gets no network (docs/live.md, "Network"): what it needs, it asks for. */
 export const defaultEgress = "Deny"
 
+/**
+ * The program of every launch of a spec is the same (its secret versions are pinned at admission), and the simulator
+ * launches millions: it is made once per spec.
+ */
+const programs = new WeakMap<JobSpecType, { readonly pinned: JobStatusType["secretVersions"]; readonly program: WorkloadProgram }>()
+
 export const jobProgramOf = (spec: JobSpecType, status: JobStatusType): WorkloadProgram => {
+  const known = programs.get(spec)
+  if (known !== undefined && known.pinned === status.secretVersions) return known.program
+  const program = programOf(spec, status)
+  programs.set(spec, { pinned: status.secretVersions, program })
+  return program
+}
+
+const programOf = (spec: JobSpecType, status: JobStatusType): WorkloadProgram => {
   const pinned = status.secretVersions ?? {}
   const env = (spec.env ?? []).flatMap((entry): ReadonlyArray<ProgramEnv> => {
     const ref = entry.valueFrom?.secretKeyRef
