@@ -9,10 +9,16 @@
  * 2. In the same run, the anchors: a bare fork/exec of `true`, and `true` in a box with nodus's own bubblewrap
  *    arguments (backends/live/Isolation.ts, egress Deny), each `--jobs` times.
  *
- * Prints p50/p99 of each, and of the create's own answer (the part of the latency the API and its store take). The goals (the live-hosts issue): create → Running p50 ≤ 50 ms, p99 ≤ 200 ms. A Job that
- * does not succeed, or a request answered with an unexpected status, is a failure: the bench exits 1.
+ * 3. Lease loss (unless `--lease-loss off`): a second host joins with `nodus agent` (a real process, default lease:
+ *    10 s renew, 40 s expiry), runs a Job pinned to it first, and is killed with SIGKILL; the bench measures the time
+ *    from the kill to the run's NodeLost, and to its replacement Running on the server's own Node.
  *
- *   npm run bench:live -- [--jobs 100] [--database-url postgres://…]
+ * Prints p50/p99 of each, and of the create's own answer (the part of the latency the API and its store take). The
+ * goals (the live-hosts issue): create → Running p50 ≤ 50 ms, p99 ≤ 200 ms; NodeLost within 40 s of the kill, the
+ * Job restored within 60 s. A Job that does not succeed, or a request answered with an unexpected status, is a
+ * failure: the bench exits 1.
+ *
+ *   npm run bench:live -- [--jobs 100] [--lease-loss on|off] [--database-url postgres://…]
  */
 import { spawn, type ChildProcess } from "node:child_process"
 import { chmodSync, mkdtempSync, rmSync } from "node:fs"
@@ -28,6 +34,7 @@ const token = "nds_bench-token-0123456789abcdefghijklmnopqrstuvwxyz"
 const project = "bench"
 const jobsPath = `/apis/nodus.dev/v1/namespaces/${project}/jobs`
 const jobTimeoutMs = 30_000
+const leaseLoss = argument("lease-loss", "on") !== "off"
 
 const startServer = (dataDir: string): Promise<{ readonly url: URL; readonly process: ChildProcess }> =>
   new Promise((resolve, reject) => {
@@ -99,6 +106,42 @@ const timeBox = async (root: string, index: number): Promise<number> => {
   return performance.now() - started
 }
 
+const get = async (url: URL, path: string) => {
+  const reply = await call(url, "GET", path)
+  return reply.status === 200 ? JSON.parse(reply.text) : undefined
+}
+
+const until = async (what: string, check: () => Promise<boolean>, timeoutMs: number) => {
+  const deadline = performance.now() + timeoutMs
+  while (!(await check())) {
+    if (performance.now() > deadline) throw new Error(`${what}: not within ${timeoutMs / 1000} s`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  return performance.now()
+}
+
+/** A second host joins, runs a Job, and is killed: how long until its run is lost, and until the Job runs again. */
+const measureLeaseLoss = async (url: URL, root: string) => {
+  const base = `/apis/nodus.dev/v1/namespaces/${project}`
+  const token = await call(url, "POST", `${base}/enrollmenttokens`, { apiVersion: "nodus.dev/v1", kind: "EnrollmentToken", metadata: { name: "edge" }, spec: { pool: "edge" } })
+  if (token.status !== 201) throw new Error(`enrollment token: ${token.status} ${token.text}`)
+  const agentDir = join(root, "edge")
+  const agent = spawn(process.execPath, [join(import.meta.dirname, "..", "bin", "nodus.js"), "agent", "--server", url.origin, "--token", JSON.parse(token.text).status.token, "--data-dir", agentDir, "--name", "edge"], { stdio: "ignore" })
+  await until("the Node is Ready", async () => (await get(url, `${base}/nodes/edge`))?.status?.phase === "Ready", 30_000)
+  const job = { apiVersion: "nodus.dev/v1", kind: "Job", metadata: { name: "lease" }, spec: { image: "debian:12", command: ["sleep", "600"], placement: { offerings: ["edge", "local"] }, recovery: { continuity: "Restartable" } } }
+  const created = await call(url, "POST", jobsPath, job)
+  if (created.status !== 201) throw new Error(`lease Job: ${created.status} ${created.text}`)
+  await until("the Job runs on edge", async () => (await get(url, `${base}/attempts/lease-0-1`))?.status?.offering === "edge" && (await get(url, `${jobsPath}/lease`))?.status?.phase === "Running", 30_000)
+  const killed = performance.now()
+  agent.kill("SIGKILL")
+  const lost = await until("NodeLost", async () => (await get(url, `${base}/attempts/lease-0-1`))?.status?.reason === "NodeLost", 60_000)
+  const restored = await until("the replacement runs", async () => (await get(url, `${base}/attempts/lease-0-2`))?.status?.phase === "Running", 60_000)
+  console.log(`lease loss (a second host killed with SIGKILL; lease 10 s renew, 40 s expiry)`)
+  console.log(`${"kill → NodeLost".padEnd(44)} ${((lost - killed) / 1000).toFixed(1)} s   (goal ≤ 40 s)`)
+  console.log(`${"kill → replacement Running on another Node".padEnd(44)} ${((restored - killed) / 1000).toFixed(1)} s   (goal ≤ 60 s)`)
+  await call(url, "DELETE", `${jobsPath}/lease`)
+}
+
 const support = detectIsolation()
 const root = mkdtempSync(join(tmpdir(), "nodus-bench-live-"))
 chmodSync(root, 0o711)
@@ -148,6 +191,7 @@ try {
   const boxed: Array<number> = []
   for (let index = 0; index < jobs; index++) spawned.push(await timeSpawn())
   for (let index = 0; index < jobs; index++) boxed.push(await timeBox(root, index))
+  if (leaseLoss) await measureLeaseLoss(server.url, root)
   console.log(`local backend, ${databaseUrl === "" ? "PGlite" : "PostgreSQL"}, ${jobs} Jobs of \`true\`, one at a time`)
   show("create answered (201)", since(answered))
   show("create → Running (first seen Running or later)", since(running))

@@ -185,17 +185,18 @@ const run = (capacity: LiveCapacity, settings: LocalSettings) => Effect.gen(func
   let lastBeat = 0
   const pass = Effect.gen(function*() {
     const now = Date.now()
+    // Leases lapse at their instant (a lost host's runs recover at once), not on the next beat.
+    capacity.tick(now)
     if (now - lastBeat >= beatMs) {
       lastBeat = now
-      capacity.tick(now)
       agent.tick()
       yield* ledgers.update((ledger) => ledger.expire(now)).pipe(Effect.catch((error) => Effect.logWarning(`local backend: expiring holds: ${error.message}`)))
       yield* offerings.refresh
       yield* nodes.heartbeats
     }
     yield* reconciler.runDue(now)
-    const next = reconciler.nextWakeAt()
-    yield* reconciler.awaitWork(Math.max(0, Math.min(beatMs - (Date.now() - lastBeat), next === undefined ? beatMs : next - Date.now())))
+    const due = [lastBeat + beatMs, reconciler.nextWakeAt(), capacity.nextDeadline()].filter((at): at is number => at !== undefined)
+    yield* reconciler.awaitWork(Math.max(0, Math.min(...due) - Date.now()))
   })
   yield* Effect.forkScoped(Effect.forever(surviving("local backend", "running the reconciler")(pass)))
 })

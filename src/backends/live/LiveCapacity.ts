@@ -574,6 +574,16 @@ export class LiveCapacity {
   // -------------------------------------------------------------------------------------------------------------------
   // Time: leases and warm slots
 
+  /** When `tick` next has something to do: the earliest lease expiry or warm slot's end. */
+  readonly nextDeadline = (): number | undefined => {
+    let next: number | undefined
+    for (const node of this.nodes.values()) {
+      const at = Math.min(node.ready ? node.leaseExpiresAt : Number.POSITIVE_INFINITY, ...node.warm.map((host) => host.until))
+      if (Number.isFinite(at) && (next === undefined || at < next)) next = at
+    }
+    return next
+  }
+
   /** Lapsed leases make their Nodes NotReady and their runs NodeLost; expired warm slots go back. */
   readonly tick = (now: number) => {
     for (const node of this.nodes.values()) {
