@@ -161,6 +161,16 @@ describe("a Job on the local backend", () => {
     assert.notInclude(job.status.message, "one")
   })
 
+  it("holds a program to its memory, its timeout and its initCommand", async () => {
+    await apply("hungry", jobYaml("hungry", ["python3", "-c", "b = bytearray(512 * 1024 * 1024)"], ["  resources: {memory: 64Mi}"]))
+    await apply("slow", jobYaml("slow", ["sleep", "600"], ["  timeout: 2s"]))
+    await apply("unready", jobYaml("unready", ["true"], ["  initCommand: {command: [sh, -c, 'echo preflight failed; exit 4']}"]))
+    assert.include((await waitFor("hungry", "Failed")).status.message, "OOMKilled")
+    const slow = await waitFor("slow", "Failed")
+    assert.strictEqual(slow.status.reason, "DeadlineExceeded")
+    assert.include((await waitFor("unready", "Failed")).status.message, "initCommand exited with 4")
+  })
+
   it("runs every index with its own PLATFORM_INDEX", async () => {
     await apply("indexed", jobYaml("indexed", ["sh", "-c", "echo index=$PLATFORM_INDEX"], ["  completions: 3", "  parallelism: 2"]))
     const job = await waitFor("indexed", "Succeeded")
