@@ -9,7 +9,7 @@
  * checkpoint timers are looked at.
  */
 import { createHash } from "node:crypto"
-import { createReadStream, existsSync, mkdirSync, rmSync } from "node:fs"
+import { createReadStream, existsSync, mkdirSync, readdirSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { Effect, Layer } from "effect"
@@ -96,6 +96,10 @@ const makeCheckpointFiles = (dir: string) => ({
   open: (owner: string, seq: number): AsyncIterable<Uint8Array> | undefined => {
     const file = join(dir, owner, `${seq}.tar.zst`)
     return existsSync(file) ? createReadStream(file) : undefined
+  },
+  latest: (owner: string) => {
+    const kept = existsSync(join(dir, owner)) ? readdirSync(join(dir, owner)).map((file) => Number.parseInt(file, 10)).filter(Number.isFinite) : []
+    return Math.max(0, ...kept)
   },
   forget: (owner: string) => rmSync(join(dir, owner), { recursive: true, force: true })
 })

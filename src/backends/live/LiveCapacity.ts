@@ -77,6 +77,8 @@ export interface LiveOptions {
   readonly checkpoints: {
     readonly store: (owner: string, seq: number, bytes: AsyncIterable<Uint8Array>) => Promise<{ readonly sha256: string; readonly sizeBytes: number }>
     readonly open: (owner: string, seq: number) => AsyncIterable<Uint8Array> | undefined
+    /** The highest number kept for the owner (0 when none), so numbers keep growing across server restarts. */
+    readonly latest: (owner: string) => number
   }
   /** Lease timing; default 10 s renew, 40 s expiry (Protocol.ts). Tests of lease loss shorten it. */
   readonly lease?: { readonly renewMs: number; readonly expiryMs: number }
@@ -539,7 +541,7 @@ export class LiveCapacity {
   readonly putCheckpoint = async (target: OutputTarget, scope: NodeScope, bytes: AsyncIterable<Uint8Array>): Promise<{ readonly seq: number } | undefined> => {
     const run = this.transferRun(target, scope)
     if (run === undefined) return undefined
-    const seq = (this.seqs.get(run.owner) ?? 0) + 1
+    const seq = (this.seqs.get(run.owner) ?? this.options.checkpoints.latest(run.owner)) + 1
     this.seqs.set(run.owner, seq)
     await this.options.checkpoints.store(run.owner, seq, bytes)
     return { seq }

@@ -136,7 +136,8 @@ const memoryCheckpoints = () => {
       return bytes === undefined ? undefined : (async function*() {
         yield bytes
       })()
-    }
+    },
+    latest: (owner: string) => Math.max(0, ...[...kept.keys()].filter((key) => key.startsWith(`${owner}/`)).map((key) => Number(key.slice(owner.length + 1))))
   }
 }
 
