@@ -131,8 +131,11 @@ describe("a Job on the local backend", () => {
       `  - {name: data, url: {url: "${filesUrl}", sha256: "${inputSha256}"}}`,
       "  - {name: answer, output: {job: maker, name: answer}}"
     ]))
-    await waitFor("reader", "Succeeded")
+    const reader = await waitFor("reader", "Succeeded")
     assert.strictEqual(await logOf("reader"), `${inputData}42\nread-only\n`)
+    assert.deepStrictEqual(reader.status.inputs.map((input: { name: string }) => input.name), ["data", "answer"])
+    assert.strictEqual(reader.status.inputs[0].sha256, inputSha256)
+    assert.isString(reader.status.inputsReadyTime)
   })
 
   it("fails a run whose URL input has another digest: SHA256Mismatch, with the digest it has", async () => {

@@ -504,6 +504,9 @@ export class LiveCapacity {
     if (report.phase !== "Starting" && run.facts.phase === "Provisioning") {
       run.facts.phase = "Running"
       run.facts.bootedAt = this.options.now()
+      // Its agent materialized every input, each checked against its digest, before the program started.
+      const inputs = this.nodes.get(run.node)?.desired.get(report.id)?.inputs
+      if (inputs !== undefined && inputs.length > 0) run.facts.inputs = inputs.map((input) => ({ name: input.name, sha256: input.sha256 }))
       changed = true
     }
     if (report.phase === "Exited" && report.exit !== undefined && run.facts.phase !== "Ended") {

@@ -224,6 +224,8 @@ export interface AttemptFacts {
   readonly progressUnits: number | undefined
   /** What a run that succeeded left behind (spec: JobOutput), as its driver collected it; absent when none. */
   readonly outputs?: ReadonlyArray<CollectedOutput> | undefined
+  /** The inputs materialized before its program started (spec: JobInput), with their digests; absent when none. */
+  readonly inputs?: ReadonlyArray<{ readonly name: string; readonly sha256: string }> | undefined
 }
 
 /** One collected output of a run: a file, or a directory archived as tar.zst (spec: JobOutput). */

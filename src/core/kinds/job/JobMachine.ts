@@ -607,6 +607,11 @@ const observe = (step: Step) => {
     if (isLive(attempt) && attempt.number > current) current = attempt.number
     if (latest === undefined || attempt.requestedAt >= latest.requestedAt) latest = attempt
     collectOutputs(status, attempt)
+    if (attempt.inputs !== undefined && attempt.bootedAt !== undefined && status.inputsReadyTime === undefined) {
+      // Spec: Job status.inputs, inputsReadyTime — every input materialized, checked against its digest.
+      status.inputs = attempt.inputs
+      status.inputsReadyTime = iso(attempt.bootedAt)
+    }
   }
   status.attempts = { current, max: maxAttemptsOf(spec), total: attempts.length }
   // Spec: timeoutStartTime is the first Provisioning; startTime the first Running.
