@@ -53,6 +53,8 @@ export interface LocalSettings {
   readonly lease?: { readonly renewMs: number; readonly expiryMs: number }
   /** CA certificates (PEM) the local agent trusts for `url` inputs besides the system's. */
   readonly inputCa?: string
+  /** Development and tests only: AllowList runs may reach loopback names through their proxies. */
+  readonly allowLoopbackEgress?: boolean
 }
 
 /** The Pool of the in-process agent's Node, and the Node's name (an enrolled host may not take it). */
@@ -177,6 +179,7 @@ const run = (capacity: LiveCapacity, settings: LocalSettings) => Effect.gen(func
     hidden: [settings.dataDir, ...(settings.hidden ?? [])],
     now: () => Date.now(),
     inputCa: settings.inputCa,
+    allowLoopbackEgress: settings.allowLoopbackEgress,
     log: (message) => console.warn(message)
   })
   // The Node says hello before the first reconcile, so runs of the stored objects have somewhere to go.

@@ -31,7 +31,7 @@ beforeAll(async () => {
   files = createHttpsServer({ cert: material.certPem, key: material.keyPem }, (_request, response) => response.end(inputData))
   await new Promise<void>((resolve) => files.listen(0, "127.0.0.1", resolve))
   filesUrl = `https://127.0.0.1:${(files.address() as { port: number }).port}/data.txt`
-  server = await startTestServer({ tls: true, local: { inputCa: material.caCertPem } })
+  server = await startTestServer({ tls: true, local: { inputCa: material.caCertPem, allowLoopbackEgress: true } })
   const reply = await api(server, "POST", "/api/v1/namespaces", { body: { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } } })
   assert.strictEqual(reply.status, 201, reply.text)
   listener = createServer((socket) => socket.end("hello from the host\n"))
@@ -188,6 +188,21 @@ describe("a Job on the local backend", () => {
     await waitFor("denied", "Failed")
     await waitFor("open", "Succeeded")
     assert.include(await logOf("open"), "hello from the host")
+  })
+
+  it("lets an AllowList Job reach the listed names only, through its proxy", async () => {
+    const connect = (fd: number, target: string) =>
+      `exec ${fd}<>/dev/tcp/127.0.0.1/3128; printf 'CONNECT ${target} HTTP/1.1\\r\\n\\r\\n' >&${fd}; head -n 3 <&${fd} | tr -d '\\r'`
+    const script = [connect(3, `localhost:${port}`), connect(4, "example.org:443"), connect(5, `127.0.0.1:${port}`)].join("; ")
+    await apply("listed", jobYaml("listed", ["bash", "-c", script], ["  network:", "    egress:", "      policy: AllowList", "      allow: [localhost]"]))
+    await waitFor("listed", "Succeeded")
+    const log = await logOf("listed")
+    assert.include(log, "HTTP/1.1 200 Connection established")
+    assert.include(log, "hello from the host")
+    assert.include(log, "example.org is not in the egress allow list")
+    assert.include(log, "127.0.0.1 is an IP address")
+    await apply("unlisted", jobYaml("unlisted", ["true"], ["  network:", "    egress:", "      policy: AllowList", "      presets: [nothing-like-this]"]))
+    assert.include((await waitFor("unlisted", "Failed")).status.message, "no egress preset is named nothing-like-this")
   })
 
   it("hands secrets to the program as env and 0400 files, and nowhere else", async () => {

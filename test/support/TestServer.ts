@@ -37,7 +37,7 @@ export interface TestServerOptions {
   /** The key sealing Secret values (default `testSecretKey`). */
   readonly secretKey?: Uint8Array
   /** Runs the local backend (docs/live.md): real programs on this host, its data under the server's directory. */
-  readonly local?: boolean | { readonly lease?: { readonly renewMs: number; readonly expiryMs: number }; readonly inputCa?: string }
+  readonly local?: boolean | { readonly lease?: { readonly renewMs: number; readonly expiryMs: number }; readonly inputCa?: string; readonly allowLoopbackEgress?: boolean }
 }
 
 export interface TestServer {

@@ -17,6 +17,7 @@ import { chmodSync, chownSync, closeSync, createWriteStream, existsSync, mkdirSy
 import { join, posix, relative } from "node:path"
 import { promisify } from "node:util"
 import * as Limits from "../../core/Limits.ts"
+import { type RunningProxy, startEgressProxy } from "./EgressProxy.ts"
 import { type IsolationSupport, type Outcome as ProgramExit, type RunningProgram, runIsolated } from "./Isolation.ts"
 import { type AgentLink, type Desired, type Exit, type Hello, type Lease, outputBytesMax, type RunInput, type RunReport, type RunSpec } from "./Protocol.ts"
 
@@ -44,6 +45,8 @@ export interface AgentOptions {
   readonly now: () => number
   /** CA certificates (PEM) trusted for `url` inputs besides the system's (a host behind a TLS-inspecting proxy). */
   readonly inputCa?: string | undefined
+  /** Development and tests only: an AllowList run may reach loopback names through its proxy. */
+  readonly allowLoopbackEgress?: boolean | undefined
   readonly log?: (message: string) => void
 }
 
@@ -64,6 +67,8 @@ interface LocalRun {
   checkpointing: boolean
   /** The server has been sent its exit (so it may be dropped once no longer wanted). */
   exitReported: boolean
+  /** Its egress proxy (AllowList), while it runs. */
+  proxy: RunningProxy | undefined
 }
 
 export class Agent {
@@ -218,7 +223,8 @@ export class Agent {
     mkdirSync(join(area, "state"), { recursive: true })
     const run: LocalRun = {
       spec, area, logPath: join(area, "log"), phase: "Starting", program: undefined, exit: undefined, stopping: false, logAcked: 0,
-      checkpoint: undefined, checkpointFailures: 0, nextCheckpointAt: undefined, suspend: undefined, checkpointing: false, exitReported: false
+      checkpoint: undefined, checkpointFailures: 0, nextCheckpointAt: undefined, suspend: undefined, checkpointing: false, exitReported: false,
+      proxy: undefined
     }
     this.runs.set(spec.id, run)
     // No program runs unisolated: a host without bubblewrap refuses each run with the fix (the agent said so at start).
@@ -234,6 +240,9 @@ export class Agent {
     for (const input of spec.inputs) {
       const problem = await this.materialize(run, input)
       if (problem !== undefined) return this.exited(run, undefined, problem)
+    }
+    if (typeof spec.egress === "object") {
+      run.proxy = await startEgressProxy({ socket: proxySocketOf(run.area), allow: spec.egress.allow, logPath: run.logPath, allowLoopback: this.options.allowLoopbackEgress === true })
     }
     if (spec.init !== undefined) {
       const init = await this.launch(run, spec.init.argv, spec.init.timeoutMs)
@@ -341,7 +350,7 @@ export class Agent {
       env: spec.env,
       workingDir: spec.workingDir,
       secretFiles: spec.secretFiles.map((file) => ({ name: file.name, content: Buffer.from(file.contentBase64, "base64") })),
-      egress: spec.egress,
+      egress: typeof spec.egress === "string" ? spec.egress : { proxy: proxySocketOf(run.area), node: process.execPath },
       memoryBytes: spec.memoryBytes,
       area: run.area,
       logPath: run.logPath
@@ -361,6 +370,7 @@ export class Agent {
 
   private exited(run: LocalRun, exit: ProgramExit | undefined, problem: string | undefined, setupFailed = false, outputs: ReadonlyArray<{ name: string; path: string }> = []) {
     if (run.phase === "Exited") return
+    void run.proxy?.close()
     run.phase = "Exited"
     run.program = undefined
     run.exit = {
@@ -465,6 +475,9 @@ const fetchHttps = (url: string, extraCa: string | undefined): Promise<AsyncIter
     call.on("timeout", () => call.destroy(new Error("no answer within 60 s")))
     call.on("error", reject)
   })
+
+/** The host path of a run's egress proxy socket: beside its area (bound into the box, never inside its files). */
+const proxySocketOf = (area: string) => `${area}.proxy.sock`
 
 /** Where the box's /platform directories are on the host, under a run's area. */
 const areaDirs: ReadonlyArray<readonly [string, string]> = [["/platform/work", "work"], ["/platform/state", "state"], ["/platform/outputs", "outputs"]]

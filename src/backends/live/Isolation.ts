@@ -29,6 +29,18 @@ import {
 import { constants as osConstants } from "node:os"
 import { basename, dirname, isAbsolute, join } from "node:path"
 import type { Readable, Writable } from "node:stream"
+import { forwarderScript, proxyPort, proxySocketInBox } from "./EgressProxy.ts"
+
+/**
+ * Egress through the run's proxy (EgressProxy.ts): no network of its own, the proxy's socket bound in, and a forwarder
+ * run by the host's node (bound read-only) listening on 127.0.0.1:3128, which HTTPS_PROXY names.
+ */
+export interface AllowListEgress {
+  /** The host path of the proxy's Unix socket. */
+  readonly proxy: string
+  /** The node binary that runs the forwarder. */
+  readonly node: string
+}
 
 export interface IsolatedProgram {
   /** Command and arguments; argv[0] is looked up on the box's PATH. */
@@ -40,7 +52,7 @@ export interface IsolatedProgram {
   /** Each appears as /run/secrets/<name>, mode 0400, and is never written to the host's disk. */
   readonly secretFiles: ReadonlyArray<{ readonly name: string; readonly content: Uint8Array }>
   /** Deny: a network namespace of its own with nothing in it; Open: the host's network. */
-  readonly egress: "Deny" | "Open"
+  readonly egress: "Deny" | "Open" | AllowListEgress
   /** Exceeding it kills the program and the outcome says oomKilled; undefined: no limit. */
   readonly memoryBytes: number | undefined
   /** Host directory private to this run (created when missing): work/, state/, outputs/ and inputs/. */
@@ -219,7 +231,13 @@ const delegateMemory = (own: string): string => {
 export const bwrapArguments = (
   program: IsolatedProgram,
   options: { readonly hidden: ReadonlyArray<string>; readonly host: HostView }
-): ReadonlyArray<string> => [...boxOptions(program, options), "--", ...program.argv]
+): ReadonlyArray<string> => [...boxOptions(program, options), "--", ...commandOf(program)]
+
+/** The program's argv, behind the egress forwarder when its egress goes through a proxy. */
+const commandOf = (program: IsolatedProgram): ReadonlyArray<string> =>
+  typeof program.egress === "string" ? program.argv : [forwarderNode, "-e", forwarderScript, "--", ...program.argv]
+
+const forwarderNode = "/run/nodus/node"
 
 /** Everything before the command: runIsolated hands these to bwrap through a descriptor. */
 const boxOptions = (
@@ -233,9 +251,21 @@ const boxOptions = (
   ...maskOptions(options.hidden, options.host),
   ...secretOptions(program.secretFiles),
   ...workingDirOptions(program.workingDir ?? "/platform/work"),
-  ...environmentOptions(program.env),
+  ...proxyOptions(program.egress),
+  ...environmentOptions(typeof program.egress === "string" ? program.env : { ...proxyEnv, ...program.env }),
   ...["--info-fd", String(fd.info), "--block-fd", String(fd.block)]
 ]
+
+/** What an AllowList box gets besides a Deny one: the forwarder's node and the proxy's socket. */
+const proxyOptions = (egress: IsolatedProgram["egress"]): ReadonlyArray<string> =>
+  typeof egress === "string"
+    ? []
+    : ["--dir", "/run/nodus", "--ro-bind", egress.node, forwarderNode, "--bind", egress.proxy, proxySocketInBox]
+
+/** Clients find the forwarder through the usual variables (lower case too: curl reads only those for http). */
+const proxyEnv: Readonly<Record<string, string>> = Object.fromEntries(
+  ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"].map((name) => [name, `http://127.0.0.1:${proxyPort}`])
+)
 
 const namespaceOptions = (egress: IsolatedProgram["egress"]): ReadonlyArray<string> => [
   // --unshare-all only tries the user namespace; --disable-userns needs it, and keeps the program from making
@@ -343,7 +373,7 @@ export const runIsolated = (
 const startBwrap = (support: IsolationSupport, program: IsolatedProgram, serialized: Buffer): ChildProcess => {
   const log = openSync(program.logPath, "a")
   try {
-    const child = spawn(support.bwrap!, ["--args", String(fd.options), "--", ...program.argv], {
+    const child = spawn(support.bwrap!, ["--args", String(fd.options), "--", ...commandOf(program)], {
       stdio: ["ignore", log, log, "pipe", "pipe", "pipe", ...program.secretFiles.map(() => "pipe" as const)],
       env: {},
       cwd: "/",

@@ -335,7 +335,9 @@ export class LiveCapacity {
     const node = this.nodes.get(run.node)
     if (node === undefined || run.stopAsked || run.facts.phase !== "Provisioning") return
     if (workload.argv.length === 0) return this.end(run, { type: "Failed", exitCode: 1, message: "The program did not start: spec.command is empty; a live host runs the command it is given (docs/live.md, \"Images\")." })
-    if (workload.egress === "AllowList") return this.end(run, { type: "Failed", exitCode: 1, message: "The program did not start: egress AllowList is not served on live hosts yet; use Deny or Open (docs/live.md, \"Network\")." })
+    if ((workload.unknownPresets ?? []).length > 0) {
+      return this.end(run, { type: "Failed", exitCode: 1, message: `The program did not start: no egress preset is named ${workload.unknownPresets!.join(", ")} (docs/live.md, "Network").` })
+    }
     const unsupported = (workload.inputs ?? []).find((input) => "unsupported" in input)
     if (unsupported !== undefined && "unsupported" in unsupported) {
       return this.end(run, { type: "Failed", exitCode: 1, message: `The program did not start: input ${unsupported.name}: ${unsupported.unsupported} inputs are not served on live hosts yet; use url or output (docs/live.md, "Inputs").` })
@@ -356,7 +358,7 @@ export class LiveCapacity {
       env: { ...resolved.env, ...inputEnv, ...program.env },
       secretFiles: resolved.secretFiles,
       workingDir: workload.workingDir,
-      egress: workload.egress,
+      egress: workload.egress === "AllowList" ? { allow: workload.allow ?? [] } : workload.egress,
       memoryBytes: workload.memoryBytes,
       init: workload.init,
       checkpointIntervalMs: program.checkpointIntervalMs,

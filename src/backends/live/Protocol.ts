@@ -52,7 +52,8 @@ export interface RunSpec {
   readonly env: Readonly<Record<string, string>>
   readonly secretFiles: ReadonlyArray<{ readonly name: string; readonly contentBase64: string }>
   readonly workingDir: string | undefined
-  readonly egress: "Deny" | "Open"
+  /** AllowList: only the listed names, through the run's proxy on the host (EgressProxy.ts). */
+  readonly egress: "Deny" | "Open" | { readonly allow: ReadonlyArray<string> }
   readonly memoryBytes: number | undefined
   readonly init: { readonly argv: ReadonlyArray<string>; readonly timeoutMs: number } | undefined
   readonly checkpointIntervalMs: number | undefined

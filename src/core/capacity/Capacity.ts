@@ -81,6 +81,10 @@ export interface WorkloadProgram {
   readonly env: ReadonlyArray<ProgramEnv>
   readonly secrets: ReadonlyArray<ProgramSecret>
   readonly egress: "Deny" | "AllowList" | "Open"
+  /** AllowList: the names and `*.suffix` patterns reachable, presets expanded (EgressPresets.ts). */
+  readonly allow?: ReadonlyArray<string> | undefined
+  /** Presets the spec names that no list has: the program does not start. */
+  readonly unknownPresets?: ReadonlyArray<string> | undefined
   /** The memory floor, enforced as a limit where the kernel allows: above it the program is OOMKilled. */
   readonly memoryBytes: number | undefined
   /** A preflight before the command (spec: InitCommand): its non-zero exit fails the run as the command's would. */

@@ -4,6 +4,7 @@
  * the driver resolves them when the program starts (docs/secrets.md), so no status, event or log ever holds them.
  */
 import type { ProgramEnv, ProgramInput, WorkloadProgram } from "../../capacity/Capacity.ts"
+import { egressPresets } from "../../capacity/EgressPresets.ts"
 import * as Limits from "../../Limits.ts"
 import { durationMs } from "../../StatusText.ts"
 import { parseQuantity } from "../../Units.ts"
@@ -34,6 +35,7 @@ const programOf = (spec: JobSpecType, status: JobStatusType): WorkloadProgram =>
     if (ref !== undefined) return [{ name: entry.name, secret: ref.name, key: ref.key }]
     return [{ name: entry.name, value: entry.value ?? "" }]
   })
+  const presets = spec.network?.egress?.presets ?? []
   const memory = spec.resources?.memory === undefined ? undefined : parseQuantity(spec.resources.memory)
   return {
     image: spec.image ?? spec.imageRef,
@@ -45,6 +47,8 @@ const programOf = (spec: JobSpecType, status: JobStatusType): WorkloadProgram =>
       return { name, version: pinned[name] }
     }),
     egress: spec.network?.egress?.policy ?? defaultEgress,
+    allow: [...(spec.network?.egress?.allow ?? []), ...presets.flatMap((preset) => egressPresets[preset] ?? [])],
+    unknownPresets: presets.filter((preset) => egressPresets[preset] === undefined),
     memoryBytes: memory === undefined ? undefined : Math.round(memory),
     init: spec.initCommand === undefined
       ? undefined
