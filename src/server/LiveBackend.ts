@@ -2,14 +2,15 @@
  * The local backend (docs/live.md): the runtime's reconciler over live hosts (backends/live/LiveCapacity.ts), on the
  * wall clock, with a node agent for this host running in-process — the same Agent as `nodus agent`, over an
  * in-process link to the same protocol handler a remote agent reaches over HTTPS. Jobs run as real processes in
- * bubblewrap boxes; their logs are kept under `<data dir>/logs`.
+ * bubblewrap boxes; what their runs leave is kept under the data directory: `logs/` (JobLogs.ts), `outputs/`
+ * (JobOutputs.ts), `checkpoints/` (RunCheckpoints.ts).
  *
  * The loop: whenever a key is due (a change, a capacity report, a timer) the reconciler runs it at once — a run's
- * start and end reach the store within milliseconds — and at least every second the leases and the agent's
- * checkpoint timers are looked at.
+ * start and end reach the store within milliseconds; a lease lapses at its instant; and every second the agent's
+ * checkpoint timers, expired holds, offerings and Node heartbeats are looked at.
  */
 import { createHash } from "node:crypto"
-import { createReadStream, existsSync, mkdirSync, readdirSync, rmSync } from "node:fs"
+import { createReadStream, mkdirSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { Effect, Layer } from "effect"
@@ -39,11 +40,12 @@ import { Reconciler } from "../runtime/Reconciler.ts"
 import { Secrets } from "../runtime/Secrets.ts"
 import { makeNodeAgents } from "./AgentEndpoint.ts"
 import { makeJobLogs } from "./JobLogs.ts"
-import { makeJobOutputs, storeUpload } from "./JobOutputs.ts"
+import { makeJobOutputs } from "./JobOutputs.ts"
 import { followNodes } from "./NodeObjects.ts"
+import { makeCheckpointFiles } from "./RunCheckpoints.ts"
 
 export interface LocalSettings {
-  /** The server's data directory: logs in `logs/`, the local agent's runs and checkpoints in `agent/`. */
+  /** The server's data directory: logs, outputs and checkpoints, and the local agent's own files in `agent/`. */
   readonly dataDir: string
   /** The local Node's name; default `local`. */
   readonly node?: string
@@ -86,24 +88,6 @@ export const inProcessLink = (capacity: LiveCapacity, scope: NodeScope): AgentLi
     if (bytes === undefined) throw new Error(`the server holds no checkpoint for ${target.run} to restore`)
     return bytes
   }
-})
-
-/**
- * Checkpoints of runs on live hosts (docs/live.md, "Checkpoints"): `<dir>/<owner uid>/<seq>.tar.zst`, uploaded by the
- * agent that saved them, read by whichever host restores them; they go with their owner.
- */
-const makeCheckpointFiles = (dir: string) => ({
-  store: (owner: string, seq: number, bytes: AsyncIterable<Uint8Array>) =>
-    storeUpload(join(dir, owner, `${seq}.tar.zst`), bytes, Number.MAX_SAFE_INTEGER, `checkpoint ${seq}`),
-  open: (owner: string, seq: number): AsyncIterable<Uint8Array> | undefined => {
-    const file = join(dir, owner, `${seq}.tar.zst`)
-    return existsSync(file) ? createReadStream(file) : undefined
-  },
-  latest: (owner: string) => {
-    const kept = existsSync(join(dir, owner)) ? readdirSync(join(dir, owner)).map((file) => Number.parseInt(file, 10)).filter(Number.isFinite) : []
-    return Math.max(0, ...kept)
-  },
-  forget: (owner: string) => rmSync(join(dir, owner), { recursive: true, force: true })
 })
 
 /** This host serves every project, in the Pool `local`. */
