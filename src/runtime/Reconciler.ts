@@ -27,7 +27,7 @@ import { type Ranking, rank } from "../core/capacity/Placement.ts"
 import { billedStep, billRemoved } from "../core/controller/BilledStep.ts"
 import { conditionIn } from "../core/controller/Conditions.ts"
 import { type ControllerEvent, isUnfunded, type LaunchAction } from "../core/controller/Controller.ts"
-import { factsFromAttempt, isEndedAttempt } from "../core/kinds/attempt/AttemptRecords.ts"
+import { factsFromAttempt, isEndedAttempt, liveFactsFromAttempt } from "../core/kinds/attempt/AttemptRecords.ts"
 import { equals, isObject, type JsonObject } from "../core/Json.ts"
 import { byKindName, refOfKind, type ResourceRef } from "../core/meta/Kinds.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
@@ -201,6 +201,12 @@ function make(options: ReconcilerOptions) {
     // -----------------------------------------------------------------------------------------------------------------
     // Taking an object in, and letting it go
 
+    /** A run a previous process left live, taken back by a driver whose hosts outlive the server (the port's `adopt`). */
+    const adopted = (object: ResourceObject, attempt: JsonObject) => {
+      const live = port.adopt === undefined ? undefined : liveFactsFromAttempt(attempt, variantOf(object.metadata.namespace ?? ""))
+      return live === undefined ? Effect.succeed(undefined) : port.adopt!(object.metadata.uid, object.metadata.namespace ?? "", live)
+    }
+
     /** The Attempts a previous server process wrote for this object, as facts: those the port no longer knows ended. */
     const restoredAttempts = (object: ResourceObject) => Effect.gen(function*() {
       const dependents = yield* store.dependentsOf(object.metadata.uid).pipe(Effect.orElseSucceed(() => []))
@@ -209,7 +215,7 @@ function make(options: ReconcilerOptions) {
       for (const attempt of dependents) {
         if (attempt.kind !== "Attempt") continue
         const known = yield* port.facts(object.metadata.uid, attempt.metadata.name)
-        const restored = known ?? factsFromAttempt(attempt as unknown as JsonObject, variantOf(object.metadata.namespace ?? ""), options.lostAt)
+        const restored = known ?? (yield* adopted(object, attempt as unknown as JsonObject)) ?? factsFromAttempt(attempt as unknown as JsonObject, variantOf(object.metadata.namespace ?? ""), options.lostAt)
         if (restored === undefined) continue
         facts.push(restored)
         if (!isEndedAttempt(attempt as unknown as JsonObject)) live.push(restored)

@@ -24,6 +24,7 @@ import { LiveCapacity, type NodeScope } from "../backends/live/LiveCapacity.ts"
 import type { AgentLink } from "../backends/live/Protocol.ts"
 import { isObject } from "../core/Json.ts"
 import { refOfKind } from "../core/meta/Kinds.ts"
+import { parseQuantity } from "../core/Units.ts"
 import { NodeAgents } from "../apiserver/NodeAgents.ts"
 import { SimulationControl } from "../apiserver/SimulationControl.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
@@ -90,6 +91,27 @@ export const inProcessLink = (capacity: LiveCapacity, scope: NodeScope): AgentLi
   }
 })
 
+/**
+ * The enrolled Nodes the store knows, taken in before anything is reconciled: the runs a previous process placed on
+ * them are offered back to them (their agents reconnect and say what still runs).
+ */
+const rememberNodes = (capacity: LiveCapacity, store: Store["Service"], group: string) => Effect.gen(function*() {
+  const page = yield* store.list({ resource: refOfKind(group, "Node").info.plural }).pipe(Effect.orElseSucceed(() => ({ items: [] })))
+  for (const object of page.items) {
+    const spec = isObject(object.spec) ? object.spec : {}
+    const status = isObject(object.status) && isObject(object.status["capacity"]) ? object.status["capacity"] : undefined
+    if (status === undefined || object.metadata.namespace === undefined) continue
+    const models = Array.isArray(status["models"]) ? status["models"].filter((model): model is string => typeof model === "string") : []
+    const gpuCount = typeof status["gpus"] === "number" ? status["gpus"] : 0
+    capacity.remember(object.metadata.name, { pool: String(spec["pool"] ?? ""), namespace: object.metadata.namespace }, {
+      cpus: Number(status["cpu"] ?? 1),
+      memoryBytes: (parseQuantity(String(status["memory"] ?? "0")) ?? 0),
+      diskBytes: (parseQuantity(String(status["disk"] ?? "0")) ?? 0),
+      gpus: Array.from({ length: gpuCount }, () => ({ model: models[0] ?? "GPU", memoryMiB: 0 }))
+    })
+  }
+})
+
 /** This host serves every project, in the Pool `local`. */
 const localScope: NodeScope = { pool: localPool, namespace: undefined }
 
@@ -121,6 +143,7 @@ export const layer = (settings: LocalSettings) => Layer.unwrap(Effect.gen(functi
     checkpoints,
     ...(settings.lease === undefined ? {} : { lease: settings.lease })
   })
+  yield* rememberNodes(capacity, yield* Store, (yield* ApiConfig).group)
   const forgetting = {
     ...capacity.port,
     forget: (owner: string) => Effect.andThen(capacity.port.forget(owner), Effect.sync(() => {

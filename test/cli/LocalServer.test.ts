@@ -3,11 +3,14 @@
  * - the CLI reads what Jobs leave: `nodus logs`, `nodus output` (its digest checked), `nodus nodes`;
  * - crash safety: killed with SIGKILL while a Job runs, the server's programs die with it (the boxes die with their
  *   parent), so nothing is left running unaccounted; restarted on the same data directory, it ends the lost run
- *   NodeLost at the restart and recovers the Job on its Node.
+ *   NodeLost at the restart and recovers the Job on its Node;
+ * - reattaching: a run on another host (a `nodus agent` process) goes on while the server is killed and restarted; the
+ *   agent says hello again holding it, and the restarted server keeps it — the same process, the same Attempt.
  */
 import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
+import { createServer } from "node:net"
 import { join } from "node:path"
 import { afterAll, assert, describe, it } from "@effect/vitest"
 
@@ -20,10 +23,10 @@ const marker = `crash-marker-${process.pid}`
 const children: Array<ChildProcess> = []
 
 /** A server on the data directory, plain HTTP, the embedded store: resolves with its URL. */
-const serve = () =>
+const serve = (addr = "127.0.0.1:0") =>
   new Promise<{ url: string; child: ChildProcess }>((resolve, reject) => {
     const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("NODUS_") && name !== "DATABASE_URL"))
-    const child = spawn(node, [cli, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0"], { env: { ...env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token } })
+    const child = spawn(node, [cli, "serve", "--data-dir", dataDir, "--addr", addr], { env: { ...env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token } })
     children.push(child)
     let output = ""
     const timer = setTimeout(() => reject(new Error(`no announcement within 60 s:\n${output}`)), 60_000)
@@ -140,4 +143,61 @@ describe("a server killed while a Job runs", () => {
     second.child.kill("SIGTERM")
     await new Promise((resolve) => second.child.once("exit", resolve))
   })
+})
+
+/** A port free now (the restarted server must come back where its agent looks for it). */
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const probe = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as { port: number }
+      probe.close(() => resolve(port))
+    })
+  })
+
+/** The pids of processes whose command line holds `text`. */
+const pidsOf = (text: string): ReadonlyArray<string> => {
+  try {
+    return execFileSync("pgrep", ["-f", text], { encoding: "utf8" }).trim().split("\n").filter((line) => line !== "")
+  } catch {
+    return []
+  }
+}
+
+describe("a run on another host while its server is killed and restarted", () => {
+  it("goes on, and the restarted server keeps it: the same program, the same Attempt", async () => {
+    const addr = `127.0.0.1:${await freePort()}`
+    const first = await serve(addr)
+    assert.strictEqual((await call(first.url, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "far" } })).status, 201)
+    const token = await call(first.url, "POST", "/apis/nodus.dev/v1/namespaces/far/enrollmenttokens", { apiVersion: "nodus.dev/v1", kind: "EnrollmentToken", metadata: { name: "edge" }, spec: { pool: "edge" } })
+    assert.strictEqual(token.status, 201)
+    const agentDir = join(dataDir, "..", `${marker}-agent`)
+    const agent = spawn(node, [cli, "agent", "--server", first.url, "--token", token.body.status.token, "--data-dir", agentDir, "--name", "edge"], { stdio: "ignore" })
+    children.push(agent)
+    const far = "/apis/nodus.dev/v1/namespaces/far"
+    await eventually("the agent's Node is Ready", async () => (await call(first.url, "GET", `${far}/nodes/edge`)).body.status?.phase === "Ready")
+    const program = `${marker}-far`
+    const created = await call(first.url, "POST", `${far}/jobs`, {
+      apiVersion: "nodus.dev/v1", kind: "Job", metadata: { name: "far" },
+      spec: { image: "debian:12", command: ["sh", "-c", `echo ${program}; sleep 600`], placement: { offerings: ["edge"] } }
+    })
+    assert.strictEqual(created.status, 201)
+    await eventually("the Job runs on the agent's host", async () => (await call(first.url, "GET", `${far}/jobs/far`)).body.status?.phase === "Running")
+    const running = pidsOf(program)
+    assert.isNotEmpty(running)
+    first.child.kill("SIGKILL")
+    await new Promise((resolve) => first.child.once("exit", resolve))
+    const second = await serve(addr)
+    await eventually("the agent's Node is Ready again", async () => (await call(second.url, "GET", `${far}/nodes/edge`)).body.status?.phase === "Ready")
+    // A lease's length and more: the run was kept, not lost.
+    await new Promise((resolve) => setTimeout(resolve, 3_000))
+    const attempt = (await call(second.url, "GET", `${far}/attempts/far-0-1`)).body
+    assert.strictEqual(attempt.status.phase, "Running", JSON.stringify(attempt.status))
+    assert.strictEqual((await call(second.url, "GET", `${far}/attempts/far-0-2`)).status, 404)
+    assert.deepStrictEqual(pidsOf(program), running)
+    assert.strictEqual((await call(second.url, "DELETE", `${far}/jobs/far`)).status, 200)
+    await eventually("the program stops with its Job", () => pidsOf(program).length === 0)
+    agent.kill("SIGTERM")
+    second.child.kill("SIGTERM")
+    await new Promise((resolve) => second.child.once("exit", resolve))
+  }, 90_000)
 })

@@ -19,7 +19,7 @@ import { promisify } from "node:util"
 import * as Limits from "../../core/Limits.ts"
 import { type RunningProxy, startEgressProxy } from "./EgressProxy.ts"
 import { type IsolationSupport, type Outcome as ProgramExit, type RunningProgram, runIsolated } from "./Isolation.ts"
-import { type AgentLink, type Desired, type Exit, type Hello, type Lease, outputBytesMax, type RunInput, type RunReport, type RunSpec } from "./Protocol.ts"
+import { type AgentLink, type Desired, type Exit, type Hello, type Lease, leaseExpiryMs, outputBytesMax, type RunInput, type RunReport, type RunSpec } from "./Protocol.ts"
 
 const exec = promisify(execFile)
 
@@ -76,6 +76,10 @@ export class Agent {
   private readonly runs = new Map<string, LocalRun>()
   private lease: Lease | undefined
   private version = 0
+  /** When a sync was last answered under a lease: past the lease's expiry without one, the agent stops everything. */
+  private lastSynced = 0
+  /** How long the server's leases last (from the last hello). */
+  private expiryMs = leaseExpiryMs
   private stopped = false
   private pokes = 0
   private syncing: Promise<void> | undefined
@@ -89,7 +93,7 @@ export class Agent {
 
   /** Says hello (once it is answered the Node can take work) and keeps syncing until `stop`. */
   readonly connect = async () => {
-    this.lease ??= await this.options.link.hello(this.options.hello)
+    this.lease ??= await this.hello()
     this.loop ??= this.syncLoop()
   }
 
@@ -103,6 +107,12 @@ export class Agent {
   /** Checkpoints due by the agent's clock (the agent's timer calls it every second; tests call it as they move time). */
   readonly tick = () => {
     const now = this.options.now()
+    // No answer under a lease for longer than a lease lasts: the server has given these runs up (and is recovering
+    // them elsewhere), so they stop here — nothing runs twice for long, however the network is cut.
+    if (this.lastSynced > 0 && now - this.lastSynced > this.expiryMs && [...this.runs.values()].some((run) => run.phase !== "Exited" && !run.stopping)) {
+      this.say("no answer from the server for longer than a lease: stopping every program")
+      for (const run of this.runs.values()) if (run.phase !== "Exited") this.halt(run)
+    }
     for (const run of this.runs.values()) {
       if (run.phase === "Running" && run.nextCheckpointAt !== undefined && run.nextCheckpointAt <= now) {
         run.nextCheckpointAt = now + run.spec.checkpointIntervalMs!
@@ -137,13 +147,21 @@ export class Agent {
   private async syncLoop() {
     while (!this.stopped) {
       try {
-        if (this.lease === undefined) this.lease = await this.options.link.hello(this.options.hello)
+        if (this.lease === undefined) this.lease = await this.hello()
         await this.syncOnce(this.lease.renewMs)
       } catch (error) {
         this.say(`sync failed (${error instanceof Error ? error.message : String(error)}); trying again in a second`)
         await new Promise((resolve) => setTimeout(resolve, 1_000))
       }
     }
+  }
+
+  /** A hello that names the runs held here, so a restarted server can keep the ones it placed. */
+  private async hello(): Promise<Lease> {
+    const lease = await this.options.link.hello({ ...this.options.hello, runs: [...this.runs.keys()] })
+    this.lastSynced = this.options.now()
+    this.expiryMs = lease.expiryMs
+    return lease
   }
 
   /** Something changed here: tell the server now, beside the long poll. */
@@ -166,12 +184,15 @@ export class Agent {
     const response = await this.options.link.sync({ node: this.options.hello.node, epoch: lease.epoch, version: this.version, runs: reports, waitMs })
     if (response._tag === "Stale") {
       if (this.lease === lease) {
-        this.say("the lease lapsed or was taken over: stopping every program and saying hello again")
+        // The server lost this lease (it lapsed, or the server restarted): say hello again with the runs held here;
+        // the server keeps the ones it still wants, and the first sync stops the rest.
+        this.say("the lease lapsed or the server restarted: saying hello again with the runs held here")
         this.lease = undefined
-        this.apply({ version: 0, runs: [], checkpoints: {} }, true)
+        this.version = 0
       }
       return
     }
+    this.lastSynced = this.options.now()
     for (const report of reports) {
       const run = this.runs.get(report.id)
       if (run === undefined) continue
@@ -179,7 +200,7 @@ export class Agent {
       if (acked !== undefined) run.logAcked = Math.max(run.logAcked, acked)
       if (report.phase === "Exited") run.exitReported = true
     }
-    if (response.desired.version >= this.version || this.version === 0) this.apply(response.desired, false)
+    if (response.desired.version >= this.version || this.version === 0) this.apply(response.desired)
   }
 
   private reportOf(run: LocalRun): RunReport {
@@ -197,14 +218,14 @@ export class Agent {
   }
 
   /** Makes the host run what the server wants: new runs start, unwanted ones stop, told-about ended ones go. */
-  private apply(desired: Desired, leaseLost: boolean) {
+  private apply(desired: Desired) {
     this.version = desired.version
-    const wanted = new Map(desired.runs.map((spec) => [spec.id, spec]))
+    const wanted = new Set([...desired.runs.map((spec) => spec.id), ...desired.adopted])
     for (const spec of desired.runs) if (!this.runs.has(spec.id)) this.begin(spec)
     for (const [id, run] of this.runs) {
       if (wanted.has(id)) continue
       if (run.phase !== "Exited") this.halt(run)
-      else if (run.exitReported || leaseLost) this.drop(run)
+      else if (run.exitReported) this.drop(run)
     }
     for (const [id, episode] of Object.entries(desired.checkpoints)) {
       const run = this.runs.get(id)

@@ -130,6 +130,13 @@ interface NodeState {
   warm: Array<{ readonly namespace: string; readonly until: number; readonly gpus: number }>
   readonly desired: Map<string, RunSpec>
   readonly checkpoints: Map<string, number>
+  /** Runs a previous server process placed here that the agent said it still runs: kept, with no spec to start. */
+  readonly adopted: Set<string>
+  /**
+   * Runs the agent said it holds that this process has not heard of yet (its store is still being read after a
+   * restart): kept until then, at most a lease's length, and adopted or let go when their records come.
+   */
+  readonly held: Map<string, number>
   version: number
   readonly waiters: Set<() => void>
 }
@@ -138,7 +145,8 @@ interface Run {
   readonly owner: string
   readonly namespace: string
   readonly facts: Facts
-  readonly node: string
+  /** The Node key it runs on ("" once it belongs to none: an offered-back run that was lost). */
+  node: string
   readonly gpus: number
   program: ProgramRequest | undefined
   /** The server no longer wants it: its exit is Stopped whatever its code. */
@@ -150,6 +158,10 @@ interface Run {
   readonly stored: Map<string, { readonly sha256: string; readonly sizeBytes: number }>
   /** Its inputs the server holds, by name. */
   inputs: ReadonlyMap<string, ServerInput>
+  /** Offered back after a server restart: until when its host may say it still runs it (then it is lost). */
+  adoptedUntil: number | undefined
+  /** Offered back: its log is taken on from wherever its agent's next report starts. */
+  logBaseline: boolean
 }
 
 /** Whether the Node takes a project's work at all. */
@@ -203,7 +215,8 @@ export class LiveCapacity {
       }),
       changes: Stream.fromPubSub(changes),
       start: (owner, attempt, program) => this.start(owner, attempt, program),
-      checkpoint: (owner, attempt, episode) => Effect.sync(() => this.checkpoint(owner, attempt, episode))
+      checkpoint: (owner, attempt, episode) => Effect.sync(() => this.checkpoint(owner, attempt, episode)),
+      adopt: (owner, namespace, facts) => Effect.sync(() => ({ ...this.adopt(owner, namespace, facts) }))
     }
   }
 
@@ -266,7 +279,7 @@ export class LiveCapacity {
       node.slotsUsed++
       node.gpusUsed += gpus
     }
-    const run: Run = { owner: request.owner, namespace: request.namespace, facts, node: node.key, gpus, program: undefined, stopAsked: false, logAck: 0, secretValues: [], stored: new Map(), inputs: new Map() }
+    const run: Run = { owner: request.owner, namespace: request.namespace, facts, node: node.key, gpus, program: undefined, stopAsked: false, logAck: 0, secretValues: [], stored: new Map(), inputs: new Map(), adoptedUntil: undefined, logBaseline: false }
     if (!this.runs.has(request.owner)) this.runs.set(request.owner, new Map())
     this.runs.get(request.owner)!.set(request.attempt, run)
     this.nodeChanged(node)
@@ -368,7 +381,54 @@ export class LiveCapacity {
       inputs
     }
     node.desired.set(spec.id, spec)
+    node.held.delete(spec.id)
     this.bump(node)
+  }
+
+  /**
+   * A run a previous server process left live: it waits for its Node's agent to say hello and report it (then it is
+   * kept, and reports as before), until a lease's length from now; a Node already here that did not report it, or no
+   * hello in time, makes it NodeLost. The local Node says hello before anything is adopted, so its runs (which died
+   * with the previous process) are lost at once.
+   */
+  private adopt(owner: string, namespace: string, facts: AttemptFacts): AttemptFacts {
+    const known = this.find(owner, facts.name)
+    if (known !== undefined) return known.facts
+    const offering = facts.variant.offering.id
+    const local = this.nodes.get(offering)
+    const key = local !== undefined && local.scope.namespace === undefined ? offering : nodeKey(offering, { pool: "", namespace })
+    const now = this.options.now()
+    const node = this.nodes.get(key)
+    const run: Run = {
+      owner, namespace, facts: { ...facts }, node: key, gpus: gpusOf(facts.variant), program: undefined, stopAsked: false, logAck: 0,
+      secretValues: [], stored: new Map(), inputs: new Map(), adoptedUntil: now + this.lease.expiryMs, logBaseline: true
+    }
+    if (!this.runs.has(owner)) this.runs.set(owner, new Map())
+    this.runs.get(owner)!.set(facts.name, run)
+    // Its Node said hello already: it runs this one if it said so.
+    if (node?.ready === true) this.reclaim(node, new Set(node.held.keys()))
+    return run.facts
+  }
+
+  /** Once a Node said what it holds: the offered-back runs it still runs are kept; the others are lost. */
+  private reclaim(node: NodeState, held: ReadonlySet<string>) {
+    for (const owned of this.runs.values()) {
+      for (const run of owned.values()) {
+        if (run.node !== node.key || run.adoptedUntil === undefined || run.facts.phase === "Ended") continue
+        run.adoptedUntil = undefined
+        const id = runIdOf(run.owner, run.facts.name)
+        node.held.delete(id)
+        if (!held.has(id)) {
+          run.node = ""
+          this.end(run, { type: "NodeLost" })
+          continue
+        }
+        node.adopted.add(id)
+        node.slotsUsed++
+        node.gpusUsed += run.gpus
+        this.told(run.owner)
+      }
+    }
   }
 
   private release(owner: string, attempt: string) {
@@ -377,11 +437,12 @@ export class LiveCapacity {
     run.stopAsked = true
     const node = this.nodes.get(run.node)
     const id = runIdOf(owner, attempt)
-    if (node === undefined || !node.desired.has(id)) return this.end(run, { type: "Stopped" })
+    if (node === undefined || !(node.desired.has(id) || node.adopted.has(id))) return this.end(run, { type: "Stopped" })
     // The agent stops it; its exit report ends the attempt Stopped.
     run.facts.phase = "Terminating"
     run.facts.stoppingAt = this.options.now()
     node.desired.delete(id)
+    node.adopted.delete(id)
     node.checkpoints.delete(id)
     this.bump(node)
     this.told(owner)
@@ -409,6 +470,7 @@ export class LiveCapacity {
     if (node !== undefined) {
       const id = runIdOf(run.owner, run.facts.name)
       node.desired.delete(id)
+      node.adopted.delete(id)
       node.checkpoints.delete(id)
       node.slotsUsed--
       node.gpusUsed -= run.gpus
@@ -423,6 +485,21 @@ export class LiveCapacity {
   // -------------------------------------------------------------------------------------------------------------------
   // The agent protocol (server end)
 
+  /**
+   * A Node the store knows from before this process (its object's measured capacity): not Ready until its agent says
+   * hello, but its offerings are known, so the runs a previous process placed there can be offered back to it.
+   */
+  readonly remember = (name: string, scope: NodeScope, capacity: Hello["capacity"]) => {
+    const key = nodeKey(name, scope)
+    if (this.nodes.has(key)) return
+    const hello: Hello = { node: name, hostname: name, agentVersion: "", capacity, isolation: { bubblewrap: true, memoryLimits: true, problems: [] } }
+    this.nodes.set(key, {
+      key, name, scope, hello, offerings: nodeOfferings({ pool: scope.pool, node: name, ...capacity }), epoch: 0, leaseExpiresAt: 0, lastHeartbeat: 0,
+      ready: false, cordoned: false, slotsUsed: 0, gpusUsed: 0, warm: [], desired: new Map(), checkpoints: new Map(), adopted: new Set(), held: new Map(), version: 0, waiters: new Set()
+    })
+    this.offerings.clear()
+  }
+
   /** A Node's agent says hello: `scope` is where the transport says it belongs (its enrollment, or this host). */
   readonly hello = (hello: Hello, scope: NodeScope): Lease => {
     const now = this.options.now()
@@ -430,7 +507,7 @@ export class LiveCapacity {
     const known = this.nodes.get(key)
     const node: NodeState = known ?? {
       key, name: hello.node, scope, hello, offerings: [], epoch: 0, leaseExpiresAt: 0, lastHeartbeat: now,
-      ready: false, cordoned: false, slotsUsed: 0, gpusUsed: 0, warm: [], desired: new Map(), checkpoints: new Map(), version: 0, waiters: new Set()
+      ready: false, cordoned: false, slotsUsed: 0, gpusUsed: 0, warm: [], desired: new Map(), checkpoints: new Map(), adopted: new Set(), held: new Map(), version: 0, waiters: new Set()
     }
     // A new connection: whatever the Node ran under its old lease is lost (the agent stops what it still has).
     if (known !== undefined) this.lose(known)
@@ -442,6 +519,13 @@ export class LiveCapacity {
     node.ready = true
     this.nodes.set(node.key, node)
     this.offerings.clear()
+    const held = new Set(hello.runs ?? [])
+    this.reclaim(node, held)
+    // What it holds that this process has not heard of yet waits for its record (a store still being read).
+    for (const id of held) {
+      const slash = id.indexOf("/")
+      if (this.find(id.slice(0, slash), id.slice(slash + 1)) === undefined) node.held.set(id, now + this.lease.expiryMs)
+    }
     this.bump(node)
     this.nodeChanged(node)
     this.freed()
@@ -463,7 +547,7 @@ export class LiveCapacity {
   }
 
   private desiredOf(node: NodeState): Desired {
-    return { version: node.version, runs: [...node.desired.values()], checkpoints: Object.fromEntries(node.checkpoints) }
+    return { version: node.version, runs: [...node.desired.values()], adopted: [...node.adopted, ...node.held.keys()], checkpoints: Object.fromEntries(node.checkpoints) }
   }
 
   /** Resolves when the Node's desired state changes, or after `waitMs`. */
@@ -485,6 +569,11 @@ export class LiveCapacity {
     const run = this.find(report.id.slice(0, slash), report.id.slice(slash + 1))
     // Offsets count bytes of the UTF-8 log, as the agent reads it.
     if (run === undefined || run.node !== node.key) return report.logOffset + Buffer.byteLength(report.log)
+    if (run.logBaseline) {
+      // Offered back: what the previous server kept of its log ends where its agent goes on.
+      run.logBaseline = false
+      run.logAck = report.logOffset
+    }
     if (report.log.length > 0 && report.logOffset === run.logAck) {
       this.options.appendLog(run.owner, run.facts.name, scrub(report.log, run.secretValues))
       run.logAck += Buffer.byteLength(report.log)
@@ -581,19 +670,34 @@ export class LiveCapacity {
   // -------------------------------------------------------------------------------------------------------------------
   // Time: leases and warm slots
 
-  /** When `tick` next has something to do: the earliest lease expiry or warm slot's end. */
+  /** When `tick` next has something to do: the earliest lease expiry, warm slot's end, or wait for a held run. */
   readonly nextDeadline = (): number | undefined => {
-    let next: number | undefined
+    let next = Number.POSITIVE_INFINITY
     for (const node of this.nodes.values()) {
-      const at = Math.min(node.ready ? node.leaseExpiresAt : Number.POSITIVE_INFINITY, ...node.warm.map((host) => host.until))
-      if (Number.isFinite(at) && (next === undefined || at < next)) next = at
+      next = Math.min(next, node.ready ? node.leaseExpiresAt : next, ...node.warm.map((host) => host.until), ...node.held.values())
     }
-    return next
+    for (const owned of this.runs.values()) for (const run of owned.values()) if (run.adoptedUntil !== undefined) next = Math.min(next, run.adoptedUntil)
+    return Number.isFinite(next) ? next : undefined
   }
 
   /** Lapsed leases make their Nodes NotReady and their runs NodeLost; expired warm slots go back. */
   readonly tick = (now: number) => {
+    for (const owned of this.runs.values()) {
+      for (const run of owned.values()) {
+        if (run.adoptedUntil === undefined || run.adoptedUntil > now || run.facts.phase === "Ended") continue
+        // No hello from its Node in time: it is lost (no slot of a Node was ever taken for it).
+        run.adoptedUntil = undefined
+        run.node = ""
+        this.end(run, { type: "NodeLost" })
+      }
+    }
     for (const node of this.nodes.values()) {
+      for (const [id, until] of node.held) {
+        if (until > now) continue
+        // No record claimed it in time: the agent stops it.
+        node.held.delete(id)
+        this.bump(node)
+      }
       const warm = node.warm.filter((host) => host.until > now)
       if (warm.length !== node.warm.length) {
         node.warm = warm
@@ -611,10 +715,13 @@ export class LiveCapacity {
   private lose(node: NodeState) {
     for (const owned of this.runs.values()) {
       for (const run of owned.values()) {
-        if (run.node === node.key && run.facts.phase !== "Ended") this.end(run, run.stopAsked ? { type: "Stopped" } : { type: "NodeLost" })
+        // A run offered back waits for this Node's hello (reclaim), not for its old lease.
+        if (run.node === node.key && run.facts.phase !== "Ended" && run.adoptedUntil === undefined) this.end(run, run.stopAsked ? { type: "Stopped" } : { type: "NodeLost" })
       }
     }
     node.desired.clear()
+    node.adopted.clear()
+    node.held.clear()
     node.checkpoints.clear()
     node.warm = []
     for (const wake of [...node.waiters]) wake()

@@ -35,6 +35,8 @@ export interface Hello {
   readonly agentVersion: string
   readonly capacity: HostCapacity
   readonly isolation: HostIsolation
+  /** The runs the agent still holds (after a lost lease or a server restart): the server keeps those it placed. */
+  readonly runs?: ReadonlyArray<string> | undefined
 }
 
 /** The server's answer to a hello: the lease this connection holds until it lapses. */
@@ -81,6 +83,8 @@ export interface Desired {
   /** Grows with every change: the agent's long poll waits for a newer one. */
   readonly version: number
   readonly runs: ReadonlyArray<RunSpec>
+  /** Runs a previous server process placed, kept as they are (the agent has their specs; none is started from here). */
+  readonly adopted: ReadonlyArray<string>
   /** Suspend checkpoints asked: run id → the episode. */
   readonly checkpoints: Readonly<Record<string, number>>
 }
@@ -206,7 +210,8 @@ export const HelloSchema = Schema.Struct({
     diskBytes: Num,
     gpus: Schema.Array(Schema.Struct({ model: Str, memoryMiB: Num })).check(Schema.isMaxLength(64))
   }),
-  isolation: Schema.Struct({ bubblewrap: Schema.Boolean, memoryLimits: Schema.Boolean, problems: Schema.Array(Str) })
+  isolation: Schema.Struct({ bubblewrap: Schema.Boolean, memoryLimits: Schema.Boolean, problems: Schema.Array(Str) }),
+  runs: Opt(Schema.Array(Str))
 })
 
 const ExitSchema = Schema.Struct({

@@ -134,6 +134,12 @@ export interface CapacityPortShape {
   readonly start: (owner: string, attempt: string, program: ProgramRequest) => Effect.Effect<void>
   /** A customer suspend checkpoint now; `episode` names the suspend request it serves. */
   readonly checkpoint: (owner: string, attempt: string, episode: number) => Effect.Effect<void>
+  /**
+   * A run a previous server process left live, offered back after a restart (drivers whose hosts outlive the server):
+   * the driver takes it, answering its facts from now on — it ends NodeLost if its host does not say it still runs it
+   * in time. Absent (the simulator's capacity does not survive a restart): such runs end as lost.
+   */
+  readonly adopt?: (owner: string, namespace: string, facts: AttemptFacts) => Effect.Effect<AttemptFacts>
 }
 
 export class CapacityPort extends Context.Service<CapacityPort, CapacityPortShape>()("nodus/core/capacity/CapacityPort") {}

@@ -6,6 +6,7 @@ import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import type { ProgramRequest } from "../../../src/core/capacity/Capacity.ts"
 import { variantsOf } from "../../../src/core/capacity/Offering.ts"
+import { nodeOfferings } from "../../../src/core/capacity/PoolOffering.ts"
 import { LiveCapacity, type NodeScope, scrub } from "../../../src/backends/live/LiveCapacity.ts"
 import type { Exit, Hello, RunReport } from "../../../src/backends/live/Protocol.ts"
 
@@ -159,5 +160,60 @@ describe("logs", () => {
 
   it("scrub every secret value of four characters or more", () => {
     expect(scrub("a hunter2 and abc", ["hunter2", "abc"])).toBe("a [redacted] and abc")
+  })
+})
+
+describe("runs a previous server process left live", () => {
+  const offered = (capacity: LiveCapacity, node = "n1") => {
+    const variant = variantsOf(nodeOfferings({ pool: "local", node, cpus: 2, memoryBytes: 8 * GiB, diskBytes: 100 * GiB, gpus: [] })[0]!)[0]!
+    const facts = {
+      name: "job-0-1", index: 0, number: 1, variant, warmReuse: false, recovery: false, restoreFromSeq: undefined, requestedAt: T0 - 60_000,
+      bootedAt: T0 - 50_000, endedAt: undefined, stoppingAt: undefined, releasedAt: undefined, phase: "Running" as const, outcome: undefined,
+      checkpoint: undefined, checkpointFailures: 0, suspend: undefined, progressUnits: undefined
+    }
+    return Effect.runSync(capacity.port.adopt!("uid-1", "demo", facts))
+  }
+  const remote: NodeScope = { pool: "edge", namespace: "demo" }
+
+  it("are kept when their Node's agent says hello holding them, and end as its reports say", async () => {
+    const { capacity } = setup()
+    expect(offered(capacity).phase).toBe("Running")
+    const lease = capacity.hello({ ...hello(), runs: ["uid-1/job-0-1"] }, remote)
+    const answer = await capacity.sync({ node: "n1", epoch: lease.epoch, version: 0, runs: [], waitMs: 0 }, remote)
+    expect(answer._tag === "Desired" && answer.desired.adopted).toEqual(["uid-1/job-0-1"])
+    await capacity.sync({ node: "n1", epoch: lease.epoch, version: 0, runs: [report("uid-1/job-0-1", { phase: "Exited", exit: exit({}) })], waitMs: 0 }, remote)
+    expect(facts(capacity).outcome).toEqual({ type: "Succeeded" })
+  })
+
+  it("are kept when the agent said hello first and their records come after", () => {
+    const { capacity } = setup()
+    capacity.hello({ ...hello(), runs: ["uid-1/job-0-1"] }, remote)
+    expect(offered(capacity).phase).toBe("Running")
+    expect(capacity.nodeViews()[0]!.runs).toBe(1)
+  })
+
+  it("are lost when their Node's agent does not hold them, or says nothing within a lease", () => {
+    const first = setup()
+    offered(first.capacity)
+    first.capacity.hello({ ...hello(), runs: [] }, remote)
+    expect(facts(first.capacity).outcome).toEqual({ type: "NodeLost" })
+    const second = setup()
+    offered(second.capacity)
+    second.advance(40_000)
+    second.capacity.tick(second.now())
+    expect(facts(second.capacity).outcome).toEqual({ type: "NodeLost" })
+  })
+
+  it("let go, after a lease, of what an agent holds that no record claims", async () => {
+    const { capacity, advance, now } = setup()
+    const lease = capacity.hello({ ...hello(), runs: ["uid-9/stray-0-1"] }, remote)
+    const before = await capacity.sync({ node: "n1", epoch: lease.epoch, version: 0, runs: [], waitMs: 0 }, remote)
+    expect(before._tag === "Desired" && before.desired.adopted).toEqual(["uid-9/stray-0-1"])
+    advance(lease.expiryMs / 2)
+    await capacity.sync({ node: "n1", epoch: lease.epoch, version: 0, runs: [], waitMs: 0 }, remote)
+    advance(lease.expiryMs / 2)
+    capacity.tick(now())
+    const after = await capacity.sync({ node: "n1", epoch: lease.epoch, version: 0, runs: [], waitMs: 0 }, remote)
+    expect(after._tag === "Desired" && after.desired.adopted).toEqual([])
   })
 })

@@ -155,7 +155,7 @@ describe("a host without bubblewrap", () => {
       sync: async (request: SyncRequest): Promise<SyncResponse> => {
         const exited = request.runs.find((run) => run.phase === "Exited")
         if (exited !== undefined) ended = { problem: exited.exit?.problem }
-        return { _tag: "Desired", desired: { version: 1, runs: ended === undefined ? [spec] : [], checkpoints: {} }, logAcks: {} }
+        return { _tag: "Desired", desired: { version: 1, runs: ended === undefined ? [spec] : [], adopted: [], checkpoints: {} }, logAcks: {} }
       },
       putOutput: async () => undefined,
       getInput: async () => (async function*(): AsyncGenerator<Uint8Array> {})(),

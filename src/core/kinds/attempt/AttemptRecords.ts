@@ -182,33 +182,44 @@ export const isEndedAttempt = (object: JsonObject): boolean => {
  */
 export const factsFromAttempt = (object: JsonObject, variantOf: (offering: string, interruptible: boolean) => Variant | undefined, lostAt: number): AttemptFacts | undefined => {
   const stored = storedOf(object)
-  if (stored === undefined) return undefined
-  const variant = variantOf(stored.offering, stored.interruptible)
-  if (variant === undefined) return undefined
+  const variant = stored === undefined ? undefined : variantOf(stored.offering, stored.interruptible)
+  if (stored === undefined || variant === undefined) return undefined
   const ended = isEndedAttempt(object)
   // A run being stopped had been let go by its controller: it ends as Stopped, not as an interruption to recover.
   const outcome: Outcome = ended ? outcomeOf(stored) : stored.phase === "Terminating" ? { type: "Stopped" } : { type: "NodeLost" }
   // A live run ends at `lostAt`, but never before what its record shows it did (the clock was saved a little earlier).
-  const lost = Math.max(lostAt, stored.startTime, stored.bootTime ?? stored.startTime)
-  return {
-    name: stored.name,
-    index: stored.index,
-    number: stored.number,
-    variant,
-    warmReuse: false,
-    recovery: false,
-    restoreFromSeq: undefined,
-    requestedAt: stored.startTime,
-    bootedAt: stored.bootTime,
-    endedAt: ended ? stored.endTime ?? stored.startTime : lost,
-    // What a restarted server knows of the teardown: none after the recorded end.
-    stoppingAt: ended ? stored.endTime ?? stored.startTime : lost,
-    releasedAt: ended ? stored.endTime ?? stored.startTime : lost,
-    phase: "Ended",
-    outcome,
-    checkpoint: undefined,
-    checkpointFailures: 0,
-    suspend: undefined,
-    progressUnits: undefined
-  }
+  // What a restarted server knows of the teardown: none after the recorded end.
+  const end = ended ? stored.endTime ?? stored.startTime : Math.max(lostAt, stored.startTime, stored.bootTime ?? stored.startTime)
+  return { ...recordedFacts(stored, variant), endedAt: end, stoppingAt: end, releasedAt: end, phase: "Ended", outcome }
 }
+
+/**
+ * The facts of an Attempt a previous server process left live, as they stood (Provisioning or Running), for a driver
+ * whose hosts outlive the server (live hosts: their agents reconnect and say what still runs). Undefined when the
+ * record is ended, lacks a field, or names a variant the catalog no longer has.
+ */
+export const liveFactsFromAttempt = (object: JsonObject, variantOf: (offering: string, interruptible: boolean) => Variant | undefined): AttemptFacts | undefined => {
+  const stored = storedOf(object)
+  if (stored === undefined || isEndedAttempt(object) || stored.phase === "Terminating") return undefined
+  const variant = variantOf(stored.offering, stored.interruptible)
+  if (variant === undefined) return undefined
+  const phase = stored.bootTime === undefined ? "Provisioning" : "Running"
+  return { ...recordedFacts(stored, variant), endedAt: undefined, stoppingAt: undefined, releasedAt: undefined, phase, outcome: undefined }
+}
+
+/** What an Attempt record says of its run, whether it ended or not. */
+const recordedFacts = (stored: StoredAttempt, variant: Variant) => ({
+  name: stored.name,
+  index: stored.index,
+  number: stored.number,
+  variant,
+  warmReuse: false,
+  recovery: false,
+  restoreFromSeq: undefined,
+  requestedAt: stored.startTime,
+  bootedAt: stored.bootTime,
+  checkpoint: undefined,
+  checkpointFailures: 0,
+  suspend: undefined,
+  progressUnits: undefined
+})
