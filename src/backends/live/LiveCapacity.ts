@@ -210,6 +210,7 @@ export class LiveCapacity {
       }),
       market: (namespace) => this.market(namespace),
       forget: (owner) => Effect.sync(() => {
+        for (const run of this.runs.get(owner)?.values() ?? []) this.offered.delete(run)
         this.runs.delete(owner)
         this.seqs.delete(owner)
       }),
@@ -233,6 +234,8 @@ export class LiveCapacity {
     return offerings
   }
   private readonly offerings = new Map<string, ReadonlyArray<Offering>>()
+  /** Runs offered back and not yet claimed or lost (each with `adoptedUntil`): the few `tick` looks at. */
+  private readonly offered = new Set<Run>()
 
   /** The version of what the Node should run (an agent that applied it is up to date). */
   readonly versionOf = (key: string) => this.nodes.get(key)?.version
@@ -405,6 +408,7 @@ export class LiveCapacity {
     }
     if (!this.runs.has(owner)) this.runs.set(owner, new Map())
     this.runs.get(owner)!.set(facts.name, run)
+    this.offered.add(run)
     // Its Node said hello already: it runs this one if it said so.
     if (node?.ready === true) this.reclaim(node, new Set(node.held.keys()))
     return run.facts
@@ -412,22 +416,21 @@ export class LiveCapacity {
 
   /** Once a Node said what it holds: the offered-back runs it still runs are kept; the others are lost. */
   private reclaim(node: NodeState, held: ReadonlySet<string>) {
-    for (const owned of this.runs.values()) {
-      for (const run of owned.values()) {
-        if (run.node !== node.key || run.adoptedUntil === undefined || run.facts.phase === "Ended") continue
-        run.adoptedUntil = undefined
-        const id = runIdOf(run.owner, run.facts.name)
-        node.held.delete(id)
-        if (!held.has(id)) {
-          run.node = ""
-          this.end(run, { type: "NodeLost" })
-          continue
-        }
-        node.adopted.add(id)
-        node.slotsUsed++
-        node.gpusUsed += run.gpus
-        this.told(run.owner)
+    for (const run of [...this.offered]) {
+      if (run.node !== node.key) continue
+      this.offered.delete(run)
+      run.adoptedUntil = undefined
+      const id = runIdOf(run.owner, run.facts.name)
+      node.held.delete(id)
+      if (!held.has(id)) {
+        run.node = ""
+        this.end(run, { type: "NodeLost" })
+        continue
       }
+      node.adopted.add(id)
+      node.slotsUsed++
+      node.gpusUsed += run.gpus
+      this.told(run.owner)
     }
   }
 
@@ -435,6 +438,13 @@ export class LiveCapacity {
     const run = this.find(owner, attempt)
     if (run === undefined || run.facts.phase === "Ended" || run.facts.phase === "Terminating") return
     run.stopAsked = true
+    if (run.adoptedUntil !== undefined) {
+      // Offered back and not claimed yet: it holds no slot; its agent stops it when no record claims it.
+      this.offered.delete(run)
+      run.adoptedUntil = undefined
+      run.node = ""
+      return this.end(run, { type: "Stopped" })
+    }
     const node = this.nodes.get(run.node)
     const id = runIdOf(owner, attempt)
     if (node === undefined || !(node.desired.has(id) || node.adopted.has(id))) return this.end(run, { type: "Stopped" })
@@ -676,20 +686,19 @@ export class LiveCapacity {
     for (const node of this.nodes.values()) {
       next = Math.min(next, node.ready ? node.leaseExpiresAt : next, ...node.warm.map((host) => host.until), ...node.held.values())
     }
-    for (const owned of this.runs.values()) for (const run of owned.values()) if (run.adoptedUntil !== undefined) next = Math.min(next, run.adoptedUntil)
+    for (const run of this.offered) if (run.adoptedUntil !== undefined) next = Math.min(next, run.adoptedUntil)
     return Number.isFinite(next) ? next : undefined
   }
 
   /** Lapsed leases make their Nodes NotReady and their runs NodeLost; expired warm slots go back. */
   readonly tick = (now: number) => {
-    for (const owned of this.runs.values()) {
-      for (const run of owned.values()) {
-        if (run.adoptedUntil === undefined || run.adoptedUntil > now || run.facts.phase === "Ended") continue
-        // No hello from its Node in time: it is lost (no slot of a Node was ever taken for it).
-        run.adoptedUntil = undefined
-        run.node = ""
-        this.end(run, { type: "NodeLost" })
-      }
+    for (const run of [...this.offered]) {
+      if (run.adoptedUntil === undefined || run.adoptedUntil > now) continue
+      // No hello from its Node in time: it is lost (no slot of a Node was ever taken for it).
+      this.offered.delete(run)
+      run.adoptedUntil = undefined
+      run.node = ""
+      this.end(run, { type: "NodeLost" })
     }
     for (const node of this.nodes.values()) {
       for (const [id, until] of node.held) {

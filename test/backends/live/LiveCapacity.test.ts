@@ -204,6 +204,16 @@ describe("runs a previous server process left live", () => {
     expect(facts(second.capacity).outcome).toEqual({ type: "NodeLost" })
   })
 
+  it("stopped before they are claimed, take no slot of their Node", () => {
+    const { capacity } = setup()
+    capacity.remember("n1", remote, hello().capacity)
+    offered(capacity)
+    Effect.runSync(capacity.port.release("uid-1", "job-0-1", 0))
+    expect(facts(capacity).outcome).toEqual({ type: "Stopped" })
+    capacity.hello({ ...hello(), runs: ["uid-1/job-0-1"] }, remote)
+    expect(capacity.nodeViews()[0]!.runs).toBe(0)
+  })
+
   it("let go, after a lease, of what an agent holds that no record claims", async () => {
     const { capacity, advance, now } = setup()
     const lease = capacity.hello({ ...hello(), runs: ["uid-9/stray-0-1"] }, remote)
