@@ -16,12 +16,13 @@
  *
  *   npm run bench:api -- [--clients 16] [--seconds 10] [--database-url postgres://…]
  */
-import { execFileSync, spawn, type ChildProcess } from "node:child_process"
+import { execFileSync } from "node:child_process"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { Agent, request } from "node:http"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { argument } from "./Arguments.ts"
+import { type BenchServer, benchToken, startServer, stopServer } from "./Server.ts"
 
 const clients = Number(argument("clients", "16"))
 const seconds = Number(argument("seconds", "10"))
@@ -33,50 +34,14 @@ const stopGraceMs = 10_000
  */
 const versionTimeoutMs = 30_000
 const adminUrl = argument("database-url", process.env["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/postgres")
-const token = "nds_bench-token-0123456789abcdefghijklmnopqrstuvwxyz"
-const root = join(import.meta.dirname, "..")
-
-interface Server {
-  readonly url: string
-  readonly process: ChildProcess
-}
-
-const startServer = (env: Record<string, string>): Promise<Server> =>
-  new Promise((resolve, reject) => {
-    const dataDir = mkdtempSync(join(tmpdir(), "nodus-bench-"))
-    const child = spawn(process.execPath, [join(root, "bin", "nodus.js"), "serve"], {
-      env: { ...process.env, NODUS_DATA_DIR: dataDir, NODUS_ADDR: "127.0.0.1:0", NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token, NODUS_BACKEND: "none", ...env },
-      stdio: ["ignore", "pipe", "inherit"]
-    })
-    let output = ""
-    child.stdout!.on("data", (chunk: Buffer) => {
-      output += chunk.toString()
-      const match = /nodus serving (http:\/\/\S+)/u.exec(output)
-      if (match !== null) resolve({ url: match[1]!, process: child })
-    })
-    child.on("exit", (code) => reject(new Error(`server exited with ${code}: ${output}`)))
-  })
-
-/**
- * Stops a server and waits until it is gone, so that its shutdown does not share the CPU with the next phase; one
- * whose event loop is held (an estimate computed on it) is killed after `stopGraceMs`.
- */
-const stopServer = (server: Server): Promise<void> =>
-  new Promise((resolve) => {
-    const kill = setTimeout(() => server.process.kill("SIGKILL"), stopGraceMs)
-    server.process.once("exit", () => {
-      clearTimeout(kill)
-      resolve()
-    })
-    server.process.kill("SIGTERM")
-  })
+const token = benchToken
 
 const agent = new Agent({ keepAlive: true, maxSockets: clients })
 
 /** Requests answered with another status than expected, by operation: the bench fails when there is any. */
 const failures = new Map<string, number>()
 
-const call = (url: string, method: string, path: string, body?: string, headers: Record<string, string> = {}): Promise<number> =>
+const call = (url: URL, method: string, path: string, body?: string, headers: Record<string, string> = {}): Promise<number> =>
   new Promise((resolve, reject) => {
     const target = new URL(path, url)
     const outgoing = request({
@@ -165,7 +130,7 @@ const worstCaseBody = (name: string, variant: string) => JSON.stringify({
 const jobsPath = "/apis/nodus.dev/v1/namespaces/bench/jobs"
 
 /** Credits for the bench's Jobs, granted as the operator (what `nodus grant` sends). */
-const grantCredits = (server: Server) => {
+const grantCredits = (server: BenchServer) => {
   const grant = { apiVersion: "nodus.dev/v1", kind: "CreditGrant", metadata: { generateName: "bench-" }, spec: { amountUSD: "1000000", source: "Admin", reason: "bench:api" } }
   return expect("operator credit grant", 201, call(server.url, "POST", "/apis/nodus.dev/v1/operator/creditgrants", JSON.stringify(grant), { "idempotency-key": `bench-${Date.now()}` }))
 }
@@ -186,7 +151,7 @@ const within = (ms: number, sent: Promise<number>): Promise<number> => {
 }
 
 /** `/version`'s latency alone, then while eight worst-case dry runs are in flight, round after round. */
-const versionUnderLoad = async (server: Server): Promise<VersionUnderLoad> => {
+const versionUnderLoad = async (server: BenchServer): Promise<VersionUnderLoad> => {
   const version = () => expect("GET /version", 200, within(versionTimeoutMs, call(server.url, "GET", "/version")))
   const idle: Array<number> = []
   for (let round = 0; round < 200; round++) idle.push(await timedMs(version))
@@ -218,7 +183,7 @@ const timedMs = async (operation: () => Promise<unknown>): Promise<number> => {
   return performance.now() - started
 }
 
-const benchServer = async (label: string, server: Server) => {
+const benchServer = async (label: string, server: BenchServer) => {
   await expect("create namespace", 201, call(server.url, "POST", "/api/v1/namespaces", JSON.stringify({ metadata: { name: "bench" } })))
   await grantCredits(server)
   // Neither measured phase pays the server's JIT warm-up or the estimate worker's start.
@@ -282,13 +247,13 @@ const main = async () => {
   const runs: Array<Awaited<ReturnType<typeof benchServer>>> = []
   const pglite = await startServer({})
   runs.push(await benchServer("PGlite", pglite))
-  await stopServer(pglite)
+  await stopServer(pglite, stopGraceMs)
   const database = freshDatabase(adminUrl)
   let anchor: number | undefined
   if (database !== undefined) {
     const postgres = await startServer({ DATABASE_URL: database.url })
     runs.push(await benchServer("PostgreSQL", postgres))
-    await stopServer(postgres)
+    await stopServer(postgres, stopGraceMs)
     anchor = pgbench(database.url)
     database.drop()
   } else {

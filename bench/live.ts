@@ -20,34 +20,22 @@
  *
  *   npm run bench:live -- [--jobs 100] [--lease-loss on|off] [--database-url postgres://…]
  */
-import { spawn, type ChildProcess } from "node:child_process"
+import { spawn } from "node:child_process"
 import { chmodSync, mkdtempSync, rmSync } from "node:fs"
 import { request } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { detectIsolation, runIsolated } from "../src/backends/live/Isolation.ts"
 import { argument } from "./Arguments.ts"
+import { benchToken, startServer, stopServer } from "./Server.ts"
 
 const jobs = Number(argument("jobs", "100"))
 const databaseUrl = argument("database-url", process.env["DATABASE_URL"] ?? "")
-const token = "nds_bench-token-0123456789abcdefghijklmnopqrstuvwxyz"
+const token = benchToken
 const project = "bench"
 const jobsPath = `/apis/nodus.dev/v1/namespaces/${project}/jobs`
 const jobTimeoutMs = 30_000
 const leaseLoss = argument("lease-loss", "on") !== "off"
-
-const startServer = (dataDir: string): Promise<{ readonly url: URL; readonly process: ChildProcess }> =>
-  new Promise((resolve, reject) => {
-    const env = { ...process.env, NODUS_DATA_DIR: dataDir, NODUS_ADDR: "127.0.0.1:0", NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token, NODUS_BACKEND: "local", ...(databaseUrl === "" ? {} : { DATABASE_URL: databaseUrl }) }
-    const child = spawn(process.execPath, [join(import.meta.dirname, "..", "bin", "nodus.js"), "serve"], { env, stdio: ["ignore", "pipe", "inherit"] })
-    let output = ""
-    child.stdout!.on("data", (chunk: Buffer) => {
-      output += chunk.toString()
-      const match = /nodus serving (http:\/\/\S+)/u.exec(output)
-      if (match !== null) resolve({ url: new URL(match[1]!), process: child })
-    })
-    child.on("exit", (code) => reject(new Error(`server exited with ${code}: ${output}`)))
-  })
 
 const call = (url: URL, method: string, path: string, body?: unknown): Promise<{ status: number; text: string }> =>
   new Promise((resolve, reject) => {
@@ -145,7 +133,7 @@ const measureLeaseLoss = async (url: URL, root: string) => {
 const support = detectIsolation()
 const root = mkdtempSync(join(tmpdir(), "nodus-bench-live-"))
 chmodSync(root, 0o711)
-const server = await startServer(join(root, "data"))
+const server = await startServer({ NODUS_DATA_DIR: join(root, "data"), NODUS_BACKEND: "local", ...(databaseUrl === "" ? {} : { DATABASE_URL: databaseUrl }) })
 let failures = 0
 try {
   const created = await call(server.url, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: project } })
@@ -199,8 +187,7 @@ try {
   show("anchor: fork/exec true", spawned)
   show("anchor: bwrap true (nodus's box, egress Deny)", boxed)
 } finally {
-  server.process.kill("SIGTERM")
-  await new Promise((resolve) => server.process.once("exit", resolve))
+  await stopServer(server)
   rmSync(root, { recursive: true, force: true })
 }
 if (failures > 0) {

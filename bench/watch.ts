@@ -16,13 +16,14 @@
  *   npm run bench:watch -- [--objects 20000] [--watchers 50] [--seconds 10] [--database-url postgres://…]
  *                          [--server <checkout>]   (another checkout's bin/nodus.js, e.g. for a before/after)
  */
-import { execFileSync, spawn, type ChildProcess } from "node:child_process"
-import { mkdtempSync, readFileSync } from "node:fs"
+import { execFileSync } from "node:child_process"
+import { readFileSync } from "node:fs"
 import { Agent, request } from "node:http"
 import { connect, type Socket } from "node:net"
-import { cpus, tmpdir } from "node:os"
+import { cpus } from "node:os"
 import { join } from "node:path"
 import { argument } from "./Arguments.ts"
+import { type BenchServer, benchToken, startServer, stopServer } from "./Server.ts"
 
 const objects = Number(argument("objects", "20000"))
 const watchers = Number(argument("watchers", "50"))
@@ -33,42 +34,12 @@ const readers = Number(argument("readers", "20"))
 const lists = Number(argument("lists", "3"))
 const databaseUrl = argument("database-url", process.env["DATABASE_URL"] ?? "")
 const root = argument("server", join(import.meta.dirname, ".."))
-const token = "nds_bench-token-0123456789abcdefghijklmnopqrstuvwxyz"
+const token = benchToken
 const project = "bench"
 const jobsPath = `/apis/nodus.dev/v1/namespaces/${project}/jobs`
 /** A request not answered within this is a failure (the issue saw `?limit=1` take 20 s and more). */
 const requestTimeoutMs = 30_000
 const createClients = 16
-
-interface Server {
-  readonly url: URL
-  readonly process: ChildProcess
-}
-
-const startServer = (env: Record<string, string>): Promise<Server> =>
-  new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(root, "bin", "nodus.js"), "serve"], {
-      env: { ...process.env, NODUS_DATA_DIR: mkdtempSync(join(tmpdir(), "nodus-bench-")), NODUS_ADDR: "127.0.0.1:0", NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token, NODUS_BACKEND: "none", ...env },
-      stdio: ["ignore", "pipe", "inherit"]
-    })
-    let output = ""
-    child.stdout!.on("data", (chunk: Buffer) => {
-      output += chunk.toString()
-      const match = /nodus serving (http:\/\/\S+)/u.exec(output)
-      if (match !== null) resolve({ url: new URL(match[1]!), process: child })
-    })
-    child.on("exit", (code) => reject(new Error(`server exited with ${code}: ${output}`)))
-  })
-
-const stopServer = (server: Server): Promise<void> =>
-  new Promise((resolve) => {
-    const kill = setTimeout(() => server.process.kill("SIGKILL"), 10_000)
-    server.process.once("exit", () => {
-      clearTimeout(kill)
-      resolve()
-    })
-    server.process.kill("SIGTERM")
-  })
 
 /** The server's resident memory in MB, sampled until `stop`; `peak()` is the largest sample since the last `reset()`. */
 const memorySampler = (pid: number) => {
@@ -85,7 +56,7 @@ const failures = new Map<string, number>()
 const fail = (label: string) => failures.set(label, (failures.get(label) ?? 0) + 1)
 
 /** A request that must answer `expected`; resolves with its latency in ms and the body's length in bytes. */
-const call = (server: Server, label: string, expected: number, method: string, path: string, body?: string): Promise<{ ms: number; bytes: number }> =>
+const call = (server: BenchServer, label: string, expected: number, method: string, path: string, body?: string): Promise<{ ms: number; bytes: number }> =>
   new Promise((resolve) => {
     const started = performance.now()
     const done = (ok: boolean, bytes = 0) => {
@@ -114,7 +85,7 @@ const jobBody = (name: string) => JSON.stringify({
   spec: { image: "python:3.12", command: ["python", "-c", "print(42)"], completions: 4, parallelism: 2 }
 })
 
-const createJobs = async (server: Server): Promise<number> => {
+const createJobs = async (server: BenchServer): Promise<number> => {
   const started = performance.now()
   let next = 0
   const loop = async () => {
@@ -135,7 +106,7 @@ interface Latency {
 }
 
 /** GETs of one Job and of `?limit=1`, in turn, from `clients` loops for `seconds`. */
-const getLatency = async (server: Server): Promise<Latency> => {
+const getLatency = async (server: BenchServer): Promise<Latency> => {
   const latencies: Array<number> = []
   const end = performance.now() + seconds * 1_000
   const loop = async (client: number) => {
@@ -150,7 +121,7 @@ const getLatency = async (server: Server): Promise<Latency> => {
 }
 
 /** A watch whose client sends the request and then never reads: the server's writes pile up until the socket is full. */
-const openSilentWatch = (server: Server): Promise<Socket> =>
+const openSilentWatch = (server: BenchServer): Promise<Socket> =>
   new Promise((resolve, reject) => {
     const socket = connect(Number(server.url.port), server.url.hostname, () => {
       socket.write(`GET ${jobsPath}?watch=true HTTP/1.1\r\nHost: ${server.url.host}\r\nAuthorization: Bearer ${token}\r\n\r\n`)
@@ -161,7 +132,7 @@ const openSilentWatch = (server: Server): Promise<Socket> =>
   })
 
 /** A watch whose client reads every byte as it comes; resolves with a function that ends it and tells the bytes read. */
-const openReadingWatch = (server: Server): Promise<() => number> =>
+const openReadingWatch = (server: BenchServer): Promise<() => number> =>
   new Promise((resolve) => {
     let bytes = 0
     const outgoing = request({ host: server.url.hostname, port: server.url.port, path: `${jobsPath}?watch=true`, headers: { authorization: `Bearer ${token}` } }, (response) => {
@@ -179,7 +150,7 @@ const openReadingWatch = (server: Server): Promise<() => number> =>
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-const benchServer = async (server: Server) => {
+const benchServer = async (server: BenchServer) => {
   const memory = memorySampler(server.process.pid!)
   await call(server, "create namespace", 201, "POST", "/api/v1/namespaces", JSON.stringify({ metadata: { name: project } }))
   const grant = { apiVersion: "nodus.dev/v1", kind: "CreditGrant", metadata: { generateName: "bench-" }, spec: { amountUSD: "1000000", source: "Admin", reason: "bench:watch" } }
@@ -233,7 +204,7 @@ const main = async () => {
   const database = databaseUrl === "" ? undefined : freshDatabase(databaseUrl)
   const store = database === undefined ? "PGlite" : "PostgreSQL"
   console.log(`nodus watch bench (${root}): ${store}, ${objects} Jobs, ${watchers} silent watchers, ${clients} GET clients × ${seconds} s, ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}`)
-  const server = await startServer(database === undefined ? {} : { DATABASE_URL: database.url })
+  const server = await startServer(database === undefined ? {} : { DATABASE_URL: database.url }, root)
   try {
     const result = await benchServer(server)
     console.log(`created ${objects} Jobs at ${result.createRate.toFixed(0)}/s; server RSS peak ${result.afterCreates.toFixed(0)} MB`)
