@@ -258,6 +258,12 @@ export class LiveCapacity {
     return this.runs.get(owner)?.get(attempt)
   }
 
+  /** The run of an id the agent protocol names it by (`<owner>/<attempt>`, runIdOf). */
+  private findById(id: string): Run | undefined {
+    const slash = id.indexOf("/")
+    return this.find(id.slice(0, slash), id.slice(slash + 1))
+  }
+
   private acquire(request: HostRequest): AttemptFacts {
     const known = this.find(request.owner, request.attempt)
     if (known !== undefined) return known.facts
@@ -532,10 +538,7 @@ export class LiveCapacity {
     const held = new Set(hello.runs ?? [])
     this.reclaim(node, held)
     // What it holds that this process has not heard of yet waits for its record (a store still being read).
-    for (const id of held) {
-      const slash = id.indexOf("/")
-      if (this.find(id.slice(0, slash), id.slice(slash + 1)) === undefined) node.held.set(id, now + this.lease.expiryMs)
-    }
+    for (const id of held) if (this.findById(id) === undefined) node.held.set(id, now + this.lease.expiryMs)
     this.bump(node)
     this.nodeChanged(node)
     this.freed()
@@ -575,8 +578,7 @@ export class LiveCapacity {
 
   /** One run's report; answers how much of its log is now kept. */
   private take(node: NodeState, report: RunReport): number {
-    const slash = report.id.indexOf("/")
-    const run = this.find(report.id.slice(0, slash), report.id.slice(slash + 1))
+    const run = this.findById(report.id)
     // Offsets count bytes of the UTF-8 log, as the agent reads it.
     if (run === undefined || run.node !== node.key) return report.logOffset + Buffer.byteLength(report.log)
     if (run.logBaseline) {
@@ -635,8 +637,7 @@ export class LiveCapacity {
   /** The run of a transfer, when its Node holds the current lease and the run is still on it. */
   private transferRun(target: OutputTarget, scope: NodeScope): Run | undefined {
     const node = this.nodes.get(nodeKey(target.node, scope))
-    const slash = target.run.indexOf("/")
-    const run = this.find(target.run.slice(0, slash), target.run.slice(slash + 1))
+    const run = this.findById(target.run)
     if (node === undefined || node.epoch !== target.epoch || !node.ready || run === undefined || run.node !== node.key || run.facts.phase === "Ended") return undefined
     return run
   }
