@@ -107,8 +107,13 @@ function make(options: ReconcilerOptions) {
     const { kinds } = yield* KindRegistry
     const kindsByPlural = new Map(kinds.map((kind) => [byKindName(kind.kind)!.plural, { kind, ref: refOfKind(group, kind.kind) }]))
     const writer = makeWriter({ resources, store, ids, outbox, attemptRef: refOfKind(group, "Attempt") })
+    /** Offerings by id, per catalog array (a catalog is the same array until it changes). */
+    const indexed = new WeakMap<ReadonlyArray<Offering>, ReadonlyMap<string, Offering>>()
     const variantOf = (namespace: string) => (offering: string, interruptible: boolean): Variant | undefined => {
-      const found = options.catalog(namespace).find((candidate) => candidate.id === offering)
+      const catalog = options.catalog(namespace)
+      let byId = indexed.get(catalog)
+      if (byId === undefined) indexed.set(catalog, byId = new Map(catalog.map((candidate) => [candidate.id, candidate])))
+      const found = byId.get(offering)
       return found === undefined ? undefined : variantsOf(found).find((variant) => variant.interruptible === interruptible)
     }
 
