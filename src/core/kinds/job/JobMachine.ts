@@ -578,13 +578,23 @@ const setPlacement = (step: Step, variant: Variant, warmReuse: boolean) => {
 
 /**
  * Spec: Job status.outputs — what a succeeded run collected, by index. Entries already in status stay (a restarted
- * server knows its Attempts without their outputs), so a step only adds what a newly succeeded run brought.
+ * server knows its Attempts without their outputs), so a step only adds what a newly succeeded run brought. `keys`
+ * (index/name of the entries, made on first need) keeps the check linear in a Job of many indexes; what is new is
+ * gathered in `added` and joined to status once, after every attempt was seen.
  */
-const collectOutputs = (status: Mutable<JobStatusType>, attempt: AttemptFacts) => {
+interface OutputFold {
+  keys: Set<string> | undefined
+  readonly added: Array<NonNullable<JobStatusType["outputs"]>[number]>
+}
+
+const collectOutputs = (status: JobStatusType, attempt: AttemptFacts, fold: OutputFold) => {
   if (attempt.outputs === undefined || attempt.outcome?.type !== "Succeeded") return
+  fold.keys ??= new Set((status.outputs ?? []).map((output) => `${output.index}/${output.name}`))
   for (const output of attempt.outputs) {
-    if (status.outputs?.some((known) => known.name === output.name && known.index === attempt.index)) continue
-    status.outputs = [...(status.outputs ?? []), { name: output.name, path: output.path, sha256: output.sha256, size: output.sizeBytes, index: attempt.index }]
+    const key = `${attempt.index}/${output.name}`
+    if (fold.keys.has(key)) continue
+    fold.keys.add(key)
+    fold.added.push({ name: output.name, path: output.path, sha256: output.sha256, size: output.sizeBytes, index: attempt.index })
   }
 }
 
@@ -601,18 +611,20 @@ const observe = (step: Step) => {
   let firstBoot: number | undefined
   let current = 0
   let latest: AttemptFacts | undefined
+  const outputs: OutputFold = { keys: undefined, added: [] }
   for (const attempt of attempts) {
     if (firstRequest === undefined || attempt.requestedAt < firstRequest) firstRequest = attempt.requestedAt
     if (attempt.bootedAt !== undefined && (firstBoot === undefined || attempt.bootedAt < firstBoot)) firstBoot = attempt.bootedAt
     if (isLive(attempt) && attempt.number > current) current = attempt.number
     if (latest === undefined || attempt.requestedAt >= latest.requestedAt) latest = attempt
-    collectOutputs(status, attempt)
+    collectOutputs(status, attempt, outputs)
     if (attempt.inputs !== undefined && attempt.bootedAt !== undefined && status.inputsReadyTime === undefined) {
       // Spec: Job status.inputs, inputsReadyTime — every input materialized, checked against its digest.
       status.inputs = attempt.inputs
       status.inputsReadyTime = iso(attempt.bootedAt)
     }
   }
+  if (outputs.added.length > 0) status.outputs = [...(status.outputs ?? []), ...outputs.added]
   status.attempts = { current, max: maxAttemptsOf(spec), total: attempts.length }
   // Spec: timeoutStartTime is the first Provisioning; startTime the first Running.
   if (firstRequest !== undefined) {
