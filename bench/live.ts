@@ -22,90 +22,23 @@
  */
 import { spawn } from "node:child_process"
 import { chmodSync, mkdtempSync, rmSync } from "node:fs"
-import { request } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { detectIsolation, runIsolated } from "../src/backends/live/Isolation.ts"
 import { argument } from "./Arguments.ts"
-import { benchToken, startServer, stopServer } from "./Server.ts"
+import { benchProject, call, get, show, timeBox, until, watchPhases } from "./Measure.ts"
+import { startServer, stopServer } from "./Server.ts"
 
 const jobs = Number(argument("jobs", "100"))
 const databaseUrl = argument("database-url", process.env["DATABASE_URL"] ?? "")
-const token = benchToken
 const project = "bench"
 const jobsPath = `/apis/nodus.dev/v1/namespaces/${project}/jobs`
 const jobTimeoutMs = 30_000
 const leaseLoss = argument("lease-loss", "on") !== "off"
 
-const call = (url: URL, method: string, path: string, body?: unknown): Promise<{ status: number; text: string }> =>
-  new Promise((resolve, reject) => {
-    const payload = body === undefined ? undefined : JSON.stringify(body)
-    const req = request(new URL(path, url), { method, headers: { authorization: `Bearer ${token}`, ...(payload === undefined ? {} : { "content-type": "application/json" }) } }, (res) => {
-      let text = ""
-      res.setEncoding("utf8").on("data", (chunk: string) => (text += chunk)).on("end", () => resolve({ status: res.statusCode ?? 0, text }))
-    })
-    req.on("error", reject)
-    req.end(payload)
-  })
-
-/** Watches the project's Jobs and calls `seen(name, phase, at)` for every event. */
-const watchJobs = (url: URL, seen: (name: string, phase: string | undefined, at: number) => void) => {
-  const req = request(new URL(`${jobsPath}?watch=true`, url), { headers: { authorization: `Bearer ${token}` } }, (res) => {
-    let buffer = ""
-    res.setEncoding("utf8").on("data", (chunk: string) => {
-      const at = performance.now()
-      buffer += chunk
-      for (let newline = buffer.indexOf("\n"); newline >= 0; newline = buffer.indexOf("\n")) {
-        const line = buffer.slice(0, newline)
-        buffer = buffer.slice(newline + 1)
-        if (line.trim() === "") continue
-        const event = JSON.parse(line) as { object?: { metadata?: { name?: string }; status?: { phase?: string } } }
-        const name = event.object?.metadata?.name
-        if (name !== undefined) seen(name, event.object?.status?.phase, at)
-      }
-    })
-  })
-  req.end()
-  return () => req.destroy()
-}
-
-const percentile = (values: ReadonlyArray<number>, p: number) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!
-}
-const show = (label: string, values: ReadonlyArray<number>) =>
-  values.length === 0 ? console.log(`${label.padEnd(44)} none`) : console.log(`${label.padEnd(44)} p50 ${percentile(values, 50).toFixed(1).padStart(7)} ms   p99 ${percentile(values, 99).toFixed(1).padStart(7)} ms   (n=${values.length})`)
-
 const timeSpawn = async (): Promise<number> => {
   const started = performance.now()
   await new Promise<void>((resolve, reject) => spawn("true", [], { stdio: "ignore" }).on("exit", () => resolve()).on("error", reject))
   return performance.now() - started
-}
-
-const timeBox = async (root: string, index: number): Promise<number> => {
-  const area = join(root, `box-${index}`)
-  const started = performance.now()
-  const program = runIsolated(
-    { argv: ["true"], env: {}, workingDir: undefined, secretFiles: [], egress: "Deny", memoryBytes: undefined, area, logPath: join(area, "log") },
-    { support, hidden: [] }
-  )
-  const outcome = await program.exited
-  if (outcome.exitCode !== 0) throw new Error(`a bare box exited ${outcome.exitCode ?? outcome.signal}`)
-  return performance.now() - started
-}
-
-const get = async (url: URL, path: string) => {
-  const reply = await call(url, "GET", path)
-  return reply.status === 200 ? JSON.parse(reply.text) : undefined
-}
-
-const until = async (what: string, check: () => Promise<boolean>, timeoutMs: number) => {
-  const deadline = performance.now() + timeoutMs
-  while (!(await check())) {
-    if (performance.now() > deadline) throw new Error(`${what}: not within ${timeoutMs / 1000} s`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  return performance.now()
 }
 
 /** A second host joins, runs a Job, and is killed: how long until its run is lost, and until the Job runs again. */
@@ -130,22 +63,16 @@ const measureLeaseLoss = async (url: URL, root: string) => {
   await call(url, "DELETE", `${jobsPath}/lease`)
 }
 
-const support = detectIsolation()
 const root = mkdtempSync(join(tmpdir(), "nodus-bench-live-"))
 chmodSync(root, 0o711)
 const server = await startServer({ NODUS_DATA_DIR: join(root, "data"), NODUS_BACKEND: "local", ...(databaseUrl === "" ? {} : { DATABASE_URL: databaseUrl }) })
 let failures = 0
 try {
-  const created = await call(server.url, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: project } })
-  if (created.status !== 201) throw new Error(`namespace: ${created.status} ${created.text}`)
-  // A PostgreSQL store starts with no credits (docs/billing.md): the operator grants some.
-  const grant = { apiVersion: "nodus.dev/v1", kind: "CreditGrant", metadata: { generateName: "bench-" }, spec: { amountUSD: "1000", source: "Admin", reason: "bench:live" } }
-  const granted = await call(server.url, "POST", "/apis/nodus.dev/v1/operator/creditgrants", grant)
-  if (granted.status !== 201) throw new Error(`credit grant: ${granted.status} ${granted.text}`)
+  await benchProject(server.url, project, "bench:live")
   const running = new Map<string, number>()
   const succeeded = new Map<string, number>()
   const waiters = new Map<string, () => void>()
-  const stop = watchJobs(server.url, (name, phase, at) => {
+  const stop = watchPhases(server.url, jobsPath, (name, phase, at) => {
     if (phase === "Running" || phase === "Succeeded" || phase === "Failed") if (!running.has(name)) running.set(name, at)
     if (phase === "Succeeded" || phase === "Failed") {
       if (phase === "Failed") failures++

@@ -79,6 +79,17 @@ export const sandboxIdleTimeoutDefault = "5m"
 export const sandboxMaxLifetimeMsMin = minuteMs
 export const sandboxMaxLifetimeMsMax = 720 * hourMs
 export const sandboxMaxLifetimeDefault = "24h"
+/** A box not ready this long after its start is said to be stuck (sandbox.stuck; nodus, docs/kinds/Sandbox.md). */
+export const sandboxStuckAfterMs = 5 * minuteMs
+/** A Sandbox command (nodus, docs/sandboxes.md): its argv, its env, and how long a foreground one may run by default. */
+export const sandboxCommandArgsMax = 4096
+export const sandboxCommandEnvMax = 256
+export const sandboxCommandTimeoutDefault = "10m"
+export const sandboxCommandTimeoutMsMax = 24 * hourMs
+/** The largest file one Sandbox file request carries (FileTooLarge above; docs/sandboxes.md, "Files"). */
+export const sandboxFileBytesMax = 16 * 1024 * 1024
+/** What /workspace continuity saves and restores (spec: Sandbox continuity). */
+export const sandboxWorkspacePath = "/workspace"
 
 // Workspace (spec: Workspace; Limits)
 export const workspaceEnvMax = 256

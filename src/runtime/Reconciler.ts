@@ -29,6 +29,7 @@ import { conditionIn } from "../core/controller/Conditions.ts"
 import { type ControllerEvent, isUnfunded, type LaunchAction } from "../core/controller/Controller.ts"
 import { factsFromAttempt, isEndedAttempt, liveFactsFromAttempt } from "../core/kinds/attempt/AttemptRecords.ts"
 import { equals, isObject, type JsonObject } from "../core/Json.ts"
+import { parseTime } from "../core/StatusText.ts"
 import { byKindName, refOfKind, type ResourceRef } from "../core/meta/Kinds.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { ApiConfig } from "../apiserver/ApiConfig.ts"
@@ -65,6 +66,7 @@ interface Tracked extends WrittenObject {
   readonly key: string
   readonly kind: AnyRuntimeKind
   generation: number
+  readonly createdAt: number | undefined
   labels: Readonly<Record<string, string>>
   annotations: Readonly<Record<string, string>>
   spec: unknown
@@ -152,7 +154,8 @@ function make(options: ReconcilerOptions) {
         tracked.uid !== object.metadata.uid ||
         object.metadata.deletionTimestamp !== undefined ||
         object.metadata.generation > tracked.generation ||
-        !equals(object.metadata.labels ?? {}, tracked.labels)
+        !equals(object.metadata.labels ?? {}, tracked.labels) ||
+        !equals(object.metadata.annotations ?? {}, tracked.annotations)
       ) queue.add(key)
     }
 
@@ -249,6 +252,7 @@ function make(options: ReconcilerOptions) {
         name: object.metadata.name,
         uid: object.metadata.uid,
         generation: object.metadata.generation,
+        createdAt: parseTime(object.metadata.creationTimestamp),
         labels: object.metadata.labels ?? {},
         annotations: object.metadata.annotations ?? {},
         spec,
@@ -274,12 +278,15 @@ function make(options: ReconcilerOptions) {
         tracked.labels = labels
         yield* register(tracked)
       }
-      tracked.annotations = object.metadata.annotations ?? {}
-      if (object.metadata.generation <= tracked.generation) return
+      // A request an annotation carries (a Sandbox's start-requested-at) is read into the spec, like a new generation.
+      const annotations = object.metadata.annotations ?? {}
+      const requested = !equals(annotations, tracked.annotations)
+      tracked.annotations = annotations
+      if (object.metadata.generation <= tracked.generation && !requested) return
       const spec = tracked.kind.specOf(object, group)
       if (spec === undefined) return
       tracked.spec = spec
-      tracked.generation = object.metadata.generation
+      tracked.generation = Math.max(tracked.generation, object.metadata.generation)
     })
 
     /** Stops following an object: its live runs are released, and billed until their hosts are. */
@@ -345,7 +352,7 @@ function make(options: ReconcilerOptions) {
       yield* refresh(tracked)
       const market = port.market(tracked.namespace)
       const ranking = rankingOf(tracked, market)
-      const observation = { name: tracked.name, namespace: tracked.namespace, uid: tracked.uid, generation: tracked.generation, spec: tracked.spec, status: tracked.status, attempts: tracked.facts }
+      const observation = { name: tracked.name, namespace: tracked.namespace, uid: tracked.uid, generation: tracked.generation, createdAt: tracked.createdAt, spec: tracked.spec, status: tracked.status, attempts: tracked.facts }
       const owner = { namespace: tracked.namespace, labels: tracked.labels }
       const billed = yield* ledgers.update((ledger) =>
         billedStep(tracked.kind.machine, observation, { now, market, ranking }, { ledger, pricebook: options.pricebook, rooms: budgets.roomsFor(ledger, owner, now) }))

@@ -9,9 +9,10 @@
 import { Context, Layer } from "effect"
 import { jobKind } from "./kinds/Job.ts"
 import type { AnyRuntimeKind } from "./kinds/RuntimeKind.ts"
+import { sandboxKind } from "./kinds/Sandbox.ts"
 
 /** The kinds nodus runs today. */
-export const defaultKinds: ReadonlyArray<AnyRuntimeKind> = [jobKind]
+export const defaultKinds: ReadonlyArray<AnyRuntimeKind> = [jobKind, sandboxKind]
 
 export class KindRegistry extends Context.Service<KindRegistry, {
   readonly kinds: ReadonlyArray<AnyRuntimeKind>

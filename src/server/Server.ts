@@ -39,6 +39,8 @@ import * as LiveBackend from "./LiveBackend.ts"
 import * as SimBackend from "./SimBackend.ts"
 import { SimulationControl } from "../apiserver/SimulationControl.ts"
 import { WorkloadFiles } from "../apiserver/WorkloadFiles.ts"
+import { SandboxBoxes } from "../apiserver/SandboxBoxes.ts"
+import * as SandboxBoxesOverPort from "./SandboxBoxes.ts"
 import { NodeAgents } from "../apiserver/NodeAgents.ts"
 import * as VirtualClock from "./VirtualClock.ts"
 import { Watches, type WatchLimits } from "../apiserver/Watch.ts"
@@ -110,12 +112,13 @@ export interface Replaceable {
  */
 const backendOf = (options: ServerOptions) => {
   const { sim, local } = options
-  if (local !== undefined) return { clock: Layer.empty, control: LiveBackend.layer(local) }
-  if (sim === undefined) return { clock: Layer.empty, control: Layer.mergeAll(SimulationControl.layerNone, WorkloadFiles.layerNone, NodeAgents.layerNone) }
+  if (local !== undefined) return { clock: Layer.empty, control: SandboxBoxesOverPort.layer.pipe(Layer.provideMerge(LiveBackend.layer(local))) }
+  if (sim === undefined) return { clock: Layer.empty, control: Layer.mergeAll(SimulationControl.layerNone, WorkloadFiles.layerNone, NodeAgents.layerNone, SandboxBoxes.layerNone) }
   const clock = new VirtualClock.VirtualClock(sim.speed, Date.now())
+  const simBackend = SimBackend.layer({ clock, ...(sim.hostsPerVariant === undefined ? {} : { hostsPerVariant: sim.hostsPerVariant }) })
   return {
     clock: VirtualClock.layer(clock),
-    control: Layer.mergeAll(SimBackend.layer({ clock, ...(sim.hostsPerVariant === undefined ? {} : { hostsPerVariant: sim.hostsPerVariant }) }), WorkloadFiles.layerNone, NodeAgents.layerNone)
+    control: Layer.mergeAll(SandboxBoxesOverPort.layer.pipe(Layer.provideMerge(simBackend)), WorkloadFiles.layerNone, NodeAgents.layerNone)
   }
 }
 

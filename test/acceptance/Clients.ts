@@ -6,7 +6,7 @@
  * stderr. `startKubectl` runs a long-lived command (`get -w`, `wait`) in the background.
  */
 import { spawn } from "node:child_process"
-import { accessSync, constants } from "node:fs"
+import { accessSync, constants, writeFileSync } from "node:fs"
 import { request as httpsRequest } from "node:https"
 import { join } from "node:path"
 import type { TestServer } from "../support/TestServer.ts"
@@ -234,4 +234,13 @@ export const jsonDocuments = (text: string): ReadonlyArray<any> => {
     }
   }
   return documents
+}
+
+/** `kubectl create -f` of `yaml` (written as `<name>.yaml` in the server's client directory): the created object. */
+export const createFromYaml = async (server: TestServer, name: string, yaml: string): Promise<any> => {
+  const file = join(server.directory, `${name}.yaml`)
+  writeFileSync(file, yaml)
+  const created = await kubectl(server, ["create", "-f", file, "-o", "json"])
+  if (created.code !== 0) throw new Error(`kubectl create -f ${name}.yaml: ${created.stderr}`)
+  return JSON.parse(created.stdout)
 }

@@ -13,7 +13,7 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { generateTlsMaterial } from "../../src/apiserver/tls/Certificates.ts"
 import { startTestServer, type TestServer } from "../support/TestServer.ts"
-import { api, kubectl, requireKubectl } from "./Clients.ts"
+import { api, kubectl, requireKubectl, createFromYaml } from "./Clients.ts"
 
 let server: TestServer
 let listener: Server
@@ -46,12 +46,7 @@ afterAll(async () => {
 
 const jobPath = (name: string) => `/apis/nodus.dev/v1/namespaces/${namespace}/jobs/${name}`
 
-const apply = async (name: string, yaml: string) => {
-  const path = join(server.directory, `${name}.yaml`)
-  writeFileSync(path, yaml)
-  const created = await kubectl(server, ["create", "-f", path])
-  assert.strictEqual(created.code, 0, created.stderr)
-}
+const apply = (name: string, yaml: string) => createFromYaml(server, name, yaml)
 
 const jobYaml = (name: string, command: ReadonlyArray<string>, extra: ReadonlyArray<string> = []) => [
   "apiVersion: nodus.dev/v1",

@@ -6,12 +6,12 @@
  * killed agent ran survives it.
  */
 import { execFileSync } from "node:child_process"
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { chmodSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { startTestServer, type TestServer } from "../support/TestServer.ts"
-import { api, type Background, eventually, kubectl, requireKubectl, run, start } from "./Clients.ts"
+import { api, type Background, eventually, kubectl, requireKubectl, run, start, createFromYaml } from "./Clients.ts"
 
 let server: TestServer
 const namespace = "fleet"
@@ -40,13 +40,7 @@ const path = (plural: string, name?: string) => `/apis/nodus.dev/v1/namespaces/$
 const startAgent = (dataDir: string, name: string, withToken: string) =>
   start(node, [nodusBin, "agent", "--server", server.url, "--token", withToken, "--ca", server.caPath!, "--data-dir", dataDir, "--name", name], { timeoutMs: 120_000 })
 
-const apply = async (name: string, yaml: string) => {
-  const file = join(server.directory, `${name}.yaml`)
-  writeFileSync(file, yaml)
-  const created = await kubectl(server, ["create", "-f", file, "-o", "json"])
-  assert.strictEqual(created.code, 0, created.stderr)
-  return JSON.parse(created.stdout)
-}
+const apply = (name: string, yaml: string) => createFromYaml(server, name, yaml)
 
 const job = async (name: string) => (await api(server, "GET", path("jobs", name))).body
 

@@ -24,6 +24,8 @@ import { Ids } from "../Ids.ts"
 import { etagOf, type ListResult, type PatchType, Resources, type WriteOptions } from "../Resources.ts"
 import { clockObject, parseClockRequest, SimulationControl } from "../SimulationControl.ts"
 import { WorkloadFiles } from "../WorkloadFiles.ts"
+import { SandboxBoxes } from "../SandboxBoxes.ts"
+import { makeSandboxApi, sandboxSubresources } from "./SandboxApi.ts"
 import { type AgentCall, type AgentDownload, type AgentUpload, NodeAgents } from "../NodeAgents.ts"
 import * as Limits from "../../core/Limits.ts"
 import { defaultWatchLimits, Watches, type WatchEvent } from "../Watch.ts"
@@ -121,7 +123,10 @@ const patchTypeOf = (contentType: string | undefined, ref: ResourceRef): Effect.
 }
 
 /** Which operation a method on a route means, before the kind's availability is checked. */
-const operationOf = (method: string, route: Extract<Routes.Route, { _tag: "Resource" }>, info: KindInfo, watch: boolean): Operation | "tokens" | "log" | "output" | undefined => {
+type Special = "tokens" | "log" | "output" | "box"
+
+const operationOf = (method: string, route: Extract<Routes.Route, { _tag: "Resource" }>, info: KindInfo, watch: boolean): Operation | Special | undefined => {
+  if (route.subresource !== undefined && (sandboxSubresources as ReadonlyArray<string>).includes(route.subresource)) return info.kind === "Sandbox" && route.name !== undefined ? "box" : undefined
   if (route.subresource === "status") return method === "GET" ? "getStatus" : method === "PUT" || method === "PATCH" ? "writeStatus" : undefined
   if (route.subresource === "tokens") return info.plural === "serviceaccounts" && method === "POST" ? "tokens" : undefined
   if (route.subresource === "log") return info.kind === "Job" && method === "GET" && route.item === undefined ? "log" : undefined
@@ -144,7 +149,7 @@ const operationOf = (method: string, route: Extract<Routes.Route, { _tag: "Resou
   }
 }
 
-const accessOf = (operation: Operation | "tokens" | "log" | "output"): Access => {
+const accessOf = (operation: Operation | Special): Access => {
   switch (operation) {
     case "log":
     case "output":
@@ -210,6 +215,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
     const credits = yield* CreditOperations
     const files = yield* WorkloadFiles
     const agents = yield* NodeAgents
+    const sandboxApi = makeSandboxApi({ resources, boxes: yield* SandboxBoxes, ids })
     const group = settings.group
     // Documents are generated once, on first request (tens of ms, off start-up): they depend only on the group and the
     // kinds' schemas.
@@ -463,12 +469,12 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
         const namespaced = ref.info.scope === "Namespaced"
         // Cluster-scoped kinds have no project segment; namespaced items always have one.
         if ((!namespaced && route.namespace !== undefined) || (namespaced && route.name !== undefined && route.namespace === undefined)) return yield* resourceNotFound()
-        if (route.subresource !== undefined && !["status", "tokens", "log", "outputs"].includes(route.subresource)) return yield* resourceNotFound()
+        if (route.subresource !== undefined && !["status", "tokens", "log", "outputs", ...sandboxSubresources].includes(route.subresource)) return yield* resourceNotFound()
         const query = url.searchParams
         const watching = route.name === undefined && request.method === "GET" ? yield* boolParameter(query, "watch") : false
         const operation = operationOf(request.method, route, ref.info, watching)
         if (operation === undefined) return yield* methodNotAllowed(request.method)
-        if (operation !== "tokens" && operation !== "log" && operation !== "output" && !ref.info.operations.has(operation)) return yield* methodNotAllowed(request.method)
+        if (operation !== "tokens" && operation !== "log" && operation !== "output" && operation !== "box" && !ref.info.operations.has(operation)) return yield* methodNotAllowed(request.method)
         const namespace = ref.info === namespaceKind ? undefined : route.namespace
         const authorizedProject = ref.info === namespaceKind ? route.name : route.namespace
         yield* auth.authorize(principal, ref.info, accessOf(operation), authorizedProject)
@@ -503,6 +509,8 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
             return yield* readLog(query, ref, namespace, name)
           case "output":
             return yield* readOutput(query, ref, namespace, name, route.item!)
+          case "box":
+            return yield* sandboxApi.handle(request, query, { ref, namespace, name, subresource: route.subresource!, item: route.item, action: route.action })
         }
       })
 

@@ -31,14 +31,17 @@ const isTooLarge = (error: unknown): boolean => {
   return false
 }
 
-/** The raw body bytes, refused past the limit before they are all read. */
-export const readBytes = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<Uint8Array, ApiError> => {
+/** The raw body bytes, refused past the limit (`maxBytes`, with its own error) before they are all read. */
+export const readBytes = (
+  request: HttpServerRequest.HttpServerRequest,
+  limit: { readonly maxBytes: number; readonly tooLarge: () => ApiError } = { maxBytes: requestBodyMaxBytes, tooLarge }
+): Effect.Effect<Uint8Array, ApiError> => {
   const declared = Number(request.headers["content-length"] ?? "0")
-  if (declared > requestBodyMaxBytes) return Effect.fail(tooLarge())
+  if (declared > limit.maxBytes) return Effect.fail(limit.tooLarge())
   return request.arrayBuffer.pipe(
-    Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(BigInt(requestBodyMaxBytes))),
+    Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(BigInt(limit.maxBytes))),
     Effect.map((buffer) => new Uint8Array(buffer)),
-    Effect.mapError((error) => (isTooLarge(error) ? tooLarge() : badRequest("the request body could not be read")))
+    Effect.mapError((error) => (isTooLarge(error) ? limit.tooLarge() : badRequest("the request body could not be read")))
   )
 }
 

@@ -32,8 +32,10 @@ export type Route =
     readonly namespace?: string
     readonly name?: string
     readonly subresource?: string
-    /** The one segment below a subresource that has items (a Job's `outputs/{output}`). */
+    /** The one segment below a subresource that has items (a Job's `outputs/{output}`, a Sandbox's `commands/{id}`). */
     readonly item?: string
+    /** What is done to an item (a Sandbox command's `log`, `stdin` or `kill`). */
+    readonly action?: string
   }
   | { readonly _tag: "NotFound" }
 
@@ -43,8 +45,9 @@ const notFound: Route = { _tag: "NotFound" }
 const agentCalls = ["enroll", "hello", "sync", "outputs", "inputs", "checkpoints", "restores"] as const
 
 const resource = (group: string, version: string, rest: ReadonlyArray<string>, namespace?: string): Route => {
-  const [plural, name, subresource, item, ...extra] = rest
-  if (plural === undefined || extra.length > 0 || (item !== undefined && subresource !== "outputs")) return notFound
+  const [plural, name, subresource, item, action, ...extra] = rest
+  if (plural === undefined || extra.length > 0 || (item !== undefined && subresource !== "outputs" && subresource !== "commands")) return notFound
+  if (action !== undefined && subresource !== "commands") return notFound
   return {
     _tag: "Resource",
     group,
@@ -53,7 +56,8 @@ const resource = (group: string, version: string, rest: ReadonlyArray<string>, n
     ...(namespace === undefined ? {} : { namespace }),
     ...(name === undefined ? {} : { name }),
     ...(subresource === undefined ? {} : { subresource }),
-    ...(item === undefined ? {} : { item })
+    ...(item === undefined ? {} : { item }),
+    ...(action === undefined ? {} : { action })
   }
 }
 

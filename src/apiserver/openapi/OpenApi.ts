@@ -14,6 +14,7 @@ import type { Json, JsonObject } from "../../core/Json.ts"
 import { eventKind, kindsIn, namespaceKind as namespaceResource, versions } from "../../core/meta/Kinds.ts"
 import type { KindInfo, Operation, Scope, Version } from "../../core/meta/Kinds.ts"
 import { ObjectMetaInput } from "../../core/meta/ObjectMeta.ts"
+import { sandboxPaths, sandboxSchemas } from "./SandboxOperations.ts"
 import { clockPaths, clockSchemas } from "./SimulationClock.ts"
 
 /**
@@ -342,10 +343,11 @@ export const document = (group: string, version: Version, schemas: KindSchemas):
     components.push(...Object.entries(kindSchemas.definitions ?? {}))
     components.push([name, kindSchema(group, info, kindSchemas)], [`${name}List`, listSchema(group, version, info.kind, name)])
   }
-  // The sim backend's test clock lives beside the v1 kinds (docs/simulator.md).
+  // The sim backend's test clock and a Sandbox's commands and files live beside the v1 kinds (docs/simulator.md,
+  // docs/sandboxes.md).
   if (version === "v1") {
-    paths.push(...clockPaths(group))
-    components.push(...Object.entries(clockSchemas(group)))
+    paths.push(...clockPaths(group), ...sandboxPaths(group))
+    components.push(...Object.entries(clockSchemas(group)), ...Object.entries(sandboxSchemas()))
   }
   return {
     openapi: "3.0.3",

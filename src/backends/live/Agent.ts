@@ -17,9 +17,11 @@ import { chmodSync, chownSync, closeSync, createWriteStream, existsSync, mkdirSy
 import { join, posix, relative } from "node:path"
 import { promisify } from "node:util"
 import * as Limits from "../../core/Limits.ts"
+import type { BoxReply } from "../../core/capacity/Capacity.ts"
+import { BoxChannel } from "./BoxChannel.ts"
 import { type RunningProxy, startEgressProxy } from "./EgressProxy.ts"
 import { type IsolationSupport, type Outcome as ProgramExit, type RunningProgram, runIsolated } from "./Isolation.ts"
-import { type AgentLink, type Desired, type Exit, type Hello, type Lease, leaseExpiryMs, outputBytesMax, type RunInput, type RunReport, type RunSpec } from "./Protocol.ts"
+import { type AgentLink, type BoxCallReply, type Desired, type Exit, type Hello, type Lease, leaseExpiryMs, outputBytesMax, type RunInput, type RunReport, type RunSpec } from "./Protocol.ts"
 
 const exec = promisify(execFile)
 
@@ -69,6 +71,8 @@ interface LocalRun {
   exitReported: boolean
   /** Its egress proxy (AllowList), while it runs. */
   proxy: RunningProxy | undefined
+  /** A box's supervisor, once it is up (a Sandbox's run). */
+  channel: BoxChannel | undefined
 }
 
 export class Agent {
@@ -84,6 +88,9 @@ export class Agent {
   private pokes = 0
   private syncing: Promise<void> | undefined
   private loop: Promise<void> | undefined
+  /** Box calls taken (by id) and the replies not yet sent. */
+  private readonly calls = new Set<number>()
+  private readonly replies: Array<BoxCallReply> = []
 
   constructor(options: AgentOptions) {
     this.options = options
@@ -149,6 +156,9 @@ export class Agent {
       try {
         if (this.lease === undefined) this.lease = await this.hello()
         await this.syncOnce(this.lease.renewMs)
+        // A link that answers without waiting (in-process, nothing to hold the poll) must not keep the event loop to
+        // itself: the next poll goes after whatever else is due.
+        await new Promise((resolve) => setImmediate(resolve))
       } catch (error) {
         this.say(`sync failed (${error instanceof Error ? error.message : String(error)}); trying again in a second`)
         await new Promise((resolve) => setTimeout(resolve, 1_000))
@@ -181,7 +191,12 @@ export class Agent {
     const lease = this.lease
     if (lease === undefined) return
     const reports = [...this.runs.values()].map((run) => this.reportOf(run))
-    const response = await this.options.link.sync({ node: this.options.hello.node, epoch: lease.epoch, version: this.version, runs: reports, waitMs })
+    const replies = this.replies.splice(0)
+    const response = await this.options.link.sync({ node: this.options.hello.node, epoch: lease.epoch, version: this.version, runs: reports, waitMs, ...(replies.length === 0 ? {} : { replies }) })
+      .catch((error: unknown) => {
+        this.replies.unshift(...replies)
+        throw error
+      })
     if (response._tag === "Stale") {
       if (this.lease === lease) {
         // The server lost this lease (it lapsed, or the server restarted): say hello again with the runs held here;
@@ -213,7 +228,8 @@ export class Agent {
       checkpointFailures: run.checkpointFailures,
       suspend: run.suspend,
       logOffset: run.logAcked,
-      log
+      log,
+      ...(run.channel === undefined ? {} : { busy: run.channel.busy })
     }
   }
 
@@ -227,6 +243,7 @@ export class Agent {
       if (run.phase !== "Exited") this.halt(run)
       else if (run.exitReported) this.drop(run)
     }
+    this.call(desired.calls)
     for (const [id, episode] of Object.entries(desired.checkpoints)) {
       const run = this.runs.get(id)
       if (run === undefined || run.phase !== "Running" || run.suspend?.episode === episode) continue
@@ -245,7 +262,7 @@ export class Agent {
     const run: LocalRun = {
       spec, area, logPath: join(area, "log"), phase: "Starting", program: undefined, exit: undefined, stopping: false, logAcked: 0,
       checkpoint: undefined, checkpointFailures: 0, nextCheckpointAt: undefined, suspend: undefined, checkpointing: false, exitReported: false,
-      proxy: undefined
+      proxy: undefined, channel: undefined
     }
     this.runs.set(spec.id, run)
     // No program runs unisolated: a host without bubblewrap refuses each run with the fix (the agent said so at start).
@@ -272,6 +289,7 @@ export class Agent {
       if (init.exitCode !== 0) return this.exited(run, init, `initCommand exited with ${init.exitCode ?? init.signal}`)
     }
     if (run.stopping) return this.exited(run, undefined, undefined)
+    if (spec.box === true) return this.serve(run)
     const main = this.launch(run, spec.argv, undefined)
     run.phase = "Running"
     if (spec.checkpointIntervalMs !== undefined) run.nextCheckpointAt = this.options.now() + spec.checkpointIntervalMs
@@ -280,6 +298,45 @@ export class Agent {
     if (exit.exitCode !== 0 || run.stopping) return this.exited(run, exit, undefined)
     const collected = await this.collectOutputs(run)
     this.exited(run, collected.problem === undefined ? exit : { ...exit, exitCode: 1 }, collected.problem, false, collected.outputs)
+  }
+
+  /** A Sandbox's box: Running once its supervisor is up, serving box calls until it is stopped. */
+  private async serve(run: LocalRun) {
+    const exit = this.launch(run, run.spec.argv, undefined, true)
+    const control = run.program?.control
+    if (control === undefined) return this.exited(run, await exit, "the box has no supervisor")
+    const channel = new BoxChannel(control, this.options.now)
+    channel.onChange = () => this.poke()
+    const up = await Promise.race([channel.ready.then(() => true), exit.then(() => false)])
+    if (up && !run.stopping) {
+      run.channel = channel
+      run.phase = "Running"
+      this.poke()
+    }
+    const ended = await exit
+    channel.close()
+    // A box that ended before its supervisor was up could not be set up: the Sandbox's start failed.
+    this.exited(run, ended, up || run.stopping ? undefined : `the box ended before it was ready (${ended.exitCode ?? ended.signal})`)
+  }
+
+  /** Box calls the server asked: each is answered once, in a later sync. */
+  private call(calls: Desired["calls"]) {
+    const asked = new Set<number>()
+    for (const call of calls ?? []) {
+      asked.add(call.id)
+      if (this.calls.has(call.id)) continue
+      this.calls.add(call.id)
+      const run = this.runs.get(call.run)
+      const reply: Promise<BoxReply> = run?.channel !== undefined && run.phase === "Running"
+        ? run.channel.handle(call.request)
+        : Promise.resolve({ _tag: "Refused", code: run?.phase === "Starting" ? "SandboxStarting" : "SandboxNotRunning", message: "the box is not running on this host" })
+      void reply.then((answer) => {
+        this.replies.push({ id: call.id, reply: answer })
+        this.poke()
+      })
+    }
+    // Calls the server no longer asks (answered, or given up): forgotten.
+    for (const id of this.calls) if (!asked.has(id)) this.calls.delete(id)
   }
 
   // -------------------------------------------------------------------------------------------------------------------
@@ -364,7 +421,7 @@ export class Agent {
   }
 
   /** Runs one program of the run in its box, to its end (or its timeout). */
-  private launch(run: LocalRun, argv: ReadonlyArray<string>, timeoutMs: number | undefined): Promise<ProgramExit & { readonly timedOut: boolean }> {
+  private launch(run: LocalRun, argv: ReadonlyArray<string>, timeoutMs: number | undefined, box = false): Promise<ProgramExit & { readonly timedOut: boolean }> {
     const { spec } = run
     const program = runIsolated({
       argv,
@@ -374,7 +431,8 @@ export class Agent {
       egress: typeof spec.egress === "string" ? spec.egress : { proxy: proxySocketOf(run.area), node: process.execPath },
       memoryBytes: spec.memoryBytes,
       area: run.area,
-      logPath: run.logPath
+      logPath: run.logPath,
+      box: box ? { node: process.execPath } : undefined
     }, { support: this.options.support, hidden: this.options.hidden })
     run.program = program
     if (run.stopping) program.stop(stopGraceMs)
@@ -501,7 +559,7 @@ const fetchHttps = (url: string, extraCa: string | undefined): Promise<AsyncIter
 const proxySocketOf = (area: string) => `${area}.proxy.sock`
 
 /** Where the box's /platform directories are on the host, under a run's area. */
-const areaDirs: ReadonlyArray<readonly [string, string]> = [["/platform/work", "work"], ["/platform/state", "state"], ["/platform/outputs", "outputs"]]
+const areaDirs: ReadonlyArray<readonly [string, string]> = [["/platform/work", "work"], ["/platform/state", "state"], ["/platform/outputs", "outputs"], [Limits.sandboxWorkspacePath, "workspace"]]
 
 /**
  * A path of the box as a host path in the run's area, or why it cannot be collected. The path is resolved (links

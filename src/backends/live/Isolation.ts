@@ -29,7 +29,9 @@ import {
 import { constants as osConstants } from "node:os"
 import { basename, dirname, isAbsolute, join } from "node:path"
 import type { Readable, Writable } from "node:stream"
+import { supervisorScript } from "./BoxSupervisor.ts"
 import { forwarderScript, proxyPort, proxySocketInBox } from "./EgressProxy.ts"
+import { seccompFilter } from "./Seccomp.ts"
 
 /**
  * Egress through the run's proxy (EgressProxy.ts): no network of its own, the proxy's socket bound in, and a forwarder
@@ -59,6 +61,12 @@ export interface IsolatedProgram {
   readonly area: string
   /** Host file to which the program's stdout and stderr are appended as they come. */
   readonly logPath: string
+  /**
+   * A Sandbox's box (BoxSupervisor.ts): the host's node (bound read-only) runs the supervisor as the box's first process,
+   * `argv` is its optional main process, the area's workspace is /workspace, and the supervisor's stdin and stdout are
+   * the agent's `control` pipes.
+   */
+  readonly box?: { readonly node: string } | undefined
 }
 
 export interface Outcome {
@@ -74,6 +82,8 @@ export interface RunningProgram {
   readonly exited: Promise<Outcome>
   /** SIGTERM now, SIGKILL after graceMs if still running (the whole box: bwrap --die-with-parent and the PID namespace make sure nothing survives). */
   readonly stop: (graceMs: number) => void
+  /** A box's supervisor: requests in, messages out (BoxSupervisor.ts). */
+  readonly control?: { readonly input: Writable; readonly output: Readable } | undefined
 }
 
 export interface IsolationSupport {
@@ -119,10 +129,12 @@ const areaMounts = [
   { dir: "outputs", at: "/platform/outputs", writable: true },
   { dir: "inputs", at: "/platform/inputs", writable: false }
 ] as const
+/** A box's /workspace (a Sandbox's; what its snapshots save). */
+const workspaceMount = { dir: "workspace", at: "/workspace", writable: true } as const
 /**
  * The descriptors runIsolated hands bwrap after stdio: the options (kept off the host's command line, where any
  * host user could read the environment), the box's pid out, the go-ahead in (the box waits until it is in its
- * memory cgroup), then one per secret file.
+ * memory cgroup), then one per secret file, then the seccomp filter.
  */
 const fd = { options: 3, info: 4, block: 5, firstSecret: 6 } as const
 
@@ -234,8 +246,11 @@ export const bwrapArguments = (
 ): ReadonlyArray<string> => [...boxOptions(program, options), "--", ...commandOf(program)]
 
 /** The program's argv, behind the egress forwarder when its egress goes through a proxy. */
-const commandOf = (program: IsolatedProgram): ReadonlyArray<string> =>
-  typeof program.egress === "string" ? program.argv : [forwarderNode, "-e", forwarderScript, "--", ...program.argv]
+const commandOf = (program: IsolatedProgram): ReadonlyArray<string> => {
+  const forward = typeof program.egress !== "string"
+  if (program.box !== undefined) return [forwarderNode, "-e", supervisorScript(forward), "--", ...program.argv]
+  return forward ? [forwarderNode, "-e", forwarderScript, "--", ...program.argv] : program.argv
+}
 
 const forwarderNode = "/run/nodus/node"
 
@@ -247,20 +262,31 @@ const boxOptions = (
   ...namespaceOptions(program.egress),
   ...userlandOptions(options.host),
   ...["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"],
-  ...areaOptions(program.area),
+  ...areaOptions(program.area, program.box !== undefined),
   ...maskOptions(options.hidden, options.host),
   ...secretOptions(program.secretFiles),
   ...workingDirOptions(program.workingDir ?? "/platform/work"),
+  ...nodeOptions(program),
   ...proxyOptions(program.egress),
   ...environmentOptions(typeof program.egress === "string" ? program.env : { ...proxyEnv, ...program.env }),
-  ...["--info-fd", String(fd.info), "--block-fd", String(fd.block)]
+  ...["--info-fd", String(fd.info), "--block-fd", String(fd.block)],
+  // The filter comes after the secret files' descriptors (Seccomp.ts): on a host whose system calls nodus does not
+  // know, the box goes without one (docs/isolation.md).
+  ...(boxFilter === undefined ? [] : ["--seccomp", String(fd.firstSecret + program.secretFiles.length)])
 ]
 
-/** What an AllowList box gets besides a Deny one: the forwarder's node and the proxy's socket. */
+/** The box's seccomp filter (Seccomp.ts), made once: it is the same for every box of this host. */
+const boxFilter = seccompFilter()
+
+/** The host's node, for the egress forwarder (AllowList) or a box's supervisor. */
+const nodeOptions = (program: IsolatedProgram): ReadonlyArray<string> => {
+  const node = typeof program.egress === "string" ? program.box?.node : program.egress.node
+  return node === undefined ? [] : ["--dir", "/run/nodus", "--ro-bind", node, forwarderNode]
+}
+
+/** What an AllowList box gets besides a Deny one: the proxy's socket. */
 const proxyOptions = (egress: IsolatedProgram["egress"]): ReadonlyArray<string> =>
-  typeof egress === "string"
-    ? []
-    : ["--dir", "/run/nodus", "--ro-bind", egress.node, forwarderNode, "--bind", egress.proxy, proxySocketInBox]
+  typeof egress === "string" ? [] : ["--bind", egress.proxy, proxySocketInBox]
 
 /** Clients find the forwarder through the usual variables (lower case too: curl reads only those for http). */
 const proxyEnv: Readonly<Record<string, string>> = Object.fromEntries(
@@ -281,10 +307,13 @@ const userlandOptions = (host: HostView): ReadonlyArray<string> =>
     symlink === undefined ? ["--ro-bind", path, path] : ["--symlink", symlink, path]
   )
 
-const areaOptions = (area: string): ReadonlyArray<string> => {
+const areaOptions = (area: string, box: boolean): ReadonlyArray<string> => {
   if (!isAbsolute(area)) throw new Error(`area ${JSON.stringify(area)} is not an absolute path`)
-  return areaMounts.flatMap(({ dir, at, writable }) => [writable ? "--bind" : "--ro-bind", join(area, dir), at])
+  return mountsOf(box).flatMap(({ dir, at, writable }) => [writable ? "--bind" : "--ro-bind", join(area, dir), at])
 }
+
+const mountsOf = (box: boolean): ReadonlyArray<{ readonly dir: string; readonly at: string; readonly writable: boolean }> =>
+  box ? [...areaMounts, workspaceMount] : areaMounts
 
 /** A hidden path is masked where the box would see it: under a directory of the userland it binds. */
 const maskOptions = (hidden: ReadonlyArray<string>, host: HostView): ReadonlyArray<string> => {
@@ -360,7 +389,7 @@ export const runIsolated = (
     throw new Error(`cannot isolate the program: ${why}`)
   }
   const serialized = serializeOptions(boxOptions(program, { hidden, host: viewHost(hidden) }))
-  prepareArea(program.area, support.runAs)
+  prepareArea(program.area, support.runAs, program.box !== undefined)
   const cgroup = program.memoryBytes === undefined ? undefined : createCgroup(support, program.memoryBytes)
   try {
     return supervise(startBwrap(support, program, serialized), program, cgroup)
@@ -374,7 +403,7 @@ const startBwrap = (support: IsolationSupport, program: IsolatedProgram, seriali
   const log = openSync(program.logPath, "a")
   try {
     const child = spawn(support.bwrap!, ["--args", String(fd.options), "--", ...commandOf(program)], {
-      stdio: ["ignore", log, log, "pipe", "pipe", "pipe", ...program.secretFiles.map(() => "pipe" as const)],
+      stdio: [program.box === undefined ? "ignore" : "pipe", program.box === undefined ? log : "pipe", log, "pipe", "pipe", "pipe", ...program.secretFiles.map(() => "pipe" as const), ...(boxFilter === undefined ? [] : ["pipe" as const])],
       env: {},
       cwd: "/",
       ...support.runAs
@@ -387,6 +416,7 @@ const startBwrap = (support: IsolationSupport, program: IsolatedProgram, seriali
     for (const stream of extraStreams(child)) stream.on("error", () => undefined)
     extraStream(child, fd.options).end(serialized)
     program.secretFiles.forEach(({ content }, index) => extraStream(child, fd.firstSecret + index).end(content))
+    if (boxFilter !== undefined) extraStream(child, fd.firstSecret + program.secretFiles.length).end(boxFilter)
     return child
   } finally {
     closeSync(log) // bwrap holds its own copy
@@ -443,7 +473,8 @@ const supervise = (child: ChildProcess, program: IsolatedProgram, cgroup: RunCgr
     signalQuietly(-boxPid, "SIGTERM")
     killTimer = setTimeout(killBox, graceMs)
   }
-  return { pid: child.pid!, exited, stop }
+  const control = program.box === undefined ? undefined : { input: child.stdin!, output: child.stdout! }
+  return { pid: child.pid!, exited, stop, control }
 }
 
 const extraStream = (child: ChildProcess, index: number) => child.stdio[index] as Readable & Writable
@@ -461,8 +492,8 @@ const serializeOptions = (options: ReadonlyArray<string>): Buffer => {
  * The area's directories, owned by the user bwrap runs as so that the box can write them (inputs is bound
  * read-only). bwrap binds them as that user, so every directory above must let it through.
  */
-const prepareArea = (area: string, runAs: IsolationSupport["runAs"]) => {
-  for (const { dir } of areaMounts) {
+const prepareArea = (area: string, runAs: IsolationSupport["runAs"], box: boolean) => {
+  for (const { dir } of mountsOf(box)) {
     mkdirSync(join(area, dir), { recursive: true })
     if (runAs !== undefined) chownSync(join(area, dir), runAs.uid, runAs.gid)
   }

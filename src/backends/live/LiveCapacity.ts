@@ -11,6 +11,8 @@
 import { Effect, PubSub, Stream } from "effect"
 import type {
   AttemptFacts,
+  BoxReply,
+  BoxRequest,
   CapacityChange,
   CollectedOutput,
   CapacityPortShape,
@@ -23,6 +25,7 @@ import type { Offering, Variant } from "../../core/capacity/Offering.ts"
 import type { Market } from "../../core/capacity/Placement.ts"
 import { nodeOfferings } from "../../core/capacity/PoolOffering.ts"
 import {
+  type BoxCall,
   type Desired,
   type Exit,
   type Hello,
@@ -139,7 +142,17 @@ interface NodeState {
   readonly held: Map<string, number>
   version: number
   readonly waiters: Set<() => void>
+  /** Box calls waiting for the agent's reply, by id. */
+  readonly calls: Map<number, PendingCall>
 }
+
+interface PendingCall {
+  readonly call: BoxCall
+  readonly answer: (reply: BoxReply) => void
+}
+
+/** How long a box call may wait for its agent's reply beyond what it asked to wait (a command's own timeout). */
+const boxCallSlackMs = 30_000
 
 interface Run {
   readonly owner: string
@@ -217,7 +230,8 @@ export class LiveCapacity {
       changes: Stream.fromPubSub(changes),
       start: (owner, attempt, program) => this.start(owner, attempt, program),
       checkpoint: (owner, attempt, episode) => Effect.sync(() => this.checkpoint(owner, attempt, episode)),
-      adopt: (owner, namespace, facts) => Effect.sync(() => ({ ...this.adopt(owner, namespace, facts) }))
+      adopt: (owner, namespace, facts) => Effect.sync(() => ({ ...this.adopt(owner, namespace, facts) })),
+      box: (owner, attempt, request) => Effect.promise(() => this.box(owner, attempt, request))
     }
   }
 
@@ -356,7 +370,7 @@ export class LiveCapacity {
   private want(run: Run, attempt: string, program: ProgramRequest, workload: WorkloadProgram, resolved: Resolved) {
     const node = this.nodes.get(run.node)
     if (node === undefined || run.stopAsked || run.facts.phase !== "Provisioning") return
-    if (workload.argv.length === 0) return this.end(run, { type: "Failed", exitCode: 1, message: "The program did not start: spec.command is empty; a live host runs the command it is given (docs/live.md, \"Images\")." })
+    if (workload.argv.length === 0 && workload.sandbox !== true) return this.end(run, { type: "Failed", exitCode: 1, message: "The program did not start: spec.command is empty; a live host runs the command it is given (docs/live.md, \"Images\")." })
     if ((workload.unknownPresets ?? []).length > 0) {
       return this.end(run, { type: "Failed", exitCode: 1, message: `The program did not start: no egress preset is named ${workload.unknownPresets!.join(", ")} (docs/live.md, "Network").` })
     }
@@ -387,7 +401,8 @@ export class LiveCapacity {
       checkpoint: workload.checkpoint ?? { paths: ["/platform/state"], maxBytes: Number.MAX_SAFE_INTEGER },
       restore,
       outputs: workload.outputs ?? [],
-      inputs
+      inputs,
+      ...(workload.sandbox === true ? { box: true } : {})
     }
     node.desired.set(spec.id, spec)
     node.held.delete(spec.id)
@@ -464,6 +479,41 @@ export class LiveCapacity {
     this.told(owner)
   }
 
+  /**
+   * A request to a running box, through its Node's agent (the call rides the next sync; its reply a later one). The
+   * box's activity is now: the server's clock says when a command, file request or input was last seen.
+   */
+  private box(owner: string, attempt: string, request: BoxRequest): Promise<BoxReply> {
+    const run = this.find(owner, attempt)
+    if (run === undefined || run.facts.phase === "Ended" || run.facts.phase === "Terminating" || run.stopAsked) {
+      return Promise.resolve({ _tag: "Refused", code: "SandboxNotRunning", message: "the box is not running" })
+    }
+    if (run.facts.phase === "Provisioning") return Promise.resolve({ _tag: "Refused", code: "SandboxStarting", message: "the box is starting" })
+    const node = this.nodes.get(run.node)
+    if (node === undefined || !node.ready) return Promise.resolve({ _tag: "Refused", code: "Unavailable", message: "the box's host is not connected" })
+    run.facts.activity = { busy: run.facts.activity?.busy ?? false, lastAt: this.options.now() }
+    const id = this.nextCall++
+    const waitMs = request._tag === "Exec" && !request.background ? request.timeoutMs ?? 24 * 3_600_000 : request._tag === "Output" ? request.waitMs : 0
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => answer({ _tag: "Refused", code: "Unavailable", message: "the box's host did not answer in time" }), waitMs + boxCallSlackMs)
+      const answer = (reply: BoxReply) => {
+        clearTimeout(timer)
+        if (!node.calls.delete(id)) return
+        this.bump(node)
+        resolve(reply)
+      }
+      node.calls.set(id, { call: { id, run: runIdOf(owner, attempt), request }, answer })
+      this.bump(node)
+    })
+  }
+
+  private nextCall = 1
+
+  /** A run's box calls that will get no reply: its box stopped, or its Node is gone. */
+  private dropCalls(node: NodeState, runId: string | undefined, reply: BoxReply) {
+    for (const pending of [...node.calls.values()]) if (runId === undefined || pending.call.run === runId) pending.answer(reply)
+  }
+
   private checkpoint(owner: string, attempt: string, episode: number) {
     const run = this.find(owner, attempt)
     if (run === undefined || run.facts.phase !== "Running") return
@@ -485,6 +535,7 @@ export class LiveCapacity {
     const node = this.nodes.get(run.node)
     if (node !== undefined) {
       const id = runIdOf(run.owner, run.facts.name)
+      this.dropCalls(node, id, { _tag: "Refused", code: "SandboxNotRunning", message: "the box stopped" })
       node.desired.delete(id)
       node.adopted.delete(id)
       node.checkpoints.delete(id)
@@ -511,7 +562,7 @@ export class LiveCapacity {
     const hello: Hello = { node: name, hostname: name, agentVersion: "", capacity, isolation: { bubblewrap: true, memoryLimits: true, problems: [] } }
     this.nodes.set(key, {
       key, name, scope, hello, offerings: nodeOfferings({ pool: scope.pool, node: name, ...capacity }), epoch: 0, leaseExpiresAt: 0, lastHeartbeat: 0,
-      ready: false, cordoned: false, slotsUsed: 0, gpusUsed: 0, warm: [], desired: new Map(), checkpoints: new Map(), adopted: new Set(), held: new Map(), version: 0, waiters: new Set()
+      ready: false, cordoned: false, slotsUsed: 0, gpusUsed: 0, warm: [], desired: new Map(), checkpoints: new Map(), adopted: new Set(), held: new Map(), version: 0, waiters: new Set(), calls: new Map()
     })
     this.offerings.clear()
   }
@@ -523,7 +574,7 @@ export class LiveCapacity {
     const known = this.nodes.get(key)
     const node: NodeState = known ?? {
       key, name: hello.node, scope, hello, offerings: [], epoch: 0, leaseExpiresAt: 0, lastHeartbeat: now,
-      ready: false, cordoned: false, slotsUsed: 0, gpusUsed: 0, warm: [], desired: new Map(), checkpoints: new Map(), adopted: new Set(), held: new Map(), version: 0, waiters: new Set()
+      ready: false, cordoned: false, slotsUsed: 0, gpusUsed: 0, warm: [], desired: new Map(), checkpoints: new Map(), adopted: new Set(), held: new Map(), version: 0, waiters: new Set(), calls: new Map()
     }
     // A new connection: whatever the Node ran under its old lease is lost (the agent stops what it still has).
     if (known !== undefined) this.lose(known)
@@ -554,13 +605,15 @@ export class LiveCapacity {
     node.lastHeartbeat = now
     const logAcks: Record<string, number> = {}
     for (const report of request.runs) logAcks[report.id] = this.take(node, report)
+    for (const reply of request.replies ?? []) node.calls.get(reply.id)?.answer(reply.reply)
     if (request.waitMs > 0 && request.version >= node.version) await this.changeOf(node, Math.min(request.waitMs, this.lease.renewMs))
     if (node.epoch !== request.epoch || !node.ready) return { _tag: "Stale" }
     return { _tag: "Desired", desired: this.desiredOf(node), logAcks }
   }
 
   private desiredOf(node: NodeState): Desired {
-    return { version: node.version, runs: [...node.desired.values()], adopted: [...node.adopted, ...node.held.keys()], checkpoints: Object.fromEntries(node.checkpoints) }
+    const desired = { version: node.version, runs: [...node.desired.values()], adopted: [...node.adopted, ...node.held.keys()], checkpoints: Object.fromEntries(node.checkpoints) }
+    return node.calls.size === 0 ? desired : { ...desired, calls: [...node.calls.values()].map((pending) => pending.call) }
   }
 
   /** Resolves when the Node's desired state changes, or after `waitMs`. */
@@ -591,6 +644,11 @@ export class LiveCapacity {
       run.logAck += Buffer.byteLength(report.log)
     }
     let changed = false
+    if (report.busy !== undefined && report.busy !== (run.facts.activity?.busy ?? false)) {
+      // A command started or ended: the idle clock starts again from now either way.
+      run.facts.activity = { busy: report.busy, lastAt: this.options.now() }
+      changed = true
+    }
     if (report.checkpoint !== undefined && report.checkpoint.seq !== run.facts.checkpoint?.seq) {
       run.facts.checkpoint = { seq: report.checkpoint.seq, sizeBytes: report.checkpoint.sizeBytes, at: this.options.now() }
       this.seqs.set(run.owner, Math.max(this.seqs.get(run.owner) ?? 0, report.checkpoint.seq))
@@ -733,6 +791,7 @@ export class LiveCapacity {
     node.adopted.clear()
     node.held.clear()
     node.checkpoints.clear()
+    this.dropCalls(node, undefined, { _tag: "Refused", code: "SandboxNotRunning", message: "the box's host was lost" })
     node.warm = []
     for (const wake of [...node.waiters]) wake()
   }

@@ -8,6 +8,7 @@
  * The same messages travel in-process (the local backend's agent) and over HTTPS (`nodus agent`, AgentHttp.ts).
  */
 import { Schema } from "effect"
+import type { BoxReply, BoxRequest } from "../../core/capacity/Capacity.ts"
 
 /** Lease timing (issue: renew every 10 s, lapse after 40 s). */
 export const leaseRenewMs = 10_000
@@ -72,6 +73,8 @@ export interface RunSpec {
    * its SHA-256 at the end of the stream: a URL the host downloads, or bytes the server holds (another Job's output).
    */
   readonly inputs: ReadonlyArray<RunInput>
+  /** A Sandbox's box (BoxSupervisor.ts): `argv` is its optional main process; it serves box calls until stopped. */
+  readonly box?: boolean | undefined
 }
 
 export type RunInput =
@@ -87,6 +90,20 @@ export interface Desired {
   readonly adopted: ReadonlyArray<string>
   /** Suspend checkpoints asked: run id → the episode. */
   readonly checkpoints: Readonly<Record<string, number>>
+  /** Requests to boxes, each answered once in a later sync's `replies` (they stay here until answered). */
+  readonly calls?: ReadonlyArray<BoxCall> | undefined
+}
+
+/** A request to the box of one of the Node's runs (a Sandbox's command or file; core/capacity/Capacity.ts). */
+export interface BoxCall {
+  readonly id: number
+  readonly run: string
+  readonly request: BoxRequest
+}
+
+export interface BoxCallReply {
+  readonly id: number
+  readonly reply: BoxReply
 }
 
 /** How a program ended, as the host saw it. */
@@ -117,6 +134,8 @@ export interface RunReport {
   /** Log bytes not yet acknowledged, from `logOffset` on (UTF-8 text). */
   readonly logOffset: number
   readonly log: string
+  /** A box: whether a command runs in it now. */
+  readonly busy?: boolean | undefined
 }
 
 export interface SyncRequest {
@@ -127,6 +146,8 @@ export interface SyncRequest {
   readonly runs: ReadonlyArray<RunReport>
   /** How long the server may hold the answer while nothing changes (0: answer at once). */
   readonly waitMs: number
+  /** Answers to box calls. */
+  readonly replies?: ReadonlyArray<BoxCallReply> | undefined
 }
 
 export type SyncResponse =
@@ -233,13 +254,43 @@ const RunReportSchema = Schema.Struct({
   checkpointFailures: Num,
   suspend: Opt(Schema.Struct({ episode: Num, state: Schema.Literals(["Pending", "Saved", "Failed"]), failures: Num })),
   logOffset: Num,
-  log: Str
+  log: Str,
+  busy: Opt(Schema.Boolean)
 })
+
+const BoxCommandSchema = Schema.Struct({
+  command: Str,
+  argv: Schema.Array(Str),
+  phase: Schema.Literals(["Running", "Exited"]),
+  exitCode: Opt(Num),
+  signal: Opt(Str),
+  timedOut: Schema.Boolean,
+  startTime: Num,
+  durationMs: Opt(Num),
+  stdout: Opt(Str),
+  stderr: Opt(Str),
+  truncated: Opt(Schema.Boolean)
+})
+
+const BoxReplySchema = Schema.Union([
+  Schema.TaggedStruct("Command", { state: BoxCommandSchema }),
+  Schema.TaggedStruct("Output", { offset: Num, data: Str, exited: Schema.Boolean }),
+  Schema.TaggedStruct("File", { data: Str, size: Num }),
+  Schema.TaggedStruct("Directory", {
+    entries: Schema.Array(Schema.Struct({ name: Str, size: Num, mode: Str, modTime: Str, type: Schema.Literals(["file", "directory", "symlink", "other"]) }))
+  }),
+  Schema.TaggedStruct("Done", {}),
+  Schema.TaggedStruct("Refused", {
+    code: Schema.Literals(["NotFound", "Forbidden", "Conflict", "Invalid", "FileTooLarge", "StdinBackpressure", "SandboxNotRunning", "SandboxStarting", "Unavailable"]),
+    message: Str
+  })
+])
 
 export const SyncRequestSchema = Schema.Struct({
   node: Str,
   epoch: Num,
   version: Num,
   runs: Schema.Array(RunReportSchema),
-  waitMs: Num.check(Schema.isBetween({ minimum: 0, maximum: leaseRenewMs }))
+  waitMs: Num.check(Schema.isBetween({ minimum: 0, maximum: leaseRenewMs })),
+  replies: Opt(Schema.Array(Schema.Struct({ id: Num, reply: BoxReplySchema })))
 })

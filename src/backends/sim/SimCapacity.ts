@@ -317,6 +317,16 @@ export class SimCapacity {
     return this.attempts.get(owner)?.get(name)
   }
 
+  /** Every attempt of an owner the simulator still knows. */
+  attemptsOf(owner: string): ReadonlyArray<AttemptFacts> {
+    return [...(this.attempts.get(owner)?.values() ?? [])]
+  }
+
+  /** The engine's virtual now. */
+  get now(): number {
+    return this.engine.now
+  }
+
   /** A host acquired for a program that never started: torn down and given back (never kept warm: nothing ran on it). */
   private releaseIdle(key: string, attempt: SimAttempt): void {
     this.idle.delete(key)
@@ -417,6 +427,8 @@ export class SimCapacity {
     const lossAt = loss === undefined ? Number.POSITIVE_INFINITY : now + loss
     const first = Math.min(exitAt, oomAt, checkpointAt, preemptAt, lossAt)
     const token = ++program.token
+    // A serving program (a Sandbox's box) with nothing else ahead runs until it is stopped.
+    if (first === Number.POSITIVE_INFINITY) return
     this.engine.at(first, () => {
       if (program.token !== token) return
       if (first === preemptAt) this.finish(program, { type: "Preempted" }, false)
@@ -475,6 +487,18 @@ export class SimCapacity {
    * Ends the attempt. A host that is still healthy (`reusable`) is kept warm for the launch's window; a lost or
    * preempted one is gone. The host returns to the pool after teardown.
    */
+  /** Something was done in the program (a Sandbox's command or file request): its activity is now. */
+  noteActivity(owner: string, name: string): void {
+    const program = this.programs.get(programKey(owner, name))
+    if (program !== undefined) program.attempt.activity = { busy: false, lastAt: this.engine.now }
+  }
+
+  /** Loses the host under a running program now (NodeLost), as a failure drawn from the model would. */
+  loseNode(owner: string, name: string): void {
+    const program = this.programs.get(programKey(owner, name))
+    if (program !== undefined) this.finish(program, { type: "NodeLost" }, false)
+  }
+
   private finish(program: Program, outcome: Outcome, reusable: boolean): void {
     program.token++
     const now = this.engine.now

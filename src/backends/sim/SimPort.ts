@@ -8,8 +8,9 @@
  * every subscriber of `changes` as the engine runs, in the order they happen.
  */
 import { Effect, Layer, PubSub, Stream } from "effect"
-import { type CapacityChange, CapacityPort, type CapacityPortShape } from "../../core/capacity/Capacity.ts"
+import { type CapacityChange, CapacityPort, type CapacityPortShape, type ProgramRequest } from "../../core/capacity/Capacity.ts"
 import type { SimCapacity } from "./SimCapacity.ts"
+import { SimBoxes } from "./SimBoxes.ts"
 import { workloadFromAnnotations } from "./Workloads.ts"
 
 /**
@@ -35,15 +36,38 @@ export const makeCounted = (capacity: SimCapacity): Effect.Effect<{ readonly por
       previousFreed()
       publish({ _tag: "Freed" })
     }
+    const boxes = new SimBoxes()
+    /** The attempt of `owner` whose snapshot is checkpoint `seq` (its box's files are what a restore starts from). */
+    const restoredBox = (owner: string, seq: number | undefined): string | undefined => {
+      if (seq === undefined) return undefined
+      const name = capacity.attemptsOf(owner).find((facts) => facts.checkpoint?.seq === seq)?.name
+      return name === undefined ? undefined : `${owner}/${name}`
+    }
     const port: CapacityPortShape = {
       acquire: (request) => Effect.sync(() => capacity.acquire(request)),
       release: (owner, attempt, keepWarmMs) => Effect.sync(() => capacity.stop(owner, attempt, keepWarmMs)),
       facts: (owner, attempt) => Effect.sync(() => capacity.facts(owner, attempt)),
       market: (namespace) => capacity.marketFor(namespace),
-      forget: (owner) => Effect.sync(() => capacity.forget(owner)),
+      forget: (owner) => Effect.sync(() => {
+        boxes.forget(`${owner}/`)
+        capacity.forget(owner)
+      }),
       changes: Stream.fromPubSub(changes),
-      start: (owner, attempt, program) => Effect.sync(() => capacity.start(owner, attempt, { ...program, workload: workloadFromAnnotations(program.annotations) })),
-      checkpoint: (owner, attempt, episode) => Effect.sync(() => capacity.checkpoint(owner, attempt, episode))
+      start: (owner, attempt, program) => Effect.sync(() => {
+        if (program.workload?.sandbox === true) boxes.open(`${owner}/${attempt}`, program.annotations, program.workload.workingDir, restoredBox(owner, program.restoreFromSeq))
+        capacity.start(owner, attempt, { ...program, workload: workloadOf(program) })
+      }),
+      checkpoint: (owner, attempt, episode) => Effect.sync(() => {
+        boxes.snapshot(`${owner}/${attempt}`)
+        capacity.checkpoint(owner, attempt, episode)
+      }),
+      box: (owner, attempt, request) => Effect.sync(() => {
+        const phase = capacity.facts(owner, attempt)?.phase
+        if (phase === "Provisioning") return { _tag: "Refused", code: "SandboxStarting", message: "the box is starting" } as const
+        if (phase !== "Running") return { _tag: "Refused", code: "SandboxNotRunning", message: "the box is not running" } as const
+        capacity.noteActivity(owner, attempt)
+        return boxes.handle(`${owner}/${attempt}`, request, capacity.now)
+      })
     }
     return { port, published: () => published }
   })
@@ -52,3 +76,9 @@ export const makeCounted = (capacity: SimCapacity): Effect.Effect<{ readonly por
 export const make = (capacity: SimCapacity): Effect.Effect<CapacityPortShape> => Effect.map(makeCounted(capacity), ({ port }) => port)
 
 export const layer = (capacity: SimCapacity) => Layer.effect(CapacityPort, make(capacity))
+
+/** The simulated behaviour of a program: its owner's annotations; a serving program (a Sandbox's box) has no end. */
+const workloadOf = (program: ProgramRequest) => {
+  const model = workloadFromAnnotations(program.annotations)
+  return program.service === true ? { ...model, durationMs: Number.POSITIVE_INFINITY, oomRate: 0 } : model
+}

@@ -16,6 +16,7 @@
  * observed as the attempt's facts, and `changes` says whose facts changed and when capacity was freed.
  */
 import { Context, type Effect, type Stream } from "effect"
+import type { BoxReply, BoxRequest } from "../SandboxBox.ts"
 import type { Variant } from "./Offering.ts"
 import type { Market } from "./Placement.ts"
 
@@ -58,6 +59,11 @@ export interface ProgramRequest {
    * reads annotations instead and ignores it; absent for kinds that run nothing of the customer's yet.
    */
   readonly workload?: WorkloadProgram | undefined
+  /**
+   * The program serves until it is stopped (a Sandbox's box): a driver never ends it on its own as done, and the
+   * simulator's program model gives it no duration.
+   */
+  readonly service?: boolean | undefined
 }
 
 /** An env entry of a program: a literal, or a Secret's key resolved when the program starts (never stored). */
@@ -95,6 +101,11 @@ export interface WorkloadProgram {
   readonly inputs?: ReadonlyArray<ProgramInput> | undefined
   /** What a checkpoint saves (spec: Recovery.checkpoint.paths, saved together) and its bound (maxSize, before upload). */
   readonly checkpoint?: { readonly paths: ReadonlyArray<string>; readonly maxBytes: number } | undefined
+  /**
+   * A Sandbox's box (docs/sandboxes.md): the driver runs it until stopped, with /workspace of its own and a supervisor
+   * that takes commands and file requests (`CapacityPortShape.sandbox`); `argv` is its optional main process.
+   */
+  readonly sandbox?: boolean | undefined
 }
 
 /** An input as a driver materializes it (spec: JobInput); the forms a driver does not serve say so at start. */
@@ -140,7 +151,14 @@ export interface CapacityPortShape {
    * in time. Absent (the simulator's capacity does not survive a restart): such runs end as lost.
    */
   readonly adopt?: (owner: string, namespace: string, facts: AttemptFacts) => Effect.Effect<AttemptFacts>
+  /**
+   * A request to the box of a running Sandbox attempt (WorkloadProgram.sandbox): a command, its output, stdin or kill,
+   * or a file. Counts as the box's activity. Absent: the driver runs no boxes.
+   */
+  readonly box?: (owner: string, attempt: string, request: BoxRequest) => Effect.Effect<BoxReply>
 }
+
+export type { BoxCommand, BoxFileEntry, BoxRefusal, BoxReply, BoxRequest } from "../SandboxBox.ts"
 
 export class CapacityPort extends Context.Service<CapacityPort, CapacityPortShape>()("nodus/core/capacity/CapacityPort") {}
 
@@ -162,7 +180,8 @@ export const programRequestOf = (launch: ProgramRequest): ProgramRequest => ({
   keepWarmMs: launch.keepWarmMs,
   env: launch.env,
   annotations: launch.annotations,
-  workload: launch.workload
+  workload: launch.workload,
+  service: launch.service
 })
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -236,6 +255,11 @@ export interface AttemptFacts {
   readonly outputs?: ReadonlyArray<CollectedOutput> | undefined
   /** The inputs materialized before its program started (spec: JobInput), with their digests; absent when none. */
   readonly inputs?: ReadonlyArray<{ readonly name: string; readonly sha256: string }> | undefined
+  /**
+   * What is done in a serving program (a Sandbox's commands, file requests, terminal input): whether a command runs
+   * now, and when the last of them was seen. Absent for programs nobody drives.
+   */
+  readonly activity?: { readonly busy: boolean; readonly lastAt: number | undefined } | undefined
 }
 
 /** One collected output of a run: a file, or a directory archived as tar.zst (spec: JobOutput). */

@@ -22,6 +22,8 @@ export interface Observation<Spec, Status> {
   readonly uid: string
   /** metadata.generation: status.observedGeneration reports it. */
   readonly generation: number
+  /** metadata.creationTimestamp (epoch ms), where the driver knows it (a Sandbox's maxLifetime counts from it). */
+  readonly createdAt?: number | undefined
   readonly spec: Spec
   readonly status: Status
   /** Every run of capacity the object has had, as the capacity port reports them. */

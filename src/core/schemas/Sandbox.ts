@@ -25,6 +25,7 @@ import {
   Condition,
   Cost,
   EnvVar,
+  Estimate,
   ImageStatus,
   longRunningPhases,
   longRunningStates,
@@ -118,6 +119,7 @@ export const SandboxStatus = Schema.Struct({
   }), "The current Attempt."),
   conditions: optional(Schema.Array(Condition), "Scheduled, Funded, Ready and StateSaved."),
   cost: optional(Cost, "A display copy of the ledger."),
+  estimate: optional(Estimate, "What a create would cost and where it would run (nodus: the Job's estimate, for Sandboxes too; docs/kinds/Sandbox.md)."),
   expirationTime: optional(Timestamp, "When maxLifetime deletes the Sandbox."),
   handledRequests: optional(Schema.Record(Schema.String, Schema.String), "The last acted-on start-requested-at value."),
   image: optional(ImageStatus, "The image, pinned to a digest at create."),
@@ -148,3 +150,6 @@ export const sandbox: KindDefinition = {
     raiseOnly: ["maxCostUSD"]
   }
 }
+
+export type SandboxSpecType = typeof SandboxSpec.Type
+export type SandboxStatusType = typeof SandboxStatus.Type

@@ -68,6 +68,12 @@ describe("Routes.parse", () => {
     // A `namespaces` segment with fewer than two more segments names the namespaces kind itself.
     "/apis/nodus.dev/v1/namespaces": resource({ group: "nodus.dev", version: "v1", plural: "namespaces" }),
     "/apis/nodus.dev/v1/namespaces/demo": resource({ group: "nodus.dev", version: "v1", plural: "namespaces", name: "demo" }),
+    // A Sandbox's commands, one command, and what is done to it
+    "/apis/nodus.dev/v1/namespaces/demo/sandboxes/s/commands/c1/log": resource({
+      group: "nodus.dev", version: "v1", plural: "sandboxes", namespace: "demo", name: "s", subresource: "commands", item: "c1", action: "log"
+    }),
+    "/apis/nodus.dev/v1/namespaces/demo/sandboxes/s/commands/c1/log/extra": notFound,
+    "/apis/nodus.dev/v1/namespaces/demo/jobs/x/outputs/o/extra": notFound,
     // Too many segments
     "/apis/nodus.dev/v1/namespaces/demo/jobs/x/status/extra": notFound,
     "/apis/nodus.dev/v1/budgets/b/status/extra": notFound,

@@ -118,7 +118,10 @@ describe("OpenApi paths", () => {
     ["patchNamespacedJobStatus", "patch", "/apis/nodus.dev/v1/namespaces/{namespace}/jobs/{name}/status", "patch"],
     ["listJobForAllNamespaces", "get", "/apis/nodus.dev/v1/jobs", "list"],
     ["listBudget", "get", "/apis/nodus.dev/v1/budgets", "list"],
-    ["patchBudgetStatus", "patch", "/apis/nodus.dev/v1/budgets/{name}/status", "patch"]
+    ["patchBudgetStatus", "patch", "/apis/nodus.dev/v1/budgets/{name}/status", "patch"],
+    ["runSandboxCommand", "post", "/apis/nodus.dev/v1/namespaces/{namespace}/sandboxes/{name}/commands", "post"],
+    ["readSandboxCommandLog", "get", "/apis/nodus.dev/v1/namespaces/{namespace}/sandboxes/{name}/commands/{id}/log", "get"],
+    ["writeSandboxFile", "put", "/apis/nodus.dev/v1/namespaces/{namespace}/sandboxes/{name}/files", "put"]
   ]
   for (const [operationId, method, path, action] of rows) {
     it(`${operationId} is ${method.toUpperCase()} ${path}`, () => {

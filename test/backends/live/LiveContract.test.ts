@@ -5,7 +5,6 @@
  * instant, then exits with its code. Every move of time waits until the agent and the server agree (nothing starting,
  * stopping or unreported), so the suite asserts on settled facts, never on timing.
  */
-import { createHash } from "node:crypto"
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -18,6 +17,7 @@ import { LiveCapacity } from "../../../src/backends/live/LiveCapacity.ts"
 import { runIdOf, type RunSpec, type SyncRequest, type SyncResponse } from "../../../src/backends/live/Protocol.ts"
 import { inProcessLink } from "../../../src/server/LiveBackend.ts"
 import { capacityContract } from "../CapacityContract.ts"
+import { memoryCheckpoints } from "./MemoryCheckpoints.ts"
 
 const T0 = Date.parse("2026-03-01T00:00:00Z")
 const hosts = 3
@@ -119,27 +119,6 @@ const makeDriver = () => Effect.promise(async () => {
 })
 
 const cleanups: Array<() => Promise<void>> = []
-
-/** Checkpoints kept in memory, as the server keeps them on disk. */
-const memoryCheckpoints = () => {
-  const kept = new Map<string, Buffer>()
-  return {
-    store: async (owner: string, seq: number, bytes: AsyncIterable<Uint8Array>) => {
-      const chunks: Array<Uint8Array> = []
-      for await (const chunk of bytes) chunks.push(chunk)
-      const all = Buffer.concat(chunks)
-      kept.set(`${owner}/${seq}`, all)
-      return { sha256: createHash("sha256").update(all).digest("hex"), sizeBytes: all.length }
-    },
-    open: (owner: string, seq: number) => {
-      const bytes = kept.get(`${owner}/${seq}`)
-      return bytes === undefined ? undefined : (async function*() {
-        yield bytes
-      })()
-    },
-    latest: (owner: string) => Math.max(0, ...[...kept.keys()].filter((key) => key.startsWith(`${owner}/`)).map((key) => Number(key.slice(owner.length + 1))))
-  }
-}
 
 capacityContract("live driver", makeDriver, async () => {
   for (const cleanup of cleanups.splice(0)) await cleanup()

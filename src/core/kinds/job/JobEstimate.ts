@@ -72,7 +72,7 @@ export const sampleRequestOf = (input: EstimateInput, variant: Variant): SampleR
   ({ spec: input.spec, variant, model: input.models(variant), pricebook: input.pricebook, seed: input.seed })
 
 /** What a real create would be refused with now (spec: Create semantics 3), with amounts and a fix. */
-export const blockingReasonsOf = (spec: JobSpecType, holdMicro: bigint, funds: Funds): ReadonlyArray<Blocking> => {
+export const blockingReasonsOf = (spec: { readonly maxCostUSD?: string | undefined }, holdMicro: bigint, funds: Funds): ReadonlyArray<Blocking> => {
   const reasons: Array<Blocking> = []
   if (funds.arrears > 0n) reasons.push(blockedBy.arrears(funds.arrears))
   else if (holdMicro > funds.available) reasons.push(blockedBy.balance(holdMicro, funds.available))
@@ -81,7 +81,7 @@ export const blockingReasonsOf = (spec: JobSpecType, holdMicro: bigint, funds: F
   return reasons
 }
 
-const headerOf = (input: EstimateInput): EstimateJson => ({ pricebookVersion: input.pricebook.version, validUntil: iso(input.now + estimateValidityMs) })
+export const headerOf = (input: { readonly pricebook: Pricebook; readonly now: number }): EstimateJson => ({ pricebookVersion: input.pricebook.version, validUntil: iso(input.now + estimateValidityMs) })
 
 /** The estimate when no offering matches: no bands, nothing blocks (the Job would wait and fail). */
 export const unplacedEstimate = (input: EstimateInput, ranking: Ranking): JobEstimate => ({

@@ -24,8 +24,9 @@ import {
   type Outcome
 } from "../../capacity/Capacity.ts"
 import type { Funding } from "../../billing/Billing.ts"
-import { type Condition, conditionIn, withCondition, withoutCondition } from "../../controller/Conditions.ts"
-import type { Action, ControllerEvent, Machine, Observation, StepContext, StepResult } from "../../controller/Controller.ts"
+import { conditionIn, withoutCondition } from "../../controller/Conditions.ts"
+import type { Machine, Observation, StepContext, StepResult } from "../../controller/Controller.ts"
+import { StepState } from "../../controller/StepState.ts"
 import { autoCheckpointIntervalMs, type Continuity } from "../../capacity/Interruptions.ts"
 import { type JobPhase, isFinalPhase } from "./JobPhases.ts"
 import { jobProgramOf } from "./JobProgram.ts"
@@ -218,52 +219,25 @@ const interruptionEvent = (outcome: Outcome): { type: string | undefined; reason
 // ---------------------------------------------------------------------------------------------------------------------
 // The step
 
-class Step {
-  readonly actions: Array<Action> = []
-  readonly events: Array<ControllerEvent> = []
-  readonly status: Mutable<JobStatusType>
-  conditions: ReadonlyArray<Condition>
-  wakeAt: number | undefined
+class Step extends StepState<JobStatusType> {
   /** Hosts this step has asked for, by variant (made on the first launch). */
   private taken: Map<Variant, number> | undefined
   private marketView: Market | undefined
   launched = 0
   launchedRecovery = false
-  /** An index could not be launched for lack of capacity. */
-  waitingForCapacity = false
-  /** An index could not be launched for lack of money; what the launches of this step took of the launch budget. */
-  waitingForFunds = false
+  /** What the launches of this step took of the launch budget. */
   spent = 0n
   /** The times `status.timeoutStartTime` and `status.completionTime` show when this step set them (saves reading them back). */
   timeoutStartMs: number | undefined
   completionMs: number | undefined
 
   readonly job: JobObservation
-  readonly context: StepContext
   readonly view: IndexView
 
   constructor(job: JobObservation, context: StepContext, view: IndexView) {
+    super(job.status, context)
     this.job = job
-    this.context = context
     this.view = view
-    this.status = { ...job.status }
-    this.conditions = job.status.conditions ?? []
-  }
-
-  get now() {
-    return this.context.now
-  }
-
-  wake(at: number) {
-    if (this.wakeAt === undefined || at < this.wakeAt) this.wakeAt = at
-  }
-
-  event(type: string | undefined, reason: string, message: string, warning = false) {
-    this.events.push({ type, reason, message, warning })
-  }
-
-  condition(type: string, status: "True" | "False", reason: string, message: string) {
-    this.conditions = withCondition(this.conditions, type, status, reason, message, this.now)
   }
 
   /** Stops every live attempt that is not stopping yet. */
@@ -757,8 +731,7 @@ export const step = (job: JobObservation, context: StepContext): JobStep => {
     showTimeout(step)
   }
   if (step.status.phase !== undefined && isFinalPhase(step.status.phase)) expire(step)
-  step.status.conditions = step.conditions
-  return { status: step.status, actions: step.actions, events: step.events, wakeAt: step.wakeAt, waitingForCapacity: step.waitingForCapacity, waitingForFunds: step.waitingForFunds }
+  return step.result()
 }
 
 /**

@@ -3,16 +3,13 @@
  * initCommand, resources.memory): the port's `WorkloadProgram`. Secret values are not here, only where to find them:
  * the driver resolves them when the program starts (docs/secrets.md), so no status, event or log ever holds them.
  */
-import type { ProgramEnv, ProgramInput, WorkloadProgram } from "../../capacity/Capacity.ts"
-import { egressPresets } from "../../capacity/EgressPresets.ts"
+import type { ProgramInput, WorkloadProgram } from "../../capacity/Capacity.ts"
 import * as Limits from "../../Limits.ts"
 import { durationMs } from "../../StatusText.ts"
 import { parseQuantity } from "../../Units.ts"
 import type { JobSpecType, JobStatusType } from "../../schemas/Job.ts"
 import { secretMountName } from "../../schemas/Shared.ts"
-
-/** A Job that names no egress policy gets no network (docs/live.md, "Network"): what it needs, it asks for. */
-export const defaultEgress = "Deny"
+import { egressOf, memoryBytesOf, programEnvOf } from "../ProgramParts.ts"
 
 /**
  * The program of every launch of a spec is the same (its secret versions are pinned at admission), and the simulator
@@ -30,26 +27,17 @@ export const jobProgramOf = (spec: JobSpecType, status: JobStatusType): Workload
 
 const programOf = (spec: JobSpecType, status: JobStatusType): WorkloadProgram => {
   const pinned = status.secretVersions ?? {}
-  const env = (spec.env ?? []).flatMap((entry): ReadonlyArray<ProgramEnv> => {
-    const ref = entry.valueFrom?.secretKeyRef
-    if (ref !== undefined) return [{ name: entry.name, secret: ref.name, key: ref.key }]
-    return [{ name: entry.name, value: entry.value ?? "" }]
-  })
-  const presets = spec.network?.egress?.presets ?? []
-  const memory = spec.resources?.memory === undefined ? undefined : parseQuantity(spec.resources.memory)
   return {
     image: spec.image ?? spec.imageRef,
     argv: [...(spec.command ?? []), ...(spec.args ?? [])],
     workingDir: spec.workingDir,
-    env,
+    env: programEnvOf(spec.env),
     secrets: (spec.secrets ?? []).map((mount) => {
       const name = secretMountName(mount)
       return { name, version: pinned[name] }
     }),
-    egress: spec.network?.egress?.policy ?? defaultEgress,
-    allow: [...(spec.network?.egress?.allow ?? []), ...presets.flatMap((preset) => egressPresets[preset] ?? [])],
-    unknownPresets: presets.filter((preset) => egressPresets[preset] === undefined),
-    memoryBytes: memory === undefined ? undefined : Math.round(memory),
+    ...egressOf(spec.network),
+    memoryBytes: memoryBytesOf(spec.resources),
     init: spec.initCommand === undefined
       ? undefined
       : { argv: spec.initCommand.command, timeoutMs: durationMs(spec.initCommand.timeout, Limits.initCommandTimeoutMsMax) },

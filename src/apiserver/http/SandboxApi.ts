@@ -1,0 +1,257 @@
+/**
+ * A Sandbox's commands and files over HTTP (nodus's design where the spec says "not shown"; docs/sandboxes.md):
+ *
+ *   POST   …/namespaces/{ns}/sandboxes/{name}/commands               run one (SandboxCommandRequest)
+ *   GET    …/sandboxes/{name}/commands/{id}                           its state
+ *   GET    …/sandboxes/{name}/commands/{id}/log?follow=true           its output (stdout and stderr as they came)
+ *   POST   …/sandboxes/{name}/commands/{id}/stdin?close=true          the body's bytes to its stdin
+ *   POST   …/sandboxes/{name}/commands/{id}/kill?signal=SIGTERM       a signal to it and what it started (default SIGKILL)
+ *   GET    …/sandboxes/{name}/files?path=P                            a file's bytes, or a directory's entries (JSON)
+ *   PUT    …/sandboxes/{name}/files?path=P                            the body as the file (parents made)
+ *   DELETE …/sandboxes/{name}/files?path=P                            a file or a directory with what it holds
+ *
+ * Every request goes to the box of the Sandbox's current attempt (SandboxBoxes.ts), only while it is Running: a
+ * Sandbox starting answers SandboxStarting, a stopped one SandboxNotRunning, a failed one SandboxFailed.
+ */
+import { Effect, Option, Result, Stream } from "effect"
+import { type HttpServerRequest, HttpServerResponse } from "effect/http"
+import { admit } from "../../core/meta/Admission.ts"
+import { ApiError, badRequest, fieldInvalid, subjectOf } from "../../core/meta/ApiError.ts"
+import { isObject } from "../../core/Json.ts"
+import type { ResourceRef } from "../../core/meta/Kinds.ts"
+import * as Limits from "../../core/Limits.ts"
+import type { BoxCommand, BoxReply, BoxRequest } from "../../core/SandboxBox.ts"
+import { SandboxCommandRequest, type SandboxCommandRequestType } from "../../core/schemas/SandboxCommand.ts"
+import { durationMs } from "../../core/StatusText.ts"
+import type { Ids } from "../Ids.ts"
+import type { Resources } from "../Resources.ts"
+import type { SandboxBoxes } from "../SandboxBoxes.ts"
+import { parseJson, readBytes, readText } from "./Body.ts"
+import { json } from "./Respond.ts"
+
+type Request = HttpServerRequest.HttpServerRequest
+type Response = HttpServerResponse.HttpServerResponse
+
+/** The subresources of a Sandbox this module answers. */
+export const sandboxSubresources = ["commands", "files"] as const
+
+/** How long one wait for more output may hold a log request's next chunk. */
+const followWaitMs = 10_000
+
+const signals = new Set(["SIGTERM", "SIGKILL", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"])
+
+export interface SandboxTarget {
+  readonly ref: ResourceRef
+  readonly namespace: string | undefined
+  readonly name: string
+  readonly subresource: string
+  readonly item: string | undefined
+  readonly action: string | undefined
+}
+
+export const makeSandboxApi = (services: {
+  readonly resources: Resources["Service"]
+  readonly boxes: SandboxBoxes["Service"]
+  readonly ids: Ids["Service"]
+}) => {
+  const { resources, boxes, ids } = services
+
+  /** The Sandbox, when it can take requests now, and the attempt whose box takes them. */
+  const running = (target: SandboxTarget) =>
+    Effect.gen(function*() {
+      const object = yield* resources.get(target.ref, target.namespace, target.name)
+      const status = isObject(object.status) ? object.status : {}
+      const phase = typeof status["phase"] === "string" ? status["phase"] : undefined
+      const attempt = isObject(status["attempt"]) && typeof status["attempt"]["name"] === "string" ? status["attempt"]["name"] : undefined
+      const about = `Sandbox "${target.name}"`
+      if (phase === "Failed") return yield* new ApiError({ code: "SandboxFailed", message: `${about} is Failed (${String(status["reason"] ?? "")}): ${String(status["message"] ?? "")}`, subject: subjectOf(target.ref, target.name) })
+      if (object.metadata.deletionTimestamp === undefined && (phase === undefined || phase === "Pending" || phase === "Starting" || phase === "Recovering")) {
+        return yield* new ApiError({ code: "SandboxStarting", message: `${about} is ${phase ?? "Pending"}; its box takes requests once it is Running`, retryAfterSeconds: 1, subject: subjectOf(target.ref, target.name) })
+      }
+      if (phase !== "Running" || attempt === undefined || object.metadata.deletionTimestamp !== undefined) {
+        return yield* new ApiError({ code: "SandboxNotRunning", message: `${about} is ${phase ?? "being deleted"}`, subject: subjectOf(target.ref, target.name) })
+      }
+      return { object, attempt }
+    })
+
+  /** One request to the box; a refusal becomes the spec's error for it. */
+  const call = (target: SandboxTarget, request: BoxRequest) =>
+    Effect.gen(function*() {
+      const { object, attempt } = yield* running(target)
+      const reply = yield* boxes.call(object, attempt, request)
+      if (reply._tag !== "Refused") return reply
+      return yield* refusalError(target, reply)
+    })
+
+  const runCommand = (request: Request, target: SandboxTarget) =>
+    Effect.gen(function*() {
+      const body = yield* Effect.flatMap(readText(request), parseJson)
+      const admitted = admit(SandboxCommandRequest, body, "Strict", subjectOf(target.ref, target.name), "SandboxCommand")
+      if (Result.isFailure(admitted)) return yield* admitted.failure
+      const spec = admitted.success.object as unknown as SandboxCommandRequestType
+      const background = spec.background === true
+      const id = `cmd-${ids.nameSuffix()}${ids.nameSuffix()}`
+      const timeout = spec.timeout ?? (background ? undefined : Limits.sandboxCommandTimeoutDefault)
+      const reply = yield* call(target, {
+        _tag: "Exec",
+        command: id,
+        argv: spec.command,
+        env: spec.env ?? {},
+        workingDir: spec.workingDir,
+        stdin: spec.stdin === undefined ? undefined : Buffer.from(spec.stdin).toString("base64"),
+        keepStdin: background,
+        timeoutMs: timeout === undefined ? undefined : durationMs(timeout, 0),
+        background
+      })
+      const state = yield* commandState(reply)
+      if (background) return json(201, { id, phase: state.phase })
+      return json(200, {
+        id,
+        exitCode: state.exitCode ?? null,
+        ...(state.signal === undefined ? {} : { signal: state.signal }),
+        ...(state.timedOut ? { timedOut: true } : {}),
+        stdout: text(state.stdout),
+        stderr: text(state.stderr),
+        ...(state.truncated === true ? { truncated: true } : {}),
+        durationMs: state.durationMs ?? 0
+      })
+    })
+
+  const readCommand = (target: SandboxTarget, id: string) =>
+    Effect.map(Effect.flatMap(call(target, { _tag: "Command", command: id }), commandState), (state) => json(200, commandView(state)))
+
+  /** The command's output from the start, as text; with follow, until it exits. */
+  const commandLog = (target: SandboxTarget, id: string, follow: boolean) =>
+    Effect.gen(function*() {
+      const first = yield* call(target, { _tag: "Output", command: id, offset: 0, waitMs: 0 })
+      if (first._tag !== "Output") return yield* unexpected(first)
+      const next = (reply: Extract<BoxReply, { _tag: "Output" }>) => reply.offset + Buffer.from(reply.data, "base64").length
+      const rest = follow && !first.exited
+        ? Stream.paginate(next(first), (offset: number) =>
+          Effect.map(Effect.orElseSucceed(call(target, { _tag: "Output", command: id, offset, waitMs: followWaitMs }), () => undefined), (reply) => {
+            if (reply === undefined || reply._tag !== "Output") return [[], Option.none()] as const
+            const chunk = Buffer.from(reply.data, "base64")
+            return [chunk.length === 0 ? [] : [new Uint8Array(chunk)], reply.exited && chunk.length === 0 ? Option.none() : Option.some(next(reply))] as const
+          }))
+        : Stream.empty
+      const head = Buffer.from(first.data, "base64")
+      return HttpServerResponse.stream(Stream.concat(Stream.make(new Uint8Array(head)), rest), { status: 200, contentType: "text/plain; charset=utf-8" })
+    })
+
+  const writeStdin = (request: Request, query: URLSearchParams, target: SandboxTarget, id: string) =>
+    Effect.gen(function*() {
+      const close = yield* boolQuery(query, "close")
+      const bytes = yield* readBytes(request)
+      yield* call(target, { _tag: "Stdin", command: id, data: Buffer.from(bytes).toString("base64"), close })
+      return json(200, { id, written: bytes.length, closed: close })
+    })
+
+  const kill = (query: URLSearchParams, target: SandboxTarget, id: string) =>
+    Effect.gen(function*() {
+      const signal = query.get("signal") ?? "SIGKILL"
+      if (!signals.has(signal)) return yield* badRequest(`invalid value for signal: "${signal}"`, [fieldInvalid("signal", `Unsupported value: must be one of ${[...signals].join(", ")}`)])
+      yield* call(target, { _tag: "Kill", command: id, signal })
+      return json(200, { id, signal })
+    })
+
+  const files = (request: Request, query: URLSearchParams, target: SandboxTarget) =>
+    Effect.gen(function*() {
+      const path = query.get("path")
+      if (path === null || path === "") return yield* badRequest("the path of the file is required", [fieldInvalid("path", "Required value: ?path=/workspace/…", "FieldValueRequired")])
+      switch (request.method) {
+        case "GET": {
+          const reply = yield* call(target, { _tag: "ReadFile", path, maxBytes: Limits.sandboxFileBytesMax })
+          if (reply._tag === "Directory") return json(200, { path, entries: reply.entries })
+          if (reply._tag !== "File") return yield* unexpected(reply)
+          return HttpServerResponse.uint8Array(new Uint8Array(Buffer.from(reply.data, "base64")), { status: 200, contentType: "application/octet-stream" })
+        }
+        case "PUT": {
+          const bytes = yield* readBytes(request, { maxBytes: Limits.sandboxFileBytesMax, tooLarge: () => fileTooLarge(path) })
+          yield* call(target, { _tag: "WriteFile", path, data: Buffer.from(bytes).toString("base64") })
+          return json(200, { path, size: bytes.length })
+        }
+        case "DELETE":
+          yield* call(target, { _tag: "DeleteFile", path })
+          return json(200, { path })
+        default:
+          return yield* methodNotAllowed(request.method)
+      }
+    })
+
+  /** Answers a request to a Sandbox's `commands` or `files`. */
+  const handle = (request: Request, query: URLSearchParams, target: SandboxTarget): Effect.Effect<Response, ApiError> => {
+    if (target.subresource === "files") return target.item === undefined ? files(request, query, target) : Effect.fail(notFoundRoute())
+    const id = target.item
+    if (id === undefined) return request.method === "POST" ? runCommand(request, target) : Effect.fail(methodNotAllowed(request.method))
+    switch (target.action) {
+      case undefined:
+        return request.method === "GET" ? readCommand(target, id) : Effect.fail(methodNotAllowed(request.method))
+      case "log":
+        return request.method === "GET" ? Effect.flatMap(boolQuery(query, "follow"), (follow) => commandLog(target, id, follow)) : Effect.fail(methodNotAllowed(request.method))
+      case "stdin":
+        return request.method === "POST" ? writeStdin(request, query, target, id) : Effect.fail(methodNotAllowed(request.method))
+      case "kill":
+        return request.method === "POST" ? kill(query, target, id) : Effect.fail(methodNotAllowed(request.method))
+      default:
+        return Effect.fail(notFoundRoute())
+    }
+  }
+
+  return { handle }
+}
+
+/** The access a request to a Sandbox's box needs: every one runs code or reads what code may have written (secrets). */
+export const sandboxAccess = "write" as const
+
+const commandState = (reply: BoxReply): Effect.Effect<BoxCommand, ApiError> =>
+  reply._tag === "Command" ? Effect.succeed(reply.state) : unexpected(reply)
+
+const commandView = (state: BoxCommand) => ({
+  id: state.command,
+  command: state.argv,
+  phase: state.phase,
+  ...(state.exitCode === undefined ? {} : { exitCode: state.exitCode }),
+  ...(state.signal === undefined ? {} : { signal: state.signal }),
+  ...(state.timedOut ? { timedOut: true } : {}),
+  startTime: new Date(state.startTime).toISOString(),
+  ...(state.durationMs === undefined ? {} : { durationMs: state.durationMs })
+})
+
+const text = (base64: string | undefined) => Buffer.from(base64 ?? "", "base64").toString("utf8")
+
+const unexpected = (reply: BoxReply) =>
+  Effect.fail(new ApiError({ code: "InternalError", message: `the box answered ${reply._tag} where it should not` }))
+
+const fileTooLarge = (path: string) =>
+  new ApiError({ code: "FileTooLarge", message: `the file for ${path} is larger than the ${Limits.sandboxFileBytesMax} bytes a file request carries` })
+
+const methodNotAllowed = (method: string) =>
+  new ApiError({ code: "MethodNotAllowed", message: `the server does not allow this method on the requested resource (${method})` })
+
+const notFoundRoute = () => new ApiError({ code: "NotFound", message: "the server could not find the requested resource" })
+
+const boolQuery = (query: URLSearchParams, name: string): Effect.Effect<boolean, ApiError> => {
+  const raw = query.get(name)
+  if (raw === null || raw === "" || raw === "false" || raw === "0") return Effect.succeed(false)
+  if (raw === "true" || raw === "1") return Effect.succeed(true)
+  return Effect.fail(badRequest(`invalid value for ${name}: "${raw}"`, [fieldInvalid(name, "Invalid value: must be true or false")]))
+}
+
+/** What a box refused, as the spec's error (the box's message says which command or path). */
+const refusalError = (target: SandboxTarget, refusal: Extract<BoxReply, { _tag: "Refused" }>): ApiError => {
+  const subject = subjectOf(target.ref, target.name)
+  switch (refusal.code) {
+    case "FileTooLarge":
+      return new ApiError({ code: "FileTooLarge", message: refusal.message, subject })
+    case "StdinBackpressure":
+      return new ApiError({ code: "StdinBackpressure", message: refusal.message, retryAfterSeconds: 1, subject })
+    case "SandboxStarting":
+      return new ApiError({ code: "SandboxStarting", message: refusal.message, retryAfterSeconds: 1, subject })
+    case "Invalid":
+      return new ApiError({ code: "Invalid", message: refusal.message, causes: [fieldInvalid("path", `Invalid value: ${refusal.message}`)], subject })
+    case "Forbidden":
+      return new ApiError({ code: "Forbidden", message: `the Sandbox's user may not do this: ${refusal.message}`, fix: "Use a path the Sandbox's user may write, such as /workspace or /tmp.", subject })
+    default:
+      return new ApiError({ code: refusal.code, message: refusal.message, subject })
+  }
+}

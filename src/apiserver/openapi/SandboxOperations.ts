@@ -1,0 +1,153 @@
+// The OpenAPI description of a Sandbox's commands and files (apiserver/http/SandboxApi.ts, docs/sandboxes.md), added to
+// the v1 document beside the Sandbox kind's own paths. The command request's schema is the one admission decodes with
+// (core/schemas/SandboxCommand.ts); the answers are described here. Pure.
+
+import { Schema } from "effect"
+import type { JsonObject } from "../../core/Json.ts"
+import * as Limits from "../../core/Limits.ts"
+import { SandboxCommandRequest } from "../../core/schemas/SandboxCommand.ts"
+import { toOpenApi30 } from "./OpenApi.ts"
+
+const schemaRef = (name: string): JsonObject => ({ $ref: `#/components/schemas/${name}` })
+const json = (name: string): JsonObject => ({ "application/json": { schema: schemaRef(name) } })
+const errorResponse: JsonObject = { description: "An error, as a Status object (spec: Errors).", content: json("Status") }
+const bytes: JsonObject = { "application/octet-stream": { schema: { type: "string", format: "binary" } } }
+const text: JsonObject = { "text/plain": { schema: { type: "string" } } }
+
+const pathParameter = (name: string, description: string): JsonObject => ({ name, in: "path", required: true, description, schema: { type: "string" } })
+const query = (name: string, description: string, schema: JsonObject = { type: "string" }): JsonObject => ({ name, in: "query", description, schema })
+
+const refusals = "A Sandbox that is starting answers 409 SandboxStarting (retry after details.retryAfterSeconds), a stopped one " +
+  "409 SandboxNotRunning, a failed one 409 SandboxFailed."
+
+const commandState: JsonObject = {
+  type: "object",
+  description: "A command of a Sandbox, as its box keeps it.",
+  required: ["id", "command", "phase", "startTime"],
+  properties: {
+    id: { type: "string", description: "The command's id." },
+    command: { type: "array", items: { type: "string" }, description: "Its argv." },
+    phase: { type: "string", enum: ["Running", "Exited"], description: "Running, or Exited." },
+    exitCode: { type: "integer", description: "Its exit code once it exited (none when a signal ended it)." },
+    signal: { type: "string", description: "The signal that ended it, such as SIGKILL." },
+    timedOut: { type: "boolean", description: "It was killed at its timeout." },
+    startTime: { type: "string", format: "date-time", description: "When it started, by the host's clock." },
+    durationMs: { type: "integer", description: "How long it ran, once it exited." }
+  }
+}
+
+const commandResult: JsonObject = {
+  type: "object",
+  description: "A foreground command's result (200), or a background command's id (201: id and phase only).",
+  required: ["id"],
+  properties: {
+    id: { type: "string", description: "The command's id, for .../commands/{id}." },
+    phase: { type: "string", description: "A background command's phase when answered (Running)." },
+    exitCode: { type: "integer", nullable: true, description: "Its exit code; null when a signal ended it." },
+    signal: { type: "string", description: "The signal that ended it." },
+    timedOut: { type: "boolean", description: "It was killed at its timeout." },
+    stdout: { type: "string", description: `Its stdout (UTF-8), at most ${4 * 1024 * 1024} bytes.` },
+    stderr: { type: "string", description: `Its stderr (UTF-8), at most ${4 * 1024 * 1024} bytes.` },
+    truncated: { type: "boolean", description: "stdout or stderr was cut at its bound (the log has the rest, up to 16 MiB)." },
+    durationMs: { type: "integer", description: "How long it ran." }
+  }
+}
+
+const fileList: JsonObject = {
+  type: "object",
+  description: "A directory of a Sandbox: its entries, by name.",
+  required: ["path", "entries"],
+  properties: {
+    path: { type: "string", description: "The directory, as asked." },
+    entries: {
+      type: "array",
+      description: "What the directory holds.",
+      items: {
+        type: "object",
+        required: ["name", "size", "mode", "modTime", "type"],
+        properties: {
+          name: { type: "string", description: "The entry's name." },
+          size: { type: "integer", description: "Its size in bytes." },
+          mode: { type: "string", description: "Its permission bits, in octal (0644)." },
+          modTime: { type: "string", format: "date-time", description: "When it was last modified." },
+          type: { type: "string", enum: ["file", "directory", "symlink", "other"], description: "What it is." }
+        }
+      }
+    }
+  }
+}
+
+/** The components the Sandbox operations refer to. */
+export const sandboxSchemas = (): JsonObject => ({
+  SandboxCommandRequest: toOpenApi30(Schema.toJsonSchemaDocument(SandboxCommandRequest).schema) as JsonObject,
+  SandboxCommandResult: commandResult,
+  SandboxCommand: commandState,
+  SandboxFileList: fileList
+})
+
+const operation = (operationId: string, action: string, description: string, fields: JsonObject): JsonObject => ({
+  operationId,
+  description: `${description} ${refusals}`,
+  "x-kubernetes-action": action,
+  ...fields,
+  responses: { ...(fields["responses"] as JsonObject), default: errorResponse }
+})
+
+/** The path items of a Sandbox's commands and files, under the v1 root of `group`. */
+export const sandboxPaths = (group: string): ReadonlyArray<readonly [string, JsonObject]> => {
+  const sandbox = `/apis/${group}/v1/namespaces/{namespace}/sandboxes/{name}`
+  const scope = [pathParameter("namespace", "The project (namespace) of the Sandbox."), pathParameter("name", "The name of the Sandbox.")]
+  const command = [...scope, pathParameter("id", "The command's id.")]
+  const path = query("path", "The file or directory: absolute, or relative to the Sandbox's workingDir; resolved inside the box.")
+  return [
+    [`${sandbox}/commands`, {
+      parameters: scope,
+      post: operation("runSandboxCommand", "post", "Run a command in the Sandbox's box, as its user, with its environment.", {
+        requestBody: { required: true, content: json("SandboxCommandRequest") },
+        responses: { "200": { description: "The foreground command exited", content: json("SandboxCommandResult") }, "201": { description: "The background command started", content: json("SandboxCommandResult") } }
+      })
+    }],
+    [`${sandbox}/commands/{id}`, {
+      parameters: command,
+      get: operation("readSandboxCommand", "get", "Read a command's state.", { responses: { "200": { description: "OK", content: json("SandboxCommand") } } })
+    }],
+    [`${sandbox}/commands/{id}/log`, {
+      parameters: command,
+      get: operation("readSandboxCommandLog", "get", "A command's output (stdout and stderr as they came), from its start (the last 16 MiB).", {
+        parameters: [query("follow", "Keep the answer open until the command exits.", { type: "boolean" })],
+        responses: { "200": { description: "OK", content: text } }
+      })
+    }],
+    [`${sandbox}/commands/{id}/stdin`, {
+      parameters: command,
+      post: operation("writeSandboxCommandStdin", "post", "Write the body's bytes to a background command's stdin; 429 StdinBackpressure while it has not read what came before.", {
+        parameters: [query("close", "Close its stdin after these bytes.", { type: "boolean" })],
+        requestBody: { required: false, content: bytes },
+        responses: { "200": { description: "Written" } }
+      })
+    }],
+    [`${sandbox}/commands/{id}/kill`, {
+      parameters: command,
+      post: operation("killSandboxCommand", "post", "Send a signal to a command and everything it started.", {
+        parameters: [query("signal", "SIGKILL (default), SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 or SIGUSR2.")],
+        responses: { "200": { description: "Sent" } }
+      })
+    }],
+    [`${sandbox}/files`, {
+      parameters: scope,
+      get: operation("readSandboxFile", "get", `A file's bytes (at most ${Limits.sandboxFileBytesMax} bytes; 413 FileTooLarge above), or a directory's entries.`, {
+        parameters: [path],
+        responses: { "200": { description: "The file, or the directory's entries", content: { ...bytes, ...json("SandboxFileList") } } }
+      }),
+      put: operation("writeSandboxFile", "put", `Write the body as the file, making its parents (at most ${Limits.sandboxFileBytesMax} bytes; 413 FileTooLarge above).`, {
+        parameters: [path],
+        requestBody: { required: true, content: bytes },
+        responses: { "200": { description: "Written" } }
+      }),
+      delete: operation("deleteSandboxFile", "delete", "Delete a file, or a directory with everything in it.", {
+        parameters: [path],
+        responses: { "200": { description: "Deleted" } }
+      })
+    }]
+  ]
+}

@@ -1,0 +1,158 @@
+/**
+ * The supervisor of a Sandbox's box (docs/sandboxes.md): a small script the host's node runs as the box's first
+ * process, inside the box, as the box's user. It takes requests from the agent on its stdin and answers on its stdout,
+ * one JSON object per line: commands it spawns (each in a process group of its own, so a kill reaches what it started),
+ * their output and exits, stdin, kills, and file requests — resolved in the box's own view of the filesystem, so no
+ * path can name a host file the box was not given.
+ *
+ * It grants nothing: it runs with exactly the rights of the code in the box, which could do all of this itself.
+ */
+import { proxyPort, proxySocketInBox } from "./EgressProxy.ts"
+
+/** Requests the agent sends (`rid` answers a request; `id` names a command). */
+export type SupervisorRequest =
+  | {
+    readonly op: "exec"
+    readonly id: string
+    readonly argv: ReadonlyArray<string>
+    readonly env: Readonly<Record<string, string>>
+    readonly cwd: string | undefined
+    /** base64 */
+    readonly stdin: string | undefined
+    readonly closeStdin: boolean
+    readonly timeoutMs: number | undefined
+  }
+  | { readonly op: "stdin"; readonly rid: number; readonly id: string; readonly data: string; readonly close: boolean }
+  | { readonly op: "kill"; readonly rid: number; readonly id: string; readonly signal: string }
+  | { readonly op: "read"; readonly rid: number; readonly path: string; readonly max: number }
+  | { readonly op: "write"; readonly rid: number; readonly path: string; readonly data: string }
+  | { readonly op: "delete"; readonly rid: number; readonly path: string }
+
+/** What the supervisor says: a command's output or exit, or the answer to a request. */
+export type SupervisorMessage =
+  | { readonly ev: "ready"; readonly main: ReadonlyArray<string> }
+  | { readonly ev: "out"; readonly id: string; readonly fd: 1 | 2; readonly data: string }
+  | { readonly ev: "exit"; readonly id: string; readonly code: number | null; readonly signal: string | null; readonly timedOut: boolean }
+  | { readonly rid: number; readonly ok: true; readonly file?: FileBody; readonly entries?: ReadonlyArray<FileEntry> }
+  | { readonly rid: number; readonly ok: false; readonly code: string; readonly message: string }
+
+export interface FileEntry {
+  readonly name: string
+  readonly size: number
+  /** Permission bits as octal text, e.g. "0644". */
+  readonly mode: string
+  readonly modTime: string
+  readonly type: "file" | "directory" | "symlink" | "other"
+}
+
+export interface FileBody {
+  /** base64 */
+  readonly data: string
+  readonly size: number
+}
+
+/** How much a command's stdin may hold unread before a write is refused (StdinBackpressure). */
+export const stdinBufferMax = 1024 * 1024
+
+/**
+ * The script: plain CommonJS for the host's node, run with `node -e`; its argv after `--` is the Sandbox's main
+ * process (run as command `main`), if any. With `forward`, it also listens on 127.0.0.1:3128 and forwards to the
+ * run's egress proxy socket (AllowList; EgressProxy.ts), the job the egress forwarder does for a Job.
+ */
+export const supervisorScript = (forward: boolean): string => `
+"use strict"
+const { spawn } = require("child_process"), fs = require("fs"), path = require("path"), net = require("net")
+const out = (message) => process.stdout.write(JSON.stringify(message) + "\\n")
+const commands = new Map()
+const fail = (rid, code, message) => out({ rid, ok: false, code, message })
+const b64 = (text) => Buffer.from(text).toString("base64")
+const resolvePath = (p) => path.resolve(process.cwd(), p)
+const typeOf = (s) => s.isFile() ? "file" : s.isDirectory() ? "directory" : s.isSymbolicLink() ? "symlink" : "other"
+const entryOf = (dir, name) => {
+  const s = fs.lstatSync(path.join(dir, name))
+  return { name, size: s.size, mode: "0" + (s.mode & 0o7777).toString(8), modTime: s.mtime.toISOString(), type: typeOf(s) }
+}
+const fsCode = (e) => e.code === "ENOENT" || e.code === "ENOTDIR" ? "NotFound" : e.code === "EACCES" || e.code === "EPERM" || e.code === "EROFS" ? "Forbidden" : e.code === "EISDIR" || e.code === "ENOTEMPTY" ? "Conflict" : "Invalid"
+const ops = {
+  exec(m) {
+    let child, timedOut = false, timer
+    try {
+      child = spawn(m.argv[0], m.argv.slice(1), { cwd: m.cwd ? resolvePath(m.cwd) : undefined, env: { ...process.env, ...m.env }, stdio: ["pipe", "pipe", "pipe"], detached: true })
+    } catch (e) {
+      out({ ev: "out", id: m.id, fd: 2, data: b64(m.argv[0] + ": " + e.message + "\\n") })
+      return out({ ev: "exit", id: m.id, code: 126, signal: null, timedOut: false })
+    }
+    commands.set(m.id, child)
+    let spawnError
+    child.on("error", (e) => { spawnError = e })
+    child.stdin.on("error", () => undefined)
+    child.stdout.on("data", (d) => out({ ev: "out", id: m.id, fd: 1, data: d.toString("base64") }))
+    child.stderr.on("data", (d) => out({ ev: "out", id: m.id, fd: 2, data: d.toString("base64") }))
+    child.on("close", (code, signal) => {
+      clearTimeout(timer)
+      commands.delete(m.id)
+      if (spawnError !== undefined) {
+        out({ ev: "out", id: m.id, fd: 2, data: b64(m.argv[0] + ": " + (spawnError.code === "ENOENT" ? "command not found" : spawnError.message) + "\\n") })
+        return out({ ev: "exit", id: m.id, code: spawnError.code === "ENOENT" ? 127 : 126, signal: null, timedOut: false })
+      }
+      out({ ev: "exit", id: m.id, code, signal, timedOut })
+    })
+    if (m.stdin) child.stdin.write(Buffer.from(m.stdin, "base64"))
+    if (m.closeStdin) child.stdin.end()
+    if (m.timeoutMs) timer = setTimeout(() => { timedOut = true; try { process.kill(-child.pid, "SIGKILL") } catch {} }, m.timeoutMs)
+  },
+  stdin(m) {
+    const child = commands.get(m.id)
+    if (child === undefined) return fail(m.rid, "NotFound", "the command has exited")
+    if (child.stdin.writableLength > ${stdinBufferMax}) return fail(m.rid, "StdinBackpressure", "the command has not read the stdin written before")
+    if (m.data) child.stdin.write(Buffer.from(m.data, "base64"))
+    if (m.close) child.stdin.end()
+    out({ rid: m.rid, ok: true })
+  },
+  kill(m) {
+    const child = commands.get(m.id)
+    if (child === undefined) return fail(m.rid, "NotFound", "the command has exited")
+    try { process.kill(-child.pid, m.signal) } catch (e) { try { child.kill(m.signal) } catch {} }
+    out({ rid: m.rid, ok: true })
+  },
+  read(m) {
+    const p = resolvePath(m.path)
+    const s = fs.statSync(p)
+    if (s.isDirectory()) return out({ rid: m.rid, ok: true, entries: fs.readdirSync(p).sort().map((name) => entryOf(p, name)) })
+    if (!s.isFile()) return fail(m.rid, "Invalid", m.path + " is neither a file nor a directory")
+    if (s.size > m.max) return fail(m.rid, "FileTooLarge", m.path + " is " + s.size + " bytes, above the " + m.max + " a file request carries")
+    const data = fs.readFileSync(p)
+    out({ rid: m.rid, ok: true, file: { data: data.toString("base64"), size: data.length } })
+  },
+  write(m) {
+    const p = resolvePath(m.path)
+    fs.mkdirSync(path.dirname(p), { recursive: true })
+    fs.writeFileSync(p, Buffer.from(m.data, "base64"))
+    out({ rid: m.rid, ok: true })
+  },
+  delete(m) {
+    fs.rmSync(resolvePath(m.path), { recursive: true })
+    out({ rid: m.rid, ok: true })
+  }
+}
+let pending = ""
+process.stdin.setEncoding("utf8")
+process.stdin.on("data", (chunk) => {
+  pending += chunk
+  for (let at = pending.indexOf("\\n"); at >= 0; at = pending.indexOf("\\n")) {
+    const line = pending.slice(0, at)
+    pending = pending.slice(at + 1)
+    if (line.length === 0) continue
+    let m
+    try { m = JSON.parse(line) } catch { continue }
+    try { ops[m.op](m) } catch (e) { if (m.rid !== undefined) fail(m.rid, fsCode(e), e.message) }
+  }
+})
+// The agent went away: the box ends with it.
+process.stdin.on("end", () => process.exit(0))
+const main = process.argv.slice(1)
+const start = () => { if (main.length > 0) ops.exec({ id: "main", argv: main, env: {}, cwd: undefined, stdin: undefined, closeStdin: true, timeoutMs: undefined }) }
+${forward
+  ? `net.createServer((c) => { const u = net.connect(${JSON.stringify(proxySocketInBox)}); c.pipe(u); u.pipe(c); c.on("error", () => u.destroy()); u.on("error", () => c.destroy()) }).listen(${proxyPort}, "127.0.0.1", () => { out({ ev: "ready", main }); start() })`
+  : `out({ ev: "ready", main }); start()`}
+`

@@ -1,0 +1,66 @@
+/**
+ * What is asked of a Sandbox's running box and what it answers (docs/sandboxes.md): commands (foreground and
+ * background, their output, stdin, kill) and files. The vocabulary the API server and the capacity port share: the
+ * HTTP layer turns requests into these, a driver carries them to the box (core/capacity/Capacity.ts `box`). Bytes
+ * travel as base64 text, so a request and a reply are plain JSON end to end.
+ */
+
+/** What a caller asks of a running box. `command` is the command's id, chosen by the caller (unique per box). */
+export type BoxRequest =
+  | {
+    readonly _tag: "Exec"
+    readonly command: string
+    readonly argv: ReadonlyArray<string>
+    readonly env: Readonly<Record<string, string>>
+    readonly workingDir: string | undefined
+    readonly stdin: string | undefined
+    /** Leave stdin open for `Stdin` requests (a background command); otherwise it is closed after `stdin`. */
+    readonly keepStdin: boolean
+    readonly timeoutMs: number | undefined
+    /** Answer at once (the command's state); otherwise when it exits, with its output. */
+    readonly background: boolean
+  }
+  | { readonly _tag: "Command"; readonly command: string }
+  /** Output (stdout and stderr as they came) from `offset`; waits up to `waitMs` for more while the command runs. */
+  | { readonly _tag: "Output"; readonly command: string; readonly offset: number; readonly waitMs: number }
+  | { readonly _tag: "Stdin"; readonly command: string; readonly data: string; readonly close: boolean }
+  | { readonly _tag: "Kill"; readonly command: string; readonly signal: string }
+  | { readonly _tag: "ReadFile"; readonly path: string; readonly maxBytes: number }
+  | { readonly _tag: "WriteFile"; readonly path: string; readonly data: string }
+  | { readonly _tag: "DeleteFile"; readonly path: string }
+
+export interface BoxCommand {
+  readonly command: string
+  readonly argv: ReadonlyArray<string>
+  readonly phase: "Running" | "Exited"
+  readonly exitCode: number | undefined
+  readonly signal: string | undefined
+  readonly timedOut: boolean
+  /** Epoch ms by the clock of the host that ran it. */
+  readonly startTime: number
+  readonly durationMs: number | undefined
+  /** A foreground Exec's output (base64), and whether either was cut at the bound. */
+  readonly stdout?: string | undefined
+  readonly stderr?: string | undefined
+  readonly truncated?: boolean | undefined
+}
+
+export interface BoxFileEntry {
+  readonly name: string
+  readonly size: number
+  readonly mode: string
+  readonly modTime: string
+  readonly type: "file" | "directory" | "symlink" | "other"
+}
+
+/** Why a box refused or could not answer: the codes map to the spec's errors (docs/sandboxes.md). */
+export type BoxRefusal = "NotFound" | "Forbidden" | "Conflict" | "Invalid" | "FileTooLarge" | "StdinBackpressure" | "SandboxNotRunning" | "SandboxStarting" | "Unavailable"
+
+export type BoxReply =
+  | { readonly _tag: "Command"; readonly state: BoxCommand }
+  | { readonly _tag: "Output"; readonly offset: number; readonly data: string; readonly exited: boolean }
+  | { readonly _tag: "File"; readonly data: string; readonly size: number }
+  | { readonly _tag: "Directory"; readonly entries: ReadonlyArray<BoxFileEntry> }
+  | { readonly _tag: "Done" }
+  | { readonly _tag: "Refused"; readonly code: BoxRefusal; readonly message: string }
+

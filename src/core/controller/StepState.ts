@@ -1,0 +1,50 @@
+/**
+ * What a machine's step gathers as it decides (controller/Controller.ts): the next status and its conditions, the
+ * actions for the port, the events, the earliest wake-up, and whether it waits for capacity or money. Each kind's step
+ * extends it with what it reads of its own object.
+ */
+import { type Condition, withCondition } from "./Conditions.ts"
+import type { Action, ControllerEvent, StepContext, StepResult } from "./Controller.ts"
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] }
+
+export class StepState<Status extends { readonly conditions?: ReadonlyArray<Condition> | undefined }> {
+  readonly actions: Array<Action> = []
+  readonly events: Array<ControllerEvent> = []
+  readonly status: Mutable<Status>
+  conditions: ReadonlyArray<Condition>
+  wakeAt: number | undefined
+  /** Work could not be launched for lack of capacity. */
+  waitingForCapacity = false
+  /** Work could not be launched for lack of money. */
+  waitingForFunds = false
+  readonly context: StepContext
+
+  constructor(status: Status, context: StepContext) {
+    this.status = { ...status }
+    this.conditions = status.conditions ?? []
+    this.context = context
+  }
+
+  get now() {
+    return this.context.now
+  }
+
+  wake(at: number) {
+    if (this.wakeAt === undefined || at < this.wakeAt) this.wakeAt = at
+  }
+
+  event(type: string | undefined, reason: string, message: string, warning = false) {
+    this.events.push({ type, reason, message, warning })
+  }
+
+  condition(type: string, status: "True" | "False", reason: string, message: string) {
+    this.conditions = withCondition(this.conditions, type, status, reason, message, this.now)
+  }
+
+  /** The step's result, its conditions written into the status. */
+  result(): StepResult<Status> {
+    this.status.conditions = this.conditions
+    return { status: this.status, actions: this.actions, events: this.events, wakeAt: this.wakeAt, waitingForCapacity: this.waitingForCapacity, waitingForFunds: this.waitingForFunds }
+  }
+}

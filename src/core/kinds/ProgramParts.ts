@@ -1,0 +1,48 @@
+/**
+ * The parts of a live program every kind reads the same way from its spec (spec: EnvVar, Network, Resources): env
+ * entries with their Secret references left for the driver to resolve, the egress policy with presets expanded, and
+ * the memory floor as a limit. JobProgram.ts and SandboxProgram.ts build their kinds' programs from them.
+ */
+import type { ProgramEnv, WorkloadProgram } from "../capacity/Capacity.ts"
+import { egressPresets } from "../capacity/EgressPresets.ts"
+import { parseQuantity } from "../Units.ts"
+
+/** A workload that names no egress policy gets no network (docs/live.md, "Network"): what it needs, it asks for. */
+export const defaultEgress = "Deny"
+
+interface EnvEntry {
+  readonly name: string
+  readonly value?: string | undefined
+  readonly valueFrom?: { readonly secretKeyRef?: { readonly name: string; readonly key: string } | undefined } | undefined
+}
+
+/** env as written: literals, and Secret keys resolved when the program starts (never stored). */
+export const programEnvOf = (env: ReadonlyArray<EnvEntry> | undefined): ReadonlyArray<ProgramEnv> =>
+  (env ?? []).map((entry): ProgramEnv => {
+    const ref = entry.valueFrom?.secretKeyRef
+    return ref === undefined ? { name: entry.name, value: entry.value ?? "" } : { name: entry.name, secret: ref.name, key: ref.key }
+  })
+
+interface NetworkSpec {
+  readonly egress?: {
+    readonly policy?: "Deny" | "AllowList" | "Open" | undefined
+    readonly allow?: ReadonlyArray<string> | undefined
+    readonly presets?: ReadonlyArray<string> | undefined
+  } | undefined
+}
+
+/** The egress of a program: its policy, the names AllowList reaches (presets expanded), and presets nobody knows. */
+export const egressOf = (network: NetworkSpec | undefined): Pick<WorkloadProgram, "egress" | "allow" | "unknownPresets"> => {
+  const presets = network?.egress?.presets ?? []
+  return {
+    egress: network?.egress?.policy ?? defaultEgress,
+    allow: [...(network?.egress?.allow ?? []), ...presets.flatMap((preset) => egressPresets[preset] ?? [])],
+    unknownPresets: presets.filter((preset) => egressPresets[preset] === undefined)
+  }
+}
+
+/** The memory floor in bytes, enforced as a limit where the kernel allows. */
+export const memoryBytesOf = (resources: { readonly memory?: string | undefined } | undefined): number | undefined => {
+  const memory = resources?.memory === undefined ? undefined : parseQuantity(resources.memory)
+  return memory === undefined ? undefined : Math.round(memory)
+}

@@ -1,0 +1,229 @@
+/**
+ * A Sandbox's box on a live host, through the capacity port (`box`), with a real in-process agent and real bubblewrap:
+ * commands in the foreground and the background (output, stdin, kill), files, the box's activity, what untrusted code
+ * in it cannot see or reach, and /workspace saved by a snapshot and restored into the next box.
+ */
+import { mkdtempSync, chmodSync, rmSync, writeFileSync } from "node:fs"
+import { createServer, type Server } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type { BoxReply, BoxRequest, ProgramRequest, WorkloadProgram } from "../../../src/core/capacity/Capacity.ts"
+import { variantsOf } from "../../../src/core/capacity/Offering.ts"
+import { Agent } from "../../../src/backends/live/Agent.ts"
+import { detectIsolation } from "../../../src/backends/live/Isolation.ts"
+import { LiveCapacity } from "../../../src/backends/live/LiveCapacity.ts"
+import { inProcessLink } from "../../../src/server/LiveBackend.ts"
+import { memoryCheckpoints } from "./MemoryCheckpoints.ts"
+
+const GiB = 1024 ** 3
+const owner = "sandbox-uid"
+
+const workload: WorkloadProgram = {
+  image: "tools", argv: [], workingDir: "/workspace", env: [{ name: "GREETING", value: "hello" }], secrets: [], egress: "Deny",
+  memoryBytes: undefined, init: undefined, checkpoint: { paths: ["/workspace"], maxBytes: GiB }, sandbox: true
+}
+
+const program = (restoreFromSeq?: number): ProgramRequest => ({
+  restoreFromSeq, resumeFromUnits: undefined, checkpointIntervalMs: undefined, keepWarmMs: 0, env: {}, annotations: {}, workload, service: true
+})
+
+let dir: string
+let capacity: LiveCapacity
+let agent: Agent
+let listener: Server
+let port: number
+
+const until = async (what: string, check: () => boolean) => {
+  for (let polls = 0; polls < 2_000; polls++) {
+    if (check()) return
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+  throw new Error(`${what} did not happen within 10 s`)
+}
+
+const facts = (attempt: string) => Effect.runSync(capacity.port.facts(owner, attempt))!
+
+const start = async (attempt: string, number: number, restoreFromSeq?: number) => {
+  const variant = variantsOf(capacity.catalog("demo")[0]!)[0]!
+  Effect.runSync(capacity.port.acquire({ owner, namespace: "demo", attempt, index: 0, number, variant, recovery: false }))
+  Effect.runSync(capacity.port.start(owner, attempt, program(restoreFromSeq)))
+  await until(`${attempt} running`, () => facts(attempt).phase === "Running")
+}
+
+const box = (attempt: string, request: BoxRequest) => Effect.runPromise(capacity.port.box!(owner, attempt, request))
+
+let commands = 0
+const exec = (attempt: string, argv: ReadonlyArray<string>, fields: Partial<Extract<BoxRequest, { _tag: "Exec" }>> = {}) =>
+  box(attempt, { _tag: "Exec", command: `c${++commands}`, argv, env: {}, workingDir: undefined, stdin: undefined, keepStdin: false, timeoutMs: 10_000, background: false, ...fields })
+
+const text = (base64: string | undefined) => Buffer.from(base64 ?? "", "base64").toString("utf8")
+
+const commandOf = (reply: BoxReply) => {
+  if (reply._tag !== "Command") throw new Error(`expected a command, got ${JSON.stringify(reply)}`)
+  return reply.state
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "nodus-live-box-"))
+  chmodSync(dir, 0o711)
+  // What the control plane keeps on this host: no box may read it.
+  writeFileSync(join(dir, "admin-token"), "control-plane-secret")
+  capacity = await Effect.runPromise(LiveCapacity.make({
+    now: () => Date.now(),
+    resolve: () => Effect.succeed({ env: { GREETING: "hello" }, secretFiles: [], secretValues: [], inputs: new Map() }),
+    appendLog: () => undefined,
+    storeOutput: async () => ({ sha256: "0".repeat(64), sizeBytes: 0 }),
+    checkpoints: memoryCheckpoints()
+  }))
+  const isolation = detectIsolation()
+  agent = new Agent({
+    link: inProcessLink(capacity, { pool: "test", namespace: undefined }),
+    hello: {
+      node: "node-a", hostname: "node-a", agentVersion: "test",
+      capacity: { cpus: 4, memoryBytes: 8 * GiB, diskBytes: 100 * GiB, gpus: [] },
+      isolation: { bubblewrap: isolation.bwrap !== undefined, memoryLimits: isolation.memoryLimits !== "none", problems: isolation.problems }
+    },
+    dataDir: join(dir, "agent"),
+    runsDir: join(dir, "runs"),
+    support: isolation,
+    hidden: [dir],
+    now: () => Date.now()
+  })
+  await agent.connect()
+  listener = createServer((socket) => socket.end("reached\n"))
+  await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve))
+  port = (listener.address() as { port: number }).port
+  await start("box-1", 1)
+})
+
+afterAll(async () => {
+  await agent.stop()
+  listener.close()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+describe("commands", () => {
+  it("runs a foreground command and answers its exit code, stdout and stderr", async () => {
+    const state = commandOf(await exec("box-1", ["sh", "-c", "echo $GREETING from $(pwd); echo oops >&2; exit 3"]))
+    expect(state).toMatchObject({ phase: "Exited", exitCode: 3, timedOut: false })
+    expect(text(state.stdout)).toBe("hello from /workspace\n")
+    expect(text(state.stderr)).toBe("oops\n")
+  })
+
+  it("passes stdin, env and a working directory", async () => {
+    const state = commandOf(await exec("box-1", ["sh", "-c", "cat; echo \" $EXTRA $(pwd)\""], { stdin: Buffer.from("piped").toString("base64"), env: { EXTRA: "more" }, workingDir: "/tmp" }))
+    expect(text(state.stdout)).toBe("piped more /tmp\n")
+  })
+
+  it("says 127 for a command that does not exist", async () => {
+    const state = commandOf(await exec("box-1", ["no-such-command"]))
+    expect(state.exitCode).toBe(127)
+    expect(text(state.stderr)).toContain("command not found")
+  })
+
+  it("kills a command at its timeout", async () => {
+    const state = commandOf(await exec("box-1", ["sleep", "30"], { timeoutMs: 200 }))
+    expect(state).toMatchObject({ phase: "Exited", timedOut: true, signal: "SIGKILL" })
+  })
+
+  it("runs a background command: its state, its output as it comes, stdin, and kill; the box is Busy meanwhile", async () => {
+    const started = commandOf(await exec("box-1", ["sh", "-c", "while read line; do echo \"got $line\"; done"], { background: true, keepStdin: true, command: "bg" }))
+    expect(started.phase).toBe("Running")
+    await until("the box busy", () => facts("box-1").activity?.busy === true)
+    expect((await box("box-1", { _tag: "Stdin", command: "bg", data: Buffer.from("one\ntwo\n").toString("base64"), close: false }))._tag).toBe("Done")
+    let output = ""
+    let offset = 0
+    while (!output.includes("got two")) {
+      const reply = await box("box-1", { _tag: "Output", command: "bg", offset, waitMs: 2_000 })
+      if (reply._tag !== "Output") throw new Error(JSON.stringify(reply))
+      output += text(reply.data)
+      offset = reply.offset + Buffer.from(reply.data, "base64").length
+    }
+    expect(output).toBe("got one\ngot two\n")
+    expect((await box("box-1", { _tag: "Kill", command: "bg", signal: "SIGKILL" }))._tag).toBe("Done")
+    let state = commandOf(await box("box-1", { _tag: "Command", command: "bg" }))
+    for (let polls = 0; state.phase !== "Exited" && polls < 200; polls++) {
+      await new Promise((resolve) => setTimeout(resolve, 10))
+      state = commandOf(await box("box-1", { _tag: "Command", command: "bg" }))
+    }
+    expect(state).toMatchObject({ phase: "Exited", signal: "SIGKILL" })
+    await until("the box idle", () => facts("box-1").activity?.busy === false)
+    expect(facts("box-1").activity?.lastAt).toBeGreaterThan(0)
+    const gone = await box("box-1", { _tag: "Stdin", command: "bg", data: "", close: true })
+    expect(gone).toMatchObject({ _tag: "Refused", code: "NotFound" })
+  })
+})
+
+describe("files", () => {
+  it("writes (parents made), reads, lists and deletes files, in the box's own view", async () => {
+    expect((await box("box-1", { _tag: "WriteFile", path: "/workspace/notes/a.txt", data: Buffer.from("first").toString("base64") }))._tag).toBe("Done")
+    // A relative path is the working directory's.
+    const read = await box("box-1", { _tag: "ReadFile", path: "notes/a.txt", maxBytes: 1024 })
+    expect(read).toMatchObject({ _tag: "File", size: 5 })
+    expect(text((read as { data: string }).data)).toBe("first")
+    const listing = await box("box-1", { _tag: "ReadFile", path: "/workspace/notes", maxBytes: 1024 })
+    expect(listing).toMatchObject({ _tag: "Directory", entries: [{ name: "a.txt", size: 5, type: "file" }] })
+    expect(await box("box-1", { _tag: "ReadFile", path: "/workspace/notes/a.txt", maxBytes: 2 })).toMatchObject({ _tag: "Refused", code: "FileTooLarge" })
+    expect((await box("box-1", { _tag: "DeleteFile", path: "/workspace/notes" }))._tag).toBe("Done")
+    expect(await box("box-1", { _tag: "ReadFile", path: "/workspace/notes/a.txt", maxBytes: 1024 })).toMatchObject({ _tag: "Refused", code: "NotFound" })
+  })
+
+  it("refuses what the box's user may not touch", async () => {
+    expect(await box("box-1", { _tag: "ReadFile", path: "/etc/shadow", maxBytes: 1024 })).toMatchObject({ _tag: "Refused", code: "Forbidden" })
+    expect(await box("box-1", { _tag: "WriteFile", path: "/usr/bin/evil", data: "" })).toMatchObject({ _tag: "Refused", code: "Forbidden" })
+  })
+})
+
+describe("isolation of untrusted code", () => {
+  it("sees no host process and no control-plane file, and does not run as root", async () => {
+    const state = commandOf(await exec("box-1", ["sh", "-c", [
+      "echo uid=$(id -u)",
+      "echo pids=$(ls /proc | grep -c '^[0-9]')",
+      `cat ${join(dir, "admin-token")} 2>/dev/null && echo READ-CONTROL-PLANE`,
+      `ls ${dir} 2>/dev/null && echo LISTED-CONTROL-PLANE`,
+      "true"
+    ].join("; ")]))
+    const out = text(state.stdout)
+    expect(out).toMatch(/^uid=1000$/mu)
+    // bwrap's init, the supervisor, this shell and ls: a handful, never the host's.
+    expect(Number(/^pids=(\d+)$/mu.exec(out)?.[1])).toBeLessThan(10)
+    expect(out).not.toContain("READ-CONTROL-PLANE")
+    expect(out).not.toContain("LISTED-CONTROL-PLANE")
+  })
+
+  it("runs under no_new_privs and a seccomp filter that refuses namespaces and the kernel's administration", async () => {
+    const state = commandOf(await exec("box-1", ["sh", "-c", "grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status; unshare -U true"]))
+    const out = text(state.stdout)
+    expect(out).toMatch(/^NoNewPrivs:\s+1$/mu)
+    // 2: a filter is in force (SECCOMP_MODE_FILTER).
+    expect(out).toMatch(/^Seccomp:\s+2$/mu)
+    expect(state.exitCode).not.toBe(0)
+    // EPERM is the filter's answer (user namespaces refused by --disable-userns alone would be ENOSPC).
+    expect(text(state.stderr)).toContain("Operation not permitted")
+  })
+
+  it("cannot reach a host port over loopback (egress Deny: no network at all)", async () => {
+    const state = commandOf(await exec("box-1", ["bash", "-c", `exec 3<>/dev/tcp/127.0.0.1/${port} && echo REACHED`]))
+    expect(state.exitCode).not.toBe(0)
+    expect(text(state.stdout)).not.toContain("REACHED")
+  })
+})
+
+describe("/workspace continuity", () => {
+  it("saves /workspace in a snapshot on stop and restores it into the next box", async () => {
+    await exec("box-1", ["sh", "-c", "mkdir -p /workspace/project && echo kept > /workspace/project/file && echo gone > /tmp/scratch"])
+    Effect.runSync(capacity.port.checkpoint(owner, "box-1", 1))
+    await until("the snapshot saved", () => facts("box-1").suspend?.state === "Saved")
+    const seq = facts("box-1").checkpoint!.seq
+    Effect.runSync(capacity.port.release(owner, "box-1", 0))
+    await until("box-1 ended", () => facts("box-1").phase === "Ended")
+    expect(facts("box-1").outcome).toEqual({ type: "Stopped" })
+    expect(await box("box-1", { _tag: "ReadFile", path: "/workspace", maxBytes: 1 })).toMatchObject({ _tag: "Refused", code: "SandboxNotRunning" })
+
+    await start("box-2", 2, seq)
+    const state = commandOf(await exec("box-2", ["sh", "-c", "cat /workspace/project/file; cat /tmp/scratch 2>/dev/null || echo no-scratch"]))
+    expect(text(state.stdout)).toBe("kept\nno-scratch\n")
+  })
+})

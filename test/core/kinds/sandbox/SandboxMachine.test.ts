@@ -1,0 +1,107 @@
+/**
+ * The Sandbox machine's rows as a table, on hand-made facts (the reconciler runs them over the simulator in
+ * test/runtime/SandboxSim.test.ts): what counts as idle, stopping with a snapshot, a failed setup, the stuck start.
+ */
+import { Schema } from "effect"
+import { describe, expect, it } from "vitest"
+import { rank } from "../../../../src/core/capacity/Placement.ts"
+import type { AttemptFacts } from "../../../../src/core/capacity/Capacity.ts"
+import { conditionIn } from "../../../../src/core/controller/Conditions.ts"
+import { sandboxRunProfile, type SandboxMachineSpec, step } from "../../../../src/core/kinds/sandbox/SandboxMachine.ts"
+import { SandboxSpec, type SandboxStatusType } from "../../../../src/core/schemas/Sandbox.ts"
+import { attempt, catalog, ended, hour, market, minute, T0 } from "../../Fixtures.ts"
+
+const spec = (fields: Record<string, unknown> = {}): SandboxMachineSpec => Schema.decodeUnknownSync(SandboxSpec)({ image: "tools", ...fields })
+
+const box = (fields: Partial<AttemptFacts> = {}) => attempt({ name: "box-1", bootedAt: T0, ...fields })
+
+const stepAt = (now: number, sandboxSpec: SandboxMachineSpec, status: SandboxStatusType, attempts: ReadonlyArray<AttemptFacts>) =>
+  step(
+    { name: "box", namespace: "demo", uid: "uid-1", generation: 1, createdAt: T0, spec: sandboxSpec, status, attempts },
+    { now, market: market(), ranking: rank({}, catalog, market(), sandboxRunProfile(sandboxSpec)) }
+  )
+
+describe("idle", () => {
+  const idle = spec({ lifecycle: { idleTimeout: "5m" } })
+
+  it("is counted from the last command, file request or terminal input, and the run's start", () => {
+    const result = stepAt(T0 + 4 * minute, idle, { phase: "Running" }, [box({ activity: { busy: false, lastAt: T0 + minute } })])
+    expect(result.actions).toEqual([])
+    expect(result.wakeAt).toBe(T0 + 6 * minute)
+    expect(result.status.activity).toBe("Idle")
+    expect(result.status.lastActivityTime).toBe(new Date(T0 + minute).toISOString())
+  })
+
+  it("stops the box once idleTimeout has passed, saving /workspace first (Snapshotted)", () => {
+    const result = stepAt(T0 + 6 * minute, idle, { phase: "Running" }, [box({ activity: { busy: false, lastAt: T0 + minute } })])
+    expect(result.actions).toEqual([{ _tag: "Checkpoint", attempt: "box-1", episode: 1 }])
+    expect(result.status).toMatchObject({ phase: "Stopping", stopReason: "IdleTimeout" })
+  })
+
+  it("never comes while a command runs, however long ago the last request was", () => {
+    const result = stepAt(T0 + 10 * hour, idle, { phase: "Running" }, [box({ activity: { busy: true, lastAt: T0 } })])
+    expect(result.actions).toEqual([])
+    expect(result.status).toMatchObject({ phase: "Running", activity: "Busy" })
+  })
+
+  it("never comes with idleTimeout 0s", () => {
+    const result = stepAt(T0 + 10 * hour, spec({ lifecycle: { idleTimeout: "0s" } }), { phase: "Running" }, [box()])
+    expect(result.actions).toEqual([])
+  })
+})
+
+describe("stop", () => {
+  const stopped = spec({ state: "Stopped" })
+
+  it("releases the box once its snapshot is saved, and says so (StateSaved, snapshot)", () => {
+    const saved = box({ suspend: { episode: 1, state: "Saved", failures: 0 }, checkpoint: { seq: 3, sizeBytes: 1024, at: T0 + minute } })
+    const result = stepAt(T0 + 2 * minute, stopped, { phase: "Stopping" }, [saved])
+    expect(result.actions).toEqual([{ _tag: "Stop", attempt: "box-1", keepWarmMs: 0 }])
+    expect(result.status.snapshot).toEqual({ reason: "Stop", time: new Date(T0 + minute).toISOString() })
+    expect(conditionIn(result.status.conditions, "StateSaved")).toMatchObject({ status: "True", reason: "Snapshotted" })
+  })
+
+  it("tries the snapshot three times, then stops without it (StateSaved False)", () => {
+    const retry = stepAt(T0 + 2 * minute, stopped, { phase: "Stopping" }, [box({ suspend: { episode: 1, state: "Failed", failures: 2 } })])
+    expect(retry.actions).toEqual([{ _tag: "Checkpoint", attempt: "box-1", episode: 1 }])
+    const givenUp = stepAt(T0 + 2 * minute, stopped, { phase: "Stopping" }, [box({ suspend: { episode: 1, state: "Failed", failures: 3 } })])
+    expect(givenUp.actions).toEqual([{ _tag: "Stop", attempt: "box-1", keepWarmMs: 0 }])
+    expect(conditionIn(givenUp.status.conditions, "StateSaved")).toMatchObject({ status: "False", reason: "SnapshotFailed" })
+  })
+
+  it("is Stopped once no box is live, with sandbox.stopped once", () => {
+    const done = [ended({ type: "Stopped" }, T0 + 3 * minute, { name: "box-1", bootedAt: T0 })]
+    const result = stepAt(T0 + 3 * minute, stopped, { phase: "Stopping" }, done)
+    expect(result.status).toMatchObject({ phase: "Stopped", stopReason: "Requested" })
+    expect(result.events.map((event) => event.type)).toEqual(["sandbox.stopped"])
+    expect(stepAt(T0 + 4 * minute, stopped, result.status, done).events).toEqual([])
+  })
+})
+
+describe("start", () => {
+  it("launches a box restoring the latest snapshot, its epoch the run's number", () => {
+    const previous = ended({ type: "Stopped" }, T0 + hour, { name: "box-1", bootedAt: T0, checkpoint: { seq: 2, sizeBytes: 10, at: T0 + hour } })
+    const result = stepAt(T0 + 2 * hour, spec(), { phase: "Stopped", stopReason: "Requested" }, [previous])
+    const launch = result.actions[0]
+    expect(launch).toMatchObject({ _tag: "Launch", attempt: "box-2", number: 2, restoreFromSeq: 2, service: true, recovery: false })
+    expect(result.status).toMatchObject({ phase: "Starting", attempt: { epoch: 2, name: "box-2" } })
+  })
+
+  it("fails for good when the box cannot be set up (StartupFailed, sandbox.setup_failed)", () => {
+    const failed = ended({ type: "Failed", exitCode: 1, message: "The program did not start: Secret token has no key x" }, T0 + minute, { name: "box-1", bootedAt: undefined })
+    const result = stepAt(T0 + minute, spec(), { phase: "Starting" }, [failed])
+    expect(result.actions).toEqual([])
+    expect(result.status).toMatchObject({ phase: "Failed", reason: "StartupFailed" })
+    expect(result.events.map((event) => event.type)).toEqual(["sandbox.setup_failed"])
+  })
+
+  it("says it is stuck once, when the box is not ready 5 minutes after its start", () => {
+    const starting = box({ phase: "Provisioning", bootedAt: undefined })
+    const first = stepAt(T0, spec(), {}, [starting])
+    expect(first.status.phase).toBe("Starting")
+    expect(first.wakeAt).toBe(T0 + 5 * minute)
+    const later = stepAt(T0 + 5 * minute, spec(), first.status, [starting])
+    expect(later.events.map((event) => event.type)).toEqual(["sandbox.stuck"])
+    expect(stepAt(T0 + 6 * minute, spec(), later.status, [starting]).events).toEqual([])
+  })
+})

@@ -1,0 +1,255 @@
+/**
+ * The Sandbox machine (spec: Sandbox; States and transitions) run by the reconciler over the simulator's capacity
+ * port, with the test clock: every row of the table — stop with a snapshot, start again restoring it, idle Stop and
+ * Delete, maxLifetime, the start request annotation, maxCostUSD — and the lost box recovered from its last snapshot.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { TestClock } from "effect/testing"
+import { AdmissionPlugins } from "../../src/apiserver/AdmissionPlugins.ts"
+import { ApiConfig } from "../../src/apiserver/ApiConfig.ts"
+import { Ids } from "../../src/apiserver/Ids.ts"
+import { Resources, type WriteOptions } from "../../src/apiserver/Resources.ts"
+import { Engine } from "../../src/backends/sim/Engine.ts"
+import { Prng } from "../../src/backends/sim/Prng.ts"
+import { SimCapacity } from "../../src/backends/sim/SimCapacity.ts"
+import * as SimPort from "../../src/backends/sim/SimPort.ts"
+import { currentPricebook } from "../../src/core/billing/Pricebook.ts"
+import { type BoxReply, type BoxRequest, CapacityPort } from "../../src/core/capacity/Capacity.ts"
+import { conditionIn } from "../../src/core/controller/Conditions.ts"
+import { namespaceRef, refOfKind } from "../../src/core/meta/Kinds.ts"
+import type { SandboxStatusType } from "../../src/core/schemas/Sandbox.ts"
+import { BudgetService } from "../../src/runtime/Budgets.ts"
+import { EventOutbox } from "../../src/runtime/EventOutbox.ts"
+import { sandboxKind } from "../../src/runtime/kinds/Sandbox.ts"
+import { LedgerService } from "../../src/runtime/LedgerService.ts"
+import { Reconciler } from "../../src/runtime/Reconciler.ts"
+import { KindRegistry } from "../../src/runtime/Registry.ts"
+import * as VirtualTime from "../../src/runtime/VirtualTime.ts"
+import { ChangeFeed, defaultFeedOptions } from "../../src/store/ChangeFeed.ts"
+import * as MemoryStore from "../../src/store/MemoryStore.ts"
+import { catalog, hour, minute, T0 } from "../core/Fixtures.ts"
+
+const group = "nodus.dev"
+const sandboxes = refOfKind(group, "Sandbox")
+const writeOptions: WriteOptions = { dryRun: false, fieldValidation: "Strict", fieldManager: "test" }
+
+const makeDriver = (nodeLossMtbfMs?: number) => {
+  const engine = new Engine(T0)
+  const capacity = new SimCapacity(engine, new Prng("sandbox"), () => ({
+    capacity: 4, bootMedianMs: 30_000, bootSigma: 0, bootFailureRate: 0, preemptionMtbfMs: undefined, preemptionTrace: undefined,
+    nodeLossMtbfMs, teardownMs: 10_000, warmStartMs: 5_000, restoreBytesPerSecond: 2 ** 30
+  }))
+  return Effect.map(SimPort.makeCounted(capacity), (counted) => ({
+    capacity,
+    driver: { port: counted.port, now: () => engine.now, nextAt: () => engine.peekTime(), runTo: (at: number) => engine.run(at), published: counted.published }
+  }))
+}
+
+type Driver = Effect.Success<ReturnType<typeof makeDriver>>["driver"]
+
+const runtimeOver = (driver: Driver, starterMicro = 100_000_000n) => {
+  const store = Layer.fresh(MemoryStore.layer)
+  const ids = Ids.layer
+  const outbox = EventOutbox.layer.pipe(Layer.provideMerge(ids))
+  const feed = ChangeFeed.layerWith({ ...defaultFeedOptions, pollInterval: "365 days" })
+  const ledger = LedgerService.layer({ starterMicro }).pipe(Layer.provideMerge(outbox))
+  const budgets = BudgetService.layer.pipe(Layer.provideMerge(Layer.mergeAll(feed, ledger)))
+  const resources = Resources.layer.pipe(Layer.provideMerge(AdmissionPlugins.layerNone))
+  const base = Layer.mergeAll(resources, budgets, Layer.succeed(ApiConfig, { group, publicUrl: () => "http://127.0.0.1", bookmarkInterval: "30 seconds" }), KindRegistry.layer([sandboxKind]), Layer.succeed(CapacityPort, driver.port))
+    .pipe(Layer.provideMerge(Layer.merge(store, ids)))
+  return Reconciler.layer({ catalog: () => catalog, pricebook: currentPricebook, lostAt: T0 }).pipe(Layer.provideMerge(base))
+}
+
+/** Moves the driver, the reconciler and the test clock (object timestamps) together to `target`. */
+const runUntil = (driver: Driver, target: number) => Effect.gen(function*() {
+  const reconciler = yield* Reconciler
+  yield* reconciler.resync
+  yield* VirtualTime.runUntil(reconciler, driver, target)
+  yield* TestClock.setTime(target)
+})
+
+const read = (name = "box") => Effect.map(Effect.flatMap(Resources, (resources) => resources.get(sandboxes, "demo", name)), (object) => object.status as SandboxStatusType)
+
+const exists = (name = "box") => Effect.flatMap(Resources, (resources) => Effect.match(resources.get(sandboxes, "demo", name), { onFailure: () => false, onSuccess: () => true }))
+
+const outboxTypes = Effect.flatMap(EventOutbox, (outbox) => Effect.map(Effect.orDie(outbox.read("", 100, 0)), (entries) => entries.map((entry) => entry.event.type)))
+
+const patch = (body: unknown, name = "box") => Effect.flatMap(Resources, (resources) => resources.patch(sandboxes, "demo", name, "merge", body, writeOptions))
+
+const create = (spec: Record<string, unknown>, name = "box") => Effect.gen(function*() {
+  const resources = yield* Resources
+  yield* TestClock.setTime(T0)
+  yield* Effect.ignore(resources.create(namespaceRef, undefined, { apiVersion: "v1", kind: "Namespace", metadata: { name: "demo" } }, writeOptions))
+  const created = yield* resources.create(sandboxes, "demo", { apiVersion: sandboxes.apiVersion, kind: "Sandbox", metadata: { name }, spec: { image: "python:3.12", resources: { cpu: "2" }, ...spec } }, writeOptions)
+  return created.object.metadata.uid
+})
+
+const sim = <A, E>(body: (driver: Driver, capacity: SimCapacity) => Effect.Effect<A, E, Reconciler | Resources | EventOutbox | LedgerService>, options: { readonly nodeLossMtbfMs?: number; readonly starterMicro?: bigint } = {}) =>
+  Effect.gen(function*() {
+    const { driver, capacity } = yield* makeDriver(options.nodeLossMtbfMs)
+    return yield* body(driver, capacity).pipe(Effect.provide(runtimeOver(driver, options.starterMicro)))
+  })
+
+describe("Sandbox machine under the simulator", () => {
+  it.effect("starts, stops with a snapshot, and starts again restoring it (a new epoch)", () =>
+    sim((driver, capacity) => Effect.gen(function*() {
+      const uid = yield* create({ lifecycle: { idleTimeout: "0s" } })
+      yield* runUntil(driver, T0)
+      assert.strictEqual((yield* read()).phase, "Starting")
+      yield* runUntil(driver, T0 + minute)
+      let status = yield* read()
+      assert.strictEqual(status.phase, "Running")
+      assert.deepStrictEqual(status.attempt, { epoch: 1, name: "box-1" })
+      assert.strictEqual(status.expirationTime, new Date(T0 + 24 * hour).toISOString())
+      assert.strictEqual(conditionIn(status.conditions, "Ready")?.status, "True")
+      assert.strictEqual(status.activity, "Idle")
+
+      yield* patch({ spec: { state: "Stopped" } })
+      yield* runUntil(driver, T0 + 2 * minute)
+      status = yield* read()
+      assert.strictEqual(status.phase, "Stopped")
+      assert.strictEqual(status.stopReason, "Requested")
+      assert.strictEqual(status.snapshot?.reason, "Stop")
+      assert.strictEqual(conditionIn(status.conditions, "StateSaved")?.status, "True")
+      assert.isUndefined(status.activity)
+      const saved = capacity.facts(uid, "box-1")!
+      assert.strictEqual(saved.suspend?.state, "Saved")
+
+      yield* patch({ spec: { state: "Running" } })
+      yield* runUntil(driver, T0 + 3 * minute)
+      status = yield* read()
+      assert.strictEqual(status.phase, "Running")
+      assert.deepStrictEqual(status.attempt, { epoch: 2, name: "box-2" })
+      assert.strictEqual(capacity.facts(uid, "box-2")?.restoreFromSeq, saved.checkpoint?.seq)
+      const types = yield* outboxTypes
+      assert.deepStrictEqual(types.filter((type) => type.startsWith("sandbox.")), ["sandbox.started", "sandbox.stopped", "sandbox.started"])
+    })))
+
+  it.effect("an Ephemeral Sandbox stops without a snapshot and starts from the image", () =>
+    sim((driver, capacity) => Effect.gen(function*() {
+      const uid = yield* create({ continuity: { mode: "Ephemeral" }, lifecycle: { idleTimeout: "0s" } })
+      yield* runUntil(driver, T0 + minute)
+      yield* patch({ spec: { state: "Stopped" } })
+      yield* runUntil(driver, T0 + 2 * minute)
+      const status = yield* read()
+      assert.strictEqual(status.phase, "Stopped")
+      assert.isUndefined(status.snapshot)
+      assert.isUndefined(capacity.facts(uid, "box-1")?.suspend)
+      yield* patch({ spec: { state: "Running" } })
+      yield* runUntil(driver, T0 + 3 * minute)
+      assert.strictEqual((yield* read()).phase, "Running")
+      assert.isUndefined(capacity.facts(uid, "box-2")?.restoreFromSeq)
+    })))
+
+  it.effect("idle: onIdle Stop stops it, a start request annotation starts it again", () =>
+    sim((driver) => Effect.gen(function*() {
+      yield* create({ lifecycle: { idleTimeout: "5m" } })
+      yield* runUntil(driver, T0 + 5 * minute)
+      assert.strictEqual((yield* read()).phase, "Running")
+      // Booted at T0 + 30 s: idle from then on, stopped 5 minutes later (and /workspace saved first).
+      yield* runUntil(driver, T0 + 7 * minute)
+      let status = yield* read()
+      assert.strictEqual(status.phase, "Stopped")
+      assert.strictEqual(status.stopReason, "IdleTimeout")
+      // It stays stopped while spec.state says Running...
+      yield* runUntil(driver, T0 + 20 * minute)
+      assert.strictEqual((yield* read()).phase, "Stopped")
+      // ...until a start request.
+      yield* patch({ metadata: { annotations: { [`${group}/start-requested-at`]: new Date(T0 + 20 * minute).toISOString() } } })
+      yield* runUntil(driver, T0 + 22 * minute)
+      status = yield* read()
+      assert.strictEqual(status.phase, "Running")
+      assert.strictEqual(status.handledRequests?.["start-requested-at"], new Date(T0 + 20 * minute).toISOString())
+      assert.strictEqual(status.attempt?.epoch, 2)
+    })))
+
+  it.effect("idle: onIdle Delete deletes it", () =>
+    sim((driver) => Effect.gen(function*() {
+      yield* create({ lifecycle: { idleTimeout: "1m", onIdle: "Delete" } })
+      yield* runUntil(driver, T0 + minute)
+      assert.isTrue(yield* exists())
+      yield* runUntil(driver, T0 + 3 * minute)
+      assert.isFalse(yield* exists())
+    })))
+
+  it.effect("maxLifetime deletes it, stopped time included", () =>
+    sim((driver) => Effect.gen(function*() {
+      yield* create({ lifecycle: { idleTimeout: "0s", maxLifetime: "1h" } })
+      yield* runUntil(driver, T0 + minute)
+      yield* patch({ spec: { state: "Stopped" } })
+      yield* runUntil(driver, T0 + 30 * minute)
+      assert.strictEqual((yield* read()).phase, "Stopped")
+      assert.strictEqual((yield* read()).expirationTime, new Date(T0 + hour).toISOString())
+      yield* runUntil(driver, T0 + hour + minute)
+      assert.isFalse(yield* exists())
+    })))
+
+  it.effect("maxCostUSD reached: it stops paying (Stopped, MaxCostReached) and starts again when the cap is raised", () =>
+    sim((driver) => Effect.gen(function*() {
+      yield* create({ lifecycle: { idleTimeout: "0s" }, maxCostUSD: "0.5" })
+      yield* runUntil(driver, T0 + minute)
+      assert.strictEqual((yield* read()).phase, "Running")
+      yield* runUntil(driver, T0 + 12 * hour)
+      let status = yield* read()
+      assert.strictEqual(status.phase, "Stopped")
+      assert.strictEqual(status.stopReason, "MaxCostReached")
+      assert.include(yield* outboxTypes, "sandbox.max_cost_reached")
+      assert.isAtMost(Number((status.cost as { totalUSD: string }).totalUSD), 0.5)
+      yield* patch({ spec: { maxCostUSD: "5" } })
+      yield* runUntil(driver, T0 + 12 * hour + 2 * minute)
+      status = yield* read()
+      assert.strictEqual(status.phase, "Running")
+      assert.include(yield* outboxTypes, "sandbox.funding_restored")
+    })))
+
+  it.effect("a lost box is replaced (Recovering, NodeLost) and restored from its last snapshot", () =>
+    sim((driver, capacity) => Effect.gen(function*() {
+      const uid = yield* create({ lifecycle: { idleTimeout: "0s" } })
+      yield* runUntil(driver, T0 + minute)
+      yield* patch({ spec: { state: "Stopped" } })
+      yield* runUntil(driver, T0 + 2 * minute)
+      yield* patch({ spec: { state: "Running" } })
+      yield* runUntil(driver, T0 + 3 * minute)
+      const seq = capacity.facts(uid, "box-1")?.checkpoint?.seq
+      assert.isDefined(seq)
+      // The node under box-2 is lost.
+      capacity.loseNode(uid, "box-2")
+      yield* runUntil(driver, T0 + 3 * minute + 1)
+      let status = yield* read()
+      assert.strictEqual(status.phase, "Recovering")
+      assert.strictEqual(status.reason, "NodeLost")
+      assert.strictEqual(capacity.facts(uid, "box-3")?.restoreFromSeq, seq)
+      yield* runUntil(driver, T0 + 5 * minute)
+      status = yield* read()
+      assert.strictEqual(status.phase, "Running")
+      assert.strictEqual(status.attempt?.epoch, 3)
+    })))
+
+  it.effect("takes commands and files in virtual time: files survive a stop and start, requests are activity", () =>
+    sim((driver) => Effect.gen(function*() {
+      const uid = yield* create({ lifecycle: { idleTimeout: "5m" } })
+      yield* patch({ metadata: { annotations: { "sim.nodus.dev/exec-exit-code": "3" } } })
+      yield* runUntil(driver, T0 + minute)
+      const box = (attempt: string, request: BoxRequest) => Effect.runSync(driver.port.box!(uid, attempt, request))
+      const exec = box("box-1", { _tag: "Exec", command: "c1", argv: ["make"], env: {}, workingDir: undefined, stdin: undefined, keepStdin: false, timeoutMs: undefined, background: false })
+      assert.deepInclude(exec, { _tag: "Command" })
+      assert.strictEqual((exec as Extract<BoxReply, { _tag: "Command" }>).state.exitCode, 3)
+      assert.deepStrictEqual(box("box-1", { _tag: "WriteFile", path: "notes.txt", data: Buffer.from("kept").toString("base64") }), { _tag: "Done" })
+      // Requests every 4 minutes keep it from its 5-minute idle timeout.
+      for (let at = 4; at <= 12; at += 4) {
+        yield* runUntil(driver, T0 + at * minute)
+        assert.strictEqual((yield* read()).phase, "Running")
+        box("box-1", { _tag: "ReadFile", path: "/workspace/notes.txt", maxBytes: 100 })
+      }
+      yield* runUntil(driver, T0 + 18 * minute)
+      assert.strictEqual((yield* read()).stopReason, "IdleTimeout")
+      assert.deepInclude(box("box-1", { _tag: "ReadFile", path: "/workspace", maxBytes: 100 }), { _tag: "Refused", code: "SandboxNotRunning" })
+      yield* patch({ metadata: { annotations: { [`${group}/start-requested-at`]: "again" } } })
+      yield* runUntil(driver, T0 + 20 * minute)
+      assert.strictEqual((yield* read()).phase, "Running")
+      assert.deepStrictEqual(box("box-2", { _tag: "ReadFile", path: "/workspace", maxBytes: 100 }), {
+        _tag: "Directory", entries: [{ name: "notes.txt", size: 4, mode: "0644", modTime: new Date(T0 + 20 * minute).toISOString(), type: "file" }]
+      })
+    })))
+})
