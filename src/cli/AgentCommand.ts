@@ -3,6 +3,7 @@
  * server places on it, until SIGINT or SIGTERM (which stop every program first).
  *
  *   nodus agent --server https://cp:8443 --token nde_… [--ca ca.crt] [--data-dir ./.nodus-agent] [--name NAME]
+ *               [--warm-boxes 1]
  *
  * The first start enrolls with the token and a key the agent makes (the server keeps only its hash); the key is saved
  * in `<data dir>/credential.json` (0600), so later starts need no token. The agent connects outbound only.
@@ -15,6 +16,7 @@ import { Agent } from "../backends/live/Agent.ts"
 import { enroll, type Endpoint, httpLink } from "../backends/live/AgentHttp.ts"
 import { helloOf } from "../backends/live/HostFacts.ts"
 import { detectIsolation } from "../backends/live/Isolation.ts"
+import { warmBoxesMax } from "../server/Config.ts"
 
 interface Credential {
   readonly server: string
@@ -46,6 +48,11 @@ export const runAgent = async (args: ReadonlyArray<string>): Promise<number> => 
   const server = flag(args, "server")
   if (server === undefined) {
     process.stderr.write("nodus agent: --server <url> is required (nodus --help)\n")
+    return 2
+  }
+  const warmBoxes = flag(args, "warm-boxes") ?? "1"
+  if (!/^[0-9]{1,2}$/u.test(warmBoxes) || Number(warmBoxes) > warmBoxesMax) {
+    process.stderr.write(`nodus agent: --warm-boxes must be a whole number from 0 to ${warmBoxesMax}\n`)
     return 2
   }
   const caFile = flag(args, "ca")
@@ -93,6 +100,7 @@ export const runAgent = async (args: ReadonlyArray<string>): Promise<number> => 
     support: isolation,
     hidden: [credentialPath, privateDir],
     now: () => Date.now(),
+    warmBoxes: Number(warmBoxes),
     log: (message) => process.stderr.write(`${message}\n`)
   })
   for (;;) {

@@ -23,6 +23,8 @@ export interface ServerConfig {
   readonly backend: Backend
   /** Virtual seconds per wall-clock second of the sim backend. */
   readonly simSpeed: number
+  /** Sandbox boxes the local backend keeps started ahead (docs/sandboxes.md, "Warm boxes"). */
+  readonly warmBoxes: number
   /** The URL clients reach the server at, when it is not the listening address (behind a proxy). */
   readonly publicUrl: string | undefined
 }
@@ -42,6 +44,9 @@ interface Setting {
   readonly description: string
 }
 
+/** The most warm boxes a host keeps (each is a bwrap box and a node process, about 40 MB). */
+export const warmBoxesMax = 16
+
 export const settings: ReadonlyArray<Setting> = [
   { env: "NODUS_ADDR", flag: "--addr", fallback: "127.0.0.1:8443", description: "host:port to listen on" },
   { env: "NODUS_DATA_DIR", flag: "--data-dir", fallback: "./.nodus", description: "state directory: TLS material, admin token, embedded database" },
@@ -54,6 +59,7 @@ export const settings: ReadonlyArray<Setting> = [
   { env: "NODUS_API_GROUP", flag: "--api-group", fallback: "nodus.dev", description: "API group of every nodus kind" },
   { env: "NODUS_BACKEND", flag: "--backend", fallback: "local", description: "what runs workloads: local (real processes on this host), sim (the simulator) or none (the API alone)" },
   { env: "NODUS_SIM_SPEED", flag: "--sim-speed", fallback: "1", description: "sim backend: virtual seconds per wall-clock second (a positive number)" },
+  { env: "NODUS_WARM_BOXES", flag: "--warm-boxes", fallback: "1", description: "local backend: Sandbox boxes kept started ahead, 0 to 16" },
   { env: "NODUS_PUBLIC_URL", flag: "--public-url", fallback: undefined, description: "URL clients reach the server at, for links in answers; default the listening address" }
 ]
 
@@ -103,6 +109,8 @@ export const resolve = (env: Readonly<Record<string, string | undefined>>, args:
   if (!(backends as ReadonlyArray<string>).includes(backend)) return { _tag: "Err", message: `NODUS_BACKEND "${backend}" is not a backend: choose local, sim or none` }
   const simSpeed = parseSpeed(values.get("NODUS_SIM_SPEED")!)
   if (simSpeed === undefined) return { _tag: "Err", message: `NODUS_SIM_SPEED "${values.get("NODUS_SIM_SPEED")}" must be a positive number, such as 1 or 60` }
+  const warmBoxes = values.get("NODUS_WARM_BOXES")!
+  if (!/^[0-9]{1,2}$/u.test(warmBoxes) || Number(warmBoxes) > warmBoxesMax) return { _tag: "Err", message: `NODUS_WARM_BOXES "${warmBoxes}" must be a whole number from 0 to ${warmBoxesMax}` }
   const publicUrl = values.get("NODUS_PUBLIC_URL")
   if (publicUrl !== undefined && !isBaseUrl(publicUrl)) return { _tag: "Err", message: `NODUS_PUBLIC_URL "${publicUrl}" must be an http or https URL without query or fragment, such as https://nodus.example.com` }
   return {
@@ -119,6 +127,7 @@ export const resolve = (env: Readonly<Record<string, string | undefined>>, args:
       apiGroup,
       backend: backend as Backend,
       simSpeed,
+      warmBoxes: Number(warmBoxes),
       publicUrl: publicUrl?.replace(/\/+$/u, "")
     }
   }

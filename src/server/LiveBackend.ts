@@ -58,6 +58,8 @@ export interface LocalSettings {
   readonly inputCa?: string
   /** Development and tests only: AllowList runs may reach loopback names through their proxies. */
   readonly allowLoopbackEgress?: boolean
+  /** Sandbox boxes kept started ahead (docs/sandboxes.md, "Warm boxes"); default 1. */
+  readonly warmBoxes?: number
 }
 
 /** The Pool of the in-process agent's Node, and the Node's name (an enrolled host may not take it). */
@@ -187,6 +189,7 @@ const run = (capacity: LiveCapacity, settings: LocalSettings) => Effect.gen(func
     now: () => Date.now(),
     inputCa: settings.inputCa,
     allowLoopbackEgress: settings.allowLoopbackEgress,
+    warmBoxes: settings.warmBoxes ?? 1,
     log: (message) => console.warn(message)
   })
   // The Node says hello before the first reconcile, so runs of the stored objects have somewhere to go.

@@ -27,6 +27,7 @@ const defaults: ServerConfig = {
   apiGroup: "nodus.dev",
   backend: "local",
   simSpeed: 1,
+  warmBoxes: 1,
   publicUrl: undefined
 }
 
@@ -56,6 +57,7 @@ describe("Config.resolve", () => {
       NODUS_API_GROUP: "example.com",
       NODUS_BACKEND: "sim",
       NODUS_SIM_SPEED: "60",
+      NODUS_WARM_BOXES: "4",
       NODUS_PUBLIC_URL: "https://nodus.example.com/"
     }
     assert.deepStrictEqual(ok(resolve(env, [])), {
@@ -71,6 +73,7 @@ describe("Config.resolve", () => {
       apiGroup: "example.com",
       backend: "sim",
       simSpeed: 60,
+      warmBoxes: 4,
       publicUrl: "https://nodus.example.com"
     })
   })
@@ -88,6 +91,7 @@ describe("Config.resolve", () => {
       "--bootstrap-token": { args: ["--bootstrap-token", "t"], expected: { bootstrapToken: "t" } },
       "--tls-cert and --tls-key": { args: ["--tls-cert", "c.pem", "--tls-key=k.pem"], expected: { tlsCert: "c.pem", tlsKey: "k.pem" } },
       "--sim-speed": { args: ["--sim-speed", "0.5"], expected: { simSpeed: 0.5 } },
+      "--warm-boxes": { args: ["--warm-boxes", "0"], expected: { warmBoxes: 0 } },
       "--backend=sim": { args: ["--backend=sim"], expected: { backend: "sim" } },
       "--backend=none": { args: ["--backend=none"], expected: { backend: "none" } },
       "--backend=local": { args: ["--backend=local"], expected: { backend: "local" } },
@@ -123,6 +127,8 @@ describe("Config.resolve", () => {
       "a negative speed": { args: ["--sim-speed=-2"], mentions: "NODUS_SIM_SPEED" },
       "a speed that is not a number": { env: { NODUS_SIM_SPEED: "fast" }, mentions: "NODUS_SIM_SPEED" },
       "a speed in exponent form": { env: { NODUS_SIM_SPEED: "1e3" }, mentions: "NODUS_SIM_SPEED" },
+      "more warm boxes than a host keeps": { env: { NODUS_WARM_BOXES: "17" }, mentions: "NODUS_WARM_BOXES" },
+      "warm boxes that are no number": { args: ["--warm-boxes=some"], mentions: "from 0 to 16" },
       "a public URL that is not http(s)": { env: { NODUS_PUBLIC_URL: "ftp://nodus.example.com" }, mentions: "NODUS_PUBLIC_URL" },
       "a public URL with a query": { args: ["--public-url", "https://nodus.example.com/?x=1"], mentions: "NODUS_PUBLIC_URL" },
       "a public URL that is no URL": { args: ["--public-url=nodus"], mentions: "NODUS_PUBLIC_URL" },
@@ -187,7 +193,7 @@ describe("Config.parseAddress", () => {
 describe("Config.usage", () => {
   it("mentions every environment variable and flag", () => {
     const text = usage()
-    const names = ["NODUS_ADDR", "NODUS_DATA_DIR", "DATABASE_URL", "NODUS_TLS", "NODUS_TLS_CERT", "NODUS_TLS_KEY", "NODUS_BOOTSTRAP_TOKEN", "NODUS_SECRET_KEY", "NODUS_API_GROUP", "NODUS_BACKEND", "NODUS_SIM_SPEED", "NODUS_PUBLIC_URL"]
+    const names = ["NODUS_ADDR", "NODUS_DATA_DIR", "DATABASE_URL", "NODUS_TLS", "NODUS_TLS_CERT", "NODUS_TLS_KEY", "NODUS_BOOTSTRAP_TOKEN", "NODUS_SECRET_KEY", "NODUS_API_GROUP", "NODUS_BACKEND", "NODUS_SIM_SPEED", "NODUS_WARM_BOXES", "NODUS_PUBLIC_URL"]
     assert.deepStrictEqual(settings.map((setting) => setting.env), names)
     for (const name of names) assert.match(text, new RegExp(`\\b${name}\\b`, "u"), name)
     for (const setting of settings) assert.include(text, setting.flag, setting.flag)

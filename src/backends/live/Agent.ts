@@ -19,6 +19,7 @@ import { promisify } from "node:util"
 import * as Limits from "../../core/Limits.ts"
 import type { BoxReply } from "../../core/capacity/Capacity.ts"
 import { BoxChannel } from "./BoxChannel.ts"
+import { isWarmable, type WarmBox, WarmBoxes } from "./WarmBoxes.ts"
 import { type RunningProxy, startEgressProxy } from "./EgressProxy.ts"
 import { type IsolationSupport, type Outcome as ProgramExit, type RunningProgram, runIsolated } from "./Isolation.ts"
 import { type AgentLink, type BoxCallReply, type Desired, type Exit, type Hello, type Lease, leaseExpiryMs, outputBytesMax, type RunInput, type RunReport, type RunSpec } from "./Protocol.ts"
@@ -49,6 +50,8 @@ export interface AgentOptions {
   readonly inputCa?: string | undefined
   /** Development and tests only: an AllowList run may reach loopback names through its proxy. */
   readonly allowLoopbackEgress?: boolean | undefined
+  /** Sandbox boxes kept started ahead of any Sandbox (WarmBoxes.ts); 0 or absent: none. */
+  readonly warmBoxes?: number | undefined
   readonly log?: (message: string) => void
 }
 
@@ -92,21 +95,28 @@ export class Agent {
   private readonly calls = new Set<number>()
   private readonly replies: Array<BoxCallReply> = []
 
+  private readonly warm: WarmBoxes
+
   constructor(options: AgentOptions) {
     this.options = options
     mkdirSync(options.runsDir, { recursive: true })
     chmodSync(options.runsDir, 0o711)
+    this.warm = new WarmBoxes({
+      size: options.warmBoxes ?? 0, dir: join(options.runsDir, "warm"), support: options.support, hidden: options.hidden, now: options.now, say: (message) => this.say(message)
+    })
   }
 
   /** Says hello (once it is answered the Node can take work) and keeps syncing until `stop`. */
   readonly connect = async () => {
     this.lease ??= await this.hello()
     this.loop ??= this.syncLoop()
+    this.warm.fill()
   }
 
   /** Stops every program and the loop (the agent is going away). */
   readonly stop = async () => {
     this.stopped = true
+    this.warm.stop()
     for (const run of this.runs.values()) run.program?.stop(0)
     await Promise.all([...this.runs.values()].map((run) => run.program?.exited.catch(() => undefined)))
   }
@@ -130,6 +140,9 @@ export class Agent {
 
   /** The runs the agent has now, for tests and `nodus agent`'s status line. */
   readonly runIds = (): ReadonlyArray<string> => [...this.runs.keys()]
+
+  /** Warm boxes ready to be taken now (WarmBoxes.ts). */
+  readonly warmReady = () => this.warm.readyCount
 
   /** The newest desired version applied. */
   readonly appliedVersion = () => this.version
@@ -256,9 +269,13 @@ export class Agent {
   // A run's life
 
   private begin(spec: RunSpec) {
-    const area = this.areaOf(spec.id)
-    rmSync(area, { recursive: true, force: true })
-    mkdirSync(join(area, "state"), { recursive: true })
+    // A Sandbox's box of the common shape takes a warm one, whose area is then the run's.
+    const warm = isWarmable(spec) ? this.warm.take() : undefined
+    const area = warm?.area ?? this.areaOf(spec.id)
+    if (warm === undefined) {
+      rmSync(area, { recursive: true, force: true })
+      mkdirSync(join(area, "state"), { recursive: true })
+    }
     const run: LocalRun = {
       spec, area, logPath: join(area, "log"), phase: "Starting", program: undefined, exit: undefined, stopping: false, logAcked: 0,
       checkpoint: undefined, checkpointFailures: 0, nextCheckpointAt: undefined, suspend: undefined, checkpointing: false, exitReported: false,
@@ -269,7 +286,7 @@ export class Agent {
     const missing = this.options.support.bwrap === undefined ? this.options.support.problems.join("; ") : undefined
     if (missing !== undefined) return this.exited(run, undefined, `this host cannot isolate programs: ${missing}`)
     // The host could not set the run up (its box, its area, a checkpoint to restore): not the program's failure.
-    void this.execute(run).catch((error) => this.exited(run, undefined, `the host could not start it: ${error instanceof Error ? error.message : String(error)}`, true))
+    void (warm === undefined ? this.execute(run) : this.serveWarm(run, warm)).catch((error) => this.exited(run, undefined, `the host could not start it: ${error instanceof Error ? error.message : String(error)}`, true))
   }
 
   private async execute(run: LocalRun) {
@@ -317,6 +334,23 @@ export class Agent {
     channel.close()
     // A box that ended before its supervisor was up could not be set up: the Sandbox's start failed.
     this.exited(run, ended, up || run.stopping ? undefined : `the box ended before it was ready (${ended.exitCode ?? ended.signal})`)
+  }
+
+  /** A Sandbox's box that was warm: its snapshot restored into it, then configured for the run, then served. */
+  private async serveWarm(run: LocalRun, warm: WarmBox) {
+    run.program = warm.program
+    if (run.stopping) warm.program.stop(0)
+    if (run.spec.restore !== undefined) await this.restore(run)
+    await warm.channel.configure(run.spec.env, run.spec.workingDir, run.spec.argv)
+    if (!run.stopping) {
+      run.channel = warm.channel
+      warm.channel.onChange = () => this.poke()
+      run.phase = "Running"
+      this.poke()
+    }
+    const ended = await warm.exited
+    warm.channel.close()
+    this.exited(run, ended, undefined)
   }
 
   /** Box calls the server asked: each is answered once, in a later sync. */

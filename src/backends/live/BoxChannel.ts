@@ -110,6 +110,13 @@ export class BoxChannel {
     }
   }
 
+  /** Gives a warm box (BoxSupervisor.ts `configure`) to a Sandbox: its env, working directory and main process. */
+  readonly configure = async (env: Readonly<Record<string, string>>, cwd: string | undefined, main: ReadonlyArray<string>): Promise<void> => {
+    if (main.length > 0) this.track("main", main, this.now())
+    const reply = await this.ask({ op: "configure", rid: 0, env, cwd, main })
+    if (reply._tag === "Refused") throw new Error(`the warm box could not be configured: ${reply.message}`)
+  }
+
   private async exec(request: Extract<BoxRequest, { _tag: "Exec" }>): Promise<BoxReply> {
     if (this.commands.has(request.command)) return refused("Conflict", `a command ${request.command} exists already`)
     const command = this.track(request.command, request.argv, this.now())

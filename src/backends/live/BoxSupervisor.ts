@@ -27,6 +27,8 @@ export type SupervisorRequest =
   | { readonly op: "read"; readonly rid: number; readonly path: string; readonly max: number }
   | { readonly op: "write"; readonly rid: number; readonly path: string; readonly data: string }
   | { readonly op: "delete"; readonly rid: number; readonly path: string }
+  /** A warm box (started before any Sandbox wanted it) given to one: its env, working directory and main process. */
+  | { readonly op: "configure"; readonly rid: number; readonly env: Readonly<Record<string, string>>; readonly cwd: string | undefined; readonly main: ReadonlyArray<string> }
 
 /** What the supervisor says: a command's output or exit, or the answer to a request. */
 export type SupervisorMessage =
@@ -132,6 +134,15 @@ const ops = {
   },
   delete(m) {
     fs.rmSync(resolvePath(m.path), { recursive: true })
+    out({ rid: m.rid, ok: true })
+  },
+  configure(m) {
+    Object.assign(process.env, m.env)
+    if (m.cwd) {
+      fs.mkdirSync(m.cwd, { recursive: true })
+      process.chdir(m.cwd)
+    }
+    if (m.main.length > 0) ops.exec({ id: "main", argv: m.main, env: {}, cwd: undefined, stdin: undefined, closeStdin: true, timeoutMs: undefined })
     out({ rid: m.rid, ok: true })
   }
 }

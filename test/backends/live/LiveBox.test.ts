@@ -3,7 +3,7 @@
  * commands in the foreground and the background (output, stdin, kill), files, the box's activity, what untrusted code
  * in it cannot see or reach, and /workspace saved by a snapshot and restored into the next box.
  */
-import { mkdtempSync, chmodSync, rmSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, type Server } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -225,5 +225,56 @@ describe("/workspace continuity", () => {
     await start("box-2", 2, seq)
     const state = commandOf(await exec("box-2", ["sh", "-c", "cat /workspace/project/file; cat /tmp/scratch 2>/dev/null || echo no-scratch"]))
     expect(text(state.stdout)).toBe("kept\nno-scratch\n")
+  })
+})
+
+describe("warm boxes", () => {
+  it("a Sandbox of the common shape takes a box started ahead: its env, working directory, main process and snapshot applied", async () => {
+    const warmDir = mkdtempSync(join(tmpdir(), "nodus-live-warm-"))
+    chmodSync(warmDir, 0o711)
+    const warmCapacity = await Effect.runPromise(LiveCapacity.make({
+      now: () => Date.now(),
+      resolve: () => Effect.succeed({ env: { GREETING: "warm hello" }, secretFiles: [], secretValues: [], inputs: new Map() }),
+      appendLog: () => undefined,
+      storeOutput: async () => ({ sha256: "0".repeat(64), sizeBytes: 0 }),
+      checkpoints: memoryCheckpoints()
+    }))
+    const isolation = detectIsolation()
+    const warmAgent = new Agent({
+      link: inProcessLink(warmCapacity, { pool: "test", namespace: undefined }),
+      hello: { node: "node-w", hostname: "node-w", agentVersion: "test", capacity: { cpus: 4, memoryBytes: 8 * GiB, diskBytes: 100 * GiB, gpus: [] }, isolation: { bubblewrap: true, memoryLimits: true, problems: [] } },
+      dataDir: join(warmDir, "agent"), runsDir: join(warmDir, "runs"), support: isolation, hidden: [], now: () => Date.now(), warmBoxes: 1
+    })
+    try {
+      await warmAgent.connect()
+      await until("a warm box is up", () => warmAgent.warmReady() === 1)
+      const variant = variantsOf(warmCapacity.catalog("demo")[0]!)[0]!
+      const start = async (attempt: string, number: number, restoreFromSeq?: number) => {
+        Effect.runSync(warmCapacity.port.acquire({ owner, namespace: "demo", attempt, index: 0, number, variant, recovery: false }))
+        const main = { ...workload, argv: ["sh", "-c", "echo main ran > /tmp/main; sleep 600"], workingDir: "/workspace/app" }
+        Effect.runSync(warmCapacity.port.start(owner, attempt, { ...program(restoreFromSeq), workload: main }))
+        await until(`${attempt} running`, () => Effect.runSync(warmCapacity.port.facts(owner, attempt))!.phase === "Running")
+      }
+      const run = (attempt: string, argv: ReadonlyArray<string>) =>
+        Effect.runPromise(warmCapacity.port.box!(owner, attempt, { _tag: "Exec", command: `w${++commands}`, argv, env: {}, workingDir: undefined, stdin: undefined, keepStdin: false, timeoutMs: 10_000, background: false }))
+      await start("warm-1", 1)
+      // It took the warm box (whose area it now has), and another is started in its place.
+      expect(existsSync(warmAgent.areaOf(`${owner}/warm-1`))).toBe(false)
+      await until("the pool refilled", () => warmAgent.warmReady() === 1)
+      let state = commandOf(await run("warm-1", ["sh", "-c", "echo $GREETING in $(pwd); sleep 0.2; cat /tmp/main; echo kept > /workspace/app/file"]))
+      expect(text(state.stdout)).toBe("warm hello in /workspace/app\nmain ran\n")
+      expect((await Effect.runPromise(warmCapacity.port.box!(owner, "warm-1", { _tag: "Command", command: "main" }))) ).toMatchObject({ _tag: "Command", state: { phase: "Running" } })
+      Effect.runSync(warmCapacity.port.checkpoint(owner, "warm-1", 1))
+      await until("the snapshot saved", () => Effect.runSync(warmCapacity.port.facts(owner, "warm-1"))!.suspend?.state === "Saved")
+      const seq = Effect.runSync(warmCapacity.port.facts(owner, "warm-1"))!.checkpoint!.seq
+      Effect.runSync(warmCapacity.port.release(owner, "warm-1", 0))
+      await until("warm-1 ended", () => Effect.runSync(warmCapacity.port.facts(owner, "warm-1"))!.phase === "Ended")
+      await start("warm-2", 2, seq)
+      state = commandOf(await run("warm-2", ["cat", "/workspace/app/file"]))
+      expect(text(state.stdout)).toBe("kept\n")
+    } finally {
+      await warmAgent.stop()
+      rmSync(warmDir, { recursive: true, force: true })
+    }
   })
 })
