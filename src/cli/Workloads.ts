@@ -9,10 +9,9 @@
  */
 import { createHash } from "node:crypto"
 import { createWriteStream } from "node:fs"
-import { request as httpRequest, type IncomingMessage } from "node:http"
-import { request as httpsRequest } from "node:https"
 import type { Writable } from "node:stream"
 import type { ServerConfig } from "../server/Config.ts"
+import { connect, failure, text } from "./ServerClient.ts"
 
 interface Parsed {
   readonly positional: ReadonlyArray<string>
@@ -42,30 +41,6 @@ const parse = (args: ReadonlyArray<string>): Parsed => {
   return { positional, values, flags, rest }
 }
 
-const get = (config: ServerConfig, url: string, token: string, ca: string | undefined) =>
-  new Promise<IncomingMessage>((resolve, reject) => {
-    const call = (config.tls ? httpsRequest : httpRequest)(url, { headers: { authorization: `Bearer ${token}` }, ...(ca === undefined ? {} : { ca }) }, resolve)
-    call.on("error", reject)
-    call.end()
-  })
-
-const text = async (response: IncomingMessage) => {
-  let body = ""
-  for await (const chunk of response.setEncoding("utf8")) body += chunk
-  return body
-}
-
-/** A failed answer in one line, with the server's fix. */
-const failure = async (response: IncomingMessage) => {
-  const body = await text(response)
-  try {
-    const status = JSON.parse(body) as { reason?: string; message?: string; fix?: string }
-    return `${status.reason ?? `HTTP ${response.statusCode}`}: ${status.message ?? ""}${status.fix === undefined ? "" : `\n  fix: ${status.fix}`}`
-  } catch {
-    return `HTTP ${response.statusCode}: ${body.slice(0, 200)}`
-  }
-}
-
 const jobName = (target: string | undefined) => {
   const match = /^(?:jobs?(?:\.[a-z.]+)?\/)?([a-z0-9][-a-z0-9.]*)$/u.exec(target ?? "")
   return match?.[1]
@@ -77,16 +52,13 @@ const progress = (written: number, total: number) =>
 /** Runs `nodus logs`, `nodus output` or `nodus nodes`; answers the exit code. */
 export const workloads = async (command: "logs" | "output" | "nodes", args: ReadonlyArray<string>, configFrom: (args: ReadonlyArray<string>) => ServerConfig): Promise<number> => {
   const { positional, values, flags, rest } = parse(args)
-  const config = configFrom(rest)
-  const { ensureAdminToken, ensureDataDir, ensureTls, serverUrl } = await import("../server/Bootstrap.ts")
-  ensureDataDir(config.dataDir)
-  const ca = config.tls ? ensureTls(config, new Date()).ca : undefined
-  const token = ensureAdminToken(config)
+  const client = await connect(configFrom(rest))
+  const get = (url: string) => client.request("GET", url)
   const namespace = values.get("-n") ?? values.get("--namespace")
-  const base = `${serverUrl(config)}/apis/${config.apiGroup}/v1`
+  const base = client.base
   try {
     if (command === "nodes") {
-      const response = await get(config, `${base}${namespace === undefined ? "" : `/namespaces/${encodeURIComponent(namespace)}`}/nodes`, token, ca)
+      const response = await get(`${base}${namespace === undefined ? "" : `/namespaces/${encodeURIComponent(namespace)}`}/nodes`)
       if (response.statusCode !== 200) throw new Error(await failure(response))
       const items = (JSON.parse(await text(response)) as { items: ReadonlyArray<any> }).items
       const rows = [["PROJECT", "NAME", "POOL", "PHASE", "CPU", "MEMORY", "GPUS", "CORDONED", "HEARTBEAT"], ...items.map((node) => [
@@ -108,7 +80,7 @@ export const workloads = async (command: "logs" | "output" | "nodes", args: Read
       if (values.has("--attempt")) query.set("attempt", values.get("--attempt")!)
       if (values.has("--tail")) query.set("tailLines", values.get("--tail")!)
       if (flags.has("-f") || flags.has("--follow")) query.set("follow", "true")
-      const response = await get(config, `${job}/log?${query}`, token, ca)
+      const response = await get(`${job}/log?${query}`)
       if (response.statusCode !== 200) throw new Error(await failure(response))
       for await (const chunk of response) process.stdout.write(chunk as Buffer)
       return 0
@@ -118,7 +90,7 @@ export const workloads = async (command: "logs" | "output" | "nodes", args: Read
       process.stderr.write("nodus: output needs the output's name (nodus output job/<name> <output> -n <project>)\n")
       return 2
     }
-    const response = await get(config, `${job}/outputs/${encodeURIComponent(output)}?index=${encodeURIComponent(values.get("--index") ?? "0")}`, token, ca)
+    const response = await get(`${job}/outputs/${encodeURIComponent(output)}?index=${encodeURIComponent(values.get("--index") ?? "0")}`)
     if (response.statusCode !== 200) throw new Error(await failure(response))
     const total = Number(response.headers["content-length"] ?? 0)
     const file = values.get("-o") ?? values.get("--output")

@@ -16,7 +16,13 @@ const workloadsUsage = `  nodus logs job/<name> [-n <project>] [-f] [--index N] 
                               print a Job's log (follow it with -f)
   nodus output job/<name> <output> [-n <project>] [--index N] [-o <file>]
                               download an output of a Job (stdout unless -o)
-  nodus nodes [-n <project>]  list enrolled Nodes (every project without -n)`
+  nodus nodes [-n <project>]  list enrolled Nodes (every project without -n)
+  nodus sandbox exec <name> -n <project> [-i] [-w <dir>] [-e NAME=value]… [--timeout 30s] -- <command> [args…]
+                              run a command in a Sandbox; exits with its code (-i: send stdin)
+  nodus sandbox cp <name>:<path> <file> | <file> <name>:<path> -n <project>
+                              copy a file out of or into a Sandbox ("-" for stdout or stdin)
+  nodus sandbox shell <name> -n <project> [--shell /bin/bash]
+                              an interactive terminal in a Sandbox`
 
 const help = `nodus — control plane for compute, training and agent workloads
 
@@ -102,6 +108,11 @@ switch (command) {
   case "nodes": {
     const { workloads } = await import("./Workloads.ts")
     process.exitCode = await workloads(command, args, configFrom)
+    break
+  }
+  case "sandbox": {
+    const { sandbox } = await import("./SandboxCommand.ts")
+    process.exitCode = await sandbox(args, configFrom)
     break
   }
   case "agent": {

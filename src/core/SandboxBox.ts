@@ -19,6 +19,8 @@ export type BoxRequest =
     readonly timeoutMs: number | undefined
     /** Answer at once (the command's state); otherwise when it exits, with its output. */
     readonly background: boolean
+    /** A terminal's shell: it does not keep the Sandbox Busy (spec: "a silent open terminal is idle"). */
+    readonly terminal?: boolean | undefined
   }
   | { readonly _tag: "Command"; readonly command: string }
   /** Output (stdout and stderr as they came) from `offset`; waits up to `waitMs` for more while the command runs. */

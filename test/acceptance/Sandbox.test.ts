@@ -10,6 +10,7 @@ import { chmodSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import WebSocket from "ws"
 import { startTestServer, type TestServer } from "../support/TestServer.ts"
 import { api, type Background, eventually, kubectl, requireKubectl, start, createFromYaml } from "./Clients.ts"
 
@@ -108,8 +109,10 @@ describe("a Sandbox on live hosts", () => {
     const stopped = await exec("work", ["true"])
     assert.strictEqual(stopped.status, 409)
     assert.strictEqual(stopped.body.reason, "SandboxNotRunning")
-    // Its Node takes no new work: the next start goes to the other one.
-    const target = before === "local" ? ["nodes.nodus.dev", "local"] : ["nodes.nodus.dev", before, "-n", namespace]
+    // Its Node (edge-1, which placement prefers while it has room) takes no new work: the next start goes to the other
+    // one. (This server's own Node has no object to cordon.)
+    assert.strictEqual(before, "edge-1")
+    const target = ["nodes.nodus.dev", before, "-n", namespace]
     assert.strictEqual((await kubectl(server, ["patch", ...target, "--type", "merge", "-p", JSON.stringify({ spec: { cordoned: true } })])).code, 0)
     assert.strictEqual((await setState("work", "Running")).code, 0)
     await running("work")
@@ -133,6 +136,29 @@ describe("a Sandbox on live hosts", () => {
     assert.strictEqual(read.body.stdout, "gone\n")
   })
 
+  it("opens a terminal over a WebSocket: output, input, resize, the shell's exit; a silent open terminal is Idle", async () => {
+    const url = `${server.url.replace(/^https/u, "wss")}${path("sandboxes", "work")}/terminal?cols=100&rows=30`
+    const socket = new WebSocket(url, { headers: { authorization: `Bearer ${server.token}` }, ca: server.ca })
+    let output = ""
+    let exit: unknown
+    socket.on("message", (data: Buffer, binary: boolean) => {
+      if (binary) output += data.toString("utf8")
+      else exit = JSON.parse(data.toString("utf8")).exit
+    })
+    const closed = new Promise<void>((resolve) => socket.on("close", () => resolve()))
+    await new Promise<void>((resolve, reject) => socket.on("open", () => resolve()).on("error", reject))
+    socket.send(Buffer.from("stty size\n"), { binary: true })
+    await eventually("the first size", () => output.includes("30 100"), 10_000)
+    // The shell runs, yet the Sandbox is not Busy: only input is activity.
+    await eventually("work is Idle with its terminal open", async () => (await sandbox("work"))?.status?.activity === "Idle", 10_000)
+    socket.send(JSON.stringify({ resize: { cols: 120, rows: 40 } }))
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    socket.send(Buffer.from("stty size; exit 3\n"), { binary: true })
+    await closed
+    assert.include(output, "40 120")
+    assert.strictEqual(exit, 3)
+  })
+
   it("keeps untrusted code in its box, and a secret out of status and events", async () => {
     const value = "box-s3cr3t-42"
     const secret = await api(server, "POST", path("secrets"), { body: { apiVersion: "nodus.dev/v1", kind: "Secret", metadata: { name: "token" }, spec: { data: { token: value } } } })
@@ -154,5 +180,41 @@ describe("a Sandbox on live hosts", () => {
     assert.notInclude((await api(server, "GET", `/api/v1/namespaces/${namespace}/events`)).text, value)
     const events = await api(server, "GET", `/api/v1/namespaces/${namespace}/events`)
     assert.include(events.text, "Started")
+  })
+
+  it("recovers a Sandbox whose host is lost (Recovering, NodeLost) from its last snapshot, losing what came after", async () => {
+    // The earlier Sandboxes go, so that edge-1 (which placement prefers while it has room) takes this one once their
+    // boxes are gone (a Sandbox is not placed by name: one that lands on this server's Node is made again).
+    for (const name of ["work", "scratch", "probe"]) assert.strictEqual((await api(server, "DELETE", path("sandboxes", name))).status, 200)
+    for (let tries = 0; ; tries++) {
+      await apply(`fragile-${tries}`, sandboxYaml("fragile", ["  lifecycle: {idleTimeout: 0s}"]))
+      await running("fragile")
+      if (await offeringOf("fragile") === "edge-1") break
+      assert.isBelow(tries, 20, "fragile never landed on edge-1")
+      assert.strictEqual((await api(server, "DELETE", path("sandboxes", "fragile"))).status, 200)
+      await eventually("fragile is gone", async () => (await api(server, "GET", path("sandboxes", "fragile"))).status === 404, 10_000)
+      await new Promise((resolve) => setTimeout(resolve, 500))
+    }
+    await exec("fragile", ["sh", "-c", "echo saved > /workspace/saved"])
+    assert.strictEqual((await setState("fragile", "Stopped")).code, 0)
+    await eventually("fragile is Stopped", async () => (await sandbox("fragile"))?.status?.phase === "Stopped", 30_000)
+    assert.strictEqual((await setState("fragile", "Running")).code, 0)
+    await running("fragile")
+    assert.strictEqual(await offeringOf("fragile"), "edge-1")
+    await exec("fragile", ["sh", "-c", "echo unsaved > /workspace/unsaved"])
+    process.kill(agent!.pid!, "SIGKILL")
+    await agent!.done
+    await eventually("fragile is Recovering, NodeLost", async () => {
+      const status = (await sandbox("fragile"))?.status
+      return status?.phase === "Recovering" && status?.reason === "NodeLost"
+    }, 30_000)
+    await running("fragile")
+    assert.strictEqual(await offeringOf("fragile"), "local")
+    const status = (await sandbox("fragile")).status
+    assert.strictEqual(status.attempt.epoch, 3)
+    const files = await exec("fragile", ["sh", "-c", "cat /workspace/saved; cat /workspace/unsaved 2>/dev/null || echo unsaved-lost"])
+    assert.strictEqual(files.body.stdout, "saved\nunsaved-lost\n")
+    const events = await api(server, "GET", `/api/v1/namespaces/${namespace}/events`)
+    assert.include(events.text, "what was not saved is lost")
   })
 })

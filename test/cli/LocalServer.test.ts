@@ -8,7 +8,7 @@
  *   agent says hello again holding it, and the restarted server keeps it — the same process, the same Attempt.
  */
 import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { createServer } from "node:net"
 import { join } from "node:path"
@@ -107,6 +107,57 @@ describe("the CLI on a Job's log, outputs and the Nodes", () => {
     const nodes = await nodus(server.url, ["nodes"])
     assert.strictEqual(nodes.code, 0, nodes.stderr)
     assert.match(nodes.stdout, /^PROJECT\s+NAME\s+POOL\s+PHASE/u)
+    server.child.kill("SIGTERM")
+    await new Promise((resolve) => server.child.once("exit", resolve))
+  })
+})
+
+/** The nodus CLI with `input` on its stdin (a pipe, not a terminal). */
+const nodusWithInput = (url: string, args: ReadonlyArray<string>, input: string) =>
+  new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    const env = { ...process.env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token, NODUS_DATA_DIR: dataDir, NODUS_ADDR: new URL(url).host }
+    const child = spawn(node, [cli, ...args], { env })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
+    const timer = setTimeout(() => child.kill("SIGKILL"), 30_000)
+    child.on("exit", (code) => {
+      clearTimeout(timer)
+      resolve({ code: code ?? 1, stdout, stderr })
+    })
+    child.stdin.end(input)
+  })
+
+describe("the CLI on a Sandbox", () => {
+  it("runs commands (nodus sandbox exec), copies files both ways (cp), and opens a terminal (shell)", async () => {
+    const server = await serve()
+    assert.strictEqual((await call(server.url, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "boxes" } })).status, 201)
+    const created = await call(server.url, "POST", "/apis/nodus.dev/v1/namespaces/boxes/sandboxes", { apiVersion: "nodus.dev/v1", kind: "Sandbox", metadata: { name: "desk" }, spec: { image: "debian:12" } })
+    assert.strictEqual(created.status, 201)
+    await eventually("desk runs", async () => (await call(server.url, "GET", "/apis/nodus.dev/v1/namespaces/boxes/sandboxes/desk")).body.status?.phase === "Running")
+
+    const exec = await nodus(server.url, ["sandbox", "exec", "desk", "-n", "boxes", "-e", "WHO=cli", "--", "sh", "-c", "echo hello $WHO; echo oops >&2; exit 7"])
+    assert.strictEqual(exec.code, 7)
+    assert.strictEqual(exec.stdout, "hello cli\n")
+    assert.strictEqual(exec.stderr, "oops\n")
+    const piped = await nodusWithInput(server.url, ["sandbox", "exec", "desk", "-n", "boxes", "-i", "--", "tr", "a-z", "A-Z"], "shout\n")
+    assert.strictEqual(piped.stdout, "SHOUT\n")
+
+    const local = join(dataDir, "upload.txt")
+    writeFileSync(local, "from the host\n")
+    const up = await nodus(server.url, ["sandbox", "cp", local, "desk:/workspace/in.txt", "-n", "boxes"])
+    assert.strictEqual(up.code, 0, up.stderr)
+    const down = await nodus(server.url, ["sandbox", "cp", "desk:in.txt", "-", "-n", "boxes"])
+    assert.strictEqual(down.stdout, "from the host\n")
+    const missing = await nodus(server.url, ["sandbox", "cp", "desk:/workspace/none", "-", "-n", "boxes"])
+    assert.strictEqual(missing.code, 1)
+    assert.include(missing.stderr, "NotFound")
+
+    const shell = await nodusWithInput(server.url, ["sandbox", "shell", "desk", "-n", "boxes", "--shell", "/bin/sh"], "stty size; echo marker-$((40+2)); exit 5\n")
+    assert.strictEqual(shell.code, 5, shell.stderr)
+    assert.include(shell.stdout, "24 80")
+    assert.include(shell.stdout, "marker-42")
     server.child.kill("SIGTERM")
     await new Promise((resolve) => server.child.once("exit", resolve))
   })

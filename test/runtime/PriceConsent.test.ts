@@ -182,8 +182,13 @@ describe("price consent on the server (sim mode, one host per offering variant)"
     const stored = await request(s, "GET", jobPath("consent", "train"))
     assert.strictEqual(stored.body.metadata.annotations[boundAnnotation], "2.739")
 
-    // The bound is the server's: a replace of the original manifest keeps it, and a patch cannot raise or drop it.
-    const replaced = await request(s, "PUT", jobPath("consent", "train"), { body: { ...body, metadata: { ...body.metadata, resourceVersion: stored.body.metadata.resourceVersion } } })
+    // The bound is the server's: a replace of the original manifest keeps it, and a patch cannot raise or drop it. The
+    // replace is read-modify-write: the Job's controller writes its status meanwhile, so a Conflict means read again.
+    let replaced = await request(s, "PUT", jobPath("consent", "train"), { body: { ...body, metadata: { ...body.metadata, resourceVersion: stored.body.metadata.resourceVersion } } })
+    for (let tries = 0; replaced.status === 409 && tries < 5; tries++) {
+      const fresh = await request(s, "GET", jobPath("consent", "train"))
+      replaced = await request(s, "PUT", jobPath("consent", "train"), { body: { ...body, metadata: { ...body.metadata, resourceVersion: fresh.body.metadata.resourceVersion } } })
+    }
     assert.strictEqual(replaced.status, 200, replaced.text)
     assert.strictEqual(replaced.body.metadata.annotations[boundAnnotation], "2.739")
     for (const value of ["100", null]) {

@@ -14,6 +14,7 @@
  * Sandbox starting answers SandboxStarting, a stopped one SandboxNotRunning, a failed one SandboxFailed.
  */
 import { Effect, Option, Result, Stream } from "effect"
+import { Socket } from "effect/socket"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { admit } from "../../core/meta/Admission.ts"
 import { ApiError, badRequest, fieldInvalid, subjectOf } from "../../core/meta/ApiError.ts"
@@ -33,7 +34,7 @@ type Request = HttpServerRequest.HttpServerRequest
 type Response = HttpServerResponse.HttpServerResponse
 
 /** The subresources of a Sandbox this module answers. */
-export const sandboxSubresources = ["commands", "files"] as const
+export const sandboxSubresources = ["commands", "files", "terminal"] as const
 
 /** How long one wait for more output may hold a log request's next chunk. */
 const followWaitMs = 10_000
@@ -178,8 +179,72 @@ export const makeSandboxApi = (services: {
       }
     })
 
-  /** Answers a request to a Sandbox's `commands` or `files`. */
+  /**
+   * An interactive terminal over a WebSocket: a shell on a pseudo-terminal in the box (util-linux `script`, which the
+   * host's userland has), its output as binary frames; binary frames from the client are its input, a text frame
+   * `{"resize": {"cols": C, "rows": R}}` resizes it. When the shell exits, a text frame `{"exit": code}` and a close;
+   * when the client goes, the shell is killed. Only input is activity: a silent open terminal is idle.
+   */
+  const terminal = (request: Request, query: URLSearchParams, target: SandboxTarget) =>
+    Effect.gen(function*() {
+      const cols = yield* sizeQuery(query, "cols", 80)
+      const rows = yield* sizeQuery(query, "rows", 24)
+      const shell = query.get("shell")
+      if (shell !== null && !/^\/[A-Za-z0-9._/-]+$/u.test(shell)) return yield* badRequest(`invalid value for shell: "${shell}"`, [fieldInvalid("shell", "Invalid value: an absolute path such as /bin/bash")])
+      yield* running(target)
+      const id = `term-${ids.nameSuffix()}${ids.nameSuffix()}`
+      const socket = yield* Effect.mapError(request.upgrade, () => badRequest("the terminal is a WebSocket: send the request with Upgrade: websocket"))
+      const ttyFile = `/tmp/.nodus-tty-${id}`
+      const start = `stty rows ${rows} cols ${cols}; tty > ${ttyFile}; exec ${shell ?? '"$(command -v bash || echo /bin/sh)"'} -i`
+      yield* call(target, {
+        _tag: "Exec", command: id, argv: ["script", "-qfec", start, "/dev/null"], env: { TERM: "xterm-256color" }, workingDir: undefined,
+        stdin: undefined, keepStdin: true, timeoutMs: undefined, background: true, terminal: true
+      })
+      yield* Effect.scoped(Effect.gen(function*() {
+        const writer = yield* socket.writer
+        const reader = yield* socket.reader
+        const output = Effect.gen(function*() {
+          let offset = 0
+          for (;;) {
+            const reply = yield* call(target, { _tag: "Output", command: id, offset, waitMs: followWaitMs })
+            if (reply._tag !== "Output") return
+            const chunk = Buffer.from(reply.data, "base64")
+            offset = reply.offset + chunk.length
+            if (chunk.length > 0) yield* writer.write(new Uint8Array(chunk))
+            if (reply.exited && chunk.length === 0) break
+          }
+          const state = yield* Effect.flatMap(call(target, { _tag: "Command", command: id }), commandState)
+          yield* writer.write(JSON.stringify({ exit: state.exitCode ?? null }))
+          yield* writer.write(new Socket.CloseEvent(1000, "the shell exited"))
+        })
+        const input = Effect.gen(function*() {
+          for (;;) {
+            for (const frame of yield* reader.pull) {
+              if (typeof frame !== "string") yield* stdin(target, id, frame)
+              else {
+                const size = resizeOf(frame)
+                if (size !== undefined) yield* Effect.ignore(call(target, { ..._exec(`r-${id}-${ids.nameSuffix()}`), argv: ["sh", "-c", `stty -F "$(cat ${ttyFile})" rows ${size.rows} cols ${size.cols}`] }))
+              }
+            }
+          }
+        })
+        // The client going away (the reader fails on close) ends the shell; the shell ending closes the socket.
+        yield* Effect.raceFirst(Effect.ignore(output), Effect.ignore(input))
+      }).pipe(Effect.ignore))
+      yield* Effect.ignore(call(target, { _tag: "Kill", command: id, signal: "SIGKILL" }))
+      return HttpServerResponse.empty()
+    })
+
+  /** Terminal input: written as it comes, waiting while the shell has not read what came before. */
+  const stdin = (target: SandboxTarget, id: string, bytes: Uint8Array): Effect.Effect<void, ApiError> =>
+    Effect.flatMap(call(target, { _tag: "Stdin", command: id, data: Buffer.from(bytes).toString("base64"), close: false }).pipe(
+      Effect.map(() => true),
+      Effect.catchIf((error) => error.code === "StdinBackpressure", () => Effect.succeed(false))
+    ), (written) => (written ? Effect.void : Effect.andThen(Effect.sleep("50 millis"), stdin(target, id, bytes))))
+
+  /** Answers a request to a Sandbox's `commands`, `files` or `terminal`. */
   const handle = (request: Request, query: URLSearchParams, target: SandboxTarget): Effect.Effect<Response, ApiError> => {
+    if (target.subresource === "terminal") return request.method === "GET" && target.item === undefined ? terminal(request, query, target) : Effect.fail(methodNotAllowed(request.method))
     if (target.subresource === "files") return target.item === undefined ? files(request, query, target) : Effect.fail(notFoundRoute())
     const id = target.item
     if (id === undefined) return request.method === "POST" ? runCommand(request, target) : Effect.fail(methodNotAllowed(request.method))
@@ -202,6 +267,30 @@ export const makeSandboxApi = (services: {
 
 /** The access a request to a Sandbox's box needs: every one runs code or reads what code may have written (secrets). */
 export const sandboxAccess = "write" as const
+
+/** A short foreground command of the terminal's own (a resize). */
+const _exec = (command: string): Extract<BoxRequest, { _tag: "Exec" }> => ({
+  _tag: "Exec", command, argv: [], env: {}, workingDir: undefined, stdin: undefined, keepStdin: false, timeoutMs: 5_000, background: false
+})
+
+/** `{"resize": {"cols": C, "rows": R}}`, within what a terminal can be. */
+const resizeOf = (frame: string): { readonly cols: number; readonly rows: number } | undefined => {
+  try {
+    const size = (JSON.parse(frame) as { resize?: { cols?: unknown; rows?: unknown } }).resize
+    const fits = (value: unknown): value is number => Number.isInteger(value) && (value as number) >= 1 && (value as number) <= 1000
+    return fits(size?.cols) && fits(size?.rows) ? { cols: size.cols, rows: size.rows } : undefined
+  } catch {
+    return undefined
+  }
+}
+
+const sizeQuery = (query: URLSearchParams, name: string, fallback: number): Effect.Effect<number, ApiError> => {
+  const raw = query.get(name)
+  if (raw === null || raw === "") return Effect.succeed(fallback)
+  return /^[0-9]{1,4}$/u.test(raw) && Number(raw) >= 1 && Number(raw) <= 1000
+    ? Effect.succeed(Number(raw))
+    : Effect.fail(badRequest(`invalid value for ${name}: "${raw}"`, [fieldInvalid(name, "Invalid value: an integer from 1 to 1000")]))
+}
 
 const commandState = (reply: BoxReply): Effect.Effect<BoxCommand, ApiError> =>
   reply._tag === "Command" ? Effect.succeed(reply.state) : unexpected(reply)

@@ -133,6 +133,20 @@ export const sandboxPaths = (group: string): ReadonlyArray<readonly [string, Jso
         responses: { "200": { description: "Sent" } }
       })
     }],
+    [`${sandbox}/terminal`, {
+      parameters: scope,
+      get: operation("openSandboxTerminal", "connect", "An interactive terminal over a WebSocket (Upgrade: websocket): a shell on a pseudo-terminal in the box. " +
+        "Binary frames from the client are its input; a text frame {\"resize\": {\"cols\": C, \"rows\": R}} resizes it; binary frames from the " +
+        "server are its output, and a text frame {\"exit\": code} comes before the close when the shell exits. Only input is activity: a silent " +
+        "open terminal is idle.", {
+        parameters: [
+          query("cols", "Columns, 1 to 1000 (default 80).", { type: "integer" }),
+          query("rows", "Rows, 1 to 1000 (default 24).", { type: "integer" }),
+          query("shell", "The shell, an absolute path (default bash, else sh).")
+        ],
+        responses: { "101": { description: "Switching Protocols: the WebSocket is open" } }
+      })
+    }],
     [`${sandbox}/files`, {
       parameters: scope,
       get: operation("readSandboxFile", "get", `A file's bytes (at most ${Limits.sandboxFileBytesMax} bytes; 413 FileTooLarge above), or a directory's entries.`, {

@@ -17,6 +17,8 @@ interface Command {
   readonly command: string
   readonly argv: ReadonlyArray<string>
   readonly startTime: number
+  /** A terminal's shell: never counted as a running command (a silent open terminal is idle). */
+  readonly terminal: boolean
   exit: { readonly code: number | null; readonly signal: string | null; readonly timedOut: boolean; readonly at: number } | undefined
   /** Output as it came (both streams), from `base` on. */
   readonly chunks: Array<Buffer>
@@ -69,7 +71,7 @@ export class BoxChannel {
 
   /** Whether a command runs in the box now. */
   get busy(): boolean {
-    for (const command of this.commands.values()) if (command.exit === undefined) return true
+    for (const command of this.commands.values()) if (command.exit === undefined && !command.terminal) return true
     return false
   }
 
@@ -119,7 +121,7 @@ export class BoxChannel {
 
   private async exec(request: Extract<BoxRequest, { _tag: "Exec" }>): Promise<BoxReply> {
     if (this.commands.has(request.command)) return refused("Conflict", `a command ${request.command} exists already`)
-    const command = this.track(request.command, request.argv, this.now())
+    const command = this.track(request.command, request.argv, this.now(), request.terminal === true)
     this.send({
       op: "exec",
       id: request.command,
@@ -136,9 +138,9 @@ export class BoxChannel {
     return { _tag: "Command", state: this.stateOf(command, true) }
   }
 
-  private track(id: string, argv: ReadonlyArray<string>, startTime: number): Command {
+  private track(id: string, argv: ReadonlyArray<string>, startTime: number, terminal = false): Command {
     const command: Command = {
-      command: id, argv, startTime, exit: undefined, chunks: [], kept: 0, base: 0, stdout: [], stderr: [], replyBytes: { out: 0, err: 0 }, truncated: false, waiters: new Set()
+      command: id, argv, startTime, terminal, exit: undefined, chunks: [], kept: 0, base: 0, stdout: [], stderr: [], replyBytes: { out: 0, err: 0 }, truncated: false, waiters: new Set()
     }
     this.commands.set(id, command)
     return command

@@ -491,7 +491,8 @@ export class LiveCapacity {
     if (run.facts.phase === "Provisioning") return Promise.resolve({ _tag: "Refused", code: "SandboxStarting", message: "the box is starting" })
     const node = this.nodes.get(run.node)
     if (node === undefined || !node.ready) return Promise.resolve({ _tag: "Refused", code: "Unavailable", message: "the box's host is not connected" })
-    run.facts.activity = { busy: run.facts.activity?.busy ?? false, lastAt: this.options.now() }
+    // Reading a command's state or output is not activity: a silent open terminal is idle (spec: Sandbox idleTimeout).
+    if (request._tag !== "Output" && request._tag !== "Command") run.facts.activity = { busy: run.facts.activity?.busy ?? false, lastAt: this.options.now() }
     const id = this.nextCall++
     const waitMs = request._tag === "Exec" && !request.background ? request.timeoutMs ?? 24 * 3_600_000 : request._tag === "Output" ? request.waitMs : 0
     return new Promise((resolve) => {

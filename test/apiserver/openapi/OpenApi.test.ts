@@ -121,7 +121,8 @@ describe("OpenApi paths", () => {
     ["patchBudgetStatus", "patch", "/apis/nodus.dev/v1/budgets/{name}/status", "patch"],
     ["runSandboxCommand", "post", "/apis/nodus.dev/v1/namespaces/{namespace}/sandboxes/{name}/commands", "post"],
     ["readSandboxCommandLog", "get", "/apis/nodus.dev/v1/namespaces/{namespace}/sandboxes/{name}/commands/{id}/log", "get"],
-    ["writeSandboxFile", "put", "/apis/nodus.dev/v1/namespaces/{namespace}/sandboxes/{name}/files", "put"]
+    ["writeSandboxFile", "put", "/apis/nodus.dev/v1/namespaces/{namespace}/sandboxes/{name}/files", "put"],
+    ["openSandboxTerminal", "get", "/apis/nodus.dev/v1/namespaces/{namespace}/sandboxes/{name}/terminal", "connect"]
   ]
   for (const [operationId, method, path, action] of rows) {
     it(`${operationId} is ${method.toUpperCase()} ${path}`, () => {

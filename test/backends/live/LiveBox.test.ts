@@ -211,6 +211,22 @@ describe("isolation of untrusted code", () => {
   })
 })
 
+describe("egress AllowList", () => {
+  it("reaches the run's proxy through the supervisor's forwarder, which refuses names not on the list", async () => {
+    const variant = variantsOf(capacity.catalog("demo")[0]!)[0]!
+    Effect.runSync(capacity.port.acquire({ owner, namespace: "demo", attempt: "allow-1", index: 0, number: 1, variant, recovery: false }))
+    Effect.runSync(capacity.port.start(owner, "allow-1", { ...program(), workload: { ...workload, egress: "AllowList", allow: ["allowed.example"] } }))
+    await until("allow-1 running", () => facts("allow-1").phase === "Running")
+    const connect = "printf 'CONNECT denied.example:443 HTTP/1.1\\r\\nHost: denied.example:443\\r\\n\\r\\n' >&3"
+    const state = commandOf(await exec("allow-1", ["bash", "-c", `echo proxy=$HTTPS_PROXY; exec 3<>/dev/tcp/127.0.0.1/3128 && ${connect} && head -1 <&3`]))
+    const out = text(state.stdout)
+    expect(out).toContain("proxy=http://127.0.0.1:3128")
+    expect(out).toMatch(/^HTTP\/1\.1 403/mu)
+    Effect.runSync(capacity.port.release(owner, "allow-1", 0))
+    await until("allow-1 ended", () => facts("allow-1").phase === "Ended")
+  })
+})
+
 describe("/workspace continuity", () => {
   it("saves /workspace in a snapshot on stop and restores it into the next box", async () => {
     await exec("box-1", ["sh", "-c", "mkdir -p /workspace/project && echo kept > /workspace/project/file && echo gone > /tmp/scratch"])

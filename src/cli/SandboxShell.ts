@@ -1,0 +1,57 @@
+/**
+ * `nodus sandbox shell` (SandboxCommand.ts): this terminal joined to a shell in a Sandbox over the server's terminal
+ * WebSocket (apiserver/http/SandboxApi.ts): keystrokes go as binary frames, the shell's output comes back as binary
+ * frames, a resize of this terminal is sent as `{"resize": …}`, and the shell's exit code ends the command.
+ */
+import WebSocket from "ws"
+import type { ServerConfig } from "../server/Config.ts"
+
+export const shell = async (config: ServerConfig, url: string, shellPath: string | undefined): Promise<number> => {
+  const { ensureAdminToken, ensureTls } = await import("../server/Bootstrap.ts")
+  const ca = config.tls ? ensureTls(config, new Date()).ca : undefined
+  const token = ensureAdminToken(config)
+  const size = () => ({ cols: process.stdout.columns ?? 80, rows: process.stdout.rows ?? 24 })
+  const query = new URLSearchParams({ cols: String(size().cols), rows: String(size().rows), ...(shellPath === undefined ? {} : { shell: shellPath }) })
+  const socket = new WebSocket(`${url.replace(/^http/u, "ws")}?${query}`, { headers: { authorization: `Bearer ${token}` }, ...(ca === undefined ? {} : { ca }) })
+  return new Promise((resolve) => {
+    let code = 1
+    const raw = process.stdin.isTTY === true
+    const restore = () => {
+      if (raw) process.stdin.setRawMode(false)
+      process.stdin.pause()
+    }
+    socket.on("open", () => {
+      if (raw) process.stdin.setRawMode(true)
+      process.stdin.on("data", (chunk: Buffer) => socket.send(chunk, { binary: true }))
+      process.stdout.on("resize", () => socket.send(JSON.stringify({ resize: size() })))
+    })
+    socket.on("message", (data: Buffer, binary: boolean) => {
+      if (binary) process.stdout.write(data)
+      else code = (JSON.parse(data.toString("utf8")) as { exit?: number | null }).exit ?? 1
+    })
+    socket.on("unexpected-response", (_request, response) => {
+      let body = ""
+      response.setEncoding("utf8").on("data", (chunk: string) => (body += chunk)).on("end", () => {
+        const status = (() => {
+          try {
+            return JSON.parse(body) as { reason?: string; message?: string; fix?: string }
+          } catch {
+            return { message: body }
+          }
+        })()
+        process.stderr.write(`nodus sandbox shell: ${status.reason ?? `HTTP ${response.statusCode}`}: ${status.message ?? ""}${status.fix === undefined ? "" : `\n  fix: ${status.fix}`}\n`)
+        restore()
+        resolve(1)
+      })
+    })
+    socket.on("error", (error) => {
+      process.stderr.write(`nodus sandbox shell: ${error.message}\n`)
+      restore()
+      resolve(1)
+    })
+    socket.on("close", () => {
+      restore()
+      resolve(code)
+    })
+  })
+}
