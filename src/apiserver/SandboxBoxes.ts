@@ -9,10 +9,16 @@ import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import type { BoxReply, BoxRequest } from "../core/SandboxBox.ts"
 
 export class SandboxBoxes extends Context.Service<SandboxBoxes, {
+  /**
+   * The Sandbox as the backend last heard of it (the change feed), when it follows them: its phase and attempt without
+   * a read of the store. Undefined: read the store.
+   */
+  readonly current: (namespace: string, name: string) => ResourceObject | undefined
   /** Sends `request` to the box of `object`'s attempt `attempt` (status.attempt.name). */
   readonly call: (object: ResourceObject, attempt: string, request: BoxRequest) => Effect.Effect<BoxReply, ApiError>
 }>()("nodus/apiserver/SandboxBoxes") {
   static readonly layerNone = Layer.succeed(SandboxBoxes, {
+    current: () => undefined,
     call: (object) =>
       Effect.fail(new ApiError({
         code: "Unsupported",

@@ -12,7 +12,7 @@ import { join } from "node:path"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import WebSocket from "ws"
 import { startTestServer, type TestServer } from "../support/TestServer.ts"
-import { api, type Background, eventually, kubectl, requireKubectl, start, createFromYaml } from "./Clients.ts"
+import { api, type Background, createFromYaml, eventually, kubectl, requireKubectl, start, startKubectl } from "./Clients.ts"
 
 let server: TestServer
 const namespace = "boxes"
@@ -186,6 +186,7 @@ describe("a Sandbox on live hosts", () => {
     // The earlier Sandboxes go, so that edge-1 (which placement prefers while it has room) takes this one once their
     // boxes are gone (a Sandbox is not placed by name: one that lands on this server's Node is made again).
     for (const name of ["work", "scratch", "probe"]) assert.strictEqual((await api(server, "DELETE", path("sandboxes", name))).status, 200)
+    await new Promise((resolve) => setTimeout(resolve, 2_000))
     for (let tries = 0; ; tries++) {
       await apply(`fragile-${tries}`, sandboxYaml("fragile", ["  lifecycle: {idleTimeout: 0s}"]))
       await running("fragile")
@@ -202,13 +203,14 @@ describe("a Sandbox on live hosts", () => {
     await running("fragile")
     assert.strictEqual(await offeringOf("fragile"), "edge-1")
     await exec("fragile", ["sh", "-c", "echo unsaved > /workspace/unsaved"])
+    // Every phase it goes through, as a watch sees it (Recovering may last only as long as a warm box takes).
+    const watch = startKubectl(server, ["get", "sandboxes.nodus.dev", "fragile", "-n", namespace, "--watch", "-o", "jsonpath={.status.phase}/{.status.reason}{\"\\n\"}"], { timeoutMs: 60_000 })
+    await eventually("the watch sees fragile", () => watch.stdout().includes("Running/"), 10_000)
     process.kill(agent!.pid!, "SIGKILL")
     await agent!.done
-    await eventually("fragile is Recovering, NodeLost", async () => {
-      const status = (await sandbox("fragile"))?.status
-      return status?.phase === "Recovering" && status?.reason === "NodeLost"
-    }, 30_000)
-    await running("fragile")
+    await eventually("fragile was Recovering for NodeLost, then Running on this server's Node", async () =>
+      watch.stdout().includes("Recovering/NodeLost") && (await offeringOf("fragile")) === "local" && (await sandbox("fragile"))?.status?.phase === "Running", 30_000)
+    await watch.stop()
     assert.strictEqual(await offeringOf("fragile"), "local")
     const status = (await sandbox("fragile")).status
     assert.strictEqual(status.attempt.epoch, 3)
@@ -216,5 +218,5 @@ describe("a Sandbox on live hosts", () => {
     assert.strictEqual(files.body.stdout, "saved\nunsaved-lost\n")
     const events = await api(server, "GET", `/api/v1/namespaces/${namespace}/events`)
     assert.include(events.text, "what was not saved is lost")
-  })
+  }, 120_000)
 })

@@ -60,7 +60,11 @@ export const makeSandboxApi = (services: {
   /** The Sandbox, when it can take requests now, and the attempt whose box takes them. */
   const running = (target: SandboxTarget) =>
     Effect.gen(function*() {
-      const object = yield* resources.get(target.ref, target.namespace, target.name)
+      // The backend's copy when it says Running (a box that stopped since refuses by itself); otherwise the store's.
+      const followed = boxes.current(target.namespace ?? "", target.name)
+      const object = followed !== undefined && isObject(followed.status) && followed.status["phase"] === "Running"
+        ? followed
+        : yield* resources.get(target.ref, target.namespace, target.name)
       const status = isObject(object.status) ? object.status : {}
       const phase = typeof status["phase"] === "string" ? status["phase"] : undefined
       const attempt = isObject(status["attempt"]) && typeof status["attempt"]["name"] === "string" ? status["attempt"]["name"] : undefined

@@ -151,6 +151,9 @@ interface PendingCall {
   readonly answer: (reply: BoxReply) => void
 }
 
+/** How soon a box's change of activity reaches its machine (status.activity, lastActivityTime). */
+const activityReportMs = 1_000
+
 /** How long a box call may wait for its agent's reply beyond what it asked to wait (a command's own timeout). */
 const boxCallSlackMs = 30_000
 
@@ -646,9 +649,10 @@ export class LiveCapacity {
     }
     let changed = false
     if (report.busy !== undefined && report.busy !== (run.facts.activity?.busy ?? false)) {
-      // A command started or ended: the idle clock starts again from now either way.
+      // A command started or ended: the idle clock starts again from now either way. The machine reads it whenever it
+      // steps (its idle deadline included), so its owner is told within a second, not at every command.
       run.facts.activity = { busy: report.busy, lastAt: this.options.now() }
-      changed = true
+      this.toldSoon(run.owner)
     }
     if (report.checkpoint !== undefined && report.checkpoint.seq !== run.facts.checkpoint?.seq) {
       run.facts.checkpoint = { seq: report.checkpoint.seq, sizeBytes: report.checkpoint.sizeBytes, at: this.options.now() }
@@ -845,6 +849,18 @@ export class LiveCapacity {
   private nodeChanged(node: NodeState) {
     const view = this.viewOf(node)
     for (const listener of this.nodeListeners) listener(view)
+  }
+
+  /** Owners to tell of their facts within `activityReportMs` (a burst of commands is one step, not one per command). */
+  private readonly telling = new Set<string>()
+
+  private toldSoon(owner: string) {
+    if (this.telling.has(owner)) return
+    this.telling.add(owner)
+    setTimeout(() => {
+      this.telling.delete(owner)
+      this.told(owner)
+    }, activityReportMs).unref()
   }
 
   private told(owner: string) {
