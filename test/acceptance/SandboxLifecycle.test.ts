@@ -1,0 +1,60 @@
+/**
+ * Acceptance: a Sandbox's lifecycle on a live host, on the wall clock (the spec's shortest idleTimeout and maxLifetime
+ * are a minute, so this file waits about that long, beside the rest of the suite): idle with onIdle Stop stops it
+ * (its /workspace saved), idle with onIdle Delete deletes it, a running background command keeps it Running, and
+ * maxLifetime deletes one however busy it is.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { startTestServer, type TestServer } from "../support/TestServer.ts"
+import { api, eventually } from "./Clients.ts"
+
+let server: TestServer
+const namespace = "lifecycle"
+const path = (name?: string) => `/apis/nodus.dev/v1/namespaces/${namespace}/sandboxes${name === undefined ? "" : `/${name}`}`
+
+beforeAll(async () => {
+  server = await startTestServer({ tls: true, local: true })
+  const reply = await api(server, "POST", "/api/v1/namespaces", { body: { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } } })
+  assert.strictEqual(reply.status, 201, reply.text)
+})
+
+afterAll(async () => {
+  await server?.stop()
+})
+
+const create = async (name: string, lifecycle: Record<string, string>) => {
+  const created = await api(server, "POST", path(), { body: { apiVersion: "nodus.dev/v1", kind: "Sandbox", metadata: { name }, spec: { image: "debian:12", lifecycle } } })
+  assert.strictEqual(created.status, 201, created.text)
+}
+
+const status = async (name: string) => (await api(server, "GET", path(name))).body?.status
+
+describe("a Sandbox's lifecycle on the wall clock", () => {
+  // This host's Node runs one box per vCPU (two here): the rows run two by two.
+  it("stops when idle and stays while a command runs; is deleted when idle with onIdle Delete, and at maxLifetime", async () => {
+    await create("quiet", { idleTimeout: "1m" })
+    await create("busy", { idleTimeout: "1m" })
+    for (const name of ["quiet", "busy"]) await eventually(`${name} runs`, async () => (await status(name))?.phase === "Running", 30_000)
+    const started = await api(server, "POST", `${path("busy")}/commands`, { body: { command: ["sleep", "600"], background: true } })
+    assert.strictEqual(started.status, 201, started.text)
+    await eventually("busy is Busy", async () => (await status("busy"))?.activity === "Busy", 10_000)
+    await eventually("quiet stopped for idleness, its /workspace saved", async () => {
+      const quiet = await status("quiet")
+      return quiet?.phase === "Stopped" && quiet?.stopReason === "IdleTimeout" && quiet?.snapshot?.reason === "Stop"
+    }, 90_000)
+    const busy = await status("busy")
+    assert.strictEqual(busy?.phase, "Running")
+    assert.strictEqual(busy?.activity, "Busy")
+    const events = await api(server, "GET", `/api/v1/namespaces/${namespace}/events`)
+    assert.include(events.text, "IdleTimeout")
+    assert.include((await server.streamed()).map((event) => event.type), "sandbox.stopped")
+    for (const name of ["quiet", "busy"]) assert.strictEqual((await api(server, "DELETE", path(name))).status, 200)
+
+    await create("doomed", { idleTimeout: "1m", onIdle: "Delete" })
+    await create("brief", { idleTimeout: "0s", maxLifetime: "1m" })
+    await eventually("brief runs", async () => (await status("brief"))?.phase === "Running", 30_000)
+    assert.isDefined((await status("brief"))?.expirationTime)
+    await eventually("doomed was deleted for idleness", async () => (await api(server, "GET", path("doomed"))).status === 404, 90_000)
+    await eventually("brief was deleted at its maxLifetime", async () => (await api(server, "GET", path("brief"))).status === 404, 30_000)
+  }, 240_000)
+})
