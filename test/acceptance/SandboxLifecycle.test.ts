@@ -1,8 +1,8 @@
 /**
  * Acceptance: a Sandbox's lifecycle on a live host, on the wall clock (the spec's shortest idleTimeout and maxLifetime
- * are a minute, so this file waits about that long, beside the rest of the suite): idle with onIdle Stop stops it
- * (its /workspace saved), idle with onIdle Delete deletes it, a running background command keeps it Running, and
- * maxLifetime deletes one however busy it is.
+ * are a minute, so this file waits about two, beside the rest of the suite): idle with onIdle Stop stops it (its
+ * /workspace saved) and a start request annotation starts it again, a running background command keeps one Running,
+ * idle with onIdle Delete deletes one, and maxLifetime deletes one.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { startTestServer, type TestServer } from "../support/TestServer.ts"
@@ -48,6 +48,13 @@ describe("a Sandbox's lifecycle on the wall clock", () => {
     const events = await api(server, "GET", `/api/v1/namespaces/${namespace}/events`)
     assert.include(events.text, "IdleTimeout")
     assert.include((await server.streamed()).map((event) => event.type), "sandbox.stopped")
+    // Stopped for idleness, it stays stopped while spec.state says Running, until a start request.
+    const request = "2026-11-26T00:00:00Z"
+    const patched = await api(server, "PATCH", path("quiet"), { body: { metadata: { annotations: { "nodus.dev/start-requested-at": request } } }, contentType: "application/merge-patch+json" })
+    assert.strictEqual(patched.status, 200, patched.text)
+    await eventually("quiet runs again", async () => (await status("quiet"))?.phase === "Running", 30_000)
+    assert.strictEqual((await status("quiet"))?.handledRequests?.["start-requested-at"], request)
+    assert.strictEqual((await status("quiet"))?.attempt?.epoch, 2)
     for (const name of ["quiet", "busy"]) assert.strictEqual((await api(server, "DELETE", path(name))).status, 200)
 
     await create("doomed", { idleTimeout: "1m", onIdle: "Delete" })

@@ -156,6 +156,23 @@ describe("commands", () => {
   })
 })
 
+describe("stdin backpressure", () => {
+  it("refuses more stdin while a command has not read what came before (StdinBackpressure), and takes it once it has", async () => {
+    const started = commandOf(await exec("box-1", ["sh", "-c", "sleep 0.5; cat > /dev/null"], { background: true, keepStdin: true, command: "slow-reader" }))
+    expect(started.phase).toBe("Running")
+    const chunk = Buffer.alloc(512 * 1024, 120).toString("base64")
+    let refused: BoxReply | undefined
+    for (let writes = 0; writes < 16 && refused === undefined; writes++) {
+      const reply = await box("box-1", { _tag: "Stdin", command: "slow-reader", data: chunk, close: false })
+      if (reply._tag === "Refused") refused = reply
+    }
+    expect(refused).toMatchObject({ _tag: "Refused", code: "StdinBackpressure" })
+    // Once the command reads, the buffer drains and stdin is taken again.
+    await new Promise((resolve) => setTimeout(resolve, 1_000))
+    expect((await box("box-1", { _tag: "Stdin", command: "slow-reader", data: chunk, close: true }))._tag).toBe("Done")
+  })
+})
+
 describe("files", () => {
   it("writes (parents made), reads, lists and deletes files, in the box's own view", async () => {
     expect((await box("box-1", { _tag: "WriteFile", path: "/workspace/notes/a.txt", data: Buffer.from("first").toString("base64") }))._tag).toBe("Done")
