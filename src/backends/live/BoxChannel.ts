@@ -6,7 +6,9 @@
  */
 import type { Readable, Writable } from "node:stream"
 import type { BoxCommand, BoxReply, BoxRequest } from "../../core/capacity/Capacity.ts"
-import type { SupervisorMessage, SupervisorRequest } from "./BoxSupervisor.ts"
+import { Option, Schema } from "effect"
+import * as Limits from "../../core/Limits.ts"
+import { type SupervisorMessage, SupervisorMessageSchema, type SupervisorRequest } from "./BoxSupervisor.ts"
 
 /** The output kept of one command for `Output` requests. */
 export const outputKeptMax = 16 * 1024 * 1024
@@ -54,6 +56,12 @@ export class BoxChannel {
     control.output.setEncoding("utf8")
     control.output.on("data", (chunk: string) => {
       pending += chunk
+      // The supervisor runs as the box's user, beside code nobody trusts: what comes is input, bounded and checked,
+      // and one line never holds more than the largest answer the supervisor gives.
+      if (pending.length > lineMax && !pending.includes("\n")) {
+        pending = ""
+        return
+      }
       for (let at = pending.indexOf("\n"); at >= 0; at = pending.indexOf("\n")) {
         const line = pending.slice(0, at)
         pending = pending.slice(at + 1)
@@ -187,7 +195,7 @@ export class BoxChannel {
     return new Promise((resolve) => {
       this.answers.set(rid, (message) => {
         this.answers.delete(rid)
-        if (!message.ok) return resolve(refused(message.code as Extract<BoxReply, { _tag: "Refused" }>["code"], message.message))
+        if (!message.ok) return resolve(refused(supervisorCodes.has(message.code) ? message.code as Extract<BoxReply, { _tag: "Refused" }>["code"] : "Invalid", message.message))
         if (message.file !== undefined) return resolve({ _tag: "File", data: message.file.data, size: message.file.size })
         if (message.entries !== undefined) return resolve({ _tag: "Directory", entries: message.entries })
         resolve({ _tag: "Done" })
@@ -240,9 +248,18 @@ const refused = (code: Extract<BoxReply, { _tag: "Refused" }>["code"], message: 
 
 const unknownCommand = (id: string): BoxReply => refused("NotFound", `no command ${id} ran in this box`)
 
+/** The refusals a supervisor gives (BoxSupervisor.ts), and the channel's own when the box ends; any other is Invalid. */
+const supervisorCodes: ReadonlySet<string> = new Set(["NotFound", "Forbidden", "Conflict", "Invalid", "FileTooLarge", "StdinBackpressure", "SandboxNotRunning"])
+
+/** The longest line a supervisor sends: a file answer of `sandboxFileBytesMax`, in base64, with its envelope. */
+const lineMax = Math.ceil((Limits.sandboxFileBytesMax * 4) / 3) + 64 * 1024
+
+const decodeMessage = Schema.decodeUnknownOption(SupervisorMessageSchema)
+
+/** A line as a supervisor message, or undefined: anything else is dropped, whoever wrote it. */
 const parse = (line: string): SupervisorMessage | undefined => {
   try {
-    return JSON.parse(line) as SupervisorMessage
+    return Option.getOrUndefined(decodeMessage(JSON.parse(line)))
   } catch {
     return undefined
   }

@@ -7,6 +7,7 @@
  *
  * It grants nothing: it runs with exactly the rights of the code in the box, which could do all of this itself.
  */
+import { Schema } from "effect"
 import { proxyPort, proxySocketInBox } from "./EgressProxy.ts"
 
 /** Requests the agent sends (`rid` answers a request; `id` names a command). */
@@ -37,6 +38,25 @@ export type SupervisorMessage =
   | { readonly ev: "exit"; readonly id: string; readonly code: number | null; readonly signal: string | null; readonly timedOut: boolean }
   | { readonly rid: number; readonly ok: true; readonly file?: FileBody; readonly entries?: ReadonlyArray<FileEntry> }
   | { readonly rid: number; readonly ok: false; readonly code: string; readonly message: string }
+
+const Str = Schema.String
+const base64 = Schema.String.check(Schema.isPattern(/^[A-Za-z0-9+/]*={0,2}$/u))
+
+const FileEntrySchema = Schema.Struct({ name: Str, size: Schema.Finite, mode: Str, modTime: Str, type: Schema.Literals(["file", "directory", "symlink", "other"]) })
+
+/** What the agent takes from a supervisor's stdout: checked, since code in the box can write there too. */
+export const SupervisorMessageSchema = Schema.Union([
+  Schema.Struct({ ev: Schema.Literal("ready"), main: Schema.Array(Str) }),
+  Schema.Struct({ ev: Schema.Literal("out"), id: Str, fd: Schema.Literals([1, 2]), data: base64 }),
+  Schema.Struct({ ev: Schema.Literal("exit"), id: Str, code: Schema.NullOr(Schema.Finite), signal: Schema.NullOr(Str), timedOut: Schema.Boolean }),
+  Schema.Struct({
+    rid: Schema.Finite,
+    ok: Schema.Literal(true),
+    file: Schema.optionalKey(Schema.Struct({ data: base64, size: Schema.Finite })),
+    entries: Schema.optionalKey(Schema.Array(FileEntrySchema))
+  }),
+  Schema.Struct({ rid: Schema.Finite, ok: Schema.Literal(false), code: Str, message: Str })
+])
 
 export interface FileEntry {
   readonly name: string

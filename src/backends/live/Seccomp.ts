@@ -2,7 +2,7 @@
  * The seccomp filter every box gets (docs/isolation.md, "Seccomp"): a classic BPF program, handed to bubblewrap with
  * `--seccomp FD`, that refuses with EPERM the system calls untrusted code has no business making — the kernel's
  * administration (modules, kexec, reboot, swap, clocks, accounting, quotas), mounts and namespaces, keyrings, tracing
- * other processes, eBPF, perf, userfaultfd, io_uring, handle-based opens — the calls Docker's default profile refuses
+ * other processes or taking their descriptors (pidfd_getfd), eBPF, perf, userfaultfd, io_uring, handle-based opens — the calls Docker's default profile refuses
  * to a container without capabilities, where the box's namespaces and dropped capabilities are the first wall. A
  * system call of another architecture (32-bit x86 on x86_64, the x32 ABI) kills the process: the filter only knows the
  * host's own numbers.
@@ -17,6 +17,7 @@ const denied: ReadonlyArray<readonly [name: string, x64: number | undefined, arm
   ["ptrace", 101, 117],
   ["process_vm_readv", 310, 270],
   ["process_vm_writev", 311, 271],
+  ["pidfd_getfd", 438, 438],
   ["add_key", 248, 217],
   ["request_key", 249, 218],
   ["keyctl", 250, 219],

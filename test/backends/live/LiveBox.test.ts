@@ -311,3 +311,12 @@ describe("warm boxes", () => {
     }
   })
 })
+
+describe("the supervisor's channel", () => {
+  it("cannot be reopened from the box: its stdout is a socket, not a pipe /proc would hand out", async () => {
+    const state = commandOf(await exec("box-2", ["sh", "-c", "head -c 15 /proc/2/cmdline; echo; echo forged > /proc/2/fd/1"]))
+    expect(text(state.stdout)).toBe("/run/nodus/node\n")
+    expect(text(state.stderr)).toContain("No such device or address")
+    expect(text(commandOf(await exec("box-2", ["echo", "still here"])).stdout)).toBe("still here\n")
+  })
+})
