@@ -5,6 +5,16 @@
  * travel as base64 text, so a request and a reply are plain JSON end to end.
  */
 
+/** The most one answer of a box's `Output` carries (a log read goes on from where it stopped). */
+export const outputReplyBytesMax = 1024 * 1024
+
+/**
+ * The most box replies one agent sync carries, and the body an agent's request may have: the largest reply (a file of
+ * `Limits.sandboxFileBytesMax`, in base64) fits, with the sync's own reports beside it.
+ */
+export const syncRepliesBytesMax = 24 * 1024 * 1024
+export const agentBodyBytesMax = 48 * 1024 * 1024
+
 /** What a caller asks of a running box. `command` is the command's id, chosen by the caller (unique per box). */
 export type BoxRequest =
   | {
@@ -27,6 +37,8 @@ export type BoxRequest =
   | { readonly _tag: "Output"; readonly command: string; readonly offset: number; readonly waitMs: number }
   | { readonly _tag: "Stdin"; readonly command: string; readonly data: string; readonly close: boolean }
   | { readonly _tag: "Kill"; readonly command: string; readonly signal: string }
+  /** A terminal's new size (its command is a terminal's shell). */
+  | { readonly _tag: "Resize"; readonly command: string; readonly cols: number; readonly rows: number }
   | { readonly _tag: "ReadFile"; readonly path: string; readonly maxBytes: number }
   | { readonly _tag: "WriteFile"; readonly path: string; readonly data: string }
   | { readonly _tag: "DeleteFile"; readonly path: string }

@@ -28,8 +28,9 @@ import { SandboxBoxes } from "../SandboxBoxes.ts"
 import { makeSandboxApi, sandboxSubresources } from "./SandboxApi.ts"
 import { type AgentCall, type AgentDownload, type AgentUpload, NodeAgents } from "../NodeAgents.ts"
 import * as Limits from "../../core/Limits.ts"
+import { agentBodyBytesMax } from "../../core/SandboxBox.ts"
 import { defaultWatchLimits, Watches, type WatchEvent } from "../Watch.ts"
-import { mediaTypeOf, parseJson, parseYamlDocument, readObject, readText, textProblem } from "./Body.ts"
+import { mediaTypeOf, parseJson, parseYamlDocument, readBytes, readObject, readText, textProblem } from "./Body.ts"
 import * as Discovery from "./Discovery.ts"
 import * as Docs from "./Docs.ts"
 import { streamedArray } from "./ListBody.ts"
@@ -622,7 +623,9 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
         // An output's bytes are the body itself, streamed to the store (no JSON, no body size bound of the API).
         if (call === "outputs" || call === "checkpoints") return json(200, yield* agents.upload(call, url.searchParams, request.stream, credential))
         if (call === "inputs" || call === "restores") return HttpServerResponse.stream(yield* agents.download(call, url.searchParams, credential), { contentType: "application/octet-stream" })
-        const body = yield* Effect.flatMap(readText(request), parseJson)
+        // A sync carries box replies (a file of up to 16 MiB, in base64): an agent's body may be larger than a client's.
+        const limit = credential === undefined ? undefined : { maxBytes: agentBodyBytesMax, tooLarge: () => new ApiError({ code: "RequestEntityTooLarge", message: `an agent's request body is larger than ${agentBodyBytesMax} bytes` }) }
+        const body = yield* Effect.flatMap(Effect.map(readBytes(request, limit), (bytes) => new TextDecoder().decode(bytes)), parseJson)
         return json(200, yield* agents.call(call, body, credential))
       })
 

@@ -204,7 +204,7 @@ export const makeSandboxApi = (services: {
         _tag: "Exec", command: id, argv: ["script", "-qfec", start, "/dev/null"], env: { TERM: "xterm-256color" }, workingDir: undefined,
         stdin: undefined, keepStdin: true, timeoutMs: undefined, background: true, terminal: true
       })
-      yield* Effect.scoped(Effect.gen(function*() {
+      const session = Effect.scoped(Effect.gen(function*() {
         const writer = yield* socket.writer
         const reader = yield* socket.reader
         const output = Effect.gen(function*() {
@@ -227,15 +227,16 @@ export const makeSandboxApi = (services: {
               if (typeof frame !== "string") yield* stdin(target, id, frame)
               else {
                 const size = resizeOf(frame)
-                if (size !== undefined) yield* Effect.ignore(call(target, { ..._exec(`r-${id}-${ids.nameSuffix()}`), argv: ["sh", "-c", `stty -F "$(cat ${ttyFile})" rows ${size.rows} cols ${size.cols}`] }))
+                if (size !== undefined) yield* Effect.ignore(call(target, { _tag: "Resize", command: id, ...size }))
               }
             }
           }
         })
         // The client going away (the reader fails on close) ends the shell; the shell ending closes the socket.
         yield* Effect.raceFirst(Effect.ignore(output), Effect.ignore(input))
-      }).pipe(Effect.ignore))
-      yield* Effect.ignore(call(target, { _tag: "Kill", command: id, signal: "SIGKILL" }))
+      }))
+      // However the session ends (the shell exits, the client goes, the request is interrupted), the shell goes.
+      yield* session.pipe(Effect.ignore, Effect.ensuring(Effect.ignore(call(target, { _tag: "Kill", command: id, signal: "SIGKILL" }))))
       return HttpServerResponse.empty()
     })
 
@@ -271,11 +272,6 @@ export const makeSandboxApi = (services: {
 
 /** The access a request to a Sandbox's box needs: every one runs code or reads what code may have written (secrets). */
 export const sandboxAccess = "write" as const
-
-/** A short foreground command of the terminal's own (a resize). */
-const _exec = (command: string): Extract<BoxRequest, { _tag: "Exec" }> => ({
-  _tag: "Exec", command, argv: [], env: {}, workingDir: undefined, stdin: undefined, keepStdin: false, timeoutMs: 5_000, background: false
-})
 
 /** `{"resize": {"cols": C, "rows": R}}`, within what a terminal can be. */
 const resizeOf = (frame: string): { readonly cols: number; readonly rows: number } | undefined => {

@@ -18,6 +18,8 @@ import { join, posix, relative } from "node:path"
 import { promisify } from "node:util"
 import * as Limits from "../../core/Limits.ts"
 import type { BoxReply } from "../../core/capacity/Capacity.ts"
+import { syncRepliesBytesMax } from "../../core/SandboxBox.ts"
+import { AgentHttpError } from "./AgentHttp.ts"
 import { BoxChannel } from "./BoxChannel.ts"
 import { isWarmable, type WarmBox, WarmBoxes } from "./WarmBoxes.ts"
 import { type RunningProxy, startEgressProxy } from "./EgressProxy.ts"
@@ -182,6 +184,9 @@ export class Agent {
   /** A hello that names the runs held here, so a restarted server can keep the ones it placed. */
   private async hello(): Promise<Lease> {
     const lease = await this.options.link.hello({ ...this.options.hello, runs: [...this.runs.keys()] })
+    // Calls of the previous lease were given up by the server (answered as lost): their replies go nowhere.
+    this.calls.clear()
+    this.replies.length = 0
     this.lastSynced = this.options.now()
     this.expiryMs = lease.expiryMs
     return lease
@@ -204,10 +209,13 @@ export class Agent {
     const lease = this.lease
     if (lease === undefined) return
     const reports = [...this.runs.values()].map((run) => this.reportOf(run))
-    const replies = this.replies.splice(0)
+    const replies = this.takeReplies()
     const response = await this.options.link.sync({ node: this.options.hello.node, epoch: lease.epoch, version: this.version, runs: reports, waitMs, ...(replies.length === 0 ? {} : { replies }) })
       .catch((error: unknown) => {
-        this.replies.unshift(...replies)
+        // A reply the server refused (too large, malformed) would be refused again at every sync: it goes as a refusal.
+        const refused = error instanceof AgentHttpError && error.status >= 400 && error.status < 500 && error.status !== 401
+        this.replies.unshift(...(refused ? replies.map((reply) => ({ id: reply.id, reply: { _tag: "Refused" as const, code: "Unavailable" as const, message: "the box's answer could not be delivered" } })) : replies))
+        if (replies.length > 0) this.poke()
         throw error
       })
     if (response._tag === "Stale") {
@@ -229,6 +237,20 @@ export class Agent {
       if (report.phase === "Exited") run.exitReported = true
     }
     if (response.desired.version >= this.version || this.version === 0) this.apply(response.desired)
+  }
+
+  /** The replies one sync carries: as many as fit `syncRepliesBytesMax` (at least one); the rest go in the next. */
+  private takeReplies(): Array<BoxCallReply> {
+    let bytes = 0
+    let count = 0
+    for (const reply of this.replies) {
+      bytes += replySize(reply)
+      if (count > 0 && bytes > syncRepliesBytesMax) break
+      count++
+    }
+    const taken = this.replies.splice(0, count)
+    if (this.replies.length > 0) this.poke()
+    return taken
   }
 
   private reportOf(run: LocalRun): RunReport {
@@ -340,8 +362,17 @@ export class Agent {
   private async serveWarm(run: LocalRun, warm: WarmBox) {
     run.program = warm.program
     if (run.stopping) warm.program.stop(0)
-    if (run.spec.restore !== undefined) await this.restore(run)
-    await warm.channel.configure(run.spec.env, run.spec.workingDir, run.spec.argv)
+    try {
+      if (run.spec.restore !== undefined) await this.restore(run)
+      await warm.channel.configure(run.spec.env, run.spec.workingDir, run.spec.argv)
+    } catch (error) {
+      // The box never served this run: it goes, and the run ends as the host's failure to set it up (a stop asked
+      // meanwhile is a stop).
+      warm.program.stop(0)
+      await warm.exited.catch(() => undefined)
+      if (run.stopping) return this.exited(run, undefined, undefined)
+      throw error
+    }
     if (!run.stopping) {
       run.channel = warm.channel
       warm.channel.onChange = () => this.poke()
@@ -644,4 +675,20 @@ const lastLines = (path: string, count: number): ReadonlyArray<string> => {
   }
   const tail = readFrom(path, Math.max(0, size - 65_536), 65_536)
   return tail.split("\n").map((line) => line.trimEnd()).filter((line) => line.length > 0).slice(-count)
+}
+
+/** About how many bytes a reply takes in a sync's body (its base64 payloads; the rest is small). */
+const replySize = (reply: BoxCallReply): number => {
+  const answer = reply.reply
+  switch (answer._tag) {
+    case "File":
+    case "Output":
+      return answer.data.length + 256
+    case "Command":
+      return (answer.state.stdout?.length ?? 0) + (answer.state.stderr?.length ?? 0) + 512
+    case "Directory":
+      return answer.entries.length * 128 + 256
+    default:
+      return 256
+  }
 }

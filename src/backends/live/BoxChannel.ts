@@ -8,12 +8,15 @@ import type { Readable, Writable } from "node:stream"
 import type { BoxCommand, BoxReply, BoxRequest } from "../../core/capacity/Capacity.ts"
 import { Option, Schema } from "effect"
 import * as Limits from "../../core/Limits.ts"
+import { outputReplyBytesMax } from "../../core/SandboxBox.ts"
 import { type SupervisorMessage, SupervisorMessageSchema, type SupervisorRequest } from "./BoxSupervisor.ts"
 
 /** The output kept of one command for `Output` requests. */
 export const outputKeptMax = 16 * 1024 * 1024
 /** The stdout (and the stderr) a foreground command's reply carries. */
 export const replyOutputMax = 4 * 1024 * 1024
+/** The commands a box keeps (state and output), running ones besides; older exited ones are forgotten. */
+export const commandsKeptMax = 64
 
 interface Command {
   readonly command: string
@@ -21,6 +24,8 @@ interface Command {
   readonly startTime: number
   /** A terminal's shell: never counted as a running command (a silent open terminal is idle). */
   readonly terminal: boolean
+  /** Its caller waits for its exit, with its stdout and stderr (kept apart for that answer only). */
+  readonly foreground: boolean
   exit: { readonly code: number | null; readonly signal: string | null; readonly timedOut: boolean; readonly at: number } | undefined
   /** Output as it came (both streams), from `base` on. */
   readonly chunks: Array<Buffer>
@@ -111,6 +116,9 @@ export class BoxChannel {
       case "Kill":
         if (!this.commands.has(request.command)) return unknownCommand(request.command)
         return this.ask({ op: "kill", rid: 0, id: request.command, signal: request.signal })
+      case "Resize":
+        if (this.commands.get(request.command)?.terminal !== true) return unknownCommand(request.command)
+        return this.ask({ op: "resize", rid: 0, id: request.command, cols: request.cols, rows: request.rows })
       case "ReadFile":
         return this.ask({ op: "read", rid: 0, path: request.path, max: request.maxBytes })
       case "WriteFile":
@@ -129,7 +137,7 @@ export class BoxChannel {
 
   private async exec(request: Extract<BoxRequest, { _tag: "Exec" }>): Promise<BoxReply> {
     if (this.commands.has(request.command)) return refused("Conflict", `a command ${request.command} exists already`)
-    const command = this.track(request.command, request.argv, this.now(), request.terminal === true)
+    const command = this.track(request.command, request.argv, this.now(), request.terminal === true, !request.background)
     this.send({
       op: "exec",
       id: request.command,
@@ -146,12 +154,22 @@ export class BoxChannel {
     return { _tag: "Command", state: this.stateOf(command, true) }
   }
 
-  private track(id: string, argv: ReadonlyArray<string>, startTime: number, terminal = false): Command {
+  private track(id: string, argv: ReadonlyArray<string>, startTime: number, terminal = false, foreground = false): Command {
+    this.forgetOld()
     const command: Command = {
-      command: id, argv, startTime, terminal, exit: undefined, chunks: [], kept: 0, base: 0, stdout: [], stderr: [], replyBytes: { out: 0, err: 0 }, truncated: false, waiters: new Set()
+      command: id, argv, startTime, terminal, foreground, exit: undefined, chunks: [], kept: 0, base: 0, stdout: [], stderr: [], replyBytes: { out: 0, err: 0 }, truncated: false, waiters: new Set()
     }
     this.commands.set(id, command)
     return command
+  }
+
+  /** Exited commands past `commandsKeptMax` go, oldest first: a box that runs for weeks keeps what is recent. */
+  private forgetOld() {
+    if (this.commands.size < commandsKeptMax) return
+    for (const [id, command] of this.commands) {
+      if (this.commands.size < commandsKeptMax) return
+      if (command.exit !== undefined && command.waiters.size === 0) this.commands.delete(id)
+    }
   }
 
   private async output(id: string, offset: number, waitMs: number): Promise<BoxReply> {
@@ -171,7 +189,10 @@ export class BoxChannel {
     }
     const from = Math.max(offset, command.base)
     const all = Buffer.concat(command.chunks)
-    return { _tag: "Output", offset: from, data: all.subarray(from - command.base).toString("base64"), exited: command.exit !== undefined }
+    const data = all.subarray(from - command.base, from - command.base + outputReplyBytesMax)
+    // `exited` only once this answer reaches the end: a reader goes on from where it stopped until then.
+    const atEnd = from + data.length === end()
+    return { _tag: "Output", offset: from, data: data.toString("base64"), exited: command.exit !== undefined && atEnd }
   }
 
   private stateOf(command: Command, withOutput: boolean): BoxCommand {
@@ -193,7 +214,10 @@ export class BoxChannel {
   private ask(request: Exclude<SupervisorRequest, { readonly op: "exec" }>): Promise<BoxReply> {
     const rid = this.nextRid++
     return new Promise((resolve) => {
+      // A supervisor that never answers (killed, stopped, flooded) leaves no caller waiting for ever.
+      const timer = setTimeout(() => this.answers.get(rid)?.({ rid, ok: false, code: "Unavailable", message: "the box did not answer in time" }), askTimeoutMs)
       this.answers.set(rid, (message) => {
+        clearTimeout(timer)
         this.answers.delete(rid)
         if (!message.ok) return resolve(refused(supervisorCodes.has(message.code) ? message.code as Extract<BoxReply, { _tag: "Refused" }>["code"] : "Invalid", message.message))
         if (message.file !== undefined) return resolve({ _tag: "File", data: message.file.data, size: message.file.size })
@@ -222,6 +246,7 @@ export class BoxChannel {
         command.kept -= dropped.length
         command.base += dropped.length
       }
+      if (!command.foreground) return wake(command)
       const out = message.fd === 1
       const used = out ? command.replyBytes.out : command.replyBytes.err
       const room = replyOutputMax - used
@@ -249,7 +274,10 @@ const refused = (code: Extract<BoxReply, { _tag: "Refused" }>["code"], message: 
 const unknownCommand = (id: string): BoxReply => refused("NotFound", `no command ${id} ran in this box`)
 
 /** The refusals a supervisor gives (BoxSupervisor.ts), and the channel's own when the box ends; any other is Invalid. */
-const supervisorCodes: ReadonlySet<string> = new Set(["NotFound", "Forbidden", "Conflict", "Invalid", "FileTooLarge", "StdinBackpressure", "SandboxNotRunning"])
+const supervisorCodes: ReadonlySet<string> = new Set(["NotFound", "Forbidden", "Conflict", "Invalid", "FileTooLarge", "StdinBackpressure", "SandboxNotRunning", "Unavailable"])
+
+/** How long a request to a supervisor may go unanswered (a file of 16 MiB takes well under a second). */
+const askTimeoutMs = 60_000
 
 /** The longest line a supervisor sends: a file answer of `sandboxFileBytesMax`, in base64, with its envelope. */
 const lineMax = Math.ceil((Limits.sandboxFileBytesMax * 4) / 3) + 64 * 1024

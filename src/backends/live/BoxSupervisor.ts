@@ -28,6 +28,8 @@ export type SupervisorRequest =
   | { readonly op: "read"; readonly rid: number; readonly path: string; readonly max: number }
   | { readonly op: "write"; readonly rid: number; readonly path: string; readonly data: string }
   | { readonly op: "delete"; readonly rid: number; readonly path: string }
+  /** A terminal's new size: stty on the tty its shell wrote to /tmp/.nodus-tty-<id> (SandboxApi.ts). */
+  | { readonly op: "resize"; readonly rid: number; readonly id: string; readonly cols: number; readonly rows: number }
   /** A warm box (started before any Sandbox wanted it) given to one: its env, working directory and main process. */
   | { readonly op: "configure"; readonly rid: number; readonly env: Readonly<Record<string, string>>; readonly cwd: string | undefined; readonly main: ReadonlyArray<string> }
 
@@ -94,12 +96,17 @@ const entryOf = (dir, name) => {
   const s = fs.lstatSync(path.join(dir, name))
   return { name, size: s.size, mode: "0" + (s.mode & 0o7777).toString(8), modTime: s.mtime.toISOString(), type: typeOf(s) }
 }
-const fsCode = (e) => e.code === "ENOENT" || e.code === "ENOTDIR" ? "NotFound" : e.code === "EACCES" || e.code === "EPERM" || e.code === "EROFS" ? "Forbidden" : e.code === "EISDIR" || e.code === "ENOTEMPTY" ? "Conflict" : "Invalid"
+const fsCode = (e) => e.code === "ENOENT" || e.code === "ENOTDIR" ? "NotFound" : e.code === "EACCES" || e.code === "EPERM" || e.code === "EROFS" ? "Forbidden" : e.code === "EISDIR" || e.code === "ENOTEMPTY" ? "Conflict" : e.code === "ENOSPC" || e.code === "EDQUOT" || e.code === "EIO" ? "Unavailable" : "Invalid"
 const ops = {
   exec(m) {
-    let child, timedOut = false, timer
+    let child, timedOut = false, timer, ended = false
+    const cwd = m.cwd ? resolvePath(m.cwd) : undefined
+    if (cwd !== undefined && !fs.existsSync(cwd)) {
+      out({ ev: "out", id: m.id, fd: 2, data: b64(m.cwd + ": no such working directory\\n") })
+      return out({ ev: "exit", id: m.id, code: 126, signal: null, timedOut: false })
+    }
     try {
-      child = spawn(m.argv[0], m.argv.slice(1), { cwd: m.cwd ? resolvePath(m.cwd) : undefined, env: { ...process.env, ...m.env }, stdio: ["pipe", "pipe", "pipe"], detached: true })
+      child = spawn(m.argv[0], m.argv.slice(1), { cwd, env: { ...process.env, ...m.env }, stdio: ["pipe", "pipe", "pipe"], detached: true })
     } catch (e) {
       out({ ev: "out", id: m.id, fd: 2, data: b64(m.argv[0] + ": " + e.message + "\\n") })
       return out({ ev: "exit", id: m.id, code: 126, signal: null, timedOut: false })
@@ -110,15 +117,23 @@ const ops = {
     child.stdin.on("error", () => undefined)
     child.stdout.on("data", (d) => out({ ev: "out", id: m.id, fd: 1, data: d.toString("base64") }))
     child.stderr.on("data", (d) => out({ ev: "out", id: m.id, fd: 2, data: d.toString("base64") }))
-    child.on("close", (code, signal) => {
+    // The exit is the command's end, even if something it started keeps its output open: its output is read for a
+    // moment more, then the exit is said (and the streams let go).
+    const end = (code, signal) => {
+      if (ended) return
+      ended = true
       clearTimeout(timer)
       commands.delete(m.id)
+      child.stdout.destroy()
+      child.stderr.destroy()
       if (spawnError !== undefined) {
         out({ ev: "out", id: m.id, fd: 2, data: b64(m.argv[0] + ": " + (spawnError.code === "ENOENT" ? "command not found" : spawnError.message) + "\\n") })
         return out({ ev: "exit", id: m.id, code: spawnError.code === "ENOENT" ? 127 : 126, signal: null, timedOut: false })
       }
       out({ ev: "exit", id: m.id, code, signal, timedOut })
-    })
+    }
+    child.on("close", end)
+    child.on("exit", (code, signal) => setTimeout(() => end(code, signal), 200))
     if (m.stdin) child.stdin.write(Buffer.from(m.stdin, "base64"))
     if (m.closeStdin) child.stdin.end()
     if (m.timeoutMs) timer = setTimeout(() => { timedOut = true; try { process.kill(-child.pid, "SIGKILL") } catch {} }, m.timeoutMs)
@@ -126,6 +141,7 @@ const ops = {
   stdin(m) {
     const child = commands.get(m.id)
     if (child === undefined) return fail(m.rid, "NotFound", "the command has exited")
+    if (child.stdin.writableEnded) return fail(m.rid, "Conflict", "the command's stdin was closed")
     if (child.stdin.writableLength > ${stdinBufferMax}) return fail(m.rid, "StdinBackpressure", "the command has not read the stdin written before")
     if (m.data) child.stdin.write(Buffer.from(m.data, "base64"))
     if (m.close) child.stdin.end()
@@ -154,6 +170,11 @@ const ops = {
   },
   delete(m) {
     fs.rmSync(resolvePath(m.path), { recursive: true })
+    out({ rid: m.rid, ok: true })
+  },
+  resize(m) {
+    const tty = fs.readFileSync("/tmp/.nodus-tty-" + m.id, "utf8").trim()
+    spawn("stty", ["-F", tty, "rows", String(m.rows), "cols", String(m.cols)], { stdio: "ignore" }).on("error", () => undefined)
     out({ rid: m.rid, ok: true })
   },
   configure(m) {

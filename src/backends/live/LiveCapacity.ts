@@ -149,6 +149,8 @@ interface NodeState {
 interface PendingCall {
   readonly call: BoxCall
   readonly answer: (reply: BoxReply) => void
+  /** Sent to the agent in an answer to its sync: not sent again (a file's bytes ride once). */
+  delivered: boolean
 }
 
 /** How soon a box's change of activity reaches its machine (status.activity, lastActivityTime). */
@@ -495,7 +497,7 @@ export class LiveCapacity {
     const node = this.nodes.get(run.node)
     if (node === undefined || !node.ready) return Promise.resolve({ _tag: "Refused", code: "Unavailable", message: "the box's host is not connected" })
     // Reading a command's state or output is not activity: a silent open terminal is idle (spec: Sandbox idleTimeout).
-    if (request._tag !== "Output" && request._tag !== "Command") run.facts.activity = { busy: run.facts.activity?.busy ?? false, lastAt: this.options.now() }
+    if (request._tag !== "Output" && request._tag !== "Command" && request._tag !== "Resize") run.facts.activity = { busy: run.facts.activity?.busy ?? false, lastAt: this.options.now() }
     const id = this.nextCall++
     const waitMs = request._tag === "Exec" && !request.background ? request.timeoutMs ?? 24 * 3_600_000 : request._tag === "Output" ? request.waitMs : 0
     return new Promise((resolve) => {
@@ -506,12 +508,14 @@ export class LiveCapacity {
         this.bump(node)
         resolve(reply)
       }
-      node.calls.set(id, { call: { id, run: runIdOf(owner, attempt), request }, answer })
+      node.calls.set(id, { call: { id, run: runIdOf(owner, attempt), request }, answer, delivered: false })
       this.bump(node)
     })
   }
 
-  private nextCall = 1
+  /** Call ids go on from this process's start time: an agent holding replies of a previous server's calls (it answers
+   * them after a restart) can never answer one of this process's with them. */
+  private nextCall = Date.now() * 1_000
 
   /** A run's box calls that will get no reply: its box stopped, or its Node is gone. */
   private dropCalls(node: NodeState, runId: string | undefined, reply: BoxReply) {
@@ -617,7 +621,9 @@ export class LiveCapacity {
 
   private desiredOf(node: NodeState): Desired {
     const desired = { version: node.version, runs: [...node.desired.values()], adopted: [...node.adopted, ...node.held.keys()], checkpoints: Object.fromEntries(node.checkpoints) }
-    return node.calls.size === 0 ? desired : { ...desired, calls: [...node.calls.values()].map((pending) => pending.call) }
+    const calls = [...node.calls.values()].filter((pending) => !pending.delivered)
+    for (const pending of calls) pending.delivered = true
+    return calls.length === 0 ? desired : { ...desired, calls: calls.map((pending) => pending.call) }
   }
 
   /** Resolves when the Node's desired state changes, or after `waitMs`. */
@@ -667,7 +673,9 @@ export class LiveCapacity {
       run.facts.suspend = report.suspend
       changed = true
     }
-    if (report.phase !== "Starting" && run.facts.phase === "Provisioning") {
+    // A box is booted once its supervisor is up (Running); one that ended before never was (spec: StartupFailed).
+    const box = this.nodes.get(run.node)?.desired.get(report.id)?.box === true
+    if (report.phase !== "Starting" && run.facts.phase === "Provisioning" && (report.phase === "Running" || !box)) {
       run.facts.phase = "Running"
       run.facts.bootedAt = this.options.now()
       // Its agent materialized every input, each checked against its digest, before the program started.

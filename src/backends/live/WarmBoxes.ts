@@ -4,6 +4,8 @@
  * files, no memory limit, working under /workspace or /tmp) starts by taking one and configuring it (its env, working
  * directory and main process) instead of waiting for a box to start. Each one taken is replaced in the background.
  */
+import { randomBytes } from "node:crypto"
+import { rmSync } from "node:fs"
 import { join } from "node:path"
 import { BoxChannel } from "./BoxChannel.ts"
 import { type IsolationSupport, type Outcome, type RunningProgram, runIsolated } from "./Isolation.ts"
@@ -40,6 +42,8 @@ export class WarmBoxes {
 
   constructor(options: WarmBoxes["options"]) {
     this.options = options
+    // What a previous agent left here (its warm boxes' areas, a Sandbox's files among them) goes before any is made.
+    rmSync(options.dir, { recursive: true, force: true })
   }
 
   /** Starts boxes until `size` are ready or starting. */
@@ -83,7 +87,7 @@ export class WarmBoxes {
   }
 
   private async startOne(): Promise<WarmBox> {
-    const area = join(this.options.dir, `box-${++this.made}`)
+    const area = join(this.options.dir, `box-${++this.made}-${randomBytes(4).toString("hex")}`)
     const program = runIsolated(
       { argv: [], env: {}, workingDir: undefined, secretFiles: [], egress: "Deny", memoryBytes: undefined, area, logPath: join(area, "log"), box: { node: process.execPath } },
       { support: this.options.support, hidden: this.options.hidden }

@@ -64,6 +64,8 @@ export class SimBoxes {
       }
       case "Output":
         return box.commands.has(request.command) ? { _tag: "Output", offset: 0, data: "", exited: true } : noCommand(request.command)
+      case "Resize":
+        return box.commands.has(request.command) ? { _tag: "Done" } : noCommand(request.command)
       case "Stdin":
       case "Kill":
         return box.commands.has(request.command) ? { _tag: "Refused", code: "NotFound", message: "the command has exited" } : noCommand(request.command)

@@ -58,4 +58,19 @@ describe("the box channel", () => {
     await tick()
     expect(await pending).toMatchObject({ _tag: "Refused", code: "SandboxNotRunning" })
   })
+
+  it("keeps a background command's output for its log only, and forgets old exited commands", async () => {
+    const { box, say } = channel()
+    say(`{"ev":"ready","main":[]}`)
+    await box.ready
+    for (let index = 0; index < 70; index++) {
+      await box.handle({ _tag: "Exec", command: `bg${index}`, argv: ["true"], env: {}, workingDir: undefined, stdin: undefined, keepStdin: false, timeoutMs: undefined, background: true })
+      say(`{"ev":"out","id":"bg${index}","fd":1,"data":"${Buffer.from("x").toString("base64")}"}`)
+      say(`{"ev":"exit","id":"bg${index}","code":0,"signal":null,"timedOut":false}`)
+      await tick()
+    }
+    expect(await box.handle({ _tag: "Command", command: "bg0" })).toMatchObject({ _tag: "Refused", code: "NotFound" })
+    expect(await box.handle({ _tag: "Output", command: "bg69", offset: 0, waitMs: 0 })).toMatchObject({ _tag: "Output", data: Buffer.from("x").toString("base64"), exited: true })
+    expect(await box.handle({ _tag: "Resize", command: "bg69", cols: 80, rows: 24 })).toMatchObject({ _tag: "Refused", code: "NotFound" })
+  })
 })

@@ -123,6 +123,20 @@ describe("commands", () => {
     expect(text(state.stderr)).toContain("command not found")
   })
 
+  it("ends a command at its exit even when something it started keeps its output open", async () => {
+    const started = performance.now()
+    const state = commandOf(await exec("box-1", ["sh", "-c", "sleep 30 & echo started"]))
+    expect(state).toMatchObject({ phase: "Exited", exitCode: 0 })
+    expect(text(state.stdout)).toBe("started\n")
+    expect(performance.now() - started).toBeLessThan(10_000)
+  })
+
+  it("says so when the working directory does not exist (126), not that the command was not found", async () => {
+    const state = commandOf(await exec("box-1", ["true"], { workingDir: "/workspace/nowhere" }))
+    expect(state.exitCode).toBe(126)
+    expect(text(state.stderr)).toContain("no such working directory")
+  })
+
   it("kills a command at its timeout", async () => {
     const state = commandOf(await exec("box-1", ["sleep", "30"], { timeoutMs: 200 }))
     expect(state).toMatchObject({ phase: "Exited", timedOut: true, signal: "SIGKILL" })

@@ -227,3 +227,25 @@ describe("runs a previous server process left live", () => {
     expect(after._tag === "Desired" && after.desired.adopted).toEqual([])
   })
 })
+
+describe("a box's start", () => {
+  it("is not a boot when the box ended before its supervisor was up (a Job's program that ended at once did run)", async () => {
+    const { capacity } = setup()
+    const lease = capacity.hello(hello(), local)
+    const variant = variantsOf(capacity.catalog("demo")[0]!)[0]!
+    const box: ProgramRequest = { ...program, service: true, workload: { ...program.workload!, argv: [], sandbox: true } }
+    Effect.runSync(capacity.port.acquire({ owner: "uid-1", namespace: "demo", attempt: "box-1", index: 0, number: 1, variant, recovery: false }))
+    Effect.runSync(capacity.port.start("uid-1", "box-1", box))
+    launch(capacity)
+    await capacity.sync({
+      node: "n1", epoch: lease.epoch, version: 0, waitMs: 0,
+      runs: [
+        report("uid-1/box-1", { phase: "Exited", exit: exit({ exitCode: undefined, setupFailed: true, problem: "the box ended before it was ready" }) }),
+        report("uid-1/job-0-1", { phase: "Exited", exit: exit({ exitCode: 0 }) })
+      ]
+    }, local)
+    expect(Effect.runSync(capacity.port.facts("uid-1", "box-1"))).toMatchObject({ phase: "Ended", outcome: { type: "BootFailed" }, bootedAt: undefined })
+    expect(facts(capacity)).toMatchObject({ phase: "Ended", outcome: { type: "Succeeded" } })
+    expect(facts(capacity).bootedAt).toBeDefined()
+  })
+})

@@ -107,11 +107,15 @@ const expire = (step: Step): boolean => {
   return true
 }
 
-/** A new start-requested-at value: recorded as handled, and it starts a Sandbox its idle timeout stopped. */
+/**
+ * A new start-requested-at value: recorded as handled, and it starts a Sandbox its idle timeout stopped. It is activity
+ * too, so a request that comes while the idle stop still saves /workspace is not undone by the same idle clock.
+ */
 const startRequested = (step: Step): boolean => {
   const request = step.spec.startRequestedAt
   if (request === undefined || step.status.handledRequests?.[startRequestKey] === request) return false
   step.status.handledRequests = { ...step.status.handledRequests, [startRequestKey]: request }
+  step.status.lastActivityTime = iso(step.now)
   return true
 }
 
@@ -141,7 +145,7 @@ const idle = (step: Step): "Stop" | "Delete" | undefined => {
   const run = step.live.find((attempt) => attempt.phase === "Running")
   const idleMs = idleTimeoutMsOf(step.spec)
   if (run === undefined || idleMs === 0 || run.activity?.busy === true) return undefined
-  const last = Math.max(run.bootedAt ?? step.now, run.activity?.lastAt ?? 0)
+  const last = Math.max(run.bootedAt ?? step.now, run.activity?.lastAt ?? 0, parseTime(step.status.lastActivityTime) ?? 0)
   const at = last + idleMs
   if (step.now < at) {
     step.wake(at)

@@ -50,6 +50,18 @@ describe("idle", () => {
   })
 })
 
+describe("a start request", () => {
+  it("that comes while an idle stop still saves /workspace keeps the Sandbox running (it is activity)", () => {
+    const idle = { ...spec({ lifecycle: { idleTimeout: "5m" } }), startRequestedAt: "again" }
+    const saving = box({ activity: { busy: false, lastAt: T0 }, suspend: { episode: 1, state: "Pending", failures: 0 } })
+    const result = stepAt(T0 + 10 * minute, idle, { phase: "Stopping", stopReason: "IdleTimeout" }, [saving])
+    expect(result.actions).toEqual([])
+    expect(result.status).toMatchObject({ phase: "Running", lastActivityTime: new Date(T0 + 10 * minute).toISOString(), handledRequests: { "start-requested-at": "again" } })
+    expect(result.status.stopReason).toBeUndefined()
+    expect(result.wakeAt).toBe(T0 + 15 * minute)
+  })
+})
+
 describe("stop", () => {
   const stopped = spec({ state: "Stopped" })
 
