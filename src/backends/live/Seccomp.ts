@@ -4,8 +4,8 @@
  * administration (modules, kexec, reboot, swap, clocks, accounting, quotas), mounts and namespaces, keyrings, tracing
  * other processes or taking their descriptors (pidfd_getfd), eBPF, perf, userfaultfd, io_uring, handle-based opens — the calls Docker's default profile refuses
  * to a container without capabilities, where the box's namespaces and dropped capabilities are the first wall. A
- * system call of another architecture (32-bit x86 on x86_64, the x32 ABI) kills the process: the filter only knows the
- * host's own numbers.
+ * system call of another architecture (32-bit x86 on x86_64) kills the process, and the x32 ABI's are refused: the
+ * filter only knows the host's own numbers.
  *
  * Written out by hand (no libseccomp): the program is short, and its shape is the kernel's documented one
  * (Documentation/userspace-api/seccomp_filter.rst).
