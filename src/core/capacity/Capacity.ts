@@ -10,8 +10,9 @@
  * - the host's: `acquire` a host of a variant (a warm one of the project first), `release` it (torn down, or kept warm
  *   for the project), observe its facts; `market` says what a project could acquire now, `forget` drops an owner's
  *   attempts once they are all released;
- * - the program's on that host: `start` it (it runs once the host has booted), `checkpoint` it. Later issues add
- *   exec and files for Sandboxes, and stopping a program while its host stays.
+ * - the program's on that host: `start` it (it runs once the host has booted), `checkpoint` it, and — for a Sandbox's
+ *   box — send it commands and file requests (`box`, core/SandboxBox.ts). Stopping a program while its host stays is
+ *   a later issue's.
  * What happens next — boot, run, exit(code), OOM, checkpoint saved or failed, preemption, node loss, teardown — is
  * observed as the attempt's facts, and `changes` says whose facts changed and when capacity was freed.
  */
