@@ -5,14 +5,16 @@
  *
  * The proxy speaks HTTP CONNECT only (what clients use for https). A name is let through when it is in the list, or
  * matches a `*.suffix` pattern (any depth below the suffix, never the suffix itself). IP literals are refused: the list
- * names hosts. The name is resolved here, on the host, and every address it resolves to must be public — private,
- * loopback, link-local (cloud metadata among them), multicast and unspecified addresses, IPv4 and IPv6, are refused —
+ * names hosts. The name is resolved here, on the host, and every address it resolves to must be public
+ * (core/PublicAddress.ts: private, loopback, link-local with cloud metadata, multicast, documentation and IPv6 forms
+ * that carry such an IPv4 address are refused) —
  * so a name that resolves somewhere it should not (DNS rebinding included) reaches nothing. Each refusal is written to
  * the run's log.
  */
 import { lookup } from "node:dns/promises"
 import { appendFileSync, chmodSync, rmSync } from "node:fs"
-import { BlockList, connect, createServer, isIP, type Socket } from "node:net"
+import { connect, createServer, isIP, type Socket } from "node:net"
+import { isLoopbackAddress, isPublicAddress as isPublic } from "../../core/PublicAddress.ts"
 
 /** The forwarder's address inside the box. */
 export const proxyPort = 3128
@@ -21,14 +23,6 @@ export const proxySocketInBox = "/run/nodus/proxy.sock"
 
 /** The most a CONNECT request's head may be. */
 const headMaxBytes = 8 * 1024
-
-/** Addresses no run may reach through the proxy, whatever name leads there. */
-const forbidden = new BlockList()
-for (const [net, prefix] of [["0.0.0.0", 8], ["10.0.0.0", 8], ["100.64.0.0", 10], ["127.0.0.0", 8], ["169.254.0.0", 16], ["172.16.0.0", 12], ["192.0.0.0", 24], ["192.168.0.0", 16], ["198.18.0.0", 15], ["224.0.0.0", 3]] as const) forbidden.addSubnet(net, prefix, "ipv4")
-for (const [net, prefix] of [["::", 128], ["::1", 128], ["fc00::", 7], ["fe80::", 10], ["ff00::", 8]] as const) forbidden.addSubnet(net, prefix, "ipv6")
-const loopback = new BlockList()
-loopback.addSubnet("127.0.0.0", 8, "ipv4")
-loopback.addAddress("::1", "ipv6")
 
 /** Whether `host` is in the list: an exact name, or below a `*.suffix` pattern. */
 export const allowedBy = (allow: ReadonlyArray<string>, host: string): boolean => {
@@ -39,18 +33,9 @@ export const allowedBy = (allow: ReadonlyArray<string>, host: string): boolean =
   })
 }
 
-/** An address's family for BlockList, IPv4-mapped IPv6 addresses seen as the IPv4 they carry. */
-const addressOf = (address: string): { readonly address: string; readonly family: "ipv4" | "ipv6" } => {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/iu.exec(address)
-  if (mapped !== null) return { address: mapped[1]!, family: "ipv4" }
-  return { address, family: isIP(address) === 6 ? "ipv6" : "ipv4" }
-}
-
-export const isPublicAddress = (address: string, allowLoopback = false): boolean => {
-  const { address: plain, family } = addressOf(address)
-  if (allowLoopback && loopback.check(plain, family)) return true
-  return !forbidden.check(plain, family)
-}
+/** Whether a run may reach `address` through the proxy (core/PublicAddress.ts), loopback too when allowed. */
+export const isPublicAddress = (address: string, allowLoopback = false): boolean =>
+  (allowLoopback && isLoopbackAddress(address)) || isPublic(address)
 
 export interface ProxyOptions {
   readonly socket: string
