@@ -7,6 +7,7 @@
  */
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
+import { isPublicAddress, parseAddress } from "../PublicAddress.ts"
 import { ProjectName } from "../meta/ObjectMeta.ts"
 import { dottedNameGrammar, ipv4Grammar, ipv6Grammar, portGrammar, restGrammar } from "./Connection.ts"
 import { defaulted, described, duration, listOf, matching, oneOf, optional, uniqueBy } from "../meta/Fields.ts"
@@ -15,63 +16,6 @@ import { Condition, NonNegativeInt } from "./Shared.ts"
 
 // ---------------------------------------------------------------------------------------------------------------------
 // The receiver URL (spec: WebhookEndpoint.url — "https only, public address"; Events, retry rule 3)
-
-/**
- * IPv4 ranges that are not public addresses: this network, private (10/8, 172.16/12, 192.168/16), shared (CGNAT),
- * loopback, link-local, benchmarking, multicast and reserved.
- */
-const ipv4Ranges: ReadonlyArray<readonly [string, number]> = [
-  ["0.0.0.0", 8],
-  ["10.0.0.0", 8],
-  ["100.64.0.0", 10],
-  ["127.0.0.0", 8],
-  ["169.254.0.0", 16],
-  ["172.16.0.0", 12],
-  ["192.168.0.0", 16],
-  ["198.18.0.0", 15],
-  ["224.0.0.0", 4],
-  ["240.0.0.0", 4]
-]
-
-const ipv4Number = (text: string): number | undefined => {
-  const parts = text.split(".")
-  if (parts.length !== 4 || !parts.every((part) => /^[0-9]{1,3}$/u.test(part) && Number(part) <= 255)) return undefined
-  return parts.reduce((value, part) => value * 256 + Number(part), 0)
-}
-
-const inIPv4Range = (address: number, [base, prefix]: readonly [string, number]): boolean => {
-  const size = 2 ** (32 - prefix)
-  const start = ipv4Number(base) ?? 0
-  return address >= start && address < start + size
-}
-
-/** The eight 16-bit groups of an IPv6 address as URL writes it (compressed, lowercase, no zone, no dotted tail). */
-const ipv6Groups = (text: string): ReadonlyArray<number> | undefined => {
-  const halves = text.split("::")
-  if (halves.length > 2) return undefined
-  const parse = (half: string | undefined): Array<number> => (half === undefined || half === "" ? [] : half.split(":").map((group) => Number.parseInt(group, 16)))
-  const head = parse(halves[0])
-  const tail = parse(halves[1])
-  const missing = 8 - head.length - tail.length
-  const groups = halves.length === 2 ? [...head, ...Array.from({ length: missing }, () => 0), ...tail] : head
-  return groups.length === 8 && groups.every((group) => Number.isInteger(group) && group >= 0 && group <= 0xffff) ? groups : undefined
-}
-
-const isNonPublicIPv4 = (address: number): boolean => ipv4Ranges.some((range) => inIPv4Range(address, range))
-
-const isNonPublicIPv6 = (groups: ReadonlyArray<number>): boolean => {
-  const [first = 0] = groups
-  const allZeroBefore = (count: number) => groups.slice(0, count).every((group) => group === 0)
-  if (allZeroBefore(7) && (groups[7] === 0 || groups[7] === 1)) return true // :: and ::1
-  if ((first & 0xfe00) === 0xfc00) return true // fc00::/7 unique local
-  if ((first & 0xffc0) === 0xfe80) return true // fe80::/10 link-local
-  if ((first & 0xff00) === 0xff00) return true // ff00::/8 multicast
-  if (allZeroBefore(5) && groups[5] === 0xffff) {
-    // ::ffff:a.b.c.d carries an IPv4 address.
-    return isNonPublicIPv4(((groups[6] ?? 0) * 65_536) + (groups[7] ?? 0))
-  }
-  return false
-}
 
 /** Host names that never name a public address (nodus: localhost, single labels, .local and .internal). */
 const isNonPublicName = (host: string): boolean => {
@@ -90,13 +34,11 @@ export const webhookUrlProblem = (text: string): string | undefined => {
   }
   if (url.protocol !== "https:") return "must be an https URL"
   if (url.username !== "" || url.password !== "") return "must not carry a user name or password"
+  // An IP literal is judged by the one rule of what is public (core/PublicAddress.ts); a name, here by what it says,
+  // and by every address it resolves to when a delivery is made.
   const host = url.hostname
-  if (host.startsWith("[")) {
-    const groups = ipv6Groups(host.slice(1, -1))
-    return groups === undefined || isNonPublicIPv6(groups) ? "must be a public address, not a private, loopback or link-local one" : undefined
-  }
-  const v4 = ipv4Number(host)
-  if (v4 !== undefined) return isNonPublicIPv4(v4) ? "must be a public address, not a private, loopback or link-local one" : undefined
+  const literal = host.startsWith("[") ? host.slice(1, -1) : parseAddress(host) === undefined ? undefined : host
+  if (literal !== undefined) return isPublicAddress(literal) ? undefined : "must be a public address, not a private, loopback or link-local one"
   return isNonPublicName(host) ? "must be a public address, not localhost or a local name" : undefined
 }
 

@@ -39,6 +39,12 @@ const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
   ["an IPv6 link-local address", spec({ url: "https://[fe80::1]/hook" }), "spec.url"],
   ["an IPv6 unique local address", spec({ url: "https://[fd12:3456::1]/hook" }), "spec.url"],
   ["an IPv4-mapped private address", spec({ url: "https://[::ffff:10.0.0.1]/hook" }), "spec.url"],
+  // The webhooks issue's table: forms admission let through before core/PublicAddress.ts was its rule.
+  ["an IPv4-compatible loopback", spec({ url: "https://[::127.0.0.1]/hook" }), "spec.url"],
+  ["NAT64 of loopback", spec({ url: "https://[64:ff9b::7f00:1]/hook" }), "spec.url"],
+  ["6to4 of loopback", spec({ url: "https://[2002:7f00:1::1]/hook" }), "spec.url"],
+  ["an IETF protocol assignment (192.0.0.0/24)", spec({ url: "https://192.0.0.1/hook" }), "spec.url"],
+  ["a documentation address (192.0.2.0/24)", spec({ url: "https://192.0.2.1/hook" }), "spec.url"],
   ["a url with a trailing space", spec({ url: "https://hooks.example.com/nodus " }), "spec.url"],
   ["a url with a leading space", spec({ url: " https://hooks.example.com/nodus" }), "spec.url"],
   ["a url with a space in its path", spec({ url: "https://hooks.example.com/no dus" }), "spec.url"],
