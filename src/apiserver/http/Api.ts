@@ -7,7 +7,7 @@
 import { Cause, Clock, Context, Effect, Layer, Option, Result, Stream } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { type FieldValidation, fieldValidations } from "../../core/meta/Admission.ts"
-import { ApiError, badRequest, fieldInvalid, notFound } from "../../core/meta/ApiError.ts"
+import { ApiError, badRequest, fieldInvalid, methodNotAllowed, notFound, resourceNotFound } from "../../core/meta/ApiError.ts"
 import { errorCodeInfo } from "../../core/meta/ErrorCodes.ts"
 import { canonical, isObject, type Json, type JsonObject } from "../../core/Json.ts"
 import { apiVersionOf, byResource, eventKind, type KindInfo, namespaceKind, type Operation, type Version, versions, type ResourceRef } from "../../core/meta/Kinds.ts"
@@ -50,10 +50,6 @@ export const parseBool = (value: string | null): boolean | undefined => {
   return undefined
 }
 
-const methodNotAllowed = (method: string) =>
-  new ApiError({ code: "MethodNotAllowed", message: `the server does not allow this method on the requested resource (${method})` })
-
-const resourceNotFound = () => new ApiError({ code: "NotFound", message: "the server could not find the requested resource" })
 
 const boolParameter = (query: URLSearchParams, name: string): Effect.Effect<boolean, ApiError> => {
   const raw = query.get(name)

@@ -17,7 +17,7 @@ import { Effect, Option, Result, Stream } from "effect"
 import { Socket } from "effect/socket"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { admit } from "../../core/meta/Admission.ts"
-import { ApiError, badRequest, fieldInvalid, subjectOf } from "../../core/meta/ApiError.ts"
+import { ApiError, badRequest, fieldInvalid, methodNotAllowed, resourceNotFound, subjectOf } from "../../core/meta/ApiError.ts"
 import { isObject } from "../../core/Json.ts"
 import type { ResourceRef } from "../../core/meta/Kinds.ts"
 import * as Limits from "../../core/Limits.ts"
@@ -250,7 +250,7 @@ export const makeSandboxApi = (services: {
   /** Answers a request to a Sandbox's `commands`, `files` or `terminal`. */
   const handle = (request: Request, query: URLSearchParams, target: SandboxTarget): Effect.Effect<Response, ApiError> => {
     if (target.subresource === "terminal") return request.method === "GET" && target.item === undefined ? terminal(request, query, target) : Effect.fail(methodNotAllowed(request.method))
-    if (target.subresource === "files") return target.item === undefined ? files(request, query, target) : Effect.fail(notFoundRoute())
+    if (target.subresource === "files") return target.item === undefined ? files(request, query, target) : Effect.fail(resourceNotFound())
     const id = target.item
     if (id === undefined) return request.method === "POST" ? runCommand(request, target) : Effect.fail(methodNotAllowed(request.method))
     switch (target.action) {
@@ -263,7 +263,7 @@ export const makeSandboxApi = (services: {
       case "kill":
         return request.method === "POST" ? kill(query, target, id) : Effect.fail(methodNotAllowed(request.method))
       default:
-        return Effect.fail(notFoundRoute())
+        return Effect.fail(resourceNotFound())
     }
   }
 
@@ -314,10 +314,6 @@ const unexpected = (reply: BoxReply) =>
 const fileTooLarge = (path: string) =>
   new ApiError({ code: "FileTooLarge", message: `the file for ${path} is larger than the ${Limits.sandboxFileBytesMax} bytes a file request carries` })
 
-const methodNotAllowed = (method: string) =>
-  new ApiError({ code: "MethodNotAllowed", message: `the server does not allow this method on the requested resource (${method})` })
-
-const notFoundRoute = () => new ApiError({ code: "NotFound", message: "the server could not find the requested resource" })
 
 const boolQuery = (query: URLSearchParams, name: string): Effect.Effect<boolean, ApiError> => {
   const raw = query.get(name)

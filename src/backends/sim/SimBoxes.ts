@@ -5,6 +5,7 @@
  * command "runs" at once: it exits with the owner's `sim.nodus.dev/exec-exit-code` (default 0) after a reported
  * `sim.nodus.dev/exec-duration` (default 0s), with no output. Every request is the box's activity at the engine's now.
  */
+import { posix } from "node:path"
 import type { BoxCommand, BoxReply, BoxRequest } from "../../core/SandboxBox.ts"
 import { durationMs } from "../../core/StatusText.ts"
 import { simAnnotationPrefix } from "./Workloads.ts"
@@ -48,7 +49,8 @@ export class SimBoxes {
   handle(key: string, request: BoxRequest, now: number): BoxReply {
     const box = this.boxes.get(key)
     if (box === undefined) return { _tag: "Refused", code: "SandboxNotRunning", message: "the box is not running" }
-    const path = "path" in request ? absolute(box.workingDir, request.path) : ""
+    // A path as the box sees it: relative ones are the working directory's; `.` and `..` folded.
+    const path = "path" in request ? posix.resolve(box.workingDir, request.path) : ""
     switch (request._tag) {
       case "Exec": {
         if (box.commands.has(request.command)) return { _tag: "Refused", code: "Conflict", message: `a command ${request.command} exists already` }
@@ -93,14 +95,3 @@ export class SimBoxes {
 }
 
 const noCommand = (id: string): BoxReply => ({ _tag: "Refused", code: "NotFound", message: `no command ${id} ran in this box` })
-
-/** A path as the box sees it: relative ones are the working directory's; `.` and `..` folded. */
-const absolute = (workingDir: string, path: string): string => {
-  const parts: Array<string> = []
-  for (const part of `${path.startsWith("/") ? "" : workingDir}/${path}`.split("/")) {
-    if (part === "" || part === ".") continue
-    if (part === "..") parts.pop()
-    else parts.push(part)
-  }
-  return `/${parts.join("/")}`
-}

@@ -61,6 +61,13 @@ export const conflict = (subject: Subject, why: string): ApiError =>
     subject
   })
 
+/** A method the requested path does not take (Kubernetes' wording). */
+export const methodNotAllowed = (method: string): ApiError =>
+  new ApiError({ code: "MethodNotAllowed", message: `the server does not allow this method on the requested resource (${method})` })
+
+/** A path the server does not serve (Kubernetes' wording). */
+export const resourceNotFound = (): ApiError => new ApiError({ code: "NotFound", message: "the server could not find the requested resource" })
+
 export const badRequest = (message: string, causes?: ReadonlyArray<Cause>): ApiError =>
   new ApiError({ code: "BadRequest", message, ...(causes === undefined ? {} : { causes }) })
 

@@ -12,10 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { BoxReply, BoxRequest, ProgramRequest, WorkloadProgram } from "../../../src/core/capacity/Capacity.ts"
 import { variantsOf } from "../../../src/core/capacity/Offering.ts"
 import { Agent } from "../../../src/backends/live/Agent.ts"
-import { detectIsolation } from "../../../src/backends/live/Isolation.ts"
 import { LiveCapacity } from "../../../src/backends/live/LiveCapacity.ts"
-import { inProcessLink } from "../../../src/server/LiveBackend.ts"
-import { memoryCheckpoints } from "./MemoryCheckpoints.ts"
+import { makeLiveHost } from "./LiveHost.ts"
 
 const GiB = 1024 ** 3
 const owner = "sandbox-uid"
@@ -70,27 +68,7 @@ beforeAll(async () => {
   chmodSync(dir, 0o711)
   // What the control plane keeps on this host: no box may read it.
   writeFileSync(join(dir, "admin-token"), "control-plane-secret")
-  capacity = await Effect.runPromise(LiveCapacity.make({
-    now: () => Date.now(),
-    resolve: () => Effect.succeed({ env: { GREETING: "hello" }, secretFiles: [], secretValues: [], inputs: new Map() }),
-    appendLog: () => undefined,
-    storeOutput: async () => ({ sha256: "0".repeat(64), sizeBytes: 0 }),
-    checkpoints: memoryCheckpoints()
-  }))
-  const isolation = detectIsolation()
-  agent = new Agent({
-    link: inProcessLink(capacity, { pool: "test", namespace: undefined }),
-    hello: {
-      node: "node-a", hostname: "node-a", agentVersion: "test",
-      capacity: { cpus: 4, memoryBytes: 8 * GiB, diskBytes: 100 * GiB, gpus: [] },
-      isolation: { bubblewrap: isolation.bwrap !== undefined, memoryLimits: isolation.memoryLimits !== "none", problems: isolation.problems }
-    },
-    dataDir: join(dir, "agent"),
-    runsDir: join(dir, "runs"),
-    support: isolation,
-    hidden: [dir],
-    now: () => Date.now()
-  })
+  ;({ capacity, agent } = await makeLiveHost({ dir, node: "node-a", cpus: 4, now: () => Date.now(), env: { GREETING: "hello" }, hidden: [dir] }))
   await agent.connect()
   listener = createServer((socket) => socket.end("reached\n"))
   await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve))
@@ -279,19 +257,7 @@ describe("warm boxes", () => {
   it("a Sandbox of the common shape takes a box started ahead: its env, working directory, main process and snapshot applied", async () => {
     const warmDir = mkdtempSync(join(tmpdir(), "nodus-live-warm-"))
     chmodSync(warmDir, 0o711)
-    const warmCapacity = await Effect.runPromise(LiveCapacity.make({
-      now: () => Date.now(),
-      resolve: () => Effect.succeed({ env: { GREETING: "warm hello" }, secretFiles: [], secretValues: [], inputs: new Map() }),
-      appendLog: () => undefined,
-      storeOutput: async () => ({ sha256: "0".repeat(64), sizeBytes: 0 }),
-      checkpoints: memoryCheckpoints()
-    }))
-    const isolation = detectIsolation()
-    const warmAgent = new Agent({
-      link: inProcessLink(warmCapacity, { pool: "test", namespace: undefined }),
-      hello: { node: "node-w", hostname: "node-w", agentVersion: "test", capacity: { cpus: 4, memoryBytes: 8 * GiB, diskBytes: 100 * GiB, gpus: [] }, isolation: { bubblewrap: true, memoryLimits: true, problems: [] } },
-      dataDir: join(warmDir, "agent"), runsDir: join(warmDir, "runs"), support: isolation, hidden: [], now: () => Date.now(), warmBoxes: 1
-    })
+    const { capacity: warmCapacity, agent: warmAgent } = await makeLiveHost({ dir: warmDir, node: "node-w", cpus: 4, now: () => Date.now(), env: { GREETING: "warm hello" }, warmBoxes: 1 })
     try {
       await warmAgent.connect()
       await until("a warm box is up", () => warmAgent.warmReady() === 1)

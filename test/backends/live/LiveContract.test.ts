@@ -12,12 +12,10 @@ import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { variantsOf } from "../../../src/core/capacity/Offering.ts"
 import { Agent } from "../../../src/backends/live/Agent.ts"
-import { detectIsolation } from "../../../src/backends/live/Isolation.ts"
 import { LiveCapacity } from "../../../src/backends/live/LiveCapacity.ts"
 import { runIdOf, type RunSpec, type SyncRequest, type SyncResponse } from "../../../src/backends/live/Protocol.ts"
-import { inProcessLink } from "../../../src/server/LiveBackend.ts"
 import { capacityContract } from "../CapacityContract.ts"
-import { memoryCheckpoints } from "./MemoryCheckpoints.ts"
+import { makeLiveHost } from "./LiveHost.ts"
 
 const T0 = Date.parse("2026-03-01T00:00:00Z")
 const hosts = 3
@@ -39,27 +37,7 @@ const makeDriver = () => Effect.promise(async () => {
   const dir = mkdtempSync(join(tmpdir(), "nodus-live-contract-"))
   // Boxes run as an unprivileged user, who must be able to reach the runs' areas.
   chmodSync(dir, 0o711)
-  const capacity = await Effect.runPromise(LiveCapacity.make({
-    now: () => now,
-    resolve: () => Effect.succeed({ env: {}, secretFiles: [], secretValues: [], inputs: new Map() }),
-    appendLog: () => undefined,
-    storeOutput: async () => ({ sha256: "0".repeat(64), sizeBytes: 0 }),
-    checkpoints: memoryCheckpoints()
-  }))
-  const isolation = detectIsolation()
-  const agent = new Agent({
-    link: inProcessLink(capacity, { pool: "test", namespace: undefined }),
-    hello: {
-      node: "node-a", hostname: "node-a", agentVersion: "test",
-      capacity: { cpus: hosts, memoryBytes: 8 * GiB, diskBytes: 100 * GiB, gpus: [] },
-      isolation: { bubblewrap: isolation.bwrap !== undefined, memoryLimits: isolation.memoryLimits !== "none", problems: isolation.problems }
-    },
-    dataDir: join(dir, "agent"),
-    runsDir: join(dir, "runs"),
-    support: isolation,
-    hidden: [],
-    now: () => now
-  })
+  const { capacity, agent } = await makeLiveHost({ dir, node: "node-a", cpus: hosts, now: () => now })
   await agent.connect()
   const variant = variantsOf(capacity.catalog("demo")[0]!)[0]!
   /** When each started program's work is done, in virtual time. */

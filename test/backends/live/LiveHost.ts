@@ -1,0 +1,47 @@
+/**
+ * A live host for tests: the live driver (LiveCapacity) and one in-process node agent running real bubblewrap boxes,
+ * its runs under `dir`. Its secret resolution answers `env` for every program; checkpoints are kept in memory.
+ */
+import { join } from "node:path"
+import { Effect } from "effect"
+import { Agent } from "../../../src/backends/live/Agent.ts"
+import { detectIsolation } from "../../../src/backends/live/Isolation.ts"
+import { LiveCapacity } from "../../../src/backends/live/LiveCapacity.ts"
+import { inProcessLink } from "../../../src/server/LiveBackend.ts"
+import { memoryCheckpoints } from "./MemoryCheckpoints.ts"
+
+const GiB = 1024 ** 3
+
+export const makeLiveHost = async (options: {
+  readonly dir: string
+  readonly node: string
+  readonly cpus: number
+  readonly now: () => number
+  readonly env?: Readonly<Record<string, string>>
+  readonly hidden?: ReadonlyArray<string>
+  readonly warmBoxes?: number
+}) => {
+  const capacity = await Effect.runPromise(LiveCapacity.make({
+    now: options.now,
+    resolve: () => Effect.succeed({ env: options.env ?? {}, secretFiles: [], secretValues: [], inputs: new Map() }),
+    appendLog: () => undefined,
+    storeOutput: async () => ({ sha256: "0".repeat(64), sizeBytes: 0 }),
+    checkpoints: memoryCheckpoints()
+  }))
+  const isolation = detectIsolation()
+  const agent = new Agent({
+    link: inProcessLink(capacity, { pool: "test", namespace: undefined }),
+    hello: {
+      node: options.node, hostname: options.node, agentVersion: "test",
+      capacity: { cpus: options.cpus, memoryBytes: 8 * GiB, diskBytes: 100 * GiB, gpus: [] },
+      isolation: { bubblewrap: isolation.bwrap !== undefined, memoryLimits: isolation.memoryLimits !== "none", problems: isolation.problems }
+    },
+    dataDir: join(options.dir, "agent"),
+    runsDir: join(options.dir, "runs"),
+    support: isolation,
+    hidden: options.hidden ?? [],
+    now: options.now,
+    warmBoxes: options.warmBoxes
+  })
+  return { capacity, agent }
+}
