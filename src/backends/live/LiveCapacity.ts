@@ -674,8 +674,8 @@ export class LiveCapacity {
       changed = true
     }
     // A box is booted once its supervisor is up (Running); one that ended before never was (spec: StartupFailed).
-    const box = this.nodes.get(run.node)?.desired.get(report.id)?.box === true
-    if (report.phase !== "Starting" && run.facts.phase === "Provisioning" && (report.phase === "Running" || !box)) {
+    const booted = run.facts.phase === "Provisioning" && (report.phase === "Running" || (report.phase === "Exited" && this.nodes.get(run.node)?.desired.get(report.id)?.box !== true))
+    if (booted) {
       run.facts.phase = "Running"
       run.facts.bootedAt = this.options.now()
       // Its agent materialized every input, each checked against its digest, before the program started.
