@@ -103,7 +103,7 @@ export interface PagedList {
   readonly pages: Stream.Stream<ReadonlyArray<ResourceObject>, ApiError>
 }
 
-/** How often a patch without a resourceVersion is retried when another writer got there first. */
+/** How often a patch or delete without a resourceVersion is retried when another writer got there first. */
 export const patchConflictRetriesMax = 5
 
 /**
@@ -577,7 +577,18 @@ function makeOperations(services: {
         return { _tag: "Update", key: storedKey(dependent), object, previous: dependent, expectedRv: dependent.metadata.resourceVersion }
       }))
 
-  const remove = (ref: ResourceRef, namespace: string | undefined, name: string, options: DeleteOptions) =>
+  /**
+   * A DELETE retries on Conflict like a patch: a controller's status write between the read and the commit must not
+   * turn a plain DELETE into a 409 (Kubernetes' GuaranteedUpdate). One that pins a resourceVersion (a precondition or
+   * If-Match) is a compare-and-swap and is not retried; a uid precondition is checked again on every try.
+   */
+  const remove = (ref: ResourceRef, namespace: string | undefined, name: string, options: DeleteOptions) => {
+    const once = removeOnce(ref, namespace, name, options)
+    const pinned = options.preconditions?.resourceVersion !== undefined || options.ifMatch !== undefined
+    return pinned ? once : once.pipe(Effect.retry({ times: patchConflictRetriesMax, while: (error) => error.code === "Conflict" }))
+  }
+
+  const removeOnce = (ref: ResourceRef, namespace: string | undefined, name: string, options: DeleteOptions) =>
     Effect.gen(function*() {
       const current = yield* readExisting(ref, namespace, name)
       yield* checkIfMatch(options.ifMatch, current)

@@ -12,7 +12,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { createServer } from "node:net"
 import { join } from "node:path"
-import { afterAll, assert, describe, it } from "@effect/vitest"
+import { afterAll, afterEach, assert, describe, it } from "@effect/vitest"
 
 const root = join(import.meta.dirname, "..", "..")
 const node = join(root, "node_modules", ".bin", "node")
@@ -42,8 +42,18 @@ const serve = (addr = "127.0.0.1:0") =>
     child.stderr.on("data", onData)
   })
 
+const running = () => children.filter((child) => child.exitCode === null && child.signalCode === null)
+
+// A test that fails halfway leaves its server holding the data directory: the next test must not inherit it.
+afterEach(async () => {
+  await Promise.all(running().map((child) => new Promise((resolve) => {
+    child.once("exit", resolve)
+    child.kill("SIGKILL")
+  })))
+})
+
 afterAll(() => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+  for (const child of running()) child.kill("SIGKILL")
   rmSync(dataDir, { recursive: true, force: true })
 })
 

@@ -2,6 +2,9 @@
 // resourceVersion and ETag/If-Match, merge and JSON patches, server-side apply, no-op patches, dry runs and the ETag
 // that binds a later create, DELETE preconditions, and server-side field validation (Strict, Warn, Ignore).
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import * as MemoryStore from "../../../src/store/MemoryStore.ts"
+import { Store, type WriteOp } from "../../../src/store/Store.ts"
 import { jobDefaults } from "../../support/KindRules.ts"
 import { request, startTestServer, type TestServer } from "../../support/TestServer.ts"
 import { assertStatus, causeFields, createJob, createProject, jobBody, jobPath, jobsPath, mergePatch, namesOf, openWatch, rv, summary } from "./Support.ts"
@@ -427,6 +430,40 @@ describe("writes", () => {
       const right = await request(server, "DELETE", path, { body: { preconditions: { uid: created.metadata.uid, resourceVersion: created.metadata.resourceVersion } } })
       assert.strictEqual(right.status, 200, right.text)
       assert.strictEqual((await request(server, "GET", path)).status, 404)
+    })
+
+    it("a plain DELETE racing another writer is retried, not a Conflict; one pinning a resourceVersion is not", async () => {
+      // A controller's status write lands between the DELETE's read and its commit, every time.
+      const racing = Layer.effect(Store, Effect.map(MemoryStore.make, (store) => ({
+        ...store,
+        commit: (ops: ReadonlyArray<WriteOp>) => {
+          const first = ops[0]
+          if (first?._tag !== "Delete") return store.commit(ops)
+          const bump = Effect.flatMap(Effect.orDie(store.get(first.key)), (current) => {
+            if (current._tag === "None") return Effect.void
+            const object = { ...current.value, metadata: { ...current.value.metadata, labels: { bumped: String(raceOnce.size) } } }
+            return Effect.orDie(store.commit([{ _tag: "Update", key: first.key, object, previous: current.value, expectedRv: current.value.metadata.resourceVersion }]))
+          })
+          // The first try of each DELETE loses the race; its retry reads the newer object and wins.
+          const raced = raceOnce.has(first.key.name)
+          raceOnce.add(first.key.name)
+          return raced ? store.commit(ops) : Effect.andThen(bump, store.commit(ops))
+        }
+      })))
+      const raceOnce = new Set<string>()
+      const raced = await startTestServer({ store: racing })
+      try {
+        await createProject(raced, "w-race")
+        await createJob(raced, "w-race", "plain")
+        assert.strictEqual((await request(raced, "DELETE", jobPath("w-race", "plain"))).status, 200)
+        assert.strictEqual((await request(raced, "GET", jobPath("w-race", "plain"))).status, 404)
+        const pinned = await createJob(raced, "w-race", "pinned")
+        const body = { preconditions: { resourceVersion: pinned.metadata.resourceVersion } }
+        assertStatus(raced, await request(raced, "DELETE", jobPath("w-race", "pinned"), { body }), 409, "Conflict")
+        assert.strictEqual((await request(raced, "GET", jobPath("w-race", "pinned"))).status, 200)
+      } finally {
+        await raced.stop()
+      }
     })
 
     it("DELETE of a missing object is NotFound", async () => {
