@@ -14,7 +14,7 @@ import { hostname } from "node:os"
 import { dirname, join, resolve } from "node:path"
 import { Agent } from "../backends/live/Agent.ts"
 import { enroll, type Endpoint, httpLink } from "../backends/live/AgentHttp.ts"
-import { helloOf } from "../backends/live/HostFacts.ts"
+import { detectGpus, helloOf } from "../backends/live/HostFacts.ts"
 import { detectIsolation } from "../backends/live/Isolation.ts"
 import { warmBoxesMax } from "../server/Config.ts"
 
@@ -92,9 +92,11 @@ export const runAgent = async (args: ReadonlyArray<string>): Promise<number> => 
   mkdirSync(privateDir, { recursive: true, mode: 0o700 })
   const isolation = detectIsolation()
   for (const problem of isolation.problems) process.stderr.write(`nodus agent: ${problem}\n`)
+  const gpus = detectGpus()
   const agent = new Agent({
     link: httpLink(endpoint, credential.key),
-    hello: helloOf(credential.node, dataDir, isolation),
+    hello: helloOf(credential.node, dataDir, isolation, gpus),
+    gpus: gpus.map((gpu) => gpu.device),
     dataDir: privateDir,
     runsDir: join(dataDir, "runs"),
     support: isolation,

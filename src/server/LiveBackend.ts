@@ -18,7 +18,7 @@ import { CapacityPort, type WorkloadProgram } from "../core/capacity/Capacity.ts
 import { ApiError } from "../core/meta/ApiError.ts"
 import { currentPricebook } from "../core/billing/Pricebook.ts"
 import { Agent } from "../backends/live/Agent.ts"
-import { helloOf } from "../backends/live/HostFacts.ts"
+import { detectGpus, helloOf } from "../backends/live/HostFacts.ts"
 import { detectIsolation } from "../backends/live/Isolation.ts"
 import { LiveCapacity, type NodeScope } from "../backends/live/LiveCapacity.ts"
 import type { AgentLink } from "../backends/live/Protocol.ts"
@@ -179,9 +179,11 @@ const run = (capacity: LiveCapacity, settings: LocalSettings) => Effect.gen(func
   const agentDir = join(settings.dataDir, "agent")
   // Runs' areas are bound into boxes, so they live outside the private data directory (docs/live.md, "Isolation").
   const runsDir = join(tmpdir(), `nodus-runs-${createHash("sha256").update(resolve(settings.dataDir)).digest("hex").slice(0, 12)}`)
+  const gpus = detectGpus()
   const agent = new Agent({
     link: inProcessLink(capacity, localScope),
-    hello: helloOf(settings.node ?? localNode, settings.dataDir, isolation),
+    hello: helloOf(settings.node ?? localNode, settings.dataDir, isolation, gpus),
+    gpus: gpus.map((gpu) => gpu.device),
     dataDir: agentDir,
     runsDir,
     support: isolation,

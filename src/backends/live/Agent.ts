@@ -54,6 +54,8 @@ export interface AgentOptions {
   readonly allowLoopbackEgress?: boolean | undefined
   /** Sandbox boxes kept started ahead of any Sandbox (WarmBoxes.ts); 0 or absent: none. */
   readonly warmBoxes?: number | undefined
+  /** The device nodes of this host's GPUs (HostFacts.detectGpus), in the order the hello lists them; absent: none. */
+  readonly gpus?: ReadonlyArray<string> | undefined
   readonly log?: (message: string) => void
 }
 
@@ -96,6 +98,8 @@ export class Agent {
   /** Box calls taken (by id) and the replies not yet sent. */
   private readonly calls = new Set<number>()
   private readonly replies: Array<BoxCallReply> = []
+  /** The GPUs (device nodes) each run holds until it exits: the server counts them per Node, the agent picks which. */
+  private readonly gpusHeld = new Map<string, ReadonlyArray<string>>()
 
   private readonly warm: WarmBoxes
 
@@ -307,8 +311,22 @@ export class Agent {
     // No program runs unisolated: a host without bubblewrap refuses each run with the fix (the agent said so at start).
     const missing = this.options.support.bwrap === undefined ? this.options.support.problems.join("; ") : undefined
     if (missing !== undefined) return this.exited(run, undefined, `this host cannot isolate programs: ${missing}`)
+    const gpus = this.takeGpus(spec)
+    if (typeof gpus === "string") return this.exited(run, undefined, gpus, true)
     // The host could not set the run up (its box, its area, a checkpoint to restore): not the program's failure.
     void (warm === undefined ? this.execute(run) : this.serveWarm(run, warm)).catch((error) => this.exited(run, undefined, `the host could not start it: ${error instanceof Error ? error.message : String(error)}`, true))
+  }
+
+  /** The GPUs a run is given: free ones of this host, or why there are not enough (the host's failure to set it up). */
+  private takeGpus(spec: RunSpec): ReadonlyArray<string> | string {
+    const wanted = spec.gpus ?? 0
+    if (wanted === 0) return []
+    const held = new Set([...this.gpusHeld.values()].flat())
+    const free = (this.options.gpus ?? []).filter((device) => !held.has(device))
+    if (free.length < wanted) return `the run needs ${wanted} GPUs and this host has ${free.length} free`
+    const taken = free.slice(0, wanted)
+    this.gpusHeld.set(spec.id, taken)
+    return taken
   }
 
   private async execute(run: LocalRun) {
@@ -497,7 +515,8 @@ export class Agent {
       memoryBytes: spec.memoryBytes,
       area: run.area,
       logPath: run.logPath,
-      box: box ? { node: process.execPath } : undefined
+      box: box ? { node: process.execPath } : undefined,
+      devices: this.gpusHeld.get(spec.id)
     }, { support: this.options.support, hidden: this.options.hidden })
     run.program = program
     if (run.stopping) program.stop(stopGraceMs)
@@ -515,6 +534,7 @@ export class Agent {
   private exited(run: LocalRun, exit: ProgramExit | undefined, problem: string | undefined, setupFailed = false, outputs: ReadonlyArray<{ name: string; path: string }> = []) {
     if (run.phase === "Exited") return
     void run.proxy?.close()
+    this.gpusHeld.delete(run.spec.id)
     run.phase = "Exited"
     run.program = undefined
     run.exit = {

@@ -67,6 +67,11 @@ export interface IsolatedProgram {
    * the agent's `control` pipes.
    */
   readonly box?: { readonly node: string } | undefined
+  /**
+   * The GPUs given to the run, as host device nodes (/dev/nvidia<minor>), each seen at /dev/<its name>; the driver's
+   * shared nodes (HostView.gpuShared) come with the first. A box without them sees no GPU at all (docs/live.md, "GPUs").
+   */
+  readonly devices?: ReadonlyArray<string> | undefined
 }
 
 export interface Outcome {
@@ -113,11 +118,15 @@ export interface HostView {
    * where it leads) and whether it is a directory (an empty read-only tmpfs masks it) or a file (/dev/null does).
    */
   readonly hidden: ReadonlyMap<string, { readonly realPath: string; readonly directory: boolean }>
+  /** The NVIDIA driver's device nodes every GPU program needs (control, unified memory), those this host has. */
+  readonly gpuShared: ReadonlyArray<string>
 }
 
 const missingBwrap = "bubblewrap is missing: install the Debian package bubblewrap (apt-get install bubblewrap)"
 const boxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 const userlandPaths = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"]
+/** What nvidia-container-toolkit gives every GPU container besides its GPUs' own nodes. */
+const gpuSharedNodes = ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"]
 /** Where this process moves on cgroup v2, so that its own cgroup can hand the memory controller to the runs'. */
 const supervisorLeaf = "nodus-supervisor"
 /** nobody/nogroup on Debian: owns nothing the box could use. */
@@ -262,6 +271,7 @@ const boxOptions = (
   ...namespaceOptions(program.egress),
   ...userlandOptions(options.host),
   ...["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"],
+  ...deviceOptions(program.devices ?? [], options.host),
   ...areaOptions(program.area, program.box !== undefined),
   ...maskOptions(options.hidden, options.host),
   ...secretOptions(program.secretFiles),
@@ -306,6 +316,10 @@ const userlandOptions = (host: HostView): ReadonlyArray<string> =>
   host.userland.flatMap(({ path, symlink }) =>
     symlink === undefined ? ["--ro-bind", path, path] : ["--symlink", symlink, path]
   )
+
+/** The run's GPUs and the driver's shared nodes, bound into the box's otherwise minimal /dev. */
+const deviceOptions = (devices: ReadonlyArray<string>, host: HostView): ReadonlyArray<string> =>
+  devices.length === 0 ? [] : [...host.gpuShared, ...devices].flatMap((device) => ["--dev-bind", device, `/dev/${basename(device)}`])
 
 const areaOptions = (area: string, box: boolean): ReadonlyArray<string> => {
   if (!isAbsolute(area)) throw new Error(`area ${JSON.stringify(area)} is not an absolute path`)
@@ -372,7 +386,8 @@ export const viewHost = (hidden: ReadonlyArray<string>): HostView => ({
     if (!existsSync(path)) return [] // a dangling symlink included: nothing to see
     const realPath = realpathSync(path)
     return [[path, { realPath, directory: statSync(realPath).isDirectory() }] as const]
-  }))
+  })),
+  gpuShared: gpuSharedNodes.filter((node) => existsSync(node))
 })
 
 // ---------------------------------------------------------------------------------------------------------------------

@@ -407,7 +407,8 @@ export class LiveCapacity {
       restore,
       outputs: workload.outputs ?? [],
       inputs,
-      ...(workload.sandbox === true ? { box: true } : {})
+      ...(workload.sandbox === true ? { box: true } : {}),
+      ...(run.gpus === 0 ? {} : { gpus: run.gpus })
     }
     node.desired.set(spec.id, spec)
     node.held.delete(spec.id)

@@ -75,6 +75,11 @@ export interface RunSpec {
   readonly inputs: ReadonlyArray<RunInput>
   /** A Sandbox's box (BoxSupervisor.ts): `argv` is its optional main process; it serves box calls until stopped. */
   readonly box?: boolean | undefined
+  /**
+   * How many of the host's GPUs the run is given (absent: none). The server counts them per Node; the agent picks
+   * which, and the box sees those devices alone (docs/live.md, "GPUs").
+   */
+  readonly gpus?: number | undefined
 }
 
 export type RunInput =

@@ -24,6 +24,7 @@ export const isWarmable = (spec: RunSpec): boolean =>
   spec.egress === "Deny" &&
   spec.secretFiles.length === 0 &&
   spec.memoryBytes === undefined &&
+  (spec.gpus ?? 0) === 0 &&
   (spec.workingDir === undefined || ["/workspace", "/tmp"].some((dir) => spec.workingDir === dir || spec.workingDir!.startsWith(`${dir}/`)))
 
 export class WarmBoxes {

@@ -317,7 +317,8 @@ describe("bwrapArguments", () => {
       ["/etc/agent.key", { realPath: "/etc/agent.key", directory: false }],
       ["/bin/tool", { realPath: "/usr/bin/tool", directory: false }],
       ["/var/lib/nodus", { realPath: "/var/lib/nodus", directory: true }]
-    ])
+    ]),
+    gpuShared: ["/dev/nvidiactl", "/dev/nvidia-uvm"]
   }
   const hidden = [...host.hidden.keys(), "/etc/absent"]
   const args = (overrides: Partial<IsolatedProgram> = {}) =>
@@ -352,6 +353,15 @@ describe("bwrapArguments", () => {
     expect(hasPair(list, "--symlink", "usr/bin", "/bin")).toBe(true)
     expect(hasPair(list, "--bind", "/areas/run-1/outputs", "/platform/outputs")).toBe(true)
     expect(hasPair(list, "--ro-bind", "/areas/run-1/inputs", "/platform/inputs")).toBe(true)
+  })
+
+  it("binds a run's GPUs and the driver's shared nodes into /dev, and nothing of the kind without GPUs", () => {
+    const list = args({ devices: ["/dev/nvidia3"] })
+    for (const device of ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia3"]) expect(hasPair(list, "--dev-bind", device, device)).toBe(true)
+    // after the box's own /dev, which they would otherwise be hidden under
+    expect(list.indexOf("/dev/nvidia3")).toBeGreaterThan(list.indexOf("--dev"))
+    expect(hasPair(args({ devices: ["/tmp/fake/nvidia1"] }), "--dev-bind", "/tmp/fake/nvidia1", "/dev/nvidia1")).toBe(true)
+    expect(args().join(" ")).not.toContain("nvidia")
   })
 
   it("ends with the command after --", () => {

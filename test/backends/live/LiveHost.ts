@@ -5,6 +5,7 @@
 import { join } from "node:path"
 import { Effect } from "effect"
 import { Agent } from "../../../src/backends/live/Agent.ts"
+import type { HostGpu } from "../../../src/backends/live/HostFacts.ts"
 import { detectIsolation } from "../../../src/backends/live/Isolation.ts"
 import { LiveCapacity } from "../../../src/backends/live/LiveCapacity.ts"
 import { inProcessLink } from "../../../src/server/LiveBackend.ts"
@@ -20,11 +21,14 @@ export const makeLiveHost = async (options: {
   readonly env?: Readonly<Record<string, string>>
   readonly hidden?: ReadonlyArray<string>
   readonly warmBoxes?: number
+  /** The host's GPUs, as HostFacts.detectGpus finds them (a test's device nodes may be plain files). */
+  readonly gpus?: ReadonlyArray<HostGpu>
+  readonly appendLog?: (owner: string, attempt: string, text: string) => void
 }) => {
   const capacity = await Effect.runPromise(LiveCapacity.make({
     now: options.now,
     resolve: () => Effect.succeed({ env: options.env ?? {}, secretFiles: [], secretValues: [], inputs: new Map() }),
-    appendLog: () => undefined,
+    appendLog: options.appendLog ?? (() => undefined),
     storeOutput: async () => ({ sha256: "0".repeat(64), sizeBytes: 0 }),
     checkpoints: memoryCheckpoints()
   }))
@@ -33,7 +37,7 @@ export const makeLiveHost = async (options: {
     link: inProcessLink(capacity, { pool: "test", namespace: undefined }),
     hello: {
       node: options.node, hostname: options.node, agentVersion: "test",
-      capacity: { cpus: options.cpus, memoryBytes: 8 * GiB, diskBytes: 100 * GiB, gpus: [] },
+      capacity: { cpus: options.cpus, memoryBytes: 8 * GiB, diskBytes: 100 * GiB, gpus: (options.gpus ?? []).map(({ model, memoryMiB }) => ({ model, memoryMiB })) },
       isolation: { bubblewrap: isolation.bwrap !== undefined, memoryLimits: isolation.memoryLimits !== "none", problems: isolation.problems }
     },
     dataDir: join(options.dir, "agent"),
@@ -41,7 +45,8 @@ export const makeLiveHost = async (options: {
     support: isolation,
     hidden: options.hidden ?? [],
     now: options.now,
-    warmBoxes: options.warmBoxes
+    warmBoxes: options.warmBoxes,
+    gpus: (options.gpus ?? []).map((gpu) => gpu.device)
   })
   return { capacity, agent }
 }

@@ -1,7 +1,6 @@
 /** A Node's offerings (core/capacity/PoolOffering.ts) and what nvidia-smi says (backends/live/HostFacts.ts). */
 import { describe, expect, it } from "vitest"
 import { gpuFamilyOf, nodeOfferings, poolMicroUsdPerGpuHour, poolMicroUsdPerVcpuHour } from "../../../src/core/capacity/PoolOffering.ts"
-import { parseNvidiaSmi } from "../../../src/backends/live/HostFacts.ts"
 
 const GiB = 1024 ** 3
 
@@ -32,19 +31,4 @@ describe("GPU families", () => {
     ["NVIDIA GeForce RTX 4090", "4090"],
     ["NVIDIA L4", "L4"]
   ])("%s is %s", (model, family) => expect(gpuFamilyOf(model)).toBe(family))
-})
-
-describe("nvidia-smi", () => {
-  it("lists one GPU per line: name and memory in MiB", () => {
-    expect(parseNvidiaSmi("NVIDIA H100 80GB HBM3, 81559\nNVIDIA H100 80GB HBM3, 81559\n")).toEqual([
-      { model: "NVIDIA H100 80GB HBM3", memoryMiB: 81_559 },
-      { model: "NVIDIA H100 80GB HBM3", memoryMiB: 81_559 }
-    ])
-  })
-
-  it("gives nothing for what is not a GPU line", () => {
-    expect(parseNvidiaSmi("")).toEqual([])
-    expect(parseNvidiaSmi("No devices were found\n")).toEqual([])
-    expect(parseNvidiaSmi("NVIDIA L4, [N/A]\n")).toEqual([])
-  })
 })
