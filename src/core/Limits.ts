@@ -174,6 +174,16 @@ export const poolWaitTimeoutDefault = "30m"
 export const webhookBodyBytesMax = 64 * KiB
 export const webhookPreviousSecretTtlDefault = "24h"
 export const webhookPreviousSecretTtlMsMax = 7 * dayMs
+export const webhookResponseWaitMs = 15_000
+export const webhookRetryFirstDelayMs = 30_000
+export const webhookRetryDelayMsMax = 8 * hourMs
+export const webhookRetryWindowMs = 3 * dayMs
+export const webhookLogRetentionMs = 7 * dayMs
+export const webhookTimestampToleranceMs = 5 * minuteMs
+/** Failed deliveries in a row that make an endpoint unhealthy (spec: Events, retry rule 6). */
+export const webhookFailuresUnhealthy = 3
+/** A signing secret is `whsec_` + base64 of 24 to 64 random bytes; nodus makes 32. */
+export const webhookSecretBytes = 32
 
 // Names and reserved prefixes (spec: EnvVar, JobInput, JobOutput)
 export const reservedEnvPrefix = "PLATFORM_"

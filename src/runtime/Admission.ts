@@ -9,6 +9,7 @@
  *   price consent of a create bound by a dry run's ETag, and the refusal the estimate foresees (spec: Create
  *   semantics 1-3), which a Budget that refused reports as budget.exceeded.
  * - `enrollmentToken` (EnrollmentToken): its token, shown once in the create response, kept as a hash (Enrollment.ts).
+ * - `webhookSecret` (WebhookEndpoint): its signing secret, shown once, kept sealed, and its ping (WebhookSecrets.ts).
  */
 import { Effect, Layer, Option } from "effect"
 import { withPriceBoundAnnotation } from "../core/billing/PriceBound.ts"
@@ -21,6 +22,9 @@ import { type AdmissionPlugin, AdmissionPlugins } from "../apiserver/AdmissionPl
 import { BudgetService } from "./Budgets.ts"
 import { Estimates, quotedRateOf, refusalOf, withEstimate } from "./Estimates.ts"
 import { enrollmentTokenPlugin } from "./Enrollment.ts"
+import { EventOutbox } from "./EventOutbox.ts"
+import { SecretCipher } from "./SecretCipher.ts"
+import { webhookEndpointPlugin } from "./WebhookSecrets.ts"
 import { consentOf, PriceConsent } from "./PriceConsent.ts"
 import { scrubLastApplied, Secrets, splitData, valuesInMetadata } from "./Secrets.ts"
 
@@ -106,6 +110,7 @@ const pricing = (estimates: Estimates["Service"], priceConsent: PriceConsent["Se
 
 const isSecret = (ref: ResourceRef): boolean => ref.group !== "" && ref.info.kind === "Secret"
 const isEnrollmentToken = (ref: ResourceRef): boolean => ref.group !== "" && ref.info.kind === "EnrollmentToken"
+const isWebhookEndpoint = (ref: ResourceRef): boolean => ref.group !== "" && ref.info.kind === "WebhookEndpoint"
 
 /** The plugins of every kind: the Secret's own, the secret references of project kinds, and pricing. */
 export const layer = Layer.effect(AdmissionPlugins, Effect.gen(function*() {
@@ -120,8 +125,13 @@ export const layer = Layer.effect(AdmissionPlugins, Effect.gen(function*() {
   const projectPlugins = [references, priced]
   const otherPlugins = [priced]
   const enrollmentPlugins = [enrollmentTokenPlugin]
+  const webhookPlugins = [webhookEndpointPlugin(yield* SecretCipher, yield* EventOutbox)]
   return AdmissionPlugins.of({
     of: (ref) =>
-      isSecret(ref) ? secretPlugins : isEnrollmentToken(ref) ? enrollmentPlugins : ref.info.scope === "Namespaced" && ref.group !== "" ? projectPlugins : otherPlugins
+      isSecret(ref) ? secretPlugins
+      : isEnrollmentToken(ref) ? enrollmentPlugins
+      : isWebhookEndpoint(ref) ? webhookPlugins
+      : ref.info.scope === "Namespaced" && ref.group !== "" ? projectPlugins
+      : otherPlugins
   })
 })).pipe(Layer.provide(PriceConsent.layer))

@@ -27,6 +27,8 @@ export interface ServerConfig {
   readonly warmBoxes: number
   /** The URL clients reach the server at, when it is not the listening address (behind a proxy). */
   readonly publicUrl: string | undefined
+  /** Development only: webhook deliveries may go to receivers on loopback, any certificate (docs/webhooks.md). */
+  readonly webhookAllowLoopback: boolean
 }
 
 /**
@@ -42,6 +44,8 @@ interface Setting {
   readonly flag: string
   readonly fallback: string | undefined
   readonly description: string
+  /** A switch: the bare flag means on (`1`); its variable takes 1/0, on/off or true/false. */
+  readonly switch?: boolean
 }
 
 /** The most warm boxes a host keeps (each is a bwrap box and a node process, about 40 MB). */
@@ -60,8 +64,11 @@ export const settings: ReadonlyArray<Setting> = [
   { env: "NODUS_BACKEND", flag: "--backend", fallback: "local", description: "what runs workloads: local (real processes on this host), sim (the simulator) or none (the API alone)" },
   { env: "NODUS_SIM_SPEED", flag: "--sim-speed", fallback: "1", description: "sim backend: virtual seconds per wall-clock second (a positive number)" },
   { env: "NODUS_WARM_BOXES", flag: "--warm-boxes", fallback: "1", description: "local backend: Sandbox boxes kept started ahead, 0 to 16" },
-  { env: "NODUS_PUBLIC_URL", flag: "--public-url", fallback: undefined, description: "URL clients reach the server at, for links in answers; default the listening address" }
+  { env: "NODUS_PUBLIC_URL", flag: "--public-url", fallback: undefined, description: "URL clients reach the server at, for links in answers; default the listening address" },
+  { env: "NODUS_WEBHOOK_ALLOW_LOOPBACK", flag: "--webhook-allow-loopback", fallback: "0", switch: true, description: "development only: webhook deliveries may go to receivers on loopback (any certificate)" }
 ]
+
+const switchValues: Readonly<Record<string, boolean>> = { "1": true, on: true, true: true, "0": false, off: false, false: false }
 
 export type ConfigResult = { readonly _tag: "Ok"; readonly config: ServerConfig } | { readonly _tag: "Err"; readonly message: string }
 
@@ -90,7 +97,7 @@ export const resolve = (env: Readonly<Record<string, string | undefined>>, args:
     const [flag, inline] = arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined]
     const setting = settings.find((candidate) => candidate.flag === flag)
     if (setting === undefined) return { _tag: "Err", message: `unknown flag ${flag} (see nodus --help)` }
-    const value = inline ?? args[++index]
+    const value = inline ?? (setting.switch === true ? "1" : args[++index])
     if (value === undefined || (inline === undefined && value.startsWith("--"))) return { _tag: "Err", message: `flag ${flag} needs a value` }
     values.set(setting.env, value)
   }
@@ -111,6 +118,8 @@ export const resolve = (env: Readonly<Record<string, string | undefined>>, args:
   if (simSpeed === undefined) return { _tag: "Err", message: `NODUS_SIM_SPEED "${values.get("NODUS_SIM_SPEED")}" must be a positive number, such as 1 or 60` }
   const warmBoxes = values.get("NODUS_WARM_BOXES")!
   if (!/^[0-9]{1,2}$/u.test(warmBoxes) || Number(warmBoxes) > warmBoxesMax) return { _tag: "Err", message: `NODUS_WARM_BOXES "${warmBoxes}" must be a whole number from 0 to ${warmBoxesMax}` }
+  const webhookAllowLoopback = switchValues[values.get("NODUS_WEBHOOK_ALLOW_LOOPBACK")!]
+  if (webhookAllowLoopback === undefined) return { _tag: "Err", message: `NODUS_WEBHOOK_ALLOW_LOOPBACK "${values.get("NODUS_WEBHOOK_ALLOW_LOOPBACK")}" must be 1 or 0 (on/off, true/false)` }
   const publicUrl = values.get("NODUS_PUBLIC_URL")
   if (publicUrl !== undefined && !isBaseUrl(publicUrl)) return { _tag: "Err", message: `NODUS_PUBLIC_URL "${publicUrl}" must be an http or https URL without query or fragment, such as https://nodus.example.com` }
   return {
@@ -128,7 +137,8 @@ export const resolve = (env: Readonly<Record<string, string | undefined>>, args:
       backend: backend as Backend,
       simSpeed,
       warmBoxes: Number(warmBoxes),
-      publicUrl: publicUrl?.replace(/\/+$/u, "")
+      publicUrl: publicUrl?.replace(/\/+$/u, ""),
+      webhookAllowLoopback
     }
   }
 }

@@ -20,6 +20,7 @@ import { ensureAdminToken, ensureDataDir, ensureSecretKey, ensureTls, lockDataDi
 import type { ServerConfig } from "./Config.ts"
 import * as Controllers from "../apiserver/Controllers.ts"
 import * as Credits from "../runtime/Credits.ts"
+import * as Webhooks from "../runtime/Webhooks.ts"
 import { ApiConfig } from "../apiserver/ApiConfig.ts"
 import { Api, app } from "../apiserver/http/Api.ts"
 import { Estimates, type EstimatesReads } from "../runtime/Estimates.ts"
@@ -73,6 +74,8 @@ export interface ServerOptions {
   readonly starterCreditsMicro?: bigint | undefined
   /** The payment processor TopUps charge (docs/billing.md, "Credits"); default the embedded one, none in production. */
   readonly payments?: Payments.PaymentsMode | undefined
+  /** Webhook deliveries (docs/webhooks.md): loopback receivers allowed in development; tests stub name resolution. */
+  readonly webhooks?: Webhooks.WebhookSettings | undefined
 }
 
 export interface SimSettings {
@@ -157,6 +160,7 @@ export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Sto
     Layer.provideMerge(backend.control),
     Layer.provideMerge(Watches.layer),
     Layer.provideMerge(Credits.layer.pipe(Layer.provide(Payments.layerOf(options.payments ?? "embedded")))),
+    Layer.provideMerge(Webhooks.layer(options.webhooks ?? { allowLoopback: false })),
     Layer.provideMerge(machinery)
   )
   const listener = NodeHttpServer.layer(
@@ -208,7 +212,8 @@ export const layer = (config: ServerConfig) => Layer.unwrap(Effect.sync(() => {
     publicUrl: config.publicUrl,
     // docs/billing.md, "Credits": the embedded processor where the starter credits are; none on a production database.
     payments: config.databaseUrl === undefined || config.backend === "sim" ? "embedded" : "none",
-    onListening: (url) => console.log(`nodus serving ${url} (store: ${config.databaseUrl === undefined ? `PGlite in ${pgliteDirectory(config.dataDir)}` : "PostgreSQL"}; backend: ${config.backend === "sim" ? `sim at speed ${config.simSpeed}` : config.backend}; admin token in ${config.bootstrapToken === undefined ? `${config.dataDir}/admin.token` : "NODUS_BOOTSTRAP_TOKEN"})`)
+    webhooks: { allowLoopback: config.webhookAllowLoopback },
+    onListening: (url) => console.log(`nodus serving ${url} (store: ${config.databaseUrl === undefined ? `PGlite in ${pgliteDirectory(config.dataDir)}` : "PostgreSQL"}; backend: ${config.backend === "sim" ? `sim at speed ${config.simSpeed}` : config.backend}; admin token in ${config.bootstrapToken === undefined ? `${config.dataDir}/admin.token` : "NODUS_BOOTSTRAP_TOKEN"})${config.webhookAllowLoopback ? "\nnodus: webhook deliveries may go to loopback receivers (--webhook-allow-loopback: development only)" : ""}`)
   }, storeLayer)
 }))
 

@@ -45,7 +45,7 @@ const servicesOver = (store: Store["Service"]) => {
     ChangeFeed.layerWith({ ...defaultFeedOptions, pollInterval: "365 days" }),
     LedgerService.layer({ starterMicro: usd(1_000) }).pipe(Layer.provideMerge(EventOutbox.layer.pipe(Layer.provideMerge(Ids.layer))))
   ).pipe(Layer.provideMerge(Layer.succeed(Store, store)))
-  return Layer.mergeAll(Resources.layer.pipe(Layer.provide(Admission.layer), Layer.provide(Secrets.layer.pipe(Layer.provide(SecretCipher.layer(testSecretKey))))), BudgetService.layer).pipe(Layer.provideMerge(base))
+  return Layer.mergeAll(Resources.layer.pipe(Layer.provide(Admission.layer), Layer.provide(Secrets.layer), Layer.provide(SecretCipher.layer(testSecretKey))), BudgetService.layer).pipe(Layer.provideMerge(base))
 }
 
 const owner = (uid: string, namespace: string, labels: Record<string, string> = {}): LedgerOwner => ({ uid, namespace, name: uid, kind: "Job", labels })

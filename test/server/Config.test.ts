@@ -28,7 +28,8 @@ const defaults: ServerConfig = {
   backend: "local",
   simSpeed: 1,
   warmBoxes: 1,
-  publicUrl: undefined
+  publicUrl: undefined,
+  webhookAllowLoopback: false
 }
 
 describe("Config.resolve", () => {
@@ -58,7 +59,8 @@ describe("Config.resolve", () => {
       NODUS_BACKEND: "sim",
       NODUS_SIM_SPEED: "60",
       NODUS_WARM_BOXES: "4",
-      NODUS_PUBLIC_URL: "https://nodus.example.com/"
+      NODUS_PUBLIC_URL: "https://nodus.example.com/",
+      NODUS_WEBHOOK_ALLOW_LOOPBACK: "1"
     }
     assert.deepStrictEqual(ok(resolve(env, [])), {
       host: "0.0.0.0",
@@ -74,7 +76,8 @@ describe("Config.resolve", () => {
       backend: "sim",
       simSpeed: 60,
       warmBoxes: 4,
-      publicUrl: "https://nodus.example.com"
+      publicUrl: "https://nodus.example.com",
+      webhookAllowLoopback: true
     })
   })
 
@@ -85,6 +88,8 @@ describe("Config.resolve", () => {
       "--addr=x": { args: ["--addr=10.0.0.1:3"], expected: { host: "10.0.0.1", port: 3 } },
       "--tls off": { args: ["--tls", "off"], expected: { tls: false } },
       "--tls=off": { args: ["--tls=off"], expected: { tls: false } },
+      "--webhook-allow-loopback (a switch)": { args: ["--webhook-allow-loopback", "--tls", "off"], expected: { webhookAllowLoopback: true, tls: false } },
+      "--webhook-allow-loopback=off": { args: ["--webhook-allow-loopback=off"], expected: { webhookAllowLoopback: false } },
       "--api-group": { args: ["--api-group=flag.example.com"], expected: { apiGroup: "flag.example.com" } },
       "--data-dir": { args: ["--data-dir", "/flag"], expected: { dataDir: "/flag" } },
       "--database-url with '=' in the value": { args: ["--database-url=postgres://h/db?sslmode=require"], expected: { databaseUrl: "postgres://h/db?sslmode=require" } },
@@ -193,7 +198,7 @@ describe("Config.parseAddress", () => {
 describe("Config.usage", () => {
   it("mentions every environment variable and flag", () => {
     const text = usage()
-    const names = ["NODUS_ADDR", "NODUS_DATA_DIR", "DATABASE_URL", "NODUS_TLS", "NODUS_TLS_CERT", "NODUS_TLS_KEY", "NODUS_BOOTSTRAP_TOKEN", "NODUS_SECRET_KEY", "NODUS_API_GROUP", "NODUS_BACKEND", "NODUS_SIM_SPEED", "NODUS_WARM_BOXES", "NODUS_PUBLIC_URL"]
+    const names = ["NODUS_ADDR", "NODUS_DATA_DIR", "DATABASE_URL", "NODUS_TLS", "NODUS_TLS_CERT", "NODUS_TLS_KEY", "NODUS_BOOTSTRAP_TOKEN", "NODUS_SECRET_KEY", "NODUS_API_GROUP", "NODUS_BACKEND", "NODUS_SIM_SPEED", "NODUS_WARM_BOXES", "NODUS_PUBLIC_URL", "NODUS_WEBHOOK_ALLOW_LOOPBACK"]
     assert.deepStrictEqual(settings.map((setting) => setting.env), names)
     for (const name of names) assert.match(text, new RegExp(`\\b${name}\\b`, "u"), name)
     for (const setting of settings) assert.include(text, setting.flag, setting.flag)

@@ -14,6 +14,7 @@ import { Store } from "../../src/store/Store.ts"
 import { kubeconfig } from "../../src/server/Bootstrap.ts"
 import type { Estimates, EstimatesReads } from "../../src/runtime/Estimates.ts"
 import { EventOutbox, type OutboxEvent } from "../../src/runtime/EventOutbox.ts"
+import type { WebhookSettings } from "../../src/runtime/Webhooks.ts"
 import * as Server from "../../src/server/Server.ts"
 import { generateTlsMaterial } from "../../src/apiserver/tls/Certificates.ts"
 
@@ -38,6 +39,8 @@ export interface TestServerOptions {
   readonly secretKey?: Uint8Array
   /** Runs the local backend (docs/live.md): real programs on this host, its data under the server's directory. */
   readonly local?: boolean | { readonly lease?: { readonly renewMs: number; readonly expiryMs: number }; readonly inputCa?: string; readonly allowLoopbackEgress?: boolean }
+  /** Webhook deliveries: loopback receivers allowed, a resolver stub, a shorter wait for answers (docs/webhooks.md). */
+  readonly webhooks?: WebhookSettings
 }
 
 export interface TestServer {
@@ -78,7 +81,8 @@ export const startTestServer = async (options: TestServerOptions = {}): Promise<
     local: options.local === undefined || options.local === false
       ? undefined
       : { dataDir: join(directory, "data"), ...(options.local === true ? {} : options.local) },
-    starterCreditsMicro: options.starterCreditsMicro
+    starterCreditsMicro: options.starterCreditsMicro,
+    webhooks: options.webhooks
   }, options.store ?? Layer.fresh(MemoryStore.layer), { ...(options.estimates === undefined ? {} : { estimates: options.estimates }) })
   const runtime = ManagedRuntime.make(layer)
   await runtime.runPromise(Effect.void)

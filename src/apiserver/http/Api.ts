@@ -16,6 +16,7 @@ import { adminScope } from "../../core/meta/Scopes.ts"
 import { timestamp } from "../../core/meta/Strategy.ts"
 import { ApiConfig } from "../ApiConfig.ts"
 import { CreditOperations } from "../CreditOperations.ts"
+import { WebhookOperations } from "../WebhookOperations.ts"
 import * as OpenApi from "../openapi/OpenApi.ts"
 import { schemaDocuments } from "../openapi/SchemaDocuments.ts"
 import { type Access, Auth, expirationOf, forbidden, type Principal, scopeProblems, tokenExpirationSeconds } from "../Auth.ts"
@@ -26,6 +27,7 @@ import { clockObject, parseClockRequest, SimulationControl } from "../Simulation
 import { WorkloadFiles } from "../WorkloadFiles.ts"
 import { SandboxBoxes } from "../SandboxBoxes.ts"
 import { makeSandboxApi, sandboxSubresources } from "./SandboxApi.ts"
+import { makeWebhookApi, webhookSubresources } from "./WebhookApi.ts"
 import { type AgentCall, type AgentDownload, type AgentUpload, NodeAgents } from "../NodeAgents.ts"
 import * as Limits from "../../core/Limits.ts"
 import { agentBodyBytesMax } from "../../core/SandboxBox.ts"
@@ -120,10 +122,14 @@ const patchTypeOf = (contentType: string | undefined, ref: ResourceRef): Effect.
 }
 
 /** Which operation a method on a route means, before the kind's availability is checked. */
-type Special = "tokens" | "log" | "output" | "box"
+type Special = "tokens" | "log" | "output" | "box" | "webhookRead" | "webhookWrite"
 
 const operationOf = (method: string, route: Extract<Routes.Route, { _tag: "Resource" }>, info: KindInfo, watch: boolean): Operation | Special | undefined => {
   if (route.subresource !== undefined && (sandboxSubresources as ReadonlyArray<string>).includes(route.subresource)) return info.kind === "Sandbox" && route.name !== undefined ? "box" : undefined
+  if (route.subresource !== undefined && (webhookSubresources as ReadonlyArray<string>).includes(route.subresource)) {
+    if (info.kind !== "WebhookEndpoint" || route.name === undefined) return undefined
+    return method === "GET" ? "webhookRead" : "webhookWrite"
+  }
   if (route.subresource === "status") return method === "GET" ? "getStatus" : method === "PUT" || method === "PATCH" ? "writeStatus" : undefined
   if (route.subresource === "tokens") return info.plural === "serviceaccounts" && method === "POST" ? "tokens" : undefined
   if (route.subresource === "log") return info.kind === "Job" && method === "GET" && route.item === undefined ? "log" : undefined
@@ -146,10 +152,14 @@ const operationOf = (method: string, route: Extract<Routes.Route, { _tag: "Resou
   }
 }
 
+const specials: ReadonlySet<string> = new Set<Special>(["tokens", "log", "output", "box", "webhookRead", "webhookWrite"])
+const isSpecial = (operation: Operation | Special): operation is Special => specials.has(operation)
+
 const accessOf = (operation: Operation | Special): Access => {
   switch (operation) {
     case "log":
     case "output":
+    case "webhookRead":
     case "list":
     case "listAll":
     case "watch":
@@ -213,6 +223,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
     const files = yield* WorkloadFiles
     const agents = yield* NodeAgents
     const sandboxApi = makeSandboxApi({ resources, boxes: yield* SandboxBoxes, ids })
+    const webhookApi = makeWebhookApi(yield* WebhookOperations)
     const group = settings.group
     // Documents are generated once, on first request (tens of ms, off start-up): they depend only on the group and the
     // kinds' schemas.
@@ -466,12 +477,12 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
         const namespaced = ref.info.scope === "Namespaced"
         // Cluster-scoped kinds have no project segment; namespaced items always have one.
         if ((!namespaced && route.namespace !== undefined) || (namespaced && route.name !== undefined && route.namespace === undefined)) return yield* resourceNotFound()
-        if (route.subresource !== undefined && !["status", "tokens", "log", "outputs", ...sandboxSubresources].includes(route.subresource)) return yield* resourceNotFound()
+        if (route.subresource !== undefined && !["status", "tokens", "log", "outputs", ...sandboxSubresources, ...webhookSubresources].includes(route.subresource)) return yield* resourceNotFound()
         const query = url.searchParams
         const watching = route.name === undefined && request.method === "GET" ? yield* boolParameter(query, "watch") : false
         const operation = operationOf(request.method, route, ref.info, watching)
         if (operation === undefined) return yield* methodNotAllowed(request.method)
-        if (operation !== "tokens" && operation !== "log" && operation !== "output" && operation !== "box" && !ref.info.operations.has(operation)) return yield* methodNotAllowed(request.method)
+        if (!isSpecial(operation) && !ref.info.operations.has(operation)) return yield* methodNotAllowed(request.method)
         const namespace = ref.info === namespaceKind ? undefined : route.namespace
         const authorizedProject = ref.info === namespaceKind ? route.name : route.namespace
         yield* auth.authorize(principal, ref.info, accessOf(operation), authorizedProject)
@@ -508,6 +519,9 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
             return yield* readOutput(query, ref, namespace, name, route.item!)
           case "box":
             return yield* sandboxApi.handle(request, query, { ref, namespace, name, subresource: route.subresource!, item: route.item, action: route.action })
+          case "webhookRead":
+          case "webhookWrite":
+            return yield* webhookApi.handle(request, query, { ref, name, subresource: route.subresource!, item: route.item, action: route.action })
         }
       })
 

@@ -44,10 +44,13 @@ const notFound: Route = { _tag: "NotFound" }
 /** The calls of the node agent protocol (apiserver/NodeAgents.ts). */
 const agentCalls = ["enroll", "hello", "sync", "outputs", "inputs", "checkpoints", "restores"] as const
 
+/** Subresources with items: a Job's `outputs/{output}`, a Sandbox's `commands/{id}`, a webhook's `deliveries/{id}`. */
+const itemSubresources = new Set(["outputs", "commands", "deliveries"])
+
 const resource = (group: string, version: string, rest: ReadonlyArray<string>, namespace?: string): Route => {
   const [plural, name, subresource, item, action, ...extra] = rest
-  if (plural === undefined || extra.length > 0 || (item !== undefined && subresource !== "outputs" && subresource !== "commands")) return notFound
-  if (action !== undefined && subresource !== "commands") return notFound
+  if (plural === undefined || extra.length > 0 || (item !== undefined && !itemSubresources.has(subresource ?? ""))) return notFound
+  if (action !== undefined && subresource !== "commands" && subresource !== "deliveries") return notFound
   return {
     _tag: "Resource",
     group,

@@ -1,0 +1,98 @@
+/**
+ * A WebhookEndpoint's sub-resources over HTTP (spec: Webhook sub-resources; docs/webhooks.md):
+ *
+ *   GET  /apis/{group}/v1/webhookendpoints/{name}/deliveries?limit=N&after=<continue>   the delivery log, oldest first
+ *   POST /apis/{group}/v1/webhookendpoints/{name}/deliveries/{id}/replays               the same body, a new webhook-id
+ *   POST /apis/{group}/v1/webhookendpoints/{name}/rotations                             a new signing secret, shown once
+ *
+ * A rotation takes `{previousSecretTTL}` (default 24h, at most 168h) and an optional Idempotency-Key: a retry with the
+ * same key and body answers the same secret, another body under the key is IdempotencyKeyReused.
+ */
+import { Effect, Result } from "effect"
+import type { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { admit } from "../../core/meta/Admission.ts"
+import { ApiError, badRequest, methodNotAllowed, resourceNotFound, subjectOf } from "../../core/meta/ApiError.ts"
+import type { JsonObject } from "../../core/Json.ts"
+import type { ResourceRef } from "../../core/meta/Kinds.ts"
+import { WebhookEndpointRotation } from "../../core/schemas/WebhookEndpoint.ts"
+import { durationMs } from "../../core/StatusText.ts"
+import type { WebhookOperations } from "../WebhookOperations.ts"
+import { parseJson, readText } from "./Body.ts"
+import { json } from "./Respond.ts"
+
+type Request = HttpServerRequest.HttpServerRequest
+type Response = HttpServerResponse.HttpServerResponse
+
+/** The subresources of a WebhookEndpoint this module answers. */
+export const webhookSubresources = ["deliveries", "rotations"] as const
+
+/** Entries of one page of the log: the default, and the most a `limit` may ask. */
+export const deliveriesPageDefault = 100
+export const deliveriesPageMax = 1_000
+
+/** An Idempotency-Key is at most this long (as on creates). */
+const idempotencyKeyLengthMax = 256
+
+export interface WebhookTarget {
+  readonly ref: ResourceRef
+  readonly name: string
+  readonly subresource: string
+  readonly item: string | undefined
+  readonly action: string | undefined
+}
+
+export const makeWebhookApi = (operations: WebhookOperations["Service"]) => {
+  const limitOf = (query: URLSearchParams) => {
+    const text = query.get("limit")
+    if (text === null || text === "") return Effect.succeed(deliveriesPageDefault)
+    const limit = Number(text)
+    return Number.isInteger(limit) && limit >= 1 && String(limit) === text
+      ? Effect.succeed(Math.min(limit, deliveriesPageMax))
+      : Effect.fail(badRequest(`limit must be a positive integer (at most ${deliveriesPageMax} entries are answered per page), not ${JSON.stringify(text)}`))
+  }
+
+  const list = (query: URLSearchParams, target: WebhookTarget) =>
+    Effect.gen(function*() {
+      const limit = yield* limitOf(query)
+      const page = yield* operations.deliveries(target.name, query.get("after") ?? "", limit)
+      return json(200, {
+        apiVersion: target.ref.apiVersion,
+        kind: "WebhookDeliveryList",
+        metadata: page.continue === undefined ? {} : { continue: page.continue },
+        items: page.items
+      })
+    })
+
+  const rotate = (request: Request, target: WebhookTarget) =>
+    Effect.gen(function*() {
+      const text = yield* readText(request)
+      const body = text.trim() === "" ? {} : yield* parseJson(text)
+      const admitted = admit(WebhookEndpointRotation, body, "Strict", subjectOf(target.ref, target.name), "WebhookEndpointRotation")
+      if (Result.isFailure(admitted)) return yield* admitted.failure
+      const ttl = admitted.success.object["previousSecretTTL"]
+      const key = request.headers["idempotency-key"]
+      if (key !== undefined && (key === "" || key.length > idempotencyKeyLengthMax)) {
+        return yield* badRequest(`the Idempotency-Key header must be 1 to ${idempotencyKeyLengthMax} characters`)
+      }
+      const rotated = yield* operations.rotate(target.name, durationMs(String(ttl), 0), key === undefined ? undefined : { key, fingerprint: JSON.stringify(admitted.success.object) })
+      return json(200, rotated)
+    })
+
+  const handle = (request: Request, query: URLSearchParams, target: WebhookTarget): Effect.Effect<Response, ApiError> => {
+    const { subresource, item, action } = target
+    if (subresource === "deliveries" && item === undefined && action === undefined) {
+      return request.method === "GET" ? list(query, target) : Effect.fail(methodNotAllowed(request.method))
+    }
+    if (subresource === "deliveries" && item !== undefined && action === "replays") {
+      return request.method === "POST"
+        ? Effect.map(operations.replay(target.name, item), (entry: JsonObject) => json(201, { apiVersion: target.ref.apiVersion, kind: "WebhookDelivery", ...entry }))
+        : Effect.fail(methodNotAllowed(request.method))
+    }
+    if (subresource === "rotations" && item === undefined && action === undefined) {
+      return request.method === "POST" ? rotate(request, target) : Effect.fail(methodNotAllowed(request.method))
+    }
+    return Effect.fail(resourceNotFound())
+  }
+
+  return { handle }
+}

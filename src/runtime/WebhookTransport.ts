@@ -1,0 +1,106 @@
+/**
+ * One attempt of a webhook delivery over the network (spec: Events — retry rules 1-3): a POST that waits at most 15 s
+ * for the answer and follows no redirect, to an address checked after DNS resolution. Every address the name resolves
+ * to must be public (core/PublicAddress.ts: no private, loopback, link-local or metadata address, nor an IPv6 form of
+ * one), checked again on every attempt, and the connection goes to the address that was checked — so a name that
+ * resolves elsewhere a moment later (DNS rebinding) reaches nothing new. A URL it may not connect to is refused before
+ * anything is sent, and that is final: the delivery fails at once.
+ *
+ * The development switch (`--webhook-allow-loopback`) lets receivers on loopback take deliveries — a name that
+ * resolves there (`/etc/hosts`, localtest.me), with any certificate; nothing else changes. The URL is https still:
+ * admission takes no other (docs/webhooks.md, "Development").
+ */
+import { Agent, request } from "node:https"
+import { lookup } from "node:dns/promises"
+import type { LookupFunction } from "node:net"
+import * as Limits from "../core/Limits.ts"
+import { isLoopbackAddress, isPublicAddress, parseAddress } from "../core/PublicAddress.ts"
+
+export interface AttemptRequest {
+  readonly url: string
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: string
+}
+
+export type AttemptResult =
+  /** The receiver answered (any status). */
+  | { readonly _tag: "Answered"; readonly status: number; readonly durationMs: number }
+  /** No answer: a timeout or a connection error (tried again later). */
+  | { readonly _tag: "NoAnswer"; readonly message: string; readonly durationMs: number }
+  /** The URL may not be connected to (tried never again). */
+  | { readonly _tag: "Refused"; readonly message: string }
+
+export type Resolver = (host: string) => Promise<ReadonlyArray<{ readonly address: string; readonly family: number }>>
+
+export interface TransportOptions {
+  /** Development only: receivers on loopback, with any certificate. */
+  readonly allowLoopback: boolean
+  /** Name resolution (tests stub it); the system's resolver otherwise. */
+  readonly resolve?: Resolver | undefined
+  readonly timeoutMs?: number | undefined
+}
+
+const systemResolver: Resolver = (host) => lookup(host, { all: true, verbatim: true })
+
+/** Connections are kept for the next delivery to the same receiver (a receiver of many events takes them fast). */
+const agent = new Agent({ keepAlive: true, maxSockets: 64 })
+
+export const makeTransport = (options: TransportOptions) => {
+  const resolve = options.resolve ?? systemResolver
+  const timeoutMs = options.timeoutMs ?? Limits.webhookResponseWaitMs
+  const allowed = (address: string) => isPublicAddress(address) || (options.allowLoopback && isLoopbackAddress(address))
+
+  /** The addresses to connect to, or why none may be. */
+  const addressesOf = async (url: URL): Promise<ReadonlyArray<{ readonly address: string; readonly family: number }> | string> => {
+    const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname
+    const literal = parseAddress(host)
+    let found: ReadonlyArray<{ readonly address: string; readonly family: number }>
+    try {
+      found = literal === undefined ? await resolve(host) : [{ address: host, family: literal.family }]
+    } catch (error) {
+      return `the receiver's name ${host} does not resolve (${error instanceof Error ? error.message : String(error)})`
+    }
+    if (found.length === 0) return `the receiver's name ${host} resolves to no address`
+    const barred = found.find((entry) => !allowed(entry.address))
+    if (barred !== undefined) return `the receiver ${host} resolves to ${barred.address}, which is not a public address; webhooks are delivered to public addresses only`
+    return found
+  }
+
+  const send = async (attempt: AttemptRequest): Promise<AttemptResult> => {
+    const url = new URL(attempt.url)
+    const addresses = await addressesOf(url)
+    if (typeof addresses === "string") return { _tag: "Refused", message: addresses }
+    if (url.protocol !== "https:") return { _tag: "Refused", message: `the receiver URL must be https, not ${url.protocol}` }
+    const loopback = addresses.every((entry) => isLoopbackAddress(entry.address))
+    const pinned = addresses[0]!
+    // The connection goes to the address checked above, never to a second resolution of the name.
+    const pinnedLookup: LookupFunction = (_host, lookupOptions, callback) => {
+      if (lookupOptions.all === true) (callback as (error: null, addresses: ReadonlyArray<{ address: string; family: number }>) => void)(null, [pinned])
+      else callback(null, pinned.address, pinned.family)
+    }
+    const started = performance.now()
+    const elapsed = () => Math.round(performance.now() - started)
+    return new Promise<AttemptResult>((done) => {
+      const post = request(url, {
+        method: "POST",
+        headers: { ...attempt.headers, "content-type": "application/json", "content-length": Buffer.byteLength(attempt.body), "user-agent": "nodus-webhooks/1" },
+        agent,
+        lookup: pinnedLookup,
+        ...(loopback && options.allowLoopback ? { rejectUnauthorized: false } : {})
+      }, (response) => {
+        // The body is not read for anything; it is drained so that the connection can be used again.
+        response.resume()
+        response.on("end", () => done({ _tag: "Answered", status: response.statusCode ?? 0, durationMs: elapsed() }))
+        response.on("error", (error) => done({ _tag: "NoAnswer", message: error.message, durationMs: elapsed() }))
+      })
+      const timer = setTimeout(() => post.destroy(new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs)
+      post.on("close", () => clearTimeout(timer))
+      post.on("error", (error) => done({ _tag: "NoAnswer", message: error.message, durationMs: elapsed() }))
+      post.end(attempt.body)
+    })
+  }
+
+  return { send }
+}
+
+export type Transport = ReturnType<typeof makeTransport>

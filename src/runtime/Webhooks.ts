@@ -1,0 +1,573 @@
+/**
+ * Webhook deliveries (spec: Events, WebhookEndpoint, Webhook sub-resources; docs/webhooks.md).
+ *
+ * - **Fan-out.** Events of the spec's types are in the durable outbox (EventOutbox.ts), written in the commits of the
+ *   changes that caused them. The dispatcher reads them in order and makes one delivery per event and subscribed
+ *   endpoint (core/WebhookDelivery.ts `delivers`), committed with its progress through the outbox, so a crash loses no
+ *   event and fans none out twice. A commit can land after one with a later outbox id (ids are taken before commits),
+ *   so the dispatcher keeps reading the last `settleMs` of ids and skips what it has dispatched.
+ * - **Deliveries** are records (table `webhookdeliveries`, `<endpoint uid>/<entry id>`, kept 7 days): the exact body,
+ *   the webhook-id kept across retries, the phase, the attempts. The sender tries each when due, signing every attempt
+ *   with each live secret (WebhookSigning.ts, WebhookSecrets.ts) and posting it through the transport
+ *   (WebhookTransport.ts: public addresses only, checked after DNS on every attempt); a failure is tried again on the
+ *   spec's schedule until 3 days after the event. An endpoint deleted or disabled abandons what is pending to it.
+ * - **Status**: `lastDelivery`, `deliveries24h`, `failingSince` and the Healthy condition follow the attempts, written
+ *   at most once a second per endpoint; the third failure in a row records webhookendpoint.deliveries_failing.
+ *
+ * Time is the service's Clock: under the simulator the schedule runs on virtual time (and its test clock).
+ */
+import { createHash } from "node:crypto"
+import { Clock, Effect, Layer, Option, Queue } from "effect"
+import { ApiError } from "../core/meta/ApiError.ts"
+import { isObject, type JsonObject } from "../core/Json.ts"
+import * as Limits from "../core/Limits.ts"
+import { refOfKind, type ResourceRef } from "../core/meta/Kinds.ts"
+import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
+import { conditionsOf, withCondition } from "../core/controller/Conditions.ts"
+import { type DeliveryPhase, delivers, failingType, isFailing, isSuccess, nextAttemptAt, type Subscription } from "../core/WebhookDelivery.ts"
+import { ApiConfig } from "../apiserver/ApiConfig.ts"
+import { Resources, type WriteOptions } from "../apiserver/Resources.ts"
+import { WebhookOperations } from "../apiserver/WebhookOperations.ts"
+import { ChangeFeed } from "../store/ChangeFeed.ts"
+import { Store, type WriteOp } from "../store/Store.ts"
+import { deliveredObjectOf, deliveryOf, EventOutbox, type OutboxEntry } from "./EventOutbox.ts"
+import { followStore, surviving } from "./Following.ts"
+import { SecretCipher } from "./SecretCipher.ts"
+import { WorkQueue } from "./WorkQueue.ts"
+import { type EndpointSecrets, putSecrets, readSecrets, signingSecrets } from "./WebhookSecrets.ts"
+import { newSecret, newWebhookId, signatureHeader } from "./WebhookSigning.ts"
+import { makeTransport, type Resolver } from "./WebhookTransport.ts"
+
+export const deliveriesTable = "webhookdeliveries"
+export const cursorTable = "webhookcursor"
+/** Rotations made under an Idempotency-Key: their answers, sealed, by endpoint uid and the key's SHA-256. */
+export const rotationsTable = "webhookrotations"
+const cursorId = "outbox"
+
+/** How far back (service time) the dispatcher reads outbox ids again, for commits that landed late. */
+const settleMs = 10_000
+/** Attempts in flight at once, over every endpoint. */
+const inFlightMax = 256
+/** The longest the sender sleeps (wall clock) before it reads the service's clock again. */
+const recheckMs = 250
+/** Outbox records read per dispatch pass. */
+const dispatchBatch = 512
+
+/** One delivery, as its record stores it. */
+export interface Delivery {
+  readonly endpoint: string
+  readonly id: string
+  readonly webhookId: string
+  readonly type: string
+  readonly body: string
+  readonly eventAt: number
+  readonly createdAt: number
+  readonly phase: DeliveryPhase
+  readonly attempts: number
+  /** Each attempt's time and the receiver's status code (0: no answer), newest last. */
+  readonly results: ReadonlyArray<readonly [number, number]>
+  readonly nextAttemptAt?: number | undefined
+  readonly responseCode?: number | undefined
+  readonly durationMs?: number | undefined
+  readonly error?: string | undefined
+  readonly replayOf?: string | undefined
+}
+
+interface Endpoint {
+  readonly name: string
+  readonly url: string
+  readonly subscription: Subscription
+  readonly generation: number
+}
+
+/** What the sender has seen of an endpoint's attempts, for its status. */
+interface Health {
+  failuresInARow: number
+  failingSince: number | undefined
+  /** Attempts of the last 24 hours: time and success. */
+  readonly window: Array<readonly [number, boolean]>
+  last: Delivery | undefined
+  /** The third failure in a row happened and its event is not yet written. */
+  announce: boolean
+  dirty: boolean
+}
+
+export interface WebhookSettings {
+  /** Development only (`--webhook-allow-loopback`): loopback receivers take deliveries (WebhookTransport.ts). */
+  readonly allowLoopback: boolean
+  /** Name resolution for the transport (tests stub it). */
+  readonly resolve?: Resolver | undefined
+  /** How long the sender waits for an answer (default 15 s; tests shorten it). */
+  readonly timeoutMs?: number | undefined
+}
+
+const recordKey = (endpoint: string, id: string) => `${endpoint}/${id}`
+const iso = (ms: number) => new Date(ms).toISOString()
+const statusOf = (object: ResourceObject): JsonObject => (isObject(object.status) ? object.status : {})
+
+const subscriptionOf = (object: ResourceObject): Endpoint => {
+  const spec = isObject(object.spec) ? object.spec : {}
+  const strings = (value: unknown) => (Array.isArray(value) ? value.filter((item): item is string => typeof item === "string") : [])
+  return {
+    name: object.metadata.name,
+    url: typeof spec["url"] === "string" ? spec["url"] : "",
+    generation: object.metadata.generation ?? 0,
+    subscription: {
+      uid: object.metadata.uid,
+      eventTypes: spec["eventTypes"] === undefined ? ["*"] : strings(spec["eventTypes"]),
+      projects: strings(spec["projects"]),
+      enabled: spec["enabled"] !== false
+    }
+  }
+}
+
+/**
+ * The body of an event's delivery, at most 64 KiB (spec: Delivery): an object whose status is larger keeps its phase,
+ * reason and message alone.
+ */
+export const bodyOf = (event: OutboxEntry["event"]): string => {
+  const body = JSON.stringify(event)
+  if (Buffer.byteLength(body) <= Limits.webhookBodyBytesMax) return body
+  const status = event.data.object.status
+  const kept = Object.fromEntries(["phase", "reason", "message"].flatMap((field) => typeof status[field] === "string" ? [[field, String(status[field]).slice(0, 4_096)]] : []))
+  const message = event.data.event.message.slice(0, 4_096)
+  return JSON.stringify({ ...event, data: { event: { ...event.data.event, message }, object: { ...event.data.object, status: kept } } })
+}
+
+/** A delivery's log entry, as the deliveries sub-resource shows it. */
+export const entryOf = (delivery: Delivery): JsonObject => ({
+  id: delivery.id,
+  webhookId: delivery.webhookId,
+  type: delivery.type,
+  phase: delivery.phase,
+  attempts: delivery.attempts,
+  createdTime: iso(delivery.createdAt),
+  ...(delivery.results.length === 0 ? {} : { lastAttemptTime: iso(delivery.results[delivery.results.length - 1]![0]) }),
+  ...(delivery.nextAttemptAt === undefined || delivery.phase !== "Pending" ? {} : { nextAttemptTime: iso(delivery.nextAttemptAt) }),
+  ...(delivery.responseCode === undefined ? {} : { responseCode: delivery.responseCode }),
+  ...(delivery.durationMs === undefined ? {} : { durationMs: delivery.durationMs }),
+  ...(delivery.error === undefined ? {} : { error: delivery.error }),
+  ...(delivery.replayOf === undefined ? {} : { replayOf: delivery.replayOf })
+})
+
+const internal = (message: string) => new ApiError({ code: "InternalError", message })
+
+const make = (settings: WebhookSettings) => Effect.gen(function*() {
+  const store = yield* Store
+  const outbox = yield* EventOutbox
+  const resources = yield* Resources
+  const cipher = yield* SecretCipher
+  const feed = yield* ChangeFeed
+  const ref: ResourceRef = refOfKind((yield* ApiConfig).group, "WebhookEndpoint")
+  const transport = makeTransport({ allowLoopback: settings.allowLoopback, resolve: settings.resolve, timeoutMs: settings.timeoutMs })
+  const now = Clock.currentTimeMillis
+  const storeError = Effect.mapError((error: { readonly message: string }) => internal(error.message))
+
+  const endpoints = new Map<string, Endpoint>()
+  const byName = new Map<string, string>()
+  const health = new Map<string, Health>()
+  const secrets = new Map<string, EndpointSecrets>()
+  const pending = new Map<string, Delivery>()
+  const due = new WorkQueue()
+  const wakeSender = yield* Queue.sliding<void>(1)
+  const wakeDispatcher = yield* Queue.sliding<void>(1)
+  const wakeStatus = yield* Queue.sliding<void>(1)
+  due.onWork = () => Queue.offerUnsafe(wakeSender, undefined)
+  let inFlight = 0
+
+  const healthOf = (uid: string): Health => {
+    let found = health.get(uid)
+    if (found === undefined) {
+      found = { failuresInARow: 0, failingSince: undefined, window: [], last: undefined, announce: false, dirty: false }
+      health.set(uid, found)
+    }
+    return found
+  }
+
+  // -------------------------------------------------------------------------------------------------------------------
+  // Endpoints, followed through the change feed
+
+  const track = (object: ResourceObject) => {
+    const endpoint = subscriptionOf(object)
+    endpoints.set(object.metadata.uid, endpoint)
+    byName.set(endpoint.name, object.metadata.uid)
+    const status = statusOf(object)
+    // A restarted server takes up the health its status shows.
+    const known = healthOf(object.metadata.uid)
+    if (typeof status["failingSince"] === "string" && known.failingSince === undefined) {
+      known.failingSince = Date.parse(status["failingSince"])
+      known.failuresInARow = Math.max(known.failuresInARow, Limits.webhookFailuresUnhealthy)
+    }
+    // A paused endpoint drops what is pending to it.
+    if (!endpoint.subscription.enabled) for (const delivery of pending.values()) if (delivery.endpoint === object.metadata.uid) due.add(recordKey(delivery.endpoint, delivery.id))
+  }
+
+  const untrack = (uid: string) => {
+    const endpoint = endpoints.get(uid)
+    if (endpoint !== undefined && byName.get(endpoint.name) === uid) byName.delete(endpoint.name)
+    endpoints.delete(uid)
+    health.delete(uid)
+    secrets.delete(uid)
+    for (const delivery of pending.values()) if (delivery.endpoint === uid) due.add(recordKey(delivery.endpoint, delivery.id))
+  }
+
+  const resync = Effect.gen(function*() {
+    const page = yield* store.list({ resource: ref.info.plural })
+    const seen = new Set(page.items.map((object) => object.metadata.uid))
+    for (const uid of [...endpoints.keys()]) if (!seen.has(uid)) untrack(uid)
+    for (const object of page.items) if (object.metadata.deletionTimestamp === undefined) track(object)
+    Queue.offerUnsafe(wakeDispatcher, undefined)
+  })
+
+  yield* followStore("webhooks", feed, resync, (change) => Effect.sync(() => {
+    if (change.key.resource !== ref.info.plural) {
+      Queue.offerUnsafe(wakeDispatcher, undefined)
+      return
+    }
+    if (change.type === "DELETED" || change.object.metadata.deletionTimestamp !== undefined) untrack(change.object.metadata.uid)
+    else track(change.object)
+    Queue.offerUnsafe(wakeDispatcher, undefined)
+  }))
+
+  // -------------------------------------------------------------------------------------------------------------------
+  // Deliveries: stored, and queued when pending
+
+  const put = (delivery: Delivery): WriteOp => ({
+    _tag: "PutRecord",
+    table: deliveriesTable,
+    id: recordKey(delivery.endpoint, delivery.id),
+    value: delivery as unknown as JsonObject,
+    expiresAt: delivery.createdAt + Limits.webhookLogRetentionMs
+  })
+
+  const enqueue = (delivery: Delivery) => {
+    if (delivery.phase !== "Pending") return
+    const key = recordKey(delivery.endpoint, delivery.id)
+    pending.set(key, delivery)
+    due.at(key, delivery.nextAttemptAt ?? delivery.createdAt)
+  }
+
+  const newDelivery = (endpoint: string, id: string, type: string, body: string, eventAt: number, at: number, replayOf?: string): Delivery => ({
+    endpoint, id, webhookId: newWebhookId(), type, body, eventAt, createdAt: at, phase: "Pending", attempts: 0, results: [], nextAttemptAt: at,
+    ...(replayOf === undefined ? {} : { replayOf })
+  })
+
+  /** What the store holds of deliveries: the pending ones are queued, and each endpoint's last day is counted. */
+  const loadDeliveries = Effect.gen(function*() {
+    const at = yield* now
+    let after = ""
+    for (;;) {
+      const page = yield* store.records(deliveriesTable, after, 1_000, at)
+      for (const entry of page) {
+        const delivery = entry.value as unknown as Delivery
+        enqueue(delivery)
+        const known = healthOf(delivery.endpoint)
+        for (const [time, code] of delivery.results) if (time > at - Limits.dayMs) known.window.push([time, isSuccess(code)])
+        if (known.last === undefined || (delivery.results.at(-1)?.[0] ?? 0) > (known.last.results.at(-1)?.[0] ?? 0)) known.last = delivery
+      }
+      if (page.length < 1_000) return
+      after = page[page.length - 1]!.id
+    }
+  })
+
+  // -------------------------------------------------------------------------------------------------------------------
+  // Fan-out: the outbox's events become deliveries
+
+  /** Outbox ids dispatched after the cursor (the settle window). */
+  const dispatched = new Set<string>()
+  let cursor: string | undefined
+  /** After a restart, the settle window's deliveries may exist already: they are looked up before they are made. */
+  let checkExisting = true
+
+  const dispatchOnce = Effect.gen(function*() {
+    if (cursor === undefined) {
+      const stored = yield* store.getRecord(cursorTable, cursorId, 0)
+      cursor = Option.isSome(stored) && isObject(stored.value) && typeof stored.value["after"] === "string" ? stored.value["after"] : ""
+    }
+    const at = yield* now
+    const entries = (yield* outbox.read(cursor, dispatchBatch, at)).filter((entry) => !dispatched.has(entry.id))
+    if (entries.length === 0) return false
+    const made: Array<Delivery> = []
+    for (const entry of entries) {
+      const object = entry.event.data.object
+      const event = { type: entry.event.type, namespace: object.metadata.namespace, uid: object.metadata.uid }
+      const body = bodyOf(entry.event)
+      for (const [uid, endpoint] of endpoints) {
+        if (!delivers(endpoint.subscription, event)) continue
+        if (checkExisting && Option.isSome(yield* store.getRecord(deliveriesTable, recordKey(uid, entry.id), 0))) continue
+        made.push(newDelivery(uid, entry.id, entry.event.type, body, Date.parse(entry.event.timestamp), at))
+      }
+    }
+    // The cursor moves to the newest id older than the settle window; ids after it are remembered as dispatched.
+    const settled = String(at - settleMs).padStart(15, "0")
+    const last = entries[entries.length - 1]!.id
+    const nextCursor = [...dispatched, ...entries.map((entry) => entry.id)].filter((id) => id <= settled).reduce((max, id) => (id > max ? id : max), cursor)
+    yield* store.commit([...made.map(put), { _tag: "PutRecord", table: cursorTable, id: cursorId, value: { after: nextCursor } }])
+    for (const entry of entries) dispatched.add(entry.id)
+    for (const id of dispatched) if (id <= nextCursor) dispatched.delete(id)
+    cursor = nextCursor
+    checkExisting = entries.length === dispatchBatch && last > settled ? checkExisting : false
+    for (const delivery of made) enqueue(delivery)
+    return true
+  })
+
+  const dispatcher = Effect.gen(function*() {
+    while (yield* dispatchOnce) {}
+  })
+
+  // -------------------------------------------------------------------------------------------------------------------
+  // Attempts
+
+  const secretsOf = (uid: string) => Effect.gen(function*() {
+    const cached = secrets.get(uid)
+    if (cached !== undefined) return cached
+    const read = yield* readSecrets(store, cipher, uid)
+    if (read !== undefined) secrets.set(uid, read)
+    return read
+  })
+
+  const finish = (delivery: Delivery) => Effect.gen(function*() {
+    const key = recordKey(delivery.endpoint, delivery.id)
+    yield* store.commit([put(delivery)])
+    if (delivery.phase === "Pending") enqueue(delivery)
+    else {
+      pending.delete(key)
+      due.forget(key)
+    }
+  })
+
+  const abandon = (delivery: Delivery, why: string) => finish({ ...delivery, phase: "Abandoned", nextAttemptAt: undefined, error: why })
+
+  const attempt = (delivery: Delivery) => Effect.gen(function*() {
+    const endpoint = endpoints.get(delivery.endpoint)
+    if (endpoint === undefined) return yield* abandon(delivery, "the endpoint was deleted")
+    if (!endpoint.subscription.enabled) return yield* abandon(delivery, "the endpoint was disabled")
+    const live = yield* secretsOf(delivery.endpoint)
+    if (live === undefined) return yield* abandon(delivery, "the endpoint was deleted")
+    const signedAt = yield* now
+    const timestamp = Math.floor(signedAt / 1_000)
+    const headers = {
+      "webhook-id": delivery.webhookId,
+      "webhook-timestamp": String(timestamp),
+      "webhook-signature": signatureHeader(signingSecrets(live, signedAt), delivery.webhookId, timestamp, delivery.body)
+    }
+    const result = yield* Effect.promise(() => transport.send({ url: endpoint.url, headers, body: delivery.body }))
+    // An attempt counts from when it was signed: the schedule's waits run from there, to the second.
+    const at = signedAt
+    const attempts = delivery.attempts + 1
+    const code = result._tag === "Answered" ? result.status : 0
+    const results = [...delivery.results, [at, code] as const].slice(-32)
+    const base = { ...delivery, attempts, results, durationMs: result._tag === "Refused" ? undefined : result.durationMs, responseCode: result._tag === "Answered" ? result.status : delivery.responseCode }
+    const ok = result._tag === "Answered" && isSuccess(result.status)
+    const retryAt = ok || result._tag === "Refused" ? undefined : nextAttemptAt(delivery.eventAt, attempts, at)
+    const next: Delivery = ok
+      ? { ...base, phase: "Succeeded", nextAttemptAt: undefined, error: undefined }
+      : {
+        ...base,
+        phase: retryAt === undefined ? "Failed" : "Pending",
+        nextAttemptAt: retryAt,
+        error: result._tag === "Answered" ? `the receiver answered ${result.status}` : result.message
+      }
+    yield* finish(next)
+    observe(next, at, ok)
+  })
+
+  /** An attempt's outcome, for the endpoint's status. */
+  const observe = (delivery: Delivery, at: number, ok: boolean) => {
+    const known = healthOf(delivery.endpoint)
+    known.window.push([at, ok])
+    while (known.window.length > 0 && known.window[0]![0] <= at - Limits.dayMs) known.window.shift()
+    known.last = delivery
+    if (ok) {
+      known.failuresInARow = 0
+      known.failingSince = undefined
+    } else {
+      known.failuresInARow++
+      if (isFailing(known.failuresInARow) && known.failingSince === undefined) {
+        known.failingSince = at
+        known.announce = true
+      }
+    }
+    known.dirty = true
+    Queue.offerUnsafe(wakeStatus, undefined)
+  }
+
+  const sender = Effect.gen(function*() {
+    for (;;) {
+      const at = yield* now
+      for (let key = inFlight < inFlightMax ? due.next(at) : undefined; key !== undefined; key = inFlight < inFlightMax ? due.next(at) : undefined) {
+        const delivery = pending.get(key)
+        if (delivery === undefined) continue
+        pending.delete(key)
+        inFlight++
+        yield* Effect.forkDetach(surviving("webhooks", `delivering ${delivery.webhookId}`)(attempt(delivery)).pipe(
+          Effect.ensuring(Effect.sync(() => {
+            inFlight--
+            Queue.offerUnsafe(wakeSender, undefined)
+          }))
+        ))
+      }
+      const nextAt = due.hasReady ? undefined : due.nextAt()
+      const wait = Queue.take(wakeSender)
+      // Sleeping is on the wall clock while the schedule is on the service's (virtual under the simulator, and moved
+      // by its test clock): the sender looks again at least every `recheckMs`.
+      yield* nextAt === undefined ? wait : Effect.raceFirst(wait, Effect.sleep(Math.min(Math.max(0, nextAt - at), recheckMs)))
+    }
+  })
+
+  // -------------------------------------------------------------------------------------------------------------------
+  // Status
+
+  const writeOptions: WriteOptions = { dryRun: false, fieldValidation: "Ignore", fieldManager: "nodus-webhooks" }
+
+  const statusFor = (object: ResourceObject, known: Health, at: number): JsonObject => {
+    const current = statusOf(object)
+    const cutoff = at - Limits.dayMs
+    const window = known.window.filter(([time]) => time > cutoff)
+    const last = known.last
+    const failing = known.failingSince !== undefined
+    const conditions = withCondition(
+      conditionsOf(current),
+      "Healthy",
+      failing ? "False" : "True",
+      failing ? "DeliveriesFailing" : "DeliveriesSucceeding",
+      failing ? `The last ${known.failuresInARow} delivery attempts failed.` : "The last delivery attempt succeeded, or none was made yet.",
+      at,
+      object.metadata.generation
+    )
+    const { failingSince: _cleared, ...rest } = current
+    return {
+      ...rest,
+      ...(last === undefined ? {} : {
+        lastDelivery: {
+          id: last.webhookId, type: last.type, phase: last.phase, attempts: last.attempts,
+          ...(last.results.length === 0 ? {} : { time: iso(last.results[last.results.length - 1]![0]) }),
+          ...(last.responseCode === undefined ? {} : { responseCode: last.responseCode }),
+          ...(last.durationMs === undefined ? {} : { durationMs: last.durationMs })
+        }
+      }),
+      deliveries24h: { succeeded: window.filter(([, ok]) => ok).length, failed: window.filter(([, ok]) => !ok).length },
+      ...(known.failingSince === undefined ? {} : { failingSince: iso(known.failingSince) }),
+      conditions: conditions as unknown as JsonObject[],
+      observedGeneration: object.metadata.generation ?? 0
+    }
+  }
+
+  const writeStatus = (uid: string, known: Health) => Effect.gen(function*() {
+    const endpoint = endpoints.get(uid)
+    if (endpoint === undefined) return
+    known.dirty = false
+    const announce = known.announce
+    known.announce = false
+    const at = yield* now
+    const once = Effect.gen(function*() {
+      const current = yield* resources.get(ref, undefined, endpoint.name)
+      if (current.metadata.uid !== uid) return
+      const status = statusFor(current, known, at)
+      const metadata = { name: endpoint.name, uid, resourceVersion: current.metadata.resourceVersion }
+      const shown = { ...current, status }
+      const message = `The last ${known.failuresInARow} delivery attempts to this endpoint failed; the last: ${known.last?.error ?? "unknown"}.`
+      const commitWith = announce ? () => [outbox.record(deliveryOf(failingType, at, { reason: "DeliveriesFailing", message }, deliveredObjectOf(shown)))] : undefined
+      yield* resources.replace(ref, undefined, endpoint.name, { apiVersion: ref.apiVersion, kind: ref.info.kind, metadata, status }, { ...writeOptions, ...(commitWith === undefined ? {} : { commitWith }) }, "status")
+    })
+    yield* once.pipe(
+      Effect.retry({ times: 5, while: (error) => error.code === "Conflict" }),
+      Effect.catchIf((error) => error.code === "NotFound", () => Effect.void),
+      Effect.tapError(() => Effect.sync(() => {
+        known.dirty = true
+        known.announce ||= announce
+      }))
+    )
+  })
+
+  const statusWriter = Effect.gen(function*() {
+    for (const [uid, known] of health) if (known.dirty) yield* surviving("webhooks", "writing an endpoint's status")(writeStatus(uid, known))
+    // At most once a second per endpoint: a busy receiver does not turn every attempt into a status write.
+    yield* Effect.sleep("1 second")
+    yield* Queue.take(wakeStatus)
+  })
+
+  // -------------------------------------------------------------------------------------------------------------------
+  // Operations of the sub-resources
+
+  const endpointNamed = (name: string) => Effect.gen(function*() {
+    const object = yield* resources.get(ref, undefined, name)
+    return object
+  })
+
+  const deliveries = (name: string, after: string, limit: number) => Effect.gen(function*() {
+    const object = yield* endpointNamed(name)
+    const prefix = `${object.metadata.uid}/`
+    const at = yield* now
+    const page = yield* storeError(store.records(deliveriesTable, `${prefix}${after}`, limit + 1, at))
+    const mine = page.filter((entry) => entry.id.startsWith(prefix))
+    const items = mine.slice(0, limit).map((entry) => entryOf(entry.value as unknown as Delivery))
+    const more = mine.length > limit
+    return { items, continue: more ? String(items[items.length - 1]!["id"]) : undefined }
+  })
+
+  const replay = (name: string, id: string) => Effect.gen(function*() {
+    const object = yield* endpointNamed(name)
+    const at = yield* now
+    const found = yield* storeError(store.getRecord(deliveriesTable, recordKey(object.metadata.uid, id), at))
+    if (Option.isNone(found)) return yield* Effect.fail(new ApiError({ code: "NotFound", message: `webhookendpoints "${name}" has no delivery "${id}" (the log keeps 7 days)` }))
+    const original = found.value as unknown as Delivery
+    const replayId = `${String(at).padStart(15, "0")}.replay.${newWebhookId().slice(4, 16)}`
+    const delivery = newDelivery(object.metadata.uid, replayId, original.type, original.body, at, at, original.id)
+    yield* storeError(store.commit([put(delivery)]))
+    enqueue(delivery)
+    return entryOf(delivery)
+  })
+
+  /**
+   * A new secret; the previous one signs until the TTL ends. Under an Idempotency-Key the answer is kept (sealed, as
+   * the secrets are, for the 24 hours keys are kept): a retry gets the same secret, another body under it is refused.
+   */
+  const rotate = (name: string, previousSecretTtlMs: number, idempotency: { readonly key: string; readonly fingerprint: string } | undefined) =>
+    Effect.gen(function*() {
+      const object = yield* endpointNamed(name)
+      const uid = object.metadata.uid
+      const at = yield* now
+      const shown = (endpoint: ResourceObject, secret: string): ResourceObject => ({ ...endpoint, status: { ...statusOf(endpoint), signingSecret: secret } })
+      const kept = idempotency === undefined ? undefined : `${uid}/${createHash("sha256").update(idempotency.key).digest("hex")}`
+      if (kept !== undefined) {
+        const found = yield* storeError(store.getRecord(rotationsTable, kept, at))
+        if (Option.isSome(found)) {
+          const answer = yield* cipher.open(`${rotationsTable}/${kept}`, found.value, `the rotation of WebhookEndpoint ${name}`)
+          if (answer["fingerprint"] !== idempotency!.fingerprint) return yield* Effect.fail(new ApiError({ code: "IdempotencyKeyReused", message: "the Idempotency-Key was already used with a different request payload" }))
+          return shown(object, String(answer["secret"]))
+        }
+      }
+      const current = yield* readSecrets(store, cipher, uid)
+      if (current === undefined) return yield* Effect.fail(internal(`WebhookEndpoint ${name} has no signing secret`))
+      const secret = newSecret()
+      const rotated: EndpointSecrets = { current: secret, previous: { secret: current.current, until: at + previousSecretTtlMs } }
+      const status = { ...statusOf(object), secretRotation: iso(at + previousSecretTtlMs) }
+      const metadata = { name, uid, resourceVersion: object.metadata.resourceVersion }
+      const keep: ReadonlyArray<WriteOp> = kept === undefined ? [] : [{
+        _tag: "PutRecord", table: rotationsTable, id: kept, ifAbsent: true, expiresAt: at + Limits.dayMs,
+        value: cipher.seal(`${rotationsTable}/${kept}`, { fingerprint: idempotency!.fingerprint, secret })
+      }]
+      const replaced = yield* resources.replace(ref, undefined, name, { apiVersion: ref.apiVersion, kind: ref.info.kind, metadata, status }, { ...writeOptions, commitWith: () => [putSecrets(cipher, uid, rotated), ...keep] }, "status")
+      secrets.set(uid, rotated)
+      return shown(replaced.object, secret)
+    })
+
+  // -------------------------------------------------------------------------------------------------------------------
+  // Running
+
+  yield* loadDeliveries
+  const wakeOnCommit = yield* store.onCommit(() => Queue.offerUnsafe(wakeDispatcher, undefined))
+  yield* Effect.addFinalizer(() => wakeOnCommit)
+  yield* Effect.forkScoped(Effect.forever(Effect.andThen(Queue.take(wakeDispatcher), surviving("webhooks", "dispatching events")(dispatcher))))
+  yield* Effect.forkScoped(Effect.forever(surviving("webhooks", "sending")(sender)))
+  yield* Effect.forkScoped(Effect.forever(surviving("webhooks", "writing statuses")(statusWriter)))
+  // Outbox records of other processes are not heard of by commit: the dispatcher also looks every second.
+  yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep("1 second"), Effect.sync(() => Queue.offerUnsafe(wakeDispatcher, undefined)))))
+  Queue.offerUnsafe(wakeDispatcher, undefined)
+
+  return WebhookOperations.of({ deliveries, replay, rotate })
+})
+
+/** The webhook service: the deliveries and the operations the HTTP layer declares (WebhookOperations). */
+export const layer = (settings: WebhookSettings) => Layer.effect(WebhookOperations, make(settings))

@@ -1,0 +1,112 @@
+/**
+ * Webhook deliveries end to end (docs/webhooks.md; spec: Events, WebhookEndpoint, Webhook sub-resources): a whole
+ * server, a real HTTPS receiver on loopback, every delivery's signature verified by the `standardwebhooks` package.
+ * Names resolve through a stub (no network): receiver.example.com is the receiver on loopback, which the development
+ * switch lets take deliveries.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
+import { type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
+
+const endpoints = "/apis/nodus.dev/v1/webhookendpoints"
+const resolve = async (host: string) => {
+  const table: Record<string, string> = { "receiver.example.com": "127.0.0.1", "public.example.com": "93.184.216.34" }
+  const address = table[host]
+  if (address === undefined) throw new Error(`getaddrinfo ENOTFOUND ${host}`)
+  return [{ address, family: 4 }]
+}
+
+let server: TestServer
+let receiver: Receiver
+let secret: string
+
+const eventually = async <A>(what: string, check: () => A | undefined | false, timeoutMs = 10_000): Promise<A> => {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const value = check()
+    if (value !== undefined && value !== false) return value
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+const deliveriesOf = (type: string) => receiver.received.filter((got) => got.json.type === type)
+
+const createEndpoint = async (name: string, spec: Record<string, unknown> = {}) => {
+  const reply = await request(server, "POST", endpoints, {
+    body: { apiVersion: "nodus.dev/v1", kind: "WebhookEndpoint", metadata: { name }, spec: { url: `https://receiver.example.com:${receiver.port}/${name}`, ...spec } }
+  })
+  expect(reply.status, reply.text).toBe(201)
+  return reply.body
+}
+
+beforeAll(async () => {
+  receiver = await startReceiver()
+  server = await startTestServer({ webhooks: { allowLoopback: true, resolve, timeoutMs: 2_000 } })
+  secret = (await createEndpoint("main")).status.signingSecret
+})
+
+afterAll(async () => {
+  await server.stop()
+  await receiver.close()
+})
+
+describe("a WebhookEndpoint's signing secret", () => {
+  it("is in the create response once, whsec_ and base64 of 32 bytes, and never in a read or a list", async () => {
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]+={0,2}$/u)
+    expect(Buffer.from(secret.slice(6), "base64")).toHaveLength(32)
+    const read = await request(server, "GET", `${endpoints}/main`)
+    expect(read.status).toBe(200)
+    expect(read.text).not.toContain(secret.slice(6))
+    expect(read.body.status?.signingSecret).toBeUndefined()
+    const list = await request(server, "GET", endpoints)
+    expect(list.text).not.toContain(secret.slice(6))
+    // Nor in the store's plain JSON: its record is sealed.
+    const stored = await server.withStore((store) => store.getRecord("webhooksecrets", read.body.metadata.uid, 0))
+    expect(JSON.stringify(stored)).not.toContain(secret.slice(6))
+  })
+})
+
+describe("deliveries", () => {
+  it("sends a ping right after create, signed so that standardwebhooks verifies it", async () => {
+    const ping = await eventually("the ping", () => deliveriesOf("webhookendpoint.ping").find((got) => got.path === "/main"))
+    expect(receiver.verifies(secret, ping)).toBe(true)
+    expect(ping.headers["webhook-id"]).toMatch(/^msg_/u)
+    expect(ping.json).toMatchObject({ type: "webhookendpoint.ping", data: { event: { reason: "Ping", count: 1 }, object: { kind: "WebhookEndpoint", metadata: { name: "main" } } } })
+    expect(Math.abs(Number(ping.headers["webhook-timestamp"]) - Date.now() / 1_000)).toBeLessThan(60)
+  })
+
+  it("delivers the events an endpoint subscribes to, and not the others", async () => {
+    await createEndpoint("topups-only", { eventTypes: ["topup.*"] })
+    await createEndpoint("jobs-only", { eventTypes: ["job.succeeded"] })
+    const topUp = await request(server, "POST", "/apis/nodus.dev/v1/topups", { body: { apiVersion: "nodus.dev/v1", kind: "TopUp", metadata: { name: "ten" }, spec: { amountUSD: "10" } } })
+    expect(topUp.status, topUp.text).toBe(201)
+    const delivered = await eventually("topup.succeeded at both subscribers", () => {
+      const got = deliveriesOf("topup.succeeded")
+      return got.length >= 2 ? got : undefined
+    })
+    expect(delivered.map((got) => got.path).sort()).toEqual(["/main", "/topups-only"])
+    for (const got of delivered) expect(got.json.data.object).toMatchObject({ kind: "TopUp", metadata: { name: "ten" }, status: { phase: "Succeeded" } })
+    expect(receiver.verifies(secret, delivered.find((got) => got.path === "/main")!)).toBe(true)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect(receiver.received.filter((got) => got.path === "/jobs-only" && got.json.type !== "webhookendpoint.ping")).toEqual([])
+  })
+
+  it("logs each delivery, pages the log, and replays one under a new webhook-id", async () => {
+    const first = await request(server, "GET", `${endpoints}/main/deliveries?limit=1`)
+    expect(first.status, first.text).toBe(200)
+    expect(first.body.kind).toBe("WebhookDeliveryList")
+    expect(first.body.items).toHaveLength(1)
+    expect(first.body.items[0]).toMatchObject({ type: "webhookendpoint.ping", phase: "Succeeded", attempts: 1, responseCode: 200 })
+    const rest = await request(server, "GET", `${endpoints}/main/deliveries?limit=10&after=${encodeURIComponent(first.body.metadata.continue)}`)
+    expect(rest.body.items.map((entry: any) => entry.type)).toContain("topup.succeeded")
+    const entry = rest.body.items.find((item: any) => item.type === "topup.succeeded")
+    const replay = await request(server, "POST", `${endpoints}/main/deliveries/${entry.id}/replays`)
+    expect(replay.status, replay.text).toBe(201)
+    expect(replay.body.webhookId).not.toBe(entry.webhookId)
+    const replayed = await eventually("the replay", () => receiver.received.find((got) => got.headers["webhook-id"] === replay.body.webhookId))
+    const original = receiver.received.find((got) => got.headers["webhook-id"] === entry.webhookId)!
+    expect(replayed.body).toBe(original.body)
+    expect(receiver.verifies(secret, replayed)).toBe(true)
+  })
+})
