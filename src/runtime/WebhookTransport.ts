@@ -50,26 +50,32 @@ export const makeTransport = (options: TransportOptions) => {
   const timeoutMs = options.timeoutMs ?? Limits.webhookResponseWaitMs
   const allowed = (address: string) => isPublicAddress(address) || (options.allowLoopback && isLoopbackAddress(address))
 
-  /** The addresses to connect to, or why none may be. */
-  const addressesOf = async (url: URL): Promise<ReadonlyArray<{ readonly address: string; readonly family: number }> | string> => {
+  /**
+   * The addresses to connect to; or why none may be (final); or why none was found now (a DNS failure may pass, so it
+   * is tried again as a connection error is).
+   */
+  const addressesOf = async (url: URL): Promise<ReadonlyArray<{ readonly address: string; readonly family: number }> | { readonly barred: string } | { readonly unresolved: string }> => {
     const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname
     const literal = parseAddress(host)
     let found: ReadonlyArray<{ readonly address: string; readonly family: number }>
     try {
       found = literal === undefined ? await resolve(host) : [{ address: host, family: literal.family }]
     } catch (error) {
-      return `the receiver's name ${host} does not resolve (${error instanceof Error ? error.message : String(error)})`
+      return { unresolved: `the receiver's name ${host} does not resolve (${error instanceof Error ? error.message : String(error)})` }
     }
-    if (found.length === 0) return `the receiver's name ${host} resolves to no address`
+    if (found.length === 0) return { unresolved: `the receiver's name ${host} resolves to no address` }
     const barred = found.find((entry) => !allowed(entry.address))
-    if (barred !== undefined) return `the receiver ${host} resolves to ${barred.address}, which is not a public address; webhooks are delivered to public addresses only`
+    if (barred !== undefined) return { barred: `the receiver ${host} resolves to ${barred.address}, which is not a public address; webhooks are delivered to public addresses only` }
     return found
   }
 
   const send = async (attempt: AttemptRequest): Promise<AttemptResult> => {
     const url = new URL(attempt.url)
+    const started = performance.now()
+    const elapsed = () => Math.round(performance.now() - started)
     const addresses = await addressesOf(url)
-    if (typeof addresses === "string") return { _tag: "Refused", message: addresses }
+    if ("barred" in addresses) return { _tag: "Refused", message: addresses.barred }
+    if ("unresolved" in addresses) return { _tag: "NoAnswer", message: addresses.unresolved, durationMs: elapsed() }
     if (url.protocol !== "https:") return { _tag: "Refused", message: `the receiver URL must be https, not ${url.protocol}` }
     const loopback = addresses.every((entry) => isLoopbackAddress(entry.address))
     const pinned = addresses[0]!
@@ -78,8 +84,6 @@ export const makeTransport = (options: TransportOptions) => {
       if (lookupOptions.all === true) (callback as (error: null, addresses: ReadonlyArray<{ address: string; family: number }>) => void)(null, [pinned])
       else callback(null, pinned.address, pinned.family)
     }
-    const started = performance.now()
-    const elapsed = () => Math.round(performance.now() - started)
     return new Promise<AttemptResult>((done) => {
       const post = request(url, {
         method: "POST",

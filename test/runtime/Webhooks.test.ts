@@ -10,7 +10,7 @@ import { type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
 
 const endpoints = "/apis/nodus.dev/v1/webhookendpoints"
 const resolve = async (host: string) => {
-  const table: Record<string, string> = { "receiver.example.com": "127.0.0.1", "public.example.com": "93.184.216.34" }
+  const table: Record<string, string> = { "receiver.example.com": "127.0.0.1", "sneaky.example.com": "169.254.169.254" }
   const address = table[host]
   if (address === undefined) throw new Error(`getaddrinfo ENOTFOUND ${host}`)
   return [{ address, family: 4 }]
@@ -20,10 +20,10 @@ let server: TestServer
 let receiver: Receiver
 let secret: string
 
-const eventually = async <A>(what: string, check: () => A | undefined | false, timeoutMs = 10_000): Promise<A> => {
+const eventually = async <A>(what: string, check: () => Promise<A | undefined> | A | undefined | false, timeoutMs = 10_000): Promise<A> => {
   const deadline = Date.now() + timeoutMs
   for (;;) {
-    const value = check()
+    const value = await check()
     if (value !== undefined && value !== false) return value
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
     await new Promise((resolve) => setTimeout(resolve, 20))
@@ -108,5 +108,18 @@ describe("deliveries", () => {
     const original = receiver.received.find((got) => got.headers["webhook-id"] === entry.webhookId)!
     expect(replayed.body).toBe(original.body)
     expect(receiver.verifies(secret, replayed)).toBe(true)
+  })
+
+  it("fails a delivery at once, without sending, when the URL's name resolves to an address that is not public", async () => {
+    const reply = await request(server, "POST", endpoints, {
+      body: { apiVersion: "nodus.dev/v1", kind: "WebhookEndpoint", metadata: { name: "sneaky" }, spec: { url: "https://sneaky.example.com/latest/meta-data" } }
+    })
+    expect(reply.status, reply.text).toBe(201)
+    const entry = await eventually("the ping Failed", async () => {
+      const items = (await request(server, "GET", `${endpoints}/sneaky/deliveries`)).body.items
+      return items?.[0]?.phase === "Failed" ? items[0] : undefined
+    })
+    expect(entry).toMatchObject({ type: "webhookendpoint.ping", attempts: 1, error: expect.stringContaining("169.254.169.254, which is not a public address") })
+    expect(entry.responseCode).toBeUndefined()
   })
 })
