@@ -30,6 +30,7 @@ import { SimulationControl } from "../apiserver/SimulationControl.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
 import { Store } from "../store/Store.ts"
 import { Enrollment } from "../runtime/Enrollment.ts"
+import { EventOutbox } from "../runtime/EventOutbox.ts"
 import { WorkloadFiles } from "../apiserver/WorkloadFiles.ts"
 import { ApiConfig } from "../apiserver/ApiConfig.ts"
 import { Resources } from "../apiserver/Resources.ts"
@@ -200,7 +201,7 @@ const run = (capacity: LiveCapacity, settings: LocalSettings) => Effect.gen(func
   // The local Node's offerings, as Offering objects every project sees (kubectl get offerings).
   const offerings = makeOfferings({ resources: yield* Resources, group: (yield* ApiConfig).group, catalog: capacity.catalog(""), market: capacity.port.market("") })
   yield* offerings.seed
-  const nodes = yield* followNodes({ capacity, resources: yield* Resources, store: yield* Store, feed: yield* ChangeFeed, group: (yield* ApiConfig).group, now: () => Date.now() })
+  const nodes = yield* followNodes({ capacity, resources: yield* Resources, store: yield* Store, feed: yield* ChangeFeed, outbox: yield* EventOutbox, group: (yield* ApiConfig).group, now: () => Date.now() })
   let lastBeat = 0
   const pass = Effect.gen(function*() {
     const now = Date.now()

@@ -8,6 +8,9 @@
  * Each Pool object with enrolled Nodes shows their capacity in `status.capacity` {nodes, readyNodes, gpus by model
  * {total, free}} (spec: Pool status), written when a Node of it changes.
  *
+ * A Node that goes from Ready to NotReady (its lease lapsed) records pool.node_offline (spec: Event types) in the
+ * commit of that status.
+ *
  * The local backend's own Node serves every project and belongs to none, so it is no API object (docs/live.md).
  */
 import { Effect, Queue } from "effect"
@@ -16,6 +19,7 @@ import { refOfKind } from "../core/meta/Kinds.ts"
 import { timestamp } from "../core/meta/Strategy.ts"
 import type { LiveCapacity, NodeView } from "../backends/live/LiveCapacity.ts"
 import type { Resources } from "../apiserver/Resources.ts"
+import { deliveredObjectOf, deliveryOf, type EventOutbox } from "../runtime/EventOutbox.ts"
 import { followStore, surviving } from "../runtime/Following.ts"
 import { statusWriter } from "../runtime/ObjectWriter.ts"
 import type { ChangeFeed } from "../store/ChangeFeed.ts"
@@ -76,6 +80,7 @@ export interface NodeObjectParts {
   readonly resources: Resources["Service"]
   readonly store: Store["Service"]
   readonly feed: ChangeFeed["Service"]
+  readonly outbox: EventOutbox["Service"]
   readonly group: string
   readonly now: () => number
 }
@@ -103,6 +108,14 @@ export const followNodes = (parts: NodeObjectParts) => Effect.gen(function*() {
     yield* writeStatus(target, { ...current, capacity: next })
   })
 
+  /** The pool.node_offline event of a Node that stopped renewing its lease (none when its object is gone). */
+  const offlineEvent = (view: NodeView, status: JsonObject, at: number) => Effect.gen(function*() {
+    const found = yield* Effect.result(resources.get(ref, view.namespace, view.name))
+    if (found._tag === "Failure") return []
+    const message = `Node ${view.name} of Pool ${view.pool} stopped renewing its lease; its runs are recovered elsewhere.`
+    return [parts.outbox.record(deliveryOf("pool.node_offline", at, { reason: "NodeOffline", message }, deliveredObjectOf({ ...found.success, status })))]
+  })
+
   /** A Node's status, when what it shows changed or its heartbeat is due (a run starting on it changes nothing). */
   const write = (view: NodeView) =>
     surviving("nodes", `writing the status of Node ${view.key}`)(Effect.gen(function*() {
@@ -113,7 +126,9 @@ export const followNodes = (parts: NodeObjectParts) => Effect.gen(function*() {
       if (last !== undefined && last.text === text && now - last.at < heartbeatWriteMs) return
       const since = last !== undefined && last.ready === view.ready ? last.since : now
       written.set(view.key, { at: now, text, since, ready: view.ready })
-      yield* writeStatus({ ref, namespace: view.namespace, name: view.name, uid: undefined, resourceVersion: undefined }, nodeStatusOf(view, since))
+      const status = nodeStatusOf(view, since)
+      const offline = last?.ready === true && !view.ready ? yield* offlineEvent(view, status, now) : []
+      yield* writeStatus({ ref, namespace: view.namespace, name: view.name, uid: undefined, resourceVersion: undefined }, status, () => offline)
       yield* writePool(view.namespace, view.pool)
     }))
 

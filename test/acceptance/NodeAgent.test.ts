@@ -164,6 +164,9 @@ describe("a host joined with nodus agent", () => {
       }
     }, 10_000)
     await eventually("Node edge-1 is NotReady", async () => (await api(server, "GET", path("nodes", "edge-1"))).body?.status?.phase === "NotReady", 15_000)
+    // Its Pool's webhook event, recorded with that status (spec: Event types, pool.node_offline).
+    const offline = (await server.streamed()).filter((event) => event.type === "pool.node_offline")
+    assert.deepStrictEqual(offline.map((event) => [event.data.object.kind, event.data.object.metadata.name, event.data.object.status["phase"]]), [["Node", "edge-1", "NotReady"]])
     await eventually("Pool edge has no Ready Node", async () => (await api(server, "GET", path("pools", "edge"))).body?.status?.capacity?.readyNodes === 0, 15_000)
     await eventually("the first run ended NodeLost", async () => (await api(server, "GET", path("attempts", "survivor-0-1"))).body?.status?.reason === "NodeLost", 15_000)
     await eventually("a replacement runs on this server's own Node", async () => {
