@@ -462,12 +462,13 @@ const main = async () => {
     latencyLine("nodus  event → first attempt, under the burst", burstNodus.latencies, burstNodus.missing > 0 ? ` (${burstNodus.missing} never arrived)` : "")
     latencyLine("anchor sign + POST → arrival, under the burst", burstAnchor.latencies)
   }
-  // Where the time goes, from the delivery records (ms, the service's clock): the event's time → its record made by
-  // the dispatcher → its first attempt signed by the sender; the rest to the arrival is the transport.
+  // Where the time goes, from the delivery records (ms, the service's clock): the event's time → the dispatcher pass
+  // that read it (the record's createdAt) → its first attempt signed (results[0]: the pass's commit of the records,
+  // then the sender's queue); the rest to the arrival is the transport.
   const jobs = records.filter((delivery) => delivery.type === "job.succeeded" && delivery.results.length > 0)
   console.log(`\nwhere the time goes (delivery records of every phase, wall-clock ms):`)
-  latencyLine("nodus  event → delivery record (dispatcher)", jobs.map((delivery) => delivery.createdAt - delivery.eventAt))
-  latencyLine("nodus  delivery record → signed (sender)", jobs.map((delivery) => delivery.results[0]![0] - delivery.createdAt))
+  latencyLine("nodus  event → read by a dispatcher pass", jobs.map((delivery) => delivery.createdAt - delivery.eventAt))
+  latencyLine("nodus  that pass → first attempt signed", jobs.map((delivery) => delivery.results[0]![0] - delivery.createdAt))
   console.log(`\nreceiver: ${verification.total} requests, ${verification.verified} verified by standardwebhooks; delivery records ${records.length}, Succeeded at the first attempt ${records.length - notSucceeded.length}; anchor answers not 2xx or lost ${anchorFailures.count}`)
   console.log(`failures: ${failures}`)
 

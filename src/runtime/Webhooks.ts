@@ -247,8 +247,12 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
     due.at(key, delivery.nextAttemptAt ?? delivery.createdAt)
   }
 
+  /**
+   * A delivery of an event has a webhook-id derived from its record's key, so a second process that fans the same event
+   * out writes the same record (receivers drop the duplicate attempt by it); a replay's is new.
+   */
   const newDelivery = (endpoint: string, id: string, type: string, body: string, eventAt: number, at: number, replayOf?: string): Delivery => ({
-    endpoint, id, webhookId: newWebhookId(), type, body, eventAt, createdAt: at, phase: "Pending", attempts: 0, results: [], nextAttemptAt: at,
+    endpoint, id, webhookId: replayOf === undefined ? `msg_${createHash("sha256").update(recordKey(endpoint, id)).digest("hex").slice(0, 32)}` : newWebhookId(), type, body, eventAt, createdAt: at, phase: "Pending", attempts: 0, results: [], nextAttemptAt: at,
     ...(replayOf === undefined ? {} : { replayOf })
   })
 

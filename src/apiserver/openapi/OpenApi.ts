@@ -15,6 +15,7 @@ import { eventKind, kindsIn, namespaceKind as namespaceResource, versions } from
 import type { KindInfo, Operation, Scope, Version } from "../../core/meta/Kinds.ts"
 import { ObjectMetaInput } from "../../core/meta/ObjectMeta.ts"
 import { sandboxPaths, sandboxSchemas } from "./SandboxOperations.ts"
+import { webhookPaths, webhookSchemas } from "./WebhookEndpointOperations.ts"
 import { clockPaths, clockSchemas } from "./SimulationClock.ts"
 
 /**
@@ -343,11 +344,11 @@ export const document = (group: string, version: Version, schemas: KindSchemas):
     components.push(...Object.entries(kindSchemas.definitions ?? {}))
     components.push([name, kindSchema(group, info, kindSchemas)], [`${name}List`, listSchema(group, version, info.kind, name)])
   }
-  // The sim backend's test clock and a Sandbox's commands and files live beside the v1 kinds (docs/simulator.md,
-  // docs/sandboxes.md).
+  // The sim backend's test clock, a Sandbox's commands and files and a WebhookEndpoint's deliveries and rotations live
+  // beside the v1 kinds (docs/simulator.md, docs/sandboxes.md, docs/webhooks.md).
   if (version === "v1") {
-    paths.push(...clockPaths(group), ...sandboxPaths(group))
-    components.push(...Object.entries(clockSchemas(group)), ...Object.entries(sandboxSchemas()))
+    paths.push(...clockPaths(group), ...sandboxPaths(group), ...webhookPaths(group))
+    components.push(...Object.entries(clockSchemas(group)), ...Object.entries(sandboxSchemas()), ...Object.entries(webhookSchemas()))
   }
   return {
     openapi: "3.0.3",
