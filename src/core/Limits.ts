@@ -184,6 +184,9 @@ export const webhookTimestampToleranceMs = 5 * minuteMs
 export const webhookFailuresUnhealthy = 3
 /** A signing secret is `whsec_` + base64 of 24 to 64 random bytes; nodus makes 32. */
 export const webhookSecretBytes = 32
+/** Entries of one page of a delivery log: the default, and the most a `limit` may ask. */
+export const webhookDeliveriesPageDefault = 100
+export const webhookDeliveriesPageMax = 1_000
 
 // Names and reserved prefixes (spec: EnvVar, JobInput, JobOutput)
 export const reservedEnvPrefix = "PLATFORM_"

@@ -14,6 +14,7 @@ import { admit } from "../../core/meta/Admission.ts"
 import { ApiError, badRequest, methodNotAllowed, resourceNotFound, subjectOf } from "../../core/meta/ApiError.ts"
 import type { JsonObject } from "../../core/Json.ts"
 import type { ResourceRef } from "../../core/meta/Kinds.ts"
+import * as Limits from "../../core/Limits.ts"
 import { WebhookEndpointRotation } from "../../core/schemas/WebhookEndpoint.ts"
 import { durationMs } from "../../core/StatusText.ts"
 import type { WebhookOperations } from "../WebhookOperations.ts"
@@ -25,10 +26,6 @@ type Response = HttpServerResponse.HttpServerResponse
 
 /** The subresources of a WebhookEndpoint this module answers. */
 export const webhookSubresources = ["deliveries", "rotations"] as const
-
-/** Entries of one page of the log: the default, and the most a `limit` may ask. */
-export const deliveriesPageDefault = 100
-export const deliveriesPageMax = 1_000
 
 /** An Idempotency-Key is at most this long (as on creates). */
 const idempotencyKeyLengthMax = 256
@@ -44,11 +41,11 @@ export interface WebhookTarget {
 export const makeWebhookApi = (operations: WebhookOperations["Service"]) => {
   const limitOf = (query: URLSearchParams) => {
     const text = query.get("limit")
-    if (text === null || text === "") return Effect.succeed(deliveriesPageDefault)
+    if (text === null || text === "") return Effect.succeed(Limits.webhookDeliveriesPageDefault)
     const limit = Number(text)
     return Number.isInteger(limit) && limit >= 1 && String(limit) === text
-      ? Effect.succeed(Math.min(limit, deliveriesPageMax))
-      : Effect.fail(badRequest(`limit must be a positive integer (at most ${deliveriesPageMax} entries are answered per page), not ${JSON.stringify(text)}`))
+      ? Effect.succeed(Math.min(limit, Limits.webhookDeliveriesPageMax))
+      : Effect.fail(badRequest(`limit must be a positive integer (at most ${Limits.webhookDeliveriesPageMax} entries are answered per page), not ${JSON.stringify(text)}`))
   }
 
   const list = (query: URLSearchParams, target: WebhookTarget) =>

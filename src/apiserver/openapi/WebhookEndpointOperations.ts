@@ -5,7 +5,7 @@
 import { Schema } from "effect"
 import type { JsonObject } from "../../core/Json.ts"
 import { WebhookEndpointRotation } from "../../core/schemas/WebhookEndpoint.ts"
-import { deliveriesPageDefault, deliveriesPageMax } from "../http/WebhookApi.ts"
+import * as Limits from "../../core/Limits.ts"
 import { schemaName, toOpenApi30 } from "./OpenApi.ts"
 
 const schemaRef = (name: string): JsonObject => ({ $ref: `#/components/schemas/${name}` })
@@ -67,7 +67,7 @@ export const webhookPaths = (group: string): ReadonlyArray<readonly [string, Jso
       parameters: scope,
       get: operation("listWebhookDeliveries", "list", "The endpoint's delivery log, oldest first.", {
         parameters: [
-          { name: "limit", in: "query", description: `Entries per page, 1 to ${deliveriesPageMax} (default ${deliveriesPageDefault}).`, schema: { type: "integer" } },
+          { name: "limit", in: "query", description: `Entries per page, 1 to ${Limits.webhookDeliveriesPageMax} (default ${Limits.webhookDeliveriesPageDefault}).`, schema: { type: "integer" } },
           { name: "after", in: "query", description: "The `continue` value of the previous page.", schema: { type: "string" } }
         ],
         responses: { "200": { description: "OK", content: json("WebhookDeliveryList") } }
