@@ -72,6 +72,8 @@ export interface OutboxEntry {
 export class EventOutbox extends Context.Service<EventOutbox, {
   /** The op that records `event` in the commit of the change that caused it. */
   readonly record: (event: OutboxEvent) => WriteOp
+  /** How many records this process has made (a reader woken by a commit skips its read when none came since). */
+  readonly recorded: () => number
   /** The records after `after` ("" for the first), in the order of their ids, at most `limit`; `now` drops expired ones. */
   readonly read: (after: string, limit: number, now: number) => Effect.Effect<ReadonlyArray<OutboxEntry>, StoreError>
 }>()("nodus/runtime/EventOutbox") {
@@ -90,6 +92,7 @@ export class EventOutbox extends Context.Service<EventOutbox, {
         const id = `${String(clock.currentTimeMillisUnsafe()).padStart(15, "0")}.${processTag}.${String(++counter).padStart(10, "0")}`
         return { _tag: "PutRecord", table: outboxTable, id, value: event as unknown as Json, expiresAt: at + outboxRetentionMs }
       },
+      recorded: () => counter,
       read: (after, limit, now) =>
         Effect.map(store.records(outboxTable, after, limit, now), (entries) => entries.map((entry) => ({ id: entry.id, event: entry.value as unknown as OutboxEvent })))
     })

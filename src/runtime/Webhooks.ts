@@ -5,7 +5,7 @@
  *   changes that caused them. The dispatcher reads them in order and makes one delivery per event and subscribed
  *   endpoint (core/WebhookDelivery.ts `delivers`), committed with its progress through the outbox, so a crash loses no
  *   event and fans none out twice. A commit can land after one with a later outbox id (ids are taken before commits),
- *   so the dispatcher keeps reading the last `settleMs` of ids and skips what it has dispatched.
+ *   so once a second the dispatcher reads the last `settleMs` of ids again for what it has not dispatched.
  * - **Deliveries** are records (table `webhookdeliveries`, `<endpoint uid>/<entry id>`, kept 7 days): the exact body,
  *   the webhook-id kept across retries, the phase, the attempts. The sender tries each when due, signing every attempt
  *   with each live secret (WebhookSigning.ts, WebhookSecrets.ts) and posting it through the transport
@@ -277,20 +277,31 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
   // -------------------------------------------------------------------------------------------------------------------
   // Fan-out: the outbox's events become deliveries
 
-  /** Outbox ids dispatched after the cursor (the settle window). */
-  const dispatched = new Set<string>()
+  /**
+   * Where the dispatcher is. Every outbox id up to `cursor` is dispatched (it is stored, with the deliveries it made);
+   * `high` is the newest id dispatched, and `dispatched` the ids between the two. New events are read after `high`;
+   * once a second the window from `cursor` to `high` is read again for records whose commit landed after a later id's,
+   * and the cursor moves up to what is older than `settleMs`.
+   */
   let cursor: string | undefined
-  /** After a restart, the settle window's deliveries may exist already: they are looked up before they are made. */
-  let checkExisting = true
+  let high = ""
+  const dispatched = new Set<string>()
+  /** Ids made before this process started may have been dispatched by the one before it (a crash): looked up first. */
+  let startedPrefix = ""
 
-  const dispatchOnce = Effect.gen(function*() {
-    if (cursor === undefined) {
-      const stored = yield* store.getRecord(cursorTable, cursorId, 0)
-      cursor = Option.isSome(stored) && isObject(stored.value) && typeof stored.value["after"] === "string" ? stored.value["after"] : ""
-    }
-    const at = yield* now
-    const entries = (yield* outbox.read(cursor, dispatchBatch, at)).filter((entry) => !dispatched.has(entry.id))
-    if (entries.length === 0) return false
+  const loadCursor = Effect.gen(function*() {
+    if (cursor !== undefined) return cursor
+    const stored = yield* store.getRecord(cursorTable, cursorId, 0)
+    cursor = Option.isSome(stored) && isObject(stored.value) && typeof stored.value["after"] === "string" ? stored.value["after"] : ""
+    high = cursor
+    startedPrefix = String(yield* now).padStart(15, "0")
+    return cursor
+  })
+
+  const cursorOp = (after: string): WriteOp => ({ _tag: "PutRecord", table: cursorTable, id: cursorId, value: { after } })
+
+  /** Makes the deliveries of `entries` (none dispatched yet) and commits them with the cursor. */
+  const dispatch = (entries: ReadonlyArray<OutboxEntry>, at: number) => Effect.gen(function*() {
     const made: Array<Delivery> = []
     for (const entry of entries) {
       const object = entry.event.data.object
@@ -298,25 +309,46 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
       const body = bodyOf(entry.event)
       for (const [uid, endpoint] of endpoints) {
         if (!delivers(endpoint.subscription, event)) continue
-        if (checkExisting && Option.isSome(yield* store.getRecord(deliveriesTable, recordKey(uid, entry.id), 0))) continue
+        if (entry.id < startedPrefix && Option.isSome(yield* store.getRecord(deliveriesTable, recordKey(uid, entry.id), 0))) continue
         made.push(newDelivery(uid, entry.id, entry.event.type, body, Date.parse(entry.event.timestamp), at))
       }
     }
-    // The cursor moves to the newest id older than the settle window; ids after it are remembered as dispatched.
-    const settled = String(at - settleMs).padStart(15, "0")
-    const last = entries[entries.length - 1]!.id
-    const nextCursor = [...dispatched, ...entries.map((entry) => entry.id)].filter((id) => id <= settled).reduce((max, id) => (id > max ? id : max), cursor)
-    yield* store.commit([...made.map(put), { _tag: "PutRecord", table: cursorTable, id: cursorId, value: { after: nextCursor } }])
-    for (const entry of entries) dispatched.add(entry.id)
-    for (const id of dispatched) if (id <= nextCursor) dispatched.delete(id)
-    cursor = nextCursor
-    checkExisting = entries.length === dispatchBatch && last > settled ? checkExisting : false
+    yield* store.commit([...made.map(put), cursorOp(cursor!)])
+    for (const entry of entries) {
+      dispatched.add(entry.id)
+      if (entry.id > high) high = entry.id
+    }
     for (const delivery of made) enqueue(delivery)
-    return true
   })
 
-  const dispatcher = Effect.gen(function*() {
-    while (yield* dispatchOnce) {}
+  /** New events: everything after the newest id dispatched. */
+  const dispatchNew = Effect.gen(function*() {
+    yield* loadCursor
+    for (;;) {
+      const entries = yield* outbox.read(high, dispatchBatch, yield* now)
+      if (entries.length > 0) yield* dispatch(entries, yield* now)
+      if (entries.length < dispatchBatch) return
+    }
+  })
+
+  /** Late commits: the window read again; then the cursor moves past what has settled. */
+  const rescan = Effect.gen(function*() {
+    yield* loadCursor
+    const at = yield* now
+    let after = cursor!
+    while (after < high) {
+      const page = (yield* outbox.read(after, dispatchBatch, at)).filter((entry) => entry.id <= high)
+      const late = page.filter((entry) => !dispatched.has(entry.id))
+      if (late.length > 0) yield* dispatch(late, at)
+      if (page.length < dispatchBatch) break
+      after = page[page.length - 1]!.id
+    }
+    const settled = String(at - settleMs).padStart(15, "0")
+    const next = high < settled ? high : settled
+    if (next <= cursor!) return
+    cursor = next
+    for (const id of dispatched) if (id <= next) dispatched.delete(id)
+    yield* store.commit([cursorOp(next)])
   })
 
   // -------------------------------------------------------------------------------------------------------------------
@@ -561,9 +593,18 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
   // Running
 
   yield* loadDeliveries
-  const wakeOnCommit = yield* store.onCommit(() => Queue.offerUnsafe(wakeDispatcher, undefined))
+  // A commit wakes the dispatcher when this process recorded events since its last pass (most commits record none).
+  let recordedSeen = -1
+  const wakeOnCommit = yield* store.onCommit(() => {
+    if (outbox.recorded() !== recordedSeen) Queue.offerUnsafe(wakeDispatcher, undefined)
+  })
   yield* Effect.addFinalizer(() => wakeOnCommit)
-  yield* Effect.forkScoped(Effect.forever(Effect.andThen(Queue.take(wakeDispatcher), surviving("webhooks", "dispatching events")(dispatcher))))
+  const pass = Effect.suspend(() => {
+    recordedSeen = outbox.recorded()
+    return dispatchNew
+  })
+  yield* Effect.forkScoped(Effect.forever(Effect.andThen(Queue.take(wakeDispatcher), surviving("webhooks", "dispatching events")(pass))))
+  yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep("1 second"), surviving("webhooks", "reading late events")(rescan))))
   yield* Effect.forkScoped(Effect.forever(surviving("webhooks", "sending")(sender)))
   yield* Effect.forkScoped(Effect.forever(surviving("webhooks", "writing statuses")(statusWriter)))
   // Outbox records of other processes are not heard of by commit: the dispatcher also looks every second.

@@ -176,7 +176,7 @@ export const make: Effect.Effect<StoreShape> = Effect.sync(() => {
         Effect.suspend(() => {
           const { outcome, after, changes: committed } = commitNow(ops, now)
           if (outcome._tag === "Failure") return Effect.fail(outcome.failure)
-          if (committed.length > 0) for (const listener of listeners) listener({ after, changes: committed })
+          for (const listener of listeners) listener({ after, changes: committed })
           return Effect.succeed<Committed>(outcome.success)
         })),
     resourceVersion: Effect.sync(() => resourceVersion),

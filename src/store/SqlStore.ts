@@ -394,7 +394,7 @@ export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
     if (Result.isSuccess(result)) {
       const { evaluation, base } = result.success
       yield* settle(batch, evaluation)
-      if (evaluation.changes.length > 0) notifyListeners({ after: base, changes: evaluation.changes })
+      notifyListeners({ after: base, changes: evaluation.changes })
       return
     }
     if (batch.length > 1) return yield* Effect.forEach(batch, (pending) => commitBatch([pending]), { discard: true })

@@ -161,7 +161,8 @@ export interface StoreShape {
   /**
    * Signals commits, including those of other processes sharing the database (PostgreSQL LISTEN/NOTIFY). For this
    * process's own commits the listener gets the changes and the resourceVersion they follow, so the change feed can
-   * publish them without reading them back; for other processes' it gets nothing and reads the log. Each call
+   * publish them without reading them back (none for a commit of records alone, which it hears too: the webhook
+   * dispatcher wakes on the outbox's records); for other processes' it gets nothing and reads the log. Each call
    * registers a listener; the returned effect unregisters it.
    */
   readonly onCommit: (listener: CommitListener) => Effect.Effect<Effect.Effect<void>>

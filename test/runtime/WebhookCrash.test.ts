@@ -50,7 +50,7 @@ const call = async (url: string, method: string, path: string, body?: unknown) =
   return { status: response.status, body: await response.json() as any }
 }
 
-const eventually = async (what: string, check: () => Promise<boolean> | boolean, timeoutMs = 30_000) => {
+const eventually = async (what: string, check: () => Promise<boolean> | boolean, timeoutMs = 60_000) => {
   const deadline = Date.now() + timeoutMs
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
@@ -113,5 +113,5 @@ describe("a server killed with deliveries pending", () => {
     second.child.kill("SIGTERM")
     await stopped
     await receiver.close()
-  }, 120_000)
+  }, 240_000)
 })
