@@ -13,8 +13,7 @@
  * events are written the way the runtime writes them, one event per commit (`store.commit`), its body carrying its
  * sequence number and creation time: with `--commit event` (the default) the commit holds a core/v1 Event object and
  * the EventOutbox record (`record(deliveryOf(…))`), as ObjectWriter.ts commits a step's event (less the object's
- * status); with `--commit record` the outbox record alone, as Budgets.ts and the ledger's account events commit theirs
- * (a commit without an object change signals no commit listener: the dispatcher finds those on its 1 s poll).
+ * status); with `--commit record` the outbox record alone, as Budgets.ts and the ledger's account events commit theirs.
  *
  * 1. paced: `--paced` events (1,000) at `--rate` events/s (200), an open loop (each committed at its due time,
  *    whether or not earlier ones are done). "event → first attempt" is the receiver's arrival of the event's first
