@@ -20,7 +20,9 @@ import { admitJobSpec } from "../../core/kinds/job/JobAdmission.ts"
 import { type ProviderSettings, type Scenario, type WorkloadSettings } from "./Scenario.ts"
 import { type ProviderFaults, SimCapacity, type SimProviderModel } from "./SimCapacity.ts"
 import { providerDefaults } from "../../core/capacity/ProviderModels.ts"
+import type { ControllerEvent } from "../../core/controller/Controller.ts"
 import { isWaiting, type SimJob, Simulation, TraceHash } from "./Simulation.ts"
+import { SimWebhooks, type WebhookSummary } from "./SimWebhooks.ts"
 import { loadTrace, meanTimeBetweenPreemptionsMs, type SpotTrace } from "./SpotTraces.ts"
 import { drawWorkload } from "./Workloads.ts"
 
@@ -85,6 +87,8 @@ export interface Summary {
   }
   readonly violations: ReadonlyArray<unknown>
   readonly billing?: BillingSummary
+  /** Per simulated webhook receiver, when the scenario has some: what was delivered, retried and given up. */
+  readonly webhooks?: ReadonlyArray<WebhookSummary>
   readonly jobs?: ReadonlyArray<JobSummary>
   /** The trace's lines, with `keepTrace` (tests print the first divergence). */
   readonly trace?: ReadonlyArray<string>
@@ -237,6 +241,12 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
     }
   }
   const ledger = scenario.billing === undefined ? undefined : new Ledger({ retain: options.perJob !== false })
+  const webhooks = scenario.webhooks.length === 0 ? undefined : new SimWebhooks(engine, scenario.webhooks.map((endpoint) => ({
+    name: endpoint.name,
+    eventTypes: endpoint.eventTypes,
+    projects: endpoint.projects,
+    down: endpoint.down.map((window) => ({ from: start + durationMs(window.at, 0), to: start + durationMs(window.at, 0) + durationMs(window.for, 0) }))
+  })), trace)
   const simulation = new Simulation({
     engine,
     capacity,
@@ -244,6 +254,7 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
     trace,
     checkers,
     onDeleted: record,
+    ...(webhooks === undefined ? {} : { onEvent: (job: SimJob, event: ControllerEvent) => event.type === undefined || webhooks.event(event.type, job.namespace, job.uid) }),
     stepEveryLook: options.stepEveryLook === true,
     billing: ledger === undefined ? undefined : { ledger, pricebook: currentPricebook }
   })
@@ -273,6 +284,7 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
     totals: { ...counts, byPhase, engineEvents: engine.processed, controllerSteps: simulation.steps, skippedSteps: simulation.skippedSteps },
     violations: checkers?.violations ?? [],
     ...(ledger === undefined ? {} : { billing: billingSummary(ledger) }),
+    ...(webhooks === undefined ? {} : { webhooks: webhooks.summary() }),
     ...(options.perJob === false ? {} : { jobs: finished }),
     ...(trace.lines === undefined ? {} : { trace: trace.lines })
   }

@@ -64,6 +64,15 @@ export const BillingSettings = Schema.Struct({
 })
 export type BillingSettings = typeof BillingSettings.Type
 
+/** A simulated webhook receiver (docs/simulator.md, "Webhooks"): an endpoint's subscription and when it is down. */
+export const WebhookSettings = Schema.Struct({
+  name: described(Schema.String, "The endpoint's name, as the summary shows it."),
+  eventTypes: defaulted(Schema.Array(Schema.String), ["*"], "Event types it takes: exact, <kind>.* or * (as WebhookEndpoint.eventTypes)."),
+  projects: defaulted(Schema.Array(Schema.String), [], "Projects whose events it takes; empty: every project."),
+  down: defaulted(Schema.Array(Window), [], "Windows in which the receiver answers 503 to every attempt.")
+})
+export type WebhookSettings = typeof WebhookSettings.Type
+
 export const Scenario = Schema.Struct({
   name: described(Schema.String, "Scenario name."),
   description: optional(Schema.String, "What it shows."),
@@ -87,7 +96,8 @@ export const Scenario = Schema.Struct({
   }), "The arrival process."),
   workloads: described(Schema.Array(WorkloadSettings), "The workload mix."),
   faults: defaulted(Faults, {}, "Injected faults."),
-  billing: optional(BillingSettings, "Bill every run on a ledger with these credits (docs/billing.md); absent: nothing is billed.")
+  billing: optional(BillingSettings, "Bill every run on a ledger with these credits (docs/billing.md); absent: nothing is billed."),
+  webhooks: defaulted(Schema.Array(WebhookSettings), [], "Simulated webhook receivers the Jobs' events are delivered to (docs/webhooks.md).")
 })
 export type Scenario = typeof Scenario.Type
 
