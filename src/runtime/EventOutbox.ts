@@ -39,7 +39,10 @@ export interface OutboxEvent {
 /** The object of a delivery: what the API shows of it. */
 export type DeliveredObject = OutboxEvent["data"]["object"]
 
-/** What a delivery shows of a stored object: its identity and its status (no spec, never provider details). */
+/**
+ * What a delivery shows of a stored object: its identity and its status (no spec, so no secret values), less what names
+ * a machine — a gang's rendezvous address (spec: Delivery, "never provider names, machine ids or internal details").
+ */
 export const deliveredObjectOf = (object: ResourceObject): DeliveredObject => ({
   apiVersion: object.apiVersion,
   kind: object.kind,
@@ -48,8 +51,15 @@ export const deliveredObjectOf = (object: ResourceObject): DeliveredObject => ({
     ...(object.metadata.namespace === undefined ? {} : { namespace: object.metadata.namespace }),
     uid: object.metadata.uid
   },
-  status: isObject(object.status) ? object.status : {}
+  status: withoutMachines(isObject(object.status) ? object.status : {})
 })
+
+const withoutMachines = (status: JsonObject): JsonObject => {
+  const gang = status["gang"]
+  if (!isObject(gang) || gang["rendezvous"] === undefined) return status
+  const { rendezvous: _address, ...rest } = gang
+  return { ...status, gang: rest }
+}
 
 /** A delivery-shaped event (spec: Delivery) of `type` about `object`, at `at` (epoch ms of the service's clock). */
 export const deliveryOf = (type: string, at: number, event: { readonly reason: string; readonly message: string; readonly count?: number }, object: DeliveredObject): OutboxEvent => ({
