@@ -84,8 +84,8 @@ interface Endpoint {
 interface Health {
   failuresInARow: number
   failingSince: number | undefined
-  /** Attempts of the last 24 hours: time and success. */
-  readonly window: Array<readonly [number, boolean]>
+  /** Attempts of the last 24 hours, counted per minute (a busy endpoint's day is at most 1,440 entries). */
+  readonly window: AttemptWindow
   last: Delivery | undefined
   /** The third failure in a row happened and its event is not yet written. */
   announce: boolean
@@ -102,6 +102,34 @@ export interface WebhookSettings {
 }
 
 const recordKey = (endpoint: string, id: string) => `${endpoint}/${id}`
+
+/** Attempts counted per minute: what `deliveries24h` sums (to the minute) without keeping every attempt. */
+class AttemptWindow {
+  private readonly minutes = new Map<number, { succeeded: number; failed: number }>()
+
+  add(at: number, ok: boolean): void {
+    const minute = Math.floor(at / Limits.minuteMs)
+    const counts = this.minutes.get(minute) ?? { succeeded: 0, failed: 0 }
+    if (ok) counts.succeeded++
+    else counts.failed++
+    this.minutes.set(minute, counts)
+  }
+
+  /** The attempts from `cutoff` on; older minutes are dropped. */
+  since(cutoff: number): { readonly succeeded: number; readonly failed: number } {
+    const first = Math.floor(cutoff / Limits.minuteMs)
+    let succeeded = 0
+    let failed = 0
+    for (const [minute, counts] of this.minutes) {
+      if (minute < first) this.minutes.delete(minute)
+      else {
+        succeeded += counts.succeeded
+        failed += counts.failed
+      }
+    }
+    return { succeeded, failed }
+  }
+}
 const iso = (ms: number) => new Date(ms).toISOString()
 const statusOf = (object: ResourceObject): JsonObject => (isObject(object.status) ? object.status : {})
 
@@ -164,7 +192,6 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
   const storeError = Effect.mapError((error: { readonly message: string }) => internal(error.message))
 
   const endpoints = new Map<string, Endpoint>()
-  const byName = new Map<string, string>()
   const health = new Map<string, Health>()
   const secrets = new Map<string, EndpointSecrets>()
   const pending = new Map<string, Delivery>()
@@ -178,7 +205,7 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
   const healthOf = (uid: string): Health => {
     let found = health.get(uid)
     if (found === undefined) {
-      found = { failuresInARow: 0, failingSince: undefined, window: [], last: undefined, announce: false, dirty: false }
+      found = { failuresInARow: 0, failingSince: undefined, window: new AttemptWindow(), last: undefined, announce: false, dirty: false }
       health.set(uid, found)
     }
     return found
@@ -190,7 +217,6 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
   const track = (object: ResourceObject) => {
     const endpoint = subscriptionOf(object)
     endpoints.set(object.metadata.uid, endpoint)
-    byName.set(endpoint.name, object.metadata.uid)
     const status = statusOf(object)
     // A restarted server takes up the health its status shows.
     const known = healthOf(object.metadata.uid)
@@ -203,8 +229,6 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
   }
 
   const untrack = (uid: string) => {
-    const endpoint = endpoints.get(uid)
-    if (endpoint !== undefined && byName.get(endpoint.name) === uid) byName.delete(endpoint.name)
     endpoints.delete(uid)
     health.delete(uid)
     secrets.delete(uid)
@@ -216,17 +240,12 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
     const seen = new Set(page.items.map((object) => object.metadata.uid))
     for (const uid of [...endpoints.keys()]) if (!seen.has(uid)) untrack(uid)
     for (const object of page.items) if (object.metadata.deletionTimestamp === undefined) track(object)
-    Queue.offerUnsafe(wakeDispatcher, undefined)
   })
 
   yield* followStore("webhooks", feed, resync, (change) => Effect.sync(() => {
-    if (change.key.resource !== ref.info.plural) {
-      Queue.offerUnsafe(wakeDispatcher, undefined)
-      return
-    }
+    if (change.key.resource !== ref.info.plural) return
     if (change.type === "DELETED" || change.object.metadata.deletionTimestamp !== undefined) untrack(change.object.metadata.uid)
     else track(change.object)
-    Queue.offerUnsafe(wakeDispatcher, undefined)
   }))
 
   // -------------------------------------------------------------------------------------------------------------------
@@ -266,7 +285,7 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
         const delivery = entry.value as unknown as Delivery
         enqueue(delivery)
         const known = healthOf(delivery.endpoint)
-        for (const [time, code] of delivery.results) if (time > at - Limits.dayMs) known.window.push([time, isSuccess(code)])
+        for (const [time, code] of delivery.results) if (time > at - Limits.dayMs) known.window.add(time, isSuccess(code))
         if (known.last === undefined || (delivery.results.at(-1)?.[0] ?? 0) > (known.last.results.at(-1)?.[0] ?? 0)) known.last = delivery
       }
       if (page.length < 1_000) return
@@ -411,9 +430,9 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
 
   /** An attempt's outcome, for the endpoint's status. */
   const observe = (delivery: Delivery, at: number, ok: boolean) => {
+    if (!endpoints.has(delivery.endpoint)) return
     const known = healthOf(delivery.endpoint)
-    known.window.push([at, ok])
-    while (known.window.length > 0 && known.window[0]![0] <= at - Limits.dayMs) known.window.shift()
+    known.window.add(at, ok)
     known.last = delivery
     if (ok) {
       known.failuresInARow = 0
@@ -460,7 +479,6 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
   const statusFor = (object: ResourceObject, known: Health, at: number): JsonObject => {
     const current = statusOf(object)
     const cutoff = at - Limits.dayMs
-    const window = known.window.filter(([time]) => time > cutoff)
     const last = known.last
     const failing = known.failingSince !== undefined
     const conditions = withCondition(
@@ -483,7 +501,7 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
           ...(last.durationMs === undefined ? {} : { durationMs: last.durationMs })
         }
       }),
-      deliveries24h: { succeeded: window.filter(([, ok]) => ok).length, failed: window.filter(([, ok]) => !ok).length },
+      deliveries24h: known.window.since(cutoff),
       ...(known.failingSince === undefined ? {} : { failingSince: iso(known.failingSince) }),
       conditions: conditions as unknown as JsonObject[],
       observedGeneration: object.metadata.generation ?? 0
@@ -527,10 +545,7 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
   // -------------------------------------------------------------------------------------------------------------------
   // Operations of the sub-resources
 
-  const endpointNamed = (name: string) => Effect.gen(function*() {
-    const object = yield* resources.get(ref, undefined, name)
-    return object
-  })
+  const endpointNamed = (name: string) => resources.get(ref, undefined, name)
 
   const deliveries = (name: string, after: string, limit: number) => Effect.gen(function*() {
     const object = yield* endpointNamed(name)

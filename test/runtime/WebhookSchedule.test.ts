@@ -7,6 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Limits from "../../src/core/Limits.ts"
 import { nextAttemptAt, retryDelayMs } from "../../src/core/WebhookDelivery.ts"
+import { deliveriesTable } from "../../src/runtime/Webhooks.ts"
+import { secretsTable } from "../../src/runtime/WebhookSecrets.ts"
 import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 import { type Received, type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
 
@@ -139,6 +141,26 @@ describe("the retry schedule", () => {
       return items?.find((item: any) => item.type === "topup.succeeded" && item.phase === "Abandoned")
     })
     expect(entry.attempts).toBe(1)
+  })
+})
+
+describe("a deleted endpoint", () => {
+  it("abandons what is pending to it, and its secret goes with it", async () => {
+    receiver.answer((got) => (got.path === "/doomed" ? 500 : 200))
+    const created = await createEndpoint("doomed")
+    const uid = created.metadata.uid as string
+    await nth("/doomed", 1)
+    expect((await request(server, "DELETE", `${endpoints}/doomed`)).status).toBe(200)
+    const entry = await eventually("the ping Abandoned", async () => {
+      await advance(30)
+      const records = await server.withStore((store) => store.records(deliveriesTable, `${uid}/`, 10, 0))
+      const mine = records.filter((record) => record.id.startsWith(`${uid}/`)).map((record) => record.value as any)
+      return mine[0]?.phase === "Abandoned" ? mine[0] : undefined
+    })
+    expect(entry).toMatchObject({ type: "webhookendpoint.ping", attempts: 1, error: "the endpoint was deleted" })
+    expect(at("/doomed")).toHaveLength(1)
+    const secret = await server.withStore((store) => store.getRecord(secretsTable, uid, 0))
+    expect(secret._tag).toBe("None")
   })
 })
 
