@@ -120,11 +120,11 @@ const main = async () => {
   const { Store } = await import("../src/store/Store.ts")
   const { defaultFeedOptions } = await import("../src/store/ChangeFeed.ts")
   const { EventOutbox, deliveryOf } = await import("../src/runtime/EventOutbox.ts")
-  const { bodyOf, deliveriesTable } = await import("../src/runtime/Webhooks.ts")
+  const { bodyOf, deliveriesTable } = await import("../src/runtime/WebhookLog.ts")
   const { generateTlsMaterial } = await import("../src/apiserver/tls/Certificates.ts")
   const { eventName, eventObject } = await import("../src/core/meta/Events.ts")
   const { eventRef } = await import("../src/core/meta/Kinds.ts")
-  type Delivery = import("../src/runtime/Webhooks.ts").Delivery
+  type Delivery = import("../src/runtime/WebhookLog.ts").Delivery
   type WriteOp = import("../src/store/Store.ts").WriteOp
   const project = "bench"
 

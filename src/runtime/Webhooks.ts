@@ -6,13 +6,14 @@
  *   endpoint (core/WebhookDelivery.ts `delivers`), committed with its progress through the outbox, so a crash loses no
  *   event and fans none out twice. A commit can land after one with a later outbox id (ids are taken before commits),
  *   so once a second the dispatcher reads the last `settleMs` of ids again for what it has not dispatched.
- * - **Deliveries** are records (table `webhookdeliveries`, `<endpoint uid>/<entry id>`, kept 7 days): the exact body,
- *   the webhook-id kept across retries, the phase, the attempts. The sender tries each when due, signing every attempt
+ * - **Deliveries** are records (WebhookLog.ts): the exact body, the webhook-id kept across retries, the phase, the
+ *   attempts. The sender tries each when due, signing every attempt
  *   with each live secret (WebhookSigning.ts, WebhookSecrets.ts) and posting it through the transport
  *   (WebhookTransport.ts: public addresses only, checked after DNS on every attempt); a failure is tried again on the
  *   spec's schedule until 3 days after the event. An endpoint deleted or disabled abandons what is pending to it.
- * - **Status**: `lastDelivery`, `deliveries24h`, `failingSince` and the Healthy condition follow the attempts, written
- *   at most once a second per endpoint; the third failure in a row records webhookendpoint.deliveries_failing.
+ * - **Status** (WebhookHealth.ts): `lastDelivery`, `deliveries24h`, `failingSince` and the Healthy condition follow
+ *   the attempts, written at most once a second per endpoint; the third failure in a row records
+ *   webhookendpoint.deliveries_failing.
  *
  * Time is the service's Clock: under the simulator the schedule runs on virtual time (and its test clock).
  */
@@ -23,8 +24,7 @@ import { isObject, type JsonObject } from "../core/Json.ts"
 import * as Limits from "../core/Limits.ts"
 import { refOfKind, type ResourceRef } from "../core/meta/Kinds.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
-import { conditionsOf, withCondition } from "../core/controller/Conditions.ts"
-import { type DeliveryPhase, delivers, failingType, isFailing, isSuccess, nextAttemptAt, type Subscription } from "../core/WebhookDelivery.ts"
+import { delivers, failingType, type Subscription } from "../core/WebhookDelivery.ts"
 import { ApiConfig } from "../apiserver/ApiConfig.ts"
 import { Resources, type WriteOptions } from "../apiserver/Resources.ts"
 import { WebhookOperations } from "../apiserver/WebhookOperations.ts"
@@ -34,11 +34,12 @@ import { deliveredObjectOf, deliveryOf, EventOutbox, type OutboxEntry } from "./
 import { followStore, surviving } from "./Following.ts"
 import { SecretCipher } from "./SecretCipher.ts"
 import { WorkQueue } from "./WorkQueue.ts"
+import { Health } from "./WebhookHealth.ts"
+import { afterAttempt, bodyOf, type Delivery, deliveriesTable, entryOf, iso, newDelivery, putDelivery, recordKey } from "./WebhookLog.ts"
 import { type EndpointSecrets, putSecrets, readSecrets, signingSecrets } from "./WebhookSecrets.ts"
 import { newSecret, newWebhookId, signatureHeader } from "./WebhookSigning.ts"
 import { makeTransport, type Resolver } from "./WebhookTransport.ts"
 
-export const deliveriesTable = "webhookdeliveries"
 export const cursorTable = "webhookcursor"
 /** Rotations made under an Idempotency-Key: their answers, sealed, by endpoint uid and the key's SHA-256. */
 export const rotationsTable = "webhookrotations"
@@ -53,43 +54,11 @@ const recheckMs = 250
 /** Outbox records read per dispatch pass. */
 const dispatchBatch = 512
 
-/** One delivery, as its record stores it. */
-export interface Delivery {
-  readonly endpoint: string
-  readonly id: string
-  readonly webhookId: string
-  readonly type: string
-  readonly body: string
-  readonly eventAt: number
-  readonly createdAt: number
-  readonly phase: DeliveryPhase
-  readonly attempts: number
-  /** Each attempt's time and the receiver's status code (0: no answer), newest last. */
-  readonly results: ReadonlyArray<readonly [number, number]>
-  readonly nextAttemptAt?: number | undefined
-  readonly responseCode?: number | undefined
-  readonly durationMs?: number | undefined
-  readonly error?: string | undefined
-  readonly replayOf?: string | undefined
-}
-
 interface Endpoint {
   readonly name: string
   readonly url: string
   readonly subscription: Subscription
   readonly generation: number
-}
-
-/** What the sender has seen of an endpoint's attempts, for its status. */
-interface Health {
-  failuresInARow: number
-  failingSince: number | undefined
-  /** Attempts of the last 24 hours, counted per minute (a busy endpoint's day is at most 1,440 entries). */
-  readonly window: AttemptWindow
-  last: Delivery | undefined
-  /** The third failure in a row happened and its event is not yet written. */
-  announce: boolean
-  dirty: boolean
 }
 
 export interface WebhookSettings {
@@ -101,36 +70,6 @@ export interface WebhookSettings {
   readonly timeoutMs?: number | undefined
 }
 
-const recordKey = (endpoint: string, id: string) => `${endpoint}/${id}`
-
-/** Attempts counted per minute: what `deliveries24h` sums (to the minute) without keeping every attempt. */
-class AttemptWindow {
-  private readonly minutes = new Map<number, { succeeded: number; failed: number }>()
-
-  add(at: number, ok: boolean): void {
-    const minute = Math.floor(at / Limits.minuteMs)
-    const counts = this.minutes.get(minute) ?? { succeeded: 0, failed: 0 }
-    if (ok) counts.succeeded++
-    else counts.failed++
-    this.minutes.set(minute, counts)
-  }
-
-  /** The attempts from `cutoff` on; older minutes are dropped. */
-  since(cutoff: number): { readonly succeeded: number; readonly failed: number } {
-    const first = Math.floor(cutoff / Limits.minuteMs)
-    let succeeded = 0
-    let failed = 0
-    for (const [minute, counts] of this.minutes) {
-      if (minute < first) this.minutes.delete(minute)
-      else {
-        succeeded += counts.succeeded
-        failed += counts.failed
-      }
-    }
-    return { succeeded, failed }
-  }
-}
-const iso = (ms: number) => new Date(ms).toISOString()
 const statusOf = (object: ResourceObject): JsonObject => (isObject(object.status) ? object.status : {})
 
 const subscriptionOf = (object: ResourceObject): Endpoint => {
@@ -148,35 +87,6 @@ const subscriptionOf = (object: ResourceObject): Endpoint => {
     }
   }
 }
-
-/**
- * The body of an event's delivery, at most 64 KiB (spec: Delivery): an object whose status is larger keeps its phase,
- * reason and message alone.
- */
-export const bodyOf = (event: OutboxEntry["event"]): string => {
-  const body = JSON.stringify(event)
-  if (Buffer.byteLength(body) <= Limits.webhookBodyBytesMax) return body
-  const status = event.data.object.status
-  const kept = Object.fromEntries(["phase", "reason", "message"].flatMap((field) => typeof status[field] === "string" ? [[field, String(status[field]).slice(0, 4_096)]] : []))
-  const message = event.data.event.message.slice(0, 4_096)
-  return JSON.stringify({ ...event, data: { event: { ...event.data.event, message }, object: { ...event.data.object, status: kept } } })
-}
-
-/** A delivery's log entry, as the deliveries sub-resource shows it. */
-export const entryOf = (delivery: Delivery): JsonObject => ({
-  id: delivery.id,
-  webhookId: delivery.webhookId,
-  type: delivery.type,
-  phase: delivery.phase,
-  attempts: delivery.attempts,
-  createdTime: iso(delivery.createdAt),
-  ...(delivery.results.length === 0 ? {} : { lastAttemptTime: iso(delivery.results[delivery.results.length - 1]![0]) }),
-  ...(delivery.nextAttemptAt === undefined || delivery.phase !== "Pending" ? {} : { nextAttemptTime: iso(delivery.nextAttemptAt) }),
-  ...(delivery.responseCode === undefined ? {} : { responseCode: delivery.responseCode }),
-  ...(delivery.durationMs === undefined ? {} : { durationMs: delivery.durationMs }),
-  ...(delivery.error === undefined ? {} : { error: delivery.error }),
-  ...(delivery.replayOf === undefined ? {} : { replayOf: delivery.replayOf })
-})
 
 const internal = (message: string) => new ApiError({ code: "InternalError", message })
 
@@ -204,10 +114,7 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
 
   const healthOf = (uid: string): Health => {
     let found = health.get(uid)
-    if (found === undefined) {
-      found = { failuresInARow: 0, failingSince: undefined, window: new AttemptWindow(), last: undefined, announce: false, dirty: false }
-      health.set(uid, found)
-    }
+    if (found === undefined) health.set(uid, (found = new Health()))
     return found
   }
 
@@ -220,10 +127,7 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
     const status = statusOf(object)
     // A restarted server takes up the health its status shows.
     const known = healthOf(object.metadata.uid)
-    if (typeof status["failingSince"] === "string" && known.failingSince === undefined) {
-      known.failingSince = Date.parse(status["failingSince"])
-      known.failuresInARow = Math.max(known.failuresInARow, Limits.webhookFailuresUnhealthy)
-    }
+    if (typeof status["failingSince"] === "string") known.resume(Date.parse(status["failingSince"]))
     // A paused endpoint drops what is pending to it.
     if (!endpoint.subscription.enabled) for (const delivery of pending.values()) if (delivery.endpoint === object.metadata.uid) due.add(recordKey(delivery.endpoint, delivery.id))
   }
@@ -251,29 +155,12 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
   // -------------------------------------------------------------------------------------------------------------------
   // Deliveries: stored, and queued when pending
 
-  const put = (delivery: Delivery): WriteOp => ({
-    _tag: "PutRecord",
-    table: deliveriesTable,
-    id: recordKey(delivery.endpoint, delivery.id),
-    value: delivery as unknown as JsonObject,
-    expiresAt: delivery.createdAt + Limits.webhookLogRetentionMs
-  })
-
   const enqueue = (delivery: Delivery) => {
     if (delivery.phase !== "Pending") return
     const key = recordKey(delivery.endpoint, delivery.id)
     pending.set(key, delivery)
     due.at(key, delivery.nextAttemptAt ?? delivery.createdAt)
   }
-
-  /**
-   * A delivery of an event has a webhook-id derived from its record's key, so a second process that fans the same event
-   * out writes the same record (receivers drop the duplicate attempt by it); a replay's is new.
-   */
-  const newDelivery = (endpoint: string, id: string, type: string, body: string, eventAt: number, at: number, replayOf?: string): Delivery => ({
-    endpoint, id, webhookId: replayOf === undefined ? `msg_${createHash("sha256").update(recordKey(endpoint, id)).digest("hex").slice(0, 32)}` : newWebhookId(), type, body, eventAt, createdAt: at, phase: "Pending", attempts: 0, results: [], nextAttemptAt: at,
-    ...(replayOf === undefined ? {} : { replayOf })
-  })
 
   /** What the store holds of deliveries: the pending ones are queued, and each endpoint's last day is counted. */
   const loadDeliveries = Effect.gen(function*() {
@@ -285,8 +172,7 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
         const delivery = entry.value as unknown as Delivery
         enqueue(delivery)
         const known = healthOf(delivery.endpoint)
-        for (const [time, code] of delivery.results) if (time > at - Limits.dayMs) known.window.add(time, isSuccess(code))
-        if (known.last === undefined || (delivery.results.at(-1)?.[0] ?? 0) > (known.last.results.at(-1)?.[0] ?? 0)) known.last = delivery
+        known.load(delivery, at)
       }
       if (page.length < 1_000) return
       after = page[page.length - 1]!.id
@@ -333,7 +219,7 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
       }
     }
     // Most events go to no endpoint: then nothing is written (the cursor is stored once a second by the rescan).
-    if (made.length > 0) yield* store.commit([...made.map(put), cursorOp(cursor!)])
+    if (made.length > 0) yield* store.commit([...made.map(putDelivery), cursorOp(cursor!)])
     for (const entry of entries) {
       dispatched.add(entry.id)
       if (entry.id > high) high = entry.id
@@ -384,7 +270,7 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
 
   const finish = (delivery: Delivery) => Effect.gen(function*() {
     const key = recordKey(delivery.endpoint, delivery.id)
-    yield* store.commit([put(delivery)])
+    yield* store.commit([putDelivery(delivery)])
     if (delivery.phase === "Pending") enqueue(delivery)
     else {
       pending.delete(key)
@@ -409,44 +295,13 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
     }
     const result = yield* Effect.promise(() => transport.send({ url: endpoint.url, headers, body: delivery.body }))
     // An attempt counts from when it was signed: the schedule's waits run from there, to the second.
-    const at = signedAt
-    const attempts = delivery.attempts + 1
-    const code = result._tag === "Answered" ? result.status : 0
-    const results = [...delivery.results, [at, code] as const].slice(-32)
-    const base = { ...delivery, attempts, results, durationMs: result._tag === "Refused" ? undefined : result.durationMs, responseCode: result._tag === "Answered" ? result.status : delivery.responseCode }
-    const ok = result._tag === "Answered" && isSuccess(result.status)
-    const retryAt = ok || result._tag === "Refused" ? undefined : nextAttemptAt(delivery.eventAt, attempts, at)
-    const next: Delivery = ok
-      ? { ...base, phase: "Succeeded", nextAttemptAt: undefined, error: undefined }
-      : {
-        ...base,
-        phase: retryAt === undefined ? "Failed" : "Pending",
-        nextAttemptAt: retryAt,
-        error: result._tag === "Answered" ? `the receiver answered ${result.status}` : result.message
-      }
+    const next = afterAttempt(delivery, result, signedAt)
     yield* finish(next)
-    observe(next, at, ok)
-  })
-
-  /** An attempt's outcome, for the endpoint's status. */
-  const observe = (delivery: Delivery, at: number, ok: boolean) => {
-    if (!endpoints.has(delivery.endpoint)) return
-    const known = healthOf(delivery.endpoint)
-    known.window.add(at, ok)
-    known.last = delivery
-    if (ok) {
-      known.failuresInARow = 0
-      known.failingSince = undefined
-    } else {
-      known.failuresInARow++
-      if (isFailing(known.failuresInARow) && known.failingSince === undefined) {
-        known.failingSince = at
-        known.announce = true
-      }
+    if (endpoints.has(delivery.endpoint)) {
+      healthOf(delivery.endpoint).observe(next, signedAt)
+      Queue.offerUnsafe(wakeStatus, undefined)
     }
-    known.dirty = true
-    Queue.offerUnsafe(wakeStatus, undefined)
-  }
+  })
 
   const sender = Effect.gen(function*() {
     for (;;) {
@@ -476,38 +331,6 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
 
   const writeOptions: WriteOptions = { dryRun: false, fieldValidation: "Ignore", fieldManager: "nodus-webhooks" }
 
-  const statusFor = (object: ResourceObject, known: Health, at: number): JsonObject => {
-    const current = statusOf(object)
-    const cutoff = at - Limits.dayMs
-    const last = known.last
-    const failing = known.failingSince !== undefined
-    const conditions = withCondition(
-      conditionsOf(current),
-      "Healthy",
-      failing ? "False" : "True",
-      failing ? "DeliveriesFailing" : "DeliveriesSucceeding",
-      failing ? `The last ${known.failuresInARow} delivery attempts failed.` : "The last delivery attempt succeeded, or none was made yet.",
-      at,
-      object.metadata.generation
-    )
-    const { failingSince: _cleared, ...rest } = current
-    return {
-      ...rest,
-      ...(last === undefined ? {} : {
-        lastDelivery: {
-          id: last.webhookId, type: last.type, phase: last.phase, attempts: last.attempts,
-          ...(last.results.length === 0 ? {} : { time: iso(last.results[last.results.length - 1]![0]) }),
-          ...(last.responseCode === undefined ? {} : { responseCode: last.responseCode }),
-          ...(last.durationMs === undefined ? {} : { durationMs: last.durationMs })
-        }
-      }),
-      deliveries24h: known.window.since(cutoff),
-      ...(known.failingSince === undefined ? {} : { failingSince: iso(known.failingSince) }),
-      conditions: conditions as unknown as JsonObject[],
-      observedGeneration: object.metadata.generation ?? 0
-    }
-  }
-
   const writeStatus = (uid: string, known: Health) => Effect.gen(function*() {
     const endpoint = endpoints.get(uid)
     if (endpoint === undefined) return
@@ -518,10 +341,11 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
     const once = Effect.gen(function*() {
       const current = yield* resources.get(ref, undefined, endpoint.name)
       if (current.metadata.uid !== uid) return
-      const status = statusFor(current, known, at)
+      const status = known.statusOf(current, at)
       const metadata = { name: endpoint.name, uid, resourceVersion: current.metadata.resourceVersion }
       const shown = { ...current, status }
-      const message = `The last ${known.failuresInARow} delivery attempts to this endpoint failed; the last: ${known.last?.error ?? "unknown"}.`
+      const failing = known.failing()
+      const message = `The last ${failing.inARow} delivery attempts to this endpoint failed; the last: ${failing.lastError}.`
       const commitWith = announce ? () => [outbox.record(deliveryOf(failingType, at, { reason: "DeliveriesFailing", message }, deliveredObjectOf(shown)))] : undefined
       yield* resources.replace(ref, undefined, endpoint.name, { apiVersion: ref.apiVersion, kind: ref.info.kind, metadata, status }, { ...writeOptions, ...(commitWith === undefined ? {} : { commitWith }) }, "status")
     })
@@ -566,7 +390,7 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
     const original = found.value as unknown as Delivery
     const replayId = `${String(at).padStart(15, "0")}.replay.${newWebhookId().slice(4, 16)}`
     const delivery = newDelivery(object.metadata.uid, replayId, original.type, original.body, at, at, original.id)
-    yield* storeError(store.commit([put(delivery)]))
+    yield* storeError(store.commit([putDelivery(delivery)]))
     enqueue(delivery)
     return entryOf(delivery)
   })

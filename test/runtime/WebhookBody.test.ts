@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest"
 import * as Limits from "../../src/core/Limits.ts"
 import { deliveredObjectOf, deliveryOf } from "../../src/runtime/EventOutbox.ts"
-import { bodyOf } from "../../src/runtime/Webhooks.ts"
+import { bodyOf } from "../../src/runtime/WebhookLog.ts"
 
 const job = (status: Record<string, unknown>) => ({
   apiVersion: "nodus.dev/v1",

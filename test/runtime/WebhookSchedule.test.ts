@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Limits from "../../src/core/Limits.ts"
 import { nextAttemptAt, retryDelayMs } from "../../src/core/WebhookDelivery.ts"
-import { deliveriesTable } from "../../src/runtime/Webhooks.ts"
+import { deliveriesTable } from "../../src/runtime/WebhookLog.ts"
 import { secretsTable } from "../../src/runtime/WebhookSecrets.ts"
 import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 import { type Received, type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
