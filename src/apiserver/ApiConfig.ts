@@ -15,6 +15,8 @@ export interface ApiSettings {
   readonly bookmarkInterval: Duration.Input
   /** What a watch holds for a client that does not keep up (Watch.ts); defaultWatchLimits when absent. */
   readonly watchLimits?: WatchLimits
+  /** `--webhook-allow-loopback`: admission takes webhook receivers on loopback (a kind's `serverRules`). */
+  readonly developmentWebhooks?: boolean
 }
 
 export class ApiConfig extends Context.Service<ApiConfig, ApiSettings>()("nodus/apiserver/ApiConfig") {}

@@ -20,11 +20,12 @@ import * as MergePatch from "../core/meta/MergePatch.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { priceBoundAnnotation } from "../core/billing/PriceBound.ts"
 import { definitionOf } from "../core/schemas/Definitions.ts"
-import { checkUpdate, normalizeSpec } from "../core/schemas/Kind.ts"
+import { checkUpdate, normalizeSpec, type ServerSettings } from "../core/schemas/Kind.ts"
 import * as ServerSideApply from "../core/meta/ServerSideApply.ts"
 import * as Strategy from "../core/meta/Strategy.ts"
 import { type CommitFailed, type Committed, type ObjectKey, Store, type StoreError, type WriteOp } from "../store/Store.ts"
 import { AdmissionPlugins, prepareAll, reviewAll } from "./AdmissionPlugins.ts"
+import { ApiConfig } from "./ApiConfig.ts"
 import type { Principal } from "./Auth.ts"
 import { Ids } from "./Ids.ts"
 
@@ -260,7 +261,10 @@ export const selects = (selectors: Selectors, object: ResourceObject): boolean =
 const isEvent = (object: ResourceObject): boolean => object.kind === eventKind.kind && object.apiVersion === "v1"
 
 export class Resources extends Context.Service<Resources, ResourcesShape>()("nodus/apiserver/Resources") {
-  static readonly layer = Layer.effect(Resources, Effect.map(Effect.all({ store: Store, ids: Ids, plugins: AdmissionPlugins }), makeOperations))
+  static readonly layer = Layer.effect(Resources, Effect.map(
+    Effect.all({ store: Store, ids: Ids, plugins: AdmissionPlugins, config: Effect.serviceOption(ApiConfig) }),
+    ({ config, ...services }) => makeOperations({ ...services, serverSettings: { developmentWebhooks: Option.isSome(config) && config.value.developmentWebhooks === true } })
+  ))
 }
 
 /** The generic operations of every kind (spec: Generic operations), as handlers and controllers call them. */
@@ -288,8 +292,10 @@ function makeOperations(services: {
   readonly store: Store["Service"]
   readonly ids: Ids["Service"]
   readonly plugins: AdmissionPlugins["Service"]
+  /** How the server was started, for the kinds' `serverRules`. */
+  readonly serverSettings: ServerSettings
 }): ResourcesShape {
-  const { store, ids, plugins } = services
+  const { store, ids, plugins, serverSettings } = services
   const pagedReads = Semaphore.makeUnsafe(pagedReadsMax)
   const now = Clock.currentTimeMillis
 
@@ -360,6 +366,14 @@ function makeOperations(services: {
       if (causes.length > 0) return yield* invalid(subjectOf(ref, name), causes, ref.info.kind)
     })
 
+  /** The kind's rules that depend on how this server was started (a WebhookEndpoint's development receivers). */
+  const checkServerRules = (ref: ResourceRef, spec: Json | undefined, name: string | undefined) => {
+    const rules = definitionOf(ref.info.kind).serverRules
+    if (rules === undefined || !isObject(spec) || isNamespaceKind(ref)) return Effect.void
+    const causes = rules(spec, serverSettings)
+    return causes.length === 0 ? Effect.void : Effect.fail(invalid(subjectOf(ref, name), causes, ref.info.kind))
+  }
+
   /** The kind's rules for changes after create (spec: FieldImmutable; maxCostUSD can only be raised). */
   const checkUpdateRules = (ref: ResourceRef, current: ResourceObject, disposition: Strategy.Disposition) => {
     if (disposition._tag !== "Write") return Effect.void
@@ -412,6 +426,7 @@ function makeOperations(services: {
         return yield* writeDisposition(ref, namespace, current, disposition, write.expectedRv, { dryRun: options.dryRun, extraOps: options.commitWith?.([]) ?? [] })
       }
       yield* checkTimeRules(ref, object["spec"], current.spec, current.metadata.name)
+      yield* checkServerRules(ref, object["spec"], current.metadata.name)
       const prepared = yield* prepareUpdate(ref, namespace, current, withBoundAnnotation(object, ref.group, current.metadata.annotations?.[priceBoundAnnotation(ref.group)]), options.principal)
       const decided = yield* Effect.fromResult(Strategy.update(target, current, prepared.input, context, write.applied === undefined ? { operation: "Update" } : { operation: "Apply", applied: write.applied }))
       yield* checkUpdateRules(ref, current, decided)
@@ -425,6 +440,7 @@ function makeOperations(services: {
       const admitted = yield* admitBody(ref, body, options.fieldValidation, undefined)
       yield* authorize(options, admitted)
       yield* checkTimeRules(ref, admitted.object["spec"], undefined, stringAt(admitted.object, "metadata", "name"))
+      yield* checkServerRules(ref, admitted.object["spec"], stringAt(admitted.object, "metadata", "name"))
       const prepared = yield* prepareCreate(ref, namespace, withBoundAnnotation(admitted.object, ref.group, undefined), options.principal)
       const made = Strategy.create(targetOf(ref, namespace), prepared.input, {
         now: yield* now,

@@ -6,11 +6,11 @@
  * resolves elsewhere a moment later (DNS rebinding) reaches nothing new. A URL it may not connect to is refused before
  * anything is sent, and that is final: the delivery fails at once.
  *
- * The development switch (`--webhook-allow-loopback`) lets receivers on loopback take deliveries — a name that
- * resolves there (`/etc/hosts`, localtest.me), with any certificate; nothing else changes. The URL is https still:
- * admission takes no other (docs/webhooks.md, "Development").
+ * The development switch (`--webhook-allow-loopback`) lets receivers on loopback take deliveries, over http or over
+ * https with any certificate; nothing else changes (docs/webhooks.md, "Development").
  */
-import { Agent, request } from "node:https"
+import { Agent as HttpAgent, request as httpRequest } from "node:http"
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
 import { lookup } from "node:dns/promises"
 import type { LookupFunction } from "node:net"
 import * as Limits from "../core/Limits.ts"
@@ -43,7 +43,7 @@ export interface TransportOptions {
 const systemResolver: Resolver = (host) => lookup(host, { all: true, verbatim: true })
 
 /** Connections are kept for the next delivery to the same receiver (a receiver of many events takes them fast). */
-const agent = new Agent({ keepAlive: true, maxSockets: 64 })
+const agents = { https: new HttpsAgent({ keepAlive: true, maxSockets: 64 }), http: new HttpAgent({ keepAlive: true, maxSockets: 64 }) }
 
 export const makeTransport = (options: TransportOptions) => {
   const resolve = options.resolve ?? systemResolver
@@ -76,8 +76,11 @@ export const makeTransport = (options: TransportOptions) => {
     const addresses = await addressesOf(url)
     if ("barred" in addresses) return { _tag: "Refused", message: addresses.barred }
     if ("unresolved" in addresses) return { _tag: "NoAnswer", message: addresses.unresolved, durationMs: elapsed() }
-    if (url.protocol !== "https:") return { _tag: "Refused", message: `the receiver URL must be https, not ${url.protocol}` }
     const loopback = addresses.every((entry) => isLoopbackAddress(entry.address))
+    const https = url.protocol === "https:"
+    if (!https && !(url.protocol === "http:" && loopback && options.allowLoopback)) {
+      return { _tag: "Refused", message: `the receiver URL must be https (http is for receivers on loopback, in development), not ${url.protocol}` }
+    }
     const pinned = addresses[0]!
     // The connection goes to the address checked above, never to a second resolution of the name.
     const pinnedLookup: LookupFunction = (_host, lookupOptions, callback) => {
@@ -85,12 +88,12 @@ export const makeTransport = (options: TransportOptions) => {
       else callback(null, pinned.address, pinned.family)
     }
     return new Promise<AttemptResult>((done) => {
-      const post = request(url, {
+      const post = (https ? httpsRequest : httpRequest)(url, {
         method: "POST",
         headers: { ...attempt.headers, "content-type": "application/json", "content-length": Buffer.byteLength(attempt.body), "user-agent": "nodus-webhooks/1" },
-        agent,
+        agent: https ? agents.https : agents.http,
         lookup: pinnedLookup,
-        ...(loopback && options.allowLoopback ? { rejectUnauthorized: false } : {})
+        ...(https && loopback && options.allowLoopback ? { rejectUnauthorized: false } : {})
       }, (response) => {
         // The body is not read for anything; it is drained so that the connection can be used again.
         response.resume()

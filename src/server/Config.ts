@@ -27,7 +27,7 @@ export interface ServerConfig {
   readonly warmBoxes: number
   /** The URL clients reach the server at, when it is not the listening address (behind a proxy). */
   readonly publicUrl: string | undefined
-  /** Development only: webhook deliveries may go to receivers on loopback, any certificate (docs/webhooks.md). */
+  /** Development only: webhook receivers on loopback, over http or https with any certificate (docs/webhooks.md). */
   readonly webhookAllowLoopback: boolean
 }
 
@@ -65,7 +65,7 @@ export const settings: ReadonlyArray<Setting> = [
   { env: "NODUS_SIM_SPEED", flag: "--sim-speed", fallback: "1", description: "sim backend: virtual seconds per wall-clock second (a positive number)" },
   { env: "NODUS_WARM_BOXES", flag: "--warm-boxes", fallback: "1", description: "local backend: Sandbox boxes kept started ahead, 0 to 16" },
   { env: "NODUS_PUBLIC_URL", flag: "--public-url", fallback: undefined, description: "URL clients reach the server at, for links in answers; default the listening address" },
-  { env: "NODUS_WEBHOOK_ALLOW_LOOPBACK", flag: "--webhook-allow-loopback", fallback: "0", switch: true, description: "development only: webhook deliveries may go to receivers on loopback (any certificate)" }
+  { env: "NODUS_WEBHOOK_ALLOW_LOOPBACK", flag: "--webhook-allow-loopback", fallback: "0", switch: true, description: "development only: webhook receivers on loopback, over http or https (any certificate)" }
 ]
 
 const switchValues: Readonly<Record<string, boolean>> = { "1": true, on: true, true: true, "0": false, off: false, false: false }

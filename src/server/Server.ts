@@ -129,7 +129,13 @@ const backendOf = (options: ServerOptions) => {
 export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Store, E>, replaced: Replaceable = {}) => {
   // The address is known once the listener is bound (port 0 picks one); until then, the configured one.
   let publicUrl = options.publicUrl ?? `${options.tls === undefined ? "http" : "https"}://${options.host}:${options.port}`
-  const settings = Layer.succeed(ApiConfig, { group: options.apiGroup, publicUrl: () => publicUrl, bookmarkInterval: options.bookmarkInterval, ...(options.watchLimits === undefined ? {} : { watchLimits: options.watchLimits }) })
+  const settings = Layer.succeed(ApiConfig, {
+    group: options.apiGroup,
+    publicUrl: () => publicUrl,
+    bookmarkInterval: options.bookmarkInterval,
+    ...(options.watchLimits === undefined ? {} : { watchLimits: options.watchLimits }),
+    developmentWebhooks: options.webhooks?.allowLoopback === true
+  })
   const backend = backendOf(options)
   // The clock goes in first, under everything, so every layer and every fiber they fork reads the same time.
   // Billing: the ledger over the store (starter credits where the server is not a production one) and the estimates.

@@ -78,6 +78,20 @@ describe("the webhook transport", () => {
     }
   })
 
+  it("sends plain http only to a receiver on loopback under the development switch", async () => {
+    const plain = await startReceiver({ http: true })
+    try {
+      expect(await send(`http://localtest.me:${plain.port}/dev`, true)).toMatchObject({ _tag: "Answered", status: 200 })
+      expect((await send(`http://localtest.me:${plain.port}/dev`))._tag).toBe("Refused")
+      const publicName: Resolver = async () => [{ address: "93.184.216.34", family: 4 }]
+      const refusedHttp = await send("http://hooks.example.com/dev", true, publicName)
+      expect(refusedHttp).toMatchObject({ _tag: "Refused", message: expect.stringContaining("must be https") })
+      expect(plain.received).toHaveLength(1)
+    } finally {
+      await plain.close()
+    }
+  })
+
   it("resolves the name on every attempt and connects to the address it checked (DNS rebinding reaches nothing)", async () => {
     const receiver = await startReceiver()
     try {

@@ -10,7 +10,7 @@ import { type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
 
 const endpoints = "/apis/nodus.dev/v1/webhookendpoints"
 const resolve = async (host: string) => {
-  const table: Record<string, string> = { "receiver.example.com": "127.0.0.1", "sneaky.example.com": "169.254.169.254" }
+  const table: Record<string, string> = { "receiver.example.com": "127.0.0.1", "sneaky.example.com": "169.254.169.254", localhost: "127.0.0.1" }
   const address = table[host]
   if (address === undefined) throw new Error(`getaddrinfo ENOTFOUND ${host}`)
   return [{ address, family: 4 }]
@@ -121,5 +121,26 @@ describe("deliveries", () => {
     })
     expect(entry).toMatchObject({ type: "webhookendpoint.ping", attempts: 1, error: expect.stringContaining("169.254.169.254, which is not a public address") })
     expect(entry.responseCode).toBeUndefined()
+  })
+
+  it("takes a plain-http receiver on localhost under the development switch; a server without it refuses the URL", async () => {
+    const plain = await startReceiver({ http: true })
+    try {
+      const url = `http://localhost:${plain.port}/dev`
+      const created = await request(server, "POST", endpoints, { body: { apiVersion: "nodus.dev/v1", kind: "WebhookEndpoint", metadata: { name: "dev" }, spec: { url } } })
+      expect(created.status, created.text).toBe(201)
+      const ping = await eventually("the ping over http", () => plain.received.find((got) => got.json.type === "webhookendpoint.ping"))
+      expect(plain.verifies(created.body.status.signingSecret, ping)).toBe(true)
+      const production = await startTestServer()
+      try {
+        const refused = await request(production, "POST", endpoints, { body: { apiVersion: "nodus.dev/v1", kind: "WebhookEndpoint", metadata: { name: "dev" }, spec: { url } } })
+        expect(refused.status).toBe(422)
+        expect(refused.body).toMatchObject({ reason: "Invalid", details: { causes: [{ field: "spec.url", message: expect.stringContaining("--webhook-allow-loopback") }] } })
+      } finally {
+        await production.stop()
+      }
+    } finally {
+      await plain.close()
+    }
   })
 })

@@ -6,7 +6,7 @@ import { Result, Schema } from "effect"
 import { admit } from "../../src/core/meta/Admission.ts"
 import type { Cause } from "../../src/core/meta/ApiError.ts"
 import { isObject, type Json, type JsonObject } from "../../src/core/Json.ts"
-import { checkUpdate, type KindDefinition, normalizeSpec } from "../../src/core/schemas/Kind.ts"
+import { checkUpdate, type KindDefinition, normalizeSpec, type ServerSettings } from "../../src/core/schemas/Kind.ts"
 
 const envelopes = new WeakMap<KindDefinition, Schema.Codec<unknown, unknown>>()
 
@@ -21,13 +21,16 @@ export type Admission =
   | { readonly _tag: "Refused"; readonly code: string; readonly causes: ReadonlyArray<Cause> }
 
 /** Admits `spec` under Strict field validation; causes carry paths from the object root (`spec.…`). */
-export const admitSpec = (definition: KindDefinition, spec: Json): Admission => {
+/** A spec admitted as Resources admits it (schema, normalization, server rules), by a production server unless told. */
+export const admitSpec = (definition: KindDefinition, spec: Json, settings: ServerSettings = { developmentWebhooks: false }): Admission => {
   const first = admit(envelopeOf(definition), { spec }, "Strict", { kind: "things" }, "Thing")
   if (Result.isFailure(first)) return { _tag: "Refused", code: first.failure.code, causes: first.failure.causes ?? [] }
   const decoded = first.success.object["spec"]
   if (!isObject(decoded)) return { _tag: "Admitted", spec: decoded as unknown as JsonObject }
   const stored = normalizeSpec(definition, decoded, (next) => Result.map(admit(envelopeOf(definition), { spec: next }, "Ignore", { kind: "things" }, "Thing"), (again) => again.object["spec"] as JsonObject))
   if (Result.isFailure(stored)) return { _tag: "Refused", code: stored.failure.code, causes: stored.failure.causes ?? [] }
+  const broken = definition.serverRules?.(stored.success, settings) ?? []
+  if (broken.length > 0) return { _tag: "Refused", code: "Invalid", causes: broken }
   return { _tag: "Admitted", spec: stored.success }
 }
 

@@ -3,6 +3,7 @@
  * loopback under the development switch). It keeps every request it got, answers with the status `respond` says, and
  * verifies each delivery's signature with the `standardwebhooks` package — an implementation that is not ours.
  */
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http"
 import { createServer, type Server } from "node:https"
 import { Webhook } from "standardwebhooks"
 import { generateTlsMaterial } from "../../src/apiserver/tls/Certificates.ts"
@@ -14,11 +15,11 @@ export interface Received {
   readonly path: string
 }
 
-export const startReceiver = async () => {
-  const material = generateTlsMaterial({ hosts: ["127.0.0.1", "receiver.example.com"], now: new Date() })
+/** A receiver over HTTPS (a self-signed certificate), or plain HTTP with `{ http: true }` (a development receiver). */
+export const startReceiver = async (options: { readonly http?: boolean } = {}) => {
   const received: Array<Received> = []
   let respond: (request: Received) => number = () => 200
-  const server: Server = createServer({ cert: material.certPem, key: material.keyPem }, (request, response) => {
+  const handle = (request: IncomingMessage, response: ServerResponse) => {
     const chunks: Array<Buffer> = []
     request.on("data", (chunk: Buffer) => chunks.push(chunk))
     request.on("end", () => {
@@ -30,7 +31,9 @@ export const startReceiver = async () => {
       if (status === 0) return // no answer: the sender times out
       response.writeHead(status).end()
     })
-  })
+  }
+  const material = options.http === true ? undefined : generateTlsMaterial({ hosts: ["127.0.0.1", "receiver.example.com"], now: new Date() })
+  const server: Server | ReturnType<typeof createHttpServer> = material === undefined ? createHttpServer(handle) : createServer({ cert: material.certPem, key: material.keyPem }, handle)
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   const port = (server.address() as { port: number }).port
   return {

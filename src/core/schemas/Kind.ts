@@ -46,6 +46,17 @@ export interface KindDefinition {
    * updates, the spec before: e.g. a Workspace's readyBy at least 15 minutes ahead.
    */
   readonly timeRules?: (spec: JsonObject, nowMs: number, previous: JsonObject | undefined) => ReadonlyArray<Cause>
+  /**
+   * Rules that depend on how the server was started (admission itself is the same everywhere): e.g. a WebhookEndpoint
+   * whose receiver is on loopback, which only a development server takes.
+   */
+  readonly serverRules?: (spec: JsonObject, settings: ServerSettings) => ReadonlyArray<Cause>
+}
+
+/** What admission knows of the server it runs in, for a kind's `serverRules`. */
+export interface ServerSettings {
+  /** `--webhook-allow-loopback`: webhook receivers on loopback, over http or https (docs/webhooks.md, "Development"). */
+  readonly developmentWebhooks: boolean
 }
 
 /**

@@ -8,6 +8,7 @@
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
 import { isPublicAddress, parseAddress } from "../PublicAddress.ts"
+import { fieldInvalid } from "../meta/ApiError.ts"
 import { ProjectName } from "../meta/ObjectMeta.ts"
 import { dottedNameGrammar, ipv4Grammar, ipv6Grammar, portGrammar, restGrammar } from "./Connection.ts"
 import { defaulted, described, duration, listOf, matching, oneOf, optional, uniqueBy } from "../meta/Fields.ts"
@@ -21,6 +22,23 @@ import { Condition, NonNegativeInt } from "./Shared.ts"
 const isNonPublicName = (host: string): boolean => {
   const name = host.endsWith(".") ? host.slice(0, -1) : host
   return name === "localhost" || name.endsWith(".localhost") || !name.includes(".") || name.endsWith(".local") || name.endsWith(".internal")
+}
+
+/**
+ * A development receiver: http or https to localhost, a `*.localhost` name or a loopback literal (127.0.0.0/8, [::1]).
+ * The schema leaves it to the server: one started with `--webhook-allow-loopback` takes it, any other refuses it with
+ * the message below (`serverRules`), as it refuses every other non-public URL.
+ */
+export const isDevelopmentUrl = (text: string): boolean => {
+  let url: URL
+  try {
+    url = new URL(text)
+  } catch {
+    return false
+  }
+  if ((url.protocol !== "https:" && url.protocol !== "http:") || url.username !== "" || url.password !== "" || text.length > Limits.webhookUrlLengthMax) return false
+  const host = url.hostname.endsWith(".") ? url.hostname.slice(0, -1) : url.hostname
+  return host === "localhost" || host.endsWith(".localhost") || host === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/u.test(host)
 }
 
 /** Why `text` is not a receiver URL the service may call, or undefined when it is. */
@@ -58,6 +76,7 @@ const webhookUrl = new RegExp(webhookUrlPattern, "u")
  */
 const WebhookUrl = Schema.String.check(Schema.makeFilter(
   (text: string) => {
+    if (isDevelopmentUrl(text)) return undefined
     const problem = webhookUrlProblem(text) ?? (webhookUrl.test(text) ? undefined : "must be an https URL of a DNS name with a dot, an IPv4 or a bracketed IPv6 address, an optional port, and a path without spaces")
     return problem === undefined ? undefined : `Invalid value: "${text}": ${problem}`
   },
@@ -138,6 +157,12 @@ export const WebhookEndpointRotation = Schema.Struct({
 
 export const webhookEndpoint: KindDefinition = {
   spec: WebhookEndpointSpec,
-  status: WebhookEndpointStatus
+  status: WebhookEndpointStatus,
   // Spec: WebhookEndpoint — "Every field can change after create": no update rules.
+  serverRules: (spec, settings) => {
+    const url = spec["url"]
+    if (settings.developmentWebhooks || typeof url !== "string" || !isDevelopmentUrl(url)) return []
+    const problem = webhookUrlProblem(url) ?? "must be a public address"
+    return [fieldInvalid("spec.url", `Invalid value: "${url}": ${problem} (a receiver on loopback is taken only by a development server: nodus serve --webhook-allow-loopback)`)]
+  }
 }

@@ -110,10 +110,28 @@ describe("WebhookEndpoint admission", () => {
       const admission = admitSpec(webhookEndpoint, spec({ url }))
       return admission._tag === "Refused" ? admission.causes.map((cause) => cause.message) : []
     }
-    assert.deepStrictEqual(messages("https://localhost:8443/hook"), [`Invalid value: "https://localhost:8443/hook": must be a public address, not localhost or a local name`])
+    assert.deepStrictEqual(messages("https://localhost:8443/hook"), [
+      `Invalid value: "https://localhost:8443/hook": must be a public address, not localhost or a local name (a receiver on loopback is taken only by a development server: nodus serve --webhook-allow-loopback)`
+    ])
     assert.deepStrictEqual(messages("https://hooks.example.com/nodus "), [
       `Invalid value: "https://hooks.example.com/nodus ": must be an https URL of a DNS name with a dot, an IPv4 or a bracketed IPv6 address, an optional port, and a path without spaces`
     ])
+  })
+})
+
+describe("WebhookEndpoint receivers in development", () => {
+  const development = { developmentWebhooks: true }
+  const receivers = ["http://localhost:3000/hooks", "https://localhost:8443/hook", "http://127.0.0.1:9000/", "http://[::1]:3000/x", "http://app.localhost/hook"]
+
+  it("a server started with --webhook-allow-loopback takes http and https receivers on loopback", () => {
+    for (const url of receivers) assert.strictEqual(admitSpec(webhookEndpoint, spec({ url }), development)._tag, "Admitted", url)
+  })
+
+  it("any other server refuses them, and a development server still refuses every other address that is not public", () => {
+    for (const url of receivers) assert.deepStrictEqual(refusedFields(admitSpec(webhookEndpoint, spec({ url }))), ["spec.url"], url)
+    for (const url of ["http://hooks.example.com/x", "https://10.1.2.3/", "https://169.254.169.254/", "https://[::127.0.0.1]/", "http://user@localhost/"]) {
+      assert.deepStrictEqual(refusedFields(admitSpec(webhookEndpoint, spec({ url }), development)), ["spec.url"], url)
+    }
   })
 })
 
