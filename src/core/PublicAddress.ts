@@ -103,3 +103,10 @@ export const isLoopbackAddress = (address: string): boolean => {
   if (v4 !== undefined) return v4 >= parseIpv4("127.0.0.0")! && v4 < parseIpv4("128.0.0.0")!
   return parsed.value === 1n
 }
+
+/**
+ * Whether a connection made on someone's behalf may go to `address`: a public one, or loopback where a development
+ * switch allows it (the egress proxy's `allowLoopback`, the webhook sender's `--webhook-allow-loopback`).
+ */
+export const mayConnectTo = (address: string, loopbackAllowed: boolean): boolean =>
+  isPublicAddress(address) || (loopbackAllowed && isLoopbackAddress(address))

@@ -14,7 +14,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
 import { lookup } from "node:dns/promises"
 import type { LookupFunction } from "node:net"
 import * as Limits from "../core/Limits.ts"
-import { isLoopbackAddress, isPublicAddress, parseAddress } from "../core/PublicAddress.ts"
+import { isLoopbackAddress, mayConnectTo, parseAddress } from "../core/PublicAddress.ts"
 
 export interface AttemptRequest {
   readonly url: string
@@ -48,7 +48,6 @@ const agents = { https: new HttpsAgent({ keepAlive: true, maxSockets: 64 }), htt
 export const makeTransport = (options: TransportOptions) => {
   const resolve = options.resolve ?? systemResolver
   const timeoutMs = options.timeoutMs ?? Limits.webhookResponseWaitMs
-  const allowed = (address: string) => isPublicAddress(address) || (options.allowLoopback && isLoopbackAddress(address))
 
   /**
    * The addresses to connect to; or why none may be (final); or why none was found now (a DNS failure may pass, so it
@@ -64,7 +63,7 @@ export const makeTransport = (options: TransportOptions) => {
       return { unresolved: `the receiver's name ${host} does not resolve (${error instanceof Error ? error.message : String(error)})` }
     }
     if (found.length === 0) return { unresolved: `the receiver's name ${host} resolves to no address` }
-    const barred = found.find((entry) => !allowed(entry.address))
+    const barred = found.find((entry) => !mayConnectTo(entry.address, options.allowLoopback))
     if (barred !== undefined) return { barred: `the receiver ${host} resolves to ${barred.address}, which is not a public address; webhooks are delivered to public addresses only` }
     return found
   }

@@ -14,7 +14,7 @@
 import { lookup } from "node:dns/promises"
 import { appendFileSync, chmodSync, rmSync } from "node:fs"
 import { connect, createServer, isIP, type Socket } from "node:net"
-import { isLoopbackAddress, isPublicAddress as isPublic } from "../../core/PublicAddress.ts"
+import { mayConnectTo } from "../../core/PublicAddress.ts"
 
 /** The forwarder's address inside the box. */
 export const proxyPort = 3128
@@ -32,10 +32,6 @@ export const allowedBy = (allow: ReadonlyArray<string>, host: string): boolean =
     return pattern.startsWith("*.") ? name.endsWith(pattern.slice(1)) && name.length > pattern.length - 1 : name === pattern
   })
 }
-
-/** Whether a run may reach `address` through the proxy (core/PublicAddress.ts), loopback too when allowed. */
-export const isPublicAddress = (address: string, allowLoopback = false): boolean =>
-  (allowLoopback && isLoopbackAddress(address)) || isPublic(address)
 
 export interface ProxyOptions {
   readonly socket: string
@@ -111,7 +107,7 @@ const tunnel = async (client: Socket, options: ProxyOptions, head: string, rest:
   } catch {
     return refuse(client, options, "502 Bad Gateway", `${host} does not resolve`)
   }
-  const barred = addresses.find((entry) => !isPublicAddress(entry.address, options.allowLoopback === true))
+  const barred = addresses.find((entry) => !mayConnectTo(entry.address, options.allowLoopback === true))
   if (barred !== undefined || addresses.length === 0) return refuse(client, options, "403 Forbidden", `${host} resolves to ${barred?.address ?? "nothing"}, which is not a public address`)
   const upstream = await connectAny(addresses.map((entry) => entry.address), port)
   if (upstream === undefined) return refuse(client, options, "502 Bad Gateway", `${host}:${port} could not be reached`)
