@@ -40,6 +40,7 @@ import { followStore, surviving } from "./Following.ts"
 import { ApiConfig } from "../apiserver/ApiConfig.ts"
 import { CreditOperations, type CreateHooks } from "../apiserver/CreditOperations.ts"
 import { LedgerService } from "./LedgerService.ts"
+import { statusUpdater } from "./ObjectWriter.ts"
 import { notConfigured, Payments, type PaymentsShape } from "./Payments.ts"
 import { Resources, type WriteOptions } from "../apiserver/Resources.ts"
 
@@ -64,9 +65,6 @@ export const topUpGrantName = (topUp: ResourceObject): string => {
 
 /** Real time between two refreshes of CreditGrant statuses from the ledger (and retries of failed steps). */
 export const refreshInterval = "1 second"
-
-/** Status writes retried when another writer got there first. */
-const conflictRetries = 5
 
 const writeOptions: WriteOptions = { dryRun: false, fieldValidation: "Ignore", fieldManager: creditsComponent }
 
@@ -137,20 +135,9 @@ interface Parts {
 const read = (parts: Parts, ref: ResourceRef, name: string): Effect.Effect<ResourceObject | undefined, ApiError> =>
   parts.resources.get(ref, undefined, name).pipe(Effect.catchIf((error) => error.code === "NotFound", () => Effect.succeed(undefined)))
 
-/**
- * Replaces the status with what `next` makes of the stored object (undefined: leave it), retried on Conflict; `ops`
- * of the object as it will be shown are committed with it (its events' outbox records).
- */
-const writeStatus = (parts: Parts, ref: ResourceRef, name: string, next: (current: ResourceObject) => JsonObject | undefined, ops: (shown: ResourceObject) => ReadonlyArray<WriteOp> = () => []) =>
-  Effect.gen(function*() {
-    const current = yield* parts.resources.get(ref, undefined, name)
-    const status = next(current)
-    if (status === undefined) return { object: current, written: false }
-    const metadata = { name, uid: current.metadata.uid, resourceVersion: current.metadata.resourceVersion }
-    const commitWith = () => ops({ ...current, status })
-    const replaced = yield* parts.resources.replace(ref, undefined, name, { apiVersion: ref.apiVersion, kind: ref.info.kind, metadata, status }, { ...writeOptions, commitWith }, "status")
-    return { object: replaced.object, written: true }
-  }).pipe(Effect.retry({ times: conflictRetries, while: (error) => error.code === "Conflict" }))
+/** A credits object's status, made from the stored one (ObjectWriter.ts statusUpdater); credits kinds are cluster-scoped. */
+const writeStatus = (parts: Parts, ref: ResourceRef, name: string, next: (current: ResourceObject) => JsonObject | undefined, ops?: (shown: ResourceObject) => ReadonlyArray<WriteOp>) =>
+  statusUpdater(parts.resources, writeOptions)(ref, undefined, name, next, ops)
 
 /** The outbox record of a delivery-shaped event about a TopUp (spec: Delivery; a cluster-scoped object has no namespace). */
 const topUpEvent = (parts: Parts, topUp: ResourceObject, reason: FinalPhase, message: string, at: number): WriteOp =>

@@ -108,6 +108,30 @@ export const statusWriter = (resources: Resources["Service"]) =>
     return replace(target.resourceVersion).pipe(Effect.catchIf((error) => error.code === "Conflict" || error.code === "NotFound", () => fresh))
   }
 
+/**
+ * Replaces an object's status with what `next` makes of the object as stored (undefined: leave it), read and made
+ * again when another writer got there first; `ops` of the object as it will be shown commit with it (its events'
+ * outbox records). Answers the object and whether it was written. For statuses made from what they replace (a
+ * TopUp's phase, a WebhookEndpoint's health), where `statusWriter` writes one it already holds.
+ */
+export const statusUpdater = (resources: Resources["Service"], options: WriteOptions) =>
+  (
+    ref: ResourceRef,
+    namespace: string | undefined,
+    name: string,
+    next: (current: ResourceObject) => JsonObject | undefined,
+    ops: (shown: ResourceObject) => ReadonlyArray<WriteOp> = () => []
+  ) =>
+    Effect.gen(function*() {
+      const current = yield* resources.get(ref, namespace, name)
+      const status = next(current)
+      if (status === undefined) return { object: current, written: false }
+      const metadata = { name, ...(namespace === undefined ? {} : { namespace }), uid: current.metadata.uid, resourceVersion: current.metadata.resourceVersion }
+      const commitWith = () => ops({ ...current, status })
+      const replaced = yield* resources.replace(ref, namespace, name, { apiVersion: ref.apiVersion, kind: ref.info.kind, metadata, status }, { ...options, commitWith }, "status")
+      return { object: replaced.object, written: true }
+    }).pipe(Effect.retry({ times: 5, while: (error) => error.code === "Conflict" }))
+
 export const makeWriter = (services: WriterServices) => {
   const { resources, store, ids, outbox, attemptRef } = services
   let sequence = 0

@@ -32,6 +32,7 @@ import { ChangeFeed } from "../store/ChangeFeed.ts"
 import { Store, type WriteOp } from "../store/Store.ts"
 import { deliveredObjectOf, deliveryOf, EventOutbox, type OutboxEntry } from "./EventOutbox.ts"
 import { followStore, surviving } from "./Following.ts"
+import { statusUpdater } from "./ObjectWriter.ts"
 import { SecretCipher } from "./SecretCipher.ts"
 import { WorkQueue } from "./WorkQueue.ts"
 import { Health } from "./WebhookHealth.ts"
@@ -58,7 +59,6 @@ interface Endpoint {
   readonly name: string
   readonly url: string
   readonly subscription: Subscription
-  readonly generation: number
 }
 
 export interface WebhookSettings {
@@ -78,7 +78,6 @@ const subscriptionOf = (object: ResourceObject): Endpoint => {
   return {
     name: object.metadata.name,
     url: typeof spec["url"] === "string" ? spec["url"] : "",
-    generation: object.metadata.generation ?? 0,
     subscription: {
       uid: object.metadata.uid,
       eventTypes: spec["eventTypes"] === undefined ? ["*"] : strings(spec["eventTypes"]),
@@ -330,6 +329,7 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
   // Status
 
   const writeOptions: WriteOptions = { dryRun: false, fieldValidation: "Ignore", fieldManager: "nodus-webhooks" }
+  const updateStatus = statusUpdater(resources, writeOptions)
 
   const writeStatus = (uid: string, known: Health) => Effect.gen(function*() {
     const endpoint = endpoints.get(uid)
@@ -338,19 +338,15 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
     const announce = known.announce
     known.announce = false
     const at = yield* now
-    const once = Effect.gen(function*() {
-      const current = yield* resources.get(ref, undefined, endpoint.name)
-      if (current.metadata.uid !== uid) return
-      const status = known.statusOf(current, at)
-      const metadata = { name: endpoint.name, uid, resourceVersion: current.metadata.resourceVersion }
-      const shown = { ...current, status }
-      const failing = known.failing()
-      const message = `The last ${failing.inARow} delivery attempts to this endpoint failed; the last: ${failing.lastError}.`
-      const commitWith = announce ? () => [outbox.record(deliveryOf(failingType, at, { reason: "DeliveriesFailing", message }, deliveredObjectOf(shown)))] : undefined
-      yield* resources.replace(ref, undefined, endpoint.name, { apiVersion: ref.apiVersion, kind: ref.info.kind, metadata, status }, { ...writeOptions, ...(commitWith === undefined ? {} : { commitWith }) }, "status")
-    })
-    yield* once.pipe(
-      Effect.retry({ times: 5, while: (error) => error.code === "Conflict" }),
+    const failing = known.failing()
+    const message = `The last ${failing.inARow} delivery attempts to this endpoint failed; the last: ${failing.lastError}.`
+    yield* updateStatus(
+      ref,
+      undefined,
+      endpoint.name,
+      (current) => (current.metadata.uid === uid ? known.statusOf(current, at) : undefined),
+      (shown) => (announce ? [outbox.record(deliveryOf(failingType, at, { reason: "DeliveriesFailing", message }, deliveredObjectOf(shown)))] : [])
+    ).pipe(
       Effect.catchIf((error) => error.code === "NotFound", () => Effect.void),
       Effect.tapError(() => Effect.sync(() => {
         known.dirty = true
@@ -418,13 +414,18 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
       if (current === undefined) return yield* Effect.fail(internal(`WebhookEndpoint ${name} has no signing secret`))
       const secret = newSecret()
       const rotated: EndpointSecrets = { current: secret, previous: { secret: current.current, until: at + previousSecretTtlMs } }
-      const status = { ...statusOf(object), secretRotation: iso(at + previousSecretTtlMs) }
-      const metadata = { name, uid, resourceVersion: object.metadata.resourceVersion }
       const keep: ReadonlyArray<WriteOp> = kept === undefined ? [] : [{
         _tag: "PutRecord", table: rotationsTable, id: kept, ifAbsent: true, expiresAt: at + Limits.dayMs,
         value: cipher.seal(`${rotationsTable}/${kept}`, { fingerprint: idempotency!.fingerprint, secret })
       }]
-      const replaced = yield* resources.replace(ref, undefined, name, { apiVersion: ref.apiVersion, kind: ref.info.kind, metadata, status }, { ...writeOptions, commitWith: () => [putSecrets(cipher, uid, rotated), ...keep] }, "status")
+      const replaced = yield* updateStatus(
+        ref,
+        undefined,
+        name,
+        (current) => (current.metadata.uid === uid ? { ...statusOf(current), secretRotation: iso(at + previousSecretTtlMs) } : undefined),
+        () => [putSecrets(cipher, uid, rotated), ...keep]
+      )
+      if (!replaced.written) return yield* Effect.fail(new ApiError({ code: "NotFound", message: `webhookendpoints "${name}" was deleted during its rotation` }))
       secrets.set(uid, rotated)
       return shown(replaced.object, secret)
     })
