@@ -13,6 +13,7 @@ import { tmpdir } from "node:os"
 import { createServer } from "node:net"
 import { join } from "node:path"
 import { afterAll, afterEach, assert, describe, it } from "@effect/vitest"
+import { callAs, eventually, printedBy } from "../support/ServerProcess.ts"
 
 const root = join(import.meta.dirname, "..", "..")
 const node = join(root, "node_modules", ".bin", "node")
@@ -23,24 +24,12 @@ const marker = `crash-marker-${process.pid}`
 const children: Array<ChildProcess> = []
 
 /** A server on the data directory, plain HTTP, the embedded store: resolves with its URL. */
-const serve = (addr = "127.0.0.1:0") =>
-  new Promise<{ url: string; child: ChildProcess }>((resolve, reject) => {
-    const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("NODUS_") && name !== "DATABASE_URL"))
-    const child = spawn(node, [cli, "serve", "--data-dir", dataDir, "--addr", addr], { env: { ...env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token } })
-    children.push(child)
-    let output = ""
-    const timer = setTimeout(() => reject(new Error(`no announcement within 60 s:\n${output}`)), 60_000)
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString()
-      const match = /nodus serving (http:\/\/\S+)/u.exec(output)
-      if (match !== null) {
-        clearTimeout(timer)
-        resolve({ url: match[1]!, child })
-      }
-    }
-    child.stdout.on("data", onData)
-    child.stderr.on("data", onData)
-  })
+const serve = async (addr = "127.0.0.1:0"): Promise<{ url: string; child: ChildProcess }> => {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("NODUS_") && name !== "DATABASE_URL"))
+  const child = spawn(node, [cli, "serve", "--data-dir", dataDir, "--addr", addr], { env: { ...env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token } })
+  children.push(child)
+  return { url: await printedBy(child).first(/nodus serving (http:\/\/\S+)/u, 60_000), child }
+}
 
 const running = () => children.filter((child) => child.exitCode === null && child.signalCode === null)
 
@@ -57,22 +46,7 @@ afterAll(() => {
   rmSync(dataDir, { recursive: true, force: true })
 })
 
-const call = async (url: string, method: string, path: string, body?: unknown) => {
-  const response = await fetch(`${url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
-  return { status: response.status, body: await response.json() as any }
-}
-
-const eventually = async (what: string, check: () => Promise<boolean> | boolean, timeoutMs = 30_000) => {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-}
+const call = callAs(token)
 
 /** Whether a process whose command line holds the marker runs (the Job's program). */
 const programRuns = () => {

@@ -8,6 +8,7 @@ import { spawn } from "node:child_process"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { callAs, printedBy } from "../support/ServerProcess.ts"
 
 const out = process.argv[2] ?? mkdtempSync(join(tmpdir(), "gpu-check-"))
 const token = "nds_gpu-check-token-0123456789abcdefghijklmnopqrstuv"
@@ -17,30 +18,10 @@ const dataDir = mkdtempSync(join(tmpdir(), "nodus-gpu-check-"))
 const server = spawn(process.execPath, [join(root, "bin", "nodus.js"), "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0"], {
   env: { ...process.env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token }
 })
-let serverLog = ""
-const url = await new Promise<string>((resolve, reject) => {
-  const timer = setTimeout(() => reject(new Error(`no announcement within 90 s:\n${serverLog}`)), 90_000)
-  const onData = (chunk: Buffer) => {
-    serverLog += chunk.toString()
-    const match = /nodus serving (http:\/\/\S+)/u.exec(serverLog)
-    if (match !== null) {
-      clearTimeout(timer)
-      resolve(match[1]!)
-    }
-  }
-  server.stdout.on("data", onData)
-  server.stderr.on("data", onData)
-})
-
-const call = async (method: string, path: string, body?: unknown) => {
-  const response = await fetch(`${url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
-  const text = await response.text()
-  return { status: response.status, text, body: (() => { try { return JSON.parse(text) } catch { return undefined } })() as any }
-}
+const serverLog = printedBy(server)
+const url = await serverLog.first(/nodus serving (http:\/\/\S+)/u, 90_000)
+const callAdmin = callAs(token)
+const call = (method: string, path: string, body?: unknown) => callAdmin(url, method, path, body)
 
 const save = (name: string, value: unknown) => writeFileSync(join(out, name), typeof value === "string" ? value : JSON.stringify(value, null, 2))
 
@@ -89,6 +70,6 @@ try {
   console.log("offerings", JSON.stringify(offerings?.items?.map((offering: any) => [offering.metadata.name, offering.spec?.accelerator])))
 } finally {
   server.kill("SIGTERM")
-  save("server.log", serverLog)
+  save("server.log", serverLog.output())
 }
 process.exit(failed ? 1 : 0)

@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
+import { callAs, eventually, printedBy } from "../support/ServerProcess.ts"
 import { type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
 
 const root = join(import.meta.dirname, "..", "..")
@@ -23,40 +24,13 @@ afterAll(() => {
   rmSync(dataDir, { recursive: true, force: true })
 })
 
-const start = () =>
-  new Promise<{ url: string; child: ChildProcess }>((resolve, reject) => {
-    const child = spawn(node, [join(root, "test", "support", "WebhookServer.ts"), dataDir, token], { stdio: ["ignore", "pipe", "pipe"] })
-    children.push(child)
-    let output = ""
-    const timer = setTimeout(() => reject(new Error(`the server did not start within 60 s:\n${output}`)), 60_000)
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString()
-      const match = /serving (http:\/\/\S+)/u.exec(output)
-      if (match !== null) {
-        clearTimeout(timer)
-        resolve({ url: match[1]!, child })
-      }
-    }
-    child.stdout!.on("data", onData)
-    child.stderr!.on("data", onData)
-  })
-
-const call = async (url: string, method: string, path: string, body?: unknown) => {
-  const response = await fetch(`${url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
-  return { status: response.status, body: await response.json() as any }
+const start = async (): Promise<{ url: string; child: ChildProcess }> => {
+  const child = spawn(node, [join(root, "test", "support", "WebhookServer.ts"), dataDir, token], { stdio: ["ignore", "pipe", "pipe"] })
+  children.push(child)
+  return { url: await printedBy(child).first(/serving (http:\/\/\S+)/u, 60_000), child }
 }
 
-const eventually = async (what: string, check: () => Promise<boolean> | boolean, timeoutMs = 60_000) => {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-}
+const call = callAs(token)
 
 describe("a server killed with deliveries pending", () => {
   let receiver: Receiver
@@ -72,7 +46,7 @@ describe("a server killed with deliveries pending", () => {
     })
     expect(created.status).toBe(201)
     const secret = created.body.status.signingSecret as string
-    await eventually("the ping's first attempt", () => receiver.received.length > 0)
+    await eventually("the ping's first attempt", () => receiver.received.length > 0, 60_000)
     // TopUps are made as fast as the server takes them, and the server is killed in the middle of it: some creates
     // committed without an answer, some never committed.
     const names = Array.from({ length: 40 }, (_, index) => `t${index}`)
@@ -97,7 +71,7 @@ describe("a server killed with deliveries pending", () => {
     const deliveredTopUps = () => new Set(receiver.received.filter((got) => got.json.type === "topup.succeeded").map((got) => got.json.data.object.metadata.name as string))
     // The kill came before the last creates were sent: those never committed.
     expect(stored.length).toBeLessThan(names.length)
-    await eventually("every stored TopUp's event delivered", () => stored.every((name) => deliveredTopUps().has(name)))
+    await eventually("every stored TopUp's event delivered", () => stored.every((name) => deliveredTopUps().has(name)), 60_000)
     await new Promise((resolve) => setTimeout(resolve, 500))
     expect([...deliveredTopUps()].sort()).toEqual([...stored].sort())
     expect(receiver.received.some((got) => got.json.type === "webhookendpoint.ping" && got.headers["webhook-id"] !== undefined)).toBe(true)
