@@ -18,7 +18,7 @@
  * Time is the service's Clock: under the simulator the schedule runs on virtual time (and its test clock).
  */
 import { createHash } from "node:crypto"
-import { Clock, Effect, Layer, Option, Queue } from "effect"
+import { Clock, Deferred, Effect, Layer, Option, Queue } from "effect"
 import { ApiError } from "../core/meta/ApiError.ts"
 import { isObject, type JsonObject } from "../core/Json.ts"
 import * as Limits from "../core/Limits.ts"
@@ -138,11 +138,18 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
     for (const delivery of pending.values()) if (delivery.endpoint === uid) due.add(recordKey(delivery.endpoint, delivery.id))
   }
 
+  /**
+   * The endpoints are known once the first resync is done: before that, an event would fan out to none of them and a
+   * pending delivery would seem to have lost its endpoint (abandoned), so nothing dispatches or sends until then.
+   */
+  const endpointsKnown = yield* Deferred.make<void>()
+
   const resync = Effect.gen(function*() {
     const page = yield* store.list({ resource: ref.info.plural })
     const seen = new Set(page.items.map((object) => object.metadata.uid))
     for (const uid of [...endpoints.keys()]) if (!seen.has(uid)) untrack(uid)
     for (const object of page.items) if (object.metadata.deletionTimestamp === undefined) track(object)
+    yield* Deferred.succeed(endpointsKnown, undefined)
   })
 
   yield* followStore("webhooks", feed, resync, (change) => Effect.sync(() => {
@@ -444,9 +451,10 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
     recordedSeen = outbox.recorded()
     return dispatchNew
   })
-  yield* Effect.forkScoped(Effect.forever(Effect.andThen(Queue.take(wakeDispatcher), surviving("webhooks", "dispatching events")(pass))))
-  yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep("1 second"), surviving("webhooks", "reading late events")(rescan))))
-  yield* Effect.forkScoped(Effect.forever(surviving("webhooks", "sending")(sender)))
+  const afterEndpoints = <A, E, R>(loop: Effect.Effect<A, E, R>) => Effect.forkScoped(Effect.andThen(Deferred.await(endpointsKnown), loop))
+  yield* afterEndpoints(Effect.forever(Effect.andThen(Queue.take(wakeDispatcher), surviving("webhooks", "dispatching events")(pass))))
+  yield* afterEndpoints(Effect.forever(Effect.andThen(Effect.sleep("1 second"), surviving("webhooks", "reading late events")(rescan))))
+  yield* afterEndpoints(Effect.forever(surviving("webhooks", "sending")(sender)))
   yield* Effect.forkScoped(Effect.forever(surviving("webhooks", "writing statuses")(statusWriter)))
   // Outbox records of other processes are not heard of by commit: the dispatcher also looks every second.
   yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep("1 second"), Effect.sync(() => Queue.offerUnsafe(wakeDispatcher, undefined)))))
