@@ -34,11 +34,20 @@ const group = "nodus.dev"
 const sandboxes = refOfKind(group, "Sandbox")
 const writeOptions: WriteOptions = { dryRun: false, fieldValidation: "Strict", fieldManager: "test" }
 
-const makeDriver = (nodeLossMtbfMs?: number) => {
+/** The simulated hosts: 4 per offering booting in 30 s that never fail, unless a test says otherwise. */
+interface Hosts {
+  readonly nodeLossMtbfMs?: number
+  readonly capacity?: number
+  readonly bootMedianMs?: number
+  readonly bootFailureRate?: number
+}
+
+const makeDriver = (hosts: Hosts = {}) => {
   const engine = new Engine(T0)
   const capacity = new SimCapacity(engine, new Prng("sandbox"), () => ({
-    capacity: 4, bootMedianMs: 30_000, bootSigma: 0, bootFailureRate: 0, preemptionMtbfMs: undefined, preemptionTrace: undefined,
-    nodeLossMtbfMs, teardownMs: 10_000, warmStartMs: 5_000, restoreBytesPerSecond: 2 ** 30
+    capacity: hosts.capacity ?? 4, bootMedianMs: hosts.bootMedianMs ?? 30_000, bootSigma: 0, bootFailureRate: hosts.bootFailureRate ?? 0,
+    preemptionMtbfMs: undefined, preemptionTrace: undefined, nodeLossMtbfMs: hosts.nodeLossMtbfMs, teardownMs: 10_000, warmStartMs: 5_000,
+    restoreBytesPerSecond: 2 ** 30
   }))
   return Effect.map(SimPort.makeCounted(capacity), (counted) => ({
     capacity,
@@ -85,9 +94,9 @@ const create = (spec: Record<string, unknown>, name = "box") => Effect.gen(funct
   return created.object.metadata.uid
 })
 
-const sim = <A, E>(body: (driver: Driver, capacity: SimCapacity) => Effect.Effect<A, E, Reconciler | Resources | EventOutbox | LedgerService>, options: { readonly nodeLossMtbfMs?: number; readonly starterMicro?: bigint } = {}) =>
+const sim = <A, E>(body: (driver: Driver, capacity: SimCapacity) => Effect.Effect<A, E, Reconciler | Resources | EventOutbox | LedgerService>, options: Hosts & { readonly starterMicro?: bigint } = {}) =>
   Effect.gen(function*() {
-    const { driver, capacity } = yield* makeDriver(options.nodeLossMtbfMs)
+    const { driver, capacity } = yield* makeDriver(options)
     return yield* body(driver, capacity).pipe(Effect.provide(runtimeOver(driver, options.starterMicro)))
   })
 
@@ -184,6 +193,17 @@ describe("Sandbox machine under the simulator", () => {
       yield* runUntil(driver, T0 + hour + minute)
       assert.isFalse(yield* exists())
     })))
+
+  it.effect("maxLifetime deletes a Failed Sandbox too (spec: any → deleted)", () =>
+    sim((driver) => Effect.gen(function*() {
+      yield* create({ lifecycle: { idleTimeout: "0s", maxLifetime: "1h" } })
+      yield* runUntil(driver, T0 + 30 * minute)
+      const status = yield* read()
+      assert.strictEqual(status.phase, "Failed")
+      assert.strictEqual(status.expirationTime, new Date(T0 + hour).toISOString())
+      yield* runUntil(driver, T0 + hour + minute)
+      assert.isFalse(yield* exists())
+    }), { bootFailureRate: 1 }))
 
   it.effect("maxCostUSD reached: it stops paying (Stopped, MaxCostReached) and starts again when the cap is raised", () =>
     sim((driver) => Effect.gen(function*() {

@@ -8,7 +8,7 @@
  * - spec.state set to Running, or a new start-requested-at annotation → Running via Starting: `wanted`, `run`; a new
  *   start takes the newest Secret versions (the program names a version only where the spec pins one).
  * - idleTimeout elapsed → onIdle Stop (as a stop) or Delete: `idle`.
- * - maxLifetime since creation → deleted: `expire`.
+ * - maxLifetime since creation → deleted: `expire`, in any phase (a Failed Sandbox too).
  * - maxCostUSD reached / funding lost → stops paying: the Sandbox saves /workspace until stopByTime and is Stopped,
  *   with stopReason MaxCostReached or FundingLost; it starts again by itself once money allows (docs/kinds/Sandbox.md).
  * Moves the spec leaves open (docs/kinds/Sandbox.md): a box lost under a running Sandbox (NodeLost, Preempted, a
@@ -391,8 +391,10 @@ export const step = (sandbox: SandboxObservation, context: StepContext): StepRes
   observeSnapshot(step)
   const current = step.current
   if (current !== undefined) step.status.attempt = { epoch: current.number, name: current.name }
+  // Spec: maxLifetime deletes "any" Sandbox, a Failed one too (its box is stopped either way).
+  if (expire(step)) return step.result()
   if (step.status.phase === "Failed") step.stopAll()
-  else if (!expire(step)) {
+  else {
     const requested = startRequested(step)
     let want = wanted(step, requested)
     const onIdle = want.run ? idle(step) : undefined

@@ -117,3 +117,19 @@ describe("start", () => {
     expect(stepAt(T0 + 6 * minute, spec(), later.status, [starting]).events).toEqual([])
   })
 })
+
+describe("maxLifetime", () => {
+  const short = spec({ lifecycle: { maxLifetime: "1h" } })
+  const failed = [ended({ type: "Failed", exitCode: 1, message: "no bubblewrap" }, T0 + minute, { name: "box-1", bootedAt: undefined })]
+  const failedStatus: SandboxStatusType = { phase: "Failed", reason: "StartupFailed" }
+
+  it("deletes a Failed Sandbox too once it has passed (spec: any → deleted)", () => {
+    const waiting = stepAt(T0 + 2 * minute, short, failedStatus, failed)
+    expect(waiting.actions).toEqual([])
+    expect(waiting.wakeAt).toBe(T0 + hour)
+    expect(waiting.status).toMatchObject({ phase: "Failed", expirationTime: new Date(T0 + hour).toISOString() })
+    const expired = stepAt(T0 + 48 * hour, short, waiting.status, failed)
+    expect(expired.actions).toEqual([{ _tag: "Delete" }])
+    expect(expired.status).toMatchObject({ phase: "Terminating", reason: "MaxLifetimeReached" })
+  })
+})
