@@ -17,7 +17,7 @@ import * as SimPort from "../../src/backends/sim/SimPort.ts"
 import { currentPricebook } from "../../src/core/billing/Pricebook.ts"
 import { type BoxReply, type BoxRequest, CapacityPort } from "../../src/core/capacity/Capacity.ts"
 import { conditionIn } from "../../src/core/controller/Conditions.ts"
-import { namespaceRef, refOfKind } from "../../src/core/meta/Kinds.ts"
+import { eventRef, namespaceRef, refOfKind } from "../../src/core/meta/Kinds.ts"
 import type { SandboxStatusType } from "../../src/core/schemas/Sandbox.ts"
 import { BudgetService } from "../../src/runtime/Budgets.ts"
 import { EventOutbox } from "../../src/runtime/EventOutbox.ts"
@@ -83,6 +83,10 @@ const read = (name = "box") => Effect.map(Effect.flatMap(Resources, (resources) 
 const exists = (name = "box") => Effect.flatMap(Resources, (resources) => Effect.match(resources.get(sandboxes, "demo", name), { onFailure: () => false, onSuccess: () => true }))
 
 const outboxTypes = Effect.flatMap(EventOutbox, (outbox) => Effect.map(Effect.orDie(outbox.read("", 100, 0)), (entries) => entries.map((entry) => entry.event.type)))
+
+/** The Kubernetes Events recorded for the Sandboxes of the project, as "reason: message". */
+const recordedEvents = Effect.flatMap(Resources, (resources) =>
+  Effect.map(Effect.orDie(resources.list(eventRef, "demo", {})), (list) => list.items.map((event) => `${String(event["reason"])}: ${String(event["message"])}`)))
 
 const patch = (body: unknown, name = "box") => Effect.flatMap(Resources, (resources) => resources.patch(sandboxes, "demo", name, "merge", body, writeOptions))
 
@@ -216,8 +220,16 @@ describe("Sandbox machine under the simulator", () => {
       assert.strictEqual(status.stopReason, "MaxCostReached")
       assert.include(yield* outboxTypes, "sandbox.max_cost_reached")
       assert.isAtMost(Number((status.cost as { totalUSD: string }).totalUSD), 0.5)
+      // A start request does not undo a money stop; it is answered (handled) and an Event says why.
+      const request = new Date(T0 + 12 * hour).toISOString()
+      yield* patch({ metadata: { annotations: { [`${group}/start-requested-at`]: request } } })
+      yield* runUntil(driver, T0 + 12 * hour + minute)
+      status = yield* read()
+      assert.strictEqual(status.phase, "Stopped")
+      assert.strictEqual(status.handledRequests?.["start-requested-at"], request)
+      assert.isTrue((yield* recordedEvents).some((event) => event.startsWith(`StartRequestDeclined: The start request ${request} does not start the Sandbox: maxCostUSD is reached`)))
       yield* patch({ spec: { maxCostUSD: "5" } })
-      yield* runUntil(driver, T0 + 12 * hour + 2 * minute)
+      yield* runUntil(driver, T0 + 12 * hour + 3 * minute)
       status = yield* read()
       assert.strictEqual(status.phase, "Running")
       assert.include(yield* outboxTypes, "sandbox.funding_restored")

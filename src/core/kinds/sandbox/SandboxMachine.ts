@@ -109,7 +109,8 @@ const expire = (step: Step): boolean => {
 
 /**
  * A new start-requested-at value: recorded as handled, and it starts a Sandbox its idle timeout stopped. It is activity
- * too, so a request that comes while the idle stop still saves /workspace is not undone by the same idle clock.
+ * too, so a request that comes while the idle stop still saves /workspace is not undone by the same idle clock. A
+ * request that cannot start it (spec.state Stopped, or money) is answered all the same: see `declineStart`.
  */
 const startRequested = (step: Step): boolean => {
   const request = step.spec.startRequestedAt
@@ -132,6 +133,17 @@ const wanted = (step: Step, requested: boolean): Wanted => {
   const idleStopped = step.status.stopReason === "IdleTimeout" && (step.status.phase === "Stopped" || step.status.phase === "Stopping")
   if (idleStopped && !requested) return { run: false, reason: "IdleTimeout", message: idleMessage(step), by: undefined }
   return { run: true }
+}
+
+/**
+ * A start request the Sandbox does not act on: spec.state Stopped wins (the owner's own stop is undone only by setting
+ * it to Running), and so does a money stop (it starts again by itself once money allows). The request is still
+ * recorded as handled — it was read and answered — and a warning Event says why it did not start and what will, so the
+ * caller waiting on handledRequests is not left guessing (docs/kinds/Sandbox.md, "Start requests").
+ */
+const declineStart = (step: Step, want: Extract<Wanted, { run: false }>) => {
+  const request = step.spec.startRequestedAt ?? ""
+  step.event(undefined, "StartRequestDeclined", `The start request ${request} does not start the Sandbox: ${want.message}`, true)
 }
 
 const idleMessage = (step: Step) =>
@@ -408,7 +420,10 @@ export const step = (sandbox: SandboxObservation, context: StepContext): StepRes
     } else {
       if (onIdle === "Stop") want = { run: false, reason: "IdleTimeout", message: idleMessage(step), by: undefined }
       if (want.run) run(step)
-      else stop(step, want)
+      else {
+        if (requested) declineStart(step, want)
+        stop(step, want)
+      }
       if (context.funding !== undefined) fund(step, context.funding)
     }
   }

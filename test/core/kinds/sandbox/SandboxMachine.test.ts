@@ -60,6 +60,22 @@ describe("a start request", () => {
     expect(result.status.stopReason).toBeUndefined()
     expect(result.wakeAt).toBe(T0 + 15 * minute)
   })
+
+  it("does not start a Sandbox spec.state stopped, but is answered: handled, with a warning Event saying why", () => {
+    const stopped = { ...spec({ state: "Stopped" }), startRequestedAt: "now-please" }
+    const done = [ended({ type: "Stopped" }, T0 + minute, { name: "box-1", bootedAt: T0 })]
+    const result = stepAt(T0 + 2 * minute, stopped, { phase: "Stopped", stopReason: "Requested" }, done)
+    expect(result.actions).toEqual([])
+    expect(result.status).toMatchObject({ phase: "Stopped", stopReason: "Requested", handledRequests: { "start-requested-at": "now-please" } })
+    expect(result.events).toEqual([{
+      type: undefined,
+      reason: "StartRequestDeclined",
+      message: "The start request now-please does not start the Sandbox: Stopped by spec.state; set it to Running to start it.",
+      warning: true
+    }])
+    // Answered once: the same request is not declined again.
+    expect(stepAt(T0 + 3 * minute, stopped, result.status, done).events).toEqual([])
+  })
 })
 
 describe("stop", () => {
