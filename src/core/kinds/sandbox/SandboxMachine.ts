@@ -12,7 +12,7 @@
  * - maxCostUSD reached / funding lost → stops paying: the Sandbox saves /workspace until stopByTime and is Stopped,
  *   with stopReason MaxCostReached or FundingLost; it starts again by itself once money allows (docs/kinds/Sandbox.md).
  * Moves the spec leaves open (docs/kinds/Sandbox.md): a box lost under a running Sandbox (NodeLost, Preempted, a
- * failed boot) is replaced, Recovering, from the last snapshot; a box that cannot be set up at all ends the Sandbox
+ * failed boot) is replaced, Recovering, from the last snapshot (or the image, when none); a box that cannot be set up at all ends the Sandbox
  * Failed (StartupFailed), which is final.
  */
 import { type AttemptFacts, isInterruption, isLive } from "../../capacity/Capacity.ts"
@@ -264,6 +264,9 @@ const lostRun = (step: Step): string | undefined => {
   return undefined
 }
 
+/** What a replacement box starts from: the last /workspace snapshot where one was saved (Snapshotted), else the image. */
+const replacementSource = (step: Step) => snapshotted(step.spec) && latestSnapshot(step) !== undefined ? "from its last snapshot" : "from the image"
+
 /** Launches a box when none is live, best-ranked variant with capacity, its first hold within what money allows. */
 const launch = (step: Step, recovery: boolean): boolean => {
   const candidate = choose(step.context.ranking, step.context.market)
@@ -332,10 +335,7 @@ const run = (step: Step) => {
   if (failure !== undefined) return fail(step, failure)
   const lost = step.live.length === 0 && step.status.phase !== "Stopped" && step.status.phase !== "Pending" ? lostRun(step) : undefined
   const launched = step.live.length === 0 && launch(step, lost !== undefined)
-  if (launched && lost !== undefined) {
-    const from = snapshotted(step.spec) && latestSnapshot(step) !== undefined ? "from its last snapshot" : "from the image"
-    step.event(undefined, lost, `The box was lost (${lost}); a replacement starts ${from}: what was not saved is lost.`, true)
-  }
+  if (launched && lost !== undefined) step.event(undefined, lost, `The box was lost (${lost}); a replacement starts ${replacementSource(step)}: what was not saved is lost.`, true)
   const phase = step.live.length === 0 && !launched ? "Pending" : runningPhase(step, lost !== undefined)
   if (phase === "Running") {
     if (step.status.phase !== "Running") step.event("sandbox.started", "Started", `The Sandbox runs (attempt ${step.current?.name ?? ""}).`)
@@ -349,7 +349,7 @@ const run = (step: Step) => {
     if (previous?.reason !== "Stuck" || step.status.phase === "Running") step.condition("Ready", "False", reason, recovering ? "A replacement box starts." : "The box starts.")
     if (recovering) {
       step.status.reason = lost ?? step.status.reason ?? "NodeLost"
-      step.status.message = "The box was lost; a replacement starts from the last snapshot."
+      step.status.message = `The box was lost; a replacement starts ${replacementSource(step)}.`
     } else {
       delete step.status.reason
       delete step.status.message

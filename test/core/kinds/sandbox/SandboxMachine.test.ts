@@ -149,3 +149,23 @@ describe("maxLifetime", () => {
     expect(expired.status).toMatchObject({ phase: "Terminating", reason: "MaxLifetimeReached" })
   })
 })
+
+describe("a lost box", () => {
+  const lost = (fields: Partial<AttemptFacts> = {}) => [ended({ type: "NodeLost" }, T0 + hour, { name: "box-1", bootedAt: T0, ...fields })]
+  const recover = (sandboxSpec: SandboxMachineSpec, attempts: ReadonlyArray<AttemptFacts>) => stepAt(T0 + hour, sandboxSpec, { phase: "Running" }, attempts)
+
+  it("is replaced from its last snapshot where one was saved, and the status says so", () => {
+    const result = recover(spec(), lost({ checkpoint: { seq: 4, sizeBytes: 10, at: T0 + minute } }))
+    expect(result.actions[0]).toMatchObject({ _tag: "Launch", recovery: true, restoreFromSeq: 4 })
+    expect(result.status).toMatchObject({ phase: "Recovering", reason: "NodeLost", message: "The box was lost; a replacement starts from its last snapshot." })
+  })
+
+  it("is replaced from the image when nothing was saved, or the Sandbox is Ephemeral, and the status says so", () => {
+    for (const sandboxSpec of [spec(), spec({ continuity: { mode: "Ephemeral" } })]) {
+      const result = recover(sandboxSpec, lost())
+      expect(result.actions[0]).toMatchObject({ _tag: "Launch", recovery: true, restoreFromSeq: undefined })
+      expect(result.status).toMatchObject({ phase: "Recovering", reason: "NodeLost", message: "The box was lost; a replacement starts from the image." })
+      expect(result.events.map((event) => event.message)).toEqual(["The box was lost (NodeLost); a replacement starts from the image: what was not saved is lost."])
+    }
+  })
+})
