@@ -91,6 +91,15 @@ export const sandboxFileBytesMax = 16 * 1024 * 1024
 /** What /workspace continuity saves and restores (spec: Sandbox continuity). */
 export const sandboxWorkspacePath = "/workspace"
 
+/**
+ * Blobs (nodus, docs/blobs.md): the largest blob one upload stores (FileTooLarge above), and the chunk its bytes are
+ * kept in (a row of the store's database each).
+ */
+export const blobBytesMax = GiB
+export const blobChunkBytes = MiB
+/** An upload left unfinished (a crashed server, a client gone) is swept after this long. */
+export const blobUploadAbandonedMs = hourMs
+
 // Workspace (spec: Workspace; Limits)
 export const workspaceEnvMax = 256
 export const workspaceConnectionsMax = 4

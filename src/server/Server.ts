@@ -11,6 +11,8 @@ import { type Duration, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
 import { ChangeFeed, defaultFeedOptions, type FeedOptions } from "../store/ChangeFeed.ts"
 import * as SqlStore from "../store/SqlStore.ts"
+import type { BlobStore } from "../store/BlobStore.ts"
+import { Blobs } from "../apiserver/Blobs.ts"
 import { Store, StoreError } from "../store/Store.ts"
 import { Auth } from "../apiserver/Auth.ts"
 import * as Admission from "../runtime/Admission.ts"
@@ -126,7 +128,7 @@ const backendOf = (options: ServerOptions) => {
 }
 
 /** The whole server over a given store layer. */
-export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Store, E>, replaced: Replaceable = {}) => {
+export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Store | BlobStore, E>, replaced: Replaceable = {}) => {
   // The address is known once the listener is bound (port 0 picks one); until then, the configured one.
   let publicUrl = options.publicUrl ?? `${options.tls === undefined ? "http" : "https"}://${options.host}:${options.port}`
   const settings = Layer.succeed(ApiConfig, {
@@ -156,7 +158,7 @@ export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Sto
     Layer.provideMerge(storeLayer),
     Layer.provideMerge(backend.clock)
   )
-  const machinery = Layer.mergeAll(Resources.layer, Auth.layer, Idempotency.layer, feed).pipe(
+  const machinery = Layer.mergeAll(Resources.layer, Auth.layer, Idempotency.layer, feed, Blobs.layer).pipe(
     Layer.provideMerge(Admission.layer),
     Layer.provideMerge(Secrets.layer),
     Layer.provideMerge(SecretCipher.layer(options.secretKey ?? randomBytes(secretKeyBytes))),

@@ -8,6 +8,7 @@ import type { Json } from "../core/Json.ts"
 import type { Posting } from "../core/billing/Ledger.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { ownerUids } from "../core/meta/Strategy.ts"
+import * as BlobStore from "./BlobStore.ts"
 import { evaluate, touched } from "./Commit.ts"
 import {
   type Change,
@@ -210,4 +211,5 @@ export const make: Effect.Effect<StoreShape> = Effect.sync(() => {
   })
 })
 
-export const layer: Layer.Layer<Store> = Layer.effect(Store, make)
+/** The store and its blobs (store/BlobStore.ts), in memory. */
+export const layer: Layer.Layer<Store | BlobStore.BlobStore> = Layer.merge(Layer.effect(Store, make), BlobStore.layerMemory)

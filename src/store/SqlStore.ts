@@ -24,6 +24,7 @@ import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { ownerUids } from "../core/meta/Strategy.ts"
 import { type Evaluation, evaluate, touched } from "./Commit.ts"
 import * as Pglite from "./Pglite.ts"
+import { BlobStore, blobSchema, makeSql as makeSqlBlobs } from "./BlobStore.ts"
 import {
   type Change,
   type ChangeType,
@@ -115,6 +116,10 @@ const migrations = Migrator.fromRecord({
   "3_postings": Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     for (const statement of postingsSchema) yield* sql.unsafe(statement)
+  }),
+  "4_blobs": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    for (const statement of blobSchema) yield* sql.unsafe(statement)
   })
 })
 
@@ -544,8 +549,11 @@ export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
   })
 })
 
+/** The blobs (store/BlobStore.ts) in the same database; the store's layer runs the migrations first. */
+const blobs = Layer.effect(BlobStore, makeSqlBlobs)
+
 /** The store on a PostgreSQL server; commits of other processes on the same database arrive by LISTEN/NOTIFY. */
-export const layerPostgres = (url: string): Layer.Layer<Store, StoreError | SqlError.SqlError> =>
+export const layerPostgres = (url: string): Layer.Layer<Store | BlobStore, StoreError | SqlError.SqlError> =>
   Layer.effect(
     Store,
     Effect.gen(function*() {
@@ -558,12 +566,14 @@ export const layerPostgres = (url: string): Layer.Layer<Store, StoreError | SqlE
       return yield* make({ listen: (onNotify) => Effect.asVoid(listen(onNotify)), notify: true })
     })
   ).pipe(
+    Layer.merge(blobs),
     Layer.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 16 }))
   )
 
 /** The store on embedded PGlite in `dataDir` (in memory when undefined). */
-export const layerPglite = (dataDir: string | undefined): Layer.Layer<Store, StoreError | SqlError.SqlError> =>
+export const layerPglite = (dataDir: string | undefined): Layer.Layer<Store | BlobStore, StoreError | SqlError.SqlError> =>
   Layer.effect(Store, make({ notify: false })).pipe(
+    Layer.merge(blobs),
     Layer.provide(Pglite.layer(dataDir))
   )
 

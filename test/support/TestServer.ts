@@ -9,6 +9,7 @@ import { join } from "node:path"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { defaultFeedOptions, type FeedOptions } from "../../src/store/ChangeFeed.ts"
 import type { WatchLimits } from "../../src/apiserver/Watch.ts"
+import * as BlobStore from "../../src/store/BlobStore.ts"
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
 import { Store } from "../../src/store/Store.ts"
 import { kubeconfig } from "../../src/server/Bootstrap.ts"
@@ -25,6 +26,7 @@ export const testSecretKey: Uint8Array = Buffer.alloc(32, 7)
 
 export interface TestServerOptions {
   readonly tls?: boolean
+  /** The store; its blobs too when it provides them (the SQL stores do), else blobs in memory. */
   readonly store?: Layer.Layer<Store, unknown>
   readonly apiGroup?: string
   readonly bookmarkInterval?: string
@@ -83,7 +85,7 @@ export const startTestServer = async (options: TestServerOptions = {}): Promise<
       : { dataDir: join(directory, "data"), ...(options.local === true ? {} : options.local) },
     starterCreditsMicro: options.starterCreditsMicro,
     webhooks: options.webhooks
-  }, options.store ?? Layer.fresh(MemoryStore.layer), { ...(options.estimates === undefined ? {} : { estimates: options.estimates }) })
+  }, options.store === undefined ? Layer.fresh(MemoryStore.layer) : Layer.merge(Layer.fresh(BlobStore.layerMemory), options.store), { ...(options.estimates === undefined ? {} : { estimates: options.estimates }) })
   const runtime = ManagedRuntime.make(layer)
   await runtime.runPromise(Effect.void)
   const url = await listening

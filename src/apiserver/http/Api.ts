@@ -10,7 +10,7 @@ import { type FieldValidation, fieldValidations } from "../../core/meta/Admissio
 import { ApiError, badRequest, fieldInvalid, methodNotAllowed, notFound, resourceNotFound } from "../../core/meta/ApiError.ts"
 import { errorCodeInfo } from "../../core/meta/ErrorCodes.ts"
 import { canonical, isObject, type Json, type JsonObject } from "../../core/Json.ts"
-import { apiVersionOf, byResource, eventKind, type KindInfo, namespaceKind, type Operation, type Version, versions, type ResourceRef } from "../../core/meta/Kinds.ts"
+import { apiVersionOf, byResource, eventKind, type KindInfo, namespaceKind, namespaceRef, type Operation, type Version, versions, type ResourceRef } from "../../core/meta/Kinds.ts"
 import type { ResourceObject } from "../../core/meta/ObjectMeta.ts"
 import { adminScope } from "../../core/meta/Scopes.ts"
 import { timestamp } from "../../core/meta/Strategy.ts"
@@ -28,6 +28,8 @@ import { WorkloadFiles } from "../WorkloadFiles.ts"
 import { SandboxBoxes } from "../SandboxBoxes.ts"
 import { makeSandboxApi, sandboxSubresources } from "./SandboxApi.ts"
 import { makeWebhookApi, webhookSubresources } from "./WebhookApi.ts"
+import { makeBlobApi } from "./BlobApi.ts"
+import { Blobs } from "../Blobs.ts"
 import { type AgentCall, type AgentDownload, type AgentUpload, NodeAgents } from "../NodeAgents.ts"
 import * as Limits from "../../core/Limits.ts"
 import { agentBodyBytesMax } from "../../core/SandboxBox.ts"
@@ -224,6 +226,10 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
     const agents = yield* NodeAgents
     const sandboxApi = makeSandboxApi({ resources, boxes: yield* SandboxBoxes, ids })
     const webhookApi = makeWebhookApi(yield* WebhookOperations)
+    const blobApi = makeBlobApi({
+      blobs: yield* Blobs,
+      projectExists: (project) => resources.get(namespaceRef, undefined, project).pipe(Effect.as(true), Effect.catchIf((error) => error.code === "NotFound", () => Effect.succeed(false)))
+    })
     const group = settings.group
     // Documents are generated once, on first request (tens of ms, off start-up): they depend only on the group and the
     // kinds' schemas.
@@ -619,6 +625,8 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
             return yield* simulationClock(request, route, principal)
           case "Operator":
             return yield* operator(request, url, route, principal)
+          case "Blob":
+            return yield* blobApi.handle(request, url.searchParams, route.reference, principal)
           default:
             return yield* resourceNotFound()
         }

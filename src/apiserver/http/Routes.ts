@@ -37,6 +37,8 @@ export type Route =
     /** What is done to an item (a Sandbox command's `log`, `stdin` or `kill`). */
     readonly action?: string
   }
+  /** A blob upload or read (docs/blobs.md): /blobs/v1/sha256:<hex>; the reference is checked by the handler. */
+  | { readonly _tag: "Blob"; readonly reference: string }
   | { readonly _tag: "NotFound" }
 
 const notFound: Route = { _tag: "NotFound" }
@@ -122,6 +124,8 @@ export const parse = (path: string): Route => {
       return apis(rest)
     case "openapi":
       return openApi(rest)
+    case "blobs":
+      return rest.length === 2 && rest[0] === "v1" ? { _tag: "Blob", reference: rest[1]! } : notFound
     case "docs":
       return rest[0] === "errors" && rest.length <= 2 ? { _tag: "ErrorDocs", ...(rest[1] === undefined ? {} : { code: rest[1] }) } : notFound
     default:

@@ -217,7 +217,7 @@ export const errorCodes = {
   },
   FileTooLarge: {
     httpStatus: 413,
-    summary: "The file in a Sandbox file transfer is larger than the file endpoint accepts.",
+    summary: "The file in a Sandbox file transfer, or the body of a blob upload, is larger than the endpoint accepts.",
     fix: "Move large files through the blob transfer endpoint instead (upload it, then reference it as `sha256:<hex>`), or split the file; the message gives the limit.",
     retryable: false,
     clientError: "ValidationError"

@@ -9,8 +9,14 @@ export const adminScope = "admin"
 
 export const accessLevels = ["read", "write"] as const
 
-/** Scope prefixes: one per kind (billing kinds share "billing"), plus the core group's namespaces and events. */
-export const scopePrefixes: ReadonlySet<string> = new Set([...kinds, ...coreKinds].map((info) => info.scopePrefix))
+/** The scope prefix of blob transfers through /blobs/v1 (docs/blobs.md), which are no kind's. */
+export const blobScopePrefix = "blobs"
+
+/**
+ * Scope prefixes: one per kind (billing kinds share "billing"), plus the core group's namespaces and events, and
+ * blobs.
+ */
+export const scopePrefixes: ReadonlySet<string> = new Set([...[...kinds, ...coreKinds].map((info) => info.scopePrefix), blobScopePrefix])
 
 /** Every scope a ServiceAccount may hold, admin first. */
 export const knownScopes: ReadonlyArray<string> = [

@@ -1,0 +1,207 @@
+/**
+ * Blob storage (docs/blobs.md): content-addressed bytes in the store's own database — PostgreSQL, or the embedded
+ * PGlite — as chunks of `blobChunkBytes`, with the references that say which projects may read a blob and keep it.
+ *
+ * An upload stages its chunks under an id of its own; only when the bytes are whole and their digest checked does
+ * `publish` make them the blob of that digest (or drop them, when the blob is already stored) and add the reference,
+ * in one transaction. So a reader never sees part of a blob, and a failed or abandoned upload leaves nothing a reader
+ * could find. A blob lives while a reference keeps it: `release` drops a holder's references and every blob no other
+ * reference keeps. Publishing and releasing a digest hold its advisory lock, so a blob cannot be collected between a
+ * publish's check that it exists and its new reference.
+ */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
+import { StoreError } from "./Store.ts"
+
+/** Who keeps a blob, and for which project: an upload through the API, or a workload's stored state. */
+export interface BlobRef {
+  /** The project that may read the blob ("" for the organisation: every project). */
+  readonly project: string
+  /** What keeps it: "upload" for the API's uploads, else the uid of the object whose state it is. */
+  readonly holder: string
+}
+
+export interface StoredBlob {
+  readonly digest: string
+  readonly sizeBytes: number
+  /** The staging id its chunks are kept under, and how many there are. */
+  readonly upload: string
+  readonly chunks: number
+}
+
+export interface BlobStoreShape {
+  /** Keeps one chunk of an upload in progress, begun at `startedAt` (for the sweep of abandoned ones). */
+  readonly stage: (upload: string, seq: number, bytes: Uint8Array, startedAt: number) => Effect.Effect<void, StoreError>
+  /**
+   * Makes a whole staged upload the blob `digest` (dropping it when that blob is already stored) and adds `ref`; fails
+   * when the upload was swept meanwhile.
+   */
+  readonly publish: (upload: string, blob: { readonly digest: string; readonly sizeBytes: number; readonly chunks: number }, ref: BlobRef) => Effect.Effect<void, StoreError>
+  /** Drops a staged upload. */
+  readonly discard: (upload: string) => Effect.Effect<void, StoreError>
+  /** The stored blob, if any. */
+  readonly stat: (digest: string) => Effect.Effect<StoredBlob | undefined, StoreError>
+  /** Whether one of `projects` holds a reference to the blob. */
+  readonly readable: (digest: string, projects: ReadonlyArray<string>) => Effect.Effect<boolean, StoreError>
+  /** One chunk of a stored blob. */
+  readonly chunk: (blob: StoredBlob, seq: number) => Effect.Effect<Uint8Array | undefined, StoreError>
+  /** Drops the holder's references and every blob they alone kept; answers how many blobs went. */
+  readonly release: (ref: BlobRef) => Effect.Effect<number, StoreError>
+  /** Drops uploads begun before `before` that never published (a crashed server, a client gone). */
+  readonly sweep: (before: number) => Effect.Effect<number, StoreError>
+}
+
+export class BlobStore extends Context.Service<BlobStore, BlobStoreShape>()("nodus/store/BlobStore") {}
+
+/** Blobs in memory, for tests and the in-memory store. */
+export const makeMemory = (): BlobStoreShape => {
+  const staged = new Map<string, { readonly startedAt: number; readonly chunks: Map<number, Uint8Array> }>()
+  const blobs = new Map<string, { readonly blob: StoredBlob; readonly chunks: Map<number, Uint8Array> }>()
+  const refs = new Map<string, Set<string>>() // digest -> "project\u0000holder"
+  const refKey = (ref: BlobRef) => `${ref.project}\u0000${ref.holder}`
+  const dropUnreferenced = (digest: string) => {
+    if ((refs.get(digest)?.size ?? 0) > 0) return 0
+    refs.delete(digest)
+    return blobs.delete(digest) ? 1 : 0
+  }
+  return {
+    stage: (upload, seq, bytes, startedAt) =>
+      Effect.sync(() => {
+        const entry = staged.get(upload) ?? { startedAt, chunks: new Map() }
+        entry.chunks.set(seq, Uint8Array.from(bytes))
+        staged.set(upload, entry)
+      }),
+    publish: (upload, blob, ref) =>
+      Effect.suspend(() => {
+        const entry = staged.get(upload)
+        staged.delete(upload)
+        if (!blobs.has(blob.digest)) {
+          if (entry === undefined && blob.chunks > 0) return Effect.fail(new StoreError({ message: `upload ${upload} was swept before it was published` }))
+          blobs.set(blob.digest, { blob: { ...blob, upload }, chunks: entry?.chunks ?? new Map() })
+        }
+        refs.set(blob.digest, (refs.get(blob.digest) ?? new Set()).add(refKey(ref)))
+        return Effect.void
+      }),
+    discard: (upload) => Effect.sync(() => void staged.delete(upload)),
+    stat: (digest) => Effect.sync(() => blobs.get(digest)?.blob),
+    readable: (digest, projects) =>
+      Effect.sync(() => [...refs.get(digest) ?? []].some((key) => projects.includes(key.slice(0, key.indexOf("\u0000"))))),
+    chunk: (blob, seq) => Effect.sync(() => blobs.get(blob.digest)?.chunks.get(seq)),
+    release: (ref) =>
+      Effect.sync(() => {
+        let dropped = 0
+        for (const [digest, keys] of refs) {
+          if (keys.delete(refKey(ref))) dropped += dropUnreferenced(digest)
+        }
+        return dropped
+      }),
+    sweep: (before) =>
+      Effect.sync(() => {
+        let dropped = 0
+        for (const [upload, entry] of staged) {
+          if (entry.startedAt < before) dropped += staged.delete(upload) ? 1 : 0
+        }
+        return dropped
+      })
+  }
+}
+
+export const layerMemory: Layer.Layer<BlobStore> = Layer.sync(BlobStore, makeMemory)
+
+/** The blob tables, a migration of the SQL store (store/SqlStore.ts). */
+export const blobSchema = [
+  `CREATE TABLE nodus_blob_uploads (
+     upload text PRIMARY KEY,
+     started_at bigint NOT NULL)`,
+  `CREATE TABLE nodus_blob_chunks (
+     upload text NOT NULL,
+     seq integer NOT NULL,
+     bytes bytea NOT NULL,
+     PRIMARY KEY (upload, seq))`,
+  `CREATE TABLE nodus_blobs (
+     digest text PRIMARY KEY,
+     size_bytes bigint NOT NULL,
+     upload text NOT NULL,
+     chunks integer NOT NULL)`,
+  `CREATE TABLE nodus_blob_refs (
+     digest text NOT NULL,
+     project text NOT NULL,
+     holder text NOT NULL,
+     PRIMARY KEY (digest, project, holder))`,
+  `CREATE INDEX nodus_blob_refs_holder ON nodus_blob_refs (holder, project)`
+]
+
+const failure = (message: string) => (cause: SqlError.SqlError) => new StoreError({ message: `${message}: ${cause.message}`, cause })
+
+/** Blobs in the SQL store's database: one body of SQL for PostgreSQL and PGlite. */
+export const makeSql = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  // One advisory lock per digest (its first 15 hex digits, a positive bigint), held to the transaction's end.
+  const lockDigest = (digest: string) => sql.unsafe(`SELECT pg_advisory_xact_lock(('x' || substr($1, 1, 15))::bit(60)::bigint)`, [digest])
+  const dropUnreferenced = (digest: string) =>
+    sql.unsafe<{ upload: string }>(
+      `DELETE FROM nodus_blobs b WHERE digest = $1 AND NOT EXISTS (SELECT 1 FROM nodus_blob_refs r WHERE r.digest = b.digest) RETURNING upload`,
+      [digest]
+    ).pipe(Effect.flatMap((rows) =>
+      rows.length === 0 ? Effect.succeed(0) : Effect.as(sql.unsafe(`DELETE FROM nodus_blob_chunks WHERE upload = $1`, [rows[0]!.upload]), 1)
+    ))
+  const dropUpload = (upload: string) =>
+    Effect.andThen(sql.unsafe(`DELETE FROM nodus_blob_chunks WHERE upload = $1`, [upload]), sql.unsafe(`DELETE FROM nodus_blob_uploads WHERE upload = $1`, [upload]))
+
+  return BlobStore.of({
+    stage: (upload, seq, bytes, startedAt) =>
+      (seq === 0 ? Effect.asVoid(sql.unsafe(`INSERT INTO nodus_blob_uploads (upload, started_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [upload, startedAt])) : Effect.void).pipe(
+        Effect.andThen(sql.unsafe(`INSERT INTO nodus_blob_chunks (upload, seq, bytes) VALUES ($1, $2, $3)`, [upload, seq, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length)])),
+        Effect.asVoid,
+        Effect.mapError(failure("staging a blob chunk failed"))
+      ),
+    publish: (upload, blob, ref) =>
+      sql.withTransaction(Effect.gen(function*() {
+        yield* lockDigest(blob.digest)
+        const inserted = yield* sql.unsafe<{ digest: string }>(
+          `INSERT INTO nodus_blobs (digest, size_bytes, upload, chunks) VALUES ($1, $2, $3, $4) ON CONFLICT (digest) DO NOTHING RETURNING digest`,
+          [blob.digest, blob.sizeBytes, upload, blob.chunks]
+        )
+        const staged = yield* sql.unsafe<{ upload: string }>(`DELETE FROM nodus_blob_uploads WHERE upload = $1 RETURNING upload`, [upload])
+        if (inserted.length === 0) yield* sql.unsafe(`DELETE FROM nodus_blob_chunks WHERE upload = $1`, [upload])
+        else if (staged.length === 0 && blob.chunks > 0) return yield* new StoreError({ message: `upload ${upload} was swept before it was published` })
+        yield* sql.unsafe(`INSERT INTO nodus_blob_refs (digest, project, holder) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [blob.digest, ref.project, ref.holder])
+      })).pipe(Effect.mapError((error) => error._tag === "StoreError" ? error : failure("publishing a blob failed")(error))),
+    discard: (upload) => sql.withTransaction(dropUpload(upload)).pipe(Effect.asVoid, Effect.mapError(failure("discarding an upload failed"))),
+    stat: (digest) =>
+      sql.unsafe<{ size_bytes: string; upload: string; chunks: number }>(`SELECT size_bytes::text AS size_bytes, upload, chunks FROM nodus_blobs WHERE digest = $1`, [digest]).pipe(
+        Effect.map((rows) => rows[0] === undefined ? undefined : { digest, sizeBytes: Number(rows[0].size_bytes), upload: rows[0].upload, chunks: Number(rows[0].chunks) }),
+        Effect.mapError(failure("reading a blob failed"))
+      ),
+    readable: (digest, projects) =>
+      sql.unsafe<{ found: number }>(`SELECT 1 AS found FROM nodus_blob_refs WHERE digest = $1 AND project = ANY($2::text[]) LIMIT 1`, [digest, [...projects]]).pipe(
+        Effect.map((rows) => rows.length > 0),
+        Effect.mapError(failure("reading a blob's references failed"))
+      ),
+    chunk: (blob, seq) =>
+      sql.unsafe<{ bytes: Uint8Array }>(`SELECT bytes FROM nodus_blob_chunks WHERE upload = $1 AND seq = $2`, [blob.upload, seq]).pipe(
+        Effect.map((rows) => rows[0]?.bytes),
+        Effect.mapError(failure("reading a blob chunk failed"))
+      ),
+    release: (ref) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const released = yield* sql.unsafe<{ digest: string }>(
+          `SELECT digest FROM nodus_blob_refs WHERE holder = $1 AND project = $2 ORDER BY digest`,
+          [ref.holder, ref.project]
+        )
+        let dropped = 0
+        for (const { digest } of released) {
+          yield* lockDigest(digest)
+          yield* sql.unsafe(`DELETE FROM nodus_blob_refs WHERE digest = $1 AND project = $2 AND holder = $3`, [digest, ref.project, ref.holder])
+          dropped += yield* dropUnreferenced(digest)
+        }
+        return dropped
+      })).pipe(Effect.mapError(failure("releasing blobs failed"))),
+    sweep: (before) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const abandoned = yield* sql.unsafe<{ upload: string }>(`SELECT upload FROM nodus_blob_uploads WHERE started_at < $1`, [before])
+        for (const { upload } of abandoned) yield* dropUpload(upload)
+        return abandoned.length
+      })).pipe(Effect.mapError(failure("sweeping abandoned uploads failed")))
+  })
+})

@@ -1,0 +1,156 @@
+// Blobs (src/apiserver/Blobs.ts over src/store/BlobStore.ts; docs/blobs.md): the same behaviour in memory, on embedded
+// PGlite and on PostgreSQL (when DATABASE_URL is set) — bytes kept under their SHA-256 in chunks, a digest that does not
+// match stores nothing, the size bound, who may read what, and collection when the last reference goes.
+import { createHash } from "node:crypto"
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Cause, Effect, Exit, Layer, ManagedRuntime, Option, Stream } from "effect"
+import { blobChunkBytes } from "../../src/core/Limits.ts"
+import { type ApiError } from "../../src/core/meta/ApiError.ts"
+import { Blobs, everything, projectReader, uploadHolder } from "../../src/apiserver/Blobs.ts"
+import * as BlobStore from "../../src/store/BlobStore.ts"
+import * as SqlStore from "../../src/store/SqlStore.ts"
+import { createDatabase, databaseUrl } from "../support/Postgres.ts"
+
+const sha = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex")
+
+/** Deterministic bytes that are not one repeated block. */
+const bytesOf = (size: number, seed: number) => {
+  const bytes = new Uint8Array(size)
+  let state = seed
+  for (let index = 0; index < size; index++) {
+    state = (state * 1103515245 + 12345) >>> 0
+    bytes[index] = state >>> 24
+  }
+  return bytes
+}
+
+/** The bytes as a body arrives: in pieces of `piece` bytes. */
+const body = (bytes: Uint8Array, piece = 65_536) =>
+  Stream.fromIterable(Array.from({ length: Math.ceil(bytes.length / piece) }, (_, index) => bytes.subarray(index * piece, (index + 1) * piece)))
+
+const bytesMax = 3 * blobChunkBytes
+
+const suite = (name: string, storeLayer: () => Promise<{ readonly layer: Layer.Layer<BlobStore.BlobStore, unknown>; readonly drop: () => Promise<void> }>) =>
+  describe(`blobs: ${name}`, () => {
+    let runtime: ManagedRuntime.ManagedRuntime<Blobs | BlobStore.BlobStore, unknown>
+    let drop = async () => {}
+    beforeAll(async () => {
+      const made = await storeLayer()
+      drop = made.drop
+      runtime = ManagedRuntime.make(Blobs.layerWith(bytesMax).pipe(Layer.provideMerge(made.layer)))
+    })
+    afterAll(async () => {
+      await runtime.dispose()
+      await drop()
+    })
+
+    const run = <A>(effect: (blobs: Blobs["Service"], store: BlobStore.BlobStoreShape) => Effect.Effect<A, ApiError | unknown>) =>
+      runtime.runPromise(Effect.flatMap(Effect.all([Effect.service(Blobs), Effect.service(BlobStore.BlobStore)]), ([blobs, store]) => effect(blobs, store)))
+    const failureOf = async (effect: (blobs: Blobs["Service"]) => Effect.Effect<unknown, ApiError>) => {
+      const exit = await runtime.runPromiseExit(Effect.flatMap(Effect.service(Blobs), effect))
+      assert.isTrue(Exit.isFailure(exit), "expected a failure")
+      const error = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.findErrorOption(exit.cause)) : undefined
+      return error as ApiError
+    }
+    const readAll = (digest: string) =>
+      run((blobs) => Effect.gen(function*() {
+        const blob = yield* blobs.stat(digest, everything)
+        assert.isDefined(blob)
+        const chunks = yield* Stream.runCollect(blobs.read(blob!))
+        return Buffer.concat([...chunks])
+      }))
+
+    it("keeps bytes under their digest, in chunks, and reads them back whole", async () => {
+      const bytes = bytesOf(2 * blobChunkBytes + 12_345, 1)
+      const stored = await run((blobs) => blobs.put(sha(bytes), { project: "a", holder: uploadHolder }, body(bytes, 70_001)))
+      assert.deepStrictEqual(stored, { digest: sha(bytes), sizeBytes: bytes.length, created: true })
+      const blob = await run((_, store) => store.stat(sha(bytes)))
+      assert.strictEqual(blob?.chunks, 3)
+      assert.isTrue(Buffer.from(bytes).equals(await readAll(sha(bytes))))
+    })
+
+    it("an empty blob is a blob", async () => {
+      const empty = new Uint8Array(0)
+      const stored = await run((blobs) => blobs.put(sha(empty), { project: "a", holder: uploadHolder }, Stream.empty))
+      assert.strictEqual(stored.sizeBytes, 0)
+      assert.strictEqual((await readAll(sha(empty))).length, 0)
+    })
+
+    it("a body whose digest differs from the named one stores nothing", async () => {
+      const bytes = bytesOf(blobChunkBytes + 1, 2)
+      const named = sha(bytesOf(10, 3))
+      const error = await failureOf((blobs) => blobs.put(named, { project: "a", holder: uploadHolder }, body(bytes)))
+      assert.strictEqual(error.code, "SHA256Mismatch")
+      assert.include(error.message, sha(bytes))
+      assert.strictEqual(error.causes?.[0]?.field, "path")
+      assert.isUndefined(await run((_, store) => store.stat(named)))
+      assert.isUndefined(await run((_, store) => store.stat(sha(bytes))))
+      // Nothing staged is left behind: the sweep finds no upload to drop.
+      assert.strictEqual(await run((_, store) => store.sweep(Number.MAX_SAFE_INTEGER)), 0)
+    })
+
+    it("a body past the bound is FileTooLarge and stores nothing", async () => {
+      const bytes = bytesOf(bytesMax + 1, 4)
+      const error = await failureOf((blobs) => blobs.put(sha(bytes), { project: "a", holder: uploadHolder }, body(bytes)))
+      assert.strictEqual(error.code, "FileTooLarge")
+      assert.isUndefined(await run((_, store) => store.stat(sha(bytes))))
+      assert.strictEqual(await run((_, store) => store.sweep(Number.MAX_SAFE_INTEGER)), 0)
+    })
+
+    it("a body that fails before its end stores nothing", async () => {
+      const bytes = bytesOf(blobChunkBytes + 5, 5)
+      const broken = Stream.concat(body(bytes), Stream.fail(new Error("connection reset")))
+      const error = await failureOf((blobs) => blobs.put(sha(bytes), { project: "a", holder: uploadHolder }, broken))
+      assert.strictEqual(error.code, "BadRequest")
+      assert.isUndefined(await run((_, store) => store.stat(sha(bytes))))
+      assert.strictEqual(await run((_, store) => store.sweep(Number.MAX_SAFE_INTEGER)), 0)
+    })
+
+    it("a project reads what it uploaded and the organisation's blobs, not another project's", async () => {
+      const mine = bytesOf(100, 6)
+      const org = bytesOf(100, 7)
+      await run((blobs) => blobs.put(sha(mine), { project: "p1", holder: uploadHolder }, body(mine)))
+      await run((blobs) => blobs.put(sha(org), { project: "", holder: uploadHolder }, body(org)))
+      const visible = (project: string, digest: string) => run((blobs) => Effect.map(blobs.stat(digest, projectReader(project)), (blob) => blob !== undefined))
+      assert.isTrue(await visible("p1", sha(mine)))
+      assert.isFalse(await visible("p2", sha(mine)))
+      assert.isTrue(await visible("p2", sha(org)))
+      // The same bytes uploaded by p2 are stored once, and now p2 reads them too.
+      const again = await run((blobs) => blobs.put(sha(mine), { project: "p2", holder: uploadHolder }, body(mine)))
+      assert.isFalse(again.created)
+      assert.isTrue(await visible("p2", sha(mine)))
+    })
+
+    it("a workload's state is stored under the digest it has, and goes with the last reference", async () => {
+      const state = bytesOf(blobChunkBytes + 77, 8)
+      const holder = { project: "p1", holder: "uid-of-a-sandbox" }
+      const stored = await run((blobs) => blobs.store(holder, body(state)))
+      assert.strictEqual(stored.digest, sha(state))
+      // Another holder of the same bytes keeps them when the first lets go.
+      await run((blobs) => blobs.store({ project: "p1", holder: "uid-of-a-job" }, body(state)))
+      assert.strictEqual(await run((blobs) => blobs.release(holder)), 0)
+      assert.isTrue(Buffer.from(state).equals(await readAll(sha(state))))
+      assert.strictEqual(await run((blobs) => blobs.release({ project: "p1", holder: "uid-of-a-job" })), 1)
+      assert.isUndefined(await run((_, store) => store.stat(sha(state))))
+    })
+
+    it("an upload swept before it was published is refused, not published without its bytes", async () => {
+      const bytes = bytesOf(10, 9)
+      await run((_, store) => store.stage("abandoned", 0, bytes, 0))
+      assert.strictEqual(await run((_, store) => store.sweep(1)), 1)
+      const exit = await runtime.runPromiseExit(Effect.flatMap(Effect.service(BlobStore.BlobStore), (store) =>
+        store.publish("abandoned", { digest: sha(bytes), sizeBytes: 10, chunks: 1 }, { project: "a", holder: uploadHolder })))
+      assert.isTrue(Exit.isFailure(exit))
+      assert.isUndefined(await run((_, store) => store.stat(sha(bytes))))
+    })
+  })
+
+suite("memory", async () => ({ layer: BlobStore.layerMemory, drop: async () => {} }))
+suite("PGlite", async () => ({ layer: SqlStore.layerPglite(undefined), drop: async () => {} }))
+if (databaseUrl !== undefined) {
+  const url = databaseUrl
+  suite("PostgreSQL", async () => {
+    const database = await createDatabase(url)
+    return { layer: SqlStore.layerPostgres(database.url), drop: database.drop }
+  })
+}
