@@ -15,6 +15,7 @@ import { Prng } from "../../src/backends/sim/Prng.ts"
 import { SimCapacity } from "../../src/backends/sim/SimCapacity.ts"
 import * as SimPort from "../../src/backends/sim/SimPort.ts"
 import { currentPricebook } from "../../src/core/billing/Pricebook.ts"
+import { parseMicroUsd } from "../../src/core/Money.ts"
 import { type BoxReply, type BoxRequest, CapacityPort } from "../../src/core/capacity/Capacity.ts"
 import { conditionIn } from "../../src/core/controller/Conditions.ts"
 import { eventRef, namespaceRef, refOfKind } from "../../src/core/meta/Kinds.ts"
@@ -84,9 +85,15 @@ const exists = (name = "box") => Effect.flatMap(Resources, (resources) => Effect
 
 const outboxTypes = Effect.flatMap(EventOutbox, (outbox) => Effect.map(Effect.orDie(outbox.read("", 100, 0)), (entries) => entries.map((entry) => entry.event.type)))
 
+/** The spec-typed events of the Sandbox alone (the ledger's own, such as billing.low_balance, left out). */
+const sandboxTypes = Effect.map(outboxTypes, (types) => types.filter((type) => type.startsWith("sandbox.")))
+
 /** The Kubernetes Events recorded for the Sandboxes of the project, as "reason: message". */
 const recordedEvents = Effect.flatMap(Resources, (resources) =>
   Effect.map(Effect.orDie(resources.list(eventRef, "demo", {})), (list) => list.items.map((event) => `${String(event["reason"])}: ${String(event["message"])}`)))
+
+/** status.cost.totalUSD in micro-USD (exact: the ledger's own unit). */
+const totalMicro = (status: SandboxStatusType): bigint => parseMicroUsd((status.cost as { totalUSD: string }).totalUSD)
 
 const patch = (body: unknown, name = "box") => Effect.flatMap(Resources, (resources) => resources.patch(sandboxes, "demo", name, "merge", body, writeOptions))
 
@@ -135,8 +142,7 @@ describe("Sandbox machine under the simulator", () => {
       assert.strictEqual(status.phase, "Running")
       assert.deepStrictEqual(status.attempt, { epoch: 2, name: "box-2" })
       assert.strictEqual(capacity.facts(uid, "box-2")?.restoreFromSeq, saved.checkpoint?.seq)
-      const types = yield* outboxTypes
-      assert.deepStrictEqual(types.filter((type) => type.startsWith("sandbox.")), ["sandbox.started", "sandbox.stopped", "sandbox.started"])
+      assert.deepStrictEqual(yield* sandboxTypes, ["sandbox.started", "sandbox.stopped", "sandbox.started"])
     })))
 
   it.effect("an Ephemeral Sandbox stops without a snapshot and starts from the image", () =>
@@ -283,5 +289,54 @@ describe("Sandbox machine under the simulator", () => {
       assert.deepStrictEqual(box("box-2", { _tag: "ReadFile", path: "/workspace", maxBytes: 100 }), {
         _tag: "Directory", entries: [{ name: "notes.txt", size: 4, mode: "0644", modTime: new Date(T0 + 20 * minute).toISOString(), type: "file" }]
       })
+    })))
+
+  it.effect("cost is on the ledger across every start: two boxes, stop then start, add up in status.cost", () =>
+    sim((driver) => Effect.gen(function*() {
+      yield* create({ lifecycle: { idleTimeout: "0s" } })
+      yield* runUntil(driver, T0 + hour)
+      yield* patch({ spec: { state: "Stopped" } })
+      yield* runUntil(driver, T0 + hour + 5 * minute)
+      const first = yield* read()
+      assert.strictEqual(first.phase, "Stopped")
+      const firstMicro = totalMicro(first)
+      assert.isTrue(firstMicro > 0n)
+      // Stopped: nothing more is charged while no box runs.
+      yield* runUntil(driver, T0 + 3 * hour)
+      assert.strictEqual(totalMicro(yield* read()), firstMicro)
+      // The second box runs as long as the first (booted 30 s in, stopped an hour later): it costs as much again.
+      yield* patch({ spec: { state: "Running" } })
+      yield* runUntil(driver, T0 + 4 * hour)
+      yield* patch({ spec: { state: "Stopped" } })
+      yield* runUntil(driver, T0 + 4 * hour + 5 * minute)
+      const second = yield* read()
+      assert.strictEqual(second.phase, "Stopped")
+      assert.deepStrictEqual(second.attempt, { epoch: 2, name: "box-2" })
+      assert.strictEqual(totalMicro(second), 2n * firstMicro)
+      const segments = second.cost?.["bySegment"] as Record<string, unknown>
+      assert.strictEqual(segments["bootSeconds"], 60)
+      assert.strictEqual(segments["teardownSeconds"], 20)
+    })))
+
+  it.effect("maxCostUSD counts earlier runs: a start after a paid run stops at what is left of the cap", () =>
+    sim((driver) => Effect.gen(function*() {
+      // 0.2 USD/h: the first hour spends about 0.2 of the 0.5 cap.
+      yield* create({ lifecycle: { idleTimeout: "0s" }, maxCostUSD: "0.5" })
+      yield* runUntil(driver, T0 + hour)
+      yield* patch({ spec: { state: "Stopped" } })
+      yield* runUntil(driver, T0 + hour + 5 * minute)
+      const spent = totalMicro(yield* read())
+      assert.isTrue(spent > 150_000n)
+      yield* patch({ spec: { state: "Running" } })
+      yield* runUntil(driver, T0 + hour + 10 * minute)
+      assert.strictEqual((yield* read()).phase, "Running")
+      // A cap counted per start would let box-2 run 2.5 h; counted across starts, it stops within 1.5 h.
+      yield* runUntil(driver, T0 + hour + 100 * minute)
+      const status = yield* read()
+      assert.strictEqual(status.phase, "Stopped")
+      assert.strictEqual(status.stopReason, "MaxCostReached")
+      assert.deepStrictEqual(status.attempt, { epoch: 2, name: "box-2" })
+      assert.isTrue(totalMicro(status) > spent)
+      assert.isTrue(totalMicro(status) <= 500_000n)
     })))
 })
