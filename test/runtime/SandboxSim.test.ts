@@ -339,4 +339,97 @@ describe("Sandbox machine under the simulator", () => {
       assert.isTrue(totalMicro(status) > spent)
       assert.isTrue(totalMicro(status) <= 500_000n)
     })))
+
+  it.effect("Pending while no offering has capacity: Scheduled False (Unschedulable), no box, nothing charged", () =>
+    sim((driver) => Effect.gen(function*() {
+      yield* create({ lifecycle: { idleTimeout: "0s" } })
+      yield* runUntil(driver, T0 + 2 * minute)
+      const status = yield* read()
+      assert.strictEqual(status.phase, "Pending")
+      assert.isUndefined(status.attempt)
+      assert.deepInclude(conditionIn(status.conditions, "Scheduled"), { status: "False", reason: "Unschedulable" })
+      assert.strictEqual(conditionIn(status.conditions, "Ready")?.status, "False")
+      assert.strictEqual(totalMicro(status), 0n)
+      // Still waiting 5 minutes after the start: said once (sandbox.stuck), and it goes on waiting.
+      yield* runUntil(driver, T0 + 30 * minute)
+      assert.strictEqual((yield* read()).phase, "Pending")
+      assert.deepStrictEqual(yield* sandboxTypes, ["sandbox.stuck"])
+    }), { capacity: 0 }))
+
+  it.effect("a box that never boots ends the Sandbox Failed (StartupFailed) with sandbox.setup_failed, and no more boxes", () =>
+    sim((driver, capacity) => Effect.gen(function*() {
+      const uid = yield* create({ lifecycle: { idleTimeout: "0s" } })
+      yield* runUntil(driver, T0 + 10 * minute)
+      const status = yield* read()
+      assert.strictEqual(status.phase, "Failed")
+      assert.strictEqual(status.reason, "StartupFailed")
+      assert.deepInclude(conditionIn(status.conditions, "Ready"), { status: "False", reason: "StartupFailed" })
+      // The first start and 5 recoveries (the recovery limit), each lost before the box was ready.
+      const attempts = capacity.attemptsOf(uid)
+      assert.strictEqual(attempts.length, 6)
+      assert.isTrue(attempts.every((attempt) => attempt.outcome?.type === "BootFailed"))
+      assert.deepStrictEqual(yield* sandboxTypes, ["sandbox.setup_failed"])
+      yield* runUntil(driver, T0 + 20 * hour)
+      assert.strictEqual(capacity.attemptsOf(uid).length, 6)
+    }), { bootFailureRate: 1 }))
+
+  it.effect("a box not ready 5 minutes after its start: sandbox.stuck once, Ready Stuck, and the start goes on", () =>
+    sim((driver) => Effect.gen(function*() {
+      yield* create({ lifecycle: { idleTimeout: "0s" } })
+      yield* runUntil(driver, T0 + 4 * minute)
+      assert.deepInclude(conditionIn((yield* read()).conditions, "Ready"), { status: "False", reason: "Starting" })
+      yield* runUntil(driver, T0 + 6 * minute)
+      const stuck = yield* read()
+      assert.strictEqual(stuck.phase, "Starting")
+      assert.deepInclude(conditionIn(stuck.conditions, "Ready"), { status: "False", reason: "Stuck" })
+      assert.deepStrictEqual(yield* sandboxTypes, ["sandbox.stuck"])
+      // Booted at 10 minutes: Running after all.
+      yield* runUntil(driver, T0 + 11 * minute)
+      const running = yield* read()
+      assert.strictEqual(running.phase, "Running")
+      assert.deepInclude(conditionIn(running.conditions, "Ready"), { status: "True", reason: "Running" })
+      assert.deepStrictEqual(yield* sandboxTypes, ["sandbox.stuck", "sandbox.started"])
+    }), { bootMedianMs: 10 * minute }))
+
+  it.effect("funds run out: it saves /workspace and stops paying (Stopped, FundingLost), and starts again when credits arrive", () =>
+    sim((driver) => Effect.gen(function*() {
+      // 0.3 USD of starter credits at 0.2 USD/h: the holds run dry within the second hour.
+      yield* create({ lifecycle: { idleTimeout: "0s" } })
+      yield* runUntil(driver, T0 + minute)
+      assert.deepInclude(conditionIn((yield* read()).conditions, "Funded"), { status: "True" })
+      yield* runUntil(driver, T0 + 3 * hour)
+      let status = yield* read()
+      assert.strictEqual(status.phase, "Stopped")
+      assert.strictEqual(status.stopReason, "FundingLost")
+      assert.deepInclude(conditionIn(status.conditions, "Funded"), { status: "False", reason: "FundingLost" })
+      assert.strictEqual(status.snapshot?.reason, "Stop")
+      assert.isTrue(totalMicro(status) <= 300_000n)
+      assert.deepStrictEqual(yield* sandboxTypes, ["sandbox.started", "sandbox.funding_lost", "sandbox.stopped"])
+      yield* Effect.flatMap(LedgerService, (ledgers) => ledgers.update((ledger) => ledger.grant("grant/more", T0 + 3 * hour, 10_000_000n, "test")))
+      yield* runUntil(driver, T0 + 3 * hour + 2 * minute)
+      status = yield* read()
+      assert.strictEqual(status.phase, "Running")
+      assert.deepInclude(conditionIn(status.conditions, "Funded"), { status: "True" })
+      assert.deepStrictEqual(yield* sandboxTypes, ["sandbox.started", "sandbox.funding_lost", "sandbox.stopped", "sandbox.funding_restored", "sandbox.started"])
+    }), { starterMicro: 300_000n }))
+
+  // No finalizer holds a deleted Sandbox, so no reader sees it Terminating: the object is gone at once, and the
+  // reconciler lets its box go (Reconciler.ts letGo). Terminating is written only on the machine's own deletes.
+  it.effect("deleted: the object goes at once, its box is released and nothing more is charged", () =>
+    sim((driver, capacity) => Effect.gen(function*() {
+      const uid = yield* create({ lifecycle: { idleTimeout: "0s" } })
+      yield* runUntil(driver, T0 + 10 * minute)
+      assert.strictEqual(capacity.facts(uid, "box-1")?.phase, "Running")
+      yield* Effect.flatMap(Resources, (resources) => resources.remove(sandboxes, "demo", "box", { dryRun: false, propagationPolicy: "Background" }))
+      yield* runUntil(driver, T0 + 10 * minute + 1)
+      assert.isFalse(yield* exists())
+      assert.notStrictEqual(capacity.facts(uid, "box-1")?.phase, "Running")
+      const charged = Effect.flatMap(LedgerService, (ledgers) => ledgers.read((ledger) => ({ total: ledger.chargesFor(uid).total, held: ledger.heldBy(uid) })))
+      yield* runUntil(driver, T0 + 20 * minute)
+      const afterTeardown = yield* charged
+      assert.strictEqual(afterTeardown.held, 0n)
+      assert.isTrue(afterTeardown.total > 0n)
+      yield* runUntil(driver, T0 + 5 * hour)
+      assert.deepStrictEqual(yield* charged, afterTeardown)
+    })))
 })
