@@ -1,0 +1,204 @@
+/**
+ * Acceptance: a Sandbox's commands and files API over HTTP on a live host (docs/sandboxes.md, "Commands and files"),
+ * what the other acceptance files leave out: the 409s of a Sandbox not Running (SandboxStarting, SandboxNotRunning)
+ * with their fixes, 429 StdinBackpressure, 413 FileTooLarge, paths (`..`, symlinks) that stay in the box's view, a
+ * followed log that streams before the command exits.
+ */
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
+import { eventually } from "./Clients.ts"
+
+let server: TestServer
+const namespace = "api"
+
+const sandboxes = `/apis/nodus.dev/v1/namespaces/${namespace}/sandboxes`
+const at = (name: string) => `${sandboxes}/${name}`
+const commandAt = (name: string, id: string) => `${at(name)}/commands/${id}`
+const fileAt = (name: string, path: string) => `${at(name)}/files?path=${encodeURIComponent(path)}`
+
+const sandbox = (name: string, spec: Record<string, unknown> = {}) =>
+  ({ apiVersion: "nodus.dev/v1", kind: "Sandbox", metadata: { name }, spec: { image: "debian:12", ...spec } })
+
+const create = async (name: string, spec: Record<string, unknown> = {}) => {
+  const created = await request(server, "POST", sandboxes, { body: sandbox(name, spec) })
+  assert.strictEqual(created.status, 201, created.text)
+  return created.body
+}
+
+const phaseOf = async (name: string) => (await request(server, "GET", at(name))).body?.status?.phase as string | undefined
+
+const inPhase = (name: string, phase: string) => eventually(`${name} is ${phase}`, async () => (await phaseOf(name)) === phase, 30_000)
+
+const exec = (name: string, command: ReadonlyArray<string>, extra: Record<string, unknown> = {}) =>
+  request(server, "POST", `${at(name)}/commands`, { body: { command, ...extra } })
+
+/** A foreground command that must succeed: its stdout. */
+const run = async (name: string, script: string) => {
+  const reply = await exec(name, ["sh", "-c", script])
+  assert.strictEqual(reply.status, 200, reply.text)
+  return reply.body.stdout as string
+}
+
+const bytes = (body: string) => ({ raw: body, contentType: "application/octet-stream" })
+
+/** The Status a refusal answers: its code, reason and fix (every error to a client has one). */
+const assertRefused = (reply: { readonly status: number; readonly text: string; readonly body: any }, status: number, reason: string) => {
+  assert.strictEqual(reply.status, status, reply.text)
+  assert.strictEqual(reply.body?.kind, "Status", reply.text)
+  assert.strictEqual(reply.body.reason, reason, reply.text)
+  assert.isString(reply.body.fix)
+  return reply.body
+}
+
+beforeAll(async () => {
+  server = await startTestServer({ local: true })
+  assert.strictEqual((await request(server, "POST", "/api/v1/namespaces", { body: { metadata: { name: namespace } } })).status, 201)
+  await create("box")
+  await inPhase("box", "Running")
+})
+
+afterAll(async () => {
+  await server?.stop()
+})
+
+describe("a Sandbox not Running refuses its box's requests with a fix", () => {
+  it("SandboxStarting (409, retry after 1 s) while it waits for capacity", async () => {
+    // No host has 512 vCPUs: it stays Pending, and its box takes nothing yet.
+    await create("waiting", { resources: { cpu: "512" } })
+    await inPhase("waiting", "Pending")
+    for (const reply of [
+      await exec("waiting", ["true"]),
+      await request(server, "GET", fileAt("waiting", "/workspace")),
+      await request(server, "PUT", fileAt("waiting", "/workspace/a"), bytes("a"))
+    ]) {
+      const body = assertRefused(reply, 409, "SandboxStarting")
+      assert.include(body.message, "Pending")
+      assert.strictEqual(body.details.retryAfterSeconds, 1)
+      assert.strictEqual(reply.headers.get("retry-after"), "1")
+      assert.include(body.fix, "phase is Running")
+    }
+    assert.strictEqual((await request(server, "DELETE", at("waiting"))).status, 200)
+  })
+
+  it("SandboxNotRunning (409) while spec.state is Stopped, saying how to start it", async () => {
+    await create("dormant", { state: "Stopped" })
+    await inPhase("dormant", "Stopped")
+    for (const reply of [
+      await exec("dormant", ["true"]),
+      await request(server, "GET", fileAt("dormant", "/workspace")),
+      await request(server, "POST", `${commandAt("dormant", "cmd-none")}/kill`)
+    ]) {
+      const body = assertRefused(reply, 409, "SandboxNotRunning")
+      assert.include(body.message, "Stopped")
+      assert.include(body.fix, "spec.state")
+      assert.isUndefined(reply.headers.get("retry-after") ?? undefined)
+    }
+    assert.strictEqual((await request(server, "DELETE", at("dormant"))).status, 200)
+  })
+})
+
+describe("commands over HTTP", () => {
+  it("follows a command's log while it runs, then to its exit", async () => {
+    // It prints, then waits for a line on stdin: it cannot exit before the test has seen its first output.
+    const started = await exec("box", ["sh", "-c", "echo first; read line; echo \"got $line\""], { background: true })
+    assert.strictEqual(started.status, 201, started.text)
+    const id = started.body.id as string
+    const response = await fetch(`${server.url}${commandAt("box", id)}/log?follow=true`, {
+      headers: { authorization: `Bearer ${server.token}` },
+      signal: AbortSignal.timeout(20_000)
+    })
+    assert.strictEqual(response.status, 200)
+    const reader = response.body!.getReader()
+    const decoder = new TextDecoder()
+    let seen = ""
+    let ended = false
+    const readUntil = async (what: string) => {
+      while (!seen.includes(what) && !ended) {
+        const chunk = await reader.read()
+        if (chunk.done) ended = true
+        else seen += decoder.decode(chunk.value, { stream: true })
+      }
+    }
+    await readUntil("first\n")
+    assert.strictEqual(seen, "first\n")
+    assert.isFalse(ended)
+    assert.strictEqual((await request(server, "GET", commandAt("box", id))).body.phase, "Running")
+    assert.strictEqual((await request(server, "POST", `${commandAt("box", id)}/stdin`, bytes("go\n"))).status, 200)
+    await readUntil("\u0000never")
+    assert.strictEqual(seen, "first\ngot go\n")
+    assert.deepInclude((await request(server, "GET", commandAt("box", id))).body, { phase: "Exited", exitCode: 0 })
+  })
+
+  it("429 StdinBackpressure while a command has not read its stdin; 409 once its stdin is closed", async () => {
+    const started = await exec("box", ["sleep", "600"], { background: true })
+    assert.strictEqual(started.status, 201, started.text)
+    const stdin = `${commandAt("box", started.body.id)}/stdin`
+    const chunk = "x".repeat(512 * 1024)
+    let refused: Awaited<ReturnType<typeof request>> | undefined
+    // More than 1 MiB unread is refused: at most three writes of 512 KiB, past the pipe's own buffer.
+    for (let writes = 0; writes < 16 && refused === undefined; writes++) {
+      const reply = await request(server, "POST", stdin, bytes(chunk))
+      if (reply.status !== 200) refused = reply
+    }
+    assert.isDefined(refused, "every write was taken")
+    const body = assertRefused(refused!, 429, "StdinBackpressure")
+    assert.strictEqual(body.details.retryAfterSeconds, 1)
+    assert.strictEqual(refused!.headers.get("retry-after"), "1")
+    assert.include(body.fix, "retry")
+
+    // It reads to the end, then runs on: its stdin is closed, the command is not.
+    const reader = await exec("box", ["sh", "-c", "cat > /dev/null; exec sleep 600"], { background: true })
+    const readerStdin = `${commandAt("box", reader.body.id)}/stdin?close=true`
+    assert.strictEqual((await request(server, "POST", readerStdin, bytes("last"))).status, 200)
+    assertRefused(await request(server, "POST", readerStdin, bytes("more")), 409, "Conflict")
+    for (const id of [started.body.id, reader.body.id]) assert.strictEqual((await request(server, "POST", `${commandAt("box", id)}/kill`)).status, 200)
+  })
+})
+
+describe("files over HTTP", () => {
+  const limit = 16 * 1024 * 1024
+
+  it("413 FileTooLarge for a PUT above 16 MiB (nothing written) and for a GET of a larger file", async () => {
+    const put = await request(server, "PUT", fileAt("box", "/workspace/huge"), bytes("y".repeat(limit + 1)))
+    const body = assertRefused(put, 413, "FileTooLarge")
+    assert.include(body.message, String(limit))
+    assertRefused(await request(server, "GET", fileAt("box", "/workspace/huge")), 404, "NotFound")
+    // At the bound exactly, it is taken.
+    assert.strictEqual((await request(server, "PUT", fileAt("box", "/workspace/edge"), bytes("z".repeat(limit)))).status, 200)
+    assert.strictEqual(await run("box", "stat -c %s /workspace/edge; head -c 1 /dev/zero >> /workspace/edge"), `${limit}\n`)
+    assertRefused(await request(server, "GET", fileAt("box", "/workspace/edge")), 413, "FileTooLarge")
+    await run("box", "rm /workspace/edge")
+    // (A 16 MiB file crosses the box's channel as base64 in JSON lines: seconds on a busy 2-core machine.)
+  }, 60_000)
+
+  it("resolves `..` and symlinks in the box's view: no path reaches a host file", async () => {
+    // A host file beside the server's data: its directory exists on the host, not in the box.
+    const hostFile = join(server.directory, "host-only.txt")
+    writeFileSync(hostFile, "host-marker")
+    // `..` above the root is the root (the box's): the host path is not there.
+    for (const path of [`/workspace/../../..${hostFile}`, `../../../../../../..${hostFile}`]) {
+      const read = await request(server, "GET", fileAt("box", path))
+      assert.notInclude(read.text, "host-marker")
+      assertRefused(read, 404, "NotFound")
+    }
+    // A relative symlink climbing far enough to leave the box's /workspace on the host would reach the host's root if
+    // the server followed it on the host; in the box it is the box's root.
+    await run("box", `ln -s ../../../../../../../../../.. /workspace/up; ln -s ${server.directory} /workspace/dir; ln -s ${hostFile} /workspace/file`)
+    for (const path of [`/workspace/up${hostFile}`, "/workspace/file", "/workspace/dir/host-only.txt"]) {
+      const read = await request(server, "GET", fileAt("box", path))
+      assert.notInclude(read.text, "host-marker", path)
+      assertRefused(read, 404, "NotFound")
+    }
+    // Writes through them land in the box (or nowhere), never on the host.
+    const planted = [`/workspace/up${server.directory}/planted-up`, "/workspace/dir/planted-dir", `/workspace/../..${server.directory}/planted-dots`]
+    for (const path of planted) await request(server, "PUT", fileAt("box", path), bytes("planted"))
+    for (const name of ["planted-up", "planted-dir", "planted-dots"]) assert.isFalse(existsSync(join(server.directory, name)), name)
+    assert.strictEqual(readFileSync(hostFile, "utf8"), "host-marker")
+    // What `..` named is the box's own /tmp, which a command in the box reads back.
+    assert.strictEqual((await request(server, "PUT", fileAt("box", "/workspace/../tmp/dots"), bytes("in the box"))).status, 200)
+    assert.strictEqual(await run("box", "cat /tmp/dots"), "in the box")
+    await run("box", "rm -f /workspace/up /workspace/dir /workspace/file")
+  })
+})
