@@ -103,6 +103,19 @@ describe("OpenApi documents", () => {
   })
 })
 
+/** A Sandbox's commands, files and terminal (docs/sandboxes.md, "Commands and files"), with their query parameters. */
+const sandboxRows: ReadonlyArray<readonly [operationId: string, method: string, path: string, action: string, query: ReadonlyArray<string>]> = [
+  ["runSandboxCommand", "post", "/apis/nodus.dev/v1/namespaces/{namespace}/sandboxes/{name}/commands", "post", []],
+  ["readSandboxCommand", "get", "/apis/nodus.dev/v1/namespaces/{namespace}/sandboxes/{name}/commands/{id}", "get", []],
+  ["readSandboxCommandLog", "get", "/apis/nodus.dev/v1/namespaces/{namespace}/sandboxes/{name}/commands/{id}/log", "get", ["follow"]],
+  ["writeSandboxCommandStdin", "post", "/apis/nodus.dev/v1/namespaces/{namespace}/sandboxes/{name}/commands/{id}/stdin", "post", ["close"]],
+  ["killSandboxCommand", "post", "/apis/nodus.dev/v1/namespaces/{namespace}/sandboxes/{name}/commands/{id}/kill", "post", ["signal"]],
+  ["readSandboxFile", "get", "/apis/nodus.dev/v1/namespaces/{namespace}/sandboxes/{name}/files", "get", ["path"]],
+  ["writeSandboxFile", "put", "/apis/nodus.dev/v1/namespaces/{namespace}/sandboxes/{name}/files", "put", ["path"]],
+  ["deleteSandboxFile", "delete", "/apis/nodus.dev/v1/namespaces/{namespace}/sandboxes/{name}/files", "delete", ["path"]],
+  ["openSandboxTerminal", "get", "/apis/nodus.dev/v1/namespaces/{namespace}/sandboxes/{name}/terminal", "connect", ["cols", "rows", "shell"]]
+]
+
 describe("OpenApi paths", () => {
   const v1 = OpenApi.document(group, "v1", OpenApi.permissiveSchemas)
   const byId = new Map(operations(v1).map(([path, method, operation]) => [operation["operationId"], { path, method, operation }]))
@@ -119,10 +132,7 @@ describe("OpenApi paths", () => {
     ["listJobForAllNamespaces", "get", "/apis/nodus.dev/v1/jobs", "list"],
     ["listBudget", "get", "/apis/nodus.dev/v1/budgets", "list"],
     ["patchBudgetStatus", "patch", "/apis/nodus.dev/v1/budgets/{name}/status", "patch"],
-    ["runSandboxCommand", "post", "/apis/nodus.dev/v1/namespaces/{namespace}/sandboxes/{name}/commands", "post"],
-    ["readSandboxCommandLog", "get", "/apis/nodus.dev/v1/namespaces/{namespace}/sandboxes/{name}/commands/{id}/log", "get"],
-    ["writeSandboxFile", "put", "/apis/nodus.dev/v1/namespaces/{namespace}/sandboxes/{name}/files", "put"],
-    ["openSandboxTerminal", "get", "/apis/nodus.dev/v1/namespaces/{namespace}/sandboxes/{name}/terminal", "connect"]
+    ...sandboxRows.map(([operationId, method, path, action]) => [operationId, method, path, action] as const)
   ]
   for (const [operationId, method, path, action] of rows) {
     it(`${operationId} is ${method.toUpperCase()} ${path}`, () => {
@@ -132,6 +142,23 @@ describe("OpenApi paths", () => {
       assert.strictEqual(found?.operation["x-kubernetes-action"], action)
     })
   }
+
+  it("documents every Sandbox operation and no other under a Sandbox: its query, its refusals, its errors as a Status", () => {
+    // Under a Sandbox besides its status: the box's operations (apiserver/http/SandboxApi.ts), each documented.
+    const documented = operations(v1).filter(([path]) => path.includes("/sandboxes/{name}/") && !path.endsWith("/status")).map(([, , operation]) => operation["operationId"])
+    assert.sameMembers(documented, sandboxRows.map(([operationId]) => operationId))
+    for (const [operationId, , , , query] of sandboxRows) {
+      const operation = byId.get(operationId)!.operation
+      assert.sameMembers([...parameterNames(operation, "query")], [...query], operationId)
+      const description = String(operation["description"])
+      for (const code of ["SandboxStarting", "SandboxNotRunning", "SandboxFailed"]) assert.include(description, code, operationId)
+      assert.deepStrictEqual(member(member(member(member(member(operation, "responses"), "default"), "content"), "application/json"), "schema"),
+        { $ref: "#/components/schemas/Status" }, operationId)
+    }
+    // What a refusal of its own says, in the operation that can answer it.
+    assert.include(String(byId.get("writeSandboxCommandStdin")!.operation["description"]), "429 StdinBackpressure")
+    for (const operationId of ["readSandboxFile", "writeSandboxFile"]) assert.include(String(byId.get(operationId)!.operation["description"]), "413 FileTooLarge")
+  })
 
   it("serves only the operations a kind has", () => {
     // Attempts are read-only with no status subresource; enrollment tokens are never replaced or patched.
