@@ -2,7 +2,7 @@
  * Acceptance: a Sandbox's commands and files API over HTTP on a live host (docs/sandboxes.md, "Commands and files"),
  * what the other acceptance files leave out: the 409s of a Sandbox not Running (SandboxStarting, SandboxNotRunning)
  * with their fixes, 429 StdinBackpressure, 413 FileTooLarge, paths (`..`, symlinks) that stay in the box's view, a
- * followed log that streams before the command exits.
+ * followed log that streams before the command exits; and a dry run's estimate.
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
@@ -200,5 +200,46 @@ describe("files over HTTP", () => {
     assert.strictEqual((await request(server, "PUT", fileAt("box", "/workspace/../tmp/dots"), bytes("in the box"))).status, 200)
     assert.strictEqual(await run("box", "cat /tmp/dots"), "in the box")
     await run("box", "rm -f /workspace/up /workspace/dir /workspace/file")
+  })
+})
+
+describe("a dry run of a Sandbox", () => {
+  it("carries the estimate a create would, and creates nothing", async () => {
+    const dry = await request(server, "POST", `${sandboxes}?dryRun=All`, { body: sandbox("planned", { lifecycle: { idleTimeout: "10m", maxLifetime: "2h" } }) })
+    assert.strictEqual(dry.status, 201, dry.text)
+    assert.match(dry.headers.get("etag") ?? "", /^"dryrun\./u)
+    const estimate = dry.body.status.estimate
+    assert.match(estimate.rateUSDPerHour, /^[0-9]+(\.[0-9]+)?$/u)
+    assert.isString(estimate.holdUSD)
+    assert.strictEqual(estimate.placementPreview.offering, "local")
+    // p50 is one start idle until its idleTimeout, p90 its whole maxLifetime (docs/kinds/Sandbox.md, "Estimate").
+    const rate = Number(estimate.rateUSDPerHour)
+    assert.isAbove(rate, 0)
+    assert.closeTo(Number(estimate.costUSD.p50), rate * (10 / 60), 0.000001)
+    assert.closeTo(Number(estimate.costUSD.p90), rate * 2, 0.000001)
+    assert.include(estimate.warnings.map((warning: { code: string }) => warning.code), "UsageDependent")
+    assert.isUndefined(estimate.blockingReasons)
+    assertRefused(await request(server, "GET", at("planned")), 404, "NotFound")
+    const created = await request(server, "POST", sandboxes, { body: sandbox("planned", { state: "Stopped", lifecycle: { idleTimeout: "10m", maxLifetime: "2h" } }) })
+    assert.strictEqual(created.status, 201, created.text)
+    assert.deepStrictEqual(created.body.status.estimate.costUSD, estimate.costUSD)
+    assert.strictEqual((await request(server, "DELETE", at("planned"))).status, 200)
+  })
+
+  it("whose first hold is above maxCostUSD: the dry run lists BudgetExceeded, the create is refused with it", async () => {
+    const capped = sandbox("capped", { maxCostUSD: "0.000001" })
+    const dry = await request(server, "POST", `${sandboxes}?dryRun=All`, { body: capped })
+    assert.strictEqual(dry.status, 201, dry.text)
+    assert.deepStrictEqual(dry.body.status.estimate.blockingReasons.map((reason: { code: string }) => reason.code), ["BudgetExceeded"])
+    const refused = await request(server, "POST", sandboxes, { body: capped })
+    assert.include(assertRefused(refused, 402, "BudgetExceeded").fix, "maxCostUSD")
+    assertRefused(await request(server, "GET", at("capped")), 404, "NotFound")
+  })
+
+  it("of one no host can take: a warning that it would wait, and nothing blocks it", async () => {
+    const dry = await request(server, "POST", `${sandboxes}?dryRun=All`, { body: sandbox("huge", { resources: { cpu: "512" } }) })
+    assert.strictEqual(dry.status, 201, dry.text)
+    assert.deepStrictEqual(dry.body.status.estimate.warnings.map((warning: { code: string }) => warning.code), ["NoMatchingOffering"])
+    assert.isUndefined(dry.body.status.estimate.rateUSDPerHour)
   })
 })
