@@ -4,25 +4,32 @@
  * - `secretValues` (Secret): a Secret's values leave the object for a sealed version record committed beside it, and
  *   go with its removal (spec: Secret is addressed by name and version); they never stay in its metadata either.
  * - `secretReferences` (every other project kind): no secret value literally in env (SecretValueInEnv, told as the
- *   writing principal may be told), and secret mounts pin their versions at create (spec: SecretMount).
+ *   writing principal may be told), and secret mounts pin their versions at create (spec: SecretMount); a Sandbox's
+ *   are found again at each write, for its next start to pin (spec: Sandbox secrets).
  * - `pricing` (every nodus kind; kinds without an estimate pass through): the estimate on dry runs and creates, the
  *   price consent of a create bound by a dry run's ETag, and the refusal the estimate foresees (spec: Create
  *   semantics 1-3), which a Budget that refused reports as budget.exceeded.
  * - `enrollmentToken` (EnrollmentToken): its token, shown once in the create response, kept as a hash (Enrollment.ts).
  * - `webhookSecret` (WebhookEndpoint): its signing secret, shown once, kept sealed, and its ping (WebhookSecrets.ts).
+ * - `functionCode` (Function) and `functionCall` (FunctionCall): blob references the project may read, the call's
+ *   Function, timeout and Python minor (FunctionAdmission.ts).
  */
 import { Effect, Layer, Option } from "effect"
 import { withPriceBoundAnnotation } from "../core/billing/PriceBound.ts"
+import { secretVersionsKey } from "../core/kinds/sandbox/SandboxMachine.ts"
 import { invalid, subjectOf } from "../core/meta/ApiError.ts"
 import { isObject, type JsonObject } from "../core/Json.ts"
 import type { ResourceRef } from "../core/meta/Kinds.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import type { Disposition } from "../core/meta/Strategy.ts"
-import { type AdmissionPlugin, AdmissionPlugins } from "../apiserver/AdmissionPlugins.ts"
+import { type AdmissionPlugin, AdmissionPlugins, type UpdateRequest } from "../apiserver/AdmissionPlugins.ts"
+import { Blobs } from "../apiserver/Blobs.ts"
+import { Store } from "../store/Store.ts"
 import { BudgetService } from "./Budgets.ts"
 import { Estimates, quotedRateOf, refusalOf, withEstimate } from "./Estimates.ts"
 import { enrollmentTokenPlugin } from "./Enrollment.ts"
 import { EventOutbox } from "./EventOutbox.ts"
+import { functionCallPlugin, functionCodePlugin } from "./FunctionAdmission.ts"
 import { SecretCipher } from "./SecretCipher.ts"
 import { webhookEndpointPlugin } from "./WebhookSecrets.ts"
 import { consentOf, PriceConsent } from "./PriceConsent.ts"
@@ -67,6 +74,36 @@ const secretValues = (secrets: Secrets["Service"]): AdmissionPlugin => ({
   removeOps: (current) => secrets.deleteOps(current)
 })
 
+const isSandbox = (ref: ResourceRef): boolean => ref.group !== "" && ref.info.kind === "Sandbox"
+
+/**
+ * A Sandbox's body with its server-owned `secret-versions` annotation set to `pins` (removed when there are none):
+ * whatever a client sent there is replaced, so only admission decides what a start pins.
+ */
+const withSecretVersions = (ref: ResourceRef, object: JsonObject, pins: string | undefined): JsonObject => {
+  const metadata = isObject(object["metadata"]) ? object["metadata"] : {}
+  const key = `${ref.group}/${secretVersionsKey}`
+  const { [key]: _sent, ...annotations } = isObject(metadata["annotations"]) ? metadata["annotations"] : {}
+  const next = pins === undefined ? annotations : { ...annotations, [key]: pins }
+  return { ...object, metadata: { ...metadata, annotations: next } }
+}
+
+const pinsText = (pinned: Record<string, number>): string | undefined => Object.keys(pinned).length === 0 ? undefined : JSON.stringify(pinned)
+
+/**
+ * Spec (Sandbox secrets): "each start pins the newest version or the version named, so a new value reaches the Sandbox
+ * at its next start". Every write of a Sandbox finds its mounts' versions again and keeps them in the annotation, which
+ * the machine pins into status.secretVersions when it next starts a box (SandboxMachine.ts `launch`). A write whose
+ * Secrets cannot all be found is not refused for it (it may be the stop of a Sandbox whose Secret was deleted): the
+ * pins it had stay, and a start that cannot resolve them fails its setup (StartupFailed).
+ */
+const repinSandbox = (secrets: Secrets["Service"], request: UpdateRequest): Effect.Effect<JsonObject> => {
+  const { ref, namespace, current, object } = request
+  const kept = current.metadata.annotations?.[`${ref.group}/${secretVersionsKey}`]
+  return Effect.map(Effect.option(secrets.pinVersions(namespace ?? "", object["spec"], subjectOf(ref, current.metadata.name), ref.info.kind)), (found) =>
+    withSecretVersions(ref, object, Option.isSome(found) ? pinsText(found.value) : kept))
+}
+
 const secretReferences = (secrets: Secrets["Service"]): AdmissionPlugin => ({
   name: "secretReferences",
   prepareCreate: ({ ref, namespace, object, principal }) => Effect.gen(function*() {
@@ -74,12 +111,15 @@ const secretReferences = (secrets: Secrets["Service"]): AdmissionPlugin => ({
     yield* secrets.checkEnv(namespace ?? "", object["spec"], subject, principal)
     const pinned = yield* secrets.pinVersions(namespace ?? "", object["spec"], subject, ref.info.kind)
     return {
-      input: object,
+      input: isSandbox(ref) ? withSecretVersions(ref, object, pinsText(pinned)) : object,
       finish: (made: ResourceObject) => Effect.succeed({ result: Object.keys(pinned).length === 0 ? made : withStatus(made, { secretVersions: pinned }), ops: [] })
     }
   }),
-  prepareUpdate: ({ ref, namespace, current, object, principal }) =>
-    Effect.as(secrets.checkEnv(namespace ?? "", object["spec"], subjectOf(ref, current.metadata.name), principal), { input: object, finish: (result) => Effect.succeed({ result, ops: [] }) })
+  prepareUpdate: (request) => Effect.gen(function*() {
+    const { ref, namespace, current, object, principal } = request
+    yield* secrets.checkEnv(namespace ?? "", object["spec"], subjectOf(ref, current.metadata.name), principal)
+    return { input: isSandbox(ref) ? yield* repinSandbox(secrets, request) : object, finish: (result: Disposition) => Effect.succeed({ result, ops: [] }) }
+  })
 })
 
 const pricing = (estimates: Estimates["Service"], priceConsent: PriceConsent["Service"], budgets: Option.Option<BudgetService["Service"]>): AdmissionPlugin => ({
@@ -111,6 +151,7 @@ const pricing = (estimates: Estimates["Service"], priceConsent: PriceConsent["Se
 const isSecret = (ref: ResourceRef): boolean => ref.group !== "" && ref.info.kind === "Secret"
 const isEnrollmentToken = (ref: ResourceRef): boolean => ref.group !== "" && ref.info.kind === "EnrollmentToken"
 const isWebhookEndpoint = (ref: ResourceRef): boolean => ref.group !== "" && ref.info.kind === "WebhookEndpoint"
+const isKind = (ref: ResourceRef, kind: string): boolean => ref.group !== "" && ref.info.kind === kind
 
 /** The plugins of every kind: the Secret's own, the secret references of project kinds, and pricing. */
 export const layer = Layer.effect(AdmissionPlugins, Effect.gen(function*() {
@@ -126,11 +167,16 @@ export const layer = Layer.effect(AdmissionPlugins, Effect.gen(function*() {
   const otherPlugins = [priced]
   const enrollmentPlugins = [enrollmentTokenPlugin]
   const webhookPlugins = [webhookEndpointPlugin(yield* SecretCipher, yield* EventOutbox)]
+  const blobs = yield* Blobs
+  const functionPlugins = [references, functionCodePlugin(blobs), priced]
+  const functionCallPlugins = [references, functionCallPlugin(yield* Store, blobs), priced]
   return AdmissionPlugins.of({
     of: (ref) =>
       isSecret(ref) ? secretPlugins
       : isEnrollmentToken(ref) ? enrollmentPlugins
       : isWebhookEndpoint(ref) ? webhookPlugins
+      : isKind(ref, "Function") ? functionPlugins
+      : isKind(ref, "FunctionCall") ? functionCallPlugins
       : ref.info.scope === "Namespaced" && ref.group !== "" ? projectPlugins
       : otherPlugins
   })

@@ -154,11 +154,11 @@ export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Sto
   // The kinds the runtime runs, with their machines and estimators (src/runtime/Registry.ts).
   const registry = KindRegistry.layer()
   const estimates = (replaced.estimates ?? Estimates.layer().pipe(Layer.provide(estimateSampler))).pipe(Layer.provideMerge(budgets), Layer.provideMerge(ledger), Layer.provideMerge(LiveMarket.layer), Layer.provideMerge(registry))
-  const foundation = Layer.mergeAll(settings, estimates).pipe(
+  const foundation = Layer.mergeAll(settings, estimates, Blobs.layer).pipe(
     Layer.provideMerge(storeLayer),
     Layer.provideMerge(backend.clock)
   )
-  const machinery = Layer.mergeAll(Resources.layer, Auth.layer, Idempotency.layer, feed, Blobs.layer).pipe(
+  const machinery = Layer.mergeAll(Resources.layer, Auth.layer, Idempotency.layer, feed).pipe(
     Layer.provideMerge(Admission.layer),
     Layer.provideMerge(Secrets.layer),
     Layer.provideMerge(SecretCipher.layer(options.secretKey ?? randomBytes(secretKeyBytes))),

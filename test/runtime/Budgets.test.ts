@@ -6,6 +6,8 @@
  * Budget, object and period, and a restarted service still counts a gone owner's charges. Then the wiring: a server's
  * status loop writes the status of a Budget created over HTTP.
  */
+import { Blobs } from "../../src/apiserver/Blobs.ts"
+import * as BlobStore from "../../src/store/BlobStore.ts"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect, Layer, type Scope } from "effect"
 import { TestClock } from "effect/testing"
@@ -43,7 +45,8 @@ const servicesOver = (store: Store["Service"]) => {
     Layer.succeed(ApiConfig, { group, publicUrl: () => "http://127.0.0.1", bookmarkInterval: "30 seconds" }),
     // Its poll would run once per simulated second of every jump of the test clock: this process's commits wake it anyway.
     ChangeFeed.layerWith({ ...defaultFeedOptions, pollInterval: "365 days" }),
-    LedgerService.layer({ starterMicro: usd(1_000) }).pipe(Layer.provideMerge(EventOutbox.layer.pipe(Layer.provideMerge(Ids.layer))))
+    LedgerService.layer({ starterMicro: usd(1_000) }).pipe(Layer.provideMerge(EventOutbox.layer.pipe(Layer.provideMerge(Ids.layer)))),
+    Blobs.layer.pipe(Layer.provide(BlobStore.layerMemory))
   ).pipe(Layer.provideMerge(Layer.succeed(Store, store)))
   return Layer.mergeAll(Resources.layer.pipe(Layer.provide(Admission.layer), Layer.provide(Secrets.layer), Layer.provide(SecretCipher.layer(testSecretKey))), BudgetService.layer).pipe(Layer.provideMerge(base))
 }

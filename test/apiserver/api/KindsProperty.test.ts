@@ -8,6 +8,7 @@
 // - Every single-field mutation outside a declared bound is Invalid, with the field's path among the causes.
 // - No generated input (random JSON, or a valid spec with one member replaced by random JSON) gets a 5xx, and every
 //   error body is a Status with a registered reason.
+import { createHash } from "node:crypto"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Exit, Schema, SchemaIssue } from "effect"
 import * as fc from "fast-check"
@@ -131,11 +132,16 @@ const missingFrom = (expected: Json, actual: Json | undefined, path: ReadonlyArr
 }
 
 const fixtureSecret = "prop-secret"
+const fixtureFunction = "prop-function"
+const fixtureBlobBytes = new TextEncoder().encode("def f():\n    return 1\n")
+const fixtureBlob = `sha256:${createHash("sha256").update(fixtureBlobBytes).digest("hex")}`
 
 /**
  * References the JSON Schema cannot know exist: secret mounts (a bare name or {name, version}, in any `secrets` list)
- * name the project's fixture Secret, which has version 1; a TopUp's payment method is the embedded processor's
- * default one, and its promo code goes (none is known: docs/billing.md, "Credits"). Other references to objects that
+ * name the project's fixture Secret, which has version 1; a FunctionCall's `function` names the fixture Function (its
+ * timeout the largest, its Python unset) and every `sha256:` blob reference the fixture blob (docs/blobs.md); a TopUp's
+ * payment method is the embedded processor's default one, and its promo code goes (none is known: docs/billing.md,
+ * "Credits"). Other references to objects that
  * do not exist make the create NotFound-refused; such cases are discarded (and counted).
  */
 const withFixtures = (value: Json): Json => {
@@ -150,6 +156,8 @@ const withFixtures = (value: Json): Json => {
       : mount)
   }
   if (typeof next["paymentMethod"] === "string") next["paymentMethod"] = testMethodDefault
+  if (typeof next["function"] === "string") next["function"] = fixtureFunction
+  if (typeof next["blob"] === "string" && next["blob"].startsWith("sha256:")) next["blob"] = fixtureBlob
   delete next["promoCode"]
   return next
 }
@@ -191,6 +199,12 @@ describe("kinds: properties from the OpenAPI schemas", () => {
     await createProject(server, project)
     const secret = await request(server, "POST", `/apis/nodus.dev/v1/namespaces/${project}/secrets`, { body: { metadata: { name: fixtureSecret }, spec: { data: { token: "fixture-value-8c1d2e" } } } })
     assert.strictEqual(secret.status, 201, secret.text)
+    const blob = await fetch(`${server.url}/blobs/v1/${fixtureBlob}?project=${project}`, { method: "PUT", headers: { authorization: `Bearer ${server.token}` }, body: fixtureBlobBytes })
+    assert.strictEqual(blob.status, 201)
+    const fn = await request(server, "POST", `/apis/nodus.dev/v1/namespaces/${project}/functions`, {
+      body: { metadata: { name: fixtureFunction }, spec: { image: "python:3.12-slim", code: { module: "app", qualname: "f" }, timeout: "24h" } }
+    })
+    assert.strictEqual(fn.status, 201, fn.text)
   })
   afterAll(async () => {
     for (const [kind, line] of acceptance) console.log(`[KindsProperty] ${kind}: ${line}`)

@@ -1,0 +1,90 @@
+/**
+ * The server's admission rules of Functions and FunctionCalls, those a pure schema cannot decide because they read the
+ * store (spec: Function, FunctionCall; docs/kinds/FunctionCall.md, "Admission at the server"):
+ *
+ * - a FunctionCall names a Function of its project that is not being deleted (FunctionNotFound otherwise);
+ * - its timeout is at most the Function's, and unset takes the Function's;
+ * - a caller that says its Python minor (annotation `<group>/python`) must be on the Function's (Invalid otherwise);
+ * - a `sha256:` reference — a Function's code archive, a call's input — names a blob the project may read
+ *   (docs/blobs.md), so a worker never starts on bytes that are not there or not the project's.
+ */
+import { Effect, Option } from "effect"
+import { ApiError, type Cause, fieldInvalid, invalid, subjectOf } from "../core/meta/ApiError.ts"
+import { isObject, type JsonObject } from "../core/Json.ts"
+import type { ResourceRef } from "../core/meta/Kinds.ts"
+import { durationMs } from "../core/StatusText.ts"
+import * as Limits from "../core/Limits.ts"
+import type { AdmissionPlugin } from "../apiserver/AdmissionPlugins.ts"
+import { type Blobs, projectReader } from "../apiserver/Blobs.ts"
+import type { StoreShape } from "../store/Store.ts"
+
+const specOf = (object: JsonObject): JsonObject => (isObject(object["spec"]) ? object["spec"] : {})
+const nameOf = (object: JsonObject) => (isObject(object["metadata"]) && typeof object["metadata"]["name"] === "string" ? object["metadata"]["name"] : undefined)
+
+/** The annotation a client sets to its Python minor (e.g. "3.12"), checked against the Function's `python`. */
+export const pythonAnnotation = (group: string) => `${group}/python`
+
+/** Causes for `sha256:` references at `fields` that name no blob `project` may read. */
+const unreadableBlobs = (blobs: Blobs["Service"], project: string, references: ReadonlyArray<readonly [string, unknown]>) =>
+  Effect.map(
+    Effect.forEach(references, ([field, reference]) =>
+      typeof reference !== "string" || !reference.startsWith("sha256:")
+        ? Effect.succeed<ReadonlyArray<Cause>>([])
+        : Effect.map(blobs.stat(reference.slice("sha256:".length), projectReader(project)), (blob): ReadonlyArray<Cause> =>
+          blob === undefined
+            ? [fieldInvalid(field, `Not found: "${reference}": no such blob in project "${project}"; upload it first with PUT /blobs/v1/${reference} (docs/blobs.md)`, "FieldValueNotFound")]
+            : [])),
+    (causes) => causes.flat()
+  )
+
+/** A Function's code archive must be a blob of its project. */
+export const functionCodePlugin = (blobs: Blobs["Service"]): AdmissionPlugin => {
+  const check = (ref: ResourceRef, namespace: string | undefined, object: JsonObject) => Effect.gen(function*() {
+    const code = specOf(object)["code"]
+    const causes = yield* unreadableBlobs(blobs, namespace ?? "", [["spec.code.blob", isObject(code) ? code["blob"] : undefined]])
+    if (causes.length > 0) return yield* invalid(subjectOf(ref, nameOf(object)), causes, ref.info.kind)
+  })
+  return {
+    name: "functionCode",
+    prepareCreate: ({ ref, namespace, object }) => Effect.as(check(ref, namespace, object), { input: object, finish: (result) => Effect.succeed({ result, ops: [] }) }),
+    prepareUpdate: ({ ref, namespace, object }) => Effect.as(check(ref, namespace, object), { input: object, finish: (result) => Effect.succeed({ result, ops: [] }) })
+  }
+}
+
+/** A FunctionCall's Function, timeout, Python minor and input blob (only at create: the rest of its spec is immutable). */
+export const functionCallPlugin = (store: StoreShape, blobs: Blobs["Service"]): AdmissionPlugin => ({
+  name: "functionCall",
+  prepareCreate: ({ ref, namespace, object }) => Effect.gen(function*() {
+    const project = namespace ?? ""
+    const subject = subjectOf(ref, nameOf(object))
+    const spec = specOf(object)
+    const functionName = String(spec["function"])
+    const found = yield* store.get({ resource: "functions", namespace: project, name: functionName }).pipe(
+      Effect.mapError((error) => new ApiError({ code: "Unavailable", message: `the store is unavailable: ${error.message}`, retryAfterSeconds: 1 }))
+    )
+    if (Option.isNone(found) || found.value.metadata.deletionTimestamp !== undefined) {
+      return yield* new ApiError({
+        code: "FunctionNotFound",
+        message: `Function "${functionName}" ${Option.isNone(found) ? "does not exist" : "is being deleted"} in project "${project}"`,
+        causes: [fieldInvalid("spec.function", `Not found: "${functionName}": no such Function in the project`, "FieldValueNotFound")],
+        subject
+      })
+    }
+    const target = specOf(found.value as unknown as JsonObject)
+    const targetTimeout = typeof target["timeout"] === "string" ? target["timeout"] : Limits.functionTimeoutDefault
+    const causes: Array<Cause> = []
+    if (typeof spec["timeout"] === "string" && durationMs(spec["timeout"], 0) > durationMs(targetTimeout, 0)) {
+      causes.push(fieldInvalid("spec.timeout", `Invalid value: "${spec["timeout"]}": must be at most the Function's timeout (${targetTimeout})`))
+    }
+    const annotations = isObject(object["metadata"]) && isObject(object["metadata"]["annotations"]) ? object["metadata"]["annotations"] : {}
+    const callerPython = annotations[pythonAnnotation(ref.group)]
+    if (callerPython !== undefined && typeof target["python"] === "string" && callerPython !== target["python"]) {
+      causes.push(fieldInvalid(`metadata.annotations[${pythonAnnotation(ref.group)}]`, `Invalid value: "${String(callerPython)}": Function "${functionName}" runs Python ${target["python"]}; call it from Python ${target["python"]} (pickled values do not cross minors)`))
+    }
+    const input = spec["input"]
+    causes.push(...yield* unreadableBlobs(blobs, project, [["spec.input.blob", isObject(input) ? input["blob"] : undefined]]))
+    if (causes.length > 0) return yield* invalid(subject, causes, ref.info.kind)
+    const defaulted = spec["timeout"] === undefined ? { ...object, spec: { ...spec, timeout: targetTimeout } } : object
+    return { input: defaulted, finish: (result) => Effect.succeed({ result, ops: [] }) }
+  })
+})
