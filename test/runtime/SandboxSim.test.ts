@@ -8,6 +8,7 @@ import { Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { AdmissionPlugins } from "../../src/apiserver/AdmissionPlugins.ts"
 import { ApiConfig } from "../../src/apiserver/ApiConfig.ts"
+import { Blobs } from "../../src/apiserver/Blobs.ts"
 import { Ids } from "../../src/apiserver/Ids.ts"
 import { Resources, type WriteOptions } from "../../src/apiserver/Resources.ts"
 import { Engine } from "../../src/backends/sim/Engine.ts"
@@ -20,16 +21,22 @@ import { type BoxReply, type BoxRequest, CapacityPort } from "../../src/core/cap
 import { conditionIn } from "../../src/core/controller/Conditions.ts"
 import { eventRef, namespaceRef, refOfKind } from "../../src/core/meta/Kinds.ts"
 import type { SandboxStatusType } from "../../src/core/schemas/Sandbox.ts"
+import * as Admission from "../../src/runtime/Admission.ts"
 import { BudgetService } from "../../src/runtime/Budgets.ts"
+import { Estimates } from "../../src/runtime/Estimates.ts"
 import { EventOutbox } from "../../src/runtime/EventOutbox.ts"
 import { sandboxKind } from "../../src/runtime/kinds/Sandbox.ts"
 import { LedgerService } from "../../src/runtime/LedgerService.ts"
 import { Reconciler } from "../../src/runtime/Reconciler.ts"
+import { SecretCipher } from "../../src/runtime/SecretCipher.ts"
+import { Secrets } from "../../src/runtime/Secrets.ts"
 import { KindRegistry } from "../../src/runtime/Registry.ts"
 import * as VirtualTime from "../../src/runtime/VirtualTime.ts"
 import { ChangeFeed, defaultFeedOptions } from "../../src/store/ChangeFeed.ts"
+import * as BlobStore from "../../src/store/BlobStore.ts"
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
 import { catalog, hour, minute, T0 } from "../core/Fixtures.ts"
+import { testSecretKey } from "../support/TestServer.ts"
 
 const group = "nodus.dev"
 const sandboxes = refOfKind(group, "Sandbox")
@@ -43,6 +50,9 @@ interface Hosts {
   readonly bootFailureRate?: number
 }
 
+/** What each box was started with: its program's Secret mounts, by attempt name (the port's `start`, recorded). */
+type Started = Map<string, ReadonlyArray<{ readonly name: string; readonly version: number | undefined }>>
+
 const makeDriver = (hosts: Hosts = {}) => {
   const engine = new Engine(T0)
   const capacity = new SimCapacity(engine, new Prng("sandbox"), () => ({
@@ -50,22 +60,33 @@ const makeDriver = (hosts: Hosts = {}) => {
     preemptionMtbfMs: undefined, preemptionTrace: undefined, nodeLossMtbfMs: hosts.nodeLossMtbfMs, teardownMs: 10_000, warmStartMs: 5_000,
     restoreBytesPerSecond: 2 ** 30
   }))
-  return Effect.map(SimPort.makeCounted(capacity), (counted) => ({
-    capacity,
-    driver: { port: counted.port, now: () => engine.now, nextAt: () => engine.peekTime(), runTo: (at: number) => engine.run(at), published: counted.published }
-  }))
+  const started: Started = new Map()
+  return Effect.map(SimPort.makeCounted(capacity), (counted) => {
+    const port: typeof counted.port = {
+      ...counted.port,
+      start: (owner, attempt, program) => {
+        started.set(attempt, program.workload?.secrets ?? [])
+        return counted.port.start(owner, attempt, program)
+      }
+    }
+    return { capacity, started, driver: { port, now: () => engine.now, nextAt: () => engine.peekTime(), runTo: (at: number) => engine.run(at), published: counted.published } }
+  })
 }
 
 type Driver = Effect.Success<ReturnType<typeof makeDriver>>["driver"]
 
-const runtimeOver = (driver: Driver, starterMicro = 100_000_000n) => {
+const runtimeOver = (driver: Driver, starterMicro = 100_000_000n, admission = false) => {
   const store = Layer.fresh(MemoryStore.layer)
   const ids = Ids.layer
   const outbox = EventOutbox.layer.pipe(Layer.provideMerge(ids))
   const feed = ChangeFeed.layerWith({ ...defaultFeedOptions, pollInterval: "365 days" })
   const ledger = LedgerService.layer({ starterMicro }).pipe(Layer.provideMerge(outbox))
   const budgets = BudgetService.layer.pipe(Layer.provideMerge(Layer.mergeAll(feed, ledger)))
-  const resources = Resources.layer.pipe(Layer.provideMerge(AdmissionPlugins.layerNone))
+  // The runtime's own admission (Secrets sealed and pinned, estimates left out) where a test needs Secrets.
+  const secrets = Secrets.layer.pipe(Layer.provideMerge(SecretCipher.layer(testSecretKey)))
+  const blobs = Blobs.layer.pipe(Layer.provide(BlobStore.layerMemory))
+  const plugins = admission ? Admission.layer.pipe(Layer.provide(Layer.mergeAll(secrets, Estimates.layerNone, outbox, blobs))) : AdmissionPlugins.layerNone
+  const resources = Resources.layer.pipe(Layer.provideMerge(plugins))
   const base = Layer.mergeAll(resources, budgets, Layer.succeed(ApiConfig, { group, publicUrl: () => "http://127.0.0.1", bookmarkInterval: "30 seconds" }), KindRegistry.layer([sandboxKind]), Layer.succeed(CapacityPort, driver.port))
     .pipe(Layer.provideMerge(Layer.merge(store, ids)))
   return Reconciler.layer({ catalog: () => catalog, pricebook: currentPricebook, lostAt: T0 }).pipe(Layer.provideMerge(base))
@@ -105,10 +126,10 @@ const create = (spec: Record<string, unknown>, name = "box") => Effect.gen(funct
   return created.object.metadata.uid
 })
 
-const sim = <A, E>(body: (driver: Driver, capacity: SimCapacity) => Effect.Effect<A, E, Reconciler | Resources | EventOutbox | LedgerService>, options: Hosts & { readonly starterMicro?: bigint } = {}) =>
+const sim = <A, E>(body: (driver: Driver, capacity: SimCapacity, started: Started) => Effect.Effect<A, E, Reconciler | Resources | EventOutbox | LedgerService>, options: Hosts & { readonly starterMicro?: bigint; readonly admission?: boolean } = {}) =>
   Effect.gen(function*() {
-    const { driver, capacity } = yield* makeDriver(options)
-    return yield* body(driver, capacity).pipe(Effect.provide(runtimeOver(driver, options.starterMicro)))
+    const { driver, capacity, started } = yield* makeDriver(options)
+    return yield* body(driver, capacity, started).pipe(Effect.provide(runtimeOver(driver, options.starterMicro, options.admission)))
   })
 
 describe("Sandbox machine under the simulator", () => {
@@ -214,6 +235,48 @@ describe("Sandbox machine under the simulator", () => {
       yield* runUntil(driver, T0 + hour + minute)
       assert.isFalse(yield* exists())
     }), { bootFailureRate: 1 }))
+
+  it.effect("each start pins the newest Secret versions again: a new version reaches the next start, not the running box", () =>
+    sim((driver, _capacity, started) => Effect.gen(function*() {
+      const secrets = refOfKind(group, "Secret")
+      const writeSecret = (value: string) => Effect.flatMap(Resources, (resources) =>
+        Effect.matchEffect(resources.get(secrets, "demo", "token"), {
+          onFailure: () => resources.create(secrets, "demo", { apiVersion: secrets.apiVersion, kind: "Secret", metadata: { name: "token" }, spec: { data: { TOKEN: value } } }, writeOptions),
+          onSuccess: () => resources.patch(secrets, "demo", "token", "merge", { spec: { data: { TOKEN: value } } }, writeOptions)
+        }))
+      yield* TestClock.setTime(T0)
+      yield* Effect.ignore(Effect.flatMap(Resources, (resources) => resources.create(namespaceRef, undefined, { apiVersion: "v1", kind: "Namespace", metadata: { name: "demo" } }, writeOptions)))
+      yield* writeSecret("one")
+      yield* create({ lifecycle: { idleTimeout: "0s" }, secrets: ["token"] })
+      yield* runUntil(driver, T0 + minute)
+      assert.deepStrictEqual((yield* read()).secretVersions, { token: 1 })
+      assert.deepStrictEqual(started.get("box-1"), [{ name: "token", version: 1 }])
+      // Version 2 while box-1 runs: box-1 keeps version 1 (status too); the start after a stop takes version 2.
+      yield* writeSecret("two")
+      yield* runUntil(driver, T0 + 2 * minute)
+      assert.deepStrictEqual((yield* read()).secretVersions, { token: 1 })
+      yield* patch({ spec: { state: "Stopped" } })
+      yield* runUntil(driver, T0 + 3 * minute)
+      yield* patch({ spec: { state: "Running" } })
+      yield* runUntil(driver, T0 + 4 * minute)
+      let status = yield* read()
+      assert.strictEqual(status.phase, "Running")
+      assert.deepStrictEqual(status.secretVersions, { token: 2 })
+      assert.deepStrictEqual(started.get("box-2"), [{ name: "token", version: 2 }])
+      // And again: version 3 reaches box-3.
+      yield* writeSecret("three")
+      yield* patch({ spec: { state: "Stopped" } })
+      yield* runUntil(driver, T0 + 5 * minute)
+      yield* patch({ spec: { state: "Running" } })
+      yield* runUntil(driver, T0 + 6 * minute)
+      status = yield* read()
+      assert.deepStrictEqual(status.secretVersions, { token: 3 })
+      assert.deepStrictEqual(started.get("box-3"), [{ name: "token", version: 3 }])
+      // A client cannot choose what a start pins: admission replaces the annotation it sends.
+      yield* patch({ metadata: { annotations: { [`${group}/secret-versions`]: JSON.stringify({ token: 1 }) } } })
+      const stored = yield* Effect.flatMap(Resources, (resources) => resources.get(sandboxes, "demo", "box"))
+      assert.strictEqual(stored.metadata.annotations?.[`${group}/secret-versions`], JSON.stringify({ token: 3 }))
+    }), { admission: true }))
 
   it.effect("maxCostUSD reached: it stops paying (Stopped, MaxCostReached) and starts again when the cap is raised", () =>
     sim((driver) => Effect.gen(function*() {

@@ -1,16 +1,22 @@
 /**
  * The Sandbox's registration with the runtime (spec: Sandbox): the machine of core/kinds/sandbox, its spec as admitted
  * by the Sandbox schema with the start request of its annotation folded in (spec: handledRequests, "the last acted-on
- * {api_group}/start-requested-at value"), and its estimate.
+ * {api_group}/start-requested-at value"), and the Secret versions its next start pins (Admission.ts writes them), and
+ * its estimate.
  */
-import { Schema } from "effect"
+import { Option, Schema } from "effect"
 import { isObject } from "../../core/Json.ts"
-import { type SandboxMachineSpec, sandboxMachine, startRequestKey } from "../../core/kinds/sandbox/SandboxMachine.ts"
+import { type SandboxMachineSpec, sandboxMachine, secretVersionsKey, startRequestKey } from "../../core/kinds/sandbox/SandboxMachine.ts"
 import { SandboxSpec, type SandboxStatusType } from "../../core/schemas/Sandbox.ts"
 import type { RuntimeKind } from "./RuntimeKind.ts"
 import { sandboxEstimator } from "./SandboxEstimate.ts"
 
 const decode = Schema.decodeUnknownSync(SandboxSpec)
+const decodePins = Schema.decodeUnknownOption(Schema.fromJsonString(Schema.Record(Schema.String, Schema.Int)))
+
+/** The Secret versions admission pinned for the next start (its `secret-versions` annotation); none when unreadable. */
+const pinsOf = (text: string | undefined): Readonly<Record<string, number>> | undefined =>
+  text === undefined ? undefined : Option.getOrUndefined(decodePins(text))
 
 export const sandboxKind: RuntimeKind<SandboxMachineSpec, SandboxStatusType> = {
   kind: "Sandbox",
@@ -19,7 +25,8 @@ export const sandboxKind: RuntimeKind<SandboxMachineSpec, SandboxStatusType> = {
     try {
       const spec = decode(isObject(object.spec) ? object.spec : {})
       const request = object.metadata.annotations?.[`${group}/${startRequestKey}`]
-      return request === undefined ? spec : { ...spec, startRequestedAt: request }
+      const newest = pinsOf(object.metadata.annotations?.[`${group}/${secretVersionsKey}`])
+      return { ...spec, ...(request === undefined ? {} : { startRequestedAt: request }), ...(newest === undefined ? {} : { newestSecretVersions: newest }) }
     } catch {
       return undefined
     }

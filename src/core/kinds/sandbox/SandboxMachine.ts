@@ -6,7 +6,7 @@
  * - spec.state set to Stopped → Stopped: compute released, /workspace saved first when continuity is Snapshotted
  *   (`stopRuns`: a snapshot is the port's suspend checkpoint of the run, then its release).
  * - spec.state set to Running, or a new start-requested-at annotation → Running via Starting: `wanted`, `run`; a new
- *   start takes the newest Secret versions (the program names a version only where the spec pins one).
+ *   start pins the newest Secret versions again (`launch`: status.secretVersions, which the program names).
  * - idleTimeout elapsed → onIdle Stop (as a stop) or Delete: `idle`.
  * - maxLifetime since creation → deleted: `expire`, in any phase (a Failed Sandbox too).
  * - maxCostUSD reached / funding lost → stops paying: the Sandbox saves /workspace until stopByTime and is Stopped,
@@ -27,16 +27,27 @@ import type { SandboxSpecType, SandboxStatusType } from "../../schemas/Sandbox.t
 import { durationMs, iso, parseTime, parseTimeOf } from "../../StatusText.ts"
 import { sandboxProgramOf } from "./SandboxProgram.ts"
 
-/** The spec as the machine reads it: the schema's, with the start request the annotation carries (specOf folds it in). */
+/**
+ * The spec as the machine reads it: the schema's, with what server-owned annotations carry folded in (specOf): the
+ * start request, and the newest versions of its mounted Secrets.
+ */
 export interface SandboxMachineSpec extends SandboxSpecType {
   /** The `<group>/start-requested-at` annotation's value, when set. */
   readonly startRequestedAt?: string | undefined
+  /**
+   * The `<group>/secret-versions` annotation: mount name → the version a start pins, the newest (or the one the spec
+   * names) as admission found it at the Sandbox's last write. Admission owns it (runtime/Admission.ts).
+   */
+  readonly newestSecretVersions?: Readonly<Record<string, number>> | undefined
 }
 
 export type SandboxObservation = Observation<SandboxMachineSpec, SandboxStatusType>
 
 /** Where status.handledRequests keeps the last start request acted on. */
 export const startRequestKey = "start-requested-at"
+
+/** The annotation (under the API group) holding the Secret versions the next start pins. */
+export const secretVersionsKey = "secret-versions"
 
 /** Why a Sandbox that should run is stopped (status.stopReason; docs/kinds/Sandbox.md). */
 export type StopReason = "Requested" | "IdleTimeout" | "MaxCostReached" | "FundingLost"
@@ -283,6 +294,9 @@ const launch = (step: Step, recovery: boolean): boolean => {
   }
   const number = (step.current?.number ?? 0) + 1
   const restore = snapshotted(step.spec) ? latestSnapshot(step)?.seq : undefined
+  // Spec: "newest Secret versions pinned again" at each start; a replacement box (recovery) keeps the run's pins.
+  const newest = step.spec.newestSecretVersions
+  if (!recovery && newest !== undefined) step.status.secretVersions = { ...newest }
   const ranking = step.context.ranking
   const market = step.context.market
   step.actions.push({
@@ -298,7 +312,7 @@ const launch = (step: Step, recovery: boolean): boolean => {
     keepWarmMs: 0,
     env: {},
     service: true,
-    workload: sandboxProgramOf(step.spec),
+    workload: sandboxProgramOf(step.spec, step.status.secretVersions),
     explain: () => explain(ranking, candidate, market)
   })
   step.status.attempt = { epoch: number, name: `${step.sandbox.name}-${number}` }

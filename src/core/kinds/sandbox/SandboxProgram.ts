@@ -3,31 +3,40 @@
  * port's `WorkloadProgram`, served until stopped. Its main process is optional — without one the box idles and is
  * driven by commands — and /workspace is what a snapshot saves (continuity Snapshotted).
  *
- * Secrets name a version only where the spec pins one: otherwise the driver resolves the newest when the box starts
- * (spec: "each start pins the newest version or the version named, so a new value reaches the Sandbox at its next
- * start"). Values are never here (docs/secrets.md).
+ * Secrets are named at the versions pinned for this start (status.secretVersions, which the machine pins again at each
+ * start from the newest versions admission found: spec "each start pins the newest version or the version named, so a
+ * new value reaches the Sandbox at its next start"); a version the spec names wins, and a Secret with no pin (an object
+ * admitted without the runtime's admission) is resolved by the driver at its newest. Values are never here
+ * (docs/secrets.md).
  */
 import type { WorkloadProgram } from "../../capacity/Capacity.ts"
 import * as Limits from "../../Limits.ts"
-import type { SandboxSpecType } from "../../schemas/Sandbox.ts"
+import type { SandboxSpecType, SandboxStatusType } from "../../schemas/Sandbox.ts"
 import { secretMountName } from "../../schemas/Shared.ts"
 import { egressOf, memoryBytesOf, programEnvOf } from "../ProgramParts.ts"
 
-const programs = new WeakMap<SandboxSpecType, WorkloadProgram>()
+type Pinned = SandboxStatusType["secretVersions"]
 
-/** The program of a spec (made once per spec: a step makes one per launch). */
-export const sandboxProgramOf = (spec: SandboxSpecType): WorkloadProgram => {
-  let program = programs.get(spec)
-  if (program === undefined) programs.set(spec, program = programOf(spec))
+const programs = new WeakMap<SandboxSpecType, { readonly pinned: Pinned; readonly program: WorkloadProgram }>()
+
+/** The program of a spec at the pinned versions (made once per spec and pins: a step makes one per launch). */
+export const sandboxProgramOf = (spec: SandboxSpecType, pinned: Pinned): WorkloadProgram => {
+  const known = programs.get(spec)
+  if (known !== undefined && known.pinned === pinned) return known.program
+  const program = programOf(spec, pinned)
+  programs.set(spec, { pinned, program })
   return program
 }
 
-const programOf = (spec: SandboxSpecType): WorkloadProgram => ({
+const programOf = (spec: SandboxSpecType, pinned: Pinned): WorkloadProgram => ({
   image: spec.image,
   argv: [...(spec.command ?? []), ...(spec.args ?? [])],
   workingDir: spec.workingDir,
   env: programEnvOf(spec.env),
-  secrets: (spec.secrets ?? []).map((mount) => ({ name: secretMountName(mount), version: typeof mount === "string" ? undefined : mount.version })),
+  secrets: (spec.secrets ?? []).map((mount) => {
+    const name = secretMountName(mount)
+    return { name, version: (typeof mount === "string" ? undefined : mount.version) ?? pinned?.[name] }
+  }),
   ...egressOf(spec.network),
   memoryBytes: memoryBytesOf(spec.resources),
   init: undefined,

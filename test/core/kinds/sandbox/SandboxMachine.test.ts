@@ -169,3 +169,25 @@ describe("a lost box", () => {
     }
   })
 })
+
+describe("Secret versions", () => {
+  const mounted = (newest: Record<string, number>) => ({ ...spec({ secrets: ["token", { name: "fixed", version: 1 }] }), newestSecretVersions: newest })
+  const secretsOf = (result: ReturnType<typeof stepAt>) => {
+    const launch = result.actions[0]
+    return launch?._tag === "Launch" ? launch.workload?.secrets : undefined
+  }
+
+  it("are pinned again at each start: the newest admission found, in status.secretVersions and the program", () => {
+    const stopped = ended({ type: "Stopped" }, T0 + hour, { name: "box-1", bootedAt: T0 })
+    const result = stepAt(T0 + 2 * hour, mounted({ token: 3, fixed: 1 }), { phase: "Stopped", stopReason: "Requested", secretVersions: { token: 1, fixed: 1 } }, [stopped])
+    expect(result.status.secretVersions).toEqual({ token: 3, fixed: 1 })
+    expect(secretsOf(result)).toEqual([{ name: "token", version: 3 }, { name: "fixed", version: 1 }])
+  })
+
+  it("are kept by a replacement box (recovery is not a start)", () => {
+    const lost = ended({ type: "NodeLost" }, T0 + hour, { name: "box-1", bootedAt: T0 })
+    const result = stepAt(T0 + hour, mounted({ token: 3, fixed: 1 }), { phase: "Running", secretVersions: { token: 1, fixed: 1 } }, [lost])
+    expect(result.status.secretVersions).toEqual({ token: 1, fixed: 1 })
+    expect(secretsOf(result)).toEqual([{ name: "token", version: 1 }, { name: "fixed", version: 1 }])
+  })
+})
