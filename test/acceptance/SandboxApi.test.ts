@@ -2,16 +2,25 @@
  * Acceptance: a Sandbox's commands and files API over HTTP on a live host (docs/sandboxes.md, "Commands and files"),
  * what the other acceptance files leave out: the 409s of a Sandbox not Running (SandboxStarting, SandboxNotRunning)
  * with their fixes, 429 StdinBackpressure, 413 FileTooLarge, paths (`..`, symlinks) that stay in the box's view, a
- * followed log that streams before the command exits; and a dry run's estimate.
+ * followed log that streams before the command exits, a dry run's estimate, one Sandbox's files and processes out of
+ * another's reach, and a secret that reaches the box's env but never status, events, the store or the server's logs.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs"
-import { join } from "node:path"
+import { createHash } from "node:crypto"
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { dirname, join, resolve } from "node:path"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { vi } from "vitest"
 import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 import { eventually } from "./Clients.ts"
 
 let server: TestServer
 const namespace = "api"
+const secretValue = "api-s3cr3t-9d2e71"
+/** Every line the server (and its in-process agent) logged while this file ran. */
+const logged: Array<string> = []
+let spies: ReadonlyArray<{ readonly mockRestore: () => void }> = []
 
 const sandboxes = `/apis/nodus.dev/v1/namespaces/${namespace}/sandboxes`
 const at = (name: string) => `${sandboxes}/${name}`
@@ -52,15 +61,48 @@ const assertRefused = (reply: { readonly status: number; readonly text: string; 
   return reply.body
 }
 
+/** Every file under `dir` this process may read (the host's view), missing or unreadable ones skipped. */
+const filesUnder = (dir: string): ReadonlyArray<string> => {
+  let entries
+  try {
+    entries = readdirSync(dir, { withFileTypes: true })
+  } catch {
+    return []
+  }
+  return entries.flatMap((entry) => {
+    const path = join(dir, entry.name)
+    if (entry.isDirectory()) return filesUnder(path)
+    return entry.isFile() ? [path] : []
+  })
+}
+
+/** The host pid of the process whose command line (NUL-separated, as /proc has it) is `cmdline`. */
+const hostPidOf = (cmdline: string): string | undefined =>
+  readdirSync("/proc").filter((entry) => /^[0-9]+$/u.test(entry)).find((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, "utf8") === cmdline
+    } catch {
+      return false
+    }
+  })
+
 beforeAll(async () => {
+  const capture = (...args: ReadonlyArray<unknown>) => void logged.push(args.map(String).join(" "))
+  spies = (["log", "error", "warn", "info", "debug"] as const).map((method) => vi.spyOn(console, method).mockImplementation(capture))
   server = await startTestServer({ local: true })
   assert.strictEqual((await request(server, "POST", "/api/v1/namespaces", { body: { metadata: { name: namespace } } })).status, 201)
-  await create("box")
+  const secret = await request(server, "POST", `/apis/nodus.dev/v1/namespaces/${namespace}/secrets`, {
+    body: { apiVersion: "nodus.dev/v1", kind: "Secret", metadata: { name: "token" }, spec: { data: { API_TOKEN: secretValue } } }
+  })
+  assert.strictEqual(secret.status, 201, secret.text)
+  // Its main process prints the secret: what a box prints is its caller's, never the server's logs or status.
+  await create("box", { secrets: ["token"], command: ["sh", "-c", "echo main sees $API_TOKEN; echo main warns $API_TOKEN >&2; exec sleep 3600"] })
   await inPhase("box", "Running")
 })
 
 afterAll(async () => {
   await server?.stop()
+  for (const spy of spies) spy.mockRestore()
 })
 
 describe("a Sandbox not Running refuses its box's requests with a fix", () => {
@@ -241,5 +283,67 @@ describe("a dry run of a Sandbox", () => {
     assert.strictEqual(dry.status, 201, dry.text)
     assert.deepStrictEqual(dry.body.status.estimate.warnings.map((warning: { code: string }) => warning.code), ["NoMatchingOffering"])
     assert.isUndefined(dry.body.status.estimate.rateUSDPerHour)
+  })
+})
+
+describe("isolation between Sandboxes, and of a secret", () => {
+  it("one Sandbox sees neither another's files nor its processes", async () => {
+    await create("neighbour")
+    await inPhase("neighbour", "Running")
+    await run("neighbour", "echo neighbour-data > /workspace/neighbour-marker")
+    const sleeper = await exec("neighbour", ["sleep", "86399"], { background: true })
+    assert.strictEqual(sleeper.status, 201, sleeper.text)
+    // Where the neighbour's /workspace is on the host (runs' areas are outside the data directory, where the local
+    // backend puts them: docs/live.md, "Isolation"), and its sleep's host pid.
+    const runsDir = join(tmpdir(), `nodus-runs-${createHash("sha256").update(resolve(join(server.directory, "data"))).digest("hex").slice(0, 12)}`)
+    const marker = filesUnder(runsDir).find((path) => path.endsWith("/workspace/neighbour-marker"))
+    assert.isDefined(marker, `the neighbour's /workspace is under ${runsDir}`)
+    // (The box's process starts a moment after the answer: the supervisor spawns it.)
+    let hostPid: string | undefined
+    await eventually("the neighbour's sleep runs on this host", () => (hostPid = hostPidOf("sleep\u000086399\u0000")) !== undefined, 10_000)
+    const probe = await run("box", [
+      `cat ${marker} 2>/dev/null && echo READ-NEIGHBOUR-FILE`,
+      `ls ${dirname(marker!)} >/dev/null 2>&1 && echo LISTED-NEIGHBOUR`,
+      "find /workspace /tmp /run -name neighbour-marker 2>/dev/null",
+      // (The pattern matches neither its own grep's command line nor this script's.)
+      "grep -l '8639[9]' /proc/[0-9]*/cmdline 2>/dev/null",
+      `kill -0 ${hostPid} 2>/dev/null && echo SIGNALLED-NEIGHBOUR`,
+      // (The box's own pids are a handful, far below the host's.)
+      `[ -e /proc/${hostPid} ] && echo SAW-NEIGHBOUR-PID`,
+      "true"
+    ].join("; "))
+    assert.strictEqual(probe, "")
+    // The same probes in the neighbour itself find its own (so their silence above means something).
+    assert.match(await run("neighbour", "grep -l '8639[9]' /proc/[0-9]*/cmdline; find /workspace -name neighbour-marker"), /^\/proc\/[0-9]+\/cmdline\n\/workspace\/neighbour-marker\n$/u)
+    // Through the API, a command id is the box's own: the neighbour's is not found in this one.
+    assertRefused(await request(server, "GET", commandAt("box", sleeper.body.id)), 404, "NotFound")
+    assertRefused(await request(server, "POST", `${commandAt("box", sleeper.body.id)}/kill`), 404, "NotFound")
+    assert.strictEqual((await request(server, "GET", commandAt("neighbour", sleeper.body.id))).body.phase, "Running")
+    assert.strictEqual((await request(server, "DELETE", at("neighbour"))).status, 200)
+  })
+
+  it("a secret is the box's env, and never in status, events, the store or the server's logs", async () => {
+    assert.strictEqual(await run("box", "printenv API_TOKEN"), `${secretValue}\n`)
+    const object = await request(server, "GET", at("box"))
+    assert.notInclude(object.text, secretValue)
+    assert.notInclude((await request(server, "GET", `/apis/nodus.dev/v1/namespaces/${namespace}/attempts`)).text, secretValue)
+    const events = await request(server, "GET", `/api/v1/namespaces/${namespace}/events`)
+    assert.include(events.text, "box")
+    assert.notInclude(events.text, secretValue)
+    const outbox = await server.streamed()
+    assert.isAbove(outbox.length, 0)
+    assert.notInclude(JSON.stringify(outbox), secretValue)
+    const stored = await server.withStore((store) =>
+      Effect.forEach(["sandboxes", "attempts", "events"], (resource) => Effect.map(Effect.orDie(store.list({ resource, namespace })), (page) => JSON.stringify(page.items))))
+    for (const items of stored) assert.notInclude(items, secretValue)
+    // The main process printed it on stdout and stderr: its output is there for the caller, and stays the box's.
+    const main = await request(server, "GET", `${commandAt("box", "main")}/log`)
+    for (const line of [`main sees ${secretValue}\n`, `main warns ${secretValue}\n`]) assert.include(main.text, line)
+    const logs = filesUnder(join(server.directory, "data", "logs"))
+    for (const path of logs) if (statSync(path).size < 64 * 1024 * 1024) assert.notInclude(readFileSync(path, "utf8"), secretValue, path)
+    // The capture sees what the server's runtime logs (Effect's logger writes through this process's console).
+    Effect.runSync(Effect.logWarning("capture check"))
+    assert.isTrue(logged.some((line) => line.includes("capture check")))
+    for (const line of logged) assert.notInclude(line, secretValue)
   })
 })

@@ -4,8 +4,8 @@
  * in it cannot see or reach, and /workspace saved by a snapshot and restored into the next box.
  */
 import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { createServer, type Server } from "node:net"
-import { tmpdir } from "node:os"
+import { connect, createServer, type Server } from "node:net"
+import { networkInterfaces, tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -70,8 +70,10 @@ beforeAll(async () => {
   writeFileSync(join(dir, "admin-token"), "control-plane-secret")
   ;({ capacity, agent } = await makeLiveHost({ dir, node: "node-a", cpus: 4, now: () => Date.now(), env: { GREETING: "hello" }, hidden: [dir] }))
   await agent.connect()
-  listener = createServer((socket) => socket.end("reached\n"))
-  await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve))
+  // (A prober that closes at once resets its connection: nothing to report.)
+  listener = createServer((socket) => socket.on("error", () => undefined).end("reached\n"))
+  // On every address of the host, loopback and its interfaces': a box under egress Deny reaches none of them.
+  await new Promise<void>((resolve) => listener.listen(0, "0.0.0.0", resolve))
   port = (listener.address() as { port: number }).port
   await start("box-1", 1)
 })
@@ -217,6 +219,39 @@ describe("isolation of untrusted code", () => {
     const state = commandOf(await exec("box-1", ["bash", "-c", `exec 3<>/dev/tcp/127.0.0.1/${port} && echo REACHED`]))
     expect(state.exitCode).not.toBe(0)
     expect(text(state.stdout)).not.toContain("REACHED")
+  })
+})
+
+/** Whether this process (on the host, outside any box) can open a TCP connection to `host:port`. */
+const hostConnects = (host: string, portNumber: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = connect({ host, port: portNumber, timeout: 2_000 })
+    socket.on("connect", () => (socket.destroy(), resolve(true)))
+    socket.on("error", () => resolve(false))
+    socket.on("timeout", () => (socket.destroy(), resolve(false)))
+  })
+
+describe("egress Deny beyond loopback", () => {
+  it("cannot reach the host's own interface addresses nor a public address, and is refused at once rather than hanging", async () => {
+    const hostAddresses = Object.values(networkInterfaces()).flat()
+      .flatMap((address) => (address !== undefined && !address.internal && address.family === "IPv4" ? [address.address] : []))
+    // What the box is refused is there: the host itself reaches the listener on each of its addresses.
+    for (const address of hostAddresses) expect(await hostConnects(address, port)).toBe(true)
+    // Public literals need no DNS; with no route in the box's network namespace they fail without waiting on a network.
+    const targets = [...hostAddresses.map((address) => `${address}/${port}`), "1.1.1.1/80", "8.8.8.8/53", "2606:4700:4700::1111/443"]
+    const script = targets.map((target) => `(exec 3<>/dev/tcp/${target}) && echo "REACHED ${target}" || echo "refused ${target}"`)
+    const state = commandOf(await exec("box-1", ["bash", "-c", [...script, "echo; cat /proc/net/dev"].join("; ")], { timeoutMs: 5_000 }))
+    const out = text(state.stdout)
+    expect(state.timedOut).toBe(false)
+    expect(out).not.toContain("REACHED")
+    for (const target of targets) {
+      expect(out).toContain(`refused ${target}\n`)
+      // No route at all (ENETUNREACH), rather than a connection attempt that a firewall drops or refuses.
+      expect(text(state.stderr)).toContain(`/dev/tcp/${target}: Network is unreachable`)
+    }
+    // The box's network namespace has loopback and nothing else: no interface to route through.
+    const interfaces = out.split("\n").flatMap((line) => /^\s*([^\s:|]+):/u.exec(line)?.slice(1) ?? [])
+    expect(interfaces).toEqual(["lo"])
   })
 })
 
