@@ -12,8 +12,8 @@
  * - maxCostUSD reached / funding lost → stops paying: the Sandbox saves /workspace until stopByTime and is Stopped,
  *   with stopReason MaxCostReached or FundingLost; it starts again by itself once money allows (docs/kinds/Sandbox.md).
  * Moves the spec leaves open (docs/kinds/Sandbox.md): a box lost under a running Sandbox (NodeLost, Preempted, a
- * failed boot) is replaced, Recovering, from the last snapshot (or the image, when none); a box that cannot be set up at all ends the Sandbox
- * Failed (StartupFailed), which is final.
+ * failed boot) is replaced, Recovering, from the last snapshot (or the image, when none); a box that cannot be set up
+ * at all ends the Sandbox Failed (StartupFailed), which is final.
  */
 import { type AttemptFacts, isInterruption, isLive } from "../../capacity/Capacity.ts"
 import type { Funding } from "../../billing/Billing.ts"
