@@ -51,14 +51,17 @@ export class Blobs extends Context.Service<Blobs, {
   readonly bytesMax: number
   /** Stores `body` as the blob `digest` (hex) for `ref`, if its SHA-256 is that digest (SHA256Mismatch otherwise). */
   readonly put: (digest: string, ref: BlobRef, body: Stream.Stream<Uint8Array, unknown>) => Effect.Effect<PutBlob, ApiError>
-  /** Stores `body` under the digest it turns out to have (a workload's state, which the platform keeps for `ref`). */
-  readonly store: (ref: BlobRef, body: Stream.Stream<Uint8Array, unknown>) => Effect.Effect<PutBlob, ApiError>
+  /**
+   * Stores `body` under the digest it turns out to have: a workload's state, which the platform keeps for `ref`, with
+   * the workload's own bound (a checkpoint may be far larger than an upload).
+   */
+  readonly store: (ref: BlobRef, body: Stream.Stream<Uint8Array, unknown>, bytesMax: number) => Effect.Effect<PutBlob, ApiError>
   /** The blob, if `reader` may read it. */
   readonly stat: (digest: string, reader: Reader) => Effect.Effect<StoredBlob | undefined, ApiError>
   /** A blob's bytes, chunk by chunk. */
   readonly read: (blob: StoredBlob) => Stream.Stream<Uint8Array, ApiError>
-  /** Drops `ref`'s references, and every blob only they kept. */
-  readonly release: (ref: BlobRef) => Effect.Effect<number, ApiError>
+  /** Drops the references of `holder` (an object's uid), and every blob only they kept. */
+  readonly release: (holder: string) => Effect.Effect<number, ApiError>
 }>()("nodus/apiserver/Blobs") {
   /** Blobs over the store's BlobStore, each at most `bytesMax` (tests lower it). */
   static readonly layerWith = (bytesMax: number) => Layer.effect(Blobs, Effect.gen(function*() {
@@ -68,7 +71,7 @@ export class Blobs extends Context.Service<Blobs, {
      * Reads `body` to its end, hashing it; unless `stage` is false (the blob is already stored), keeps it in chunks
      * under a new upload id. Anything short of a whole, bounded body leaves nothing staged.
      */
-    const receive = (body: Stream.Stream<Uint8Array, unknown>, stage: boolean) => Effect.gen(function*() {
+    const receive = (body: Stream.Stream<Uint8Array, unknown>, stage: boolean, bound: number) => Effect.gen(function*() {
       const upload = randomUUID()
       const startedAt = yield* Clock.currentTimeMillis
       const hash = createHash("sha256")
@@ -79,7 +82,7 @@ export class Blobs extends Context.Service<Blobs, {
       const stageChunk = (bytes: Uint8Array) => store.stage(upload, chunks++, bytes, startedAt).pipe(Effect.mapError(unavailable))
       const take = (chunk: Uint8Array) => Effect.suspend(() => {
         sizeBytes += chunk.length
-        if (sizeBytes > bytesMax) return Effect.fail(tooLarge(bytesMax))
+        if (sizeBytes > bound) return Effect.fail(tooLarge(bound))
         hash.update(chunk)
         if (!stage) return Effect.void
         const full: Array<Uint8Array> = []
@@ -114,7 +117,7 @@ export class Blobs extends Context.Service<Blobs, {
 
     const put = (digest: string, ref: BlobRef, body: Stream.Stream<Uint8Array, unknown>) => Effect.gen(function*() {
       const stored = yield* Effect.mapError(store.stat(digest), unavailable)
-      const received = yield* receive(body, stored === undefined)
+      const received = yield* receive(body, stored === undefined, bytesMax)
       if (received.digest !== digest) {
         yield* Effect.ignore(store.discard(received.upload))
         return yield* mismatch(digest, received.digest)
@@ -122,8 +125,8 @@ export class Blobs extends Context.Service<Blobs, {
       return yield* publish(received, ref, stored === undefined)
     })
 
-    const storeComputed = (ref: BlobRef, body: Stream.Stream<Uint8Array, unknown>) => Effect.gen(function*() {
-      const received = yield* receive(body, true)
+    const storeComputed = (ref: BlobRef, body: Stream.Stream<Uint8Array, unknown>, bound: number) => Effect.gen(function*() {
+      const received = yield* receive(body, true, bound)
       const stored = yield* Effect.mapError(store.stat(received.digest), unavailable)
       return yield* publish(received, ref, stored === undefined)
     })
@@ -141,7 +144,7 @@ export class Blobs extends Context.Service<Blobs, {
           bytes === undefined ? Effect.fail(new ApiError({ code: "NotFound", message: `blob sha256:${blob.digest} was deleted while it was read` })) : Effect.succeed(bytes)))
       )
 
-    return Blobs.of({ bytesMax, put, store: storeComputed, stat, read, release: (ref) => Effect.mapError(store.release(ref), unavailable) })
+    return Blobs.of({ bytesMax, put, store: storeComputed, stat, read, release: (holder) => Effect.mapError(store.release(holder), unavailable) })
   }))
 
   static readonly layer = Blobs.layerWith(blobBytesMax)

@@ -1,6 +1,6 @@
 /**
  * A workload's files (docs/live.md, "Logs", "Outputs"), which the HTTP layer serves and a backend that runs programs
- * keeps (server/JobLogs.ts, server/JobOutputs.ts under the local backend):
+ * keeps (server/JobLogs.ts, server/WorkloadBlobs.ts under the local backend):
  *
  *   GET /apis/{group}/v1/namespaces/{ns}/jobs/{name}/log?index=N&attempt=N&tailLines=N&follow=true   text/plain
  *   GET /apis/{group}/v1/namespaces/{ns}/jobs/{name}/outputs/{output}?index=N                      the bytes

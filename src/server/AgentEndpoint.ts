@@ -76,7 +76,7 @@ export const makeNodeAgents = (parts: AgentEndpointParts) => {
     Effect.gen(function*() {
       const target = yield* targetOf(query)
       const scope = yield* scopeOf(credential, target.node)
-      const bytes = kind === "inputs" ? capacity.getInput(target, scope) : capacity.getCheckpoint(target, scope)
+      const bytes = kind === "inputs" ? capacity.getInput(target, scope) : yield* Effect.promise(() => capacity.getCheckpoint(target, scope))
       if (bytes === undefined) return yield* new ApiError({ code: "NotFound", message: `the server holds no ${kind === "inputs" ? `input ${target.name}` : "checkpoint to restore"} of ${target.run} under epoch ${target.epoch}` })
       return Stream.fromAsyncIterable(bytes, (error) => error).pipe(Stream.catchCause(() => Stream.empty))
     })

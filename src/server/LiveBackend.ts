@@ -2,8 +2,8 @@
  * The local backend (docs/live.md): the runtime's reconciler over live hosts (backends/live/LiveCapacity.ts), on the
  * wall clock, with a node agent for this host running in-process — the same Agent as `nodus agent`, over an
  * in-process link to the same protocol handler a remote agent reaches over HTTPS. Jobs run as real processes in
- * bubblewrap boxes; what their runs leave is kept under the data directory: `logs/` (JobLogs.ts), `outputs/`
- * (JobOutputs.ts), `checkpoints/` (RunCheckpoints.ts).
+ * bubblewrap boxes; their logs are kept under the data directory (`logs/`, JobLogs.ts), their outputs, checkpoints and
+ * snapshots in the blob store (WorkloadBlobs.ts).
  *
  * The loop: whenever a key is due (a change, a capacity report, a timer) the reconciler runs it at once — a run's
  * start and end reach the store within milliseconds; a lease lapses at its instant; and every second the agent's
@@ -25,6 +25,7 @@ import type { AgentLink } from "../backends/live/Protocol.ts"
 import { isObject } from "../core/Json.ts"
 import { refOfKind } from "../core/meta/Kinds.ts"
 import { parseQuantity } from "../core/Units.ts"
+import { Blobs } from "../apiserver/Blobs.ts"
 import { NodeAgents } from "../apiserver/NodeAgents.ts"
 import { SimulationControl } from "../apiserver/SimulationControl.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
@@ -42,9 +43,8 @@ import { Reconciler } from "../runtime/Reconciler.ts"
 import { Secrets } from "../runtime/Secrets.ts"
 import { makeNodeAgents } from "./AgentEndpoint.ts"
 import { makeJobLogs } from "./JobLogs.ts"
-import { makeJobOutputs } from "./JobOutputs.ts"
 import { followNodes } from "./NodeObjects.ts"
-import { makeCheckpointFiles } from "./RunCheckpoints.ts"
+import { makeWorkloadBlobs } from "./WorkloadBlobs.ts"
 
 export interface LocalSettings {
   /** The server's data directory: logs, outputs and checkpoints, and the local agent's own files in `agent/`. */
@@ -88,7 +88,7 @@ export const inProcessLink = (capacity: LiveCapacity, scope: NodeScope): AgentLi
     return stored
   },
   getCheckpoint: async (target) => {
-    const bytes = capacity.getCheckpoint(target, scope)
+    const bytes = await capacity.getCheckpoint(target, scope)
     if (bytes === undefined) throw new Error(`the server holds no checkpoint for ${target.run} to restore`)
     return bytes
   }
@@ -122,15 +122,14 @@ const localScope: NodeScope = { pool: localPool, namespace: undefined }
 export const layer = (settings: LocalSettings) => Layer.unwrap(Effect.gen(function*() {
   const secrets = yield* Secrets
   const logs = makeJobLogs(join(settings.dataDir, "logs"), { ended: (owner, attempt) => capacity.ended(owner, attempt) })
-  const outputs = makeJobOutputs(join(settings.dataDir, "outputs"))
-  const checkpoints = makeCheckpointFiles(join(settings.dataDir, "checkpoints"))
+  const kept = makeWorkloadBlobs(yield* Blobs, yield* Store)
   const resources = yield* Resources
   const jobRef = refOfKind((yield* ApiConfig).group, "Job")
   /** The inputs of a workload that are other Jobs' outputs: their bytes as this server keeps them. */
   const serverInputs = (namespace: string, workload: WorkloadProgram) =>
     Effect.forEach((workload.inputs ?? []).flatMap((input) => ("output" in input ? [input] : [])), (input) =>
       resources.get(jobRef, namespace, input.output.job).pipe(
-        Effect.flatMap((job) => outputs.inputOf(job, input.output.name, input.output.index)),
+        Effect.flatMap((job) => kept.inputOf(job, input.output.name, input.output.index)),
         Effect.map((held) => [input.name, held] as const),
         Effect.mapError(() => new ApiError({ code: "NotFound", message: `input ${input.name}: Job "${input.output.job}" has no output "${input.output.name}" for index ${input.output.index}` }))
       )).pipe(Effect.map((entries) => new Map(entries)))
@@ -142,18 +141,17 @@ export const layer = (settings: LocalSettings) => Layer.unwrap(Effect.gen(functi
         Effect.mapError((error) => ({ message: error.message }))
       ),
     appendLog: logs.append,
-    storeOutput: outputs.store,
-    checkpoints,
+    storeOutput: kept.outputs.store,
+    checkpoints: kept.checkpoints,
     ...(settings.lease === undefined ? {} : { lease: settings.lease })
   })
   yield* rememberNodes(capacity, yield* Store, (yield* ApiConfig).group)
   const forgetting = {
     ...capacity.port,
-    forget: (owner: string) => Effect.andThen(capacity.port.forget(owner), Effect.sync(() => {
-      logs.forget(owner)
-      outputs.forget(owner)
-      checkpoints.forget(owner)
-    }))
+    forget: (owner: string) => capacity.port.forget(owner).pipe(
+      Effect.andThen(Effect.sync(() => logs.forget(owner))),
+      Effect.andThen(kept.forget(owner))
+    )
   }
   const port = Layer.succeed(CapacityPort, forgetting)
   // Runs of a previous process died with it (the in-process agent's boxes die with their parent): they ended then.
@@ -166,7 +164,7 @@ export const layer = (settings: LocalSettings) => Layer.unwrap(Effect.gen(functi
       Effect.map(resources.get(nodeRef, namespace, node), (object) => (isObject(object.spec) && typeof object.spec["pool"] === "string" ? object.spec["pool"] : ""))
     return makeNodeAgents({ capacity, enrollment: yield* Enrollment, localNode: settings.node ?? localNode, poolOf })
   })).pipe(Layer.provide(Enrollment.layer))
-  return Layer.mergeAll(SimulationControl.layerNone, Layer.succeed(WorkloadFiles, { log: logs.log, output: outputs.output }), agents, running).pipe(Layer.provideMerge(reconciler))
+  return Layer.mergeAll(SimulationControl.layerNone, Layer.succeed(WorkloadFiles, { log: logs.log, output: kept.outputs.output }), agents, running).pipe(Layer.provideMerge(reconciler))
 }))
 
 /** Starts this host's agent, then runs the reconciler on the wall clock for the layer's lifetime. */

@@ -17,7 +17,7 @@ import { StoreError } from "./Store.ts"
 export interface BlobRef {
   /** The project that may read the blob ("" for the organisation: every project). */
   readonly project: string
-  /** What keeps it: "upload" for the API's uploads, else the uid of the object whose state it is. */
+  /** What keeps it: "upload" for the API's uploads (never released), else the uid of the object whose state it is. */
   readonly holder: string
 }
 
@@ -45,8 +45,8 @@ export interface BlobStoreShape {
   readonly readable: (digest: string, projects: ReadonlyArray<string>) => Effect.Effect<boolean, StoreError>
   /** One chunk of a stored blob. */
   readonly chunk: (blob: StoredBlob, seq: number) => Effect.Effect<Uint8Array | undefined, StoreError>
-  /** Drops the holder's references and every blob they alone kept; answers how many blobs went. */
-  readonly release: (ref: BlobRef) => Effect.Effect<number, StoreError>
+  /** Drops every reference `holder` has (in any project) and every blob they alone kept; answers how many blobs went. */
+  readonly release: (holder: string) => Effect.Effect<number, StoreError>
   /** Drops uploads begun before `before` that never published (a crashed server, a client gone). */
   readonly sweep: (before: number) => Effect.Effect<number, StoreError>
 }
@@ -87,11 +87,13 @@ export const makeMemory = (): BlobStoreShape => {
     readable: (digest, projects) =>
       Effect.sync(() => [...refs.get(digest) ?? []].some((key) => projects.includes(key.slice(0, key.indexOf("\u0000"))))),
     chunk: (blob, seq) => Effect.sync(() => blobs.get(blob.digest)?.chunks.get(seq)),
-    release: (ref) =>
+    release: (holder) =>
       Effect.sync(() => {
         let dropped = 0
         for (const [digest, keys] of refs) {
-          if (keys.delete(refKey(ref))) dropped += dropUnreferenced(digest)
+          const held = [...keys].filter((key) => key.endsWith(`\u0000${holder}`))
+          for (const key of held) keys.delete(key)
+          if (held.length > 0) dropped += dropUnreferenced(digest)
         }
         return dropped
       }),
@@ -128,7 +130,7 @@ export const blobSchema = [
      project text NOT NULL,
      holder text NOT NULL,
      PRIMARY KEY (digest, project, holder))`,
-  `CREATE INDEX nodus_blob_refs_holder ON nodus_blob_refs (holder, project)`
+  `CREATE INDEX nodus_blob_refs_holder ON nodus_blob_refs (holder)`
 ]
 
 const failure = (message: string) => (cause: SqlError.SqlError) => new StoreError({ message: `${message}: ${cause.message}`, cause })
@@ -183,16 +185,13 @@ export const makeSql = Effect.gen(function*() {
         Effect.map((rows) => rows[0]?.bytes),
         Effect.mapError(failure("reading a blob chunk failed"))
       ),
-    release: (ref) =>
+    release: (holder) =>
       sql.withTransaction(Effect.gen(function*() {
-        const released = yield* sql.unsafe<{ digest: string }>(
-          `SELECT digest FROM nodus_blob_refs WHERE holder = $1 AND project = $2 ORDER BY digest`,
-          [ref.holder, ref.project]
-        )
+        const released = yield* sql.unsafe<{ digest: string }>(`SELECT DISTINCT digest FROM nodus_blob_refs WHERE holder = $1 ORDER BY digest`, [holder])
         let dropped = 0
         for (const { digest } of released) {
           yield* lockDigest(digest)
-          yield* sql.unsafe(`DELETE FROM nodus_blob_refs WHERE digest = $1 AND project = $2 AND holder = $3`, [digest, ref.project, ref.holder])
+          yield* sql.unsafe(`DELETE FROM nodus_blob_refs WHERE digest = $1 AND holder = $2`, [digest, holder])
           dropped += yield* dropUnreferenced(digest)
         }
         return dropped

@@ -124,13 +124,13 @@ const suite = (name: string, storeLayer: () => Promise<{ readonly layer: Layer.L
     it("a workload's state is stored under the digest it has, and goes with the last reference", async () => {
       const state = bytesOf(blobChunkBytes + 77, 8)
       const holder = { project: "p1", holder: "uid-of-a-sandbox" }
-      const stored = await run((blobs) => blobs.store(holder, body(state)))
+      const stored = await run((blobs) => blobs.store(holder, body(state), bytesMax))
       assert.strictEqual(stored.digest, sha(state))
       // Another holder of the same bytes keeps them when the first lets go.
-      await run((blobs) => blobs.store({ project: "p1", holder: "uid-of-a-job" }, body(state)))
-      assert.strictEqual(await run((blobs) => blobs.release(holder)), 0)
+      await run((blobs) => blobs.store({ project: "p1", holder: "uid-of-a-job" }, body(state), bytesMax))
+      assert.strictEqual(await run((blobs) => blobs.release(holder.holder)), 0)
       assert.isTrue(Buffer.from(state).equals(await readAll(sha(state))))
-      assert.strictEqual(await run((blobs) => blobs.release({ project: "p1", holder: "uid-of-a-job" })), 1)
+      assert.strictEqual(await run((blobs) => blobs.release("uid-of-a-job")), 1)
       assert.isUndefined(await run((_, store) => store.stat(sha(state))))
     })
 

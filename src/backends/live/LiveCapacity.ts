@@ -72,16 +72,19 @@ export interface LiveOptions {
   /** Log text of a run, in order, scrubbed (the server keeps it for the Job's logs). */
   readonly appendLog: (owner: string, attempt: string, text: string) => void
   /**
-   * Keeps an output of a run (owner, the run's index, the output's name) from its bytes, answering its SHA-256 and
-   * size; fails past `outputBytesMax`.
+   * Keeps an output of a run (its owner, in the owner's project) from its bytes, answering its SHA-256 and size, by
+   * which status.outputs finds it; fails past `outputBytesMax`.
    */
-  readonly storeOutput: (owner: string, index: number, name: string, bytes: AsyncIterable<Uint8Array>) => Promise<{ readonly sha256: string; readonly sizeBytes: number }>
-  /** Keeps a checkpoint of an owner under its number (content-addressed by its SHA-256), and reads one back. */
+  readonly storeOutput: (owner: string, namespace: string, bytes: AsyncIterable<Uint8Array>) => Promise<{ readonly sha256: string; readonly sizeBytes: number }>
+  /**
+   * Keeps a checkpoint of an owner (in its project) under its number, content-addressed by its SHA-256, and reads one
+   * back (undefined when none is kept under that number).
+   */
   readonly checkpoints: {
-    readonly store: (owner: string, seq: number, bytes: AsyncIterable<Uint8Array>) => Promise<{ readonly sha256: string; readonly sizeBytes: number }>
-    readonly open: (owner: string, seq: number) => AsyncIterable<Uint8Array> | undefined
+    readonly store: (owner: string, namespace: string, seq: number, bytes: AsyncIterable<Uint8Array>) => Promise<{ readonly sha256: string; readonly sizeBytes: number }>
+    readonly open: (owner: string, seq: number) => Promise<AsyncIterable<Uint8Array> | undefined>
     /** The highest number kept for the owner (0 when none), so numbers keep growing across server restarts. */
-    readonly latest: (owner: string) => number
+    readonly latest: (owner: string) => Promise<number>
   }
   /** Lease timing; default 10 s renew, 40 s expiry (Protocol.ts). Tests of lease loss shorten it. */
   readonly lease?: { readonly renewMs: number; readonly expiryMs: number }
@@ -718,24 +721,24 @@ export class LiveCapacity {
   readonly putCheckpoint = async (target: OutputTarget, scope: NodeScope, bytes: AsyncIterable<Uint8Array>): Promise<{ readonly seq: number } | undefined> => {
     const run = this.transferRun(target, scope)
     if (run === undefined) return undefined
-    const seq = (this.seqs.get(run.owner) ?? this.options.checkpoints.latest(run.owner)) + 1
+    const seq = (this.seqs.get(run.owner) ?? await this.options.checkpoints.latest(run.owner)) + 1
     this.seqs.set(run.owner, seq)
-    await this.options.checkpoints.store(run.owner, seq, bytes)
+    await this.options.checkpoints.store(run.owner, run.namespace, seq, bytes)
     return { seq }
   }
 
   /** The checkpoint a run restores (its RunSpec.restore), for its Node under its current lease. */
-  readonly getCheckpoint = (target: OutputTarget, scope: NodeScope): AsyncIterable<Uint8Array> | undefined => {
+  readonly getCheckpoint = async (target: OutputTarget, scope: NodeScope): Promise<AsyncIterable<Uint8Array> | undefined> => {
     const run = this.transferRun(target, scope)
     const seq = run?.program?.restoreFromSeq
-    return run === undefined || seq === undefined ? undefined : this.options.checkpoints.open(run.owner, seq)
+    return run === undefined || seq === undefined ? undefined : await this.options.checkpoints.open(run.owner, seq)
   }
 
   /** An agent's upload of a run's output, under its Node's current lease; false when that lease or run is not current. */
   readonly putOutput = async (target: OutputTarget, scope: NodeScope, bytes: AsyncIterable<Uint8Array>): Promise<boolean> => {
     const run = this.transferRun(target, scope)
     if (run === undefined) return false
-    run.stored.set(target.name, await this.options.storeOutput(run.owner, run.facts.index, target.name, bytes))
+    run.stored.set(target.name, await this.options.storeOutput(run.owner, run.namespace, bytes))
     return true
   }
 

@@ -40,7 +40,7 @@ const setup = (secretValues: ReadonlyArray<string> = []) => {
     resolve: () => Effect.succeed({ env: {}, secretFiles: [], secretValues, inputs: new Map() }),
     appendLog: (_owner, _attempt, text) => logs.push(text),
     storeOutput: async () => ({ sha256: "0".repeat(64), sizeBytes: 0 }),
-    checkpoints: { store: async () => ({ sha256: "0".repeat(64), sizeBytes: 0 }), open: () => undefined, latest: () => 0 }
+    checkpoints: { store: async () => ({ sha256: "0".repeat(64), sizeBytes: 0 }), open: async () => undefined, latest: async () => 0 }
   }))
   return { capacity, logs, advance: (ms: number) => (now += ms), now: () => now }
 }
