@@ -63,6 +63,8 @@ interface Program {
   hostWarm: boolean
   /** Work at which the program is OOM-killed, drawn once per run; undefined: it is not. */
   readonly oomAtWork: number | undefined
+  /** Called once the program runs (a Sandbox box's main process starts then; `whenRunning`). */
+  onRunning?: (() => void) | undefined
 }
 
 /** A host kept warm after its program ended (spec: Job.scaledownWindow). */
@@ -409,6 +411,9 @@ export class SimCapacity {
     program.runStartedAt = now + restoreMs
     this.onChange(program.owner)
     this.scheduleNext(program)
+    const running = program.onRunning
+    program.onRunning = undefined
+    running?.()
   }
 
   /** Schedules the program's next event: exit, OOM, checkpoint, preemption or node loss, whichever comes first. */
@@ -484,13 +489,34 @@ export class SimCapacity {
   }
 
   /**
-   * Ends the attempt. A host that is still healthy (`reusable`) is kept warm for the launch's window; a lost or
-   * preempted one is gone. The host returns to the pool after teardown.
+   * Something was done in the program (a Sandbox's command or file request): its activity is now. `busy`, when given,
+   * is whether a command other than a terminal's shell runs in its box (SimBoxes); a change of it is activity too and
+   * reaches the owner's machine at once, as the live agent reports it (docs/sandboxes.md, "Activity"), so the idle
+   * clock starts when the last command ends.
    */
-  /** Something was done in the program (a Sandbox's command or file request): its activity is now. */
-  noteActivity(owner: string, name: string): void {
+  noteActivity(owner: string, name: string, busy?: boolean): void {
     const program = this.programs.get(programKey(owner, name))
-    if (program !== undefined) program.attempt.activity = { busy: false, lastAt: this.engine.now }
+    if (program === undefined) return
+    const was = program.attempt.activity?.busy ?? false
+    program.attempt.activity = { busy: busy ?? was, lastAt: this.engine.now }
+    if (busy !== undefined && busy !== was) this.onChange(program.owner)
+  }
+
+  /** Runs `then` at `at` if the same program still runs then (a box's command ending on the engine's clock). */
+  atWhileRunning(owner: string, name: string, at: number, then: () => void): void {
+    const program = this.programs.get(programKey(owner, name))
+    if (program === undefined) return
+    this.engine.at(at, () => {
+      if (this.programs.get(program.key) === program && program.attempt.phase === "Running") then()
+    })
+  }
+
+  /** Runs `then` once the program runs: now if it does, else when its host has booted (a box's main process). */
+  whenRunning(owner: string, name: string, then: () => void): void {
+    const program = this.programs.get(programKey(owner, name))
+    if (program === undefined) return
+    if (program.attempt.phase === "Running") then()
+    else program.onRunning = then
   }
 
   /** Loses the host under a running program now (NodeLost), as a failure drawn from the model would. */
@@ -499,6 +525,10 @@ export class SimCapacity {
     if (program !== undefined) this.finish(program, { type: "NodeLost" }, false)
   }
 
+  /**
+   * Ends the attempt. A host that is still healthy (`reusable`) is kept warm for the launch's window; a lost or
+   * preempted one is gone. The host returns to the pool after teardown.
+   */
   private finish(program: Program, outcome: Outcome, reusable: boolean): void {
     program.token++
     const now = this.engine.now

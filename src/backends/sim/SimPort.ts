@@ -36,29 +36,27 @@ export const makeCounted = (capacity: SimCapacity): Effect.Effect<{ readonly por
       previousFreed()
       publish({ _tag: "Freed" })
     }
-    const boxes = new SimBoxes()
+    const boxes = new SimBoxes(capacity)
     /** The attempt of `owner` whose snapshot is checkpoint `seq` (its box's files are what a restore starts from). */
-    const restoredBox = (owner: string, seq: number | undefined): string | undefined => {
-      if (seq === undefined) return undefined
-      const name = capacity.attemptsOf(owner).find((facts) => facts.checkpoint?.seq === seq)?.name
-      return name === undefined ? undefined : `${owner}/${name}`
-    }
+    const restoredBox = (owner: string, seq: number | undefined): string | undefined =>
+      seq === undefined ? undefined : capacity.attemptsOf(owner).find((facts) => facts.checkpoint?.seq === seq)?.name
     const port: CapacityPortShape = {
       acquire: (request) => Effect.sync(() => capacity.acquire(request)),
       release: (owner, attempt, keepWarmMs) => Effect.sync(() => capacity.stop(owner, attempt, keepWarmMs)),
       facts: (owner, attempt) => Effect.sync(() => capacity.facts(owner, attempt)),
       market: (namespace) => capacity.marketFor(namespace),
       forget: (owner) => Effect.sync(() => {
-        boxes.forget(`${owner}/`)
+        boxes.forget(owner)
         capacity.forget(owner)
       }),
       changes: Stream.fromPubSub(changes),
       start: (owner, attempt, program) => Effect.sync(() => {
-        if (program.workload?.sandbox === true) boxes.open(`${owner}/${attempt}`, program.annotations, program.workload.workingDir, restoredBox(owner, program.restoreFromSeq))
         capacity.start(owner, attempt, { ...program, workload: workloadOf(program) })
+        // After the start, so that the box's main process can wait for its host to boot.
+        if (program.workload?.sandbox === true) boxes.open(owner, attempt, program.annotations, program.workload.workingDir, restoredBox(owner, program.restoreFromSeq), program.workload.argv)
       }),
       checkpoint: (owner, attempt, episode) => Effect.sync(() => {
-        boxes.snapshot(`${owner}/${attempt}`)
+        boxes.snapshot(owner, attempt)
         capacity.checkpoint(owner, attempt, episode)
       }),
       box: (owner, attempt, request) => Effect.sync(() => {
@@ -66,7 +64,7 @@ export const makeCounted = (capacity: SimCapacity): Effect.Effect<{ readonly por
         if (phase === "Provisioning") return { _tag: "Refused", code: "SandboxStarting", message: "the box is starting" } as const
         if (phase !== "Running") return { _tag: "Refused", code: "SandboxNotRunning", message: "the box is not running" } as const
         if (request._tag !== "Output" && request._tag !== "Command" && request._tag !== "Resize") capacity.noteActivity(owner, attempt)
-        return boxes.handle(`${owner}/${attempt}`, request, capacity.now)
+        return boxes.handle(owner, attempt, request)
       })
     }
     return { port, published: () => published }
