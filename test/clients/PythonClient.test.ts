@@ -60,7 +60,7 @@ report(lambda: {"url": c.base_url, "project": c.default_project, "names": [j["me
     assert.deepStrictEqual(report.ok, { url: server.url, project, names: ["from-kubeconfig"] })
   })
 
-  it("ConfigurationError when nothing names a server, or the kubeconfig is broken", async () => {
+  it("ConfigurationError when nothing names a server, the kubeconfig is broken, or the CA cannot be read", async () => {
     const nothing = await py(`report(lambda: nodus.Client())`)
     assert.strictEqual(nothing.error, "ConfigurationError")
     assert.include(nothing.bases, "NodusError")
@@ -71,6 +71,11 @@ report(lambda: {"url": c.base_url, "project": c.default_project, "names": [j["me
     const named = await py(`report(lambda: nodus.Client())`, { KUBECONFIG: broken })
     assert.strictEqual(named.error, "ConfigurationError")
     assert.include(named.message, "'elsewhere'")
+    const noCa = await py(`report(lambda: nodus.Client())`, { ...admin, NODUS_CA: join(server.directory, "absent-ca.crt") })
+    assert.strictEqual(noCa.error, "ConfigurationError")
+    assert.include(noCa.message, "absent-ca.crt")
+    const badCa = await py(`report(lambda: nodus.Client(ca="-----BEGIN CERTIFICATE-----\\nnot a certificate\\n-----END CERTIFICATE-----\\n"))`, admin)
+    assert.strictEqual(badCa.error, "ConfigurationError")
   })
 
   it("arguments win over the environment", async () => {

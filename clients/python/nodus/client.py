@@ -94,12 +94,12 @@ class Client:
     def _ssl_context(self):
         if self.ca is None:
             return ssl.create_default_context()
-        if self.ca.lstrip().startswith("-----BEGIN"):
-            return ssl.create_default_context(cadata=self.ca)
+        inline = self.ca.lstrip().startswith("-----BEGIN")
         try:
-            return ssl.create_default_context(cafile=self.ca)
+            return ssl.create_default_context(cadata=self.ca) if inline else ssl.create_default_context(cafile=self.ca)
         except (OSError, ssl.SSLError) as error:
-            raise _config.ConfigurationError("cannot read the CA %s: %s" % (self.ca, error)) from None
+            where = "the CA given as PEM text" if inline else "the CA %s" % self.ca
+            raise _config.ConfigurationError("cannot read %s: %s" % (where, error)) from None
 
     # -- transport ---------------------------------------------------------------------------------------------------
 
