@@ -338,6 +338,8 @@ function make(options: ReconcilerOptions) {
       return undefined
     }
 
+    const eventsOf = (events: ReadonlyArray<ControllerEvent>, now: number) => events.map((event) => ({ event, at: now }))
+
     const launch = (tracked: Tracked, action: LaunchAction) => Effect.gen(function*() {
       const request = { ...action, owner: tracked.uid, namespace: tracked.namespace, annotations: tracked.annotations }
       const facts = yield* port.acquire(hostRequestOf(request))
@@ -376,13 +378,14 @@ function make(options: ReconcilerOptions) {
             yield* port.release(tracked.uid, action.attempt, action.keepWarmMs)
             break
           case "Delete":
-            // Spec: ttlSecondsAfterFinished. The finished object's status was written by an earlier step.
+            // Spec: ttlSecondsAfterFinished, a Sandbox's maxLifetime and onIdle Delete. What the step says of it (its
+            // Terminating phase, the Event that says why) is written first, so watchers and webhooks hear why it went.
+            yield* writer.write(tracked, tracked.finishedBefore ? undefined : status, eventsOf(result.events, now))
             yield* writer.remove(tracked)
             return yield* letGo(tracked)
         }
       }
-      const events = result.events.map((event: ControllerEvent) => ({ event, at: now }))
-      yield* writer.write(tracked, tracked.finishedBefore ? undefined : status, events)
+      yield* writer.write(tracked, tracked.finishedBefore ? undefined : status, eventsOf(result.events, now))
       // Only a status that is stored is what the next step starts from: after a failed write the step runs again from
       // the last stored one, and its moves, with their events, are made (and written together) again.
       tracked.status = status

@@ -35,6 +35,7 @@ import * as VirtualTime from "../../src/runtime/VirtualTime.ts"
 import { ChangeFeed, defaultFeedOptions } from "../../src/store/ChangeFeed.ts"
 import * as BlobStore from "../../src/store/BlobStore.ts"
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
+import { Store } from "../../src/store/Store.ts"
 import { catalog, hour, minute, T0 } from "../core/Fixtures.ts"
 import { testSecretKey } from "../support/TestServer.ts"
 
@@ -113,6 +114,14 @@ const sandboxTypes = Effect.map(outboxTypes, (types) => types.filter((type) => t
 const recordedEvents = Effect.flatMap(Resources, (resources) =>
   Effect.map(Effect.orDie(resources.list(eventRef, "demo", {})), (list) => list.items.map((event) => `${String(event["reason"])}: ${String(event["message"])}`)))
 
+/** The phase of the Sandbox's last stored version before it was deleted, from the change log. */
+const lastPhases = (name = "box") => Effect.flatMap(Store, (store) => Effect.map(Effect.orDie(store.changes(0, 100_000)), (page) => {
+  const mine = page.changes.filter((change) => change.key.resource === "sandboxes" && change.key.name === name)
+  const deleted = mine.findIndex((change) => change.type === "DELETED")
+  const before = deleted <= 0 ? undefined : mine[deleted - 1]
+  return before === undefined ? [] : [String((before.object.status as { phase?: string } | undefined)?.phase)]
+}))
+
 /** status.cost.totalUSD in micro-USD (exact: the ledger's own unit). */
 const totalMicro = (status: SandboxStatusType): bigint => parseMicroUsd((status.cost as { totalUSD: string }).totalUSD)
 
@@ -126,7 +135,7 @@ const create = (spec: Record<string, unknown>, name = "box") => Effect.gen(funct
   return created.object.metadata.uid
 })
 
-const sim = <A, E>(body: (driver: Driver, capacity: SimCapacity, started: Started) => Effect.Effect<A, E, Reconciler | Resources | EventOutbox | LedgerService>, options: Hosts & { readonly starterMicro?: bigint; readonly admission?: boolean } = {}) =>
+const sim = <A, E>(body: (driver: Driver, capacity: SimCapacity, started: Started) => Effect.Effect<A, E, Reconciler | Resources | EventOutbox | LedgerService | Store>, options: Hosts & { readonly starterMicro?: bigint; readonly admission?: boolean } = {}) =>
   Effect.gen(function*() {
     const { driver, capacity, started } = yield* makeDriver(options)
     return yield* body(driver, capacity, started).pipe(Effect.provide(runtimeOver(driver, options.starterMicro, options.admission)))
@@ -211,6 +220,9 @@ describe("Sandbox machine under the simulator", () => {
       assert.isTrue(yield* exists())
       yield* runUntil(driver, T0 + 3 * minute)
       assert.isFalse(yield* exists())
+      // Why it went is recorded before it goes (the step's Event is written with its last status).
+      assert.isTrue((yield* recordedEvents).some((event) => event.startsWith("IdleTimeout: ")), (yield* recordedEvents).join("\n"))
+      assert.deepStrictEqual(yield* lastPhases(), ["Terminating"])
     })))
 
   it.effect("maxLifetime deletes it, stopped time included", () =>
@@ -223,6 +235,8 @@ describe("Sandbox machine under the simulator", () => {
       assert.strictEqual((yield* read()).expirationTime, new Date(T0 + hour).toISOString())
       yield* runUntil(driver, T0 + hour + minute)
       assert.isFalse(yield* exists())
+      assert.isTrue((yield* recordedEvents).some((event) => event.startsWith("MaxLifetimeReached: ")), (yield* recordedEvents).join("\n"))
+      assert.deepStrictEqual(yield* lastPhases(), ["Terminating"])
     })))
 
   it.effect("maxLifetime deletes a Failed Sandbox too (spec: any → deleted)", () =>
