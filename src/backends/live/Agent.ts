@@ -23,6 +23,7 @@ import { AgentHttpError } from "./AgentHttp.ts"
 import { BoxChannel } from "./BoxChannel.ts"
 import { isWarmable, type WarmBox, WarmBoxes } from "./WarmBoxes.ts"
 import { type RunningProxy, startEgressProxy } from "./EgressProxy.ts"
+import { givenValues, scrub } from "./Scrub.ts"
 import { type IsolationSupport, type Outcome as ProgramExit, type RunningProgram, runIsolated } from "./Isolation.ts"
 import { type AgentLink, type BoxCallReply, type Desired, type Exit, type Hello, type Lease, leaseExpiryMs, outputBytesMax, type RunInput, type RunReport, type RunSpec } from "./Protocol.ts"
 
@@ -593,7 +594,8 @@ export class Agent {
     } catch (error) {
       run.checkpointFailures++
       if (episode !== undefined && run.suspend?.episode === episode) run.suspend = { episode, state: "Failed", failures: run.suspend.failures + 1 }
-      this.say(`checkpoint of ${run.spec.id} failed: ${error instanceof Error ? error.message : String(error)}`)
+      // The error may quote the run's own files (tar names them): anything the run was given in secret is scrubbed.
+      this.say(`checkpoint of ${run.spec.id} failed: ${scrub(error instanceof Error ? error.message : String(error), givenValues(run.spec))}`)
     } finally {
       run.checkpointing = false
       this.poke()

@@ -40,6 +40,7 @@ import {
   type SyncRequest,
   type SyncResponse
 } from "./Protocol.ts"
+import { scrub } from "./Scrub.ts"
 
 type Facts = { -readonly [K in keyof AttemptFacts]: AttemptFacts[K] }
 
@@ -883,13 +884,6 @@ export class LiveCapacity {
     PubSub.publishUnsafe(this.changes, { _tag: "Freed" })
   }
 }
-
-/** Secret values shorter than this are not scrubbed: they would redact ordinary words (docs/live.md, "Logs"). */
-const scrubbedLengthMin = 4
-
-/** Text with every secret value the program was given replaced by [redacted]. */
-export const scrub = (text: string, values: ReadonlyArray<string>): string =>
-  values.reduce((scrubbed, value) => (value.length < scrubbedLengthMin ? scrubbed : scrubbed.split(value).join("[redacted]")), text)
 
 const signals: Readonly<Record<string, number>> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGABRT: 6, SIGKILL: 9, SIGSEGV: 11, SIGPIPE: 13, SIGTERM: 15 }
 

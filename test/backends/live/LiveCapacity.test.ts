@@ -7,7 +7,8 @@ import { describe, expect, it } from "vitest"
 import type { ProgramRequest } from "../../../src/core/capacity/Capacity.ts"
 import { variantsOf } from "../../../src/core/capacity/Offering.ts"
 import { nodeOfferings } from "../../../src/core/capacity/PoolOffering.ts"
-import { LiveCapacity, type NodeScope, scrub } from "../../../src/backends/live/LiveCapacity.ts"
+import { LiveCapacity, type NodeScope } from "../../../src/backends/live/LiveCapacity.ts"
+import { scrub } from "../../../src/backends/live/Scrub.ts"
 import type { Exit, Hello, RunReport } from "../../../src/backends/live/Protocol.ts"
 
 const T0 = Date.parse("2026-03-01T00:00:00Z")
