@@ -43,7 +43,10 @@ export const percentile = (values: ReadonlyArray<number>, p: number) => {
 export const show = (label: string, values: ReadonlyArray<number>) =>
   values.length === 0
     ? console.log(`${label.padEnd(48)} none`)
-    : console.log(`${label.padEnd(48)} p50 ${percentile(values, 50).toFixed(1).padStart(7)} ms   p99 ${percentile(values, 99).toFixed(1).padStart(7)} ms   (n=${values.length})`)
+    : console.log(`${label.padEnd(48)} p50 ${shown(percentile(values, 50))} ms   p99 ${shown(percentile(values, 99))} ms   (n=${values.length})`)
+
+/** Milliseconds with a tenth, or a hundredth below one (a pipe's round trip). */
+const shown = (ms: number) => (ms < 1 ? ms.toFixed(2) : ms.toFixed(1)).padStart(7)
 
 const support = detectIsolation()
 

@@ -68,6 +68,11 @@ export interface IsolatedProgram {
    */
   readonly box?: { readonly node: string } | undefined
   /**
+   * The program's stdin and stdout are the `control` pipes (a Function's worker, PythonWorker.ts) instead of nothing
+   * and the log; its stderr still goes to the log.
+   */
+  readonly pipes?: boolean | undefined
+  /**
    * The GPUs given to the run, as host device nodes (/dev/nvidia<minor>), each seen at /dev/<its name>; the driver's
    * shared nodes (HostView.gpuShared) come with the first. A box without them sees no GPU at all (docs/live.md, "GPUs").
    */
@@ -87,7 +92,7 @@ export interface RunningProgram {
   readonly exited: Promise<Outcome>
   /** SIGTERM now, SIGKILL after graceMs if still running (the whole box: bwrap --die-with-parent and the PID namespace make sure nothing survives). */
   readonly stop: (graceMs: number) => void
-  /** A box's supervisor: requests in, messages out (BoxSupervisor.ts). */
+  /** A box's supervisor, or a program with `pipes`: requests in, messages out (BoxSupervisor.ts, PythonWorker.ts). */
   readonly control?: { readonly input: Writable; readonly output: Readable } | undefined
 }
 
@@ -418,7 +423,7 @@ const startBwrap = (support: IsolationSupport, program: IsolatedProgram, seriali
   const log = openSync(program.logPath, "a")
   try {
     const child = spawn(support.bwrap!, ["--args", String(fd.options), "--", ...commandOf(program)], {
-      stdio: [program.box === undefined ? "ignore" : "pipe", program.box === undefined ? log : "pipe", log, "pipe", "pipe", "pipe", ...program.secretFiles.map(() => "pipe" as const), ...(boxFilter === undefined ? [] : ["pipe" as const])],
+      stdio: [hasControl(program) ? "pipe" : "ignore", hasControl(program) ? "pipe" : log, log, "pipe", "pipe", "pipe", ...program.secretFiles.map(() => "pipe" as const), ...(boxFilter === undefined ? [] : ["pipe" as const])],
       env: {},
       cwd: "/",
       ...support.runAs
@@ -488,9 +493,12 @@ const supervise = (child: ChildProcess, program: IsolatedProgram, cgroup: RunCgr
     signalQuietly(-boxPid, "SIGTERM")
     killTimer = setTimeout(killBox, graceMs)
   }
-  const control = program.box === undefined ? undefined : { input: child.stdin!, output: child.stdout! }
+  const control = hasControl(program) ? { input: child.stdin!, output: child.stdout! } : undefined
   return { pid: child.pid!, exited, stop, control }
 }
+
+/** A box's supervisor, or a program that asked for pipes, talks to the agent over its stdin and stdout. */
+const hasControl = (program: IsolatedProgram) => program.box !== undefined || program.pipes === true
 
 const extraStream = (child: ChildProcess, index: number) => child.stdio[index] as Readable & Writable
 

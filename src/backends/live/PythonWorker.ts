@@ -1,0 +1,214 @@
+/**
+ * A Function's warm Python worker (spec: Function; docs/functions.md): a small script the box's python3 runs. It puts
+ * the code archive's directory first on sys.path, imports the Function's module once (and makes its class, once), says
+ * `ready`, then serves calls from its stdin, one JSON object per line, answering each on its stdout:
+ *
+ *   in:  {"id": "<call>", "encoding": "JSON" | "Pickle", "input": "<base64>", "method": "<name>"?}
+ *   out: {"ready": true, "python": "3.12"} once, or {"ready": false, "error": {...}} and an exit
+ *        {"id": "<call>", "ok": true, "encoding": "...", "result": "<base64>"}
+ *        {"id": "<call>", "ok": false, "error": {"type": "<module.Class>", "message": "...", "traceback": "..."}}
+ *
+ * A JSON input is `{"args": [...], "kwargs": {...}}` and a JSON result the return value (spec: Payload); a Pickle input
+ * is a pickled `(args, kwargs)`, its result the pickled return value. What the function prints goes to stderr (the
+ * worker's log): the protocol keeps stdout to itself, so no print can forge an answer. Calls run on up to
+ * `NODUS_CONCURRENCY` threads (the Function's targetConcurrency).
+ *
+ * The host's side (the agent) checks every line against `WorkerMessageSchema`, since the code in the box can write
+ * to the worker's real stdout too, and scrubs errors of the secret values the worker was given (Scrub.ts).
+ */
+import { createInterface } from "node:readline"
+import type { Readable, Writable } from "node:stream"
+import { Exit, Schema } from "effect"
+import { scrub } from "./Scrub.ts"
+
+/** A call as the host sends it. */
+export interface WorkerCall {
+  readonly id: string
+  readonly encoding: "JSON" | "Pickle"
+  /** base64 */
+  readonly input: string
+  readonly method?: string | undefined
+}
+
+const base64 = Schema.String.check(Schema.isPattern(/^[A-Za-z0-9+/]*={0,2}$/u))
+
+export const WorkerErrorSchema = Schema.Struct({ type: Schema.String, message: Schema.String, traceback: Schema.String })
+export type WorkerError = typeof WorkerErrorSchema.Type
+
+/** What the host takes from a worker's stdout. */
+export const WorkerMessageSchema = Schema.Union([
+  Schema.Struct({ ready: Schema.Literal(true), python: Schema.String }),
+  Schema.Struct({ ready: Schema.Literal(false), error: WorkerErrorSchema }),
+  Schema.Struct({ id: Schema.String, ok: Schema.Literal(true), encoding: Schema.Literals(["JSON", "Pickle"]), result: base64 }),
+  Schema.Struct({ id: Schema.String, ok: Schema.Literal(false), error: WorkerErrorSchema })
+])
+export type WorkerMessage = typeof WorkerMessageSchema.Type
+
+/** The line a call is sent as. */
+export const callLine = (call: WorkerCall): string => `${JSON.stringify(call)}\n`
+
+/** What the worker must be told: where the code is and what to run (spec: Function.code). */
+export interface WorkerTarget {
+  /** The directory the code archive was extracted to, inside the box (first on sys.path). */
+  readonly codeDir: string
+  readonly module: string
+  /** A function's qualified name in the module, or a class whose methods calls name. */
+  readonly qualname?: string | undefined
+  readonly cls?: string | undefined
+  readonly concurrency: number
+}
+
+/** The worker's environment: what it runs, beside the Function's own env. */
+export const workerEnv = (target: WorkerTarget): Readonly<Record<string, string>> => ({
+  NODUS_CODE_DIR: target.codeDir,
+  NODUS_MODULE: target.module,
+  ...(target.qualname === undefined ? {} : { NODUS_QUALNAME: target.qualname }),
+  ...(target.cls === undefined ? {} : { NODUS_CLASS: target.cls }),
+  NODUS_CONCURRENCY: String(target.concurrency),
+  PYTHONUNBUFFERED: "1",
+  PYTHONDONTWRITEBYTECODE: "1"
+})
+
+/** The argv that starts a worker: the script, with `python` (e.g. python3.12, or python3) of the host's userland. */
+export const workerArgv = (python: string): ReadonlyArray<string> => [python, "-c", workerScript]
+
+/** The worker itself (Python 3.10+, standard library only). */
+export const workerScript = String.raw`
+import base64, importlib, json, os, pickle, sys, threading, traceback
+from concurrent.futures import ThreadPoolExecutor
+
+out = os.fdopen(os.dup(1), "w", buffering=1)
+os.dup2(2, 1)
+sys.stdout = sys.stderr
+lock = threading.Lock()
+
+def say(message):
+    line = json.dumps(message, separators=(",", ":"))
+    with lock:
+        out.write(line + "\n")
+
+def describe(error):
+    kind = type(error)
+    name = kind.__qualname__ if kind.__module__ == "builtins" else kind.__module__ + "." + kind.__qualname__
+    return {"type": name, "message": str(error)[:4096], "traceback": "".join(traceback.format_exception(error))[-16384:]}
+
+def resolve(root, dotted):
+    for part in dotted.split("."):
+        root = getattr(root, part)
+    return root
+
+try:
+    sys.path.insert(0, os.environ["NODUS_CODE_DIR"])
+    module = importlib.import_module(os.environ["NODUS_MODULE"])
+    target = resolve(module, os.environ["NODUS_QUALNAME"]) if "NODUS_QUALNAME" in os.environ else None
+    instance = resolve(module, os.environ["NODUS_CLASS"])() if "NODUS_CLASS" in os.environ else None
+except BaseException as error:
+    say({"ready": False, "error": describe(error)})
+    sys.exit(1)
+
+def decode(call):
+    data = base64.b64decode(call["input"])
+    if call["encoding"] == "Pickle":
+        args, kwargs = pickle.loads(data)
+    else:
+        value = json.loads(data) if data else {}
+        args, kwargs = value.get("args", []), value.get("kwargs", {})
+    return list(args), dict(kwargs)
+
+def encode(encoding, value):
+    data = pickle.dumps(value) if encoding == "Pickle" else json.dumps(value).encode()
+    return base64.b64encode(data).decode()
+
+def serve(call):
+    try:
+        function = getattr(instance, call["method"]) if instance is not None else target
+        args, kwargs = decode(call)
+        value = function(*args, **kwargs)
+        say({"id": call["id"], "ok": True, "encoding": call["encoding"], "result": encode(call["encoding"], value)})
+    except BaseException as error:
+        say({"id": call["id"], "ok": False, "error": describe(error)})
+
+say({"ready": True, "python": "%d.%d" % sys.version_info[:2]})
+concurrency = max(1, int(os.environ.get("NODUS_CONCURRENCY", "1")))
+pool = ThreadPoolExecutor(max_workers=concurrency) if concurrency > 1 else None
+for line in sys.stdin:
+    if not line.strip():
+        continue
+    call = json.loads(line)
+    if pool is None:
+        serve(call)
+    else:
+        pool.submit(serve, call)
+`
+
+/** A call's outcome as the worker said it, its error scrubbed of what the worker was given in secret. */
+export type WorkerOutcome =
+  | { readonly ok: true; readonly encoding: "JSON" | "Pickle"; readonly result: string }
+  | { readonly ok: false; readonly error: WorkerError }
+
+const decodeMessage = Schema.decodeUnknownExit(Schema.fromJsonString(WorkerMessageSchema))
+
+/**
+ * The host's end of one worker: its stdin and stdout. `ready` settles once the module is imported (or failed to be);
+ * `call` answers when the worker answers that call, and rejects every call still waiting when the worker's stdout ends.
+ */
+export class WorkerConnection {
+  readonly ready: Promise<{ readonly python: string }>
+  private readonly waiting = new Map<string, (outcome: WorkerOutcome) => void>()
+  private ended: Error | undefined
+  private settleReady!: { resolve: (value: { readonly python: string }) => void; reject: (error: Error) => void }
+
+  private readonly input: Writable
+  private readonly secrets: ReadonlyArray<string>
+
+  constructor(input: Writable, output: Readable, secrets: ReadonlyArray<string>) {
+    this.input = input
+    this.secrets = secrets
+    this.ready = new Promise((resolve, reject) => (this.settleReady = { resolve, reject }))
+    this.ready.catch(() => undefined)
+    input.on("error", () => undefined)
+    const lines = createInterface({ input: output, crlfDelay: Infinity })
+    lines.on("line", (line) => this.take(line))
+    lines.on("close", () => this.end(new Error("the worker exited")))
+  }
+
+  call(call: WorkerCall): Promise<WorkerOutcome> {
+    if (this.ended !== undefined) return Promise.reject(this.ended)
+    return new Promise((resolve) => {
+      this.waiting.set(call.id, resolve)
+      this.input.write(callLine(call))
+    })
+  }
+
+  /** No more calls: the worker finishes those it has and exits. */
+  close() {
+    this.input.end()
+  }
+
+  private take(line: string) {
+    const decoded = decodeMessage(line)
+    // Code in the box can write lines of its own: what is not a message of the protocol is not one.
+    if (Exit.isFailure(decoded)) return
+    const message = decoded.value
+    if ("ready" in message) {
+      if (message.ready) this.settleReady.resolve({ python: message.python })
+      else this.settleReady.reject(new Error(`the worker could not load its code: ${this.scrubbed(message.error).type}: ${this.scrubbed(message.error).message}`))
+      return
+    }
+    const waiter = this.waiting.get(message.id)
+    if (waiter === undefined) return
+    this.waiting.delete(message.id)
+    waiter(message.ok ? { ok: true, encoding: message.encoding, result: message.result } : { ok: false, error: this.scrubbed(message.error) })
+  }
+
+  private scrubbed(error: WorkerError): WorkerError {
+    return { type: error.type, message: scrub(error.message, this.secrets), traceback: scrub(error.traceback, this.secrets) }
+  }
+
+  private end(error: Error) {
+    this.ended = error
+    this.settleReady.reject(error)
+    for (const [id, waiter] of this.waiting) waiter({ ok: false, error: { type: "WorkerLost", message: `the worker ended before answering call ${id}`, traceback: "" } })
+    this.waiting.clear()
+  }
+}
