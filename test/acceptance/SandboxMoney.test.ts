@@ -1,8 +1,8 @@
 /**
  * Acceptance: the money rows of a Sandbox's table on a live host (docs/kinds/Sandbox.md, "The machine") — real
  * bubblewrap boxes, the in-process agent, the server's ledger: maxCostUSD reached stops it (Stopped, MaxCostReached,
- * /workspace saved) and raising the cap starts it again; funds running out stops it (FundingLost) and a TopUp starts
- * it again.
+ * /workspace saved) and raising the cap starts it again; without credits its create is refused (InsufficientCredits),
+ * and once credits paid for it, their running out stops it (FundingLost, /workspace saved) and a TopUp starts it again.
  *
  * A hold pays an hour ahead and a run is told to stop only when what is held pays for less than ten minutes more
  * (docs/billing.md, "Holds and funding"), whatever the rate: on the wall clock a cap or the credits bind about fifty
@@ -61,30 +61,45 @@ const run = async (name: string, script: string) => {
   return reply.body.stdout as string
 }
 
-/** The estimate a dry run of the Sandbox gives: its first hold and rate in micro-USD. */
+/** The estimate a dry run of the Sandbox gives: its first hold and rate in micro-USD, and its blocking codes. */
 const estimateOf = async (name: string) => {
   const dry = await request(server!, "POST", `${sandboxes}?dryRun=All`, { body: sandbox(name) })
   assert.strictEqual(dry.status, 201, dry.text)
   const estimate = dry.body.status.estimate
-  return { hold: parseMicroUsd(estimate.holdUSD), rate: parseMicroUsd(estimate.rateUSDPerHour) }
+  const blocking: ReadonlyArray<string> = (estimate.blockingReasons ?? []).map((reason: { readonly code: string }) => reason.code)
+  return { hold: parseMicroUsd(estimate.holdUSD), rate: parseMicroUsd(estimate.rateUSDPerHour), blocking }
+}
+
+/** Credits through a TopUp (the embedded payment processor pays it at once). */
+const topUp = async (name: string, micro: bigint) => {
+  const paid = await request(server!, "POST", "/apis/nodus.dev/v1/topups", { body: { apiVersion: "nodus.dev/v1", kind: "TopUp", metadata: { name }, spec: { amountUSD: formatMicroUsd(micro) } } })
+  assert.strictEqual(paid.status, 201, paid.text)
+  assert.strictEqual(paid.body.status.phase, "Succeeded", paid.text)
 }
 
 const streamedTypes = async () => (await server!.streamed()).map((event) => event.type).filter((type) => type.startsWith("sandbox."))
 
+/** Creates the Sandbox and waits for it to run, funded; it writes a file to /workspace. */
+const createRunning = async (name: string, spec: Record<string, unknown> = {}) => {
+  const created = await request(server!, "POST", sandboxes, { body: sandbox(name, spec) })
+  assert.strictEqual(created.status, 201, created.text)
+  await eventually(`${name} runs`, async () => (await statusOf(name))?.phase === "Running", 30_000)
+  assert.deepInclude(conditionOf(await statusOf(name), "Funded"), { status: "True" })
+  await run(name, "echo kept > /workspace/note")
+}
+
 /**
  * Waits for the box's hold to be placed and moves the clock to five minutes before the money held stops paying: the
- * next settle finds it cannot top the hold up and tells the box to stop by then.
+ * next settle finds it cannot top the hold up and tells the box to stop by then. It must stop with /workspace saved by
+ * that stop, Funded False with the reason, the events recorded, and no more spent than `limit`.
  */
-const nearFundedEdge = async (name: string) => {
+const stopsForMoney = async (name: string, reason: "MaxCostReached" | "FundingLost", limit: bigint) => {
   await eventually(`${name}'s hold says how long it pays`, async () => (await statusOf(name))?.cost?.fundedUntilTime !== undefined, 30_000)
   const fundedUntil = Date.parse((await statusOf(name)).cost.fundedUntilTime)
   // Nothing stops it early on the wall clock: the first hold pays for the best part of an hour.
   assert.isAbove(fundedUntil, Date.now() + 45 * minute)
   vi.setSystemTime(fundedUntil - 5 * minute)
-}
-
-/** Stopped for money: /workspace saved by the stop, Funded False with the reason, the events recorded. */
-const assertMoneyStop = async (name: string, reason: "MaxCostReached" | "FundingLost", jumpedAt: number) => {
+  const jumpedAt = Date.now()
   await eventually(`${name} stops for ${reason}`, async () => (await statusOf(name))?.phase === "Stopped", 30_000)
   const status = await statusOf(name)
   assert.strictEqual(status.stopReason, reason)
@@ -92,7 +107,23 @@ const assertMoneyStop = async (name: string, reason: "MaxCostReached" | "Funding
   assert.strictEqual(status.snapshot?.reason, "Stop")
   assert.isAtLeast(Date.parse(status.snapshot.time), jumpedAt)
   assert.deepInclude(conditionOf(status, "StateSaved"), { status: "True" })
-  return status
+  assert.isTrue(parseMicroUsd(status.cost.totalUSD) <= limit, `${status.cost.totalUSD} USD spent, above ${formatMicroUsd(limit)}`)
+  const lost = reason === "MaxCostReached" ? "sandbox.max_cost_reached" : "sandbox.funding_lost"
+  assert.deepStrictEqual(await streamedTypes(), ["sandbox.started", lost, "sandbox.stopped"])
+  const refused = await request(server!, "POST", `${at(name)}/commands`, { body: { command: ["true"] } })
+  assert.strictEqual(refused.status, 409, refused.text)
+  return lost
+}
+
+/** The stop was not its owner's: once money allows, it starts again by itself (a new epoch), from the saved /workspace. */
+const startsAgain = async (name: string, lost: string) => {
+  await eventually(`${name} runs again`, async () => (await statusOf(name))?.phase === "Running", 30_000)
+  const again = await statusOf(name)
+  assert.strictEqual(again.attempt.epoch, 2)
+  assert.isUndefined(again.stopReason)
+  assert.deepInclude(conditionOf(again, "Funded"), { status: "True" })
+  assert.strictEqual(await run(name, "cat /workspace/note"), "kept\n")
+  assert.deepStrictEqual(await streamedTypes(), ["sandbox.started", lost, "sandbox.stopped", "sandbox.funding_restored", "sandbox.started"])
 }
 
 describe("a Sandbox and money on a live host", () => {
@@ -101,28 +132,26 @@ describe("a Sandbox and money on a live host", () => {
     const { hold, rate } = await estimateOf("capped")
     // The cap pays the first hold and a minute more: the box runs until the held hour is nearly spent.
     const cap = hold + rate / 60n
-    const created = await request(server!, "POST", sandboxes, { body: sandbox("capped", { maxCostUSD: formatMicroUsd(cap) }) })
-    assert.strictEqual(created.status, 201, created.text)
-    await eventually("capped runs", async () => (await statusOf("capped"))?.phase === "Running", 30_000)
-    assert.deepInclude(conditionOf(await statusOf("capped"), "Funded"), { status: "True" })
-    await run("capped", "echo kept > /workspace/note")
-
-    await nearFundedEdge("capped")
-    const jumpedAt = Date.now()
-    const stopped = await assertMoneyStop("capped", "MaxCostReached", jumpedAt)
-    assert.isTrue(parseMicroUsd(stopped.cost.totalUSD) <= cap, `${stopped.cost.totalUSD} USD spent, above the cap`)
-    assert.deepStrictEqual(await streamedTypes(), ["sandbox.started", "sandbox.max_cost_reached", "sandbox.stopped"])
-    const refused = await request(server!, "POST", `${at("capped")}/commands`, { body: { command: ["true"] } })
-    assert.strictEqual(refused.status, 409, refused.text)
-
-    // The stop was not its owner's: raising the cap starts it again by itself, from the saved /workspace.
+    await createRunning("capped", { maxCostUSD: formatMicroUsd(cap) })
+    const lost = await stopsForMoney("capped", "MaxCostReached", cap)
     await patch("capped", { spec: { maxCostUSD: formatMicroUsd(cap + hold * 4n) } })
-    await eventually("capped runs again", async () => (await statusOf("capped"))?.phase === "Running", 30_000)
-    const again = await statusOf("capped")
-    assert.strictEqual(again.attempt.epoch, 2)
-    assert.isUndefined(again.stopReason)
-    assert.deepInclude(conditionOf(again, "Funded"), { status: "True" })
-    assert.strictEqual(await run("capped", "cat /workspace/note"), "kept\n")
-    assert.deepStrictEqual(await streamedTypes(), ["sandbox.started", "sandbox.max_cost_reached", "sandbox.stopped", "sandbox.funding_restored", "sandbox.started"])
+    await startsAgain("capped", lost)
+  }, 120_000)
+
+  it("is refused without credits, stops when they run out (FundingLost, /workspace saved), and starts again on a TopUp", async () => {
+    await start({ starterCreditsMicro: 0n })
+    const { hold, rate, blocking } = await estimateOf("broke")
+    assert.include(blocking, "InsufficientCredits")
+    const refused = await request(server!, "POST", sandboxes, { body: sandbox("broke") })
+    assert.strictEqual(refused.status, 402, refused.text)
+    assert.strictEqual(refused.body.reason, "InsufficientCredits")
+    assert.include(refused.body.fix, "TopUp")
+    // Credits for the first hold and a minute more: the box runs until the held hour is nearly spent.
+    const credits = hold + rate / 60n
+    await topUp("first", credits)
+    await createRunning("broke")
+    const lost = await stopsForMoney("broke", "FundingLost", credits)
+    await topUp("second", hold * 4n)
+    await startsAgain("broke", lost)
   }, 120_000)
 })
