@@ -1,0 +1,146 @@
+/**
+ * Calling a Function (spec: Function, FunctionCall; docs/clients.md, "Functions"), as the Python client does:
+ * `spawn` creates a FunctionCall, `remote` waits for its result, `map` makes one call per input, sent in batches of up
+ * to 1,000.
+ *
+ * The input is JSON `{"args": [...], "kwargs": {...}}`, inline (base64) up to 64 KiB, else uploaded as a blob the call
+ * names. This client sends no `<group>/python` annotation: it is no Python interpreter, and JSON payloads do not
+ * depend on one (the server checks the minor only of a caller that states it). The result route
+ * `GET …/functioncalls/{name}/result?timeout=<duration>` is what `get` long-polls.
+ */
+import { Clock, Effect, Stream } from "effect"
+import type { ClientShape, NodusObject } from "./Client.ts"
+import { APITimeoutError, type ClientError, noAnswer, RemoteError } from "./Errors.ts"
+import { responseJson } from "./Transport.ts"
+
+/** The most calls one map sends per batch (spec: FunctionCallBatchTooLarge above it). */
+export const mapBatch = 1000
+/** A JSON input larger than this (base64) goes as a blob (spec: inline payloads are at most 64 KiB). */
+export const inlineMax = 64 * 1024
+/** How long one long poll of a result asks the server to hold it, in seconds. */
+const pollSeconds = 55
+/** Creates in flight at once within a map batch. */
+const createConcurrency = 8
+/** Results waited for at once by a map (each a long poll on its own connection). */
+const resultConcurrency = 64
+
+export interface MapOptions {
+  /** Results in input order (default), or as calls end. */
+  readonly orderOutputs?: boolean
+  /** A failed call's RemoteError is given as its result instead of failing the map. */
+  readonly returnExceptions?: boolean
+  /** Each input is an array of positional arguments (as a Python tuple is spread), not one argument. */
+  readonly spread?: boolean
+}
+
+/** A handle on one FunctionCall. */
+export interface FunctionCallHandle {
+  readonly project: string
+  readonly name: string
+  /** The stored FunctionCall. */
+  readonly object: () => Effect.Effect<NodusObject, ClientError>
+  /** Whether it ended (Succeeded, Failed or Cancelled). */
+  readonly done: () => Effect.Effect<boolean, ClientError>
+  readonly cancel: () => Effect.Effect<NodusObject, ClientError>
+  /** Waits (long polls) until the call ends, its value; RemoteError if it failed, APITimeoutError past `timeout` s. */
+  readonly get: (timeout?: number) => Effect.Effect<unknown, ClientError | RemoteError>
+}
+
+/** A Function of a project, to call. */
+export interface FunctionHandle {
+  readonly project: string
+  readonly name: string
+  /** Creates a FunctionCall with these arguments (JSON) and returns its handle at once. */
+  readonly spawn: (args?: ReadonlyArray<unknown>, kwargs?: Readonly<Record<string, unknown>>) => Effect.Effect<FunctionCallHandle, ClientError>
+  /** Calls the Function and waits for its return value (RemoteError if it raised). */
+  readonly remote: (args?: ReadonlyArray<unknown>, kwargs?: Readonly<Record<string, unknown>>) => Effect.Effect<unknown, ClientError | RemoteError>
+  /** One call per input, created in batches of up to 1,000; their results as a stream. */
+  readonly map: (inputs: Iterable<unknown>, options?: MapOptions) => Stream.Stream<unknown, ClientError | RemoteError>
+}
+
+const ended = new Set(["Succeeded", "Failed", "Cancelled"])
+
+const duration = (seconds: number) => Number.isInteger(seconds) ? `${seconds}s` : `${Math.round(seconds * 1000)}ms`
+
+export const functionCall = (client: ClientShape, project: string, name: string): FunctionCallHandle => {
+  const decode = (payload: { encoding?: string; inline?: string; blob?: string } | undefined) => Effect.gen(function*() {
+    if (payload === undefined || payload === null) return undefined
+    if ((payload.encoding ?? "JSON") !== "JSON") return yield* Effect.die(new Error(`this client reads JSON results only (got ${payload.encoding})`))
+    const raw = payload.inline !== undefined ? Buffer.from(payload.inline, "base64") : yield* client.readBlob(payload.blob ?? "")
+    return JSON.parse(Buffer.from(raw).toString("utf8")) as unknown
+  })
+  const object = () => client.get("functioncalls", project, name)
+  return {
+    project,
+    name,
+    object,
+    done: () => Effect.map(object(), (call) => ended.has(call["status"]?.phase)),
+    cancel: () => client.patch("functioncalls", project, name, { spec: { state: "Cancelled" } }),
+    get: (timeout) => Effect.gen(function*() {
+      const start = yield* Clock.currentTimeMillis
+      const deadline = timeout === undefined ? undefined : start + timeout * 1000
+      const path = `${client.path("functioncalls", project, name)}/result`
+      while (true) {
+        const now = yield* Clock.currentTimeMillis
+        const left = deadline === undefined ? pollSeconds : Math.max(0, Math.min(pollSeconds, Math.floor((deadline - now) / 1000)))
+        const call: NodusObject | undefined = responseJson(yield* client.request("GET", path, { query: { timeout: duration(left) }, timeoutMs: (left + 30) * 1000 }))
+        const status = call?.["status"] ?? {}
+        if (status.phase === "Succeeded") return yield* decode(status.result)
+        if (status.phase === "Failed" || status.phase === "Cancelled") {
+          const error = status.error ?? {}
+          return yield* Effect.fail(new RemoteError({
+            message: error.message ?? status.message ?? `the call ${String(status.phase).toLowerCase()}`,
+            statusCode: undefined,
+            code: undefined,
+            payload: call,
+            requestId: undefined,
+            remoteType: error.type,
+            remoteTraceback: error.traceback
+          }))
+        }
+        if (deadline !== undefined && (yield* Clock.currentTimeMillis) >= deadline) {
+          return yield* Effect.fail(noAnswer(APITimeoutError, `FunctionCall ${name} did not end within ${timeout}s`))
+        }
+      }
+    })
+  }
+}
+
+export const functionHandle = (client: ClientShape, project: string, name: string): FunctionHandle => {
+  const input = (args: ReadonlyArray<unknown>, kwargs: Readonly<Record<string, unknown>>) => {
+    const raw = Buffer.from(JSON.stringify({ args, kwargs }))
+    const encoded = raw.toString("base64")
+    return encoded.length <= inlineMax
+      ? Effect.succeed({ encoding: "JSON", inline: encoded })
+      : Effect.map(client.uploadBlob(raw, project), (blob) => ({ encoding: "JSON", blob }))
+  }
+  const call = (args: ReadonlyArray<unknown>, kwargs: Readonly<Record<string, unknown>>, extra: Record<string, unknown> = {}) =>
+    Effect.gen(function*() {
+      const spec = { function: name, input: yield* input(args, kwargs), ...extra }
+      const created = yield* client.create("functioncalls", project, { kind: "FunctionCall", metadata: { generateName: `${name}-` }, spec })
+      return functionCall(client, project, created["metadata"].name as string)
+    })
+  const spawn = (args: ReadonlyArray<unknown> = [], kwargs: Readonly<Record<string, unknown>> = {}) => call(args, kwargs)
+  const map = (inputs: Iterable<unknown>, options: MapOptions = {}) => {
+    const mapId = crypto.randomUUID().replaceAll("-", "").slice(0, 16)
+    const calls = Stream.fromIterable(inputs).pipe(
+      Stream.map((item, index) => ({ index, args: options.spread === true ? [...(item as Iterable<unknown>)] : [item] })),
+      Stream.grouped(mapBatch),
+      Stream.mapEffect((batch) => Effect.forEach(batch, ({ index, args }) => call(args, {}, { mapId, mapIndex: index }), { concurrency: createConcurrency })),
+      Stream.flatMap((handles) => Stream.fromIterable(handles))
+    )
+    const result = (handle: FunctionCallHandle) => options.returnExceptions === true
+      ? handle.get().pipe(Effect.catchTag("RemoteError", (error) => Effect.succeed<unknown>(error)))
+      : handle.get()
+    // Every call is created before any result is awaited, as the Python client does: the calls run meanwhile.
+    return Stream.unwrap(Effect.map(Stream.runCollect(calls), (handles) =>
+      Stream.fromIterable(handles).pipe(Stream.mapEffect(result, { concurrency: resultConcurrency, unordered: options.orderOutputs === false }))))
+  }
+  return {
+    project,
+    name,
+    spawn,
+    remote: (args, kwargs) => Effect.flatMap(spawn(args, kwargs), (handle) => handle.get()),
+    map
+  }
+}
