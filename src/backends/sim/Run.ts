@@ -23,6 +23,7 @@ import { providerDefaults } from "../../core/capacity/ProviderModels.ts"
 import type { ControllerEvent } from "../../core/controller/Controller.ts"
 import { isWaiting, type SimJob, Simulation, TraceHash } from "./Simulation.ts"
 import { SimWebhooks, type WebhookSummary } from "./SimWebhooks.ts"
+import { SandboxSessions, type SandboxesSummary } from "./SandboxSessions.ts"
 import { loadTrace, meanTimeBetweenPreemptionsMs, type SpotTrace } from "./SpotTraces.ts"
 import { drawWorkload } from "./Workloads.ts"
 
@@ -89,6 +90,8 @@ export interface Summary {
   readonly billing?: BillingSummary
   /** Per simulated webhook receiver, when the scenario has some: what was delivered, retried and given up. */
   readonly webhooks?: ReadonlyArray<WebhookSummary>
+  /** The agent sessions' Sandboxes, when the scenario has some: phases, idle stops, commands and cost. */
+  readonly sandboxes?: SandboxesSummary
   readonly jobs?: ReadonlyArray<JobSummary>
   /** The trace's lines, with `keepTrace` (tests print the first divergence). */
   readonly trace?: ReadonlyArray<string>
@@ -258,7 +261,15 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
     stepEveryLook: options.stepEveryLook === true,
     billing: ledger === undefined ? undefined : { ledger, pricebook: currentPricebook }
   })
-  if (ledger !== undefined && scenario.billing !== undefined) grants(scenario, engine, ledger, simulation, trace, start)
+  // Sandbox sessions draw from their own generator, so a scenario without them runs as it did before they existed.
+  const sandboxes = scenario.sandboxes.length === 0 ? undefined : new SandboxSessions({
+    engine, capacity, catalog, trace, random: random.derive("sandboxes"), billing: ledger === undefined ? undefined : { ledger, pricebook: currentPricebook }
+  })
+  sandboxes?.arrive(scenario.sandboxes)
+  if (ledger !== undefined && scenario.billing !== undefined) grants(scenario, engine, ledger, () => {
+    simulation.fundsChanged()
+    sandboxes?.fundsChanged()
+  }, trace, start)
   // Capacity comes back when a drought ends.
   for (const drought of scenario.faults.droughts) engine.at(start + durationMs(drought.at, 0) + durationMs(drought.for, 0), () => simulation.capacityChanged())
   const specs = scenario.workloads.map((workload) => admitJobSpec(workload.job as JsonObject))
@@ -285,18 +296,19 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
     violations: checkers?.violations ?? [],
     ...(ledger === undefined ? {} : { billing: billingSummary(ledger) }),
     ...(webhooks === undefined ? {} : { webhooks: webhooks.summary() }),
+    ...(sandboxes === undefined ? {} : { sandboxes: sandboxes.summary() }),
     ...(options.perJob === false ? {} : { jobs: finished }),
     ...(trace.lines === undefined ? {} : { trace: trace.lines })
   }
 }
 
 /** The scenario's credits: granted at the start and later (a top-up arriving), each one waking what money held back. */
-const grants = (scenario: Scenario, engine: Engine, ledger: Ledger, simulation: Simulation, trace: TraceHash, start: number) => {
+const grants = (scenario: Scenario, engine: Engine, ledger: Ledger, fundsChanged: () => void, trace: TraceHash, start: number) => {
   const billing = scenario.billing!
   const grant = (name: string, amount: string) => {
     ledger.grant(`grant/${name}`, engine.now, parseMicroUsd(amount), name)
     trace.record(`${engine.now} billing Grant ${name} ${amount} available=${formatMicroUsd(ledger.available)} arrears=${formatMicroUsd(ledger.arrears)}`)
-    simulation.fundsChanged()
+    fundsChanged()
   }
   grant("starter", billing.credits)
   billing.grants.forEach((later, index) => engine.at(start + durationMs(later.at, 0), () => grant(`grant-${index + 1}`, later.amountUSD)))

@@ -7,7 +7,8 @@ import { Result, Schema } from "effect"
 import { admit } from "../../core/meta/Admission.ts"
 import { isObject, type Json } from "../../core/Json.ts"
 import { normalizeJob, JobSpec, type JobSpecType } from "../../core/schemas/Job.ts"
-import { described, defaulted, duration, optional, quantity, usd } from "../../core/meta/Fields.ts"
+import { sandbox as sandboxKind, SandboxSpec } from "../../core/schemas/Sandbox.ts"
+import { described, defaulted, duration, oneOf, optional, quantity, usd } from "../../core/meta/Fields.ts"
 import type { JsonObject } from "../../core/Json.ts"
 
 const probability = Schema.Number.check(Schema.isBetween({ minimum: 0, maximum: 1 }))
@@ -73,6 +74,35 @@ export const WebhookSettings = Schema.Struct({
 })
 export type WebhookSettings = typeof WebhookSettings.Type
 
+/** One command of an agent session's script (docs/simulator.md, "Sandbox sessions"). */
+export const SessionStep = Schema.Struct({
+  command: described(Schema.Array(Schema.String).check(Schema.isMinLength(1)), "The command's argv."),
+  duration: optional(duration(), "How long it runs; else drawn from durationMedian, else 0s."),
+  durationMedian: optional(duration(), "Median run time, drawn log-normally with durationSigma."),
+  durationSigma: defaulted(Schema.Number, 0, "Spread of log(run time)."),
+  background: defaulted(Schema.Boolean, false, "Started in the background: the agent goes on at once."),
+  think: optional(duration(), "The agent's think time after it; else drawn from the session's thinkMedian.")
+})
+export type SessionStep = typeof SessionStep.Type
+
+/**
+ * Agent sessions on Sandboxes (docs/simulator.md, "Sandbox sessions"): each creates a Sandbox, runs its script of
+ * commands with think times between them, and then leaves it idle (its idleTimeout stops it) or deletes it.
+ */
+export const SandboxSessionSettings = Schema.Struct({
+  name: described(Schema.String, "Name prefix of the Sandboxes."),
+  namespace: defaulted(Schema.String, "default", "Project of the Sandboxes."),
+  count: described(nonNegative, "How many sessions."),
+  meanInterarrival: described(duration(), "Mean time between session starts (Poisson process)."),
+  sandbox: described(Schema.Record(Schema.String, Schema.Json), "A Sandbox spec, admitted by the Sandbox schema."),
+  annotations: defaulted(Schema.Record(Schema.String, Schema.String), {}, "The Sandbox's sim.nodus.dev/* annotations (main-duration, exec-exit-code)."),
+  script: described(Schema.Array(SessionStep), "The commands each session runs, in order."),
+  thinkMedian: defaulted(duration(), "0s", "Median think time after a command that does not set its own."),
+  thinkSigma: defaulted(Schema.Number, 0, "Spread of log(think time)."),
+  end: defaulted(oneOf(["Idle", "Delete"]), "Idle", "After the script: Idle (left for idleTimeout to stop it) or Delete.")
+})
+export type SandboxSessionSettings = typeof SandboxSessionSettings.Type
+
 export const Scenario = Schema.Struct({
   name: described(Schema.String, "Scenario name."),
   description: optional(Schema.String, "What it shows."),
@@ -97,7 +127,8 @@ export const Scenario = Schema.Struct({
   workloads: described(Schema.Array(WorkloadSettings), "The workload mix."),
   faults: defaulted(Faults, {}, "Injected faults."),
   billing: optional(BillingSettings, "Bill every run on a ledger with these credits (docs/billing.md); absent: nothing is billed."),
-  webhooks: defaulted(Schema.Array(WebhookSettings), [], "Simulated webhook receivers the Jobs' events are delivered to (docs/webhooks.md).")
+  webhooks: defaulted(Schema.Array(WebhookSettings), [], "Simulated webhook receivers the Jobs' events are delivered to (docs/webhooks.md)."),
+  sandboxes: defaulted(Schema.Array(SandboxSessionSettings), [], "Agent sessions on Sandboxes (docs/simulator.md, \"Sandbox sessions\").")
 })
 export type Scenario = typeof Scenario.Type
 
@@ -130,7 +161,7 @@ export const parseScenario = (input: unknown): ParsedScenario => {
   const admitted = admit(Scenario, input, "Strict", {}, "scenario")
   const problems: Array<ScenarioProblem> = [...problemsOf(admitted, "")]
   const specs: Array<JobSpecType> = []
-  // The Job specs are admitted from the input as it is, so their problems show even when the rest has some too.
+  // The Job and Sandbox specs are admitted from the input as it is, so their problems show even when the rest has some too.
   const workloads = isObject(input as Json) ? (input as JsonObject)["workloads"] : undefined
   if (Array.isArray(workloads)) {
     workloads.forEach((workload, index) => {
@@ -139,6 +170,15 @@ export const parseScenario = (input: unknown): ParsedScenario => {
       const spec = admit(JobSpec, normalizeJob(job), "Strict", {}, "Job")
       if (Result.isFailure(spec)) problems.push(...problemsOf(spec, `workloads[${index}].job`))
       else specs.push(spec.success.object as unknown as JobSpecType)
+    })
+  }
+  const sessions = isObject(input as Json) ? (input as JsonObject)["sandboxes"] : undefined
+  if (Array.isArray(sessions)) {
+    sessions.forEach((session, index) => {
+      const spec = isObject(session) ? session["sandbox"] : undefined
+      if (!isObject(spec)) return
+      const admittedSpec = admit(SandboxSpec, sandboxKind.normalize!(spec), "Strict", {}, "Sandbox")
+      problems.push(...problemsOf(admittedSpec, `sandboxes[${index}].sandbox`))
     })
   }
   if (problems.length > 0 || Result.isFailure(admitted)) return { ok: false, problems }

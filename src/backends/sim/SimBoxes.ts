@@ -12,6 +12,7 @@
  * number: the same requests at the same virtual times give the same run.
  */
 import { posix } from "node:path"
+import type { AttemptFacts } from "../../core/capacity/Capacity.ts"
 import type { BoxCommand, BoxReply, BoxRequest } from "../../core/SandboxBox.ts"
 import { durationMs } from "../../core/StatusText.ts"
 import { simAnnotationPrefix } from "./Workloads.ts"
@@ -25,6 +26,8 @@ export const mainCommand = "main"
 /** What a box needs of the simulated capacity it runs on (SimCapacity): the clock, timers and the box's activity. */
 export interface BoxHost {
   readonly now: number
+  /** The run's facts: whether its box takes requests (Running), is starting, or is gone. */
+  readonly facts: (owner: string, attempt: string) => AttemptFacts | undefined
   /** A request was made of the box now; `busy`, when given, is whether a command other than a terminal runs. */
   readonly noteActivity: (owner: string, attempt: string, busy?: boolean) => void
   /** Runs `then` at `at` if the attempt's program still runs then. */
@@ -161,7 +164,19 @@ export class SimBoxes {
     this.host.noteActivity(box.owner, box.attempt, box.running > 0)
   }
 
-  handle(owner: string, attempt: string, request: BoxRequest): BoxReply {
+  /**
+   * A request to the box of a run (the port's `box`): refused while the run is not Running; anything but reading a
+   * command's state or output, or resizing a terminal, is activity now (docs/sandboxes.md, "Activity").
+   */
+  call(owner: string, attempt: string, request: BoxRequest): BoxReply {
+    const phase = this.host.facts(owner, attempt)?.phase
+    if (phase === "Provisioning") return { _tag: "Refused", code: "SandboxStarting", message: "the box is starting" }
+    if (phase !== "Running") return { _tag: "Refused", code: "SandboxNotRunning", message: "the box is not running" }
+    if (request._tag !== "Output" && request._tag !== "Command" && request._tag !== "Resize") this.host.noteActivity(owner, attempt)
+    return this.handle(owner, attempt, request)
+  }
+
+  private handle(owner: string, attempt: string, request: BoxRequest): BoxReply {
     const box = this.boxes.get(SimBoxes.key(owner, attempt))
     if (box === undefined) return { _tag: "Refused", code: "SandboxNotRunning", message: "the box is not running" }
     const now = this.host.now

@@ -59,13 +59,7 @@ export const makeCounted = (capacity: SimCapacity): Effect.Effect<{ readonly por
         boxes.snapshot(owner, attempt)
         capacity.checkpoint(owner, attempt, episode)
       }),
-      box: (owner, attempt, request) => Effect.sync(() => {
-        const phase = capacity.facts(owner, attempt)?.phase
-        if (phase === "Provisioning") return { _tag: "Refused", code: "SandboxStarting", message: "the box is starting" } as const
-        if (phase !== "Running") return { _tag: "Refused", code: "SandboxNotRunning", message: "the box is not running" } as const
-        if (request._tag !== "Output" && request._tag !== "Command" && request._tag !== "Resize") capacity.noteActivity(owner, attempt)
-        return boxes.handle(owner, attempt, request)
-      })
+      box: (owner, attempt, request) => Effect.sync(() => boxes.call(owner, attempt, request))
     }
     return { port, published: () => published }
   })

@@ -410,19 +410,27 @@ export class Simulation {
   }
 
   private scheduleWake(job: SimJob, at: number | undefined): void {
-    if (at === undefined || (job.wakeAt !== undefined && job.wakeAt <= at && job.wakeAt > this.now)) return
-    job.wakeAt = at
-    this.options.engine.at(at, () => {
-      if (job.wakeAt !== at) return
-      job.wakeAt = undefined
-      this.reconcile(job)
-    })
+    scheduleWake(this.options.engine, job, at, () => this.reconcile(job))
   }
 
   /** Jobs not in a final phase. */
   unfinished(): Array<SimJob> {
     return [...this.jobs.values()].filter((job) => job.status.phase === undefined || !isFinalPhase(job.status.phase))
   }
+}
+
+/**
+ * Wakes `subject` (a Job, a Sandbox) at `at` for `reconcile`, unless a wake-up at or before it is already ahead; a
+ * wake-up superseded by a later schedule does nothing when it comes.
+ */
+export const scheduleWake = (engine: Engine, subject: { wakeAt: number | undefined }, at: number | undefined, reconcile: () => void): void => {
+  if (at === undefined || (subject.wakeAt !== undefined && subject.wakeAt <= at && subject.wakeAt > engine.now)) return
+  subject.wakeAt = at
+  engine.at(at, () => {
+    if (subject.wakeAt !== at) return
+    subject.wakeAt = undefined
+    reconcile()
+  })
 }
 
 /** Whether a Job that is not final is in a documented waiting state (docs/simulator.md, liveness). */

@@ -29,6 +29,9 @@ export const defaultWorkload: WorkloadModel = {
   suspendCheckpointFailureRate: 0
 }
 
+/** A serving program (a Sandbox's box): no end of its own, never OOM-killed; it runs until it is stopped. */
+export const serviceWorkload: WorkloadModel = { ...defaultWorkload, durationMs: Number.POSITIVE_INFINITY, oomRate: 0 }
+
 const rate = (text: string | undefined, fallback: number): number => {
   if (text === undefined) return fallback
   const value = Number(text)
