@@ -114,6 +114,9 @@ export const workspaceReadyByLeadMs = 15 * minuteMs
 export const functionTimeoutMsMin = secondMs
 export const functionTimeoutMsMax = 24 * hourMs
 export const functionTimeoutDefault = "300s"
+/** How long one long poll of a FunctionCall's result is held (nodus, docs/functions.md): clients ask again. */
+export const functionCallResultWaitDefault = "30s"
+export const functionCallResultWaitMsMax = 60 * secondMs
 export const functionWorkersMax = 1_000
 export const functionMaxWorkersDefault = 10
 export const functionTargetConcurrencyMax = 1_000

@@ -224,6 +224,33 @@ report(lambda: {"name": handle.name, "minor": "%d.%d" % sys.version_info[:2]})
     assert.deepStrictEqual(await inputOf(call.spec.input), { args: ["x".repeat(70_000)], kwargs: {} })
   })
 
+  it(".get() long-polls the result route: the value once the call succeeds, RemoteError once it fails", async () => {
+    const spawned = await py(`report(lambda: nodus.Client().function("${project}", "embed").spawn(20, 22).name)`, admin)
+    const name = spawned.ok as string
+    // The call's end is written by hand (no Function machine runs it yet), while the client waits on the route.
+    const waiting = py(`
+from nodus.functions import FunctionCall
+report(lambda: FunctionCall(nodus.Client(), "${project}", "${name}").get(timeout=30))
+`, admin)
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    const written = await api(server, "PATCH", `${v1}/namespaces/${project}/functioncalls/${name}/status`, {
+      body: { status: { phase: "Succeeded", result: { encoding: "JSON", inline: Buffer.from("42").toString("base64") } } },
+      contentType: "application/merge-patch+json"
+    })
+    assert.strictEqual(written.status, 200, written.text)
+    assert.strictEqual((await waiting).ok, 42)
+    const failing = await py(`report(lambda: nodus.Client().function("${project}", "embed").spawn().name)`, admin)
+    await api(server, "PATCH", `${v1}/namespaces/${project}/functioncalls/${failing.ok}/status`, {
+      body: { status: { phase: "Failed", reason: "RemoteError", error: { type: "ValueError", message: "bad input", traceback: "Traceback ..." } } },
+      contentType: "application/merge-patch+json"
+    })
+    const failed = await py(`
+from nodus.functions import FunctionCall
+report(lambda: FunctionCall(nodus.Client(), "${project}", "${failing.ok}").get(timeout=30))
+`, admin)
+    assert.strictEqual(failed.error, "RemoteError", JSON.stringify(failed))
+  })
+
   it("a missing Function: NotFoundError with code FunctionNotFound", async () => {
     const report = await py(`report(lambda: nodus.Client().function("${project}", "absent").spawn(1))`, admin)
     assertError(report, { error: "NotFoundError", status: 404, code: "FunctionNotFound" })

@@ -1,9 +1,9 @@
 """Calling a Function (spec: Function, FunctionCall): `.spawn()` creates a FunctionCall, `.remote()` waits for its
 result, `.map()` makes one call per input in batches of up to 1,000.
 
-The server admits and stores FunctionCalls (a missing Function is 404 FunctionNotFound) but does not run Functions
-yet, and `GET .../functioncalls/{name}/result?timeout=<duration>` is not served yet: `.get()`, `.remote()` and
-`.map()` are written against that documented shape (docs/clients.md) and answer NotFoundError until it is.
+The server admits and stores FunctionCalls (a missing Function is 404 FunctionNotFound) and answers
+`GET .../functioncalls/{name}/result?timeout=<duration>` (the long poll `.get()` uses), but no Function machine runs
+calls yet (docs/functions.md): a call ends only when its status is written.
 """
 
 import base64

@@ -29,6 +29,8 @@ import { SandboxBoxes } from "../SandboxBoxes.ts"
 import { makeSandboxApi, sandboxSubresources } from "./SandboxApi.ts"
 import { makeWebhookApi, webhookSubresources } from "./WebhookApi.ts"
 import { makeBlobApi } from "./BlobApi.ts"
+import { makeFunctionCallResult } from "./FunctionCallResult.ts"
+import { ChangeFeed } from "../../store/ChangeFeed.ts"
 import { Blobs } from "../Blobs.ts"
 import { type AgentCall, type AgentDownload, type AgentUpload, NodeAgents } from "../NodeAgents.ts"
 import * as Limits from "../../core/Limits.ts"
@@ -124,7 +126,7 @@ const patchTypeOf = (contentType: string | undefined, ref: ResourceRef): Effect.
 }
 
 /** Which operation a method on a route means, before the kind's availability is checked. */
-type Special = "tokens" | "log" | "output" | "box" | "webhookRead" | "webhookWrite"
+type Special = "tokens" | "log" | "output" | "result" | "box" | "webhookRead" | "webhookWrite"
 
 const operationOf = (method: string, route: Extract<Routes.Route, { _tag: "Resource" }>, info: KindInfo, watch: boolean): Operation | Special | undefined => {
   if (route.subresource !== undefined && (sandboxSubresources as ReadonlyArray<string>).includes(route.subresource)) return info.kind === "Sandbox" && route.name !== undefined ? "box" : undefined
@@ -136,6 +138,7 @@ const operationOf = (method: string, route: Extract<Routes.Route, { _tag: "Resou
   if (route.subresource === "tokens") return info.plural === "serviceaccounts" && method === "POST" ? "tokens" : undefined
   if (route.subresource === "log") return info.kind === "Job" && method === "GET" && route.item === undefined ? "log" : undefined
   if (route.subresource === "outputs") return info.kind === "Job" && method === "GET" && route.item !== undefined ? "output" : undefined
+  if (route.subresource === "result") return info.kind === "FunctionCall" && method === "GET" && route.item === undefined ? "result" : undefined
   if (route.name === undefined) {
     if (method === "GET") return watch ? "watch" : route.namespace === undefined && info.scope === "Namespaced" ? "listAll" : "list"
     return method === "POST" ? "create" : undefined
@@ -154,13 +157,14 @@ const operationOf = (method: string, route: Extract<Routes.Route, { _tag: "Resou
   }
 }
 
-const specials: ReadonlySet<string> = new Set<Special>(["tokens", "log", "output", "box", "webhookRead", "webhookWrite"])
+const specials: ReadonlySet<string> = new Set<Special>(["tokens", "log", "output", "result", "box", "webhookRead", "webhookWrite"])
 const isSpecial = (operation: Operation | Special): operation is Special => specials.has(operation)
 
 const accessOf = (operation: Operation | Special): Access => {
   switch (operation) {
     case "log":
     case "output":
+    case "result":
     case "webhookRead":
     case "list":
     case "listAll":
@@ -226,6 +230,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
     const agents = yield* NodeAgents
     const sandboxApi = makeSandboxApi({ resources, boxes: yield* SandboxBoxes, ids })
     const webhookApi = makeWebhookApi(yield* WebhookOperations)
+    const functionCallResult = makeFunctionCallResult({ resources, feed: yield* ChangeFeed })
     const blobApi = makeBlobApi({
       blobs: yield* Blobs,
       projectExists: (project) => resources.get(namespaceRef, undefined, project).pipe(Effect.as(true), Effect.catchIf((error) => error.code === "NotFound", () => Effect.succeed(false)))
@@ -483,7 +488,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
         const namespaced = ref.info.scope === "Namespaced"
         // Cluster-scoped kinds have no project segment; namespaced items always have one.
         if ((!namespaced && route.namespace !== undefined) || (namespaced && route.name !== undefined && route.namespace === undefined)) return yield* resourceNotFound()
-        if (route.subresource !== undefined && !["status", "tokens", "log", "outputs", ...sandboxSubresources, ...webhookSubresources].includes(route.subresource)) return yield* resourceNotFound()
+        if (route.subresource !== undefined && !["status", "tokens", "log", "outputs", "result", ...sandboxSubresources, ...webhookSubresources].includes(route.subresource)) return yield* resourceNotFound()
         const query = url.searchParams
         const watching = route.name === undefined && request.method === "GET" ? yield* boolParameter(query, "watch") : false
         const operation = operationOf(request.method, route, ref.info, watching)
@@ -523,6 +528,8 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
             return yield* readLog(query, ref, namespace, name)
           case "output":
             return yield* readOutput(query, ref, namespace, name, route.item!)
+          case "result":
+            return yield* renderObject(request, query, ref, yield* functionCallResult.await(query, ref, namespace, name), 200, {})
           case "box":
             return yield* sandboxApi.handle(request, query, { ref, namespace, name, subresource: route.subresource!, item: route.item, action: route.action })
           case "webhookRead":

@@ -7,15 +7,12 @@ import type { JsonObject } from "../../core/Json.ts"
 import * as Limits from "../../core/Limits.ts"
 import { SandboxCommandRequest } from "../../core/schemas/SandboxCommand.ts"
 import { toOpenApi30 } from "./OpenApi.ts"
+import { json, operation as anOperation, pathParameter, queryParameter } from "./Operations.ts"
 
-const schemaRef = (name: string): JsonObject => ({ $ref: `#/components/schemas/${name}` })
-const json = (name: string): JsonObject => ({ "application/json": { schema: schemaRef(name) } })
-const errorResponse: JsonObject = { description: "An error, as a Status object (spec: Errors).", content: json("Status") }
 const bytes: JsonObject = { "application/octet-stream": { schema: { type: "string", format: "binary" } } }
 const text: JsonObject = { "text/plain": { schema: { type: "string" } } }
 
-const pathParameter = (name: string, description: string): JsonObject => ({ name, in: "path", required: true, description, schema: { type: "string" } })
-const query = (name: string, description: string, schema: JsonObject = { type: "string" }): JsonObject => ({ name, in: "query", description, schema })
+const query = queryParameter
 
 const refusals = "A Sandbox that is starting answers 409 SandboxStarting (retry after details.retryAfterSeconds), a stopped one " +
   "409 SandboxNotRunning, a failed one 409 SandboxFailed."
@@ -85,13 +82,9 @@ export const sandboxSchemas = (): JsonObject => ({
   SandboxFileList: fileList
 })
 
-const operation = (operationId: string, action: string, description: string, fields: JsonObject): JsonObject => ({
-  operationId,
-  description: `${description} ${refusals}`,
-  "x-kubernetes-action": action,
-  ...fields,
-  responses: { ...(fields["responses"] as JsonObject), default: errorResponse }
-})
+/** A Sandbox operation: every one may meet the Sandbox starting or stopped. */
+const operation = (operationId: string, action: string, description: string, fields: JsonObject): JsonObject =>
+  anOperation(operationId, action, `${description} ${refusals}`, fields)
 
 /** The path items of a Sandbox's commands and files, under the v1 root of `group`. */
 export const sandboxPaths = (group: string): ReadonlyArray<readonly [string, JsonObject]> => {

@@ -5,10 +5,8 @@
 import type { JsonObject } from "../../core/Json.ts"
 import { clockAdvanceMaxMs } from "../SimulationControl.ts"
 import { formatDurationMs } from "../../core/Units.ts"
+import { errorResponse, json } from "./Operations.ts"
 
-const schemaRef = (name: string): JsonObject => ({ $ref: `#/components/schemas/${name}` })
-const json = (name: string): JsonObject => ({ "application/json": { schema: schemaRef(name) } })
-const errorResponse: JsonObject = { description: "An error, as a Status object (spec: Errors).", content: json("Status") }
 
 /** The components the clock's operations refer to. */
 export const clockSchemas = (group: string): JsonObject => ({

@@ -7,11 +7,8 @@ import type { JsonObject } from "../../core/Json.ts"
 import { WebhookEndpointRotation } from "../../core/schemas/WebhookEndpoint.ts"
 import * as Limits from "../../core/Limits.ts"
 import { schemaName, toOpenApi30 } from "./OpenApi.ts"
+import { json, operation, pathParameter, schemaRef } from "./Operations.ts"
 
-const schemaRef = (name: string): JsonObject => ({ $ref: `#/components/schemas/${name}` })
-const json = (name: string): JsonObject => ({ "application/json": { schema: schemaRef(name) } })
-const errorResponse: JsonObject = { description: "An error, as a Status object (spec: Errors).", content: json("Status") }
-const pathParameter = (name: string, description: string): JsonObject => ({ name, in: "path", required: true, description, schema: { type: "string" } })
 
 const delivery: JsonObject = {
   type: "object",
@@ -48,14 +45,6 @@ export const webhookSchemas = (): JsonObject => ({
       items: { type: "array", items: schemaRef("WebhookDelivery") }
     }
   }
-})
-
-const operation = (operationId: string, action: string, description: string, fields: JsonObject): JsonObject => ({
-  operationId,
-  description,
-  "x-kubernetes-action": action,
-  ...fields,
-  responses: { ...(fields["responses"] as JsonObject), default: errorResponse }
 })
 
 /** The path items of a WebhookEndpoint's sub-resources, under the v1 root of `group`. */

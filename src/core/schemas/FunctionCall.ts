@@ -24,6 +24,9 @@ export const functionCallStates = ["Running", functionCallCancelState] as const
  */
 export const functionCallPhases = ["Queued", "Running", "Recovering", "Succeeded", "Failed", "Cancelling", "Cancelled"] as const
 
+/** The phases a call ends in: its result or error is final (the result long poll answers then). */
+export const functionCallFinalPhases = ["Succeeded", "Failed", "Cancelled"] as const
+
 /** Why a call failed or stopped (spec: RemoteError | DeadlineExceeded | RecoveryLimitExceeded | FunctionDeleted | the cancel reason). */
 export const functionCallReasons = ["RemoteError", "DeadlineExceeded", "RecoveryLimitExceeded", "FunctionDeleted", "Cancelled"] as const
 

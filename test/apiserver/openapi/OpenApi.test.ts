@@ -132,7 +132,8 @@ describe("OpenApi paths", () => {
     ["listJobForAllNamespaces", "get", "/apis/nodus.dev/v1/jobs", "list"],
     ["listBudget", "get", "/apis/nodus.dev/v1/budgets", "list"],
     ["patchBudgetStatus", "patch", "/apis/nodus.dev/v1/budgets/{name}/status", "patch"],
-    ...sandboxRows.map(([operationId, method, path, action]) => [operationId, method, path, action] as const)
+    ...sandboxRows.map(([operationId, method, path, action]) => [operationId, method, path, action] as const),
+    ["readFunctionCallResult", "get", "/apis/nodus.dev/v1/namespaces/{namespace}/functioncalls/{name}/result", "get"]
   ]
   for (const [operationId, method, path, action] of rows) {
     it(`${operationId} is ${method.toUpperCase()} ${path}`, () => {
