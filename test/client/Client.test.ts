@@ -23,6 +23,7 @@ import {
 } from "../../src/client/index.ts"
 import { startTestServer, type TestServer } from "../support/TestServer.ts"
 import { api } from "../acceptance/Clients.ts"
+import { failure } from "./Support.ts"
 
 const project = "ts-client"
 const v1 = "/apis/nodus.dev/v1"
@@ -36,17 +37,6 @@ const connect = (options: ClientOptions = admin) => {
   const client = new NodusClient(options)
   clients.push(client)
   return client
-}
-
-/** What a promise rejected with (it must reject). */
-const failure = async (promise: Promise<unknown>): Promise<NodusError> => {
-  try {
-    await promise
-  } catch (error) {
-    assert.isTrue(error instanceof NodusError, String(error))
-    return error as NodusError
-  }
-  return assert.fail("expected the call to fail")
 }
 
 /** A client error as the spec gives it: its class and tag, HTTP status, code, the server's request id and fix. */
