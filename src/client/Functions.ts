@@ -5,8 +5,9 @@
  *
  * The input is JSON `{"args": [...], "kwargs": {...}}`, inline (base64) up to 64 KiB, else uploaded as a blob the call
  * names. This client sends no `<group>/python` annotation: it is no Python interpreter, and JSON payloads do not
- * depend on one (the server checks the minor only of a caller that states it). The result route
- * `GET …/functioncalls/{name}/result?timeout=<duration>` is what `get` long-polls.
+ * depend on one (the server checks the minor only of a caller that states it). `get` long-polls the result route
+ * `GET …/functioncalls/{name}/result?timeout=<duration>` (docs/functions.md), which answers the call once it ended or
+ * when the wait passed.
  */
 import { Clock, Effect, Stream } from "effect"
 import type { ClientShape, NodusObject } from "./Client.ts"

@@ -19,6 +19,7 @@ import {
   NodusClient,
   NodusError,
   NotFoundError,
+  RemoteError,
   ValidationError
 } from "../../src/client/index.ts"
 import { startTestServer, type TestServer } from "../support/TestServer.ts"
@@ -251,6 +252,28 @@ describe("Function calls", () => {
     assert.isUndefined(call.spec.input.inline)
     assert.match(call.spec.input.blob, /^sha256:[0-9a-f]{64}$/u)
     assert.deepStrictEqual(input, { args: ["x".repeat(70_000)], kwargs: {} })
+  })
+
+  it("get long-polls the result route: the value once the call succeeds, RemoteError once it fails, APITimeoutError past its timeout", async () => {
+    const embed = connect().function(project, "embed")
+    const writeStatus = async (name: string, status: Record<string, unknown>) => {
+      const written = await api(server, "PATCH", `${v1}/namespaces/${project}/functioncalls/${name}/status`, { body: { status }, contentType: "application/merge-patch+json" })
+      assert.strictEqual(written.status, 200, written.text)
+    }
+    // The call's end is written by hand (no Function machine runs it yet), while the client waits on the route.
+    const succeeding = await embed.spawn([20, 22])
+    const waiting = succeeding.get(30)
+    await writeStatus(succeeding.name, { phase: "Succeeded", result: { encoding: "JSON", inline: Buffer.from(JSON.stringify({ sum: 42 })).toString("base64") } })
+    assert.deepStrictEqual(await waiting, { sum: 42 })
+    assert.isTrue(await succeeding.done())
+    const failing = await embed.spawn()
+    await writeStatus(failing.name, { phase: "Failed", reason: "RemoteError", error: { type: "ValueError", message: "bad input", traceback: "Traceback ..." } })
+    const failed = await failure(failing.get(30))
+    assert.instanceOf(failed, RemoteError)
+    assert.deepStrictEqual([failed.message, (failed as RemoteError).remoteType], ["bad input", "ValueError"])
+    const unfinished = await embed.spawn()
+    assert.strictEqual((await failure(unfinished.get(1)))._tag, "APITimeoutError")
+    assert.isFalse(await unfinished.done())
   })
 
   it("a missing Function: NotFoundError with code FunctionNotFound", async () => {

@@ -4,7 +4,8 @@
  * bodies rendered by the server's own Respond.ts (SpendCheckUnavailableError, CapacityUnavailableError,
  * AssetInUseError), no answer (APIConnectionError, APITimeoutError), finite retries that honour a bounded Retry-After,
  * and one Idempotency-Key per create kept across its retries (spec: Client library errors; docs/clients.md, "Retries").
- * Also a FunctionCall's result route as the client expects it (remote, get, map), which the server does not serve yet.
+ * Also `remote` and `map` over a scripted result route (calls end as the script says: no Function machine runs them
+ * yet).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -188,7 +189,7 @@ describe("Idempotency-Key", () => {
   })
 })
 
-describe("a FunctionCall's result (the documented route, from a stub)", () => {
+describe("remote and map over a scripted result route", () => {
   /**
    * Creates calls named `call-<mapIndex>` and answers each result long poll with the call ended: Succeeded with twice
    * its first argument, or Failed for the argument "boom". The result of `call-0` is held until `call-1`'s has been
