@@ -4,7 +4,8 @@
  * Terminating (reason MaxLifetimeReached) before DELETED, the Event recorded; and an egress AllowList lets the box
  * reach a listed name end to end through its proxy, while an unlisted name and a bare IP address are refused.
  */
-import { createServer, type Server } from "node:net"
+import { once } from "node:events"
+import { type AddressInfo, createServer, type Server } from "node:net"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 import { eventually } from "./Clients.ts"
@@ -17,14 +18,19 @@ const namespace = "host"
 const sandboxes = `/apis/nodus.dev/v1/namespaces/${namespace}/sandboxes`
 const at = (name: string) => `${sandboxes}/${name}`
 
+/** Starts the loopback service: it greets and hangs up. */
+const greeter = async (): Promise<number> => {
+  listener = createServer((socket) => socket.end("hello from the host\n")).listen(0, "127.0.0.1")
+  await once(listener, "listening")
+  return (listener.address() as AddressInfo).port
+}
+
 beforeAll(async () => {
+  port = await greeter()
   // allowLoopbackEgress: the development switch that lets AllowList proxies reach loopback names (docs/live.md).
   server = await startTestServer({ local: { allowLoopbackEgress: true } })
   const reply = await request(server, "POST", "/api/v1/namespaces", { body: { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } } })
   assert.strictEqual(reply.status, 201, reply.text)
-  listener = createServer((socket) => socket.end("hello from the host\n"))
-  await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve))
-  port = (listener.address() as { port: number }).port
 })
 
 afterAll(async () => {
