@@ -26,6 +26,8 @@ import { SimWebhooks, type WebhookSummary } from "./SimWebhooks.ts"
 import { SandboxSessions, type SandboxesSummary } from "./SandboxSessions.ts"
 import { loadTrace, meanTimeBetweenPreemptionsMs, type SpotTrace } from "./SpotTraces.ts"
 import { drawWorkload } from "./Workloads.ts"
+import { CostAccounts, type CostSummary } from "./Costs.ts"
+import { hourMs, type RunSeries, SeriesRecorder } from "./Series.ts"
 
 export const spotTracesDir = new URL("../../../scenarios/data/spot-traces/", import.meta.url).pathname
 
@@ -41,6 +43,16 @@ export interface RunOptions {
   readonly seed?: string
   /** Runs a step on every capacity look, even where it cannot change anything (tests: skipping changes nothing). */
   readonly stepEveryLook?: boolean
+  /**
+   * Bill a scenario that has no `billing` block (default true: every summary carries its cost). The platform benchmark
+   * turns it off: it measures the engine and the controller, and billing 10^6 Jobs takes about 5x their time and a
+   * ledger that keeps every operation's key (bench/sim/platform.ts).
+   */
+  readonly bill?: boolean
+  /** Keep the run's series over time (`Summary.series`, for reports; keeps the ledger's postings). */
+  readonly series?: boolean
+  /** Called as virtual time passes (every simulated hour at most) with the engine's now and events so far. */
+  readonly progress?: (now: number, events: number) => void
 }
 
 export interface JobSummary {
@@ -53,7 +65,7 @@ export interface JobSummary {
   readonly checkpoints: number
   readonly createdAt: string
   readonly completionTime: string | undefined
-  /** The Job's status.cost.totalUSD when billing is on. */
+  /** The Job's status.cost.totalUSD: what the ledger charged it. */
   readonly costUSD?: string | undefined
 }
 
@@ -87,15 +99,23 @@ export interface Summary {
     readonly skippedSteps: number
   }
   readonly violations: ReadonlyArray<unknown>
+  /** What the run cost, from its ledger (docs/simulator.md, "Cost"); absent only with `bill: false`. */
+  readonly cost?: CostSummary
+  /** The ledger's sums, when the scenario has a `billing` block (its credits). */
   readonly billing?: BillingSummary
   /** Per simulated webhook receiver, when the scenario has some: what was delivered, retried and given up. */
   readonly webhooks?: ReadonlyArray<WebhookSummary>
   /** The agent sessions' Sandboxes, when the scenario has some: phases, idle stops, commands and cost. */
   readonly sandboxes?: SandboxesSummary
   readonly jobs?: ReadonlyArray<JobSummary>
+  /** The run over time, with `series` (reports). */
+  readonly series?: RunSeries
   /** The trace's lines, with `keepTrace` (tests print the first divergence). */
   readonly trace?: ReadonlyArray<string>
 }
+
+/** The credits of a scenario without a `billing` block: a billion USD, more than any scenario spends. */
+export const defaultCreditsMicro = 10n ** 15n
 
 const finite = (value: number): number | undefined => (Number.isFinite(value) ? value : undefined)
 
@@ -215,6 +235,8 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
   const record = (job: SimJob) => {
     if (recorded.has(job)) return
     recorded.add(job)
+    costs?.runs(job.uid, job.attempts)
+    series?.job(job)
     const phase = job.status.phase ?? "Pending"
     byPhase[phase] = (byPhase[phase] ?? 0) + 1
     let preemptions = 0
@@ -243,7 +265,14 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
       })
     }
   }
-  const ledger = scenario.billing === undefined ? undefined : new Ledger({ retain: options.perJob !== false })
+  // Every run is billed on a ledger, as the server bills every run; without a `billing` block the credits are ample
+  // (defaultCredits), so money never holds a Job back and the run is what it would be unbilled, but for the order of
+  // looks at a freed host (billing wakes a Job when its host is released, as in the server).
+  const billed = scenario.billing !== undefined || options.bill !== false
+  const ledger = billed ? new Ledger({ retain: options.perJob !== false || options.series === true }) : undefined
+  const pricebook = currentPricebook
+  const costs = ledger === undefined ? undefined : new CostAccounts(ledger, pricebook)
+  const series = options.series === true ? new SeriesRecorder(start) : undefined
   const webhooks = scenario.webhooks.length === 0 ? undefined : new SimWebhooks(engine, scenario.webhooks.map((endpoint) => ({
     name: endpoint.name,
     eventTypes: endpoint.eventTypes,
@@ -259,26 +288,40 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
     onDeleted: record,
     ...(webhooks === undefined ? {} : { onEvent: (job: SimJob, event: ControllerEvent) => event.type === undefined || webhooks.event(event.type, job.namespace, job.uid) }),
     stepEveryLook: options.stepEveryLook === true,
-    billing: ledger === undefined ? undefined : { ledger, pricebook: currentPricebook }
+    billing: ledger === undefined ? undefined : { ledger, pricebook }
   })
   // Sandbox sessions draw from their own generator, so a scenario without them runs as it did before they existed.
   const sandboxes = scenario.sandboxes.length === 0 ? undefined : new SandboxSessions({
-    engine, capacity, catalog, trace, random: random.derive("sandboxes"), billing: ledger === undefined ? undefined : { ledger, pricebook: currentPricebook }
+    engine, capacity, catalog, trace, random: random.derive("sandboxes"), billing: ledger === undefined ? undefined : { ledger, pricebook }
   })
   sandboxes?.arrive(scenario.sandboxes)
   if (ledger !== undefined && scenario.billing !== undefined) grants(scenario, engine, ledger, () => {
     simulation.fundsChanged()
     sandboxes?.fundsChanged()
   }, trace, start)
+  // Not a line of the trace: the default credits are how an unbilled scenario is priced, not an event of its run.
+  else ledger?.grant("grant/default", start, defaultCreditsMicro, "default")
   // Capacity comes back when a drought ends.
   for (const drought of scenario.faults.droughts) engine.at(start + durationMs(drought.at, 0) + durationMs(drought.for, 0), () => simulation.capacityChanged())
   const specs = scenario.workloads.map((workload) => admitJobSpec(workload.job as JsonObject))
-  arrivals(scenario, engine, random, simulation, specs, start, counts)
+  arrivals(scenario, engine, random, simulation, specs, start, counts, (job, settings) => costs?.job(job.uid, settings.name, job.spec))
   const end = start + durationMs(scenario.horizon, 0) + durationMs(scenario.drain, 0)
-  engine.run(end)
+  if (options.progress === undefined) engine.run(end)
+  else {
+    // Hour by hour, so a long run can say how far it is (the engine runs the same events in the same order).
+    for (let until = start + hourMs; ; until += hourMs) {
+      engine.run(Math.min(until, end))
+      options.progress(engine.now, engine.processed)
+      if (until >= end) break
+    }
+  }
   const unfinished = [...simulation.jobs.values()]
   checkers?.liveness(unfinished, isWaiting, engine.now)
   for (const job of unfinished) record(job)
+  for (const sandbox of sandboxes?.owners() ?? []) {
+    costs?.sandbox(sandbox.uid)
+    costs?.runs(sandbox.uid, sandbox.attempts)
+  }
   if (checkers !== undefined) {
     for (const offering of catalog) {
       for (const variant of variantsOf(offering)) checkers.capacity(variantKeyOf(variant), capacity.inUse(variant), capacity.capacityOf(variant), engine.now)
@@ -294,10 +337,12 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
     virtualEnd: new Date(engine.now).toISOString(),
     totals: { ...counts, byPhase, engineEvents: engine.processed, controllerSteps: simulation.steps, skippedSteps: simulation.skippedSteps },
     violations: checkers?.violations ?? [],
-    ...(ledger === undefined ? {} : { billing: billingSummary(ledger) }),
+    ...(costs === undefined ? {} : { cost: costs.summary(engine.now) }),
+    ...(ledger === undefined || scenario.billing === undefined ? {} : { billing: billingSummary(ledger) }),
     ...(webhooks === undefined ? {} : { webhooks: webhooks.summary() }),
     ...(sandboxes === undefined ? {} : { sandboxes: sandboxes.summary() }),
     ...(options.perJob === false ? {} : { jobs: finished }),
+    ...(series === undefined ? {} : { series: series.finish(ledger?.postings ?? []) }),
     ...(trace.lines === undefined ? {} : { trace: trace.lines })
   }
 }
@@ -330,7 +375,8 @@ const arrivals = (
   simulation: Simulation,
   specs: ReadonlyArray<JobSpecType>,
   start: number,
-  counts: { jobs: number }
+  counts: { jobs: number },
+  submitted: (job: SimJob, settings: WorkloadSettings) => void
 ) => {
   const arrivalRandom = random.derive("arrivals")
   const mixRandom = random.derive("mix")
@@ -355,6 +401,7 @@ const arrivals = (
     const settings: WorkloadSettings = scenario.workloads[index]!
     const spec = specs[index]!
     const job = simulation.submit(settings.namespace, `${settings.name}-${++counts.jobs}`, spec, drawWorkload(settings, workloadRandom))
+    submitted(job, settings)
     // Customers act some time within twice the workload's median run.
     const someTimeIntoTheRun = () => Math.round(customerRandom.uniform() * 2 * durationMs(settings.durationMedian, 60_000))
     if (customerRandom.chance(scenario.faults.suspendRate)) {

@@ -331,6 +331,11 @@ export class SandboxSessions {
     }
   }
 
+  /** Every Sandbox of the run: its uid (the ledger's owner) and its runs, for the run's cost (Costs.ts). */
+  owners(): ReadonlyArray<{ readonly uid: string; readonly attempts: ReadonlyArray<AttemptFacts> }> {
+    return this.all
+  }
+
   /** Every Sandbox of the run, with what the ledger charged for each (billed scenarios). */
   summary(): SandboxesSummary {
     const ledger = this.options.billing?.ledger
