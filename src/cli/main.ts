@@ -30,6 +30,7 @@ Usage:
   nodus serve [flags]         run the API server
   nodus kubeconfig [flags]    print a kubeconfig for the admin (add --namespace <project> to set a default project)
   nodus sim <scenario> [...]  run a simulator scenario headless and print its JSON summary (nodus sim --help)
+  nodus report <scenario> [--out report.html]  run its what-if variants and write an HTML report (nodus report --help)
 ${agentUsage}
 ${workloadsUsage}
 ${operatorUsage}
@@ -124,6 +125,11 @@ switch (command) {
   case "sim": {
     const { sim } = await import("./Sim.ts")
     process.exitCode = sim(args)
+    break
+  }
+  case "report": {
+    const { report } = await import("./Report.ts")
+    process.exitCode = report(args)
     break
   }
   case undefined:

@@ -103,6 +103,19 @@ export const SandboxSessionSettings = Schema.Struct({
 })
 export type SandboxSessionSettings = typeof SandboxSessionSettings.Type
 
+/**
+ * A what-if variant (docs/simulator.md, "Reports"): the scenario with its Job templates patched, run from the same seed
+ * by `nodus report`. The patches are JSON merge patches (RFC 7396: an object merges, null removes, anything else
+ * replaces) of the workloads' Job specs, and the patched specs are admitted by the Job schema like the scenario's own.
+ */
+export const VariantSettings = Schema.Struct({
+  name: described(Schema.String, "The variant's name, as the report shows it."),
+  description: optional(Schema.String, "What it changes."),
+  job: defaulted(Schema.Record(Schema.String, Schema.Json), {}, "A merge patch applied to every workload's Job spec."),
+  workloads: defaulted(Schema.Record(Schema.String, Schema.Record(Schema.String, Schema.Json)), {}, "Per workload name, a merge patch of its Job spec (after `job`).")
+})
+export type VariantSettings = typeof VariantSettings.Type
+
 export const Scenario = Schema.Struct({
   name: described(Schema.String, "Scenario name."),
   description: optional(Schema.String, "What it shows."),
@@ -128,7 +141,8 @@ export const Scenario = Schema.Struct({
   faults: defaulted(Faults, {}, "Injected faults."),
   billing: optional(BillingSettings, "Bill every run on a ledger with these credits (docs/billing.md); absent: nothing is billed."),
   webhooks: defaulted(Schema.Array(WebhookSettings), [], "Simulated webhook receivers the Jobs' events are delivered to (docs/webhooks.md)."),
-  sandboxes: defaulted(Schema.Array(SandboxSessionSettings), [], "Agent sessions on Sandboxes (docs/simulator.md, \"Sandbox sessions\").")
+  sandboxes: defaulted(Schema.Array(SandboxSessionSettings), [], "Agent sessions on Sandboxes (docs/simulator.md, \"Sandbox sessions\")."),
+  variants: defaulted(Schema.Array(VariantSettings), [], "What-if variants `nodus report` runs from the same seed; the first is the baseline (docs/simulator.md, \"Reports\").")
 })
 export type Scenario = typeof Scenario.Type
 
