@@ -4,6 +4,7 @@
  * `layerWith` with an in-memory store and an ephemeral port.
  */
 import { randomBytes } from "node:crypto"
+import { join } from "node:path"
 import { createServer as createHttpServer } from "node:http"
 import { createServer as createHttpsServer } from "node:https"
 import { NodeHttpServer } from "@effect/platform-node"
@@ -194,7 +195,7 @@ const pgliteStore = (dataDir: string) => Layer.unwrap(Effect.map(
     }),
     (lock) => Effect.sync(lock.release)
   ),
-  () => SqlStore.layerPglite(pgliteDirectory(dataDir))
+  () => SqlStore.layerPglite(pgliteDirectory(dataDir), join(dataDir, "blobs"))
 ))
 
 /** The server `nodus serve` runs: files in the data directory, PostgreSQL or embedded PGlite. */

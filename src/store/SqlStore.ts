@@ -549,8 +549,11 @@ export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
   })
 })
 
-/** The blobs (store/BlobStore.ts) in the same database; the store's layer runs the migrations first. */
-const blobs = Layer.effect(BlobStore, makeSqlBlobs)
+/**
+ * The blobs (store/BlobStore.ts) in the same database — their bytes in `filesDir` when given (the embedded default);
+ * the store's layer runs the migrations first.
+ */
+const blobs = (filesDir?: string) => Layer.effect(BlobStore, makeSqlBlobs(filesDir))
 
 /** The store on a PostgreSQL server; commits of other processes on the same database arrive by LISTEN/NOTIFY. */
 export const layerPostgres = (url: string): Layer.Layer<Store | BlobStore, StoreError | SqlError.SqlError> =>
@@ -566,14 +569,17 @@ export const layerPostgres = (url: string): Layer.Layer<Store | BlobStore, Store
       return yield* make({ listen: (onNotify) => Effect.asVoid(listen(onNotify)), notify: true })
     })
   ).pipe(
-    Layer.merge(blobs),
+    Layer.merge(blobs()),
     Layer.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 16 }))
   )
 
-/** The store on embedded PGlite in `dataDir` (in memory when undefined). */
-export const layerPglite = (dataDir: string | undefined): Layer.Layer<Store | BlobStore, StoreError | SqlError.SqlError> =>
+/**
+ * The store on embedded PGlite in `dataDir` (in memory when undefined), blob bytes in `blobsDir` when given (in the
+ * database otherwise).
+ */
+export const layerPglite = (dataDir: string | undefined, blobsDir?: string): Layer.Layer<Store | BlobStore, StoreError | SqlError.SqlError> =>
   Layer.effect(Store, make({ notify: false })).pipe(
-    Layer.merge(blobs),
+    Layer.merge(blobs(blobsDir)),
     Layer.provide(Pglite.layer(dataDir))
   )
 

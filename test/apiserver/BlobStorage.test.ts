@@ -2,6 +2,9 @@
 // PGlite and on PostgreSQL (when DATABASE_URL is set) — bytes kept under their SHA-256 in chunks, a digest that does not
 // match stores nothing, the size bound, who may read what, and collection when the last reference goes.
 import { createHash } from "node:crypto"
+import { mkdtempSync, readdirSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Layer, ManagedRuntime, Option, Stream } from "effect"
 import { blobChunkBytes } from "../../src/core/Limits.ts"
@@ -29,6 +32,12 @@ const body = (bytes: Uint8Array, piece = 65_536) =>
   Stream.fromIterable(Array.from({ length: Math.ceil(bytes.length / piece) }, (_, index) => bytes.subarray(index * piece, (index + 1) * piece)))
 
 const bytesMax = 3 * blobChunkBytes
+
+/**
+ * The blobs the suite still keeps when it ends: the chunked one, the empty one (no file: no bytes), two uploaded by
+ * projects (p1's own bytes, the organisation's). Released, refused and swept ones keep nothing.
+ */
+const keptAtEnd = 3
 
 const suite = (name: string, storeLayer: () => Promise<{ readonly layer: Layer.Layer<BlobStore.BlobStore, unknown>; readonly drop: () => Promise<void> }>) =>
   describe(`blobs: ${name}`, () => {
@@ -147,6 +156,18 @@ const suite = (name: string, storeLayer: () => Promise<{ readonly layer: Layer.L
 
 suite("memory", async () => ({ layer: BlobStore.layerMemory, drop: async () => {} }))
 suite("PGlite", async () => ({ layer: SqlStore.layerPglite(undefined), drop: async () => {} }))
+suite("PGlite, bytes in files (the embedded default)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "nodus-blobs-"))
+  return {
+    layer: SqlStore.layerPglite(undefined, dir),
+    // Every blob a test let go, and every upload refused or swept, left no file behind: only blobs still kept have one.
+    drop: async () => {
+      const left = readdirSync(dir)
+      rmSync(dir, { recursive: true, force: true })
+      assert.isAtMost(left.length, keptAtEnd, `files left: ${left.join(", ")}`)
+    }
+  }
+})
 if (databaseUrl !== undefined) {
   const url = databaseUrl
   suite("PostgreSQL", async () => {
