@@ -86,7 +86,7 @@ export const report = (args: ReadonlyArray<string>): number => {
   }
   const tty = process.stderr.isTTY === true
   const started = performance.now()
-  let lastDraw = 0
+  let lastDraw = started
   let before = { at: started, events: 0, variant: -1 }
   let rate = 0
   const data = runWhatIf(parsed.scenario, parsed.variants, {
