@@ -9,7 +9,9 @@
  * reference keeps. Publishing and releasing a digest hold its advisory lock, so a blob cannot be collected between a
  * publish's check that it exists and its new reference.
  */
-import { appendFile, mkdir, open, rm } from "node:fs/promises"
+import { once } from "node:events"
+import { createWriteStream, type WriteStream } from "node:fs"
+import { mkdir, open, rm } from "node:fs/promises"
 import { join } from "node:path"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
@@ -147,7 +149,7 @@ const failure = (message: string) => (cause: SqlError.SqlError) => new StoreErro
 interface Chunks {
   readonly write: (upload: string, seq: number, bytes: Uint8Array) => Effect.Effect<void, StoreError>
   readonly read: (upload: string, seq: number) => Effect.Effect<Uint8Array | undefined, StoreError>
-  /** Makes a whole upload durable before it is published. */
+  /** Makes a whole upload as durable as the database before it is published. */
   readonly seal: (upload: string) => Effect.Effect<void, StoreError>
   /** Drops the bytes of uploads whose rows were deleted. */
   readonly drop: (uploads: ReadonlyArray<string>) => Effect.Effect<void>
@@ -157,11 +159,24 @@ const fileChunks = (dir: string): Chunks => {
   const fileOf = (upload: string) => join(dir, upload)
   const attempt = <A>(what: string, run: () => Promise<A>) =>
     Effect.tryPromise({ try: run, catch: (cause) => new StoreError({ message: `${what}: ${cause instanceof Error ? cause.message : String(cause)}`, cause }) })
+  // One open stream per upload being written: the disk writes while the next chunk is read and hashed.
+  const writing = new Map<string, WriteStream>()
+  const closed = (stream: WriteStream) => new Promise<void>((resolve, reject) => {
+    stream.once("error", reject)
+    stream.end(() => resolve())
+  })
   return {
     // Chunks come in order, each but the last blobChunkBytes long: appending puts chunk n at n × blobChunkBytes.
     write: (upload, _seq, bytes) => attempt("writing a blob chunk failed", async () => {
-      await mkdir(dir, { recursive: true })
-      await appendFile(fileOf(upload), bytes, { mode: 0o600 })
+      let stream = writing.get(upload)
+      if (stream === undefined) {
+        await mkdir(dir, { recursive: true })
+        stream = createWriteStream(fileOf(upload), { flags: "a", mode: 0o600 })
+        stream.on("error", () => undefined) // answered by the write or the seal that meets it
+        writing.set(upload, stream)
+      }
+      if (stream.errored !== null) throw stream.errored
+      if (!stream.write(bytes)) await once(stream, "drain")
     }),
     read: (upload, seq) => attempt("reading a blob chunk failed", async () => {
       const file = await open(fileOf(upload), "r").catch(() => undefined)
@@ -174,16 +189,20 @@ const fileChunks = (dir: string): Chunks => {
         await file.close()
       }
     }),
-    seal: (upload) => attempt("sealing a blob failed", async () => {
-      const file = await open(fileOf(upload), "r").catch(() => undefined)
-      if (file === undefined) return
-      try {
-        await file.sync()
-      } finally {
-        await file.close()
-      }
+    // Written out (no fsync: the embedded database these files go with runs with fsync off, PGlite's default). Whatever
+    // a power loss leaves, only a row says a blob exists, and a row is written after its file.
+    seal: (upload) => attempt("writing a blob failed", async () => {
+      const stream = writing.get(upload)
+      if (stream === undefined) return
+      writing.delete(upload)
+      await closed(stream)
     }),
-    drop: (uploads) => Effect.promise(() => Promise.all(uploads.map((upload) => rm(fileOf(upload), { force: true })))).pipe(Effect.asVoid)
+    drop: (uploads) =>
+      Effect.promise(() => Promise.all(uploads.map((upload) => {
+        writing.get(upload)?.destroy()
+        writing.delete(upload)
+        return rm(fileOf(upload), { force: true })
+      }))).pipe(Effect.asVoid)
   }
 }
 
