@@ -29,6 +29,9 @@ export const projectReader = (project: string): Reader => ({ _tag: "Projects", p
 
 export const uploadHolder = "upload"
 
+/** Chunks of a blob read at once while it is sent. */
+const chunkReadsAhead = 4
+
 const unavailable = (error: StoreError) => new ApiError({ code: "Unavailable", message: `the blob store is unavailable: ${error.message}`, retryAfterSeconds: 1 })
 
 const tooLarge = (bytesMax: number) =>
@@ -138,10 +141,11 @@ export class Blobs extends Context.Service<Blobs, {
       return (yield* store.readable(digest, reader.projects)) ? blob : undefined
     }).pipe(Effect.mapError(unavailable))
 
+    // The next chunks are read while one is sent (in order): each read is a round trip to the database or the disk.
     const read = (blob: StoredBlob): Stream.Stream<Uint8Array, ApiError> =>
       Stream.range(0, blob.chunks - 1).pipe(
         Stream.mapEffect((seq) => Effect.flatMap(Effect.mapError(store.chunk(blob, seq), unavailable), (bytes) =>
-          bytes === undefined ? Effect.fail(new ApiError({ code: "NotFound", message: `blob sha256:${blob.digest} was deleted while it was read` })) : Effect.succeed(bytes)))
+          bytes === undefined ? Effect.fail(new ApiError({ code: "NotFound", message: `blob sha256:${blob.digest} was deleted while it was read` })) : Effect.succeed(bytes)), { concurrency: chunkReadsAhead })
       )
 
     return Blobs.of({ bytesMax, put, store: storeComputed, stat, read, release: (holder) => Effect.mapError(store.release(holder), unavailable) })

@@ -13,7 +13,7 @@ import { once } from "node:events"
 import { createWriteStream, type WriteStream } from "node:fs"
 import { mkdir, open, rm } from "node:fs/promises"
 import { join } from "node:path"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Fiber, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { blobChunkBytes } from "../core/Limits.ts"
 import { StoreError } from "./Store.ts"
@@ -125,6 +125,8 @@ export const blobSchema = [
      seq integer NOT NULL,
      bytes bytea NOT NULL,
      PRIMARY KEY (upload, seq))`,
+  // Out of line and never compressed: what is stored is mostly tar.zst already, and trying pglz on every MiB costs CPU.
+  `ALTER TABLE nodus_blob_chunks ALTER COLUMN bytes SET STORAGE EXTERNAL`,
   `CREATE TABLE nodus_blobs (
      digest text PRIMARY KEY,
      size_bytes bigint NOT NULL,
@@ -153,6 +155,8 @@ interface Chunks {
   readonly seal: (upload: string) => Effect.Effect<void, StoreError>
   /** Drops the bytes of uploads whose rows were deleted. */
   readonly drop: (uploads: ReadonlyArray<string>) => Effect.Effect<void>
+  /** Lets every write of an upload that is being discarded finish (or fail), so that none lands after its discard. */
+  readonly settle: (upload: string) => Effect.Effect<void>
 }
 
 const fileChunks = (dir: string): Chunks => {
@@ -197,6 +201,10 @@ const fileChunks = (dir: string): Chunks => {
       writing.delete(upload)
       await closed(stream)
     }),
+    settle: (upload) => Effect.sync(() => {
+      writing.get(upload)?.destroy()
+      writing.delete(upload)
+    }),
     drop: (uploads) =>
       Effect.promise(() => Promise.all(uploads.map((upload) => {
         writing.get(upload)?.destroy()
@@ -206,21 +214,41 @@ const fileChunks = (dir: string): Chunks => {
   }
 }
 
-const rowChunks = (sql: SqlClient.SqlClient): Chunks => ({
-  write: (upload, seq, bytes) =>
+/** Chunk inserts of one upload in flight at once: each is a round trip carrying 1 MiB, so they overlap. */
+export const chunkWritesInFlight = 4
+
+const rowChunks = (sql: SqlClient.SqlClient): Chunks => {
+  const inFlight = new Map<string, Array<Fiber.Fiber<void, StoreError>>>()
+  const insert = (upload: string, seq: number, bytes: Uint8Array) =>
     sql.unsafe(`INSERT INTO nodus_blob_chunks (upload, seq, bytes) VALUES ($1, $2, $3)`, [upload, seq, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length)]).pipe(
       Effect.asVoid,
       Effect.mapError(failure("staging a blob chunk failed"))
-    ),
-  read: (upload, seq) =>
-    sql.unsafe<{ bytes: Uint8Array }>(`SELECT bytes FROM nodus_blob_chunks WHERE upload = $1 AND seq = $2`, [upload, seq]).pipe(
-      Effect.map((rows) => rows[0]?.bytes),
-      Effect.mapError(failure("reading a blob chunk failed"))
-    ),
-  seal: () => Effect.void,
-  // The transactions that dropped the uploads' rows deleted their chunks with them.
-  drop: () => Effect.void
-})
+    )
+  /** Waits for every insert of the upload; fails with the first that failed. */
+  const settle = (upload: string) => Effect.suspend(() => {
+    const fibers = inFlight.get(upload) ?? []
+    inFlight.delete(upload)
+    return Effect.forEach(fibers, (fiber) => Fiber.join(fiber), { discard: true })
+  })
+  return {
+    // Rows name their seq: inserts may land in any order, and a seal waits for all of them.
+    write: (upload, seq, bytes) => Effect.gen(function*() {
+      const fibers = inFlight.get(upload) ?? []
+      inFlight.set(upload, fibers)
+      if (fibers.length >= chunkWritesInFlight) yield* Fiber.join(fibers.shift()!)
+      fibers.push(yield* Effect.forkDetach(insert(upload, seq, bytes)))
+    }),
+    read: (upload, seq) =>
+      sql.unsafe<{ bytes: Uint8Array }>(`SELECT bytes FROM nodus_blob_chunks WHERE upload = $1 AND seq = $2`, [upload, seq]).pipe(
+        Effect.map((rows) => rows[0]?.bytes),
+        Effect.mapError(failure("reading a blob chunk failed"))
+      ),
+    seal: settle,
+    // The transactions that dropped the uploads' rows deleted their chunks with them, once no insert was left to land.
+    drop: () => Effect.void,
+    settle: (upload) => Effect.ignore(settle(upload))
+  }
+}
 
 /**
  * Blobs in the SQL store's database: one body of SQL for PostgreSQL and PGlite. With `filesDir`, the bytes are files
@@ -266,7 +294,13 @@ export const makeSql = (filesDir?: string) => Effect.gen(function*() {
         // The same bytes were stored already: the staged copy goes.
         Effect.flatMap((duplicate) => duplicate ? chunks.drop([upload]) : Effect.void)
       ),
-    discard: (upload) => sql.withTransaction(dropUpload(upload)).pipe(Effect.asVoid, Effect.mapError(failure("discarding an upload failed")), Effect.andThen(chunks.drop([upload]))),
+    discard: (upload) =>
+      chunks.settle(upload).pipe(
+        Effect.andThen(sql.withTransaction(dropUpload(upload))),
+        Effect.asVoid,
+        Effect.mapError(failure("discarding an upload failed")),
+        Effect.andThen(chunks.drop([upload]))
+      ),
     stat: (digest) =>
       sql.unsafe<{ size_bytes: string; upload: string; chunks: number }>(`SELECT size_bytes::text AS size_bytes, upload, chunks FROM nodus_blobs WHERE digest = $1`, [digest]).pipe(
         Effect.map((rows) => rows[0] === undefined ? undefined : { digest, sizeBytes: Number(rows[0].size_bytes), upload: rows[0].upload, chunks: Number(rows[0].chunks) }),
