@@ -71,18 +71,18 @@ export class Blobs extends Context.Service<Blobs, {
     const store = yield* BlobStore
 
     /**
-     * Reads `body` to its end, hashing it; unless `stage` is false (the blob is already stored), keeps it in chunks
-     * under a new upload id. Anything short of a whole, bounded body leaves nothing staged.
+     * Reads `body` to its end, hashing it; unless `stage` is false (the uploader can already read the blob), keeps it in
+     * chunks under a new upload id. Anything short of a whole, bounded body leaves nothing staged.
      */
     const receive = (body: Stream.Stream<Uint8Array, unknown>, stage: boolean, bound: number) => Effect.gen(function*() {
       const upload = randomUUID()
-      const startedAt = yield* Clock.currentTimeMillis
       const hash = createHash("sha256")
       let sizeBytes = 0
       let chunks = 0
       let pending: Array<Uint8Array> = []
       let pendingBytes = 0
-      const stageChunk = (bytes: Uint8Array) => store.stage(upload, chunks++, bytes, startedAt).pipe(Effect.mapError(unavailable))
+      const stageChunk = (bytes: Uint8Array) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) => store.stage(upload, chunks++, bytes, now)).pipe(Effect.mapError(unavailable))
       const take = (chunk: Uint8Array) => Effect.suspend(() => {
         sizeBytes += chunk.length
         if (sizeBytes > bound) return Effect.fail(tooLarge(bound))
@@ -115,17 +115,24 @@ export class Blobs extends Context.Service<Blobs, {
     const publish = (received: { readonly upload: string; readonly digest: string; readonly sizeBytes: number; readonly chunks: number }, ref: BlobRef, created: boolean) =>
       store.publish(received.upload, received, ref).pipe(
         Effect.mapError(unavailable),
+        // Refused (swept meanwhile, or the bytes it relied on collected): what it staged goes, and the uploader retries.
+        Effect.onError(() => Effect.ignore(store.discard(received.upload))),
         Effect.as({ digest: received.digest, sizeBytes: received.sizeBytes, created } satisfies PutBlob)
       )
 
+    /**
+     * An upload: staged unless its project can already read the blob, and answered as new unless it could. What
+     * another project stores changes neither the answer nor the work (no staging skipped for it), so an upload tells
+     * nobody what others hold; the same bytes are kept once all the same.
+     */
     const put = (digest: string, ref: BlobRef, body: Stream.Stream<Uint8Array, unknown>) => Effect.gen(function*() {
-      const stored = yield* Effect.mapError(store.stat(digest), unavailable)
-      const received = yield* receive(body, stored === undefined, bytesMax)
+      const known = (yield* stat(digest, projectReader(ref.project))) !== undefined
+      const received = yield* receive(body, !known, bytesMax)
       if (received.digest !== digest) {
         yield* Effect.ignore(store.discard(received.upload))
         return yield* mismatch(digest, received.digest)
       }
-      return yield* publish(received, ref, stored === undefined)
+      return yield* publish(received, ref, !known)
     })
 
     const storeComputed = (ref: BlobRef, body: Stream.Stream<Uint8Array, unknown>, bound: number) => Effect.gen(function*() {

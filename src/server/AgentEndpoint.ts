@@ -90,7 +90,8 @@ export const makeNodeAgents = (parts: AgentEndpointParts) => {
       const taken = yield* Effect.tryPromise({
         try: async (): Promise<Json | undefined> =>
           kind === "outputs" ? ((await capacity.putOutput(target, scope, bytes)) ? { stored: target.name } : undefined) : await capacity.putCheckpoint(target, scope, bytes),
-        catch: (error) => new ApiError({ code: "FileTooLarge", message: error instanceof Error ? error.message : String(error) })
+        // The store's own answer (FileTooLarge past the bound, Unavailable while the store is) goes back as it is.
+        catch: (error) => error instanceof ApiError ? error : new ApiError({ code: "FileTooLarge", message: error instanceof Error ? error.message : String(error) })
       })
       if (taken === undefined) return yield* new ApiError({ code: "Conflict", message: `the server no longer takes ${kind} of ${target.run} under epoch ${target.epoch}` })
       return taken

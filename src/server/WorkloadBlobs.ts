@@ -27,10 +27,10 @@ const asIterable = (bytes: Stream.Stream<Uint8Array, unknown>): AsyncIterable<Ui
 export const makeWorkloadBlobs = (blobs: Blobs["Service"], store: StoreShape) => {
   const run = <A>(effect: Effect.Effect<A, unknown>) => Effect.runPromise(effect)
 
-  /** Stores bytes for an owner; a failure (too large, the store gone) keeps nothing and rejects with its message. */
+  /** Stores bytes for an owner; a failure (too large, the store gone) keeps nothing and rejects with its ApiError. */
   const keep = (owner: string, namespace: string, bytes: AsyncIterable<Uint8Array>, bytesMax: number) =>
     run(Effect.map(
-      Effect.mapError(blobs.store({ project: namespace, holder: owner }, Stream.fromAsyncIterable(bytes, (error) => error), bytesMax), (error) => new Error(error.message)),
+      blobs.store({ project: namespace, holder: owner }, Stream.fromAsyncIterable(bytes, (error) => error), bytesMax),
       (stored) => ({ sha256: stored.digest, sizeBytes: stored.sizeBytes })
     ))
 

@@ -13,7 +13,7 @@ import { once } from "node:events"
 import { createWriteStream, type WriteStream } from "node:fs"
 import { mkdir, open, rm } from "node:fs/promises"
 import { join } from "node:path"
-import { Context, Effect, Fiber, Layer } from "effect"
+import { Context, Effect, Exit, Fiber, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { blobChunkBytes } from "../core/Limits.ts"
 import { StoreError } from "./Store.ts"
@@ -35,11 +35,15 @@ export interface StoredBlob {
 }
 
 export interface BlobStoreShape {
-  /** Keeps one chunk of an upload in progress, begun at `startedAt` (for the sweep of abandoned ones). */
-  readonly stage: (upload: string, seq: number, bytes: Uint8Array, startedAt: number) => Effect.Effect<void, StoreError>
   /**
-   * Makes a whole staged upload the blob `digest` (dropping it when that blob is already stored) and adds `ref`; fails
-   * when the upload was swept meanwhile.
+   * Keeps one chunk of an upload in progress, written at `now`: an upload is abandoned (swept) once nothing was written
+   * to it for `blobUploadAbandonedMs`, however long it has been going on.
+   */
+  readonly stage: (upload: string, seq: number, bytes: Uint8Array, now: number) => Effect.Effect<void, StoreError>
+  /**
+   * Makes a whole staged upload the blob `digest` (dropping it when that blob is already stored) and adds `ref`. Fails
+   * when the blob is not stored and the upload's bytes are not there: it was swept meanwhile, or nothing was staged
+   * because the blob was stored when the upload began and has been collected since (the caller uploads again).
    */
   readonly publish: (upload: string, blob: { readonly digest: string; readonly sizeBytes: number; readonly chunks: number }, ref: BlobRef) => Effect.Effect<void, StoreError>
   /** Drops a staged upload. */
@@ -52,6 +56,8 @@ export interface BlobStoreShape {
   readonly chunk: (blob: StoredBlob, seq: number) => Effect.Effect<Uint8Array | undefined, StoreError>
   /** Drops every reference `holder` has (in any project) and every blob they alone kept; answers how many blobs went. */
   readonly release: (holder: string) => Effect.Effect<number, StoreError>
+  /** Holders of references after `after` in order, but uploads' (for the collection of those whose object is gone). */
+  readonly holders: (after: string, limit: number) => Effect.Effect<ReadonlyArray<string>, StoreError>
   /** Drops uploads begun before `before` that never published (a crashed server, a client gone). */
   readonly sweep: (before: number) => Effect.Effect<number, StoreError>
 }
@@ -60,7 +66,7 @@ export class BlobStore extends Context.Service<BlobStore, BlobStoreShape>()("nod
 
 /** Blobs in memory, for tests and the in-memory store. */
 export const makeMemory = (): BlobStoreShape => {
-  const staged = new Map<string, { readonly startedAt: number; readonly chunks: Map<number, Uint8Array> }>()
+  const staged = new Map<string, { touchedAt: number; readonly chunks: Map<number, Uint8Array> }>()
   const blobs = new Map<string, { readonly blob: StoredBlob; readonly chunks: Map<number, Uint8Array> }>()
   const refs = new Map<string, Set<string>>() // digest -> "project\u0000holder"
   const refKey = (ref: BlobRef) => `${ref.project}\u0000${ref.holder}`
@@ -70,9 +76,10 @@ export const makeMemory = (): BlobStoreShape => {
     return blobs.delete(digest) ? 1 : 0
   }
   return {
-    stage: (upload, seq, bytes, startedAt) =>
+    stage: (upload, seq, bytes, now) =>
       Effect.sync(() => {
-        const entry = staged.get(upload) ?? { startedAt, chunks: new Map() }
+        const entry = staged.get(upload) ?? { touchedAt: now, chunks: new Map() }
+        entry.touchedAt = now
         entry.chunks.set(seq, Uint8Array.from(bytes))
         staged.set(upload, entry)
       }),
@@ -81,7 +88,7 @@ export const makeMemory = (): BlobStoreShape => {
         const entry = staged.get(upload)
         staged.delete(upload)
         if (!blobs.has(blob.digest)) {
-          if (entry === undefined && blob.chunks > 0) return Effect.fail(new StoreError({ message: `upload ${upload} was swept before it was published` }))
+          if (entry === undefined && blob.sizeBytes > 0) return Effect.fail(missingBytes(upload))
           blobs.set(blob.digest, { blob: { ...blob, upload }, chunks: entry?.chunks ?? new Map() })
         }
         refs.set(blob.digest, (refs.get(blob.digest) ?? new Set()).add(refKey(ref)))
@@ -106,10 +113,13 @@ export const makeMemory = (): BlobStoreShape => {
       Effect.sync(() => {
         let dropped = 0
         for (const [upload, entry] of staged) {
-          if (entry.startedAt < before) dropped += staged.delete(upload) ? 1 : 0
+          if (entry.touchedAt < before) dropped += staged.delete(upload) ? 1 : 0
         }
         return dropped
-      })
+      }),
+    holders: (after, limit) =>
+      Effect.sync(() => [...new Set([...refs.values()].flatMap((keys) => [...keys].map((key) => key.slice(key.indexOf("\u0000") + 1))))]
+        .filter((holder) => holder > after && holder !== "upload").sort().slice(0, limit))
   }
 }
 
@@ -119,7 +129,7 @@ export const layerMemory: Layer.Layer<BlobStore> = Layer.sync(BlobStore, makeMem
 export const blobSchema = [
   `CREATE TABLE nodus_blob_uploads (
      upload text PRIMARY KEY,
-     started_at bigint NOT NULL)`,
+     touched_at bigint NOT NULL)`,
   `CREATE TABLE nodus_blob_chunks (
      upload text NOT NULL,
      seq integer NOT NULL,
@@ -140,6 +150,8 @@ export const blobSchema = [
   `CREATE INDEX nodus_blob_refs_holder ON nodus_blob_refs (holder)`
 ]
 
+/** A blob to publish whose bytes are not there (see `publish`): its uploader uploads it again. */
+const missingBytes = (upload: string) => new StoreError({ message: `the bytes of upload ${upload} are gone (swept, or the blob was collected while it was uploaded); upload it again` })
 const failure = (message: string) => (cause: SqlError.SqlError) => new StoreError({ message: `${message}: ${cause.message}`, cause })
 
 /**
@@ -157,6 +169,19 @@ interface Chunks {
   readonly drop: (uploads: ReadonlyArray<string>) => Effect.Effect<void>
   /** Lets every write of an upload that is being discarded finish (or fail), so that none lands after its discard. */
   readonly settle: (upload: string) => Effect.Effect<void>
+}
+
+/** Waits for a write stream to drain; rejects when it closes first. Neither listener outlives the wait. */
+const drained = async (stream: WriteStream, upload: string) => {
+  const stop = new AbortController()
+  try {
+    await Promise.race([
+      once(stream, "drain", { signal: stop.signal }),
+      once(stream, "close", { signal: stop.signal }).then(() => Promise.reject(new Error(`upload ${upload} was dropped`)))
+    ])
+  } finally {
+    stop.abort()
+  }
 }
 
 const fileChunks = (dir: string): Chunks => {
@@ -180,7 +205,9 @@ const fileChunks = (dir: string): Chunks => {
         writing.set(upload, stream)
       }
       if (stream.errored !== null) throw stream.errored
-      if (!stream.write(bytes)) await once(stream, "drain")
+      if (stream.destroyed) throw new Error(`upload ${upload} was dropped`)
+      // A stream dropped while this write waits (a sweep, a discard) closes without draining: the write fails then.
+      if (!stream.write(bytes)) await drained(stream, upload)
     }),
     read: (upload, seq) => attempt("reading a blob chunk failed", async () => {
       const file = await open(fileOf(upload), "r").catch(() => undefined)
@@ -214,6 +241,9 @@ const fileChunks = (dir: string): Chunks => {
   }
 }
 
+/** An upload says it is still going every this many chunks (64 MiB): what the sweep of abandoned ones reads. */
+const uploadTouchEvery = 64
+
 /** Chunk inserts of one upload in flight at once: each is a round trip carrying 1 MiB, so they overlap. */
 export const chunkWritesInFlight = 4
 
@@ -224,18 +254,25 @@ const rowChunks = (sql: SqlClient.SqlClient): Chunks => {
       Effect.asVoid,
       Effect.mapError(failure("staging a blob chunk failed"))
     )
-  /** Waits for every insert of the upload; fails with the first that failed. */
+  /** Waits for every insert of the upload to land or fail; then fails with the first failure, if any. */
   const settle = (upload: string) => Effect.suspend(() => {
     const fibers = inFlight.get(upload) ?? []
     inFlight.delete(upload)
-    return Effect.forEach(fibers, (fiber) => Fiber.join(fiber), { discard: true })
+    return Effect.flatMap(Effect.forEach(fibers, (fiber) => Fiber.await(fiber)), (exits) => {
+      const failed = exits.find(Exit.isFailure)
+      return failed === undefined ? Effect.void : Effect.failCause(failed.cause)
+    })
   })
   return {
     // Rows name their seq: inserts may land in any order, and a seal waits for all of them.
     write: (upload, seq, bytes) => Effect.gen(function*() {
       const fibers = inFlight.get(upload) ?? []
       inFlight.set(upload, fibers)
-      if (fibers.length >= chunkWritesInFlight) yield* Fiber.join(fibers.shift()!)
+      // The oldest stays tracked while it is waited for: a discard meanwhile still waits for it to land.
+      if (fibers.length >= chunkWritesInFlight) {
+        yield* Fiber.join(fibers[0]!)
+        fibers.shift()
+      }
       fibers.push(yield* Effect.forkDetach(insert(upload, seq, bytes)))
     }),
     read: (upload, seq) =>
@@ -271,13 +308,16 @@ export const makeSql = (filesDir?: string) => Effect.gen(function*() {
     Effect.andThen(sql.unsafe(`DELETE FROM nodus_blob_chunks WHERE upload = $1`, [upload]), sql.unsafe(`DELETE FROM nodus_blob_uploads WHERE upload = $1`, [upload]))
 
   return BlobStore.of({
-    stage: (upload, seq, bytes, startedAt) =>
+    // Its first chunk registers the upload; every 64th says it is still going (an upload of hours is not abandoned).
+    stage: (upload, seq, bytes, now) =>
       (seq === 0
-        ? sql.unsafe(`INSERT INTO nodus_blob_uploads (upload, started_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [upload, startedAt]).pipe(
-          Effect.asVoid,
-          Effect.mapError(failure("staging a blob chunk failed"))
-        )
-        : Effect.void).pipe(Effect.andThen(chunks.write(upload, seq, bytes))),
+        ? sql.unsafe(`INSERT INTO nodus_blob_uploads (upload, touched_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [upload, now])
+        : seq % uploadTouchEvery === 0
+        ? sql.unsafe(`UPDATE nodus_blob_uploads SET touched_at = $2 WHERE upload = $1`, [upload, now])
+        : Effect.succeed([])).pipe(
+          Effect.mapError(failure("staging a blob chunk failed")),
+          Effect.andThen(chunks.write(upload, seq, bytes))
+        ),
     publish: (upload, blob, ref) =>
       chunks.seal(upload).pipe(Effect.andThen(sql.withTransaction(Effect.gen(function*() {
         yield* lockDigest(blob.digest)
@@ -287,7 +327,7 @@ export const makeSql = (filesDir?: string) => Effect.gen(function*() {
         )
         const staged = yield* sql.unsafe<{ upload: string }>(`DELETE FROM nodus_blob_uploads WHERE upload = $1 RETURNING upload`, [upload])
         if (inserted.length === 0) yield* sql.unsafe(`DELETE FROM nodus_blob_chunks WHERE upload = $1`, [upload])
-        else if (staged.length === 0 && blob.chunks > 0) return yield* new StoreError({ message: `upload ${upload} was swept before it was published` })
+        else if (staged.length === 0 && blob.sizeBytes > 0) return yield* missingBytes(upload)
         yield* sql.unsafe(`INSERT INTO nodus_blob_refs (digest, project, holder) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [blob.digest, ref.project, ref.holder])
         return inserted.length === 0
       })).pipe(Effect.mapError((error) => error._tag === "StoreError" ? error : failure("publishing a blob failed")(error)))),
@@ -312,26 +352,29 @@ export const makeSql = (filesDir?: string) => Effect.gen(function*() {
         Effect.mapError(failure("reading a blob's references failed"))
       ),
     chunk: (blob, seq) => chunks.read(blob.upload, seq),
+    // One digest per transaction, so an owner of thousands of checkpoints never holds thousands of locks at once.
     release: (holder) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const released = yield* sql.unsafe<{ digest: string }>(`SELECT DISTINCT digest FROM nodus_blob_refs WHERE holder = $1 ORDER BY digest`, [holder])
-        const dropped: Array<string> = []
-        for (const { digest } of released) {
-          yield* lockDigest(digest)
-          yield* sql.unsafe(`DELETE FROM nodus_blob_refs WHERE digest = $1 AND holder = $2`, [digest, holder])
-          const upload = yield* dropUnreferenced(digest)
-          if (upload !== undefined) dropped.push(upload)
-        }
-        return dropped
-      })).pipe(
-        Effect.mapError(failure("releasing blobs failed")),
-        Effect.tap(chunks.drop),
-        Effect.map((dropped) => dropped.length)
+      sql.unsafe<{ digest: string }>(`SELECT DISTINCT digest FROM nodus_blob_refs WHERE holder = $1`, [holder]).pipe(
+        Effect.flatMap((released) => Effect.forEach(released, ({ digest }) =>
+          sql.withTransaction(Effect.gen(function*() {
+            yield* lockDigest(digest)
+            yield* sql.unsafe(`DELETE FROM nodus_blob_refs WHERE digest = $1 AND holder = $2`, [digest, holder])
+            return yield* dropUnreferenced(digest)
+          })).pipe(Effect.tap((upload) => upload === undefined ? Effect.void : chunks.drop([upload]))))),
+        Effect.map((uploads) => uploads.filter((upload) => upload !== undefined).length),
+        Effect.mapError(failure("releasing blobs failed"))
       ),
+    holders: (after, limit) =>
+      sql.unsafe<{ holder: string }>(
+        `SELECT DISTINCT holder FROM nodus_blob_refs WHERE holder > $1 AND holder <> 'upload' ORDER BY holder LIMIT $2`,
+        [after, limit]
+      ).pipe(Effect.map((rows) => rows.map((row) => row.holder)), Effect.mapError(failure("listing blob holders failed"))),
     sweep: (before) =>
       sql.withTransaction(Effect.gen(function*() {
-        const abandoned = yield* sql.unsafe<{ upload: string }>(`SELECT upload FROM nodus_blob_uploads WHERE started_at < $1`, [before])
-        for (const { upload } of abandoned) yield* dropUpload(upload)
+        // The upload rows first: a publish that claimed its row meanwhile keeps its chunks; the sweep drops only what
+        // it claimed.
+        const abandoned = yield* sql.unsafe<{ upload: string }>(`DELETE FROM nodus_blob_uploads WHERE touched_at < $1 RETURNING upload`, [before])
+        for (const { upload } of abandoned) yield* sql.unsafe(`DELETE FROM nodus_blob_chunks WHERE upload = $1`, [upload])
         return abandoned.map(({ upload }) => upload)
       })).pipe(
         Effect.mapError(failure("sweeping abandoned uploads failed")),

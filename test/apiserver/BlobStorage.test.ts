@@ -124,10 +124,14 @@ const suite = (name: string, storeLayer: () => Promise<{ readonly layer: Layer.L
       assert.isTrue(await visible("p1", sha(mine)))
       assert.isFalse(await visible("p2", sha(mine)))
       assert.isTrue(await visible("p2", sha(org)))
-      // The same bytes uploaded by p2 are stored once, and now p2 reads them too.
+      // The same bytes uploaded by p2 are new to p2 (it cannot learn that p1 holds them), stored once all the same.
+      const before = await run((_, store) => store.stat(sha(mine)))
       const again = await run((blobs) => blobs.put(sha(mine), { project: "p2", holder: uploadHolder }, body(mine)))
-      assert.isFalse(again.created)
+      assert.isTrue(again.created)
       assert.isTrue(await visible("p2", sha(mine)))
+      assert.deepStrictEqual(await run((_, store) => store.stat(sha(mine))), before)
+      // A second upload by p1 is not new to p1.
+      assert.isFalse((await run((blobs) => blobs.put(sha(mine), { project: "p1", holder: uploadHolder }, body(mine)))).created)
     })
 
     it("a workload's state is stored under the digest it has, and goes with the last reference", async () => {
@@ -141,6 +145,34 @@ const suite = (name: string, storeLayer: () => Promise<{ readonly layer: Layer.L
       assert.isTrue(Buffer.from(state).equals(await readAll(sha(state))))
       assert.strictEqual(await run((blobs) => blobs.release("uid-of-a-job")), 1)
       assert.isUndefined(await run((_, store) => store.stat(sha(state))))
+    })
+
+    it("a blob whose bytes were not staged is not published without them (collected during its upload)", async () => {
+      const bytes = bytesOf(10, 10)
+      const exit = await runtime.runPromiseExit(Effect.flatMap(Effect.service(BlobStore.BlobStore), (store) =>
+        store.publish("never-staged", { digest: sha(bytes), sizeBytes: 10, chunks: 0 }, { project: "a", holder: uploadHolder })))
+      assert.isTrue(Exit.isFailure(exit))
+      assert.isUndefined(await run((_, store) => store.stat(sha(bytes))))
+    })
+
+    it("an upload still being written is not abandoned, however long it has gone on", async () => {
+      const chunk = bytesOf(16, 11)
+      await run((_, store) => store.stage("long-upload", 0, chunk, 1_000))
+      for (let seq = 1; seq <= 64; seq++) await run((_, store) => store.stage("long-upload", seq, chunk, 1_000 + seq * 60_000))
+      // Begun at 1 s, written to at 64 minutes: a sweep of what was quiet since 30 minutes leaves it.
+      assert.strictEqual(await run((_, store) => store.sweep(30 * 60_000)), 0)
+      await run((_, store) => store.discard("long-upload"))
+      assert.strictEqual(await run((_, store) => store.sweep(Number.MAX_SAFE_INTEGER)), 0)
+    })
+
+    it("lists the holders of references, uploads left out, a page at a time", async () => {
+      const state = bytesOf(20, 12)
+      for (const holder of ["uid-b", "uid-a", "uid-c"]) await run((blobs) => blobs.store({ project: "p1", holder }, body(state), bytesMax))
+      const first = await run((_, store) => store.holders("", 2))
+      assert.deepStrictEqual(first, ["uid-a", "uid-b"])
+      assert.deepStrictEqual(await run((_, store) => store.holders(first.at(-1)!, 2)), ["uid-c"])
+      for (const holder of ["uid-a", "uid-b", "uid-c"]) await run((blobs) => blobs.release(holder))
+      assert.deepStrictEqual(await run((_, store) => store.holders("", 10)), [])
     })
 
     it("an upload swept before it was published is refused, not published without its bytes", async () => {

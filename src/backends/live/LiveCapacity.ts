@@ -722,7 +722,12 @@ export class LiveCapacity {
   readonly putCheckpoint = async (target: OutputTarget, scope: NodeScope, bytes: AsyncIterable<Uint8Array>): Promise<{ readonly seq: number } | undefined> => {
     const run = this.transferRun(target, scope)
     if (run === undefined) return undefined
-    const seq = (this.seqs.get(run.owner) ?? await this.options.checkpoints.latest(run.owner)) + 1
+    // The highest number kept is read once per owner; two uploads that both waited for it number on from it in turn.
+    if (!this.seqs.has(run.owner)) {
+      const latest = await this.options.checkpoints.latest(run.owner)
+      if (!this.seqs.has(run.owner)) this.seqs.set(run.owner, latest)
+    }
+    const seq = this.seqs.get(run.owner)! + 1
     this.seqs.set(run.owner, seq)
     await this.options.checkpoints.store(run.owner, run.namespace, seq, bytes)
     return { seq }

@@ -9,9 +9,10 @@
  *        {"id": "<call>", "ok": false, "error": {"type": "<module.Class>", "message": "...", "traceback": "..."}}
  *
  * A JSON input is `{"args": [...], "kwargs": {...}}` and a JSON result the return value (spec: Payload); a Pickle input
- * is a pickled `(args, kwargs)`, its result the pickled return value. What the function prints goes to stderr (the
- * worker's log): the protocol keeps stdout to itself, so no print can forge an answer. Calls run on up to
- * `NODUS_CONCURRENCY` threads (the Function's targetConcurrency).
+ * is a pickled `(args, kwargs)`, its result the pickled return value (a JSON result of NaN or Infinity is an error: no
+ * JSON can carry it). What the function prints goes to stderr (the worker's log), and what it reads from stdin is
+ * empty: the protocol keeps both pipes to itself, so no print can forge an answer and no `input()` can take a call.
+ * Calls run on up to `NODUS_CONCURRENCY` threads (the Function's targetConcurrency).
  *
  * The host's side (the agent) checks every line against `WorkerMessageSchema`, since the code in the box can write
  * to the worker's real stdout too, and scrubs errors of the secret values the worker was given (Scrub.ts).
@@ -78,12 +79,15 @@ import base64, importlib, json, os, pickle, sys, threading, traceback
 from concurrent.futures import ThreadPoolExecutor
 
 out = os.fdopen(os.dup(1), "w", buffering=1)
+calls = os.fdopen(os.dup(0), "r")
 os.dup2(2, 1)
+os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
 sys.stdout = sys.stderr
+sys.stdin = open(os.devnull)
 lock = threading.Lock()
 
 def say(message):
-    line = json.dumps(message, separators=(",", ":"))
+    line = json.dumps(message, separators=(",", ":"), allow_nan=False)
     with lock:
         out.write(line + "\n")
 
@@ -116,7 +120,7 @@ def decode(call):
     return list(args), dict(kwargs)
 
 def encode(encoding, value):
-    data = pickle.dumps(value) if encoding == "Pickle" else json.dumps(value).encode()
+    data = pickle.dumps(value) if encoding == "Pickle" else json.dumps(value, allow_nan=False).encode()
     return base64.b64encode(data).decode()
 
 def serve(call):
@@ -126,12 +130,15 @@ def serve(call):
         value = function(*args, **kwargs)
         say({"id": call["id"], "ok": True, "encoding": call["encoding"], "result": encode(call["encoding"], value)})
     except BaseException as error:
-        say({"id": call["id"], "ok": False, "error": describe(error)})
+        try:
+            say({"id": call["id"], "ok": False, "error": describe(error)})
+        except BaseException:
+            say({"id": call["id"], "ok": False, "error": {"type": "WorkerError", "message": "the exception could not be described", "traceback": ""}})
 
 say({"ready": True, "python": "%d.%d" % sys.version_info[:2]})
 concurrency = max(1, int(os.environ.get("NODUS_CONCURRENCY", "1")))
 pool = ThreadPoolExecutor(max_workers=concurrency) if concurrency > 1 else None
-for line in sys.stdin:
+for line in calls:
     if not line.strip():
         continue
     call = json.loads(line)

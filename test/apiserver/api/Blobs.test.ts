@@ -106,7 +106,8 @@ describe("blobs over HTTP", () => {
     const get = await send("GET", blobPath(sha(bytes)), { token: key("writer-b") })
     assert.strictEqual(get.status, 404)
     assert.strictEqual(((await get.json()) as any).reason, "NotFound")
-    // Uploading them proves it has them: stored once, now readable by both.
+    // Uploading them proves it has them: new to project b (201: it learns nothing of a), now readable by both.
+    assert.strictEqual((await send("PUT", blobPath(sha(bytes)), { body: bytes, token: key("writer-b") })).status, 201)
     assert.strictEqual((await send("PUT", blobPath(sha(bytes)), { body: bytes, token: key("writer-b") })).status, 200)
     assert.strictEqual((await send("HEAD", blobPath(sha(bytes)), { token: key("writer-b") })).status, 200)
   })

@@ -32,6 +32,12 @@ def together():
 def loaded():
     return loads
 
+def reads():
+    return input()
+
+def not_a_number():
+    return float("nan")
+
 class Model:
     def __init__(self):
         self.scale = 10
@@ -100,6 +106,19 @@ describe("python worker", () => {
     const bad = await worker.connection.call(call({ input: json({ kwargs: { nope: 1 } }) }))
     expect(!bad.ok && bad.error.type).toBe("TypeError")
     worker.done()
+  })
+
+  it("input() reads nothing (never the next call), and a result JSON cannot carry is the call's error", async () => {
+    const reading = direct({ qualname: "reads" })
+    const first = await reading.connection.call(call({}))
+    expect(!first.ok && first.error.type).toBe("EOFError")
+    const second = await reading.connection.call(call({}))
+    expect(!second.ok && second.error.type).toBe("EOFError")
+    reading.done()
+    const nan = direct({ qualname: "not_a_number" })
+    const outcome = await nan.connection.call(call({}))
+    expect(!outcome.ok && outcome.error.type).toBe("ValueError")
+    nan.done()
   })
 
   it("Pickle: a pickled (args, kwargs) in, the pickled return value out", async () => {
