@@ -145,6 +145,35 @@ describe("exits", () => {
   })
 })
 
+describe("checkpoints", () => {
+  it("are numbered on from the highest kept, each its own number, when two uploads race after a restart", async () => {
+    const stored: Array<number> = []
+    const capacity = Effect.runSync(LiveCapacity.make({
+      now: () => T0,
+      resolve: () => Effect.succeed({ env: {}, secretFiles: [], secretValues: [], inputs: new Map() }),
+      appendLog: () => undefined,
+      storeOutput: async () => ({ sha256: "0".repeat(64), sizeBytes: 0 }),
+      checkpoints: {
+        // A restarted server reads the highest number kept, slowly: both uploads wait for it.
+        latest: () => new Promise((resolve) => setTimeout(() => resolve(7), 20)),
+        store: async (_owner, _namespace, seq) => {
+          stored.push(seq)
+          return { sha256: "0".repeat(64), sizeBytes: 0 }
+        },
+        open: async () => undefined
+      }
+    }))
+    const lease = capacity.hello(hello(), local)
+    launch(capacity)
+    await capacity.sync({ node: "n1", epoch: lease.epoch, version: 0, runs: [report("uid-1/job-0-1")], waitMs: 0 }, local)
+    const target = { node: "n1", epoch: lease.epoch, run: "uid-1/job-0-1", name: "checkpoint" }
+    const empty = async function*(): AsyncIterable<Uint8Array> {}
+    const answers = await Promise.all([capacity.putCheckpoint(target, local, empty()), capacity.putCheckpoint(target, local, empty())])
+    expect(answers.map((answer) => answer?.seq).sort()).toEqual([8, 9])
+    expect(stored.sort()).toEqual([8, 9])
+  })
+})
+
 describe("logs", () => {
   it("are kept once each, in order, scrubbed of the run's secret values", async () => {
     const { capacity, logs } = setup()
