@@ -17,7 +17,6 @@
  * The host's side (the agent) checks every line against `WorkerMessageSchema`, since the code in the box can write
  * to the worker's real stdout too, and scrubs errors of the secret values the worker was given (Scrub.ts).
  */
-import { createInterface } from "node:readline"
 import type { Readable, Writable } from "node:stream"
 import { Exit, Schema } from "effect"
 import { scrub } from "./Scrub.ts"
@@ -148,6 +147,44 @@ for line in calls:
         pool.submit(serve, call)
 `
 
+/**
+ * The longest line a worker may say: an answer carries its result inline (base64), and a result larger than this is
+ * the blob store's, not a pipe's. A longer line ends the worker's connection (every waiting call is lost), so no
+ * worker can make the host hold an unbounded line.
+ */
+export const workerLineBytesMax = 64 * 1024 * 1024
+
+/** Calls `onLine` with each line of `output`; `onEnd` once, when it ends or says a line longer than `maxBytes`. */
+const readLines = (output: Readable, maxBytes: number, onLine: (line: string) => void, onEnd: (why: string) => void) => {
+  let pending: Array<Buffer> = []
+  let pendingBytes = 0
+  let ended = false
+  const end = (why: string) => {
+    if (ended) return
+    ended = true
+    onEnd(why)
+  }
+  output.on("data", (chunk: Buffer) => {
+    let start = 0
+    for (let newline = chunk.indexOf(10); newline !== -1 && !ended; newline = chunk.indexOf(10, start)) {
+      onLine(Buffer.concat([...pending, chunk.subarray(start, newline)]).toString("utf8"))
+      pending = []
+      pendingBytes = 0
+      start = newline + 1
+    }
+    pending.push(chunk.subarray(start))
+    pendingBytes += chunk.length - start
+    if (pendingBytes > maxBytes) {
+      pending = []
+      output.destroy()
+      end(`the worker said a line longer than ${maxBytes} bytes`)
+    }
+  })
+  output.on("close", () => end("the worker exited"))
+  output.on("end", () => end("the worker exited"))
+  output.on("error", () => end("the worker exited"))
+}
+
 /** A call's outcome as the worker said it, its error scrubbed of what the worker was given in secret. */
 export type WorkerOutcome =
   | { readonly ok: true; readonly encoding: "JSON" | "Pickle"; readonly result: string }
@@ -168,15 +205,13 @@ export class WorkerConnection {
   private readonly input: Writable
   private readonly secrets: ReadonlyArray<string>
 
-  constructor(input: Writable, output: Readable, secrets: ReadonlyArray<string>) {
+  constructor(input: Writable, output: Readable, secrets: ReadonlyArray<string>, lineBytesMax = workerLineBytesMax) {
     this.input = input
     this.secrets = secrets
     this.ready = new Promise((resolve, reject) => (this.settleReady = { resolve, reject }))
     this.ready.catch(() => undefined)
     input.on("error", () => undefined)
-    const lines = createInterface({ input: output, crlfDelay: Infinity })
-    lines.on("line", (line) => this.take(line))
-    lines.on("close", () => this.end(new Error("the worker exited")))
+    readLines(output, lineBytesMax, (line) => this.take(line), (why) => this.end(new Error(why)))
   }
 
   call(call: WorkerCall): Promise<WorkerOutcome> {

@@ -38,6 +38,9 @@ def reads():
 def not_a_number():
     return float("nan")
 
+def large(n):
+    return "x" * n
+
 class Model:
     def __init__(self):
         self.scale = 10
@@ -59,14 +62,14 @@ const json = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("ba
 const parsed = (base64: string) => JSON.parse(Buffer.from(base64, "base64").toString())
 
 /** A worker as a plain child process of this test (the box comes last). */
-const direct = (target: Partial<WorkerTarget>, secrets: Record<string, string> = {}) => {
+const direct = (target: Partial<WorkerTarget>, secrets: Record<string, string> = {}, lineBytesMax?: number) => {
   const full: WorkerTarget = { codeDir: join(root, "code"), module: "app.handlers", concurrency: 1, ...target }
   const [command, ...args] = workerArgv("python3")
   const child = spawn(command!, args, { env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", ...workerEnv(full), ...secrets }, stdio: ["pipe", "pipe", "pipe"] })
   let stderr = ""
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
-  const connection = new WorkerConnection(child.stdin, child.stdout, Object.values(secrets))
-  return { connection, stderr: () => stderr, done: () => connection.close() }
+  const connection = new WorkerConnection(child.stdin, child.stdout, Object.values(secrets), lineBytesMax)
+  return { connection, stderr: () => stderr, done: () => connection.close(), kill: () => child.kill("SIGKILL") }
 }
 
 let calls = 0
@@ -119,6 +122,16 @@ describe("python worker", () => {
     const outcome = await nan.connection.call(call({}))
     expect(!outcome.ok && outcome.error.type).toBe("ValueError")
     nan.done()
+  })
+
+  it("a line longer than the host takes ends the connection: the call and every later one are lost, nothing is held", async () => {
+    const worker = direct({ qualname: "large" }, {}, 4_096)
+    const small = await worker.connection.call(call({ input: json({ args: [100] }) }))
+    expect(small.ok && parsed(small.result).length).toBe(100)
+    const huge = await worker.connection.call(call({ input: json({ args: [100_000] }) }))
+    expect(!huge.ok && huge.error.type).toBe("WorkerLost")
+    await expect(worker.connection.call(call({ input: json({ args: [1] }) }))).rejects.toThrow(/longer than 4096 bytes/u)
+    worker.kill()
   })
 
   it("Pickle: a pickled (args, kwargs) in, the pickled return value out", async () => {
