@@ -329,13 +329,22 @@ const runningPhase = (step: Step, recovering: boolean) => {
   return run.recovery ? "Recovering" : "Starting"
 }
 
+/** What the Ready condition says while the Sandbox waits for its box: none placed yet, one starting, one replacing. */
+const readyWhileWaiting = {
+  Pending: { reason: "Pending", message: "No box yet: waiting for capacity or funds (see Scheduled and Funded)." },
+  Starting: { reason: "Starting", message: "The box starts." },
+  Recovering: { reason: "Recovering", message: "A replacement box starts." }
+} as const
+
+const waitingReasons: ReadonlySet<string> = new Set(Object.values(readyWhileWaiting).map((waiting) => waiting.reason))
+
 /**
  * spec: sandbox.stuck — a box not ready within `Limits.sandboxStuckAfterMs` of its start request: said once per run,
  * with the Ready condition's reason Stuck (the start goes on).
  */
 const stuck = (step: Step) => {
   const ready = conditionIn(step.conditions, "Ready")
-  if (ready === undefined || ready.status !== "False" || (ready.reason !== "Starting" && ready.reason !== "Recovering")) return
+  if (ready === undefined || ready.status !== "False" || !waitingReasons.has(ready.reason)) return
   const at = parseTimeOf(ready.lastTransitionTime) + Limits.sandboxStuckAfterMs
   if (step.now < at) return step.wake(at)
   const message = `The box has not been ready for ${Limits.sandboxStuckAfterMs / Limits.minuteMs} minutes; the start goes on.`
@@ -358,9 +367,9 @@ const run = (step: Step) => {
     delete step.status.message
   } else {
     const recovering = phase === "Recovering"
-    const reason = recovering ? "Recovering" : "Starting"
+    const waiting = readyWhileWaiting[phase === "Pending" ? "Pending" : recovering ? "Recovering" : "Starting"]
     const previous = conditionIn(step.conditions, "Ready")
-    if (previous?.reason !== "Stuck" || step.status.phase === "Running") step.condition("Ready", "False", reason, recovering ? "A replacement box starts." : "The box starts.")
+    if (previous?.reason !== "Stuck" || step.status.phase === "Running") step.condition("Ready", "False", waiting.reason, waiting.message)
     if (recovering) {
       step.status.reason = lost ?? step.status.reason ?? "NodeLost"
       step.status.message = `The box was lost; a replacement starts ${replacementSource(step)}.`
@@ -407,7 +416,7 @@ const fund = (step: Step, funding: Funding) => {
   if (previous?.status === "False" && (previous.reason === "FundingLost" || previous.reason === "MaxCostReached")) {
     step.event("sandbox.funding_restored", "FundingRestored", previous.reason === "MaxCostReached" ? "maxCostUSD was raised; the Sandbox starts again." : "Credits arrived; the Sandbox starts again.")
   }
-  step.condition("Funded", "True", "Funded", "Holds pay for the running box.")
+  step.condition("Funded", "True", "Funded", step.live.length > 0 ? "Holds pay for the running box." : "The account can pay the holds of a box when one starts.")
 }
 
 export const step = (sandbox: SandboxObservation, context: StepContext): StepResult<SandboxStatusType> => {
