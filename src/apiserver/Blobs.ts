@@ -112,12 +112,12 @@ export class Blobs extends Context.Service<Blobs, {
       return { upload, digest: hash.digest("hex"), sizeBytes, chunks }
     })
 
-    const publish = (received: { readonly upload: string; readonly digest: string; readonly sizeBytes: number; readonly chunks: number }, ref: BlobRef, created: boolean) =>
+    /** Publishes what was received; answers whether its bytes became the blob (they were not stored before). */
+    const publish = (received: { readonly upload: string; readonly digest: string; readonly sizeBytes: number; readonly chunks: number }, ref: BlobRef) =>
       store.publish(received.upload, received, ref).pipe(
         Effect.mapError(unavailable),
         // Refused (swept meanwhile, or the bytes it relied on collected): what it staged goes, and the uploader retries.
-        Effect.onError(() => Effect.ignore(store.discard(received.upload))),
-        Effect.as({ digest: received.digest, sizeBytes: received.sizeBytes, created } satisfies PutBlob)
+        Effect.onError(() => Effect.ignore(store.discard(received.upload)))
       )
 
     /**
@@ -132,13 +132,14 @@ export class Blobs extends Context.Service<Blobs, {
         yield* Effect.ignore(store.discard(received.upload))
         return yield* mismatch(digest, received.digest)
       }
-      return yield* publish(received, ref, !known)
+      yield* publish(received, ref)
+      return { digest: received.digest, sizeBytes: received.sizeBytes, created: !known } satisfies PutBlob
     })
 
     const storeComputed = (ref: BlobRef, body: Stream.Stream<Uint8Array, unknown>, bound: number) => Effect.gen(function*() {
       const received = yield* receive(body, true, bound)
-      const stored = yield* Effect.mapError(store.stat(received.digest), unavailable)
-      return yield* publish(received, ref, stored === undefined)
+      const created = yield* publish(received, ref)
+      return { digest: received.digest, sizeBytes: received.sizeBytes, created } satisfies PutBlob
     })
 
     const stat = (digest: string, reader: Reader) => Effect.gen(function*() {

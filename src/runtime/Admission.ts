@@ -74,7 +74,8 @@ const secretValues = (secrets: Secrets["Service"]): AdmissionPlugin => ({
   removeOps: (current) => secrets.deleteOps(current)
 })
 
-const isSandbox = (ref: ResourceRef): boolean => ref.group !== "" && ref.info.kind === "Sandbox"
+/** Whether `ref` is the nodus kind `kind` (never one of the core group's Namespaces and Events). */
+const isKind = (ref: ResourceRef, kind: string): boolean => ref.group !== "" && ref.info.kind === kind
 
 /**
  * A Sandbox's body with its server-owned `secret-versions` annotation set to `pins` (removed when there are none):
@@ -111,14 +112,14 @@ const secretReferences = (secrets: Secrets["Service"]): AdmissionPlugin => ({
     yield* secrets.checkEnv(namespace ?? "", object["spec"], subject, principal)
     const pinned = yield* secrets.pinVersions(namespace ?? "", object["spec"], subject, ref.info.kind)
     return {
-      input: isSandbox(ref) ? withSecretVersions(ref, object, pinsText(pinned)) : object,
+      input: isKind(ref, "Sandbox") ? withSecretVersions(ref, object, pinsText(pinned)) : object,
       finish: (made: ResourceObject) => Effect.succeed({ result: Object.keys(pinned).length === 0 ? made : withStatus(made, { secretVersions: pinned }), ops: [] })
     }
   }),
   prepareUpdate: (request) => Effect.gen(function*() {
     const { ref, namespace, current, object, principal } = request
     yield* secrets.checkEnv(namespace ?? "", object["spec"], subjectOf(ref, current.metadata.name), principal)
-    return { input: isSandbox(ref) ? yield* repinSandbox(secrets, request) : object, finish: (result: Disposition) => Effect.succeed({ result, ops: [] }) }
+    return { input: isKind(ref, "Sandbox") ? yield* repinSandbox(secrets, request) : object, finish: (result: Disposition) => Effect.succeed({ result, ops: [] }) }
   })
 })
 
@@ -148,10 +149,6 @@ const pricing = (estimates: Estimates["Service"], priceConsent: PriceConsent["Se
   })
 })
 
-const isSecret = (ref: ResourceRef): boolean => ref.group !== "" && ref.info.kind === "Secret"
-const isEnrollmentToken = (ref: ResourceRef): boolean => ref.group !== "" && ref.info.kind === "EnrollmentToken"
-const isWebhookEndpoint = (ref: ResourceRef): boolean => ref.group !== "" && ref.info.kind === "WebhookEndpoint"
-const isKind = (ref: ResourceRef, kind: string): boolean => ref.group !== "" && ref.info.kind === kind
 
 /** The plugins of every kind: the Secret's own, the secret references of project kinds, and pricing. */
 export const layer = Layer.effect(AdmissionPlugins, Effect.gen(function*() {
@@ -172,9 +169,9 @@ export const layer = Layer.effect(AdmissionPlugins, Effect.gen(function*() {
   const functionCallPlugins = [references, functionCallPlugin(yield* Store, blobs), priced]
   return AdmissionPlugins.of({
     of: (ref) =>
-      isSecret(ref) ? secretPlugins
-      : isEnrollmentToken(ref) ? enrollmentPlugins
-      : isWebhookEndpoint(ref) ? webhookPlugins
+      isKind(ref, "Secret") ? secretPlugins
+      : isKind(ref, "EnrollmentToken") ? enrollmentPlugins
+      : isKind(ref, "WebhookEndpoint") ? webhookPlugins
       : isKind(ref, "Function") ? functionPlugins
       : isKind(ref, "FunctionCall") ? functionCallPlugins
       : ref.info.scope === "Namespaced" && ref.group !== "" ? projectPlugins

@@ -41,11 +41,12 @@ export interface BlobStoreShape {
    */
   readonly stage: (upload: string, seq: number, bytes: Uint8Array, now: number) => Effect.Effect<void, StoreError>
   /**
-   * Makes a whole staged upload the blob `digest` (dropping it when that blob is already stored) and adds `ref`. Fails
+   * Makes a whole staged upload the blob `digest` (dropping it when that blob is already stored) and adds `ref`;
+   * answers whether these bytes became the blob (false: it was stored already). Fails
    * when the blob is not stored and the upload's bytes are not there: it was swept meanwhile, or nothing was staged
    * because the blob was stored when the upload began and has been collected since (the caller uploads again).
    */
-  readonly publish: (upload: string, blob: { readonly digest: string; readonly sizeBytes: number; readonly chunks: number }, ref: BlobRef) => Effect.Effect<void, StoreError>
+  readonly publish: (upload: string, blob: { readonly digest: string; readonly sizeBytes: number; readonly chunks: number }, ref: BlobRef) => Effect.Effect<boolean, StoreError>
   /** Drops a staged upload. */
   readonly discard: (upload: string) => Effect.Effect<void, StoreError>
   /** The stored blob, if any. */
@@ -87,12 +88,13 @@ export const makeMemory = (): BlobStoreShape => {
       Effect.suspend(() => {
         const entry = staged.get(upload)
         staged.delete(upload)
-        if (!blobs.has(blob.digest)) {
+        const created = !blobs.has(blob.digest)
+        if (created) {
           if (entry === undefined && blob.sizeBytes > 0) return Effect.fail(missingBytes(upload))
           blobs.set(blob.digest, { blob: { ...blob, upload }, chunks: entry?.chunks ?? new Map() })
         }
         refs.set(blob.digest, (refs.get(blob.digest) ?? new Set()).add(refKey(ref)))
-        return Effect.void
+        return Effect.succeed(created)
       }),
     discard: (upload) => Effect.sync(() => void staged.delete(upload)),
     stat: (digest) => Effect.sync(() => blobs.get(digest)?.blob),
@@ -329,10 +331,10 @@ export const makeSql = (filesDir?: string) => Effect.gen(function*() {
         if (inserted.length === 0) yield* sql.unsafe(`DELETE FROM nodus_blob_chunks WHERE upload = $1`, [upload])
         else if (staged.length === 0 && blob.sizeBytes > 0) return yield* missingBytes(upload)
         yield* sql.unsafe(`INSERT INTO nodus_blob_refs (digest, project, holder) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [blob.digest, ref.project, ref.holder])
-        return inserted.length === 0
+        return inserted.length > 0
       })).pipe(Effect.mapError((error) => error._tag === "StoreError" ? error : failure("publishing a blob failed")(error)))),
         // The same bytes were stored already: the staged copy goes.
-        Effect.flatMap((duplicate) => duplicate ? chunks.drop([upload]) : Effect.void)
+        Effect.tap((created) => created ? Effect.void : chunks.drop([upload]))
       ),
     discard: (upload) =>
       chunks.settle(upload).pipe(
