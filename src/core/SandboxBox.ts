@@ -42,6 +42,19 @@ export type BoxRequest =
   | { readonly _tag: "ReadFile"; readonly path: string; readonly maxBytes: number }
   | { readonly _tag: "WriteFile"; readonly path: string; readonly data: string }
   | { readonly _tag: "DeleteFile"; readonly path: string }
+  /**
+   * A call to a Function's warm worker (WorkloadProgram.worker; docs/functions.md): `call` is its id on the worker (the
+   * FunctionCall's uid and dispatch epoch), `input` the Payload's bytes in base64, `method` the class method a call
+   * names. Answered with a `Result` when the function returns or raises, or `Refused` when the worker never took it.
+   */
+  | {
+    readonly _tag: "Call"
+    readonly call: string
+    readonly encoding: "JSON" | "Pickle"
+    readonly input: string
+    readonly method?: string | undefined
+    readonly timeoutMs: number
+  }
 
 export interface BoxCommand {
   readonly command: string
@@ -77,4 +90,17 @@ export type BoxReply =
   | { readonly _tag: "Directory"; readonly entries: ReadonlyArray<BoxFileEntry> }
   | { readonly _tag: "Done" }
   | { readonly _tag: "Refused"; readonly code: BoxRefusal; readonly message: string }
+  | { readonly _tag: "Result"; readonly outcome: CallOutcome }
+
+/** What a Function's worker answered a call: its return value (base64, in the call's encoding), or what it raised. */
+export type CallOutcome =
+  | { readonly ok: true; readonly encoding: "JSON" | "Pickle"; readonly result: string }
+  | { readonly ok: false; readonly error: CallError }
+
+/** An exception a function raised (spec: FunctionCall.error), its text scrubbed of the worker's secret values. */
+export interface CallError {
+  readonly type: string
+  readonly message: string
+  readonly traceback: string
+}
 

@@ -123,6 +123,8 @@ export class BoxChannel {
         return this.ask({ op: "read", rid: 0, path: request.path, max: request.maxBytes })
       case "WriteFile":
         return this.ask({ op: "write", rid: 0, path: request.path, data: request.data })
+      case "Call":
+        return { _tag: "Refused", code: "Invalid", message: "a Sandbox's box takes no Function calls" }
       case "DeleteFile":
         return this.ask({ op: "delete", rid: 0, path: request.path })
     }

@@ -230,6 +230,8 @@ export class SimBoxes {
       case "WriteFile":
         box.files.set(path, Buffer.from(request.data, "base64"))
         return { _tag: "Done" }
+      case "Call":
+        return { _tag: "Refused", code: "Invalid", message: "a Sandbox's box takes no Function calls" }
       case "DeleteFile": {
         const gone = [...box.files.keys()].filter((name) => name === path || name.startsWith(`${path}/`))
         if (gone.length === 0) return { _tag: "Refused", code: "NotFound", message: `${request.path} does not exist` }

@@ -107,6 +107,25 @@ export interface WorkloadProgram {
    * that takes commands and file requests (`CapacityPortShape.sandbox`); `argv` is its optional main process.
    */
   readonly sandbox?: boolean | undefined
+  /**
+   * A Function's warm worker (docs/functions.md): the driver runs the Python worker (backends/live/PythonWorker.ts) in
+   * the box instead of `argv`, Running once it imported the code, answering `Call` box requests until stopped.
+   */
+  readonly worker?: WorkerProgram | undefined
+}
+
+/** What a Function's worker serves (spec: Function.code, python, scaling.targetConcurrency). */
+export interface WorkerProgram {
+  /** The interpreter minor the Function asks for ("3.12"); absent: the host's python3. */
+  readonly python: string | undefined
+  readonly module: string
+  readonly qualname?: string | undefined
+  /** A class whose methods calls name (made once per worker). */
+  readonly cls?: string | undefined
+  /** Calls a worker runs at once. */
+  readonly concurrency: number
+  /** The input (`inputs[]` name) holding the code archive, a tar.gz or zip of Python sources; absent: the image's. */
+  readonly codeInput: string | undefined
 }
 
 /** An input as a driver materializes it (spec: JobInput); the forms a driver does not serve say so at start. */
@@ -114,6 +133,8 @@ export type ProgramInput =
   | { readonly name: string; readonly url: string; readonly sha256: string }
   | { readonly name: string; readonly output: { readonly job: string; readonly name: string; readonly index: number } }
   | { readonly name: string; readonly unsupported: string }
+  /** A blob of the owner's project (`sha256:<hex>`, docs/blobs.md): a Function's code archive. */
+  | { readonly name: string; readonly blob: string }
 
 /** A controller's Launch, addressed to a driver: the host and the program together (acquire, then start). */
 export interface LaunchRequest extends HostRequest, ProgramRequest {}
@@ -154,12 +175,13 @@ export interface CapacityPortShape {
   readonly adopt?: (owner: string, namespace: string, facts: AttemptFacts) => Effect.Effect<AttemptFacts>
   /**
    * A request to the box of a running Sandbox attempt (WorkloadProgram.sandbox): a command, its output, stdin or kill,
-   * or a file. Counts as the box's activity. Absent: the driver runs no boxes.
+   * or a file; or a call to a Function's worker (WorkloadProgram.worker). Counts as the box's activity. Absent: the
+   * driver runs no boxes.
    */
   readonly box?: (owner: string, attempt: string, request: BoxRequest) => Effect.Effect<BoxReply>
 }
 
-export type { BoxCommand, BoxFileEntry, BoxRefusal, BoxReply, BoxRequest } from "../SandboxBox.ts"
+export type { BoxCommand, BoxFileEntry, BoxRefusal, BoxReply, BoxRequest, CallError, CallOutcome } from "../SandboxBox.ts"
 
 export class CapacityPort extends Context.Service<CapacityPort, CapacityPortShape>()("nodus/core/capacity/CapacityPort") {}
 
