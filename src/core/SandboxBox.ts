@@ -43,9 +43,11 @@ export type BoxRequest =
   | { readonly _tag: "WriteFile"; readonly path: string; readonly data: string }
   | { readonly _tag: "DeleteFile"; readonly path: string }
   /**
-   * A call to a Function's warm worker (WorkloadProgram.worker; docs/functions.md): `call` is its id on the worker (the
-   * FunctionCall's uid and dispatch epoch), `input` the Payload's bytes in base64, `method` the class method a call
-   * names. Answered with a `Result` when the function returns or raises, or `Refused` when the worker never took it.
+   * A call to a Function's warm worker (WorkloadProgram.worker; docs/functions.md): `call` is its id on the worker,
+   * `<FunctionCall uid>.<dispatch epoch>`, `input` the Payload's bytes in base64, `method` the class method a call
+   * names, `annotations` the FunctionCall's (the simulator's model reads `sim.nodus.dev/*`; a live worker none).
+   * Answered with a `Result` when the function returns or raises; any other answer means the call did not finish on
+   * that worker (it never took it, or the worker was lost under it), and the runtime dispatches it again.
    */
   | {
     readonly _tag: "Call"
@@ -54,6 +56,7 @@ export type BoxRequest =
     readonly input: string
     readonly method?: string | undefined
     readonly timeoutMs: number
+    readonly annotations?: Readonly<Record<string, string>> | undefined
   }
 
 export interface BoxCommand {
