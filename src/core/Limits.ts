@@ -134,6 +134,13 @@ export const functionPythonMinors: ReadonlyArray<string> = ["3.10", "3.11", "3.1
 // FunctionCall (spec: FunctionCall; Limits)
 export const payloadInlineBytesMax = 64 * KiB
 export const functionCallBatchMax = 1_000
+/** nodus: how long a FunctionCall is kept after it ends (spec: "calls kept 7 days after ending"). */
+export const functionCallRetentionMs = 7 * 24 * hourMs
+/**
+ * nodus: workers of one template that end before they are ready, in a row, before the Function is Failed
+ * (WorkerStartupFailed) until its code, image or resources change (docs/kinds/Function.md).
+ */
+export const functionWorkerStartFailuresMax = 3
 
 // Sweep (spec: Sweep; Limits)
 export const sweepMaxParallelMax = 256

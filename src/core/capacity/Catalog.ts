@@ -53,6 +53,7 @@
  * DNS-1123 subdomain, stable across catalog refreshes, and never names the provider or instance type (the API never
  * names providers).
  */
+import { fnv1a32 } from "../Hash.ts"
 import { formatMicroUsd, parseMicroUsd } from "../Money.ts"
 import type { Accelerator, Offering } from "./Offering.ts"
 import type { OfferingSpec, OfferingStatus } from "../schemas/Offering.ts"
@@ -262,13 +263,6 @@ const medianOfGroups = (rows: ReadonlyArray<PriceRow>, keyOf: (row: PriceRow) =>
 
 // ---------------------------------------------------------------------------------------------------------------
 // Offerings
-
-/** FNV-1a, 32 bits, as 8 hex digits: a tiny deterministic hash with no dependency on node:crypto. */
-const fnv1a32 = (text: string): string => {
-  let hash = 0x811c9dc5
-  for (let index = 0; index < text.length; index++) hash = Math.imul(hash ^ text.charCodeAt(index), 0x01000193) >>> 0
-  return hash.toString(16).padStart(8, "0")
-}
 
 const offeringId = (provider: string, row: PriceRow, regionClass: string): string => {
   const shape = row.accelerator === undefined ? `cpu-${row.vcpus}x-${row.memoryGiB}gb` : `${row.accelerator.variant}-${row.accelerator.count}x`

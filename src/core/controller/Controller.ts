@@ -28,6 +28,20 @@ export interface Observation<Spec, Status> {
   readonly status: Status
   /** Every run of capacity the object has had, as the capacity port reports them. */
   readonly attempts: ReadonlyArray<AttemptFacts>
+  /** What the requests an object serves ask of its runs now (a Function's calls), where the runtime dispatches them. */
+  readonly serving?: ServingLoad | undefined
+}
+
+/** The load on a serving object's runs (its workers), as the runtime's dispatcher counts it at the step. */
+export interface ServingLoad {
+  /** Requests waiting for a run to take them now (a retry's backoff over). */
+  readonly queued: number
+  /** Requests each run (by attempt name) works on now. */
+  readonly running: Readonly<Record<string, number>>
+  /** When each run last ended a request: its idle time counts from there (or from its boot). */
+  readonly lastBusyAt: Readonly<Record<string, number>>
+  /** The next time the dispatcher must be stepped (a retry's backoff over, a deadline), if any. */
+  readonly nextAt: number | undefined
 }
 
 /** What a step observes of the world beside its object. */

@@ -234,6 +234,10 @@ export const FunctionStatus = Schema.Struct({
     running: optional(NonNegativeInt, "Calls a worker is running.")
   }), "Calls in flight."),
   reason: optional(Schema.String, "One CamelCase word: why the Function is in its phase."),
+  workerTemplate: optional(Schema.Struct({
+    template: described(nonEmpty, "A hash of what the workers run (code, image, resources and the rest of the worker's program)."),
+    firstWorker: described(NonNegativeInt, "The number of the first worker that runs it; workers numbered below drain.")
+  }), "nodus: the template workers run now, for rolling a change (docs/kinds/Function.md)."),
   workers: optional(Schema.Struct({
     starting: optional(NonNegativeInt, "Workers starting."),
     ready: optional(NonNegativeInt, "Workers ready to take calls."),
@@ -255,3 +259,6 @@ export const functionKind: KindDefinition = {
   // Spec: Function — every spec field is mutable; maxCostUSD only rises (Conventions 4).
   updates: { immutable: [], raiseOnly: ["maxCostUSD"] }
 }
+
+export type FunctionSpecType = typeof FunctionSpec.Type
+export type FunctionStatusType = typeof FunctionStatus.Type

@@ -96,3 +96,6 @@ export const functionCall: KindDefinition = {
   // Cancelling a call is not undone (its worker is stopped and its result discarded).
   transitions: finalState(functionCallCancelState, "FunctionCall")
 }
+
+export type FunctionCallSpecType = typeof FunctionCallSpec.Type
+export type FunctionCallStatusType = typeof FunctionCallStatus.Type
