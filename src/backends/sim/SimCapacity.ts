@@ -65,6 +65,8 @@ interface Program {
   readonly oomAtWork: number | undefined
   /** Called once the program runs (a Sandbox box's main process starts then; `whenRunning`). */
   onRunning?: (() => void) | undefined
+  /** Its own start after the host is up (SimProgram.startMs). */
+  readonly startMs: number
 }
 
 /** A host kept warm after its program ended (spec: Job.scaledownWindow). */
@@ -84,6 +86,11 @@ interface Pool {
 /** A program as the simulator starts it: the port's request plus the model of how it behaves. */
 export interface SimProgram extends Omit<ProgramRequest, "env" | "annotations" | "workload"> {
   readonly workload: WorkloadModel
+  /**
+   * The program's own start once its host is up (a Function worker importing its code, SimWorkers.ts): the attempt
+   * stays Provisioning that much longer, on a warm host too. Default 0.
+   */
+  readonly startMs?: number | undefined
 }
 
 /** A launch as the simulator takes it in one call: the host and the program. */
@@ -267,7 +274,8 @@ export class SimCapacity {
       checkpointIntervalMs: request.checkpointIntervalMs,
       keepWarmMs: request.keepWarmMs,
       hostWarm: attempt.warmReuse,
-      oomAtWork: this.random.chance(request.workload.oomRate) ? Math.round(this.random.uniform() * request.workload.durationMs) : undefined
+      oomAtWork: this.random.chance(request.workload.oomRate) ? Math.round(this.random.uniform() * request.workload.durationMs) : undefined,
+      startMs: Math.max(0, request.startMs ?? 0)
     }
     this.programs.set(program.key, program)
     this.boot(program)
@@ -367,10 +375,11 @@ export class SimCapacity {
     const model = this.pool(program.attempt.variant).model
     const token = program.token
     if (program.hostWarm) {
-      this.engine.after(model.warmStartMs, () => program.token === token && this.started(program))
+      this.engine.after(model.warmStartMs + program.startMs, () => program.token === token && this.started(program))
       return
     }
-    const bootMs = Math.round(this.random.logNormal(model.bootMedianMs, model.bootSigma))
+    // The program's own start follows the host's boot; the draws are the same with or without it.
+    const bootMs = Math.round(this.random.logNormal(model.bootMedianMs, model.bootSigma)) + program.startMs
     const lossAt = this.nodeLossDelay(model)
     if (lossAt !== undefined && lossAt < bootMs) {
       this.engine.after(lossAt, () => program.token === token && this.finish(program, { type: "NodeLost" }, false))
@@ -492,14 +501,16 @@ export class SimCapacity {
    * Something was done in the program (a Sandbox's command or file request): its activity is now. `busy`, when given,
    * is whether a command other than a terminal's shell runs in its box (SimBoxes); a change of it is activity too and
    * reaches the owner's machine at once, as the live agent reports it (docs/sandboxes.md, "Activity"), so the idle
-   * clock starts when the last command ends.
+   * clock starts when the last command ends. Answers whether the owner's change was told (the busy state changed).
    */
-  noteActivity(owner: string, name: string, busy?: boolean): void {
+  noteActivity(owner: string, name: string, busy?: boolean): boolean {
     const program = this.programs.get(programKey(owner, name))
-    if (program === undefined) return
+    if (program === undefined) return false
     const was = program.attempt.activity?.busy ?? false
     program.attempt.activity = { busy: busy ?? was, lastAt: this.engine.now }
-    if (busy !== undefined && busy !== was) this.onChange(program.owner)
+    if (busy === undefined || busy === was) return false
+    this.onChange(program.owner)
+    return true
   }
 
   /** Runs `then` at `at` if the same program still runs then (a box's command ending on the engine's clock). */
