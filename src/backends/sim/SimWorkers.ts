@@ -101,7 +101,8 @@ const lost: BoxReply = { _tag: "Refused", code: "Unavailable", message: "the wor
 
 export class SimWorkers {
   private readonly host: WorkerHost
-  private readonly workers = new Map<string, Worker>()
+  /** Workers by owner, then attempt: a change of one owner looks at its own workers only. */
+  private readonly workers = new Map<string, Map<string, Worker>>()
   /** Tries that raised, per owner and FunctionCall uid, for the owner's life (`sim.nodus.dev/call-raises`). */
   private readonly raised = new Map<string, Map<string, number>>()
 
@@ -109,25 +110,22 @@ export class SimWorkers {
     this.host = host
   }
 
-  private static key(owner: string, attempt: string) {
-    return `${owner}\n${attempt}`
-  }
-
   /** A worker starts for the attempt (it takes calls once the attempt runs); a repeated start keeps the one there is. */
   open(owner: string, attempt: string, annotations: Readonly<Record<string, string>>, concurrency: number) {
-    const key = SimWorkers.key(owner, attempt)
-    if (this.workers.has(key)) return
-    this.workers.set(key, { owner, attempt, annotations, concurrency: Math.max(1, Math.floor(concurrency)), running: new Map(), waiting: [] })
+    let owned = this.workers.get(owner)
+    if (owned === undefined) this.workers.set(owner, (owned = new Map()))
+    if (owned.has(attempt)) return
+    owned.set(attempt, { owner, attempt, annotations, concurrency: Math.max(1, Math.floor(concurrency)), running: new Map(), waiting: [] })
   }
 
   /** Whether the attempt runs a worker (its calls are this model's; a Sandbox's box is SimBoxes'). */
   has(owner: string, attempt: string): boolean {
-    return this.workers.has(SimWorkers.key(owner, attempt))
+    return this.workers.get(owner)?.has(attempt) === true
   }
 
   /** Calls running on the worker now (for tests and summaries). */
   running(owner: string, attempt: string): number {
-    return this.workers.get(SimWorkers.key(owner, attempt))?.running.size ?? 0
+    return this.workers.get(owner)?.get(attempt)?.running.size ?? 0
   }
 
   /**
@@ -137,7 +135,7 @@ export class SimWorkers {
   call(owner: string, attempt: string, request: CallRequest, resume: (reply: BoxReply) => void): void {
     const phase = this.host.facts(owner, attempt)?.phase
     if (phase === "Provisioning") return resume({ _tag: "Refused", code: "SandboxStarting", message: "the worker is starting" })
-    const worker = this.workers.get(SimWorkers.key(owner, attempt))
+    const worker = this.workers.get(owner)?.get(attempt)
     if (phase !== "Running" || worker === undefined) return resume({ _tag: "Refused", code: "SandboxNotRunning", message: "the worker is not running" })
     if (worker.running.has(request.call) || worker.waiting.some((call) => call.request.call === request.call)) {
       return resume({ _tag: "Refused", code: "Conflict", message: `the worker holds a call ${request.call} already` })
@@ -201,24 +199,22 @@ export class SimWorkers {
    * now, and one whose run ended is dropped (a later call to it is refused as not running).
    */
   settle(owner: string) {
-    const prefix = `${owner}\n`
-    for (const [key, worker] of this.workers) {
-      if (!key.startsWith(prefix)) continue
-      const phase = this.host.facts(owner, worker.attempt)?.phase
+    const owned = this.workers.get(owner)
+    if (owned === undefined) return
+    for (const [attempt, worker] of owned) {
+      const phase = this.host.facts(owner, attempt)?.phase
       if (phase === "Running" || phase === "Provisioning") continue
       this.lose(worker)
-      if (phase !== "Terminating") this.workers.delete(key)
+      if (phase !== "Terminating") owned.delete(attempt)
     }
+    if (owned.size === 0) this.workers.delete(owner)
   }
 
   /** Forgets an owner's workers (their calls are lost) and its tries. */
   forget(owner: string) {
-    const prefix = `${owner}\n`
-    for (const [key, worker] of this.workers) {
-      if (!key.startsWith(prefix)) continue
-      this.lose(worker)
-      this.workers.delete(key)
-    }
+    const owned = this.workers.get(owner)
+    this.workers.delete(owner)
+    for (const worker of owned?.values() ?? []) this.lose(worker)
     this.raised.delete(owner)
   }
 }
