@@ -13,7 +13,7 @@ import { createHash } from "node:crypto"
 import { createReadStream, mkdirSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Stream } from "effect"
 import { CapacityPort, type WorkloadProgram } from "../core/capacity/Capacity.ts"
 import { ApiError } from "../core/meta/ApiError.ts"
 import { currentPricebook } from "../core/billing/Pricebook.ts"
@@ -25,7 +25,7 @@ import type { AgentLink } from "../backends/live/Protocol.ts"
 import { isObject } from "../core/Json.ts"
 import { refOfKind } from "../core/meta/Kinds.ts"
 import { parseQuantity } from "../core/Units.ts"
-import { Blobs } from "../apiserver/Blobs.ts"
+import { Blobs, projectReader } from "../apiserver/Blobs.ts"
 import { NodeAgents } from "../apiserver/NodeAgents.ts"
 import { SimulationControl } from "../apiserver/SimulationControl.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
@@ -39,6 +39,7 @@ import { surviving } from "../runtime/Following.ts"
 import { makeOfferings } from "../runtime/Offerings.ts"
 import { LedgerService } from "../runtime/LedgerService.ts"
 import { LiveMarket } from "../runtime/LiveMarket.ts"
+import * as FunctionDispatch from "../runtime/FunctionDispatch.ts"
 import { Reconciler } from "../runtime/Reconciler.ts"
 import { Secrets } from "../runtime/Secrets.ts"
 import { makeNodeAgents } from "./AgentEndpoint.ts"
@@ -125,14 +126,25 @@ export const layer = (settings: LocalSettings) => Layer.unwrap(Effect.gen(functi
   const kept = makeWorkloadBlobs(yield* Blobs, yield* Store)
   const resources = yield* Resources
   const jobRef = refOfKind((yield* ApiConfig).group, "Job")
-  /** The inputs of a workload that are other Jobs' outputs: their bytes as this server keeps them. */
+  const blobs = yield* Blobs
+  /** A blob input (a Function's code archive): its bytes, if the workload's project may read it (docs/blobs.md). */
+  const blobInput = (namespace: string, name: string, reference: string) => {
+    const digest = reference.startsWith("sha256:") ? reference.slice("sha256:".length) : ""
+    const missing = new ApiError({ code: "NotFound", message: `input ${name}: blob ${reference} is not stored, or project ${namespace} may not read it (upload it: PUT /blobs/v1/${reference})` })
+    return (/^[0-9a-f]{64}$/u.test(digest) ? blobs.stat(digest, projectReader(namespace)) : Effect.succeed(undefined)).pipe(
+      Effect.flatMap((blob) => blob === undefined ? Effect.fail(missing) : Effect.succeed({ sha256: blob.digest, open: () => Stream.toAsyncIterable(blobs.read(blob)) })),
+      Effect.mapError((error) => (error.code === "NotFound" ? missing : new ApiError({ code: error.code, message: `input ${name}: ${error.message}` })))
+    )
+  }
+  /** The inputs of a workload this server holds the bytes of: other Jobs' outputs, and blobs of its project. */
   const serverInputs = (namespace: string, workload: WorkloadProgram) =>
-    Effect.forEach((workload.inputs ?? []).flatMap((input) => ("output" in input ? [input] : [])), (input) =>
-      resources.get(jobRef, namespace, input.output.job).pipe(
-        Effect.flatMap((job) => kept.inputOf(job, input.output.name, input.output.index)),
-        Effect.map((held) => [input.name, held] as const),
-        Effect.mapError(() => new ApiError({ code: "NotFound", message: `input ${input.name}: Job "${input.output.job}" has no output "${input.output.name}" for index ${input.output.index}` }))
-      )).pipe(Effect.map((entries) => new Map(entries)))
+    Effect.forEach((workload.inputs ?? []).flatMap((input) => ("output" in input || "blob" in input ? [input] : [])), (input) =>
+      ("blob" in input
+        ? blobInput(namespace, input.name, input.blob)
+        : resources.get(jobRef, namespace, input.output.job).pipe(
+          Effect.flatMap((job) => kept.inputOf(job, input.output.name, input.output.index)),
+          Effect.mapError(() => new ApiError({ code: "NotFound", message: `input ${input.name}: Job "${input.output.job}" has no output "${input.output.name}" for index ${input.output.index}` }))
+        )).pipe(Effect.map((held) => [input.name, held] as const))).pipe(Effect.map((entries) => new Map(entries)))
   const capacity: LiveCapacity = yield* LiveCapacity.make({
     now: () => Date.now(),
     resolve: (namespace, workload) =>
@@ -155,7 +167,7 @@ export const layer = (settings: LocalSettings) => Layer.unwrap(Effect.gen(functi
   }
   const port = Layer.succeed(CapacityPort, forgetting)
   // Runs of a previous process died with it (the in-process agent's boxes die with their parent): they ended then.
-  const reconciler = Reconciler.layer({ catalog: capacity.catalog, pricebook: currentPricebook, lostAt: Date.now() }).pipe(Layer.provideMerge(port))
+  const reconciler = Reconciler.layer({ catalog: capacity.catalog, pricebook: currentPricebook, lostAt: Date.now() }).pipe(Layer.provide(FunctionDispatch.layer), Layer.provideMerge(port))
   const running = Layer.effectDiscard(run(capacity, settings))
   const agents = Layer.effect(NodeAgents, Effect.gen(function*() {
     const resources = yield* Resources

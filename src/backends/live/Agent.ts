@@ -17,12 +17,13 @@ import { chmodSync, chownSync, closeSync, createWriteStream, existsSync, mkdirSy
 import { join, posix, relative } from "node:path"
 import { promisify } from "node:util"
 import * as Limits from "../../core/Limits.ts"
-import type { BoxReply } from "../../core/capacity/Capacity.ts"
+import type { BoxReply, BoxRequest } from "../../core/capacity/Capacity.ts"
 import { syncRepliesBytesMax } from "../../core/SandboxBox.ts"
 import { AgentHttpError } from "./AgentHttp.ts"
 import { BoxChannel } from "./BoxChannel.ts"
 import { isWarmable, type WarmBox, WarmBoxes } from "./WarmBoxes.ts"
 import { type RunningProxy, startEgressProxy } from "./EgressProxy.ts"
+import { WorkerConnection, WorkerLost, type WorkerTarget, workerArgv, workerEnv } from "./PythonWorker.ts"
 import { givenValues, scrub } from "./Scrub.ts"
 import { type IsolationSupport, type Outcome as ProgramExit, type RunningProgram, runIsolated } from "./Isolation.ts"
 import { type AgentLink, type BoxCallReply, type Desired, type Exit, type Hello, type Lease, leaseExpiryMs, outputBytesMax, type RunInput, type RunReport, type RunSpec } from "./Protocol.ts"
@@ -81,6 +82,8 @@ interface LocalRun {
   proxy: RunningProxy | undefined
   /** A box's supervisor, once it is up (a Sandbox's run). */
   channel: BoxChannel | undefined
+  /** A Function's worker, once it imported its code (a worker run). */
+  worker: WorkerConnection | undefined
 }
 
 export class Agent {
@@ -269,7 +272,8 @@ export class Agent {
       suspend: run.suspend,
       logOffset: run.logAcked,
       log,
-      ...(run.channel === undefined ? {} : { busy: run.channel.busy })
+      ...(run.channel === undefined ? {} : { busy: run.channel.busy }),
+      ...(run.worker === undefined ? {} : { busy: run.worker.busy })
     }
   }
 
@@ -306,7 +310,7 @@ export class Agent {
     const run: LocalRun = {
       spec, area, logPath: join(area, "log"), phase: "Starting", program: undefined, exit: undefined, stopping: false, logAcked: 0,
       checkpoint: undefined, checkpointFailures: 0, nextCheckpointAt: undefined, suspend: undefined, checkpointing: false, exitReported: false,
-      proxy: undefined, channel: undefined
+      proxy: undefined, channel: undefined, worker: undefined
     }
     this.runs.set(spec.id, run)
     // No program runs unisolated: a host without bubblewrap refuses each run with the fix (the agent said so at start).
@@ -348,6 +352,7 @@ export class Agent {
     }
     if (run.stopping) return this.exited(run, undefined, undefined)
     if (spec.box === true) return this.serve(run)
+    if (spec.worker !== undefined) return this.work(run, spec.worker)
     const main = this.launch(run, spec.argv, undefined)
     run.phase = "Running"
     if (spec.checkpointIntervalMs !== undefined) run.nextCheckpointAt = this.options.now() + spec.checkpointIntervalMs
@@ -360,7 +365,7 @@ export class Agent {
 
   /** A Sandbox's box: Running once its supervisor is up, serving box calls until it is stopped. */
   private async serve(run: LocalRun) {
-    const exit = this.launch(run, run.spec.argv, undefined, true)
+    const exit = this.launch(run, run.spec.argv, undefined, { box: true })
     const control = run.program?.control
     if (control === undefined) return this.exited(run, await exit, "the box has no supervisor")
     const channel = new BoxChannel(control, this.options.now)
@@ -375,6 +380,38 @@ export class Agent {
     channel.close()
     // A box that ended before its supervisor was up could not be set up: the Sandbox's start failed.
     this.exited(run, ended, up || run.stopping ? undefined : `the box ended before it was ready (${ended.exitCode ?? ended.signal})`)
+  }
+
+  /**
+   * A Function's worker (PythonWorker.ts) in the run's box, isolated as a Job's program is, on the host userland's
+   * python3.<minor>: its code archive extracted in the box, Running once it imported the code, answering calls until it
+   * is stopped. A worker that could not load its code ends the run before it was Running, with the (scrubbed) error.
+   */
+  private async work(run: LocalRun, worker: NonNullable<RunSpec["worker"]>) {
+    const python = interpreterOf(worker.python)
+    if (python.problem !== undefined) return this.exited(run, undefined, python.problem)
+    const codeDir = worker.codeInput === undefined ? run.spec.workingDir ?? "/platform/work" : "/platform/work/code"
+    const target: WorkerTarget = {
+      codeDir, module: worker.module, qualname: worker.qualname, cls: worker.cls, concurrency: worker.concurrency,
+      archive: worker.codeInput === undefined ? undefined : `/platform/inputs/${worker.codeInput}`
+    }
+    // The worker's own variables come last: the Function's env does not redirect what it imports.
+    const exit = this.launch(run, workerArgv(python.command), undefined, { pipes: true, env: { ...run.spec.env, ...workerEnv(target) } })
+    const control = run.program?.control
+    if (control === undefined) return this.exited(run, await exit, "the worker has no pipes")
+    const connection = new WorkerConnection(control.input, control.output, givenValues(run.spec))
+    connection.onBusy = () => this.poke()
+    const loaded = await connection.ready.then(() => undefined, (error: unknown) => (error instanceof WorkerLost ? "the worker ended before it was ready" : messageOf(error)))
+    if (loaded === undefined && !run.stopping) {
+      run.worker = connection
+      run.phase = "Running"
+      this.poke()
+    }
+    const ended = await exit
+    run.worker = undefined
+    if (run.stopping || loaded !== undefined) return this.exited(run, ended, run.stopping ? undefined : loaded)
+    // It serves until stopped: a worker that ended on its own, even with 0, did not finish anything.
+    this.exited(run, ended, ended.exitCode === 0 ? "the worker exited on its own" : undefined)
   }
 
   /** A Sandbox's box that was warm: its snapshot restored into it, then configured for the run, then served. */
@@ -410,11 +447,7 @@ export class Agent {
       asked.add(call.id)
       if (this.calls.has(call.id)) continue
       this.calls.add(call.id)
-      const run = this.runs.get(call.run)
-      const reply: Promise<BoxReply> = run?.channel !== undefined && run.phase === "Running"
-        ? run.channel.handle(call.request)
-        : Promise.resolve({ _tag: "Refused", code: run?.phase === "Starting" ? "SandboxStarting" : "SandboxNotRunning", message: "the box is not running on this host" })
-      void reply.then((answer) => {
+      void answerOf(this.runs.get(call.run), call.request).then((answer) => {
         this.replies.push({ id: call.id, reply: answer })
         this.poke()
       })
@@ -504,19 +537,28 @@ export class Agent {
     return file
   }
 
-  /** Runs one program of the run in its box, to its end (or its timeout). */
-  private launch(run: LocalRun, argv: ReadonlyArray<string>, timeoutMs: number | undefined, box = false): Promise<ProgramExit & { readonly timedOut: boolean }> {
+  /**
+   * Runs one program of the run in its box, to its end (or its timeout): a Sandbox's box with its supervisor (`box`),
+   * or a program on pipes (`pipes`, a worker) with an env of its own.
+   */
+  private launch(
+    run: LocalRun,
+    argv: ReadonlyArray<string>,
+    timeoutMs: number | undefined,
+    options: { readonly box?: boolean; readonly pipes?: boolean; readonly env?: Readonly<Record<string, string>> } = {}
+  ): Promise<ProgramExit & { readonly timedOut: boolean }> {
     const { spec } = run
     const program = runIsolated({
       argv,
-      env: spec.env,
+      env: options.env ?? spec.env,
       workingDir: spec.workingDir,
       secretFiles: spec.secretFiles.map((file) => ({ name: file.name, content: Buffer.from(file.contentBase64, "base64") })),
       egress: typeof spec.egress === "string" ? spec.egress : { proxy: proxySocketOf(run.area), node: process.execPath },
       memoryBytes: spec.memoryBytes,
       area: run.area,
       logPath: run.logPath,
-      box: box ? { node: process.execPath } : undefined,
+      box: options.box === true ? { node: process.execPath } : undefined,
+      pipes: options.pipes,
       devices: this.gpusHeld.get(spec.id)
     }, { support: this.options.support, hidden: this.options.hidden })
     run.program = program
@@ -641,6 +683,56 @@ const fetchHttps = (url: string, extraCa: string | undefined): Promise<AsyncIter
     call.on("timeout", () => call.destroy(new Error("no answer within 60 s")))
     call.on("error", reject)
   })
+
+/** Where a box finds its programs (Isolation.ts's PATH): the host's userland, bound read-only. */
+const userlandBins = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+
+/**
+ * The interpreter a worker runs on: the userland's python3.<minor> for a Function's `python`, else its python3; or why
+ * the host cannot run it (docs/functions.md, "The worker").
+ */
+export const interpreterOf = (minor: string | undefined, bins: ReadonlyArray<string> = userlandBins): { readonly command: string; readonly problem?: undefined } | { readonly command?: undefined; readonly problem: string } => {
+  if (minor !== undefined && !/^3\.\d{1,3}$/u.test(minor)) return { problem: `python ${JSON.stringify(minor)} is not a Python 3 minor version such as 3.12` }
+  const command = minor === undefined ? "python3" : `python${minor}`
+  const found = bins.some((dir) => {
+    try {
+      return statSync(join(dir, command)).isFile()
+    } catch {
+      return false
+    }
+  })
+  if (found) return { command }
+  const looked = `(looked in ${bins.join(", ")})`
+  return {
+    problem: minor === undefined
+      ? `this host has no python3 ${looked}, which a Function's worker runs on: install python3 on the host`
+      : `this host has no ${command} ${looked}, the interpreter for the Function's python ${minor}: install it on the host, or deploy the Function with a Python the host has`
+  }
+}
+
+/** What a run's box or worker answers a request, or why it cannot. */
+const answerOf = (run: LocalRun | undefined, request: BoxRequest): Promise<BoxReply> => {
+  if (run !== undefined && request._tag === "Call" && run.spec.worker === undefined) {
+    return Promise.resolve({ _tag: "Refused", code: "Invalid", message: "a call goes to a Function's worker; this run is not one" })
+  }
+  if (run?.phase === "Running" && run.worker !== undefined) return callWorker(run.worker, request)
+  if (run?.phase === "Running" && run.channel !== undefined) return run.channel.handle(request)
+  return Promise.resolve({ _tag: "Refused", code: run?.phase === "Starting" ? "SandboxStarting" : "SandboxNotRunning", message: "the box is not running on this host" })
+}
+
+/** A Function call on a run's worker: its Result, or Refused when it did not finish there (the runtime dispatches it again). */
+const callWorker = (worker: WorkerConnection, request: BoxRequest): Promise<BoxReply> => {
+  if (request._tag !== "Call") return Promise.resolve({ _tag: "Refused", code: "Invalid", message: "a Function's worker takes calls only" })
+  return worker.call({ id: request.call, encoding: request.encoding, input: request.input, method: request.method }).then(
+    (outcome): BoxReply => ({ _tag: "Result", outcome }),
+    (error: unknown): BoxReply =>
+      error instanceof WorkerLost
+        ? { _tag: "Refused", code: "Unavailable", message: `the worker was lost: ${error.message}` }
+        : { _tag: "Refused", code: "Conflict", message: messageOf(error) }
+  )
+}
+
+const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error))
 
 /** The host path of a run's egress proxy socket: beside its area (bound into the box, never inside its files). */
 const proxySocketOf = (area: string) => `${area}.proxy.sock`

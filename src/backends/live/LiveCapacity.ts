@@ -379,7 +379,8 @@ export class LiveCapacity {
   private want(run: Run, attempt: string, program: ProgramRequest, workload: WorkloadProgram, resolved: Resolved) {
     const node = this.nodes.get(run.node)
     if (node === undefined || run.stopAsked || run.facts.phase !== "Provisioning") return
-    if (workload.argv.length === 0 && workload.sandbox !== true) return this.end(run, { type: "Failed", exitCode: 1, message: "The program did not start: spec.command is empty; a live host runs the command it is given (docs/live.md, \"Images\")." })
+    // A box or a worker runs a program of the platform's: neither needs a command.
+    if (workload.argv.length === 0 && workload.sandbox !== true && workload.worker === undefined) return this.end(run, { type: "Failed", exitCode: 1, message: "The program did not start: spec.command is empty; a live host runs the command it is given (docs/live.md, \"Images\")." })
     if ((workload.unknownPresets ?? []).length > 0) {
       return this.end(run, { type: "Failed", exitCode: 1, message: `The program did not start: no egress preset is named ${workload.unknownPresets!.join(", ")} (docs/live.md, "Network").` })
     }
@@ -394,6 +395,10 @@ export class LiveCapacity {
       const held = resolved.inputs.get(input.name)
       return held === undefined ? [] : [{ name: input.name, fromServer: true, sha256: held.sha256 }]
     })
+    const worker = workload.worker
+    if (worker?.codeInput !== undefined && !inputs.some((input) => input.name === worker.codeInput)) {
+      return this.end(run, { type: "Failed", exitCode: 1, message: `The program did not start: the worker's code input ${worker.codeInput} is not among its inputs.` })
+    }
     const inputEnv = Object.fromEntries(inputs.map((input) => [`PLATFORM_INPUT_${input.name}`, `/platform/inputs/${input.name}`]))
     const restore = program.restoreFromSeq === undefined ? undefined : { owner: run.owner, seq: program.restoreFromSeq }
     const spec: RunSpec = {
@@ -412,6 +417,7 @@ export class LiveCapacity {
       outputs: workload.outputs ?? [],
       inputs,
       ...(workload.sandbox === true ? { box: true } : {}),
+      ...(worker === undefined ? {} : { worker }),
       ...(run.gpus === 0 ? {} : { gpus: run.gpus })
     }
     node.desired.set(spec.id, spec)
@@ -501,10 +507,16 @@ export class LiveCapacity {
     if (run.facts.phase === "Provisioning") return Promise.resolve({ _tag: "Refused", code: "SandboxStarting", message: "the box is starting" })
     const node = this.nodes.get(run.node)
     if (node === undefined || !node.ready) return Promise.resolve({ _tag: "Refused", code: "Unavailable", message: "the box's host is not connected" })
+    // A Function's worker takes calls and nothing else; a Sandbox's box no calls (docs/functions.md, "The worker"). A run
+    // offered back after a restart has no program here: its agent, which has its spec, says.
+    const worker = run.program?.workload?.worker !== undefined
+    if (run.program !== undefined && worker !== (request._tag === "Call")) {
+      return Promise.resolve({ _tag: "Refused", code: "Invalid", message: worker ? "a Function's worker takes calls only" : "a call goes to a Function's worker; this run is not one" })
+    }
     // Reading a command's state or output is not activity: a silent open terminal is idle (spec: Sandbox idleTimeout).
     if (request._tag !== "Output" && request._tag !== "Command" && request._tag !== "Resize") run.facts.activity = { busy: run.facts.activity?.busy ?? false, lastAt: this.options.now() }
     const id = this.nextCall++
-    const waitMs = request._tag === "Exec" && !request.background ? request.timeoutMs ?? 24 * 3_600_000 : request._tag === "Output" ? request.waitMs : 0
+    const waitMs = request._tag === "Exec" && !request.background ? request.timeoutMs ?? 24 * 3_600_000 : request._tag === "Output" ? request.waitMs : request._tag === "Call" ? request.timeoutMs : 0
     return new Promise((resolve) => {
       const timer = setTimeout(() => answer({ _tag: "Refused", code: "Unavailable", message: "the box's host did not answer in time" }), waitMs + boxCallSlackMs)
       const answer = (reply: BoxReply) => {
@@ -678,8 +690,10 @@ export class LiveCapacity {
       run.facts.suspend = report.suspend
       changed = true
     }
-    // A box is booted once its supervisor is up (Running); one that ended before never was (spec: StartupFailed).
-    const booted = run.facts.phase === "Provisioning" && (report.phase === "Running" || (report.phase === "Exited" && this.nodes.get(run.node)?.desired.get(report.id)?.box !== true))
+    // A box is booted once its supervisor is up (Running), a worker once it imported its code; one that ended before
+    // never was (spec: StartupFailed).
+    const serving = this.nodes.get(run.node)?.desired.get(report.id)
+    const booted = run.facts.phase === "Provisioning" && (report.phase === "Running" || (report.phase === "Exited" && serving?.box !== true && serving?.worker === undefined))
     if (booted) {
       run.facts.phase = "Running"
       run.facts.bootedAt = this.options.now()

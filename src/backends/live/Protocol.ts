@@ -8,7 +8,7 @@
  * The same messages travel in-process (the local backend's agent) and over HTTPS (`nodus agent`, AgentHttp.ts).
  */
 import { Schema } from "effect"
-import type { BoxReply, BoxRequest } from "../../core/capacity/Capacity.ts"
+import type { BoxReply, BoxRequest, WorkerProgram } from "../../core/capacity/Capacity.ts"
 
 /** Lease timing (issue: renew every 10 s, lapse after 40 s). */
 export const leaseRenewMs = 10_000
@@ -75,6 +75,11 @@ export interface RunSpec {
   readonly inputs: ReadonlyArray<RunInput>
   /** A Sandbox's box (BoxSupervisor.ts): `argv` is its optional main process; it serves box calls until stopped. */
   readonly box?: boolean | undefined
+  /**
+   * A Function's warm worker (PythonWorker.ts) instead of `argv`: Running once it imported its code, answering `Call`
+   * box requests until stopped (docs/functions.md, "The worker").
+   */
+  readonly worker?: WorkerProgram | undefined
   /**
    * How many of the host's GPUs the run is given (absent: none). The server counts them per Node; the agent picks
    * which, and the box sees those devices alone (docs/live.md, "GPUs").
@@ -285,6 +290,12 @@ const BoxReplySchema = Schema.Union([
     entries: Schema.Array(Schema.Struct({ name: Str, size: Num, mode: Str, modTime: Str, type: Schema.Literals(["file", "directory", "symlink", "other"]) }))
   }),
   Schema.TaggedStruct("Done", {}),
+  Schema.TaggedStruct("Result", {
+    outcome: Schema.Union([
+      Schema.Struct({ ok: Schema.Literal(true), encoding: Schema.Literals(["JSON", "Pickle"]), result: Str }),
+      Schema.Struct({ ok: Schema.Literal(false), error: Schema.Struct({ type: Str, message: Str, traceback: Str }) })
+    ])
+  }),
   Schema.TaggedStruct("Refused", {
     code: Schema.Literals(["NotFound", "Forbidden", "Conflict", "Invalid", "FileTooLarge", "StdinBackpressure", "SandboxNotRunning", "SandboxStarting", "Unavailable"]),
     message: Str

@@ -1,7 +1,8 @@
 /**
- * A Function's warm Python worker (spec: Function; docs/functions.md): a small script the box's python3 runs. It puts
- * the code archive's directory first on sys.path, imports the Function's module once (and makes its class, once), says
- * `ready`, then serves calls from its stdin, one JSON object per line, answering each on its stdout:
+ * A Function's warm Python worker (spec: Function; docs/functions.md): a small script the box's python3 runs. It
+ * extracts the code archive (tar or zip, when it is given one) into its code directory, puts that directory first on
+ * sys.path, imports the Function's module once (and makes its class, once), says `ready`, then serves calls from its
+ * stdin, one JSON object per line, answering each on its stdout:
  *
  *   in:  {"id": "<call>", "encoding": "JSON" | "Pickle", "input": "<base64>", "method": "<name>"?}
  *   out: {"ready": true, "python": "3.12"} once, or {"ready": false, "error": {...}} and an exit
@@ -49,8 +50,14 @@ export const callLine = (call: WorkerCall): string => `${JSON.stringify(call)}\n
 
 /** What the worker must be told: where the code is and what to run (spec: Function.code). */
 export interface WorkerTarget {
-  /** The directory the code archive was extracted to, inside the box (first on sys.path). */
+  /** The directory the code is imported from, inside the box (first on sys.path). */
   readonly codeDir: string
+  /**
+   * The code archive (a tar, possibly compressed, or a zip), inside the box: the worker extracts it into `codeDir`
+   * before it imports anything, refusing members that lead out of it (absolute paths, `..`, links). Absent: the code is
+   * in `codeDir` already.
+   */
+  readonly archive?: string | undefined
   readonly module: string
   /** A function's qualified name in the module, or a class whose methods calls name. */
   readonly qualname?: string | undefined
@@ -61,6 +68,7 @@ export interface WorkerTarget {
 /** The worker's environment: what it runs, beside the Function's own env. */
 export const workerEnv = (target: WorkerTarget): Readonly<Record<string, string>> => ({
   NODUS_CODE_DIR: target.codeDir,
+  ...(target.archive === undefined ? {} : { NODUS_CODE_ARCHIVE: target.archive }),
   NODUS_MODULE: target.module,
   ...(target.qualname === undefined ? {} : { NODUS_QUALNAME: target.qualname }),
   ...(target.cls === undefined ? {} : { NODUS_CLASS: target.cls }),
@@ -74,7 +82,7 @@ export const workerArgv = (python: string): ReadonlyArray<string> => [python, "-
 
 /** The worker itself (Python 3.10+, standard library only). */
 export const workerScript = String.raw`
-import base64, importlib, json, os, pickle, sys, threading, traceback
+import base64, importlib, json, os, pickle, shutil, stat, sys, tarfile, threading, traceback, zipfile
 from concurrent.futures import ThreadPoolExecutor
 
 out = os.fdopen(os.dup(1), "w", buffering=1)
@@ -100,7 +108,68 @@ def resolve(root, dotted):
         root = getattr(root, part)
     return root
 
+def inside(root, name):
+    # A member's path under root, or None for root itself. The box bounds what a hostile archive can touch; these
+    # checks make one that tries fail with a clear error instead of writing where it should not.
+    parts = [part for part in name.replace("\\", "/").split("/") if part not in ("", ".")]
+    if name.startswith("/") or ".." in parts:
+        raise ValueError("the code archive's member %r leads out of its directory" % name)
+    return os.path.join(root, *parts) if parts else None
+
+def link(root, path, name, target):
+    # A link's target must stay below it without climbing: with no "..", and no absolute target, nothing resolves out.
+    if target.startswith("/") or ".." in target.replace("\\", "/").split("/"):
+        raise ValueError("the code archive's link %r -> %r leads out of its directory" % (name, target))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    os.symlink(target, path)
+
+def write(path, data, executable):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as file:
+        shutil.copyfileobj(data, file)
+    os.chmod(path, 0o755 if executable else 0o644)
+
+def extract(archive, root):
+    os.makedirs(root, exist_ok=True)
+    with open(archive, "rb") as file:
+        is_zip = file.read(4) in (b"PK\x03\x04", b"PK\x05\x06")
+    if is_zip:
+        with zipfile.ZipFile(archive) as bundle:
+            for info in bundle.infolist():
+                path = inside(root, info.filename)
+                mode = info.external_attr >> 16
+                if path is None:
+                    continue
+                if info.is_dir():
+                    os.makedirs(path, exist_ok=True)
+                elif stat.S_ISLNK(mode):
+                    link(root, path, info.filename, bundle.read(info).decode())
+                else:
+                    with bundle.open(info) as data:
+                        write(path, data, bool(mode & 0o111))
+        return
+    with tarfile.open(archive, "r:*") as bundle:
+        for member in bundle:
+            path = inside(root, member.name)
+            if path is None:
+                continue
+            if member.isdir():
+                os.makedirs(path, exist_ok=True)
+            elif member.issym():
+                link(root, path, member.name, member.linkname)
+            elif member.islnk():
+                source = inside(root, member.linkname)
+                if source is None or not os.path.isfile(source) or os.path.islink(source):
+                    raise ValueError("the code archive's hard link %r -> %r names no file before it" % (member.name, member.linkname))
+                with open(source, "rb") as data:
+                    write(path, data, bool(member.mode & 0o111))
+            elif member.isfile():
+                write(path, bundle.extractfile(member), bool(member.mode & 0o111))
+            # devices and fifos are no code: left out
+
 try:
+    if "NODUS_CODE_ARCHIVE" in os.environ:
+        extract(os.environ["NODUS_CODE_ARCHIVE"], os.environ["NODUS_CODE_DIR"])
     sys.path.insert(0, os.environ["NODUS_CODE_DIR"])
     module = importlib.import_module(os.environ["NODUS_MODULE"])
     target = resolve(module, os.environ["NODUS_QUALNAME"]) if "NODUS_QUALNAME" in os.environ else None
@@ -192,14 +261,20 @@ export type WorkerOutcome =
 
 const decodeMessage = Schema.decodeUnknownExit(Schema.fromJsonString(WorkerMessageSchema))
 
+/** The worker ended (or its connection did) before it answered the call: the call did not finish on it. */
+export class WorkerLost extends Error {}
+
 /**
  * The host's end of one worker: its stdin and stdout. `ready` settles once the module is imported (or failed to be);
- * `call` answers when the worker answers that call, and rejects every call still waiting when the worker's stdout ends.
+ * `call` answers when the worker answers that call, and rejects with `WorkerLost` every call still waiting when the
+ * worker's stdout ends (and every later one), so a call the worker never answered is never taken for its outcome.
  */
 export class WorkerConnection {
   readonly ready: Promise<{ readonly python: string }>
-  private readonly waiting = new Map<string, (outcome: WorkerOutcome) => void>()
-  private ended: Error | undefined
+  /** Called when the count of calls waiting for an answer goes from none to some, or back (the worker's activity). */
+  onBusy: ((busy: boolean) => void) | undefined
+  private readonly waiting = new Map<string, { readonly resolve: (outcome: WorkerOutcome) => void; readonly reject: (error: Error) => void }>()
+  private ended: WorkerLost | undefined
   private settleReady!: { resolve: (value: { readonly python: string }) => void; reject: (error: Error) => void }
 
   private readonly input: Writable
@@ -211,13 +286,21 @@ export class WorkerConnection {
     this.ready = new Promise((resolve, reject) => (this.settleReady = { resolve, reject }))
     this.ready.catch(() => undefined)
     input.on("error", () => undefined)
-    readLines(output, lineBytesMax, (line) => this.take(line), (why) => this.end(new Error(why)))
+    readLines(output, lineBytesMax, (line) => this.take(line), (why) => this.end(new WorkerLost(why)))
   }
 
+  /** Whether a call waits for its answer now. */
+  get busy(): boolean {
+    return this.waiting.size > 0
+  }
+
+  /** The call's outcome; rejects with `WorkerLost` when the worker ends first, or an Error when its id is waiting already. */
   call(call: WorkerCall): Promise<WorkerOutcome> {
     if (this.ended !== undefined) return Promise.reject(this.ended)
-    return new Promise((resolve) => {
-      this.waiting.set(call.id, resolve)
+    if (this.waiting.has(call.id)) return Promise.reject(new Error(`call ${call.id} is running on this worker already`))
+    return new Promise((resolve, reject) => {
+      this.waiting.set(call.id, { resolve, reject })
+      if (this.waiting.size === 1) this.onBusy?.(true)
       this.input.write(callLine(call))
     })
   }
@@ -240,17 +323,20 @@ export class WorkerConnection {
     const waiter = this.waiting.get(message.id)
     if (waiter === undefined) return
     this.waiting.delete(message.id)
-    waiter(message.ok ? { ok: true, encoding: message.encoding, result: message.result } : { ok: false, error: this.scrubbed(message.error) })
+    waiter.resolve(message.ok ? { ok: true, encoding: message.encoding, result: message.result } : { ok: false, error: this.scrubbed(message.error) })
+    if (this.waiting.size === 0) this.onBusy?.(false)
   }
 
   private scrubbed(error: WorkerError): WorkerError {
     return { type: error.type, message: scrub(error.message, this.secrets), traceback: scrub(error.traceback, this.secrets) }
   }
 
-  private end(error: Error) {
+  private end(error: WorkerLost) {
     this.ended = error
     this.settleReady.reject(error)
-    for (const [id, waiter] of this.waiting) waiter({ ok: false, error: { type: "WorkerLost", message: `the worker ended before answering call ${id}`, traceback: "" } })
+    const lost = this.waiting.size > 0
+    for (const [id, waiter] of this.waiting) waiter.reject(new WorkerLost(`${error.message} before answering call ${id}`))
     this.waiting.clear()
+    if (lost) this.onBusy?.(false)
   }
 }

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { detectIsolation, runIsolated } from "../../../src/backends/live/Isolation.ts"
-import { type WorkerCall, WorkerConnection, type WorkerTarget, workerArgv, workerEnv } from "../../../src/backends/live/PythonWorker.ts"
+import { type WorkerCall, WorkerConnection, WorkerLost, type WorkerTarget, workerArgv, workerEnv } from "../../../src/backends/live/PythonWorker.ts"
 
 const code = String.raw`
 import os, threading, time
@@ -37,6 +37,9 @@ def reads():
 
 def not_a_number():
     return float("nan")
+
+def hang():
+    threading.Event().wait()
 
 def large(n):
     return "x" * n
@@ -128,8 +131,10 @@ describe("python worker", () => {
     const worker = direct({ qualname: "large" }, {}, 4_096)
     const small = await worker.connection.call(call({ input: json({ args: [100] }) }))
     expect(small.ok && parsed(small.result).length).toBe(100)
-    const huge = await worker.connection.call(call({ input: json({ args: [100_000] }) }))
-    expect(!huge.ok && huge.error.type).toBe("WorkerLost")
+    // Lost, not an outcome: the call never finished on this worker.
+    const huge = worker.connection.call(call({ input: json({ args: [100_000] }) }))
+    await expect(huge).rejects.toBeInstanceOf(WorkerLost)
+    await expect(huge).rejects.toThrow(/longer than 4096 bytes/u)
     await expect(worker.connection.call(call({ input: json({ args: [1] }) }))).rejects.toThrow(/longer than 4096 bytes/u)
     worker.kill()
   })
@@ -167,8 +172,49 @@ describe("python worker", () => {
   it("a module that does not import says why, and its calls fail as the worker lost", async () => {
     const worker = direct({ module: "app.missing", qualname: "f" })
     await expect(worker.connection.ready).rejects.toThrow(/ModuleNotFoundError: No module named 'app.missing'/u)
-    const outcome = await worker.connection.call(call({})).catch((error: Error) => ({ ok: false as const, error: { type: "WorkerLost", message: error.message, traceback: "" } }))
-    expect(!outcome.ok && outcome.error.type).toBe("WorkerLost")
+    await expect(worker.connection.call(call({}))).rejects.toBeInstanceOf(WorkerLost)
+  })
+
+  it("a worker killed under a call loses it (WorkerLost), never answers it as the function's outcome", async () => {
+    const worker = direct({ qualname: "hang" })
+    await worker.connection.ready
+    const busy: Array<boolean> = []
+    worker.connection.onBusy = (value) => busy.push(value)
+    // A call that never returns: only the kill ends it.
+    const waiting = worker.connection.call(call({ input: json({}) }))
+    worker.kill()
+    await expect(waiting).rejects.toBeInstanceOf(WorkerLost)
+    expect(busy).toEqual([true, false])
+  })
+
+  it("extracts its code archive first: links that stay inside are kept, a hard link to a host file is refused", async () => {
+    const make = (name: string, members: string) => {
+      const path = join(root, name)
+      const script = String.raw`
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w:gz") as bundle:
+    for kind, name, value in ${members}:
+        info = tarfile.TarInfo(name)
+        if kind == "file":
+            info.size = len(value.encode())
+            bundle.addfile(info, io.BytesIO(value.encode()))
+        else:
+            info.type = tarfile.SYMTYPE if kind == "symlink" else tarfile.LNKTYPE
+            info.linkname = value
+            bundle.addfile(info)
+`
+      const made = spawnSync("python3", ["-c", script, path], { encoding: "utf8" })
+      expect(made.stderr).toBe("")
+      return path
+    }
+    const good = make("good.tar.gz", `[("file", "pkg/__init__.py", ""), ("file", "pkg/handlers.py", "def f(x): return x + 1"), ("symlink", "alias", "pkg")]`)
+    const extracted = direct({ codeDir: join(root, "extracted"), archive: good, module: "alias.handlers", qualname: "f" })
+    const outcome = await extracted.connection.call(call({ input: json({ args: [41] }) }))
+    expect(outcome.ok && parsed(outcome.result)).toBe(42)
+    extracted.done()
+    const hard = make("hard.tar.gz", `[("file", "pkg/__init__.py", ""), ("hardlink", "pkg/passwd", "/etc/passwd")]`)
+    const refused = direct({ codeDir: join(root, "refused"), archive: hard, module: "pkg", qualname: "f" })
+    await expect(refused.connection.ready).rejects.toThrow(/ValueError: the code archive's member '\/etc\/passwd' leads out of its directory/u)
   })
 
   it("runs in a bubblewrap box, its code read-only under /platform/inputs/code", async () => {
