@@ -17,7 +17,7 @@
  * An object deleted (by its owner, or by its own ttl) lets go of its runs; they are billed until their hosts are
  * released (docs/billing.md, "Release"), and only then does the port forget them.
  */
-import { Context, Effect, Layer, Semaphore, Stream } from "effect"
+import { Context, Effect, Layer, Option, Semaphore, Stream } from "effect"
 import type { ApiError } from "../core/meta/ApiError.ts"
 import type { Settled } from "../core/billing/Billing.ts"
 import type { Pricebook } from "../core/billing/Pricebook.ts"
@@ -44,6 +44,7 @@ import { LedgerService } from "./LedgerService.ts"
 import { makeWriter, quietly, type WrittenObject } from "./ObjectWriter.ts"
 import type { AnyRuntimeKind } from "./kinds/RuntimeKind.ts"
 import { KindRegistry } from "./Registry.ts"
+import { type ServedObject, Serving } from "./Serving.ts"
 import { WorkQueue } from "./WorkQueue.ts"
 
 export interface ReconcilerOptions {
@@ -107,6 +108,8 @@ function make(options: ReconcilerOptions) {
     const ids = yield* Ids
     const { group } = yield* ApiConfig
     const { kinds } = yield* KindRegistry
+    // The dispatcher of requests some kinds' runs serve (a Function's calls), where the server has one (Serving.ts).
+    const serving = Option.getOrUndefined(yield* Effect.serviceOption(Serving))
     const kindsByPlural = new Map(kinds.map((kind) => [byKindName(kind.kind)!.plural, { kind, ref: refOfKind(group, kind.kind) }]))
     const writer = makeWriter({ resources, store, ids, outbox, attemptRef: refOfKind(group, "Attempt") })
     /** Offerings by id, per catalog array (a catalog is the same array until it changes). */
@@ -289,8 +292,16 @@ function make(options: ReconcilerOptions) {
       tracked.generation = Math.max(tracked.generation, object.metadata.generation)
     })
 
+    /** The object as the dispatcher knows it, when its kind's runs serve requests. */
+    const servedOf = (tracked: Tracked): ServedObject | undefined =>
+      serving?.kinds.has(tracked.kind.kind) === true
+        ? { kind: tracked.kind.kind, uid: tracked.uid, namespace: tracked.namespace, name: tracked.name, spec: tracked.spec }
+        : undefined
+
     /** Stops following an object: its live runs are released, and billed until their hosts are. */
-    const letGo = (tracked: Tracked) => Effect.gen(function*() {
+    const letGo = (tracked: Tracked, now: number) => Effect.gen(function*() {
+      const served = servedOf(tracked)
+      if (served !== undefined) yield* serving!.removed(served, now)
       if (tracking.get(tracked.key) === tracked) tracking.delete(tracked.key)
       owners.delete(tracked.uid)
       waiting.delete(tracked.key)
@@ -354,7 +365,12 @@ function make(options: ReconcilerOptions) {
       yield* refresh(tracked)
       const market = port.market(tracked.namespace)
       const ranking = rankingOf(tracked, market)
-      const observation = { name: tracked.name, namespace: tracked.namespace, uid: tracked.uid, generation: tracked.generation, createdAt: tracked.createdAt, spec: tracked.spec, status: tracked.status, attempts: tracked.facts }
+      const served = servedOf(tracked)
+      const load = served === undefined ? undefined : yield* serving!.load(served, tracked.facts, now)
+      const observation = {
+        name: tracked.name, namespace: tracked.namespace, uid: tracked.uid, generation: tracked.generation, createdAt: tracked.createdAt, spec: tracked.spec,
+        status: tracked.status, attempts: tracked.facts, serving: load
+      }
       const owner = { namespace: tracked.namespace, labels: tracked.labels }
       const billed = yield* ledgers.update((ledger) =>
         billedStep(tracked.kind.machine, observation, { now, market, ranking }, { ledger, pricebook: options.pricebook, rooms: budgets.roomsFor(ledger, owner, now) }))
@@ -382,7 +398,7 @@ function make(options: ReconcilerOptions) {
             // Terminating phase, the Event that says why) is written first, so watchers and webhooks hear why it went.
             yield* writer.write(tracked, tracked.finishedBefore ? undefined : status, eventsOf(result.events, now))
             yield* writer.remove(tracked)
-            return yield* letGo(tracked)
+            return yield* letGo(tracked, now)
         }
       }
       yield* writer.write(tracked, tracked.finishedBefore ? undefined : status, eventsOf(result.events, now))
@@ -390,12 +406,16 @@ function make(options: ReconcilerOptions) {
       // the last stored one, and its moves, with their events, are made (and written together) again.
       tracked.status = status
       if (billed.wakeAt !== undefined) queue.at(tracked.key, billed.wakeAt)
+      if (served !== undefined) {
+        const again = yield* serving!.stepped(served, status, tracked.facts, now)
+        if (again !== undefined) queue.at(tracked.key, again)
+      }
     })
 
     const reconcileObject = (key: string, now: number): Effect.Effect<void, ApiError> => Effect.gen(function*() {
       const object = objects.get(key)
       const known = tracking.get(key)
-      if (known !== undefined && (object === undefined || object.metadata.uid !== known.uid || object.metadata.deletionTimestamp !== undefined)) yield* letGo(known)
+      if (known !== undefined && (object === undefined || object.metadata.uid !== known.uid || object.metadata.deletionTimestamp !== undefined)) yield* letGo(known, now)
       if (object === undefined || object.metadata.deletionTimestamp !== undefined || gone.has(object.metadata.uid)) return
       const entry = kindsByPlural.get(key.slice(0, key.indexOf("/")))!
       const tracked = tracking.get(key) ?? (yield* admit(key, entry, object))
@@ -435,6 +455,11 @@ function make(options: ReconcilerOptions) {
         }
       }
     }))
+
+    serving?.onWake((uid) => {
+      const key = owners.get(uid)
+      if (key !== undefined) queue.add(key)
+    })
 
     // Subscribe to the port first (the fiber subscribes when it first runs), then read the store and follow it.
     yield* Effect.forkScoped(onCapacity)

@@ -7,12 +7,13 @@
  * its machine, and one entry in `defaultKinds` (docs/architecture.md, "Adding a kind").
  */
 import { Context, Layer } from "effect"
+import { functionKind } from "./kinds/Function.ts"
 import { jobKind } from "./kinds/Job.ts"
 import type { AnyRuntimeKind } from "./kinds/RuntimeKind.ts"
 import { sandboxKind } from "./kinds/Sandbox.ts"
 
 /** The kinds nodus runs today. */
-export const defaultKinds: ReadonlyArray<AnyRuntimeKind> = [jobKind, sandboxKind]
+export const defaultKinds: ReadonlyArray<AnyRuntimeKind> = [jobKind, sandboxKind, functionKind]
 
 export class KindRegistry extends Context.Service<KindRegistry, {
   readonly kinds: ReadonlyArray<AnyRuntimeKind>

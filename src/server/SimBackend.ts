@@ -35,6 +35,7 @@ import { surviving } from "../runtime/Following.ts"
 import { LedgerService } from "../runtime/LedgerService.ts"
 import { LiveMarket } from "../runtime/LiveMarket.ts"
 import { makeOfferings } from "../runtime/Offerings.ts"
+import * as FunctionDispatch from "../runtime/FunctionDispatch.ts"
 import { Reconciler } from "../runtime/Reconciler.ts"
 import { runUntil, type SteppedCapacity } from "../runtime/VirtualTime.ts"
 import type { VirtualClock } from "./VirtualClock.ts"
@@ -80,7 +81,7 @@ export const layer = (options: SimBackendOptions) => Layer.unwrap(Effect.gen(fun
   const lastKnown = Math.max(lastSimulated ?? -Infinity, lastPosted ?? -Infinity)
   const lostAt = Number.isFinite(lastKnown) ? Math.min(lastKnown, engine.now) : engine.now
   const port = Layer.succeed(CapacityPort, counted.port)
-  const reconciler = Reconciler.layer({ catalog: () => catalog, pricebook: currentPricebook, lostAt }).pipe(Layer.provideMerge(port))
+  const reconciler = Reconciler.layer({ catalog: () => catalog, pricebook: currentPricebook, lostAt }).pipe(Layer.provide(FunctionDispatch.layer), Layer.provideMerge(port))
   return Layer.effect(SimulationControl, make({ clock, engine, catalog, published: counted.published })).pipe(Layer.provideMerge(reconciler))
 }))
 

@@ -1,0 +1,424 @@
+/**
+ * The dispatcher of FunctionCalls (spec: FunctionCall; docs/functions.md, "Dispatch"): it holds every unfinished call
+ * in memory, per Function, sends each to a worker of its Function through the capacity port's `box` (a `Call`), hears
+ * the answers, makes the call's moves (core/kinds/function/FunctionCallMachine.ts) and writes the call's status. It is
+ * the reconciler's `Serving` (Serving.ts) for Functions: everything it decides happens inside the Function's reconcile
+ * — the load before the step (what the Function machine sizes its workers to), the dispatch after it — so the moves are
+ * made at the instants the reconciler runs, on the simulator's virtual time as on the wall clock.
+ *
+ * - Calls come from the change feed (created, cancelled, deleted) and, after a restart, from the store: a call that was
+ *   running under the previous process lost its answer with it, and is recovered as from a lost worker.
+ * - Claims take turns between sessions (spec: FunctionCall.session): the queue is served one call per session in turn.
+ * - A worker takes at most `scaling.targetConcurrency` calls at once; a call goes to the least busy worker that takes
+ *   calls (FunctionMachine.acceptsCalls: ready, of the current template, the Function not held).
+ * - A call whose worker ended under it is lost (level-triggered: the worker's facts, not an answer, say so), and one
+ *   answer or loss is for one dispatch epoch: anything about another epoch is fenced.
+ * - Inputs named by blob are read from the blob store; a result over the inline bound is stored as a blob of the
+ *   call's project, held by the call (spec: Payload).
+ */
+import { createHash } from "node:crypto"
+import { Effect, Layer, Stream } from "effect"
+import { type AttemptFacts, type BoxReply, CapacityPort, isLive } from "../core/capacity/Capacity.ts"
+import type { ServingLoad } from "../core/controller/Controller.ts"
+import * as Call from "../core/kinds/function/FunctionCallMachine.ts"
+import { acceptsCalls } from "../core/kinds/function/FunctionMachine.ts"
+import { isObject, type JsonObject } from "../core/Json.ts"
+import * as Limits from "../core/Limits.ts"
+import { refOfKind } from "../core/meta/Kinds.ts"
+import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
+import type { FunctionSpecType, FunctionStatusType } from "../core/schemas/Function.ts"
+import type { FunctionCallSpecType, FunctionCallStatusType } from "../core/schemas/FunctionCall.ts"
+import { ApiConfig } from "../apiserver/ApiConfig.ts"
+import { Blobs, projectReader } from "../apiserver/Blobs.ts"
+import { Resources } from "../apiserver/Resources.ts"
+import { ChangeFeed } from "../store/ChangeFeed.ts"
+import type { Change } from "../store/Store.ts"
+import { followStore } from "./Following.ts"
+import { statusWriter } from "./ObjectWriter.ts"
+import { Serving } from "./Serving.ts"
+
+/** One call the dispatcher holds. */
+interface HeldCall {
+  readonly uid: string
+  readonly namespace: string
+  readonly name: string
+  readonly spec: FunctionCallSpecType
+  readonly annotations: Readonly<Record<string, string>>
+  state: Call.CallState
+  /** The status as last written (or read), which the next write starts from. */
+  status: FunctionCallStatusType
+  written: string | undefined
+  resourceVersion: string | undefined
+  /** Cancelled, deleted or lost under a previous process: a move the next step makes. */
+  cancelAsked: boolean
+  lostBefore: boolean
+  deleted: boolean
+}
+
+/** A call on a worker: its epoch, since when, and at what rate (its try's cost). */
+interface InFlight {
+  readonly uid: string
+  readonly epoch: number
+  readonly worker: string
+  readonly since: number
+  readonly rateMicroUsdPerHour: bigint
+}
+
+/** An answer heard from the port, taken in at the next step. */
+interface Heard {
+  readonly flight: InFlight
+  readonly reply: BoxReply
+}
+
+/** What the dispatcher holds for one Function (by project and name). */
+interface Pool {
+  uid: string | undefined
+  spec: FunctionSpecType | undefined
+  readonly calls: Map<string, HeldCall>
+  /** Calls waiting for a worker, by session, in arrival order; sessions take turns. */
+  readonly waiting: Map<string, Array<string>>
+  /** Calls waiting for their retry's backoff. */
+  readonly delayed: Set<string>
+  readonly inFlight: Map<string, InFlight>
+  readonly lastBusyAt: Map<string, number>
+  readonly heard: Array<Heard>
+  /** The session served last: the next turn is the one after it. */
+  turn: number
+}
+
+const poolKey = (namespace: string, fn: string) => `${namespace}/${fn}`
+
+/** Calls written at once. */
+const writeConcurrency = 16
+
+const sha256Hex = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex")
+
+export const layer = Layer.effect(Serving, Effect.gen(function*() {
+  const port = yield* CapacityPort
+  const resources = yield* Resources
+  const feed = yield* ChangeFeed
+  const blobs = yield* Blobs
+  const { group } = yield* ApiConfig
+  const callRef = refOfKind(group, "FunctionCall")
+  // nodus: the class method a call names (spec.code.cls), as the annotation <group>/method (docs/functions.md).
+  const methodAnnotation = `${group}/method`
+  const writeStatus = statusWriter(resources)
+  const scope = yield* Effect.scope
+
+  const pools = new Map<string, Pool>()
+  const callPools = new Map<string, Pool>()
+  let wake: (uid: string) => void = () => undefined
+
+  const poolOf = (namespace: string, fn: string): Pool => {
+    const key = poolKey(namespace, fn)
+    let pool = pools.get(key)
+    if (pool === undefined) {
+      pool = { uid: undefined, spec: undefined, calls: new Map(), waiting: new Map(), delayed: new Set(), inFlight: new Map(), lastBusyAt: new Map(), heard: [], turn: 0 }
+      pools.set(key, pool)
+    }
+    return pool
+  }
+
+  const poke = (pool: Pool) => {
+    if (pool.uid !== undefined) wake(pool.uid)
+  }
+
+  const enqueue = (pool: Pool, call: HeldCall) => {
+    const session = call.spec.session ?? ""
+    let queue = pool.waiting.get(session)
+    if (queue === undefined) pool.waiting.set(session, queue = [])
+    queue.push(call.uid)
+  }
+
+  // -------------------------------------------------------------------------------------------------------------------
+  // Calls in from the store
+
+  const take = (object: ResourceObject) => {
+    const spec = object.spec as FunctionCallSpecType
+    if (!isObject(object.spec) || typeof spec.function !== "string") return
+    const namespace = object.metadata.namespace ?? ""
+    const known = callPools.get(object.metadata.uid)?.calls.get(object.metadata.uid)
+    if (known !== undefined) {
+      if (spec.state === "Cancelled" && !known.cancelAsked && Call.isUnfinished(known.state)) {
+        known.cancelAsked = true
+        poke(callPools.get(known.uid)!)
+      }
+      return
+    }
+    const status = (isObject(object.status) ? object.status : {}) as FunctionCallStatusType
+    const state = Call.stateOf(status)
+    if (!Call.isUnfinished(state)) return
+    const pool = poolOf(namespace, spec.function)
+    const call: HeldCall = {
+      uid: object.metadata.uid, namespace, name: object.metadata.name, spec, annotations: object.metadata.annotations ?? {}, state, status,
+      written: JSON.stringify(status), resourceVersion: object.metadata.resourceVersion,
+      cancelAsked: spec.state === "Cancelled", lostBefore: state.phase === "Running" || state.phase === "Cancelling", deleted: false
+    }
+    pool.calls.set(call.uid, call)
+    callPools.set(call.uid, pool)
+    if (!call.lostBefore) enqueue(pool, call)
+    poke(pool)
+  }
+
+  const drop = (uid: string) => {
+    const pool = callPools.get(uid)
+    const call = pool?.calls.get(uid)
+    if (pool === undefined || call === undefined) return
+    call.deleted = true
+    pool.calls.delete(uid)
+    pool.delayed.delete(uid)
+    callPools.delete(uid)
+  }
+
+  const onChange = (change: Change) => Effect.sync(() => {
+    if (change.key.resource !== "functioncalls") return
+    if (change.type === "DELETED") drop(change.object.metadata.uid)
+    else take(change.object)
+  })
+
+  const resync = Effect.gen(function*() {
+    const page = yield* resources.list(callRef, undefined, {}).pipe(Effect.orElseSucceed(() => ({ items: [] as ReadonlyArray<ResourceObject> })))
+    for (const object of page.items) take(object)
+  })
+
+  // -------------------------------------------------------------------------------------------------------------------
+  // Moves
+
+  const policyOf = (pool: Pool, call: HeldCall) => Call.policyOf(pool.spec!, call.spec.timeout)
+
+  const tryCost = (pool: Pool, flight: InFlight, now: number) =>
+    Call.tryCostMicroUsd(now - flight.since, flight.rateMicroUsdPerHour, pool.spec?.scaling.targetConcurrency ?? 1)
+
+  /** A call's new state: a retry waits for its backoff, a recovered one for a worker. */
+  const moved = (pool: Pool, call: HeldCall, next: Call.CallState) => {
+    const before = call.state
+    call.state = next
+    if (next === before) return
+    if ((next.phase === "Queued" || next.phase === "Recovering") && before.phase !== next.phase) {
+      if (next.notBefore !== undefined) pool.delayed.add(call.uid)
+      else enqueue(pool, call)
+    } else if (next.phase === "Queued" && next.notBefore !== undefined && before.notBefore === undefined) pool.delayed.add(call.uid)
+    if (!Call.isUnfinished(next)) pool.delayed.delete(call.uid)
+  }
+
+  /** Ends a dispatch: its worker's slot is free again, whatever became of the call. */
+  const settle = (pool: Pool, flight: InFlight, now: number) => {
+    pool.inFlight.delete(`${flight.uid}.${flight.epoch}`)
+    pool.lastBusyAt.set(flight.worker, now)
+  }
+
+  const hear = (pool: Pool, heard: Heard, now: number) => {
+    const { flight, reply } = heard
+    if (!pool.inFlight.has(`${flight.uid}.${flight.epoch}`)) return
+    settle(pool, flight, now)
+    const call = pool.calls.get(flight.uid)
+    if (call === undefined) return
+    const cost = tryCost(pool, flight, now)
+    const policy = policyOf(pool, call)
+    if (reply._tag === "Result") moved(pool, call, Call.answer(call.state, flight.epoch, reply.outcome, policy, now, cost))
+    else moved(pool, call, Call.lose(call.state, flight.epoch, policy, now, cost, reply._tag === "Refused" ? reply.message : "no answer"))
+  }
+
+  /** Dispatches whose worker ended (or is no longer known) are lost with it. */
+  const loseOnEndedWorkers = (pool: Pool, attempts: ReadonlyArray<AttemptFacts>, now: number) => {
+    const live = new Set(attempts.filter(isLive).map((attempt) => attempt.name))
+    for (const flight of [...pool.inFlight.values()]) {
+      if (live.has(flight.worker)) continue
+      const ended = attempts.find((attempt) => attempt.name === flight.worker)
+      hear(pool, { flight, reply: { _tag: "Refused", code: "Unavailable", message: `the worker ${flight.worker} ended (${ended?.outcome?.type ?? "gone"})` } }, now)
+    }
+  }
+
+  /** Every move due at `now` that needs no worker: answers, losses, cancels, deadlines, backoffs over. */
+  const advance = (pool: Pool, attempts: ReadonlyArray<AttemptFacts>, now: number) => {
+    const heard = pool.heard.splice(0)
+    for (const one of heard) hear(pool, one, now)
+    loseOnEndedWorkers(pool, attempts, now)
+    for (const call of pool.calls.values()) {
+      const policy = policyOf(pool, call)
+      if (call.lostBefore) {
+        call.lostBefore = false
+        moved(pool, call, Call.lose(call.state, call.state.epoch, policy, now, 0n, "the server restarted under it"))
+      }
+      if (call.cancelAsked) moved(pool, call, Call.cancel(call.state, now))
+      const flight = pool.inFlight.get(`${call.uid}.${call.state.epoch}`)
+      // The worker keeps running a call past its deadline until it answers (its slot stays taken); the call ends now.
+      if (flight !== undefined && (Call.deadlineOf(call.state, policy) ?? Number.POSITIVE_INFINITY) <= now) moved(pool, call, Call.expire(call.state, policy, now, tryCost(pool, flight, now)))
+    }
+    for (const uid of [...pool.delayed]) {
+      const call = pool.calls.get(uid)
+      if (call === undefined || !Call.isUnfinished(call.state)) pool.delayed.delete(uid)
+      else if (Call.isDispatchable(call.state, now)) {
+        pool.delayed.delete(uid)
+        enqueue(pool, call)
+      }
+    }
+  }
+
+  /** The next call waiting, one session after another. */
+  const nextWaiting = (pool: Pool, now: number): HeldCall | undefined => {
+    const sessions = [...pool.waiting.keys()]
+    for (let tried = 0; tried < sessions.length; tried++) {
+      const index = (pool.turn + tried) % sessions.length
+      const queue = pool.waiting.get(sessions[index]!)!
+      while (queue.length > 0) {
+        const call = pool.calls.get(queue[0]!)
+        if (call !== undefined && Call.isDispatchable(call.state, now)) {
+          queue.shift()
+          pool.turn = index + 1
+          return call
+        }
+        queue.shift()
+      }
+      pool.waiting.delete(sessions[index]!)
+    }
+    return undefined
+  }
+
+  const waitingCount = (pool: Pool, now: number): number => {
+    let count = 0
+    for (const call of pool.calls.values()) if (Call.isDispatchable(call.state, now)) count++
+    return count
+  }
+
+  // -------------------------------------------------------------------------------------------------------------------
+  // Dispatch
+
+  const inputOf = (call: HeldCall) => Effect.gen(function*() {
+    const input = call.spec.input
+    if (input === undefined) return { encoding: "JSON" as const, bytes: Buffer.from(JSON.stringify({ args: [], kwargs: {} })).toString("base64") }
+    if (input.inline !== undefined) return { encoding: input.encoding ?? "JSON", bytes: input.inline }
+    const digest = (input.blob ?? "").replace(/^sha256:/u, "")
+    const blob = yield* blobs.stat(digest, projectReader(call.namespace))
+    if (blob === undefined) return yield* Effect.fail(`the input blob ${input.blob} is not readable by the project`)
+    const chunks = yield* Stream.runCollect(blobs.read(blob))
+    return { encoding: input.encoding ?? "JSON", bytes: Buffer.concat([...chunks]).toString("base64") }
+  })
+
+  /** Sends one dispatch and files the answer for the next step (its fiber outlives the step). */
+  const send = (pool: Pool, call: HeldCall, flight: InFlight, timeoutMs: number, owner: string) =>
+    Effect.gen(function*() {
+      const input = yield* Effect.result(inputOf(call).pipe(Effect.mapError((error) => typeof error === "string" ? error : error.message)))
+      const reply: BoxReply = input._tag === "Failure"
+        ? { _tag: "Result", outcome: { ok: false, error: { type: "nodus.InputUnavailable", message: input.failure, traceback: "" } } }
+        : yield* port.box!(owner, flight.worker, {
+          _tag: "Call", call: `${call.uid}.${flight.epoch}`, encoding: input.success.encoding, input: input.success.bytes, timeoutMs,
+          method: call.annotations[methodAnnotation], annotations: call.annotations
+        })
+      pool.heard.push({ flight, reply })
+      wake(owner)
+    }).pipe(Effect.forkIn(scope))
+
+  const dispatch = (pool: Pool, status: FunctionStatusType, attempts: ReadonlyArray<AttemptFacts>, now: number) => Effect.gen(function*() {
+    const spec = pool.spec!
+    const owner = pool.uid!
+    if (port.box === undefined) return
+    const slots = spec.scaling.targetConcurrency
+    const load = new Map<string, number>()
+    for (const flight of pool.inFlight.values()) load.set(flight.worker, (load.get(flight.worker) ?? 0) + 1)
+    const workers = attempts.filter((worker) => acceptsCalls(spec, status, worker))
+    for (;;) {
+      let best: AttemptFacts | undefined
+      for (const worker of workers) {
+        const busy = load.get(worker.name) ?? 0
+        if (busy < slots && (best === undefined || busy < (load.get(best.name) ?? 0))) best = worker
+      }
+      if (best === undefined) return
+      const call = nextWaiting(pool, now)
+      if (call === undefined) return
+      moved(pool, call, Call.dispatch(call.state, best.name, now))
+      const flight: InFlight = { uid: call.uid, epoch: call.state.epoch, worker: best.name, since: now, rateMicroUsdPerHour: best.variant.rateMicroUsdPerHour }
+      pool.inFlight.set(`${call.uid}.${flight.epoch}`, flight)
+      load.set(best.name, (load.get(best.name) ?? 0) + 1)
+      yield* send(pool, call, flight, policyOf(pool, call).timeoutMs, owner)
+    }
+  })
+
+  // -------------------------------------------------------------------------------------------------------------------
+  // Writes
+
+  /** A result too large to show inline goes to the blob store, held by its call (spec: Payload). */
+  const shownResult = (call: HeldCall, status: FunctionCallStatusType) => Effect.gen(function*() {
+    const result = status.result
+    if (result?.inline === undefined) return status
+    const bytes = Buffer.from(result.inline, "base64")
+    const sha256 = sha256Hex(bytes)
+    if (bytes.length <= Limits.payloadInlineBytesMax) return { ...status, result: { ...result, sha256 } }
+    const stored = yield* blobs.store({ project: call.namespace, holder: call.uid }, Stream.make(bytes), blobs.bytesMax)
+    return { ...status, result: { encoding: result.encoding ?? "JSON", blob: `sha256:${stored.digest}`, sha256 } }
+  })
+
+  const write = (call: HeldCall) => Effect.gen(function*() {
+    if (call.deleted) return
+    const next = yield* shownResult(call, Call.statusOf(call.state, call.status))
+    const text = JSON.stringify(next)
+    if (text === call.written) return
+    const target = { ref: callRef, namespace: call.namespace, name: call.name, uid: call.uid, resourceVersion: call.resourceVersion }
+    const resourceVersion = yield* writeStatus(target, next as unknown as JsonObject)
+    if (resourceVersion === undefined) return drop(call.uid)
+    call.status = next
+    call.written = text
+    call.resourceVersion = resourceVersion
+  }).pipe(Effect.catch((error) => Effect.logWarning(`functions: writing FunctionCall ${call.namespace}/${call.name}: ${error.message}`)))
+
+  /** Writes what changed, and lets go of the calls that ended (their statuses are final). */
+  const flush = (pool: Pool) => Effect.gen(function*() {
+    yield* Effect.forEach([...pool.calls.values()], write, { concurrency: writeConcurrency, discard: true })
+    for (const call of [...pool.calls.values()]) {
+      if (Call.isUnfinished(call.state)) continue
+      pool.calls.delete(call.uid)
+      callPools.delete(call.uid)
+    }
+  })
+
+  const nextAtOf = (pool: Pool): number | undefined => {
+    let next: number | undefined
+    const consider = (at: number | undefined) => {
+      if (at !== undefined && (next === undefined || at < next)) next = at
+    }
+    for (const uid of pool.delayed) consider(pool.calls.get(uid)?.state.notBefore)
+    for (const flight of pool.inFlight.values()) {
+      const call = pool.calls.get(flight.uid)
+      if (call !== undefined && call.state.epoch === flight.epoch) consider(Call.deadlineOf(call.state, policyOf(pool, call)))
+    }
+    return next
+  }
+
+  const loadOf = (pool: Pool, now: number): ServingLoad => {
+    const running: Record<string, number> = {}
+    for (const flight of pool.inFlight.values()) running[flight.worker] = (running[flight.worker] ?? 0) + 1
+    return { queued: waitingCount(pool, now), running, lastBusyAt: Object.fromEntries(pool.lastBusyAt), nextAt: nextAtOf(pool) }
+  }
+
+  yield* followStore("functions", feed, resync, onChange)
+
+  return Serving.of({
+    kinds: new Set(["Function"]),
+    load: (object, attempts, now) => Effect.sync(() => {
+      const pool = poolOf(object.namespace, object.name)
+      pool.uid = object.uid
+      pool.spec = object.spec as FunctionSpecType
+      advance(pool, attempts, now)
+      return loadOf(pool, now)
+    }),
+    stepped: (object, status, attempts, now) => Effect.gen(function*() {
+      const pool = poolOf(object.namespace, object.name)
+      pool.uid = object.uid
+      pool.spec = object.spec as FunctionSpecType
+      yield* dispatch(pool, status as FunctionStatusType, attempts, now)
+      yield* flush(pool)
+      return nextAtOf(pool)
+    }),
+    removed: (object, now) => Effect.gen(function*() {
+      const key = poolKey(object.namespace, object.name)
+      const pool = pools.get(key)
+      if (pool === undefined) return
+      pools.delete(key)
+      for (const call of pool.calls.values()) call.state = Call.functionDeleted(call.state, now)
+      yield* flush(pool)
+    }),
+    onWake: (listener) => {
+      wake = listener
+    }
+  })
+}))

@@ -1,0 +1,24 @@
+/**
+ * The Function's registration with the runtime (spec: Function): the machine of core/kinds/function, its spec as
+ * admitted by the Function schema (defaults filled). Its calls are dispatched by runtime/FunctionDispatch.ts, the
+ * reconciler's `Serving` for Functions.
+ */
+import { Schema } from "effect"
+import { isObject } from "../../core/Json.ts"
+import { functionMachine } from "../../core/kinds/function/FunctionMachine.ts"
+import { FunctionSpec, type FunctionSpecType, type FunctionStatusType } from "../../core/schemas/Function.ts"
+import type { RuntimeKind } from "./RuntimeKind.ts"
+
+const decode = Schema.decodeUnknownSync(FunctionSpec)
+
+export const functionKind: RuntimeKind<FunctionSpecType, FunctionStatusType> = {
+  kind: "Function",
+  machine: functionMachine,
+  specOf: (object) => {
+    try {
+      return decode(isObject(object.spec) ? object.spec : {})
+    } catch {
+      return undefined
+    }
+  }
+}

@@ -1,0 +1,203 @@
+// Functions and FunctionCalls under the sim backend (docs/functions.md, docs/simulator.md "Functions"): created over
+// HTTP, served by simulated workers, with the test clock at speed 0 so every instant is the test's own. The rows of
+// the spec's table for FunctionCall (retries with the backoff to the second, RemoteError, DeadlineExceeded,
+// FunctionDeleted, cancel) and the Function's workers (scaling up and down, Stopped drains and queues).
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
+import { createProject, eventually, mergePatch, v1 } from "../apiserver/api/Support.ts"
+
+const project = "fns"
+const clockPath = `${v1}/simulation/clock`
+const functions = `${v1}/namespaces/${project}/functions`
+const calls = `${v1}/namespaces/${project}/functioncalls`
+
+const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64")
+const unb64 = (text: string) => JSON.parse(Buffer.from(text, "base64").toString("utf8"))
+
+const now = async (server: TestServer): Promise<number> => Date.parse((await request(server, "GET", clockPath)).body.now)
+
+const advance = async (server: TestServer, by: string) => {
+  const reply = await request(server, "POST", clockPath, { body: { advance: by } })
+  assert.strictEqual(reply.status, 200, reply.text)
+}
+
+const createFunction = async (server: TestServer, name: string, spec: Record<string, unknown> = {}, annotations: Record<string, string> = {}) => {
+  const body = {
+    apiVersion: "nodus.dev/v1", kind: "Function", metadata: { name, annotations },
+    spec: { image: "python:3.12", code: { module: "app", qualname: "echo" }, ...spec }
+  }
+  const reply = await request(server, "POST", functions, { body })
+  assert.strictEqual(reply.status, 201, reply.text)
+  return reply.body
+}
+
+const createCall = async (server: TestServer, fn: string, args: ReadonlyArray<unknown>, extra: { spec?: Record<string, unknown>; annotations?: Record<string, string> } = {}) => {
+  const body = {
+    apiVersion: "nodus.dev/v1", kind: "FunctionCall", metadata: { generateName: `${fn}-`, annotations: extra.annotations ?? {} },
+    spec: { function: fn, input: { encoding: "JSON", inline: b64({ args, kwargs: {} }) }, ...extra.spec }
+  }
+  const reply = await request(server, "POST", calls, { body })
+  assert.strictEqual(reply.status, 201, reply.text)
+  return reply.body
+}
+
+const read = async (server: TestServer, path: string) => {
+  const reply = await request(server, "GET", path)
+  assert.strictEqual(reply.status, 200, reply.text)
+  return reply.body
+}
+
+/** Waits (real time) until the object's status satisfies `done`; the clock does not move meanwhile. */
+const until = (server: TestServer, path: string, done: (status: any) => boolean) =>
+  eventually(`${path} to change`, () => read(server, path), (object) => done(object.status ?? {}), 10_000)
+
+/** Moves the clock in steps until the object's status satisfies `done`. */
+const advanceUntil = async (server: TestServer, path: string, done: (status: any) => boolean, step = "5s", steps = 60) => {
+  for (let index = 0; index < steps; index++) {
+    const object = await read(server, path)
+    if (done(object.status ?? {})) return object
+    await advance(server, step)
+  }
+  assert.fail(`${path} did not change as expected: ${JSON.stringify((await read(server, path)).status)}`)
+}
+
+/** A Function with a warm worker: minWorkers 1, stepped until it is ready. */
+const warmFunction = async (server: TestServer, name: string, spec: Record<string, unknown> = {}, annotations: Record<string, string> = {}) => {
+  await createFunction(server, name, { scaling: { minWorkers: 1, maxWorkers: 1 }, ...spec }, annotations)
+  return advanceUntil(server, `${functions}/${name}`, (status) => (status.workers?.ready ?? 0) === 1)
+}
+
+describe("Functions under the sim backend", () => {
+  let server: TestServer
+
+  beforeAll(async () => {
+    server = await startTestServer({ sim: { speed: 0 } })
+    await createProject(server, project)
+  }, 60_000)
+  afterAll(() => server.stop())
+
+  it("a call runs on a warm worker for its simulated duration and returns its first argument", async () => {
+    const fn = await warmFunction(server, "echo", {}, { "sim.nodus.dev/call-duration": "2s" })
+    assert.strictEqual(fn.status.phase, "Running")
+    assert.strictEqual(fn.status.conditions.find((c: any) => c.type === "Ready").reason, "WorkersReady")
+    const start = await now(server)
+    const call = await createCall(server, "echo", [{ answer: 42 }])
+    const path = `${calls}/${call.metadata.name}`
+    const running = await until(server, path, (status) => status.phase === "Running")
+    assert.strictEqual(Date.parse(running.status.startTime), start)
+    assert.strictEqual(running.status.worker.epoch, 1)
+    assert.match(running.status.worker.attempt, /^echo-\d+$/u)
+    await advance(server, "2s")
+    const done = await until(server, path, (status) => status.phase === "Succeeded")
+    assert.deepStrictEqual(unb64(done.status.result.inline), { answer: 42 })
+    assert.strictEqual(done.status.result.encoding, "JSON")
+    assert.match(done.status.result.sha256, /^[0-9a-f]{64}$/u)
+    assert.strictEqual(Date.parse(done.status.completionTime) - Date.parse(done.status.startTime), 2_000)
+    assert.strictEqual(done.status.retries, 0)
+    // Two whole seconds of a worker's time at its rate: a positive exact decimal.
+    assert.match(done.status.costUSD, /^0\.\d{1,6}$/u)
+    assert.notStrictEqual(done.status.costUSD, "0")
+    // The result long poll answers at once for an ended call.
+    const polled = await read(server, `${path}/result?timeout=1s`)
+    assert.strictEqual(polled.status.phase, "Succeeded")
+  })
+
+  it("retries a raising call after initialDelay × coefficient^(n−1), then fails it RemoteError with the error", async () => {
+    await warmFunction(server, "raiser", { retries: { maxRetries: 2, initialDelay: "1s", backoffCoefficient: "3", maxDelay: "60s" } })
+    const start = await now(server)
+    const call = await createCall(server, "raiser", [1], { annotations: { "sim.nodus.dev/call-raises": "5" } })
+    const path = `${calls}/${call.metadata.name}`
+    const first = await until(server, path, (status) => status.retries === 1)
+    assert.strictEqual(first.status.phase, "Queued")
+    assert.match(first.status.message, /retry 1 of 2 in 1s/u)
+    await advance(server, "1s")
+    const second = await until(server, path, (status) => status.retries === 2)
+    assert.match(second.status.message, /retry 2 of 2 in 3s/u)
+    await advance(server, "2999ms")
+    assert.strictEqual((await read(server, path)).status.phase, "Queued")
+    await advance(server, "1ms")
+    const failed = await until(server, path, (status) => status.phase === "Failed")
+    assert.strictEqual(failed.status.reason, "RemoteError")
+    assert.strictEqual(failed.status.error.type, "sim.SimulatedError")
+    assert.strictEqual(failed.status.retries, 2)
+    assert.strictEqual(failed.status.worker.epoch, 3)
+    // Tries at start, start + 1 s, start + 1 s + 3 s: the last one's start and end are 4 s after the first.
+    assert.strictEqual(Date.parse(failed.status.startTime), start + 4_000)
+    assert.strictEqual(failed.status.completionTime, failed.status.startTime)
+  })
+
+  it("a call that raises fewer times than its retries succeeds, counting them", async () => {
+    await warmFunction(server, "flaky", { retries: { maxRetries: 3, initialDelay: "2s" } })
+    const call = await createCall(server, "flaky", ["ok"], { annotations: { "sim.nodus.dev/call-raises": "1" } })
+    const path = `${calls}/${call.metadata.name}`
+    await until(server, path, (status) => status.retries === 1)
+    await advance(server, "2s")
+    const done = await until(server, path, (status) => status.phase === "Succeeded")
+    assert.strictEqual(done.status.retries, 1)
+    assert.deepStrictEqual(unb64(done.status.result.inline), "ok")
+    assert.isUndefined(done.status.error)
+  })
+
+  it("a call past its own timeout fails DeadlineExceeded at start + timeout", async () => {
+    await warmFunction(server, "slow", { timeout: "60s" }, { "sim.nodus.dev/call-duration": "10m" })
+    const call = await createCall(server, "slow", [1], { spec: { timeout: "3s" } })
+    const path = `${calls}/${call.metadata.name}`
+    const running = await until(server, path, (status) => status.phase === "Running")
+    assert.strictEqual(running.spec.timeout, "3s")
+    await advance(server, "3s")
+    const failed = await until(server, path, (status) => status.phase === "Failed")
+    assert.strictEqual(failed.status.reason, "DeadlineExceeded")
+    assert.strictEqual(Date.parse(failed.status.completionTime) - Date.parse(failed.status.startTime), 3_000)
+  })
+
+  it("Stopped drains the workers to zero and new calls queue; Running serves them; a queued call is cancelled", async () => {
+    await warmFunction(server, "pausable")
+    const stopped = await mergePatch(server, `${functions}/pausable`, { spec: { state: "Stopped" } })
+    assert.strictEqual(stopped.status, 200, stopped.text)
+    await advanceUntil(server, `${functions}/pausable`, (status) => status.phase === "Stopped")
+    const waiting = await createCall(server, "pausable", ["later"])
+    const cancelled = await createCall(server, "pausable", ["never"])
+    await advance(server, "1m")
+    const queued = await read(server, `${calls}/${waiting.metadata.name}`)
+    assert.strictEqual(queued.status.phase, "Queued")
+    const fn = await read(server, `${functions}/pausable`)
+    assert.strictEqual(fn.status.queue.queued, 2)
+    assert.strictEqual(fn.status.workers.ready, 0)
+    const cancel = await mergePatch(server, `${calls}/${cancelled.metadata.name}`, { spec: { state: "Cancelled" } })
+    assert.strictEqual(cancel.status, 200, cancel.text)
+    await advance(server, "1s")
+    const gone = await until(server, `${calls}/${cancelled.metadata.name}`, (status) => status.phase === "Cancelled")
+    assert.strictEqual(gone.status.reason, "Cancelled")
+    await mergePatch(server, `${functions}/pausable`, { spec: { state: "Running" } })
+    const done = await advanceUntil(server, `${calls}/${waiting.metadata.name}`, (status) => status.phase === "Succeeded")
+    assert.deepStrictEqual(unb64(done.status.result.inline), "later")
+  })
+
+  it("deleting a Function fails its unfinished calls FunctionDeleted", async () => {
+    await warmFunction(server, "doomed", {}, { "sim.nodus.dev/call-duration": "1h" })
+    const call = await createCall(server, "doomed", [1])
+    const path = `${calls}/${call.metadata.name}`
+    await until(server, path, (status) => status.phase === "Running")
+    const deleted = await request(server, "DELETE", `${functions}/doomed`)
+    assert.strictEqual(deleted.status, 200, deleted.text)
+    await advance(server, "1s")
+    const failed = await until(server, path, (status) => status.phase === "Failed")
+    assert.strictEqual(failed.status.reason, "FunctionDeleted")
+  })
+
+  it("scales workers up to maxWorkers for its calls, and back to zero after scaledownWindow", async () => {
+    await createFunction(server, "wide", { scaling: { minWorkers: 0, maxWorkers: 2, targetConcurrency: 1, scaledownWindow: "30s" } }, { "sim.nodus.dev/call-duration": "20s" })
+    const idle = await advanceUntil(server, `${functions}/wide`, (status) => status.phase === "Running")
+    assert.strictEqual(idle.status.workers.ready, 0)
+    const made = [await createCall(server, "wide", [1]), await createCall(server, "wide", [2]), await createCall(server, "wide", [3])]
+    const busy = await advanceUntil(server, `${functions}/wide`, (status) => (status.workers?.busy ?? 0) === 2, "5s")
+    assert.strictEqual(busy.status.queue.running, 2)
+    // Never more workers than maxWorkers, whatever the queue.
+    assert.strictEqual(busy.status.workers.ready + busy.status.workers.starting, 2)
+    for (const call of made) await advanceUntil(server, `${calls}/${call.metadata.name}`, (status) => status.phase === "Succeeded", "5s")
+    const after = await read(server, `${functions}/wide`)
+    assert.isAbove(after.status.workers.ready + after.status.workers.draining, 0)
+    const down = await advanceUntil(server, `${functions}/wide`, (status) => (status.workers?.ready ?? 0) + (status.workers?.draining ?? 0) + (status.workers?.starting ?? 0) === 0, "10s")
+    assert.strictEqual(down.status.phase, "Running")
+  })
+})
