@@ -336,6 +336,9 @@ export class Agent {
 
   private async execute(run: LocalRun) {
     const { spec } = run
+    // A worker's interpreter is the host's to have: without it nothing is fetched or started.
+    const python = spec.worker === undefined ? undefined : interpreterOf(spec.worker.python)
+    if (python?.problem !== undefined) return this.exited(run, undefined, python.problem)
     if (spec.restore !== undefined) await this.restore(run)
     for (const input of spec.inputs) {
       const problem = await this.materialize(run, input)
@@ -352,7 +355,7 @@ export class Agent {
     }
     if (run.stopping) return this.exited(run, undefined, undefined)
     if (spec.box === true) return this.serve(run)
-    if (spec.worker !== undefined) return this.work(run, spec.worker)
+    if (spec.worker !== undefined && python?.command !== undefined) return this.work(run, spec.worker, python.command)
     const main = this.launch(run, spec.argv, undefined)
     run.phase = "Running"
     if (spec.checkpointIntervalMs !== undefined) run.nextCheckpointAt = this.options.now() + spec.checkpointIntervalMs
@@ -387,16 +390,14 @@ export class Agent {
    * python3.<minor>: its code archive extracted in the box, Running once it imported the code, answering calls until it
    * is stopped. A worker that could not load its code ends the run before it was Running, with the (scrubbed) error.
    */
-  private async work(run: LocalRun, worker: NonNullable<RunSpec["worker"]>) {
-    const python = interpreterOf(worker.python)
-    if (python.problem !== undefined) return this.exited(run, undefined, python.problem)
+  private async work(run: LocalRun, worker: NonNullable<RunSpec["worker"]>, python: string) {
     const codeDir = worker.codeInput === undefined ? run.spec.workingDir ?? "/platform/work" : "/platform/work/code"
     const target: WorkerTarget = {
       codeDir, module: worker.module, qualname: worker.qualname, cls: worker.cls, concurrency: worker.concurrency,
       archive: worker.codeInput === undefined ? undefined : `/platform/inputs/${worker.codeInput}`
     }
     // The worker's own variables come last: the Function's env does not redirect what it imports.
-    const exit = this.launch(run, workerArgv(python.command), undefined, { pipes: true, env: { ...run.spec.env, ...workerEnv(target) } })
+    const exit = this.launch(run, workerArgv(python), undefined, { pipes: true, env: { ...run.spec.env, ...workerEnv(target) } })
     const control = run.program?.control
     if (control === undefined) return this.exited(run, await exit, "the worker has no pipes")
     const connection = new WorkerConnection(control.input, control.output, givenValues(run.spec))

@@ -144,7 +144,7 @@ export interface RunReport {
   /** Log bytes not yet acknowledged, from `logOffset` on (UTF-8 text). */
   readonly logOffset: number
   readonly log: string
-  /** A box: whether a command runs in it now. */
+  /** A box: whether a command runs in it now; a worker: whether a call does. */
   readonly busy?: boolean | undefined
 }
 

@@ -224,6 +224,13 @@ describe("a Function's worker on a live host", () => {
     expect(facts("fn-tar").outcome).toEqual({ type: "Stopped" })
   })
 
+  it("a worker whose egress is an AllowList runs behind its forwarder, on the same pipes", async () => {
+    const started = await start("fn-allow", workload({ qualname: "double" }, archive("tar.gz", sources), { egress: "AllowList", allow: ["pypi.org"] }))
+    expect(started.phase).toBe("Running")
+    expect(resultOf(await box("fn-allow", callOf({ args: [5], kwargs: {} })))).toEqual({ ok: true, encoding: "JSON", result: Buffer.from("10").toString("base64") })
+    await stop("fn-allow")
+  })
+
   it("a raised exception is a Result with ok false, scrubbed of the secrets the worker was given", async () => {
     const started = await start("fn-boom", workload({ qualname: "boom" }, archive("tar.gz", sources)))
     expect(started.phase).toBe("Running")
