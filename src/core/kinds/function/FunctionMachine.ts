@@ -210,7 +210,9 @@ const serve = (step: Step) => {
   const failures = startFailures(step)
   const current = step.live.filter((worker) => step.isCurrent(worker) && worker.phase !== "Terminating")
   if (failures.count >= Limits.functionWorkerStartFailuresMax) {
-    for (const worker of current) if (worker.phase === "Provisioning") step.stop(worker)
+    // A Failed Function takes no call (acceptsCalls): a worker that came up before the failures would idle, billed,
+    // for ever. Starting and idle ones go now, busy ones once their calls end.
+    for (const worker of current) if (worker.phase === "Provisioning" || step.callsOn(worker) === 0) step.stop(worker)
     const message = `${failures.count} workers in a row ended before they were ready: ${failures.message ?? "no reason given"}. Fix the code, image or resources; a change starts new workers.`
     step.status.phase = "Failed"
     step.status.reason = "WorkerStartupFailed"

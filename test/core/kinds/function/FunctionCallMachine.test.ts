@@ -27,6 +27,7 @@ import {
 } from "../../../../src/core/kinds/function/FunctionCallMachine.ts"
 import type { CallOutcome } from "../../../../src/core/SandboxBox.ts"
 import { FunctionSpec } from "../../../../src/core/schemas/Function.ts"
+import { FunctionCallStatus } from "../../../../src/core/schemas/FunctionCall.ts"
 import { hour, minute, T0 } from "../../Fixtures.ts"
 
 const second = 1000
@@ -340,7 +341,10 @@ describe("properties over random sequences of moves", () => {
   it("stateOf(statusOf(s)) keeps the phase, reason, retries, recoveries, epoch, worker, times, error, result and cost", () => {
     fc.assert(fc.property(policyArb, fc.array(moveArb, { maxLength: 30 }), (callPolicy, moves) => {
       for (const state of walk(callPolicy, moves)) {
-        const back = stateOf(statusOf(state, {}))
+        const shown = statusOf(state, {})
+        // What is shown is a status the schema admits.
+        Schema.decodeUnknownSync(FunctionCallStatus)(shown)
+        const back = stateOf(shown)
         expect({
           phase: back.phase, reason: back.reason, message: back.message, retries: back.retries, recoveries: back.recoveries, epoch: back.epoch,
           worker: back.worker, startTime: back.startTime, completionTime: back.completionTime, error: back.error, result: back.result, costMicroUsd: back.costMicroUsd
