@@ -278,6 +278,11 @@ export interface ResourcesShape {
    */
   readonly listPages: (ref: ResourceRef, namespace: string | undefined, options: Omit<ListOptions, "limit">, pageSize?: number) => Effect.Effect<PagedList, ApiError>
   readonly create: (ref: ResourceRef, namespace: string | undefined, body: unknown, options: WriteOptions) => Effect.Effect<WriteResult, ApiError>
+  /**
+   * Creates every body or none, in one store commit, in order; a body that fails admission fails the whole request
+   * as `itemError(index, error)`. A dry run checks the project, not names (generated names cannot clash).
+   */
+  readonly createMany: (ref: ResourceRef, namespace: string | undefined, bodies: ReadonlyArray<unknown>, options: WriteOptions, itemError?: (index: number, error: ApiError) => ApiError) => Effect.Effect<ReadonlyArray<WriteResult>, ApiError>
   /** PUT of the object or (`subresource` status) of its status. */
   readonly replace: (ref: ResourceRef, namespace: string | undefined, name: string, body: unknown, options: WriteOptions, subresource?: "status") => Effect.Effect<WriteResult, ApiError>
   readonly patch: (ref: ResourceRef, namespace: string | undefined, name: string, patchType: PatchType, body: unknown, options: WriteOptions, subresource?: "status") => Effect.Effect<WriteResult, ApiError>
@@ -309,11 +314,14 @@ function makeOperations(services: {
     Effect.flatMap(read(namespaceKey(namespace)), (found) =>
       Option.isSome(found) ? Effect.void : Effect.fail(notFound({ group: "", kind: "namespaces", name: namespace })))
 
-  const commit = (ref: ResourceRef, namespace: string | undefined, name: string, ops: ReadonlyArray<WriteOp>) =>
+  /** Commits ops, a failure naming the object of the op that failed (`nameAt` its index). */
+  const commitNamed = (ref: ResourceRef, namespace: string | undefined, nameAt: (index: number) => string, ops: ReadonlyArray<WriteOp>) =>
     store.commit(ops).pipe(
-      Effect.catchTag("CommitFailed", (failure) => Effect.fail(commitFailure(ref, name, namespace)(failure))),
+      Effect.catchTag("CommitFailed", (failure) => Effect.fail(commitFailure(ref, nameAt(failure.index), namespace)(failure))),
       Effect.mapError((error) => (error._tag === "StoreError" ? storeFailure(error) : error))
     )
+
+  const commit = (ref: ResourceRef, namespace: string | undefined, name: string, ops: ReadonlyArray<WriteOp>) => commitNamed(ref, namespace, () => name, ops)
 
   /** The project must exist and not be terminating for new content to appear in it. */
   const projectGuard = (ref: ResourceRef, namespace: string | undefined): ReadonlyArray<WriteOp> =>
@@ -434,9 +442,12 @@ function makeOperations(services: {
       return yield* writeDisposition(ref, namespace, current, disposition, write.expectedRv, { dryRun: options.dryRun, extraOps: [...ops, ...(options.commitWith?.([]) ?? [])] })
     })
 
-  const create = (ref: ResourceRef, namespace: string | undefined, body: unknown, options: WriteOptions) =>
+  /**
+   * A create admitted and decided but not committed: the schema, the kind's rules and admission plugins, the strategy
+   * and the kind's review. `create` commits one, `createMany` many in one commit.
+   */
+  const decideCreate = (ref: ResourceRef, namespace: string | undefined, body: unknown, options: WriteOptions) =>
     Effect.gen(function*() {
-      if (ref.info.scope === "Namespaced" && namespace === undefined) return yield* badRequest("a project (namespace) is required")
       const admitted = yield* admitBody(ref, body, options.fieldValidation, undefined)
       yield* authorize(options, admitted)
       yield* checkTimeRules(ref, admitted.object["spec"], undefined, stringAt(admitted.object, "metadata", "name"))
@@ -454,23 +465,57 @@ function makeOperations(services: {
       const { result: admittedObject, ops, shownOnce } = yield* prepared.finish(options.status === undefined ? first : { ...first, status: options.status })
       // The kind's review (spec: Create semantics — the estimate, price consent, a refusal the estimate foresees).
       const reviewed = yield* reviewAll(plugins.of(ref), { ref, namespace, object: admittedObject, dryRun: options.dryRun, ifMatch: options.ifMatch })
-      const object = reviewed.object
+      const key = keyOf(ref, isNamespaceKind(ref) ? undefined : namespace, reviewed.object.metadata.name)
+      return { object: reviewed.object, create: { _tag: "Create", key, object: reviewed.object } satisfies WriteOp, ops, shownOnce, warnings: admitted.warnings, etag: reviewed.etag }
+    })
+
+  /** The stored object as the create answers it: with what its plugins show once (a key's secret). */
+  const shown = (stored: ResourceObject, shownOnce: JsonObject | undefined): ResourceObject =>
+    shownOnce === undefined ? stored : { ...stored, status: { ...(isObject(stored.status) ? stored.status : {}), ...shownOnce } }
+
+  const create = (ref: ResourceRef, namespace: string | undefined, body: unknown, options: WriteOptions) =>
+    Effect.gen(function*() {
+      if (ref.info.scope === "Namespaced" && namespace === undefined) return yield* badRequest("a project (namespace) is required")
+      const decided = yield* decideCreate(ref, namespace, body, options)
+      const { object, warnings } = decided
       if (options.dryRun) {
         if (namespace !== undefined && !isNamespaceKind(ref)) yield* requireProject(namespace)
-        const existing = yield* read(keyOf(ref, namespace, object.metadata.name))
+        const existing = yield* read(decided.create.key)
         if (Option.isSome(existing)) return yield* alreadyExists(subjectOf(ref, object.metadata.name))
-        return { object, warnings: admitted.warnings, created: true, ...(reviewed.etag === undefined ? {} : { etag: reviewed.etag }) } satisfies WriteResult
+        return { object, warnings, created: true, ...(decided.etag === undefined ? {} : { etag: decided.etag }) } satisfies WriteResult
       }
-      const key = keyOf(ref, isNamespaceKind(ref) ? undefined : namespace, object.metadata.name)
       const committed = yield* commit(ref, namespace, object.metadata.name, [
-        { _tag: "Create", key, object },
+        decided.create,
         ...projectGuard(ref, namespace),
-        ...ops,
-        ...(options.commitWith?.(admitted.warnings) ?? [])
+        ...decided.ops,
+        ...(options.commitWith?.(warnings) ?? [])
       ])
-      const stored = committed.objects[0]!
-      const shown = shownOnce === undefined ? stored : { ...stored, status: { ...(isObject(stored.status) ? stored.status : {}), ...shownOnce } }
-      return { object: shown, warnings: admitted.warnings, created: true } satisfies WriteResult
+      return { object: shown(committed.objects[0]!, decided.shownOnce), warnings, created: true } satisfies WriteResult
+    })
+
+  /**
+   * Creates of many objects of one kind, all or nothing: each body is admitted as `create` admits one (a failure of
+   * body i is `itemError(i, error)`, nothing is created), then all are committed in one store commit, the creates
+   * first and in order (`commitWith` sees every warning; op 0 is the first create). For FunctionCall map batches
+   * (apiserver/http/FunctionMap.ts).
+   */
+  const createMany = (ref: ResourceRef, namespace: string | undefined, bodies: ReadonlyArray<unknown>, options: WriteOptions, itemError: (index: number, error: ApiError) => ApiError = (_, error) => error) =>
+    Effect.gen(function*() {
+      if (ref.info.scope === "Namespaced" && namespace === undefined) return yield* badRequest("a project (namespace) is required")
+      const decided = yield* Effect.forEach(bodies, (body, index) => Effect.mapError(decideCreate(ref, namespace, body, options), (error) => itemError(index, error)))
+      const warnings = [...new Set(decided.flatMap((one) => one.warnings))]
+      if (options.dryRun) {
+        if (namespace !== undefined && !isNamespaceKind(ref)) yield* requireProject(namespace)
+        return decided.map(({ object }) => ({ object, warnings, created: true }) satisfies WriteResult)
+      }
+      const creates = decided.map((one) => one.create)
+      const committed = yield* commitNamed(ref, namespace, (index) => creates[index]?.object.metadata.name ?? creates[0]?.object.metadata.name ?? "", [
+        ...creates,
+        ...projectGuard(ref, namespace),
+        ...decided.flatMap((one) => one.ops),
+        ...(options.commitWith?.(warnings) ?? [])
+      ])
+      return decided.map((one, index) => ({ object: shown(committed.objects[index]!, one.shownOnce), warnings, created: true }) satisfies WriteResult)
     })
 
   /** Writes what a strategy decided: nothing, an update, or the object's removal (last finalizer gone). */
@@ -716,6 +761,7 @@ function makeOperations(services: {
     list,
     listPages,
     create,
+    createMany,
     replace,
     patch,
     remove,

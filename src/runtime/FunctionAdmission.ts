@@ -14,6 +14,7 @@ import { isObject, type JsonObject } from "../core/Json.ts"
 import type { ResourceRef } from "../core/meta/Kinds.ts"
 import { durationMs } from "../core/StatusText.ts"
 import * as Limits from "../core/Limits.ts"
+import { mapLabel } from "../core/schemas/FunctionCallBatch.ts"
 import type { AdmissionPlugin } from "../apiserver/AdmissionPlugins.ts"
 import { type Blobs, projectReader } from "../apiserver/Blobs.ts"
 import type { StoreShape } from "../store/Store.ts"
@@ -60,6 +61,18 @@ export const functionCodePlugin = (blobs: Blobs["Service"]): AdmissionPlugin => 
   }
 }
 
+/**
+ * A call of a map carries `mapLabel` with its mapId, so a map's calls are listed with `-l <group>/map=<mapId>`;
+ * whatever the body says under that label is replaced.
+ */
+const withMapLabel = (group: string, object: JsonObject): JsonObject => {
+  const mapId = specOf(object)["mapId"]
+  if (typeof mapId !== "string") return object
+  const metadata = isObject(object["metadata"]) ? object["metadata"] : {}
+  const labels = isObject(metadata["labels"]) ? metadata["labels"] : {}
+  return { ...object, metadata: { ...metadata, labels: { ...labels, [mapLabel(group)]: mapId } } }
+}
+
 /** A FunctionCall's Function, timeout, Python minor and input blob (only at create: the rest of its spec is immutable). */
 export const functionCallPlugin = (store: StoreShape, blobs: Blobs["Service"]): AdmissionPlugin => ({
   name: "functionCall",
@@ -94,6 +107,6 @@ export const functionCallPlugin = (store: StoreShape, blobs: Blobs["Service"]): 
     causes.push(...yield* unreadableBlobs(blobs, project, [["spec.input.blob", isObject(input) ? input["blob"] : undefined]]))
     if (causes.length > 0) return yield* invalid(subject, causes, ref.info.kind)
     const defaulted = spec["timeout"] === undefined ? { ...object, spec: { ...spec, timeout: targetTimeout } } : object
-    return { input: defaulted, finish: (result) => Effect.succeed({ result, ops: [] }) }
+    return { input: withMapLabel(ref.group, defaulted), finish: (result) => Effect.succeed({ result, ops: [] }) }
   })
 })

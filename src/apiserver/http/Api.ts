@@ -30,6 +30,7 @@ import { makeSandboxApi, sandboxSubresources } from "./SandboxApi.ts"
 import { makeWebhookApi, webhookSubresources } from "./WebhookApi.ts"
 import { makeBlobApi } from "./BlobApi.ts"
 import { makeFunctionCallResult } from "./FunctionCallResult.ts"
+import { makeFunctionMap } from "./FunctionMap.ts"
 import { ChangeFeed } from "../../store/ChangeFeed.ts"
 import { Blobs } from "../Blobs.ts"
 import { type AgentCall, type AgentDownload, type AgentUpload, NodeAgents } from "../NodeAgents.ts"
@@ -126,7 +127,7 @@ const patchTypeOf = (contentType: string | undefined, ref: ResourceRef): Effect.
 }
 
 /** Which operation a method on a route means, before the kind's availability is checked. */
-type Special = "tokens" | "log" | "output" | "result" | "box" | "webhookRead" | "webhookWrite"
+type Special = "tokens" | "log" | "output" | "result" | "map" | "box" | "webhookRead" | "webhookWrite"
 
 const operationOf = (method: string, route: Extract<Routes.Route, { _tag: "Resource" }>, info: KindInfo, watch: boolean): Operation | Special | undefined => {
   if (route.subresource !== undefined && (sandboxSubresources as ReadonlyArray<string>).includes(route.subresource)) return info.kind === "Sandbox" && route.name !== undefined ? "box" : undefined
@@ -139,6 +140,7 @@ const operationOf = (method: string, route: Extract<Routes.Route, { _tag: "Resou
   if (route.subresource === "log") return info.kind === "Job" && method === "GET" && route.item === undefined ? "log" : undefined
   if (route.subresource === "outputs") return info.kind === "Job" && method === "GET" && route.item !== undefined ? "output" : undefined
   if (route.subresource === "result") return info.kind === "FunctionCall" && method === "GET" && route.item === undefined ? "result" : undefined
+  if (route.subresource === "map") return info.kind === "Function" && route.name !== undefined && route.item === undefined ? (method === "POST" ? "map" : undefined) : undefined
   if (route.name === undefined) {
     if (method === "GET") return watch ? "watch" : route.namespace === undefined && info.scope === "Namespaced" ? "listAll" : "list"
     return method === "POST" ? "create" : undefined
@@ -157,7 +159,7 @@ const operationOf = (method: string, route: Extract<Routes.Route, { _tag: "Resou
   }
 }
 
-const specials: ReadonlySet<string> = new Set<Special>(["tokens", "log", "output", "result", "box", "webhookRead", "webhookWrite"])
+const specials: ReadonlySet<string> = new Set<Special>(["tokens", "log", "output", "result", "map", "box", "webhookRead", "webhookWrite"])
 const isSpecial = (operation: Operation | Special): operation is Special => specials.has(operation)
 
 const accessOf = (operation: Operation | Special): Access => {
@@ -231,6 +233,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
     const sandboxApi = makeSandboxApi({ resources, boxes: yield* SandboxBoxes, ids })
     const webhookApi = makeWebhookApi(yield* WebhookOperations)
     const functionCallResult = makeFunctionCallResult({ resources, feed: yield* ChangeFeed })
+    const functionMap = makeFunctionMap({ group: settings.group, resources, idempotency, ids })
     const blobApi = makeBlobApi({
       blobs: yield* Blobs,
       projectExists: (project) => resources.get(namespaceRef, undefined, project).pipe(Effect.as(true), Effect.catchIf((error) => error.code === "NotFound", () => Effect.succeed(false)))
@@ -488,7 +491,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
         const namespaced = ref.info.scope === "Namespaced"
         // Cluster-scoped kinds have no project segment; namespaced items always have one.
         if ((!namespaced && route.namespace !== undefined) || (namespaced && route.name !== undefined && route.namespace === undefined)) return yield* resourceNotFound()
-        if (route.subresource !== undefined && !["status", "tokens", "log", "outputs", "result", ...sandboxSubresources, ...webhookSubresources].includes(route.subresource)) return yield* resourceNotFound()
+        if (route.subresource !== undefined && !["status", "tokens", "log", "outputs", "result", "map", ...sandboxSubresources, ...webhookSubresources].includes(route.subresource)) return yield* resourceNotFound()
         const query = url.searchParams
         const watching = route.name === undefined && request.method === "GET" ? yield* boolParameter(query, "watch") : false
         const operation = operationOf(request.method, route, ref.info, watching)
@@ -496,7 +499,9 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
         if (!isSpecial(operation) && !ref.info.operations.has(operation)) return yield* methodNotAllowed(request.method)
         const namespace = ref.info === namespaceKind ? undefined : route.namespace
         const authorizedProject = ref.info === namespaceKind ? route.name : route.namespace
-        yield* auth.authorize(principal, ref.info, accessOf(operation), authorizedProject)
+        // A map batch creates FunctionCalls: it needs what a create of functioncalls needs, not a write of the Function.
+        const authorizedKind = operation === "map" ? byResource("v1", "functioncalls")! : ref.info
+        yield* auth.authorize(principal, authorizedKind, accessOf(operation), authorizedProject)
         const name = route.name ?? ""
         const subresource = route.subresource === "status" ? "status" as const : undefined
         switch (operation) {
@@ -530,6 +535,8 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
             return yield* readOutput(query, ref, namespace, name, route.item!)
           case "result":
             return yield* renderObject(request, query, ref, yield* functionCallResult.await(query, ref, namespace, name), 200, {})
+          case "map":
+            return yield* functionMap.handle(request, query, { namespace, name, principal, options: yield* writeOptions(request, query, principal, ref) })
           case "box":
             return yield* sandboxApi.handle(request, query, { ref, namespace, name, subresource: route.subresource!, item: route.item, action: route.action })
           case "webhookRead":
