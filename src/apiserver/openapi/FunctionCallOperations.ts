@@ -1,13 +1,38 @@
-// The OpenAPI description of a FunctionCall's result long poll (apiserver/http/FunctionCallResult.ts,
-// docs/functions.md), added to the v1 document beside the kind's own paths. Pure.
+// The OpenAPI description of a FunctionCall's result long poll (apiserver/http/FunctionCallResult.ts) and of a
+// Function's map batches (apiserver/http/FunctionMap.ts), docs/functions.md, added to the v1 document beside the
+// kinds' own paths. Pure.
 
+import { Schema } from "effect"
 import type { JsonObject } from "../../core/Json.ts"
-import { functionCallResultWaitDefault, functionCallResultWaitMsMax } from "../../core/Limits.ts"
-import { schemaName } from "./OpenApi.ts"
+import { functionCallBatchMax, functionCallResultWaitDefault, functionCallResultWaitMsMax } from "../../core/Limits.ts"
+import { FunctionCallBatch } from "../../core/schemas/FunctionCallBatch.ts"
+import { schemaName, toOpenApi30 } from "./OpenApi.ts"
 import { json, operation, pathParameter, queryParameter } from "./Operations.ts"
 
-/** The result's path item, under the v1 root of `group`. */
-export const functionCallPaths = (group: string): ReadonlyArray<readonly [string, JsonObject]> => [[
+/** The map batch's body and what it names (Payload), as components. */
+export const functionCallSchemas = (): JsonObject =>
+  Object.fromEntries(Object.entries(Schema.toJsonSchemaDocument(FunctionCallBatch).definitions).map(([name, schema]) => [name, toOpenApi30(schema) as JsonObject]))
+
+/** The map batch's path item, under the v1 root of `group`. */
+const mapPath = (group: string): readonly [string, JsonObject] => [
+  `/apis/${group}/v1/namespaces/{namespace}/functions/{name}/map`,
+  {
+    parameters: [pathParameter("namespace", "The project (namespace) of the Function."), pathParameter("name", "The name of the Function to call.")],
+    post: operation("createFunctionCallBatch", "post", `Create one FunctionCall per input (at most ${functionCallBatchMax}; FunctionCallBatchTooLarge above), all or ` +
+      "none, each admitted as a create of functioncalls is (FunctionNotFound, Invalid naming inputs[i]); for .map(). Needs the scopes of a " +
+      "create of functioncalls. Honours Idempotency-Key.", {
+      parameters: [
+        queryParameter("dryRun", "All: admit the calls without creating them."),
+        queryParameter("fieldValidation", "Strict, Warn (default) or Ignore, as on creates.")
+      ],
+      requestBody: { required: true, content: json("FunctionCallBatch") },
+      responses: { "201": { description: "The calls created, in input order", content: json(`${schemaName(group, "v1", "FunctionCall")}List`) } }
+    })
+  }
+]
+
+/** The result's and the map batch's path items, under the v1 root of `group`. */
+export const functionCallPaths = (group: string): ReadonlyArray<readonly [string, JsonObject]> => [mapPath(group), [
   `/apis/${group}/v1/namespaces/{namespace}/functioncalls/{name}/result`,
   {
     parameters: [pathParameter("namespace", "The project (namespace) of the call."), pathParameter("name", "The name of the FunctionCall.")],

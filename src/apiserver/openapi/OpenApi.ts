@@ -14,7 +14,7 @@ import type { Json, JsonObject } from "../../core/Json.ts"
 import { eventKind, kindsIn, namespaceKind as namespaceResource, versions } from "../../core/meta/Kinds.ts"
 import type { KindInfo, Operation, Scope, Version } from "../../core/meta/Kinds.ts"
 import { ObjectMetaInput } from "../../core/meta/ObjectMeta.ts"
-import { functionCallPaths } from "./FunctionCallOperations.ts"
+import { functionCallPaths, functionCallSchemas } from "./FunctionCallOperations.ts"
 import { sandboxPaths, sandboxSchemas } from "./SandboxOperations.ts"
 import { webhookPaths, webhookSchemas } from "./WebhookEndpointOperations.ts"
 import { clockPaths, clockSchemas } from "./SimulationClock.ts"
@@ -349,7 +349,7 @@ export const document = (group: string, version: Version, schemas: KindSchemas):
   // beside the v1 kinds (docs/simulator.md, docs/sandboxes.md, docs/webhooks.md).
   if (version === "v1") {
     paths.push(...clockPaths(group), ...sandboxPaths(group), ...webhookPaths(group), ...functionCallPaths(group))
-    components.push(...Object.entries(clockSchemas(group)), ...Object.entries(sandboxSchemas()), ...Object.entries(webhookSchemas()))
+    components.push(...Object.entries(clockSchemas(group)), ...Object.entries(sandboxSchemas()), ...Object.entries(webhookSchemas()), ...Object.entries(functionCallSchemas()))
   }
   return {
     openapi: "3.0.3",

@@ -133,7 +133,8 @@ describe("OpenApi paths", () => {
     ["listBudget", "get", "/apis/nodus.dev/v1/budgets", "list"],
     ["patchBudgetStatus", "patch", "/apis/nodus.dev/v1/budgets/{name}/status", "patch"],
     ...sandboxRows.map(([operationId, method, path, action]) => [operationId, method, path, action] as const),
-    ["readFunctionCallResult", "get", "/apis/nodus.dev/v1/namespaces/{namespace}/functioncalls/{name}/result", "get"]
+    ["readFunctionCallResult", "get", "/apis/nodus.dev/v1/namespaces/{namespace}/functioncalls/{name}/result", "get"],
+    ["createFunctionCallBatch", "post", "/apis/nodus.dev/v1/namespaces/{namespace}/functions/{name}/map", "post"]
   ]
   for (const [operationId, method, path, action] of rows) {
     it(`${operationId} is ${method.toUpperCase()} ${path}`, () => {
@@ -328,5 +329,15 @@ describe("OpenApi.toOpenApi30", () => {
     }
     const result = await validate(document)
     assert.isTrue(result.valid, result.errors)
+  })
+})
+
+describe("OpenApi map batches", () => {
+  it("documents the FunctionCallBatch body: its mapId and inputs required, each input a Payload", () => {
+    const schemas = (OpenApi.document(group, "v1", OpenApi.permissiveSchemas)["components"] as any).schemas
+    const batch = schemas["FunctionCallBatch"]
+    assert.includeMembers(batch.required, ["mapId", "inputs"])
+    assert.strictEqual(batch.properties.inputs.items.$ref, "#/components/schemas/Payload")
+    assert.isObject(schemas["Payload"])
   })
 })
