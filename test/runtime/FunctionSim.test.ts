@@ -1,0 +1,185 @@
+/**
+ * FunctionCalls whose workers are lost (spec: States and transitions, the FunctionCall rows "worker lost → Recovering,
+ * then re-dispatched, recoveries incremented" and "recovery limit exceeded → Failed RecoveryLimitExceeded"), and
+ * fencing ("a result from another epoch is fenced"): the reconciler and the dispatcher (runtime/FunctionDispatch.ts)
+ * over the simulator's capacity, whose hosts a test loses at will, on the test's own virtual time.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Layer } from "effect"
+import { TestClock } from "effect/testing"
+import { AdmissionPlugins } from "../../src/apiserver/AdmissionPlugins.ts"
+import { ApiConfig } from "../../src/apiserver/ApiConfig.ts"
+import { Blobs } from "../../src/apiserver/Blobs.ts"
+import { Ids } from "../../src/apiserver/Ids.ts"
+import { Resources, type WriteOptions } from "../../src/apiserver/Resources.ts"
+import { Engine } from "../../src/backends/sim/Engine.ts"
+import { Prng } from "../../src/backends/sim/Prng.ts"
+import { SimCapacity } from "../../src/backends/sim/SimCapacity.ts"
+import * as SimPort from "../../src/backends/sim/SimPort.ts"
+import { currentPricebook } from "../../src/core/billing/Pricebook.ts"
+import { type BoxReply, CapacityPort } from "../../src/core/capacity/Capacity.ts"
+import { namespaceRef, refOfKind } from "../../src/core/meta/Kinds.ts"
+import type { FunctionStatusType } from "../../src/core/schemas/Function.ts"
+import type { FunctionCallStatusType } from "../../src/core/schemas/FunctionCall.ts"
+import { BudgetService } from "../../src/runtime/Budgets.ts"
+import { EventOutbox } from "../../src/runtime/EventOutbox.ts"
+import * as FunctionDispatch from "../../src/runtime/FunctionDispatch.ts"
+import { functionKind } from "../../src/runtime/kinds/Function.ts"
+import { LedgerService } from "../../src/runtime/LedgerService.ts"
+import { Reconciler } from "../../src/runtime/Reconciler.ts"
+import { KindRegistry } from "../../src/runtime/Registry.ts"
+import * as VirtualTime from "../../src/runtime/VirtualTime.ts"
+import * as BlobStore from "../../src/store/BlobStore.ts"
+import { ChangeFeed, defaultFeedOptions } from "../../src/store/ChangeFeed.ts"
+import * as MemoryStore from "../../src/store/MemoryStore.ts"
+import { catalog, minute, T0 } from "../core/Fixtures.ts"
+
+const group = "nodus.dev"
+const functions = refOfKind(group, "Function")
+const calls = refOfKind(group, "FunctionCall")
+const writeOptions: WriteOptions = { dryRun: false, fieldValidation: "Strict", fieldManager: "test" }
+const second = 1_000
+
+const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64")
+const unb64 = (text: string | undefined) => JSON.parse(Buffer.from(text ?? "", "base64").toString("utf8"))
+
+/** Hosts booting in 30 s that never fail by themselves; `hold` keeps a call's answer back until the test lets it go. */
+const makeDriver = (hold?: { readonly epoch: number; readonly release: Deferred.Deferred<BoxReply> }) => {
+  const engine = new Engine(T0)
+  const capacity = new SimCapacity(engine, new Prng("functions"), () => ({
+    capacity: 4, bootMedianMs: 30_000, bootSigma: 0, bootFailureRate: 0, preemptionMtbfMs: undefined, preemptionTrace: undefined,
+    nodeLossMtbfMs: undefined, teardownMs: 10_000, warmStartMs: 5_000, restoreBytesPerSecond: 2 ** 30
+  }))
+  return Effect.map(SimPort.makeCounted(capacity), (counted) => {
+    const port: typeof counted.port = {
+      ...counted.port,
+      // The held dispatch is answered with whatever the test releases, after its real answer (a stale answer, forged).
+      box: (owner, attempt, request) =>
+        request._tag === "Call" && hold !== undefined && request.call.endsWith(`.${hold.epoch}`)
+          ? Effect.andThen(counted.port.box!(owner, attempt, request), Deferred.await(hold.release))
+          : counted.port.box!(owner, attempt, request)
+    }
+    return { capacity, driver: { port, now: () => engine.now, nextAt: () => engine.peekTime(), runTo: (at: number) => engine.run(at), published: counted.published } }
+  })
+}
+
+type Driver = Effect.Success<ReturnType<typeof makeDriver>>["driver"]
+
+const runtimeOver = (driver: Driver) => {
+  const store = Layer.fresh(MemoryStore.layer)
+  const ids = Ids.layer
+  const outbox = EventOutbox.layer.pipe(Layer.provideMerge(ids))
+  const feed = ChangeFeed.layerWith({ ...defaultFeedOptions, pollInterval: "365 days" })
+  const ledger = LedgerService.layer({ starterMicro: 100_000_000n }).pipe(Layer.provideMerge(outbox))
+  const budgets = BudgetService.layer.pipe(Layer.provideMerge(Layer.mergeAll(feed, ledger)))
+  const blobs = Blobs.layer.pipe(Layer.provide(BlobStore.layerMemory))
+  const resources = Resources.layer.pipe(Layer.provideMerge(AdmissionPlugins.layerNone))
+  const base = Layer.mergeAll(resources, budgets, blobs, Layer.succeed(ApiConfig, { group, publicUrl: () => "http://127.0.0.1", bookmarkInterval: "30 seconds" }), KindRegistry.layer([functionKind]), Layer.succeed(CapacityPort, driver.port))
+    .pipe(Layer.provideMerge(Layer.merge(store, ids)))
+  return Reconciler.layer({ catalog: () => catalog, pricebook: currentPricebook, lostAt: T0 }).pipe(Layer.provide(FunctionDispatch.layer), Layer.provideMerge(base))
+}
+
+/** Moves the driver, the reconciler and the test clock together to `target`, letting the dispatcher take calls in. */
+const runUntil = (driver: Driver, target: number) => Effect.gen(function*() {
+  const reconciler = yield* Reconciler
+  for (let index = 0; index < 20; index++) yield* Effect.yieldNow
+  yield* VirtualTime.runUntil(reconciler, driver, target)
+  yield* TestClock.setTime(target)
+})
+
+const readCall = (name: string) => Effect.map(Effect.flatMap(Resources, (resources) => resources.get(calls, "demo", name)), (object) => (object.status ?? {}) as FunctionCallStatusType)
+const readFunction = Effect.map(Effect.flatMap(Resources, (resources) => resources.get(functions, "demo", "fn")), (object) => (object.status ?? {}) as FunctionStatusType)
+
+const setUp = (spec: Record<string, unknown>) => Effect.gen(function*() {
+  const resources = yield* Resources
+  yield* TestClock.setTime(T0)
+  yield* Effect.ignore(resources.create(namespaceRef, undefined, { apiVersion: "v1", kind: "Namespace", metadata: { name: "demo" } }, writeOptions))
+  const fn = {
+    apiVersion: functions.apiVersion, kind: "Function", metadata: { name: "fn", annotations: { "sim.nodus.dev/call-duration": "1m" } },
+    spec: { image: "python:3.12", code: { module: "app", qualname: "f" }, scaling: { minWorkers: 1, maxWorkers: 1 }, ...spec }
+  }
+  return (yield* resources.create(functions, "demo", fn, writeOptions)).object.metadata.uid
+})
+
+const call = (name: string, value: unknown) => Effect.flatMap(Resources, (resources) =>
+  resources.create(calls, "demo", {
+    apiVersion: calls.apiVersion, kind: "FunctionCall", metadata: { name },
+    spec: { function: "fn", timeout: "10m", input: { encoding: "JSON", inline: b64({ args: [value], kwargs: {} }) } }
+  }, writeOptions))
+
+const sim = <A, E>(body: (driver: Driver, capacity: SimCapacity) => Effect.Effect<A, E, Reconciler | Resources>, hold?: { readonly epoch: number; readonly release: Deferred.Deferred<BoxReply> }) =>
+  Effect.gen(function*() {
+    const { driver, capacity } = yield* makeDriver(hold)
+    return yield* body(driver, capacity).pipe(Effect.provide(runtimeOver(driver)))
+  })
+
+describe("FunctionCalls whose workers are lost", () => {
+  it.effect("worker lost under a call → Recovering, recoveries 1, then dispatched again to its replacement, which answers", () =>
+    sim((driver, capacity) => Effect.gen(function*() {
+      const uid = yield* setUp({})
+      yield* runUntil(driver, T0 + minute)
+      assert.strictEqual((yield* readFunction).workers?.ready, 1)
+      yield* call("one", "hello")
+      yield* runUntil(driver, T0 + minute + 10 * second)
+      let status = yield* readCall("one")
+      assert.strictEqual(status.phase, "Running")
+      assert.deepStrictEqual(status.worker, { attempt: "fn-1", epoch: 1 })
+      capacity.loseNode(uid, "fn-1")
+      yield* runUntil(driver, T0 + minute + 11 * second)
+      status = yield* readCall("one")
+      assert.strictEqual(status.phase, "Recovering")
+      assert.strictEqual(status.recoveries, 1)
+      assert.match(status.message ?? "", /recovery 1 of 5/u)
+      // The replacement boots in 30 s; the call runs its minute there, under epoch 2.
+      yield* runUntil(driver, T0 + 2 * minute)
+      status = yield* readCall("one")
+      assert.strictEqual(status.phase, "Running")
+      assert.deepStrictEqual(status.worker, { attempt: "fn-2", epoch: 2 })
+      yield* runUntil(driver, T0 + 3 * minute)
+      status = yield* readCall("one")
+      assert.strictEqual(status.phase, "Succeeded")
+      assert.strictEqual(unb64(status.result?.inline), "hello")
+      assert.strictEqual(status.recoveries, 1)
+    })))
+
+  it.effect("past the Function's recovery limit → Failed RecoveryLimitExceeded", () =>
+    sim((driver, capacity) => Effect.gen(function*() {
+      const uid = yield* setUp({ recovery: { maxAttempts: 1 } })
+      yield* runUntil(driver, T0 + minute)
+      yield* call("unlucky", 1)
+      yield* runUntil(driver, T0 + minute + second)
+      capacity.loseNode(uid, "fn-1")
+      yield* runUntil(driver, T0 + 2 * minute)
+      assert.deepStrictEqual((yield* readCall("unlucky")).worker, { attempt: "fn-2", epoch: 2 })
+      capacity.loseNode(uid, "fn-2")
+      yield* runUntil(driver, T0 + 2 * minute + second)
+      const status = yield* readCall("unlucky")
+      assert.strictEqual(status.phase, "Failed")
+      assert.strictEqual(status.reason, "RecoveryLimitExceeded")
+      assert.strictEqual(status.recoveries, 1)
+    })))
+
+  it.effect("an answer of an older epoch, arriving while the call runs again, is fenced: the call's result is its own epoch's", () =>
+    Effect.gen(function*() {
+      const release = yield* Deferred.make<BoxReply>()
+      yield* sim((driver, capacity) => Effect.gen(function*() {
+        const uid = yield* setUp({})
+        yield* runUntil(driver, T0 + minute)
+        yield* call("fenced", "fresh")
+        yield* runUntil(driver, T0 + minute + second)
+        capacity.loseNode(uid, "fn-1")
+        yield* runUntil(driver, T0 + 2 * minute)
+        assert.deepStrictEqual((yield* readCall("fenced")).worker, { attempt: "fn-2", epoch: 2 })
+        // Epoch 1's worker "answers" now, while epoch 2 runs: a forged success of the old try.
+        yield* Deferred.succeed(release, { _tag: "Result", outcome: { ok: true, encoding: "JSON", result: b64("stale") } })
+        yield* runUntil(driver, T0 + 2 * minute + second)
+        let status = yield* readCall("fenced")
+        assert.strictEqual(status.phase, "Running")
+        assert.strictEqual(status.worker?.epoch, 2)
+        yield* runUntil(driver, T0 + 3 * minute)
+        status = yield* readCall("fenced")
+        assert.strictEqual(status.phase, "Succeeded")
+        assert.strictEqual(unb64(status.result?.inline), "fresh")
+      }), { epoch: 1, release })
+    }))
+})
