@@ -1,7 +1,8 @@
 /**
  * Calling a Function (spec: Function, FunctionCall; docs/clients.md, "Functions"), as the Python client does:
  * `spawn` creates a FunctionCall, `remote` waits for its result, `map` makes one call per input, sent in batches of up
- * to 1,000.
+ * to 1,000 through `POST …/functions/{name}/map` (docs/functions.md, "Map batches"): one request per batch, all its
+ * calls created or none, with one Idempotency-Key kept across the batch's retries.
  *
  * The input is JSON `{"args": [...], "kwargs": {...}}`, inline (base64) up to 64 KiB, else uploaded as a blob the call
  * names. This client sends no `<group>/python` annotation: it is no Python interpreter, and JSON payloads do not
@@ -20,8 +21,13 @@ export const mapBatch = 1000
 export const inlineMax = 64 * 1024
 /** How long one long poll of a result asks the server to hold it, in seconds. */
 const pollSeconds = 55
-/** Creates in flight at once within a map batch. */
-const createConcurrency = 8
+/**
+ * The most JSON one map batch request carries: the server reads at most 3 MiB of a body, and 1,000 inline inputs of
+ * up to 64 KiB would be far more, so a batch also ends before it would pass this.
+ */
+export const mapBatchBytes = 2 * 1024 * 1024
+/** Blob uploads in flight at once while a map encodes its inputs. */
+const uploadConcurrency = 8
 /** Results waited for at once by a map (each a long poll on its own connection). */
 const resultConcurrency = 64
 
@@ -107,8 +113,26 @@ export const functionCall = (client: ClientShape, project: string, name: string)
   }
 }
 
+/** Inputs cut into batches in order: at most `mapBatch` each, and at most `mapBatchBytes` of JSON (one always fits). */
+export const mapBatches = <A>(inputs: ReadonlyArray<A>, sizeOf: (input: A) => number): ReadonlyArray<ReadonlyArray<A>> => {
+  const batches: Array<Array<A>> = []
+  let bytes = 0
+  for (const input of inputs) {
+    const size = sizeOf(input) + 1
+    const last = batches.at(-1)
+    if (last === undefined || last.length === mapBatch || bytes + size > mapBatchBytes) {
+      batches.push([input])
+      bytes = size
+    } else {
+      last.push(input)
+      bytes += size
+    }
+  }
+  return batches
+}
+
 export const functionHandle = (client: ClientShape, project: string, name: string): FunctionHandle => {
-  const input = (args: ReadonlyArray<unknown>, kwargs: Readonly<Record<string, unknown>>) => {
+  const input = (args: ReadonlyArray<unknown>, kwargs: Readonly<Record<string, unknown>>): Effect.Effect<{ readonly encoding: string; readonly inline?: string; readonly blob?: string }, ClientError> => {
     const raw = Buffer.from(JSON.stringify({ args, kwargs }))
     const encoded = raw.toString("base64")
     return encoded.length <= inlineMax
@@ -122,19 +146,31 @@ export const functionHandle = (client: ClientShape, project: string, name: strin
       return functionCall(client, project, created["metadata"].name as string)
     })
   const spawn = (args: ReadonlyArray<unknown> = [], kwargs: Readonly<Record<string, unknown>> = {}) => call(args, kwargs)
+  /** One batch of a map, created in one request: its calls' handles, in input order. */
+  const sendBatch = (mapId: string, startIndex: number, payloads: ReadonlyArray<unknown>) =>
+    Effect.suspend(() => {
+      // Made once per batch and kept across the transport's retries: a retried batch is never created twice.
+      const idempotencyKey = crypto.randomUUID()
+      const body = { apiVersion: `${client.config.group}/v1`, kind: "FunctionCallBatch", mapId, startIndex, inputs: payloads }
+      return Effect.map(client.request("POST", `${client.path("functions", project, name)}/map`, { json: body, idempotencyKey }), (response) =>
+        ((responseJson(response) as NodusObject | undefined)?.["items"] as ReadonlyArray<NodusObject> ?? []).map((created) => functionCall(client, project, created["metadata"].name as string)))
+    })
   const map = (inputs: Iterable<unknown>, options: MapOptions = {}) => {
     const mapId = crypto.randomUUID().replaceAll("-", "").slice(0, 16)
-    const calls = Stream.fromIterable(inputs).pipe(
-      Stream.map((item, index) => ({ index, args: options.spread === true ? [...(item as Iterable<unknown>)] : [item] })),
-      Stream.grouped(mapBatch),
-      Stream.mapEffect((batch) => Effect.forEach(batch, ({ index, args }) => call(args, {}, { mapId, mapIndex: index }), { concurrency: createConcurrency })),
-      Stream.flatMap((handles) => Stream.fromIterable(handles))
-    )
+    const argsOf = (item: unknown) => (options.spread === true ? [...(item as Iterable<unknown>)] : [item])
+    const calls = Effect.gen(function*() {
+      const payloads = yield* Effect.forEach([...inputs], (item) => input(argsOf(item), {}), { concurrency: uploadConcurrency })
+      const handles: Array<FunctionCallHandle> = []
+      for (const batch of mapBatches(payloads, (payload) => JSON.stringify(payload).length)) {
+        handles.push(...yield* sendBatch(mapId, handles.length, batch))
+      }
+      return handles
+    })
     const result = (handle: FunctionCallHandle) => options.returnExceptions === true
       ? handle.get().pipe(Effect.catchTag("RemoteError", (error) => Effect.succeed<unknown>(error)))
       : handle.get()
     // Every call is created before any result is awaited, as the Python client does: the calls run meanwhile.
-    return Stream.unwrap(Effect.map(Stream.runCollect(calls), (handles) =>
+    return Stream.unwrap(Effect.map(calls, (handles) =>
       Stream.fromIterable(handles).pipe(Stream.mapEffect(result, { concurrency: resultConcurrency, unordered: options.orderOutputs === false }))))
   }
   return {

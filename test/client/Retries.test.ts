@@ -193,9 +193,14 @@ describe("remote and map over a scripted result route", () => {
   /**
    * Creates calls named `call-<mapIndex>` and answers each result long poll with the call ended: Succeeded with twice
    * its first argument, or Failed for the argument "boom". The result of `call-0` is held until `call-1`'s has been
-   * answered (in the same map), so a map that yields as calls end yields 1 before 0.
+   * answered (in the same map), so a map that yields as calls end yields 1 before 0. A map batch
+   * (`POST …/functions/{name}/map`) creates `call-<startIndex + i>` for its input i; the first `failBatches` batch
+   * requests are answered 503 Unavailable (retryable) before they are served. Every POST is recorded in `posts`.
    */
-  const functionStub = async () => {
+  const posts: Array<{ readonly path: string; readonly key: string | undefined; readonly body: any }> = []
+  const functionStub = async (failBatches = 0) => {
+    posts.length = 0
+    let failures = failBatches
     const inputs = new Map<string, ReadonlyArray<unknown>>()
     const answered = new Set<string>()
     const held: Array<() => void> = []
@@ -205,12 +210,23 @@ describe("remote and map over a scripted result route", () => {
     }
     const handle = (request: IncomingMessage, response: ServerResponse, text: string) => {
       const url = new URL(request.url ?? "/", "http://stub")
+      const argsOf = (payload: { inline: string }) => JSON.parse(Buffer.from(payload.inline, "base64").toString("utf8")).args
+      if (request.method === "POST" && url.pathname.endsWith("/map")) {
+        const batch = JSON.parse(text)
+        posts.push({ path: url.pathname, key: request.headers["idempotency-key"] as string | undefined, body: batch })
+        if (failures-- > 0) return json(response, 503, recordedStatus("Unavailable", "the store is unavailable", { retryAfterSeconds: 0 }).body)
+        if (batch.startIndex === 0) answered.clear()
+        const items = batch.inputs.map((payload: { inline: string }, index: number) => {
+          const name = `call-${batch.startIndex + index}`
+          inputs.set(name, argsOf(payload))
+          return { kind: "FunctionCall", metadata: { name, namespace: "p" }, spec: { function: "double", input: payload, mapId: batch.mapId, mapIndex: batch.startIndex + index } }
+        })
+        return json(response, 201, { apiVersion: "nodus.dev/v1", kind: "FunctionCallList", metadata: { resourceVersion: "1" }, items })
+      }
       if (request.method === "POST") {
         const body = JSON.parse(text)
         const name = `call-${body.spec.mapIndex ?? inputs.size}`
-        // A map creates all its calls before it waits for any: its first call starts the script again.
-        if (body.spec.mapIndex === 0) answered.clear()
-        inputs.set(name, JSON.parse(Buffer.from(body.spec.input.inline, "base64").toString("utf8")).args)
+        inputs.set(name, argsOf(body.spec.input))
         return json(response, 201, { ...body, metadata: { name, namespace: "p" } })
       }
       const name = url.pathname.split("/").at(-2)!
@@ -258,5 +274,33 @@ describe("remote and map over a scripted result route", () => {
     assert.deepStrictEqual([mixed[0], mixed[1] instanceof RemoteError, mixed[2]], [2, true, 6])
     assert.strictEqual((await failure(collect(double.map([1, "boom"]))))._tag, "RemoteError")
     assert.deepStrictEqual(await collect(double.map([5, 7], { orderOutputs: false })), [14, 10])
+    // Every map above was one batch request: its calls' mapId, and mapIndex from 0.
+    assert.deepStrictEqual(posts.map((post) => [post.path, post.body.kind, post.body.startIndex, post.body.inputs.length]), [
+      ["/apis/nodus.dev/v1/namespaces/p/functions/double/map", "FunctionCallBatch", 0, 3],
+      ["/apis/nodus.dev/v1/namespaces/p/functions/double/map", "FunctionCallBatch", 0, 3],
+      ["/apis/nodus.dev/v1/namespaces/p/functions/double/map", "FunctionCallBatch", 0, 2],
+      ["/apis/nodus.dev/v1/namespaces/p/functions/double/map", "FunctionCallBatch", 0, 2]
+    ])
+  })
+
+  it("map: 2,500 inputs are three batch requests of at most 1,000, one mapId, each batch's key kept across its retry", async () => {
+    const double = await functionStub(1)
+    const inputs = Array.from({ length: 2500 }, (_, index) => index)
+    assert.deepStrictEqual(await collect(double.map(inputs)), inputs.map((value) => value * 2))
+    // The first request was refused once and sent again with the same key; then one request per batch.
+    assert.deepStrictEqual(posts.map((post) => [post.body.startIndex, post.body.inputs.length]), [[0, 1000], [0, 1000], [1000, 1000], [2000, 500]])
+    assert.strictEqual(posts[0]!.key, posts[1]!.key)
+    assert.strictEqual(new Set(posts.map((post) => post.key)).size, 3)
+    assert.strictEqual(new Set(posts.map((post) => post.body.mapId)).size, 1)
+  })
+
+  it("map: a batch also ends before its body would pass 2 MiB (inline inputs are up to 64 KiB each)", async () => {
+    const double = await functionStub()
+    const big = "9".repeat(40_000)
+    const results = await collect(double.map(Array.from({ length: 120 }, () => big)))
+    assert.lengthOf(results, 120)
+    assert.isAbove(posts.length, 1)
+    for (const post of posts) assert.isAtMost(JSON.stringify(post.body).length, 2 * 1024 * 1024 + 1024)
+    assert.deepStrictEqual(posts.map((post) => post.body.startIndex), posts.map((_, index) => posts.slice(0, index).reduce((sum, earlier) => sum + earlier.body.inputs.length, 0)))
   })
 })
