@@ -156,7 +156,9 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
     }
     pool.calls.set(call.uid, call)
     callPools.set(call.uid, pool)
-    if (!call.lostBefore) enqueue(pool, call)
+    // A retry waiting out its backoff under the previous process waits out the rest of it (status.retryTime).
+    if (state.notBefore !== undefined) pool.delayed.add(call.uid)
+    else if (!call.lostBefore) enqueue(pool, call)
     poke(pool)
   }
 
@@ -414,7 +416,10 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
       const pool = pools.get(key)
       if (pool === undefined) return
       pools.delete(key)
-      for (const call of pool.calls.values()) call.state = Call.functionDeleted(call.state, now)
+      for (const call of pool.calls.values()) {
+        const flight = pool.inFlight.get(`${call.uid}.${call.state.epoch}`)
+        call.state = Call.functionDeleted(call.state, now, flight === undefined ? 0n : tryCost(pool, flight, now))
+      }
       yield* flush(pool)
     }),
     onWake: (listener) => {

@@ -81,6 +81,7 @@ export const FunctionCallStatus = Schema.Struct({
   recoveries: optional(NonNegativeInt, "Re-dispatches after worker loss."),
   result: optional(Payload, "The return value."),
   retries: optional(NonNegativeInt, "Exception retries used."),
+  retryTime: optional(Timestamp, "nodus: when a call that raised is dispatched again (its retry's backoff ends)."),
   startTime: optional(Timestamp, "When a worker last started the call."),
   worker: optional(Schema.Struct({
     attempt: optional(Schema.String, "The worker's Attempt."),

@@ -193,9 +193,9 @@ export const expire = (state: CallState, policy: CallPolicy, now: number, tryCos
   return ended(paid, now, "Failed", "DeadlineExceeded", `It ran past its timeout of ${policy.timeoutMs / 1000}s.`)
 }
 
-/** Spec: Function deleted → every unfinished call Failed FunctionDeleted. */
-export const functionDeleted = (state: CallState, now: number): CallState =>
-  isUnfinished(state) ? ended(state, now, "Failed", "FunctionDeleted", "Its Function was deleted.") : state
+/** Spec: Function deleted → every unfinished call Failed FunctionDeleted; a try that ran is paid (`tryCost`). */
+export const functionDeleted = (state: CallState, now: number, tryCost: bigint): CallState =>
+  isUnfinished(state) ? ended({ ...state, costMicroUsd: state.costMicroUsd + tryCost }, now, "Failed", "FunctionDeleted", "Its Function was deleted.") : state
 
 /**
  * spec.state Cancelled (nodus: docs/kinds/FunctionCall.md): a call no worker runs ends Cancelled at once; one a worker
@@ -224,6 +224,7 @@ export const statusOf = (state: CallState, previous: FunctionCallStatusType): Fu
   set("recoveries", state.recoveries)
   set("startTime", state.startTime === undefined ? undefined : iso(state.startTime))
   set("completionTime", state.completionTime === undefined ? undefined : iso(state.completionTime))
+  set("retryTime", state.notBefore === undefined ? undefined : iso(state.notBefore))
   set("worker", state.epoch === 0 ? undefined : { ...(state.worker === undefined ? {} : { attempt: state.worker }), epoch: state.epoch })
   set("error", state.error === undefined ? undefined : { ...state.error })
   set("result", state.result === undefined ? undefined : { encoding: state.result.encoding, inline: state.result.inline })
@@ -247,6 +248,7 @@ export const stateOf = (status: FunctionCallStatusType): CallState => {
     worker: status.worker?.attempt,
     startTime: parseTime(status.startTime),
     completionTime: parseTime(status.completionTime),
+    notBefore: parseTime(status.retryTime),
     reason: status.reason,
     message: status.message,
     error: status.error === undefined ? undefined : { type: status.error.type ?? "", message: status.error.message ?? "", traceback: status.error.traceback ?? "" },

@@ -195,14 +195,19 @@ const phases = (): Record<CallState["phase"], CallState> => {
 describe("functionDeleted (spec: any unfinished → Failed FunctionDeleted)", () => {
   it("fails every unfinished phase", () => {
     for (const phase of ["Queued", "Running", "Recovering", "Cancelling"] as const) {
-      expect(functionDeleted(phases()[phase], T0 + minute), phase).toMatchObject({ phase: "Failed", reason: "FunctionDeleted", completionTime: T0 + minute })
+      expect(functionDeleted(phases()[phase], T0 + minute, 0n), phase).toMatchObject({ phase: "Failed", reason: "FunctionDeleted", completionTime: T0 + minute })
     }
+  })
+
+  it("pays for the try that was running", () => {
+    const before = phases()["Running"]
+    expect(functionDeleted(before, T0 + minute, 7n).costMicroUsd).toBe(before.costMicroUsd + 7n)
   })
 
   it("leaves a final phase as it was", () => {
     for (const phase of ["Succeeded", "Failed", "Cancelled"] as const) {
       const state = phases()[phase]
-      expect(functionDeleted(state, T0 + minute), phase).toBe(state)
+      expect(functionDeleted(state, T0 + minute, 5n), phase).toBe(state)
     }
   })
 })
@@ -304,7 +309,7 @@ const apply = (state: CallState, move: Move, callPolicy: CallPolicy, now: number
     case "expire":
       return expire(state, callPolicy, now, cost)
     case "functionDeleted":
-      return functionDeleted(state, now)
+      return functionDeleted(state, now, cost)
     case "cancel":
       return cancel(state, now)
   }
@@ -338,7 +343,7 @@ describe("properties over random sequences of moves", () => {
     }), { numRuns: 300 })
   })
 
-  it("stateOf(statusOf(s)) keeps the phase, reason, retries, recoveries, epoch, worker, times, error, result and cost", () => {
+  it("stateOf(statusOf(s)) keeps the phase, reason, retries, recoveries, epoch, worker, times (a retry's too), error, result and cost", () => {
     fc.assert(fc.property(policyArb, fc.array(moveArb, { maxLength: 30 }), (callPolicy, moves) => {
       for (const state of walk(callPolicy, moves)) {
         const shown = statusOf(state, {})
@@ -347,10 +352,12 @@ describe("properties over random sequences of moves", () => {
         const back = stateOf(shown)
         expect({
           phase: back.phase, reason: back.reason, message: back.message, retries: back.retries, recoveries: back.recoveries, epoch: back.epoch,
-          worker: back.worker, startTime: back.startTime, completionTime: back.completionTime, error: back.error, result: back.result, costMicroUsd: back.costMicroUsd
+          worker: back.worker, startTime: back.startTime, completionTime: back.completionTime, notBefore: back.notBefore, error: back.error, result: back.result,
+          costMicroUsd: back.costMicroUsd
         }).toEqual({
           phase: state.phase, reason: state.reason, message: state.message, retries: state.retries, recoveries: state.recoveries, epoch: state.epoch,
-          worker: state.worker, startTime: state.startTime, completionTime: state.completionTime, error: state.error, result: state.result, costMicroUsd: state.costMicroUsd
+          worker: state.worker, startTime: state.startTime, completionTime: state.completionTime, notBefore: state.notBefore, error: state.error, result: state.result,
+          costMicroUsd: state.costMicroUsd
         })
       }
     }), { numRuns: 200 })
