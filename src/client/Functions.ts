@@ -161,8 +161,10 @@ export const functionHandle = (client: ClientShape, project: string, name: strin
     const calls = Effect.gen(function*() {
       const payloads = yield* Effect.forEach([...inputs], (item) => input(argsOf(item), {}), { concurrency: uploadConcurrency })
       const handles: Array<FunctionCallHandle> = []
+      let startIndex = 0
       for (const batch of mapBatches(payloads, (payload) => JSON.stringify(payload).length)) {
-        handles.push(...yield* sendBatch(mapId, handles.length, batch))
+        handles.push(...yield* sendBatch(mapId, startIndex, batch))
+        startIndex += batch.length
       }
       return handles
     })

@@ -255,4 +255,42 @@ report(lambda: FunctionCall(nodus.Client(), "${project}", "${failing.ok}").get(t
     const report = await py(`report(lambda: nodus.Client().function("${project}", "absent").spawn(1))`, admin)
     assertError(report, { error: "NotFoundError", status: 404, code: "FunctionNotFound" })
   })
+
+  it(".map()'s batch is one request to the map route: calls in input order, mapId, mapIndex, the map label, the caller's minor", async () => {
+    const report = await py(`
+import sys
+f = nodus.Client().function("${project}", "embed")
+handles = f._send_batch([f._input((value,), {}) for value in ("a", "b", "c")], "pymap", 7)
+report(lambda: {"names": [handle.name for handle in handles], "minor": "%d.%d" % sys.version_info[:2]})
+`, admin)
+    assert.lengthOf(report.ok.names, 3, JSON.stringify(report))
+    for (const [index, name] of (report.ok.names as ReadonlyArray<string>).entries()) {
+      const call = await callOf(name)
+      assert.strictEqual(call.spec.mapId, "pymap")
+      assert.strictEqual(call.spec.mapIndex, 7 + index)
+      assert.strictEqual(call.metadata.labels["nodus.dev/map"], "pymap")
+      assert.strictEqual(call.metadata.annotations["nodus.dev/python"], report.ok.minor)
+      assert.deepStrictEqual(await inputOf(call.spec.input), { args: [["a", "b", "c"][index]], kwargs: {} })
+    }
+  })
+
+  it(".map() cuts its inputs into batches of at most 1,000 and 2 MiB, one mapId, indexes running on", async () => {
+    const report = await py(`
+f = nodus.Client().function("${project}", "embed")
+sent = []
+f._send_batch = lambda payloads, map_id, start: sent.append((len(payloads), start, map_id, sum(len(json.dumps(p)) for p in payloads))) or []
+list(f.map(range(2500)))
+counted = [(n, start) for n, start, _, _ in sent]
+maps = set(map_id for _, _, map_id, _ in sent)
+sent.clear()
+list(f.map(["9" * 40000] * 120))
+report(lambda: {"counted": counted, "maps": len(maps), "big": [(n, start, size) for n, start, _, size in sent]})
+`, admin)
+    assert.deepStrictEqual(report.ok.counted, [[1000, 0], [1000, 1000], [500, 2000]], JSON.stringify(report))
+    assert.strictEqual(report.ok.maps, 1)
+    const big: ReadonlyArray<[number, number, number]> = report.ok.big
+    assert.isAbove(big.length, 1)
+    assert.strictEqual(big.reduce((sum, [count]) => sum + count, 0), 120)
+    for (const [, , size] of big) assert.isAtMost(size, 2 * 1024 * 1024)
+  })
 })

@@ -1,5 +1,7 @@
 """Calling a Function (spec: Function, FunctionCall): `.spawn()` creates a FunctionCall, `.remote()` waits for its
-result, `.map()` makes one call per input in batches of up to 1,000.
+result, `.map()` makes one call per input in batches of up to 1,000, each batch one request to
+`POST .../functions/{name}/map` (docs/functions.md, "Map batches"): all its calls created or none, with one
+Idempotency-Key kept across the batch's retries.
 
 The server admits and stores FunctionCalls (a missing Function is 404 FunctionNotFound) and answers
 `GET .../functioncalls/{name}/result?timeout=<duration>` (the long poll `.get()` uses), but no Function machine runs
@@ -17,6 +19,9 @@ from .client import Handle, _duration
 
 #: The most calls one map sends per batch (spec: FunctionCallBatchTooLarge above it).
 MAP_BATCH = 1000
+#: The most JSON one map batch request carries (the server reads at most 3 MiB of a body; 1,000 inline inputs of
+#: up to 64 KiB would be far more), so a batch also ends before it would pass this.
+MAP_BATCH_BYTES = 2 * 1024 * 1024
 #: A JSON input larger than this (base64) goes as a blob (spec: inline payloads are at most 64 KiB).
 INLINE_MAX = 64 * 1024
 #: How long one long poll of a result asks the server to hold it.
@@ -38,9 +43,8 @@ class Function(Handle):
             return {"encoding": "JSON", "inline": encoded}
         return {"encoding": "JSON", "blob": self.client.upload_blob(raw, project=self.project)}
 
-    def _call(self, args, kwargs, extra=None):
+    def _call(self, args, kwargs):
         spec = {"function": self.name, "input": self._input(args, kwargs)}
-        spec.update(extra or {})
         body = {
             "kind": "FunctionCall",
             "metadata": {
@@ -67,15 +71,18 @@ class Function(Handle):
         """
         map_id = uuid.uuid4().hex[:16]
         handles = []
-        batch = []
+        batch, size, start = [], 0, 0
         for index, item in enumerate(inputs):
             args = item if isinstance(item, tuple) else (item,)
-            batch.append((index, args))
-            if len(batch) == MAP_BATCH:
-                handles += self._send_batch(batch, map_id)
-                batch = []
+            payload = self._input(args, {})
+            payload_size = len(json.dumps(payload)) + 1
+            if batch and (len(batch) == MAP_BATCH or size + payload_size > MAP_BATCH_BYTES):
+                handles += self._send_batch(batch, map_id, start)
+                batch, size, start = [], 0, index
+            batch.append(payload)
+            size += payload_size
         if batch:
-            handles += self._send_batch(batch, map_id)
+            handles += self._send_batch(batch, map_id, start)
         pending = list(handles)
         while pending:
             if order_outputs:
@@ -90,12 +97,20 @@ class Function(Handle):
                     raise
                 yield error
 
-    def _send_batch(self, batch, map_id):
-        return [
-            FunctionCall(self.client, self.project,
-                         self._call(args, {}, {"mapId": map_id, "mapIndex": index})["metadata"]["name"])
-            for index, args in batch
-        ]
+    def _send_batch(self, payloads, map_id, start_index):
+        """Creates one batch of a map in one request (all or none); its calls' handles, in input order."""
+        body = {
+            "apiVersion": "%s/v1" % self.client.group,
+            "kind": "FunctionCallBatch",
+            "metadata": {"annotations": {"%s/python" % self.client.group: python_minor()}},
+            "mapId": map_id,
+            "startIndex": start_index,
+            "inputs": payloads,
+        }
+        path = self.client.path("functions", self.project, self.name) + "/map"
+        # One key per batch, kept across its retries: a retried batch is never created twice.
+        created = self.client._json("POST", path, json_body=body, idempotency_key=str(uuid.uuid4()))
+        return [FunctionCall(self.client, self.project, call["metadata"]["name"]) for call in (created or {}).get("items", [])]
 
 
 class FunctionCall(Handle):
