@@ -3,6 +3,9 @@
 // the spec's table for FunctionCall (retries with the backoff to the second, RemoteError, DeadlineExceeded,
 // FunctionDeleted, cancel) and the Function's workers (scaling up and down, Stopped drains and queues).
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import * as MemoryStore from "../../src/store/MemoryStore.ts"
+import { Store } from "../../src/store/Store.ts"
 import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 import { createProject, eventually, mergePatch, v1 } from "../apiserver/api/Support.ts"
 
@@ -200,4 +203,49 @@ describe("Functions under the sim backend", () => {
     const down = await advanceUntil(server, `${functions}/wide`, (status) => (status.workers?.ready ?? 0) + (status.workers?.draining ?? 0) + (status.workers?.starting ?? 0) === 0, "10s")
     assert.strictEqual(down.status.phase, "Running")
   })
+})
+
+describe("FunctionCalls across a server restart", () => {
+  it("a running call is recovered on a new worker (recoveries 1) and a retry keeps the rest of its backoff", async () => {
+    const store = await Effect.runPromise(MemoryStore.make)
+    const startOver = () => startTestServer({ sim: { speed: 0 }, store: Layer.succeed(Store, store) })
+    const first = await startOver()
+    let running: any
+    let retrying: any
+    let retryTime: number
+    try {
+      await createProject(first, project)
+      await warmFunction(first, "durable", { retries: { maxRetries: 1, initialDelay: "10m", maxDelay: "10m" } }, { "sim.nodus.dev/call-duration": "30s" })
+      running = await createCall(first, "durable", ["kept"])
+      retrying = await createCall(first, "durable", ["again"], { annotations: { "sim.nodus.dev/call-raises": "1" } })
+      // The worker takes one call at a time: the first runs 30 s, then the second runs 30 s, raises and waits 10 minutes.
+      await until(first, `${calls}/${running.metadata.name}`, (status) => status.phase === "Running")
+      await advance(first, "30s")
+      await until(first, `${calls}/${retrying.metadata.name}`, (status) => status.phase === "Running")
+      await advance(first, "30s")
+      const waiting = await until(first, `${calls}/${retrying.metadata.name}`, (status) => status.retries === 1)
+      retryTime = Date.parse(waiting.status.retryTime)
+      // It raised at the end of its 30 s try: the retry is 10 minutes after that.
+      assert.strictEqual(retryTime, Date.parse(waiting.status.startTime) + 30_000 + 10 * 60_000)
+      const third = await createCall(first, "durable", ["lost"])
+      await until(first, `${calls}/${third.metadata.name}`, (status) => status.phase === "Running")
+      running = third
+    } finally {
+      await first.stop()
+    }
+    const second = await startOver()
+    try {
+      const recovered = await advanceUntil(second, `${calls}/${running.metadata.name}`, (status) => status.phase === "Succeeded", "10s")
+      assert.strictEqual(recovered.status.recoveries, 1)
+      assert.strictEqual(recovered.status.worker.epoch, 2)
+      assert.deepStrictEqual(unb64(recovered.status.result.inline), "lost")
+      // The simulator's model counts a call's raises per process, so the retry raises again: its last retry is used up.
+      const later = await advanceUntil(second, `${calls}/${retrying.metadata.name}`, (status) => status.phase === "Failed", "1m", 30)
+      // Dispatched again no earlier than its retryTime, though the server restarted meanwhile.
+      assert.isAtLeast(Date.parse(later.status.startTime), retryTime!)
+      assert.deepStrictEqual([later.status.retries, later.status.reason, later.status.worker.epoch], [1, "RemoteError", 2])
+    } finally {
+      await second.stop()
+    }
+  }, 120_000)
 })
