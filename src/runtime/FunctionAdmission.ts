@@ -5,12 +5,13 @@
  * - a FunctionCall names a Function of its project that is not being deleted (FunctionNotFound otherwise);
  * - its timeout is at most the Function's, and unset takes the Function's;
  * - a caller that says its Python minor (annotation `<group>/python`) must be on the Function's (Invalid otherwise);
+ * - a call of a class Function names one of its methods (annotation `<group>/method`), and a call of a function none;
  * - a `sha256:` reference — a Function's code archive, a call's input — names a blob the project may read
  *   (docs/blobs.md), so a worker never starts on bytes that are not there or not the project's.
  */
 import { Effect, Option } from "effect"
 import { ApiError, type Cause, fieldInvalid, invalid, subjectOf } from "../core/meta/ApiError.ts"
-import { isObject, type JsonObject } from "../core/Json.ts"
+import { isObject, type Json, type JsonObject } from "../core/Json.ts"
 import type { ResourceRef } from "../core/meta/Kinds.ts"
 import { durationMs } from "../core/StatusText.ts"
 import * as Limits from "../core/Limits.ts"
@@ -24,6 +25,21 @@ const nameOf = (object: JsonObject) => (isObject(object["metadata"]) && typeof o
 
 /** The annotation a client sets to its Python minor (e.g. "3.12"), checked against the Function's `python`. */
 export const pythonAnnotation = (group: string) => `${group}/python`
+
+/**
+ * The annotation naming the method a call runs on a class Function (spec.code.cls; nodus: the spec's FunctionCall has
+ * no field for it, docs/functions.md). Required for a class, refused for a function.
+ */
+export const methodAnnotation = (group: string) => `${group}/method`
+
+/** Why a call's method does not fit its Function's code, if it does not. */
+const methodProblem = (code: Json | undefined, method: Json | undefined, functionName: string): string | undefined => {
+  const cls = isObject(code) && isObject(code["cls"]) ? code["cls"] : undefined
+  if (cls === undefined) return method === undefined ? undefined : `Forbidden: Function "${functionName}" runs a function, not a class: a call names no method`
+  const methods = Array.isArray(cls["methods"]) ? cls["methods"].map(String) : []
+  if (method === undefined) return `Required value: Function "${functionName}" runs class ${String(cls["name"])}: name one of its methods (${methods.join(", ")})`
+  return methods.includes(String(method)) ? undefined : `Unsupported value: "${String(method)}": class ${String(cls["name"])} serves ${methods.map((name) => `"${name}"`).join(", ")}`
+}
 
 /** Causes for `sha256:` references at `fields` that name no blob `project` may read. */
 const unreadableBlobs = (blobs: Blobs["Service"], project: string, references: ReadonlyArray<readonly [string, unknown]>) =>
@@ -103,6 +119,8 @@ export const functionCallPlugin = (store: StoreShape, blobs: Blobs["Service"]): 
     if (callerPython !== undefined && typeof target["python"] === "string" && callerPython !== target["python"]) {
       causes.push(fieldInvalid(`metadata.annotations[${pythonAnnotation(ref.group)}]`, `Invalid value: "${String(callerPython)}": Function "${functionName}" runs Python ${target["python"]}; call it from Python ${target["python"]} (pickled values do not cross minors)`))
     }
+    const method = methodProblem(target["code"], annotations[methodAnnotation(ref.group)], functionName)
+    if (method !== undefined) causes.push(fieldInvalid(`metadata.annotations[${methodAnnotation(ref.group)}]`, method))
     const input = spec["input"]
     causes.push(...yield* unreadableBlobs(blobs, project, [["spec.input.blob", isObject(input) ? input["blob"] : undefined]]))
     if (causes.length > 0) return yield* invalid(subject, causes, ref.info.kind)

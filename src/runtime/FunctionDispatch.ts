@@ -34,6 +34,7 @@ import { Resources } from "../apiserver/Resources.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
 import type { Change } from "../store/Store.ts"
 import { followStore } from "./Following.ts"
+import { methodAnnotation } from "./FunctionAdmission.ts"
 import { statusWriter } from "./ObjectWriter.ts"
 import { Serving } from "./Serving.ts"
 
@@ -100,8 +101,7 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
   const blobs = yield* Blobs
   const { group } = yield* ApiConfig
   const callRef = refOfKind(group, "FunctionCall")
-  // nodus: the class method a call names (spec.code.cls), as the annotation <group>/method (docs/functions.md).
-  const methodAnnotation = `${group}/method`
+  const method = methodAnnotation(group)
   const writeStatus = statusWriter(resources)
   const scope = yield* Effect.scope
 
@@ -305,7 +305,7 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
         ? { _tag: "Result", outcome: { ok: false, error: { type: "nodus.InputUnavailable", message: input.failure, traceback: "" } } }
         : yield* port.box!(owner, flight.worker, {
           _tag: "Call", call: `${call.uid}.${flight.epoch}`, encoding: input.success.encoding, input: input.success.bytes, timeoutMs,
-          method: call.annotations[methodAnnotation], annotations: call.annotations
+          method: call.annotations[method], annotations: call.annotations
         })
       pool.heard.push({ flight, reply })
       wake(owner)

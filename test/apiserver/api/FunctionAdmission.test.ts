@@ -1,6 +1,7 @@
 // The server's admission of Functions and FunctionCalls (src/runtime/FunctionAdmission.ts; spec: Function,
 // FunctionCall; docs/kinds/FunctionCall.md): a call to a Function that does not exist is 404 FunctionNotFound, its
-// timeout is at most the Function's and defaults to it, a caller on another Python minor is Invalid, and `sha256:`
+// timeout is at most the Function's and defaults to it, a caller on another Python minor is Invalid, a class Function's
+// call names one of its methods, and `sha256:`
 // references must name a blob the project may read (docs/blobs.md).
 import { createHash } from "node:crypto"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
@@ -70,6 +71,21 @@ describe("Function and FunctionCall admission", () => {
     assert.strictEqual(status.details.causes[0].field, "metadata.annotations[nodus.dev/python]")
     const right = await request(server, "POST", callsPath(project), { body: callBody("c-py312", { function: "embed" }, { "nodus.dev/python": "3.12" }) })
     assert.strictEqual(right.status, 201, right.text)
+  })
+
+  it("a call of a class Function names one of its methods (nodus.dev/method); a call of a function names none", async () => {
+    const made = await request(server, "POST", functionsPath(project), { body: functionBody("counter", { code: { module: "app", cls: { name: "Counter", methods: ["bump", "read"] } } }) })
+    assert.strictEqual(made.status, 201, made.text)
+    const field = "metadata.annotations[nodus.dev/method]"
+    const none = assertStatus(server, await request(server, "POST", callsPath(project), { body: callBody("c-cls-none", { function: "counter" }) }), 422, "Invalid")
+    assert.strictEqual(none.details.causes[0].field, field)
+    assert.include(none.details.causes[0].message, "bump, read")
+    const unknown = assertStatus(server, await request(server, "POST", callsPath(project), { body: callBody("c-cls-bad", { function: "counter" }, { "nodus.dev/method": "reset" }) }), 422, "Invalid")
+    assert.include(unknown.details.causes[0].message, "\"reset\"")
+    const right = await request(server, "POST", callsPath(project), { body: callBody("c-cls-ok", { function: "counter" }, { "nodus.dev/method": "read" }) })
+    assert.strictEqual(right.status, 201, right.text)
+    const onFunction = assertStatus(server, await request(server, "POST", callsPath(project), { body: callBody("c-fn-method", { function: "embed" }, { "nodus.dev/method": "embed" }) }), 422, "Invalid")
+    assert.strictEqual(onFunction.details.causes[0].field, field)
   })
 
   it("sha256 references must name a blob of the project", async () => {
