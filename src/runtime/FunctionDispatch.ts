@@ -15,9 +15,11 @@
  *   answer or loss is for one dispatch epoch: anything about another epoch is fenced.
  * - Inputs named by blob are read from the blob store; a result over the inline bound is stored as a blob of the
  *   call's project, held by the call (spec: Payload).
+ * - An ended call is kept `Limits.functionCallRetentionMs` (7 days) after its completionTime, then deleted within the
+ *   hour: at a Function's step (Functions wake for it), and every minute on the server's clock besides.
  */
 import { createHash } from "node:crypto"
-import { Effect, Layer, Stream } from "effect"
+import { Clock, Effect, Layer, Schedule, Stream } from "effect"
 import { type AttemptFacts, type BoxReply, CapacityPort, isLive } from "../core/capacity/Capacity.ts"
 import type { ServingLoad } from "../core/controller/Controller.ts"
 import * as Call from "../core/kinds/function/FunctionCallMachine.ts"
@@ -87,7 +89,18 @@ interface Pool {
   turn: number
 }
 
+/** An ended call, deleted once its retention is over. */
+interface Retained {
+  readonly at: number
+  readonly uid: string
+  readonly namespace: string
+  readonly name: string
+}
+
 const poolKey = (namespace: string, fn: string) => `${namespace}/${fn}`
+
+/** How often ended calls past their retention are looked for besides the Functions' steps (wall time). */
+const retentionSweepInterval = "1 minute"
 
 /** Calls written at once. */
 const writeConcurrency = 16
@@ -107,6 +120,8 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
 
   const pools = new Map<string, Pool>()
   const callPools = new Map<string, Pool>()
+  /** Ended calls by when they go (spec: "kept 7 days after they end"), earliest first. */
+  const retained: Array<Retained> = []
   let wake: (uid: string) => void = () => undefined
 
   const poolOf = (namespace: string, fn: string): Pool => {
@@ -131,6 +146,32 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
   }
 
   // -------------------------------------------------------------------------------------------------------------------
+  // Retention (spec: FunctionCall, "kept 7 days after it ends")
+
+  const retainedUids = new Set<string>()
+
+  const retain = (call: Omit<Retained, "at">, state: Call.CallState) => {
+    if (state.completionTime === undefined || retainedUids.has(call.uid)) return
+    // Whole hours: the Functions' steps that delete them wake at most once an hour for it.
+    const entry = { ...call, at: Math.ceil((state.completionTime + Limits.functionCallRetentionMs) / Limits.hourMs) * Limits.hourMs }
+    retainedUids.add(call.uid)
+    let index = retained.length
+    while (index > 0 && retained[index - 1]!.at > entry.at) index--
+    retained.splice(index, 0, entry)
+  }
+
+  /** Deletes the ended calls whose retention is over by `now` (the same object: its uid is a precondition). */
+  const expireRetained = (now: number) => Effect.gen(function*() {
+    let due = 0
+    while (due < retained.length && retained[due]!.at <= now) due++
+    if (due === 0) return
+    const expired = retained.splice(0, due)
+    for (const call of expired) retainedUids.delete(call.uid)
+    yield* Effect.forEach(expired, (call) =>
+      Effect.ignore(resources.remove(callRef, call.namespace, call.name, { dryRun: false, propagationPolicy: "Background", preconditions: { uid: call.uid } })), { concurrency: writeConcurrency, discard: true })
+  })
+
+  // -------------------------------------------------------------------------------------------------------------------
   // Calls in from the store
 
   const take = (object: ResourceObject) => {
@@ -147,7 +188,7 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
     }
     const status = (isObject(object.status) ? object.status : {}) as FunctionCallStatusType
     const state = Call.stateOf(status)
-    if (!Call.isUnfinished(state)) return
+    if (!Call.isUnfinished(state)) return retain({ uid: object.metadata.uid, namespace, name: object.metadata.name }, state)
     const pool = poolOf(namespace, spec.function)
     const call: HeldCall = {
       uid: object.metadata.uid, namespace, name: object.metadata.name, spec, annotations: object.metadata.annotations ?? {}, state, status,
@@ -163,6 +204,7 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
   }
 
   const drop = (uid: string) => {
+    if (retainedUids.delete(uid)) retained.splice(retained.findIndex((call) => call.uid === uid), 1)
     const pool = callPools.get(uid)
     const call = pool?.calls.get(uid)
     if (pool === undefined || call === undefined) return
@@ -370,6 +412,7 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
       if (Call.isUnfinished(call.state)) continue
       pool.calls.delete(call.uid)
       callPools.delete(call.uid)
+      if (!call.deleted) retain({ uid: call.uid, namespace: call.namespace, name: call.name }, call.state)
     }
   })
 
@@ -379,6 +422,7 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
       if (at !== undefined && (next === undefined || at < next)) next = at
     }
     for (const uid of pool.delayed) consider(pool.calls.get(uid)?.state.notBefore)
+    consider(retained[0]?.at)
     for (const flight of pool.inFlight.values()) {
       const call = pool.calls.get(flight.uid)
       if (call !== undefined && call.state.epoch === flight.epoch) consider(Call.deadlineOf(call.state, policyOf(pool, call)))
@@ -393,6 +437,8 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
   }
 
   yield* followStore("functions", feed, resync, onChange)
+  // Ended calls go on the server's clock (simulated time under the sim backend) even where no Function is stepped.
+  yield* Effect.forkScoped(Effect.repeat(Effect.ignore(Effect.flatMap(Clock.currentTimeMillis, expireRetained)), Schedule.spaced(retentionSweepInterval)))
 
   return Serving.of({
     kinds: new Set(["Function"]),
@@ -409,6 +455,7 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
       pool.spec = object.spec as FunctionSpecType
       yield* dispatch(pool, status as FunctionStatusType, attempts, now)
       yield* flush(pool)
+      yield* expireRetained(now)
       return nextAtOf(pool)
     }),
     removed: (object, now) => Effect.gen(function*() {

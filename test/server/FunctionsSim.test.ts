@@ -249,3 +249,29 @@ describe("FunctionCalls across a server restart", () => {
     }
   }, 120_000)
 })
+
+describe("FunctionCall retention", () => {
+  let server: TestServer
+
+  beforeAll(async () => {
+    server = await startTestServer({ sim: { speed: 0 } })
+    await createProject(server, project)
+  }, 60_000)
+  afterAll(() => server.stop())
+
+  it("an ended call is kept 7 days after its completionTime, then deleted", async () => {
+    // No worker stays (minWorkers 0): nothing but the retention wakes the Function days later.
+    await createFunction(server, "kept", { scaling: { minWorkers: 0, scaledownWindow: "0s" } })
+    const call = await createCall(server, "kept", ["x"])
+    const path = `${calls}/${call.metadata.name}`
+    const done = await advanceUntil(server, path, (status) => status.phase === "Succeeded")
+    const ended = Date.parse(done.status.completionTime)
+    await advance(server, "167h")
+    assert.strictEqual((await request(server, "GET", path)).status, 200)
+    assert.strictEqual((await read(server, `${functions}/kept`)).status.workers.ready, 0)
+    await advance(server, "2h")
+    // Deleted within the hour after its 7 days.
+    assert.isAtLeast(await now(server), ended + 7 * 24 * 3_600_000)
+    await eventually(`${path} to go`, async () => (await request(server, "GET", path)).status, (status) => status === 404, 10_000)
+  })
+})
