@@ -1,10 +1,11 @@
 /**
  * The Function's registration with the runtime (spec: Function): the machine of core/kinds/function, its spec as
- * admitted by the Function schema (defaults filled). Its calls are dispatched by runtime/FunctionDispatch.ts, the
+ * admitted by the Function schema (defaults filled), and its estimate. Its calls are dispatched by runtime/FunctionDispatch.ts, the
  * reconciler's `Serving` for Functions.
  */
-import { Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { isObject } from "../../core/Json.ts"
+import { estimateFunction } from "../../core/kinds/function/FunctionEstimate.ts"
 import { functionMachine } from "../../core/kinds/function/FunctionMachine.ts"
 import { FunctionSpec, type FunctionSpecType, type FunctionStatusType } from "../../core/schemas/Function.ts"
 import type { RuntimeKind } from "./RuntimeKind.ts"
@@ -20,5 +21,7 @@ export const functionKind: RuntimeKind<FunctionSpecType, FunctionStatusType> = {
     } catch {
       return undefined
     }
-  }
+  },
+  // Pure, nothing sampled (core/kinds/function/FunctionEstimate.ts).
+  estimator: { estimate: (spec, context) => Effect.succeed(estimateFunction({ ...context, spec })) }
 }

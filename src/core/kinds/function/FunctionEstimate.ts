@@ -1,0 +1,78 @@
+/**
+ * The estimate of a Function (spec: Estimate; docs/kinds/Function.md, "Estimate"): where its workers would be placed
+ * now, a worker's rate and first hold, the holds of the warm workers that start at once, what would block a real
+ * create, and a cost band. What a Function costs depends on its calls, which no spec says, so the band is two named
+ * cases for an hour of service rather than sampled runs: p50 is its `minWorkers` kept warm for the hour (its floor),
+ * p90 `maxWorkers` busy for the hour (its ceiling), neither above maxCostUSD. Pure, and cheap enough for every dry run.
+ */
+import { initialHoldOf } from "../../billing/Billing.ts"
+import { chargeFor, minimumChargeOf } from "../../billing/Pricebook.ts"
+import { choose, explain, rank } from "../../capacity/Placement.ts"
+import * as Limits from "../../Limits.ts"
+import { formatMicroUsd, parseMicroUsd } from "../../Money.ts"
+import type { FunctionSpecType } from "../../schemas/Function.ts"
+import { formatDurationMs } from "../../Units.ts"
+import { blockingReasonsOf, type EstimateInput, headerOf, type JobEstimate } from "../job/JobEstimate.ts"
+import { functionMachine } from "./FunctionMachine.ts"
+
+export type FunctionEstimateInput = Omit<EstimateInput, "spec" | "seed"> & { readonly spec: FunctionSpecType }
+
+export const estimateFunction = (input: FunctionEstimateInput): JobEstimate => {
+  const { spec, pricebook, market } = input
+  const { request, run } = functionMachine.placementOf(spec)
+  const ranking = rank(request, input.catalog, market, run)
+  const chosen = choose(ranking, market) ?? ranking.kept[0]
+  if (chosen === undefined) {
+    return {
+      estimate: {
+        ...headerOf(input),
+        warnings: [{ code: "NoMatchingOffering", message: "No offering matches the resources; no worker would start, and calls would wait Queued until capacity that matches joins." }],
+        placementPreview: { explain: explain(ranking, undefined, market) }
+      },
+      blocking: []
+    }
+  }
+  const variant = chosen.variant
+  const hold = initialHoldOf(pricebook, variant)
+  const minimum = minimumChargeOf(pricebook, variant)
+  const cap = spec.maxCostUSD === undefined ? undefined : parseMicroUsd(spec.maxCostUSD)
+  const warm = spec.scaling.minWorkers ?? 0
+  const hourOf = (workers: number) => {
+    if (workers === 0) return "0"
+    const charge = chargeFor(variant.rateMicroUsdPerHour, Limits.hourMs) * BigInt(workers)
+    const floor = minimum * BigInt(workers)
+    const atLeast = charge > floor ? charge : floor
+    return formatMicroUsd(cap !== undefined && cap < atLeast ? cap : atLeast)
+  }
+  // Warm workers start at create, so their holds must fit now; a Function scaled to zero holds nothing until a call.
+  const concurrentHold = hold * BigInt(warm)
+  const blocking = warm === 0 ? [] : blockingReasonsOf(spec, concurrentHold, input.funds)
+  const model = input.models(variant)
+  const warnings = [{
+    code: "UsageDependent",
+    message: `The cost depends on the calls: p50 is an hour of minWorkers (${warm}) kept warm, p90 an hour of maxWorkers (${spec.scaling.maxWorkers}) busy.`
+  }]
+  if (warm === 0) warnings.push({ code: "ColdStart", message: "minWorkers is 0: a call with no worker waits for one to start (see startup.cold)." })
+  if (market.available(variant) <= 0) warnings.push({ code: "NoCapacityNow", message: "No matching capacity is free now; workers would wait for it (Pending)." })
+  return {
+    estimate: {
+      ...headerOf(input),
+      rateUSDPerHour: formatMicroUsd(variant.rateMicroUsdPerHour),
+      holdUSD: formatMicroUsd(hold),
+      concurrentHoldUSD: formatMicroUsd(concurrentHold),
+      minimumChargeUSD: formatMicroUsd(minimum),
+      costUSD: { p50: hourOf(warm), p90: hourOf(spec.scaling.maxWorkers) },
+      startup: { cold: { p50: formatDurationMs(model.bootMedianMs), p90: formatDurationMs(model.bootMedianMs) } },
+      placementPreview: {
+        offering: variant.offering.id,
+        regionClass: variant.offering.regionClass,
+        interruptible: variant.interruptible,
+        warmReuse: false,
+        explain: explain(ranking, chosen, market)
+      },
+      warnings,
+      ...(blocking.length === 0 ? {} : { blockingReasons: blocking.map(({ code, message, fix }) => ({ code, message, fix })) })
+    },
+    blocking
+  }
+}
