@@ -5,37 +5,23 @@
  * cases for an hour of service rather than sampled runs: p50 is its `minWorkers` kept warm for the hour (its floor),
  * p90 `maxWorkers` busy for the hour (its ceiling), neither above maxCostUSD. Pure, and cheap enough for every dry run.
  */
-import { initialHoldOf } from "../../billing/Billing.ts"
-import { chargeFor, minimumChargeOf } from "../../billing/Pricebook.ts"
-import { choose, explain, rank } from "../../capacity/Placement.ts"
+import { chargeFor } from "../../billing/Pricebook.ts"
 import * as Limits from "../../Limits.ts"
-import { formatMicroUsd, parseMicroUsd } from "../../Money.ts"
+import { formatMicroUsd } from "../../Money.ts"
 import type { FunctionSpecType } from "../../schemas/Function.ts"
 import { formatDurationMs } from "../../Units.ts"
-import { blockingReasonsOf, type EstimateInput, headerOf, type JobEstimate } from "../job/JobEstimate.ts"
+import { blockingReasonsOf, type EstimateInput, headerOf, type JobEstimate, placeForEstimate, previewOf, runPricesOf } from "../job/JobEstimate.ts"
 import { functionMachine } from "./FunctionMachine.ts"
 
 export type FunctionEstimateInput = Omit<EstimateInput, "spec" | "seed"> & { readonly spec: FunctionSpecType }
 
 export const estimateFunction = (input: FunctionEstimateInput): JobEstimate => {
   const { spec, pricebook, market } = input
-  const { request, run } = functionMachine.placementOf(spec)
-  const ranking = rank(request, input.catalog, market, run)
-  const chosen = choose(ranking, market) ?? ranking.kept[0]
-  if (chosen === undefined) {
-    return {
-      estimate: {
-        ...headerOf(input),
-        warnings: [{ code: "NoMatchingOffering", message: "No offering matches the resources; no worker would start, and calls would wait Queued until capacity that matches joins." }],
-        placementPreview: { explain: explain(ranking, undefined, market) }
-      },
-      blocking: []
-    }
-  }
+  const placed = placeForEstimate(input, functionMachine.placementOf(spec), "No offering matches the resources; no worker would start, and calls would wait Queued until capacity that matches joins.")
+  if ("estimate" in placed) return placed
+  const { ranking, chosen } = placed
   const variant = chosen.variant
-  const hold = initialHoldOf(pricebook, variant)
-  const minimum = minimumChargeOf(pricebook, variant)
-  const cap = spec.maxCostUSD === undefined ? undefined : parseMicroUsd(spec.maxCostUSD)
+  const { hold, minimum, cap, fields } = runPricesOf(pricebook, variant, spec.maxCostUSD)
   const warm = spec.scaling.minWorkers ?? 0
   const hourOf = (workers: number) => {
     if (workers === 0) return "0"
@@ -57,19 +43,11 @@ export const estimateFunction = (input: FunctionEstimateInput): JobEstimate => {
   return {
     estimate: {
       ...headerOf(input),
-      rateUSDPerHour: formatMicroUsd(variant.rateMicroUsdPerHour),
-      holdUSD: formatMicroUsd(hold),
+      ...fields,
       concurrentHoldUSD: formatMicroUsd(concurrentHold),
-      minimumChargeUSD: formatMicroUsd(minimum),
       costUSD: { p50: hourOf(warm), p90: hourOf(spec.scaling.maxWorkers) },
       startup: { cold: { p50: formatDurationMs(model.bootMedianMs), p90: formatDurationMs(model.bootMedianMs) } },
-      placementPreview: {
-        offering: variant.offering.id,
-        regionClass: variant.offering.regionClass,
-        interruptible: variant.interruptible,
-        warmReuse: false,
-        explain: explain(ranking, chosen, market)
-      },
+      placementPreview: previewOf(ranking, chosen, market),
       warnings,
       ...(blocking.length === 0 ? {} : { blockingReasons: blocking.map(({ code, message, fix }) => ({ code, message, fix })) })
     },

@@ -13,7 +13,7 @@
 import { type Blocking, blockedBy, initialHoldOf, type Room } from "../../billing/Billing.ts"
 import { minimumChargeOf, type Pricebook } from "../../billing/Pricebook.ts"
 import type { Offering, Variant } from "../../capacity/Offering.ts"
-import { type Candidate, choose, explain, type Market, rank, type Ranking } from "../../capacity/Placement.ts"
+import { type Candidate, choose, explain, type Market, type PlacementRequest, rank, type Ranking, type RunProfile } from "../../capacity/Placement.ts"
 import type { ProviderModel } from "../../capacity/ProviderModels.ts"
 import * as Limits from "../../Limits.ts"
 import { formatMicroUsd, parseMicroUsd } from "../../Money.ts"
@@ -82,6 +82,46 @@ export const blockingReasonsOf = (spec: { readonly maxCostUSD?: string | undefin
 }
 
 export const headerOf = (input: { readonly pricebook: Pricebook; readonly now: number }): EstimateJson => ({ pricebookVersion: input.pricebook.version, validUntil: iso(input.now + estimateValidityMs) })
+
+/**
+ * Where a long-running object's run would go now (a Sandbox's box, a Function's worker): the ranking of its placement,
+ * and the best match with capacity now, else the best match when capacity frees up; or, when nothing matches, its
+ * estimate, saying `unmatched`.
+ */
+export const placeForEstimate = (
+  input: { readonly catalog: ReadonlyArray<Offering>; readonly market: Market; readonly pricebook: Pricebook; readonly now: number },
+  placement: { readonly request: PlacementRequest; readonly run: RunProfile },
+  unmatched: string
+): { readonly ranking: Ranking; readonly chosen: Candidate } | JobEstimate => {
+  const ranking = rank(placement.request, input.catalog, input.market, placement.run)
+  const chosen = choose(ranking, input.market) ?? ranking.kept[0]
+  if (chosen !== undefined) return { ranking, chosen }
+  return {
+    estimate: { ...headerOf(input), warnings: [{ code: "NoMatchingOffering", message: unmatched }], placementPreview: { explain: explain(ranking, undefined, input.market) } },
+    blocking: []
+  }
+}
+
+/** What one run on `variant` is charged at least and held first, and the object's cap (micro-USD), with their fields. */
+export const runPricesOf = (pricebook: Pricebook, variant: Variant, maxCostUSD: string | undefined) => {
+  const hold = initialHoldOf(pricebook, variant)
+  const minimum = minimumChargeOf(pricebook, variant)
+  return {
+    hold,
+    minimum,
+    cap: maxCostUSD === undefined ? undefined : parseMicroUsd(maxCostUSD),
+    fields: { rateUSDPerHour: formatMicroUsd(variant.rateMicroUsdPerHour), holdUSD: formatMicroUsd(hold), minimumChargeUSD: formatMicroUsd(minimum) }
+  }
+}
+
+/** The placement preview of a run placed on `chosen` (never warm: an estimate does not reserve a warm host). */
+export const previewOf = (ranking: Ranking, chosen: Candidate, market: Market) => ({
+  offering: chosen.variant.offering.id,
+  regionClass: chosen.variant.offering.regionClass,
+  interruptible: chosen.variant.interruptible,
+  warmReuse: false,
+  explain: explain(ranking, chosen, market)
+})
 
 /** The estimate when no offering matches: no bands, nothing blocks (the Job would wait and fail). */
 export const unplacedEstimate = (input: EstimateInput, ranking: Ranking): JobEstimate => ({

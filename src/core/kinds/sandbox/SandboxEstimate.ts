@@ -5,37 +5,23 @@
  * alone until its idleTimeout stops it, p90 the box running its whole maxLifetime (each at least the minimum charge,
  * and neither above maxCostUSD). Pure, and cheap enough for every dry run and create.
  */
-import { initialHoldOf } from "../../billing/Billing.ts"
-import { chargeFor, minimumChargeOf } from "../../billing/Pricebook.ts"
-import { choose, explain, rank } from "../../capacity/Placement.ts"
-import { formatMicroUsd, parseMicroUsd } from "../../Money.ts"
+import { chargeFor } from "../../billing/Pricebook.ts"
+import { formatMicroUsd } from "../../Money.ts"
 import type { SandboxSpecType } from "../../schemas/Sandbox.ts"
 import { durationMs } from "../../StatusText.ts"
 import { formatDurationMs } from "../../Units.ts"
-import { blockingReasonsOf, type EstimateInput, headerOf, type JobEstimate } from "../job/JobEstimate.ts"
+import { blockingReasonsOf, type EstimateInput, headerOf, type JobEstimate, placeForEstimate, previewOf, runPricesOf } from "../job/JobEstimate.ts"
 import { sandboxMachine } from "./SandboxMachine.ts"
 
 export type SandboxEstimateInput = Omit<EstimateInput, "spec" | "seed"> & { readonly spec: SandboxSpecType }
 
 export const estimateSandbox = (input: SandboxEstimateInput): JobEstimate => {
   const { spec, pricebook, market } = input
-  const { request, run } = sandboxMachine.placementOf(spec)
-  const ranking = rank(request, input.catalog, market, run)
-  const chosen = choose(ranking, market) ?? ranking.kept[0]
-  if (chosen === undefined) {
-    return {
-      estimate: {
-        ...headerOf(input),
-        warnings: [{ code: "NoMatchingOffering", message: "No offering matches the resources; the Sandbox would stay Pending until capacity that matches joins." }],
-        placementPreview: { explain: explain(ranking, undefined, market) }
-      },
-      blocking: []
-    }
-  }
+  const placed = placeForEstimate(input, sandboxMachine.placementOf(spec), "No offering matches the resources; the Sandbox would stay Pending until capacity that matches joins.")
+  if ("estimate" in placed) return placed
+  const { ranking, chosen } = placed
   const variant = chosen.variant
-  const hold = initialHoldOf(pricebook, variant)
-  const minimum = minimumChargeOf(pricebook, variant)
-  const cap = spec.maxCostUSD === undefined ? undefined : parseMicroUsd(spec.maxCostUSD)
+  const { hold, minimum, cap, fields } = runPricesOf(pricebook, variant, spec.maxCostUSD)
   const costOf = (ms: number) => {
     const charge = chargeFor(variant.rateMicroUsdPerHour, ms)
     const atLeast = charge > minimum ? charge : minimum
@@ -50,18 +36,10 @@ export const estimateSandbox = (input: SandboxEstimateInput): JobEstimate => {
   return {
     estimate: {
       ...headerOf(input),
-      rateUSDPerHour: formatMicroUsd(variant.rateMicroUsdPerHour),
-      holdUSD: formatMicroUsd(hold),
-      minimumChargeUSD: formatMicroUsd(minimum),
+      ...fields,
       costUSD: { p50: costOf(idleMs === 0 ? lifetimeMs : Math.min(idleMs, lifetimeMs)), p90: costOf(lifetimeMs) },
       startup: { cold: { p50: formatDurationMs(model.bootMedianMs), p90: formatDurationMs(model.bootMedianMs) } },
-      placementPreview: {
-        offering: variant.offering.id,
-        regionClass: variant.offering.regionClass,
-        interruptible: variant.interruptible,
-        warmReuse: false,
-        explain: explain(ranking, chosen, market)
-      },
+      placementPreview: previewOf(ranking, chosen, market),
       warnings,
       ...(blocking.length === 0 ? {} : { blockingReasons: blocking.map(({ code, message, fix }) => ({ code, message, fix })) })
     },
