@@ -31,6 +31,24 @@ def fail(message):
 def where():
     return {"cwd_writable": os.access("/platform/work", os.W_OK), "pid": os.getpid()}
 
+raised = []
+
+def flaky(x):
+    # Raises on this worker's first call only: a retry on the same worker succeeds.
+    if not raised:
+        raised.append(x)
+        raise RuntimeError("first call fails")
+    return x
+
+def sleepy(seconds):
+    import time
+    time.sleep(seconds)
+    return seconds
+
+def die():
+    # The worker process ends under the call, as a crash or an OOM kill would end it.
+    os._exit(3)
+
 class Counter:
     def __init__(self):
         self.count = 0
@@ -48,8 +66,8 @@ const archive = (): Buffer => {
   return readFileSync(join(dir, "code.tar.gz"))
 }
 
-const createFunction = async (name: string, code: Record<string, unknown>, scaling: Record<string, unknown> = { minWorkers: 1 }) => {
-  const reply = await request(server, "POST", functions, { body: { apiVersion: "nodus.dev/v1", kind: "Function", metadata: { name }, spec: { image: "debian:12", code, scaling } } })
+const createFunction = async (name: string, code: Record<string, unknown>, scaling: Record<string, unknown> = { minWorkers: 1 }, spec: Record<string, unknown> = {}) => {
+  const reply = await request(server, "POST", functions, { body: { apiVersion: "nodus.dev/v1", kind: "Function", metadata: { name }, spec: { image: "debian:12", code, scaling, ...spec } } })
   assert.strictEqual(reply.status, 201, reply.text)
   if (scaling["minWorkers"] === 0) return
   await eventually(`${name} has a ready worker`, async () => (await request(server, "GET", `${functions}/${name}`)).body?.status?.workers?.ready >= 1, 20_000).catch(async (error) => {
@@ -58,6 +76,13 @@ const createFunction = async (name: string, code: Record<string, unknown>, scali
 }
 
 let blob: string
+
+const readCall = async (name: string) => (await request(server, "GET", `/apis/nodus.dev/v1/namespaces/${project}/functioncalls/${name}`)).body
+
+const callBody = (fn: string, args: ReadonlyArray<unknown>, spec: Record<string, unknown> = {}) => ({
+  apiVersion: "nodus.dev/v1", kind: "FunctionCall", metadata: { generateName: `${fn}-` },
+  spec: { function: fn, input: { encoding: "JSON", inline: Buffer.from(JSON.stringify({ args, kwargs: {} })).toString("base64") }, ...spec }
+})
 
 beforeAll(async () => {
   server = await startTestServer({ local: true })
@@ -117,6 +142,34 @@ f = nodus.Client().function("${project}", "double")
 report(lambda: {"one": f.remote(4), "many": list(f.map([1, 2, 3]))})
 `, { NODUS_URL: server.url, NODUS_TOKEN: server.token })
     assert.deepStrictEqual(report.ok, { one: 8, many: [2, 4, 6] })
+  })
+
+  it("a raise with retries left is retried after the backoff, and the retry's answer is the call's", async () => {
+    // The worker stays through the backoff (scaledownWindow > initialDelay): the retry finds the same worker.
+    await createFunction("flaky", { module: "app", qualname: "flaky", blob }, { minWorkers: 0, maxWorkers: 1, scaledownWindow: "5s" }, { retries: { maxRetries: 2, initialDelay: "1s" } })
+    const call = await client.function(project, "flaky").spawn(["second time"])
+    assert.strictEqual(await call.get(30), "second time")
+    const stored = await readCall(call.name)
+    assert.deepStrictEqual([stored.status.retries, stored.status.worker.epoch], [1, 2])
+  })
+
+  it("a call past its timeout fails DeadlineExceeded", async () => {
+    await createFunction("sleepy", { module: "app", qualname: "sleepy", blob }, { minWorkers: 0, maxWorkers: 1, scaledownWindow: "0s" })
+    const made = await request(server, "POST", `/apis/nodus.dev/v1/namespaces/${project}/functioncalls`, { body: callBody("sleepy", [5], { timeout: "1s" }) })
+    assert.strictEqual(made.status, 201, made.text)
+    const error = await client.functionCall(project, made.body.metadata.name).get(30).then(() => undefined, (caught: unknown) => caught)
+    assert.instanceOf(error, RemoteError)
+    const stored = await readCall(made.body.metadata.name)
+    assert.deepStrictEqual([stored.status.phase, stored.status.reason], ["Failed", "DeadlineExceeded"])
+  })
+
+  it("a worker that dies under its call: the call is recovered on a new worker, until the recovery limit (RecoveryLimitExceeded)", async () => {
+    await createFunction("die", { module: "app", qualname: "die", blob }, { minWorkers: 0, maxWorkers: 1, scaledownWindow: "0s" }, { recovery: { maxAttempts: 1 } })
+    const call = await client.function(project, "die").spawn([])
+    const error = await call.get(60).then(() => undefined, (caught: unknown) => caught)
+    assert.instanceOf(error, RemoteError)
+    const stored = await readCall(call.name)
+    assert.deepStrictEqual([stored.status.phase, stored.status.reason, stored.status.recoveries, stored.status.worker.epoch], ["Failed", "RecoveryLimitExceeded", 1, 2])
   })
 
   it("a class's method, named by the call, runs on the one instance its worker made", async () => {
