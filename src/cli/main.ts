@@ -2,7 +2,8 @@
  * The `nodus` command. `nodus serve` runs the API server; `nodus kubeconfig` prints a kubeconfig for the admin so
  * that `KUBECONFIG=<file> kubectl get nodus -A` works. Settings come from flags or environment (Config.ts).
  * `nodus sim <scenario>` runs a simulator scenario headless (Sim.ts); `nodus agent` joins this host to a control
- * plane as a Node (AgentCommand.ts). Each command loads only the modules it needs, so `nodus sim` starts without the
+ * plane as a Node (AgentCommand.ts); `nodus replay-functions` replays LLM serving load on a Function under the
+ * simulator (ReplayFunctions.ts). Each command loads only the modules it needs, so `nodus sim` starts without the
  * server's.
  */
 import type { Cause } from "effect"
@@ -31,6 +32,8 @@ Usage:
   nodus kubeconfig [flags]    print a kubeconfig for the admin (add --namespace <project> to set a default project)
   nodus sim <scenario> [...]  run a simulator scenario headless and print its JSON summary (nodus sim --help)
   nodus report <scenario> [--out report.html]  run its what-if variants and write an HTML report (nodus report --help)
+  nodus replay-functions [--trace code|conv|FILE] [--minutes N] [--concurrency 1,4,16] [--json]
+                              replay LLM serving load on a Function under the simulator (nodus replay-functions --help)
 ${agentUsage}
 ${workloadsUsage}
 ${operatorUsage}
@@ -130,6 +133,11 @@ switch (command) {
   case "report": {
     const { report } = await import("./Report.ts")
     process.exitCode = report(args)
+    break
+  }
+  case "replay-functions": {
+    const { replayFunctions } = await import("./ReplayFunctions.ts")
+    process.exitCode = await replayFunctions(args)
     break
   }
   case undefined:

@@ -1,0 +1,121 @@
+// Replaying serving load on a Function under the simulator (src/server/FunctionReplay.ts; docs/functions.md,
+// "Replaying serving load"): the first 200 requests of the Azure LLM inference trace's code service, through the real
+// runtime (reconciler, Function machine, dispatcher, ledger) on the simulator's capacity and worker model.
+import { execFile } from "node:child_process"
+import { join } from "node:path"
+import { promisify } from "node:util"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { formatMicroUsd, parseMicroUsd } from "../../src/core/Money.ts"
+import { arrivalsOf, loadLlmTrace, parseLlmTrace, serviceTimeMs } from "../../src/data/LlmTrace.ts"
+import { savingsOf } from "../../src/cli/ReplayFunctions.ts"
+import { replay, type ReplayPolicy, type ReplaySummary } from "../../src/server/FunctionReplay.ts"
+
+const code = loadLlmTrace("code")
+const arrivals = arrivalsOf(code).slice(0, 200)
+const serviceMs = arrivals.reduce((sum, arrival) => sum + arrival.durationMs, 0)
+const policy = (targetConcurrency: number, more: Partial<ReplayPolicy> = {}): ReplayPolicy =>
+  ({ minWorkers: 0, maxWorkers: 10, targetConcurrency, scaledownWindow: "60s", ...more })
+
+/** What holds of every replay, whatever its policy. */
+const checkInvariants = (summary: ReplaySummary) => {
+  assert.strictEqual(summary.calls, 200)
+  assert.strictEqual(summary.succeeded, 200)
+  assert.strictEqual(summary.failed, 0)
+  assert.deepStrictEqual(summary.other, {})
+  assert.strictEqual(summary.serviceMs, serviceMs)
+  // Each call ran exactly its service time on its worker, from the instant it was dispatched.
+  assert.strictEqual(summary.runMismatches, 0)
+  assert.isAtLeast(summary.queueWaitMs.p50, 0)
+  assert.isAtMost(summary.queueWaitMs.p50, summary.queueWaitMs.p90)
+  assert.isAtMost(summary.queueWaitMs.p90, summary.queueWaitMs.p99)
+  assert.isAtMost(summary.queueWaitMs.p99, summary.queueWaitMs.max)
+  // A call's latency is its wait and its run: never below the shortest service time.
+  assert.isAtLeast(summary.latencyMs.p50, Math.min(...arrivals.map((arrival) => arrival.durationMs)))
+  assert.isAtMost(summary.latencyMs.p99, summary.latencyMs.max)
+  // A worker runs at most targetConcurrency calls at once, and is held while it runs them.
+  assert.isAtLeast(summary.workers.workerSeconds, Math.floor(serviceMs / summary.policy.targetConcurrency / 1000))
+  assert.isAtLeast(summary.workers.launched, 1)
+  assert.isAtLeast(summary.workers.launched, summary.workers.peak)
+  // The Function's status.cost is the ledger's charges to it, and per 1,000 calls is that × 1000 / calls, rounded down.
+  assert.match(summary.costUSD, /^\d+(\.\d{1,6})?$/u)
+  assert.notStrictEqual(summary.costUSD, "0")
+  assert.strictEqual(summary.costUSD, summary.ledgerUSD)
+  assert.strictEqual(summary.costPer1000CallsUSD, formatMicroUsd((parseMicroUsd(summary.costUSD) * 1000n) / 200n))
+}
+
+describe("the Azure LLM inference trace", () => {
+  it("is the upstream code file: 8,819 requests over 57 minutes, in time order, from offset 0", () => {
+    assert.strictEqual(code.length, 8_819)
+    assert.deepStrictEqual(code[0], { offsetMs: 0, contextTokens: 4808, generatedTokens: 10 })
+    // 18:17:03.979(9600) → 19:14:19.928(0160): 57 min 15.949 s, each time cut to the millisecond
+    assert.deepStrictEqual(code.at(-1), { offsetMs: 3_435_949, contextTokens: 549, generatedTokens: 173 })
+    for (let index = 1; index < code.length; index++) assert.isAtLeast(code[index]!.offsetMs, code[index - 1]!.offsetMs)
+    assert.strictEqual(loadLlmTrace("conv").length, 19_366)
+  })
+
+  it("service time = context / prefill + generated / decode, whole milliseconds rounded up, at least 1", () => {
+    assert.strictEqual(serviceTimeMs({ offsetMs: 0, contextTokens: 1469, generatedTokens: 13 }), 277)
+    assert.strictEqual(serviceTimeMs({ offsetMs: 0, contextTokens: 1000, generatedTokens: 100 }, { prefillTokensPerSecond: 1000, decodeTokensPerSecond: 50 }), 3000)
+    assert.strictEqual(serviceTimeMs({ offsetMs: 0, contextTokens: 0, generatedTokens: 0 }), 1)
+    assert.strictEqual(arrivalsOf(code, { minutes: 1 }).every((arrival) => arrival.at < 60_000), true)
+    assert.strictEqual(arrivalsOf(code, { minutes: 1 }).length, code.filter((request) => request.offsetMs < 60_000).length)
+  })
+
+  it("a malformed row is an error naming its line", () => {
+    assert.throws(() => parseLlmTrace("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.9799600,4808,10\n2023-11-16 18:17:04,x,8"), /line 3/u)
+    assert.throws(() => parseLlmTrace("a,b,c\n"), /not an Azure LLM inference trace/u)
+  })
+})
+
+describe("replaying FunctionCall arrivals on a Function under the simulator", () => {
+  it.effect("every call ends Succeeded after its service time, waits are non-negative, and the cost is the ledger's", () =>
+    Effect.gen(function*() {
+      checkInvariants(yield* replay(arrivals, { policy: policy(1) }))
+    }), { timeout: 120_000 })
+
+  it.effect("the same arrivals, policy and seed give the same summary", () =>
+    Effect.gen(function*() {
+      const first = yield* replay(arrivals, { policy: policy(4) })
+      const second = yield* replay(arrivals, { policy: policy(4) })
+      checkInvariants(first)
+      assert.deepStrictEqual(second, first)
+    }), { timeout: 120_000 })
+
+  it.effect("a higher targetConcurrency holds its bound too: worker-seconds ≥ service time / targetConcurrency", () =>
+    Effect.gen(function*() {
+      const summary = yield* replay(arrivals, { policy: policy(16) })
+      checkInvariants(summary)
+      assert.strictEqual(summary.policy.targetConcurrency, 16)
+    }), { timeout: 120_000 })
+
+  it.effect("with warm workers enough for every call, no call waits: each is dispatched at its arrival instant", () =>
+    Effect.gen(function*() {
+      // Ten warm workers of 8 slots and 15 minutes to boot them before the first arrival: the 200 calls never fill 80 slots.
+      const summary = yield* replay(arrivals, { policy: policy(8, { minWorkers: 10 }), leadMs: 15 * 60_000 })
+      checkInvariants(summary)
+      assert.deepStrictEqual(summary.queueWaitMs, { p50: 0, p90: 0, p99: 0, max: 0 })
+      assert.strictEqual(summary.latencyMs.max, Math.max(...arrivals.map((arrival) => arrival.durationMs)))
+      assert.strictEqual(summary.workers.peak, 10)
+    }), { timeout: 120_000 })
+})
+
+describe("nodus replay-functions", () => {
+  it("savings against the first policy, in percent to a tenth, from the costs' micro-dollars", () => {
+    assert.strictEqual(savingsOf("4.7725", "1.826"), "61.7%")
+    assert.strictEqual(savingsOf("2", "3"), "-50.0%")
+    assert.strictEqual(savingsOf("0", "3"), "-")
+  })
+
+  it("compares policies over the same arrivals: one row each, JSON on request", async () => {
+    const node = join(import.meta.dirname, "../../node_modules/.bin/node")
+    const nodus = join(import.meta.dirname, "../../bin/nodus.js")
+    const { stdout } = await promisify(execFile)(node, [nodus, "replay-functions", "--minutes", "1", "--concurrency", "1,4", "--json"])
+    const summaries = JSON.parse(stdout) as ReadonlyArray<ReplaySummary>
+    const calls = code.filter((request) => request.offsetMs < 60_000).length
+    assert.deepStrictEqual(summaries.map((summary) => [summary.policy.targetConcurrency, summary.calls, summary.succeeded]), [[1, calls, calls], [4, calls, calls]])
+    const failure = await promisify(execFile)(node, [nodus, "replay-functions", "--concurrency", "0"]).then(() => undefined, (error: { code: number; stderr: string }) => error)
+    assert.strictEqual(failure?.code, 2)
+    assert.match(failure?.stderr ?? "", /--concurrency takes whole numbers from 1/u)
+  }, 120_000)
+})
