@@ -21,6 +21,7 @@
 import { createHash } from "node:crypto"
 import { Clock, Effect, Layer, Schedule, Stream } from "effect"
 import { type AttemptFacts, type BoxReply, CapacityPort, isLive } from "../core/capacity/Capacity.ts"
+import { conditionIn } from "../core/controller/Conditions.ts"
 import type { ServingLoad } from "../core/controller/Controller.ts"
 import * as Call from "../core/kinds/function/FunctionCallMachine.ts"
 import { acceptsCalls } from "../core/kinds/function/FunctionMachine.ts"
@@ -392,9 +393,11 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
     return { ...status, result: { encoding: result.encoding ?? "JSON", blob: `sha256:${stored.digest}`, sha256 } }
   })
 
-  const write = (call: HeldCall) => Effect.gen(function*() {
+  const write = (call: HeldCall, now: number, funded: Call.ShownCondition | undefined) => Effect.gen(function*() {
     if (call.deleted) return
-    const next = yield* shownResult(call, Call.statusOf(call.state, call.status))
+    const shown = Call.statusOf(call.state, call.status)
+    const conditions = Call.conditionsOf(call.state, shown.conditions, now, funded)
+    const next = yield* shownResult(call, conditions === undefined ? shown : { ...shown, conditions })
     const text = JSON.stringify(next)
     if (text === call.written) return
     const target = { ref: callRef, namespace: call.namespace, name: call.name, uid: call.uid, resourceVersion: call.resourceVersion }
@@ -406,8 +409,8 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
   }).pipe(Effect.catch((error) => Effect.logWarning(`functions: writing FunctionCall ${call.namespace}/${call.name}: ${error.message}`)))
 
   /** Writes what changed, and lets go of the calls that ended (their statuses are final). */
-  const flush = (pool: Pool) => Effect.gen(function*() {
-    yield* Effect.forEach([...pool.calls.values()], write, { concurrency: writeConcurrency, discard: true })
+  const flush = (pool: Pool, now: number, funded: Call.ShownCondition | undefined) => Effect.gen(function*() {
+    yield* Effect.forEach([...pool.calls.values()], (call) => write(call, now, funded), { concurrency: writeConcurrency, discard: true })
     for (const call of [...pool.calls.values()]) {
       if (Call.isUnfinished(call.state)) continue
       pool.calls.delete(call.uid)
@@ -454,7 +457,7 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
       pool.uid = object.uid
       pool.spec = object.spec as FunctionSpecType
       yield* dispatch(pool, status as FunctionStatusType, attempts, now)
-      yield* flush(pool)
+      yield* flush(pool, now, conditionIn((status as FunctionStatusType).conditions, "Funded"))
       yield* expireRetained(now)
       return nextAtOf(pool)
     }),
@@ -467,7 +470,7 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
         const flight = pool.inFlight.get(`${call.uid}.${call.state.epoch}`)
         call.state = Call.functionDeleted(call.state, now, flight === undefined ? 0n : tryCost(pool, flight, now))
       }
-      yield* flush(pool)
+      yield* flush(pool, now, undefined)
     }),
     onWake: (listener) => {
       wake = listener

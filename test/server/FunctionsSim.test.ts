@@ -90,6 +90,9 @@ describe("Functions under the sim backend", () => {
     assert.strictEqual(Date.parse(running.status.startTime), start)
     assert.strictEqual(running.status.worker.epoch, 1)
     assert.match(running.status.worker.attempt, /^echo-\d+$/u)
+    const condition = (object: any, type: string) => object.status.conditions.find((c: any) => c.type === type)
+    assert.deepInclude(condition(running, "Scheduled"), { status: "True", reason: "Dispatched" })
+    assert.deepInclude(condition(running, "Funded"), { status: "True", reason: "Funded" })
     await advance(server, "2s")
     const done = await until(server, path, (status) => status.phase === "Succeeded")
     assert.deepStrictEqual(unb64(done.status.result.inline), { answer: 42 })
@@ -113,6 +116,7 @@ describe("Functions under the sim backend", () => {
     const first = await until(server, path, (status) => status.retries === 1)
     assert.strictEqual(first.status.phase, "Queued")
     assert.match(first.status.message, /retry 1 of 2 in 1s/u)
+    assert.deepInclude(first.status.conditions.find((c: any) => c.type === "Scheduled"), { status: "False", reason: "Backoff" })
     await advance(server, "1s")
     const second = await until(server, path, (status) => status.retries === 2)
     assert.match(second.status.message, /retry 2 of 2 in 3s/u)
@@ -176,6 +180,39 @@ describe("Functions under the sim backend", () => {
     assert.deepStrictEqual(unb64(done.status.result.inline), "later")
   })
 
+  it("claims take turns between sessions: a later session's call is not stuck behind another session's queue", async () => {
+    await warmFunction(server, "turns", {}, { "sim.nodus.dev/call-duration": "10s" })
+    const a = []
+    for (const index of [1, 2, 3]) a.push(await createCall(server, "turns", [`a${index}`], { spec: { session: "a" } }))
+    const b = await createCall(server, "turns", ["b1"], { spec: { session: "b" } })
+    await until(server, `${calls}/${a[0]!.metadata.name}`, (status) => status.phase === "Running")
+    const started: Record<string, number> = {}
+    for (let step = 0; step < 8 && Object.keys(started).length < 4; step++) {
+      for (const call of [...a, b]) {
+        const status = (await read(server, `${calls}/${call.metadata.name}`)).status ?? {}
+        if (status.startTime !== undefined) started[unb64(call.spec.input.inline).args[0]] = Date.parse(status.startTime)
+      }
+      await advance(server, "10s")
+    }
+    const order = Object.entries(started).sort((x, y) => x[1] - y[1]).map(([name]) => name)
+    assert.deepStrictEqual(order, ["a1", "b1", "a2", "a3"])
+  })
+
+  it("a running call cancelled is Cancelling until its worker answers, then Cancelled with no result", async () => {
+    await warmFunction(server, "cancelling", {}, { "sim.nodus.dev/call-duration": "30s" })
+    const call = await createCall(server, "cancelling", ["x"])
+    const path = `${calls}/${call.metadata.name}`
+    await until(server, path, (status) => status.phase === "Running")
+    const patched = await mergePatch(server, path, { spec: { state: "Cancelled" } })
+    assert.strictEqual(patched.status, 200, patched.text)
+    await advance(server, "1s")
+    assert.strictEqual((await until(server, path, (status) => status.phase === "Cancelling")).status.reason, undefined)
+    await advance(server, "30s")
+    const done = await until(server, path, (status) => status.phase === "Cancelled")
+    assert.strictEqual(done.status.reason, "Cancelled")
+    assert.isUndefined(done.status.result)
+  })
+
   it("deleting a Function fails its unfinished calls FunctionDeleted", async () => {
     await warmFunction(server, "doomed", {}, { "sim.nodus.dev/call-duration": "1h" })
     const call = await createCall(server, "doomed", [1])
@@ -189,15 +226,16 @@ describe("Functions under the sim backend", () => {
   })
 
   it("scales workers up to maxWorkers for its calls, and back to zero after scaledownWindow", async () => {
-    await createFunction(server, "wide", { scaling: { minWorkers: 0, maxWorkers: 2, targetConcurrency: 1, scaledownWindow: "30s" } }, { "sim.nodus.dev/call-duration": "20s" })
+    await createFunction(server, "wide", { scaling: { minWorkers: 0, maxWorkers: 2, targetConcurrency: 1, scaledownWindow: "30s" } }, { "sim.nodus.dev/call-duration": "4m" })
     const idle = await advanceUntil(server, `${functions}/wide`, (status) => status.phase === "Running")
     assert.strictEqual(idle.status.workers.ready, 0)
     const made = [await createCall(server, "wide", [1]), await createCall(server, "wide", [2]), await createCall(server, "wide", [3])]
-    const busy = await advanceUntil(server, `${functions}/wide`, (status) => (status.workers?.busy ?? 0) === 2, "5s")
+    // A host's boot is drawn from the provider's model (minutes, with a tail): step by half a minute.
+    const busy = await advanceUntil(server, `${functions}/wide`, (status) => (status.workers?.busy ?? 0) === 2, "30s")
     assert.strictEqual(busy.status.queue.running, 2)
     // Never more workers than maxWorkers, whatever the queue.
     assert.strictEqual(busy.status.workers.ready + busy.status.workers.starting, 2)
-    for (const call of made) await advanceUntil(server, `${calls}/${call.metadata.name}`, (status) => status.phase === "Succeeded", "5s")
+    for (const call of made) await advanceUntil(server, `${calls}/${call.metadata.name}`, (status) => status.phase === "Succeeded", "30s")
     const after = await read(server, `${functions}/wide`)
     assert.isAbove(after.status.workers.ready + after.status.workers.draining, 0)
     const down = await advanceUntil(server, `${functions}/wide`, (status) => (status.workers?.ready ?? 0) + (status.workers?.draining ?? 0) + (status.workers?.starting ?? 0) === 0, "10s")

@@ -18,6 +18,7 @@
  * "a result from another epoch is fenced").
  */
 import { Decimal } from "decimal.js"
+import { type Condition, type ConditionStatus, withCondition } from "../../controller/Conditions.ts"
 import type { CallError, CallOutcome } from "../../SandboxBox.ts"
 import type { FunctionSpecType } from "../../schemas/Function.ts"
 import type { FunctionCallStatusType } from "../../schemas/FunctionCall.ts"
@@ -230,6 +231,32 @@ export const statusOf = (state: CallState, previous: FunctionCallStatusType): Fu
   set("result", state.result === undefined ? undefined : { encoding: state.result.encoding, inline: state.result.inline })
   set("costUSD", formatMicroUsd(state.costMicroUsd))
   return status
+}
+
+/** A condition as its Function shows it (its Funded condition, which a call's mirrors). */
+export interface ShownCondition {
+  readonly status: ConditionStatus
+  readonly reason: string
+  readonly message: string
+}
+
+/**
+ * The call's conditions (spec: FunctionCall.conditions Funded, Scheduled; nodus, docs/kinds/FunctionCall.md):
+ * Scheduled says whether a worker runs it now, and Funded is its Function's (the workers a call runs on are the
+ * Function's, paid by the Function's holds). A final call keeps the conditions it ended with.
+ */
+export const conditionsOf = (state: CallState, previous: FunctionCallStatusType["conditions"], now: number, funded: ShownCondition | undefined): FunctionCallStatusType["conditions"] => {
+  if (!isUnfinished(state)) return previous
+  let conditions: ReadonlyArray<Condition> = previous ?? []
+  if (state.phase === "Running" || state.phase === "Cancelling") {
+    conditions = withCondition(conditions, "Scheduled", "True", "Dispatched", `Worker ${state.worker ?? ""} runs it (epoch ${state.epoch}).`, now)
+  } else if (state.phase === "Recovering") {
+    conditions = withCondition(conditions, "Scheduled", "False", "Recovering", "Its worker was lost; it waits for another.", now)
+  } else {
+    conditions = withCondition(conditions, "Scheduled", "False", state.notBefore === undefined ? "Queued" : "Backoff", state.notBefore === undefined ? "It waits for a worker." : `It waits for its retry at ${iso(state.notBefore)}.`, now)
+  }
+  if (funded !== undefined) conditions = withCondition(conditions, "Funded", funded.status, funded.reason, funded.message, now)
+  return conditions
 }
 
 /**
