@@ -19,7 +19,7 @@
  *   hour: at a Function's step (Functions wake for it), and every minute on the server's clock besides.
  */
 import { createHash } from "node:crypto"
-import { Clock, Effect, Layer, Schedule, Stream } from "effect"
+import { Clock, Effect, Layer, Stream } from "effect"
 import { type AttemptFacts, type BoxReply, CapacityPort, isLive } from "../core/capacity/Capacity.ts"
 import { conditionIn } from "../core/controller/Conditions.ts"
 import type { ServingLoad } from "../core/controller/Controller.ts"
@@ -57,6 +57,8 @@ interface HeldCall {
   cancelAsked: boolean
   lostBefore: boolean
   deleted: boolean
+  /** In its session's queue, waiting for a worker now. */
+  waiting: boolean
 }
 
 /** A call on a worker: its epoch, since when, and at what rate (its try's cost). */
@@ -88,6 +90,12 @@ interface Pool {
   readonly heard: Array<Heard>
   /** The session served last: the next turn is the one after it. */
   turn: number
+  /** Calls waiting for a worker now (in the queues, and not stale there). */
+  queued: number
+  /** Calls with a move to make at the next step (lost under a previous process, cancel asked). */
+  readonly attention: Set<string>
+  /** Calls whose status is to be written. */
+  readonly dirty: Set<string>
 }
 
 /** An ended call, deleted once its retention is over. */
@@ -101,7 +109,13 @@ interface Retained {
 const poolKey = (namespace: string, fn: string) => `${namespace}/${fn}`
 
 /** How often ended calls past their retention are looked for besides the Functions' steps (wall time). */
-const retentionSweepInterval = "1 minute"
+const retentionSweepMs = 60_000
+
+/** A pause of `ms` of wall time, not of the Effect clock (a test's or the simulator's clock may jump). */
+const wallPause = (ms: number) => Effect.callback<void>((resume) => {
+  const timer = setTimeout(() => resume(Effect.void), ms)
+  return Effect.sync(() => clearTimeout(timer))
+})
 
 /** Calls written at once. */
 const writeConcurrency = 16
@@ -129,7 +143,10 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
     const key = poolKey(namespace, fn)
     let pool = pools.get(key)
     if (pool === undefined) {
-      pool = { uid: undefined, spec: undefined, calls: new Map(), waiting: new Map(), delayed: new Set(), inFlight: new Map(), lastBusyAt: new Map(), heard: [], turn: 0 }
+      pool = {
+        uid: undefined, spec: undefined, calls: new Map(), waiting: new Map(), delayed: new Set(), inFlight: new Map(), lastBusyAt: new Map(), heard: [], turn: 0,
+        queued: 0, attention: new Set(), dirty: new Set()
+      }
       pools.set(key, pool)
     }
     return pool
@@ -140,10 +157,20 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
   }
 
   const enqueue = (pool: Pool, call: HeldCall) => {
+    if (call.waiting) return
     const session = call.spec.session ?? ""
     let queue = pool.waiting.get(session)
     if (queue === undefined) pool.waiting.set(session, queue = [])
     queue.push(call.uid)
+    call.waiting = true
+    pool.queued++
+  }
+
+  /** The call leaves its queue (taken, or no longer waiting); its entry there is skipped when reached. */
+  const unqueue = (pool: Pool, call: HeldCall) => {
+    if (!call.waiting) return
+    call.waiting = false
+    pool.queued--
   }
 
   // -------------------------------------------------------------------------------------------------------------------
@@ -182,8 +209,10 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
     const known = callPools.get(object.metadata.uid)?.calls.get(object.metadata.uid)
     if (known !== undefined) {
       if (spec.state === "Cancelled" && !known.cancelAsked && Call.isUnfinished(known.state)) {
+        const pool = callPools.get(known.uid)!
         known.cancelAsked = true
-        poke(callPools.get(known.uid)!)
+        pool.attention.add(known.uid)
+        poke(pool)
       }
       return
     }
@@ -194,10 +223,13 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
     const call: HeldCall = {
       uid: object.metadata.uid, namespace, name: object.metadata.name, spec, annotations: object.metadata.annotations ?? {}, state, status,
       written: JSON.stringify(status), resourceVersion: object.metadata.resourceVersion,
-      cancelAsked: spec.state === "Cancelled", lostBefore: state.phase === "Running" || state.phase === "Cancelling", deleted: false
+      cancelAsked: spec.state === "Cancelled", lostBefore: state.phase === "Running" || state.phase === "Cancelling", deleted: false, waiting: false
     }
     pool.calls.set(call.uid, call)
     callPools.set(call.uid, pool)
+    // A new call's status (Queued) is written at the next step; a restarted or cancelled one has a move to make first.
+    pool.dirty.add(call.uid)
+    if (call.cancelAsked || call.lostBefore) pool.attention.add(call.uid)
     // A retry waiting out its backoff under the previous process waits out the rest of it (status.retryTime).
     if (state.notBefore !== undefined) pool.delayed.add(call.uid)
     else if (!call.lostBefore) enqueue(pool, call)
@@ -210,8 +242,11 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
     const call = pool?.calls.get(uid)
     if (pool === undefined || call === undefined) return
     call.deleted = true
+    unqueue(pool, call)
     pool.calls.delete(uid)
     pool.delayed.delete(uid)
+    pool.attention.delete(uid)
+    pool.dirty.delete(uid)
     callPools.delete(uid)
   }
 
@@ -239,6 +274,8 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
     const before = call.state
     call.state = next
     if (next === before) return
+    pool.dirty.add(call.uid)
+    if (!Call.isDispatchable(next, Number.POSITIVE_INFINITY)) unqueue(pool, call)
     if ((next.phase === "Queued" || next.phase === "Recovering") && before.phase !== next.phase) {
       if (next.notBefore !== undefined) pool.delayed.add(call.uid)
       else enqueue(pool, call)
@@ -279,16 +316,22 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
     const heard = pool.heard.splice(0)
     for (const one of heard) hear(pool, one, now)
     loseOnEndedWorkers(pool, attempts, now)
-    for (const call of pool.calls.values()) {
-      const policy = policyOf(pool, call)
+    for (const uid of pool.attention) {
+      const call = pool.calls.get(uid)
+      if (call === undefined) continue
       if (call.lostBefore) {
         call.lostBefore = false
-        moved(pool, call, Call.lose(call.state, call.state.epoch, policy, now, 0n, "the server restarted under it"))
+        moved(pool, call, Call.lose(call.state, call.state.epoch, policyOf(pool, call), now, 0n, "the server restarted under it"))
       }
       if (call.cancelAsked) moved(pool, call, Call.cancel(call.state, now))
-      const flight = pool.inFlight.get(`${call.uid}.${call.state.epoch}`)
-      // The worker keeps running a call past its deadline until it answers (its slot stays taken); the call ends now.
-      if (flight !== undefined && (Call.deadlineOf(call.state, policy) ?? Number.POSITIVE_INFINITY) <= now) moved(pool, call, Call.expire(call.state, policy, now, tryCost(pool, flight, now)))
+    }
+    pool.attention.clear()
+    // The worker keeps running a call past its deadline until it answers (its slot stays taken); the call ends now.
+    for (const flight of pool.inFlight.values()) {
+      const call = pool.calls.get(flight.uid)
+      if (call === undefined || call.state.epoch !== flight.epoch) continue
+      const policy = policyOf(pool, call)
+      if ((Call.deadlineOf(call.state, policy) ?? Number.POSITIVE_INFINITY) <= now) moved(pool, call, Call.expire(call.state, policy, now, tryCost(pool, flight, now)))
     }
     for (const uid of [...pool.delayed]) {
       const call = pool.calls.get(uid)
@@ -307,23 +350,16 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
       const index = (pool.turn + tried) % sessions.length
       const queue = pool.waiting.get(sessions[index]!)!
       while (queue.length > 0) {
-        const call = pool.calls.get(queue[0]!)
-        if (call !== undefined && Call.isDispatchable(call.state, now)) {
-          queue.shift()
+        const call = pool.calls.get(queue.shift()!)
+        if (call?.waiting === true && Call.isDispatchable(call.state, now)) {
+          unqueue(pool, call)
           pool.turn = index + 1
           return call
         }
-        queue.shift()
       }
       pool.waiting.delete(sessions[index]!)
     }
     return undefined
-  }
-
-  const waitingCount = (pool: Pool, now: number): number => {
-    let count = 0
-    for (const call of pool.calls.values()) if (Call.isDispatchable(call.state, now)) count++
-    return count
   }
 
   // -------------------------------------------------------------------------------------------------------------------
@@ -352,7 +388,9 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
         })
       pool.heard.push({ flight, reply })
       wake(owner)
-    }).pipe(Effect.forkIn(scope))
+      // Started at once: the call reaches its worker at the instant of its dispatch (an inline input is read with no
+      // pause), which the simulator's clock must see before it moves on.
+    }).pipe(Effect.forkIn(scope, { startImmediately: true }))
 
   const dispatch = (pool: Pool, status: FunctionStatusType, attempts: ReadonlyArray<AttemptFacts>, now: number) => Effect.gen(function*() {
     const spec = pool.spec!
@@ -410,8 +448,10 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
 
   /** Writes what changed, and lets go of the calls that ended (their statuses are final). */
   const flush = (pool: Pool, now: number, funded: Call.ShownCondition | undefined) => Effect.gen(function*() {
-    yield* Effect.forEach([...pool.calls.values()], (call) => write(call, now, funded), { concurrency: writeConcurrency, discard: true })
-    for (const call of [...pool.calls.values()]) {
+    const changed = [...pool.dirty].flatMap((uid) => pool.calls.get(uid) ?? [])
+    pool.dirty.clear()
+    yield* Effect.forEach(changed, (call) => write(call, now, funded), { concurrency: writeConcurrency, discard: true })
+    for (const call of changed) {
       if (Call.isUnfinished(call.state)) continue
       pool.calls.delete(call.uid)
       callPools.delete(call.uid)
@@ -433,15 +473,18 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
     return next
   }
 
-  const loadOf = (pool: Pool, now: number): ServingLoad => {
+  const loadOf = (pool: Pool): ServingLoad => {
     const running: Record<string, number> = {}
     for (const flight of pool.inFlight.values()) running[flight.worker] = (running[flight.worker] ?? 0) + 1
-    return { queued: waitingCount(pool, now), running, lastBusyAt: Object.fromEntries(pool.lastBusyAt), nextAt: nextAtOf(pool) }
+    return { queued: pool.queued, running, lastBusyAt: Object.fromEntries(pool.lastBusyAt), nextAt: nextAtOf(pool) }
   }
 
   yield* followStore("functions", feed, resync, onChange)
-  // Ended calls go on the server's clock (simulated time under the sim backend) even where no Function is stepped.
-  yield* Effect.forkScoped(Effect.repeat(Effect.ignore(Effect.flatMap(Clock.currentTimeMillis, expireRetained)), Schedule.spaced(retentionSweepInterval)))
+  // Ended calls go on the server's clock (simulated time under the sim backend) even where no Function is stepped. The
+  // pause between sweeps is wall time, whatever the clock: a clock moved days ahead at once runs one sweep, not one per
+  // minute it skipped.
+  const sweep = Effect.andThen(wallPause(retentionSweepMs), Effect.ignore(Effect.flatMap(Clock.currentTimeMillis, expireRetained)))
+  yield* Effect.forkScoped(Effect.forever(sweep))
 
   return Serving.of({
     kinds: new Set(["Function"]),
@@ -450,7 +493,7 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
       pool.uid = object.uid
       pool.spec = object.spec as FunctionSpecType
       advance(pool, attempts, now)
-      return loadOf(pool, now)
+      return loadOf(pool)
     }),
     stepped: (object, status, attempts, now) => Effect.gen(function*() {
       const pool = poolOf(object.namespace, object.name)
@@ -469,6 +512,7 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
       for (const call of pool.calls.values()) {
         const flight = pool.inFlight.get(`${call.uid}.${call.state.epoch}`)
         call.state = Call.functionDeleted(call.state, now, flight === undefined ? 0n : tryCost(pool, flight, now))
+        pool.dirty.add(call.uid)
       }
       yield* flush(pool, now, undefined)
     }),
