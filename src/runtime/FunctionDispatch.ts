@@ -108,6 +108,9 @@ interface Retained {
 
 const poolKey = (namespace: string, fn: string) => `${namespace}/${fn}`
 
+/** How long calls of a Function not stepped yet wait before the store is asked whether the Function is there. */
+const unservedCheckMs = 5_000
+
 /** How often ended calls past their retention are looked for besides the Functions' steps (wall time). */
 const retentionSweepMs = 60_000
 
@@ -129,6 +132,7 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
   const blobs = yield* Blobs
   const { group } = yield* ApiConfig
   const callRef = refOfKind(group, "FunctionCall")
+  const functionRef = refOfKind(group, "Function")
   const method = methodAnnotation(group)
   const writeStatus = statusWriter(resources)
   const scope = yield* Effect.scope
@@ -202,9 +206,10 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
   // -------------------------------------------------------------------------------------------------------------------
   // Calls in from the store
 
-  const take = (object: ResourceObject) => {
+  /** Takes a call in (or a change of one); what it answers is to be run: a check of a Function not stepped yet. */
+  const take = (object: ResourceObject): Effect.Effect<unknown> => {
     const spec = object.spec as FunctionCallSpecType
-    if (!isObject(object.spec) || typeof spec.function !== "string") return
+    if (!isObject(object.spec) || typeof spec.function !== "string") return Effect.void
     const namespace = object.metadata.namespace ?? ""
     const known = callPools.get(object.metadata.uid)?.calls.get(object.metadata.uid)
     if (known !== undefined) {
@@ -214,11 +219,15 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
         pool.attention.add(known.uid)
         poke(pool)
       }
-      return
+      return Effect.void
     }
     const status = (isObject(object.status) ? object.status : {}) as FunctionCallStatusType
     const state = Call.stateOf(status)
-    if (!Call.isUnfinished(state)) return retain({ uid: object.metadata.uid, namespace, name: object.metadata.name }, state)
+    if (!Call.isUnfinished(state)) {
+      retain({ uid: object.metadata.uid, namespace, name: object.metadata.name }, state)
+      return Effect.void
+    }
+    const unserved = !pools.has(poolKey(namespace, spec.function))
     const pool = poolOf(namespace, spec.function)
     const call: HeldCall = {
       uid: object.metadata.uid, namespace, name: object.metadata.name, spec, annotations: object.metadata.annotations ?? {}, state, status,
@@ -234,6 +243,7 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
     if (state.notBefore !== undefined) pool.delayed.add(call.uid)
     else if (!call.lostBefore) enqueue(pool, call)
     poke(pool)
+    return unserved ? checkUnserved(poolKey(namespace, spec.function), namespace, spec.function) : Effect.void
   }
 
   const drop = (uid: string) => {
@@ -250,15 +260,16 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
     callPools.delete(uid)
   }
 
-  const onChange = (change: Change) => Effect.sync(() => {
-    if (change.key.resource !== "functioncalls") return
-    if (change.type === "DELETED") drop(change.object.metadata.uid)
-    else take(change.object)
+  const onChange = (change: Change) => Effect.suspend(() => {
+    if (change.key.resource !== "functioncalls") return Effect.void
+    if (change.type !== "DELETED") return take(change.object)
+    drop(change.object.metadata.uid)
+    return Effect.void
   })
 
   const resync = Effect.gen(function*() {
     const page = yield* resources.list(callRef, undefined, {}).pipe(Effect.orElseSucceed(() => ({ items: [] as ReadonlyArray<ResourceObject> })))
-    for (const object of page.items) take(object)
+    for (const object of page.items) yield* take(object)
   })
 
   // -------------------------------------------------------------------------------------------------------------------
@@ -459,6 +470,31 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
     }
   })
 
+  /** The Function is gone: every unfinished call of it is Failed FunctionDeleted (the try running then is paid). */
+  const endPool = (key: string, now: number) => Effect.gen(function*() {
+    const pool = pools.get(key)
+    if (pool === undefined) return
+    pools.delete(key)
+    for (const call of pool.calls.values()) {
+      const flight = pool.inFlight.get(`${call.uid}.${call.state.epoch}`)
+      call.state = Call.functionDeleted(call.state, now, flight === undefined ? 0n : tryCost(pool, flight, now))
+      pool.dirty.add(call.uid)
+    }
+    yield* flush(pool, now, undefined)
+  })
+
+  /**
+   * Calls of a Function the reconciler has not stepped a while after they came: its Function was deleted between the
+   * call's admission and now (the reconciler will never step it), or it is still being taken in. The store says which.
+   */
+  const checkUnserved = (key: string, namespace: string, fn: string) =>
+    Effect.gen(function*() {
+      yield* wallPause(unservedCheckMs)
+      if (pools.get(key)?.uid !== undefined) return
+      const found = yield* Effect.result(resources.get(functionRef, namespace, fn))
+      if (found._tag === "Failure" && found.failure.code === "NotFound") yield* endPool(key, yield* Clock.currentTimeMillis)
+    }).pipe(Effect.ignore, Effect.forkIn(scope))
+
   const nextAtOf = (pool: Pool): number | undefined => {
     let next: number | undefined
     const consider = (at: number | undefined) => {
@@ -504,18 +540,7 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
       yield* expireRetained(now)
       return nextAtOf(pool)
     }),
-    removed: (object, now) => Effect.gen(function*() {
-      const key = poolKey(object.namespace, object.name)
-      const pool = pools.get(key)
-      if (pool === undefined) return
-      pools.delete(key)
-      for (const call of pool.calls.values()) {
-        const flight = pool.inFlight.get(`${call.uid}.${call.state.epoch}`)
-        call.state = Call.functionDeleted(call.state, now, flight === undefined ? 0n : tryCost(pool, flight, now))
-        pool.dirty.add(call.uid)
-      }
-      yield* flush(pool, now, undefined)
-    }),
+    removed: (object, now) => endPool(poolKey(object.namespace, object.name), now),
     onWake: (listener) => {
       wake = listener
     }

@@ -225,6 +225,15 @@ describe("Functions under the sim backend", () => {
     assert.strictEqual(failed.status.reason, "FunctionDeleted")
   })
 
+  it("a call whose Function is deleted before the runtime ever served it ends FunctionDeleted too", async () => {
+    await createFunction(server, "ephemeral")
+    const call = await createCall(server, "ephemeral", [1])
+    const deleted = await request(server, "DELETE", `${functions}/ephemeral`)
+    assert.strictEqual(deleted.status, 200, deleted.text)
+    const failed = await until(server, `${calls}/${call.metadata.name}`, (status) => status.phase === "Failed")
+    assert.strictEqual(failed.status.reason, "FunctionDeleted")
+  })
+
   it("scales workers up to maxWorkers for its calls, and back to zero after scaledownWindow", async () => {
     await createFunction(server, "wide", { scaling: { minWorkers: 0, maxWorkers: 2, targetConcurrency: 1, scaledownWindow: "30s" } }, { "sim.nodus.dev/call-duration": "4m" })
     const idle = await advanceUntil(server, `${functions}/wide`, (status) => status.phase === "Running")
