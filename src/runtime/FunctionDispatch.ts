@@ -25,7 +25,7 @@ import { conditionIn } from "../core/controller/Conditions.ts"
 import type { ServingLoad } from "../core/controller/Controller.ts"
 import * as Call from "../core/kinds/function/FunctionCallMachine.ts"
 import { acceptsCalls } from "../core/kinds/function/FunctionMachine.ts"
-import { isObject, type JsonObject } from "../core/Json.ts"
+import { equals, isObject, type Json, type JsonObject } from "../core/Json.ts"
 import * as Limits from "../core/Limits.ts"
 import { refOfKind } from "../core/meta/Kinds.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
@@ -96,6 +96,9 @@ interface Pool {
   readonly attention: Set<string>
   /** Calls whose status is to be written. */
   readonly dirty: Set<string>
+  /** The counts the Function's status shows, and when they were taken (ServingLoad.shown). */
+  shown: ServingLoad["shown"]
+  shownAt: number
 }
 
 /** An ended call, deleted once its retention is over. */
@@ -107,6 +110,9 @@ interface Retained {
 }
 
 const poolKey = (namespace: string, fn: string) => `${namespace}/${fn}`
+
+/** How often a Function's status shows new counts of its calls at most (ServingLoad.shown). */
+const shownCountsMs = 1_000
 
 /** How long calls of a Function not stepped yet wait before the store is asked whether the Function is there. */
 const unservedCheckMs = 5_000
@@ -125,7 +131,19 @@ const writeConcurrency = 16
 
 const sha256Hex = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex")
 
-export const layer = Layer.effect(Serving, Effect.gen(function*() {
+export interface DispatchOptions {
+  /**
+   * How long a call runs before its Running status is written (0: at once). Live hosts answer most calls within a few
+   * milliseconds: a call that ends by then goes from Queued straight to its end, one store commit instead of two. The
+   * simulator shows every phase at its instant (0).
+   */
+  readonly runningShownAfterMs: number
+}
+
+/** Live hosts: a call is shown Running once it has run 20 ms (DispatchOptions). */
+export const liveDispatch: DispatchOptions = { runningShownAfterMs: 20 }
+
+export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => Layer.effect(Serving, Effect.gen(function*() {
   const port = yield* CapacityPort
   const resources = yield* Resources
   const feed = yield* ChangeFeed
@@ -149,7 +167,7 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
     if (pool === undefined) {
       pool = {
         uid: undefined, spec: undefined, calls: new Map(), waiting: new Map(), delayed: new Set(), inFlight: new Map(), lastBusyAt: new Map(), heard: [], turn: 0,
-        queued: 0, attention: new Set(), dirty: new Set()
+        queued: 0, attention: new Set(), dirty: new Set(), shown: undefined, shownAt: Number.NEGATIVE_INFINITY
       }
       pools.set(key, pool)
     }
@@ -459,8 +477,15 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
 
   /** Writes what changed, and lets go of the calls that ended (their statuses are final). */
   const flush = (pool: Pool, now: number, funded: Call.ShownCondition | undefined) => Effect.gen(function*() {
-    const changed = [...pool.dirty].flatMap((uid) => pool.calls.get(uid) ?? [])
-    pool.dirty.clear()
+    const changed: Array<HeldCall> = []
+    for (const uid of pool.dirty) {
+      const call = pool.calls.get(uid)
+      if (call === undefined) pool.dirty.delete(uid)
+      else if (!showsRunningLater(call, now)) {
+        changed.push(call)
+        pool.dirty.delete(uid)
+      }
+    }
     yield* Effect.forEach(changed, (call) => write(call, now, funded), { concurrency: writeConcurrency, discard: true })
     for (const call of changed) {
       if (Call.isUnfinished(call.state)) continue
@@ -495,10 +520,18 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
       if (found._tag === "Failure" && found.failure.code === "NotFound") yield* endPool(key, yield* Clock.currentTimeMillis)
     }).pipe(Effect.ignore, Effect.forkIn(scope))
 
+  /** A call just dispatched whose Running status waits (DispatchOptions.runningShownAfterMs): its answer may come first. */
+  const showsRunningLater = (call: HeldCall, now: number) =>
+    call.state.phase === "Running" && call.state.startTime !== undefined && now < call.state.startTime + options.runningShownAfterMs
+
   const nextAtOf = (pool: Pool): number | undefined => {
     let next: number | undefined
     const consider = (at: number | undefined) => {
       if (at !== undefined && (next === undefined || at < next)) next = at
+    }
+    for (const uid of pool.dirty) {
+      const state = pool.calls.get(uid)?.state
+      if (state?.phase === "Running" && state.startTime !== undefined) consider(state.startTime + options.runningShownAfterMs)
     }
     for (const uid of pool.delayed) consider(pool.calls.get(uid)?.state.notBefore)
     consider(retained[0]?.at)
@@ -509,10 +542,20 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
     return next
   }
 
-  const loadOf = (pool: Pool): ServingLoad => {
+  /** The load the Function's step sees now, with the counts its status shows (refreshed at most once a second). */
+  const loadOf = (pool: Pool, now: number): ServingLoad => {
     const running: Record<string, number> = {}
     for (const flight of pool.inFlight.values()) running[flight.worker] = (running[flight.worker] ?? 0) + 1
-    return { queued: pool.queued, running, lastBusyAt: Object.fromEntries(pool.lastBusyAt), nextAt: nextAtOf(pool) }
+    let nextAt = nextAtOf(pool)
+    const live = { queued: pool.queued, running }
+    if (pool.shown === undefined || now >= pool.shownAt + shownCountsMs) {
+      pool.shown = live
+      pool.shownAt = now
+    } else if (!equals(live as unknown as Json, pool.shown as unknown as Json)) {
+      const refresh = pool.shownAt + shownCountsMs
+      nextAt = nextAt === undefined ? refresh : Math.min(nextAt, refresh)
+    }
+    return { queued: pool.queued, running, lastBusyAt: Object.fromEntries(pool.lastBusyAt), nextAt, shown: pool.shown }
   }
 
   yield* followStore("functions", feed, resync, onChange)
@@ -529,7 +572,7 @@ export const layer = Layer.effect(Serving, Effect.gen(function*() {
       pool.uid = object.uid
       pool.spec = object.spec as FunctionSpecType
       advance(pool, attempts, now)
-      return loadOf(pool)
+      return loadOf(pool, now)
     }),
     stepped: (object, status, attempts, now) => Effect.gen(function*() {
       const pool = poolOf(object.namespace, object.name)

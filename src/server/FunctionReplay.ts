@@ -196,7 +196,7 @@ const runtimeOver = (port: CapacityPortShape, clock: VirtualClock, catalog: Read
     Layer.succeed(CapacityPort, port)
   ).pipe(Layer.provideMerge(Layer.merge(store, ids)))
   return Reconciler.layer({ catalog: () => catalog, pricebook: currentPricebook, lostAt: clock.now() }).pipe(
-    Layer.provide(FunctionDispatch.layer),
+    Layer.provide(FunctionDispatch.layer()),
     Layer.provideMerge(base),
     Layer.provideMerge(clockLayer(clock))
   )

@@ -167,7 +167,7 @@ export const layer = (settings: LocalSettings) => Layer.unwrap(Effect.gen(functi
   }
   const port = Layer.succeed(CapacityPort, forgetting)
   // Runs of a previous process died with it (the in-process agent's boxes die with their parent): they ended then.
-  const reconciler = Reconciler.layer({ catalog: capacity.catalog, pricebook: currentPricebook, lostAt: Date.now() }).pipe(Layer.provide(FunctionDispatch.layer), Layer.provideMerge(port))
+  const reconciler = Reconciler.layer({ catalog: capacity.catalog, pricebook: currentPricebook, lostAt: Date.now() }).pipe(Layer.provide(FunctionDispatch.layer(FunctionDispatch.liveDispatch)), Layer.provideMerge(port))
   const running = Layer.effectDiscard(run(capacity, settings))
   const agents = Layer.effect(NodeAgents, Effect.gen(function*() {
     const resources = yield* Resources

@@ -81,7 +81,7 @@ export const layer = (options: SimBackendOptions) => Layer.unwrap(Effect.gen(fun
   const lastKnown = Math.max(lastSimulated ?? -Infinity, lastPosted ?? -Infinity)
   const lostAt = Number.isFinite(lastKnown) ? Math.min(lastKnown, engine.now) : engine.now
   const port = Layer.succeed(CapacityPort, counted.port)
-  const reconciler = Reconciler.layer({ catalog: () => catalog, pricebook: currentPricebook, lostAt }).pipe(Layer.provide(FunctionDispatch.layer), Layer.provideMerge(port))
+  const reconciler = Reconciler.layer({ catalog: () => catalog, pricebook: currentPricebook, lostAt }).pipe(Layer.provide(FunctionDispatch.layer()), Layer.provideMerge(port))
   return Layer.effect(SimulationControl, make({ clock, engine, catalog, published: counted.published })).pipe(Layer.provideMerge(reconciler))
 }))
 

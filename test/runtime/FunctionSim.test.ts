@@ -76,7 +76,7 @@ const runtimeOver = (driver: Driver) => {
   const resources = Resources.layer.pipe(Layer.provideMerge(AdmissionPlugins.layerNone))
   const base = Layer.mergeAll(resources, budgets, blobs, Layer.succeed(ApiConfig, { group, publicUrl: () => "http://127.0.0.1", bookmarkInterval: "30 seconds" }), KindRegistry.layer([functionKind]), Layer.succeed(CapacityPort, driver.port))
     .pipe(Layer.provideMerge(Layer.merge(store, ids)))
-  return Reconciler.layer({ catalog: () => catalog, pricebook: currentPricebook, lostAt: T0 }).pipe(Layer.provide(FunctionDispatch.layer), Layer.provideMerge(base))
+  return Reconciler.layer({ catalog: () => catalog, pricebook: currentPricebook, lostAt: T0 }).pipe(Layer.provide(FunctionDispatch.layer()), Layer.provideMerge(base))
 }
 
 /** Moves the driver, the reconciler and the test clock together to `target`, letting the dispatcher take calls in. */

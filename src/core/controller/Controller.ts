@@ -42,6 +42,11 @@ export interface ServingLoad {
   readonly lastBusyAt: Readonly<Record<string, number>>
   /** The next time the dispatcher must be stepped (a retry's backoff over, a deadline), if any. */
   readonly nextAt: number | undefined
+  /**
+   * The counts the status shows (queued, and requests per run), where they lag the live ones: refreshed at most once
+   * a second, so that an object's status is not rewritten for every request that comes and goes. Absent: the live ones.
+   */
+  readonly shown?: { readonly queued: number; readonly running: Readonly<Record<string, number>> } | undefined
 }
 
 /** What a step observes of the world beside its object. */

@@ -249,13 +249,17 @@ const hold = (step: Step, held: Hold) => {
   step.condition("Ready", "False", step.status.phase, held.message)
 }
 
-/** status.workers and status.queue, from the live workers and the dispatcher's load. */
+/**
+ * status.workers and status.queue, from the live workers and the dispatcher's counts as shown (refreshed at most once
+ * a second: a busy Function's status is not rewritten for every call).
+ */
 const observeCounts = (step: Step) => {
   const counts = { starting: 0, ready: 0, busy: 0, idle: 0, draining: 0 }
+  const shown = step.load.shown ?? step.load
   let running = 0
   const stopping = new Set(step.actions.flatMap((action) => action._tag === "Stop" ? [action.attempt] : []))
   for (const worker of step.live) {
-    const calls = step.callsOn(worker)
+    const calls = shown.running[worker.name] ?? 0
     running += calls
     if (worker.phase === "Terminating" || stopping.has(worker.name) || !step.isCurrent(worker)) counts.draining++
     else if (worker.phase === "Provisioning") counts.starting++
@@ -267,7 +271,7 @@ const observeCounts = (step: Step) => {
   }
   counts.starting += step.actions.filter((action) => action._tag === "Launch").length
   step.status.workers = counts
-  step.status.queue = { queued: step.load.queued, running }
+  step.status.queue = { queued: shown.queued, running }
 }
 
 /** The Funded condition and its events (spec: Event types — the Job's money reasons, for other kinds with a cost). */
