@@ -283,6 +283,12 @@ export interface ResourcesShape {
    * as `itemError(index, error)`. A dry run checks the project, not names (generated names cannot clash).
    */
   readonly createMany: (ref: ResourceRef, namespace: string | undefined, bodies: ReadonlyArray<unknown>, options: WriteOptions, itemError?: (index: number, error: ApiError) => ApiError) => Effect.Effect<ReadonlyArray<WriteResult>, ApiError>
+  /**
+   * Replaces the status of every named object or none, in one store commit (a controller writing what one step decided
+   * of many objects). Each body is admitted as a status write and must name the object's current resourceVersion; a
+   * status that changes nothing writes nothing. Conflict or NotFound of any one fails them all.
+   */
+  readonly replaceStatusMany: (ref: ResourceRef, namespace: string | undefined, items: ReadonlyArray<{ readonly name: string; readonly body: unknown }>, options: WriteOptions) => Effect.Effect<ReadonlyArray<WriteResult>, ApiError>
   /** PUT of the object or (`subresource` status) of its status. */
   readonly replace: (ref: ResourceRef, namespace: string | undefined, name: string, body: unknown, options: WriteOptions, subresource?: "status") => Effect.Effect<WriteResult, ApiError>
   readonly patch: (ref: ResourceRef, namespace: string | undefined, name: string, patchType: PatchType, body: unknown, options: WriteOptions, subresource?: "status") => Effect.Effect<WriteResult, ApiError>
@@ -551,6 +557,32 @@ function makeOperations(services: {
       return { object, warnings: admitted.warnings, created: false } satisfies WriteResult
     })
 
+  const replaceStatusMany = (ref: ResourceRef, namespace: string | undefined, items: ReadonlyArray<{ readonly name: string; readonly body: unknown }>, options: WriteOptions) =>
+    Effect.gen(function*() {
+      const context = { now: yield* now, fieldManager: options.fieldManager }
+      const target = targetOf(ref, namespace)
+      const decided = yield* Effect.forEach(items, ({ name, body }) => Effect.gen(function*() {
+        const admitted = yield* admitBody(ref, body, options.fieldValidation, name, "status")
+        yield* authorize(options, admitted)
+        const metadata = admitted.object["metadata"]
+        const expectedRv = isObject(metadata) && typeof metadata["resourceVersion"] === "string" ? metadata["resourceVersion"] : ""
+        const current = yield* readExisting(ref, namespace, name)
+        if (current.metadata.resourceVersion !== expectedRv) {
+          return yield* conflict(subjectOf(ref, name), "the object has been modified; please apply your changes to the latest version and try again")
+        }
+        const disposition = yield* Effect.fromResult(Strategy.updateStatus(target, current, admitted.object, context))
+        return { name, current, disposition, expectedRv, warnings: admitted.warnings }
+      }))
+      const writes = decided.filter((one) => one.disposition._tag === "Write")
+      const ops: ReadonlyArray<WriteOp> = writes.map((one) => ({ _tag: "Update", key: keyOf(ref, namespace, one.name), object: one.disposition.object, previous: one.current, expectedRv: one.expectedRv }))
+      const committed = options.dryRun || ops.length === 0 ? undefined : yield* commitNamed(ref, namespace, (index) => writes[index]?.name ?? "", ops)
+      return decided.map((one) => {
+        const index = writes.indexOf(one)
+        const object = index === -1 ? one.current : options.dryRun ? one.disposition.object : committed!.objects[index]!
+        return { object, warnings: one.warnings, created: false } satisfies WriteResult
+      })
+    })
+
   const applyPatch = (ref: ResourceRef, current: ResourceObject, patchType: Exclude<PatchType, "apply">, patch: unknown): Effect.Effect<Json, ApiError> => {
     if (patchType === "merge") {
       if (!isObject(patch as Json)) return Effect.fail(badRequest("a merge patch must be a JSON object"))
@@ -762,6 +794,7 @@ function makeOperations(services: {
     listPages,
     create,
     createMany,
+    replaceStatusMany,
     replace,
     patch,
     remove,

@@ -33,12 +33,12 @@ import type { FunctionSpecType, FunctionStatusType } from "../core/schemas/Funct
 import type { FunctionCallSpecType, FunctionCallStatusType } from "../core/schemas/FunctionCall.ts"
 import { ApiConfig } from "../apiserver/ApiConfig.ts"
 import { Blobs, projectReader } from "../apiserver/Blobs.ts"
-import { Resources } from "../apiserver/Resources.ts"
+import { Resources, type WriteOptions } from "../apiserver/Resources.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
 import type { Change } from "../store/Store.ts"
 import { followStore } from "./Following.ts"
 import { methodAnnotation } from "./FunctionAdmission.ts"
-import { statusWriter } from "./ObjectWriter.ts"
+import { runtimeComponent, statusWriter } from "./ObjectWriter.ts"
 import { Serving } from "./Serving.ts"
 
 /** One call the dispatcher holds. */
@@ -153,6 +153,7 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
   const functionRef = refOfKind(group, "Function")
   const method = methodAnnotation(group)
   const writeStatus = statusWriter(resources)
+  const statusWrites: WriteOptions = { dryRun: false, fieldValidation: "Ignore", fieldManager: runtimeComponent }
   const scope = yield* Effect.scope
 
   const pools = new Map<string, Pool>()
@@ -460,20 +461,50 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
     return { ...status, result: { encoding: result.encoding ?? "JSON", blob: `sha256:${stored.digest}`, sha256 } }
   })
 
-  const write = (call: HeldCall, now: number, funded: Call.ShownCondition | undefined) => Effect.gen(function*() {
-    if (call.deleted) return
+  /** A call's status to write now, unless it is what was written last. */
+  const nextStatus = (call: HeldCall, now: number, funded: Call.ShownCondition | undefined) => Effect.gen(function*() {
+    if (call.deleted) return undefined
     const shown = Call.statusOf(call.state, call.status)
     const conditions = Call.conditionsOf(call.state, shown.conditions, now, funded)
     const next = yield* shownResult(call, conditions === undefined ? shown : { ...shown, conditions })
     const text = JSON.stringify(next)
-    if (text === call.written) return
+    return text === call.written ? undefined : { call, next, text }
+  }).pipe(Effect.catch((error) => Effect.as(Effect.logWarning(`functions: the status of FunctionCall ${call.namespace}/${call.name}: ${error.message}`), undefined)))
+
+  type Pending = NonNullable<Effect.Success<ReturnType<typeof nextStatus>>>
+
+  const written = (pending: Pending, resourceVersion: string) => {
+    pending.call.status = pending.next
+    pending.call.written = pending.text
+    pending.call.resourceVersion = resourceVersion
+  }
+
+  /** One status written by itself (read again and retried when another writer got there first). */
+  const writeOne = (pending: Pending) => {
+    const { call } = pending
     const target = { ref: callRef, namespace: call.namespace, name: call.name, uid: call.uid, resourceVersion: call.resourceVersion }
-    const resourceVersion = yield* writeStatus(target, next as unknown as JsonObject)
-    if (resourceVersion === undefined) return drop(call.uid)
-    call.status = next
-    call.written = text
-    call.resourceVersion = resourceVersion
-  }).pipe(Effect.catch((error) => Effect.logWarning(`functions: writing FunctionCall ${call.namespace}/${call.name}: ${error.message}`)))
+    return Effect.map(writeStatus(target, pending.next as unknown as JsonObject), (resourceVersion) => resourceVersion === undefined ? drop(call.uid) : written(pending, resourceVersion)).pipe(
+      Effect.catch((error) => Effect.logWarning(`functions: writing FunctionCall ${call.namespace}/${call.name}: ${error.message}`))
+    )
+  }
+
+  /**
+   * The statuses of one step, in one store commit where each is at the resourceVersion written last (the usual case:
+   * only the dispatcher writes them); any refusal writes them one by one instead, each read again as needed.
+   */
+  const writeAll = (namespace: string, pending: ReadonlyArray<Pending>) => Effect.gen(function*() {
+    if (pending.length === 0) return
+    const known = pending.every((one) => one.call.resourceVersion !== undefined)
+    if (pending.length > 1 && known) {
+      const items = pending.map(({ call, next }) => ({
+        name: call.name,
+        body: { apiVersion: callRef.apiVersion, kind: callRef.info.kind, metadata: { name: call.name, namespace, uid: call.uid, resourceVersion: call.resourceVersion }, status: next }
+      }))
+      const together = yield* Effect.result(resources.replaceStatusMany(callRef, namespace, items, statusWrites))
+      if (together._tag === "Success") return pending.forEach((one, index) => written(one, together.success[index]!.object.metadata.resourceVersion))
+    }
+    yield* Effect.forEach(pending, writeOne, { concurrency: writeConcurrency, discard: true })
+  })
 
   /** Writes what changed, and lets go of the calls that ended (their statuses are final). */
   const flush = (pool: Pool, now: number, funded: Call.ShownCondition | undefined) => Effect.gen(function*() {
@@ -486,7 +517,10 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
         pool.dirty.delete(uid)
       }
     }
-    yield* Effect.forEach(changed, (call) => write(call, now, funded), { concurrency: writeConcurrency, discard: true })
+    const pending = yield* Effect.forEach(changed, (call) => nextStatus(call, now, funded))
+    const byProject = new Map<string, Array<Pending>>()
+    for (const one of pending) if (one !== undefined) byProject.set(one.call.namespace, [...(byProject.get(one.call.namespace) ?? []), one])
+    for (const [namespace, some] of byProject) yield* writeAll(namespace, some)
     for (const call of changed) {
       if (Call.isUnfinished(call.state)) continue
       pool.calls.delete(call.uid)
