@@ -9,7 +9,7 @@ import { Context, Effect, Layer } from "effect"
 import { type ClientConfig, type ClientOptions, resolveConfig } from "./Config.ts"
 import type { ClientError, ConfigurationError } from "./Errors.ts"
 import { functionCall, type FunctionCallHandle, functionHandle, type FunctionHandle } from "./Functions.ts"
-import { makeTransport, type Query, type RequestOptions, type Response, responseJson, responseText } from "./Transport.ts"
+import { makeTransport, type Query, type RequestOptions, type Response, responseJson, responseText, type StreamedResponse } from "./Transport.ts"
 
 /** An API object as the server answers it (apiVersion, kind, metadata, spec, status). */
 export type NodusObject = Record<string, any>
@@ -87,6 +87,8 @@ export interface ClientShape {
   readonly defaultProject: string | undefined
   /** Any route, with the client's retries and errors: the 2xx answer. */
   readonly request: (method: string, path: string, options?: RequestOptions) => Effect.Effect<Response, ClientError>
+  /** The same, its 2xx answer's body read as it arrives (a watch); `timeoutMs` also bounds each silence of the body. */
+  readonly stream: (method: string, path: string, options?: RequestOptions) => Effect.Effect<StreamedResponse, ClientError>
   /** `/apis/<group>/v1[/namespaces/<project>]/<plural>[/<name>]` */
   readonly path: (plural: string, project?: string, name?: string) => string
   /** POST with an Idempotency-Key kept across its retries; `apiVersion` filled in when missing; the created object. */
@@ -186,6 +188,7 @@ export const fromConfig = (config: ClientConfig): ClientShape => {
     config,
     defaultProject: config.defaultProject,
     request,
+    stream: transport.stream,
     path,
     create: (plural, project, body, options = {}) => {
       // One key per create, made now and kept across every retry of this request (spec: Create semantics 4).

@@ -10,9 +10,9 @@
  *   than `maxRetryWait` is not slept through: the error is raised at once, its `retryAfter` saying what the server
  *   asked. Without a hint the wait doubles from 0.5 s, with jitter.
  */
-import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from "node:http"
+import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from "node:http"
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
-import { Clock, Effect, Random, Result } from "effect"
+import { Cause, Clock, Effect, Queue, Random, Result, Stream } from "effect"
 import type { ClientConfig } from "./Config.ts"
 import { APIConnectionError, APITimeoutError, type ClientError, fromResponse, isRetryable, noAnswer } from "./Errors.ts"
 
@@ -38,6 +38,15 @@ export interface RequestOptions {
   readonly replayable?: boolean
 }
 
+/** A 2xx answer whose body is read as it arrives (a watch): `body` is read at most once. */
+export interface StreamedResponse {
+  readonly status: number
+  /** Header names in lower case. */
+  readonly headers: Readonly<Record<string, string>>
+  /** The body's bytes as they come; it fails with APIConnectionError when the connection breaks or stays silent. */
+  readonly body: Stream.Stream<Uint8Array, APIConnectionError>
+}
+
 /** A 2xx answer. */
 export interface Response {
   readonly status: number
@@ -45,6 +54,8 @@ export interface Response {
   readonly headers: Readonly<Record<string, string>>
   readonly body: Uint8Array
 }
+
+const isRead = (reply: Response | StreamedResponse): reply is Response => reply.body instanceof Uint8Array
 
 export const responseText = (response: Response) => Buffer.from(response.body).toString("utf8")
 
@@ -69,6 +80,11 @@ const retryAfterMs = (headers: Readonly<Record<string, string>>, payload: unknow
 
 export interface Transport {
   readonly request: (method: string, path: string, options?: RequestOptions) => Effect.Effect<Response, ClientError>
+  /**
+   * The same request with the same retries, but a 2xx answer is handed over once its headers came, its body read as
+   * it arrives; `options.timeoutMs` bounds the wait for the headers and then each silence of the body.
+   */
+  readonly stream: (method: string, path: string, options?: RequestOptions) => Effect.Effect<StreamedResponse, ClientError>
   /** Closes the kept-alive connections. */
   readonly close: () => void
 }
@@ -82,14 +98,38 @@ export const makeTransport = (config: ClientConfig): Transport => {
     ? new HttpsAgent({ keepAlive: true, ...(config.ca === undefined ? {} : { ca: config.ca }) })
     : new HttpAgent({ keepAlive: true })
 
-  const sendOnce = (method: string, path: string, headers: Record<string, string>, body: Uint8Array | undefined, timeoutMs: number) =>
-    Effect.callback<Response, APIConnectionError>((resume) => {
+  /** The body of a streamed answer, as it arrives; the connection is closed when the stream ends or is dropped. */
+  const bodyOf = (reply: IncomingMessage, method: string, path: string, idleMs: number): Stream.Stream<Uint8Array, APIConnectionError> =>
+    Stream.callback<Uint8Array, APIConnectionError>((queue) =>
+      Effect.acquireRelease(
+        Effect.sync(() => {
+          const broke = (why: string) => Queue.failCauseUnsafe(queue, Cause.fail(noAnswer(APIConnectionError, `${method} ${path}: the answer broke off: ${why}`)))
+          // A silent connection is taken for lost (a watch's server sends bookmarks well within this).
+          reply.setTimeout(idleMs, () => reply.destroy(new Error(`nothing came for ${idleMs / 1000}s`)))
+          reply.on("data", (chunk: Buffer) => Queue.offerUnsafe(queue, chunk))
+          reply.on("error", (error) => broke(error.message))
+          reply.on("end", () => Queue.endUnsafe(queue))
+          reply.on("close", () => {
+            if (!reply.complete) broke("the connection closed")
+          })
+        }),
+        () => Effect.sync(() => reply.destroy())
+      ))
+
+  /** One try: the answer read whole, or (`streamed`) a 2xx answer handed over as its headers come. */
+  const sendOnce = (method: string, path: string, headers: Record<string, string>, body: Uint8Array | undefined, timeoutMs: number, streamed: boolean) =>
+    Effect.callback<Response | StreamedResponse, APIConnectionError>((resume) => {
       const url = new URL(prefix + path, base)
       const call = (https ? httpsRequest : httpRequest)(url, { method, headers, agent }, (reply) => {
+        const status = reply.statusCode ?? 0
+        if (streamed && status >= 200 && status < 300) {
+          resume(Effect.succeed({ status, headers: flatHeaders(reply.headers), body: bodyOf(reply, method, path, timeoutMs) }))
+          return
+        }
         const chunks: Array<Buffer> = []
         reply.on("data", (chunk: Buffer) => chunks.push(chunk))
         reply.on("error", (error) => resume(Effect.fail(noAnswer(APIConnectionError, `${method} ${path}: the answer broke off: ${error.message}`))))
-        reply.on("end", () => resume(Effect.succeed({ status: reply.statusCode ?? 0, headers: flatHeaders(reply.headers), body: Buffer.concat(chunks) })))
+        reply.on("end", () => resume(Effect.succeed({ status, headers: flatHeaders(reply.headers), body: Buffer.concat(chunks) })))
       })
       call.on("error", (error) => resume(Effect.fail(noAnswer(APIConnectionError, `${method} ${path}: cannot reach ${config.baseUrl}: ${error.message}`))))
       call.end(body)
@@ -99,7 +139,8 @@ export const makeTransport = (config: ClientConfig): Transport => {
       orElse: () => Effect.fail(noAnswer(APITimeoutError, `${method} ${path}: no answer within ${timeoutMs / 1000}s`))
     }))
 
-  const request = (method: string, path: string, options: RequestOptions = {}): Effect.Effect<Response, ClientError> => {
+  /** A request with the retries; with `streamed`, a 2xx answer is a StreamedResponse (any other is read whole). */
+  const send = (method: string, path: string, options: RequestOptions, streamed: boolean): Effect.Effect<Response | StreamedResponse, ClientError> => {
     const pairs = Object.entries(options.query ?? {}).flatMap(([name, value]) => value === undefined ? [] : [[name, String(value)] as [string, string]])
     const target = pairs.length === 0 ? path : `${path}?${new URLSearchParams(pairs).toString()}`
     const headers: Record<string, string> = { authorization: `Bearer ${config.token}`, accept: "application/json", "user-agent": userAgent }
@@ -112,8 +153,8 @@ export const makeTransport = (config: ClientConfig): Transport => {
     const replayable = options.replayable ?? (replayableMethods.has(method) || options.idempotencyKey !== undefined)
     const timeoutMs = options.timeoutMs ?? config.timeoutMs
 
-    const attempt = (tries: number): Effect.Effect<Response, ClientError> => Effect.gen(function*() {
-      const sent = yield* Effect.result(sendOnce(method, target, headers, body, timeoutMs))
+    const attempt = (tries: number): Effect.Effect<Response | StreamedResponse, ClientError> => Effect.gen(function*() {
+      const sent = yield* Effect.result(sendOnce(method, target, headers, body, timeoutMs, streamed))
       let failure: ClientError
       let waitMs: number | undefined
       if (Result.isFailure(sent)) {
@@ -123,6 +164,8 @@ export const makeTransport = (config: ClientConfig): Transport => {
       } else {
         const reply = sent.success
         if (reply.status >= 200 && reply.status < 300) return reply
+        // Not 2xx: sendOnce read the body whole.
+        if (!isRead(reply)) return yield* Effect.die(new Error("a refusal's body was not read"))
         let payload: unknown
         try {
           payload = responseJson(reply)
@@ -147,5 +190,10 @@ export const makeTransport = (config: ClientConfig): Transport => {
     return attempt(0)
   }
 
-  return { request, close: () => agent.destroy() }
+  return {
+    // Unstreamed, every answer is read whole; streamed, every 2xx answer is a StreamedResponse.
+    request: (method, path, options = {}) => send(method, path, options, false) as Effect.Effect<Response, ClientError>,
+    stream: (method, path, options = {}) => send(method, path, options, true) as Effect.Effect<StreamedResponse, ClientError>,
+    close: () => agent.destroy()
+  }
 }

@@ -4,16 +4,15 @@
  * bodies rendered by the server's own Respond.ts (SpendCheckUnavailableError, CapacityUnavailableError,
  * AssetInUseError), no answer (APIConnectionError, APITimeoutError), finite retries that honour a bounded Retry-After,
  * and one Idempotency-Key per create kept across its retries (spec: Client library errors; docs/clients.md, "Retries").
- * Also `remote` and `map` over a scripted result route (calls end as the script says: no Function machine runs them
- * yet).
+ * Also `remote` and `map` over a scripted Functions server (MapStub.ts): `map` follows its calls through one watch of
+ * its label, resumed with a listing when the watch ends.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
-import type { AddressInfo } from "node:net"
 import { afterEach, assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { errorCodes } from "../../src/core/meta/ErrorCodes.ts"
 import { APIConnectionError, APITimeoutError, Client, type ClientOptions, errorClasses, NodusClient, NodusError, RemoteError } from "../../src/client/index.ts"
 import { collect, failure } from "./Support.ts"
+import { type MapStub, type MapStubOptions, startMapStub } from "./MapStub.ts"
 import { recordedStatus, type Stub, startStub, statusAnswer, type StubAnswer } from "../clients/Python.ts"
 
 let stub: Stub | undefined
@@ -189,73 +188,16 @@ describe("Idempotency-Key", () => {
   })
 })
 
-describe("remote and map over a scripted result route", () => {
-  /**
-   * Creates calls named `call-<mapIndex>` and answers each result long poll with the call ended: Succeeded with twice
-   * its first argument, or Failed for the argument "boom". The result of `call-0` is held until `call-1`'s has been
-   * answered (in the same map), so a map that yields as calls end yields 1 before 0. A map batch
-   * (`POST …/functions/{name}/map`) creates `call-<startIndex + i>` for its input i; the first `failBatches` batch
-   * requests are answered 503 Unavailable (retryable) before they are served. Every POST is recorded in `posts`.
-   */
-  const posts: Array<{ readonly path: string; readonly key: string | undefined; readonly body: any }> = []
-  const functionStub = async (failBatches = 0) => {
-    posts.length = 0
-    let failures = failBatches
-    const inputs = new Map<string, ReadonlyArray<unknown>>()
-    const answered = new Set<string>()
-    const held: Array<() => void> = []
-    const json = (response: ServerResponse, status: number, body: unknown) => {
-      response.writeHead(status, { "content-type": "application/json" })
-      response.end(JSON.stringify(body))
-    }
-    const handle = (request: IncomingMessage, response: ServerResponse, text: string) => {
-      const url = new URL(request.url ?? "/", "http://stub")
-      const argsOf = (payload: { inline: string }) => JSON.parse(Buffer.from(payload.inline, "base64").toString("utf8")).args
-      if (request.method === "POST" && url.pathname.endsWith("/map")) {
-        const batch = JSON.parse(text)
-        posts.push({ path: url.pathname, key: request.headers["idempotency-key"] as string | undefined, body: batch })
-        if (failures-- > 0) return json(response, 503, recordedStatus("Unavailable", "the store is unavailable", { retryAfterSeconds: 0 }).body)
-        if (batch.startIndex === 0) answered.clear()
-        const items = batch.inputs.map((payload: { inline: string }, index: number) => {
-          const name = `call-${batch.startIndex + index}`
-          inputs.set(name, argsOf(payload))
-          return { kind: "FunctionCall", metadata: { name, namespace: "p" }, spec: { function: "double", input: payload, mapId: batch.mapId, mapIndex: batch.startIndex + index } }
-        })
-        return json(response, 201, { apiVersion: "nodus.dev/v1", kind: "FunctionCallList", metadata: { resourceVersion: "1" }, items })
-      }
-      if (request.method === "POST") {
-        const body = JSON.parse(text)
-        const name = `call-${body.spec.mapIndex ?? inputs.size}`
-        inputs.set(name, argsOf(body.spec.input))
-        return json(response, 201, { ...body, metadata: { name, namespace: "p" } })
-      }
-      const name = url.pathname.split("/").at(-2)!
-      const arg = inputs.get(name)?.[0]
-      const answer = () => {
-        answered.add(name)
-        json(response, 200, arg === "boom"
-          ? { kind: "FunctionCall", metadata: { name }, status: { phase: "Failed", error: { type: "ValueError", message: "boom", traceback: "Traceback: …" } } }
-          : { kind: "FunctionCall", metadata: { name }, status: { phase: "Succeeded", result: { encoding: "JSON", inline: Buffer.from(JSON.stringify(Number(arg) * 2)).toString("base64") } } })
-        if (name === "call-1") for (const release of held.splice(0)) release()
-      }
-      if (name === "call-0" && !answered.has("call-1") && inputs.has("call-1")) held.push(answer)
-      else answer()
-    }
-    const server = createServer((request, response) => {
-      let text = ""
-      request.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")))
-      request.on("end", () => handle(request, response, text))
-    })
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-    client = new NodusClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, token: "nds_stub", env: {} })
-    stub = {
-      url: "",
-      seen: [],
-      close: () => {
-        server.closeAllConnections()
-        return new Promise((resolve) => server.close(() => resolve()))
-      }
-    }
+describe("remote and map over a scripted Functions server", () => {
+  // test/client/MapStub.ts: how each input ends, and how its watches end.
+  let mapStub: MapStub | undefined
+  afterEach(async () => {
+    await mapStub?.close()
+    mapStub = undefined
+  })
+  const functionStub = async (options: MapStubOptions = {}) => {
+    mapStub = await startMapStub(options)
+    client = new NodusClient({ baseUrl: mapStub.url, token: "nds_stub", env: {} })
     return client.function("p", "double")
   }
 
@@ -275,7 +217,7 @@ describe("remote and map over a scripted result route", () => {
     assert.strictEqual((await failure(collect(double.map([1, "boom"]))))._tag, "RemoteError")
     assert.deepStrictEqual(await collect(double.map([5, 7], { orderOutputs: false })), [14, 10])
     // Every map above was one batch request: its calls' mapId, and mapIndex from 0.
-    assert.deepStrictEqual(posts.map((post) => [post.path, post.body.kind, post.body.startIndex, post.body.inputs.length]), [
+    assert.deepStrictEqual(mapStub!.posts.map((post) => [post.path, post.body.kind, post.body.startIndex, post.body.inputs.length]), [
       ["/apis/nodus.dev/v1/namespaces/p/functions/double/map", "FunctionCallBatch", 0, 3],
       ["/apis/nodus.dev/v1/namespaces/p/functions/double/map", "FunctionCallBatch", 0, 3],
       ["/apis/nodus.dev/v1/namespaces/p/functions/double/map", "FunctionCallBatch", 0, 2],
@@ -284,14 +226,14 @@ describe("remote and map over a scripted result route", () => {
   })
 
   it("map: 2,500 inputs are three batch requests of at most 1,000, one mapId, each batch's key kept across its retry", async () => {
-    const double = await functionStub(1)
+    const double = await functionStub({ failBatches: 1 })
     const inputs = Array.from({ length: 2500 }, (_, index) => index)
     assert.deepStrictEqual(await collect(double.map(inputs)), inputs.map((value) => value * 2))
     // The first request was refused once and sent again with the same key; then one request per batch.
-    assert.deepStrictEqual(posts.map((post) => [post.body.startIndex, post.body.inputs.length]), [[0, 1000], [0, 1000], [1000, 1000], [2000, 500]])
-    assert.strictEqual(posts[0]!.key, posts[1]!.key)
-    assert.strictEqual(new Set(posts.map((post) => post.key)).size, 3)
-    assert.strictEqual(new Set(posts.map((post) => post.body.mapId)).size, 1)
+    assert.deepStrictEqual(mapStub!.posts.map((post) => [post.body.startIndex, post.body.inputs.length]), [[0, 1000], [0, 1000], [1000, 1000], [2000, 500]])
+    assert.strictEqual(mapStub!.posts[0]!.key, mapStub!.posts[1]!.key)
+    assert.strictEqual(new Set(mapStub!.posts.map((post) => post.key)).size, 3)
+    assert.strictEqual(new Set(mapStub!.posts.map((post) => post.body.mapId)).size, 1)
   })
 
   it("map: a batch also ends before its body would pass 2 MiB (inline inputs are up to 64 KiB each)", async () => {
@@ -299,8 +241,55 @@ describe("remote and map over a scripted result route", () => {
     const big = "9".repeat(40_000)
     const results = await collect(double.map(Array.from({ length: 120 }, () => big)))
     assert.lengthOf(results, 120)
-    assert.isAbove(posts.length, 1)
-    for (const post of posts) assert.isAtMost(JSON.stringify(post.body).length, 2 * 1024 * 1024 + 1024)
-    assert.deepStrictEqual(posts.map((post) => post.body.startIndex), posts.map((_, index) => posts.slice(0, index).reduce((sum, earlier) => sum + earlier.body.inputs.length, 0)))
+    assert.isAbove(mapStub!.posts.length, 1)
+    for (const post of mapStub!.posts) assert.isAtMost(JSON.stringify(post.body).length, 2 * 1024 * 1024 + 1024)
+    assert.deepStrictEqual(mapStub!.posts.map((post) => post.body.startIndex), mapStub!.posts.map((_, index) => mapStub!.posts.slice(0, index).reduce((sum, earlier) => sum + earlier.body.inputs.length, 0)))
+  })
+
+  it("map: one watch of its label from a listing made before the first batch, no result long polls; a blob result read through the blob API", async () => {
+    const double = await functionStub()
+    assert.deepStrictEqual(await collect(double.map([1, "big", 3])), [2, "big!", 6])
+    const mapId = mapStub!.posts[0]!.body.mapId
+    const requests = mapStub!.seen.map((seen) => `${seen.method} ${decodeURIComponent(seen.url)}`)
+    const list = requests.findIndex((line) => line.startsWith("GET /apis/nodus.dev/v1/namespaces/p/functioncalls?") && line.includes(`labelSelector=nodus.dev/map=${mapId}`) && !line.includes("watch="))
+    const batch = requests.findIndex((line) => line.startsWith("POST ") && line.endsWith("/map"))
+    assert.isAtLeast(list, 0, requests.join("\n"))
+    assert.isBelow(list, batch)
+    assert.lengthOf(mapStub!.watches, 1)
+    assert.strictEqual(mapStub!.watches[0]!.resourceVersion, "0")
+    assert.isFalse(requests.some((line) => line.includes("/result")), requests.join("\n"))
+    assert.isTrue(requests.some((line) => line.startsWith("GET /blobs/v1/sha256:")))
+  })
+
+  for (const watchEnd of ["end", "drop", "expire"] as const) {
+    it(`map: watches that end mid-map (${watchEnd}) are resumed from a new listing, no result lost or given twice`, async () => {
+      const double = await functionStub({ watchEvents: 7, watchEnd })
+      const inputs = Array.from({ length: 60 }, (_, index) => index)
+      assert.deepStrictEqual(await collect(double.map(inputs)), inputs.map((value) => value * 2))
+      const unordered = await collect(double.map(inputs, { orderOutputs: false })) as Array<number>
+      assert.deepStrictEqual([...unordered].sort((a, b) => a - b), inputs.map((value) => value * 2))
+      // Each map's first watch ends within its 60 ADDED events: each map listed again at least once after its first.
+      const lists = mapStub!.seen.filter((seen) => seen.method === "GET" && seen.url.includes("labelSelector=") && !seen.url.includes("watch="))
+      assert.isAtLeast(lists.length, 4)
+      assert.isAtLeast(mapStub!.watches.length, 2)
+      assert.isTrue(mapStub!.watches.every((watch) => watch.sent <= 7))
+    })
+  }
+
+  it("map: a call deleted before it ended fails the map with NotFoundError; with returnExceptions it is given in its place", async () => {
+    const double = await functionStub()
+    const error = await failure(collect(double.map([1, "gone", 3])))
+    assert.deepStrictEqual([error._tag, error.statusCode], ["NotFoundError", 404])
+    const mixed = await collect(double.map([1, "gone", "boom", 4], { returnExceptions: true }))
+    assert.deepStrictEqual(mixed.map((item) => item instanceof NodusError ? item._tag : item), [2, "NotFoundError", "RemoteError", 8])
+  })
+
+  it("map: watches that end at once, again and again, fail the map after maxRetries resumptions (finite retries)", async () => {
+    const double = await functionStub({ watchEvents: 0 })
+    client!.close()
+    client = new NodusClient({ baseUrl: mapStub!.url, token: "nds_stub", env: {}, maxRetries: 2, maxRetryWait: 0.01 })
+    const error = await failure(collect(client.function("p", double.name).map(["never"])))
+    assert.strictEqual(error._tag, "APIConnectionError")
+    assert.lengthOf(mapStub!.watches, 3)
   })
 })

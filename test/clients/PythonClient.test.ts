@@ -260,8 +260,8 @@ report(lambda: FunctionCall(nodus.Client(), "${project}", "${failing.ok}").get(t
     const report = await py(`
 import sys
 f = nodus.Client().function("${project}", "embed")
-handles = f._send_batch([f._input((value,), {}) for value in ("a", "b", "c")], "pymap", 7)
-report(lambda: {"names": [handle.name for handle in handles], "minor": "%d.%d" % sys.version_info[:2]})
+calls = f._send_batch([f._input((value,), {}) for value in ("a", "b", "c")], "pymap", 7)
+report(lambda: {"names": [call["metadata"]["name"] for call in calls], "minor": "%d.%d" % sys.version_info[:2]})
 `, admin)
     assert.lengthOf(report.ok.names, 3, JSON.stringify(report))
     for (const [index, name] of (report.ok.names as ReadonlyArray<string>).entries()) {
@@ -278,12 +278,14 @@ report(lambda: {"names": [handle.name for handle in handles], "minor": "%d.%d" %
     const report = await py(`
 f = nodus.Client().function("${project}", "embed")
 sent = []
+# Records each batch and creates nothing: every input is then given as a call gone before it ended (NotFoundError).
 f._send_batch = lambda payloads, map_id, start: sent.append((len(payloads), start, map_id, sum(len(json.dumps(p)) for p in payloads))) or []
-list(f.map(range(2500)))
+gone = list(f.map(range(2500), return_exceptions=True))
+assert len(gone) == 2500 and all(isinstance(e, nodus.NotFoundError) for e in gone), gone[:3]
 counted = [(n, start) for n, start, _, _ in sent]
 maps = set(map_id for _, _, map_id, _ in sent)
 sent.clear()
-list(f.map(["9" * 40000] * 120))
+list(f.map(["9" * 40000] * 120, return_exceptions=True))
 report(lambda: {"counted": counted, "maps": len(maps), "big": [(n, start, size) for n, start, _, size in sent]})
 `, admin)
     assert.deepStrictEqual(report.ok.counted, [[1000, 0], [1000, 1000], [500, 2000]], JSON.stringify(report))

@@ -65,6 +65,37 @@ class Response:
         return json.loads(self.body.decode("utf-8")) if self.body else None
 
 
+class StreamedResponse:
+    """A 2xx answer whose body is read as it arrives (a watch): `lines()` once, then `close()`."""
+
+    def __init__(self, status, headers, connection, reply):
+        self.status = status
+        self.headers = headers
+        self._connection = connection
+        self._reply = reply
+
+    def lines(self):
+        """The body's lines as they come (bytes, newline kept); OSError or HTTPException if the connection breaks."""
+        while True:
+            line = self._reply.readline()
+            if not line:
+                return
+            yield line
+
+    def shutdown(self):
+        """Ends the connection from any thread: a read blocked in another thread wakes (close alone may not)."""
+        sock = self._connection.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self):
+        """Closes the connection (from the thread that reads it)."""
+        self._connection.close()
+
+
 class Client:
     """A nodus API client.
 
@@ -103,7 +134,7 @@ class Client:
 
     # -- transport ---------------------------------------------------------------------------------------------------
 
-    def _send(self, method, path, body, headers, timeout):
+    def _send(self, method, path, body, headers, timeout, stream=False):
         if self._https:
             connection = http.client.HTTPSConnection(self._host, self._port, timeout=timeout, context=self._ssl)
         else:
@@ -111,14 +142,22 @@ class Client:
         try:
             connection.request(method, self._prefix + path, body=body, headers=headers)
             reply = connection.getresponse()
+            if stream and 200 <= reply.status < 300:
+                streamed = StreamedResponse(reply.status, {k.lower(): v for k, v in reply.getheaders()}, connection, reply)
+                connection = None
+                return streamed
             data = reply.read()
             return Response(reply.status, {k.lower(): v for k, v in reply.getheaders()}, data)
         finally:
-            connection.close()
+            if connection is not None:
+                connection.close()
 
     def request(self, method, path, *, body=None, json_body=None, content_type=None, query=None, headers=None,
-                timeout=None, idempotency_key=None, replayable=None):
+                timeout=None, idempotency_key=None, replayable=None, stream=False):
         """One API request with the client's retries; the Response of a 2xx answer, else the mapped NodusError.
+
+        With `stream`, a 2xx answer is a StreamedResponse, its body read as it arrives; `timeout` then also bounds
+        each silence of the body.
 
         A request whose outcome is unknown (no answer came) is sent again only when `replayable` (default: GET, HEAD,
         PUT, DELETE, PATCH, or any request with an idempotency key).
@@ -142,7 +181,7 @@ class Client:
         attempt = 0
         while True:
             try:
-                reply = self._send(method, path, body, sent, timeout)
+                reply = self._send(method, path, body, sent, timeout, stream)
             except (socket.timeout, TimeoutError) as error:
                 failure, wait = APITimeoutError("%s %s: no answer within %gs (%s)" % (method, path, timeout, error)), None
             except (OSError, http.client.HTTPException) as error:
