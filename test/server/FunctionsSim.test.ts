@@ -70,14 +70,20 @@ const warmFunction = async (server: TestServer, name: string, spec: Record<strin
   return advanceUntil(server, `${functions}/${name}`, (status) => (status.workers?.ready ?? 0) === 1)
 }
 
-describe("Functions under the sim backend", () => {
-  let server: TestServer
-
+/** Starts a sim-backend server at speed 0 with the project before a describe block's tests, and stops it after. */
+const withSimServer = (started: (server: TestServer) => void) => {
+  let server: TestServer | undefined
   beforeAll(async () => {
     server = await startTestServer({ sim: { speed: 0 } })
     await createProject(server, project)
+    started(server)
   }, 60_000)
-  afterAll(() => server.stop())
+  afterAll(() => server?.stop())
+}
+
+describe("Functions under the sim backend", () => {
+  let server: TestServer
+  withSimServer((started) => (server = started))
 
   it("a call runs on a warm worker for its simulated duration and returns its first argument", async () => {
     const fn = await warmFunction(server, "echo", {}, { "sim.nodus.dev/call-duration": "2s" })
@@ -299,12 +305,7 @@ describe("FunctionCalls across a server restart", () => {
 
 describe("FunctionCall retention", () => {
   let server: TestServer
-
-  beforeAll(async () => {
-    server = await startTestServer({ sim: { speed: 0 } })
-    await createProject(server, project)
-  }, 60_000)
-  afterAll(() => server.stop())
+  withSimServer((started) => (server = started))
 
   it("an ended call is kept 7 days after its completionTime, then deleted", async () => {
     // No worker stays (minWorkers 0): nothing but the retention wakes the Function days later.

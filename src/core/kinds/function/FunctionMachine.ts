@@ -20,16 +20,15 @@
  * wanted, none placed), Starting (none ready yet), Running (ready workers, or none wanted: it scales to zero),
  * Stopping, Stopped, Failed.
  */
-import type { Funding } from "../../billing/Billing.ts"
 import { type AttemptFacts, isLive } from "../../capacity/Capacity.ts"
 import { choose, explain, type RunProfile } from "../../capacity/Placement.ts"
-import { conditionIn } from "../../controller/Conditions.ts"
 import type { Machine, Observation, ServingLoad, StepContext, StepResult } from "../../controller/Controller.ts"
+import { fund, type FundedWords } from "../../controller/Funded.ts"
 import { StepState } from "../../controller/StepState.ts"
 import * as Limits from "../../Limits.ts"
 import { formatMicroUsd } from "../../Money.ts"
 import type { FunctionSpecType, FunctionStatusType } from "../../schemas/Function.ts"
-import { durationMs, iso } from "../../StatusText.ts"
+import { durationMs } from "../../StatusText.ts"
 import { functionProgramOf, workerTemplateOf } from "./FunctionProgram.ts"
 
 export type FunctionObservation = Observation<FunctionSpecType, FunctionStatusType>
@@ -274,27 +273,15 @@ const observeCounts = (step: Step) => {
   step.status.queue = { queued: shown.queued, running }
 }
 
-/** The Funded condition and its events (spec: Event types — the Job's money reasons, for other kinds with a cost). */
-const fund = (step: Step, funding: Funding) => {
-  const previous = conditionIn(step.conditions, "Funded")
-  const stop = funding.stop
-  if (stop !== undefined) {
-    if (previous?.status !== "False" || previous.reason !== stop.reason) {
-      if (stop.reason === "MaxCostReached") step.event("function.max_cost_reached", "MaxCostReached", `maxCostUSD ${step.spec.maxCostUSD ?? ""} is reached; the workers stop by ${iso(stop.at)}.`, true)
-      else step.event("function.funding_lost", "FundingLost", `${stop.message} The workers stop by ${iso(stop.at)}.`, true)
-    }
-    step.condition("Funded", "False", stop.reason, stop.message)
-    return
-  }
-  if (step.waitingForFunds && funding.blocked !== undefined) {
-    step.condition("Funded", "False", funding.blocked.code, funding.blocked.message)
-    return
-  }
-  if (previous?.status === "False" && (previous.reason === "FundingLost" || previous.reason === "MaxCostReached")) {
-    step.event("function.funding_restored", "FundingRestored", previous.reason === "MaxCostReached" ? "maxCostUSD was raised; workers start again." : "Credits arrived; workers start again.")
-  }
-  step.condition("Funded", "True", "Funded", step.live.length > 0 ? "Holds pay for the running workers." : "The account can pay the holds of a worker when one starts.")
-}
+/** The Function's words for its money moves (controller/Funded.ts). */
+const fundedWords = (step: Step): FundedWords => ({
+  prefix: "function",
+  maxCostReached: (cap, by) => `maxCostUSD ${cap} is reached; the workers stop by ${by}.`,
+  fundingLost: (message, by) => `${message} The workers stop by ${by}.`,
+  restoredByCap: "maxCostUSD was raised; workers start again.",
+  restoredByCredits: "Credits arrived; workers start again.",
+  funded: step.live.length > 0 ? "Holds pay for the running workers." : "The account can pay the holds of a worker when one starts."
+})
 
 export const step = (fn: FunctionObservation, context: StepContext): StepResult<FunctionStatusType> => {
   const step = new Step(fn, context)
@@ -303,7 +290,7 @@ export const step = (fn: FunctionObservation, context: StepContext): StepResult<
   if (held === undefined) serve(step)
   else hold(step, held)
   observeCounts(step)
-  if (context.funding !== undefined) fund(step, context.funding)
+  if (context.funding !== undefined) fund(step, context.funding, step.spec.maxCostUSD, fundedWords(step))
   if (step.load.nextAt !== undefined) step.wake(step.load.nextAt)
   return step.result()
 }

@@ -26,6 +26,7 @@ import {
 import type { Funding } from "../../billing/Billing.ts"
 import { conditionIn, withoutCondition } from "../../controller/Conditions.ts"
 import type { Machine, Observation, StepContext, StepResult } from "../../controller/Controller.ts"
+import { fund, type FundedWords } from "../../controller/Funded.ts"
 import { StepState } from "../../controller/StepState.ts"
 import { autoCheckpointIntervalMs, type Continuity } from "../../capacity/Interruptions.ts"
 import { type JobPhase, isFinalPhase } from "./JobPhases.ts"
@@ -415,32 +416,25 @@ const suspend = (step: Step, cause: SuspendCause): boolean => {
   return true
 }
 
+/** The Job's words for its money moves (controller/Funded.ts). */
+const fundedWords: FundedWords = {
+  prefix: "job",
+  maxCostReached: (cap, by) => `maxCostUSD ${cap} is reached; the Job stops by ${by}.`,
+  fundingLost: (message, by) => `${message} The Job checkpoints and stops by ${by}.`,
+  restoredByCap: "maxCostUSD was raised; the Job runs again.",
+  restoredByCredits: "Credits arrived; the Job runs again.",
+  funded: "Holds pay for the running work."
+}
+
 /**
  * The Funded condition (spec: Job status.conditions — "Funded is one (False while money is short)"; stopByTime "funded
  * edge while Funded is False"), and the events of its moves: job.funding_lost and job.max_cost_reached when money
  * stops the Job, job.funding_restored when it may run again.
  */
-const fund = (step: Step, funding: Funding) => {
-  const previous = conditionIn(step.conditions, "Funded")
-  const stop = funding.stop
-  if (stop !== undefined) {
-    step.status.stopByTime = iso(stop.at)
-    if (previous?.status !== "False" || previous.reason !== stop.reason) {
-      if (stop.reason === "MaxCostReached") step.event("job.max_cost_reached", "MaxCostReached", `maxCostUSD ${step.job.spec.maxCostUSD ?? ""} is reached; the Job stops by ${iso(stop.at)}.`, true)
-      else step.event("job.funding_lost", "FundingLost", `${stop.message} The Job checkpoints and stops by ${iso(stop.at)}.`, true)
-    }
-    step.condition("Funded", "False", stop.reason, stop.message)
-    return
-  }
-  delete step.status.stopByTime
-  if (step.waitingForFunds && funding.blocked !== undefined) {
-    step.condition("Funded", "False", funding.blocked.code, funding.blocked.message)
-    return
-  }
-  if (previous?.status === "False" && (previous.reason === "FundingLost" || previous.reason === "MaxCostReached")) {
-    step.event("job.funding_restored", "FundingRestored", previous.reason === "MaxCostReached" ? "maxCostUSD was raised; the Job runs again." : "Credits arrived; the Job runs again.")
-  }
-  step.condition("Funded", "True", "Funded", "Holds pay for the running work.")
+const fundJob = (step: Step, funding: Funding) => {
+  if (funding.stop !== undefined) step.status.stopByTime = iso(funding.stop.at)
+  else delete step.status.stopByTime
+  fund(step, funding, step.job.spec.maxCostUSD, fundedWords)
 }
 
 /** Spec: "Suspended → running again when spec.state leaves Suspended; suspendFailures resets". */
@@ -727,7 +721,7 @@ export const step = (job: JobObservation, context: StepContext): JobStep => {
     // A resume first moves the suspended time into suspendedDuration, which the timeout clock reads.
     if (job.spec.state !== "Suspended" && context.funding?.stop === undefined) resume(step)
     if (!decideFinal(step)) advance(step, before)
-    if (context.funding !== undefined && !isFinalPhase(step.status.phase ?? "Pending")) fund(step, context.funding)
+    if (context.funding !== undefined && !isFinalPhase(step.status.phase ?? "Pending")) fundJob(step, context.funding)
     showTimeout(step)
   }
   if (step.status.phase !== undefined && isFinalPhase(step.status.phase)) expire(step)

@@ -16,10 +16,10 @@
  * at all ends the Sandbox Failed (StartupFailed), which is final.
  */
 import { type AttemptFacts, isInterruption, isLive } from "../../capacity/Capacity.ts"
-import type { Funding } from "../../billing/Billing.ts"
 import { choose, explain, type RunProfile } from "../../capacity/Placement.ts"
 import { conditionIn } from "../../controller/Conditions.ts"
 import type { Machine, Observation, StepContext, StepResult } from "../../controller/Controller.ts"
+import { fund, type FundedWords } from "../../controller/Funded.ts"
 import { StepState } from "../../controller/StepState.ts"
 import * as Limits from "../../Limits.ts"
 import { formatMicroUsd } from "../../Money.ts"
@@ -397,27 +397,15 @@ const stop = (step: Step, want: Extract<Wanted, { run: false }>) => {
   step.condition("Ready", "False", phase, want.message)
 }
 
-/** The Funded condition and its events (spec: Event types — the Job's money reasons, for Sandboxes too). */
-const fund = (step: Step, funding: Funding) => {
-  const previous = conditionIn(step.conditions, "Funded")
-  const stop = funding.stop
-  if (stop !== undefined) {
-    if (previous?.status !== "False" || previous.reason !== stop.reason) {
-      if (stop.reason === "MaxCostReached") step.event("sandbox.max_cost_reached", "MaxCostReached", `maxCostUSD ${step.spec.maxCostUSD ?? ""} is reached; the Sandbox stops by ${iso(stop.at)}.`, true)
-      else step.event("sandbox.funding_lost", "FundingLost", `${stop.message} The Sandbox saves /workspace and stops by ${iso(stop.at)}.`, true)
-    }
-    step.condition("Funded", "False", stop.reason, stop.message)
-    return
-  }
-  if (step.waitingForFunds && funding.blocked !== undefined) {
-    step.condition("Funded", "False", funding.blocked.code, funding.blocked.message)
-    return
-  }
-  if (previous?.status === "False" && (previous.reason === "FundingLost" || previous.reason === "MaxCostReached")) {
-    step.event("sandbox.funding_restored", "FundingRestored", previous.reason === "MaxCostReached" ? "maxCostUSD was raised; the Sandbox starts again." : "Credits arrived; the Sandbox starts again.")
-  }
-  step.condition("Funded", "True", "Funded", step.live.length > 0 ? "Holds pay for the running box." : "The account can pay the holds of a box when one starts.")
-}
+/** The Sandbox's words for its money moves (controller/Funded.ts). */
+const fundedWords = (step: Step): FundedWords => ({
+  prefix: "sandbox",
+  maxCostReached: (cap, by) => `maxCostUSD ${cap} is reached; the Sandbox stops by ${by}.`,
+  fundingLost: (message, by) => `${message} The Sandbox saves /workspace and stops by ${by}.`,
+  restoredByCap: "maxCostUSD was raised; the Sandbox starts again.",
+  restoredByCredits: "Credits arrived; the Sandbox starts again.",
+  funded: step.live.length > 0 ? "Holds pay for the running box." : "The account can pay the holds of a box when one starts."
+})
 
 export const step = (sandbox: SandboxObservation, context: StepContext): StepResult<SandboxStatusType> => {
   const step = new Step(sandbox, context)
@@ -447,7 +435,7 @@ export const step = (sandbox: SandboxObservation, context: StepContext): StepRes
         if (requested) declineStart(step, want)
         stop(step, want)
       }
-      if (context.funding !== undefined) fund(step, context.funding)
+      if (context.funding !== undefined) fund(step, context.funding, step.spec.maxCostUSD, fundedWords(step))
     }
   }
   return step.result()
