@@ -7,6 +7,7 @@
 import { Effect } from "effect"
 import { parseMicroUsd } from "../core/Money.ts"
 import { parseDurationMs } from "../core/Units.ts"
+import { parseLongFlags, UsageError } from "./Flags.ts"
 import { arrivalsOf, defaultServiceModel, type LlmRequest, llmTraceFiles, loadLlmTrace } from "../data/LlmTrace.ts"
 import { replay, type ReplayPolicy, type ReplaySummary } from "../server/FunctionReplay.ts"
 
@@ -33,8 +34,6 @@ Service time of a request = ContextTokens / prefill + GeneratedTokens / decode (
 durations). Exit status: 0 every replay ran, 1 a replay failed, 2 bad usage or trace file.
 `
 
-class UsageError extends Error {}
-
 interface ReplayFlags {
   readonly trace: string
   readonly minutes: number | undefined
@@ -60,23 +59,9 @@ const listOf = <A>(flag: string, text: string, parse: (item: string) => A): Read
 }
 
 const parseFlags = (args: ReadonlyArray<string>): ReplayFlags | "help" => {
-  const values: Record<string, string> = {}
-  let json = false
-  for (let index = 0; index < args.length; index++) {
-    const arg = args[index]!
-    if (arg === "--help" || arg === "-h") return "help"
-    if (arg === "--json") {
-      json = true
-      continue
-    }
-    if (!arg.startsWith("--")) throw new UsageError(`unexpected argument ${JSON.stringify(arg)}`)
-    const equals = arg.indexOf("=")
-    const name = arg.slice(2, equals < 0 ? undefined : equals)
-    if (!flagsWithValue.has(name)) throw new UsageError(`unknown flag --${name}`)
-    const value = equals < 0 ? args[++index] : arg.slice(equals + 1)
-    if (value === undefined) throw new UsageError(`--${name} needs a value`)
-    values[name] = value
-  }
+  const flags = parseLongFlags(args, flagsWithValue)
+  if (flags === "help") return "help"
+  const { values, json } = flags
   const minutes = values["minutes"] === "all" ? undefined : wholeNumber("minutes", values["minutes"] ?? "10", 1)
   const mins = listOf("min-workers", values["min-workers"] ?? "0", (item) => wholeNumber("min-workers", item, 0))
   const maxes = listOf("max-workers", values["max-workers"] ?? "10", (item) => wholeNumber("max-workers", item, 1))
