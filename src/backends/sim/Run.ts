@@ -19,6 +19,7 @@ import { Prng } from "./Prng.ts"
 import { admitJobSpec } from "../../core/kinds/job/JobAdmission.ts"
 import { type ProviderSettings, type Scenario, type WorkloadSettings } from "./Scenario.ts"
 import { type ProviderFaults, SimCapacity, type SimProviderModel } from "./SimCapacity.ts"
+import type { AttemptFacts } from "../../core/capacity/Capacity.ts"
 import { providerDefaults } from "../../core/capacity/ProviderModels.ts"
 import type { ControllerEvent } from "../../core/controller/Controller.ts"
 import { isWaiting, type SimJob, Simulation, TraceHash } from "./Simulation.ts"
@@ -28,6 +29,8 @@ import { loadTrace, meanTimeBetweenPreemptionsMs, type SpotTrace } from "./SpotT
 import { drawWorkload } from "./Workloads.ts"
 import { CostAccounts, type CostSummary } from "./Costs.ts"
 import { hourMs, type RunSeries, SeriesRecorder } from "./Series.ts"
+import { alibabaLeftOut, type Exposure, exposureOf, type PreemptionFidelity, preemptionFidelity, type QueueDelayFidelity, queueDelayFidelity } from "./Fidelity.ts"
+import { loadTraceSource, replayTraces, traceFleetCapacity, traceWorkloadProblems } from "./TraceWorkloads.ts"
 
 export const spotTracesDir = new URL("../../../scenarios/data/spot-traces/", import.meta.url).pathname
 
@@ -108,10 +111,20 @@ export interface Summary {
   /** The agent sessions' Sandboxes, when the scenario has some: phases, idle stops, commands and cost. */
   readonly sandboxes?: SandboxesSummary
   readonly jobs?: ReadonlyArray<JobSummary>
+  /**
+   * How closely the run follows the traces it replays (docs/simulator.md, "Fidelity"): per spot-trace-driven variant
+   * its preemption instants against the trace's, and the trace workloads' queueing delays against the recorded ones.
+   */
+  readonly fidelity?: Fidelity
   /** The run over time, with `series` (reports). */
   readonly series?: RunSeries
   /** The trace's lines, with `keepTrace` (tests print the first divergence). */
   readonly trace?: ReadonlyArray<string>
+}
+
+export interface Fidelity {
+  readonly preemptions?: ReadonlyArray<PreemptionFidelity>
+  readonly queueDelay?: QueueDelayFidelity
 }
 
 /** The credits of a scenario without a `billing` block: a billion USD, more than any scenario spends. */
@@ -211,6 +224,7 @@ export const scenarioProblems = (scenario: Scenario, catalog: ReadonlyArray<Offe
       problems.push({ field, message: why })
     }
   }
+  scenario.traceWorkloads.forEach((workload, index) => problems.push(...traceWorkloadProblems(workload, index, fleet)))
   traceAt("providers.default.preemptionTrace", scenario.providers.default.preemptionTrace)
   traceAt("providers.interruptible.preemptionTrace", scenario.providers.interruptible.preemptionTrace)
   for (const [id, settings] of Object.entries(scenario.providers.byOffering)) traceAt(`providers.byOffering[${id}].preemptionTrace`, settings.preemptionTrace)
@@ -224,17 +238,44 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
   const random = new Prng(seed)
   const traces = new Map<string, SpotTrace>()
   const catalog = fleetOf(scenario, options.catalog)
-  const fleet: FleetSettings = { hostsPerVariant: scenario.fleet.hostsPerVariant, capacity: scenario.fleet.capacity, providers: scenario.providers }
-  const capacity = new SimCapacity(engine, random.derive("capacity"), providerModelsOf(fleet, traces), faultsOf(scenario, start))
+  const traceSources = scenario.traceWorkloads.map(loadTraceSource)
+  // A trace's node list gives its offerings' hosts; the scenario's own `capacity` still has the last word.
+  const fleet: FleetSettings = { hostsPerVariant: scenario.fleet.hostsPerVariant, capacity: { ...traceFleetCapacity(traceSources), ...scenario.fleet.capacity }, providers: scenario.providers }
+  const models = providerModelsOf(fleet, traces)
+  const capacity = new SimCapacity(engine, random.derive("capacity"), models, faultsOf(scenario, start))
   const trace = new TraceHash(options.keepTrace === true)
   const checkers = options.check === false ? undefined : new Checkers(seed)
   const finished: Array<JobSummary> = []
   const counts = { jobs: 0, attempts: 0, preemptions: 0, nodeLosses: 0, bootFailures: 0, checkpoints: 0 }
   const byPhase: Record<string, number> = {}
+  // Fidelity: the runs of every spot-trace-driven variant, and each replayed pod's recorded queueing delay.
+  const traceOf = new Map<string, SpotTrace | undefined>()
+  const exposures = new Map<string, Array<Exposure>>()
+  const expose = (attempts: ReadonlyArray<AttemptFacts>) => {
+    for (const attempt of attempts) {
+      if (!attempt.variant.interruptible) continue
+      const key = variantKeyOf(attempt.variant)
+      if (!traceOf.has(key)) traceOf.set(key, models(attempt.variant).preemptionTrace)
+      if (traceOf.get(key) === undefined) continue
+      const exposure = exposureOf(attempt)
+      if (exposure === undefined) continue
+      const list = exposures.get(key)
+      if (list === undefined) exposures.set(key, [exposure])
+      else list.push(exposure)
+    }
+  }
+  const recordedDelay = new WeakMap<SimJob, number>()
+  const delays: Array<{ recorded: number; simulated: number | undefined }> = []
   const recorded = new WeakSet<SimJob>()
   const record = (job: SimJob) => {
     if (recorded.has(job)) return
     recorded.add(job)
+    expose(job.attempts)
+    const delay = recordedDelay.get(job)
+    if (delay !== undefined) {
+      const first = job.attempts[0]
+      delays.push({ recorded: delay, simulated: first === undefined ? undefined : (first.requestedAt - job.createdAt) / 1000 })
+    }
     costs?.runs(job.uid, job.attempts)
     series?.job(job)
     const phase = job.status.phase ?? "Pending"
@@ -304,7 +345,13 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
   // Capacity comes back when a drought ends.
   for (const drought of scenario.faults.droughts) engine.at(start + durationMs(drought.at, 0) + durationMs(drought.for, 0), () => simulation.capacityChanged())
   const specs = scenario.workloads.map((workload) => admitJobSpec(workload.job as JsonObject))
-  arrivals(scenario, engine, random, simulation, specs, start, counts, (job, settings) => costs?.job(job.uid, settings.name, job.spec))
+  // A scenario whose Jobs all come from traces has no mix to draw from.
+  if (scenario.workloads.length > 0) arrivals(scenario, engine, random, simulation, specs, start, counts, (job, settings) => costs?.job(job.uid, settings.name, job.spec))
+  replayTraces(traceSources, engine, simulation, start, start + durationMs(scenario.horizon, 0), (job, source, pod, spec) => {
+    counts.jobs++
+    costs?.job(job.uid, source.settings.name, spec)
+    if (pod.scheduled !== undefined) recordedDelay.set(job, pod.scheduled - pod.creation)
+  })
   const end = start + durationMs(scenario.horizon, 0) + durationMs(scenario.drain, 0)
   if (options.progress === undefined) engine.run(end)
   else {
@@ -321,6 +368,12 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
   for (const sandbox of sandboxes?.owners() ?? []) {
     costs?.sandbox(sandbox.uid)
     costs?.runs(sandbox.uid, sandbox.attempts)
+    expose(sandbox.attempts)
+  }
+  const preemptions = [...exposures.keys()].sort().map((key) => preemptionFidelity(key, traceOf.get(key)!, exposures.get(key)!, start, engine.now))
+  const fidelity: Fidelity = {
+    ...(preemptions.length === 0 ? {} : { preemptions }),
+    ...(traceSources.length === 0 ? {} : { queueDelay: queueDelayFidelity(delays, alibabaLeftOut) })
   }
   if (checkers !== undefined) {
     for (const offering of catalog) {
@@ -341,6 +394,7 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
     ...(ledger === undefined || scenario.billing === undefined ? {} : { billing: billingSummary(ledger) }),
     ...(webhooks === undefined ? {} : { webhooks: webhooks.summary() }),
     ...(sandboxes === undefined ? {} : { sandboxes: sandboxes.summary() }),
+    ...(Object.keys(fidelity).length === 0 ? {} : { fidelity }),
     ...(options.perJob === false ? {} : { jobs: finished }),
     ...(series === undefined ? {} : { series: series.finish(ledger?.postings ?? []) }),
     ...(trace.lines === undefined ? {} : { trace: trace.lines })

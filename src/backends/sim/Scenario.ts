@@ -65,6 +65,23 @@ export const BillingSettings = Schema.Struct({
 })
 export type BillingSettings = typeof BillingSettings.Type
 
+/**
+ * A recorded trace as a workload source (docs/simulator.md, "Trace workloads"): each record becomes a Job created at
+ * its recorded instant, working for its recorded run time, on the GPUs it asked for; its node list, when given, is the
+ * fleet. One format so far: the Alibaba GPU cluster trace v2023 (src/data/AlibabaGpuTrace.ts).
+ */
+export const TraceWorkloadSettings = Schema.Struct({
+  name: described(Schema.String, "The workload's name: the Jobs' class in the cost summary, and the key of variants' `workloads` patches."),
+  namespace: defaulted(Schema.String, "default", "Project of the Jobs."),
+  format: described(oneOf(["alibaba-gpu-v2023"]), "The trace's format."),
+  pods: described(Schema.String, "The pod list, a file under scenarios/data/."),
+  nodes: optional(Schema.String, "The node list, a file under scenarios/data/: the fleet's hosts of `offerings` (carved as src/data/AlibabaGpuTrace.ts says)."),
+  from: defaulted(duration(), "0s", "Replay the pods created at or after this offset into the trace; the scenario's start is this instant of the trace."),
+  offerings: described(Schema.Record(Schema.String, Schema.String), "The catalog offering a pod asking for 1, 2, 4 or 8 GPUs runs on (the trace's GPUs are priced as these)."),
+  job: described(Schema.Record(Schema.String, Schema.Json), "The Jobs' spec, admitted by the Job schema; resources.gpu.count is each pod's.")
+})
+export type TraceWorkloadSettings = typeof TraceWorkloadSettings.Type
+
 /** A simulated webhook receiver (docs/simulator.md, "Webhooks"): an endpoint's subscription and when it is down. */
 export const WebhookSettings = Schema.Struct({
   name: described(Schema.String, "The endpoint's name, as the summary shows it."),
@@ -112,7 +129,8 @@ export const VariantSettings = Schema.Struct({
   name: described(Schema.String, "The variant's name, as the report shows it."),
   description: optional(Schema.String, "What it changes."),
   job: defaulted(Schema.Record(Schema.String, Schema.Json), {}, "A merge patch applied to every workload's Job spec."),
-  workloads: defaulted(Schema.Record(Schema.String, Schema.Record(Schema.String, Schema.Json)), {}, "Per workload name, a merge patch of its Job spec (after `job`).")
+  workloads: defaulted(Schema.Record(Schema.String, Schema.Record(Schema.String, Schema.Json)), {}, "Per workload name, a merge patch of its Job spec (after `job`)."),
+  fleet: defaulted(Schema.Record(Schema.String, Schema.Json), {}, "A merge patch of the scenario's `fleet` (its hosts).")
 })
 export type VariantSettings = typeof VariantSettings.Type
 
@@ -138,6 +156,7 @@ export const Scenario = Schema.Struct({
     count: optional(nonNegative, "Stop after this many arrivals.")
   }), "The arrival process."),
   workloads: described(Schema.Array(WorkloadSettings), "The workload mix."),
+  traceWorkloads: defaulted(Schema.Array(TraceWorkloadSettings), [], "Recorded traces replayed as Jobs (docs/simulator.md, \"Trace workloads\")."),
   faults: defaulted(Faults, {}, "Injected faults."),
   billing: optional(BillingSettings, "Bill every run on a ledger with these credits (docs/billing.md); absent: nothing is billed."),
   webhooks: defaulted(Schema.Array(WebhookSettings), [], "Simulated webhook receivers the Jobs' events are delivered to (docs/webhooks.md)."),
@@ -184,6 +203,16 @@ export const parseScenario = (input: unknown): ParsedScenario => {
       const spec = admit(JobSpec, normalizeJob(job), "Strict", {}, "Job")
       if (Result.isFailure(spec)) problems.push(...problemsOf(spec, `workloads[${index}].job`))
       else specs.push(spec.success.object as unknown as JobSpecType)
+    })
+  }
+  // A trace workload's template is admitted as one pod's Job (its GPU count is each pod's).
+  const traced = isObject(input as Json) ? (input as JsonObject)["traceWorkloads"] : undefined
+  if (Array.isArray(traced)) {
+    traced.forEach((workload, index) => {
+      const job = isObject(workload) ? workload["job"] : undefined
+      if (!isObject(job)) return
+      const spec = admit(JobSpec, normalizeJob(job), "Strict", {}, "Job")
+      problems.push(...problemsOf(spec, `traceWorkloads[${index}].job`))
     })
   }
   const sessions = isObject(input as Json) ? (input as JsonObject)["sandboxes"] : undefined

@@ -54,17 +54,22 @@ export const parseVariants = (input: unknown, catalog: ReadonlyArray<Offering>):
     const at = `variants[${index}]`
     if (names.has(settings.name)) problems.push({ field: `${at}.name`, message: `another variant is named ${JSON.stringify(settings.name)}` })
     names.add(settings.name)
-    const known = new Set(base.workloads.map((workload) => workload.name))
+    const known = new Set([...base.workloads, ...base.traceWorkloads].map((workload) => workload.name))
     for (const name of Object.keys(settings.workloads)) {
       if (!known.has(name)) problems.push({ field: `${at}.workloads.${name}`, message: `no workload named ${JSON.stringify(name)} (the scenario has ${[...known].join(", ")})` })
     }
-    const workloads = (file["workloads"] as ReadonlyArray<JsonObject>).map((workload) => {
+    const patch = (list: Json | undefined) => ((list ?? []) as ReadonlyArray<JsonObject>).map((workload) => {
       const own = settings.workloads[String(workload["name"])]
       const job = mergePatch(mergePatch(workload["job"], settings.job as JsonObject), (own ?? {}) as JsonObject)
       return { ...workload, job }
     })
     const { variants: _, ...rest } = file
-    const patched = parseScenario({ ...rest, workloads })
+    const patched = parseScenario({
+      ...rest,
+      workloads: patch(file["workloads"]),
+      ...(file["traceWorkloads"] === undefined ? {} : { traceWorkloads: patch(file["traceWorkloads"]) }),
+      ...(Object.keys(settings.fleet).length === 0 ? {} : { fleet: mergePatch(file["fleet"], settings.fleet as JsonObject) })
+    })
     if (!patched.ok) {
       // A patched Job spec's problem is the variant's: the variant, then the field of the file its patch made wrong.
       for (const problem of patched.problems) problems.push({ field: `${at}: ${problem.field}`, message: problem.message })
