@@ -34,6 +34,8 @@ Usage:
   nodus report <scenario> [--out report.html]  run its what-if variants and write an HTML report (nodus report --help)
   nodus replay-functions [--trace code|conv|FILE] [--minutes N] [--concurrency 1,4,16] [--json]
                               replay LLM serving load on a Function under the simulator (nodus replay-functions --help)
+  nodus forecast [--trace alibaba|FILE] [--horizon 168h] [--capacity-gpus N] [--json]
+                              a Pool's GPU demand forecast from a trace, with its backtest (nodus forecast --help)
 ${agentUsage}
 ${workloadsUsage}
 ${operatorUsage}
@@ -138,6 +140,11 @@ switch (command) {
   case "replay-functions": {
     const { replayFunctions } = await import("./ReplayFunctions.ts")
     process.exitCode = await replayFunctions(args)
+    break
+  }
+  case "forecast": {
+    const { forecast } = await import("./Forecast.ts")
+    process.exitCode = forecast(args)
     break
   }
   case undefined:
