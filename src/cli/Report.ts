@@ -9,6 +9,7 @@ import { readFileSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { loadCatalog } from "../data/CatalogData.ts"
 import { parseVariants, runWhatIf, type WhatIfProgress } from "../backends/sim/WhatIf.ts"
+import { fidelityText } from "../backends/sim/Fidelity.ts"
 import { renderReport, type ReportAssets } from "./ReportHtml.ts"
 import { resolveScenario, scenariosDir } from "./Sim.ts"
 
@@ -111,5 +112,7 @@ export const report = (args: ReadonlyArray<string>): number => {
   stderr(`${data.scenario}: ${data.variants.length} variant(s) from seed ${JSON.stringify(data.seed)} in ${((performance.now() - started) / 1000).toFixed(1)} s; ` +
     data.variants.map((variant) => `${variant.name} ${variant.cost.total.totalUSD} USD`).join(", ") + `; wrote ${out}` +
     (violations > 0 ? `; ${violations} checker VIOLATIONS` : ""))
+  const baseline = data.variants[0]!
+  if (baseline.fidelity !== undefined) stderr(`${baseline.name}: ${fidelityText(baseline.fidelity)}`)
   return violations > 0 ? 1 : 0
 }

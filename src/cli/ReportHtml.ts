@@ -23,6 +23,12 @@ export const segmentShades = ["#6baed6", "#1f77b4", "#d62728", "#9467bd", "#bbbb
 /** The charts, by the id of their container. */
 export const chartIds = ["cost-over-time", "queue-wait", "interruptions", "cost-segments", "completion"] as const
 
+/** The chart of a trace replay's queueing delays against the recorded ones, drawn when the run replays a trace. */
+export const fidelityChartId = "queue-delay-fidelity"
+
+/** The recorded distribution's colour in the fidelity chart. */
+export const recordedShade = "#222222"
+
 const escapeHtml = (text: string): string =>
   text.replace(/&/gu, "&amp;").replace(/</gu, "&lt;").replace(/>/gu, "&gt;").replace(/"/gu, "&quot;")
 
@@ -87,13 +93,25 @@ const drawScript = `
   }, [times, ...variants.map((v) => padded(v.series.costUSD))])
 
   const ps = Array.from({ length: 101 }, (_, i) => i)
-  const quantile = (sorted, p) => sorted.length === 0 ? null : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p / 100 * sorted.length) - 1))] / 60
   plot("queue-wait", {
     title: "Queue wait distribution (minutes from creation to first launch, by percentile of Jobs)",
     scales: { x: { time: false } },
     series: [{ label: "percentile" }, ...variants.map((v, i) => ({ label: v.name, stroke: colour(i), width: 2 }))],
     axes: [{ values: (u, ticks) => ticks.map((t) => "p" + t) }, { size: 60 }]
-  }, [ps, ...variants.map((v) => ps.map((p) => quantile(v.series.queueWaitSeconds, p)))])
+  }, [ps, ...variants.map((v) => ps.map((p) => v.queueWaitCurve.length === 0 ? null : v.queueWaitCurve[p] / 60))])
+
+  const delays = variants.filter((v) => v.fidelity && v.fidelity.queueDelay && v.fidelity.queueDelay.curves.recorded.length > 0)
+  if (delays.length > 0) {
+    // Seconds on a log scale: most recorded delays are seconds, a few hours; 0 is drawn at 0.1 s.
+    const floor = (s) => Math.max(0.1, s)
+    plot("${fidelityChartId}", {
+      title: "Queueing delay, recorded and simulated (seconds from creation to placement, by percentile of the replayed pods; log scale)",
+      scales: { x: { time: false }, y: { distr: 3 } },
+      series: [{ label: "percentile" }, { label: "recorded (trace)", stroke: "${recordedShade}", width: 2, dash: [6, 4] },
+        ...delays.map((v) => ({ label: v.name + " (simulated)", stroke: colour(variants.indexOf(v)), width: 2 }))],
+      axes: [{ values: (u, ticks) => ticks.map((t) => "p" + t) }, { size: 80 }]
+    }, [ps, delays[0].fidelity.queueDelay.curves.recorded.map(floor), ...delays.map((v) => v.fidelity.queueDelay.curves.simulated.map(floor))])
+  }
 
   plot("interruptions", {
     title: "Preemptions (solid) and restores (dashed), cumulative",
@@ -133,6 +151,60 @@ const drawScript = `
 })()
 `
 
+const seconds = (value: number): string => `${value.toLocaleString("en-US", { maximumFractionDigits: 1 })} s`
+
+/**
+ * The fidelity section (docs/simulator.md, "Fidelity"): per variant, its spot replays' preemption instants against the
+ * traces' ("N of N preemption instants reproduced") and its trace replays' queueing delays against the recorded ones.
+ */
+const fidelitySection = (data: ReportData): string => {
+  const withPreemptions = data.variants.filter((variant) => (variant.fidelity?.preemptions ?? []).length > 0)
+  const withDelays = data.variants.filter((variant) => variant.fidelity?.queueDelay !== undefined)
+  if (withPreemptions.length === 0 && withDelays.length === 0) return ""
+  const parts = [`<h2>Fidelity: the replay against its trace</h2>`]
+  if (withPreemptions.length > 0) {
+    const rows = withPreemptions.flatMap((variant) => variant.fidelity!.preemptions!.map((entry) =>
+      `<tr class="preemption-fidelity" data-variant="${escapeHtml(variant.name)}" data-reproduced="${entry.reproduced}" data-instants="${entry.instants}"><th scope="row">${escapeHtml(variant.name)}</th>` +
+      `<td>${escapeHtml(entry.variant)}</td><td>${escapeHtml(entry.trace)}</td>` +
+      `<td><b>${entry.reproduced} of ${entry.instants}</b> preemption instants reproduced</td><td>${entry.dropsInRun}</td><td>${entry.preemptions}</td><td>${entry.offTrace}</td></tr>`))
+    parts.push(`<p>Preemptions: the instants at which each spot trace drops to 0, read from the trace file, at which a host of its
+variant was running; reproduced when every such host was preempted at that millisecond. Off the trace: preemptions at any other instant.</p>
+<table id="preemption-fidelity">
+<thead><tr><th>variant</th><th>capacity</th><th>trace</th><th>instants</th><th>drops in the run</th><th>preemptions</th><th>off the trace</th></tr></thead>
+<tbody>
+${rows.join("\n")}
+</tbody>
+</table>`)
+  }
+  if (withDelays.length > 0) {
+    const rows = withDelays.map((variant) => {
+      const delay = variant.fidelity!.queueDelay!
+      return `<tr class="delay-fidelity" data-variant="${escapeHtml(variant.name)}" data-ks="${delay.ks}" data-mean-error="${delay.meanError}"><th scope="row">${escapeHtml(variant.name)}</th>` +
+        `<td>${delay.pods}${delay.notLaunched > 0 ? ` (${delay.notLaunched} never launched)` : ""}</td>` +
+        `<td>${seconds(delay.recordedMean)}</td><td>${seconds(delay.simulatedMean)}</td><td>${seconds(delay.meanError)}</td><td>${seconds(delay.meanAbsoluteError)}</td>` +
+        `<td><b>${delay.ks.toFixed(3)}</b></td>` +
+        `<td>${seconds(delay.recorded.p50)} / ${seconds(delay.recorded.p90)} / ${seconds(delay.recorded.p99)}</td>` +
+        `<td>${seconds(delay.simulated.p50)} / ${seconds(delay.simulated.p90)} / ${seconds(delay.simulated.p99)}</td></tr>`
+    })
+    const leftOut = withDelays[0]!.fidelity!.queueDelay!.leftOut.map((item) => `<li>${escapeHtml(item)}</li>`).join("\n")
+    parts.push(`<p>Queueing delay: each replayed pod's simulated delay (its Job's creation to its first launch) against the recorded one
+(scheduled − creation), over the pods the trace placed: mean error (simulated − recorded) and the two-sample Kolmogorov–Smirnov distance
+between the two distributions (0: the same, 1: disjoint).</p>
+<table id="delay-fidelity">
+<thead><tr><th>variant</th><th>pods</th><th>recorded mean</th><th>simulated mean</th><th>mean error</th><th>mean |error|</th><th>KS distance</th><th>recorded p50 / p90 / p99</th><th>simulated p50 / p90 / p99</th></tr></thead>
+<tbody>
+${rows.join("\n")}
+</tbody>
+</table>
+<p>What the model leaves out:</p>
+<ul id="left-out">
+${leftOut}
+</ul>
+<section class="chart" id="${fidelityChartId}"></section>`)
+  }
+  return parts.join("\n")
+}
+
 export const renderReport = (data: ReportData, assets: ReportAssets): string => {
   const baselineMicro = parseMicroUsd(data.variants[0]!.cost.total.totalUSD)
   const variantRows = data.variants.map((variant, index) =>
@@ -168,6 +240,7 @@ ${data.variants.map((variant, index) => totalsRow(variant, baselineMicro, index)
 </tbody>
 </table>
 ${sections}
+${fidelitySection(data)}
 <script id="report-data" type="application/json">${scriptJson(data)}</script>
 <script>${assets.uplotJs.replace(/<\/script/giu, "<\\/script")}</script>
 <script>${drawScript}</script>

@@ -8,6 +8,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 import { loadCatalog } from "../data/CatalogData.ts"
+import { fidelityText } from "../backends/sim/Fidelity.ts"
 import { runScenario, scenarioProblems, type Summary } from "../backends/sim/Run.ts"
 import { parseScenario } from "../backends/sim/Scenario.ts"
 
@@ -109,6 +110,7 @@ export const humanSummary = (summary: Summary, wallMs: number): string => {
     `${count(totals.attempts)} attempts, ${count(totals.preemptions)} preemptions, ${count(totals.checkpoints)} checkpoints; ` +
     `trace ${summary.traceHash.slice(0, 16)} (${count(summary.traceLines)} lines); ` +
     `${(wallMs / 1000).toFixed(2)} s wall, ${count(totals.engineEvents)} engine events (${count(eventsPerSecond)}/s)` +
+    (summary.fidelity === undefined ? "" : `; ${fidelityText(summary.fidelity)}`) +
     (summary.violations.length > 0 ? `; ${summary.violations.length} VIOLATIONS` : "")
 }
 

@@ -14,7 +14,7 @@ import { chromium } from "playwright-core"
 import { parseMicroUsd } from "../../src/core/Money.ts"
 import { loadCatalog } from "../../src/data/CatalogData.ts"
 import { mergePatch, parseVariants, type ReportData, runWhatIf } from "../../src/backends/sim/WhatIf.ts"
-import { chartIds, palette, segmentShades } from "../../src/cli/ReportHtml.ts"
+import { chartIds, fidelityChartId, palette, recordedShade, segmentShades } from "../../src/cli/ReportHtml.ts"
 
 const root = join(import.meta.dirname, "..", "..")
 const node = join(root, "node_modules", ".bin", "node")
@@ -33,6 +33,26 @@ const run = (args: ReadonlyArray<string>) =>
     execFile(node, [cli, ...args], { cwd: root, timeout: 60_000 }, (error, stdout, stderr) =>
       resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, stdout, stderr }))
   })
+
+/** Pixels of a chart's canvas: painted ones, and those of one of `colours` (opaque, within 8 per channel). */
+const chartPixels = (page: import("playwright-core").Page, id: string, colours: ReadonlyArray<ReadonlyArray<number>>) =>
+  page.evaluate(([id, colours]) => {
+    // The test is type-checked without the DOM library: the little of it used here, typed where it is used.
+    const page = globalThis as unknown as { document: { querySelector: (selector: string) => Canvas | null } }
+    const canvas = page.document.querySelector(`#${id} canvas`)
+    if (canvas === null) return { canvas: false, width: 0, matching: 0, painted: 0 }
+    const pixels = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data
+    let matching = 0
+    let painted = 0
+    for (let at = 0; at < pixels.length; at += 4) {
+      if (pixels[at + 3]! === 0) continue
+      painted++
+      if (pixels[at + 3]! > 200 && colours.some(([r, g, b]) => Math.abs(pixels[at]! - r!) < 8 && Math.abs(pixels[at + 1]! - g!) < 8 && Math.abs(pixels[at + 2]! - b!) < 8)) matching++
+    }
+    return { canvas: true, width: canvas.width, matching, painted }
+  }, [id, colours] as const)
+
+const rgbOf = (hex: string) => [1, 3, 5].map((at) => parseInt(hex.slice(at, at + 2), 16))
 
 interface Canvas {
   readonly width: number
@@ -120,23 +140,9 @@ describe("nodus report in a browser", () => {
 
       // Every chart: a canvas with pixels of the series' colours (the variants', the segments'), not only axes and grid
       // (drawn in greys). Variants that ran alike draw over each other, so any series colour counts.
-      const colours = [...palette, ...segmentShades].map((hex) => [1, 3, 5].map((at) => parseInt(hex.slice(at, at + 2), 16)))
+      const colours = [...palette, ...segmentShades].map(rgbOf)
       for (const id of chartIds) {
-        const found = await page.evaluate(([id, colours]) => {
-          // The test is type-checked without the DOM library: the little of it used here, typed where it is used.
-          const page = globalThis as unknown as { document: { querySelector: (selector: string) => Canvas | null } }
-          const canvas = page.document.querySelector(`#${id} canvas`)
-          if (canvas === null) return { canvas: false, width: 0, matching: 0, painted: 0 }
-          const pixels = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data
-          let matching = 0
-          let painted = 0
-          for (let at = 0; at < pixels.length; at += 4) {
-            if (pixels[at + 3]! === 0) continue
-            painted++
-            if (pixels[at + 3]! > 200 && colours.some(([r, g, b]) => Math.abs(pixels[at]! - r!) < 8 && Math.abs(pixels[at + 1]! - g!) < 8 && Math.abs(pixels[at + 2]! - b!) < 8)) matching++
-          }
-          return { canvas: true, width: canvas.width, matching, painted }
-        }, [id, colours] as const)
+        const found = await chartPixels(page, id, colours)
         assert.isTrue(found.canvas && found.width > 0, `${id}: a canvas`)
         assert.isAbove(found.painted, 0, `${id}: something drawn`)
         assert.isAbove(found.matching, 50, `${id}: its series drawn`)
@@ -155,6 +161,19 @@ describe("nodus report in a browser", () => {
         assert.strictEqual(row.cost, variant.cost.total.totalUSD)
         assert.strictEqual(parseMicroUsd(row.savings!), baseline - parseMicroUsd(row.cost!), row.variant!)
       }
+
+      // Fidelity: every spot-trace-driven variant of every what-if variant, "N of N preemption instants reproduced",
+      // as the run's data says (computed from the trace file and the run's attempts: test/backends/sim/TraceReplay.test.ts).
+      const fidelity = await page.$$eval("#preemption-fidelity tbody tr", (trs) => trs.map((tr) => ({
+        variant: tr.getAttribute("data-variant"),
+        reproduced: Number(tr.getAttribute("data-reproduced")),
+        instants: Number(tr.getAttribute("data-instants")),
+        text: tr.textContent ?? ""
+      })))
+      const expected = data.variants.flatMap((variant) => (variant.fidelity?.preemptions ?? []).map((entry) => ({ variant: variant.name, entry })))
+      assert.isAbove(expected.length, 0, "the spot replay's variants have fidelity figures")
+      assert.deepStrictEqual(fidelity.map((row) => [row.variant, row.reproduced, row.instants]), expected.map(({ variant, entry }) => [variant, entry.reproduced, entry.instants]))
+      for (const row of fidelity) assert.include(row.text, `${row.reproduced} of ${row.instants} preemption instants reproduced`)
     } finally {
       await browser.close()
     }
@@ -163,6 +182,40 @@ describe("nodus report in a browser", () => {
     const again = await run(["report", scenario, "--out", join(dir, "again.html")])
     assert.strictEqual(again.code, 0, again.stderr)
     assert.strictEqual(JSON.stringify(embedded(readFileSync(join(dir, "again.html"), "utf8"))), JSON.stringify(data))
+  })
+
+  it("a trace replay's report shows its queueing delays against the recorded ones, and the same seed writes the same file", { timeout: 60_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), "nodus-report-"))
+    const out = join(dir, "alibaba.html")
+    const result = await run(["report", "alibaba-gpu-replay", "--out", out])
+    assert.strictEqual(result.code, 0, result.stderr)
+    const html = readFileSync(out, "utf8")
+    // Small enough to commit (reports/): the series are hourly and the queue waits percentiles.
+    assert.isBelow(html.length, 300_000)
+    const data = embedded(html)
+    const browser = await chromium.launch({ executablePath: chromiumPath, args: ["--no-sandbox"], timeout: 30_000 })
+    try {
+      const page = await browser.newPage({ viewport: { width: 1200, height: 900 } })
+      const errors: Array<string> = []
+      page.on("console", (message) => message.type() === "error" && errors.push(message.text()))
+      page.on("pageerror", (error) => errors.push(String(error)))
+      await page.goto(`file://${out}`, { timeout: 20_000 })
+      await page.waitForSelector("body[data-drawn=true]", { timeout: 20_000 })
+      assert.deepStrictEqual(errors, [])
+      const recorded = await chartPixels(page, fidelityChartId, [rgbOf(recordedShade)])
+      assert.isTrue(recorded.canvas, "the fidelity chart has a canvas")
+      assert.isAbove(recorded.matching, 50, "the recorded distribution is drawn")
+      const variants = await chartPixels(page, fidelityChartId, palette.map(rgbOf))
+      assert.isAbove(variants.matching, 50, "the simulated distributions are drawn")
+      const rows = await page.$$eval("#delay-fidelity tbody tr", (trs) => trs.map((tr) => ({ variant: tr.getAttribute("data-variant"), ks: Number(tr.getAttribute("data-ks")) })))
+      assert.deepStrictEqual(rows, data.variants.map((variant) => ({ variant: variant.name, ks: variant.fidelity!.queueDelay!.ks })))
+      assert.isAbove(await page.$$eval("#left-out li", (items) => items.length), 0)
+    } finally {
+      await browser.close()
+    }
+    const again = join(dir, "again.html")
+    assert.strictEqual((await run(["report", "alibaba-gpu-replay", "--out", again])).code, 0)
+    assert.strictEqual(readFileSync(again, "utf8"), html)
   })
 
   it("a bad variant exits 2 naming its field", async () => {

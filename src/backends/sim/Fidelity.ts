@@ -140,6 +140,8 @@ export interface QueueDelayFidelity {
   /** p50 / p90 / p99 of each, seconds. */
   readonly recorded: { readonly p50: number; readonly p90: number; readonly p99: number }
   readonly simulated: { readonly p50: number; readonly p90: number; readonly p99: number }
+  /** Each side at every percentile, p0 to p100 (101 values; empty: no pod), for a chart. */
+  readonly curves: { readonly recorded: ReadonlyArray<number>; readonly simulated: ReadonlyArray<number> }
   /** What the replay leaves out (TraceWorkloads.ts). */
   readonly leftOut: ReadonlyArray<string>
 }
@@ -158,6 +160,7 @@ export const queueDelayFidelity = (
   const simulated = launched.map((pair) => pair.simulated).sort((a, b) => a - b)
   const mean = (values: ReadonlyArray<number>) => (values.length === 0 ? 0 : values.reduce((sum, value) => sum + value, 0) / values.length)
   const quantiles = (sorted: ReadonlyArray<number>) => ({ p50: nearestRank(sorted, 0.5), p90: nearestRank(sorted, 0.9), p99: nearestRank(sorted, 0.99) })
+  const curve = (sorted: ReadonlyArray<number>) => (sorted.length === 0 ? [] : Array.from({ length: 101 }, (_, p) => nearestRank(sorted, p / 100)))
   return {
     pods: launched.length,
     notLaunched: pairs.length - launched.length,
@@ -168,8 +171,30 @@ export const queueDelayFidelity = (
     ks: round(ksDistance(recorded, simulated), 4),
     recorded: quantiles(recorded),
     simulated: quantiles(simulated),
+    curves: { recorded: curve(recorded), simulated: curve(simulated) },
     leftOut
   }
+}
+
+/** A run's fidelity figures (Run.ts `Summary.fidelity`): per spot-trace-driven variant, and over the trace workloads. */
+export interface Fidelity {
+  readonly preemptions?: ReadonlyArray<PreemptionFidelity>
+  readonly queueDelay?: QueueDelayFidelity
+}
+
+/** One line for humans: `60 of 60, 58 of 58 preemption instants reproduced; queueing delay ... KS 0.693`. */
+export const fidelityText = (fidelity: Fidelity): string => {
+  const parts: Array<string> = []
+  const preemptions = fidelity.preemptions ?? []
+  if (preemptions.length > 0) {
+    const offTrace = preemptions.reduce((sum, entry) => sum + entry.offTrace, 0)
+    parts.push(`${preemptions.map((entry) => `${entry.reproduced} of ${entry.instants}`).join(", ")} preemption instants reproduced${offTrace > 0 ? `, ${offTrace} preemptions off the trace` : ""}`)
+  }
+  const delay = fidelity.queueDelay
+  if (delay !== undefined) {
+    parts.push(`queueing delay against the trace: mean ${delay.simulatedMean.toFixed(1)} s simulated, ${delay.recordedMean.toFixed(1)} s recorded (mean error ${delay.meanError.toFixed(1)} s), KS distance ${delay.ks.toFixed(3)} over ${delay.pods} pods`)
+  }
+  return parts.join("; ")
 }
 
 /** What the Alibaba replay leaves out (docs/simulator.md, "Fidelity"): why its queueing delays are not the trace's. */

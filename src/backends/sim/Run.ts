@@ -29,7 +29,7 @@ import { loadTrace, meanTimeBetweenPreemptionsMs, type SpotTrace } from "./SpotT
 import { drawWorkload } from "./Workloads.ts"
 import { CostAccounts, type CostSummary } from "./Costs.ts"
 import { hourMs, type RunSeries, SeriesRecorder } from "./Series.ts"
-import { alibabaLeftOut, type Exposure, exposureOf, type PreemptionFidelity, preemptionFidelity, type QueueDelayFidelity, queueDelayFidelity } from "./Fidelity.ts"
+import { alibabaLeftOut, type Exposure, exposureOf, type Fidelity, preemptionFidelity, queueDelayFidelity } from "./Fidelity.ts"
 import { loadTraceSource, replayTraces, traceFleetCapacity, traceWorkloadProblems } from "./TraceWorkloads.ts"
 
 export const spotTracesDir = new URL("../../../scenarios/data/spot-traces/", import.meta.url).pathname
@@ -120,11 +120,6 @@ export interface Summary {
   readonly series?: RunSeries
   /** The trace's lines, with `keepTrace` (tests print the first divergence). */
   readonly trace?: ReadonlyArray<string>
-}
-
-export interface Fidelity {
-  readonly preemptions?: ReadonlyArray<PreemptionFidelity>
-  readonly queueDelay?: QueueDelayFidelity
 }
 
 /** The credits of a scenario without a `billing` block: a billion USD, more than any scenario spends. */

@@ -9,6 +9,7 @@ import { formatMicroUsd, parseMicroUsd } from "../../core/Money.ts"
 import { isObject, type Json, type JsonObject } from "../../core/Json.ts"
 import type { Offering } from "../../core/capacity/Offering.ts"
 import type { CostSummary } from "./Costs.ts"
+import type { Fidelity } from "./Fidelity.ts"
 import { runScenario, scenarioProblems, type Summary } from "./Run.ts"
 import { parseScenario, type Scenario, type ScenarioProblem } from "./Scenario.ts"
 import type { RunSeries } from "./Series.ts"
@@ -98,7 +99,12 @@ export interface VariantResult {
   readonly cost: CostSummary
   /** The baseline's total less this variant's (USD, exact); positive: this variant costs less. */
   readonly savingsUSD: string
-  readonly series: RunSeries
+  /** The run over time; its queue waits as `queueWaitCurve` (every Job's list would make a report megabytes). */
+  readonly series: Omit<RunSeries, "queueWaitSeconds" | "completionSeconds">
+  /** Queue wait in seconds at every percentile of the Jobs that launched, p0 to p100 (101 values; empty: none). */
+  readonly queueWaitCurve: ReadonlyArray<number>
+  /** How closely the run follows the traces it replays (Run.ts `Fidelity`), when it replays some. */
+  readonly fidelity?: Fidelity
   /** Seconds, at `reportPercentiles`. */
   readonly queueWaitSeconds: Readonly<Record<string, number | null>>
   readonly completionSeconds: Readonly<Record<string, number | null>>
@@ -154,7 +160,7 @@ export const runWhatIf = (
     virtualStart: runs[0]!.summary.virtualStart,
     baseline: variants[0]!.name,
     variants: runs.map(({ variant, summary }): VariantResult => {
-      const series = summary.series!
+      const { queueWaitSeconds, completionSeconds, ...series } = summary.series!
       const { jobs, byPhase, attempts, preemptions, nodeLosses, checkpoints } = summary.totals
       return {
         name: variant.name,
@@ -165,8 +171,10 @@ export const runWhatIf = (
         cost: summary.cost!,
         savingsUSD: formatMicroUsd(baselineMicro - parseMicroUsd(summary.cost!.total.totalUSD)),
         series,
-        queueWaitSeconds: percentilesOf(series.queueWaitSeconds),
-        completionSeconds: percentilesOf(series.completionSeconds)
+        queueWaitCurve: queueWaitSeconds.length === 0 ? [] : Array.from({ length: 101 }, (_, p) => percentile(queueWaitSeconds, p)!),
+        ...(summary.fidelity === undefined ? {} : { fidelity: summary.fidelity }),
+        queueWaitSeconds: percentilesOf(queueWaitSeconds),
+        completionSeconds: percentilesOf(completionSeconds)
       }
     })
   }
