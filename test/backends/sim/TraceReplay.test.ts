@@ -11,7 +11,7 @@ import { join } from "node:path"
 import { loadCatalog } from "../../../src/data/CatalogData.ts"
 import { fleetOfNodes, loadNodes, loadPods, parsePods } from "../../../src/data/AlibabaGpuTrace.ts"
 import { ksDistance, preemptionFidelity, queueDelayFidelity, traceDrops } from "../../../src/backends/sim/Fidelity.ts"
-import { runScenario } from "../../../src/backends/sim/Run.ts"
+import { runScenario, scenarioProblems } from "../../../src/backends/sim/Run.ts"
 import { decodeScenario, parseScenario } from "../../../src/backends/sim/Scenario.ts"
 
 const root = join(import.meta.dirname, "..", "..", "..")
@@ -86,6 +86,18 @@ describe("alibaba-gpu-replay.json", () => {
     assert.isAtMost(figures.ks, 1)
     assert.closeTo(figures.meanError, figures.simulatedMean - figures.recordedMean, 0.002)
     assert.isAbove(figures.leftOut.length, 0)
+  })
+
+  it("names the field of a trace file that does not exist and of a pod size without an offering", () => {
+    const workload = (file["traceWorkloads"] as Array<Record<string, unknown>>)[0]!
+    const offerings = { ...(workload["offerings"] as Record<string, string>) }
+    delete offerings["8"]
+    const bad = decodeScenario({ ...file, traceWorkloads: [{ ...workload, pods: "alibaba-gpu-v2023/nosuch.csv", offerings: { ...offerings, "3": "a100-40gb-1x-us-94f673a8" } }] })
+    const problems = scenarioProblems(bad, catalog).map((problem) => `${problem.field}: ${problem.message}`)
+    assert.include(problems, "traceWorkloads[0].pods: no file alibaba-gpu-v2023/nosuch.csv under scenarios/data/")
+    assert.include(problems, "traceWorkloads[0].offerings[3]: a GPU count of a pod: 1, 2, 4 or 8")
+    assert.include(problems, "traceWorkloads[0].offerings: no offering for pods asking for 8 GPUs")
+    assert.deepStrictEqual(scenarioProblems(scenario, catalog), [])
   })
 
   it("a variant's fleet patch changes the hosts: fewer one-GPU hosts than the pods hold at once make them queue", () => {
