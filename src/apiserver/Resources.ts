@@ -60,6 +60,17 @@ export interface WriteOptions {
   readonly status?: JsonObject
 }
 
+/** A write decided and not committed yet (Resources.decideCreate, decideStatus; committed by commitDecided). */
+export interface DecidedWrite {
+  readonly ref: ResourceRef
+  readonly namespace: string | undefined
+  readonly name: string
+  /** The object's own op first (none when nothing changes), then what commits with it. */
+  readonly ops: ReadonlyArray<WriteOp>
+  /** The object as it will be (or is, when nothing changes). */
+  readonly object: ResourceObject
+}
+
 export interface WriteResult {
   readonly object: ResourceObject
   readonly warnings: ReadonlyArray<string>
@@ -289,6 +300,15 @@ export interface ResourcesShape {
    * status that changes nothing writes nothing. Conflict or NotFound of any one fails them all.
    */
   readonly replaceStatusMany: (ref: ResourceRef, namespace: string | undefined, items: ReadonlyArray<{ readonly name: string; readonly body: unknown }>, options: WriteOptions) => Effect.Effect<ReadonlyArray<WriteResult>, ApiError>
+  /**
+   * A create decided as `create` would (admission, strategy, the kind's review), not committed: its ops, to commit
+   * with others (`commitDecided`). For controllers writing what one step decided of several objects.
+   */
+  readonly decideCreate: (ref: ResourceRef, namespace: string | undefined, body: unknown, options: WriteOptions) => Effect.Effect<DecidedWrite, ApiError>
+  /** A status write decided as `replace(…, "status")` would, not committed (no ops when it changes nothing). */
+  readonly decideStatus: (ref: ResourceRef, namespace: string | undefined, name: string, body: unknown, options: WriteOptions) => Effect.Effect<DecidedWrite, ApiError>
+  /** Commits decided writes and `extraOps` in one store commit; answers each write's object as committed, in order. */
+  readonly commitDecided: (writes: ReadonlyArray<DecidedWrite>, extraOps: ReadonlyArray<WriteOp>) => Effect.Effect<ReadonlyArray<ResourceObject>, ApiError>
   /** PUT of the object or (`subresource` status) of its status. */
   readonly replace: (ref: ResourceRef, namespace: string | undefined, name: string, body: unknown, options: WriteOptions, subresource?: "status") => Effect.Effect<WriteResult, ApiError>
   readonly patch: (ref: ResourceRef, namespace: string | undefined, name: string, patchType: PatchType, body: unknown, options: WriteOptions, subresource?: "status") => Effect.Effect<WriteResult, ApiError>
@@ -557,30 +577,48 @@ function makeOperations(services: {
       return { object, warnings: admitted.warnings, created: false } satisfies WriteResult
     })
 
+  const decideStatus = (ref: ResourceRef, namespace: string | undefined, name: string, body: unknown, options: WriteOptions) =>
+    Effect.gen(function*() {
+      const admitted = yield* admitBody(ref, body, options.fieldValidation, name, "status")
+      yield* authorize(options, admitted)
+      const metadata = admitted.object["metadata"]
+      const expectedRv = isObject(metadata) && typeof metadata["resourceVersion"] === "string" ? metadata["resourceVersion"] : ""
+      const current = yield* readExisting(ref, namespace, name)
+      if (current.metadata.resourceVersion !== expectedRv) {
+        return yield* conflict(subjectOf(ref, name), "the object has been modified; please apply your changes to the latest version and try again")
+      }
+      const disposition = yield* Effect.fromResult(Strategy.updateStatus(targetOf(ref, namespace), current, admitted.object, { now: yield* now, fieldManager: options.fieldManager }))
+      const ops: ReadonlyArray<WriteOp> = disposition._tag === "Write" ? [{ _tag: "Update", key: keyOf(ref, namespace, name), object: disposition.object, previous: current, expectedRv }] : []
+      return { ref, namespace, name, ops, object: ops.length === 0 ? current : disposition.object } satisfies DecidedWrite
+    })
+
+  const commitDecided = (writes: ReadonlyArray<DecidedWrite>, extraOps: ReadonlyArray<WriteOp>) =>
+    Effect.gen(function*() {
+      const ops = [...writes.flatMap((write) => write.ops), ...extraOps]
+      const first = writes[0]
+      if (ops.length === 0 || first === undefined) return writes.map((write) => write.object)
+      // A failure names the object whose op failed (an extra op: the first write's).
+      const owners = writes.flatMap((write) => write.ops.map(() => write))
+      const committed = yield* store.commit(ops).pipe(
+        Effect.catchTag("CommitFailed", (failure) => {
+          const owner = owners[failure.index] ?? first
+          return Effect.fail(commitFailure(owner.ref, owner.name, owner.namespace)(failure))
+        }),
+        Effect.mapError((error) => (error._tag === "StoreError" ? storeFailure(error) : error))
+      )
+      let index = 0
+      return writes.map((write) => {
+        const object = write.ops.length === 0 ? write.object : committed.objects[index] ?? write.object
+        index += write.ops.length
+        return object
+      })
+    })
+
   const replaceStatusMany = (ref: ResourceRef, namespace: string | undefined, items: ReadonlyArray<{ readonly name: string; readonly body: unknown }>, options: WriteOptions) =>
     Effect.gen(function*() {
-      const context = { now: yield* now, fieldManager: options.fieldManager }
-      const target = targetOf(ref, namespace)
-      const decided = yield* Effect.forEach(items, ({ name, body }) => Effect.gen(function*() {
-        const admitted = yield* admitBody(ref, body, options.fieldValidation, name, "status")
-        yield* authorize(options, admitted)
-        const metadata = admitted.object["metadata"]
-        const expectedRv = isObject(metadata) && typeof metadata["resourceVersion"] === "string" ? metadata["resourceVersion"] : ""
-        const current = yield* readExisting(ref, namespace, name)
-        if (current.metadata.resourceVersion !== expectedRv) {
-          return yield* conflict(subjectOf(ref, name), "the object has been modified; please apply your changes to the latest version and try again")
-        }
-        const disposition = yield* Effect.fromResult(Strategy.updateStatus(target, current, admitted.object, context))
-        return { name, current, disposition, expectedRv, warnings: admitted.warnings }
-      }))
-      const writes = decided.filter((one) => one.disposition._tag === "Write")
-      const ops: ReadonlyArray<WriteOp> = writes.map((one) => ({ _tag: "Update", key: keyOf(ref, namespace, one.name), object: one.disposition.object, previous: one.current, expectedRv: one.expectedRv }))
-      const committed = options.dryRun || ops.length === 0 ? undefined : yield* commitNamed(ref, namespace, (index) => writes[index]?.name ?? "", ops)
-      return decided.map((one) => {
-        const index = writes.indexOf(one)
-        const object = index === -1 ? one.current : options.dryRun ? one.disposition.object : committed!.objects[index]!
-        return { object, warnings: one.warnings, created: false } satisfies WriteResult
-      })
+      const decided = yield* Effect.forEach(items, ({ name, body }) => decideStatus(ref, namespace, name, body, options))
+      const objects = options.dryRun ? decided.map((write) => write.object) : yield* commitDecided(decided, [])
+      return objects.map((object) => ({ object, warnings: [], created: false }) satisfies WriteResult)
     })
 
   const applyPatch = (ref: ResourceRef, current: ResourceObject, patchType: Exclude<PatchType, "apply">, patch: unknown): Effect.Effect<Json, ApiError> => {
@@ -795,6 +833,16 @@ function makeOperations(services: {
     create,
     createMany,
     replaceStatusMany,
+    decideCreate: (ref, namespace, body, options) =>
+      Effect.map(decideCreate(ref, namespace, body, options), (decided) => ({
+        ref,
+        namespace,
+        name: decided.object.metadata.name,
+        ops: [decided.create, ...projectGuard(ref, namespace), ...decided.ops],
+        object: decided.object
+      }) satisfies DecidedWrite),
+    decideStatus,
+    commitDecided,
     replace,
     patch,
     remove,

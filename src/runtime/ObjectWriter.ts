@@ -11,7 +11,7 @@
  * A write that finds the object gone drops what it carried; one that loses a race (Conflict) reads again and retries.
  */
 import { Effect, Result } from "effect"
-import type { ApiError } from "../core/meta/ApiError.ts"
+import { ApiError } from "../core/meta/ApiError.ts"
 import type { AttemptFacts } from "../core/capacity/Capacity.ts"
 import type { Explanation } from "../core/capacity/Placement.ts"
 import type { ControllerEvent } from "../core/controller/Controller.ts"
@@ -22,7 +22,7 @@ import { eventRef, type ResourceRef } from "../core/meta/Kinds.ts"
 import { checkDns1123Label } from "../core/meta/Names.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import type { Ids } from "../apiserver/Ids.ts"
-import type { Resources, WriteOptions } from "../apiserver/Resources.ts"
+import type { DecidedWrite, Resources, WriteOptions } from "../apiserver/Resources.ts"
 import type { Store, WriteOp } from "../store/Store.ts"
 import { deliveryOf, type EventOutbox } from "./EventOutbox.ts"
 
@@ -238,11 +238,69 @@ export const makeWriter = (services: WriterServices) => {
   })
 
   /**
-   * Writes an object's step: its Attempts first, then its status with the step's events in one commit. `status`
+   * Writes an object's step in one commit: its Attempts (created, or their statuses), its status and the step's events.
+   * Each write is decided as the API would make it (Resources.decideCreate, decideStatus); when any of them cannot be
+   * (an Attempt of an earlier object's name, a resourceVersion not known, another writer first), the step is written
+   * apart instead (`writeApart`). A commit saved per Attempt that changed, at every launch and every phase of a run.
+   */
+  const write = (object: WrittenObject, status: JsonObject | undefined, events: ReadonlyArray<StepEvent>) =>
+    Effect.catch(writeTogether(object, status, events), () => writeApart(object, status, events))
+
+  const writeTogether = (object: WrittenObject, status: JsonObject | undefined, events: ReadonlyArray<StepEvent>) => Effect.gen(function*() {
+    const attempts: Array<{ readonly attempt: AttemptRecord; readonly text: string; readonly write: DecidedWrite }> = []
+    for (const attempt of object.attempts.values()) {
+      const attemptStatus = attemptStatusOf(attempt.facts, attempt.placement)
+      const text = JSON.stringify(attemptStatus)
+      if (!attempt.created) {
+        attempts.push({ attempt, text, write: yield* resources.decideCreate(attemptRef, object.namespace, attemptBody(object, attempt), { ...writeOptions, status: attemptStatus }) })
+      } else if (text !== attempt.written) {
+        const metadata = { name: attempt.facts.name, namespace: object.namespace, resourceVersion: attempt.resourceVersion ?? "" }
+        attempts.push({ attempt, text, write: yield* resources.decideStatus(attemptRef, object.namespace, attempt.facts.name, { apiVersion: attemptRef.apiVersion, kind: attemptRef.info.kind, metadata, status: attemptStatus }, writeOptions) })
+      }
+    }
+    const text = status === undefined ? object.written : JSON.stringify(status)
+    const statusChanged = status !== undefined && text !== object.written
+    if (!statusChanged && events.length === 0 && attempts.length === 0) return forgetEnded(object)
+    const { ops, counts } = yield* eventOps(object, events, status ?? {})
+    // The first write of an object taken in knows no resourceVersion yet: the stored one, if it is still this object.
+    const resourceVersion = object.resourceVersion ?? (statusChanged ? yield* storedVersion(object) : "")
+    const metadata = { name: object.name, namespace: object.namespace, uid: object.uid, resourceVersion }
+    const own = statusChanged
+      ? [yield* resources.decideStatus(object.ref, object.namespace, object.name, { apiVersion: object.ref.apiVersion, kind: object.ref.info.kind, metadata, status }, writeOptions)]
+      : []
+    const committed = yield* resources.commitDecided([...attempts.map((one) => one.write), ...own], [whileExists(object), ...ops])
+    attempts.forEach((one, index) => {
+      one.attempt.created = true
+      one.attempt.resourceVersion = committed[index]!.metadata.resourceVersion
+      one.attempt.written = one.text
+    })
+    if (statusChanged) {
+      object.resourceVersion = committed[attempts.length]!.metadata.resourceVersion
+      object.written = text
+    }
+    for (const [key, value] of counts) object.events.set(key, value)
+    forgetEnded(object)
+  })
+
+  /** The stored object's resourceVersion; a Conflict when another object has its name now (written apart then). */
+  const storedVersion = (object: WrittenObject) => Effect.flatMap(resources.get(object.ref, object.namespace, object.name), (stored) =>
+    stored.metadata.uid === object.uid
+      ? Effect.succeed(stored.metadata.resourceVersion)
+      : Effect.fail(new ApiError({ code: "Conflict", message: `${object.name} is another object now` })))
+
+  /** Ended Attempts whose last status is written leave the object's records. */
+  const forgetEnded = (object: WrittenObject) => {
+    for (const attempt of [...object.attempts.values()]) {
+      if (attempt.facts.phase === "Ended" && attempt.created && attempt.written === JSON.stringify(attemptStatusOf(attempt.facts, attempt.placement))) object.attempts.delete(attempt.facts.name)
+    }
+  }
+
+  /**
+   * Writes an object's step apart: its Attempts first, then its status with the step's events in one commit. `status`
    * undefined leaves the stored status as it is (an object finished under an earlier process): its events still need
    * the object to exist.
    */
-  const write = (object: WrittenObject, status: JsonObject | undefined, events: ReadonlyArray<StepEvent>) => Effect.gen(function*() {
+  const writeApart = (object: WrittenObject, status: JsonObject | undefined, events: ReadonlyArray<StepEvent>) => Effect.gen(function*() {
     for (const attempt of [...object.attempts.values()]) yield* quietly(`Attempt ${object.namespace}/${attempt.facts.name}`)(writeAttempt(object, attempt))
     const text = status === undefined ? object.written : JSON.stringify(status)
     if (text === object.written && events.length === 0) return
