@@ -1,6 +1,7 @@
 /**
- * `nodus replay-functions`: replays LLM serving load — the Azure LLM inference trace of 2023, or a file of its format —
- * as FunctionCalls on a Function under the simulator (server/FunctionReplay.ts; docs/functions.md, "Replaying serving
+ * `nodus replay-functions`: replays serving load — the Azure LLM inference trace of 2023 (or a file of its format), or
+ * the Alibaba GenAI serving trace v2026 (`--trace genai`: recorded service times, failed requests raise) — as
+ * FunctionCalls on a Function under the simulator (server/FunctionReplay.ts; docs/functions.md, "Replaying serving
  * load"), under one scaling policy or several, and prints a row per policy: the same arrivals each time, with what
  * each saves against the first. Exit codes: 0 every replay ran, 1 a replay failed, 2 bad usage or a bad trace file.
  */
@@ -8,30 +9,34 @@ import { Effect } from "effect"
 import { parseMicroUsd } from "../core/Money.ts"
 import { parseDurationMs } from "../core/Units.ts"
 import { parseLongFlags, UsageError } from "./Flags.ts"
-import { arrivalsOf, defaultServiceModel, type LlmRequest, llmTraceFiles, loadLlmTrace } from "../data/LlmTrace.ts"
+import { genAiArrivalsOf, loadGenAiTrace } from "../data/GenAiTrace.ts"
+import { type Arrival, arrivalsOf, defaultServiceModel, llmTraceFiles, loadLlmTrace } from "../data/LlmTrace.ts"
 import { replay, type ReplayPolicy, type ReplaySummary } from "../server/FunctionReplay.ts"
 
 export const replayUsage = `Usage: nodus replay-functions [flags]
 
-Replays the arrivals of an LLM serving trace as FunctionCalls on a Function under the simulator and prints, per
+Replays the arrivals of a serving trace as FunctionCalls on a Function under the simulator and prints, per
 scaling policy, the calls' queue waits and latencies, the workers and what the ledger charged. A flag given a list
 (--concurrency 1,4,16) compares policies: one row per combination, the same arrivals, savings against the first.
 
 Flags:
-  --trace code|conv|<file>   the Azure LLM inference trace 2023 (code or conv service), or a CSV of its format (code)
-  --minutes N|all            replay the trace's first N minutes (10)
+  --trace code|conv|genai|<file>
+                             the Azure LLM inference trace 2023 (code or conv service), a CSV of its format, or
+                             the Alibaba GenAI serving trace v2026 (genai) (code)
+  --minutes N|all            replay the trace's first N minutes (10; genai 360)
   --min-workers N[,N…]       scaling.minWorkers (0)
   --max-workers N[,N…]       scaling.maxWorkers (10)
   --concurrency N[,N…]       scaling.targetConcurrency (1)
   --scaledown D[,D…]         scaling.scaledownWindow, a duration (60s)
   --gpu TYPE                 each worker's GPU, one of it (H100)
-  --prefill N                prompt tokens per second of a call (${defaultServiceModel.prefillTokensPerSecond})
-  --decode N                 generated tokens per second of a call (${defaultServiceModel.decodeTokensPerSecond})
+  --prefill N                prompt tokens per second of a call (${defaultServiceModel.prefillTokensPerSecond}; not for genai)
+  --decode N                 generated tokens per second of a call (${defaultServiceModel.decodeTokensPerSecond}; not for genai)
   --seed S                   the simulator's seed
   --json                     print the summaries as JSON instead of a table
 
-Service time of a request = ContextTokens / prefill + GeneratedTokens / decode (an assumption: the trace has no
-durations). Exit status: 0 every replay ran, 1 a replay failed, 2 bad usage or trace file.
+Service time of an Azure request = ContextTokens / prefill + GeneratedTokens / decode (an assumption: the trace has no
+durations). A genai request runs its recorded exec_time_seconds; a FAILED one raises (its call ends Failed), PENDING
+and PROCESSING ones (never run, or cut off by the trace's end) are skipped. Exit status: 0 every replay ran, 1 a replay failed, 2 bad usage or trace file.
 `
 
 interface ReplayFlags {
@@ -62,7 +67,11 @@ const parseFlags = (args: ReadonlyArray<string>): ReplayFlags | "help" => {
   const flags = parseLongFlags(args, flagsWithValue)
   if (flags === "help") return "help"
   const { values, json } = flags
-  const minutes = values["minutes"] === "all" ? undefined : wholeNumber("minutes", values["minutes"] ?? "10", 1)
+  const trace = values["trace"] ?? "code"
+  if (trace === "genai" && (values["prefill"] !== undefined || values["decode"] !== undefined)) {
+    throw new UsageError("--prefill and --decode model the Azure traces' service times; genai's are recorded")
+  }
+  const minutes = values["minutes"] === "all" ? undefined : wholeNumber("minutes", values["minutes"] ?? (trace === "genai" ? "360" : "10"), 1)
   const mins = listOf("min-workers", values["min-workers"] ?? "0", (item) => wholeNumber("min-workers", item, 0))
   const maxes = listOf("max-workers", values["max-workers"] ?? "10", (item) => wholeNumber("max-workers", item, 1))
   const concurrencies = listOf("concurrency", values["concurrency"] ?? "1", (item) => wholeNumber("concurrency", item, 1))
@@ -80,7 +89,7 @@ const parseFlags = (args: ReadonlyArray<string>): ReplayFlags | "help" => {
     }
   }
   return {
-    trace: values["trace"] ?? "code",
+    trace,
     minutes,
     policies,
     gpu: values["gpu"] ?? "H100",
@@ -127,28 +136,38 @@ export const table = (summaries: ReadonlyArray<ReplaySummary>): string => {
   return [line(header), ...rows.map(line)].join("\n") + "\n"
 }
 
-const requestsOf = (trace: string): ReadonlyArray<LlmRequest> =>
-  trace === "code" || trace === "conv" ? loadLlmTrace(trace) : loadLlmTrace({ file: trace })
+/** The arrivals to replay, and a line saying what they are. */
+const arrivalsFor = (flags: ReplayFlags): { readonly arrivals: ReadonlyArray<Arrival>; readonly what: string } => {
+  const window = flags.minutes === undefined ? "all" : `the first ${flags.minutes} minutes`
+  if (flags.trace === "genai") {
+    const { arrivals, skipped } = genAiArrivalsOf(loadGenAiTrace(), flags.minutes === undefined ? {} : { minutes: flags.minutes })
+    const failed = arrivals.filter((arrival) => (arrival.raises ?? 0) > 0).length
+    const left = Object.entries(skipped).map(([status, count]) => `${count} ${status}`).join(", ")
+    return { arrivals, what: `${window} of the Alibaba GenAI trace; ${failed} recorded FAILED, which raise${left === "" ? "" : `; skipped ${left}`}` }
+  }
+  const requests = flags.trace === "code" || flags.trace === "conv" ? loadLlmTrace(flags.trace) : loadLlmTrace({ file: flags.trace })
+  const arrivals = arrivalsOf(requests, { ...(flags.minutes === undefined ? {} : { minutes: flags.minutes }), model: { prefillTokensPerSecond: flags.prefill, decodeTokensPerSecond: flags.decode } })
+  return { arrivals, what: `${window} of ${flags.trace in llmTraceFiles ? `the ${flags.trace} trace` : flags.trace}` }
+}
 
 /** Runs the command; answers its exit code. */
 export const replayFunctions = async (args: ReadonlyArray<string>): Promise<number> => {
   let flags: ReplayFlags | "help"
-  let requests: ReadonlyArray<LlmRequest>
+  let source: { readonly arrivals: ReadonlyArray<Arrival>; readonly what: string }
   try {
     flags = parseFlags(args)
     if (flags === "help") {
       process.stdout.write(replayUsage)
       return 0
     }
-    requests = requestsOf(flags.trace)
+    source = arrivalsFor(flags)
   } catch (error) {
     process.stderr.write(`nodus replay-functions: ${error instanceof Error ? error.message : String(error)}\n`)
     if (error instanceof UsageError) process.stderr.write(`\n${replayUsage}`)
     return 2
   }
-  const arrivals = arrivalsOf(requests, { ...(flags.minutes === undefined ? {} : { minutes: flags.minutes }), model: { prefillTokensPerSecond: flags.prefill, decodeTokensPerSecond: flags.decode } })
-  const name = flags.trace in llmTraceFiles ? `the ${flags.trace} trace` : flags.trace
-  process.stderr.write(`replaying ${arrivals.length} calls (${flags.minutes === undefined ? "all" : `the first ${flags.minutes} minutes`} of ${name}) under ${flags.policies.length} ${flags.policies.length === 1 ? "policy" : "policies"}\n`)
+  const { arrivals, what } = source
+  process.stderr.write(`replaying ${arrivals.length} calls (${what}) under ${flags.policies.length} ${flags.policies.length === 1 ? "policy" : "policies"}\n`)
   const summaries: Array<ReplaySummary> = []
   for (const policy of flags.policies) {
     const began = performance.now()

@@ -45,33 +45,53 @@ export const defaultServiceModel: ServiceModel = { prefillTokensPerSecond: 10_00
 export interface Arrival {
   readonly at: number
   readonly durationMs: number
+  /** Tries of the call that raise before one returns (`sim.nodus.dev/call-raises`); none without it. */
+  readonly raises?: number
 }
 
-const header = "TIMESTAMP,ContextTokens,GeneratedTokens"
-const row = /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?,(\d+),(\d+)$/u
+const timestamp = /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?$/u
 
-/** Epoch milliseconds of a trace timestamp, read as UTC (the trace names no zone; only differences are used). */
-const epochMsOf = (match: RegExpExecArray): number => {
+/**
+ * Epoch milliseconds of a trace timestamp `YYYY-MM-DD HH:MM:SS[.fraction]`, read as UTC (the traces name no zone; only
+ * differences are used), the fraction cut to the millisecond; undefined for any other text. Shared with GenAiTrace.ts.
+ */
+export const traceTimeMs = (text: string): number | undefined => {
+  const match = timestamp.exec(text)
+  if (match === null) return undefined
   const [, year, month, day, hour, minute, second, fraction] = match
   const ms = Number(((fraction ?? "") + "000").slice(0, 3))
   return Date.UTC(Number(year), Number(month) - 1, Number(day), Number(hour), Number(minute), Number(second), ms)
 }
 
+/**
+ * The data lines of a trace's CSV text, each with its 1-based line number (blank lines skipped), once its first line
+ * is `header`; else an error saying the text is not `what`. Shared with GenAiTrace.ts.
+ */
+export const csvDataLines = (text: string, header: string, what: string): ReadonlyArray<{ readonly line: number; readonly text: string }> => {
+  const lines = text.split(/\r?\n/u)
+  if (lines[0] !== header) throw new Error(`not ${what}: the first line is not "${header}"`)
+  const data: Array<{ line: number; text: string }> = []
+  for (let index = 1; index < lines.length; index++) if (lines[index] !== "") data.push({ line: index + 1, text: lines[index]! })
+  return data
+}
+
+/** The end (exclusive, ms after the first arrival) of a trace's first `minutes`; all of it without them. */
+export const endOfMinutes = (minutes: number | undefined): number => minutes === undefined ? Number.POSITIVE_INFINITY : minutes * 60_000
+
+const header = "TIMESTAMP,ContextTokens,GeneratedTokens"
+const row = /^([^,]*),(\d+),(\d+)$/u
+
 /** Parses the trace's CSV text; a malformed row is an error naming its line (the files are copied unchanged). */
 export const parseLlmTrace = (text: string): ReadonlyArray<LlmRequest> => {
-  const lines = text.split(/\r?\n/u)
-  if (lines[0] !== header) throw new Error(`not an Azure LLM inference trace: the first line is not "${header}"`)
   const requests: Array<LlmRequest> = []
   let first: number | undefined
-  for (let index = 1; index < lines.length; index++) {
-    const line = lines[index]!
-    if (line === "") continue
-    const match = row.exec(line)
-    if (match === null) throw new Error(`line ${index + 1}: not "TIMESTAMP,ContextTokens,GeneratedTokens": ${JSON.stringify(line.slice(0, 80))}`)
-    const at = epochMsOf(match)
+  for (const { line, text: data } of csvDataLines(text, header, "an Azure LLM inference trace")) {
+    const match = row.exec(data)
+    const at = match === null ? undefined : traceTimeMs(match[1]!)
+    if (match === null || at === undefined) throw new Error(`line ${line}: not "TIMESTAMP,ContextTokens,GeneratedTokens": ${JSON.stringify(data.slice(0, 80))}`)
     first ??= at
-    if (at < first + (requests.at(-1)?.offsetMs ?? 0)) throw new Error(`line ${index + 1}: out of time order`)
-    requests.push({ offsetMs: at - first, contextTokens: Number(match[8]), generatedTokens: Number(match[9]) })
+    if (at < first + (requests.at(-1)?.offsetMs ?? 0)) throw new Error(`line ${line}: out of time order`)
+    requests.push({ offsetMs: at - first, contextTokens: Number(match[2]), generatedTokens: Number(match[3]) })
   }
   return requests
 }
@@ -86,7 +106,7 @@ export const serviceTimeMs = (request: LlmRequest, model: ServiceModel = default
 
 /** The requests of the first `minutes` (all without it) as arrivals, with their service times. */
 export const arrivalsOf = (requests: ReadonlyArray<LlmRequest>, options: { readonly minutes?: number; readonly model?: ServiceModel } = {}): ReadonlyArray<Arrival> => {
-  const end = options.minutes === undefined ? Number.POSITIVE_INFINITY : options.minutes * 60_000
+  const end = endOfMinutes(options.minutes)
   const arrivals: Array<Arrival> = []
   for (const request of requests) {
     if (request.offsetMs >= end) break

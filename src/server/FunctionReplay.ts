@@ -73,6 +73,17 @@ export interface ReplayOptions {
   /** The simulated epoch time of the first arrival. */
   readonly start?: number
   readonly catalog?: ReadonlyArray<Offering>
+  /** Told every call's end once the replay is over, in arrival order (tests check each against its arrival). */
+  readonly onCalls?: (calls: ReadonlyArray<ReplayedCall>) => void
+}
+
+/** How one call of the replay ended: `index` into the arrivals, times in epoch ms. */
+export interface ReplayedCall {
+  readonly index: number
+  readonly phase: string
+  readonly reason: string | undefined
+  readonly startTime: number | undefined
+  readonly completionTime: number | undefined
 }
 
 /** Defaults: one H100 80GB per worker (docs/functions.md, "Replaying serving load"). */
@@ -102,7 +113,10 @@ export interface ReplaySummary {
   readonly queueWaitMs: Percentiles
   /** Completion − arrival, ms. */
   readonly latencyMs: Percentiles
-  /** Calls whose run (completion − start) differs from their service time: 0 unless a call was recovered. */
+  /**
+   * Calls that ran once — Succeeded, or Failed `RemoteError` (a raise: the Function has no retries) — whose run
+   * (completion − start) differs from their service time: 0 unless a call was recovered.
+   */
   readonly runMismatches: number
   readonly workers: {
     /** Most workers held at once (starting or ready, until their host is released). */
@@ -280,9 +294,12 @@ const run = (arrivals: ReadonlyArray<Arrival>, options: ReplayOptions, parts: Pa
       const at = start + arrivals[index]!.at
       yield* to(at)
       for (; index < arrivals.length && start + arrivals[index]!.at === at; index++) {
+        const arrival = arrivals[index]!
+        // A call that raises (a request the trace records as failed) raises on its only try: the Function has no retries.
+        const annotations = { "sim.nodus.dev/call-duration": `${arrival.durationMs}ms`, ...((arrival.raises ?? 0) > 0 ? { "sim.nodus.dev/call-raises": String(arrival.raises) } : {}) }
         yield* resources.create(calls, project, {
           apiVersion: calls.apiVersion, kind: "FunctionCall",
-          metadata: { name: `call-${index}`, annotations: { "sim.nodus.dev/call-duration": `${arrivals[index]!.durationMs}ms` } },
+          metadata: { name: `call-${index}`, annotations },
           spec: { function: functionName, timeout, input: { encoding: "JSON", inline: input } }
         }, writeOptions)
       }
@@ -325,6 +342,7 @@ const run = (arrivals: ReadonlyArray<Arrival>, options: ReplayOptions, parts: Pa
     let failed = 0
     let runMismatches = 0
     let serviceMs = 0
+    const ends: Array<ReplayedCall> = []
     for (const object of listed.items) {
       const index = Number(object.metadata.name.slice("call-".length))
       const arrival = arrivals[index]!
@@ -336,9 +354,16 @@ const run = (arrivals: ReadonlyArray<Arrival>, options: ReplayOptions, parts: Pa
       const arrived = start + arrival.at
       if (status.startTime !== undefined) waits.push(Date.parse(status.startTime) - arrived)
       if (status.completionTime !== undefined) latencies.push(Date.parse(status.completionTime) - arrived)
-      if (status.phase === "Succeeded" && status.startTime !== undefined && status.completionTime !== undefined &&
+      const ranOnce = status.phase === "Succeeded" || (status.phase === "Failed" && status.reason === "RemoteError")
+      if (ranOnce && status.startTime !== undefined && status.completionTime !== undefined &&
         Date.parse(status.completionTime) - Date.parse(status.startTime) !== arrival.durationMs) runMismatches++
+      ends.push({
+        index, phase: status.phase ?? "None", reason: status.reason,
+        startTime: status.startTime === undefined ? undefined : Date.parse(status.startTime),
+        completionTime: status.completionTime === undefined ? undefined : Date.parse(status.completionTime)
+      })
     }
+    options.onCalls?.(ends.sort((a, b) => a.index - b.index))
     const final = yield* readFunction
     const costUSD = final.cost?.totalUSD ?? "0"
     const charged = yield* ledgers.read((ledger) => ledger.chargesFor(uid).total)
