@@ -256,12 +256,25 @@ const run = (arrivals: ReadonlyArray<Arrival>, options: ReplayOptions, parts: Pa
     })
     const runTo = (at: number) => runUntil(reconciler, stepped, at, { before: (now) => clock.advanceTo(now) })
     /**
+     * Every call as last listed, by name: an ended call is deleted 7 days after it ends (spec: FunctionCall,
+     * retention; runtime/FunctionDispatch.ts), so a replay longer than that lists them as it goes, before time moves a
+     * simulated day past the last listing (a call's end is an instant of its own, so every ended call is listed before
+     * its 7 days are over).
+     */
+    const seen = new Map<string, { readonly metadata: { readonly name: string }; readonly status?: unknown }>()
+    let listedAt = stepped.now()
+    const listAll = Effect.gen(function*() {
+      for (const object of (yield* resources.list(calls, project, {})).items) seen.set(object.metadata.name, object)
+      listedAt = stepped.now()
+    })
+    /**
      * One instant at a time. A dispatch forks the fiber that hands the call to its worker, and that fiber must reach the
      * simulated worker before the engine moves on, or the call would start late: so each instant is followed by
      * yields, then by a second pass at the same instant (for the keys those fibers woke: answers heard, calls just
      * created), and yields again.
      */
     const instant = (at: number) => Effect.gen(function*() {
+      if (at - listedAt >= 86_400_000) yield* listAll
       yield* runTo(at)
       yield* settle
       yield* runTo(stepped.now())
@@ -334,7 +347,7 @@ const run = (arrivals: ReadonlyArray<Arrival>, options: ReplayOptions, parts: Pa
     yield* instant(stepped.now())
     const end = stepped.now()
 
-    const listed = yield* resources.list(calls, project, {})
+    yield* listAll
     const waits: Array<number> = []
     const latencies: Array<number> = []
     const other: Record<string, number> = {}
@@ -343,7 +356,7 @@ const run = (arrivals: ReadonlyArray<Arrival>, options: ReplayOptions, parts: Pa
     let runMismatches = 0
     let serviceMs = 0
     const ends: Array<ReplayedCall> = []
-    for (const object of listed.items) {
+    for (const object of seen.values()) {
       const index = Number(object.metadata.name.slice("call-".length))
       const arrival = arrivals[index]!
       serviceMs += arrival.durationMs
@@ -367,7 +380,7 @@ const run = (arrivals: ReadonlyArray<Arrival>, options: ReplayOptions, parts: Pa
     const final = yield* readFunction
     const costUSD = final.cost?.totalUSD ?? "0"
     const charged = yield* ledgers.read((ledger) => ledger.chargesFor(uid).total)
-    const callCount = listed.items.length
+    const callCount = seen.size
     return {
       policy: options.policy,
       calls: callCount,

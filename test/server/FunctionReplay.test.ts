@@ -102,6 +102,15 @@ describe("replaying FunctionCall arrivals on a Function under the simulator", ()
     }), { timeout: 120_000 })
 })
 
+describe("a replay longer than a FunctionCall's 7-day retention", () => {
+  it.effect("counts the calls that ended and were deleted before the replay's end", () =>
+    Effect.gen(function*() {
+      // The first call ends 8 days before the last arrives: the runtime has deleted it by then (spec: FunctionCall retention).
+      const summary = yield* replay([{ at: 0, durationMs: 1000 }, { at: 8 * 86_400_000, durationMs: 2000, raises: 1 }], { policy: policy(1) })
+      assert.deepStrictEqual([summary.calls, summary.succeeded, summary.failed, summary.serviceMs, summary.runMismatches], [2, 1, 1, 3000, 0])
+    }), { timeout: 120_000 })
+})
+
 describe("nodus replay-functions", () => {
   it("savings against the first policy, in percent to a tenth, from the costs' micro-dollars", () => {
     assert.strictEqual(savingsOf("4.7725", "1.826"), "61.7%")
