@@ -32,7 +32,7 @@ Usage:
   nodus kubeconfig [flags]    print a kubeconfig for the admin (add --namespace <project> to set a default project)
   nodus sim <scenario> [...]  run a simulator scenario headless and print its JSON summary (nodus sim --help)
   nodus report <scenario> [--out report.html]  run its what-if variants and write an HTML report (nodus report --help)
-  nodus replay-functions [--trace code|conv|FILE] [--minutes N] [--concurrency 1,4,16] [--json]
+  nodus replay-functions [--trace code|conv|genai|FILE] [--minutes N] [--concurrency 1,4,16] [--json]
                               replay LLM serving load on a Function under the simulator (nodus replay-functions --help)
   nodus forecast [--trace alibaba|FILE] [--horizon 168h] [--capacity-gpus N] [--json]
                               a Pool's GPU demand forecast from a trace, with its backtest (nodus forecast --help)
