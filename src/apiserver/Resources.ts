@@ -308,7 +308,7 @@ export interface ResourcesShape {
   /** A status write decided as `replace(…, "status")` would, not committed (no ops when it changes nothing). */
   readonly decideStatus: (ref: ResourceRef, namespace: string | undefined, name: string, body: unknown, options: WriteOptions) => Effect.Effect<DecidedWrite, ApiError>
   /** Commits decided writes and `extraOps` in one store commit; answers each write's object as committed, in order. */
-  readonly commitDecided: (writes: ReadonlyArray<DecidedWrite>, extraOps: ReadonlyArray<WriteOp>) => Effect.Effect<ReadonlyArray<ResourceObject>, ApiError>
+  readonly commitDecided: (writes: ReadonlyArray<DecidedWrite>, extraOps: ReadonlyArray<WriteOp>, about?: Omit<DecidedWrite, "ops" | "object">) => Effect.Effect<ReadonlyArray<ResourceObject>, ApiError>
   /** PUT of the object or (`subresource` status) of its status. */
   readonly replace: (ref: ResourceRef, namespace: string | undefined, name: string, body: unknown, options: WriteOptions, subresource?: "status") => Effect.Effect<WriteResult, ApiError>
   readonly patch: (ref: ResourceRef, namespace: string | undefined, name: string, patchType: PatchType, body: unknown, options: WriteOptions, subresource?: "status") => Effect.Effect<WriteResult, ApiError>
@@ -592,17 +592,17 @@ function makeOperations(services: {
       return { ref, namespace, name, ops, object: ops.length === 0 ? current : disposition.object } satisfies DecidedWrite
     })
 
-  const commitDecided = (writes: ReadonlyArray<DecidedWrite>, extraOps: ReadonlyArray<WriteOp>) =>
+  const commitDecided = (writes: ReadonlyArray<DecidedWrite>, extraOps: ReadonlyArray<WriteOp>, about?: Omit<DecidedWrite, "ops" | "object">) =>
     Effect.gen(function*() {
       const ops = [...writes.flatMap((write) => write.ops), ...extraOps]
-      const first = writes[0]
-      if (ops.length === 0 || first === undefined) return writes.map((write) => write.object)
-      // A failure names the object whose op failed (an extra op: the first write's).
+      if (ops.length === 0) return writes.map((write) => write.object)
+      // A failure names the object whose op failed (an extra op: the object the commit is about, or the first write's).
       const owners = writes.flatMap((write) => write.ops.map(() => write))
+      const fallback = about ?? writes[0]
       const committed = yield* store.commit(ops).pipe(
         Effect.catchTag("CommitFailed", (failure) => {
-          const owner = owners[failure.index] ?? first
-          return Effect.fail(commitFailure(owner.ref, owner.name, owner.namespace)(failure))
+          const owner = owners[failure.index] ?? fallback
+          return Effect.fail(owner === undefined ? conflict({ group: "", kind: "", name: "" }, "the commit's conditions did not hold") : commitFailure(owner.ref, owner.name, owner.namespace)(failure))
         }),
         Effect.mapError((error) => (error._tag === "StoreError" ? storeFailure(error) : error))
       )

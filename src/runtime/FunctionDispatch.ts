@@ -99,6 +99,8 @@ interface Pool {
   /** The counts the Function's status shows, and when they were taken (ServingLoad.shown). */
   shown: ServingLoad["shown"]
   shownAt: number
+  /** When statuses the store did not take are written again. */
+  rewriteAt: number | undefined
 }
 
 /** An ended call, deleted once its retention is over. */
@@ -131,6 +133,9 @@ class Fifo {
     return item
   }
 }
+
+/** How soon a call's status the store did not take is written again. */
+const rewriteAfterMs = 1_000
 
 /** How often a Function's status shows new counts of its calls at most (ServingLoad.shown). */
 const shownCountsMs = 1_000
@@ -179,8 +184,6 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
 
   const pools = new Map<string, Pool>()
   const callPools = new Map<string, Pool>()
-  /** Ended calls by when they go (spec: "kept 7 days after they end"), earliest first. */
-  const retained: Array<Retained> = []
   let wake: (uid: string) => void = () => undefined
 
   const poolOf = (namespace: string, fn: string): Pool => {
@@ -189,7 +192,7 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
     if (pool === undefined) {
       pool = {
         uid: undefined, spec: undefined, calls: new Map(), waiting: new Map(), delayed: new Set(), inFlight: new Map(), lastBusyAt: new Map(), heard: [], turn: 0,
-        queued: 0, attention: new Set(), dirty: new Set(), shown: undefined, shownAt: Number.NEGATIVE_INFINITY
+        queued: 0, attention: new Set(), dirty: new Set(), shown: undefined, shownAt: Number.NEGATIVE_INFINITY, rewriteAt: undefined
       }
       pools.set(key, pool)
     }
@@ -220,27 +223,50 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
   // -------------------------------------------------------------------------------------------------------------------
   // Retention (spec: FunctionCall, "kept 7 days after it ends")
 
-  const retainedUids = new Set<string>()
+  /** When each retained call goes (a whole hour), and the calls of each such hour. */
+  const retainedAt = new Map<string, number>()
+  const retainedHours = new Map<number, Map<string, Retained>>()
 
-  const retain = (call: Omit<Retained, "at">, state: Call.CallState) => {
-    if (state.completionTime === undefined || retainedUids.has(call.uid)) return
+  const retain = (call: Omit<Retained, "at">, completionTime: number | undefined) => {
+    if (completionTime === undefined || retainedAt.has(call.uid)) return
     // Whole hours: the Functions' steps that delete them wake at most once an hour for it.
-    const entry = { ...call, at: Math.ceil((state.completionTime + Limits.functionCallRetentionMs) / Limits.hourMs) * Limits.hourMs }
-    retainedUids.add(call.uid)
-    let index = retained.length
-    while (index > 0 && retained[index - 1]!.at > entry.at) index--
-    retained.splice(index, 0, entry)
+    const at = Math.ceil((completionTime + Limits.functionCallRetentionMs) / Limits.hourMs) * Limits.hourMs
+    retainedAt.set(call.uid, at)
+    let hour = retainedHours.get(at)
+    if (hour === undefined) retainedHours.set(at, hour = new Map())
+    hour.set(call.uid, { ...call, at })
   }
 
-  /** Deletes the ended calls whose retention is over by `now` (the same object: its uid is a precondition). */
+  const unretain = (uid: string) => {
+    const at = retainedAt.get(uid)
+    if (at === undefined) return
+    retainedAt.delete(uid)
+    const hour = retainedHours.get(at)
+    hour?.delete(uid)
+    if (hour?.size === 0) retainedHours.delete(at)
+  }
+
+  /** The earliest hour a retained call goes. */
+  const nextRetainedAt = (): number | undefined => {
+    let next: number | undefined
+    for (const at of retainedHours.keys()) if (next === undefined || at < next) next = at
+    return next
+  }
+
+  /**
+   * Deletes the ended calls whose retention is over by `now` (the same object: its uid is a precondition); one the
+   * store did not delete (unavailable) is tried again an hour later.
+   */
   const expireRetained = (now: number) => Effect.gen(function*() {
-    let due = 0
-    while (due < retained.length && retained[due]!.at <= now) due++
-    if (due === 0) return
-    const expired = retained.splice(0, due)
-    for (const call of expired) retainedUids.delete(call.uid)
+    const expired = [...retainedHours.entries()].filter(([at]) => at <= now).flatMap(([, hour]) => [...hour.values()])
+    if (expired.length === 0) return
+    for (const call of expired) unretain(call.uid)
     yield* Effect.forEach(expired, (call) =>
-      Effect.ignore(resources.remove(callRef, call.namespace, call.name, { dryRun: false, propagationPolicy: "Background", preconditions: { uid: call.uid } })), { concurrency: writeConcurrency, discard: true })
+      resources.remove(callRef, call.namespace, call.name, { dryRun: false, propagationPolicy: "Background", preconditions: { uid: call.uid } }).pipe(
+        Effect.catch((error) => Effect.sync(() => {
+          if (error.code !== "NotFound" && error.code !== "Conflict") retain(call, now + Limits.hourMs - Limits.functionCallRetentionMs)
+        }))
+      ), { concurrency: writeConcurrency, discard: true })
   })
 
   // -------------------------------------------------------------------------------------------------------------------
@@ -261,10 +287,12 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
       }
       return Effect.void
     }
+    // A call that ended here is final: a change of it from before its end (a lagging feed, a resync's listing) is old.
+    if (retainedAt.has(object.metadata.uid)) return Effect.void
     const status = (isObject(object.status) ? object.status : {}) as FunctionCallStatusType
     const state = Call.stateOf(status)
     if (!Call.isUnfinished(state)) {
-      retain({ uid: object.metadata.uid, namespace, name: object.metadata.name }, state)
+      retain({ uid: object.metadata.uid, namespace, name: object.metadata.name }, state.completionTime)
       return Effect.void
     }
     const unserved = !pools.has(poolKey(namespace, spec.function))
@@ -287,7 +315,7 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
   }
 
   const drop = (uid: string) => {
-    if (retainedUids.delete(uid)) retained.splice(retained.findIndex((call) => call.uid === uid), 1)
+    unretain(uid)
     const pool = callPools.get(uid)
     const call = pool?.calls.get(uid)
     if (pool === undefined || call === undefined) return
@@ -307,8 +335,11 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
     return Effect.void
   })
 
+  /** Everything again (start-up, or after falling behind the feed): calls held that are gone from the store go. */
   const resync = Effect.gen(function*() {
-    const page = yield* resources.list(callRef, undefined, {}).pipe(Effect.orElseSucceed(() => ({ items: [] as ReadonlyArray<ResourceObject> })))
+    const page = yield* resources.list(callRef, undefined, {})
+    const listed = new Set(page.items.map((object) => object.metadata.uid))
+    for (const uid of [...callPools.keys()]) if (!listed.has(uid)) drop(uid)
     for (const object of page.items) yield* take(object)
   })
 
@@ -402,7 +433,7 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
       const queue = pool.waiting.get(sessions[index]!)!
       for (let uid = queue.shift(); uid !== undefined; uid = queue.shift()) {
         const call = pool.calls.get(uid)
-        if (call?.waiting === true && Call.isDispatchable(call.state, now)) {
+        if (call?.waiting === true && !call.cancelAsked && Call.isDispatchable(call.state, now)) {
           unqueue(pool, call)
           pool.turn = index + 1
           return call
@@ -482,17 +513,22 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
     return { ...status, result: { encoding: result.encoding ?? "JSON", blob: `sha256:${stored.digest}`, sha256 } }
   })
 
-  /** A call's status to write now, unless it is what was written last. */
-  const nextStatus = (call: HeldCall, now: number, funded: Call.ShownCondition | undefined) => Effect.gen(function*() {
-    if (call.deleted) return undefined
+  /** A status to write: the call, the status and its JSON. */
+  interface Pending {
+    readonly call: HeldCall
+    readonly next: FunctionCallStatusType
+    readonly text: string
+  }
+
+  /** A call's status to write now; "unchanged" when it is what was written last, "failed" when it cannot be made now. */
+  const nextStatus = (call: HeldCall, now: number, funded: Call.ShownCondition | undefined): Effect.Effect<Pending | "unchanged" | "failed"> => Effect.gen(function*() {
+    if (call.deleted) return "unchanged" as const
     const shown = Call.statusOf(call.state, call.status)
     const conditions = Call.conditionsOf(call.state, shown.conditions, now, funded)
     const next = yield* shownResult(call, conditions === undefined ? shown : { ...shown, conditions })
     const text = JSON.stringify(next)
-    return text === call.written ? undefined : { call, next, text }
-  }).pipe(Effect.catch((error) => Effect.as(Effect.logWarning(`functions: the status of FunctionCall ${call.namespace}/${call.name}: ${error.message}`), undefined)))
-
-  type Pending = NonNullable<Effect.Success<ReturnType<typeof nextStatus>>>
+    return text === call.written ? "unchanged" as const : { call, next, text }
+  }).pipe(Effect.catch((error) => Effect.as(Effect.logWarning(`functions: the status of FunctionCall ${call.namespace}/${call.name}: ${error.message}`), "failed" as const)))
 
   const written = (pending: Pending, resourceVersion: string) => {
     pending.call.status = pending.next
@@ -538,16 +574,25 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
         pool.dirty.delete(uid)
       }
     }
-    const pending = yield* Effect.forEach(changed, (call) => nextStatus(call, now, funded))
+    const made = yield* Effect.forEach(changed, (call) => nextStatus(call, now, funded))
+    const pending = made.flatMap((one) => typeof one === "string" ? [] : [one])
     const byProject = new Map<string, Array<Pending>>()
-    for (const one of pending) if (one !== undefined) byProject.set(one.call.namespace, [...(byProject.get(one.call.namespace) ?? []), one])
+    for (const one of pending) byProject.set(one.call.namespace, [...(byProject.get(one.call.namespace) ?? []), one])
     for (const [namespace, some] of byProject) yield* writeAll(namespace, some)
-    for (const call of changed) {
-      if (Call.isUnfinished(call.state)) continue
+    changed.forEach((call, index) => {
+      const one = made[index]!
+      const stored = call.deleted || one === "unchanged" || (one !== "failed" && call.written === one.text)
+      // A status the store did not take is written again a second later; the call is held until it is.
+      if (!stored) {
+        pool.dirty.add(call.uid)
+        pool.rewriteAt = now + rewriteAfterMs
+        return
+      }
+      if (Call.isUnfinished(call.state)) return
       pool.calls.delete(call.uid)
       callPools.delete(call.uid)
-      if (!call.deleted) retain({ uid: call.uid, namespace: call.namespace, name: call.name }, call.state)
-    }
+      if (!call.deleted) retain({ uid: call.uid, namespace: call.namespace, name: call.name }, call.state.completionTime)
+    })
   })
 
   /** The Function is gone: every unfinished call of it is Failed FunctionDeleted (the try running then is paid). */
@@ -572,7 +617,8 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
       yield* wallPause(unservedCheckMs)
       if (pools.get(key)?.uid !== undefined) return
       const found = yield* Effect.result(resources.get(functionRef, namespace, fn))
-      if (found._tag === "Failure" && found.failure.code === "NotFound") yield* endPool(key, yield* Clock.currentTimeMillis)
+      const gone = found._tag === "Failure" ? found.failure.code === "NotFound" : found.success.metadata.deletionTimestamp !== undefined
+      if (gone) yield* endPool(key, yield* Clock.currentTimeMillis)
     }).pipe(Effect.ignore, Effect.forkIn(scope))
 
   /** A call just dispatched whose Running status waits (DispatchOptions.runningShownAfterMs): its answer may come first. */
@@ -589,7 +635,8 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
       if (state?.phase === "Running" && state.startTime !== undefined) consider(state.startTime + options.runningShownAfterMs)
     }
     for (const uid of pool.delayed) consider(pool.calls.get(uid)?.state.notBefore)
-    consider(retained[0]?.at)
+    consider(nextRetainedAt())
+    if (pool.rewriteAt !== undefined && pool.dirty.size > 0) consider(pool.rewriteAt)
     for (const flight of pool.inFlight.values()) {
       const call = pool.calls.get(flight.uid)
       if (call !== undefined && call.state.epoch === flight.epoch) consider(Call.deadlineOf(call.state, policyOf(pool, call)))

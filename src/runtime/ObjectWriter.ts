@@ -268,7 +268,8 @@ export const makeWriter = (services: WriterServices) => {
     const own = statusChanged
       ? [yield* resources.decideStatus(object.ref, object.namespace, object.name, { apiVersion: object.ref.apiVersion, kind: object.ref.info.kind, metadata, status }, writeOptions)]
       : []
-    const committed = yield* resources.commitDecided([...attempts.map((one) => one.write), ...own], [whileExists(object), ...ops])
+    const about = { ref: object.ref, namespace: object.namespace, name: object.name }
+    const committed = yield* resources.commitDecided([...attempts.map((one) => one.write), ...own], [whileExists(object), ...ops], about)
     attempts.forEach((one, index) => {
       one.attempt.created = true
       one.attempt.resourceVersion = committed[index]!.metadata.resourceVersion

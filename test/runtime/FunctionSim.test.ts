@@ -1,11 +1,11 @@
 /**
  * FunctionCalls whose workers are lost (spec: States and transitions, the FunctionCall rows "worker lost → Recovering,
  * then re-dispatched, recoveries incremented" and "recovery limit exceeded → Failed RecoveryLimitExceeded"), and
- * fencing ("a result from another epoch is fenced"): the reconciler and the dispatcher (runtime/FunctionDispatch.ts)
+ * fencing ("a result from another epoch is fenced"), and a call's own stale changes heard after its end: the reconciler and the dispatcher (runtime/FunctionDispatch.ts)
  * over the simulator's capacity, whose hosts a test loses at will, on the test's own virtual time.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Layer } from "effect"
+import { Deferred, Effect, Layer, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { AdmissionPlugins } from "../../src/apiserver/AdmissionPlugins.ts"
 import { ApiConfig } from "../../src/apiserver/ApiConfig.ts"
@@ -65,11 +65,33 @@ const makeDriver = (hold?: { readonly epoch: number; readonly release: Deferred.
 
 type Driver = Effect.Success<ReturnType<typeof makeDriver>>["driver"]
 
-const runtimeOver = (driver: Driver) => {
+/** A gate the change feed's FunctionCall MODIFIED changes wait behind (a follower that lags), while it is closed. */
+interface FeedGate {
+  current: Deferred.Deferred<void>
+}
+
+/** The change feed, its FunctionCall MODIFIED changes held behind `gate` when one is given. */
+const feedLayer = (gate: FeedGate | undefined) => {
+  const feed = ChangeFeed.layerWith({ ...defaultFeedOptions, pollInterval: "365 days" })
+  if (gate === undefined) return feed
+  return Layer.effect(ChangeFeed, Effect.gen(function*() {
+    const real = yield* ChangeFeed
+    return ChangeFeed.of({
+      resourceVersion: real.resourceVersion,
+      subscribe: (after) => Effect.map(real.subscribe(after), (subscription) => ({
+        ...subscription,
+        live: subscription.live.pipe(Stream.mapEffect((change) =>
+          change.key.resource === "functioncalls" && change.type === "MODIFIED" ? Effect.as(Deferred.await(gate.current), change) : Effect.succeed(change)))
+      }))
+    })
+  })).pipe(Layer.provide(feed))
+}
+
+const runtimeOver = (driver: Driver, gate?: FeedGate) => {
   const store = Layer.fresh(MemoryStore.layer)
   const ids = Ids.layer
   const outbox = EventOutbox.layer.pipe(Layer.provideMerge(ids))
-  const feed = ChangeFeed.layerWith({ ...defaultFeedOptions, pollInterval: "365 days" })
+  const feed = feedLayer(gate)
   const ledger = LedgerService.layer({ starterMicro: 100_000_000n }).pipe(Layer.provideMerge(outbox))
   const budgets = BudgetService.layer.pipe(Layer.provideMerge(Layer.mergeAll(feed, ledger)))
   const blobs = Blobs.layer.pipe(Layer.provide(BlobStore.layerMemory))
@@ -107,10 +129,10 @@ const call = (name: string, value: unknown) => Effect.flatMap(Resources, (resour
     spec: { function: "fn", timeout: "10m", input: { encoding: "JSON", inline: b64({ args: [value], kwargs: {} }) } }
   }, writeOptions))
 
-const sim = <A, E>(body: (driver: Driver, capacity: SimCapacity) => Effect.Effect<A, E, Reconciler | Resources>, hold?: { readonly epoch: number; readonly release: Deferred.Deferred<BoxReply> }) =>
+const sim = <A, E>(body: (driver: Driver, capacity: SimCapacity) => Effect.Effect<A, E, Reconciler | Resources>, hold?: { readonly epoch: number; readonly release: Deferred.Deferred<BoxReply> }, gate?: FeedGate) =>
   Effect.gen(function*() {
     const { driver, capacity } = yield* makeDriver(hold)
-    return yield* body(driver, capacity).pipe(Effect.provide(runtimeOver(driver)))
+    return yield* body(driver, capacity).pipe(Effect.provide(runtimeOver(driver, gate)))
   })
 
 describe("FunctionCalls whose workers are lost", () => {
@@ -182,4 +204,24 @@ describe("FunctionCalls whose workers are lost", () => {
         assert.strictEqual(unb64(status.result?.inline), "fresh")
       }), { epoch: 1, release })
     }))
+
+  it.effect("a change of a call heard late, after the call ended here, changes nothing: the call is not run again", () => {
+    const gate: FeedGate = { current: Deferred.makeUnsafe<void>() }
+    return sim((driver) => Effect.gen(function*() {
+      yield* Deferred.succeed(gate.current, undefined)
+      yield* setUp({})
+      yield* runUntil(driver, T0 + minute)
+      assert.strictEqual((yield* readFunction).workers?.ready, 1)
+      // From now on the dispatcher hears of the call's own status writes only once it has ended.
+      gate.current = Deferred.makeUnsafe<void>()
+      yield* call("once", "hello")
+      yield* runUntil(driver, T0 + 3 * minute)
+      const ended = yield* readCall("once")
+      assert.strictEqual(ended.phase, "Succeeded")
+      yield* Deferred.succeed(gate.current, undefined)
+      yield* runUntil(driver, T0 + 6 * minute)
+      const later = yield* readCall("once")
+      assert.deepStrictEqual([later.phase, later.worker?.epoch, later.recoveries, later.completionTime], ["Succeeded", 1, 0, ended.completionTime])
+    }), undefined, gate)
+  })
 })
