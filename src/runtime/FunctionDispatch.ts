@@ -39,7 +39,7 @@ import type { Change } from "../store/Store.ts"
 import { followStore } from "./Following.ts"
 import { methodAnnotation } from "./FunctionAdmission.ts"
 import { runtimeComponent, statusWriter } from "./ObjectWriter.ts"
-import { Serving } from "./Serving.ts"
+import { type ServedObject, Serving } from "./Serving.ts"
 
 /** One call the dispatcher holds. */
 interface HeldCall {
@@ -196,6 +196,14 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
       }
       pools.set(key, pool)
     }
+    return pool
+  }
+
+  /** The pool of a Function the reconciler steps, with its uid and spec as of this step. */
+  const servedPool = (object: ServedObject): Pool => {
+    const pool = poolOf(object.namespace, object.name)
+    pool.uid = object.uid
+    pool.spec = object.spec as FunctionSpecType
     return pool
   }
 
@@ -383,7 +391,7 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
     else moved(pool, call, Call.lose(call.state, flight.epoch, policy, now, cost, reply._tag === "Refused" ? reply.message : "no answer"))
   }
 
-  /** Dispatches whose worker ended (or is no longer known) are lost with it. */
+  /** Dispatches whose worker ended (or is no longer known) are lost with it; so is its idle time. */
   const loseOnEndedWorkers = (pool: Pool, attempts: ReadonlyArray<AttemptFacts>, now: number) => {
     const live = new Set(attempts.filter(isLive).map((attempt) => attempt.name))
     for (const flight of [...pool.inFlight.values()]) {
@@ -391,6 +399,8 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
       const ended = attempts.find((attempt) => attempt.name === flight.worker)
       hear(pool, { flight, reply: { _tag: "Refused", code: "Unavailable", message: `the worker ${flight.worker} ended (${ended?.outcome?.type ?? "gone"})` } }, now)
     }
+    // Only live workers' idle times matter (scale-down): a Function's workers come and go for as long as it serves.
+    for (const worker of [...pool.lastBusyAt.keys()]) if (!live.has(worker)) pool.lastBusyAt.delete(worker)
   }
 
   /** Every move due at `now` that needs no worker: answers, losses, cancels, deadlines, backoffs over. */
@@ -670,16 +680,12 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
   return Serving.of({
     kinds: new Set(["Function"]),
     load: (object, attempts, now) => Effect.sync(() => {
-      const pool = poolOf(object.namespace, object.name)
-      pool.uid = object.uid
-      pool.spec = object.spec as FunctionSpecType
+      const pool = servedPool(object)
       advance(pool, attempts, now)
       return loadOf(pool, now)
     }),
     stepped: (object, status, attempts, now) => Effect.gen(function*() {
-      const pool = poolOf(object.namespace, object.name)
-      pool.uid = object.uid
-      pool.spec = object.spec as FunctionSpecType
+      const pool = servedPool(object)
       yield* dispatch(pool, status as FunctionStatusType, attempts, now)
       yield* flush(pool, now, conditionIn((status as FunctionStatusType).conditions, "Funded"))
       yield* expireRetained(now)

@@ -16,6 +16,7 @@ import { egressOf, memoryBytesOf, programEnvOf } from "../ProgramParts.ts"
 export const codeInput = "code"
 
 const programs = new WeakMap<FunctionSpecType, WorkloadProgram>()
+const templates = new WeakMap<FunctionSpecType, string>()
 
 /** The program of every worker of a spec (made once per spec). */
 export const functionProgramOf = (spec: FunctionSpecType): WorkloadProgram => {
@@ -52,7 +53,14 @@ const programOf = (spec: FunctionSpecType): WorkloadProgram => ({
  * everything a worker runs with. Scaling, retries, timeout, state and the cost cap are read by the control plane only
  * and roll nothing, except targetConcurrency, which the worker runs its calls with.
  */
-export const workerTemplateOf = (spec: FunctionSpecType): string =>
+export const workerTemplateOf = (spec: FunctionSpecType): string => {
+  // Made once per spec: a Function is stepped at every call's end, and its spec object stays the same between changes.
+  let template = templates.get(spec)
+  if (template === undefined) templates.set(spec, template = templateOf(spec))
+  return template
+}
+
+const templateOf = (spec: FunctionSpecType): string =>
   fnv1a32(JSON.stringify([
     spec.code, spec.python, spec.image, spec.imageRef, spec.resources, spec.env, spec.secrets, spec.network, spec.initCommand,
     spec.workingDir, spec.volumes, spec.connections, spec.placement, spec.scaling.targetConcurrency
