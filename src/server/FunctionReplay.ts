@@ -16,9 +16,6 @@
  *   arrivals, policy and seed give the same summary.
  */
 import { Effect, Layer } from "effect"
-import { AdmissionPlugins } from "../apiserver/AdmissionPlugins.ts"
-import { ApiConfig } from "../apiserver/ApiConfig.ts"
-import { Blobs } from "../apiserver/Blobs.ts"
 import { Ids } from "../apiserver/Ids.ts"
 import { Resources, type WriteOptions } from "../apiserver/Resources.ts"
 import { Engine } from "../backends/sim/Engine.ts"
@@ -26,8 +23,7 @@ import { Prng } from "../backends/sim/Prng.ts"
 import { defaultFleet, providerModelsOf } from "../backends/sim/Run.ts"
 import { SimCapacity } from "../backends/sim/SimCapacity.ts"
 import * as SimPort from "../backends/sim/SimPort.ts"
-import { currentPricebook } from "../core/billing/Pricebook.ts"
-import { type AttemptFacts, CapacityPort, type CapacityPortShape } from "../core/capacity/Capacity.ts"
+import type { AttemptFacts, CapacityPortShape } from "../core/capacity/Capacity.ts"
 import type { Offering } from "../core/capacity/Offering.ts"
 import type { JsonObject } from "../core/Json.ts"
 import { namespaceRef, refOfKind } from "../core/meta/Kinds.ts"
@@ -36,17 +32,11 @@ import type { FunctionStatusType } from "../core/schemas/Function.ts"
 import type { FunctionCallStatusType } from "../core/schemas/FunctionCall.ts"
 import { loadCatalog } from "../data/CatalogData.ts"
 import type { Arrival } from "../data/LlmTrace.ts"
-import { BudgetService } from "../runtime/Budgets.ts"
-import { EventOutbox } from "../runtime/EventOutbox.ts"
-import * as FunctionDispatch from "../runtime/FunctionDispatch.ts"
 import { functionKind } from "../runtime/kinds/Function.ts"
 import { LedgerService } from "../runtime/LedgerService.ts"
 import { Reconciler } from "../runtime/Reconciler.ts"
-import { KindRegistry } from "../runtime/Registry.ts"
 import { runUntil, type SteppedCapacity } from "../runtime/VirtualTime.ts"
-import * as BlobStore from "../store/BlobStore.ts"
-import { ChangeFeed, defaultFeedOptions } from "../store/ChangeFeed.ts"
-import * as MemoryStore from "../store/MemoryStore.ts"
+import { inProcessGroup, inProcessRuntime } from "./InProcessRuntime.ts"
 import { VirtualClock, layer as clockLayer } from "./VirtualClock.ts"
 
 /** A Function's scaling policy (spec: Function.scaling). */
@@ -138,7 +128,7 @@ export interface ReplaySummary {
   readonly costPer1000CallsUSD: string
 }
 
-const group = "nodus.dev"
+const group = inProcessGroup
 const project = "replay"
 const functionName = "llm"
 const functions = refOfKind(group, "Function")
@@ -191,30 +181,13 @@ const workersOf = (attempts: ReadonlyArray<AttemptFacts>, from: number, to: numb
   return { peak, launched: attempts.length, workerSeconds: Math.round(heldMs / 1000), perMinute: perMinuteMs.map((ms) => Math.round((ms / 60_000) * 100) / 100) }
 }
 
-/** The runtime over the simulated capacity, as the sim backend wires it, on a store of its own. */
-const runtimeOver = (port: CapacityPortShape, clock: VirtualClock, catalog: ReadonlyArray<Offering>) => {
-  const store = Layer.fresh(MemoryStore.layer)
-  const ids = Ids.layerSequential
-  const outbox = EventOutbox.layer.pipe(Layer.provideMerge(ids))
-  // Every change is pushed to the followers; the poll is a fallback this replay never needs.
-  const feed = ChangeFeed.layerWith({ ...defaultFeedOptions, pollInterval: "365 days" })
-  // Money is what the replay measures, not what limits it: funding never runs out.
-  const ledger = LedgerService.layer({ starterMicro: 1_000_000_000_000n }).pipe(Layer.provideMerge(outbox))
-  const budgets = BudgetService.layer.pipe(Layer.provideMerge(Layer.mergeAll(feed, ledger)))
-  const blobs = Blobs.layer.pipe(Layer.provide(BlobStore.layerMemory))
-  const resources = Resources.layer.pipe(Layer.provideMerge(AdmissionPlugins.layerNone))
-  const base = Layer.mergeAll(
-    resources, budgets, blobs,
-    Layer.succeed(ApiConfig, { group, publicUrl: () => "http://127.0.0.1", bookmarkInterval: "30 seconds" }),
-    KindRegistry.layer([functionKind]),
-    Layer.succeed(CapacityPort, port)
-  ).pipe(Layer.provideMerge(Layer.merge(store, ids)))
-  return Reconciler.layer({ catalog: () => catalog, pricebook: currentPricebook, lostAt: clock.now() }).pipe(
-    Layer.provide(FunctionDispatch.layer()),
-    Layer.provideMerge(base),
-    Layer.provideMerge(clockLayer(clock))
-  )
-}
+/** The runtime over the simulated capacity, as the sim backend wires it, on a store of its own and `clock`'s time. */
+const runtimeOver = (port: CapacityPortShape, clock: VirtualClock, catalog: ReadonlyArray<Offering>) =>
+  inProcessRuntime({
+    port, catalog, kinds: [functionKind], lostAt: clock.now(), ids: Ids.layerSequential,
+    // Money is what the replay measures, not what limits it: funding never runs out.
+    starterMicro: 1_000_000_000_000n
+  }).pipe(Layer.provideMerge(clockLayer(clock)))
 
 /** Replays `arrivals` (sorted by `at`, ms after the first) on a Function under `options.policy`, and summarizes it. */
 export const replay = (arrivals: ReadonlyArray<Arrival>, options: ReplayOptions): Effect.Effect<ReplaySummary, Error> =>

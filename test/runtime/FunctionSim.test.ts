@@ -7,31 +7,20 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Layer, Stream } from "effect"
 import { TestClock } from "effect/testing"
-import { AdmissionPlugins } from "../../src/apiserver/AdmissionPlugins.ts"
-import { ApiConfig } from "../../src/apiserver/ApiConfig.ts"
-import { Blobs } from "../../src/apiserver/Blobs.ts"
-import { Ids } from "../../src/apiserver/Ids.ts"
 import { Resources, type WriteOptions } from "../../src/apiserver/Resources.ts"
 import { Engine } from "../../src/backends/sim/Engine.ts"
 import { Prng } from "../../src/backends/sim/Prng.ts"
 import { SimCapacity } from "../../src/backends/sim/SimCapacity.ts"
 import * as SimPort from "../../src/backends/sim/SimPort.ts"
-import { currentPricebook } from "../../src/core/billing/Pricebook.ts"
-import { type BoxReply, CapacityPort } from "../../src/core/capacity/Capacity.ts"
+import type { BoxReply } from "../../src/core/capacity/Capacity.ts"
 import { namespaceRef, refOfKind } from "../../src/core/meta/Kinds.ts"
 import type { FunctionStatusType } from "../../src/core/schemas/Function.ts"
 import type { FunctionCallStatusType } from "../../src/core/schemas/FunctionCall.ts"
-import { BudgetService } from "../../src/runtime/Budgets.ts"
-import { EventOutbox } from "../../src/runtime/EventOutbox.ts"
-import * as FunctionDispatch from "../../src/runtime/FunctionDispatch.ts"
 import { functionKind } from "../../src/runtime/kinds/Function.ts"
-import { LedgerService } from "../../src/runtime/LedgerService.ts"
 import { Reconciler } from "../../src/runtime/Reconciler.ts"
-import { KindRegistry } from "../../src/runtime/Registry.ts"
 import * as VirtualTime from "../../src/runtime/VirtualTime.ts"
-import * as BlobStore from "../../src/store/BlobStore.ts"
-import { ChangeFeed, defaultFeedOptions } from "../../src/store/ChangeFeed.ts"
-import * as MemoryStore from "../../src/store/MemoryStore.ts"
+import { ChangeFeed } from "../../src/store/ChangeFeed.ts"
+import { inProcessRuntime, pushedFeed } from "../../src/server/InProcessRuntime.ts"
 import { catalog, minute, T0 } from "../core/Fixtures.ts"
 
 const group = "nodus.dev"
@@ -72,8 +61,7 @@ interface FeedGate {
 
 /** The change feed, its FunctionCall MODIFIED changes held behind `gate` when one is given. */
 const feedLayer = (gate: FeedGate | undefined) => {
-  const feed = ChangeFeed.layerWith({ ...defaultFeedOptions, pollInterval: "365 days" })
-  if (gate === undefined) return feed
+  if (gate === undefined) return pushedFeed
   return Layer.effect(ChangeFeed, Effect.gen(function*() {
     const real = yield* ChangeFeed
     return ChangeFeed.of({
@@ -84,22 +72,11 @@ const feedLayer = (gate: FeedGate | undefined) => {
           change.key.resource === "functioncalls" && change.type === "MODIFIED" ? Effect.as(Deferred.await(gate.current), change) : Effect.succeed(change)))
       }))
     })
-  })).pipe(Layer.provide(feed))
+  })).pipe(Layer.provide(pushedFeed))
 }
 
-const runtimeOver = (driver: Driver, gate?: FeedGate) => {
-  const store = Layer.fresh(MemoryStore.layer)
-  const ids = Ids.layer
-  const outbox = EventOutbox.layer.pipe(Layer.provideMerge(ids))
-  const feed = feedLayer(gate)
-  const ledger = LedgerService.layer({ starterMicro: 100_000_000n }).pipe(Layer.provideMerge(outbox))
-  const budgets = BudgetService.layer.pipe(Layer.provideMerge(Layer.mergeAll(feed, ledger)))
-  const blobs = Blobs.layer.pipe(Layer.provide(BlobStore.layerMemory))
-  const resources = Resources.layer.pipe(Layer.provideMerge(AdmissionPlugins.layerNone))
-  const base = Layer.mergeAll(resources, budgets, blobs, Layer.succeed(ApiConfig, { group, publicUrl: () => "http://127.0.0.1", bookmarkInterval: "30 seconds" }), KindRegistry.layer([functionKind]), Layer.succeed(CapacityPort, driver.port))
-    .pipe(Layer.provideMerge(Layer.merge(store, ids)))
-  return Reconciler.layer({ catalog: () => catalog, pricebook: currentPricebook, lostAt: T0 }).pipe(Layer.provide(FunctionDispatch.layer()), Layer.provideMerge(base))
-}
+const runtimeOver = (driver: Driver, gate?: FeedGate) =>
+  inProcessRuntime({ port: driver.port, catalog, kinds: [functionKind], lostAt: T0, starterMicro: 100_000_000n, feed: feedLayer(gate) })
 
 /** Moves the driver, the reconciler and the test clock together to `target`, letting the dispatcher take calls in. */
 const runUntil = (driver: Driver, target: number) => Effect.gen(function*() {
