@@ -65,7 +65,7 @@ export const touched = (batch: ReadonlyArray<ReadonlyArray<WriteOp>>) => {
   for (const ops of batch) {
     for (const op of ops) {
       if (op._tag === "Post") postings.add(op.posting.key)
-      else if (op._tag === "PutRecord" || op._tag === "DeleteRecord") records.set(recordKey(op.table, op.id), { table: op.table, id: op.id })
+      else if (op._tag === "PutRecord" || op._tag === "DeleteRecord" || op._tag === "RequireRecord") records.set(recordKey(op.table, op.id), { table: op.table, id: op.id })
       else objects.set(keyString(op.key), op.key)
     }
   }
@@ -98,6 +98,12 @@ const check = (ops: ReadonlyArray<WriteOp>, objects: ReadonlyMap<string, ObjectS
     }
     if (op._tag === "DeleteRecord") {
       localRecords.delete(recordKey(op.table, op.id))
+      continue
+    }
+    if (op._tag === "RequireRecord") {
+      const exists = localRecords.has(recordKey(op.table, op.id))
+      if (op.present && !exists) return failure("NotFound")
+      if (!op.present && exists) return failure("RecordExists")
       continue
     }
     const key = keyString(op.key)

@@ -46,6 +46,11 @@ export type WriteOp =
   }
   | { readonly _tag: "DeleteRecord"; readonly table: string; readonly id: string }
   /**
+   * Writes nothing; fails NotFound unless an unexpired record has the id (`present`), or RecordExists when one has it
+   * (`!present`). A fencing token: a commit made for a shard's owner requires its epoch's record (docs/scale-out.md).
+   */
+  | { readonly _tag: "RequireRecord"; readonly table: string; readonly id: string; readonly present: boolean }
+  /**
    * Appends a ledger posting. Fails RecordExists when a posting with its key is stored (its operation was applied
    * already), and Conflict unless its seq is one more than the last stored posting's, or than the commit's previous
    * Post (another writer posted first: the caller's ledger is behind). Posts are not objects: no change, no

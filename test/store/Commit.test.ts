@@ -360,7 +360,7 @@ const runModel = (commits: ReadonlyArray<ReadonlyArray<AbstractOp>>, initial: Re
     const touchedHere = new Set<string>()
     let failure: ModelOutcome | undefined
     for (const [index, op] of ops.entries()) {
-      if (op._tag === "PutRecord" || op._tag === "DeleteRecord" || op._tag === "Post") continue
+      if (op._tag === "PutRecord" || op._tag === "DeleteRecord" || op._tag === "RequireRecord" || op._tag === "Post") continue
       const key = op.key.name
       const entry = local.get(key)
       const fail = (reason: FailureReason) => ({ ok: false as const, index, reason })

@@ -180,6 +180,27 @@ export const suite = (name: string, storeLayer: Layer.Layer<Store, unknown>) =>
         assert.isTrue((yield* store.deleteExpiredRecords(5_000)) >= 1)
       }))
 
+    it.effect("RequireRecord: a commit holds only while a record is there (or absent), and writes nothing of its own", () =>
+      Effect.gen(function*() {
+        const store = yield* Store
+        yield* store.commit([{ _tag: "PutRecord", table: "fence", id: "shard-1@1", value: 1 }])
+        const fenced = (present: boolean, id = "shard-1@1") => Effect.exit(store.commit([
+          { _tag: "RequireRecord", table: "fence", id, present },
+          create(makeObject(key(`fenced-${present}-${id}`)))
+        ]))
+        const rv = yield* store.resourceVersion
+        yield* store.commit([{ _tag: "RequireRecord", table: "fence", id: "shard-1@1", present: true }])
+        assert.strictEqual(yield* store.resourceVersion, rv)
+        assert.isTrue(Exit.isSuccess(yield* fenced(true)))
+        assert.strictEqual(failureReason(yield* fenced(false)), "RecordExists")
+        assert.strictEqual(failureReason(yield* fenced(true, "shard-1@2")), "NotFound")
+        // The next epoch's claim removes this one's record: a commit of the old owner no longer holds.
+        yield* store.commit([{ _tag: "DeleteRecord", table: "fence", id: "shard-1@1" }, { _tag: "PutRecord", table: "fence", id: "shard-1@2", value: 2 }])
+        assert.strictEqual(failureReason(yield* fenced(true)), "NotFound")
+        assert.isTrue(Option.isNone(yield* store.get(key("fenced-true-shard-1@1x"))))
+        assert.isTrue(Exit.isSuccess(yield* fenced(true, "shard-1@2")))
+      }))
+
     it.effect("records of a table page in bytewise id order, without expired ones or other tables' records", () =>
       Effect.gen(function*() {
         const store = yield* Store
