@@ -1,0 +1,65 @@
+/**
+ * Ownership over Effect Cluster (server/Cluster.ts) with runners in one process on one PostgreSQL database: the shards
+ * are split between the runners, each held shard has its epoch claimed, a commit fenced with a superseded epoch fails,
+ * and a runner that stops hands its shards to the others. Runs when DATABASE_URL is set.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Effect, Exit, Layer, ManagedRuntime } from "effect"
+import * as SqlStore from "../../src/store/SqlStore.ts"
+import { Store } from "../../src/store/Store.ts"
+import * as Cluster from "../../src/server/Cluster.ts"
+import { claimEpochs, fenceTable, Ownership } from "../../src/runtime/Ownership.ts"
+import { createDatabase, databaseUrl } from "../support/Postgres.ts"
+import { eventually } from "../support/ServerProcess.ts"
+
+const shardsPerGroup = 16
+const entities = Array.from({ length: 200 }, (_, index) => `jobs/chaos/job-${index}`)
+
+const runner = (url: string) => {
+  const store = Layer.fresh(SqlStore.layerPostgres(url))
+  const layer = Cluster.layer({ databaseUrl: url, shardsPerGroup, shardLockExpirationMs: 6_000 }).pipe(Layer.provideMerge(store))
+  return ManagedRuntime.make(layer)
+}
+
+describe.skipIf(databaseUrl === undefined)("ownership over Effect Cluster", () => {
+  let url: string
+  let dropDatabase: () => Promise<void>
+  const runtimes: Array<{ readonly runtime: ManagedRuntime.ManagedRuntime<Ownership | Store, unknown>; readonly ownership: Ownership["Service"]; readonly store: Store["Service"] }> = []
+  beforeAll(async () => {
+    const database = await createDatabase(databaseUrl!)
+    url = database.url
+    dropDatabase = database.drop
+  })
+  afterAll(async () => {
+    for (const { runtime } of runtimes) await runtime.dispose()
+    await dropDatabase?.()
+  })
+
+  const owners = (entity: string) => runtimes.filter(({ ownership }) => ownership.owns(entity))
+  const start = async () => {
+    const runtime = runner(url)
+    runtimes.push({ runtime, ownership: await runtime.runPromise(Ownership), store: await runtime.runPromise(Store) })
+  }
+
+  it("two runners split the shards, every object owned by exactly one of them, and a stopped runner's shards move", async () => {
+    await Promise.all([start(), start()])
+    const [first, second] = runtimes
+    const split = () => entities.every((entity) => owners(entity).length === 1) && runtimes.every((one) => entities.some((entity) => owners(entity)[0] === one))
+    await eventually("every object owned once, by both runners", split, 30_000)
+    const firstShare = entities.filter((entity) => owners(entity)[0] === first).length
+    assert.isAbove(firstShare, 0, "the first runner owns some objects")
+    assert.isBelow(firstShare, entities.length, "the second runner owns some objects")
+    // A fence of the current epoch holds; the shard's next claim (another owner) makes it fail.
+    const entity = entities.find((one) => owners(one)[0] === second)!
+    const { store, ownership } = second!
+    const fence = { ops: ownership.fence(entity), shard: ownership.shardOf(entity) }
+    assert.strictEqual(fence.ops[0]!._tag, "RequireRecord")
+    assert.isTrue(Exit.isSuccess(await Effect.runPromiseExit(store.commit(fence.ops))))
+    const stolen = await Effect.runPromise(claimEpochs(store, [fence.shard], "thief", 0))
+    assert.strictEqual(stolen.size, 1)
+    assert.isTrue(Exit.isFailure(await Effect.runPromiseExit(store.commit(fence.ops))), "a superseded epoch's commit fails")
+    assert.isTrue(Exit.isFailure(await Effect.runPromiseExit(store.commit([{ _tag: "RequireRecord", table: fenceTable, id: `${fence.shard}@0`, present: true }]))))
+    await runtimes.shift()!.runtime.dispose()
+    await eventually("the second runner owns everything", () => entities.every((one) => owners(one).length === 1 && owners(one)[0] === second), 30_000)
+  }, 90_000)
+})
