@@ -17,7 +17,7 @@ import { type AccountBalances, type AccountEvent, accountEventsOf, balancesOf } 
 import { ApiError } from "../core/meta/ApiError.ts"
 import { Ledger, type Posting } from "../core/billing/Ledger.ts"
 import { formatMicroUsd } from "../core/Money.ts"
-import { Store, type StoreError } from "../store/Store.ts"
+import { Store, type StoreError, type WriteOp } from "../store/Store.ts"
 import { deliveryOf, EventOutbox, type OutboxEvent } from "./EventOutbox.ts"
 
 /** Starter credits of the embedded default and sim mode: 100 USD (nodus). */
@@ -33,9 +33,10 @@ export interface LedgerShape {
   readonly read: <A>(f: (ledger: Ledger) => A) => Effect.Effect<A>
   /**
    * Runs operations on the ledger and commits their postings; answers what `f` answered. When the commit fails the
-   * ledger is rebuilt from the store, and the error is Unavailable (nothing was charged).
+   * ledger is rebuilt from the store, and the error is Unavailable (nothing was charged). `fence` commits with the
+   * postings: a controller's fencing token (runtime/Ownership.ts), so a process that lost an object bills nothing for it.
    */
-  readonly update: <A>(f: (ledger: Ledger) => A) => Effect.Effect<A, ApiError>
+  readonly update: <A>(f: (ledger: Ledger) => A, fence?: ReadonlyArray<WriteOp>) => Effect.Effect<A, ApiError>
 }
 
 export interface LedgerOptions {
@@ -95,13 +96,13 @@ function make(options: LedgerOptions) {
      * Commits the postings made since the last commit, and in the same commit the account events their balances crossed
      * into (docs/billing.md, "Account events"): a lost commit loses both.
      */
-    const persist = (before: AccountBalances) => Effect.gen(function*() {
+    const persist = (before: AccountBalances, fence: ReadonlyArray<WriteOp>) => Effect.gen(function*() {
       const postings = ledger.drain()
       if (postings.length === 0) return
       const now = yield* Clock.currentTimeMillis
       const after = balancesOf(ledger)
       const events = accountEventsOf(before, after).map((event) => outbox.record(accountEvent(group, event, after, now)))
-      yield* store.commit([...postings.map((posting) => ({ _tag: "Post" as const, posting })), ...events]).pipe(
+      yield* store.commit([...postings.map((posting) => ({ _tag: "Post" as const, posting })), ...events, ...fence]).pipe(
         // The store refused (another writer) or failed: what is in memory may not be what was stored.
         Effect.catch((error) => {
           stale = true
@@ -113,11 +114,11 @@ function make(options: LedgerOptions) {
     const service: LedgerShape = {
       // A read of a stale ledger tries the store first, and otherwise answers from memory (reads are advice).
       read: (f) => lock.withPermit(Effect.andThen(Effect.ignore(current), Effect.sync(() => f(ledger)))),
-      update: (f) => lock.withPermit(Effect.uninterruptible(Effect.gen(function*() {
+      update: (f, fence = []) => lock.withPermit(Effect.uninterruptible(Effect.gen(function*() {
         yield* current
         const before = balancesOf(ledger)
         const answer = f(ledger)
-        yield* persist(before)
+        yield* persist(before, fence)
         return answer
       })))
     }

@@ -9,6 +9,8 @@
  *   with the placement explanation, and its status whenever the run's facts change.
  *
  * A write that finds the object gone drops what it carried; one that loses a race (Conflict) reads again and retries.
+ * Every commit carries the fence of the object's shard (`fence`, runtime/Ownership.ts): a process that no longer owns
+ * the object writes nothing of it.
  */
 import { Effect, Result } from "effect"
 import { ApiError } from "../core/meta/ApiError.ts"
@@ -25,6 +27,7 @@ import type { Ids } from "../apiserver/Ids.ts"
 import type { DecidedWrite, Resources, WriteOptions } from "../apiserver/Resources.ts"
 import type { Store, WriteOp } from "../store/Store.ts"
 import { deliveryOf, type EventOutbox } from "./EventOutbox.ts"
+import { entityOf } from "./Ownership.ts"
 
 /** `source.component` of the runtime's events and the field manager of its writes. */
 export const runtimeComponent = "nodus-runtime"
@@ -69,6 +72,8 @@ export interface WriterServices {
   readonly ids: Ids["Service"]
   readonly outbox: EventOutbox["Service"]
   readonly attemptRef: ResourceRef
+  /** The fencing ops of an object's owner (by entity: Ownership.entityOf); none where one process owns everything. */
+  readonly fence?: (entity: string) => ReadonlyArray<WriteOp>
 }
 
 /** Logs a failed write and goes on: one object the store refuses must not stop the others. */
@@ -138,8 +143,12 @@ export const makeWriter = (services: WriterServices) => {
 
   const objectKey = (object: WrittenObject) => ({ resource: object.ref.info.plural, namespace: object.namespace, name: object.name })
 
-  /** Records about an object are written only while it exists, so none outlives it uncollected. */
-  const whileExists = (object: WrittenObject): WriteOp => ({ _tag: "Require", key: objectKey(object), notDeleting: false })
+  const fenceOf = (object: WrittenObject) => services.fence?.(entityOf(object.ref.info.plural, object.namespace, object.name)) ?? []
+
+  /**
+   * Records about an object are written only while it exists, so none outlives it uncollected, and only by its owner.
+   */
+  const guard = (object: WrittenObject): ReadonlyArray<WriteOp> => [{ _tag: "Require", key: objectKey(object), notDeleting: false }, ...fenceOf(object)]
 
   const writeStatus = statusWriter(resources)
 
@@ -165,7 +174,7 @@ export const makeWriter = (services: WriterServices) => {
    * collected) makes way.
    */
   const createAttempt = (object: WrittenObject, attempt: AttemptRecord, status: JsonObject) => Effect.gen(function*() {
-    const create = resources.create(attemptRef, object.namespace, attemptBody(object, attempt), { ...writeOptions, status, commitWith: () => [whileExists(object)] })
+    const create = resources.create(attemptRef, object.namespace, attemptBody(object, attempt), { ...writeOptions, status, commitWith: () => guard(object) })
     const created = yield* Effect.result(create)
     if (Result.isFailure(created)) {
       if (created.failure.code === "NotFound") return
@@ -187,7 +196,7 @@ export const makeWriter = (services: WriterServices) => {
     if (!attempt.created) yield* createAttempt(object, attempt, status)
     const text = JSON.stringify(status)
     if (text !== attempt.written) {
-      attempt.resourceVersion = yield* writeStatus({ ref: attemptRef, namespace: object.namespace, name: attempt.facts.name, uid: undefined, resourceVersion: attempt.resourceVersion }, status)
+      attempt.resourceVersion = yield* writeStatus({ ref: attemptRef, namespace: object.namespace, name: attempt.facts.name, uid: undefined, resourceVersion: attempt.resourceVersion }, status, () => fenceOf(object))
       attempt.written = text
     }
     if (attempt.facts.phase === "Ended") object.attempts.delete(attempt.facts.name)
@@ -269,7 +278,7 @@ export const makeWriter = (services: WriterServices) => {
       ? [yield* resources.decideStatus(object.ref, object.namespace, object.name, { apiVersion: object.ref.apiVersion, kind: object.ref.info.kind, metadata, status }, writeOptions)]
       : []
     const about = { ref: object.ref, namespace: object.namespace, name: object.name }
-    const committed = yield* resources.commitDecided([...attempts.map((one) => one.write), ...own], [whileExists(object), ...ops], about)
+    const committed = yield* resources.commitDecided([...attempts.map((one) => one.write), ...own], [...guard(object), ...ops], about)
     attempts.forEach((one, index) => {
       one.attempt.created = true
       one.attempt.resourceVersion = committed[index]!.metadata.resourceVersion
@@ -307,10 +316,10 @@ export const makeWriter = (services: WriterServices) => {
     if (text === object.written && events.length === 0) return
     const { ops, counts } = yield* eventOps(object, events, status ?? {})
     if (status === undefined) {
-      yield* resources.commit(object.ref, object.namespace, object.name, [whileExists(object), ...ops])
+      yield* resources.commit(object.ref, object.namespace, object.name, [...guard(object), ...ops])
     } else {
       const target = { ref: object.ref, namespace: object.namespace, name: object.name, uid: object.uid, resourceVersion: object.resourceVersion }
-      const written = yield* writeStatus(target, status as unknown as Json, () => ops)
+      const written = yield* writeStatus(target, status as unknown as Json, () => [...fenceOf(object), ...ops])
       // The object is gone (or another object has its name): nothing of this step is stored, by design.
       if (written === undefined) return
       object.resourceVersion = written

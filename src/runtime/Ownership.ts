@@ -22,6 +22,9 @@ import { Context, Effect, Layer, Option, type Scope, Stream } from "effect"
 import { isObject } from "../core/Json.ts"
 import type { Store, WriteOp } from "../store/Store.ts"
 
+/** The entity an object is owned as: its key (`<plural>/<namespace>/<name>`), as the reconciler queues it. */
+export const entityOf = (plural: string, namespace: string, name: string): string => `${plural}/${namespace}/${name}`
+
 /** Shards taken or given up at once. */
 export interface OwnershipChange {
   readonly acquired: ReadonlyArray<string>

@@ -16,6 +16,13 @@
  *
  * An object deleted (by its owner, or by its own ttl) lets go of its runs; they are billed until their hosts are
  * released (docs/billing.md, "Release"), and only then does the port forget them.
+ *
+ * Several server processes on one store share the objects out (Ownership.ts, docs/scale-out.md): this reconciler
+ * follows only the keys of the shards this process holds. Shards taken are read in (a resync; the runs their previous
+ * owner left live end when they were taken, as after a restart); shards lost are dropped at once, their runs released
+ * and nothing more written of them. Everything it writes for an object — status, Attempts, events, postings — carries
+ * the fence of the object's shard, and a step that acts on capacity checks it first: a process that lost a shard
+ * without knowing it yet cannot launch, bill or record for it.
  */
 import { Context, Effect, Layer, Option, Semaphore, Stream } from "effect"
 import type { ApiError } from "../core/meta/ApiError.ts"
@@ -42,6 +49,7 @@ import { EventOutbox } from "./EventOutbox.ts"
 import { followStore } from "./Following.ts"
 import { LedgerService } from "./LedgerService.ts"
 import { makeWriter, quietly, type WrittenObject } from "./ObjectWriter.ts"
+import { currentOwnership, entityOf, type OwnershipChange } from "./Ownership.ts"
 import type { AnyRuntimeKind } from "./kinds/RuntimeKind.ts"
 import { KindRegistry } from "./Registry.ts"
 import { type ServedObject, Serving } from "./Serving.ts"
@@ -93,7 +101,7 @@ export class Reconciler extends Context.Service<Reconciler, {
   static readonly layer = (options: ReconcilerOptions) => Layer.effect(Reconciler, make(options))
 }
 
-const objectKey = (ref: ResourceRef, namespace: string, name: string) => `${ref.info.plural}/${namespace}/${name}`
+const objectKey = (ref: ResourceRef, namespace: string, name: string) => entityOf(ref.info.plural, namespace, name)
 const removedKey = (uid: string) => `removed/${uid}`
 
 function make(options: ReconcilerOptions) {
@@ -110,8 +118,9 @@ function make(options: ReconcilerOptions) {
     const { kinds } = yield* KindRegistry
     // The dispatcher of requests some kinds' runs serve (a Function's calls), where the server has one (Serving.ts).
     const serving = Option.getOrUndefined(yield* Effect.serviceOption(Serving))
+    const ownership = yield* currentOwnership
     const kindsByPlural = new Map(kinds.map((kind) => [byKindName(kind.kind)!.plural, { kind, ref: refOfKind(group, kind.kind) }]))
-    const writer = makeWriter({ resources, store, ids, outbox, attemptRef: refOfKind(group, "Attempt") })
+    const writer = makeWriter({ resources, store, ids, outbox, attemptRef: refOfKind(group, "Attempt"), fence: ownership.fence })
     /** Offerings by id, per catalog array (a catalog is the same array until it changes). */
     const indexed = new WeakMap<ReadonlyArray<Offering>, ReadonlyMap<string, Offering>>()
     const variantOf = (namespace: string) => (offering: string, interruptible: boolean): Variant | undefined => {
@@ -138,6 +147,8 @@ function make(options: ReconcilerOptions) {
     const waiting = new Set<string>()
     const unfunded = new Set<string>()
     const lock = Semaphore.makeUnsafe(1)
+    /** When each shard was taken from another owner: the runs that owner left live end then. */
+    const takenAt = new Map<string, number>()
     let received = 0
     let fundsSeen = ""
 
@@ -146,7 +157,7 @@ function make(options: ReconcilerOptions) {
 
     /** A stored object changed: due when the machine must see it (new, re-created, deleted, spec or labels changed). */
     const observe = (key: string, object: ResourceObject) => {
-      if (gone.has(object.metadata.uid)) return
+      if (gone.has(object.metadata.uid) || !ownership.owns(key)) return
       const cached = objects.get(key)
       // A resync may read an object older than a change already applied: a spec only goes forward.
       if (cached !== undefined && cached.metadata.uid === object.metadata.uid && cached.metadata.generation > object.metadata.generation) return
@@ -167,6 +178,7 @@ function make(options: ReconcilerOptions) {
       if (entry === undefined) return
       const key = objectKey(entry.ref, change.key.namespace, change.key.name)
       if (change.type !== "DELETED") return observe(key, change.object)
+      if (!ownership.owns(key)) return
       // Nothing about this uid follows its deletion in the feed.
       gone.delete(change.object.metadata.uid)
       if (objects.get(key)?.metadata.uid === change.object.metadata.uid) objects.delete(key)
@@ -218,15 +230,18 @@ function make(options: ReconcilerOptions) {
       return live === undefined ? Effect.succeed(undefined) : port.adopt!(object.metadata.uid, object.metadata.namespace ?? "", live)
     }
 
-    /** The Attempts a previous server process wrote for this object, as facts: those the port no longer knows ended. */
-    const restoredAttempts = (object: ResourceObject) => Effect.gen(function*() {
+    /**
+     * The Attempts a previous server process (or the shard's previous owner) wrote for this object, as facts: those the
+     * port does not know ended at `lostAt`.
+     */
+    const restoredAttempts = (object: ResourceObject, lostAt: number) => Effect.gen(function*() {
       const dependents = yield* store.dependentsOf(object.metadata.uid).pipe(Effect.orElseSucceed(() => []))
       const facts: Array<AttemptFacts> = []
       const live: Array<AttemptFacts> = []
       for (const attempt of dependents) {
         if (attempt.kind !== "Attempt") continue
         const known = yield* port.facts(object.metadata.uid, attempt.metadata.name)
-        const restored = known ?? (yield* adopted(object, attempt as unknown as JsonObject)) ?? factsFromAttempt(attempt as unknown as JsonObject, variantOf(object.metadata.namespace ?? ""), options.lostAt)
+        const restored = known ?? (yield* adopted(object, attempt as unknown as JsonObject)) ?? factsFromAttempt(attempt as unknown as JsonObject, variantOf(object.metadata.namespace ?? ""), lostAt)
         if (restored === undefined) continue
         facts.push(restored)
         if (!isEndedAttempt(attempt as unknown as JsonObject)) live.push(restored)
@@ -246,7 +261,8 @@ function make(options: ReconcilerOptions) {
       }
       const status = isObject(object.status) ? object.status : {}
       // An object with a phase ran under an earlier server process: it comes back with its recorded runs.
-      const restored = status["phase"] === undefined ? { facts: [], live: [] } : yield* restoredAttempts(object)
+      const lostAt = takenAt.get(ownership.shardOf(key)) ?? options.lostAt
+      const restored = status["phase"] === undefined ? { facts: [], live: [] } : yield* restoredAttempts(object, lostAt)
       const tracked: Tracked = {
         key,
         kind: entry.kind,
@@ -312,6 +328,39 @@ function make(options: ReconcilerOptions) {
       queue.add(removedKey(tracked.uid))
     })
 
+    /**
+     * Drops what this process followed of the shards it lost: their objects' runs are released here (the new owner ends
+     * them as lost, from the Attempts), and nothing more is billed or written of them.
+     */
+    const dropShards = (lost: ReadonlySet<string>) => Effect.gen(function*() {
+      const inLost = (key: string) => lost.has(ownership.shardOf(key))
+      for (const tracked of [...tracking.values()]) {
+        if (!inLost(tracked.key)) continue
+        for (const facts of tracked.facts) if (isLive(facts)) yield* port.release(tracked.uid, facts.name, 0)
+        yield* port.forget(tracked.uid)
+        tracking.delete(tracked.key)
+        owners.delete(tracked.uid)
+      }
+      for (const [uid, tracked] of [...removed]) {
+        if (!inLost(tracked.key)) continue
+        yield* port.forget(uid)
+        removed.delete(uid)
+        queue.forget(removedKey(uid))
+      }
+      for (const key of [...objects.keys()]) if (inLost(key)) objects.delete(key)
+      for (const set of [waiting, unfunded]) for (const key of [...set]) if (inLost(key)) set.delete(key)
+      for (const key of queue.keys()) if (inLost(key)) queue.forget(key)
+    })
+
+    /** Shards lost are dropped; shards taken are read in, their previous owner's live runs ending now. */
+    const onOwnership = (change: OwnershipChange) => lock.withPermit(Effect.gen(function*() {
+      if (change.lost.length > 0) yield* dropShards(new Set(change.lost))
+      for (const shard of change.lost) takenAt.delete(shard)
+      if (change.acquired.length === 0) return
+      for (const shard of change.acquired) takenAt.set(shard, Math.max(options.lostAt, change.at))
+      yield* resync
+    }))
+
     // -----------------------------------------------------------------------------------------------------------------
     // The step
 
@@ -372,9 +421,13 @@ function make(options: ReconcilerOptions) {
         status: tracked.status, attempts: tracked.facts, serving: load
       }
       const owner = { namespace: tracked.namespace, labels: tracked.labels }
+      const fence = ownership.fence(tracked.key)
       const billed = yield* ledgers.update((ledger) =>
-        billedStep(tracked.kind.machine, observation, { now, market, ranking }, { ledger, pricebook: options.pricebook, rooms: budgets.roomsFor(ledger, owner, now) }))
+        billedStep(tracked.kind.machine, observation, { now, market, ranking }, { ledger, pricebook: options.pricebook, rooms: budgets.roomsFor(ledger, owner, now) }), fence)
       const { result } = billed
+      // Only the shard's owner acts on capacity: the fence is checked before (the ledger's commit checked it when the
+      // step posted anything), so a process that lost the shard without knowing it yet launches and stops nothing.
+      if (fence.length > 0 && billed.postings.length === 0 && result.actions.length > 0) yield* resources.commit(tracked.ref, tracked.namespace, tracked.name, fence)
       const status = result.status as JsonObject
       if (result.waitingForCapacity) waiting.add(tracked.key)
       else waiting.delete(tracked.key)
@@ -430,7 +483,7 @@ function make(options: ReconcilerOptions) {
       if (tracked === undefined) return
       yield* refresh(tracked)
       const maxCost = tracked.kind.machine.maxCostOf(tracked.spec)
-      const billed = yield* ledgers.update((ledger) => billRemoved({ ledger, pricebook: options.pricebook, rooms: [] }, uid, maxCost, tracked.facts, now))
+      const billed = yield* ledgers.update((ledger) => billRemoved({ ledger, pricebook: options.pricebook, rooms: [] }, uid, maxCost, tracked.facts, now), ownership.fence(tracked.key))
       if (billed.done) {
         removed.delete(uid)
         queue.forget(removedKey(uid))
@@ -449,7 +502,11 @@ function make(options: ReconcilerOptions) {
         if (key === undefined) return
         const outcome = yield* Effect.result(reconcile(key, now))
         if (outcome._tag === "Success") queue.succeeded(key)
-        else {
+        else if (!key.startsWith("removed/") && !ownership.owns(key)) {
+          // Fenced: its shard went to another process, which this one hears of next (dropShards).
+          queue.forget(key)
+          yield* Effect.logDebug(`runtime: ${key} is no longer this process's to reconcile (${outcome.failure.message})`)
+        } else {
           const retryAt = queue.failed(key, now)
           yield* Effect.logWarning(`runtime: reconciling ${key} failed (${outcome.failure.message}); again at ${new Date(retryAt).toISOString()}`)
         }
@@ -463,6 +520,7 @@ function make(options: ReconcilerOptions) {
 
     // Subscribe to the port first (the fiber subscribes when it first runs), then read the store and follow it.
     yield* Effect.forkScoped(onCapacity)
+    yield* Effect.forkScoped(Stream.runForEach(ownership.changes, onOwnership))
     yield* Effect.yieldNow
     yield* followStore("runtime", feed, resync, onChange)
 

@@ -78,6 +78,11 @@ export class WorkQueue {
     this.failures.delete(key)
   }
 
+  /** Every key due now or by a timer. */
+  keys(): Array<string> {
+    return [...new Set([...this.ready, ...this.due.keys()])]
+  }
+
   /** The key is gone: nothing of it stays queued. */
   forget(key: string): void {
     this.ready.delete(key)
