@@ -63,8 +63,8 @@ export class Blobs extends Context.Service<Blobs, {
   readonly stat: (digest: string, reader: Reader) => Effect.Effect<StoredBlob | undefined, ApiError>
   /** A blob's bytes, chunk by chunk. */
   readonly read: (blob: StoredBlob) => Stream.Stream<Uint8Array, ApiError>
-  /** Drops the references of `holder` (an object's uid), and every blob only they kept. */
-  readonly release: (holder: string) => Effect.Effect<number, ApiError>
+  /** Drops the references of `holder` (an object's uid), or only those to `digest`, and every blob only they kept. */
+  readonly release: (holder: string, digest?: string) => Effect.Effect<number, ApiError>
 }>()("nodus/apiserver/Blobs") {
   /** Blobs over the store's BlobStore, each at most `bytesMax` (tests lower it). */
   static readonly layerWith = (bytesMax: number) => Layer.effect(Blobs, Effect.gen(function*() {
@@ -156,7 +156,7 @@ export class Blobs extends Context.Service<Blobs, {
           bytes === undefined ? Effect.fail(new ApiError({ code: "NotFound", message: `blob sha256:${blob.digest} was deleted while it was read` })) : Effect.succeed(bytes)), { concurrency: chunkReadsAhead })
       )
 
-    return Blobs.of({ bytesMax, put, store: storeComputed, stat, read, release: (holder) => Effect.mapError(store.release(holder), unavailable) })
+    return Blobs.of({ bytesMax, put, store: storeComputed, stat, read, release: (holder, digest) => Effect.mapError(store.release(holder, digest), unavailable) })
   }))
 
   static readonly layer = Blobs.layerWith(blobBytesMax)

@@ -5,12 +5,14 @@
  */
 import { request as httpRequest, type IncomingMessage } from "node:http"
 import { request as httpsRequest } from "node:https"
+import type { Readable } from "node:stream"
 import type { ServerConfig } from "../server/Config.ts"
 
 export interface ServerClient {
   /** `<server>/apis/<group>/v1` */
   readonly base: string
-  readonly request: (method: string, url: string, body?: Uint8Array | string, contentType?: string) => Promise<IncomingMessage>
+  /** A request; a Readable body is streamed (chunked), the others sent whole. */
+  readonly request: (method: string, url: string, body?: Uint8Array | string | Readable, contentType?: string) => Promise<IncomingMessage>
 }
 
 export const connect = async (config: ServerConfig): Promise<ServerClient> => {
@@ -18,12 +20,14 @@ export const connect = async (config: ServerConfig): Promise<ServerClient> => {
   ensureDataDir(config.dataDir)
   const ca = config.tls ? ensureTls(config, new Date()).ca : undefined
   const token = ensureAdminToken(config)
-  const request = (method: string, url: string, body?: Uint8Array | string, contentType = "application/json") =>
+  const request = (method: string, url: string, body?: Uint8Array | string | Readable, contentType = "application/json") =>
     new Promise<IncomingMessage>((resolve, reject) => {
       const headers = { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": contentType }) }
       const call = (config.tls ? httpsRequest : httpRequest)(url, { method, headers, ...(ca === undefined ? {} : { ca }) }, resolve)
       call.on("error", reject)
-      call.end(body)
+      if (body === undefined || typeof body === "string" || body instanceof Uint8Array) return call.end(body)
+      body.on("error", (error) => call.destroy(error))
+      body.pipe(call)
     })
   return { base: `${serverUrl(config)}/apis/${config.apiGroup}/v1`, request }
 }

@@ -21,10 +21,10 @@ interface Parsed {
   readonly rest: ReadonlyArray<string>
 }
 
-const valued = new Set(["-n", "--namespace", "--index", "--attempt", "--tail", "-o", "--output"])
+const valued = new Set(["-n", "--namespace", "--index", "--attempt", "--tail", "-o", "--output", "--revision"])
 const switches = new Set(["-f", "--follow"])
 
-const parse = (args: ReadonlyArray<string>): Parsed => {
+export const parse = (args: ReadonlyArray<string>): Parsed => {
   const positional: Array<string> = []
   const values = new Map<string, string>()
   const flags = new Set<string>()
@@ -46,7 +46,7 @@ const jobName = (target: string | undefined) => {
   return match?.[1]
 }
 
-const progress = (written: number, total: number) =>
+export const progress = (written: number, total: number) =>
   process.stderr.write(`\r${(written / 1048576).toFixed(1)} of ${(total / 1048576).toFixed(1)} MiB (${total === 0 ? 100 : Math.floor((written / total) * 100)} %)`)
 
 /** Runs `nodus logs`, `nodus output` or `nodus nodes`; answers the exit code. */

@@ -18,6 +18,10 @@ const workloadsUsage = `  nodus logs job/<name> [-n <project>] [-f] [--index N] 
   nodus output job/<name> <output> [-n <project>] [--index N] [-o <file>]
                               download an output of a Job (stdout unless -o)
   nodus nodes [-n <project>]  list enrolled Nodes (every project without -n)
+  nodus volume put <volume> <dir> -n <project>
+                              commit a directory as a Volume's next revision (a tar.zst)
+  nodus volume get <volume> <dir> -n <project> [--revision N]
+                              unpack a Volume's revision (its latest without --revision) into a directory
   nodus sandbox exec <name> -n <project> [-i] [-w <dir>] [-e NAME=value]… [--timeout 30s] -- <command> [args…]
                               run a command in a Sandbox; exits with its code (-i: send stdin)
   nodus sandbox cp <name>:<path> <file> | <file> <name>:<path> -n <project>
@@ -114,6 +118,11 @@ switch (command) {
   case "nodes": {
     const { workloads } = await import("./Workloads.ts")
     process.exitCode = await workloads(command, args, configFrom)
+    break
+  }
+  case "volume": {
+    const { volume } = await import("./VolumeCommand.ts")
+    process.exitCode = await volume(args, configFrom)
     break
   }
   case "sandbox": {

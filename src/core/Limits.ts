@@ -255,6 +255,12 @@ export const connectionEnvMax = 256
 export const connectionCredentialsMax = 16
 export const volumeSizeBytesMax = 64 * TiB
 export const volumeSizeMaxText = "64Ti"
+/**
+ * Revisions of a Volume kept (nodus; the spec says only that a Volume has revisions): the newest this many, each an
+ * archive in the blob store. Older ones are dropped when a new one is committed; a JobInput or VolumeMount naming
+ * one of those fails at start, naming what is kept (docs/kinds/Volume.md).
+ */
+export const volumeRevisionsKept = 16
 export const imageBuildArgsMax = 64
 export const imagePullSecretsMax = 4
 export const inferenceReplicasMax = 64

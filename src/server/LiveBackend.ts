@@ -25,6 +25,7 @@ import type { AgentLink } from "../backends/live/Protocol.ts"
 import { isObject } from "../core/Json.ts"
 import { refOfKind } from "../core/meta/Kinds.ts"
 import { parseQuantity } from "../core/Units.ts"
+import { pickRevision } from "../core/VolumeRevisions.ts"
 import { Blobs, projectReader } from "../apiserver/Blobs.ts"
 import { NodeAgents } from "../apiserver/NodeAgents.ts"
 import { SimulationControl } from "../apiserver/SimulationControl.ts"
@@ -136,11 +137,30 @@ export const layer = (settings: LocalSettings) => Layer.unwrap(Effect.gen(functi
       Effect.mapError((error) => (error.code === "NotFound" ? missing : new ApiError({ code: error.code, message: `input ${name}: ${error.message}` })))
     )
   }
-  /** The inputs of a workload this server holds the bytes of: other Jobs' outputs, and blobs of its project. */
+  const volumeRef = refOfKind((yield* ApiConfig).group, "Volume")
+  /** A Volume's revision (absent: its latest): its archive in the project's blobs, unpacked by the agent. */
+  const volumeInput = (namespace: string, name: string, wanted: { readonly name: string; readonly revision: number | undefined }) =>
+    Effect.gen(function*() {
+      const volume = yield* resources.get(volumeRef, namespace, wanted.name).pipe(
+        Effect.mapError(() => new ApiError({ code: "NotFound", message: `input ${name}: Volume "${wanted.name}" is not in project ${namespace}` }))
+      )
+      const picked = pickRevision(wanted.name, volume.status, wanted.revision)
+      if (typeof picked === "string") return yield* new ApiError({ code: "NotFound", message: `input ${name}: ${picked}` })
+      const blob = yield* blobs.stat(picked.sha256, projectReader(namespace))
+      if (blob === undefined) return yield* new ApiError({ code: "NotFound", message: `input ${name}: the archive of Volume "${wanted.name}" revision ${picked.revision} is not stored` })
+      return {
+        sha256: blob.digest,
+        volume: { name: wanted.name, revision: picked.revision, uid: volume.metadata.uid },
+        open: () => Stream.toAsyncIterable(blobs.read(blob))
+      }
+    })
+  /** The inputs of a workload this server holds the bytes of: other Jobs' outputs, blobs of its project, Volume revisions. */
   const serverInputs = (namespace: string, workload: WorkloadProgram) =>
-    Effect.forEach((workload.inputs ?? []).flatMap((input) => ("output" in input || "blob" in input ? [input] : [])), (input) =>
+    Effect.forEach((workload.inputs ?? []).flatMap((input) => ("output" in input || "blob" in input || "volume" in input ? [input] : [])), (input) =>
       ("blob" in input
         ? blobInput(namespace, input.name, input.blob)
+        : "volume" in input
+        ? volumeInput(namespace, input.name, input.volume)
         : resources.get(jobRef, namespace, input.output.job).pipe(
           Effect.flatMap((job) => kept.inputOf(job, input.output.name, input.output.index)),
           Effect.mapError(() => new ApiError({ code: "NotFound", message: `input ${input.name}: Job "${input.output.job}" has no output "${input.output.name}" for index ${input.output.index}` }))

@@ -55,8 +55,11 @@ export interface BlobStoreShape {
   readonly readable: (digest: string, projects: ReadonlyArray<string>) => Effect.Effect<boolean, StoreError>
   /** One chunk of a stored blob. */
   readonly chunk: (blob: StoredBlob, seq: number) => Effect.Effect<Uint8Array | undefined, StoreError>
-  /** Drops every reference `holder` has (in any project) and every blob they alone kept; answers how many blobs went. */
-  readonly release: (holder: string) => Effect.Effect<number, StoreError>
+  /**
+   * Drops every reference `holder` has (in any project), or only its references to `digest` when one is named, and
+   * every blob they alone kept; answers how many blobs went.
+   */
+  readonly release: (holder: string, digest?: string) => Effect.Effect<number, StoreError>
   /** Holders of references after `after` in order, but uploads' (for the collection of those whose object is gone). */
   readonly holders: (after: string, limit: number) => Effect.Effect<ReadonlyArray<string>, StoreError>
   /** Drops uploads begun before `before` that never published (a crashed server, a client gone). */
@@ -101,10 +104,11 @@ export const makeMemory = (): BlobStoreShape => {
     readable: (digest, projects) =>
       Effect.sync(() => [...refs.get(digest) ?? []].some((key) => projects.includes(key.slice(0, key.indexOf("\u0000"))))),
     chunk: (blob, seq) => Effect.sync(() => blobs.get(blob.digest)?.chunks.get(seq)),
-    release: (holder) =>
+    release: (holder, only) =>
       Effect.sync(() => {
         let dropped = 0
         for (const [digest, keys] of refs) {
+          if (only !== undefined && digest !== only) continue
           const held = [...keys].filter((key) => key.endsWith(`\u0000${holder}`))
           for (const key of held) keys.delete(key)
           if (held.length > 0) dropped += dropUnreferenced(digest)
@@ -355,8 +359,10 @@ export const makeSql = (filesDir?: string) => Effect.gen(function*() {
       ),
     chunk: (blob, seq) => chunks.read(blob.upload, seq),
     // One digest per transaction, so an owner of thousands of checkpoints never holds thousands of locks at once.
-    release: (holder) =>
-      sql.unsafe<{ digest: string }>(`SELECT DISTINCT digest FROM nodus_blob_refs WHERE holder = $1`, [holder]).pipe(
+    release: (holder, only) =>
+      (only === undefined
+        ? sql.unsafe<{ digest: string }>(`SELECT DISTINCT digest FROM nodus_blob_refs WHERE holder = $1`, [holder])
+        : sql.unsafe<{ digest: string }>(`SELECT DISTINCT digest FROM nodus_blob_refs WHERE holder = $1 AND digest = $2`, [holder, only])).pipe(
         Effect.flatMap((released) => Effect.forEach(released, ({ digest }) =>
           sql.withTransaction(Effect.gen(function*() {
             yield* lockDigest(digest)

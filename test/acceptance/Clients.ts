@@ -158,11 +158,11 @@ export interface Reply {
 
 /**
  * One raw HTTPS request to a TLS test server, trusting its CA: a second path to the server's state, independent of
- * the client under test. `body` is sent as JSON (or as is when it is a string).
+ * the client under test. `body` is sent as JSON (or as is when it is a string or a Buffer).
  */
 export const api = (server: TestServer, method: string, path: string, options: { readonly body?: unknown; readonly contentType?: string } = {}): Promise<Reply> =>
   new Promise((resolve, reject) => {
-    const payload = options.body === undefined ? undefined : typeof options.body === "string" ? options.body : JSON.stringify(options.body)
+    const payload = options.body === undefined ? undefined : typeof options.body === "string" || Buffer.isBuffer(options.body) ? options.body : JSON.stringify(options.body)
     const request = httpsRequest(`${server.url}${path}`, {
       method,
       ...(server.ca === undefined ? {} : { ca: server.ca }),

@@ -7,8 +7,10 @@
 import { createHash } from "node:crypto"
 import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https"
 import { createServer, type Server } from "node:net"
-import { writeFileSync } from "node:fs"
-import { join } from "node:path"
+import { execFileSync } from "node:child_process"
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { dirname, join } from "node:path"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { generateTlsMaterial } from "../../src/apiserver/tls/Certificates.ts"
@@ -43,6 +45,20 @@ afterAll(async () => {
   files?.close()
   await server?.stop()
 })
+
+/** A tar.zst of the given files (path → text), as `nodus volume put` sends a directory. */
+const archiveOf = (files: Record<string, string>): Buffer => {
+  const dir = mkdtempSync(join(tmpdir(), "nodus-volume-"))
+  try {
+    for (const [path, text] of Object.entries(files)) {
+      mkdirSync(dirname(join(dir, path)), { recursive: true })
+      writeFileSync(join(dir, path), text)
+    }
+    return execFileSync("tar", ["--zstd", "-cf", "-", "-C", dir, "."])
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
 
 const jobPath = (name: string) => `/apis/nodus.dev/v1/namespaces/${namespace}/jobs/${name}`
 
@@ -131,6 +147,43 @@ describe("a Job on the local backend", () => {
     assert.deepStrictEqual(reader.status.inputs.map((input: { name: string }) => input.name), ["data", "answer"])
     assert.strictEqual(reader.status.inputs[0].sha256, inputSha256)
     assert.isString(reader.status.inputsReadyTime)
+  })
+
+  it("reads a Volume's committed revision as a read-only directory, the revision named in status.inputs", async () => {
+    const created = await api(server, "POST", `/apis/nodus.dev/v1/namespaces/${namespace}/volumes`, { body: { apiVersion: "nodus.dev/v1", kind: "Volume", metadata: { name: "corpus" }, spec: { size: "1Gi" } } })
+    assert.strictEqual(created.status, 201, created.text)
+    const revisions = `/apis/nodus.dev/v1/namespaces/${namespace}/volumes/corpus/revisions`
+    const first = await api(server, "POST", revisions, { body: archiveOf({ "a.txt": "first\n", "sub/b.txt": "deep\n" }), contentType: "application/zstd" })
+    assert.strictEqual(first.status, 201, first.text)
+    const second = await api(server, "POST", revisions, { body: archiveOf({ "a.txt": "second\n" }), contentType: "application/zstd" })
+    assert.strictEqual(second.status, 201, second.text)
+    await apply("volume-reader", jobYaml("volume-reader", ["sh", "-c", "cat $PLATFORM_INPUT_pinned/a.txt /platform/inputs/pinned/sub/b.txt /platform/inputs/latest/a.txt; touch /platform/inputs/pinned/x 2>/dev/null || echo read-only"], [
+      "  inputs:",
+      "  - {name: pinned, volume: {name: corpus, revision: 1}}",
+      "  - {name: latest, volume: {name: corpus}}"
+    ]))
+    const job = await waitFor("volume-reader", "Succeeded")
+    assert.strictEqual(await logOf("volume-reader"), "first\ndeep\nsecond\nread-only\n")
+    const uid = created.body.metadata.uid
+    assert.deepStrictEqual(job.status.inputs, [
+      { name: "pinned", sha256: first.body.status.revisions[0].sha256, volumeName: "corpus", volumeRevision: 1, volumeUID: uid },
+      { name: "latest", sha256: second.body.status.revisions[1].sha256, volumeName: "corpus", volumeRevision: 2, volumeUID: uid }
+    ])
+    // Mounted read-only at a path of its own (spec: VolumeMount), recorded in status.inputs under the mount's field path.
+    await apply("volume-mounter", jobYaml("volume-mounter", ["sh", "-c", "cat /data/v1/a.txt /data/now/a.txt; touch /data/now/x 2>/dev/null || echo read-only"], [
+      "  volumes:",
+      "  - {volume: corpus, mountPath: /data/v1, readOnly: true, revision: 1}",
+      "  - {volume: corpus, mountPath: /data/now, readOnly: true}"
+    ]))
+    const mounter = await waitFor("volume-mounter", "Succeeded")
+    assert.strictEqual(await logOf("volume-mounter"), "first\nsecond\nread-only\n")
+    assert.deepStrictEqual(mounter.status.inputs.map((input: { name: string; volumeRevision: number }) => [input.name, input.volumeRevision]), [["volumes[0]", 1], ["volumes[1]", 2]])
+    // A writable mount is refused at start, saying what to do instead.
+    await apply("volume-writer", jobYaml("volume-writer", ["true"], ["  volumes:", "  - {volume: corpus, mountPath: /data}"]))
+    assert.include((await waitFor("volume-writer", "Failed")).status.message, "live hosts mount Volumes read-only so far")
+    // A revision not committed yet fails the run at start, saying which revisions there are.
+    await apply("volume-future", jobYaml("volume-future", ["true"], ["  inputs:", "  - {name: pinned, volume: {name: corpus, revision: 7}}"]))
+    assert.include((await waitFor("volume-future", "Failed")).status.message, `Volume "corpus" has no revision 7 (its latest is 2)`)
   })
 
   it("fails a run whose URL input has another digest: SHA256Mismatch, with the digest it has", async () => {

@@ -1,6 +1,7 @@
 /**
  * A `nodus serve` process on the local backend (docs/live.md), with real programs:
- * - the CLI reads what Jobs leave: `nodus logs`, `nodus output` (its digest checked), `nodus nodes`;
+ * - the CLI reads what Jobs leave: `nodus logs`, `nodus output` (its digest checked), `nodus nodes`; it moves a
+ *   Volume's files (`nodus volume put|get`);
  * - crash safety: killed with SIGKILL while a Job runs, the server's programs die with it (the boxes die with their
  *   parent), so nothing is left running unaccounted; restarted on the same data directory, it ends the lost run
  *   NodeLost at the restart and recovers the Job on its Node;
@@ -8,7 +9,7 @@
  *   agent says hello again holding it, and the restarted server keeps it — the same process, the same Attempt.
  */
 import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { createServer } from "node:net"
 import { join } from "node:path"
@@ -91,6 +92,41 @@ describe("the CLI on a Job's log, outputs and the Nodes", () => {
     const nodes = await nodus(server.url, ["nodes"])
     assert.strictEqual(nodes.code, 0, nodes.stderr)
     assert.match(nodes.stdout, /^PROJECT\s+NAME\s+POOL\s+PHASE/u)
+    server.child.kill("SIGTERM")
+    await new Promise((resolve) => server.child.once("exit", resolve))
+  })
+})
+
+describe("the CLI on a Volume's files", () => {
+  it("commits a directory as a revision (nodus volume put), a Job reads it, and it unpacks back (nodus volume get)", async () => {
+    const server = await serve()
+    assert.strictEqual((await call(server.url, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "vols" } })).status, 201)
+    const volume = await call(server.url, "POST", "/apis/nodus.dev/v1/namespaces/vols/volumes", { apiVersion: "nodus.dev/v1", kind: "Volume", metadata: { name: "weights" }, spec: { size: "1Gi" } })
+    assert.strictEqual(volume.status, 201)
+    const source = mkdtempSync(join(tmpdir(), "nodus-volume-src-"))
+    mkdirSync(join(source, "layer"))
+    writeFileSync(join(source, "layer", "w.txt"), "0.5 0.25\n")
+    const none = await nodus(server.url, ["volume", "get", "weights", join(dataDir, "none"), "-n", "vols"])
+    assert.strictEqual(none.code, 1)
+    assert.include(none.stderr, "no committed revision yet")
+    const put = await nodus(server.url, ["volume", "put", "weights", source, "-n", "vols"])
+    assert.strictEqual(put.code, 0, put.stderr)
+    assert.match(put.stdout, /^volume\/weights revision 1 committed: \d+ bytes, sha256 [0-9a-f]{64}\n$/u)
+    const created = await call(server.url, "POST", "/apis/nodus.dev/v1/namespaces/vols/jobs", {
+      apiVersion: "nodus.dev/v1", kind: "Job", metadata: { name: "loader" },
+      spec: { image: "debian:12", command: ["cat", "/platform/inputs/weights/layer/w.txt"], inputs: [{ name: "weights", volume: { name: "weights" } }] }
+    })
+    assert.strictEqual(created.status, 201)
+    await eventually("loader succeeds", async () => (await call(server.url, "GET", "/apis/nodus.dev/v1/namespaces/vols/jobs/loader")).body.status?.phase === "Succeeded")
+    assert.strictEqual((await nodus(server.url, ["logs", "job/loader", "-n", "vols"])).stdout, "0.5 0.25\n")
+    const target = join(dataDir, "unpacked")
+    const get = await nodus(server.url, ["volume", "get", "weights", target, "-n", "vols", "--revision", "1"])
+    assert.strictEqual(get.code, 0, get.stderr)
+    assert.strictEqual(readFileSync(join(target, "layer", "w.txt"), "utf8"), "0.5 0.25\n")
+    const unknown = await nodus(server.url, ["volume", "get", "weights", target, "-n", "vols", "--revision", "9"])
+    assert.strictEqual(unknown.code, 1)
+    assert.include(unknown.stderr, "has no revision 9")
+    rmSync(source, { recursive: true, force: true })
     server.child.kill("SIGTERM")
     await new Promise((resolve) => server.child.once("exit", resolve))
   })

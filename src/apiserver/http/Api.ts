@@ -31,6 +31,7 @@ import { makeWebhookApi, webhookSubresources } from "./WebhookApi.ts"
 import { makeBlobApi } from "./BlobApi.ts"
 import { makeFunctionCallResult } from "./FunctionCallResult.ts"
 import { makeFunctionMap } from "./FunctionMap.ts"
+import { makeVolumeApi } from "./VolumeApi.ts"
 import { ChangeFeed } from "../../store/ChangeFeed.ts"
 import { Blobs } from "../Blobs.ts"
 import { type AgentCall, type AgentDownload, type AgentUpload, NodeAgents } from "../NodeAgents.ts"
@@ -127,7 +128,7 @@ const patchTypeOf = (contentType: string | undefined, ref: ResourceRef): Effect.
 }
 
 /** Which operation a method on a route means, before the kind's availability is checked. */
-type Special = "tokens" | "log" | "output" | "result" | "map" | "box" | "webhookRead" | "webhookWrite"
+type Special = "tokens" | "log" | "output" | "result" | "map" | "box" | "webhookRead" | "webhookWrite" | "revisionRead" | "revisionWrite"
 
 const operationOf = (method: string, route: Extract<Routes.Route, { _tag: "Resource" }>, info: KindInfo, watch: boolean): Operation | Special | undefined => {
   if (route.subresource !== undefined && (sandboxSubresources as ReadonlyArray<string>).includes(route.subresource)) return info.kind === "Sandbox" && route.name !== undefined ? "box" : undefined
@@ -140,6 +141,7 @@ const operationOf = (method: string, route: Extract<Routes.Route, { _tag: "Resou
   if (route.subresource === "log") return info.kind === "Job" && method === "GET" && route.item === undefined ? "log" : undefined
   if (route.subresource === "outputs") return info.kind === "Job" && method === "GET" && route.item !== undefined ? "output" : undefined
   if (route.subresource === "result") return info.kind === "FunctionCall" && method === "GET" && route.item === undefined ? "result" : undefined
+  if (route.subresource === "revisions") return info.kind === "Volume" && route.name !== undefined ? (method === "GET" ? "revisionRead" : "revisionWrite") : undefined
   if (route.subresource === "map") return info.kind === "Function" && route.name !== undefined && route.item === undefined ? (method === "POST" ? "map" : undefined) : undefined
   if (route.name === undefined) {
     if (method === "GET") return watch ? "watch" : route.namespace === undefined && info.scope === "Namespaced" ? "listAll" : "list"
@@ -159,7 +161,7 @@ const operationOf = (method: string, route: Extract<Routes.Route, { _tag: "Resou
   }
 }
 
-const specials: ReadonlySet<string> = new Set<Special>(["tokens", "log", "output", "result", "map", "box", "webhookRead", "webhookWrite"])
+const specials: ReadonlySet<string> = new Set<Special>(["tokens", "log", "output", "result", "map", "box", "webhookRead", "webhookWrite", "revisionRead", "revisionWrite"])
 const isSpecial = (operation: Operation | Special): operation is Special => specials.has(operation)
 
 const accessOf = (operation: Operation | Special): Access => {
@@ -168,6 +170,7 @@ const accessOf = (operation: Operation | Special): Access => {
     case "output":
     case "result":
     case "webhookRead":
+    case "revisionRead":
     case "list":
     case "listAll":
     case "watch":
@@ -234,6 +237,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
     const webhookApi = makeWebhookApi(yield* WebhookOperations)
     const functionCallResult = makeFunctionCallResult({ resources, feed: yield* ChangeFeed })
     const functionMap = makeFunctionMap({ group: settings.group, resources, idempotency, ids })
+    const volumeApi = makeVolumeApi({ resources, blobs: yield* Blobs })
     const blobApi = makeBlobApi({
       blobs: yield* Blobs,
       projectExists: (project) => resources.get(namespaceRef, undefined, project).pipe(Effect.as(true), Effect.catchIf((error) => error.code === "NotFound", () => Effect.succeed(false)))
@@ -491,7 +495,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
         const namespaced = ref.info.scope === "Namespaced"
         // Cluster-scoped kinds have no project segment; namespaced items always have one.
         if ((!namespaced && route.namespace !== undefined) || (namespaced && route.name !== undefined && route.namespace === undefined)) return yield* resourceNotFound()
-        if (route.subresource !== undefined && !["status", "tokens", "log", "outputs", "result", "map", ...sandboxSubresources, ...webhookSubresources].includes(route.subresource)) return yield* resourceNotFound()
+        if (route.subresource !== undefined && !["status", "tokens", "log", "outputs", "result", "map", "revisions", ...sandboxSubresources, ...webhookSubresources].includes(route.subresource)) return yield* resourceNotFound()
         const query = url.searchParams
         const watching = route.name === undefined && request.method === "GET" ? yield* boolParameter(query, "watch") : false
         const operation = operationOf(request.method, route, ref.info, watching)
@@ -539,6 +543,9 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
             return yield* functionMap.handle(request, query, { namespace, name, principal, options: yield* writeOptions(request, query, principal, ref) })
           case "box":
             return yield* sandboxApi.handle(request, query, { ref, namespace, name, subresource: route.subresource!, item: route.item, action: route.action })
+          case "revisionRead":
+          case "revisionWrite":
+            return yield* volumeApi.handle(request, query, { ref, namespace: namespace ?? "", name, item: route.item, options: yield* writeOptions(request, query, principal, ref) })
           case "webhookRead":
           case "webhookWrite":
             return yield* webhookApi.handle(request, query, { ref, name, subresource: route.subresource!, item: route.item, action: route.action })

@@ -46,8 +46,8 @@ const notFound: Route = { _tag: "NotFound" }
 /** The calls of the node agent protocol (apiserver/NodeAgents.ts). */
 const agentCalls = ["enroll", "hello", "sync", "outputs", "inputs", "checkpoints", "restores"] as const
 
-/** Subresources with items: a Job's `outputs/{output}`, a Sandbox's `commands/{id}`, a webhook's `deliveries/{id}`. */
-const itemSubresources = new Set(["outputs", "commands", "deliveries"])
+/** Subresources with items: a Job's `outputs/{output}`, a Sandbox's `commands/{id}`, a webhook's `deliveries/{id}`, a Volume's `revisions/{n}`. */
+const itemSubresources = new Set(["outputs", "commands", "deliveries", "revisions"])
 
 const resource = (group: string, version: string, rest: ReadonlyArray<string>, namespace?: string): Route => {
   const [plural, name, subresource, item, action, ...extra] = rest

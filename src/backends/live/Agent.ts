@@ -469,6 +469,8 @@ export class Agent {
     mkdirSync(dir, { recursive: true })
     const file = join(dir, input.name)
     const source = "url" in input ? `${input.url}` : "the server"
+    if ("mountPath" in input && input.mountPath !== undefined) return this.unpack(run, input, mountDirOf(run.area, input.name))
+    if ("volume" in input && input.volume !== undefined) return this.unpack(run, input, file)
     try {
       const bytes = "url" in input ? await fetchHttps(input.url, this.options.inputCa) : await this.fromServer(run, input.name)
       const hash = createHash("sha256")
@@ -488,6 +490,39 @@ export class Agent {
     } catch (error) {
       rmSync(file, { force: true })
       return `input ${input.name} could not be read from ${source}: ${error instanceof Error ? error.message : String(error)}`
+    }
+  }
+
+  /**
+   * A Volume's revision as a directory: its archive streamed from the server through the hash into `tar -x`, run as
+   * the user the box runs as (an archive can write nothing that user could not; GNU tar keeps members inside the
+   * directory, refusing `..` and deferring links that lead out). A digest that differs removes what was unpacked.
+   */
+  private async unpack(run: LocalRun, input: RunInput, dir: string): Promise<string | undefined> {
+    const volume = "volume" in input && input.volume !== undefined ? `Volume "${input.volume.name}" revision ${input.volume.revision}` : input.name
+    const runAs = this.options.support.runAs
+    try {
+      mkdirSync(dir, { recursive: true, mode: 0o755 })
+      if (runAs !== undefined) chownSync(dir, runAs.uid, runAs.gid)
+      const bytes = await this.fromServer(run, input.name)
+      const hash = createHash("sha256")
+      async function* hashed() {
+        for await (const chunk of bytes) {
+          hash.update(chunk)
+          yield chunk
+        }
+      }
+      const { code, stderr } = await untarAs(runAs, dir, hashed(), ["--no-same-permissions"])
+      const actual = hash.digest("hex")
+      if (actual !== input.sha256) {
+        rmSync(dir, { recursive: true, force: true })
+        return `SHA256Mismatch: input ${input.name} (${volume}) from the server: its SHA-256 is ${actual}, not the committed ${input.sha256}`
+      }
+      if (code !== 0) throw new Error(`unpacking its archive failed: ${stderr.trim().slice(0, 300)}`)
+      return undefined
+    } catch (error) {
+      rmSync(dir, { recursive: true, force: true })
+      return `input ${input.name} (${volume}) could not be read from the server: ${error instanceof Error ? error.message : String(error)}`
     }
   }
 
@@ -560,7 +595,8 @@ export class Agent {
       logPath: run.logPath,
       box: options.box === true ? { node: process.execPath } : undefined,
       pipes: options.pipes,
-      devices: this.gpusHeld.get(spec.id)
+      devices: this.gpusHeld.get(spec.id),
+      mounts: spec.inputs.flatMap((input) => ("mountPath" in input && input.mountPath !== undefined ? [{ dir: mountDirOf(run.area, input.name), at: input.mountPath }] : []))
     }, { support: this.options.support, hidden: this.options.hidden })
     run.program = program
     if (run.stopping) program.stop(stopGraceMs)
@@ -655,20 +691,31 @@ export class Agent {
     const bytes = await this.options.link.getCheckpoint({ node: this.options.hello.node, epoch: lease.epoch, run: run.spec.id, name: "checkpoint" })
     const runAs = this.options.support.runAs
     if (runAs !== undefined) for (const dir of [run.area, join(run.area, "state")]) chownSync(dir, runAs.uid, runAs.gid)
-    const tar = ["tar", "--zstd", "--numeric-owner", "--no-same-owner", "-xf", "-", "-C", run.area]
-    const argv = runAs === undefined ? tar : ["setpriv", `--reuid=${runAs.uid}`, `--regid=${runAs.gid}`, "--clear-groups", ...tar]
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: ["pipe", "ignore", "pipe"] })
-    let stderr = ""
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
-    const exited = new Promise<number | null>((resolve) => child.on("close", resolve))
-    await pipeline(bytes, child.stdin).catch(() => undefined)
-    const code = await exited
+    const { code, stderr } = await untarAs(runAs, run.area, bytes, [])
     if (code !== 0) throw new Error(`restoring its checkpoint failed: ${stderr.trim().slice(0, 300)}`)
   }
 
   private say(message: string) {
     this.options.log?.(`nodus agent ${this.options.hello.node}: ${message}`)
   }
+}
+
+/** Where a Volume mount's revision is unpacked on the host: in the run's area, beside what the box sees of it. */
+const mountDirOf = (area: string, name: string) => join(area, "mounts", name)
+
+/**
+ * Unpacks a tar.zst from `bytes` into `dir`, as `runAs` when the agent has such a user (an archive can then write
+ * nothing that user could not); answers tar's exit code and what it said.
+ */
+const untarAs = async (runAs: { readonly uid: number; readonly gid: number } | undefined, dir: string, bytes: AsyncIterable<Uint8Array>, extra: ReadonlyArray<string>) => {
+  const tar = ["tar", "--zstd", "--numeric-owner", "--no-same-owner", ...extra, "-xf", "-", "-C", dir]
+  const argv = runAs === undefined ? tar : ["setpriv", `--reuid=${runAs.uid}`, `--regid=${runAs.gid}`, "--clear-groups", ...tar]
+  const child = spawn(argv[0]!, argv.slice(1), { stdio: ["pipe", "ignore", "pipe"] })
+  let stderr = ""
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
+  const exited = new Promise<number | null>((resolve) => child.on("close", resolve))
+  await pipeline(bytes, child.stdin).catch(() => undefined)
+  return { code: await exited, stderr }
 }
 
 /** An https URL's body (no redirects followed: the declared URL is what is read). */

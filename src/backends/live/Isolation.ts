@@ -77,6 +77,8 @@ export interface IsolatedProgram {
    * shared nodes (HostView.gpuShared) come with the first. A box without them sees no GPU at all (docs/live.md, "GPUs").
    */
   readonly devices?: ReadonlyArray<string> | undefined
+  /** Host directories (in the area) seen read-only at absolute paths of the box: Volume mounts (spec: VolumeMount). */
+  readonly mounts?: ReadonlyArray<{ readonly dir: string; readonly at: string }> | undefined
 }
 
 export interface Outcome {
@@ -278,6 +280,7 @@ const boxOptions = (
   ...["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"],
   ...deviceOptions(program.devices ?? [], options.host),
   ...areaOptions(program.area, program.box !== undefined),
+  ...volumeOptions(program.mounts ?? []),
   ...maskOptions(options.hidden, options.host),
   ...secretOptions(program.secretFiles),
   ...workingDirOptions(program.workingDir ?? "/platform/work"),
@@ -330,6 +333,13 @@ const areaOptions = (area: string, box: boolean): ReadonlyArray<string> => {
   if (!isAbsolute(area)) throw new Error(`area ${JSON.stringify(area)} is not an absolute path`)
   return mountsOf(box).flatMap(({ dir, at, writable }) => [writable ? "--bind" : "--ro-bind", join(area, dir), at])
 }
+
+/** Volume mounts, read-only; the paths were admitted (absolute, no system path), and are checked again here. */
+const volumeOptions = (mounts: NonNullable<IsolatedProgram["mounts"]>): ReadonlyArray<string> =>
+  mounts.flatMap(({ dir, at }) => {
+    if (!isAbsolute(dir) || !isAbsolute(at) || at.split("/").includes("..")) throw new Error(`mount ${JSON.stringify(at)} is not an absolute path`)
+    return ["--ro-bind", dir, at]
+  })
 
 const mountsOf = (box: boolean): ReadonlyArray<{ readonly dir: string; readonly at: string; readonly writable: boolean }> =>
   box ? [...areaMounts, workspaceMount] : areaMounts

@@ -17,6 +17,7 @@ import type {
   CollectedOutput,
   CapacityPortShape,
   HostRequest,
+  MaterializedInput,
   Outcome,
   ProgramRequest,
   WorkloadProgram
@@ -38,7 +39,8 @@ import {
   type RunSpec,
   runIdOf,
   type SyncRequest,
-  type SyncResponse
+  type SyncResponse,
+  type VolumeInput
 } from "./Protocol.ts"
 import { scrub } from "./Scrub.ts"
 
@@ -50,13 +52,15 @@ export interface Resolved {
   readonly secretFiles: ReadonlyArray<{ readonly name: string; readonly contentBase64: string }>
   /** Every secret value the program was given: scrubbed from its log and status. */
   readonly secretValues: ReadonlyArray<string>
-  /** The inputs the server holds (another Job's outputs), by input name: their digest, and their bytes on demand. */
+  /** The inputs the server holds (other Jobs' outputs, blobs, Volume revisions), by input name: their digest, and their bytes on demand. */
   readonly inputs: ReadonlyMap<string, ServerInput>
 }
 
 /** Bytes the server holds for a run's input. */
 export interface ServerInput {
   readonly sha256: string
+  /** A Volume's revision: its archive, unpacked where the input is materialized. */
+  readonly volume?: VolumeInput | undefined
   readonly open: () => AsyncIterable<Uint8Array>
 }
 
@@ -367,6 +371,11 @@ export class LiveCapacity {
       this.end(run, { type: "Failed", exitCode: 1, message: "Nothing to run: the workload names no program (docs/live.md)." })
       return Effect.void
     }
+    const refused = refusalOf(workload)
+    if (refused !== undefined) {
+      this.end(run, { type: "Failed", exitCode: 1, message: `The program did not start: ${refused}` })
+      return Effect.void
+    }
     return this.options.resolve(run.namespace, workload).pipe(
       Effect.match({
         onFailure: (problem) => this.end(run, { type: "Failed", exitCode: 1, message: `The program did not start: ${problem.message}` }),
@@ -384,22 +393,19 @@ export class LiveCapacity {
     if ((workload.unknownPresets ?? []).length > 0) {
       return this.end(run, { type: "Failed", exitCode: 1, message: `The program did not start: no egress preset is named ${workload.unknownPresets!.join(", ")} (docs/live.md, "Network").` })
     }
-    const unsupported = (workload.inputs ?? []).find((input) => "unsupported" in input)
-    if (unsupported !== undefined && "unsupported" in unsupported) {
-      return this.end(run, { type: "Failed", exitCode: 1, message: `The program did not start: input ${unsupported.name}: ${unsupported.unsupported} inputs are not served on live hosts yet; use url or output (docs/live.md, "Inputs").` })
-    }
     run.secretValues = resolved.secretValues
     run.inputs = resolved.inputs
     const inputs = (workload.inputs ?? []).flatMap((input): ReadonlyArray<RunInput> => {
       if ("url" in input) return [{ name: input.name, url: input.url, sha256: input.sha256 }]
       const held = resolved.inputs.get(input.name)
-      return held === undefined ? [] : [{ name: input.name, fromServer: true, sha256: held.sha256 }]
+      if (held === undefined) return []
+      return [{ name: input.name, fromServer: true, sha256: held.sha256, ...(held.volume === undefined ? {} : { volume: held.volume }), ...("mount" in input && input.mount !== undefined ? { mountPath: input.mount.path } : {}) }]
     })
     const worker = workload.worker
     if (worker?.codeInput !== undefined && !inputs.some((input) => input.name === worker.codeInput)) {
       return this.end(run, { type: "Failed", exitCode: 1, message: `The program did not start: the worker's code input ${worker.codeInput} is not among its inputs.` })
     }
-    const inputEnv = Object.fromEntries(inputs.map((input) => [`PLATFORM_INPUT_${input.name}`, `/platform/inputs/${input.name}`]))
+    const inputEnv = Object.fromEntries(inputs.filter((input) => !("mountPath" in input)).map((input) => [`PLATFORM_INPUT_${input.name}`, `/platform/inputs/${input.name}`]))
     const restore = program.restoreFromSeq === undefined ? undefined : { owner: run.owner, seq: program.restoreFromSeq }
     const spec: RunSpec = {
       id: runIdOf(run.owner, attempt),
@@ -699,7 +705,7 @@ export class LiveCapacity {
       run.facts.bootedAt = this.options.now()
       // Its agent materialized every input, each checked against its digest, before the program started.
       const inputs = this.nodes.get(run.node)?.desired.get(report.id)?.inputs
-      if (inputs !== undefined && inputs.length > 0) run.facts.inputs = inputs.map((input) => ({ name: input.name, sha256: input.sha256 }))
+      if (inputs !== undefined && inputs.length > 0) run.facts.inputs = inputs.map(materializedOf)
       changed = true
     }
     if (report.phase === "Exited" && report.exit !== undefined && run.facts.phase !== "Ended") {
@@ -908,3 +914,20 @@ const signals: Readonly<Record<string, number>> = { SIGHUP: 1, SIGINT: 2, SIGQUI
 
 /** A signal's number, for the shell's 128+n exit code of a program it killed. */
 const signalNumber = (signal: string | undefined) => (signal === undefined ? 0 : signals[signal] ?? 0)
+
+/** An input as status shows it once materialized: its digest, and a Volume's name, revision and uid. */
+const materializedOf = (input: RunInput): MaterializedInput =>
+  "volume" in input && input.volume !== undefined
+    ? { name: input.name, sha256: input.sha256, volumeName: input.volume.name, volumeRevision: input.volume.revision, volumeUID: input.volume.uid }
+    : { name: input.name, sha256: input.sha256 }
+
+/** Why a program's inputs cannot be served here, before anything is resolved for it; undefined when they can. */
+const refusalOf = (workload: WorkloadProgram): string | undefined => {
+  for (const input of workload.inputs ?? []) {
+    if ("unsupported" in input) return `input ${input.name}: ${input.unsupported} inputs are not served on live hosts yet; use url, output or volume (docs/live.md, "Inputs").`
+    if ("mount" in input && input.mount?.writable === true) {
+      return `${input.name} mounts Volume "${input.volume.name}" writable at ${input.mount.path}; live hosts mount Volumes read-only so far (readOnly: true; docs/live.md, "Volumes").`
+    }
+  }
+  return undefined
+}

@@ -89,7 +89,18 @@ export interface RunSpec {
 
 export type RunInput =
   | { readonly name: string; readonly url: string; readonly sha256: string }
-  | { readonly name: string; readonly fromServer: true; readonly sha256: string }
+  /**
+   * Bytes the server holds; a Volume's revision is its archive (a tar.zst), unpacked as the input's directory, or at
+   * `mountPath` in the box (read-only) for a Volume mount.
+   */
+  | { readonly name: string; readonly fromServer: true; readonly sha256: string; readonly volume?: VolumeInput | undefined; readonly mountPath?: string | undefined }
+
+/** Which revision of which Volume an input is (spec: Job status.inputs volumeName, volumeRevision, volumeUID). */
+export interface VolumeInput {
+  readonly name: string
+  readonly revision: number
+  readonly uid: string
+}
 
 /** What the server wants of a host now. */
 export interface Desired {

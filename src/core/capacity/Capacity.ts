@@ -135,6 +135,24 @@ export type ProgramInput =
   | { readonly name: string; readonly unsupported: string }
   /** A blob of the owner's project (`sha256:<hex>`, docs/blobs.md): a Function's code archive. */
   | { readonly name: string; readonly blob: string }
+  /**
+   * A Volume's committed revision (absent: its latest), unpacked as a directory (spec: JobInput.volume); or, with
+   * `mount`, a Volume mounted at a path of the workload (spec: VolumeMount), writable unless read-only.
+   */
+  | {
+    readonly name: string
+    readonly volume: { readonly name: string; readonly revision: number | undefined }
+    readonly mount?: { readonly path: string; readonly writable: boolean } | undefined
+  }
+
+/** An input as it was materialized (spec: Job status.inputs): its digest, and for a Volume which revision it was. */
+export interface MaterializedInput {
+  readonly name: string
+  readonly sha256: string
+  readonly volumeName?: string
+  readonly volumeRevision?: number
+  readonly volumeUID?: string
+}
 
 /** A controller's Launch, addressed to a driver: the host and the program together (acquire, then start). */
 export interface LaunchRequest extends HostRequest, ProgramRequest {}
@@ -277,7 +295,7 @@ export interface AttemptFacts {
   /** What a run that succeeded left behind (spec: JobOutput), as its driver collected it; absent when none. */
   readonly outputs?: ReadonlyArray<CollectedOutput> | undefined
   /** The inputs materialized before its program started (spec: JobInput), with their digests; absent when none. */
-  readonly inputs?: ReadonlyArray<{ readonly name: string; readonly sha256: string }> | undefined
+  readonly inputs?: ReadonlyArray<MaterializedInput> | undefined
   /**
    * What is done in a serving program (a Sandbox's commands, file requests, terminal input): whether a command runs
    * now, and when the last of them was seen. Absent for programs nobody drives.

@@ -34,7 +34,8 @@ export const VolumeSpec = Schema.Struct({
 const VolumeRevision = Schema.Struct({
   revision: described(Schema.Int, "The revision number, from 1; what VolumeMount.revision and JobInput.volume.revision name."),
   createdTime: optional(Schema.String, "When it was committed."),
-  sizeBytes: optional(NonNegativeInt, "Bytes stored."),
+  sizeBytes: optional(NonNegativeInt, "Bytes stored: the size of its archive."),
+  sha256: optional(Schema.String, "The SHA-256 (hex) of its archive (a tar.zst of the Volume's files), as a JobInput's status shows it."),
   committedBy: optional(Schema.Struct({
     kind: described(Schema.String, "The workload's kind."),
     name: described(Schema.String, "The workload's name.")
@@ -44,7 +45,7 @@ const VolumeRevision = Schema.Struct({
 export const VolumeStatus = Schema.Struct({
   phase: optional(oneOf(volumePhases), "Pending, Available, InUse or Failed."),
   revision: optional(NonNegativeInt, "The last committed revision; 0 before the first commit."),
-  revisions: optional(Schema.Array(VolumeRevision), "Revisions kept, oldest first."),
+  revisions: optional(Schema.Array(VolumeRevision), `Revisions kept (the newest ${Limits.volumeRevisionsKept}), oldest first.`),
   boundTo: optional(Schema.Struct({
     kind: described(Schema.String, "The workload's kind (e.g. Workspace, Job)."),
     name: described(Schema.String, "The workload's name."),

@@ -42,7 +42,7 @@ const programOf = (spec: JobSpecType, status: JobStatusType): WorkloadProgram =>
       ? undefined
       : { argv: spec.initCommand.command, timeoutMs: durationMs(spec.initCommand.timeout, Limits.initCommandTimeoutMsMax) },
     outputs: (spec.outputs ?? []).map((output) => ({ name: output.name, path: output.path })),
-    inputs: (spec.inputs ?? []).map(inputOf),
+    inputs: [...(spec.inputs ?? []).map(inputOf), ...(spec.volumes ?? []).map(mountOf)],
     checkpoint: {
       paths: spec.recovery.checkpoint.paths ?? [Limits.checkpointPathDefault],
       maxBytes: parseQuantity(spec.recovery.checkpoint.maxSize ?? "1Ti") ?? Limits.checkpointMaxSizeBytesMax
@@ -50,10 +50,21 @@ const programOf = (spec: JobSpecType, status: JobStatusType): WorkloadProgram =>
   }
 }
 
+/**
+ * A Volume mount, as an input the driver materializes at its path. Its name, `volumes[<i>]`, is the mount's field
+ * path: no input name can take it (input names are letters, digits and underscores).
+ */
+const mountOf = (mount: NonNullable<JobSpecType["volumes"]>[number], index: number): ProgramInput => ({
+  name: `volumes[${index}]`,
+  volume: { name: mount.volume, revision: mount.revision },
+  mount: { path: mount.mountPath, writable: mount.readOnly !== true }
+})
+
 /** One input, in the form a driver takes it (its other forms are named, for the driver to refuse with the reason). */
 const inputOf = (input: NonNullable<JobSpecType["inputs"]>[number]): ProgramInput => {
   if (input.url !== undefined) return { name: input.name, url: input.url.url, sha256: input.url.sha256 }
   if (input.output !== undefined) return { name: input.name, output: { job: input.output.job, name: input.output.name, index: input.output.index } }
-  const form = input.volume !== undefined ? "volume" : input.bucket !== undefined ? "bucket" : input.fromWorkspace !== undefined ? "fromWorkspace" : "fromStage"
+  if (input.volume !== undefined) return { name: input.name, volume: { name: input.volume.name, revision: input.volume.revision } }
+  const form = input.bucket !== undefined ? "bucket" : input.fromWorkspace !== undefined ? "fromWorkspace" : "fromStage"
   return { name: input.name, unsupported: form }
 }
