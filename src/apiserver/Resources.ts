@@ -23,7 +23,7 @@ import { definitionOf } from "../core/schemas/Definitions.ts"
 import { checkUpdate, normalizeSpec, type ServerSettings } from "../core/schemas/Kind.ts"
 import * as ServerSideApply from "../core/meta/ServerSideApply.ts"
 import * as Strategy from "../core/meta/Strategy.ts"
-import { type CommitFailed, type Committed, type ObjectKey, Store, type StoreError, type WriteOp } from "../store/Store.ts"
+import { type CommitFailed, type Committed, type ListedText, type ListQuery, type ObjectKey, Store, type StoreError, type WriteOp } from "../store/Store.ts"
 import { AdmissionPlugins, prepareAll, reviewAll } from "./AdmissionPlugins.ts"
 import { ApiConfig } from "./ApiConfig.ts"
 import type { Principal } from "./Auth.ts"
@@ -100,19 +100,20 @@ export interface ListOptions {
   readonly resourceVersion?: string
 }
 
-export interface ListResult {
-  readonly items: ReadonlyArray<ResourceObject>
+/** A page of a list: its objects (or, from `listText`, their stored JSON texts). */
+export interface ListResult<A = ResourceObject> {
+  readonly items: ReadonlyArray<A>
   readonly resourceVersion: string
   readonly continue?: string
   readonly remainingItemCount?: number
 }
 
 /** A list of any length, read a page at a time (`listPages`). */
-export interface PagedList {
+export interface PagedList<A = ResourceObject> {
   /** The list's resourceVersion: the first page's, which every page reports. */
   readonly resourceVersion: string
   /** The selected objects page by page: the first page is already read, each later one is read when it is pulled. */
-  readonly pages: Stream.Stream<ReadonlyArray<ResourceObject>, ApiError>
+  readonly pages: Stream.Stream<ReadonlyArray<A>, ApiError>
 }
 
 /** How often a patch or delete without a resourceVersion is retried when another writer got there first. */
@@ -242,8 +243,29 @@ const decodeContinue = (token: string): ListCursor | undefined => {
   }
 }
 
-const encodeContinue = (resourceVersion: string, last: ResourceObject): string =>
-  Buffer.from(JSON.stringify([resourceVersion, last.metadata.namespace ?? "", last.metadata.name])).toString("base64url")
+/**
+ * The terms of the selectors the store applies itself (label equalities, a pinned name), and whether any is left for
+ * the server to check on the objects (`filtered`).
+ */
+const pushedDown = (selectors: Selectors) => {
+  const labelEquals = LabelSelector.equalityTerms(selectors.labels)
+  const name = FieldSelector.pinnedName(selectors.fields)
+  const filtered = selectors.labels.requirements.length > labelEquals.length || selectors.fields.requirements.length > (name === undefined ? 0 : 1)
+  return { labelEquals, name, filtered }
+}
+
+const encodeContinue = (resourceVersion: string, last: { readonly namespace: string; readonly name: string }): string =>
+  Buffer.from(JSON.stringify([resourceVersion, last.namespace, last.name])).toString("base64url")
+
+/** Where a list read goes on from: an object's key. */
+const objectKey = (object: ResourceObject) => ({ namespace: object.metadata.namespace ?? "", name: object.metadata.name })
+
+/** What a page is read from: the store's objects, or their stored texts; `key` places an item, `accepts` selects it. */
+interface PageSource<A> {
+  readonly read: (query: ListQuery) => Effect.Effect<{ readonly items: ReadonlyArray<A>; readonly resourceVersion: number; readonly remaining: number }, StoreError>
+  readonly key: (item: A) => { readonly namespace: string; readonly name: string }
+  readonly accepts: (item: A) => boolean
+}
 
 export interface Selectors {
   readonly labels: LabelSelector.LabelSelector
@@ -288,6 +310,13 @@ export interface ResourcesShape {
    * read when it is pulled; a few such reads run at once across the server (`pagedReadsMax`).
    */
   readonly listPages: (ref: ResourceRef, namespace: string | undefined, options: Omit<ListOptions, "limit">, pageSize?: number) => Effect.Effect<PagedList, ApiError>
+  /**
+   * `list` and `listPages` with each object as the JSON text the store holds, passed through unparsed (a plain JSON
+   * list is exactly these texts in its `items`); undefined when a selector must read the objects (one the store does
+   * not apply).
+   */
+  readonly listText: (ref: ResourceRef, namespace: string | undefined, options: ListOptions) => Effect.Effect<ListResult<string> | undefined, ApiError>
+  readonly listTextPages: (ref: ResourceRef, namespace: string | undefined, options: Omit<ListOptions, "limit">) => Effect.Effect<PagedList<string> | undefined, ApiError>
   readonly create: (ref: ResourceRef, namespace: string | undefined, body: unknown, options: WriteOptions) => Effect.Effect<WriteResult, ApiError>
   /**
    * Creates every body or none, in one store commit, in order; a body that fails admission fails the whole request
@@ -765,18 +794,16 @@ function makeOperations(services: {
    * count the objects after them for `remainingItemCount`, a walk over up to `remainingItemCountMax` rows; the others
    * only ask whether one follows.
    */
-  const readPage = (ref: ResourceRef, namespace: string | undefined, selectors: Selectors, cursor: ListCursor | undefined, limit: number | undefined, counted: boolean) =>
+  const readPage = <A>(source: PageSource<A>, ref: ResourceRef, namespace: string | undefined, selectors: Selectors, cursor: ListCursor | undefined, limit: number | undefined, counted: boolean) =>
     Effect.gen(function*() {
-      const labelEquals = LabelSelector.equalityTerms(selectors.labels)
-      const name = FieldSelector.pinnedName(selectors.fields)
-      const filtered = selectors.labels.requirements.length > labelEquals.length || selectors.fields.requirements.length > (name === undefined ? 0 : 1)
-      const items: Array<ResourceObject> = []
+      const { labelEquals, name, filtered } = pushedDown(selectors)
+      const items: Array<A> = []
       let after = cursor === undefined ? undefined : { namespace: cursor.namespace, name: cursor.name }
       let resourceVersion: number | undefined
       let remaining = 0
       for (;;) {
         const want = limit === undefined ? undefined : filtered ? scanChunkSize : limit - items.length
-        const page = yield* store.list({
+        const page = yield* source.read({
           resource: ref.info.plural,
           ...(ref.info.scope === "Namespaced" && namespace !== undefined ? { namespace } : {}),
           ...(after === undefined ? {} : { after }),
@@ -786,10 +813,10 @@ function makeOperations(services: {
           countUpTo: counted ? remainingItemCountMax : 0
         }).pipe(Effect.mapError(storeFailure))
         resourceVersion ??= page.resourceVersion
-        for (const object of page.items) {
+        for (const item of page.items) {
           if (limit !== undefined && items.length === limit) break
-          if (selects(selectors, object)) items.push(object)
-          after = { namespace: object.metadata.namespace ?? "", name: object.metadata.name }
+          if (source.accepts(item)) items.push(item)
+          after = source.key(item)
         }
         remaining = page.remaining
         const scannedAll = page.items.length === 0 || (want === undefined) || page.remaining === 0
@@ -800,36 +827,59 @@ function makeOperations(services: {
       return {
         items,
         resourceVersion: listVersion,
-        ...(more && items.length > 0 ? { continue: encodeContinue(listVersion, items.at(-1)!) } : {}),
+        ...(more && items.length > 0 ? { continue: encodeContinue(listVersion, source.key(items.at(-1)!)) } : {}),
         ...(more && counted && !filtered && remaining > 0 && remaining <= remainingItemCountMax ? { remainingItemCount: remaining } : {})
-      } satisfies ListResult
+      } satisfies ListResult<A>
     })
+
+  /** Pages of the store's objects, each checked against the selectors. */
+  const objectsOf = (selectors: Selectors): PageSource<ResourceObject> => ({ read: store.list, key: objectKey, accepts: (object) => selects(selectors, object) })
+
+  /** Pages of stored texts: only where the store applies every selector itself (nothing is read of the objects). */
+  const textsOf: PageSource<ListedText> = { read: store.listText, key: (item) => item, accepts: () => true }
 
   const list = (ref: ResourceRef, namespace: string | undefined, options: ListOptions) =>
     Effect.flatMap(listQuery(ref, namespace, options), ({ selectors, cursor }) => {
       const limit = options.limit !== undefined && options.limit > 0 ? Math.min(options.limit, listPageSize) : undefined
-      return readPage(ref, namespace, selectors, cursor, limit, true)
+      return readPage(objectsOf(selectors), ref, namespace, selectors, cursor, limit, true)
+    })
+
+  const listText = (ref: ResourceRef, namespace: string | undefined, options: ListOptions) =>
+    Effect.flatMap(listQuery(ref, namespace, options), ({ selectors, cursor }) => {
+      if (pushedDown(selectors).filtered) return Effect.succeed(undefined)
+      const limit = options.limit !== undefined && options.limit > 0 ? Math.min(options.limit, listPageSize) : undefined
+      return Effect.map(readPage(textsOf, ref, namespace, selectors, cursor, limit, true), (page) => ({ ...page, items: page.items.map((item) => item.text) }))
     })
 
   // Each page is read through the continue token of the one before, so later pages read the current state, as a
   // client paging with limit and continue would.
-  const listPages = (ref: ResourceRef, namespace: string | undefined, options: Omit<ListOptions, "limit">, pageSize = listPageSize) =>
+  const pagesOf = <A>(source: PageSource<A>, ref: ResourceRef, namespace: string | undefined, selectors: Selectors, cursor: ListCursor | undefined, pageSize: number) =>
     Effect.gen(function*() {
-      const { selectors, cursor } = yield* listQuery(ref, namespace, options)
       const limit = Math.min(Math.max(1, pageSize), listPageSize)
       const readAfter = (token: string | undefined) =>
-        Semaphore.withPermit(pagedReads, readPage(ref, namespace, selectors, token === undefined ? cursor : decodeContinue(token), limit, false))
+        Semaphore.withPermit(pagedReads, readPage(source, ref, namespace, selectors, token === undefined ? cursor : decodeContinue(token), limit, false))
       const first = yield* readAfter(undefined)
       const rest = first.continue === undefined
         ? Stream.empty
         : Stream.paginate(first.continue, (token) => Effect.map(readAfter(token), (page) => [[page.items], Option.fromUndefinedOr(page.continue)] as const))
-      return { resourceVersion: first.resourceVersion, pages: Stream.concat(Stream.make(first.items), rest) } satisfies PagedList
+      return { resourceVersion: first.resourceVersion, pages: Stream.concat(Stream.make(first.items), rest) } satisfies PagedList<A>
     })
+
+  const listPages = (ref: ResourceRef, namespace: string | undefined, options: Omit<ListOptions, "limit">, pageSize = listPageSize) =>
+    Effect.flatMap(listQuery(ref, namespace, options), ({ selectors, cursor }) => pagesOf(objectsOf(selectors), ref, namespace, selectors, cursor, pageSize))
+
+  const listTextPages = (ref: ResourceRef, namespace: string | undefined, options: Omit<ListOptions, "limit">) =>
+    Effect.flatMap(listQuery(ref, namespace, options), ({ selectors, cursor }) =>
+      pushedDown(selectors).filtered
+        ? Effect.succeed(undefined)
+        : Effect.map(pagesOf(textsOf, ref, namespace, selectors, cursor, listPageSize), (paged) => ({ ...paged, pages: Stream.map(paged.pages, (page) => page.map((item) => item.text)) })))
 
   return {
     get: (ref: ResourceRef, namespace: string | undefined, name: string) => readExisting(ref, namespace, name),
     list,
     listPages,
+    listText,
+    listTextPages,
     create,
     createMany,
     replaceStatusMany,

@@ -170,6 +170,11 @@ export const make: Effect.Effect<StoreShape> = Effect.sync(() => {
   return Store.of({
     get: (key) => Effect.sync(() => Option.fromNullishOr(objects.get(keyString(key)))),
     list: (query) => Effect.sync(() => list(query)),
+    listText: (query) =>
+      Effect.sync(() => {
+        const page = list(query)
+        return { ...page, items: page.items.map((object) => ({ namespace: object.metadata.namespace ?? "", name: object.metadata.name, text: JSON.stringify(object) })) }
+      }),
     dependentsOf: (uid) => Effect.sync(() => [...objects.values()].filter((object) => ownerUids(object).includes(uid))),
     uidExists: (uid) => Effect.sync(() => uids.has(uid)),
     commit: (ops) =>

@@ -436,11 +436,11 @@ export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
 
   // The page and the store's resourceVersion come from one statement (one snapshot); the count of what follows is only
   // needed for a full page.
-  const list: StoreShape["list"] = (query: ListQuery) => Effect.gen(function*() {
+  const listText: StoreShape["listText"] = (query: ListQuery) => Effect.gen(function*() {
     const page = listFilter(query, query.after)
     const limit = query.limit === undefined ? "" : ` LIMIT ${Math.max(0, Math.floor(query.limit))}`
-    const rows = yield* sql.unsafe<{ resource_version: string; body: string | null }>(
-      `SELECT m.resource_version::text AS resource_version, o.body
+    const rows = yield* sql.unsafe<{ resource_version: string; body: string | null; namespace: string; name: string }>(
+      `SELECT m.resource_version::text AS resource_version, o.body, o.namespace, o.name
          FROM nodus_meta m
          LEFT JOIN LATERAL (
            SELECT body, namespace, name FROM nodus_objects WHERE ${page.where} ORDER BY namespace, name${limit}) o ON true
@@ -448,12 +448,12 @@ export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
         ORDER BY o.namespace, o.name`,
       page.parameters
     )
-    const items = rows.flatMap((row) => (row.body === null ? [] : [parseObject(row.body)]))
+    const items = rows.flatMap((row) => (row.body === null ? [] : [{ namespace: row.namespace, name: row.name, text: row.body }]))
     const last = items.at(-1)
     const full = query.limit !== undefined && last !== undefined && items.length === query.limit
     let remaining = 0
     if (full) {
-      const rest = listFilter(query, { namespace: last.metadata.namespace ?? "", name: last.metadata.name })
+      const rest = listFilter(query, { namespace: last.namespace, name: last.name })
       const cap = query.countUpTo === undefined ? "" : ` LIMIT ${Math.max(0, Math.floor(query.countUpTo)) + 1}`
       const counted = yield* sql.unsafe<{ remaining: string }>(
         `SELECT count(*)::text AS remaining FROM (SELECT 1 FROM nodus_objects WHERE ${rest.where}${cap}) AS rest`,
@@ -463,6 +463,9 @@ export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
     }
     return { items, resourceVersion: Number(rows[0]?.resource_version ?? 0), remaining }
   }).pipe(Effect.mapError(failure("list failed")))
+
+  const list: StoreShape["list"] = (query: ListQuery) =>
+    Effect.map(listText(query), (page) => ({ ...page, items: page.items.map((item) => parseObject(item.text)) }))
 
   // Summed by the database over every posting: each moves its amount out of one account and into another. The sums
   // are numeric, read as text so that no digit passes through a JS number.
@@ -481,6 +484,7 @@ export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
   return Store.of({
     get,
     list,
+    listText,
     dependentsOf: (uid) =>
       sql.unsafe<{ body: string }>(`SELECT body FROM nodus_objects WHERE owner_uids @> $1::jsonb`, [JSON.stringify([uid])]).pipe(
         Effect.map((rows) => rows.map((row) => parseObject(row.body))),

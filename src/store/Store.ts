@@ -127,6 +127,20 @@ export interface ListPage {
   readonly remaining: number
 }
 
+/** One listed object as the store keeps it: its key, and its JSON text unparsed (what a list answer carries as is). */
+export interface ListedText {
+  readonly namespace: string
+  readonly name: string
+  readonly text: string
+}
+
+/** A page of `listText`: as `ListPage`, the objects as their stored JSON text. */
+export interface TextPage {
+  readonly items: ReadonlyArray<ListedText>
+  readonly resourceVersion: number
+  readonly remaining: number
+}
+
 export interface ChangesPage {
   readonly changes: ReadonlyArray<Change>
   /** Changes at or below this resourceVersion are gone. */
@@ -142,6 +156,11 @@ export interface StoredRecordEntry {
 export interface StoreShape {
   readonly get: (key: ObjectKey) => Effect.Effect<Option.Option<ResourceObject>, StoreError>
   readonly list: (query: ListQuery) => Effect.Effect<ListPage, StoreError>
+  /**
+   * `list`, each object as the JSON text the store holds (`JSON.stringify` of it), not parsed: a list answer that
+   * needs nothing of its items but their keys passes them through.
+   */
+  readonly listText: (query: ListQuery) => Effect.Effect<TextPage, StoreError>
   /** Objects whose ownerReferences name this uid (for the garbage collector). */
   readonly dependentsOf: (uid: string) => Effect.Effect<ReadonlyArray<ResourceObject>, StoreError>
   /** Whether any object carries this uid. */

@@ -247,6 +247,26 @@ export const suite = (name: string, storeLayer: Layer.Layer<Store, unknown>) =>
         assert.strictEqual(empty.resourceVersion, yield* store.resourceVersion)
       }))
 
+    it.effect("listText answers what list does, each object as its JSON text (JSON.stringify of it), with its key", () =>
+      Effect.gen(function*() {
+        const store = yield* Store
+        for (const name of ["t-a", "t-b", "t-c"]) yield* store.commit([create(makeObject(key(name, "p3", "texts"), { labels: { team: name === "t-b" ? "x" : "y" } }), key(name, "p3", "texts"))])
+        for (const query of [
+          { resource: "texts" },
+          { resource: "texts", namespace: "p3", limit: 2, countUpTo: 10 },
+          { resource: "texts", namespace: "p3", after: { namespace: "p3", name: "t-a" } },
+          { resource: "texts", labelEquals: [["team", "x"]] as const },
+          { resource: "texts", name: "t-c" }
+        ]) {
+          const objects = yield* store.list(query)
+          const texts = yield* store.listText(query)
+          assert.deepStrictEqual(texts.items.map((item) => item.text), objects.items.map((object) => JSON.stringify(object)))
+          assert.deepStrictEqual(texts.items.map((item) => [item.namespace, item.name]), objects.items.map((object) => [object.metadata.namespace, object.metadata.name]))
+          assert.strictEqual(texts.remaining, objects.remaining)
+          assert.strictEqual(texts.resourceVersion, objects.resourceVersion)
+        }
+      }))
+
     it.effect("compaction drops old changes and reports the horizon", () =>
       Effect.gen(function*() {
         const store = yield* Store

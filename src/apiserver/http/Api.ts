@@ -41,7 +41,7 @@ import { defaultWatchLimits, Watches, type WatchEvent } from "../Watch.ts"
 import { mediaTypeOf, parseJson, parseYamlDocument, readBytes, readObject, readText, textProblem } from "./Body.ts"
 import * as Discovery from "./Discovery.ts"
 import * as Docs from "./Docs.ts"
-import { streamedArray } from "./ListBody.ts"
+import { streamedArray, streamedTexts, withTexts } from "./ListBody.ts"
 import { json, type ResponseContext, requestIdHeader, statusResponse, warningHeader, withSafeHeaders } from "./Respond.ts"
 import * as Routes from "./Routes.ts"
 import * as Table from "./Table.ts"
@@ -310,6 +310,14 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
           return asTable
             ? Table.table(tableOf(ref), result.items, { ...tableOptions, withColumns: true, ...listMeta })
             : { apiVersion: ref.apiVersion, kind: `${ref.info.kind}List`, metadata: listMeta, items: result.items }
+        }
+        // A plain JSON list whose selectors the store applies carries the stored texts of its objects, never parsed.
+        if (!asTable) {
+          const bounded = limit !== undefined && limit > 0
+          const texts = bounded ? yield* resources.listText(ref, scopeOf(principal, ref, namespace), { ...options, limit }) : undefined
+          if (texts !== undefined) return HttpServerResponse.text(withTexts(envelope({ ...texts, items: [] }), texts.items), { status: 200, contentType: "application/json" })
+          const paged = bounded ? undefined : yield* resources.listTextPages(ref, scopeOf(principal, ref, namespace), options)
+          if (paged !== undefined) return HttpServerResponse.stream(streamedTexts(envelope({ items: [], resourceVersion: paged.resourceVersion }), paged.pages), { contentType: "application/json" })
         }
         if (limit !== undefined && limit > 0) return json(200, envelope(yield* resources.list(ref, scopeOf(principal, ref, namespace), { ...options, limit })))
         // Without a limit the list is read and written a page at a time (ListBody.ts): the first page is read here, so
