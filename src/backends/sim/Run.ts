@@ -177,12 +177,14 @@ export const providerModelsOf = (fleet: FleetSettings, traces: Map<string, SpotT
 const faultsOf = (scenario: Scenario, start: number): ProviderFaults => {
   const storms = scenario.faults.preemptionStorms.map((storm) => ({ from: start + durationMs(storm.at, 0), to: start + durationMs(storm.at, 0) + durationMs(storm.for, 0), factor: storm.factor }))
   const droughts = scenario.faults.droughts.map((drought) => ({ from: start + durationMs(drought.at, 0), to: start + durationMs(drought.at, 0) + durationMs(drought.for, 0), factor: drought.capacityFactor }))
+  // Outside every window (most of a run) one answer serves: the capacity reads it at every placement look.
+  const calm = { preemptionFactor: 1, capacityFactor: 1 } as const
   return (_variant, now) => {
     let preemptionFactor = 1
     let capacityFactor = 1
     for (const storm of storms) if (now >= storm.from && now < storm.to) preemptionFactor *= storm.factor
     for (const drought of droughts) if (now >= drought.from && now < drought.to) capacityFactor *= drought.factor
-    return { preemptionFactor, capacityFactor }
+    return preemptionFactor === 1 && capacityFactor === 1 ? calm : { preemptionFactor, capacityFactor }
   }
 }
 

@@ -48,6 +48,8 @@ type SimAttempt = { -readonly [K in keyof AttemptFacts]: AttemptFacts[K] }
 
 interface Program {
   readonly attempt: SimAttempt
+  /** The pool of the attempt's variant (looked up once: every event of the program reads its model). */
+  readonly pool: Pool
   readonly owner: string
   /** `programKey(owner, attempt.name)`, made once. */
   readonly key: string
@@ -99,6 +101,16 @@ export interface SimLaunch extends HostRequest, SimProgram {}
 /** Attempt names are unique within their owner only (two projects may both run a Job named train). */
 const programKey = (owner: string, name: string) => `${owner}\n${name}`
 
+/** What the capacity keeps of an owner until it is forgotten: one map entry per owner, looked up once per action. */
+interface Owned {
+  /** Every attempt by name: what makes launch idempotent. */
+  readonly attempts: Map<string, AttemptFacts>
+  /** The last checkpoint's seq (seqs count from 1 per owner). */
+  seq: number
+  /** Work saved at each checkpoint, by seq: what a restore resumes from. */
+  readonly saved: Array<number>
+}
+
 export class SimCapacity {
   private readonly engine: Engine
   private readonly random: Prng
@@ -110,11 +122,8 @@ export class SimCapacity {
   private readonly programs = new Map<string, Program>()
   /** Hosts acquired whose program has not started yet. */
   private readonly idle = new Map<string, { readonly attempt: SimAttempt; readonly namespace: string }>()
-  /** Every attempt by owner and name, until the owner is forgotten: what makes launch idempotent. */
-  private readonly attempts = new Map<string, Map<string, AttemptFacts>>()
-  /** Work saved at each checkpoint, per owner: what a restore resumes from. */
-  private readonly saved = new Map<string, Map<number, number>>()
-  private readonly seqs = new Map<string, number>()
+  /** Every owner's attempts and checkpoints, until the owner is forgotten. */
+  private readonly owners = new Map<string, Owned>()
   private readonly markets = new Map<string, Market>()
   /** Called whenever an owner's facts change, so its controller runs again. */
   onChange: (owner: string) => void = () => {}
@@ -198,10 +207,25 @@ export class SimCapacity {
   // -------------------------------------------------------------------------------------------------------------------
   // Actions
 
-  /** A launch in one call: the host, then the program on it (what the headless simulation's loop does). */
+  private owned(owner: string): Owned {
+    let owned = this.owners.get(owner)
+    if (owned === undefined) this.owners.set(owner, (owned = { attempts: new Map(), seq: 0, saved: [] }))
+    return owned
+  }
+
+  /**
+   * A launch in one call: the host, then the program on it (what the headless simulation's loop does), as `acquire`
+   * and `start` would make it, without the idle host between them.
+   */
   launch(request: SimLaunch): AttemptFacts {
-    const attempt = this.acquire(request)
-    this.start(request.owner, request.attempt, request)
+    const owned = this.owned(request.owner)
+    const known = owned.attempts.get(request.attempt)
+    if (known !== undefined) {
+      this.start(request.owner, request.attempt, request)
+      return known
+    }
+    const attempt = this.take(request, owned)
+    if (attempt.phase === "Provisioning") this.run(request.owner, programKey(request.owner, request.attempt), attempt, request.namespace, request)
     return attempt
   }
 
@@ -211,8 +235,16 @@ export class SimCapacity {
    * host boots once its program is given (`start`, in the same instant when the runtime launches).
    */
   acquire(request: HostRequest): AttemptFacts {
-    const known = this.attempts.get(request.owner)?.get(request.attempt)
+    const owned = this.owned(request.owner)
+    const known = owned.attempts.get(request.attempt)
     if (known !== undefined) return known
+    const attempt = this.take(request, owned)
+    if (attempt.phase === "Provisioning") this.idle.set(programKey(request.owner, request.attempt), { attempt, namespace: request.namespace })
+    return attempt
+  }
+
+  /** A new attempt of `owned` on a host taken now (Provisioning), or none free (Ended Unavailable). */
+  private take(request: HostRequest, owned: Owned): SimAttempt {
     const now = this.engine.now
     const attempt: SimAttempt = {
       name: request.attempt,
@@ -234,9 +266,7 @@ export class SimCapacity {
       suspend: undefined,
       progressUnits: undefined
     }
-    let owned = this.attempts.get(request.owner)
-    if (owned === undefined) this.attempts.set(request.owner, (owned = new Map()))
-    owned.set(request.attempt, attempt)
+    owned.attempts.set(request.attempt, attempt)
     const pool = this.pool(request.variant)
     const warm = this.warmHosts(pool, request.namespace)
     if (warm.length > 0) {
@@ -247,9 +277,7 @@ export class SimCapacity {
     } else {
       // Spec: capacity was taken between the placement decision and the acquire; the index waits again.
       this.end(attempt, { type: "Unavailable" }, now)
-      return attempt
     }
-    this.idle.set(programKey(request.owner, request.attempt), { attempt, namespace: request.namespace })
     return attempt
   }
 
@@ -259,15 +287,19 @@ export class SimCapacity {
     const host = this.idle.get(key)
     if (host === undefined) return
     this.idle.delete(key)
-    const { attempt } = host
+    this.run(owner, key, host.attempt, host.namespace, request)
+  }
+
+  private run(owner: string, key: string, attempt: SimAttempt, namespace: string, request: SimProgram): void {
     attempt.restoreFromSeq = request.restoreFromSeq
     const workAtStart = this.restoredWork(owner, request)
     const program: Program = {
       attempt,
+      pool: this.pool(attempt.variant),
       owner,
       key,
       workload: request.workload,
-      namespace: host.namespace,
+      namespace,
       token: 0,
       workAtStart,
       runStartedAt: this.engine.now,
@@ -316,7 +348,7 @@ export class SimCapacity {
     program.attempt.stoppingAt = this.engine.now
     program.keepWarmMs = keepWarmMs
     const token = program.token
-    this.engine.after(this.pool(program.attempt.variant).model.teardownMs, () => {
+    this.engine.after(program.pool.model.teardownMs, () => {
       if (program.token !== token) return
       this.finish(program, { type: "Stopped" }, true)
     })
@@ -324,12 +356,12 @@ export class SimCapacity {
 
   /** The facts of an attempt (the same object while it lives), until its owner is forgotten. */
   facts(owner: string, name: string): AttemptFacts | undefined {
-    return this.attempts.get(owner)?.get(name)
+    return this.owners.get(owner)?.attempts.get(name)
   }
 
   /** Every attempt of an owner the simulator still knows. */
   attemptsOf(owner: string): ReadonlyArray<AttemptFacts> {
-    return [...(this.attempts.get(owner)?.values() ?? [])]
+    return [...(this.owners.get(owner)?.attempts.values() ?? [])]
   }
 
   /** The engine's virtual now. */
@@ -353,26 +385,24 @@ export class SimCapacity {
 
   /** Forgets an owner's programs (its Job was deleted). */
   forget(owner: string): void {
-    this.attempts.delete(owner)
-    this.saved.delete(owner)
-    this.seqs.delete(owner)
+    this.owners.delete(owner)
   }
 
   // -------------------------------------------------------------------------------------------------------------------
   // The program's life
 
   private restoredWork(owner: string, request: SimProgram): number {
-    if (request.restoreFromSeq !== undefined) return this.saved.get(owner)?.get(request.restoreFromSeq) ?? 0
+    if (request.restoreFromSeq !== undefined) return this.owners.get(owner)?.saved[request.restoreFromSeq] ?? 0
     if (request.resumeFromUnits !== undefined) return request.resumeFromUnits * 1000
     return 0
   }
 
   private saveMs(program: Program): number {
-    return Math.max(1000, Math.round((program.workload.checkpointSizeBytes / this.pool(program.attempt.variant).model.restoreBytesPerSecond) * 1000))
+    return Math.max(1000, Math.round((program.workload.checkpointSizeBytes / program.pool.model.restoreBytesPerSecond) * 1000))
   }
 
   private boot(program: Program): void {
-    const model = this.pool(program.attempt.variant).model
+    const model = program.pool.model
     const token = program.token
     if (program.hostWarm) {
       this.engine.after(model.warmStartMs + program.startMs, () => program.token === token && this.started(program))
@@ -400,7 +430,7 @@ export class SimCapacity {
   private preemptionDelay(program: Program): number | undefined {
     const variant = program.attempt.variant
     if (!variant.interruptible) return undefined
-    const model = this.pool(variant).model
+    const model = program.pool.model
     const now = this.engine.now
     if (model.preemptionTrace !== undefined) {
       const at = nextPreemptionAfter(model.preemptionTrace, now)
@@ -436,7 +466,7 @@ export class SimCapacity {
     const interval = program.checkpointIntervalMs
     const checkpointAt = interval === undefined ? Number.POSITIVE_INFINITY : Math.max(now, program.runStartedAt) + interval
     const preemption = this.preemptionDelay(program)
-    const loss = this.nodeLossDelay(this.pool(program.attempt.variant).model)
+    const loss = this.nodeLossDelay(program.pool.model)
     const preemptAt = preemption === undefined ? Number.POSITIVE_INFINITY : now + preemption
     const lossAt = loss === undefined ? Number.POSITIVE_INFINITY : now + loss
     const first = Math.min(exitAt, oomAt, checkpointAt, preemptAt, lossAt)
@@ -470,11 +500,9 @@ export class SimCapacity {
 
   private saveCheckpoint(program: Program): void {
     const now = this.engine.now
-    const seq = (this.seqs.get(program.owner) ?? 0) + 1
-    this.seqs.set(program.owner, seq)
-    let saved = this.saved.get(program.owner)
-    if (saved === undefined) this.saved.set(program.owner, (saved = new Map()))
-    saved.set(seq, this.workDone(program, now))
+    const owned = this.owned(program.owner)
+    const seq = ++owned.seq
+    owned.saved[seq] = this.workDone(program, now)
     program.attempt.checkpoint = { seq, sizeBytes: program.workload.checkpointSizeBytes, at: now } satisfies Checkpoint
   }
 
@@ -545,7 +573,7 @@ export class SimCapacity {
     const now = this.engine.now
     // A program reports its progress cursor as it goes; what it reported up to the end survives it.
     if (program.attempt.phase === "Running") this.recordProgress(program)
-    const pool = this.pool(program.attempt.variant)
+    const pool = program.pool
     // A program that exited on its own still has its host torn down, which is billed (Teardown) until released.
     const tearsDown = reusable && program.keepWarmMs <= 0 && outcome.type !== "Stopped"
     this.end(program.attempt, outcome, now, tearsDown ? now + pool.model.teardownMs : now)

@@ -24,6 +24,11 @@ import type { SimCapacity, WorkloadModel } from "./SimCapacity.ts"
 export interface SimJob {
   readonly name: string
   readonly namespace: string
+  /**
+   * `<namespace>/<name>`, made once per Job: it keys the Job's maps here and in the capacity, and one string object
+   * hashes once (10^7 reconciles in the platform benchmark).
+   */
+  readonly key: string
   readonly uid: string
   generation: number
   readonly createdAt: number
@@ -36,21 +41,28 @@ export interface SimJob {
   /** The time of the wake-up already scheduled, if any. */
   wakeAt: number | undefined
   deleted: boolean
-  /** Phase changes with their times, for summaries. */
-  readonly phases: Array<{ readonly at: number; readonly phase: string }>
 }
 
 export interface TraceSink {
   readonly record: (line: string) => void
 }
 
+/** The trace's chunk: what gathers lines before they reach the hash. */
+const traceChunkBytes = 65_536
+/** Lines gathered in a string before they are copied into the chunk. */
+const traceBatchChars = 2048
+
 /**
- * Hashes every trace line (sha256 of the lines, each followed by "\n"), optionally keeping the lines. Lines are
- * gathered into chunks of about 64 KiB before they reach the hash: one native call per chunk instead of two per
- * line (the benchmark writes 10^7 lines), and the same bytes, so the same digest.
+ * Hashes every trace line (sha256 of the lines' UTF-8, each followed by "\n"), optionally keeping the lines. Lines
+ * are gathered into a short string (about 2 KiB), copied into a 64 KiB buffer while they are fresh, and the buffer
+ * reaches the hash when full: one native call per chunk, one copy per few dozen lines, and the same bytes, so the
+ * same digest. Appending lines to one string per 64 KiB instead made a rope whose thousands of pieces were spread
+ * over the heap by the time it was hashed, and flattening it took several times as long as the hashing itself.
  */
 export class TraceHash implements TraceSink {
   private readonly hash: Hash = createHash("sha256")
+  private readonly chunk = Buffer.allocUnsafe(traceChunkBytes)
+  private used = 0
   private pending = ""
   readonly lines: Array<string> | undefined
   count = 0
@@ -61,18 +73,28 @@ export class TraceHash implements TraceSink {
 
   record(line: string): void {
     this.pending += line + "\n"
-    if (this.pending.length >= 65_536) this.flush()
+    if (this.pending.length >= traceBatchChars) this.copy()
     this.count++
     this.lines?.push(line)
   }
 
-  private flush(): void {
-    if (this.pending.length === 0) return
-    this.hash.update(this.pending)
+  /** Copies the pending lines into the chunk (at most 3 bytes of UTF-8 per UTF-16 unit), hashing it when full. */
+  private copy(): void {
+    const room = this.pending.length * 3
+    if (this.used + room > traceChunkBytes) this.flush()
+    if (room > traceChunkBytes) this.hash.update(this.pending)
+    else this.used += this.chunk.write(this.pending, this.used, "utf8")
     this.pending = ""
   }
 
+  private flush(): void {
+    if (this.used === 0) return
+    this.hash.update(this.chunk.subarray(0, this.used))
+    this.used = 0
+  }
+
   digest(): string {
+    this.copy()
     this.flush()
     return this.hash.copy().digest("hex")
   }
@@ -163,7 +185,6 @@ export class Simulation {
   private readonly unfunded = new Set<SimJob>()
   /** Waiting Jobs whose last step changed nothing, and what it saw (see `lookAgain`). */
   private readonly settled = new WeakMap<SimJob, Settled>()
-  private readonly keys = new WeakMap<SimJob, string>()
   steps = 0
   /** Capacity looks answered without a step: the Job was settled and nothing it could take was free. */
   skippedSteps = 0
@@ -217,22 +238,13 @@ export class Simulation {
     return this.options.engine.now
   }
 
-  /**
-   * `<namespace>/<name>`, made once per Job: it keys the Job's maps here and in the capacity, and one string object
-   * hashes once (10^7 reconciles in the platform benchmark).
-   */
-  private keyOf(job: SimJob): string {
-    let key = this.keys.get(job)
-    if (key === undefined) this.keys.set(job, (key = `${job.namespace}/${job.name}`))
-    return key
-  }
-
   /** Admits a Job (its spec already decoded with defaults) now, or takes one over with its status and attempts. */
   submit(namespace: string, name: string, spec: JobSpecType, workload: WorkloadModel, restored?: Restored): SimJob {
     const key = `${namespace}/${name}`
     const job: SimJob = {
       name,
       namespace,
+      key,
       uid: restored?.uid ?? `sim-${++this.nextUid}`,
       generation: restored?.generation ?? 1,
       createdAt: this.now,
@@ -242,10 +254,8 @@ export class Simulation {
       workload,
       dirty: false,
       wakeAt: undefined,
-      deleted: false,
-      phases: []
+      deleted: false
     }
-    this.keys.set(job, key)
     this.jobs.set(key, job)
     this.options.trace.record(`${this.now} ${key} Created`)
     this.touch(job)
@@ -266,7 +276,7 @@ export class Simulation {
     job.deleted = true
     this.waiting.delete(job)
     this.unfunded.delete(job)
-    const key = this.keyOf(job)
+    const key = job.key
     for (const attempt of job.attempts) if (attempt.phase !== "Ended") this.options.capacity.stop(key, attempt.name, 0)
     this.options.capacity.forget(key)
     if (this.jobs.get(key) === job) this.jobs.delete(key)
@@ -283,7 +293,7 @@ export class Simulation {
     const billing = this.billingOf(job)
     if (billing === undefined) return
     const { wakeAt, done } = billRemoved(billing, job.uid, job.spec.maxCostUSD, job.attempts, this.now)
-    const key = this.keyOf(job)
+    const key = job.key
     if (done) {
       if (this.billedAfterRemoval.get(key) === job) this.billedAfterRemoval.delete(key)
     } else if (wakeAt !== undefined) this.options.engine.at(wakeAt, () => this.billRemoved(job))
@@ -339,7 +349,7 @@ export class Simulation {
     job.dirty = false
     if (job.deleted) return
     const now = this.now
-    const key = this.keyOf(job)
+    const key = job.key
     const capacity = this.options.capacity
     const before = job.status
     const market = capacity.marketFor(job.namespace)
@@ -352,20 +362,20 @@ export class Simulation {
     if (result.waitingForCapacity) this.waiting.add(job)
     else this.waiting.delete(job)
     if (result.status.phase !== before.phase && result.status.phase !== undefined) {
-      job.phases.push({ at: now, phase: result.status.phase })
       this.options.trace.record(`${now} ${key} Phase ${before.phase ?? "-"}>${result.status.phase} ${result.status.reason ?? ""}`)
     }
     for (const event of result.events) {
       this.options.trace.record(`${now} ${key} Event ${event.type ?? "-"} ${event.reason}: ${event.message}`)
       this.options.onEvent?.(job, event)
     }
-    const launched: Array<Launched> = []
+    // Only a driver that is told of its launches gets them (the headless run is not: 2 × 10^6 launches).
+    const launched: Array<Launched> | undefined = this.options.onStep === undefined ? undefined : []
     for (const action of result.actions) {
       switch (action._tag) {
         case "Launch": {
           const facts = capacity.launch({ ...action, owner: key, namespace: job.namespace, workload: job.workload })
           job.attempts.push(facts)
-          if (this.options.onStep !== undefined) launched.push({ action, facts })
+          launched?.push({ action, facts })
           this.options.trace.record(`${now} ${key} Launch ${action.attempt} ${variantKeyOf(action.variant)}${facts.outcome === undefined ? "" : " " + facts.outcome.type}`)
           if (facts.outcome !== undefined) this.touch(job)
           break
@@ -396,7 +406,7 @@ export class Simulation {
       if (isUnfunded(job.status)) this.unfunded.add(job)
       else this.unfunded.delete(job)
     }
-    this.options.onStep?.(job, result, launched, settled)
+    this.options.onStep?.(job, result, launched ?? [], settled)
     this.scheduleWake(job, wakeAt)
     if (result.waitingForCapacity && result.actions.length === 0 && result.events.length === 0 && sameJson(job.status, before)) {
       this.settled.set(job, { status: job.status, spec: job.spec, generation: job.generation, attempts: job.attempts.length })

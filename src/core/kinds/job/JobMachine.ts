@@ -525,24 +525,32 @@ const launch = (step: Step) => {
   }
 }
 
-/** The rate of a variant as status shows it, memoized per variant (a placement is shown on every step). */
-const rateTexts = new WeakMap<Variant, string>()
+type PlacementShown = NonNullable<JobStatusType["placement"]>
 
-const rateTextOf = (variant: Variant): string => {
-  let text = rateTexts.get(variant)
-  if (text === undefined) rateTexts.set(variant, (text = formatMicroUsd(variant.rateMicroUsdPerHour)))
-  return text
+/**
+ * A variant's placement as status shows it, cold and warm: one object each per variant, shared by every status that
+ * shows it (a status is replaced, never written in place), so the placement a step shows again allocates nothing.
+ */
+const placementsShown = new WeakMap<Variant, readonly [cold: PlacementShown, warm: PlacementShown]>()
+
+const placementShown = (variant: Variant, warmReuse: boolean): PlacementShown => {
+  let shown = placementsShown.get(variant)
+  if (shown === undefined) {
+    const rateUSDPerHour = formatMicroUsd(variant.rateMicroUsdPerHour)
+    const of = (warm: boolean): PlacementShown =>
+      Object.freeze({ offering: variant.offering.id, regionClass: variant.offering.regionClass, interruptible: variant.interruptible, rateUSDPerHour, warmReuse: warm })
+    placementsShown.set(variant, (shown = [of(false), of(true)]))
+  }
+  return shown[warmReuse ? 1 : 0]
 }
 
 const setPlacement = (step: Step, variant: Variant, warmReuse: boolean) => {
-  step.status.placement = {
-    offering: variant.offering.id,
-    regionClass: variant.offering.regionClass,
-    interruptible: variant.interruptible,
-    rateUSDPerHour: rateTextOf(variant),
-    warmReuse
-  }
+  step.status.placement = placementShown(variant, warmReuse)
 }
+
+/** `status.attempts` with these counts: the one shown before when it says the same (most steps launch nothing). */
+const attemptsShown = (previous: JobStatusType["attempts"], current: number, max: number, total: number): NonNullable<JobStatusType["attempts"]> =>
+  previous !== undefined && previous.current === current && previous.max === max && previous.total === total ? previous : { current, max, total }
 
 /**
  * Spec: Job status.outputs — what a succeeded run collected, by index. Entries already in status stay (a restarted
@@ -593,7 +601,7 @@ const observe = (step: Step) => {
     }
   }
   if (outputs.added.length > 0) status.outputs = [...(status.outputs ?? []), ...outputs.added]
-  status.attempts = { current, max: maxAttemptsOf(spec), total: attempts.length }
+  status.attempts = attemptsShown(status.attempts, current, maxAttemptsOf(spec), attempts.length)
   // Spec: timeoutStartTime is the first Provisioning; startTime the first Running.
   if (firstRequest !== undefined) {
     status.timeoutStartTime = iso(firstRequest)
@@ -627,17 +635,25 @@ const observeCheckpoints = (step: Step) => {
   const restoredFromSeq = restoring ?? previous?.restoredFromSeq
   const interval = view.live.length > 0 ? intervalShown(step) : previous?.interval
   if (latest === undefined && restoredFromSeq === undefined && interval === undefined && view.checkpointFailures === 0) return
-  // Fields in this order: interval, restoredFromSeq, seq, size, time, failures.
-  const checkpoint: Mutable<NonNullable<JobStatusType["checkpoint"]>> = {}
-  if (interval !== undefined) checkpoint.interval = interval
-  if (restoredFromSeq !== undefined) checkpoint.restoredFromSeq = restoredFromSeq
-  if (latest !== undefined) {
-    checkpoint.seq = latest.seq
-    checkpoint.size = latest.sizeBytes
-    checkpoint.time = iso(latest.at)
+  const failures = view.checkpointFailures !== 0 ? view.checkpointFailures : undefined
+  const time = latest === undefined ? undefined : iso(latest.at)
+  // What was shown, when it says the same (a checkpoint is shown on every step of a running Job; it changes at a save).
+  if (
+    previous === undefined || previous.interval !== interval || previous.restoredFromSeq !== restoredFromSeq || previous.seq !== latest?.seq ||
+    previous.size !== latest?.sizeBytes || previous.time !== time || previous.failures !== failures
+  ) {
+    // Fields in this order: interval, restoredFromSeq, seq, size, time, failures.
+    const checkpoint: Mutable<NonNullable<JobStatusType["checkpoint"]>> = {}
+    if (interval !== undefined) checkpoint.interval = interval
+    if (restoredFromSeq !== undefined) checkpoint.restoredFromSeq = restoredFromSeq
+    if (latest !== undefined) {
+      checkpoint.seq = latest.seq
+      checkpoint.size = latest.sizeBytes
+      checkpoint.time = iso(latest.at)
+    }
+    if (failures !== undefined) checkpoint.failures = failures
+    status.checkpoint = checkpoint
   }
-  if (view.checkpointFailures !== 0) checkpoint.failures = view.checkpointFailures
-  status.checkpoint = checkpoint
   if (latest !== undefined && latest.seq !== previous?.seq) step.event("job.checkpointed", "Checkpointed", `Checkpoint ${latest.seq} saved (${latest.sizeBytes} bytes).`)
   if (view.checkpointFailures > (previous?.failures ?? 0)) step.event("job.checkpoint_failed", "CheckpointFailed", "A checkpoint could not be saved; the previous one is kept.", true)
 }
