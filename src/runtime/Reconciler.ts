@@ -35,7 +35,7 @@ import { billedStep, billRemoved } from "../core/controller/BilledStep.ts"
 import { conditionIn } from "../core/controller/Conditions.ts"
 import { type ControllerEvent, isUnfunded, type LaunchAction } from "../core/controller/Controller.ts"
 import { factsFromAttempt, isEndedAttempt, liveFactsFromAttempt } from "../core/kinds/attempt/AttemptRecords.ts"
-import { equals, isObject, type JsonObject } from "../core/Json.ts"
+import { equals, isObject, type Json, type JsonObject } from "../core/Json.ts"
 import { parseTime } from "../core/StatusText.ts"
 import { byKindName, refOfKind, type ResourceRef } from "../core/meta/Kinds.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
@@ -84,6 +84,8 @@ interface Tracked extends WrittenObject {
   ranking: { readonly spec: unknown; readonly catalog: ReadonlyArray<Offering>; readonly ranking: Ranking } | undefined
   /** It had finished under an earlier server process: its status is final and stays as stored. */
   readonly finishedBefore: boolean
+  /** Its status as stored when it was taken in, and its cost since (what is shown of an object finished before). */
+  stored: JsonObject
 }
 
 export class Reconciler extends Context.Service<Reconciler, {
@@ -99,6 +101,12 @@ export class Reconciler extends Context.Service<Reconciler, {
   readonly awaitWork: (ms: number) => Effect.Effect<void>
 }>()("nodus/runtime/Reconciler") {
   static readonly layer = (options: ReconcilerOptions) => Layer.effect(Reconciler, make(options))
+}
+
+/** Whether two `status.cost`s show the same money (the ledger's totals), whatever their seconds say. */
+const sameMoney = (a: Json | undefined, b: Json): boolean => {
+  if (!isObject(a) || !isObject(b)) return false
+  return a["totalUSD"] === b["totalUSD"] && a["heldUSD"] === b["heldUSD"] && a["final"] === b["final"]
 }
 
 const objectKey = (ref: ResourceRef, namespace: string, name: string) => entityOf(ref.info.plural, namespace, name)
@@ -253,7 +261,7 @@ function make(options: ReconcilerOptions) {
     const register = (tracked: Tracked) =>
       quietly(`billing owner ${tracked.key}`)(budgets.registerOwner({ uid: tracked.uid, namespace: tracked.namespace, name: tracked.name, kind: tracked.ref.info.kind, labels: tracked.labels }))
 
-    const admit = (key: string, entry: { readonly kind: AnyRuntimeKind; readonly ref: ResourceRef }, object: ResourceObject) => Effect.gen(function*() {
+    const admit = (key: string, entry: { readonly kind: AnyRuntimeKind; readonly ref: ResourceRef }, object: ResourceObject, now: number) => Effect.gen(function*() {
       const spec = entry.kind.specOf(object, group)
       if (spec === undefined) {
         yield* Effect.logWarning(`runtime: ${entry.kind.kind} ${key} has a spec its schema refuses; it is not run`)
@@ -261,7 +269,8 @@ function make(options: ReconcilerOptions) {
       }
       const status = isObject(object.status) ? object.status : {}
       // An object with a phase ran under an earlier server process: it comes back with its recorded runs.
-      const lostAt = takenAt.get(ownership.shardOf(key)) ?? options.lostAt
+      // Never after the instant this step runs at (the clock that dated the takeover runs ahead of the engine's instants).
+      const lostAt = Math.min(takenAt.get(ownership.shardOf(key)) ?? options.lostAt, now)
       const restored = status["phase"] === undefined ? { facts: [], live: [] } : yield* restoredAttempts(object, lostAt)
       const tracked: Tracked = {
         key,
@@ -279,6 +288,7 @@ function make(options: ReconcilerOptions) {
         facts: [...restored.facts],
         ranking: undefined,
         finishedBefore: entry.kind.machine.isFinal(status),
+        stored: status,
         written: undefined,
         resourceVersion: undefined,
         attempts: new Map(restored.live.map((facts) => [facts.name, { facts, placement: undefined, created: true, written: undefined, resourceVersion: undefined }])),
@@ -398,6 +408,19 @@ function make(options: ReconcilerOptions) {
       return undefined
     }
 
+    /**
+     * The status a step writes. One finished under an earlier process (or owner) stays as stored, but for its cost, the
+     * ledger's display copy: its hosts' teardown may be charged after it finished (spec: Conventions 3).
+     */
+    const shownStatus = (tracked: Tracked, status: JsonObject): JsonObject | undefined => {
+      if (!tracked.finishedBefore) return status
+      const stored = tracked.stored
+      const cost = status["cost"]
+      // What its restored runs say of the seconds is less than it knew (their teardowns are not recorded): only money moved
+      // since is shown.
+      return cost === undefined || sameMoney(stored["cost"], cost) ? undefined : { ...stored, cost }
+    }
+
     const eventsOf = (events: ReadonlyArray<ControllerEvent>, now: number) => events.map((event) => ({ event, at: now }))
 
     const launch = (tracked: Tracked, action: LaunchAction) => Effect.gen(function*() {
@@ -449,15 +472,17 @@ function make(options: ReconcilerOptions) {
           case "Delete":
             // Spec: ttlSecondsAfterFinished, a Sandbox's maxLifetime and onIdle Delete. What the step says of it (its
             // Terminating phase, the Event that says why) is written first, so watchers and webhooks hear why it went.
-            yield* writer.write(tracked, tracked.finishedBefore ? undefined : status, eventsOf(result.events, now))
+            yield* writer.write(tracked, shownStatus(tracked, status), eventsOf(result.events, now))
             yield* writer.remove(tracked)
             return yield* letGo(tracked, now)
         }
       }
-      yield* writer.write(tracked, tracked.finishedBefore ? undefined : status, eventsOf(result.events, now))
+      const shown = shownStatus(tracked, status)
+      yield* writer.write(tracked, shown, eventsOf(result.events, now))
       // Only a status that is stored is what the next step starts from: after a failed write the step runs again from
       // the last stored one, and its moves, with their events, are made (and written together) again.
       tracked.status = status
+      if (tracked.finishedBefore && shown !== undefined) tracked.stored = shown
       if (billed.wakeAt !== undefined) queue.at(tracked.key, billed.wakeAt)
       if (served !== undefined) {
         const again = yield* serving!.stepped(served, status, tracked.facts, now)
@@ -471,7 +496,7 @@ function make(options: ReconcilerOptions) {
       if (known !== undefined && (object === undefined || object.metadata.uid !== known.uid || object.metadata.deletionTimestamp !== undefined)) yield* letGo(known, now)
       if (object === undefined || object.metadata.deletionTimestamp !== undefined || gone.has(object.metadata.uid)) return
       const entry = kindsByPlural.get(key.slice(0, key.indexOf("/")))!
-      const tracked = tracking.get(key) ?? (yield* admit(key, entry, object))
+      const tracked = tracking.get(key) ?? (yield* admit(key, entry, object, now))
       if (tracked === undefined) return
       yield* follow(tracked, object)
       yield* step(tracked, now)

@@ -47,6 +47,8 @@ import { SandboxBoxes } from "../apiserver/SandboxBoxes.ts"
 import * as SandboxBoxesOverPort from "./SandboxBoxes.ts"
 import { NodeAgents } from "../apiserver/NodeAgents.ts"
 import * as VirtualClock from "./VirtualClock.ts"
+import type { ClusterSettings } from "./Cluster.ts"
+import { Ownership } from "../runtime/Ownership.ts"
 import { Watches, type WatchLimits } from "../apiserver/Watch.ts"
 
 export interface ServerOptions {
@@ -79,6 +81,11 @@ export interface ServerOptions {
   readonly payments?: Payments.PaymentsMode | undefined
   /** Webhook deliveries (docs/webhooks.md): loopback receivers allowed in development; tests stub name resolution. */
   readonly webhooks?: Webhooks.WebhookSettings | undefined
+  /**
+   * Controllers shared out with the other processes of the same PostgreSQL database (docs/scale-out.md); absent: this
+   * process owns every object (the embedded store is one process's, and so is memory).
+   */
+  readonly cluster?: ClusterSettings | undefined
 }
 
 export interface SimSettings {
@@ -105,6 +112,17 @@ const announce = (options: ServerOptions, listening: (url: string) => void) => L
   listening(url)
   options.onListening(url)
 }))
+
+/**
+ * Who owns which objects: Effect Cluster over the database when the server shares it (loaded only then: the embedded
+ * default starts without it), else this process owns everything.
+ */
+const ownershipOf = (cluster: ClusterSettings | undefined) =>
+  cluster === undefined ? Ownership.layerWhole : Layer.unwrap(Effect.map(Effect.promise(() => import("./Cluster.ts")), (module) => module.layer(cluster)))
+
+/** A process-wide loop of the server run as a singleton: in one process of the store at a time (docs/scale-out.md). */
+const singleton = <E, R>(name: string, loop: Layer.Layer<never, E, R>) =>
+  Layer.effectDiscard(Effect.flatMap(Ownership, (ownership) => ownership.singleton(name, Effect.scoped(Effect.andThen(Layer.build(Layer.orDie(loop)), Effect.never)))))
 
 /** Services a test or the simulator may replace. */
 export interface Replaceable {
@@ -155,7 +173,7 @@ export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Sto
   // The kinds the runtime runs, with their machines and estimators (src/runtime/Registry.ts).
   const registry = KindRegistry.layer()
   const estimates = (replaced.estimates ?? Estimates.layer().pipe(Layer.provide(estimateSampler))).pipe(Layer.provideMerge(budgets), Layer.provideMerge(ledger), Layer.provideMerge(LiveMarket.layer), Layer.provideMerge(registry))
-  const foundation = Layer.mergeAll(settings, estimates, Blobs.layer).pipe(
+  const foundation = Layer.mergeAll(settings, estimates, Blobs.layer, ownershipOf(options.cluster)).pipe(
     Layer.provideMerge(storeLayer),
     Layer.provideMerge(backend.clock)
   )
@@ -165,7 +183,8 @@ export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Sto
     Layer.provideMerge(SecretCipher.layer(options.secretKey ?? randomBytes(secretKeyBytes))),
     Layer.provideMerge(foundation)
   )
-  const api = Layer.mergeAll(Api.layer, Controllers.layer, Maintenance.layer, bootstrapAdmin(options.adminToken), BudgetStatus.layer()).pipe(
+  const controllers = Layer.mergeAll(singleton("nodus/controllers", Controllers.layer), singleton("nodus/maintenance", Maintenance.layer), singleton("nodus/budget-status", BudgetStatus.layer()))
+  const api = Layer.mergeAll(Api.layer, controllers, bootstrapAdmin(options.adminToken)).pipe(
     Layer.provideMerge(backend.control),
     Layer.provideMerge(Watches.layer),
     Layer.provideMerge(Credits.layer.pipe(Layer.provide(Payments.layerOf(options.payments ?? "embedded")))),
@@ -222,6 +241,7 @@ export const layer = (config: ServerConfig) => Layer.unwrap(Effect.sync(() => {
     // docs/billing.md, "Credits": the embedded processor where the starter credits are; none on a production database.
     payments: config.databaseUrl === undefined || config.backend === "sim" ? "embedded" : "none",
     webhooks: { allowLoopback: config.webhookAllowLoopback },
+    cluster: config.databaseUrl === undefined ? undefined : { databaseUrl: config.databaseUrl },
     onListening: (url) => console.log(`nodus serving ${url} (store: ${config.databaseUrl === undefined ? `PGlite in ${pgliteDirectory(config.dataDir)}` : "PostgreSQL"}; backend: ${config.backend === "sim" ? `sim at speed ${config.simSpeed}` : config.backend}; admin token in ${config.bootstrapToken === undefined ? `${config.dataDir}/admin.token` : "NODUS_BOOTSTRAP_TOKEN"})${config.webhookAllowLoopback ? "\nnodus: webhook deliveries may go to loopback receivers (--webhook-allow-loopback: development only)" : ""}`)
   }, storeLayer)
 }))

@@ -13,6 +13,15 @@
  * Simulated time never goes back, across restarts too: the clock is saved every few seconds and restored at start.
  * Runs that were live when the previous process stopped are lost with its capacity (nothing survives in a simulator);
  * they end at the last instant that process is known to have simulated, so downtime is never charged.
+ *
+ * Several processes on one store (docs/scale-out.md) keep one clock: the saved clock carries the wall-clock time it
+ * was read at, so every process can run at the same simulated instant (the saved one plus the wall time since, at the
+ * same speed). Once a second every process compares its clock with the saved one: behind, it moves forward to it (a
+ * test clock advanced through any process reaches the others so); ahead, it saves its own, so all of them run at the
+ * latest. The `nodus/sim-clock` singleton saves it every few seconds besides (a clock saved recently is a running
+ * one), and its holder alone lets lapsed holds expire. Each process simulates its own fleet for the objects it owns; a
+ * process that starts while the saved clock is running joins it, one that starts after every process stopped resumes
+ * where simulated time stopped.
  */
 import { Effect, Layer, Option, Semaphore } from "effect"
 import { CapacityPort } from "../core/capacity/Capacity.ts"
@@ -30,8 +39,9 @@ import { loadCatalog } from "../data/CatalogData.ts"
 import { ApiConfig } from "../apiserver/ApiConfig.ts"
 import { Resources } from "../apiserver/Resources.ts"
 import { type ClockReading, type ClockTarget, SimulationControl, targetTime } from "../apiserver/SimulationControl.ts"
-import { Store } from "../store/Store.ts"
+import { Store, type WriteOp } from "../store/Store.ts"
 import { surviving } from "../runtime/Following.ts"
+import { currentOwnership, type OwnershipShape } from "../runtime/Ownership.ts"
 import { LedgerService } from "../runtime/LedgerService.ts"
 import { LiveMarket } from "../runtime/LiveMarket.ts"
 import { makeOfferings } from "../runtime/Offerings.ts"
@@ -56,6 +66,15 @@ export const tickInterval = "100 millis"
 /** Real time between two saves of the clock, so a restart resumes near where simulated time was. */
 const clockSaveIntervalMs = 5_000
 
+/** Real time between two reads of the saved clock by processes that share a store. */
+const clockFollowIntervalMs = 1_000
+
+/** A saved clock younger than this (real time) is a running one: another process of the store keeps it. */
+const clockLiveMs = 3 * clockSaveIntervalMs
+
+/** The singleton that saves the clock of a store shared by several processes. */
+export const clockSingleton = "nodus/sim-clock"
+
 const clockTable = "simulation"
 const clockId = "clock"
 
@@ -67,9 +86,10 @@ const clockId = "clock"
 export const layer = (options: SimBackendOptions) => Layer.unwrap(Effect.gen(function*() {
   const store = yield* Store
   const ledgers = yield* LedgerService
+  const ownership = yield* currentOwnership
   const clock = options.clock
   const catalog = options.catalog ?? loadCatalog()
-  const lastSimulated = yield* restoreClock(store, clock)
+  const lastSimulated = yield* restoreClock(store, clock, ownership.whole ? undefined : Date.now())
   const engine = new Engine(clock.now())
   const models = providerModelsOf(defaultFleet(options.hostsPerVariant ?? defaultHostsPerVariant))
   const capacity = new SimCapacity(engine, new Prng(options.seed ?? defaultSimSeed).derive("capacity"), models)
@@ -82,7 +102,7 @@ export const layer = (options: SimBackendOptions) => Layer.unwrap(Effect.gen(fun
   const lostAt = Number.isFinite(lastKnown) ? Math.min(lastKnown, engine.now) : engine.now
   const port = Layer.succeed(CapacityPort, counted.port)
   const reconciler = Reconciler.layer({ catalog: () => catalog, pricebook: currentPricebook, lostAt }).pipe(Layer.provide(FunctionDispatch.layer()), Layer.provideMerge(port))
-  return Layer.effect(SimulationControl, make({ clock, engine, catalog, published: counted.published })).pipe(Layer.provideMerge(reconciler))
+  return Layer.effect(SimulationControl, make({ clock, engine, catalog, published: counted.published, ownership })).pipe(Layer.provideMerge(reconciler))
 }))
 
 interface Parts {
@@ -91,11 +111,12 @@ interface Parts {
   readonly catalog: ReadonlyArray<Offering>
   /** Changes the port has published so far. */
   readonly published: () => number
+  readonly ownership: OwnershipShape
 }
 
 function make(parts: Parts) {
   return Effect.gen(function*() {
-    const { clock, engine } = parts
+    const { clock, engine, ownership } = parts
     const store = yield* Store
     const resources = yield* Resources
     const ledgers = yield* LedgerService
@@ -105,7 +126,9 @@ function make(parts: Parts) {
     // The estimates' placement preview reads this fleet's capacity while the backend runs (docs/billing.md).
     yield* (yield* LiveMarket).provide((namespace) => port.market(namespace))
     const offerings = makeOfferings({ resources, group, catalog: parts.catalog, market: port.market("") })
-    const saveClock = saveClockOf(store, clock)
+    // One process alone saves as it goes; processes that share the store save through the clock's singleton.
+    const saveClock = ownership.whole ? saveClockOf(store, clock, []) : Effect.void
+    const saveShared = saveClockOf(store, clock, ownership.fence(clockSingleton))
     let lastSave = Date.now()
     // One at a time: the engine and the reconciles of one instant are never interleaved.
     const lock = Semaphore.makeUnsafe(1)
@@ -113,7 +136,9 @@ function make(parts: Parts) {
     const stepped: SteppedCapacity = { now: () => engine.now, nextAt: () => engine.peekTime(), runTo: (at) => engine.run(at), published: parts.published }
     /** A hold whose run is never settled again (its object vanished in a way nothing saw) ends Expired at each instant. */
     const expireHolds = (at: number) =>
-      ledgers.update((ledger) => ledger.expire(at)).pipe(Effect.catch((error) => Effect.logWarning(`sim backend: expiring holds at ${iso(at)}: ${error.message}`)))
+      !ownership.owns(clockSingleton)
+        ? Effect.void
+        : ledgers.update((ledger) => ledger.expire(at), ownership.fence(clockSingleton)).pipe(Effect.catch((error) => Effect.logWarning(`sim backend: expiring holds at ${iso(at)}: ${error.message}`)))
 
     /**
      * Runs every engine event and due key up to `target`, in time order (runtime/VirtualTime.ts); `moveClock` takes the
@@ -142,7 +167,8 @@ function make(parts: Parts) {
       const at = yield* Effect.fromResult(targetTime(target, clock.now()))
       yield* runTo(at, true)
       yield* offerings.refresh
-      yield* saveClock
+      // Saved here whoever holds the clock: the other processes of the store follow it within a second.
+      yield* (ownership.whole ? saveClock : saveClockOf(store, clock, []))
       lastSave = Date.now()
       return { now: clock.now(), speed: clock.speed } satisfies ClockReading
     }))
@@ -153,6 +179,11 @@ function make(parts: Parts) {
     yield* lock.withPermit(Effect.andThen(reconciler.resync, catchUp))
     yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(tickInterval), surviving("sim backend", "running the simulation")(tick))))
     yield* Effect.addFinalizer(() => saveClock)
+    if (!ownership.whole) {
+      yield* followClock(store, clock)
+      yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(clockFollowIntervalMs), followClock(store, clock))))
+      yield* ownership.singleton(clockSingleton, Effect.forever(Effect.andThen(Effect.andThen(followClock(store, clock), saveShared), Effect.sleep(clockSaveIntervalMs))))
+    }
 
     return SimulationControl.of({
       read: Effect.sync(() => ({ now: clock.now(), speed: clock.speed })),
@@ -161,16 +192,45 @@ function make(parts: Parts) {
   })
 }
 
-/**
- * Simulated time never goes back, across restarts too: the clock resumes at the time saved last. Answers that time (the
- * last instant the previous process is known to have simulated), or undefined on a first start.
- */
-const restoreClock = (store: Store["Service"], clock: VirtualClock) =>
+/** The clock as saved: the simulated time, and the wall-clock time it was read at (absent in older saves). */
+const savedClock = (store: Store["Service"]) =>
   Effect.map(store.getRecord(clockTable, clockId, 0).pipe(Effect.orElseSucceed(() => Option.none<Json>())), (saved) => {
     if (!(Option.isSome(saved) && isObject(saved.value) && typeof saved.value["now"] === "number")) return undefined
-    clock.advanceTo(saved.value["now"])
-    return saved.value["now"]
+    return { now: saved.value["now"], wall: typeof saved.value["wall"] === "number" ? saved.value["wall"] : undefined }
   })
 
-const saveClockOf = (store: Store["Service"], clock: VirtualClock) =>
-  Effect.ignore(Effect.suspend(() => store.commit([{ _tag: "PutRecord", table: clockTable, id: clockId, value: { now: clock.now() } }])))
+/**
+ * Simulated time never goes back, across restarts too: the clock resumes at the time saved last. Answers that time (the
+ * last instant the previous process is known to have simulated), or undefined on a first start. With `sharedAt` (the
+ * wall clock now, for a store several processes share) a clock saved less than `clockLiveMs` ago is running: this
+ * process joins it where it is now.
+ */
+const restoreClock = (store: Store["Service"], clock: VirtualClock, sharedAt: number | undefined) =>
+  Effect.map(savedClock(store), (saved) => {
+    if (saved === undefined) return undefined
+    const running = sharedAt !== undefined && saved.wall !== undefined && sharedAt - saved.wall < clockLiveMs
+    clock.advanceTo(running ? runningNow(saved, clock) : saved.now)
+    return saved.now
+  })
+
+/** Where a running clock saved at `saved` is now. */
+const runningNow = (saved: { readonly now: number; readonly wall?: number | undefined }, clock: VirtualClock) =>
+  saved.wall === undefined ? saved.now : saved.now + Math.max(0, Date.now() - saved.wall) * clock.speed
+
+/** How far (real time) a process's clock may run ahead of the saved one before it saves its own. */
+const clockAheadMs = 100
+
+/**
+ * Moves this process's clock to the store's running clock when that is ahead (another process started earlier, or
+ * its test clock moved), and saves this one when it is ahead: every process of the store runs at the latest.
+ */
+const followClock = (store: Store["Service"], clock: VirtualClock) =>
+  Effect.flatMap(savedClock(store), (saved) => {
+    const running = saved === undefined ? undefined : Math.floor(runningNow(saved, clock))
+    if (running !== undefined && running >= clock.now() - clockAheadMs * clock.speed) return Effect.sync(() => clock.advanceTo(running))
+    return saveClockOf(store, clock, [])
+  })
+
+/** Saves the clock, with the wall-clock time it was read at; `fence` for the singleton of a shared store. */
+const saveClockOf = (store: Store["Service"], clock: VirtualClock, fence: ReadonlyArray<WriteOp>) =>
+  Effect.ignore(Effect.suspend(() => store.commit([{ _tag: "PutRecord", table: clockTable, id: clockId, value: { now: clock.now(), wall: Date.now() } }, ...fence])))

@@ -1,0 +1,41 @@
+/**
+ * The short chaos test (issue 16; the long form is `npm run bench:chaos`): three `nodus serve --backend sim` processes
+ * on one PostgreSQL database, Jobs created through all of them, two of them killed with SIGKILL in turn and restarted.
+ * Every Job reaches its final phase exactly once, each Attempt is launched once, the ledger's charges equal the
+ * metered runs, no event is recorded twice, and the killed servers' shards are taken over (Chaos.ts says how each is
+ * checked). Runs when DATABASE_URL is set; bounded (a deadline on every wait), loopback only.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { createDatabase, databaseUrl } from "../support/Postgres.ts"
+import { runChaos } from "./Chaos.ts"
+
+describe.skipIf(databaseUrl === undefined)("three servers on one PostgreSQL database, one killed at a time", () => {
+  let database: { readonly url: string; readonly drop: () => Promise<void> }
+  beforeAll(async () => {
+    database = await createDatabase(databaseUrl!)
+  })
+  afterAll(async () => {
+    await database?.drop()
+  })
+
+  it("every Job ends once, each Attempt launched once, charges equal the metered runs, no event twice", async () => {
+    const report = await runChaos({
+      databaseUrl: database.url,
+      servers: 3,
+      jobs: 24,
+      speed: 60,
+      durations: ["1m", "3m", "6m"],
+      kills: 2,
+      killEveryMs: 3_000,
+      deadlineMs: 150_000,
+      seed: 16,
+      log: (line) => console.log(`chaos: ${line}`)
+    })
+    console.log(`chaos: ${JSON.stringify({ ...report, violations: report.violations.length })}`)
+    assert.deepStrictEqual(report.violations, [])
+    assert.strictEqual(report.jobs, 24)
+    assert.strictEqual(report.takeoversMs.length, 2)
+    assert.isTrue(report.takeoversMs.every((ms) => ms !== undefined), "every killed server's shards were taken over")
+    assert.isAtLeast(report.attempts, 24)
+  }, 240_000)
+})
