@@ -46,6 +46,7 @@ export const AttemptStatus = Schema.Struct({
   regionClass: optional(Schema.String, "The region class."),
   interruptible: optional(Schema.Boolean, "Whether the capacity was interruptible."),
   rateUSDPerHour: optional(usd, "The hourly rate, frozen at placement."),
+  recovery: optional(Schema.Boolean, "This run replaces one that lost its capacity: its boot is billed as Restore."),
   startTime: optional(Schema.String, "When billing started."),
   endTime: optional(Schema.String, "When deletion was confirmed."),
   exitCode: optional(Int32, "The main process's exit code."),

@@ -91,6 +91,8 @@ export const attemptStatusOf = (facts: AttemptFacts, placement: Explanation | un
     regionClass: variant.offering.regionClass,
     interruptible: variant.interruptible,
     rateUSDPerHour: formatMicroUsd(variant.rateMicroUsdPerHour),
+    // Read back after a restart (or by a shard's next owner): its boot is billed in the segment it was billed in.
+    ...(facts.recovery ? { recovery: true } : {}),
     startTime: iso(facts.requestedAt),
     ...(facts.endedAt === undefined ? {} : { endTime: iso(facts.endedAt) }),
     ...(exitCode === undefined ? {} : { exitCode }),
@@ -113,6 +115,7 @@ interface StoredAttempt {
   readonly startTime: number
   readonly endTime: number | undefined
   readonly bootTime: number | undefined
+  readonly recovery: boolean
 }
 
 const field = (object: unknown, key: string): unknown =>
@@ -146,7 +149,8 @@ const storedOf = (object: JsonObject): StoredAttempt | undefined => {
     exitCode: typeof exitCode === "number" ? exitCode : undefined,
     startTime,
     endTime: Number.isNaN(endTime) ? undefined : endTime,
-    bootTime: Number.isNaN(bootTime) ? undefined : bootTime
+    bootTime: Number.isNaN(bootTime) ? undefined : bootTime,
+    recovery: field(status, "recovery") === true
   }
 }
 
@@ -214,7 +218,7 @@ const recordedFacts = (stored: StoredAttempt, variant: Variant) => ({
   number: stored.number,
   variant,
   warmReuse: false,
-  recovery: false,
+  recovery: stored.recovery,
   restoreFromSeq: undefined,
   requestedAt: stored.startTime,
   bootedAt: stored.bootTime,

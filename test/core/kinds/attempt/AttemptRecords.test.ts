@@ -59,6 +59,9 @@ describe("AttemptRecords", () => {
     assert.deepStrictEqual([running?.phase, running?.outcome, running?.endedAt], ["Ended", { type: "NodeLost" }, now])
     const stopping = factsFromAttempt(object(facts({ phase: "Terminating", bootedAt: t0 })), variantOf, now)
     assert.deepStrictEqual(stopping?.outcome, { type: "Stopped" })
+    // A replacement after a lost run stays one: its boot is billed as Restore by whoever reads it back, as it was before.
+    assert.isFalse(running?.recovery)
+    assert.isTrue(factsFromAttempt(object(facts({ phase: "Running", bootedAt: t0, recovery: true })), variantOf, now)?.recovery)
     assert.isUndefined(factsFromAttempt(object(facts({ variant: { ...variant, interruptible: true } })), variantOf, now))
     assert.isUndefined(factsFromAttempt({ metadata: { name: "x" } }, variantOf, now))
   })
