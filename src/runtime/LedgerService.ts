@@ -15,7 +15,7 @@
 import { Clock, Context, Effect, Layer, Semaphore } from "effect"
 import { type AccountBalances, type AccountEvent, accountEventsOf, balancesOf } from "../core/billing/Account.ts"
 import { ApiError } from "../core/meta/ApiError.ts"
-import { Ledger, type Posting } from "../core/billing/Ledger.ts"
+import { Ledger } from "../core/billing/Ledger.ts"
 import { formatMicroUsd } from "../core/Money.ts"
 import { Store, type StoreError, type WriteOp } from "../store/Store.ts"
 import { deliveryOf, EventOutbox, type OutboxEvent } from "./EventOutbox.ts"
@@ -44,6 +44,12 @@ export interface LedgerOptions {
   readonly starterMicro: bigint
   /** The API group the account events' object names (default nodus.dev). */
   readonly apiGroup?: string
+  /**
+   * Other server processes post to the same store (docs/scale-out.md): before each read and operation the ledger takes
+   * in what they posted since, so its decisions start from the stored ledger (a commit that still races one fails on
+   * its seq, and the ledger is rebuilt).
+   */
+  readonly shared?: boolean
 }
 
 export class LedgerService extends Context.Service<LedgerService, LedgerShape>()("nodus/server/LedgerService") {
@@ -66,15 +72,16 @@ const accountEvent = (group: string, event: AccountEvent, balances: AccountBalan
 const unavailable = (error: StoreError | { readonly message: string }) =>
   new ApiError({ code: "Unavailable", message: `the ledger could not be written: ${error.message === "" ? "the store refused the commit" : error.message}`, retryAfterSeconds: 1 })
 
-const load = (store: Store["Service"]) => Effect.gen(function*() {
-  const postings: Array<Posting> = []
+/** Applies to `ledger` every stored posting after its last one, page by page. */
+const catchUp = (store: Store["Service"], ledger: Ledger) => Effect.gen(function*() {
   for (;;) {
-    const page = yield* store.postings(postings.length === 0 ? 0 : postings[postings.length - 1]!.seq, replayPage)
-    postings.push(...page)
-    if (page.length < replayPage) break
+    const page = yield* store.postings(ledger.lastSeq, replayPage)
+    ledger.extend(page)
+    if (page.length < replayPage) return ledger
   }
-  return Ledger.replay(postings)
 })
+
+const load = (store: Store["Service"]) => catchUp(store, new Ledger())
 
 function make(options: LedgerOptions) {
   return Effect.gen(function*() {
@@ -90,7 +97,8 @@ function make(options: LedgerOptions) {
       ledger = fresh
       stale = false
     })
-    const current = Effect.suspend(() => (stale ? Effect.mapError(rebuild, unavailable) : Effect.void))
+    const current = Effect.suspend(() =>
+      stale ? Effect.mapError(rebuild, unavailable) : options.shared === true ? Effect.asVoid(Effect.mapError(catchUp(store, ledger), unavailable)) : Effect.void)
 
     /**
      * Commits the postings made since the last commit, and in the same commit the account events their balances crossed
@@ -124,7 +132,8 @@ function make(options: LedgerOptions) {
     }
     if (options.starterMicro > 0n && !ledger.has(starterKey)) {
       const now = yield* Clock.currentTimeMillis
-      yield* Effect.orDie(service.update((current) => current.grant(starterKey, now, options.starterMicro, "starter")))
+      // Processes sharing a new store may start together: the one whose grant lost the race finds it made on retrying.
+      yield* Effect.orDie(Effect.retry(service.update((current) => current.grant(starterKey, now, options.starterMicro, "starter")), { times: 3 }))
     }
     return service
   })

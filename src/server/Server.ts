@@ -163,7 +163,7 @@ export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Sto
   // Events of the spec's types are recorded in the outbox in the commits of the changes that cause them.
   const ids = replaced.ids ?? Ids.layer
   const outbox = EventOutbox.layer.pipe(Layer.provideMerge(ids))
-  const ledger = LedgerService.layer({ starterMicro: options.starterCreditsMicro ?? starterCreditsMicro, apiGroup: options.apiGroup }).pipe(Layer.provideMerge(outbox))
+  const ledger = LedgerService.layer({ starterMicro: options.starterCreditsMicro ?? starterCreditsMicro, apiGroup: options.apiGroup, shared: options.cluster !== undefined }).pipe(Layer.provideMerge(outbox))
   // The sim backend provides its live market to the estimates' placement preview through LiveMarket.
   // Budgets (docs/billing.md, "Budgets") follow the store's change feed, the one feed the machinery below serves too.
   const feed = ChangeFeed.layerWith(options.feed)

@@ -131,8 +131,16 @@ export class Ledger {
   /** Rebuilds a ledger from persisted postings, in order. */
   static replay(postings: Iterable<Posting>, options: LedgerOptions = {}): Ledger {
     const ledger = new Ledger(options)
-    for (const posting of postings) ledger.apply(posting, true)
+    ledger.extend(postings)
     return ledger
+  }
+
+  /**
+   * Applies persisted postings that follow this ledger's last, in order: those another process sharing the store
+   * posted since (docs/scale-out.md). A ledger with postings not yet persisted must be rebuilt instead.
+   */
+  extend(postings: Iterable<Posting>): void {
+    for (const posting of postings) if (posting.seq > this.seq) this.apply(posting, true)
   }
 
   // -------------------------------------------------------------------------------------------------------------------
