@@ -51,40 +51,52 @@ export class Checkers {
     if (from !== undefined && isFinalPhase(from) && result.actions.some((action) => action._tag === "Launch")) {
       this.fail(now, job, "final-launch", `a ${from} Job launched capacity`)
     }
-    // Indexes: none both succeeded and running; launches only for indexes not done and not running.
-    const done = new Set<number>()
-    const customerFailures = job.attempts.filter((attempt) => attempt.outcome !== undefined && isCustomerFailure(attempt.outcome)).length
-    for (const attempt of job.attempts) if (attempt.outcome?.type === "Succeeded") done.add(attempt.index)
-    const liveIndexes = new Map<number, number>()
+    // Indexes: none both succeeded and running; launches only for indexes not done and not running. Read in plain
+    // loops that make a set or map only when there is something to put in it: the checkers run on every step.
+    let done: Set<number> | undefined
+    let customerFailures = 0
+    let live = 0
+    let running = 0
+    for (const attempt of job.attempts) {
+      if (attempt.outcome?.type === "Succeeded") (done ??= new Set()).add(attempt.index)
+      if (attempt.outcome !== undefined && isCustomerFailure(attempt.outcome)) customerFailures++
+      if (isLive(attempt)) live++
+      if (attempt.phase === "Provisioning" || attempt.phase === "Running") running++
+    }
+    // Live attempts per index, in the order their indexes first appear (one live attempt cannot share its index).
+    let liveIndexes: Map<number, number> | undefined
+    let onlyLive: number | undefined
     for (const attempt of job.attempts) {
       if (!isLive(attempt)) continue
-      liveIndexes.set(attempt.index, (liveIndexes.get(attempt.index) ?? 0) + 1)
-      if (done.has(attempt.index) && attempt.phase === "Running") this.fail(now, job, "index-done-and-running", `index ${attempt.index} succeeded and runs again`)
+      if (live === 1) onlyLive = attempt.index
+      else (liveIndexes ??= new Map()).set(attempt.index, (liveIndexes.get(attempt.index) ?? 0) + 1)
+      if (done?.has(attempt.index) === true && attempt.phase === "Running") this.fail(now, job, "index-done-and-running", `index ${attempt.index} succeeded and runs again`)
     }
-    for (const [index, count] of liveIndexes) if (count > 1) this.fail(now, job, "index-twice", `index ${index} has ${count} live attempts`)
-    const running = job.attempts.filter((attempt) => attempt.phase === "Provisioning" || attempt.phase === "Running").length
-    const launches = result.actions.filter((action) => action._tag === "Launch")
-    for (const launch of launches) {
-      if (launch._tag !== "Launch") continue
-      if (done.has(launch.index) || liveIndexes.has(launch.index)) this.fail(now, job, "launch-index", `index ${launch.index} launched while done or live`)
+    if (liveIndexes !== undefined) for (const [index, count] of liveIndexes) if (count > 1) this.fail(now, job, "index-twice", `index ${index} has ${count} live attempts`)
+    let launches = 0
+    for (const action of result.actions) {
+      if (action._tag !== "Launch") continue
+      launches++
+      if (done?.has(action.index) === true || onlyLive === action.index || liveIndexes?.has(action.index) === true) this.fail(now, job, "launch-index", `index ${action.index} launched while done or live`)
     }
-    if (launches.length > 0 && running + launches.length > spec.parallelism) {
-      this.fail(now, job, "parallelism", `${running} live + ${launches.length} launched exceed parallelism ${spec.parallelism}`)
+    if (launches > 0 && running + launches > spec.parallelism) {
+      this.fail(now, job, "parallelism", `${running} live + ${launches} launched exceed parallelism ${spec.parallelism}`)
     }
     // Counts add up.
-    if (after.succeeded !== done.size) this.fail(now, job, "succeeded-count", `status.succeeded ${after.succeeded}, attempts say ${done.size}`)
+    const succeeded = done?.size ?? 0
+    if (after.succeeded !== succeeded) this.fail(now, job, "succeeded-count", `status.succeeded ${after.succeeded}, attempts say ${succeeded}`)
     if (after.failed !== customerFailures) this.fail(now, job, "failed-count", `status.failed ${after.failed}, attempts say ${customerFailures}`)
-    const total = job.attempts.length + launches.length
+    const total = job.attempts.length + launches
     if ((after.attempts?.total ?? 0) !== total) this.fail(now, job, "attempts-total", `attempts.total ${after.attempts?.total}, ${total} recorded or launched`)
     // Final phases are bound to their causes (spec: States and transitions, Job).
-    if (to !== from) this.finalRules(job, after, done.size, customerFailures, now)
+    if (to !== from) this.finalRules(job, after, succeeded, customerFailures, now)
     this.clockRules(job, after, now)
     this.moneyRules(job, after, now)
   }
 
   /** Money rules (docs/billing.md): a Job stopped for money is Funded False with that reason; the cap is never passed by a new hold. */
   private moneyRules(job: SimJob, after: SimJob["status"], now: number) {
-    const funded = after.conditions?.find((condition) => condition.type === "Funded")
+    const funded = conditionOf(after, "Funded")
     if (stoppedForMoney(after) && (funded?.status !== "False" || funded.reason !== after.reason)) this.fail(now, job, "money-stop-unrecorded", `reason ${after.reason} without Funded False ${after.reason}`)
     if (after.stopByTime !== undefined && funded?.status !== "False") this.fail(now, job, "stop-by-while-funded", "stopByTime set while Funded is not False")
   }
@@ -98,7 +110,7 @@ export class Checkers {
     const backoffLimit = spec.backoffLimit ?? Limits.jobBackoffLimitDefault
     if (after.reason === "BackoffLimitExceeded" && customerFailures <= backoffLimit) this.fail(now, job, "backoff", `${customerFailures} failures ≤ backoffLimit ${backoffLimit}`)
     if (after.reason === "CapacityUnavailable") {
-      const waited = job.status.conditions?.find((condition) => condition.type === "Scheduled")
+      const waited = conditionOf(job.status, "Scheduled")
       const timeoutMs = parseDurationMs(spec.placement.queueTimeout) ?? 0
       if (timeoutMs === 0) this.fail(now, job, "queue-forever", "queueTimeout 0s failed with CapacityUnavailable")
       else if (waited?.status !== "False" || now - Date.parse(waited.lastTransitionTime) < timeoutMs) {
@@ -138,6 +150,12 @@ export class Checkers {
   assert(): void {
     if (this.violations.length > 0) throw new CheckFailed(this.seed, this.violations)
   }
+}
+
+/** The status's first condition of `type` (a loop, no closure: the checkers run on every step). */
+const conditionOf = (status: SimJob["status"], type: string) => {
+  for (const condition of status.conditions ?? []) if (condition.type === type) return condition
+  return undefined
 }
 
 /** Suspended or suspending because money stopped it (maxCostUSD reached, funding lost). */

@@ -41,6 +41,13 @@ export interface SimJob {
   /** The time of the wake-up already scheduled, if any. */
   wakeAt: number | undefined
   deleted: boolean
+  /**
+   * The simulation's own bookkeeping, on the Job rather than in sets and weak maps keyed by it (a lookup there reads
+   * a table the step would not otherwise touch, several times per step): whether the Job is in the queue of Jobs
+   * waiting for capacity, and what its last step saw when that step changed nothing while it waited (`lookAgain`).
+   */
+  queued: boolean
+  settled: SettledLook | undefined
 }
 
 export interface TraceSink {
@@ -132,7 +139,7 @@ export interface SimBilling {
 }
 
 /** What a Job's last step saw and left, when that step changed nothing while it waited for capacity. */
-interface Settled {
+export interface SettledLook {
   readonly status: JobStatusType
   readonly spec: JobSpecType
   readonly generation: number
@@ -176,15 +183,16 @@ export class Simulation {
   readonly jobs = new Map<string, SimJob>()
   private readonly options: SimulationOptions
   private readonly rankings = new WeakMap<object, Ranking>()
+  /** The first few specs ranked, and their rankings (`rankingOf`). */
+  private readonly recentSpecs: Array<JobSpecType> = []
+  private readonly recentRankings: Array<Ranking> = []
   private nextUid = 0
-  /** Jobs whose last step waited for capacity, in the order they started waiting. */
+  /** Jobs whose last step waited for capacity, in the order they started waiting (each `queued`). */
   private readonly waiting = new Set<SimJob>()
   /** Deleted Jobs whose runs are still billed until their hosts are released (`billRemoved`), by owner key. */
   private readonly billedAfterRemoval = new Map<string, SimJob>()
   /** Jobs that money holds back (Funded False): they look again when credits arrive (`fundsChanged`). */
   private readonly unfunded = new Set<SimJob>()
-  /** Waiting Jobs whose last step changed nothing, and what it saw (see `lookAgain`). */
-  private readonly settled = new WeakMap<SimJob, Settled>()
   steps = 0
   /** Capacity looks answered without a step: the Job was settled and nothing it could take was free. */
   skippedSteps = 0
@@ -194,11 +202,7 @@ export class Simulation {
     options.capacity.onChange = (owner) => {
       const job = this.jobs.get(owner)
       if (job !== undefined) this.touch(job)
-      else {
-        // A deleted Job's run ended (its host is released): its final charge is due now.
-        const removed = this.billedAfterRemoval.get(owner)
-        if (removed !== undefined) this.billRemoved(removed)
-      }
+      else this.removedChanged(owner)
     }
     options.capacity.onFreed = () => this.lookAll()
   }
@@ -254,7 +258,9 @@ export class Simulation {
       workload,
       dirty: false,
       wakeAt: undefined,
-      deleted: false
+      deleted: false,
+      queued: false,
+      settled: undefined
     }
     this.jobs.set(key, job)
     this.options.trace.record(`${this.now} ${key} Created`)
@@ -274,7 +280,7 @@ export class Simulation {
   remove(job: SimJob): void {
     if (job.deleted) return
     job.deleted = true
-    this.waiting.delete(job)
+    this.unqueue(job)
     this.unfunded.delete(job)
     const key = job.key
     for (const attempt of job.attempts) if (attempt.phase !== "Ended") this.options.capacity.stop(key, attempt.name, 0)
@@ -286,6 +292,21 @@ export class Simulation {
       this.billedAfterRemoval.set(key, job)
       this.options.engine.after(0, () => this.billRemoved(job))
     }
+  }
+
+  /**
+   * A Job's attempt changed, as the capacity tells the Job itself (SimProgram.changed) rather than its owner key: the
+   * same as `onChange(job.key)`, since a Job is under its key until it is deleted.
+   */
+  private factsChanged(job: SimJob): void {
+    if (!job.deleted) this.touch(job)
+    else this.removedChanged(job.key)
+  }
+
+  /** A deleted Job's run ended (its host is released): its final charge is due now. */
+  private removedChanged(owner: string): void {
+    const removed = this.billedAfterRemoval.get(owner)
+    if (removed !== undefined) this.billRemoved(removed)
   }
 
   /** A deleted Job's runs are billed until their hosts are released (BilledStep.billRemoved). */
@@ -301,7 +322,7 @@ export class Simulation {
 
   /** Schedules a reconcile now, after a change of the Job's facts (so a settled Job is not settled any more). */
   private touch(job: SimJob): void {
-    this.settled.delete(job)
+    job.settled = undefined
     if (job.dirty || job.deleted) return
     job.dirty = true
     this.options.engine.after(0, () => this.lookAgain(job))
@@ -316,7 +337,7 @@ export class Simulation {
    * steps a drought's queue costs, where every freed host touches every waiting Job.
    */
   private lookAgain(job: SimJob): void {
-    const settled = this.settled.get(job)
+    const settled = job.settled
     if (
       settled !== undefined &&
       !job.deleted &&
@@ -336,12 +357,21 @@ export class Simulation {
   }
 
   private rankingOf(job: SimJob): Ranking {
-    // A template's spec object is shared by its Jobs; placement depends on the spec only.
-    const cached = this.rankings.get(job.spec)
-    if (cached !== undefined) return cached
-    const { request, run } = jobMachine.placementOf(job.spec)
-    const ranking = rank(request, this.options.catalog, this.options.capacity.marketFor(job.namespace), run)
-    this.rankings.set(job.spec, ranking)
+    // A template's spec object is shared by its Jobs; placement depends on the spec only. The last few specs are
+    // looked for by identity first: a scenario's handful of templates never reach the WeakMap's hashing.
+    const spec = job.spec
+    const recent = this.recentSpecs
+    for (let index = 0; index < recent.length; index++) if (recent[index] === spec) return this.recentRankings[index]!
+    let ranking = this.rankings.get(spec)
+    if (ranking === undefined) {
+      const { request, run } = jobMachine.placementOf(spec)
+      ranking = rank(request, this.options.catalog, this.options.capacity.marketFor(job.namespace), run)
+      this.rankings.set(spec, ranking)
+    }
+    if (recent.length < 8) {
+      recent.push(spec)
+      this.recentRankings.push(ranking)
+    }
     return ranking
   }
 
@@ -359,8 +389,12 @@ export class Simulation {
     this.steps++
     this.options.checkers?.afterStep(job, before, result, now)
     job.status = result.status
-    if (result.waitingForCapacity) this.waiting.add(job)
-    else this.waiting.delete(job)
+    if (result.waitingForCapacity) {
+      if (!job.queued) {
+        job.queued = true
+        this.waiting.add(job)
+      }
+    } else this.unqueue(job)
     if (result.status.phase !== before.phase && result.status.phase !== undefined) {
       this.options.trace.record(`${now} ${key} Phase ${before.phase ?? "-"}>${result.status.phase} ${result.status.reason ?? ""}`)
     }
@@ -373,7 +407,7 @@ export class Simulation {
     for (const action of result.actions) {
       switch (action._tag) {
         case "Launch": {
-          const facts = capacity.launch({ ...action, owner: key, namespace: job.namespace, workload: job.workload })
+          const facts = capacity.launch({ ...action, owner: key, namespace: job.namespace, workload: job.workload, changed: () => this.factsChanged(job) })
           job.attempts.push(facts)
           launched?.push({ action, facts })
           this.options.trace.record(`${now} ${key} Launch ${action.attempt} ${variantKeyOf(action.variant)}${facts.outcome === undefined ? "" : " " + facts.outcome.type}`)
@@ -389,7 +423,7 @@ export class Simulation {
           break
         case "Delete":
           job.deleted = true
-          this.waiting.delete(job)
+          this.unqueue(job)
           this.unfunded.delete(job)
           this.options.onDeleted?.(job)
           capacity.forget(key)
@@ -409,8 +443,14 @@ export class Simulation {
     this.options.onStep?.(job, result, launched ?? [], settled)
     this.scheduleWake(job, wakeAt)
     if (result.waitingForCapacity && result.actions.length === 0 && result.events.length === 0 && sameJson(job.status, before)) {
-      this.settled.set(job, { status: job.status, spec: job.spec, generation: job.generation, attempts: job.attempts.length })
-    } else this.settled.delete(job)
+      job.settled = { status: job.status, spec: job.spec, generation: job.generation, attempts: job.attempts.length }
+    } else job.settled = undefined
+  }
+
+  private unqueue(job: SimJob): void {
+    if (!job.queued) return
+    job.queued = false
+    this.waiting.delete(job)
   }
 
   /** The ledger this Job is billed on now, with the rooms of its Budgets (undefined: nothing is billed). */

@@ -13,7 +13,7 @@ import { attempt, ended, jobSpec, T0 } from "../../core/Fixtures.ts"
 
 const simJob = (fields: Record<string, unknown>, attempts: Array<AttemptFacts>): SimJob => ({
   name: "train", namespace: "demo", key: "demo/train", uid: "u", generation: 1, createdAt: T0, spec: jobSpec({ resources: { gpu: { type: ["A10"] } }, ...fields }),
-  status: {}, attempts, workload: defaultWorkload, dirty: false, wakeAt: undefined, deleted: false
+  status: {}, attempts, workload: defaultWorkload, dirty: false, wakeAt: undefined, deleted: false, queued: false, settled: undefined
 })
 
 const stepOf = (status: JobStatusType, actions: JobStep["actions"] = []): JobStep => ({ status, actions, events: [], wakeAt: undefined, waitingForCapacity: false, waitingForFunds: false })

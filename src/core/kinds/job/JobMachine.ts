@@ -69,10 +69,24 @@ const checkpointIntervalMsOf = (spec: JobSpecType, variant: Variant, market: Mar
 }
 
 
+/** Up to this many indexes, completedIndexes is remembered per set of done indexes (a status shows it every step). */
+const indexTextsMax = 8
+const indexTexts: Array<Array<string | undefined>> = []
+
 /** "0-3,7,9-10" (spec: Job status.completedIndexes, Kubernetes' notation). */
 export const formatIndexes = (done: ArrayLike<number>): string => {
   // One index, the common case: "0" or "".
   if (done.length === 1) return done[0] === 1 ? "0" : ""
+  if (done.length <= indexTextsMax) {
+    let mask = 0
+    for (let index = 0; index < done.length; index++) if (done[index] === 1) mask |= 1 << index
+    const texts = (indexTexts[done.length] ??= [])
+    return (texts[mask] ??= indexRanges(done))
+  }
+  return indexRanges(done)
+}
+
+const indexRanges = (done: ArrayLike<number>): string => {
   const parts: Array<string> = []
   let start = -1
   for (let index = 0; index <= done.length; index++) {
@@ -118,9 +132,20 @@ const noAttempts: ReadonlyArray<never> = []
 /** An array for per-index facts: sized up front for the usual few indexes, grown as needed for many. */
 const perIndex = <A>(completions: number): Array<A | undefined> => (completions <= 64 ? new Array<A | undefined>(completions) : [])
 
+/** A list of indexes that holds index 0 alone (most Jobs have one index): shared, copied when a second one comes. */
+const onlyIndexZero: ReadonlyArray<number> = Object.freeze([0])
+
+const withIndex = (list: ReadonlyArray<number> | undefined, index: number): ReadonlyArray<number> => {
+  if (list === undefined) return index === 0 ? onlyIndexZero : [index]
+  if (list === onlyIndexZero) return [0, index]
+  ;(list as Array<number>).push(index)
+  return list
+}
+
 const viewOf = (spec: JobSpecType, attempts: ReadonlyArray<AttemptFacts>): IndexView => {
   const completions = spec.completions
-  const done = completions <= 64 ? new Array<number>(completions).fill(0) : new Uint8Array(completions)
+  // 1 where done; a hole reads as not done.
+  const done = completions <= 64 ? new Array<number>(completions) : new Uint8Array(completions)
   let succeeded = 0
   let customerFailures = 0
   let checkpointFailures = 0
@@ -132,14 +157,14 @@ const viewOf = (spec: JobSpecType, attempts: ReadonlyArray<AttemptFacts>): Index
   let live: Array<AttemptFacts> | undefined
   let liveAt: Array<AttemptFacts | undefined> | undefined
   const lastAt = perIndex<AttemptFacts>(completions)
-  let indexes: Array<number> | undefined
+  let indexes: ReadonlyArray<number> | undefined
   let seqAt: Array<number | undefined> | undefined
   let unitsAt: Array<number | undefined> | undefined
-  let unitIndexes: Array<number> | undefined
+  let unitIndexes: ReadonlyArray<number> | undefined
   for (const attempt of attempts) {
     const index = attempt.index
     const outcome = attempt.outcome
-    if (outcome?.type === "Succeeded" && index < done.length && done[index] === 0) {
+    if (outcome?.type === "Succeeded" && index < done.length && done[index] !== 1) {
       done[index] = 1
       succeeded++
     }
@@ -150,10 +175,7 @@ const viewOf = (spec: JobSpecType, attempts: ReadonlyArray<AttemptFacts>): Index
       ;(liveAt ??= perIndex(completions))[index] = attempt
     }
     const last = lastAt[index]
-    if (last === undefined) {
-      if (indexes === undefined) indexes = [index]
-      else indexes.push(index)
-    }
+    if (last === undefined) indexes = withIndex(indexes, index)
     if (last === undefined || last.number < attempt.number) lastAt[index] = attempt
     checkpointFailures += attempt.checkpointFailures
     const checkpoint = attempt.checkpoint
@@ -166,10 +188,7 @@ const viewOf = (spec: JobSpecType, attempts: ReadonlyArray<AttemptFacts>): Index
     if (units !== undefined) {
       unitsAt ??= perIndex(completions)
       if (units > (unitsAt[index] ?? -1)) {
-        if (unitsAt[index] === undefined) {
-          if (unitIndexes === undefined) unitIndexes = [index]
-          else unitIndexes.push(index)
-        }
+        if (unitsAt[index] === undefined) unitIndexes = withIndex(unitIndexes, index)
         unitsAt[index] = units
       }
     }
