@@ -72,8 +72,9 @@ const summary = (squash: (cause: Cause.Cause<unknown>) => unknown, cause: Cause.
 
 const serve = async (args: ReadonlyArray<string>) => {
   const config = configFrom(args)
-  const [{ NodeRuntime }, { Cause, Effect, Layer }, Server] = await Promise.all([
-    import("@effect/platform-node"),
+  // Modules by their own path: the package's index loads every module it has, its Redis client's included (about 700).
+  const [NodeRuntime, { Cause, Effect, Layer }, Server] = await Promise.all([
+    import("@effect/platform-node/NodeRuntime"),
     import("effect"),
     import("../server/Server.ts")
   ])
