@@ -281,6 +281,9 @@ export class SandboxSessions {
     for (const sandbox of this.sandboxes.values()) this.touch(sandbox)
   }
 
+  /** `reconcile`, made once (wake-ups run it with the Sandbox). */
+  private readonly reconcileOf = (sandbox: SimSandbox) => this.reconcile(sandbox)
+
   private reconcile(sandbox: SimSandbox) {
     sandbox.dirty = false
     if (sandbox.deleted) return
@@ -323,7 +326,7 @@ export class SandboxSessions {
           return
       }
     }
-    scheduleWake(this.options.engine, sandbox, wakeAt, () => this.reconcile(sandbox))
+    scheduleWake(this.options.engine, sandbox, wakeAt, this.reconcileOf)
     if (phase === "Running" && sandbox.waiting !== undefined) {
       const waiting = sandbox.waiting
       sandbox.waiting = undefined

@@ -194,6 +194,9 @@ export class Simulation {
   /** Jobs that money holds back (Funded False): they look again when credits arrive (`fundsChanged`). */
   private readonly unfunded = new Set<SimJob>()
   steps = 0
+  /** `lookAgain` and `reconcile` of a Job, made once: the engine runs them with the Job as the event's argument. */
+  private readonly lookAgainOf = (job: SimJob) => this.lookAgain(job)
+  private readonly reconcileOf = (job: SimJob) => this.reconcile(job)
   /** Capacity looks answered without a step: the Job was settled and nothing it could take was free. */
   skippedSteps = 0
 
@@ -325,7 +328,7 @@ export class Simulation {
     job.settled = undefined
     if (job.dirty || job.deleted) return
     job.dirty = true
-    this.options.engine.after(0, () => this.lookAgain(job))
+    this.options.engine.after(0, this.lookAgainOf, job)
   }
 
   /**
@@ -460,7 +463,7 @@ export class Simulation {
   }
 
   private scheduleWake(job: SimJob, at: number | undefined): void {
-    scheduleWake(this.options.engine, job, at, () => this.reconcile(job))
+    scheduleWake(this.options.engine, job, at, this.reconcileOf)
   }
 
   /** Jobs not in a final phase. */
@@ -473,13 +476,13 @@ export class Simulation {
  * Wakes `subject` (a Job, a Sandbox) at `at` for `reconcile`, unless a wake-up at or before it is already ahead; a
  * wake-up superseded by a later schedule does nothing when it comes.
  */
-export const scheduleWake = (engine: Engine, subject: { wakeAt: number | undefined }, at: number | undefined, reconcile: () => void): void => {
+export const scheduleWake = <S extends { wakeAt: number | undefined }>(engine: Engine, subject: S, at: number | undefined, reconcile: (subject: S) => void): void => {
   if (at === undefined || (subject.wakeAt !== undefined && subject.wakeAt <= at && subject.wakeAt > engine.now)) return
   subject.wakeAt = at
   engine.at(at, () => {
     if (subject.wakeAt !== at) return
     subject.wakeAt = undefined
-    reconcile()
+    reconcile(subject)
   })
 }
 

@@ -69,28 +69,131 @@ const checkpointIntervalMsOf = (spec: JobSpecType, variant: Variant, market: Mar
 }
 
 
+// ---------------------------------------------------------------------------------------------------------------------
+// What the attempts say
+
+/**
+ * The attempts read per index and in total, once per step (`readAttempts`). Done indexes are a bit set (a byte array
+ * past 31 indexes), and the other per-index facts share one array, four slots per completion index — the attempt with
+ * the highest number, the live one, the latest checkpoint seq (what a restore loads) and the furthest progress
+ * cursor: a step runs after every change of every Job, and most Jobs have one or a few indexes. `indexes` lists the
+ * indexes that have attempts in the order they first appear, the order recovery visits them; `unitIndexes` those
+ * with a progress cursor, in the order their first cursor appears (the order of the total).
+ */
+interface IndexView {
+  readonly succeeded: number
+  readonly live: ReadonlyArray<AttemptFacts>
+  readonly indexes: ReadonlyArray<number>
+  readonly customerFailures: number
+  readonly latestCheckpoint: Checkpoint | undefined
+  readonly checkpointFailures: number
+  readonly unitIndexes: ReadonlyArray<number>
+  readonly isDone: (index: number) => boolean
+  readonly lastAt: (index: number) => AttemptFacts | undefined
+  readonly liveAt: (index: number) => AttemptFacts | undefined
+  readonly seqAt: (index: number) => number | undefined
+  readonly unitsAt: (index: number) => number | undefined
+}
+
+const noAttempts: ReadonlyArray<never> = []
+
+/**
+ * A list of indexes that holds index 0 alone (most Jobs have one index): shared, never written (`withIndex` copies it
+ * when a second index comes). Not frozen: a frozen array is iterated through an iterator object.
+ */
+const onlyIndexZero: ReadonlyArray<number> = [0]
+
+const withIndex = (list: ReadonlyArray<number>, index: number): ReadonlyArray<number> => {
+  if (list === noAttempts) return index === 0 ? onlyIndexZero : [index]
+  if (list === onlyIndexZero) return [0, index]
+  ;(list as Array<number>).push(index)
+  return list
+}
+
+/** Done indexes fit the bit set up to this many completions. */
+const doneBitsMax = 31
+/** The slots of an index in the per-index array. */
+const lastSlot = 0
+const liveSlot = 1
+const seqSlot = 2
+const unitsSlot = 3
+
+/** Reads the attempts into the step's view (IndexView): one pass, nothing made that a Job does not have. */
+const readAttempts = (step: Step, completions: number, attempts: ReadonlyArray<AttemptFacts>): void => {
+  if (attempts.length === 0) return
+  const many = completions > doneBitsMax ? new Uint8Array(completions) : undefined
+  step.doneMany = many
+  // Sized up front for the usual few indexes, grown as needed for many.
+  const slots: Array<AttemptFacts | number | undefined> = completions <= 64 ? new Array(4 * completions) : []
+  step.slots = slots
+  let doneBits = 0
+  let live: Array<AttemptFacts> | undefined
+  for (let position = 0; position < attempts.length; position++) {
+    const attempt = attempts[position]!
+    const index = attempt.index
+    const at = 4 * index
+    const outcome = attempt.outcome
+    if (outcome?.type === "Succeeded" && index < completions) {
+      if (many === undefined) {
+        if (((doneBits >>> index) & 1) === 0) {
+          doneBits |= 1 << index
+          step.succeeded++
+        }
+      } else if (many[index] === 0) {
+        many[index] = 1
+        step.succeeded++
+      }
+    }
+    if (outcome !== undefined && isCustomerFailure(outcome)) step.customerFailures++
+    if (isLive(attempt)) {
+      if (live === undefined) live = [attempt]
+      else live.push(attempt)
+      slots[at + liveSlot] = attempt
+    }
+    const last = slots[at + lastSlot] as AttemptFacts | undefined
+    if (last === undefined) step.indexes = withIndex(step.indexes, index)
+    if (last === undefined || last.number < attempt.number) slots[at + lastSlot] = attempt
+    step.checkpointFailures += attempt.checkpointFailures
+    const checkpoint = attempt.checkpoint
+    if (checkpoint !== undefined) {
+      if (step.latestCheckpoint === undefined || checkpoint.seq > step.latestCheckpoint.seq) step.latestCheckpoint = checkpoint
+      if (checkpoint.seq > ((slots[at + seqSlot] as number | undefined) ?? -1)) slots[at + seqSlot] = checkpoint.seq
+    }
+    const units = attempt.progressUnits
+    if (units !== undefined) {
+      const furthest = slots[at + unitsSlot] as number | undefined
+      if (units > (furthest ?? -1)) {
+        if (furthest === undefined) step.unitIndexes = withIndex(step.unitIndexes, index)
+        slots[at + unitsSlot] = units
+      }
+    }
+  }
+  step.doneBits = doneBits
+  if (live !== undefined) step.live = live
+}
+
 /** Up to this many indexes, completedIndexes is remembered per set of done indexes (a status shows it every step). */
 const indexTextsMax = 8
 const indexTexts: Array<Array<string | undefined>> = []
 
 /** "0-3,7,9-10" (spec: Job status.completedIndexes, Kubernetes' notation). */
-export const formatIndexes = (done: ArrayLike<number>): string => {
+const completedIndexesOf = (view: IndexView, completions: number): string => {
   // One index, the common case: "0" or "".
-  if (done.length === 1) return done[0] === 1 ? "0" : ""
-  if (done.length <= indexTextsMax) {
+  if (completions === 1) return view.isDone(0) ? "0" : ""
+  if (completions <= indexTextsMax) {
     let mask = 0
-    for (let index = 0; index < done.length; index++) if (done[index] === 1) mask |= 1 << index
-    const texts = (indexTexts[done.length] ??= [])
-    return (texts[mask] ??= indexRanges(done))
+    for (let index = 0; index < completions; index++) if (view.isDone(index)) mask |= 1 << index
+    const texts = (indexTexts[completions] ??= [])
+    return (texts[mask] ??= indexRanges(view, completions))
   }
-  return indexRanges(done)
+  return indexRanges(view, completions)
 }
 
-const indexRanges = (done: ArrayLike<number>): string => {
+const indexRanges = (view: IndexView, completions: number): string => {
   const parts: Array<string> = []
   let start = -1
-  for (let index = 0; index <= done.length; index++) {
-    const on = index < done.length && done[index] === 1
+  for (let index = 0; index <= completions; index++) {
+    const on = index < completions && view.isDone(index)
     if (on && start < 0) start = index
     if (!on && start >= 0) {
       parts.push(start === index - 1 ? `${start}` : `${start}-${index - 1}`)
@@ -98,115 +201,6 @@ const indexRanges = (done: ArrayLike<number>): string => {
     }
   }
   return parts.join(",")
-}
-
-// ---------------------------------------------------------------------------------------------------------------------
-// What the attempts say
-
-/**
- * The attempts read per index. Per-index facts are arrays indexed by completion index (a step runs for every change
- * of every Job, and most Jobs have one or a few indexes, where arrays are much cheaper than maps); `indexes` lists the
- * indexes that have attempts in the order they first appear, the order recovery visits them.
- */
-interface IndexView {
-  /** 1 where the index succeeded, else 0 (a plain array for a few indexes, a Uint8Array for many). */
-  readonly done: { readonly length: number; [index: number]: number }
-  readonly succeeded: number
-  readonly live: ReadonlyArray<AttemptFacts>
-  readonly liveAt: ReadonlyArray<AttemptFacts | undefined>
-  /** The attempt with the highest number, per index. */
-  readonly lastAt: ReadonlyArray<AttemptFacts | undefined>
-  readonly indexes: ReadonlyArray<number>
-  readonly customerFailures: number
-  readonly latestCheckpoint: Checkpoint | undefined
-  readonly checkpointFailures: number
-  /** Per index: the latest checkpoint seq (what a restore loads) and the furthest progress cursor. */
-  readonly seqAt: ReadonlyArray<number | undefined>
-  readonly unitsAt: ReadonlyArray<number | undefined>
-  /** The indexes with a progress cursor, in the order their first cursor appears (the order of the total). */
-  readonly unitIndexes: ReadonlyArray<number>
-}
-
-const noAttempts: ReadonlyArray<never> = []
-
-/** An array for per-index facts: sized up front for the usual few indexes, grown as needed for many. */
-const perIndex = <A>(completions: number): Array<A | undefined> => (completions <= 64 ? new Array<A | undefined>(completions) : [])
-
-/** A list of indexes that holds index 0 alone (most Jobs have one index): shared, copied when a second one comes. */
-const onlyIndexZero: ReadonlyArray<number> = Object.freeze([0])
-
-const withIndex = (list: ReadonlyArray<number> | undefined, index: number): ReadonlyArray<number> => {
-  if (list === undefined) return index === 0 ? onlyIndexZero : [index]
-  if (list === onlyIndexZero) return [0, index]
-  ;(list as Array<number>).push(index)
-  return list
-}
-
-const viewOf = (spec: JobSpecType, attempts: ReadonlyArray<AttemptFacts>): IndexView => {
-  const completions = spec.completions
-  // 1 where done; a hole reads as not done.
-  const done = completions <= 64 ? new Array<number>(completions) : new Uint8Array(completions)
-  let succeeded = 0
-  let customerFailures = 0
-  let checkpointFailures = 0
-  let latestCheckpoint: Checkpoint | undefined
-  if (attempts.length === 0) {
-    return { done, succeeded, live: noAttempts, liveAt: noAttempts, lastAt: noAttempts, indexes: noAttempts, customerFailures, latestCheckpoint, checkpointFailures, seqAt: noAttempts, unitsAt: noAttempts, unitIndexes: noAttempts }
-  }
-  // Arrays are made when the first fact of their kind turns up: a step runs after every change of every Job.
-  let live: Array<AttemptFacts> | undefined
-  let liveAt: Array<AttemptFacts | undefined> | undefined
-  const lastAt = perIndex<AttemptFacts>(completions)
-  let indexes: ReadonlyArray<number> | undefined
-  let seqAt: Array<number | undefined> | undefined
-  let unitsAt: Array<number | undefined> | undefined
-  let unitIndexes: ReadonlyArray<number> | undefined
-  for (const attempt of attempts) {
-    const index = attempt.index
-    const outcome = attempt.outcome
-    if (outcome?.type === "Succeeded" && index < done.length && done[index] !== 1) {
-      done[index] = 1
-      succeeded++
-    }
-    if (outcome !== undefined && isCustomerFailure(outcome)) customerFailures++
-    if (isLive(attempt)) {
-      if (live === undefined) live = [attempt]
-      else live.push(attempt)
-      ;(liveAt ??= perIndex(completions))[index] = attempt
-    }
-    const last = lastAt[index]
-    if (last === undefined) indexes = withIndex(indexes, index)
-    if (last === undefined || last.number < attempt.number) lastAt[index] = attempt
-    checkpointFailures += attempt.checkpointFailures
-    const checkpoint = attempt.checkpoint
-    if (checkpoint !== undefined) {
-      if (latestCheckpoint === undefined || checkpoint.seq > latestCheckpoint.seq) latestCheckpoint = checkpoint
-      seqAt ??= perIndex(completions)
-      if (checkpoint.seq > (seqAt[index] ?? -1)) seqAt[index] = checkpoint.seq
-    }
-    const units = attempt.progressUnits
-    if (units !== undefined) {
-      unitsAt ??= perIndex(completions)
-      if (units > (unitsAt[index] ?? -1)) {
-        if (unitsAt[index] === undefined) unitIndexes = withIndex(unitIndexes, index)
-        unitsAt[index] = units
-      }
-    }
-  }
-  return {
-    done,
-    succeeded,
-    live: live ?? noAttempts,
-    liveAt: liveAt ?? noAttempts,
-    lastAt,
-    indexes: indexes ?? noAttempts,
-    customerFailures,
-    latestCheckpoint,
-    checkpointFailures,
-    seqAt: seqAt ?? noAttempts,
-    unitsAt: unitsAt ?? noAttempts,
-    unitIndexes: unitIndexes ?? noAttempts
-  }
 }
 
 /**
@@ -239,10 +233,9 @@ const interruptionEvent = (outcome: Outcome): { type: string | undefined; reason
 // ---------------------------------------------------------------------------------------------------------------------
 // The step
 
-class Step extends StepState<JobStatusType> {
-  /** Hosts this step has asked for, by variant (made on the first launch). */
-  private taken: Map<Variant, number> | undefined
-  private marketView: Market | undefined
+class Step extends StepState<JobStatusType> implements IndexView {
+  /** The market less the hosts this step has asked for (made when a step first places). */
+  private marketView: TakenMarket | undefined
   launched = 0
   launchedRecovery = false
   /** What the launches of this step took of the launch budget. */
@@ -252,12 +245,47 @@ class Step extends StepState<JobStatusType> {
   completionMs: number | undefined
 
   readonly job: JobObservation
-  readonly view: IndexView
 
-  constructor(job: JobObservation, context: StepContext, view: IndexView) {
+  // What the attempts say (IndexView, `readAttempts`): on the step itself, which is made once per step anyway.
+  succeeded = 0
+  customerFailures = 0
+  checkpointFailures = 0
+  latestCheckpoint: Checkpoint | undefined = undefined
+  live: ReadonlyArray<AttemptFacts> = noAttempts
+  indexes: ReadonlyArray<number> = noAttempts
+  unitIndexes: ReadonlyArray<number> = noAttempts
+  doneBits = 0
+  doneMany: Uint8Array | undefined = undefined
+  slots: ReadonlyArray<AttemptFacts | number | undefined> = noAttempts
+
+  constructor(job: JobObservation, context: StepContext) {
     super(job.status, context)
     this.job = job
-    this.view = view
+    readAttempts(this, job.spec.completions, job.attempts)
+  }
+
+  get view(): IndexView {
+    return this
+  }
+
+  isDone(index: number): boolean {
+    return this.doneMany === undefined ? index < doneBitsMax && ((this.doneBits >>> index) & 1) === 1 : this.doneMany[index] === 1
+  }
+
+  lastAt(index: number): AttemptFacts | undefined {
+    return this.slots[4 * index + lastSlot] as AttemptFacts | undefined
+  }
+
+  liveAt(index: number): AttemptFacts | undefined {
+    return this.slots[4 * index + liveSlot] as AttemptFacts | undefined
+  }
+
+  seqAt(index: number): number | undefined {
+    return this.slots[4 * index + seqSlot] as number | undefined
+  }
+
+  unitsAt(index: number): number | undefined {
+    return this.slots[4 * index + unitsSlot] as number | undefined
   }
 
   /** Stops every live attempt that is not stopping yet. */
@@ -281,16 +309,43 @@ class Step extends StepState<JobStatusType> {
 
   /** A market that also counts the hosts this step has already asked for (made when a step first places). */
   get market(): Market {
-    return this.marketView ??= {
-      available: (variant) => this.context.market.available(variant) - (this.taken?.get(variant) ?? 0),
-      bootMs: (variant) => this.context.market.bootMs(variant),
-      meanTimeBetweenInterruptionsMs: (variant) => this.context.market.meanTimeBetweenInterruptionsMs(variant)
-    }
+    return this.marketView ??= new TakenMarket(this.context.market)
   }
 
   take(variant: Variant) {
-    const taken = this.taken ??= new Map()
-    taken.set(variant, (taken.get(variant) ?? 0) + 1)
+    ;(this.marketView ??= new TakenMarket(this.context.market)).take(variant)
+  }
+}
+
+/** A market less the hosts a step has asked for, by variant (a step takes a few: a list, no map). */
+class TakenMarket implements Market {
+  private readonly base: Market
+  private readonly variants: Array<Variant> = []
+  private readonly counts: Array<number> = []
+
+  constructor(base: Market) {
+    this.base = base
+  }
+
+  available(variant: Variant): number {
+    const at = this.variants.indexOf(variant)
+    return this.base.available(variant) - (at === -1 ? 0 : this.counts[at]!)
+  }
+
+  bootMs(variant: Variant): number {
+    return this.base.bootMs(variant)
+  }
+
+  meanTimeBetweenInterruptionsMs(variant: Variant): number | undefined {
+    return this.base.meanTimeBetweenInterruptionsMs(variant)
+  }
+
+  take(variant: Variant): void {
+    const at = this.variants.indexOf(variant)
+    if (at === -1) {
+      this.variants.push(variant)
+      this.counts.push(1)
+    } else this.counts[at]!++
   }
 }
 
@@ -328,9 +383,11 @@ const deadline = (step: Step): boolean => {
 const recover = (step: Step): boolean => {
   const { spec, attempts } = step.job
   const minProgressMs = durationMs(spec.recovery.minProgressDuration, 2 * Limits.minuteMs)
-  for (const index of step.view.indexes) {
-    const last = step.view.lastAt[index]!
-    if (last.outcome === undefined || !isInterruption(last.outcome) || step.view.liveAt[index] !== undefined || step.view.done[index] === 1) continue
+  const indexes = step.view.indexes
+  for (let position = 0; position < indexes.length; position++) {
+    const index = indexes[position]!
+    const last = step.view.lastAt(index)!
+    if (last.outcome === undefined || !isInterruption(last.outcome) || step.view.liveAt(index) !== undefined || step.view.isDone(index)) continue
     const { type, reason } = interruptionEvent(last.outcome)
     if (spec.recovery.onInterruption === "Fail") {
       step.event(type, reason, `Index ${index} lost its capacity (${reason}).`, true)
@@ -478,7 +535,7 @@ const launch = (step: Step) => {
   let slots = spec.parallelism - view.live.length
   let waiting = false
   for (let index = 0; index < spec.completions && slots > 0; index++) {
-    if (view.done[index] === 1 || view.liveAt[index] !== undefined) continue
+    if (view.isDone(index) || view.liveAt(index) !== undefined) continue
     const candidate = choose(step.context.ranking, step.market)
     if (candidate === undefined) {
       waiting = true
@@ -495,12 +552,12 @@ const launch = (step: Step) => {
       }
       step.spent += hold
     }
-    const last = view.lastAt[index]
+    const last = view.lastAt(index)
     const number = (last?.number ?? 0) + 1
     const recovery = last?.outcome !== undefined && isInterruption(last.outcome)
     const continuity = continuityOf(spec)
-    const restoreFromSeq = continuity === "Checkpointed" ? view.seqAt[index] : undefined
-    const resumeFromUnits = continuity === "Restartable" ? view.unitsAt[index] : undefined
+    const restoreFromSeq = continuity === "Checkpointed" ? view.seqAt(index) : undefined
+    const resumeFromUnits = continuity === "Restartable" ? view.unitsAt(index) : undefined
     const variant = candidate.variant
     step.take(variant)
     const ranking = step.context.ranking
@@ -601,7 +658,7 @@ const observe = (step: Step) => {
   status.active = view.live.length
   status.succeeded = view.succeeded
   status.failed = view.customerFailures
-  status.completedIndexes = formatIndexes(view.done)
+  status.completedIndexes = completedIndexesOf(view, spec.completions)
   let firstRequest: number | undefined
   let firstBoot: number | undefined
   let current = 0
@@ -637,8 +694,9 @@ const observe = (step: Step) => {
 
 const progressUnits = (step: Step): number | undefined => {
   let total: number | undefined
-  const { unitsAt } = step.view
-  for (const index of step.view.unitIndexes) total = (total ?? 0) + unitsAt[index]!
+  const { view } = step
+  const indexes = view.unitIndexes
+  for (let position = 0; position < indexes.length; position++) total = (total ?? 0) + view.unitsAt(indexes[position]!)!
   return total
 }
 
@@ -748,7 +806,7 @@ const advance = (step: Step, before: string | undefined) => {
 }
 
 export const step = (job: JobObservation, context: StepContext): JobStep => {
-  const step = new Step(job, context, viewOf(job.spec, job.attempts))
+  const step = new Step(job, context)
   const before = job.status.phase
   observe(step)
   if (before !== undefined && isFinalPhase(before)) step.stopAll(keepWarmMsOf(job.spec))
