@@ -72,11 +72,16 @@ const summary = (squash: (cause: Cause.Cause<unknown>) => unknown, cause: Cause.
 
 const serve = async (args: ReadonlyArray<string>) => {
   const config = configFrom(args)
+  // Begun before the server's modules load, and done meanwhile: a new embedded database is unpacked on a worker thread
+  // (loading them holds this thread for a second or so).
+  const { prepareStore } = await import("../server/DataDir.ts")
+  const prepared = prepareStore(config).catch((error: unknown) => fail(`cannot prepare ${config.dataDir}: ${error instanceof Error ? error.message : String(error)}`))
   // Modules by their own path: the package's index loads every module it has, its Redis client's included (about 700).
   const [NodeRuntime, { Cause, Effect, Layer }, Server] = await Promise.all([
     import("@effect/platform-node/NodeRuntime"),
     import("effect"),
-    import("../server/Server.ts")
+    import("../server/Server.ts"),
+    prepared
   ])
   const program = Layer.launch(Server.layer(config)).pipe(
     Effect.catchCause((cause) => Effect.sync(() => fail(`cannot serve: ${summary(Cause.squash, cause)}`)))

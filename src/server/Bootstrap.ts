@@ -12,6 +12,9 @@ import { generateTlsMaterial } from "../apiserver/tls/Certificates.ts"
 import { decodeSecretKey, secretKeyProblem, type ServerConfig } from "./Config.ts"
 import { keyPrefix } from "../apiserver/Auth.ts"
 import { secretKeyBytes } from "../runtime/SecretCipher.ts"
+import { ensureDataDir, pgliteDirectory } from "./DataDir.ts"
+
+export { ensureDataDir, pgliteDirectory }
 
 export interface TlsFiles {
   readonly cert: string
@@ -22,7 +25,6 @@ export interface TlsFiles {
 
 export const tlsDirectory = (dataDir: string): string => join(dataDir, "tls")
 export const adminTokenFile = (dataDir: string): string => join(dataDir, "admin.token")
-export const pgliteDirectory = (dataDir: string): string => join(dataDir, "pglite")
 export const secretKeyFile = (dataDir: string): string => join(dataDir, "secrets.key")
 
 export const lockFile = (dataDir: string): string => join(dataDir, "server.pid")
@@ -55,10 +57,6 @@ export const lockDataDir = (dataDir: string): { readonly _tag: "Locked"; readonl
     }
   }
   return { _tag: "Held", pid: Number(readFileSync(file, "utf8").trim()) }
-}
-
-export const ensureDataDir = (dataDir: string): void => {
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 })
 }
 
 const writePrivate = (path: string, content: string): void => {
