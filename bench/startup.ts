@@ -10,8 +10,9 @@
  *
  * Each start is timed from the spawn to the first answer of `GET /version`, with the CPU seconds the server process
  * used by then (user + system, its threads included: the number that noise on a shared machine moves least). Then the
- * server idles for `--settle` seconds and its resident memory is read: the server process alone, and its whole
- * process tree (the local backend's warm box is a bubblewrap box and a node process of its own).
+ * server idles for `--settle` seconds and its resident memory is read: the server process alone (the goal's figure),
+ * and its whole process tree (the local backend's warm box is a bubblewrap box and a node process of its own), as the
+ * sum of their RSS and as their PSS (pages they share, the node binary's, counted once).
  *
  * The goals (issue 16): start ≤ 3 s and idle RSS ≤ 250 MB on the embedded default, fresh and warm; PostgreSQL beside
  * it for comparison. `--backends local,none,sim` adds the other backends for context. A server that does not answer
@@ -53,6 +54,8 @@ interface Sample {
   readonly cpuS: number
   readonly serverMb: number
   readonly treeMb: number
+  /** The tree's proportional set size: pages its processes share (the node binary's) counted once. */
+  readonly treePssMb: number
 }
 
 const freePort = (): Promise<number> =>
@@ -90,14 +93,18 @@ const cpuSeconds = (pid: number): number => {
   return fields === undefined ? Number.NaN : (Number(fields[11]) + Number(fields[12])) / ticksPerSecond
 }
 
-const rssMb = (pid: number): number => {
+/** A `<field>: <n> kB` line of a /proc file, in MB (0 for a process gone meanwhile). */
+const procMb = (file: string, field: string): number => {
   try {
-    const match = /VmRSS:\s+(\d+) kB/u.exec(readFileSync(`/proc/${pid}/status`, "utf8"))
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, "mu").exec(readFileSync(file, "utf8"))
     return match === null ? 0 : Number(match[1]) / 1024
   } catch {
     return 0
   }
 }
+
+const rssMb = (pid: number): number => procMb(`/proc/${pid}/status`, "VmRSS")
+const pssMb = (pid: number): number => procMb(`/proc/${pid}/smaps_rollup`, "Pss")
 
 /** `pid` and every process below it. */
 const processTree = (pid: number): ReadonlyArray<number> => {
@@ -141,7 +148,8 @@ const startOnce = async (root: string, dataDir: string, temporary: string, backe
     await sleep(settleMs)
     if (exited !== undefined) throw new Error(`the server exited with ${exited} while idle: ${output.trim()}`)
     const tree = processTree(child.pid!)
-    return { startS, cpuS, serverMb: rssMb(child.pid!), treeMb: tree.reduce((sum, pid) => sum + rssMb(pid), 0) }
+    const sum = (of: (pid: number) => number) => tree.reduce((total, pid) => total + of(pid), 0)
+    return { startS, cpuS, serverMb: rssMb(child.pid!), treeMb: sum(rssMb), treePssMb: sum(pssMb) }
   } finally {
     const kill = setTimeout(() => child.kill("SIGKILL"), stopGraceMs)
     child.kill("SIGTERM")
@@ -196,7 +204,7 @@ const pair = async (checkout: string, root: string, store: Store, backend: strin
     for (const phase of ["fresh", "warm"] as const) {
       const sample = await startOnce(root, dataDir, temporary, backend, database?.url)
       rowOf(checkout, store, backend, phase).samples.push(sample)
-      console.log(`  ${checkout.padEnd(8)} ${store.padEnd(8)} ${backend.padEnd(5)} ${phase.padEnd(5)} start ${sample.startS.toFixed(2)} s (cpu ${sample.cpuS.toFixed(2)} s)  rss ${sample.serverMb.toFixed(0)} MB (tree ${sample.treeMb.toFixed(0)} MB)`)
+      console.log(`  ${checkout.padEnd(8)} ${store.padEnd(8)} ${backend.padEnd(5)} ${phase.padEnd(5)} start ${sample.startS.toFixed(2)} s (cpu ${sample.cpuS.toFixed(2)} s)  rss ${sample.serverMb.toFixed(0)} MB (tree ${sample.treeMb.toFixed(0)} MB, pss ${sample.treePssMb.toFixed(0)} MB)`)
     }
   } finally {
     database?.drop()
@@ -236,11 +244,11 @@ const main = async () => {
     }
   }
   console.log(`\nmedian (min–max) of ${runs} run(s); goals (issue 16) on the embedded default (PGlite, backend local): start ≤ ${startGoalS} s, idle RSS ≤ ${rssGoalMb} MB`)
-  console.log(`| checkout | store | backend | start | start to /version, s | CPU by then, s | idle RSS server, MB | idle RSS tree, MB | goals |`)
-  console.log(`|-|-|-|-|-|-|-|-|-|`)
+  console.log(`| checkout | store | backend | start | start to /version, s | CPU by then, s | idle RSS server, MB | idle RSS tree, MB | idle PSS tree, MB | goals |`)
+  console.log(`|-|-|-|-|-|-|-|-|-|-|`)
   for (const row of rows) {
     const of = (pick: (sample: Sample) => number, digits: number) => figure(row.samples.map(pick), digits)
-    console.log(`| ${row.checkout} | ${row.store === "pglite" ? "PGlite" : "PostgreSQL"} | ${row.backend} | ${row.phase} | ${of((s) => s.startS, 2)} | ${of((s) => s.cpuS, 2)} | ${of((s) => s.serverMb, 0)} | ${of((s) => s.treeMb, 0)} | ${goalMark(row)} |`)
+    console.log(`| ${row.checkout} | ${row.store === "pglite" ? "PGlite" : "PostgreSQL"} | ${row.backend} | ${row.phase} | ${of((s) => s.startS, 2)} | ${of((s) => s.cpuS, 2)} | ${of((s) => s.serverMb, 0)} | ${of((s) => s.treeMb, 0)} | ${of((s) => s.treePssMb, 0)} | ${goalMark(row)} |`)
   }
 }
 
