@@ -17,7 +17,7 @@ import { type AccountBalances, type AccountEvent, accountEventsOf, balancesOf } 
 import { ApiError } from "../core/meta/ApiError.ts"
 import { Ledger } from "../core/billing/Ledger.ts"
 import { formatMicroUsd } from "../core/Money.ts"
-import { Store, type StoreError, type WriteOp } from "../store/Store.ts"
+import { type CommitFailed, Store, type StoreError, type WriteOp } from "../store/Store.ts"
 import { deliveryOf, EventOutbox, type OutboxEvent } from "./EventOutbox.ts"
 
 /** Starter credits of the embedded default and sim mode: 100 USD (nodus). */
@@ -69,8 +69,12 @@ const accountEvent = (group: string, event: AccountEvent, balances: AccountBalan
     status: { availableUSD: formatMicroUsd(balances.available), heldUSD: formatMicroUsd(balances.held), arrearsUSD: formatMicroUsd(balances.arrears) }
   })
 
-const unavailable = (error: StoreError | { readonly message: string }) =>
-  new ApiError({ code: "Unavailable", message: `the ledger could not be written: ${error.message === "" ? "the store refused the commit" : error.message}`, retryAfterSeconds: 1 })
+/** Why a commit failed: the store's message, or the condition the store refused it on (CommitFailed has no message). */
+const refusal = (error: StoreError | CommitFailed | { readonly message: string }) =>
+  error.message !== "" ? error.message : "reason" in error ? `the store refused the commit (${error.reason} at op ${error.index})` : "the store refused the commit"
+
+const unavailable = (error: StoreError | CommitFailed | { readonly message: string }) =>
+  new ApiError({ code: "Unavailable", message: `the ledger could not be written: ${refusal(error)}`, retryAfterSeconds: 1 })
 
 /** Applies to `ledger` every stored posting after its last one, page by page. */
 const catchUp = (store: Store["Service"], ledger: Ledger) => Effect.gen(function*() {
@@ -81,7 +85,8 @@ const catchUp = (store: Store["Service"], ledger: Ledger) => Effect.gen(function
   }
 })
 
-const load = (store: Store["Service"]) => catchUp(store, new Ledger())
+/** Every stored posting, into a new ledger at each run. */
+const load = (store: Store["Service"]) => Effect.suspend(() => catchUp(store, new Ledger()))
 
 function make(options: LedgerOptions) {
   return Effect.gen(function*() {

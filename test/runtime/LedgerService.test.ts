@@ -117,6 +117,25 @@ describe("LedgerService", () => {
       assert.deepStrictEqual((yield* inner.postings(0, 10)).map((posting) => posting.key), ["grant/starter#0", "grant/a#0"])
     }))
 
+  it.effect("each failed commit rebuilds a new ledger: operations lost twice are posted when tried again, and only then", () =>
+    Effect.gen(function*() {
+      const inner = yield* MemoryStore.make
+      let refuse = 0
+      const store: Store["Service"] = {
+        ...inner,
+        commit: (ops) => (refuse > 0 && ops.some((op) => op._tag === "Post") ? (refuse--, Effect.fail(new StoreError({ message: "refused" }))) : inner.commit(ops))
+      }
+      yield* Effect.provide(Effect.gen(function*() {
+        const ledger = yield* LedgerService
+        refuse = 2
+        for (const key of ["grant/a", "grant/b"]) assert.isTrue(Result.isFailure(yield* Effect.result(ledger.update((current) => current.grant(key, 0, 1_000_000n, key)))))
+        // Neither lost grant stays in memory (the second rebuild must not reuse the first one's ledger): both post now.
+        assert.strictEqual(yield* ledger.read((current) => current.available), starterCreditsMicro)
+        for (const key of ["grant/a", "grant/b"]) yield* ledger.update((current) => current.grant(key, 0, 1_000_000n, key))
+      }), serverOver(store, starterCreditsMicro))
+      assert.deepStrictEqual((yield* inner.postings(0, 10)).map((posting) => posting.key), ["grant/starter#0", "grant/a#0", "grant/b#0"])
+    }))
+
   it.effect("an operation whose caller is interrupted during the commit still stores its postings", () =>
     Effect.gen(function*() {
       const inner = yield* MemoryStore.make
