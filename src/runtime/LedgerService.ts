@@ -12,7 +12,7 @@
  * Account events (docs/billing.md, "Account events"): billing.low_balance and billing.arrears_posted are recorded in
  * the event outbox, in the commit of the postings whose balances crossed their lines (core/billing/Account.ts).
  */
-import { Clock, Context, Effect, Layer, Semaphore } from "effect"
+import { Clock, Context, Effect, Layer, Result, Semaphore } from "effect"
 import { type AccountBalances, type AccountEvent, accountEventsOf, balancesOf } from "../core/billing/Account.ts"
 import { ApiError } from "../core/meta/ApiError.ts"
 import { Ledger } from "../core/billing/Ledger.ts"
@@ -24,6 +24,9 @@ import { deliveryOf, EventOutbox, type OutboxEvent } from "./EventOutbox.ts"
 export const starterCreditsMicro = 100_000_000n
 
 const starterKey = "grant/starter"
+
+/** How often an operation on a shared store is made again after another process's posting got there first. */
+const racesMax = 4
 
 /** Postings read per page while rebuilding. */
 const replayPage = 10_000
@@ -46,8 +49,8 @@ export interface LedgerOptions {
   readonly apiGroup?: string
   /**
    * Other server processes post to the same store (docs/scale-out.md): before each read and operation the ledger takes
-   * in what they posted since, so its decisions start from the stored ledger (a commit that still races one fails on
-   * its seq, and the ledger is rebuilt).
+   * in what they posted since, so its decisions start from the stored ledger; a commit that still races one fails on
+   * its seq, and the operation is made again on the rebuilt ledger (a few times, then it fails Unavailable).
    */
   readonly shared?: boolean
 }
@@ -119,20 +122,30 @@ function make(options: LedgerOptions) {
         // The store refused (another writer) or failed: what is in memory may not be what was stored.
         Effect.catch((error) => {
           stale = true
-          return Effect.andThen(Effect.ignore(rebuild), Effect.fail(unavailable(error)))
+          return Effect.andThen(Effect.ignore(rebuild), Effect.fail(error))
         })
       )
     })
+
+    /**
+     * Another process posted between this one's catching up and its commit (the seq was taken, or the operation made):
+     * on a shared store the operation is made again on the rebuilt ledger, at most `racesMax` times.
+     */
+    const raced = (error: StoreError | CommitFailed, tries: number) =>
+      options.shared === true && tries < racesMax && error._tag === "CommitFailed" && (error.reason === "Conflict" || error.reason === "RecordExists")
 
     const service: LedgerShape = {
       // A read of a stale ledger tries the store first, and otherwise answers from memory (reads are advice).
       read: (f) => lock.withPermit(Effect.andThen(Effect.ignore(current), Effect.sync(() => f(ledger)))),
       update: (f, fence = []) => lock.withPermit(Effect.uninterruptible(Effect.gen(function*() {
-        yield* current
-        const before = balancesOf(ledger)
-        const answer = f(ledger)
-        yield* persist(before, fence)
-        return answer
+        for (let tries = 1; ; tries++) {
+          yield* current
+          const before = balancesOf(ledger)
+          const answer = f(ledger)
+          const persisted = yield* Effect.result(persist(before, fence))
+          if (Result.isSuccess(persisted)) return answer
+          if (!raced(persisted.failure, tries)) return yield* Effect.fail(unavailable(persisted.failure))
+        }
       })))
     }
     if (options.starterMicro > 0n && !ledger.has(starterKey)) {
