@@ -10,8 +10,10 @@
  * No message crosses between runners (`Runners.layerNoop`, no message storage): the runtime asks only which shards
  * this process holds. A pass every `pollMs` compares them with the shards whose epochs it has claimed
  * (runtime/Ownership.ts): a shard newly held gets its next epoch claimed in the store, then is announced as acquired;
- * a shard no longer held is announced as lost at once. Singletons run on the runner that holds the shard of their
- * name, once that shard's epoch is claimed.
+ * a shard no longer held is announced as lost at once. Every `verifyEveryPasses` passes the claimed epochs are read
+ * back: a shard this process lost and took again between two passes (another runner's epoch claimed in between) is
+ * announced lost, then claimed anew, so its writes stop failing on a superseded fence. Singletons run on the runner that
+ * holds the shard of their name, once that shard's epoch is claimed.
  *
  * Loaded only for PostgreSQL (Server.ts imports it on demand): the embedded store starts without it.
  */
@@ -23,7 +25,8 @@ import { EntityId, MessageStorage, RunnerAddress, RunnerHealth, Runners, Shardin
 import { Migrator, SqlClient } from "effect/sql"
 import { Store } from "../store/Store.ts"
 import { surviving } from "../runtime/Following.ts"
-import { claimEpochs, closedFence, fenceOf, Ownership, type OwnershipChange, type OwnershipShape } from "../runtime/Ownership.ts"
+import { isObject } from "../core/Json.ts"
+import { claimEpochs, closedFence, epochTable, fenceOf, Ownership, type OwnershipChange, type OwnershipShape } from "../runtime/Ownership.ts"
 
 export interface ClusterSettings {
   /** The PostgreSQL database the store uses: the runners and their shard locks live there too. */
@@ -47,6 +50,9 @@ export const shardLockExpirationMsDefault = 10_000
 const refreshAssignmentsMsDefault = 1_000
 export const shardsPerGroupDefault = 64
 const pollMsDefault = 200
+
+/** The claimed epochs are read back every this many passes (one read of every shard's epoch: 2 s by default). */
+const verifyEveryPasses = 10
 
 /** Table prefix of the runners and locks tables (`nodus_cluster_runners`, `nodus_cluster_locks`). */
 const tablePrefix = "nodus_cluster"
@@ -108,9 +114,17 @@ export const layer = (settings: ClusterSettings) => {
       return claimed.has(shard) && held(shard)
     }
 
+    /** Shards whose claimed epoch is no longer the stored one: another runner claimed them since. */
+    const superseded = Effect.map(store.records(epochTable, "", shardsPerGroup * 2, 0), (records) => {
+      const stored = new Map(records.map((record) => [record.id, isObject(record.value) ? record.value["epoch"] : undefined]))
+      return [...claimed].filter(([shard, epoch]) => stored.get(shard) !== epoch).map(([shard]) => shard)
+    })
+    let passes = 0
+
     /** Lost shards are announced at once; held ones once their epochs are claimed. */
     const pass = Effect.gen(function*() {
-      const lost = [...claimed.keys()].filter((shard) => !held(shard))
+      const stale = ++passes % verifyEveryPasses === 0 ? new Set(yield* superseded) : new Set<string>()
+      const lost = [...claimed.keys()].filter((shard) => !held(shard) || stale.has(shard))
       for (const shard of lost) claimed.delete(shard)
       const taken = shards.map(String).filter((shard) => held(shard) && !claimed.has(shard))
       const at = yield* Clock.currentTimeMillis

@@ -16,7 +16,7 @@
  * the servers listen on 127.0.0.1 and reach nothing else.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer, ManagedRuntime } from "effect"
@@ -52,6 +52,8 @@ export interface ChaosOptions {
   readonly log?: (line: string) => void
   /** Writes what was read at the end (Jobs, Attempts, Events, the change log, holds) to this file, for a post-mortem. */
   readonly dumpTo?: string
+  /** Appends what each server process prints to `<logDir>/server-<index>.log`. */
+  readonly logDir?: string
 }
 
 export interface ChaosReport {
@@ -110,6 +112,12 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
       env: { ...env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token, NODUS_SECRET_KEY: secretKey, DATABASE_URL: options.databaseUrl }
     })
     const printed = printedBy(child)
+    if (options.logDir !== undefined) {
+      const file = join(options.logDir, `server-${index}.log`)
+      appendFileSync(file, `--- pid ${child.pid} started ${new Date().toISOString()}\n`)
+      child.stdout?.on("data", (chunk: Buffer) => appendFileSync(file, chunk))
+      child.stderr?.on("data", (chunk: Buffer) => appendFileSync(file, chunk))
+    }
     const server: Server = { index, child, url: "", holds: 0, shards: 0 }
     child.stdout?.on("data", (chunk: Buffer) => {
       for (const match of chunk.toString().matchAll(holdsPattern)) {
