@@ -61,6 +61,13 @@ interface Program {
   readonly namespace: string
   /** Invalidates scheduled callbacks once the program moved on. */
   token: number
+  /**
+   * The program's next event (`scheduleNext`): its engine ticket, the token it was scheduled under and what it is.
+   * One function runs every program's next event, told which by its ticket, instead of a closure per event.
+   */
+  nextTicket: number
+  nextToken: number
+  nextKind: NextKind
   /** Work done when the current run started, and when it (virtually) started. */
   workAtStart: number
   runStartedAt: number
@@ -74,6 +81,10 @@ interface Program {
   /** Its own start after the host is up (SimProgram.startMs). */
   readonly startMs: number
 }
+
+/** What a program's next event is; when several are due at the same instant they win in this order. */
+const NextKind = { Preempted: 0, NodeLost: 1, OOMKilled: 2, Exit: 3, Checkpoint: 4, Started: 5, BootFailed: 6, Stopped: 7 } as const
+type NextKind = (typeof NextKind)[keyof typeof NextKind]
 
 /** A host kept warm after its program ended (spec: Job.scaledownWindow). */
 interface WarmHost {
@@ -318,7 +329,10 @@ export class SimCapacity {
       keepWarmMs: request.keepWarmMs,
       hostWarm: attempt.warmReuse,
       oomAtWork: this.random.chance(request.workload.oomRate) ? Math.round(this.random.uniform() * request.workload.durationMs) : undefined,
-      startMs: Math.max(0, request.startMs ?? 0)
+      startMs: Math.max(0, request.startMs ?? 0),
+      nextTicket: -1,
+      nextToken: -1,
+      nextKind: NextKind.Exit
     }
     this.programs.set(program.key, program)
     this.boot(program)
@@ -364,11 +378,7 @@ export class SimCapacity {
     program.attempt.phase = "Terminating"
     program.attempt.stoppingAt = this.engine.now
     program.keepWarmMs = keepWarmMs
-    const token = program.token
-    this.engine.after(program.pool.model.teardownMs, () => {
-      if (program.token !== token) return
-      this.finish(program, { type: "Stopped" }, true)
-    })
+    this.next(program, this.later(program.pool.model.teardownMs), NextKind.Stopped)
   }
 
   /** The facts of an attempt (the same object while it lives), until its owner is forgotten. */
@@ -420,24 +430,25 @@ export class SimCapacity {
 
   private boot(program: Program): void {
     const model = program.pool.model
-    const token = program.token
-    if (program.hostWarm) {
-      this.engine.after(model.warmStartMs + program.startMs, () => program.token === token && this.started(program))
-      return
-    }
+    if (program.hostWarm) return this.next(program, this.later(model.warmStartMs + program.startMs), NextKind.Started)
     // The program's own start follows the host's boot; the draws are the same with or without it.
     const bootMs = Math.round(this.random.logNormal(model.bootMedianMs, model.bootSigma)) + program.startMs
     const lossAt = this.nodeLossDelay(model)
-    if (lossAt !== undefined && lossAt < bootMs) {
-      this.engine.after(lossAt, () => program.token === token && this.finish(program, { type: "NodeLost" }, false))
-      return
-    }
+    if (lossAt !== undefined && lossAt < bootMs) return this.next(program, this.later(lossAt), NextKind.NodeLost)
     const failed = this.random.chance(model.bootFailureRate)
-    this.engine.after(bootMs, () => {
-      if (program.token !== token) return
-      if (failed) this.finish(program, { type: "BootFailed" }, false)
-      else this.started(program)
-    })
+    this.next(program, this.later(bootMs), failed ? NextKind.BootFailed : NextKind.Started)
+  }
+
+  /** The instant `delayMs` from now, as `engine.after` takes it. */
+  private later(delayMs: number): number {
+    return this.engine.now + (delayMs > 0 ? delayMs : 0)
+  }
+
+  /** Makes `kind` at `at` the program's next event, under its current token. */
+  private next(program: Program, at: number, kind: NextKind): void {
+    program.nextToken = program.token
+    program.nextKind = kind
+    program.nextTicket = this.engine.at(at, this.nextEvent, program)
   }
 
   private nodeLossDelay(model: SimProviderModel): number | undefined {
@@ -477,9 +488,9 @@ export class SimCapacity {
     const now = this.engine.now
     const { durationMs } = program.workload
     // The run's work is anchored at (runStartedAt, workAtStart); runStartedAt may lie ahead while a restore loads.
-    const workAt = (work: number) => program.runStartedAt + Math.max(0, work - program.workAtStart)
-    const exitAt = workAt(durationMs)
-    const oomAt = program.oomAtWork !== undefined && program.oomAtWork >= program.workAtStart ? workAt(program.oomAtWork) : Number.POSITIVE_INFINITY
+    const { runStartedAt, workAtStart, oomAtWork } = program
+    const exitAt = runStartedAt + Math.max(0, durationMs - workAtStart)
+    const oomAt = oomAtWork !== undefined && oomAtWork >= workAtStart ? runStartedAt + Math.max(0, oomAtWork - workAtStart) : Number.POSITIVE_INFINITY
     const interval = program.checkpointIntervalMs
     const checkpointAt = interval === undefined ? Number.POSITIVE_INFINITY : Math.max(now, program.runStartedAt) + interval
     const preemption = this.preemptionDelay(program)
@@ -487,17 +498,33 @@ export class SimCapacity {
     const preemptAt = preemption === undefined ? Number.POSITIVE_INFINITY : now + preemption
     const lossAt = loss === undefined ? Number.POSITIVE_INFINITY : now + loss
     const first = Math.min(exitAt, oomAt, checkpointAt, preemptAt, lossAt)
-    const token = ++program.token
+    program.token++
     // A serving program (a Sandbox's box) with nothing else ahead runs until it is stopped.
     if (first === Number.POSITIVE_INFINITY) return
-    this.engine.at(first, () => {
-      if (program.token !== token) return
-      if (first === preemptAt) this.finish(program, { type: "Preempted" }, false)
-      else if (first === lossAt) this.finish(program, { type: "NodeLost" }, false)
-      else if (first === oomAt) this.finish(program, { type: "OOMKilled" }, true)
-      else if (first === exitAt) this.exit(program)
-      else this.periodicCheckpoint(program)
-    })
+    this.next(program, first, first === preemptAt ? NextKind.Preempted : first === lossAt ? NextKind.NodeLost : first === oomAt ? NextKind.OOMKilled : first === exitAt ? NextKind.Exit : NextKind.Checkpoint)
+  }
+
+  /** A program's next event (`scheduleNext`), unless the program moved on since it was scheduled. */
+  private readonly nextEvent = (program: Program, ticket: number): void => {
+    if (program.token !== program.nextToken || ticket !== program.nextTicket) return
+    switch (program.nextKind) {
+      case NextKind.Preempted:
+        return this.finish(program, { type: "Preempted" }, false)
+      case NextKind.NodeLost:
+        return this.finish(program, { type: "NodeLost" }, false)
+      case NextKind.OOMKilled:
+        return this.finish(program, { type: "OOMKilled" }, true)
+      case NextKind.Exit:
+        return this.exit(program)
+      case NextKind.Checkpoint:
+        return this.periodicCheckpoint(program)
+      case NextKind.Started:
+        return this.started(program)
+      case NextKind.BootFailed:
+        return this.finish(program, { type: "BootFailed" }, false)
+      case NextKind.Stopped:
+        return this.finish(program, { type: "Stopped" }, true)
+    }
   }
 
   private workDone(program: Program, at: number): number {
@@ -601,11 +628,14 @@ export class SimCapacity {
       pool.used--
       this.onFreed()
     } else {
-      this.engine.after(pool.model.teardownMs, () => {
-        pool.used--
-        this.onFreed()
-      })
+      this.engine.after(pool.model.teardownMs, this.torndown, pool)
     }
     this.changed(program)
+  }
+
+  /** A host of `pool` is back after its teardown (one function for every host: the pool is the event's argument). */
+  private readonly torndown = (pool: Pool): void => {
+    pool.used--
+    this.onFreed()
   }
 }

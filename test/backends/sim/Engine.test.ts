@@ -51,6 +51,42 @@ describe("Engine", () => {
     assert.deepStrictEqual(seen, ["first", "second", "first/after0", "first/atNow", "first/inThePast", "first/atNow/after0", "later"])
   })
 
+  it("runs a callback with its argument and the ticket its scheduling answered", () => {
+    const engine = new Engine(10)
+    const seen: Array<readonly [string, number, number]> = []
+    const record = (name: string, ticket: number) => seen.push([name, ticket, engine.now])
+    const tickets = [engine.at(12, record, "b"), engine.after(0, record, "a"), engine.after(2, record, "c"), engine.at(11, () => seen.push(["plain", -1, engine.now]))]
+    assert.strictEqual(new Set(tickets).size, 4)
+    assert.deepStrictEqual(seen, [])
+    engine.run()
+    assert.deepStrictEqual(seen, [["a", tickets[1]!, 10], ["plain", -1, 11], ["b", tickets[0]!, 12], ["c", tickets[2]!, 12]])
+  })
+
+  it("counts the events of the current instant in pending and peekTime, before and after the clock moves", () => {
+    const engine = new Engine(5)
+    const seen: Array<string> = []
+    engine.at(7, () => seen.push("later"))
+    engine.after(0, () => {
+      seen.push("now")
+      engine.after(0, () => seen.push("now again"))
+      assert.strictEqual(engine.pending, 2)
+      assert.strictEqual(engine.peekTime(), 5)
+    })
+    assert.strictEqual(engine.pending, 2)
+    assert.strictEqual(engine.peekTime(), 5)
+    assert.isTrue(engine.step())
+    assert.isTrue(engine.step())
+    assert.deepStrictEqual(seen, ["now", "now again"])
+    assert.strictEqual(engine.peekTime(), 7)
+    engine.run(6)
+    assert.strictEqual(engine.now, 6)
+    engine.after(0, () => seen.push("at 6"))
+    engine.run()
+    assert.deepStrictEqual(seen, ["now", "now again", "at 6", "later"])
+    assert.strictEqual(engine.pending, 0)
+    assert.strictEqual(engine.processed, 4)
+  })
+
   it("never schedules into the past: negative delays and past instants run at the current time", () => {
     const engine = new Engine(100)
     const times: Array<number> = []
