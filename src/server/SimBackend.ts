@@ -17,11 +17,11 @@
  * Several processes on one store (docs/scale-out.md) keep one clock: the saved clock carries the wall-clock time it
  * was read at, so every process can run at the same simulated instant (the saved one plus the wall time since, at the
  * same speed). Once a second every process compares its clock with the saved one: behind, it moves forward to it (a
- * test clock advanced through any process reaches the others so); ahead, it saves its own, so all of them run at the
- * latest. The `nodus/sim-clock` singleton saves it every few seconds besides (a clock saved recently is a running
- * one), and its holder alone lets lapsed holds expire. Each process simulates its own fleet for the objects it owns; a
- * process that starts while the saved clock is running joins it, one that starts after every process stopped resumes
- * where simulated time stopped.
+ * test clock advanced through any process reaches the others so); ahead, or when the saved one is older than the save
+ * interval, it saves its own, so all of them run at the latest and the saved clock stays recent while any process runs.
+ * The holder of the `nodus/sim-clock` shard alone lets lapsed holds expire (fenced). Each process simulates its own
+ * fleet for the objects it owns; a process that starts while the saved clock is recent joins it, one that starts after
+ * every process stopped resumes where simulated time stopped.
  */
 import { Effect, Layer, Option, Semaphore } from "effect"
 import { CapacityPort } from "../core/capacity/Capacity.ts"
@@ -39,7 +39,7 @@ import { loadCatalog } from "../data/CatalogData.ts"
 import { ApiConfig } from "../apiserver/ApiConfig.ts"
 import { Resources } from "../apiserver/Resources.ts"
 import { type ClockReading, type ClockTarget, SimulationControl, targetTime } from "../apiserver/SimulationControl.ts"
-import { Store, type WriteOp } from "../store/Store.ts"
+import { Store } from "../store/Store.ts"
 import { surviving } from "../runtime/Following.ts"
 import { currentOwnership, type OwnershipShape } from "../runtime/Ownership.ts"
 import { LedgerService } from "../runtime/LedgerService.ts"
@@ -72,7 +72,7 @@ const clockFollowIntervalMs = 1_000
 /** A saved clock younger than this (real time) is a running one: another process of the store keeps it. */
 const clockLiveMs = 3 * clockSaveIntervalMs
 
-/** The singleton that saves the clock of a store shared by several processes. */
+/** Of a store shared by several processes, the holder of this name's shard lets lapsed holds expire. */
 export const clockSingleton = "nodus/sim-clock"
 
 const clockTable = "simulation"
@@ -126,9 +126,8 @@ function make(parts: Parts) {
     // The estimates' placement preview reads this fleet's capacity while the backend runs (docs/billing.md).
     yield* (yield* LiveMarket).provide((namespace) => port.market(namespace))
     const offerings = makeOfferings({ resources, group, catalog: parts.catalog, market: port.market("") })
-    // One process alone saves as it goes; processes that share the store save through the clock's singleton.
-    const saveClock = ownership.whole ? saveClockOf(store, clock, []) : Effect.void
-    const saveShared = saveClockOf(store, clock, ownership.fence(clockSingleton))
+    // One process alone saves as it goes; processes that share the store save as they follow the saved clock.
+    const saveClock = ownership.whole ? saveClockOf(store, clock) : Effect.void
     let lastSave = Date.now()
     // One at a time: the engine and the reconciles of one instant are never interleaved.
     const lock = Semaphore.makeUnsafe(1)
@@ -168,7 +167,7 @@ function make(parts: Parts) {
       yield* runTo(at, true)
       yield* offerings.refresh
       // Saved here whoever holds the clock: the other processes of the store follow it within a second.
-      yield* (ownership.whole ? saveClock : saveClockOf(store, clock, []))
+      yield* saveClockOf(store, clock)
       lastSave = Date.now()
       return { now: clock.now(), speed: clock.speed } satisfies ClockReading
     }))
@@ -182,7 +181,6 @@ function make(parts: Parts) {
     if (!ownership.whole) {
       yield* followClock(store, clock)
       yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(clockFollowIntervalMs), followClock(store, clock))))
-      yield* ownership.singleton(clockSingleton, Effect.forever(Effect.andThen(Effect.andThen(followClock(store, clock), saveShared), Effect.sleep(clockSaveIntervalMs))))
     }
 
     return SimulationControl.of({
@@ -194,7 +192,7 @@ function make(parts: Parts) {
 
 /** The clock as saved: the simulated time, and the wall-clock time it was read at (absent in older saves). */
 const savedClock = (store: Store["Service"]) =>
-  Effect.map(store.getRecord(clockTable, clockId, 0).pipe(Effect.orElseSucceed(() => Option.none<Json>())), (saved) => {
+  Effect.map(store.getRecord(clockTable, clockId, 0).pipe(Effect.catch((error) => Effect.as(Effect.logWarning(`sim backend: the saved clock could not be read: ${error.message}`), Option.none<Json>()))), (saved) => {
     if (!(Option.isSome(saved) && isObject(saved.value) && typeof saved.value["now"] === "number")) return undefined
     return { now: saved.value["now"], wall: typeof saved.value["wall"] === "number" ? saved.value["wall"] : undefined }
   })
@@ -206,11 +204,11 @@ const savedClock = (store: Store["Service"]) =>
  * process joins it where it is now.
  */
 const restoreClock = (store: Store["Service"], clock: VirtualClock, sharedAt: number | undefined) =>
-  Effect.map(savedClock(store), (saved) => {
-    if (saved === undefined) return undefined
-    const running = sharedAt !== undefined && saved.wall !== undefined && sharedAt - saved.wall < clockLiveMs
-    clock.advanceTo(running ? runningNow(saved, clock) : saved.now)
-    return saved.now
+  Effect.flatMap(savedClock(store), (saved) => {
+    const running = saved !== undefined && sharedAt !== undefined && saved.wall !== undefined && sharedAt - saved.wall < clockLiveMs
+    if (saved !== undefined) clock.advanceTo(running ? runningNow(saved, clock) : saved.now)
+    const how = saved === undefined ? "no clock saved: it starts now" : running ? "joined the store's running clock" : "resumed where it stopped"
+    return Effect.as(Effect.logInfo(`sim backend: simulated time ${iso(clock.now())} (${how})`), saved?.now)
   })
 
 /** Where a running clock saved at `saved` is now. */
@@ -222,15 +220,17 @@ const clockAheadMs = 100
 
 /**
  * Moves this process's clock to the store's running clock when that is ahead (another process started earlier, or
- * its test clock moved), and saves this one when it is ahead: every process of the store runs at the latest.
+ * its test clock moved), and saves this one when it is ahead or the saved one is older than the save interval: every
+ * process of the store runs at the latest, and a process starting while any runs finds a recent clock to join.
  */
 const followClock = (store: Store["Service"], clock: VirtualClock) =>
   Effect.flatMap(savedClock(store), (saved) => {
     const running = saved === undefined ? undefined : Math.floor(runningNow(saved, clock))
-    if (running !== undefined && running >= clock.now() - clockAheadMs * clock.speed) return Effect.sync(() => clock.advanceTo(running))
-    return saveClockOf(store, clock, [])
+    if (running !== undefined && running >= clock.now() - clockAheadMs * clock.speed) clock.advanceTo(running)
+    const recent = saved?.wall !== undefined && Date.now() - saved.wall < clockSaveIntervalMs
+    return running !== undefined && running >= clock.now() - clockAheadMs * clock.speed && recent ? Effect.void : saveClockOf(store, clock)
   })
 
-/** Saves the clock, with the wall-clock time it was read at; `fence` for the singleton of a shared store. */
-const saveClockOf = (store: Store["Service"], clock: VirtualClock, fence: ReadonlyArray<WriteOp>) =>
-  Effect.ignore(Effect.suspend(() => store.commit([{ _tag: "PutRecord", table: clockTable, id: clockId, value: { now: clock.now(), wall: Date.now() } }, ...fence])))
+/** Saves the clock, with the wall-clock time it was read at. */
+const saveClockOf = (store: Store["Service"], clock: VirtualClock) =>
+  Effect.ignore(Effect.suspend(() => store.commit([{ _tag: "PutRecord", table: clockTable, id: clockId, value: { now: clock.now(), wall: Date.now() } }])))
