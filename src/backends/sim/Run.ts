@@ -263,10 +263,9 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
   }
   const recordedDelay = new WeakMap<SimJob, number>()
   const delays: Array<{ recorded: number; simulated: number | undefined }> = []
-  const recorded = new WeakSet<SimJob>()
+  // Once per Job: when it is deleted (onDeleted, once: a deleted Job is stepped no more), or at the end for the Jobs
+  // still there (not deleted).
   const record = (job: SimJob) => {
-    if (recorded.has(job)) return
-    recorded.add(job)
     expose(job.attempts)
     const delay = recordedDelay.get(job)
     if (delay !== undefined) {

@@ -53,8 +53,9 @@ interface Program {
   readonly owner: string
   /** The owner's record, where its checkpoints are saved (looked up once). */
   readonly owned: Owned
-  /** Told of the attempt's changes instead of `onChange` (SimProgram.changed). */
-  readonly changed: (() => void) | undefined
+  /** Told of the attempt's changes instead of `onChange` (SimProgram.changed, with its subject). */
+  readonly changed: ((subject: unknown) => void) | undefined
+  readonly subject: unknown
   /** `programKey(owner, attempt.name)`, made once. */
   readonly key: string
   readonly workload: WorkloadModel
@@ -109,10 +110,12 @@ export interface SimProgram extends Omit<ProgramRequest, "env" | "annotations" |
    */
   readonly startMs?: number | undefined
   /**
-   * Told when the attempt's facts change, instead of `onChange(owner)`: the headless simulation's Job itself, so that
-   * none of the ten million changes of its benchmark looks its owner up by name.
+   * Told with `subject` when the attempt's facts change, instead of `onChange(owner)`: the headless simulation's Job
+   * itself, so that none of the ten million changes of its benchmark looks its owner up by name (one function for
+   * every attempt, the Job as its argument: no closure per launch).
    */
-  readonly changed?: (() => void) | undefined
+  readonly changed?: ((subject: never) => void) | undefined
+  readonly subject?: unknown
 }
 
 /** A launch as the simulator takes it in one call: the host and the program. */
@@ -123,8 +126,9 @@ const programKey = (owner: string, name: string) => `${owner}\n${name}`
 
 /** What the capacity keeps of an owner until it is forgotten: one map entry per owner, looked up once per action. */
 interface Owned {
-  /** Every attempt by name: what makes launch idempotent. */
-  readonly attempts: Map<string, AttemptFacts>
+  /** Its attempts in the order they were acquired, and their keys in `known` (`programKey`). */
+  readonly attempts: Array<AttemptFacts>
+  readonly keys: Array<string>
   /** The last checkpoint's seq (seqs count from 1 per owner). */
   seq: number
   /** Work saved at each checkpoint, by seq: what a restore resumes from. */
@@ -144,6 +148,11 @@ export class SimCapacity {
   private readonly idle = new Map<string, { readonly attempt: SimAttempt; readonly namespace: string }>()
   /** Every owner's attempts and checkpoints, until the owner is forgotten. */
   private readonly owners = new Map<string, Owned>()
+  /**
+   * Every attempt by `programKey(owner, name)`, until its owner is forgotten: what makes launch idempotent. One map
+   * for all owners (a map per owner was a million maps in the platform benchmark).
+   */
+  private readonly known = new Map<string, AttemptFacts>()
   private readonly markets = new Map<string, Market>()
   /** Called whenever an owner's facts change, so its controller runs again. */
   onChange: (owner: string) => void = () => {}
@@ -229,7 +238,7 @@ export class SimCapacity {
 
   private owned(owner: string): Owned {
     let owned = this.owners.get(owner)
-    if (owned === undefined) this.owners.set(owner, (owned = { attempts: new Map(), seq: 0, saved: [] }))
+    if (owned === undefined) this.owners.set(owner, (owned = { attempts: [], keys: [], seq: 0, saved: [] }))
     return owned
   }
 
@@ -238,14 +247,15 @@ export class SimCapacity {
    * and `start` would make it, without the idle host between them.
    */
   launch(request: SimLaunch): AttemptFacts {
-    const owned = this.owned(request.owner)
-    const known = owned.attempts.get(request.attempt)
+    const key = programKey(request.owner, request.attempt)
+    const known = this.known.get(key)
     if (known !== undefined) {
       this.start(request.owner, request.attempt, request)
       return known
     }
-    const attempt = this.take(request, owned)
-    if (attempt.phase === "Provisioning") this.run(request.owner, owned, programKey(request.owner, request.attempt), attempt, request.namespace, request)
+    const owned = this.owned(request.owner)
+    const attempt = this.take(request, owned, key)
+    if (attempt.phase === "Provisioning") this.run(request.owner, owned, key, attempt, request.namespace, request)
     return attempt
   }
 
@@ -255,16 +265,16 @@ export class SimCapacity {
    * host boots once its program is given (`start`, in the same instant when the runtime launches).
    */
   acquire(request: HostRequest): AttemptFacts {
-    const owned = this.owned(request.owner)
-    const known = owned.attempts.get(request.attempt)
+    const key = programKey(request.owner, request.attempt)
+    const known = this.known.get(key)
     if (known !== undefined) return known
-    const attempt = this.take(request, owned)
-    if (attempt.phase === "Provisioning") this.idle.set(programKey(request.owner, request.attempt), { attempt, namespace: request.namespace })
+    const attempt = this.take(request, this.owned(request.owner), key)
+    if (attempt.phase === "Provisioning") this.idle.set(key, { attempt, namespace: request.namespace })
     return attempt
   }
 
   /** A new attempt of `owned` on a host taken now (Provisioning), or none free (Ended Unavailable). */
-  private take(request: HostRequest, owned: Owned): SimAttempt {
+  private take(request: HostRequest, owned: Owned, key: string): SimAttempt {
     const now = this.engine.now
     const attempt: SimAttempt = {
       name: request.attempt,
@@ -286,7 +296,9 @@ export class SimCapacity {
       suspend: undefined,
       progressUnits: undefined
     }
-    owned.attempts.set(request.attempt, attempt)
+    this.known.set(key, attempt)
+    owned.attempts.push(attempt)
+    owned.keys.push(key)
     const pool = this.pool(request.variant)
     const warm = this.warmHosts(pool, request.namespace)
     if (warm.length > 0) {
@@ -318,7 +330,8 @@ export class SimCapacity {
       pool: this.pool(attempt.variant),
       owner,
       owned,
-      changed: request.changed,
+      changed: request.changed as ((subject: unknown) => void) | undefined,
+      subject: request.subject,
       key,
       workload: request.workload,
       namespace,
@@ -340,7 +353,7 @@ export class SimCapacity {
 
   /** Tells the program's owner that its facts changed. */
   private changed(program: Program): void {
-    if (program.changed !== undefined) program.changed()
+    if (program.changed !== undefined) program.changed(program.subject)
     else this.onChange(program.owner)
   }
 
@@ -383,12 +396,12 @@ export class SimCapacity {
 
   /** The facts of an attempt (the same object while it lives), until its owner is forgotten. */
   facts(owner: string, name: string): AttemptFacts | undefined {
-    return this.owners.get(owner)?.attempts.get(name)
+    return this.known.get(programKey(owner, name))
   }
 
   /** Every attempt of an owner the simulator still knows. */
   attemptsOf(owner: string): ReadonlyArray<AttemptFacts> {
-    return [...(this.owners.get(owner)?.attempts.values() ?? [])]
+    return [...(this.owners.get(owner)?.attempts ?? [])]
   }
 
   /** The engine's virtual now. */
@@ -412,6 +425,9 @@ export class SimCapacity {
 
   /** Forgets an owner's programs (its Job was deleted). */
   forget(owner: string): void {
+    const owned = this.owners.get(owner)
+    if (owned === undefined) return
+    for (const key of owned.keys) this.known.delete(key)
     this.owners.delete(owner)
   }
 

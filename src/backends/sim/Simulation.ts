@@ -197,6 +197,7 @@ export class Simulation {
   /** `lookAgain` and `reconcile` of a Job, made once: the engine runs them with the Job as the event's argument. */
   private readonly lookAgainOf = (job: SimJob) => this.lookAgain(job)
   private readonly reconcileOf = (job: SimJob) => this.reconcile(job)
+  private readonly factsChangedOf = (job: SimJob) => this.factsChanged(job)
   /** Capacity looks answered without a step: the Job was settled and nothing it could take was free. */
   skippedSteps = 0
 
@@ -410,7 +411,7 @@ export class Simulation {
     for (const action of result.actions) {
       switch (action._tag) {
         case "Launch": {
-          const facts = capacity.launch({ ...action, owner: key, namespace: job.namespace, workload: job.workload, changed: () => this.factsChanged(job) })
+          const facts = capacity.launch({ ...action, owner: key, namespace: job.namespace, workload: job.workload, changed: this.factsChangedOf, subject: job })
           job.attempts.push(facts)
           launched?.push({ action, facts })
           this.options.trace.record(`${now} ${key} Launch ${action.attempt} ${variantKeyOf(action.variant)}${facts.outcome === undefined ? "" : " " + facts.outcome.type}`)
