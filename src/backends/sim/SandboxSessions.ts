@@ -27,7 +27,7 @@ import type { Prng } from "./Prng.ts"
 import type { SandboxSessionSettings, SessionStep } from "./Scenario.ts"
 import { execDurationEnv, SimBoxes } from "./SimBoxes.ts"
 import type { SimCapacity } from "./SimCapacity.ts"
-import { scheduleWake, type SimBilling, type TraceSink } from "./Simulation.ts"
+import { scheduleWake, type SimBilling, type TraceSink, type Waker, wakerOf } from "./Simulation.ts"
 import { serviceWorkload } from "./Workloads.ts"
 
 const decodeSpec = Schema.decodeUnknownSync(SandboxSpec)
@@ -281,8 +281,8 @@ export class SandboxSessions {
     for (const sandbox of this.sandboxes.values()) this.touch(sandbox)
   }
 
-  /** `reconcile`, made once (wake-ups run it with the Sandbox). */
-  private readonly reconcileOf = (sandbox: SimSandbox) => this.reconcile(sandbox)
+  /** What wakes a Sandbox (`scheduleWake`), made once. */
+  private waker: Waker<SimSandbox> | undefined
 
   private reconcile(sandbox: SimSandbox) {
     sandbox.dirty = false
@@ -326,7 +326,7 @@ export class SandboxSessions {
           return
       }
     }
-    scheduleWake(this.options.engine, sandbox, wakeAt, this.reconcileOf)
+    scheduleWake(this.options.engine, sandbox, wakeAt, (this.waker ??= wakerOf(this.options.engine, (sandbox: SimSandbox) => this.reconcile(sandbox))))
     if (phase === "Running" && sandbox.waiting !== undefined) {
       const waiting = sandbox.waiting
       sandbox.waiting = undefined

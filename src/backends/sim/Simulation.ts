@@ -15,7 +15,7 @@ import { jobMachine, type JobStep } from "../../core/kinds/job/JobMachine.ts"
 import { type JobSpecType, type JobStatusType } from "../../core/schemas/Job.ts"
 import { isFinalPhase } from "../../core/kinds/job/JobPhases.ts"
 import { type Offering, variantKeyOf } from "../../core/capacity/Offering.ts"
-import { choose, rank, type Ranking } from "../../core/capacity/Placement.ts"
+import { choose, type Market, rank, type Ranking } from "../../core/capacity/Placement.ts"
 import { parseDurationMs } from "../../core/Units.ts"
 import type { Checkers } from "./Checkers.ts"
 import type { Engine } from "./Engine.ts"
@@ -56,21 +56,21 @@ export interface TraceSink {
 
 /** The trace's chunk: what gathers lines before they reach the hash. */
 const traceChunkBytes = 65_536
-/** Lines gathered in a string before they are copied into the chunk. */
-const traceBatchChars = 2048
+/** Room kept for a line's time, separators and newline beside its parts (in bytes of UTF-8 per UTF-16 unit, ×3). */
+const traceLineSlack = 32
 
 /**
  * Hashes every trace line (sha256 of the lines' UTF-8, each followed by "\n"), optionally keeping the lines. Lines
- * are gathered into a short string (about 2 KiB), copied into a 64 KiB buffer while they are fresh, and the buffer
- * reaches the hash when full: one native call per chunk, one copy per few dozen lines, and the same bytes, so the
- * same digest. Appending lines to one string per 64 KiB instead made a rope whose thousands of pieces were spread
- * over the heap by the time it was hashed, and flattening it took several times as long as the hashing itself.
+ * are written into a 64 KiB buffer as they come, which reaches the hash when full: one native call per chunk, and the
+ * same bytes, so the same digest. `line` takes a line in its parts — the time, the subject and what happened — and
+ * writes them without making the line: the platform benchmark writes 1.5 × 10^7 lines, and making each one (a rope of
+ * a dozen pieces, flattened to be copied) was a tenth of everything it allocated. ASCII is copied a byte at a time;
+ * a part with any other character is written as UTF-8 by the buffer.
  */
 export class TraceHash implements TraceSink {
   private readonly hash: Hash = createHash("sha256")
   private readonly chunk = Buffer.allocUnsafe(traceChunkBytes)
   private used = 0
-  private pending = ""
   readonly lines: Array<string> | undefined
   count = 0
 
@@ -79,19 +79,75 @@ export class TraceHash implements TraceSink {
   }
 
   record(line: string): void {
-    this.pending += line + "\n"
-    if (this.pending.length >= traceBatchChars) this.copy()
     this.count++
     this.lines?.push(line)
+    if (line.length * 3 + 1 > traceChunkBytes) {
+      // Longer than a chunk can hold: hashed on its own, after what is written.
+      this.flush()
+      this.hash.update(`${line}\n`)
+      return
+    }
+    this.room(line.length * 3 + 1)
+    this.put(line)
+    this.chunk[this.used++] = 10
   }
 
-  /** Copies the pending lines into the chunk (at most 3 bytes of UTF-8 per UTF-16 unit), hashing it when full. */
-  private copy(): void {
-    const room = this.pending.length * 3
-    if (this.used + room > traceChunkBytes) this.flush()
-    if (room > traceChunkBytes) this.hash.update(this.pending)
-    else this.used += this.chunk.write(this.pending, this.used, "utf8")
-    this.pending = ""
+  /** The line `${now} ${subject} ${a}${b}${c}${d}${e}${f}`. */
+  line(now: number, subject: string, a: string, b = "", c = "", d = "", e = "", f = ""): void {
+    const length = subject.length + a.length + b.length + c.length + d.length + e.length + f.length
+    if (this.lines !== undefined || length * 3 + traceLineSlack > traceChunkBytes || !Number.isSafeInteger(now) || now < 0) {
+      this.record(`${now} ${subject} ${a}${b}${c}${d}${e}${f}`)
+      return
+    }
+    this.count++
+    this.room(length * 3 + traceLineSlack)
+    this.putInteger(now)
+    this.chunk[this.used++] = 32
+    this.put(subject)
+    this.chunk[this.used++] = 32
+    this.put(a)
+    if (b.length > 0) this.put(b)
+    if (c.length > 0) this.put(c)
+    if (d.length > 0) this.put(d)
+    if (e.length > 0) this.put(e)
+    if (f.length > 0) this.put(f)
+    this.chunk[this.used++] = 10
+  }
+
+  /** Makes room for `bytes` more in the chunk, hashing it first when they would not fit. */
+  private room(bytes: number): void {
+    if (this.used + bytes > traceChunkBytes) this.flush()
+  }
+
+  /** Writes `text` as UTF-8 (room made): ASCII a byte at a time, anything else by the buffer. */
+  private put(text: string): void {
+    const chunk = this.chunk
+    const start = this.used
+    let used = start
+    for (let index = 0; index < text.length; index++) {
+      const code = text.charCodeAt(index)
+      if (code >= 0x80) {
+        this.used = start + chunk.write(text, start, "utf8")
+        return
+      }
+      chunk[used++] = code
+    }
+    this.used = used
+  }
+
+  /** Writes the decimal digits of a safe non-negative integer, as `${value}` would (room made). */
+  private putInteger(value: number): void {
+    const chunk = this.chunk
+    let digits = 1
+    for (let rest = value; rest >= 10; rest = Math.floor(rest / 10)) digits++
+    let at = this.used + digits
+    this.used = at
+    let rest = value
+    do {
+      const next = Math.floor(rest / 10)
+      chunk[--at] = 48 + (rest - next * 10)
+      rest = next
+    } while (rest > 0)
   }
 
   private flush(): void {
@@ -101,10 +157,18 @@ export class TraceHash implements TraceSink {
   }
 
   digest(): string {
-    this.copy()
     this.flush()
     return this.hash.copy().digest("hex")
   }
+}
+
+/**
+ * Records the line `${now} ${subject} ${a}${b}…` on `trace`: a TraceHash writes it from its parts, any other sink
+ * (tests, the estimate's) is given the line.
+ */
+export const traceLine = (trace: TraceSink, now: number, subject: string, a: string, b = "", c = "", d = "", e = "", f = ""): void => {
+  if (trace instanceof TraceHash) trace.line(now, subject, a, b, c, d, e, f)
+  else trace.record(`${now} ${subject} ${a}${b}${c}${d}${e}${f}`)
 }
 
 export interface SimulationOptions {
@@ -194,9 +258,10 @@ export class Simulation {
   /** Jobs that money holds back (Funded False): they look again when credits arrive (`fundsChanged`). */
   private readonly unfunded = new Set<SimJob>()
   steps = 0
+  private stepContext: { now: number; market: Market; ranking: Ranking } | undefined
   /** `lookAgain` and `reconcile` of a Job, made once: the engine runs them with the Job as the event's argument. */
   private readonly lookAgainOf = (job: SimJob) => this.lookAgain(job)
-  private readonly reconcileOf = (job: SimJob) => this.reconcile(job)
+  private waker: Waker<SimJob> | undefined
   private readonly factsChangedOf = (job: SimJob) => this.factsChanged(job)
   /** Capacity looks answered without a step: the Job was settled and nothing it could take was free. */
   skippedSteps = 0
@@ -267,7 +332,7 @@ export class Simulation {
       settled: undefined
     }
     this.jobs.set(key, job)
-    this.options.trace.record(`${this.now} ${key} Created`)
+    traceLine(this.options.trace, this.now, key, "Created")
     this.touch(job)
     return job
   }
@@ -290,7 +355,7 @@ export class Simulation {
     for (const attempt of job.attempts) if (attempt.phase !== "Ended") this.options.capacity.stop(key, attempt.name, 0)
     this.options.capacity.forget(key)
     if (this.jobs.get(key) === job) this.jobs.delete(key)
-    this.options.trace.record(`${this.now} ${key} Removed`)
+    traceLine(this.options.trace, this.now, key, "Removed")
     // Billing happens inside the engine's run (the server's ledger is lent to it only then).
     if (this.options.billing !== undefined) {
       this.billedAfterRemoval.set(key, job)
@@ -389,7 +454,12 @@ export class Simulation {
     const market = capacity.marketFor(job.namespace)
     const ranking = this.rankingOf(job)
     const billing = this.billingOf(job)
-    const { result, settled, wakeAt } = billedStep(jobMachine, job, { now, market, ranking }, billing)
+    // One context object for every step, set for this one: a step reads it while it runs and keeps nothing of it.
+    const context = (this.stepContext ??= { now, market, ranking })
+    context.now = now
+    context.market = market
+    context.ranking = ranking
+    const { result, settled, wakeAt } = billedStep(jobMachine, job, context, billing)
     this.steps++
     this.options.checkers?.afterStep(job, before, result, now)
     job.status = result.status
@@ -400,10 +470,10 @@ export class Simulation {
       }
     } else this.unqueue(job)
     if (result.status.phase !== before.phase && result.status.phase !== undefined) {
-      this.options.trace.record(`${now} ${key} Phase ${before.phase ?? "-"}>${result.status.phase} ${result.status.reason ?? ""}`)
+      traceLine(this.options.trace, now, key, "Phase ", before.phase ?? "-", ">", result.status.phase, " ", result.status.reason ?? "")
     }
     for (const event of result.events) {
-      this.options.trace.record(`${now} ${key} Event ${event.type ?? "-"} ${event.reason}: ${event.message}`)
+      traceLine(this.options.trace, now, key, "Event ", event.type ?? "-", " ", event.reason, ": ", event.message)
       this.options.onEvent?.(job, event)
     }
     // Only a driver that is told of its launches gets them (the headless run is not: 2 × 10^6 launches).
@@ -414,7 +484,7 @@ export class Simulation {
           const facts = capacity.launch({ ...action, owner: key, namespace: job.namespace, workload: job.workload, changed: this.factsChangedOf, subject: job })
           job.attempts.push(facts)
           launched?.push({ action, facts })
-          this.options.trace.record(`${now} ${key} Launch ${action.attempt} ${variantKeyOf(action.variant)}${facts.outcome === undefined ? "" : " " + facts.outcome.type}`)
+          traceLine(this.options.trace, now, key, "Launch ", action.attempt, " ", variantKeyOf(action.variant), facts.outcome === undefined ? "" : " ", facts.outcome?.type ?? "")
           if (facts.outcome !== undefined) this.touch(job)
           break
         }
@@ -423,7 +493,7 @@ export class Simulation {
           break
         case "Stop":
           capacity.stop(key, action.attempt, action.keepWarmMs)
-          this.options.trace.record(`${now} ${key} Stop ${action.attempt}`)
+          traceLine(this.options.trace, now, key, "Stop ", action.attempt)
           break
         case "Delete":
           job.deleted = true
@@ -432,7 +502,7 @@ export class Simulation {
           this.options.onDeleted?.(job)
           capacity.forget(key)
           this.jobs.delete(key)
-          this.options.trace.record(`${now} ${key} Deleted`)
+          traceLine(this.options.trace, now, key, "Deleted")
           if (this.options.billing !== undefined) {
             this.billedAfterRemoval.set(key, job)
             this.billRemoved(job)
@@ -464,7 +534,7 @@ export class Simulation {
   }
 
   private scheduleWake(job: SimJob, at: number | undefined): void {
-    scheduleWake(this.options.engine, job, at, this.reconcileOf)
+    scheduleWake(this.options.engine, job, at, (this.waker ??= wakerOf(this.options.engine, (job: SimJob) => this.reconcile(job))))
   }
 
   /** Jobs not in a final phase. */
@@ -477,15 +547,36 @@ export class Simulation {
  * Wakes `subject` (a Job, a Sandbox) at `at` for `reconcile`, unless a wake-up at or before it is already ahead; a
  * wake-up superseded by a later schedule does nothing when it comes.
  */
-export const scheduleWake = <S extends { wakeAt: number | undefined }>(engine: Engine, subject: S, at: number | undefined, reconcile: (subject: S) => void): void => {
+export const scheduleWake = <S extends { wakeAt: number | undefined }>(engine: Engine, subject: S, at: number | undefined, waker: Waker<S>): void => {
   if (at === undefined || (subject.wakeAt !== undefined && subject.wakeAt <= at && subject.wakeAt > engine.now)) return
   subject.wakeAt = at
-  engine.at(at, () => {
-    if (subject.wakeAt !== at) return
+  // A wake-up ahead runs at exactly `at`, so `wakeAt` still saying now is `wakeAt` still saying `at`: one function for
+  // every subject, the subject as the event's argument. One due already runs now, not at `at`: it keeps its `at`.
+  if (at > engine.now) engine.at(at, waker.wake, subject)
+  else {
+    engine.at(at, () => {
+      if (subject.wakeAt !== at) return
+      subject.wakeAt = undefined
+      waker.reconcile(subject)
+    })
+  }
+}
+
+/** What wakes a driver's subjects (`scheduleWake`): its reconcile, and the one function its wake-ups ahead run. */
+export interface Waker<S> {
+  readonly reconcile: (subject: S) => void
+  readonly wake: (subject: S) => void
+}
+
+/** The waker of `reconcile` on `engine`: a wake-up ahead reconciles its subject unless a later schedule superseded it. */
+export const wakerOf = <S extends { wakeAt: number | undefined }>(engine: Engine, reconcile: (subject: S) => void): Waker<S> => ({
+  reconcile,
+  wake: (subject) => {
+    if (subject.wakeAt !== engine.now) return
     subject.wakeAt = undefined
     reconcile(subject)
-  })
-}
+  }
+})
 
 /** Whether a Job that is not final is in a documented waiting state (docs/simulator.md, liveness). */
 export const isWaiting = (job: SimJob): boolean => {

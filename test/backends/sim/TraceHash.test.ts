@@ -1,13 +1,14 @@
 /**
  * The trace hash is the sha256 of the trace's lines in UTF-8, each followed by "\n", however the lines are gathered
  * on the way to the hash (Simulation.ts, TraceHash): lines of any length (longer than its chunk too), any characters
- * (several bytes of UTF-8, surrogate pairs), any count (across many chunks), and a digest taken in the middle of a run
- * that leaves the rest of the run's digest unchanged.
+ * (several bytes of UTF-8, surrogate pairs), any count (across many chunks), a digest taken in the middle of a run
+ * that leaves the rest of the run's digest unchanged, and a line given in its parts (`line`) hashed as the line made
+ * from them.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import { createHash } from "node:crypto"
-import { TraceHash } from "../../../src/backends/sim/Simulation.ts"
+import { TraceHash, traceLine } from "../../../src/backends/sim/Simulation.ts"
 
 const expected = (lines: ReadonlyArray<string>): string => createHash("sha256").update(lines.map((line) => `${line}\n`).join("")).digest("hex")
 
@@ -31,6 +32,36 @@ describe("TraceHash", () => {
     for (let index = 0; index < 20_000; index++) lines.push(`${1_767_225_600_000 + index * 977} research/finetune-${index} Event job.checkpointed Checkpointed: ${index % 7 === 0 ? "≤ é 😀" : "saved"}`)
     lines.splice(5_000, 0, "x".repeat(70_000), "€".repeat(30_000), "😀".repeat(20_000), "")
     assert.strictEqual(hashed(lines).digest(), expected(lines))
+  })
+
+  it("hashes a line given in its parts as the line made from them, mixed with whole lines", () => {
+    const part = fc.oneof(fc.constantFrom("", " ", "Event ", ": ", ">", "job.checkpointed"), fc.string({ maxLength: 30 }), fc.string({ unit: "binary", maxLength: 30 }), fc.string({ maxLength: 30000 }))
+    const now = fc.oneof(fc.integer({ min: 0, max: 2 ** 53 - 1 }), fc.constantFrom(0, 9, 10, 99, 100, 1_767_225_600_000, -1, 0.5, -0, 2 ** 53), fc.double())
+    const entry = fc.oneof(
+      fc.record({ now, subject: fc.string({ maxLength: 40 }), parts: fc.array(part, { minLength: 1, maxLength: 6 }) }),
+      fc.string({ maxLength: 100 })
+    )
+    fc.assert(fc.property(fc.array(entry, { maxLength: 60 }), (entries) => {
+      const trace = new TraceHash()
+      const made = new TraceHash(true)
+      const lines: Array<string> = []
+      for (const entry of entries) {
+        if (typeof entry === "string") {
+          trace.record(entry)
+          made.record(entry)
+          lines.push(entry)
+          continue
+        }
+        const [a, b, c, d, e, f] = entry.parts as [string, string?, string?, string?, string?, string?]
+        trace.line(entry.now, entry.subject, a, b, c, d, e, f)
+        traceLine(made, entry.now, entry.subject, a, b, c, d, e, f)
+        lines.push(`${entry.now} ${entry.subject} ${entry.parts.join("")}`)
+      }
+      assert.strictEqual(trace.count, lines.length)
+      assert.deepStrictEqual(made.lines, lines)
+      assert.strictEqual(trace.digest(), expected(lines))
+      assert.strictEqual(made.digest(), expected(lines))
+    }), { numRuns: 300 })
   })
 
   it("gives the same digest for any lines, and a digest taken midway leaves the final one unchanged", () => {

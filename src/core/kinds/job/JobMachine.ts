@@ -127,7 +127,11 @@ const readAttempts = (step: Step, completions: number, attempts: ReadonlyArray<A
   const slots: Array<AttemptFacts | number | undefined> = completions <= 64 ? new Array(4 * completions) : []
   step.slots = slots
   let doneBits = 0
-  let live: Array<AttemptFacts> | undefined
+  // The live attempts, in a list of their exact length.
+  let liveCount = 0
+  for (let position = 0; position < attempts.length; position++) if (isLive(attempts[position]!)) liveCount++
+  const live = liveCount === 0 ? undefined : new Array<AttemptFacts>(liveCount)
+  let liveFilled = 0
   for (let position = 0; position < attempts.length; position++) {
     const attempt = attempts[position]!
     const index = attempt.index
@@ -145,9 +149,8 @@ const readAttempts = (step: Step, completions: number, attempts: ReadonlyArray<A
       }
     }
     if (outcome !== undefined && isCustomerFailure(outcome)) step.customerFailures++
-    if (isLive(attempt)) {
-      if (live === undefined) live = [attempt]
-      else live.push(attempt)
+    if (live !== undefined && isLive(attempt)) {
+      live[liveFilled++] = attempt
       slots[at + liveSlot] = attempt
     }
     const last = slots[at + lastSlot] as AttemptFacts | undefined
@@ -317,19 +320,29 @@ class Step extends StepState<JobStatusType> implements IndexView {
   }
 }
 
-/** A market less the hosts a step has asked for, by variant (a step takes a few: a list, no map). */
+/**
+ * A market less the hosts a step has asked for, by variant: the first variant's count in a field (a step's launches
+ * mostly take one), the others in a short list (no map).
+ */
 class TakenMarket implements Market {
   private readonly base: Market
-  private readonly variants: Array<Variant> = []
-  private readonly counts: Array<number> = []
+  private first: Variant | undefined = undefined
+  private firstCount = 0
+  private others: Array<Variant> | undefined = undefined
+  private otherCounts: Array<number> | undefined = undefined
 
   constructor(base: Market) {
     this.base = base
   }
 
+  private taken(variant: Variant): number {
+    if (variant === this.first) return this.firstCount
+    const at = this.others === undefined ? -1 : this.others.indexOf(variant)
+    return at === -1 ? 0 : this.otherCounts![at]!
+  }
+
   available(variant: Variant): number {
-    const at = this.variants.indexOf(variant)
-    return this.base.available(variant) - (at === -1 ? 0 : this.counts[at]!)
+    return this.base.available(variant) - this.taken(variant)
   }
 
   bootMs(variant: Variant): number {
@@ -341,11 +354,18 @@ class TakenMarket implements Market {
   }
 
   take(variant: Variant): void {
-    const at = this.variants.indexOf(variant)
+    if (this.first === undefined || variant === this.first) {
+      this.first = variant
+      this.firstCount++
+      return
+    }
+    const others = (this.others ??= [])
+    const counts = (this.otherCounts ??= [])
+    const at = others.indexOf(variant)
     if (at === -1) {
-      this.variants.push(variant)
-      this.counts.push(1)
-    } else this.counts[at]!++
+      others.push(variant)
+      counts.push(1)
+    } else counts[at]!++
   }
 }
 
@@ -663,20 +683,21 @@ const observe = (step: Step) => {
   let firstBoot: number | undefined
   let current = 0
   let latest: AttemptFacts | undefined
-  const outputs: OutputFold = { keys: undefined, added: [] }
+  // Made when a succeeded run brought outputs (most steps see none).
+  let outputs: OutputFold | undefined
   for (const attempt of attempts) {
     if (firstRequest === undefined || attempt.requestedAt < firstRequest) firstRequest = attempt.requestedAt
     if (attempt.bootedAt !== undefined && (firstBoot === undefined || attempt.bootedAt < firstBoot)) firstBoot = attempt.bootedAt
     if (isLive(attempt) && attempt.number > current) current = attempt.number
     if (latest === undefined || attempt.requestedAt >= latest.requestedAt) latest = attempt
-    collectOutputs(status, attempt, outputs)
+    if (attempt.outputs !== undefined && attempt.outcome?.type === "Succeeded") collectOutputs(status, attempt, (outputs ??= { keys: undefined, added: [] }))
     if (attempt.inputs !== undefined && attempt.bootedAt !== undefined && status.inputsReadyTime === undefined) {
       // Spec: Job status.inputs, inputsReadyTime — every input materialized, checked against its digest.
       status.inputs = attempt.inputs
       status.inputsReadyTime = iso(attempt.bootedAt)
     }
   }
-  if (outputs.added.length > 0) status.outputs = [...(status.outputs ?? []), ...outputs.added]
+  if (outputs !== undefined && outputs.added.length > 0) status.outputs = [...(status.outputs ?? []), ...outputs.added]
   status.attempts = attemptsShown(status.attempts, current, maxAttemptsOf(spec), attempts.length)
   // Spec: timeoutStartTime is the first Provisioning; startTime the first Running.
   if (firstRequest !== undefined) {
