@@ -40,8 +40,7 @@ import * as Payments from "../runtime/Payments.ts"
 import { Resources } from "../apiserver/Resources.ts"
 import { SecretCipher, secretKeyBytes } from "../runtime/SecretCipher.ts"
 import { Secrets } from "../runtime/Secrets.ts"
-import * as LiveBackend from "./LiveBackend.ts"
-import * as SimBackend from "./SimBackend.ts"
+import type { LocalSettings } from "./LiveBackend.ts"
 import { SimulationControl } from "../apiserver/SimulationControl.ts"
 import { WorkloadFiles } from "../apiserver/WorkloadFiles.ts"
 import { SandboxBoxes } from "../apiserver/SandboxBoxes.ts"
@@ -75,7 +74,7 @@ export interface ServerOptions {
   /** The sim backend behind the API (docs/simulator.md); absent: none, and the test clock is 404. */
   readonly sim?: SimSettings | undefined
   /** The local backend: this host's processes through an in-process node agent (docs/live.md). Not with `sim`. */
-  readonly local?: LiveBackend.LocalSettings | undefined
+  readonly local?: LocalSettings | undefined
   /** Credits granted once to a new ledger (docs/billing.md); default the starter credits, 0 for a production database. */
   readonly starterCreditsMicro?: bigint | undefined
   /** The payment processor TopUps charge (docs/billing.md, "Credits"); default the embedded one, none in production. */
@@ -131,16 +130,19 @@ export interface Replaceable {
   readonly estimates?: Layer.Layer<Estimates, never, EstimatesReads>
 }
 
+/** A backend's layer, its modules loaded when it is built: a server loads the one backend it runs (issue 16: start-up). */
+const loaded = <A, E, R>(load: () => Promise<Layer.Layer<A, E, R>>) => Layer.unwrap(Effect.promise(load))
+
 /**
  * The sim backend and its clock, or neither. With the sim backend the whole server runs on simulated time: its Clock
  * is the VirtualClock, so metadata times and the times in status agree (docs/simulator.md).
  */
 const backendOf = (options: ServerOptions) => {
   const { sim, local } = options
-  if (local !== undefined) return { clock: Layer.empty, control: SandboxBoxesOverPort.layer.pipe(Layer.provideMerge(LiveBackend.layer(local))) }
+  if (local !== undefined) return { clock: Layer.empty, control: SandboxBoxesOverPort.layer.pipe(Layer.provideMerge(loaded(() => import("./LiveBackend.ts").then((live) => live.layer(local))))) }
   if (sim === undefined) return { clock: Layer.empty, control: Layer.mergeAll(SimulationControl.layerNone, WorkloadFiles.layerNone, NodeAgents.layerNone, SandboxBoxes.layerNone) }
   const clock = new VirtualClock.VirtualClock(sim.speed, Date.now())
-  const simBackend = SimBackend.layer({ clock, ...(sim.hostsPerVariant === undefined ? {} : { hostsPerVariant: sim.hostsPerVariant }) })
+  const simBackend = loaded(() => import("./SimBackend.ts").then((simulated) => simulated.layer({ clock, ...(sim.hostsPerVariant === undefined ? {} : { hostsPerVariant: sim.hostsPerVariant }) })))
   return {
     clock: VirtualClock.layer(clock),
     control: Layer.mergeAll(SandboxBoxesOverPort.layer.pipe(Layer.provideMerge(simBackend)), WorkloadFiles.layerNone, NodeAgents.layerNone)
