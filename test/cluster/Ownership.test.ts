@@ -1,7 +1,8 @@
 /**
  * Ownership over Effect Cluster (server/Cluster.ts) with runners in one process on one PostgreSQL database: the shards
  * are split between the runners, each held shard has its epoch claimed, a commit fenced with a superseded epoch fails,
- * and a runner that stops hands its shards to the others. Runs when DATABASE_URL is set.
+ * a singleton runs in one runner at a time, and a runner that stops hands its shards (and its singletons) to the
+ * others. Runs when DATABASE_URL is set.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect, Exit, Layer, ManagedRuntime } from "effect"
@@ -15,16 +16,18 @@ import { eventually } from "../support/ServerProcess.ts"
 const shardsPerGroup = 16
 const entities = Array.from({ length: 200 }, (_, index) => `jobs/chaos/job-${index}`)
 
-const runner = (url: string) => {
+/** A runner with a singleton registered for its lifetime: `loop` runs while this runner holds it. */
+const runner = (url: string, loop: Effect.Effect<void>) => {
   const store = Layer.fresh(SqlStore.layerPostgres(url))
-  const layer = Cluster.layer({ databaseUrl: url, shardsPerGroup, shardLockExpirationMs: 6_000 }).pipe(Layer.provideMerge(store))
-  return ManagedRuntime.make(layer)
+  const ownership = Cluster.layer({ databaseUrl: url, shardsPerGroup, shardLockExpirationMs: 6_000 }).pipe(Layer.provideMerge(store))
+  const singleton = Layer.effectDiscard(Effect.flatMap(Ownership, (one) => one.singleton("test/singleton", loop)))
+  return ManagedRuntime.make(Layer.provideMerge(singleton, ownership))
 }
 
 describe.skipIf(databaseUrl === undefined)("ownership over Effect Cluster", () => {
   let url: string
   let dropDatabase: () => Promise<void>
-  const runtimes: Array<{ readonly runtime: ManagedRuntime.ManagedRuntime<Ownership | Store, unknown>; readonly ownership: Ownership["Service"]; readonly store: Store["Service"] }> = []
+  const runtimes: Array<{ readonly runtime: ManagedRuntime.ManagedRuntime<Ownership | Store, unknown>; readonly ownership: Ownership["Service"]; readonly store: Store["Service"]; readonly running: () => boolean }> = []
   beforeAll(async () => {
     const database = await createDatabase(databaseUrl!)
     url = database.url
@@ -36,9 +39,11 @@ describe.skipIf(databaseUrl === undefined)("ownership over Effect Cluster", () =
   })
 
   const owners = (entity: string) => runtimes.filter(({ ownership }) => ownership.owns(entity))
+  /** A runner, with a singleton registered that says whether it runs there now. */
   const start = async () => {
-    const runtime = runner(url)
-    runtimes.push({ runtime, ownership: await runtime.runPromise(Ownership), store: await runtime.runPromise(Store) })
+    let running = false
+    const runtime = runner(url, Effect.ensuring(Effect.andThen(Effect.sync(() => (running = true)), Effect.never), Effect.sync(() => (running = false))))
+    runtimes.push({ runtime, ownership: await runtime.runPromise(Ownership), store: await runtime.runPromise(Store), running: () => running })
   }
 
   it("two runners split the shards, every object owned by exactly one of them, and a stopped runner's shards move", async () => {
@@ -59,7 +64,12 @@ describe.skipIf(databaseUrl === undefined)("ownership over Effect Cluster", () =
     assert.strictEqual(stolen.size, 1)
     assert.isTrue(Exit.isFailure(await Effect.runPromiseExit(store.commit(fence.ops))), "a superseded epoch's commit fails")
     assert.isTrue(Exit.isFailure(await Effect.runPromiseExit(store.commit([{ _tag: "RequireRecord", table: fenceTable, id: `${fence.shard}@0`, present: true }]))))
+    // The singleton runs where its name's shard is held, and nowhere else.
+    await eventually("the singleton runs once", () => runtimes.filter((one) => one.running()).length === 1, 30_000)
+    const holder = runtimes.find((one) => one.ownership.owns("test/singleton"))!
+    assert.isTrue(holder.running())
     await runtimes.shift()!.runtime.dispose()
     await eventually("the second runner owns everything", () => entities.every((one) => owners(one).length === 1 && owners(one)[0] === second), 30_000)
+    await eventually("the singleton runs on the second runner", () => second!.running(), 30_000)
   }, 90_000)
 })
