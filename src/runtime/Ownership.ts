@@ -18,7 +18,7 @@
  * One process alone on its store (the embedded PGlite, held by a lock on its data directory; the memory store) owns
  * everything at once and fences nothing: `layerWhole`, the default, no different from before.
  */
-import { Context, Effect, Layer, Option, type Scope, Stream } from "effect"
+import { Cause, Context, Deferred, Effect, Layer, Option, PubSub, type Scope, Stream } from "effect"
 import { isObject } from "../core/Json.ts"
 import type { Store, WriteOp } from "../store/Store.ts"
 
@@ -64,6 +64,33 @@ const whole: OwnershipShape = {
 export class Ownership extends Context.Service<Ownership, OwnershipShape>()("nodus/runtime/Ownership") {
   static readonly layerWhole = Layer.succeed(Ownership, whole)
 }
+
+/** The shard of every entity while ownership is starting (nothing is owned then). */
+const unassigned = "unassigned"
+
+/**
+ * Ownership that starts in the background: the layer is ready at once, owning nothing, while `start` (given the
+ * stream of changes to announce on, subscribed to from the first moment) builds the real one; from then on it answers
+ * as that one does, and singletons registered meanwhile start there. A start that fails is logged: nothing is owned.
+ */
+export const layerStarting = <E, R>(start: (changes: PubSub.PubSub<OwnershipChange>) => Layer.Layer<Ownership, E, R>) =>
+  Layer.effect(Ownership, Effect.gen(function*() {
+    const changes = yield* PubSub.unbounded<OwnershipChange>()
+    const ready = yield* Deferred.make<OwnershipShape>()
+    let started: OwnershipShape | undefined
+    yield* Effect.forkScoped(Effect.flatMap(Effect.scope, (scope) => Layer.buildWithScope(start(changes), scope)).pipe(
+      Effect.flatMap((context) => Deferred.succeed(ready, started = Context.get(context, Ownership))),
+      Effect.catchCause((cause) => Effect.logError("ownership: could not start; this process owns nothing", Cause.pretty(cause)))
+    ))
+    return {
+      whole: false,
+      shardOf: (entity) => started?.shardOf(entity) ?? unassigned,
+      owns: (entity) => started?.owns(entity) ?? false,
+      fence: (entity) => started?.fence(entity) ?? [closedFence(unassigned)],
+      changes: Stream.fromPubSub(changes),
+      singleton: (name, run) => Effect.asVoid(Effect.forkScoped(Effect.flatMap(Deferred.await(ready), (owner) => owner.singleton(name, run))))
+    } satisfies OwnershipShape
+  }))
 
 /** The server's ownership where it provides one; one process owning everything where none is (the runtime's tests). */
 export const currentOwnership = Effect.map(Effect.serviceOption(Ownership), Option.getOrElse(() => whole))

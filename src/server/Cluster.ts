@@ -15,7 +15,8 @@
  * announced lost, then claimed anew, so its writes stop failing on a superseded fence. Singletons run on the runner that
  * holds the shard of their name, once that shard's epoch is claimed.
  *
- * Loaded only for PostgreSQL (Server.ts imports it on demand): the embedded store starts without it.
+ * Loaded only for PostgreSQL, and in the background (Server.ts, Ownership.layerStarting): the server listens first,
+ * owning nothing until its runner holds shards; the embedded store never loads it.
  */
 import { randomBytes } from "node:crypto"
 import { hostname } from "node:os"
@@ -42,8 +43,6 @@ export interface ClusterSettings {
   readonly shardsPerGroup?: number
   /** How often the held shards are compared with the claimed epochs (default 200 ms). */
   readonly pollMs?: number
-  /** Called when shards are taken or lost (the chaos benchmark measures takeovers from the logs). */
-  readonly onChange?: (change: OwnershipChange & { readonly runner: string }) => void
 }
 
 export const shardLockExpirationMsDefault = 10_000
@@ -89,12 +88,20 @@ const shardingLayer = (settings: ClusterSettings, address: RunnerAddress.RunnerA
   )
 }
 
-/** Ownership by Effect Cluster (needs the store, for the epochs). */
-export const layer = (settings: ClusterSettings) => {
+/**
+ * Ownership by Effect Cluster, announcing the shards it takes and loses on `changes` (needs the store, for the epochs).
+ * Server.ts starts it in the background (Ownership.layerStarting): this module, with Effect Cluster's, is loaded then.
+ */
+export const layer = (settings: ClusterSettings, changes: PubSub.PubSub<OwnershipChange>) => {
   // Unique per process: a restarted process is a new runner, and the killed one's row lapses with its heartbeats.
   const address = RunnerAddress.make(`${hostname()}-${randomBytes(4).toString("hex")}`, process.pid)
   const runner = `${address.host}:${address.port}`
-  return Layer.effect(Ownership, Effect.gen(function*() {
+  return Layer.effect(Ownership, start(settings, runner, changes)).pipe(Layer.provide(shardingLayer(settings, address)))
+}
+
+/** Ownership over a started runner, announcing the shards it takes and loses on `changes`. */
+const start = (settings: ClusterSettings, runner: string, changes: PubSub.PubSub<OwnershipChange>) =>
+  Effect.gen(function*() {
     const sharding = yield* Sharding.Sharding
     const store = yield* Store
     const shardsPerGroup = settings.shardsPerGroup ?? shardsPerGroupDefault
@@ -103,7 +110,6 @@ export const layer = (settings: ClusterSettings) => {
     const byName = new Map(shards.map((shard) => [shard.toString(), shard]))
     /** The epoch claimed for each shard this process holds. */
     const claimed = new Map<string, number>()
-    const changes = yield* PubSub.unbounded<OwnershipChange>()
 
     const held = (shard: string) => {
       const id = byName.get(shard)
@@ -134,7 +140,6 @@ export const layer = (settings: ClusterSettings) => {
       if (lost.length === 0 && acquired.length === 0) return
       const change = { acquired, lost, at }
       yield* PubSub.publish(changes, change)
-      settings.onChange?.({ ...change, runner })
       yield* Effect.logInfo(`cluster: runner ${runner} took ${acquired.length} shards, gave up ${lost.length}; holds ${claimed.size} of ${shardsPerGroup}`)
     })
     yield* Effect.forkScoped(Effect.repeat(surviving("cluster", "claiming shards")(pass), Schedule.spaced(Duration.millis(settings.pollMs ?? pollMsDefault))))
@@ -155,5 +160,4 @@ export const layer = (settings: ClusterSettings) => {
       singleton: (name, run) => sharding.registerSingleton(name, Effect.andThen(awaitOwned(name), run))
     }
     return service
-  })).pipe(Layer.provide(shardingLayer(settings, address)))
-}
+  })

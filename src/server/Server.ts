@@ -48,7 +48,7 @@ import * as SandboxBoxesOverPort from "./SandboxBoxes.ts"
 import { NodeAgents } from "../apiserver/NodeAgents.ts"
 import * as VirtualClock from "./VirtualClock.ts"
 import type { ClusterSettings } from "./Cluster.ts"
-import { Ownership } from "../runtime/Ownership.ts"
+import { layerStarting, Ownership } from "../runtime/Ownership.ts"
 import { Watches, type WatchLimits } from "../apiserver/Watch.ts"
 
 export interface ServerOptions {
@@ -114,11 +114,13 @@ const announce = (options: ServerOptions, listening: (url: string) => void) => L
 }))
 
 /**
- * Who owns which objects: Effect Cluster over the database when the server shares it (loaded only then: the embedded
- * default starts without it), else this process owns everything.
+ * Who owns which objects: Effect Cluster over the database when the server shares it (loaded only then, and in the
+ * background: the API listens first; the embedded default never loads it), else this process owns everything.
  */
 const ownershipOf = (cluster: ClusterSettings | undefined) =>
-  cluster === undefined ? Ownership.layerWhole : Layer.unwrap(Effect.map(Effect.promise(() => import("./Cluster.ts")), (module) => module.layer(cluster)))
+  cluster === undefined
+    ? Ownership.layerWhole
+    : layerStarting((changes) => Layer.unwrap(Effect.map(Effect.promise(() => import("./Cluster.ts")), (module) => module.layer(cluster, changes))))
 
 /** A process-wide loop of the server run as a singleton: in one process of the store at a time (docs/scale-out.md). */
 const singleton = <E, R>(name: string, loop: Layer.Layer<never, E, R>) =>

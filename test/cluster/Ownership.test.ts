@@ -9,7 +9,7 @@ import { Effect, Exit, Layer, ManagedRuntime } from "effect"
 import * as SqlStore from "../../src/store/SqlStore.ts"
 import { Store } from "../../src/store/Store.ts"
 import * as Cluster from "../../src/server/Cluster.ts"
-import { claimEpochs, fenceTable, Ownership } from "../../src/runtime/Ownership.ts"
+import { claimEpochs, fenceTable, layerStarting, Ownership } from "../../src/runtime/Ownership.ts"
 import { createDatabase, databaseUrl } from "../support/Postgres.ts"
 import { eventually } from "../support/ServerProcess.ts"
 
@@ -19,7 +19,7 @@ const entities = Array.from({ length: 200 }, (_, index) => `jobs/chaos/job-${ind
 /** A runner with a singleton registered for its lifetime: `loop` runs while this runner holds it. */
 const runner = (url: string, loop: Effect.Effect<void>) => {
   const store = Layer.fresh(SqlStore.layerPostgres(url))
-  const ownership = Cluster.layer({ databaseUrl: url, shardsPerGroup, shardLockExpirationMs: 6_000 }).pipe(Layer.provideMerge(store))
+  const ownership = layerStarting((changes) => Cluster.layer({ databaseUrl: url, shardsPerGroup, shardLockExpirationMs: 6_000 }, changes)).pipe(Layer.provideMerge(store))
   const singleton = Layer.effectDiscard(Effect.flatMap(Ownership, (one) => one.singleton("test/singleton", loop)))
   return ManagedRuntime.make(Layer.provideMerge(singleton, ownership))
 }
