@@ -31,6 +31,8 @@ export class CheckFailed extends Error {
 export class Checkers {
   readonly violations: Array<Violation> = []
   readonly seed: string
+  /** The clock rule's readings of times and durations, remembered: it reads a Job's same texts at its every step. */
+  private readonly readings = new Readings()
 
   constructor(seed: string) {
     this.seed = seed
@@ -128,8 +130,8 @@ export class Checkers {
   /** timeoutTime = timeoutStartTime + timeout + suspendedDuration (spec: Job status). */
   private clockRules(job: SimJob, after: SimJob["status"], now: number) {
     if (after.timeoutTime === undefined || job.spec.timeout === undefined || after.timeoutStartTime === undefined) return
-    const expected = Date.parse(after.timeoutStartTime) + (parseDurationMs(job.spec.timeout) ?? 0) + (parseDurationMs(after.suspendedDuration ?? "0s") ?? 0)
-    if (Date.parse(after.timeoutTime) !== expected) this.fail(now, job, "timeout-time", `timeoutTime ${after.timeoutTime} ≠ start + timeout + suspended`)
+    const expected = this.readings.time(after.timeoutStartTime) + (this.readings.duration(job.spec.timeout) ?? 0) + (this.readings.duration(after.suspendedDuration ?? "0s") ?? 0)
+    if (this.readings.time(after.timeoutTime) !== expected) this.fail(now, job, "timeout-time", `timeoutTime ${after.timeoutTime} ≠ start + timeout + suspended`)
   }
 
   /** Hosts in use never exceed a variant's capacity. */
@@ -149,6 +151,33 @@ export class Checkers {
   /** Throws with the seed when any rule was broken. */
   assert(): void {
     if (this.violations.length > 0) throw new CheckFailed(this.seed, this.violations)
+  }
+}
+
+/**
+ * `Date.parse` and `parseDurationMs`, remembered here (the checkers' own, not the controller's memo), each in a map
+ * that starts over when it is full.
+ */
+class Readings {
+  private readonly times = new Map<string, number>()
+  private readonly durations = new Map<string, number | null>()
+
+  time(text: string): number {
+    let ms = this.times.get(text)
+    if (ms === undefined) {
+      if (this.times.size >= 65_536) this.times.clear()
+      this.times.set(text, (ms = Date.parse(text)))
+    }
+    return ms
+  }
+
+  duration(text: string): number | undefined {
+    let ms = this.durations.get(text)
+    if (ms === undefined) {
+      if (this.durations.size >= 4096) this.durations.clear()
+      this.durations.set(text, (ms = parseDurationMs(text) ?? null))
+    }
+    return ms ?? undefined
   }
 }
 

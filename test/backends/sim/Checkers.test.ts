@@ -61,6 +61,26 @@ describe("checkers", () => {
     expect(rules(job, { phase: "Pending" }, stepOf({ phase: "Failed", reason: "CapacityUnavailable", ...counts(job) }))).toContain("queue-early")
   })
 
+  it("report a timeoutTime that is not timeoutStartTime + timeout + suspendedDuration, at every step", () => {
+    const job = simJob({ timeout: "2h" }, [attempt()])
+    const checkers = new Checkers("test")
+    const clock = (timeoutTime: string, suspendedDuration?: string) =>
+      stepOf({ phase: "Running", ...counts(job), timeoutStartTime: "2026-01-01T00:00:00.000Z", timeoutTime, ...(suspendedDuration === undefined ? {} : { suspendedDuration }) })
+    // The same texts again (the readings are remembered) and other ones: only the wrong ones are reported.
+    for (const [timeoutTime, suspended, wrong] of [
+      ["2026-01-01T02:00:00.000Z", undefined, false],
+      ["2026-01-01T02:00:00.001Z", undefined, true],
+      ["2026-01-01T02:00:00.000Z", undefined, false],
+      ["2026-01-01T02:30:00.000Z", "30m", false],
+      ["2026-01-01T02:00:00.000Z", "30m", true],
+      ["2026-01-01T02:00:00.001Z", undefined, true]
+    ] as const) {
+      const before = checkers.violations.length
+      checkers.afterStep(job, { phase: "Running" }, clock(timeoutTime, suspended), T0)
+      expect(checkers.violations.slice(before).map((violation) => violation.rule)).toEqual(wrong ? ["timeout-time"] : [])
+    }
+  })
+
   it("report liveness: a Job neither final nor waiting at the end", () => {
     const checkers = new Checkers("test")
     const running = { ...simJob({}, []), status: { phase: "Running" as const } }
