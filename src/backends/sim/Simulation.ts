@@ -259,6 +259,9 @@ export class Simulation {
   private readonly unfunded = new Set<SimJob>()
   steps = 0
   private stepContext: { now: number; market: Market; ranking: Ranking } | undefined
+  /** A batch of looks runs (`lookAll`), and the rankings and markets it found nothing free for, in pairs. */
+  private looking = false
+  private readonly nothingFree: Array<Ranking | Market> = []
   /** `lookAgain` and `reconcile` of a Job, made once: the engine runs them with the Job as the event's argument. */
   private readonly lookAgainOf = (job: SimJob) => this.lookAgain(job)
   private waker: Waker<SimJob> | undefined
@@ -303,8 +306,24 @@ export class Simulation {
     if (looks === undefined) return
     const batch = looks
     this.options.engine.after(0, () => {
+      this.looking = true
       for (const job of batch) this.lookAgain(job)
+      this.looking = false
+      this.nothingFree.length = 0
     })
+  }
+
+  /**
+   * Whether a launch of this ranking finds nothing free now (`choose` answers none). Within one batch of looks (a
+   * drought's queue is thousands of Jobs of a few specs) a "nothing" is remembered per ranking and market until a step
+   * runs: the looks between two steps change no capacity.
+   */
+  private nothingFreeFor(ranking: Ranking, market: Market): boolean {
+    const known = this.nothingFree
+    for (let index = 0; index < known.length; index += 2) if (known[index] === ranking && known[index + 1] === market) return true
+    if (choose(ranking, market) !== undefined) return false
+    if (this.looking) known.push(ranking, market)
+    return true
   }
 
   get now(): number {
@@ -416,7 +435,7 @@ export class Simulation {
       settled.generation === job.generation &&
       settled.attempts === job.attempts.length &&
       (job.wakeAt === undefined || job.wakeAt > this.now) &&
-      choose(this.rankingOf(job), this.options.capacity.marketFor(job.namespace)) === undefined
+      this.nothingFreeFor(this.rankingOf(job), this.options.capacity.marketFor(job.namespace))
     ) {
       job.dirty = false
       this.skippedSteps++
@@ -447,6 +466,8 @@ export class Simulation {
   reconcile(job: SimJob): void {
     job.dirty = false
     if (job.deleted) return
+    // A step may take or give back capacity: what a batch of looks knew to be taken is read again.
+    this.nothingFree.length = 0
     const now = this.now
     const key = job.key
     const capacity = this.options.capacity
