@@ -359,7 +359,8 @@ function make(options: ReconcilerOptions) {
       }
       for (const key of [...objects.keys()]) if (inLost(key)) objects.delete(key)
       for (const set of [waiting, unfunded]) for (const key of [...set]) if (inLost(key)) set.delete(key)
-      for (const key of queue.keys()) if (inLost(key)) queue.forget(key)
+      // A removed object's key names its uid, not its shard: those went with `removed` above.
+      for (const key of queue.keys()) if (!key.startsWith("removed/") && inLost(key)) queue.forget(key)
     })
 
     /** Shards lost are dropped; shards taken are read in, their previous owner's live runs ending now. */
