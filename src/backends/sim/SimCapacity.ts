@@ -122,7 +122,7 @@ export interface SimProgram extends Omit<ProgramRequest, "env" | "annotations" |
 export interface SimLaunch extends HostRequest, SimProgram {}
 
 /** Attempt names are unique within their owner only (two projects may both run a Job named train). */
-const programKey = (owner: string, name: string) => `${owner}\n${name}`
+const programKey = (owner: string, name: string) => [owner, name].join("\n")
 
 /** What the capacity keeps of an owner until it is forgotten: one map entry per owner, looked up once per action. */
 interface Owned {

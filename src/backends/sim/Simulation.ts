@@ -332,7 +332,8 @@ export class Simulation {
 
   /** Admits a Job (its spec already decoded with defaults) now, or takes one over with its status and attempts. */
   submit(namespace: string, name: string, spec: JobSpecType, workload: WorkloadModel, restored?: Restored): SimJob {
-    const key = `${namespace}/${name}`
+    // Joined: one flat string (a template keeps a rope of its pieces), written into every trace line of the Job.
+    const key = [namespace, name].join("/")
     const job: SimJob = {
       name,
       namespace,

@@ -55,6 +55,18 @@ export const workloadFromAnnotations = (annotations: Readonly<Record<string, str
   }
 }
 
+/** A workload's checkpoint size in bytes, read once per size text (a Job is drawn at every arrival). */
+const checkpointSizes = new Map<string, number>()
+
+const checkpointSizeOf = (text: string): number => {
+  let bytes = checkpointSizes.get(text)
+  if (bytes === undefined) {
+    if (checkpointSizes.size >= 256) checkpointSizes.clear()
+    checkpointSizes.set(text, (bytes = parseQuantity(text) ?? defaultWorkload.checkpointSizeBytes))
+  }
+  return bytes
+}
+
 /** One program's model drawn from a scenario's workload settings. */
 export const drawWorkload = (settings: WorkloadSettings, random: Prng): WorkloadModel => {
   const median = durationMs(settings.durationMedian, defaultWorkload.durationMs)
@@ -64,7 +76,7 @@ export const drawWorkload = (settings: WorkloadSettings, random: Prng): Workload
     exitCode: 0,
     runFailureRate: settings.failureRate,
     oomRate: settings.oomRate,
-    checkpointSizeBytes: parseQuantity(settings.checkpointSize) ?? defaultWorkload.checkpointSizeBytes,
+    checkpointSizeBytes: checkpointSizeOf(settings.checkpointSize),
     checkpointFailureRate: settings.checkpointFailureRate,
     suspendCheckpointFailureRate: settings.suspendCheckpointFailureRate
   }

@@ -584,7 +584,8 @@ const launch = (step: Step) => {
     const market = step.context.market
     step.actions.push({
       _tag: "Launch",
-      attempt: `${name}-${index}-${number}`,
+      // Joined: one flat string, where a template keeps a rope of its pieces (the name lives as long as the Attempt).
+      attempt: [name, index, number].join("-"),
       index,
       number,
       variant,
@@ -593,7 +594,7 @@ const launch = (step: Step) => {
       resumeFromUnits,
       checkpointIntervalMs: checkpointIntervalMsOf(spec, variant, market),
       keepWarmMs: keepWarmMsOf(spec),
-      env: { PLATFORM_INDEX: `${index}`, JOB_COMPLETION_INDEX: `${index}` },
+      env: indexEnvOf(index),
       workload: jobProgramOf(spec, step.status),
       explain: () => explain(ranking, candidate, market)
     })
@@ -619,6 +620,14 @@ const launch = (step: Step) => {
   } else if (step.launched > 0 || view.live.length > 0) {
     step.condition("Scheduled", "True", "Scheduled", pending > 0 ? `${pending} indexes wait for a slot.` : "Every pending index has capacity.")
   }
+}
+
+/** The environment of an index's program (spec: Job env PLATFORM_INDEX, JOB_COMPLETION_INDEX), one object per index. */
+const indexEnvs: Array<Readonly<Record<string, string>>> = []
+
+const indexEnvOf = (index: number): Readonly<Record<string, string>> => {
+  if (index >= 1024) return { PLATFORM_INDEX: `${index}`, JOB_COMPLETION_INDEX: `${index}` }
+  return (indexEnvs[index] ??= Object.freeze({ PLATFORM_INDEX: `${index}`, JOB_COMPLETION_INDEX: `${index}` }))
 }
 
 type PlacementShown = NonNullable<JobStatusType["placement"]>
