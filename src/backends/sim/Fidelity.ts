@@ -35,6 +35,39 @@ export const exposureOf = (facts: AttemptFacts): Exposure | undefined => {
   }
 }
 
+/**
+ * The exposures of a run, kept as numbers in one growing array (three per exposure, NaN for none) rather than as an
+ * object each: a month of the platform benchmark keeps half a million of them until its summary, and the garbage
+ * collector walks what objects there are at every full collection.
+ */
+export class ExposureLog {
+  private values = new Float64Array(3 * 1024)
+  private size = 0
+
+  add(exposure: Exposure): void {
+    if (3 * (this.size + 1) > this.values.length) {
+      const grown = new Float64Array(2 * this.values.length)
+      grown.set(this.values)
+      this.values = grown
+    }
+    const at = 3 * this.size++
+    this.values[at] = exposure.bootedAt
+    this.values[at + 1] = exposure.until ?? Number.NaN
+    this.values[at + 2] = exposure.preemptedAt ?? Number.NaN
+  }
+
+  /** The exposures in the order they were added. */
+  exposures(): Array<Exposure> {
+    const out = new Array<Exposure>(this.size)
+    for (let index = 0; index < this.size; index++) {
+      const until = this.values[3 * index + 1]!
+      const preemptedAt = this.values[3 * index + 2]!
+      out[index] = { bootedAt: this.values[3 * index]!, until: Number.isNaN(until) ? undefined : until, preemptedAt: Number.isNaN(preemptedAt) ? undefined : preemptedAt }
+    }
+    return out
+  }
+}
+
 export interface PreemptionFidelity {
   /** The variant (`<offering>/interruptible`) and its trace (`<folder>/<file>`). */
   readonly variant: string

@@ -29,7 +29,7 @@ import { loadTrace, meanTimeBetweenPreemptionsMs, type SpotTrace } from "./SpotT
 import { drawWorkload } from "./Workloads.ts"
 import { CostAccounts, type CostSummary } from "./Costs.ts"
 import { hourMs, type RunSeries, SeriesRecorder } from "./Series.ts"
-import { alibabaLeftOut, type Exposure, exposureOf, type Fidelity, preemptionFidelity, queueDelayFidelity } from "./Fidelity.ts"
+import { alibabaLeftOut, ExposureLog, exposureOf, type Fidelity, preemptionFidelity, queueDelayFidelity } from "./Fidelity.ts"
 import { loadTraceSource, replayTraces, traceFleetCapacity, traceWorkloadProblems } from "./TraceWorkloads.ts"
 
 export const spotTracesDir = new URL("../../../scenarios/data/spot-traces/", import.meta.url).pathname
@@ -247,7 +247,7 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
   const byPhase: Record<string, number> = {}
   // Fidelity: the runs of every spot-trace-driven variant, and each replayed pod's recorded queueing delay.
   const traceOf = new Map<string, SpotTrace | undefined>()
-  const exposures = new Map<string, Array<Exposure>>()
+  const exposures = new Map<string, ExposureLog>()
   const expose = (attempts: ReadonlyArray<AttemptFacts>) => {
     for (const attempt of attempts) {
       if (!attempt.variant.interruptible) continue
@@ -256,9 +256,9 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
       if (traceOf.get(key) === undefined) continue
       const exposure = exposureOf(attempt)
       if (exposure === undefined) continue
-      const list = exposures.get(key)
-      if (list === undefined) exposures.set(key, [exposure])
-      else list.push(exposure)
+      let log = exposures.get(key)
+      if (log === undefined) exposures.set(key, (log = new ExposureLog()))
+      log.add(exposure)
     }
   }
   const recordedDelay = new WeakMap<SimJob, number>()
@@ -366,7 +366,7 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
     costs?.runs(sandbox.uid, sandbox.attempts)
     expose(sandbox.attempts)
   }
-  const preemptions = [...exposures.keys()].sort().map((key) => preemptionFidelity(key, traceOf.get(key)!, exposures.get(key)!, start, engine.now))
+  const preemptions = [...exposures.keys()].sort().map((key) => preemptionFidelity(key, traceOf.get(key)!, exposures.get(key)!.exposures(), start, engine.now))
   const fidelity: Fidelity = {
     ...(preemptions.length === 0 ? {} : { preemptions }),
     ...(traceSources.length === 0 ? {} : { queueDelay: queueDelayFidelity(delays, alibabaLeftOut) })

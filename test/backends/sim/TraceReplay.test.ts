@@ -10,7 +10,7 @@ import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { loadCatalog } from "../../../src/data/CatalogData.ts"
 import { fleetOfNodes, loadNodes, loadPods, parsePods } from "../../../src/data/AlibabaGpuTrace.ts"
-import { ksDistance, preemptionFidelity, queueDelayFidelity, traceDrops } from "../../../src/backends/sim/Fidelity.ts"
+import { ExposureLog, ksDistance, preemptionFidelity, queueDelayFidelity, traceDrops } from "../../../src/backends/sim/Fidelity.ts"
 import { runScenario, scenarioProblems } from "../../../src/backends/sim/Run.ts"
 import { decodeScenario, parseScenario } from "../../../src/backends/sim/Scenario.ts"
 
@@ -166,5 +166,19 @@ describe("fidelity figures", () => {
     assert.strictEqual(ksDistance([1, 2], [2, 3]), 0.5)
     const figures = queueDelayFidelity([{ recorded: 10, simulated: 0 }, { recorded: 0, simulated: 0 }, { recorded: 5, simulated: undefined }], [])
     assert.include(figures, { pods: 2, notLaunched: 1, recordedMean: 5, simulatedMean: 0, meanError: -5, meanAbsoluteError: 5, ks: 0.5 })
+  })
+})
+
+describe("ExposureLog", () => {
+  it("gives back what it was given, in order, past its first growth, runs never preempted or never stopped included", () => {
+    const log = new ExposureLog()
+    const given = Array.from({ length: 2500 }, (_, index) => ({
+      bootedAt: 1_767_225_600_000 + index * 977,
+      until: index % 3 === 0 ? undefined : 1_767_225_600_000 + index * 977 + 60_000,
+      preemptedAt: index % 3 === 0 && index % 2 === 0 ? 1_767_225_600_000 + index * 977 + 1 : undefined
+    }))
+    for (const exposure of given) log.add(exposure)
+    assert.deepStrictEqual(log.exposures(), given)
+    assert.deepStrictEqual(new ExposureLog().exposures(), [])
   })
 })
