@@ -46,7 +46,8 @@ describe("a 5xx that happens is logged with its request id", () => {
   // A store whose lists fail in one project, as a store that lost its disk would.
   const failingLists = Layer.effect(Store, Effect.map(Store, (store): Store["Service"] => ({
     ...store,
-    list: (query) => (query.namespace === "broken" ? Effect.fail(new StoreError({ message: "the disk is gone" })) : store.list(query))
+    list: (query) => (query.namespace === "broken" ? Effect.fail(new StoreError({ message: "the disk is gone" })) : store.list(query)),
+    listText: (query) => (query.namespace === "broken" ? Effect.fail(new StoreError({ message: "the disk is gone" })) : store.listText(query))
   }))).pipe(Layer.provide(Layer.fresh(MemoryStore.layer)))
 
   beforeAll(async () => {
