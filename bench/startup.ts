@@ -6,7 +6,9 @@
  * - **fresh**: a new data directory (and, on PostgreSQL, a new database): TLS material, admin key, secret key and the
  *   store's schema are all made by this start. It runs with a new, empty TMPDIR too, so that nothing an earlier start
  *   left in the temporary directory helps it (Node's compile cache lives there): the first start after an install;
- * - **warm**: the same directory, database and TMPDIR, started again once the fresh server has stopped.
+ * - **warm**: the same directory, database and TMPDIR, started again once the fresh server has stopped;
+ * - **new dir**: another new data directory (and database) with that TMPDIR: a new server on a machine that has run
+ *   one before.
  *
  * Each start is timed from the spawn to the first answer of `GET /version`, with the CPU seconds the server process
  * used by then (user + system, its threads included: the number that noise on a shared machine moves least). Then the
@@ -39,9 +41,9 @@ const baseline = argument("baseline", "")
 const here = join(import.meta.dirname, "..")
 
 type Store = "pglite" | "postgres"
-type Phase = "fresh" | "warm"
+type Phase = "fresh" | "warm" | "new dir"
 
-/** The goals of issue 16, item 3 (held on the embedded default). */
+/** The goals of issue 16, item 3 (held on the embedded default, fresh and warm). */
 const startGoalS = 3
 const rssGoalMb = 250
 const readyTimeoutMs = 60_000
@@ -191,23 +193,33 @@ const rowOf = (checkout: string, store: Store, backend: string, phase: Phase): R
   return row
 }
 
-/** A fresh start and a warm one of `root`'s server on a new data directory (and database). */
-const pair = async (checkout: string, root: string, store: Store, backend: string) => {
+/**
+ * The three starts of `root`'s server: fresh (a new data directory, database and TMPDIR), warm (the same again), and
+ * "new dir" (another new data directory and database, the TMPDIR of the two before: a second server on a machine that
+ * has run one).
+ */
+const startsOf = async (checkout: string, root: string, store: Store, backend: string) => {
   const scratch = mkdtempSync(join(tmpdir(), "nodus-startup-"))
   // Searchable by the user boxes run as: the runs' areas live under the TMPDIR below (docs/live.md, "Isolation").
   chmodSync(scratch, 0o711)
-  const dataDir = join(scratch, "data")
   const temporary = join(scratch, "tmp")
   mkdirSync(temporary)
-  const database = store === "postgres" ? makeDatabase() : undefined
+  const databases: Array<{ readonly url: string; readonly drop: () => void }> = []
+  const newDatabase = () => {
+    if (store !== "postgres") return undefined
+    databases.push(makeDatabase())
+    return databases.at(-1)!.url
+  }
   try {
-    for (const phase of ["fresh", "warm"] as const) {
-      const sample = await startOnce(root, dataDir, temporary, backend, database?.url)
+    const first = newDatabase()
+    const starts: ReadonlyArray<readonly [Phase, string, string | undefined]> = [["fresh", "data", first], ["warm", "data", first], ["new dir", "other", newDatabase()]]
+    for (const [phase, directory, databaseUrl] of starts) {
+      const sample = await startOnce(root, join(scratch, directory), temporary, backend, databaseUrl)
       rowOf(checkout, store, backend, phase).samples.push(sample)
-      console.log(`  ${checkout.padEnd(8)} ${store.padEnd(8)} ${backend.padEnd(5)} ${phase.padEnd(5)} start ${sample.startS.toFixed(2)} s (cpu ${sample.cpuS.toFixed(2)} s)  rss ${sample.serverMb.toFixed(0)} MB (tree ${sample.treeMb.toFixed(0)} MB, pss ${sample.treePssMb.toFixed(0)} MB)`)
+      console.log(`  ${checkout.padEnd(8)} ${store.padEnd(8)} ${backend.padEnd(5)} ${phase.padEnd(7)} start ${sample.startS.toFixed(2)} s (cpu ${sample.cpuS.toFixed(2)} s)  rss ${sample.serverMb.toFixed(0)} MB (tree ${sample.treeMb.toFixed(0)} MB, pss ${sample.treePssMb.toFixed(0)} MB)`)
     }
   } finally {
-    database?.drop()
+    for (const database of databases) database.drop()
     rmSync(scratch, { recursive: true, force: true })
   }
 }
@@ -233,13 +245,13 @@ const goalMark = (row: Row) => {
 
 const main = async () => {
   const checkouts: ReadonlyArray<readonly [string, string]> = baseline === "" ? [["this", here]] : [["baseline", baseline], ["this", here]]
-  console.log(`nodus start-up bench: ${runs} run(s) of fresh + warm per row, settle ${settleMs / 1000} s, ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}`)
+  console.log(`nodus start-up bench: ${runs} run(s) of fresh, warm and new-dir starts per row, settle ${settleMs / 1000} s, ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}`)
   if (baseline !== "") console.log(`baseline: ${baseline} (${execFileSync("git", ["-C", baseline, "rev-parse", "--short", "HEAD"]).toString().trim()}); this: ${execFileSync("git", ["-C", here, "rev-parse", "--short", "HEAD"]).toString().trim()} and its working tree`)
   for (let run = 0; run < runs; run++) {
     for (const store of stores) {
       for (const backend of backends) {
         // Alternated run by run, so that the machine's load falls on both alike.
-        for (const [checkout, root] of run % 2 === 0 ? checkouts : [...checkouts].reverse()) await pair(checkout, root, store, backend)
+        for (const [checkout, root] of run % 2 === 0 ? checkouts : [...checkouts].reverse()) await startsOf(checkout, root, store, backend)
       }
     }
   }
