@@ -124,11 +124,19 @@ export interface SimLaunch extends HostRequest, SimProgram {}
 /** Attempt names are unique within their owner only (two projects may both run a Job named train). */
 const programKey = (owner: string, name: string) => [owner, name].join("\n")
 
+/** Past this many attempts an owner's are found by name in a map. */
+const ownedByNameAfter = 8
+
 /** What the capacity keeps of an owner until it is forgotten: one map entry per owner, looked up once per action. */
 interface Owned {
-  /** Its attempts in the order they were acquired, and their keys in `known` (`programKey`). */
+  /**
+   * Its attempts in the order they were acquired — what makes launch idempotent — found by name by a look through
+   * them, or in `byName` once there are more than a few (a Job has one or a few; a large one, or a Function's
+   * workers over days, many). No map for most owners: a map per owner, or one for all attempts, cost a map's work for
+   * each of the platform benchmark's two million attempts.
+   */
   readonly attempts: Array<AttemptFacts>
-  readonly keys: Array<string>
+  byName: Map<string, AttemptFacts> | undefined
   /** The last checkpoint's seq (seqs count from 1 per owner). */
   seq: number
   /** Work saved at each checkpoint, by seq: what a restore resumes from. */
@@ -148,11 +156,6 @@ export class SimCapacity {
   private readonly idle = new Map<string, { readonly attempt: SimAttempt; readonly namespace: string }>()
   /** Every owner's attempts and checkpoints, until the owner is forgotten. */
   private readonly owners = new Map<string, Owned>()
-  /**
-   * Every attempt by `programKey(owner, name)`, until its owner is forgotten: what makes launch idempotent. One map
-   * for all owners (a map per owner was a million maps in the platform benchmark).
-   */
-  private readonly known = new Map<string, AttemptFacts>()
   private readonly markets = new Map<string, Market>()
   /** Called whenever an owner's facts change, so its controller runs again. */
   onChange: (owner: string) => void = () => {}
@@ -238,8 +241,16 @@ export class SimCapacity {
 
   private owned(owner: string): Owned {
     let owned = this.owners.get(owner)
-    if (owned === undefined) this.owners.set(owner, (owned = { attempts: [], keys: [], seq: 0, saved: [] }))
+    if (owned === undefined) this.owners.set(owner, (owned = { attempts: [], byName: undefined, seq: 0, saved: [] }))
     return owned
+  }
+
+  /** The owner's attempt of this name, if it has one. */
+  private attemptOf(owned: Owned, name: string): AttemptFacts | undefined {
+    if (owned.byName !== undefined) return owned.byName.get(name)
+    const { attempts } = owned
+    for (let index = 0; index < attempts.length; index++) if (attempts[index]!.name === name) return attempts[index]
+    return undefined
   }
 
   /**
@@ -247,15 +258,14 @@ export class SimCapacity {
    * and `start` would make it, without the idle host between them.
    */
   launch(request: SimLaunch): AttemptFacts {
-    const key = programKey(request.owner, request.attempt)
-    const known = this.known.get(key)
+    const owned = this.owned(request.owner)
+    const known = this.attemptOf(owned, request.attempt)
     if (known !== undefined) {
       this.start(request.owner, request.attempt, request)
       return known
     }
-    const owned = this.owned(request.owner)
-    const attempt = this.take(request, owned, key)
-    if (attempt.phase === "Provisioning") this.run(request.owner, owned, key, attempt, request.namespace, request)
+    const attempt = this.take(request, owned)
+    if (attempt.phase === "Provisioning") this.run(request.owner, owned, programKey(request.owner, request.attempt), attempt, request.namespace, request)
     return attempt
   }
 
@@ -265,16 +275,16 @@ export class SimCapacity {
    * host boots once its program is given (`start`, in the same instant when the runtime launches).
    */
   acquire(request: HostRequest): AttemptFacts {
-    const key = programKey(request.owner, request.attempt)
-    const known = this.known.get(key)
+    const owned = this.owned(request.owner)
+    const known = this.attemptOf(owned, request.attempt)
     if (known !== undefined) return known
-    const attempt = this.take(request, this.owned(request.owner), key)
-    if (attempt.phase === "Provisioning") this.idle.set(key, { attempt, namespace: request.namespace })
+    const attempt = this.take(request, owned)
+    if (attempt.phase === "Provisioning") this.idle.set(programKey(request.owner, request.attempt), { attempt, namespace: request.namespace })
     return attempt
   }
 
   /** A new attempt of `owned` on a host taken now (Provisioning), or none free (Ended Unavailable). */
-  private take(request: HostRequest, owned: Owned, key: string): SimAttempt {
+  private take(request: HostRequest, owned: Owned): SimAttempt {
     const now = this.engine.now
     const attempt: SimAttempt = {
       name: request.attempt,
@@ -296,9 +306,9 @@ export class SimCapacity {
       suspend: undefined,
       progressUnits: undefined
     }
-    this.known.set(key, attempt)
     owned.attempts.push(attempt)
-    owned.keys.push(key)
+    if (owned.byName !== undefined) owned.byName.set(attempt.name, attempt)
+    else if (owned.attempts.length > ownedByNameAfter) owned.byName = new Map(owned.attempts.map((entry) => [entry.name, entry]))
     const pool = this.pool(request.variant)
     const warm = this.warmHosts(pool, request.namespace)
     if (warm.length > 0) {
@@ -396,7 +406,8 @@ export class SimCapacity {
 
   /** The facts of an attempt (the same object while it lives), until its owner is forgotten. */
   facts(owner: string, name: string): AttemptFacts | undefined {
-    return this.known.get(programKey(owner, name))
+    const owned = this.owners.get(owner)
+    return owned === undefined ? undefined : this.attemptOf(owned, name)
   }
 
   /** Every attempt of an owner the simulator still knows. */
@@ -425,9 +436,6 @@ export class SimCapacity {
 
   /** Forgets an owner's programs (its Job was deleted). */
   forget(owner: string): void {
-    const owned = this.owners.get(owner)
-    if (owned === undefined) return
-    for (const key of owned.keys) this.known.delete(key)
     this.owners.delete(owner)
   }
 
