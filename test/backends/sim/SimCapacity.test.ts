@@ -9,20 +9,10 @@ import { Prng } from "../../../src/backends/sim/Prng.ts"
 import { SimCapacity } from "../../../src/backends/sim/SimCapacity.ts"
 import { defaultWorkload } from "../../../src/backends/sim/Workloads.ts"
 import { variant } from "../../core/Fixtures.ts"
+import { deterministicModel } from "./DeterministicModel.ts"
 
 const capacityOf = (hosts: number) =>
-  new SimCapacity(new Engine(Date.parse("2026-03-01T00:00:00Z")), new Prng("owners"), () => ({
-    capacity: hosts,
-    bootMedianMs: 90_000,
-    bootSigma: 0,
-    bootFailureRate: 0,
-    preemptionMtbfMs: undefined,
-    preemptionTrace: undefined,
-    nodeLossMtbfMs: undefined,
-    teardownMs: 30_000,
-    warmStartMs: 5_000,
-    restoreBytesPerSecond: 2 ** 30
-  }))
+  new SimCapacity(new Engine(Date.parse("2026-03-01T00:00:00Z")), new Prng("owners"), () => deterministicModel(hosts))
 
 const host = (owner: string, attempt: string, index: number) =>
   ({ owner, namespace: "demo", attempt, index, number: 1, variant: variant("a10-1x-us"), recovery: false }) as const

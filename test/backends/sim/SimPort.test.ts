@@ -7,22 +7,12 @@ import * as SimPort from "../../../src/backends/sim/SimPort.ts"
 import { simAnnotationPrefix } from "../../../src/backends/sim/Workloads.ts"
 import { variant } from "../../core/Fixtures.ts"
 import { capacityContract } from "../CapacityContract.ts"
+import { deterministicModel } from "./DeterministicModel.ts"
 
 capacityContract("simulator", () => {
   const engine = new Engine(Date.parse("2026-03-01T00:00:00Z"))
   const hosts = 3
-  const capacity = new SimCapacity(engine, new Prng("contract"), () => ({
-    capacity: hosts,
-    bootMedianMs: 90_000,
-    bootSigma: 0,
-    bootFailureRate: 0,
-    preemptionMtbfMs: undefined,
-    preemptionTrace: undefined,
-    nodeLossMtbfMs: undefined,
-    teardownMs: 30_000,
-    warmStartMs: 5_000,
-    restoreBytesPerSecond: 2 ** 30
-  }))
+  const capacity = new SimCapacity(engine, new Prng("contract"), () => deterministicModel(hosts))
   return Effect.map(SimPort.make(capacity), (port) => ({
     port,
     advance: (ms: number) => Effect.sync(() => engine.run(engine.now + ms)),
