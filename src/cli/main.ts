@@ -74,26 +74,8 @@ const summary = (squash: (cause: Cause.Cause<unknown>) => unknown, cause: Cause.
   return messages.length === 0 ? "unknown error" : messages.join(": ")
 }
 
-/**
- * V8 settings of a server on the embedded store (issue 16: idle RSS ≤ 250 MB), read by V8 only when it starts: `nodus
- * serve` replaces itself (execve: the same process, arguments and environment) with a node given them, unless they
- * are there already. Measured on the idle embedded default:
- *
- * - `--max-semi-space-size=8` (MB): V8 sizes the young generation from the machine's memory (134 MB here, touched
- *   whole as it cycles; 17 MB with this). The server's CPU per API request did not differ between 8, 16 and V8's 64
- *   beyond this machine's noise (±15 %).
- * - `--liftoff-only`: PGlite's WebAssembly stays in V8's baseline compiler. Optimising its hot functions held 50-60 MB
- *   at idle (and 700-800 MB for a moment at start); PGlite's queries take 5-10 % more CPU.
- *
- * A server on PostgreSQL keeps V8's defaults: it runs no WebAssembly, and its memory is not held to the goal.
- */
-const embeddedFlags = ["--max-semi-space-size=8", "--liftoff-only"]
-
 const serve = async (args: ReadonlyArray<string>) => {
   const config = configFrom(args)
-  if (config.databaseUrl === undefined && typeof process.execve === "function" && !embeddedFlags.every((flag) => process.execArgv.includes(flag))) {
-    process.execve(process.execPath, [process.execPath, ...embeddedFlags, ...process.execArgv, ...process.argv.slice(1)], process.env)
-  }
   // Begun before the server's modules load, and done meanwhile: a new embedded database is unpacked on a worker thread
   // (loading them holds this thread for a second or so).
   const { prepareStore } = await import("../server/DataDir.ts")
