@@ -1,7 +1,7 @@
 // The prebuilt PGlite data directory (src/store/PgliteSnapshot.ts): one is kept for the installed PGlite; its tar
 // round-trips a directory tree; a new data directory restored from it opens as a database with the driver's settings
-// (on this thread and on a worker), and the store's migrations run on it; a directory that holds anything is left
-// alone; an entry naming a path outside its directory is refused.
+// and the store's schema (on this thread and on a worker), and the store migrates and commits on it; a directory that
+// holds anything is left alone; an entry naming a path outside its directory is refused.
 
 import { assert, describe, it } from "@effect/vitest"
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
@@ -74,8 +74,9 @@ describe("PgliteSnapshot", () => {
       assert.isTrue(existsSync(join(dataDir, "PG_VERSION")))
       // Restored already: nothing is unpacked over a database.
       assert.isFalse(await PgliteSnapshot.restore(dataDir))
-      const [settings] = await ask(dataDir, "SELECT current_setting('shared_buffers') AS buffers, (SELECT count(*) FROM pg_database)::int AS databases")
-      assert.deepStrictEqual(settings, { buffers: Pglite.sharedBuffers, databases: 3 })
+      const [settings] = await ask(dataDir, "SELECT current_setting('shared_buffers') AS buffers, (SELECT count(*) FROM pg_database)::int AS databases, to_regclass('nodus_objects') IS NOT NULL AS schema")
+      // The store's schema is in the snapshot: a fresh start runs no migration it was built with.
+      assert.deepStrictEqual(settings, { buffers: Pglite.sharedBuffers, databases: 3, schema: true })
     } finally {
       rmSync(root, { recursive: true, force: true })
     }
