@@ -11,13 +11,14 @@
  *
  * platform: the whole simulator — controller, placement, capacity models, trace — on scenarios/bench-platform.json:
  * 30 simulated days of a 10,000-host fleet taking about 10^6 Jobs (one every 2.592 s on average) with preemptions,
- * checkpoints, a preemption storm and a capacity drought. The goal from the issue: under 60 s on one core. It runs in
- * a child process (bench/sim/platform.ts) pinned to one CPU with `taskset -c 0` where taskset exists (so the garbage
- * collector's helper threads share that core too), once with the checkers off — the measurement — and once with
- * them on, and prints wall and CPU time, Jobs, attempts, preemptions, checkpoints, engine events and controller steps
- * per second, the peak resident memory and the trace hash.
+ * checkpoints, a preemption storm and a capacity drought. The goals from the issues: under 60 s on one core, under 70 s
+ * with the checkers on. It runs in a child process (bench/sim/platform.ts) pinned to one CPU with `taskset -c <cpu>`
+ * where taskset exists (CPU 0 unless `--cpu` names another, for a machine whose CPU 0 is busy; the garbage
+ * collector's helper threads share that core too), once with the checkers off — the measurement — and once with them
+ * on, and prints wall and CPU time, Jobs, attempts, preemptions, checkpoints, engine events and controller steps per
+ * second, the peak resident memory and the trace hash.
  *
- *   npm run bench:sim -- --section platform [--checks both|off|on] [--arrivals N] [--pin on|off] [--runs 1]
+ *   npm run bench:sim -- --section platform [--checks both|off|on] [--arrivals N] [--pin on|off] [--cpu 0] [--runs 1]
  *
  * A section is an entry of `sections`: a name, a title and a `run` that prints its own report, selected with
  * `--section`.
@@ -200,7 +201,9 @@ const mm1Section: Section = {
 // ---------------------------------------------------------------------------------------------------------------
 // Section platform: 30 days, 10,000 hosts, 10^6 Jobs.
 
+/** The goals of the issue: under 60 s on one core with the checkers off, under 70 s with them on. */
 const platformGoalMs = 60_000
+const platformCheckedGoalMs = 70_000
 
 const taskset = ["/usr/bin/taskset", "/bin/taskset"].find((path) => existsSync(path))
 
@@ -211,6 +214,7 @@ const isPlatformResult = (value: unknown): value is PlatformResult =>
 const measurePlatform = async (
   check: boolean,
   pin: boolean,
+  cpu: string,
   arrivals: string,
   options: Options
 ): Promise<{ readonly ok: true; readonly value: PlatformResult } | { readonly ok: false; readonly reason: string }> => {
@@ -222,7 +226,7 @@ const measurePlatform = async (
       ...(check ? [] : ["--no-check"]),
       ...(arrivals === "" ? [] : ["--arrivals", arrivals])
     ]
-    const outcome = pin && taskset !== undefined ? await runJsonChild(taskset, ["-c", "0", process.execPath, ...args]) : await runJsonChild(process.execPath, args)
+    const outcome = pin && taskset !== undefined ? await runJsonChild(taskset, ["-c", cpu, process.execPath, ...args]) : await runJsonChild(process.execPath, args)
     if (!outcome.ok) return outcome
     if (!isPlatformResult(outcome.value)) return { ok: false, reason: `unexpected output ${JSON.stringify(outcome.value).slice(0, 200)}` }
     measurements.push(outcome.value)
@@ -233,22 +237,23 @@ const measurePlatform = async (
 
 const platformSection: Section = {
   name: "platform",
-  title: "30 simulated days, 10,000 hosts, 10^6 Jobs with preemptions and checkpoints (goal: under 60 s on one core)",
+  title: "30 simulated days, 10,000 hosts, 10^6 Jobs with preemptions and checkpoints (goals: under 60 s on one core, 70 s with the checkers)",
   run: async (options) => {
     const checks = argument("checks", "both", options.argv)
     const arrivals = argument("arrivals", "", options.argv)
     const pin = argument("pin", "on", options.argv) !== "off"
+    const cpu = argument("cpu", "0", options.argv)
     const modes = checks === "on" ? [true] : checks === "off" ? [false] : [false, true]
     const pinned = pin && taskset !== undefined
     process.stdout.write(
       `scenarios/bench-platform.json${arrivals === "" ? "" : `, first ${Number(arrivals).toLocaleString("en-US")} arrivals`}; ` +
-        `${options.runs} run(s) each in a fresh process (median); ${pinned ? "pinned to one CPU (taskset -c 0)" : "not pinned"}\n\n`
+        `${options.runs} run(s) each in a fresh process (median); ${pinned ? `pinned to one CPU (taskset -c ${cpu})` : "not pinned"}\n\n`
     )
     const count = (value: number) => Math.round(value).toLocaleString("en-US")
     const rows: Array<Array<string>> = [["checkers", "wall s", "CPU s", "Jobs", "attempts", "preemptions", "checkpoints", "engine events", "events/s", "steps/s", "peak RSS MB"]]
     const notes: Array<string> = []
     for (const check of modes) {
-      const outcome = await measurePlatform(check, pin, arrivals, options)
+      const outcome = await measurePlatform(check, pin, cpu, arrivals, options)
       const name = check ? "on" : "off"
       if (!outcome.ok) {
         rows.push([name, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-"])
@@ -275,8 +280,9 @@ const platformSection: Section = {
           `and ${count(result.skippedSteps)} capacity looks answered without one, ${result.violations} violation(s); ` +
           `phases ${Object.entries(result.byPhase).map(([phase, jobs]) => `${phase} ${count(jobs)}`).join(", ")}`
       )
-      if (!check && arrivals === "") {
-        notes.push(`goal under ${platformGoalMs / 1000} s on one core: ${result.wallMs < platformGoalMs ? "met" : "NOT met"} (${seconds.toFixed(1)} s)`)
+      if (arrivals === "") {
+        const goalMs = check ? platformCheckedGoalMs : platformGoalMs
+        notes.push(`goal under ${goalMs / 1000} s on one core, checkers ${name}: ${result.wallMs < goalMs ? "met" : "NOT met"} (${seconds.toFixed(1)} s)`)
       }
     }
     process.stdout.write(`${formatTable(rows)}\n\n${notes.join("\n")}\n`)
