@@ -838,18 +838,27 @@ function makeOperations(services: {
   /** Pages of stored texts: only where the store applies every selector itself (nothing is read of the objects). */
   const textsOf: PageSource<ListedText> = { read: store.listText, key: (item) => item, accepts: () => true }
 
+  /** A list's page size: its limit, at most `listPageSize`; undefined (everything) without one. */
+  const pageLimitOf = (options: ListOptions) => options.limit !== undefined && options.limit > 0 ? Math.min(options.limit, listPageSize) : undefined
+
+  /**
+   * Whether the store applies every selector of `options` itself, so that its stored texts can be passed through. Read
+   * before the list's query is made, so that a list that cannot be read as texts is not queried twice; selectors that
+   * do not parse are left to the query, which refuses them.
+   */
+  const readableAsTexts = (ref: ResourceRef, options: ListOptions) => {
+    const selectors = selectorsOf(options, ref)
+    return Result.isFailure(selectors) || !pushedDown(selectors.success).filtered
+  }
+
   const list = (ref: ResourceRef, namespace: string | undefined, options: ListOptions) =>
-    Effect.flatMap(listQuery(ref, namespace, options), ({ selectors, cursor }) => {
-      const limit = options.limit !== undefined && options.limit > 0 ? Math.min(options.limit, listPageSize) : undefined
-      return readPage(objectsOf(selectors), ref, namespace, selectors, cursor, limit, true)
-    })
+    Effect.flatMap(listQuery(ref, namespace, options), ({ selectors, cursor }) => readPage(objectsOf(selectors), ref, namespace, selectors, cursor, pageLimitOf(options), true))
 
   const listText = (ref: ResourceRef, namespace: string | undefined, options: ListOptions) =>
-    Effect.flatMap(listQuery(ref, namespace, options), ({ selectors, cursor }) => {
-      if (pushedDown(selectors).filtered) return Effect.succeed(undefined)
-      const limit = options.limit !== undefined && options.limit > 0 ? Math.min(options.limit, listPageSize) : undefined
-      return Effect.map(readPage(textsOf, ref, namespace, selectors, cursor, limit, true), (page) => ({ ...page, items: page.items.map((item) => item.text) }))
-    })
+    !readableAsTexts(ref, options)
+      ? Effect.succeed(undefined)
+      : Effect.flatMap(listQuery(ref, namespace, options), ({ selectors, cursor }) =>
+        Effect.map(readPage(textsOf, ref, namespace, selectors, cursor, pageLimitOf(options), true), (page) => ({ ...page, items: page.items.map((item) => item.text) })))
 
   // Each page is read through the continue token of the one before, so later pages read the current state, as a
   // client paging with limit and continue would.
@@ -869,10 +878,10 @@ function makeOperations(services: {
     Effect.flatMap(listQuery(ref, namespace, options), ({ selectors, cursor }) => pagesOf(objectsOf(selectors), ref, namespace, selectors, cursor, pageSize))
 
   const listTextPages = (ref: ResourceRef, namespace: string | undefined, options: Omit<ListOptions, "limit">) =>
-    Effect.flatMap(listQuery(ref, namespace, options), ({ selectors, cursor }) =>
-      pushedDown(selectors).filtered
-        ? Effect.succeed(undefined)
-        : Effect.map(pagesOf(textsOf, ref, namespace, selectors, cursor, listPageSize), (paged) => ({ ...paged, pages: Stream.map(paged.pages, (page) => page.map((item) => item.text)) })))
+    !readableAsTexts(ref, options)
+      ? Effect.succeed(undefined)
+      : Effect.flatMap(listQuery(ref, namespace, options), ({ selectors, cursor }) =>
+        Effect.map(pagesOf(textsOf, ref, namespace, selectors, cursor, listPageSize), (paged) => ({ ...paged, pages: Stream.map(paged.pages, (page) => page.map((item) => item.text)) })))
 
   return {
     get: (ref: ResourceRef, namespace: string | undefined, name: string) => readExisting(ref, namespace, name),

@@ -21,6 +21,9 @@ const entriesOf = (status: Json | undefined): ReadonlyArray<RevisionEntry> =>
     .filter((entry): entry is JsonObject => isObject(entry) && typeof entry["revision"] === "number" && typeof entry["sha256"] === "string")
     .map((entry) => entry as unknown as RevisionEntry)
 
+/** Whether a kept revision's archive has the digest `sha256`. */
+export const keepsArchive = (status: Json | undefined, sha256: string): boolean => entriesOf(status).some((entry) => entry.sha256 === sha256)
+
 /** The last committed revision (0 before the first). */
 export const latestRevision = (status: Json | undefined): number =>
   isObject(status ?? null) && typeof (status as JsonObject)["revision"] === "number" ? (status as JsonObject)["revision"] as number : 0

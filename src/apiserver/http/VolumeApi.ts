@@ -17,7 +17,7 @@ import { isObject, type Json } from "../../core/Json.ts"
 import type { ResourceRef } from "../../core/meta/Kinds.ts"
 import type { ResourceObject } from "../../core/meta/ObjectMeta.ts"
 import { parseQuantity } from "../../core/Units.ts"
-import { commitRevision, pickRevision } from "../../core/VolumeRevisions.ts"
+import { commitRevision, keepsArchive, pickRevision } from "../../core/VolumeRevisions.ts"
 import { type Blobs, everything } from "../Blobs.ts"
 import type { Resources, WriteOptions } from "../Resources.ts"
 import { json } from "./Respond.ts"
@@ -114,7 +114,7 @@ export const makeVolumeApi = (parts: VolumeApiParts) => {
     const committed = yield* commit(target, volume, stored).pipe(
       // Nothing names the archive when the commit failed: it goes, unless a kept revision has the same bytes.
       Effect.tapError(() => Effect.flatMap(resources.get(target.ref, target.namespace, target.name), (now) =>
-        JSON.stringify(now.status ?? {}).includes(stored.digest) ? Effect.void : Effect.asVoid(blobs.release(volume.metadata.uid, stored.digest))
+        keepsArchive(now.status, stored.digest) ? Effect.void : Effect.asVoid(blobs.release(volume.metadata.uid, stored.digest))
       ).pipe(Effect.ignore))
     )
     return json(201, committed)
