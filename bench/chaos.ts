@@ -5,7 +5,9 @@
  * servers hold every shard (the takeover, timed), then the killed one restarted and `--kill-every` seconds (4) given
  * before the next. Then every Job must reach its final phase by `--deadline` seconds (600), and the invariants of
  * test/cluster/Chaos.ts hold: each Job final exactly once, each Attempt launched once, the ledger's charges within the
- * Attempts' metered runs and equal to status.cost, no hold left open, no Event recorded twice.
+ * Attempts' metered runs and equal to status.cost, no hold left open, no Event recorded twice, every final event
+ * delivered to a webhook receiver as one delivery (test/cluster/ChaosWebhooks.ts), a rotation and a replay made through
+ * two servers taking effect. Attempts that arrived again after their sender was killed are counted (at least once).
  *
  * Prints every kill and takeover, then the takeover times and the invariants' verdict. Exits 1 when an invariant is
  * violated or a takeover took longer than 15 s (the issue's bound), 2 when no PostgreSQL server is given.
@@ -67,7 +69,7 @@ try {
   if (measured.length > 0) {
     console.log(`takeover: min ${measured[0]} ms, median ${measured[Math.floor(measured.length / 2)]} ms, max ${measured.at(-1)} ms (bound ${takeoverMsMax} ms)`)
   }
-  console.log(`jobs: ${report.jobs} (${Object.entries(report.phases).map(([phase, count]) => `${count} ${phase}`).join(", ")}), attempts: ${report.attempts}, all final after ${(report.elapsedMs / 1000).toFixed(1)} s`)
+  console.log(`jobs: ${report.jobs} (${Object.entries(report.phases).map(([phase, count]) => `${count} ${phase}`).join(", ")}), attempts: ${report.attempts}, all final after ${(report.elapsedMs / 1000).toFixed(1)} s; webhook attempts sent again after a kill: ${report.webhooksResent}`)
   if (report.violations.length > 0 || slow.length > 0 || measured.length < report.takeoversMs.length) {
     exitCode = 1
     console.log(`VIOLATED (${report.violations.length + slow.length}):`)

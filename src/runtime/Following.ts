@@ -12,6 +12,12 @@ import type { Change } from "../store/Store.ts"
 export const surviving = (component: string, what: string) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<void, never, R> =>
   effect.pipe(Effect.asVoid, Effect.catchCause((cause) => Effect.logError(`${component}: ${what} failed`, Cause.pretty(cause))))
 
+/** A pause of `ms` of wall time, not of the Effect clock (a test's or the simulator's clock may stand still or jump). */
+export const wallPause = (ms: number) => Effect.callback<void>((resume) => {
+  const timer = setTimeout(() => resume(Effect.void), ms)
+  return Effect.sync(() => clearTimeout(timer))
+})
+
 /** Forks the follower for the scope's lifetime: `resync` reads everything, `onChange` applies one change. */
 export const followStore = <E1, R1, E2, R2>(
   component: string,

@@ -8,6 +8,11 @@
  *
  * - Calls come from the change feed (created, cancelled, deleted) and, after a restart, from the store: a call that was
  *   running under the previous process lost its answer with it, and is recovered as from a lost worker.
+ * - Calls follow their Function's shard (docs/scale-out.md): a process holds only the calls of the Functions it owns
+ *   (runtime/Ownership.ts), reads those of a shard it takes from the store (a call running under the previous owner is
+ *   recovered so), drops those of a shard it loses (answers heard for them later are ignored), and every write about a
+ *   call (its status, its deletion at the end of its retention) carries the fence of its Function's shard: a process
+ *   that lost the shard records nothing more of its calls. One process owning everything fences nothing.
  * - Claims take turns between sessions (spec: FunctionCall.session): the queue is served one call per session in turn.
  * - A worker takes at most `scaling.targetConcurrency` calls at once; a call goes to the least busy worker that takes
  *   calls (FunctionMachine.acceptsCalls: ready, of the current template, the Function not held).
@@ -19,7 +24,7 @@
  *   hour: at a Function's step (Functions wake for it), and every minute on the server's clock besides.
  */
 import { createHash } from "node:crypto"
-import { Clock, Effect, Layer, Stream } from "effect"
+import { Clock, Effect, Layer, Schedule, Semaphore, Stream } from "effect"
 import { type AttemptFacts, type BoxReply, CapacityPort, isLive } from "../core/capacity/Capacity.ts"
 import { conditionIn } from "../core/controller/Conditions.ts"
 import type { ServingLoad } from "../core/controller/Controller.ts"
@@ -35,10 +40,11 @@ import { ApiConfig } from "../apiserver/ApiConfig.ts"
 import { Blobs, projectReader } from "../apiserver/Blobs.ts"
 import { Resources, type WriteOptions } from "../apiserver/Resources.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
-import type { Change } from "../store/Store.ts"
-import { followStore } from "./Following.ts"
+import type { Change, WriteOp } from "../store/Store.ts"
+import { followStore, surviving, wallPause } from "./Following.ts"
 import { methodAnnotation } from "./FunctionAdmission.ts"
 import { runtimeComponent, statusWriter } from "./ObjectWriter.ts"
+import { currentOwnership, entityOf, type OwnershipChange } from "./Ownership.ts"
 import { type ServedObject, Serving } from "./Serving.ts"
 
 /** One call the dispatcher holds. */
@@ -78,6 +84,8 @@ interface Heard {
 
 /** What the dispatcher holds for one Function (by project and name). */
 interface Pool {
+  readonly namespace: string
+  readonly fn: string
   uid: string | undefined
   spec: FunctionSpecType | undefined
   readonly calls: Map<string, HeldCall>
@@ -109,6 +117,8 @@ interface Retained {
   readonly uid: string
   readonly namespace: string
   readonly name: string
+  /** Its Function's name: whose shard's owner deletes it. */
+  readonly fn: string
 }
 
 const poolKey = (namespace: string, fn: string) => `${namespace}/${fn}`
@@ -146,12 +156,6 @@ const unservedCheckMs = 5_000
 /** How often ended calls past their retention are looked for besides the Functions' steps (wall time). */
 const retentionSweepMs = 60_000
 
-/** A pause of `ms` of wall time, not of the Effect clock (a test's or the simulator's clock may jump). */
-const wallPause = (ms: number) => Effect.callback<void>((resume) => {
-  const timer = setTimeout(() => resume(Effect.void), ms)
-  return Effect.sync(() => clearTimeout(timer))
-})
-
 /** Calls written at once. */
 const writeConcurrency = 16
 
@@ -181,6 +185,11 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
   const writeStatus = statusWriter(resources)
   const statusWrites: WriteOptions = { dryRun: false, fieldValidation: "Ignore", fieldManager: runtimeComponent }
   const scope = yield* Effect.scope
+  const ownership = yield* currentOwnership
+  /** A Function's entity: its calls are held, and written, by the owner of its shard. */
+  const functionEntity = (namespace: string, fn: string) => entityOf(functionRef.info.plural, namespace, fn)
+  const ownsFunction = (namespace: string, fn: string) => ownership.owns(functionEntity(namespace, fn))
+  const fenceOf = (namespace: string, fn: string): ReadonlyArray<WriteOp> => ownership.fence(functionEntity(namespace, fn))
 
   const pools = new Map<string, Pool>()
   const callPools = new Map<string, Pool>()
@@ -191,7 +200,7 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
     let pool = pools.get(key)
     if (pool === undefined) {
       pool = {
-        uid: undefined, spec: undefined, calls: new Map(), waiting: new Map(), delayed: new Set(), inFlight: new Map(), lastBusyAt: new Map(), heard: [], turn: 0,
+        namespace, fn, uid: undefined, spec: undefined, calls: new Map(), waiting: new Map(), delayed: new Set(), inFlight: new Map(), lastBusyAt: new Map(), heard: [], turn: 0,
         queued: 0, attention: new Set(), dirty: new Set(), shown: undefined, shownAt: Number.NEGATIVE_INFINITY, rewriteAt: undefined
       }
       pools.set(key, pool)
@@ -270,7 +279,9 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
     if (expired.length === 0) return
     for (const call of expired) unretain(call.uid)
     yield* Effect.forEach(expired, (call) =>
-      resources.remove(callRef, call.namespace, call.name, { dryRun: false, propagationPolicy: "Background", preconditions: { uid: call.uid } }).pipe(
+      resources.remove(callRef, call.namespace, call.name, {
+        dryRun: false, propagationPolicy: "Background", preconditions: { uid: call.uid }, commitWith: () => fenceOf(call.namespace, call.fn)
+      }).pipe(
         Effect.catch((error) => Effect.sync(() => {
           if (error.code !== "NotFound" && error.code !== "Conflict") retain(call, now + Limits.hourMs - Limits.functionCallRetentionMs)
         }))
@@ -295,12 +306,14 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
       }
       return Effect.void
     }
+    // Another process owns its Function's shard: that one holds it (this one reads it when it takes the shard).
+    if (!ownsFunction(namespace, spec.function)) return Effect.void
     // A call that ended here is final: a change of it from before its end (a lagging feed, a resync's listing) is old.
     if (retainedAt.has(object.metadata.uid)) return Effect.void
     const status = (isObject(object.status) ? object.status : {}) as FunctionCallStatusType
     const state = Call.stateOf(status)
     if (!Call.isUnfinished(state)) {
-      retain({ uid: object.metadata.uid, namespace, name: object.metadata.name }, state.completionTime)
+      retain({ uid: object.metadata.uid, namespace, name: object.metadata.name, fn: spec.function }, state.completionTime)
       return Effect.void
     }
     const unserved = !pools.has(poolKey(namespace, spec.function))
@@ -343,13 +356,46 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
     return Effect.void
   })
 
+  /**
+   * Reads of the store one at a time: a resync's drop of the calls it did not list must not drop those a read of a
+   * shard just taken listed later.
+   */
+  const reading = Semaphore.makeUnsafe(1)
+
   /** Everything again (start-up, or after falling behind the feed): calls held that are gone from the store go. */
-  const resync = Effect.gen(function*() {
+  const resync = reading.withPermit(Effect.gen(function*() {
     const page = yield* resources.list(callRef, undefined, {})
     const listed = new Set(page.items.map((object) => object.metadata.uid))
     for (const uid of [...callPools.keys()]) if (!listed.has(uid)) drop(uid)
     for (const object of page.items) yield* take(object)
-  })
+  }))
+
+  /**
+   * Shards lost: their calls are dropped (their writes would fail on the fence now), with the ended ones waiting out
+   * their retention. Shards taken: their calls are read from the store (`take` keeps those of owned Functions; one
+   * running under the previous owner is recovered as lost). Nothing held is dropped then: the change feed, followed
+   * meanwhile, may have brought calls the listing does not show.
+   */
+  const onOwnership = (change: OwnershipChange) => Effect.gen(function*() {
+    if (change.lost.length > 0) dropShards(new Set(change.lost))
+    if (change.acquired.length === 0) return
+    yield* reading.withPermit(Effect.gen(function*() {
+      const page = yield* resources.list(callRef, undefined, {}).pipe(Effect.retry({ times: 5, schedule: Schedule.spaced("1 second") }))
+      for (const object of page.items) yield* take(object)
+    }))
+  }).pipe(surviving("functions", "reading the calls of the shards taken"))
+
+  const inShards = (lost: ReadonlySet<string>, namespace: string, fn: string) => lost.has(ownership.shardOf(functionEntity(namespace, fn)))
+
+  const dropShards = (lost: ReadonlySet<string>) => {
+    for (const [key, pool] of [...pools]) {
+      if (!inShards(lost, pool.namespace, pool.fn)) continue
+      for (const uid of [...pool.calls.keys()]) drop(uid)
+      // A dispatch still out files its answer on this pool, which nothing reads any more.
+      pools.delete(key)
+    }
+    for (const hour of retainedHours.values()) for (const call of [...hour.values()]) if (inShards(lost, call.namespace, call.fn)) unretain(call.uid)
+  }
 
   // -------------------------------------------------------------------------------------------------------------------
   // Moves
@@ -403,6 +449,9 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
     for (const worker of [...pool.lastBusyAt.keys()]) if (!live.has(worker)) pool.lastBusyAt.delete(worker)
   }
 
+  /** Why a call running under a previous process (or owner of its Function) lost its answer. */
+  const lostUnder = ownership.whole ? "the server restarted under it" : "the server that ran it stopped or gave its Function up"
+
   /** Every move due at `now` that needs no worker: answers, losses, cancels, deadlines, backoffs over. */
   const advance = (pool: Pool, attempts: ReadonlyArray<AttemptFacts>, now: number) => {
     const heard = pool.heard.splice(0)
@@ -413,7 +462,7 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
       if (call === undefined) continue
       if (call.lostBefore) {
         call.lostBefore = false
-        moved(pool, call, Call.lose(call.state, call.state.epoch, policyOf(pool, call), now, 0n, "the server restarted under it"))
+        moved(pool, call, Call.lose(call.state, call.state.epoch, policyOf(pool, call), now, 0n, lostUnder))
       }
       if (call.cancelAsked) moved(pool, call, Call.cancel(call.state, now))
     }
@@ -547,10 +596,10 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
   }
 
   /** One status written by itself (read again and retried when another writer got there first). */
-  const writeOne = (pending: Pending) => {
+  const writeOne = (pool: Pool, pending: Pending) => {
     const { call } = pending
     const target = { ref: callRef, namespace: call.namespace, name: call.name, uid: call.uid, resourceVersion: call.resourceVersion }
-    return Effect.map(writeStatus(target, pending.next as unknown as JsonObject), (resourceVersion) => resourceVersion === undefined ? drop(call.uid) : written(pending, resourceVersion)).pipe(
+    return Effect.map(writeStatus(target, pending.next as unknown as JsonObject, () => fenceOf(pool.namespace, pool.fn)), (resourceVersion) => resourceVersion === undefined ? drop(call.uid) : written(pending, resourceVersion)).pipe(
       Effect.catch((error) => Effect.logWarning(`functions: writing FunctionCall ${call.namespace}/${call.name}: ${error.message}`))
     )
   }
@@ -559,18 +608,19 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
    * The statuses of one step, in one store commit where each is at the resourceVersion written last (the usual case:
    * only the dispatcher writes them); any refusal writes them one by one instead, each read again as needed.
    */
-  const writeAll = (namespace: string, pending: ReadonlyArray<Pending>) => Effect.gen(function*() {
+  const writeAll = (pool: Pool, pending: ReadonlyArray<Pending>) => Effect.gen(function*() {
     if (pending.length === 0) return
     const known = pending.every((one) => one.call.resourceVersion !== undefined)
     if (pending.length > 1 && known) {
       const items = pending.map(({ call, next }) => ({
         name: call.name,
-        body: { apiVersion: callRef.apiVersion, kind: callRef.info.kind, metadata: { name: call.name, namespace, uid: call.uid, resourceVersion: call.resourceVersion }, status: next }
+        body: { apiVersion: callRef.apiVersion, kind: callRef.info.kind, metadata: { name: call.name, namespace: pool.namespace, uid: call.uid, resourceVersion: call.resourceVersion }, status: next }
       }))
-      const together = yield* Effect.result(resources.replaceStatusMany(callRef, namespace, items, statusWrites))
+      const fenced: WriteOptions = { ...statusWrites, commitWith: () => fenceOf(pool.namespace, pool.fn) }
+      const together = yield* Effect.result(resources.replaceStatusMany(callRef, pool.namespace, items, fenced))
       if (together._tag === "Success") return pending.forEach((one, index) => written(one, together.success[index]!.object.metadata.resourceVersion))
     }
-    yield* Effect.forEach(pending, writeOne, { concurrency: writeConcurrency, discard: true })
+    yield* Effect.forEach(pending, (one) => writeOne(pool, one), { concurrency: writeConcurrency, discard: true })
   })
 
   /** Writes what changed, and lets go of the calls that ended (their statuses are final). */
@@ -586,9 +636,8 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
     }
     const made = yield* Effect.forEach(changed, (call) => nextStatus(call, now, funded))
     const pending = made.flatMap((one) => typeof one === "string" ? [] : [one])
-    const byProject = new Map<string, Array<Pending>>()
-    for (const one of pending) byProject.set(one.call.namespace, [...(byProject.get(one.call.namespace) ?? []), one])
-    for (const [namespace, some] of byProject) yield* writeAll(namespace, some)
+    // A pool's calls are of one project: its Function's.
+    yield* writeAll(pool, pending)
     changed.forEach((call, index) => {
       const one = made[index]!
       const stored = call.deleted || one === "unchanged" || (one !== "failed" && call.written === one.text)
@@ -601,7 +650,7 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
       if (Call.isUnfinished(call.state)) return
       pool.calls.delete(call.uid)
       callPools.delete(call.uid)
-      if (!call.deleted) retain({ uid: call.uid, namespace: call.namespace, name: call.name }, call.state.completionTime)
+      if (!call.deleted) retain({ uid: call.uid, namespace: call.namespace, name: call.name, fn: pool.fn }, call.state.completionTime)
     })
   })
 
@@ -625,7 +674,8 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
   const checkUnserved = (key: string, namespace: string, fn: string) =>
     Effect.gen(function*() {
       yield* wallPause(unservedCheckMs)
-      if (pools.get(key)?.uid !== undefined) return
+      // Stepped meanwhile, or its shard went to another process (which checks for itself).
+      if (pools.get(key)?.uid !== undefined || !ownsFunction(namespace, fn)) return
       const found = yield* Effect.result(resources.get(functionRef, namespace, fn))
       const gone = found._tag === "Failure" ? found.failure.code === "NotFound" : found.success.metadata.deletionTimestamp !== undefined
       if (gone) yield* endPool(key, yield* Clock.currentTimeMillis)
@@ -670,10 +720,16 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) => 
     return { queued: pool.queued, running, lastBusyAt: Object.fromEntries(pool.lastBusyAt), nextAt, shown: pool.shown }
   }
 
+  // Subscribed to the shards' changes first (the fiber subscribes when it first runs), then the store read and followed.
+  // One process owning everything has none.
+  if (!ownership.whole) {
+    yield* Effect.forkScoped(Stream.runForEach(ownership.changes, onOwnership))
+    yield* Effect.yieldNow
+  }
   yield* followStore("functions", feed, resync, onChange)
-  // Ended calls go on the server's clock (simulated time under the sim backend) even where no Function is stepped. The
-  // pause between sweeps is wall time, whatever the clock: a clock moved days ahead at once runs one sweep, not one per
-  // minute it skipped.
+  // Ended calls go on the server's clock (simulated time under the sim backend) even where no Function is stepped (those
+  // of the Functions this process owns: it holds no other's). The pause between sweeps is wall time, whatever the clock:
+  // a clock moved days ahead at once runs one sweep, not one per minute it skipped.
   const sweep = Effect.andThen(wallPause(retentionSweepMs), Effect.ignore(Effect.flatMap(Clock.currentTimeMillis, expireRetained)))
   yield* Effect.forkScoped(Effect.forever(sweep))
 

@@ -14,25 +14,31 @@
  * - **Status** (WebhookHealth.ts): `lastDelivery`, `deliveries24h`, `failingSince` and the Healthy condition follow
  *   the attempts, written at most once a second per endpoint; the third failure in a row records
  *   webhookendpoint.deliveries_failing.
+ * - **One sender per store** (docs/scale-out.md): the dispatcher, the sender and the status writer are the engine,
+ *   which runs as the singleton `nodus/webhooks` — in one process of the store at a time, its state read afresh from
+ *   the store each time it starts, every commit fenced by its epoch (a process that lost it can no longer record a
+ *   delivery, an attempt or a status). The sub-resources' operations run in every process: a replay is queued in the
+ *   store for the engine (`replayQueueTable`), a rotation reaches the engine through the endpoint's change.
  *
  * Time is the service's Clock: under the simulator the schedule runs on virtual time (and its test clock).
  */
 import { createHash } from "node:crypto"
-import { Clock, Deferred, Effect, Layer, Option, Queue } from "effect"
+import { Clock, Deferred, Effect, Layer, Option, Queue, type Scope } from "effect"
 import { ApiError } from "../core/meta/ApiError.ts"
 import { isObject, type JsonObject } from "../core/Json.ts"
 import * as Limits from "../core/Limits.ts"
-import { refOfKind, type ResourceRef } from "../core/meta/Kinds.ts"
+import { refOfKind } from "../core/meta/Kinds.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { delivers, failingType, type Subscription } from "../core/WebhookDelivery.ts"
 import { ApiConfig } from "../apiserver/ApiConfig.ts"
 import { Resources, type WriteOptions } from "../apiserver/Resources.ts"
 import { WebhookOperations } from "../apiserver/WebhookOperations.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
-import { Store, type WriteOp } from "../store/Store.ts"
+import { Store, type StoreError, type WriteOp } from "../store/Store.ts"
 import { deliveredObjectOf, deliveryOf, EventOutbox, type OutboxEntry } from "./EventOutbox.ts"
-import { followStore, surviving } from "./Following.ts"
+import { followStore, surviving, wallPause } from "./Following.ts"
 import { statusUpdater } from "./ObjectWriter.ts"
+import { currentOwnership } from "./Ownership.ts"
 import { SecretCipher } from "./SecretCipher.ts"
 import { WorkQueue } from "./WorkQueue.ts"
 import { Health } from "./WebhookHealth.ts"
@@ -44,7 +50,12 @@ import { makeTransport, type Resolver } from "./WebhookTransport.ts"
 export const cursorTable = "webhookcursor"
 /** Rotations made under an Idempotency-Key: their answers, sealed, by endpoint uid and the key's SHA-256. */
 export const rotationsTable = "webhookrotations"
+/** Replays waiting for the engine (made by any process): one record per replay, `<its delivery id>` → its record key. */
+export const replayQueueTable = "webhookreplayqueue"
 const cursorId = "outbox"
+
+/** The engine's singleton: one process of the store sends (docs/scale-out.md). */
+export const engineSingleton = "nodus/webhooks"
 
 /** How far back (service time) the dispatcher reads outbox ids again, for commits that landed late. */
 const settleMs = 10_000
@@ -54,6 +65,10 @@ const inFlightMax = 256
 const recheckMs = 250
 /** Outbox records read per dispatch pass. */
 const dispatchBatch = 512
+/** The least time between two dispatch passes woken by changes of other processes (they may come thousands a second). */
+const passSpacingMs = 10
+/** Queued replays taken per pass. */
+const replayBatch = 256
 
 interface Endpoint {
   readonly name: string
@@ -89,25 +104,58 @@ const subscriptionOf = (object: ResourceObject): Endpoint => {
 
 const internal = (message: string) => new ApiError({ code: "InternalError", message })
 
-const make = (settings: WebhookSettings) => Effect.gen(function*() {
-  const store = yield* Store
-  const outbox = yield* EventOutbox
-  const resources = yield* Resources
-  const cipher = yield* SecretCipher
-  const feed = yield* ChangeFeed
-  const ref: ResourceRef = refOfKind((yield* ApiConfig).group, "WebhookEndpoint")
+/** What the sub-resources' operations tell the engine, where it runs in their process. */
+interface Engine {
+  /** Replays were queued: they are taken now (other processes' are taken within a second). */
+  readonly replaysQueued: () => void
+  /** The endpoint's signing secrets changed: they are read again before its next attempt. */
+  readonly secretsChanged: (uid: string) => void
+}
+
+const writeOptions: WriteOptions = { dryRun: false, fieldValidation: "Ignore", fieldManager: "nodus-webhooks" }
+
+/** What the engine and the operations both need. */
+const partsOf = (settings: WebhookSettings) => Effect.gen(function*() {
+  return {
+    settings,
+    store: yield* Store,
+    outbox: yield* EventOutbox,
+    resources: yield* Resources,
+    cipher: yield* SecretCipher,
+    feed: yield* ChangeFeed,
+    ownership: yield* currentOwnership,
+    ref: refOfKind((yield* ApiConfig).group, "WebhookEndpoint"),
+    updateStatus: statusUpdater(yield* Resources, writeOptions)
+  }
+})
+
+type Parts = Effect.Success<ReturnType<typeof partsOf>>
+
+const now = Clock.currentTimeMillis
+
+/**
+ * The engine: the dispatcher, the sender and the status writer, everything they hold read from the store when it
+ * starts. It runs while this process holds the singleton `nodus/webhooks`; every commit it makes carries the
+ * singleton's fence, so once another process took it over nothing this one still does is recorded (an attempt already
+ * on its way is sent once more by the next engine: deliveries are at least once).
+ */
+const engine = (parts: Parts): Effect.Effect<Engine, StoreError, Scope.Scope> => Effect.gen(function*() {
+  const { settings, store, outbox, cipher, feed, ownership, ref, updateStatus } = parts
   const transport = makeTransport({ allowLoopback: settings.allowLoopback, resolve: settings.resolve, timeoutMs: settings.timeoutMs })
-  const now = Clock.currentTimeMillis
-  const storeError = Effect.mapError((error: { readonly message: string }) => internal(error.message))
+  /** Read for each commit: a claim made anew (the epoch superseded, then taken again) fences with its new epoch. */
+  const fence = () => ownership.fence(engineSingleton)
 
   const endpoints = new Map<string, Endpoint>()
   const health = new Map<string, Health>()
   const secrets = new Map<string, EndpointSecrets>()
   const pending = new Map<string, Delivery>()
+  /** Deliveries taken by the sender whose attempt is not recorded yet. */
+  const attempting = new Set<string>()
   const due = new WorkQueue()
   const wakeSender = yield* Queue.sliding<void>(1)
   const wakeDispatcher = yield* Queue.sliding<void>(1)
   const wakeStatus = yield* Queue.sliding<void>(1)
+  const wakeReplays = yield* Queue.sliding<void>(1)
   due.onWork = () => Queue.offerUnsafe(wakeSender, undefined)
   let inFlight = 0
 
@@ -123,6 +171,8 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
   const track = (object: ResourceObject) => {
     const endpoint = subscriptionOf(object)
     endpoints.set(object.metadata.uid, endpoint)
+    // A rotation made by any process changes the endpoint: its secrets are read again before the next attempt.
+    secrets.delete(object.metadata.uid)
     const status = statusOf(object)
     // A restarted server takes up the health its status shows.
     const known = healthOf(object.metadata.uid)
@@ -153,6 +203,8 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
   })
 
   yield* followStore("webhooks", feed, resync, (change) => Effect.sync(() => {
+    // Other processes' commits do not wake this one's dispatcher: their changes do (they may have recorded events).
+    if (!ownership.whole) Queue.offerUnsafe(wakeDispatcher, undefined)
     if (change.key.resource !== ref.info.plural) return
     if (change.type === "DELETED" || change.object.metadata.deletionTimestamp !== undefined) untrack(change.object.metadata.uid)
     else track(change.object)
@@ -197,7 +249,10 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
   let cursor: string | undefined
   let high = ""
   const dispatched = new Set<string>()
-  /** Ids made before this process started may have been dispatched by the one before it (a crash): looked up first. */
+  /**
+   * Ids made before this engine started may have been dispatched by the one before it (a crash, or another process
+   * that held the singleton): looked up first. Up to `settleMs` past the start, for the clocks of other processes.
+   */
   let startedPrefix = ""
 
   const loadCursor = Effect.gen(function*() {
@@ -205,7 +260,7 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
     const stored = yield* store.getRecord(cursorTable, cursorId, 0)
     cursor = Option.isSome(stored) && isObject(stored.value) && typeof stored.value["after"] === "string" ? stored.value["after"] : ""
     high = cursor
-    startedPrefix = String(yield* now).padStart(15, "0")
+    startedPrefix = String((yield* now) + settleMs).padStart(15, "0")
     return cursor
   })
 
@@ -225,7 +280,7 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
       }
     }
     // Most events go to no endpoint: then nothing is written (the cursor is stored once a second by the rescan).
-    if (made.length > 0) yield* store.commit([...made.map(putDelivery), cursorOp(cursor!)])
+    if (made.length > 0) yield* store.commit([...made.map(putDelivery), cursorOp(cursor!), ...fence()])
     for (const entry of entries) {
       dispatched.add(entry.id)
       if (entry.id > high) high = entry.id
@@ -260,7 +315,7 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
     if (next <= cursor!) return
     cursor = next
     for (const id of dispatched) if (id <= next) dispatched.delete(id)
-    yield* store.commit([cursorOp(next)])
+    yield* store.commit([cursorOp(next), ...fence()])
   })
 
   // -------------------------------------------------------------------------------------------------------------------
@@ -276,7 +331,7 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
 
   const finish = (delivery: Delivery) => Effect.gen(function*() {
     const key = recordKey(delivery.endpoint, delivery.id)
-    yield* store.commit([putDelivery(delivery)])
+    yield* store.commit([putDelivery(delivery), ...fence()]).pipe(Effect.ensuring(Effect.sync(() => attempting.delete(key))))
     if (delivery.phase === "Pending") enqueue(delivery)
     else {
       pending.delete(key)
@@ -316,6 +371,7 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
         const delivery = pending.get(key)
         if (delivery === undefined) continue
         pending.delete(key)
+        attempting.add(key)
         inFlight++
         yield* Effect.forkDetach(surviving("webhooks", `delivering ${delivery.webhookId}`)(attempt(delivery)).pipe(
           Effect.ensuring(Effect.sync(() => {
@@ -335,8 +391,6 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
   // -------------------------------------------------------------------------------------------------------------------
   // Status
 
-  const writeOptions: WriteOptions = { dryRun: false, fieldValidation: "Ignore", fieldManager: "nodus-webhooks" }
-  const updateStatus = statusUpdater(resources, writeOptions)
 
   const writeStatus = (uid: string, known: Health) => Effect.gen(function*() {
     const endpoint = endpoints.get(uid)
@@ -352,7 +406,7 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
       undefined,
       endpoint.name,
       (current) => (current.metadata.uid === uid ? known.statusOf(current, at) : undefined),
-      (shown) => (announce ? [outbox.record(deliveryOf(failingType, at, { reason: "DeliveriesFailing", message }, deliveredObjectOf(shown)))] : [])
+      (shown) => [...fence(), ...(announce ? [outbox.record(deliveryOf(failingType, at, { reason: "DeliveriesFailing", message }, deliveredObjectOf(shown)))] : [])]
     ).pipe(
       Effect.catchIf((error) => error.code === "NotFound", () => Effect.void),
       Effect.tapError(() => Effect.sync(() => {
@@ -368,6 +422,75 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
     yield* Effect.sleep("1 second")
     yield* Queue.take(wakeStatus)
   })
+
+  // -------------------------------------------------------------------------------------------------------------------
+  // Replays queued by any process
+
+  /** Queued replays: each is queued for the sender (unless it is already), and leaves the queue. */
+  const takeReplays = Effect.gen(function*() {
+    const at = yield* now
+    const queued = yield* store.records(replayQueueTable, "", replayBatch, at)
+    if (queued.length === 0) return
+    for (const entry of queued) {
+      const key = isObject(entry.value) && typeof entry.value["key"] === "string" ? entry.value["key"] : ""
+      if (pending.has(key) || attempting.has(key)) continue
+      const found = yield* store.getRecord(deliveriesTable, key, at)
+      if (Option.isSome(found)) enqueue(found.value as unknown as Delivery)
+    }
+    yield* store.commit([...queued.map((entry): WriteOp => ({ _tag: "DeleteRecord", table: replayQueueTable, id: entry.id })), ...fence()])
+  })
+
+  // -------------------------------------------------------------------------------------------------------------------
+  // Running
+
+  yield* loadDeliveries
+  // A commit wakes the dispatcher when this process recorded events since its last pass (most commits record none).
+  let recordedSeen = -1
+  const wakeOnCommit = yield* store.onCommit(() => {
+    if (outbox.recorded() !== recordedSeen) Queue.offerUnsafe(wakeDispatcher, undefined)
+  })
+  yield* Effect.addFinalizer(() => wakeOnCommit)
+  const pass = Effect.suspend(() => {
+    recordedSeen = outbox.recorded()
+    return dispatchNew
+  })
+  // Passes are spaced: changes of other processes wake the dispatcher too, and may come thousands a second.
+  const dispatcher = Effect.andThen(Queue.take(wakeDispatcher), Effect.andThen(surviving("webhooks", "dispatching events")(pass), wallPause(passSpacingMs)))
+  const afterEndpoints = <A, E, R>(loop: Effect.Effect<A, E, R>) => Effect.forkScoped(Effect.andThen(Deferred.await(endpointsKnown), loop))
+  yield* afterEndpoints(Effect.forever(dispatcher))
+  yield* afterEndpoints(Effect.forever(Effect.andThen(Effect.sleep("1 second"), surviving("webhooks", "reading late events")(rescan))))
+  yield* afterEndpoints(Effect.forever(surviving("webhooks", "sending")(sender)))
+  yield* afterEndpoints(Effect.forever(Effect.andThen(Effect.raceFirst(Queue.take(wakeReplays), wallPause(1_000)), surviving("webhooks", "taking replays")(takeReplays))))
+  yield* Effect.forkScoped(Effect.forever(surviving("webhooks", "writing statuses")(statusWriter)))
+  // Outbox records whose commit woke nothing (another process's, when no change of theirs reached this one's feed) are
+  // looked for every second.
+  yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep("1 second"), Effect.sync(() => Queue.offerUnsafe(wakeDispatcher, undefined)))))
+  Queue.offerUnsafe(wakeDispatcher, undefined)
+  Queue.offerUnsafe(wakeReplays, undefined)
+
+  return {
+    replaysQueued: () => Queue.offerUnsafe(wakeReplays, undefined),
+    secretsChanged: (uid) => secrets.delete(uid)
+  } satisfies Engine
+})
+
+/**
+ * The service: the engine as a singleton (read afresh each time this process takes it up: another may have sent
+ * meanwhile), and the sub-resources' operations, which any process serves.
+ */
+const make = (settings: WebhookSettings) => Effect.gen(function*() {
+  const parts = yield* partsOf(settings)
+  const { store, resources, cipher, ref, updateStatus } = parts
+  const storeError = Effect.mapError((error: { readonly message: string }) => internal(error.message))
+  let running: Engine | undefined
+  const tenure = Effect.scoped(Effect.gen(function*() {
+    const started = yield* engine(parts)
+    running = started
+    yield* Effect.addFinalizer(() => Effect.sync(() => (running = running === started ? undefined : running)))
+    return yield* Effect.never
+  }))
+  // An engine that could not start (the store unreachable) is started again a second later.
+  yield* parts.ownership.singleton(engineSingleton, Effect.forever(Effect.andThen(surviving("webhooks", "starting")(tenure), wallPause(1_000))))
 
   // -------------------------------------------------------------------------------------------------------------------
   // Operations of the sub-resources
@@ -393,8 +516,10 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
     const original = found.value as unknown as Delivery
     const replayId = `${String(at).padStart(15, "0")}.replay.${newWebhookId().slice(4, 16)}`
     const delivery = newDelivery(object.metadata.uid, replayId, original.type, original.body, at, at, original.id)
-    yield* storeError(store.commit([putDelivery(delivery)]))
-    enqueue(delivery)
+    const key = recordKey(delivery.endpoint, delivery.id)
+    const queued: WriteOp = { _tag: "PutRecord", table: replayQueueTable, id: key, value: { key }, expiresAt: at + Limits.webhookLogRetentionMs }
+    yield* storeError(store.commit([putDelivery(delivery), queued]))
+    running?.replaysQueued()
     return entryOf(delivery)
   })
 
@@ -433,32 +558,10 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
         () => [putSecrets(cipher, uid, rotated), ...keep]
       )
       if (!replaced.written) return yield* Effect.fail(new ApiError({ code: "NotFound", message: `webhookendpoints "${name}" was deleted during its rotation` }))
-      secrets.set(uid, rotated)
+      running?.secretsChanged(uid)
       return shown(replaced.object, secret)
     })
 
-  // -------------------------------------------------------------------------------------------------------------------
-  // Running
-
-  yield* loadDeliveries
-  // A commit wakes the dispatcher when this process recorded events since its last pass (most commits record none).
-  let recordedSeen = -1
-  const wakeOnCommit = yield* store.onCommit(() => {
-    if (outbox.recorded() !== recordedSeen) Queue.offerUnsafe(wakeDispatcher, undefined)
-  })
-  yield* Effect.addFinalizer(() => wakeOnCommit)
-  const pass = Effect.suspend(() => {
-    recordedSeen = outbox.recorded()
-    return dispatchNew
-  })
-  const afterEndpoints = <A, E, R>(loop: Effect.Effect<A, E, R>) => Effect.forkScoped(Effect.andThen(Deferred.await(endpointsKnown), loop))
-  yield* afterEndpoints(Effect.forever(Effect.andThen(Queue.take(wakeDispatcher), surviving("webhooks", "dispatching events")(pass))))
-  yield* afterEndpoints(Effect.forever(Effect.andThen(Effect.sleep("1 second"), surviving("webhooks", "reading late events")(rescan))))
-  yield* afterEndpoints(Effect.forever(surviving("webhooks", "sending")(sender)))
-  yield* Effect.forkScoped(Effect.forever(surviving("webhooks", "writing statuses")(statusWriter)))
-  // Outbox records of other processes are not heard of by commit: the dispatcher also looks every second.
-  yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep("1 second"), Effect.sync(() => Queue.offerUnsafe(wakeDispatcher, undefined)))))
-  Queue.offerUnsafe(wakeDispatcher, undefined)
 
   return WebhookOperations.of({ deliveries, replay, rotate })
 })

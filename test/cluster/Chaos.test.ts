@@ -2,7 +2,8 @@
  * The short chaos test (issue 16; the long form is `npm run bench:chaos`): three `nodus serve --backend sim` processes
  * on one PostgreSQL database, Jobs created through all of them, two of them killed with SIGKILL in turn and restarted.
  * Every Job reaches its final phase exactly once, each Attempt is launched once, the ledger's charges equal the
- * metered runs, no event is recorded twice, and the killed servers' shards are taken over (Chaos.ts says how each is
+ * metered runs, no event is recorded twice, every final event reaches a webhook receiver as one delivery (sent again
+ * only by a killed sender's successor), and the killed servers' shards are taken over (Chaos.ts says how each is
  * checked). Runs when DATABASE_URL is set; bounded (a deadline on every wait), loopback only.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
@@ -18,7 +19,7 @@ describe.skipIf(databaseUrl === undefined)("three servers on one PostgreSQL data
     await database?.drop()
   })
 
-  it("every Job ends once, each Attempt launched once, charges equal the metered runs, no event twice", async () => {
+  it("every Job ends once, each Attempt launched once, charges equal the metered runs, no event twice, each final event delivered once", async () => {
     const report = await runChaos({
       databaseUrl: database.url,
       servers: 3,

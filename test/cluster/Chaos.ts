@@ -10,7 +10,9 @@
  * - the ledger's charges equal the metered runs: per Job, the stored postings' charges equal `status.cost`, the
  *   runs its Attempts record, metered, are what it was charged, and no hold is left open;
  * - no event duplicated beyond at-least-once: each Job's final event is recorded once, and each phase's Event is
- *   counted as often as the Job's stored status entered that phase.
+ *   counted as often as the Job's stored status entered that phase;
+ * - webhooks (ChaosWebhooks.ts): every Job's final event reaches a loopback receiver as one delivery, signed, while
+ *   the sender (a singleton) moves with the kills; a rotation and a replay made through two servers take effect.
  *
  * The short form runs in the suite (test/cluster/Chaos.test.ts), the long one as `npm run bench:chaos`. Loopback only:
  * the servers listen on 127.0.0.1 and reach nothing else.
@@ -31,6 +33,7 @@ import { loadCatalog } from "../../src/data/CatalogData.ts"
 import * as SqlStore from "../../src/store/SqlStore.ts"
 import { Store } from "../../src/store/Store.ts"
 import { callAs, eventually, printedBy } from "../support/ServerProcess.ts"
+import { checkDeliveries, checkReplayAfterRotation, missingFinalEvents, resent, startWebhooks, type Webhooks } from "./ChaosWebhooks.ts"
 
 export interface ChaosOptions {
   /** An empty database of its own. */
@@ -64,6 +67,8 @@ export interface ChaosReport {
   readonly phases: Readonly<Record<string, number>>
   readonly attempts: number
   readonly elapsedMs: number
+  /** Webhook attempts that arrived again under a webhook-id already received (sent again after a kill). */
+  readonly webhooksResent: number
 }
 
 const root = join(import.meta.dirname, "..", "..")
@@ -109,7 +114,7 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
   const spawnServer = async (index: number): Promise<Server> => {
     const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("NODUS_") && name !== "DATABASE_URL"))
     const child = spawn(node, [cli, "serve", "--backend", "sim", "--sim-speed", String(options.speed), "--data-dir", dataDir, "--addr", "127.0.0.1:0"], {
-      env: { ...env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token, NODUS_SECRET_KEY: secretKey, DATABASE_URL: options.databaseUrl }
+      env: { ...env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token, NODUS_SECRET_KEY: secretKey, DATABASE_URL: options.databaseUrl, NODUS_WEBHOOK_ALLOW_LOOPBACK: "1" }
     })
     const printed = printedBy(child)
     if (options.logDir !== undefined) {
@@ -152,12 +157,15 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
 
   const violations: Array<string> = []
   const takeoversMs: Array<number | undefined> = []
+  let webhooks: Webhooks | undefined
+  const killTimes: Array<number> = []
   try {
     for (let index = 0; index < options.servers; index++) servers.push(await spawnServer(index))
     await eventually("every shard held", everyShardHeld, 60_000)
     const created = await call(servers[0]!.url, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: project } })
     if (created.status !== 201) throw new Error(`creating the project: ${created.text}`)
     const since = created.body.metadata.resourceVersion as string
+    webhooks = await startWebhooks((method, path, body) => call(servers[0]!.url, method, path, body), group, project)
 
     // Jobs go in through every server, a batch before each kill, so that kills find Jobs at every stage.
     const names = Array.from({ length: options.jobs }, (_, index) => `job-${index}`)
@@ -180,6 +188,7 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
       const victim = servers[Math.floor(draw() * servers.length)]!
       const killedAt = Date.now()
       victim.child.kill("SIGKILL")
+      killTimes.push(killedAt)
       await new Promise((resolve) => victim.child.once("exit", resolve))
       log(`killed server ${victim.index} (held ${victim.holds} shards)`)
       victim.holds = 0
@@ -208,6 +217,8 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
     if (jobs.length !== names.length) violations.push(`${jobs.length} Jobs stored of ${names.length} created`)
     if (unfinished.length > 0) violations.push(`${unfinished.length} Jobs not final by the deadline: ${unfinished.slice(0, 5).map((job) => `${job.metadata.name} ${job.status?.phase}`).join(", ")}`)
     const elapsedMs = Date.now() - started
+    // Every final event is delivered, whichever server sends (the sender is a singleton that moves with the kills).
+    while (Date.now() < deadline + 30_000 && missingFinalEvents(jobs, webhooks).length > 0) await new Promise((resolve) => setTimeout(resolve, 500))
     // A little longer: the hosts' teardowns are charged after the Jobs finish, and a flip back (two owners, two clocks)
     // would show in the change log.
     await new Promise((resolve) => setTimeout(resolve, 3_000))
@@ -222,10 +233,15 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
       writeFileSync(options.dumpTo, JSON.stringify({ jobs, attempts, events, history, holds, postings: ledger.postings }, (_, value) => (typeof value === "bigint" ? String(value) : value), 1))
     }
     violations.push(...checkPhases(jobs, history), ...checkAttempts(jobs, attempts, history), ...checkMoney(jobs, attempts, ledger), ...checkEvents(jobs, events, history))
+    violations.push(...checkDeliveries(jobs, webhooks, killTimes))
+    const [rotateOn, replayOn] = servers.filter(alive)
+    const through = (server: Server | undefined) => (method: string, path: string, body?: unknown) => call((server ?? servers[0]!).url, method, path, body)
+    violations.push(...await checkReplayAfterRotation(through(rotateOn), through(replayOn), group, webhooks, 15_000))
     const phases: Record<string, number> = {}
     for (const job of jobs) phases[job.status?.phase ?? "none"] = (phases[job.status?.phase ?? "none"] ?? 0) + 1
-    return { violations, takeoversMs, jobs: jobs.length, phases, attempts: attempts.length, elapsedMs }
+    return { violations, takeoversMs, jobs: jobs.length, phases, attempts: attempts.length, elapsedMs, webhooksResent: resent(webhooks) }
   } finally {
+    await webhooks?.receiver.close()
     await Promise.all(servers.filter(alive).map((server) => new Promise((resolve) => {
       server.child.once("exit", resolve)
       server.child.kill("SIGKILL")

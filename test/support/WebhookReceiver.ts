@@ -13,6 +13,8 @@ export interface Received {
   readonly body: string
   readonly json: any
   readonly path: string
+  /** When it arrived (epoch ms). */
+  readonly at: number
 }
 
 /** A receiver over HTTPS (a self-signed certificate), or plain HTTP with `{ http: true }` (a development receiver). */
@@ -25,7 +27,7 @@ export const startReceiver = async (options: { readonly http?: boolean } = {}) =
     request.on("end", () => {
       const body = Buffer.concat(chunks).toString("utf8")
       const headers = Object.fromEntries(Object.entries(request.headers).map(([name, value]) => [name, String(value)]))
-      const got: Received = { headers, body, json: JSON.parse(body), path: request.url ?? "" }
+      const got: Received = { headers, body, json: JSON.parse(body), path: request.url ?? "", at: Date.now() }
       received.push(got)
       const status = respond(got)
       if (status === 0) return // no answer: the sender times out
