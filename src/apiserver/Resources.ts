@@ -85,6 +85,8 @@ export interface DeleteOptions {
   readonly propagationPolicy: "Background" | "Orphan"
   readonly preconditions?: { readonly uid?: string; readonly resourceVersion?: string }
   readonly ifMatch?: string
+  /** The server's own deletes: ops committed with the delete (a controller's fence: runtime/Ownership.ts). */
+  readonly commitWith?: () => ReadonlyArray<WriteOp>
 }
 
 export interface ListOptions {
@@ -326,7 +328,8 @@ export interface ResourcesShape {
   /**
    * Replaces the status of every named object or none, in one store commit (a controller writing what one step decided
    * of many objects). Each body is admitted as a status write and must name the object's current resourceVersion; a
-   * status that changes nothing writes nothing. Conflict or NotFound of any one fails them all.
+   * status that changes nothing writes nothing. Conflict or NotFound of any one fails them all, and so does a failed
+   * op of `commitWith` (a controller's fence).
    */
   readonly replaceStatusMany: (ref: ResourceRef, namespace: string | undefined, items: ReadonlyArray<{ readonly name: string; readonly body: unknown }>, options: WriteOptions) => Effect.Effect<ReadonlyArray<WriteResult>, ApiError>
   /**
@@ -646,7 +649,7 @@ function makeOperations(services: {
   const replaceStatusMany = (ref: ResourceRef, namespace: string | undefined, items: ReadonlyArray<{ readonly name: string; readonly body: unknown }>, options: WriteOptions) =>
     Effect.gen(function*() {
       const decided = yield* Effect.forEach(items, ({ name, body }) => decideStatus(ref, namespace, name, body, options))
-      const objects = options.dryRun ? decided.map((write) => write.object) : yield* commitDecided(decided, [])
+      const objects = options.dryRun ? decided.map((write) => write.object) : yield* commitDecided(decided, options.commitWith?.([]) ?? [])
       return objects.map((object) => ({ object, warnings: [], created: false }) satisfies WriteResult)
     })
 
@@ -767,7 +770,7 @@ function makeOperations(services: {
       const values = disposition._tag === "Remove" ? plugins.of(ref).flatMap((plugin) => plugin.removeOps?.(current) ?? []) : []
       const object = yield* writeDisposition(ref, namespace, current, disposition, current.metadata.resourceVersion, {
         dryRun: options.dryRun,
-        extraOps: [...orphans, ...values]
+        extraOps: [...orphans, ...values, ...(options.commitWith?.() ?? [])]
       })
       return object
     })

@@ -2,10 +2,11 @@
  * FunctionCalls whose workers are lost (spec: States and transitions, the FunctionCall rows "worker lost → Recovering,
  * then re-dispatched, recoveries incremented" and "recovery limit exceeded → Failed RecoveryLimitExceeded"), and
  * fencing ("a result from another epoch is fenced"), and a call's own stale changes heard after its end: the reconciler and the dispatcher (runtime/FunctionDispatch.ts)
- * over the simulator's capacity, whose hosts a test loses at will, on the test's own virtual time.
+ * over the simulator's capacity, whose hosts a test loses at will, on the test's own virtual time. And calls held by the
+ * owner of their Function's shard only (docs/scale-out.md), under an ownership the test hands over and takes back.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Layer, Stream } from "effect"
+import { Deferred, Effect, Layer, PubSub, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { Resources, type WriteOptions } from "../../src/apiserver/Resources.ts"
 import { Engine } from "../../src/backends/sim/Engine.ts"
@@ -17,6 +18,7 @@ import { namespaceRef, refOfKind } from "../../src/core/meta/Kinds.ts"
 import type { FunctionStatusType } from "../../src/core/schemas/Function.ts"
 import type { FunctionCallStatusType } from "../../src/core/schemas/FunctionCall.ts"
 import { functionKind } from "../../src/runtime/kinds/Function.ts"
+import { closedFence, entityOf, Ownership, type OwnershipChange, type OwnershipShape } from "../../src/runtime/Ownership.ts"
 import { Reconciler } from "../../src/runtime/Reconciler.ts"
 import * as VirtualTime from "../../src/runtime/VirtualTime.ts"
 import { ChangeFeed } from "../../src/store/ChangeFeed.ts"
@@ -201,4 +203,79 @@ describe("FunctionCalls whose workers are lost", () => {
       assert.deepStrictEqual([later.phase, later.worker?.epoch, later.recoveries, later.completionTime], ["Succeeded", 1, 0, ended.completionTime])
     }), undefined, gate)
   })
+})
+
+/**
+ * Ownership by hand, as another process sharing the store would leave it: every entity its own shard, owned once the
+ * test gives it to this process; the fence of one not owned fails every commit.
+ */
+const handOwnership = Effect.map(PubSub.unbounded<OwnershipChange>(), (changes) => {
+  const owned = new Set<string>()
+  const shape: OwnershipShape = {
+    whole: false,
+    shardOf: (entity) => entity,
+    owns: (entity) => owned.has(entity),
+    fence: (entity) => owned.has(entity) ? [] : [closedFence(entity)],
+    changes: Stream.fromPubSub(changes),
+    singleton: (_name, run) => Effect.asVoid(Effect.forkScoped(run))
+  }
+  const give = (entity: string, at: number) => Effect.andThen(Effect.sync(() => owned.add(entity)), PubSub.publish(changes, { acquired: [entity], lost: [], at }))
+  const takeBack = (entity: string, at: number) => Effect.andThen(Effect.sync(() => owned.delete(entity)), PubSub.publish(changes, { acquired: [], lost: [entity], at }))
+  return { shape, give, takeBack }
+})
+
+const fnEntity = entityOf(functions.info.plural, "demo", "fn")
+
+/** `sim` under ownership by hand: this process owns the Function `fn` only from `give` on. */
+const shardedSim = <A, E>(body: (driver: Driver, capacity: SimCapacity, hand: Effect.Success<typeof handOwnership>) => Effect.Effect<A, E, Reconciler | Resources>) =>
+  Effect.gen(function*() {
+    const hand = yield* handOwnership
+    const { driver, capacity } = yield* makeDriver()
+    return yield* body(driver, capacity, hand).pipe(Effect.provide(runtimeOver(driver)), Effect.provideService(Ownership, hand.shape))
+  })
+
+describe("FunctionCalls held by the owner of their Function's shard", () => {
+  it.effect("calls of a Function owned elsewhere are not held: taken in from the store with its shard, as that owner left them", () =>
+    shardedSim((driver, _capacity, hand) => Effect.gen(function*() {
+      const resources = yield* Resources
+      yield* setUp({})
+      yield* call("elsewhere", "mine")
+      yield* call("waiting", "hello")
+      yield* runUntil(driver, T0 + minute)
+      // Nothing of them is written here while another process owns the Function.
+      assert.deepStrictEqual(yield* readCall("waiting"), {})
+      // That process ends one of them.
+      const ended = { phase: "Succeeded", completionTime: new Date(T0 + minute).toISOString(), result: { encoding: "JSON", inline: b64("theirs") }, worker: { attempt: "fn-9", epoch: 1 } }
+      yield* resources.patch(calls, "demo", "elsewhere", "merge", { status: ended }, writeOptions, "status")
+      yield* hand.give(fnEntity, T0 + minute)
+      yield* runUntil(driver, T0 + 4 * minute)
+      // The ended call stays as its owner left it (not run again here); the other one runs here.
+      const kept = yield* readCall("elsewhere")
+      assert.deepStrictEqual([kept.phase, unb64(kept.result?.inline), kept.worker], ["Succeeded", "theirs", { attempt: "fn-9", epoch: 1 }])
+      const ran = yield* readCall("waiting")
+      assert.deepStrictEqual([ran.phase, unb64(ran.result?.inline), ran.worker?.epoch], ["Succeeded", "hello", 1])
+    })))
+
+  it.effect("a shard lost: its calls are dropped, nothing more is written of them; taken again, a running call is recovered", () =>
+    shardedSim((driver, _capacity, hand) => Effect.gen(function*() {
+      yield* hand.give(fnEntity, T0)
+      yield* setUp({})
+      yield* runUntil(driver, T0 + minute)
+      yield* call("moved", "hello")
+      yield* runUntil(driver, T0 + minute + 10 * second)
+      assert.deepStrictEqual((yield* readCall("moved")).worker, { attempt: "fn-1", epoch: 1 })
+      yield* hand.takeBack(fnEntity, T0 + minute + 10 * second)
+      // Its minute runs out (the worker was released with the shard): nothing is recorded by a process that lost it.
+      yield* runUntil(driver, T0 + 3 * minute)
+      const left = yield* readCall("moved")
+      assert.deepStrictEqual([left.phase, left.worker], ["Running", { attempt: "fn-1", epoch: 1 }])
+      yield* hand.give(fnEntity, T0 + 3 * minute)
+      yield* runUntil(driver, T0 + 3 * minute + second)
+      const recovered = yield* readCall("moved")
+      assert.deepStrictEqual([recovered.phase, recovered.recoveries], ["Recovering", 1])
+      assert.match(recovered.message ?? "", /gave its Function up/u)
+      yield* runUntil(driver, T0 + 6 * minute)
+      const done = yield* readCall("moved")
+      assert.deepStrictEqual([done.phase, unb64(done.result?.inline), done.worker?.epoch, done.recoveries], ["Succeeded", "hello", 2, 1])
+    })))
 })
