@@ -2,7 +2,8 @@
  * A nodus server in a process of its own, as tests and the device check drive it: what it prints, the URL it
  * announces, JSON calls with its admin token, and waiting for a condition.
  */
-import type { ChildProcess } from "node:child_process"
+import { type ChildProcess, spawn } from "node:child_process"
+import { join } from "node:path"
 
 /** Collects what `child` prints (stdout and stderr); `first` resolves with group 1 of `pattern` once it appears. */
 export const printedBy = (child: ChildProcess) => {
@@ -60,3 +61,50 @@ export const eventually = async (what: string, check: () => Promise<boolean> | b
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
 }
+
+const root = join(import.meta.dirname, "..", "..")
+
+/** A server of the cluster tests: its process, URL, and the shards its runner last said it holds (of how many). */
+export interface ClusterServer {
+  readonly child: ChildProcess
+  readonly url: string
+  readonly holds: number
+  readonly shards: number
+  readonly printed: () => string
+}
+
+const holdsPattern = /cluster: runner \S+ took \d+ shards, gave up \d+; holds (\d+) of (\d+)/gu
+
+/**
+ * `nodus serve --backend sim` on loopback, on a PostgreSQL database it shares with others (docs/scale-out.md), with
+ * `token` as its admin key and one sealing key for all; nothing of the shell's NODUS_* or DATABASE_URL reaches it.
+ * Resolves once it serves.
+ */
+export const spawnClusterServer = async (options: { readonly databaseUrl: string; readonly dataDir: string; readonly speed: number; readonly token: string }): Promise<ClusterServer> => {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("NODUS_") && name !== "DATABASE_URL"))
+  const args = [join(root, "bin", "nodus.js"), "serve", "--backend", "sim", "--sim-speed", String(options.speed), "--data-dir", options.dataDir, "--addr", "127.0.0.1:0"]
+  const child = spawn(join(root, "node_modules", ".bin", "node"), args, {
+    env: { ...env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: options.token, NODUS_SECRET_KEY: "00".repeat(32), DATABASE_URL: options.databaseUrl }
+  })
+  const printed = printedBy(child)
+  let holds = 0
+  let shards = 0
+  child.stdout?.on("data", (chunk: Buffer) => {
+    for (const match of chunk.toString().matchAll(holdsPattern)) {
+      holds = Number(match[1])
+      shards = Number(match[2])
+    }
+  })
+  const url = await printed.first(/nodus serving (http:\/\/\S+)/u, 60_000)
+  return { child, url, get holds() { return alive(child) ? holds : 0 }, get shards() { return shards }, printed: printed.output }
+}
+
+/** Whether the process still runs. */
+export const alive = (child: ChildProcess) => child.exitCode === null && child.signalCode === null
+
+/** Ends the process with SIGKILL (nothing of it runs on), once it has exited. */
+export const killNow = (child: ChildProcess) => new Promise<void>((resolve) => {
+  if (!alive(child)) return resolve()
+  child.once("exit", () => resolve())
+  child.kill("SIGKILL")
+})
