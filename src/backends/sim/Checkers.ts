@@ -18,6 +18,12 @@ export interface Violation {
   readonly detail: string
 }
 
+/** What a step's status showed before the step, as the rules read it. */
+export interface StatusBefore {
+  readonly phase?: SimJob["status"]["phase"] | undefined
+  readonly conditions?: SimJob["status"]["conditions"] | undefined
+}
+
 export class CheckFailed extends Error {
   readonly violations: ReadonlyArray<Violation>
   readonly seed: string
@@ -42,8 +48,11 @@ export class Checkers {
     if (this.violations.length < 100) this.violations.push({ at, job: `${job.namespace}/${job.name}`, rule, detail })
   }
 
-  /** Rules over one step: its input (the job, the status before) and its output. */
-  afterStep(job: SimJob, before: SimJob["status"], result: JobStep, now: number): void {
+  /**
+   * Rules over one step: its input (the job, and what its status showed before: its phase and conditions, all the
+   * rules read of it; the step may have written the status itself in place, StepContext.rewriteStatus) and its output.
+   */
+  afterStep(job: SimJob, before: StatusBefore, result: JobStep, now: number): void {
     const after = result.status
     const spec = job.spec
     const from = before.phase
@@ -91,19 +100,19 @@ export class Checkers {
     const total = job.attempts.length + launches
     if ((after.attempts?.total ?? 0) !== total) this.fail(now, job, "attempts-total", `attempts.total ${after.attempts?.total}, ${total} recorded or launched`)
     // Final phases are bound to their causes (spec: States and transitions, Job).
-    if (to !== from) this.finalRules(job, after, succeeded, customerFailures, now)
+    if (to !== from) this.finalRules(job, before, after, succeeded, customerFailures, now)
     this.clockRules(job, after, now)
     this.moneyRules(job, after, now)
   }
 
   /** Money rules (docs/billing.md): a Job stopped for money is Funded False with that reason; the cap is never passed by a new hold. */
   private moneyRules(job: SimJob, after: SimJob["status"], now: number) {
-    const funded = conditionOf(after, "Funded")
+    const funded = conditionOf(after.conditions, "Funded")
     if (stoppedForMoney(after) && (funded?.status !== "False" || funded.reason !== after.reason)) this.fail(now, job, "money-stop-unrecorded", `reason ${after.reason} without Funded False ${after.reason}`)
     if (after.stopByTime !== undefined && funded?.status !== "False") this.fail(now, job, "stop-by-while-funded", "stopByTime set while Funded is not False")
   }
 
-  private finalRules(job: SimJob, after: SimJob["status"], succeeded: number, customerFailures: number, now: number) {
+  private finalRules(job: SimJob, before: StatusBefore, after: SimJob["status"], succeeded: number, customerFailures: number, now: number) {
     const spec = job.spec
     if (after.phase === "Succeeded" && succeeded !== spec.completions) this.fail(now, job, "succeeded-early", `${succeeded}/${spec.completions} indexes done`)
     if (after.phase === "Suspended" && spec.state !== "Suspended" && !stoppedForMoney(after)) this.fail(now, job, "suspended-unasked", "Suspended without spec.state Suspended or a stop for money")
@@ -112,7 +121,7 @@ export class Checkers {
     const backoffLimit = spec.backoffLimit ?? Limits.jobBackoffLimitDefault
     if (after.reason === "BackoffLimitExceeded" && customerFailures <= backoffLimit) this.fail(now, job, "backoff", `${customerFailures} failures ≤ backoffLimit ${backoffLimit}`)
     if (after.reason === "CapacityUnavailable") {
-      const waited = conditionOf(job.status, "Scheduled")
+      const waited = conditionOf(before.conditions, "Scheduled")
       const timeoutMs = parseDurationMs(spec.placement.queueTimeout) ?? 0
       if (timeoutMs === 0) this.fail(now, job, "queue-forever", "queueTimeout 0s failed with CapacityUnavailable")
       else if (waited?.status !== "False" || now - Date.parse(waited.lastTransitionTime) < timeoutMs) {
@@ -181,9 +190,9 @@ class Readings {
   }
 }
 
-/** The status's first condition of `type` (a loop, no closure: the checkers run on every step). */
-const conditionOf = (status: SimJob["status"], type: string) => {
-  for (const condition of status.conditions ?? []) if (condition.type === type) return condition
+/** The first condition of `type` (a loop, no closure: the checkers run on every step). */
+const conditionOf = (conditions: SimJob["status"]["conditions"], type: string) => {
+  for (const condition of conditions ?? []) if (condition.type === type) return condition
   return undefined
 }
 

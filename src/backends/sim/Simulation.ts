@@ -258,7 +258,7 @@ export class Simulation {
   /** Jobs that money holds back (Funded False): they look again when credits arrive (`fundsChanged`). */
   private readonly unfunded = new Set<SimJob>()
   steps = 0
-  private stepContext: { now: number; market: Market; ranking: Ranking } | undefined
+  private stepContext: { now: number; market: Market; ranking: Ranking; rewriteStatus: boolean } | undefined
   /** A batch of looks runs (`lookAll`), and the rankings and markets it found nothing free for, in pairs. */
   private looking = false
   private readonly nothingFree: Array<Ranking | Market> = []
@@ -342,7 +342,8 @@ export class Simulation {
       generation: restored?.generation ?? 1,
       createdAt: this.now,
       spec,
-      status: restored?.status ?? {},
+      // A copy: the status is written in place at the Job's steps, and the caller's stays its own.
+      status: restored === undefined ? {} : { ...restored.status },
       attempts: [...(restored?.attempts ?? [])],
       workload,
       dirty: false,
@@ -472,18 +473,25 @@ export class Simulation {
     const now = this.now
     const key = job.key
     const capacity = this.options.capacity
-    const before = job.status
+    // What the step's status was, as far as anything after the step reads it (the status may be written in place).
+    const beforePhase = job.status.phase
+    const beforeConditions = job.status.conditions
+    // The step writes the Job's status in place (nothing else here holds it), except after a step that waited for
+    // capacity: whether this one changes nothing (settled, below) is read against the status it was given.
+    const inPlace = !job.queued
+    const before = inPlace ? undefined : job.status
     const market = capacity.marketFor(job.namespace)
     const ranking = this.rankingOf(job)
     const billing = this.billingOf(job)
     // One context object for every step, set for this one: a step reads it while it runs and keeps nothing of it.
-    const context = (this.stepContext ??= { now, market, ranking })
+    const context = (this.stepContext ??= { now, market, ranking, rewriteStatus: inPlace })
     context.now = now
     context.market = market
     context.ranking = ranking
+    context.rewriteStatus = inPlace
     const { result, settled, wakeAt } = billedStep(jobMachine, job, context, billing)
     this.steps++
-    this.options.checkers?.afterStep(job, before, result, now)
+    this.options.checkers?.afterStep(job, before ?? { phase: beforePhase, conditions: beforeConditions }, result, now)
     job.status = result.status
     if (result.waitingForCapacity) {
       if (!job.queued) {
@@ -491,8 +499,8 @@ export class Simulation {
         this.waiting.add(job)
       }
     } else this.unqueue(job)
-    if (result.status.phase !== before.phase && result.status.phase !== undefined) {
-      traceLine(this.options.trace, now, key, "Phase ", before.phase ?? "-", ">", result.status.phase, " ", result.status.reason ?? "")
+    if (result.status.phase !== beforePhase && result.status.phase !== undefined) {
+      traceLine(this.options.trace, now, key, "Phase ", beforePhase ?? "-", ">", result.status.phase, " ", result.status.reason ?? "")
     }
     for (const event of result.events) {
       traceLine(this.options.trace, now, key, "Event ", event.type ?? "-", " ", event.reason, ": ", event.message)
@@ -538,7 +546,8 @@ export class Simulation {
     }
     this.options.onStep?.(job, result, launched ?? [], settled)
     this.scheduleWake(job, wakeAt)
-    if (result.waitingForCapacity && result.actions.length === 0 && result.events.length === 0 && sameJson(job.status, before)) {
+    // A step in place is never settled: the Job was not waiting before it, so its status had a change to show.
+    if (result.waitingForCapacity && result.actions.length === 0 && result.events.length === 0 && before !== undefined && sameJson(job.status, before)) {
       job.settled = { status: job.status, spec: job.spec, generation: job.generation, attempts: job.attempts.length }
     } else job.settled = undefined
   }

@@ -13,7 +13,7 @@ import type { Pricebook } from "../billing/Pricebook.ts"
 import { parseMicroUsd } from "../Money.ts"
 import type { Variant } from "../capacity/Offering.ts"
 import { choose, type Ranking, type Market } from "../capacity/Placement.ts"
-import type { Machine, Observation, StepResult } from "./Controller.ts"
+import type { Machine, Observation, StepContext, StepResult } from "./Controller.ts"
 
 /** The ledger a driver bills on, and what else billing reads. */
 export interface Billing {
@@ -57,7 +57,7 @@ export const nextVariantOf = (ranking: Ranking, market: Market): Variant | undef
 export const billedStep = <Spec, Status extends object>(
   machine: Machine<Spec, Status>,
   observation: Observation<Spec, Status>,
-  context: { readonly now: number; readonly market: Market; readonly ranking: Ranking },
+  context: Omit<StepContext, "funding">,
   billing: Billing | undefined
 ): BilledStep<Status> => {
   if (billing === undefined) {

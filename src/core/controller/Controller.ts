@@ -57,6 +57,13 @@ export interface StepContext {
   readonly ranking: Ranking
   /** What money allows (core/billing/Billing.ts `settle`); absent when the driver bills nothing. */
   readonly funding?: Funding | undefined
+  /**
+   * The driver hands the observed status over: the step writes the next status into that object instead of a copy,
+   * and the result's status is it. Only for a driver that keeps no other reference to the status it passes (the
+   * headless simulator: copying every status at each of its 10^7 steps was the largest single cost of a step).
+   * Absent or false: the status is copied and the one observed is left as it was.
+   */
+  readonly rewriteStatus?: boolean | undefined
 }
 
 /** A launch, addressed by the driver to the port with the owner it knows; `explain` is rendered only where recorded. */
