@@ -14,6 +14,12 @@ describe("status texts", () => {
     }), { numRuns: 2000 })
   })
 
+  it("iso is toISOString for any whole millisecond of 1970-9999 (formatted from its parts)", () => {
+    fc.assert(fc.property(fc.integer({ min: 0, max: 253_402_300_799_999 }), (ms) => {
+      expect(iso(ms)).toBe(new Date(ms).toISOString())
+    }), { numRuns: 5000 })
+  })
+
   it("durations read and print as Units does", () => {
     fc.assert(fc.property(fc.integer({ min: 0, max: 10 ** 10 }), (ms) => {
       const text = formatDurationMs(ms)

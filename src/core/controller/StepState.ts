@@ -8,9 +8,12 @@ import type { Action, ControllerEvent, StepContext, StepResult } from "./Control
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] }
 
+const noEvents: ReadonlyArray<ControllerEvent> = []
+
 export class StepState<Status extends { readonly conditions?: ReadonlyArray<Condition> | undefined }> {
   readonly actions: Array<Action> = []
-  readonly events: Array<ControllerEvent> = []
+  /** Made at the first event (most steps record none; an array pushed to from empty is made with room for 16). */
+  private events: Array<ControllerEvent> | undefined = undefined
   readonly status: Mutable<Status>
   conditions: ReadonlyArray<Condition>
   wakeAt: number | undefined
@@ -38,7 +41,9 @@ export class StepState<Status extends { readonly conditions?: ReadonlyArray<Cond
   }
 
   event(type: string | undefined, reason: string, message: string, warning = false) {
-    this.events.push({ type, reason, message, warning })
+    const event = { type, reason, message, warning }
+    if (this.events === undefined) this.events = [event]
+    else this.events.push(event)
   }
 
   condition(type: string, status: "True" | "False", reason: string, message: string) {
@@ -48,6 +53,6 @@ export class StepState<Status extends { readonly conditions?: ReadonlyArray<Cond
   /** The step's result, its conditions written into the status. */
   result(): StepResult<Status> {
     this.status.conditions = this.conditions
-    return { status: this.status, actions: this.actions, events: this.events, wakeAt: this.wakeAt, waitingForCapacity: this.waitingForCapacity, waitingForFunds: this.waitingForFunds }
+    return { status: this.status, actions: this.actions, events: this.events ?? noEvents, wakeAt: this.wakeAt, waitingForCapacity: this.waitingForCapacity, waitingForFunds: this.waitingForFunds }
   }
 }
