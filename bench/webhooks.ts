@@ -41,6 +41,7 @@ import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads"
 import { Webhook } from "standardwebhooks"
+import { createDatabase } from "../test/support/Postgres.ts"
 import { argument } from "./Arguments.ts"
 
 const now = () => performance.timeOrigin + performance.now()
@@ -172,14 +173,15 @@ const main = async () => {
     })
   })
 
-  // The server, in this process.
+  // The server, in this process; on PostgreSQL a database of its own (a fresh store: no secrets sealed by another key).
+  const database = storeKind === "postgres" && databaseUrl !== "" ? await createDatabase(databaseUrl) : undefined
   const pgliteDir = storeKind === "pglite" ? mkdtempSync(join(tmpdir(), "nodus-bench-webhooks-")) : undefined
   const storeLayer = storeKind === "memory"
     ? Layer.fresh(MemoryStore.layer)
     : storeKind === "pglite"
     ? SqlStore.layerPglite(pgliteDir)
     : storeKind === "postgres"
-    ? (databaseUrl === "" ? undefined : SqlStore.layerPostgres(databaseUrl))
+    ? (database === undefined ? undefined : SqlStore.layerPostgres(database.url))
     : undefined
   if (storeLayer === undefined) throw new Error(`--store ${storeKind}: memory, pglite, or postgres with --database-url`)
   const resolve = async (host: string) => {
@@ -472,6 +474,7 @@ const main = async () => {
   console.log(`failures: ${failures}`)
 
   await Promise.race([runtime.dispose(), sleep(10_000)])
+  await database?.drop()
   await thread.terminate()
   anchorAgent.destroy()
   if (pgliteDir !== undefined) rmSync(pgliteDir, { recursive: true, force: true })

@@ -251,7 +251,8 @@ const engine = (parts: Parts): Effect.Effect<Engine, StoreError, Scope.Scope> =>
   const dispatched = new Set<string>()
   /**
    * Ids made before this engine started may have been dispatched by the one before it (a crash, or another process
-   * that held the singleton): looked up first. Up to `settleMs` past the start, for the clocks of other processes.
+   * that held the singleton): looked up first. Among several processes, up to `settleMs` past the start: ids come from
+   * the recording process's clock (the sim backend's clocks agree only to about a second).
    */
   let startedPrefix = ""
 
@@ -260,7 +261,7 @@ const engine = (parts: Parts): Effect.Effect<Engine, StoreError, Scope.Scope> =>
     const stored = yield* store.getRecord(cursorTable, cursorId, 0)
     cursor = Option.isSome(stored) && isObject(stored.value) && typeof stored.value["after"] === "string" ? stored.value["after"] : ""
     high = cursor
-    startedPrefix = String((yield* now) + settleMs).padStart(15, "0")
+    startedPrefix = String((yield* now) + (ownership.whole ? 0 : settleMs)).padStart(15, "0")
     return cursor
   })
 
@@ -454,8 +455,9 @@ const engine = (parts: Parts): Effect.Effect<Engine, StoreError, Scope.Scope> =>
     recordedSeen = outbox.recorded()
     return dispatchNew
   })
-  // Passes are spaced: changes of other processes wake the dispatcher too, and may come thousands a second.
-  const dispatcher = Effect.andThen(Queue.take(wakeDispatcher), Effect.andThen(surviving("webhooks", "dispatching events")(pass), wallPause(passSpacingMs)))
+  // Among several processes passes are spaced: their changes wake the dispatcher too, and may come thousands a second.
+  const spacing = ownership.whole ? Effect.void : wallPause(passSpacingMs)
+  const dispatcher = Effect.andThen(Queue.take(wakeDispatcher), Effect.andThen(surviving("webhooks", "dispatching events")(pass), spacing))
   const afterEndpoints = <A, E, R>(loop: Effect.Effect<A, E, R>) => Effect.forkScoped(Effect.andThen(Deferred.await(endpointsKnown), loop))
   yield* afterEndpoints(Effect.forever(dispatcher))
   yield* afterEndpoints(Effect.forever(Effect.andThen(Effect.sleep("1 second"), surviving("webhooks", "reading late events")(rescan))))
