@@ -17,6 +17,11 @@ export interface ApiSettings {
   readonly watchLimits?: WatchLimits
   /** `--webhook-allow-loopback`: admission takes webhook receivers on loopback (a kind's `serverRules`). */
   readonly developmentWebhooks?: boolean
+  /**
+   * Whether this process serves the API (false: `--role controllers`, which answers only the health checks, /version,
+   * the error pages and the node agents; docs/scale-out.md, "Roles"). Absent: true.
+   */
+  readonly servesApi?: boolean
 }
 
 export class ApiConfig extends Context.Service<ApiConfig, ApiSettings>()("nodus/apiserver/ApiConfig") {}

@@ -61,8 +61,22 @@ const whole: OwnershipShape = {
   singleton: (_name, run) => Effect.asVoid(Effect.forkScoped(run))
 }
 
+/**
+ * A process that owns nothing and runs no singleton (`--role api`: the API alone, among processes that share the store
+ * and own its objects). It joins no cluster: nothing is ever handed to it.
+ */
+const none: OwnershipShape = {
+  whole: false,
+  shardOf: () => "none",
+  owns: () => false,
+  fence: () => [closedFence("none")],
+  changes: Stream.never,
+  singleton: () => Effect.void
+}
+
 export class Ownership extends Context.Service<Ownership, OwnershipShape>()("nodus/runtime/Ownership") {
   static readonly layerWhole = Layer.succeed(Ownership, whole)
+  static readonly layerNone = Layer.succeed(Ownership, none)
 }
 
 /** The shard of every entity while ownership is starting (nothing is owned then). */

@@ -29,7 +29,18 @@ export interface ServerConfig {
   readonly publicUrl: string | undefined
   /** Development only: webhook receivers on loopback, over http or https with any certificate (docs/webhooks.md). */
   readonly webhookAllowLoopback: boolean
+  /** What this process runs of a store shared by several (docs/scale-out.md, "Roles"). */
+  readonly role: Role
 }
+
+/**
+ * What a process runs (docs/scale-out.md, "Roles"): `all` the API and a share of the controllers; `api` the API alone
+ * (it owns no object and joins no cluster); `controllers` a share of the controllers, its listener answering only the
+ * health checks, /version and the node agents. Several processes on one database may mix them; the embedded store has
+ * one process, which runs everything.
+ */
+export const roles = ["all", "api", "controllers"] as const
+export type Role = typeof roles[number]
 
 /**
  * The backends `NODUS_BACKEND` names. `local` runs workloads as real processes on this host through an in-process node
@@ -65,7 +76,8 @@ export const settings: ReadonlyArray<Setting> = [
   { env: "NODUS_SIM_SPEED", flag: "--sim-speed", fallback: "1", description: "sim backend: virtual seconds per wall-clock second (a positive number)" },
   { env: "NODUS_WARM_BOXES", flag: "--warm-boxes", fallback: "1", description: "local backend: Sandbox boxes kept started ahead, 0 to 16" },
   { env: "NODUS_PUBLIC_URL", flag: "--public-url", fallback: undefined, description: "URL clients reach the server at, for links in answers; default the listening address" },
-  { env: "NODUS_WEBHOOK_ALLOW_LOOPBACK", flag: "--webhook-allow-loopback", fallback: "0", switch: true, description: "development only: webhook receivers on loopback, over http or https (any certificate)" }
+  { env: "NODUS_WEBHOOK_ALLOW_LOOPBACK", flag: "--webhook-allow-loopback", fallback: "0", switch: true, description: "development only: webhook receivers on loopback, over http or https (any certificate)" },
+  { env: "NODUS_ROLE", flag: "--role", fallback: "all", description: "with --database-url: all (the API and the controllers), api (the API alone) or controllers (the controllers alone)" }
 ]
 
 const switchValues: Readonly<Record<string, boolean>> = { "1": true, on: true, true: true, "0": false, off: false, false: false }
@@ -120,6 +132,8 @@ export const resolve = (env: Readonly<Record<string, string | undefined>>, args:
   if (!/^[0-9]{1,2}$/u.test(warmBoxes) || Number(warmBoxes) > warmBoxesMax) return { _tag: "Err", message: `NODUS_WARM_BOXES "${warmBoxes}" must be a whole number from 0 to ${warmBoxesMax}` }
   const webhookAllowLoopback = switchValues[values.get("NODUS_WEBHOOK_ALLOW_LOOPBACK")!]
   if (webhookAllowLoopback === undefined) return { _tag: "Err", message: `NODUS_WEBHOOK_ALLOW_LOOPBACK "${values.get("NODUS_WEBHOOK_ALLOW_LOOPBACK")}" must be 1 or 0 (on/off, true/false)` }
+  const role = roleOf(values.get("NODUS_ROLE")!, values.get("DATABASE_URL"), backend)
+  if (typeof role === "object") return { _tag: "Err", message: role.problem }
   const publicUrl = values.get("NODUS_PUBLIC_URL")
   if (publicUrl !== undefined && !isBaseUrl(publicUrl)) return { _tag: "Err", message: `NODUS_PUBLIC_URL "${publicUrl}" must be an http or https URL without query or fragment, such as https://nodus.example.com` }
   return {
@@ -138,10 +152,25 @@ export const resolve = (env: Readonly<Record<string, string | undefined>>, args:
       simSpeed,
       warmBoxes: Number(warmBoxes),
       publicUrl: publicUrl?.replace(/\/+$/u, ""),
-      webhookAllowLoopback
+      webhookAllowLoopback,
+      role
     }
   }
 }
+
+/** The role, or why it cannot be this process's. */
+const roleOf = (role: string, databaseUrl: string | undefined, backend: string): Role | { readonly problem: string } => {
+  if (!isRole(role)) return { problem: `NODUS_ROLE "${role}" is not a role: choose all, api or controllers` }
+  if (role !== "all" && databaseUrl === undefined) {
+    return { problem: `NODUS_ROLE ${role} needs a PostgreSQL database (--database-url) shared with other servers: the embedded store has one server, which runs the API and the controllers (--role all)` }
+  }
+  if (role === "api" && backend === "local") {
+    return { problem: "NODUS_ROLE api runs no workloads, so --backend local would offer this host to no controller: use --backend none on it, and local on the servers that run the controllers" }
+  }
+  return role
+}
+
+const isRole = (role: string): role is Role => (roles as ReadonlyArray<string>).includes(role)
 
 /** A positive, finite decimal number ("1", "0.5", "3600"); hex, exponents and blanks are refused. */
 const parseSpeed = (text: string): number | undefined => {

@@ -21,7 +21,7 @@ import * as Admission from "../runtime/Admission.ts"
 import { BudgetService } from "../runtime/Budgets.ts"
 import * as BudgetStatus from "../runtime/BudgetStatus.ts"
 import { ensureAdminToken, ensureDataDir, ensureSecretKey, ensureTls, lockDataDir, pgliteDirectory, serverUrl, type TlsFiles } from "./Bootstrap.ts"
-import type { ServerConfig } from "./Config.ts"
+import type { Role, ServerConfig } from "./Config.ts"
 import * as Controllers from "../apiserver/Controllers.ts"
 import * as Credits from "../runtime/Credits.ts"
 import * as Webhooks from "../runtime/Webhooks.ts"
@@ -86,6 +86,8 @@ export interface ServerOptions {
    * process owns every object (the embedded store is one process's, and so is memory).
    */
   readonly cluster?: ClusterSettings | undefined
+  /** What this process runs of a shared store (docs/scale-out.md, "Roles"); default all. Only with `cluster`. */
+  readonly role?: Role | undefined
 }
 
 export interface SimSettings {
@@ -117,9 +119,11 @@ const announce = (options: ServerOptions, listening: (url: string) => void) => L
  * Who owns which objects: Effect Cluster over the database when the server shares it (loaded only then, and in the
  * background: the API listens first; the embedded default never loads it), else this process owns everything.
  */
-const ownershipOf = (cluster: ClusterSettings | undefined) =>
+const ownershipOf = (cluster: ClusterSettings | undefined, role: Role) =>
   cluster === undefined
     ? Ownership.layerWhole
+    : role === "api"
+    ? Ownership.layerNone
     : layerStarting((changes) => Layer.unwrap(Effect.map(Effect.promise(() => import("./Cluster.ts")), (module) => module.layer(cluster, changes))))
 
 /** A process-wide loop of the server run as a singleton: in one process of the store at a time (docs/scale-out.md). */
@@ -160,7 +164,8 @@ export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Sto
     publicUrl: () => publicUrl,
     bookmarkInterval: options.bookmarkInterval,
     ...(options.watchLimits === undefined ? {} : { watchLimits: options.watchLimits }),
-    developmentWebhooks: options.webhooks?.allowLoopback === true
+    developmentWebhooks: options.webhooks?.allowLoopback === true,
+    servesApi: options.role !== "controllers"
   })
   const backend = backendOf(options)
   // The clock goes in first, under everything, so every layer and every fiber they fork reads the same time.
@@ -178,7 +183,7 @@ export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Sto
   // The kinds the runtime runs, with their machines and estimators (src/runtime/Registry.ts).
   const registry = KindRegistry.layer()
   const estimates = (replaced.estimates ?? Estimates.layer().pipe(Layer.provide(estimateSampler))).pipe(Layer.provideMerge(budgets), Layer.provideMerge(ledger), Layer.provideMerge(LiveMarket.layer), Layer.provideMerge(registry))
-  const foundation = Layer.mergeAll(settings, estimates, Blobs.layer, ownershipOf(options.cluster)).pipe(
+  const foundation = Layer.mergeAll(settings, estimates, Blobs.layer, ownershipOf(options.cluster, options.role ?? "all")).pipe(
     Layer.provideMerge(storeLayer),
     Layer.provideMerge(backend.clock)
   )
@@ -247,7 +252,8 @@ export const layer = (config: ServerConfig) => Layer.unwrap(Effect.sync(() => {
     payments: config.databaseUrl === undefined || config.backend === "sim" ? "embedded" : "none",
     webhooks: { allowLoopback: config.webhookAllowLoopback },
     cluster: config.databaseUrl === undefined ? undefined : { databaseUrl: config.databaseUrl },
-    onListening: (url) => console.log(`nodus serving ${url} (store: ${config.databaseUrl === undefined ? `PGlite in ${pgliteDirectory(config.dataDir)}` : "PostgreSQL"}; backend: ${config.backend === "sim" ? `sim at speed ${config.simSpeed}` : config.backend}; admin token in ${config.bootstrapToken === undefined ? `${config.dataDir}/admin.token` : "NODUS_BOOTSTRAP_TOKEN"})${config.webhookAllowLoopback ? "\nnodus: webhook deliveries may go to loopback receivers (--webhook-allow-loopback: development only)" : ""}`)
+    role: config.role,
+    onListening: (url) => console.log(`nodus serving ${url} (store: ${config.databaseUrl === undefined ? `PGlite in ${pgliteDirectory(config.dataDir)}` : "PostgreSQL"}; backend: ${config.backend === "sim" ? `sim at speed ${config.simSpeed}` : config.backend};${config.role === "all" ? "" : ` role: ${config.role};`} admin token in ${config.bootstrapToken === undefined ? `${config.dataDir}/admin.token` : "NODUS_BOOTSTRAP_TOKEN"})${config.webhookAllowLoopback ? "\nnodus: webhook deliveries may go to loopback receivers (--webhook-allow-loopback: development only)" : ""}`)
   }, storeLayer)
 }))
 

@@ -29,7 +29,8 @@ const defaults: ServerConfig = {
   simSpeed: 1,
   warmBoxes: 1,
   publicUrl: undefined,
-  webhookAllowLoopback: false
+  webhookAllowLoopback: false,
+  role: "all"
 }
 
 describe("Config.resolve", () => {
@@ -60,7 +61,8 @@ describe("Config.resolve", () => {
       NODUS_SIM_SPEED: "60",
       NODUS_WARM_BOXES: "4",
       NODUS_PUBLIC_URL: "https://nodus.example.com/",
-      NODUS_WEBHOOK_ALLOW_LOOPBACK: "1"
+      NODUS_WEBHOOK_ALLOW_LOOPBACK: "1",
+      NODUS_ROLE: "controllers"
     }
     assert.deepStrictEqual(ok(resolve(env, [])), {
       host: "0.0.0.0",
@@ -77,7 +79,8 @@ describe("Config.resolve", () => {
       simSpeed: 60,
       warmBoxes: 4,
       publicUrl: "https://nodus.example.com",
-      webhookAllowLoopback: true
+      webhookAllowLoopback: true,
+      role: "controllers"
     })
   })
 
@@ -100,6 +103,8 @@ describe("Config.resolve", () => {
       "--backend=sim": { args: ["--backend=sim"], expected: { backend: "sim" } },
       "--backend=none": { args: ["--backend=none"], expected: { backend: "none" } },
       "--backend=local": { args: ["--backend=local"], expected: { backend: "local" } },
+      "--role api on a database": { args: ["--role", "api", "--database-url=postgres://h/db", "--backend=none"], expected: { role: "api", databaseUrl: "postgres://h/db", backend: "none" } },
+      "--role=controllers on a database": { args: ["--role=controllers", "--database-url=postgres://h/db"], expected: { role: "controllers", databaseUrl: "postgres://h/db" } },
       "the last of a repeated flag": { args: ["--addr", "10.0.0.1:4", "--addr=10.0.0.1:5"], expected: { host: "10.0.0.1", port: 5 } }
     }
     const fromEnv = ok(resolve(env, []))
@@ -115,6 +120,10 @@ describe("Config.resolve", () => {
   it("rejects bad settings with a message naming the variable", () => {
     const table: Record<string, { readonly env?: Record<string, string>; readonly args?: ReadonlyArray<string>; readonly mentions: string }> = {
       "address without port": { env: { NODUS_ADDR: "localhost" }, mentions: "NODUS_ADDR" },
+      "a role that is none": { args: ["--role", "scheduler", "--database-url=postgres://h/db"], mentions: "NODUS_ROLE" },
+      "role api on the embedded store": { args: ["--role", "api", "--backend", "none"], mentions: "--database-url" },
+      "role controllers on the embedded store": { args: ["--role", "controllers"], mentions: "--role all" },
+      "role api with the local backend": { args: ["--role", "api", "--database-url=postgres://h/db"], mentions: "--backend none" },
       "address with a non-numeric port": { env: { NODUS_ADDR: "localhost:http" }, mentions: "NODUS_ADDR" },
       "port above 65535": { env: { NODUS_ADDR: "127.0.0.1:65536" }, mentions: "NODUS_ADDR" },
       "port of six digits": { args: ["--addr", "127.0.0.1:100000"], mentions: "NODUS_ADDR" },
@@ -198,7 +207,7 @@ describe("Config.parseAddress", () => {
 describe("Config.usage", () => {
   it("mentions every environment variable and flag", () => {
     const text = usage()
-    const names = ["NODUS_ADDR", "NODUS_DATA_DIR", "DATABASE_URL", "NODUS_TLS", "NODUS_TLS_CERT", "NODUS_TLS_KEY", "NODUS_BOOTSTRAP_TOKEN", "NODUS_SECRET_KEY", "NODUS_API_GROUP", "NODUS_BACKEND", "NODUS_SIM_SPEED", "NODUS_WARM_BOXES", "NODUS_PUBLIC_URL", "NODUS_WEBHOOK_ALLOW_LOOPBACK"]
+    const names = ["NODUS_ADDR", "NODUS_DATA_DIR", "DATABASE_URL", "NODUS_TLS", "NODUS_TLS_CERT", "NODUS_TLS_KEY", "NODUS_BOOTSTRAP_TOKEN", "NODUS_SECRET_KEY", "NODUS_API_GROUP", "NODUS_BACKEND", "NODUS_SIM_SPEED", "NODUS_WARM_BOXES", "NODUS_PUBLIC_URL", "NODUS_WEBHOOK_ALLOW_LOOPBACK", "NODUS_ROLE"]
     assert.deepStrictEqual(settings.map((setting) => setting.env), names)
     for (const name of names) assert.match(text, new RegExp(`\\b${name}\\b`, "u"), name)
     for (const setting of settings) assert.include(text, setting.flag, setting.flag)

@@ -694,7 +694,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
         case "Agent":
           return agentCall(request, url, parsed.call)
         default:
-          return authenticated(request, url, parsed)
+          return settings.servesApi === false ? Effect.fail(controllersOnly) : authenticated(request, url, parsed)
       }
     }
 
@@ -731,6 +731,13 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
     return Api.of({ handle })
   }))
 }
+
+/** What a server of `--role controllers` answers to API requests (docs/scale-out.md, "Roles"). */
+const controllersOnly = new ApiError({
+  code: "Unavailable",
+  message: "this server runs controllers only (--role controllers): it answers /healthz, /readyz, /livez, /version and node agents, not the API",
+  fix: "Send API requests to a server of the same database started with --role api or --role all."
+})
 
 /** The HTTP app: every request through `Api.handle`. */
 export const app = Effect.flatMap(Effect.all([Api, HttpServerRequest.HttpServerRequest]), ([api, request]) => api.handle(request))
