@@ -234,6 +234,38 @@ const interruptionEvent = (outcome: Outcome): { type: string | undefined; reason
     : { type: undefined, reason: "BootFailed" }
 
 // ---------------------------------------------------------------------------------------------------------------------
+// Texts of frequent events, made once
+
+/**
+ * Remembers `text` under `key` (`texts.get(key) ?? remember(texts, key, …)`). The texts are joined from their parts:
+ * one flat string each, made once. A template would make a new rope at every event (a Job's phase events and
+ * checkpoints: millions in the platform benchmark), which the trace flattens again to write it. Each memo is bounded:
+ * it starts over when full.
+ */
+const remember = <K>(texts: Map<K, string>, key: K, text: string): string => {
+  if (texts.size >= 4096) texts.clear()
+  texts.set(key, text)
+  return text
+}
+
+const phaseTexts = new Map<JobPhase, string>()
+const succeededTexts = new Map<number, string>()
+const checkpointTexts = new Map<number, string>()
+
+/** "Checkpoint 3 saved (1024 bytes).", remembered by seq and size (a workload saves checkpoints of one size). */
+const checkpointedText = (checkpoint: Checkpoint): string => {
+  const { seq, sizeBytes } = checkpoint
+  // One key for both while they fit a safe integer (the usual seqs and sizes); else made each time.
+  if (!(Number.isSafeInteger(seq) && seq >= 0 && seq < 4096 && Number.isSafeInteger(sizeBytes) && sizeBytes >= 0 && sizeBytes < 2 ** 40)) {
+    return `Checkpoint ${seq} saved (${sizeBytes} bytes).`
+  }
+  const key = sizeBytes * 4096 + seq
+  return checkpointTexts.get(key) ?? remember(checkpointTexts, key, ["Checkpoint ", seq, " saved (", sizeBytes, " bytes)."].join(""))
+}
+
+const finalEventTypes = { Succeeded: "job.succeeded", Failed: "job.failed", Cancelled: "job.cancelled" } as const
+
+// ---------------------------------------------------------------------------------------------------------------------
 // The step
 
 class Step extends StepState<JobStatusType> implements IndexView {
@@ -307,7 +339,7 @@ class Step extends StepState<JobStatusType> implements IndexView {
     if (Number.isInteger(this.now)) this.completionMs = this.now
     this.condition(phase === "Succeeded" ? "Complete" : phase, "True", reason, message)
     this.stopAll(keepWarmMsOf(this.job.spec))
-    this.event(`job.${phase.toLowerCase()}`, reason, message, phase === "Failed")
+    this.event(finalEventTypes[phase], reason, message, phase === "Failed")
   }
 
   /** A market that also counts the hosts this step has already asked for (made when a step first places). */
@@ -761,7 +793,7 @@ const observeCheckpoints = (step: Step) => {
     if (failures !== undefined) checkpoint.failures = failures
     status.checkpoint = checkpoint
   }
-  if (latest !== undefined && latest.seq !== previous?.seq) step.event("job.checkpointed", "Checkpointed", `Checkpoint ${latest.seq} saved (${latest.sizeBytes} bytes).`)
+  if (latest !== undefined && latest.seq !== previous?.seq) step.event("job.checkpointed", "Checkpointed", checkpointedText(latest))
   if (view.checkpointFailures > (previous?.failures ?? 0)) step.event("job.checkpoint_failed", "CheckpointFailed", "A checkpoint could not be saved; the previous one is kept.", true)
 }
 
@@ -794,7 +826,7 @@ const phaseEvent = (step: Step, from: string | undefined, to: JobPhase) => {
     step.event("job.restored", "Restored", seq === undefined ? "The replacement runs." : `The replacement runs, restored from checkpoint ${seq}.`)
     return
   }
-  step.event(undefined, to, `The Job is ${to}.`)
+  step.event(undefined, to, phaseTexts.get(to) ?? remember(phaseTexts, to, ["The Job is ", to, "."].join("")))
 }
 
 /** Spec: Job.ttlSecondsAfterFinished — the finished Job is deleted that long after completionTime. */
@@ -879,7 +911,7 @@ const decideFinal = (step: Step): boolean => {
     return true
   }
   if (view.succeeded === spec.completions) {
-    step.finish("Succeeded", "Completed", `All ${spec.completions} indexes succeeded.`)
+    step.finish("Succeeded", "Completed", succeededTexts.get(spec.completions) ?? remember(succeededTexts, spec.completions, ["All ", spec.completions, " indexes succeeded."].join("")))
     return true
   }
   if (view.customerFailures > backoffLimitOf(spec)) {
