@@ -135,19 +135,34 @@ export class TraceHash implements TraceSink {
     this.used = used
   }
 
-  /** Writes the decimal digits of a safe non-negative integer, as `${value}` would (room made). */
+  /**
+   * Writes the decimal digits of a safe non-negative integer, as `${value}` would (room made). A time in ms has 13
+   * digits: it is written as its part above 10^8 and its last eight, each small enough for int32 arithmetic.
+   */
   private putInteger(value: number): void {
+    if (value < 1e8) {
+      this.putDigits(value, 1)
+      return
+    }
+    const high = Math.floor(value / 1e8)
+    this.putDigits(high, 1)
+    this.putDigits(value - high * 1e8, 8)
+  }
+
+  /** Writes the decimal digits of `value` (below 2^31), at least `width` of them (leading zeros). */
+  private putDigits(value: number, width: number): void {
     const chunk = this.chunk
     let digits = 1
-    for (let rest = value; rest >= 10; rest = Math.floor(rest / 10)) digits++
+    for (let rest = value; rest >= 10; rest = (rest / 10) | 0) digits++
+    if (digits < width) digits = width
     let at = this.used + digits
     this.used = at
     let rest = value
-    do {
-      const next = Math.floor(rest / 10)
-      chunk[--at] = 48 + (rest - next * 10)
+    for (let left = digits; left > 0; left--) {
+      const next = (rest / 10) | 0
+      chunk[--at] = 48 + rest - next * 10
       rest = next
-    } while (rest > 0)
+    }
   }
 
   private flush(): void {
