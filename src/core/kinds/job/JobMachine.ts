@@ -41,6 +41,14 @@ import { formatDurationMs } from "../../Units.ts"
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] }
 
+/**
+ * Removes a field from the status, when it has it: a delete of a field that is not there still costs a generic
+ * property deletion, and a step removes reason, message and timeoutTime at nearly every step of a running Job.
+ */
+const without = (status: Mutable<JobStatusType>, field: "reason" | "message" | "timeoutTime" | "stopByTime") => {
+  if (field in status) delete status[field]
+}
+
 export type JobObservation = Observation<JobSpecType, JobStatusType>
 export type JobStep = StepResult<JobStatusType>
 
@@ -415,7 +423,7 @@ const timeoutAt = (step: Step): number | undefined => {
 /** Shows timeoutTime as the status now stands (a resume in this step may have moved suspendedDuration). */
 const showTimeout = (step: Step) => {
   const at = timeoutAt(step)
-  if (at === undefined) delete step.status.timeoutTime
+  if (at === undefined) without(step.status, "timeoutTime")
   else step.status.timeoutTime = iso(at)
 }
 
@@ -434,7 +442,6 @@ const deadline = (step: Step): boolean => {
 /** Spec: "capacity lost → restored from latest checkpoint; onInterruption Fail fails instead". */
 const recover = (step: Step): boolean => {
   const { spec, attempts } = step.job
-  const minProgressMs = durationMs(spec.recovery.minProgressDuration, 2 * Limits.minuteMs)
   const indexes = step.view.indexes
   for (let position = 0; position < indexes.length; position++) {
     const index = indexes[position]!
@@ -446,6 +453,7 @@ const recover = (step: Step): boolean => {
       step.finish("Failed", reason, `Index ${index} lost its capacity (${reason}) and recovery.onInterruption is Fail.`)
       return true
     }
+    const minProgressMs = durationMs(spec.recovery.minProgressDuration, 2 * Limits.minuteMs)
     const lost = interruptionsWithoutProgress(attempts, index, minProgressMs, continuityOf(spec))
     if (lost > maxAttemptsOf(spec)) {
       step.event(type, reason, `Index ${index} lost its capacity (${reason}).`, true)
@@ -458,9 +466,10 @@ const recover = (step: Step): boolean => {
 
 /** Spec: "queued | queueTimeout elapsed | no capacity → Failed, CapacityUnavailable"; 0s waits forever. */
 const queueDeadline = (step: Step): boolean => {
-  const timeoutMs = durationMs(step.job.spec.placement.queueTimeout, 24 * Limits.hourMs)
   const scheduled = conditionIn(step.conditions, "Scheduled")
-  if (timeoutMs === 0 || scheduled?.status !== "False") return false
+  if (scheduled?.status !== "False") return false
+  const timeoutMs = durationMs(step.job.spec.placement.queueTimeout, 24 * Limits.hourMs)
+  if (timeoutMs === 0) return false
   const at = parseTimeOf(scheduled.lastTransitionTime) + timeoutMs
   if (step.now >= at) {
     step.finish("Failed", "CapacityUnavailable", `No capacity matched the placement within queueTimeout ${step.job.spec.placement.queueTimeout}.`)
@@ -561,7 +570,7 @@ const fundedWords: FundedWords = {
  */
 const fundJob = (step: Step, funding: Funding) => {
   if (funding.stop !== undefined) step.status.stopByTime = iso(funding.stop.at)
-  else delete step.status.stopByTime
+  else without(step.status, "stopByTime")
   fund(step, funding, step.job.spec.maxCostUSD, fundedWords)
 }
 
@@ -862,8 +871,8 @@ const advance = (step: Step, before: string | undefined) => {
     step.status.reason = text.reason
     step.status.message = text.message
   } else {
-    delete step.status.reason
-    delete step.status.message
+    without(step.status, "reason")
+    without(step.status, "message")
   }
 }
 
