@@ -56,8 +56,8 @@ interface Program {
   /** Told of the attempt's changes instead of `onChange` (SimProgram.changed, with its subject). */
   readonly changed: ((subject: unknown) => void) | undefined
   readonly subject: unknown
-  /** `programKey(owner, attempt.name)`, made once. */
-  readonly key: string
+  /** Where the attempt is in its owner's record (`Owned.attempts`, `Owned.programs`). */
+  readonly position: number
   readonly workload: WorkloadModel
   readonly namespace: string
   /** Invalidates scheduled callbacks once the program moved on. */
@@ -136,7 +136,14 @@ interface Owned {
    * each of the platform benchmark's two million attempts.
    */
   readonly attempts: Array<AttemptFacts>
-  byName: Map<string, AttemptFacts> | undefined
+  /** Positions in `attempts` by name, once there are more than a few. */
+  byName: Map<string, number> | undefined
+  /**
+   * The program of each attempt while it runs (by position, as `attempts`): found through its owner's record, not in
+   * a map of every program (a map's set and delete for each of the platform benchmark's two million programs, and a
+   * key made for each, cost about 2 % of its run).
+   */
+  readonly programs: Array<Program | undefined>
   /** The last checkpoint's seq (seqs count from 1 per owner). */
   seq: number
   /** Work saved at each checkpoint, by seq: what a restore resumes from. */
@@ -151,7 +158,11 @@ export class SimCapacity {
   /** Pools by variant key: every Variant object of one offering variant (each ranking makes its own) shares one. */
   private readonly pools = new Map<string, Pool>()
   private readonly poolByObject = new WeakMap<Variant, Pool>()
-  private readonly programs = new Map<string, Program>()
+  /**
+   * Programs still running when their owner was forgotten (`forget`), by `programKey`: they are stopped or end on
+   * their own after it (a deleted Job's teardowns), and are found by name until then.
+   */
+  private readonly orphans = new Map<string, Program>()
   /** Hosts acquired whose program has not started yet. */
   private readonly idle = new Map<string, { readonly attempt: SimAttempt; readonly namespace: string }>()
   /** Every owner's attempts and checkpoints, until the owner is forgotten. */
@@ -241,16 +252,31 @@ export class SimCapacity {
 
   private owned(owner: string): Owned {
     let owned = this.owners.get(owner)
-    if (owned === undefined) this.owners.set(owner, (owned = { attempts: [], byName: undefined, seq: 0, saved: [] }))
+    if (owned === undefined) this.owners.set(owner, (owned = { attempts: [], byName: undefined, programs: [], seq: 0, saved: [] }))
     return owned
+  }
+
+  /** Where the owner's attempt of this name is in its record, or -1. */
+  private positionOf(owned: Owned, name: string): number {
+    if (owned.byName !== undefined) return owned.byName.get(name) ?? -1
+    const { attempts } = owned
+    for (let index = 0; index < attempts.length; index++) if (attempts[index]!.name === name) return index
+    return -1
   }
 
   /** The owner's attempt of this name, if it has one. */
   private attemptOf(owned: Owned, name: string): AttemptFacts | undefined {
-    if (owned.byName !== undefined) return owned.byName.get(name)
-    const { attempts } = owned
-    for (let index = 0; index < attempts.length; index++) if (attempts[index]!.name === name) return attempts[index]
-    return undefined
+    const position = this.positionOf(owned, name)
+    return position === -1 ? undefined : owned.attempts[position]
+  }
+
+  /** The running program of the owner's attempt of this name, if there is one (its owner's, else one orphaned). */
+  private programOf(owner: string, name: string): Program | undefined {
+    const owned = this.owners.get(owner)
+    const position = owned === undefined ? -1 : this.positionOf(owned, name)
+    const program = position === -1 ? undefined : owned!.programs[position]
+    if (program !== undefined || this.orphans.size === 0) return program
+    return this.orphans.get(programKey(owner, name))
   }
 
   /**
@@ -265,7 +291,7 @@ export class SimCapacity {
       return known
     }
     const attempt = this.take(request, owned)
-    if (attempt.phase === "Provisioning") this.run(request.owner, owned, programKey(request.owner, request.attempt), attempt, request.namespace, request)
+    if (attempt.phase === "Provisioning") this.run(request.owner, owned, owned.attempts.length - 1, attempt, request.namespace, request)
     return attempt
   }
 
@@ -307,8 +333,9 @@ export class SimCapacity {
       progressUnits: undefined
     }
     owned.attempts.push(attempt)
-    if (owned.byName !== undefined) owned.byName.set(attempt.name, attempt)
-    else if (owned.attempts.length > ownedByNameAfter) owned.byName = new Map(owned.attempts.map((entry) => [entry.name, entry]))
+    owned.programs.push(undefined)
+    if (owned.byName !== undefined) owned.byName.set(attempt.name, owned.attempts.length - 1)
+    else if (owned.attempts.length > ownedByNameAfter) owned.byName = new Map(owned.attempts.map((entry, position) => [entry.name, position]))
     const pool = this.pool(request.variant)
     const warm = this.warmHosts(pool, request.namespace)
     if (warm.length > 0) {
@@ -329,10 +356,11 @@ export class SimCapacity {
     const host = this.idle.get(key)
     if (host === undefined) return
     this.idle.delete(key)
-    this.run(owner, this.owned(owner), key, host.attempt, host.namespace, request)
+    const owned = this.owned(owner)
+    this.run(owner, owned, this.positionOf(owned, name), host.attempt, host.namespace, request)
   }
 
-  private run(owner: string, owned: Owned, key: string, attempt: SimAttempt, namespace: string, request: SimProgram): void {
+  private run(owner: string, owned: Owned, position: number, attempt: SimAttempt, namespace: string, request: SimProgram): void {
     attempt.restoreFromSeq = request.restoreFromSeq
     const workAtStart = this.restoredWork(owner, request)
     const program: Program = {
@@ -342,7 +370,7 @@ export class SimCapacity {
       owned,
       changed: request.changed as ((subject: unknown) => void) | undefined,
       subject: request.subject,
-      key,
+      position,
       workload: request.workload,
       namespace,
       token: 0,
@@ -357,7 +385,7 @@ export class SimCapacity {
       nextToken: -1,
       nextKind: NextKind.Exit
     }
-    this.programs.set(program.key, program)
+    owned.programs[position] = program
     this.boot(program)
   }
 
@@ -369,7 +397,7 @@ export class SimCapacity {
 
   /** A customer suspend checkpoint for `episode`. */
   checkpoint(owner: string, name: string, episode: number): void {
-    const program = this.programs.get(programKey(owner, name))
+    const program = this.programOf(owner, name)
     if (program === undefined || program.attempt.phase !== "Running") return
     const previous = program.attempt.suspend
     const failures = previous?.episode === episode ? previous.failures : 0
@@ -394,7 +422,7 @@ export class SimCapacity {
     const key = programKey(owner, name)
     const idle = this.idle.get(key)
     if (idle !== undefined) return this.releaseIdle(key, idle.attempt)
-    const program = this.programs.get(key)
+    const program = this.programOf(owner, name)
     if (program === undefined || program.attempt.phase === "Terminating" || program.attempt.phase === "Ended") return
     program.token++
     this.recordProgress(program)
@@ -434,8 +462,11 @@ export class SimCapacity {
     })
   }
 
-  /** Forgets an owner's programs (its Job was deleted). */
+  /** Forgets an owner's attempts (its Job was deleted); its programs still running are found by name until they end. */
   forget(owner: string): void {
+    const owned = this.owners.get(owner)
+    if (owned === undefined) return
+    for (const program of owned.programs) if (program !== undefined) this.orphans.set(programKey(owner, program.attempt.name), program)
     this.owners.delete(owner)
   }
 
@@ -600,7 +631,7 @@ export class SimCapacity {
    * clock starts when the last command ends. Answers whether the owner's change was told (the busy state changed).
    */
   noteActivity(owner: string, name: string, busy?: boolean): boolean {
-    const program = this.programs.get(programKey(owner, name))
+    const program = this.programOf(owner, name)
     if (program === undefined) return false
     const was = program.attempt.activity?.busy ?? false
     program.attempt.activity = { busy: busy ?? was, lastAt: this.engine.now }
@@ -611,16 +642,16 @@ export class SimCapacity {
 
   /** Runs `then` at `at` if the same program still runs then (a box's command ending on the engine's clock). */
   atWhileRunning(owner: string, name: string, at: number, then: () => void): void {
-    const program = this.programs.get(programKey(owner, name))
+    const program = this.programOf(owner, name)
     if (program === undefined) return
     this.engine.at(at, () => {
-      if (this.programs.get(program.key) === program && program.attempt.phase === "Running") then()
+      if (this.programOf(owner, name) === program && program.attempt.phase === "Running") then()
     })
   }
 
   /** Runs `then` once the program runs: now if it does, else when its host has booted (a box's main process). */
   whenRunning(owner: string, name: string, then: () => void): void {
-    const program = this.programs.get(programKey(owner, name))
+    const program = this.programOf(owner, name)
     if (program === undefined) return
     if (program.attempt.phase === "Running") then()
     else program.onRunning = then
@@ -628,7 +659,7 @@ export class SimCapacity {
 
   /** Loses the host under a running program now (NodeLost), as a failure drawn from the model would. */
   loseNode(owner: string, name: string): void {
-    const program = this.programs.get(programKey(owner, name))
+    const program = this.programOf(owner, name)
     if (program !== undefined) this.finish(program, { type: "NodeLost" }, false)
   }
 
@@ -645,7 +676,7 @@ export class SimCapacity {
     // A program that exited on its own still has its host torn down, which is billed (Teardown) until released.
     const tearsDown = reusable && program.keepWarmMs <= 0 && outcome.type !== "Stopped"
     this.end(program.attempt, outcome, now, tearsDown ? now + pool.model.teardownMs : now)
-    this.programs.delete(program.key)
+    this.unregister(program)
     if (reusable && program.keepWarmMs > 0) {
       this.keepWarm(pool, program.namespace, program.keepWarmMs)
     } else if (outcome.type === "Stopped" || !reusable) {
@@ -655,6 +686,15 @@ export class SimCapacity {
       this.engine.after(pool.model.teardownMs, this.torndown, pool)
     }
     this.changed(program)
+  }
+
+  /** The program runs no more: it is found by name no more. */
+  private unregister(program: Program): void {
+    const { owned, position } = program
+    if (owned.programs[position] === program) owned.programs[position] = undefined
+    if (this.orphans.size === 0) return
+    const key = programKey(program.owner, program.attempt.name)
+    if (this.orphans.get(key) === program) this.orphans.delete(key)
   }
 
   /** A host of `pool` is back after its teardown (one function for every host: the pool is the event's argument). */

@@ -43,4 +43,28 @@ describe("SimCapacity's attempts by owner", () => {
       assert.strictEqual(capacity.facts("other/train", names[0]!), other)
     })
   }
+
+  for (const count of [1, 9]) {
+    it(`${count} running programs of an owner: stopped by name after the owner was forgotten, their hosts released`, () => {
+      const engine = new Engine(Date.parse("2026-03-01T00:00:00Z"))
+      const capacity = new SimCapacity(engine, new Prng("owners"), () => deterministicModel(count))
+      const names = Array.from({ length: count }, (_, index) => `train-${index}-1`)
+      const launched = names.map((name, index) =>
+        capacity.launch({ ...host("demo/train", name, index), keepWarmMs: 0, workload: { ...defaultWorkload, durationMs: 3_600_000 }, restoreFromSeq: undefined, resumeFromUnits: undefined, checkpointIntervalMs: undefined })
+      )
+      engine.run(engine.now + 600_000)
+      assert.deepStrictEqual(launched.map((attempt) => attempt.phase), names.map(() => "Running"))
+      capacity.forget("demo/train")
+      // A new owner of the same name has none of them.
+      assert.isUndefined(capacity.facts("demo/train", names[0]!))
+      for (const name of names) capacity.stop("demo/train", name, 0)
+      assert.deepStrictEqual(launched.map((attempt) => attempt.phase), names.map(() => "Terminating"))
+      engine.run(engine.now + 600_000)
+      assert.deepStrictEqual(launched.map((attempt) => attempt.outcome?.type), names.map(() => "Stopped"))
+      assert.strictEqual(capacity.inUse(variant("a10-1x-us")), 0)
+      // Ended, they are not found by name any more: another stop changes nothing.
+      capacity.stop("demo/train", names[0]!, 0)
+      assert.strictEqual(launched[0]!.phase, "Ended")
+    })
+  }
 })
