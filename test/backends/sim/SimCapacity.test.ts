@@ -60,7 +60,7 @@ describe("SimCapacity's attempts by owner", () => {
       for (const name of names) capacity.stop("demo/train", name, 0)
       assert.deepStrictEqual(launched.map((attempt) => attempt.phase), names.map(() => "Terminating"))
       engine.run(engine.now + 600_000)
-      assert.deepStrictEqual(launched.map((attempt) => attempt.outcome?.type), names.map(() => "Stopped"))
+      assert.deepStrictEqual(launched.map((attempt) => attempt.outcome?.type), names.map(() => "Stopped" as const))
       assert.strictEqual(capacity.inUse(variant("a10-1x-us")), 0)
       // Ended, they are not found by name any more: another stop changes nothing.
       capacity.stop("demo/train", names[0]!, 0)
