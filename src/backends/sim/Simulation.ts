@@ -17,7 +17,7 @@ import { isFinalPhase } from "../../core/kinds/job/JobPhases.ts"
 import { type Offering, variantKeyOf } from "../../core/capacity/Offering.ts"
 import { choose, type Market, rank, type Ranking } from "../../core/capacity/Placement.ts"
 import { parseDurationMs } from "../../core/Units.ts"
-import type { Checkers } from "./Checkers.ts"
+import type { Checkers, ClockVerdict } from "./Checkers.ts"
 import type { Engine } from "./Engine.ts"
 import type { SimCapacity, WorkloadModel } from "./SimCapacity.ts"
 
@@ -48,6 +48,11 @@ export interface SimJob {
    */
   queued: boolean
   settled: SettledLook | undefined
+  /**
+   * The checkers' memo of this Job (Checkers.ts, the clock rule's last verdict), kept on the Job it is about: a map
+   * beside it was read at every step, out of the caches. The simulation itself never reads it.
+   */
+  clockChecked?: ClockVerdict | undefined
 }
 
 export interface TraceSink {
@@ -365,7 +370,8 @@ export class Simulation {
       wakeAt: undefined,
       deleted: false,
       queued: false,
-      settled: undefined
+      settled: undefined,
+      clockChecked: undefined
     }
     this.jobs.set(key, job)
     traceLine(this.options.trace, this.now, key, "Created")
