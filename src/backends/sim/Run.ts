@@ -450,7 +450,8 @@ const arrivals = (
     const index = pick()
     const settings: WorkloadSettings = scenario.workloads[index]!
     const spec = specs[index]!
-    const job = simulation.submit(settings.namespace, `${settings.name}-${++counts.jobs}`, spec, drawWorkload(settings, workloadRandom))
+    // Joined: one flat string, which the Job keeps (a template's rope is twice its size and is read at every launch).
+    const job = simulation.submit(settings.namespace, [settings.name, ++counts.jobs].join("-"), spec, drawWorkload(settings, workloadRandom))
     submitted(job, settings)
     // Customers act some time within twice the workload's median run.
     const someTimeIntoTheRun = () => Math.round(customerRandom.uniform() * 2 * durationMs(settings.durationMedian, 60_000))

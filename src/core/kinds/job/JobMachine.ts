@@ -258,17 +258,28 @@ const remember = <K>(texts: Map<K, string>, key: K, text: string): string => {
 
 const phaseTexts = new Map<JobPhase, string>()
 const succeededTexts = new Map<number, string>()
-const checkpointTexts = new Map<number, string>()
+/** The checkpoint sizes seen (a workload saves checkpoints of one size: a few), and their texts by seq, side by side. */
+const checkpointSizes: Array<number> = []
+const checkpointTexts: Array<Array<string | undefined>> = []
 
-/** "Checkpoint 3 saved (1024 bytes).", remembered by seq and size (a workload saves checkpoints of one size). */
+/**
+ * "Checkpoint 3 saved (1024 bytes).", remembered per size by seq: a size is found in a short list, and a seq is an
+ * index (a map keyed by both as one number, a float past 2^31, took as long as making the text).
+ */
 const checkpointedText = (checkpoint: Checkpoint): string => {
   const { seq, sizeBytes } = checkpoint
-  // One key for both while they fit a safe integer (the usual seqs and sizes); else made each time.
-  if (!(Number.isSafeInteger(seq) && seq >= 0 && seq < 4096 && Number.isSafeInteger(sizeBytes) && sizeBytes >= 0 && sizeBytes < 2 ** 40)) {
-    return `Checkpoint ${seq} saved (${sizeBytes} bytes).`
+  if (!(Number.isInteger(seq) && seq >= 0 && seq < 4096)) return `Checkpoint ${seq} saved (${sizeBytes} bytes).`
+  let at = checkpointSizes.indexOf(sizeBytes)
+  if (at === -1) {
+    if (checkpointSizes.length >= 16) {
+      checkpointSizes.length = 0
+      checkpointTexts.length = 0
+    }
+    at = checkpointSizes.push(sizeBytes) - 1
+    checkpointTexts.push([])
   }
-  const key = sizeBytes * 4096 + seq
-  return checkpointTexts.get(key) ?? remember(checkpointTexts, key, ["Checkpoint ", seq, " saved (", sizeBytes, " bytes)."].join(""))
+  const texts = checkpointTexts[at]!
+  return (texts[seq] ??= ["Checkpoint ", seq, " saved (", sizeBytes, " bytes)."].join(""))
 }
 
 const finalEventTypes = { Succeeded: "job.succeeded", Failed: "job.failed", Cancelled: "job.cancelled" } as const
