@@ -17,7 +17,6 @@
  * The short form runs in the suite (test/cluster/Chaos.test.ts), the long one as `npm run bench:chaos`. Loopback only:
  * the servers listen on 127.0.0.1 and reach nothing else.
  */
-import { type ChildProcess, spawn } from "node:child_process"
 import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -32,7 +31,7 @@ import { parseMicroUsd } from "../../src/core/Money.ts"
 import { loadCatalog } from "../../src/data/CatalogData.ts"
 import * as SqlStore from "../../src/store/SqlStore.ts"
 import { Store } from "../../src/store/Store.ts"
-import { callAs, eventually, printedBy } from "../support/ServerProcess.ts"
+import { alive as isAlive, callAs, type ClusterServer, eventually, spawnClusterServer } from "../support/ServerProcess.ts"
 import { checkDeliveries, checkReplayAfterRotation, missingFinalEvents, resent, startWebhooks, type Webhooks } from "./ChaosWebhooks.ts"
 
 export interface ChaosOptions {
@@ -71,16 +70,10 @@ export interface ChaosReport {
   readonly webhooksResent: number
 }
 
-const root = join(import.meta.dirname, "..", "..")
-const node = join(root, "node_modules", ".bin", "node")
-const cli = join(root, "bin", "nodus.js")
 const token = "nds_chaos-test-token-0123456789abcdefghijklmnopqrstu"
-/** One sealing key for every process of the store (docs/secrets.md): they share the database. */
-const secretKey = "00".repeat(32)
 const project = "chaos"
 const group = "nodus.dev"
 const finalPhases = new Set(["Succeeded", "Failed", "Cancelled"])
-const holdsPattern = /cluster: runner (\S+) took \d+ shards, gave up \d+; holds (\d+) of (\d+)/gu
 
 /** A small seeded generator (mulberry32): the same seed kills the same servers and draws the same durations. */
 const random = (seed: number) => () => {
@@ -90,18 +83,14 @@ const random = (seed: number) => () => {
   return ((t ^ (t >>> 14)) >>> 0) / 4294967296
 }
 
-interface Server {
+/** A server of the harness: the shards it holds are what its last `cluster:` line says (0 once killed). */
+interface Server extends ClusterServer {
   readonly index: number
-  child: ChildProcess
-  url: string
-  /** The shards this process says it holds (its last `cluster:` line), and how many there are. */
-  holds: number
-  shards: number
 }
 
 const call = callAs(token)
 
-const alive = (server: Server) => server.child.exitCode === null && server.child.signalCode === null
+const alive = (server: Server) => isAlive(server.child)
 
 /** Runs the whole chaos scenario and answers what it found; throws only when the servers cannot be started. */
 export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
@@ -112,27 +101,20 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
   const started = Date.now()
 
   const spawnServer = async (index: number): Promise<Server> => {
-    const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("NODUS_") && name !== "DATABASE_URL"))
-    const child = spawn(node, [cli, "serve", "--backend", "sim", "--sim-speed", String(options.speed), "--data-dir", dataDir, "--addr", "127.0.0.1:0"], {
-      env: { ...env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token, NODUS_SECRET_KEY: secretKey, DATABASE_URL: options.databaseUrl, NODUS_WEBHOOK_ALLOW_LOOPBACK: "1" }
+    const file = options.logDir === undefined ? undefined : join(options.logDir, `server-${index}.log`)
+    let started = false
+    const server = await spawnClusterServer({
+      databaseUrl: options.databaseUrl, dataDir, speed: options.speed, token, env: { NODUS_WEBHOOK_ALLOW_LOOPBACK: "1" },
+      ...(file === undefined ? {} : {
+        onOutput: (child, chunk) => {
+          if (!started) appendFileSync(file, `--- pid ${child.pid} started ${new Date().toISOString()}\n`)
+          started = true
+          appendFileSync(file, chunk)
+        }
+      })
     })
-    const printed = printedBy(child)
-    if (options.logDir !== undefined) {
-      const file = join(options.logDir, `server-${index}.log`)
-      appendFileSync(file, `--- pid ${child.pid} started ${new Date().toISOString()}\n`)
-      child.stdout?.on("data", (chunk: Buffer) => appendFileSync(file, chunk))
-      child.stderr?.on("data", (chunk: Buffer) => appendFileSync(file, chunk))
-    }
-    const server: Server = { index, child, url: "", holds: 0, shards: 0 }
-    child.stdout?.on("data", (chunk: Buffer) => {
-      for (const match of chunk.toString().matchAll(holdsPattern)) {
-        server.holds = Number(match[2])
-        server.shards = Number(match[3])
-      }
-    })
-    server.url = await printed.first(/nodus serving (http:\/\/\S+)/u, 60_000)
-    log(`server ${index} (pid ${child.pid}) serves ${server.url}`)
-    return server
+    log(`server ${index} (pid ${server.child.pid}) serves ${server.url}`)
+    return Object.assign(server, { index })
   }
 
   /** Some live server's answer to a call; a server killed meanwhile is skipped. */
@@ -186,12 +168,11 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
       await createBatch(Math.ceil((options.jobs - next) / (batches - kill)))
       await new Promise((resolve) => setTimeout(resolve, options.killEveryMs))
       const victim = servers[Math.floor(draw() * servers.length)]!
-      const killedAt = Date.now()
+      const [killedAt, held] = [Date.now(), victim.holds]
       victim.child.kill("SIGKILL")
       killTimes.push(killedAt)
       await new Promise((resolve) => victim.child.once("exit", resolve))
-      log(`killed server ${victim.index} (held ${victim.holds} shards)`)
-      victim.holds = 0
+      log(`killed server ${victim.index} (held ${held} shards)`)
       try {
         await eventually("the other servers hold every shard", everyShardHeld, 60_000)
         takeoversMs.push(Date.now() - killedAt)

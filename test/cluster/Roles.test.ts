@@ -4,15 +4,14 @@
  * joins no cluster); the controllers server answers health checks and /version, and refuses API requests with a Status
  * saying where to send them. Runs when DATABASE_URL is set; bounded, loopback only.
  */
-import { type ChildProcess, spawn } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { createDatabase, databaseUrl } from "../support/Postgres.ts"
-import { callAs, eventually, printedBy } from "../support/ServerProcess.ts"
+import { callAs, eventually, spawnClusterServer } from "../support/ServerProcess.ts"
 
-const root = join(import.meta.dirname, "..", "..")
 const token = "nds_roles-test-token-0123456789abcdefghijklmnopqrstu"
 const call = callAs(token)
 const group = "nodus.dev"
@@ -23,13 +22,9 @@ describe.skipIf(databaseUrl === undefined)("servers of role api and controllers 
   const children: Array<ChildProcess> = []
 
   const serve = async (role: string) => {
-    const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("NODUS_") && name !== "DATABASE_URL"))
-    const child = spawn(join(root, "node_modules", ".bin", "node"), [join(root, "bin", "nodus.js"), "serve", "--backend", "sim", "--sim-speed", "60", "--role", role, "--data-dir", dataDir, "--addr", "127.0.0.1:0"], {
-      env: { ...env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token, NODUS_SECRET_KEY: "00".repeat(32), DATABASE_URL: database.url }
-    })
-    children.push(child)
-    const printed = printedBy(child)
-    return { url: await printed.first(/nodus serving (http:\/\/\S+)/u, 60_000), output: printed.output, first: printed.first }
+    const server = await spawnClusterServer({ databaseUrl: database.url, dataDir, speed: 60, token, args: ["--role", role] })
+    children.push(server.child)
+    return server
   }
 
   beforeAll(async () => {
@@ -44,7 +39,7 @@ describe.skipIf(databaseUrl === undefined)("servers of role api and controllers 
   it("the api server stores the Job, the controllers server runs it and serves no API", async () => {
     const api = await serve("api")
     const controllers = await serve("controllers")
-    assert.match(api.output(), /role: api/u)
+    assert.match(api.printed(), /role: api/u)
 
     const project = await call(api.url, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "roles" } })
     assert.strictEqual(project.status, 201, project.text)
@@ -55,7 +50,7 @@ describe.skipIf(databaseUrl === undefined)("servers of role api and controllers 
 
     // The controllers server took every shard; the api server never joined the cluster.
     await controllers.first(/cluster: runner \S+ took \d+ shards, gave up \d+; holds (\d+) of \d+/u, 1_000)
-    assert.notMatch(api.output(), /cluster: runner/u)
+    assert.notMatch(api.printed(), /cluster: runner/u)
 
     const refused = await call(controllers.url, "GET", `/apis/${group}/v1/namespaces/roles/jobs`)
     assert.strictEqual(refused.status, 503)

@@ -71,21 +71,38 @@ export interface ClusterServer {
   readonly holds: number
   readonly shards: number
   readonly printed: () => string
+  /** Group 1 of `pattern` once what it printed matches. */
+  readonly first: (pattern: RegExp, timeoutMs: number) => Promise<string>
 }
 
 const holdsPattern = /cluster: runner \S+ took \d+ shards, gave up \d+; holds (\d+) of (\d+)/gu
+
+export interface ClusterServerOptions {
+  readonly databaseUrl: string
+  readonly dataDir: string
+  readonly speed: number
+  readonly token: string
+  /** More flags of `nodus serve` (e.g. `--role api`). */
+  readonly args?: ReadonlyArray<string>
+  /** More settings in its environment (e.g. NODUS_WEBHOOK_ALLOW_LOOPBACK). */
+  readonly env?: Readonly<Record<string, string>>
+  /** Hears everything it prints, from its start (a log file). */
+  readonly onOutput?: (child: ChildProcess, chunk: Buffer) => void
+}
 
 /**
  * `nodus serve --backend sim` on loopback, on a PostgreSQL database it shares with others (docs/scale-out.md), with
  * `token` as its admin key and one sealing key for all; nothing of the shell's NODUS_* or DATABASE_URL reaches it.
  * Resolves once it serves.
  */
-export const spawnClusterServer = async (options: { readonly databaseUrl: string; readonly dataDir: string; readonly speed: number; readonly token: string }): Promise<ClusterServer> => {
+export const spawnClusterServer = async (options: ClusterServerOptions): Promise<ClusterServer> => {
   const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("NODUS_") && name !== "DATABASE_URL"))
-  const args = [join(root, "bin", "nodus.js"), "serve", "--backend", "sim", "--sim-speed", String(options.speed), "--data-dir", options.dataDir, "--addr", "127.0.0.1:0"]
+  const args = [join(root, "bin", "nodus.js"), "serve", "--backend", "sim", "--sim-speed", String(options.speed), "--data-dir", options.dataDir, "--addr", "127.0.0.1:0", ...(options.args ?? [])]
   const child = spawn(join(root, "node_modules", ".bin", "node"), args, {
-    env: { ...env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: options.token, NODUS_SECRET_KEY: "00".repeat(32), DATABASE_URL: options.databaseUrl }
+    env: { ...env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: options.token, NODUS_SECRET_KEY: "00".repeat(32), DATABASE_URL: options.databaseUrl, ...options.env }
   })
+  const { onOutput } = options
+  if (onOutput !== undefined) for (const stream of [child.stdout, child.stderr]) stream?.on("data", (chunk: Buffer) => onOutput(child, chunk))
   const printed = printedBy(child)
   let holds = 0
   let shards = 0
@@ -96,7 +113,7 @@ export const spawnClusterServer = async (options: { readonly databaseUrl: string
     }
   })
   const url = await printed.first(/nodus serving (http:\/\/\S+)/u, 60_000)
-  return { child, url, get holds() { return alive(child) ? holds : 0 }, get shards() { return shards }, printed: printed.output }
+  return { child, url, get holds() { return alive(child) ? holds : 0 }, get shards() { return shards }, printed: printed.output, first: printed.first }
 }
 
 /** Whether the process still runs. */
