@@ -15,7 +15,7 @@
 import { Clock, Context, Effect, Layer, Result, Semaphore } from "effect"
 import { type AccountBalances, type AccountEvent, accountEventsOf, balancesOf } from "../core/billing/Account.ts"
 import { ApiError } from "../core/meta/ApiError.ts"
-import { Ledger } from "../core/billing/Ledger.ts"
+import { Ledger, type Posting } from "../core/billing/Ledger.ts"
 import { formatMicroUsd } from "../core/Money.ts"
 import { type CommitFailed, Store, type StoreError, type WriteOp } from "../store/Store.ts"
 import { deliveryOf, EventOutbox, type OutboxEvent } from "./EventOutbox.ts"
@@ -40,6 +40,17 @@ export interface LedgerShape {
    * postings: a controller's fencing token (runtime/Ownership.ts), so a process that lost an object bills nothing for it.
    */
   readonly update: <A>(f: (ledger: Ledger) => A, fence?: ReadonlyArray<WriteOp>) => Effect.Effect<A, ApiError>
+  /**
+   * As `update`, with what the postings are for recorded before they are: `record(answer)` runs once `f` is applied
+   * (under the lock), and the postings commit after it. A process that stops between the two leaves the ledger behind
+   * the records, never ahead of them: the next settle captures what is missing, and no charge outgrows the run it is
+   * for (docs/scale-out.md). A record that fails leaves the ledger rebuilt and fails the operation (nothing was
+   * charged). Postings the store refuses after the record (another process posted first) are not made again here —
+   * the record is made: the ledger is rebuilt and `posted` is false, and the caller settles again soon. Where
+   * `recordFirst` answers no record (the postings must be stored before what the caller does next, as a hold before its
+   * capacity starts), the postings commit first, as `update` commits them.
+   */
+  readonly updateAfter: <A, E>(f: (ledger: Ledger) => A, fence: ReadonlyArray<WriteOp>, recordFirst: (answer: A) => Effect.Effect<void, E> | undefined) => Effect.Effect<{ readonly answer: A; readonly posted: boolean }, ApiError | E>
 }
 
 export interface LedgerOptions {
@@ -112,8 +123,7 @@ function make(options: LedgerOptions) {
      * Commits the postings made since the last commit, and in the same commit the account events their balances crossed
      * into (docs/billing.md, "Account events"): a lost commit loses both.
      */
-    const persist = (before: AccountBalances, fence: ReadonlyArray<WriteOp>) => Effect.gen(function*() {
-      const postings = ledger.drain()
+    const persist = (before: AccountBalances, fence: ReadonlyArray<WriteOp>, postings: ReadonlyArray<Posting> = ledger.drain()) => Effect.gen(function*() {
       if (postings.length === 0) return
       const now = yield* Clock.currentTimeMillis
       const after = balancesOf(ledger)
@@ -134,19 +144,37 @@ function make(options: LedgerOptions) {
     const raced = (error: StoreError | CommitFailed, tries: number) =>
       options.shared === true && tries < racesMax && error._tag === "CommitFailed" && (error.reason === "Conflict" || error.reason === "RecordExists")
 
+    const updateAfter: LedgerShape["updateAfter"] = (f, fence, recordFirst) => lock.withPermit(Effect.uninterruptible(Effect.gen(function*() {
+      for (let tries = 1; ; tries++) {
+        yield* current
+        const before = balancesOf(ledger)
+        const answer = f(ledger)
+        const record = recordFirst(answer)
+        if (record === undefined) {
+          // Postings first, as `update` makes them (made again on a race).
+          const persisted = yield* Effect.result(persist(before, fence))
+          if (Result.isSuccess(persisted)) return { answer, posted: true }
+          if (!raced(persisted.failure, tries)) return yield* Effect.fail(unavailable(persisted.failure))
+          continue
+        }
+        const postings = ledger.drain()
+        const recorded = yield* Effect.result(record)
+        if (Result.isFailure(recorded)) {
+          // What is in memory holds postings the store will not have.
+          if (postings.length > 0) yield* Effect.ignore(Effect.andThen(Effect.sync(() => (stale = true)), rebuild))
+          return yield* Effect.fail(recorded.failure)
+        }
+        const persisted = yield* Effect.result(persist(before, fence, postings))
+        if (Result.isFailure(persisted)) yield* Effect.logWarning(`ledger: postings after their record were not stored (${refusal(persisted.failure)}); settled again at the next step`)
+        return { answer, posted: Result.isSuccess(persisted) }
+      }
+    })))
+
     const service: LedgerShape = {
       // A read of a stale ledger tries the store first, and otherwise answers from memory (reads are advice).
       read: (f) => lock.withPermit(Effect.andThen(Effect.ignore(current), Effect.sync(() => f(ledger)))),
-      update: (f, fence = []) => lock.withPermit(Effect.uninterruptible(Effect.gen(function*() {
-        for (let tries = 1; ; tries++) {
-          yield* current
-          const before = balancesOf(ledger)
-          const answer = f(ledger)
-          const persisted = yield* Effect.result(persist(before, fence))
-          if (Result.isSuccess(persisted)) return answer
-          if (!raced(persisted.failure, tries)) return yield* Effect.fail(unavailable(persisted.failure))
-        }
-      })))
+      update: (f, fence = []) => Effect.map(updateAfter(f, fence, () => undefined), ({ answer }) => answer),
+      updateAfter
     }
     if (options.starterMicro > 0n && !ledger.has(starterKey)) {
       const now = yield* Clock.currentTimeMillis

@@ -446,9 +446,22 @@ function make(options: ReconcilerOptions) {
       }
       const owner = { namespace: tracked.namespace, labels: tracked.labels }
       const fence = ownership.fence(tracked.key)
-      const billed = yield* ledgers.update((ledger) =>
-        billedStep(tracked.kind.machine, observation, { now, market, ranking }, { ledger, pricebook: options.pricebook, rooms: budgets.roomsFor(ledger, owner, now) }), fence)
+      // What the step charges is recorded first (its status, Attempts and events), then posted: a process stopped between
+      // the two commits leaves the ledger behind the records, which the next settle catches up. Except a step that
+      // launches (its holds are stored before capacity starts) or deletes: its postings go first, as its actions need.
+      let recorded = false
+      const { answer: billed, posted } = yield* ledgers.updateAfter(
+        (ledger) => billedStep(tracked.kind.machine, observation, { now, market, ranking }, { ledger, pricebook: options.pricebook, rooms: budgets.roomsFor(ledger, owner, now) }),
+        fence,
+        (billed) => {
+          if (billed.result.actions.some((action) => action._tag === "Launch" || action._tag === "Delete")) return undefined
+          recorded = true
+          return writer.write(tracked, shownStatus(tracked, billed.result.status as JsonObject), eventsOf(billed.result.events, now))
+        }
+      )
       const { result } = billed
+      // Its record is made, its postings are not (another process posted first): settled again at once.
+      if (!posted) queue.add(tracked.key)
       // Only the shard's owner acts on capacity: the fence is checked before (the ledger's commit checked it when the
       // step posted anything), so a process that lost the shard without knowing it yet launches and stops nothing.
       if (fence.length > 0 && billed.postings.length === 0 && result.actions.length > 0) yield* resources.commit(tracked.ref, tracked.namespace, tracked.name, fence)
@@ -479,7 +492,7 @@ function make(options: ReconcilerOptions) {
         }
       }
       const shown = shownStatus(tracked, status)
-      yield* writer.write(tracked, shown, eventsOf(result.events, now))
+      if (!recorded) yield* writer.write(tracked, shown, eventsOf(result.events, now))
       // Only a status that is stored is what the next step starts from: after a failed write the step runs again from
       // the last stored one, and its moves, with their events, are made (and written together) again.
       tracked.status = status

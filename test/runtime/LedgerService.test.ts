@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer, Result } from "effect"
-import { availableAccount, externalAccount } from "../../src/core/billing/Ledger.ts"
+import { availableAccount, externalAccount, type Ledger } from "../../src/core/billing/Ledger.ts"
 import { Ids } from "../../src/apiserver/Ids.ts"
 import { EventOutbox } from "../../src/runtime/EventOutbox.ts"
 import { LedgerService, starterCreditsMicro } from "../../src/runtime/LedgerService.ts"
@@ -21,6 +21,16 @@ const recorded = (store: Store["Service"]) =>
     const event = entry.value as { type: string; data: { object: { kind: string }; event: { message: string } } }
     return `${event.type} ${event.data.object.kind} ${event.data.event.message.split(";")[0]}`
   }))
+
+/** A memory store whose commits with postings fail with `message` while `refuse()` holds (until `refuse(false)`). */
+const refusingPosts = (message: string) => Effect.map(MemoryStore.make, (inner) => {
+  let refusing = false
+  const store: Store["Service"] = {
+    ...inner,
+    commit: (ops) => (refusing && ops.some((op) => op._tag === "Post") ? Effect.fail(new StoreError({ message })) : inner.commit(ops))
+  }
+  return { inner, store, refuse: (on = true) => void (refusing = on) }
+})
 
 describe("LedgerService", () => {
   it.effect("grants the starter credits once, and a restart rebuilds the same ledger from the store", () =>
@@ -68,22 +78,17 @@ describe("LedgerService", () => {
 
   it.effect("an account event and the postings that caused it are one commit: a failed commit stores neither", () =>
     Effect.gen(function*() {
-      const inner = yield* MemoryStore.make
-      let failPosts = false
-      const store: Store["Service"] = {
-        ...inner,
-        // The store dies in the middle of the write that posts the hold (and would record billing.low_balance).
-        commit: (ops) => (failPosts && ops.some((op) => op._tag === "Post") ? Effect.fail(new StoreError({ message: "killed mid-write" })) : inner.commit(ops))
-      }
+      // The store dies in the middle of the write that posts the hold (and would record billing.low_balance).
+      const { inner, store, refuse } = yield* refusingPosts("killed mid-write")
       yield* Effect.provide(Effect.gen(function*() {
         const ledger = yield* LedgerService
-        failPosts = true
+        refuse()
         const failed = yield* Effect.result(ledger.update((current) => current.hold("hold/a", 0, { hold: "a", owner: "job", amount: 15_000_000n, expiresAt: 10 })))
         assert.isTrue(Result.isFailure(failed))
         // No change without its event, no event without its change.
         assert.deepStrictEqual((yield* inner.postings(0, 10)).map((posting) => posting.kind), ["Grant"])
         assert.deepStrictEqual(yield* recorded(inner), [])
-        failPosts = false
+        refuse(false)
         yield* ledger.update((current) => current.hold("hold/a", 0, { hold: "a", owner: "job", amount: 15_000_000n, expiresAt: 10 }))
       }), serverOver(store, 20_000_000n))
       assert.deepStrictEqual((yield* inner.postings(0, 10)).map((posting) => posting.kind), ["Grant", "Hold"])
@@ -158,5 +163,39 @@ describe("LedgerService", () => {
         yield* Fiber.join(interrupting)
       }), serverOver(store, 0n))
       assert.deepStrictEqual((yield* inner.postings(0, 10)).map((posting) => posting.key), ["grant/paid#0"])
+    }))
+
+  it.effect("updateAfter records first and posts after; a record that fails posts nothing and leaves the ledger as stored", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryStore.make
+      const result = yield* Effect.provide(Effect.gen(function*() {
+        const ledger = yield* LedgerService
+        const capture = (key: string) => (current: Ledger) => current.capture(key, 1, { hold: undefined, owner: "job", segment: "Running", amount: 2_000_000n })
+        // The record sees the operation applied, and the store without its postings yet.
+        const seen: Array<number> = []
+        const first = yield* ledger.updateAfter(capture("capture/first"), [], () => Effect.map(store.postings(0, 10), (stored) => void seen.push(stored.length)))
+        assert.isTrue(first.posted)
+        const afterFirst = (yield* store.postings(0, 10)).map((posting) => posting.key)
+        // A record that fails: nothing is posted, and the ledger in memory is the stored one again.
+        const failed = yield* Effect.result(ledger.updateAfter(capture("capture/second"), [], () => Effect.fail("the record was refused")))
+        const available = yield* ledger.read((current) => current.available)
+        return { seen, afterFirst, failed: Result.isFailure(failed) ? failed.failure : "succeeded", available }
+      }), serverOver(store, 10_000_000n))
+      assert.deepStrictEqual(result, { seen: [1], afterFirst: ["grant/starter#0", "capture/first#0"], failed: "the record was refused", available: 8_000_000n })
+      assert.deepStrictEqual((yield* store.postings(0, 10)).map((posting) => posting.key), ["grant/starter#0", "capture/first#0"])
+    }))
+
+  it.effect("updateAfter: postings the store refuses after the record are not posted, the record stands, the ledger is the stored one", () =>
+    Effect.gen(function*() {
+      const { inner, store, refuse } = yield* refusingPosts("another process posted first")
+      const outcome = yield* Effect.provide(Effect.gen(function*() {
+        const ledger = yield* LedgerService
+        refuse()
+        let records = 0
+        const done = yield* ledger.updateAfter((current) => current.capture("capture/a", 1, { hold: undefined, owner: "job", segment: "Running", amount: 3_000_000n }), [], () => Effect.sync(() => void records++))
+        return { posted: done.posted, records, available: yield* ledger.read((current) => current.available) }
+      }), serverOver(store, 10_000_000n))
+      assert.deepStrictEqual(outcome, { posted: false, records: 1, available: 10_000_000n })
+      assert.deepStrictEqual((yield* inner.postings(0, 10)).map((posting) => posting.key), ["grant/starter#0"])
     }))
 })
