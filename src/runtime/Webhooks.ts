@@ -332,7 +332,7 @@ const engine = (parts: Parts): Effect.Effect<Engine, StoreError, Scope.Scope> =>
 
   const finish = (delivery: Delivery) => Effect.gen(function*() {
     const key = recordKey(delivery.endpoint, delivery.id)
-    yield* store.commit([putDelivery(delivery), ...fence()]).pipe(Effect.ensuring(Effect.sync(() => attempting.delete(key))))
+    yield* store.commit([putDelivery(delivery), ...fence()])
     if (delivery.phase === "Pending") enqueue(delivery)
     else {
       pending.delete(key)
@@ -377,6 +377,7 @@ const engine = (parts: Parts): Effect.Effect<Engine, StoreError, Scope.Scope> =>
         yield* Effect.forkDetach(surviving("webhooks", `delivering ${delivery.webhookId}`)(attempt(delivery)).pipe(
           Effect.ensuring(Effect.sync(() => {
             inFlight--
+            attempting.delete(key)
             Queue.offerUnsafe(wakeSender, undefined)
           }))
         ))
