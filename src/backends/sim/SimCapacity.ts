@@ -83,6 +83,20 @@ interface Program {
   readonly startMs: number
 }
 
+/**
+ * The outcomes that carry nothing but their type, one object each for every attempt (they are read, never written):
+ * an object per ended attempt outlived the young generation with its Job (two million of them in the platform run).
+ */
+const ended = {
+  Succeeded: { type: "Succeeded" },
+  OOMKilled: { type: "OOMKilled" },
+  Preempted: { type: "Preempted" },
+  NodeLost: { type: "NodeLost" },
+  BootFailed: { type: "BootFailed" },
+  Unavailable: { type: "Unavailable" },
+  Stopped: { type: "Stopped" }
+} as const satisfies Record<string, Outcome>
+
 /** What a program's next event is; when several are due at the same instant they win in this order. */
 const NextKind = { Preempted: 0, NodeLost: 1, OOMKilled: 2, Exit: 3, Checkpoint: 4, Started: 5, BootFailed: 6, Stopped: 7 } as const
 type NextKind = (typeof NextKind)[keyof typeof NextKind]
@@ -345,7 +359,7 @@ export class SimCapacity {
       pool.used++
     } else {
       // Spec: capacity was taken between the placement decision and the acquire; the index waits again.
-      this.end(attempt, { type: "Unavailable" }, now)
+      this.end(attempt, ended.Unavailable, now)
     }
     return attempt
   }
@@ -419,9 +433,13 @@ export class SimCapacity {
 
   /** Stops the attempt's program and releases its host after teardown (or keeps it warm, `keepWarmMs`). */
   stop(owner: string, name: string, keepWarmMs: number): void {
-    const key = programKey(owner, name)
-    const idle = this.idle.get(key)
-    if (idle !== undefined) return this.releaseIdle(key, idle.attempt)
+    // A host idle without its program exists only between `acquire` and `start` (the headless loop launches in one
+    // call and has none): its key is made and looked up only when there is one.
+    if (this.idle.size > 0) {
+      const key = programKey(owner, name)
+      const idle = this.idle.get(key)
+      if (idle !== undefined) return this.releaseIdle(key, idle.attempt)
+    }
     const program = this.programOf(owner, name)
     if (program === undefined || program.attempt.phase === "Terminating" || program.attempt.phase === "Ended") return
     program.token++
@@ -456,7 +474,7 @@ export class SimCapacity {
     attempt.phase = "Terminating"
     attempt.stoppingAt = now
     this.engine.after(pool.model.teardownMs, () => {
-      this.end(attempt, { type: "Stopped" }, this.engine.now)
+      this.end(attempt, ended.Stopped, this.engine.now)
       pool.used--
       this.onFreed()
     })
@@ -564,11 +582,11 @@ export class SimCapacity {
     if (program.token !== program.nextToken || ticket !== program.nextTicket) return
     switch (program.nextKind) {
       case NextKind.Preempted:
-        return this.finish(program, { type: "Preempted" }, false)
+        return this.finish(program, ended.Preempted, false)
       case NextKind.NodeLost:
-        return this.finish(program, { type: "NodeLost" }, false)
+        return this.finish(program, ended.NodeLost, false)
       case NextKind.OOMKilled:
-        return this.finish(program, { type: "OOMKilled" }, true)
+        return this.finish(program, ended.OOMKilled, true)
       case NextKind.Exit:
         return this.exit(program)
       case NextKind.Checkpoint:
@@ -576,9 +594,9 @@ export class SimCapacity {
       case NextKind.Started:
         return this.started(program)
       case NextKind.BootFailed:
-        return this.finish(program, { type: "BootFailed" }, false)
+        return this.finish(program, ended.BootFailed, false)
       case NextKind.Stopped:
-        return this.finish(program, { type: "Stopped" }, true)
+        return this.finish(program, ended.Stopped, true)
     }
   }
 
@@ -612,7 +630,7 @@ export class SimCapacity {
   private exit(program: Program): void {
     const code = program.workload.exitCode !== 0 ? program.workload.exitCode : this.random.chance(program.workload.runFailureRate) ? 1 : 0
     this.recordProgress(program)
-    this.finish(program, code === 0 ? { type: "Succeeded" } : { type: "Failed", exitCode: code, message: `exit code ${code}` }, true)
+    this.finish(program, code === 0 ? ended.Succeeded : { type: "Failed", exitCode: code, message: `exit code ${code}` }, true)
   }
 
   /** Ends the attempt; its host is released at `releasedAt` (billing ends then), now unless a teardown follows. */
@@ -660,7 +678,7 @@ export class SimCapacity {
   /** Loses the host under a running program now (NodeLost), as a failure drawn from the model would. */
   loseNode(owner: string, name: string): void {
     const program = this.programOf(owner, name)
-    if (program !== undefined) this.finish(program, { type: "NodeLost" }, false)
+    if (program !== undefined) this.finish(program, ended.NodeLost, false)
   }
 
   /**
