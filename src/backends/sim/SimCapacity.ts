@@ -141,6 +141,20 @@ const programKey = (owner: string, name: string) => [owner, name].join("\n")
 /** Past this many attempts an owner's are found by name in a map. */
 const ownedByNameAfter = 8
 
+/**
+ * `list` with `item` at its end: a copy of the exact size while the list is short, the list itself pushed to after.
+ * A push onto a short array gives it room for 17 or more, and a Job's lists — its attempts, their programs, one or
+ * a few of each — live as long as it does: the room was most of what they took, copied by every scavenge they
+ * survived. A long list (a Function's workers over days) is pushed to, not copied at every append.
+ */
+export const appended = <T>(list: Array<T>, item: T): Array<T> => {
+  if (list.length >= ownedByNameAfter) {
+    list.push(item)
+    return list
+  }
+  return list.concat([item])
+}
+
 /** What the capacity keeps of an owner until it is forgotten: one map entry per owner, looked up once per action. */
 interface Owned {
   /**
@@ -149,7 +163,7 @@ interface Owned {
    * workers over days, many). No map for most owners: a map per owner, or one for all attempts, cost a map's work for
    * each of the platform benchmark's two million attempts.
    */
-  readonly attempts: Array<AttemptFacts>
+  attempts: Array<AttemptFacts>
   /** Positions in `attempts` by name, once there are more than a few. */
   byName: Map<string, number> | undefined
   /**
@@ -157,7 +171,7 @@ interface Owned {
    * a map of every program (a map's set and delete for each of the platform benchmark's two million programs, and a
    * key made for each, cost about 2 % of its run).
    */
-  readonly programs: Array<Program | undefined>
+  programs: Array<Program | undefined>
   /** The last checkpoint's seq (seqs count from 1 per owner). */
   seq: number
   /** Work saved at each checkpoint, by seq: what a restore resumes from. */
@@ -346,8 +360,8 @@ export class SimCapacity {
       suspend: undefined,
       progressUnits: undefined
     }
-    owned.attempts.push(attempt)
-    owned.programs.push(undefined)
+    owned.attempts = appended(owned.attempts, attempt)
+    owned.programs = appended(owned.programs, undefined)
     if (owned.byName !== undefined) owned.byName.set(attempt.name, owned.attempts.length - 1)
     else if (owned.attempts.length > ownedByNameAfter) owned.byName = new Map(owned.attempts.map((entry, position) => [entry.name, position]))
     const pool = this.pool(request.variant)

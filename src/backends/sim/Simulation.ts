@@ -19,7 +19,7 @@ import { choose, type Market, rank, type Ranking } from "../../core/capacity/Pla
 import { parseDurationMs } from "../../core/Units.ts"
 import type { Checkers, ClockVerdict } from "./Checkers.ts"
 import type { Engine } from "./Engine.ts"
-import type { SimCapacity, WorkloadModel } from "./SimCapacity.ts"
+import { appended, type SimCapacity, type WorkloadModel } from "./SimCapacity.ts"
 
 export interface SimJob {
   readonly name: string
@@ -34,7 +34,8 @@ export interface SimJob {
   readonly createdAt: number
   spec: JobSpecType
   status: JobStatusType
-  readonly attempts: Array<AttemptFacts>
+  /** Appended to by `appended` (SimCapacity.ts): a copy while short, so a Job's few attempts take no room for 17. */
+  attempts: Array<AttemptFacts>
   readonly workload: WorkloadModel
   /** A reconcile is scheduled for now. */
   dirty: boolean
@@ -533,7 +534,7 @@ export class Simulation {
       switch (action._tag) {
         case "Launch": {
           const facts = capacity.launch({ ...action, owner: key, namespace: job.namespace, workload: job.workload, changed: this.factsChangedOf, subject: job })
-          job.attempts.push(facts)
+          job.attempts = appended(job.attempts, facts)
           launched?.push({ action, facts })
           traceLine(this.options.trace, now, key, "Launch ", action.attempt, " ", variantKeyOf(action.variant), facts.outcome === undefined ? "" : " ", facts.outcome?.type ?? "")
           if (facts.outcome !== undefined) this.touch(job)

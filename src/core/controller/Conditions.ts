@@ -44,7 +44,8 @@ export const withCondition = (
   const next: Condition = observedGeneration === undefined
     ? { type, status, reason, message, lastTransitionTime }
     : { type, status, reason, message, lastTransitionTime, observedGeneration }
-  return previous === undefined ? [...conditions, next] : conditions.map((condition) => (condition.type === type ? next : condition))
+  // concat and map make arrays of their exact length (a spread leaves room for 17 or more, kept as long as the status).
+  return previous === undefined ? conditions.concat([next]) : conditions.map((condition) => (condition.type === type ? next : condition))
 }
 
 export const withoutCondition = (conditions: ReadonlyArray<Condition>, type: string): ReadonlyArray<Condition> =>
