@@ -3,8 +3,10 @@
  * and every operation's postings committed to the store before the operation answers. One server process owns the
  * ledger of its store (the same rule as the sim backend: docs/simulator.md); operations are serialized by a lock, so
  * the ledger's seqs follow the store's. An operation and its commit are one uninterruptible step (a client that hangs
- * up must not leave postings applied in memory but never stored), and after a commit that fails the ledger is rebuilt
- * from the store before the next operation; while the store cannot be read, operations fail Unavailable.
+ * up must not leave postings applied in memory but never stored). A commit the store refuses (another process posted
+ * those seqs first, or the fence is gone) stored nothing: its postings are taken back (`Ledger.undoDrained`). After a
+ * commit that fails otherwise the ledger is rebuilt from the store before the next operation; while the store cannot be
+ * read, operations fail Unavailable.
  *
  * Starter credits (docs/billing.md, "Starter credits"): the embedded default and sim mode grant them once, under a
  * fixed key, so a new user can run work at once; a production database starts at zero.
@@ -36,7 +38,7 @@ export interface LedgerShape {
   readonly read: <A>(f: (ledger: Ledger) => A) => Effect.Effect<A>
   /**
    * Runs operations on the ledger and commits their postings; answers what `f` answered. When the commit fails the
-   * ledger is rebuilt from the store, and the error is Unavailable (nothing was charged). `fence` commits with the
+   * postings are taken back (or the ledger rebuilt), and the error is Unavailable (nothing was charged). `fence` commits with the
    * postings: a controller's fencing token (runtime/Ownership.ts), so a process that lost an object bills nothing for it.
    */
   readonly update: <A>(f: (ledger: Ledger) => A, fence?: ReadonlyArray<WriteOp>) => Effect.Effect<A, ApiError>
@@ -46,7 +48,7 @@ export interface LedgerShape {
    * the records, never ahead of them: the next settle captures what is missing, and no charge outgrows the run it is
    * for (docs/scale-out.md). A record that fails leaves the ledger rebuilt and fails the operation (nothing was
    * charged). Postings the store refuses after the record (another process posted first) are not made again here —
-   * the record is made: the ledger is rebuilt and `posted` is false, and the caller settles again soon. Where
+   * the record is made: they are taken back, `posted` is false, and the caller settles again soon. Where
    * `recordFirst` answers no record (the postings must be stored before what the caller does next, as a hold before its
    * capacity starts), the postings commit first, as `update` commits them.
    */
@@ -61,7 +63,7 @@ export interface LedgerOptions {
   /**
    * Other server processes post to the same store (docs/scale-out.md): before each read and operation the ledger takes
    * in what they posted since, so its decisions start from the stored ledger; a commit that still races one fails on
-   * its seq, and the operation is made again on the rebuilt ledger (a few times, then it fails Unavailable).
+   * its seq, is taken back, and the operation is made again after the others' (a few times, then it fails Unavailable).
    */
   readonly shared?: boolean
 }
@@ -129,8 +131,10 @@ function make(options: LedgerOptions) {
       const after = balancesOf(ledger)
       const events = accountEventsOf(before, after).map((event) => outbox.record(accountEvent(group, event, after, now)))
       yield* store.commit([...postings.map((posting) => ({ _tag: "Post" as const, posting })), ...events, ...fence]).pipe(
-        // The store refused (another writer) or failed: what is in memory may not be what was stored.
-        Effect.catch((error) => {
+        Effect.catch((error): Effect.Effect<never, StoreError | CommitFailed> => {
+          // Refused whole (another process posted those seqs first, or the fence is gone): nothing was stored, and the
+          // postings are taken back. Failed otherwise: what is in memory may not be what was stored.
+          if (error._tag === "CommitFailed") return Effect.andThen(Effect.sync(() => ledger.undoDrained()), Effect.fail(error))
           stale = true
           return Effect.andThen(Effect.ignore(rebuild), Effect.fail(error))
         })

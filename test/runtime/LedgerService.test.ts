@@ -10,7 +10,7 @@ import { Ids } from "../../src/apiserver/Ids.ts"
 import { EventOutbox } from "../../src/runtime/EventOutbox.ts"
 import { LedgerService, starterCreditsMicro } from "../../src/runtime/LedgerService.ts"
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
-import { Store, StoreError } from "../../src/store/Store.ts"
+import { CommitFailed, Store, StoreError } from "../../src/store/Store.ts"
 
 const serverOver = (store: Store["Service"], starterMicro: bigint) =>
   LedgerService.layer({ starterMicro }).pipe(Layer.provideMerge(EventOutbox.layer), Layer.provide(Layer.merge(Layer.succeed(Store, store), Ids.layer)))
@@ -33,6 +33,34 @@ const refusingPosts = (message: string) => Effect.map(MemoryStore.make, (inner) 
 })
 
 describe("LedgerService", () => {
+  it.effect("a commit the store refuses (another process posted first) is taken back without reading every posting again", () =>
+    Effect.gen(function*() {
+      const inner = yield* MemoryStore.make
+      let refuseNext = false
+      let reads = 0
+      const store: Store["Service"] = {
+        ...inner,
+        postings: (after, limit) => Effect.andThen(Effect.sync(() => void reads++), inner.postings(after, limit)),
+        commit: (ops) => {
+          if (!refuseNext || !ops.some((op) => op._tag === "Post")) return inner.commit(ops)
+          refuseNext = false
+          return Effect.fail(new CommitFailed({ index: 0, reason: "Conflict" }))
+        }
+      }
+      const outcome = yield* Effect.provide(Effect.gen(function*() {
+        const ledger = yield* LedgerService
+        const readsAtStart = reads
+        refuseNext = true
+        const refused = yield* Effect.result(ledger.update((current) => current.grant("grant/a", 0, 5_000_000n, "test")))
+        const afterRefusal = yield* ledger.read((current) => ({ available: current.available, has: current.has("grant/a"), seq: current.lastSeq }))
+        // The same operation made again is posted: its key was taken back with its postings.
+        yield* ledger.update((current) => current.grant("grant/a", 0, 5_000_000n, "test"))
+        return { refused: Result.isFailure(refused), afterRefusal, replays: reads - readsAtStart }
+      }), serverOver(store, 10_000_000n))
+      assert.deepStrictEqual(outcome, { refused: true, afterRefusal: { available: 10_000_000n, has: false, seq: 1 }, replays: 0 })
+      assert.deepStrictEqual((yield* inner.postings(0, 10)).map((posting) => posting.key), ["grant/starter#0", "grant/a#0"])
+    }))
+
   it.effect("grants the starter credits once, and a restart rebuilds the same ledger from the store", () =>
     Effect.gen(function*() {
       const store = yield* MemoryStore.make

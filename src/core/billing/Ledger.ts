@@ -123,6 +123,10 @@ export class Ledger {
   private chargedTotal = 0n
   /** Postings since the last `drain` (what a driver still has to persist). */
   private unsaved: Array<Posting> = []
+  /** For the postings since the last `drain`: the expiry of the hold each Hold posting on an existing hold raised. */
+  private expiriesBefore = new Map<number, number>()
+  /** The batch the last `drain` answered, until the next: what `undoDrained` takes back. */
+  private drained: DrainedBatch = noBatch
 
   constructor(options: LedgerOptions = {}) {
     this.retain = options.retain ?? true
@@ -220,8 +224,24 @@ export class Ledger {
   /** Postings made since the last drain (retained ledgers only), for a driver to persist. */
   drain(): ReadonlyArray<Posting> {
     const unsaved = this.unsaved
+    this.drained = { postings: unsaved, expiriesBefore: this.expiriesBefore }
     this.unsaved = []
+    this.expiriesBefore = new Map()
     return unsaved
+  }
+
+  /**
+   * Takes back the postings the last `drain` answered, which the store refused (another process posted those seqs
+   * first): the ledger is as before they were made, and `extend` takes in the other process's postings next. Cheaper
+   * than a replay of every posting (docs/scale-out.md). They must be the last postings made. An open hold they closed
+   * is open again, at the end of the open holds' order (an expiry in one step then releases it after the others).
+   */
+  undoDrained(): void {
+    const { postings, expiriesBefore } = this.drained
+    this.drained = noBatch
+    if (postings.length === 0) return
+    if (postings[postings.length - 1]!.seq !== this.seq) throw new Error(`undo: posting ${this.seq} was made after the drained ones`)
+    for (let index = postings.length - 1; index >= 0; index--) this.unapply(postings[index]!, expiriesBefore)
   }
 
   // -------------------------------------------------------------------------------------------------------------------
@@ -363,6 +383,11 @@ export class Ledger {
     if (posting.amount < 0n || (posting.amount === 0n && posting.kind !== "Release" && posting.kind !== "Expire")) {
       throw new Error(`posting ${posting.key}: amount ${posting.amount} must be above zero`)
     }
+    // What `undoDrained` needs of a posting still to be stored (retained ledgers drain; a headless one keeps none).
+    if (this.retain && !replaying && posting.kind === "Hold" && posting.hold !== undefined) {
+      const existing = this.holds.get(posting.hold)
+      if (existing !== undefined) this.expiriesBefore.set(posting.seq, existing.expiresAt)
+    }
     this.seq = posting.seq
     this.balances.set(posting.from, this.balance(posting.from) - posting.amount)
     this.balances.set(posting.to, this.balance(posting.to) + posting.amount)
@@ -385,6 +410,51 @@ export class Ledger {
       this.postings.push(posting)
       if (!replaying) this.unsaved.push(posting)
     }
+  }
+
+  /** `apply` taken back: the last posting made goes. */
+  private unapply(posting: Posting, expiriesBefore: ReadonlyMap<number, number>) {
+    this.seq = posting.seq - 1
+    this.balances.set(posting.from, this.balance(posting.from) + posting.amount)
+    this.balances.set(posting.to, this.balance(posting.to) - posting.amount)
+    if (posting.from.startsWith(heldPrefix)) this.heldTotal += posting.amount
+    if (posting.to.startsWith(heldPrefix)) this.heldTotal -= posting.amount
+    if (posting.kind === "Hold" && posting.hold !== undefined) this.unopened(posting.hold, expiriesBefore.get(posting.seq))
+    if ((posting.kind === "Release" || posting.kind === "Expire") && posting.hold !== undefined) this.reopened(posting.hold)
+    if ((posting.kind === "Capture" || posting.kind === "Arrears") && posting.owner !== undefined && posting.segment !== undefined) {
+      addCharge(this.chargesOf, posting.owner, posting.segment, -posting.amount)
+      this.chargedTotal -= posting.amount
+      addChargeTime(this.chargeTimes, posting.owner, posting.at, -posting.amount)
+      if (posting.hold !== undefined) addCharge(this.chargesOnHold, posting.hold, posting.segment, -posting.amount)
+    }
+    this.applied.delete(posting.key.slice(0, posting.key.lastIndexOf("#")))
+    if (this.retain) this.postings.pop()
+  }
+
+  /** A Hold posting taken back: the hold it opened is gone, or the expiry it raised is back. */
+  private unopened(id: string, expiryBefore: number | undefined) {
+    const hold = this.holds.get(id)
+    if (hold === undefined) return
+    if (expiryBefore !== undefined) {
+      hold.expiresAt = expiryBefore
+      return
+    }
+    this.holds.delete(id)
+    this.open.delete(id)
+    const owned = this.openByOwner.get(hold.owner)
+    owned?.delete(hold)
+    if (owned?.size === 0) this.openByOwner.delete(hold.owner)
+  }
+
+  /** A Release or Expire taken back: the hold is open again. */
+  private reopened(id: string) {
+    const hold = this.holds.get(id)
+    if (hold === undefined) return
+    hold.state = "Open"
+    this.open.set(id, hold)
+    let owned = this.openByOwner.get(hold.owner)
+    if (owned === undefined) this.openByOwner.set(hold.owner, (owned = new Set()))
+    owned.add(hold)
   }
 }
 
@@ -432,5 +502,13 @@ const addChargeTime = (byOwner: Map<string, ChargeTimes>, owner: string, at: num
     for (let later = position; later < sums.length; later++) sums[later] = sums[later]! + amount
   }
 }
+
+/** What one `drain` answered, for `undoDrained`. */
+interface DrainedBatch {
+  readonly postings: ReadonlyArray<Posting>
+  readonly expiriesBefore: ReadonlyMap<number, number>
+}
+
+const noBatch: DrainedBatch = { postings: [], expiriesBefore: new Map() }
 
 const emptyCharges = (): Charges => ({ total: 0n, bySegment: { Boot: 0n, Running: 0n, Restore: 0n, Teardown: 0n } })
