@@ -148,11 +148,12 @@ const ownedByNameAfter = 8
  * survived. A long list (a Function's workers over days) is pushed to, not copied at every append.
  */
 export const appended = <T>(list: Array<T>, item: T): Array<T> => {
-  if (list.length >= ownedByNameAfter) {
-    list.push(item)
-    return list
-  }
-  return list.concat([item])
+  // The first two as literals (most Jobs have one or two attempts; concat takes about 60 ns more than a push).
+  if (list.length === 0) return [item]
+  if (list.length === 1) return [list[0]!, item]
+  if (list.length < ownedByNameAfter) return list.concat([item])
+  list.push(item)
+  return list
 }
 
 /** What the capacity keeps of an owner until it is forgotten: one map entry per owner, looked up once per action. */
