@@ -6,18 +6,12 @@
  * only by a killed sender's successor), and the killed servers' shards are taken over (Chaos.ts says how each is
  * checked). Runs when DATABASE_URL is set; bounded (a deadline on every wait), loopback only.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { createDatabase, databaseUrl } from "../support/Postgres.ts"
+import { assert, describe, it } from "@effect/vitest"
+import { databaseUrl, suiteDatabase } from "../support/Postgres.ts"
 import { runChaos } from "./Chaos.ts"
 
 describe.skipIf(databaseUrl === undefined)("three servers on one PostgreSQL database, one killed at a time", () => {
-  let database: { readonly url: string; readonly drop: () => Promise<void> }
-  beforeAll(async () => {
-    database = await createDatabase(databaseUrl!)
-  })
-  afterAll(async () => {
-    await database?.drop()
-  })
+  const database = suiteDatabase()
 
   it("every Job ends once, each Attempt launched once, charges equal the metered runs, no event twice, each final event delivered once", async () => {
     const report = await runChaos({

@@ -31,7 +31,7 @@ import { parseMicroUsd } from "../../src/core/Money.ts"
 import { loadCatalog } from "../../src/data/CatalogData.ts"
 import * as SqlStore from "../../src/store/SqlStore.ts"
 import { Store } from "../../src/store/Store.ts"
-import { alive as isAlive, callAs, type ClusterServer, eventually, spawnClusterServer } from "../support/ServerProcess.ts"
+import { alive as isAlive, callAs, type ClusterServer, eventually, everyShardHeld as heldByAll, spawnClusterServer } from "../support/ServerProcess.ts"
 import { checkDeliveries, checkReplayAfterRotation, missingFinalEvents, resent, startWebhooks, type Webhooks } from "./ChaosWebhooks.ts"
 
 export interface ChaosOptions {
@@ -131,11 +131,7 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
     }
   }
 
-  const everyShardHeld = () => {
-    const live = servers.filter(alive)
-    const total = Math.max(0, ...servers.map((server) => server.shards))
-    return total > 0 && live.reduce((sum, server) => sum + server.holds, 0) === total
-  }
+  const everyShardHeld = () => heldByAll(servers)
 
   const violations: Array<string> = []
   const takeoversMs: Array<number | undefined> = []

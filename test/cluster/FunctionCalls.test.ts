@@ -11,9 +11,9 @@
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { createDatabase, databaseUrl } from "../support/Postgres.ts"
-import { alive, callAs, type ClusterServer, eventually, killNow, spawnClusterServer } from "../support/ServerProcess.ts"
+import { assert, describe, it } from "@effect/vitest"
+import { databaseUrl, suiteDatabase } from "../support/Postgres.ts"
+import { alive, callAs, type ClusterServer, eventually, everyShardHeld as heldByAll, killNow, spawnClusterServer } from "../support/ServerProcess.ts"
 
 const token = "nds_calls-test-token-0123456789abcdefghijklmnopqrstu"
 const calls = "/apis/nodus.dev/v1/namespaces/calls/functioncalls"
@@ -70,13 +70,7 @@ const checkCalls = (names: ReadonlyArray<string>, stored: ReadonlyArray<any>, hi
 }
 
 describe.skipIf(databaseUrl === undefined)("FunctionCalls on three servers on one PostgreSQL database, one killed under them", () => {
-  let database: { readonly url: string; readonly drop: () => Promise<void> }
-  beforeAll(async () => {
-    database = await createDatabase(databaseUrl!)
-  })
-  afterAll(async () => {
-    await database?.drop()
-  })
+  const database = suiteDatabase()
 
   it("every call ends Succeeded once, its result written once, dispatched by its Function's owner only", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "nodus-calls-"))
@@ -84,10 +78,7 @@ describe.skipIf(databaseUrl === undefined)("FunctionCalls on three servers on on
     const spawnServer = () => spawnClusterServer({ databaseUrl: database.url, dataDir, speed, token })
     const started = Date.now()
     const deadline = started + 180_000
-    const everyShardHeld = () => {
-      const total = Math.max(0, ...servers.map((server) => server.shards))
-      return total > 0 && servers.reduce((sum, server) => sum + server.holds, 0) === total
-    }
+    const everyShardHeld = () => heldByAll(servers)
     let turn = 0
     /** A live server's answer, taking turns; a server killed meanwhile is skipped. */
     const anyServer = async (method: string, path: string, body?: unknown) => {

@@ -4,6 +4,7 @@
  */
 import { randomBytes } from "node:crypto"
 import { PgClient } from "@effect/sql-pg"
+import { afterAll, beforeAll } from "@effect/vitest"
 import { Effect, Exit, Redacted, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 
@@ -34,4 +35,21 @@ export const createDatabase = async (url: string): Promise<{ readonly url: strin
   const scope = Effect.runSync(Scope.make())
   const created = await Effect.runPromise(freshDatabase(url).pipe(Scope.provide(scope)))
   return { url: created, drop: () => Effect.runPromise(Scope.close(scope, Exit.void)) }
+}
+
+/** A database of its own for a suite (a describe): created before its tests, dropped after them. Read `url` in tests. */
+export const suiteDatabase = () => {
+  let database: { readonly url: string; readonly drop: () => Promise<void> } | undefined
+  beforeAll(async () => {
+    database = await createDatabase(databaseUrl!)
+  })
+  afterAll(async () => {
+    await database?.drop()
+  })
+  return {
+    get url() {
+      if (database === undefined) throw new Error("the suite's database is made before its tests run")
+      return database.url
+    }
+  }
 }

@@ -116,6 +116,12 @@ export const spawnClusterServer = async (options: ClusterServerOptions): Promise
   return { child, url, get holds() { return alive(child) ? holds : 0 }, get shards() { return shards }, printed: printed.output, first: printed.first }
 }
 
+/** Whether the live servers' runners together hold every shard (a killed server holds none). */
+export const everyShardHeld = (servers: ReadonlyArray<ClusterServer>) => {
+  const total = Math.max(0, ...servers.map((server) => server.shards))
+  return total > 0 && servers.reduce((sum, server) => sum + server.holds, 0) === total
+}
+
 /** Whether the process still runs. */
 export const alive = (child: ChildProcess) => child.exitCode === null && child.signalCode === null
 
