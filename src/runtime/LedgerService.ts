@@ -118,8 +118,21 @@ function make(options: LedgerOptions) {
       ledger = fresh
       stale = false
     })
-    const current = Effect.suspend(() =>
-      stale ? Effect.mapError(rebuild, unavailable) : options.shared === true ? Effect.asVoid(Effect.mapError(catchUp(store, ledger), unavailable)) : Effect.void)
+    /** Catch-ups of a shared ledger (reads of what other processes posted) started, and the latest one finished. */
+    let catchUpsStarted = 0
+    let catchUpFinished = 0
+    /**
+     * Under the lock: the ledger rebuilt when it is stale; on a shared store, caught up unless a catch-up that started
+     * after the caller asked (`askedAt`: the catch-ups started by then) has finished. Callers waiting on the lock share
+     * one read of the store so, instead of a read each (one per Job create under load), and each still sees every
+     * posting committed before it asked.
+     */
+    const current = (askedAt: number) => Effect.suspend(() => {
+      if (stale) return Effect.mapError(rebuild, unavailable)
+      if (options.shared !== true || catchUpFinished > askedAt) return Effect.void
+      const index = ++catchUpsStarted
+      return Effect.mapError(Effect.map(catchUp(store, ledger), () => void (catchUpFinished = Math.max(catchUpFinished, index))), unavailable)
+    })
 
     /**
      * Commits the postings made since the last commit, and in the same commit the account events their balances crossed
@@ -148,9 +161,15 @@ function make(options: LedgerOptions) {
     const raced = (error: StoreError | CommitFailed, tries: number) =>
       options.shared === true && tries < racesMax && error._tag === "CommitFailed" && (error.reason === "Conflict" || error.reason === "RecordExists")
 
-    const updateAfter: LedgerShape["updateAfter"] = (f, fence, recordFirst) => lock.withPermit(Effect.uninterruptible(Effect.gen(function*() {
+    const updateAfter: LedgerShape["updateAfter"] = (f, fence, recordFirst) => Effect.suspend(() => {
+      const askedAt = catchUpsStarted
+      return lock.withPermit(Effect.uninterruptible(operate(f, fence, recordFirst, askedAt)))
+    })
+
+    const operate = <A, E>(f: (ledger: Ledger) => A, fence: ReadonlyArray<WriteOp>, recordFirst: (answer: A) => Effect.Effect<void, E> | undefined, askedAt: number) => Effect.gen(function*() {
       for (let tries = 1; ; tries++) {
-        yield* current
+        // A race lost means the ledger is behind the store: the next try reads it whatever was read before.
+        yield* current(tries === 1 ? askedAt : catchUpsStarted)
         const before = balancesOf(ledger)
         const answer = f(ledger)
         const record = recordFirst(answer)
@@ -172,11 +191,14 @@ function make(options: LedgerOptions) {
         if (Result.isFailure(persisted)) yield* Effect.logWarning(`ledger: postings after their record were not stored (${refusal(persisted.failure)}); settled again at the next step`)
         return { answer, posted: Result.isSuccess(persisted) }
       }
-    })))
+    })
 
     const service: LedgerShape = {
       // A read of a stale ledger tries the store first, and otherwise answers from memory (reads are advice).
-      read: (f) => lock.withPermit(Effect.andThen(Effect.ignore(current), Effect.sync(() => f(ledger)))),
+      read: (f) => Effect.suspend(() => {
+        const askedAt = catchUpsStarted
+        return lock.withPermit(Effect.andThen(Effect.ignore(current(askedAt)), Effect.sync(() => f(ledger))))
+      }),
       update: (f, fence = []) => Effect.map(updateAfter(f, fence, () => undefined), ({ answer }) => answer),
       updateAfter
     }

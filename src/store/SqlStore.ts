@@ -15,6 +15,7 @@
  * change log never sees a later version before an earlier one; it is held for one statement only. Other processes
  * learn of commits through NOTIFY on `nodus_changes` (PostgreSQL only; PGlite is single-process).
  */
+import { randomUUID } from "node:crypto"
 import { Deferred, Effect, Layer, Option, Queue, Redacted, Result } from "effect"
 import { PgClient } from "@effect/sql-pg"
 import { Migrator, SqlClient, type SqlError } from "effect/sql"
@@ -120,6 +121,19 @@ const migrations = Migrator.fromRecord({
   "4_blobs": Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     for (const statement of blobSchema) yield* sql.unsafe(statement)
+  }),
+  // A Job is 2.5-3 KB of JSON, over TOAST's 2 KB line: every write compresses it twice (object and change) and every
+  // read of a list decompresses it. LZ4 does both about 2.5 times faster than the default pglz (measured here on a
+  // stored Job: 7 against 20 µs to write, 3 against 7.5 µs to read), for about 7 % more bytes. New rows only; a build
+  // without LZ4 (PGlite's) keeps pglz.
+  "5_lz4_bodies": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql.unsafe(`DO $$ BEGIN
+      ALTER TABLE nodus_objects ALTER COLUMN body SET COMPRESSION lz4;
+      ALTER TABLE nodus_changes ALTER COLUMN body SET COMPRESSION lz4, ALTER COLUMN previous SET COMPRESSION lz4;
+      ALTER TABLE nodus_records ALTER COLUMN value SET COMPRESSION lz4;
+    EXCEPTION WHEN feature_not_supported THEN NULL;
+    END $$`)
   })
 })
 
@@ -155,13 +169,14 @@ const changeOf = (row: ChangeRow): Change => ({
 
 /**
  * The one statement that writes a decided batch: objects, deletions, changes, records, postings, the counter and the
- * commit sequence, and with `notify` the NOTIFY that wakes other processes (delivered at commit). It writes only when the
+ * commit sequence, and with `notifyAs` the NOTIFY that wakes other processes (delivered at commit; its payload names the
+ * process that sent it, `notifyAs:resourceVersion`, so that a process skips its own). It writes only when the
  * commit sequence under the lock is still $7, the one the batch was decided on; then it returns one row, else none.
  * When this statement waited for the lock, its snapshot predates the other commit, but the locked row is read as
  * committed, so the sequence check sees that commit and the statement writes nothing. PostgreSQL runs every
  * data-modifying WITH clause once, whether or not the main statement reads it.
  */
-const writeStatement = (notify: boolean) => `
+const writeStatement = (notifyAs: string | undefined) => `
 WITH
   current AS (SELECT 1 FROM nodus_meta WHERE id = 1 AND commit_sequence = $7 FOR UPDATE),
   upserted AS (
@@ -205,7 +220,7 @@ WITH
     WHERE EXISTS (SELECT 1 FROM current)
   )
 UPDATE nodus_meta SET resource_version = $6, commit_sequence = commit_sequence + 1
-FROM current${notify ? `, (SELECT pg_notify('${notifyChannel}', $6::text)) AS notified` : ""}
+FROM current${notifyAs === undefined ? "" : `, (SELECT pg_notify('${notifyChannel}', '${notifyAs}:' || $6::text)) AS notified`}
 WHERE id = 1
 RETURNING commit_sequence`
 
@@ -313,7 +328,7 @@ interface Pending {
 
 export interface SqlStoreOptions {
   /** Receives other processes' commit notifications (PostgreSQL LISTEN); absent on PGlite. */
-  readonly listen?: (onNotify: () => void) => Effect.Effect<void, SqlError.SqlError>
+  readonly listen?: (onNotify: (payload: string) => void) => Effect.Effect<void, SqlError.SqlError>
   /** Sends this process's commit notification inside the batch transaction. */
   readonly notify: boolean
 }
@@ -327,6 +342,8 @@ export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
     for (const listener of listeners) listener(committed)
   }
   const queue = yield* Queue.unbounded<Pending>()
+  /** Names this process in its NOTIFY payloads (letters and digits only: it is spliced into the statement). */
+  const origin = randomUUID().replaceAll("-", "")
 
   /**
    * The state of every key, record and posting key a batch touches, with the resourceVersion, commit sequence and last
@@ -380,7 +397,7 @@ export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
       const { base, sequence, state } = yield* readState(opsList, now)
       const evaluation = evaluate(opsList, state, base)
       if (evaluation.changes.length === 0 && evaluation.records.size === 0 && evaluation.postings.length === 0) return { evaluation, base }
-      const written = yield* sql.unsafe(writeStatement(options.notify && evaluation.changes.length > 0), writeParameters(evaluation, sequence) as Array<string | number>)
+      const written = yield* sql.unsafe(writeStatement(options.notify && evaluation.changes.length > 0 ? origin : undefined), writeParameters(evaluation, sequence) as Array<string | number>)
       if (written.length > 0) return { evaluation, base }
       if (attempt >= batchAttemptsMax) return yield* new StoreError({ message: `the store stayed contended for ${batchAttemptsMax} attempts` })
       return yield* runBatch(batch, now, attempt + 1)
@@ -408,7 +425,13 @@ export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
   })
 
   yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.takeBetween(queue, 1, batchCommitsMax), commitBatch)))
-  if (options.listen !== undefined) yield* Effect.forkScoped(Effect.forever(Effect.ignore(options.listen(() => notifyListeners()))))
+  // This process's own commits reach its listeners with their changes (commitBatch): their notifications are skipped.
+  const ownNotification = `${origin}:`
+  if (options.listen !== undefined) {
+    yield* Effect.forkScoped(Effect.forever(Effect.ignore(options.listen((payload) => {
+      if (!payload.startsWith(ownNotification)) notifyListeners()
+    }))))
+  }
 
   const get: StoreShape["get"] = (key) =>
     sql.unsafe<{ body: string }>(
@@ -565,10 +588,10 @@ export const layerPostgres = (url: string): Layer.Layer<Store | BlobStore, Store
     Store,
     Effect.gen(function*() {
       const pg = yield* PgClient.PgClient
-      const listen = (onNotify: () => void) =>
+      const listen = (onNotify: (payload: string) => void) =>
         Effect.scoped(Effect.gen(function*() {
           const notifications = yield* pg.listen(notifyChannel)
-          yield* Effect.forever(Effect.tap(Queue.take(notifications), () => Effect.sync(onNotify)))
+          yield* Effect.forever(Effect.tap(Queue.take(notifications), (notification) => Effect.sync(() => onNotify(notification.payload))))
         }))
       return yield* make({ listen: (onNotify) => Effect.asVoid(listen(onNotify)), notify: true })
     })

@@ -4,7 +4,7 @@
  * are in the store when it answers, and the store's own sums (balances()) agree with the ledger.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, Result } from "effect"
+import { Context, Deferred, Effect, Fiber, Layer, Result } from "effect"
 import { availableAccount, externalAccount, type Ledger } from "../../src/core/billing/Ledger.ts"
 import { Ids } from "../../src/apiserver/Ids.ts"
 import { EventOutbox } from "../../src/runtime/EventOutbox.ts"
@@ -168,6 +168,40 @@ describe("LedgerService", () => {
       }), serverOver(store, starterCreditsMicro))
       assert.deepStrictEqual((yield* inner.postings(0, 10)).map((posting) => posting.key), ["grant/starter#0", "grant/a#0", "grant/b#0"])
     }))
+
+  it.effect("on a shared store, reads waiting together share one read of the store, and each sees what was posted before it asked", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const inner = yield* MemoryStore.make
+      // Process A's reads of other processes' postings are counted, and held while `gate` is set.
+      let reads = 0
+      let gate: Deferred.Deferred<void> | undefined
+      const storeA: Store["Service"] = {
+        ...inner,
+        postings: (after, limit) => Effect.gen(function*() {
+          reads++
+          if (gate !== undefined) yield* Deferred.await(gate)
+          return yield* inner.postings(after, limit)
+        })
+      }
+      const sharedOver = (store: Store["Service"]) => Effect.map(Layer.build(LedgerService.layer({ starterMicro: 0n, shared: true }).pipe(Layer.provideMerge(EventOutbox.layer), Layer.provide(Layer.merge(Layer.succeed(Store, store), Ids.layer)))), (context) => Context.get(context, LedgerService))
+      const a = yield* sharedOver(storeA)
+      const b = yield* sharedOver(inner)
+      yield* b.update((current) => current.grant("grant/b", 0, 5_000_000n, "test"))
+      // A sees at its next read what B posted before it.
+      assert.strictEqual(yield* a.read((current) => current.available), 5_000_000n)
+      gate = yield* Deferred.make<void>()
+      const readsBefore = reads
+      const first = yield* Effect.forkChild(a.read((current) => current.available))
+      for (let turn = 0; turn < 10; turn++) yield* Effect.yieldNow
+      // Posted while A's first catch-up is under way: the reads asked after it need the next one, and share it.
+      yield* b.update((current) => current.grant("grant/c", 0, 1_000_000n, "test"))
+      const rest = yield* Effect.forkChild(Effect.all(Array.from({ length: 9 }, () => a.read((current) => current.available)), { concurrency: "unbounded" }))
+      for (let turn = 0; turn < 10; turn++) yield* Effect.yieldNow
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.join(first)
+      assert.deepStrictEqual(yield* Fiber.join(rest), Array.from({ length: 9 }, () => 6_000_000n))
+      assert.strictEqual(reads - readsBefore, 2)
+    })))
 
   it.effect("an operation whose caller is interrupted during the commit still stores its postings", () =>
     Effect.gen(function*() {
