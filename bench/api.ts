@@ -14,10 +14,15 @@
  * admitted. Any request answered with another status than expected (a 402 included) is a failure: the bench prints
  * the count and exits 1.
  *
- *   npm run bench:api -- [--clients 16] [--seconds 10] [--database-url postgres://…]
+ * Beside each create phase it prints the CPU each part spent per create (Linux: from /proc): the server process, every
+ * PostgreSQL process, and this load generator; and `/version` at the same clients, the ceiling of the HTTP path with
+ * nothing behind it. Together they say what bounds the creates.
+ *
+ *   npm run bench:api -- [--clients 16] [--seconds 10] [--database-url postgres://…] [--stores pglite,postgres]
+ *                        [--root <checkout>]  (that checkout's server, for a before/after with the same load)
  */
 import { execFileSync } from "node:child_process"
-import { mkdtempSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { Agent, request } from "node:http"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
@@ -35,6 +40,8 @@ const stopGraceMs = 10_000
 const versionTimeoutMs = 30_000
 const adminUrl = argument("database-url", process.env["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/postgres")
 const token = benchToken
+const stores = argument("stores", "pglite,postgres").split(",")
+const root = argument("root", join(import.meta.dirname, ".."))
 
 const agent = new Agent({ keepAlive: true, maxSockets: clients })
 
@@ -67,7 +74,15 @@ const expect = async (label: string, expected: number, sent: Promise<number>): P
   return status
 }
 
+/** CPU spent per operation of a phase, µs: by the server process, by every PostgreSQL process, by this load generator. */
+interface CpuPerOperation {
+  readonly server: number
+  readonly postgres: number
+  readonly bench: number
+}
+
 interface Result {
+  readonly cpu?: CpuPerOperation
   readonly operations: number
   readonly perSecond: number
   readonly p50Ms: number
@@ -78,6 +93,50 @@ interface Result {
 
 const percentile = (sorted: ReadonlyArray<number>, fraction: number): number =>
   sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * fraction))]!
+
+/** A process's CPU time so far in clock ticks (user + system, /proc/<pid>/stat), 0 where it cannot be read. */
+const processTicks = (pid: string): number => {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+    return Number(fields[11]) + Number(fields[12])
+  } catch {
+    return 0
+  }
+}
+
+/** Linux's USER_HZ: /proc counts CPU time in hundredths of a second. */
+const tickMicroseconds = 10_000
+
+/** The CPU ticks of every PostgreSQL process on this machine (the server the bench uses runs here). */
+const postgresTicks = (): number => {
+  let sum = 0
+  for (const pid of readdirSync("/proc")) {
+    if (!/^[0-9]+$/u.test(pid)) continue
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, "utf8").startsWith("postgres")) sum += processTicks(pid)
+    } catch {
+      // The process ended while the directory was read.
+    }
+  }
+  return sum
+}
+
+/** Measures the CPU of the server `pid`, of PostgreSQL and of this process around `phase`, per operation it made. */
+const withCpu = async (pid: number | undefined, phase: () => Promise<Result>): Promise<Result> => {
+  if (pid === undefined || process.platform !== "linux") return phase()
+  const [server, postgres, bench] = [processTicks(String(pid)), postgresTicks(), process.cpuUsage()]
+  const result = await phase()
+  const used = process.cpuUsage(bench)
+  const per = (microseconds: number) => microseconds / Math.max(1, result.operations)
+  return {
+    ...result,
+    cpu: {
+      server: per((processTicks(String(pid)) - server) * tickMicroseconds),
+      postgres: per((postgresTicks() - postgres) * tickMicroseconds),
+      bench: per(used.user + used.system)
+    }
+  }
+}
 
 /** Runs `operation` from `clients` concurrent loops for `duration` seconds; a status other than `expected` fails `label`. */
 const load = async (label: string, operation: (client: number, iteration: number) => Promise<number>, expected: number, duration = seconds): Promise<Result> => {
@@ -190,17 +249,20 @@ const benchServer = async (label: string, server: BenchServer) => {
   await load("Job create", (client, iteration) => call(server.url, "POST", jobsPath, jobBody(`warm-job-${client}-${iteration}`)), 201, warmUpSeconds)
   await load("Volume create", (client, iteration) => call(server.url, "POST", "/apis/nodus.dev/v1/namespaces/bench/volumes", volumeBody(`warm-volume-${client}-${iteration}`)), 201, warmUpSeconds)
   const created = Array.from({ length: clients }, () => 0)
-  const create = await load("Job create", (client, iteration) => {
+  const pid = server.process.pid
+  const create = await withCpu(pid, () => load("Job create", (client, iteration) => {
     created[client] = iteration + 1
     return call(server.url, "POST", jobsPath, jobBody(`job-${client}-${iteration}`))
-  }, 201)
-  const volumes = await load("Volume create", (client, iteration) => call(server.url, "POST", "/apis/nodus.dev/v1/namespaces/bench/volumes", volumeBody(`volume-${client}-${iteration}`)), 201)
+  }, 201))
+  const volumes = await withCpu(pid, () => load("Volume create", (client, iteration) => call(server.url, "POST", "/apis/nodus.dev/v1/namespaces/bench/volumes", volumeBody(`volume-${client}-${iteration}`)), 201))
   const distinct = await load("Job create (distinct specs)", (client, iteration) => call(server.url, "POST", jobsPath, jobBody(`distinct-${client}-${iteration}`, `${client}-${iteration}`)), 201)
   // Gets read only objects that exist: each client cycles through the ones it created.
   const get = await load("Job get", (client, iteration) => call(server.url, "GET", `${jobsPath}/job-${client}-${iteration % Math.max(1, created[client]!)}`), 200)
   const list = await load("Job list", () => call(server.url, "GET", `${jobsPath}?limit=100`), 200)
+  // The HTTP path's ceiling on this machine: the same clients and server, and a request with nothing behind it.
+  const ceiling = await withCpu(pid, () => load("GET /version", () => call(server.url, "GET", "/version"), 200))
   const version = await versionUnderLoad(server)
-  return { label, create, volumes, distinct, get, list, version }
+  return { label, create, volumes, distinct, get, list, ceiling, version }
 }
 
 const pgbench = (url: string): number | undefined => {
@@ -245,18 +307,20 @@ const row = (name: string, result: Result) =>
 const main = async () => {
   console.log(`nodus API bench: ${clients} clients, ${seconds} s per phase, ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}`)
   const runs: Array<Awaited<ReturnType<typeof benchServer>>> = []
-  const pglite = await startServer({})
-  runs.push(await benchServer("PGlite", pglite))
-  await stopServer(pglite, stopGraceMs)
-  const database = freshDatabase(adminUrl)
+  if (stores.includes("pglite")) {
+    const pglite = await startServer({}, root)
+    runs.push(await benchServer("PGlite", pglite))
+    await stopServer(pglite, stopGraceMs)
+  }
+  const database = stores.includes("postgres") ? freshDatabase(adminUrl) : undefined
   let anchor: number | undefined
   if (database !== undefined) {
-    const postgres = await startServer({ DATABASE_URL: database.url })
+    const postgres = await startServer({ DATABASE_URL: database.url }, root)
     runs.push(await benchServer("PostgreSQL", postgres))
     await stopServer(postgres, stopGraceMs)
     anchor = pgbench(database.url)
     database.drop()
-  } else {
+  } else if (stores.includes("postgres")) {
     console.log("no PostgreSQL server reachable: PostgreSQL and pgbench rows skipped")
   }
   console.log(`\n| ${"operation".padEnd(42)} | ops/s    | p50 ms   | p99 ms   | max ms   | errors |`)
@@ -267,10 +331,18 @@ const main = async () => {
     console.log(row(`${run.label} Job create (distinct specs)`, run.distinct))
     console.log(row(`${run.label} Job get`, run.get))
     console.log(row(`${run.label} Job list (limit 100)`, run.list))
+    console.log(row(`${run.label} /version, ${clients} clients`, run.ceiling))
     console.log(row(`${run.label} /version, idle`, run.version.idle))
     console.log(row(`${run.label} /version, 8 worst-case dry runs`, run.version.loaded))
   }
   if (anchor !== undefined) console.log(`| ${"pgbench single-row INSERT".padEnd(42)} | ${anchor.toFixed(0).padStart(8)} |          |          |          |        |`)
+  const cpuRows = runs.flatMap((run) => [[`${run.label} Job create`, run.create], [`${run.label} Volume create`, run.volumes], [`${run.label} /version, ${clients} clients`, run.ceiling]] as const)
+    .flatMap(([name, result]) => (result.cpu === undefined ? [] : [`| ${name.padEnd(42)} | ${[result.cpu.server, result.cpu.postgres, result.cpu.bench, result.cpu.server + result.cpu.postgres + result.cpu.bench].map((value) => value.toFixed(0).padStart(10)).join(" | ")} |`]))
+  if (cpuRows.length > 0) {
+    console.log(`\n| ${"CPU per operation, µs".padEnd(42)} | server     | PostgreSQL | bench      | sum        |`)
+    console.log(`|${"-".repeat(44)}|------------|------------|------------|------------|`)
+    for (const line of cpuRows) console.log(line)
+  }
   console.log("")
   for (const run of runs) {
     const ratio = (100 * run.create.perSecond) / run.volumes.perSecond
@@ -280,7 +352,7 @@ const main = async () => {
   }
   if (anchor !== undefined) {
     const postgres = runs.find((run) => run.label === "PostgreSQL")!
-    console.log(`Job creates on PostgreSQL = ${(100 * postgres.create.perSecond / anchor).toFixed(1)} % of pgbench INSERT tps (goal ≥ 50 %); Job create p99 ${postgres.create.p99Ms.toFixed(1)} ms (goal < 50 ms)`)
+    console.log(`Job creates on PostgreSQL = ${(100 * postgres.create.perSecond / anchor).toFixed(1)} % of pgbench INSERT tps (goal ≥ 50 %); Job create p99 ${postgres.create.p99Ms.toFixed(1)} ms (goal < 50 ms); /version at ${clients} clients (nothing behind it) = ${(100 * postgres.ceiling.perSecond / anchor).toFixed(1)} %`)
   }
   agent.destroy()
   if (failures.size > 0) {
