@@ -294,11 +294,16 @@ const postingRow = (posting: Posting): Json => ({
 const writeParameters = (evaluation: Evaluation, sequence: number): ReadonlyArray<string | number> => {
   const upserts: Array<Json> = []
   const deletes: Array<Json> = []
+  // An object written is usually also its change's: stringified once (a Job is about 3 KB of JSON).
+  const bodies = new Map<ResourceObject, string>()
+  const bodyOf = (object: ResourceObject) => bodies.get(object) ?? JSON.stringify(object)
   for (const write of evaluation.objects.values()) {
     if (write._tag === "Delete") {
       deletes.push({ ...write.key })
       continue
     }
+    const body = JSON.stringify(write.object)
+    bodies.set(write.object, body)
     upserts.push({
       ...write.key,
       uid: write.object.metadata.uid,
@@ -306,14 +311,14 @@ const writeParameters = (evaluation: Evaluation, sequence: number): ReadonlyArra
       deleting: write.deleting,
       labels: write.object.metadata.labels ?? {},
       owner_uids: [...ownerUids(write.object)],
-      body: JSON.stringify(write.object)
+      body
     })
   }
   const changes = evaluation.changes.map((change) => ({
     resource_version: change.resourceVersion,
     type: change.type,
     ...change.key,
-    body: JSON.stringify(change.object),
+    body: bodyOf(change.object),
     previous: change.previous === undefined ? null : JSON.stringify(change.previous)
   }))
   const puts: Array<Json> = []
