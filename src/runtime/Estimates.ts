@@ -69,6 +69,12 @@ export interface EstimatorOptions {
  */
 export const sampleCacheCapacity = 1024
 
+/** Specs decoded for estimates, kept by their text: a sweep, a benchmark or a retrying client sends one spec many times. */
+const decodedSpecsMax = 256
+
+/** A spec longer than this is decoded at each estimate rather than kept (the key is its whole text). */
+const decodedSpecTextMax = 16_384
+
 /**
  * A cache key: everything the sampled part depends on — the spec (the seed is its hash), the chosen variant, the
  * pricebook version and the provider model (all but its capacity: every sample gets hosts of its own). The request
@@ -115,8 +121,23 @@ function make(options: EstimatorOptions) {
     const estimators = new Map(registry.kinds.flatMap((kind) => (kind.estimator === undefined ? [] : [[kind.kind, kind] as const])))
     const sample = (request: SampleRequest) => Cache.get(sampled, new SampleKey(request))
 
+    /**
+     * The kind's typed spec of `object` (its schema's decoding, about a third of a cached Job estimate's CPU), the same
+     * for the same spec text and annotations (which carry a price bound): kept for the last `decodedSpecsMax` of them.
+     */
+    const decoded = new Map<string, unknown>()
+    const specOf = <Spec>(kind: { readonly specOf: (object: ResourceObject, group: string) => Spec | undefined }, kindName: string, object: ResourceObject, group: string, specText: string): Spec | undefined => {
+      if (specText.length > decodedSpecTextMax) return kind.specOf(object, group)
+      const key = `${kindName}\n${group}\n${JSON.stringify(object.metadata.annotations ?? null)}\n${specText}`
+      if (decoded.has(key)) return decoded.get(key) as Spec | undefined
+      const spec = kind.specOf(object, group)
+      decoded.set(key, spec)
+      if (decoded.size > decodedSpecsMax) decoded.delete(decoded.keys().next().value!)
+      return spec
+    }
+
     /** What an estimate of `object` reads now. */
-    const contextOf = (object: ResourceObject): Effect.Effect<EstimateContext> =>
+    const contextOf = (object: ResourceObject, specText: string): Effect.Effect<EstimateContext> =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         // Read at each request: what is free changes as the backend places and releases work.
@@ -125,16 +146,18 @@ function make(options: EstimatorOptions) {
         const owner = { namespace: object.metadata.namespace ?? "", labels: object.metadata.labels ?? {} }
         const funds = yield* ledger.read((current) => ({ available: current.available, arrears: current.arrears, rooms: budgets.roomsFor(current, owner, now) }))
         // The same spec gives the same bands: the seed is the spec's hash.
-        const seed = createHash("sha256").update(canonical(object.spec as Json)).digest("hex").slice(0, 16)
+        const seed = createHash("sha256").update(specText).digest("hex").slice(0, 16)
         return { now, catalog: live.catalogNow(object.metadata.namespace ?? "") ?? catalog, models, market, pricebook: currentPricebook, funds, seed, sample }
       })
 
     const estimate = (ref: ResourceRef, object: ResourceObject): Effect.Effect<Option.Option<EstimateResult>> => {
       const kind = estimators.get(ref.info.kind)
-      const spec = kind === undefined || !isObject(object.spec) ? undefined : kind.specOf(object, ref.group)
-      if (kind?.estimator === undefined || spec === undefined) return Effect.succeed(Option.none())
+      if (kind?.estimator === undefined || !isObject(object.spec)) return Effect.succeed(Option.none())
+      const specText = canonical(object.spec as Json)
+      const spec = specOf(kind, ref.info.kind, object, ref.group, specText)
+      if (spec === undefined) return Effect.succeed(Option.none())
       const estimator = kind.estimator
-      return Effect.flatMap(contextOf(object), (context) => estimator.estimate(spec, context)).pipe(
+      return Effect.flatMap(contextOf(object, specText), (context) => estimator.estimate(spec, context)).pipe(
         Effect.map(({ estimate, blocking }) => Option.some({ estimate: estimate as JsonObject, blocking })),
         // An estimate is advice: one that fails (a crashed worker, a bug) is logged and the object goes out without it.
         Effect.catchCause((cause) =>
