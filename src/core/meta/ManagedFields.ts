@@ -90,8 +90,10 @@ export const toFieldsV1 = (paths: Iterable<string>): JsonObject => {
     let node = root
     for (const segment of pathOf(key)) {
       const member = `f:${segment}`
-      const child = node[member]
-      const next: Record<string, Json> = isObject(child) ? { ...child } : {}
+      // Every node here was made by this loop, so it is extended in place (a copy per path was quadratic in a
+      // node's width).
+      const child = node[member] as Record<string, Json> | undefined
+      const next: Record<string, Json> = child ?? {}
       node[member] = next
       node = next
     }
