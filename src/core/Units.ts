@@ -23,6 +23,21 @@ const durationWhole = /^(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|ms|s|m|h
  * the text is not one. Negative durations are not durations here: no field of the spec takes one.
  */
 export const parseDurationMs = (text: string): number | undefined => {
+  if (text.length > parsedDurationTextMax) return parseDuration(text)
+  const known = parsedDurations.get(text)
+  if (known !== undefined || parsedDurations.has(text)) return known
+  const parsed = parseDuration(text)
+  // A spec's few durations ("24h", "2m", "168h") are read at every admission and estimate: the last short ones are kept.
+  if (parsedDurations.size >= parsedDurationsMax) parsedDurations.delete(parsedDurations.keys().next().value!)
+  parsedDurations.set(text, parsed)
+  return parsed
+}
+
+const parsedDurationsMax = 1_024
+const parsedDurationTextMax = 32
+const parsedDurations = new Map<string, number | undefined>()
+
+const parseDuration = (text: string): number | undefined => {
   if (text === "0") return 0
   if (!durationWhole.test(text)) return undefined
   let total = 0
