@@ -177,6 +177,29 @@ const changeOf = (row: ChangeRow): Change => ({
 const byIndex = "LIMIT 1"
 
 /**
+ * What a batch reads before it is decided: the store's counters ($1-$4: the batch's object keys, record keys, the time
+ * records expire against, posting keys), then each key that exists. Exported for the test of its plan.
+ */
+export const readStateStatement = `
+      SELECT 'm' AS kind, resource_version::text AS a, commit_sequence::text AS b,
+             (SELECT coalesce(max(seq), 0)::text FROM nodus_postings) AS c, NULL AS resource_version, NULL AS deleting
+        FROM nodus_meta WHERE id = 1
+      UNION ALL
+      SELECT 'o', o.resource, o.namespace, o.name, o.resource_version::text, o.deleting
+        FROM json_to_recordset($1::json) AS k(resource text, namespace text, name text),
+             LATERAL (SELECT resource, namespace, name, resource_version, deleting FROM nodus_objects
+                       WHERE resource = k.resource AND namespace = k.namespace AND name = k.name ${byIndex}) o
+      UNION ALL
+      SELECT 'r', r.tbl, r.id, '', NULL, NULL
+        FROM json_to_recordset($2::json) AS k(tbl text, id text),
+             LATERAL (SELECT tbl, id FROM nodus_records
+                       WHERE tbl = k.tbl AND id = k.id AND (expires_at IS NULL OR expires_at > $3) ${byIndex}) r
+      UNION ALL
+      SELECT 'p', p.key, '', '', NULL, NULL
+        FROM json_array_elements_text($4::json) AS k(key),
+             LATERAL (SELECT key FROM nodus_postings WHERE key = k.key ${byIndex}) p`
+
+/**
  * The one statement that writes a decided batch: objects, deletions, changes, records, postings, the counter and the
  * commit sequence, and with `notifyAs` the NOTIFY that wakes other processes (delivered at commit; its payload names the
  * process that sent it, `notifyAs:resourceVersion`, so that a process skips its own). It writes only when the
@@ -370,24 +393,7 @@ export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
   const readState = (batch: ReadonlyArray<ReadonlyArray<WriteOp>>, now: number) => Effect.gen(function*() {
     const keys = touched(batch)
     type Row = { kind: string; a: string; b: string; c: string; resource_version: string | null; deleting: boolean | null }
-    const rows = yield* sql.unsafe<Row>(`
-      SELECT 'm' AS kind, resource_version::text AS a, commit_sequence::text AS b,
-             (SELECT coalesce(max(seq), 0)::text FROM nodus_postings) AS c, NULL AS resource_version, NULL AS deleting
-        FROM nodus_meta WHERE id = 1
-      UNION ALL
-      SELECT 'o', o.resource, o.namespace, o.name, o.resource_version::text, o.deleting
-        FROM json_to_recordset($1::json) AS k(resource text, namespace text, name text),
-             LATERAL (SELECT resource, namespace, name, resource_version, deleting FROM nodus_objects
-                       WHERE resource = k.resource AND namespace = k.namespace AND name = k.name ${byIndex}) o
-      UNION ALL
-      SELECT 'r', r.tbl, r.id, '', NULL, NULL
-        FROM json_to_recordset($2::json) AS k(tbl text, id text),
-             LATERAL (SELECT tbl, id FROM nodus_records
-                       WHERE tbl = k.tbl AND id = k.id AND (expires_at IS NULL OR expires_at > $3) ${byIndex}) r
-      UNION ALL
-      SELECT 'p', p.key, '', '', NULL, NULL
-        FROM json_array_elements_text($4::json) AS k(key),
-             LATERAL (SELECT key FROM nodus_postings WHERE key = k.key ${byIndex}) p`,
+    const rows = yield* sql.unsafe<Row>(readStateStatement,
       [
         JSON.stringify([...keys.objects.values()]),
         JSON.stringify([...keys.records.values()].map(({ table, id }) => ({ tbl: table, id }))),

@@ -3,7 +3,9 @@
  * the first one's commits through LISTEN/NOTIFY. Runs when DATABASE_URL is set (.ci/run sets it).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Exit, Fiber, Layer } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { Context, Effect, Exit, Fiber, Layer, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import * as SqlStore from "../../src/store/SqlStore.ts"
 import { Store } from "../../src/store/Store.ts"
 import { databaseUrl, freshDatabase } from "../support/Postgres.ts"
@@ -41,6 +43,25 @@ describe.skipIf(databaseUrl === undefined)("SqlStore on PostgreSQL", () => {
       assert.isTrue(page.changes.length > 0)
       assert.isTrue(heard >= 4)
       assert.strictEqual(writerBare, 0)
+    }).pipe(Effect.scoped))
+})
+
+describe.skipIf(databaseUrl === undefined)("SqlStore on PostgreSQL, the plan of a batch's read", () => {
+  it.live("a batch's keys are index probes, not a read of the whole objects table, while the table is small", () =>
+    Effect.gen(function*() {
+      const url = yield* freshDatabase(databaseUrl ?? "")
+      const store = Context.get(yield* Layer.build(Layer.fresh(SqlStore.layerPostgres(url))), Store)
+      // 3,000 objects: few enough that a plain join with a batch's keys (planned as 100 of them) reads the whole table.
+      const keys = Array.from({ length: 3_000 }, (_, index) => ({ resource: "jobs", namespace: "p", name: `o-${index}` }))
+      yield* store.commit(keys.map((key) => ({ _tag: "Create" as const, key, object: makeObject(key) })))
+      const plan = yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql.unsafe("ANALYZE nodus_objects")
+        const rows = yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN ${SqlStore.readStateStatement}`, [JSON.stringify(keys.slice(0, 2)), "[]", 0, "[]"])
+        return rows.map((row) => row["QUERY PLAN"]).join("\n")
+      }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })))
+      assert.include(plan, "Index Scan using nodus_objects_pkey")
+      assert.notInclude(plan, "Seq Scan on nodus_objects")
     }).pipe(Effect.scoped))
 })
 
