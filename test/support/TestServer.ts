@@ -7,6 +7,7 @@ import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer, ManagedRuntime } from "effect"
+import { Ids } from "../../src/apiserver/Ids.ts"
 import { defaultFeedOptions, type FeedOptions } from "../../src/store/ChangeFeed.ts"
 import type { WatchLimits } from "../../src/apiserver/Watch.ts"
 import * as BlobStore from "../../src/store/BlobStore.ts"
@@ -33,6 +34,8 @@ export interface TestServerOptions {
   readonly watchLimits?: WatchLimits
   readonly feed?: FeedOptions
   readonly estimates?: Layer.Layer<Estimates, never, EstimatesReads>
+  /** Where uids and generateName suffixes come from (default: random). */
+  readonly ids?: Layer.Layer<Ids>
   /** Runs the sim backend behind the server (docs/simulator.md), at this speed (simulated seconds per second). */
   readonly sim?: { readonly speed: number; readonly hostsPerVariant?: number }
   /** Credits a new ledger starts with (default: the starter credits). */
@@ -85,7 +88,7 @@ export const startTestServer = async (options: TestServerOptions = {}): Promise<
       : { dataDir: join(directory, "data"), ...(options.local === true ? {} : options.local) },
     starterCreditsMicro: options.starterCreditsMicro,
     webhooks: options.webhooks
-  }, options.store === undefined ? Layer.fresh(MemoryStore.layer) : Layer.merge(Layer.fresh(BlobStore.layerMemory), options.store), { ...(options.estimates === undefined ? {} : { estimates: options.estimates }) })
+  }, options.store === undefined ? Layer.fresh(MemoryStore.layer) : Layer.merge(Layer.fresh(BlobStore.layerMemory), options.store), { ...(options.estimates === undefined ? {} : { estimates: options.estimates }), ...(options.ids === undefined ? {} : { ids: options.ids }) })
   const runtime = ManagedRuntime.make(layer)
   await runtime.runPromise(Effect.void)
   const url = await listening

@@ -1,7 +1,10 @@
 // Object metadata over real HTTP (spec: Object envelope; kubectl-compat §4): server-owned fields (uid,
 // creationTimestamp, resourceVersion, generation, managedFields), generateName, verbatim labels and annotations, the
 // status subresource split, finalizers, and ownerReferences with background and orphan deletion.
+import { randomUUID } from "node:crypto"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Layer } from "effect"
+import { Ids } from "../../../src/apiserver/Ids.ts"
 import { request, startTestServer, type TestServer } from "../../support/TestServer.ts"
 import { assertStatus, causeFields, createJob, createProject, jobBody, jobPath, jobsPath, mergePatch, rv, sandboxBody, sandboxesPath, waitGone } from "./Support.ts"
 
@@ -324,5 +327,31 @@ describe("object metadata", () => {
     assert.deepStrictEqual(bob["f:spec"]?.["f:backoffLimit"], {}, JSON.stringify(bob))
     assert.isUndefined(bob["f:spec"]?.["f:image"])
     assert.isUndefined(bob["f:metadata"])
+  })
+})
+
+describe("generateName when the name drawn is taken", () => {
+  // The suffixes the server draws, in order: the second create draws the first one's again, then a free one.
+  const suffixes = ["zzzzz", "zzzzz", "zzzzz", "bbbbb"]
+  let drawn = 0
+  let server: TestServer
+
+  beforeAll(async () => {
+    const ids = Layer.succeed(Ids, Ids.of({ uid: () => randomUUID(), nameSuffix: () => suffixes[Math.min(drawn++, suffixes.length - 1)]!, secret: () => "secret" }))
+    server = await startTestServer({ ids })
+  })
+  afterAll(() => server.stop())
+
+  it("draws another name, as Kubernetes does, instead of answering AlreadyExists", async () => {
+    await createProject(server, "meta-gen-taken")
+    const body = { apiVersion: "nodus.dev/v1", kind: "Job", metadata: { generateName: "train-" }, spec: { image: "x" } }
+    const first = await request(server, "POST", jobsPath("meta-gen-taken"), { body })
+    assert.strictEqual(first.status, 201, first.text)
+    const second = await request(server, "POST", jobsPath("meta-gen-taken"), { body })
+    assert.strictEqual(second.status, 201, second.text)
+    assert.deepStrictEqual([first.body.metadata.name, second.body.metadata.name], ["train-zzzzz", "train-bbbbb"])
+    // A name the client chose is not drawn again: taken, it is AlreadyExists.
+    const named = await request(server, "POST", jobsPath("meta-gen-taken"), { body: { ...body, metadata: { name: "train-bbbbb" } } })
+    assertStatus(server, named, 409, "AlreadyExists")
   })
 })
