@@ -124,7 +124,7 @@ function make(options: LedgerOptions) {
     /**
      * Under the lock: the ledger rebuilt when it is stale; on a shared store, caught up unless a catch-up that started
      * after the caller asked (`askedAt`: the catch-ups started by then) has finished. Callers waiting on the lock share
-     * one read of the store so, instead of a read each (one per Job create under load), and each still sees every
+     * one read of the store (before, each made its own: one per Job create under load), and each still sees every
      * posting committed before it asked.
      */
     const current = (askedAt: number) => Effect.suspend(() => {
