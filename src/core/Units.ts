@@ -4,6 +4,7 @@
  * not in its grammar, so schemas can say exactly what is wrong. Pure.
  */
 import { Decimal } from "decimal.js"
+import { lastValues } from "./Memo.ts"
 
 const durationUnitsMs: Readonly<Record<string, number>> = {
   ns: 1e-6,
@@ -24,18 +25,12 @@ const durationWhole = /^(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|ms|s|m|h
  */
 export const parseDurationMs = (text: string): number | undefined => {
   if (text.length > parsedDurationTextMax) return parseDuration(text)
-  const known = parsedDurations.get(text)
-  if (known !== undefined || parsedDurations.has(text)) return known
-  const parsed = parseDuration(text)
-  // A spec's few durations ("24h", "2m", "168h") are read at every admission and estimate: the last short ones are kept.
-  if (parsedDurations.size >= parsedDurationsMax) parsedDurations.delete(parsedDurations.keys().next().value!)
-  parsedDurations.set(text, parsed)
-  return parsed
+  return parsedDurations(text, () => parseDuration(text))
 }
 
-const parsedDurationsMax = 1_024
 const parsedDurationTextMax = 32
-const parsedDurations = new Map<string, number | undefined>()
+// A spec's few durations ("24h", "2m", "168h") are read at every admission and estimate: the last short ones are kept.
+const parsedDurations = lastValues<number | undefined>(1_024)
 
 const parseDuration = (text: string): number | undefined => {
   if (text === "0") return 0

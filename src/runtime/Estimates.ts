@@ -18,6 +18,7 @@ import { Cache, Clock, Context, Effect, Equal, Exit, Hash, Layer, Option } from 
 import { ApiError } from "../core/meta/ApiError.ts"
 import type { Blocking } from "../core/billing/Billing.ts"
 import { canonical, isObject, type Json, type JsonObject } from "../core/Json.ts"
+import { lastValues } from "../core/Memo.ts"
 import { tryParseMicroUsd } from "../core/Money.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { type Offering, type Variant, variantKeyOf } from "../core/capacity/Offering.ts"
@@ -30,7 +31,7 @@ import { BudgetService } from "./Budgets.ts"
 import { EstimateSampler } from "./EstimateSampler.ts"
 import { LedgerService } from "./LedgerService.ts"
 import { LiveMarket } from "./LiveMarket.ts"
-import type { EstimateContext } from "./kinds/RuntimeKind.ts"
+import type { EstimateContext, RuntimeKind } from "./kinds/RuntimeKind.ts"
 import { KindRegistry } from "./Registry.ts"
 
 export interface EstimateResult {
@@ -125,15 +126,11 @@ function make(options: EstimatorOptions) {
      * The kind's typed spec of `object` (its schema's decoding, about a third of a cached Job estimate's CPU), the same
      * for the same spec text and annotations (which carry a price bound): kept for the last `decodedSpecsMax` of them.
      */
-    const decoded = new Map<string, unknown>()
-    const specOf = <Spec>(kind: { readonly specOf: (object: ResourceObject, group: string) => Spec | undefined }, kindName: string, object: ResourceObject, group: string, specText: string): Spec | undefined => {
+    const decoded = lastValues<unknown>(decodedSpecsMax)
+    const specOf = (kind: RuntimeKind<unknown, unknown>, object: ResourceObject, group: string, specText: string): unknown => {
       if (specText.length > decodedSpecTextMax) return kind.specOf(object, group)
-      const key = `${kindName}\n${group}\n${JSON.stringify(object.metadata.annotations ?? null)}\n${specText}`
-      if (decoded.has(key)) return decoded.get(key) as Spec | undefined
-      const spec = kind.specOf(object, group)
-      decoded.set(key, spec)
-      if (decoded.size > decodedSpecsMax) decoded.delete(decoded.keys().next().value!)
-      return spec
+      const key = `${kind.kind}\n${group}\n${JSON.stringify(object.metadata.annotations ?? null)}\n${specText}`
+      return decoded(key, () => kind.specOf(object, group))
     }
 
     /** What an estimate of `object` reads now. */
@@ -154,7 +151,7 @@ function make(options: EstimatorOptions) {
       const kind = estimators.get(ref.info.kind)
       if (kind?.estimator === undefined || !isObject(object.spec)) return Effect.succeed(Option.none())
       const specText = canonical(object.spec as Json)
-      const spec = specOf(kind, ref.info.kind, object, ref.group, specText)
+      const spec = specOf(kind, object, ref.group, specText)
       if (spec === undefined) return Effect.succeed(Option.none())
       const estimator = kind.estimator
       return Effect.flatMap(contextOf(object, specText), (context) => estimator.estimate(spec, context)).pipe(
