@@ -13,16 +13,17 @@ import { makeObject, suite } from "./StoreContract.ts"
 
 const onFreshDatabase = (url: string) => Layer.unwrap(Effect.map(freshDatabase(url), SqlStore.layerPostgres))
 
+/** A store of its own on the database of `url`, as another server process would open it (closed with the scope). */
+const storeOn = (url: string) => Effect.map(Layer.build(Layer.fresh(SqlStore.layerPostgres(url))), (context) => Context.get(context, Store))
+
 describe.skipIf(databaseUrl === undefined)("SqlStore on PostgreSQL", () => {
   suite("contract", onFreshDatabase(databaseUrl ?? ""))
 
   it.live("a second store on the same database hears the first one's commits; the first does not hear its own twice", () =>
     Effect.gen(function*() {
       const url = yield* freshDatabase(databaseUrl ?? "")
-      const first = yield* Layer.build(Layer.fresh(SqlStore.layerPostgres(url)))
-      const second = yield* Layer.build(Layer.fresh(SqlStore.layerPostgres(url)))
-      const writer = Context.get(first, Store)
-      const reader = Context.get(second, Store)
+      const writer = yield* storeOn(url)
+      const reader = yield* storeOn(url)
       let heard = 0
       yield* reader.onCommit(() => void (heard += 1))
       // The writer hears its own commits with their changes; its own NOTIFY, which comes back to it too, is skipped.
@@ -50,7 +51,7 @@ describe.skipIf(databaseUrl === undefined)("SqlStore on PostgreSQL, the plan of 
   it.live("a batch's keys are index probes, not a read of the whole objects table, while the table is small", () =>
     Effect.gen(function*() {
       const url = yield* freshDatabase(databaseUrl ?? "")
-      const store = Context.get(yield* Layer.build(Layer.fresh(SqlStore.layerPostgres(url))), Store)
+      const store = yield* storeOn(url)
       // 3,000 objects: few enough that a plain join with a batch's keys (planned as 100 of them) reads the whole table.
       const keys = Array.from({ length: 3_000 }, (_, index) => ({ resource: "jobs", namespace: "p", name: `o-${index}` }))
       yield* store.commit(keys.map((key) => ({ _tag: "Create" as const, key, object: makeObject(key) })))
@@ -69,8 +70,8 @@ describe.skipIf(databaseUrl === undefined)("SqlStore on PostgreSQL, two processe
   it.live("compare-and-swap holds across processes and pipelined batches: one winner per version", () =>
     Effect.gen(function*() {
       const url = yield* freshDatabase(databaseUrl ?? "")
-      const first = Context.get(yield* Layer.build(Layer.fresh(SqlStore.layerPostgres(url))), Store)
-      const second = Context.get(yield* Layer.build(Layer.fresh(SqlStore.layerPostgres(url))), Store)
+      const first = yield* storeOn(url)
+      const second = yield* storeOn(url)
       const key = { resource: "jobs", namespace: "p", name: "contended" }
       const [created] = (yield* first.commit([{ _tag: "Create", key, object: makeObject(key) }])).objects
       let current = created!
