@@ -200,6 +200,16 @@ const fileChunks = (dir: string): Chunks => {
     stream.once("error", reject)
     stream.end(() => resolve())
   })
+  // Destroys an upload's stream and waits for it to close: a stream still opening its file creates the file when the
+  // open completes, so removing the file before then would leave one behind (the sweep of a one-chunk upload did).
+  const stop = (upload: string) => {
+    const stream = writing.get(upload)
+    writing.delete(upload)
+    if (stream === undefined || stream.closed) return Promise.resolve()
+    const gone = new Promise<void>((resolve) => stream.once("close", () => resolve()))
+    stream.destroy()
+    return gone
+  }
   return {
     // Chunks come in order, each but the last blobChunkBytes long: appending puts chunk n at n × blobChunkBytes.
     write: (upload, _seq, bytes) => attempt("writing a blob chunk failed", async () => {
@@ -234,16 +244,9 @@ const fileChunks = (dir: string): Chunks => {
       writing.delete(upload)
       await closed(stream)
     }),
-    settle: (upload) => Effect.sync(() => {
-      writing.get(upload)?.destroy()
-      writing.delete(upload)
-    }),
+    settle: (upload) => Effect.promise(() => stop(upload)),
     drop: (uploads) =>
-      Effect.promise(() => Promise.all(uploads.map((upload) => {
-        writing.get(upload)?.destroy()
-        writing.delete(upload)
-        return rm(fileOf(upload), { force: true })
-      }))).pipe(Effect.asVoid)
+      Effect.promise(() => Promise.all(uploads.map((upload) => stop(upload).then(() => rm(fileOf(upload), { force: true }))))).pipe(Effect.asVoid)
   }
 }
 
