@@ -26,6 +26,7 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { Agent, request } from "node:http"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
+import { createDatabase } from "../test/support/Postgres.ts"
 import { argument } from "./Arguments.ts"
 import { type BenchServer, benchToken, startServer, stopServer } from "./Server.ts"
 
@@ -283,24 +284,6 @@ const pgbench = (url: string): number | undefined => {
   }
 }
 
-const psqlOn = (url: string, statement: string) => {
-  const target = new URL(url)
-  execFileSync("psql", ["-h", target.hostname, "-p", target.port || "5432", "-U", decodeURIComponent(target.username || "postgres"), "-d", target.pathname.slice(1) || "postgres", "-qc", statement])
-}
-
-/** A database of its own for the run, on the server of `url`; `drop` removes it. */
-const freshDatabase = (url: string): { readonly url: string; readonly drop: () => void } | undefined => {
-  try {
-    const name = `nodus_bench_${Date.now()}`
-    psqlOn(url, `CREATE DATABASE ${name}`)
-    const target = new URL(url)
-    target.pathname = `/${name}`
-    return { url: target.toString(), drop: () => psqlOn(url, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) }
-  } catch {
-    return undefined
-  }
-}
-
 const row = (name: string, result: Result) =>
   `| ${name.padEnd(42)} | ${result.perSecond.toFixed(0).padStart(8)} | ${result.p50Ms.toFixed(2).padStart(8)} | ${result.p99Ms.toFixed(2).padStart(8)} | ${result.maxMs.toFixed(2).padStart(8)} | ${String(result.errors).padStart(6)} |`
 
@@ -312,14 +295,15 @@ const main = async () => {
     runs.push(await benchServer("PGlite", pglite))
     await stopServer(pglite, stopGraceMs)
   }
-  const database = stores.includes("postgres") ? freshDatabase(adminUrl) : undefined
+  // A database of its own for the run (none when no PostgreSQL server answers: the PGlite figures alone).
+  const database = stores.includes("postgres") ? await createDatabase(adminUrl).catch(() => undefined) : undefined
   let anchor: number | undefined
   if (database !== undefined) {
     const postgres = await startServer({ DATABASE_URL: database.url }, root)
     runs.push(await benchServer("PostgreSQL", postgres))
     await stopServer(postgres, stopGraceMs)
     anchor = pgbench(database.url)
-    database.drop()
+    await database.drop()
   } else if (stores.includes("postgres")) {
     console.log("no PostgreSQL server reachable: PostgreSQL and pgbench rows skipped")
   }

@@ -30,6 +30,7 @@ import { join } from "node:path"
 import { detectIsolation, runIsolated } from "../src/backends/live/Isolation.ts"
 import { WorkerConnection, type WorkerTarget, workerArgv, workerEnv } from "../src/backends/live/PythonWorker.ts"
 import { NodusClient } from "../src/client/index.ts"
+import { createDatabase } from "../test/support/Postgres.ts"
 import { argument } from "./Arguments.ts"
 import { benchProject, call, get, percentile, until } from "./Measure.ts"
 import { benchToken, startServer, stopServer } from "./Server.ts"
@@ -142,18 +143,6 @@ const createFunction = async (url: URL, name: string, blob: string, scaling: Rec
 interface WorkerCounts { starting?: number; ready?: number; draining?: number }
 const workersOf = async (url: URL, name: string): Promise<WorkerCounts> => (await get(url, `${functions}/${name}`))?.status?.workers ?? {}
 
-/** A database of its own for the run on the PostgreSQL server of `url` (no Functions left from another run). */
-const freshDatabase = (url: string) => {
-  const target = new URL(url)
-  const psql = (statement: string) =>
-    execFileSync("psql", ["-h", target.hostname, "-p", target.port || "5432", "-U", decodeURIComponent(target.username || "postgres"), "-d", "postgres", "-qc", statement])
-  const name = `nodus_bench_functions_${Date.now()}`
-  psql(`CREATE DATABASE ${name}`)
-  const fresh = new URL(url)
-  fresh.pathname = `/${name}`
-  return { url: fresh.toString(), drop: () => psql(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) }
-}
-
 const message = (error: unknown) => error instanceof Error ? `${error.name}: ${error.message}` : String(error)
 
 /** `count` sequential `.remote()` calls through the TypeScript client; each answer is checked. */
@@ -258,7 +247,8 @@ type Row =
 const rows: Array<Row> = []
 
 const throughApi = async () => {
-  const database = databaseUrl === "" ? undefined : freshDatabase(databaseUrl)
+  // A database of its own for the run (no Functions left from another run).
+  const database = databaseUrl === "" ? undefined : await createDatabase(databaseUrl)
   const server = await startServer({ NODUS_DATA_DIR: join(root, "data"), NODUS_BACKEND: "local", ...(database === undefined ? {} : { DATABASE_URL: database.url }) })
   const client = new NodusClient({ baseUrl: server.url.origin, token: benchToken, env: {} })
   try {
@@ -281,7 +271,7 @@ const throughApi = async () => {
   } finally {
     client.close()
     await stopServer(server)
-    database?.drop()
+    await database?.drop()
   }
 }
 

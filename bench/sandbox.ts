@@ -21,6 +21,7 @@
 import { chmodSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { createDatabase } from "../test/support/Postgres.ts"
 import { argument } from "./Arguments.ts"
 import { benchProject, call, show, timeBox, watchPhases } from "./Measure.ts"
 import { startServer, stopServer } from "./Server.ts"
@@ -150,7 +151,9 @@ const measureStopStart = async (base: URL) => {
 
 const root = mkdtempSync(join(tmpdir(), "nodus-bench-sandbox-"))
 chmodSync(root, 0o711)
-const server = await startServer({ NODUS_DATA_DIR: join(root, "data"), NODUS_BACKEND: "local", ...(databaseUrl === "" ? {} : { DATABASE_URL: databaseUrl }) })
+// A database of its own for the run: the store of an earlier run (its sealed secrets, its Nodes) is not this one's.
+const database = databaseUrl === "" ? undefined : await createDatabase(databaseUrl)
+const server = await startServer({ NODUS_DATA_DIR: join(root, "data"), NODUS_BACKEND: "local", ...(database === undefined ? {} : { DATABASE_URL: database.url }) })
 try {
   const base = server.url
   await benchProject(base, project, "bench:sandbox")
@@ -171,6 +174,7 @@ try {
   show("anchor: bwrap true (nodus's box, egress Deny)", boxed)
 } finally {
   await stopServer(server)
+  await database?.drop()
   rmSync(root, { recursive: true, force: true })
 }
 if (failures > 0) {

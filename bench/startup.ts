@@ -30,6 +30,7 @@ import { get as httpsGet } from "node:https"
 import { createServer } from "node:net"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
+import { createDatabase } from "../test/support/Postgres.ts"
 import { argument } from "./Arguments.ts"
 
 const runs = Number(argument("runs", "3"))
@@ -160,22 +161,6 @@ const startOnce = async (root: string, dataDir: string, temporary: string, backe
   }
 }
 
-const psql = (url: string, statement: string) => {
-  const target = new URL(url)
-  execFileSync("psql", ["-h", target.hostname, "-p", target.port || "5432", "-U", decodeURIComponent(target.username || "postgres"), "-d", target.pathname.slice(1) || "postgres", "-qc", statement], { stdio: ["ignore", "ignore", "pipe"] })
-}
-
-let databases = 0
-
-/** A database of its own for one fresh-and-warm pair, on the server of `adminUrl`. */
-const makeDatabase = (): { readonly url: string; readonly drop: () => void } => {
-  const name = `nodus_startup_${process.pid}_${databases++}`
-  psql(adminUrl, `CREATE DATABASE ${name}`)
-  const target = new URL(adminUrl)
-  target.pathname = `/${name}`
-  return { url: target.toString(), drop: () => psql(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) }
-}
-
 interface Row {
   readonly checkout: string
   readonly store: Store
@@ -204,22 +189,23 @@ const startsOf = async (checkout: string, root: string, store: Store, backend: s
   chmodSync(scratch, 0o711)
   const temporary = join(scratch, "tmp")
   mkdirSync(temporary)
-  const databases: Array<{ readonly url: string; readonly drop: () => void }> = []
-  const newDatabase = () => {
+  // A database of its own for each fresh-and-warm pair.
+  const databases: Array<{ readonly url: string; readonly drop: () => Promise<void> }> = []
+  const newDatabase = async () => {
     if (store !== "postgres") return undefined
-    databases.push(makeDatabase())
+    databases.push(await createDatabase(adminUrl))
     return databases.at(-1)!.url
   }
   try {
-    const first = newDatabase()
-    const starts: ReadonlyArray<readonly [Phase, string, string | undefined]> = [["fresh", "data", first], ["warm", "data", first], ["new dir", "other", newDatabase()]]
+    const first = await newDatabase()
+    const starts: ReadonlyArray<readonly [Phase, string, string | undefined]> = [["fresh", "data", first], ["warm", "data", first], ["new dir", "other", await newDatabase()]]
     for (const [phase, directory, databaseUrl] of starts) {
       const sample = await startOnce(root, join(scratch, directory), temporary, backend, databaseUrl)
       rowOf(checkout, store, backend, phase).samples.push(sample)
       console.log(`  ${checkout.padEnd(8)} ${store.padEnd(8)} ${backend.padEnd(5)} ${phase.padEnd(7)} start ${sample.startS.toFixed(2)} s (cpu ${sample.cpuS.toFixed(2)} s)  rss ${sample.serverMb.toFixed(0)} MB (tree ${sample.treeMb.toFixed(0)} MB, pss ${sample.treePssMb.toFixed(0)} MB)`)
     }
   } finally {
-    for (const database of databases) database.drop()
+    for (const database of databases) await database.drop()
     rmSync(scratch, { recursive: true, force: true })
   }
 }

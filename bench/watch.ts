@@ -16,12 +16,12 @@
  *   npm run bench:watch -- [--objects 20000] [--watchers 50] [--seconds 10] [--database-url postgres://…]
  *                          [--server <checkout>]   (another checkout's bin/nodus.js, e.g. for a before/after)
  */
-import { execFileSync } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { Agent, request } from "node:http"
 import { connect, type Socket } from "node:net"
 import { cpus } from "node:os"
 import { join } from "node:path"
+import { createDatabase } from "../test/support/Postgres.ts"
 import { argument } from "./Arguments.ts"
 import { type BenchServer, benchToken, startServer, stopServer } from "./Server.ts"
 
@@ -186,22 +186,11 @@ const benchServer = async (server: BenchServer) => {
   return { createRate, afterCreates, idle, idleRss, watched, watchedRss, read, readRss, readBytes, listMs, listBytes, listRss }
 }
 
-const freshDatabase = (url: string): { readonly url: string; readonly drop: () => void } => {
-  const target = new URL(url)
-  const psql = (statement: string) =>
-    execFileSync("psql", ["-h", target.hostname, "-p", target.port || "5432", "-U", decodeURIComponent(target.username || "postgres"), "-d", target.pathname.slice(1) || "postgres", "-qc", statement])
-  const name = `nodus_bench_watch_${Date.now()}`
-  psql(`CREATE DATABASE ${name}`)
-  const fresh = new URL(url)
-  fresh.pathname = `/${name}`
-  return { url: fresh.toString(), drop: () => psql(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) }
-}
-
 const row = (name: string, latency: Latency, rssMb: number) =>
   `| ${name.padEnd(34)} | ${String(latency.requests).padStart(8)} | ${latency.p50Ms.toFixed(1).padStart(7)} | ${latency.p99Ms.toFixed(1).padStart(7)} | ${latency.maxMs.toFixed(1).padStart(8)} | ${rssMb.toFixed(0).padStart(12)} |`
 
 const main = async () => {
-  const database = databaseUrl === "" ? undefined : freshDatabase(databaseUrl)
+  const database = databaseUrl === "" ? undefined : await createDatabase(databaseUrl)
   const store = database === undefined ? "PGlite" : "PostgreSQL"
   console.log(`nodus watch bench (${root}): ${store}, ${objects} Jobs, ${watchers} silent watchers, ${clients} GET clients × ${seconds} s, ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}`)
   const server = await startServer(database === undefined ? {} : { DATABASE_URL: database.url }, root)
@@ -218,7 +207,7 @@ const main = async () => {
     console.log(`goal: GET p99 < 100 ms and RSS < 1024 MB with the watchers open: p99 ${result.watched.p99Ms.toFixed(1)} ms, RSS ${result.watchedRss.toFixed(0)} MB`)
   } finally {
     await stopServer(server)
-    database?.drop()
+    await database?.drop()
     agent.destroy()
   }
   if (failures.size > 0) {
