@@ -57,8 +57,26 @@ export const trackedPart = (object: JsonObject, subresource: string | undefined)
 
 /** Every leaf path of a value: scalars, arrays and empty objects are leaves. */
 export const leaves = (value: Json, prefix: FieldPath = []): ReadonlyArray<FieldPath> => {
-  if (!isObject(value) || Object.keys(value).length === 0) return prefix.length === 0 ? [] : [prefix]
-  return Object.entries(value).flatMap(([key, child]) => leaves(child, [...prefix, key]))
+  const found: Array<FieldPath> = []
+  collectLeaves(value, prefix, found)
+  return found
+}
+
+// Pushes into one array: a flatMap per level made an array per member of every object on the way.
+const collectLeaves = (value: Json, path: FieldPath, found: Array<FieldPath>): void => {
+  const keys = isObject(value) ? Object.keys(value) : []
+  if (keys.length === 0) {
+    if (path.length > 0) found.push(path)
+    return
+  }
+  for (const key of keys) collectLeaves((value as JsonObject)[key] as Json, [...path, key], found)
+}
+
+/** FieldsV1 JSON of every leaf of a value: `toFieldsV1` of its `leaves`, built in one walk. */
+const fieldsOf = (value: Json): JsonObject => {
+  const fields: Record<string, Json> = {}
+  if (isObject(value)) for (const key of Object.keys(value)) fields[`f:${key}`] = fieldsOf(value[key] as Json)
+  return fields
 }
 
 const valueAt = (value: Json | undefined, path: FieldPath): Json | undefined => {
@@ -113,15 +131,17 @@ const entryPaths = (entry: ManagedFieldsEntry): Set<string> => new Set(fromField
 const sameOwner = (entry: ManagedFieldsEntry, write: ManagedWrite): boolean =>
   entry.manager === write.manager && entry.operation === write.operation && entry.subresource === write.subresource
 
-const makeEntry = (write: ManagedWrite, paths: ReadonlySet<string>): ManagedFieldsEntry => ({
+const entryOf = (write: ManagedWrite, fieldsV1: JsonObject): ManagedFieldsEntry => ({
   manager: write.manager,
   operation: write.operation,
   apiVersion: write.apiVersion,
   time: write.time,
   fieldsType: "FieldsV1",
-  fieldsV1: toFieldsV1(paths),
+  fieldsV1,
   ...(write.subresource === undefined ? {} : { subresource: write.subresource })
 })
+
+const makeEntry = (write: ManagedWrite, paths: ReadonlySet<string>): ManagedFieldsEntry => entryOf(write, toFieldsV1(paths))
 
 /**
  * The managed fields after a write. An Update takes ownership of the leaves it changed; an Apply owns exactly the
@@ -137,6 +157,12 @@ export const record = (
 ): ReadonlyArray<ManagedFieldsEntry> => {
   const beforeTracked = trackedPart(before, write.subresource)
   const afterTracked = trackedPart(after, write.subresource)
+  // A create (no entries, nothing before) by an Update: the writer owns every leaf, so its entry is the object's shape
+  // (what the general rules below give, without their sets of path keys: a create is the API's hottest write).
+  if (entries.length === 0 && write.operation === "Update" && Object.keys(beforeTracked).length === 0) {
+    const fieldsV1 = fieldsOf(afterTracked)
+    return Object.keys(fieldsV1).length === 0 ? [] : [entryOf(write, fieldsV1)]
+  }
   const changed = changedLeaves(beforeTracked, afterTracked)
   const present = new Set(leaves(afterTracked).map(keyOf))
   const kept = (paths: Iterable<string>) => new Set([...paths].filter((path) => present.has(path)))

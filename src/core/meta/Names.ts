@@ -35,10 +35,24 @@ export const jsonSchemas = {
   labelValue: { pattern: `^${labelValueFormat}$`, maxLength: labelValueMaxLength }
 } as const
 
-const encoder = new TextEncoder()
-
-/** Go measures string lengths in UTF-8 bytes, and the messages say "bytes". */
-export const utf8Length = (text: string): number => encoder.encode(text).length
+/**
+ * Go measures string lengths in UTF-8 bytes, and the messages say "bytes". Counted from the UTF-16 code units without
+ * encoding (every name, label and annotation of every write is measured): a surrogate pair is 4 bytes, a lone
+ * surrogate 3 (the U+FFFD it is encoded as).
+ */
+export const utf8Length = (text: string): number => {
+  let bytes = text.length
+  for (let index = 0; index < text.length; index++) {
+    const unit = text.charCodeAt(index)
+    if (unit < 0x80) continue
+    if (unit < 0x800) bytes += 1
+    else if (unit >= 0xd800 && unit <= 0xdbff && index + 1 < text.length && (text.charCodeAt(index + 1) & 0xfc00) === 0xdc00) {
+      bytes += 2 // two units, four bytes
+      index++
+    } else bytes += 2
+  }
+  return bytes
+}
 
 const maxLengthError = (limit: number): string => `must be no more than ${limit} bytes`
 

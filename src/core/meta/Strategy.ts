@@ -9,12 +9,19 @@
 import { Result } from "effect"
 import { ApiError, badRequest, conflict, fieldForbidden, fieldInvalid, fieldRequired, invalid, type Subject } from "./ApiError.ts"
 import { equals, isObject, type Json, type JsonObject } from "../Json.ts"
+import { lastValues } from "../Memo.ts"
 import * as ManagedFields from "./ManagedFields.ts"
 import { checkDns1123Subdomain } from "./Names.ts"
 import { generateNamePrefixMaxLength, type ObjectMeta, type ResourceObject } from "./ObjectMeta.ts"
 
+// The texts of the last few seconds: every write stamps its second, a create twice (created, and its managed fields).
+const secondTexts = lastValues<string>(4)
+
 /** RFC 3339 at second precision, as Kubernetes writes metav1.Time. */
-export const timestamp = (epochMs: number): string => new Date(epochMs).toISOString().replace(/\.\d{3}Z$/u, "Z")
+export const timestamp = (epochMs: number): string => {
+  const second = Math.floor(epochMs / 1_000)
+  return secondTexts(String(second), () => new Date(second * 1_000).toISOString().replace(/\.\d{3}Z$/u, "Z"))
+}
 
 /** What a write is about: the kind as the URL named it. */
 export interface Target {

@@ -201,6 +201,16 @@ describe("ManagedFields.record", () => {
     })
   })
 
+  it("a create's entry owns every leaf of the object, as the encoding of its leaf paths", () => {
+    fc.assert(fc.property(document, fc.constantFrom(undefined, "status"), (fields, subresource) => {
+      const object = makeObject(fields)
+      const write = makeWrite("kubectl", subresource === undefined ? {} : { subresource })
+      const paths = ManagedFields.leaves(ManagedFields.trackedPart(object, subresource)).map((path) => ManagedFields.pathKey(path))
+      const expected: ReadonlyArray<ManagedFieldsEntry> = paths.length === 0 ? [] : [{ ...write, fieldsType: "FieldsV1", fieldsV1: ManagedFields.toFieldsV1(paths) }]
+      assert.deepStrictEqual(ManagedFields.record([], write, {}, object), expected)
+    }))
+  })
+
   it("an Apply owns exactly the applied leaves", () => {
     const entries = [makeEntry("ssa", [["spec", "a"], ["spec", "b"]], { operation: "Apply" }), makeEntry("ctl", [["spec", "a"]])]
     const object = makeObject({ spec: { a: 1, b: 1, c: 1 } })

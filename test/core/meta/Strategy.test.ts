@@ -74,6 +74,12 @@ describe("Strategy.timestamp", () => {
       assert.strictEqual(Date.parse(text), Math.floor(ms / 1000) * 1000)
     }))
   })
+
+  it("answers a second it made a moment ago as it made it (the last seconds' texts are kept)", () => {
+    fc.assert(fc.property(fc.array(fc.integer({ min: -3_000, max: 6_000 }), { minLength: 1, maxLength: 30 }), (offsets) => {
+      for (const offset of offsets) assert.strictEqual(Strategy.timestamp(t0 + offset), new Date(t0 + offset).toISOString().replace(/\.\d{3}Z$/u, "Z"))
+    }))
+  })
 })
 
 describe("Strategy.create", () => {
