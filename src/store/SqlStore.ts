@@ -220,6 +220,7 @@ WITH
     ON CONFLICT (resource, namespace, name) DO UPDATE SET
       uid = EXCLUDED.uid, resource_version = EXCLUDED.resource_version, deleting = EXCLUDED.deleting,
       labels = EXCLUDED.labels, owner_uids = EXCLUDED.owner_uids, body = EXCLUDED.body
+    RETURNING resource, namespace, name, body
   ),
   deleted AS (
     DELETE FROM nodus_objects
@@ -230,9 +231,10 @@ WITH
   ),
   logged AS (
     INSERT INTO nodus_changes (resource_version, type, resource, namespace, name, body, previous)
-    SELECT resource_version, type, resource, namespace, name, body, previous
+    SELECT x.resource_version, x.type, x.resource, x.namespace, x.name, COALESCE(x.body, u.body), x.previous
     FROM json_to_recordset($3::json) AS x(resource_version bigint, type text, resource text, namespace text, name text,
                                           body text, previous text)
+      LEFT JOIN upserted u ON u.resource = x.resource AND u.namespace = x.namespace AND u.name = x.name
     WHERE EXISTS (SELECT 1 FROM current)
   ),
   put AS (
@@ -317,16 +319,15 @@ const postingRow = (posting: Posting): Json => ({
 const writeParameters = (evaluation: Evaluation, sequence: number): ReadonlyArray<string | number> => {
   const upserts: Array<Json> = []
   const deletes: Array<Json> = []
-  // An object written is usually also its change's: stringified once (a Job is about 3 KB of JSON).
-  const bodies = new Map<ResourceObject, string>()
-  const bodyOf = (object: ResourceObject) => bodies.get(object) ?? JSON.stringify(object)
+  // An object written is usually also its change's: such a change carries no body and takes its row's (upserted), so
+  // its text (a Job is about 3 KB of JSON) is escaped into one parameter, and PostgreSQL parses it once.
+  const written = new Set<ResourceObject>()
   for (const write of evaluation.objects.values()) {
     if (write._tag === "Delete") {
       deletes.push({ ...write.key })
       continue
     }
-    const body = JSON.stringify(write.object)
-    bodies.set(write.object, body)
+    written.add(write.object)
     upserts.push({
       ...write.key,
       uid: write.object.metadata.uid,
@@ -334,14 +335,14 @@ const writeParameters = (evaluation: Evaluation, sequence: number): ReadonlyArra
       deleting: write.deleting,
       labels: write.object.metadata.labels ?? {},
       owner_uids: [...ownerUids(write.object)],
-      body
+      body: JSON.stringify(write.object)
     })
   }
   const changes = evaluation.changes.map((change) => ({
     resource_version: change.resourceVersion,
     type: change.type,
     ...change.key,
-    body: bodyOf(change.object),
+    body: written.has(change.object) ? null : JSON.stringify(change.object),
     previous: change.previous === undefined ? null : JSON.stringify(change.previous)
   }))
   const puts: Array<Json> = []

@@ -107,6 +107,8 @@ export const suite = (name: string, storeLayer: Layer.Layer<Store, unknown>) =>
         assert.deepStrictEqual(mine.map((change) => change.type), ["ADDED", "MODIFIED", "DELETED"])
         const versions = page.changes.map((change) => change.resourceVersion)
         assert.deepStrictEqual(versions, [...versions].sort((a, b) => a - b))
+        // Each change's object is the object as written (a SQL store takes a written object's text from its row).
+        assert.deepStrictEqual(mine.slice(0, 2).map((change) => change.object), [created, modified])
         assert.deepStrictEqual(mine[1]!.previous?.metadata.labels, { a: "1" })
         assert.strictEqual(mine[2]!.object.metadata.resourceVersion, String(mine[2]!.resourceVersion))
         assert.isTrue(Option.isNone(yield* store.get(key("log1"))))
