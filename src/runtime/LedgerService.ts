@@ -133,6 +133,12 @@ function make(options: LedgerOptions) {
       const index = ++catchUpsStarted
       return Effect.mapError(Effect.map(catchUp(store, ledger), () => void (catchUpFinished = Math.max(catchUpFinished, index))), unavailable)
     })
+    /** Runs `use` under the lock, given when its caller asked: the catch-ups started before it waited for the lock. */
+    const underLock = <A, E>(use: (askedAt: number) => Effect.Effect<A, E>) =>
+      Effect.suspend(() => {
+        const askedAt = catchUpsStarted
+        return lock.withPermit(use(askedAt))
+      })
 
     /**
      * Commits the postings made since the last commit, and in the same commit the account events their balances crossed
@@ -161,10 +167,8 @@ function make(options: LedgerOptions) {
     const raced = (error: StoreError | CommitFailed, tries: number) =>
       options.shared === true && tries < racesMax && error._tag === "CommitFailed" && (error.reason === "Conflict" || error.reason === "RecordExists")
 
-    const updateAfter: LedgerShape["updateAfter"] = (f, fence, recordFirst) => Effect.suspend(() => {
-      const askedAt = catchUpsStarted
-      return lock.withPermit(Effect.uninterruptible(operate(f, fence, recordFirst, askedAt)))
-    })
+    const updateAfter: LedgerShape["updateAfter"] = (f, fence, recordFirst) =>
+      underLock((askedAt) => Effect.uninterruptible(operate(f, fence, recordFirst, askedAt)))
 
     const operate = <A, E>(f: (ledger: Ledger) => A, fence: ReadonlyArray<WriteOp>, recordFirst: (answer: A) => Effect.Effect<void, E> | undefined, askedAt: number) => Effect.gen(function*() {
       for (let tries = 1; ; tries++) {
@@ -195,10 +199,7 @@ function make(options: LedgerOptions) {
 
     const service: LedgerShape = {
       // A read of a stale ledger tries the store first, and otherwise answers from memory (reads are advice).
-      read: (f) => Effect.suspend(() => {
-        const askedAt = catchUpsStarted
-        return lock.withPermit(Effect.andThen(Effect.ignore(current(askedAt)), Effect.sync(() => f(ledger))))
-      }),
+      read: (f) => underLock((askedAt) => Effect.andThen(Effect.ignore(current(askedAt)), Effect.sync(() => f(ledger)))),
       update: (f, fence = []) => Effect.map(updateAfter(f, fence, () => undefined), ({ answer }) => answer),
       updateAfter
     }
