@@ -3,19 +3,21 @@
  * server places on it, until SIGINT or SIGTERM (which stop every program first).
  *
  *   nodus agent --server https://cp:8443 --token nde_… [--ca ca.crt] [--data-dir ./.nodus-agent] [--name NAME]
- *               [--warm-boxes 1]
+ *               [--warm-boxes 1] [--egress-allow-cidr 127.0.0.1/32]…
  *
  * The first start enrolls with the token and a key the agent makes (the server keeps only its hash); the key is saved
  * in `<data dir>/credential.json` (0600), so later starts need no token. The agent connects outbound only.
  */
 import { createHash, randomBytes } from "node:crypto"
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
+import { lookup } from "node:dns/promises"
 import { hostname } from "node:os"
 import { dirname, join, resolve } from "node:path"
 import { Agent } from "../backends/live/Agent.ts"
 import { enroll, type Endpoint, httpLink } from "../backends/live/AgentHttp.ts"
 import { detectGpus, helloOf } from "../backends/live/HostFacts.ts"
 import { detectIsolation } from "../backends/live/Isolation.ts"
+import { type AddressRange, parseRange } from "../core/PublicAddress.ts"
 import { warmBoxesMax } from "../server/Config.ts"
 
 interface Credential {
@@ -31,6 +33,16 @@ const flag = (args: ReadonlyArray<string>, name: string): string | undefined => 
   if (index === -1) return undefined
   const arg = args[index]!
   return arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : args[index + 1]
+}
+
+/** Every value of a repeatable flag, in order. */
+const flagValues = (args: ReadonlyArray<string>, name: string): ReadonlyArray<string> =>
+  args.flatMap((arg, index) => arg === `--${name}` ? (args[index + 1] === undefined ? [] : [args[index + 1]!]) : arg.startsWith(`--${name}=`) ? [arg.slice(name.length + 3)] : [])
+
+/** The control plane's addresses: no box and no `url` input may reach them (a name that does not resolve: none). */
+const controlPlaneAddresses = async (server: string): Promise<ReadonlyArray<string>> => {
+  const host = URL.canParse(server) ? new URL(server).hostname.replace(/^\[|\]$/gu, "") : ""
+  return host === "" ? [] : lookup(host, { all: true }).then((found) => found.map((entry) => entry.address), () => [])
 }
 
 /** The first directory above `dir` that others may not search, if any. */
@@ -54,6 +66,15 @@ export const runAgent = async (args: ReadonlyArray<string>): Promise<number> => 
   if (!/^[0-9]{1,2}$/u.test(warmBoxes) || Number(warmBoxes) > warmBoxesMax) {
     process.stderr.write(`nodus agent: --warm-boxes must be a whole number from 0 to ${warmBoxesMax}\n`)
     return 2
+  }
+  const egressAllow: Array<AddressRange> = []
+  for (const text of flagValues(args, "egress-allow-cidr")) {
+    const range = parseRange(text)
+    if (range === undefined) {
+      process.stderr.write(`nodus agent: --egress-allow-cidr "${text}" is not an address range: write one such as 127.0.0.1/32 or fd00::/8\n`)
+      return 2
+    }
+    egressAllow.push(range)
   }
   const caFile = flag(args, "ca")
   const endpoint: Endpoint = { server, ca: caFile === undefined ? undefined : readFileSync(caFile, "utf8") }
@@ -103,6 +124,8 @@ export const runAgent = async (args: ReadonlyArray<string>): Promise<number> => 
     hidden: [credentialPath, privateDir],
     now: () => Date.now(),
     warmBoxes: Number(warmBoxes),
+    egressAllow,
+    unreachable: await controlPlaneAddresses(server),
     log: (message) => process.stderr.write(`${message}\n`)
   })
   for (;;) {

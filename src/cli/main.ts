@@ -13,6 +13,7 @@ import { operatorUsage } from "./Operator.ts"
 
 /** Here, not in AgentCommand.ts and Workloads.ts: printing the help should not load their modules. */
 const agentUsage = `  nodus agent --server <url> --token <token> [--ca <file>] [--data-dir <dir>] [--name <node>] [--warm-boxes N]
+              [--egress-allow-cidr <cidr>]…
                               join this host to a control plane as a Node (docs/live.md)`
 const workloadsUsage = `  nodus logs job/<name> [-n <project>] [-f] [--index N] [--attempt N] [--tail N]
                               print a Job's log (follow it with -f)

@@ -1,6 +1,6 @@
 /**
  * Which IP addresses are public: the one answer every outbound connection a workload or the platform makes on someone's
- * behalf must agree on (egress AllowList proxies now; webhook senders next), so that no name — whatever it resolves
+ * behalf must agree on (egress proxies, webhook senders, the agent's `url` inputs), so that no name — whatever it resolves
  * to, DNS rebinding included — leads to the host, its network or a cloud's metadata service.
  *
  * Not public: unspecified, loopback, private (RFC 1918, unique local), shared (CGNAT), link-local (metadata
@@ -104,9 +104,65 @@ export const isLoopbackAddress = (address: string): boolean => {
   return parsed.value === 1n
 }
 
+/** A range of addresses in CIDR notation (`127.0.0.1/32`, `fd00::/8`): an operator's exception to the rule. */
+export interface AddressRange {
+  readonly family: 4 | 6
+  readonly base: bigint
+  readonly prefix: number
+}
+
+/** `address/prefix`, or a bare address (a range of one); undefined for anything else. */
+export const parseRange = (text: string): AddressRange | undefined => {
+  const [address, prefixText, ...rest] = text.trim().split("/")
+  if (address === undefined || rest.length > 0) return undefined
+  const parsed = parseAddress(address)
+  if (parsed === undefined) return undefined
+  const bits = parsed.family === 4 ? 32 : 128
+  if (prefixText !== undefined && !/^\d{1,3}$/u.test(prefixText)) return undefined
+  const prefix = prefixText === undefined ? bits : Number(prefixText)
+  if (prefix > bits) return undefined
+  return { family: parsed.family, base: BigInt(parsed.value), prefix }
+}
+
+/** Loopback in both families: what the development switches (`--webhook-allow-loopback`) let through. */
+export const loopbackRanges: ReadonlyArray<AddressRange> = [parseRange("127.0.0.0/8")!, parseRange("::1/128")!]
+
+/** An address as compared with ranges and with the host's own: an IPv6-mapped IPv4 address is its IPv4 address. */
+const canonical = (address: string): { readonly family: 4 | 6; readonly value: bigint } | undefined => {
+  const parsed = parseAddress(address)
+  if (parsed === undefined) return undefined
+  if (parsed.family === 6 && inPrefix(parsed.value, mapped)) return { family: 4, value: parsed.value & 0xffff_ffffn }
+  return { family: parsed.family, value: BigInt(parsed.value) }
+}
+
+/** Whether `address` lies in `range`. */
+export const inRange = (address: string, range: AddressRange): boolean => {
+  const value = canonical(address)
+  if (value === undefined || value.family !== range.family) return false
+  const shift = BigInt((range.family === 4 ? 32 : 128) - range.prefix)
+  return value.value >> shift === range.base >> shift
+}
+
 /**
- * Whether a connection made on someone's behalf may go to `address`: a public one, or loopback where a development
- * switch allows it (the egress proxy's `allowLoopback`, the webhook sender's `--webhook-allow-loopback`).
+ * What a connection made on someone's behalf may reach besides the public rule: the ranges an operator named
+ * (`--egress-allow-cidr`, or loopback under a development switch), which win over every other rule; and the host's
+ * own addresses, which are never reached otherwise even when public (a host service listening on all interfaces).
  */
-export const mayConnectTo = (address: string, loopbackAllowed: boolean): boolean =>
-  isPublicAddress(address) || (loopbackAllowed && isLoopbackAddress(address))
+export interface ConnectRules {
+  readonly exceptions: ReadonlyArray<AddressRange>
+  readonly own?: ReadonlyArray<string> | undefined
+}
+
+/** No exception: public addresses only. */
+export const publicOnly: ConnectRules = { exceptions: [] }
+
+/** Whether a connection made on someone's behalf may go to `address` (an IP literal). */
+export const mayConnectTo = (address: string, rules: ConnectRules): boolean => {
+  if (rules.exceptions.some((range) => inRange(address, range))) return true
+  if (!isPublicAddress(address)) return false
+  const value = canonical(address)!
+  return !(rules.own ?? []).some((own) => {
+    const ownValue = canonical(own)
+    return ownValue !== undefined && ownValue.family === value.family && ownValue.value === value.value
+  })
+}

@@ -11,10 +11,9 @@
  */
 import { Agent as HttpAgent, request as httpRequest } from "node:http"
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
-import { lookup } from "node:dns/promises"
-import type { LookupFunction } from "node:net"
 import * as Limits from "../core/Limits.ts"
-import { isLoopbackAddress, mayConnectTo, parseAddress } from "../core/PublicAddress.ts"
+import { isLoopbackAddress, loopbackRanges, publicOnly } from "../core/PublicAddress.ts"
+import { pinnedLookup, type Resolver, resolveChecked } from "../net/Outbound.ts"
 
 export interface AttemptRequest {
   readonly url: string
@@ -30,7 +29,7 @@ export type AttemptResult =
   /** The URL may not be connected to (tried never again). */
   | { readonly _tag: "Refused"; readonly message: string }
 
-export type Resolver = (host: string) => Promise<ReadonlyArray<{ readonly address: string; readonly family: number }>>
+export type { Resolver }
 
 export interface TransportOptions {
   /** Development only: receivers on loopback, with any certificate. */
@@ -40,58 +39,33 @@ export interface TransportOptions {
   readonly timeoutMs?: number | undefined
 }
 
-const systemResolver: Resolver = (host) => lookup(host, { all: true, verbatim: true })
-
 /** Connections are kept for the next delivery to the same receiver (a receiver of many events takes them fast). */
 const agents = { https: new HttpsAgent({ keepAlive: true, maxSockets: 64 }), http: new HttpAgent({ keepAlive: true, maxSockets: 64 }) }
 
 export const makeTransport = (options: TransportOptions) => {
-  const resolve = options.resolve ?? systemResolver
   const timeoutMs = options.timeoutMs ?? Limits.webhookResponseWaitMs
-
-  /**
-   * The addresses to connect to; or why none may be (final); or why none was found now (a DNS failure may pass, so it
-   * is tried again as a connection error is).
-   */
-  const addressesOf = async (url: URL): Promise<ReadonlyArray<{ readonly address: string; readonly family: number }> | { readonly barred: string } | { readonly unresolved: string }> => {
-    const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname
-    const literal = parseAddress(host)
-    let found: ReadonlyArray<{ readonly address: string; readonly family: number }>
-    try {
-      found = literal === undefined ? await resolve(host) : [{ address: host, family: literal.family }]
-    } catch (error) {
-      return { unresolved: `the receiver's name ${host} does not resolve (${error instanceof Error ? error.message : String(error)})` }
-    }
-    if (found.length === 0) return { unresolved: `the receiver's name ${host} resolves to no address` }
-    const barred = found.find((entry) => !mayConnectTo(entry.address, options.allowLoopback))
-    if (barred !== undefined) return { barred: `the receiver ${host} resolves to ${barred.address}, which is not a public address; webhooks are delivered to public addresses only` }
-    return found
-  }
+  const rules = options.allowLoopback ? { exceptions: loopbackRanges } : publicOnly
 
   const send = async (attempt: AttemptRequest): Promise<AttemptResult> => {
     const url = new URL(attempt.url)
     const started = performance.now()
     const elapsed = () => Math.round(performance.now() - started)
-    const addresses = await addressesOf(url)
-    if ("barred" in addresses) return { _tag: "Refused", message: addresses.barred }
-    if ("unresolved" in addresses) return { _tag: "NoAnswer", message: addresses.unresolved, durationMs: elapsed() }
+    const resolution = await resolveChecked(url.hostname, rules, options.resolve)
+    if (resolution._tag === "Barred") return { _tag: "Refused", message: `the receiver ${resolution.host} resolves to ${resolution.address}, which is not a public address; webhooks are delivered to public addresses only` }
+    if (resolution._tag === "Unresolved") return { _tag: "NoAnswer", message: `the receiver's name ${resolution.message}`, durationMs: elapsed() }
+    const { addresses } = resolution
     const loopback = addresses.every((entry) => isLoopbackAddress(entry.address))
     const https = url.protocol === "https:"
     if (!https && !(url.protocol === "http:" && loopback && options.allowLoopback)) {
       return { _tag: "Refused", message: `the receiver URL must be https (http is for receivers on loopback, in development), not ${url.protocol}` }
-    }
-    const pinned = addresses[0]!
-    // The connection goes to the address checked above, never to a second resolution of the name.
-    const pinnedLookup: LookupFunction = (_host, lookupOptions, callback) => {
-      if (lookupOptions.all === true) (callback as (error: null, addresses: ReadonlyArray<{ address: string; family: number }>) => void)(null, [pinned])
-      else callback(null, pinned.address, pinned.family)
     }
     return new Promise<AttemptResult>((done) => {
       const post = (https ? httpsRequest : httpRequest)(url, {
         method: "POST",
         headers: { ...attempt.headers, "content-type": "application/json", "content-length": Buffer.byteLength(attempt.body), "user-agent": "nodus-webhooks/1" },
         agent: https ? agents.https : agents.http,
-        lookup: pinnedLookup,
+        // The connection goes to the address checked above, never to a second resolution of the name.
+        lookup: pinnedLookup(addresses[0]!),
         ...(https && loopback && options.allowLoopback ? { rejectUnauthorized: false } : {})
       }, (response) => {
         // The body is not read for anything; it is drained so that the connection can be used again.

@@ -4,6 +4,7 @@
  * scripts depend on them (README, Configuration).
  */
 import { isIP } from "node:net"
+import { type AddressRange, parseRange } from "../core/PublicAddress.ts"
 
 export interface ServerConfig {
   readonly host: string
@@ -31,6 +32,11 @@ export interface ServerConfig {
   readonly webhookAllowLoopback: boolean
   /** What this process runs of a store shared by several (docs/scale-out.md, "Roles"). */
   readonly role: Role
+  /**
+   * Ranges boxes (through their egress proxies) and the agent's `url` inputs may reach although they are not public
+   * (docs/live.md, "Network"): an operator's explicit exceptions, none by default.
+   */
+  readonly egressAllow: ReadonlyArray<AddressRange>
 }
 
 /**
@@ -57,6 +63,8 @@ interface Setting {
   readonly description: string
   /** A switch: the bare flag means on (`1`); its variable takes 1/0, on/off or true/false. */
   readonly switch?: boolean
+  /** The flag may be given several times; its values, and its variable's, are a comma-separated list. */
+  readonly repeatable?: boolean
 }
 
 /** The most warm boxes a host keeps (each is a bwrap box and a node process, about 40 MB). */
@@ -77,7 +85,8 @@ export const settings: ReadonlyArray<Setting> = [
   { env: "NODUS_WARM_BOXES", flag: "--warm-boxes", fallback: "1", description: "local backend: Sandbox boxes kept started ahead, 0 to 16" },
   { env: "NODUS_PUBLIC_URL", flag: "--public-url", fallback: undefined, description: "URL clients reach the server at, for links in answers; default the listening address" },
   { env: "NODUS_WEBHOOK_ALLOW_LOOPBACK", flag: "--webhook-allow-loopback", fallback: "0", switch: true, description: "development only: webhook receivers on loopback, over http or https (any certificate)" },
-  { env: "NODUS_ROLE", flag: "--role", fallback: "all", description: "with --database-url: all (the API and the controllers), api (the API alone) or controllers (the controllers alone)" }
+  { env: "NODUS_ROLE", flag: "--role", fallback: "all", description: "with --database-url: all (the API and the controllers), api (the API alone) or controllers (the controllers alone)" },
+  { env: "NODUS_EGRESS_ALLOW_CIDR", flag: "--egress-allow-cidr", fallback: undefined, repeatable: true, description: "local backend: a range (CIDR, such as 127.0.0.1/32) boxes and url inputs may reach although it is not public; repeatable" }
 ]
 
 const switchValues: Readonly<Record<string, boolean>> = { "1": true, on: true, true: true, "0": false, off: false, false: false }
@@ -104,6 +113,8 @@ export const resolve = (env: Readonly<Record<string, string | undefined>>, args:
     const value = fromEnv !== undefined && fromEnv !== "" ? fromEnv : setting.fallback
     if (value !== undefined) values.set(setting.env, value)
   }
+  // A repeatable flag's values add up; the first replaces its variable's.
+  const flagged = new Set<string>()
   for (let index = 0; index < args.length; index++) {
     const arg = args[index]!
     const [flag, inline] = arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined]
@@ -111,7 +122,9 @@ export const resolve = (env: Readonly<Record<string, string | undefined>>, args:
     if (setting === undefined) return { _tag: "Err", message: `unknown flag ${flag} (see nodus --help)` }
     const value = inline ?? (setting.switch === true ? "1" : args[++index])
     if (value === undefined || (inline === undefined && value.startsWith("--"))) return { _tag: "Err", message: `flag ${flag} needs a value` }
-    values.set(setting.env, value)
+    const earlier = setting.repeatable === true && flagged.has(setting.env) ? values.get(setting.env) : undefined
+    values.set(setting.env, earlier === undefined ? value : `${earlier},${value}`)
+    flagged.add(setting.env)
   }
   const address = parseAddress(values.get("NODUS_ADDR")!)
   if (address === undefined) return { _tag: "Err", message: `NODUS_ADDR "${values.get("NODUS_ADDR")}" is not host:port` }
@@ -134,6 +147,8 @@ export const resolve = (env: Readonly<Record<string, string | undefined>>, args:
   if (webhookAllowLoopback === undefined) return { _tag: "Err", message: `NODUS_WEBHOOK_ALLOW_LOOPBACK "${values.get("NODUS_WEBHOOK_ALLOW_LOOPBACK")}" must be 1 or 0 (on/off, true/false)` }
   const role = roleOf(values.get("NODUS_ROLE")!, values.get("DATABASE_URL"), backend)
   if (typeof role === "object") return { _tag: "Err", message: role.problem }
+  const egressAllow = rangesOf(values.get("NODUS_EGRESS_ALLOW_CIDR"))
+  if (typeof egressAllow === "string") return { _tag: "Err", message: `NODUS_EGRESS_ALLOW_CIDR: "${egressAllow}" is not an address range: write one such as 127.0.0.1/32 or fd00::/8` }
   const publicUrl = values.get("NODUS_PUBLIC_URL")
   if (publicUrl !== undefined && !isBaseUrl(publicUrl)) return { _tag: "Err", message: `NODUS_PUBLIC_URL "${publicUrl}" must be an http or https URL without query or fragment, such as https://nodus.example.com` }
   return {
@@ -153,9 +168,21 @@ export const resolve = (env: Readonly<Record<string, string | undefined>>, args:
       warmBoxes: Number(warmBoxes),
       publicUrl: publicUrl?.replace(/\/+$/u, ""),
       webhookAllowLoopback,
-      role
+      role,
+      egressAllow
     }
   }
+}
+
+/** A comma-separated list of CIDR ranges, or the first entry that is none. */
+const rangesOf = (text: string | undefined): ReadonlyArray<AddressRange> | string => {
+  const ranges: Array<AddressRange> = []
+  for (const entry of (text ?? "").split(",").map((part) => part.trim()).filter((part) => part !== "")) {
+    const range = parseRange(entry)
+    if (range === undefined) return entry
+    ranges.push(range)
+  }
+  return ranges
 }
 
 /** The role, or why it cannot be this process's. */

@@ -23,6 +23,7 @@ import { detectIsolation } from "../backends/live/Isolation.ts"
 import { LiveCapacity, type NodeScope } from "../backends/live/LiveCapacity.ts"
 import type { AgentLink } from "../backends/live/Protocol.ts"
 import { isObject } from "../core/Json.ts"
+import type { AddressRange } from "../core/PublicAddress.ts"
 import { refOfKind } from "../core/meta/Kinds.ts"
 import { parseQuantity } from "../core/Units.ts"
 import { pickRevision } from "../core/VolumeRevisions.ts"
@@ -59,8 +60,8 @@ export interface LocalSettings {
   readonly lease?: { readonly renewMs: number; readonly expiryMs: number }
   /** CA certificates (PEM) the local agent trusts for `url` inputs besides the system's. */
   readonly inputCa?: string
-  /** Development and tests only: AllowList runs may reach loopback names through their proxies. */
-  readonly allowLoopbackEgress?: boolean
+  /** `--egress-allow-cidr`: ranges boxes and `url` inputs may reach although they are not public (docs/live.md, "Network"). */
+  readonly egressAllow?: ReadonlyArray<AddressRange>
   /** Sandbox boxes kept started ahead (docs/sandboxes.md, "Warm boxes"); default 1. */
   readonly warmBoxes?: number
 }
@@ -221,7 +222,7 @@ const run = (capacity: LiveCapacity, settings: LocalSettings) => Effect.gen(func
     hidden: [settings.dataDir, ...(settings.hidden ?? [])],
     now: () => Date.now(),
     inputCa: settings.inputCa,
-    allowLoopbackEgress: settings.allowLoopbackEgress,
+    egressAllow: settings.egressAllow,
     warmBoxes: settings.warmBoxes ?? 1,
     log: (message) => console.warn(message)
   })

@@ -244,7 +244,7 @@ export const layer = (config: ServerConfig) => Layer.unwrap(Effect.sync(() => {
     bookmarkInterval: "30 seconds",
     feed: defaultFeedOptions,
     sim: config.backend === "sim" ? { speed: config.simSpeed } : undefined,
-    local: config.backend === "local" ? { dataDir: config.dataDir, warmBoxes: config.warmBoxes } : undefined,
+    local: config.backend === "local" ? { dataDir: config.dataDir, warmBoxes: config.warmBoxes, egressAllow: config.egressAllow } : undefined,
     // docs/billing.md: the embedded default and sim mode start with starter credits, a production database at zero.
     starterCreditsMicro: config.databaseUrl === undefined || config.backend === "sim" ? starterCreditsMicro : 0n,
     publicUrl: config.publicUrl,

@@ -1,8 +1,8 @@
 /**
  * Acceptance on the local backend: real kubectl against a server whose Jobs run as real processes in bubblewrap boxes
  * on this host (docs/live.md). A Job that prints succeeds and its log reads back; a failing one fails with its last
- * lines in status.message; a Job with egress Deny cannot reach a TCP server on the host's loopback while one with Open
- * can; secrets reach the program as env and 0400 files, and never the status, events, log or the store's JSON.
+ * lines in status.message; a Job with egress Deny cannot reach a TCP server on the host's loopback, and one with Open
+ * only through its proxy (this server's operator named loopback: --egress-allow-cidr); secrets reach the program as env and 0400 files, and never the status, events, log or the store's JSON.
  */
 import { createHash } from "node:crypto"
 import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https"
@@ -14,6 +14,7 @@ import { dirname, join } from "node:path"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { generateTlsMaterial } from "../../src/apiserver/tls/Certificates.ts"
+import { loopbackRanges } from "../../src/core/PublicAddress.ts"
 import { startTestServer, type TestServer } from "../support/TestServer.ts"
 import { api, kubectl, requireKubectl, createFromYaml } from "./Clients.ts"
 
@@ -33,7 +34,7 @@ beforeAll(async () => {
   files = createHttpsServer({ cert: material.certPem, key: material.keyPem }, (_request, response) => response.end(inputData))
   await new Promise<void>((resolve) => files.listen(0, "127.0.0.1", resolve))
   filesUrl = `https://127.0.0.1:${(files.address() as { port: number }).port}/data.txt`
-  server = await startTestServer({ tls: true, local: { inputCa: material.caCertPem, allowLoopbackEgress: true } })
+  server = await startTestServer({ tls: true, local: { inputCa: material.caCertPem, egressAllow: loopbackRanges } })
   const reply = await api(server, "POST", "/api/v1/namespaces", { body: { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } } })
   assert.strictEqual(reply.status, 201, reply.text)
   listener = createServer((socket) => socket.end("hello from the host\n"))
@@ -229,13 +230,17 @@ describe("a Job on the local backend", () => {
     for (const index of [0, 1, 2]) assert.include(await logOf("indexed", `?index=${index}`), `index=${index}`)
   })
 
-  it("gives a Job with egress Deny no network: a TCP server on the host's loopback is out of reach", async () => {
+  it("gives a Job with egress Deny no network, and one with Open only its proxy: the host's loopback is out of direct reach", async () => {
     const connect = ["bash", "-c", `exec 3<>/dev/tcp/127.0.0.1/${port} && head -n 1 <&3`]
+    // This server's operator named loopback (--egress-allow-cidr): the proxy, and only the proxy, reaches it.
+    const proxied = ["bash", "-c", `exec 3<>/dev/tcp/127.0.0.1/3128; printf 'CONNECT 127.0.0.1:${port} HTTP/1.1\\r\\n\\r\\n' >&3; head -n 3 <&3 | tr -d '\\r'`]
     await apply("denied", jobYaml("denied", connect, ["  network:", "    egress:", "      policy: Deny"]))
     await apply("open", jobYaml("open", connect, ["  network:", "    egress:", "      policy: Open"]))
+    await apply("open-proxied", jobYaml("open-proxied", proxied, ["  network:", "    egress:", "      policy: Open"]))
     await waitFor("denied", "Failed")
-    await waitFor("open", "Succeeded")
-    assert.include(await logOf("open"), "hello from the host")
+    await waitFor("open", "Failed")
+    await waitFor("open-proxied", "Succeeded")
+    assert.include(await logOf("open-proxied"), "hello from the host")
   })
 
   it("lets an AllowList Job reach the listed names only, through its proxy", async () => {

@@ -7,6 +7,7 @@
 import { once } from "node:events"
 import { type AddressInfo, createServer, type Server } from "node:net"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { loopbackRanges } from "../../src/core/PublicAddress.ts"
 import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 import { eventually } from "./Clients.ts"
 
@@ -27,8 +28,8 @@ const greeter = async (): Promise<number> => {
 
 beforeAll(async () => {
   port = await greeter()
-  // allowLoopbackEgress: the development switch that lets AllowList proxies reach loopback names (docs/live.md).
-  server = await startTestServer({ local: { allowLoopbackEgress: true } })
+  // egressAllow: the operator exception (--egress-allow-cidr) that lets proxies reach loopback names (docs/live.md).
+  server = await startTestServer({ local: { egressAllow: loopbackRanges } })
   const reply = await request(server, "POST", "/api/v1/namespaces", { body: { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } } })
   assert.strictEqual(reply.status, 201, reply.text)
 })

@@ -3,6 +3,7 @@
 
 import { assert, describe, it } from "@effect/vitest"
 import { type ConfigResult, parseAddress, resolve, type ServerConfig, settings, usage } from "../../src/server/Config.ts"
+import { parseRange } from "../../src/core/PublicAddress.ts"
 
 const ok = (result: ConfigResult): ServerConfig => {
   if (result._tag === "Err") assert.fail(`expected a configuration, got: ${result.message}`)
@@ -30,7 +31,8 @@ const defaults: ServerConfig = {
   warmBoxes: 1,
   publicUrl: undefined,
   webhookAllowLoopback: false,
-  role: "all"
+  role: "all",
+  egressAllow: []
 }
 
 describe("Config.resolve", () => {
@@ -62,7 +64,8 @@ describe("Config.resolve", () => {
       NODUS_WARM_BOXES: "4",
       NODUS_PUBLIC_URL: "https://nodus.example.com/",
       NODUS_WEBHOOK_ALLOW_LOOPBACK: "1",
-      NODUS_ROLE: "controllers"
+      NODUS_ROLE: "controllers",
+      NODUS_EGRESS_ALLOW_CIDR: "127.0.0.1/32, fd00::/8"
     }
     assert.deepStrictEqual(ok(resolve(env, [])), {
       host: "0.0.0.0",
@@ -80,8 +83,16 @@ describe("Config.resolve", () => {
       warmBoxes: 4,
       publicUrl: "https://nodus.example.com",
       webhookAllowLoopback: true,
-      role: "controllers"
+      role: "controllers",
+      egressAllow: [parseRange("127.0.0.1/32")!, parseRange("fd00::/8")!]
     })
+  })
+
+  it("adds up a repeated --egress-allow-cidr, replacing its variable's list, and refuses what is no range", () => {
+    const env = { NODUS_EGRESS_ALLOW_CIDR: "10.0.0.0/8" }
+    assert.deepStrictEqual(ok(resolve(env, ["--egress-allow-cidr", "127.0.0.1/32", "--egress-allow-cidr=::1"])).egressAllow, [parseRange("127.0.0.1/32")!, parseRange("::1/128")!])
+    assert.deepStrictEqual(ok(resolve(env, [])).egressAllow, [parseRange("10.0.0.0/8")!])
+    for (const bad of ["localhost", "10.0.0.0/33", "10.0.0.0/8/1", "::1/129"]) assert.include(err(resolve({}, ["--egress-allow-cidr", bad])), `"${bad}" is not an address range`)
   })
 
   it("lets a flag override its environment variable, in either form", () => {
@@ -207,7 +218,7 @@ describe("Config.parseAddress", () => {
 describe("Config.usage", () => {
   it("mentions every environment variable and flag", () => {
     const text = usage()
-    const names = ["NODUS_ADDR", "NODUS_DATA_DIR", "DATABASE_URL", "NODUS_TLS", "NODUS_TLS_CERT", "NODUS_TLS_KEY", "NODUS_BOOTSTRAP_TOKEN", "NODUS_SECRET_KEY", "NODUS_API_GROUP", "NODUS_BACKEND", "NODUS_SIM_SPEED", "NODUS_WARM_BOXES", "NODUS_PUBLIC_URL", "NODUS_WEBHOOK_ALLOW_LOOPBACK", "NODUS_ROLE"]
+    const names = ["NODUS_ADDR", "NODUS_DATA_DIR", "DATABASE_URL", "NODUS_TLS", "NODUS_TLS_CERT", "NODUS_TLS_KEY", "NODUS_BOOTSTRAP_TOKEN", "NODUS_SECRET_KEY", "NODUS_API_GROUP", "NODUS_BACKEND", "NODUS_SIM_SPEED", "NODUS_WARM_BOXES", "NODUS_PUBLIC_URL", "NODUS_WEBHOOK_ALLOW_LOOPBACK", "NODUS_ROLE", "NODUS_EGRESS_ALLOW_CIDR"]
     assert.deepStrictEqual(settings.map((setting) => setting.env), names)
     for (const name of names) assert.match(text, new RegExp(`\\b${name}\\b`, "u"), name)
     for (const setting of settings) assert.include(text, setting.flag, setting.flag)

@@ -8,6 +8,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { Ids } from "../../src/apiserver/Ids.ts"
+import type { AddressRange } from "../../src/core/PublicAddress.ts"
 import { defaultFeedOptions, type FeedOptions } from "../../src/store/ChangeFeed.ts"
 import type { WatchLimits } from "../../src/apiserver/Watch.ts"
 import * as BlobStore from "../../src/store/BlobStore.ts"
@@ -43,7 +44,7 @@ export interface TestServerOptions {
   /** The key sealing Secret values (default `testSecretKey`). */
   readonly secretKey?: Uint8Array
   /** Runs the local backend (docs/live.md): real programs on this host, its data under the server's directory. */
-  readonly local?: boolean | { readonly lease?: { readonly renewMs: number; readonly expiryMs: number }; readonly inputCa?: string; readonly allowLoopbackEgress?: boolean }
+  readonly local?: boolean | { readonly lease?: { readonly renewMs: number; readonly expiryMs: number }; readonly inputCa?: string; readonly egressAllow?: ReadonlyArray<AddressRange> }
   /** Webhook deliveries: loopback receivers allowed, a resolver stub, a shorter wait for answers (docs/webhooks.md). */
   readonly webhooks?: WebhookSettings
 }

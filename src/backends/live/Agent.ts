@@ -18,6 +18,8 @@ import { join, posix, relative } from "node:path"
 import { promisify } from "node:util"
 import * as Limits from "../../core/Limits.ts"
 import type { BoxReply, BoxRequest } from "../../core/capacity/Capacity.ts"
+import type { AddressRange, ConnectRules } from "../../core/PublicAddress.ts"
+import { hostAddresses } from "../../net/Outbound.ts"
 import { syncRepliesBytesMax } from "../../core/SandboxBox.ts"
 import { AgentHttpError } from "./AgentHttp.ts"
 import { BoxChannel } from "./BoxChannel.ts"
@@ -52,8 +54,13 @@ export interface AgentOptions {
   readonly now: () => number
   /** CA certificates (PEM) trusted for `url` inputs besides the system's (a host behind a TLS-inspecting proxy). */
   readonly inputCa?: string | undefined
-  /** Development and tests only: an AllowList run may reach loopback names through its proxy. */
-  readonly allowLoopbackEgress?: boolean | undefined
+  /**
+   * The operator's exceptions to the address rule (`--egress-allow-cidr`): ranges a box's proxy (Open, AllowList) and
+   * `url` inputs may reach although they are not public — a loopback test server, a private mirror.
+   */
+  readonly egressAllow?: ReadonlyArray<AddressRange> | undefined
+  /** Addresses no box and no input may reach besides this host's own: the control plane's, for a remote agent. */
+  readonly unreachable?: ReadonlyArray<string> | undefined
   /** Sandbox boxes kept started ahead of any Sandbox (WarmBoxes.ts); 0 or absent: none. */
   readonly warmBoxes?: number | undefined
   /** The device nodes of this host's GPUs (HostFacts.detectGpus), in the order the hello lists them; absent: none. */
@@ -78,7 +85,7 @@ interface LocalRun {
   checkpointing: boolean
   /** The server has been sent its exit (so it may be dropped once no longer wanted). */
   exitReported: boolean
-  /** Its egress proxy (AllowList), while it runs. */
+  /** Its egress proxy (Open, AllowList), while it runs. */
   proxy: RunningProxy | undefined
   /** A box's supervisor, once it is up (a Sandbox's run). */
   channel: BoxChannel | undefined
@@ -334,6 +341,14 @@ export class Agent {
     return taken
   }
 
+  /**
+   * What a run's egress proxy may connect to (core/PublicAddress.ts): public addresses, never this
+   * host's own (read now: interfaces come and go) nor the control plane's, and the operator's exceptions.
+   */
+  private egressRules(): ConnectRules {
+    return { exceptions: this.options.egressAllow ?? [], own: [...hostAddresses(), ...(this.options.unreachable ?? [])] }
+  }
+
   private async execute(run: LocalRun) {
     const { spec } = run
     // A worker's interpreter is the host's to have: without it nothing is fetched or started.
@@ -344,8 +359,9 @@ export class Agent {
       const problem = await this.materialize(run, input)
       if (problem !== undefined) return this.exited(run, undefined, problem)
     }
-    if (typeof spec.egress === "object") {
-      run.proxy = await startEgressProxy({ socket: proxySocketOf(run.area), allow: spec.egress.allow, logPath: run.logPath, allowLoopback: this.options.allowLoopbackEgress === true })
+    if (spec.egress !== "Deny") {
+      const allow = spec.egress === "Open" ? "any" : spec.egress.allow
+      run.proxy = await startEgressProxy({ socket: proxySocketOf(run.area), allow, logPath: run.logPath, rules: this.egressRules() })
     }
     if (spec.init !== undefined) {
       const init = await this.launch(run, spec.init.argv, spec.init.timeoutMs)
@@ -589,7 +605,7 @@ export class Agent {
       env: options.env ?? spec.env,
       workingDir: spec.workingDir,
       secretFiles: spec.secretFiles.map((file) => ({ name: file.name, content: Buffer.from(file.contentBase64, "base64") })),
-      egress: typeof spec.egress === "string" ? spec.egress : { proxy: proxySocketOf(run.area), node: process.execPath },
+      egress: spec.egress === "Deny" ? "Deny" : { proxy: proxySocketOf(run.area), node: process.execPath },
       memoryBytes: spec.memoryBytes,
       area: run.area,
       logPath: run.logPath,

@@ -1,27 +1,29 @@
 /**
- * Egress AllowList on a live host (spec: Network; docs/live.md, "Network"): a box with no network of its own reaches
- * the outside only through this proxy, one per run, on a Unix socket bound into the box. Inside, a small forwarder
- * listens on 127.0.0.1:3128 (HTTPS_PROXY points there) and relays each connection to the socket.
+ * The egress of a box with a network policy other than Deny (spec: Network; docs/live.md, "Network"): a box with no
+ * network of its own reaches the outside only through this proxy, one per run, on a Unix socket bound into the box.
+ * Inside, a small forwarder listens on 127.0.0.1:3128 (HTTPS_PROXY and HTTP_PROXY point there) and relays each
+ * connection to the socket.
  *
- * The proxy speaks HTTP CONNECT only (what clients use for https). A name is let through when it is in the list, or
- * matches a `*.suffix` pattern (any depth below the suffix, never the suffix itself). IP literals are refused: the list
- * names hosts. The name is resolved here, on the host, and every address it resolves to must be public
- * (core/PublicAddress.ts: private, loopback, link-local with cloud metadata, multicast, documentation and IPv6 forms
- * that carry such an IPv4 address are refused) —
- * so a name that resolves somewhere it should not (DNS rebinding included) reaches nothing. Each refusal is written to
- * the run's log.
+ * The proxy speaks HTTP: CONNECT (what clients use for https, and any TCP a client tunnels) and plain-http requests
+ * in absolute form (one request per connection). Under AllowList a name is let through when it is in the list, or
+ * matches a `*.suffix` pattern (any depth below the suffix, never the suffix itself), and IP literals are refused: the
+ * list names hosts. Under Open any host is let through. Either way the name is resolved here, on the host, every
+ * address it resolves to must pass the address rule (core/PublicAddress.ts: public, not this host's own, or in an
+ * operator's `--egress-allow-cidr` range), and the connection goes to one of the addresses checked (net/Outbound.ts)
+ * — so no name (DNS rebinding included) leads to the host, its network or a cloud's metadata service. Each refusal is
+ * written to the run's log.
  */
-import { lookup } from "node:dns/promises"
 import { appendFileSync, chmodSync, rmSync } from "node:fs"
 import { connect, createServer, isIP, type Socket } from "node:net"
-import { mayConnectTo } from "../../core/PublicAddress.ts"
+import type { ConnectRules } from "../../core/PublicAddress.ts"
+import { bareHost, resolveChecked } from "../../net/Outbound.ts"
 
 /** The forwarder's address inside the box. */
 export const proxyPort = 3128
 /** Where the proxy's socket is bound inside the box. */
 export const proxySocketInBox = "/run/nodus/proxy.sock"
 
-/** The most a CONNECT request's head may be. */
+/** The most a request's head may be. */
 const headMaxBytes = 8 * 1024
 
 /** Whether `host` is in the list: an exact name, or below a `*.suffix` pattern. */
@@ -35,11 +37,12 @@ export const allowedBy = (allow: ReadonlyArray<string>, host: string): boolean =
 
 export interface ProxyOptions {
   readonly socket: string
-  readonly allow: ReadonlyArray<string>
+  /** Open: any host the address rule lets through; AllowList: the names of the list. */
+  readonly allow: "any" | ReadonlyArray<string>
   /** Where refusals are written (the run's log). */
   readonly logPath: string
-  /** Development and tests only: loopback addresses are let through (never on a production host). */
-  readonly allowLoopback?: boolean
+  /** What addresses may be connected to: public ones, and the operator's exceptions. */
+  readonly rules: ConnectRules
 }
 
 export interface RunningProxy {
@@ -77,7 +80,7 @@ const refuse = (client: Socket, options: ProxyOptions, status: string, why: stri
   client.end(`HTTP/1.1 ${status}\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n${why}\n`)
 }
 
-/** One client connection: its CONNECT request, checked, then bytes both ways. */
+/** One client connection: its request's head, checked, then bytes both ways. */
 const serve = (client: Socket, options: ProxyOptions) => {
   let head = Buffer.alloc(0)
   const onData = (chunk: Buffer) => {
@@ -89,38 +92,48 @@ const serve = (client: Socket, options: ProxyOptions) => {
     }
     client.off("data", onData)
     client.pause()
-    void tunnel(client, options, head.subarray(0, end).toString("latin1"), head.subarray(end + 4))
+    void route(client, options, head.subarray(0, end).toString("latin1"), head.subarray(end + 4))
   }
   client.on("data", onData)
 }
 
-const tunnel = async (client: Socket, options: ProxyOptions, head: string, rest: Buffer) => {
-  const match = /^CONNECT ([^\s:]+|\[[0-9a-f:.]+\]):(\d{1,5}) HTTP\/1\.[01]$/iu.exec(head.split("\r\n")[0] ?? "")
-  if (match === null) return refuse(client, options, "405 Method Not Allowed", "only CONNECT (https) goes through the egress allow list")
-  const host = match[1]!.replace(/^\[|\]$/gu, "")
-  const port = Number(match[2])
-  if (isIP(host) !== 0) return refuse(client, options, "403 Forbidden", `${host} is an IP address; the allow list names hosts`)
-  if (!allowedBy(options.allow, host)) return refuse(client, options, "403 Forbidden", `${host} is not in the egress allow list`)
-  let addresses: ReadonlyArray<{ readonly address: string }>
-  try {
-    addresses = await lookup(host, { all: true })
-  } catch {
-    return refuse(client, options, "502 Bad Gateway", `${host} does not resolve`)
+/** Where a request goes: a CONNECT's authority, or a plain-http request's absolute URL. */
+type Target = { readonly host: string; readonly port: number; readonly tunnel: boolean; readonly send: Buffer }
+
+const targetOf = (head: string, rest: Buffer): Target | string => {
+  const [line = "", ...headers] = head.split("\r\n")
+  const connectTo = /^CONNECT ([^\s:]+|\[[0-9a-f:.]+\]):(\d{1,5}) HTTP\/1\.[01]$/iu.exec(line)
+  if (connectTo !== null) return { host: bareHost(connectTo[1]!), port: Number(connectTo[2]), tunnel: true, send: rest }
+  const request = /^([A-Z]+) (http:\/\/\S+) (HTTP\/1\.[01])$/u.exec(line)
+  if (request === null || !URL.canParse(request[2]!)) return "only CONNECT and plain-http requests in absolute form (http://host/path) go through the egress proxy"
+  const url = new URL(request[2]!)
+  // One request per connection: the upstream closes after its answer, so a second request cannot reach it unchecked.
+  const kept = headers.filter((header) => !/^(proxy-[a-z-]*|connection|keep-alive)\s*:/iu.test(header))
+  const upstreamHead = [`${request[1]} ${url.pathname}${url.search} ${request[3]}`, ...kept, "connection: close", "", ""].join("\r\n")
+  return { host: bareHost(url.hostname), port: url.port === "" ? 80 : Number(url.port), tunnel: false, send: Buffer.concat([Buffer.from(upstreamHead, "latin1"), rest]) }
+}
+
+const route = async (client: Socket, options: ProxyOptions, head: string, rest: Buffer) => {
+  const target = targetOf(head, rest)
+  if (typeof target === "string") return refuse(client, options, "405 Method Not Allowed", target)
+  const { host, port } = target
+  if (options.allow !== "any") {
+    if (isIP(host) !== 0) return refuse(client, options, "403 Forbidden", `${host} is an IP address; the allow list names hosts`)
+    if (!allowedBy(options.allow, host)) return refuse(client, options, "403 Forbidden", `${host} is not in the egress allow list`)
   }
-  const barred = addresses.find((entry) => !mayConnectTo(entry.address, options.allowLoopback === true))
-  if (barred !== undefined || addresses.length === 0) return refuse(client, options, "403 Forbidden", `${host} resolves to ${barred?.address ?? "nothing"}, which is not a public address`)
-  const upstream = await connectAny(addresses.map((entry) => entry.address), port)
+  const resolution = await resolveChecked(host, options.rules)
+  if (resolution._tag === "Unresolved") return refuse(client, options, "502 Bad Gateway", `${host} does not resolve`)
+  if (resolution._tag === "Barred") return refuse(client, options, "403 Forbidden", `${host === resolution.address ? host : `${host} resolves to ${resolution.address}, which`} is not a public address`)
+  const upstream = await connectAny(resolution.addresses.map((entry) => entry.address), port)
   if (upstream === undefined) return refuse(client, options, "502 Bad Gateway", `${host}:${port} could not be reached`)
-  {
-    client.write("HTTP/1.1 200 Connection established\r\n\r\n")
-    if (rest.length > 0) upstream.write(rest)
-    client.pipe(upstream)
-    upstream.pipe(client)
-    client.resume()
-    client.on("close", () => upstream.destroy())
-    upstream.on("close", () => client.destroy())
-    upstream.on("error", () => client.destroy())
-  }
+  if (target.tunnel) client.write("HTTP/1.1 200 Connection established\r\n\r\n")
+  if (target.send.length > 0) upstream.write(target.send)
+  client.pipe(upstream)
+  upstream.pipe(client)
+  client.resume()
+  client.on("close", () => upstream.destroy())
+  upstream.on("close", () => client.destroy())
+  upstream.on("error", () => client.destroy())
 }
 
 /** The first of the addresses that takes a connection, in the resolver's order. */

@@ -1,6 +1,7 @@
 /**
  * One workload program (a Job's index) run as a real process in a bubblewrap box (docs/isolation.md). The code is
- * untrusted customer code, so the box gets new user, mount, PID, IPC, UTS and (egress Deny) network namespaces, no
+ * untrusted customer code, so the box gets new user, mount, PID, IPC, UTS and network namespaces (under every egress
+ * policy: Open and AllowList reach out only through the run's proxy on the host), no
  * capabilities, a root of its own in which only the host's userland is visible read-only, its run's area at
  * /platform/*, its secret files at /run/secrets (never on the host's disk) and, where the host allows, a memory
  * cgroup whose OOM kills the outcome reports.
@@ -34,10 +35,10 @@ import { forwarderScript, proxyPort, proxySocketInBox } from "./EgressProxy.ts"
 import { seccompFilter } from "./Seccomp.ts"
 
 /**
- * Egress through the run's proxy (EgressProxy.ts): no network of its own, the proxy's socket bound in, and a forwarder
- * run by the host's node (bound read-only) listening on 127.0.0.1:3128, which HTTPS_PROXY names.
+ * Egress through the run's proxy (EgressProxy.ts; Open and AllowList): no network of its own, the proxy's socket bound
+ * in, and a forwarder run by the host's node (bound read-only) listening on 127.0.0.1:3128, which HTTPS_PROXY names.
  */
-export interface AllowListEgress {
+export interface ProxiedEgress {
   /** The host path of the proxy's Unix socket. */
   readonly proxy: string
   /** The node binary that runs the forwarder. */
@@ -53,8 +54,8 @@ export interface IsolatedProgram {
   readonly workingDir: string | undefined
   /** Each appears as /run/secrets/<name>, mode 0400, and is never written to the host's disk. */
   readonly secretFiles: ReadonlyArray<{ readonly name: string; readonly content: Uint8Array }>
-  /** Deny: a network namespace of its own with nothing in it; Open: the host's network. */
-  readonly egress: "Deny" | "Open" | AllowListEgress
+  /** Deny: a network namespace of its own with nothing in it; proxied: the same, and the run's proxy's socket. */
+  readonly egress: "Deny" | ProxiedEgress
   /** Exceeding it kills the program and the outcome says oomKilled; undefined: no limit. */
   readonly memoryBytes: number | undefined
   /** Host directory private to this run (created when missing): work/, state/, outputs/ and inputs/. */
@@ -275,7 +276,7 @@ const boxOptions = (
   program: IsolatedProgram,
   options: { readonly hidden: ReadonlyArray<string>; readonly host: HostView }
 ): ReadonlyArray<string> => [
-  ...namespaceOptions(program.egress),
+  ...namespaceOptions,
   ...userlandOptions(options.host),
   ...["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"],
   ...deviceOptions(program.devices ?? [], options.host),
@@ -296,13 +297,13 @@ const boxOptions = (
 /** The box's seccomp filter (Seccomp.ts), made once: it is the same for every box of this host. */
 const boxFilter = seccompFilter()
 
-/** The host's node, for the egress forwarder (AllowList) or a box's supervisor. */
+/** The host's node, for the egress forwarder (Open, AllowList) or a box's supervisor. */
 const nodeOptions = (program: IsolatedProgram): ReadonlyArray<string> => {
   const node = typeof program.egress === "string" ? program.box?.node : program.egress.node
   return node === undefined ? [] : ["--dir", "/run/nodus", "--ro-bind", node, forwarderNode]
 }
 
-/** What an AllowList box gets besides a Deny one: the proxy's socket. */
+/** What a proxied box gets besides a Deny one: the proxy's socket. */
 const proxyOptions = (egress: IsolatedProgram["egress"]): ReadonlyArray<string> =>
   typeof egress === "string" ? [] : ["--bind", egress.proxy, proxySocketInBox]
 
@@ -311,11 +312,14 @@ const proxyEnv: Readonly<Record<string, string>> = Object.fromEntries(
   ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"].map((name) => [name, `http://127.0.0.1:${proxyPort}`])
 )
 
-const namespaceOptions = (egress: IsolatedProgram["egress"]): ReadonlyArray<string> => [
+/**
+ * Every box has a network namespace of its own, whatever its egress: the host's (its loopback services, the store's
+ * database, the API port, abstract Unix sockets) is never shared.
+ */
+const namespaceOptions: ReadonlyArray<string> = [
   // --unshare-all only tries the user namespace; --disable-userns needs it, and keeps the program from making
   // namespaces of its own (a common path to kernel bugs)
   ...["--unshare-all", "--unshare-user", "--disable-userns"],
-  ...(egress === "Open" ? ["--share-net"] : []),
   ...["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--uid", "1000", "--gid", "1000"],
   ...["--hostname", "nodus"]
 ]

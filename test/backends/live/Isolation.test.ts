@@ -1,14 +1,15 @@
 /**
  * The bubblewrap box of a workload program (src/backends/live/Isolation.ts, docs/isolation.md), with the real bwrap:
  * the program's output, exit and environment; the area's directories; secret files that never touch the host's disk;
- * what the box cannot see (hidden paths, /root, /work, the host's processes, the host's loopback under egress Deny);
+ * what the box cannot see (hidden paths, /root, /work, the host's processes; the host's loopback and own addresses under
+ * every egress, Open reaching out only through its proxy);
  * memory limits and OOM kills; stopping; and the pure bwrapArguments.
  */
 import { spawnSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { createServer, type Server } from "node:net"
-import { tmpdir } from "node:os"
+import { networkInterfaces, tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterEach, beforeEach, describe, expect, it } from "vitest"
 import {
@@ -19,6 +20,8 @@ import {
   type Outcome,
   runIsolated
 } from "../../../src/backends/live/Isolation.ts"
+import { type RunningProxy, startEgressProxy } from "../../../src/backends/live/EgressProxy.ts"
+import { type ConnectRules, loopbackRanges, parseRange, publicOnly } from "../../../src/core/PublicAddress.ts"
 
 const support = detectIsolation()
 const MiB = 1024 * 1024
@@ -52,6 +55,7 @@ const run = async (
 }
 
 const sh = (script: string) => ["sh", "-c", script]
+const bash = (script: string) => ["bash", "-c", script]
 
 describe("detectIsolation", () => {
   it("finds bubblewrap, a writable memory cgroup, and no problems on this host", () => {
@@ -216,21 +220,35 @@ describe("what the box cannot see", () => {
 describe("egress", () => {
   let server: Server
   let connections = 0
-  let connected: Promise<void>
+  let proxy: RunningProxy | undefined
   beforeEach(async () => {
     connections = 0
-    let onConnection = () => {}
-    connected = new Promise((resolve) => (onConnection = resolve))
     server = createServer((socket) => {
       connections++
-      socket.destroy()
-      onConnection()
+      socket.end("hello from the host\n")
     })
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    // Every interface: the box must not reach it by the host's own non-loopback address either.
+    await new Promise<void>((resolve) => server.listen(0, "0.0.0.0", resolve))
   })
-  afterEach(() => new Promise<void>((resolve) => server.close(() => resolve())))
+  afterEach(async () => {
+    await proxy?.close()
+    proxy = undefined
+    await new Promise<void>((resolve) => server.close(() => resolve()))
+  })
 
-  const connect = () => ["bash", "-c", `exec 3<>/dev/tcp/127.0.0.1/${(server.address() as { port: number }).port}`]
+  const port = () => (server.address() as { port: number }).port
+  const connect = (address = "127.0.0.1") => ["bash", "-c", `exec 3<>/dev/tcp/${address}/${port()} && head -n 1 <&3`]
+  /** The host's first non-loopback address: a connect from the box has no route to it, so no packet is sent. */
+  const ownAddress = Object.values(networkInterfaces()).flat().find((entry) => entry !== undefined && !entry.internal && entry.family === "IPv4")?.address
+  /** Open as the agent runs it: the run's proxy on the host, any host, public addresses and the rules' exceptions. */
+  const proxied = async (rules: ConnectRules): Promise<Partial<IsolatedProgram>> => {
+    const socket = join(root, "proxy.sock")
+    proxy = await startEgressProxy({ socket, allow: "any", logPath: join(root, "program.log"), rules })
+    return { egress: { proxy: socket, node: process.execPath } }
+  }
+  /** A CONNECT through the box's forwarder, and the answer's first lines. */
+  const throughProxy = (authority: string) =>
+    bash(`exec 3<>/dev/tcp/127.0.0.1/3128 && printf 'CONNECT ${authority} HTTP/1.1\\r\\n\\r\\n' >&3 && head -n 4 <&3 | tr -d '\\r'`)
 
   it("Deny: a connect to the host's 127.0.0.1 fails", async () => {
     const { outcome } = await run(connect(), { egress: "Deny" })
@@ -238,10 +256,33 @@ describe("egress", () => {
     expect(connections).toBe(0)
   })
 
-  it("Open: the same connect succeeds", async () => {
-    const { outcome } = await run(connect(), { egress: "Open" })
+  it("Open: a direct connect to the host's 127.0.0.1, or to its own non-loopback address, finds no route", async () => {
+    const open = await proxied({ exceptions: loopbackRanges })
+    expect((await run(connect(), open)).outcome.exitCode).not.toBe(0)
+    if (ownAddress !== undefined) expect((await run(connect(ownAddress), open)).outcome.exitCode).not.toBe(0)
+    expect(connections).toBe(0)
+  })
+
+  it("Open: through the proxy, a loopback server is refused without the operator's exception, by address or name", async () => {
+    const { outcome, log } = await run(bash(`${throughProxy(`127.0.0.1:${port()}`)[2]}; ${throughProxy(`localhost:${port()}`)[2]}`), await proxied(publicOnly))
     expect(outcome.exitCode).toBe(0)
-    await connected
+    expect(log).toContain("127.0.0.1 is not a public address")
+    expect(log).toMatch(/localhost resolves to (127\.0\.0\.1|::1), which is not a public address/u)
+    expect(connections).toBe(0)
+  })
+
+  it("Open: through the proxy, the host's own non-loopback address is refused", async () => {
+    if (ownAddress === undefined) return
+    const { log } = await run(throughProxy(`${ownAddress}:${port()}`), await proxied(publicOnly))
+    expect(log).toContain(`${ownAddress} is not a public address`)
+    expect(connections).toBe(0)
+  })
+
+  it("Open: through the proxy, a loopback server is reached where the operator's exception names it", async () => {
+    const { outcome, log } = await run(throughProxy(`127.0.0.1:${port()}`), await proxied({ exceptions: [parseRange("127.0.0.1/32")!] }))
+    expect(outcome.exitCode).toBe(0)
+    expect(log).toContain("HTTP/1.1 200 Connection established")
+    expect(log).toContain("hello from the host")
     expect(connections).toBe(1)
   })
 })
@@ -330,10 +371,13 @@ describe("bwrapArguments", () => {
     expect(args()).toEqual(args())
   })
 
-  it("shares the host's network for Open only", () => {
-    expect(args({ egress: "Deny" })).not.toContain("--share-net")
-    expect(args({ egress: "Open" })).toContain("--share-net")
-    expect(args({ egress: "Deny" })).toContain("--unshare-all")
+  it("never shares the host's network: a proxied box binds its proxy's socket instead", () => {
+    const proxied = args({ egress: { proxy: "/areas/run-1.proxy.sock", node: "/usr/bin/node" } })
+    for (const list of [args({ egress: "Deny" }), proxied]) {
+      expect(list).not.toContain("--share-net")
+      expect(list).toContain("--unshare-all")
+    }
+    expect(hasPair(proxied, "--bind", "/areas/run-1.proxy.sock", "/run/nodus/proxy.sock")).toBe(true)
   })
 
   it("masks hidden paths where the box sees them, and only those", () => {
