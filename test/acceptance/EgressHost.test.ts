@@ -1,8 +1,9 @@
 /**
  * What a workload cannot reach on the local backend, on a server whose operator named no exception
  * (--egress-allow-cidr): an Open Job finds no route to the host's loopback, its own addresses or the API port, and
- * its proxy refuses each of them by address and by name (docs/live.md, "Network"). Loopback only: every other address
- * is refused before a packet is sent.
+ * its proxy refuses each of them by address and by name; a `url` input on loopback fails before any connection, with
+ * the same words for an open port and a closed one (docs/live.md, "Network" and "Inputs"). Loopback only: every other
+ * address is refused before a packet is sent.
  */
 import { once } from "node:events"
 import { type AddressInfo, createServer, type Server } from "node:net"
@@ -14,6 +15,7 @@ import { eventually } from "./Clients.ts"
 let server: TestServer
 let listener: Server
 let listenerPort = 0
+let closedPort = 0
 const namespace = "egress"
 const jobs = `/apis/nodus.dev/v1/namespaces/${namespace}/jobs`
 /** The host's first non-loopback address, if it has one. */
@@ -25,6 +27,10 @@ beforeAll(async () => {
   listener.listen(0, "0.0.0.0")
   await once(listener, "listening")
   listenerPort = (listener.address() as AddressInfo).port
+  const probe = createServer().listen(0, "127.0.0.1")
+  await once(probe, "listening")
+  closedPort = (probe.address() as AddressInfo).port
+  await new Promise((done) => probe.close(done))
   server = await startTestServer({ local: true })
   const reply = await request(server, "POST", "/api/v1/namespaces", { body: { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } } })
   assert.strictEqual(reply.status, 201, reply.text)
@@ -64,5 +70,15 @@ describe("an Open Job", () => {
       if (!target.startsWith("localhost")) assert.include(log, `direct ${target}: no route`, log)
       assert.include(log, `proxy ${target}: HTTP/1.1 403 Forbidden`, log)
     }
+  })
+})
+
+describe("a url input", () => {
+  it("on the host's loopback fails before any connection, in the same words for an open port and a closed one", async () => {
+    const input = (port: number) => [{ name: "data", url: { url: `https://127.0.0.1:${port}/data`, sha256: "0".repeat(64) } }]
+    const open = await run("input-open", { command: ["true"], inputs: input(listenerPort) }, "Failed")
+    const closed = await run("input-closed", { command: ["true"], inputs: input(closedPort) }, "Failed")
+    assert.include(open.status.message, `input data: could not fetch https://127.0.0.1:${listenerPort}/data: address not allowed`)
+    assert.strictEqual(open.status.message.replaceAll(String(listenerPort), "PORT"), closed.status.message.replaceAll(String(closedPort), "PORT"))
   })
 })

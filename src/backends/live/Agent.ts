@@ -10,9 +10,7 @@
  */
 import { execFile, spawn } from "node:child_process"
 import { createHash } from "node:crypto"
-import { get as httpsGet } from "node:https"
 import { pipeline } from "node:stream/promises"
-import { rootCertificates } from "node:tls"
 import { chmodSync, chownSync, closeSync, createWriteStream, existsSync, mkdirSync, openSync, readdirSync, readSync, realpathSync, rmSync, statSync } from "node:fs"
 import { join, posix, relative } from "node:path"
 import { promisify } from "node:util"
@@ -25,6 +23,7 @@ import { AgentHttpError } from "./AgentHttp.ts"
 import { BoxChannel } from "./BoxChannel.ts"
 import { isWarmable, type WarmBox, WarmBoxes } from "./WarmBoxes.ts"
 import { type RunningProxy, startEgressProxy } from "./EgressProxy.ts"
+import { fetchInput, fetchProblem } from "./InputFetch.ts"
 import { WorkerConnection, WorkerLost, type WorkerTarget, workerArgv, workerEnv } from "./PythonWorker.ts"
 import { givenValues, scrub } from "./Scrub.ts"
 import { type IsolationSupport, type Outcome as ProgramExit, type RunningProgram, runIsolated } from "./Isolation.ts"
@@ -342,7 +341,7 @@ export class Agent {
   }
 
   /**
-   * What a run's egress proxy may connect to (core/PublicAddress.ts): public addresses, never this
+   * What a run's egress proxy and its `url` inputs may connect to (core/PublicAddress.ts): public addresses, never this
    * host's own (read now: interfaces come and go) nor the control plane's, and the operator's exceptions.
    */
   private egressRules(): ConnectRules {
@@ -488,7 +487,7 @@ export class Agent {
     if ("mountPath" in input && input.mountPath !== undefined) return this.unpack(run, input, mountDirOf(run.area, input.name))
     if ("volume" in input && input.volume !== undefined) return this.unpack(run, input, file)
     try {
-      const bytes = "url" in input ? await fetchHttps(input.url, this.options.inputCa) : await this.fromServer(run, input.name)
+      const bytes = "url" in input ? await fetchInput(input.url, { rules: this.egressRules(), extraCa: this.options.inputCa }) : await this.fromServer(run, input.name)
       const hash = createHash("sha256")
       async function* hashed() {
         for await (const chunk of bytes) {
@@ -505,6 +504,7 @@ export class Agent {
       return undefined
     } catch (error) {
       rmSync(file, { force: true })
+      if ("url" in input) return `input ${input.name}: ${fetchProblem(input.url, error)}`
       return `input ${input.name} could not be read from ${source}: ${error instanceof Error ? error.message : String(error)}`
     }
   }
@@ -733,20 +733,6 @@ const untarAs = async (runAs: { readonly uid: number; readonly gid: number } | u
   await pipeline(bytes, child.stdin).catch(() => undefined)
   return { code: await exited, stderr }
 }
-
-/** An https URL's body (no redirects followed: the declared URL is what is read). */
-const fetchHttps = (url: string, extraCa: string | undefined): Promise<AsyncIterable<Uint8Array>> =>
-  new Promise((resolve, reject) => {
-    if (!url.startsWith("https://")) return reject(new Error("only https URLs are read"))
-    const ca = extraCa === undefined ? undefined : [...rootCertificates, extraCa]
-    const call = httpsGet(url, { timeout: 60_000, ...(ca === undefined ? {} : { ca }) }, (response) => {
-      if (response.statusCode === 200) return resolve(response)
-      response.resume()
-      reject(new Error(`HTTP ${response.statusCode}`))
-    })
-    call.on("timeout", () => call.destroy(new Error("no answer within 60 s")))
-    call.on("error", reject)
-  })
 
 /** Where a box finds its programs (Isolation.ts's PATH): the host's userland, bound read-only. */
 const userlandBins = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
