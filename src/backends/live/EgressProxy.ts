@@ -1,22 +1,22 @@
 /**
  * The egress of a box with a network policy other than Deny (spec: Network; docs/live.md, "Network"): a box with no
  * network of its own reaches the outside only through this proxy, one per run, on a Unix socket bound into the box.
- * Inside, a small forwarder listens on 127.0.0.1:3128 (HTTPS_PROXY and HTTP_PROXY point there) and relays each
- * connection to the socket.
+ * Inside, a small forwarder listens on 127.0.0.1:3128 (HTTPS_PROXY, HTTP_PROXY and ALL_PROXY point there) and relays
+ * each connection to the socket.
  *
- * The proxy speaks HTTP: CONNECT (what clients use for https, and any TCP a client tunnels) and plain-http requests
- * in absolute form (one request per connection). Under AllowList a name is let through when it is in the list, or
- * matches a `*.suffix` pattern (any depth below the suffix, never the suffix itself), and IP literals are refused: the
- * list names hosts. Under Open any host is let through. Either way the name is resolved here, on the host, every
- * address it resolves to must pass the address rule (core/PublicAddress.ts: public, not this host's own, or in an
- * operator's `--egress-allow-cidr` range), and the connection goes to one of the addresses checked (net/Outbound.ts)
- * — so no name (DNS rebinding included) leads to the host, its network or a cloud's metadata service. Each refusal is
- * written to the run's log.
- */
+ * The proxy speaks HTTP — CONNECT (what clients use for https, and any TCP a client tunnels) and plain-http requests
+ * in absolute form (one request per connection) — and SOCKS5 CONNECT on the same port (Socks5.ts). Under AllowList a
+ * name is let through when it is in the list, or matches a `*.suffix` pattern (any depth below the suffix, never the
+ * suffix itself), and IP literals are refused: the list names hosts. Under Open any host is let through. Either way
+ * the name is resolved here, on the host, every address it resolves to must pass the address rule
+ * (core/PublicAddress.ts: public and not this host's own, or in an operator's `--egress-allow-cidr` range), and the
+ * connection goes to one of the addresses checked (net/Outbound.ts) — so no name (DNS rebinding included) leads to
+ * the host, its network or a cloud's metadata service. Each refusal is written to the run's log. */
 import { appendFileSync, chmodSync, rmSync } from "node:fs"
 import { connect, createServer, isIP, type Socket } from "node:net"
 import type { ConnectRules } from "../../core/PublicAddress.ts"
 import { bareHost, resolveChecked } from "../../net/Outbound.ts"
+import * as Socks5 from "./Socks5.ts"
 
 /** The forwarder's address inside the box. */
 export const proxyPort = 3128
@@ -75,24 +75,57 @@ export const startEgressProxy = (options: ProxyOptions): Promise<RunningProxy> =
     })
   })
 
+const logRefusal = (options: ProxyOptions, why: string) => appendFileSync(options.logPath, `nodus egress: ${why}\n`)
+
 const refuse = (client: Socket, options: ProxyOptions, status: string, why: string) => {
-  appendFileSync(options.logPath, `nodus egress: ${why}\n`)
+  logRefusal(options, why)
   client.end(`HTTP/1.1 ${status}\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n${why}\n`)
 }
 
-/** One client connection: its request's head, checked, then bytes both ways. */
+/**
+ * One client connection: SOCKS5 when its first byte says so, else an HTTP request's head; checked, then bytes both
+ * ways. What came before the handshake ended is buffered (at most a request head's worth).
+ */
 const serve = (client: Socket, options: ProxyOptions) => {
-  let head = Buffer.alloc(0)
-  const onData = (chunk: Buffer) => {
-    head = Buffer.concat([head, chunk])
-    const end = head.indexOf("\r\n\r\n")
-    if (end < 0) {
-      if (head.length > headMaxBytes) refuse(client, options, "431 Request Header Fields Too Large", "a request head above 8 KiB")
-      return
-    }
+  let buffered: Buffer = Buffer.alloc(0)
+  let socksGreeted = false
+  const stop = () => {
     client.off("data", onData)
     client.pause()
-    void route(client, options, head.subarray(0, end).toString("latin1"), head.subarray(end + 4))
+  }
+  const bad = (parsed: { readonly reply: Buffer; readonly why: string }) => {
+    stop()
+    logRefusal(options, parsed.why)
+    client.end(parsed.reply)
+  }
+  const socksStep = () => {
+    if (!socksGreeted) {
+      const greeting = Socks5.parseGreeting(buffered)
+      if (greeting._tag === "More") return
+      if (greeting._tag === "Bad") return bad(greeting)
+      socksGreeted = true
+      client.write(greeting.value)
+      buffered = greeting.rest
+    }
+    const request = Socks5.parseRequest(buffered)
+    if (request._tag === "More") return
+    if (request._tag === "Bad") return bad(request)
+    stop()
+    void socks(client, options, request.value, request.rest)
+  }
+  const httpStep = () => {
+    const end = buffered.indexOf("\r\n\r\n")
+    if (end < 0) return
+    stop()
+    void route(client, options, buffered.subarray(0, end).toString("latin1"), buffered.subarray(end + 4))
+  }
+  function onData(chunk: Buffer) {
+    buffered = Buffer.concat([buffered, chunk])
+    if (buffered.length > headMaxBytes) {
+      stop()
+      return refuse(client, options, "431 Request Header Fields Too Large", "a request head above 8 KiB")
+    }
+    return buffered[0] === Socks5.version ? socksStep() : httpStep()
   }
   client.on("data", onData)
 }
@@ -116,18 +149,42 @@ const targetOf = (head: string, rest: Buffer): Target | string => {
 const route = async (client: Socket, options: ProxyOptions, head: string, rest: Buffer) => {
   const target = targetOf(head, rest)
   if (typeof target === "string") return refuse(client, options, "405 Method Not Allowed", target)
-  const { host, port } = target
+  const opened = await open(options, target.host, target.port)
+  if ("why" in opened) return refuse(client, options, opened.refused === "forbidden" ? "403 Forbidden" : "502 Bad Gateway", opened.why)
+  if (target.tunnel) client.write("HTTP/1.1 200 Connection established\r\n\r\n")
+  splice(client, opened.socket, target.send)
+}
+
+const socks = async (client: Socket, options: ProxyOptions, target: { readonly host: string; readonly port: number }, rest: Buffer) => {
+  const opened = await open(options, target.host, target.port)
+  if ("why" in opened) {
+    logRefusal(options, opened.why)
+    return void client.end(Socks5.reply(opened.refused === "forbidden" ? Socks5.replyCodes.notAllowed : Socks5.replyCodes.hostUnreachable))
+  }
+  client.write(Socks5.reply(Socks5.replyCodes.succeeded))
+  splice(client, opened.socket, rest)
+}
+
+type Opened = { readonly socket: Socket } | { readonly refused: "forbidden" | "unreachable"; readonly why: string }
+
+/** A connection to host:port, where the policy and the address rule allow it (the same for every protocol). */
+const open = async (options: ProxyOptions, host: string, port: number): Promise<Opened> => {
   if (options.allow !== "any") {
-    if (isIP(host) !== 0) return refuse(client, options, "403 Forbidden", `${host} is an IP address; the allow list names hosts`)
-    if (!allowedBy(options.allow, host)) return refuse(client, options, "403 Forbidden", `${host} is not in the egress allow list`)
+    if (isIP(host) !== 0) return { refused: "forbidden", why: `${host} is an IP address; the allow list names hosts` }
+    if (!allowedBy(options.allow, host)) return { refused: "forbidden", why: `${host} is not in the egress allow list` }
   }
   const resolution = await resolveChecked(host, options.rules)
-  if (resolution._tag === "Unresolved") return refuse(client, options, "502 Bad Gateway", `${host} does not resolve`)
-  if (resolution._tag === "Barred") return refuse(client, options, "403 Forbidden", `${host === resolution.address ? host : `${host} resolves to ${resolution.address}, which`} is not a public address`)
-  const upstream = await connectAny(resolution.addresses.map((entry) => entry.address), port)
-  if (upstream === undefined) return refuse(client, options, "502 Bad Gateway", `${host}:${port} could not be reached`)
-  if (target.tunnel) client.write("HTTP/1.1 200 Connection established\r\n\r\n")
-  if (target.send.length > 0) upstream.write(target.send)
+  if (resolution._tag === "Unresolved") return { refused: "unreachable", why: `${host} does not resolve` }
+  if (resolution._tag === "Barred") {
+    return { refused: "forbidden", why: `${host === resolution.address ? host : `${host} resolves to ${resolution.address}, which`} is not a public address` }
+  }
+  const socket = await connectAny(resolution.addresses.map((entry) => entry.address), port)
+  return socket === undefined ? { refused: "unreachable", why: `${host}:${port} could not be reached` } : { socket }
+}
+
+/** Bytes both ways until either side closes; `first` (what the client sent past its handshake) goes up first. */
+const splice = (client: Socket, upstream: Socket, first: Buffer) => {
+  if (first.length > 0) upstream.write(first)
   client.pipe(upstream)
   upstream.pipe(client)
   client.resume()

@@ -36,7 +36,8 @@ import { seccompFilter } from "./Seccomp.ts"
 
 /**
  * Egress through the run's proxy (EgressProxy.ts; Open and AllowList): no network of its own, the proxy's socket bound
- * in, and a forwarder run by the host's node (bound read-only) listening on 127.0.0.1:3128, which HTTPS_PROXY names.
+ * in, and a forwarder run by the host's node (bound read-only) listening on 127.0.0.1:3128, which HTTPS_PROXY and
+ * ALL_PROXY name.
  */
 export interface ProxiedEgress {
   /** The host path of the proxy's Unix socket. */
@@ -307,10 +308,14 @@ const nodeOptions = (program: IsolatedProgram): ReadonlyArray<string> => {
 const proxyOptions = (egress: IsolatedProgram["egress"]): ReadonlyArray<string> =>
   typeof egress === "string" ? [] : ["--bind", egress.proxy, proxySocketInBox]
 
-/** Clients find the forwarder through the usual variables (lower case too: curl reads only those for http). */
-const proxyEnv: Readonly<Record<string, string>> = Object.fromEntries(
-  ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"].map((name) => [name, `http://127.0.0.1:${proxyPort}`])
-)
+/**
+ * Clients find the forwarder through the usual variables (lower case too: curl reads only those for http): HTTP for
+ * http and https, SOCKS5 with names resolved by the proxy (socks5h) for whatever else reads ALL_PROXY — one port.
+ */
+const proxyEnv: Readonly<Record<string, string>> = Object.fromEntries([
+  ...["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"].map((name) => [name, `http://127.0.0.1:${proxyPort}`]),
+  ...["ALL_PROXY", "all_proxy"].map((name) => [name, `socks5h://127.0.0.1:${proxyPort}`])
+])
 
 /**
  * Every box has a network namespace of its own, whatever its egress: the host's (its loopback services, the store's

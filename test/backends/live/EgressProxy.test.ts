@@ -1,6 +1,6 @@
 /**
  * What the egress proxy lets through (backends/live/EgressProxy.ts), a real proxy on its Unix socket: names of the
- * list (AllowList) or any host (Open), and only addresses core/PublicAddress.ts `mayConnectTo` allows — public ones,
+ * list (AllowList) or any host (Open), over HTTP and SOCKS5, and only addresses core/PublicAddress.ts `mayConnectTo` allows — public ones,
  * and an operator's exceptions. Only loopback is ever connected to; the other ranges are refused before any packet.
  */
 import { once } from "node:events"
@@ -72,7 +72,7 @@ describe("the proxy", () => {
   }
 
   /** What the proxy answers to `request` (a whole exchange: the socket is read until it closes). */
-  const exchange = async (request: string): Promise<string> => {
+  const exchange = async (request: string, encoding: BufferEncoding = "utf8"): Promise<string> => {
     const socket = connect(join(dir, "proxy.sock"))
     const chunks: Array<Buffer> = []
     socket.on("data", (chunk: Buffer) => {
@@ -80,9 +80,9 @@ describe("the proxy", () => {
       // A tunnel stays open: once the target's answer is in, the exchange is done.
       if (Buffer.concat(chunks).includes("hello from")) socket.end()
     })
-    socket.write(request)
+    socket.write(Buffer.from(request, encoding))
     await once(socket, "close")
-    return Buffer.concat(chunks).toString()
+    return Buffer.concat(chunks).toString(encoding)
   }
   const viaConnect = (authority: string) => exchange(`CONNECT ${authority} HTTP/1.1\r\nhost: ${authority}\r\n\r\nGET /tunnelled HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n`)
   const viaHttp = (url: string) => exchange(`GET ${url} HTTP/1.1\r\nhost: x\r\nproxy-connection: keep-alive\r\n\r\n`)
@@ -120,6 +120,29 @@ describe("the proxy", () => {
     await start(["localhost"], loopbackOnly)
     expect(await viaConnect(`127.0.0.1:${targetPort()}`)).toMatch(/^HTTP\/1\.1 403 .*127\.0\.0\.1 is an IP address; the allow list names hosts/su)
     expect(await viaHttp(`http://unlisted.example:${targetPort()}/`)).toMatch(/^HTTP\/1\.1 403 .*unlisted\.example is not in the egress allow list/su)
+  })
+
+  /** A SOCKS5 exchange in one write: greeting, CONNECT to a domain name, then an HTTP request through the tunnel. */
+  const viaSocks = async (host: string, port: number): Promise<Buffer> => {
+    const name = Buffer.from(host)
+    const portBytes = Buffer.from([port >> 8, port & 0xff])
+    const request = Buffer.concat([Buffer.from([5, 1, 0]), Buffer.from([5, 1, 0, 3, name.length]), name, portBytes, Buffer.from("GET /socks HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")])
+    return Buffer.from(await exchange(request.toString("latin1"), "latin1"), "latin1")
+  }
+
+  it("SOCKS5 (ALL_PROXY): tunnels to a loopback server the operator's exception names, and answers \"not allowed\" otherwise", async () => {
+    await start("any", loopbackOnly)
+    const reached = await viaSocks("127.0.0.1", targetPort())
+    expect([...reached.subarray(0, 2)]).toEqual([5, 0])
+    expect([...reached.subarray(2, 4)]).toEqual([5, 0])
+    expect(reached.subarray(12).toString()).toMatch(/^HTTP\/1\.1 200 .*hello from \/socks$/su)
+    await proxy!.close()
+    await start("any", publicOnly)
+    const before = hits
+    const refused = await viaSocks("localhost", targetPort())
+    expect([...refused]).toEqual([5, 0, 5, 2, 0, 1, 0, 0, 0, 0, 0, 0])
+    expect(hits).toBe(before)
+    expect(log()).toMatch(/localhost resolves to (127\.0\.0\.1|::1), which is not a public address/u)
   })
 
   it("answers 405 to what is neither CONNECT nor an absolute http request", async () => {

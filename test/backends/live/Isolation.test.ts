@@ -278,6 +278,19 @@ describe("egress", () => {
     expect(connections).toBe(0)
   })
 
+  it("Open: a program that reads ALL_PROXY tunnels raw TCP through the proxy's SOCKS5, under the same rule", async () => {
+    const viaSocks = bash(`echo "all_proxy=$ALL_PROXY"; curl -sS --max-time 10 -x "$ALL_PROXY" telnet://127.0.0.1:${port()} </dev/null`)
+    const allowed = await run(viaSocks, await proxied({ exceptions: [parseRange("127.0.0.1/32")!] }))
+    expect(allowed.log).toContain("all_proxy=socks5h://127.0.0.1:3128")
+    expect(allowed.log).toContain("hello from the host")
+    expect(connections).toBe(1)
+    await proxy?.close()
+    const refused = await run(viaSocks, await proxied(publicOnly))
+    expect(refused.outcome.exitCode).not.toBe(0)
+    expect(refused.log).toContain("127.0.0.1 is not a public address")
+    expect(connections).toBe(1)
+  })
+
   it("Open: through the proxy, a loopback server is reached where the operator's exception names it", async () => {
     const { outcome, log } = await run(throughProxy(`127.0.0.1:${port()}`), await proxied({ exceptions: [parseRange("127.0.0.1/32")!] }))
     expect(outcome.exitCode).toBe(0)
