@@ -37,6 +37,12 @@ const AttemptReceipt = Schema.Struct({
   billedSeconds: optional(NonNegativeInt, "Seconds billed, supplier billing start to confirmed deletion.")
 }).annotate({ identifier: "AttemptReceipt", description: "What the Attempt cost, once final." })
 
+const AttemptCheckpoint = Schema.Struct({
+  seq: described(intAtLeast(1), "Its number among the workload's checkpoints (they grow across every run)."),
+  sizeBytes: described(intAtLeast(0), "Its archive's size."),
+  time: described(Schema.String, "When the server received it.")
+}).annotate({ identifier: "AttemptCheckpoint", description: "A checkpoint a run saved; read back after a restart or a takeover." })
+
 export const AttemptStatus = Schema.Struct({
   phase: optional(oneOf(attemptPhases), "Pending, Provisioning, Running, Terminating, Succeeded, Failed or Interrupted."),
   reason: optional(Schema.String, "Why it ended, e.g. Completed, Error, Preempted, NodeLost, Stopped."),
@@ -50,6 +56,7 @@ export const AttemptStatus = Schema.Struct({
   startTime: optional(Schema.String, "When billing started."),
   endTime: optional(Schema.String, "When deletion was confirmed."),
   exitCode: optional(Int32, "The main process's exit code."),
+  checkpoint: optional(AttemptCheckpoint, "The latest checkpoint (a Sandbox's /workspace snapshot) this run saved: what a replacement restores."),
   cost: optional(Cost, "A display copy of the ledger while it runs."),
   receipt: optional(AttemptReceipt, "The receipt once the final charge is posted."),
   conditions: optional(Schema.Array(Condition), "Conditions.")

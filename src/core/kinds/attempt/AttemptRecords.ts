@@ -96,6 +96,8 @@ export const attemptStatusOf = (facts: AttemptFacts, placement: Explanation | un
     startTime: iso(facts.requestedAt),
     ...(facts.endedAt === undefined ? {} : { endTime: iso(facts.endedAt) }),
     ...(exitCode === undefined ? {} : { exitCode }),
+    // Read back after a restart (or by a shard's next owner): a replacement restores the latest checkpoint of any run.
+    ...(facts.checkpoint === undefined ? {} : { checkpoint: { seq: facts.checkpoint.seq, sizeBytes: facts.checkpoint.sizeBytes, time: iso(facts.checkpoint.at) } }),
     ...(facts.bootedAt === undefined ? {} : {
       conditions: withCondition([], bootedCondition, "True", "Booted", "The host booted and the program started.", facts.bootedAt) as unknown as Json
     })
@@ -116,6 +118,7 @@ interface StoredAttempt {
   readonly endTime: number | undefined
   readonly bootTime: number | undefined
   readonly recovery: boolean
+  readonly checkpoint: AttemptFacts["checkpoint"]
 }
 
 const field = (object: unknown, key: string): unknown =>
@@ -150,8 +153,17 @@ const storedOf = (object: JsonObject): StoredAttempt | undefined => {
     startTime,
     endTime: Number.isNaN(endTime) ? undefined : endTime,
     bootTime: Number.isNaN(bootTime) ? undefined : bootTime,
-    recovery: field(status, "recovery") === true
+    recovery: field(status, "recovery") === true,
+    checkpoint: checkpointOf(field(status, "checkpoint"))
   }
+}
+
+/** The checkpoint an Attempt recorded, when its fields are whole. */
+const checkpointOf = (recorded: unknown): AttemptFacts["checkpoint"] => {
+  const seq = field(recorded, "seq")
+  const sizeBytes = field(recorded, "sizeBytes")
+  const at = Date.parse(String(field(recorded, "time")))
+  return typeof seq === "number" && typeof sizeBytes === "number" && !Number.isNaN(at) ? { seq, sizeBytes, at } : undefined
 }
 
 /** The outcome an ended Attempt recorded; a run that was still live ends now as NodeLost. */
@@ -222,7 +234,7 @@ const recordedFacts = (stored: StoredAttempt, variant: Variant) => ({
   restoreFromSeq: undefined,
   requestedAt: stored.startTime,
   bootedAt: stored.bootTime,
-  checkpoint: undefined,
+  checkpoint: stored.checkpoint,
   checkpointFailures: 0,
   suspend: undefined,
   progressUnits: undefined

@@ -49,6 +49,17 @@ describe("AttemptRecords", () => {
     assert.strictEqual((status["conditions"] as any)[0].lastTransitionTime, new Date(t0 + 60_000).toISOString())
   })
 
+  it("reads back the latest checkpoint a run saved, ended or live: a restarted server's replacement restores it", () => {
+    const object = (input: AttemptFacts) => ({ metadata: { name: input.name }, spec: { index: input.index, epoch: input.number }, status: attemptStatusOf(input, undefined) })
+    const variantOf = () => variant
+    const checkpoint = { seq: 3, sizeBytes: 159, at: t0 + 120_000 }
+    const stopped = factsFromAttempt(object({ ...ended({ type: "Stopped" }), checkpoint }), variantOf, t0 + 3_600_000)
+    assert.deepStrictEqual(stopped?.checkpoint, checkpoint)
+    const live = factsFromAttempt(object(facts({ phase: "Running", bootedAt: t0, checkpoint })), variantOf, t0 + 3_600_000)
+    assert.deepStrictEqual(live?.checkpoint, checkpoint)
+    assert.isUndefined(factsFromAttempt(object(facts()), variantOf, t0)?.checkpoint)
+  })
+
   it("reads back what it wrote; a run that was live ends as NodeLost when it was lost, one being stopped as Stopped", () => {
     const object = (input: AttemptFacts) => ({ metadata: { name: input.name }, spec: { index: input.index, epoch: input.number }, status: attemptStatusOf(input, undefined) })
     const variantOf = (id: string, interruptible: boolean) => (id === offering.id && !interruptible ? variant : undefined)
