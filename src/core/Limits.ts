@@ -91,6 +91,9 @@ export const sandboxFileBytesMax = 16 * 1024 * 1024
 /** What /workspace continuity saves and restores (spec: Sandbox continuity). */
 export const sandboxWorkspacePath = "/workspace"
 
+/** How long a host keeps the /workspace of a box that ended unasked when no box of its Sandbox takes it (KeptWorkspaces). */
+export const keptWorkspaceMaxAgeMs = 24 * hourMs
+
 /**
  * Blobs (nodus, docs/blobs.md): the largest blob one upload stores (FileTooLarge above), and the chunk its bytes are
  * kept in (a row of the store's database each).

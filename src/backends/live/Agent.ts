@@ -21,6 +21,7 @@ import { hostAddresses } from "../../net/Outbound.ts"
 import { syncRepliesBytesMax } from "../../core/SandboxBox.ts"
 import { AgentHttpError } from "./AgentHttp.ts"
 import { BoxChannel } from "./BoxChannel.ts"
+import { KeptWorkspaces } from "./KeptWorkspaces.ts"
 import { isWarmable, type WarmBox, WarmBoxes } from "./WarmBoxes.ts"
 import { type RunningProxy, startEgressProxy } from "./EgressProxy.ts"
 import { fetchInput, fetchProblem } from "./InputFetch.ts"
@@ -90,6 +91,12 @@ interface LocalRun {
   channel: BoxChannel | undefined
   /** A Function's worker, once it imported its code (a worker run). */
   worker: WorkerConnection | undefined
+  /** A box whose /workspace is kept if it ends unasked: it was served, or it took a kept one (KeptWorkspaces.ts). */
+  keepable: boolean
+  /** Its /workspace came from one its host kept: nothing is restored into it. */
+  fromKept: boolean
+  /** Stopped because the lease lapsed: lost, not asked to stop. */
+  lost: boolean
 }
 
 export class Agent {
@@ -112,11 +119,15 @@ export class Agent {
   private readonly gpusHeld = new Map<string, ReadonlyArray<string>>()
 
   private readonly warm: WarmBoxes
+  private readonly kept: KeptWorkspaces
 
   constructor(options: AgentOptions) {
     this.options = options
     mkdirSync(options.runsDir, { recursive: true })
     chmodSync(options.runsDir, 0o711)
+    // Boxes a previous agent here left (it stopped or was killed): their /workspace is kept before anything starts.
+    this.kept = new KeptWorkspaces({ dir: join(options.runsDir, "kept"), now: options.now, maxAgeMs: Limits.keptWorkspaceMaxAgeMs })
+    this.kept.keepLeftovers(options.runsDir)
     this.warm = new WarmBoxes({
       size: options.warmBoxes ?? 0, dir: join(options.runsDir, "warm"), support: options.support, hidden: options.hidden, now: options.now, say: (message) => this.say(message)
     })
@@ -144,7 +155,11 @@ export class Agent {
     // them elsewhere), so they stop here — nothing runs twice for long, however the network is cut.
     if (this.lastSynced > 0 && now - this.lastSynced > this.expiryMs && [...this.runs.values()].some((run) => run.phase !== "Exited" && !run.stopping)) {
       this.say("no answer from the server for longer than a lease: stopping every program")
-      for (const run of this.runs.values()) if (run.phase !== "Exited") this.halt(run)
+      for (const run of this.runs.values()) {
+        if (run.phase === "Exited") continue
+        run.lost = true
+        this.halt(run)
+      }
     }
     for (const run of this.runs.values()) {
       if (run.phase === "Running" && run.nextCheckpointAt !== undefined && run.nextCheckpointAt <= now) {
@@ -306,18 +321,23 @@ export class Agent {
   // A run's life
 
   private begin(spec: RunSpec) {
+    const keep = spec.box === true && spec.keepWorkspace === true
+    const restoreSeq = spec.restore?.seq ?? 0
+    const keptBase = keep ? this.takeKept(spec, restoreSeq) : undefined
     // A Sandbox's box of the common shape takes a warm one, whose area is then the run's.
-    const warm = isWarmable(spec) ? this.warm.take() : undefined
+    const warm = keptBase === undefined && isWarmable(spec) ? this.warm.take() : undefined
     const area = warm?.area ?? this.areaOf(spec.id)
     if (warm === undefined) {
-      rmSync(area, { recursive: true, force: true })
+      if (keptBase === undefined) rmSync(area, { recursive: true, force: true })
       mkdirSync(join(area, "state"), { recursive: true })
     }
+    if (keep) this.kept.mark(area, spec.owner, keptBase ?? restoreSeq)
     const run: LocalRun = {
       spec, area, logPath: join(area, "log"), phase: "Starting", program: undefined, exit: undefined, stopping: false, logAcked: 0,
       checkpoint: undefined, checkpointFailures: 0, nextCheckpointAt: undefined, suspend: undefined, checkpointing: false, exitReported: false,
-      proxy: undefined, channel: undefined, worker: undefined
+      proxy: undefined, channel: undefined, worker: undefined, keepable: keptBase !== undefined, fromKept: keptBase !== undefined, lost: false
     }
+    if (keptBase !== undefined) this.say(`${spec.id} starts from the /workspace this host kept of its Sandbox's last box`)
     this.runs.set(spec.id, run)
     // No program runs unisolated: a host without bubblewrap refuses each run with the fix (the agent said so at start).
     const missing = this.options.support.bwrap === undefined ? this.options.support.problems.join("; ") : undefined
@@ -326,6 +346,17 @@ export class Agent {
     if (typeof gpus === "string") return this.exited(run, undefined, gpus, true)
     // The host could not set the run up (its box, its area, a checkpoint to restore): not the program's failure.
     void (warm === undefined ? this.execute(run) : this.serveWarm(run, warm)).catch((error) => this.exited(run, undefined, `the host could not start it: ${error instanceof Error ? error.message : String(error)}`, true))
+  }
+
+  /**
+   * The /workspace this host kept of the Sandbox's last box, moved into the run's new area, when no newer snapshot
+   * superseded it: answers the snapshot it descends from (undefined: none kept, the box starts from its snapshot).
+   */
+  private takeKept(spec: RunSpec, restoreSeq: number): number | undefined {
+    const area = this.areaOf(spec.id)
+    rmSync(area, { recursive: true, force: true })
+    mkdirSync(area, { recursive: true })
+    return this.kept.take(spec.owner, restoreSeq, join(area, "workspace"))
   }
 
   /** The GPUs a run is given: free ones of this host, or why there are not enough (the host's failure to set it up). */
@@ -353,7 +384,7 @@ export class Agent {
     // A worker's interpreter is the host's to have: without it nothing is fetched or started.
     const python = spec.worker === undefined ? undefined : interpreterOf(spec.worker.python)
     if (python?.problem !== undefined) return this.exited(run, undefined, python.problem)
-    if (spec.restore !== undefined) await this.restore(run)
+    if (spec.restore !== undefined && !run.fromKept) await this.restore(run)
     for (const input of spec.inputs) {
       const problem = await this.materialize(run, input)
       if (problem !== undefined) return this.exited(run, undefined, problem)
@@ -392,6 +423,7 @@ export class Agent {
     if (up && !run.stopping) {
       run.channel = channel
       run.phase = "Running"
+      run.keepable = true
       this.poke()
     }
     const ended = await exit
@@ -449,6 +481,7 @@ export class Agent {
       run.channel = warm.channel
       warm.channel.onChange = () => this.poke()
       run.phase = "Running"
+      run.keepable = true
       this.poke()
     }
     const ended = await warm.exited
@@ -631,6 +664,8 @@ export class Agent {
     if (run.phase === "Exited") return
     void run.proxy?.close()
     this.gpusHeld.delete(run.spec.id)
+    // A box that ended without the server asking (its supervisor died, the lease lapsed): its /workspace stays here.
+    if (run.spec.keepWorkspace === true && run.keepable && (!run.stopping || run.lost)) this.keepWorkspace(run)
     run.phase = "Exited"
     run.program = undefined
     run.exit = {
@@ -644,6 +679,15 @@ export class Agent {
       outputs
     }
     this.poke()
+  }
+
+  private keepWorkspace(run: LocalRun) {
+    try {
+      this.kept.keep(run.area)
+      this.say(`${run.spec.id} ended unasked: its /workspace is kept for its Sandbox's next box here`)
+    } catch (error) {
+      this.say(`${run.spec.id}: its /workspace could not be kept (${error instanceof Error ? error.message : String(error)})`)
+    }
   }
 
   private halt(run: LocalRun) {
@@ -685,6 +729,7 @@ export class Agent {
       const { seq } = await this.options.link.putCheckpoint({ node: this.options.hello.node, epoch: lease.epoch, run: run.spec.id, name: "checkpoint" }, file)
       rmSync(file, { force: true })
       run.checkpoint = { seq, sizeBytes }
+      if (run.spec.keepWorkspace === true) this.kept.rebase(run.area, seq)
       if (episode !== undefined && run.suspend?.episode === episode) run.suspend = { episode, state: "Saved", failures: run.suspend.failures }
     } catch (error) {
       run.checkpointFailures++

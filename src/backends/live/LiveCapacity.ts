@@ -423,6 +423,7 @@ export class LiveCapacity {
       outputs: workload.outputs ?? [],
       inputs,
       ...(workload.sandbox === true ? { box: true } : {}),
+      ...(workload.keepWorkspace === true ? { keepWorkspace: true } : {}),
       ...(worker === undefined ? {} : { worker }),
       ...(run.gpus === 0 ? {} : { gpus: run.gpus })
     }

@@ -75,6 +75,8 @@ export interface RunSpec {
   readonly inputs: ReadonlyArray<RunInput>
   /** A Sandbox's box (BoxSupervisor.ts): `argv` is its optional main process; it serves box calls until stopped. */
   readonly box?: boolean | undefined
+  /** A Snapshotted Sandbox's box: its /workspace is kept on the host when the box ends unasked (KeptWorkspaces.ts). */
+  readonly keepWorkspace?: boolean | undefined
   /**
    * A Function's warm worker (PythonWorker.ts) instead of `argv`: Running once it imported its code, answering `Call`
    * box requests until stopped (docs/functions.md, "The worker").

@@ -108,6 +108,11 @@ export interface WorkloadProgram {
    */
   readonly sandbox?: boolean | undefined
   /**
+   * A Snapshotted Sandbox's box: its /workspace outlives a box that ends without being stopped (its host keeps it, and
+   * the next box of the Sandbox there starts from it; docs/sandboxes.md, "/workspace continuity").
+   */
+  readonly keepWorkspace?: boolean | undefined
+  /**
    * A Function's warm worker (docs/functions.md): the driver runs the Python worker (backends/live/PythonWorker.ts) in
    * the box instead of `argv`, Running once it imported the code, answering `Call` box requests until stopped.
    */

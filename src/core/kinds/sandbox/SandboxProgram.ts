@@ -41,5 +41,6 @@ const programOf = (spec: SandboxSpecType, pinned: Pinned): WorkloadProgram => ({
   memoryBytes: memoryBytesOf(spec.resources),
   init: undefined,
   checkpoint: { paths: [Limits.sandboxWorkspacePath], maxBytes: Limits.checkpointMaxSizeBytesMax },
-  sandbox: true
+  sandbox: true,
+  ...(spec.continuity.mode === "Snapshotted" ? { keepWorkspace: true } : {})
 })
