@@ -86,7 +86,29 @@ export const stdinBufferMax = 1024 * 1024
 export const supervisorScript = (forward: boolean): string => `
 "use strict"
 const { spawn } = require("child_process"), fs = require("fs"), path = require("path"), net = require("net")
-const out = (message) => process.stdout.write(JSON.stringify(message) + "\\n")
+// Backpressure: while the agent has not read what was written (stdout's buffer is full), commands' output streams are
+// paused, so their writes wait in their pipes instead of the supervisor's memory (a flood of output once grew it until
+// a write failed with ENOBUFS and killed it, and the box with it).
+const paused = new Set()
+let full = false
+const out = (message) => { if (!process.stdout.write(JSON.stringify(message) + "\\n")) full = true }
+process.stdout.on("drain", () => {
+  full = false
+  for (const stream of paused) stream.resume()
+  paused.clear()
+})
+// The agent's end is gone (EPIPE) or the channel failed: nothing can be said any more, so the box ends, cleanly.
+process.stdout.on("error", () => process.exit(0))
+const relay = (stream, id, fd) => {
+  stream.on("data", (d) => {
+    out({ ev: "out", id, fd, data: d.toString("base64") })
+    if (full) {
+      stream.pause()
+      paused.add(stream)
+    }
+  })
+  stream.on("close", () => paused.delete(stream))
+}
 const commands = new Map()
 const fail = (rid, code, message) => out({ rid, ok: false, code, message })
 const b64 = (text) => Buffer.from(text).toString("base64")
@@ -115,8 +137,8 @@ const ops = {
     let spawnError
     child.on("error", (e) => { spawnError = e })
     child.stdin.on("error", () => undefined)
-    child.stdout.on("data", (d) => out({ ev: "out", id: m.id, fd: 1, data: d.toString("base64") }))
-    child.stderr.on("data", (d) => out({ ev: "out", id: m.id, fd: 2, data: d.toString("base64") }))
+    relay(child.stdout, m.id, 1)
+    relay(child.stderr, m.id, 2)
     // The exit is the command's end, even if something it started keeps its output open: its output is read for a
     // moment more, then the exit is said (and the streams let go).
     const end = (code, signal) => {
@@ -124,8 +146,10 @@ const ops = {
       ended = true
       clearTimeout(timer)
       commands.delete(m.id)
-      child.stdout.destroy()
-      child.stderr.destroy()
+      for (const stream of [child.stdout, child.stderr]) {
+        paused.delete(stream)
+        stream.destroy()
+      }
       if (spawnError !== undefined) {
         out({ ev: "out", id: m.id, fd: 2, data: b64(m.argv[0] + ": " + (spawnError.code === "ENOENT" ? "command not found" : spawnError.message) + "\\n") })
         return out({ ev: "exit", id: m.id, code: spawnError.code === "ENOENT" ? 127 : 126, signal: null, timedOut: false })
@@ -133,7 +157,10 @@ const ops = {
       out({ ev: "exit", id: m.id, code, signal, timedOut })
     }
     child.on("close", end)
-    child.on("exit", (code, signal) => setTimeout(() => end(code, signal), 200))
+    // Output held back by backpressure is still read before the exit is said.
+    const heldBack = () => paused.has(child.stdout) || paused.has(child.stderr)
+    const after = (code, signal) => (heldBack() ? setTimeout(() => after(code, signal), 200) : end(code, signal))
+    child.on("exit", (code, signal) => setTimeout(() => after(code, signal), 200))
     if (m.stdin) child.stdin.write(Buffer.from(m.stdin, "base64"))
     if (m.closeStdin) child.stdin.end()
     if (m.timeoutMs) timer = setTimeout(() => { timedOut = true; try { process.kill(-child.pid, "SIGKILL") } catch {} }, m.timeoutMs)
