@@ -2,7 +2,8 @@
  * A Snapshotted Sandbox's /workspace across a restart of its `nodus serve` process (local backend, embedded store;
  * docs/sandboxes.md, "/workspace continuity"): what a stop saved comes back (the snapshot each Attempt recorded is read
  * back), and so does what was written after it, while the box ran, when the server stops with SIGTERM or is killed
- * (the box's /workspace stays on its host, and the replacement box there starts from it).
+ * (the box's /workspace stays on its host, and the replacement box there starts from it) — and when the box's own user
+ * kills its supervisor (issue 29, item 3).
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -101,5 +102,25 @@ describe("a Snapshotted Sandbox across a restart of its server", () => {
   it("SIGKILL: the same, from the box's /workspace its host kept", async () => {
     const { listed, events } = await afterRestart("SIGKILL")
     assert.strictEqual(listed.stdout, "saved\nafter\n", events)
+  }, 120_000)
+})
+
+describe("a Snapshotted Sandbox whose supervisor its user kills", () => {
+  it("is replaced (BoxExited) by a box that starts from the /workspace the killed one left", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "nodus-restart-"))
+    directories.push(dataDir)
+    const server = await serve(dataDir)
+    await prepare(server.url)
+    // The supervisor is pid 2 in the box; the command dies with it, so its answer is not awaited.
+    void call(server.url, "POST", `${sandbox}/commands`, { command: ["sh", "-c", "kill -9 2"] })
+    await eventually("a replacement box runs", async () => {
+      const status = (await call(server.url, "GET", sandbox)).body?.status
+      return status?.phase === "Running" && status?.attempt?.epoch >= 3
+    }, 60_000)
+    const listed = await run(server.url, "cat /workspace/saved.txt; cat /workspace/after.txt")
+    const events = (await call(server.url, "GET", "/api/v1/namespaces/keep/events")).text
+    assert.include(events, "BoxExited")
+    assert.strictEqual(listed.stdout, "saved\nafter\n", events)
+    await stopped(server.child, "SIGTERM")
   }, 120_000)
 })
