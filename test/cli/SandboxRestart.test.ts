@@ -75,22 +75,34 @@ const prepare = async (url: string) => {
   assert.strictEqual((await run(url, "echo after > /workspace/after.txt")).exitCode, 0)
 }
 
-const afterRestart = async (signal: NodeJS.Signals) => {
+const dataDirectory = () => {
   const dataDir = mkdtempSync(join(tmpdir(), "nodus-restart-"))
   directories.push(dataDir)
+  return dataDir
+}
+
+/**
+ * Once a replacement of the prepared box runs (the stored status says Running until then, after a restart): what its
+ * /workspace holds, and the Events.
+ */
+const replaced = async (url: string) => {
+  await eventually("a replacement box runs", async () => {
+    const status = (await call(url, "GET", sandbox)).body?.status
+    return status?.phase === "Running" && status?.attempt?.epoch >= 3
+  }, 60_000)
+  const listed = await run(url, "cat /workspace/saved.txt; cat /workspace/after.txt")
+  return { listed, events: (await call(url, "GET", "/api/v1/namespaces/keep/events")).text }
+}
+
+const afterRestart = async (signal: NodeJS.Signals) => {
+  const dataDir = dataDirectory()
   const first = await serve(dataDir)
   await prepare(first.url)
   await stopped(first.child, signal)
   const second = await serve(dataDir)
-  // The stored status says Running until the restarted server has replaced the box that died with the first.
-  await eventually("a replacement box runs after the restart", async () => {
-    const status = (await call(second.url, "GET", sandbox)).body?.status
-    return status?.phase === "Running" && status?.attempt?.epoch >= 3
-  }, 60_000)
-  const listed = await run(second.url, "cat /workspace/saved.txt; cat /workspace/after.txt")
-  const events = (await call(second.url, "GET", "/api/v1/namespaces/keep/events")).text
+  const seen = await replaced(second.url)
   await stopped(second.child, "SIGTERM")
-  return { listed, events }
+  return seen
 }
 
 describe("a Snapshotted Sandbox across a restart of its server", () => {
@@ -107,18 +119,11 @@ describe("a Snapshotted Sandbox across a restart of its server", () => {
 
 describe("a Snapshotted Sandbox whose supervisor its user kills", () => {
   it("is replaced (BoxExited) by a box that starts from the /workspace the killed one left", async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), "nodus-restart-"))
-    directories.push(dataDir)
-    const server = await serve(dataDir)
+    const server = await serve(dataDirectory())
     await prepare(server.url)
     // The supervisor is pid 2 in the box; the command dies with it, so its answer is not awaited.
     void call(server.url, "POST", `${sandbox}/commands`, { command: ["sh", "-c", "kill -9 2"] })
-    await eventually("a replacement box runs", async () => {
-      const status = (await call(server.url, "GET", sandbox)).body?.status
-      return status?.phase === "Running" && status?.attempt?.epoch >= 3
-    }, 60_000)
-    const listed = await run(server.url, "cat /workspace/saved.txt; cat /workspace/after.txt")
-    const events = (await call(server.url, "GET", "/api/v1/namespaces/keep/events")).text
+    const { listed, events } = await replaced(server.url)
     assert.include(events, "BoxExited")
     assert.strictEqual(listed.stdout, "saved\nafter\n", events)
     await stopped(server.child, "SIGTERM")
