@@ -217,6 +217,6 @@ describe("a Sandbox on live hosts", () => {
     const files = await exec("fragile", ["sh", "-c", "cat /workspace/saved; cat /workspace/unsaved 2>/dev/null || echo unsaved-lost"])
     assert.strictEqual(files.body.stdout, "saved\nunsaved-lost\n")
     const events = await api(server, "GET", `/api/v1/namespaces/${namespace}/events`)
-    assert.include(events.text, "what was not saved is lost")
+    assert.include(events.text, "what neither holds is lost")
   }, 120_000)
 })

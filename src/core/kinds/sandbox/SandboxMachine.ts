@@ -275,8 +275,19 @@ const lostRun = (step: Step): string | undefined => {
   return undefined
 }
 
-/** What a replacement box starts from: the last /workspace snapshot where one was saved (Snapshotted), else the image. */
-const replacementSource = (step: Step) => snapshotted(step.spec) && latestSnapshot(step) !== undefined ? "from its last snapshot" : "from the image"
+/**
+ * What a replacement box starts from: the last /workspace snapshot where one was saved (Snapshotted), else the image —
+ * unless it starts on the lost box's host, which keeps a Snapshotted box's /workspace when the box ends unasked
+ * (docs/sandboxes.md, "/workspace continuity").
+ */
+const replacementSource = (step: Step) => {
+  if (!snapshotted(step.spec)) return "from the image"
+  const base = latestSnapshot(step) !== undefined ? "from its last snapshot" : "from the image"
+  return `${base}, or from the lost box's /workspace where its host kept it`
+}
+
+/** What the Event of a lost box says is lost with it. */
+const lostText = (step: Step) => (snapshotted(step.spec) ? "what neither holds is lost" : "what was not saved is lost")
 
 /** Launches a box when none is live, best-ranked variant with capacity, its first hold within what money allows. */
 const launch = (step: Step, recovery: boolean): boolean => {
@@ -358,7 +369,7 @@ const run = (step: Step) => {
   if (failure !== undefined) return fail(step, failure)
   const lost = step.live.length === 0 && step.status.phase !== "Stopped" && step.status.phase !== "Pending" ? lostRun(step) : undefined
   const launched = step.live.length === 0 && launch(step, lost !== undefined)
-  if (launched && lost !== undefined) step.event(undefined, lost, `The box was lost (${lost}); a replacement starts ${replacementSource(step)}: what was not saved is lost.`, true)
+  if (launched && lost !== undefined) step.event(undefined, lost, `The box was lost (${lost}); a replacement starts ${replacementSource(step)}: ${lostText(step)}.`, true)
   const phase = step.live.length === 0 && !launched ? "Pending" : runningPhase(step, lost !== undefined)
   if (phase === "Running") {
     if (step.status.phase !== "Running") step.event("sandbox.started", "Started", `The Sandbox runs (attempt ${step.current?.name ?? ""}).`)

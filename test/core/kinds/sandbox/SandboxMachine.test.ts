@@ -157,15 +157,17 @@ describe("a lost box", () => {
   it("is replaced from its last snapshot where one was saved, and the status says so", () => {
     const result = recover(spec(), lost({ checkpoint: { seq: 4, sizeBytes: 10, at: T0 + minute } }))
     expect(result.actions[0]).toMatchObject({ _tag: "Launch", recovery: true, restoreFromSeq: 4 })
-    expect(result.status).toMatchObject({ phase: "Recovering", reason: "NodeLost", message: "The box was lost; a replacement starts from its last snapshot." })
+    expect(result.status).toMatchObject({ phase: "Recovering", reason: "NodeLost", message: "The box was lost; a replacement starts from its last snapshot, or from the lost box's /workspace where its host kept it." })
+    expect(result.events.map((event) => event.message)).toEqual(["The box was lost (NodeLost); a replacement starts from its last snapshot, or from the lost box's /workspace where its host kept it: what neither holds is lost."])
   })
 
-  it("is replaced from the image when nothing was saved, or the Sandbox is Ephemeral, and the status says so", () => {
-    for (const sandboxSpec of [spec(), spec({ continuity: { mode: "Ephemeral" } })]) {
+  it("is replaced from the image when nothing was saved (or from what its host kept), or the Sandbox is Ephemeral, and the status says so", () => {
+    const kept = ", or from the lost box's /workspace where its host kept it"
+    for (const [sandboxSpec, or, lostText] of [[spec(), kept, "what neither holds is lost"], [spec({ continuity: { mode: "Ephemeral" } }), "", "what was not saved is lost"]] as const) {
       const result = recover(sandboxSpec, lost())
       expect(result.actions[0]).toMatchObject({ _tag: "Launch", recovery: true, restoreFromSeq: undefined })
-      expect(result.status).toMatchObject({ phase: "Recovering", reason: "NodeLost", message: "The box was lost; a replacement starts from the image." })
-      expect(result.events.map((event) => event.message)).toEqual(["The box was lost (NodeLost); a replacement starts from the image: what was not saved is lost."])
+      expect(result.status).toMatchObject({ phase: "Recovering", reason: "NodeLost", message: `The box was lost; a replacement starts from the image${or}.` })
+      expect(result.events.map((event) => event.message)).toEqual([`The box was lost (NodeLost); a replacement starts from the image${or}: ${lostText}.`])
     }
   })
 })
