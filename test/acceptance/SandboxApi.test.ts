@@ -173,6 +173,18 @@ describe("commands over HTTP", () => {
     assert.deepInclude((await request(server, "GET", commandAt("box", id))).body, { phase: "Exited", exitCode: 0 })
   })
 
+  it("415 UnsupportedMediaType for a command body that is not JSON, as a Function's map answers", async () => {
+    for (const contentType of ["text/plain", "application/x-www-form-urlencoded", "application/octet-stream"]) {
+      const reply = await request(server, "POST", `${at("box")}/commands`, { raw: JSON.stringify({ command: ["touch", "/workspace/by-form"] }), contentType })
+      const body = assertRefused(reply, 415, "UnsupportedMediaType")
+      assert.include(body.message, contentType)
+    }
+    assert.strictEqual(await run("box", "test -e /workspace/by-form && echo ran || echo not run"), "not run\n")
+    // JSON with parameters is taken.
+    const json = await request(server, "POST", `${at("box")}/commands`, { raw: JSON.stringify({ command: ["echo", "json"] }), contentType: "application/json; charset=utf-8" })
+    assert.strictEqual(json.body.stdout, "json\n", json.text)
+  })
+
   it("429 StdinBackpressure while a command has not read its stdin; 409 once its stdin is closed", async () => {
     const started = await exec("box", ["sleep", "600"], { background: true })
     assert.strictEqual(started.status, 201, started.text)
@@ -201,6 +213,19 @@ describe("commands over HTTP", () => {
 
 describe("files over HTTP", () => {
   const limit = 16 * 1024 * 1024
+
+  it("a path that names no readable file is the client's mistake (4xx with the field and a fix), never a 5xx", async () => {
+    // Each says it is a file of 0 bytes, and refuses to be read as one (EIO, EINVAL).
+    for (const path of ["/proc/self/mem", "/proc/self/pagemap"]) {
+      const refused = assertRefused(await request(server, "GET", fileAt("box", path)), 422, "Invalid")
+      assert.strictEqual(refused.details.causes[0].field, "path", JSON.stringify(refused))
+      assert.include(refused.fix, "cat")
+    }
+    // A /proc file that reads as text comes whole.
+    const status = await request(server, "GET", fileAt("box", "/proc/self/status"))
+    assert.strictEqual(status.status, 200, status.text)
+    assert.include(status.text, "Pid:")
+  })
 
   it("413 FileTooLarge for a PUT above 16 MiB (nothing written) and for a GET of a larger file", async () => {
     const put = await request(server, "PUT", fileAt("box", "/workspace/huge"), bytes("y".repeat(limit + 1)))

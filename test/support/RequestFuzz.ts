@@ -67,7 +67,7 @@ const kindTarget = (context: FuzzContext, info: KindInfo): fc.Arbitrary<{ readon
   const base = info.scope === "Namespaced"
     ? fc.tuple(versionOf(info), optional(project)).map(([version, namespace]) => namespace === undefined ? `/apis/${group}/${version}/${info.plural}` : `/apis/${group}/${version}/namespaces/${namespace}/${info.plural}`)
     : versionOf(info).map((version) => `/apis/${group}/${version}/${info.plural}`)
-  return fc.tuple(base, optional(name), fc.option(segment("status", "tokens", "scale", "log"), { nil: undefined, freq: 4 }))
+  return fc.tuple(base, optional(name), fc.option(segment("status", "tokens", "scale", "log", "commands", "files"), { nil: undefined, freq: 4 }))
     .chain(([collection, item, sub]) => methodFor(item !== undefined).map((method) => ({ method, path: joined([collection, item, item === undefined ? undefined : sub]) })))
 }
 
@@ -80,7 +80,10 @@ const otherPath = (context: FuzzContext): fc.Arbitrary<string> => {
     "/", "/version", "/healthz", "/readyz", "/livez", "/api", "/api/v1", "/apis", `/apis/${group}`, `/apis/${group}/v1`,
     "/openapi/v2", "/openapi/v3", `/openapi/v3/apis/${group}/v1`, "/openapi/v3/api/v1", "/docs/errors", "/docs/errors/NotFound",
     `/apis/${group}/v1/simulation/clock`, `/apis/${group}/v1/operator/creditgrants`, `/apis/${group}/v1/operator/topups/absent/refund`,
-    "/blobs/v1/sha256:00"
+    "/blobs/v1/sha256:00",
+    // A Sandbox's box: its commands (a JSON body; any other media type is 415) and files (any path, /proc's too).
+    `/apis/${group}/v1/namespaces/${context.project}/sandboxes/fuzz-a/commands`, `/apis/${group}/v1/namespaces/${context.project}/sandboxes/fuzz-a/commands/cmd-x/log`,
+    `/apis/${group}/v1/namespaces/${context.project}/sandboxes/fuzz-a/files?path=/proc/self/mem`, `/apis/${group}/v1/namespaces/${context.project}/sandboxes/fuzz-a/files?path=..%2F..`
   )
   const junk = fc.array(segment("apis", "api", group, "v1", "namespaces", "jobs"), { minLength: 1, maxLength: 7 }).map((parts) => `/${parts.join("/")}`)
   return fc.oneof({ weight: 3, arbitrary: core }, { weight: 2, arbitrary: fixed }, { weight: 1, arbitrary: junk })

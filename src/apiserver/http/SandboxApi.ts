@@ -27,7 +27,7 @@ import { durationMs } from "../../core/StatusText.ts"
 import type { Ids } from "../Ids.ts"
 import type { Resources } from "../Resources.ts"
 import type { SandboxBoxes } from "../SandboxBoxes.ts"
-import { parseJson, readBytes, readText } from "./Body.ts"
+import { readBytes, readObject } from "./Body.ts"
 import { json } from "./Respond.ts"
 
 type Request = HttpServerRequest.HttpServerRequest
@@ -90,7 +90,8 @@ export const makeSandboxApi = (services: {
 
   const runCommand = (request: Request, target: SandboxTarget) =>
     Effect.gen(function*() {
-      const body = yield* Effect.flatMap(readText(request), parseJson)
+      // JSON (or YAML) only, as every other JSON body (a Function's map): any other media type is 415.
+      const body = yield* readObject(request, "SandboxCommand")
       const admitted = admit(SandboxCommandRequest, body, "Strict", subjectOf(target.ref, target.name), "SandboxCommand")
       if (Result.isFailure(admitted)) return yield* admitted.failure
       const spec = admitted.success.object as unknown as SandboxCommandRequestType
@@ -333,7 +334,13 @@ const refusalError = (target: SandboxTarget, refusal: Extract<BoxReply, { _tag: 
     case "SandboxStarting":
       return new ApiError({ code: "SandboxStarting", message: refusal.message, retryAfterSeconds: 1, subject })
     case "Invalid":
-      return new ApiError({ code: "Invalid", message: refusal.message, causes: [fieldInvalid("path", `Invalid value: ${refusal.message}`)], subject })
+      return new ApiError({
+        code: "Invalid",
+        message: refusal.message,
+        causes: [fieldInvalid("path", `Invalid value: ${refusal.message}`)],
+        fix: "Name a regular file or a directory; read what is neither (a device, a /proc or /sys file) with a command such as `cat`.",
+        subject
+      })
     case "Forbidden":
       return new ApiError({ code: "Forbidden", message: `the Sandbox's user may not do this: ${refusal.message}`, fix: "Use a path the Sandbox's user may write, such as /workspace or /tmp.", subject })
     default:

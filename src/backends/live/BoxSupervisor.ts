@@ -186,7 +186,19 @@ const ops = {
     if (s.isDirectory()) return out({ rid: m.rid, ok: true, entries: fs.readdirSync(p).sort().map((name) => entryOf(p, name)) })
     if (!s.isFile()) return fail(m.rid, "Invalid", m.path + " is neither a file nor a directory")
     if (s.size > m.max) return fail(m.rid, "FileTooLarge", m.path + " is " + s.size + " bytes, above the " + m.max + " a file request carries")
-    const data = fs.readFileSync(p)
+    // Read to at most max + 1 bytes: a file whose size says 0 (/proc, /sys) may hold far more, or refuse to be read.
+    const fd = fs.openSync(p, "r"), chunks = []
+    let total = 0
+    try {
+      for (let n = -1; n !== 0 && total <= m.max;) {
+        const chunk = Buffer.alloc(Math.min(65536, m.max + 1 - total))
+        try { n = fs.readSync(fd, chunk, 0, chunk.length, null) } catch (e) { return fail(m.rid, e.code === "EACCES" || e.code === "EPERM" ? "Forbidden" : "Invalid", m.path + " cannot be read as a file (" + (e.code || e.message) + ")") }
+        chunks.push(chunk.subarray(0, n))
+        total += n
+      }
+    } finally { fs.closeSync(fd) }
+    if (total > m.max) return fail(m.rid, "FileTooLarge", m.path + " holds more than the " + m.max + " bytes a file request carries")
+    const data = Buffer.concat(chunks)
     out({ rid: m.rid, ok: true, file: { data: data.toString("base64"), size: data.length } })
   },
   write(m) {
