@@ -86,6 +86,17 @@ export const sandboxCommandArgsMax = 4096
 export const sandboxCommandEnvMax = 256
 export const sandboxCommandTimeoutDefault = "10m"
 export const sandboxCommandTimeoutMsMax = 24 * hourMs
+/**
+ * A Sandbox's command output as its host's agent keeps it (docs/sandboxes.md, "Output"): per command, per box (all its
+ * commands), and per host (every box its agent runs); past each the oldest bytes go. A foreground command's answer
+ * carries the last `sandboxReplyOutputBytesMax` of its stdout and of its stderr; a box remembers its running commands
+ * and the last `sandboxCommandsKeptMax` that exited.
+ */
+export const sandboxCommandOutputBytesMax = 16 * 1024 * 1024
+export const sandboxBoxOutputBytesMax = 64 * 1024 * 1024
+export const sandboxHostOutputBytesMax = 128 * 1024 * 1024
+export const sandboxReplyOutputBytesMax = 4 * 1024 * 1024
+export const sandboxCommandsKeptMax = 64
 /** The largest file one Sandbox file request carries (FileTooLarge above; docs/sandboxes.md, "Files"). */
 export const sandboxFileBytesMax = 16 * 1024 * 1024
 /** What /workspace continuity saves and restores (spec: Sandbox continuity). */

@@ -33,6 +33,8 @@ export type BoxRequest =
     readonly terminal?: boolean | undefined
   }
   | { readonly _tag: "Command"; readonly command: string }
+  /** Every command the box remembers: those running, and the most recent that exited. */
+  | { readonly _tag: "Commands" }
   /** Output (stdout and stderr as they came) from `offset`; waits up to `waitMs` for more while the command runs. */
   | { readonly _tag: "Output"; readonly command: string; readonly offset: number; readonly waitMs: number }
   | { readonly _tag: "Stdin"; readonly command: string; readonly data: string; readonly close: boolean }
@@ -59,6 +61,13 @@ export type BoxRequest =
     readonly annotations?: Readonly<Record<string, string>> | undefined
   }
 
+/**
+ * Whether a request is the box's activity (docs/sandboxes.md, "Activity"): reading commands, their state or output,
+ * or resizing a terminal is not; a silent open terminal is idle.
+ */
+export const isBoxActivity = (request: BoxRequest): boolean =>
+  request._tag !== "Output" && request._tag !== "Command" && request._tag !== "Commands" && request._tag !== "Resize"
+
 export interface BoxCommand {
   readonly command: string
   readonly argv: ReadonlyArray<string>
@@ -69,10 +78,12 @@ export interface BoxCommand {
   /** Epoch ms by the clock of the host that ran it. */
   readonly startTime: number
   readonly durationMs: number | undefined
-  /** A foreground Exec's output (base64), and whether either was cut at the bound. */
+  /** A foreground Exec's output (base64): the last of each stream, and whether either was cut. */
   readonly stdout?: string | undefined
   readonly stderr?: string | undefined
   readonly truncated?: boolean | undefined
+  /** The bytes of its output (both streams) no longer kept: dropped at an output bound (Limits.sandbox*OutputBytesMax). */
+  readonly droppedBytes?: number | undefined
 }
 
 export interface BoxFileEntry {
@@ -88,6 +99,7 @@ export type BoxRefusal = "NotFound" | "Forbidden" | "Conflict" | "Invalid" | "Fi
 
 export type BoxReply =
   | { readonly _tag: "Command"; readonly state: BoxCommand }
+  | { readonly _tag: "Commands"; readonly commands: ReadonlyArray<BoxCommand> }
   | { readonly _tag: "Output"; readonly offset: number; readonly data: string; readonly exited: boolean }
   | { readonly _tag: "File"; readonly data: string; readonly size: number }
   | { readonly _tag: "Directory"; readonly entries: ReadonlyArray<BoxFileEntry> }

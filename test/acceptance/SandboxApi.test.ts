@@ -185,6 +185,57 @@ describe("commands over HTTP", () => {
     assert.strictEqual(json.body.stdout, "json\n", json.text)
   })
 
+  it("lists the box's commands, running and exited; a foreground command whose client goes is killed, a background one runs on", async () => {
+    const list = async () => {
+      const reply = await request(server, "GET", `${at("box")}/commands`)
+      assert.strictEqual(reply.status, 200, reply.text)
+      return reply.body.items as ReadonlyArray<Record<string, any>>
+    }
+    const background = await exec("box", ["sleep", "1002"], { background: true })
+    assert.strictEqual(background.status, 201, background.text)
+    // A foreground command whose client gives up while it runs.
+    const client = new AbortController()
+    const foreground = fetch(`${server.url}${at("box")}/commands`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${server.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ command: ["sleep", "1001"] }),
+      signal: client.signal
+    }).catch((error: Error) => error)
+    let running: Record<string, any> | undefined
+    await eventually("the foreground sleep is listed Running", async () =>
+      (running = (await list()).find((command) => command.command.join(" ") === "sleep 1001" && command.phase === "Running")) !== undefined, 20_000)
+    await eventually("the sleep runs on the host", () => hostPidOf("sleep\u00001001\u0000") !== undefined)
+    client.abort()
+    assert.instanceOf(await foreground, Error)
+    await eventually("the foreground sleep is killed", async () => (await list()).find((command) => command.id === running!.id)?.signal === "SIGKILL", 20_000)
+    assert.isUndefined(hostPidOf("sleep\u00001001\u0000"), "the sleep is gone from the host")
+    // The background one, and the Sandbox's main process, run on; the listing has them, oldest first.
+    const items = await list()
+    const ids = items.map((command) => command.id)
+    assert.deepInclude(items.find((command) => command.id === background.body.id), { phase: "Running", command: ["sleep", "1002"] })
+    assert.strictEqual(items.find((command) => command.id === "main")?.phase, "Running")
+    assert.isBelow(ids.indexOf(background.body.id), ids.indexOf(running!.id))
+    assert.strictEqual((await request(server, "POST", `${commandAt("box", background.body.id)}/kill`)).status, 200)
+    await eventually("the background sleep is Exited", async () => (await list()).find((command) => command.id === background.body.id)?.phase === "Exited", 20_000)
+  })
+
+  it("a command's output past its bound: the answer says it is truncated and how much was dropped, the log read too", async () => {
+    const total = 20_000_000
+    const reply = await exec("box", ["sh", "-c", `yes 0123456789abcde | head -c ${total}`])
+    assert.strictEqual(reply.status, 200, reply.text.slice(0, 300))
+    assert.isTrue(reply.body.truncated)
+    // It keeps the last 16 MiB of a command (less when its box or its host holds more): the rest is dropped, and said.
+    const dropped = reply.body.droppedBytes as number
+    assert.isAtLeast(dropped, total - 16 * 1024 * 1024)
+    // The answer carries the last 4 MiB of stdout.
+    assert.strictEqual(reply.body.stdout.length, 4 * 1024 * 1024)
+    assert.isTrue(reply.body.stdout.endsWith("0123456789abcde\n0123456789abcde\n"), reply.body.stdout.slice(-40))
+    assert.strictEqual((await request(server, "GET", commandAt("box", reply.body.id))).body.droppedBytes, dropped)
+    const log = await fetch(`${server.url}${commandAt("box", reply.body.id)}/log`, { headers: { authorization: `Bearer ${server.token}` } })
+    assert.strictEqual(log.headers.get("nodus-output-dropped-bytes"), String(dropped))
+    assert.strictEqual((await log.arrayBuffer()).byteLength, total - dropped)
+  }, 60_000)
+
   it("429 StdinBackpressure while a command has not read its stdin; 409 once its stdin is closed", async () => {
     const started = await exec("box", ["sleep", "600"], { background: true })
     assert.strictEqual(started.status, 201, started.text)

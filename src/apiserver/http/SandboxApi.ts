@@ -2,6 +2,7 @@
  * A Sandbox's commands and files over HTTP (nodus's design where the spec says "not shown"; docs/sandboxes.md):
  *
  *   POST   …/namespaces/{ns}/sandboxes/{name}/commands               run one (SandboxCommandRequest)
+ *   GET    …/sandboxes/{name}/commands                                those running, and the most recent that exited
  *   GET    …/sandboxes/{name}/commands/{id}                           its state
  *   GET    …/sandboxes/{name}/commands/{id}/log?follow=true           its output (stdout and stderr as they came)
  *   POST   …/sandboxes/{name}/commands/{id}/stdin?close=true          the body's bytes to its stdin
@@ -35,6 +36,9 @@ type Response = HttpServerResponse.HttpServerResponse
 
 /** The subresources of a Sandbox this module answers. */
 export const sandboxSubresources = ["commands", "files", "terminal"] as const
+
+/** The header of a command's log that says how many bytes of its output were dropped before its first byte. */
+export const droppedBytesHeader = "nodus-output-dropped-bytes"
 
 /** How long one wait for more output may hold a log request's next chunk. */
 const followWaitMs = 10_000
@@ -98,7 +102,7 @@ export const makeSandboxApi = (services: {
       const background = spec.background === true
       const id = `cmd-${ids.nameSuffix()}${ids.nameSuffix()}`
       const timeout = spec.timeout ?? (background ? undefined : Limits.sandboxCommandTimeoutDefault)
-      const reply = yield* call(target, {
+      const exec = call(target, {
         _tag: "Exec",
         command: id,
         argv: spec.command,
@@ -109,6 +113,8 @@ export const makeSandboxApi = (services: {
         timeoutMs: timeout === undefined ? undefined : durationMs(timeout, 0),
         background
       })
+      // A foreground command is its caller's: when the caller goes (the connection closes), the command goes too.
+      const reply = yield* (background ? exec : killedWithItsClient(request, target, id, exec))
       const state = yield* commandState(reply)
       if (background) return json(201, { id, phase: state.phase })
       return json(200, {
@@ -119,29 +125,54 @@ export const makeSandboxApi = (services: {
         stdout: text(state.stdout),
         stderr: text(state.stderr),
         ...(state.truncated === true ? { truncated: true } : {}),
+        ...(state.droppedBytes === undefined ? {} : { droppedBytes: state.droppedBytes }),
         durationMs: state.durationMs ?? 0
       })
     })
 
+  /**
+   * A foreground command is its caller's: when the caller goes (its connection closes, or the request is interrupted)
+   * before the command exits, the command is killed; nothing would read its answer.
+   */
+  const killedWithItsClient = (request: Request, target: SandboxTarget, id: string, exec: Effect.Effect<BoxReply, ApiError>) => {
+    const kill = Effect.ignore(call(target, { _tag: "Kill", command: id, signal: "SIGKILL" }))
+    const gone = Effect.andThen(disconnected(request), Effect.andThen(kill, Effect.fail(new ApiError({ code: "Unavailable", message: "the client went away; its command was killed" }))))
+    return Effect.onInterrupt(Effect.raceFirst(exec, gone), () => kill)
+  }
+
   const readCommand = (target: SandboxTarget, id: string) =>
     Effect.map(Effect.flatMap(call(target, { _tag: "Command", command: id }), commandState), (state) => json(200, commandView(state)))
 
-  /** The command's output from the start, as text; with follow, until it exits. */
+  /** The commands the box remembers: every one running, and the most recent that exited, oldest first. */
+  const listCommands = (target: SandboxTarget) =>
+    Effect.flatMap(call(target, { _tag: "Commands" }), (reply) =>
+      reply._tag === "Commands" ? Effect.succeed(json(200, { items: reply.commands.map(commandView) })) : unexpected(reply))
+
+  /**
+   * The command's output from the start, as text; with follow, until it exits. What the output bounds dropped before
+   * the first byte sent is counted in the `Nodus-Output-Dropped-Bytes` header (docs/sandboxes.md, "Output").
+   */
   const commandLog = (target: SandboxTarget, id: string, follow: boolean) =>
     Effect.gen(function*() {
       const first = yield* call(target, { _tag: "Output", command: id, offset: 0, waitMs: 0 })
       if (first._tag !== "Output") return yield* unexpected(first)
       const next = (reply: Extract<BoxReply, { _tag: "Output" }>) => reply.offset + Buffer.from(reply.data, "base64").length
-      const rest = follow && !first.exited
-        ? Stream.paginate(next(first), (offset: number) =>
-          Effect.map(Effect.orElseSucceed(call(target, { _tag: "Output", command: id, offset, waitMs: followWaitMs }), () => undefined), (reply) => {
+      // Without follow, the output there is now (one answer carries at most 1 MiB of it); with follow, to the exit.
+      const ended = (reply: Extract<BoxReply, { _tag: "Output" }>, chunk: Buffer) => chunk.length === 0 && (reply.exited || !follow)
+      const rest = first.exited && Buffer.from(first.data, "base64").length === 0
+        ? Stream.empty
+        : Stream.paginate(next(first), (offset: number) =>
+          Effect.map(Effect.orElseSucceed(call(target, { _tag: "Output", command: id, offset, waitMs: follow ? followWaitMs : 0 }), () => undefined), (reply) => {
             if (reply === undefined || reply._tag !== "Output") return [[], Option.none()] as const
             const chunk = Buffer.from(reply.data, "base64")
-            return [chunk.length === 0 ? [] : [new Uint8Array(chunk)], reply.exited && chunk.length === 0 ? Option.none() : Option.some(next(reply))] as const
+            return [chunk.length === 0 ? [] : [new Uint8Array(chunk)], ended(reply, chunk) ? Option.none() : Option.some(next(reply))] as const
           }))
-        : Stream.empty
       const head = Buffer.from(first.data, "base64")
-      return HttpServerResponse.stream(Stream.concat(Stream.make(new Uint8Array(head)), rest), { status: 200, contentType: "text/plain; charset=utf-8" })
+      return HttpServerResponse.stream(Stream.concat(Stream.make(new Uint8Array(head)), rest), {
+        status: 200,
+        contentType: "text/plain; charset=utf-8",
+        headers: { [droppedBytesHeader]: String(first.offset) }
+      })
     })
 
   const writeStdin = (request: Request, query: URLSearchParams, target: SandboxTarget, id: string) =>
@@ -253,7 +284,10 @@ export const makeSandboxApi = (services: {
     if (target.subresource === "terminal") return request.method === "GET" && target.item === undefined ? terminal(request, query, target) : Effect.fail(methodNotAllowed(request.method))
     if (target.subresource === "files") return target.item === undefined ? files(request, query, target) : Effect.fail(resourceNotFound())
     const id = target.item
-    if (id === undefined) return request.method === "POST" ? runCommand(request, target) : Effect.fail(methodNotAllowed(request.method))
+    if (id === undefined) {
+      if (request.method === "GET") return listCommands(target)
+      return request.method === "POST" ? runCommand(request, target) : Effect.fail(methodNotAllowed(request.method))
+    }
     switch (target.action) {
       case undefined:
         return request.method === "GET" ? readCommand(target, id) : Effect.fail(methodNotAllowed(request.method))
@@ -293,6 +327,20 @@ const sizeQuery = (query: URLSearchParams, name: string, fallback: number): Effe
     : Effect.fail(badRequest(`invalid value for ${name}: "${raw}"`, [fieldInvalid(name, "Invalid value: an integer from 1 to 1000")]))
 }
 
+/**
+ * Completes when the request's client disconnects: its connection closes before the answer is sent. (The HTTP server
+ * does not interrupt a request whose client went away while it waits, so the connection is watched here.)
+ */
+const disconnected = (request: Request): Effect.Effect<void> =>
+  Effect.callback<void>((resume) => {
+    const socket = (request.source as { readonly socket?: { readonly destroyed: boolean; once(event: "close", f: () => void): unknown; off(event: "close", f: () => void): unknown } }).socket
+    if (socket === undefined) return
+    const closed = () => resume(Effect.void)
+    if (socket.destroyed) return closed()
+    socket.once("close", closed)
+    return Effect.sync(() => void socket.off("close", closed))
+  })
+
 const commandState = (reply: BoxReply): Effect.Effect<BoxCommand, ApiError> =>
   reply._tag === "Command" ? Effect.succeed(reply.state) : unexpected(reply)
 
@@ -304,7 +352,8 @@ const commandView = (state: BoxCommand) => ({
   ...(state.signal === undefined ? {} : { signal: state.signal }),
   ...(state.timedOut ? { timedOut: true } : {}),
   startTime: new Date(state.startTime).toISOString(),
-  ...(state.durationMs === undefined ? {} : { durationMs: state.durationMs })
+  ...(state.durationMs === undefined ? {} : { durationMs: state.durationMs }),
+  ...(state.droppedBytes === undefined ? {} : { droppedBytes: state.droppedBytes })
 })
 
 const text = (base64: string | undefined) => Buffer.from(base64 ?? "", "base64").toString("utf8")

@@ -17,6 +17,10 @@ const query = queryParameter
 const refusals = "A Sandbox that is starting answers 409 SandboxStarting (retry after details.retryAfterSeconds), a stopped one " +
   "409 SandboxNotRunning, a failed one 409 SandboxFailed."
 
+const droppedDescription = `The bytes of its output (both streams, from its start) no longer kept: its box keeps the last ` +
+  `${Limits.sandboxCommandOutputBytesMax} bytes of each command, ${Limits.sandboxBoxOutputBytesMax} of all its commands, and its host ` +
+  `${Limits.sandboxHostOutputBytesMax} of all its boxes', the oldest bytes going first. Absent when nothing was dropped.`
+
 const commandState: JsonObject = {
   type: "object",
   description: "A command of a Sandbox, as its box keeps it.",
@@ -29,8 +33,16 @@ const commandState: JsonObject = {
     signal: { type: "string", description: "The signal that ended it, such as SIGKILL." },
     timedOut: { type: "boolean", description: "It was killed at its timeout." },
     startTime: { type: "string", format: "date-time", description: "When it started, by the host's clock." },
-    durationMs: { type: "integer", description: "How long it ran, once it exited." }
+    durationMs: { type: "integer", description: "How long it ran, once it exited." },
+    droppedBytes: { type: "integer", description: droppedDescription }
   }
+}
+
+const commandList: JsonObject = {
+  type: "object",
+  description: `The commands of a Sandbox its box remembers: every one running, and the ${Limits.sandboxCommandsKeptMax} most recent that exited, oldest first.`,
+  required: ["items"],
+  properties: { items: { type: "array", items: { $ref: "#/components/schemas/SandboxCommand" } } }
 }
 
 const commandResult: JsonObject = {
@@ -43,9 +55,10 @@ const commandResult: JsonObject = {
     exitCode: { type: "integer", nullable: true, description: "Its exit code; null when a signal ended it." },
     signal: { type: "string", description: "The signal that ended it." },
     timedOut: { type: "boolean", description: "It was killed at its timeout." },
-    stdout: { type: "string", description: `Its stdout (UTF-8), at most ${4 * 1024 * 1024} bytes.` },
-    stderr: { type: "string", description: `Its stderr (UTF-8), at most ${4 * 1024 * 1024} bytes.` },
-    truncated: { type: "boolean", description: "stdout or stderr was cut at its bound (the log has the rest, up to 16 MiB)." },
+    stdout: { type: "string", description: `Its stdout (UTF-8): the last ${Limits.sandboxReplyOutputBytesMax} bytes of it.` },
+    stderr: { type: "string", description: `Its stderr (UTF-8): the last ${Limits.sandboxReplyOutputBytesMax} bytes of it.` },
+    truncated: { type: "boolean", description: "stdout or stderr is not whole: cut at its bound, or its start dropped (droppedBytes)." },
+    droppedBytes: { type: "integer", description: droppedDescription },
     durationMs: { type: "integer", description: "How long it ran." }
   }
 }
@@ -79,6 +92,7 @@ export const sandboxSchemas = (): JsonObject => ({
   SandboxCommandRequest: toOpenApi30(Schema.toJsonSchemaDocument(SandboxCommandRequest).schema) as JsonObject,
   SandboxCommandResult: commandResult,
   SandboxCommand: commandState,
+  SandboxCommandList: commandList,
   SandboxFileList: fileList
 })
 
@@ -95,7 +109,11 @@ export const sandboxPaths = (group: string): ReadonlyArray<readonly [string, Jso
   return [
     [`${sandbox}/commands`, {
       parameters: scope,
-      post: operation("runSandboxCommand", "post", "Run a command in the Sandbox's box, as its user, with its environment.", {
+      get: operation("listSandboxCommands", "list", "List the commands the Sandbox's box remembers: those running, and the most recent that exited.", {
+        responses: { "200": { description: "OK", content: json("SandboxCommandList") } }
+      }),
+      post: operation("runSandboxCommand", "post", "Run a command in the Sandbox's box, as its user, with its environment. A foreground command is killed when its " +
+        "client disconnects before it exits; a background one (background: true) runs on. A body that is not JSON (or YAML) is 415 UnsupportedMediaType.", {
         requestBody: { required: true, content: json("SandboxCommandRequest") },
         responses: { "200": { description: "The foreground command exited", content: json("SandboxCommandResult") }, "201": { description: "The background command started", content: json("SandboxCommandResult") } }
       })
@@ -106,9 +124,16 @@ export const sandboxPaths = (group: string): ReadonlyArray<readonly [string, Jso
     }],
     [`${sandbox}/commands/{id}/log`, {
       parameters: command,
-      get: operation("readSandboxCommandLog", "get", "A command's output (stdout and stderr as they came), from its start (the last 16 MiB).", {
+      get: operation("readSandboxCommandLog", "get", "A command's output (stdout and stderr as they came), from its start, less what its box dropped " +
+        "at its output bounds (the header Nodus-Output-Dropped-Bytes counts those bytes).", {
         parameters: [query("follow", "Keep the answer open until the command exits.", { type: "boolean" })],
-        responses: { "200": { description: "OK", content: text } }
+        responses: {
+          "200": {
+            description: "OK",
+            headers: { "Nodus-Output-Dropped-Bytes": { description: "The bytes of its output dropped before the first byte of this answer.", schema: { type: "integer" } } },
+            content: text
+          }
+        }
       })
     }],
     [`${sandbox}/commands/{id}/stdin`, {
@@ -142,7 +167,8 @@ export const sandboxPaths = (group: string): ReadonlyArray<readonly [string, Jso
     }],
     [`${sandbox}/files`, {
       parameters: scope,
-      get: operation("readSandboxFile", "get", `A file's bytes (at most ${Limits.sandboxFileBytesMax} bytes; 413 FileTooLarge above), or a directory's entries.`, {
+      get: operation("readSandboxFile", "get", `A file's bytes (at most ${Limits.sandboxFileBytesMax} bytes; 413 FileTooLarge above), or a directory's entries; ` +
+        "422 Invalid for what cannot be read as either (a device, /proc/self/mem).", {
         parameters: [path],
         responses: { "200": { description: "The file, or the directory's entries", content: { ...bytes, ...json("SandboxFileList") } } }
       }),

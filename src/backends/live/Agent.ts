@@ -20,7 +20,7 @@ import type { AddressRange, ConnectRules } from "../../core/PublicAddress.ts"
 import { hostAddresses } from "../../net/Outbound.ts"
 import { syncRepliesBytesMax } from "../../core/SandboxBox.ts"
 import { AgentHttpError } from "./AgentHttp.ts"
-import { BoxChannel } from "./BoxChannel.ts"
+import { BoxChannel, hostOutputBounds } from "./BoxChannel.ts"
 import { KeptWorkspaces } from "./KeptWorkspaces.ts"
 import { isWarmable, type WarmBox, WarmBoxes } from "./WarmBoxes.ts"
 import { type RunningProxy, startEgressProxy } from "./EgressProxy.ts"
@@ -120,6 +120,8 @@ export class Agent {
 
   private readonly warm: WarmBoxes
   private readonly kept: KeptWorkspaces
+  /** The bounds of the output this host's boxes' commands keep in this process, all boxes together (CommandOutput.ts). */
+  private readonly outputBounds = hostOutputBounds()
 
   constructor(options: AgentOptions) {
     this.options = options
@@ -129,7 +131,8 @@ export class Agent {
     this.kept = new KeptWorkspaces({ dir: join(options.runsDir, "kept"), now: options.now, maxAgeMs: Limits.keptWorkspaceMaxAgeMs })
     this.kept.keepLeftovers(options.runsDir)
     this.warm = new WarmBoxes({
-      size: options.warmBoxes ?? 0, dir: join(options.runsDir, "warm"), support: options.support, hidden: options.hidden, now: options.now, say: (message) => this.say(message)
+      size: options.warmBoxes ?? 0, dir: join(options.runsDir, "warm"), support: options.support, hidden: options.hidden, now: options.now, say: (message) => this.say(message),
+      outputBounds: this.outputBounds
     })
   }
 
@@ -417,7 +420,7 @@ export class Agent {
     const exit = this.launch(run, run.spec.argv, undefined, { box: true })
     const control = run.program?.control
     if (control === undefined) return this.exited(run, await exit, "the box has no supervisor")
-    const channel = new BoxChannel(control, this.options.now)
+    const channel = new BoxChannel(control, this.options.now, this.outputBounds)
     channel.onChange = () => this.poke()
     const up = await Promise.race([channel.ready.then(() => true), exit.then(() => false)])
     if (up && !run.stopping) {
@@ -897,6 +900,8 @@ const replySize = (reply: BoxCallReply): number => {
       return (answer.state.stdout?.length ?? 0) + (answer.state.stderr?.length ?? 0) + 512
     case "Directory":
       return answer.entries.length * 128 + 256
+    case "Commands":
+      return answer.commands.reduce((size, command) => size + command.argv.reduce((args, arg) => args + arg.length + 8, 256), 256)
     default:
       return 256
   }

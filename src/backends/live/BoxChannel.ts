@@ -1,8 +1,9 @@
 /**
  * The agent's end of a box's supervisor (BoxSupervisor.ts): it turns the port's box requests (core/capacity/Capacity.ts
  * `BoxRequest`) into supervisor requests, keeps every command's state and output, and answers with `BoxReply`s.
- * Output is kept per command up to `outputKeptMax` (the oldest bytes go first; offsets go on counting), and a
- * foreground command's reply carries its stdout and stderr up to `replyOutputMax` each.
+ * Output is kept per command, per box and per host within the bounds of CommandOutput.ts (the oldest bytes go first;
+ * offsets go on counting), and a foreground command's reply carries the last `Limits.sandboxReplyOutputBytesMax` of
+ * its stdout and of its stderr.
  */
 import type { Readable, Writable } from "node:stream"
 import type { BoxCommand, BoxReply, BoxRequest } from "../../core/capacity/Capacity.ts"
@@ -10,13 +11,22 @@ import { Option, Schema } from "effect"
 import * as Limits from "../../core/Limits.ts"
 import { outputReplyBytesMax } from "../../core/SandboxBox.ts"
 import { type SupervisorMessage, SupervisorMessageSchema, type SupervisorRequest } from "./BoxSupervisor.ts"
+import { CommandOutput, OutputBudget } from "./CommandOutput.ts"
 
-/** The output kept of one command for `Output` requests. */
-export const outputKeptMax = 16 * 1024 * 1024
-/** The stdout (and the stderr) a foreground command's reply carries. */
-export const replyOutputMax = 4 * 1024 * 1024
-/** The commands a box keeps (state and output), running ones besides; older exited ones are forgotten. */
-export const commandsKeptMax = 64
+/** The bounds a box's channel keeps its commands' output within (Limits.ts; tests make them smaller). */
+export interface OutputBounds {
+  /** Every box of the host: shared by their channels (the agent's). */
+  readonly host: OutputBudget
+  readonly boxMax: number
+  readonly commandMax: number
+}
+
+/** A host's bounds as Limits.ts sets them: one for each agent, shared by all its boxes. */
+export const hostOutputBounds = (): OutputBounds => ({
+  host: new OutputBudget(Limits.sandboxHostOutputBytesMax),
+  boxMax: Limits.sandboxBoxOutputBytesMax,
+  commandMax: Limits.sandboxCommandOutputBytesMax
+})
 
 interface Command {
   readonly command: string
@@ -27,14 +37,8 @@ interface Command {
   /** Its caller waits for its exit, with its stdout and stderr (kept apart for that answer only). */
   readonly foreground: boolean
   exit: { readonly code: number | null; readonly signal: string | null; readonly timedOut: boolean; readonly at: number } | undefined
-  /** Output as it came (both streams), from `base` on. */
-  readonly chunks: Array<Buffer>
-  kept: number
-  base: number
-  readonly stdout: Array<Buffer>
-  readonly stderr: Array<Buffer>
-  replyBytes: { out: number; err: number }
-  truncated: boolean
+  /** Output as it came (both streams), within the output bounds. */
+  readonly output: CommandOutput
   /** Whoever waits for more output or the exit. */
   readonly waiters: Set<() => void>
 }
@@ -46,14 +50,19 @@ export class BoxChannel {
   private nextRid = 1
   private closed = false
   private readonly now: () => number
+  private readonly bounds: OutputBounds
+  /** The bound over all this box's commands' output, within the host's. */
+  private readonly budget: OutputBudget
   /** Told when a command starts or exits (the agent reports whether the box is busy). */
   onChange: () => void = () => undefined
   /** Resolves once the supervisor is up (its egress forwarder listening, its main process started). */
   readonly ready: Promise<void>
 
-  constructor(control: { readonly input: Writable; readonly output: Readable }, now: () => number) {
+  constructor(control: { readonly input: Writable; readonly output: Readable }, now: () => number, bounds: OutputBounds = hostOutputBounds()) {
     this.input = control.input
     this.now = now
+    this.bounds = bounds
+    this.budget = new OutputBudget(bounds.boxMax, bounds.host)
     this.input.on("error", () => undefined)
     let ready = () => {}
     this.ready = new Promise((resolve) => (ready = resolve))
@@ -88,7 +97,7 @@ export class BoxChannel {
     return false
   }
 
-  /** The box ended: every waiter is answered, every running command is gone with it. */
+  /** The box ended: every waiter is answered, every running command is gone with it, and so is their output. */
   close() {
     if (this.closed) return
     this.closed = true
@@ -96,8 +105,12 @@ export class BoxChannel {
     this.answers.clear()
     for (const command of this.commands.values()) {
       if (command.exit === undefined) command.exit = { code: null, signal: "SIGKILL", timedOut: false, at: this.now() }
+      // A foreground caller is answered with its output (nothing else can read it once the box is closed).
       wake(command)
     }
+    setImmediate(() => {
+      for (const command of this.commands.values()) command.output.release()
+    })
   }
 
   readonly handle = async (request: BoxRequest): Promise<BoxReply> => {
@@ -109,6 +122,8 @@ export class BoxChannel {
         const command = this.commands.get(request.command)
         return command === undefined ? unknownCommand(request.command) : { _tag: "Command", state: this.stateOf(command, false) }
       }
+      case "Commands":
+        return { _tag: "Commands", commands: [...this.commands.values()].map((command) => this.stateOf(command, false)) }
       case "Output":
         return this.output(request.command, request.offset, request.waitMs)
       case "Stdin":
@@ -159,26 +174,29 @@ export class BoxChannel {
   private track(id: string, argv: ReadonlyArray<string>, startTime: number, terminal = false, foreground = false): Command {
     this.forgetOld()
     const command: Command = {
-      command: id, argv, startTime, terminal, foreground, exit: undefined, chunks: [], kept: 0, base: 0, stdout: [], stderr: [], replyBytes: { out: 0, err: 0 }, truncated: false, waiters: new Set()
+      command: id, argv, startTime, terminal, foreground, exit: undefined, output: new CommandOutput(this.budget, this.bounds.commandMax), waiters: new Set()
     }
     this.commands.set(id, command)
     return command
   }
 
-  /** Exited commands past `commandsKeptMax` go, oldest first: a box that runs for weeks keeps what is recent. */
+  /** Exited commands past `Limits.sandboxCommandsKeptMax` go, oldest first: a box that runs for weeks keeps what is recent. */
   private forgetOld() {
-    if (this.commands.size < commandsKeptMax) return
+    if (this.commands.size < Limits.sandboxCommandsKeptMax) return
     for (const [id, command] of this.commands) {
-      if (this.commands.size < commandsKeptMax) return
-      if (command.exit !== undefined && command.waiters.size === 0) this.commands.delete(id)
+      if (this.commands.size < Limits.sandboxCommandsKeptMax) return
+      if (command.exit !== undefined && command.waiters.size === 0) {
+        command.output.release()
+        this.commands.delete(id)
+      }
     }
   }
 
   private async output(id: string, offset: number, waitMs: number): Promise<BoxReply> {
     const command = this.commands.get(id)
     if (command === undefined) return unknownCommand(id)
-    const end = () => command.base + command.kept
-    if (offset >= end() && command.exit === undefined && waitMs > 0) {
+    const output = command.output
+    if (offset >= output.end && command.exit === undefined && waitMs > 0) {
       await new Promise<void>((resolve) => {
         const done = () => {
           clearTimeout(timer)
@@ -189,11 +207,9 @@ export class BoxChannel {
         command.waiters.add(done)
       })
     }
-    const from = Math.max(offset, command.base)
-    const all = Buffer.concat(command.chunks)
-    const data = all.subarray(from - command.base, from - command.base + outputReplyBytesMax)
+    const { from, data } = output.read(offset, outputReplyBytesMax)
     // `exited` only once this answer reaches the end: a reader goes on from where it stopped until then.
-    const atEnd = from + data.length === end()
+    const atEnd = from + data.length === output.end
     return { _tag: "Output", offset: from, data: data.toString("base64"), exited: command.exit !== undefined && atEnd }
   }
 
@@ -207,10 +223,13 @@ export class BoxChannel {
       signal: exit?.signal ?? undefined,
       timedOut: exit?.timedOut ?? false,
       startTime: command.startTime,
-      durationMs: exit === undefined ? undefined : exit.at - command.startTime
+      durationMs: exit === undefined ? undefined : exit.at - command.startTime,
+      ...(command.output.base > 0 ? { droppedBytes: command.output.base } : {})
     }
     if (!withOutput) return state
-    return { ...state, stdout: Buffer.concat(command.stdout).toString("base64"), stderr: Buffer.concat(command.stderr).toString("base64"), truncated: command.truncated }
+    const stdout = command.output.tail(1, Limits.sandboxReplyOutputBytesMax)
+    const stderr = command.output.tail(2, Limits.sandboxReplyOutputBytesMax)
+    return { ...state, stdout: stdout.data.toString("base64"), stderr: stderr.data.toString("base64"), truncated: stdout.cut || stderr.cut || command.output.base > 0 }
   }
 
   private ask(request: Exclude<SupervisorRequest, { readonly op: "exec" }>): Promise<BoxReply> {
@@ -240,24 +259,8 @@ export class BoxChannel {
     const command = this.commands.get(message.id)
     if (command === undefined) return
     if (message.ev === "out") {
-      const data = Buffer.from(message.data, "base64")
-      command.chunks.push(data)
-      command.kept += data.length
-      while (command.kept > outputKeptMax && command.chunks.length > 1) {
-        const dropped = command.chunks.shift()!
-        command.kept -= dropped.length
-        command.base += dropped.length
-      }
-      if (!command.foreground) return wake(command)
-      const out = message.fd === 1
-      const used = out ? command.replyBytes.out : command.replyBytes.err
-      const room = replyOutputMax - used
-      if (room < data.length) command.truncated = true
-      if (room > 0) {
-        ;(out ? command.stdout : command.stderr).push(data.subarray(0, room))
-        if (out) command.replyBytes.out += Math.min(room, data.length)
-        else command.replyBytes.err += Math.min(room, data.length)
-      }
+      // An exited command's output is complete: what comes after its exit is not its own.
+      if (command.exit === undefined) command.output.append(message.fd, Buffer.from(message.data, "base64"))
     } else {
       command.exit = { code: message.code, signal: message.signal, timedOut: message.timedOut, at: this.now() }
       this.onChange()

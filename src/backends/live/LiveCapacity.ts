@@ -25,6 +25,7 @@ import type {
 import type { Offering, Variant } from "../../core/capacity/Offering.ts"
 import type { Market } from "../../core/capacity/Placement.ts"
 import { nodeOfferings } from "../../core/capacity/PoolOffering.ts"
+import { isBoxActivity } from "../../core/SandboxBox.ts"
 import {
   type BoxCall,
   type Desired,
@@ -521,7 +522,7 @@ export class LiveCapacity {
       return Promise.resolve({ _tag: "Refused", code: "Invalid", message: worker ? "a Function's worker takes calls only" : "a call goes to a Function's worker; this run is not one" })
     }
     // Reading a command's state or output is not activity: a silent open terminal is idle (spec: Sandbox idleTimeout).
-    if (request._tag !== "Output" && request._tag !== "Command" && request._tag !== "Resize") run.facts.activity = { busy: run.facts.activity?.busy ?? false, lastAt: this.options.now() }
+    if (isBoxActivity(request)) run.facts.activity = { busy: run.facts.activity?.busy ?? false, lastAt: this.options.now() }
     const id = this.nextCall++
     const waitMs = request._tag === "Exec" && !request.background ? request.timeoutMs ?? 24 * 3_600_000 : request._tag === "Output" ? request.waitMs : request._tag === "Call" ? request.timeoutMs : 0
     return new Promise((resolve) => {

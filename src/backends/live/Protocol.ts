@@ -292,11 +292,13 @@ const BoxCommandSchema = Schema.Struct({
   durationMs: Opt(Num),
   stdout: Opt(Str),
   stderr: Opt(Str),
-  truncated: Opt(Schema.Boolean)
+  truncated: Opt(Schema.Boolean),
+  droppedBytes: Opt(Num)
 })
 
 const BoxReplySchema = Schema.Union([
   Schema.TaggedStruct("Command", { state: BoxCommandSchema }),
+  Schema.TaggedStruct("Commands", { commands: Schema.Array(BoxCommandSchema) }),
   Schema.TaggedStruct("Output", { offset: Num, data: Str, exited: Schema.Boolean }),
   Schema.TaggedStruct("File", { data: Str, size: Num }),
   Schema.TaggedStruct("Directory", {

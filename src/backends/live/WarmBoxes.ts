@@ -7,7 +7,7 @@
 import { randomBytes } from "node:crypto"
 import { rmSync } from "node:fs"
 import { join } from "node:path"
-import { BoxChannel } from "./BoxChannel.ts"
+import { BoxChannel, type OutputBounds } from "./BoxChannel.ts"
 import { type IsolationSupport, type Outcome, type RunningProgram, runIsolated } from "./Isolation.ts"
 import type { RunSpec } from "./Protocol.ts"
 
@@ -39,6 +39,8 @@ export class WarmBoxes {
     readonly hidden: ReadonlyArray<string>
     readonly now: () => number
     readonly say: (message: string) => void
+    /** The agent's: a warm box's commands count in its host's output bound. */
+    readonly outputBounds: OutputBounds
   }
 
   constructor(options: WarmBoxes["options"]) {
@@ -93,7 +95,7 @@ export class WarmBoxes {
       { argv: [], env: {}, workingDir: undefined, secretFiles: [], egress: "Deny", memoryBytes: undefined, area, logPath: join(area, "log"), box: { node: process.execPath } },
       { support: this.options.support, hidden: this.options.hidden }
     )
-    const channel = new BoxChannel(program.control!, this.options.now)
+    const channel = new BoxChannel(program.control!, this.options.now, this.options.outputBounds)
     const exited = program.exited
     const up = await Promise.race([channel.ready.then(() => true), exited.then(() => false, () => false)])
     if (!up) throw new Error("its supervisor ended before it was ready")

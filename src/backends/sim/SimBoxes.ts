@@ -13,7 +13,7 @@
  */
 import { posix } from "node:path"
 import type { AttemptFacts } from "../../core/capacity/Capacity.ts"
-import type { BoxCommand, BoxReply, BoxRequest } from "../../core/SandboxBox.ts"
+import { type BoxCommand, type BoxReply, type BoxRequest, isBoxActivity } from "../../core/SandboxBox.ts"
 import { durationMs } from "../../core/StatusText.ts"
 import { simAnnotationPrefix } from "./Workloads.ts"
 
@@ -172,7 +172,7 @@ export class SimBoxes {
     const phase = this.host.facts(owner, attempt)?.phase
     if (phase === "Provisioning") return { _tag: "Refused", code: "SandboxStarting", message: "the box is starting" }
     if (phase !== "Running") return { _tag: "Refused", code: "SandboxNotRunning", message: "the box is not running" }
-    if (request._tag !== "Output" && request._tag !== "Command" && request._tag !== "Resize") this.host.noteActivity(owner, attempt)
+    if (isBoxActivity(request)) this.host.noteActivity(owner, attempt)
     return this.handle(owner, attempt, request)
   }
 
@@ -196,6 +196,8 @@ export class SimBoxes {
         const command = box.commands.get(request.command)
         return command === undefined ? noCommand(request.command) : { _tag: "Command", state: stateOf(command) }
       }
+      case "Commands":
+        return { _tag: "Commands", commands: [...box.commands.values()].map(stateOf) }
       case "Output": {
         const command = box.commands.get(request.command)
         return command === undefined ? noCommand(request.command) : { _tag: "Output", offset: 0, data: "", exited: command.phase === "Exited" }

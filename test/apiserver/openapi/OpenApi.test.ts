@@ -105,6 +105,7 @@ describe("OpenApi documents", () => {
 
 /** A Sandbox's commands, files and terminal (docs/sandboxes.md, "Commands and files"), with their query parameters. */
 const sandboxRows: ReadonlyArray<readonly [operationId: string, method: string, path: string, action: string, query: ReadonlyArray<string>]> = [
+  ["listSandboxCommands", "get", "/apis/nodus.dev/v1/namespaces/{namespace}/sandboxes/{name}/commands", "list", []],
   ["runSandboxCommand", "post", "/apis/nodus.dev/v1/namespaces/{namespace}/sandboxes/{name}/commands", "post", []],
   ["readSandboxCommand", "get", "/apis/nodus.dev/v1/namespaces/{namespace}/sandboxes/{name}/commands/{id}", "get", []],
   ["readSandboxCommandLog", "get", "/apis/nodus.dev/v1/namespaces/{namespace}/sandboxes/{name}/commands/{id}/log", "get", ["follow"]],
@@ -160,6 +161,9 @@ describe("OpenApi paths", () => {
     // What a refusal of its own says, in the operation that can answer it.
     assert.include(String(byId.get("writeSandboxCommandStdin")!.operation["description"]), "429 StdinBackpressure")
     for (const operationId of ["readSandboxFile", "writeSandboxFile"]) assert.include(String(byId.get(operationId)!.operation["description"]), "413 FileTooLarge")
+    assert.include(String(byId.get("readSandboxFile")!.operation["description"]), "422 Invalid")
+    assert.include(String(byId.get("runSandboxCommand")!.operation["description"]), "415 UnsupportedMediaType")
+    assert.include(String(byId.get("runSandboxCommand")!.operation["description"]), "killed when its client disconnects")
   })
 
   it("serves only the operations a kind has", () => {
