@@ -113,6 +113,13 @@ export const sandbox = async (args: ReadonlyArray<string>, configFrom: (args: Re
   const namespace = one(parsed, "-n", "--namespace")
   if (verb !== "exec" && verb !== "cp" && verb !== "shell") return usage(`unknown subcommand ${JSON.stringify(verb ?? "")}: exec, cp or shell`)
   if (namespace === undefined) return usage(`${verb} needs -n <project>`)
+  if (verb === "shell") {
+    const problem = (await import("./SandboxShell.ts")).noTerminal(process.stdin)
+    if (problem !== undefined) {
+      process.stderr.write(`nodus sandbox shell: ${problem}\n`)
+      return 2
+    }
+  }
   const config = configFrom(parsed.rest)
   try {
     const client = await connect(config)

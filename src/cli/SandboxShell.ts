@@ -6,11 +6,23 @@
 import WebSocket from "ws"
 import type { ServerConfig } from "../server/Config.ts"
 
+/** The size a terminal asks for: this one's, or 80×24 where it says 0 or nothing (a 0×0 pty, no terminal at all). */
+export const terminalSize = (stream: { readonly columns?: number | undefined; readonly rows?: number | undefined }) => {
+  const fit = (value: number | undefined, fallback: number) => (value !== undefined && Number.isInteger(value) && value >= 1 ? Math.min(value, 1000) : fallback)
+  return { cols: fit(stream.columns, 80), rows: fit(stream.rows, 24) }
+}
+
+/** Why a shell cannot be joined to this process's stdin, if it cannot: it must be a terminal. */
+export const noTerminal = (stdin: { readonly isTTY?: boolean | undefined }): string | undefined =>
+  stdin.isTTY === true
+    ? undefined
+    : "stdin is not a terminal: a shell needs one. To run a command without a terminal, use nodus sandbox exec <name> -n <project> -- <command>"
+
 export const shell = async (config: ServerConfig, url: string, shellPath: string | undefined): Promise<number> => {
   const { ensureAdminToken, ensureTls } = await import("../server/Bootstrap.ts")
   const ca = config.tls ? ensureTls(config, new Date()).ca : undefined
   const token = ensureAdminToken(config)
-  const size = () => ({ cols: process.stdout.columns ?? 80, rows: process.stdout.rows ?? 24 })
+  const size = () => terminalSize(process.stdout)
   const query = new URLSearchParams({ cols: String(size().cols), rows: String(size().rows), ...(shellPath === undefined ? {} : { shell: shellPath }) })
   const socket = new WebSocket(`${url.replace(/^http/u, "ws")}?${query}`, { headers: { authorization: `Bearer ${token}` }, ...(ca === undefined ? {} : { ca }) })
   return new Promise((resolve) => {
