@@ -132,6 +132,26 @@ describe("the CLI on a Volume's files", () => {
   })
 })
 
+/**
+ * The nodus CLI on a pseudo-terminal of util-linux `script` sized 0×0, `input` typed into it; its output and the
+ * terminal's echo come back together on stdout. Its stdin stays open until it exits (an end would hang up the shell).
+ */
+const nodusOnTerminal = (url: string, args: ReadonlyArray<string>, input: string) =>
+  new Promise<{ code: number; stdout: string }>((resolve) => {
+    const env = { ...process.env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token, NODUS_DATA_DIR: dataDir, NODUS_ADDR: new URL(url).host }
+    const line = ["stty rows 0 cols 0;", "exec", node, cli, ...args].map((word) => (word.endsWith(";") ? word : `'${word}'`)).join(" ")
+    const child = spawn("script", ["-qec", line, "/dev/null"], { env })
+    let stdout = ""
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stderr.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
+    const timer = setTimeout(() => child.kill("SIGKILL"), 30_000)
+    child.on("exit", (code) => {
+      clearTimeout(timer)
+      resolve({ code: code ?? 1, stdout })
+    })
+    child.stdin.write(input)
+  })
+
 /** The nodus CLI with `input` on its stdin (a pipe, not a terminal). */
 const nodusWithInput = (url: string, args: ReadonlyArray<string>, input: string) =>
   new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
@@ -174,10 +194,16 @@ describe("the CLI on a Sandbox", () => {
     assert.strictEqual(missing.code, 1)
     assert.include(missing.stderr, "NotFound")
 
-    const shell = await nodusWithInput(server.url, ["sandbox", "shell", "desk", "-n", "boxes", "--shell", "/bin/sh"], "stty size; echo marker-$((40+2)); exit 5\n")
-    assert.strictEqual(shell.code, 5, shell.stderr)
+    // On a terminal that says it is 0×0 (as a pty nobody sized is), the shell gets 80×24.
+    const shell = await nodusOnTerminal(server.url, ["sandbox", "shell", "desk", "-n", "boxes", "--shell", "/bin/sh"], "stty size; echo marker-$((40+2)); exit 5\n")
+    assert.strictEqual(shell.code, 5, shell.stdout)
     assert.include(shell.stdout, "24 80")
     assert.include(shell.stdout, "marker-42")
+    assert.notInclude(shell.stdout, "invalid value for cols")
+    // Without a terminal it says so at once, and points to exec.
+    const withoutTerminal = await nodusWithInput(server.url, ["sandbox", "shell", "desk", "-n", "boxes"], "exit 5\n")
+    assert.strictEqual(withoutTerminal.code, 2)
+    assert.include(withoutTerminal.stderr, "nodus sandbox exec")
     server.child.kill("SIGTERM")
     await new Promise((resolve) => server.child.once("exit", resolve))
   })
