@@ -8,7 +8,7 @@
  * - reattaching: a run on another host (a `nodus agent` process) goes on while the server is killed and restarted; the
  *   agent says hello again holding it, and the restarted server keeps it — the same process, the same Attempt.
  */
-import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process"
+import { type ChildProcess, type ChildProcessWithoutNullStreams, execFile, execFileSync, spawn } from "node:child_process"
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { createServer } from "node:net"
@@ -62,8 +62,7 @@ const programRuns = () => {
 /** The nodus CLI against the server of the data directory (plain HTTP), as the admin. */
 const nodus = (url: string, args: ReadonlyArray<string>) =>
   new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    const env = { ...process.env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token, NODUS_DATA_DIR: dataDir, NODUS_ADDR: new URL(url).host }
-    execFile(node, [cli, ...args], { env, timeout: 30_000 }, (error, stdout, stderr) =>
+    execFile(node, [cli, ...args], { env: cliEnv(url), timeout: 30_000 }, (error, stdout, stderr) =>
       resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, stdout, stderr }))
   })
 
@@ -132,31 +131,12 @@ describe("the CLI on a Volume's files", () => {
   })
 })
 
-/**
- * The nodus CLI on a pseudo-terminal of util-linux `script` sized 0×0, `input` typed into it; its output and the
- * terminal's echo come back together on stdout. Its stdin stays open until it exits (an end would hang up the shell).
- */
-const nodusOnTerminal = (url: string, args: ReadonlyArray<string>, input: string) =>
-  new Promise<{ code: number; stdout: string }>((resolve) => {
-    const env = { ...process.env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token, NODUS_DATA_DIR: dataDir, NODUS_ADDR: new URL(url).host }
-    const line = ["stty rows 0 cols 0;", "exec", node, cli, ...args].map((word) => (word.endsWith(";") ? word : `'${word}'`)).join(" ")
-    const child = spawn("script", ["-qec", line, "/dev/null"], { env })
-    let stdout = ""
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
-    child.stderr.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
-    const timer = setTimeout(() => child.kill("SIGKILL"), 30_000)
-    child.on("exit", (code) => {
-      clearTimeout(timer)
-      resolve({ code: code ?? 1, stdout })
-    })
-    child.stdin.write(input)
-  })
+/** The CLI's environment: the server of the data directory (plain HTTP), as the admin. */
+const cliEnv = (url: string) => ({ ...process.env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token, NODUS_DATA_DIR: dataDir, NODUS_ADDR: new URL(url).host })
 
-/** The nodus CLI with `input` on its stdin (a pipe, not a terminal). */
-const nodusWithInput = (url: string, args: ReadonlyArray<string>, input: string) =>
+/** A started CLI's exit code and output, with `input` written to its stdin (ended, unless `keepOpen`). */
+const finished = (child: ChildProcessWithoutNullStreams, input: string, keepOpen: boolean) =>
   new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    const env = { ...process.env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token, NODUS_DATA_DIR: dataDir, NODUS_ADDR: new URL(url).host }
-    const child = spawn(node, [cli, ...args], { env })
     let stdout = ""
     let stderr = ""
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
@@ -166,8 +146,21 @@ const nodusWithInput = (url: string, args: ReadonlyArray<string>, input: string)
       clearTimeout(timer)
       resolve({ code: code ?? 1, stdout, stderr })
     })
-    child.stdin.end(input)
+    if (keepOpen) child.stdin.write(input)
+    else child.stdin.end(input)
   })
+
+/**
+ * The nodus CLI on a pseudo-terminal of util-linux `script` sized 0×0, `input` typed into it; its output and the
+ * terminal's echo come back together on stdout. Its stdin stays open until it exits (an end would hang up the shell).
+ */
+const nodusOnTerminal = (url: string, args: ReadonlyArray<string>, input: string) => {
+  const line = ["stty rows 0 cols 0;", "exec", node, cli, ...args].map((word) => (word.endsWith(";") ? word : `'${word}'`)).join(" ")
+  return finished(spawn("script", ["-qec", line, "/dev/null"], { env: cliEnv(url) }), input, true)
+}
+
+/** The nodus CLI with `input` on its stdin (a pipe, not a terminal). */
+const nodusWithInput = (url: string, args: ReadonlyArray<string>, input: string) => finished(spawn(node, [cli, ...args], { env: cliEnv(url) }), input, false)
 
 describe("the CLI on a Sandbox", () => {
   it("runs commands (nodus sandbox exec), copies files both ways (cp), and opens a terminal (shell)", async () => {
