@@ -38,7 +38,7 @@ type Response = HttpServerResponse.HttpServerResponse
 export const sandboxSubresources = ["commands", "files", "terminal"] as const
 
 /** The header of a command's log that says how many bytes of its output were dropped before its first byte. */
-export const droppedBytesHeader = "nodus-output-dropped-bytes"
+const droppedBytesHeader = "nodus-output-dropped-bytes"
 
 /** How long one wait for more output may hold a log request's next chunk. */
 const followWaitMs = 10_000
@@ -136,7 +136,12 @@ export const makeSandboxApi = (services: {
    */
   const killedWithItsClient = (request: Request, target: SandboxTarget, id: string, exec: Effect.Effect<BoxReply, ApiError>) => {
     const kill = Effect.ignore(call(target, { _tag: "Kill", command: id, signal: "SIGKILL" }))
-    const gone = Effect.andThen(disconnected(request), Effect.andThen(kill, Effect.fail(new ApiError({ code: "Unavailable", message: "the client went away; its command was killed" }))))
+    // (The answer reaches nobody; a 4xx keeps it out of the server's error log.)
+    const gone = Effect.andThen(disconnected(request), Effect.andThen(kill, Effect.fail(new ApiError({
+      code: "Conflict",
+      message: `the client went away before command ${id} exited; it was killed`,
+      fix: "Run a command that outlives its request with background: true, and follow its log (GET …/commands/{id}/log?follow=true)."
+    }))))
     return Effect.onInterrupt(Effect.raceFirst(exec, gone), () => kill)
   }
 
