@@ -34,8 +34,6 @@ interface Command {
   readonly startTime: number
   /** A terminal's shell: never counted as a running command (a silent open terminal is idle). */
   readonly terminal: boolean
-  /** Its caller waits for its exit, with its stdout and stderr (kept apart for that answer only). */
-  readonly foreground: boolean
   exit: { readonly code: number | null; readonly signal: string | null; readonly timedOut: boolean; readonly at: number } | undefined
   /** Output as it came (both streams), within the output bounds. */
   readonly output: CommandOutput
@@ -154,7 +152,7 @@ export class BoxChannel {
 
   private async exec(request: Extract<BoxRequest, { _tag: "Exec" }>): Promise<BoxReply> {
     if (this.commands.has(request.command)) return refused("Conflict", `a command ${request.command} exists already`)
-    const command = this.track(request.command, request.argv, this.now(), request.terminal === true, !request.background)
+    const command = this.track(request.command, request.argv, this.now(), request.terminal === true)
     this.send({
       op: "exec",
       id: request.command,
@@ -171,10 +169,10 @@ export class BoxChannel {
     return { _tag: "Command", state: this.stateOf(command, true) }
   }
 
-  private track(id: string, argv: ReadonlyArray<string>, startTime: number, terminal = false, foreground = false): Command {
+  private track(id: string, argv: ReadonlyArray<string>, startTime: number, terminal = false): Command {
     this.forgetOld()
     const command: Command = {
-      command: id, argv, startTime, terminal, foreground, exit: undefined, output: new CommandOutput(this.budget, this.bounds.commandMax), waiters: new Set()
+      command: id, argv, startTime, terminal, exit: undefined, output: new CommandOutput(this.budget, this.bounds.commandMax), waiters: new Set()
     }
     this.commands.set(id, command)
     return command
