@@ -6,6 +6,8 @@
  */
 import { createHash } from "node:crypto"
 import { Context, Effect, Layer } from "effect"
+import * as Limits from "../core/Limits.ts"
+import { parseDurationMs } from "../core/Units.ts"
 import { type ClientConfig, type ClientOptions, resolveConfig } from "./Config.ts"
 import type { ClientError, ConfigurationError } from "./Errors.ts"
 import { functionCall, type FunctionCallHandle, functionHandle, type FunctionHandle } from "./Functions.ts"
@@ -111,6 +113,9 @@ export interface ClientShape {
   readonly close: () => void
 }
 
+/** How long the server lets a foreground command run when the request names no timeout. */
+const commandTimeoutDefaultMs = parseDurationMs(Limits.sandboxCommandTimeoutDefault) ?? 10 * 60_000
+
 const durationOf = (seconds: number | string) =>
   typeof seconds === "string" ? seconds : Number.isInteger(seconds) ? `${seconds}s` : `${Math.round(seconds * 1000)}ms`
 
@@ -145,12 +150,13 @@ export const fromConfig = (config: ClientConfig): ClientShape => {
         if (options.stdin !== undefined) command["stdin"] = typeof options.stdin === "string" ? options.stdin : Buffer.from(options.stdin).toString("utf8")
         if (options.env !== undefined && Object.keys(options.env).length > 0) command["env"] = { ...options.env }
         if (options.workingDir !== undefined) command["workingDir"] = options.workingDir
-        let timeoutMs = config.timeoutMs
-        if (options.timeout !== undefined) {
-          command["timeout"] = durationOf(options.timeout)
-          // The answer comes when the command ends: wait for its own timeout, and then some.
-          if (typeof options.timeout === "number") timeoutMs = Math.max(timeoutMs, (options.timeout + 30) * 1000)
-        }
+        // The answer comes when the command ends, and a client that stops waiting kills it (docs/sandboxes.md): wait
+        // for the command's own timeout (the server's default, 10 minutes, when none is given), and then some.
+        if (options.timeout !== undefined) command["timeout"] = durationOf(options.timeout)
+        const commandMs = options.timeout === undefined
+          ? commandTimeoutDefaultMs
+          : typeof options.timeout === "number" ? options.timeout * 1000 : parseDurationMs(options.timeout) ?? commandTimeoutDefaultMs
+        const timeoutMs = Math.max(config.timeoutMs, commandMs + 30_000)
         return Effect.map(json("POST", `${base}/commands`, { json: command, timeoutMs, replayable: false }), (answer) => ({
           id: answer["id"],
           exitCode: answer["exitCode"],

@@ -38,6 +38,26 @@ def _duration(seconds):
     return "%dms" % round(seconds * 1000)
 
 
+_COMMAND_TIMEOUT_DEFAULT = 600.0
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def _seconds(duration):
+    """Seconds in a duration given as a number or as the API's text ("90s", "2h30m"); the default when unreadable."""
+    if not isinstance(duration, str):
+        return float(duration)
+    total = 0.0
+    rest = duration
+    while rest:
+        digits = len(rest) - len(rest.lstrip("0123456789."))
+        unit = "ms" if rest[digits:].startswith("ms") else rest[digits:digits + 1]
+        if digits == 0 or unit not in _DURATION_UNITS:
+            return _COMMAND_TIMEOUT_DEFAULT
+        total += float(rest[:digits]) * _DURATION_UNITS[unit]
+        rest = rest[digits + len(unit):]
+    return total
+
+
 def _retry_after(headers, payload):
     """Seconds the server asked to wait (Retry-After: seconds or an HTTP date; else details.retryAfterSeconds)."""
     value = headers.get("retry-after")
@@ -327,11 +347,12 @@ class Sandbox(Handle):
             command["env"] = dict(env)
         if working_dir is not None:
             command["workingDir"] = working_dir
-        http_timeout = self.client.timeout
+        # The answer comes when the command ends, and a client that stops waiting kills it (docs/sandboxes.md):
+        # wait for the command's own timeout (the server's default, 10 minutes, when none is given), and then some.
         if timeout is not None:
             command["timeout"] = _duration(timeout)
-            if not isinstance(timeout, str):
-                http_timeout = max(http_timeout, float(timeout) + 30.0)
+        command_seconds = _COMMAND_TIMEOUT_DEFAULT if timeout is None else _seconds(timeout)
+        http_timeout = max(self.client.timeout, command_seconds + 30.0)
         answer = self.client._json("POST", self._base + "/commands", json_body=command, timeout=http_timeout,
                                    replayable=False)
         return ExecResult(answer)
