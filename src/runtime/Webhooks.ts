@@ -20,7 +20,8 @@
  *   delivery, an attempt or a status). The sub-resources' operations run in every process: a replay is queued in the
  *   store for the engine (`replayQueueTable`), a rotation reaches the engine through the endpoint's change.
  *
- * Time is the service's Clock: under the simulator the schedule runs on virtual time (and its test clock).
+ * Time is the service's Clock: under the simulator the schedule runs on virtual time (and its test clock). Only the
+ * signature's `webhook-timestamp` is the wall clock's (WallClock.ts), since the receiver checks it against its own.
  */
 import { createHash } from "node:crypto"
 import { Clock, Deferred, Effect, Layer, Option, Queue, type Scope } from "effect"
@@ -40,6 +41,7 @@ import { followStore, surviving, wallPause } from "./Following.ts"
 import { statusUpdater } from "./ObjectWriter.ts"
 import { currentOwnership } from "./Ownership.ts"
 import { SecretCipher } from "./SecretCipher.ts"
+import { WallClock } from "./WallClock.ts"
 import { WorkQueue } from "./WorkQueue.ts"
 import { Health } from "./WebhookHealth.ts"
 import { afterAttempt, bodyOf, type Delivery, deliveriesTable, entryOf, iso, newDelivery, putDelivery, recordKey } from "./WebhookLog.ts"
@@ -144,6 +146,7 @@ const engine = (parts: Parts): Effect.Effect<Engine, StoreError, Scope.Scope> =>
   const transport = makeTransport({ allowLoopback: settings.allowLoopback, resolve: settings.resolve, timeoutMs: settings.timeoutMs })
   /** Read for each commit: a claim made anew (the epoch superseded, then taken again) fences with its new epoch. */
   const fence = () => ownership.fence(engineSingleton)
+  const wall = yield* WallClock
 
   const endpoints = new Map<string, Endpoint>()
   const health = new Map<string, Health>()
@@ -349,7 +352,9 @@ const engine = (parts: Parts): Effect.Effect<Engine, StoreError, Scope.Scope> =>
     const live = yield* secretsOf(delivery.endpoint)
     if (live === undefined) return yield* abandon(delivery, "the endpoint was deleted")
     const signedAt = yield* now
-    const timestamp = Math.floor(signedAt / 1_000)
+    // The signature's time is the wall clock's when it is sent (a receiver checks it against its own); the schedule's
+    // and the body's times stay on the service's clock (virtual under the simulator).
+    const timestamp = Math.floor(wall.millis() / 1_000)
     const headers = {
       "webhook-id": delivery.webhookId,
       "webhook-timestamp": String(timestamp),

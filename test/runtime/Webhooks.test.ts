@@ -144,3 +144,26 @@ describe("deliveries", () => {
     }
   })
 })
+
+describe("under the simulator", () => {
+  it("signs with the wall clock at high speed, so a Standard Webhooks receiver (5 minutes' tolerance) takes it", async () => {
+    // An hour of simulated time per second: within a second the service's clock is hours ahead of the wall clock.
+    const simulated = await startTestServer({ sim: { speed: 3_600 }, webhooks: { allowLoopback: true, resolve, timeoutMs: 2_000 } })
+    try {
+      const simulatedNow = async () => Date.parse((await request(simulated, "GET", "/apis/nodus.dev/v1/simulation/clock")).body.now)
+      // Far past the receiver's tolerance before anything is sent.
+      await eventually("the simulated clock 10 minutes ahead", async () => (await simulatedNow()) - Date.now() > 600_000)
+      const created = await request(simulated, "POST", endpoints, {
+        body: { apiVersion: "nodus.dev/v1", kind: "WebhookEndpoint", metadata: { name: "fast" }, spec: { url: `https://receiver.example.com:${receiver.port}/fast` } }
+      })
+      expect(created.status, created.text).toBe(201)
+      const ping = await eventually("the ping from the simulator", () => receiver.received.find((got) => got.path === "/fast"))
+      // Checked against the receiver's own clock, as a real receiver checks it.
+      expect(receiver.verifies(created.body.status.signingSecret, ping)).toBe(true)
+      // The payload's own time stays the simulated one.
+      expect(Date.parse(ping.json.timestamp) - Number(ping.headers["webhook-timestamp"]) * 1_000).toBeGreaterThan(600_000)
+    } finally {
+      await simulated.stop()
+    }
+  })
+})
