@@ -7,7 +7,7 @@
 import { isObject, type JsonObject } from "../core/Json.ts"
 import * as Limits from "../core/Limits.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
-import { conditionsOf, withCondition } from "../core/controller/Conditions.ts"
+import { type ConditionStatus, conditionsOf, withCondition } from "../core/controller/Conditions.ts"
 import { isFailing, isSuccess } from "../core/WebhookDelivery.ts"
 import { type Delivery, iso } from "./WebhookLog.ts"
 
@@ -85,16 +85,8 @@ export class Health {
   statusOf(object: ResourceObject, at: number): JsonObject {
     const current = isObject(object.status) ? object.status : {}
     const last = this.last
-    const failing = this.failingSince !== undefined
-    const conditions = withCondition(
-      conditionsOf(current),
-      "Healthy",
-      failing ? "False" : "True",
-      failing ? "DeliveriesFailing" : "DeliveriesSucceeding",
-      failing ? `The last ${this.failuresInARow} delivery attempts failed.` : "The last delivery attempt succeeded, or none was made yet.",
-      at,
-      object.metadata.generation
-    )
+    const [status, reason, message] = this.healthy()
+    const conditions = withCondition(conditionsOf(current), "Healthy", status, reason, message, at, object.metadata.generation)
     const { failingSince: _cleared, ...rest } = current
     return {
       ...rest,
@@ -111,6 +103,19 @@ export class Health {
       conditions: conditions as unknown as JsonObject[],
       observedGeneration: object.metadata.generation ?? 0
     }
+  }
+
+  /**
+   * The Healthy condition: False once three attempts in a row failed (spec: retry rule 6); True only when the last
+   * attempt succeeded; Unknown before any attempt, or while the last failed and fewer than three did in a row — an
+   * endpoint whose first delivery failed is not known to be healthy.
+   */
+  private healthy(): readonly [ConditionStatus, string, string] {
+    if (this.failingSince !== undefined) return ["False", "DeliveriesFailing", `The last ${this.failuresInARow} delivery attempts failed.`]
+    const lastAttempt = this.last?.results.at(-1)
+    if (lastAttempt === undefined) return ["Unknown", "NoDeliveriesYet", "No delivery attempt was made yet."]
+    if (isSuccess(lastAttempt[1])) return ["True", "DeliveriesSucceeding", "The last delivery attempt succeeded."]
+    return ["Unknown", "DeliveryFailed", `The last delivery attempt failed (${this.last?.error ?? "no answer"}); ${Limits.webhookFailuresUnhealthy} in a row make the endpoint unhealthy.`]
   }
 
   /** The failed attempts in a row, and why the last one failed (for the deliveries_failing event). */

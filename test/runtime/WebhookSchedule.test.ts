@@ -64,7 +64,7 @@ const endpointStatus = async (name: string) => (await request(server, "GET", `${
 
 beforeAll(async () => {
   receiver = await startReceiver()
-  receiver.answer((got) => (got.path === "/flaky" || got.path === "/down" ? 500 : 200))
+  receiver.answer((got) => (["/flaky", "/down", "/refusing"].includes(got.path) ? 500 : 200))
   // Simulated time barely moves by itself: the test moves it.
   server = await startTestServer({ sim: { speed: 1e-9 }, webhooks: { allowLoopback: true, resolve, timeoutMs: 2_000 } })
 })
@@ -72,6 +72,20 @@ beforeAll(async () => {
 afterAll(async () => {
   await server.stop()
   await receiver.close()
+})
+
+describe("a new endpoint's health", () => {
+  it("is not Healthy True while its first delivery failed: Unknown until an attempt succeeds or three fail", async () => {
+    await createEndpoint("refusing")
+    await nth("/refusing", 1)
+    const status = await eventually("the status after the first attempt", async () => {
+      const shown = await endpointStatus("refusing")
+      return shown.lastDelivery?.attempts === 1 ? shown : undefined
+    })
+    expect(status.lastDelivery).toMatchObject({ phase: "Pending", responseCode: 500 })
+    expect(status.conditions).toEqual([expect.objectContaining({ type: "Healthy", status: "Unknown", reason: "DeliveryFailed", message: expect.stringContaining("answered 500") })])
+    expect(status.failingSince).toBeUndefined()
+  })
 })
 
 describe("the retry schedule", () => {
