@@ -15,8 +15,11 @@ export interface DeliveryPage {
 }
 
 export class WebhookOperations extends Context.Service<WebhookOperations, {
-  /** The log of the endpoint `name` after `after` (a `continue` value; "" for the first page), at most `limit`. */
-  readonly deliveries: (name: string, after: string, limit: number) => Effect.Effect<DeliveryPage, ApiError>
+  /**
+   * The log of the endpoint `name` after `after` (a `continue` value; "" for the first page), at most `limit`; for a
+   * key bound to `project`, only the deliveries of that project's events.
+   */
+  readonly deliveries: (name: string, after: string, limit: number, project: string | undefined) => Effect.Effect<DeliveryPage, ApiError>
   /** A new delivery of the same body as delivery `id`, under a new webhook-id: the new entry. */
   readonly replay: (name: string, id: string) => Effect.Effect<JsonObject, ApiError>
   /**

@@ -36,6 +36,11 @@ export interface Delivery {
   readonly durationMs?: number | undefined
   readonly error?: string | undefined
   readonly replayOf?: string | undefined
+  /**
+   * The project of the event's object; "" for an event of the organization (a cluster-scoped object, a ping). Absent
+   * from records written before it was kept: then read from the body.
+   */
+  readonly project?: string | undefined
 }
 
 export const recordKey = (endpoint: string, id: string): string => `${endpoint}/${id}`
@@ -46,7 +51,7 @@ export const iso = (ms: number): string => new Date(ms).toISOString()
  * A new delivery, due now. One of an event has a webhook-id derived from its record's key, so a second process that
  * fans the same event out writes the same record (receivers drop the duplicate attempt by it); a replay's is new.
  */
-export const newDelivery = (endpoint: string, id: string, type: string, body: string, eventAt: number, at: number, replayOf?: string): Delivery => ({
+export const newDelivery = (endpoint: string, id: string, type: string, body: string, eventAt: number, at: number, project: string | undefined, replayOf?: string): Delivery => ({
   endpoint,
   id,
   webhookId: replayOf === undefined ? `msg_${createHash("sha256").update(recordKey(endpoint, id)).digest("hex").slice(0, 32)}` : newWebhookId(),
@@ -58,6 +63,7 @@ export const newDelivery = (endpoint: string, id: string, type: string, body: st
   attempts: 0,
   results: [],
   nextAttemptAt: at,
+  project: project ?? "",
   ...(replayOf === undefined ? {} : { replayOf })
 })
 
@@ -106,6 +112,20 @@ export const bodyOf = (event: OutboxEntry["event"]): string => {
   const kept = Object.fromEntries(["phase", "reason", "message"].flatMap((field) => typeof status[field] === "string" ? [[field, String(status[field]).slice(0, 4_096)]] : []))
   const message = event.data.event.message.slice(0, 4_096)
   return JSON.stringify({ ...event, data: { event: { ...event.data.event, message }, object: { ...event.data.object, status: kept } } })
+}
+
+/** The project of a delivery's event ("" for the organization's). */
+export const projectOf = (delivery: Delivery): string => {
+  if (delivery.project !== undefined) return delivery.project
+  const body = JSON.parse(delivery.body) as { readonly data?: { readonly object?: { readonly metadata?: { readonly namespace?: unknown } } } }
+  const namespace = body.data?.object?.metadata?.namespace
+  return typeof namespace === "string" ? namespace : ""
+}
+
+/** A page of entries from the deliveries read past `after`: the first `limit`, and a `continue` when one more was read. */
+export const pageOf = (read: ReadonlyArray<Delivery>, limit: number): { readonly items: ReadonlyArray<JsonObject>; readonly continue: string | undefined } => {
+  const items = read.slice(0, limit).map(entryOf)
+  return { items, continue: read.length > limit ? read[limit - 1]!.id : undefined }
 }
 
 /** A delivery's log entry, as the deliveries sub-resource shows it. */

@@ -44,7 +44,7 @@ import { SecretCipher } from "./SecretCipher.ts"
 import { WallClock } from "./WallClock.ts"
 import { WorkQueue } from "./WorkQueue.ts"
 import { Health } from "./WebhookHealth.ts"
-import { afterAttempt, bodyOf, type Delivery, deliveriesTable, entryOf, iso, newDelivery, putDelivery, recordKey } from "./WebhookLog.ts"
+import { afterAttempt, bodyOf, type Delivery, deliveriesTable, entryOf, iso, newDelivery, pageOf, projectOf, putDelivery, recordKey } from "./WebhookLog.ts"
 import { type EndpointSecrets, putSecrets, readSecrets, signingSecrets } from "./WebhookSecrets.ts"
 import { newSecret, newWebhookId, signatureHeader } from "./WebhookSigning.ts"
 import { makeTransport, type Resolver } from "./WebhookTransport.ts"
@@ -69,6 +69,8 @@ const recheckMs = 250
 const dispatchBatch = 512
 /** The least time between two dispatch passes woken by changes of other processes (they may come thousands a second). */
 const passSpacingMs = 10
+/** Log records read at most for one page of a project-bound key (which skips other projects' deliveries). */
+const deliveriesScanMax = 10_000
 /** Queued replays taken per pass. */
 const replayBatch = 256
 
@@ -280,7 +282,7 @@ const engine = (parts: Parts): Effect.Effect<Engine, StoreError, Scope.Scope> =>
       for (const [uid, endpoint] of endpoints) {
         if (!delivers(endpoint.subscription, event)) continue
         if (entry.id < startedPrefix && Option.isSome(yield* store.getRecord(deliveriesTable, recordKey(uid, entry.id), 0))) continue
-        made.push(newDelivery(uid, entry.id, entry.event.type, body, Date.parse(entry.event.timestamp), at))
+        made.push(newDelivery(uid, entry.id, entry.event.type, body, Date.parse(entry.event.timestamp), at, event.namespace))
       }
     }
     // Most events go to no endpoint: then nothing is written (the cursor is stored once a second by the rescan).
@@ -505,15 +507,29 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
 
   const endpointNamed = (name: string) => resources.get(ref, undefined, name)
 
-  const deliveries = (name: string, after: string, limit: number) => Effect.gen(function*() {
+  /**
+   * A page of the log. A key bound to a project sees only its project's deliveries (docs/auth.md): the page is read
+   * on past the others, at most `scanMax` records, and then ends where the reading stopped (fewer items, or none,
+   * with a `continue`).
+   */
+  const deliveries = (name: string, after: string, limit: number, project: string | undefined) => Effect.gen(function*() {
     const object = yield* endpointNamed(name)
     const prefix = `${object.metadata.uid}/`
     const at = yield* now
-    const page = yield* storeError(store.records(deliveriesTable, `${prefix}${after}`, limit + 1, at))
-    const mine = page.filter((entry) => entry.id.startsWith(prefix))
-    const items = mine.slice(0, limit).map((entry) => entryOf(entry.value as unknown as Delivery))
-    const more = mine.length > limit
-    return { items, continue: more ? String(items[items.length - 1]!["id"]) : undefined }
+    const shown: Array<Delivery> = []
+    let from = after
+    for (let scanned = 0; scanned < deliveriesScanMax;) {
+      const page = (yield* storeError(store.records(deliveriesTable, `${prefix}${from}`, limit + 1, at))).filter((entry) => entry.id.startsWith(prefix))
+      for (const entry of page) {
+        const delivery = entry.value as unknown as Delivery
+        if (project === undefined || projectOf(delivery) === project) shown.push(delivery)
+        from = delivery.id
+        if (shown.length > limit) break
+      }
+      scanned += page.length
+      if (shown.length > limit || page.length <= limit) return pageOf(shown, limit)
+    }
+    return { items: shown.map(entryOf), continue: from }
   })
 
   const replay = (name: string, id: string) => Effect.gen(function*() {
@@ -523,7 +539,7 @@ const make = (settings: WebhookSettings) => Effect.gen(function*() {
     if (Option.isNone(found)) return yield* Effect.fail(new ApiError({ code: "NotFound", message: `webhookendpoints "${name}" has no delivery "${id}" (the log keeps 7 days)` }))
     const original = found.value as unknown as Delivery
     const replayId = `${String(at).padStart(15, "0")}.replay.${newWebhookId().slice(4, 16)}`
-    const delivery = newDelivery(object.metadata.uid, replayId, original.type, original.body, at, at, original.id)
+    const delivery = newDelivery(object.metadata.uid, replayId, original.type, original.body, at, at, original.project, original.id)
     const key = recordKey(delivery.endpoint, delivery.id)
     const queued: WriteOp = { _tag: "PutRecord", table: replayQueueTable, id: key, value: { key }, expiresAt: at + Limits.webhookLogRetentionMs }
     yield* storeError(store.commit([putDelivery(delivery), queued]))

@@ -34,7 +34,7 @@ describe("a restarted server's webhook service", () => {
     await first.stop()
     // A delivery due now, as a server that stopped before trying it leaves one.
     const uid = created.body.metadata.uid as string
-    const pending = newDelivery(uid, "000000000000000.left.0000000001", "webhookendpoint.ping", receiver.received[0]!.body, Date.now(), Date.now())
+    const pending = newDelivery(uid, "000000000000000.left.0000000001", "webhookendpoint.ping", receiver.received[0]!.body, Date.now(), Date.now(), undefined)
     await Effect.runPromise(store.commit([putDelivery(pending)]))
     const slow = { ...store, list: (query: Parameters<typeof store.list>[0]) => Effect.andThen(Effect.sleep(query.resource === "webhookendpoints" ? "1 second" : "0 millis"), store.list(query)) }
     const second = await startTestServer({ store: Layer.succeed(Store, slow), webhooks: { allowLoopback: true, resolve, timeoutMs: 2_000 } })

@@ -5,6 +5,7 @@
  * switch lets take deliveries.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { createJob, createProject } from "../apiserver/api/Support.ts"
 import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 import { type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
 
@@ -162,6 +163,53 @@ describe("under the simulator", () => {
       expect(receiver.verifies(created.body.status.signingSecret, ping)).toBe(true)
       // The payload's own time stays the simulated one.
       expect(Date.parse(ping.json.timestamp) - Number(ping.headers["webhook-timestamp"]) * 1_000).toBeGreaterThan(600_000)
+    } finally {
+      await simulated.stop()
+    }
+  })
+})
+
+describe("the delivery log under a project-bound key", () => {
+  it("shows the key only its own project's deliveries, none of an endpoint that covers only another project", async () => {
+    const simulated = await startTestServer({ sim: { speed: 3_600 }, webhooks: { allowLoopback: true, resolve, timeoutMs: 2_000 } })
+    try {
+      for (const project of ["alpha", "beta"]) await createProject(simulated, project)
+      const endpoint = (name: string, projects: ReadonlyArray<string>) =>
+        request(simulated, "POST", endpoints, {
+          body: { apiVersion: "nodus.dev/v1", kind: "WebhookEndpoint", metadata: { name }, spec: { url: `https://receiver.example.com:${receiver.port}/${name}`, eventTypes: ["job.*"], projects } }
+        })
+      expect((await endpoint("beta-only", ["beta"])).status).toBe(201)
+      expect((await endpoint("both", ["alpha", "beta"])).status).toBe(201)
+      const account = await request(simulated, "POST", "/apis/nodus.dev/v1/namespaces/alpha/serviceaccounts", {
+        body: { apiVersion: "nodus.dev/v1", kind: "ServiceAccount", metadata: { name: "reader" }, spec: { scopes: ["webhookendpoints:read"] } }
+      })
+      expect(account.status, account.text).toBe(201)
+      const token = (await request(simulated, "POST", "/apis/nodus.dev/v1/namespaces/alpha/serviceaccounts/reader/tokens", { body: {} })).body.status.token as string
+      await createJob(simulated, "alpha", "mine")
+      await createJob(simulated, "beta", "theirs")
+      const log = (name: string, as?: string) => request(simulated, "GET", `${endpoints}/${name}/deliveries`, as === undefined ? {} : { token: as })
+      const jobsIn = (reply: { readonly body: any }) => (reply.body.items as ReadonlyArray<any>).filter((item) => item.type.startsWith("job."))
+      // Both Jobs' final events are in the admin's view of the log that covers both projects.
+      await eventually("both Jobs' deliveries", async () => jobsIn(await log("both")).length >= 2 && jobsIn(await log("beta-only")).length >= 1)
+      const beta = await log("beta-only", token)
+      expect(beta.status, beta.text).toBe(200)
+      expect(beta.body.items).toEqual([])
+      const both = await log("both", token)
+      expect(both.status, both.text).toBe(200)
+      expect(both.body.items.length).toBeGreaterThan(0)
+      const admin = await log("both")
+      const alphaIds = new Set((admin.body.items as ReadonlyArray<any>).filter((item) => receiver.received.some((got) => got.headers["webhook-id"] === item.webhookId && got.json.data.object.metadata.namespace === "alpha")).map((item) => item.id))
+      expect(new Set(both.body.items.map((item: any) => item.id))).toEqual(alphaIds)
+      // Paged one at a time, the key still sees exactly those.
+      const paged: Array<string> = []
+      for (let after = ""; ;) {
+        const page = await request(simulated, "GET", `${endpoints}/both/deliveries?limit=1&after=${after}`, { token })
+        expect(page.status, page.text).toBe(200)
+        paged.push(...page.body.items.map((item: any) => item.id))
+        if (page.body.metadata.continue === undefined) break
+        after = page.body.metadata.continue
+      }
+      expect(new Set(paged)).toEqual(alphaIds)
     } finally {
       await simulated.stop()
     }

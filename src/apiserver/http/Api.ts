@@ -556,7 +556,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
             return yield* volumeApi.handle(request, query, { ref, namespace: namespace ?? "", name, item: route.item, options: yield* writeOptions(request, query, principal, ref) })
           case "webhookRead":
           case "webhookWrite":
-            return yield* webhookApi.handle(request, query, { ref, name, subresource: route.subresource!, item: route.item, action: route.action })
+            return yield* webhookApi.handle(request, query, { ref, name, subresource: route.subresource!, item: route.item, action: route.action, project: auth.confinedTo(principal) })
         }
       })
 

@@ -36,6 +36,8 @@ export interface WebhookTarget {
   readonly subresource: string
   readonly item: string | undefined
   readonly action: string | undefined
+  /** The project the caller's key is bound to: it sees only that project's deliveries. */
+  readonly project: string | undefined
 }
 
 export const makeWebhookApi = (operations: WebhookOperations["Service"]) => {
@@ -51,7 +53,7 @@ export const makeWebhookApi = (operations: WebhookOperations["Service"]) => {
   const list = (query: URLSearchParams, target: WebhookTarget) =>
     Effect.gen(function*() {
       const limit = yield* limitOf(query)
-      const page = yield* operations.deliveries(target.name, query.get("after") ?? "", limit)
+      const page = yield* operations.deliveries(target.name, query.get("after") ?? "", limit, target.project)
       return json(200, {
         apiVersion: target.ref.apiVersion,
         kind: "WebhookDeliveryList",
