@@ -66,8 +66,8 @@ export const parseQuantity = (text: string): number | undefined => {
   if (match === null) return undefined
   const amount = Number(match[1])
   const suffix = match[2] ?? ""
-  // "E" alone is exa; "E3" or "e3" is a decimal exponent.
-  const exponent = suffix.length > 1 && (suffix[0] === "e" || suffix[0] === "E")
+  // "E" alone is exa and "Ei" exbi; "E3" or "e3" is a decimal exponent.
+  const exponent = suffix.length > 1 && suffix !== "Ei" && (suffix[0] === "e" || suffix[0] === "E")
   if (exponent) return amount * 10 ** Number(suffix.slice(1))
   return amount * (binarySuffixes[suffix] ?? decimalSuffixes[suffix] ?? Number.NaN)
 }
