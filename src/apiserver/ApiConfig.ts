@@ -17,6 +17,8 @@ export interface ApiSettings {
   readonly watchLimits?: WatchLimits
   /** `--webhook-allow-loopback`: admission takes webhook receivers on loopback (a kind's `serverRules`). */
   readonly developmentWebhooks?: boolean
+  /** The local backend: programs run on the host's userland, so a Job must name its command (a kind's `serverRules`). */
+  readonly hostUserland?: boolean
   /**
    * Whether this process serves the API (false: `--role controllers`, which answers only the health checks, /version,
    * the error pages and the node agents; docs/scale-out.md, "Roles"). Absent: true.

@@ -305,7 +305,10 @@ const isEvent = (object: ResourceObject): boolean => object.kind === eventKind.k
 export class Resources extends Context.Service<Resources, ResourcesShape>()("nodus/apiserver/Resources") {
   static readonly layer = Layer.effect(Resources, Effect.map(
     Effect.all({ store: Store, ids: Ids, plugins: AdmissionPlugins, config: Effect.serviceOption(ApiConfig) }),
-    ({ config, ...services }) => makeOperations({ ...services, serverSettings: { developmentWebhooks: Option.isSome(config) && config.value.developmentWebhooks === true } })
+    ({ config, ...services }) => makeOperations({ ...services, serverSettings: {
+      developmentWebhooks: Option.isSome(config) && config.value.developmentWebhooks === true,
+      hostUserland: Option.isSome(config) && config.value.hostUserland === true
+    } })
   ))
 }
 

@@ -57,6 +57,12 @@ export const gpuCountsPerNode: ReadonlyArray<number> = [1, 2, 4, 8]
 // Distributed gangs (spec: Distributed; Limits)
 export const gangNodesMin = 2
 export const gangNodesMax = 16
+/**
+ * The most of each resource floor a host could ever have where hosts join over time (live Nodes; docs/jobs.md,
+ * "Admission"): well above the largest machines sold today (896 vCPUs, 32 TiB of memory), so only a request no
+ * machine could hold is refused before one joins.
+ */
+export const hostFloorsMax = { cpu: 4_096, memoryGiB: 64 * 1_024, diskGiB: 1_024 * 1_024 } as const
 /** Distributed is Beta: the beta caps a gang below the spec's general bound. */
 export const gangNodesBetaMax = 8
 export const gangTotalGpusMin = 2

@@ -13,6 +13,7 @@
  * - `webhookSecret` (WebhookEndpoint): its signing secret, shown once, kept sealed, and its ping (WebhookSecrets.ts).
  * - `functionCode` (Function) and `functionCall` (FunctionCall): blob references the project may read, the call's
  *   Function, timeout and Python minor (FunctionAdmission.ts).
+ * - `resourceFit` (project kinds): no cpu, memory or disk floor that no offering could ever hold (ResourceFit.ts).
  */
 import { Effect, Layer, Option } from "effect"
 import { withPriceBoundAnnotation } from "../core/billing/PriceBound.ts"
@@ -25,11 +26,15 @@ import type { Disposition } from "../core/meta/Strategy.ts"
 import { type AdmissionPlugin, AdmissionPlugins, type UpdateRequest } from "../apiserver/AdmissionPlugins.ts"
 import { Blobs } from "../apiserver/Blobs.ts"
 import { Store } from "../store/Store.ts"
+import { loadCatalog } from "../data/CatalogData.ts"
+import type { Offering } from "../core/capacity/Offering.ts"
 import { BudgetService } from "./Budgets.ts"
 import { Estimates, quotedRateOf, refusalOf, withEstimate } from "./Estimates.ts"
 import { enrollmentTokenPlugin } from "./Enrollment.ts"
 import { EventOutbox } from "./EventOutbox.ts"
 import { functionCallPlugin, functionCodePlugin } from "./FunctionAdmission.ts"
+import { LiveMarket } from "./LiveMarket.ts"
+import { resourceFitPlugin } from "./ResourceFit.ts"
 import { SecretCipher } from "./SecretCipher.ts"
 import { webhookEndpointPlugin } from "./WebhookSecrets.ts"
 import { consentOf, PriceConsent } from "./PriceConsent.ts"
@@ -159,13 +164,20 @@ export const layer = Layer.effect(AdmissionPlugins, Effect.gen(function*() {
   const values = secretValues(secrets)
   const references = secretReferences(secrets)
   const priced = pricing(estimates, priceConsent, budgets)
+  // The offerings the estimates read: the backend's (live hosts' Nodes), else the catalog's.
+  const live = yield* Effect.serviceOption(LiveMarket)
+  let catalog: ReadonlyArray<Offering> | undefined
+  const fit = resourceFitPlugin((namespace) => {
+    const nodes = Option.isSome(live) ? live.value.catalogNow(namespace) : undefined
+    return nodes === undefined ? { offerings: (catalog ??= loadCatalog()), joinable: false } : { offerings: nodes, joinable: true }
+  })
   const secretPlugins = [values, priced]
-  const projectPlugins = [references, priced]
+  const projectPlugins = [fit, references, priced]
   const otherPlugins = [priced]
   const enrollmentPlugins = [enrollmentTokenPlugin]
   const webhookPlugins = [webhookEndpointPlugin(yield* SecretCipher, yield* EventOutbox)]
   const blobs = yield* Blobs
-  const functionPlugins = [references, functionCodePlugin(blobs), priced]
+  const functionPlugins = [fit, references, functionCodePlugin(blobs), priced]
   const functionCallPlugins = [references, functionCallPlugin(yield* Store, blobs), priced]
   return AdmissionPlugins.of({
     of: (ref) =>

@@ -165,6 +165,7 @@ export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Sto
     bookmarkInterval: options.bookmarkInterval,
     ...(options.watchLimits === undefined ? {} : { watchLimits: options.watchLimits }),
     developmentWebhooks: options.webhooks?.allowLoopback === true,
+    hostUserland: options.local !== undefined,
     servesApi: options.role !== "controllers"
   })
   const backend = backendOf(options)

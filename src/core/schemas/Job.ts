@@ -20,7 +20,8 @@ import {
   optional,
   usd
 } from "../meta/Fields.ts"
-import { finalState, type KindDefinition } from "./Kind.ts"
+import { finalState, type KindDefinition, type ServerSettings } from "./Kind.ts"
+import { type Cause, fieldInvalid } from "../meta/ApiError.ts"
 import {
   BlobReference,
   Condition,
@@ -253,11 +254,22 @@ export const completeJob = (spec: JsonObject): JsonObject => {
 /** Both, as a template's Job spec is normalized (Sweep, Pipeline, scenarios). */
 export const normalizeJob = (spec: JsonObject): JsonObject => completeJob(foldJobAliases(spec))
 
+/**
+ * A Job names what it runs where no image's default command is known (docs/jobs.md, "Admission"): on live hosts
+ * programs run on the host's userland, so a Job with neither command nor args would only fail at every start.
+ */
+const commandRules = (spec: JsonObject, settings: ServerSettings): ReadonlyArray<Cause> => {
+  const named = (field: string) => Array.isArray(spec[field]) && (spec[field] as ReadonlyArray<unknown>).length > 0
+  if (settings.hostUserland !== true || named("command") || named("args")) return []
+  return [fieldInvalid("spec.command", "Required value: the command to run (argv), e.g. [\"python\", \"train.py\"]: this server runs programs on its hosts' own userland, where an image's default command is not known", "FieldValueRequired")]
+}
+
 export const job: KindDefinition = {
   spec: JobSpec,
   status: JobStatus,
   normalize: foldJobAliases,
   complete: completeJob,
+  serverRules: commandRules,
   // Spec: Job, Immutability — everything else is immutable after create.
   updates: {
     mutable: [

@@ -57,6 +57,11 @@ export interface KindDefinition {
 export interface ServerSettings {
   /** `--webhook-allow-loopback`: webhook receivers on loopback, over http or https (docs/webhooks.md, "Development"). */
   readonly developmentWebhooks: boolean
+  /**
+   * Programs run on live hosts' own userland (the local backend; docs/live.md, "Images"): no image's default command
+   * is known, so a Job must name its command. Absent: false (the simulator's images run as simulated).
+   */
+  readonly hostUserland?: boolean
 }
 
 /**

@@ -133,3 +133,29 @@ describe("links and retries do not depend on request headers a client controls (
     assertStatus(server, await send("two"), 409, "IdempotencyKeyReused")
   })
 })
+
+describe("resources no offering could ever hold are refused at admission (issue 29, item 14)", () => {
+  it("a memory floor above the largest offering is 422 at spec.resources.memory, naming the largest and a fix; the largest itself is admitted", async () => {
+    const reply = await request(server, "POST", jobsPath(project), { body: jobBody("huge", {}, { command: ["true"], resources: { memory: "99999999999999999999Ei" } }) })
+    const body = assertStatus(server, reply, 422, "Invalid")
+    assert.deepStrictEqual(causeFields(body), ["spec.resources.memory"])
+    const largest = /the largest available has (\d+Gi) memory/u.exec(body.details.causes[0].message)?.[1]
+    assert.isString(largest, body.message)
+    assert.include(body.fix, `spec.resources.memory at most "${largest}"`)
+    assert.notInclude(await jobNames(), "huge")
+    // Exactly the largest fits (an offering holds it); a GiB more is refused the same way.
+    const fits = await request(server, "POST", jobsPath(project), { body: jobBody("largest", {}, { command: ["true"], resources: { memory: largest } }) })
+    assert.strictEqual(fits.status, 201, fits.text)
+    const over = await request(server, "POST", jobsPath(project), { body: jobBody("over", {}, { command: ["true"], resources: { memory: `${Number.parseInt(largest!, 10) + 1}Gi` } }) })
+    assert.deepStrictEqual(causeFields(assertStatus(server, over, 422, "Invalid")), ["spec.resources.memory"])
+  })
+
+  it("a Sandbox's cpu and disk floors are held to the largest offering too", async () => {
+    const reply = await request(server, "POST", `${v1}/namespaces/${project}/sandboxes`, {
+      body: { apiVersion: "nodus.dev/v1", kind: "Sandbox", metadata: { name: "wide" }, spec: { image: "ubuntu:24.04", resources: { cpu: "100000", disk: "1Ei", memory: "1Gi" } } }
+    })
+    const body = assertStatus(server, reply, 422, "Invalid")
+    assert.deepStrictEqual(causeFields(body), ["spec.resources.cpu", "spec.resources.disk"])
+    assert.match(body.details.causes[0].message, /largest available has \d+ vCPUs/u)
+  })
+})
