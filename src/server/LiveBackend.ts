@@ -20,7 +20,7 @@ import { currentPricebook } from "../core/billing/Pricebook.ts"
 import { Agent } from "../backends/live/Agent.ts"
 import { detectGpus, helloOf } from "../backends/live/HostFacts.ts"
 import { detectIsolation } from "../backends/live/Isolation.ts"
-import { LiveCapacity, type NodeScope } from "../backends/live/LiveCapacity.ts"
+import { LiveCapacity, nodeKey, type NodeScope } from "../backends/live/LiveCapacity.ts"
 import type { AgentLink } from "../backends/live/Protocol.ts"
 import { isObject } from "../core/Json.ts"
 import type { AddressRange } from "../core/PublicAddress.ts"
@@ -46,6 +46,7 @@ import { Reconciler } from "../runtime/Reconciler.ts"
 import { Secrets } from "../runtime/Secrets.ts"
 import { makeNodeAgents } from "./AgentEndpoint.ts"
 import { makeJobLogs } from "./JobLogs.ts"
+import { aliveRecorder, restoreAlive } from "./NodeLiveness.ts"
 import { followNodes } from "./NodeObjects.ts"
 import { makeWorkloadBlobs } from "./WorkloadBlobs.ts"
 
@@ -179,6 +180,8 @@ export const layer = (settings: LocalSettings) => Layer.unwrap(Effect.gen(functi
     ...(settings.lease === undefined ? {} : { lease: settings.lease })
   })
   yield* rememberNodes(capacity, yield* Store, (yield* ApiConfig).group)
+  const started = Date.now()
+  const alive = yield* restoreAlive(capacity, yield* Store, started)
   const forgetting = {
     ...capacity.port,
     forget: (owner: string) => capacity.port.forget(owner).pipe(
@@ -187,9 +190,11 @@ export const layer = (settings: LocalSettings) => Layer.unwrap(Effect.gen(functi
     )
   }
   const port = Layer.succeed(CapacityPort, forgetting)
-  // Runs of a previous process died with it (the in-process agent's boxes die with their parent): they ended then.
-  const reconciler = Reconciler.layer({ catalog: capacity.catalog, pricebook: currentPricebook, lostAt: Date.now() }).pipe(Layer.provide(FunctionDispatch.layer(FunctionDispatch.liveDispatch)), Layer.provideMerge(port))
-  const running = Layer.effectDiscard(run(capacity, settings))
+  // Runs of a previous process died with it (the in-process agent's boxes die with their parent): they ended when it
+  // last knew its own Node alive.
+  const lostAt = Math.min(started, alive.get(nodeKey(settings.node ?? localNode, localScope)) ?? started)
+  const reconciler = Reconciler.layer({ catalog: capacity.catalog, pricebook: currentPricebook, lostAt }).pipe(Layer.provide(FunctionDispatch.layer(FunctionDispatch.liveDispatch)), Layer.provideMerge(port))
+  const running = Layer.effectDiscard(run(capacity, settings, aliveRecorder(capacity, yield* Store, alive)))
   const agents = Layer.effect(NodeAgents, Effect.gen(function*() {
     const resources = yield* Resources
     const nodeRef = refOfKind((yield* ApiConfig).group, "Node")
@@ -201,7 +206,7 @@ export const layer = (settings: LocalSettings) => Layer.unwrap(Effect.gen(functi
 }))
 
 /** Starts this host's agent, then runs the reconciler on the wall clock for the layer's lifetime. */
-const run = (capacity: LiveCapacity, settings: LocalSettings) => Effect.gen(function*() {
+const run = (capacity: LiveCapacity, settings: LocalSettings, recordAlive: Effect.Effect<void, unknown>) => Effect.gen(function*() {
   const reconciler = yield* Reconciler
   const ledgers = yield* LedgerService
   yield* (yield* LiveMarket).provide((namespace) => capacity.port.market(namespace), capacity.catalog)
@@ -244,6 +249,7 @@ const run = (capacity: LiveCapacity, settings: LocalSettings) => Effect.gen(func
       yield* ledgers.update((ledger) => ledger.expire(now)).pipe(Effect.catch((error) => Effect.logWarning(`local backend: expiring holds: ${error.message}`)))
       yield* offerings.refresh
       yield* nodes.heartbeats
+      yield* recordAlive.pipe(Effect.catch(() => Effect.logWarning("local backend: recording when the Nodes were last alive failed")))
     }
     yield* reconciler.runDue(now)
     const due = [lastBeat + beatMs, reconciler.nextWakeAt(), capacity.nextDeadline()].filter((at): at is number => at !== undefined)

@@ -469,7 +469,7 @@ export class LiveCapacity {
       node.held.delete(id)
       if (!held.has(id)) {
         run.node = ""
-        this.end(run, { type: "NodeLost" })
+        this.end(run, { type: "NodeLost" }, this.aliveBefore.get(node.key))
         continue
       }
       node.adopted.add(id)
@@ -559,12 +559,17 @@ export class LiveCapacity {
     this.told(owner)
   }
 
-  /** Ends a run: its slot goes back (or stays warm for its project), and whoever waits for capacity looks again. */
-  private end(run: Run, outcome: Outcome) {
+  /**
+   * Ends a run: its slot goes back (or stays warm for its project), and whoever waits for capacity looks again. A run
+   * lost with its Node ends `aliveAt`, the last moment it was known alive (its Node's last lease renewal), not when the
+   * loss was noticed: what it is charged stops there (docs/billing.md).
+   */
+  private end(run: Run, outcome: Outcome, aliveAt?: number) {
     if (run.facts.phase === "Ended") return
     const now = this.options.now()
-    Object.assign(run.facts, { phase: "Ended", outcome, endedAt: now, releasedAt: now })
-    run.facts.stoppingAt ??= now
+    const at = aliveAt === undefined ? now : Math.min(now, Math.max(aliveAt, run.facts.bootedAt ?? run.facts.requestedAt))
+    Object.assign(run.facts, { phase: "Ended", outcome, endedAt: at, releasedAt: at })
+    run.facts.stoppingAt = Math.min(run.facts.stoppingAt ?? at, at)
     const node = this.nodes.get(run.node)
     if (node !== undefined) {
       const id = runIdOf(run.owner, run.facts.name)
@@ -600,6 +605,15 @@ export class LiveCapacity {
     this.offerings.clear()
   }
 
+  /**
+   * When a previous server process last knew a Node alive (its last lease renewal, as recorded): the runs it left
+   * there that are lost end then, not when this process finds them gone.
+   */
+  readonly rememberAlive = (key: string, at: number) => {
+    this.aliveBefore.set(key, Math.max(at, this.aliveBefore.get(key) ?? at))
+  }
+  private readonly aliveBefore = new Map<string, number>()
+
   /** A Node's agent says hello: `scope` is where the transport says it belongs (its enrollment, or this host). */
   readonly hello = (hello: Hello, scope: NodeScope): Lease => {
     const now = this.options.now()
@@ -610,7 +624,7 @@ export class LiveCapacity {
       ready: false, cordoned: false, slotsUsed: 0, gpusUsed: 0, warm: [], desired: new Map(), checkpoints: new Map(), adopted: new Set(), held: new Map(), version: 0, waiters: new Set(), calls: new Map()
     }
     // A new connection: whatever the Node ran under its old lease is lost (the agent stops what it still has).
-    if (known !== undefined) this.lose(known)
+    if (known !== undefined) this.lose(known, known.lastHeartbeat)
     node.hello = hello
     node.offerings = nodeOfferings({ pool: scope.pool, node: node.name, ...hello.capacity })
     node.epoch++
@@ -801,8 +815,9 @@ export class LiveCapacity {
       // No hello from its Node in time: it is lost (no slot of a Node was ever taken for it).
       this.offered.delete(run)
       run.adoptedUntil = undefined
+      const aliveAt = this.aliveBefore.get(run.node)
       run.node = ""
-      this.end(run, { type: "NodeLost" })
+      this.end(run, { type: "NodeLost" }, aliveAt)
     }
     for (const node of this.nodes.values()) {
       for (const [id, until] of node.held) {
@@ -818,18 +833,21 @@ export class LiveCapacity {
       }
       if (node.ready && node.leaseExpiresAt <= now) {
         node.ready = false
-        this.lose(node)
+        this.lose(node, node.lastHeartbeat)
         this.nodeChanged(node)
       }
     }
   }
 
-  /** Every run of the Node is lost with it (NodeLost); recovery replaces them elsewhere. */
-  private lose(node: NodeState) {
+  /**
+   * Every run of the Node is lost with it (NodeLost); recovery replaces them elsewhere. `aliveAt`: when the Node was
+   * last known alive, where it was lost rather than let go (a lapsed lease, a new connection); absent: now (a drain).
+   */
+  private lose(node: NodeState, aliveAt?: number) {
     for (const owned of this.runs.values()) {
       for (const run of owned.values()) {
         // A run offered back waits for this Node's hello (reclaim), not for its old lease.
-        if (run.node === node.key && run.facts.phase !== "Ended" && run.adoptedUntil === undefined) this.end(run, run.stopAsked ? { type: "Stopped" } : { type: "NodeLost" })
+        if (run.node === node.key && run.facts.phase !== "Ended" && run.adoptedUntil === undefined) this.end(run, run.stopAsked ? { type: "Stopped" } : { type: "NodeLost" }, aliveAt)
       }
     }
     node.desired.clear()

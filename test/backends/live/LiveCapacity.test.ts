@@ -73,14 +73,18 @@ describe("leases", () => {
     const { capacity, advance, now } = setup()
     const lease = capacity.hello(hello(), local)
     launch(capacity)
+    advance(5_000)
     await capacity.sync({ node: "n1", epoch: lease.epoch, version: 0, runs: [report("uid-1/job-0-1")], waitMs: 0 }, local)
+    const renewedAt = now()
     expect(facts(capacity).phase).toBe("Running")
     advance(lease.expiryMs - 1)
     capacity.tick(now())
     expect(facts(capacity).phase).toBe("Running")
     advance(1)
     capacity.tick(now())
-    expect(facts(capacity)).toMatchObject({ phase: "Ended", outcome: { type: "NodeLost" }, endedAt: now() })
+    // It ended when it was last known alive, its Node's last renewal, not when the lapse was noticed: what it is
+    // charged stops there.
+    expect(facts(capacity)).toMatchObject({ phase: "Ended", outcome: { type: "NodeLost" }, endedAt: renewedAt, stoppingAt: renewedAt, releasedAt: renewedAt })
     expect(capacity.nodeViews()[0]!.ready).toBe(false)
     const variant = variantsOf(capacity.catalog("demo")[0]!)[0]!
     expect(capacity.port.market("demo").available(variant)).toBe(0)
@@ -232,6 +236,23 @@ describe("runs a previous server process left live", () => {
     second.advance(40_000)
     second.capacity.tick(second.now())
     expect(facts(second.capacity).outcome).toEqual({ type: "NodeLost" })
+  })
+
+  it("lost, end when the previous process last knew their Node alive, not when this one found them gone", () => {
+    // The previous process recorded the Node's last renewal 20 s before this one started (NodeLiveness.ts).
+    const lastRenewal = T0 - 20_000
+    const first = setup()
+    first.capacity.rememberAlive("demo/n1", lastRenewal)
+    offered(first.capacity)
+    first.advance(3_000)
+    first.capacity.hello({ ...hello(), runs: [] }, remote)
+    expect(facts(first.capacity)).toMatchObject({ outcome: { type: "NodeLost" }, endedAt: lastRenewal, releasedAt: lastRenewal })
+    const second = setup()
+    second.capacity.rememberAlive("demo/n1", lastRenewal)
+    offered(second.capacity)
+    second.advance(40_000)
+    second.capacity.tick(second.now())
+    expect(facts(second.capacity)).toMatchObject({ outcome: { type: "NodeLost" }, endedAt: lastRenewal })
   })
 
   it("stopped before they are claimed, take no slot of their Node", () => {
