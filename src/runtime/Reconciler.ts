@@ -86,6 +86,8 @@ interface Tracked extends WrittenObject {
   readonly finishedBefore: boolean
   /** Its status as stored when it was taken in, and its cost since (what is shown of an object finished before). */
   stored: JsonObject
+  /** The resourceVersion it had when it was taken in. */
+  readonly storedRv: string
 }
 
 export class Reconciler extends Context.Service<Reconciler, {
@@ -164,13 +166,35 @@ function make(options: ReconcilerOptions) {
     // What is due
 
     /** A stored object changed: due when the machine must see it (new, re-created, deleted, spec or labels changed). */
+    /**
+     * status.cost is the ledger's display copy, and only the owner posts: a status another process wrote after this one
+     * took the object in (a step its previous owner recorded but could not post before the shard moved: docs/billing.md,
+     * "In the server") may show money the ledger does not have. Its next step writes the ledger's again: what was
+     * written is forgotten (the writer would take it as unchanged), and an object finished before is shown from it.
+     */
+    const costWrittenElsewhere = (tracked: Tracked, object: ResourceObject) => {
+      if (tracked.uid !== object.metadata.uid) return
+      const known = Number(tracked.resourceVersion ?? tracked.storedRv)
+      if (!(Number(object.metadata.resourceVersion) > known)) return
+      const status = isObject(object.status) ? object.status : {}
+      const shown = tracked.finishedBefore ? tracked.stored["cost"] : tracked.status["cost"]
+      if (shown === undefined || sameMoney(shown, status["cost"] ?? null)) return
+      if (tracked.finishedBefore) tracked.stored = status
+      tracked.written = undefined
+      tracked.resourceVersion = object.metadata.resourceVersion
+      queue.add(tracked.key)
+    }
+
     const observe = (key: string, object: ResourceObject) => {
       if (gone.has(object.metadata.uid) || !ownership.owns(key)) return
       const cached = objects.get(key)
-      // A resync may read an object older than a change already applied: a spec only goes forward.
-      if (cached !== undefined && cached.metadata.uid === object.metadata.uid && cached.metadata.generation > object.metadata.generation) return
+      // A resync may read an object older than a change already applied, and the feed may still bring changes older than
+      // a resync read (after a takeover): an object only goes forward, its spec and its status (an object taken in from
+      // an older status would show the money of that one: docs/billing.md, "In the server").
+      if (cached !== undefined && cached.metadata.uid === object.metadata.uid && (cached.metadata.generation > object.metadata.generation || Number(cached.metadata.resourceVersion) > Number(object.metadata.resourceVersion))) return
       objects.set(key, object)
       const tracked = tracking.get(key)
+      if (tracked !== undefined) costWrittenElsewhere(tracked, object)
       if (
         tracked === undefined ||
         tracked.uid !== object.metadata.uid ||
@@ -289,6 +313,7 @@ function make(options: ReconcilerOptions) {
         ranking: undefined,
         finishedBefore: entry.kind.machine.isFinal(status),
         stored: status,
+        storedRv: object.metadata.resourceVersion,
         written: undefined,
         resourceVersion: undefined,
         attempts: new Map(restored.live.map((facts) => [facts.name, { facts, placement: undefined, created: true, written: undefined, resourceVersion: undefined }])),

@@ -43,6 +43,8 @@ export interface ChaosOptions {
   readonly speed: number
   /** Each Job's simulated run time is drawn from these (`sim.nodus.dev/duration`). */
   readonly durations: ReadonlyArray<string>
+  /** Indexes per Job (default 1). */
+  readonly completions?: number
   /** Kills (each followed by a restart of the killed server). */
   readonly kills: number
   /** Real time between a restart and the next kill. */
@@ -133,6 +135,26 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
 
   const everyShardHeld = () => heldByAll(servers)
 
+  const listJobs = async () => (await anyServer("GET", `/apis/${group}/v1/namespaces/${project}/jobs`)).body?.items as Array<any> | undefined
+
+  /**
+   * After a takeover: every Job's status.cost equals what the ledger charged it. A step records its status before it
+   * posts (docs/billing.md, "In the server"), so the two are read in a moment without postings between, until they agree
+   * (the new owner settles what the old one recorded) or `costsAgreeMs` passed.
+   */
+  const costsAgree = async (after: string): Promise<Array<string>> => {
+    let found: Array<string> = []
+    for (const deadline = Date.now() + costsAgreeMs; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 300))) {
+      const before = await storedLedger(options.databaseUrl)
+      const jobs = (await listJobs()) ?? []
+      const ledger = await storedLedger(options.databaseUrl)
+      if (ledger.postings.length !== before.postings.length) continue
+      found = costMismatches(jobs, ledger)
+      if (found.length === 0) return []
+    }
+    return found.map((mismatch) => `after ${after}: ${mismatch}`)
+  }
+
   const violations: Array<string> = []
   const takeoversMs: Array<number | undefined> = []
   let webhooks: Webhooks | undefined
@@ -152,7 +174,7 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
     const createBatch = async (count: number) => {
       for (const name of names.slice(next, next + count)) {
         const duration = options.durations[Math.floor(draw() * options.durations.length)]!
-        const body = { apiVersion: `${group}/v1`, kind: "Job", metadata: { name, annotations: { "sim.nodus.dev/duration": duration } }, spec: { image: "python:3.12" } }
+        const body = { apiVersion: `${group}/v1`, kind: "Job", metadata: { name, annotations: { "sim.nodus.dev/duration": duration } }, spec: { image: "python:3.12", ...(options.completions === undefined ? {} : { completions: options.completions, parallelism: options.completions }) } }
         const reply = await anyServer("POST", `/apis/${group}/v1/namespaces/${project}/jobs`, body)
         // A create whose server died after committing answers nothing: it is there, or it is made again.
         if (reply.status !== 201 && reply.status !== 409) violations.push(`creating ${name}: ${reply.status} ${reply.text}`)
@@ -173,16 +195,19 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
         await eventually("the other servers hold every shard", everyShardHeld, 60_000)
         takeoversMs.push(Date.now() - killedAt)
         log(`takeover after ${Date.now() - killedAt} ms`)
+        violations.push(...await costsAgree(`the takeover of kill ${kill + 1}`))
       } catch {
         takeoversMs.push(undefined)
         violations.push(`kill ${kill + 1}: the other servers did not hold every shard within 60 s`)
       }
       servers[victim.index] = await spawnServer(victim.index)
+      // The restarted server takes its share back: a takeover too.
+      await eventually("the restarted server holds shards", () => servers[victim.index]!.holds > 0, 20_000).catch(() => log(`server ${victim.index} took no shard back within 20 s`))
+      violations.push(...await costsAgree(`the restart of kill ${kill + 1}`))
     }
     await createBatch(options.jobs - next)
 
     // Every Job reaches a final phase.
-    const listJobs = async () => (await anyServer("GET", `/apis/${group}/v1/namespaces/${project}/jobs`)).body?.items as Array<any> | undefined
     const deadline = started + options.deadlineMs
     let jobs: Array<any> = []
     while (Date.now() < deadline) {
@@ -298,9 +323,20 @@ export const checkAttempts = (jobs: ReadonlyArray<any>, attempts: ReadonlyArray<
   return found
 }
 
+/** How long after a takeover status.cost may differ from the ledger (the new owner's first steps settle them). */
+const costsAgreeMs = 20_000
+
+/** The Jobs whose status.cost is not what the ledger charged them. */
+export const costMismatches = (jobs: ReadonlyArray<any>, ledger: Ledger): Array<string> =>
+  jobs.flatMap((job) => {
+    const cost = job.status?.cost
+    const charged = ledger.chargesFor(job.metadata.uid).total
+    return cost !== undefined && parseMicroUsd(cost.totalUSD) !== charged ? [`${job.metadata.name}: status.cost ${cost.totalUSD} USD, the ledger ${charged} micro-USD`] : []
+  })
+
 /** Per Job: the stored charges are its status.cost, the metered runs of its Attempts, and no hold is open. */
 export const checkMoney = (jobs: ReadonlyArray<any>, attempts: ReadonlyArray<any>, ledger: Ledger): Array<string> => {
-  const found: Array<string> = []
+  const found: Array<string> = [...costMismatches(jobs, ledger)]
   const catalog = new Map(loadCatalog().map((offering) => [offering.id, offering]))
   const variantOf = (offering: string, interruptible: boolean) => {
     const found = catalog.get(offering)
@@ -315,8 +351,6 @@ export const checkMoney = (jobs: ReadonlyArray<any>, attempts: ReadonlyArray<any
   for (const job of jobs) {
     const uid = job.metadata.uid as string
     const charged = ledger.chargesFor(uid).total
-    const cost = job.status?.cost
-    if (cost !== undefined && parseMicroUsd(cost.totalUSD) !== charged) found.push(`${job.metadata.name}: status.cost ${cost.totalUSD} USD, the ledger ${charged} micro-USD`)
     const open = [...ledger.openHolds].filter((hold) => hold.owner === uid)
     if (finalPhases.has(job.status?.phase) && open.length > 0) found.push(`${job.metadata.name}: ${open.length} holds open after its final phase`)
     if (!finalPhases.has(job.status?.phase)) continue

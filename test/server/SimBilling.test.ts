@@ -160,20 +160,25 @@ describe("the sim backend when the money runs out", () => {
   })
 })
 
+/** A store where a first server ran a Job for `by` (simulated) and stopped, the Job then in `phase`: the store and its uid. */
+const ranBefore = async (project: string, name: string, runFor: string, by: string, phase: string) => {
+  const store = await Effect.runPromise(MemoryStore.make)
+  const first = await startOver(store)
+  try {
+    await createProject(first, project)
+    const uid = (await createJob(first, project, name, duration(runFor))).metadata.uid as string
+    await advance(first, by)
+    assert.strictEqual((await readJob(first, project, name)).status.phase, phase)
+    return { store, uid }
+  } finally {
+    await first.stop()
+  }
+}
+
 describe("the sim backend's billing across a restart", () => {
   it("a Job that ran under an earlier process is billed on, and nothing is charged twice", async () => {
-    const store = await Effect.runPromise(MemoryStore.make)
-    const first = await startOver(store)
-    let uid: string
-    try {
-      await createProject(first, "again")
-      uid = (await createJob(first, "again", "survivor", duration("40m"))).metadata.uid
-      await advance(first, "20m")
-      assert.strictEqual((await readJob(first, "again", "survivor")).status.phase, "Running")
-    } finally {
-      await first.stop()
-    }
-    const held = openHoldsOf(await storedLedger(store), uid!)
+    const { store, uid } = await ranBefore("again", "survivor", "40m", "20m", "Running")
+    const held = openHoldsOf(await storedLedger(store), uid)
     assert.strictEqual(held.length, 1)
     const second = await startOver(store)
     try {
@@ -181,13 +186,43 @@ describe("the sim backend's billing across a restart", () => {
       const job = await readJob(second, "again", "survivor")
       assert.strictEqual(job.status.phase, "Succeeded", JSON.stringify(job.status))
       const ledger = await storedLedger(store)
-      assert.deepStrictEqual(openHoldsOf(ledger, uid!), [])
-      assert.strictEqual(parseMicroUsd(job.status.cost.totalUSD), ledger.chargesFor(uid!).total)
+      assert.deepStrictEqual(openHoldsOf(ledger, uid), [])
+      assert.strictEqual(parseMicroUsd(job.status.cost.totalUSD), ledger.chargesFor(uid).total)
       // The lost run's hold closed once: one Release posting per hold, and each key once (the store refuses twice).
       const postings = await Effect.runPromise(store.postings(0, 1_000_000))
       const releases = postings.filter((posting) => posting.kind === "Release" && posting.hold === held[0]!.id)
       assert.strictEqual(releases.length, 1)
       assertIdentity(ledger)
+    } finally {
+      await second.stop()
+    }
+  })
+})
+
+describe("status.cost after another process wrote it (issue 29, item 12)", () => {
+  it("a cost its previous owner recorded but never posted is written back to the ledger's, for a Job finished before and one finished here", async () => {
+    const { store, uid: before } = await ranBefore("late", "earlier", "10m", "1h", "Succeeded")
+    // The owner now: one Job finished under the process before, one finishes under this one.
+    const second = await startOver(store)
+    try {
+      const here = (await createJob(second, "late", "here", duration("10m"))).metadata.uid
+      await advance(second, "1h")
+      for (const [name, uid] of [["earlier", before], ["here", here]] as const) {
+        const job = await readJob(second, "late", name)
+        assert.strictEqual(job.status.phase, "Succeeded")
+        const charged = (await storedLedger(store)).chargesFor(uid).total
+        assert.strictEqual(parseMicroUsd(job.status.cost.totalUSD), charged)
+        // A step of another process lands after this one took the Job in: its status shows money the ledger lacks
+        // (recorded first, its postings refused once the shard had moved).
+        const late = await mergePatch(second, `${jobPath("late", name)}/status`, { status: { cost: { ...job.status.cost, totalUSD: "4.999999" } } })
+        assert.strictEqual(late.status, 200, late.text)
+        let shown = "4.999999"
+        for (let tries = 0; tries < 50 && parseMicroUsd(shown) !== charged; tries++) {
+          await advance(second, "1s")
+          shown = (await readJob(second, "late", name)).status.cost.totalUSD
+        }
+        assert.strictEqual(parseMicroUsd(shown), charged, `${name}: status.cost ${shown}, the ledger ${charged}`)
+      }
     } finally {
       await second.stop()
     }
