@@ -216,12 +216,17 @@ describe("a server killed while a Job runs", () => {
     assert.strictEqual(created.status, 201)
     await eventually("the Job runs", async () => (await call(first.url, "GET", `${jobs}/long`)).body.status?.phase === "Running")
     assert.isTrue(programRuns())
+    const killedAt = Date.now()
     first.child.kill("SIGKILL")
     await new Promise((resolve) => first.child.once("exit", resolve))
     await eventually("the program is gone with its server", () => !programRuns(), 10_000)
 
     const second = await serve()
     await eventually("the lost run ended NodeLost", async () => (await call(second.url, "GET", `${attempts}/long-0-1`)).body.status?.reason === "NodeLost")
+    // It ended, and is charged, up to when it was last known alive (its Node's last recorded lease renewal, before the
+    // kill), not through the downtime until the restarted server noticed (issue 29, item 11).
+    const lost = (await call(second.url, "GET", `${attempts}/long-0-1`)).body.status
+    assert.isAtMost(Date.parse(lost.endTime), killedAt, JSON.stringify(lost))
     await eventually("a replacement runs", async () => (await call(second.url, "GET", `${attempts}/long-0-2`)).body.status?.phase === "Running")
     assert.isTrue(programRuns())
     const job = (await call(second.url, "GET", `${jobs}/long`)).body
