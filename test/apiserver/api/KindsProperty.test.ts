@@ -14,7 +14,9 @@ import { Exit, Schema, SchemaIssue } from "effect"
 import * as fc from "fast-check"
 import { isArray, isObject, type Json, type JsonObject } from "../../../src/core/Json.ts"
 import { kinds, type KindInfo } from "../../../src/core/meta/Kinds.ts"
+import { beyondEveryOffering } from "../../../src/core/capacity/HostBounds.ts"
 import { topUpAmountMicroMax } from "../../../src/core/Limits.ts"
+import { loadCatalog } from "../../../src/data/CatalogData.ts"
 import { parseMicroUsd } from "../../../src/core/Money.ts"
 import { definitionOf, isDefined } from "../../../src/core/schemas/Definitions.ts"
 import { testMethodDefault } from "../../../src/runtime/Payments.ts"
@@ -166,6 +168,18 @@ const withFixtures = (value: Json): Json => {
 const withinAccountLimits = (kind: string) => (spec: Json): boolean =>
   kind !== "TopUp" || !isObject(spec) || typeof spec["amountUSD"] !== "string" || parseMicroUsd(spec["amountUSD"]) <= topUpAmountMicroMax
 
+/**
+ * A bound of the offerings a valid spec may still pass, refused at its field (docs/jobs.md, "Admission"): no cpu,
+ * memory or disk floor that no offering of the catalog (this server has no backend of its own) could ever hold.
+ */
+const offerings = { offerings: loadCatalog(), joinable: false }
+const withinOfferings = (spec: Json): boolean => {
+  if (!isObject(spec) || !isObject(spec["resources"]) || (isObject(spec["placement"]) && spec["placement"]["pool"] !== undefined)) return true
+  const resources = spec["resources"]
+  const text = (field: string) => (typeof resources[field] === "string" ? resources[field] : undefined)
+  return beyondEveryOffering({ cpu: text("cpu"), memory: text("memory"), disk: text("disk") }, offerings, "spec.resources") === undefined
+}
+
 /** A refusal only because a referenced object does not exist. */
 const onlyNotFound = (reply: Reply): boolean => {
   const causes = reply.body?.details?.causes
@@ -230,7 +244,7 @@ describe("kinds: properties from the OpenAPI schemas", () => {
         return Exit.isSuccess(decoded) && onTime(decoded.value as JsonObject)
       }
       const generated = arbitraryOf(document)
-      const valid = generated.map(withFixtures).filter(decodes).filter(withinAccountLimits(info.kind))
+      const valid = generated.map(withFixtures).filter(decodes).filter(withinAccountLimits(info.kind)).filter(withinOfferings)
       const collection = info.scope === "Cluster"
         ? `/apis/nodus.dev/${info.version}/${info.plural}`
         : `/apis/nodus.dev/${info.version}/namespaces/${project}/${info.plural}`
