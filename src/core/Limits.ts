@@ -76,6 +76,20 @@ export const maxAssemblyRetriesDefault = 2
 // Network (spec: Network; Limits)
 export const egressAllowMax = 128
 
+// What every live box gets when its resources say nothing (nodus, docs/isolation.md, "Bounds"). The spec writes one
+// default shape, the Environment's grading Sandbox (cpu 1, memory 1Gi): a box takes that much memory per vCPU of its
+// resources.cpu (1 when unset), and its processes and its writable disk are bounded too.
+/** Memory per vCPU when resources.memory is unset (the spec's grading Sandbox: cpu 1, memory 1Gi). */
+export const boxMemoryBytesPerCpu = GiB
+/** Memory per GPU when resources.memory is unset: GPU work needs host memory to stage what it loads onto the GPU. */
+export const boxMemoryBytesPerGpu = 16 * GiB
+/** Processes (and threads) of one box, per vCPU of its resources.cpu (1 when unset): a fork bomb stops here. */
+export const boxPidsPerCpu = 1_024
+/** A box's writable space (/platform/work, state, outputs, a Sandbox's /workspace) when resources.disk is unset. */
+export const boxDiskBytesDefault = 10 * GiB
+/** The smallest quota a box's writable space gets (an ext4 image smaller than this holds little beyond its journal). */
+export const boxDiskBytesMin = 16 * MiB
+
 // Sandbox (spec: Sandbox; Limits)
 export const sandboxEnvMax = 256
 export const sandboxSecretsMax = 32

@@ -643,6 +643,7 @@ export class Agent {
       secretFiles: spec.secretFiles.map((file) => ({ name: file.name, content: Buffer.from(file.contentBase64, "base64") })),
       egress: spec.egress === "Deny" ? "Deny" : { proxy: proxySocketOf(run.area), node: process.execPath },
       memoryBytes: spec.memoryBytes,
+      pidsMax: spec.pidsMax,
       area: run.area,
       logPath: run.logPath,
       box: options.box === true ? { node: process.execPath } : undefined,

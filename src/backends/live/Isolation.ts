@@ -3,8 +3,8 @@
  * untrusted customer code, so the box gets new user, mount, PID, IPC, UTS and network namespaces (under every egress
  * policy: Open and AllowList reach out only through the run's proxy on the host), no
  * capabilities, a root of its own in which only the host's userland is visible read-only, its run's area at
- * /platform/*, its secret files at /run/secrets (never on the host's disk) and, where the host allows, a memory
- * cgroup whose OOM kills the outcome reports.
+ * /platform/*, its secret files at /run/secrets (never on the host's disk) and, where the host allows, cgroups that
+ * bound its memory (whose OOM kills the outcome reports) and its processes.
  *
  * Plain TypeScript over node:child_process and node:fs: the live driver wraps it in its own effects.
  */
@@ -33,6 +33,7 @@ import type { Readable, Writable } from "node:stream"
 import { supervisorScript } from "./BoxSupervisor.ts"
 import { forwarderScript, proxyPort, proxySocketInBox } from "./EgressProxy.ts"
 import { seccompFilter } from "./Seccomp.ts"
+import * as Limits from "../../core/Limits.ts"
 
 /**
  * Egress through the run's proxy (EgressProxy.ts; Open and AllowList): no network of its own, the proxy's socket bound
@@ -57,8 +58,10 @@ export interface IsolatedProgram {
   readonly secretFiles: ReadonlyArray<{ readonly name: string; readonly content: Uint8Array }>
   /** Deny: a network namespace of its own with nothing in it; proxied: the same, and the run's proxy's socket. */
   readonly egress: "Deny" | ProxiedEgress
-  /** Exceeding it kills the program and the outcome says oomKilled; undefined: no limit. */
+  /** Exceeding it kills the program and the outcome says oomKilled; undefined: one vCPU's default (Limits). */
   readonly memoryBytes: number | undefined
+  /** The most processes and threads the box holds at once; undefined: one vCPU's default (Limits.boxPidsPerCpu). */
+  readonly pidsMax?: number | undefined
   /** Host directory private to this run (created when missing): work/, state/, outputs/ and inputs/. */
   readonly area: string
   /** Host file to which the program's stdout and stderr are appended as they come. */
@@ -106,6 +109,11 @@ export interface IsolationSupport {
   readonly problems: ReadonlyArray<string>
   /** The cgroup directory under which each run's memory cgroup is made (ours); undefined when memoryLimits is none. */
   readonly cgroup: string | undefined
+  /**
+   * The cgroup directory under which each run's pids cgroup is made (ours: cgroup v1's pids hierarchy, or v2's
+   * `cgroup`); undefined where the host has no pids controller we can use (a problem says so).
+   */
+  readonly pidsCgroup: string | undefined
   /**
    * The host user bwrap runs as when we are root. A root bwrap maps the box's uid to host root, and the box could
    * then read every root-only file of the userland it sees (/etc/shadow, /etc/ssl/private); as nobody it cannot.
@@ -165,12 +173,14 @@ export const detectIsolation = (): IsolationSupport => {
   const found = findOnPath("bwrap")
   const bwrapProblem = found === undefined ? missingBwrap : probeBwrap(found, runAs)
   const memory = detectMemory()
+  const pids = detectPids(memory)
   return {
     bwrap: bwrapProblem === undefined ? found : undefined,
     memoryLimits: memory.memoryLimits,
     cgroup: memory.cgroup,
+    pidsCgroup: pids.cgroup,
     runAs,
-    problems: [bwrapProblem, memory.problem].filter((problem) => problem !== undefined)
+    problems: [bwrapProblem, memory.problem, pids.problem].filter((problem) => problem !== undefined)
   }
 }
 
@@ -210,9 +220,7 @@ const detectMemory = (): MemoryDetection => {
   if (own === undefined) return noMemoryLimits("no memory cgroup controller found for this process")
   try {
     const dir = own.version === "cgroup2" ? delegateMemory(own.dir) : own.dir
-    const probe = join(dir, `nodus-probe-${process.pid}`)
-    mkdirSync(probe)
-    rmdirSync(probe)
+    probeChildren(dir)
     return { memoryLimits: own.version, cgroup: dir, problem: undefined }
   } catch (error) {
     return noMemoryLimits(`cannot make child cgroups in ${own.dir} (${messageOf(error)})`)
@@ -227,31 +235,71 @@ const noMemoryLimits = (why: string): MemoryDetection => ({
 
 /** Our memory cgroup: /proc/self/cgroup lines are `hierarchy:controllers:path`, v2's is `0::path`. */
 const ownMemoryCgroup = (): { readonly version: "cgroup1" | "cgroup2"; readonly dir: string } | undefined => {
-  const lines = readFileSync("/proc/self/cgroup", "utf8").trim().split("\n").map((line) => line.split(":"))
-  const v1 = lines.find(([, controllers]) => controllers?.split(",").includes("memory"))
-  if (v1 !== undefined) return { version: "cgroup1", dir: join("/sys/fs/cgroup/memory", v1.slice(2).join(":")) }
-  const v2 = lines.find(([hierarchy, controllers]) => hierarchy === "0" && controllers === "")
+  const v1 = ownV1Cgroup("memory")
+  if (v1 !== undefined) return { version: "cgroup1", dir: v1 }
+  const v2 = cgroupLines().find(([hierarchy, controllers]) => hierarchy === "0" && controllers === "")
   if (v2 === undefined) return undefined
   const dir = join("/sys/fs/cgroup", v2.slice(2).join(":"))
-  const controllers = readOrEmpty(join(dir, "cgroup.controllers")).trim().split(" ")
+  const controllers = controllersOf(dir)
   return controllers.includes("memory") ? { version: "cgroup2", dir } : undefined
 }
 
 /**
- * v2 limits a child only when its parent delegates the memory controller, and a cgroup that delegates may hold no
- * processes: we move into a leaf of our own first (systemd's rule for delegated cgroups), and the runs' cgroups are
- * made beside it. Fails (EBUSY) while other processes sit in our cgroup.
+ * v2 limits a child only when its parent delegates the memory controller (and the pids one, where it has it), and a
+ * cgroup that delegates may hold no processes: we move into a leaf of our own first (systemd's rule for delegated
+ * cgroups), and the runs' cgroups are made beside it. Fails (EBUSY) while other processes sit in our cgroup.
  */
 const delegateMemory = (own: string): string => {
   const dir = basename(own) === supervisorLeaf ? dirname(own) : own
   const control = join(dir, "cgroup.subtree_control")
-  if (readFileSync(control, "utf8").trim().split(" ").includes("memory")) return dir
+  const wanted = ["memory", ...(controllersOf(dir).includes("pids") ? ["pids"] : [])]
+  const delegated = readFileSync(control, "utf8").trim().split(" ")
+  if (wanted.every((controller) => delegated.includes(controller))) return dir
   if (dir === own) {
     mkdirSync(join(dir, supervisorLeaf), { recursive: true })
     writeFileSync(join(dir, supervisorLeaf, "cgroup.procs"), String(process.pid))
   }
-  writeFileSync(control, "+memory")
+  writeFileSync(control, wanted.map((controller) => `+${controller}`).join(" "))
   return dir
+}
+
+const cgroupLines = () => readFileSync("/proc/self/cgroup", "utf8").trim().split("\n").map((line) => line.split(":"))
+
+/** Our cgroup in a v1 hierarchy, /sys/fs/cgroup/<controller>/<path>: the line whose controllers name it. */
+const ownV1Cgroup = (controller: string): string | undefined => {
+  const line = cgroupLines().find(([, controllers]) => controllers?.split(",").includes(controller))
+  return line === undefined ? undefined : join("/sys/fs/cgroup", controller, line.slice(2).join(":"))
+}
+
+/** Throws unless we can make (and remove) a child cgroup in `dir`. */
+const probeChildren = (dir: string) => {
+  const probe = join(dir, `nodus-probe-${process.pid}`)
+  mkdirSync(probe)
+  rmdirSync(probe)
+}
+
+const controllersOf = (dir: string) => readOrEmpty(join(dir, "cgroup.controllers")).trim().split(" ")
+
+type PidsDetection = { readonly cgroup: string | undefined; readonly problem: string | undefined }
+
+/**
+ * Where each run's pids cgroup is made: on v2, the memory cgroup's parent when it delegates pids too; on v1, our own
+ * cgroup of the pids hierarchy (/sys/fs/cgroup/pids), where we must be able to make children.
+ */
+const detectPids = (memory: MemoryDetection): PidsDetection => {
+  const off = (why: string): PidsDetection => ({ cgroup: undefined, problem: `process limits are off (a fork bomb can take every pid of the host): ${why}` })
+  if (memory.memoryLimits === "cgroup2") {
+    const subtree = readOrEmpty(join(memory.cgroup!, "cgroup.subtree_control")).trim().split(" ")
+    return subtree.includes("pids") ? { cgroup: memory.cgroup, problem: undefined } : off(`${memory.cgroup} does not delegate the pids controller`)
+  }
+  const dir = ownV1Cgroup("pids")
+  if (dir === undefined) return off("no pids cgroup controller found for this process")
+  try {
+    probeChildren(dir)
+    return { cgroup: dir, problem: undefined }
+  } catch (error) {
+    return off(`cannot make child cgroups in ${dir} (${messageOf(error)})`)
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -429,11 +477,11 @@ export const runIsolated = (
   }
   const serialized = serializeOptions(boxOptions(program, { hidden, host: viewHost(hidden) }))
   prepareArea(program.area, support.runAs, program.box !== undefined)
-  const cgroup = program.memoryBytes === undefined ? undefined : createCgroup(support, program.memoryBytes)
+  const cgroup = createCgroup(support, boundsOf(program))
   try {
     return supervise(startBwrap(support, program, serialized), program, cgroup)
   } catch (error) {
-    if (cgroup !== undefined) rmdirSync(cgroup.dir)
+    for (const dir of dirsOf(cgroup)) rmdirSync(dir)
     throw error
   }
 }
@@ -466,7 +514,7 @@ const startBwrap = (support: IsolationSupport, program: IsolatedProgram, seriali
  * Lets the box go once it is in its cgroup, and stops it on request. bwrap's info gives the host pid of the box's
  * init (pid 1 inside): killing it kills everything in the box's PID namespace.
  */
-const supervise = (child: ChildProcess, program: IsolatedProgram, cgroup: RunCgroup | undefined): RunningProgram => {
+const supervise = (child: ChildProcess, program: IsolatedProgram, cgroup: RunCgroup): RunningProgram => {
   let boxPid: number | undefined
   let stopping = false
   let failure: Error | undefined
@@ -481,7 +529,7 @@ const supervise = (child: ChildProcess, program: IsolatedProgram, cgroup: RunCgr
       boxPid = (JSON.parse(info) as { readonly "child-pid": number })["child-pid"]
       // Until the go-ahead, bwrap has not set the box to die with it: a stop this early kills the box outright.
       if (stopping) return killBox()
-      if (cgroup !== undefined) writeFileSync(join(cgroup.dir, "cgroup.procs"), String(boxPid))
+      for (const dir of dirsOf(cgroup)) writeFileSync(join(dir, "cgroup.procs"), String(boxPid))
       extraStream(child, fd.block).end("go")
     } catch (error) {
       failure = new Error(`cannot start the box of ${program.argv[0]}: ${messageOf(error)}`)
@@ -490,8 +538,8 @@ const supervise = (child: ChildProcess, program: IsolatedProgram, cgroup: RunCgr
   }, () => undefined)
 
   const finish = async (outcome: Omit<Outcome, "oomKilled">): Promise<Outcome> => {
-    const oomKilled = cgroup !== undefined && wasOomKilled(cgroup, outcome.signal)
-    if (cgroup !== undefined) await removeCgroup(cgroup, program.logPath)
+    const oomKilled = cgroup.memory !== undefined && wasOomKilled(cgroup.memory, cgroup.version, outcome.signal)
+    for (const dir of dirsOf(cgroup)) await removeCgroup(dir, program.logPath)
     if (failure !== undefined) throw failure
     return { ...outcome, oomKilled }
   }
@@ -551,33 +599,60 @@ const assertSearchable = (path: string, runAs: NonNullable<IsolationSupport["run
   if (dirname(path) !== path) assertSearchable(dirname(path), runAs)
 }
 
-type RunCgroup = { readonly dir: string; readonly version: "cgroup1" | "cgroup2" }
+/**
+ * The run's cgroups: its memory one and its pids one, each undefined where the host has none. On v2 both are one
+ * directory; on v1 each is in its controller's hierarchy.
+ */
+type RunCgroup = { readonly version: "cgroup1" | "cgroup2"; readonly memory: string | undefined; readonly pids: string | undefined }
 
-/** A cgroup of the run's own under ours, limited; none (the run goes unlimited) where the host has no limits. */
-const createCgroup = (support: IsolationSupport, memoryBytes: number): RunCgroup | undefined => {
-  if (support.cgroup === undefined || support.memoryLimits === "none") return undefined
-  const cgroup = { dir: join(support.cgroup, `nodus-run-${randomBytes(6).toString("hex")}`), version: support.memoryLimits }
-  mkdirSync(cgroup.dir)
+const dirsOf = (cgroup: RunCgroup): ReadonlyArray<string> =>
+  [...new Set([cgroup.memory, cgroup.pids].filter((dir) => dir !== undefined))]
+
+/** What the box is held to: its own bounds, or one vCPU's defaults (a box is never unbounded). */
+const boundsOf = (program: IsolatedProgram) => ({
+  memoryBytes: program.memoryBytes ?? Limits.boxMemoryBytesPerCpu,
+  pidsMax: program.pidsMax ?? Limits.boxPidsPerCpu
+})
+
+/** The run's own cgroups under ours, limited; none (the run goes without that bound) where the host has none. */
+const createCgroup = (support: IsolationSupport, bounds: ReturnType<typeof boundsOf>): RunCgroup => {
+  const name = `nodus-run-${randomBytes(6).toString("hex")}`
+  const memory = support.memoryLimits === "none" || support.cgroup === undefined ? undefined : join(support.cgroup, name)
+  const cgroup: RunCgroup = {
+    version: support.memoryLimits === "cgroup2" ? "cgroup2" : "cgroup1",
+    memory,
+    pids: support.pidsCgroup === undefined ? undefined : join(support.pidsCgroup, name)
+  }
+  const made: Array<string> = []
   try {
-    // memory and swap together: a limit without the swap one lets the program swap instead of being killed
-    const [limit, swap, swapValue] = cgroup.version === "cgroup2"
-      ? ["memory.max", "memory.swap.max", "0"]
-      : ["memory.limit_in_bytes", "memory.memsw.limit_in_bytes", String(memoryBytes)]
-    writeFileSync(join(cgroup.dir, limit), String(memoryBytes))
-    if (existsSync(join(cgroup.dir, swap))) writeFileSync(join(cgroup.dir, swap), swapValue)
+    for (const dir of dirsOf(cgroup)) {
+      mkdirSync(dir)
+      made.push(dir)
+    }
+    if (cgroup.memory !== undefined) limitMemory(cgroup.memory, cgroup.version, bounds.memoryBytes)
+    if (cgroup.pids !== undefined) writeFileSync(join(cgroup.pids, "pids.max"), String(bounds.pidsMax))
   } catch (error) {
-    rmdirSync(cgroup.dir)
+    for (const dir of made) rmdirSync(dir)
     throw error
   }
   return cgroup
 }
 
+const limitMemory = (dir: string, version: RunCgroup["version"], memoryBytes: number) => {
+  // memory and swap together: a limit without the swap one lets the program swap instead of being killed
+  const [limit, swap, swapValue] = version === "cgroup2"
+    ? ["memory.max", "memory.swap.max", "0"]
+    : ["memory.limit_in_bytes", "memory.memsw.limit_in_bytes", String(memoryBytes)]
+  writeFileSync(join(dir, limit), String(memoryBytes))
+  if (existsSync(join(dir, swap))) writeFileSync(join(dir, swap), swapValue)
+}
+
 /** The kernel counts OOM kills per cgroup (v1 since Linux 4.13; before, a SIGKILL after the limit was hit). */
-const wasOomKilled = (cgroup: RunCgroup, signal: string | undefined): boolean => {
-  const events = readFileSync(join(cgroup.dir, cgroup.version === "cgroup2" ? "memory.events" : "memory.oom_control"), "utf8")
+const wasOomKilled = (dir: string, version: RunCgroup["version"], signal: string | undefined): boolean => {
+  const events = readFileSync(join(dir, version === "cgroup2" ? "memory.events" : "memory.oom_control"), "utf8")
   const kills = /^oom_kill (\d+)$/mu.exec(events)?.[1]
   if (kills !== undefined) return Number(kills) > 0
-  return signal === "SIGKILL" && Number(readFileSync(join(cgroup.dir, "memory.failcnt"), "utf8")) > 0
+  return signal === "SIGKILL" && Number(readFileSync(join(dir, "memory.failcnt"), "utf8")) > 0
 }
 
 const signalNames = new Map(Object.entries(osConstants.signals).map(([name, number]) => [number, name]))
@@ -617,17 +692,17 @@ const messageOf = (error: unknown) => error instanceof Error ? error.message : S
  * tearing them down), and rmdir fails with EBUSY meanwhile: retry (as runc does), killing whatever is left. A cgroup
  * that still cannot be removed is left, and said in the log.
  */
-const removeCgroup = async (cgroup: RunCgroup, logPath: string): Promise<void> => {
+const removeCgroup = async (dir: string, logPath: string): Promise<void> => {
   for (let attempt = 0; attempt < 20; attempt++) {
     try {
-      rmdirSync(cgroup.dir)
+      rmdirSync(dir)
       return
     } catch {
-      for (const pid of readOrEmpty(join(cgroup.dir, "cgroup.procs")).split("\n").filter(Boolean)) {
+      for (const pid of readOrEmpty(join(dir, "cgroup.procs")).split("\n").filter(Boolean)) {
         signalQuietly(Number(pid), "SIGKILL")
       }
       await new Promise((resolve) => setTimeout(resolve, Math.min(2 ** attempt, 100)))
     }
   }
-  appendFileSync(logPath, `nodus: the memory cgroup ${cgroup.dir} could not be removed\n`)
+  appendFileSync(logPath, `nodus: the cgroup ${dir} could not be removed\n`)
 }

@@ -417,6 +417,8 @@ export class LiveCapacity {
       workingDir: workload.workingDir,
       egress: workload.egress === "AllowList" ? { allow: workload.allow ?? [] } : workload.egress,
       memoryBytes: workload.memoryBytes,
+      ...(workload.pidsMax === undefined ? {} : { pidsMax: workload.pidsMax }),
+      ...(workload.diskBytes === undefined ? {} : { diskBytes: workload.diskBytes }),
       init: workload.init,
       checkpointIntervalMs: program.checkpointIntervalMs,
       checkpoint: workload.checkpoint ?? { paths: ["/platform/state"], maxBytes: Number.MAX_SAFE_INTEGER },

@@ -58,6 +58,9 @@ export interface RunSpec {
   /** AllowList: only the listed names, through the run's proxy on the host (EgressProxy.ts). */
   readonly egress: "Deny" | "Open" | { readonly allow: ReadonlyArray<string> }
   readonly memoryBytes: number | undefined
+  /** The box's process limit and its writable space's quota; absent: the agent's defaults (docs/isolation.md, "Bounds"). */
+  readonly pidsMax?: number | undefined
+  readonly diskBytes?: number | undefined
   readonly init: { readonly argv: ReadonlyArray<string>; readonly timeoutMs: number } | undefined
   readonly checkpointIntervalMs: number | undefined
   /** What a checkpoint saves (paths in the box, under /platform) and the most it may be, checked before upload. */

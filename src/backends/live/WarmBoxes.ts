@@ -1,7 +1,7 @@
 /**
  * A host's warm boxes (docs/sandboxes.md, "Warm boxes"): Sandbox boxes started before any Sandbox wants one — bwrap
  * and the supervisor's node up, its area made — so a Sandbox whose box has the common shape (egress Deny, no secret
- * files, no memory limit, working under /workspace or /tmp) starts by taking one and configuring it (its env, working
+ * files, the default bounds of one vCPU, working under /workspace or /tmp) starts by taking one and configuring it (its env, working
  * directory and main process) instead of waiting for a box to start. Each one taken is replaced in the background.
  */
 import { randomBytes } from "node:crypto"
@@ -10,6 +10,10 @@ import { join } from "node:path"
 import { BoxChannel, type OutputBounds } from "./BoxChannel.ts"
 import { type IsolationSupport, type Outcome, type RunningProgram, runIsolated } from "./Isolation.ts"
 import type { RunSpec } from "./Protocol.ts"
+import * as Limits from "../../core/Limits.ts"
+
+/** The bounds a warm box is made with: a Sandbox's that names no resources (ProgramParts.boxBoundsOf). */
+const warmBounds = { memoryBytes: Limits.boxMemoryBytesPerCpu, pidsMax: Limits.boxPidsPerCpu, diskBytes: Limits.boxDiskBytesDefault }
 
 export interface WarmBox {
   readonly area: string
@@ -23,7 +27,9 @@ export const isWarmable = (spec: RunSpec): boolean =>
   spec.box === true &&
   spec.egress === "Deny" &&
   spec.secretFiles.length === 0 &&
-  spec.memoryBytes === undefined &&
+  (spec.memoryBytes ?? warmBounds.memoryBytes) === warmBounds.memoryBytes &&
+  (spec.pidsMax ?? warmBounds.pidsMax) === warmBounds.pidsMax &&
+  (spec.diskBytes ?? warmBounds.diskBytes) === warmBounds.diskBytes &&
   (spec.gpus ?? 0) === 0 &&
   (spec.workingDir === undefined || ["/workspace", "/tmp"].some((dir) => spec.workingDir === dir || spec.workingDir!.startsWith(`${dir}/`)))
 
@@ -92,7 +98,7 @@ export class WarmBoxes {
   private async startOne(): Promise<WarmBox> {
     const area = join(this.options.dir, `box-${++this.made}-${randomBytes(4).toString("hex")}`)
     const program = runIsolated(
-      { argv: [], env: {}, workingDir: undefined, secretFiles: [], egress: "Deny", memoryBytes: undefined, area, logPath: join(area, "log"), box: { node: process.execPath } },
+      { argv: [], env: {}, workingDir: undefined, secretFiles: [], egress: "Deny", memoryBytes: warmBounds.memoryBytes, pidsMax: warmBounds.pidsMax, area, logPath: join(area, "log"), box: { node: process.execPath } },
       { support: this.options.support, hidden: this.options.hidden }
     )
     const channel = new BoxChannel(program.control!, this.options.now, this.options.outputBounds)

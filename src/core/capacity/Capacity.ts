@@ -94,6 +94,10 @@ export interface WorkloadProgram {
   readonly unknownPresets?: ReadonlyArray<string> | undefined
   /** The memory floor, enforced as a limit where the kernel allows: above it the program is OOMKilled. */
   readonly memoryBytes: number | undefined
+  /** The most processes (and threads) its box may hold: a fork bomb stops there (absent: the host's default). */
+  readonly pidsMax?: number | undefined
+  /** The quota of its box's writable space (absent: the host's default; docs/isolation.md, "Bounds"). */
+  readonly diskBytes?: number | undefined
   /** A preflight before the command (spec: InitCommand): its non-zero exit fails the run as the command's would. */
   readonly init: { readonly argv: ReadonlyArray<string>; readonly timeoutMs: number } | undefined
   /** Paths collected when the program succeeds (spec: JobOutput); everything under /platform/outputs besides. */

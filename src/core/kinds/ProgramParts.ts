@@ -1,10 +1,11 @@
 /**
  * The parts of a live program every kind reads the same way from its spec (spec: EnvVar, Network, Resources): env
  * entries with their Secret references left for the driver to resolve, the egress policy with presets expanded, and
- * the memory floor as a limit. JobProgram.ts and SandboxProgram.ts build their kinds' programs from them.
+ * the bounds of its box. JobProgram.ts and SandboxProgram.ts build their kinds' programs from them.
  */
 import type { ProgramEnv, WorkloadProgram } from "../capacity/Capacity.ts"
 import { egressPresets } from "../capacity/EgressPresets.ts"
+import * as Limits from "../Limits.ts"
 import { parseQuantity } from "../Units.ts"
 
 /** A workload that names no egress policy gets no network (docs/live.md, "Network"): what it needs, it asks for. */
@@ -41,8 +42,31 @@ export const egressOf = (network: NetworkSpec | undefined): Pick<WorkloadProgram
   }
 }
 
-/** The memory floor in bytes, enforced as a limit where the kernel allows. */
-export const memoryBytesOf = (resources: { readonly memory?: string | undefined } | undefined): number | undefined => {
-  const memory = resources?.memory === undefined ? undefined : parseQuantity(resources.memory)
-  return memory === undefined ? undefined : Math.round(memory)
+interface ResourcesSpec {
+  readonly cpu?: string | undefined
+  readonly memory?: string | undefined
+  readonly disk?: string | undefined
+  readonly gpu?: { readonly count?: number | undefined } | undefined
+}
+
+/**
+ * What bounds the program's box (docs/isolation.md, "Bounds"): its memory (the floor it asks for, enforced as a limit
+ * where the kernel allows; unset, a share per vCPU and GPU of what it asks), its processes (per vCPU) and its writable
+ * disk (the disk floor it asks for, or the default). Nothing a box does is unbounded.
+ */
+export const boxBoundsOf = (resources: ResourcesSpec | undefined): Pick<WorkloadProgram, "memoryBytes" | "pidsMax" | "diskBytes"> => {
+  const cpus = Math.max(1, Math.ceil(quantityOf(resources?.cpu) ?? 1))
+  const gpus = resources?.gpu === undefined ? 0 : resources.gpu.count ?? 1
+  const memory = quantityOf(resources?.memory)
+  const disk = quantityOf(resources?.disk)
+  return {
+    memoryBytes: memory ?? cpus * Limits.boxMemoryBytesPerCpu + gpus * Limits.boxMemoryBytesPerGpu,
+    pidsMax: cpus * Limits.boxPidsPerCpu,
+    diskBytes: Math.max(Limits.boxDiskBytesMin, disk ?? Limits.boxDiskBytesDefault)
+  }
+}
+
+const quantityOf = (text: string | undefined): number | undefined => {
+  const value = text === undefined ? undefined : parseQuantity(text)
+  return value === undefined ? undefined : Math.round(value)
 }

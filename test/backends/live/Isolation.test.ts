@@ -22,6 +22,7 @@ import {
 } from "../../../src/backends/live/Isolation.ts"
 import { type RunningProxy, startEgressProxy } from "../../../src/backends/live/EgressProxy.ts"
 import { type ConnectRules, loopbackRanges, parseRange, publicOnly } from "../../../src/core/PublicAddress.ts"
+import * as Limits from "../../../src/core/Limits.ts"
 
 const support = detectIsolation()
 const MiB = 1024 * 1024
@@ -58,9 +59,10 @@ const sh = (script: string) => ["sh", "-c", script]
 const bash = (script: string) => ["bash", "-c", script]
 
 describe("detectIsolation", () => {
-  it("finds bubblewrap, a writable memory cgroup, and no problems on this host", () => {
+  it("finds bubblewrap, a writable memory cgroup, a pids cgroup, and no problems on this host", () => {
     expect(support.bwrap).toBeDefined()
     expect(support.memoryLimits).not.toBe("none")
+    expect(support.pidsCgroup).toBeDefined()
     expect(support.problems).toEqual([])
   })
 })
@@ -315,10 +317,52 @@ describe("memory limits", () => {
     expect(memoryCgroups()).toEqual([])
   })
 
+  it("hold a program that names no limit to one vCPU's default (it is killed above it)", async () => {
+    const { outcome } = await run(["python3", "-c", `b = bytearray(${Limits.boxMemoryBytesPerCpu + 256 * MiB})`])
+    expect(outcome).toEqual({ exitCode: undefined, signal: "SIGKILL", oomKilled: true })
+    expect(memoryCgroups()).toEqual([])
+  })
+
   it("leave a program within its limit alone: a plain non-zero exit is not an OOM kill", async () => {
     const { outcome } = await run(["python3", "-c", "b = bytearray(8 * 1024 * 1024); raise SystemExit(5)"], { memoryBytes: 64 * MiB })
     expect(outcome).toEqual({ exitCode: 5, signal: undefined, oomKilled: false })
     expect(memoryCgroups()).toEqual([])
+  })
+})
+
+describe("process limits", () => {
+  /** Forks children that wait, up to `wanted`, until a fork is refused: prints how many it made, then ends them. */
+  const forkUpTo = (wanted: number) => ["python3", "-c", `
+import os, signal
+children = []
+try:
+    while len(children) < ${wanted}:
+        pid = os.fork()
+        if pid == 0:
+            signal.pause()
+            os._exit(0)
+        children.append(pid)
+except OSError as error:
+    print("refused", error.errno)
+print(len(children))
+for pid in children:
+    os.kill(pid, signal.SIGKILL)
+`]
+
+  it("stop a fork bomb at the box's limit, and the host can still make processes", async () => {
+    const { outcome, log } = await run(forkUpTo(3_000), { pidsMax: 64 })
+    expect(outcome.exitCode).toBe(0)
+    const [refused, made] = log.trim().split("\n")
+    expect(refused).toBe("refused 11") // EAGAIN: the pids cgroup's answer
+    expect(Number(made)).toBeLessThan(64)
+    expect(spawnSync("true").status).toBe(0)
+  })
+
+  it("hold a box that names no limit to one vCPU's default", async () => {
+    const { log } = await run(forkUpTo(3_000))
+    const [refused, made] = log.trim().split("\n")
+    expect(refused).toBe("refused 11")
+    expect(Number(made)).toBeLessThan(Limits.boxPidsPerCpu)
   })
 })
 

@@ -10,7 +10,7 @@ import * as Limits from "../../Limits.ts"
 import type { FunctionSpecType } from "../../schemas/Function.ts"
 import { secretMountName } from "../../schemas/Shared.ts"
 import { durationMs } from "../../StatusText.ts"
-import { egressOf, memoryBytesOf, programEnvOf } from "../ProgramParts.ts"
+import { boxBoundsOf, egressOf, programEnvOf } from "../ProgramParts.ts"
 
 /** The input name a worker's code archive is materialized as (/platform/inputs/code). */
 export const codeInput = "code"
@@ -33,7 +33,7 @@ const programOf = (spec: FunctionSpecType): WorkloadProgram => ({
   env: programEnvOf(spec.env),
   secrets: (spec.secrets ?? []).map((mount) => ({ name: secretMountName(mount), version: typeof mount === "string" ? undefined : mount.version })),
   ...egressOf(spec.network),
-  memoryBytes: memoryBytesOf(spec.resources),
+  ...boxBoundsOf(spec.resources),
   init: spec.initCommand === undefined
     ? undefined
     : { argv: spec.initCommand.command, timeoutMs: durationMs(spec.initCommand.timeout, Limits.initCommandTimeoutMsMax) },

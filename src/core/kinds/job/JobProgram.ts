@@ -9,7 +9,7 @@ import { durationMs } from "../../StatusText.ts"
 import { parseQuantity } from "../../Units.ts"
 import type { JobSpecType, JobStatusType } from "../../schemas/Job.ts"
 import { secretMountName } from "../../schemas/Shared.ts"
-import { egressOf, memoryBytesOf, programEnvOf } from "../ProgramParts.ts"
+import { boxBoundsOf, egressOf, programEnvOf } from "../ProgramParts.ts"
 
 /**
  * The program of every launch of a spec is the same (its secret versions are pinned at admission), and the simulator
@@ -37,7 +37,7 @@ const programOf = (spec: JobSpecType, status: JobStatusType): WorkloadProgram =>
       return { name, version: pinned[name] }
     }),
     ...egressOf(spec.network),
-    memoryBytes: memoryBytesOf(spec.resources),
+    ...boxBoundsOf(spec.resources),
     init: spec.initCommand === undefined
       ? undefined
       : { argv: spec.initCommand.command, timeoutMs: durationMs(spec.initCommand.timeout, Limits.initCommandTimeoutMsMax) },

@@ -13,7 +13,7 @@ import type { WorkloadProgram } from "../../capacity/Capacity.ts"
 import * as Limits from "../../Limits.ts"
 import type { SandboxSpecType, SandboxStatusType } from "../../schemas/Sandbox.ts"
 import { secretMountName } from "../../schemas/Shared.ts"
-import { egressOf, memoryBytesOf, programEnvOf } from "../ProgramParts.ts"
+import { boxBoundsOf, egressOf, programEnvOf } from "../ProgramParts.ts"
 
 type Pinned = SandboxStatusType["secretVersions"]
 
@@ -38,7 +38,7 @@ const programOf = (spec: SandboxSpecType, pinned: Pinned): WorkloadProgram => ({
     return { name, version: (typeof mount === "string" ? undefined : mount.version) ?? pinned?.[name] }
   }),
   ...egressOf(spec.network),
-  memoryBytes: memoryBytesOf(spec.resources),
+  ...boxBoundsOf(spec.resources),
   init: undefined,
   checkpoint: { paths: [Limits.sandboxWorkspacePath], maxBytes: Limits.checkpointMaxSizeBytesMax },
   sandbox: true,
