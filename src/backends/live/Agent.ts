@@ -21,12 +21,13 @@ import { hostAddresses } from "../../net/Outbound.ts"
 import { syncRepliesBytesMax } from "../../core/SandboxBox.ts"
 import { AgentHttpError } from "./AgentHttp.ts"
 import { BoxChannel, hostOutputBounds } from "./BoxChannel.ts"
-import { KeptWorkspaces } from "./KeptWorkspaces.ts"
+import { keptLogOf, KeptWorkspaces } from "./KeptWorkspaces.ts"
 import { isWarmable, type WarmBox, WarmBoxes } from "./WarmBoxes.ts"
 import { type RunningProxy, startEgressProxy } from "./EgressProxy.ts"
 import { fetchInput, fetchProblem } from "./InputFetch.ts"
 import { WorkerConnection, WorkerLost, type WorkerTarget, workerArgv, workerEnv } from "./PythonWorker.ts"
 import { givenValues, scrub } from "./Scrub.ts"
+import { mountArea, overQuota, quotaPollMs, removeArea, unmountUnder } from "./DiskQuota.ts"
 import { type IsolationSupport, type Outcome as ProgramExit, type RunningProgram, runIsolated } from "./Isolation.ts"
 import { type AgentLink, type BoxCallReply, type Desired, type Exit, type Hello, type Lease, leaseExpiryMs, outputBytesMax, type RunInput, type RunReport, type RunSpec } from "./Protocol.ts"
 
@@ -71,7 +72,8 @@ export interface AgentOptions {
 interface LocalRun {
   readonly spec: RunSpec
   readonly area: string
-  readonly logPath: string
+  /** Where its stdout and stderr go: the area's `log` (moved beside the area when its /workspace is kept). */
+  logPath: string
   phase: RunReport["phase"]
   program: RunningProgram | undefined
   exit: Exit | undefined
@@ -97,6 +99,10 @@ interface LocalRun {
   fromKept: boolean
   /** Stopped because the lease lapsed: lost, not asked to stop. */
   lost: boolean
+  /** Where disk quotas are polled: why the box was stopped past its quota, and whether a check is under way. */
+  overQuota?: string | undefined
+  quotaChecking?: boolean | undefined
+  quotaCheckAt?: number | undefined
 }
 
 export class Agent {
@@ -122,6 +128,8 @@ export class Agent {
   private readonly kept: KeptWorkspaces
   /** The bounds of the output this host's boxes' commands keep in this process, all boxes together (CommandOutput.ts). */
   private readonly outputBounds = hostOutputBounds()
+  /** Mounts a previous agent left under runsDir (its boxes died with it), unmounted before any area is made. */
+  private readonly swept: Promise<void>
 
   constructor(options: AgentOptions) {
     this.options = options
@@ -130,6 +138,7 @@ export class Agent {
     // Boxes a previous agent here left (it stopped or was killed): their /workspace is kept before anything starts.
     this.kept = new KeptWorkspaces({ dir: join(options.runsDir, "kept"), now: options.now, maxAgeMs: Limits.keptWorkspaceMaxAgeMs })
     this.kept.keepLeftovers(options.runsDir)
+    this.swept = unmountUnder(options.runsDir)
     this.warm = new WarmBoxes({
       size: options.warmBoxes ?? 0, dir: join(options.runsDir, "warm"), support: options.support, hidden: options.hidden, now: options.now, say: (message) => this.say(message),
       outputBounds: this.outputBounds
@@ -149,6 +158,9 @@ export class Agent {
     this.warm.stop()
     for (const run of this.runs.values()) run.program?.stop(0)
     await Promise.all([...this.runs.values()].map((run) => run.program?.exited.catch(() => undefined)))
+    // Nothing of ours stays mounted on the host: the areas' images keep what the boxes wrote.
+    await this.warm.ended
+    await unmountUnder(this.options.runsDir)
   }
 
   /** Checkpoints due by the agent's clock (the agent's timer calls it every second; tests call it as they move time). */
@@ -164,6 +176,7 @@ export class Agent {
         this.halt(run)
       }
     }
+    if (this.options.support.diskQuotas === "polled") for (const run of this.runs.values()) void this.checkQuota(run)
     for (const run of this.runs.values()) {
       if (run.phase === "Running" && run.nextCheckpointAt !== undefined && run.nextCheckpointAt <= now) {
         run.nextCheckpointAt = now + run.spec.checkpointIntervalMs!
@@ -325,22 +338,16 @@ export class Agent {
 
   private begin(spec: RunSpec) {
     const keep = spec.box === true && spec.keepWorkspace === true
-    const restoreSeq = spec.restore?.seq ?? 0
-    const keptBase = keep ? this.takeKept(spec, restoreSeq) : undefined
-    // A Sandbox's box of the common shape takes a warm one, whose area is then the run's.
-    const warm = keptBase === undefined && isWarmable(spec) ? this.warm.take() : undefined
+    // A Sandbox's box of the common shape takes a warm one, whose area is then the run's — unless this host kept its
+    // last box's /workspace, which its own area starts from (makeArea).
+    const warm = !(keep && this.kept.has(spec.owner, spec.restore?.seq ?? 0)) && isWarmable(spec) ? this.warm.take() : undefined
     const area = warm?.area ?? this.areaOf(spec.id)
-    if (warm === undefined) {
-      if (keptBase === undefined) rmSync(area, { recursive: true, force: true })
-      mkdirSync(join(area, "state"), { recursive: true })
-    }
-    if (keep) this.kept.mark(area, spec.owner, keptBase ?? restoreSeq)
+    if (warm !== undefined && keep) this.kept.mark(area, spec.owner, spec.restore?.seq ?? 0)
     const run: LocalRun = {
       spec, area, logPath: join(area, "log"), phase: "Starting", program: undefined, exit: undefined, stopping: false, logAcked: 0,
       checkpoint: undefined, checkpointFailures: 0, nextCheckpointAt: undefined, suspend: undefined, checkpointing: false, exitReported: false,
-      proxy: undefined, channel: undefined, worker: undefined, keepable: keptBase !== undefined, fromKept: keptBase !== undefined, lost: false
+      proxy: undefined, channel: undefined, worker: undefined, keepable: false, fromKept: false, lost: false
     }
-    if (keptBase !== undefined) this.say(`${spec.id} starts from the /workspace this host kept of its Sandbox's last box`)
     this.runs.set(spec.id, run)
     // No program runs unisolated: a host without bubblewrap refuses each run with the fix (the agent said so at start).
     const missing = this.options.support.bwrap === undefined ? this.options.support.problems.join("; ") : undefined
@@ -351,16 +358,6 @@ export class Agent {
     void (warm === undefined ? this.execute(run) : this.serveWarm(run, warm)).catch((error) => this.exited(run, undefined, `the host could not start it: ${error instanceof Error ? error.message : String(error)}`, true))
   }
 
-  /**
-   * The /workspace this host kept of the Sandbox's last box, moved into the run's new area, when no newer snapshot
-   * superseded it: answers the snapshot it descends from (undefined: none kept, the box starts from its snapshot).
-   */
-  private takeKept(spec: RunSpec, restoreSeq: number): number | undefined {
-    const area = this.areaOf(spec.id)
-    rmSync(area, { recursive: true, force: true })
-    mkdirSync(area, { recursive: true })
-    return this.kept.take(spec.owner, restoreSeq, join(area, "workspace"))
-  }
 
   /** The GPUs a run is given: free ones of this host, or why there are not enough (the host's failure to set it up). */
   private takeGpus(spec: RunSpec): ReadonlyArray<string> | string {
@@ -382,8 +379,49 @@ export class Agent {
     return { exceptions: this.options.egressAllow ?? [], own: [...hostAddresses(), ...(this.options.unreachable ?? [])] }
   }
 
+  /**
+   * The run's area, fresh: a filesystem of its quota (DiskQuota.ts) where the host can make one, else a directory
+   * whose usage the agent polls.
+   */
+  private async makeArea(run: LocalRun) {
+    const { spec, area } = run
+    await this.swept
+    await removeArea(area)
+    const keep = spec.box === true && spec.keepWorkspace === true
+    const restoreSeq = spec.restore?.seq ?? 0
+    const keptBase = keep ? this.kept.take(spec.owner, restoreSeq, area) : undefined
+    if (keptBase !== undefined) {
+      // What it starts from is kept again should this box end unasked before it serves.
+      run.fromKept = true
+      run.keepable = true
+      this.say(`${spec.id} starts from the /workspace this host kept of its Sandbox's last box`)
+    } else if (this.options.support.diskQuotas === "loop") await mountArea(area, diskBytesOf(spec))
+    mkdirSync(join(area, "state"), { recursive: true })
+    if (keep) this.kept.mark(area, spec.owner, keptBase ?? restoreSeq)
+  }
+
+  /** Where quotas are polled: a box past its quota is stopped, and its exit says why. */
+  private async checkQuota(run: LocalRun) {
+    if (run.phase === "Exited" || run.program === undefined || run.quotaChecking === true || run.overQuota !== undefined) return
+    const now = this.options.now()
+    if (now < (run.quotaCheckAt ?? 0)) return
+    run.quotaCheckAt = now + quotaPollMs
+    run.quotaChecking = true
+    try {
+      const used = await overQuota(run.area, diskBytesOf(run.spec))
+      if (used === undefined || run.program === undefined) return
+      run.overQuota = `its writable space holds ${used} bytes, past its disk quota of ${diskBytesOf(run.spec)} bytes (resources.disk): the box was stopped`
+      run.program?.stop(0)
+    } catch {
+      // the area is going (the run ended meanwhile): nothing to bound
+    } finally {
+      run.quotaChecking = false
+    }
+  }
+
   private async execute(run: LocalRun) {
     const { spec } = run
+    await this.makeArea(run)
     // A worker's interpreter is the host's to have: without it nothing is fetched or started.
     const python = spec.worker === undefined ? undefined : interpreterOf(spec.worker.python)
     if (python?.problem !== undefined) return this.exited(run, undefined, python.problem)
@@ -672,6 +710,7 @@ export class Agent {
     if (run.spec.keepWorkspace === true && run.keepable && (!run.stopping || run.lost)) this.keepWorkspace(run)
     run.phase = "Exited"
     run.program = undefined
+    problem ??= run.overQuota
     run.exit = {
       exitCode: exit?.exitCode ?? (problem === undefined ? undefined : 1),
       signal: exit?.signal,
@@ -687,7 +726,8 @@ export class Agent {
 
   private keepWorkspace(run: LocalRun) {
     try {
-      this.kept.keep(run.area)
+      if (!this.kept.keep(run.area)) return
+      if (!existsSync(run.logPath)) run.logPath = keptLogOf(run.area)
       this.say(`${run.spec.id} ended unasked: its /workspace is kept for its Sandbox's next box here`)
     } catch (error) {
       this.say(`${run.spec.id}: its /workspace could not be kept (${error instanceof Error ? error.message : String(error)})`)
@@ -702,7 +742,8 @@ export class Agent {
 
   private drop(run: LocalRun) {
     this.runs.delete(run.spec.id)
-    rmSync(run.area, { recursive: true, force: true })
+    void removeArea(run.area).catch((error: unknown) => this.say(`the area of ${run.spec.id} could not be removed: ${messageOf(error)}`))
+    rmSync(keptLogOf(run.area), { force: true })
     for (const staging of ["outputs", "checkpoints"]) rmSync(join(this.options.dataDir, staging, ...run.spec.id.split("/")), { recursive: true, force: true })
   }
 
@@ -764,6 +805,9 @@ export class Agent {
     this.options.log?.(`nodus agent ${this.options.hello.node}: ${message}`)
   }
 }
+
+/** The quota of a run's writable space: what its kind asked (ProgramParts.boxBoundsOf), or the default. */
+const diskBytesOf = (spec: RunSpec) => spec.diskBytes ?? Limits.boxDiskBytesDefault
 
 /** Where a Volume mount's revision is unpacked on the host: in the run's area, beside what the box sees of it. */
 const mountDirOf = (area: string, name: string) => join(area, "mounts", name)

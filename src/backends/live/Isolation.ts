@@ -31,6 +31,7 @@ import { constants as osConstants } from "node:os"
 import { basename, dirname, isAbsolute, join } from "node:path"
 import type { Readable, Writable } from "node:stream"
 import { supervisorScript } from "./BoxSupervisor.ts"
+import { detectDiskQuotas, type DiskQuotas } from "./DiskQuota.ts"
 import { forwarderScript, proxyPort, proxySocketInBox } from "./EgressProxy.ts"
 import { seccompFilter } from "./Seccomp.ts"
 import * as Limits from "../../core/Limits.ts"
@@ -114,6 +115,8 @@ export interface IsolationSupport {
    * `cgroup`); undefined where the host has no pids controller we can use (a problem says so).
    */
   readonly pidsCgroup: string | undefined
+  /** How a box's writable space is held to its quota: a filesystem of its own (loop), or a polled usage (DiskQuota.ts). */
+  readonly diskQuotas: DiskQuotas
   /**
    * The host user bwrap runs as when we are root. A root bwrap maps the box's uid to host root, and the box could
    * then read every root-only file of the userland it sees (/etc/shadow, /etc/ssl/private); as nobody it cannot.
@@ -174,13 +177,15 @@ export const detectIsolation = (): IsolationSupport => {
   const bwrapProblem = found === undefined ? missingBwrap : probeBwrap(found, runAs)
   const memory = detectMemory()
   const pids = detectPids(memory)
+  const disk = detectDiskQuotas()
   return {
     bwrap: bwrapProblem === undefined ? found : undefined,
     memoryLimits: memory.memoryLimits,
     cgroup: memory.cgroup,
     pidsCgroup: pids.cgroup,
+    diskQuotas: disk.diskQuotas,
     runAs,
-    problems: [bwrapProblem, memory.problem, pids.problem].filter((problem) => problem !== undefined)
+    problems: [bwrapProblem, memory.problem, pids.problem, disk.problem].filter((problem) => problem !== undefined)
   }
 }
 

@@ -7,9 +7,15 @@
  * A box's area carries a marker (`box.json`, outside what the box sees) naming its owner and the snapshot its
  * /workspace descends from (the one it restored, or the last it saved), so an agent that starts again finds what the
  * previous one left, warm boxes' areas included. A kept /workspace nobody takes goes after `maxAgeMs`.
+ *
+ * Where the area is a filesystem of its quota (DiskQuota.ts: an ext4 image mounted at the area), /workspace cannot be
+ * renamed out of it: the whole image is kept instead (unmounted, then renamed beside the marker: one rename on the
+ * host's disk, whatever /workspace holds), and the next box mounts it as its area, everything but /workspace cleared.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
+import { execFileSync } from "node:child_process"
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { imageOf } from "./DiskQuota.ts"
 
 /** What a box's area says of its /workspace. */
 interface Marker {
@@ -24,6 +30,10 @@ interface Marker {
 
 const markerFile = "box.json"
 const workspaceDir = "workspace"
+/** A kept area's image, where the area was a filesystem of its quota. */
+const imageFile = "disk"
+/** Where a kept area's log goes, its image gone (the agent still reports the box's last lines). */
+export const keptLogOf = (area: string) => `${area}.log`
 
 const readMarker = (dir: string): Marker | undefined => {
   try {
@@ -70,18 +80,25 @@ export class KeptWorkspaces {
     if (marker !== undefined && seq > marker.base) writeMarker(area, { ...marker, base: seq })
   }
 
-  /** A marked box ended without being asked: its /workspace is kept (replacing an older one of its owner). */
-  keep(area: string) {
+  /**
+   * A marked box ended without being asked: its /workspace is kept (replacing an older one of its owner). True when
+   * it was; an area that was a filesystem is then unmounted and gone, its log moved to `keptLogOf(area)`.
+   */
+  keep(area: string): boolean {
     const marker = readMarker(area)
-    const workspace = join(area, workspaceDir)
-    if (marker === undefined || !existsSync(workspace)) return
+    if (marker === undefined || !existsSync(join(area, workspaceDir))) return false
     const target = join(this.dir, marker.owner)
     const previous = readMarker(target)
-    if (previous !== undefined && previous.startedAt > marker.startedAt) return
+    if (previous !== undefined && previous.startedAt > marker.startedAt) return false
     rmSync(target, { recursive: true, force: true })
     mkdirSync(target, { mode: 0o700 })
-    renameSync(workspace, join(target, workspaceDir))
+    if (existsSync(imageOf(area))) {
+      if (existsSync(join(area, "log"))) copyFileSync(join(area, "log"), keptLogOf(area))
+      execFileSync("umount", ["-l", area])
+      renameSync(imageOf(area), join(target, imageFile))
+    } else renameSync(join(area, workspaceDir), join(target, workspaceDir))
     writeMarker(target, { ...marker, keptAt: this.now() })
+    return true
   }
 
   /**
@@ -93,27 +110,42 @@ export class KeptWorkspaces {
       if (first === this.dir) continue
       for (const area of subdirectories(first)) {
         if (readMarker(area) === undefined) continue
-        this.keep(area)
-        rmSync(area, { recursive: true, force: true })
+        // A previous agent's area may still be mounted (it was killed): kept, it is unmounted and its image moved.
+        if (this.keep(area)) rmSync(area, { recursive: true, force: true })
+        rmSync(keptLogOf(area), { force: true })
       }
     }
     this.prune()
   }
 
-  /**
-   * Moves the owner's kept /workspace to `workspace` when it is at least as new as the snapshot the box would restore
-   * (`restoreSeq`; 0: none), answering the snapshot it descends from; a kept one that a newer snapshot superseded is
-   * dropped. Undefined: nothing kept to start from.
-   */
-  take(owner: string, restoreSeq: number, workspace: string): number | undefined {
+  /** Whether the owner has a kept /workspace at least as new as the snapshot a box would restore (0: none). */
+  has(owner: string, restoreSeq: number): boolean {
     this.prune()
     const source = join(this.dir, owner)
     const marker = readMarker(source)
-    if (marker === undefined) return undefined
-    const usable = marker.base >= restoreSeq && existsSync(join(source, workspaceDir))
-    if (usable) renameSync(join(source, workspaceDir), workspace)
+    return marker !== undefined && marker.base >= restoreSeq && (existsSync(join(source, imageFile)) || existsSync(join(source, workspaceDir)))
+  }
+
+  /**
+   * Makes `area` (which must not exist) from the owner's kept /workspace when it is at least as new as the snapshot
+   * the box would restore (`restoreSeq`; 0: none), answering the snapshot it descends from: a kept image is mounted as
+   * the area with everything but /workspace cleared, a kept directory becomes its /workspace. A kept one that a newer
+   * snapshot superseded is dropped. Undefined: nothing kept to start from (and no area made).
+   */
+  take(owner: string, restoreSeq: number, area: string): number | undefined {
+    const usable = this.has(owner, restoreSeq)
+    const source = join(this.dir, owner)
+    const base = readMarker(source)?.base
+    if (usable && base !== undefined) {
+      mkdirSync(area, { recursive: true })
+      if (existsSync(join(source, imageFile))) {
+        renameSync(join(source, imageFile), imageOf(area))
+        execFileSync("mount", ["-o", "loop,nosuid,nodev", imageOf(area), area])
+        for (const entry of readdirSync(area)) if (entry !== workspaceDir) rmSync(join(area, entry), { recursive: true, force: true })
+      } else renameSync(join(source, workspaceDir), join(area, workspaceDir))
+    }
     rmSync(source, { recursive: true, force: true })
-    return usable ? marker.base : undefined
+    return usable ? base : undefined
   }
 
   /** Kept /workspaces nobody took for `maxAgeMs` (their Sandbox deleted, or started elsewhere) go. */

@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto"
 import { rmSync } from "node:fs"
 import { join } from "node:path"
 import { BoxChannel, type OutputBounds } from "./BoxChannel.ts"
+import { mountArea, unmountUnder } from "./DiskQuota.ts"
 import { type IsolationSupport, type Outcome, type RunningProgram, runIsolated } from "./Isolation.ts"
 import type { RunSpec } from "./Protocol.ts"
 import * as Limits from "../../core/Limits.ts"
@@ -38,6 +39,8 @@ export class WarmBoxes {
   private starting = 0
   private made = 0
   private stopped = false
+  private readonly cleared: Promise<void>
+  private readonly exits: Array<Promise<unknown>> = []
   private readonly options: {
     readonly size: number
     readonly dir: string
@@ -52,7 +55,7 @@ export class WarmBoxes {
   constructor(options: WarmBoxes["options"]) {
     this.options = options
     // What a previous agent left here (its warm boxes' areas, a Sandbox's files among them) goes before any is made.
-    rmSync(options.dir, { recursive: true, force: true })
+    this.cleared = unmountUnder(options.dir).then(() => rmSync(options.dir, { recursive: true, force: true }))
   }
 
   /** Starts boxes until `size` are ready or starting. */
@@ -95,14 +98,22 @@ export class WarmBoxes {
     for (const box of this.ready.splice(0)) box.program.stop(0)
   }
 
+  /** Once every box started here has ended (after `stop`). */
+  get ended(): Promise<unknown> {
+    return Promise.all(this.exits)
+  }
+
   private async startOne(): Promise<WarmBox> {
     const area = join(this.options.dir, `box-${++this.made}-${randomBytes(4).toString("hex")}`)
+    await this.cleared
+    if (this.options.support.diskQuotas === "loop") await mountArea(area, warmBounds.diskBytes)
     const program = runIsolated(
       { argv: [], env: {}, workingDir: undefined, secretFiles: [], egress: "Deny", memoryBytes: warmBounds.memoryBytes, pidsMax: warmBounds.pidsMax, area, logPath: join(area, "log"), box: { node: process.execPath } },
       { support: this.options.support, hidden: this.options.hidden }
     )
     const channel = new BoxChannel(program.control!, this.options.now, this.options.outputBounds)
     const exited = program.exited
+    this.exits.push(exited.catch(() => undefined))
     const up = await Promise.race([channel.ready.then(() => true), exited.then(() => false, () => false)])
     if (!up) throw new Error("its supervisor ended before it was ready")
     return { area, program, channel, exited }

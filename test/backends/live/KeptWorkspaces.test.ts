@@ -3,7 +3,10 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
-import { KeptWorkspaces } from "../../../src/backends/live/KeptWorkspaces.ts"
+import { detectDiskQuotas, imageOf, mountArea, removeArea } from "../../../src/backends/live/DiskQuota.ts"
+import { keptLogOf, KeptWorkspaces } from "../../../src/backends/live/KeptWorkspaces.ts"
+
+const mounted = (path: string) => readFileSync("/proc/self/mountinfo", "utf8").split("\n").some((line) => line.split(" ")[4] === path)
 
 const dirs: Array<string> = []
 afterEach(() => {
@@ -25,7 +28,8 @@ const host = () => {
     now += 10
     return path
   }
-  const target = () => join(mkdtempSync(join(runs, "next-")), "workspace")
+  /** Where the next box's area is to be made. */
+  const target = () => join(mkdtempSync(join(runs, "next-")), "area")
   return { runs, kept, area, target, advance: (ms: number) => (now += ms) }
 }
 
@@ -35,7 +39,7 @@ describe("kept workspaces", () => {
     kept.keep(area("a-1", "owner", 3, "written"))
     const into = target()
     expect(kept.take("owner", 3, into)).toBe(3)
-    expect(readFileSync(join(into, "file"), "utf8")).toBe("written")
+    expect(readFileSync(join(into, "workspace", "file"), "utf8")).toBe("written")
     expect(kept.take("owner", 3, target())).toBeUndefined()
   })
 
@@ -49,7 +53,7 @@ describe("kept workspaces", () => {
     kept.keep(saved)
     const into = target()
     expect(kept.take("new", 4, into)).toBe(7)
-    expect(readFileSync(join(into, "file"), "utf8")).toBe("newer")
+    expect(readFileSync(join(into, "workspace", "file"), "utf8")).toBe("newer")
   })
 
   it("keeps the later box's of two, what a previous agent left (warm areas too), and forgets one nobody took", () => {
@@ -60,7 +64,7 @@ describe("kept workspaces", () => {
     kept.keep(earlier)
     const into = target()
     expect(kept.take("owner", 1, into)).toBe(1)
-    expect(readFileSync(join(into, "file"), "utf8")).toBe("later")
+    expect(readFileSync(join(into, "workspace", "file"), "utf8")).toBe("later")
 
     const warm = join(runs, "warm", "box-1")
     mkdirSync(join(warm, "workspace"), { recursive: true })
@@ -70,7 +74,7 @@ describe("kept workspaces", () => {
     expect(existsSync(warm)).toBe(false)
     const left = target()
     expect(kept.take("other", 0, left)).toBe(0)
-    expect(readFileSync(join(left, "file"), "utf8")).toBe("left")
+    expect(readFileSync(join(left, "workspace", "file"), "utf8")).toBe("left")
 
     kept.keep(area("a-3", "gone", 0, "forgotten"))
     advance(61_000)
@@ -83,5 +87,35 @@ describe("kept workspaces", () => {
     mkdirSync(join(job, "work"), { recursive: true })
     kept.keepLeftovers(runs)
     expect(existsSync(job)).toBe(true)
+  })
+
+  it.runIf(detectDiskQuotas().diskQuotas === "loop")("keeps an area that is a filesystem of its quota whole: its image, mounted again as the next box's area", async () => {
+    const { runs, kept, target } = host()
+    const area = join(runs, "owner", "a-1")
+    await mountArea(area, 16 * 1024 * 1024)
+    try {
+      mkdirSync(join(area, "workspace"))
+      writeFileSync(join(area, "workspace", "file"), "in the image")
+      writeFileSync(join(area, "log"), "the box's last words")
+      mkdirSync(join(area, "work"))
+      kept.mark(area, "owner", 2)
+      expect(kept.keep(area)).toBe(true)
+      expect(mounted(area)).toBe(false)
+      expect(existsSync(imageOf(area))).toBe(false)
+      expect(readFileSync(keptLogOf(area), "utf8")).toBe("the box's last words")
+
+      const into = target()
+      expect(kept.take("owner", 2, into)).toBe(2)
+      try {
+        expect(mounted(into)).toBe(true)
+        expect(readFileSync(join(into, "workspace", "file"), "utf8")).toBe("in the image")
+        expect(existsSync(join(into, "work"))).toBe(false)
+        expect(existsSync(join(into, "log"))).toBe(false)
+      } finally {
+        await removeArea(into)
+      }
+    } finally {
+      await removeArea(area)
+    }
   })
 })

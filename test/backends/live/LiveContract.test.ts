@@ -129,7 +129,7 @@ describe("a host without bubblewrap", () => {
       hello: { node: "bare", hostname: "bare", agentVersion: "test", capacity: { cpus: 1, memoryBytes: GiB, diskBytes: GiB, gpus: [] }, isolation: { bubblewrap: false, memoryLimits: false, problems: [missing] } },
       dataDir: join(dir, "agent"),
       runsDir: join(dir, "runs"),
-      support: { bwrap: undefined, memoryLimits: "none", problems: [missing], cgroup: undefined, pidsCgroup: undefined, runAs: undefined },
+      support: { bwrap: undefined, memoryLimits: "none", problems: [missing], cgroup: undefined, pidsCgroup: undefined, diskQuotas: "polled", runAs: undefined },
       hidden: [],
       now: () => Date.now()
     })
