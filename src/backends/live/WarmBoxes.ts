@@ -40,7 +40,8 @@ export class WarmBoxes {
   private made = 0
   private stopped = false
   private readonly cleared: Promise<void>
-  private readonly exits: Array<Promise<unknown>> = []
+  /** Each box's start and then its exit: `ended` waits for those of boxes still starting when `stop` came too. */
+  private readonly starts: Array<Promise<void>> = []
   private readonly options: {
     readonly size: number
     readonly dir: string
@@ -62,7 +63,9 @@ export class WarmBoxes {
   fill() {
     while (!this.stopped && this.options.support.bwrap !== undefined && this.ready.length + this.starting < this.options.size) {
       this.starting++
-      void this.startOne().then(
+      const started = this.startOne()
+      this.starts.push(started.then((box) => box.exited).then(() => undefined, () => undefined))
+      void started.then(
         (box) => {
           this.starting--
           if (this.stopped) return box.program.stop(0)
@@ -100,7 +103,7 @@ export class WarmBoxes {
 
   /** Once every box started here has ended (after `stop`). */
   get ended(): Promise<unknown> {
-    return Promise.all(this.exits)
+    return Promise.all(this.starts)
   }
 
   private async startOne(): Promise<WarmBox> {
@@ -113,7 +116,6 @@ export class WarmBoxes {
     )
     const channel = new BoxChannel(program.control!, this.options.now, this.options.outputBounds)
     const exited = program.exited
-    this.exits.push(exited.catch(() => undefined))
     const up = await Promise.race([channel.ready.then(() => true), exited.then(() => false, () => false)])
     if (!up) throw new Error("its supervisor ended before it was ready")
     return { area, program, channel, exited }
