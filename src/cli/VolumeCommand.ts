@@ -42,7 +42,7 @@ type Client = Awaited<ReturnType<typeof connect>>
 
 const put = async (client: Client, volumeUrl: string, name: string, dir: string) => {
   if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new Error(`${dir} is not a directory`)
-  const tar = spawn("tar", ["--zstd", "-cf", "-", "-C", dir, "."], { stdio: ["ignore", "pipe", "pipe"] })
+  const tar = spawn("tar", ["--zstd", "--sparse", "-cf", "-", "-C", dir, "."], { stdio: ["ignore", "pipe", "pipe"] })
   let stderr = ""
   tar.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
   const exited = new Promise<number | null>((resolve) => tar.on("close", resolve))

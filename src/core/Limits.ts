@@ -295,6 +295,11 @@ export const volumeSizeMaxText = "64Ti"
  * one of those fails at start, naming what is kept (docs/kinds/Volume.md).
  */
 export const volumeRevisionsKept = 16
+/**
+ * What a revision may expand to beyond its Volume's spec.size: tar's own headers and padding (512 bytes or more per
+ * member). Past size + this, a revision is refused at commit and a host stops unpacking it (docs/kinds/Volume.md).
+ */
+export const volumeArchiveHeadroomBytes = 16 * MiB
 export const imageBuildArgsMax = 64
 export const imagePullSecretsMax = 4
 export const inferenceReplicasMax = 64

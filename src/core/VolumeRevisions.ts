@@ -6,6 +6,7 @@
  */
 import { isObject, type Json, type JsonObject } from "./Json.ts"
 import { volumeRevisionsKept } from "./Limits.ts"
+import { parseQuantity } from "./Units.ts"
 
 /** One committed revision, as `status.revisions[]` lists it. */
 export interface RevisionEntry {
@@ -59,4 +60,10 @@ export const commitRevision = (status: Json | undefined, entry: Omit<RevisionEnt
     released,
     status: { ...previous, phase: "Available", revision, revisions: kept as unknown as Json, usedBytes: entry.sizeBytes }
   }
+}
+
+/** A Volume's spec.size in bytes (0 when it has none): what one revision may hold, archived and unpacked. */
+export const volumeSizeBytes = (spec: Json | undefined): number => {
+  const size = isObject(spec ?? null) ? (spec as { size?: Json }).size : undefined
+  return typeof size === "string" ? parseQuantity(size) ?? 0 : 0
 }

@@ -26,7 +26,7 @@ import { isObject } from "../core/Json.ts"
 import type { AddressRange } from "../core/PublicAddress.ts"
 import { refOfKind } from "../core/meta/Kinds.ts"
 import { parseQuantity } from "../core/Units.ts"
-import { pickRevision } from "../core/VolumeRevisions.ts"
+import { pickRevision, volumeSizeBytes } from "../core/VolumeRevisions.ts"
 import { Blobs, projectReader } from "../apiserver/Blobs.ts"
 import { NodeAgents } from "../apiserver/NodeAgents.ts"
 import { SimulationControl } from "../apiserver/SimulationControl.ts"
@@ -152,7 +152,7 @@ export const layer = (settings: LocalSettings) => Layer.unwrap(Effect.gen(functi
       if (blob === undefined) return yield* new ApiError({ code: "NotFound", message: `input ${name}: the archive of Volume "${wanted.name}" revision ${picked.revision} is not stored` })
       return {
         sha256: blob.digest,
-        volume: { name: wanted.name, revision: picked.revision, uid: volume.metadata.uid },
+        volume: { name: wanted.name, revision: picked.revision, uid: volume.metadata.uid, ...(volumeSizeBytes(volume.spec) > 0 ? { sizeBytes: volumeSizeBytes(volume.spec) } : {}) },
         open: () => Stream.toAsyncIterable(blobs.read(blob))
       }
     })

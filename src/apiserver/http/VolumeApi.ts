@@ -10,14 +10,16 @@
  * with the Volume; a revision dropped past `volumeRevisionsKept` releases its archive unless a kept one has the same
  * bytes. A commit is authorized as a write of the Volume, a read as a read of it.
  */
+import { pipeline } from "node:stream/promises"
+import { createZstdDecompress } from "node:zlib"
 import { Clock, Effect, Stream } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ApiError, badRequest, fieldInvalid, methodNotAllowed } from "../../core/meta/ApiError.ts"
 import { isObject, type Json } from "../../core/Json.ts"
 import type { ResourceRef } from "../../core/meta/Kinds.ts"
 import type { ResourceObject } from "../../core/meta/ObjectMeta.ts"
-import { parseQuantity } from "../../core/Units.ts"
-import { commitRevision, keepsArchive, pickRevision } from "../../core/VolumeRevisions.ts"
+import * as Limits from "../../core/Limits.ts"
+import { commitRevision, keepsArchive, pickRevision, volumeSizeBytes } from "../../core/VolumeRevisions.ts"
 import { type Blobs, everything } from "../Blobs.ts"
 import type { Resources, WriteOptions } from "../Resources.ts"
 import { json } from "./Respond.ts"
@@ -54,10 +56,6 @@ const busy = (volume: ResourceObject) => {
     })
 }
 
-const sizeOf = (volume: ResourceObject): number => {
-  const size = isObject(volume.spec ?? null) ? (volume.spec as { size?: Json }).size : undefined
-  return typeof size === "string" ? parseQuantity(size) ?? 0 : 0
-}
 
 export const makeVolumeApi = (parts: VolumeApiParts) => {
   const { resources, blobs } = parts
@@ -78,11 +76,19 @@ export const makeVolumeApi = (parts: VolumeApiParts) => {
     }
     const blob = yield* blobs.stat(stored.digest, everything)
     const head = blob === undefined ? new Uint8Array() : yield* firstBytes(blobs.read(blob))
-    if (!zstdMagic.every((byte, index) => head[index] === byte)) {
+    const notZstd = badRequest("a revision is the Volume's files as one tar.zst archive; the body is not zstd-compressed", [
+      fieldInvalid("body", "Invalid value: must be a tar archive compressed with zstd (tar --zstd -cf - -C <dir> .)")
+    ])
+    if (blob === undefined || !zstdMagic.every((byte, index) => head[index] === byte)) {
       yield* blobs.release(ref.holder, stored.digest)
-      return yield* badRequest("a revision is the Volume's files as one tar.zst archive; the body is not zstd-compressed", [
-        fieldInvalid("body", "Invalid value: must be a tar archive compressed with zstd (tar --zstd -cf - -C <dir> .)")
-      ])
+      return yield* notZstd
+    }
+    // What it expands to is bounded too (a few KB of zstd can expand to gigabytes), counted without keeping any of it.
+    const expandedMax = volumeSizeBytes(volume.spec) + Limits.volumeArchiveHeadroomBytes
+    const expands = yield* Effect.tryPromise(() => expandsPast(Stream.toAsyncIterable(blobs.read(blob)), expandedMax)).pipe(Effect.result)
+    if (expands._tag === "Failure" || expands.success) {
+      yield* blobs.release(ref.holder, stored.digest)
+      return yield* (expands._tag === "Failure" ? notZstd : expandsTooFar(expandedMax, volume))
     }
     return stored
   })
@@ -110,7 +116,7 @@ export const makeVolumeApi = (parts: VolumeApiParts) => {
     const volume = yield* resources.get(target.ref, target.namespace, target.name)
     const problem = busy(volume)
     if (problem !== undefined) return yield* problem
-    const stored = yield* store(request, query, volume, Math.min(blobs.bytesMax, sizeOf(volume)))
+    const stored = yield* store(request, query, volume, Math.min(blobs.bytesMax, volumeSizeBytes(volume.spec)))
     const committed = yield* commit(target, volume, stored).pipe(
       // Nothing names the archive when the commit failed: it goes, unless a kept revision has the same bytes.
       Effect.tapError(() => Effect.flatMap(resources.get(target.ref, target.namespace, target.name), (now) =>
@@ -154,6 +160,29 @@ const tooLarge = (bytes: number, bytesMax: number, volume: ResourceObject) =>
     message: `the archive is ${bytes} bytes; Volume "${volume.metadata.name}" takes at most ${bytesMax} bytes per revision`,
     fix: "Commit fewer files, or create a larger Volume (spec.size bounds each revision's archive)."
   })
+
+const expandsTooFar = (bytesMax: number, volume: ResourceObject) =>
+  new ApiError({
+    code: "FileTooLarge",
+    message: `the archive expands to more than ${bytesMax} bytes; Volume "${volume.metadata.name}" holds at most ${volumeSizeBytes(volume.spec)} bytes (spec.size) per revision`,
+    fix: "Commit fewer files, or create a larger Volume (spec.size bounds what each revision holds, unpacked)."
+  })
+
+/** Whether a zstd stream decompresses to more than `bytesMax` bytes: counted as it decompresses, stopped past it. */
+const expandsPast = async (bytes: AsyncIterable<Uint8Array>, bytesMax: number): Promise<boolean> => {
+  let expanded = 0
+  try {
+    await pipeline(bytes, createZstdDecompress(), async (source: AsyncIterable<Buffer>) => {
+      for await (const chunk of source) {
+        expanded += chunk.length
+        if (expanded > bytesMax) return
+      }
+    })
+  } catch (error) {
+    if (expanded <= bytesMax) throw error
+  }
+  return expanded > bytesMax
+}
 
 /** The first bytes of a stream (its first chunk), without reading the rest. */
 const firstBytes = <E>(stream: Stream.Stream<Uint8Array, E>) =>

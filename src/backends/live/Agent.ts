@@ -8,12 +8,10 @@
  * longer wants is stopped; an ended run is dropped once the server has been told. When the lease is lost (Stale), every
  * run stops: the server has declared them lost and is recovering them elsewhere, so nothing runs twice for long.
  */
-import { execFile, spawn } from "node:child_process"
 import { createHash } from "node:crypto"
 import { pipeline } from "node:stream/promises"
 import { chmodSync, chownSync, closeSync, createWriteStream, existsSync, mkdirSync, openSync, readdirSync, readSync, realpathSync, rmSync, statSync } from "node:fs"
 import { join, posix, relative } from "node:path"
-import { promisify } from "node:util"
 import * as Limits from "../../core/Limits.ts"
 import type { BoxReply, BoxRequest } from "../../core/capacity/Capacity.ts"
 import type { AddressRange, ConnectRules } from "../../core/PublicAddress.ts"
@@ -28,10 +26,10 @@ import { fetchInput, fetchProblem } from "./InputFetch.ts"
 import { WorkerConnection, WorkerLost, type WorkerTarget, workerArgv, workerEnv } from "./PythonWorker.ts"
 import { givenValues, scrub } from "./Scrub.ts"
 import { mountArea, overQuota, quotaPollMs, removeArea, unmountUnder } from "./DiskQuota.ts"
+import { packArchive, unpackArchive } from "./Archive.ts"
 import { type IsolationSupport, type Outcome as ProgramExit, type RunningProgram, runIsolated } from "./Isolation.ts"
 import { type AgentLink, type BoxCallReply, type Desired, type Exit, type Hello, type Lease, leaseExpiryMs, outputBytesMax, type RunInput, type RunReport, type RunSpec } from "./Protocol.ts"
 
-const exec = promisify(execFile)
 
 /** The most log text one sync carries per run: a noisy program never makes a sync slow. */
 const logChunkMax = 256 * 1024
@@ -602,7 +600,9 @@ export class Agent {
           yield chunk
         }
       }
-      const { code, stderr } = await untarAs(runAs, dir, hashed(), ["--no-same-permissions"])
+      const bound = volumeBoundOf(input, run.spec)
+      const { code, stderr, overBound } = await unpackArchive(hashed(), dir, { runAs, extra: ["--no-same-permissions"], bound })
+      if (overBound !== undefined) throw new Error(overBound)
       const actual = hash.digest("hex")
       if (actual !== input.sha256) {
         rmSync(dir, { recursive: true, force: true })
@@ -659,7 +659,7 @@ export class Agent {
     const staging = join(this.options.dataDir, "outputs", ...run.spec.id.split("/"))
     mkdirSync(staging, { recursive: true, mode: 0o700 })
     const file = join(staging, `${name}.tar.zst`)
-    await exec("tar", ["--zstd", "-cf", file, "-C", dir, "."])
+    await packArchive(file, dir, ["."])
     return file
   }
 
@@ -768,7 +768,7 @@ export class Agent {
       const staging = join(this.options.dataDir, "checkpoints", ...run.spec.id.split("/"))
       mkdirSync(staging, { recursive: true, mode: 0o700 })
       const file = join(staging, "checkpoint.tar.zst")
-      await exec("tar", ["--zstd", "--numeric-owner", "-cf", file, "-C", root, ...(entries.length === 0 ? ["-T", "/dev/null"] : ["--", ...entries])])
+      await packArchive(file, root, entries)
       const sizeBytes = statSync(file).size
       if (sizeBytes > run.spec.checkpoint.maxBytes) throw new Error(`it is ${sizeBytes} bytes, above maxSize (${run.spec.checkpoint.maxBytes})`)
       const { seq } = await this.options.link.putCheckpoint({ node: this.options.hello.node, epoch: lease.epoch, run: run.spec.id, name: "checkpoint" }, file)
@@ -797,8 +797,9 @@ export class Agent {
     const bytes = await this.options.link.getCheckpoint({ node: this.options.hello.node, epoch: lease.epoch, run: run.spec.id, name: "checkpoint" })
     const runAs = this.options.support.runAs
     if (runAs !== undefined) for (const dir of [run.area, join(run.area, "state")]) chownSync(dir, runAs.uid, runAs.gid)
-    const { code, stderr } = await untarAs(runAs, run.area, bytes, [])
-    if (code !== 0) throw new Error(`restoring its checkpoint failed: ${stderr.trim().slice(0, 300)}`)
+    const bound = { bytesMax: diskBytesOf(run.spec), what: "the box's disk quota (resources.disk)" }
+    const { code, stderr, overBound } = await unpackArchive(bytes, run.area, { runAs, extra: [], bound })
+    if (code !== 0) throw new Error(`restoring its checkpoint failed: ${overBound ?? stderr.trim().slice(0, 300)}`)
   }
 
   private say(message: string) {
@@ -813,18 +814,13 @@ const diskBytesOf = (spec: RunSpec) => spec.diskBytes ?? Limits.boxDiskBytesDefa
 const mountDirOf = (area: string, name: string) => join(area, "mounts", name)
 
 /**
- * Unpacks a tar.zst from `bytes` into `dir`, as `runAs` when the agent has such a user (an archive can then write
- * nothing that user could not); answers tar's exit code and what it said.
+ * What a Volume's revision may expand to on the host: its Volume's size (what a revision of it holds) and room for
+ * tar's headers, or the box's quota where the size is not known.
  */
-const untarAs = async (runAs: { readonly uid: number; readonly gid: number } | undefined, dir: string, bytes: AsyncIterable<Uint8Array>, extra: ReadonlyArray<string>) => {
-  const tar = ["tar", "--zstd", "--numeric-owner", "--no-same-owner", ...extra, "-xf", "-", "-C", dir]
-  const argv = runAs === undefined ? tar : ["setpriv", `--reuid=${runAs.uid}`, `--regid=${runAs.gid}`, "--clear-groups", ...tar]
-  const child = spawn(argv[0]!, argv.slice(1), { stdio: ["pipe", "ignore", "pipe"] })
-  let stderr = ""
-  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
-  const exited = new Promise<number | null>((resolve) => child.on("close", resolve))
-  await pipeline(bytes, child.stdin).catch(() => undefined)
-  return { code: await exited, stderr }
+const volumeBoundOf = (input: RunInput, spec: RunSpec): { readonly bytesMax: number; readonly what: string } => {
+  const volume = "volume" in input ? input.volume : undefined
+  if (volume?.sizeBytes === undefined) return { bytesMax: diskBytesOf(spec), what: "the box's disk quota (resources.disk)" }
+  return { bytesMax: volume.sizeBytes + Limits.volumeArchiveHeadroomBytes, what: `the size of Volume "${volume.name}" (${volume.sizeBytes} bytes, spec.size)` }
 }
 
 /** Where a box finds its programs (Isolation.ts's PATH): the host's userland, bound read-only. */

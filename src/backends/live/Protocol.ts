@@ -105,6 +105,8 @@ export interface VolumeInput {
   readonly name: string
   readonly revision: number
   readonly uid: string
+  /** The Volume's spec.size in bytes: what its revision may expand to on the host (absent: the box's quota bounds it). */
+  readonly sizeBytes?: number | undefined
 }
 
 /** What the server wants of a host now. */

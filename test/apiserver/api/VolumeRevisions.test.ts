@@ -1,7 +1,7 @@
 // A Volume's revisions over HTTP (src/apiserver/http/VolumeApi.ts; spec: "a Volume has revisions"; docs/kinds/Volume.md,
 // "Revisions"): POST …/volumes/{name}/revisions commits a tar.zst as the next revision, GET …/revisions/{n} reads it
 // back by its digest; the newest `volumeRevisionsKept` are kept and a dropped one's archive is released; a body that is
-// not zstd, one past the Volume's size, and a commit while a writer holds the Volume are refused with their codes.
+// not zstd, one past the Volume's size (archived or unpacked), and a commit while a writer holds the Volume are refused with their codes.
 import { execFileSync } from "node:child_process"
 import { createHash } from "node:crypto"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -107,6 +107,24 @@ describe("Volume revisions over HTTP", () => {
     assert.strictEqual(wrong.status, 422)
     const volume = await request(server, "GET", volumePath("small"))
     assert.isUndefined(volume.body.status?.revision)
+  })
+
+  it("refuses an archive that expands past the Volume's size, however small it is, keeping nothing", async () => {
+    await createVolume("bomb", "1Mi")
+    const dir = mkdtempSync(join(tmpdir(), "nodus-volume-test-"))
+    try {
+      execFileSync("sh", ["-c", `head -c ${64 * 1024 * 1024} /dev/zero > ${join(dir, "zeros")}`])
+      const bomb = execFileSync("tar", ["--zstd", "-cf", "-", "-C", dir, "."])
+      assert.isBelow(bomb.length, 64 * 1024) // far below the Volume's size
+      const refused = await commit("bomb", bomb)
+      assert.strictEqual(refused.status, 413, JSON.stringify(refused.body))
+      assert.strictEqual(refused.body.reason, "FileTooLarge")
+      assert.include(refused.body.message, "expands to more than")
+      assert.strictEqual((await send("HEAD", `/blobs/v1/sha256:${sha(bomb)}`)).status, 404)
+      assert.isUndefined((await request(server, "GET", volumePath("bomb"))).body.status?.revision)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   it("refuses a commit while a writer holds the Volume: VolumeBusy", async () => {
