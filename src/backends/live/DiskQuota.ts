@@ -12,7 +12,9 @@
  * Plain TypeScript over node:child_process and node:fs, as Isolation.ts.
  */
 import { execFile } from "node:child_process"
-import { accessSync, constants, existsSync, mkdirSync, readFileSync, rmdirSync, rmSync } from "node:fs"
+import { randomBytes } from "node:crypto"
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, renameSync, rmdirSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { promisify } from "node:util"
 
@@ -50,16 +52,15 @@ const mkfs = (): string | undefined =>
 export const imageOf = (area: string) => `${area}.disk`
 
 /**
- * Makes `area` (which must not exist yet) an ext4 filesystem of `bytes`: a sparse image, made without initializing
- * its inode tables and journal ahead (lazy_itable_init: the kernel does it in the background) so that a box's start
- * stays cheap, no blocks reserved for root, mounted nosuid and nodev.
+ * Makes `area` (which must not exist yet) an ext4 filesystem of `bytes`, mounted nosuid and nodev: a sparse copy of
+ * the template of that size (`cp --sparse=always` copies its few MB of metadata in a few ms, where mkfs of 10 GiB
+ * takes 50 to 70 ms).
  */
 export const mountArea = async (area: string, bytes: number): Promise<void> => {
   const image = imageOf(area)
   mkdirSync(dirname(area), { recursive: true })
-  await run("truncate", ["-s", String(bytes), image])
+  await run("cp", ["--sparse=always", await templateOf(bytes), image])
   try {
-    await run(mkfs()!, ["-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1", image])
     mkdirSync(area)
     await run("mount", ["-o", "loop,nosuid,nodev", image, area])
   } catch (error) {
@@ -67,6 +68,37 @@ export const mountArea = async (area: string, bytes: number): Promise<void> => {
     throw error
   }
   rmdirSync(join(area, "lost+found"))
+}
+
+const templates = new Map<number, Promise<string>>()
+
+/**
+ * The empty filesystem of `bytes` this process copies for each area: made once per size, sparse, without initializing
+ * its inode tables and journal ahead (the kernel does it lazily, punching holes: the image stays sparse), no blocks
+ * reserved for root. Kept in one directory of the host's (each size once, whichever process made it), made under a
+ * name of its own and renamed, so a half-made one is never copied.
+ */
+const templateOf = (bytes: number): Promise<string> => {
+  const known = templates.get(bytes)
+  if (known !== undefined) return known
+  const made = (async () => {
+    const dir = join(tmpdir(), "nodus-disk-templates")
+    mkdirSync(dir, { recursive: true, mode: 0o700 })
+    const template = join(dir, `ext4-${bytes}.img`)
+    if (existsSync(template)) return template
+    const partial = `${template}.${process.pid}.${randomBytes(4).toString("hex")}`
+    try {
+      await run("truncate", ["-s", String(bytes), partial])
+      await run(mkfs()!, ["-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1", partial])
+      renameSync(partial, template)
+      return template
+    } finally {
+      rmSync(partial, { force: true })
+    }
+  })()
+  templates.set(bytes, made)
+  made.catch(() => templates.delete(bytes))
+  return made
 }
 
 /** Removes an area and its image, unmounting first whatever is mounted at or under it. */

@@ -98,3 +98,34 @@ describe("a Job on a live host", () => {
     expect(logs.get("fills")).toContain("No space left on device")
   })
 })
+
+describe("a Job on a host that polls quotas", () => {
+  let capacity: LiveCapacity
+  let agent: Agent
+  const polledDir = () => join(dir, "polled-host")
+
+  beforeAll(async () => {
+    ;({ capacity, agent } = await makeLiveHost({ dir: polledDir(), node: "polling-host", cpus: 2, now: () => Date.now(), polledQuotas: true }))
+    await agent.connect()
+  })
+  afterAll(() => agent.stop())
+
+  it("is stopped once its writable space is past its quota, and its end says why", async () => {
+    const variant = variantsOf(capacity.catalog("demo")[0]!)[0]!
+    Effect.runSync(capacity.port.acquire({ owner: "job-uid", namespace: "demo", attempt: "overflows", index: 0, number: 1, variant, recovery: false }))
+    const script = "head -c 24M /dev/urandom > /platform/work/big; sleep 600"
+    Effect.runSync(capacity.port.start("job-uid", "overflows", {
+      restoreFromSeq: undefined, resumeFromUnits: undefined, checkpointIntervalMs: undefined, keepWarmMs: 0, env: {}, annotations: {},
+      workload: { image: undefined, argv: ["sh", "-c", script], workingDir: undefined, env: [], secrets: [], egress: "Deny", memoryBytes: undefined, diskBytes: 16 * MiB, init: undefined }
+    }))
+    for (let polls = 0; polls < 600 && Effect.runSync(capacity.port.facts("job-uid", "overflows"))?.phase !== "Ended"; polls++) {
+      agent.tick()
+      await agent.syncNow()
+      await new Promise((resolve) => setTimeout(resolve, 25))
+    }
+    const facts = Effect.runSync(capacity.port.facts("job-uid", "overflows"))!
+    expect(facts.phase).toBe("Ended")
+    expect(facts.outcome).toMatchObject({ type: "Failed" })
+    expect(JSON.stringify(facts.outcome)).toContain(`past its disk quota of ${16 * MiB} bytes`)
+  })
+})

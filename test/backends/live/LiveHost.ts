@@ -24,6 +24,8 @@ export const makeLiveHost = async (options: {
   /** The host's GPUs, as HostFacts.detectGpus finds them (a test's device nodes may be plain files). */
   readonly gpus?: ReadonlyArray<HostGpu>
   readonly appendLog?: (owner: string, attempt: string, text: string) => void
+  /** Poll disk quotas, as a host that cannot mount a filesystem per box does (DiskQuota.ts). */
+  readonly polledQuotas?: boolean
 }) => {
   const capacity = await Effect.runPromise(LiveCapacity.make({
     now: options.now,
@@ -32,7 +34,8 @@ export const makeLiveHost = async (options: {
     storeOutput: async () => ({ sha256: "0".repeat(64), sizeBytes: 0 }),
     checkpoints: memoryCheckpoints()
   }))
-  const isolation = detectIsolation()
+  const detected = detectIsolation()
+  const isolation = options.polledQuotas === true ? { ...detected, diskQuotas: "polled" as const } : detected
   const agent = new Agent({
     link: inProcessLink(capacity, { pool: "test", namespace: undefined }),
     hello: {
