@@ -20,6 +20,7 @@ import {
   lstatSync,
   mkdirSync,
   openSync,
+  readdirSync,
   readFileSync,
   readlinkSync,
   realpathSync,
@@ -177,6 +178,7 @@ export const detectIsolation = (): IsolationSupport => {
   const bwrapProblem = found === undefined ? missingBwrap : probeBwrap(found, runAs)
   const memory = detectMemory()
   const pids = detectPids(memory)
+  for (const dir of [memory.cgroup, pids.cgroup]) if (dir !== undefined) sweepCgroups(dir)
   const disk = detectDiskQuotas()
   return {
     bwrap: bwrapProblem === undefined ? found : undefined,
@@ -284,6 +286,24 @@ const probeChildren = (dir: string) => {
 }
 
 const controllersOf = (dir: string) => readOrEmpty(join(dir, "cgroup.controllers")).trim().split(" ")
+
+/** A run's cgroup empty this long was left by a process that died before its box's exit (SIGKILL): it goes. */
+const staleCgroupMs = 60_000
+
+/**
+ * Removes the runs' cgroups a killed process left (empty, and older than any a live one is still filling: a run's
+ * box joins its cgroup within milliseconds of its making, and other processes may share our cgroup).
+ */
+const sweepCgroups = (dir: string) => {
+  for (const name of readdirSync(dir).filter((entry) => entry.startsWith(runCgroupPrefix))) {
+    const path = join(dir, name)
+    try {
+      if (Date.now() - statSync(path).mtimeMs > staleCgroupMs && readOrEmpty(join(path, "cgroup.procs")).trim() === "") rmdirSync(path)
+    } catch {
+      // in use after all, or gone meanwhile
+    }
+  }
+}
 
 type PidsDetection = { readonly cgroup: string | undefined; readonly problem: string | undefined }
 
@@ -608,6 +628,8 @@ const assertSearchable = (path: string, runAs: NonNullable<IsolationSupport["run
  * The run's cgroups: its memory one and its pids one, each undefined where the host has none. On v2 both are one
  * directory; on v1 each is in its controller's hierarchy.
  */
+const runCgroupPrefix = "nodus-run-"
+
 type RunCgroup = { readonly version: "cgroup1" | "cgroup2"; readonly memory: string | undefined; readonly pids: string | undefined }
 
 const dirsOf = (cgroup: RunCgroup): ReadonlyArray<string> =>
@@ -621,7 +643,7 @@ const boundsOf = (program: IsolatedProgram) => ({
 
 /** The run's own cgroups under ours, limited; none (the run goes without that bound) where the host has none. */
 const createCgroup = (support: IsolationSupport, bounds: ReturnType<typeof boundsOf>): RunCgroup => {
-  const name = `nodus-run-${randomBytes(6).toString("hex")}`
+  const name = `${runCgroupPrefix}${randomBytes(6).toString("hex")}`
   const memory = support.memoryLimits === "none" || support.cgroup === undefined ? undefined : join(support.cgroup, name)
   const cgroup: RunCgroup = {
     version: support.memoryLimits === "cgroup2" ? "cgroup2" : "cgroup1",

@@ -7,7 +7,7 @@
  */
 import { spawnSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs"
 import { createServer, type Server } from "node:net"
 import { networkInterfaces, tmpdir } from "node:os"
 import { join } from "node:path"
@@ -64,6 +64,19 @@ describe("detectIsolation", () => {
     expect(support.memoryLimits).not.toBe("none")
     expect(support.pidsCgroup).toBeDefined()
     expect(support.problems).toEqual([])
+  })
+
+  it("removes the runs' cgroups a killed process left (empty and old), and leaves a new one alone", () => {
+    const made = [support.cgroup!, support.pidsCgroup!].flatMap((dir) => ["stale", "fresh"].map((age) => join(dir, `nodus-run-test-${age}-${randomBytes(4).toString("hex")}`)))
+    for (const dir of made) mkdirSync(dir)
+    const old = new Date(Date.now() - 10 * 60_000)
+    for (const dir of made.filter((dir) => dir.includes("-stale-"))) utimesSync(dir, old, old)
+    detectIsolation()
+    try {
+      expect(made.filter((dir) => existsSync(dir))).toEqual(made.filter((dir) => dir.includes("-fresh-")))
+    } finally {
+      for (const dir of made) if (existsSync(dir)) rmdirSync(dir)
+    }
   })
 })
 
