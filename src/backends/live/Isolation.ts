@@ -103,6 +103,8 @@ export interface RunningProgram {
   readonly stop: (graceMs: number) => void
   /** A box's supervisor, or a program with `pipes`: requests in, messages out (BoxSupervisor.ts, PythonWorker.ts). */
   readonly control?: { readonly input: Writable; readonly output: Readable } | undefined
+  /** The box's own cgroup directories (memory, pids), removed once it exited. */
+  readonly cgroups: ReadonlyArray<string>
 }
 
 export interface IsolationSupport {
@@ -586,7 +588,7 @@ const supervise = (child: ChildProcess, program: IsolatedProgram, cgroup: RunCgr
     killTimer = setTimeout(killBox, graceMs)
   }
   const control = hasControl(program) ? { input: child.stdin!, output: child.stdout! } : undefined
-  return { pid: child.pid!, exited, stop, control }
+  return { pid: child.pid!, exited, stop, control, cgroups: dirsOf(cgroup) }
 }
 
 /** A box's supervisor, or a program that asked for pipes, talks to the agent over its stdin and stdout. */

@@ -50,9 +50,10 @@ const run = async (
   argv: ReadonlyArray<string>,
   overrides: Partial<IsolatedProgram> = {},
   hidden: ReadonlyArray<string> = []
-): Promise<{ readonly outcome: Outcome; readonly log: string }> => {
-  const outcome = await runIsolated(program(argv, overrides), { support, hidden }).exited
-  return { outcome, log: readFileSync(join(root, "program.log"), "utf8") }
+): Promise<{ readonly outcome: Outcome; readonly log: string; readonly cgroups: ReadonlyArray<string> }> => {
+  const running = runIsolated(program(argv, overrides), { support, hidden })
+  const outcome = await running.exited
+  return { outcome, log: readFileSync(join(root, "program.log"), "utf8"), cgroups: running.cgroups }
 }
 
 const sh = (script: string) => ["sh", "-c", script]
@@ -316,30 +317,34 @@ describe("egress", () => {
 })
 
 describe("memory limits", () => {
-  const memoryCgroups = () => readdirSync(support.cgroup!).filter((name) => name.startsWith("nodus-run-"))
+  /** The run had its memory and pids cgroups, and both are gone (other processes' runs may share the parent). */
+  const removed = (cgroups: ReadonlyArray<string>) => {
+    expect(cgroups).toHaveLength(2)
+    expect(cgroups.filter((dir) => existsSync(dir))).toEqual([])
+  }
 
   it("kill a program that exceeds its limit, reported as oomKilled, and the cgroup is removed", async () => {
-    const { outcome } = await run(["python3", "-c", "b = bytearray(512 * 1024 * 1024)"], { memoryBytes: 32 * MiB })
+    const { outcome, cgroups } = await run(["python3", "-c", "b = bytearray(512 * 1024 * 1024)"], { memoryBytes: 32 * MiB })
     expect(outcome).toEqual({ exitCode: undefined, signal: "SIGKILL", oomKilled: true })
-    expect(memoryCgroups()).toEqual([])
+    removed(cgroups)
   })
 
   it("hold the program's children too (the box joins its cgroup before the program starts)", async () => {
-    const { outcome } = await run(sh("head -c 600M /dev/zero | tail; echo survived"), { memoryBytes: 32 * MiB })
+    const { outcome, cgroups } = await run(sh("head -c 600M /dev/zero | tail; echo survived"), { memoryBytes: 32 * MiB })
     expect(outcome.oomKilled).toBe(true)
-    expect(memoryCgroups()).toEqual([])
+    removed(cgroups)
   })
 
   it("hold a program that names no limit to one vCPU's default (it is killed above it)", async () => {
-    const { outcome } = await run(["python3", "-c", `b = bytearray(${Limits.boxMemoryBytesPerCpu + 256 * MiB})`])
+    const { outcome, cgroups } = await run(["python3", "-c", `b = bytearray(${Limits.boxMemoryBytesPerCpu + 256 * MiB})`])
     expect(outcome).toEqual({ exitCode: undefined, signal: "SIGKILL", oomKilled: true })
-    expect(memoryCgroups()).toEqual([])
+    removed(cgroups)
   })
 
   it("leave a program within its limit alone: a plain non-zero exit is not an OOM kill", async () => {
-    const { outcome } = await run(["python3", "-c", "b = bytearray(8 * 1024 * 1024); raise SystemExit(5)"], { memoryBytes: 64 * MiB })
+    const { outcome, cgroups } = await run(["python3", "-c", "b = bytearray(8 * 1024 * 1024); raise SystemExit(5)"], { memoryBytes: 64 * MiB })
     expect(outcome).toEqual({ exitCode: 5, signal: undefined, oomKilled: false })
-    expect(memoryCgroups()).toEqual([])
+    removed(cgroups)
   })
 })
 
