@@ -231,6 +231,15 @@ const hostConnects = (host: string, portNumber: number) =>
     socket.on("timeout", () => (socket.destroy(), resolve(false)))
   })
 
+describe("bounds", () => {
+  it("sees its disk quota at /workspace (the default, 10 GiB), not the host's disk", async () => {
+    const state = commandOf(await exec("box-1", ["df", "-B1", "--output=size", "/workspace"]))
+    const size = Number(text(state.stdout).trim().split("\n").pop())
+    expect(size).toBeGreaterThan(9 * GiB)
+    expect(size).toBeLessThanOrEqual(10 * GiB)
+  })
+})
+
 describe("egress Deny beyond loopback", () => {
   it("cannot reach the host's own interface addresses nor a public address, and is refused at once rather than hanging", async () => {
     const hostAddresses = Object.values(networkInterfaces()).flat()
