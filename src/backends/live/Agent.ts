@@ -97,6 +97,8 @@ interface LocalRun {
   fromKept: boolean
   /** Stopped because the lease lapsed: lost, not asked to stop. */
   lost: boolean
+  /** Its quota is polled: the host polls them all, or its area's filesystem could not be made. */
+  pollQuota?: boolean | undefined
   /** Where disk quotas are polled: why the box was stopped past its quota, and whether a check is under way. */
   overQuota?: string | undefined
   quotaChecking?: boolean | undefined
@@ -174,7 +176,7 @@ export class Agent {
         this.halt(run)
       }
     }
-    if (this.options.support.diskQuotas === "polled") for (const run of this.runs.values()) void this.checkQuota(run)
+    for (const run of this.runs.values()) if (run.pollQuota === true) void this.checkQuota(run)
     for (const run of this.runs.values()) {
       if (run.phase === "Running" && run.nextCheckpointAt !== undefined && run.nextCheckpointAt <= now) {
         run.nextCheckpointAt = now + run.spec.checkpointIntervalMs!
@@ -344,7 +346,8 @@ export class Agent {
     const run: LocalRun = {
       spec, area, logPath: join(area, "log"), phase: "Starting", program: undefined, exit: undefined, stopping: false, logAcked: 0,
       checkpoint: undefined, checkpointFailures: 0, nextCheckpointAt: undefined, suspend: undefined, checkpointing: false, exitReported: false,
-      proxy: undefined, channel: undefined, worker: undefined, keepable: false, fromKept: false, lost: false
+      proxy: undefined, channel: undefined, worker: undefined, keepable: false, fromKept: false, lost: false,
+      pollQuota: this.options.support.diskQuotas === "polled"
     }
     this.runs.set(spec.id, run)
     // No program runs unisolated: a host without bubblewrap refuses each run with the fix (the agent said so at start).
@@ -388,12 +391,22 @@ export class Agent {
     const keep = spec.box === true && spec.keepWorkspace === true
     const restoreSeq = spec.restore?.seq ?? 0
     const keptBase = keep ? this.kept.take(spec.owner, restoreSeq, area) : undefined
+    run.pollQuota = this.options.support.diskQuotas === "polled"
     if (keptBase !== undefined) {
       // What it starts from is kept again should this box end unasked before it serves.
       run.fromKept = true
       run.keepable = true
       this.say(`${spec.id} starts from the /workspace this host kept of its Sandbox's last box`)
-    } else if (this.options.support.diskQuotas === "loop") await mountArea(area, diskBytesOf(spec))
+    } else if (!run.pollQuota) {
+      try {
+        await mountArea(area, diskBytesOf(spec))
+      } catch (error) {
+        // (loop devices used up, say): the run goes on, its quota polled.
+        this.say(`the area of ${spec.id} could not be a filesystem of its own (${messageOf(error)}); its disk quota is polled`)
+        await removeArea(area)
+        run.pollQuota = true
+      }
+    }
     mkdirSync(join(area, "state"), { recursive: true })
     if (keep) this.kept.mark(area, spec.owner, keptBase ?? restoreSeq)
   }

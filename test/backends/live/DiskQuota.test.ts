@@ -99,6 +99,35 @@ describe("a Job on a live host", () => {
   })
 })
 
+describe("a Job whose area cannot be a filesystem of its own", () => {
+  let capacity: LiveCapacity
+  let agent: Agent
+
+  beforeAll(async () => {
+    ;({ capacity, agent } = await makeLiveHost({ dir: join(dir, "fallback-host"), node: "fallback-host", cpus: 2, now: () => Date.now() }))
+    await agent.connect()
+  })
+  afterAll(() => agent.stop())
+
+  it("runs with its quota polled: past it, it is stopped and its end says why", async () => {
+    const variant = variantsOf(capacity.catalog("demo")[0]!)[0]!
+    Effect.runSync(capacity.port.acquire({ owner: "job-uid", namespace: "demo", attempt: "tiny", index: 0, number: 1, variant, recovery: false }))
+    // 16 KiB: too small for mkfs.ext4, which fails (the same path as loop devices used up).
+    Effect.runSync(capacity.port.start("job-uid", "tiny", {
+      restoreFromSeq: undefined, resumeFromUnits: undefined, checkpointIntervalMs: undefined, keepWarmMs: 0, env: {}, annotations: {},
+      workload: { image: undefined, argv: ["sh", "-c", "head -c 1M /dev/urandom > /platform/work/big; sleep 600"], workingDir: undefined, env: [], secrets: [], egress: "Deny", memoryBytes: undefined, diskBytes: 16 * 1024, init: undefined }
+    }))
+    for (let polls = 0; polls < 600 && Effect.runSync(capacity.port.facts("job-uid", "tiny"))?.phase !== "Ended"; polls++) {
+      agent.tick()
+      await agent.syncNow()
+      await new Promise((resolve) => setTimeout(resolve, 25))
+    }
+    const facts = Effect.runSync(capacity.port.facts("job-uid", "tiny"))!
+    expect(facts.outcome).toMatchObject({ type: "Failed" })
+    expect(JSON.stringify(facts.outcome)).toContain(`past its disk quota of ${16 * 1024} bytes`)
+  })
+})
+
 describe("a Job on a host that polls quotas", () => {
   let capacity: LiveCapacity
   let agent: Agent
