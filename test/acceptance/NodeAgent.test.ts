@@ -6,12 +6,13 @@
  * killed agent ran survives it.
  */
 import { execFileSync } from "node:child_process"
-import { chmodSync, mkdtempSync, rmSync } from "node:fs"
+import { chmodSync, mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { startTestServer, type TestServer } from "../support/TestServer.ts"
 import { api, type Background, eventually, kubectl, requireKubectl, run, start, createFromYaml } from "./Clients.ts"
+import { removeTree } from "../support/RemoveTree.ts"
 
 let server: TestServer
 const namespace = "fleet"
@@ -32,7 +33,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await agent?.stop()
   await server?.stop()
-  rmSync(agentDir, { recursive: true, force: true })
+  await removeTree(agentDir)
 })
 
 const path = (plural: string, name?: string) => `/apis/nodus.dev/v1/namespaces/${namespace}/${plural}${name === undefined ? "" : `/${name}`}`

@@ -6,13 +6,14 @@
  * untrusted code in it sees no host process and no control-plane file and does not run as root; a secret reaches the
  * box and never its status or events.
  */
-import { chmodSync, mkdtempSync, rmSync } from "node:fs"
+import { chmodSync, mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import WebSocket from "ws"
 import { startTestServer, type TestServer } from "../support/TestServer.ts"
 import { api, type Background, createFromYaml, eventually, kubectl, requireKubectl, start, startKubectl } from "./Clients.ts"
+import { removeTree } from "../support/RemoveTree.ts"
 
 let server: TestServer
 const namespace = "boxes"
@@ -57,7 +58,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await agent?.stop()
   await server?.stop()
-  rmSync(agentDir, { recursive: true, force: true })
+  await removeTree(agentDir)
 })
 
 describe("a Sandbox on live hosts", () => {

@@ -15,6 +15,7 @@ import { createServer } from "node:net"
 import { join } from "node:path"
 import { afterAll, afterEach, assert, describe, it } from "@effect/vitest"
 import { callAs, eventually, printedBy } from "../support/ServerProcess.ts"
+import { removeTree } from "../support/RemoveTree.ts"
 
 const root = join(import.meta.dirname, "..", "..")
 const node = join(root, "node_modules", ".bin", "node")
@@ -42,9 +43,9 @@ afterEach(async () => {
   })))
 })
 
-afterAll(() => {
+afterAll(async () => {
   for (const child of running()) child.kill("SIGKILL")
-  rmSync(dataDir, { recursive: true, force: true })
+  await removeTree(dataDir)
 })
 
 const call = callAs(token)

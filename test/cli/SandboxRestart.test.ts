@@ -6,11 +6,12 @@
  * kills its supervisor (issue 29, item 3).
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, afterEach, assert, describe, it } from "@effect/vitest"
 import { callAs, eventually, printedBy } from "../support/ServerProcess.ts"
+import { removeTree } from "../support/RemoveTree.ts"
 
 const root = join(import.meta.dirname, "..", "..")
 const node = join(root, "node_modules", ".bin", "node")
@@ -35,8 +36,8 @@ afterEach(async () => {
   await Promise.all(children.filter((child) => child.exitCode === null && child.signalCode === null).map((child) => stopped(child, "SIGKILL")))
 })
 
-afterAll(() => {
-  for (const directory of directories) rmSync(directory, { recursive: true, force: true })
+afterAll(async () => {
+  for (const directory of directories) await removeTree(directory)
 })
 
 const call = callAs(token)

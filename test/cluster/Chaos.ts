@@ -17,7 +17,7 @@
  * The short form runs in the suite (test/cluster/Chaos.test.ts), the long one as `npm run bench:chaos`. Loopback only:
  * the servers listen on 127.0.0.1 and reach nothing else.
  */
-import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { appendFileSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer, ManagedRuntime } from "effect"
@@ -33,6 +33,7 @@ import * as SqlStore from "../../src/store/SqlStore.ts"
 import { Store } from "../../src/store/Store.ts"
 import { alive as isAlive, callAs, type ClusterServer, eventually, everyShardHeld as heldByAll, spawnClusterServer } from "../support/ServerProcess.ts"
 import { checkDeliveries, checkReplayAfterRotation, missingFinalEvents, resent, startWebhooks, type Webhooks } from "./ChaosWebhooks.ts"
+import { removeTree } from "../support/RemoveTree.ts"
 
 export interface ChaosOptions {
   /** An empty database of its own. */
@@ -248,7 +249,7 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
       server.child.once("exit", resolve)
       server.child.kill("SIGKILL")
     })))
-    rmSync(dataDir, { recursive: true, force: true })
+    await removeTree(dataDir)
   }
 }
 

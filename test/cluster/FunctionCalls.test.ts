@@ -8,12 +8,13 @@
  *
  * Runs when DATABASE_URL is set; bounded (a deadline on every wait), loopback only.
  */
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { databaseUrl, suiteDatabase } from "../support/Postgres.ts"
 import { alive, callAs, type ClusterServer, eventually, everyShardHeld as heldByAll, killNow, spawnClusterServer } from "../support/ServerProcess.ts"
+import { removeTree } from "../support/RemoveTree.ts"
 
 const token = "nds_calls-test-token-0123456789abcdefghijklmnopqrstu"
 const calls = "/apis/nodus.dev/v1/namespaces/calls/functioncalls"
@@ -146,7 +147,7 @@ describe.skipIf(databaseUrl === undefined)("FunctionCalls on three servers on on
       assert.deepStrictEqual(violations.slice(0, 20), [])
     } finally {
       await Promise.all(servers.map((server) => killNow(server.child)))
-      rmSync(dataDir, { recursive: true, force: true })
+      await removeTree(dataDir)
     }
   }, 300_000)
 })

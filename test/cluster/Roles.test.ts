@@ -5,12 +5,13 @@
  * saying where to send them. Runs when DATABASE_URL is set; bounded, loopback only.
  */
 import type { ChildProcess } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { createDatabase, databaseUrl } from "../support/Postgres.ts"
 import { callAs, eventually, spawnClusterServer } from "../support/ServerProcess.ts"
+import { removeTree } from "../support/RemoveTree.ts"
 
 const token = "nds_roles-test-token-0123456789abcdefghijklmnopqrstu"
 const call = callAs(token)
@@ -33,7 +34,7 @@ describe.skipIf(databaseUrl === undefined)("servers of role api and controllers 
   afterAll(async () => {
     for (const child of children) child.kill("SIGKILL")
     await database?.drop()
-    rmSync(dataDir, { recursive: true, force: true })
+    await removeTree(dataDir)
   })
 
   it("the api server stores the Job, the controllers server runs it and serves no API", async () => {

@@ -6,12 +6,13 @@
  * wherever it starts". Runs when DATABASE_URL is set.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { createDatabase, databaseUrl } from "../support/Postgres.ts"
 import { alive, callAs, eventually, killNow, printedBy } from "../support/ServerProcess.ts"
+import { removeTree } from "../support/RemoveTree.ts"
 
 const root = join(import.meta.dirname, "..", "..")
 const token = "nds_takeover-test-token-0123456789abcdefghijklmnopq"
@@ -49,7 +50,7 @@ describe.skipIf(databaseUrl === undefined)("a Sandbox whose owner is killed", ()
   afterAll(async () => {
     await Promise.all(servers.map((server) => killNow(server.child)))
     await database?.drop()
-    for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
+    for (const dir of dirs) await removeTree(dir)
   })
 
   it("starts again through the other server from its saved snapshot", async () => {

@@ -5,7 +5,7 @@
  * on its host and the Sandbox's next box there starts from it (KeptWorkspaces.ts).
  */
 import { spawn } from "node:child_process"
-import { chmodSync, mkdtempSync, rmSync } from "node:fs"
+import { chmodSync, mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
@@ -16,6 +16,7 @@ import type { Agent } from "../../../src/backends/live/Agent.ts"
 import { supervisorScript } from "../../../src/backends/live/BoxSupervisor.ts"
 import type { LiveCapacity } from "../../../src/backends/live/LiveCapacity.ts"
 import { makeLiveHost } from "./LiveHost.ts"
+import { removeTree } from "../../support/RemoveTree.ts"
 
 const GiB = 1024 ** 3
 const owner = "survivor-uid"
@@ -65,7 +66,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await agent.stop()
-  rmSync(dir, { recursive: true, force: true })
+  await removeTree(dir)
 })
 
 describe("the supervisor under an output flood", () => {

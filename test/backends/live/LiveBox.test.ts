@@ -3,7 +3,7 @@
  * commands in the foreground and the background (output, stdin, kill), files, the box's activity, what untrusted code
  * in it cannot see or reach, and /workspace saved by a snapshot and restored into the next box.
  */
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, mkdtempSync, writeFileSync } from "node:fs"
 import { connect, createServer, type Server } from "node:net"
 import { networkInterfaces, tmpdir } from "node:os"
 import { join } from "node:path"
@@ -14,6 +14,7 @@ import { variantsOf } from "../../../src/core/capacity/Offering.ts"
 import { Agent } from "../../../src/backends/live/Agent.ts"
 import { LiveCapacity } from "../../../src/backends/live/LiveCapacity.ts"
 import { makeLiveHost } from "./LiveHost.ts"
+import { removeTree } from "../../support/RemoveTree.ts"
 
 const GiB = 1024 ** 3
 const owner = "sandbox-uid"
@@ -81,7 +82,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await agent.stop()
   listener.close()
-  rmSync(dir, { recursive: true, force: true })
+  await removeTree(dir)
 })
 
 describe("commands", () => {
@@ -331,7 +332,7 @@ describe("warm boxes", () => {
       expect(text(state.stdout)).toBe("kept\n")
     } finally {
       await warmAgent.stop()
-      rmSync(warmDir, { recursive: true, force: true })
+      await removeTree(warmDir)
     }
   })
 })
