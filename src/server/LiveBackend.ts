@@ -53,7 +53,7 @@ import { makeWorkloadBlobs } from "./WorkloadBlobs.ts"
 export interface LocalSettings {
   /** The server's data directory: logs, outputs and checkpoints, and the local agent's own files in `agent/`. */
   readonly dataDir: string
-  /** The local Node's name; default `local`. */
+  /** The local Node's name; default `local` (one server on its store), LocalNodeName.ts's on a shared database. */
   readonly node?: string
   /** Paths no program may see besides the data directory (the store's files when they live elsewhere). */
   readonly hidden?: ReadonlyArray<string>

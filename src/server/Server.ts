@@ -4,6 +4,7 @@
  * `layerWith` with an in-memory store and an ephemeral port.
  */
 import { randomBytes } from "node:crypto"
+import { hostname } from "node:os"
 import { join } from "node:path"
 import { createServer as createHttpServer } from "node:http"
 import { createServer as createHttpsServer } from "node:https"
@@ -41,6 +42,7 @@ import { Resources } from "../apiserver/Resources.ts"
 import { SecretCipher, secretKeyBytes } from "../runtime/SecretCipher.ts"
 import { Secrets } from "../runtime/Secrets.ts"
 import type { LocalSettings } from "./LiveBackend.ts"
+import { sharedLocalNode } from "./LocalNodeName.ts"
 import { SimulationControl } from "../apiserver/SimulationControl.ts"
 import { WorkloadFiles } from "../apiserver/WorkloadFiles.ts"
 import { SandboxBoxes } from "../apiserver/SandboxBoxes.ts"
@@ -245,7 +247,10 @@ export const layer = (config: ServerConfig) => Layer.unwrap(Effect.sync(() => {
     bookmarkInterval: "30 seconds",
     feed: defaultFeedOptions,
     sim: config.backend === "sim" ? { speed: config.simSpeed } : undefined,
-    local: config.backend === "local" ? { dataDir: config.dataDir, warmBoxes: config.warmBoxes, egressAllow: config.egressAllow } : undefined,
+    // Servers sharing a database each run their own host: distinct Nodes (docs/scale-out.md, "Local hosts").
+    local: config.backend === "local"
+      ? { dataDir: config.dataDir, warmBoxes: config.warmBoxes, egressAllow: config.egressAllow, ...(config.databaseUrl === undefined ? {} : { node: sharedLocalNode(hostname(), config.dataDir) }) }
+      : undefined,
     // docs/billing.md: the embedded default and sim mode start with starter credits, a production database at zero.
     starterCreditsMicro: config.databaseUrl === undefined || config.backend === "sim" ? starterCreditsMicro : 0n,
     publicUrl: config.publicUrl,

@@ -82,6 +82,8 @@ export interface ClusterServerOptions {
   readonly dataDir: string
   readonly speed: number
   readonly token: string
+  /** `local`: real processes on this host through the server's in-process agent (docs/scale-out.md); default `sim`. */
+  readonly backend?: "sim" | "local"
   /** More flags of `nodus serve` (e.g. `--role api`). */
   readonly args?: ReadonlyArray<string>
   /** More settings in its environment (e.g. NODUS_WEBHOOK_ALLOW_LOOPBACK). */
@@ -91,13 +93,14 @@ export interface ClusterServerOptions {
 }
 
 /**
- * `nodus serve --backend sim` on loopback, on a PostgreSQL database it shares with others (docs/scale-out.md), with
+ * `nodus serve --backend sim` (or `local`) on loopback, on a PostgreSQL database it shares with others (docs/scale-out.md), with
  * `token` as its admin key and one sealing key for all; nothing of the shell's NODUS_* or DATABASE_URL reaches it.
  * Resolves once it serves.
  */
 export const spawnClusterServer = async (options: ClusterServerOptions): Promise<ClusterServer> => {
   const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("NODUS_") && name !== "DATABASE_URL"))
-  const args = [join(root, "bin", "nodus.js"), "serve", "--backend", "sim", "--sim-speed", String(options.speed), "--data-dir", options.dataDir, "--addr", "127.0.0.1:0", ...(options.args ?? [])]
+  const backend = options.backend === "local" ? ["--backend", "local"] : ["--backend", "sim", "--sim-speed", String(options.speed)]
+  const args = [join(root, "bin", "nodus.js"), "serve", ...backend, "--data-dir", options.dataDir, "--addr", "127.0.0.1:0", ...(options.args ?? [])]
   const child = spawn(join(root, "node_modules", ".bin", "node"), args, {
     env: { ...env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: options.token, NODUS_SECRET_KEY: "00".repeat(32), DATABASE_URL: options.databaseUrl, ...options.env }
   })
