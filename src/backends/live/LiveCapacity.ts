@@ -237,7 +237,14 @@ export class LiveCapacity {
       }),
       market: (namespace) => this.market(namespace),
       forget: (owner) => Effect.sync(() => {
-        for (const run of this.runs.get(owner)?.values() ?? []) this.offered.delete(run)
+        for (const run of this.runs.get(owner)?.values() ?? []) {
+          this.offered.delete(run)
+          // Offered back and never claimed: it holds no slot of its Node.
+          if (run.adoptedUntil !== undefined) run.node = ""
+          // A run still stopping (released by a process that lost its shard, and forgotten at once): its exit report
+          // would find no run, so its slot goes back now; its agent stops it on its next sync (it is no longer desired).
+          this.end(run, { type: "Stopped" })
+        }
         this.runs.delete(owner)
         this.seqs.delete(owner)
       }),

@@ -124,6 +124,19 @@ describe("scopes", () => {
     expect(acquire("b").phase).toBe("Provisioning")
     expect(acquire("c").outcome).toEqual({ type: "Unavailable" })
   })
+
+  it("gives the slot back of a run its owner let go of and forgot before its agent reported the exit (a shard lost)", async () => {
+    const { capacity } = setup()
+    const lease = capacity.hello(hello("n1", 1), local)
+    launch(capacity)
+    const variant = variantsOf(capacity.catalog("demo")[0]!)[0]!
+    // A process that loses the object's shard releases its runs and forgets the object at once (Reconciler.dropShards).
+    Effect.runSync(capacity.port.release("uid-1", "job-0-1", 0))
+    Effect.runSync(capacity.port.forget("uid-1"))
+    await capacity.sync({ node: "n1", epoch: lease.epoch, version: 0, runs: [report("uid-1/job-0-1", { phase: "Exited", exit: exit({ stopped: true, exitCode: undefined, signal: "SIGKILL" }) })], waitMs: 0 }, local)
+    const next = Effect.runSync(capacity.port.acquire({ owner: "uid-2", namespace: "demo", attempt: "job-0-1", index: 0, number: 1, variant, recovery: false }))
+    expect(next.phase).toBe("Provisioning")
+  })
 })
 
 describe("exits", () => {

@@ -1,0 +1,112 @@
+/**
+ * Two `nodus serve --backend local` processes on one PostgreSQL database (docs/scale-out.md, "Local hosts"), with real
+ * boxes and programs on this machine:
+ * - each server's in-process host is a Node of its own, under a name that stays the same when it restarts;
+ * - a server that loses a shard in a rebalance (the other one came back) gives back the slots of the runs it let go of,
+ *   so the Jobs it owns afterwards still run (before, its host's slots stayed taken by runs it had forgotten, and its
+ *   Jobs stayed Unschedulable with nothing running).
+ * Runs when DATABASE_URL is set; bounded, loopback only.
+ */
+import type { ChildProcess } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { cpus, hostname, tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { sharedLocalNode } from "../../src/server/LocalNodeName.ts"
+import { createDatabase, databaseUrl } from "../support/Postgres.ts"
+import { callAs, type ClusterServer, eventually, killNow, spawnClusterServer } from "../support/ServerProcess.ts"
+
+const token = "nds_local-hosts-token-0123456789abcdefghijklmnopqrstu"
+const call = callAs(token)
+const api = "/apis/nodus.dev/v1"
+/** A host runs one program per vCPU: A's host is filled with this many Sandboxes (two on this project's machine). */
+const slots = Math.min(cpus().length, 2)
+
+describe.skipIf(databaseUrl === undefined)("local-backend servers on one database", () => {
+  let database: { readonly url: string; readonly drop: () => Promise<void> }
+  const dirs = [mkdtempSync(join(tmpdir(), "nodus-hosts-a-")), mkdtempSync(join(tmpdir(), "nodus-hosts-b-"))] as const
+  const children: Array<ChildProcess> = []
+
+  const serve = async (dataDir: string) => {
+    const server = await spawnClusterServer({ databaseUrl: database.url, dataDir, speed: 1, token, backend: "local" })
+    children.push(server.child)
+    return server
+  }
+  const split = (a: ClusterServer, b: ClusterServer) => eventually("both servers hold shards", () => a.holds > 0 && b.holds > 0 && a.holds + b.holds === a.shards, 60_000)
+  const offerings = async (url: string) => ((await call(url, "GET", `${api}/offerings`)).body?.items ?? []).map((item: any) => item.metadata.name as string).sort()
+  /** The Node the Sandbox's current attempt was placed on (its Scheduled condition names it). */
+  const hostOf = async (url: string, name: string) => {
+    const status = (await call(url, "GET", `${api}/namespaces/hosts/sandboxes/${name}`)).body?.status
+    const scheduled = (status?.conditions ?? []).find((condition: any) => condition.type === "Scheduled" && condition.status === "True")
+    return /Placed on (\S+) at/u.exec(scheduled?.message ?? "")?.[1]
+  }
+  const phaseOf = async (url: string, kind: string, name: string) => (await call(url, "GET", `${api}/namespaces/hosts/${kind}/${name}`)).body?.status?.phase as string | undefined
+
+  beforeAll(async () => {
+    database = await createDatabase(databaseUrl!)
+  })
+  afterAll(async () => {
+    for (const child of children) child.kill("SIGKILL")
+    await database?.drop()
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
+  })
+
+  it("runs each server's host as a Node of its own; a rebalance gives back the slots of the runs let go of", async () => {
+    let a = await serve(dirs[0])
+    const b = await serve(dirs[1])
+    await split(a, b)
+    assert.strictEqual((await call(a.url, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "hosts" } })).status, 201)
+    const grant = { apiVersion: "nodus.dev/v1", kind: "CreditGrant", metadata: { name: "gift" }, spec: { amountUSD: "50" } }
+    assert.strictEqual((await call(a.url, "POST", `${api}/operator/creditgrants`, grant)).status, 201)
+
+    // Two hosts, two Nodes: each server's offering is its own Node's, and a restart keeps its name.
+    await eventually("two offerings", async () => (await offerings(b.url)).length === 2, 30_000)
+    const names = await offerings(b.url)
+    for (const name of names) assert.match(name, /^local-[a-z0-9-]+-[0-9a-f]{8}$/u)
+
+    // Sandboxes owned by A run on A's host: as many as its slots (one per vCPU), chosen by where they land.
+    const hostA = sharedLocalNode(hostname(), dirs[0])
+    const hostB = sharedLocalNode(hostname(), dirs[1])
+    assert.deepStrictEqual(names, [hostA, hostB].sort())
+    const onA: Array<string> = []
+    for (let tried = 0; onA.length < slots && tried < 24; tried++) {
+      const name = `s${tried}`
+      const sandbox = { apiVersion: "nodus.dev/v1", kind: "Sandbox", metadata: { name }, spec: { image: "debian:12" } }
+      assert.strictEqual((await call(b.url, "POST", `${api}/namespaces/hosts/sandboxes`, sandbox)).status, 201)
+      await eventually(`${name} placed`, async () => (await hostOf(b.url, name)) !== undefined, 60_000)
+      if ((await hostOf(b.url, name)) === hostA) onA.push(name)
+      else await call(b.url, "DELETE", `${api}/namespaces/hosts/sandboxes/${name}`)
+    }
+    assert.strictEqual(onA.length, slots)
+
+    // A is killed: B takes its shards, and the Sandboxes recover on B's host.
+    await killNow(a.child)
+    for (const name of onA) await eventually(`${name} on B`, async () => (await hostOf(b.url, name)) === hostB && (await phaseOf(b.url, "sandboxes", name)) === "Running", 90_000)
+
+    // A comes back: the rebalance hands some shards back to A (the ring depends on the runners' random addresses; until
+    // one of these Sandboxes' is among them, A is killed and comes back again). B lets go of those runs.
+    let moved = false
+    for (let round = 0; round < 4 && !moved; round++) {
+      if (round > 0) {
+        await killNow(a.child)
+        await eventually("B holds every shard", () => b.holds === b.shards, 60_000)
+      }
+      a = await serve(dirs[0])
+      await split(a, b)
+      moved = await eventually("a Sandbox back on A", async () => {
+        for (const name of onA) if ((await hostOf(b.url, name)) === hostA) return true
+        return false
+      }, 60_000).then(() => true, () => false)
+    }
+    assert.isTrue(moved, "no rebalance moved a Sandbox back to A")
+    assert.deepStrictEqual(await offerings(b.url), names)
+
+    // Jobs through B, owned by either server: each runs (on the host of the server that owns it) and succeeds.
+    const jobs = ["j0", "j1", "j2", "j3", "j4", "j5"]
+    for (const name of jobs) {
+      const job = { apiVersion: "nodus.dev/v1", kind: "Job", metadata: { name }, spec: { image: "debian:12", command: ["sh", "-c", "sleep 1"] } }
+      assert.strictEqual((await call(b.url, "POST", `${api}/namespaces/hosts/jobs`, job)).status, 201)
+    }
+    for (const name of jobs) await eventually(`${name} Succeeded`, async () => (await phaseOf(b.url, "jobs", name)) === "Succeeded", 90_000)
+  }, 420_000)
+})
