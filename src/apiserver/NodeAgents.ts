@@ -9,7 +9,8 @@ import { Context, Effect, Layer, type Stream } from "effect"
 import { ApiError } from "../core/meta/ApiError.ts"
 import type { Json } from "../core/Json.ts"
 
-export type AgentCall = "enroll" | "hello" | "sync"
+/** `box`: another server of the same database forwards a call to a box on this server's host (server/BoxForwarding.ts). */
+export type AgentCall = "enroll" | "hello" | "sync" | "box"
 
 export class NodeAgents extends Context.Service<NodeAgents, {
   /** One call: its JSON answer. `credential` is the bearer token of the request, if any. */

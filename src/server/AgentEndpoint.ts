@@ -11,6 +11,7 @@ import { EnrollRequestSchema, type Hello, HelloSchema, type SyncRequest, SyncReq
 import type { LiveCapacity, NodeScope } from "../backends/live/LiveCapacity.ts"
 import { type AgentCall, type AgentDownload, type AgentUpload, NodeAgents } from "../apiserver/NodeAgents.ts"
 import type { Enrollment } from "../runtime/Enrollment.ts"
+import { forwardedCallOf } from "./BoxForwarding.ts"
 
 const decode = <S extends Schema.Decoder<unknown>>(schema: S, body: unknown, what: string): Effect.Effect<S["Type"], ApiError> => {
   const decoded = Schema.decodeUnknownExit(schema)(body)
@@ -25,6 +26,8 @@ export interface AgentEndpointParts {
   readonly localNode: string
   /** The Pool of an enrolled Node (its object's spec.pool). */
   readonly poolOf: (namespace: string, node: string) => Effect.Effect<string, ApiError>
+  /** The key another server of the database shows to reach this host's boxes (BoxForwarding.ts); none alone. */
+  readonly peerKey: string | undefined
 }
 
 export const makeNodeAgents = (parts: AgentEndpointParts) => {
@@ -53,6 +56,14 @@ export const makeNodeAgents = (parts: AgentEndpointParts) => {
           const hello = (yield* decode(HelloSchema, body, "hello")) as Hello
           const scope = yield* scopeOf(credential, hello.node)
           return capacity.hello(hello, scope) as unknown as Json
+        })
+      case "box":
+        return Effect.gen(function*() {
+          if (parts.peerKey === undefined || credential !== parts.peerKey) return yield* new ApiError({ code: "Unauthorized", message: "a forwarded box call needs the peer key of this server" })
+          const forwarded = forwardedCallOf(body as Json)
+          if (forwarded === undefined) return yield* new ApiError({ code: "BadRequest", message: "a forwarded box call names its owner, attempt and request" })
+          // This host's own box only: a call is forwarded once, never on.
+          return (yield* capacity.port.box!(forwarded.owner, forwarded.attempt, forwarded.request)) as unknown as Json
         })
       case "sync":
         return Effect.gen(function*() {

@@ -24,6 +24,7 @@ import { LiveCapacity, nodeKey, type NodeScope } from "../backends/live/LiveCapa
 import type { AgentLink } from "../backends/live/Protocol.ts"
 import { isObject } from "../core/Json.ts"
 import type { AddressRange } from "../core/PublicAddress.ts"
+import type { BoxRequest } from "../core/SandboxBox.ts"
 import { refOfKind } from "../core/meta/Kinds.ts"
 import { parseQuantity } from "../core/Units.ts"
 import { pickRevision, volumeSizeBytes } from "../core/VolumeRevisions.ts"
@@ -45,6 +46,7 @@ import * as FunctionDispatch from "../runtime/FunctionDispatch.ts"
 import { Reconciler } from "../runtime/Reconciler.ts"
 import { Secrets } from "../runtime/Secrets.ts"
 import { makeNodeAgents } from "./AgentEndpoint.ts"
+import { makeForwarding } from "./BoxForwarding.ts"
 import { makeJobLogs } from "./JobLogs.ts"
 import { aliveRecorder, restoreAlive } from "./NodeLiveness.ts"
 import { followNodes } from "./NodeObjects.ts"
@@ -65,6 +67,11 @@ export interface LocalSettings {
   readonly egressAllow?: ReadonlyArray<AddressRange>
   /** Sandbox boxes kept started ahead (docs/sandboxes.md, "Warm boxes"); default 1. */
   readonly warmBoxes?: number
+  /**
+   * On a database shared with other servers: box calls reach the boxes of the others' hosts through them
+   * (BoxForwarding.ts); `ca` is the certificate this server serves, when it serves TLS. Absent: one server alone.
+   */
+  readonly peers?: { readonly ca: string | undefined }
 }
 
 /** The Pool of the in-process agent's Node, and the Node's name (an enrolled host may not take it). */
@@ -182,8 +189,20 @@ export const layer = (settings: LocalSettings) => Layer.unwrap(Effect.gen(functi
   yield* rememberNodes(capacity, yield* Store, (yield* ApiConfig).group)
   const started = Date.now()
   const alive = yield* restoreAlive(capacity, yield* Store, started)
+  const ownNode = settings.node ?? localNode
+  const ownOfferings = () => capacity.catalog("").map((offering) => offering.id).filter((id) => id === ownNode || id.startsWith(`${ownNode}-gpu`))
+  const forwarding = settings.peers === undefined
+    ? undefined
+    : makeForwarding({ store: yield* Store, url: (yield* ApiConfig).publicUrl, ca: settings.peers.ca, offerings: ownOfferings })
   const forgetting = {
     ...capacity.port,
+    // A box this host does not run may run on another server's (docs/scale-out.md, "Local hosts"): the call goes there.
+    box: (owner: string, attempt: string, request: BoxRequest) => capacity.port.box!(owner, attempt, request).pipe(
+      Effect.flatMap((reply) =>
+        forwarding === undefined || reply._tag !== "Refused" || reply.code !== "SandboxNotRunning"
+          ? Effect.succeed(reply)
+          : Effect.map(forwarding.forward(owner, attempt, request), (forwarded) => forwarded ?? reply))
+    ),
     forget: (owner: string) => capacity.port.forget(owner).pipe(
       Effect.andThen(Effect.sync(() => logs.forget(owner))),
       Effect.andThen(kept.forget(owner))
@@ -194,19 +213,19 @@ export const layer = (settings: LocalSettings) => Layer.unwrap(Effect.gen(functi
   // last knew its own Node alive.
   const lostAt = Math.min(started, alive.get(nodeKey(settings.node ?? localNode, localScope)) ?? started)
   const reconciler = Reconciler.layer({ catalog: capacity.catalog, pricebook: currentPricebook, lostAt }).pipe(Layer.provide(FunctionDispatch.layer(FunctionDispatch.liveDispatch)), Layer.provideMerge(port))
-  const running = Layer.effectDiscard(run(capacity, settings, aliveRecorder(capacity, yield* Store, alive)))
+  const running = Layer.effectDiscard(run(capacity, settings, aliveRecorder(capacity, yield* Store, alive), forwarding?.announce ?? Effect.void))
   const agents = Layer.effect(NodeAgents, Effect.gen(function*() {
     const resources = yield* Resources
     const nodeRef = refOfKind((yield* ApiConfig).group, "Node")
     const poolOf = (namespace: string, node: string) =>
       Effect.map(resources.get(nodeRef, namespace, node), (object) => (isObject(object.spec) && typeof object.spec["pool"] === "string" ? object.spec["pool"] : ""))
-    return makeNodeAgents({ capacity, enrollment: yield* Enrollment, localNode: settings.node ?? localNode, poolOf })
+    return makeNodeAgents({ capacity, enrollment: yield* Enrollment, localNode: settings.node ?? localNode, poolOf, peerKey: forwarding?.key })
   })).pipe(Layer.provide(Enrollment.layer))
   return Layer.mergeAll(SimulationControl.layerNone, Layer.succeed(WorkloadFiles, { log: logs.log, output: kept.outputs.output }), agents, running).pipe(Layer.provideMerge(reconciler))
 }))
 
 /** Starts this host's agent, then runs the reconciler on the wall clock for the layer's lifetime. */
-const run = (capacity: LiveCapacity, settings: LocalSettings, recordAlive: Effect.Effect<void, unknown>) => Effect.gen(function*() {
+const run = (capacity: LiveCapacity, settings: LocalSettings, recordAlive: Effect.Effect<void, unknown>, announce: Effect.Effect<void>) => Effect.gen(function*() {
   const reconciler = yield* Reconciler
   const ledgers = yield* LedgerService
   yield* (yield* LiveMarket).provide((namespace) => capacity.port.market(namespace), capacity.catalog)
@@ -250,6 +269,7 @@ const run = (capacity: LiveCapacity, settings: LocalSettings, recordAlive: Effec
       yield* offerings.refresh
       yield* nodes.heartbeats
       yield* recordAlive.pipe(Effect.catch(() => Effect.logWarning("local backend: recording when the Nodes were last alive failed")))
+      yield* announce
     }
     yield* reconciler.runDue(now)
     const due = [lastBeat + beatMs, reconciler.nextWakeAt(), capacity.nextDeadline()].filter((at): at is number => at !== undefined)

@@ -249,7 +249,12 @@ export const layer = (config: ServerConfig) => Layer.unwrap(Effect.sync(() => {
     sim: config.backend === "sim" ? { speed: config.simSpeed } : undefined,
     // Servers sharing a database each run their own host: distinct Nodes (docs/scale-out.md, "Local hosts").
     local: config.backend === "local"
-      ? { dataDir: config.dataDir, warmBoxes: config.warmBoxes, egressAllow: config.egressAllow, ...(config.databaseUrl === undefined ? {} : { node: sharedLocalNode(hostname(), config.dataDir) }) }
+      ? {
+        dataDir: config.dataDir,
+        warmBoxes: config.warmBoxes,
+        egressAllow: config.egressAllow,
+        ...(config.databaseUrl === undefined ? {} : { node: sharedLocalNode(hostname(), config.dataDir), peers: { ca: tls?.cert } })
+      }
       : undefined,
     // docs/billing.md: the embedded default and sim mode start with starter credits, a production database at zero.
     starterCreditsMicro: config.databaseUrl === undefined || config.backend === "sim" ? starterCreditsMicro : 0n,

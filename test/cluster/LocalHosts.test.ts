@@ -2,6 +2,8 @@
  * Two `nodus serve --backend local` processes on one PostgreSQL database (docs/scale-out.md, "Local hosts"), with real
  * boxes and programs on this machine:
  * - each server's in-process host is a Node of its own, under a name that stays the same when it restarts;
+ * - any server serves a Sandbox's commands and files: through B, they reach the box on A's host (before: 409
+ *   SandboxNotRunning);
  * - a server that loses a shard in a rebalance (the other one came back) gives back the slots of the runs it let go of,
  *   so the Jobs it owns afterwards still run (before, its host's slots stayed taken by runs it had forgotten, and its
  *   Jobs stayed Unschedulable with nothing running).
@@ -51,7 +53,7 @@ describe.skipIf(databaseUrl === undefined)("local-backend servers on one databas
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
   })
 
-  it("runs each server's host as a Node of its own; a rebalance gives back the slots of the runs let go of", async () => {
+  it("runs each server's host as a Node of its own, serves a box through either server; a rebalance gives back the slots of the runs let go of", async () => {
     let a = await serve(dirs[0])
     const b = await serve(dirs[1])
     await split(a, b)
@@ -79,6 +81,18 @@ describe.skipIf(databaseUrl === undefined)("local-backend servers on one databas
     }
     assert.strictEqual(onA.length, slots)
 
+    // Any server serves the box: a command and a file through B reach the box on A's host, and A reads the file back.
+    const box = `${api}/namespaces/hosts/sandboxes/${onA[0]}`
+    const ran = await call(b.url, "POST", `${box}/commands`, { command: ["sh", "-c", "echo through-b > /workspace/note; cat /workspace/note"] })
+    assert.strictEqual(ran.status, 200, ran.text)
+    assert.strictEqual(ran.body.stdout, "through-b\n")
+    const put = await fetch(`${b.url}${box}/files?path=/workspace/put.txt`, { method: "PUT", headers: { authorization: `Bearer ${token}` }, body: "put through b" })
+    assert.strictEqual(put.status < 300, true, await put.text())
+    const read = await fetch(`${a.url}${box}/files?path=/workspace/put.txt`, { headers: { authorization: `Bearer ${token}` } })
+    assert.strictEqual(await read.text(), "put through b")
+    const listed = await call(b.url, "GET", `${box}/files?path=/workspace`)
+    assert.deepStrictEqual(listed.body.entries.map((entry: any) => entry.name).sort(), ["note", "put.txt"])
+
     // A is killed: B takes its shards, and the Sandboxes recover on B's host.
     await killNow(a.child)
     for (const name of onA) await eventually(`${name} on B`, async () => (await hostOf(b.url, name)) === hostB && (await phaseOf(b.url, "sandboxes", name)) === "Running", 90_000)
@@ -100,6 +114,9 @@ describe.skipIf(databaseUrl === undefined)("local-backend servers on one databas
     }
     assert.isTrue(moved, "no rebalance moved a Sandbox back to A")
     assert.deepStrictEqual(await offerings(b.url), names)
+
+    // The Sandboxes back on A's host are deleted (A's Jobs need its slots); those still on B keep theirs.
+    for (const name of onA) if ((await hostOf(b.url, name)) === hostA) await call(b.url, "DELETE", `${api}/namespaces/hosts/sandboxes/${name}`)
 
     // Jobs through B, owned by either server: each runs (on the host of the server that owns it) and succeeds.
     const jobs = ["j0", "j1", "j2", "j3", "j4", "j5"]

@@ -1,0 +1,125 @@
+/**
+ * A Sandbox's box through any server of a shared database (docs/scale-out.md, "Local hosts"): each local-backend
+ * server runs its own host, and a box runs on one of them. A request for a box this server's host does not run goes,
+ * over HTTP, to the server whose host does: `POST /agent/v1/box` with that server's peer key as the bearer credential.
+ * Every server says where it answers in the store (record `nodus-local-hosts`, one per offering of its host: its URL,
+ * its peer key, and the certificate it serves, for TLS), written on its beat, so the others find it by the offering the
+ * box's Attempt names.
+ */
+import { randomBytes } from "node:crypto"
+import { request as httpRequest } from "node:http"
+import { request as httpsRequest } from "node:https"
+import { Effect, Option } from "effect"
+import { isObject, type Json } from "../core/Json.ts"
+import type { BoxReply, BoxRequest } from "../core/SandboxBox.ts"
+import type { Store } from "../store/Store.ts"
+
+export const hostsTable = "nodus-local-hosts"
+
+/** How long a request to the other server may take beyond the box's own wait (a command's timeout). */
+const forwardSlackMs = 60_000
+
+interface HostRecord {
+  readonly url: string
+  readonly key: string
+  readonly ca: string | undefined
+}
+
+const recordOf = (value: Json | undefined): HostRecord | undefined =>
+  isObject(value) && typeof value["url"] === "string" && typeof value["key"] === "string"
+    ? { url: value["url"], key: value["key"], ca: typeof value["ca"] === "string" ? value["ca"] : undefined }
+    : undefined
+
+/** The body of a forwarded call, checked by the server that takes it. */
+export interface ForwardedCall {
+  readonly owner: string
+  readonly attempt: string
+  readonly request: BoxRequest
+}
+
+export const forwardedCallOf = (body: Json): ForwardedCall | undefined =>
+  isObject(body) && typeof body["owner"] === "string" && typeof body["attempt"] === "string" && isObject(body["request"]) && typeof body["request"]["_tag"] === "string"
+    ? body as unknown as ForwardedCall
+    : undefined
+
+/** What the box's wait is, for the forward's own timeout. */
+const waitOf = (request: BoxRequest): number =>
+  request._tag === "Exec" ? (request.timeoutMs ?? 0) : request._tag === "Output" ? request.waitMs : request._tag === "Call" ? request.timeoutMs : 0
+
+const post = (record: HostRecord, body: string, timeoutMs: number) =>
+  new Promise<{ status: number; text: string }>((resolve, reject) => {
+    const url = new URL("/agent/v1/box", record.url)
+    const send = url.protocol === "https:" ? httpsRequest : httpRequest
+    const outgoing = send(url, {
+      method: "POST",
+      headers: { authorization: `Bearer ${record.key}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+      timeout: timeoutMs,
+      ...(url.protocol === "https:" && record.ca !== undefined ? { ca: record.ca } : {})
+    }, (response) => {
+      const chunks: Array<Buffer> = []
+      response.on("data", (chunk: Buffer) => chunks.push(chunk))
+      response.on("end", () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }))
+      response.on("error", reject)
+    })
+    outgoing.on("timeout", () => outgoing.destroy(new Error("no answer in time")))
+    outgoing.on("error", reject)
+    outgoing.end(body)
+  })
+
+export interface ForwardingParts {
+  readonly store: Store["Service"]
+  /** This server's URL now (known once it listens). */
+  readonly url: () => string
+  /** The certificate this server serves (PEM), when it serves TLS. */
+  readonly ca: string | undefined
+  /** The offerings of this server's own host. */
+  readonly offerings: () => ReadonlyArray<string>
+}
+
+export const makeForwarding = (parts: ForwardingParts) => {
+  /** The key another server must show to reach this one's boxes: this process's own, never stored elsewhere. */
+  const key = randomBytes(32).toString("base64url")
+  let written = ""
+
+  /** Says in the store where this server answers, when that changed (on the backend's beat). */
+  const announce = Effect.suspend(() => {
+    const value = { url: parts.url(), key, ...(parts.ca === undefined ? {} : { ca: parts.ca }) }
+    const text = JSON.stringify([value, parts.offerings()])
+    if (text === written) return Effect.void
+    return parts.store.commit(parts.offerings().map((id) => ({ _tag: "PutRecord" as const, table: hostsTable, id, value }))).pipe(
+      Effect.tap(() => Effect.sync(() => (written = text))),
+      Effect.catch((error) => Effect.logWarning(`local backend: saying where this server answers: ${error.message}`))
+    )
+  })
+
+  /** The offering the box's Attempt ran on (its host's), from the store. */
+  const offeringOf = (owner: string, attempt: string) =>
+    parts.store.dependentsOf(owner).pipe(
+      Effect.map((dependents) => {
+        const found = dependents.find((object) => object.kind === "Attempt" && object.metadata.name === attempt)
+        const offering = isObject(found?.status) ? found.status["offering"] : undefined
+        return typeof offering === "string" ? offering : undefined
+      }),
+      Effect.orElseSucceed(() => undefined)
+    )
+
+  /**
+   * The call sent to the server whose host runs the box; undefined when the box is not on another server's host (this
+   * server's answer stands).
+   */
+  const forward = (owner: string, attempt: string, request: BoxRequest): Effect.Effect<BoxReply | undefined> => Effect.gen(function*() {
+    const offering = yield* offeringOf(owner, attempt)
+    if (offering === undefined || parts.offerings().includes(offering)) return undefined
+    const found = yield* parts.store.getRecord(hostsTable, offering, Date.now()).pipe(Effect.orElseSucceed(() => Option.none()))
+    const record = recordOf(Option.getOrUndefined(found))
+    if (record === undefined) return undefined
+    const body = JSON.stringify({ owner, attempt, request } satisfies ForwardedCall)
+    const answer = yield* Effect.tryPromise(() => post(record, body, waitOf(request) + forwardSlackMs)).pipe(Effect.orElseSucceed(() => undefined))
+    if (answer === undefined || answer.status !== 200) {
+      return { _tag: "Refused", code: "Unavailable", message: `the server whose host (${offering}) runs the box did not answer` } satisfies BoxReply
+    }
+    return JSON.parse(answer.text) as BoxReply
+  })
+
+  return { key, announce, forward }
+}
