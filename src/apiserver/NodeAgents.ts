@@ -9,8 +9,11 @@ import { Context, Effect, Layer, type Stream } from "effect"
 import { ApiError } from "../core/meta/ApiError.ts"
 import type { Json } from "../core/Json.ts"
 
-/** `box`: another server of the same database forwards a call to a box on this server's host (server/BoxForwarding.ts). */
-export type AgentCall = "enroll" | "hello" | "sync" | "box"
+/**
+ * `box` and `run`: another server of the same database reaches a box on this server's host, or a run it took over
+ * from this server and left running here (server/BoxForwarding.ts).
+ */
+export type AgentCall = "enroll" | "hello" | "sync" | "box" | "run"
 
 export class NodeAgents extends Context.Service<NodeAgents, {
   /** One call: its JSON answer. `credential` is the bearer token of the request, if any. */

@@ -68,6 +68,11 @@ export interface ReconcilerOptions {
    * know (the simulator's capacity does not survive a restart): they end then, as NodeLost, and recovery replaces them.
    */
   readonly lostAt: number
+  /**
+   * Offerings a stored Attempt may name that placement does not rank here: the hosts of the other servers of a shared
+   * database (docs/scale-out.md, "Local hosts"). A takeover reads such an Attempt with its offering's rates.
+   */
+  readonly recorded?: (namespace: string) => ReadonlyArray<Offering>
 }
 
 /** An object the reconciler steps: what the writer keeps of it, and what its machine reads. */
@@ -137,7 +142,7 @@ function make(options: ReconcilerOptions) {
       const catalog = options.catalog(namespace)
       let byId = indexed.get(catalog)
       if (byId === undefined) indexed.set(catalog, byId = new Map(catalog.map((candidate) => [candidate.id, candidate])))
-      const found = byId.get(offering)
+      const found = byId.get(offering) ?? options.recorded?.(namespace).find((candidate) => candidate.id === offering)
       return found === undefined ? undefined : variantsOf(found).find((variant) => variant.interruptible === interruptible)
     }
 
@@ -371,8 +376,12 @@ function make(options: ReconcilerOptions) {
       const inLost = (key: string) => lost.has(ownership.shardOf(key))
       for (const tracked of [...tracking.values()]) {
         if (!inLost(tracked.key)) continue
-        for (const facts of tracked.facts) if (isLive(facts)) yield* port.release(tracked.uid, facts.name, 0)
-        yield* port.forget(tracked.uid)
+        // A healthy run is never stopped by a rebalance where the driver can leave it running for the new owner.
+        if (port.handOver !== undefined) yield* port.handOver(tracked.uid)
+        else {
+          for (const facts of tracked.facts) if (isLive(facts)) yield* port.release(tracked.uid, facts.name, 0)
+          yield* port.forget(tracked.uid)
+        }
         tracking.delete(tracked.key)
         owners.delete(tracked.uid)
       }

@@ -11,7 +11,7 @@ import { EnrollRequestSchema, type Hello, HelloSchema, type SyncRequest, SyncReq
 import type { LiveCapacity, NodeScope } from "../backends/live/LiveCapacity.ts"
 import { type AgentCall, type AgentDownload, type AgentUpload, NodeAgents } from "../apiserver/NodeAgents.ts"
 import type { Enrollment } from "../runtime/Enrollment.ts"
-import { forwardedCallOf } from "./BoxForwarding.ts"
+import { factsJson, forwardedCallOf, peerRunCallOf } from "./BoxForwarding.ts"
 
 const decode = <S extends Schema.Decoder<unknown>>(schema: S, body: unknown, what: string): Effect.Effect<S["Type"], ApiError> => {
   const decoded = Schema.decodeUnknownExit(schema)(body)
@@ -56,6 +56,15 @@ export const makeNodeAgents = (parts: AgentEndpointParts) => {
           const hello = (yield* decode(HelloSchema, body, "hello")) as Hello
           const scope = yield* scopeOf(credential, hello.node)
           return capacity.hello(hello, scope) as unknown as Json
+        })
+      case "run":
+        return Effect.gen(function*() {
+          if (parts.peerKey === undefined || credential !== parts.peerKey) return yield* new ApiError({ code: "Unauthorized", message: "a peer's call needs the peer key of this server" })
+          const asked = peerRunCallOf(body as Json)
+          if (asked === undefined) return yield* new ApiError({ code: "BadRequest", message: "a peer's run call names its op, owner and attempt" })
+          if (asked.op === "release") yield* capacity.port.release(asked.owner, asked.attempt, 0)
+          if (asked.op === "checkpoint") yield* capacity.port.checkpoint(asked.owner, asked.attempt, asked.episode ?? 0)
+          return factsJson(capacity.peerFacts(asked.owner, asked.attempt))
         })
       case "box":
         return Effect.gen(function*() {

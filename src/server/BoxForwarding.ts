@@ -3,8 +3,9 @@
  * server runs its own host, and a box runs on one of them. A request for a box this server's host does not run goes,
  * over HTTP, to the server whose host does: `POST /agent/v1/box` with that server's peer key as the bearer credential.
  * Every server says where it answers in the store (record `nodus-local-hosts`, one per offering of its host: its URL,
- * its peer key, and the certificate it serves, for TLS), written on its beat, so the others find it by the offering the
- * box's Attempt names.
+ * its peer key, the certificate it serves, for TLS, and its host's Node and capacity), written on its beat, so the
+ * others find it by the offering the box's Attempt names, and know that offering's rates when they take over an object
+ * whose run was there.
  */
 import { randomBytes } from "node:crypto"
 import { request as httpRequest } from "node:http"
@@ -12,7 +13,11 @@ import { request as httpsRequest } from "node:https"
 import { Effect, Option } from "effect"
 import { isObject, type Json } from "../core/Json.ts"
 import type { BoxReply, BoxRequest } from "../core/SandboxBox.ts"
+import type { AttemptFacts } from "../core/capacity/Capacity.ts"
 import type { Store } from "../store/Store.ts"
+import type { Offering } from "../core/capacity/Offering.ts"
+import { nodeOfferings } from "../core/capacity/PoolOffering.ts"
+import type { HostCapacity } from "../backends/live/Protocol.ts"
 
 export const hostsTable = "nodus-local-hosts"
 
@@ -42,13 +47,35 @@ export const forwardedCallOf = (body: Json): ForwardedCall | undefined =>
     ? body as unknown as ForwardedCall
     : undefined
 
+/** What a server that took an object asks of its run left on this server's host (docs/scale-out.md, "Local hosts"). */
+export interface PeerRunCall {
+  readonly op: "facts" | "release" | "checkpoint"
+  readonly owner: string
+  readonly attempt: string
+  readonly episode?: number | undefined
+}
+
+export const peerRunCallOf = (body: Json): PeerRunCall | undefined =>
+  isObject(body) && (body["op"] === "facts" || body["op"] === "release" || body["op"] === "checkpoint") && typeof body["owner"] === "string" && typeof body["attempt"] === "string"
+    ? body as unknown as PeerRunCall
+    : undefined
+
+/** A run's facts as they cross between servers: without the variant (each server has its own copy of the offering). */
+export type PeerFacts = Omit<AttemptFacts, "variant">
+
+export const factsJson = (facts: AttemptFacts | undefined): Json => {
+  if (facts === undefined) return {}
+  const { variant: _variant, ...rest } = facts
+  return { facts: JSON.parse(JSON.stringify(rest)) as Json }
+}
+
 /** What the box's wait is, for the forward's own timeout. */
 const waitOf = (request: BoxRequest): number =>
   request._tag === "Exec" ? (request.timeoutMs ?? 0) : request._tag === "Output" ? request.waitMs : request._tag === "Call" ? request.timeoutMs : 0
 
-const post = (record: HostRecord, body: string, timeoutMs: number) =>
+const post = (record: HostRecord, body: string, timeoutMs: number, path = "/agent/v1/box") =>
   new Promise<{ status: number; text: string }>((resolve, reject) => {
-    const url = new URL("/agent/v1/box", record.url)
+    const url = new URL(path, record.url)
     const send = url.protocol === "https:" ? httpsRequest : httpRequest
     const outgoing = send(url, {
       method: "POST",
@@ -74,21 +101,43 @@ export interface ForwardingParts {
   readonly ca: string | undefined
   /** The offerings of this server's own host. */
   readonly offerings: () => ReadonlyArray<string>
+  /** This server's host: its Node's name and measured capacity, for the others' records of its runs. */
+  readonly host: () => { readonly node: string; readonly capacity: HostCapacity } | undefined
 }
 
 export const makeForwarding = (parts: ForwardingParts) => {
   /** The key another server must show to reach this one's boxes: this process's own, never stored elsewhere. */
   const key = randomBytes(32).toString("base64url")
   let written = ""
+  /** The other servers' hosts' offerings, as last read from the store. */
+  let peers: ReadonlyArray<Offering> = []
+
+  /** The others' records: the offerings of their hosts, so Attempts that ran there are read with their rates. */
+  const readPeers = Effect.suspend(() => parts.store.records(hostsTable, "", 1_000, Date.now())).pipe(
+    Effect.map((entries) => {
+      const own = new Set(parts.offerings())
+      const hosts = new Map<string, HostCapacity>()
+      for (const entry of entries) {
+        const value = entry.value
+        if (own.has(entry.id) || !isObject(value) || typeof value["node"] !== "string" || !isObject(value["capacity"])) continue
+        hosts.set(value["node"], value["capacity"] as unknown as HostCapacity)
+      }
+      // Every server's own host is in the Pool `local` (LiveBackend.ts).
+      peers = [...hosts].flatMap(([node, capacity]) => nodeOfferings({ pool: "local", node, ...capacity }))
+    }),
+    Effect.catch((error) => Effect.logWarning(`local backend: reading the other servers' hosts: ${error.message}`))
+  )
 
   /** Says in the store where this server answers, when that changed (on the backend's beat). */
   const announce = Effect.suspend(() => {
-    const value = { url: parts.url(), key, ...(parts.ca === undefined ? {} : { ca: parts.ca }) }
+    const host = parts.host()
+    const value = { url: parts.url(), key, ...(parts.ca === undefined ? {} : { ca: parts.ca }), ...(host === undefined ? {} : { node: host.node, capacity: host.capacity as unknown as Json }) }
     const text = JSON.stringify([value, parts.offerings()])
-    if (text === written) return Effect.void
+    if (text === written) return readPeers
     return parts.store.commit(parts.offerings().map((id) => ({ _tag: "PutRecord" as const, table: hostsTable, id, value }))).pipe(
       Effect.tap(() => Effect.sync(() => (written = text))),
-      Effect.catch((error) => Effect.logWarning(`local backend: saying where this server answers: ${error.message}`))
+      Effect.catch((error) => Effect.logWarning(`local backend: saying where this server answers: ${error.message}`)),
+      Effect.andThen(readPeers)
     )
   })
 
@@ -121,5 +170,25 @@ export const makeForwarding = (parts: ForwardingParts) => {
     return JSON.parse(answer.text) as BoxReply
   })
 
-  return { key, announce, forward }
+  /** The server whose host sells `offering`, when it is another's. */
+  const hostOf = (offering: string) => Effect.gen(function*() {
+    if (parts.offerings().includes(offering)) return undefined
+    const found = yield* parts.store.getRecord(hostsTable, offering, Date.now()).pipe(Effect.orElseSucceed(() => Option.none()))
+    return recordOf(Option.getOrUndefined(found))
+  })
+
+  /**
+   * Asks the server whose host sells `offering` about a run there: its facts (undefined: it does not know the run), or
+   * "Unreachable" when no server answers for that host.
+   */
+  const peerRun = (offering: string, call: PeerRunCall): Effect.Effect<PeerFacts | undefined | "Unreachable"> => Effect.gen(function*() {
+    const record = yield* hostOf(offering)
+    if (record === undefined) return "Unreachable" as const
+    const answer = yield* Effect.tryPromise(() => post(record, JSON.stringify(call), 10_000, "/agent/v1/run")).pipe(Effect.orElseSucceed(() => undefined))
+    if (answer === undefined || answer.status !== 200) return "Unreachable" as const
+    const parsed = JSON.parse(answer.text) as { readonly facts?: PeerFacts }
+    return parsed.facts
+  })
+
+  return { key, announce, forward, peers: () => peers, peerRun, isPeer: (offering: string) => !parts.offerings().includes(offering) }
 }

@@ -21,7 +21,7 @@ import { Agent } from "../backends/live/Agent.ts"
 import { detectGpus, helloOf } from "../backends/live/HostFacts.ts"
 import { detectIsolation } from "../backends/live/Isolation.ts"
 import { LiveCapacity, nodeKey, type NodeScope } from "../backends/live/LiveCapacity.ts"
-import type { AgentLink } from "../backends/live/Protocol.ts"
+import { type AgentLink, leaseExpiryMs } from "../backends/live/Protocol.ts"
 import { isObject } from "../core/Json.ts"
 import type { AddressRange } from "../core/PublicAddress.ts"
 import type { BoxRequest } from "../core/SandboxBox.ts"
@@ -47,6 +47,7 @@ import { Reconciler } from "../runtime/Reconciler.ts"
 import { Secrets } from "../runtime/Secrets.ts"
 import { makeNodeAgents } from "./AgentEndpoint.ts"
 import { makeForwarding } from "./BoxForwarding.ts"
+import { withPeerRuns } from "./PeerRuns.ts"
 import { makeJobLogs } from "./JobLogs.ts"
 import { aliveRecorder, restoreAlive } from "./NodeLiveness.ts"
 import { followNodes } from "./NodeObjects.ts"
@@ -193,7 +194,16 @@ export const layer = (settings: LocalSettings) => Layer.unwrap(Effect.gen(functi
   const ownOfferings = () => capacity.catalog("").map((offering) => offering.id).filter((id) => id === ownNode || id.startsWith(`${ownNode}-gpu`))
   const forwarding = settings.peers === undefined
     ? undefined
-    : makeForwarding({ store: yield* Store, url: (yield* ApiConfig).publicUrl, ca: settings.peers.ca, offerings: ownOfferings })
+    : makeForwarding({
+      store: yield* Store,
+      url: (yield* ApiConfig).publicUrl,
+      ca: settings.peers.ca,
+      offerings: ownOfferings,
+      host: () => {
+        const view = capacity.nodeViews().find((candidate) => candidate.namespace === undefined && candidate.name === ownNode)
+        return view === undefined ? undefined : { node: ownNode, capacity: view.hello.capacity }
+      }
+    })
   const forgetting = {
     ...capacity.port,
     // A box this host does not run may run on another server's (docs/scale-out.md, "Local hosts"): the call goes there.
@@ -208,11 +218,14 @@ export const layer = (settings: LocalSettings) => Layer.unwrap(Effect.gen(functi
       Effect.andThen(kept.forget(owner))
     )
   }
-  const port = Layer.succeed(CapacityPort, forgetting)
+  // On a shared database, runs a rebalance left on another server's host are reached there (PeerRuns.ts).
+  const port = forwarding === undefined
+    ? Layer.succeed(CapacityPort, forgetting)
+    : Layer.effect(CapacityPort, withPeerRuns(forgetting, forwarding, settings.lease?.expiryMs ?? leaseExpiryMs))
   // Runs of a previous process died with it (the in-process agent's boxes die with their parent): they ended when it
   // last knew its own Node alive.
   const lostAt = Math.min(started, alive.get(nodeKey(settings.node ?? localNode, localScope)) ?? started)
-  const reconciler = Reconciler.layer({ catalog: capacity.catalog, pricebook: currentPricebook, lostAt }).pipe(Layer.provide(FunctionDispatch.layer(FunctionDispatch.liveDispatch)), Layer.provideMerge(port))
+  const reconciler = Reconciler.layer({ catalog: capacity.catalog, pricebook: currentPricebook, lostAt, ...(forwarding === undefined ? {} : { recorded: () => forwarding.peers() }) }).pipe(Layer.provide(FunctionDispatch.layer(FunctionDispatch.liveDispatch)), Layer.provideMerge(port))
   const running = Layer.effectDiscard(run(capacity, settings, aliveRecorder(capacity, yield* Store, alive), forwarding?.announce ?? Effect.void))
   const agents = Layer.effect(NodeAgents, Effect.gen(function*() {
     const resources = yield* Resources

@@ -4,9 +4,11 @@
  * - each server's in-process host is a Node of its own, under a name that stays the same when it restarts;
  * - any server serves a Sandbox's commands and files: through B, they reach the box on A's host (before: 409
  *   SandboxNotRunning);
- * - a server that loses a shard in a rebalance (the other one came back) gives back the slots of the runs it let go of,
- *   so the Jobs it owns afterwards still run (before, its host's slots stayed taken by runs it had forgotten, and its
- *   Jobs stayed Unschedulable with nothing running).
+ * - a rebalance (the other server came back) stops no healthy box: the new owner takes the run over where it runs, and
+ *   its /workspace, commands through either server and its attempt stay (before: stopped NodeLost, replaced empty);
+ * - deleted through the new owner, those runs stop on their host and give its slots back, so the Jobs each server owns
+ *   afterwards run (before the slot fix, the old owner's slots stayed taken by runs it had forgotten, and its Jobs
+ *   stayed Unschedulable with nothing running).
  * Runs when DATABASE_URL is set; bounded, loopback only.
  */
 import type { ChildProcess } from "node:child_process"
@@ -53,7 +55,7 @@ describe.skipIf(databaseUrl === undefined)("local-backend servers on one databas
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
   })
 
-  it("runs each server's host as a Node of its own, serves a box through either server; a rebalance gives back the slots of the runs let go of", async () => {
+  it("runs each server's host as a Node of its own, serves a box through either server; a rebalance leaves healthy boxes running", async () => {
     let a = await serve(dirs[0])
     const b = await serve(dirs[1])
     await split(a, b)
@@ -97,26 +99,51 @@ describe.skipIf(databaseUrl === undefined)("local-backend servers on one databas
     await killNow(a.child)
     for (const name of onA) await eventually(`${name} on B`, async () => (await hostOf(b.url, name)) === hostB && (await phaseOf(b.url, "sandboxes", name)) === "Running", 90_000)
 
+    // Each keeps a file in /workspace.
+    const attempts = new Map<string, string>()
+    for (const name of onA) {
+      const wrote = await call(b.url, "POST", `${api}/namespaces/hosts/sandboxes/${name}/commands`, { command: ["sh", "-c", `echo kept-${name} > /workspace/keep.txt`] })
+      assert.strictEqual(wrote.status, 200, wrote.text)
+      attempts.set(name, (await call(b.url, "GET", `${api}/namespaces/hosts/sandboxes/${name}`)).body.status.attempt.name)
+    }
+
     // A comes back: the rebalance hands some shards back to A (the ring depends on the runners' random addresses; until
-    // one of these Sandboxes' is among them, A is killed and comes back again). B lets go of those runs.
-    let moved = false
-    for (let round = 0; round < 4 && !moved; round++) {
+    // one of these Sandboxes' is among them, A is killed and comes back again). Their boxes go on running on B's host:
+    // A takes them over there.
+    let tookOver = false
+    for (let round = 0; round < 4 && !tookOver; round++) {
       if (round > 0) {
         await killNow(a.child)
         await eventually("B holds every shard", () => b.holds === b.shards, 60_000)
       }
       a = await serve(dirs[0])
       await split(a, b)
-      moved = await eventually("a Sandbox back on A", async () => {
-        for (const name of onA) if ((await hostOf(b.url, name)) === hostA) return true
+      // A took one over, or (what a rebalance did before) one was stopped and replaced.
+      const printed = a.printed
+      tookOver = await eventually("a Sandbox's shard moved to A", async () => {
+        if (/took over run/u.test(printed())) return true
+        for (const name of onA) if ((await call(b.url, "GET", `${api}/namespaces/hosts/sandboxes/${name}`)).body?.status?.attempt?.name !== attempts.get(name)) return true
         return false
-      }, 60_000).then(() => true, () => false)
+      }, 20_000).then(() => true, () => false)
     }
-    assert.isTrue(moved, "no rebalance moved a Sandbox back to A")
+    assert.isTrue(tookOver, "no rebalance moved a Sandbox's shard to A")
+    await new Promise((resolve) => setTimeout(resolve, 5_000))
+    for (const name of onA) {
+      const sandbox = (await call(a.url, "GET", `${api}/namespaces/hosts/sandboxes/${name}`)).body
+      assert.strictEqual(sandbox.status.phase, "Running")
+      assert.strictEqual(sandbox.status.attempt.name, attempts.get(name), `${name} was not stopped by the rebalance`)
+      assert.strictEqual(await hostOf(a.url, name), hostB)
+      for (const server of [a, b]) {
+        const read = await call(server.url, "POST", `${api}/namespaces/hosts/sandboxes/${name}/commands`, { command: ["cat", "/workspace/keep.txt"] })
+        assert.strictEqual(read.status, 200, read.text)
+        assert.strictEqual(read.body.stdout, `kept-${name}\n`)
+      }
+    }
     assert.deepStrictEqual(await offerings(b.url), names)
 
-    // The Sandboxes back on A's host are deleted (A's Jobs need its slots); those still on B keep theirs.
-    for (const name of onA) if ((await hostOf(b.url, name)) === hostA) await call(b.url, "DELETE", `${api}/namespaces/hosts/sandboxes/${name}`)
+    // Deleted through A: their boxes on B's host stop, and B's slots come back.
+    for (const name of onA) assert.strictEqual((await call(a.url, "DELETE", `${api}/namespaces/hosts/sandboxes/${name}`)).status < 300, true)
+    for (const name of onA) await eventually(`${name} gone`, async () => (await call(b.url, "GET", `${api}/namespaces/hosts/sandboxes/${name}`)).status === 404, 90_000)
 
     // Jobs through B, owned by either server: each runs (on the host of the server that owns it) and succeeds.
     const jobs = ["j0", "j1", "j2", "j3", "j4", "j5"]

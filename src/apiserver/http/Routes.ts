@@ -44,7 +44,7 @@ export type Route =
 const notFound: Route = { _tag: "NotFound" }
 
 /** The calls of the node agent protocol (apiserver/NodeAgents.ts). */
-const agentCalls = ["enroll", "hello", "sync", "box", "outputs", "inputs", "checkpoints", "restores"] as const
+const agentCalls = ["enroll", "hello", "sync", "box", "run", "outputs", "inputs", "checkpoints", "restores"] as const
 
 /** Subresources with items: a Job's `outputs/{output}`, a Sandbox's `commands/{id}`, a webhook's `deliveries/{id}`, a Volume's `revisions/{n}`. */
 const itemSubresources = new Set(["outputs", "commands", "deliveries", "revisions"])

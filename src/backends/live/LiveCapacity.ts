@@ -189,6 +189,8 @@ interface Run {
   adoptedUntil: number | undefined
   /** Offered back: its log is taken on from wherever its agent's next report starts. */
   logBaseline: boolean
+  /** Handed over to the server that took its object: until when that server must ask after it (then it is stopped). */
+  handedUntil?: number | undefined
 }
 
 /** Whether the Node takes a project's work at all. */
@@ -232,13 +234,17 @@ export class LiveCapacity {
       acquire: (request) => Effect.sync(() => ({ ...this.acquire(request) })),
       release: (owner, attempt) => Effect.sync(() => this.release(owner, attempt)),
       facts: (owner, attempt) => Effect.sync(() => {
-        const facts = this.find(owner, attempt)?.facts
+        const run = this.find(owner, attempt)
+        // Its object came back to this process: it is this process's own run again.
+        if (run?.handedUntil !== undefined) this.keep(run)
+        const facts = run?.facts
         return facts === undefined ? undefined : { ...facts }
       }),
       market: (namespace) => this.market(namespace),
       forget: (owner) => Effect.sync(() => {
         for (const run of this.runs.get(owner)?.values() ?? []) {
           this.offered.delete(run)
+          this.handed.delete(run)
           // Offered back and never claimed: it holds no slot of its Node.
           if (run.adoptedUntil !== undefined) run.node = ""
           // A run still stopping (released by a process that lost its shard, and forgotten at once): its exit report
@@ -252,7 +258,55 @@ export class LiveCapacity {
       start: (owner, attempt, program) => this.start(owner, attempt, program),
       checkpoint: (owner, attempt, episode) => Effect.sync(() => this.checkpoint(owner, attempt, episode)),
       adopt: (owner, namespace, facts) => Effect.sync(() => ({ ...this.adopt(owner, namespace, facts) })),
-      box: (owner, attempt, request) => Effect.promise(() => this.box(owner, attempt, request))
+      box: (owner, attempt, request) => Effect.promise(() => this.box(owner, attempt, request)),
+      handOver: (owner) => Effect.sync(() => this.handOver(owner))
+    }
+  }
+
+  /** Runs handed over to another server of the store (docs/scale-out.md, "Local hosts"). */
+  private readonly handed = new Set<Run>()
+
+  /**
+   * The owner's object went to another server (a rebalance): its live runs go on here for that server, which asks
+   * after them (`peerFacts`) and stops them (`release`) as their owner; one it does not ask after within a lease is
+   * stopped. Its ended runs are forgotten.
+   */
+  private handOver(owner: string) {
+    const until = this.options.now() + this.lease.expiryMs
+    for (const run of [...(this.runs.get(owner)?.values() ?? [])]) {
+      if (run.facts.phase === "Ended") this.runs.get(owner)?.delete(run.facts.name)
+      else {
+        run.handedUntil = until
+        this.handed.add(run)
+      }
+    }
+    if (this.runs.get(owner)?.size === 0) this.runs.delete(owner)
+  }
+
+  private keep(run: Run) {
+    run.handedUntil = undefined
+    this.handed.delete(run)
+  }
+
+  /** A run's facts, as the server its object went to asks after them: it stays handed over a lease longer. */
+  readonly peerFacts = (owner: string, attempt: string): AttemptFacts | undefined => {
+    const run = this.find(owner, attempt)
+    if (run === undefined) return undefined
+    if (run.handedUntil !== undefined) run.handedUntil = Math.max(run.handedUntil, this.options.now() + this.lease.expiryMs)
+    return { ...run.facts }
+  }
+
+  /** Handed-over runs nobody asked after in time are stopped, and forgotten once ended. */
+  private expireHanded(now: number) {
+    for (const run of [...this.handed]) {
+      if (run.handedUntil === undefined || run.handedUntil > now) continue
+      if (run.facts.phase !== "Ended") {
+        this.release(run.owner, run.facts.name)
+        continue
+      }
+      this.handed.delete(run)
+      this.runs.get(run.owner)?.delete(run.facts.name)
+      if (this.runs.get(run.owner)?.size === 0) this.runs.delete(run.owner)
     }
   }
 
@@ -819,6 +873,7 @@ export class LiveCapacity {
 
   /** Lapsed leases make their Nodes NotReady and their runs NodeLost; expired warm slots go back. */
   readonly tick = (now: number) => {
+    this.expireHanded(now)
     for (const run of [...this.offered]) {
       if (run.adoptedUntil === undefined || run.adoptedUntil > now) continue
       // No hello from its Node in time: it is lost (no slot of a Node was ever taken for it).

@@ -206,6 +206,12 @@ export interface CapacityPortShape {
    * driver runs no boxes.
    */
   readonly box?: (owner: string, attempt: string, request: BoxRequest) => Effect.Effect<BoxReply>
+  /**
+   * The owner's object went to another server of the store (its shard moved in a rebalance): its live runs go on where
+   * they run, for that server to reach (docs/scale-out.md, "Local hosts"), and this driver forgets the rest. Absent:
+   * the runs are released and the owner forgotten.
+   */
+  readonly handOver?: (owner: string) => Effect.Effect<void>
 }
 
 export type { BoxCommand, BoxFileEntry, BoxRefusal, BoxReply, BoxRequest, CallError, CallOutcome } from "../SandboxBox.ts"

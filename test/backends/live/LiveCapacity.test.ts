@@ -139,6 +139,35 @@ describe("scopes", () => {
   })
 })
 
+describe("runs handed over to another server (a rebalance)", () => {
+  it("go on, holding their slot, while that server asks after them; a lease without a question stops them", async () => {
+    const { capacity, advance, now } = setup()
+    const lease = capacity.hello(hello("n1", 1), local)
+    launch(capacity)
+    await capacity.sync({ node: "n1", epoch: lease.epoch, version: 0, runs: [report("uid-1/job-0-1")], waitMs: 0 }, local)
+    Effect.runSync(capacity.port.handOver!("uid-1"))
+    const variant = variantsOf(capacity.catalog("demo")[0]!)[0]!
+    const other = () => Effect.runSync(capacity.port.acquire({ owner: "uid-2", namespace: "demo", attempt: `x-${now()}`, index: 0, number: 1, variant, recovery: false }))
+    // Half a lease at a time, the host's agent reporting (its lease renewed).
+    const half = async (runs = [report("uid-1/job-0-1")]) => {
+      advance(lease.expiryMs / 2)
+      await capacity.sync({ node: "n1", epoch: lease.epoch, version: 0, runs, waitMs: 0 }, local)
+      capacity.tick(now())
+    }
+    for (let step = 0; step < 4; step++) {
+      await half()
+      expect(capacity.peerFacts("uid-1", "job-0-1")?.phase).toBe("Running")
+    }
+    expect(other().outcome).toEqual({ type: "Unavailable" })
+    // Nobody asks for a lease: it is stopped, and once its exit is reported its slot goes back and it is forgotten.
+    await half()
+    await half()
+    await half([report("uid-1/job-0-1", { phase: "Exited", exit: exit({ stopped: true, exitCode: undefined, signal: "SIGKILL" }) })])
+    expect(other().phase).toBe("Provisioning")
+    expect(capacity.peerFacts("uid-1", "job-0-1")).toBeUndefined()
+  })
+})
+
 describe("exits", () => {
   const ended = async (fields: Partial<Exit>) => {
     const { capacity } = setup(["hunter2-secret"])
