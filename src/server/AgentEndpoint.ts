@@ -4,6 +4,7 @@
  * scope of its Node (its project and Pool). An agent's messages are checked against the protocol's schemas, so a
  * broken or hostile host gets a 400 with the field, never a server error.
  */
+import { timingSafeEqual } from "node:crypto"
 import { Effect, Exit, Schema, Stream } from "effect"
 import { ApiError, fieldInvalid, invalid } from "../core/meta/ApiError.ts"
 import type { Json } from "../core/Json.ts"
@@ -41,6 +42,14 @@ export const makeNodeAgents = (parts: AgentEndpointParts) => {
     return { pool: yield* parts.poolOf(known.namespace, known.node), namespace: known.namespace } satisfies NodeScope
   })
 
+  /** Whether the credential is this process's peer key (compared in constant time). */
+  const isPeer = (credential: string | undefined) => {
+    if (parts.peerKey === undefined || credential === undefined) return false
+    const given = Buffer.from(credential)
+    const key = Buffer.from(parts.peerKey)
+    return given.length === key.length && timingSafeEqual(given, key)
+  }
+
   const call = (name: AgentCall, body: unknown, credential: string | undefined): Effect.Effect<Json, ApiError> => {
     switch (name) {
       case "enroll":
@@ -59,7 +68,7 @@ export const makeNodeAgents = (parts: AgentEndpointParts) => {
         })
       case "run":
         return Effect.gen(function*() {
-          if (parts.peerKey === undefined || credential !== parts.peerKey) return yield* new ApiError({ code: "Unauthorized", message: "a peer's call needs the peer key of this server" })
+          if (!isPeer(credential)) return yield* new ApiError({ code: "Unauthorized", message: "a peer's call needs the peer key of this server" })
           const asked = peerRunCallOf(body as Json)
           if (asked === undefined) return yield* new ApiError({ code: "BadRequest", message: "a peer's run call names its op, owner and attempt" })
           if (asked.op === "release") yield* capacity.port.release(asked.owner, asked.attempt, 0)
@@ -68,7 +77,7 @@ export const makeNodeAgents = (parts: AgentEndpointParts) => {
         })
       case "box":
         return Effect.gen(function*() {
-          if (parts.peerKey === undefined || credential !== parts.peerKey) return yield* new ApiError({ code: "Unauthorized", message: "a forwarded box call needs the peer key of this server" })
+          if (!isPeer(credential)) return yield* new ApiError({ code: "Unauthorized", message: "a forwarded box call needs the peer key of this server" })
           const forwarded = forwardedCallOf(body as Json)
           if (forwarded === undefined) return yield* new ApiError({ code: "BadRequest", message: "a forwarded box call names its owner, attempt and request" })
           // This host's own box only: a call is forwarded once, never on.

@@ -92,6 +92,14 @@ describe.skipIf(databaseUrl === undefined)("local-backend servers on one databas
     assert.strictEqual(put.status < 300, true, await put.text())
     const read = await fetch(`${a.url}${box}/files?path=/workspace/put.txt`, { headers: { authorization: `Bearer ${token}` } })
     assert.strictEqual(await read.text(), "put through b")
+    // The servers' own calls need this process's peer key: an API key, or none, reaches nothing there.
+    for (const path of ["/agent/v1/box", "/agent/v1/run"]) {
+      const body = JSON.stringify({ op: "facts", owner: "x", attempt: "y", request: { _tag: "ReadFile", path: "/etc/passwd", maxBytes: 10 } })
+      for (const headers of [{ authorization: `Bearer ${token}` }, {}]) {
+        const refused = await fetch(`${a.url}${path}`, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body })
+        assert.strictEqual(refused.status, 401, await refused.text())
+      }
+    }
     const listed = await call(b.url, "GET", `${box}/files?path=/workspace`)
     assert.deepStrictEqual(listed.body.entries.map((entry: any) => entry.name).sort(), ["note", "put.txt"])
 
