@@ -97,7 +97,7 @@ export interface ForwardingParts {
   readonly store: Store["Service"]
   /** This server's URL now (known once it listens). */
   readonly url: () => string
-  /** The certificate this server serves (PEM), when it serves TLS. */
+  /** The CA of the certificate this server serves (PEM), when it serves TLS: the others trust it for their calls. */
   readonly ca: string | undefined
   /** The offerings of this server's own host. */
   readonly offerings: () => ReadonlyArray<string>
@@ -152,30 +152,28 @@ export const makeForwarding = (parts: ForwardingParts) => {
       Effect.orElseSucceed(() => undefined)
     )
 
-  /**
-   * The call sent to the server whose host runs the box; undefined when the box is not on another server's host (this
-   * server's answer stands).
-   */
-  const forward = (owner: string, attempt: string, request: BoxRequest): Effect.Effect<BoxReply | undefined> => Effect.gen(function*() {
-    const offering = yield* offeringOf(owner, attempt)
-    if (offering === undefined || parts.offerings().includes(offering)) return undefined
-    const found = yield* parts.store.getRecord(hostsTable, offering, Date.now()).pipe(Effect.orElseSucceed(() => Option.none()))
-    const record = recordOf(Option.getOrUndefined(found))
-    if (record === undefined) return undefined
-    const body = JSON.stringify({ owner, attempt, request } satisfies ForwardedCall)
-    const answer = yield* Effect.tryPromise(() => post(record, body, waitOf(request) + forwardSlackMs)).pipe(Effect.orElseSucceed(() => undefined))
-    if (answer === undefined || answer.status !== 200) {
-      return { _tag: "Refused", code: "Unavailable", message: `the server whose host (${offering}) runs the box did not answer` } satisfies BoxReply
-    }
-    return JSON.parse(answer.text) as BoxReply
-  })
-
   /** The server whose host sells `offering`, when it is another's. */
   const hostOf = (offering: string) => Effect.gen(function*() {
     if (parts.offerings().includes(offering)) return undefined
     const found = yield* parts.store.getRecord(hostsTable, offering, Date.now()).pipe(Effect.orElseSucceed(() => Option.none()))
     return recordOf(Option.getOrUndefined(found))
   })
+
+  /**
+   * The call sent to the server whose host runs the box; undefined when the box is not on another server's host (this
+   * server's answer stands).
+   */
+  const forward = (owner: string, attempt: string, request: BoxRequest): Effect.Effect<BoxReply | undefined> => Effect.gen(function*() {
+    const offering = yield* offeringOf(owner, attempt)
+    const record = offering === undefined ? undefined : yield* hostOf(offering)
+    if (offering === undefined || record === undefined) return undefined
+    const body = JSON.stringify({ owner, attempt, request } satisfies ForwardedCall)
+    const answer = yield* Effect.tryPromise(() => post(record, body, waitOf(request) + forwardSlackMs)).pipe(Effect.orElseSucceed(() => undefined))
+    const unavailable: BoxReply = { _tag: "Refused", code: "Unavailable", message: `the server whose host (${offering}) runs the box did not answer` }
+    if (answer === undefined || answer.status !== 200) return unavailable
+    return yield* Effect.try(() => JSON.parse(answer.text) as BoxReply).pipe(Effect.orElseSucceed(() => unavailable))
+  })
+
 
   /**
    * Asks the server whose host sells `offering` about a run there: its facts (undefined: it does not know the run), or
@@ -186,8 +184,8 @@ export const makeForwarding = (parts: ForwardingParts) => {
     if (record === undefined) return "Unreachable" as const
     const answer = yield* Effect.tryPromise(() => post(record, JSON.stringify(call), 10_000, "/agent/v1/run")).pipe(Effect.orElseSucceed(() => undefined))
     if (answer === undefined || answer.status !== 200) return "Unreachable" as const
-    const parsed = JSON.parse(answer.text) as { readonly facts?: PeerFacts }
-    return parsed.facts
+    const parsed = yield* Effect.try(() => JSON.parse(answer.text) as { readonly facts?: PeerFacts }).pipe(Effect.orElseSucceed(() => undefined))
+    return parsed === undefined ? "Unreachable" as const : parsed.facts
   })
 
   return { key, announce, forward, peers: () => peers, peerRun, isPeer: (offering: string) => !parts.offerings().includes(offering) }

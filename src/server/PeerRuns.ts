@@ -44,7 +44,7 @@ export const withPeerRuns = (
   const offeringOf = (run: RemoteRun) => run.facts.variant.offering.id
 
   /** One poll of a remote run: its facts now, or lost once its host's server stayed silent for a lease. */
-  const poll = (key: string, run: RemoteRun) => Effect.gen(function*() {
+  const poll = (run: RemoteRun) => Effect.gen(function*() {
     const now = Date.now()
     const answer = yield* forwarding.peerRun(offeringOf(run), { op: "facts", owner: run.owner, attempt: run.facts.name })
     let next: AttemptFacts | undefined
@@ -55,12 +55,12 @@ export const withPeerRuns = (
       next = withVariant(answer, run.facts.variant)
     }
     if (next === undefined || equals(next as unknown as Json, run.facts as unknown as Json)) return
+    // An ended run stays known (its last facts) until its owner is forgotten; it is no longer asked after.
     run.facts = next
-    if (next.phase === "Ended") remote.delete(key)
     yield* PubSub.publish(changes, { _tag: "Attempt", owner: run.owner })
   })
   yield* Effect.forkScoped(Effect.repeat(
-    Effect.suspend(() => Effect.forEach([...remote], ([key, run]) => poll(key, run), { discard: true, concurrency: 4 })),
+    Effect.suspend(() => Effect.forEach([...remote.values()].filter((run) => run.facts.phase !== "Ended"), poll, { discard: true, concurrency: 4 })),
     Schedule.spaced("1 second")
   ))
 

@@ -253,7 +253,7 @@ export const layer = (config: ServerConfig) => Layer.unwrap(Effect.sync(() => {
         dataDir: config.dataDir,
         warmBoxes: config.warmBoxes,
         egressAllow: config.egressAllow,
-        ...(config.databaseUrl === undefined ? {} : { node: sharedLocalNode(hostname(), config.dataDir), peers: { ca: tls?.cert } })
+        ...(config.databaseUrl === undefined ? {} : { node: sharedLocalNode(hostname(), config.dataDir), peers: { ca: tls?.ca } })
       }
       : undefined,
     // docs/billing.md: the embedded default and sim mode start with starter credits, a production database at zero.
