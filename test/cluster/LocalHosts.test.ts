@@ -12,13 +12,14 @@
  * Runs when DATABASE_URL is set; bounded, loopback only.
  */
 import type { ChildProcess } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync } from "node:fs"
 import { cpus, hostname, tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { sharedLocalNode } from "../../src/server/LocalNodeName.ts"
 import { createDatabase, databaseUrl } from "../support/Postgres.ts"
 import { callAs, type ClusterServer, eventually, killNow, spawnClusterServer } from "../support/ServerProcess.ts"
+import { removeTree } from "../support/RemoveTree.ts"
 
 const token = "nds_local-hosts-token-0123456789abcdefghijklmnopqrstu"
 const call = callAs(token)
@@ -52,7 +53,7 @@ describe.skipIf(databaseUrl === undefined)("local-backend servers on one databas
   afterAll(async () => {
     for (const child of children) child.kill("SIGKILL")
     await database?.drop()
-    for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
+    for (const dir of dirs) await removeTree(dir)
   })
 
   it("runs each server's host as a Node of its own, serves a box through either server; a rebalance leaves healthy boxes running", async () => {
