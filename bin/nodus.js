@@ -1,6 +1,13 @@
 #!/usr/bin/env node
 // The `nodus` command. Node 24 (the project's `node` devDependency) runs the TypeScript sources directly.
-import { enableCompileCache } from "node:module"
+
+// An older node (a system one, by `node bin/nodus.js`) cannot load them, nor link this file's own imports: say so
+// first, in syntax any node parses, with no static import (which would fail before this line ran).
+const nodeMajor = Number(process.versions.node.split(".")[0])
+if (nodeMajor < 24) {
+  process.stderr.write("nodus needs Node 24 (this is Node " + process.versions.node + "): use npm start or npx nodus, which run the project's own Node 24\n")
+  process.exit(1)
+}
 
 // V8 settings of a server on the embedded store (issue 16: idle RSS ≤ 250 MB), read by V8 only when it starts: `nodus
 // serve` replaces itself (execve: the same process, arguments and environment) with a node given them, unless they
@@ -23,5 +30,6 @@ if (command === "serve" && !onPostgres && typeof process.execve === "function" &
 // The TypeScript each module is stripped to and V8's compiled code, kept on disk across runs (Node's compile cache,
 // in os.tmpdir()/node-compile-cache, or NODE_COMPILE_CACHE): a start reads them back instead of transpiling and
 // compiling again (measured: 0.5 s of CPU less for `nodus serve`).
+const { enableCompileCache } = await import("node:module")
 enableCompileCache()
 await import("../src/cli/main.ts")

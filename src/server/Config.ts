@@ -91,6 +91,10 @@ export const settings: ReadonlyArray<Setting> = [
 
 const switchValues: Readonly<Record<string, boolean>> = { "1": true, on: true, true: true, "0": false, off: false, false: false }
 
+/** A bare switch means on, unless a switch value follows it (`--switch 1`, `--switch off`): then that value. */
+const switchValue = (next: string | undefined): string =>
+  next !== undefined && switchValues[next] !== undefined ? next : "1"
+
 export type ConfigResult = { readonly _tag: "Ok"; readonly config: ServerConfig } | { readonly _tag: "Err"; readonly message: string }
 
 const apiGroupPattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$/u
@@ -120,7 +124,9 @@ export const resolve = (env: Readonly<Record<string, string | undefined>>, args:
     const [flag, inline] = arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined]
     const setting = settings.find((candidate) => candidate.flag === flag)
     if (setting === undefined) return { _tag: "Err", message: `unknown flag ${flag} (see nodus --help)` }
-    const value = inline ?? (setting.switch === true ? "1" : args[++index])
+    const bareSwitch = inline === undefined && setting.switch === true
+    const value = inline ?? (bareSwitch ? switchValue(args[index + 1]) : args[++index])
+    if (bareSwitch && value === args[index + 1]) index++
     if (value === undefined || (inline === undefined && value.startsWith("--"))) return { _tag: "Err", message: `flag ${flag} needs a value` }
     const earlier = setting.repeatable === true && flagged.has(setting.env) ? values.get(setting.env) : undefined
     values.set(setting.env, earlier === undefined ? value : `${earlier},${value}`)
@@ -224,6 +230,12 @@ export const decodeSecretKey = (text: string): Uint8Array | undefined => {
 export const secretKeyProblem = (where: string): string =>
   `${where} must be 32 random bytes in base64 or hex, such as the output of \`openssl rand -base64 32\``
 
+/** How --help states a setting's default: a switch is off unless given (its variable takes 1/0). */
+const defaultText = (setting: Setting): string => {
+  if (setting.switch === true) return ` (a switch: off unless given; ${setting.env}=1 or ${setting.flag}=off)`
+  return setting.fallback === undefined ? "" : ` (default ${setting.fallback})`
+}
+
 /** The --help text of the settings. */
 export const usage = (): string =>
-  settings.map((setting) => `  ${setting.flag.padEnd(18)} ${setting.env.padEnd(22)} ${setting.description}${setting.fallback === undefined ? "" : ` (default ${setting.fallback})`}`).join("\n")
+  settings.map((setting) => `  ${setting.flag.padEnd(18)} ${setting.env.padEnd(22)} ${setting.description}${defaultText(setting)}`).join("\n")

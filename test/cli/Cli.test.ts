@@ -12,9 +12,9 @@ const root = join(import.meta.dirname, "..", "..")
 const node = join(root, "node_modules", ".bin", "node")
 const cli = join(root, "bin", "nodus.js")
 
-const run = (command: string, args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+const run = (command: string, args: ReadonlyArray<string>, env: Record<string, string> = {}, cwd = root) =>
   new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    execFile(command, args, { cwd: root, env: { ...cleanEnvironment(), ...env }, timeout: 60_000 }, (error, stdout, stderr) =>
+    execFile(command, args, { cwd, env: { ...cleanEnvironment(), ...env }, timeout: 60_000 }, (error, stdout, stderr) =>
       resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, stdout, stderr }))
   })
 
@@ -87,6 +87,23 @@ describe("nodus CLI", () => {
     assert.deepStrictEqual(body.groups.map((group) => group.name), ["compute.example.dev"])
     const wrong = await fetch(`${url}/apis`, { headers: { authorization: "Bearer nds_wrong" } })
     assert.strictEqual(wrong.status, 401)
+  })
+
+  it("under a Node older than 24 says which to use, with no stack trace", async () => {
+    // An older node as `node bin/nodus.js` meets it: this node, told by a preload that it is Node 20.
+    const older = `data:text/javascript,Object.defineProperty(process, "versions", { value: { ...process.versions, node: "20.20.2" } })`
+    const result = await run(node, ["--import", older, cli, "--help"])
+    assert.strictEqual(result.code, 1, result.stderr)
+    assert.include(result.stderr, "nodus needs Node 24 (this is Node 20.20.2): use npm start or npx nodus")
+    assert.notInclude(result.stderr, "    at ")
+    assert.strictEqual(result.stdout, "")
+  })
+
+  it("leaves out of git what the README's quick start writes into the checkout", async () => {
+    for (const path of ["nodus.kubeconfig", ".nodus/admin.token", ".nodus-sim/admin.token"]) {
+      const checked = await run("git", ["check-ignore", "--no-index", "-q", path])
+      assert.strictEqual(checked.code, 0, `${path} is not git-ignored`)
+    }
   })
 
   it("refuses bad settings with a clear message and exit code 2", async () => {

@@ -104,6 +104,8 @@ describe("Config.resolve", () => {
       "--tls=off": { args: ["--tls=off"], expected: { tls: false } },
       "--webhook-allow-loopback (a switch)": { args: ["--webhook-allow-loopback", "--tls", "off"], expected: { webhookAllowLoopback: true, tls: false } },
       "--webhook-allow-loopback=off": { args: ["--webhook-allow-loopback=off"], expected: { webhookAllowLoopback: false } },
+      "--webhook-allow-loopback 1 (a switch value after it)": { args: ["--webhook-allow-loopback", "1", "--tls", "off"], expected: { webhookAllowLoopback: true, tls: false } },
+      "--webhook-allow-loopback off": { args: ["--webhook-allow-loopback", "off"], expected: { webhookAllowLoopback: false } },
       "--api-group": { args: ["--api-group=flag.example.com"], expected: { apiGroup: "flag.example.com" } },
       "--data-dir": { args: ["--data-dir", "/flag"], expected: { dataDir: "/flag" } },
       "--database-url with '=' in the value": { args: ["--database-url=postgres://h/db?sslmode=require"], expected: { databaseUrl: "postgres://h/db?sslmode=require" } },
@@ -228,5 +230,11 @@ describe("Config.usage", () => {
     const text = usage()
     for (const fallback of ["127.0.0.1:8443", "./.nodus", "(default on)", "nodus.dev"]) assert.include(text, fallback)
     assert.strictEqual(text.split("\n").length, settings.length)
+  })
+
+  it("states a switch as one, not as a default value to pass", () => {
+    const line = usage().split("\n").find((row) => row.includes("--webhook-allow-loopback"))!
+    assert.notInclude(line, "(default 0)")
+    assert.include(line, "a switch: off unless given")
   })
 })
