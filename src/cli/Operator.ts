@@ -1,7 +1,7 @@
 /**
  * The operator's credit commands (docs/billing.md, "Credits"): `nodus grant <amountUSD>` creates a CreditGrant and
  * `nodus refund <topup>` refunds a TopUp, through the server's admin-only operations. They find the server and the
- * admin token as `nodus kubeconfig` does (flags, environment, data directory). A grant carries one Idempotency-Key
+ * admin token as the other commands do (ServerClient.ts: the kubeconfig, else flags, environment, data directory). A grant carries one Idempotency-Key
  * for all its attempts, so a retry never grants twice: after a lost connection, a request still in progress (409
  * RequestInProgress) or a server briefly unavailable (503), the command tries again itself, and the operator never
  * has to rerun it, which would send a new key and grant twice.
@@ -10,6 +10,7 @@ import { randomUUID } from "node:crypto"
 import { request as httpRequest } from "node:http"
 import { request as httpsRequest } from "node:https"
 import type { ServerConfig } from "../server/Config.ts"
+import { findServer, type Server, statusLine } from "./ServerClient.ts"
 
 export const operatorUsage = `  nodus grant <amountUSD> [--reason <text>] [--name <name>] [flags]
                               grant credits as the operator (a CreditGrant of source Admin)
@@ -27,11 +28,11 @@ interface Reply {
   readonly body: any
 }
 
-const send = (config: ServerConfig, url: string, token: string, ca: string | undefined, body: unknown, headers: Record<string, string>) =>
+const send = (server: Server, url: string, body: unknown, headers: Record<string, string>) =>
   new Promise<Reply>((resolve, reject) => {
     const text = JSON.stringify(body ?? {})
-    const options = { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...headers }, ...(ca === undefined ? {} : { ca }) }
-    const call = (config.tls ? httpsRequest : httpRequest)(url, options, (response) => {
+    const options = { method: "POST", headers: { authorization: `Bearer ${server.token}`, "content-type": "application/json", ...headers }, ...(server.ca === undefined ? {} : { ca: server.ca }) }
+    const call = (server.url.startsWith("https:") ? httpsRequest : httpRequest)(url, options, (response) => {
       let received = ""
       response.setEncoding("utf8")
       response.on("data", (chunk: string) => (received += chunk))
@@ -58,11 +59,11 @@ const pauseMs = (attempt: number, reply: Reply | undefined): number => {
   return typeof asked === "number" && Number.isFinite(asked) && asked >= 0 ? Math.min(asked * 1000, retryAfterMsMax) : 500 * attempt
 }
 
-const sendWithRetries = async (config: ServerConfig, url: string, token: string, ca: string | undefined, body: unknown, headers: Record<string, string>): Promise<Reply> => {
+const sendWithRetries = async (server: Server, url: string, body: unknown, headers: Record<string, string>): Promise<Reply> => {
   for (let attempt = 1; ; attempt++) {
     let reply: Reply | undefined
     try {
-      reply = await send(config, url, token, ca, body, headers)
+      reply = await send(server, url, body, headers)
     } catch (error) {
       if (attempt >= attemptsMax) throw error
     }
@@ -86,8 +87,7 @@ const split = (args: ReadonlyArray<string>, own: ReadonlyArray<string>) => {
   return { values, positional, rest }
 }
 
-const failure = (reply: Reply): string =>
-  `${reply.body?.reason ?? `HTTP ${reply.status}`}: ${reply.body?.message ?? ""}${typeof reply.body?.fix === "string" ? `\n  fix: ${reply.body.fix}` : ""}`
+const failure = (reply: Reply): string => statusLine(reply.body ?? {}, reply.status)
 
 /** Runs `nodus grant` or `nodus refund`; answers the exit code. */
 export const operate = async (command: "grant" | "refund", args: ReadonlyArray<string>, configFrom: (args: ReadonlyArray<string>) => ServerConfig): Promise<number> => {
@@ -96,16 +96,12 @@ export const operate = async (command: "grant" | "refund", args: ReadonlyArray<s
     process.stderr.write(`nodus: ${command} needs exactly one ${command === "grant" ? "amount in USD (e.g. nodus grant 25 --reason goodwill)" : "TopUp name"}\n`)
     return 2
   }
-  const config = configFrom(rest)
-  const { ensureAdminToken, ensureDataDir, ensureTls, serverUrl } = await import("../server/Bootstrap.ts")
-  ensureDataDir(config.dataDir)
-  const ca = config.tls ? ensureTls(config, new Date()).ca : undefined
-  const token = ensureAdminToken(config)
-  const base = `${serverUrl(config)}/apis/${config.apiGroup}/v1`
   const target = positional[0]!
   try {
+    const server = await findServer(rest, configFrom)
+    const base = `${server.url}/apis/${server.apiGroup}/v1`
     if (command === "refund") {
-      const reply = await sendWithRetries(config, `${base}/operator/topups/${encodeURIComponent(target)}/refund`, token, ca, {}, {})
+      const reply = await sendWithRetries(server, `${base}/operator/topups/${encodeURIComponent(target)}/refund`, {}, {})
       if (reply.status !== 200) throw new Error(failure(reply))
       process.stdout.write(`topup/${reply.body.metadata.name} ${reply.body.status?.phase ?? ""}\n`)
       return 0
@@ -113,12 +109,12 @@ export const operate = async (command: "grant" | "refund", args: ReadonlyArray<s
     const name = values.get("--name")
     const reason = values.get("--reason")
     const grant = {
-      apiVersion: `${config.apiGroup}/v1`,
+      apiVersion: `${server.apiGroup}/v1`,
       kind: "CreditGrant",
       metadata: name === undefined ? { generateName: "grant-" } : { name },
       spec: { amountUSD: target, source: "Admin", ...(reason === undefined ? {} : { reason }) }
     }
-    const reply = await sendWithRetries(config, `${base}/operator/creditgrants`, token, ca, grant, { "idempotency-key": randomUUID() })
+    const reply = await sendWithRetries(server, `${base}/operator/creditgrants`, grant, { "idempotency-key": randomUUID() })
     if (reply.status !== 201) throw new Error(failure(reply))
     process.stdout.write(`creditgrant/${reply.body.metadata.name} granted ${reply.body.spec.amountUSD} USD\n`)
     return 0

@@ -11,7 +11,7 @@
  */
 import { readFileSync, writeFileSync } from "node:fs"
 import type { ServerConfig } from "../server/Config.ts"
-import { connect, failure, type ServerClient, text } from "./ServerClient.ts"
+import { connect, failure, findServer, type ServerClient, text } from "./ServerClient.ts"
 
 interface Parsed {
   readonly positional: ReadonlyArray<string>
@@ -120,15 +120,14 @@ export const sandbox = async (args: ReadonlyArray<string>, configFrom: (args: Re
       return 2
     }
   }
-  const config = configFrom(parsed.rest)
   try {
-    const client = await connect(config)
+    const client = connect(await findServer(parsed.rest, configFrom))
     if (verb === "exec") return await exec(client, parsed, namespace)
     if (verb === "cp") return await copy(client, parsed, namespace)
     const { shell } = await import("./SandboxShell.ts")
     const name = parsed.positional[1]
     if (name === undefined) return usage("shell needs a Sandbox: nodus sandbox shell <name> -n <project>")
-    return await shell(config, `${sandboxPath(client, namespace, name)}/terminal`, one(parsed, "--shell"))
+    return await shell(client.server, `${sandboxPath(client, namespace, name)}/terminal`, one(parsed, "--shell"))
   } catch (error) {
     process.stderr.write(`nodus sandbox ${verb} failed: ${error instanceof Error ? error.message : String(error)}\n`)
     return 1

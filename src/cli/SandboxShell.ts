@@ -4,7 +4,7 @@
  * frames, a resize of this terminal is sent as `{"resize": …}`, and the shell's exit code ends the command.
  */
 import WebSocket from "ws"
-import type { ServerConfig } from "../server/Config.ts"
+import { type Server, statusLine } from "./ServerClient.ts"
 
 /** The size a terminal asks for: this one's, or 80×24 where it says 0 or nothing (a 0×0 pty, no terminal at all). */
 export const terminalSize = (stream: { readonly columns?: number | undefined; readonly rows?: number | undefined }) => {
@@ -18,10 +18,8 @@ export const noTerminal = (stdin: { readonly isTTY?: boolean | undefined }): str
     ? undefined
     : "stdin is not a terminal: a shell needs one. To run a command without a terminal, use nodus sandbox exec <name> -n <project> -- <command>"
 
-export const shell = async (config: ServerConfig, url: string, shellPath: string | undefined): Promise<number> => {
-  const { ensureAdminToken, ensureTls } = await import("../server/Bootstrap.ts")
-  const ca = config.tls ? ensureTls(config, new Date()).ca : undefined
-  const token = ensureAdminToken(config)
+export const shell = async (server: Server, url: string, shellPath: string | undefined): Promise<number> => {
+  const { token, ca } = server
   const size = () => terminalSize(process.stdout)
   const query = new URLSearchParams({ cols: String(size().cols), rows: String(size().rows), ...(shellPath === undefined ? {} : { shell: shellPath }) })
   const socket = new WebSocket(`${url.replace(/^http/u, "ws")}?${query}`, { headers: { authorization: `Bearer ${token}` }, ...(ca === undefined ? {} : { ca }) })
@@ -46,12 +44,12 @@ export const shell = async (config: ServerConfig, url: string, shellPath: string
       response.setEncoding("utf8").on("data", (chunk: string) => (body += chunk)).on("end", () => {
         const status = (() => {
           try {
-            return JSON.parse(body) as { reason?: string; message?: string; fix?: string }
+            return (JSON.parse(body) ?? {}) as Record<string, unknown>
           } catch {
             return { message: body }
           }
         })()
-        process.stderr.write(`nodus sandbox shell: ${status.reason ?? `HTTP ${response.statusCode}`}: ${status.message ?? ""}${status.fix === undefined ? "" : `\n  fix: ${status.fix}`}\n`)
+        process.stderr.write(`nodus sandbox shell: ${statusLine(status, response.statusCode)}\n`)
         restore()
         resolve(1)
       })

@@ -13,7 +13,7 @@ import { createHash } from "node:crypto"
 import { existsSync, mkdirSync, statSync } from "node:fs"
 import { pipeline } from "node:stream/promises"
 import type { ServerConfig } from "../server/Config.ts"
-import { connect, failure, text } from "./ServerClient.ts"
+import { connect, failure, findServer, text } from "./ServerClient.ts"
 import { parse, progress } from "./Workloads.ts"
 
 const usage = "nodus volume put|get <volume> <dir> -n <project> [--revision N] (nodus --help)"
@@ -29,7 +29,7 @@ export const volume = async (args: ReadonlyArray<string>, configFrom: (args: Rea
     return 2
   }
   try {
-    const client = await connect(configFrom(serverArgs))
+    const client = connect(await findServer(serverArgs, configFrom))
     const volumeUrl = `${client.base}/namespaces/${encodeURIComponent(namespace)}/volumes/${encodeURIComponent(name)}`
     return action === "put" ? await put(client, volumeUrl, name, dir) : await get(client, volumeUrl, name, dir, values.get("--revision"))
   } catch (error) {

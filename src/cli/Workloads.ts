@@ -1,6 +1,6 @@
 /**
- * What a user reads of workloads on live hosts (docs/live.md), as the admin, finding the server as `nodus kubeconfig`
- * does (flags, environment, data directory):
+ * What a user reads of workloads on live hosts (docs/live.md), as the admin, finding the server through the kubeconfig
+ * or as `nodus kubeconfig` does (ServerClient.ts):
  *
  *   nodus logs job/<name> [-n <project>] [-f] [--index N] [--attempt N] [--tail N]   the log, as text
  *   nodus output job/<name> <output> [-n <project>] [--index N] [-o <file>]          an output's bytes (a progress
@@ -11,7 +11,7 @@ import { createHash } from "node:crypto"
 import { createWriteStream } from "node:fs"
 import type { Writable } from "node:stream"
 import type { ServerConfig } from "../server/Config.ts"
-import { connect, failure, text } from "./ServerClient.ts"
+import { connect, failure, findServer, text } from "./ServerClient.ts"
 
 interface Parsed {
   readonly positional: ReadonlyArray<string>
@@ -52,11 +52,11 @@ export const progress = (written: number, total: number) =>
 /** Runs `nodus logs`, `nodus output` or `nodus nodes`; answers the exit code. */
 export const workloads = async (command: "logs" | "output" | "nodes", args: ReadonlyArray<string>, configFrom: (args: ReadonlyArray<string>) => ServerConfig): Promise<number> => {
   const { positional, values, flags, rest } = parse(args)
-  const client = await connect(configFrom(rest))
-  const get = (url: string) => client.request("GET", url)
   const namespace = values.get("-n") ?? values.get("--namespace")
-  const base = client.base
   try {
+    const client = connect(await findServer(rest, configFrom))
+    const get = (url: string) => client.request("GET", url)
+    const base = client.base
     if (command === "nodes") {
       const response = await get(`${base}${namespace === undefined ? "" : `/namespaces/${encodeURIComponent(namespace)}`}/nodes`)
       if (response.statusCode !== 200) throw new Error(await failure(response))

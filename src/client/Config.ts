@@ -111,7 +111,8 @@ const readCa = (ca: string): string => {
   }
 }
 
-const resolveSync = (options: ClientOptions): ClientConfig => {
+/** The client's configuration, thrown as a ConfigurationError (resolveConfig fails with it): for the `nodus` commands. */
+export const resolveConfigSync = (options: ClientOptions): ClientConfig => {
   const env = options.env ?? process.env
   let baseUrl = text(options.baseUrl) ?? text(env["NODUS_URL"])
   let token = text(options.token) ?? text(env["NODUS_TOKEN"])
@@ -145,6 +146,6 @@ const resolveSync = (options: ClientOptions): ClientConfig => {
 /** The client's configuration from its options, the environment and the kubeconfig; ConfigurationError otherwise. */
 export const resolveConfig = (options: ClientOptions = {}): Effect.Effect<ClientConfig, ConfigurationError> =>
   Effect.try({
-    try: () => resolveSync(options),
+    try: () => resolveConfigSync(options),
     catch: (error) => error instanceof ConfigurationError ? error : fail(String(error))
   })

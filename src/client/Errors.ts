@@ -8,6 +8,7 @@
  */
 import { Data } from "effect"
 import { errorCodes, type ClientErrorName, type ErrorCode } from "../core/meta/ErrorCodes.ts"
+import { messageWithoutFix } from "../core/meta/ApiError.ts"
 
 export interface NodusErrorFields {
   readonly message: string
@@ -183,7 +184,7 @@ export const fromResponse = (statusCode: number, payload: unknown, requestId: st
   const body = record(payload)
   const status = body?.["kind"] === "Status" ? body : undefined
   const code = typeof status?.["reason"] === "string" ? status["reason"] : undefined
-  const message = typeof status?.["message"] === "string" ? status["message"] : `HTTP ${statusCode}`
+  const message = typeof status?.["message"] === "string" ? messageWithoutFix(status["message"], status["fix"]) : `HTTP ${statusCode}`
   const id = requestId ?? (typeof status?.["requestId"] === "string" ? status["requestId"] : undefined)
   const Class = errorClasses[errorClassName(code, statusCode)]
   return new Class({ message, statusCode, code, payload, requestId: id }) as ClientError

@@ -6,6 +6,7 @@
  */
 import { join } from "node:path"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { errorCodes } from "../../src/core/meta/ErrorCodes.ts"
 import { startTestServer, type TestServer } from "../support/TestServer.ts"
 import { api, python, requirePythonClient, show } from "./Clients.ts"
 
@@ -40,7 +41,7 @@ describe("Python DynamicClient", () => {
       status: 409,
       type: "ConflictError",
       reason: "AlreadyExists",
-      message: 'jobs.nodus.dev "py-job" already exists',
+      message: `jobs.nodus.dev "py-job" already exists; fix: ${errorCodes.AlreadyExists.fix}`,
       kind: "Status"
     })
   })
@@ -84,7 +85,7 @@ describe("Python DynamicClient", () => {
       status: 404,
       type: "NotFoundError",
       reason: "NotFound",
-      message: 'jobs.nodus.dev "py-other" not found',
+      message: `jobs.nodus.dev "py-other" not found; fix: ${errorCodes.NotFound.fix}`,
       kind: "Status"
     })
     assert.strictEqual(report.delete.again.status, 404)

@@ -74,6 +74,35 @@ describe("nodus CLI", () => {
     assert.notInclude(listed.stdout, "job.nodus.dev/", listed.stdout)
     const namespaces = await run("kubectl", ["get", "namespaces", "--cache-dir", join(dataDir, "kcache")], { KUBECONFIG: kubeconfigPath })
     assert.include(namespaces.stdout, "cli-demo")
+    // kubectl prints a Status's message only: the server's fix is there too.
+    const absent = await run("kubectl", ["get", "jobs.nodus.dev", "absent", "-n", "cli-demo", "--cache-dir", join(dataDir, "kcache")], { KUBECONFIG: kubeconfigPath })
+    assert.match(absent.stderr, /Error from server \(NotFound\): jobs\.nodus\.dev "absent" not found; fix: \S/u)
+  })
+
+  it("nodus logs, sandbox and grant reach the server of $KUBECONFIG, as kubectl plugins do", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "nodus-cli-"))
+    const { url } = await serve(node, [cli, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--backend", "none"])
+    const printed = await run(node, [cli, "kubeconfig", "--data-dir", dataDir, "--addr", new URL(url).host])
+    const kubeconfigPath = join(dataDir, "kubeconfig")
+    writeFileSync(kubeconfigPath, printed.stdout)
+    // Elsewhere, with nothing but KUBECONFIG: no data directory here, no NODUS_ADDR.
+    const elsewhere = mkdtempSync(join(tmpdir(), "nodus-cli-cwd-"))
+    const env = { KUBECONFIG: kubeconfigPath }
+    const granted = await run(node, [cli, "grant", "3", "--reason", "kubeconfig"], env, elsewhere)
+    assert.strictEqual(granted.code, 0, granted.stderr)
+    assert.match(granted.stdout, /^creditgrant\/\S+ granted 3 USD$/mu)
+    const logs = await run(node, [cli, "logs", "job/absent", "-n", "kube"], env, elsewhere)
+    assert.strictEqual(logs.code, 1, logs.stderr)
+    // The server's own answer, its fix shown once.
+    assert.include(logs.stderr, 'NotFound: jobs.nodus.dev "absent" not found\n  fix: ')
+    assert.strictEqual(logs.stderr.split("fix:").length, 2, logs.stderr)
+    const exec = await run(node, [cli, "sandbox", "exec", "absent", "-n", "kube", "--", "true"], env, elsewhere)
+    assert.strictEqual(exec.code, 1, exec.stderr)
+    assert.include(exec.stderr, 'NotFound: sandboxes.nodus.dev "absent" not found')
+    // A server flag still names the server: this data directory's (none here), whatever the kubeconfig says.
+    const named = await run(node, [cli, "grant", "3", "--addr", "127.0.0.1:1", "--tls", "off"], env, elsewhere)
+    assert.strictEqual(named.code, 1)
+    assert.include(named.stderr, "ECONNREFUSED")
   })
 
   it("reads settings from the environment: plain HTTP, a given admin token, another API group", async () => {

@@ -162,6 +162,10 @@ describe("each client error from a Status the server answers", () => {
     const error = await failure(connect().create("jobs", project, capped))
     assertError(error, { error: "BudgetExceededError", status: 402, code: "BudgetExceeded" })
     assert.include(error.message, "maxCostUSD")
+    // The Status message ends with the fix for kubectl; the client shows the fix once, on its own.
+    assert.isString(error.fix)
+    assert.notInclude(error.message, error.fix!)
+    assert.strictEqual(String(error).split(error.fix!).length, 2, String(error))
   })
 
   it("RateLimitError: 429 TooManyRequests, raised at once when the server asks for a wait beyond the client's bound", async () => {

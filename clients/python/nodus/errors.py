@@ -160,6 +160,10 @@ def from_response(status_code, payload, request_id):
     status = payload if isinstance(payload, dict) and payload.get("kind") == "Status" else None
     code = status.get("reason") if status is not None else None
     message = status.get("message") if status is not None and isinstance(status.get("message"), str) else None
+    fix = status.get("fix") if status is not None else None
+    # The server ends `message` with its fix too (kubectl prints only `message`); str() shows the fix on its own.
+    if message is not None and isinstance(fix, str) and message.endswith("; fix: " + fix):
+        message = message[: -len("; fix: " + fix)]
     if request_id is None and status is not None and isinstance(status.get("requestId"), str):
         request_id = status["requestId"]
     cls = error_class(code, status_code)

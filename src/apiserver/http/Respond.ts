@@ -1,9 +1,9 @@
 /**
  * Responses: JSON bodies, and the spec's Status body for every error (spec: Errors, Status body) with its docs link,
- * fix and request id. The HTTP status of a code comes only from the registry in core/meta/ErrorCodes.ts.
+ * fix (also at the end of `message`, the one field kubectl prints) and request id. The HTTP status of a code comes only from the registry in core/meta/ErrorCodes.ts.
  */
 import { HttpServerResponse } from "effect/http"
-import type { ApiError } from "../../core/meta/ApiError.ts"
+import { type ApiError, messageWithFix } from "../../core/meta/ApiError.ts"
 import { errorCodeInfo } from "../../core/meta/ErrorCodes.ts"
 import type { Json } from "../../core/Json.ts"
 
@@ -30,17 +30,18 @@ export const statusBody = (error: ApiError, context: ResponseContext): Json => {
     ...(error.causes === undefined || error.causes.length === 0 ? {} : { causes: error.causes.map((cause) => ({ ...cause })) }),
     ...(error.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: error.retryAfterSeconds })
   }
+  const fix = error.fix ?? info.fix
   return {
     apiVersion: "v1",
     kind: "Status",
     metadata: {},
     status: "Failure",
-    message: error.message,
+    message: messageWithFix(error.message, fix),
     reason: error.code,
     ...(Object.keys(details).length === 0 ? {} : { details }),
     code: info.httpStatus,
     docs: `${context.docsBase}/${error.code}`,
-    fix: error.fix ?? info.fix,
+    fix,
     requestId: context.requestId
   }
 }

@@ -36,6 +36,16 @@ export class ApiError extends Data.TaggedError("ApiError")<{
   readonly fix?: string
 }> {}
 
+/** What a Status `message` ends with before its fix: kubectl prints only `message`, so the fix goes there too. */
+const fixSeparator = "; fix: "
+
+/** A Status `message` that carries its fix (`details` and `fix` stay as they are). */
+export const messageWithFix = (message: string, fix: string): string => `${message}${fixSeparator}${fix}`
+
+/** A Status `message` without the fix the server appended, for clients that show `fix` on its own. */
+export const messageWithoutFix = (message: string, fix: unknown): string =>
+  typeof fix === "string" && message.endsWith(`${fixSeparator}${fix}`) ? message.slice(0, message.length - fixSeparator.length - fix.length) : message
+
 /** `jobs.nodus.dev "train-1"`: how Kubernetes names an object in messages. */
 /** The subject of an error about objects of `ref` (and the one named `name`). */
 export const subjectOf = (ref: ResourceRef, name?: string): Subject =>

@@ -90,17 +90,17 @@ describe("error answers", () => {
 
   it("NotFound and AlreadyExists name the object as kubectl expects (details name, group, plural kind)", async () => {
     const missing = assertStatus(server, await request(server, "GET", jobPath(project, "absent")), 404, "NotFound")
-    assert.strictEqual(missing.message, 'jobs.nodus.dev "absent" not found')
+    assert.strictEqual(missing.message, `jobs.nodus.dev "absent" not found; fix: ${missing.fix}`)
     assert.deepInclude(missing.details, { name: "absent", group: "nodus.dev", kind: "jobs" })
     const exists = assertStatus(server, await request(server, "POST", jobsPath(project), { body: jobBody("existing") }), 409, "AlreadyExists")
-    assert.strictEqual(exists.message, 'jobs.nodus.dev "existing" already exists')
+    assert.strictEqual(exists.message, `jobs.nodus.dev "existing" already exists; fix: ${exists.fix}`)
     assert.deepInclude(exists.details, { name: "existing", group: "nodus.dev", kind: "jobs" })
   })
 
   it("Invalid on create names the object from the body, as Kubernetes does", async () => {
     const reply = await request(server, "POST", jobsPath(project), { body: jobBody("too-parallel", {}, { parallelism: 3 }) })
     const invalid = assertStatus(server, reply, 422, "Invalid")
-    assert.strictEqual(invalid.message, 'Job.nodus.dev "too-parallel" is invalid: spec.parallelism: Invalid value: 3: must be at most completions (1)')
+    assert.strictEqual(invalid.message, `Job.nodus.dev "too-parallel" is invalid: spec.parallelism: Invalid value: 3: must be at most completions (1); fix: ${invalid.fix}`)
     assert.deepInclude(invalid.details, { name: "too-parallel", group: "nodus.dev", kind: "jobs" })
   })
 
