@@ -70,9 +70,18 @@ const kindColumn = (column: Column): CellColumn => ({
   definition: definition(column.name, column.type, "", column.priority, column.description),
   cell: (object) => {
     const value = readPath(object, column.path)
+    if (column.condition !== undefined) return conditionStatus(value, column.condition)
     return column.format === "usd" ? formatUsd(value) : cellText(value)
   }
 })
+
+/** The `status` of the condition of `type` in a conditions list; empty while it has none. */
+const conditionStatus = (conditions: Json | undefined, type: string): string => {
+  const found = Array.isArray(conditions)
+    ? conditions.find((entry) => typeof entry === "object" && entry !== null && !Array.isArray(entry) && entry["type"] === type)
+    : undefined
+  return typeof found === "object" && found !== null && !Array.isArray(found) ? text(found["status"]) : ""
+}
 
 /** A JSON value as cell text: strings as they are, missing and null as empty, others as compact JSON. */
 const cellText = (value: Json | undefined): string => {
@@ -108,12 +117,15 @@ const eventColumns: ReadonlyArray<CellColumn> = [
   eventColumn("Name", 1, "The event's name.", (object) => object.metadata.name, "name")
 ]
 
-/** Name, Phase, Age, Cost (when the kind spends money), then the kind's own columns; namespaces get Name, Status, Age. */
+/**
+ * Name, Phase (or the kind's state column), Age, Cost (when the kind spends money), then the kind's own columns;
+ * namespaces get Name, Status, Age.
+ */
 const columnsOf = (info: KindInfo | "namespaces" | "events"): ReadonlyArray<CellColumn> => {
   if (info === "namespaces") return [nameColumn, namespaceStatusColumn, ageColumn]
   if (info === "events") return eventColumns
   const cost = info.costPath === undefined ? [] : [costColumn(info.costPath)]
-  return [nameColumn, phaseColumn, ageColumn, ...cost, ...info.columns.map(kindColumn)]
+  return [nameColumn, info.state === undefined ? phaseColumn : kindColumn(info.state), ageColumn, ...cost, ...info.columns.map(kindColumn)]
 }
 
 /**

@@ -27,6 +27,8 @@ export interface Column {
   readonly priority: 0 | 1
   /** How a cell is rendered from the raw value. */
   readonly format?: "usd"
+  /** The cell is the `status` of the condition of this type in the list at `path` (True, False or Unknown). */
+  readonly condition?: string
   readonly description: string
 }
 
@@ -44,6 +46,8 @@ export interface KindInfo {
   readonly costPath?: string
   /** Extra columns beyond NAME, PHASE, AGE (and COST). */
   readonly columns: ReadonlyArray<Column>
+  /** Shown in PHASE's place, for a kind whose status has no phase (an empty PHASE column tells nothing). */
+  readonly state?: Column
   /** The scope prefix checked for this kind (`<prefix>:read`, `<prefix>:write`); billing kinds share `billing`. */
   readonly scopePrefix: string
   readonly description: string
@@ -66,6 +70,7 @@ interface KindRow {
   readonly hasSpec?: boolean
   readonly costPath?: string
   readonly columns?: ReadonlyArray<Column>
+  readonly state?: Column
   readonly scopePrefix?: string
   readonly description: string
 }
@@ -74,6 +79,10 @@ const wide = (name: string, path: string, description: string, type: Column["typ
   ({ name, type, path, priority: 1, description })
 const shown = (name: string, path: string, description: string, type: Column["type"] = "string"): Column =>
   ({ name, type, path, priority: 0, description })
+
+/** The status of one of the object's `status.conditions`. */
+const condition = (type: string, description: string): Column =>
+  ({ ...shown(type, "status.conditions", description), condition: type })
 
 const totalCost = "status.cost.totalUSD"
 
@@ -126,6 +135,7 @@ const rows: ReadonlyArray<KindRow> = [
   { kind: "EnrollmentToken", plural: "enrollmenttokens", shortNames: ["et"], operations: [...readOps, "create", "delete"],
     description: "A token that enrolls a customer host into a Pool." },
   { kind: "Budget", plural: "budgets", shortNames: ["bdg"], scope: "Cluster", operations: fullOps, scopePrefix: "billing",
+    state: condition("Exceeded", "True while spent plus held reaches the amount (its Exceeded condition)"),
     columns: [
       { ...shown("Amount", "spec.amountUSD", "The cap per period"), format: "usd" },
       shown("Period", "spec.period", "Monthly, Weekly, Daily or Total"),
@@ -139,6 +149,7 @@ const rows: ReadonlyArray<KindRow> = [
     columns: [wide("Intent", "spec.intent", "Demand or Supply")],
     description: "A private, non-binding capacity request or supply submission." },
   { kind: "WebhookEndpoint", plural: "webhookendpoints", shortNames: ["wh"], scope: "Cluster", operations: fullOps,
+    state: condition("Healthy", "False after the last three deliveries in a row failed (its Healthy condition)"),
     columns: [wide("URL", "spec.url", "Receiver URL")],
     description: "A receiver of signed event deliveries." },
   { kind: "CreditGrant", plural: "creditgrants", shortNames: ["cg"], scope: "Cluster", operations: readOps,
@@ -170,8 +181,8 @@ const rows: ReadonlyArray<KindRow> = [
     description: "A host enrolled in a Pool." },
   // Offerings are the platform's public catalog and top-ups fund the whole account: both are cluster-scoped.
   { kind: "Offering", plural: "offerings", shortNames: ["off"], scope: "Cluster", operations: readOps, hasSpec: false,
+    state: shown("Available", "status.available", "Whether capacity of the offering can be had now"),
     columns: [
-      shown("Available", "status.available", "Whether capacity of the offering can be had now"),
       wide("Accelerator", "spec.accelerator", "Accelerator of its GPUs"),
       wide("GPUs", "spec.count", "GPUs per host", "integer"),
       wide("Region", "spec.regionClass", "Region class"),
@@ -198,6 +209,7 @@ const toInfo = (row: KindRow): KindInfo => ({
   hasSpec: row.hasSpec ?? true,
   ...(row.costPath === undefined ? {} : { costPath: row.costPath }),
   columns: row.columns ?? [],
+  ...(row.state === undefined ? {} : { state: row.state }),
   scopePrefix: row.scopePrefix ?? row.plural,
   description: row.description
 })

@@ -172,6 +172,20 @@ describe("Table.columnDefinitions", () => {
     assert.deepStrictEqual(Table.columnDefinitions(kind("agents")).map((column) => column["name"]), ["Name", "Phase", "Age"])
   })
 
+  it("shows the kinds without a phase by their state, not an empty Phase: Offering Available, WebhookEndpoint Healthy, Budget Exceeded", () => {
+    const second = (plural: string) => Table.columnDefinitions(kind(plural)).map((column) => column["name"])[1]
+    assert.deepStrictEqual([second("offerings"), second("webhookendpoints"), second("budgets")], ["Available", "Healthy", "Exceeded"])
+    const object = (kindName: string, status: Json): ResourceObject =>
+      ({ apiVersion: "nodus.dev/v1", kind: kindName, metadata: { name: "x", uid: "u", resourceVersion: "1", generation: 1, creationTimestamp: "2025-03-01T11:00:00Z" }, spec: {}, status })
+    const cell = (plural: string, kindName: string, status: Json) =>
+      rowsOf(Table.table(kind(plural), [object(kindName, status)], { now, includeObject: "None", withColumns: true }))[0]?.["cells"]
+    assert.strictEqual((cell("offerings", "Offering", { available: true }) as Array<Json>)[1], "true")
+    const failing = { conditions: [{ type: "Ready", status: "True" }, { type: "Healthy", status: "False", reason: "DeliveriesFailing" }] }
+    assert.strictEqual((cell("webhookendpoints", "WebhookEndpoint", failing) as Array<Json>)[1], "False")
+    assert.strictEqual((cell("budgets", "Budget", { conditions: [{ type: "Exceeded", status: "True" }] }) as Array<Json>)[1], "True")
+    assert.strictEqual((cell("budgets", "Budget", {}) as Array<Json>)[1], "")
+  })
+
   it("gives namespaces Name, Status and Age", () => {
     assert.deepStrictEqual(Table.columnDefinitions("namespaces").map((column) => column["name"]), ["Name", "Status", "Age"])
   })
