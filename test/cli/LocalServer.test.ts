@@ -9,7 +9,7 @@
  *   agent says hello again holding it, and the restarted server keeps it — the same process, the same Attempt.
  */
 import { type ChildProcess, type ChildProcessWithoutNullStreams, execFile, execFileSync, spawn } from "node:child_process"
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { createServer } from "node:net"
 import { join } from "node:path"
@@ -259,6 +259,18 @@ const pidsOf = (text: string): ReadonlyArray<string> => {
   }
 }
 
+/**
+ * A directory whose `bwrap` starts each box a second late, then runs the real one: a loaded host, where a box's own
+ * program comes well after its Job is reported Running (which happens once bwrap is spawned).
+ */
+const slowBwrap = (): string => {
+  const real = execFileSync("sh", ["-c", "command -v bwrap"], { encoding: "utf8" }).trim()
+  const dir = mkdtempSync(join(tmpdir(), "nodus-slow-bwrap-"))
+  writeFileSync(join(dir, "bwrap"), `#!/bin/sh\nsleep 1\nexec ${real} "$@"\n`, { mode: 0o755 })
+  chmodSync(dir, 0o755)
+  return dir
+}
+
 describe("a run on another host while its server is killed and restarted", () => {
   it("goes on, and the restarted server keeps it: the same program, the same Attempt", async () => {
     const addr = `127.0.0.1:${await freePort()}`
@@ -267,7 +279,7 @@ describe("a run on another host while its server is killed and restarted", () =>
     const token = await call(first.url, "POST", "/apis/nodus.dev/v1/namespaces/far/enrollmenttokens", { apiVersion: "nodus.dev/v1", kind: "EnrollmentToken", metadata: { name: "edge" }, spec: { pool: "edge" } })
     assert.strictEqual(token.status, 201)
     const agentDir = join(dataDir, "..", `${marker}-agent`)
-    const agent = spawn(node, [cli, "agent", "--server", first.url, "--token", token.body.status.token, "--data-dir", agentDir, "--name", "edge"], { stdio: "ignore" })
+    const agent = spawn(node, [cli, "agent", "--server", first.url, "--token", token.body.status.token, "--data-dir", agentDir, "--name", "edge"], { stdio: "ignore", env: { ...process.env, PATH: `${slowBwrap()}:${process.env["PATH"]}` } })
     children.push(agent)
     const far = "/apis/nodus.dev/v1/namespaces/far"
     await eventually("the agent's Node is Ready", async () => (await call(first.url, "GET", `${far}/nodes/edge`)).body.status?.phase === "Ready")
@@ -278,6 +290,11 @@ describe("a run on another host while its server is killed and restarted", () =>
     })
     assert.strictEqual(created.status, 201)
     await eventually("the Job runs on the agent's host", async () => (await call(first.url, "GET", `${far}/jobs/far`)).body.status?.phase === "Running")
+    // Running is reported once bwrap is spawned; the box's own program (`sh`, forked by bwrap's pid 1 once the box is
+    // set up) comes later, later still on a loaded host. The processes are counted once it is there: bwrap, bwrap's
+    // pid 1 and the program (issue 29 #20: counted at Running, the program's pid was sometimes missing from the first
+    // count and present in the second).
+    await eventually("the program runs in its box", () => pidsOf(`^sh -c echo ${program}`).length === 1)
     const running = pidsOf(program)
     assert.isNotEmpty(running)
     first.child.kill("SIGKILL")
