@@ -129,7 +129,7 @@ describe("nodus CLI", () => {
   })
 
   it("leaves out of git what the README's quick start writes into the checkout", async () => {
-    for (const path of ["nodus.kubeconfig", ".nodus/admin.token", ".nodus-sim/admin.token"]) {
+    for (const path of ["nodus.kubeconfig", "nodus-sim.kubeconfig", ".nodus/admin.token", ".nodus-sim/admin.token"]) {
       const checked = await run("git", ["check-ignore", "--no-index", "-q", path])
       assert.strictEqual(checked.code, 0, `${path} is not git-ignored`)
     }
