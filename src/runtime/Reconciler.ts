@@ -7,7 +7,7 @@
  * Level-triggered, like a Kubernetes controller (style.md §3). A keyed work queue (WorkQueue.ts) holds what is due:
  * - an object whose stored spec, labels or existence changed (the store's change feed, followed with a resync);
  * - an object whose runs' facts changed, and every object waiting for capacity when capacity is freed (the port's
- *   changes);
+ *   changes); an object holding idle workers when another begins to wait for their offering (Contention.ts);
  * - an object money holds back, when funds change (credits, a hold closed, a Budget);
  * - an object at the time its step or its billing asked to be woken;
  * - a key whose reconcile failed, after its backoff.
@@ -34,6 +34,7 @@ import { type Ranking, rank } from "../core/capacity/Placement.ts"
 import { billedStep, billRemoved } from "../core/controller/BilledStep.ts"
 import { conditionIn } from "../core/controller/Conditions.ts"
 import { type ControllerEvent, isUnfunded, type LaunchAction } from "../core/controller/Controller.ts"
+import { ContentionBook } from "./Contention.ts"
 import { factsFromAttempt, isEndedAttempt, liveFactsFromAttempt } from "../core/kinds/attempt/AttemptRecords.ts"
 import { equals, isObject, type Json, type JsonObject } from "../core/Json.ts"
 import { parseTime } from "../core/StatusText.ts"
@@ -160,6 +161,7 @@ function make(options: ReconcilerOptions) {
      */
     const gone = new Set<string>()
     const waiting = new Set<string>()
+    const contention = new ContentionBook()
     const unfunded = new Set<string>()
     const lock = Semaphore.makeUnsafe(1)
     /** When each shard was taken from another owner: the runs that owner left live end then. */
@@ -361,6 +363,7 @@ function make(options: ReconcilerOptions) {
       if (tracking.get(tracked.key) === tracked) tracking.delete(tracked.key)
       owners.delete(tracked.uid)
       waiting.delete(tracked.key)
+      contention.forget(tracked.key)
       unfunded.delete(tracked.key)
       gone.add(tracked.uid)
       for (const facts of tracked.facts) if (isLive(facts)) yield* port.release(tracked.uid, facts.name, 0)
@@ -393,6 +396,7 @@ function make(options: ReconcilerOptions) {
       }
       for (const key of [...objects.keys()]) if (inLost(key)) objects.delete(key)
       for (const set of [waiting, unfunded]) for (const key of [...set]) if (inLost(key)) set.delete(key)
+      contention.forgetWhere(inLost)
       // A removed object's key names its uid, not its shard: those went with `removed` above.
       for (const key of queue.keys()) if (!key.startsWith("removed/") && inLost(key)) queue.forget(key)
     })
@@ -485,7 +489,7 @@ function make(options: ReconcilerOptions) {
       // launches (its holds are stored before capacity starts) or deletes: its postings go first, as its actions need.
       let recorded = false
       const { answer: billed, posted } = yield* ledgers.updateAfter(
-        (ledger) => billedStep(tracked.kind.machine, observation, { now, market, ranking }, { ledger, pricebook: options.pricebook, rooms: budgets.roomsFor(ledger, owner, now) }),
+        (ledger) => billedStep(tracked.kind.machine, observation, { now, market, ranking, contention: contention.contentionFor(tracked.key) }, { ledger, pricebook: options.pricebook, rooms: budgets.roomsFor(ledger, owner, now) }),
         fence,
         (billed) => {
           if (billed.result.actions.some((action) => action._tag === "Launch" || action._tag === "Delete")) return undefined
@@ -502,6 +506,8 @@ function make(options: ReconcilerOptions) {
       const status = result.status as JsonObject
       if (result.waitingForCapacity) waiting.add(tracked.key)
       else waiting.delete(tracked.key)
+      const who = `${tracked.ref.info.kind} ${tracked.namespace}/${tracked.name}`
+      for (const holder of contention.stepped(tracked.key, who, { ...result, ranking, facts: tracked.facts, load })) queue.add(holder)
       if (isUnfunded(result.status)) unfunded.add(tracked.key)
       else unfunded.delete(tracked.key)
       const refusal = budgetRefusal(status, billed.settled)

@@ -14,7 +14,7 @@ import { Prng } from "../../src/backends/sim/Prng.ts"
 import { SimCapacity } from "../../src/backends/sim/SimCapacity.ts"
 import * as SimPort from "../../src/backends/sim/SimPort.ts"
 import type { BoxReply } from "../../src/core/capacity/Capacity.ts"
-import { namespaceRef, refOfKind } from "../../src/core/meta/Kinds.ts"
+import { eventRef, namespaceRef, refOfKind } from "../../src/core/meta/Kinds.ts"
 import type { FunctionStatusType } from "../../src/core/schemas/Function.ts"
 import type { FunctionCallStatusType } from "../../src/core/schemas/FunctionCall.ts"
 import { functionKind } from "../../src/runtime/kinds/Function.ts"
@@ -34,11 +34,14 @@ const second = 1_000
 const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64")
 const unb64 = (text: string | undefined) => JSON.parse(Buffer.from(text ?? "", "base64").toString("utf8"))
 
-/** Hosts booting in 30 s that never fail by themselves; `hold` keeps a call's answer back until the test lets it go. */
-const makeDriver = (hold?: { readonly epoch: number; readonly release: Deferred.Deferred<BoxReply> }) => {
+/**
+ * Hosts booting in 30 s that never fail by themselves, `hosts` of each offering; `hold` keeps a call's answer back
+ * until the test lets it go.
+ */
+const makeDriver = (hold?: { readonly epoch: number; readonly release: Deferred.Deferred<BoxReply> }, hosts = 4) => {
   const engine = new Engine(T0)
   const capacity = new SimCapacity(engine, new Prng("functions"), () => ({
-    capacity: 4, bootMedianMs: 30_000, bootSigma: 0, bootFailureRate: 0, preemptionMtbfMs: undefined, preemptionTrace: undefined,
+    capacity: hosts, bootMedianMs: 30_000, bootSigma: 0, bootFailureRate: 0, preemptionMtbfMs: undefined, preemptionTrace: undefined,
     nodeLossMtbfMs: undefined, teardownMs: 10_000, warmStartMs: 5_000, restoreBytesPerSecond: 2 ** 30
   }))
   return Effect.map(SimPort.makeCounted(capacity), (counted) => {
@@ -277,5 +280,75 @@ describe("FunctionCalls held by the owner of their Function's shard", () => {
       yield* runUntil(driver, T0 + 6 * minute)
       const done = yield* readCall("moved")
       assert.deepStrictEqual([done.phase, unb64(done.result?.inline), done.worker?.epoch, done.recoveries], ["Succeeded", "hello", 2, 1])
+    })))
+})
+
+/** Functions `fn-a` and `fn-b` on one host of one offering: a worker of either takes it whole. */
+const oneHost = <A, E>(body: (driver: Driver) => Effect.Effect<A, E, Reconciler | Resources>) =>
+  Effect.gen(function*() {
+    const { driver } = yield* makeDriver(undefined, 1)
+    return yield* body(driver).pipe(Effect.provide(runtimeOver(driver)))
+  })
+
+/** The clock at T0 and the project demo. */
+const inDemo = Effect.gen(function*() {
+  const resources = yield* Resources
+  yield* TestClock.setTime(T0)
+  yield* Effect.ignore(resources.create(namespaceRef, undefined, { apiVersion: "v1", kind: "Namespace", metadata: { name: "demo" } }, writeOptions))
+})
+
+const createFunction = (name: string, minWorkers: number) => Effect.flatMap(Resources, (resources) =>
+  resources.create(functions, "demo", {
+    apiVersion: functions.apiVersion, kind: "Function", metadata: { name, annotations: { "sim.nodus.dev/call-duration": "1m" } },
+    spec: {
+      image: "python:3.12", code: { module: "app", qualname: "f" }, placement: { offerings: ["cpu-4x-us"] },
+      scaling: { minWorkers, maxWorkers: 1, scaledownWindow: "20m" }
+    }
+  }, writeOptions))
+
+const callOf = (fn: string, name: string) => Effect.flatMap(Resources, (resources) =>
+  resources.create(calls, "demo", {
+    apiVersion: calls.apiVersion, kind: "FunctionCall", metadata: { name },
+    spec: { function: fn, timeout: "1h", input: { encoding: "JSON", inline: b64({ args: [1], kwargs: {} }) } }
+  }, writeOptions))
+
+const eventsOf = (name: string) => Effect.map(Effect.flatMap(Resources, (resources) => resources.list(eventRef, "demo", {})), (list) =>
+  list.items.filter((item) => (item["involvedObject"] as { name?: string } | undefined)?.name === name).map((item) => ({ reason: String(item["reason"]), message: String(item["message"]) })))
+
+const readFunctionNamed = (name: string) => Effect.map(Effect.flatMap(Resources, (resources) => resources.get(functions, "demo", name)), (object) => (object.status ?? {}) as FunctionStatusType)
+
+describe("two Functions on one host (issue 29 #18)", () => {
+  it.effect("an idle worker yields to another Function's first call at once, instead of holding the host through its scaledownWindow", () =>
+    oneHost((driver) => Effect.gen(function*() {
+      yield* inDemo
+      yield* createFunction("fn-a", 0)
+      yield* createFunction("fn-b", 0)
+      yield* callOf("fn-a", "a-1")
+      yield* runUntil(driver, T0 + 3 * minute)
+      assert.strictEqual((yield* readCall("a-1")).phase, "Succeeded")
+      assert.strictEqual((yield* readFunctionNamed("fn-a")).workers?.idle, 1, "fn-a's worker is idle and holds the one host")
+      yield* callOf("fn-b", "b-1")
+      // Its scaledownWindow (20m) would hold the host until T0 + 22m: b-1 is served well before.
+      yield* runUntil(driver, T0 + 6 * minute)
+      assert.strictEqual((yield* readCall("b-1")).phase, "Succeeded")
+      const yielded = (yield* eventsOf("fn-a")).filter((event) => event.reason === "WorkerYielded")
+      assert.lengthOf(yielded, 1)
+      assert.include(yielded[0]!.message, "fn-a-1")
+      assert.include(yielded[0]!.message, "Function demo/fn-b")
+    })))
+
+  it.effect("a warm worker kept by minWorkers stays, and the waiting Function's Unschedulable names it", () =>
+    oneHost((driver) => Effect.gen(function*() {
+      yield* inDemo
+      yield* createFunction("fn-a", 1)
+      yield* runUntil(driver, T0 + minute)
+      yield* createFunction("fn-b", 0)
+      yield* callOf("fn-b", "b-1")
+      yield* runUntil(driver, T0 + 3 * minute)
+      assert.strictEqual((yield* readCall("b-1")).phase, "Queued")
+      assert.deepStrictEqual((yield* eventsOf("fn-a")).filter((event) => event.reason === "WorkerYielded"), [])
+      const scheduled = (yield* readFunctionNamed("fn-b")).conditions?.find((condition) => condition.type === "Scheduled")
+      assert.strictEqual(scheduled?.reason, "Unschedulable")
+      assert.include(scheduled?.message, "Idle worker fn-a-1 (Function demo/fn-a, on cpu-4x-us) hold it")
     })))
 })

@@ -64,6 +64,20 @@ export interface StepContext {
    * Absent or false: the status is copied and the one observed is left as it was.
    */
   readonly rewriteStatus?: boolean | undefined
+  /** Other objects' contention for capacity, as the driver knows it (absent: none known). */
+  readonly contention?: Contention | undefined
+}
+
+/**
+ * Who else wants capacity now, and what idle capacity others hold (docs/functions.md, "Yielding to waiting work"): a
+ * Function's idle worker above what its calls want goes at once when another object waits for its offering, and a
+ * step that finds no capacity names the idle workers that hold it.
+ */
+export interface Contention {
+  /** Offering id → the object that waits for capacity of it (e.g. `Function demo/b`), other than the stepped one. */
+  readonly wanted: ReadonlyMap<string, string>
+  /** Idle workers of other objects: their Attempt, its offering, and whose it is. */
+  readonly idle: ReadonlyArray<{ readonly attempt: string; readonly offering: string; readonly owner: string }>
 }
 
 /** A launch, addressed by the driver to the port with the owner it knows; `explain` is rendered only where recorded. */

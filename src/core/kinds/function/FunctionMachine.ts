@@ -7,7 +7,8 @@
  * - Workers wanted: enough to run every queued and running call at `targetConcurrency` calls each, at least
  *   `minWorkers` (kept warm, billed as their runs are), at most `maxWorkers`.
  * - Scale-down: a worker of the current template with no call for `scaledownWindow` goes while there are more than
- *   wanted; one with a call is never stopped for scaling (its calls finish first).
+ *   wanted; one with a call is never stopped for scaling (its calls finish first). Such an idle worker goes at once
+ *   when another object waits for capacity of its offering (StepContext.contention: it yields).
  * - Rolling (spec: "a change to code, image or resources rolls workers while in-flight calls finish on the old ones"):
  *   a new template (workerTemplateOf) is numbered from the next worker on (status.workerTemplate); older workers take
  *   no new call and go once their calls are done, while new ones start.
@@ -145,7 +146,7 @@ const launch = (step: Step, count: number) => {
     const candidate = choose(step.context.ranking, step.context.market)
     if (candidate === undefined) {
       step.waitingForCapacity = true
-      step.condition("Scheduled", "False", "Unschedulable", "No offering matching the resources has capacity now.")
+      step.condition("Scheduled", "False", "Unschedulable", `No offering matching the resources has capacity now.${idleHolders(step)}`)
       return
     }
     const hold = funding?.initialHold(candidate.variant)
@@ -180,9 +181,20 @@ const launch = (step: Step, count: number) => {
   }
 }
 
+/** What an Unschedulable message adds: the idle workers of others on the offerings this Function could use. */
+const idleHolders = (step: Step): string => {
+  const usable = new Set(step.context.ranking.kept.map((candidate) => candidate.variant.offering.id))
+  const holders = (step.context.contention?.idle ?? []).filter((worker) => usable.has(worker.offering))
+  if (holders.length === 0) return ""
+  const named = holders.slice(0, 3).map((worker) => `${worker.attempt} (${worker.owner}, on ${worker.offering})`).join(", ")
+  return ` Idle worker${holders.length === 1 ? "" : "s"} ${named}${holders.length > 3 ? ` and ${holders.length - 3} more` : ""} hold it: one beyond its Function's minWorkers yields to this wait at once.`
+}
+
 /**
  * Scale-down: current workers above the wanted count, idle for scaledownWindow (since their last call, or their
- * start), go — those idle longest first. The step wakes when the next one would be due.
+ * start), go — those idle longest first. One whose offering another object waits for goes at once instead (it yields:
+ * a warm idle worker must not keep another Function's first call waiting out the window). The step wakes when the
+ * next one would be due.
  */
 const scaleDown = (step: Step, current: ReadonlyArray<AttemptFacts>, wanted: number) => {
   const windowMs = durationMs(step.spec.scaling.scaledownWindow, 0)
@@ -193,13 +205,16 @@ const scaleDown = (step: Step, current: ReadonlyArray<AttemptFacts>, wanted: num
   let excess = current.length - wanted
   for (const { worker, since } of idle) {
     if (excess <= 0) return
+    const offering = worker.variant.offering.id
+    const waiter = step.context.contention?.wanted.get(offering)
     if (step.now >= since + windowMs) {
       step.stop(worker)
       excess--
-    } else {
-      step.wake(since + windowMs)
-      return
-    }
+    } else if (waiter !== undefined) {
+      step.event(undefined, "WorkerYielded", `Worker ${worker.name} was idle and ${waiter} waits for capacity of ${offering}: it goes now, before its scaledownWindow.`)
+      step.stop(worker)
+      excess--
+    } else step.wake(since + windowMs)
   }
 }
 
