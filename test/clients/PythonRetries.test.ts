@@ -35,6 +35,9 @@ const assertRecorded = (report: any, error: string, recorded: ReturnType<typeof 
   assert.strictEqual(report.payload_reason, recorded.body["reason"])
   assert.strictEqual(report.request_id, recorded.requestId)
   assert.strictEqual(report.fix, recorded.body["fix"])
+  // The Status message ends with the fix for kubectl; the error's message is the message alone.
+  assert.include(String(recorded.body["message"]), `; fix: ${recorded.body["fix"]}`)
+  assert.notInclude(report.message, "; fix: ")
 }
 
 describe("client errors from recorded Status bodies", () => {
