@@ -232,7 +232,7 @@ export const secretKeyProblem = (where: string): string =>
 
 /** How --help states a setting's default: a switch is off unless given (its variable takes 1/0). */
 const defaultText = (setting: Setting): string => {
-  if (setting.switch === true) return ` (a switch: off unless given; ${setting.env}=1 or ${setting.flag}=off)`
+  if (setting.switch === true) return ` (a switch: off unless given, or ${setting.env}=1)`
   return setting.fallback === undefined ? "" : ` (default ${setting.fallback})`
 }
 
