@@ -3,7 +3,8 @@
  * reconciler records both after each step and hands every step the others' (core/controller/Controller.ts
  * `Contention`). A Function's idle worker beyond what its calls want yields at once to an object that waits for its
  * offering, instead of holding the host through its scaledownWindow; a step that finds no capacity names the idle
- * workers that hold it.
+ * workers that hold it. One idle worker yields per wait: a wait a worker was stopped for is not offered again until it
+ * ends or begins anew.
  */
 import type { AttemptFacts } from "../core/capacity/Capacity.ts"
 import type { Ranking } from "../core/capacity/Placement.ts"
@@ -11,18 +12,25 @@ import type { Action, Contention, ServingLoad } from "../core/controller/Control
 
 type Idle = Contention["idle"][number]
 
+interface Wait {
+  readonly who: string
+  readonly offerings: ReadonlySet<string>
+  /** An idle worker of its offerings was stopped since it began: capacity is on its way to it. */
+  answered: boolean
+}
+
 export class ContentionBook {
   /** Object key → who it is and the offerings it could be placed on, while it waits for capacity. */
-  private readonly waiting = new Map<string, { readonly who: string; readonly offerings: ReadonlySet<string> }>()
+  private readonly waiting = new Map<string, Wait>()
   /** Object key → its idle workers after its last step. */
   private readonly idle = new Map<string, ReadonlyArray<Idle>>()
 
   /** What the step of `key` is told of the others. */
   contentionFor(key: string): Contention {
     const wanted = new Map<string, string>()
-    for (const [other, { who, offerings }] of this.waiting) {
-      if (other === key) continue
-      for (const offering of offerings) if (!wanted.has(offering)) wanted.set(offering, who)
+    for (const [other, wait] of this.waiting) {
+      if (other === key || wait.answered) continue
+      for (const offering of wait.offerings) if (!wanted.has(offering)) wanted.set(offering, wait.who)
     }
     const idle = [...this.idle].flatMap(([other, workers]) => other === key ? [] : workers)
     return { wanted, idle }
@@ -30,8 +38,8 @@ export class ContentionBook {
 
   /**
    * Records a step's outcome: whether it waits for capacity (of its ranking's offerings), and, for a served object,
-   * its workers left idle. Answers the keys to step again now: the holders of idle workers an object just began to
-   * wait for.
+   * its workers left idle and the waits its stopped idle workers answer. Answers the keys to step again now: the
+   * holders of idle workers an object just began to wait for.
    */
   stepped(key: string, who: string, outcome: {
     readonly waitingForCapacity: boolean
@@ -40,15 +48,14 @@ export class ContentionBook {
     readonly load: ServingLoad | undefined
     readonly actions: ReadonlyArray<Action>
   }): ReadonlyArray<string> {
-    if (outcome.load !== undefined) this.recordIdle(key, who, outcome.facts, outcome.load, outcome.actions)
+    if (outcome.load !== undefined) this.served(key, who, outcome.facts, outcome.load, outcome.actions)
     if (!outcome.waitingForCapacity) {
       this.waiting.delete(key)
       return []
     }
-    const began = !this.waiting.has(key)
+    if (this.waiting.has(key)) return []
     const offerings = new Set(outcome.ranking.kept.map((candidate) => candidate.variant.offering.id))
-    this.waiting.set(key, { who, offerings })
-    if (!began) return []
+    this.waiting.set(key, { who, offerings, answered: false })
     return [...this.idle].flatMap(([holder, workers]) => holder !== key && workers.some((worker) => offerings.has(worker.offering)) ? [holder] : [])
   }
 
@@ -62,8 +69,14 @@ export class ContentionBook {
     for (const key of [...this.waiting.keys(), ...this.idle.keys()]) if (lost(key)) this.forget(key)
   }
 
-  private recordIdle(key: string, who: string, facts: ReadonlyArray<AttemptFacts>, load: ServingLoad, actions: ReadonlyArray<Action>) {
+  /** A served object's idle workers now, and the first unanswered wait each idle worker it stopped answers. */
+  private served(key: string, who: string, facts: ReadonlyArray<AttemptFacts>, load: ServingLoad, actions: ReadonlyArray<Action>) {
     const stopping = new Set(actions.flatMap((action) => action._tag === "Stop" ? [action.attempt] : []))
+    for (const worker of this.idle.get(key) ?? []) {
+      if (!stopping.has(worker.attempt)) continue
+      const wait = [...this.waiting].find(([other, candidate]) => other !== key && !candidate.answered && candidate.offerings.has(worker.offering))
+      if (wait !== undefined) wait[1].answered = true
+    }
     const idle = facts
       .filter((worker) => worker.phase === "Running" && (load.running[worker.name] ?? 0) === 0 && !stopping.has(worker.name))
       .map((worker) => ({ attempt: worker.name, offering: worker.variant.offering.id, owner: who }))

@@ -283,10 +283,10 @@ describe("FunctionCalls held by the owner of their Function's shard", () => {
     })))
 })
 
-/** Functions `fn-a` and `fn-b` on one host of one offering: a worker of either takes it whole. */
-const oneHost = <A, E>(body: (driver: Driver) => Effect.Effect<A, E, Reconciler | Resources>) =>
+/** Functions on `hosts` hosts (one by default) of one offering: a worker takes a host whole. */
+const oneHost = <A, E>(body: (driver: Driver) => Effect.Effect<A, E, Reconciler | Resources>, hosts = 1) =>
   Effect.gen(function*() {
-    const { driver } = yield* makeDriver(undefined, 1)
+    const { driver } = yield* makeDriver(undefined, hosts)
     return yield* body(driver).pipe(Effect.provide(runtimeOver(driver)))
   })
 
@@ -336,6 +336,21 @@ describe("two Functions on one host (issue 29 #18)", () => {
       assert.include(yielded[0]!.message, "fn-a-1")
       assert.include(yielded[0]!.message, "Function demo/fn-b")
     })))
+
+  it.effect("one idle worker yields per wait: of two Functions' idle workers, one goes for a third Function's call", () =>
+    oneHost((driver) => Effect.gen(function*() {
+      yield* inDemo
+      for (const name of ["fn-a", "fn-b", "fn-c"]) yield* createFunction(name, 0)
+      yield* callOf("fn-a", "a-1")
+      yield* callOf("fn-b", "b-1")
+      yield* runUntil(driver, T0 + 3 * minute)
+      yield* callOf("fn-c", "c-1")
+      yield* runUntil(driver, T0 + 6 * minute)
+      assert.strictEqual((yield* readCall("c-1")).phase, "Succeeded")
+      const yielded = [...(yield* eventsOf("fn-a")), ...(yield* eventsOf("fn-b"))].filter((event) => event.reason === "WorkerYielded")
+      assert.lengthOf(yielded, 1, JSON.stringify(yielded))
+      assert.include(yielded[0]!.message, "Function demo/fn-c")
+    }), 2))
 
   it.effect("a warm worker kept by minWorkers stays, and the waiting Function's Unschedulable names it", () =>
     oneHost((driver) => Effect.gen(function*() {
