@@ -172,7 +172,8 @@ const expandsTooFar = (bytesMax: number, volume: ResourceObject) =>
 const expandsPast = async (bytes: AsyncIterable<Uint8Array>, bytesMax: number): Promise<boolean> => {
   let expanded = 0
   try {
-    await pipeline(bytes, createZstdDecompress(), async (source: AsyncIterable<Buffer>) => {
+    // In 1 MiB chunks: zlib's default 16 KiB costs a thread-pool round trip per 16 KiB (backends/live/Archive.ts).
+    await pipeline(bytes, createZstdDecompress({ chunkSize: 1024 * 1024 }), async (source: AsyncIterable<Buffer>) => {
       for await (const chunk of source) {
         expanded += chunk.length
         if (expanded > bytesMax) return

@@ -29,6 +29,9 @@ export interface Unpacked {
  * nothing that user could not). What the archive expands to is counted as it is unpacked: past `bound.bytesMax` tar
  * is stopped and `overBound` says so (the caller removes what was unpacked). tar restores sparse members' holes.
  */
+/** The size of the chunks an archive is decompressed in. */
+const decompressChunkBytes = 1024 * 1024
+
 export const unpackArchive = async (
   bytes: AsyncIterable<Uint8Array>,
   dir: string,
@@ -60,7 +63,9 @@ export const unpackArchive = async (
   }
   // tar's exit says whether the archive was whole: it may close its input once it read the archive's end (EPIPE
   // here), and a stream that breaks off leaves it an archive cut short, which it refuses.
-  await pipeline(bytes, createZstdDecompress(), counted, child.stdin).catch(() => undefined)
+  // Chunks of 1 MiB: at zlib's default 16 KiB a 100 MiB snapshot took 0.7-0.9 s to unpack here (a thread-pool round
+  // trip and a pass through `counted` per chunk), 0.35-0.45 s so, against 0.2 s for tar's own zstd.
+  await pipeline(bytes, createZstdDecompress({ chunkSize: decompressChunkBytes }), counted, child.stdin).catch(() => undefined)
   const code = await exited
   if (overBound !== undefined) return { code: null, stderr, overBound }
   return { code, stderr }
