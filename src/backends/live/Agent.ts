@@ -20,6 +20,7 @@ import { syncRepliesBytesMax } from "../../core/SandboxBox.ts"
 import { AgentHttpError } from "./AgentHttp.ts"
 import { BoxChannel, hostOutputBounds } from "./BoxChannel.ts"
 import { keptLogOf, KeptWorkspaces } from "./KeptWorkspaces.ts"
+import { ReadyAreas } from "./ReadyAreas.ts"
 import { isWarmable, type WarmBox, WarmBoxes } from "./WarmBoxes.ts"
 import { type RunningProxy, startEgressProxy } from "./EgressProxy.ts"
 import { fetchInput, fetchProblem } from "./InputFetch.ts"
@@ -69,7 +70,8 @@ export interface AgentOptions {
 
 interface LocalRun {
   readonly spec: RunSpec
-  readonly area: string
+  /** Its host directory (the warm box's, or one made ahead, where it took one). */
+  area: string
   /** Where its stdout and stderr go: the area's `log` (moved beside the area when its /workspace is kept). */
   logPath: string
   phase: RunReport["phase"]
@@ -125,6 +127,8 @@ export class Agent {
   private readonly gpusHeld = new Map<string, ReadonlyArray<string>>()
 
   private readonly warm: WarmBoxes
+  /** Areas of the default disk quota made ahead, where areas are filesystems of their quota (ReadyAreas.ts). */
+  private readonly areas: ReadyAreas
   private readonly kept: KeptWorkspaces
   /** The bounds of the output this host's boxes' commands keep in this process, all boxes together (CommandOutput.ts). */
   private readonly outputBounds = hostOutputBounds()
@@ -139,6 +143,9 @@ export class Agent {
     this.kept = new KeptWorkspaces({ dir: join(options.runsDir, "kept"), now: options.now, maxAgeMs: Limits.keptWorkspaceMaxAgeMs })
     this.kept.keepLeftovers(options.runsDir)
     this.swept = unmountUnder(options.runsDir)
+    this.areas = new ReadyAreas({
+      dir: join(options.runsDir, "ready"), size: options.support.diskQuotas === "loop" ? 1 : 0, bytes: Limits.boxDiskBytesDefault, say: (message) => this.say(message)
+    })
     this.warm = new WarmBoxes({
       size: options.warmBoxes ?? 0, dir: join(options.runsDir, "warm"), support: options.support, hidden: options.hidden, now: options.now, say: (message) => this.say(message),
       outputBounds: this.outputBounds
@@ -150,14 +157,17 @@ export class Agent {
     this.lease ??= await this.hello()
     this.loop ??= this.syncLoop()
     this.warm.fill()
+    this.areas.fill()
   }
 
   /** Stops every program and the loop (the agent is going away). */
   readonly stop = async () => {
     this.stopped = true
     this.warm.stop()
+    const areasGone = this.areas.stop()
     for (const run of this.runs.values()) run.program?.stop(0)
     await Promise.all([...this.runs.values()].map((run) => run.program?.exited.catch(() => undefined)))
+    await areasGone
     // Nothing of ours stays mounted on the host: the areas' images keep what the boxes wrote.
     await this.warm.ended
     await unmountUnder(this.options.runsDir)
@@ -385,30 +395,39 @@ export class Agent {
    * whose usage the agent polls.
    */
   private async makeArea(run: LocalRun) {
-    const { spec, area } = run
+    const { spec } = run
     await this.swept
-    await removeArea(area)
+    await removeArea(run.area)
     const keep = spec.box === true && spec.keepWorkspace === true
     const restoreSeq = spec.restore?.seq ?? 0
-    const keptBase = keep ? this.kept.take(spec.owner, restoreSeq, area) : undefined
+    const keptBase = keep ? this.kept.take(spec.owner, restoreSeq, run.area) : undefined
     run.pollQuota = this.options.support.diskQuotas === "polled"
     if (keptBase !== undefined) {
       // What it starts from is kept again should this box end unasked before it serves.
       run.fromKept = true
       run.keepable = true
       this.say(`${spec.id} starts from the /workspace this host kept of its Sandbox's last box`)
-    } else if (!run.pollQuota) {
-      try {
-        await mountArea(area, diskBytesOf(spec))
-      } catch (error) {
-        // (loop devices used up, say): the run goes on, its quota polled.
-        this.say(`the area of ${spec.id} could not be a filesystem of its own (${messageOf(error)}); its disk quota is polled`)
-        await removeArea(area)
-        run.pollQuota = true
-      }
+    } else if (!run.pollQuota) await this.mountArea(run)
+    mkdirSync(join(run.area, "state"), { recursive: true })
+    if (keep) this.kept.mark(run.area, spec.owner, keptBase ?? restoreSeq)
+  }
+
+  /** The run's area as a filesystem of its quota: one made ahead where its quota is the default, else made now. */
+  private async mountArea(run: LocalRun) {
+    const ready = diskBytesOf(run.spec) === Limits.boxDiskBytesDefault ? this.areas.take() : undefined
+    if (ready !== undefined) {
+      run.area = ready
+      run.logPath = join(ready, "log")
+      return
     }
-    mkdirSync(join(area, "state"), { recursive: true })
-    if (keep) this.kept.mark(area, spec.owner, keptBase ?? restoreSeq)
+    try {
+      await mountArea(run.area, diskBytesOf(run.spec))
+    } catch (error) {
+      // (loop devices used up, say): the run goes on, its quota polled.
+      this.say(`the area of ${run.spec.id} could not be a filesystem of its own (${messageOf(error)}); its disk quota is polled`)
+      await removeArea(run.area)
+      run.pollQuota = true
+    }
   }
 
   /** Where quotas are polled: a box past its quota is stopped, and its exit says why. */
