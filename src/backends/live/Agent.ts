@@ -26,7 +26,7 @@ import { type RunningProxy, startEgressProxy } from "./EgressProxy.ts"
 import { fetchInput, fetchProblem } from "./InputFetch.ts"
 import { WorkerConnection, WorkerLost, type WorkerTarget, workerArgv, workerEnv } from "./PythonWorker.ts"
 import { givenValues, scrub } from "./Scrub.ts"
-import { mountArea, overQuota, quotaPollMs, removeArea, unmountUnder } from "./DiskQuota.ts"
+import { imageOf, mountArea, overQuota, quotaPollMs, removeArea, unmountUnder } from "./DiskQuota.ts"
 import { packArchive, unpackArchive } from "./Archive.ts"
 import { type IsolationSupport, type Outcome as ProgramExit, type RunningProgram, runIsolated } from "./Isolation.ts"
 import { type AgentLink, type BoxCallReply, type Desired, type Exit, type Hello, type Lease, leaseExpiryMs, outputBytesMax, type RunInput, type RunReport, type RunSpec } from "./Protocol.ts"
@@ -774,7 +774,10 @@ export class Agent {
 
   private drop(run: LocalRun) {
     this.runs.delete(run.spec.id)
-    void removeArea(run.area).catch((error: unknown) => this.say(`the area of ${run.spec.id} could not be removed: ${messageOf(error)}`))
+    // An area of the default quota that still holds its filesystem (not kept) serves the next run of that quota.
+    const reusable = this.options.support.diskQuotas === "loop" && run.pollQuota !== true && diskBytesOf(run.spec) === Limits.boxDiskBytesDefault && existsSync(imageOf(run.area))
+    void (reusable ? this.areas.recycle(run.area) : removeArea(run.area))
+      .catch((error: unknown) => this.say(`the area of ${run.spec.id} could not be removed: ${messageOf(error)}`))
     rmSync(keptLogOf(run.area), { force: true })
     for (const staging of ["outputs", "checkpoints"]) rmSync(join(this.options.dataDir, staging, ...run.spec.id.split("/")), { recursive: true, force: true })
   }

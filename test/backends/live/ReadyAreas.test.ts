@@ -1,5 +1,5 @@
 /** Run areas made ahead (ReadyAreas.ts), with real loop mounts where this host can make them. */
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
@@ -42,5 +42,22 @@ describe.runIf(detectDiskQuotas().diskQuotas === "loop")("areas made ahead", () 
     await areas.stop()
     expect(existsSync(ready[0]!)).toBe(false)
     expect(mounted(ready[0]!)).toBe(false)
+  })
+
+  it("takes a dropped run's area back emptied, still mounted, while it is short of areas", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "nodus-ready-"))
+    dirs.push(dir)
+    const areas = new ReadyAreas({ dir: join(dir, "ready"), size: 1, bytes: 16 * 1024 * 1024, say: () => undefined })
+    areas.fill()
+    let taken: string | undefined
+    expect(await until(() => (taken = areas.take()) !== undefined)).toBe(true)
+    mkdirSync(join(taken!, "workspace"))
+    writeFileSync(join(taken!, "workspace", "secret"), "the last run's")
+    await areas.recycle(taken!)
+    expect(areas.take()).toBe(taken)
+    expect(mounted(taken!)).toBe(true)
+    expect(readdirSync(taken!)).toEqual([])
+    await areas.stop()
+    expect(mounted(taken!)).toBe(true) // taken again: the run that took it removes it
   })
 })
