@@ -100,7 +100,7 @@ interface LocalRun {
   /** Stopped because the lease lapsed: lost, not asked to stop. */
   lost: boolean
   /** Its quota is polled: the host polls them all, or its area's filesystem could not be made. */
-  pollQuota?: boolean | undefined
+  pollQuota: boolean
   /** Where disk quotas are polled: why the box was stopped past its quota, and whether a check is under way. */
   overQuota?: string | undefined
   quotaChecking?: boolean | undefined
@@ -186,7 +186,7 @@ export class Agent {
         this.halt(run)
       }
     }
-    for (const run of this.runs.values()) if (run.pollQuota === true) void this.checkQuota(run)
+    for (const run of this.runs.values()) if (run.pollQuota) void this.checkQuota(run)
     for (const run of this.runs.values()) {
       if (run.phase === "Running" && run.nextCheckpointAt !== undefined && run.nextCheckpointAt <= now) {
         run.nextCheckpointAt = now + run.spec.checkpointIntervalMs!
@@ -347,7 +347,7 @@ export class Agent {
   // A run's life
 
   private begin(spec: RunSpec) {
-    const keep = spec.box === true && spec.keepWorkspace === true
+    const keep = keepsWorkspace(spec)
     // A Sandbox's box of the common shape takes a warm one, whose area is then the run's — unless this host kept its
     // last box's /workspace, which its own area starts from (makeArea).
     const warm = !(keep && this.kept.has(spec.owner, spec.restore?.seq ?? 0)) && isWarmable(spec) ? this.warm.take() : undefined
@@ -368,7 +368,6 @@ export class Agent {
     // The host could not set the run up (its box, its area, a checkpoint to restore): not the program's failure.
     void (warm === undefined ? this.execute(run) : this.serveWarm(run, warm)).catch((error) => this.exited(run, undefined, `the host could not start it: ${error instanceof Error ? error.message : String(error)}`, true))
   }
-
 
   /** The GPUs a run is given: free ones of this host, or why there are not enough (the host's failure to set it up). */
   private takeGpus(spec: RunSpec): ReadonlyArray<string> | string {
@@ -398,10 +397,9 @@ export class Agent {
     const { spec } = run
     await this.swept
     await removeArea(run.area)
-    const keep = spec.box === true && spec.keepWorkspace === true
+    const keep = keepsWorkspace(spec)
     const restoreSeq = spec.restore?.seq ?? 0
     const keptBase = keep ? this.kept.take(spec.owner, restoreSeq, run.area) : undefined
-    run.pollQuota = this.options.support.diskQuotas === "polled"
     if (keptBase !== undefined) {
       // What it starts from is kept again should this box end unasked before it serves.
       run.fromKept = true
@@ -775,7 +773,7 @@ export class Agent {
   private drop(run: LocalRun) {
     this.runs.delete(run.spec.id)
     // An area of the default quota that still holds its filesystem (not kept) serves the next run of that quota.
-    const reusable = this.options.support.diskQuotas === "loop" && run.pollQuota !== true && diskBytesOf(run.spec) === Limits.boxDiskBytesDefault && existsSync(imageOf(run.area))
+    const reusable = !run.pollQuota && diskBytesOf(run.spec) === Limits.boxDiskBytesDefault && existsSync(imageOf(run.area))
     void (reusable ? this.areas.recycle(run.area) : removeArea(run.area))
       .catch((error: unknown) => this.say(`the area of ${run.spec.id} could not be removed: ${messageOf(error)}`))
     rmSync(keptLogOf(run.area), { force: true })
@@ -832,8 +830,7 @@ export class Agent {
     const bytes = await this.options.link.getCheckpoint({ node: this.options.hello.node, epoch: lease.epoch, run: run.spec.id, name: "checkpoint" })
     const runAs = this.options.support.runAs
     if (runAs !== undefined) for (const dir of [run.area, join(run.area, "state")]) chownSync(dir, runAs.uid, runAs.gid)
-    const bound = { bytesMax: diskBytesOf(run.spec), what: "the box's disk quota (resources.disk)" }
-    const { code, stderr, overBound } = await unpackArchive(bytes, run.area, { runAs, extra: [], bound })
+    const { code, stderr, overBound } = await unpackArchive(bytes, run.area, { runAs, extra: [], bound: quotaBoundOf(run.spec) })
     if (code !== 0) throw new Error(`restoring its checkpoint failed: ${overBound ?? stderr.trim().slice(0, 300)}`)
   }
 
@@ -845,6 +842,12 @@ export class Agent {
 /** The quota of a run's writable space: what its kind asked (ProgramParts.boxBoundsOf), or the default. */
 const diskBytesOf = (spec: RunSpec) => spec.diskBytes ?? Limits.boxDiskBytesDefault
 
+/** What an archive unpacked into a run's area may expand to: its disk quota. */
+const quotaBoundOf = (spec: RunSpec) => ({ bytesMax: diskBytesOf(spec), what: "the box's disk quota (resources.disk)" })
+
+/** A Snapshotted Sandbox's box: its /workspace is kept on this host when it ends unasked (KeptWorkspaces.ts). */
+const keepsWorkspace = (spec: RunSpec) => spec.box === true && spec.keepWorkspace === true
+
 /** Where a Volume mount's revision is unpacked on the host: in the run's area, beside what the box sees of it. */
 const mountDirOf = (area: string, name: string) => join(area, "mounts", name)
 
@@ -854,7 +857,7 @@ const mountDirOf = (area: string, name: string) => join(area, "mounts", name)
  */
 const volumeBoundOf = (input: RunInput, spec: RunSpec): { readonly bytesMax: number; readonly what: string } => {
   const volume = "volume" in input ? input.volume : undefined
-  if (volume?.sizeBytes === undefined) return { bytesMax: diskBytesOf(spec), what: "the box's disk quota (resources.disk)" }
+  if (volume?.sizeBytes === undefined) return quotaBoundOf(spec)
   return { bytesMax: volume.sizeBytes + Limits.volumeArchiveHeadroomBytes, what: `the size of Volume "${volume.name}" (${volume.sizeBytes} bytes, spec.size)` }
 }
 
