@@ -17,12 +17,26 @@ export interface BenchServer {
 }
 
 /** Starts `root`'s `nodus serve` (this checkout by default: a before/after names another) and waits for its URL. */
-export const startServer = (env: Record<string, string>, root: string = join(import.meta.dirname, "..")): Promise<BenchServer> =>
+export const startServer = (
+  env: Record<string, string>,
+  root: string = join(import.meta.dirname, "..")
+): Promise<BenchServer> =>
   new Promise((resolve, reject) => {
-    const defaults = { NODUS_DATA_DIR: mkdtempSync(join(tmpdir(), "nodus-bench-")), NODUS_ADDR: "127.0.0.1:0", NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: benchToken, NODUS_BACKEND: "none" }
+    const defaults = {
+      NODUS_DATA_DIR: mkdtempSync(join(tmpdir(), "nodus-bench-")),
+      NODUS_ADDR: "127.0.0.1:0",
+      NODUS_TLS: "off",
+      NODUS_BOOTSTRAP_TOKEN: benchToken,
+      NODUS_BACKEND: "none"
+    }
     // The store is the one the bench names: a DATABASE_URL or NODUS_* setting of the shell it runs in is not inherited.
-    const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("NODUS_") && name !== "DATABASE_URL"))
-    const child = spawn(process.execPath, [join(root, "bin", "nodus.js"), "serve"], { env: { ...inherited, ...defaults, ...env }, stdio: ["ignore", "pipe", "inherit"] })
+    const inherited = Object.fromEntries(
+      Object.entries(process.env).filter(([name]) => !name.startsWith("NODUS_") && name !== "DATABASE_URL")
+    )
+    const child = spawn(process.execPath, [join(root, "bin", "nodus.js"), "serve"], {
+      env: { ...inherited, ...defaults, ...env },
+      stdio: ["ignore", "pipe", "inherit"]
+    })
     let output = ""
     child.stdout!.on("data", (chunk: Buffer) => {
       output += chunk.toString()

@@ -49,7 +49,13 @@ const agent = new Agent({ keepAlive: true, maxSockets: clients })
 /** Requests answered with another status than expected, by operation: the bench fails when there is any. */
 const failures = new Map<string, number>()
 
-const call = (url: URL, method: string, path: string, body?: string, headers: Record<string, string> = {}): Promise<number> =>
+const call = (
+  url: URL,
+  method: string,
+  path: string,
+  body?: string,
+  headers: Record<string, string> = {}
+): Promise<number> =>
   new Promise((resolve, reject) => {
     const target = new URL(path, url)
     const outgoing = request({
@@ -58,7 +64,13 @@ const call = (url: URL, method: string, path: string, body?: string, headers: Re
       port: target.port,
       path: target.pathname + target.search,
       method,
-      headers: { authorization: `Bearer ${token}`, ...headers, ...(body === undefined ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(body) }) }
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...headers,
+        ...(body === undefined
+          ? {}
+          : { "content-type": "application/json", "content-length": Buffer.byteLength(body) })
+      }
     }, (response) => {
       response.resume()
       response.on("end", () => resolve(response.statusCode ?? 0))
@@ -140,7 +152,12 @@ const withCpu = async (pid: number | undefined, phase: () => Promise<Result>): P
 }
 
 /** Runs `operation` from `clients` concurrent loops for `duration` seconds; a status other than `expected` fails `label`. */
-const load = async (label: string, operation: (client: number, iteration: number) => Promise<number>, expected: number, duration = seconds): Promise<Result> => {
+const load = async (
+  label: string,
+  operation: (client: number, iteration: number) => Promise<number>,
+  expected: number,
+  duration = seconds
+): Promise<Result> => {
   const latencies: Array<number> = []
   let errors = 0
   const end = performance.now() + duration * 1_000
@@ -161,38 +178,72 @@ const load = async (label: string, operation: (client: number, iteration: number
 const summarize = (latencies: Array<number>, errors: number, elapsedSeconds?: number): Result => {
   latencies.sort((a, b) => a - b)
   const elapsed = elapsedSeconds ?? latencies.reduce((sum, latency) => sum + latency, 0) / 1_000
-  return { operations: latencies.length, perSecond: latencies.length / elapsed, p50Ms: percentile(latencies, 0.5), p99Ms: percentile(latencies, 0.99), maxMs: latencies[latencies.length - 1] ?? Number.NaN, errors }
+  return {
+    operations: latencies.length,
+    perSecond: latencies.length / elapsed,
+    p50Ms: percentile(latencies, 0.5),
+    p99Ms: percentile(latencies, 0.99),
+    maxMs: latencies[latencies.length - 1] ?? Number.NaN,
+    errors
+  }
 }
 
 /** A Job of the benchmark's one spec, or with `variant`, of a spec of its own (estimated afresh: nothing cached). */
-const jobBody = (name: string, variant?: string) => JSON.stringify({
-  apiVersion: "nodus.dev/v1",
-  kind: "Job",
-  metadata: { name, labels: { bench: "api", team: `t${name.length % 4}` } },
-  spec: { image: "python:3.12", command: ["python", "-c", variant === undefined ? "print(42)" : `print(${JSON.stringify(variant)})`], completions: 4, parallelism: 2 }
-})
+const jobBody = (name: string, variant?: string) =>
+  JSON.stringify({
+    apiVersion: "nodus.dev/v1",
+    kind: "Job",
+    metadata: { name, labels: { bench: "api", team: `t${name.length % 4}` } },
+    spec: {
+      image: "python:3.12",
+      command: ["python", "-c", variant === undefined ? "print(42)" : `print(${JSON.stringify(variant)})`],
+      completions: 4,
+      parallelism: 2
+    }
+  })
 
-const volumeBody = (name: string) => JSON.stringify({
-  apiVersion: "nodus.dev/v1",
-  kind: "Volume",
-  metadata: { name, labels: { bench: "api", team: `t${name.length % 4}` } },
-  spec: { size: "100Gi" }
-})
+const volumeBody = (name: string) =>
+  JSON.stringify({
+    apiVersion: "nodus.dev/v1",
+    kind: "Volume",
+    metadata: { name, labels: { bench: "api", team: `t${name.length % 4}` } },
+    spec: { size: "100Gi" }
+  })
 
 /** The worst case of an estimate (issue): 100,000 hours, 10,000 indexes, interruptible; `variant` makes it uncached. */
-const worstCaseBody = (name: string, variant: string) => JSON.stringify({
-  apiVersion: "nodus.dev/v1",
-  kind: "Job",
-  metadata: { name },
-  spec: { image: "python:3.12", command: ["train", variant], expectedDuration: "100000h", completions: 10000, parallelism: 256, resources: { gpu: { type: ["H100"], count: 8 } }, placement: { interruptible: "Prefer" } }
-})
+const worstCaseBody = (name: string, variant: string) =>
+  JSON.stringify({
+    apiVersion: "nodus.dev/v1",
+    kind: "Job",
+    metadata: { name },
+    spec: {
+      image: "python:3.12",
+      command: ["train", variant],
+      expectedDuration: "100000h",
+      completions: 10000,
+      parallelism: 256,
+      resources: { gpu: { type: ["H100"], count: 8 } },
+      placement: { interruptible: "Prefer" }
+    }
+  })
 
 const jobsPath = "/apis/nodus.dev/v1/namespaces/bench/jobs"
 
 /** Credits for the bench's Jobs, granted as the operator (what `nodus grant` sends). */
 const grantCredits = (server: BenchServer) => {
-  const grant = { apiVersion: "nodus.dev/v1", kind: "CreditGrant", metadata: { generateName: "bench-" }, spec: { amountUSD: "1000000", source: "Admin", reason: "bench:api" } }
-  return expect("operator credit grant", 201, call(server.url, "POST", "/apis/nodus.dev/v1/operator/creditgrants", JSON.stringify(grant), { "idempotency-key": `bench-${Date.now()}` }))
+  const grant = {
+    apiVersion: "nodus.dev/v1",
+    kind: "CreditGrant",
+    metadata: { generateName: "bench-" },
+    spec: { amountUSD: "1000000", source: "Admin", reason: "bench:api" }
+  }
+  return expect(
+    "operator credit grant",
+    201,
+    call(server.url, "POST", "/apis/nodus.dev/v1/operator/creditgrants", JSON.stringify(grant), {
+      "idempotency-key": `bench-${Date.now()}`
+    })
+  )
 }
 
 interface VersionUnderLoad {
@@ -223,18 +274,34 @@ const versionUnderLoad = async (server: BenchServer): Promise<VersionUnderLoad> 
     const started = performance.now()
     const batch = Array.from({ length: 8 }, (_, index) =>
       // A dry run cut off with its server (after a /version timeout) answers 0, a failure.
-      expect("worst-case dry run", 201, call(server.url, "POST", `${jobsPath}?dryRun=All`, worstCaseBody(`worst-${round}-${index}`, `${round}-${index}`)).catch(() => 0)).then(() => {
+      expect(
+        "worst-case dry run",
+        201,
+        call(
+          server.url,
+          "POST",
+          `${jobsPath}?dryRun=All`,
+          worstCaseBody(`worst-${round}-${index}`, `${round}-${index}`)
+        ).catch(() => 0)
+      ).then(() => {
         dryRuns.push(performance.now() - started)
         inFlight--
       }))
     while (inFlight > 0) {
       const latency = await timedMs(version)
       loaded.push(latency)
-      if (latency >= versionTimeoutMs) return { idle: summarize(idle, 0), loaded: summarize(loaded, 1), dryRunP50Ms: Number.NaN, timedOut: true }
+      if (latency >= versionTimeoutMs) {
+        return { idle: summarize(idle, 0), loaded: summarize(loaded, 1), dryRunP50Ms: Number.NaN, timedOut: true }
+      }
     }
     await Promise.all(batch)
   }
-  return { idle: summarize(idle, 0), loaded: summarize(loaded, 0), dryRunP50Ms: summarize(dryRuns, 0).p50Ms, timedOut: false }
+  return {
+    idle: summarize(idle, 0),
+    loaded: summarize(loaded, 0),
+    dryRunP50Ms: summarize(dryRuns, 0).p50Ms,
+    timedOut: false
+  }
 }
 
 const timedMs = async (operation: () => Promise<unknown>): Promise<number> => {
@@ -244,21 +311,62 @@ const timedMs = async (operation: () => Promise<unknown>): Promise<number> => {
 }
 
 const benchServer = async (label: string, server: BenchServer) => {
-  await expect("create namespace", 201, call(server.url, "POST", "/api/v1/namespaces", JSON.stringify({ metadata: { name: "bench" } })))
+  await expect(
+    "create namespace",
+    201,
+    call(server.url, "POST", "/api/v1/namespaces", JSON.stringify({ metadata: { name: "bench" } }))
+  )
   await grantCredits(server)
   // Neither measured phase pays the server's JIT warm-up or the estimate worker's start.
-  await load("Job create", (client, iteration) => call(server.url, "POST", jobsPath, jobBody(`warm-job-${client}-${iteration}`)), 201, warmUpSeconds)
-  await load("Volume create", (client, iteration) => call(server.url, "POST", "/apis/nodus.dev/v1/namespaces/bench/volumes", volumeBody(`warm-volume-${client}-${iteration}`)), 201, warmUpSeconds)
+  await load(
+    "Job create",
+    (client, iteration) => call(server.url, "POST", jobsPath, jobBody(`warm-job-${client}-${iteration}`)),
+    201,
+    warmUpSeconds
+  )
+  await load(
+    "Volume create",
+    (client, iteration) =>
+      call(
+        server.url,
+        "POST",
+        "/apis/nodus.dev/v1/namespaces/bench/volumes",
+        volumeBody(`warm-volume-${client}-${iteration}`)
+      ),
+    201,
+    warmUpSeconds
+  )
   const created = Array.from({ length: clients }, () => 0)
   const pid = server.process.pid
-  const create = await withCpu(pid, () => load("Job create", (client, iteration) => {
-    created[client] = iteration + 1
-    return call(server.url, "POST", jobsPath, jobBody(`job-${client}-${iteration}`))
-  }, 201))
-  const volumes = await withCpu(pid, () => load("Volume create", (client, iteration) => call(server.url, "POST", "/apis/nodus.dev/v1/namespaces/bench/volumes", volumeBody(`volume-${client}-${iteration}`)), 201))
-  const distinct = await load("Job create (distinct specs)", (client, iteration) => call(server.url, "POST", jobsPath, jobBody(`distinct-${client}-${iteration}`, `${client}-${iteration}`)), 201)
+  const create = await withCpu(pid, () =>
+    load("Job create", (client, iteration) => {
+      created[client] = iteration + 1
+      return call(server.url, "POST", jobsPath, jobBody(`job-${client}-${iteration}`))
+    }, 201))
+  const volumes = await withCpu(
+    pid,
+    () =>
+      load("Volume create", (client, iteration) =>
+        call(
+          server.url,
+          "POST",
+          "/apis/nodus.dev/v1/namespaces/bench/volumes",
+          volumeBody(`volume-${client}-${iteration}`)
+        ), 201)
+  )
+  const distinct = await load(
+    "Job create (distinct specs)",
+    (client, iteration) =>
+      call(server.url, "POST", jobsPath, jobBody(`distinct-${client}-${iteration}`, `${client}-${iteration}`)),
+    201
+  )
   // Gets read only objects that exist: each client cycles through the ones it created.
-  const get = await load("Job get", (client, iteration) => call(server.url, "GET", `${jobsPath}/job-${client}-${iteration % Math.max(1, created[client]!)}`), 200)
+  const get = await load(
+    "Job get",
+    (client, iteration) =>
+      call(server.url, "GET", `${jobsPath}/job-${client}-${iteration % Math.max(1, created[client]!)}`),
+    200
+  )
   const list = await load("Job list", () => call(server.url, "GET", `${jobsPath}?limit=100`), 200)
   // The HTTP path's ceiling on this machine: the same clients and server, and a request with nothing behind it.
   const ceiling = await withCpu(pid, () => load("GET /version", () => call(server.url, "GET", "/version"), 200))
@@ -270,11 +378,41 @@ const pgbench = (url: string): number | undefined => {
   try {
     const target = new URL(url)
     const script = join(mkdtempSync(join(tmpdir(), "nodus-pgbench-")), "insert.sql")
-    writeFileSync(script, `INSERT INTO bench_rows (name, body) VALUES ('job-' || :client_id || '-' || random(), '${jobBody("pgbench-row").replace(/'/gu, "''")}');\n`)
-    const connection = ["-h", target.hostname, "-p", target.port || "5432", "-U", decodeURIComponent(target.username || "postgres")]
+    writeFileSync(
+      script,
+      `INSERT INTO bench_rows (name, body) VALUES ('job-' || :client_id || '-' || random(), '${
+        jobBody("pgbench-row").replace(/'/gu, "''")
+      }');\n`
+    )
+    const connection = [
+      "-h",
+      target.hostname,
+      "-p",
+      target.port || "5432",
+      "-U",
+      decodeURIComponent(target.username || "postgres")
+    ]
     const database = target.pathname.slice(1) || "postgres"
-    execFileSync("psql", [...connection, "-d", database, "-qc", "CREATE TABLE bench_rows (id bigserial PRIMARY KEY, name text NOT NULL, body text NOT NULL)"])
-    const output = execFileSync("pgbench", [...connection, "-n", "-f", script, "-c", String(clients), "-j", "2", "-T", String(seconds), database], { encoding: "utf8" })
+    execFileSync("psql", [
+      ...connection,
+      "-d",
+      database,
+      "-qc",
+      "CREATE TABLE bench_rows (id bigserial PRIMARY KEY, name text NOT NULL, body text NOT NULL)"
+    ])
+    const output = execFileSync("pgbench", [
+      ...connection,
+      "-n",
+      "-f",
+      script,
+      "-c",
+      String(clients),
+      "-j",
+      "2",
+      "-T",
+      String(seconds),
+      database
+    ], { encoding: "utf8" })
     execFileSync("psql", [...connection, "-d", database, "-qc", "DROP TABLE bench_rows"])
     const match = /tps = ([0-9.]+)/u.exec(output)
     return match === null ? undefined : Number(match[1])
@@ -285,10 +423,16 @@ const pgbench = (url: string): number | undefined => {
 }
 
 const row = (name: string, result: Result) =>
-  `| ${name.padEnd(42)} | ${result.perSecond.toFixed(0).padStart(8)} | ${result.p50Ms.toFixed(2).padStart(8)} | ${result.p99Ms.toFixed(2).padStart(8)} | ${result.maxMs.toFixed(2).padStart(8)} | ${String(result.errors).padStart(6)} |`
+  `| ${name.padEnd(42)} | ${result.perSecond.toFixed(0).padStart(8)} | ${result.p50Ms.toFixed(2).padStart(8)} | ${
+    result.p99Ms.toFixed(2).padStart(8)
+  } | ${result.maxMs.toFixed(2).padStart(8)} | ${String(result.errors).padStart(6)} |`
 
 const main = async () => {
-  console.log(`nodus API bench: ${clients} clients, ${seconds} s per phase, ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}`)
+  console.log(
+    `nodus API bench: ${clients} clients, ${seconds} s per phase, ${cpus().length} × ${
+      cpus()[0]?.model ?? "cpu"
+    }, Node ${process.version}`
+  )
   const runs: Array<Awaited<ReturnType<typeof benchServer>>> = []
   if (stores.includes("pglite")) {
     const pglite = await startServer({}, root)
@@ -319,9 +463,34 @@ const main = async () => {
     console.log(row(`${run.label} /version, idle`, run.version.idle))
     console.log(row(`${run.label} /version, 8 worst-case dry runs`, run.version.loaded))
   }
-  if (anchor !== undefined) console.log(`| ${"pgbench single-row INSERT".padEnd(42)} | ${anchor.toFixed(0).padStart(8)} |          |          |          |        |`)
-  const cpuRows = runs.flatMap((run) => [[`${run.label} Job create`, run.create], [`${run.label} Volume create`, run.volumes], [`${run.label} /version, ${clients} clients`, run.ceiling]] as const)
-    .flatMap(([name, result]) => (result.cpu === undefined ? [] : [`| ${name.padEnd(42)} | ${[result.cpu.server, result.cpu.postgres, result.cpu.bench, result.cpu.server + result.cpu.postgres + result.cpu.bench].map((value) => value.toFixed(0).padStart(10)).join(" | ")} |`]))
+  if (anchor !== undefined) {
+    console.log(
+      `| ${"pgbench single-row INSERT".padEnd(42)} | ${
+        anchor.toFixed(0).padStart(8)
+      } |          |          |          |        |`
+    )
+  }
+  const cpuRows = runs.flatMap((run) =>
+    [[`${run.label} Job create`, run.create], [`${run.label} Volume create`, run.volumes], [
+      `${run.label} /version, ${clients} clients`,
+      run.ceiling
+    ]] as const
+  )
+    .flatMap((
+      [name, result]
+    ) => (result.cpu === undefined
+      ? []
+      : [
+        `| ${name.padEnd(42)} | ${
+          [
+            result.cpu.server,
+            result.cpu.postgres,
+            result.cpu.bench,
+            result.cpu.server + result.cpu.postgres + result.cpu.bench
+          ].map((value) => value.toFixed(0).padStart(10)).join(" | ")
+        } |`
+      ])
+    )
   if (cpuRows.length > 0) {
     console.log(`\n| ${"CPU per operation, µs".padEnd(42)} | server     | PostgreSQL | bench      | sum        |`)
     console.log(`|${"-".repeat(44)}|------------|------------|------------|------------|`)
@@ -331,16 +500,36 @@ const main = async () => {
   for (const run of runs) {
     const ratio = (100 * run.create.perSecond) / run.volumes.perSecond
     const loaded = run.version.loaded
-    const dryRuns = run.version.timedOut ? `it timed out after ${versionTimeoutMs / 1000} s` : `those dry runs took ${run.version.dryRunP50Ms.toFixed(0)} ms p50`
-    console.log(`${run.label}: Job creates = ${ratio.toFixed(1)} % of Volume creates (goal ≥ 80 %); /version under 8 worst-case dry runs p99 ${loaded.p99Ms.toFixed(1)} ms, max ${loaded.maxMs.toFixed(1)} ms of ${loaded.operations} (goal ≤ 100 ms); ${dryRuns}`)
+    const dryRuns = run.version.timedOut
+      ? `it timed out after ${versionTimeoutMs / 1000} s`
+      : `those dry runs took ${run.version.dryRunP50Ms.toFixed(0)} ms p50`
+    console.log(
+      `${run.label}: Job creates = ${
+        ratio.toFixed(1)
+      } % of Volume creates (goal ≥ 80 %); /version under 8 worst-case dry runs p99 ${
+        loaded.p99Ms.toFixed(1)
+      } ms, max ${loaded.maxMs.toFixed(1)} ms of ${loaded.operations} (goal ≤ 100 ms); ${dryRuns}`
+    )
   }
   if (anchor !== undefined) {
     const postgres = runs.find((run) => run.label === "PostgreSQL")!
-    console.log(`Job creates on PostgreSQL = ${(100 * postgres.create.perSecond / anchor).toFixed(1)} % of pgbench INSERT tps (goal ≥ 50 %); Job create p99 ${postgres.create.p99Ms.toFixed(1)} ms (goal < 50 ms); /version at ${clients} clients (nothing behind it) = ${(100 * postgres.ceiling.perSecond / anchor).toFixed(1)} %`)
+    console.log(
+      `Job creates on PostgreSQL = ${
+        (100 * postgres.create.perSecond / anchor).toFixed(1)
+      } % of pgbench INSERT tps (goal ≥ 50 %); Job create p99 ${
+        postgres.create.p99Ms.toFixed(1)
+      } ms (goal < 50 ms); /version at ${clients} clients (nothing behind it) = ${
+        (100 * postgres.ceiling.perSecond / anchor).toFixed(1)
+      } %`
+    )
   }
   agent.destroy()
   if (failures.size > 0) {
-    console.error(`\nFAILED: requests answered with an unexpected status: ${[...failures].map(([label, count]) => `${label} ${count}`).join(", ")}`)
+    console.error(
+      `\nFAILED: requests answered with an unexpected status: ${
+        [...failures].map(([label, count]) => `${label} ${count}`).join(", ")
+      }`
+    )
     process.exit(1)
   }
 }

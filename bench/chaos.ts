@@ -17,8 +17,8 @@
  *                          [--dump file.json] [--log-dir dir] [--keep]   (what was read at the end; each server's output;
  *                          the database left for a post-mortem)
  */
-import { createDatabase } from "../test/support/Postgres.ts"
 import { runChaos } from "../test/cluster/Chaos.ts"
+import { createDatabase } from "../test/support/Postgres.ts"
 import { argument } from "./Arguments.ts"
 
 /** The issue's bound on the takeover of a killed runner's shards. */
@@ -42,7 +42,9 @@ const keep = process.argv.includes("--keep")
 
 const started = Date.now()
 const log = (line: string) => console.log(`[${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s] ${line}`)
-console.log(`bench:chaos: ${servers} servers, ${jobs} Jobs, ${kills} kills every ${killEverySeconds} s after the takeover, sim speed ${speed}, seed ${seed}`)
+console.log(
+  `bench:chaos: ${servers} servers, ${jobs} Jobs, ${kills} kills every ${killEverySeconds} s after the takeover, sim speed ${speed}, seed ${seed}`
+)
 
 const database = await createDatabase(url)
 let exitCode = 0
@@ -67,9 +69,19 @@ try {
   console.log("")
   console.log(`takeovers (ms): ${report.takeoversMs.map((ms) => ms ?? "none").join(", ")}`)
   if (measured.length > 0) {
-    console.log(`takeover: min ${measured[0]} ms, median ${measured[Math.floor(measured.length / 2)]} ms, max ${measured.at(-1)} ms (bound ${takeoverMsMax} ms)`)
+    console.log(
+      `takeover: min ${measured[0]} ms, median ${measured[Math.floor(measured.length / 2)]} ms, max ${
+        measured.at(-1)
+      } ms (bound ${takeoverMsMax} ms)`
+    )
   }
-  console.log(`jobs: ${report.jobs} (${Object.entries(report.phases).map(([phase, count]) => `${count} ${phase}`).join(", ")}), attempts: ${report.attempts}, all final after ${(report.elapsedMs / 1000).toFixed(1)} s; webhook attempts sent again after a kill: ${report.webhooksResent}`)
+  console.log(
+    `jobs: ${report.jobs} (${
+      Object.entries(report.phases).map(([phase, count]) => `${count} ${phase}`).join(", ")
+    }), attempts: ${report.attempts}, all final after ${
+      (report.elapsedMs / 1000).toFixed(1)
+    } s; webhook attempts sent again after a kill: ${report.webhooksResent}`
+  )
   if (report.violations.length > 0 || slow.length > 0 || measured.length < report.takeoversMs.length) {
     exitCode = 1
     console.log(`VIOLATED (${report.violations.length + slow.length}):`)

@@ -15,25 +15,25 @@
  *
  *   npm run bench:estimate -- [--runs 200]
  */
-import { performance } from "node:perf_hooks"
 import { Layer, ManagedRuntime, Option } from "effect"
+import { performance } from "node:perf_hooks"
+import { Ids } from "../src/apiserver/Ids.ts"
 import { simRunSampler } from "../src/backends/sim/RunSampler.ts"
 import { currentPricebook } from "../src/core/billing/Pricebook.ts"
 import { defaultProviderModels, freeMarketOf } from "../src/core/capacity/ProviderModels.ts"
+import type { Json } from "../src/core/Json.ts"
 import { admitJobSpec } from "../src/core/kinds/job/JobAdmission.ts"
 import { type EstimateInput, placementOf, sampleRequestOf } from "../src/core/kinds/job/JobEstimate.ts"
 import { sampledPartOf } from "../src/core/kinds/job/JobSampling.ts"
 import { refOfKind } from "../src/core/meta/Kinds.ts"
-import type { Json } from "../src/core/Json.ts"
 import type { ResourceObject } from "../src/core/meta/ObjectMeta.ts"
 import { loadCatalog } from "../src/data/CatalogData.ts"
 import { BudgetService } from "../src/runtime/Budgets.ts"
 import { Estimates } from "../src/runtime/Estimates.ts"
-import { KindRegistry } from "../src/runtime/Registry.ts"
 import { EventOutbox } from "../src/runtime/EventOutbox.ts"
-import { Ids } from "../src/apiserver/Ids.ts"
 import { LedgerService } from "../src/runtime/LedgerService.ts"
 import { LiveMarket } from "../src/runtime/LiveMarket.ts"
+import { KindRegistry } from "../src/runtime/Registry.ts"
 import * as WorkerSampler from "../src/runtime/WorkerSampler.ts"
 import { ChangeFeed } from "../src/store/ChangeFeed.ts"
 import * as MemoryStore from "../src/store/MemoryStore.ts"
@@ -44,14 +44,48 @@ const goalMs = 50
 
 const shapes: ReadonlyArray<readonly [string, Record<string, unknown>]> = [
   ["1xA10 on demand, 40m", { expectedDuration: "40m", resources: { gpu: { type: ["A10"] } } }],
-  ["8xH100 interruptible, 6h", { expectedDuration: "6h", resources: { gpu: { type: ["H100"], count: 8 } }, placement: { interruptible: "Prefer" } }],
-  ["8xH100 interruptible, 48h", { expectedDuration: "48h", resources: { gpu: { type: ["H100"], count: 8 } }, placement: { interruptible: "Prefer" } }],
-  ["16 indexes x 2h interruptible", { expectedDuration: "2h", completions: 16, parallelism: 4, resources: { gpu: { type: ["A100"], count: 8 } }, placement: { interruptible: "Prefer" } }],
-  ["1000 indexes x 10m", { expectedDuration: "10m", completions: 1000, parallelism: 64, resources: { gpu: { type: ["A10"] } } }],
+  ["8xH100 interruptible, 6h", {
+    expectedDuration: "6h",
+    resources: { gpu: { type: ["H100"], count: 8 } },
+    placement: { interruptible: "Prefer" }
+  }],
+  ["8xH100 interruptible, 48h", {
+    expectedDuration: "48h",
+    resources: { gpu: { type: ["H100"], count: 8 } },
+    placement: { interruptible: "Prefer" }
+  }],
+  ["16 indexes x 2h interruptible", {
+    expectedDuration: "2h",
+    completions: 16,
+    parallelism: 4,
+    resources: { gpu: { type: ["A100"], count: 8 } },
+    placement: { interruptible: "Prefer" }
+  }],
+  ["1000 indexes x 10m", {
+    expectedDuration: "10m",
+    completions: 1000,
+    parallelism: 64,
+    resources: { gpu: { type: ["A10"] } }
+  }],
   ["1xA10 on demand, 100000h", { expectedDuration: "100000h", resources: { gpu: { type: ["A10"] } } }],
-  ["8xH100 interruptible, 100000h", { expectedDuration: "100000h", resources: { gpu: { type: ["H100"], count: 8 } }, placement: { interruptible: "Prefer" } }],
-  ["10000 indexes x 10m", { expectedDuration: "10m", completions: 10000, parallelism: 256, resources: { gpu: { type: ["A10"] } } }],
-  ["10000 indexes x 100000h interruptible", { expectedDuration: "100000h", completions: 10000, parallelism: 256, resources: { gpu: { type: ["H100"], count: 8 } }, placement: { interruptible: "Prefer" } }]
+  ["8xH100 interruptible, 100000h", {
+    expectedDuration: "100000h",
+    resources: { gpu: { type: ["H100"], count: 8 } },
+    placement: { interruptible: "Prefer" }
+  }],
+  ["10000 indexes x 10m", {
+    expectedDuration: "10m",
+    completions: 10000,
+    parallelism: 256,
+    resources: { gpu: { type: ["A10"] } }
+  }],
+  ["10000 indexes x 100000h interruptible", {
+    expectedDuration: "100000h",
+    completions: 10000,
+    parallelism: 256,
+    resources: { gpu: { type: ["H100"], count: 8 } },
+    placement: { interruptible: "Prefer" }
+  }]
 ]
 
 const catalog = loadCatalog()
@@ -78,7 +112,14 @@ const runtime = ManagedRuntime.make(estimates)
 const jobOf = (fields: Record<string, unknown>, variant: string): ResourceObject => ({
   apiVersion: "nodus.dev/v1",
   kind: "Job",
-  metadata: { name: `bench-${variant}`, namespace: "bench", uid: variant, resourceVersion: "1", generation: 1, creationTimestamp: "2026-11-21T00:00:00Z" },
+  metadata: {
+    name: `bench-${variant}`,
+    namespace: "bench",
+    uid: variant,
+    resourceVersion: "1",
+    generation: 1,
+    creationTimestamp: "2026-11-21T00:00:00Z"
+  },
   spec: { image: "bench", env: [{ name: "RUN", value: variant }], ...fields } as Json
 })
 
@@ -96,7 +137,8 @@ const timed = (f: () => unknown): number => {
   return performance.now() - start
 }
 
-const quantile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]!
+const quantile = (sorted: ReadonlyArray<number>, p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]!
 
 const summary = (times: Array<number>) => {
   times.sort((a, b) => a - b)
@@ -113,16 +155,39 @@ const benchShape = async (name: string, fields: Record<string, unknown>, index: 
   const hit: Array<number> = []
   const again = jobOf(fields, `${index}-miss-0`)
   for (let run = 0; run < runs; run++) hit.push(await throughService(again))
-  const input: EstimateInput = { spec: admitJobSpec({ image: "bench", ...fields }), catalog, models, market, pricebook: currentPricebook, now, funds: { available: 10n ** 12n, arrears: 0n, rooms: [] }, seed: "bench" }
+  const input: EstimateInput = {
+    spec: admitJobSpec({ image: "bench", ...fields }),
+    catalog,
+    models,
+    market,
+    pricebook: currentPricebook,
+    now,
+    funds: { available: 10n ** 12n, arrears: 0n, rooms: [] },
+    seed: "bench"
+  }
   const variant = placementOf(input).chosen!.variant
-  const sampling = Array.from({ length: Math.min(runs, 50) }, (_, run) => timed(() => sampledPartOf(sampleRequestOf({ ...input, seed: `sampling-${run}` }, variant), simRunSampler)))
+  const sampling = Array.from(
+    { length: Math.min(runs, 50) },
+    (_, run) =>
+      timed(() => sampledPartOf(sampleRequestOf({ ...input, seed: `sampling-${run}` }, variant), simRunSampler))
+  )
   const placement = Array.from({ length: runs }, () => timed(() => placementOf(input)))
   const [m, h, s, p] = [summary(miss), summary(hit), summary(sampling), summary(placement)]
-  console.log(`| ${name.padEnd(38)} | ${ms(m.p50)} | ${ms(m.p99)} | ${ms(m.max)} | ${ms(h.p50)} | ${ms(h.p99)} | ${ms(s.p50)} | ${ms(s.p99)} | ${ms(p.p50)} | ${ms(cold)} | ${m.p99 <= goalMs ? "met" : "MISSED"} |`)
+  console.log(
+    `| ${name.padEnd(38)} | ${ms(m.p50)} | ${ms(m.p99)} | ${ms(m.max)} | ${ms(h.p50)} | ${ms(h.p99)} | ${ms(s.p50)} | ${
+      ms(s.p99)
+    } | ${ms(p.p50)} | ${ms(cold)} | ${m.p99 <= goalMs ? "met" : "MISSED"} |`
+  )
 }
 
 console.log(`Job estimate latency, ${runs} runs per shape after a warm-up (goal: miss p99 ≤ ${goalMs} ms); ms`)
-console.log(`| ${"Job".padEnd(38)} | miss p50 | miss p99 | miss max | hit p50 | hit p99 | sampling p50 | sampling p99 | placement p50 | first | goal |`)
-console.log(`|${"-".repeat(40)}|--------|--------|--------|--------|--------|--------|--------|--------|--------|------|`)
+console.log(
+  `| ${
+    "Job".padEnd(38)
+  } | miss p50 | miss p99 | miss max | hit p50 | hit p99 | sampling p50 | sampling p99 | placement p50 | first | goal |`
+)
+console.log(
+  `|${"-".repeat(40)}|--------|--------|--------|--------|--------|--------|--------|--------|--------|------|`
+)
 for (const [index, [name, fields]] of shapes.entries()) await benchShape(name, fields, index)
 await runtime.dispose()

@@ -24,11 +24,11 @@
  */
 import { execFileSync, spawn } from "node:child_process"
 import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { createInterface } from "node:readline"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { createInterface } from "node:readline"
 import { detectIsolation, runIsolated } from "../src/backends/live/Isolation.ts"
-import { WorkerConnection, type WorkerTarget, workerArgv, workerEnv } from "../src/backends/live/PythonWorker.ts"
+import { workerArgv, WorkerConnection, workerEnv, type WorkerTarget } from "../src/backends/live/PythonWorker.ts"
 import { NodusClient } from "../src/client/index.ts"
 import { createDatabase } from "../test/support/Postgres.ts"
 import { argument } from "./Arguments.ts"
@@ -54,12 +54,21 @@ writeFileSync(join(root, "code", "app", "handlers.py"), "def embed(text):\n    r
 const support = detectIsolation()
 // One interpreter for every measure: the userland's own, as a box finds it (a PATH shim such as pyenv's costs more).
 const python = existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3"
-const target = (codeDir: string): WorkerTarget => ({ codeDir, module: "app.handlers", qualname: "embed", concurrency: 1 })
+const target = (codeDir: string): WorkerTarget => ({
+  codeDir,
+  module: "app.handlers",
+  qualname: "embed",
+  concurrency: 1
+})
 const input = Buffer.from(JSON.stringify({ args: ["the quick brown fox jumps over the lazy dog"] })).toString("base64")
 
 /** The floor: python echoes each line back. */
 const floor = async () => {
-  const child = spawn(python, ["-u", "-c", "import sys\nfor line in sys.stdin:\n    sys.stdout.write(line)\n    sys.stdout.flush()"], { stdio: ["pipe", "pipe", "inherit"] })
+  const child = spawn(python, [
+    "-u",
+    "-c",
+    "import sys\nfor line in sys.stdin:\n    sys.stdout.write(line)\n    sys.stdout.flush()"
+  ], { stdio: ["pipe", "pipe", "inherit"] })
   const lines = createInterface({ input: child.stdout })
   const waiting: Array<() => void> = []
   lines.on("line", () => waiting.shift()?.())
@@ -91,7 +100,10 @@ const roundTrips = async (connection: WorkerConnection) => {
 
 const plainWorker = () => {
   const [command, ...args] = workerArgv(python)
-  const child = spawn(command!, args, { env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", ...workerEnv(target(join(root, "code"))) }, stdio: ["pipe", "pipe", "inherit"] })
+  const child = spawn(command!, args, {
+    env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", ...workerEnv(target(join(root, "code"))) },
+    stdio: ["pipe", "pipe", "inherit"]
+  })
   return new WorkerConnection(child.stdin, child.stdout, [])
 }
 
@@ -101,8 +113,15 @@ const boxedWorker = () => {
   mkdirSync(join(area, "inputs"), { recursive: true })
   cpSync(join(root, "code"), join(area, "inputs", "code"), { recursive: true })
   const running = runIsolated({
-    argv: workerArgv(python), env: workerEnv(target("/platform/inputs/code")), workingDir: undefined, secretFiles: [], egress: "Deny",
-    memoryBytes: undefined, area, logPath: join(area, "worker.log"), pipes: true
+    argv: workerArgv(python),
+    env: workerEnv(target("/platform/inputs/code")),
+    workingDir: undefined,
+    secretFiles: [],
+    egress: "Deny",
+    memoryBytes: undefined,
+    area,
+    logPath: join(area, "worker.log"),
+    pipes: true
   }, { support, hidden: [] })
   return new WorkerConnection(running.control!.input, running.control!.output, [])
 }
@@ -119,7 +138,6 @@ const coldStarts = async (make: () => WorkerConnection) => {
   return times
 }
 
-
 // ---------------------------------------------------------------------------------------------------------------------
 // Through the API
 
@@ -135,13 +153,23 @@ const codeArchive = () => {
 }
 
 const createFunction = async (url: URL, name: string, blob: string, scaling: Record<string, unknown>) => {
-  const body = { apiVersion: "nodus.dev/v1", kind: "Function", metadata: { name }, spec: { image: "debian:12", code: { module: "app", qualname: "double", blob }, scaling } }
+  const body = {
+    apiVersion: "nodus.dev/v1",
+    kind: "Function",
+    metadata: { name },
+    spec: { image: "debian:12", code: { module: "app", qualname: "double", blob }, scaling }
+  }
   const reply = await call(url, "POST", functions, body)
   if (reply.status !== 201) throw new Error(`Function ${name}: ${reply.status} ${reply.text.slice(0, 300)}`)
 }
 
-interface WorkerCounts { starting?: number; ready?: number; draining?: number }
-const workersOf = async (url: URL, name: string): Promise<WorkerCounts> => (await get(url, `${functions}/${name}`))?.status?.workers ?? {}
+interface WorkerCounts {
+  starting?: number
+  ready?: number
+  draining?: number
+}
+const workersOf = async (url: URL, name: string): Promise<WorkerCounts> =>
+  (await get(url, `${functions}/${name}`))?.status?.workers ?? {}
 
 const message = (error: unknown) => error instanceof Error ? `${error.name}: ${error.message}` : String(error)
 
@@ -219,9 +247,21 @@ const pythonClient = (url: URL) => {
   const output = execFileSync(python, [script, String(calls), String(mapInputs), project], {
     encoding: "utf8",
     maxBuffer: 64 * 1024 * 1024,
-    env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", PYTHONPATH: join(import.meta.dirname, "..", "clients", "python"), PYTHONDONTWRITEBYTECODE: "1", NODUS_URL: url.origin, NODUS_TOKEN: benchToken, KUBECONFIG: "/nonexistent/kubeconfig" }
+    env: {
+      PATH: process.env["PATH"] ?? "/usr/bin:/bin",
+      PYTHONPATH: join(import.meta.dirname, "..", "clients", "python"),
+      PYTHONDONTWRITEBYTECODE: "1",
+      NODUS_URL: url.origin,
+      NODUS_TOKEN: benchToken,
+      KUBECONFIG: "/nonexistent/kubeconfig"
+    }
   })
-  const report = JSON.parse(output.trim().split("\n").at(-1) ?? "{}") as { remote: Array<number>; mapResults: number; mapSeconds: number; errors: Array<string> }
+  const report = JSON.parse(output.trim().split("\n").at(-1) ?? "{}") as {
+    remote: Array<number>
+    mapResults: number
+    mapSeconds: number
+    errors: Array<string>
+  }
   for (const error of report.errors) fail(`Python client: ${error}`)
   if (report.mapResults !== mapInputs) fail(`Python map gave ${report.mapResults} of ${mapInputs} results`)
   return { remote: report.remote, mapPerSecond: mapInputs / report.mapSeconds }
@@ -231,10 +271,15 @@ const pythonClient = (url: URL) => {
 const coldCalls = async (url: URL, client: NodusClient) => {
   const times: Array<number> = []
   for (let index = 0; index < colds; index++) {
-    await until("cold's worker goes", async () => {
-      const workers = await workersOf(url, "cold")
-      return (workers.starting ?? 0) + (workers.ready ?? 0) + (workers.draining ?? 0) === 0
-    }, 120_000, 100)
+    await until(
+      "cold's worker goes",
+      async () => {
+        const workers = await workersOf(url, "cold")
+        return (workers.starting ?? 0) + (workers.ready ?? 0) + (workers.draining ?? 0) === 0
+      },
+      120_000,
+      100
+    )
     times.push(...await tsRemote(client, "cold", 1))
   }
   return times
@@ -242,14 +287,22 @@ const coldCalls = async (url: URL, client: NodusClient) => {
 
 /** What each phase measured, for one table. */
 type Row =
-  | { readonly label: string; readonly times: ReadonlyArray<number>; readonly goal?: { readonly p50: number; readonly p99: number } }
+  | {
+    readonly label: string
+    readonly times: ReadonlyArray<number>
+    readonly goal?: { readonly p50: number; readonly p99: number }
+  }
   | { readonly label: string; readonly perSecond: number; readonly goal: number }
 const rows: Array<Row> = []
 
 const throughApi = async () => {
   // A database of its own for the run (no Functions left from another run).
   const database = databaseUrl === "" ? undefined : await createDatabase(databaseUrl)
-  const server = await startServer({ NODUS_DATA_DIR: join(root, "data"), NODUS_BACKEND: "local", ...(database === undefined ? {} : { DATABASE_URL: database.url }) })
+  const server = await startServer({
+    NODUS_DATA_DIR: join(root, "data"),
+    NODUS_BACKEND: "local",
+    ...(database === undefined ? {} : { DATABASE_URL: database.url })
+  })
   const client = new NodusClient({ baseUrl: server.url.origin, token: benchToken, env: {} })
   try {
     await benchProject(server.url, project, "bench:functions")
@@ -258,16 +311,32 @@ const throughApi = async () => {
     await createFunction(server.url, "warm", blob, { minWorkers: 1, maxWorkers: 1, targetConcurrency: 32 })
     // A worker per call, gone as soon as it is idle (this host has a slot per core: the warm one holds the other).
     await createFunction(server.url, "cold", blob, { minWorkers: 0, maxWorkers: 1, scaledownWindow: "0s" })
-    await until("warm has a ready worker", async () => ((await workersOf(server.url, "warm")).ready ?? 0) >= 1, 120_000, 100)
+    await until(
+      "warm has a ready worker",
+      async () => ((await workersOf(server.url, "warm")).ready ?? 0) >= 1,
+      120_000,
+      100
+    )
     const store = database === undefined ? "PGlite" : "PostgreSQL"
     await tsRemote(client, "warm", 10)
     const goal = { p50: 15, p99: 50 }
-    rows.push({ label: `warm .remote(), TypeScript client (${store})`, times: await tsRemote(client, "warm", calls), goal })
+    rows.push({
+      label: `warm .remote(), TypeScript client (${store})`,
+      times: await tsRemote(client, "warm", calls),
+      goal
+    })
     const py = pythonClient(server.url)
     rows.push({ label: `warm .remote(), Python client (${store})`, times: py.remote, goal })
-    rows.push({ label: `.map of ${mapInputs}, TypeScript client (${store})`, perSecond: (await tsMap(client)).perSecond, goal: 1000 })
+    rows.push({
+      label: `.map of ${mapInputs}, TypeScript client (${store})`,
+      perSecond: (await tsMap(client)).perSecond,
+      goal: 1000
+    })
     rows.push({ label: `.map of ${mapInputs}, Python client (${store})`, perSecond: py.mapPerSecond, goal: 1000 })
-    rows.push({ label: `cold start through the API, create → result (${store})`, times: await coldCalls(server.url, client) })
+    rows.push({
+      label: `cold start through the API, create → result (${store})`,
+      times: await coldCalls(server.url, client)
+    })
   } finally {
     client.close()
     await stopServer(server)
@@ -287,16 +356,26 @@ const table = () => {
       }
       const p50 = percentile(row.times, 50)
       const p99 = percentile(row.times, 99)
-      const goal = row.goal === undefined ? "" : `p50 ≤ ${row.goal.p50} ms, p99 ≤ ${row.goal.p99} ms ${p50 <= row.goal.p50 && p99 <= row.goal.p99 ? "(met)" : "(missed)"}`
+      const goal = row.goal === undefined
+        ? ""
+        : `p50 ≤ ${row.goal.p50} ms, p99 ≤ ${row.goal.p99} ms ${
+          p50 <= row.goal.p50 && p99 <= row.goal.p99 ? "(met)" : "(missed)"
+        }`
       console.log(`| ${row.label} | ${milliseconds(p50)} | ${milliseconds(p99)} | | ${row.times.length} | ${goal} |`)
     } else {
-      console.log(`| ${row.label} | | | ${row.perSecond.toFixed(0)} | ${mapInputs} | ≥ ${row.goal} calls/s ${row.perSecond >= row.goal ? "(met)" : "(missed)"} |`)
+      console.log(
+        `| ${row.label} | | | ${row.perSecond.toFixed(0)} | ${mapInputs} | ≥ ${row.goal} calls/s ${
+          row.perSecond >= row.goal ? "(met)" : "(missed)"
+        } |`
+      )
     }
   }
 }
 
 try {
-  console.log(`Functions on this host (${python}, ${calls} calls, ${starts} worker starts, .map of ${mapInputs}, ${colds} cold starts through the API)`)
+  console.log(
+    `Functions on this host (${python}, ${calls} calls, ${starts} worker starts, .map of ${mapInputs}, ${colds} cold starts through the API)`
+  )
   rows.push({ label: "floor: bare Node ↔ Python pipe round trip", times: await floor() })
   const plain = plainWorker()
   rows.push({ label: "warm worker call round trip, plain process", times: await roundTrips(plain) })

@@ -11,8 +11,15 @@ import { Layer } from "effect"
 import * as fc from "fast-check"
 import * as SqlStore from "../src/store/SqlStore.ts"
 import { registeredCodes } from "../test/apiserver/api/Support.ts"
-import { type FuzzRequest, prepareTarget, replyProblem, requestArbitrary, send, unsendable } from "../test/support/RequestFuzz.ts"
 import { createDatabase } from "../test/support/Postgres.ts"
+import {
+  type FuzzRequest,
+  prepareTarget,
+  replyProblem,
+  requestArbitrary,
+  send,
+  unsendable
+} from "../test/support/RequestFuzz.ts"
 import { startTestServer, type TestServer } from "../test/support/TestServer.ts"
 import { argument } from "./Arguments.ts"
 
@@ -63,8 +70,14 @@ const run = async (server: TestServer): Promise<Outcome> => {
 
 const report = (store: string, outcome: Outcome): boolean => {
   const sent = [...outcome.byStatus.values()].reduce((sum, count) => sum + count, 0)
-  const statuses = [...outcome.byStatus.entries()].sort(([a], [b]) => a - b).map(([status, count]) => `${status}×${count}`).join(" ")
-  console.log(`${store}: ${sent} answers in ${outcome.seconds.toFixed(1)} s (${(sent / outcome.seconds).toFixed(0)} requests/s, ${clients} clients); ${outcome.unsent} not sendable by fetch`)
+  const statuses = [...outcome.byStatus.entries()].sort(([a], [b]) => a - b).map(([status, count]) =>
+    `${status}×${count}`
+  ).join(" ")
+  console.log(
+    `${store}: ${sent} answers in ${outcome.seconds.toFixed(1)} s (${
+      (sent / outcome.seconds).toFixed(0)
+    } requests/s, ${clients} clients); ${outcome.unsent} not sendable by fetch`
+  )
   console.log(`  by status: ${statuses}`)
   console.log(`  failures: ${outcome.failures.length}`)
   for (const failure of outcome.failures.slice(0, 20)) console.log(`    ${failure}`)

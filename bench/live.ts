@@ -38,29 +38,79 @@ const leaseLoss = argument("lease-loss", "on") !== "off"
 
 const timeSpawn = async (): Promise<number> => {
   const started = performance.now()
-  await new Promise<void>((resolve, reject) => spawn("true", [], { stdio: "ignore" }).on("exit", () => resolve()).on("error", reject))
+  await new Promise<void>((resolve, reject) =>
+    spawn("true", [], { stdio: "ignore" }).on("exit", () => resolve()).on("error", reject)
+  )
   return performance.now() - started
 }
 
 /** A second host joins, runs a Job, and is killed: how long until its run is lost, and until the Job runs again. */
 const measureLeaseLoss = async (url: URL, root: string) => {
   const base = `/apis/nodus.dev/v1/namespaces/${project}`
-  const token = await call(url, "POST", `${base}/enrollmenttokens`, { apiVersion: "nodus.dev/v1", kind: "EnrollmentToken", metadata: { name: "edge" }, spec: { pool: "edge" } })
+  const token = await call(url, "POST", `${base}/enrollmenttokens`, {
+    apiVersion: "nodus.dev/v1",
+    kind: "EnrollmentToken",
+    metadata: { name: "edge" },
+    spec: { pool: "edge" }
+  })
   if (token.status !== 201) throw new Error(`enrollment token: ${token.status} ${token.text}`)
   const agentDir = join(root, "edge")
-  const agent = spawn(process.execPath, [join(import.meta.dirname, "..", "bin", "nodus.js"), "agent", "--server", url.origin, "--token", JSON.parse(token.text).status.token, "--data-dir", agentDir, "--name", "edge"], { stdio: "ignore" })
-  await until("the Node is Ready", async () => (await get(url, `${base}/nodes/edge`))?.status?.phase === "Ready", 30_000)
-  const job = { apiVersion: "nodus.dev/v1", kind: "Job", metadata: { name: "lease" }, spec: { image: "debian:12", command: ["sleep", "600"], placement: { offerings: ["edge", "local"] }, recovery: { continuity: "Restartable" } } }
+  const agent = spawn(process.execPath, [
+    join(import.meta.dirname, "..", "bin", "nodus.js"),
+    "agent",
+    "--server",
+    url.origin,
+    "--token",
+    JSON.parse(token.text).status.token,
+    "--data-dir",
+    agentDir,
+    "--name",
+    "edge"
+  ], { stdio: "ignore" })
+  await until(
+    "the Node is Ready",
+    async () => (await get(url, `${base}/nodes/edge`))?.status?.phase === "Ready",
+    30_000
+  )
+  const job = {
+    apiVersion: "nodus.dev/v1",
+    kind: "Job",
+    metadata: { name: "lease" },
+    spec: {
+      image: "debian:12",
+      command: ["sleep", "600"],
+      placement: { offerings: ["edge", "local"] },
+      recovery: { continuity: "Restartable" }
+    }
+  }
   const created = await call(url, "POST", jobsPath, job)
   if (created.status !== 201) throw new Error(`lease Job: ${created.status} ${created.text}`)
-  await until("the Job runs on edge", async () => (await get(url, `${base}/attempts/lease-0-1`))?.status?.offering === "edge" && (await get(url, `${jobsPath}/lease`))?.status?.phase === "Running", 30_000)
+  await until(
+    "the Job runs on edge",
+    async () =>
+      (await get(url, `${base}/attempts/lease-0-1`))?.status?.offering === "edge" &&
+      (await get(url, `${jobsPath}/lease`))?.status?.phase === "Running",
+    30_000
+  )
   const killed = performance.now()
   agent.kill("SIGKILL")
-  const lost = await until("NodeLost", async () => (await get(url, `${base}/attempts/lease-0-1`))?.status?.reason === "NodeLost", 60_000)
-  const restored = await until("the replacement runs", async () => (await get(url, `${base}/attempts/lease-0-2`))?.status?.phase === "Running", 60_000)
+  const lost = await until(
+    "NodeLost",
+    async () => (await get(url, `${base}/attempts/lease-0-1`))?.status?.reason === "NodeLost",
+    60_000
+  )
+  const restored = await until(
+    "the replacement runs",
+    async () => (await get(url, `${base}/attempts/lease-0-2`))?.status?.phase === "Running",
+    60_000
+  )
   console.log(`lease loss (a second host killed with SIGKILL; lease 10 s renew, 40 s expiry)`)
   console.log(`${"kill → NodeLost".padEnd(44)} ${((lost - killed) / 1000).toFixed(1)} s   (goal ≤ 40 s)`)
-  console.log(`${"kill → replacement Running on another Node".padEnd(44)} ${((restored - killed) / 1000).toFixed(1)} s   (goal ≤ 60 s)`)
+  console.log(
+    `${"kill → replacement Running on another Node".padEnd(44)} ${
+      ((restored - killed) / 1000).toFixed(1)
+    } s   (goal ≤ 60 s)`
+  )
   await call(url, "DELETE", `${jobsPath}/lease`)
 }
 
@@ -68,7 +118,11 @@ const root = mkdtempSync(join(tmpdir(), "nodus-bench-live-"))
 chmodSync(root, 0o711)
 // A database of its own for the run: the store of an earlier run (its sealed secrets, its Nodes) is not this one's.
 const database = databaseUrl === "" ? undefined : await createDatabase(databaseUrl)
-const server = await startServer({ NODUS_DATA_DIR: join(root, "data"), NODUS_BACKEND: "local", ...(database === undefined ? {} : { DATABASE_URL: database.url }) })
+const server = await startServer({
+  NODUS_DATA_DIR: join(root, "data"),
+  NODUS_BACKEND: "local",
+  ...(database === undefined ? {} : { DATABASE_URL: database.url })
+})
 let failures = 0
 try {
   await benchProject(server.url, project, "bench:live")
@@ -76,7 +130,9 @@ try {
   const succeeded = new Map<string, number>()
   const waiters = new Map<string, () => void>()
   const stop = watchPhases(server.url, jobsPath, (name, phase, at) => {
-    if (phase === "Running" || phase === "Succeeded" || phase === "Failed") if (!running.has(name)) running.set(name, at)
+    if (phase === "Running" || phase === "Succeeded" || phase === "Failed") {
+      if (!running.has(name)) running.set(name, at)
+    }
     if (phase === "Succeeded" || phase === "Failed") {
       if (phase === "Failed") failures++
       if (!succeeded.has(name)) succeeded.set(name, at)
@@ -90,14 +146,22 @@ try {
     const name = `true-${index}`
     const done = new Promise<void>((resolve) => waiters.set(name, resolve))
     startedAt.set(name, performance.now())
-    const reply = await call(server.url, "POST", jobsPath, { apiVersion: "nodus.dev/v1", kind: "Job", metadata: { name }, spec: { image: "debian:12", command: ["true"] } })
+    const reply = await call(server.url, "POST", jobsPath, {
+      apiVersion: "nodus.dev/v1",
+      kind: "Job",
+      metadata: { name },
+      spec: { image: "debian:12", command: ["true"] }
+    })
     if (reply.status !== 201) {
       failures++
       console.error(`create ${name}: ${reply.status} ${reply.text.slice(0, 200)}`)
       continue
     }
     answered.set(name, performance.now())
-    const timedOut = await Promise.race([done.then(() => false), new Promise<boolean>((resolve) => setTimeout(() => resolve(true), jobTimeoutMs))])
+    const timedOut = await Promise.race([
+      done.then(() => false),
+      new Promise<boolean>((resolve) => setTimeout(() => resolve(true), jobTimeoutMs))
+    ])
     if (timedOut) {
       failures++
       console.error(`${name} did not finish within ${jobTimeoutMs} ms`)

@@ -56,7 +56,10 @@ const phaseOf = (name: string, phase: string): Promise<number> => {
   const known = seenAt.get(key)
   if (known !== undefined) return Promise.resolve(known)
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} was not ${phase} within ${phaseTimeoutMs / 1000} s`)), phaseTimeoutMs)
+    const timer = setTimeout(
+      () => reject(new Error(`${name} was not ${phase} within ${phaseTimeoutMs / 1000} s`)),
+      phaseTimeoutMs
+    )
     waiting.set(key, () => {
       clearTimeout(timer)
       waiting.delete(key)
@@ -67,7 +70,12 @@ const phaseOf = (name: string, phase: string): Promise<number> => {
 const forget = (name: string, phase: string) => seenAt.delete(`${name}/${phase}`)
 
 const create = async (base: URL, name: string, spec: Record<string, unknown>) => {
-  const reply = await call(base, "POST", collection, { apiVersion: "nodus.dev/v1", kind: "Sandbox", metadata: { name }, spec: { image: "debian:12", ...spec } })
+  const reply = await call(base, "POST", collection, {
+    apiVersion: "nodus.dev/v1",
+    kind: "Sandbox",
+    metadata: { name },
+    spec: { image: "debian:12", ...spec }
+  })
   if (reply.status !== 201) throw new Error(`create ${name}: ${reply.status} ${reply.text.slice(0, 300)}`)
 }
 
@@ -75,7 +83,9 @@ const exec = async (base: URL, name: string, command: ReadonlyArray<string>) => 
   const reply = await call(base, "POST", `${collection}/${name}/commands`, { command })
   if (reply.status !== 200) throw new Error(`command in ${name}: ${reply.status} ${reply.text.slice(0, 300)}`)
   const result = JSON.parse(reply.text) as { exitCode: number | null; stderr: string }
-  if (result.exitCode !== 0) throw new Error(`command in ${name} exited ${result.exitCode}: ${result.stderr.slice(0, 300)}`)
+  if (result.exitCode !== 0) {
+    throw new Error(`command in ${name} exited ${result.exitCode}: ${result.stderr.slice(0, 300)}`)
+  }
 }
 
 const setState = async (base: URL, name: string, state: string) => {
@@ -153,7 +163,11 @@ const root = mkdtempSync(join(tmpdir(), "nodus-bench-sandbox-"))
 chmodSync(root, 0o711)
 // A database of its own for the run: the store of an earlier run (its sealed secrets, its Nodes) is not this one's.
 const database = databaseUrl === "" ? undefined : await createDatabase(databaseUrl)
-const server = await startServer({ NODUS_DATA_DIR: join(root, "data"), NODUS_BACKEND: "local", ...(database === undefined ? {} : { DATABASE_URL: database.url }) })
+const server = await startServer({
+  NODUS_DATA_DIR: join(root, "data"),
+  NODUS_BACKEND: "local",
+  ...(database === undefined ? {} : { DATABASE_URL: database.url })
+})
 try {
   const base = server.url
   await benchProject(base, project, "bench:sandbox")

@@ -26,9 +26,9 @@
 import { spawn } from "node:child_process"
 import { existsSync } from "node:fs"
 import { join } from "node:path"
+import { argument } from "./Arguments.ts"
 import { theoreticalMeanWait } from "./sim/mm1.ts"
 import type { PlatformResult } from "./sim/platform.ts"
-import { argument } from "./Arguments.ts"
 
 export interface Options {
   /** The raw command line after the script, for sections that read flags of their own. */
@@ -108,7 +108,10 @@ const mm1Implementations: ReadonlyArray<Mm1Implementation> = [
   {
     name: "nodus Engine",
     missing: "",
-    command: (customers, seed) => [process.execPath, [join(root, "bench/sim/mm1.ts"), "--customers", String(customers), "--seed", String(seed)]]
+    command: (
+      customers,
+      seed
+    ) => [process.execPath, [join(root, "bench/sim/mm1.ts"), "--customers", String(customers), "--seed", String(seed)]]
   },
   {
     name: "SimPy 3",
@@ -120,7 +123,16 @@ const mm1Implementations: ReadonlyArray<Mm1Implementation> = [
     name: "simjs",
     goal: 2,
     missing: "simjs is not available (npm install --save-dev simjs@2.0.3)",
-    command: (customers, seed) => [process.execPath, [join(root, "bench/sim/mm1_simjs.ts"), "--customers", String(customers), "--seed", String(seed)]]
+    command: (
+      customers,
+      seed
+    ) => [process.execPath, [
+      join(root, "bench/sim/mm1_simjs.ts"),
+      "--customers",
+      String(customers),
+      "--seed",
+      String(seed)
+    ]]
   }
 ]
 
@@ -145,9 +157,14 @@ const measureMm1 = async (
     const [command, args] = implementation.command(customers, options.seed)
     const outcome = await runJsonChild(command, args)
     if (!outcome.ok) {
-      return { ok: false, reason: implementation.missing === "" ? outcome.reason : `${implementation.missing}: ${outcome.reason}` }
+      return {
+        ok: false,
+        reason: implementation.missing === "" ? outcome.reason : `${implementation.missing}: ${outcome.reason}`
+      }
     }
-    if (!isMm1Measurement(outcome.value)) return { ok: false, reason: `unexpected output ${JSON.stringify(outcome.value)}` }
+    if (!isMm1Measurement(outcome.value)) {
+      return { ok: false, reason: `unexpected output ${JSON.stringify(outcome.value)}` }
+    }
     measurements.push(outcome.value)
   }
   measurements.sort((a, b) => a.wallMs - b.wallMs)
@@ -160,16 +177,28 @@ const mm1Section: Section = {
   run: async (options) => {
     const customers = Number(argument("customers", "1000000", options.argv))
     process.stdout.write(
-      `${customers.toLocaleString("en-US")} customers, seed ${options.seed}, ${options.runs} run(s) each in a fresh process (median); ` +
+      `${
+        customers.toLocaleString("en-US")
+      } customers, seed ${options.seed}, ${options.runs} run(s) each in a fresh process (median); ` +
         `theoretical mean wait in queue ρ/(μ−λ) = ${theoreticalMeanWait.toFixed(2)}\n\n`
     )
-    const results: Array<{ readonly implementation: Mm1Implementation; readonly outcome: Awaited<ReturnType<typeof measureMm1>> }> = []
+    const results: Array<
+      { readonly implementation: Mm1Implementation; readonly outcome: Awaited<ReturnType<typeof measureMm1>> }
+    > = []
     for (const implementation of mm1Implementations) {
       results.push({ implementation, outcome: await measureMm1(implementation, customers, options) })
     }
     const ours = results[0]!.outcome
     const oursRate = ours.ok ? (ours.value.customers / ours.value.wallMs) * 1000 : Number.NaN
-    const rows: Array<Array<string>> = [["implementation", "customers", "wall s", "customers/s", "ours ÷ it", "mean wait", "vs 9.09"]]
+    const rows: Array<Array<string>> = [[
+      "implementation",
+      "customers",
+      "wall s",
+      "customers/s",
+      "ours ÷ it",
+      "mean wait",
+      "vs 9.09"
+    ]]
     const notes: Array<string> = []
     for (const { implementation, outcome } of results) {
       if (!outcome.ok) {
@@ -191,7 +220,11 @@ const mm1Section: Section = {
         `${error >= 0 ? "+" : ""}${(error * 100).toFixed(1)} %`
       ])
       if (implementation.goal !== undefined && ours.ok) {
-        notes.push(`goal ≥ ${implementation.goal}× ${implementation.name}: ${ratio >= implementation.goal ? "met" : "NOT met"} (${ratio.toFixed(1)}×)`)
+        notes.push(
+          `goal ≥ ${implementation.goal}× ${implementation.name}: ${
+            ratio >= implementation.goal ? "met" : "NOT met"
+          } (${ratio.toFixed(1)}×)`
+        )
       }
     }
     process.stdout.write(`${formatTable(rows)}\n\n${notes.join("\n")}\n`)
@@ -208,7 +241,8 @@ const platformCheckedGoalMs = 70_000
 const taskset = ["/usr/bin/taskset", "/bin/taskset"].find((path) => existsSync(path))
 
 const isPlatformResult = (value: unknown): value is PlatformResult =>
-  typeof value === "object" && value !== null && typeof (value as PlatformResult).wallMs === "number" && typeof (value as PlatformResult).traceHash === "string"
+  typeof value === "object" && value !== null && typeof (value as PlatformResult).wallMs === "number" &&
+  typeof (value as PlatformResult).traceHash === "string"
 
 /** Runs the platform scenario `runs` times, each in a fresh process, and keeps the median by wall time. */
 const measurePlatform = async (
@@ -226,9 +260,13 @@ const measurePlatform = async (
       ...(check ? [] : ["--no-check"]),
       ...(arrivals === "" ? [] : ["--arrivals", arrivals])
     ]
-    const outcome = pin && taskset !== undefined ? await runJsonChild(taskset, ["-c", cpu, process.execPath, ...args]) : await runJsonChild(process.execPath, args)
+    const outcome = pin && taskset !== undefined
+      ? await runJsonChild(taskset, ["-c", cpu, process.execPath, ...args])
+      : await runJsonChild(process.execPath, args)
     if (!outcome.ok) return outcome
-    if (!isPlatformResult(outcome.value)) return { ok: false, reason: `unexpected output ${JSON.stringify(outcome.value).slice(0, 200)}` }
+    if (!isPlatformResult(outcome.value)) {
+      return { ok: false, reason: `unexpected output ${JSON.stringify(outcome.value).slice(0, 200)}` }
+    }
     measurements.push(outcome.value)
   }
   measurements.sort((a, b) => a.wallMs - b.wallMs)
@@ -237,7 +275,8 @@ const measurePlatform = async (
 
 const platformSection: Section = {
   name: "platform",
-  title: "30 simulated days, 10,000 hosts, 10^6 Jobs with preemptions and checkpoints (goals: under 60 s on one core, 70 s with the checkers)",
+  title:
+    "30 simulated days, 10,000 hosts, 10^6 Jobs with preemptions and checkpoints (goals: under 60 s on one core, 70 s with the checkers)",
   run: async (options) => {
     const checks = argument("checks", "both", options.argv)
     const arrivals = argument("arrivals", "", options.argv)
@@ -246,11 +285,27 @@ const platformSection: Section = {
     const modes = checks === "on" ? [true] : checks === "off" ? [false] : [false, true]
     const pinned = pin && taskset !== undefined
     process.stdout.write(
-      `scenarios/bench-platform.json${arrivals === "" ? "" : `, first ${Number(arrivals).toLocaleString("en-US")} arrivals`}; ` +
-        `${options.runs} run(s) each in a fresh process (median); ${pinned ? `pinned to one CPU (taskset -c ${cpu})` : "not pinned"}\n\n`
+      `scenarios/bench-platform.json${
+        arrivals === "" ? "" : `, first ${Number(arrivals).toLocaleString("en-US")} arrivals`
+      }; ` +
+        `${options.runs} run(s) each in a fresh process (median); ${
+          pinned ? `pinned to one CPU (taskset -c ${cpu})` : "not pinned"
+        }\n\n`
     )
     const count = (value: number) => Math.round(value).toLocaleString("en-US")
-    const rows: Array<Array<string>> = [["checkers", "wall s", "CPU s", "Jobs", "attempts", "preemptions", "checkpoints", "engine events", "events/s", "steps/s", "peak RSS MB"]]
+    const rows: Array<Array<string>> = [[
+      "checkers",
+      "wall s",
+      "CPU s",
+      "Jobs",
+      "attempts",
+      "preemptions",
+      "checkpoints",
+      "engine events",
+      "events/s",
+      "steps/s",
+      "peak RSS MB"
+    ]]
     const notes: Array<string> = []
     for (const check of modes) {
       const outcome = await measurePlatform(check, pin, cpu, arrivals, options)
@@ -276,13 +331,19 @@ const platformSection: Section = {
         count(result.maxRssBytes / 2 ** 20)
       ])
       notes.push(
-        `checkers ${name}: trace ${result.traceHash} (${count(result.traceLines)} lines), ${count(result.controllerSteps)} controller steps ` +
+        `checkers ${name}: trace ${result.traceHash} (${count(result.traceLines)} lines), ${
+          count(result.controllerSteps)
+        } controller steps ` +
           `and ${count(result.skippedSteps)} capacity looks answered without one, ${result.violations} violation(s); ` +
           `phases ${Object.entries(result.byPhase).map(([phase, jobs]) => `${phase} ${count(jobs)}`).join(", ")}`
       )
       if (arrivals === "") {
         const goalMs = check ? platformCheckedGoalMs : platformGoalMs
-        notes.push(`goal under ${goalMs / 1000} s on one core, checkers ${name}: ${result.wallMs < goalMs ? "met" : "NOT met"} (${seconds.toFixed(1)} s)`)
+        notes.push(
+          `goal under ${goalMs / 1000} s on one core, checkers ${name}: ${
+            result.wallMs < goalMs ? "met" : "NOT met"
+          } (${seconds.toFixed(1)} s)`
+        )
       }
     }
     process.stdout.write(`${formatTable(rows)}\n\n${notes.join("\n")}\n`)
@@ -295,7 +356,11 @@ const platformSection: Section = {
 export const sections: Array<Section> = [mm1Section, platformSection]
 
 export const main = async (argv: ReadonlyArray<string>): Promise<void> => {
-  const options: Options = { argv, seed: Number(argument("seed", "1", argv)), runs: Math.max(1, Number(argument("runs", "1", argv))) }
+  const options: Options = {
+    argv,
+    seed: Number(argument("seed", "1", argv)),
+    runs: Math.max(1, Number(argument("runs", "1", argv)))
+  }
   const only = argument("section", "", argv)
   const selected = only === "" ? sections : sections.filter((section) => section.name === only)
   if (selected.length === 0) {

@@ -65,17 +65,22 @@ const freePort = (): Promise<number> =>
   new Promise((resolve, reject) => {
     const server = createServer().listen(0, "127.0.0.1", () => {
       const address = server.address()
-      server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))))
+      server.close(
+        () => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port")))
+      )
     })
   })
 
 /** Whether `GET /version` answers 200 (the certificate is the server's own, self-signed: not checked here). */
 const versionAnswers = (port: number): Promise<boolean> =>
   new Promise((resolve) => {
-    const request = httpsGet({ host: "127.0.0.1", port, path: "/version", rejectUnauthorized: false, timeout: 1_000 }, (response) => {
-      response.resume()
-      resolve(response.statusCode === 200)
-    })
+    const request = httpsGet(
+      { host: "127.0.0.1", port, path: "/version", rejectUnauthorized: false, timeout: 1_000 },
+      (response) => {
+        response.resume()
+        resolve(response.statusCode === 200)
+      }
+    )
     request.on("error", () => resolve(false))
     request.on("timeout", () => request.destroy())
   })
@@ -125,25 +130,52 @@ const processTree = (pid: number): ReadonlyArray<number> => {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** One start of `root`'s server on `dataDir`: timed to /version, then idle for the settle time, then stopped. */
-const startOnce = async (root: string, dataDir: string, temporary: string, backend: string, databaseUrl: string | undefined): Promise<Sample> => {
+const startOnce = async (
+  root: string,
+  dataDir: string,
+  temporary: string,
+  backend: string,
+  databaseUrl: string | undefined
+): Promise<Sample> => {
   const port = await freePort()
-  const args = [join(root, "bin", "nodus.js"), "serve", "--data-dir", dataDir, "--addr", `127.0.0.1:${port}`, "--backend", backend, ...(databaseUrl === undefined ? [] : ["--database-url", databaseUrl])]
+  const args = [
+    join(root, "bin", "nodus.js"),
+    "serve",
+    "--data-dir",
+    dataDir,
+    "--addr",
+    `127.0.0.1:${port}`,
+    "--backend",
+    backend,
+    ...(databaseUrl === undefined ? [] : ["--database-url", databaseUrl])
+  ]
   // As a user runs it: no setting from this shell's environment leaks in.
-  const env = { ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("NODUS_") && name !== "DATABASE_URL" && name !== "NODE_COMPILE_CACHE")), TMPDIR: temporary }
+  const env = {
+    ...Object.fromEntries(
+      Object.entries(process.env).filter(([name]) =>
+        !name.startsWith("NODUS_") && name !== "DATABASE_URL" && name !== "NODE_COMPILE_CACHE"
+      )
+    ),
+    TMPDIR: temporary
+  }
   const started = performance.now()
   const child = spawn(process.execPath, args, { env, stdio: ["ignore", "pipe", "pipe"] })
   let output = ""
   child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()))
   child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()))
   let exited: number | null | undefined
-  const gone = new Promise<void>((resolve) => child.on("exit", (code) => {
-    exited = code
-    resolve()
-  }))
+  const gone = new Promise<void>((resolve) =>
+    child.on("exit", (code) => {
+      exited = code
+      resolve()
+    })
+  )
   try {
     while (!(await versionAnswers(port))) {
       if (exited !== undefined) throw new Error(`the server exited with ${exited} before answering: ${output.trim()}`)
-      if (performance.now() - started > readyTimeoutMs) throw new Error(`the server did not answer /version within ${readyTimeoutMs / 1000} s: ${output.trim()}`)
+      if (performance.now() - started > readyTimeoutMs) {
+        throw new Error(`the server did not answer /version within ${readyTimeoutMs / 1000} s: ${output.trim()}`)
+      }
       await sleep(20)
     }
     const startS = (performance.now() - started) / 1000
@@ -171,7 +203,9 @@ interface Row {
 
 const rows: Array<Row> = []
 const rowOf = (checkout: string, store: Store, backend: string, phase: Phase): Row => {
-  const found = rows.find((row) => row.checkout === checkout && row.store === store && row.backend === backend && row.phase === phase)
+  const found = rows.find((row) =>
+    row.checkout === checkout && row.store === store && row.backend === backend && row.phase === phase
+  )
   if (found !== undefined) return found
   const row: Row = { checkout, store, backend, phase, samples: [] }
   rows.push(row)
@@ -198,11 +232,21 @@ const startsOf = async (checkout: string, root: string, store: Store, backend: s
   }
   try {
     const first = await newDatabase()
-    const starts: ReadonlyArray<readonly [Phase, string, string | undefined]> = [["fresh", "data", first], ["warm", "data", first], ["new dir", "other", await newDatabase()]]
+    const starts: ReadonlyArray<readonly [Phase, string, string | undefined]> = [["fresh", "data", first], [
+      "warm",
+      "data",
+      first
+    ], ["new dir", "other", await newDatabase()]]
     for (const [phase, directory, databaseUrl] of starts) {
       const sample = await startOnce(root, join(scratch, directory), temporary, backend, databaseUrl)
       rowOf(checkout, store, backend, phase).samples.push(sample)
-      console.log(`  ${checkout.padEnd(8)} ${store.padEnd(8)} ${backend.padEnd(5)} ${phase.padEnd(7)} start ${sample.startS.toFixed(2)} s (cpu ${sample.cpuS.toFixed(2)} s)  rss ${sample.serverMb.toFixed(0)} MB (tree ${sample.treeMb.toFixed(0)} MB, pss ${sample.treePssMb.toFixed(0)} MB)`)
+      console.log(
+        `  ${checkout.padEnd(8)} ${store.padEnd(8)} ${backend.padEnd(5)} ${phase.padEnd(7)} start ${
+          sample.startS.toFixed(2)
+        } s (cpu ${sample.cpuS.toFixed(2)} s)  rss ${sample.serverMb.toFixed(0)} MB (tree ${
+          sample.treeMb.toFixed(0)
+        } MB, pss ${sample.treePssMb.toFixed(0)} MB)`
+      )
     }
   } finally {
     for (const database of databases) await database.drop()
@@ -219,7 +263,9 @@ const median = (values: ReadonlyArray<number>) => {
 /** Median, and the range when there is more than one run. */
 const figure = (values: ReadonlyArray<number>, digits: number) => {
   const shown = (value: number) => value.toFixed(digits)
-  return values.length === 1 ? shown(values[0]!) : `${shown(median(values))} (${shown(Math.min(...values))}–${shown(Math.max(...values))})`
+  return values.length === 1
+    ? shown(values[0]!)
+    : `${shown(median(values))} (${shown(Math.min(...values))}–${shown(Math.max(...values))})`
 }
 
 const goalMark = (row: Row) => {
@@ -230,23 +276,49 @@ const goalMark = (row: Row) => {
 }
 
 const main = async () => {
-  const checkouts: ReadonlyArray<readonly [string, string]> = baseline === "" ? [["this", here]] : [["baseline", baseline], ["this", here]]
-  console.log(`nodus start-up bench: ${runs} run(s) of fresh, warm and new-dir starts per row, settle ${settleMs / 1000} s, ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}`)
-  if (baseline !== "") console.log(`baseline: ${baseline} (${execFileSync("git", ["-C", baseline, "rev-parse", "--short", "HEAD"]).toString().trim()}); this: ${execFileSync("git", ["-C", here, "rev-parse", "--short", "HEAD"]).toString().trim()} and its working tree`)
+  const checkouts: ReadonlyArray<readonly [string, string]> = baseline === ""
+    ? [["this", here]]
+    : [["baseline", baseline], ["this", here]]
+  console.log(
+    `nodus start-up bench: ${runs} run(s) of fresh, warm and new-dir starts per row, settle ${
+      settleMs / 1000
+    } s, ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}`
+  )
+  if (baseline !== "") {
+    console.log(
+      `baseline: ${baseline} (${
+        execFileSync("git", ["-C", baseline, "rev-parse", "--short", "HEAD"]).toString().trim()
+      }); this: ${
+        execFileSync("git", ["-C", here, "rev-parse", "--short", "HEAD"]).toString().trim()
+      } and its working tree`
+    )
+  }
   for (let run = 0; run < runs; run++) {
     for (const store of stores) {
       for (const backend of backends) {
         // Alternated run by run, so that the machine's load falls on both alike.
-        for (const [checkout, root] of run % 2 === 0 ? checkouts : [...checkouts].reverse()) await startsOf(checkout, root, store, backend)
+        for (const [checkout, root] of run % 2 === 0 ? checkouts : [...checkouts].reverse()) {
+          await startsOf(checkout, root, store, backend)
+        }
       }
     }
   }
-  console.log(`\nmedian (min–max) of ${runs} run(s); goals (issue 16) on the embedded default (PGlite, backend local): start ≤ ${startGoalS} s, idle RSS ≤ ${rssGoalMb} MB`)
-  console.log(`| checkout | store | backend | start | start to /version, s | CPU by then, s | idle RSS server, MB | idle RSS tree, MB | idle PSS tree, MB | goals |`)
+  console.log(
+    `\nmedian (min–max) of ${runs} run(s); goals (issue 16) on the embedded default (PGlite, backend local): start ≤ ${startGoalS} s, idle RSS ≤ ${rssGoalMb} MB`
+  )
+  console.log(
+    `| checkout | store | backend | start | start to /version, s | CPU by then, s | idle RSS server, MB | idle RSS tree, MB | idle PSS tree, MB | goals |`
+  )
   console.log(`|-|-|-|-|-|-|-|-|-|-|`)
   for (const row of rows) {
     const of = (pick: (sample: Sample) => number, digits: number) => figure(row.samples.map(pick), digits)
-    console.log(`| ${row.checkout} | ${row.store === "pglite" ? "PGlite" : "PostgreSQL"} | ${row.backend} | ${row.phase} | ${of((s) => s.startS, 2)} | ${of((s) => s.cpuS, 2)} | ${of((s) => s.serverMb, 0)} | ${of((s) => s.treeMb, 0)} | ${of((s) => s.treePssMb, 0)} | ${goalMark(row)} |`)
+    console.log(
+      `| ${row.checkout} | ${row.store === "pglite" ? "PGlite" : "PostgreSQL"} | ${row.backend} | ${row.phase} | ${
+        of((s) => s.startS, 2)
+      } | ${of((s) => s.cpuS, 2)} | ${of((s) => s.serverMb, 0)} | ${of((s) => s.treeMb, 0)} | ${
+        of((s) => s.treePssMb, 0)
+      } | ${goalMark(row)} |`
+    )
   }
 }
 

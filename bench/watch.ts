@@ -56,7 +56,14 @@ const failures = new Map<string, number>()
 const fail = (label: string) => failures.set(label, (failures.get(label) ?? 0) + 1)
 
 /** A request that must answer `expected`; resolves with its latency in ms and the body's length in bytes. */
-const call = (server: BenchServer, label: string, expected: number, method: string, path: string, body?: string): Promise<{ ms: number; bytes: number }> =>
+const call = (
+  server: BenchServer,
+  label: string,
+  expected: number,
+  method: string,
+  path: string,
+  body?: string
+): Promise<{ ms: number; bytes: number }> =>
   new Promise((resolve) => {
     const started = performance.now()
     const done = (ok: boolean, bytes = 0) => {
@@ -64,8 +71,18 @@ const call = (server: BenchServer, label: string, expected: number, method: stri
       resolve({ ms: performance.now() - started, bytes })
     }
     const outgoing = request({
-      agent, host: server.url.hostname, port: server.url.port, path, method, timeout: requestTimeoutMs,
-      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(body) }) }
+      agent,
+      host: server.url.hostname,
+      port: server.url.port,
+      path,
+      method,
+      timeout: requestTimeoutMs,
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined
+          ? {}
+          : { "content-type": "application/json", "content-length": Buffer.byteLength(body) })
+      }
     }, (response) => {
       let bytes = 0
       response.on("data", (chunk: Buffer) => (bytes += chunk.length))
@@ -78,18 +95,21 @@ const call = (server: BenchServer, label: string, expected: number, method: stri
     outgoing.end()
   })
 
-const jobBody = (name: string) => JSON.stringify({
-  apiVersion: "nodus.dev/v1",
-  kind: "Job",
-  metadata: { name, labels: { bench: "watch", team: `t${name.length % 4}` } },
-  spec: { image: "python:3.12", command: ["python", "-c", "print(42)"], completions: 4, parallelism: 2 }
-})
+const jobBody = (name: string) =>
+  JSON.stringify({
+    apiVersion: "nodus.dev/v1",
+    kind: "Job",
+    metadata: { name, labels: { bench: "watch", team: `t${name.length % 4}` } },
+    spec: { image: "python:3.12", command: ["python", "-c", "print(42)"], completions: 4, parallelism: 2 }
+  })
 
 const createJobs = async (server: BenchServer): Promise<number> => {
   const started = performance.now()
   let next = 0
   const loop = async () => {
-    for (let index = next++; index < objects; index = next++) await call(server, "Job create", 201, "POST", jobsPath, jobBody(`job-${index}`))
+    for (let index = next++; index < objects; index = next++) {
+      await call(server, "Job create", 201, "POST", jobsPath, jobBody(`job-${index}`))
+    }
   }
   await Promise.all(Array.from({ length: createClients }, loop))
   return objects / ((performance.now() - started) / 1_000)
@@ -111,20 +131,29 @@ const getLatency = async (server: BenchServer): Promise<Latency> => {
   const end = performance.now() + seconds * 1_000
   const loop = async (client: number) => {
     for (let iteration = 0; performance.now() < end; iteration++) {
-      const path = iteration % 2 === 0 ? `${jobsPath}/job-${(client * 7919 + iteration) % objects}` : `${jobsPath}?limit=1`
+      const path = iteration % 2 === 0
+        ? `${jobsPath}/job-${(client * 7919 + iteration) % objects}`
+        : `${jobsPath}?limit=1`
       latencies.push((await call(server, iteration % 2 === 0 ? "Job get" : "Job list limit=1", 200, "GET", path)).ms)
     }
   }
   await Promise.all(Array.from({ length: clients }, (_, client) => loop(client)))
   latencies.sort((a, b) => a - b)
-  return { requests: latencies.length, p50Ms: percentile(latencies, 0.5), p99Ms: percentile(latencies, 0.99), maxMs: latencies.at(-1) ?? Number.NaN }
+  return {
+    requests: latencies.length,
+    p50Ms: percentile(latencies, 0.5),
+    p99Ms: percentile(latencies, 0.99),
+    maxMs: latencies.at(-1) ?? Number.NaN
+  }
 }
 
 /** A watch whose client sends the request and then never reads: the server's writes pile up until the socket is full. */
 const openSilentWatch = (server: BenchServer): Promise<Socket> =>
   new Promise((resolve, reject) => {
     const socket = connect(Number(server.url.port), server.url.hostname, () => {
-      socket.write(`GET ${jobsPath}?watch=true HTTP/1.1\r\nHost: ${server.url.host}\r\nAuthorization: Bearer ${token}\r\n\r\n`)
+      socket.write(
+        `GET ${jobsPath}?watch=true HTTP/1.1\r\nHost: ${server.url.host}\r\nAuthorization: Bearer ${token}\r\n\r\n`
+      )
       socket.pause()
       resolve(socket)
     })
@@ -135,7 +164,12 @@ const openSilentWatch = (server: BenchServer): Promise<Socket> =>
 const openReadingWatch = (server: BenchServer): Promise<() => number> =>
   new Promise((resolve) => {
     let bytes = 0
-    const outgoing = request({ host: server.url.hostname, port: server.url.port, path: `${jobsPath}?watch=true`, headers: { authorization: `Bearer ${token}` } }, (response) => {
+    const outgoing = request({
+      host: server.url.hostname,
+      port: server.url.port,
+      path: `${jobsPath}?watch=true`,
+      headers: { authorization: `Bearer ${token}` }
+    }, (response) => {
       if (response.statusCode !== 200) fail("reading watch")
       response.on("data", (chunk: Buffer) => (bytes += chunk.length))
       response.on("error", () => {})
@@ -152,9 +186,28 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 const benchServer = async (server: BenchServer) => {
   const memory = memorySampler(server.process.pid!)
-  await call(server, "create namespace", 201, "POST", "/api/v1/namespaces", JSON.stringify({ metadata: { name: project } }))
-  const grant = { apiVersion: "nodus.dev/v1", kind: "CreditGrant", metadata: { generateName: "bench-" }, spec: { amountUSD: "1000000", source: "Admin", reason: "bench:watch" } }
-  await call(server, "operator credit grant", 201, "POST", "/apis/nodus.dev/v1/operator/creditgrants", JSON.stringify(grant))
+  await call(
+    server,
+    "create namespace",
+    201,
+    "POST",
+    "/api/v1/namespaces",
+    JSON.stringify({ metadata: { name: project } })
+  )
+  const grant = {
+    apiVersion: "nodus.dev/v1",
+    kind: "CreditGrant",
+    metadata: { generateName: "bench-" },
+    spec: { amountUSD: "1000000", source: "Admin", reason: "bench:watch" }
+  }
+  await call(
+    server,
+    "operator credit grant",
+    201,
+    "POST",
+    "/apis/nodus.dev/v1/operator/creditgrants",
+    JSON.stringify(grant)
+  )
   const createRate = await createJobs(server)
   const afterCreates = memory.peak()
   memory.reset()
@@ -183,35 +236,72 @@ const benchServer = async (server: BenchServer) => {
   }
   const listRss = memory.peak()
   memory.stop()
-  return { createRate, afterCreates, idle, idleRss, watched, watchedRss, read, readRss, readBytes, listMs, listBytes, listRss }
+  return {
+    createRate,
+    afterCreates,
+    idle,
+    idleRss,
+    watched,
+    watchedRss,
+    read,
+    readRss,
+    readBytes,
+    listMs,
+    listBytes,
+    listRss
+  }
 }
 
 const row = (name: string, latency: Latency, rssMb: number) =>
-  `| ${name.padEnd(34)} | ${String(latency.requests).padStart(8)} | ${latency.p50Ms.toFixed(1).padStart(7)} | ${latency.p99Ms.toFixed(1).padStart(7)} | ${latency.maxMs.toFixed(1).padStart(8)} | ${rssMb.toFixed(0).padStart(12)} |`
+  `| ${name.padEnd(34)} | ${String(latency.requests).padStart(8)} | ${latency.p50Ms.toFixed(1).padStart(7)} | ${
+    latency.p99Ms.toFixed(1).padStart(7)
+  } | ${latency.maxMs.toFixed(1).padStart(8)} | ${rssMb.toFixed(0).padStart(12)} |`
 
 const main = async () => {
   const database = databaseUrl === "" ? undefined : await createDatabase(databaseUrl)
   const store = database === undefined ? "PGlite" : "PostgreSQL"
-  console.log(`nodus watch bench (${root}): ${store}, ${objects} Jobs, ${watchers} silent watchers, ${clients} GET clients × ${seconds} s, ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}`)
+  console.log(
+    `nodus watch bench (${root}): ${store}, ${objects} Jobs, ${watchers} silent watchers, ${clients} GET clients × ${seconds} s, ${cpus().length} × ${
+      cpus()[0]?.model ?? "cpu"
+    }, Node ${process.version}`
+  )
   const server = await startServer(database === undefined ? {} : { DATABASE_URL: database.url }, root)
   try {
     const result = await benchServer(server)
-    console.log(`created ${objects} Jobs at ${result.createRate.toFixed(0)}/s; server RSS peak ${result.afterCreates.toFixed(0)} MB`)
-    console.log(`\n| ${"GETs (one Job, ?limit=1)".padEnd(34)} | requests | p50 ms  | p99 ms  | max ms   | peak RSS MB  |`)
+    console.log(
+      `created ${objects} Jobs at ${result.createRate.toFixed(0)}/s; server RSS peak ${
+        result.afterCreates.toFixed(0)
+      } MB`
+    )
+    console.log(
+      `\n| ${"GETs (one Job, ?limit=1)".padEnd(34)} | requests | p50 ms  | p99 ms  | max ms   | peak RSS MB  |`
+    )
     console.log(`|${"-".repeat(36)}|----------|---------|---------|----------|--------------|`)
     console.log(row("idle", result.idle, result.idleRss))
     console.log(row(`with ${watchers} silent watchers`, result.watched, result.watchedRss))
     console.log(row(`with ${readers} reading watchers`, result.read, result.readRss))
     console.log(`(the reading watchers read ${(result.readBytes / 1e6).toFixed(0)} MB in ${seconds} s)`)
-    console.log(`\nunpaged list of ${objects} Jobs (${(result.listBytes / 1e6).toFixed(1)} MB): ${result.listMs.map((ms) => ms.toFixed(0)).join(", ")} ms; server RSS peak ${result.listRss.toFixed(0)} MB`)
-    console.log(`goal: GET p99 < 100 ms and RSS < 1024 MB with the watchers open: p99 ${result.watched.p99Ms.toFixed(1)} ms, RSS ${result.watchedRss.toFixed(0)} MB`)
+    console.log(
+      `\nunpaged list of ${objects} Jobs (${(result.listBytes / 1e6).toFixed(1)} MB): ${
+        result.listMs.map((ms) => ms.toFixed(0)).join(", ")
+      } ms; server RSS peak ${result.listRss.toFixed(0)} MB`
+    )
+    console.log(
+      `goal: GET p99 < 100 ms and RSS < 1024 MB with the watchers open: p99 ${
+        result.watched.p99Ms.toFixed(1)
+      } ms, RSS ${result.watchedRss.toFixed(0)} MB`
+    )
   } finally {
     await stopServer(server)
     await database?.drop()
     agent.destroy()
   }
   if (failures.size > 0) {
-    console.error(`\nFAILED: requests answered with an unexpected status or not within ${requestTimeoutMs / 1000} s: ${[...failures].map(([label, count]) => `${label} ${count}`).join(", ")}`)
+    console.error(
+      `\nFAILED: requests answered with an unexpected status or not within ${requestTimeoutMs / 1000} s: ${
+        [...failures].map(([label, count]) => `${label} ${count}`).join(", ")
+      }`
+    )
     process.exit(1)
   }
 }

@@ -49,8 +49,20 @@ const now = () => performance.timeOrigin + performance.now()
 /** What the receiver thread tells the main thread. */
 type FromReceiver =
   | { readonly _tag: "Listening"; readonly port: number }
-  | { readonly _tag: "Arrived"; readonly route: string; readonly type: string; readonly seq: number; readonly webhookId: string; readonly at: number }
-  | { readonly _tag: "Verified"; readonly total: number; readonly verified: number; readonly problems: ReadonlyArray<string> }
+  | {
+    readonly _tag: "Arrived"
+    readonly route: string
+    readonly type: string
+    readonly seq: number
+    readonly webhookId: string
+    readonly at: number
+  }
+  | {
+    readonly _tag: "Verified"
+    readonly total: number
+    readonly verified: number
+    readonly problems: ReadonlyArray<string>
+  }
 
 type ToReceiver = { readonly _tag: "Verify"; readonly secret: string }
 
@@ -93,7 +105,11 @@ const receiver = (material: { readonly cert: string; readonly key: string }) => 
         verifier.verify(got.body, got.headers)
         verified++
       } catch (error) {
-        if (problems.length < 5) problems.push(`${got.route} ${got.headers["webhook-id"]}: ${error instanceof Error ? error.message : String(error)}`)
+        if (problems.length < 5) {
+          problems.push(
+            `${got.route} ${got.headers["webhook-id"]}: ${error instanceof Error ? error.message : String(error)}`
+          )
+        }
       }
     }
     post({ _tag: "Verified", total: kept.length, verified, problems })
@@ -103,13 +119,18 @@ const receiver = (material: { readonly cert: string; readonly key: string }) => 
 // ---------------------------------------------------------------------------------------------------------------------
 // The bench (main thread)
 
-const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!
+const percentile = (sorted: ReadonlyArray<number>, p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!
 
 const latencyLine = (label: string, values: ReadonlyArray<number>, goal = "") => {
   if (values.length === 0) return console.log(`  ${label.padEnd(44)} none arrived`)
   const sorted = [...values].sort((a, b) => a - b)
   const p99 = percentile(sorted, 99)
-  console.log(`  ${label.padEnd(44)} p50 ${percentile(sorted, 50).toFixed(1).padStart(8)} ms   p99 ${p99.toFixed(1).padStart(8)} ms   max ${sorted.at(-1)!.toFixed(1).padStart(8)} ms   (n=${values.length})${goal}`)
+  console.log(
+    `  ${label.padEnd(44)} p50 ${percentile(sorted, 50).toFixed(1).padStart(8)} ms   p99 ${
+      p99.toFixed(1).padStart(8)
+    } ms   max ${sorted.at(-1)!.toFixed(1).padStart(8)} ms   (n=${values.length})${goal}`
+  )
 }
 
 const main = async () => {
@@ -211,30 +232,59 @@ const main = async () => {
   const api = async (method: string, path: string, body?: unknown) => {
     const response = await fetch(`${base}${path}`, {
       method,
-      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { "content-type": "application/json" })
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) })
     })
     return { status: response.status, json: await response.json() as any }
   }
 
-  const storeName = storeKind === "memory" ? "in-memory store" : storeKind === "pglite" ? `PGlite in ${pgliteDir}` : "PostgreSQL"
-  console.log(`nodus webhooks bench: ${storeName}; ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}`)
-  console.log(`each event committed ${commitKind === "event" ? "with a core/v1 Event object (as ObjectWriter.ts)" : "alone, an outbox record without an object change (as Budgets.ts, the ledger's account events)"}`)
-  console.log(`receiver: loopback HTTPS on a worker thread, answers 200; paced ${pacedCount} events at ${rate}/s, burst ${events} events; anchor: HMAC-SHA256 + POST, ${inFlight} in flight over ${sockets} keep-alive sockets`)
+  const storeName = storeKind === "memory"
+    ? "in-memory store"
+    : storeKind === "pglite"
+    ? `PGlite in ${pgliteDir}`
+    : "PostgreSQL"
+  console.log(
+    `nodus webhooks bench: ${storeName}; ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}`
+  )
+  console.log(
+    `each event committed ${
+      commitKind === "event"
+        ? "with a core/v1 Event object (as ObjectWriter.ts)"
+        : "alone, an outbox record without an object change (as Budgets.ts, the ledger's account events)"
+    }`
+  )
+  console.log(
+    `receiver: loopback HTTPS on a worker thread, answers 200; paced ${pacedCount} events at ${rate}/s, burst ${events} events; anchor: HMAC-SHA256 + POST, ${inFlight} in flight over ${sockets} keep-alive sockets`
+  )
 
   const endpoints = "/apis/nodus.dev/v1/webhookendpoints"
   const existing = await api("GET", endpoints)
   if (existing.status !== 200) throw new Error(`listing endpoints: ${existing.status} ${JSON.stringify(existing.json)}`)
-  if (existing.json.items.length > 0) throw new Error(`the store has ${existing.json.items.length} WebhookEndpoints already: give the bench an empty database`)
-  const namespace = await api("POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: project } })
-  if (namespace.status !== 201) throw new Error(`creating the project: ${namespace.status} ${JSON.stringify(namespace.json)}`)
+  if (existing.json.items.length > 0) {
+    throw new Error(
+      `the store has ${existing.json.items.length} WebhookEndpoints already: give the bench an empty database`
+    )
+  }
+  const namespace = await api("POST", "/api/v1/namespaces", {
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: { name: project }
+  })
+  if (namespace.status !== 201) {
+    throw new Error(`creating the project: ${namespace.status} ${JSON.stringify(namespace.json)}`)
+  }
   const created = await api("POST", endpoints, {
     apiVersion: "nodus.dev/v1",
     kind: "WebhookEndpoint",
     metadata: { name: "bench" },
     spec: { url: `https://receiver.example.com:${receiverPort}/nodus`, eventTypes: ["job.succeeded"] }
   })
-  if (created.status !== 201) throw new Error(`creating the endpoint: ${created.status} ${JSON.stringify(created.json)}`)
+  if (created.status !== 201) {
+    throw new Error(`creating the endpoint: ${created.status} ${JSON.stringify(created.json)}`)
+  }
   const secret: string = created.json.status.signingSecret
   const endpointUid: string = created.json.metadata.uid
   const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
@@ -247,7 +297,10 @@ const main = async () => {
 
   /** An event of a spec type, as a Job's completion records it; its status carries its sequence number and creation. */
   const eventOf = (seq: number, createdAt: number, at = Date.now()) => {
-    return deliveryOf("job.succeeded", at, { reason: "Succeeded", message: `Job bench-${seq} finished: all 1 tasks exited 0.` }, {
+    return deliveryOf("job.succeeded", at, {
+      reason: "Succeeded",
+      message: `Job bench-${seq} finished: all 1 tasks exited 0.`
+    }, {
       apiVersion: "nodus.dev/v1",
       kind: "Job",
       metadata: { name: `bench-${seq}`, namespace: project, uid: randomUUID() },
@@ -258,7 +311,13 @@ const main = async () => {
         startTime: new Date(at - 60_000).toISOString(),
         completionTime: new Date(at).toISOString(),
         costUSD: "0.012345",
-        conditions: [{ type: "Complete", status: "True", reason: "Succeeded", message: "All tasks exited 0.", lastTransitionTime: new Date(at).toISOString() }]
+        conditions: [{
+          type: "Complete",
+          status: "True",
+          reason: "Succeeded",
+          message: "All tasks exited 0.",
+          lastTransitionTime: new Date(at).toISOString()
+        }]
       }
     })
   }
@@ -289,17 +348,38 @@ const main = async () => {
     const at = now()
     createdAt.get("/nodus")!.set(seq, at)
     const event = eventOf(seq, at)
-    const involved = { apiVersion: "nodus.dev/v1", kind: "Job", name: `bench-${seq}`, namespace: project, uid: event.data.object.metadata.uid }
-    const record = { name: eventName(involved.name, Date.parse(event.timestamp), seq), involved, reason: "Succeeded", message: event.data.event.message, warning: false, count: 1, first: Date.parse(event.timestamp), last: Date.parse(event.timestamp), component: "nodus-runtime" }
+    const involved = {
+      apiVersion: "nodus.dev/v1",
+      kind: "Job",
+      name: `bench-${seq}`,
+      namespace: project,
+      uid: event.data.object.metadata.uid
+    }
+    const record = {
+      name: eventName(involved.name, Date.parse(event.timestamp), seq),
+      involved,
+      reason: "Succeeded",
+      message: event.data.event.message,
+      warning: false,
+      count: 1,
+      first: Date.parse(event.timestamp),
+      last: Date.parse(event.timestamp),
+      component: "nodus-runtime"
+    }
     // As ObjectWriter.ts commits a step's event (less the Job's status): the core/v1 Event (no owner: there is no Job
     // to collect it with) and the outbox record; or the record alone, as Budgets.ts and the ledger's account events do.
     const object = eventObject(record, randomUUID(), record.last)
     const { ownerReferences: _none, ...metadata } = object.metadata
-    const eventOp: WriteOp = { _tag: "Create", key: { resource: eventRef.info.plural, namespace: project, name: record.name }, object: { ...object, metadata } }
-    const done = run(store.commit(commitKind === "event" ? [eventOp, outbox.record(event)] : [outbox.record(event)])).then(
-      () => {},
-      (error) => fail(`committing event ${seq}: ${error instanceof Error ? error.message : String(error)}`)
-    )
+    const eventOp: WriteOp = {
+      _tag: "Create",
+      key: { resource: eventRef.info.plural, namespace: project, name: record.name },
+      object: { ...object, metadata }
+    }
+    const done = run(store.commit(commitKind === "event" ? [eventOp, outbox.record(event)] : [outbox.record(event)]))
+      .then(
+        () => {},
+        (error) => fail(`committing event ${seq}: ${error instanceof Error ? error.message : String(error)}`)
+      )
     pendingCommits.add(done)
     void done.finally(() => pendingCommits.delete(done))
     return done
@@ -370,30 +450,43 @@ const main = async () => {
       latencies.push(seen[0]! - createdAt.get(route)!.get(seq)!)
       last = Math.max(last, seen[0]!)
     }
-    if (missing > 0) fail(`${route}: ${missing} of ${count} did not arrive within ${waitMs / 1_000} s of the phase's last send`)
+    if (missing > 0) {
+      fail(`${route}: ${missing} of ${count} did not arrive within ${waitMs / 1_000} s of the phase's last send`)
+    }
     if (repeated > 0) fail(`${route}: ${repeated} of ${count} arrived more than once (a first attempt that failed)`)
     return { latencies, last, missing }
   }
 
   /** Where the missing nodus deliveries are: outbox records, delivery records made, and their phases. */
-  const deliveryRecords = () => run(Effect.gen(function*() {
-    const at = Date.now()
-    const found: Array<Delivery> = []
-    let after = `${endpointUid}/`
-    for (;;) {
-      const page = yield* store.records(deliveriesTable, after, 1_000, at)
-      const mine = page.filter((entry) => entry.id.startsWith(`${endpointUid}/`))
-      for (const entry of mine) found.push(entry.value as unknown as Delivery)
-      if (page.length < 1_000 || mine.length < page.length) return found
-      after = page[page.length - 1]!.id
-    }
-  }))
-  const outboxCount = () => run(Effect.map(outbox.read("", 1_000_000, 0), (entries) => entries.filter((entry) => entry.event.type === "job.succeeded").length))
+  const deliveryRecords = () =>
+    run(Effect.gen(function*() {
+      const at = Date.now()
+      const found: Array<Delivery> = []
+      let after = `${endpointUid}/`
+      for (;;) {
+        const page = yield* store.records(deliveriesTable, after, 1_000, at)
+        const mine = page.filter((entry) => entry.id.startsWith(`${endpointUid}/`))
+        for (const entry of mine) found.push(entry.value as unknown as Delivery)
+        if (page.length < 1_000 || mine.length < page.length) return found
+        after = page[page.length - 1]!.id
+      }
+    }))
+  const outboxCount = () =>
+    run(
+      Effect.map(outbox.read("", 1_000_000, 0), (entries) =>
+        entries.filter((entry) => entry.event.type === "job.succeeded").length)
+    )
   const diagnose = async (phase: string) => {
     const records = await deliveryRecords()
     const phases = new Map<string, number>()
     for (const delivery of records) phases.set(delivery.phase, (phases.get(delivery.phase) ?? 0) + 1)
-    console.error(`  ${phase}: job.succeeded outbox records ${await outboxCount()}, delivery records ${records.length - 1} (+ ping) (${[...phases].map(([name, count]) => `${name} ${count}`).join(", ")}), arrived ${arrived.get("/nodus")}`)
+    console.error(
+      `  ${phase}: job.succeeded outbox records ${await outboxCount()}, delivery records ${
+        records.length - 1
+      } (+ ping) (${[...phases].map(([name, count]) => `${name} ${count}`).join(", ")}), arrived ${
+        arrived.get("/nodus")
+      }`
+    )
   }
 
   // 1. Paced.
@@ -416,15 +509,30 @@ const main = async () => {
     const deadline = performance.now() + 10_000
     for (;;) {
       const found = await deliveryRecords()
-      if (found.filter((delivery) => delivery.phase === "Succeeded").length >= expected || performance.now() > deadline) return found
+      if (
+        found.filter((delivery) => delivery.phase === "Succeeded").length >= expected || performance.now() > deadline
+      ) return found
       await sleep(100)
     }
   })()
-  if (records.length !== expected) fail(`${records.length} delivery records for the endpoint, not ${expected} (${pacedCount + events} events and the ping)`)
-  const notSucceeded = records.filter((delivery) => delivery.phase !== "Succeeded" || delivery.attempts !== 1 || (delivery.responseCode ?? 0) < 200 || (delivery.responseCode ?? 0) >= 300)
+  if (records.length !== expected) {
+    fail(
+      `${records.length} delivery records for the endpoint, not ${expected} (${
+        pacedCount + events
+      } events and the ping)`
+    )
+  }
+  const notSucceeded = records.filter((delivery) =>
+    delivery.phase !== "Succeeded" || delivery.attempts !== 1 || (delivery.responseCode ?? 0) < 200 ||
+    (delivery.responseCode ?? 0) >= 300
+  )
   if (notSucceeded.length > 0) {
     const sample = notSucceeded[0]!
-    fail(`${notSucceeded.length} deliveries not Succeeded at their first attempt with a 2xx (e.g. ${sample.id}: ${sample.phase}, ${sample.attempts} attempts, ${sample.responseCode ?? "no answer"}, ${sample.error ?? ""})`)
+    fail(
+      `${notSucceeded.length} deliveries not Succeeded at their first attempt with a 2xx (e.g. ${sample.id}: ${sample.phase}, ${sample.attempts} attempts, ${
+        sample.responseCode ?? "no answer"
+      }, ${sample.error ?? ""})`
+    )
   }
 
   // 3. The anchor, same counts.
@@ -439,28 +547,58 @@ const main = async () => {
     verifiedReply = done
     thread.postMessage({ _tag: "Verify", secret } satisfies ToReceiver)
   })
-  if (verification.verified !== verification.total) fail(`${verification.total - verification.verified} of ${verification.total} requests did not verify: ${verification.problems.join("; ")}`)
+  if (verification.verified !== verification.total) {
+    fail(
+      `${verification.total - verification.verified} of ${verification.total} requests did not verify: ${
+        verification.problems.join("; ")
+      }`
+    )
+  }
 
   // Results.
   const perSecond = (count: number, from: number, to: number) => (to > from ? (count / ((to - from) / 1_000)) : 0)
   const nodusRate = perSecond(events - burstNodus.missing, burstStart, burstNodus.last)
   const anchorRate = perSecond(events - burstAnchor.missing, anchorStart, burstAnchor.last)
-  const p99 = (values: ReadonlyArray<number>) => (values.length === 0 ? Infinity : percentile([...values].sort((a, b) => a - b), 99))
+  const p99 = (
+    values: ReadonlyArray<number>
+  ) => (values.length === 0 ? Infinity : percentile([...values].sort((a, b) => a - b), 99))
   /** A latency goal is met only when every event arrived: a p99 of the ones that did says nothing of the others. */
   const latencyGoal = (phase: { readonly latencies: ReadonlyArray<number>; readonly missing: number }) =>
-    phase.missing === 0 && p99(phase.latencies) <= 1_000 ? "   goal p99 ≤ 1000: met" : `   goal p99 ≤ 1000: MISSED${phase.missing > 0 ? ` (${phase.missing} never arrived)` : ""}`
+    phase.missing === 0 && p99(phase.latencies) <= 1_000
+      ? "   goal p99 ≤ 1000: met"
+      : `   goal p99 ≤ 1000: MISSED${phase.missing > 0 ? ` (${phase.missing} never arrived)` : ""}`
   const rateLine = (label: string, count: number, phase: { readonly missing: number }, value: number, more = "") =>
-    console.log(`  ${label.padEnd(44)} ${phase.missing > 0 ? `   n/a   (${count - phase.missing} of ${count} arrived)` : value.toFixed(0).padStart(8)}${more}`)
+    console.log(
+      `  ${label.padEnd(44)} ${
+        phase.missing > 0 ? `   n/a   (${count - phase.missing} of ${count} arrived)` : value.toFixed(0).padStart(8)
+      }${more}`
+    )
   if (pacedCount > 0) {
-    console.log(`\npaced: ${pacedCount} events at ${rate}/s, one per commit (from just before the commit to the receiver's arrival of the first attempt)`)
+    console.log(
+      `\npaced: ${pacedCount} events at ${rate}/s, one per commit (from just before the commit to the receiver's arrival of the first attempt)`
+    )
     latencyLine("nodus  event → first attempt", pacedNodus.latencies, latencyGoal(pacedNodus))
     latencyLine("anchor sign + POST → arrival", pacedAnchor.latencies)
   }
   if (events > 0) {
-    console.log(`\nburst: ${events} events (from the burst's start to the last arrival; ${inFlight} commits / POSTs in flight at most)`)
-    rateLine("nodus  deliveries/s", events, burstNodus, nodusRate, `      (the store took the commits at ${perSecond(events, burstStart, committedAt).toFixed(0)}/s)   ${burstNodus.missing === 0 && nodusRate >= 300 ? "goal ≥ 300: met" : "goal ≥ 300: MISSED"}`)
+    console.log(
+      `\nburst: ${events} events (from the burst's start to the last arrival; ${inFlight} commits / POSTs in flight at most)`
+    )
+    rateLine(
+      "nodus  deliveries/s",
+      events,
+      burstNodus,
+      nodusRate,
+      `      (the store took the commits at ${perSecond(events, burstStart, committedAt).toFixed(0)}/s)   ${
+        burstNodus.missing === 0 && nodusRate >= 300 ? "goal ≥ 300: met" : "goal ≥ 300: MISSED"
+      }`
+    )
     rateLine("anchor POSTs/s", events, burstAnchor, anchorRate)
-    latencyLine("nodus  event → first attempt, under the burst", burstNodus.latencies, burstNodus.missing > 0 ? ` (${burstNodus.missing} never arrived)` : "")
+    latencyLine(
+      "nodus  event → first attempt, under the burst",
+      burstNodus.latencies,
+      burstNodus.missing > 0 ? ` (${burstNodus.missing} never arrived)` : ""
+    )
     latencyLine("anchor sign + POST → arrival, under the burst", burstAnchor.latencies)
   }
   // Where the time goes, from the delivery records (ms, the service's clock): the event's time → the dispatcher pass
@@ -469,8 +607,15 @@ const main = async () => {
   const jobs = records.filter((delivery) => delivery.type === "job.succeeded" && delivery.results.length > 0)
   console.log(`\nwhere the time goes (delivery records of every phase, wall-clock ms):`)
   latencyLine("nodus  event → read by a dispatcher pass", jobs.map((delivery) => delivery.createdAt - delivery.eventAt))
-  latencyLine("nodus  that pass → first attempt signed", jobs.map((delivery) => delivery.results[0]![0] - delivery.createdAt))
-  console.log(`\nreceiver: ${verification.total} requests, ${verification.verified} verified by standardwebhooks; delivery records ${records.length}, Succeeded at the first attempt ${records.length - notSucceeded.length}; anchor answers not 2xx or lost ${anchorFailures.count}`)
+  latencyLine(
+    "nodus  that pass → first attempt signed",
+    jobs.map((delivery) => delivery.results[0]![0] - delivery.createdAt)
+  )
+  console.log(
+    `\nreceiver: ${verification.total} requests, ${verification.verified} verified by standardwebhooks; delivery records ${records.length}, Succeeded at the first attempt ${
+      records.length - notSucceeded.length
+    }; anchor answers not 2xx or lost ${anchorFailures.count}`
+  )
   console.log(`failures: ${failures}`)
 
   await Promise.race([runtime.dispose(), sleep(10_000)])

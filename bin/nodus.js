@@ -5,7 +5,10 @@
 // first, in syntax any node parses, with no static import (which would fail before this line ran).
 const nodeMajor = Number(process.versions.node.split(".")[0])
 if (nodeMajor < 24) {
-  process.stderr.write("nodus needs Node 24 (this is Node " + process.versions.node + "): use npm start or npx nodus, which run the project's own Node 24\n")
+  process.stderr.write(
+    "nodus needs Node 24 (this is Node " + process.versions.node +
+      "): use npm start or npx nodus, which run the project's own Node 24\n"
+  )
   process.exit(1)
 }
 
@@ -22,9 +25,17 @@ if (nodeMajor < 24) {
 // not held to the goal.
 const embeddedFlags = ["--max-semi-space-size=8", "--liftoff-only"]
 const [command, ...args] = process.argv.slice(2)
-const onPostgres = args.some((arg) => arg === "--database-url" || arg.startsWith("--database-url=")) || (process.env.DATABASE_URL ?? "") !== ""
-if (command === "serve" && !onPostgres && typeof process.execve === "function" && !embeddedFlags.every((flag) => process.execArgv.includes(flag))) {
-  process.execve(process.execPath, [process.execPath, ...embeddedFlags, ...process.execArgv, ...process.argv.slice(1)], process.env)
+const onPostgres = args.some((arg) => arg === "--database-url" || arg.startsWith("--database-url=")) ||
+  (process.env.DATABASE_URL ?? "") !== ""
+if (
+  command === "serve" && !onPostgres && typeof process.execve === "function" &&
+  !embeddedFlags.every((flag) => process.execArgv.includes(flag))
+) {
+  process.execve(
+    process.execPath,
+    [process.execPath, ...embeddedFlags, ...process.execArgv, ...process.argv.slice(1)],
+    process.env
+  )
 }
 
 // The TypeScript each module is stripped to and V8's compiled code, kept on disk across runs (Node's compile cache,

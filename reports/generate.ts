@@ -38,7 +38,9 @@ if (screenshots) {
       await page.goto(`file://${join(here, `${scenario}.html`)}`)
       await page.waitForSelector("body[data-drawn=true]")
       // The top of the page, or from the named part down: what the README shows.
-      const top = shot.selector === "body" ? 0 : await page.$eval(shot.selector, (element) => Math.max(0, element.getBoundingClientRect().top - 60))
+      const top = shot.selector === "body"
+        ? 0
+        : await page.$eval(shot.selector, (element) => Math.max(0, element.getBoundingClientRect().top - 60))
       const png = join(here, `${scenario}.png`)
       await page.screenshot({ path: png, clip: { x: 0, y: top, width: 1200, height: shot.height }, fullPage: true })
       process.stderr.write(`${png}: ${statSync(png).size.toLocaleString("en-US")} bytes\n`)

@@ -4,9 +4,9 @@
  * draws no random number and does no I/O. The table is read from the page itself, so the page and the code cannot
  * drift apart.
  */
+import { assert, describe, it } from "@effect/vitest"
 import { readdirSync, readFileSync } from "node:fs"
 import { dirname, join, relative, resolve } from "node:path"
-import { assert, describe, it } from "@effect/vitest"
 
 const root = join(import.meta.dirname, "..")
 const src = join(root, "src")
@@ -14,7 +14,12 @@ const src = join(root, "src")
 /** Every .ts file under a directory. */
 const filesUnder = (directory: string): Array<string> =>
   readdirSync(directory, { withFileTypes: true }).flatMap((entry) =>
-    entry.isDirectory() ? filesUnder(join(directory, entry.name)) : entry.name.endsWith(".ts") ? [join(directory, entry.name)] : [])
+    entry.isDirectory()
+      ? filesUnder(join(directory, entry.name))
+      : entry.name.endsWith(".ts")
+      ? [join(directory, entry.name)]
+      : []
+  )
 
 /** The layer of a file: its top folder under src/, one level deeper for core and backends (`core` for core's own files). */
 const layerOf = (file: string): string => {
@@ -27,7 +32,9 @@ const layerOf = (file: string): string => {
 const importsOf = (file: string): Array<string> => {
   const text = readFileSync(file, "utf8")
   const found: Array<string> = []
-  for (const match of text.matchAll(/(?:from|import\()\s*"(\.{1,2}\/[^"]+)"/gu)) found.push(resolve(dirname(file), match[1]!))
+  for (const match of text.matchAll(/(?:from|import\()\s*"(\.{1,2}\/[^"]+)"/gu)) {
+    found.push(resolve(dirname(file), match[1]!))
+  }
   return found
 }
 
@@ -61,7 +68,9 @@ describe("docs/architecture.md: the layers", () => {
       const from = layerOf(file)
       for (const target of importsOf(file)) {
         const to = layerOf(target)
-        if (to !== from && !table.get(from)?.has(to)) broken.push(`${relative(root, file)} (${from}) imports ${relative(root, target)} (${to})`)
+        if (to !== from && !table.get(from)?.has(to)) {
+          broken.push(`${relative(root, file)} (${from}) imports ${relative(root, target)} (${to})`)
+        }
       }
     }
     assert.deepStrictEqual(broken, [])

@@ -28,12 +28,12 @@ interface Simulation {
   addEntity(klass: EntityClass, name?: string): Entity
   simulate(endTime: number): boolean
 }
-type EntityClass = new (sim: Simulation, name?: string) => Entity
+type EntityClass = new(sim: Simulation, name?: string) => Entity
 interface Simjs {
-  readonly Sim: new () => Simulation
+  readonly Sim: new() => Simulation
   readonly Entity: EntityClass
-  readonly Facility: (new (name: string, discipline?: number, servers?: number) => Facility) & { readonly FCFS: number }
-  readonly Random: new (seed: number) => { exponential(lambda: number): number }
+  readonly Facility: (new(name: string, discipline?: number, servers?: number) => Facility) & { readonly FCFS: number }
+  readonly Random: new(seed: number) => { exponential(lambda: number): number }
 }
 
 /** simjs's classes, or why they could not be loaded. */
@@ -77,7 +77,11 @@ export const runMm1Simjs = (Simjs: Simjs, options: { readonly customers: number;
 
   if (options.customers > 0) sim.addEntity(Source)
   sim.simulate(Number.POSITIVE_INFINITY)
-  return { customers: served, meanWait: server.queueStats().durationSeries.average(), wallMs: performance.now() - started }
+  return {
+    customers: served,
+    meanWait: server.queueStats().durationSeries.average(),
+    wallMs: performance.now() - started
+  }
 }
 
 if (import.meta.main) {
@@ -86,6 +90,9 @@ if (import.meta.main) {
     process.stderr.write(`${Simjs}\n`)
     process.exit(2)
   }
-  const result = runMm1Simjs(Simjs, { customers: Number(argument("customers", "1000000")), seed: Number(argument("seed", "1")) })
+  const result = runMm1Simjs(Simjs, {
+    customers: Number(argument("customers", "1000000")),
+    seed: Number(argument("seed", "1"))
+  })
   process.stdout.write(`${JSON.stringify(result)}\n`)
 }

@@ -11,9 +11,9 @@
  */
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import { loadCatalog } from "../../src/data/CatalogData.ts"
 import { runScenario } from "../../src/backends/sim/Run.ts"
 import { parseScenario } from "../../src/backends/sim/Scenario.ts"
+import { loadCatalog } from "../../src/data/CatalogData.ts"
 
 export interface PlatformResult {
   readonly scenario: string
@@ -44,15 +44,25 @@ const flag = (argv: ReadonlyArray<string>, name: string): string | undefined => 
 export const runPlatform = (argv: ReadonlyArray<string>): PlatformResult => {
   const file = flag(argv, "scenario") ?? join(import.meta.dirname, "../../scenarios/bench-platform.json")
   const parsed = parseScenario(JSON.parse(readFileSync(file, "utf8")))
-  if (!parsed.ok) throw new Error(`${file}: ${parsed.problems.map((problem) => `${problem.field}: ${problem.message}`).join("; ")}`)
+  if (!parsed.ok) {
+    throw new Error(`${file}: ${parsed.problems.map((problem) => `${problem.field}: ${problem.message}`).join("; ")}`)
+  }
   const arrivals = flag(argv, "arrivals")
-  const scenario = arrivals === undefined ? parsed.scenario : { ...parsed.scenario, arrivals: { ...parsed.scenario.arrivals, count: Number(arrivals) } }
+  const scenario = arrivals === undefined
+    ? parsed.scenario
+    : { ...parsed.scenario, arrivals: { ...parsed.scenario.arrivals, count: Number(arrivals) } }
   const check = !argv.includes("--no-check")
   const seed = flag(argv, "seed")
   const catalog = loadCatalog()
   const cpu = process.cpuUsage()
   const started = performance.now()
-  const summary = runScenario(scenario, { catalog, perJob: false, check, bill: false, ...(seed === undefined ? {} : { seed }) })
+  const summary = runScenario(scenario, {
+    catalog,
+    perJob: false,
+    check,
+    bill: false,
+    ...(seed === undefined ? {} : { seed })
+  })
   const wallMs = performance.now() - started
   const used = process.cpuUsage(cpu)
   const { totals } = summary

@@ -10,8 +10,8 @@
  * it may fill status (the estimate), refuse, or give a dry run its ETag. A removal commits each plugin's `removeOps`.
  */
 import { Context, Effect, Layer } from "effect"
-import type { ApiError } from "../core/meta/ApiError.ts"
 import type { JsonObject } from "../core/Json.ts"
+import type { ApiError } from "../core/meta/ApiError.ts"
 import type { ResourceRef } from "../core/meta/Kinds.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import type { Disposition } from "../core/meta/Strategy.ts"
@@ -80,7 +80,10 @@ export class AdmissionPlugins extends Context.Service<AdmissionPlugins, {
   static readonly layerNone = Layer.succeed(AdmissionPlugins, AdmissionPlugins.of({ of: () => [] }))
 }
 
-const unprepared = <A>(input: JsonObject): Prepared<A> => ({ input, finish: (result) => Effect.succeed({ result, ops: [] }) })
+const unprepared = <A>(input: JsonObject): Prepared<A> => ({
+  input,
+  finish: (result) => Effect.succeed({ result, ops: [] })
+})
 
 /** Runs the `prepare` of each plugin in turn; the finishes run in the same order, each on what the previous made. */
 export const prepareAll = <A, R>(
@@ -99,18 +102,19 @@ export const prepareAll = <A, R>(
     }
     return {
       input: current.input,
-      finish: (made) => Effect.gen(function*() {
-        let result = made
-        const ops: Array<WriteOp> = []
-        let shownOnce: JsonObject | undefined
-        for (const finish of finishes) {
-          const finished = yield* finish(result)
-          result = finished.result
-          ops.push(...finished.ops)
-          if (finished.shownOnce !== undefined) shownOnce = { ...shownOnce, ...finished.shownOnce }
-        }
-        return shownOnce === undefined ? { result, ops } : { result, ops, shownOnce }
-      })
+      finish: (made) =>
+        Effect.gen(function*() {
+          let result = made
+          const ops: Array<WriteOp> = []
+          let shownOnce: JsonObject | undefined
+          for (const finish of finishes) {
+            const finished = yield* finish(result)
+            result = finished.result
+            ops.push(...finished.ops)
+            if (finished.shownOnce !== undefined) shownOnce = { ...shownOnce, ...finished.shownOnce }
+          }
+          return shownOnce === undefined ? { result, ops } : { result, ops, shownOnce }
+        })
     }
   })
 

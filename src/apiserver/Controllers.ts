@@ -32,34 +32,59 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
   const deleteObject = (object: ResourceObject) => {
     const ref = refOf(object)
     if (ref === undefined) return Effect.void
-    return forget(resources.remove(ref, object.metadata.namespace, object.metadata.name, { dryRun: false, propagationPolicy: "Background" }))
+    return forget(
+      resources.remove(ref, object.metadata.namespace, object.metadata.name, {
+        dryRun: false,
+        propagationPolicy: "Background"
+      })
+    )
   }
 
   /** Deletes the dependents of `uid` that no longer have any owner. */
-  const collectDependents = (uid: string) => Effect.gen(function*() {
-    const dependents = yield* store.dependentsOf(uid).pipe(Effect.orElseSucceed(() => []))
-    for (const dependent of dependents) {
-      if (dependent.metadata.deletionTimestamp !== undefined) continue
-      const owners = dependent.metadata.ownerReferences ?? []
-      const alive = yield* Effect.forEach(owners, (owner) => store.uidExists(owner.uid).pipe(Effect.orElseSucceed(() => true)))
-      if (!alive.some(Boolean)) yield* deleteObject(dependent)
-    }
-  })
+  const collectDependents = (uid: string) =>
+    Effect.gen(function*() {
+      const dependents = yield* store.dependentsOf(uid).pipe(Effect.orElseSucceed(() => []))
+      for (const dependent of dependents) {
+        if (dependent.metadata.deletionTimestamp !== undefined) continue
+        const owners = dependent.metadata.ownerReferences ?? []
+        const alive = yield* Effect.forEach(owners, (owner) =>
+          store.uidExists(owner.uid).pipe(Effect.orElseSucceed(() => true)))
+        if (!alive.some(Boolean)) {
+          yield* deleteObject(dependent)
+        }
+      }
+    })
 
   /** Empties a terminating project, then removes it. */
-  const finishNamespace = (name: string) => Effect.gen(function*() {
-    const found = yield* store.get({ resource: "namespaces", namespace: "", name }).pipe(Effect.orElseSucceed(() => Option.none<ResourceObject>()))
-    if (Option.isNone(found) || found.value.metadata.deletionTimestamp === undefined) return
-    let remaining = 0
-    for (const info of namespacedKinds) {
-      const page = yield* store.list({ resource: info.plural, namespace: name }).pipe(Effect.orElseSucceed(() => ({ items: [] as ReadonlyArray<ResourceObject> })))
-      remaining += page.items.length
-      yield* Effect.forEach(page.items.filter((item) => item.metadata.deletionTimestamp === undefined), deleteObject, { discard: true })
-    }
-    if (remaining === 0) {
-      yield* Effect.ignore(store.commit([{ _tag: "Delete", key: { resource: "namespaces", namespace: "", name }, object: found.value, expectedRv: found.value.metadata.resourceVersion }]))
-    }
-  })
+  const finishNamespace = (name: string) =>
+    Effect.gen(function*() {
+      const found = yield* store.get({ resource: "namespaces", namespace: "", name }).pipe(
+        Effect.orElseSucceed(() => Option.none<ResourceObject>())
+      )
+      if (Option.isNone(found) || found.value.metadata.deletionTimestamp === undefined) return
+      let remaining = 0
+      for (const info of namespacedKinds) {
+        const page = yield* store.list({ resource: info.plural, namespace: name }).pipe(
+          Effect.orElseSucceed(() => ({ items: [] as ReadonlyArray<ResourceObject> }))
+        )
+        remaining += page.items.length
+        yield* Effect.forEach(
+          page.items.filter((item) => item.metadata.deletionTimestamp === undefined),
+          deleteObject,
+          { discard: true }
+        )
+      }
+      if (remaining === 0) {
+        yield* Effect.ignore(
+          store.commit([{
+            _tag: "Delete",
+            key: { resource: "namespaces", namespace: "", name },
+            object: found.value,
+            expectedRv: found.value.metadata.resourceVersion
+          }])
+        )
+      }
+    })
 
   const react = (change: Change) => {
     const work: Array<Effect.Effect<void>> = []
@@ -71,13 +96,19 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
 
   /** Start-up pass: whatever happened while no controller ran is repaired now. */
   const resync = Effect.gen(function*() {
-    const namespaces = yield* store.list({ resource: "namespaces" }).pipe(Effect.orElseSucceed(() => ({ items: [] as ReadonlyArray<ResourceObject> })))
+    const namespaces = yield* store.list({ resource: "namespaces" }).pipe(
+      Effect.orElseSucceed(() => ({ items: [] as ReadonlyArray<ResourceObject> }))
+    )
     for (const namespace of namespaces.items) yield* finishNamespace(namespace.metadata.name)
     for (const info of [...kinds, eventKind]) {
-      const page = yield* store.list({ resource: info.plural }).pipe(Effect.orElseSucceed(() => ({ items: [] as ReadonlyArray<ResourceObject> })))
+      const page = yield* store.list({ resource: info.plural }).pipe(
+        Effect.orElseSucceed(() => ({ items: [] as ReadonlyArray<ResourceObject> }))
+      )
       for (const object of page.items) {
         for (const owner of object.metadata.ownerReferences ?? []) {
-          if (!(yield* store.uidExists(owner.uid).pipe(Effect.orElseSucceed(() => true)))) yield* collectDependents(owner.uid)
+          if (!(yield* store.uidExists(owner.uid).pipe(Effect.orElseSucceed(() => true)))) {
+            yield* collectDependents(owner.uid)
+          }
         }
       }
     }

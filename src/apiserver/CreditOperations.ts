@@ -22,8 +22,11 @@ export class CreditOperations extends Context.Service<CreditOperations, {
   readonly refund: (name: string) => Effect.Effect<ResourceObject, ApiError>
 }>()("nodus/apiserver/CreditOperations") {
   /** No credit services behind the API (tests of the bare machinery): no hooks, and nothing to refund. */
-  static readonly layerNone = Layer.succeed(CreditOperations, CreditOperations.of({
-    createHooks: () => undefined,
-    refund: (name) => Effect.fail(new ApiError({ code: "NotFound", message: `topups "${name}" not found` }))
-  }))
+  static readonly layerNone = Layer.succeed(
+    CreditOperations,
+    CreditOperations.of({
+      createHooks: () => undefined,
+      refund: (name) => Effect.fail(new ApiError({ code: "NotFound", message: `topups "${name}" not found` }))
+    })
+  )
 }

@@ -2,8 +2,8 @@
  * Where identifiers come from: object uids, generateName suffixes and API key secrets. Randomness is a service so that
  * tests and the simulator can replace it with a seeded source and get the same names on every run.
  */
-import { randomBytes, randomUUID } from "node:crypto"
 import { Context, Layer } from "effect"
+import { randomBytes, randomUUID } from "node:crypto"
 
 /** Kubernetes' generateName alphabet: no vowels (no words) and no confusable characters. */
 const suffixAlphabet = "bcdfghjklmnpqrstvwxz2456789"
@@ -15,11 +15,14 @@ export class Ids extends Context.Service<Ids, {
   /** A secret of `bytes` random bytes, base64url-encoded. */
   readonly secret: (bytes: number) => string
 }>()("nodus/server/Ids") {
-  static readonly layer = Layer.succeed(Ids, Ids.of({
-    uid: () => randomUUID(),
-    nameSuffix: () => Array.from(randomBytes(5), (byte) => suffixAlphabet[byte % suffixAlphabet.length]).join(""),
-    secret: (bytes) => randomBytes(bytes).toString("base64url")
-  }))
+  static readonly layer = Layer.succeed(
+    Ids,
+    Ids.of({
+      uid: () => randomUUID(),
+      nameSuffix: () => Array.from(randomBytes(5), (byte) => suffixAlphabet[byte % suffixAlphabet.length]).join(""),
+      secret: (bytes) => randomBytes(bytes).toString("base64url")
+    })
+  )
 
   /** Deterministic ids for tests: uid-1, uid-2, …; suffixes cycle through the alphabet. */
   static readonly layerSequential = Layer.sync(Ids, () => {

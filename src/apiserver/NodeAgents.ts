@@ -6,8 +6,8 @@
  * NotFound with the reason.
  */
 import { Context, Effect, Layer, type Stream } from "effect"
-import { ApiError } from "../core/meta/ApiError.ts"
 import type { Json } from "../core/Json.ts"
+import { ApiError } from "../core/meta/ApiError.ts"
 
 /**
  * `box` and `run`: another server of the same database reaches a box on this server's host, or a run it took over
@@ -19,9 +19,18 @@ export class NodeAgents extends Context.Service<NodeAgents, {
   /** One call: its JSON answer. `credential` is the bearer token of the request, if any. */
   readonly call: (call: AgentCall, body: unknown, credential: string | undefined) => Effect.Effect<Json, ApiError>
   /** `POST /agent/v1/{outputs,checkpoints}?node=&epoch=&run=&name=`: an output's or a checkpoint's bytes as the body. */
-  readonly upload: (kind: AgentUpload, query: URLSearchParams, body: Stream.Stream<Uint8Array, unknown>, credential: string | undefined) => Effect.Effect<Json, ApiError>
+  readonly upload: (
+    kind: AgentUpload,
+    query: URLSearchParams,
+    body: Stream.Stream<Uint8Array, unknown>,
+    credential: string | undefined
+  ) => Effect.Effect<Json, ApiError>
   /** `POST /agent/v1/{inputs,restores}?node=&epoch=&run=&name=`: an input's or a restore checkpoint's bytes, answered. */
-  readonly download: (kind: AgentDownload, query: URLSearchParams, credential: string | undefined) => Effect.Effect<Stream.Stream<Uint8Array>, ApiError>
+  readonly download: (
+    kind: AgentDownload,
+    query: URLSearchParams,
+    credential: string | undefined
+  ) => Effect.Effect<Stream.Stream<Uint8Array>, ApiError>
 }>()("nodus/apiserver/NodeAgents") {
   static readonly layerNone = Layer.succeed(NodeAgents, {
     call: () => Effect.fail(noAgents()),

@@ -20,10 +20,13 @@ export class SandboxBoxes extends Context.Service<SandboxBoxes, {
   static readonly layerNone = Layer.succeed(SandboxBoxes, {
     current: () => undefined,
     call: (object) =>
-      Effect.fail(new ApiError({
-        code: "Unsupported",
-        message: `Sandbox "${object.metadata.name}" cannot take commands or file requests: this server runs no boxes (--backend none)`,
-        fix: "Run the server with --backend local (the default) or --backend sim (docs/sandboxes.md)."
-      }))
+      Effect.fail(
+        new ApiError({
+          code: "Unsupported",
+          message:
+            `Sandbox "${object.metadata.name}" cannot take commands or file requests: this server runs no boxes (--backend none)`,
+          fix: "Run the server with --backend local (the default) or --backend sim (docs/sandboxes.md)."
+        })
+      )
   })
 }

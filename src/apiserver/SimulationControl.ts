@@ -10,9 +10,9 @@
  * sim backend (`layerNone`) the clock is 404 NotFound.
  */
 import { Context, Effect, Layer, Result } from "effect"
-import { ApiError, type Cause, fieldInvalid, fieldRequired } from "../core/meta/ApiError.ts"
 import { isObject, type Json, type JsonObject } from "../core/Json.ts"
 import * as Limits from "../core/Limits.ts"
+import { ApiError, type Cause, fieldInvalid, fieldRequired } from "../core/meta/ApiError.ts"
 import { formatDurationMs, parseDurationMs } from "../core/Units.ts"
 
 /** The simulated clock: its time (epoch ms) and how many simulated seconds pass per wall-clock second. */
@@ -29,7 +29,9 @@ export type ClockTarget =
 /** The largest move of one request: a year of simulated time; a longer test moves the clock several times. */
 export const clockAdvanceMaxMs = 8_760 * Limits.hourMs
 
-export const clockRequestFix = `Send {"advance": "<duration such as 15m or 2h, at most ${formatDurationMs(clockAdvanceMaxMs)}>"} or {"to": "<RFC 3339 time not before the clock's now>"}, not both.`
+export const clockRequestFix = `Send {"advance": "<duration such as 15m or 2h, at most ${
+  formatDurationMs(clockAdvanceMaxMs)
+}>"} or {"to": "<RFC 3339 time not before the clock's now>"}, not both.`
 
 const clockInvalid = (causes: ReadonlyArray<Cause>): ApiError =>
   new ApiError({
@@ -43,28 +45,58 @@ const rfc3339 = /^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+
 
 const advanceOf = (value: Json): Result.Result<ClockTarget, Cause> => {
   const ms = typeof value === "string" ? parseDurationMs(value) : undefined
-  if (ms === undefined) return Result.fail(fieldInvalid("advance", `Invalid value: ${JSON.stringify(value)}: must be a duration such as 30s, 15m or 2h`))
-  if (ms > clockAdvanceMaxMs) return Result.fail(fieldInvalid("advance", `Invalid value: "${value as string}": must be at most ${formatDurationMs(clockAdvanceMaxMs)}`))
+  if (ms === undefined) {
+    return Result.fail(
+      fieldInvalid("advance", `Invalid value: ${JSON.stringify(value)}: must be a duration such as 30s, 15m or 2h`)
+    )
+  }
+  if (ms > clockAdvanceMaxMs) {
+    return Result.fail(
+      fieldInvalid(
+        "advance",
+        `Invalid value: "${value as string}": must be at most ${formatDurationMs(clockAdvanceMaxMs)}`
+      )
+    )
+  }
   return Result.succeed({ _tag: "By", ms: Math.round(ms) })
 }
 
 const toOf = (value: Json): Result.Result<ClockTarget, Cause> => {
   const at = typeof value === "string" && rfc3339.test(value) ? Date.parse(value) : Number.NaN
   return Number.isNaN(at)
-    ? Result.fail(fieldInvalid("to", `Invalid value: ${JSON.stringify(value)}: must be an RFC 3339 time such as 2026-01-02T15:04:05Z`))
+    ? Result.fail(
+      fieldInvalid(
+        "to",
+        `Invalid value: ${JSON.stringify(value)}: must be an RFC 3339 time such as 2026-01-02T15:04:05Z`
+      )
+    )
     : Result.succeed({ _tag: "To", at })
 }
 
 /** The body of a POST: exactly one of `advance` and `to`, and nothing else. */
 export const parseClockRequest = (body: unknown): Result.Result<ClockTarget, ApiError> => {
-  if (!isObject((body ?? null) as Json)) return Result.fail(clockInvalid([fieldInvalid("", "Invalid value: the body must be a JSON object")]))
+  if (!isObject((body ?? null) as Json)) {
+    return Result.fail(clockInvalid([fieldInvalid("", "Invalid value: the body must be a JSON object")]))
+  }
   const object = body as JsonObject
   const unknown = Object.keys(object).filter((key) => key !== "advance" && key !== "to")
-  if (unknown.length > 0) return Result.fail(clockInvalid(unknown.map((key) => fieldInvalid(key, "Unsupported field: only advance or to", "FieldValueNotSupported"))))
+  if (unknown.length > 0) {
+    return Result.fail(
+      clockInvalid(
+        unknown.map((key) => fieldInvalid(key, "Unsupported field: only advance or to", "FieldValueNotSupported"))
+      )
+    )
+  }
   const advance = object["advance"]
   const to = object["to"]
   if ((advance === undefined) === (to === undefined)) {
-    return Result.fail(clockInvalid([advance === undefined ? { ...fieldRequired("advance"), message: "Required value: advance or to" } : fieldInvalid("to", "Forbidden: advance and to exclude each other", "FieldValueForbidden")]))
+    return Result.fail(
+      clockInvalid([
+        advance === undefined
+          ? { ...fieldRequired("advance"), message: "Required value: advance or to" }
+          : fieldInvalid("to", "Forbidden: advance and to exclude each other", "FieldValueForbidden")
+      ])
+    )
   }
   const target = advance !== undefined ? advanceOf(advance) : toOf(to!)
   return Result.mapError(target, (cause) => clockInvalid([cause]))
@@ -74,9 +106,27 @@ export const parseClockRequest = (body: unknown): Result.Result<ClockTarget, Api
 export const targetTime = (target: ClockTarget, now: number): Result.Result<number, ApiError> => {
   const at = target._tag === "By" ? now + target.ms : target.at
   if (at < now) {
-    return Result.fail(clockInvalid([fieldInvalid("to", `Invalid value: "${new Date(at).toISOString()}": before the clock's now (${new Date(now).toISOString()}); simulated time never goes back`)]))
+    return Result.fail(
+      clockInvalid([
+        fieldInvalid(
+          "to",
+          `Invalid value: "${new Date(at).toISOString()}": before the clock's now (${
+            new Date(now).toISOString()
+          }); simulated time never goes back`
+        )
+      ])
+    )
   }
-  if (at - now > clockAdvanceMaxMs) return Result.fail(clockInvalid([fieldInvalid("to", `Invalid value: "${new Date(at).toISOString()}": more than ${formatDurationMs(clockAdvanceMaxMs)} ahead`)]))
+  if (at - now > clockAdvanceMaxMs) {
+    return Result.fail(
+      clockInvalid([
+        fieldInvalid(
+          "to",
+          `Invalid value: "${new Date(at).toISOString()}": more than ${formatDurationMs(clockAdvanceMaxMs)} ahead`
+        )
+      ])
+    )
+  }
   return Result.succeed(at)
 }
 
@@ -94,10 +144,13 @@ export class SimulationControl extends Context.Service<SimulationControl, {
   readonly advance: (target: ClockTarget) => Effect.Effect<ClockReading, ApiError>
 }>()("nodus/server/SimulationControl") {
   /** No simulator behind the server: the clock does not exist. */
-  static readonly layerNone = Layer.succeed(SimulationControl, SimulationControl.of({
-    read: Effect.fail(noSimulator()),
-    advance: () => Effect.fail(noSimulator())
-  }))
+  static readonly layerNone = Layer.succeed(
+    SimulationControl,
+    SimulationControl.of({
+      read: Effect.fail(noSimulator()),
+      advance: () => Effect.fail(noSimulator())
+    })
+  )
 }
 
 function noSimulator(): ApiError {

@@ -14,10 +14,23 @@
  * `slowAfter` makes the watcher slow; the watch stops reading the change feed, drops what it holds and ends with a
  * 410 Expired ERROR event, so its client relists. timeoutSeconds ends a watch whatever it is doing.
  */
-import type { ResourceRef } from "../core/meta/Kinds.ts"
-import { type Cause, Context, Data, Duration, Effect, Exit, type Fiber, Layer, Option, Queue, Result, Stream } from "effect"
-import type { ApiError } from "../core/meta/ApiError.ts"
+import {
+  type Cause,
+  Context,
+  Data,
+  Duration,
+  Effect,
+  Exit,
+  type Fiber,
+  Layer,
+  Option,
+  Queue,
+  Result,
+  Stream
+} from "effect"
 import type { Json } from "../core/Json.ts"
+import type { ApiError } from "../core/meta/ApiError.ts"
+import type { ResourceRef } from "../core/meta/Kinds.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
 import type { Change, Expired, StoreError } from "../store/Store.ts"
@@ -89,7 +102,9 @@ class SlowWatcher extends Data.TaggedError("SlowWatcher")<{ readonly resourceVer
 
 /** Unset and 0 both mean: list what exists, then follow. */
 const requestedVersion = (value: string | undefined): Result.Result<number | undefined, ApiError> =>
-  value === undefined || value === "" ? Result.succeed(undefined) : Result.map(parseResourceVersion(value), (version) => (version === 0 ? undefined : version))
+  value === undefined || value === ""
+    ? Result.succeed(undefined)
+    : Result.map(parseResourceVersion(value), (version) => (version === 0 ? undefined : version))
 
 /**
  * Interrupts `consumer` once it has taken nothing for `grace`. Over HTTP the consumer is the response writer, which
@@ -123,7 +138,11 @@ const buffered = <E>(
       Effect.gen(function*() {
         const produced = produce(queue)
         // The deadline ends the watch without a final event.
-        const ended = yield* Effect.exit(deadline === undefined ? produced : Effect.map(Effect.timeoutOption(produced, deadline), Option.getOrUndefined))
+        const ended = yield* Effect.exit(
+          deadline === undefined
+            ? produced
+            : Effect.map(Effect.timeoutOption(produced, deadline), Option.getOrUndefined)
+        )
         yield* Queue.clear(queue)
         if (Exit.isFailure(ended)) {
           yield* Queue.failCause(queue, ended.cause)
@@ -141,70 +160,89 @@ const buffered = <E>(
   })).pipe(Stream.orDie)
 
 export class Watches extends Context.Service<Watches, {
-  readonly watch: (ref: ResourceRef, namespace: string | undefined, options: WatchOptions) => Effect.Effect<Stream.Stream<WatchEvent>, ApiError>
+  readonly watch: (
+    ref: ResourceRef,
+    namespace: string | undefined,
+    options: WatchOptions
+  ) => Effect.Effect<Stream.Stream<WatchEvent>, ApiError>
 }>()("nodus/server/Watches") {
-  static readonly layer = Layer.effect(Watches, Effect.gen(function*() {
-    const feed = yield* ChangeFeed
-    const resources = yield* Resources
+  static readonly layer = Layer.effect(
+    Watches,
+    Effect.gen(function*() {
+      const feed = yield* ChangeFeed
+      const resources = yield* Resources
 
-    const watch = (ref: ResourceRef, namespace: string | undefined, options: WatchOptions) => Effect.gen(function*() {
-      const selectors = yield* Effect.fromResult(selectorsOf(options, ref))
-      const requested = yield* Effect.fromResult(requestedVersion(options.resourceVersion))
-      if (namespace !== undefined && ref.info.scope === "Namespaced") yield* resources.requireProject(namespace)
-      const limits = options.limits
-      const inScope = (change: Change) =>
-        change.key.resource === ref.info.plural && (namespace === undefined || change.key.namespace === namespace)
-
-      // The resourceVersion the watch has seen up to, for bookmarks and the slow watcher's 410.
-      let seen = requested ?? 0
-      const eventsOf = <E>(changes: Stream.Stream<Change, E>): Stream.Stream<WatchEvent, E> =>
-        Stream.filterMap(changes, (change) => {
-          seen = change.resourceVersion
-          const event = inScope(change) ? eventOf(change, selectors) : undefined
-          return event === undefined ? Result.fail(change) : Result.succeed(event)
-        })
-      const withBookmarks = (events: Stream.Stream<WatchEvent, Expired>) =>
-        options.allowWatchBookmarks
-          ? Stream.merge(events, Stream.tick(options.bookmarkInterval).pipe(Stream.drop(1), Stream.map(() => bookmark(ref, seen))), { haltStrategy: "left" })
-          : events
-
-      /** The synthetic ADDED events of a watch without resourceVersion, a page at a time; returns the list's version. */
-      const listInitial = (replay: (events: ReadonlyArray<WatchEvent>) => Effect.Effect<unknown>) =>
+      const watch = (ref: ResourceRef, namespace: string | undefined, options: WatchOptions) =>
         Effect.gen(function*() {
-          const listed = yield* resources.listPages(ref, namespace, {
-            ...(options.labelSelector === undefined ? {} : { labelSelector: options.labelSelector }),
-            ...(options.fieldSelector === undefined ? {} : { fieldSelector: options.fieldSelector })
-          }, limits.buffer)
-          yield* Stream.runForEach(listed.pages, (page) => replay(page.map((object): WatchEvent => ({ type: "ADDED", object }))))
-          return Number(listed.resourceVersion)
+          const selectors = yield* Effect.fromResult(selectorsOf(options, ref))
+          const requested = yield* Effect.fromResult(requestedVersion(options.resourceVersion))
+          if (namespace !== undefined && ref.info.scope === "Namespaced") yield* resources.requireProject(namespace)
+          const limits = options.limits
+          const inScope = (change: Change) =>
+            change.key.resource === ref.info.plural && (namespace === undefined || change.key.namespace === namespace)
+
+          // The resourceVersion the watch has seen up to, for bookmarks and the slow watcher's 410.
+          let seen = requested ?? 0
+          const eventsOf = <E>(changes: Stream.Stream<Change, E>): Stream.Stream<WatchEvent, E> =>
+            Stream.filterMap(changes, (change) => {
+              seen = change.resourceVersion
+              const event = inScope(change) ? eventOf(change, selectors) : undefined
+              return event === undefined ? Result.fail(change) : Result.succeed(event)
+            })
+          const withBookmarks = (events: Stream.Stream<WatchEvent, Expired>) =>
+            options.allowWatchBookmarks
+              ? Stream.merge(
+                events,
+                Stream.tick(options.bookmarkInterval).pipe(Stream.drop(1), Stream.map(() => bookmark(ref, seen))),
+                { haltStrategy: "left" }
+              )
+              : events
+
+          /** The synthetic ADDED events of a watch without resourceVersion, a page at a time; returns the list's version. */
+          const listInitial = (replay: (events: ReadonlyArray<WatchEvent>) => Effect.Effect<unknown>) =>
+            Effect.gen(function*() {
+              const listed = yield* resources.listPages(ref, namespace, {
+                ...(options.labelSelector === undefined ? {} : { labelSelector: options.labelSelector }),
+                ...(options.fieldSelector === undefined ? {} : { fieldSelector: options.fieldSelector })
+              }, limits.buffer)
+              yield* Stream.runForEach(
+                listed.pages,
+                (page) => replay(page.map((object): WatchEvent => ({ type: "ADDED", object })))
+              )
+              return Number(listed.resourceVersion)
+            })
+
+          // Replayed events wait for room (offered a batch at a time, so that the client is written to in chunks, not an
+          // event per write); a live one waits `slowAfter` at most; a bookmark is sent only when there is room.
+          const produce = (queue: Queue.Queue<WatchEvent, ApiError | StoreError | Cause.Done>) => {
+            const replay = (events: ReadonlyArray<WatchEvent>) => Queue.offerAll(queue, events)
+            const live = (event: WatchEvent) =>
+              Effect.suspend(() =>
+                Queue.offerUnsafe(queue, event) || event.type === "BOOKMARK"
+                  ? Effect.void
+                  : Effect.flatMap(
+                    Effect.timeoutOption(Queue.offer(queue, event), limits.slowAfter),
+                    (offered) =>
+                      Option.isSome(offered) ? Effect.void : Effect.fail(new SlowWatcher({ resourceVersion: seen }))
+                  )
+              )
+            return Effect.scoped(Effect.gen(function*() {
+              seen = requested ?? (yield* listInitial(replay))
+              const subscription = yield* feed.subscribe(seen)
+              yield* Stream.runForEachArray(eventsOf(subscription.backlog), replay)
+              yield* Stream.runForEach(withBookmarks(eventsOf(subscription.live)), live)
+              return undefined
+            })).pipe(
+              Effect.catchTags({
+                Expired: (expired) => Effect.succeed(expiredEvent(expired.requested)),
+                SlowWatcher: (slow) => Effect.succeed(slowEvent(slow.resourceVersion, limits.buffer))
+              })
+            )
+          }
+          return buffered(produce, limits, options.timeoutSeconds)
         })
 
-      // Replayed events wait for room (offered a batch at a time, so that the client is written to in chunks, not an
-      // event per write); a live one waits `slowAfter` at most; a bookmark is sent only when there is room.
-      const produce = (queue: Queue.Queue<WatchEvent, ApiError | StoreError | Cause.Done>) => {
-        const replay = (events: ReadonlyArray<WatchEvent>) => Queue.offerAll(queue, events)
-        const live = (event: WatchEvent) =>
-          Effect.suspend(() =>
-            Queue.offerUnsafe(queue, event) || event.type === "BOOKMARK"
-              ? Effect.void
-              : Effect.flatMap(Effect.timeoutOption(Queue.offer(queue, event), limits.slowAfter), (offered) =>
-                Option.isSome(offered) ? Effect.void : Effect.fail(new SlowWatcher({ resourceVersion: seen }))))
-        return Effect.scoped(Effect.gen(function*() {
-          seen = requested ?? (yield* listInitial(replay))
-          const subscription = yield* feed.subscribe(seen)
-          yield* Stream.runForEachArray(eventsOf(subscription.backlog), replay)
-          yield* Stream.runForEach(withBookmarks(eventsOf(subscription.live)), live)
-          return undefined
-        })).pipe(
-          Effect.catchTags({
-            Expired: (expired) => Effect.succeed(expiredEvent(expired.requested)),
-            SlowWatcher: (slow) => Effect.succeed(slowEvent(slow.resourceVersion, limits.buffer))
-          })
-        )
-      }
-      return buffered(produce, limits, options.timeoutSeconds)
+      return Watches.of({ watch })
     })
-
-    return Watches.of({ watch })
-  }))
+  )
 }

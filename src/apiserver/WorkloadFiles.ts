@@ -33,8 +33,10 @@ export interface OutputFile {
 const noPrograms = (object: ResourceObject, what: string) =>
   new ApiError({
     code: "NotFound",
-    message: `${object.kind} "${object.metadata.name}" has no ${what}: this server runs no programs (the simulator or --backend none)`,
-    fix: "Logs and outputs are kept for workloads run on live hosts: start the server with --backend local (the default) or enroll a host (docs/live.md)."
+    message:
+      `${object.kind} "${object.metadata.name}" has no ${what}: this server runs no programs (the simulator or --backend none)`,
+    fix:
+      "Logs and outputs are kept for workloads run on live hosts: start the server with --backend local (the default) or enroll a host (docs/live.md)."
   })
 
 export class WorkloadFiles extends Context.Service<WorkloadFiles, {

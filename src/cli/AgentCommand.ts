@@ -9,12 +9,12 @@
  * in `<data dir>/credential.json` (0600), so later starts need no token. The agent connects outbound only.
  */
 import { createHash, randomBytes } from "node:crypto"
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { lookup } from "node:dns/promises"
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { hostname } from "node:os"
 import { dirname, join, resolve } from "node:path"
 import { Agent } from "../backends/live/Agent.ts"
-import { enroll, type Endpoint, httpLink } from "../backends/live/AgentHttp.ts"
+import { type Endpoint, enroll, httpLink } from "../backends/live/AgentHttp.ts"
 import { detectGpus, helloOf } from "../backends/live/HostFacts.ts"
 import { detectIsolation } from "../backends/live/Isolation.ts"
 import { type AddressRange, parseRange } from "../core/PublicAddress.ts"
@@ -37,7 +37,13 @@ const flag = (args: ReadonlyArray<string>, name: string): string | undefined => 
 
 /** Every value of a repeatable flag, in order. */
 const flagValues = (args: ReadonlyArray<string>, name: string): ReadonlyArray<string> =>
-  args.flatMap((arg, index) => arg === `--${name}` ? (args[index + 1] === undefined ? [] : [args[index + 1]!]) : arg.startsWith(`--${name}=`) ? [arg.slice(name.length + 3)] : [])
+  args.flatMap((arg, index) =>
+    arg === `--${name}`
+      ? (args[index + 1] === undefined ? [] : [args[index + 1]!])
+      : arg.startsWith(`--${name}=`)
+      ? [arg.slice(name.length + 3)]
+      : []
+  )
 
 /** The control plane's addresses: no box and no `url` input may reach them (a name that does not resolve: none). */
 const controlPlaneAddresses = async (server: string): Promise<ReadonlyArray<string>> => {
@@ -47,14 +53,15 @@ const controlPlaneAddresses = async (server: string): Promise<ReadonlyArray<stri
 
 /** The first directory above `dir` that others may not search, if any. */
 const closedAncestor = (dir: string): string | undefined => {
-  for (let current = dirname(dir); ; current = dirname(current)) {
+  for (let current = dirname(dir);; current = dirname(current)) {
     if ((statSync(current).mode & 0o001) === 0) return current
     if (dirname(current) === current) return undefined
   }
 }
 
 /** A host name as a Node name: a DNS label. */
-const nodeNameOf = (host: string) => host.toLowerCase().split(".")[0]!.replace(/[^a-z0-9-]/gu, "-").replace(/^-+|-+$/gu, "").slice(0, 63) || "host"
+const nodeNameOf = (host: string) =>
+  host.toLowerCase().split(".")[0]!.replace(/[^a-z0-9-]/gu, "-").replace(/^-+|-+$/gu, "").slice(0, 63) || "host"
 
 export const runAgent = async (args: ReadonlyArray<string>): Promise<number> => {
   const server = flag(args, "server")
@@ -71,7 +78,9 @@ export const runAgent = async (args: ReadonlyArray<string>): Promise<number> => 
   for (const text of flagValues(args, "egress-allow-cidr")) {
     const range = parseRange(text)
     if (range === undefined) {
-      process.stderr.write(`nodus agent: --egress-allow-cidr "${text}" is not an address range: write one such as 127.0.0.1/32 or fd00::/8\n`)
+      process.stderr.write(
+        `nodus agent: --egress-allow-cidr "${text}" is not an address range: write one such as 127.0.0.1/32 or fd00::/8\n`
+      )
       return 2
     }
     egressAllow.push(range)
@@ -85,7 +94,9 @@ export const runAgent = async (args: ReadonlyArray<string>): Promise<number> => 
   chmodSync(dataDir, 0o711)
   const closed = closedAncestor(dataDir)
   if (closed !== undefined) {
-    process.stderr.write(`nodus agent: ${closed} cannot be searched by other users, so programs could not reach their work areas under ${dataDir}: chmod o+x ${closed}, or choose another --data-dir\n`)
+    process.stderr.write(
+      `nodus agent: ${closed} cannot be searched by other users, so programs could not reach their work areas under ${dataDir}: chmod o+x ${closed}, or choose another --data-dir\n`
+    )
     return 2
   }
   const credentialPath = join(dataDir, "credential.json")
@@ -95,16 +106,25 @@ export const runAgent = async (args: ReadonlyArray<string>): Promise<number> => 
   } else {
     const token = flag(args, "token")
     if (token === undefined) {
-      process.stderr.write(`nodus agent: this host is not enrolled yet (no ${credentialPath}): pass --token with an EnrollmentToken\n`)
+      process.stderr.write(
+        `nodus agent: this host is not enrolled yet (no ${credentialPath}): pass --token with an EnrollmentToken\n`
+      )
       return 2
     }
     const key = `ndk_${randomBytes(32).toString("base64url")}`
     const node = flag(args, "name") ?? nodeNameOf(hostname())
     try {
-      const enrolled = await enroll(endpoint, { token, node, hostname: hostname(), credentialHash: createHash("sha256").update(key).digest("hex") })
+      const enrolled = await enroll(endpoint, {
+        token,
+        node,
+        hostname: hostname(),
+        credentialHash: createHash("sha256").update(key).digest("hex")
+      })
       credential = { server, node: enrolled.node, namespace: enrolled.namespace, pool: enrolled.pool, key }
     } catch (error) {
-      process.stderr.write(`nodus agent: enrollment failed: ${error instanceof Error ? error.message : String(error)}\n`)
+      process.stderr.write(
+        `nodus agent: enrollment failed: ${error instanceof Error ? error.message : String(error)}\n`
+      )
       return 1
     }
     writeFileSync(credentialPath, JSON.stringify(credential, null, 2), { mode: 0o600 })
@@ -133,11 +153,17 @@ export const runAgent = async (args: ReadonlyArray<string>): Promise<number> => 
       await agent.connect()
       break
     } catch (error) {
-      process.stderr.write(`nodus agent: cannot say hello to ${server} (${error instanceof Error ? error.message : String(error)}); trying again in 2 s\n`)
+      process.stderr.write(
+        `nodus agent: cannot say hello to ${server} (${
+          error instanceof Error ? error.message : String(error)
+        }); trying again in 2 s\n`
+      )
       await new Promise((done) => setTimeout(done, 2_000))
     }
   }
-  process.stdout.write(`nodus agent: Node ${credential.node} in project ${credential.namespace}, Pool ${credential.pool}, connected to ${server}\n`)
+  process.stdout.write(
+    `nodus agent: Node ${credential.node} in project ${credential.namespace}, Pool ${credential.pool}, connected to ${server}\n`
+  )
   const timer = setInterval(agent.tick, 1_000)
   await new Promise<void>((done) => {
     const stop = () => void agent.stop().then(done)

@@ -5,11 +5,22 @@
  * from a replay through the simulator: the trace already holds what its cluster's queue did, and a replay would put
  * the simulator's queue on a fleet of other GPUs in its place. Exit codes: 0 printed, 2 bad usage or a bad trace file.
  */
-import { busyFromMs, backtest, type Backtest, defaultWindowHours, type DemandForecast, forecastDemand, hourlyPeakDemand, hourMs, poolStatusForecast, quantile } from "../core/capacity/Forecast.ts"
+import {
+  type Backtest,
+  backtest,
+  busyFromMs,
+  defaultWindowHours,
+  type DemandForecast,
+  forecastDemand,
+  hourlyPeakDemand,
+  hourMs,
+  poolStatusForecast,
+  quantile
+} from "../core/capacity/Forecast.ts"
 import * as Limits from "../core/Limits.ts"
 import { parseDurationMs } from "../core/Units.ts"
+import { alibabaClusterGpus, type AlibabaPod, demandOf, loadAlibabaPods } from "../data/AlibabaGpuTrace.ts"
 import { parseLongFlags, UsageError } from "./Flags.ts"
-import { type AlibabaPod, alibabaClusterGpus, demandOf, loadAlibabaPods } from "../data/AlibabaGpuTrace.ts"
 
 export const forecastUsage = `Usage: nodus forecast [flags]
 
@@ -53,15 +64,31 @@ const parseFlags = (args: ReadonlyArray<string>): ForecastFlags | "help" => {
   if (flags === "help") return "help"
   const { values, json } = flags
   const capacity = values["capacity-gpus"]
-  if (capacity !== undefined && !/^[0-9]{1,9}$/u.test(capacity)) throw new UsageError(`--capacity-gpus takes a whole number, not ${JSON.stringify(capacity)}`)
+  if (capacity !== undefined && !/^[0-9]{1,9}$/u.test(capacity)) {
+    throw new UsageError(`--capacity-gpus takes a whole number, not ${JSON.stringify(capacity)}`)
+  }
   const start = values["start"] ?? "1970-01-01T00:00:00Z"
-  const startMs = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/u.test(start) ? Date.parse(start) : Number.NaN
-  if (Number.isNaN(startMs)) throw new UsageError(`--start takes an RFC 3339 instant such as 2023-01-01T00:00:00Z, not ${JSON.stringify(start)}`)
+  const startMs = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/u.test(start)
+    ? Date.parse(start)
+    : Number.NaN
+  if (Number.isNaN(startMs)) {
+    throw new UsageError(`--start takes an RFC 3339 instant such as 2023-01-01T00:00:00Z, not ${JSON.stringify(start)}`)
+  }
   return {
     trace: values["trace"] ?? "alibaba",
     // Spec: Pool, predict.horizon "24h to 720h".
-    horizonHours: wholeHours("horizon", values["horizon"] ?? Limits.poolPredictHorizonDefault, Limits.poolPredictHorizonMsMin, Limits.poolPredictHorizonMsMax),
-    windowHours: wholeHours("window", values["window"] ?? `${defaultWindowHours}h`, 24 * hourMs, Number.POSITIVE_INFINITY),
+    horizonHours: wholeHours(
+      "horizon",
+      values["horizon"] ?? Limits.poolPredictHorizonDefault,
+      Limits.poolPredictHorizonMsMin,
+      Limits.poolPredictHorizonMsMax
+    ),
+    windowHours: wholeHours(
+      "window",
+      values["window"] ?? `${defaultWindowHours}h`,
+      24 * hourMs,
+      Number.POSITIVE_INFINITY
+    ),
     capacityGpus: capacity === undefined ? undefined : Number(capacity),
     startMs,
     json
@@ -88,7 +115,13 @@ export interface ForecastReport {
 /** The forecast and backtest of pods' demand (pure but for what the flags name). */
 export const forecastPods = (
   pods: ReadonlyArray<AlibabaPod>,
-  settings: { readonly name: string; readonly horizonHours: number; readonly windowHours: number; readonly capacityGpus: number | undefined; readonly startMs: number }
+  settings: {
+    readonly name: string
+    readonly horizonHours: number
+    readonly windowHours: number
+    readonly capacityGpus: number | undefined
+    readonly startMs: number
+  }
 ): ForecastReport => {
   const intervals = pods.map(demandOf).filter((interval) => interval.milliGpus > 0)
   if (intervals.length === 0) throw new UsageError(`${settings.name}: no pod requests a GPU`)
@@ -104,7 +137,11 @@ export const forecastPods = (
   const historyEndMs = settings.startMs + toMs
   return {
     trace: { name: settings.name, pods: pods.length, gpuPods: intervals.length },
-    history: { fromMs, hours: history.length, demandGPUs: { p50: quantile(sorted, 0.5), p90: quantile(sorted, 0.9), max: sorted.at(-1)! } },
+    history: {
+      fromMs,
+      hours: history.length,
+      demandGPUs: { p50: quantile(sorted, 0.5), p90: quantile(sorted, 0.9), max: sorted.at(-1)! }
+    },
     capacityGpus: settings.capacityGpus,
     forecast,
     status: poolStatusForecast({ ...forecast, hours: [] }, { generatedMs: historyEndMs, historyEndMs }),
@@ -119,18 +156,26 @@ const percent = (share: number) => `${(share * 100).toFixed(1)}%`
 export const text = (report: ForecastReport): string => {
   const { backtest: test, forecast, history } = report
   const coverage = (label: string, covered: Backtest["fixed"]) =>
-    `  ${label}: at or under p90 ${covered.underP90}/${covered.hours} hours (${percent(covered.p90)}), at or under p50 ${covered.underP50}/${covered.hours} (${percent(covered.p50)})`
+    `  ${label}: at or under p90 ${covered.underP90}/${covered.hours} hours (${
+      percent(covered.p90)
+    }), at or under p50 ${covered.underP50}/${covered.hours} (${percent(covered.p50)})`
   const shortfall = report.capacityGpus === undefined
     ? "no capacity given (--capacity-gpus): no shortfall computed"
     : forecast.shortfallHour === undefined
-      ? `capacity ${report.capacityGpus} GPUs: no shortfall within the horizon`
-      : `capacity ${report.capacityGpus} GPUs: shortfall ${forecast.shortfallHour} h after the history's end (${report.status.shortfallTime})`
+    ? `capacity ${report.capacityGpus} GPUs: no shortfall within the horizon`
+    : `capacity ${report.capacityGpus} GPUs: shortfall ${forecast.shortfallHour} h after the history's end (${report.status.shortfallTime})`
   return [
     `trace: ${report.trace.name}: ${report.trace.pods} pods, ${report.trace.gpuPods} requesting GPUs`,
-    `history: ${history.hours} hours from trace second ${history.fromMs / 1000} (the busy part: 99% of the pods are created after it)`,
-    `  demand per hour (most GPUs requested at once by running + waiting pods): p50 ${gpus(history.demandGPUs.p50)}, p90 ${gpus(history.demandGPUs.p90)}, max ${gpus(history.demandGPUs.max)}`,
+    `history: ${history.hours} hours from trace second ${
+      history.fromMs / 1000
+    } (the busy part: 99% of the pods are created after it)`,
+    `  demand per hour (most GPUs requested at once by running + waiting pods): p50 ${
+      gpus(history.demandGPUs.p50)
+    }, p90 ${gpus(history.demandGPUs.p90)}, max ${gpus(history.demandGPUs.max)}`,
     `forecast, next ${forecast.horizonHours} h (per hour of day, p50 and p90 of the last ${forecast.windowHours} h; trend-free):`,
-    `  peakDemandGPUs p50 ${gpus(forecast.peakDemandGPUs.p50)}, p90 ${gpus(forecast.peakDemandGPUs.p90)} (status.forecast, whole GPUs: ${report.status.peakDemandGPUs.p50}, ${report.status.peakDemandGPUs.p90})`,
+    `  peakDemandGPUs p50 ${gpus(forecast.peakDemandGPUs.p50)}, p90 ${
+      gpus(forecast.peakDemandGPUs.p90)
+    } (status.forecast, whole GPUs: ${report.status.peakDemandGPUs.p50}, ${report.status.peakDemandGPUs.p90})`,
     `  ${shortfall}`,
     `backtest: fitted on the first ${test.fitHours} h, scored on the ${test.testHours} h after:`,
     coverage("one fit, whole second half", test.fixed),

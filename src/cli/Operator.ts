@@ -31,7 +31,11 @@ interface Reply {
 const send = (server: Server, url: string, body: unknown, headers: Record<string, string>) =>
   new Promise<Reply>((resolve, reject) => {
     const text = JSON.stringify(body ?? {})
-    const options = { method: "POST", headers: { authorization: `Bearer ${server.token}`, "content-type": "application/json", ...headers }, ...(server.ca === undefined ? {} : { ca: server.ca }) }
+    const options = {
+      method: "POST",
+      headers: { authorization: `Bearer ${server.token}`, "content-type": "application/json", ...headers },
+      ...(server.ca === undefined ? {} : { ca: server.ca })
+    }
     const call = (server.url.startsWith("https:") ? httpsRequest : httpRequest)(url, options, (response) => {
       let received = ""
       response.setEncoding("utf8")
@@ -51,16 +55,24 @@ const send = (server: Server, url: string, body: unknown, headers: Record<string
   })
 
 /** Answers that the same request may get right later: one with this key still in progress, or a server unavailable. */
-const retryable = (reply: Reply): boolean => (reply.status === 409 && reply.body?.reason === "RequestInProgress") || reply.status === 503
+const retryable = (reply: Reply): boolean =>
+  (reply.status === 409 && reply.body?.reason === "RequestInProgress") || reply.status === 503
 
 /** The wait before the next attempt: what the server asked (`details.retryAfterSeconds`, bounded), else a growing pause. */
 const pauseMs = (attempt: number, reply: Reply | undefined): number => {
   const asked: unknown = reply?.body?.details?.retryAfterSeconds
-  return typeof asked === "number" && Number.isFinite(asked) && asked >= 0 ? Math.min(asked * 1000, retryAfterMsMax) : 500 * attempt
+  return typeof asked === "number" && Number.isFinite(asked) && asked >= 0
+    ? Math.min(asked * 1000, retryAfterMsMax)
+    : 500 * attempt
 }
 
-const sendWithRetries = async (server: Server, url: string, body: unknown, headers: Record<string, string>): Promise<Reply> => {
-  for (let attempt = 1; ; attempt++) {
+const sendWithRetries = async (
+  server: Server,
+  url: string,
+  body: unknown,
+  headers: Record<string, string>
+): Promise<Reply> => {
+  for (let attempt = 1;; attempt++) {
     let reply: Reply | undefined
     try {
       reply = await send(server, url, body, headers)
@@ -79,7 +91,9 @@ const split = (args: ReadonlyArray<string>, own: ReadonlyArray<string>) => {
   const rest: Array<string> = []
   for (let index = 0; index < args.length; index++) {
     const arg = args[index]!
-    const [flag, inline] = arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined]
+    const [flag, inline] = arg.includes("=")
+      ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)]
+      : [arg, undefined]
     if (!arg.startsWith("--")) positional.push(arg)
     else if (own.includes(flag)) values.set(flag, inline ?? args[++index] ?? "")
     else rest.push(...(inline === undefined && index + 1 < args.length ? [arg, args[++index]!] : [arg]))
@@ -90,10 +104,18 @@ const split = (args: ReadonlyArray<string>, own: ReadonlyArray<string>) => {
 const failure = (reply: Reply): string => statusLine(reply.body ?? {}, reply.status)
 
 /** Runs `nodus grant` or `nodus refund`; answers the exit code. */
-export const operate = async (command: "grant" | "refund", args: ReadonlyArray<string>, configFrom: (args: ReadonlyArray<string>) => ServerConfig): Promise<number> => {
+export const operate = async (
+  command: "grant" | "refund",
+  args: ReadonlyArray<string>,
+  configFrom: (args: ReadonlyArray<string>) => ServerConfig
+): Promise<number> => {
   const { values, positional, rest } = split(args, ["--reason", "--name"])
   if (positional.length !== 1) {
-    process.stderr.write(`nodus: ${command} needs exactly one ${command === "grant" ? "amount in USD (e.g. nodus grant 25 --reason goodwill)" : "TopUp name"}\n`)
+    process.stderr.write(
+      `nodus: ${command} needs exactly one ${
+        command === "grant" ? "amount in USD (e.g. nodus grant 25 --reason goodwill)" : "TopUp name"
+      }\n`
+    )
     return 2
   }
   const target = positional[0]!
@@ -101,7 +123,12 @@ export const operate = async (command: "grant" | "refund", args: ReadonlyArray<s
     const server = await findServer(rest, configFrom)
     const base = `${server.url}/apis/${server.apiGroup}/v1`
     if (command === "refund") {
-      const reply = await sendWithRetries(server, `${base}/operator/topups/${encodeURIComponent(target)}/refund`, {}, {})
+      const reply = await sendWithRetries(
+        server,
+        `${base}/operator/topups/${encodeURIComponent(target)}/refund`,
+        {},
+        {}
+      )
       if (reply.status !== 200) throw new Error(failure(reply))
       process.stdout.write(`topup/${reply.body.metadata.name} ${reply.body.status?.phase ?? ""}\n`)
       return 0
@@ -114,7 +141,9 @@ export const operate = async (command: "grant" | "refund", args: ReadonlyArray<s
       metadata: name === undefined ? { generateName: "grant-" } : { name },
       spec: { amountUSD: target, source: "Admin", ...(reason === undefined ? {} : { reason }) }
     }
-    const reply = await sendWithRetries(server, `${base}/operator/creditgrants`, grant, { "idempotency-key": randomUUID() })
+    const reply = await sendWithRetries(server, `${base}/operator/creditgrants`, grant, {
+      "idempotency-key": randomUUID()
+    })
     if (reply.status !== 201) throw new Error(failure(reply))
     process.stdout.write(`creditgrant/${reply.body.metadata.name} granted ${reply.body.spec.amountUSD} USD\n`)
     return 0

@@ -8,10 +8,10 @@
 import { Effect } from "effect"
 import { parseMicroUsd } from "../core/Money.ts"
 import { parseDurationMs } from "../core/Units.ts"
-import { parseLongFlags, UsageError } from "./Flags.ts"
 import { genAiArrivalsOf, loadGenAiTrace } from "../data/GenAiTrace.ts"
 import { type Arrival, arrivalsOf, defaultServiceModel, llmTraceFiles, loadLlmTrace } from "../data/LlmTrace.ts"
 import { replay, type ReplayPolicy, type ReplaySummary } from "../server/FunctionReplay.ts"
+import { parseLongFlags, UsageError } from "./Flags.ts"
 
 export const replayUsage = `Usage: nodus replay-functions [flags]
 
@@ -50,10 +50,23 @@ interface ReplayFlags {
   readonly json: boolean
 }
 
-const flagsWithValue = new Set(["trace", "minutes", "min-workers", "max-workers", "concurrency", "scaledown", "gpu", "prefill", "decode", "seed"])
+const flagsWithValue = new Set([
+  "trace",
+  "minutes",
+  "min-workers",
+  "max-workers",
+  "concurrency",
+  "scaledown",
+  "gpu",
+  "prefill",
+  "decode",
+  "seed"
+])
 
 const wholeNumber = (flag: string, text: string, min: number): number => {
-  if (!/^[0-9]{1,7}$/u.test(text) || Number(text) < min) throw new UsageError(`--${flag} takes whole numbers from ${min}, not ${JSON.stringify(text)}`)
+  if (!/^[0-9]{1,7}$/u.test(text) || Number(text) < min) {
+    throw new UsageError(`--${flag} takes whole numbers from ${min}, not ${JSON.stringify(text)}`)
+  }
   return Number(text)
 }
 
@@ -71,20 +84,32 @@ const parseFlags = (args: ReadonlyArray<string>): ReplayFlags | "help" => {
   if (trace === "genai" && (values["prefill"] !== undefined || values["decode"] !== undefined)) {
     throw new UsageError("--prefill and --decode model the Azure traces' service times; genai's are recorded")
   }
-  const minutes = values["minutes"] === "all" ? undefined : wholeNumber("minutes", values["minutes"] ?? (trace === "genai" ? "360" : "10"), 1)
+  const minutes = values["minutes"] === "all"
+    ? undefined
+    : wholeNumber("minutes", values["minutes"] ?? (trace === "genai" ? "360" : "10"), 1)
   const mins = listOf("min-workers", values["min-workers"] ?? "0", (item) => wholeNumber("min-workers", item, 0))
   const maxes = listOf("max-workers", values["max-workers"] ?? "10", (item) => wholeNumber("max-workers", item, 1))
-  const concurrencies = listOf("concurrency", values["concurrency"] ?? "1", (item) => wholeNumber("concurrency", item, 1))
+  const concurrencies = listOf(
+    "concurrency",
+    values["concurrency"] ?? "1",
+    (item) => wholeNumber("concurrency", item, 1)
+  )
   const windows = listOf("scaledown", values["scaledown"] ?? "60s", (item) => {
-    if (parseDurationMs(item) === undefined) throw new UsageError(`--scaledown takes durations such as 60s or 5m, not ${JSON.stringify(item)}`)
+    if (parseDurationMs(item) === undefined) {
+      throw new UsageError(`--scaledown takes durations such as 60s or 5m, not ${JSON.stringify(item)}`)
+    }
     return item
   })
   const policies: Array<ReplayPolicy> = []
   for (const minWorkers of mins) {
     for (const maxWorkers of maxes) {
-      if (minWorkers > maxWorkers) throw new UsageError(`--min-workers ${minWorkers} is above --max-workers ${maxWorkers}`)
+      if (minWorkers > maxWorkers) {
+        throw new UsageError(`--min-workers ${minWorkers} is above --max-workers ${maxWorkers}`)
+      }
       for (const targetConcurrency of concurrencies) {
-        for (const scaledownWindow of windows) policies.push({ minWorkers, maxWorkers, targetConcurrency, scaledownWindow })
+        for (const scaledownWindow of windows) {
+          policies.push({ minWorkers, maxWorkers, targetConcurrency, scaledownWindow })
+        }
       }
     }
   }
@@ -112,18 +137,40 @@ export const savingsOf = (first: string, cost: string): string => {
   return `${sign}${magnitude / 10n}.${magnitude % 10n}%`
 }
 
-const policyText = (policy: ReplayPolicy) => `min ${policy.minWorkers} max ${policy.maxWorkers} conc ${policy.targetConcurrency} down ${policy.scaledownWindow}`
+const policyText = (policy: ReplayPolicy) =>
+  `min ${policy.minWorkers} max ${policy.maxWorkers} conc ${policy.targetConcurrency} down ${policy.scaledownWindow}`
 
 /** The rows as a table for humans. */
 export const table = (summaries: ReadonlyArray<ReplaySummary>): string => {
-  const header = ["policy", "calls", "ok", "failed", "wait p50", "p90", "p99", "max", "latency p50", "p99", "peak", "launched", "worker-h", "cost USD", "per 1k calls", "saves"]
+  const header = [
+    "policy",
+    "calls",
+    "ok",
+    "failed",
+    "wait p50",
+    "p90",
+    "p99",
+    "max",
+    "latency p50",
+    "p99",
+    "peak",
+    "launched",
+    "worker-h",
+    "cost USD",
+    "per 1k calls",
+    "saves"
+  ]
   const rows = summaries.map((summary) => [
     policyText(summary.policy),
     String(summary.calls),
     String(summary.succeeded),
     String(summary.failed + Object.values(summary.other).reduce((sum, count) => sum + count, 0)),
-    `${seconds(summary.queueWaitMs.p50)}s`, `${seconds(summary.queueWaitMs.p90)}s`, `${seconds(summary.queueWaitMs.p99)}s`, `${seconds(summary.queueWaitMs.max)}s`,
-    `${seconds(summary.latencyMs.p50)}s`, `${seconds(summary.latencyMs.p99)}s`,
+    `${seconds(summary.queueWaitMs.p50)}s`,
+    `${seconds(summary.queueWaitMs.p90)}s`,
+    `${seconds(summary.queueWaitMs.p99)}s`,
+    `${seconds(summary.queueWaitMs.max)}s`,
+    `${seconds(summary.latencyMs.p50)}s`,
+    `${seconds(summary.latencyMs.p99)}s`,
     String(summary.workers.peak),
     String(summary.workers.launched),
     (summary.workers.workerSeconds / 3600).toFixed(2),
@@ -132,7 +179,8 @@ export const table = (summaries: ReadonlyArray<ReplaySummary>): string => {
     summary === summaries[0] ? "-" : savingsOf(summaries[0]!.costUSD, summary.costUSD)
   ])
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)))
-  const line = (cells: ReadonlyArray<string>) => cells.map((cell, column) => column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!)).join("  ")
+  const line = (cells: ReadonlyArray<string>) =>
+    cells.map((cell, column) => column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!)).join("  ")
   return [line(header), ...rows.map(line)].join("\n") + "\n"
 }
 
@@ -140,13 +188,26 @@ export const table = (summaries: ReadonlyArray<ReplaySummary>): string => {
 const arrivalsFor = (flags: ReplayFlags): { readonly arrivals: ReadonlyArray<Arrival>; readonly what: string } => {
   const window = flags.minutes === undefined ? "all" : `the first ${flags.minutes} minutes`
   if (flags.trace === "genai") {
-    const { arrivals, skipped } = genAiArrivalsOf(loadGenAiTrace(), flags.minutes === undefined ? {} : { minutes: flags.minutes })
+    const { arrivals, skipped } = genAiArrivalsOf(
+      loadGenAiTrace(),
+      flags.minutes === undefined ? {} : { minutes: flags.minutes }
+    )
     const failed = arrivals.filter((arrival) => (arrival.raises ?? 0) > 0).length
     const left = Object.entries(skipped).map(([status, count]) => `${count} ${status}`).join(", ")
-    return { arrivals, what: `${window} of the Alibaba GenAI trace; ${failed} recorded FAILED, which raise${left === "" ? "" : `; skipped ${left}`}` }
+    return {
+      arrivals,
+      what: `${window} of the Alibaba GenAI trace; ${failed} recorded FAILED, which raise${
+        left === "" ? "" : `; skipped ${left}`
+      }`
+    }
   }
-  const requests = flags.trace === "code" || flags.trace === "conv" ? loadLlmTrace(flags.trace) : loadLlmTrace({ file: flags.trace })
-  const arrivals = arrivalsOf(requests, { ...(flags.minutes === undefined ? {} : { minutes: flags.minutes }), model: { prefillTokensPerSecond: flags.prefill, decodeTokensPerSecond: flags.decode } })
+  const requests = flags.trace === "code" || flags.trace === "conv"
+    ? loadLlmTrace(flags.trace)
+    : loadLlmTrace({ file: flags.trace })
+  const arrivals = arrivalsOf(requests, {
+    ...(flags.minutes === undefined ? {} : { minutes: flags.minutes }),
+    model: { prefillTokensPerSecond: flags.prefill, decodeTokensPerSecond: flags.decode }
+  })
   return { arrivals, what: `${window} of ${flags.trace in llmTraceFiles ? `the ${flags.trace} trace` : flags.trace}` }
 }
 
@@ -167,12 +228,18 @@ export const replayFunctions = async (args: ReadonlyArray<string>): Promise<numb
     return 2
   }
   const { arrivals, what } = source
-  process.stderr.write(`replaying ${arrivals.length} calls (${what}) under ${flags.policies.length} ${flags.policies.length === 1 ? "policy" : "policies"}\n`)
+  process.stderr.write(
+    `replaying ${arrivals.length} calls (${what}) under ${flags.policies.length} ${
+      flags.policies.length === 1 ? "policy" : "policies"
+    }\n`
+  )
   const summaries: Array<ReplaySummary> = []
   for (const policy of flags.policies) {
     const began = performance.now()
     const outcome = await Effect.runPromise(Effect.result(replay(arrivals, {
-      policy, resources: { gpu: { type: [flags.gpu], count: 1 } }, ...(flags.seed === undefined ? {} : { seed: flags.seed })
+      policy,
+      resources: { gpu: { type: [flags.gpu], count: 1 } },
+      ...(flags.seed === undefined ? {} : { seed: flags.seed })
     })))
     if (outcome._tag === "Failure") {
       process.stderr.write(`nodus replay-functions: ${policyText(policy)}: ${outcome.failure.message}\n`)

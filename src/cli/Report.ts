@@ -7,9 +7,9 @@
  */
 import { readFileSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
-import { loadCatalog } from "../data/CatalogData.ts"
-import { parseVariants, runWhatIf, type WhatIfProgress } from "../backends/sim/WhatIf.ts"
 import { fidelityText } from "../backends/sim/Fidelity.ts"
+import { parseVariants, runWhatIf, type WhatIfProgress } from "../backends/sim/WhatIf.ts"
+import { loadCatalog } from "../data/CatalogData.ts"
 import { renderReport, type ReportAssets } from "./ReportHtml.ts"
 import { resolveScenario, scenariosDir } from "./Sim.ts"
 
@@ -39,8 +39,12 @@ const dayMs = 86_400_000
 export const progressLine = (progress: WhatIfProgress, eventsPerSecond: number, width = 24): string => {
   const done = (progress.variant + Math.min(1, progress.doneMs / progress.spanMs)) / progress.variants
   const filled = Math.round(done * width)
-  return `[${"█".repeat(filled)}${"░".repeat(width - filled)}] variant ${progress.variant + 1}/${progress.variants} ${progress.name} · ` +
-    `day ${(progress.doneMs / dayMs).toFixed(1)} of ${(progress.spanMs / dayMs).toFixed(0)} · ${Math.round(eventsPerSecond).toLocaleString("en-US")} events/s`
+  return `[${"█".repeat(filled)}${"░".repeat(width - filled)}] variant ${
+    progress.variant + 1
+  }/${progress.variants} ${progress.name} · ` +
+    `day ${(progress.doneMs / dayMs).toFixed(1)} of ${(progress.spanMs / dayMs).toFixed(0)} · ${
+      Math.round(eventsPerSecond).toLocaleString("en-US")
+    } events/s`
 }
 
 /** Runs the command; returns the exit status. */
@@ -69,9 +73,17 @@ export const report = (args: ReadonlyArray<string>): number => {
     if (value === undefined || value === "") return fail(`--${name} needs a value`)
     values[name] = value
   }
-  if (positional.length !== 1) return fail(`${positional.length === 0 ? "which scenario?" : `one scenario at a time, not ${positional.join(" ")}`}\n\n${reportUsage}`)
+  if (positional.length !== 1) {
+    return fail(
+      `${
+        positional.length === 0 ? "which scenario?" : `one scenario at a time, not ${positional.join(" ")}`
+      }\n\n${reportUsage}`
+    )
+  }
   const path = resolveScenario(positional[0]!)
-  if (path === undefined) return fail(`no scenario ${JSON.stringify(positional[0])} (not a file, nor a name under ${scenariosDir})`)
+  if (path === undefined) {
+    return fail(`no scenario ${JSON.stringify(positional[0])} (not a file, nor a name under ${scenariosDir})`)
+  }
   let json: unknown
   try {
     json = JSON.parse(readFileSync(path, "utf8"))
@@ -82,7 +94,9 @@ export const report = (args: ReadonlyArray<string>): number => {
   const parsed = parseVariants(json, catalog)
   if (!parsed.ok) {
     stderr(`nodus report: ${path} is not a valid scenario:`)
-    for (const problem of parsed.problems) stderr(`  ${problem.field === "" ? "(the file)" : problem.field}: ${problem.message}`)
+    for (const problem of parsed.problems) {
+      stderr(`  ${problem.field === "" ? "(the file)" : problem.field}: ${problem.message}`)
+    }
     return 2
   }
   const tty = process.stderr.isTTY === true
@@ -93,25 +107,32 @@ export const report = (args: ReadonlyArray<string>): number => {
   const data = runWhatIf(parsed.scenario, parsed.variants, {
     catalog,
     ...(values["seed"] === undefined ? {} : { seed: values["seed"] }),
-    ...(tty ? {
-      progress: (progress: WhatIfProgress) => {
-        const now = performance.now()
-        if (progress.variant !== before.variant) before = { at: now, events: 0, variant: progress.variant }
-        if (now - lastDraw < 100 && progress.doneMs < progress.spanMs) return
-        if (now > before.at) rate = ((progress.events - before.events) / (now - before.at)) * 1000
-        before = { at: now, events: progress.events, variant: progress.variant }
-        lastDraw = now
-        process.stderr.write(`\r\x1b[2K${progressLine(progress, rate)}`)
-      }
-    } : {})
+    ...(tty ?
+      {
+        progress: (progress: WhatIfProgress) => {
+          const now = performance.now()
+          if (progress.variant !== before.variant) before = { at: now, events: 0, variant: progress.variant }
+          if (now - lastDraw < 100 && progress.doneMs < progress.spanMs) return
+          if (now > before.at) rate = ((progress.events - before.events) / (now - before.at)) * 1000
+          before = { at: now, events: progress.events, variant: progress.variant }
+          lastDraw = now
+          process.stderr.write(`\r\x1b[2K${progressLine(progress, rate)}`)
+        }
+      } :
+      {})
   })
   if (tty) process.stderr.write("\r\x1b[2K")
   const out = values["out"] ?? "report.html"
   writeFileSync(out, renderReport(data, uplotAssets()))
   const violations = data.variants.reduce((sum, variant) => sum + variant.violations, 0)
-  stderr(`${data.scenario}: ${data.variants.length} variant(s) from seed ${JSON.stringify(data.seed)} in ${((performance.now() - started) / 1000).toFixed(1)} s; ` +
-    data.variants.map((variant) => `${variant.name} ${variant.cost.total.totalUSD} USD`).join(", ") + `; wrote ${out}` +
-    (violations > 0 ? `; ${violations} checker VIOLATIONS` : ""))
+  stderr(
+    `${data.scenario}: ${data.variants.length} variant(s) from seed ${JSON.stringify(data.seed)} in ${
+      ((performance.now() - started) / 1000).toFixed(1)
+    } s; ` +
+      data.variants.map((variant) => `${variant.name} ${variant.cost.total.totalUSD} USD`).join(", ") +
+      `; wrote ${out}` +
+      (violations > 0 ? `; ${violations} checker VIOLATIONS` : "")
+  )
   const baseline = data.variants[0]!
   if (baseline.fidelity !== undefined) stderr(`${baseline.name}: ${fidelityText(baseline.fidelity)}`)
   return violations > 0 ? 1 : 0

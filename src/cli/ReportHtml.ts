@@ -38,7 +38,9 @@ const scriptJson = (value: unknown): string => JSON.stringify(value).replace(/</
 const usd = (text: string): string => {
   const micro = parseMicroUsd(text)
   const dollars = Number(micro) / 1e6
-  return `${dollars < 0 ? "−" : ""}$${Math.abs(dollars).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`
+  return `${dollars < 0 ? "−" : ""}$${
+    Math.abs(dollars).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })
+  }`
 }
 
 const duration = (seconds: number | null | undefined): string => {
@@ -48,18 +50,25 @@ const duration = (seconds: number | null | undefined): string => {
   return `${(seconds / 3600).toFixed(1)} h`
 }
 
-const percentOf = (part: bigint, whole: bigint): string => (whole === 0n ? "–" : `${((Number(part) / Number(whole)) * 100).toFixed(1)}%`)
+const percentOf = (
+  part: bigint,
+  whole: bigint
+): string => (whole === 0n ? "–" : `${((Number(part) / Number(whole)) * 100).toFixed(1)}%`)
 
 const totalsRow = (variant: VariantResult, baselineMicro: bigint, index: number): string => {
   const savings = parseMicroUsd(variant.savingsUSD)
   const cells = [
-    `<th scope="row"><span class="swatch" style="background:${palette[index % palette.length]}"></span>${escapeHtml(variant.name)}</th>`,
+    `<th scope="row"><span class="swatch" style="background:${palette[index % palette.length]}"></span>${
+      escapeHtml(variant.name)
+    }</th>`,
     `<td>${variant.totals.jobs}</td>`,
     `<td>${variant.totals.byPhase["Succeeded"] ?? 0}</td>`,
     `<td>${variant.totals.preemptions}</td>`,
     `<td>${variant.totals.restores}</td>`,
     `<td class="usd" data-usd="${variant.cost.total.totalUSD}">${usd(variant.cost.total.totalUSD)}</td>`,
-    `<td class="usd savings" data-usd="${variant.savingsUSD}">${index === 0 ? "baseline" : usd(variant.savingsUSD)}</td>`,
+    `<td class="usd savings" data-usd="${variant.savingsUSD}">${
+      index === 0 ? "baseline" : usd(variant.savingsUSD)
+    }</td>`,
     `<td>${index === 0 ? "" : percentOf(savings, baselineMicro)}</td>`,
     `<td>${duration(variant.queueWaitSeconds["p50"])} / ${duration(variant.queueWaitSeconds["p90"])}</td>`,
     `<td>${duration(variant.completionSeconds["p50"])} / ${duration(variant.completionSeconds["p90"])}</td>`,
@@ -163,31 +172,49 @@ const fidelitySection = (data: ReportData): string => {
   if (withPreemptions.length === 0 && withDelays.length === 0) return ""
   const parts = [`<h2>Fidelity: the replay against its trace</h2>`]
   if (withPreemptions.length > 0) {
-    const rows = withPreemptions.flatMap((variant) => variant.fidelity!.preemptions!.map((entry) =>
-      `<tr class="preemption-fidelity" data-variant="${escapeHtml(variant.name)}" data-reproduced="${entry.reproduced}" data-instants="${entry.instants}"><th scope="row">${escapeHtml(variant.name)}</th>` +
-      `<td>${escapeHtml(entry.variant)}</td><td>${escapeHtml(entry.trace)}</td>` +
-      `<td><b>${entry.reproduced} of ${entry.instants}</b> preemption instants reproduced</td><td>${entry.dropsInRun}</td><td>${entry.preemptions}</td><td>${entry.offTrace}</td></tr>`))
-    parts.push(`<p>Preemptions: the instants at which each spot trace drops to 0, read from the trace file, at which a host of its
+    const rows = withPreemptions.flatMap((variant) =>
+      variant.fidelity!.preemptions!.map((entry) =>
+        `<tr class="preemption-fidelity" data-variant="${
+          escapeHtml(variant.name)
+        }" data-reproduced="${entry.reproduced}" data-instants="${entry.instants}"><th scope="row">${
+          escapeHtml(variant.name)
+        }</th>` +
+        `<td>${escapeHtml(entry.variant)}</td><td>${escapeHtml(entry.trace)}</td>` +
+        `<td><b>${entry.reproduced} of ${entry.instants}</b> preemption instants reproduced</td><td>${entry.dropsInRun}</td><td>${entry.preemptions}</td><td>${entry.offTrace}</td></tr>`
+      )
+    )
+    parts.push(
+      `<p>Preemptions: the instants at which each spot trace drops to 0, read from the trace file, at which a host of its
 variant was running; reproduced when every such host was preempted at that millisecond. Off the trace: preemptions at any other instant.</p>
 <table id="preemption-fidelity">
 <thead><tr><th>variant</th><th>capacity</th><th>trace</th><th>instants</th><th>drops in the run</th><th>preemptions</th><th>off the trace</th></tr></thead>
 <tbody>
 ${rows.join("\n")}
 </tbody>
-</table>`)
+</table>`
+    )
   }
   if (withDelays.length > 0) {
     const rows = withDelays.map((variant) => {
       const delay = variant.fidelity!.queueDelay!
-      return `<tr class="delay-fidelity" data-variant="${escapeHtml(variant.name)}" data-ks="${delay.ks}" data-mean-error="${delay.meanError}"><th scope="row">${escapeHtml(variant.name)}</th>` +
+      return `<tr class="delay-fidelity" data-variant="${
+        escapeHtml(variant.name)
+      }" data-ks="${delay.ks}" data-mean-error="${delay.meanError}"><th scope="row">${escapeHtml(variant.name)}</th>` +
         `<td>${delay.pods}${delay.notLaunched > 0 ? ` (${delay.notLaunched} never launched)` : ""}</td>` +
-        `<td>${seconds(delay.recordedMean)}</td><td>${seconds(delay.simulatedMean)}</td><td>${seconds(delay.meanError)}</td><td>${seconds(delay.meanAbsoluteError)}</td>` +
+        `<td>${seconds(delay.recordedMean)}</td><td>${seconds(delay.simulatedMean)}</td><td>${
+          seconds(delay.meanError)
+        }</td><td>${seconds(delay.meanAbsoluteError)}</td>` +
         `<td><b>${delay.ks.toFixed(3)}</b></td>` +
         `<td>${seconds(delay.recorded.p50)} / ${seconds(delay.recorded.p90)} / ${seconds(delay.recorded.p99)}</td>` +
-        `<td>${seconds(delay.simulated.p50)} / ${seconds(delay.simulated.p90)} / ${seconds(delay.simulated.p99)}</td></tr>`
+        `<td>${seconds(delay.simulated.p50)} / ${seconds(delay.simulated.p90)} / ${
+          seconds(delay.simulated.p99)
+        }</td></tr>`
     })
-    const leftOut = withDelays[0]!.fidelity!.queueDelay!.leftOut.map((item) => `<li>${escapeHtml(item)}</li>`).join("\n")
-    parts.push(`<p>Queueing delay: each replayed pod's simulated delay (its Job's creation to its first launch) against the recorded one
+    const leftOut = withDelays[0]!.fidelity!.queueDelay!.leftOut.map((item) => `<li>${escapeHtml(item)}</li>`).join(
+      "\n"
+    )
+    parts.push(
+      `<p>Queueing delay: each replayed pod's simulated delay (its Job's creation to its first launch) against the recorded one
 (scheduled − creation), over the pods the trace placed: mean error (simulated − recorded) and the two-sample Kolmogorov–Smirnov distance
 between the two distributions (0: the same, 1: disjoint).</p>
 <table id="delay-fidelity">
@@ -200,7 +227,8 @@ ${rows.join("\n")}
 <ul id="left-out">
 ${leftOut}
 </ul>
-<section class="chart" id="${fidelityChartId}"></section>`)
+<section class="chart" id="${fidelityChartId}"></section>`
+    )
   }
   return parts.join("\n")
 }
@@ -208,7 +236,10 @@ ${leftOut}
 export const renderReport = (data: ReportData, assets: ReportAssets): string => {
   const baselineMicro = parseMicroUsd(data.variants[0]!.cost.total.totalUSD)
   const variantRows = data.variants.map((variant, index) =>
-    `<li><b style="color:${palette[index % palette.length]}">${escapeHtml(variant.name)}</b>${variant.description === undefined ? "" : `: ${escapeHtml(variant.description)}`}</li>`).join("\n")
+    `<li><b style="color:${palette[index % palette.length]}">${escapeHtml(variant.name)}</b>${
+      variant.description === undefined ? "" : `: ${escapeHtml(variant.description)}`
+    }</li>`
+  ).join("\n")
   const sections = chartIds.map((id) => `<section class="chart" id="${id}"></section>`).join("\n")
   return `<!doctype html>
 <html lang="en">
@@ -228,8 +259,12 @@ th:first-child { text-align: left; }
 <body>
 <h1>${escapeHtml(data.scenario)}: what-if report</h1>
 ${data.description === undefined ? "" : `<p>${escapeHtml(data.description)}</p>`}
-<p>Seed <code>${escapeHtml(data.seed)}</code>, from ${escapeHtml(data.virtualStart)} (virtual time). Every variant ran from the same seed; costs are the
-ledger's charges with pricebook <code>${escapeHtml(data.variants[0]!.cost.pricebook)}</code>; savings are against the baseline, <b>${escapeHtml(data.baseline)}</b>.</p>
+<p>Seed <code>${escapeHtml(data.seed)}</code>, from ${
+    escapeHtml(data.virtualStart)
+  } (virtual time). Every variant ran from the same seed; costs are the
+ledger's charges with pricebook <code>${
+    escapeHtml(data.variants[0]!.cost.pricebook)
+  }</code>; savings are against the baseline, <b>${escapeHtml(data.baseline)}</b>.</p>
 <ul>
 ${variantRows}
 </ul>

@@ -39,13 +39,16 @@ const parse = (args: ReadonlyArray<string>): Parsed => {
     else if (switchNames.has(arg)) switches.add(arg)
     else if (arg.startsWith("-") && arg !== "-") {
       rest.push(arg)
-      if (!arg.includes("=") && own[index + 1] !== undefined && !own[index + 1]!.startsWith("-")) rest.push(own[++index]!)
+      if (!arg.includes("=") && own[index + 1] !== undefined && !own[index + 1]!.startsWith("-")) {
+        rest.push(own[++index]!)
+      }
     } else positional.push(arg)
   }
   return { positional, values, switches, rest, command: end < 0 ? [] : args.slice(end + 1) }
 }
 
-const one = (parsed: Parsed, ...names: ReadonlyArray<string>) => names.map((name) => parsed.values.get(name)?.at(-1)).find((value) => value !== undefined)
+const one = (parsed: Parsed, ...names: ReadonlyArray<string>) =>
+  names.map((name) => parsed.values.get(name)?.at(-1)).find((value) => value !== undefined)
 
 const sandboxPath = (client: ServerClient, namespace: string, name: string) =>
   `${client.base}/namespaces/${encodeURIComponent(namespace)}/sandboxes/${encodeURIComponent(name)}`
@@ -57,7 +60,9 @@ const usage = (message: string) => {
 
 const exec = async (client: ServerClient, parsed: Parsed, namespace: string): Promise<number> => {
   const name = parsed.positional[1]
-  if (name === undefined || parsed.command.length === 0) return usage("exec needs a Sandbox and a command: nodus sandbox exec <name> -n <project> -- <command> [args…]")
+  if (name === undefined || parsed.command.length === 0) {
+    return usage("exec needs a Sandbox and a command: nodus sandbox exec <name> -n <project> -- <command> [args…]")
+  }
   const env: Record<string, string> = {}
   for (const pair of [...(parsed.values.get("-e") ?? []), ...(parsed.values.get("--env") ?? [])]) {
     const at = pair.indexOf("=")
@@ -67,10 +72,26 @@ const exec = async (client: ServerClient, parsed: Parsed, namespace: string): Pr
   const workingDir = one(parsed, "-w", "--workdir")
   const timeout = one(parsed, "--timeout")
   const stdin = parsed.switches.has("-i") || parsed.switches.has("--stdin") ? readFileSync(0, "utf8") : undefined
-  const body = { command: parsed.command, env, ...(workingDir === undefined ? {} : { workingDir }), ...(timeout === undefined ? {} : { timeout }), ...(stdin === undefined ? {} : { stdin }) }
-  const response = await client.request("POST", `${sandboxPath(client, namespace, name)}/commands`, JSON.stringify(body))
+  const body = {
+    command: parsed.command,
+    env,
+    ...(workingDir === undefined ? {} : { workingDir }),
+    ...(timeout === undefined ? {} : { timeout }),
+    ...(stdin === undefined ? {} : { stdin })
+  }
+  const response = await client.request(
+    "POST",
+    `${sandboxPath(client, namespace, name)}/commands`,
+    JSON.stringify(body)
+  )
   if (response.statusCode !== 200) throw new Error(await failure(response))
-  const result = JSON.parse(await text(response)) as { exitCode: number | null; signal?: string; stdout: string; stderr: string; timedOut?: boolean }
+  const result = JSON.parse(await text(response)) as {
+    exitCode: number | null
+    signal?: string
+    stdout: string
+    stderr: string
+    timedOut?: boolean
+  }
   process.stdout.write(result.stdout)
   process.stderr.write(result.stderr)
   if (result.timedOut === true) process.stderr.write("nodus sandbox: the command was killed at its timeout\n")
@@ -85,14 +106,23 @@ const remoteOf = (argument: string): { readonly name: string; readonly path: str
 
 const copy = async (client: ServerClient, parsed: Parsed, namespace: string): Promise<number> => {
   const [, from, to] = parsed.positional
-  if (from === undefined || to === undefined) return usage("cp needs a source and a destination, one of them <name>:<path>")
+  if (from === undefined || to === undefined) {
+    return usage("cp needs a source and a destination, one of them <name>:<path>")
+  }
   const source = remoteOf(from)
   const target = remoteOf(to)
-  if ((source === undefined) === (target === undefined)) return usage("cp copies between this host and a Sandbox: exactly one side is <name>:<path>")
+  if ((source === undefined) === (target === undefined)) {
+    return usage("cp copies between this host and a Sandbox: exactly one side is <name>:<path>")
+  }
   if (source !== undefined) {
-    const response = await client.request("GET", `${sandboxPath(client, namespace, source.name)}/files?path=${encodeURIComponent(source.path)}`)
+    const response = await client.request(
+      "GET",
+      `${sandboxPath(client, namespace, source.name)}/files?path=${encodeURIComponent(source.path)}`
+    )
     if (response.statusCode !== 200) throw new Error(await failure(response))
-    if (String(response.headers["content-type"]).startsWith("application/json")) throw new Error(`${source.path} is a directory; cp copies one file`)
+    if (String(response.headers["content-type"]).startsWith("application/json")) {
+      throw new Error(`${source.path} is a directory; cp copies one file`)
+    }
     const chunks: Array<Buffer> = []
     for await (const chunk of response) chunks.push(chunk as Buffer)
     if (to === "-") process.stdout.write(Buffer.concat(chunks))
@@ -100,18 +130,28 @@ const copy = async (client: ServerClient, parsed: Parsed, namespace: string): Pr
     return 0
   }
   const bytes = readFileSync(from === "-" ? 0 : from)
-  const response = await client.request("PUT", `${sandboxPath(client, namespace, target!.name)}/files?path=${encodeURIComponent(target!.path)}`, bytes, "application/octet-stream")
+  const response = await client.request(
+    "PUT",
+    `${sandboxPath(client, namespace, target!.name)}/files?path=${encodeURIComponent(target!.path)}`,
+    bytes,
+    "application/octet-stream"
+  )
   if (response.statusCode !== 200) throw new Error(await failure(response))
   await text(response)
   return 0
 }
 
 /** Runs `nodus sandbox exec|cp|shell`; answers the exit code. */
-export const sandbox = async (args: ReadonlyArray<string>, configFrom: (args: ReadonlyArray<string>) => ServerConfig): Promise<number> => {
+export const sandbox = async (
+  args: ReadonlyArray<string>,
+  configFrom: (args: ReadonlyArray<string>) => ServerConfig
+): Promise<number> => {
   const parsed = parse(args)
   const verb = parsed.positional[0]
   const namespace = one(parsed, "-n", "--namespace")
-  if (verb !== "exec" && verb !== "cp" && verb !== "shell") return usage(`unknown subcommand ${JSON.stringify(verb ?? "")}: exec, cp or shell`)
+  if (verb !== "exec" && verb !== "cp" && verb !== "shell") {
+    return usage(`unknown subcommand ${JSON.stringify(verb ?? "")}: exec, cp or shell`)
+  }
   if (namespace === undefined) return usage(`${verb} needs -n <project>`)
   if (verb === "shell") {
     const problem = (await import("./SandboxShell.ts")).noTerminal(process.stdin)

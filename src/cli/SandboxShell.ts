@@ -8,7 +8,10 @@ import { type Server, statusLine } from "./ServerClient.ts"
 
 /** The size a terminal asks for: this one's, or 80×24 where it says 0 or nothing (a 0×0 pty, no terminal at all). */
 export const terminalSize = (stream: { readonly columns?: number | undefined; readonly rows?: number | undefined }) => {
-  const fit = (value: number | undefined, fallback: number) => (value !== undefined && Number.isInteger(value) && value >= 1 ? Math.min(value, 1000) : fallback)
+  const fit = (
+    value: number | undefined,
+    fallback: number
+  ) => (value !== undefined && Number.isInteger(value) && value >= 1 ? Math.min(value, 1000) : fallback)
   return { cols: fit(stream.columns, 80), rows: fit(stream.rows, 24) }
 }
 
@@ -21,8 +24,15 @@ export const noTerminal = (stdin: { readonly isTTY?: boolean | undefined }): str
 export const shell = async (server: Server, url: string, shellPath: string | undefined): Promise<number> => {
   const { token, ca } = server
   const size = () => terminalSize(process.stdout)
-  const query = new URLSearchParams({ cols: String(size().cols), rows: String(size().rows), ...(shellPath === undefined ? {} : { shell: shellPath }) })
-  const socket = new WebSocket(`${url.replace(/^http/u, "ws")}?${query}`, { headers: { authorization: `Bearer ${token}` }, ...(ca === undefined ? {} : { ca }) })
+  const query = new URLSearchParams({
+    cols: String(size().cols),
+    rows: String(size().rows),
+    ...(shellPath === undefined ? {} : { shell: shellPath })
+  })
+  const socket = new WebSocket(`${url.replace(/^http/u, "ws")}?${query}`, {
+    headers: { authorization: `Bearer ${token}` },
+    ...(ca === undefined ? {} : { ca })
+  })
   return new Promise((resolve) => {
     let code = 1
     const raw = process.stdin.isTTY === true

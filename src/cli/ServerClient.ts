@@ -7,7 +7,7 @@
  * environment, data directory (its URL, CA and admin token).
  */
 import { existsSync } from "node:fs"
-import { request as httpRequest, type IncomingMessage } from "node:http"
+import { type IncomingMessage, request as httpRequest } from "node:http"
 import { request as httpsRequest } from "node:https"
 import { homedir } from "node:os"
 import { join } from "node:path"
@@ -31,7 +31,12 @@ export interface ServerClient {
   /** `<server>/apis/<group>/v1` */
   readonly base: string
   /** A request; a Readable body is streamed (chunked), the others sent whole. */
-  readonly request: (method: string, url: string, body?: Uint8Array | string | Readable, contentType?: string) => Promise<IncomingMessage>
+  readonly request: (
+    method: string,
+    url: string,
+    body?: Uint8Array | string | Readable,
+    contentType?: string
+  ) => Promise<IncomingMessage>
 }
 
 /** The variables that name a server of a data directory: set, they win over any kubeconfig. */
@@ -40,7 +45,10 @@ const serverVariables = ["NODUS_ADDR", "NODUS_DATA_DIR", "NODUS_PUBLIC_URL", "NO
 const set = (value: string | undefined) => value !== undefined && value !== ""
 
 /** Whether the server comes from a kubeconfig (or NODUS_URL): nothing names a data directory's, and one is there. */
-const fromKubeconfig = (serverArgs: ReadonlyArray<string>, env: Readonly<Record<string, string | undefined>>): boolean =>
+const fromKubeconfig = (
+  serverArgs: ReadonlyArray<string>,
+  env: Readonly<Record<string, string | undefined>>
+): boolean =>
   serverArgs.length === 0 && !serverVariables.some((name) => set(env[name])) &&
   (set(env["KUBECONFIG"]) || set(env["NODUS_URL"]) || existsSync(join(homedir(), ".kube", "config")))
 
@@ -58,14 +66,27 @@ export const findServer = async (
   const config = configFrom(serverArgs)
   const { ensureAdminToken, ensureDataDir, ensureTls, serverUrl } = await import("../server/Bootstrap.ts")
   ensureDataDir(config.dataDir)
-  return { url: serverUrl(config), token: ensureAdminToken(config), ca: config.tls ? ensureTls(config, new Date()).ca : undefined, apiGroup: config.apiGroup }
+  return {
+    url: serverUrl(config),
+    token: ensureAdminToken(config),
+    ca: config.tls ? ensureTls(config, new Date()).ca : undefined,
+    apiGroup: config.apiGroup
+  }
 }
 
 export const connect = (server: Server): ServerClient => {
   const send = server.url.startsWith("https:") ? httpsRequest : httpRequest
-  const request = (method: string, url: string, body?: Uint8Array | string | Readable, contentType = "application/json") =>
+  const request = (
+    method: string,
+    url: string,
+    body?: Uint8Array | string | Readable,
+    contentType = "application/json"
+  ) =>
     new Promise<IncomingMessage>((resolve, reject) => {
-      const headers = { authorization: `Bearer ${server.token}`, ...(body === undefined ? {} : { "content-type": contentType }) }
+      const headers = {
+        authorization: `Bearer ${server.token}`,
+        ...(body === undefined ? {} : { "content-type": contentType })
+      }
       const call = send(url, { method, headers, ...(server.ca === undefined ? {} : { ca: server.ca }) }, resolve)
       call.on("error", reject)
       if (body === undefined || typeof body === "string" || body instanceof Uint8Array) return call.end(body)
@@ -82,9 +103,14 @@ export const text = async (response: IncomingMessage) => {
 }
 
 /** A Status body in one line, with the server's fix on the next (the message without the fix it also carries). */
-export const statusLine = (status: { readonly reason?: unknown; readonly message?: unknown; readonly fix?: unknown }, httpStatus: number | undefined): string => {
+export const statusLine = (
+  status: { readonly reason?: unknown; readonly message?: unknown; readonly fix?: unknown },
+  httpStatus: number | undefined
+): string => {
   const message = typeof status.message === "string" ? messageWithoutFix(status.message, status.fix) : ""
-  return `${typeof status.reason === "string" ? status.reason : `HTTP ${httpStatus}`}: ${message}${typeof status.fix === "string" ? `\n  fix: ${status.fix}` : ""}`
+  return `${typeof status.reason === "string" ? status.reason : `HTTP ${httpStatus}`}: ${message}${
+    typeof status.fix === "string" ? `\n  fix: ${status.fix}` : ""
+  }`
 }
 
 /** A failed answer in one line, with the server's fix. */

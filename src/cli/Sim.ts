@@ -7,10 +7,10 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
-import { loadCatalog } from "../data/CatalogData.ts"
 import { fidelityText } from "../backends/sim/Fidelity.ts"
 import { runScenario, scenarioProblems, type Summary } from "../backends/sim/Run.ts"
 import { parseScenario } from "../backends/sim/Scenario.ts"
+import { loadCatalog } from "../data/CatalogData.ts"
 
 /** The repository's scenarios (a bare name resolves here). */
 export const scenariosDir = fileURLToPath(new URL("../../scenarios/", import.meta.url))
@@ -104,10 +104,16 @@ const count = (value: number) => value.toLocaleString("en-US")
 /** One line for humans: what happened, the trace hash and how fast. */
 export const humanSummary = (summary: Summary, wallMs: number): string => {
   const { totals } = summary
-  const phases = Object.entries(totals.byPhase).sort(([a], [b]) => (a < b ? -1 : 1)).map(([phase, jobs]) => `${count(jobs)} ${phase}`).join(", ")
+  const phases = Object.entries(totals.byPhase).sort(([a], [b]) => (a < b ? -1 : 1)).map(([phase, jobs]) =>
+    `${count(jobs)} ${phase}`
+  ).join(", ")
   const eventsPerSecond = wallMs > 0 ? Math.round((totals.engineEvents / wallMs) * 1000) : 0
-  return `${summary.scenario} (seed ${JSON.stringify(summary.seed)}): ${count(totals.jobs)} jobs (${phases || "none"}), ` +
-    `${count(totals.attempts)} attempts, ${count(totals.preemptions)} preemptions, ${count(totals.checkpoints)} checkpoints; ` +
+  return `${summary.scenario} (seed ${JSON.stringify(summary.seed)}): ${count(totals.jobs)} jobs (${
+    phases || "none"
+  }), ` +
+    `${count(totals.attempts)} attempts, ${count(totals.preemptions)} preemptions, ${
+      count(totals.checkpoints)
+    } checkpoints; ` +
     `trace ${summary.traceHash.slice(0, 16)} (${count(summary.traceLines)} lines); ` +
     `${(wallMs / 1000).toFixed(2)} s wall, ${count(totals.engineEvents)} engine events (${count(eventsPerSecond)}/s)` +
     (summary.fidelity === undefined ? "" : `; ${fidelityText(summary.fidelity)}`) +
@@ -138,7 +144,9 @@ export const sim = (args: ReadonlyArray<string>): number => {
   try {
     json = JSON.parse(readFileSync(path, "utf8"))
   } catch (error) {
-    stderr(`nodus sim: ${path}: ${error instanceof SyntaxError ? `not JSON: ${error.message}` : (error as Error).message}`)
+    stderr(
+      `nodus sim: ${path}: ${error instanceof SyntaxError ? `not JSON: ${error.message}` : (error as Error).message}`
+    )
     return 2
   }
   const parsed = parseScenario(json)
@@ -146,7 +154,9 @@ export const sim = (args: ReadonlyArray<string>): number => {
   const problems = parsed.ok ? scenarioProblems(parsed.scenario, catalog) : parsed.problems
   if (problems.length > 0) {
     stderr(`nodus sim: ${path} is not a valid scenario:`)
-    for (const problem of problems) stderr(`  ${problem.field === "" ? "(the file)" : problem.field}: ${problem.message}`)
+    for (const problem of problems) {
+      stderr(`  ${problem.field === "" ? "(the file)" : problem.field}: ${problem.message}`)
+    }
     return 2
   }
   if (!parsed.ok) return 2
@@ -163,10 +173,14 @@ export const sim = (args: ReadonlyArray<string>): number => {
   const text = `${JSON.stringify(rest, null, 2)}\n`
   if (flags.out === undefined) process.stdout.write(text)
   else writeFileSync(flags.out, text)
-  if (flags.trace !== undefined) writeFileSync(flags.trace, trace === undefined || trace.length === 0 ? "" : `${trace.join("\n")}\n`)
+  if (flags.trace !== undefined) {
+    writeFileSync(flags.trace, trace === undefined || trace.length === 0 ? "" : `${trace.join("\n")}\n`)
+  }
   stderr(humanSummary(summary, wallMs))
   if (summary.violations.length === 0) return 0
-  stderr(`nodus sim: the checkers found ${summary.violations.length} violation(s) (seed ${JSON.stringify(summary.seed)}):`)
+  stderr(
+    `nodus sim: the checkers found ${summary.violations.length} violation(s) (seed ${JSON.stringify(summary.seed)}):`
+  )
   for (const violation of summary.violations) stderr(`  ${JSON.stringify(violation)}`)
   return 1
 }

@@ -19,7 +19,10 @@ import { parse, progress } from "./Workloads.ts"
 const usage = "nodus volume put|get <volume> <dir> -n <project> [--revision N] (nodus --help)"
 
 /** Runs `nodus volume put` or `nodus volume get`; answers the exit code. */
-export const volume = async (args: ReadonlyArray<string>, configFrom: (args: ReadonlyArray<string>) => ServerConfig): Promise<number> => {
+export const volume = async (
+  args: ReadonlyArray<string>,
+  configFrom: (args: ReadonlyArray<string>) => ServerConfig
+): Promise<number> => {
   const [action, ...rest] = args
   const { positional, values, rest: serverArgs } = parse(rest)
   const [name, dir] = positional
@@ -31,7 +34,9 @@ export const volume = async (args: ReadonlyArray<string>, configFrom: (args: Rea
   try {
     const client = connect(await findServer(serverArgs, configFrom))
     const volumeUrl = `${client.base}/namespaces/${encodeURIComponent(namespace)}/volumes/${encodeURIComponent(name)}`
-    return action === "put" ? await put(client, volumeUrl, name, dir) : await get(client, volumeUrl, name, dir, values.get("--revision"))
+    return action === "put"
+      ? await put(client, volumeUrl, name, dir)
+      : await get(client, volumeUrl, name, dir, values.get("--revision"))
   } catch (error) {
     process.stderr.write(`nodus: volume ${action} failed: ${error instanceof Error ? error.message : String(error)}\n`)
     return 1
@@ -49,9 +54,13 @@ const put = async (client: Client, volumeUrl: string, name: string, dir: string)
   const response = await client.request("POST", `${volumeUrl}/revisions`, tar.stdout, "application/zstd")
   if ((await exited) !== 0) throw new Error(`tar could not archive ${dir}: ${stderr.trim()}`)
   if (response.statusCode !== 201) throw new Error(await failure(response))
-  const status = (JSON.parse(await text(response)) as { status: { revision: number; revisions: ReadonlyArray<{ revision: number; sha256: string; sizeBytes: number }> } }).status
+  const status = (JSON.parse(await text(response)) as {
+    status: { revision: number; revisions: ReadonlyArray<{ revision: number; sha256: string; sizeBytes: number }> }
+  }).status
   const committed = status.revisions.find((entry) => entry.revision === status.revision)!
-  process.stdout.write(`volume/${name} revision ${committed.revision} committed: ${committed.sizeBytes} bytes, sha256 ${committed.sha256}\n`)
+  process.stdout.write(
+    `volume/${name} revision ${committed.revision} committed: ${committed.sizeBytes} bytes, sha256 ${committed.sha256}\n`
+  )
   return 0
 }
 
@@ -86,7 +95,9 @@ const get = async (client: Client, volumeUrl: string, name: string, dir: string,
   if (showProgress) process.stderr.write("\n")
   if ((await exited) !== 0) throw new Error(`tar could not unpack revision ${revision}: ${stderr.trim()}`)
   const digest = String(response.headers["digest"] ?? "").replace(/^sha-256=/u, "")
-  if (digest !== "" && Buffer.from(digest, "base64").toString("hex") !== hash.digest("hex")) throw new Error("the download does not match its SHA-256 (Digest header)")
+  if (digest !== "" && Buffer.from(digest, "base64").toString("hex") !== hash.digest("hex")) {
+    throw new Error("the download does not match its SHA-256 (Digest header)")
+  }
   process.stdout.write(`volume/${name} revision ${revision} unpacked into ${dir}\n`)
   return 0
 }

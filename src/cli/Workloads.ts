@@ -35,7 +35,9 @@ export const parse = (args: ReadonlyArray<string>): Parsed => {
     else if (switches.has(arg)) flags.add(arg)
     else if (arg.startsWith("-")) {
       rest.push(arg)
-      if (!arg.includes("=") && args[index + 1] !== undefined && !args[index + 1]!.startsWith("-")) rest.push(args[++index]!)
+      if (!arg.includes("=") && args[index + 1] !== undefined && !args[index + 1]!.startsWith("-")) {
+        rest.push(args[++index]!)
+      }
     } else positional.push(arg)
   }
   return { positional, values, flags, rest }
@@ -47,10 +49,18 @@ const jobName = (target: string | undefined) => {
 }
 
 export const progress = (written: number, total: number) =>
-  process.stderr.write(`\r${(written / 1048576).toFixed(1)} of ${(total / 1048576).toFixed(1)} MiB (${total === 0 ? 100 : Math.floor((written / total) * 100)} %)`)
+  process.stderr.write(
+    `\r${(written / 1048576).toFixed(1)} of ${(total / 1048576).toFixed(1)} MiB (${
+      total === 0 ? 100 : Math.floor((written / total) * 100)
+    } %)`
+  )
 
 /** Runs `nodus logs`, `nodus output` or `nodus nodes`; answers the exit code. */
-export const workloads = async (command: "logs" | "output" | "nodes", args: ReadonlyArray<string>, configFrom: (args: ReadonlyArray<string>) => ServerConfig): Promise<number> => {
+export const workloads = async (
+  command: "logs" | "output" | "nodes",
+  args: ReadonlyArray<string>,
+  configFrom: (args: ReadonlyArray<string>) => ServerConfig
+): Promise<number> => {
   const { positional, values, flags, rest } = parse(args)
   const namespace = values.get("-n") ?? values.get("--namespace")
   try {
@@ -58,15 +68,31 @@ export const workloads = async (command: "logs" | "output" | "nodes", args: Read
     const get = (url: string) => client.request("GET", url)
     const base = client.base
     if (command === "nodes") {
-      const response = await get(`${base}${namespace === undefined ? "" : `/namespaces/${encodeURIComponent(namespace)}`}/nodes`)
+      const response = await get(
+        `${base}${namespace === undefined ? "" : `/namespaces/${encodeURIComponent(namespace)}`}/nodes`
+      )
       if (response.statusCode !== 200) throw new Error(await failure(response))
       const items = (JSON.parse(await text(response)) as { items: ReadonlyArray<any> }).items
-      const rows = [["PROJECT", "NAME", "POOL", "PHASE", "CPU", "MEMORY", "GPUS", "CORDONED", "HEARTBEAT"], ...items.map((node) => [
-        node.metadata.namespace, node.metadata.name, node.spec.pool, node.status?.phase ?? "Pending", node.status?.capacity?.cpu ?? "", node.status?.capacity?.memory ?? "",
-        `${node.status?.capacity?.gpus ?? 0}`, `${node.spec.cordoned === true}`, node.status?.lastHeartbeatTime ?? ""
-      ])]
+      const rows = [
+        ["PROJECT", "NAME", "POOL", "PHASE", "CPU", "MEMORY", "GPUS", "CORDONED", "HEARTBEAT"],
+        ...items.map((node) => [
+          node.metadata.namespace,
+          node.metadata.name,
+          node.spec.pool,
+          node.status?.phase ?? "Pending",
+          node.status?.capacity?.cpu ?? "",
+          node.status?.capacity?.memory ?? "",
+          `${node.status?.capacity?.gpus ?? 0}`,
+          `${node.spec.cordoned === true}`,
+          node.status?.lastHeartbeatTime ?? ""
+        ])
+      ]
       const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => String(row[column]).length)))
-      for (const row of rows) process.stdout.write(`${row.map((cell, column) => String(cell).padEnd(widths[column]!)).join("   ").trimEnd()}\n`)
+      for (const row of rows) {
+        process.stdout.write(
+          `${row.map((cell, column) => String(cell).padEnd(widths[column]!)).join("   ").trimEnd()}\n`
+        )
+      }
       return 0
     }
     const name = jobName(positional[0])
@@ -90,7 +116,9 @@ export const workloads = async (command: "logs" | "output" | "nodes", args: Read
       process.stderr.write("nodus: output needs the output's name (nodus output job/<name> <output> -n <project>)\n")
       return 2
     }
-    const response = await get(`${job}/outputs/${encodeURIComponent(output)}?index=${encodeURIComponent(values.get("--index") ?? "0")}`)
+    const response = await get(
+      `${job}/outputs/${encodeURIComponent(output)}?index=${encodeURIComponent(values.get("--index") ?? "0")}`
+    )
     if (response.statusCode !== 200) throw new Error(await failure(response))
     const total = Number(response.headers["content-length"] ?? 0)
     const file = values.get("-o") ?? values.get("--output")
@@ -107,7 +135,9 @@ export const workloads = async (command: "logs" | "output" | "nodes", args: Read
     if (sink !== process.stdout) await new Promise((resolve) => sink.end(resolve))
     if (showProgress) process.stderr.write("\n")
     const digest = String(response.headers["digest"] ?? "").replace(/^sha-256=/u, "")
-    if (digest !== "" && Buffer.from(digest, "base64").toString("hex") !== hash.digest("hex")) throw new Error("the download does not match its SHA-256 (Digest header)")
+    if (digest !== "" && Buffer.from(digest, "base64").toString("hex") !== hash.digest("hex")) {
+      throw new Error("the download does not match its SHA-256 (Digest header)")
+    }
     return 0
   } catch (error) {
     process.stderr.write(`nodus: ${command} failed: ${error instanceof Error ? error.message : String(error)}\n`)

@@ -6,13 +6,14 @@
  * simulator (ReplayFunctions.ts). Each command loads only the modules it needs, so `nodus sim` starts without the
  * server's.
  */
-import { flushCompileCache } from "node:module"
 import type { Cause } from "effect"
+import { flushCompileCache } from "node:module"
 import { resolve, type ServerConfig, usage } from "../server/Config.ts"
 import { operatorUsage } from "./Operator.ts"
 
 /** Here, not in AgentCommand.ts and Workloads.ts: printing the help should not load their modules. */
-const agentUsage = `  nodus agent --server <url> --token <token> [--ca <file>] [--data-dir <dir>] [--name <node>] [--warm-boxes N]
+const agentUsage =
+  `  nodus agent --server <url> --token <token> [--ca <file>] [--data-dir <dir>] [--name <node>] [--warm-boxes N]
               [--egress-allow-cidr <cidr>]…
                               join this host to a control plane as a Node (docs/live.md)`
 const workloadsUsage = `  nodus logs job/<name> [-n <project>] [-f] [--index N] [--attempt N] [--tail N]
@@ -80,7 +81,9 @@ const serve = async (args: ReadonlyArray<string>) => {
   // Begun before the server's modules load, and done meanwhile: a new embedded database is unpacked on a worker thread
   // (loading them holds this thread for a second or so).
   const { prepareStore } = await import("../server/DataDir.ts")
-  const prepared = prepareStore(config).catch((error: unknown) => fail(`cannot prepare ${config.dataDir}: ${error instanceof Error ? error.message : String(error)}`))
+  const prepared = prepareStore(config).catch((error: unknown) =>
+    fail(`cannot prepare ${config.dataDir}: ${error instanceof Error ? error.message : String(error)}`)
+  )
   // Modules by their own path: the package's index loads every module it has, its Redis client's included (about 700).
   const [NodeRuntime, { Cause, Effect, Layer }, Server] = await Promise.all([
     import("@effect/platform-node/NodeRuntime"),
@@ -99,8 +102,16 @@ const serve = async (args: ReadonlyArray<string>) => {
 const printKubeconfig = async (args: ReadonlyArray<string>) => {
   const { ensureAdminToken, ensureDataDir, ensureTls, kubeconfig, serverUrl } = await import("../server/Bootstrap.ts")
   const namespaceIndex = args.findIndex((arg) => arg === "--namespace" || arg.startsWith("--namespace="))
-  const namespace = namespaceIndex === -1 ? undefined : args[namespaceIndex]!.includes("=") ? args[namespaceIndex]!.split("=")[1] : args[namespaceIndex + 1]
-  const rest = namespaceIndex === -1 ? args : args.filter((_, index) => index !== namespaceIndex && (args[namespaceIndex]!.includes("=") || index !== namespaceIndex + 1))
+  const namespace = namespaceIndex === -1
+    ? undefined
+    : args[namespaceIndex]!.includes("=")
+    ? args[namespaceIndex]!.split("=")[1]
+    : args[namespaceIndex + 1]
+  const rest = namespaceIndex === -1
+    ? args
+    : args.filter((_, index) =>
+      index !== namespaceIndex && (args[namespaceIndex]!.includes("=") || index !== namespaceIndex + 1)
+    )
   const config = configFrom(rest)
   ensureDataDir(config.dataDir)
   const tls = config.tls ? ensureTls(config, new Date()) : undefined

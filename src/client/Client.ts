@@ -4,14 +4,22 @@
  * (Transport.ts, Errors.ts). `Client.layer(options)` builds it from the options, NODUS_* or the kubeconfig
  * (Config.ts); `NodusClient` (Promise.ts) is the same surface with async methods.
  */
-import { createHash } from "node:crypto"
 import { Context, Effect, Layer } from "effect"
+import { createHash } from "node:crypto"
 import * as Limits from "../core/Limits.ts"
 import { parseDurationMs } from "../core/Units.ts"
 import { type ClientConfig, type ClientOptions, resolveConfig } from "./Config.ts"
 import type { ClientError, ConfigurationError } from "./Errors.ts"
-import { functionCall, type FunctionCallHandle, functionHandle, type FunctionHandle } from "./Functions.ts"
-import { makeTransport, type Query, type RequestOptions, type Response, responseJson, responseText, type StreamedResponse } from "./Transport.ts"
+import { functionCall, type FunctionCallHandle, type FunctionHandle, functionHandle } from "./Functions.ts"
+import {
+  makeTransport,
+  type Query,
+  type RequestOptions,
+  type Response,
+  responseJson,
+  responseText,
+  type StreamedResponse
+} from "./Transport.ts"
 
 /** An API object as the server answers it (apiVersion, kind, metadata, spec, status). */
 export type NodusObject = Record<string, any>
@@ -90,17 +98,39 @@ export interface ClientShape {
   /** Any route, with the client's retries and errors: the 2xx answer. */
   readonly request: (method: string, path: string, options?: RequestOptions) => Effect.Effect<Response, ClientError>
   /** The same, its 2xx answer's body read as it arrives (a watch); `timeoutMs` also bounds each silence of the body. */
-  readonly stream: (method: string, path: string, options?: RequestOptions) => Effect.Effect<StreamedResponse, ClientError>
+  readonly stream: (
+    method: string,
+    path: string,
+    options?: RequestOptions
+  ) => Effect.Effect<StreamedResponse, ClientError>
   /** `/apis/<group>/v1[/namespaces/<project>]/<plural>[/<name>]` */
   readonly path: (plural: string, project?: string, name?: string) => string
   /** POST with an Idempotency-Key kept across its retries; `apiVersion` filled in when missing; the created object. */
-  readonly create: (plural: string, project: string, body: NodusObject, options?: CreateOptions) => Effect.Effect<NodusObject, ClientError>
+  readonly create: (
+    plural: string,
+    project: string,
+    body: NodusObject,
+    options?: CreateOptions
+  ) => Effect.Effect<NodusObject, ClientError>
   readonly get: (plural: string, project: string | undefined, name: string) => Effect.Effect<NodusObject, ClientError>
   /** Every item, following `continue` pages (no project: every project, or a cluster-scoped kind). */
-  readonly list: (plural: string, project?: string, options?: ListOptions) => Effect.Effect<Array<NodusObject>, ClientError>
-  readonly delete: (plural: string, project: string | undefined, name: string) => Effect.Effect<NodusObject, ClientError>
+  readonly list: (
+    plural: string,
+    project?: string,
+    options?: ListOptions
+  ) => Effect.Effect<Array<NodusObject>, ClientError>
+  readonly delete: (
+    plural: string,
+    project: string | undefined,
+    name: string
+  ) => Effect.Effect<NodusObject, ClientError>
   /** A JSON merge patch (RFC 7386). */
-  readonly patch: (plural: string, project: string | undefined, name: string, patch: NodusObject) => Effect.Effect<NodusObject, ClientError>
+  readonly patch: (
+    plural: string,
+    project: string | undefined,
+    name: string,
+    patch: NodusObject
+  ) => Effect.Effect<NodusObject, ClientError>
   readonly sandbox: (project: string, name: string) => SandboxHandle
   readonly job: (project: string, name: string) => JobHandle
   readonly function: (project: string, name: string) => FunctionHandle
@@ -123,21 +153,35 @@ const durationOf = (seconds: number | string) =>
 export const fromConfig = (config: ClientConfig): ClientShape => {
   const transport = makeTransport(config)
   const request = transport.request
-  const json = (method: string, path: string, options?: RequestOptions) => Effect.map(request(method, path, options), (reply) => responseJson(reply) as NodusObject)
+  const json = (method: string, path: string, options?: RequestOptions) =>
+    Effect.map(request(method, path, options), (reply) => responseJson(reply) as NodusObject)
   const path = (plural: string, project?: string, name?: string) =>
-    ["/apis", config.group, "v1", ...(project === undefined ? [] : ["namespaces", encodeURIComponent(project)]), plural, ...(name === undefined ? [] : [encodeURIComponent(name)])].join("/")
+    [
+      "/apis",
+      config.group,
+      "v1",
+      ...(project === undefined ? [] : ["namespaces", encodeURIComponent(project)]),
+      plural,
+      ...(name === undefined ? [] : [encodeURIComponent(name)])
+    ].join("/")
 
-  const list = (plural: string, project?: string, options: ListOptions = {}) => Effect.gen(function*() {
-    const items: Array<NodusObject> = []
-    let token: string | undefined
-    do {
-      const query: Query = { labelSelector: options.labelSelector, fieldSelector: options.fieldSelector, limit: options.limit ?? 500, continue: token }
-      const page = yield* json("GET", path(plural, project), { query })
-      items.push(...(page["items"] ?? []))
-      token = page["metadata"]?.continue || undefined
-    } while (token !== undefined)
-    return items
-  })
+  const list = (plural: string, project?: string, options: ListOptions = {}) =>
+    Effect.gen(function*() {
+      const items: Array<NodusObject> = []
+      let token: string | undefined
+      do {
+        const query: Query = {
+          labelSelector: options.labelSelector,
+          fieldSelector: options.fieldSelector,
+          limit: options.limit ?? 500,
+          continue: token
+        }
+        const page = yield* json("GET", path(plural, project), { query })
+        items.push(...(page["items"] ?? []))
+        token = page["metadata"]?.continue || undefined
+      } while (token !== undefined)
+      return items
+    })
 
   const sandbox = (project: string, name: string): SandboxHandle => {
     const base = path("sandboxes", project, name)
@@ -147,7 +191,11 @@ export const fromConfig = (config: ClientConfig): ClientShape => {
       name,
       exec: (argv, options = {}) => {
         const command: Record<string, unknown> = { command: [...argv] }
-        if (options.stdin !== undefined) command["stdin"] = typeof options.stdin === "string" ? options.stdin : Buffer.from(options.stdin).toString("utf8")
+        if (options.stdin !== undefined) {
+          command["stdin"] = typeof options.stdin === "string"
+            ? options.stdin
+            : Buffer.from(options.stdin).toString("utf8")
+        }
         if (options.env !== undefined && Object.keys(options.env).length > 0) command["env"] = { ...options.env }
         if (options.workingDir !== undefined) command["workingDir"] = options.workingDir
         // The answer comes when the command ends, and a client that stops waiting kills it (docs/sandboxes.md): wait
@@ -155,22 +203,30 @@ export const fromConfig = (config: ClientConfig): ClientShape => {
         if (options.timeout !== undefined) command["timeout"] = durationOf(options.timeout)
         const commandMs = options.timeout === undefined
           ? commandTimeoutDefaultMs
-          : typeof options.timeout === "number" ? options.timeout * 1000 : parseDurationMs(options.timeout) ?? commandTimeoutDefaultMs
+          : typeof options.timeout === "number"
+          ? options.timeout * 1000
+          : parseDurationMs(options.timeout) ?? commandTimeoutDefaultMs
         const timeoutMs = Math.max(config.timeoutMs, commandMs + 30_000)
-        return Effect.map(json("POST", `${base}/commands`, { json: command, timeoutMs, replayable: false }), (answer) => ({
-          id: answer["id"],
-          exitCode: answer["exitCode"],
-          stdout: answer["stdout"] ?? "",
-          stderr: answer["stderr"] ?? "",
-          durationMs: answer["durationMs"],
-          signal: answer["signal"] ?? undefined,
-          timedOut: answer["timedOut"] === true,
-          truncated: answer["truncated"] === true,
-          raw: answer
-        }))
+        return Effect.map(
+          json("POST", `${base}/commands`, { json: command, timeoutMs, replayable: false }),
+          (answer) => ({
+            id: answer["id"],
+            exitCode: answer["exitCode"],
+            stdout: answer["stdout"] ?? "",
+            stderr: answer["stderr"] ?? "",
+            durationMs: answer["durationMs"],
+            signal: answer["signal"] ?? undefined,
+            timedOut: answer["timedOut"] === true,
+            truncated: answer["truncated"] === true,
+            raw: answer
+          })
+        )
       },
       readFile: (file) => Effect.map(request("GET", `${base}/files`, files(file)), (reply) => reply.body),
-      writeFile: (file, data) => Effect.asVoid(request("PUT", `${base}/files`, { ...files(file), body: data, contentType: "application/octet-stream" })),
+      writeFile: (file, data) =>
+        Effect.asVoid(
+          request("PUT", `${base}/files`, { ...files(file), body: data, contentType: "application/octet-stream" })
+        ),
       deleteFile: (file) => Effect.asVoid(request("DELETE", `${base}/files`, files(file)))
     }
   }
@@ -178,16 +234,26 @@ export const fromConfig = (config: ClientConfig): ClientShape => {
   const job = (project: string, name: string): JobHandle => ({
     project,
     name,
-    logs: (options = {}) => Effect.map(
-      request("GET", `${path("jobs", project, name)}/log`, { query: { index: options.index ?? 0, attempt: options.attempt, tailLines: options.tailLines } }),
-      responseText
-    )
+    logs: (options = {}) =>
+      Effect.map(
+        request("GET", `${path("jobs", project, name)}/log`, {
+          query: { index: options.index ?? 0, attempt: options.attempt, tailLines: options.tailLines }
+        }),
+        responseText
+      )
   })
 
   const uploadBlob = (data: string | Uint8Array, project?: string) => {
     const bytes = typeof data === "string" ? Buffer.from(data) : data
     const digest = `sha256:${createHash("sha256").update(bytes).digest("hex")}`
-    return Effect.as(request("PUT", `/blobs/v1/${digest}`, { body: bytes, contentType: "application/octet-stream", query: { project } }), digest)
+    return Effect.as(
+      request("PUT", `/blobs/v1/${digest}`, {
+        body: bytes,
+        contentType: "application/octet-stream",
+        query: { project }
+      }),
+      digest
+    )
   }
 
   const client: ClientShape = {
@@ -200,12 +266,17 @@ export const fromConfig = (config: ClientConfig): ClientShape => {
       // One key per create, made now and kept across every retry of this request (spec: Create semantics 4).
       const idempotencyKey = options.idempotencyKey ?? crypto.randomUUID()
       const sent = { apiVersion: `${config.group}/v1`, ...body }
-      return json("POST", path(plural, project), { json: sent, idempotencyKey, query: { dryRun: options.dryRun === true ? "All" : undefined } })
+      return json("POST", path(plural, project), {
+        json: sent,
+        idempotencyKey,
+        query: { dryRun: options.dryRun === true ? "All" : undefined }
+      })
     },
     get: (plural, project, name) => json("GET", path(plural, project, name)),
     list,
     delete: (plural, project, name) => json("DELETE", path(plural, project, name)),
-    patch: (plural, project, name, patch) => json("PATCH", path(plural, project, name), { json: patch, contentType: "application/merge-patch+json" }),
+    patch: (plural, project, name, patch) =>
+      json("PATCH", path(plural, project, name), { json: patch, contentType: "application/merge-patch+json" }),
     sandbox,
     job,
     function: (project, name) => functionHandle(client, project, name),
@@ -218,7 +289,8 @@ export const fromConfig = (config: ClientConfig): ClientShape => {
 }
 
 /** A client from options, NODUS_* or the kubeconfig; ConfigurationError when none names a server and key. */
-export const make = (options: ClientOptions = {}): Effect.Effect<ClientShape, ConfigurationError> => Effect.map(resolveConfig(options), fromConfig)
+export const make = (options: ClientOptions = {}): Effect.Effect<ClientShape, ConfigurationError> =>
+  Effect.map(resolveConfig(options), fromConfig)
 
 /** The nodus client service: `const client = yield* Client`, provided by `Client.layer(options)`. */
 export class Client extends Context.Service<Client, ClientShape>()("nodus/client/Client") {

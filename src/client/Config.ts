@@ -4,11 +4,11 @@
  * (at $KUBECONFIG, its first file, else ~/.kube/config). Anything missing or unreadable is a ConfigurationError before
  * any request is sent.
  */
+import { Effect } from "effect"
 import { X509Certificate } from "node:crypto"
 import { existsSync, readFileSync } from "node:fs"
 import { homedir } from "node:os"
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path"
-import { Effect } from "effect"
 import { parse } from "yaml"
 import { ConfigurationError, noAnswer } from "./Errors.ts"
 
@@ -46,7 +46,8 @@ export interface ClientConfig {
   readonly maxRetryWaitMs: number
 }
 
-const how = "set NODUS_URL and NODUS_TOKEN, pass baseUrl and token, or write a kubeconfig with `nodus kubeconfig > ~/.kube/config`"
+const how =
+  "set NODUS_URL and NODUS_TOKEN, pass baseUrl and token, or write a kubeconfig with `nodus kubeconfig > ~/.kube/config`"
 
 const fail = (message: string) => noAnswer(ConfigurationError, message)
 
@@ -65,7 +66,9 @@ interface Kubeconfig {
 
 const named = (entries: unknown, name: unknown, what: string, path: string): Record<string, unknown> => {
   const entry = (Array.isArray(entries) ? entries : []).map(record).find((candidate) => candidate["name"] === name)
-  if (entry === undefined) throw fail(`kubeconfig ${path} names ${what} '${String(name)}', which it does not define; ${how}`)
+  if (entry === undefined) {
+    throw fail(`kubeconfig ${path} names ${what} '${String(name)}', which it does not define; ${how}`)
+  }
   return record(entry[what])
 }
 
@@ -77,7 +80,9 @@ const readKubeconfig = (path: string): Kubeconfig => {
     if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error("not a mapping")
     document = parsed as Record<string, unknown>
   } catch (error) {
-    const reason = (error as NodeJS.ErrnoException).code === undefined ? `is not a kubeconfig: ${(error as Error).message}` : `cannot be read: ${(error as Error).message}`
+    const reason = (error as NodeJS.ErrnoException).code === undefined
+      ? `is not a kubeconfig: ${(error as Error).message}`
+      : `cannot be read: ${(error as Error).message}`
     throw fail(`kubeconfig ${path} ${reason}; ${how}`)
   }
   const contexts = Array.isArray(document["contexts"]) ? document["contexts"] : []
@@ -93,7 +98,11 @@ const readKubeconfig = (path: string): Kubeconfig => {
     token: text(user["token"]),
     ca: caData !== undefined
       ? Buffer.from(caData, "base64").toString("utf8")
-      : caFile === undefined ? undefined : isAbsolute(caFile) ? caFile : join(dirname(resolve(path)), caFile),
+      : caFile === undefined
+      ? undefined
+      : isAbsolute(caFile)
+      ? caFile
+      : join(dirname(resolve(path)), caFile),
     namespace: text(context["namespace"])
   }
 }
@@ -118,7 +127,8 @@ export const resolveConfigSync = (options: ClientOptions): ClientConfig => {
   let token = text(options.token) ?? text(env["NODUS_TOKEN"])
   let ca = text(options.ca) ?? text(env["NODUS_CA"])
   let defaultProject: string | undefined
-  const kubeconfigPath = options.kubeconfig ?? text(env["KUBECONFIG"])?.split(delimiter)[0] ?? join(homedir(), ".kube", "config")
+  const kubeconfigPath = options.kubeconfig ?? text(env["KUBECONFIG"])?.split(delimiter)[0] ??
+    join(homedir(), ".kube", "config")
   if (baseUrl === undefined || token === undefined || options.kubeconfig !== undefined) {
     if (options.kubeconfig !== undefined || existsSync(kubeconfigPath)) {
       const found = readKubeconfig(kubeconfigPath)

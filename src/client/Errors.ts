@@ -7,8 +7,8 @@
  * a Status with a registered code falls back on its HTTP status, as the Python client does.
  */
 import { Data } from "effect"
-import { errorCodes, type ClientErrorName, type ErrorCode } from "../core/meta/ErrorCodes.ts"
 import { messageWithoutFix } from "../core/meta/ApiError.ts"
+import { type ClientErrorName, type ErrorCode, errorCodes } from "../core/meta/ErrorCodes.ts"
 
 export interface NodusErrorFields {
   readonly message: string
@@ -56,7 +56,9 @@ export abstract class NodusError extends Data.Error<NodusErrorFields> {
 
   override toString(): string {
     const parts = [`${this._tag}: ${this.message}`]
-    if (this.code !== undefined) parts.push(`(${this.code}${this.statusCode === undefined ? "" : `, HTTP ${this.statusCode}`})`)
+    if (this.code !== undefined) {
+      parts.push(`(${this.code}${this.statusCode === undefined ? "" : `, HTTP ${this.statusCode}`})`)
+    }
     if (this.fix !== undefined) parts.push(`fix: ${this.fix}`)
     if (this.requestId !== undefined) parts.push(`request id: ${this.requestId}`)
     return parts.join(" ")
@@ -116,7 +118,9 @@ export class RemoteError extends NodusError {
   /** Its traceback, scrubbed by the server (`status.error.traceback`). */
   readonly remoteTraceback: string | undefined
 
-  constructor(fields: NodusErrorFields & { readonly remoteType: string | undefined; readonly remoteTraceback: string | undefined }) {
+  constructor(
+    fields: NodusErrorFields & { readonly remoteType: string | undefined; readonly remoteTraceback: string | undefined }
+  ) {
     super(fields)
     this.remoteType = fields.remoteType
     this.remoteTraceback = fields.remoteTraceback
@@ -124,7 +128,7 @@ export class RemoteError extends NodusError {
 }
 
 /** Every class by the name the registry's `clientError` uses: a name the registry adds fails to type-check here. */
-export const errorClasses: Record<ClientErrorName, new (fields: NodusErrorFields) => NodusError> = {
+export const errorClasses: Record<ClientErrorName, new(fields: NodusErrorFields) => NodusError> = {
   ConfigurationError,
   AuthenticationError,
   SignatureError,
@@ -184,12 +188,14 @@ export const fromResponse = (statusCode: number, payload: unknown, requestId: st
   const body = record(payload)
   const status = body?.["kind"] === "Status" ? body : undefined
   const code = typeof status?.["reason"] === "string" ? status["reason"] : undefined
-  const message = typeof status?.["message"] === "string" ? messageWithoutFix(status["message"], status["fix"]) : `HTTP ${statusCode}`
+  const message = typeof status?.["message"] === "string"
+    ? messageWithoutFix(status["message"], status["fix"])
+    : `HTTP ${statusCode}`
   const id = requestId ?? (typeof status?.["requestId"] === "string" ? status["requestId"] : undefined)
   const Class = errorClasses[errorClassName(code, statusCode)]
   return new Class({ message, statusCode, code, payload, requestId: id }) as ClientError
 }
 
 /** A client error raised before or without an answer (configuration, connection, timeout). */
-export const noAnswer = <E extends NodusError>(Class: new (fields: NodusErrorFields) => E, message: string): E =>
+export const noAnswer = <E extends NodusError>(Class: new(fields: NodusErrorFields) => E, message: string): E =>
   new Class({ message, statusCode: undefined, code: undefined, payload: undefined, requestId: undefined })

@@ -14,7 +14,14 @@
  */
 import { type Cause, Clock, Effect, Queue, Random, Stream } from "effect"
 import type { ClientShape, NodusObject } from "./Client.ts"
-import { APIConnectionError, APITimeoutError, type ClientError, noAnswer, NotFoundError, RemoteError } from "./Errors.ts"
+import {
+  APIConnectionError,
+  APITimeoutError,
+  type ClientError,
+  noAnswer,
+  NotFoundError,
+  RemoteError
+} from "./Errors.ts"
 import { responseJson } from "./Transport.ts"
 
 /** The most calls one map sends per batch (spec: FunctionCallBatchTooLarge above it). */
@@ -64,9 +71,15 @@ export interface FunctionHandle {
   readonly project: string
   readonly name: string
   /** Creates a FunctionCall with these arguments (JSON) and returns its handle at once. */
-  readonly spawn: (args?: ReadonlyArray<unknown>, kwargs?: Readonly<Record<string, unknown>>) => Effect.Effect<FunctionCallHandle, ClientError>
+  readonly spawn: (
+    args?: ReadonlyArray<unknown>,
+    kwargs?: Readonly<Record<string, unknown>>
+  ) => Effect.Effect<FunctionCallHandle, ClientError>
   /** Calls the Function and waits for its return value (RemoteError if it raised). */
-  readonly remote: (args?: ReadonlyArray<unknown>, kwargs?: Readonly<Record<string, unknown>>) => Effect.Effect<unknown, ClientError | RemoteError>
+  readonly remote: (
+    args?: ReadonlyArray<unknown>,
+    kwargs?: Readonly<Record<string, unknown>>
+  ) => Effect.Effect<unknown, ClientError | RemoteError>
   /** One call per input, created in batches of up to 1,000; their results as a stream. */
   readonly map: (inputs: Iterable<unknown>, options?: MapOptions) => Stream.Stream<unknown, ClientError | RemoteError>
 }
@@ -76,28 +89,38 @@ const ended = new Set(["Succeeded", "Failed", "Cancelled"])
 const duration = (seconds: number) => Number.isInteger(seconds) ? `${seconds}s` : `${Math.round(seconds * 1000)}ms`
 
 /** A stored payload's value: JSON inline (base64) or in a blob. */
-const decode = (client: ClientShape, payload: { encoding?: string; inline?: string; blob?: string } | undefined) => Effect.gen(function*() {
-  if (payload === undefined || payload === null) return undefined
-  if ((payload.encoding ?? "JSON") !== "JSON") return yield* Effect.die(new Error(`this client reads JSON results only (got ${payload.encoding})`))
-  const raw = payload.inline !== undefined ? Buffer.from(payload.inline, "base64") : yield* client.readBlob(payload.blob ?? "")
-  return JSON.parse(Buffer.from(raw).toString("utf8")) as unknown
-})
+const decode = (client: ClientShape, payload: { encoding?: string; inline?: string; blob?: string } | undefined) =>
+  Effect.gen(function*() {
+    if (payload === undefined || payload === null) return undefined
+    if ((payload.encoding ?? "JSON") !== "JSON") {
+      return yield* Effect.die(new Error(`this client reads JSON results only (got ${payload.encoding})`))
+    }
+    const raw = payload.inline !== undefined
+      ? Buffer.from(payload.inline, "base64")
+      : yield* client.readBlob(payload.blob ?? "")
+    return JSON.parse(Buffer.from(raw).toString("utf8")) as unknown
+  })
 
 /** An ended call's outcome (phase Succeeded, Failed or Cancelled): its value, or RemoteError; undefined while it runs. */
-const outcomeOf = (client: ClientShape, call: NodusObject | undefined): Effect.Effect<unknown, ClientError | RemoteError> | undefined => {
+const outcomeOf = (
+  client: ClientShape,
+  call: NodusObject | undefined
+): Effect.Effect<unknown, ClientError | RemoteError> | undefined => {
   const status = call?.["status"] ?? {}
   if (status.phase === "Succeeded") return decode(client, status.result)
   if (status.phase === "Failed" || status.phase === "Cancelled") {
     const error = status.error ?? {}
-    return Effect.fail(new RemoteError({
-      message: error.message ?? status.message ?? `the call ${String(status.phase).toLowerCase()}`,
-      statusCode: undefined,
-      code: undefined,
-      payload: call,
-      requestId: undefined,
-      remoteType: error.type,
-      remoteTraceback: error.traceback
-    }))
+    return Effect.fail(
+      new RemoteError({
+        message: error.message ?? status.message ?? `the call ${String(status.phase).toLowerCase()}`,
+        statusCode: undefined,
+        code: undefined,
+        payload: call,
+        requestId: undefined,
+        remoteType: error.type,
+        remoteTraceback: error.traceback
+      })
+    )
   }
   return undefined
 }
@@ -110,26 +133,34 @@ export const functionCall = (client: ClientShape, project: string, name: string)
     object,
     done: () => Effect.map(object(), (call) => ended.has(call["status"]?.phase)),
     cancel: () => client.patch("functioncalls", project, name, { spec: { state: "Cancelled" } }),
-    get: (timeout) => Effect.gen(function*() {
-      const start = yield* Clock.currentTimeMillis
-      const deadline = timeout === undefined ? undefined : start + timeout * 1000
-      const path = `${client.path("functioncalls", project, name)}/result`
-      while (true) {
-        const now = yield* Clock.currentTimeMillis
-        const left = deadline === undefined ? pollSeconds : Math.max(0, Math.min(pollSeconds, Math.floor((deadline - now) / 1000)))
-        const call: NodusObject | undefined = responseJson(yield* client.request("GET", path, { query: { timeout: duration(left) }, timeoutMs: (left + 30) * 1000 }))
-        const outcome = outcomeOf(client, call)
-        if (outcome !== undefined) return yield* outcome
-        if (deadline !== undefined && (yield* Clock.currentTimeMillis) >= deadline) {
-          return yield* Effect.fail(noAnswer(APITimeoutError, `FunctionCall ${name} did not end within ${timeout}s`))
+    get: (timeout) =>
+      Effect.gen(function*() {
+        const start = yield* Clock.currentTimeMillis
+        const deadline = timeout === undefined ? undefined : start + timeout * 1000
+        const path = `${client.path("functioncalls", project, name)}/result`
+        while (true) {
+          const now = yield* Clock.currentTimeMillis
+          const left = deadline === undefined
+            ? pollSeconds
+            : Math.max(0, Math.min(pollSeconds, Math.floor((deadline - now) / 1000)))
+          const call: NodusObject | undefined = responseJson(
+            yield* client.request("GET", path, { query: { timeout: duration(left) }, timeoutMs: (left + 30) * 1000 })
+          )
+          const outcome = outcomeOf(client, call)
+          if (outcome !== undefined) return yield* outcome
+          if (deadline !== undefined && (yield* Clock.currentTimeMillis) >= deadline) {
+            return yield* Effect.fail(noAnswer(APITimeoutError, `FunctionCall ${name} did not end within ${timeout}s`))
+          }
         }
-      }
-    })
+      })
   }
 }
 
 /** Inputs cut into batches in order: at most `mapBatch` each, and at most `mapBatchBytes` of JSON (one always fits). */
-export const mapBatches = <A>(inputs: ReadonlyArray<A>, sizeOf: (input: A) => number): ReadonlyArray<ReadonlyArray<A>> => {
+export const mapBatches = <A>(
+  inputs: ReadonlyArray<A>,
+  sizeOf: (input: A) => number
+): ReadonlyArray<ReadonlyArray<A>> => {
   const batches: Array<Array<A>> = []
   let bytes = 0
   for (const input of inputs) {
@@ -205,7 +236,13 @@ const followMap = (
     return spec?.mapId === mapId && Number.isInteger(index) && index >= 0 && index < total ? index : undefined
   }
   const deleted = (call: NodusObject | undefined, name: string): Outcome => ({
-    error: new NotFoundError({ message: `FunctionCall ${name} was deleted before it ended`, statusCode: 404, code: "NotFound", payload: call, requestId: undefined })
+    error: new NotFoundError({
+      message: `FunctionCall ${name} was deleted before it ended`,
+      statusCode: 404,
+      code: "NotFound",
+      payload: call,
+      requestId: undefined
+    })
   })
   /** Gives what may be given now; the error the map fails with, if one came (without returnExceptions). */
   const give = (outcome: Outcome): RemoteError | NotFoundError | undefined => {
@@ -242,17 +279,26 @@ const followMap = (
     if (index === undefined || settled.has(index)) return Effect.void
     const ending = outcomeOf(client, call)
     if (ending !== undefined) {
-      return settle(index, ending.pipe(
-        Effect.map((value): Outcome => ({ value })),
-        Effect.catchTag("RemoteError", (error) => Effect.succeed<Outcome>({ error }))
-      ))
+      return settle(
+        index,
+        ending.pipe(
+          Effect.map((value): Outcome => ({ value })),
+          Effect.catchTag("RemoteError", (error) => Effect.succeed<Outcome>({ error }))
+        )
+      )
     }
     return gone ? settle(index, Effect.succeed(deleted(call, String(call["metadata"]?.name)))) : Effect.void
   }
   /** Known calls missing from the last listing though created before it: deleted (their DELETED came before it). */
   const missing = (calls: Iterable<readonly [string, Known]>) =>
-    Effect.forEach(calls, ([name, known]) =>
-      known.version <= lastList.version && !lastList.names.has(name) ? settle(known.index, Effect.succeed(deleted(undefined, name))) : Effect.void, { discard: true })
+    Effect.forEach(
+      calls,
+      ([name, known]) =>
+        known.version <= lastList.version && !lastList.names.has(name)
+          ? settle(known.index, Effect.succeed(deleted(undefined, name)))
+          : Effect.void,
+      { discard: true }
+    )
 
   /** Every call of the map, page by page, and the first page's resourceVersion (which every page reports). */
   const list: Effect.Effect<Listed, ClientError> = Effect.gen(function*() {
@@ -260,7 +306,9 @@ const followMap = (
     let token: string | undefined
     let resourceVersion: string | undefined
     do {
-      const page = responseJson(yield* client.request("GET", collection, { query: { labelSelector, limit: 500, continue: token } })) as NodusObject
+      const page = responseJson(
+        yield* client.request("GET", collection, { query: { labelSelector, limit: 500, continue: token } })
+      ) as NodusObject
       items.push(...(page["items"] ?? []))
       resourceVersion ??= page["metadata"]?.resourceVersion
       token = page["metadata"]?.continue || undefined
@@ -269,135 +317,181 @@ const followMap = (
   })
 
   /** One batch's answer: the calls it created (a replayed batch answers them as they are now). */
-  const created = (startIndex: number, count: number, calls: ReadonlyArray<NodusObject>) => Effect.gen(function*() {
-    const found = new Set<number>()
-    const named: Array<readonly [string, Known]> = []
-    for (const call of calls) {
-      const index = indexOf(call)
-      if (index === undefined) continue
-      found.add(index)
-      const known = { index, version: versionOf(call) }
-      answered.set(String(call["metadata"]?.name), known)
-      named.push([String(call["metadata"]?.name), known])
-      yield* observe(call, false)
-    }
-    yield* missing(named)
-    // A batch is created whole: an index its (replayed) answer lacks was deleted since.
-    for (let index = startIndex; index < startIndex + count; index++) {
-      if (!found.has(index)) yield* settle(index, Effect.succeed(deleted(undefined, `${mapId}[${index}]`)))
-    }
-  })
+  const created = (startIndex: number, count: number, calls: ReadonlyArray<NodusObject>) =>
+    Effect.gen(function*() {
+      const found = new Set<number>()
+      const named: Array<readonly [string, Known]> = []
+      for (const call of calls) {
+        const index = indexOf(call)
+        if (index === undefined) continue
+        found.add(index)
+        const known = { index, version: versionOf(call) }
+        answered.set(String(call["metadata"]?.name), known)
+        named.push([String(call["metadata"]?.name), known])
+        yield* observe(call, false)
+      }
+      yield* missing(named)
+      // A batch is created whole: an index its (replayed) answer lacks was deleted since.
+      for (let index = startIndex; index < startIndex + count; index++) {
+        if (!found.has(index)) yield* settle(index, Effect.succeed(deleted(undefined, `${mapId}[${index}]`)))
+      }
+    })
 
   /** One watch from `version`: its events observed until it ends, an ERROR event ends it, or every result is given. */
-  const watchOnce = (version: string, seen: () => void) => Effect.gen(function*() {
-    const reply = yield* client.stream("GET", collection, {
-      query: { watch: "true", labelSelector, resourceVersion: version, allowWatchBookmarks: "true", timeoutSeconds: watchSeconds },
-      timeoutMs: watchIdleMs
+  const watchOnce = (version: string, seen: () => void) =>
+    Effect.gen(function*() {
+      const reply = yield* client.stream("GET", collection, {
+        query: {
+          watch: "true",
+          labelSelector,
+          resourceVersion: version,
+          allowWatchBookmarks: "true",
+          timeoutSeconds: watchSeconds
+        },
+        timeoutMs: watchIdleMs
+      })
+      const handle = (line: string) =>
+        Effect.suspend(() => {
+          let event: { type?: string; object?: NodusObject }
+          try {
+            event = JSON.parse(line)
+          } catch {
+            return Effect.fail(noAnswer(APIConnectionError, `the watch of map ${mapId} sent a line that is not JSON`))
+          }
+          // An ERROR (410 Expired: the version left the change log, or this watcher fell behind) ends the watch.
+          if (event.type === "ERROR") return Effect.succeed(true)
+          seen()
+          if (event.object === undefined || event.type === "BOOKMARK") return Effect.succeed(false)
+          return Effect.as(observe(event.object, event.type === "DELETED"), false)
+        })
+      // A broken connection ends the watch (it is resumed); what fails the map (a call's error, a blob read) fails it.
+      let broke: APIConnectionError | undefined
+      // Ended, the watch is read no further: the Stream's end closes its connection.
+      yield* reply.body.pipe(
+        Stream.catchTag("APIConnectionError", (error) =>
+          Stream.suspend(() => {
+            broke = error
+            return Stream.empty
+          })),
+        Stream.decodeText,
+        Stream.splitLines,
+        Stream.filter((line) => line.trim() !== ""),
+        Stream.mapEffect(handle),
+        Stream.takeUntil((stop) => stop || given >= total),
+        Stream.runDrain
+      )
+      return broke
     })
-    const handle = (line: string) => Effect.suspend(() => {
-      let event: { type?: string; object?: NodusObject }
-      try {
-        event = JSON.parse(line)
-      } catch {
-        return Effect.fail(noAnswer(APIConnectionError, `the watch of map ${mapId} sent a line that is not JSON`))
-      }
-      // An ERROR (410 Expired: the version left the change log, or this watcher fell behind) ends the watch.
-      if (event.type === "ERROR") return Effect.succeed(true)
-      seen()
-      if (event.object === undefined || event.type === "BOOKMARK") return Effect.succeed(false)
-      return Effect.as(observe(event.object, event.type === "DELETED"), false)
-    })
-    // A broken connection ends the watch (it is resumed); what fails the map (a call's error, a blob read) fails it.
-    let broke: APIConnectionError | undefined
-    // Ended, the watch is read no further: the Stream's end closes its connection.
-    yield* reply.body.pipe(
-      Stream.catchTag("APIConnectionError", (error) => Stream.suspend(() => {
-        broke = error
-        return Stream.empty
-      })),
-      Stream.decodeText,
-      Stream.splitLines,
-      Stream.filter((line) => line.trim() !== ""),
-      Stream.mapEffect(handle),
-      Stream.takeUntil((stop) => stop || given >= total),
-      Stream.runDrain
-    )
-    return broke
-  })
 
-  const follow = (first: Listed) => Effect.gen(function*() {
-    let version = first.resourceVersion
-    lastList = { version: Number(version), names: new Set(first.items.map((call) => String(call["metadata"]?.name))) }
-    for (const call of first.items) yield* observe(call, false)
-    let fruitless = 0
-    while (given < total) {
-      let events = 0
-      // Opening the watch has the transport's retries; failing that fails the map. What ends it later is resumed.
-      const broke = yield* watchOnce(version, () => events++)
-      if (given >= total) return
-      if (events > 0) {
-        fruitless = 0
-      } else {
-        if (++fruitless > client.config.maxRetries) {
-          return yield* Effect.fail(broke ?? noAnswer(APIConnectionError, `the watch of map ${mapId} ended ${fruitless} times in a row without an event`))
+  const follow = (first: Listed) =>
+    Effect.gen(function*() {
+      let version = first.resourceVersion
+      lastList = { version: Number(version), names: new Set(first.items.map((call) => String(call["metadata"]?.name))) }
+      for (const call of first.items) yield* observe(call, false)
+      let fruitless = 0
+      while (given < total) {
+        let events = 0
+        // Opening the watch has the transport's retries; failing that fails the map. What ends it later is resumed.
+        const broke = yield* watchOnce(version, () => events++)
+        if (given >= total) return
+        if (events > 0) {
+          fruitless = 0
+        } else {
+          if (++fruitless > client.config.maxRetries) {
+            return yield* Effect.fail(
+              broke ??
+                noAnswer(
+                  APIConnectionError,
+                  `the watch of map ${mapId} ended ${fruitless} times in a row without an event`
+                )
+            )
+          }
+          yield* Effect.sleep(
+            Math.min(client.config.maxRetryWaitMs, 500 * 2 ** (fruitless - 1)) * (0.5 + (yield* Random.next) / 2)
+          )
         }
-        yield* Effect.sleep(Math.min(client.config.maxRetryWaitMs, 500 * 2 ** (fruitless - 1)) * (0.5 + (yield* Random.next) / 2))
+        const listed = yield* list
+        lastList = {
+          version: Number(listed.resourceVersion),
+          names: new Set(listed.items.map((call) => String(call["metadata"]?.name)))
+        }
+        for (const call of listed.items) yield* observe(call, false)
+        yield* missing(answered)
+        version = listed.resourceVersion
       }
-      const listed = yield* list
-      lastList = { version: Number(listed.resourceVersion), names: new Set(listed.items.map((call) => String(call["metadata"]?.name))) }
-      for (const call of listed.items) yield* observe(call, false)
-      yield* missing(answered)
-      version = listed.resourceVersion
-    }
-  })
+    })
 
   return { list, created, follow }
 }
 
 export const functionHandle = (client: ClientShape, project: string, name: string): FunctionHandle => {
-  const input = (args: ReadonlyArray<unknown>, kwargs: Readonly<Record<string, unknown>>): Effect.Effect<{ readonly encoding: string; readonly inline?: string; readonly blob?: string }, ClientError> => {
+  const input = (
+    args: ReadonlyArray<unknown>,
+    kwargs: Readonly<Record<string, unknown>>
+  ): Effect.Effect<{ readonly encoding: string; readonly inline?: string; readonly blob?: string }, ClientError> => {
     const raw = Buffer.from(JSON.stringify({ args, kwargs }))
     const encoded = raw.toString("base64")
     return encoded.length <= inlineMax
       ? Effect.succeed({ encoding: "JSON", inline: encoded })
       : Effect.map(client.uploadBlob(raw, project), (blob) => ({ encoding: "JSON", blob }))
   }
-  const call = (args: ReadonlyArray<unknown>, kwargs: Readonly<Record<string, unknown>>, extra: Record<string, unknown> = {}) =>
+  const call = (
+    args: ReadonlyArray<unknown>,
+    kwargs: Readonly<Record<string, unknown>>,
+    extra: Record<string, unknown> = {}
+  ) =>
     Effect.gen(function*() {
       const spec = { function: name, input: yield* input(args, kwargs), ...extra }
-      const created = yield* client.create("functioncalls", project, { kind: "FunctionCall", metadata: { generateName: `${name}-` }, spec })
+      const created = yield* client.create("functioncalls", project, {
+        kind: "FunctionCall",
+        metadata: { generateName: `${name}-` },
+        spec
+      })
       return functionCall(client, project, created["metadata"].name as string)
     })
-  const spawn = (args: ReadonlyArray<unknown> = [], kwargs: Readonly<Record<string, unknown>> = {}) => call(args, kwargs)
+  const spawn = (args: ReadonlyArray<unknown> = [], kwargs: Readonly<Record<string, unknown>> = {}) =>
+    call(args, kwargs)
   /** One batch of a map, created in one request: its calls as created, in input order. */
   const sendBatch = (mapId: string, startIndex: number, payloads: ReadonlyArray<unknown>) =>
     Effect.suspend(() => {
       // Made once per batch and kept across the transport's retries: a retried batch is never created twice.
       const idempotencyKey = crypto.randomUUID()
-      const body = { apiVersion: `${client.config.group}/v1`, kind: "FunctionCallBatch", mapId, startIndex, inputs: payloads }
-      return Effect.map(client.request("POST", `${client.path("functions", project, name)}/map`, { json: body, idempotencyKey }), (response) =>
-        (responseJson(response) as NodusObject | undefined)?.["items"] as ReadonlyArray<NodusObject> ?? [])
+      const body = {
+        apiVersion: `${client.config.group}/v1`,
+        kind: "FunctionCallBatch",
+        mapId,
+        startIndex,
+        inputs: payloads
+      }
+      return Effect.map(
+        client.request("POST", `${client.path("functions", project, name)}/map`, { json: body, idempotencyKey }),
+        (response) => (responseJson(response) as NodusObject | undefined)?.["items"] as ReadonlyArray<NodusObject> ?? []
+      )
     })
   const map = (inputs: Iterable<unknown>, options: MapOptions = {}) => {
     const mapId = crypto.randomUUID().replaceAll("-", "").slice(0, 16)
     const argsOf = (item: unknown) => (options.spread === true ? [...(item as Iterable<unknown>)] : [item])
-    return Stream.callback<unknown, ClientError | RemoteError>((out) => Effect.gen(function*() {
-      const payloads = yield* Effect.forEach([...inputs], (item) => input(argsOf(item), {}), { concurrency: uploadConcurrency })
-      const follower = followMap(client, project, mapId, payloads.length, options, out)
-      if (payloads.length > 0) {
-        // Listed before the first batch is sent: the watch starts from this version, so no call's end can be missed.
-        const first = yield* follower.list
-        const create = Effect.gen(function*() {
-          let startIndex = 0
-          for (const batch of mapBatches(payloads, (payload) => JSON.stringify(payload).length)) {
-            yield* follower.created(startIndex, batch.length, yield* sendBatch(mapId, startIndex, batch))
-            startIndex += batch.length
-          }
+    return Stream.callback<unknown, ClientError | RemoteError>((out) =>
+      Effect.gen(function*() {
+        const payloads = yield* Effect.forEach([...inputs], (item) => input(argsOf(item), {}), {
+          concurrency: uploadConcurrency
         })
-        yield* Effect.all([create, follower.follow(first)], { concurrency: 2, discard: true })
-      }
-      yield* Queue.end(out)
-    }))
+        const follower = followMap(client, project, mapId, payloads.length, options, out)
+        if (payloads.length > 0) {
+          // Listed before the first batch is sent: the watch starts from this version, so no call's end can be missed.
+          const first = yield* follower.list
+          const create = Effect.gen(function*() {
+            let startIndex = 0
+            for (const batch of mapBatches(payloads, (payload) => JSON.stringify(payload).length)) {
+              yield* follower.created(startIndex, batch.length, yield* sendBatch(mapId, startIndex, batch))
+              startIndex += batch.length
+            }
+          })
+          yield* Effect.all([create, follower.follow(first)], { concurrency: 2, discard: true })
+        }
+        yield* Queue.end(out)
+      })
+    )
   }
   return {
     project,

@@ -5,7 +5,15 @@
  * constructor raises.
  */
 import { Effect, Stream } from "effect"
-import type { ClientShape, CreateOptions, ExecOptions, ExecResult, ListOptions, LogOptions, NodusObject } from "./Client.ts"
+import type {
+  ClientShape,
+  CreateOptions,
+  ExecOptions,
+  ExecResult,
+  ListOptions,
+  LogOptions,
+  NodusObject
+} from "./Client.ts"
 import { fromConfig } from "./Client.ts"
 import { type ClientOptions, resolveConfig } from "./Config.ts"
 import type { FunctionCallHandle, MapOptions } from "./Functions.ts"
@@ -89,7 +97,8 @@ export class NodusClient {
     return {
       project,
       name,
-      exec: (argv: ReadonlyArray<string>, options?: ExecOptions): Promise<ExecResult> => run(sandbox.exec(argv, options)),
+      exec: (argv: ReadonlyArray<string>, options?: ExecOptions): Promise<ExecResult> =>
+        run(sandbox.exec(argv, options)),
       readFile: (path: string): Promise<Uint8Array> => run(sandbox.readFile(path)),
       writeFile: (path: string, data: string | Uint8Array): Promise<void> => run(sandbox.writeFile(path, data)),
       deleteFile: (path: string): Promise<void> => run(sandbox.deleteFile(path))
@@ -107,11 +116,14 @@ export class NodusClient {
       project,
       name,
       /** Creates a FunctionCall and returns it at once. */
-      spawn: async (args?: ReadonlyArray<unknown>, kwargs?: Readonly<Record<string, unknown>>) => new FunctionCall(await run(fn.spawn(args, kwargs))),
+      spawn: async (args?: ReadonlyArray<unknown>, kwargs?: Readonly<Record<string, unknown>>) =>
+        new FunctionCall(await run(fn.spawn(args, kwargs))),
       /** Calls the Function and waits for its value. */
-      remote: (args?: ReadonlyArray<unknown>, kwargs?: Readonly<Record<string, unknown>>): Promise<unknown> => run(fn.remote(args, kwargs)),
+      remote: (args?: ReadonlyArray<unknown>, kwargs?: Readonly<Record<string, unknown>>): Promise<unknown> =>
+        run(fn.remote(args, kwargs)),
       /** One call per input; their results, in input order unless `orderOutputs: false`. */
-      map: (inputs: Iterable<unknown>, options?: MapOptions): AsyncIterable<unknown> => Stream.toAsyncIterable(fn.map(inputs, options))
+      map: (inputs: Iterable<unknown>, options?: MapOptions): AsyncIterable<unknown> =>
+        Stream.toAsyncIterable(fn.map(inputs, options))
     }
   }
 

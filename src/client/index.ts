@@ -2,7 +2,20 @@
  * The nodus TypeScript client (docs/clients.md, "TypeScript"): the `Client` Effect service and its layer, the
  * Promise-friendly `NodusClient`, and the client errors of the spec's table.
  */
-export { Client, type ClientShape, type CreateOptions, type ExecOptions, type ExecResult, fromConfig, type JobHandle, type ListOptions, type LogOptions, make, type NodusObject, type SandboxHandle } from "./Client.ts"
+export {
+  Client,
+  type ClientShape,
+  type CreateOptions,
+  type ExecOptions,
+  type ExecResult,
+  fromConfig,
+  type JobHandle,
+  type ListOptions,
+  type LogOptions,
+  make,
+  type NodusObject,
+  type SandboxHandle
+} from "./Client.ts"
 export { type ClientConfig, type ClientOptions, resolveConfig } from "./Config.ts"
 export * from "./Errors.ts"
 export { type FunctionCallHandle, type FunctionHandle, inlineMax, mapBatch, type MapOptions } from "./Functions.ts"

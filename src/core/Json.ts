@@ -37,7 +37,9 @@ export const hasMember = (object: JsonObject, key: string): boolean => Object.ha
  */
 export const equals = (a: Json, b: Json): boolean => {
   if (a === b) return true
-  if (isArray(a)) return isArray(b) && a.length === b.length && a.every((element, index) => equals(element, b[index] as Json))
+  if (isArray(a)) {
+    return isArray(b) && a.length === b.length && a.every((element, index) => equals(element, b[index] as Json))
+  }
   if (isObject(a)) return isObject(b) && objectsEqual(a, b)
   return false
 }

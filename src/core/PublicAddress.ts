@@ -55,16 +55,29 @@ const v4Range = (base: string, prefix: number) => ({ base: parseIpv4(base)!, siz
 
 /** IPv4 ranges that are not public (IANA special-purpose registry). */
 const v4NotPublic = [
-  v4Range("0.0.0.0", 8), v4Range("10.0.0.0", 8), v4Range("100.64.0.0", 10), v4Range("127.0.0.0", 8),
-  v4Range("169.254.0.0", 16), v4Range("172.16.0.0", 12), v4Range("192.0.0.0", 24), v4Range("192.0.2.0", 24),
-  v4Range("192.88.99.0", 24), v4Range("192.168.0.0", 16), v4Range("198.18.0.0", 15), v4Range("198.51.100.0", 24),
-  v4Range("203.0.113.0", 24), v4Range("224.0.0.0", 4), v4Range("240.0.0.0", 4)
+  v4Range("0.0.0.0", 8),
+  v4Range("10.0.0.0", 8),
+  v4Range("100.64.0.0", 10),
+  v4Range("127.0.0.0", 8),
+  v4Range("169.254.0.0", 16),
+  v4Range("172.16.0.0", 12),
+  v4Range("192.0.0.0", 24),
+  v4Range("192.0.2.0", 24),
+  v4Range("192.88.99.0", 24),
+  v4Range("192.168.0.0", 16),
+  v4Range("198.18.0.0", 15),
+  v4Range("198.51.100.0", 24),
+  v4Range("203.0.113.0", 24),
+  v4Range("224.0.0.0", 4),
+  v4Range("240.0.0.0", 4)
 ]
 
-const isPublicV4 = (value: number): boolean => !v4NotPublic.some((range) => value >= range.base && value < range.base + range.size)
+const isPublicV4 = (value: number): boolean =>
+  !v4NotPublic.some((range) => value >= range.base && value < range.base + range.size)
 
 const v6Prefix = (text: string, prefix: number) => ({ base: parseIpv6(text)!, shift: BigInt(128 - prefix) })
-const inPrefix = (value: bigint, range: { readonly base: bigint; readonly shift: bigint }) => value >> range.shift === range.base >> range.shift
+const inPrefix = (value: bigint, range: { readonly base: bigint; readonly shift: bigint }) =>
+  value >> range.shift === range.base >> range.shift
 
 /** IPv6 ranges that are never public, whatever they carry. */
 const v6NotPublic = [
@@ -99,7 +112,11 @@ export const isPublicAddress = (address: string): boolean => {
 export const isLoopbackAddress = (address: string): boolean => {
   const parsed = parseAddress(address)
   if (parsed === undefined) return false
-  const v4 = parsed.family === 4 ? parsed.value : inPrefix(parsed.value, mapped) ? Number(parsed.value & 0xffff_ffffn) : undefined
+  const v4 = parsed.family === 4
+    ? parsed.value
+    : inPrefix(parsed.value, mapped)
+    ? Number(parsed.value & 0xffff_ffffn)
+    : undefined
   if (v4 !== undefined) return v4 >= parseIpv4("127.0.0.0")! && v4 < parseIpv4("128.0.0.0")!
   return parsed.value === 1n
 }

@@ -95,7 +95,16 @@ export interface BoxFileEntry {
 }
 
 /** Why a box refused or could not answer: the codes map to the spec's errors (docs/sandboxes.md). */
-export type BoxRefusal = "NotFound" | "Forbidden" | "Conflict" | "Invalid" | "FileTooLarge" | "StdinBackpressure" | "SandboxNotRunning" | "SandboxStarting" | "Unavailable"
+export type BoxRefusal =
+  | "NotFound"
+  | "Forbidden"
+  | "Conflict"
+  | "Invalid"
+  | "FileTooLarge"
+  | "StdinBackpressure"
+  | "SandboxNotRunning"
+  | "SandboxStarting"
+  | "Unavailable"
 
 export type BoxReply =
   | { readonly _tag: "Command"; readonly state: BoxCommand }
@@ -118,4 +127,3 @@ export interface CallError {
   readonly message: string
   readonly traceback: string
 }
-

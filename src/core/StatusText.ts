@@ -73,9 +73,30 @@ const formatIso = (ms: number): string => {
   const minutes = rest % 60
   const hours = (rest - minutes) / 60
   return String.fromCharCode(
-    p[0]!, p[1]!, p[2]!, p[3]!, p[4]!, p[5]!, p[6]!, p[7]!, p[8]!, p[9]!, p[10]!,
-    digit((hours / 10) | 0), digit(hours), 58, digit((minutes / 10) | 0), digit(minutes), 58, digit((seconds / 10) | 0), digit(seconds),
-    46, digit((millis / 100) | 0), digit((millis / 10) | 0), digit(millis), 90
+    p[0]!,
+    p[1]!,
+    p[2]!,
+    p[3]!,
+    p[4]!,
+    p[5]!,
+    p[6]!,
+    p[7]!,
+    p[8]!,
+    p[9]!,
+    p[10]!,
+    digit((hours / 10) | 0),
+    digit(hours),
+    58,
+    digit((minutes / 10) | 0),
+    digit(minutes),
+    58,
+    digit((seconds / 10) | 0),
+    digit(seconds),
+    46,
+    digit((millis / 100) | 0),
+    digit((millis / 10) | 0),
+    digit(millis),
+    90
   )
 }
 

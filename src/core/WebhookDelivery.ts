@@ -31,7 +31,10 @@ export const typeMatches = (pattern: string, type: string): boolean =>
  * no project — the organization's billing, a cluster-scoped object — always matches). A ping goes to its own endpoint
  * alone, whatever it subscribes to.
  */
-export const delivers = (endpoint: Subscription, event: { readonly type: string; readonly namespace: string | undefined; readonly uid: string }): boolean => {
+export const delivers = (
+  endpoint: Subscription,
+  event: { readonly type: string; readonly namespace: string | undefined; readonly uid: string }
+): boolean => {
   if (!endpoint.enabled) return false
   if (event.type === pingType) return event.uid === endpoint.uid
   if (!endpoint.eventTypes.some((pattern) => typeMatches(pattern, event.type))) return false

@@ -45,7 +45,8 @@ export interface TraceNode {
   readonly model: string
 }
 
-const podHeader = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"
+const podHeader =
+  "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"
 const nodeHeader = "sn,cpu_milli,memory_mib,gpu,model"
 
 /**
@@ -53,7 +54,12 @@ const nodeHeader = "sn,cpu_milli,memory_mib,gpu,model"
  * whole numbers that names the line and field of a malformed one. The files are copied unchanged, so any problem is
  * an error.
  */
-const rowsOf = <T>(text: string, source: string, header: string, read: (cells: ReadonlyArray<string>, integer: (field: string, text: string) => number) => T): ReadonlyArray<T> => {
+const rowsOf = <T>(
+  text: string,
+  source: string,
+  header: string,
+  read: (cells: ReadonlyArray<string>, integer: (field: string, text: string) => number) => T
+): ReadonlyArray<T> => {
   const rows = text.split(/\r?\n/u).filter((line) => line !== "")
   if (rows[0] !== header) throw new Error(`${source}:1: the header is not ${header}`)
   const width = header.split(",").length
@@ -62,7 +68,9 @@ const rowsOf = <T>(text: string, source: string, header: string, read: (cells: R
     const cells = row.split(",")
     if (cells.length !== width) throw new Error(`${source}:${line}: ${cells.length} fields, not ${width}`)
     return read(cells, (field, value) => {
-      if (!/^\d+$/u.test(value)) throw new Error(`${source}:${line}: ${field} ${JSON.stringify(value)} is not a whole number`)
+      if (!/^\d+$/u.test(value)) {
+        throw new Error(`${source}:${line}: ${field} ${JSON.stringify(value)} is not a whole number`)
+      }
       return Number(value)
     })
   })
@@ -71,7 +79,19 @@ const rowsOf = <T>(text: string, source: string, header: string, read: (cells: R
 /** Parses a pod list's CSV text. */
 export const parsePods = (text: string, source = "pods"): ReadonlyArray<TracePod> =>
   rowsOf(text, source, podHeader, (cells, integer) => {
-    const [name, cpu, memory, gpus, gpuMilli, , qos, phase, creation, deletion, scheduled] = cells as [string, string, string, string, string, string, string, string, string, string, string]
+    const [name, cpu, memory, gpus, gpuMilli, , qos, phase, creation, deletion, scheduled] = cells as [
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string
+    ]
     return {
       name,
       cpuMilli: integer("cpu_milli", cpu),
@@ -90,7 +110,13 @@ export const parsePods = (text: string, source = "pods"): ReadonlyArray<TracePod
 export const parseNodes = (text: string, source = "nodes"): ReadonlyArray<TraceNode> =>
   rowsOf(text, source, nodeHeader, (cells, integer) => {
     const [name, cpu, memory, gpus, model] = cells as [string, string, string, string, string]
-    return { name, cpuMilli: integer("cpu_milli", cpu), memoryMiB: integer("memory_mib", memory), gpus: integer("gpu", gpus), model }
+    return {
+      name,
+      cpuMilli: integer("cpu_milli", cpu),
+      memoryMiB: integer("memory_mib", memory),
+      gpus: integer("gpu", gpus),
+      model
+    }
   })
 
 export const loadPods = (path: string): ReadonlyArray<TracePod> => parsePods(readFileSync(path, "utf8"), path)
@@ -101,7 +127,8 @@ export const loadNodes = (path: string): ReadonlyArray<TraceNode> => parseNodes(
 export type AlibabaPod = TracePod
 
 /** The default pod list, or a pod list of its format at `path`. */
-export const loadAlibabaPods = (path: string = `${alibabaGpuDataDir}${alibabaPodsFile}`): ReadonlyArray<AlibabaPod> => loadPods(path)
+export const loadAlibabaPods = (path: string = `${alibabaGpuDataDir}${alibabaPodsFile}`): ReadonlyArray<AlibabaPod> =>
+  loadPods(path)
 
 /** The GPUs of the trace's GPU node list (6,212). */
 export const alibabaClusterGpus = (path: string = `${alibabaGpuDataDir}${alibabaNodesFile}`): number =>
@@ -125,7 +152,10 @@ export const hostSizeOf = (pod: TracePod): HostSize | undefined => {
 }
 
 /** Hosts by size (module doc): `whole[k]` nodes of exactly k GPUs stay whole, every other GPU is a one-GPU host. */
-export const fleetOfNodes = (nodes: ReadonlyArray<TraceNode>, whole: Readonly<Partial<Record<HostSize, number>>>): Record<HostSize, number> => {
+export const fleetOfNodes = (
+  nodes: ReadonlyArray<TraceNode>,
+  whole: Readonly<Partial<Record<HostSize, number>>>
+): Record<HostSize, number> => {
   const hosts: Record<HostSize, number> = { 1: 0, 2: 0, 4: 0, 8: 0 }
   const kept: Record<HostSize, number> = { 1: 0, 2: 0, 4: 0, 8: 0 }
   for (const node of nodes) {

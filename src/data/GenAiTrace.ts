@@ -19,9 +19,12 @@ import { fileURLToPath } from "node:url"
 import { type Arrival, csvDataLines, endOfMinutes, traceTimeMs } from "./LlmTrace.ts"
 
 /** The repository's copy of the request file. */
-export const genAiTraceFile = fileURLToPath(new URL("../../scenarios/data/alibaba-genai-v2026-requests/lora_request_trace.csv", import.meta.url))
+export const genAiTraceFile = fileURLToPath(
+  new URL("../../scenarios/data/alibaba-genai-v2026-requests/lora_request_trace.csv", import.meta.url)
+)
 
-const header = "gmt_create,predict_type,predict_status,exec_time_seconds,groupId,prompt_length,negative_prompt_length,num_images_per_prompt,num_inference_steps,checkpoint_model_version_id,num_lora"
+const header =
+  "gmt_create,predict_type,predict_status,exec_time_seconds,groupId,prompt_length,negative_prompt_length,num_images_per_prompt,num_inference_steps,checkpoint_model_version_id,num_lora"
 const columns = header.split(",").length
 const statuses = ["SUCCEED", "FAILED", "PENDING", "PROCESSING"] as const
 export type GenAiStatus = (typeof statuses)[number]
@@ -45,12 +48,18 @@ export const parseGenAiTrace = (text: string): ReadonlyArray<GenAiRequest> => {
   let first: number | undefined
   for (const { line, text: data } of csvDataLines(text, header, "the Alibaba GenAI request trace")) {
     const fields = data.split(",")
-    if (fields.length !== columns) throw new Error(`line ${line}: ${fields.length} fields, not ${columns}: ${JSON.stringify(data.slice(0, 80))}`)
+    if (fields.length !== columns) {
+      throw new Error(`line ${line}: ${fields.length} fields, not ${columns}: ${JSON.stringify(data.slice(0, 80))}`)
+    }
     const at = traceTimeMs(fields[0]!)
     if (at === undefined) throw new Error(`line ${line}: gmt_create is not a time: ${JSON.stringify(fields[0])}`)
     const status = statuses.find((known) => known === fields[2])
-    if (status === undefined) throw new Error(`line ${line}: predict_status is not one of ${statuses.join(", ")}: ${JSON.stringify(fields[2])}`)
-    if (!seconds.test(fields[3]!)) throw new Error(`line ${line}: exec_time_seconds is not a number of seconds: ${JSON.stringify(fields[3])}`)
+    if (status === undefined) {
+      throw new Error(`line ${line}: predict_status is not one of ${statuses.join(", ")}: ${JSON.stringify(fields[2])}`)
+    }
+    if (!seconds.test(fields[3]!)) {
+      throw new Error(`line ${line}: exec_time_seconds is not a number of seconds: ${JSON.stringify(fields[3])}`)
+    }
     first ??= at
     if (at < first + (requests.at(-1)?.offsetMs ?? 0)) throw new Error(`line ${line}: out of time order`)
     requests.push({ offsetMs: at - first, status, execMs: Math.round(Number(fields[3]) * 1000), type: fields[1]! })
@@ -59,7 +68,8 @@ export const parseGenAiTrace = (text: string): ReadonlyArray<GenAiRequest> => {
 }
 
 /** Reads the repository's copy, or a file of the same format. */
-export const loadGenAiTrace = (file: string = genAiTraceFile): ReadonlyArray<GenAiRequest> => parseGenAiTrace(readFileSync(file, "utf8"))
+export const loadGenAiTrace = (file: string = genAiTraceFile): ReadonlyArray<GenAiRequest> =>
+  parseGenAiTrace(readFileSync(file, "utf8"))
 
 export interface GenAiArrivals {
   readonly arrivals: ReadonlyArray<Arrival>
@@ -68,7 +78,10 @@ export interface GenAiArrivals {
 }
 
 /** The requests of the first `minutes` (all without it) as arrivals with their recorded service times and outcomes. */
-export const genAiArrivalsOf = (requests: ReadonlyArray<GenAiRequest>, options: { readonly minutes?: number } = {}): GenAiArrivals => {
+export const genAiArrivalsOf = (
+  requests: ReadonlyArray<GenAiRequest>,
+  options: { readonly minutes?: number } = {}
+): GenAiArrivals => {
   const end = endOfMinutes(options.minutes)
   const arrivals: Array<Arrival> = []
   const skipped: Partial<Record<GenAiStatus, number>> = {}
@@ -78,7 +91,11 @@ export const genAiArrivalsOf = (requests: ReadonlyArray<GenAiRequest>, options: 
       skipped[request.status] = (skipped[request.status] ?? 0) + 1
       continue
     }
-    arrivals.push({ at: request.offsetMs, durationMs: Math.max(1, request.execMs), ...(request.status === "FAILED" ? { raises: 1 } : {}) })
+    arrivals.push({
+      at: request.offsetMs,
+      durationMs: Math.max(1, request.execMs),
+      ...(request.status === "FAILED" ? { raises: 1 } : {})
+    })
   }
   return { arrivals, skipped }
 }

@@ -20,7 +20,10 @@ import { fileURLToPath } from "node:url"
 export const llmTraceDataDir = fileURLToPath(new URL("../../scenarios/data/azure-llm-inference-2023/", import.meta.url))
 
 /** The two services the trace holds. */
-export const llmTraceFiles = { code: "AzureLLMInferenceTrace_code.csv", conv: "AzureLLMInferenceTrace_conv.csv" } as const
+export const llmTraceFiles = {
+  code: "AzureLLMInferenceTrace_code.csv",
+  conv: "AzureLLMInferenceTrace_conv.csv"
+} as const
 
 export type LlmTraceName = keyof typeof llmTraceFiles
 
@@ -67,16 +70,23 @@ export const traceTimeMs = (text: string): number | undefined => {
  * The data lines of a trace's CSV text, each with its 1-based line number (blank lines skipped), once its first line
  * is `header`; else an error saying the text is not `what`. Shared with GenAiTrace.ts.
  */
-export const csvDataLines = (text: string, header: string, what: string): ReadonlyArray<{ readonly line: number; readonly text: string }> => {
+export const csvDataLines = (
+  text: string,
+  header: string,
+  what: string
+): ReadonlyArray<{ readonly line: number; readonly text: string }> => {
   const lines = text.split(/\r?\n/u)
   if (lines[0] !== header) throw new Error(`not ${what}: the first line is not "${header}"`)
   const data: Array<{ line: number; text: string }> = []
-  for (let index = 1; index < lines.length; index++) if (lines[index] !== "") data.push({ line: index + 1, text: lines[index]! })
+  for (let index = 1; index < lines.length; index++) {
+    if (lines[index] !== "") data.push({ line: index + 1, text: lines[index]! })
+  }
   return data
 }
 
 /** The end (exclusive, ms after the first arrival) of a trace's first `minutes`; all of it without them. */
-export const endOfMinutes = (minutes: number | undefined): number => minutes === undefined ? Number.POSITIVE_INFINITY : minutes * 60_000
+export const endOfMinutes = (minutes: number | undefined): number =>
+  minutes === undefined ? Number.POSITIVE_INFINITY : minutes * 60_000
 
 const header = "TIMESTAMP,ContextTokens,GeneratedTokens"
 const row = /^([^,]*),(\d+),(\d+)$/u
@@ -88,7 +98,11 @@ export const parseLlmTrace = (text: string): ReadonlyArray<LlmRequest> => {
   for (const { line, text: data } of csvDataLines(text, header, "an Azure LLM inference trace")) {
     const match = row.exec(data)
     const at = match === null ? undefined : traceTimeMs(match[1]!)
-    if (match === null || at === undefined) throw new Error(`line ${line}: not "TIMESTAMP,ContextTokens,GeneratedTokens": ${JSON.stringify(data.slice(0, 80))}`)
+    if (match === null || at === undefined) {
+      throw new Error(
+        `line ${line}: not "TIMESTAMP,ContextTokens,GeneratedTokens": ${JSON.stringify(data.slice(0, 80))}`
+      )
+    }
     first ??= at
     if (at < first + (requests.at(-1)?.offsetMs ?? 0)) throw new Error(`line ${line}: out of time order`)
     requests.push({ offsetMs: at - first, contextTokens: Number(match[2]), generatedTokens: Number(match[3]) })
@@ -98,14 +112,25 @@ export const parseLlmTrace = (text: string): ReadonlyArray<LlmRequest> => {
 
 /** Reads one of the repository's two traces, or a file of the same format. */
 export const loadLlmTrace = (trace: LlmTraceName | { readonly file: string }): ReadonlyArray<LlmRequest> =>
-  parseLlmTrace(readFileSync(typeof trace === "string" ? join(llmTraceDataDir, llmTraceFiles[trace]) : trace.file, "utf8"))
+  parseLlmTrace(
+    readFileSync(typeof trace === "string" ? join(llmTraceDataDir, llmTraceFiles[trace]) : trace.file, "utf8")
+  )
 
 /** A request's service time under the model (module doc). */
 export const serviceTimeMs = (request: LlmRequest, model: ServiceModel = defaultServiceModel): number =>
-  Math.max(1, Math.ceil(1000 * (request.contextTokens / model.prefillTokensPerSecond + request.generatedTokens / model.decodeTokensPerSecond)))
+  Math.max(
+    1,
+    Math.ceil(
+      1000 *
+        (request.contextTokens / model.prefillTokensPerSecond + request.generatedTokens / model.decodeTokensPerSecond)
+    )
+  )
 
 /** The requests of the first `minutes` (all without it) as arrivals, with their service times. */
-export const arrivalsOf = (requests: ReadonlyArray<LlmRequest>, options: { readonly minutes?: number; readonly model?: ServiceModel } = {}): ReadonlyArray<Arrival> => {
+export const arrivalsOf = (
+  requests: ReadonlyArray<LlmRequest>,
+  options: { readonly minutes?: number; readonly model?: ServiceModel } = {}
+): ReadonlyArray<Arrival> => {
   const end = endOfMinutes(options.minutes)
   const arrivals: Array<Arrival> = []
   for (const request of requests) {

@@ -34,26 +34,39 @@ export type Resolution =
 export const bareHost = (host: string): string => host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host
 
 /** Resolves `host` (an IP literal is its own answer) and checks every address against `rules`. */
-export const resolveChecked = async (host: string, rules: ConnectRules, resolve: Resolver = systemResolver): Promise<Resolution> => {
+export const resolveChecked = async (
+  host: string,
+  rules: ConnectRules,
+  resolve: Resolver = systemResolver
+): Promise<Resolution> => {
   const name = bareHost(host)
   const literal = parseAddress(name)
   let found: ReadonlyArray<ResolvedAddress>
   try {
     found = literal === undefined ? await resolve(name) : [{ address: name, family: literal.family }]
   } catch (error) {
-    return { _tag: "Unresolved", host: name, message: `${name} does not resolve (${error instanceof Error ? error.message : String(error)})` }
+    return {
+      _tag: "Unresolved",
+      host: name,
+      message: `${name} does not resolve (${error instanceof Error ? error.message : String(error)})`
+    }
   }
   if (found.length === 0) return { _tag: "Unresolved", host: name, message: `${name} resolves to no address` }
   const barred = found.find((entry) => !mayConnectTo(entry.address, rules))
-  return barred === undefined ? { _tag: "Allowed", addresses: found } : { _tag: "Barred", host: name, address: barred.address }
+  return barred === undefined
+    ? { _tag: "Allowed", addresses: found }
+    : { _tag: "Barred", host: name, address: barred.address }
 }
 
 /** A `lookup` for http(s).request and net.connect that answers the checked address, whatever name it is asked. */
 export const pinnedLookup = (pinned: ResolvedAddress): LookupFunction => (_host, options, callback) => {
-  if (options.all === true) (callback as (error: null, addresses: ReadonlyArray<ResolvedAddress>) => void)(null, [pinned])
-  else callback(null, pinned.address, pinned.family)
+  if (options.all === true) {
+    ;(callback as (error: null, addresses: ReadonlyArray<ResolvedAddress>) => void)(null, [pinned])
+  } else callback(null, pinned.address, pinned.family)
 }
 
 /** This host's own interface addresses: never reached on someone's behalf unless an operator says so. */
 export const hostAddresses = (): ReadonlyArray<string> =>
-  Object.values(networkInterfaces()).flatMap((entries) => (entries ?? []).map((entry) => entry.address.replace(/%.*$/u, "")))
+  Object.values(networkInterfaces()).flatMap((entries) =>
+    (entries ?? []).map((entry) => entry.address.replace(/%.*$/u, ""))
+  )

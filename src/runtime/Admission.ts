@@ -16,37 +16,39 @@
  * - `resourceFit` (project kinds): no cpu, memory or disk floor that no offering could ever hold (ResourceFit.ts).
  */
 import { Effect, Layer, Option } from "effect"
+import { type AdmissionPlugin, AdmissionPlugins, type UpdateRequest } from "../apiserver/AdmissionPlugins.ts"
+import { Blobs } from "../apiserver/Blobs.ts"
 import { withPriceBoundAnnotation } from "../core/billing/PriceBound.ts"
+import type { Offering } from "../core/capacity/Offering.ts"
+import { isObject, type JsonObject } from "../core/Json.ts"
 import { secretVersionsKey } from "../core/kinds/sandbox/SandboxMachine.ts"
 import { invalid, subjectOf } from "../core/meta/ApiError.ts"
-import { isObject, type JsonObject } from "../core/Json.ts"
 import type { ResourceRef } from "../core/meta/Kinds.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import type { Disposition } from "../core/meta/Strategy.ts"
-import { type AdmissionPlugin, AdmissionPlugins, type UpdateRequest } from "../apiserver/AdmissionPlugins.ts"
-import { Blobs } from "../apiserver/Blobs.ts"
-import { Store } from "../store/Store.ts"
 import { loadCatalog } from "../data/CatalogData.ts"
-import type { Offering } from "../core/capacity/Offering.ts"
+import { Store } from "../store/Store.ts"
 import { BudgetService } from "./Budgets.ts"
-import { Estimates, quotedRateOf, refusalOf, withEstimate } from "./Estimates.ts"
 import { enrollmentTokenPlugin } from "./Enrollment.ts"
+import { Estimates, quotedRateOf, refusalOf, withEstimate } from "./Estimates.ts"
 import { EventOutbox } from "./EventOutbox.ts"
 import { functionCallPlugin, functionCodePlugin } from "./FunctionAdmission.ts"
 import { LiveMarket } from "./LiveMarket.ts"
+import { consentOf, PriceConsent } from "./PriceConsent.ts"
 import { resourceFitPlugin } from "./ResourceFit.ts"
 import { SecretCipher } from "./SecretCipher.ts"
-import { webhookEndpointPlugin } from "./WebhookSecrets.ts"
-import { consentOf, PriceConsent } from "./PriceConsent.ts"
 import { scrubLastApplied, Secrets, splitData, valuesInMetadata } from "./Secrets.ts"
+import { webhookEndpointPlugin } from "./WebhookSecrets.ts"
 
 const nameOf = (object: JsonObject): string | undefined => {
   const metadata = object["metadata"]
   return isObject(metadata) && typeof metadata["name"] === "string" ? metadata["name"] : undefined
 }
 
-const withStatus = (object: ResourceObject, fields: JsonObject): ResourceObject =>
-  ({ ...object, status: { ...(isObject(object.status) ? object.status : {}), ...fields } })
+const withStatus = (object: ResourceObject, fields: JsonObject): ResourceObject => ({
+  ...object,
+  status: { ...(isObject(object.status) ? object.status : {}), ...fields }
+})
 
 /**
  * A Secret write's body without its values: `data` leaves for `finish`, kubectl's last-applied annotation keeps only
@@ -57,7 +59,9 @@ const withoutValues = (ref: ResourceRef, object: JsonObject, name: string | unde
   const { body, data } = splitData(object)
   const scrubbed = scrubLastApplied(body)
   const leaks = data === undefined ? [] : valuesInMetadata(scrubbed, data)
-  return leaks.length > 0 ? Effect.fail(invalid(subjectOf(ref, name), leaks, ref.info.kind)) : Effect.succeed({ body: scrubbed, data })
+  return leaks.length > 0
+    ? Effect.fail(invalid(subjectOf(ref, name), leaks, ref.info.kind))
+    : Effect.succeed({ body: scrubbed, data })
 }
 
 const secretValues = (secrets: Secrets["Service"]): AdmissionPlugin => ({
@@ -65,15 +69,23 @@ const secretValues = (secrets: Secrets["Service"]): AdmissionPlugin => ({
   prepareCreate: ({ ref, object }) =>
     Effect.map(withoutValues(ref, object, nameOf(object)), ({ body, data }) => ({
       input: body,
-      finish: (made: ResourceObject) => Effect.map(secrets.prepareWrite(made, data, undefined), ({ object: result, ops }) => ({ result, ops }))
+      finish: (made: ResourceObject) =>
+        Effect.map(secrets.prepareWrite(made, data, undefined), ({ object: result, ops }) => ({ result, ops }))
     })),
   prepareUpdate: ({ ref, object, current }) =>
     Effect.map(withoutValues(ref, object, current.metadata.name), ({ body, data }) => ({
       input: body,
       finish: (disposition: Disposition) => {
-        if (disposition._tag === "Remove") return Effect.succeed({ result: disposition, ops: secrets.deleteOps(current) })
-        return Effect.map(secrets.prepareWrite(disposition.object, data, current), ({ object: result, ops }) =>
-          ({ result: ops.length === 0 ? disposition : { _tag: "Write", object: result } as const, ops }))
+        if (disposition._tag === "Remove") {
+          return Effect.succeed({ result: disposition, ops: secrets.deleteOps(current) })
+        }
+        return Effect.map(
+          secrets.prepareWrite(disposition.object, data, current),
+          ({ object: result, ops }) => ({
+            result: ops.length === 0 ? disposition : { _tag: "Write", object: result } as const,
+            ops
+          })
+        )
       }
     })),
   removeOps: (current) => secrets.deleteOps(current)
@@ -94,7 +106,8 @@ const withSecretVersions = (ref: ResourceRef, object: JsonObject, pins: string |
   return { ...object, metadata: { ...metadata, annotations: next } }
 }
 
-const pinsText = (pinned: Record<string, number>): string | undefined => Object.keys(pinned).length === 0 ? undefined : JSON.stringify(pinned)
+const pinsText = (pinned: Record<string, number>): string | undefined =>
+  Object.keys(pinned).length === 0 ? undefined : JSON.stringify(pinned)
 
 /**
  * Spec (Sandbox secrets): "each start pins the newest version or the version named, so a new value reaches the Sandbox
@@ -106,87 +119,127 @@ const pinsText = (pinned: Record<string, number>): string | undefined => Object.
 const repinSandbox = (secrets: Secrets["Service"], request: UpdateRequest): Effect.Effect<JsonObject> => {
   const { ref, namespace, current, object } = request
   const kept = current.metadata.annotations?.[`${ref.group}/${secretVersionsKey}`]
-  return Effect.map(Effect.option(secrets.pinVersions(namespace ?? "", object["spec"], subjectOf(ref, current.metadata.name), ref.info.kind)), (found) =>
-    withSecretVersions(ref, object, Option.isSome(found) ? pinsText(found.value) : kept))
+  return Effect.map(
+    Effect.option(
+      secrets.pinVersions(namespace ?? "", object["spec"], subjectOf(ref, current.metadata.name), ref.info.kind)
+    ),
+    (found) => withSecretVersions(ref, object, Option.isSome(found) ? pinsText(found.value) : kept)
+  )
 }
 
 const secretReferences = (secrets: Secrets["Service"]): AdmissionPlugin => ({
   name: "secretReferences",
-  prepareCreate: ({ ref, namespace, object, principal }) => Effect.gen(function*() {
-    const subject = subjectOf(ref, nameOf(object))
-    yield* secrets.checkEnv(namespace ?? "", object["spec"], subject, principal)
-    const pinned = yield* secrets.pinVersions(namespace ?? "", object["spec"], subject, ref.info.kind)
-    return {
-      input: isKind(ref, "Sandbox") ? withSecretVersions(ref, object, pinsText(pinned)) : object,
-      finish: (made: ResourceObject) => Effect.succeed({ result: Object.keys(pinned).length === 0 ? made : withStatus(made, { secretVersions: pinned }), ops: [] })
-    }
-  }),
-  prepareUpdate: (request) => Effect.gen(function*() {
-    const { ref, namespace, current, object, principal } = request
-    yield* secrets.checkEnv(namespace ?? "", object["spec"], subjectOf(ref, current.metadata.name), principal)
-    return { input: isKind(ref, "Sandbox") ? yield* repinSandbox(secrets, request) : object, finish: (result: Disposition) => Effect.succeed({ result, ops: [] }) }
-  })
-})
-
-const pricing = (estimates: Estimates["Service"], priceConsent: PriceConsent["Service"], budgets: Option.Option<BudgetService["Service"]>): AdmissionPlugin => ({
-  name: "pricing",
-  review: ({ ref, namespace, object: made, dryRun, ifMatch }) => Effect.gen(function*() {
-    // Spec: Create semantics 1 and 3 — dry runs and real creates carry the estimate.
-    const estimated = yield* estimates.estimate(ref, made)
-    const object = withEstimate(made, estimated)
-    // Spec: Create semantics 1 — If-Match on a create names a dry run of exactly this object, and quotes its price.
-    const quote = ifMatch === undefined ? undefined : yield* priceConsent.verify(ifMatch, object)
-    if (dryRun) return { object, etag: priceConsent.quote(object, quotedRateOf(estimated)) }
-    // Spec: Create semantics 3 — a create the estimate says would fail is refused with its code, amounts and fix.
-    const refusal = refusalOf(estimated)
-    if (refusal !== undefined) {
-      if (Option.isSome(budgets) && Option.isSome(estimated)) {
-        const refused = { kind: ref.info.kind, namespace, name: object.metadata.name }
-        for (const reason of estimated.value.blocking) if (reason.budget !== undefined) yield* budgets.value.refused(reason.budget, refused, reason.message)
+  prepareCreate: ({ ref, namespace, object, principal }) =>
+    Effect.gen(function*() {
+      const subject = subjectOf(ref, nameOf(object))
+      yield* secrets.checkEnv(namespace ?? "", object["spec"], subject, principal)
+      const pinned = yield* secrets.pinVersions(namespace ?? "", object["spec"], subject, ref.info.kind)
+      return {
+        input: isKind(ref, "Sandbox") ? withSecretVersions(ref, object, pinsText(pinned)) : object,
+        finish: (made: ResourceObject) =>
+          Effect.succeed({
+            result: Object.keys(pinned).length === 0 ? made : withStatus(made, { secretVersions: pinned }),
+            ops: []
+          })
       }
-      return yield* refusal
-    }
-    // Spec: Create semantics 2 — a bound create is admitted after validUntil too, but never above the quote + 10 %.
-    const consent = quote === undefined ? undefined : consentOf(quote, quotedRateOf(estimated).rateMicro, subjectOf(ref, object.metadata.name))
-    if (consent?.refusal !== undefined) return yield* consent.refusal
-    if (consent?.bound === undefined) return { object }
-    return { object: { ...object, metadata: { ...object.metadata, annotations: withPriceBoundAnnotation(object.metadata.annotations, ref.group, consent.bound) } } }
-  })
+    }),
+  prepareUpdate: (request) =>
+    Effect.gen(function*() {
+      const { ref, namespace, current, object, principal } = request
+      yield* secrets.checkEnv(namespace ?? "", object["spec"], subjectOf(ref, current.metadata.name), principal)
+      return {
+        input: isKind(ref, "Sandbox") ? yield* repinSandbox(secrets, request) : object,
+        finish: (result: Disposition) => Effect.succeed({ result, ops: [] })
+      }
+    })
 })
 
+const pricing = (
+  estimates: Estimates["Service"],
+  priceConsent: PriceConsent["Service"],
+  budgets: Option.Option<BudgetService["Service"]>
+): AdmissionPlugin => ({
+  name: "pricing",
+  review: ({ ref, namespace, object: made, dryRun, ifMatch }) =>
+    Effect.gen(function*() {
+      // Spec: Create semantics 1 and 3 — dry runs and real creates carry the estimate.
+      const estimated = yield* estimates.estimate(ref, made)
+      const object = withEstimate(made, estimated)
+      // Spec: Create semantics 1 — If-Match on a create names a dry run of exactly this object, and quotes its price.
+      const quote = ifMatch === undefined ? undefined : yield* priceConsent.verify(ifMatch, object)
+      if (dryRun) return { object, etag: priceConsent.quote(object, quotedRateOf(estimated)) }
+      // Spec: Create semantics 3 — a create the estimate says would fail is refused with its code, amounts and fix.
+      const refusal = refusalOf(estimated)
+      if (refusal !== undefined) {
+        if (Option.isSome(budgets) && Option.isSome(estimated)) {
+          const refused = { kind: ref.info.kind, namespace, name: object.metadata.name }
+          for (const reason of estimated.value.blocking) {
+            if (reason.budget !== undefined) yield* budgets.value.refused(reason.budget, refused, reason.message)
+          }
+        }
+        return yield* refusal
+      }
+      // Spec: Create semantics 2 — a bound create is admitted after validUntil too, but never above the quote + 10 %.
+      const consent = quote === undefined
+        ? undefined
+        : consentOf(quote, quotedRateOf(estimated).rateMicro, subjectOf(ref, object.metadata.name))
+      if (consent?.refusal !== undefined) return yield* consent.refusal
+      if (consent?.bound === undefined) return { object }
+      return {
+        object: {
+          ...object,
+          metadata: {
+            ...object.metadata,
+            annotations: withPriceBoundAnnotation(object.metadata.annotations, ref.group, consent.bound)
+          }
+        }
+      }
+    })
+})
 
 /** The plugins of every kind: the Secret's own, the secret references of project kinds, and pricing. */
-export const layer = Layer.effect(AdmissionPlugins, Effect.gen(function*() {
-  const secrets = yield* Secrets
-  const estimates = yield* Estimates
-  const priceConsent = yield* PriceConsent
-  const budgets = yield* Effect.serviceOption(BudgetService)
-  const values = secretValues(secrets)
-  const references = secretReferences(secrets)
-  const priced = pricing(estimates, priceConsent, budgets)
-  // The offerings the estimates read: the backend's (live hosts' Nodes), else the catalog's.
-  const live = yield* Effect.serviceOption(LiveMarket)
-  let catalog: ReadonlyArray<Offering> | undefined
-  const fit = resourceFitPlugin((namespace) => {
-    const nodes = Option.isSome(live) ? live.value.catalogNow(namespace) : undefined
-    return nodes === undefined ? { offerings: (catalog ??= loadCatalog()), joinable: false } : { offerings: nodes, joinable: true }
+export const layer = Layer.effect(
+  AdmissionPlugins,
+  Effect.gen(function*() {
+    const secrets = yield* Secrets
+    const estimates = yield* Estimates
+    const priceConsent = yield* PriceConsent
+    const budgets = yield* Effect.serviceOption(BudgetService)
+    const values = secretValues(secrets)
+    const references = secretReferences(secrets)
+    const priced = pricing(estimates, priceConsent, budgets)
+    // The offerings the estimates read: the backend's (live hosts' Nodes), else the catalog's.
+    const live = yield* Effect.serviceOption(LiveMarket)
+    let catalog: ReadonlyArray<Offering> | undefined
+    const fit = resourceFitPlugin((namespace) => {
+      const nodes = Option.isSome(live) ? live.value.catalogNow(namespace) : undefined
+      return nodes === undefined
+        ? { offerings: (catalog ??= loadCatalog()), joinable: false }
+        : { offerings: nodes, joinable: true }
+    })
+    const secretPlugins = [values, priced]
+    const projectPlugins = [fit, references, priced]
+    const otherPlugins = [priced]
+    const enrollmentPlugins = [enrollmentTokenPlugin]
+    const webhookPlugins = [webhookEndpointPlugin(yield* SecretCipher, yield* EventOutbox)]
+    const blobs = yield* Blobs
+    const functionPlugins = [fit, references, functionCodePlugin(blobs), priced]
+    const functionCallPlugins = [references, functionCallPlugin(yield* Store, blobs), priced]
+    return AdmissionPlugins.of({
+      of: (ref) =>
+        isKind(ref, "Secret") ?
+          secretPlugins
+          : isKind(ref, "EnrollmentToken") ?
+          enrollmentPlugins
+          : isKind(ref, "WebhookEndpoint") ?
+          webhookPlugins
+          : isKind(ref, "Function") ?
+          functionPlugins
+          : isKind(ref, "FunctionCall") ?
+          functionCallPlugins
+          : ref.info.scope === "Namespaced" && ref.group !== "" ?
+          projectPlugins
+          : otherPlugins
+    })
   })
-  const secretPlugins = [values, priced]
-  const projectPlugins = [fit, references, priced]
-  const otherPlugins = [priced]
-  const enrollmentPlugins = [enrollmentTokenPlugin]
-  const webhookPlugins = [webhookEndpointPlugin(yield* SecretCipher, yield* EventOutbox)]
-  const blobs = yield* Blobs
-  const functionPlugins = [fit, references, functionCodePlugin(blobs), priced]
-  const functionCallPlugins = [references, functionCallPlugin(yield* Store, blobs), priced]
-  return AdmissionPlugins.of({
-    of: (ref) =>
-      isKind(ref, "Secret") ? secretPlugins
-      : isKind(ref, "EnrollmentToken") ? enrollmentPlugins
-      : isKind(ref, "WebhookEndpoint") ? webhookPlugins
-      : isKind(ref, "Function") ? functionPlugins
-      : isKind(ref, "FunctionCall") ? functionCallPlugins
-      : ref.info.scope === "Namespaced" && ref.group !== "" ? projectPlugins
-      : otherPlugins
-  })
-})).pipe(Layer.provide(PriceConsent.layer))
+).pipe(Layer.provide(PriceConsent.layer))

@@ -5,11 +5,11 @@
  * service must not need (the estimates that Resources calls read rooms from it).
  */
 import { type Duration, Effect, Layer, Queue, Schedule } from "effect"
-import { byPluralName, refOf, type ResourceRef } from "../core/meta/Kinds.ts"
-import { budgetComponent, budgetsResource, BudgetService, type BudgetStatusWriter } from "./Budgets.ts"
-import { surviving } from "./Following.ts"
 import { ApiConfig } from "../apiserver/ApiConfig.ts"
 import { Resources } from "../apiserver/Resources.ts"
+import { byPluralName, refOf, type ResourceRef } from "../core/meta/Kinds.ts"
+import { budgetComponent, BudgetService, budgetsResource, type BudgetStatusWriter } from "./Budgets.ts"
+import { surviving } from "./Following.ts"
 
 export interface BudgetStatusOptions {
   /** How often statuses are computed again when no Budget changed (spending moves with the ledger). */
@@ -27,7 +27,12 @@ export const budgetStatusWriter = (resources: Resources["Service"], group: strin
     const { name, uid, resourceVersion } = budget.metadata
     const body = { apiVersion: ref.apiVersion, kind: info.kind, metadata: { name, uid, resourceVersion }, status }
     return Effect.map(
-      resources.replace(ref, undefined, name, body, { dryRun: false, fieldValidation: "Ignore", fieldManager: budgetComponent, commitWith: () => ops }, "status"),
+      resources.replace(ref, undefined, name, body, {
+        dryRun: false,
+        fieldValidation: "Ignore",
+        fieldManager: budgetComponent,
+        commitWith: () => ops
+      }, "status"),
       (result) => result.object
     )
   }
@@ -46,6 +51,10 @@ function statusLoop(options: BudgetStatusOptions) {
     const poke = Effect.sync(() => Queue.offerUnsafe(pokes, undefined))
     yield* Effect.forkScoped(Effect.forever(Effect.andThen(service.changed, poke)))
     yield* Effect.forkScoped(Effect.repeat(poke, Schedule.spaced(options.pollInterval ?? budgetPollIntervalDefault)))
-    yield* Effect.forkScoped(Effect.forever(Effect.andThen(Queue.take(pokes), surviving("budgets", "writing statuses")(service.reconcile(write)))))
+    yield* Effect.forkScoped(
+      Effect.forever(
+        Effect.andThen(Queue.take(pokes), surviving("budgets", "writing statuses")(service.reconcile(write)))
+      )
+    )
   })
 }

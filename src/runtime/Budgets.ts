@@ -10,14 +10,24 @@
  * this module must not need Resources.
  */
 import { Clock, Context, Effect, Layer, Queue, Result, Semaphore } from "effect"
-import { ApiError } from "../core/meta/ApiError.ts"
 import type { Room } from "../core/billing/Billing.ts"
-import { type BudgetOwner, type BudgetRule, matches, type Period, periodOf, roomOf, ruleOf, type Usage, usageOf } from "../core/billing/Budgets.ts"
-import { budgetStatusOf } from "../core/kinds/budget/BudgetStatus.ts"
-import { equals, isObject, type Json, type JsonObject } from "../core/Json.ts"
+import {
+  type BudgetOwner,
+  type BudgetRule,
+  matches,
+  type Period,
+  periodOf,
+  roomOf,
+  ruleOf,
+  type Usage,
+  usageOf
+} from "../core/billing/Budgets.ts"
 import type { Ledger } from "../core/billing/Ledger.ts"
-import { formatMicroUsd } from "../core/Money.ts"
+import { equals, isObject, type Json, type JsonObject } from "../core/Json.ts"
+import { budgetStatusOf } from "../core/kinds/budget/BudgetStatus.ts"
+import { ApiError } from "../core/meta/ApiError.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
+import { formatMicroUsd } from "../core/Money.ts"
 import { iso } from "../core/StatusText.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
 import { type Change, Store, type WriteOp } from "../store/Store.ts"
@@ -41,7 +51,11 @@ export interface RefusedObject {
 
 /** Writes a Budget's status; answers the object as stored. */
 /** Writes a Budget's status, committing `ops` (its events' outbox records) in the same commit. */
-export type BudgetStatusWriter = (budget: ResourceObject, status: JsonObject, ops: ReadonlyArray<WriteOp>) => Effect.Effect<ResourceObject, ApiError>
+export type BudgetStatusWriter = (
+  budget: ResourceObject,
+  status: JsonObject,
+  ops: ReadonlyArray<WriteOp>
+) => Effect.Effect<ResourceObject, ApiError>
 
 export interface BudgetServiceShape {
   /** The rooms of the Refuse Budgets matching the owner now, read from `ledger` (synchronous; Notify Budgets limit nothing). */
@@ -60,7 +74,6 @@ export interface BudgetServiceShape {
   /** A count of Budget changes so far: work held back by a Budget looks again when it moves (the sim backend). */
   readonly generation: () => number
 }
-
 
 /** The store table of ledger owners (one record per owner uid). */
 export const ownersTable = "billing_owners"
@@ -93,21 +106,31 @@ interface Entry {
 export const budgetsResource = "budgets"
 
 const ownerOf = (uid: string, value: Json): LedgerOwner | undefined => {
-  if (!isObject(value) || typeof value["namespace"] !== "string" || typeof value["name"] !== "string" || typeof value["kind"] !== "string") return undefined
+  if (
+    !isObject(value) || typeof value["namespace"] !== "string" || typeof value["name"] !== "string" ||
+    typeof value["kind"] !== "string"
+  ) return undefined
   const labels = isObject(value["labels"]) ? value["labels"] : {}
   return {
     uid,
     namespace: value["namespace"],
     name: value["name"],
     kind: value["kind"],
-    labels: Object.fromEntries(Object.entries(labels).filter((entry): entry is [string, string] => typeof entry[1] === "string"))
+    labels: Object.fromEntries(
+      Object.entries(labels).filter((entry): entry is [string, string] => typeof entry[1] === "string")
+    )
   }
 }
 
 const sameOwner = (a: LedgerOwner, b: LedgerOwner): boolean =>
   a.namespace === b.namespace && a.name === b.name && a.kind === b.kind && equals(a.labels, b.labels)
 
-const unavailable = (message: string) => new ApiError({ code: "Unavailable", message: `the ledger owner could not be recorded: ${message}`, retryAfterSeconds: 1 })
+const unavailable = (message: string) =>
+  new ApiError({
+    code: "Unavailable",
+    message: `the ledger owner could not be recorded: ${message}`,
+    retryAfterSeconds: 1
+  })
 
 const rvOf = (object: ResourceObject): number => Number(object.metadata.resourceVersion)
 
@@ -115,9 +138,9 @@ const rvOf = (object: ResourceObject): number => Number(object.metadata.resource
 const sameRule = (a: BudgetRule | undefined, b: BudgetRule | undefined): boolean =>
   a === undefined || b === undefined
     ? a === b
-    : a.amountMicro === b.amountMicro && a.period === b.period && a.createdAt === b.createdAt && a.action === b.action &&
+    : a.amountMicro === b.amountMicro && a.period === b.period && a.createdAt === b.createdAt &&
+      a.action === b.action &&
       equals(a.projects, b.projects) && equals(a.labels, b.labels) && equals(a.thresholds, b.thresholds)
-
 
 /** A delivery-shaped event about a Budget (spec: Delivery; a cluster-scoped object has no namespace). */
 const budgetEvent = (budget: ResourceObject, type: string, reason: string, message: string, now: number): OutboxEvent =>
@@ -138,7 +161,7 @@ function make() {
 
     const membersOf = (rule: BudgetRule | undefined): Set<string> => {
       const members = new Set<string>()
-      if (rule !== undefined) for (const owner of owners.values()) if (matches(rule, owner)) members.add(owner.uid)
+      if (rule !== undefined) { for (const owner of owners.values()) if (matches(rule, owner)) members.add(owner.uid) }
       return members
     }
 
@@ -183,7 +206,9 @@ function make() {
     const resync = Effect.gen(function*() {
       const page = yield* store.list({ resource: budgetsResource })
       const present = new Set(page.items.map((object) => `${object.metadata.name}#${object.metadata.uid}`))
-      for (const entry of [...budgets.values()]) if (!present.has(`${entry.object.metadata.name}#${entry.object.metadata.uid}`)) forget(entry.object)
+      for (const entry of [...budgets.values()]) {
+        if (!present.has(`${entry.object.metadata.name}#${entry.object.metadata.uid}`)) forget(entry.object)
+      }
       for (const object of page.items) apply(object)
     })
 
@@ -204,7 +229,9 @@ function make() {
     /** What a Budget's owners spent this period and hold now, read again only when the ledger moved. */
     const usageFor = (entry: Entry, ledger: Ledger, period: Period): Usage => {
       const memo = entry.memo
-      if (memo !== undefined && memo.ledger === ledger && memo.seq === ledger.lastSeq && memo.start === period.start) return memo.usage
+      if (memo !== undefined && memo.ledger === ledger && memo.seq === ledger.lastSeq && memo.start === period.start) {
+        return memo.usage
+      }
       const usage = usageOf(ledger, entry.owners, period)
       entry.memo = { ledger, seq: ledger.lastSeq, start: period.start, usage }
       return usage
@@ -242,7 +269,12 @@ function make() {
         if (known !== undefined && sameOwner(known, owner) && !unsaved.has(owner.uid)) return Effect.void
         remember(owner)
         unsaved.add(owner.uid)
-        const value: JsonObject = { namespace: owner.namespace, name: owner.name, kind: owner.kind, labels: { ...owner.labels } }
+        const value: JsonObject = {
+          namespace: owner.namespace,
+          name: owner.name,
+          kind: owner.kind,
+          labels: { ...owner.labels }
+        }
         return store.commit([{ _tag: "PutRecord", table: ownersTable, id: owner.uid, value }]).pipe(
           Effect.mapError((error) => unavailable(error._tag === "StoreError" ? error.message : error.reason)),
           Effect.andThen(Effect.sync(() => unsaved.delete(owner.uid)))
@@ -255,21 +287,35 @@ function make() {
         if (entry === undefined || entry.rule === undefined) return
         const now = yield* Clock.currentTimeMillis
         const period = periodOf(entry.rule, now)
-        if (entry.refusedIn === undefined || entry.refusedIn.start !== period.start) entry.refusedIn = { start: period.start, keys: new Set() }
+        if (entry.refusedIn === undefined || entry.refusedIn.start !== period.start) {
+          entry.refusedIn = { start: period.start, keys: new Set() }
+        }
         const key = JSON.stringify([object.kind, object.namespace ?? "", object.name])
         if (entry.refusedIn.keys.has(key)) return
         entry.refusedIn.keys.add(key)
         const where = object.namespace === undefined ? object.name : `${object.namespace}/${object.name}`
         // The refusal changes nothing stored: its record is the change (and a lost one only loses the notice).
-        const event = budgetEvent(entry.object, "budget.exceeded", "BudgetExceeded", `Budget ${budget} refused a new run of ${object.kind} ${where}: ${message}`, now)
+        const event = budgetEvent(
+          entry.object,
+          "budget.exceeded",
+          "BudgetExceeded",
+          `Budget ${budget} refused a new run of ${object.kind} ${where}: ${message}`,
+          now
+        )
         yield* store.commit([outbox.record(event)]).pipe(
-          Effect.catch((error) => Effect.logWarning(`budgets: budget.exceeded of ${budget}: ${error._tag === "StoreError" ? error.message : error.reason}`))
+          Effect.catch((error) =>
+            Effect.logWarning(
+              `budgets: budget.exceeded of ${budget}: ${error._tag === "StoreError" ? error.message : error.reason}`
+            )
+          )
         )
       })
 
     /** The statuses that differ from the stored ones, computed under the ledger's lock. */
     const due = (ledger: Ledger, now: number) => {
-      const out: Array<{ readonly entry: Entry; readonly status: JsonObject; readonly crossed: ReadonlyArray<number> }> = []
+      const out: Array<
+        { readonly entry: Entry; readonly status: JsonObject; readonly crossed: ReadonlyArray<number> }
+      > = []
       for (const entry of budgets.values()) {
         if (entry.rule === undefined) continue
         const period = periodOf(entry.rule, now)
@@ -296,13 +342,19 @@ function make() {
           const rule = entry.rule!
           const shown = { ...entry.object, status }
           const events = crossed.map((percent) => {
-            const message = `Budget ${rule.name} crossed ${percent}% of ${formatMicroUsd(rule.amountMicro)} USD this period: ${String(status["spentUSD"])} USD spent since ${iso(periodOf(rule, now).start)}.`
+            const message = `Budget ${rule.name} crossed ${percent}% of ${
+              formatMicroUsd(rule.amountMicro)
+            } USD this period: ${String(status["spentUSD"])} USD spent since ${iso(periodOf(rule, now).start)}.`
             return outbox.record(budgetEvent(shown, "budget.threshold", "ThresholdCrossed", message, now))
           })
           const written = yield* Effect.result(write(entry.object, status, events))
           // A Conflict means the Budget changed: the change wakes the loop, which computes again.
           if (Result.isFailure(written)) {
-            if (written.failure.code !== "Conflict" && written.failure.code !== "NotFound") yield* Effect.logWarning(`budgets: status of Budget ${entry.object.metadata.name}: ${written.failure.message}`)
+            if (written.failure.code !== "Conflict" && written.failure.code !== "NotFound") {
+              yield* Effect.logWarning(
+                `budgets: status of Budget ${entry.object.metadata.name}: ${written.failure.message}`
+              )
+            }
             continue
           }
           apply(written.success)
@@ -314,6 +366,13 @@ function make() {
     yield* Effect.orDie(resync)
     yield* followStore("budgets", feed, resync, onChange)
 
-    return BudgetService.of({ roomsFor, registerOwner, refused, reconcile, changed: Queue.take(changes), generation: () => generation })
+    return BudgetService.of({
+      roomsFor,
+      registerOwner,
+      refused,
+      reconcile,
+      changed: Queue.take(changes),
+      generation: () => generation
+    })
   })
 }

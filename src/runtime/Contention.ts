@@ -56,7 +56,9 @@ export class ContentionBook {
     if (this.waiting.has(key)) return []
     const offerings = new Set(outcome.ranking.kept.map((candidate) => candidate.variant.offering.id))
     this.waiting.set(key, { who, offerings, answered: false })
-    return [...this.idle].flatMap(([holder, workers]) => holder !== key && workers.some((worker) => offerings.has(worker.offering)) ? [holder] : [])
+    return [...this.idle].flatMap(([holder, workers]) =>
+      holder !== key && workers.some((worker) => offerings.has(worker.offering)) ? [holder] : []
+    )
   }
 
   forget(key: string) {
@@ -70,15 +72,25 @@ export class ContentionBook {
   }
 
   /** A served object's idle workers now, and the first unanswered wait each idle worker it stopped answers. */
-  private served(key: string, who: string, facts: ReadonlyArray<AttemptFacts>, load: ServingLoad, actions: ReadonlyArray<Action>) {
+  private served(
+    key: string,
+    who: string,
+    facts: ReadonlyArray<AttemptFacts>,
+    load: ServingLoad,
+    actions: ReadonlyArray<Action>
+  ) {
     const stopping = new Set(actions.flatMap((action) => action._tag === "Stop" ? [action.attempt] : []))
     for (const worker of this.idle.get(key) ?? []) {
       if (!stopping.has(worker.attempt)) continue
-      const wait = [...this.waiting].find(([other, candidate]) => other !== key && !candidate.answered && candidate.offerings.has(worker.offering))
+      const wait = [...this.waiting].find(([other, candidate]) =>
+        other !== key && !candidate.answered && candidate.offerings.has(worker.offering)
+      )
       if (wait !== undefined) wait[1].answered = true
     }
     const idle = facts
-      .filter((worker) => worker.phase === "Running" && (load.running[worker.name] ?? 0) === 0 && !stopping.has(worker.name))
+      .filter((worker) =>
+        worker.phase === "Running" && (load.running[worker.name] ?? 0) === 0 && !stopping.has(worker.name)
+      )
       .map((worker) => ({ attempt: worker.name, offering: worker.variant.offering.id, owner: who }))
     if (idle.length > 0) this.idle.set(key, idle)
     else this.idle.delete(key)

@@ -21,28 +21,28 @@
  * runs under one lock: payments are few, and a TopUp is then never charged or announced twice at once.
  */
 import { Clock, Effect, Layer, Schema, Semaphore } from "effect"
-import { ApiError, fieldInvalid, invalid } from "../core/meta/ApiError.ts"
+import { ApiConfig } from "../apiserver/ApiConfig.ts"
+import { type CreateHooks, CreditOperations } from "../apiserver/CreditOperations.ts"
+import { Resources, type WriteOptions } from "../apiserver/Resources.ts"
 import { CreditLots, type GrantLot, phaseOf } from "../core/billing/Credits.ts"
-import { isObject, type Json, type JsonObject } from "../core/Json.ts"
-import { refOfKind, type ResourceRef } from "../core/meta/Kinds.ts"
 import type { Ledger } from "../core/billing/Ledger.ts"
+import { conditionsOf, withCondition } from "../core/controller/Conditions.ts"
+import { isObject, type Json, type JsonObject } from "../core/Json.ts"
 import * as Limits from "../core/Limits.ts"
-import { formatMicroUsd, tryParseMicroUsd } from "../core/Money.ts"
+import { ApiError, fieldInvalid, invalid } from "../core/meta/ApiError.ts"
+import { refOfKind, type ResourceRef } from "../core/meta/Kinds.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
+import { formatMicroUsd, tryParseMicroUsd } from "../core/Money.ts"
 import { CreditGrantSpec } from "../core/schemas/CreditGrant.ts"
 import { TopUpSpec } from "../core/schemas/TopUp.ts"
-import { conditionsOf, withCondition } from "../core/controller/Conditions.ts"
 import { iso } from "../core/StatusText.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
 import type { Change, WriteOp } from "../store/Store.ts"
 import { deliveredObjectOf, deliveryOf, EventOutbox } from "./EventOutbox.ts"
 import { followStore, surviving } from "./Following.ts"
-import { ApiConfig } from "../apiserver/ApiConfig.ts"
-import { CreditOperations, type CreateHooks } from "../apiserver/CreditOperations.ts"
 import { LedgerService } from "./LedgerService.ts"
 import { statusUpdater } from "./ObjectWriter.ts"
 import { notConfigured, Payments, type PaymentsShape } from "./Payments.ts"
-import { Resources, type WriteOptions } from "../apiserver/Resources.ts"
 
 /** The field manager of this module's writes. */
 export const creditsComponent = "nodus-credits"
@@ -100,7 +100,9 @@ const phaseOfTopUp = (topUp: ResourceObject): TopUpPhase => {
 }
 
 /** A USD amount of a spec, or undefined when it is none (the kind's schema reports that). */
-const microOf = (value: Json | undefined): bigint | undefined => (typeof value === "string" ? tryParseMicroUsd(value) : undefined)
+const microOf = (
+  value: Json | undefined
+): bigint | undefined => (typeof value === "string" ? tryParseMicroUsd(value) : undefined)
 
 const isTopUpSpec = Schema.is(TopUpSpec)
 const isCreditGrantSpec = Schema.is(CreditGrantSpec)
@@ -133,11 +135,18 @@ interface Parts {
 
 /** The object, or undefined where there is none; any other failure fails the step, so that it is tried again. */
 const read = (parts: Parts, ref: ResourceRef, name: string): Effect.Effect<ResourceObject | undefined, ApiError> =>
-  parts.resources.get(ref, undefined, name).pipe(Effect.catchIf((error) => error.code === "NotFound", () => Effect.succeed(undefined)))
+  parts.resources.get(ref, undefined, name).pipe(
+    Effect.catchIf((error) => error.code === "NotFound", () => Effect.succeed(undefined))
+  )
 
 /** A credits object's status, made from the stored one (ObjectWriter.ts statusUpdater); credits kinds are cluster-scoped. */
-const writeStatus = (parts: Parts, ref: ResourceRef, name: string, next: (current: ResourceObject) => JsonObject | undefined, ops?: (shown: ResourceObject) => ReadonlyArray<WriteOp>) =>
-  statusUpdater(parts.resources, writeOptions)(ref, undefined, name, next, ops)
+const writeStatus = (
+  parts: Parts,
+  ref: ResourceRef,
+  name: string,
+  next: (current: ResourceObject) => JsonObject | undefined,
+  ops?: (shown: ResourceObject) => ReadonlyArray<WriteOp>
+) => statusUpdater(parts.resources, writeOptions)(ref, undefined, name, next, ops)
 
 /** The outbox record of a delivery-shaped event about a TopUp (spec: Delivery; a cluster-scoped object has no namespace). */
 const topUpEvent = (parts: Parts, topUp: ResourceObject, reason: FinalPhase, message: string, at: number): WriteOp =>
@@ -148,7 +157,14 @@ const topUpEvent = (parts: Parts, topUp: ResourceObject, reason: FinalPhase, mes
  * is stored). A move `topUpMoveAllowed` refuses (a Refunded TopUp back to Succeeded, say) is not written: the TopUp is
  * answered as it stands.
  */
-const conclude = (parts: Parts, topUp: ResourceObject, to: FinalPhase, message: string, at: number, fields: (current: JsonObject) => JsonObject) =>
+const conclude = (
+  parts: Parts,
+  topUp: ResourceObject,
+  to: FinalPhase,
+  message: string,
+  at: number,
+  fields: (current: JsonObject) => JsonObject
+) =>
   Effect.map(
     writeStatus(
       parts,
@@ -157,7 +173,12 @@ const conclude = (parts: Parts, topUp: ResourceObject, to: FinalPhase, message: 
       (current) =>
         current.metadata.uid !== topUp.metadata.uid || !topUpMoveAllowed(phaseOfTopUp(current), to)
           ? undefined
-          : { ...statusOf(current), ...fields(statusOf(current)), phase: to, observedGeneration: current.metadata.generation },
+          : {
+            ...statusOf(current),
+            ...fields(statusOf(current)),
+            phase: to,
+            observedGeneration: current.metadata.generation
+          },
       (shown) => [topUpEvent(parts, shown, to, message, at)]
     ),
     ({ object }) => object
@@ -178,61 +199,76 @@ const follow = (view: GrantView) => (current: Ledger): ReadonlyArray<GrantLot> =
 /** Who paid for a TopUp's grant: the TopUp's name, or its uid where the name was too long to name the grant after. */
 const payerOf = (lot: GrantLot): string => {
   const uid = lot.key.slice(topUpKey("").length)
-  return lot.source === `${reservedGrantPrefix}${uid}` ? `the TopUp whose uid is ${uid}` : `TopUp ${lot.source.slice(reservedGrantPrefix.length)}`
+  return lot.source === `${reservedGrantPrefix}${uid}`
+    ? `the TopUp whose uid is ${uid}`
+    : `TopUp ${lot.source.slice(reservedGrantPrefix.length)}`
 }
 
 /** The spec of a CreditGrant the service makes for a grant it finds in the ledger (starter, top-ups). */
 const grantSpecOf = (lot: GrantLot): JsonObject => {
   const amountUSD = formatMicroUsd(lot.granted)
-  if (lot.source === starterGrantName) return { amountUSD, source: "Starter", reason: "Starter credits of a new account, so work can run at once." }
+  if (lot.source === starterGrantName) {
+    return { amountUSD, source: "Starter", reason: "Starter credits of a new account, so work can run at once." }
+  }
   if (lot.key.startsWith(topUpKey(""))) return { amountUSD, source: "TopUp", reason: `Paid by ${payerOf(lot)}.` }
   return { amountUSD, source: "Admin", reason: "Granted by the operator." }
 }
 
-const ensureGrantObject = (parts: Parts, lot: GrantLot) => Effect.gen(function*() {
-  if (parts.view.shown.has(lot.source)) return
-  if ((yield* read(parts, parts.grants, lot.source)) === undefined) {
-    const body = { apiVersion: parts.grants.apiVersion, kind: parts.grants.info.kind, metadata: { name: lot.source }, spec: grantSpecOf(lot) }
-    yield* parts.resources.create(parts.grants, undefined, body, writeOptions).pipe(Effect.catchIf((error) => error.code === "AlreadyExists", () => Effect.void))
-  }
-  parts.view.shown.set(lot.source, "")
-})
+const ensureGrantObject = (parts: Parts, lot: GrantLot) =>
+  Effect.gen(function*() {
+    if (parts.view.shown.has(lot.source)) return
+    if ((yield* read(parts, parts.grants, lot.source)) === undefined) {
+      const body = {
+        apiVersion: parts.grants.apiVersion,
+        kind: parts.grants.info.kind,
+        metadata: { name: lot.source },
+        spec: grantSpecOf(lot)
+      }
+      yield* parts.resources.create(parts.grants, undefined, body, writeOptions).pipe(
+        Effect.catchIf((error) => error.code === "AlreadyExists", () => Effect.void)
+      )
+    }
+    parts.view.shown.set(lot.source, "")
+  })
 
 /** Brings every CreditGrant up to the ledger: created where missing, `remainingUSD` and phase where they moved. */
-const refreshGrants = (parts: Parts) => Effect.gen(function*() {
-  const current = yield* parts.ledger.read(follow(parts.view))
-  for (const lot of current) {
-    const status = { remainingUSD: formatMicroUsd(lot.remaining), phase: phaseOf(lot) }
-    const text = JSON.stringify(status)
-    if (parts.view.shown.get(lot.source) === text) continue
-    yield* ensureGrantObject(parts, lot)
-    // A restart finds most statuses as they were: those are not written again.
-    yield* writeStatus(parts, parts.grants, lot.source, (object) =>
-      statusOf(object)["remainingUSD"] === status.remainingUSD && statusOf(object)["phase"] === status.phase
-        ? undefined
-        : { ...statusOf(object), ...status, observedGeneration: object.metadata.generation })
-    parts.view.shown.set(lot.source, text)
-  }
-})
+const refreshGrants = (parts: Parts) =>
+  Effect.gen(function*() {
+    const current = yield* parts.ledger.read(follow(parts.view))
+    for (const lot of current) {
+      const status = { remainingUSD: formatMicroUsd(lot.remaining), phase: phaseOf(lot) }
+      const text = JSON.stringify(status)
+      if (parts.view.shown.get(lot.source) === text) continue
+      yield* ensureGrantObject(parts, lot)
+      // A restart finds most statuses as they were: those are not written again.
+      yield* writeStatus(parts, parts.grants, lot.source, (object) =>
+        statusOf(object)["remainingUSD"] === status.remainingUSD && statusOf(object)["phase"] === status.phase
+          ? undefined
+          : { ...statusOf(object), ...status, observedGeneration: object.metadata.generation })
+      parts.view.shown.set(lot.source, text)
+    }
+  })
 
 /** The operator's grant is the intent; its posting follows once, under `grant/<uid>`. */
-const grantIntent = (parts: Parts, grant: ResourceObject) => Effect.gen(function*() {
-  if (specOf(grant)["source"] !== "Admin") return
-  const amount = microOf(specOf(grant)["amountUSD"])
-  const key = adminGrantKey(grant.metadata.uid)
-  if (amount === undefined || (yield* parts.ledger.read((current) => current.has(key)))) return
-  const at = yield* Clock.currentTimeMillis
-  yield* parts.ledger.update((current) => current.grant(key, at, amount, grant.metadata.name))
-})
+const grantIntent = (parts: Parts, grant: ResourceObject) =>
+  Effect.gen(function*() {
+    if (specOf(grant)["source"] !== "Admin") return
+    const amount = microOf(specOf(grant)["amountUSD"])
+    const key = adminGrantKey(grant.metadata.uid)
+    if (amount === undefined || (yield* parts.ledger.read((current) => current.has(key)))) return
+    const at = yield* Clock.currentTimeMillis
+    yield* parts.ledger.update((current) => current.grant(key, at, amount, grant.metadata.name))
+  })
 
 /** One CreditGrant brought to the ledger: the operator's posted, and every grant's status refreshed. */
-const reconcileGrant = (parts: Parts, name: string) => Effect.gen(function*() {
-  const grant = yield* read(parts, parts.grants, name)
-  if (grant === undefined) return
-  parts.view.shown.set(name, parts.view.shown.get(name) ?? "")
-  yield* grantIntent(parts, grant)
-  yield* refreshGrants(parts)
-})
+const reconcileGrant = (parts: Parts, name: string) =>
+  Effect.gen(function*() {
+    const grant = yield* read(parts, parts.grants, name)
+    if (grant === undefined) return
+    parts.view.shown.set(name, parts.view.shown.get(name) ?? "")
+    yield* grantIntent(parts, grant)
+    yield* refreshGrants(parts)
+  })
 
 // ---------------------------------------------------------------------------------------------------------------------
 // TopUps
@@ -269,68 +305,91 @@ const grantTopUp = (parts: Parts, topUp: ResourceObject, amount: bigint, at: num
   )
 
 /** Charges a Pending TopUp (keyed by its uid, so a replay charges once), then grants its credits and ends it. */
-const chargeTopUp = (parts: Parts, topUp: ResourceObject, amount: bigint) => Effect.gen(function*() {
-  const method = specOf(topUp)["paymentMethod"]
-  const outcome = yield* parts.payments.charge({ key: topUp.metadata.uid, amountMicro: amount, method: typeof method === "string" ? method : undefined })
-  if (outcome._tag === "Declined") return yield* failed(parts, topUp, outcome.reason, outcome.at)
-  yield* grantTopUp(parts, topUp, amount, outcome.at)
-  return yield* succeeded(parts, topUp, amount, outcome.at)
-})
+const chargeTopUp = (parts: Parts, topUp: ResourceObject, amount: bigint) =>
+  Effect.gen(function*() {
+    const method = specOf(topUp)["paymentMethod"]
+    const outcome = yield* parts.payments.charge({
+      key: topUp.metadata.uid,
+      amountMicro: amount,
+      method: typeof method === "string" ? method : undefined
+    })
+    if (outcome._tag === "Declined") return yield* failed(parts, topUp, outcome.reason, outcome.at)
+    yield* grantTopUp(parts, topUp, amount, outcome.at)
+    return yield* succeeded(parts, topUp, amount, outcome.at)
+  })
 
 /** The rest of a refund once the ledger took the credits back: the processor refunds (keyed: once), then the status. */
-const completeRefund = (parts: Parts, topUp: ResourceObject, amount: bigint, at: number) => Effect.gen(function*() {
-  yield* parts.payments.refund(topUp.metadata.uid)
-  yield* refreshGrants(parts)
-  return yield* refunded(parts, topUp, amount, at)
-})
+const completeRefund = (parts: Parts, topUp: ResourceObject, amount: bigint, at: number) =>
+  Effect.gen(function*() {
+    yield* parts.payments.refund(topUp.metadata.uid)
+    yield* refreshGrants(parts)
+    return yield* refunded(parts, topUp, amount, at)
+  })
 
 /**
  * A Succeeded TopUp kept true to the ledger. A refund the ledger took under `refund/<uid>` is finished (the step that
  * began it failed or the server stopped). A grant the ledger lacks (its commit was lost after the status was written)
  * is made again under the same key, which the ledger applies once.
  */
-const keepSettled = (parts: Parts, topUp: ResourceObject, amount: bigint) => Effect.gen(function*() {
-  const uid = topUp.metadata.uid
-  const [refundPosted, grantPosted] = yield* parts.ledger.read((current) => [current.has(refundKey(uid)), current.has(topUpKey(uid))] as const)
-  const now = yield* Clock.currentTimeMillis
-  if (refundPosted) return yield* completeRefund(parts, topUp, amount, now)
-  if (!grantPosted) yield* grantTopUp(parts, topUp, amount, now)
-  return topUp
-})
+const keepSettled = (parts: Parts, topUp: ResourceObject, amount: bigint) =>
+  Effect.gen(function*() {
+    const uid = topUp.metadata.uid
+    const [refundPosted, grantPosted] = yield* parts.ledger.read((current) =>
+      [current.has(refundKey(uid)), current.has(topUpKey(uid))] as const
+    )
+    const now = yield* Clock.currentTimeMillis
+    if (refundPosted) return yield* completeRefund(parts, topUp, amount, now)
+    if (!grantPosted) yield* grantTopUp(parts, topUp, amount, now)
+    return topUp
+  })
 
 /** One TopUp brought to where the ledger and the processor say it is. */
-const reconcileTopUp = (parts: Parts, name: string) => Effect.gen(function*() {
-  const topUp = yield* read(parts, parts.topUps, name)
-  if (topUp === undefined) return undefined
-  const phase = phaseOfTopUp(topUp)
-  if (phase === "Failed" || phase === "Refunded") return topUp
-  const amount = microOf(specOf(topUp)["amountUSD"])
-  // A Succeeded TopUp stays so (conclude refuses the move): it was paid, whatever its spec says now.
-  if (amount === undefined) return yield* failed(parts, topUp, "spec.amountUSD is not a USD amount.", yield* Clock.currentTimeMillis)
-  if (phase === "Succeeded") return yield* keepSettled(parts, topUp, amount)
-  return yield* chargeTopUp(parts, topUp, amount)
-})
+const reconcileTopUp = (parts: Parts, name: string) =>
+  Effect.gen(function*() {
+    const topUp = yield* read(parts, parts.topUps, name)
+    if (topUp === undefined) return undefined
+    const phase = phaseOfTopUp(topUp)
+    if (phase === "Failed" || phase === "Refunded") return topUp
+    const amount = microOf(specOf(topUp)["amountUSD"])
+    // A Succeeded TopUp stays so (conclude refuses the move): it was paid, whatever its spec says now.
+    if (amount === undefined) {
+      return yield* failed(parts, topUp, "spec.amountUSD is not a USD amount.", yield* Clock.currentTimeMillis)
+    }
+    if (phase === "Succeeded") {
+      return yield* keepSettled(parts, topUp, amount)
+    }
+    return yield* chargeTopUp(parts, topUp, amount)
+  })
 
 /** The operator's refund of a Succeeded TopUp: the ledger's posting first, then the processor (see the header). */
-const refundTopUp = (parts: Parts, name: string) => Effect.gen(function*() {
-  const topUp = yield* parts.resources.get(parts.topUps, undefined, name)
-  const phase = phaseOfTopUp(topUp)
-  if (phase === "Refunded") return topUp
-  const amount = microOf(specOf(topUp)["amountUSD"])
-  if (phase !== "Succeeded" || amount === undefined) {
-    return yield* new ApiError({
-      code: "Conflict",
-      message: `topups.${parts.group} "${name}" is ${phase}: only a Succeeded TopUp can be refunded`,
-      fix: "Refund a TopUp whose status.phase is Succeeded; a Pending one settles first, a Failed one charged nothing."
-    })
-  }
-  // With no processor the money could never go back, so the credits are not taken back either.
-  if (!parts.payments.configured) return yield* notConfigured()
-  const at = yield* Clock.currentTimeMillis
-  const grantName = statusOf(topUp)["creditGrant"]
-  yield* parts.ledger.update((current) => current.refund(refundKey(topUp.metadata.uid), at, amount, typeof grantName === "string" ? grantName : topUpGrantName(topUp)))
-  return yield* completeRefund(parts, topUp, amount, at)
-})
+const refundTopUp = (parts: Parts, name: string) =>
+  Effect.gen(function*() {
+    const topUp = yield* parts.resources.get(parts.topUps, undefined, name)
+    const phase = phaseOfTopUp(topUp)
+    if (phase === "Refunded") return topUp
+    const amount = microOf(specOf(topUp)["amountUSD"])
+    if (phase !== "Succeeded" || amount === undefined) {
+      return yield* new ApiError({
+        code: "Conflict",
+        message: `topups.${parts.group} "${name}" is ${phase}: only a Succeeded TopUp can be refunded`,
+        fix:
+          "Refund a TopUp whose status.phase is Succeeded; a Pending one settles first, a Failed one charged nothing."
+      })
+    }
+    // With no processor the money could never go back, so the credits are not taken back either.
+    if (!parts.payments.configured) return yield* notConfigured()
+    const at = yield* Clock.currentTimeMillis
+    const grantName = statusOf(topUp)["creditGrant"]
+    yield* parts.ledger.update((current) =>
+      current.refund(
+        refundKey(topUp.metadata.uid),
+        at,
+        amount,
+        typeof grantName === "string" ? grantName : topUpGrantName(topUp)
+      )
+    )
+    return yield* completeRefund(parts, topUp, amount, at)
+  })
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Create-time rules
@@ -343,63 +402,104 @@ const admittedSpec = (decodes: (spec: unknown) => boolean, body: unknown): JsonO
 
 /** A reference to nothing on file: Invalid at the field, as other kinds report a missing referent. */
 const notOnFile = (parts: Parts, name: string | undefined, field: string, message: string) =>
-  invalid({ group: parts.group, kind: parts.topUps.info.plural, ...(name === undefined ? {} : { name }) }, [fieldInvalid(field, message, "FieldValueNotFound")], parts.topUps.info.kind)
+  invalid({ group: parts.group, kind: parts.topUps.info.plural, ...(name === undefined ? {} : { name }) }, [
+    fieldInvalid(field, message, "FieldValueNotFound")
+  ], parts.topUps.info.kind)
 
 /** A TopUp's create-time rules, after its schema: payments taken, the limit, the payment method, promo codes. */
-const admitTopUp = (parts: Parts, body: unknown) => Effect.gen(function*() {
-  // A deployment without a processor refuses every TopUp (docs/billing.md: PaymentsNotConfigured).
-  if (!parts.payments.configured) return yield* notConfigured()
-  const spec = admittedSpec(isTopUpSpec, body)
-  if (spec === undefined) return body
-  const name = nameOf(body)
-  const amount = microOf(spec["amountUSD"])!
-  if (amount > Limits.topUpAmountMicroMax) {
-    return yield* new ApiError({
-      code: "TopUpLimitReached",
-      message: `spec.amountUSD ${spec["amountUSD"]} is above the limit of ${formatMicroUsd(Limits.topUpAmountMicroMax)} USD for one TopUp`,
-      fix: `Top up at most ${formatMicroUsd(Limits.topUpAmountMicroMax)} USD at a time; for more, ask the operator for a CreditGrant.`
-    })
-  }
-  const method = spec["paymentMethod"]
-  if (typeof method === "string" && !(yield* parts.payments.hasMethod(method))) {
-    return yield* notOnFile(parts, name, "spec.paymentMethod", `Not found: "${method}": no payment method with this id is on file; leave it unset to use the default one`)
-  }
-  if (method === undefined && parts.payments.defaultMethod === undefined) {
-    return yield* new ApiError({ code: "PaymentMethodRequired", message: "no payment method is on file, and spec.paymentMethod names none" })
-  }
-  if (typeof spec["promoCode"] === "string") {
-    return yield* notOnFile(parts, name, "spec.promoCode", `Not found: "${spec["promoCode"]}": this deployment has no promo codes yet; promotional credits are granted by the operator`)
-  }
-  return body
-})
+const admitTopUp = (parts: Parts, body: unknown) =>
+  Effect.gen(function*() {
+    // A deployment without a processor refuses every TopUp (docs/billing.md: PaymentsNotConfigured).
+    if (!parts.payments.configured) return yield* notConfigured()
+    const spec = admittedSpec(isTopUpSpec, body)
+    if (spec === undefined) return body
+    const name = nameOf(body)
+    const amount = microOf(spec["amountUSD"])!
+    if (amount > Limits.topUpAmountMicroMax) {
+      return yield* new ApiError({
+        code: "TopUpLimitReached",
+        message: `spec.amountUSD ${spec["amountUSD"]} is above the limit of ${
+          formatMicroUsd(Limits.topUpAmountMicroMax)
+        } USD for one TopUp`,
+        fix: `Top up at most ${
+          formatMicroUsd(Limits.topUpAmountMicroMax)
+        } USD at a time; for more, ask the operator for a CreditGrant.`
+      })
+    }
+    const method = spec["paymentMethod"]
+    if (typeof method === "string" && !(yield* parts.payments.hasMethod(method))) {
+      return yield* notOnFile(
+        parts,
+        name,
+        "spec.paymentMethod",
+        `Not found: "${method}": no payment method with this id is on file; leave it unset to use the default one`
+      )
+    }
+    if (method === undefined && parts.payments.defaultMethod === undefined) {
+      return yield* new ApiError({
+        code: "PaymentMethodRequired",
+        message: "no payment method is on file, and spec.paymentMethod names none"
+      })
+    }
+    if (typeof spec["promoCode"] === "string") {
+      return yield* notOnFile(
+        parts,
+        name,
+        "spec.promoCode",
+        `Not found: "${
+          spec["promoCode"]
+        }": this deployment has no promo codes yet; promotional credits are granted by the operator`
+      )
+    }
+    return body
+  })
 
 /** The operator's grant: source Admin (the default), no expiry yet, and a name the service does not use itself. */
-const admitGrant = (parts: Parts, body: unknown) => Effect.gen(function*() {
-  if (!isObject(body as Json)) return body
-  const object = body as JsonObject
-  const completed = { ...object, spec: { source: "Admin", ...specOf(object) } }
-  const spec = admittedSpec(isCreditGrantSpec, completed)
-  if (spec === undefined) return completed
-  const metadata = isObject(object["metadata"]) ? object["metadata"] : {}
-  const subject = { group: parts.group, kind: parts.grants.info.plural, ...(typeof metadata["name"] === "string" ? { name: metadata["name"] } : {}) }
-  if (spec["expiresAt"] !== undefined) {
-    return yield* new ApiError({
-      code: "Unsupported",
-      message: "spec.expiresAt cannot be set: grant expiry is not enforced yet, so an expiring grant would never expire",
-      fix: "Leave spec.expiresAt out; the credits then never expire."
-    })
-  }
-  if (spec["source"] !== "Admin") {
-    return yield* invalid(subject, [fieldInvalid("spec.source", `Unsupported value: ${JSON.stringify(spec["source"])}: the operator grants source "Admin"; Starter and TopUp grants are made by the service`, "FieldValueNotSupported")], parts.grants.info.kind)
-  }
-  for (const field of ["name", "generateName"] as const) {
-    const value = metadata[field]
-    if (typeof value === "string" && (value === starterGrantName || value.startsWith(reservedGrantPrefix))) {
-      return yield* invalid(subject, [fieldInvalid(`metadata.${field}`, `Invalid value: "${value}": "${starterGrantName}" and names starting with "${reservedGrantPrefix}" are the service's own grants`)], parts.grants.info.kind)
+const admitGrant = (parts: Parts, body: unknown) =>
+  Effect.gen(function*() {
+    if (!isObject(body as Json)) return body
+    const object = body as JsonObject
+    const completed = { ...object, spec: { source: "Admin", ...specOf(object) } }
+    const spec = admittedSpec(isCreditGrantSpec, completed)
+    if (spec === undefined) return completed
+    const metadata = isObject(object["metadata"]) ? object["metadata"] : {}
+    const subject = {
+      group: parts.group,
+      kind: parts.grants.info.plural,
+      ...(typeof metadata["name"] === "string" ? { name: metadata["name"] } : {})
     }
-  }
-  return completed
-})
+    if (spec["expiresAt"] !== undefined) {
+      return yield* new ApiError({
+        code: "Unsupported",
+        message:
+          "spec.expiresAt cannot be set: grant expiry is not enforced yet, so an expiring grant would never expire",
+        fix: "Leave spec.expiresAt out; the credits then never expire."
+      })
+    }
+    if (spec["source"] !== "Admin") {
+      return yield* invalid(subject, [
+        fieldInvalid(
+          "spec.source",
+          `Unsupported value: ${
+            JSON.stringify(spec["source"])
+          }: the operator grants source "Admin"; Starter and TopUp grants are made by the service`,
+          "FieldValueNotSupported"
+        )
+      ], parts.grants.info.kind)
+    }
+    for (const field of ["name", "generateName"] as const) {
+      const value = metadata[field]
+      if (typeof value === "string" && (value === starterGrantName || value.startsWith(reservedGrantPrefix))) {
+        return yield* invalid(subject, [
+          fieldInvalid(
+            `metadata.${field}`,
+            `Invalid value: "${value}": "${starterGrantName}" and names starting with "${reservedGrantPrefix}" are the service's own grants`
+          )
+        ], parts.grants.info.kind)
+      }
+    }
+    return completed
+  })
 
 // ---------------------------------------------------------------------------------------------------------------------
 // The service: steps run under one lock, failed ones retried, the store followed
@@ -426,7 +526,12 @@ function make() {
     const attempt = (kind: "topups" | "creditgrants", name: string, step: Effect.Effect<unknown, ApiError>) =>
       step.pipe(
         Effect.tap(() => Effect.sync(() => retry.delete(`${kind}/${name}`))),
-        Effect.catch((error) => Effect.andThen(Effect.sync(() => retry.add(`${kind}/${name}`)), Effect.logWarning(`credits: ${kind} ${name}: ${error.message}`)))
+        Effect.catch((error) =>
+          Effect.andThen(
+            Effect.sync(() => retry.add(`${kind}/${name}`)),
+            Effect.logWarning(`credits: ${kind} ${name}: ${error.message}`)
+          )
+        )
       )
     const steps = {
       topups: (name: string) => reconcileTopUp(parts, name),
@@ -443,7 +548,10 @@ function make() {
     const settleWith = (kind: "topups" | "creditgrants") => (object: ResourceObject) =>
       Effect.andThen(
         locked(run(kind, object.metadata.name)),
-        read(parts, kind === "topups" ? parts.topUps : parts.grants, object.metadata.name).pipe(Effect.map((fresh) => fresh ?? object), Effect.orElseSucceed(() => object))
+        read(parts, kind === "topups" ? parts.topUps : parts.grants, object.metadata.name).pipe(
+          Effect.map((fresh) => fresh ?? object),
+          Effect.orElseSucceed(() => object)
+        )
       )
 
     const hooks: Record<string, CreateHooks> = {
@@ -462,7 +570,14 @@ function make() {
     const resync = Effect.gen(function*() {
       for (const ref of [parts.grants, parts.topUps]) {
         const page = yield* parts.resources.list(ref, undefined, {})
-        for (const object of page.items) yield* onChange({ type: "MODIFIED", key: { resource: ref.info.plural, namespace: "", name: object.metadata.name }, object, resourceVersion: 0 })
+        for (const object of page.items) {
+          yield* onChange({
+            type: "MODIFIED",
+            key: { resource: ref.info.plural, namespace: "", name: object.metadata.name },
+            object,
+            resourceVersion: 0
+          })
+        }
       }
       yield* locked(run("creditgrants", ""))
     })
@@ -478,7 +593,9 @@ function make() {
     // The starter grant's object exists before the first request is served.
     yield* locked(run("creditgrants", ""))
     yield* followStore("credits", feed, resync, onChange)
-    yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(refreshInterval), surviving("credits", "refreshing")(tick))))
+    yield* Effect.forkScoped(
+      Effect.forever(Effect.andThen(Effect.sleep(refreshInterval), surviving("credits", "refreshing")(tick)))
+    )
 
     return CreditOperations.of({ createHooks: (plural) => hooks[plural], refund })
   })

@@ -20,11 +20,14 @@ export class EstimateSampler extends Context.Service<EstimateSampler, {
 }>()("nodus/runtime/EstimateSampler") {
   /** Samples with `sampler` on the calling fiber's thread. */
   static readonly layerFrom = (sampler: RunSampler) =>
-    Layer.succeed(EstimateSampler, EstimateSampler.of({
-      sample: (request) =>
-        Effect.try({
-          try: () => sampledPartOf(request, sampler),
-          catch: (cause) => new EstimateSamplerError({ message: `sampling failed: ${String(cause)}`, cause })
-        })
-    }))
+    Layer.succeed(
+      EstimateSampler,
+      EstimateSampler.of({
+        sample: (request) =>
+          Effect.try({
+            try: () => sampledPartOf(request, sampler),
+            catch: (cause) => new EstimateSamplerError({ message: `sampling failed: ${String(cause)}`, cause })
+          })
+      })
+    )
 }

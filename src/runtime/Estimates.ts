@@ -12,26 +12,26 @@
  * the EstimateSampler (a worker thread in the server) through a bounded LRU cache keyed by all it depends on, so
  * identical Jobs (sweeps, retries, a benchmark) cost a lookup, and concurrent ones share one sampling.
  */
-import type { ResourceRef } from "../core/meta/Kinds.ts"
-import { createHash } from "node:crypto"
 import { Cache, Clock, Context, Effect, Equal, Exit, Hash, Layer, Option } from "effect"
-import { ApiError } from "../core/meta/ApiError.ts"
+import { createHash } from "node:crypto"
 import type { Blocking } from "../core/billing/Billing.ts"
-import { canonical, isObject, type Json, type JsonObject } from "../core/Json.ts"
-import { lastValues } from "../core/Memo.ts"
-import { tryParseMicroUsd } from "../core/Money.ts"
-import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
+import { currentPricebook } from "../core/billing/Pricebook.ts"
 import { type Offering, type Variant, variantKeyOf } from "../core/capacity/Offering.ts"
 import type { Market } from "../core/capacity/Placement.ts"
-import { currentPricebook } from "../core/billing/Pricebook.ts"
-import { loadCatalog } from "../data/CatalogData.ts"
-import type { SampleRequest } from "../core/kinds/job/JobSampling.ts"
 import { defaultProviderModels, freeMarketOf, type ProviderModel } from "../core/capacity/ProviderModels.ts"
+import { canonical, isObject, type Json, type JsonObject } from "../core/Json.ts"
+import type { SampleRequest } from "../core/kinds/job/JobSampling.ts"
+import { lastValues } from "../core/Memo.ts"
+import { ApiError } from "../core/meta/ApiError.ts"
+import type { ResourceRef } from "../core/meta/Kinds.ts"
+import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
+import { tryParseMicroUsd } from "../core/Money.ts"
+import { loadCatalog } from "../data/CatalogData.ts"
 import { BudgetService } from "./Budgets.ts"
 import { EstimateSampler } from "./EstimateSampler.ts"
+import type { EstimateContext, RuntimeKind } from "./kinds/RuntimeKind.ts"
 import { LedgerService } from "./LedgerService.ts"
 import { LiveMarket } from "./LiveMarket.ts"
-import type { EstimateContext, RuntimeKind } from "./kinds/RuntimeKind.ts"
 import { KindRegistry } from "./Registry.ts"
 
 export interface EstimateResult {
@@ -87,7 +87,9 @@ class SampleKey implements Equal.Equal {
 
   constructor(request: SampleRequest) {
     const model = request.model as unknown as Record<string, unknown>
-    const modelText = Object.keys(model).filter((key) => key !== "capacity").sort().map((key) => `${key}=${String(model[key])}`).join(",")
+    const modelText = Object.keys(model).filter((key) => key !== "capacity").sort().map((key) =>
+      `${key}=${String(model[key])}`
+    ).join(",")
     this.text = `${request.seed}|${variantKeyOf(request.variant)}|${request.pricebook.version}|${modelText}`
     this.request = request
   }
@@ -119,7 +121,9 @@ function make(options: EstimatorOptions) {
       capacity: sampleCacheCapacity,
       timeToLive: (exit) => (Exit.isSuccess(exit) ? Number.POSITIVE_INFINITY : 0)
     })
-    const estimators = new Map(registry.kinds.flatMap((kind) => (kind.estimator === undefined ? [] : [[kind.kind, kind] as const])))
+    const estimators = new Map(
+      registry.kinds.flatMap((kind) => (kind.estimator === undefined ? [] : [[kind.kind, kind] as const]))
+    )
     const sample = (request: SampleRequest) => Cache.get(sampled, new SampleKey(request))
 
     /**
@@ -127,7 +131,12 @@ function make(options: EstimatorOptions) {
      * for the same spec text and annotations (which carry a price bound): kept for the last `decodedSpecsMax` of them.
      */
     const decoded = lastValues<unknown>(decodedSpecsMax)
-    const specOf = (kind: RuntimeKind<unknown, unknown>, object: ResourceObject, group: string, specText: string): unknown => {
+    const specOf = (
+      kind: RuntimeKind<unknown, unknown>,
+      object: ResourceObject,
+      group: string,
+      specText: string
+    ): unknown => {
       if (specText.length > decodedSpecTextMax) return kind.specOf(object, group)
       const key = `${kind.kind}\n${group}\n${JSON.stringify(object.metadata.annotations ?? null)}\n${specText}`
       return decoded(key, () => kind.specOf(object, group))
@@ -141,10 +150,23 @@ function make(options: EstimatorOptions) {
         const market = options.market ?? live.marketFor(object.metadata.namespace ?? "") ?? freeFleet
         // The first hold must fit every matching Budget too (spec: Estimate.holdUSD).
         const owner = { namespace: object.metadata.namespace ?? "", labels: object.metadata.labels ?? {} }
-        const funds = yield* ledger.read((current) => ({ available: current.available, arrears: current.arrears, rooms: budgets.roomsFor(current, owner, now) }))
+        const funds = yield* ledger.read((current) => ({
+          available: current.available,
+          arrears: current.arrears,
+          rooms: budgets.roomsFor(current, owner, now)
+        }))
         // The same spec gives the same bands: the seed is the spec's hash.
         const seed = createHash("sha256").update(specText).digest("hex").slice(0, 16)
-        return { now, catalog: live.catalogNow(object.metadata.namespace ?? "") ?? catalog, models, market, pricebook: currentPricebook, funds, seed, sample }
+        return {
+          now,
+          catalog: live.catalogNow(object.metadata.namespace ?? "") ?? catalog,
+          models,
+          market,
+          pricebook: currentPricebook,
+          funds,
+          seed,
+          sample
+        }
       })
 
     const estimate = (ref: ResourceRef, object: ResourceObject): Effect.Effect<Option.Option<EstimateResult>> => {
@@ -158,7 +180,13 @@ function make(options: EstimatorOptions) {
         Effect.map(({ estimate, blocking }) => Option.some({ estimate: estimate as JsonObject, blocking })),
         // An estimate is advice: one that fails (a crashed worker, a bug) is logged and the object goes out without it.
         Effect.catchCause((cause) =>
-          Effect.as(Effect.logWarning(`estimate of ${ref.info.kind} ${object.metadata.namespace ?? ""}/${object.metadata.name} failed`, cause), Option.none())
+          Effect.as(
+            Effect.logWarning(
+              `estimate of ${ref.info.kind} ${object.metadata.namespace ?? ""}/${object.metadata.name} failed`,
+              cause
+            ),
+            Option.none()
+          )
         )
       )
     }
@@ -169,16 +197,20 @@ function make(options: EstimatorOptions) {
 /** The object with its estimate in `status.estimate` (other status fields kept). */
 export const withEstimate = (object: ResourceObject, result: Option.Option<EstimateResult>): ResourceObject => {
   if (Option.isNone(result)) return object
-  const status = object.status !== undefined && object.status !== null && typeof object.status === "object" && !Array.isArray(object.status) ? object.status : {}
+  const status = object.status !== undefined && object.status !== null && typeof object.status === "object" &&
+      !Array.isArray(object.status)
+    ? object.status
+    : {}
   return { ...object, status: { ...status, estimate: result.value.estimate } }
 }
-
 
 /**
  * The rate and pricebook version of an estimate, as a dry run's ETag quotes them and a bound create compares them
  * (PriceConsent.ts). No rate when there is no estimate or it names none (no offering matches).
  */
-export const quotedRateOf = (result: Option.Option<EstimateResult>): { readonly rateMicro?: bigint; readonly pricebookVersion?: string } => {
+export const quotedRateOf = (
+  result: Option.Option<EstimateResult>
+): { readonly rateMicro?: bigint; readonly pricebookVersion?: string } => {
   if (Option.isNone(result) || !isObject(result.value.estimate)) return {}
   const { rateUSDPerHour: rate, pricebookVersion } = result.value.estimate
   const rateMicro = typeof rate === "string" ? tryParseMicroUsd(rate) : undefined

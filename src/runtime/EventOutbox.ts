@@ -9,10 +9,10 @@
  * object writer); this module holds the spec-typed half.
  */
 import { Clock, Context, Effect, Layer } from "effect"
+import { Ids } from "../apiserver/Ids.ts"
 import { isObject, type Json, type JsonObject } from "../core/Json.ts"
 import * as Limits from "../core/Limits.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
-import { Ids } from "../apiserver/Ids.ts"
 import { Store, type StoreError, type WriteOp } from "../store/Store.ts"
 
 /** One event of a spec type, as a webhook delivery body carries it. */
@@ -62,7 +62,12 @@ const withoutMachines = (status: JsonObject): JsonObject => {
 }
 
 /** A delivery-shaped event (spec: Delivery) of `type` about `object`, at `at` (epoch ms of the service's clock). */
-export const deliveryOf = (type: string, at: number, event: { readonly reason: string; readonly message: string; readonly count?: number }, object: DeliveredObject): OutboxEvent => ({
+export const deliveryOf = (
+  type: string,
+  at: number,
+  event: { readonly reason: string; readonly message: string; readonly count?: number },
+  object: DeliveredObject
+): OutboxEvent => ({
   type,
   timestamp: new Date(at).toISOString(),
   data: { event: { reason: event.reason, message: event.message, count: event.count ?? 1 }, object }
@@ -87,24 +92,38 @@ export class EventOutbox extends Context.Service<EventOutbox, {
   /** The records after `after` ("" for the first), in the order of their ids, at most `limit`; `now` drops expired ones. */
   readonly read: (after: string, limit: number, now: number) => Effect.Effect<ReadonlyArray<OutboxEntry>, StoreError>
 }>()("nodus/runtime/EventOutbox") {
-  static readonly layer = Layer.effect(EventOutbox, Effect.gen(function*() {
-    const store = yield* Store
-    const ids = yield* Ids
-    const clock = yield* Clock.Clock
-    // Ids order records as they are made: by the service's clock (never back under the simulator), then this process and
-    // its count (several processes share one store). An event's own time is in its body: a controller stepping an
-    // earlier instant may record after a later one.
-    const processTag = ids.uid().slice(0, 8)
-    let counter = 0
-    return EventOutbox.of({
-      record: (event) => {
-        const at = Date.parse(event.timestamp)
-        const id = `${String(clock.currentTimeMillisUnsafe()).padStart(15, "0")}.${processTag}.${String(++counter).padStart(10, "0")}`
-        return { _tag: "PutRecord", table: outboxTable, id, value: event as unknown as Json, expiresAt: at + outboxRetentionMs }
-      },
-      recorded: () => counter,
-      read: (after, limit, now) =>
-        Effect.map(store.records(outboxTable, after, limit, now), (entries) => entries.map((entry) => ({ id: entry.id, event: entry.value as unknown as OutboxEvent })))
+  static readonly layer = Layer.effect(
+    EventOutbox,
+    Effect.gen(function*() {
+      const store = yield* Store
+      const ids = yield* Ids
+      const clock = yield* Clock.Clock
+      // Ids order records as they are made: by the service's clock (never back under the simulator), then this process and
+      // its count (several processes share one store). An event's own time is in its body: a controller stepping an
+      // earlier instant may record after a later one.
+      const processTag = ids.uid().slice(0, 8)
+      let counter = 0
+      return EventOutbox.of({
+        record: (event) => {
+          const at = Date.parse(event.timestamp)
+          const id = `${String(clock.currentTimeMillisUnsafe()).padStart(15, "0")}.${processTag}.${
+            String(++counter).padStart(10, "0")
+          }`
+          return {
+            _tag: "PutRecord",
+            table: outboxTable,
+            id,
+            value: event as unknown as Json,
+            expiresAt: at + outboxRetentionMs
+          }
+        },
+        recorded: () => counter,
+        read: (after, limit, now) =>
+          Effect.map(
+            store.records(outboxTable, after, limit, now),
+            (entries) => entries.map((entry) => ({ id: entry.id, event: entry.value as unknown as OutboxEvent }))
+          )
+      })
     })
-  }))
+  )
 }

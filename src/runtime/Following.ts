@@ -9,14 +9,19 @@ import type { ChangeFeed } from "../store/ChangeFeed.ts"
 import type { Change } from "../store/Store.ts"
 
 /** Keeps a fiber alive through failures and defects too: `component: what failed` is logged, and it goes on. */
-export const surviving = (component: string, what: string) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<void, never, R> =>
-  effect.pipe(Effect.asVoid, Effect.catchCause((cause) => Effect.logError(`${component}: ${what} failed`, Cause.pretty(cause))))
+export const surviving =
+  (component: string, what: string) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<void, never, R> =>
+    effect.pipe(
+      Effect.asVoid,
+      Effect.catchCause((cause) => Effect.logError(`${component}: ${what} failed`, Cause.pretty(cause)))
+    )
 
 /** A pause of `ms` of wall time, not of the Effect clock (a test's or the simulator's clock may stand still or jump). */
-export const wallPause = (ms: number) => Effect.callback<void>((resume) => {
-  const timer = setTimeout(() => resume(Effect.void), ms)
-  return Effect.sync(() => clearTimeout(timer))
-})
+export const wallPause = (ms: number) =>
+  Effect.callback<void>((resume) => {
+    const timer = setTimeout(() => resume(Effect.void), ms)
+    return Effect.sync(() => clearTimeout(timer))
+  })
 
 /** Forks the follower for the scope's lifetime: `resync` reads everything, `onChange` applies one change. */
 export const followStore = <E1, R1, E2, R2>(
@@ -29,6 +34,17 @@ export const followStore = <E1, R1, E2, R2>(
     const subscription = yield* feed.subscribe(undefined)
     yield* resync
     yield* Stream.runForEach(subscription.live, onChange)
-  })).pipe(Effect.catchTag("Expired", () => Effect.logDebug(`${component}: fell behind the change feed; reading everything again`)))
-  return Effect.asVoid(Effect.forkScoped(Effect.forever(Effect.andThen(surviving(component, "following the change feed")(follow), Effect.sleep("1 second")))))
+  })).pipe(
+    Effect.catchTag(
+      "Expired",
+      () => Effect.logDebug(`${component}: fell behind the change feed; reading everything again`)
+    )
+  )
+  return Effect.asVoid(
+    Effect.forkScoped(
+      Effect.forever(
+        Effect.andThen(surviving(component, "following the change feed")(follow), Effect.sleep("1 second"))
+      )
+    )
+  )
 }

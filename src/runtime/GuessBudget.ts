@@ -33,7 +33,10 @@ export interface GuessBudget {
   readonly charge: (principal: string, values: ReadonlyArray<string>, now: number) => number | undefined
 }
 
-export const makeGuessBudget = (perWindow: number = guessesPerWindow, windowMs: number = guessWindowMs): GuessBudget => {
+export const makeGuessBudget = (
+  perWindow: number = guessesPerWindow,
+  windowMs: number = guessWindowMs
+): GuessBudget => {
   const key = randomBytes(32)
   const windows = new Map<string, Window>()
   // 48 bits of an HMAC: a collision (a guess counted as seen) is about one in 10^11 per pair.
@@ -56,7 +59,9 @@ export const makeGuessBudget = (perWindow: number = guessesPerWindow, windowMs: 
   const charge = (principal: string, values: ReadonlyArray<string>, now: number): number | undefined => {
     const window = windowOf(principal, now)
     const fresh = new Set(values.map(digest).filter((value) => !window.seen.has(value)))
-    if (window.seen.size + fresh.size > perWindow) return Math.max(1, Math.ceil((window.start + windowMs - now) / 1_000))
+    if (window.seen.size + fresh.size > perWindow) {
+      return Math.max(1, Math.ceil((window.start + windowMs - now) / 1_000))
+    }
     for (const value of fresh) window.seen.add(value)
     return undefined
   }

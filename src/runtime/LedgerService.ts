@@ -16,8 +16,8 @@
  */
 import { Clock, Context, Effect, Layer, Result, Semaphore } from "effect"
 import { type AccountBalances, type AccountEvent, accountEventsOf, balancesOf } from "../core/billing/Account.ts"
-import { ApiError } from "../core/meta/ApiError.ts"
 import { Ledger, type Posting } from "../core/billing/Ledger.ts"
+import { ApiError } from "../core/meta/ApiError.ts"
 import { formatMicroUsd } from "../core/Money.ts"
 import { type CommitFailed, Store, type StoreError, type WriteOp } from "../store/Store.ts"
 import { deliveryOf, EventOutbox, type OutboxEvent } from "./EventOutbox.ts"
@@ -52,7 +52,11 @@ export interface LedgerShape {
    * `recordFirst` answers no record (the postings must be stored before what the caller does next, as a hold before its
    * capacity starts), the postings commit first, as `update` commits them.
    */
-  readonly updateAfter: <A, E>(f: (ledger: Ledger) => A, fence: ReadonlyArray<WriteOp>, recordFirst: (answer: A) => Effect.Effect<void, E> | undefined) => Effect.Effect<{ readonly answer: A; readonly posted: boolean }, ApiError | E>
+  readonly updateAfter: <A, E>(
+    f: (ledger: Ledger) => A,
+    fence: ReadonlyArray<WriteOp>,
+    recordFirst: (answer: A) => Effect.Effect<void, E> | undefined
+  ) => Effect.Effect<{ readonly answer: A; readonly posted: boolean }, ApiError | E>
 }
 
 export interface LedgerOptions {
@@ -82,24 +86,37 @@ const accountEvent = (group: string, event: AccountEvent, balances: AccountBalan
     apiVersion: `${group}/v1`,
     kind: "Account",
     metadata: { name: "account", uid: "account" },
-    status: { availableUSD: formatMicroUsd(balances.available), heldUSD: formatMicroUsd(balances.held), arrearsUSD: formatMicroUsd(balances.arrears) }
+    status: {
+      availableUSD: formatMicroUsd(balances.available),
+      heldUSD: formatMicroUsd(balances.held),
+      arrearsUSD: formatMicroUsd(balances.arrears)
+    }
   })
 
 /** Why a commit failed: the store's message, or the condition the store refused it on (CommitFailed has no message). */
 const refusal = (error: StoreError | CommitFailed | { readonly message: string }) =>
-  error.message !== "" ? error.message : "reason" in error ? `the store refused the commit (${error.reason} at op ${error.index})` : "the store refused the commit"
+  error.message !== ""
+    ? error.message
+    : "reason" in error
+    ? `the store refused the commit (${error.reason} at op ${error.index})`
+    : "the store refused the commit"
 
 const unavailable = (error: StoreError | CommitFailed | { readonly message: string }) =>
-  new ApiError({ code: "Unavailable", message: `the ledger could not be written: ${refusal(error)}`, retryAfterSeconds: 1 })
+  new ApiError({
+    code: "Unavailable",
+    message: `the ledger could not be written: ${refusal(error)}`,
+    retryAfterSeconds: 1
+  })
 
 /** Applies to `ledger` every stored posting after its last one, page by page. */
-const catchUp = (store: Store["Service"], ledger: Ledger) => Effect.gen(function*() {
-  for (;;) {
-    const page = yield* store.postings(ledger.lastSeq, replayPage)
-    ledger.extend(page)
-    if (page.length < replayPage) return ledger
-  }
-})
+const catchUp = (store: Store["Service"], ledger: Ledger) =>
+  Effect.gen(function*() {
+    for (;;) {
+      const page = yield* store.postings(ledger.lastSeq, replayPage)
+      ledger.extend(page)
+      if (page.length < replayPage) return ledger
+    }
+  })
 
 /** Every stored posting, into a new ledger at each run. */
 const load = (store: Store["Service"]) => Effect.suspend(() => catchUp(store, new Ledger()))
@@ -127,12 +144,16 @@ function make(options: LedgerOptions) {
      * one read of the store (before, each made its own: one per Job create under load), and each still sees every
      * posting committed before it asked.
      */
-    const current = (askedAt: number) => Effect.suspend(() => {
-      if (stale) return Effect.mapError(rebuild, unavailable)
-      if (options.shared !== true || catchUpFinished > askedAt) return Effect.void
-      const index = ++catchUpsStarted
-      return Effect.mapError(Effect.map(catchUp(store, ledger), () => void (catchUpFinished = Math.max(catchUpFinished, index))), unavailable)
-    })
+    const current = (askedAt: number) =>
+      Effect.suspend(() => {
+        if (stale) return Effect.mapError(rebuild, unavailable)
+        if (options.shared !== true || catchUpFinished > askedAt) return Effect.void
+        const index = ++catchUpsStarted
+        return Effect.mapError(
+          Effect.map(catchUp(store, ledger), () => void (catchUpFinished = Math.max(catchUpFinished, index))),
+          unavailable
+        )
+      })
     /** Runs `use` under the lock, given when its caller asked: the catch-ups started before it waited for the lock. */
     const underLock = <A, E>(use: (askedAt: number) => Effect.Effect<A, E>) =>
       Effect.suspend(() => {
@@ -144,69 +165,97 @@ function make(options: LedgerOptions) {
      * Commits the postings made since the last commit, and in the same commit the account events their balances crossed
      * into (docs/billing.md, "Account events"): a lost commit loses both.
      */
-    const persist = (before: AccountBalances, fence: ReadonlyArray<WriteOp>, postings: ReadonlyArray<Posting> = ledger.drain()) => Effect.gen(function*() {
-      if (postings.length === 0) return
-      const now = yield* Clock.currentTimeMillis
-      const after = balancesOf(ledger)
-      const events = accountEventsOf(before, after).map((event) => outbox.record(accountEvent(group, event, after, now)))
-      yield* store.commit([...postings.map((posting) => ({ _tag: "Post" as const, posting })), ...events, ...fence]).pipe(
-        Effect.catch((error): Effect.Effect<never, StoreError | CommitFailed> => {
-          // Refused whole (another process posted those seqs first, or the fence is gone): nothing was stored, and the
-          // postings are taken back. Failed otherwise: what is in memory may not be what was stored.
-          if (error._tag === "CommitFailed") return Effect.andThen(Effect.sync(() => ledger.undoDrained()), Effect.fail(error))
-          stale = true
-          return Effect.andThen(Effect.ignore(rebuild), Effect.fail(error))
-        })
-      )
-    })
+    const persist = (
+      before: AccountBalances,
+      fence: ReadonlyArray<WriteOp>,
+      postings: ReadonlyArray<Posting> = ledger.drain()
+    ) =>
+      Effect.gen(function*() {
+        if (postings.length === 0) return
+        const now = yield* Clock.currentTimeMillis
+        const after = balancesOf(ledger)
+        const events = accountEventsOf(before, after).map((event) =>
+          outbox.record(accountEvent(group, event, after, now))
+        )
+        yield* store.commit([...postings.map((posting) => ({ _tag: "Post" as const, posting })), ...events, ...fence])
+          .pipe(
+            Effect.catch((error): Effect.Effect<never, StoreError | CommitFailed> => {
+              // Refused whole (another process posted those seqs first, or the fence is gone): nothing was stored, and the
+              // postings are taken back. Failed otherwise: what is in memory may not be what was stored.
+              if (error._tag === "CommitFailed") {
+                return Effect.andThen(Effect.sync(() => ledger.undoDrained()), Effect.fail(error))
+              }
+              stale = true
+              return Effect.andThen(Effect.ignore(rebuild), Effect.fail(error))
+            })
+          )
+      })
 
     /**
      * Another process posted between this one's catching up and its commit (the seq was taken, or the operation made):
      * on a shared store the operation is made again on the rebuilt ledger, at most `racesMax` times.
      */
     const raced = (error: StoreError | CommitFailed, tries: number) =>
-      options.shared === true && tries < racesMax && error._tag === "CommitFailed" && (error.reason === "Conflict" || error.reason === "RecordExists")
+      options.shared === true && tries < racesMax && error._tag === "CommitFailed" &&
+      (error.reason === "Conflict" || error.reason === "RecordExists")
 
     const updateAfter: LedgerShape["updateAfter"] = (f, fence, recordFirst) =>
       underLock((askedAt) => Effect.uninterruptible(operate(f, fence, recordFirst, askedAt)))
 
-    const operate = <A, E>(f: (ledger: Ledger) => A, fence: ReadonlyArray<WriteOp>, recordFirst: (answer: A) => Effect.Effect<void, E> | undefined, askedAt: number) => Effect.gen(function*() {
-      for (let tries = 1; ; tries++) {
-        // A race lost means the ledger is behind the store: the next try reads it whatever was read before.
-        yield* current(tries === 1 ? askedAt : catchUpsStarted)
-        const before = balancesOf(ledger)
-        const answer = f(ledger)
-        const record = recordFirst(answer)
-        if (record === undefined) {
-          // Postings first, as `update` makes them (made again on a race).
-          const persisted = yield* Effect.result(persist(before, fence))
-          if (Result.isSuccess(persisted)) return { answer, posted: true }
-          if (!raced(persisted.failure, tries)) return yield* Effect.fail(unavailable(persisted.failure))
-          continue
+    const operate = <A, E>(
+      f: (ledger: Ledger) => A,
+      fence: ReadonlyArray<WriteOp>,
+      recordFirst: (answer: A) => Effect.Effect<void, E> | undefined,
+      askedAt: number
+    ) =>
+      Effect.gen(function*() {
+        for (let tries = 1;; tries++) {
+          // A race lost means the ledger is behind the store: the next try reads it whatever was read before.
+          yield* current(tries === 1 ? askedAt : catchUpsStarted)
+          const before = balancesOf(ledger)
+          const answer = f(ledger)
+          const record = recordFirst(answer)
+          if (record === undefined) {
+            // Postings first, as `update` makes them (made again on a race).
+            const persisted = yield* Effect.result(persist(before, fence))
+            if (Result.isSuccess(persisted)) return { answer, posted: true }
+            if (!raced(persisted.failure, tries)) return yield* Effect.fail(unavailable(persisted.failure))
+            continue
+          }
+          const postings = ledger.drain()
+          const recorded = yield* Effect.result(record)
+          if (Result.isFailure(recorded)) {
+            // What is in memory holds postings the store will not have.
+            if (postings.length > 0) yield* Effect.ignore(Effect.andThen(Effect.sync(() => (stale = true)), rebuild))
+            return yield* Effect.fail(recorded.failure)
+          }
+          const persisted = yield* Effect.result(persist(before, fence, postings))
+          if (Result.isFailure(persisted)) {
+            yield* Effect.logWarning(
+              `ledger: postings after their record were not stored (${
+                refusal(persisted.failure)
+              }); settled again at the next step`
+            )
+          }
+          return { answer, posted: Result.isSuccess(persisted) }
         }
-        const postings = ledger.drain()
-        const recorded = yield* Effect.result(record)
-        if (Result.isFailure(recorded)) {
-          // What is in memory holds postings the store will not have.
-          if (postings.length > 0) yield* Effect.ignore(Effect.andThen(Effect.sync(() => (stale = true)), rebuild))
-          return yield* Effect.fail(recorded.failure)
-        }
-        const persisted = yield* Effect.result(persist(before, fence, postings))
-        if (Result.isFailure(persisted)) yield* Effect.logWarning(`ledger: postings after their record were not stored (${refusal(persisted.failure)}); settled again at the next step`)
-        return { answer, posted: Result.isSuccess(persisted) }
-      }
-    })
+      })
 
     const service: LedgerShape = {
       // A read of a stale ledger tries the store first, and otherwise answers from memory (reads are advice).
-      read: (f) => underLock((askedAt) => Effect.andThen(Effect.ignore(current(askedAt)), Effect.sync(() => f(ledger)))),
+      read: (f) =>
+        underLock((askedAt) => Effect.andThen(Effect.ignore(current(askedAt)), Effect.sync(() => f(ledger)))),
       update: (f, fence = []) => Effect.map(updateAfter(f, fence, () => undefined), ({ answer }) => answer),
       updateAfter
     }
     if (options.starterMicro > 0n && !ledger.has(starterKey)) {
       const now = yield* Clock.currentTimeMillis
       // Processes sharing a new store may start together: the one whose grant lost the race finds it made on retrying.
-      yield* Effect.orDie(Effect.retry(service.update((current) => current.grant(starterKey, now, options.starterMicro, "starter")), { times: 3 }))
+      yield* Effect.orDie(
+        Effect.retry(service.update((current) => current.grant(starterKey, now, options.starterMicro, "starter")), {
+          times: 3
+        })
+      )
     }
     return service
   })

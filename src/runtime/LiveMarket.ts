@@ -17,10 +17,16 @@ export class LiveMarket extends Context.Service<LiveMarket, {
   /** The offerings the backend sells, when they are not the catalog's (live hosts: their Nodes' offerings). */
   readonly catalogNow: (namespace: string) => ReadonlyArray<Offering> | undefined
   /** Makes `source` the live market (and `catalog` the offerings, when given) until the scope closes. */
-  readonly provide: (source: MarketSource, catalog?: (namespace: string) => ReadonlyArray<Offering>) => Effect.Effect<void, never, Scope.Scope>
+  readonly provide: (
+    source: MarketSource,
+    catalog?: (namespace: string) => ReadonlyArray<Offering>
+  ) => Effect.Effect<void, never, Scope.Scope>
 }>()("nodus/server/LiveMarket") {
   static readonly layer = Layer.sync(LiveMarket, () => {
-    let current: { readonly source: MarketSource; readonly catalog: ((namespace: string) => ReadonlyArray<Offering>) | undefined } | undefined
+    let current: {
+      readonly source: MarketSource
+      readonly catalog: ((namespace: string) => ReadonlyArray<Offering>) | undefined
+    } | undefined
     return LiveMarket.of({
       marketFor: (namespace) => current?.source(namespace),
       catalogNow: (namespace) => current?.catalog?.(namespace),

@@ -48,7 +48,10 @@ export interface OwnershipShape {
    * Runs `run` while this process holds the singleton `name` (its shard's epoch claimed first), in one process of the
    * store at a time; interrupted when the shard goes elsewhere, and started again when it comes back.
    */
-  readonly singleton: <R>(name: string, run: Effect.Effect<void, never, R>) => Effect.Effect<void, never, Scope.Scope | R>
+  readonly singleton: <R>(
+    name: string,
+    run: Effect.Effect<void, never, R>
+  ) => Effect.Effect<void, never, Scope.Scope | R>
 }
 
 /** One process owns everything: the embedded and memory stores, and every test that runs one server. */
@@ -88,23 +91,31 @@ const unassigned = "unassigned"
  * as that one does, and singletons registered meanwhile start there. A start that fails is logged: nothing is owned.
  */
 export const layerStarting = <E, R>(start: (changes: PubSub.PubSub<OwnershipChange>) => Layer.Layer<Ownership, E, R>) =>
-  Layer.effect(Ownership, Effect.gen(function*() {
-    const changes = yield* PubSub.unbounded<OwnershipChange>()
-    const ready = yield* Deferred.make<OwnershipShape>()
-    let started: OwnershipShape | undefined
-    yield* Effect.forkScoped(Effect.flatMap(Effect.scope, (scope) => Layer.buildWithScope(start(changes), scope)).pipe(
-      Effect.flatMap((context) => Deferred.succeed(ready, started = Context.get(context, Ownership))),
-      Effect.catchCause((cause) => Effect.logError("ownership: could not start; this process owns nothing", Cause.pretty(cause)))
-    ))
-    return {
-      whole: false,
-      shardOf: (entity) => started?.shardOf(entity) ?? unassigned,
-      owns: (entity) => started?.owns(entity) ?? false,
-      fence: (entity) => started?.fence(entity) ?? [closedFence(unassigned)],
-      changes: Stream.fromPubSub(changes),
-      singleton: (name, run) => Effect.asVoid(Effect.forkScoped(Effect.flatMap(Deferred.await(ready), (owner) => owner.singleton(name, run))))
-    } satisfies OwnershipShape
-  }))
+  Layer.effect(
+    Ownership,
+    Effect.gen(function*() {
+      const changes = yield* PubSub.unbounded<OwnershipChange>()
+      const ready = yield* Deferred.make<OwnershipShape>()
+      let started: OwnershipShape | undefined
+      yield* Effect.forkScoped(
+        Effect.flatMap(Effect.scope, (scope) => Layer.buildWithScope(start(changes), scope)).pipe(
+          Effect.flatMap((context) => Deferred.succeed(ready, started = Context.get(context, Ownership))),
+          Effect.catchCause((cause) =>
+            Effect.logError("ownership: could not start; this process owns nothing", Cause.pretty(cause))
+          )
+        )
+      )
+      return {
+        whole: false,
+        shardOf: (entity) => started?.shardOf(entity) ?? unassigned,
+        owns: (entity) => started?.owns(entity) ?? false,
+        fence: (entity) => started?.fence(entity) ?? [closedFence(unassigned)],
+        changes: Stream.fromPubSub(changes),
+        singleton: (name, run) =>
+          Effect.asVoid(Effect.forkScoped(Effect.flatMap(Deferred.await(ready), (owner) => owner.singleton(name, run))))
+      } satisfies OwnershipShape
+    })
+  )
 
 /** The server's ownership where it provides one; one process owning everything where none is (the runtime's tests). */
 export const currentOwnership = Effect.map(Effect.serviceOption(Ownership), Option.getOrElse(() => whole))
@@ -121,7 +132,12 @@ export const fenceTable = "nodus-shard-fence"
 const fenceId = (shard: string, epoch: number) => `${shard}@${epoch}`
 
 /** The fence of an owner of `shard` at `epoch`: the commit holds only while no later epoch was claimed. */
-export const fenceOf = (shard: string, epoch: number): WriteOp => ({ _tag: "RequireRecord", table: fenceTable, id: fenceId(shard, epoch), present: true })
+export const fenceOf = (shard: string, epoch: number): WriteOp => ({
+  _tag: "RequireRecord",
+  table: fenceTable,
+  id: fenceId(shard, epoch),
+  present: true
+})
 
 /** A fence no commit passes: for a shard this process does not own (its epoch 0 is never claimed). */
 export const closedFence = (shard: string): WriteOp => fenceOf(shard, 0)
@@ -155,23 +171,26 @@ const claimTriesMax = 5
  * Claims the next epoch of each shard, in one commit when none raced, else one by one; answers the epochs claimed
  * (a shard another claim kept winning is left out: its lock holder claims it next pass).
  */
-export const claimEpochs = (store: Store["Service"], shards: ReadonlyArray<string>, runner: string, at: number) => Effect.gen(function*() {
-  const latest = yield* Effect.forEach(shards, (shard) => latestEpoch(store, shard), { concurrency: 8 })
-  const together = yield* Effect.exit(store.commit(shards.flatMap((shard, index) => claimOps(shard, latest[index]!, runner, at))))
-  const claimed = new Map<string, number>()
-  if (together._tag === "Success") {
-    shards.forEach((shard, index) => claimed.set(shard, latest[index]! + 1))
-    return claimed
-  }
-  for (const shard of shards) {
-    for (let tries = 0; tries < claimTriesMax; tries++) {
-      const current = yield* latestEpoch(store, shard)
-      const one = yield* Effect.exit(store.commit(claimOps(shard, current, runner, at)))
-      if (one._tag === "Success") {
-        claimed.set(shard, current + 1)
-        break
+export const claimEpochs = (store: Store["Service"], shards: ReadonlyArray<string>, runner: string, at: number) =>
+  Effect.gen(function*() {
+    const latest = yield* Effect.forEach(shards, (shard) => latestEpoch(store, shard), { concurrency: 8 })
+    const together = yield* Effect.exit(
+      store.commit(shards.flatMap((shard, index) => claimOps(shard, latest[index]!, runner, at)))
+    )
+    const claimed = new Map<string, number>()
+    if (together._tag === "Success") {
+      shards.forEach((shard, index) => claimed.set(shard, latest[index]! + 1))
+      return claimed
+    }
+    for (const shard of shards) {
+      for (let tries = 0; tries < claimTriesMax; tries++) {
+        const current = yield* latestEpoch(store, shard)
+        const one = yield* Effect.exit(store.commit(claimOps(shard, current, runner, at)))
+        if (one._tag === "Success") {
+          claimed.set(shard, current + 1)
+          break
+        }
       }
     }
-  }
-  return claimed
-})
+    return claimed
+  })

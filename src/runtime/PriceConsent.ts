@@ -9,15 +9,15 @@
  * The key is 32 random bytes, generated once and kept in the store's record table, like the admin key's bootstrap
  * record, so every server process over the same store (and every restart) accepts the ETags of the others.
  */
-import { createHash, createHmac, timingSafeEqual } from "node:crypto"
 import { Context, Effect, Layer, Option } from "effect"
-import { ApiError, type Subject } from "../core/meta/ApiError.ts"
-import { canonical, type Json } from "../core/Json.ts"
-import { formatMicroUsd } from "../core/Money.ts"
-import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
-import { priceBoundOf } from "../core/billing/PriceBound.ts"
-import { Store } from "../store/Store.ts"
+import { createHash, createHmac, timingSafeEqual } from "node:crypto"
 import { Ids } from "../apiserver/Ids.ts"
+import { priceBoundOf } from "../core/billing/PriceBound.ts"
+import { canonical, type Json } from "../core/Json.ts"
+import { ApiError, type Subject } from "../core/meta/ApiError.ts"
+import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
+import { formatMicroUsd } from "../core/Money.ts"
+import { Store } from "../store/Store.ts"
 
 /** What a dry run's ETag quotes. */
 export interface Quote {
@@ -47,7 +47,8 @@ const macDomain = "nodus/price-consent/1\n"
  * fields, resourceVersion, status with the estimate), so a create that sends the ETag must send the same object.
  */
 export const payloadOf = (object: ResourceObject): string => {
-  const { uid: _uid, creationTimestamp: _created, managedFields: _managed, resourceVersion: _rv, name, ...rest } = object.metadata
+  const { uid: _uid, creationTimestamp: _created, managedFields: _managed, resourceVersion: _rv, name, ...rest } =
+    object.metadata
   // A name generated from generateName differs on every create; a name the caller chose is part of the payload.
   const metadata = rest.generateName === undefined ? { ...rest, name } : rest
   const { status: _status, ...payloadObject } = object
@@ -55,11 +56,14 @@ export const payloadOf = (object: ResourceObject): string => {
 }
 
 /** The MAC of the claims, as base64url text: text is compared, so no second spelling of the same bytes verifies. */
-const macOf = (key: string, claims: string): string => createHmac("sha256", key).update(macDomain).update(claims).digest("base64url")
+const macOf = (key: string, claims: string): string =>
+  createHmac("sha256", key).update(macDomain).update(claims).digest("base64url")
 
 /** The ETag quoting `quote`, signed with `key`: a quoted opaque string of base64url parts (RFC 9110 §8.8.3). */
 export const encodeQuote = (key: string, quote: Quote): string => {
-  const claims = Buffer.from(JSON.stringify([quote.payload, quote.rateMicro?.toString() ?? null, quote.pricebookVersion ?? null])).toString("base64url")
+  const claims = Buffer.from(
+    JSON.stringify([quote.payload, quote.rateMicro?.toString() ?? null, quote.pricebookVersion ?? null])
+  ).toString("base64url")
   return `"${tokenPrefix}${claims}.${macOf(key, claims)}"`
 }
 
@@ -75,7 +79,9 @@ export const decodeQuote = (key: string, etag: string): Quote | undefined => {
     const parsed = JSON.parse(Buffer.from(claims, "base64url").toString("utf8")) as unknown
     if (!Array.isArray(parsed) || parsed.length !== 3) return undefined
     const [payload, rate, pricebookVersion] = parsed as [unknown, unknown, unknown]
-    if (typeof payload !== "string" || (rate !== null && (typeof rate !== "string" || !/^[0-9]+$/u.test(rate)))) return undefined
+    if (typeof payload !== "string" || (rate !== null && (typeof rate !== "string" || !/^[0-9]+$/u.test(rate)))) {
+      return undefined
+    }
     return {
       payload,
       ...(typeof rate === "string" ? { rateMicro: BigInt(rate) } : {}),
@@ -91,18 +97,29 @@ export const decodeQuote = (key: string, etag: string): Quote | undefined => {
  * create's own estimate) is above it. No quoted rate: nothing is bound. No rate now (the estimate failed, or nothing
  * matches now): the create is admitted with its bound, which keeps every later placement under it.
  */
-export const consentOf = (quote: Quote, nowMicro: bigint | undefined, subject: Subject): { readonly bound: bigint | undefined; readonly refusal: ApiError | undefined } => {
+export const consentOf = (
+  quote: Quote,
+  nowMicro: bigint | undefined,
+  subject: Subject
+): { readonly bound: bigint | undefined; readonly refusal: ApiError | undefined } => {
   if (quote.rateMicro === undefined) return { bound: undefined, refusal: undefined }
   const bound = priceBoundOf(quote.rateMicro)
   if (nowMicro === undefined || nowMicro <= bound) return { bound, refusal: undefined }
-  const quoted = `${formatMicroUsd(quote.rateMicro)} USD/h${quote.pricebookVersion === undefined ? "" : ` (pricebook ${quote.pricebookVersion})`}`
+  const quoted = `${formatMicroUsd(quote.rateMicro)} USD/h${
+    quote.pricebookVersion === undefined ? "" : ` (pricebook ${quote.pricebookVersion})`
+  }`
   return {
     bound,
     refusal: new ApiError({
       code: "PriceConsentRequired",
-      message: `${[subject.kind, subject.group].filter((part) => part !== undefined && part !== "").join(".")} "${subject.name ?? ""}" would be placed at ${formatMicroUsd(nowMicro)} USD/h now, above the ${formatMicroUsd(bound)} USD/h its If-Match consents to (the dry run's estimate ${quoted} plus 10 %, rounded down to the micro-USD)`,
+      message: `${[subject.kind, subject.group].filter((part) => part !== undefined && part !== "").join(".")} "${
+        subject.name ?? ""
+      }" would be placed at ${formatMicroUsd(nowMicro)} USD/h now, above the ${
+        formatMicroUsd(bound)
+      } USD/h its If-Match consents to (the dry run's estimate ${quoted} plus 10 %, rounded down to the micro-USD)`,
       subject,
-      fix: "Repeat the dry run (dryRun=All) with the same body, review the new status.estimate, and send its ETag in If-Match; or wait for cheaper capacity and send the same ETag again."
+      fix:
+        "Repeat the dry run (dryRun=All) with the same body, review the new status.estimate, and send its ETag in If-Match; or wait for cheaper capacity and send the same ETag again."
     })
   }
 }
@@ -111,37 +128,52 @@ const mismatch = (ifMatch: string) =>
   new ApiError({
     code: "PreconditionFailed",
     message: `If-Match ${ifMatch} is not the ETag of a dry run of this object`,
-    fix: "Send the ETag a dry run (dryRun=All) of exactly this body answered, unchanged, or leave If-Match out to accept current prices."
+    fix:
+      "Send the ETag a dry run (dryRun=All) of exactly this body answered, unchanged, or leave If-Match out to accept current prices."
   })
 
 export class PriceConsent extends Context.Service<PriceConsent, {
   /** The ETag of a dry run of `object` whose estimate quoted `rateMicro` under `pricebookVersion`. */
-  readonly quote: (object: ResourceObject, rate: { readonly rateMicro?: bigint; readonly pricebookVersion?: string }) => string
+  readonly quote: (
+    object: ResourceObject,
+    rate: { readonly rateMicro?: bigint; readonly pricebookVersion?: string }
+  ) => string
   /** The quote of `ifMatch` when it is a dry run's ETag for exactly `object`; PreconditionFailed otherwise. */
   readonly verify: (ifMatch: string, object: ResourceObject) => Effect.Effect<Quote, ApiError>
 }>()("nodus/server/PriceConsent") {
-  static readonly layer = Layer.effect(PriceConsent, Effect.gen(function*() {
-    const key = yield* ensureKey
-    return PriceConsent.of({
-      quote: (object, rate) => encodeQuote(key, { payload: payloadOf(object), ...rate }),
-      verify: (ifMatch, object) => {
-        const quote = decodeQuote(key, ifMatch)
-        return quote !== undefined && quote.payload === payloadOf(object) ? Effect.succeed(quote) : Effect.fail(mismatch(ifMatch))
-      }
+  static readonly layer = Layer.effect(
+    PriceConsent,
+    Effect.gen(function*() {
+      const key = yield* ensureKey
+      return PriceConsent.of({
+        quote: (object, rate) => encodeQuote(key, { payload: payloadOf(object), ...rate }),
+        verify: (ifMatch, object) => {
+          const quote = decodeQuote(key, ifMatch)
+          return quote !== undefined && quote.payload === payloadOf(object)
+            ? Effect.succeed(quote)
+            : Effect.fail(mismatch(ifMatch))
+        }
+      })
     })
-  }))
+  )
 }
 
 /** The stored key, generated on first start; servers sharing a store race to write it, and all use the one that won. */
 const ensureKey = Effect.gen(function*() {
   const store = yield* Store
   const ids = yield* Ids
-  const read = Effect.map(store.getRecord(keyTable, keyId, 0), Option.filter((value): value is string => typeof value === "string"))
+  const read = Effect.map(
+    store.getRecord(keyTable, keyId, 0),
+    Option.filter((value): value is string => typeof value === "string")
+  )
   const found = yield* read
   if (Option.isSome(found)) return found.value
-  yield* store.commit([{ _tag: "PutRecord", table: keyTable, id: keyId, value: ids.secret(keyBytes), ifAbsent: true }]).pipe(
-    Effect.catchTag("CommitFailed", () => Effect.void)
-  )
+  yield* store.commit([{ _tag: "PutRecord", table: keyTable, id: keyId, value: ids.secret(keyBytes), ifAbsent: true }])
+    .pipe(
+      Effect.catchTag("CommitFailed", () => Effect.void)
+    )
   const stored = yield* read
-  return Option.isSome(stored) ? stored.value : yield* Effect.die(new Error("the price-consent key could not be stored"))
+  return Option.isSome(stored)
+    ? stored.value
+    : yield* Effect.die(new Error("the price-consent key could not be stored"))
 }).pipe(Effect.orDie)

@@ -18,5 +18,6 @@ export const defaultKinds: ReadonlyArray<AnyRuntimeKind> = [jobKind, sandboxKind
 export class KindRegistry extends Context.Service<KindRegistry, {
   readonly kinds: ReadonlyArray<AnyRuntimeKind>
 }>()("nodus/runtime/KindRegistry") {
-  static readonly layer = (kinds: ReadonlyArray<AnyRuntimeKind> = defaultKinds) => Layer.succeed(KindRegistry, KindRegistry.of({ kinds }))
+  static readonly layer = (kinds: ReadonlyArray<AnyRuntimeKind> = defaultKinds) =>
+    Layer.succeed(KindRegistry, KindRegistry.of({ kinds }))
 }

@@ -10,10 +10,10 @@
  * of them). The store keeps the id of the key its values were sealed with, and a server started with another key
  * refuses to start rather than fail on every Secret (or, beside other servers, seal values they cannot open).
  */
-import { createCipheriv, createDecipheriv, createHmac, randomBytes } from "node:crypto"
 import { Context, Data, Effect, Layer, Option } from "effect"
-import { ApiError } from "../core/meta/ApiError.ts"
+import { createCipheriv, createDecipheriv, createHmac, randomBytes } from "node:crypto"
 import { isObject, type Json, type JsonObject } from "../core/Json.ts"
+import { ApiError } from "../core/meta/ApiError.ts"
 import { Store, type StoreError } from "../store/Store.ts"
 
 /** Bytes of the secret key (AES-256). */
@@ -44,14 +44,23 @@ export const seal = (key: Uint8Array, id: string, data: JsonObject): JsonObject 
   const iv = randomBytes(ivBytes)
   const cipher = createCipheriv("aes-256-gcm", key, iv).setAAD(aadOf(id))
   const sealed = Buffer.concat([cipher.update(JSON.stringify(data), "utf8"), cipher.final(), cipher.getAuthTag()])
-  return { [sealedMarker]: sealedVersion, key: keyIdOf(key), iv: iv.toString("base64"), data: sealed.toString("base64") }
+  return {
+    [sealedMarker]: sealedVersion,
+    key: keyIdOf(key),
+    iv: iv.toString("base64"),
+    data: sealed.toString("base64")
+  }
 }
 
 /** Why a record does not open: another key sealed it, or it was altered (or moved to another id). */
 export type OpenFailure = { readonly _tag: "OtherKey"; readonly keyId: string } | { readonly _tag: "Corrupt" }
 
 /** The values record `id` holds: sealed ones opened with `key`, plain ones (written before sealing) as they are. */
-export const open = (key: Uint8Array, id: string, value: Json): { readonly _tag: "Opened"; readonly data: JsonObject } | OpenFailure => {
+export const open = (
+  key: Uint8Array,
+  id: string,
+  value: Json
+): { readonly _tag: "Opened"; readonly data: JsonObject } | OpenFailure => {
   if (!isSealed(value)) return isObject(value) ? { _tag: "Opened", data: value } : { _tag: "Corrupt" }
   const record = value as JsonObject
   if (record["key"] !== keyIdOf(key)) return { _tag: "OtherKey", keyId: String(record["key"]) }
@@ -59,7 +68,9 @@ export const open = (key: Uint8Array, id: string, value: Json): { readonly _tag:
     const sealed = Buffer.from(String(record["data"]), "base64")
     const decipher = createDecipheriv("aes-256-gcm", key, Buffer.from(String(record["iv"]), "base64")).setAAD(aadOf(id))
     decipher.setAuthTag(sealed.subarray(sealed.length - 16))
-    const text = Buffer.concat([decipher.update(sealed.subarray(0, sealed.length - 16)), decipher.final()]).toString("utf8")
+    const text = Buffer.concat([decipher.update(sealed.subarray(0, sealed.length - 16)), decipher.final()]).toString(
+      "utf8"
+    )
     const data = JSON.parse(text) as Json
     return isObject(data) ? { _tag: "Opened", data } : { _tag: "Corrupt" }
   } catch {
@@ -83,7 +94,8 @@ const openFailed = (label: string, failure: OpenFailure, held: string) =>
     message: failure._tag === "OtherKey"
       ? `the values of ${label} are sealed with key id ${failure.keyId}, and this server holds key id ${held}`
       : `the values of ${label} could not be decrypted: the record was altered or does not belong to this Secret version`,
-    fix: "Start every server with the NODUS_SECRET_KEY the values were written with (docs/secrets.md); if the key is lost, write the Secret's data again."
+    fix:
+      "Start every server with the NODUS_SECRET_KEY the values were written with (docs/secrets.md); if the key is lost, write the Secret's data again."
   })
 
 export class SecretCipher extends Context.Service<SecretCipher, {
@@ -96,29 +108,35 @@ export class SecretCipher extends Context.Service<SecretCipher, {
    * The cipher over `key`. Building it checks the key against the one the store's values are sealed with, and
    * records this one on first start.
    */
-  static readonly layer = (key: Uint8Array) => Layer.effect(SecretCipher, Effect.gen(function*() {
-    const store = yield* Store
-    const held = keyIdOf(key)
-    yield* checkKey(store, held)
-    return SecretCipher.of({
-      seal: (id, data) => seal(key, id, data),
-      open: (id, value, label) => {
-        const opened = open(key, id, value)
-        return opened._tag === "Opened" ? Effect.succeed(opened.data) : Effect.fail(openFailed(label, opened, held))
-      }
-    })
-  }))
+  static readonly layer = (key: Uint8Array) =>
+    Layer.effect(
+      SecretCipher,
+      Effect.gen(function*() {
+        const store = yield* Store
+        const held = keyIdOf(key)
+        yield* checkKey(store, held)
+        return SecretCipher.of({
+          seal: (id, data) => seal(key, id, data),
+          open: (id, value, label) => {
+            const opened = open(key, id, value)
+            return opened._tag === "Opened" ? Effect.succeed(opened.data) : Effect.fail(openFailed(label, opened, held))
+          }
+        })
+      })
+    )
 }
 
 /** Records this key's id when the store has none yet; fails when it has another's. */
-const checkKey = (store: Store["Service"], held: string): Effect.Effect<void, SecretKeyMismatch | StoreError> => Effect.gen(function*() {
-  const stored = yield* store.getRecord(keyRecordTable, keyRecordId, 0)
-  if (Option.isSome(stored)) {
-    if (stored.value !== held) return yield* mismatch(String(stored.value), held)
-    return
-  }
-  // Another server over the same store may record its key first (RecordExists): then ours must be the same.
-  yield* store.commit([{ _tag: "PutRecord", table: keyRecordTable, id: keyRecordId, value: held, ifAbsent: true }]).pipe(
-    Effect.catchTag("CommitFailed", () => checkKey(store, held))
-  )
-})
+const checkKey = (store: Store["Service"], held: string): Effect.Effect<void, SecretKeyMismatch | StoreError> =>
+  Effect.gen(function*() {
+    const stored = yield* store.getRecord(keyRecordTable, keyRecordId, 0)
+    if (Option.isSome(stored)) {
+      if (stored.value !== held) return yield* mismatch(String(stored.value), held)
+      return
+    }
+    // Another server over the same store may record its key first (RecordExists): then ours must be the same.
+    yield* store.commit([{ _tag: "PutRecord", table: keyRecordTable, id: keyRecordId, value: held, ifAbsent: true }])
+      .pipe(
+        Effect.catchTag("CommitFailed", () => checkKey(store, held))
+      )
+  })

@@ -28,12 +28,21 @@ export class Serving extends Context.Service<Serving, {
    * Before a step at `now`, with the object's runs as the port reports them: answers heard so far taken in, requests on
    * runs that ended lost, deadlines and backoffs checked; the load the step sees.
    */
-  readonly load: (object: ServedObject, attempts: ReadonlyArray<AttemptFacts>, now: number) => Effect.Effect<ServingLoad>
+  readonly load: (
+    object: ServedObject,
+    attempts: ReadonlyArray<AttemptFacts>,
+    now: number
+  ) => Effect.Effect<ServingLoad>
   /**
    * After the step's actions: its runs now and the status it wrote. Requests are dispatched to the runs that take them,
    * and what changed of them is written. Answers when the object must be stepped again for its requests, if ever.
    */
-  readonly stepped: (object: ServedObject, status: JsonObject, attempts: ReadonlyArray<AttemptFacts>, now: number) => Effect.Effect<number | undefined>
+  readonly stepped: (
+    object: ServedObject,
+    status: JsonObject,
+    attempts: ReadonlyArray<AttemptFacts>,
+    now: number
+  ) => Effect.Effect<number | undefined>
   /** The object is gone (deleted): its unfinished requests end. */
   readonly removed: (object: ServedObject, now: number) => Effect.Effect<void>
   /** Sets who hears of objects whose requests changed (one came, was answered or cancelled): they are stepped again. */

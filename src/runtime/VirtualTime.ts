@@ -32,19 +32,29 @@ const changeYieldsMax = 1_000
 /** Waits until the reconciler has taken in every change the port published (its fiber runs between yields). */
 const takeChanges = (reconciler: Reconciler["Service"], capacity: SteppedCapacity) =>
   Effect.gen(function*() {
-    for (let yields = 0; reconciler.changesReceived() < capacity.published() && yields < changeYieldsMax; yields++) yield* Effect.yieldNow
+    for (
+      let yields = 0;
+      reconciler.changesReceived() < capacity.published() && yields < changeYieldsMax;
+      yields++
+    ) yield* Effect.yieldNow
   })
 
 /** Runs every driver event and due key up to `target`, in time order. */
-export const runUntil = (reconciler: Reconciler["Service"], capacity: SteppedCapacity, target: number, hooks: Instant = {}) =>
+export const runUntil = (
+  reconciler: Reconciler["Service"],
+  capacity: SteppedCapacity,
+  target: number,
+  hooks: Instant = {}
+) =>
   Effect.gen(function*() {
-    const instant = (at: number) => Effect.gen(function*() {
-      hooks.before?.(at)
-      capacity.runTo(at)
-      if (hooks.after !== undefined) yield* hooks.after(at)
-      yield* takeChanges(reconciler, capacity)
-      yield* reconciler.runDue(at)
-    })
+    const instant = (at: number) =>
+      Effect.gen(function*() {
+        hooks.before?.(at)
+        capacity.runTo(at)
+        if (hooks.after !== undefined) yield* hooks.after(at)
+        yield* takeChanges(reconciler, capacity)
+        yield* reconciler.runDue(at)
+      })
     yield* takeChanges(reconciler, capacity)
     yield* reconciler.runDue(capacity.now())
     for (;;) {

@@ -11,4 +11,6 @@ export interface WallClockShape {
   readonly millis: () => number
 }
 
-export const WallClock = Context.Reference<WallClockShape>("nodus/runtime/WallClock", { defaultValue: () => ({ millis: () => Date.now() }) })
+export const WallClock = Context.Reference<WallClockShape>("nodus/runtime/WallClock", {
+  defaultValue: () => ({ millis: () => Date.now() })
+})

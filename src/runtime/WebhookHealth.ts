@@ -4,10 +4,10 @@
  * failing — three failed attempts in a row make it so (Healthy False, DeliveriesFailing, with `failingSince`), a
  * success clears it. The sender feeds it each attempt; the status writer turns it into the status.
  */
+import { conditionsOf, type ConditionStatus, withCondition } from "../core/controller/Conditions.ts"
 import { isObject, type JsonObject } from "../core/Json.ts"
 import * as Limits from "../core/Limits.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
-import { type ConditionStatus, conditionsOf, withCondition } from "../core/controller/Conditions.ts"
 import { isFailing, isSuccess } from "../core/WebhookDelivery.ts"
 import { type Delivery, iso } from "./WebhookLog.ts"
 
@@ -53,7 +53,9 @@ export class Health {
   /** A delivery of the log, read at start: its attempts of the last day, and whether it is the latest. */
   load(delivery: Delivery, now: number): void {
     for (const [time, code] of delivery.results) if (time > now - Limits.dayMs) this.window.add(time, isSuccess(code))
-    if (this.last === undefined || (delivery.results.at(-1)?.[0] ?? 0) > (this.last.results.at(-1)?.[0] ?? 0)) this.last = delivery
+    if (this.last === undefined || (delivery.results.at(-1)?.[0] ?? 0) > (this.last.results.at(-1)?.[0] ?? 0)) {
+      this.last = delivery
+    }
   }
 
   /** A restarted server takes up the failing state its status shows. */
@@ -86,13 +88,24 @@ export class Health {
     const current = isObject(object.status) ? object.status : {}
     const last = this.last
     const [status, reason, message] = this.healthy()
-    const conditions = withCondition(conditionsOf(current), "Healthy", status, reason, message, at, object.metadata.generation)
+    const conditions = withCondition(
+      conditionsOf(current),
+      "Healthy",
+      status,
+      reason,
+      message,
+      at,
+      object.metadata.generation
+    )
     const { failingSince: _cleared, ...rest } = current
     return {
       ...rest,
       ...(last === undefined ? {} : {
         lastDelivery: {
-          id: last.webhookId, type: last.type, phase: last.phase, attempts: last.attempts,
+          id: last.webhookId,
+          type: last.type,
+          phase: last.phase,
+          attempts: last.attempts,
           ...(last.results.length === 0 ? {} : { time: iso(last.results[last.results.length - 1]![0]) }),
           ...(last.responseCode === undefined ? {} : { responseCode: last.responseCode }),
           ...(last.durationMs === undefined ? {} : { durationMs: last.durationMs })
@@ -111,11 +124,19 @@ export class Health {
    * endpoint whose first delivery failed is not known to be healthy.
    */
   private healthy(): readonly [ConditionStatus, string, string] {
-    if (this.failingSince !== undefined) return ["False", "DeliveriesFailing", `The last ${this.failuresInARow} delivery attempts failed.`]
+    if (this.failingSince !== undefined) {
+      return ["False", "DeliveriesFailing", `The last ${this.failuresInARow} delivery attempts failed.`]
+    }
     const lastAttempt = this.last?.results.at(-1)
     if (lastAttempt === undefined) return ["Unknown", "NoDeliveriesYet", "No delivery attempt was made yet."]
     if (isSuccess(lastAttempt[1])) return ["True", "DeliveriesSucceeding", "The last delivery attempt succeeded."]
-    return ["Unknown", "DeliveryFailed", `The last delivery attempt failed (${this.last?.error ?? "no answer"}); ${Limits.webhookFailuresUnhealthy} in a row make the endpoint unhealthy.`]
+    return [
+      "Unknown",
+      "DeliveryFailed",
+      `The last delivery attempt failed (${
+        this.last?.error ?? "no answer"
+      }); ${Limits.webhookFailuresUnhealthy} in a row make the endpoint unhealthy.`
+    ]
   }
 
   /** The failed attempts in a row, and why the last one failed (for the deliveries_failing event). */

@@ -51,10 +51,21 @@ export const iso = (ms: number): string => new Date(ms).toISOString()
  * A new delivery, due now. One of an event has a webhook-id derived from its record's key, so a second process that
  * fans the same event out writes the same record (receivers drop the duplicate attempt by it); a replay's is new.
  */
-export const newDelivery = (endpoint: string, id: string, type: string, body: string, eventAt: number, at: number, project: string | undefined, replayOf?: string): Delivery => ({
+export const newDelivery = (
+  endpoint: string,
+  id: string,
+  type: string,
+  body: string,
+  eventAt: number,
+  at: number,
+  project: string | undefined,
+  replayOf?: string
+): Delivery => ({
   endpoint,
   id,
-  webhookId: replayOf === undefined ? `msg_${createHash("sha256").update(recordKey(endpoint, id)).digest("hex").slice(0, 32)}` : newWebhookId(),
+  webhookId: replayOf === undefined
+    ? `msg_${createHash("sha256").update(recordKey(endpoint, id)).digest("hex").slice(0, 32)}`
+    : newWebhookId(),
   type,
   body,
   eventAt,
@@ -91,7 +102,9 @@ export const afterAttempt = (delivery: Delivery, result: AttemptResult, at: numb
     durationMs: result._tag === "Refused" ? undefined : result.durationMs,
     responseCode: result._tag === "Answered" ? result.status : delivery.responseCode
   }
-  if (result._tag === "Answered" && isSuccess(result.status)) return { ...base, phase: "Succeeded", nextAttemptAt: undefined, error: undefined }
+  if (result._tag === "Answered" && isSuccess(result.status)) {
+    return { ...base, phase: "Succeeded", nextAttemptAt: undefined, error: undefined }
+  }
   const retryAt = result._tag === "Refused" ? undefined : nextAttemptAt(delivery.eventAt, attempts, at)
   return {
     ...base,
@@ -109,21 +122,33 @@ export const bodyOf = (event: OutboxEntry["event"]): string => {
   const body = JSON.stringify(event)
   if (Buffer.byteLength(body) <= Limits.webhookBodyBytesMax) return body
   const status = event.data.object.status
-  const kept = Object.fromEntries(["phase", "reason", "message"].flatMap((field) => typeof status[field] === "string" ? [[field, String(status[field]).slice(0, 4_096)]] : []))
+  const kept = Object.fromEntries(
+    ["phase", "reason", "message"].flatMap((field) =>
+      typeof status[field] === "string" ? [[field, String(status[field]).slice(0, 4_096)]] : []
+    )
+  )
   const message = event.data.event.message.slice(0, 4_096)
-  return JSON.stringify({ ...event, data: { event: { ...event.data.event, message }, object: { ...event.data.object, status: kept } } })
+  return JSON.stringify({
+    ...event,
+    data: { event: { ...event.data.event, message }, object: { ...event.data.object, status: kept } }
+  })
 }
 
 /** The project of a delivery's event ("" for the organization's). */
 export const projectOf = (delivery: Delivery): string => {
   if (delivery.project !== undefined) return delivery.project
-  const body = JSON.parse(delivery.body) as { readonly data?: { readonly object?: { readonly metadata?: { readonly namespace?: unknown } } } }
+  const body = JSON.parse(delivery.body) as {
+    readonly data?: { readonly object?: { readonly metadata?: { readonly namespace?: unknown } } }
+  }
   const namespace = body.data?.object?.metadata?.namespace
   return typeof namespace === "string" ? namespace : ""
 }
 
 /** A page of entries from the deliveries read past `after`: the first `limit`, and a `continue` when one more was read. */
-export const pageOf = (read: ReadonlyArray<Delivery>, limit: number): { readonly items: ReadonlyArray<JsonObject>; readonly continue: string | undefined } => {
+export const pageOf = (
+  read: ReadonlyArray<Delivery>,
+  limit: number
+): { readonly items: ReadonlyArray<JsonObject>; readonly continue: string | undefined } => {
   const items = read.slice(0, limit).map(entryOf)
   return { items, continue: read.length > limit ? read[limit - 1]!.id : undefined }
 }
@@ -137,7 +162,9 @@ export const entryOf = (delivery: Delivery): JsonObject => ({
   attempts: delivery.attempts,
   createdTime: iso(delivery.createdAt),
   ...(delivery.results.length === 0 ? {} : { lastAttemptTime: iso(delivery.results[delivery.results.length - 1]![0]) }),
-  ...(delivery.nextAttemptAt === undefined || delivery.phase !== "Pending" ? {} : { nextAttemptTime: iso(delivery.nextAttemptAt) }),
+  ...(delivery.nextAttemptAt === undefined || delivery.phase !== "Pending"
+    ? {}
+    : { nextAttemptTime: iso(delivery.nextAttemptAt) }),
   ...(delivery.responseCode === undefined ? {} : { responseCode: delivery.responseCode }),
   ...(delivery.durationMs === undefined ? {} : { durationMs: delivery.durationMs }),
   ...(delivery.error === undefined ? {} : { error: delivery.error }),

@@ -9,11 +9,11 @@
  * delivery until then carries a signature for each.
  */
 import { Clock, Effect, Option } from "effect"
-import { ApiError } from "../core/meta/ApiError.ts"
+import type { AdmissionPlugin } from "../apiserver/AdmissionPlugins.ts"
 import { isObject, type JsonObject } from "../core/Json.ts"
+import { ApiError } from "../core/meta/ApiError.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { pingType } from "../core/WebhookDelivery.ts"
-import type { AdmissionPlugin } from "../apiserver/AdmissionPlugins.ts"
 import type { Store, WriteOp } from "../store/Store.ts"
 import { deliveredObjectOf, deliveryOf, type EventOutbox } from "./EventOutbox.ts"
 import type { SecretCipher } from "./SecretCipher.ts"
@@ -29,7 +29,9 @@ export interface EndpointSecrets {
 
 /** The secrets that sign at `now`, newest first. */
 export const signingSecrets = (secrets: EndpointSecrets, now: number): ReadonlyArray<string> =>
-  secrets.previous !== undefined && secrets.previous.until > now ? [secrets.current, secrets.previous.secret] : [secrets.current]
+  secrets.previous !== undefined && secrets.previous.until > now
+    ? [secrets.current, secrets.previous.secret]
+    : [secrets.current]
 
 const recordId = (uid: string) => `webhooksecrets/${uid}`
 
@@ -44,7 +46,10 @@ export const putSecrets = (cipher: SecretCipher["Service"], uid: string, secrets
 /** An endpoint's secrets, opened; undefined when it has none (it was deleted). */
 export const readSecrets = (store: Store["Service"], cipher: SecretCipher["Service"], uid: string) =>
   Effect.gen(function*() {
-    const record = yield* Effect.mapError(store.getRecord(secretsTable, uid, 0), (error) => new ApiError({ code: "InternalError", message: error.message }))
+    const record = yield* Effect.mapError(
+      store.getRecord(secretsTable, uid, 0),
+      (error) => new ApiError({ code: "InternalError", message: error.message })
+    )
     if (Option.isNone(record)) return undefined
     const opened = yield* cipher.open(recordId(uid), record.value, `the signing secret of WebhookEndpoint ${uid}`)
     const current = opened["current"]
@@ -62,20 +67,28 @@ export const readSecrets = (store: Store["Service"], cipher: SecretCipher["Servi
  * The WebhookEndpoint's plugin: at create, its signing secret (shown once, stored sealed) and its ping (an outbox
  * record in the same commit: the endpoint exists exactly when its ping is due); at removal, its secrets go.
  */
-export const webhookEndpointPlugin = (cipher: SecretCipher["Service"], outbox: EventOutbox["Service"]): AdmissionPlugin => ({
+export const webhookEndpointPlugin = (
+  cipher: SecretCipher["Service"],
+  outbox: EventOutbox["Service"]
+): AdmissionPlugin => ({
   name: "webhookSecret",
-  prepareCreate: (request) => Effect.succeed({
-    input: request.object,
-    finish: (made: ResourceObject) => Effect.gen(function*() {
-      const secret = newSecret()
-      const at = yield* Clock.currentTimeMillis
-      const ping = deliveryOf(pingType, at, { reason: "Ping", message: `WebhookEndpoint ${made.metadata.name} was created; this is its first delivery.` }, deliveredObjectOf(made))
-      return {
-        result: made,
-        ops: [putSecrets(cipher, made.metadata.uid, { current: secret }), outbox.record(ping)],
-        shownOnce: { signingSecret: secret }
-      }
-    })
-  }),
+  prepareCreate: (request) =>
+    Effect.succeed({
+      input: request.object,
+      finish: (made: ResourceObject) =>
+        Effect.gen(function*() {
+          const secret = newSecret()
+          const at = yield* Clock.currentTimeMillis
+          const ping = deliveryOf(pingType, at, {
+            reason: "Ping",
+            message: `WebhookEndpoint ${made.metadata.name} was created; this is its first delivery.`
+          }, deliveredObjectOf(made))
+          return {
+            result: made,
+            ops: [putSecrets(cipher, made.metadata.uid, { current: secret }), outbox.record(ping)],
+            shownOnce: { signingSecret: secret }
+          }
+        })
+    }),
   removeOps: (current) => [{ _tag: "DeleteRecord", table: secretsTable, id: current.metadata.uid }]
 })

@@ -20,8 +20,12 @@ export const sign = (secret: string, id: string, timestampSeconds: number, body:
   `v1,${createHmac("sha256", keyOf(secret)).update(`${id}.${timestampSeconds}.${body}`).digest("base64")}`
 
 /** The webhook-signature header: a signature per live secret, newest first. */
-export const signatureHeader = (secrets: ReadonlyArray<string>, id: string, timestampSeconds: number, body: string): string =>
-  secrets.map((secret) => sign(secret, id, timestampSeconds, body)).join(" ")
+export const signatureHeader = (
+  secrets: ReadonlyArray<string>,
+  id: string,
+  timestampSeconds: number,
+  body: string
+): string => secrets.map((secret) => sign(secret, id, timestampSeconds, body)).join(" ")
 
 /** A delivery's webhook-id: unique, kept across its retries; a replay gets a new one. */
 export const newWebhookId = (): string => `msg_${randomBytes(16).toString("hex")}`

@@ -13,7 +13,7 @@ import { Agent as HttpAgent, request as httpRequest } from "node:http"
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
 import * as Limits from "../core/Limits.ts"
 import { isLoopbackAddress, loopbackRanges, publicOnly } from "../core/PublicAddress.ts"
-import { pinnedLookup, type Resolver, resolveChecked } from "../net/Outbound.ts"
+import { pinnedLookup, resolveChecked, type Resolver } from "../net/Outbound.ts"
 
 export interface AttemptRequest {
   readonly url: string
@@ -40,7 +40,10 @@ export interface TransportOptions {
 }
 
 /** Connections are kept for the next delivery to the same receiver (a receiver of many events takes them fast). */
-const agents = { https: new HttpsAgent({ keepAlive: true, maxSockets: 64 }), http: new HttpAgent({ keepAlive: true, maxSockets: 64 }) }
+const agents = {
+  https: new HttpsAgent({ keepAlive: true, maxSockets: 64 }),
+  http: new HttpAgent({ keepAlive: true, maxSockets: 64 })
+}
 
 export const makeTransport = (options: TransportOptions) => {
   const timeoutMs = options.timeoutMs ?? Limits.webhookResponseWaitMs
@@ -51,18 +54,35 @@ export const makeTransport = (options: TransportOptions) => {
     const started = performance.now()
     const elapsed = () => Math.round(performance.now() - started)
     const resolution = await resolveChecked(url.hostname, rules, options.resolve)
-    if (resolution._tag === "Barred") return { _tag: "Refused", message: `the receiver ${resolution.host} resolves to ${resolution.address}, which is not a public address; webhooks are delivered to public addresses only` }
-    if (resolution._tag === "Unresolved") return { _tag: "NoAnswer", message: `the receiver's name ${resolution.message}`, durationMs: elapsed() }
+    if (resolution._tag === "Barred") {
+      return {
+        _tag: "Refused",
+        message:
+          `the receiver ${resolution.host} resolves to ${resolution.address}, which is not a public address; webhooks are delivered to public addresses only`
+      }
+    }
+    if (resolution._tag === "Unresolved") {
+      return { _tag: "NoAnswer", message: `the receiver's name ${resolution.message}`, durationMs: elapsed() }
+    }
     const { addresses } = resolution
     const loopback = addresses.every((entry) => isLoopbackAddress(entry.address))
     const https = url.protocol === "https:"
     if (!https && !(url.protocol === "http:" && loopback && options.allowLoopback)) {
-      return { _tag: "Refused", message: `the receiver URL must be https (http is for receivers on loopback, in development), not ${url.protocol}` }
+      return {
+        _tag: "Refused",
+        message:
+          `the receiver URL must be https (http is for receivers on loopback, in development), not ${url.protocol}`
+      }
     }
     return new Promise<AttemptResult>((done) => {
       const post = (https ? httpsRequest : httpRequest)(url, {
         method: "POST",
-        headers: { ...attempt.headers, "content-type": "application/json", "content-length": Buffer.byteLength(attempt.body), "user-agent": "nodus-webhooks/1" },
+        headers: {
+          ...attempt.headers,
+          "content-type": "application/json",
+          "content-length": Buffer.byteLength(attempt.body),
+          "user-agent": "nodus-webhooks/1"
+        },
         agent: https ? agents.https : agents.http,
         // The connection goes to the address checked above, never to a second resolution of the name.
         lookup: pinnedLookup(addresses[0]!),

@@ -14,8 +14,8 @@
  * The messages are plain data (structured clone carries the bigints): `{ id, request }` in, `{ id, part }` or
  * `{ id, error }` back (`SampleMessage`, `SampleReply` in core/kinds/job/JobSampling.ts).
  */
-import { Worker } from "node:worker_threads"
 import { Effect, Layer } from "effect"
+import { Worker } from "node:worker_threads"
 import type { SampledPart, SampleMessage, SampleReply, SampleRequest } from "../core/kinds/job/JobSampling.ts"
 import { EstimateSampler, EstimateSamplerError } from "./EstimateSampler.ts"
 
@@ -43,8 +43,16 @@ class SamplerThread {
 
   sample(request: SampleRequest): Effect.Effect<SampledPart, EstimateSamplerError> {
     return Effect.callback<SampledPart, EstimateSamplerError>((resume) => {
-      if (this.stopped) return resume(Effect.fail(new EstimateSamplerError({ message: "the estimate worker is stopped" })))
-      if (this.pending.size >= this.queueMax) return resume(Effect.fail(new EstimateSamplerError({ message: `${this.queueMax} estimates are already waiting for the worker` })))
+      if (this.stopped) {
+        return resume(Effect.fail(new EstimateSamplerError({ message: "the estimate worker is stopped" })))
+      }
+      if (this.pending.size >= this.queueMax) {
+        return resume(
+          Effect.fail(
+            new EstimateSamplerError({ message: `${this.queueMax} estimates are already waiting for the worker` })
+          )
+        )
+      }
       const id = this.nextId++
       const worker = this.running()
       this.pending.set(id, resume)
@@ -53,7 +61,14 @@ class SamplerThread {
         worker.postMessage({ id, request } satisfies SampleMessage)
       } catch (error) {
         this.settle(id)
-        return resume(Effect.fail(new EstimateSamplerError({ message: `the request could not be sent to the estimate worker: ${String(error)}`, cause: error })))
+        return resume(
+          Effect.fail(
+            new EstimateSamplerError({
+              message: `the request could not be sent to the estimate worker: ${String(error)}`,
+              cause: error
+            })
+          )
+        )
       }
       // An interrupted request (its client went away) stops waiting; the worker's answer is then dropped.
       return Effect.sync(() => this.settle(id))
@@ -75,7 +90,9 @@ class SamplerThread {
     worker.on("message", (reply: SampleReply) => {
       const resume = this.settle(reply.id)
       if (resume === undefined) return
-      resume("part" in reply ? Effect.succeed(reply.part) : Effect.fail(new EstimateSamplerError({ message: reply.error })))
+      resume(
+        "part" in reply ? Effect.succeed(reply.part) : Effect.fail(new EstimateSamplerError({ message: reply.error }))
+      )
     })
     worker.on("error", (error) => this.crashed(worker, `the estimate worker crashed: ${error.message}`))
     worker.on("exit", (code) => this.crashed(worker, `the estimate worker exited with code ${code}`))

@@ -8,10 +8,10 @@ import { randomBytes } from "node:crypto"
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { isIP } from "node:net"
 import { join } from "node:path"
-import { generateTlsMaterial } from "../apiserver/tls/Certificates.ts"
-import { decodeSecretKey, secretKeyProblem, type ServerConfig } from "./Config.ts"
 import { keyPrefix } from "../apiserver/Auth.ts"
+import { generateTlsMaterial } from "../apiserver/tls/Certificates.ts"
 import { secretKeyBytes } from "../runtime/SecretCipher.ts"
+import { decodeSecretKey, secretKeyProblem, type ServerConfig } from "./Config.ts"
 import { ensureDataDir, pgliteDirectory } from "./DataDir.ts"
 
 export { ensureDataDir, pgliteDirectory }
@@ -43,7 +43,9 @@ const isRunning = (pid: number): boolean => {
  * files corrupt them. A lock left by a process that no longer runs is taken over. Returns the release function, or
  * the pid of the live holder.
  */
-export const lockDataDir = (dataDir: string): { readonly _tag: "Locked"; readonly release: () => void } | { readonly _tag: "Held"; readonly pid: number } => {
+export const lockDataDir = (
+  dataDir: string
+): { readonly _tag: "Locked"; readonly release: () => void } | { readonly _tag: "Held"; readonly pid: number } => {
   const file = lockFile(dataDir)
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
@@ -74,10 +76,19 @@ export const certificateHosts = (host: string): ReadonlyArray<string> => {
 /** The TLS files to serve with, generating the CA and server certificate on first start. */
 export const ensureTls = (config: ServerConfig, now: Date): TlsFiles => {
   if (config.tlsCert !== undefined && config.tlsKey !== undefined) {
-    return { cert: readFileSync(config.tlsCert, "utf8"), key: readFileSync(config.tlsKey, "utf8"), ca: readFileSync(config.tlsCert, "utf8") }
+    return {
+      cert: readFileSync(config.tlsCert, "utf8"),
+      key: readFileSync(config.tlsKey, "utf8"),
+      ca: readFileSync(config.tlsCert, "utf8")
+    }
   }
   const directory = tlsDirectory(config.dataDir)
-  const files = { ca: join(directory, "ca.crt"), caKey: join(directory, "ca.key"), cert: join(directory, "server.crt"), key: join(directory, "server.key") }
+  const files = {
+    ca: join(directory, "ca.crt"),
+    caKey: join(directory, "ca.key"),
+    cert: join(directory, "server.crt"),
+    key: join(directory, "server.key")
+  }
   if (!existsSync(files.cert) || !existsSync(files.key) || !existsSync(files.ca)) {
     mkdirSync(directory, { recursive: true, mode: 0o700 })
     const material = generateTlsMaterial({ hosts: certificateHosts(config.host), now })
@@ -86,7 +97,11 @@ export const ensureTls = (config: ServerConfig, now: Date): TlsFiles => {
     writeFileSync(files.cert, material.certPem)
     writePrivate(files.key, material.keyPem)
   }
-  return { cert: readFileSync(files.cert, "utf8"), key: readFileSync(files.key, "utf8"), ca: readFileSync(files.ca, "utf8") }
+  return {
+    cert: readFileSync(files.cert, "utf8"),
+    key: readFileSync(files.key, "utf8"),
+    ca: readFileSync(files.ca, "utf8")
+  }
 }
 
 /** The admin key: configured, or read from (or generated once into) `<data dir>/admin.token`. */
@@ -115,13 +130,24 @@ export const ensureSecretKey = (config: ServerConfig): Uint8Array => {
 
 /** The URL clients use: loopback when listening on every interface. */
 export const serverUrl = (config: ServerConfig, port: number = config.port): string => {
-  const host = config.host === "0.0.0.0" || config.host === "" ? "127.0.0.1" : config.host === "::" ? "::1" : config.host
+  const host = config.host === "0.0.0.0" || config.host === ""
+    ? "127.0.0.1"
+    : config.host === "::"
+    ? "::1"
+    : config.host
   const shown = isIP(host) === 6 ? `[${host}]` : host
   return `${config.tls ? "https" : "http"}://${shown}:${port}`
 }
 
 /** A kubeconfig for the admin: server, CA data and token, as `nodus kubeconfig` prints it. */
-export const kubeconfig = (options: { readonly server: string; readonly ca: string | undefined; readonly token: string; readonly namespace?: string }): string => {
+export const kubeconfig = (
+  options: {
+    readonly server: string
+    readonly ca: string | undefined
+    readonly token: string
+    readonly namespace?: string
+  }
+): string => {
   const cluster = options.ca === undefined
     ? `    server: ${options.server}\n`
     : `    server: ${options.server}\n    certificate-authority-data: ${Buffer.from(options.ca).toString("base64")}\n`

@@ -7,17 +7,17 @@
  * others find it by the offering the box's Attempt names, and know that offering's rates when they take over an object
  * whose run was there.
  */
+import { Effect, Option } from "effect"
 import { randomBytes } from "node:crypto"
 import { request as httpRequest } from "node:http"
 import { request as httpsRequest } from "node:https"
-import { Effect, Option } from "effect"
-import { isObject, type Json } from "../core/Json.ts"
-import type { BoxReply, BoxRequest } from "../core/SandboxBox.ts"
+import type { HostCapacity } from "../backends/live/Protocol.ts"
 import type { AttemptFacts } from "../core/capacity/Capacity.ts"
-import type { Store } from "../store/Store.ts"
 import type { Offering } from "../core/capacity/Offering.ts"
 import { nodeOfferings } from "../core/capacity/PoolOffering.ts"
-import type { HostCapacity } from "../backends/live/Protocol.ts"
+import { isObject, type Json } from "../core/Json.ts"
+import type { BoxReply, BoxRequest } from "../core/SandboxBox.ts"
+import type { Store } from "../store/Store.ts"
 
 export const hostsTable = "nodus-local-hosts"
 
@@ -43,7 +43,8 @@ export interface ForwardedCall {
 }
 
 export const forwardedCallOf = (body: Json): ForwardedCall | undefined =>
-  isObject(body) && typeof body["owner"] === "string" && typeof body["attempt"] === "string" && isObject(body["request"]) && typeof body["request"]["_tag"] === "string"
+  isObject(body) && typeof body["owner"] === "string" && typeof body["attempt"] === "string" &&
+    isObject(body["request"]) && typeof body["request"]["_tag"] === "string"
     ? body as unknown as ForwardedCall
     : undefined
 
@@ -56,7 +57,8 @@ export interface PeerRunCall {
 }
 
 export const peerRunCallOf = (body: Json): PeerRunCall | undefined =>
-  isObject(body) && (body["op"] === "facts" || body["op"] === "release" || body["op"] === "checkpoint") && typeof body["owner"] === "string" && typeof body["attempt"] === "string"
+  isObject(body) && (body["op"] === "facts" || body["op"] === "release" || body["op"] === "checkpoint") &&
+    typeof body["owner"] === "string" && typeof body["attempt"] === "string"
     ? body as unknown as PeerRunCall
     : undefined
 
@@ -71,7 +73,13 @@ export const factsJson = (facts: AttemptFacts | undefined): Json => {
 
 /** What the box's wait is, for the forward's own timeout. */
 const waitOf = (request: BoxRequest): number =>
-  request._tag === "Exec" ? (request.timeoutMs ?? 0) : request._tag === "Output" ? request.waitMs : request._tag === "Call" ? request.timeoutMs : 0
+  request._tag === "Exec"
+    ? (request.timeoutMs ?? 0)
+    : request._tag === "Output"
+    ? request.waitMs
+    : request._tag === "Call"
+    ? request.timeoutMs
+    : 0
 
 const post = (record: HostRecord, body: string, timeoutMs: number, path = "/agent/v1/box") =>
   new Promise<{ status: number; text: string }>((resolve, reject) => {
@@ -79,13 +87,20 @@ const post = (record: HostRecord, body: string, timeoutMs: number, path = "/agen
     const send = url.protocol === "https:" ? httpsRequest : httpRequest
     const outgoing = send(url, {
       method: "POST",
-      headers: { authorization: `Bearer ${record.key}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+      headers: {
+        authorization: `Bearer ${record.key}`,
+        "content-type": "application/json",
+        "content-length": Buffer.byteLength(body)
+      },
       timeout: timeoutMs,
       ...(url.protocol === "https:" && record.ca !== undefined ? { ca: record.ca } : {})
     }, (response) => {
       const chunks: Array<Buffer> = []
       response.on("data", (chunk: Buffer) => chunks.push(chunk))
-      response.on("end", () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }))
+      response.on(
+        "end",
+        () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") })
+      )
       response.on("error", reject)
     })
     outgoing.on("timeout", () => outgoing.destroy(new Error("no answer in time")))
@@ -119,7 +134,9 @@ export const makeForwarding = (parts: ForwardingParts) => {
       const hosts = new Map<string, HostCapacity>()
       for (const entry of entries) {
         const value = entry.value
-        if (own.has(entry.id) || !isObject(value) || typeof value["node"] !== "string" || !isObject(value["capacity"])) continue
+        if (
+          own.has(entry.id) || !isObject(value) || typeof value["node"] !== "string" || !isObject(value["capacity"])
+        ) continue
         hosts.set(value["node"], value["capacity"] as unknown as HostCapacity)
       }
       // Every server's own host is in the Pool `local` (LiveBackend.ts).
@@ -131,10 +148,17 @@ export const makeForwarding = (parts: ForwardingParts) => {
   /** Says in the store where this server answers, when that changed (on the backend's beat). */
   const announce = Effect.suspend(() => {
     const host = parts.host()
-    const value = { url: parts.url(), key, ...(parts.ca === undefined ? {} : { ca: parts.ca }), ...(host === undefined ? {} : { node: host.node, capacity: host.capacity as unknown as Json }) }
+    const value = {
+      url: parts.url(),
+      key,
+      ...(parts.ca === undefined ? {} : { ca: parts.ca }),
+      ...(host === undefined ? {} : { node: host.node, capacity: host.capacity as unknown as Json })
+    }
     const text = JSON.stringify([value, parts.offerings()])
     if (text === written) return readPeers
-    return parts.store.commit(parts.offerings().map((id) => ({ _tag: "PutRecord" as const, table: hostsTable, id, value }))).pipe(
+    return parts.store.commit(
+      parts.offerings().map((id) => ({ _tag: "PutRecord" as const, table: hostsTable, id, value }))
+    ).pipe(
       Effect.tap(() => Effect.sync(() => (written = text))),
       Effect.catch((error) => Effect.logWarning(`local backend: saying where this server answers: ${error.message}`)),
       Effect.andThen(readPeers)
@@ -153,40 +177,61 @@ export const makeForwarding = (parts: ForwardingParts) => {
     )
 
   /** The server whose host sells `offering`, when it is another's. */
-  const hostOf = (offering: string) => Effect.gen(function*() {
-    if (parts.offerings().includes(offering)) return undefined
-    const found = yield* parts.store.getRecord(hostsTable, offering, Date.now()).pipe(Effect.orElseSucceed(() => Option.none()))
-    return recordOf(Option.getOrUndefined(found))
-  })
+  const hostOf = (offering: string) =>
+    Effect.gen(function*() {
+      if (parts.offerings().includes(offering)) return undefined
+      const found = yield* parts.store.getRecord(hostsTable, offering, Date.now()).pipe(
+        Effect.orElseSucceed(() => Option.none())
+      )
+      return recordOf(Option.getOrUndefined(found))
+    })
 
   /**
    * The call sent to the server whose host runs the box; undefined when the box is not on another server's host (this
    * server's answer stands).
    */
-  const forward = (owner: string, attempt: string, request: BoxRequest): Effect.Effect<BoxReply | undefined> => Effect.gen(function*() {
-    const offering = yield* offeringOf(owner, attempt)
-    const record = offering === undefined ? undefined : yield* hostOf(offering)
-    if (offering === undefined || record === undefined) return undefined
-    const body = JSON.stringify({ owner, attempt, request } satisfies ForwardedCall)
-    const answer = yield* Effect.tryPromise(() => post(record, body, waitOf(request) + forwardSlackMs)).pipe(Effect.orElseSucceed(() => undefined))
-    const unavailable: BoxReply = { _tag: "Refused", code: "Unavailable", message: `the server whose host (${offering}) runs the box did not answer` }
-    if (answer === undefined || answer.status !== 200) return unavailable
-    return yield* Effect.try(() => JSON.parse(answer.text) as BoxReply).pipe(Effect.orElseSucceed(() => unavailable))
-  })
-
+  const forward = (owner: string, attempt: string, request: BoxRequest): Effect.Effect<BoxReply | undefined> =>
+    Effect.gen(function*() {
+      const offering = yield* offeringOf(owner, attempt)
+      const record = offering === undefined ? undefined : yield* hostOf(offering)
+      if (offering === undefined || record === undefined) return undefined
+      const body = JSON.stringify({ owner, attempt, request } satisfies ForwardedCall)
+      const answer = yield* Effect.tryPromise(() => post(record, body, waitOf(request) + forwardSlackMs)).pipe(
+        Effect.orElseSucceed(() => undefined)
+      )
+      const unavailable: BoxReply = {
+        _tag: "Refused",
+        code: "Unavailable",
+        message: `the server whose host (${offering}) runs the box did not answer`
+      }
+      if (answer === undefined || answer.status !== 200) return unavailable
+      return yield* Effect.try(() => JSON.parse(answer.text) as BoxReply).pipe(Effect.orElseSucceed(() => unavailable))
+    })
 
   /**
    * Asks the server whose host sells `offering` about a run there: its facts (undefined: it does not know the run), or
    * "Unreachable" when no server answers for that host.
    */
-  const peerRun = (offering: string, call: PeerRunCall): Effect.Effect<PeerFacts | undefined | "Unreachable"> => Effect.gen(function*() {
-    const record = yield* hostOf(offering)
-    if (record === undefined) return "Unreachable" as const
-    const answer = yield* Effect.tryPromise(() => post(record, JSON.stringify(call), 10_000, "/agent/v1/run")).pipe(Effect.orElseSucceed(() => undefined))
-    if (answer === undefined || answer.status !== 200) return "Unreachable" as const
-    const parsed = yield* Effect.try(() => JSON.parse(answer.text) as { readonly facts?: PeerFacts }).pipe(Effect.orElseSucceed(() => undefined))
-    return parsed === undefined ? "Unreachable" as const : parsed.facts
-  })
+  const peerRun = (offering: string, call: PeerRunCall): Effect.Effect<PeerFacts | undefined | "Unreachable"> =>
+    Effect.gen(function*() {
+      const record = yield* hostOf(offering)
+      if (record === undefined) return "Unreachable" as const
+      const answer = yield* Effect.tryPromise(() => post(record, JSON.stringify(call), 10_000, "/agent/v1/run")).pipe(
+        Effect.orElseSucceed(() => undefined)
+      )
+      if (answer === undefined || answer.status !== 200) return "Unreachable" as const
+      const parsed = yield* Effect.try(() => JSON.parse(answer.text) as { readonly facts?: PeerFacts }).pipe(
+        Effect.orElseSucceed(() => undefined)
+      )
+      return parsed === undefined ? "Unreachable" as const : parsed.facts
+    })
 
-  return { key, announce, forward, peers: () => peers, peerRun, isPeer: (offering: string) => !parts.offerings().includes(offering) }
+  return {
+    key,
+    announce,
+    forward,
+    peers: () => peers,
+    peerRun,
+    isPeer: (offering: string) => !parts.offerings().includes(offering)
+  }
 }

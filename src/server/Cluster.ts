@@ -18,16 +18,34 @@
  * Loaded only for PostgreSQL, and in the background (Server.ts, Ownership.layerStarting): the server listens first,
  * owning nothing until its runner holds shards; the embedded store never loads it.
  */
-import { randomBytes } from "node:crypto"
-import { hostname } from "node:os"
 import { PgClient } from "@effect/sql-pg"
 import { Clock, Duration, Effect, Layer, Option, PubSub, Redacted, Schedule, Stream } from "effect"
-import { EntityId, MessageStorage, RunnerAddress, RunnerHealth, Runners, Sharding, ShardingConfig, ShardId, SqlRunnerStorage } from "effect/cluster"
+import {
+  EntityId,
+  MessageStorage,
+  RunnerAddress,
+  RunnerHealth,
+  Runners,
+  ShardId,
+  Sharding,
+  ShardingConfig,
+  SqlRunnerStorage
+} from "effect/cluster"
 import { Migrator, SqlClient } from "effect/sql"
-import { Store } from "../store/Store.ts"
-import { surviving } from "../runtime/Following.ts"
+import { randomBytes } from "node:crypto"
+import { hostname } from "node:os"
 import { isObject } from "../core/Json.ts"
-import { claimEpochs, closedFence, epochTable, fenceOf, Ownership, type OwnershipChange, type OwnershipShape } from "../runtime/Ownership.ts"
+import { surviving } from "../runtime/Following.ts"
+import {
+  claimEpochs,
+  closedFence,
+  epochTable,
+  fenceOf,
+  Ownership,
+  type OwnershipChange,
+  type OwnershipShape
+} from "../runtime/Ownership.ts"
+import { Store } from "../store/Store.ts"
 
 export interface ClusterSettings {
   /** The PostgreSQL database the store uses: the runners and their shard locks live there too. */
@@ -60,7 +78,10 @@ const group = "default"
 /** The runner tables' migrations, serialised across processes starting at once like the store's (SqlStore.migrate). */
 const migrate = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const run = Migrator.make({})({ loader: SqlRunnerStorage.migrations({ prefix: tablePrefix }), table: `${tablePrefix}_runner_migrations` })
+  const run = Migrator.make({})({
+    loader: SqlRunnerStorage.migrations({ prefix: tablePrefix }),
+    table: `${tablePrefix}_runner_migrations`
+  })
   // "nodus" + 1: the store's migrations hold 474315273587.
   yield* sql.withTransaction(Effect.andThen(sql`SELECT pg_advisory_xact_lock(474315273588)`, run))
 }).pipe(Effect.orDie)
@@ -78,7 +99,9 @@ const shardingLayer = (settings: ClusterSettings, address: RunnerAddress.RunnerA
     // Nothing is delivered through message storage; its poll only reopens the acquisition loop.
     entityMessagePollInterval: Duration.seconds(2)
   })
-  const pg = Layer.effectDiscard(migrate).pipe(Layer.provideMerge(PgClient.layer({ url: Redacted.make(settings.databaseUrl), maxConnections: 4 })))
+  const pg = Layer.effectDiscard(migrate).pipe(
+    Layer.provideMerge(PgClient.layer({ url: Redacted.make(settings.databaseUrl), maxConnections: 4 }))
+  )
   return Sharding.layer.pipe(
     Layer.provide(Runners.layerNoop),
     Layer.provide(MessageStorage.layerNoop),
@@ -122,7 +145,9 @@ const start = (settings: ClusterSettings, runner: string, changes: PubSub.PubSub
 
     /** Shards whose claimed epoch is no longer the stored one: another runner claimed them since. */
     const superseded = Effect.map(store.records(epochTable, "", shardsPerGroup * 2, 0), (records) => {
-      const stored = new Map(records.map((record) => [record.id, isObject(record.value) ? record.value["epoch"] : undefined]))
+      const stored = new Map(
+        records.map((record) => [record.id, isObject(record.value) ? record.value["epoch"] : undefined])
+      )
       return [...claimed].filter(([shard, epoch]) => stored.get(shard) !== epoch).map(([shard]) => shard)
     })
     let passes = 0
@@ -136,16 +161,28 @@ const start = (settings: ClusterSettings, runner: string, changes: PubSub.PubSub
       const at = yield* Clock.currentTimeMillis
       const epochs = taken.length === 0 ? new Map<string, number>() : yield* claimEpochs(store, taken, runner, at)
       // A shard given up while its claim was made is left to its next holder (whose claim fences this one).
-      const acquired = [...epochs].filter(([shard]) => held(shard)).map(([shard, epoch]) => (claimed.set(shard, epoch), shard))
+      const acquired = [...epochs].filter(([shard]) => held(shard)).map((
+        [shard, epoch]
+      ) => (claimed.set(shard, epoch), shard))
       if (lost.length === 0 && acquired.length === 0) return
       const change = { acquired, lost, at }
       yield* PubSub.publish(changes, change)
-      yield* Effect.logInfo(`cluster: runner ${runner} took ${acquired.length} shards, gave up ${lost.length}; holds ${claimed.size} of ${shardsPerGroup}`)
+      yield* Effect.logInfo(
+        `cluster: runner ${runner} took ${acquired.length} shards, gave up ${lost.length}; holds ${claimed.size} of ${shardsPerGroup}`
+      )
     })
-    yield* Effect.forkScoped(Effect.repeat(surviving("cluster", "claiming shards")(pass), Schedule.spaced(Duration.millis(settings.pollMs ?? pollMsDefault))))
+    yield* Effect.forkScoped(
+      Effect.repeat(
+        surviving("cluster", "claiming shards")(pass),
+        Schedule.spaced(Duration.millis(settings.pollMs ?? pollMsDefault))
+      )
+    )
 
     const awaitOwned = (name: string) =>
-      Effect.repeat(Effect.sync(() => owns(name)), { until: (owned) => owned, schedule: Schedule.spaced(Duration.millis(settings.pollMs ?? pollMsDefault)) })
+      Effect.repeat(Effect.sync(() => owns(name)), {
+        until: (owned) => owned,
+        schedule: Schedule.spaced(Duration.millis(settings.pollMs ?? pollMsDefault))
+      })
 
     const service: OwnershipShape = {
       whole: false,

@@ -72,30 +72,110 @@ export const warmBoxesMax = 16
 
 export const settings: ReadonlyArray<Setting> = [
   { env: "NODUS_ADDR", flag: "--addr", fallback: "127.0.0.1:8443", description: "host:port to listen on" },
-  { env: "NODUS_DATA_DIR", flag: "--data-dir", fallback: "./.nodus", description: "state directory: TLS material, admin token, embedded database" },
-  { env: "DATABASE_URL", flag: "--database-url", fallback: undefined, description: "PostgreSQL URL; when absent, embedded PGlite in the data directory" },
-  { env: "NODUS_TLS", flag: "--tls", fallback: "on", description: "on: HTTPS (self-signed CA generated on first start unless --tls-cert/--tls-key); off: plain HTTP" },
-  { env: "NODUS_TLS_CERT", flag: "--tls-cert", fallback: undefined, description: "PEM certificate file to serve instead of the generated one" },
+  {
+    env: "NODUS_DATA_DIR",
+    flag: "--data-dir",
+    fallback: "./.nodus",
+    description: "state directory: TLS material, admin token, embedded database"
+  },
+  {
+    env: "DATABASE_URL",
+    flag: "--database-url",
+    fallback: undefined,
+    description: "PostgreSQL URL; when absent, embedded PGlite in the data directory"
+  },
+  {
+    env: "NODUS_TLS",
+    flag: "--tls",
+    fallback: "on",
+    description: "on: HTTPS (self-signed CA generated on first start unless --tls-cert/--tls-key); off: plain HTTP"
+  },
+  {
+    env: "NODUS_TLS_CERT",
+    flag: "--tls-cert",
+    fallback: undefined,
+    description: "PEM certificate file to serve instead of the generated one"
+  },
   { env: "NODUS_TLS_KEY", flag: "--tls-key", fallback: undefined, description: "PEM private key file for --tls-cert" },
-  { env: "NODUS_BOOTSTRAP_TOKEN", flag: "--bootstrap-token", fallback: undefined, description: "the admin API key; generated into <data dir>/admin.token when unset" },
-  { env: "NODUS_SECRET_KEY", flag: "--secret-key", fallback: undefined, description: "key sealing Secret values at rest (32 bytes, base64 or hex); generated into <data dir>/secrets.key when unset" },
+  {
+    env: "NODUS_BOOTSTRAP_TOKEN",
+    flag: "--bootstrap-token",
+    fallback: undefined,
+    description: "the admin API key; generated into <data dir>/admin.token when unset"
+  },
+  {
+    env: "NODUS_SECRET_KEY",
+    flag: "--secret-key",
+    fallback: undefined,
+    description:
+      "key sealing Secret values at rest (32 bytes, base64 or hex); generated into <data dir>/secrets.key when unset"
+  },
   { env: "NODUS_API_GROUP", flag: "--api-group", fallback: "nodus.dev", description: "API group of every nodus kind" },
-  { env: "NODUS_BACKEND", flag: "--backend", fallback: "local", description: "what runs workloads: local (real processes on this host), sim (the simulator) or none (the API alone)" },
-  { env: "NODUS_SIM_SPEED", flag: "--sim-speed", fallback: "1", description: "sim backend: virtual seconds per wall-clock second (a positive number)" },
-  { env: "NODUS_WARM_BOXES", flag: "--warm-boxes", fallback: "1", description: "local backend: Sandbox boxes kept started ahead, 0 to 16" },
-  { env: "NODUS_PUBLIC_URL", flag: "--public-url", fallback: undefined, description: "URL clients reach the server at, for links in answers; default the listening address" },
-  { env: "NODUS_WEBHOOK_ALLOW_LOOPBACK", flag: "--webhook-allow-loopback", fallback: "0", switch: true, description: "development only: webhook receivers on loopback, over http or https (any certificate)" },
-  { env: "NODUS_ROLE", flag: "--role", fallback: "all", description: "with --database-url: all (the API and the controllers), api (the API alone) or controllers (the controllers alone)" },
-  { env: "NODUS_EGRESS_ALLOW_CIDR", flag: "--egress-allow-cidr", fallback: undefined, repeatable: true, description: "local backend: a range (CIDR, such as 127.0.0.1/32) boxes and url inputs may reach although it is not public; repeatable" }
+  {
+    env: "NODUS_BACKEND",
+    flag: "--backend",
+    fallback: "local",
+    description: "what runs workloads: local (real processes on this host), sim (the simulator) or none (the API alone)"
+  },
+  {
+    env: "NODUS_SIM_SPEED",
+    flag: "--sim-speed",
+    fallback: "1",
+    description: "sim backend: virtual seconds per wall-clock second (a positive number)"
+  },
+  {
+    env: "NODUS_WARM_BOXES",
+    flag: "--warm-boxes",
+    fallback: "1",
+    description: "local backend: Sandbox boxes kept started ahead, 0 to 16"
+  },
+  {
+    env: "NODUS_PUBLIC_URL",
+    flag: "--public-url",
+    fallback: undefined,
+    description: "URL clients reach the server at, for links in answers; default the listening address"
+  },
+  {
+    env: "NODUS_WEBHOOK_ALLOW_LOOPBACK",
+    flag: "--webhook-allow-loopback",
+    fallback: "0",
+    switch: true,
+    description: "development only: webhook receivers on loopback, over http or https (any certificate)"
+  },
+  {
+    env: "NODUS_ROLE",
+    flag: "--role",
+    fallback: "all",
+    description:
+      "with --database-url: all (the API and the controllers), api (the API alone) or controllers (the controllers alone)"
+  },
+  {
+    env: "NODUS_EGRESS_ALLOW_CIDR",
+    flag: "--egress-allow-cidr",
+    fallback: undefined,
+    repeatable: true,
+    description:
+      "local backend: a range (CIDR, such as 127.0.0.1/32) boxes and url inputs may reach although it is not public; repeatable"
+  }
 ]
 
-const switchValues: Readonly<Record<string, boolean>> = { "1": true, on: true, true: true, "0": false, off: false, false: false }
+const switchValues: Readonly<Record<string, boolean>> = {
+  "1": true,
+  on: true,
+  true: true,
+  "0": false,
+  off: false,
+  false: false
+}
 
 /** A bare switch means on, unless a switch value follows it (`--switch 1`, `--switch off`): then that value. */
 const switchValue = (next: string | undefined): string =>
   next !== undefined && switchValues[next] !== undefined ? next : "1"
 
-export type ConfigResult = { readonly _tag: "Ok"; readonly config: ServerConfig } | { readonly _tag: "Err"; readonly message: string }
+export type ConfigResult = { readonly _tag: "Ok"; readonly config: ServerConfig } | {
+  readonly _tag: "Err"
+  readonly message: string
+}
 
 const apiGroupPattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$/u
 
@@ -110,7 +190,10 @@ export const parseAddress = (address: string): { readonly host: string; readonly
 }
 
 /** Reads flags (`--name value` or `--name=value`) over environment variables over defaults. */
-export const resolve = (env: Readonly<Record<string, string | undefined>>, args: ReadonlyArray<string>): ConfigResult => {
+export const resolve = (
+  env: Readonly<Record<string, string | undefined>>,
+  args: ReadonlyArray<string>
+): ConfigResult => {
   const values = new Map<string, string>()
   for (const setting of settings) {
     const fromEnv = env[setting.env]
@@ -121,42 +204,85 @@ export const resolve = (env: Readonly<Record<string, string | undefined>>, args:
   const flagged = new Set<string>()
   for (let index = 0; index < args.length; index++) {
     const arg = args[index]!
-    const [flag, inline] = arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined]
+    const [flag, inline] = arg.includes("=")
+      ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)]
+      : [arg, undefined]
     const setting = settings.find((candidate) => candidate.flag === flag)
     if (setting === undefined) return { _tag: "Err", message: `unknown flag ${flag} (see nodus --help)` }
     const bareSwitch = inline === undefined && setting.switch === true
     const value = inline ?? (bareSwitch ? switchValue(args[index + 1]) : args[++index])
     if (bareSwitch && value === args[index + 1]) index++
-    if (value === undefined || (inline === undefined && value.startsWith("--"))) return { _tag: "Err", message: `flag ${flag} needs a value` }
+    if (value === undefined || (inline === undefined && value.startsWith("--"))) {
+      return { _tag: "Err", message: `flag ${flag} needs a value` }
+    }
     const earlier = setting.repeatable === true && flagged.has(setting.env) ? values.get(setting.env) : undefined
     values.set(setting.env, earlier === undefined ? value : `${earlier},${value}`)
     flagged.add(setting.env)
   }
   const address = parseAddress(values.get("NODUS_ADDR")!)
-  if (address === undefined) return { _tag: "Err", message: `NODUS_ADDR "${values.get("NODUS_ADDR")}" is not host:port` }
+  if (address === undefined) {
+    return { _tag: "Err", message: `NODUS_ADDR "${values.get("NODUS_ADDR")}" is not host:port` }
+  }
   const tls = values.get("NODUS_TLS")!
   if (tls !== "on" && tls !== "off") return { _tag: "Err", message: `NODUS_TLS must be on or off, not "${tls}"` }
   const cert = values.get("NODUS_TLS_CERT")
   const key = values.get("NODUS_TLS_KEY")
-  if ((cert === undefined) !== (key === undefined)) return { _tag: "Err", message: "NODUS_TLS_CERT and NODUS_TLS_KEY go together: set both or neither" }
+  if ((cert === undefined) !== (key === undefined)) {
+    return { _tag: "Err", message: "NODUS_TLS_CERT and NODUS_TLS_KEY go together: set both or neither" }
+  }
   const secretKey = values.get("NODUS_SECRET_KEY")
-  if (secretKey !== undefined && decodeSecretKey(secretKey) === undefined) return { _tag: "Err", message: secretKeyProblem("NODUS_SECRET_KEY") }
+  if (secretKey !== undefined && decodeSecretKey(secretKey) === undefined) {
+    return { _tag: "Err", message: secretKeyProblem("NODUS_SECRET_KEY") }
+  }
   const apiGroup = values.get("NODUS_API_GROUP")!
-  if (!apiGroupPattern.test(apiGroup)) return { _tag: "Err", message: `NODUS_API_GROUP "${apiGroup}" must be a DNS subdomain with a dot, such as nodus.dev` }
+  if (!apiGroupPattern.test(apiGroup)) {
+    return {
+      _tag: "Err",
+      message: `NODUS_API_GROUP "${apiGroup}" must be a DNS subdomain with a dot, such as nodus.dev`
+    }
+  }
   const backend = values.get("NODUS_BACKEND")!
-  if (!(backends as ReadonlyArray<string>).includes(backend)) return { _tag: "Err", message: `NODUS_BACKEND "${backend}" is not a backend: choose local, sim or none` }
+  if (!(backends as ReadonlyArray<string>).includes(backend)) {
+    return { _tag: "Err", message: `NODUS_BACKEND "${backend}" is not a backend: choose local, sim or none` }
+  }
   const simSpeed = parseSpeed(values.get("NODUS_SIM_SPEED")!)
-  if (simSpeed === undefined) return { _tag: "Err", message: `NODUS_SIM_SPEED "${values.get("NODUS_SIM_SPEED")}" must be a positive number, such as 1 or 60` }
+  if (simSpeed === undefined) {
+    return {
+      _tag: "Err",
+      message: `NODUS_SIM_SPEED "${values.get("NODUS_SIM_SPEED")}" must be a positive number, such as 1 or 60`
+    }
+  }
   const warmBoxes = values.get("NODUS_WARM_BOXES")!
-  if (!/^[0-9]{1,2}$/u.test(warmBoxes) || Number(warmBoxes) > warmBoxesMax) return { _tag: "Err", message: `NODUS_WARM_BOXES "${warmBoxes}" must be a whole number from 0 to ${warmBoxesMax}` }
+  if (!/^[0-9]{1,2}$/u.test(warmBoxes) || Number(warmBoxes) > warmBoxesMax) {
+    return { _tag: "Err", message: `NODUS_WARM_BOXES "${warmBoxes}" must be a whole number from 0 to ${warmBoxesMax}` }
+  }
   const webhookAllowLoopback = switchValues[values.get("NODUS_WEBHOOK_ALLOW_LOOPBACK")!]
-  if (webhookAllowLoopback === undefined) return { _tag: "Err", message: `NODUS_WEBHOOK_ALLOW_LOOPBACK "${values.get("NODUS_WEBHOOK_ALLOW_LOOPBACK")}" must be 1 or 0 (on/off, true/false)` }
+  if (webhookAllowLoopback === undefined) {
+    return {
+      _tag: "Err",
+      message: `NODUS_WEBHOOK_ALLOW_LOOPBACK "${
+        values.get("NODUS_WEBHOOK_ALLOW_LOOPBACK")
+      }" must be 1 or 0 (on/off, true/false)`
+    }
+  }
   const role = roleOf(values.get("NODUS_ROLE")!, values.get("DATABASE_URL"), backend)
   if (typeof role === "object") return { _tag: "Err", message: role.problem }
   const egressAllow = rangesOf(values.get("NODUS_EGRESS_ALLOW_CIDR"))
-  if (typeof egressAllow === "string") return { _tag: "Err", message: `NODUS_EGRESS_ALLOW_CIDR: "${egressAllow}" is not an address range: write one such as 127.0.0.1/32 or fd00::/8` }
+  if (typeof egressAllow === "string") {
+    return {
+      _tag: "Err",
+      message:
+        `NODUS_EGRESS_ALLOW_CIDR: "${egressAllow}" is not an address range: write one such as 127.0.0.1/32 or fd00::/8`
+    }
+  }
   const publicUrl = values.get("NODUS_PUBLIC_URL")
-  if (publicUrl !== undefined && !isBaseUrl(publicUrl)) return { _tag: "Err", message: `NODUS_PUBLIC_URL "${publicUrl}" must be an http or https URL without query or fragment, such as https://nodus.example.com` }
+  if (publicUrl !== undefined && !isBaseUrl(publicUrl)) {
+    return {
+      _tag: "Err",
+      message:
+        `NODUS_PUBLIC_URL "${publicUrl}" must be an http or https URL without query or fragment, such as https://nodus.example.com`
+    }
+  }
   return {
     _tag: "Ok",
     config: {
@@ -192,13 +318,23 @@ const rangesOf = (text: string | undefined): ReadonlyArray<AddressRange> | strin
 }
 
 /** The role, or why it cannot be this process's. */
-const roleOf = (role: string, databaseUrl: string | undefined, backend: string): Role | { readonly problem: string } => {
+const roleOf = (
+  role: string,
+  databaseUrl: string | undefined,
+  backend: string
+): Role | { readonly problem: string } => {
   if (!isRole(role)) return { problem: `NODUS_ROLE "${role}" is not a role: choose all, api or controllers` }
   if (role !== "all" && databaseUrl === undefined) {
-    return { problem: `NODUS_ROLE ${role} needs a PostgreSQL database (--database-url) shared with other servers: the embedded store has one server, which runs the API and the controllers (--role all)` }
+    return {
+      problem:
+        `NODUS_ROLE ${role} needs a PostgreSQL database (--database-url) shared with other servers: the embedded store has one server, which runs the API and the controllers (--role all)`
+    }
   }
   if (role === "api" && backend === "local") {
-    return { problem: "NODUS_ROLE api runs no workloads, so --backend local would offer this host to no controller: use --backend none on it, and local on the servers that run the controllers" }
+    return {
+      problem:
+        "NODUS_ROLE api runs no workloads, so --backend local would offer this host to no controller: use --backend none on it, and local on the servers that run the controllers"
+    }
   }
   return role
 }
@@ -215,14 +351,17 @@ const parseSpeed = (text: string): number | undefined => {
 const isBaseUrl = (text: string): boolean => {
   if (!URL.canParse(text)) return false
   const url = new URL(text)
-  return (url.protocol === "http:" || url.protocol === "https:") && url.search === "" && url.hash === "" && url.username === ""
+  return (url.protocol === "http:" || url.protocol === "https:") && url.search === "" && url.hash === "" &&
+    url.username === ""
 }
 
 /** The 32 bytes of a secret key written as base64 (standard or URL-safe, 43 characters and an optional `=`) or hex. */
 export const decodeSecretKey = (text: string): Uint8Array | undefined => {
   const trimmed = text.trim()
   if (/^[0-9a-fA-F]{64}$/u.test(trimmed)) return Buffer.from(trimmed, "hex")
-  if (/^[A-Za-z0-9+/_-]{43}=?$/u.test(trimmed)) return Buffer.from(trimmed.replace(/-/gu, "+").replace(/_/gu, "/"), "base64")
+  if (/^[A-Za-z0-9+/_-]{43}=?$/u.test(trimmed)) {
+    return Buffer.from(trimmed.replace(/-/gu, "+").replace(/_/gu, "/"), "base64")
+  }
   return undefined
 }
 
@@ -238,4 +377,6 @@ const defaultText = (setting: Setting): string => {
 
 /** The --help text of the settings. */
 export const usage = (): string =>
-  settings.map((setting) => `  ${setting.flag.padEnd(18)} ${setting.env.padEnd(22)} ${setting.description}${defaultText(setting)}`).join("\n")
+  settings.map((setting) =>
+    `  ${setting.flag.padEnd(18)} ${setting.env.padEnd(22)} ${setting.description}${defaultText(setting)}`
+  ).join("\n")

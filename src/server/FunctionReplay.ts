@@ -37,7 +37,7 @@ import { LedgerService } from "../runtime/LedgerService.ts"
 import { Reconciler } from "../runtime/Reconciler.ts"
 import { runUntil, type SteppedCapacity } from "../runtime/VirtualTime.ts"
 import { inProcessGroup, inProcessRuntime } from "./InProcessRuntime.ts"
-import { VirtualClock, layer as clockLayer } from "./VirtualClock.ts"
+import { layer as clockLayer, VirtualClock } from "./VirtualClock.ts"
 
 /** A Function's scaling policy (spec: Function.scaling). */
 export interface ReplayPolicy {
@@ -147,7 +147,8 @@ const settleYields = 32
 const drainLimitMs = 24 * 3_600_000
 
 /** The nearest-rank percentile of a sorted array (0 for none). */
-const rank = (sorted: ReadonlyArray<number>, p: number): number => sorted.length === 0 ? 0 : sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)]!
+const rank = (sorted: ReadonlyArray<number>, p: number): number =>
+  sorted.length === 0 ? 0 : sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)]!
 
 const percentiles = (values: Array<number>): Percentiles => {
   values.sort((a, b) => a - b)
@@ -164,7 +165,11 @@ const workersOf = (attempts: ReadonlyArray<AttemptFacts>, from: number, to: numb
     const end = attempt.releasedAt ?? to
     edges.push([attempt.requestedAt, 1], [end, -1])
     heldMs += end - attempt.requestedAt
-    for (let minute = Math.floor((attempt.requestedAt - from) / 60_000); minute < minutes && from + minute * 60_000 < end; minute++) {
+    for (
+      let minute = Math.floor((attempt.requestedAt - from) / 60_000);
+      minute < minutes && from + minute * 60_000 < end;
+      minute++
+    ) {
       const lo = Math.max(attempt.requestedAt, from + minute * 60_000)
       const hi = Math.min(end, from + (minute + 1) * 60_000)
       if (hi > lo) perMinuteMs[minute]! += hi - lo
@@ -178,13 +183,22 @@ const workersOf = (attempts: ReadonlyArray<AttemptFacts>, from: number, to: numb
     held += delta
     peak = Math.max(peak, held)
   }
-  return { peak, launched: attempts.length, workerSeconds: Math.round(heldMs / 1000), perMinute: perMinuteMs.map((ms) => Math.round((ms / 60_000) * 100) / 100) }
+  return {
+    peak,
+    launched: attempts.length,
+    workerSeconds: Math.round(heldMs / 1000),
+    perMinute: perMinuteMs.map((ms) => Math.round((ms / 60_000) * 100) / 100)
+  }
 }
 
 /** The runtime over the simulated capacity, as the sim backend wires it, on a store of its own and `clock`'s time. */
 const runtimeOver = (port: CapacityPortShape, clock: VirtualClock, catalog: ReadonlyArray<Offering>) =>
   inProcessRuntime({
-    port, catalog, kinds: [functionKind], lostAt: clock.now(), ids: Ids.layerSequential,
+    port,
+    catalog,
+    kinds: [functionKind],
+    lostAt: clock.now(),
+    ids: Ids.layerSequential,
     // Money is what the replay measures, not what limits it: funding never runs out.
     starterMicro: 1_000_000_000_000n
   }).pipe(Layer.provideMerge(clockLayer(clock)))
@@ -201,7 +215,12 @@ export const replay = (arrivals: ReadonlyArray<Arrival>, options: ReplayOptions)
     const models = providerModelsOf(defaultFleet(options.hostsPerVariant ?? defaultHosts))
     const capacity = new SimCapacity(engine, new Prng(options.seed ?? defaultReplaySeed).derive("capacity"), models)
     const counted = yield* SimPort.makeCounted(capacity)
-    const stepped: SteppedCapacity = { now: () => engine.now, nextAt: () => engine.peekTime(), runTo: (at) => engine.run(at), published: counted.published }
+    const stepped: SteppedCapacity = {
+      now: () => engine.now,
+      nextAt: () => engine.peekTime(),
+      runTo: (at) => engine.run(at),
+      published: counted.published
+    }
     const catalog = options.catalog ?? loadCatalog()
     return yield* run(arrivals, options, { start, created, clock, capacity, stepped }).pipe(
       Effect.provide(runtimeOver(counted.port, clock, catalog)),
@@ -246,30 +265,44 @@ const run = (arrivals: ReadonlyArray<Arrival>, options: ReplayOptions, parts: Pa
      * yields, then by a second pass at the same instant (for the keys those fibers woke: answers heard, calls just
      * created), and yields again.
      */
-    const instant = (at: number) => Effect.gen(function*() {
-      if (at - listedAt >= 86_400_000) yield* listAll
-      yield* runTo(at)
-      yield* settle
-      yield* runTo(stepped.now())
-      yield* settle
-    })
+    const instant = (at: number) =>
+      Effect.gen(function*() {
+        if (at - listedAt >= 86_400_000) yield* listAll
+        yield* runTo(at)
+        yield* settle
+        yield* runTo(stepped.now())
+        yield* settle
+      })
     /** The next instant anything is due, if before `limit`. */
     const nextBefore = (limit: number): number | undefined => {
-      const next = Math.min(stepped.nextAt() ?? Number.POSITIVE_INFINITY, reconciler.nextWakeAt() ?? Number.POSITIVE_INFINITY)
+      const next = Math.min(
+        stepped.nextAt() ?? Number.POSITIVE_INFINITY,
+        reconciler.nextWakeAt() ?? Number.POSITIVE_INFINITY
+      )
       return next < limit ? Math.max(next, stepped.now()) : undefined
     }
     /** Every instant before `target`, then `target` itself. */
-    const to = (target: number) => Effect.gen(function*() {
-      for (let next = nextBefore(target); next !== undefined; next = nextBefore(target)) yield* instant(next)
-      yield* instant(Math.max(target, stepped.now()))
-    })
+    const to = (target: number) =>
+      Effect.gen(function*() {
+        for (let next = nextBefore(target); next !== undefined; next = nextBefore(target)) yield* instant(next)
+        yield* instant(Math.max(target, stepped.now()))
+      })
 
-    yield* resources.create(namespaceRef, undefined, { apiVersion: "v1", kind: "Namespace", metadata: { name: project } }, writeOptions)
+    yield* resources.create(namespaceRef, undefined, {
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: project }
+    }, writeOptions)
     const fn = yield* resources.create(functions, project, {
-      apiVersion: functions.apiVersion, kind: "Function", metadata: { name: functionName },
+      apiVersion: functions.apiVersion,
+      kind: "Function",
+      metadata: { name: functionName },
       spec: {
-        image: "python:3.12", code: { module: "serve", qualname: "generate" }, timeout,
-        resources: options.resources ?? defaultReplayResources, scaling: { ...options.policy }
+        image: "python:3.12",
+        code: { module: "serve", qualname: "generate" },
+        timeout,
+        resources: options.resources ?? defaultReplayResources,
+        scaling: { ...options.policy }
       }
     }, writeOptions)
     const uid = fn.object.metadata.uid
@@ -282,9 +315,13 @@ const run = (arrivals: ReadonlyArray<Arrival>, options: ReplayOptions, parts: Pa
       for (; index < arrivals.length && start + arrivals[index]!.at === at; index++) {
         const arrival = arrivals[index]!
         // A call that raises (a request the trace records as failed) raises on its only try: the Function has no retries.
-        const annotations = { "sim.nodus.dev/call-duration": `${arrival.durationMs}ms`, ...((arrival.raises ?? 0) > 0 ? { "sim.nodus.dev/call-raises": String(arrival.raises) } : {}) }
+        const annotations = {
+          "sim.nodus.dev/call-duration": `${arrival.durationMs}ms`,
+          ...((arrival.raises ?? 0) > 0 ? { "sim.nodus.dev/call-raises": String(arrival.raises) } : {})
+        }
         yield* resources.create(calls, project, {
-          apiVersion: calls.apiVersion, kind: "FunctionCall",
+          apiVersion: calls.apiVersion,
+          kind: "FunctionCall",
           metadata: { name: `call-${index}`, annotations },
           spec: { function: functionName, timeout, input: { encoding: "JSON", inline: input } }
         }, writeOptions)
@@ -295,12 +332,19 @@ const run = (arrivals: ReadonlyArray<Arrival>, options: ReplayOptions, parts: Pa
     }
 
     // Until every call ended: the Function's queue is empty once the last one is answered.
-    const readFunction = Effect.map(resources.get(functions, project, functionName), (object) => (object.status ?? {}) as FunctionStatusType)
+    const readFunction = Effect.map(resources.get(functions, project, functionName), (object) =>
+      (object.status ?? {}) as FunctionStatusType)
     const lastArrival = start + (arrivals.at(-1)?.at ?? 0)
     for (;;) {
       const status = yield* readFunction
-      if ((status.queue?.queued ?? 0) === 0 && (status.queue?.running ?? 0) === 0) break
-      if (stepped.now() > lastArrival + drainLimitMs) return yield* Effect.fail(new Error(`calls still unfinished ${drainLimitMs / 3_600_000}h after the last arrival`))
+      if ((status.queue?.queued ?? 0) === 0 && (status.queue?.running ?? 0) === 0) {
+        break
+      }
+      if (stepped.now() > lastArrival + drainLimitMs) {
+        return yield* Effect.fail(
+          new Error(`calls still unfinished ${drainLimitMs / 3_600_000}h after the last arrival`)
+        )
+      }
       yield* instant(nextBefore(Number.POSITIVE_INFINITY) ?? stepped.now() + 60_000)
     }
     const ended = stepped.now()
@@ -310,9 +354,13 @@ const run = (arrivals: ReadonlyArray<Arrival>, options: ReplayOptions, parts: Pa
     yield* reconciler.resync
     yield* instant(stepped.now())
     for (;;) {
-      const live = capacity.attemptsOf(uid).filter((attempt) => attempt.releasedAt === undefined)
+      const live = capacity.attemptsOf(uid).filter((attempt) =>
+        attempt.releasedAt === undefined
+      )
       if (live.length === 0) break
-      if (stepped.now() > ended + drainLimitMs) return yield* Effect.fail(new Error("workers still held a day after the Function was stopped"))
+      if (stepped.now() > ended + drainLimitMs) {
+        return yield* Effect.fail(new Error("workers still held a day after the Function was stopped"))
+      }
       yield* instant(nextBefore(Number.POSITIVE_INFINITY) ?? stepped.now() + 60_000)
     }
     // One more step at the last release, so the Function's status.cost shows every posting.
@@ -341,10 +389,14 @@ const run = (arrivals: ReadonlyArray<Arrival>, options: ReplayOptions, parts: Pa
       if (status.startTime !== undefined) waits.push(Date.parse(status.startTime) - arrived)
       if (status.completionTime !== undefined) latencies.push(Date.parse(status.completionTime) - arrived)
       const ranOnce = status.phase === "Succeeded" || (status.phase === "Failed" && status.reason === "RemoteError")
-      if (ranOnce && status.startTime !== undefined && status.completionTime !== undefined &&
-        Date.parse(status.completionTime) - Date.parse(status.startTime) !== arrival.durationMs) runMismatches++
+      if (
+        ranOnce && status.startTime !== undefined && status.completionTime !== undefined &&
+        Date.parse(status.completionTime) - Date.parse(status.startTime) !== arrival.durationMs
+      ) runMismatches++
       ends.push({
-        index, phase: status.phase ?? "None", reason: status.reason,
+        index,
+        phase: status.phase ?? "None",
+        reason: status.reason,
         startTime: status.startTime === undefined ? undefined : Date.parse(status.startTime),
         completionTime: status.completionTime === undefined ? undefined : Date.parse(status.completionTime)
       })

@@ -53,8 +53,14 @@ export const inProcessRuntime = <E = never>(options: InProcessRuntimeOptions<E>)
   const blobs = Blobs.layer.pipe(Layer.provide(BlobStore.layerMemory))
   const resources = Resources.layer.pipe(Layer.provideMerge(AdmissionPlugins.layerNone))
   const base = Layer.mergeAll(
-    resources, budgets, blobs,
-    Layer.succeed(ApiConfig, { group: inProcessGroup, publicUrl: () => "http://127.0.0.1", bookmarkInterval: "30 seconds" }),
+    resources,
+    budgets,
+    blobs,
+    Layer.succeed(ApiConfig, {
+      group: inProcessGroup,
+      publicUrl: () => "http://127.0.0.1",
+      bookmarkInterval: "30 seconds"
+    }),
     KindRegistry.layer(options.kinds),
     Layer.succeed(CapacityPort, options.port)
   ).pipe(Layer.provideMerge(Layer.merge(store, ids)))

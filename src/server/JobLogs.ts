@@ -3,14 +3,14 @@
  * `<dir>/<owner uid>/<attempt>.log`, appended in order, scrubbed of the run's secret values. A run's logs go when its
  * owner is forgotten (the object deleted, its ttl included).
  */
+import { Effect, Stream } from "effect"
 import { appendFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs"
 import { open } from "node:fs/promises"
 import { join } from "node:path"
 import { StringDecoder } from "node:string_decoder"
-import { Effect, Stream } from "effect"
+import type { LogRequest } from "../apiserver/WorkloadFiles.ts"
 import { ApiError } from "../core/meta/ApiError.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
-import type { LogRequest } from "../apiserver/WorkloadFiles.ts"
 
 /** How often a followed log is looked at for new text. */
 const followPollMs = 200
@@ -51,15 +51,24 @@ export const makeJobLogs = (dir: string, runs: RunState) => {
     Effect.suspend(() => {
       const attempt = attemptOf(object, request)
       const file = attempt === undefined ? undefined : fileOf(object.metadata.uid, attempt)
-      if (attempt === undefined || file === undefined || (!existsSync(file) && runs.ended(object.metadata.uid, attempt))) {
-        return Effect.fail(new ApiError({
-          code: "NotFound",
-          message: `Job "${object.metadata.name}" has no log for index ${request.index}${request.attempt === undefined ? "" : ` run ${request.attempt}`} yet`,
-          fix: "A log exists once a run of the index started on a live host; list the Job's Attempts for its runs (kubectl get attempts)."
-        }))
+      if (
+        attempt === undefined || file === undefined || (!existsSync(file) && runs.ended(object.metadata.uid, attempt))
+      ) {
+        return Effect.fail(
+          new ApiError({
+            code: "NotFound",
+            message: `Job "${object.metadata.name}" has no log for index ${request.index}${
+              request.attempt === undefined ? "" : ` run ${request.attempt}`
+            } yet`,
+            fix:
+              "A log exists once a run of the index started on a live host; list the Job's Attempts for its runs (kubectl get attempts)."
+          })
+        )
       }
       const iterable = textOf(file, request, () => runs.ended(object.metadata.uid, attempt))
-      return Effect.succeed(Stream.fromAsyncIterable(iterable, (error) => error).pipe(Stream.catchCause(() => Stream.empty)))
+      return Effect.succeed(
+        Stream.fromAsyncIterable(iterable, (error) => error).pipe(Stream.catchCause(() => Stream.empty))
+      )
     })
 
   return { append, forget, log }

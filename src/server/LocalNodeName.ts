@@ -11,6 +11,9 @@ import { resolve } from "node:path"
  */
 export const sharedLocalNode = (host: string, dataDir: string): string => {
   const digest = createHash("sha256").update(resolve(dataDir)).digest("hex").slice(0, 8)
-  const label = host.toLowerCase().replace(/[^a-z0-9-]+/gu, "-").replace(/^-+|-+$/gu, "").slice(0, 48).replace(/-+$/u, "")
+  const label = host.toLowerCase().replace(/[^a-z0-9-]+/gu, "-").replace(/^-+|-+$/gu, "").slice(0, 48).replace(
+    /-+$/u,
+    ""
+  )
   return label === "" ? `local-${digest}` : `local-${label}-${digest}`
 }

@@ -17,23 +17,30 @@ const aliveWriteMs = 2_000
 const pageSize = 1_000
 
 /** The marks a previous process left, handed to the driver (`rememberAlive`): by Node key. */
-export const restoreAlive = (capacity: LiveCapacity, store: Store["Service"], now: number) => Effect.gen(function*() {
-  const marks = new Map<string, number>()
-  for (let after = ""; ;) {
-    const page = yield* store.records(aliveTable, after, pageSize, now).pipe(Effect.orElseSucceed(() => []))
-    for (const entry of page) {
-      const at = typeof entry.value === "object" && entry.value !== null && !Array.isArray(entry.value) ? entry.value["at"] : undefined
-      if (typeof at !== "number") continue
-      marks.set(entry.id, at)
-      capacity.rememberAlive(entry.id, at)
+export const restoreAlive = (capacity: LiveCapacity, store: Store["Service"], now: number) =>
+  Effect.gen(function*() {
+    const marks = new Map<string, number>()
+    for (let after = "";;) {
+      const page = yield* store.records(aliveTable, after, pageSize, now).pipe(Effect.orElseSucceed(() => []))
+      for (const entry of page) {
+        const at = typeof entry.value === "object" && entry.value !== null && !Array.isArray(entry.value)
+          ? entry.value["at"]
+          : undefined
+        if (typeof at !== "number") continue
+        marks.set(entry.id, at)
+        capacity.rememberAlive(entry.id, at)
+      }
+      if (page.length < pageSize) return marks
+      after = page[page.length - 1]!.id
     }
-    if (page.length < pageSize) return marks
-    after = page[page.length - 1]!.id
-  }
-})
+  })
 
 /** Writes, in one commit, the renewals of Ready Nodes that moved on since they were last written. */
-export const aliveRecorder = (capacity: LiveCapacity, store: Store["Service"], restored: ReadonlyMap<string, number>) => {
+export const aliveRecorder = (
+  capacity: LiveCapacity,
+  store: Store["Service"],
+  restored: ReadonlyMap<string, number>
+) => {
   const written = new Map(restored)
   return Effect.suspend(() => {
     const ops: Array<WriteOp> = []

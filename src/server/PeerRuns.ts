@@ -38,67 +38,93 @@ export const withPeerRuns = (
   port: CapacityPortShape,
   forwarding: ReturnType<typeof makeForwarding>,
   leaseMs: number
-): Effect.Effect<CapacityPortShape, never, Scope.Scope> => Effect.gen(function*() {
-  const remote = new Map<string, RemoteRun>()
-  const changes = yield* PubSub.unbounded<CapacityChange>()
-  const offeringOf = (run: RemoteRun) => run.facts.variant.offering.id
+): Effect.Effect<CapacityPortShape, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const remote = new Map<string, RemoteRun>()
+    const changes = yield* PubSub.unbounded<CapacityChange>()
+    const offeringOf = (run: RemoteRun) => run.facts.variant.offering.id
 
-  /** One poll of a remote run: its facts now, or lost once its host's server stayed silent for a lease. */
-  const poll = (run: RemoteRun) => Effect.gen(function*() {
-    const now = Date.now()
-    const answer = yield* forwarding.peerRun(offeringOf(run), { op: "facts", owner: run.owner, attempt: run.facts.name })
-    let next: AttemptFacts | undefined
-    if (answer === "Unreachable") next = now - run.seenAt > leaseMs ? lost(run.facts, run.seenAt) : undefined
-    else if (answer === undefined) next = lost(run.facts, run.seenAt)
-    else {
-      run.seenAt = now
-      next = withVariant(answer, run.facts.variant)
-    }
-    if (next === undefined || equals(next as unknown as Json, run.facts as unknown as Json)) return
-    // An ended run stays known (its last facts) until its owner is forgotten; it is no longer asked after.
-    run.facts = next
-    yield* PubSub.publish(changes, { _tag: "Attempt", owner: run.owner })
-  })
-  yield* Effect.forkScoped(Effect.repeat(
-    Effect.suspend(() => Effect.forEach([...remote.values()].filter((run) => run.facts.phase !== "Ended"), poll, { discard: true, concurrency: 4 })),
-    Schedule.spaced("1 second")
-  ))
+    /** One poll of a remote run: its facts now, or lost once its host's server stayed silent for a lease. */
+    const poll = (run: RemoteRun) =>
+      Effect.gen(function*() {
+        const now = Date.now()
+        const answer = yield* forwarding.peerRun(offeringOf(run), {
+          op: "facts",
+          owner: run.owner,
+          attempt: run.facts.name
+        })
+        let next: AttemptFacts | undefined
+        if (answer === "Unreachable") next = now - run.seenAt > leaseMs ? lost(run.facts, run.seenAt) : undefined
+        else if (answer === undefined) next = lost(run.facts, run.seenAt)
+        else {
+          run.seenAt = now
+          next = withVariant(answer, run.facts.variant)
+        }
+        if (next === undefined || equals(next as unknown as Json, run.facts as unknown as Json)) return
+        // An ended run stays known (its last facts) until its owner is forgotten; it is no longer asked after.
+        run.facts = next
+        yield* PubSub.publish(changes, { _tag: "Attempt", owner: run.owner })
+      })
+    yield* Effect.forkScoped(Effect.repeat(
+      Effect.suspend(() =>
+        Effect.forEach([...remote.values()].filter((run) => run.facts.phase !== "Ended"), poll, {
+          discard: true,
+          concurrency: 4
+        })
+      ),
+      Schedule.spaced("1 second")
+    ))
 
-  /** A run the stored Attempt says runs on another server's host: taken in if that server still runs it. */
-  const adopt = (owner: string, namespace: string, facts: AttemptFacts): Effect.Effect<AttemptFacts> => Effect.gen(function*() {
-    if (!forwarding.isPeer(facts.variant.offering.id)) return yield* port.adopt!(owner, namespace, facts)
-    const known = remote.get(keyOf(owner, facts.name))
-    if (known !== undefined) return known.facts
-    const answer = yield* forwarding.peerRun(facts.variant.offering.id, { op: "facts", owner, attempt: facts.name })
-    const now = Date.now()
-    // Its host's server is gone, or lost it: its boxes died with it.
-    if (answer === "Unreachable" || answer === undefined || answer.phase === "Ended") return lost(facts, now)
-    const run: RemoteRun = { owner, facts: withVariant(answer, facts.variant), seenAt: now }
-    remote.set(keyOf(owner, facts.name), run)
-    yield* Effect.logInfo(`local backend: took over run ${owner}/${facts.name}, left running on ${facts.variant.offering.id}`)
-    return run.facts
-  })
+    /** A run the stored Attempt says runs on another server's host: taken in if that server still runs it. */
+    const adopt = (owner: string, namespace: string, facts: AttemptFacts): Effect.Effect<AttemptFacts> =>
+      Effect.gen(function*() {
+        if (!forwarding.isPeer(facts.variant.offering.id)) return yield* port.adopt!(owner, namespace, facts)
+        const known = remote.get(keyOf(owner, facts.name))
+        if (known !== undefined) return known.facts
+        const answer = yield* forwarding.peerRun(facts.variant.offering.id, { op: "facts", owner, attempt: facts.name })
+        const now = Date.now()
+        // Its host's server is gone, or lost it: its boxes died with it.
+        if (answer === "Unreachable" || answer === undefined || answer.phase === "Ended") return lost(facts, now)
+        const run: RemoteRun = { owner, facts: withVariant(answer, facts.variant), seenAt: now }
+        remote.set(keyOf(owner, facts.name), run)
+        yield* Effect.logInfo(
+          `local backend: took over run ${owner}/${facts.name}, left running on ${facts.variant.offering.id}`
+        )
+        return run.facts
+      })
 
-  const act = (owner: string, attempt: string, op: "release" | "checkpoint", episode?: number) => {
-    const run = remote.get(keyOf(owner, attempt))
-    return run === undefined ? undefined : Effect.asVoid(forwarding.peerRun(offeringOf(run), { op, owner, attempt, episode }))
-  }
-
-  return {
-    ...port,
-    adopt,
-    facts: (owner, attempt) => {
+    const act = (owner: string, attempt: string, op: "release" | "checkpoint", episode?: number) => {
       const run = remote.get(keyOf(owner, attempt))
-      return run === undefined ? port.facts(owner, attempt) : Effect.succeed({ ...run.facts })
-    },
-    release: (owner, attempt, keepWarmMs) => act(owner, attempt, "release") ?? port.release(owner, attempt, keepWarmMs),
-    checkpoint: (owner, attempt, episode) => act(owner, attempt, "checkpoint", episode) ?? port.checkpoint(owner, attempt, episode),
-    forget: (owner) => Effect.andThen(Effect.sync(() => {
-      for (const [key, run] of remote) if (run.owner === owner) remote.delete(key)
-    }), port.forget(owner)),
-    handOver: (owner) => Effect.andThen(Effect.sync(() => {
-      for (const [key, run] of remote) if (run.owner === owner) remote.delete(key)
-    }), port.handOver?.(owner) ?? Effect.void),
-    changes: Stream.merge(port.changes, Stream.fromPubSub(changes))
-  } satisfies CapacityPortShape
-})
+      return run === undefined
+        ? undefined
+        : Effect.asVoid(forwarding.peerRun(offeringOf(run), { op, owner, attempt, episode }))
+    }
+
+    return {
+      ...port,
+      adopt,
+      facts: (owner, attempt) => {
+        const run = remote.get(keyOf(owner, attempt))
+        return run === undefined ? port.facts(owner, attempt) : Effect.succeed({ ...run.facts })
+      },
+      release: (owner, attempt, keepWarmMs) =>
+        act(owner, attempt, "release") ?? port.release(owner, attempt, keepWarmMs),
+      checkpoint: (owner, attempt, episode) =>
+        act(owner, attempt, "checkpoint", episode) ?? port.checkpoint(owner, attempt, episode),
+      forget: (owner) =>
+        Effect.andThen(
+          Effect.sync(() => {
+            for (const [key, run] of remote) if (run.owner === owner) remote.delete(key)
+          }),
+          port.forget(owner)
+        ),
+      handOver: (owner) =>
+        Effect.andThen(
+          Effect.sync(() => {
+            for (const [key, run] of remote) if (run.owner === owner) remote.delete(key)
+          }),
+          port.handOver?.(owner) ?? Effect.void
+        ),
+      changes: Stream.merge(port.changes, Stream.fromPubSub(changes))
+    } satisfies CapacityPortShape
+  })

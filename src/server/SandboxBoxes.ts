@@ -18,28 +18,38 @@ import { Store } from "../store/Store.ts"
 
 const plural = "sandboxes"
 
-export const layer = Layer.effect(SandboxBoxes, Effect.gen(function*() {
-  const port = yield* CapacityPort
-  const store = yield* Store
-  const box = port.box
-  const known = new Map<string, ResourceObject>()
-  const keyOf = (namespace: string, name: string) => `${namespace}/${name}`
-  const resync = Effect.gen(function*() {
-    const page = yield* store.list({ resource: plural })
-    known.clear()
-    for (const object of page.items) known.set(keyOf(object.metadata.namespace ?? "", object.metadata.name), object)
+export const layer = Layer.effect(
+  SandboxBoxes,
+  Effect.gen(function*() {
+    const port = yield* CapacityPort
+    const store = yield* Store
+    const box = port.box
+    const known = new Map<string, ResourceObject>()
+    const keyOf = (namespace: string, name: string) => `${namespace}/${name}`
+    const resync = Effect.gen(function*() {
+      const page = yield* store.list({ resource: plural })
+      known.clear()
+      for (const object of page.items) known.set(keyOf(object.metadata.namespace ?? "", object.metadata.name), object)
+    })
+    yield* followStore("sandbox boxes", yield* ChangeFeed, resync, (change) =>
+      Effect.sync(() => {
+        if (change.key.resource !== plural) return
+        const key = keyOf(change.key.namespace, change.key.name)
+        if (change.type === "DELETED") known.delete(key)
+        else known.set(key, change.object)
+      }))
+    return SandboxBoxes.of({
+      current: (namespace, name) => known.get(keyOf(namespace, name)),
+      call: (object, attempt, request) =>
+        box === undefined
+          ? Effect.fail(
+            new ApiError({
+              code: "Unsupported",
+              message: "this backend runs no Sandbox boxes",
+              fix: "Run the server with --backend local (the default) or --backend sim (docs/sandboxes.md)."
+            })
+          )
+          : box(object.metadata.uid, attempt, request)
+    })
   })
-  yield* followStore("sandbox boxes", yield* ChangeFeed, resync, (change) => Effect.sync(() => {
-    if (change.key.resource !== plural) return
-    const key = keyOf(change.key.namespace, change.key.name)
-    if (change.type === "DELETED") known.delete(key)
-    else known.set(key, change.object)
-  }))
-  return SandboxBoxes.of({
-    current: (namespace, name) => known.get(keyOf(namespace, name)),
-    call: (object, attempt, request) =>
-      box === undefined
-        ? Effect.fail(new ApiError({ code: "Unsupported", message: "this backend runs no Sandbox boxes", fix: "Run the server with --backend local (the default) or --backend sim (docs/sandboxes.md)." }))
-        : box(object.metadata.uid, attempt, request)
-  })
-}))
+)

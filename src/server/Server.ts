@@ -4,54 +4,63 @@
  * `layerWith` with an in-memory store and an ephemeral port.
  */
 import { randomBytes } from "node:crypto"
-import { hostname } from "node:os"
-import { join } from "node:path"
 import { createServer as createHttpServer } from "node:http"
 import { createServer as createHttpsServer } from "node:https"
+import { hostname } from "node:os"
+import { join } from "node:path"
 // By its own path: the package index loads its Redis client too (about 700 modules; cli/main.ts says so too).
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { type Duration, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
-import { ChangeFeed, defaultFeedOptions, type FeedOptions } from "../store/ChangeFeed.ts"
-import * as SqlStore from "../store/SqlStore.ts"
-import type { BlobStore } from "../store/BlobStore.ts"
-import { Blobs } from "../apiserver/Blobs.ts"
-import { Store, StoreError } from "../store/Store.ts"
+import { ApiConfig } from "../apiserver/ApiConfig.ts"
 import { Auth } from "../apiserver/Auth.ts"
+import { Blobs } from "../apiserver/Blobs.ts"
+import * as Controllers from "../apiserver/Controllers.ts"
+import { Api, app } from "../apiserver/http/Api.ts"
+import { Idempotency } from "../apiserver/Idempotency.ts"
+import { Ids } from "../apiserver/Ids.ts"
+import * as Maintenance from "../apiserver/Maintenance.ts"
+import { NodeAgents } from "../apiserver/NodeAgents.ts"
+import { Resources } from "../apiserver/Resources.ts"
+import { SandboxBoxes } from "../apiserver/SandboxBoxes.ts"
+import { SimulationControl } from "../apiserver/SimulationControl.ts"
+import { Watches, type WatchLimits } from "../apiserver/Watch.ts"
+import { WorkloadFiles } from "../apiserver/WorkloadFiles.ts"
 import * as Admission from "../runtime/Admission.ts"
 import { BudgetService } from "../runtime/Budgets.ts"
 import * as BudgetStatus from "../runtime/BudgetStatus.ts"
-import { ensureAdminToken, ensureDataDir, ensureSecretKey, ensureTls, lockDataDir, pgliteDirectory, serverUrl, type TlsFiles } from "./Bootstrap.ts"
-import type { Role, ServerConfig } from "./Config.ts"
-import * as Controllers from "../apiserver/Controllers.ts"
 import * as Credits from "../runtime/Credits.ts"
-import * as Webhooks from "../runtime/Webhooks.ts"
-import { ApiConfig } from "../apiserver/ApiConfig.ts"
-import { Api, app } from "../apiserver/http/Api.ts"
 import { Estimates, type EstimatesReads } from "../runtime/Estimates.ts"
-import * as WorkerSampler from "../runtime/WorkerSampler.ts"
 import { EventOutbox } from "../runtime/EventOutbox.ts"
-import { Idempotency } from "../apiserver/Idempotency.ts"
 import { LedgerService, starterCreditsMicro } from "../runtime/LedgerService.ts"
 import { LiveMarket } from "../runtime/LiveMarket.ts"
-import { KindRegistry } from "../runtime/Registry.ts"
-import { Ids } from "../apiserver/Ids.ts"
-import * as Maintenance from "../apiserver/Maintenance.ts"
+import { layerStarting, Ownership } from "../runtime/Ownership.ts"
 import * as Payments from "../runtime/Payments.ts"
-import { Resources } from "../apiserver/Resources.ts"
+import { KindRegistry } from "../runtime/Registry.ts"
 import { SecretCipher, secretKeyBytes } from "../runtime/SecretCipher.ts"
 import { Secrets } from "../runtime/Secrets.ts"
+import * as Webhooks from "../runtime/Webhooks.ts"
+import * as WorkerSampler from "../runtime/WorkerSampler.ts"
+import type { BlobStore } from "../store/BlobStore.ts"
+import { ChangeFeed, defaultFeedOptions, type FeedOptions } from "../store/ChangeFeed.ts"
+import * as SqlStore from "../store/SqlStore.ts"
+import { Store, StoreError } from "../store/Store.ts"
+import {
+  ensureAdminToken,
+  ensureDataDir,
+  ensureSecretKey,
+  ensureTls,
+  lockDataDir,
+  pgliteDirectory,
+  serverUrl,
+  type TlsFiles
+} from "./Bootstrap.ts"
+import type { ClusterSettings } from "./Cluster.ts"
+import type { Role, ServerConfig } from "./Config.ts"
 import type { LocalSettings } from "./LiveBackend.ts"
 import { sharedLocalNode } from "./LocalNodeName.ts"
-import { SimulationControl } from "../apiserver/SimulationControl.ts"
-import { WorkloadFiles } from "../apiserver/WorkloadFiles.ts"
-import { SandboxBoxes } from "../apiserver/SandboxBoxes.ts"
 import * as SandboxBoxesOverPort from "./SandboxBoxes.ts"
-import { NodeAgents } from "../apiserver/NodeAgents.ts"
 import * as VirtualClock from "./VirtualClock.ts"
-import type { ClusterSettings } from "./Cluster.ts"
-import { layerStarting, Ownership } from "../runtime/Ownership.ts"
-import { Watches, type WatchLimits } from "../apiserver/Watch.ts"
 
 export interface ServerOptions {
   readonly host: string
@@ -99,23 +108,25 @@ export interface SimSettings {
 }
 
 /** Registers the admin key before the first request is served. */
-const bootstrapAdmin = (token: string) => Layer.effectDiscard(Effect.gen(function*() {
-  const auth = yield* Auth
-  const store = yield* Store
-  const ops = yield* auth.bootstrapOps(token)
-  yield* store.commit(ops).pipe(Effect.orDie)
-}))
+const bootstrapAdmin = (token: string) =>
+  Layer.effectDiscard(Effect.gen(function*() {
+    const auth = yield* Auth
+    const store = yield* Store
+    const ops = yield* auth.bootstrapOps(token)
+    yield* store.commit(ops).pipe(Effect.orDie)
+  }))
 
-const announce = (options: ServerOptions, listening: (url: string) => void) => Layer.effectDiscard(Effect.gen(function*() {
-  const server = yield* HttpServer.HttpServer
-  const address = server.address
-  const port = address._tag === "UnixPathAddress" ? options.port : address.port
-  const host = options.host === "0.0.0.0" ? "127.0.0.1" : options.host
-  const shown = host.includes(":") ? `[${host}]` : host
-  const url = `${options.tls === undefined ? "http" : "https"}://${shown}:${port}`
-  listening(url)
-  options.onListening(url)
-}))
+const announce = (options: ServerOptions, listening: (url: string) => void) =>
+  Layer.effectDiscard(Effect.gen(function*() {
+    const server = yield* HttpServer.HttpServer
+    const address = server.address
+    const port = address._tag === "UnixPathAddress" ? options.port : address.port
+    const host = options.host === "0.0.0.0" ? "127.0.0.1" : options.host
+    const shown = host.includes(":") ? `[${host}]` : host
+    const url = `${options.tls === undefined ? "http" : "https"}://${shown}:${port}`
+    listening(url)
+    options.onListening(url)
+  }))
 
 /**
  * Who owns which objects: Effect Cluster over the database when the server shares it (loaded only then, and in the
@@ -126,11 +137,16 @@ const ownershipOf = (cluster: ClusterSettings | undefined, role: Role) =>
     ? Ownership.layerWhole
     : role === "api"
     ? Ownership.layerNone
-    : layerStarting((changes) => Layer.unwrap(Effect.map(Effect.promise(() => import("./Cluster.ts")), (module) => module.layer(cluster, changes))))
+    : layerStarting((changes) =>
+      Layer.unwrap(Effect.map(Effect.promise(() => import("./Cluster.ts")), (module) => module.layer(cluster, changes)))
+    )
 
 /** A process-wide loop of the server run as a singleton: in one process of the store at a time (docs/scale-out.md). */
 const singleton = <E, R>(name: string, loop: Layer.Layer<never, E, R>) =>
-  Layer.effectDiscard(Effect.flatMap(Ownership, (ownership) => ownership.singleton(name, Effect.scoped(Effect.andThen(Layer.build(Layer.orDie(loop)), Effect.never)))))
+  Layer.effectDiscard(
+    Effect.flatMap(Ownership, (ownership) =>
+      ownership.singleton(name, Effect.scoped(Effect.andThen(Layer.build(Layer.orDie(loop)), Effect.never))))
+  )
 
 /** Services a test or the simulator may replace. */
 export interface Replaceable {
@@ -147,20 +163,50 @@ const loaded = <A, E, R>(load: () => Promise<Layer.Layer<A, E, R>>) => Layer.unw
  */
 const backendOf = (options: ServerOptions) => {
   const { sim, local } = options
-  if (local !== undefined) return { clock: Layer.empty, control: SandboxBoxesOverPort.layer.pipe(Layer.provideMerge(loaded(() => import("./LiveBackend.ts").then((live) => live.layer(local))))) }
-  if (sim === undefined) return { clock: Layer.empty, control: Layer.mergeAll(SimulationControl.layerNone, WorkloadFiles.layerNone, NodeAgents.layerNone, SandboxBoxes.layerNone) }
+  if (local !== undefined) {
+    return {
+      clock: Layer.empty,
+      control: SandboxBoxesOverPort.layer.pipe(
+        Layer.provideMerge(loaded(() => import("./LiveBackend.ts").then((live) => live.layer(local))))
+      )
+    }
+  }
+  if (sim === undefined) {
+    return {
+      clock: Layer.empty,
+      control: Layer.mergeAll(
+        SimulationControl.layerNone,
+        WorkloadFiles.layerNone,
+        NodeAgents.layerNone,
+        SandboxBoxes.layerNone
+      )
+    }
+  }
   const clock = new VirtualClock.VirtualClock(sim.speed, Date.now())
-  const simBackend = loaded(() => import("./SimBackend.ts").then((simulated) => simulated.layer({ clock, ...(sim.hostsPerVariant === undefined ? {} : { hostsPerVariant: sim.hostsPerVariant }) })))
+  const simBackend = loaded(() =>
+    import("./SimBackend.ts").then((simulated) =>
+      simulated.layer({ clock, ...(sim.hostsPerVariant === undefined ? {} : { hostsPerVariant: sim.hostsPerVariant }) })
+    )
+  )
   return {
     clock: VirtualClock.layer(clock),
-    control: Layer.mergeAll(SandboxBoxesOverPort.layer.pipe(Layer.provideMerge(simBackend)), WorkloadFiles.layerNone, NodeAgents.layerNone)
+    control: Layer.mergeAll(
+      SandboxBoxesOverPort.layer.pipe(Layer.provideMerge(simBackend)),
+      WorkloadFiles.layerNone,
+      NodeAgents.layerNone
+    )
   }
 }
 
 /** The whole server over a given store layer. */
-export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Store | BlobStore, E>, replaced: Replaceable = {}) => {
+export const layerWith = <E>(
+  options: ServerOptions,
+  storeLayer: Layer.Layer<Store | BlobStore, E>,
+  replaced: Replaceable = {}
+) => {
   // The address is known once the listener is bound (port 0 picks one); until then, the configured one.
-  let publicUrl = options.publicUrl ?? `${options.tls === undefined ? "http" : "https"}://${options.host}:${options.port}`
+  let publicUrl = options.publicUrl ??
+    `${options.tls === undefined ? "http" : "https"}://${options.host}:${options.port}`
   const settings = Layer.succeed(ApiConfig, {
     group: options.apiGroup,
     publicUrl: () => publicUrl,
@@ -176,7 +222,11 @@ export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Sto
   // Events of the spec's types are recorded in the outbox in the commits of the changes that cause them.
   const ids = replaced.ids ?? Ids.layer
   const outbox = EventOutbox.layer.pipe(Layer.provideMerge(ids))
-  const ledger = LedgerService.layer({ starterMicro: options.starterCreditsMicro ?? starterCreditsMicro, apiGroup: options.apiGroup, shared: options.cluster !== undefined }).pipe(Layer.provideMerge(outbox))
+  const ledger = LedgerService.layer({
+    starterMicro: options.starterCreditsMicro ?? starterCreditsMicro,
+    apiGroup: options.apiGroup,
+    shared: options.cluster !== undefined
+  }).pipe(Layer.provideMerge(outbox))
   // The sim backend provides its live market to the estimates' placement preview through LiveMarket.
   // Budgets (docs/billing.md, "Budgets") follow the store's change feed, the one feed the machinery below serves too.
   const feed = ChangeFeed.layerWith(options.feed)
@@ -185,8 +235,18 @@ export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Sto
   const estimateSampler = WorkerSampler.layer(new URL("../backends/sim/EstimateWorker.ts", import.meta.url))
   // The kinds the runtime runs, with their machines and estimators (src/runtime/Registry.ts).
   const registry = KindRegistry.layer()
-  const estimates = (replaced.estimates ?? Estimates.layer().pipe(Layer.provide(estimateSampler))).pipe(Layer.provideMerge(budgets), Layer.provideMerge(ledger), Layer.provideMerge(LiveMarket.layer), Layer.provideMerge(registry))
-  const foundation = Layer.mergeAll(settings, estimates, Blobs.layer, ownershipOf(options.cluster, options.role ?? "all")).pipe(
+  const estimates = (replaced.estimates ?? Estimates.layer().pipe(Layer.provide(estimateSampler))).pipe(
+    Layer.provideMerge(budgets),
+    Layer.provideMerge(ledger),
+    Layer.provideMerge(LiveMarket.layer),
+    Layer.provideMerge(registry)
+  )
+  const foundation = Layer.mergeAll(
+    settings,
+    estimates,
+    Blobs.layer,
+    ownershipOf(options.cluster, options.role ?? "all")
+  ).pipe(
     Layer.provideMerge(storeLayer),
     Layer.provideMerge(backend.clock)
   )
@@ -196,7 +256,11 @@ export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Sto
     Layer.provideMerge(SecretCipher.layer(options.secretKey ?? randomBytes(secretKeyBytes))),
     Layer.provideMerge(foundation)
   )
-  const controllers = Layer.mergeAll(singleton("nodus/controllers", Controllers.layer), singleton("nodus/maintenance", Maintenance.layer), singleton("nodus/budget-status", BudgetStatus.layer()))
+  const controllers = Layer.mergeAll(
+    singleton("nodus/controllers", Controllers.layer),
+    singleton("nodus/maintenance", Maintenance.layer),
+    singleton("nodus/budget-status", BudgetStatus.layer())
+  )
   const api = Layer.mergeAll(Api.layer, controllers, bootstrapAdmin(options.adminToken)).pipe(
     Layer.provideMerge(backend.control),
     Layer.provideMerge(Watches.layer),
@@ -205,7 +269,10 @@ export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Sto
     Layer.provideMerge(machinery)
   )
   const listener = NodeHttpServer.layer(
-    () => options.tls === undefined ? createHttpServer() : createHttpsServer({ cert: options.tls.cert, key: options.tls.key }),
+    () =>
+      options.tls === undefined
+        ? createHttpServer()
+        : createHttpsServer({ cert: options.tls.cert, key: options.tls.key }),
     { host: options.host, port: options.port }
   )
   // Every service stays visible to the caller (tests read the store and the outbox through the same build).
@@ -217,55 +284,78 @@ export const layerWith = <E>(options: ServerOptions, storeLayer: Layer.Layer<Sto
 }
 
 /** Embedded PGlite in the data directory, held by this process alone for the layer's lifetime. */
-const pgliteStore = (dataDir: string) => Layer.unwrap(Effect.map(
-  Effect.acquireRelease(
-    Effect.suspend(() => {
-      const lock = lockDataDir(dataDir)
-      return lock._tag === "Locked"
-        ? Effect.succeed(lock)
-        : Effect.fail(new StoreError({ message: `another nodus server (pid ${lock.pid}) uses ${dataDir}; stop it or choose another --data-dir` }))
-    }),
-    (lock) => Effect.sync(lock.release)
-  ),
-  () => SqlStore.layerPglite(pgliteDirectory(dataDir), join(dataDir, "blobs"))
-))
+const pgliteStore = (dataDir: string) =>
+  Layer.unwrap(Effect.map(
+    Effect.acquireRelease(
+      Effect.suspend(() => {
+        const lock = lockDataDir(dataDir)
+        return lock._tag === "Locked"
+          ? Effect.succeed(lock)
+          : Effect.fail(
+            new StoreError({
+              message: `another nodus server (pid ${lock.pid}) uses ${dataDir}; stop it or choose another --data-dir`
+            })
+          )
+      }),
+      (lock) => Effect.sync(lock.release)
+    ),
+    () => SqlStore.layerPglite(pgliteDirectory(dataDir), join(dataDir, "blobs"))
+  ))
 
 /** The server `nodus serve` runs: files in the data directory, PostgreSQL or embedded PGlite. */
-export const layer = (config: ServerConfig) => Layer.unwrap(Effect.sync(() => {
-  ensureDataDir(config.dataDir)
-  const tls = config.tls ? ensureTls(config, new Date()) : undefined
-  const adminToken = ensureAdminToken(config)
-  const secretKey = ensureSecretKey(config)
-  const storeLayer = config.databaseUrl === undefined ? pgliteStore(config.dataDir) : SqlStore.layerPostgres(config.databaseUrl)
-  return layerWith({
-    host: config.host,
-    port: config.port,
-    apiGroup: config.apiGroup,
-    tls,
-    adminToken,
-    secretKey,
-    bookmarkInterval: "30 seconds",
-    feed: defaultFeedOptions,
-    sim: config.backend === "sim" ? { speed: config.simSpeed } : undefined,
-    // Servers sharing a database each run their own host: distinct Nodes (docs/scale-out.md, "Local hosts").
-    local: config.backend === "local"
-      ? {
-        dataDir: config.dataDir,
-        warmBoxes: config.warmBoxes,
-        egressAllow: config.egressAllow,
-        ...(config.databaseUrl === undefined ? {} : { node: sharedLocalNode(hostname(), config.dataDir), peers: { ca: tls?.ca } })
-      }
-      : undefined,
-    // docs/billing.md: the embedded default and sim mode start with starter credits, a production database at zero.
-    starterCreditsMicro: config.databaseUrl === undefined || config.backend === "sim" ? starterCreditsMicro : 0n,
-    publicUrl: config.publicUrl,
-    // docs/billing.md, "Credits": the embedded processor where the starter credits are; none on a production database.
-    payments: config.databaseUrl === undefined || config.backend === "sim" ? "embedded" : "none",
-    webhooks: { allowLoopback: config.webhookAllowLoopback },
-    cluster: config.databaseUrl === undefined ? undefined : { databaseUrl: config.databaseUrl },
-    role: config.role,
-    onListening: (url) => console.log(`nodus serving ${url} (store: ${config.databaseUrl === undefined ? `PGlite in ${pgliteDirectory(config.dataDir)}` : "PostgreSQL"}; backend: ${config.backend === "sim" ? `sim at speed ${config.simSpeed}` : config.backend};${config.role === "all" ? "" : ` role: ${config.role};`} admin token in ${config.bootstrapToken === undefined ? `${config.dataDir}/admin.token` : "NODUS_BOOTSTRAP_TOKEN"})${config.webhookAllowLoopback ? "\nnodus: webhook deliveries may go to loopback receivers (--webhook-allow-loopback: development only)" : ""}`)
-  }, storeLayer)
-}))
+export const layer = (config: ServerConfig) =>
+  Layer.unwrap(Effect.sync(() => {
+    ensureDataDir(config.dataDir)
+    const tls = config.tls ? ensureTls(config, new Date()) : undefined
+    const adminToken = ensureAdminToken(config)
+    const secretKey = ensureSecretKey(config)
+    const storeLayer = config.databaseUrl === undefined
+      ? pgliteStore(config.dataDir)
+      : SqlStore.layerPostgres(config.databaseUrl)
+    return layerWith({
+      host: config.host,
+      port: config.port,
+      apiGroup: config.apiGroup,
+      tls,
+      adminToken,
+      secretKey,
+      bookmarkInterval: "30 seconds",
+      feed: defaultFeedOptions,
+      sim: config.backend === "sim" ? { speed: config.simSpeed } : undefined,
+      // Servers sharing a database each run their own host: distinct Nodes (docs/scale-out.md, "Local hosts").
+      local: config.backend === "local"
+        ? {
+          dataDir: config.dataDir,
+          warmBoxes: config.warmBoxes,
+          egressAllow: config.egressAllow,
+          ...(config.databaseUrl === undefined
+            ? {}
+            : { node: sharedLocalNode(hostname(), config.dataDir), peers: { ca: tls?.ca } })
+        }
+        : undefined,
+      // docs/billing.md: the embedded default and sim mode start with starter credits, a production database at zero.
+      starterCreditsMicro: config.databaseUrl === undefined || config.backend === "sim" ? starterCreditsMicro : 0n,
+      publicUrl: config.publicUrl,
+      // docs/billing.md, "Credits": the embedded processor where the starter credits are; none on a production database.
+      payments: config.databaseUrl === undefined || config.backend === "sim" ? "embedded" : "none",
+      webhooks: { allowLoopback: config.webhookAllowLoopback },
+      cluster: config.databaseUrl === undefined ? undefined : { databaseUrl: config.databaseUrl },
+      role: config.role,
+      onListening: (url) =>
+        console.log(
+          `nodus serving ${url} (store: ${
+            config.databaseUrl === undefined ? `PGlite in ${pgliteDirectory(config.dataDir)}` : "PostgreSQL"
+          }; backend: ${config.backend === "sim" ? `sim at speed ${config.simSpeed}` : config.backend};${
+            config.role === "all" ? "" : ` role: ${config.role};`
+          } admin token in ${
+            config.bootstrapToken === undefined ? `${config.dataDir}/admin.token` : "NODUS_BOOTSTRAP_TOKEN"
+          })${
+            config.webhookAllowLoopback
+              ? "\nnodus: webhook deliveries may go to loopback receivers (--webhook-allow-loopback: development only)"
+              : ""
+          }`
+        )
+    }, storeLayer)
+  }))
 
 export { serverUrl }

@@ -24,30 +24,30 @@
  * every process stopped resumes where simulated time stopped.
  */
 import { Effect, Layer, Option, Semaphore } from "effect"
-import { CapacityPort } from "../core/capacity/Capacity.ts"
-import type { Offering } from "../core/capacity/Offering.ts"
-import { defaultHostsPerVariant } from "../core/capacity/ProviderModels.ts"
-import { currentPricebook } from "../core/billing/Pricebook.ts"
-import { isObject, type Json } from "../core/Json.ts"
-import { iso } from "../core/StatusText.ts"
+import { ApiConfig } from "../apiserver/ApiConfig.ts"
+import { Resources } from "../apiserver/Resources.ts"
+import { type ClockReading, type ClockTarget, SimulationControl, targetTime } from "../apiserver/SimulationControl.ts"
 import { Engine } from "../backends/sim/Engine.ts"
 import { Prng } from "../backends/sim/Prng.ts"
 import { defaultFleet, providerModelsOf } from "../backends/sim/Run.ts"
 import { SimCapacity } from "../backends/sim/SimCapacity.ts"
 import * as SimPort from "../backends/sim/SimPort.ts"
+import { currentPricebook } from "../core/billing/Pricebook.ts"
+import { CapacityPort } from "../core/capacity/Capacity.ts"
+import type { Offering } from "../core/capacity/Offering.ts"
+import { defaultHostsPerVariant } from "../core/capacity/ProviderModels.ts"
+import { isObject, type Json } from "../core/Json.ts"
+import { iso } from "../core/StatusText.ts"
 import { loadCatalog } from "../data/CatalogData.ts"
-import { ApiConfig } from "../apiserver/ApiConfig.ts"
-import { Resources } from "../apiserver/Resources.ts"
-import { type ClockReading, type ClockTarget, SimulationControl, targetTime } from "../apiserver/SimulationControl.ts"
-import { Store } from "../store/Store.ts"
 import { surviving } from "../runtime/Following.ts"
-import { currentOwnership, type OwnershipShape } from "../runtime/Ownership.ts"
+import * as FunctionDispatch from "../runtime/FunctionDispatch.ts"
 import { LedgerService } from "../runtime/LedgerService.ts"
 import { LiveMarket } from "../runtime/LiveMarket.ts"
 import { makeOfferings } from "../runtime/Offerings.ts"
-import * as FunctionDispatch from "../runtime/FunctionDispatch.ts"
+import { currentOwnership, type OwnershipShape } from "../runtime/Ownership.ts"
 import { Reconciler } from "../runtime/Reconciler.ts"
 import { runUntil, type SteppedCapacity } from "../runtime/VirtualTime.ts"
+import { Store } from "../store/Store.ts"
 import type { VirtualClock } from "./VirtualClock.ts"
 
 export interface SimBackendOptions {
@@ -83,27 +83,32 @@ const clockId = "clock"
  * Needs the store, Resources, the runtime's services (LedgerService, BudgetService, EventOutbox, KindRegistry,
  * LiveMarket), the change feed and the ApiConfig.
  */
-export const layer = (options: SimBackendOptions) => Layer.unwrap(Effect.gen(function*() {
-  const store = yield* Store
-  const ledgers = yield* LedgerService
-  const ownership = yield* currentOwnership
-  const clock = options.clock
-  const catalog = options.catalog ?? loadCatalog()
-  const lastSimulated = yield* restoreClock(store, clock, ownership.whole ? undefined : Date.now())
-  const engine = new Engine(clock.now())
-  const models = providerModelsOf(defaultFleet(options.hostsPerVariant ?? defaultHostsPerVariant))
-  const capacity = new SimCapacity(engine, new Prng(options.seed ?? defaultSimSeed).derive("capacity"), models)
-  const counted = yield* SimPort.makeCounted(capacity)
-  // Runs live when the previous process stopped were lost with it, at the last instant it is known to have simulated
-  // (its saved clock, or a later posting: the clock is saved every 5 s): nothing was simulated while no server ran,
-  // so none of that time is charged, and no posting is older than the end it gives the run (docs/billing.md).
-  const lastPosted = yield* ledgers.read((ledger) => ledger.postings.at(-1)?.at)
-  const lastKnown = Math.max(lastSimulated ?? -Infinity, lastPosted ?? -Infinity)
-  const lostAt = Number.isFinite(lastKnown) ? Math.min(lastKnown, engine.now) : engine.now
-  const port = Layer.succeed(CapacityPort, counted.port)
-  const reconciler = Reconciler.layer({ catalog: () => catalog, pricebook: currentPricebook, lostAt }).pipe(Layer.provide(FunctionDispatch.layer()), Layer.provideMerge(port))
-  return Layer.effect(SimulationControl, make({ clock, engine, catalog, published: counted.published, ownership })).pipe(Layer.provideMerge(reconciler))
-}))
+export const layer = (options: SimBackendOptions) =>
+  Layer.unwrap(Effect.gen(function*() {
+    const store = yield* Store
+    const ledgers = yield* LedgerService
+    const ownership = yield* currentOwnership
+    const clock = options.clock
+    const catalog = options.catalog ?? loadCatalog()
+    const lastSimulated = yield* restoreClock(store, clock, ownership.whole ? undefined : Date.now())
+    const engine = new Engine(clock.now())
+    const models = providerModelsOf(defaultFleet(options.hostsPerVariant ?? defaultHostsPerVariant))
+    const capacity = new SimCapacity(engine, new Prng(options.seed ?? defaultSimSeed).derive("capacity"), models)
+    const counted = yield* SimPort.makeCounted(capacity)
+    // Runs live when the previous process stopped were lost with it, at the last instant it is known to have simulated
+    // (its saved clock, or a later posting: the clock is saved every 5 s): nothing was simulated while no server ran,
+    // so none of that time is charged, and no posting is older than the end it gives the run (docs/billing.md).
+    const lastPosted = yield* ledgers.read((ledger) => ledger.postings.at(-1)?.at)
+    const lastKnown = Math.max(lastSimulated ?? -Infinity, lastPosted ?? -Infinity)
+    const lostAt = Number.isFinite(lastKnown) ? Math.min(lastKnown, engine.now) : engine.now
+    const port = Layer.succeed(CapacityPort, counted.port)
+    const reconciler = Reconciler.layer({ catalog: () => catalog, pricebook: currentPricebook, lostAt }).pipe(
+      Layer.provide(FunctionDispatch.layer()),
+      Layer.provideMerge(port)
+    )
+    return Layer.effect(SimulationControl, make({ clock, engine, catalog, published: counted.published, ownership }))
+      .pipe(Layer.provideMerge(reconciler))
+  }))
 
 interface Parts {
   readonly clock: VirtualClock
@@ -132,12 +137,19 @@ function make(parts: Parts) {
     // One at a time: the engine and the reconciles of one instant are never interleaved.
     const lock = Semaphore.makeUnsafe(1)
 
-    const stepped: SteppedCapacity = { now: () => engine.now, nextAt: () => engine.peekTime(), runTo: (at) => engine.run(at), published: parts.published }
+    const stepped: SteppedCapacity = {
+      now: () => engine.now,
+      nextAt: () => engine.peekTime(),
+      runTo: (at) => engine.run(at),
+      published: parts.published
+    }
     /** A hold whose run is never settled again (its object vanished in a way nothing saw) ends Expired at each instant. */
     const expireHolds = (at: number) =>
       !ownership.owns(clockSingleton)
         ? Effect.void
-        : ledgers.update((ledger) => ledger.expire(at), ownership.fence(clockSingleton)).pipe(Effect.catch((error) => Effect.logWarning(`sim backend: expiring holds at ${iso(at)}: ${error.message}`)))
+        : ledgers.update((ledger) => ledger.expire(at), ownership.fence(clockSingleton)).pipe(
+          Effect.catch((error) => Effect.logWarning(`sim backend: expiring holds at ${iso(at)}: ${error.message}`))
+        )
 
     /**
      * Runs every engine event and due key up to `target`, in time order (runtime/VirtualTime.ts); `moveClock` takes the
@@ -145,7 +157,10 @@ function make(parts: Parts) {
      * service rebuilt its ledger from the store, and the next settle posts again what is missing.
      */
     const runTo = (target: number, moveClock: boolean) =>
-      runUntil(reconciler, stepped, target, { ...(moveClock ? { before: (at: number) => clock.advanceTo(at) } : {}), after: expireHolds })
+      runUntil(reconciler, stepped, target, {
+        ...(moveClock ? { before: (at: number) => clock.advanceTo(at) } : {}),
+        after: expireHolds
+      })
 
     /** Runs up to the clock as it reads when this runs. */
     const catchUp = Effect.suspend(() => runTo(clock.now(), false))
@@ -159,28 +174,35 @@ function make(parts: Parts) {
       }
     }))
 
-    const advance = (target: ClockTarget) => lock.withPermit(Effect.gen(function*() {
-      // An object created just before the request may not have come through the change feed yet: read the store.
-      yield* reconciler.resync
-      yield* catchUp
-      const at = yield* Effect.fromResult(targetTime(target, clock.now()))
-      yield* runTo(at, true)
-      yield* offerings.refresh
-      // Saved here whoever holds the clock: the other processes of the store follow it within a second.
-      yield* saveClockOf(store, clock)
-      lastSave = Date.now()
-      return { now: clock.now(), speed: clock.speed } satisfies ClockReading
-    }))
+    const advance = (target: ClockTarget) =>
+      lock.withPermit(Effect.gen(function*() {
+        // An object created just before the request may not have come through the change feed yet: read the store.
+        yield* reconciler.resync
+        yield* catchUp
+        const at = yield* Effect.fromResult(targetTime(target, clock.now()))
+        yield* runTo(at, true)
+        yield* offerings.refresh
+        // Saved here whoever holds the clock: the other processes of the store follow it within a second.
+        yield* saveClockOf(store, clock)
+        lastSave = Date.now()
+        return { now: clock.now(), speed: clock.speed } satisfies ClockReading
+      }))
 
     yield* offerings.seed
     // The stored objects are stepped before anything else runs: a hold of a run the previous process left live is
     // captured and closed before an expiry pass could let it lapse uncharged.
     yield* lock.withPermit(Effect.andThen(reconciler.resync, catchUp))
-    yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(tickInterval), surviving("sim backend", "running the simulation")(tick))))
+    yield* Effect.forkScoped(
+      Effect.forever(
+        Effect.andThen(Effect.sleep(tickInterval), surviving("sim backend", "running the simulation")(tick))
+      )
+    )
     yield* Effect.addFinalizer(() => saveClock)
     if (!ownership.whole) {
       yield* followClock(store, clock)
-      yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(clockFollowIntervalMs), followClock(store, clock))))
+      yield* Effect.forkScoped(
+        Effect.forever(Effect.andThen(Effect.sleep(clockFollowIntervalMs), followClock(store, clock)))
+      )
     }
 
     return SimulationControl.of({
@@ -192,10 +214,23 @@ function make(parts: Parts) {
 
 /** The clock as saved: the simulated time, and the wall-clock time it was read at (absent in older saves). */
 const savedClock = (store: Store["Service"]) =>
-  Effect.map(store.getRecord(clockTable, clockId, 0).pipe(Effect.catch((error) => Effect.as(Effect.logWarning(`sim backend: the saved clock could not be read: ${error.message}`), Option.none<Json>()))), (saved) => {
-    if (!(Option.isSome(saved) && isObject(saved.value) && typeof saved.value["now"] === "number")) return undefined
-    return { now: saved.value["now"], wall: typeof saved.value["wall"] === "number" ? saved.value["wall"] : undefined }
-  })
+  Effect.map(
+    store.getRecord(clockTable, clockId, 0).pipe(Effect.catch((error) =>
+      Effect.as(
+        Effect.logWarning(`sim backend: the saved clock could not be read: ${error.message}`),
+        Option.none<Json>()
+      )
+    )),
+    (saved) => {
+      if (!(Option.isSome(saved) && isObject(saved.value) && typeof saved.value["now"] === "number")) {
+        return undefined
+      }
+      return {
+        now: saved.value["now"],
+        wall: typeof saved.value["wall"] === "number" ? saved.value["wall"] : undefined
+      }
+    }
+  )
 
 /**
  * Simulated time never goes back, across restarts too: the clock resumes at the time saved last. Answers that time (the
@@ -205,9 +240,14 @@ const savedClock = (store: Store["Service"]) =>
  */
 const restoreClock = (store: Store["Service"], clock: VirtualClock, sharedAt: number | undefined) =>
   Effect.flatMap(savedClock(store), (saved) => {
-    const running = saved !== undefined && sharedAt !== undefined && saved.wall !== undefined && sharedAt - saved.wall < clockLiveMs
+    const running = saved !== undefined && sharedAt !== undefined && saved.wall !== undefined &&
+      sharedAt - saved.wall < clockLiveMs
     if (saved !== undefined) clock.advanceTo(running ? runningNow(saved, clock) : saved.now)
-    const how = saved === undefined ? "no clock saved: it starts now" : running ? "joined the store's running clock" : "resumed where it stopped"
+    const how = saved === undefined
+      ? "no clock saved: it starts now"
+      : running
+      ? "joined the store's running clock"
+      : "resumed where it stopped"
     return Effect.as(Effect.logInfo(`sim backend: simulated time ${iso(clock.now())} (${how})`), saved?.now)
   })
 
@@ -228,9 +268,20 @@ const followClock = (store: Store["Service"], clock: VirtualClock) =>
     const running = saved === undefined ? undefined : Math.floor(runningNow(saved, clock))
     if (running !== undefined && running >= clock.now() - clockAheadMs * clock.speed) clock.advanceTo(running)
     const recent = saved?.wall !== undefined && Date.now() - saved.wall < clockSaveIntervalMs
-    return running !== undefined && running >= clock.now() - clockAheadMs * clock.speed && recent ? Effect.void : saveClockOf(store, clock)
+    return running !== undefined && running >= clock.now() - clockAheadMs * clock.speed && recent
+      ? Effect.void
+      : saveClockOf(store, clock)
   })
 
 /** Saves the clock, with the wall-clock time it was read at. */
 const saveClockOf = (store: Store["Service"], clock: VirtualClock) =>
-  Effect.ignore(Effect.suspend(() => store.commit([{ _tag: "PutRecord", table: clockTable, id: clockId, value: { now: clock.now(), wall: Date.now() } }])))
+  Effect.ignore(
+    Effect.suspend(() =>
+      store.commit([{
+        _tag: "PutRecord",
+        table: clockTable,
+        id: clockId,
+        value: { now: clock.now(), wall: Date.now() }
+      }])
+    )
+  )

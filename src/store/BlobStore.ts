@@ -9,12 +9,12 @@
  * reference keeps. Publishing and releasing a digest hold its advisory lock, so a blob cannot be collected between a
  * publish's check that it exists and its new reference.
  */
+import { Context, Effect, Exit, Fiber, Layer } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
 import { once } from "node:events"
 import { createWriteStream, type WriteStream } from "node:fs"
 import { mkdir, open, rm } from "node:fs/promises"
 import { join } from "node:path"
-import { Context, Effect, Exit, Fiber, Layer } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
 import { blobChunkBytes } from "../core/Limits.ts"
 import { StoreError } from "./Store.ts"
 
@@ -46,7 +46,11 @@ export interface BlobStoreShape {
    * when the blob is not stored and the upload's bytes are not there: it was swept meanwhile, or nothing was staged
    * because the blob was stored when the upload began and has been collected since (the caller uploads again).
    */
-  readonly publish: (upload: string, blob: { readonly digest: string; readonly sizeBytes: number; readonly chunks: number }, ref: BlobRef) => Effect.Effect<boolean, StoreError>
+  readonly publish: (
+    upload: string,
+    blob: { readonly digest: string; readonly sizeBytes: number; readonly chunks: number },
+    ref: BlobRef
+  ) => Effect.Effect<boolean, StoreError>
   /** Drops a staged upload. */
   readonly discard: (upload: string) => Effect.Effect<void, StoreError>
   /** The stored blob, if any. */
@@ -102,7 +106,9 @@ export const makeMemory = (): BlobStoreShape => {
     discard: (upload) => Effect.sync(() => void staged.delete(upload)),
     stat: (digest) => Effect.sync(() => blobs.get(digest)?.blob),
     readable: (digest, projects) =>
-      Effect.sync(() => [...refs.get(digest) ?? []].some((key) => projects.includes(key.slice(0, key.indexOf("\u0000"))))),
+      Effect.sync(() =>
+        [...refs.get(digest) ?? []].some((key) => projects.includes(key.slice(0, key.indexOf("\u0000"))))
+      ),
     chunk: (blob, seq) => Effect.sync(() => blobs.get(blob.digest)?.chunks.get(seq)),
     release: (holder, only) =>
       Effect.sync(() => {
@@ -124,8 +130,10 @@ export const makeMemory = (): BlobStoreShape => {
         return dropped
       }),
     holders: (after, limit) =>
-      Effect.sync(() => [...new Set([...refs.values()].flatMap((keys) => [...keys].map((key) => key.slice(key.indexOf("\u0000") + 1))))]
-        .filter((holder) => holder > after && holder !== "upload").sort().slice(0, limit))
+      Effect.sync(() =>
+        [...new Set([...refs.values()].flatMap((keys) => [...keys].map((key) => key.slice(key.indexOf("\u0000") + 1))))]
+          .filter((holder) => holder > after && holder !== "upload").sort().slice(0, limit)
+      )
   }
 }
 
@@ -157,8 +165,13 @@ export const blobSchema = [
 ]
 
 /** A blob to publish whose bytes are not there (see `publish`): its uploader uploads it again. */
-const missingBytes = (upload: string) => new StoreError({ message: `the bytes of upload ${upload} are gone (swept, or the blob was collected while it was uploaded); upload it again` })
-const failure = (message: string) => (cause: SqlError.SqlError) => new StoreError({ message: `${message}: ${cause.message}`, cause })
+const missingBytes = (upload: string) =>
+  new StoreError({
+    message:
+      `the bytes of upload ${upload} are gone (swept, or the blob was collected while it was uploaded); upload it again`
+  })
+const failure = (message: string) => (cause: SqlError.SqlError) =>
+  new StoreError({ message: `${message}: ${cause.message}`, cause })
 
 /**
  * Where the bytes of staged and published uploads are: rows of `nodus_blob_chunks` (PostgreSQL), or one file per upload
@@ -183,7 +196,9 @@ const drained = async (stream: WriteStream, upload: string) => {
   try {
     await Promise.race([
       once(stream, "drain", { signal: stop.signal }),
-      once(stream, "close", { signal: stop.signal }).then(() => Promise.reject(new Error(`upload ${upload} was dropped`)))
+      once(stream, "close", { signal: stop.signal }).then(() =>
+        Promise.reject(new Error(`upload ${upload} was dropped`))
+      )
     ])
   } finally {
     stop.abort()
@@ -193,13 +208,18 @@ const drained = async (stream: WriteStream, upload: string) => {
 const fileChunks = (dir: string): Chunks => {
   const fileOf = (upload: string) => join(dir, upload)
   const attempt = <A>(what: string, run: () => Promise<A>) =>
-    Effect.tryPromise({ try: run, catch: (cause) => new StoreError({ message: `${what}: ${cause instanceof Error ? cause.message : String(cause)}`, cause }) })
+    Effect.tryPromise({
+      try: run,
+      catch: (cause) =>
+        new StoreError({ message: `${what}: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
+    })
   // One open stream per upload being written: the disk writes while the next chunk is read and hashed.
   const writing = new Map<string, WriteStream>()
-  const closed = (stream: WriteStream) => new Promise<void>((resolve, reject) => {
-    stream.once("error", reject)
-    stream.end(() => resolve())
-  })
+  const closed = (stream: WriteStream) =>
+    new Promise<void>((resolve, reject) => {
+      stream.once("error", reject)
+      stream.end(() => resolve())
+    })
   // Destroys an upload's stream and waits for it to close: a stream still opening its file creates the file when the
   // open completes, so removing the file before then would leave one behind (the sweep of a one-chunk upload did).
   const stop = (upload: string) => {
@@ -212,41 +232,46 @@ const fileChunks = (dir: string): Chunks => {
   }
   return {
     // Chunks come in order, each but the last blobChunkBytes long: appending puts chunk n at n × blobChunkBytes.
-    write: (upload, _seq, bytes) => attempt("writing a blob chunk failed", async () => {
-      let stream = writing.get(upload)
-      if (stream === undefined) {
-        await mkdir(dir, { recursive: true })
-        stream = createWriteStream(fileOf(upload), { flags: "a", mode: 0o600 })
-        stream.on("error", () => undefined) // answered by the write or the seal that meets it
-        writing.set(upload, stream)
-      }
-      if (stream.errored !== null) throw stream.errored
-      if (stream.destroyed) throw new Error(`upload ${upload} was dropped`)
-      // A stream dropped while this write waits (a sweep, a discard) closes without draining: the write fails then.
-      if (!stream.write(bytes)) await drained(stream, upload)
-    }),
-    read: (upload, seq) => attempt("reading a blob chunk failed", async () => {
-      const file = await open(fileOf(upload), "r").catch(() => undefined)
-      if (file === undefined) return undefined
-      try {
-        const buffer = Buffer.allocUnsafe(blobChunkBytes)
-        const { bytesRead } = await file.read(buffer, 0, blobChunkBytes, seq * blobChunkBytes)
-        return buffer.subarray(0, bytesRead)
-      } finally {
-        await file.close()
-      }
-    }),
+    write: (upload, _seq, bytes) =>
+      attempt("writing a blob chunk failed", async () => {
+        let stream = writing.get(upload)
+        if (stream === undefined) {
+          await mkdir(dir, { recursive: true })
+          stream = createWriteStream(fileOf(upload), { flags: "a", mode: 0o600 })
+          stream.on("error", () => undefined) // answered by the write or the seal that meets it
+          writing.set(upload, stream)
+        }
+        if (stream.errored !== null) throw stream.errored
+        if (stream.destroyed) throw new Error(`upload ${upload} was dropped`)
+        // A stream dropped while this write waits (a sweep, a discard) closes without draining: the write fails then.
+        if (!stream.write(bytes)) await drained(stream, upload)
+      }),
+    read: (upload, seq) =>
+      attempt("reading a blob chunk failed", async () => {
+        const file = await open(fileOf(upload), "r").catch(() => undefined)
+        if (file === undefined) return undefined
+        try {
+          const buffer = Buffer.allocUnsafe(blobChunkBytes)
+          const { bytesRead } = await file.read(buffer, 0, blobChunkBytes, seq * blobChunkBytes)
+          return buffer.subarray(0, bytesRead)
+        } finally {
+          await file.close()
+        }
+      }),
     // Written out (no fsync: the embedded database these files go with runs with fsync off, PGlite's default). Whatever
     // a power loss leaves, only a row says a blob exists, and a row is written after its file.
-    seal: (upload) => attempt("writing a blob failed", async () => {
-      const stream = writing.get(upload)
-      if (stream === undefined) return
-      writing.delete(upload)
-      await closed(stream)
-    }),
+    seal: (upload) =>
+      attempt("writing a blob failed", async () => {
+        const stream = writing.get(upload)
+        if (stream === undefined) return
+        writing.delete(upload)
+        await closed(stream)
+      }),
     settle: (upload) => Effect.promise(() => stop(upload)),
     drop: (uploads) =>
-      Effect.promise(() => Promise.all(uploads.map((upload) => stop(upload).then(() => rm(fileOf(upload), { force: true }))))).pipe(Effect.asVoid)
+      Effect.promise(() =>
+        Promise.all(uploads.map((upload) => stop(upload).then(() => rm(fileOf(upload), { force: true }))))
+      ).pipe(Effect.asVoid)
   }
 }
 
@@ -259,33 +284,42 @@ export const chunkWritesInFlight = 4
 const rowChunks = (sql: SqlClient.SqlClient): Chunks => {
   const inFlight = new Map<string, Array<Fiber.Fiber<void, StoreError>>>()
   const insert = (upload: string, seq: number, bytes: Uint8Array) =>
-    sql.unsafe(`INSERT INTO nodus_blob_chunks (upload, seq, bytes) VALUES ($1, $2, $3)`, [upload, seq, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length)]).pipe(
+    sql.unsafe(`INSERT INTO nodus_blob_chunks (upload, seq, bytes) VALUES ($1, $2, $3)`, [
+      upload,
+      seq,
+      Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length)
+    ]).pipe(
       Effect.asVoid,
       Effect.mapError(failure("staging a blob chunk failed"))
     )
   /** Waits for every insert of the upload to land or fail; then fails with the first failure, if any. */
-  const settle = (upload: string) => Effect.suspend(() => {
-    const fibers = inFlight.get(upload) ?? []
-    inFlight.delete(upload)
-    return Effect.flatMap(Effect.forEach(fibers, (fiber) => Fiber.await(fiber)), (exits) => {
-      const failed = exits.find(Exit.isFailure)
-      return failed === undefined ? Effect.void : Effect.failCause(failed.cause)
+  const settle = (upload: string) =>
+    Effect.suspend(() => {
+      const fibers = inFlight.get(upload) ?? []
+      inFlight.delete(upload)
+      return Effect.flatMap(Effect.forEach(fibers, (fiber) => Fiber.await(fiber)), (exits) => {
+        const failed = exits.find(Exit.isFailure)
+        return failed === undefined ? Effect.void : Effect.failCause(failed.cause)
+      })
     })
-  })
   return {
     // Rows name their seq: inserts may land in any order, and a seal waits for all of them.
-    write: (upload, seq, bytes) => Effect.gen(function*() {
-      const fibers = inFlight.get(upload) ?? []
-      inFlight.set(upload, fibers)
-      // The oldest stays tracked while it is waited for: a discard meanwhile still waits for it to land.
-      if (fibers.length >= chunkWritesInFlight) {
-        yield* Fiber.join(fibers[0]!)
-        fibers.shift()
-      }
-      fibers.push(yield* Effect.forkDetach(insert(upload, seq, bytes)))
-    }),
+    write: (upload, seq, bytes) =>
+      Effect.gen(function*() {
+        const fibers = inFlight.get(upload) ?? []
+        inFlight.set(upload, fibers)
+        // The oldest stays tracked while it is waited for: a discard meanwhile still waits for it to land.
+        if (fibers.length >= chunkWritesInFlight) {
+          yield* Fiber.join(fibers[0]!)
+          fibers.shift()
+        }
+        fibers.push(yield* Effect.forkDetach(insert(upload, seq, bytes)))
+      }),
     read: (upload, seq) =>
-      sql.unsafe<{ bytes: Uint8Array }>(`SELECT bytes FROM nodus_blob_chunks WHERE upload = $1 AND seq = $2`, [upload, seq]).pipe(
+      sql.unsafe<{ bytes: Uint8Array }>(`SELECT bytes FROM nodus_blob_chunks WHERE upload = $1 AND seq = $2`, [
+        upload,
+        seq
+      ]).pipe(
         Effect.map((rows) => rows[0]?.bytes),
         Effect.mapError(failure("reading a blob chunk failed"))
       ),
@@ -300,97 +334,148 @@ const rowChunks = (sql: SqlClient.SqlClient): Chunks => {
  * Blobs in the SQL store's database: one body of SQL for PostgreSQL and PGlite. With `filesDir`, the bytes are files
  * in that directory and the database keeps everything else (the embedded default; see `Chunks`).
  */
-export const makeSql = (filesDir?: string) => Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  const chunks = filesDir === undefined ? rowChunks(sql) : fileChunks(filesDir)
-  // One advisory lock per digest (its first 15 hex digits, a positive bigint), held to the transaction's end.
-  const lockDigest = (digest: string) => sql.unsafe(`SELECT pg_advisory_xact_lock(('x' || substr($1, 1, 15))::bit(60)::bigint)`, [digest])
-  /** Deletes the blob if no reference keeps it; answers the upload its bytes were kept under, if it went. */
-  const dropUnreferenced = (digest: string) =>
-    sql.unsafe<{ upload: string }>(
-      `DELETE FROM nodus_blobs b WHERE digest = $1 AND NOT EXISTS (SELECT 1 FROM nodus_blob_refs r WHERE r.digest = b.digest) RETURNING upload`,
-      [digest]
-    ).pipe(Effect.flatMap((rows) =>
-      rows.length === 0 ? Effect.succeed(undefined) : Effect.as(sql.unsafe(`DELETE FROM nodus_blob_chunks WHERE upload = $1`, [rows[0]!.upload]), rows[0]!.upload)
-    ))
-  const dropUpload = (upload: string) =>
-    Effect.andThen(sql.unsafe(`DELETE FROM nodus_blob_chunks WHERE upload = $1`, [upload]), sql.unsafe(`DELETE FROM nodus_blob_uploads WHERE upload = $1`, [upload]))
-
-  return BlobStore.of({
-    // Its first chunk registers the upload; every 64th says it is still going (an upload of hours is not abandoned).
-    stage: (upload, seq, bytes, now) =>
-      (seq === 0
-        ? sql.unsafe(`INSERT INTO nodus_blob_uploads (upload, touched_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [upload, now])
-        : seq % uploadTouchEvery === 0
-        ? sql.unsafe(`UPDATE nodus_blob_uploads SET touched_at = $2 WHERE upload = $1`, [upload, now])
-        : Effect.succeed([])).pipe(
-          Effect.mapError(failure("staging a blob chunk failed")),
-          Effect.andThen(chunks.write(upload, seq, bytes))
-        ),
-    publish: (upload, blob, ref) =>
-      chunks.seal(upload).pipe(Effect.andThen(sql.withTransaction(Effect.gen(function*() {
-        yield* lockDigest(blob.digest)
-        const inserted = yield* sql.unsafe<{ digest: string }>(
-          `INSERT INTO nodus_blobs (digest, size_bytes, upload, chunks) VALUES ($1, $2, $3, $4) ON CONFLICT (digest) DO NOTHING RETURNING digest`,
-          [blob.digest, blob.sizeBytes, upload, blob.chunks]
-        )
-        const staged = yield* sql.unsafe<{ upload: string }>(`DELETE FROM nodus_blob_uploads WHERE upload = $1 RETURNING upload`, [upload])
-        if (inserted.length === 0) yield* sql.unsafe(`DELETE FROM nodus_blob_chunks WHERE upload = $1`, [upload])
-        else if (staged.length === 0 && blob.sizeBytes > 0) return yield* missingBytes(upload)
-        yield* sql.unsafe(`INSERT INTO nodus_blob_refs (digest, project, holder) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [blob.digest, ref.project, ref.holder])
-        return inserted.length > 0
-      })).pipe(Effect.mapError((error) => error._tag === "StoreError" ? error : failure("publishing a blob failed")(error)))),
-        // The same bytes were stored already: the staged copy goes.
-        Effect.tap((created) => created ? Effect.void : chunks.drop([upload]))
-      ),
-    discard: (upload) =>
-      chunks.settle(upload).pipe(
-        Effect.andThen(sql.withTransaction(dropUpload(upload))),
-        Effect.asVoid,
-        Effect.mapError(failure("discarding an upload failed")),
-        Effect.andThen(chunks.drop([upload]))
-      ),
-    stat: (digest) =>
-      sql.unsafe<{ size_bytes: string; upload: string; chunks: number }>(`SELECT size_bytes::text AS size_bytes, upload, chunks FROM nodus_blobs WHERE digest = $1`, [digest]).pipe(
-        Effect.map((rows) => rows[0] === undefined ? undefined : { digest, sizeBytes: Number(rows[0].size_bytes), upload: rows[0].upload, chunks: Number(rows[0].chunks) }),
-        Effect.mapError(failure("reading a blob failed"))
-      ),
-    readable: (digest, projects) =>
-      sql.unsafe<{ found: number }>(`SELECT 1 AS found FROM nodus_blob_refs WHERE digest = $1 AND project = ANY($2::text[]) LIMIT 1`, [digest, [...projects]]).pipe(
-        Effect.map((rows) => rows.length > 0),
-        Effect.mapError(failure("reading a blob's references failed"))
-      ),
-    chunk: (blob, seq) => chunks.read(blob.upload, seq),
-    // One digest per transaction, so an owner of thousands of checkpoints never holds thousands of locks at once.
-    release: (holder, only) =>
-      (only === undefined
-        ? sql.unsafe<{ digest: string }>(`SELECT DISTINCT digest FROM nodus_blob_refs WHERE holder = $1`, [holder])
-        : sql.unsafe<{ digest: string }>(`SELECT DISTINCT digest FROM nodus_blob_refs WHERE holder = $1 AND digest = $2`, [holder, only])).pipe(
-        Effect.flatMap((released) => Effect.forEach(released, ({ digest }) =>
-          sql.withTransaction(Effect.gen(function*() {
-            yield* lockDigest(digest)
-            yield* sql.unsafe(`DELETE FROM nodus_blob_refs WHERE digest = $1 AND holder = $2`, [digest, holder])
-            return yield* dropUnreferenced(digest)
-          })).pipe(Effect.tap((upload) => upload === undefined ? Effect.void : chunks.drop([upload]))))),
-        Effect.map((uploads) => uploads.filter((upload) => upload !== undefined).length),
-        Effect.mapError(failure("releasing blobs failed"))
-      ),
-    holders: (after, limit) =>
-      sql.unsafe<{ holder: string }>(
-        `SELECT DISTINCT holder FROM nodus_blob_refs WHERE holder > $1 AND holder <> 'upload' ORDER BY holder LIMIT $2`,
-        [after, limit]
-      ).pipe(Effect.map((rows) => rows.map((row) => row.holder)), Effect.mapError(failure("listing blob holders failed"))),
-    sweep: (before) =>
-      sql.withTransaction(Effect.gen(function*() {
-        // The upload rows first: a publish that claimed its row meanwhile keeps its chunks; the sweep drops only what
-        // it claimed.
-        const abandoned = yield* sql.unsafe<{ upload: string }>(`DELETE FROM nodus_blob_uploads WHERE touched_at < $1 RETURNING upload`, [before])
-        for (const { upload } of abandoned) yield* sql.unsafe(`DELETE FROM nodus_blob_chunks WHERE upload = $1`, [upload])
-        return abandoned.map(({ upload }) => upload)
-      })).pipe(
-        Effect.mapError(failure("sweeping abandoned uploads failed")),
-        Effect.tap(chunks.drop),
-        Effect.map((swept) => swept.length)
+export const makeSql = (filesDir?: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const chunks = filesDir === undefined ? rowChunks(sql) : fileChunks(filesDir)
+    // One advisory lock per digest (its first 15 hex digits, a positive bigint), held to the transaction's end.
+    const lockDigest = (digest: string) =>
+      sql.unsafe(`SELECT pg_advisory_xact_lock(('x' || substr($1, 1, 15))::bit(60)::bigint)`, [digest])
+    /** Deletes the blob if no reference keeps it; answers the upload its bytes were kept under, if it went. */
+    const dropUnreferenced = (digest: string) =>
+      sql.unsafe<{ upload: string }>(
+        `DELETE FROM nodus_blobs b WHERE digest = $1 AND NOT EXISTS (SELECT 1 FROM nodus_blob_refs r WHERE r.digest = b.digest) RETURNING upload`,
+        [digest]
+      ).pipe(Effect.flatMap((rows) =>
+        rows.length === 0
+          ? Effect.succeed(undefined)
+          : Effect.as(sql.unsafe(`DELETE FROM nodus_blob_chunks WHERE upload = $1`, [rows[0]!.upload]), rows[0]!.upload)
+      ))
+    const dropUpload = (upload: string) =>
+      Effect.andThen(
+        sql.unsafe(`DELETE FROM nodus_blob_chunks WHERE upload = $1`, [upload]),
+        sql.unsafe(`DELETE FROM nodus_blob_uploads WHERE upload = $1`, [upload])
       )
+
+    return BlobStore.of({
+      // Its first chunk registers the upload; every 64th says it is still going (an upload of hours is not abandoned).
+      stage: (upload, seq, bytes, now) =>
+        (seq === 0
+          ? sql.unsafe(`INSERT INTO nodus_blob_uploads (upload, touched_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [
+            upload,
+            now
+          ])
+          : seq % uploadTouchEvery === 0
+          ? sql.unsafe(`UPDATE nodus_blob_uploads SET touched_at = $2 WHERE upload = $1`, [upload, now])
+          : Effect.succeed([])).pipe(
+            Effect.mapError(failure("staging a blob chunk failed")),
+            Effect.andThen(chunks.write(upload, seq, bytes))
+          ),
+      publish: (upload, blob, ref) =>
+        chunks.seal(upload).pipe(
+          Effect.andThen(
+            sql.withTransaction(Effect.gen(function*() {
+              yield* lockDigest(blob.digest)
+              const inserted = yield* sql.unsafe<{ digest: string }>(
+                `INSERT INTO nodus_blobs (digest, size_bytes, upload, chunks) VALUES ($1, $2, $3, $4) ON CONFLICT (digest) DO NOTHING RETURNING digest`,
+                [blob.digest, blob.sizeBytes, upload, blob.chunks]
+              )
+              const staged = yield* sql.unsafe<{ upload: string }>(
+                `DELETE FROM nodus_blob_uploads WHERE upload = $1 RETURNING upload`,
+                [upload]
+              )
+              if (inserted.length === 0) yield* sql.unsafe(`DELETE FROM nodus_blob_chunks WHERE upload = $1`, [upload])
+              else if (staged.length === 0 && blob.sizeBytes > 0) return yield* missingBytes(upload)
+              yield* sql.unsafe(
+                `INSERT INTO nodus_blob_refs (digest, project, holder) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+                [blob.digest, ref.project, ref.holder]
+              )
+              return inserted.length > 0
+            })).pipe(
+              Effect.mapError((error) =>
+                error._tag === "StoreError" ? error : failure("publishing a blob failed")(error)
+              )
+            )
+          ),
+          // The same bytes were stored already: the staged copy goes.
+          Effect.tap((created) => created ? Effect.void : chunks.drop([upload]))
+        ),
+      discard: (upload) =>
+        chunks.settle(upload).pipe(
+          Effect.andThen(sql.withTransaction(dropUpload(upload))),
+          Effect.asVoid,
+          Effect.mapError(failure("discarding an upload failed")),
+          Effect.andThen(chunks.drop([upload]))
+        ),
+      stat: (digest) =>
+        sql.unsafe<{ size_bytes: string; upload: string; chunks: number }>(
+          `SELECT size_bytes::text AS size_bytes, upload, chunks FROM nodus_blobs WHERE digest = $1`,
+          [digest]
+        ).pipe(
+          Effect.map((rows) =>
+            rows[0] === undefined
+              ? undefined
+              : {
+                digest,
+                sizeBytes: Number(rows[0].size_bytes),
+                upload: rows[0].upload,
+                chunks: Number(rows[0].chunks)
+              }
+          ),
+          Effect.mapError(failure("reading a blob failed"))
+        ),
+      readable: (digest, projects) =>
+        sql.unsafe<{ found: number }>(
+          `SELECT 1 AS found FROM nodus_blob_refs WHERE digest = $1 AND project = ANY($2::text[]) LIMIT 1`,
+          [digest, [...projects]]
+        ).pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.mapError(failure("reading a blob's references failed"))
+        ),
+      chunk: (blob, seq) => chunks.read(blob.upload, seq),
+      // One digest per transaction, so an owner of thousands of checkpoints never holds thousands of locks at once.
+      release: (holder, only) =>
+        (only === undefined
+          ? sql.unsafe<{ digest: string }>(`SELECT DISTINCT digest FROM nodus_blob_refs WHERE holder = $1`, [holder])
+          : sql.unsafe<{ digest: string }>(
+            `SELECT DISTINCT digest FROM nodus_blob_refs WHERE holder = $1 AND digest = $2`,
+            [holder, only]
+          )).pipe(
+            Effect.flatMap((released) =>
+              Effect.forEach(released, ({ digest }) =>
+                sql.withTransaction(Effect.gen(function*() {
+                  yield* lockDigest(digest)
+                  yield* sql.unsafe(`DELETE FROM nodus_blob_refs WHERE digest = $1 AND holder = $2`, [digest, holder])
+                  return yield* dropUnreferenced(digest)
+                })).pipe(Effect.tap((upload) => upload === undefined ? Effect.void : chunks.drop([upload]))))
+            ),
+            Effect.map((uploads) => uploads.filter((upload) => upload !== undefined).length),
+            Effect.mapError(failure("releasing blobs failed"))
+          ),
+      holders: (after, limit) =>
+        sql.unsafe<{ holder: string }>(
+          `SELECT DISTINCT holder FROM nodus_blob_refs WHERE holder > $1 AND holder <> 'upload' ORDER BY holder LIMIT $2`,
+          [after, limit]
+        ).pipe(
+          Effect.map((rows) => rows.map((row) => row.holder)),
+          Effect.mapError(failure("listing blob holders failed"))
+        ),
+      sweep: (before) =>
+        sql.withTransaction(Effect.gen(function*() {
+          // The upload rows first: a publish that claimed its row meanwhile keeps its chunks; the sweep drops only what
+          // it claimed.
+          const abandoned = yield* sql.unsafe<{ upload: string }>(
+            `DELETE FROM nodus_blob_uploads WHERE touched_at < $1 RETURNING upload`,
+            [before]
+          )
+          for (const { upload } of abandoned) {
+            yield* sql.unsafe(`DELETE FROM nodus_blob_chunks WHERE upload = $1`, [upload])
+          }
+          return abandoned.map(({ upload }) => upload)
+        })).pipe(
+          Effect.mapError(failure("sweeping abandoned uploads failed")),
+          Effect.tap(chunks.drop),
+          Effect.map((swept) => swept.length)
+        )
+    })
   })
-})

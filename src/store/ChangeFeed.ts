@@ -22,7 +22,12 @@ export interface FeedOptions {
   readonly pollInterval: Duration.Input
 }
 
-export const defaultFeedOptions: FeedOptions = { bufferSize: 4_096, subscriberLag: 16_384, pageSize: 1_000, pollInterval: "1 second" }
+export const defaultFeedOptions: FeedOptions = {
+  bufferSize: 4_096,
+  subscriberLag: 16_384,
+  pageSize: 1_000,
+  pollInterval: "1 second"
+}
 
 interface Entry {
   readonly change: Change
@@ -79,12 +84,15 @@ function make(options: FeedOptions) {
     // This process's commits usually follow straight on what the feed published: publish them as they are. Otherwise
     // (another process committed in between, or the notification carries nothing) read the log.
     const unregister = yield* store.onCommit((committed) => {
-      if (committed !== undefined && committed.after === published) for (const change of committed.changes) publish(change)
-      else Queue.offerUnsafe(pokes, undefined)
+      if (committed !== undefined && committed.after === published) {
+        for (const change of committed.changes) publish(change)
+      } else Queue.offerUnsafe(pokes, undefined)
     })
     yield* Effect.addFinalizer(() => unregister)
     yield* Effect.forkScoped(Effect.forever(Effect.andThen(Queue.take(pokes), Effect.ignore(drain))))
-    yield* Effect.forkScoped(Effect.repeat(Effect.sync(() => Queue.offerUnsafe(pokes, undefined)), Schedule.spaced(options.pollInterval)))
+    yield* Effect.forkScoped(
+      Effect.repeat(Effect.sync(() => Queue.offerUnsafe(pokes, undefined)), Schedule.spaced(options.pollInterval))
+    )
 
     /**
      * Committed changes after `after` from the log, up to what the feed has published, a page per pull: a watch that
@@ -95,31 +103,41 @@ function make(options: FeedOptions) {
         Effect.gen(function*() {
           const page = yield* store.changes(cursor, options.pageSize)
           // Changes after the cursor were compacted away before the watch read them.
-          if (page.compactedResourceVersion > cursor) return yield* new Expired({ requested: after, oldest: page.compactedResourceVersion })
+          if (page.compactedResourceVersion > cursor) {
+            return yield* new Expired({ requested: after, oldest: page.compactedResourceVersion })
+          }
           const last = page.changes.at(-1)?.resourceVersion ?? upTo
-          return [page.changes.filter((change) => change.resourceVersion <= upTo), last < upTo ? Option.some(last) : Option.none()] as const
+          return [
+            page.changes.filter((change) => change.resourceVersion <= upTo),
+            last < upTo ? Option.some(last) : Option.none()
+          ] as const
         }))
 
-    const subscribe = (after: number | undefined) => Effect.gen(function*() {
-      const subscription = yield* PubSub.subscribe(pubsub)
-      const upTo = published
-      const start = after ?? upTo
-      const backlog = start >= upTo
-        ? Stream.empty
-        : start >= ringFrom
-        ? Stream.fromIterable(ring.filter((entry) => entry.change.resourceVersion > start).map((entry) => entry.change))
-        : fromLog(start, upTo)
-      let delivered = Math.max(start, upTo)
-      const live = Stream.fromSubscription(subscription).pipe(
-        Stream.filter((entry) => entry.change.resourceVersion > delivered),
-        Stream.mapEffect((entry) => {
-          if (entry.previous > delivered) return Effect.fail(new Expired({ requested: delivered, oldest: entry.previous }))
-          delivered = entry.change.resourceVersion
-          return Effect.succeed(entry.change)
-        })
-      )
-      return { backlog, live, resourceVersion: Math.max(start, upTo) }
-    })
+    const subscribe = (after: number | undefined) =>
+      Effect.gen(function*() {
+        const subscription = yield* PubSub.subscribe(pubsub)
+        const upTo = published
+        const start = after ?? upTo
+        const backlog = start >= upTo
+          ? Stream.empty
+          : start >= ringFrom
+          ? Stream.fromIterable(
+            ring.filter((entry) => entry.change.resourceVersion > start).map((entry) => entry.change)
+          )
+          : fromLog(start, upTo)
+        let delivered = Math.max(start, upTo)
+        const live = Stream.fromSubscription(subscription).pipe(
+          Stream.filter((entry) => entry.change.resourceVersion > delivered),
+          Stream.mapEffect((entry) => {
+            if (entry.previous > delivered) {
+              return Effect.fail(new Expired({ requested: delivered, oldest: entry.previous }))
+            }
+            delivered = entry.change.resourceVersion
+            return Effect.succeed(entry.change)
+          })
+        )
+        return { backlog, live, resourceVersion: Math.max(start, upTo) }
+      })
 
     return ChangeFeed.of({ subscribe, resourceVersion: Effect.sync(() => published) })
   })

@@ -8,11 +8,19 @@
  * Pure: no I/O; the driver supplies the state and writes the result.
  */
 import { Result } from "effect"
-import type { Json } from "../core/Json.ts"
 import type { Posting } from "../core/billing/Ledger.ts"
+import type { Json } from "../core/Json.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { selectable } from "../core/meta/Selectable.ts"
-import { type Change, CommitFailed, type Committed, keyString, type ObjectKey, recordKey, type WriteOp } from "./Store.ts"
+import {
+  type Change,
+  CommitFailed,
+  type Committed,
+  keyString,
+  type ObjectKey,
+  recordKey,
+  type WriteOp
+} from "./Store.ts"
 
 /** What the store holds now for one key the batch touches. */
 export interface ObjectState {
@@ -41,7 +49,13 @@ export type ObjectWrite =
   | { readonly _tag: "Delete"; readonly key: ObjectKey }
 
 export type RecordWrite =
-  | { readonly _tag: "Put"; readonly table: string; readonly id: string; readonly value: Json; readonly expiresAt: number | undefined }
+  | {
+    readonly _tag: "Put"
+    readonly table: string
+    readonly id: string
+    readonly value: Json
+    readonly expiresAt: number | undefined
+  }
   | { readonly _tag: "Delete"; readonly table: string; readonly id: string }
 
 export interface Evaluation {
@@ -65,8 +79,9 @@ export const touched = (batch: ReadonlyArray<ReadonlyArray<WriteOp>>) => {
   for (const ops of batch) {
     for (const op of ops) {
       if (op._tag === "Post") postings.add(op.posting.key)
-      else if (op._tag === "PutRecord" || op._tag === "DeleteRecord" || op._tag === "RequireRecord") records.set(recordKey(op.table, op.id), { table: op.table, id: op.id })
-      else objects.set(keyString(op.key), op.key)
+      else if (op._tag === "PutRecord" || op._tag === "DeleteRecord" || op._tag === "RequireRecord") {
+        records.set(recordKey(op.table, op.id), { table: op.table, id: op.id })
+      } else objects.set(keyString(op.key), op.key)
     }
   }
   return { objects, records, postings }
@@ -75,7 +90,12 @@ export const touched = (batch: ReadonlyArray<ReadonlyArray<WriteOp>>) => {
 const isDeleting = (object: ResourceObject): boolean => object.metadata.deletionTimestamp !== undefined
 
 /** The first op of one commit whose condition fails against `state`, if any. */
-const check = (ops: ReadonlyArray<WriteOp>, objects: ReadonlyMap<string, ObjectState>, records: ReadonlySet<string>, postings: PostingState): CommitFailed | undefined => {
+const check = (
+  ops: ReadonlyArray<WriteOp>,
+  objects: ReadonlyMap<string, ObjectState>,
+  records: ReadonlySet<string>,
+  postings: PostingState
+): CommitFailed | undefined => {
   // Conditions see the commit's own earlier ops, so "create A, then update A" in one commit is coherent.
   const local = new Map(objects)
   const localRecords = new Set(records)
@@ -120,7 +140,9 @@ const check = (ops: ReadonlyArray<WriteOp>, objects: ReadonlyMap<string, ObjectS
       case "Update":
       case "Delete":
         if (current === undefined) return failure("NotFound")
-        if (current.resourceVersion !== 0 && String(current.resourceVersion) !== op.expectedRv) return failure("Conflict")
+        if (current.resourceVersion !== 0 && String(current.resourceVersion) !== op.expectedRv) {
+          return failure("Conflict")
+        }
         if (op._tag === "Delete") local.delete(key)
         else local.set(key, { resourceVersion: 0, deleting: isDeleting(op.object) })
         break
@@ -129,8 +151,10 @@ const check = (ops: ReadonlyArray<WriteOp>, objects: ReadonlyMap<string, ObjectS
   return undefined
 }
 
-const stamp = (object: ResourceObject, resourceVersion: number): ResourceObject =>
-  ({ ...object, metadata: { ...object.metadata, resourceVersion: String(resourceVersion) } })
+const stamp = (object: ResourceObject, resourceVersion: number): ResourceObject => ({
+  ...object,
+  metadata: { ...object.metadata, resourceVersion: String(resourceVersion) }
+})
 
 const embedded = (value: Json, field: string, object: ResourceObject | undefined): Json => {
   if (object === undefined || value === null || typeof value !== "object" || Array.isArray(value)) return value
@@ -141,7 +165,11 @@ const embedded = (value: Json, field: string, object: ResourceObject | undefined
  * Decides a batch. Each successful commit's object ops get consecutive resourceVersions after `baseResourceVersion`;
  * failed commits consume none.
  */
-export const evaluate = (batch: ReadonlyArray<ReadonlyArray<WriteOp>>, state: BatchState, baseResourceVersion: number): Evaluation => {
+export const evaluate = (
+  batch: ReadonlyArray<ReadonlyArray<WriteOp>>,
+  state: BatchState,
+  baseResourceVersion: number
+): Evaluation => {
   const objects = new Map(state.objects)
   const records = new Set(state.records)
   const postedKeys = new Set(state.postings.keys)
@@ -167,9 +195,11 @@ export const evaluate = (batch: ReadonlyArray<ReadonlyArray<WriteOp>>, state: Ba
       } else {
         objects.set(key, { resourceVersion, deleting: isDeleting(object) })
         objectWrites.set(key, { _tag: "Upsert", key: op.key, object, deleting: isDeleting(object) })
-        changes.push(op._tag === "Create"
-          ? { resourceVersion, type: "ADDED", key: op.key, object }
-          : { resourceVersion, type: "MODIFIED", key: op.key, object, previous: selectable(op.previous) })
+        changes.push(
+          op._tag === "Create"
+            ? { resourceVersion, type: "ADDED", key: op.key, object }
+            : { resourceVersion, type: "MODIFIED", key: op.key, object, previous: selectable(op.previous) }
+        )
       }
       return object
     })

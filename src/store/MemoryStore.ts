@@ -4,8 +4,8 @@
  * synchronous step, so it is atomic without locks.
  */
 import { Effect, Layer, Option, Result } from "effect"
-import type { Json } from "../core/Json.ts"
 import type { Posting } from "../core/billing/Ledger.ts"
+import type { Json } from "../core/Json.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { ownerUids } from "../core/meta/Strategy.ts"
 import * as BlobStore from "./BlobStore.ts"
@@ -15,15 +15,15 @@ import {
   type ChangesPage,
   type CommitListener,
   type Committed,
+  keyString,
   type ListPage,
   type ListQuery,
   type ObjectKey,
+  recordKey,
   Store,
   StoreError,
   type StoreShape,
-  type WriteOp,
-  keyString,
-  recordKey
+  type WriteOp
 } from "./Store.ts"
 
 interface StoredRecord {
@@ -41,7 +41,8 @@ const compareCursor = (namespace: string, name: string, object: ResourceObject):
   return byNamespace !== 0 ? byNamespace : compareText(object.metadata.name, name)
 }
 
-const compareKeys = (a: ResourceObject, b: ResourceObject): number => compareCursor(b.metadata.namespace ?? "", b.metadata.name, a)
+const compareKeys = (a: ResourceObject, b: ResourceObject): number =>
+  compareCursor(b.metadata.namespace ?? "", b.metadata.name, a)
 
 const matchesLabels = (object: ResourceObject, terms: ReadonlyArray<readonly [string, string]>): boolean =>
   terms.every(([key, value]) => object.metadata.labels?.[key] === value)
@@ -54,7 +55,9 @@ const bigintMax = 2n ** 63n - 1n
  */
 const unstorable = (postings: ReadonlyArray<Posting>): StoreError | undefined => {
   const bad = postings.find((posting) => posting.amount < 0n || posting.amount > bigintMax)
-  return bad === undefined ? undefined : new StoreError({ message: `posting ${bad.key}: amount ${bad.amount} cannot be stored` })
+  return bad === undefined
+    ? undefined
+    : new StoreError({ message: `posting ${bad.key}: amount ${bad.amount} cannot be stored` })
 }
 
 /** A fresh, empty in-memory store. */
@@ -110,10 +113,20 @@ export const make: Effect.Effect<StoreShape> = Effect.sync(() => {
     const state = {
       objects: new Map([...keys.objects].flatMap(([id]) => {
         const object = objects.get(id)
-        return object === undefined ? [] : [[id, { resourceVersion: Number(object.metadata.resourceVersion), deleting: object.metadata.deletionTimestamp !== undefined }] as const]
+        return object === undefined
+          ? []
+          : [
+            [id, {
+              resourceVersion: Number(object.metadata.resourceVersion),
+              deleting: object.metadata.deletionTimestamp !== undefined
+            }] as const
+          ]
       })),
       records: new Set([...keys.records.keys()].filter((id) => liveRecord(id, now) !== undefined)),
-      postings: { lastSeq: postings.at(-1)?.seq ?? 0, keys: new Set([...keys.postings].filter((key) => postedKeys.has(key))) }
+      postings: {
+        lastSeq: postings.at(-1)?.seq ?? 0,
+        keys: new Set([...keys.postings].filter((key) => postedKeys.has(key)))
+      }
     }
     const evaluation = evaluate([ops], state, resourceVersion)
     const outcome = evaluation.outcomes[0]!
@@ -125,8 +138,14 @@ export const make: Effect.Effect<StoreShape> = Effect.sync(() => {
       else drop(write.key)
     }
     for (const write of evaluation.records.values()) {
-      if (write._tag === "Put") records.set(recordKey(write.table, write.id), { table: write.table, id: write.id, value: write.value, expiresAt: write.expiresAt })
-      else records.delete(recordKey(write.table, write.id))
+      if (write._tag === "Put") {
+        records.set(recordKey(write.table, write.id), {
+          table: write.table,
+          id: write.id,
+          value: write.value,
+          expiresAt: write.expiresAt
+        })
+      } else records.delete(recordKey(write.table, write.id))
     }
     for (const posting of evaluation.postings) append(posting)
     const after = resourceVersion
@@ -138,9 +157,15 @@ export const make: Effect.Effect<StoreShape> = Effect.sync(() => {
   const recordsOf = (table: string, after: string, limit: number, now: number) => {
     const found: Array<StoredRecord> = []
     for (const record of records.values()) {
-      if (record.table === table && compareText(record.id, after) > 0 && (record.expiresAt === undefined || record.expiresAt > now)) found.push(record)
+      if (
+        record.table === table && compareText(record.id, after) > 0 &&
+        (record.expiresAt === undefined || record.expiresAt > now)
+      ) found.push(record)
     }
-    return found.sort((a, b) => compareText(a.id, b.id)).slice(0, Math.max(0, limit)).map(({ id, value }) => ({ id, value }))
+    return found.sort((a, b) => compareText(a.id, b.id)).slice(0, Math.max(0, limit)).map(({ id, value }) => ({
+      id,
+      value
+    }))
   }
 
   const list = (query: ListQuery): ListPage => {
@@ -148,11 +173,17 @@ export const make: Effect.Effect<StoreShape> = Effect.sync(() => {
       .filter((object) => query.namespace === undefined || (object.metadata.namespace ?? "") === query.namespace)
       .filter((object) => query.name === undefined || object.metadata.name === query.name)
       .filter((object) => matchesLabels(object, query.labelEquals ?? []))
-      .filter((object) => query.after === undefined || compareCursor(query.after.namespace, query.after.name, object) > 0)
+      .filter((object) =>
+        query.after === undefined || compareCursor(query.after.namespace, query.after.name, object) > 0
+      )
       .sort(compareKeys)
     const items = query.limit === undefined ? all : all.slice(0, query.limit)
     const rest = all.length - items.length
-    return { items, resourceVersion, remaining: query.countUpTo === undefined ? rest : Math.min(rest, query.countUpTo + 1) }
+    return {
+      items,
+      resourceVersion,
+      remaining: query.countUpTo === undefined ? rest : Math.min(rest, query.countUpTo + 1)
+    }
   }
 
   const changesAfter = (after: number, limit: number): ChangesPage => {
@@ -173,7 +204,14 @@ export const make: Effect.Effect<StoreShape> = Effect.sync(() => {
     listText: (query) =>
       Effect.sync(() => {
         const page = list(query)
-        return { ...page, items: page.items.map((object) => ({ namespace: object.metadata.namespace ?? "", name: object.metadata.name, text: JSON.stringify(object) })) }
+        return {
+          ...page,
+          items: page.items.map((object) => ({
+            namespace: object.metadata.namespace ?? "",
+            name: object.metadata.name,
+            text: JSON.stringify(object)
+          }))
+        }
       }),
     dependentsOf: (uid) => Effect.sync(() => [...objects.values()].filter((object) => ownerUids(object).includes(uid))),
     uidExists: (uid) => Effect.sync(() => uids.has(uid)),
@@ -193,9 +231,11 @@ export const make: Effect.Effect<StoreShape> = Effect.sync(() => {
         changes.splice(0, keep === -1 ? changes.length : keep)
         compacted = Math.max(compacted, Math.min(upTo, resourceVersion))
       }),
-    getRecord: (table, id, now) => Effect.sync(() => Option.fromNullishOr(liveRecord(recordKey(table, id), now)?.value)),
+    getRecord: (table, id, now) =>
+      Effect.sync(() => Option.fromNullishOr(liveRecord(recordKey(table, id), now)?.value)),
     records: (table, after, limit, now) => Effect.sync(() => recordsOf(table, after, limit, now)),
-    postings: (after, limit) => Effect.sync(() => postings.slice(Math.max(0, after), Math.max(0, after) + Math.max(0, limit))),
+    postings: (after, limit) =>
+      Effect.sync(() => postings.slice(Math.max(0, after), Math.max(0, after) + Math.max(0, limit))),
     balances: () => Effect.sync(() => new Map(balances)),
     deleteExpiredRecords: (now) =>
       Effect.sync(() => {
@@ -217,4 +257,7 @@ export const make: Effect.Effect<StoreShape> = Effect.sync(() => {
 })
 
 /** The store and its blobs (store/BlobStore.ts), in memory. */
-export const layer: Layer.Layer<Store | BlobStore.BlobStore> = Layer.merge(Layer.effect(Store, make), BlobStore.layerMemory)
+export const layer: Layer.Layer<Store | BlobStore.BlobStore> = Layer.merge(
+  Layer.effect(Store, make),
+  BlobStore.layerMemory
+)

@@ -28,7 +28,8 @@ export const pgliteVersion = (): string => {
 }
 
 /** Where the snapshot of PGlite `version` is kept. */
-export const snapshotFile = (version: string = pgliteVersion()): string => join(import.meta.dirname, `pglite-${version}.tar.zst`)
+export const snapshotFile = (version: string = pgliteVersion()): string =>
+  join(import.meta.dirname, `pglite-${version}.tar.zst`)
 
 // A tar archive in the POSIX ustar layout, as far as a data directory needs it: regular files and directories,
 // names under 100 bytes (the longest in a data directory is about 30), modes, no times (0: the snapshot is the same
@@ -39,7 +40,9 @@ const directory = "5".charCodeAt(0)
 
 const header = (name: string, mode: number, size: number, type: number): Buffer => {
   const bytes = Buffer.alloc(block)
-  if (Buffer.byteLength(name) >= 100) throw new Error(`${name}: a name of 100 bytes or more does not fit the snapshot's tar`)
+  if (Buffer.byteLength(name) >= 100) {
+    throw new Error(`${name}: a name of 100 bytes or more does not fit the snapshot's tar`)
+  }
   bytes.write(name, 0, "utf8")
   bytes.write(`${mode.toString(8).padStart(7, "0")}\0`, 100)
   bytes.write("0000000\0", 108)
@@ -67,7 +70,11 @@ export const pack = (root: string): Buffer => {
         walk(path)
       } else if (stat.isFile()) {
         const content = readFileSync(join(root, path))
-        parts.push(header(path, stat.mode & 0o777, content.length, regularFile), content, Buffer.alloc((block - (content.length % block)) % block))
+        parts.push(
+          header(path, stat.mode & 0o777, content.length, regularFile),
+          content,
+          Buffer.alloc((block - (content.length % block)) % block)
+        )
       } else {
         throw new Error(`${path}: only files and directories go into the snapshot`)
       }
@@ -97,11 +104,14 @@ export const unpack = async (tar: Uint8Array, root: string): Promise<void> => {
     const size = Number.parseInt(field(tar, offset + 124, 12).trim(), 8)
     const type = tar[offset + 156]!
     const path = join(root, name)
-    if (name.startsWith("/") || name.split("/").includes("..")) throw new Error(`${name}: a snapshot entry outside its directory`)
+    if (name.startsWith("/") || name.split("/").includes("..")) {
+      throw new Error(`${name}: a snapshot entry outside its directory`)
+    }
     // A directory's entry comes before those of its files.
     if (type === directory) await mkdir(path, { recursive: true, mode })
-    else if (type === regularFile || type === 0) writes.push(writeFile(path, tar.subarray(offset + block, offset + block + size), { mode }))
-    else throw new Error(`${name}: tar entry type ${String.fromCharCode(type)} is not a file or a directory`)
+    else if (type === regularFile || type === 0) {
+      writes.push(writeFile(path, tar.subarray(offset + block, offset + block + size), { mode }))
+    } else throw new Error(`${name}: tar entry type ${String.fromCharCode(type)} is not a file or a directory`)
     offset += block + Math.ceil(size / block) * block
   }
   await Promise.all(writes)
@@ -117,11 +127,14 @@ const decompressedChunk = 64 * 1024 * 1024
 /** The snapshot of the installed PGlite, as an uncompressed tar, or undefined when none is kept for its version. */
 export const read = async (): Promise<Uint8Array | undefined> => {
   const file = snapshotFile()
-  return existsSync(file) ? promisify(zstdDecompress)(await readFile(file), { chunkSize: decompressedChunk }) : undefined
+  return existsSync(file)
+    ? promisify(zstdDecompress)(await readFile(file), { chunkSize: decompressedChunk })
+    : undefined
 }
 
 /** Whether a rename failed because another process put a directory there first. */
-const occupied = (error: unknown): boolean => ["EEXIST", "ENOTEMPTY"].includes((error as NodeJS.ErrnoException).code ?? "")
+const occupied = (error: unknown): boolean =>
+  ["EEXIST", "ENOTEMPTY"].includes((error as NodeJS.ErrnoException).code ?? "")
 
 /**
  * Makes `dataDir` a new PGlite data directory from the snapshot, when it holds no database yet and a snapshot of the
@@ -156,7 +169,8 @@ export const restoreOffThread = (dataDir: string): Promise<boolean> =>
     const worker = new Worker(new URL(import.meta.url), { workerData: { restore: dataDir } })
     worker.once("message", (restored: boolean) => resolve(restored))
     worker.once("error", reject)
-    worker.once("exit", (code) => reject(new Error(`the snapshot's worker exited with code ${code} before it had restored ${dataDir}`)))
+    worker.once("exit", (code) =>
+      reject(new Error(`the snapshot's worker exited with code ${code} before it had restored ${dataDir}`)))
   })
 
 if (!isMainThread && typeof (workerData as { restore?: unknown } | undefined)?.restore === "string") {
@@ -169,7 +183,12 @@ if (!isMainThread && typeof (workerData as { restore?: unknown } | undefined)?.r
  */
 export const build = async (): Promise<Buffer> => {
   // Imported here: a server that restores a snapshot has not loaded PGlite or the store yet, and need not wait for them.
-  const [{ PGlite }, { Effect }, Pglite, SqlStore] = await Promise.all([import("@electric-sql/pglite"), import("effect"), import("./Pglite.ts"), import("./SqlStore.ts")])
+  const [{ PGlite }, { Effect }, Pglite, SqlStore] = await Promise.all([
+    import("@electric-sql/pglite"),
+    import("effect"),
+    import("./Pglite.ts"),
+    import("./SqlStore.ts")
+  ])
   const scratch = await mkdtemp(join(tmpdir(), "nodus-pglite-snapshot-"))
   try {
     const dataDir = join(scratch, "data")
@@ -177,7 +196,13 @@ export const build = async (): Promise<Buffer> => {
     await database.close()
     await Effect.runPromise(SqlStore.migrate.pipe(Effect.provide(Pglite.layer(dataDir))))
     // A 64 MB window with long-distance matching finds the three databases' likeness (40 MB of files in 1.1 MB).
-    return zstdCompressSync(pack(dataDir), { params: { [constants.ZSTD_c_compressionLevel]: 19, [constants.ZSTD_c_enableLongDistanceMatching]: 1, [constants.ZSTD_c_windowLog]: 26 } })
+    return zstdCompressSync(pack(dataDir), {
+      params: {
+        [constants.ZSTD_c_compressionLevel]: 19,
+        [constants.ZSTD_c_enableLongDistanceMatching]: 1,
+        [constants.ZSTD_c_windowLog]: 26
+      }
+    })
   } finally {
     await rm(scratch, { recursive: true, force: true })
   }

@@ -15,30 +15,30 @@
  * change log never sees a later version before an earlier one; it is held for one statement only. Other processes
  * learn of commits through NOTIFY on `nodus_changes` (PostgreSQL only; PGlite is single-process).
  */
-import { randomUUID } from "node:crypto"
-import { Deferred, Effect, Layer, Option, Queue, Redacted, Result } from "effect"
 import { PgClient } from "@effect/sql-pg"
+import { Deferred, Effect, Layer, Option, Queue, Redacted, Result } from "effect"
 import { Migrator, SqlClient, type SqlError } from "effect/sql"
-import type { Json } from "../core/Json.ts"
+import { randomUUID } from "node:crypto"
 import type { Posting, PostingKind, Segment } from "../core/billing/Ledger.ts"
+import type { Json } from "../core/Json.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { ownerUids } from "../core/meta/Strategy.ts"
-import { type Evaluation, evaluate, touched } from "./Commit.ts"
+import { blobSchema, BlobStore, makeSql as makeSqlBlobs } from "./BlobStore.ts"
+import { evaluate, type Evaluation, touched } from "./Commit.ts"
 import * as Pglite from "./Pglite.ts"
-import { BlobStore, blobSchema, makeSql as makeSqlBlobs } from "./BlobStore.ts"
 import {
   type Change,
   type ChangeType,
   CommitFailed,
   type CommitListener,
   type Committed,
+  keyString,
   type ListQuery,
+  recordKey,
   Store,
   StoreError,
   type StoreShape,
-  type WriteOp,
-  keyString,
-  recordKey
+  type WriteOp
 } from "./Store.ts"
 
 /** The most commits one transaction carries; more wait for the next batch. */
@@ -145,7 +145,8 @@ export const migrate = Effect.gen(function*() {
   yield* sql.withTransaction(Effect.andThen(sql`SELECT pg_advisory_xact_lock(474315273587)`, run))
 })
 
-const failure = (message: string) => (cause: SqlError.SqlError) => new StoreError({ message: `${message}: ${cause.message}`, cause })
+const failure = (message: string) => (cause: SqlError.SqlError) =>
+  new StoreError({ message: `${message}: ${cause.message}`, cause })
 
 const parseObject = (body: string): ResourceObject => JSON.parse(body) as ResourceObject
 
@@ -258,7 +259,9 @@ WITH
     WHERE EXISTS (SELECT 1 FROM current)
   )
 UPDATE nodus_meta SET resource_version = $6, commit_sequence = commit_sequence + 1
-FROM current${notifyAs === undefined ? "" : `, (SELECT pg_notify('${notifyChannel}', '${notifyAs}:' || $6::text)) AS notified`}
+FROM current${
+  notifyAs === undefined ? "" : `, (SELECT pg_notify('${notifyChannel}', '${notifyAs}:' || $6::text)) AS notified`
+}
 WHERE id = 1
 RETURNING commit_sequence`
 
@@ -348,8 +351,14 @@ const writeParameters = (evaluation: Evaluation, sequence: number): ReadonlyArra
   const puts: Array<Json> = []
   const removes: Array<Json> = []
   for (const write of evaluation.records.values()) {
-    if (write._tag === "Put") puts.push({ tbl: write.table, id: write.id, value: JSON.stringify(write.value), expires_at: write.expiresAt ?? null })
-    else removes.push({ tbl: write.table, id: write.id })
+    if (write._tag === "Put") {
+      puts.push({
+        tbl: write.table,
+        id: write.id,
+        value: JSON.stringify(write.value),
+        expires_at: write.expiresAt ?? null
+      })
+    } else removes.push({ tbl: write.table, id: write.id })
   }
   return [
     JSON.stringify(upserts),
@@ -376,233 +385,292 @@ export interface SqlStoreOptions {
 }
 
 /** A store over the current SqlClient. Runs migrations, then starts the writer fiber for the layer's lifetime. */
-export const make = (options: SqlStoreOptions) => Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  yield* migrate.pipe(Effect.mapError((cause) => new StoreError({ message: `migrations failed: ${String(cause)}`, cause })))
-  const listeners = new Set<CommitListener>()
-  const notifyListeners: CommitListener = (committed) => {
-    for (const listener of listeners) listener(committed)
-  }
-  const queue = yield* Queue.unbounded<Pending>()
-  /** Names this process in its NOTIFY payloads (letters and digits only: it is spliced into the statement). */
-  const origin = randomUUID().replaceAll("-", "")
-
-  /**
-   * The state of every key, record and posting key a batch touches, with the resourceVersion, commit sequence and last
-   * posting seq it is read at (the last seq from the primary key's end: one index probe).
-   */
-  const readState = (batch: ReadonlyArray<ReadonlyArray<WriteOp>>, now: number) => Effect.gen(function*() {
-    const keys = touched(batch)
-    type Row = { kind: string; a: string; b: string; c: string; resource_version: string | null; deleting: boolean | null }
-    const rows = yield* sql.unsafe<Row>(readStateStatement,
-      [
-        JSON.stringify([...keys.objects.values()]),
-        JSON.stringify([...keys.records.values()].map(({ table, id }) => ({ tbl: table, id }))),
-        now,
-        JSON.stringify([...keys.postings])
-      ]
+export const make = (options: SqlStoreOptions) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* migrate.pipe(
+      Effect.mapError((cause) => new StoreError({ message: `migrations failed: ${String(cause)}`, cause }))
     )
-    const meta = rows.find((row) => row.kind === "m")
-    const objects = new Map<string, { resourceVersion: number; deleting: boolean }>()
-    const records = new Set<string>()
-    const postedKeys = new Set<string>()
-    for (const row of rows) {
-      if (row.kind === "o") objects.set(keyString({ resource: row.a, namespace: row.b, name: row.c }), { resourceVersion: Number(row.resource_version), deleting: row.deleting === true })
-      else if (row.kind === "r") records.add(recordKey(row.a, row.b))
-      else if (row.kind === "p") postedKeys.add(row.a)
+    const listeners = new Set<CommitListener>()
+    const notifyListeners: CommitListener = (committed) => {
+      for (const listener of listeners) listener(committed)
     }
-    const postings = { lastSeq: Number(meta?.c ?? 0), keys: postedKeys }
-    return { base: Number(meta?.a ?? 0), sequence: Number(meta?.b ?? 0), state: { objects, records, postings } }
-  })
+    const queue = yield* Queue.unbounded<Pending>()
+    /** Names this process in its NOTIFY payloads (letters and digits only: it is spliced into the statement). */
+    const origin = randomUUID().replaceAll("-", "")
 
-  /** How often a batch is decided again because other processes kept committing first. */
-  const batchAttemptsMax = 50
+    /**
+     * The state of every key, record and posting key a batch touches, with the resourceVersion, commit sequence and last
+     * posting seq it is read at (the last seq from the primary key's end: one index probe).
+     */
+    const readState = (batch: ReadonlyArray<ReadonlyArray<WriteOp>>, now: number) =>
+      Effect.gen(function*() {
+        const keys = touched(batch)
+        type Row = {
+          kind: string
+          a: string
+          b: string
+          c: string
+          resource_version: string | null
+          deleting: boolean | null
+        }
+        const rows = yield* sql.unsafe<Row>(readStateStatement, [
+          JSON.stringify([...keys.objects.values()]),
+          JSON.stringify([...keys.records.values()].map(({ table, id }) => ({ tbl: table, id }))),
+          now,
+          JSON.stringify([...keys.postings])
+        ])
+        const meta = rows.find((row) => row.kind === "m")
+        const objects = new Map<string, { resourceVersion: number; deleting: boolean }>()
+        const records = new Set<string>()
+        const postedKeys = new Set<string>()
+        for (const row of rows) {
+          if (row.kind === "o") {
+            objects.set(keyString({ resource: row.a, namespace: row.b, name: row.c }), {
+              resourceVersion: Number(row.resource_version),
+              deleting: row.deleting === true
+            })
+          } else if (row.kind === "r") records.add(recordKey(row.a, row.b))
+          else if (row.kind === "p") postedKeys.add(row.a)
+        }
+        const postings = { lastSeq: Number(meta?.c ?? 0), keys: postedKeys }
+        return { base: Number(meta?.a ?? 0), sequence: Number(meta?.b ?? 0), state: { objects, records, postings } }
+      })
 
-  /** Decides a batch and writes it, again from a fresh read while another process committed in between. */
-  const runBatch = (batch: ReadonlyArray<Pending>, now: number, attempt = 1): Effect.Effect<{ readonly evaluation: Evaluation; readonly base: number }, SqlError.SqlError | StoreError> =>
-    Effect.gen(function*() {
-      const opsList = batch.map((pending) => pending.ops)
-      const { base, sequence, state } = yield* readState(opsList, now)
-      const evaluation = evaluate(opsList, state, base)
-      if (evaluation.changes.length === 0 && evaluation.records.size === 0 && evaluation.postings.length === 0) return { evaluation, base }
-      const written = yield* sql.unsafe(writeStatement(options.notify && evaluation.changes.length > 0 ? origin : undefined), writeParameters(evaluation, sequence) as Array<string | number>)
-      if (written.length > 0) return { evaluation, base }
-      if (attempt >= batchAttemptsMax) return yield* new StoreError({ message: `the store stayed contended for ${batchAttemptsMax} attempts` })
-      return yield* runBatch(batch, now, attempt + 1)
-    })
+    /** How often a batch is decided again because other processes kept committing first. */
+    const batchAttemptsMax = 50
 
-  const settle = (batch: ReadonlyArray<Pending>, evaluation: Evaluation) =>
-    Effect.forEach(batch, (pending, index) => {
-      const outcome = evaluation.outcomes[index]!
-      return Result.isSuccess(outcome) ? Deferred.succeed(pending.done, outcome.success) : Deferred.fail(pending.done, outcome.failure)
-    }, { discard: true })
+    /** Decides a batch and writes it, again from a fresh read while another process committed in between. */
+    const runBatch = (
+      batch: ReadonlyArray<Pending>,
+      now: number,
+      attempt = 1
+    ): Effect.Effect<{ readonly evaluation: Evaluation; readonly base: number }, SqlError.SqlError | StoreError> =>
+      Effect.gen(function*() {
+        const opsList = batch.map((pending) => pending.ops)
+        const { base, sequence, state } = yield* readState(opsList, now)
+        const evaluation = evaluate(opsList, state, base)
+        if (
+          evaluation.changes.length === 0 && evaluation.records.size === 0 && evaluation.postings.length === 0
+        ) return { evaluation, base }
+        const written = yield* sql.unsafe(
+          writeStatement(options.notify && evaluation.changes.length > 0 ? origin : undefined),
+          writeParameters(evaluation, sequence) as Array<string | number>
+        )
+        if (written.length > 0) return { evaluation, base }
+        if (attempt >= batchAttemptsMax) {
+          return yield* new StoreError({ message: `the store stayed contended for ${batchAttemptsMax} attempts` })
+        }
+        return yield* runBatch(batch, now, attempt + 1)
+      })
 
-  // A failing write statement writes nothing; then each commit runs alone so that a bad one fails only itself.
-  const commitBatch = (batch: ReadonlyArray<Pending>): Effect.Effect<void> => Effect.gen(function*() {
-    const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
-    const result = yield* Effect.result(runBatch(batch, now))
-    if (Result.isSuccess(result)) {
-      const { evaluation, base } = result.success
-      yield* settle(batch, evaluation)
-      notifyListeners({ after: base, changes: evaluation.changes })
-      return
+    const settle = (batch: ReadonlyArray<Pending>, evaluation: Evaluation) =>
+      Effect.forEach(batch, (pending, index) => {
+        const outcome = evaluation.outcomes[index]!
+        return Result.isSuccess(outcome)
+          ? Deferred.succeed(pending.done, outcome.success)
+          : Deferred.fail(pending.done, outcome.failure)
+      }, { discard: true })
+
+    // A failing write statement writes nothing; then each commit runs alone so that a bad one fails only itself.
+    const commitBatch = (batch: ReadonlyArray<Pending>): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+        const result = yield* Effect.result(runBatch(batch, now))
+        if (Result.isSuccess(result)) {
+          const { evaluation, base } = result.success
+          yield* settle(batch, evaluation)
+          notifyListeners({ after: base, changes: evaluation.changes })
+          return
+        }
+        if (batch.length > 1) {
+          return yield* Effect.forEach(batch, (pending) => commitBatch([pending]), { discard: true })
+        }
+        const error = result.failure
+        yield* Deferred.fail(batch[0]!.done, error._tag === "StoreError" ? error : failure("commit failed")(error))
+      })
+
+    yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.takeBetween(queue, 1, batchCommitsMax), commitBatch)))
+    // This process's own commits reach its listeners with their changes (commitBatch): their notifications are skipped.
+    const ownNotification = `${origin}:`
+    if (options.listen !== undefined) {
+      yield* Effect.forkScoped(Effect.forever(Effect.ignore(options.listen((payload) => {
+        if (!payload.startsWith(ownNotification)) notifyListeners()
+      }))))
     }
-    if (batch.length > 1) return yield* Effect.forEach(batch, (pending) => commitBatch([pending]), { discard: true })
-    const error = result.failure
-    yield* Deferred.fail(batch[0]!.done, error._tag === "StoreError" ? error : failure("commit failed")(error))
-  })
 
-  yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.takeBetween(queue, 1, batchCommitsMax), commitBatch)))
-  // This process's own commits reach its listeners with their changes (commitBatch): their notifications are skipped.
-  const ownNotification = `${origin}:`
-  if (options.listen !== undefined) {
-    yield* Effect.forkScoped(Effect.forever(Effect.ignore(options.listen((payload) => {
-      if (!payload.startsWith(ownNotification)) notifyListeners()
-    }))))
-  }
+    const get: StoreShape["get"] = (key) =>
+      sql.unsafe<{ body: string }>(
+        `SELECT body FROM nodus_objects WHERE resource = $1 AND namespace = $2 AND name = $3`,
+        [key.resource, key.namespace, key.name]
+      ).pipe(
+        Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), (row) => parseObject(row.body))),
+        Effect.mapError(failure("get failed"))
+      )
 
-  const get: StoreShape["get"] = (key) =>
-    sql.unsafe<{ body: string }>(
-      `SELECT body FROM nodus_objects WHERE resource = $1 AND namespace = $2 AND name = $3`,
-      [key.resource, key.namespace, key.name]
-    ).pipe(
-      Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), (row) => parseObject(row.body))),
-      Effect.mapError(failure("get failed"))
-    )
+    /**
+     * The WHERE clause of a list and its count, with only the terms the query has: exact predicates let PostgreSQL walk
+     * the primary key (resource, namespace, name) from the cursor, and count from the index without reading bodies.
+     */
+    const listFilter = (query: ListQuery, after: ListQuery["after"]) => {
+      const terms: Array<string> = ["resource = $1"]
+      const parameters: Array<string> = [query.resource]
+      const parameter = (value: string) => `$${parameters.push(value)}`
+      if (query.namespace !== undefined) terms.push(`namespace = ${parameter(query.namespace)}`)
+      if (query.name !== undefined) terms.push(`name = ${parameter(query.name)}`)
+      if (after !== undefined) {
+        terms.push(`(namespace, name) > (${parameter(after.namespace)}, ${parameter(after.name)})`)
+      }
+      if ((query.labelEquals ?? []).length > 0) {
+        terms.push(`labels @> ${parameter(JSON.stringify(Object.fromEntries(query.labelEquals!)))}::jsonb`)
+      }
+      return { where: terms.join(" AND "), parameters }
+    }
 
-  /**
-   * The WHERE clause of a list and its count, with only the terms the query has: exact predicates let PostgreSQL walk
-   * the primary key (resource, namespace, name) from the cursor, and count from the index without reading bodies.
-   */
-  const listFilter = (query: ListQuery, after: ListQuery["after"]) => {
-    const terms: Array<string> = ["resource = $1"]
-    const parameters: Array<string> = [query.resource]
-    const parameter = (value: string) => `$${parameters.push(value)}`
-    if (query.namespace !== undefined) terms.push(`namespace = ${parameter(query.namespace)}`)
-    if (query.name !== undefined) terms.push(`name = ${parameter(query.name)}`)
-    if (after !== undefined) terms.push(`(namespace, name) > (${parameter(after.namespace)}, ${parameter(after.name)})`)
-    if ((query.labelEquals ?? []).length > 0) terms.push(`labels @> ${parameter(JSON.stringify(Object.fromEntries(query.labelEquals!)))}::jsonb`)
-    return { where: terms.join(" AND "), parameters }
-  }
-
-  // The page and the store's resourceVersion come from one statement (one snapshot); the count of what follows is only
-  // needed for a full page.
-  const listText: StoreShape["listText"] = (query: ListQuery) => Effect.gen(function*() {
-    const page = listFilter(query, query.after)
-    const limit = query.limit === undefined ? "" : ` LIMIT ${Math.max(0, Math.floor(query.limit))}`
-    const rows = yield* sql.unsafe<{ resource_version: string; body: string | null; namespace: string; name: string }>(
-      `SELECT m.resource_version::text AS resource_version, o.body, o.namespace, o.name
+    // The page and the store's resourceVersion come from one statement (one snapshot); the count of what follows is only
+    // needed for a full page.
+    const listText: StoreShape["listText"] = (query: ListQuery) =>
+      Effect.gen(function*() {
+        const page = listFilter(query, query.after)
+        const limit = query.limit === undefined ? "" : ` LIMIT ${Math.max(0, Math.floor(query.limit))}`
+        const rows = yield* sql.unsafe<
+          { resource_version: string; body: string | null; namespace: string; name: string }
+        >(
+          `SELECT m.resource_version::text AS resource_version, o.body, o.namespace, o.name
          FROM nodus_meta m
          LEFT JOIN LATERAL (
            SELECT body, namespace, name FROM nodus_objects WHERE ${page.where} ORDER BY namespace, name${limit}) o ON true
         WHERE m.id = 1
         ORDER BY o.namespace, o.name`,
-      page.parameters
-    )
-    const items = rows.flatMap((row) => (row.body === null ? [] : [{ namespace: row.namespace, name: row.name, text: row.body }]))
-    const last = items.at(-1)
-    const full = query.limit !== undefined && last !== undefined && items.length === query.limit
-    let remaining = 0
-    if (full) {
-      const rest = listFilter(query, { namespace: last.namespace, name: last.name })
-      const cap = query.countUpTo === undefined ? "" : ` LIMIT ${Math.max(0, Math.floor(query.countUpTo)) + 1}`
-      const counted = yield* sql.unsafe<{ remaining: string }>(
-        `SELECT count(*)::text AS remaining FROM (SELECT 1 FROM nodus_objects WHERE ${rest.where}${cap}) AS rest`,
-        rest.parameters
-      )
-      remaining = Number(counted[0]?.remaining ?? 0)
-    }
-    return { items, resourceVersion: Number(rows[0]?.resource_version ?? 0), remaining }
-  }).pipe(Effect.mapError(failure("list failed")))
+          page.parameters
+        )
+        const items = rows.flatMap((
+          row
+        ) => (row.body === null ? [] : [{ namespace: row.namespace, name: row.name, text: row.body }]))
+        const last = items.at(-1)
+        const full = query.limit !== undefined && last !== undefined && items.length === query.limit
+        let remaining = 0
+        if (full) {
+          const rest = listFilter(query, { namespace: last.namespace, name: last.name })
+          const cap = query.countUpTo === undefined ? "" : ` LIMIT ${Math.max(0, Math.floor(query.countUpTo)) + 1}`
+          const counted = yield* sql.unsafe<{ remaining: string }>(
+            `SELECT count(*)::text AS remaining FROM (SELECT 1 FROM nodus_objects WHERE ${rest.where}${cap}) AS rest`,
+            rest.parameters
+          )
+          remaining = Number(counted[0]?.remaining ?? 0)
+        }
+        return { items, resourceVersion: Number(rows[0]?.resource_version ?? 0), remaining }
+      }).pipe(Effect.mapError(failure("list failed")))
 
-  const list: StoreShape["list"] = (query: ListQuery) =>
-    Effect.map(listText(query), (page) => ({ ...page, items: page.items.map((item) => parseObject(item.text)) }))
+    const list: StoreShape["list"] = (query: ListQuery) =>
+      Effect.map(listText(query), (page) => ({ ...page, items: page.items.map((item) => parseObject(item.text)) }))
 
-  // Summed by the database over every posting: each moves its amount out of one account and into another. The sums
-  // are numeric, read as text so that no digit passes through a JS number.
-  const balances: StoreShape["balances"] = () =>
-    sql.unsafe<{ account: string; balance: string }>(
-      `SELECT account, sum(amount)::text AS balance
+    // Summed by the database over every posting: each moves its amount out of one account and into another. The sums
+    // are numeric, read as text so that no digit passes through a JS number.
+    const balances: StoreShape["balances"] = () =>
+      sql.unsafe<{ account: string; balance: string }>(
+        `SELECT account, sum(amount)::text AS balance
          FROM (SELECT to_account AS account, amount FROM nodus_postings
                UNION ALL
                SELECT from_account, -amount FROM nodus_postings) AS moves
         GROUP BY account`
-    ).pipe(
-      Effect.map((rows) => new Map(rows.map((row) => [row.account, BigInt(row.balance)] as const))),
-      Effect.mapError(failure("balances query failed"))
-    )
+      ).pipe(
+        Effect.map((rows) => new Map(rows.map((row) => [row.account, BigInt(row.balance)] as const))),
+        Effect.mapError(failure("balances query failed"))
+      )
 
-  return Store.of({
-    get,
-    list,
-    listText,
-    dependentsOf: (uid) =>
-      sql.unsafe<{ body: string }>(`SELECT body FROM nodus_objects WHERE owner_uids @> $1::jsonb`, [JSON.stringify([uid])]).pipe(
-        Effect.map((rows) => rows.map((row) => parseObject(row.body))),
-        Effect.mapError(failure("dependents query failed"))
-      ),
-    uidExists: (uid) =>
-      sql.unsafe<{ found: number }>(`SELECT 1 AS found FROM nodus_objects WHERE uid = $1 LIMIT 1`, [uid]).pipe(
-        Effect.map((rows) => rows.length > 0),
-        Effect.mapError(failure("uid query failed"))
-      ),
-    commit: (ops) => Effect.flatMap(Deferred.make<Committed, CommitFailed | StoreError>(), (done) =>
-      Effect.andThen(Queue.offer(queue, { ops, done }), Deferred.await(done))),
-    resourceVersion: sql.unsafe<{ resource_version: string }>(`SELECT resource_version::text AS resource_version FROM nodus_meta WHERE id = 1`).pipe(
-      Effect.map((rows) => Number(rows[0]?.resource_version ?? 0)),
-      Effect.mapError(failure("resourceVersion query failed"))
-    ),
-    changes: (after, limit) =>
-      Effect.all([
-        sql.unsafe<ChangeRow>(
-          `SELECT resource_version::text AS resource_version, type, resource, namespace, name, body, previous
-             FROM nodus_changes WHERE resource_version > $1 ORDER BY nodus_changes.resource_version LIMIT $2`,
-          [after, limit]
+    return Store.of({
+      get,
+      list,
+      listText,
+      dependentsOf: (uid) =>
+        sql.unsafe<{ body: string }>(`SELECT body FROM nodus_objects WHERE owner_uids @> $1::jsonb`, [
+          JSON.stringify([uid])
+        ]).pipe(
+          Effect.map((rows) => rows.map((row) => parseObject(row.body))),
+          Effect.mapError(failure("dependents query failed"))
         ),
-        sql.unsafe<{ compacted: string }>(`SELECT compacted_resource_version::text AS compacted FROM nodus_meta WHERE id = 1`)
-      ]).pipe(
-        Effect.map(([rows, meta]) => ({ changes: rows.map(changeOf), compactedResourceVersion: Number(meta[0]?.compacted ?? 0) })),
-        Effect.mapError(failure("changes query failed"))
-      ),
-    compact: (upTo) =>
-      sql.withTransaction(Effect.andThen(
-        sql.unsafe(`DELETE FROM nodus_changes WHERE resource_version <= $1`, [upTo]),
-        sql.unsafe(`UPDATE nodus_meta SET compacted_resource_version = greatest(compacted_resource_version, least($1::bigint, resource_version)) WHERE id = 1`, [upTo])
-      )).pipe(Effect.asVoid, Effect.mapError(failure("compaction failed"))),
-    getRecord: (table, id, now) =>
-      sql.unsafe<{ value: string }>(
-        `SELECT value FROM nodus_records WHERE tbl = $1 AND id = $2 AND (expires_at IS NULL OR expires_at > $3)`,
-        [table, id, now]
+      uidExists: (uid) =>
+        sql.unsafe<{ found: number }>(`SELECT 1 AS found FROM nodus_objects WHERE uid = $1 LIMIT 1`, [uid]).pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.mapError(failure("uid query failed"))
+        ),
+      commit: (ops) =>
+        Effect.flatMap(
+          Deferred.make<Committed, CommitFailed | StoreError>(),
+          (done) => Effect.andThen(Queue.offer(queue, { ops, done }), Deferred.await(done))
+        ),
+      resourceVersion: sql.unsafe<{ resource_version: string }>(
+        `SELECT resource_version::text AS resource_version FROM nodus_meta WHERE id = 1`
       ).pipe(
-        Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), (row) => JSON.parse(row.value) as Json)),
-        Effect.mapError(failure("record query failed"))
+        Effect.map((rows) => Number(rows[0]?.resource_version ?? 0)),
+        Effect.mapError(failure("resourceVersion query failed"))
       ),
-    records: (table, after, limit, now) =>
-      sql.unsafe<{ id: string; value: string }>(
-        `SELECT id, value FROM nodus_records WHERE tbl = $1 AND id > $2 AND (expires_at IS NULL OR expires_at > $3) ORDER BY id LIMIT $4`,
-        [table, after, now, Math.max(0, limit)]
-      ).pipe(
-        Effect.map((rows) => rows.map((row) => ({ id: row.id, value: JSON.parse(row.value) as Json }))),
-        Effect.mapError(failure("records query failed"))
-      ),
-    deleteExpiredRecords: (now) =>
-      sql.unsafe<{ id: string }>(`DELETE FROM nodus_records WHERE expires_at IS NOT NULL AND expires_at <= $1 RETURNING id`, [now]).pipe(
-        Effect.map((rows) => rows.length),
-        Effect.mapError(failure("record expiry failed"))
-      ),
-    postings: (after, limit) =>
-      sql.unsafe<PostingRow>(`SELECT ${postingColumns} FROM nodus_postings WHERE seq > $1 ORDER BY nodus_postings.seq LIMIT $2`, [after, Math.max(0, limit)]).pipe(
-        Effect.map((rows) => rows.map(postingOf)),
-        Effect.mapError(failure("postings query failed"))
-      ),
-    balances,
-    onCommit: (listener) =>
-      Effect.sync(() => {
-        listeners.add(listener)
-        return Effect.sync(() => void listeners.delete(listener))
-      })
+      changes: (after, limit) =>
+        Effect.all([
+          sql.unsafe<ChangeRow>(
+            `SELECT resource_version::text AS resource_version, type, resource, namespace, name, body, previous
+             FROM nodus_changes WHERE resource_version > $1 ORDER BY nodus_changes.resource_version LIMIT $2`,
+            [after, limit]
+          ),
+          sql.unsafe<{ compacted: string }>(
+            `SELECT compacted_resource_version::text AS compacted FROM nodus_meta WHERE id = 1`
+          )
+        ]).pipe(
+          Effect.map(([rows, meta]) => ({
+            changes: rows.map(changeOf),
+            compactedResourceVersion: Number(meta[0]?.compacted ?? 0)
+          })),
+          Effect.mapError(failure("changes query failed"))
+        ),
+      compact: (upTo) =>
+        sql.withTransaction(Effect.andThen(
+          sql.unsafe(`DELETE FROM nodus_changes WHERE resource_version <= $1`, [upTo]),
+          sql.unsafe(
+            `UPDATE nodus_meta SET compacted_resource_version = greatest(compacted_resource_version, least($1::bigint, resource_version)) WHERE id = 1`,
+            [upTo]
+          )
+        )).pipe(Effect.asVoid, Effect.mapError(failure("compaction failed"))),
+      getRecord: (table, id, now) =>
+        sql.unsafe<{ value: string }>(
+          `SELECT value FROM nodus_records WHERE tbl = $1 AND id = $2 AND (expires_at IS NULL OR expires_at > $3)`,
+          [table, id, now]
+        ).pipe(
+          Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), (row) => JSON.parse(row.value) as Json)),
+          Effect.mapError(failure("record query failed"))
+        ),
+      records: (table, after, limit, now) =>
+        sql.unsafe<{ id: string; value: string }>(
+          `SELECT id, value FROM nodus_records WHERE tbl = $1 AND id > $2 AND (expires_at IS NULL OR expires_at > $3) ORDER BY id LIMIT $4`,
+          [table, after, now, Math.max(0, limit)]
+        ).pipe(
+          Effect.map((rows) => rows.map((row) => ({ id: row.id, value: JSON.parse(row.value) as Json }))),
+          Effect.mapError(failure("records query failed"))
+        ),
+      deleteExpiredRecords: (now) =>
+        sql.unsafe<{ id: string }>(
+          `DELETE FROM nodus_records WHERE expires_at IS NOT NULL AND expires_at <= $1 RETURNING id`,
+          [now]
+        ).pipe(
+          Effect.map((rows) => rows.length),
+          Effect.mapError(failure("record expiry failed"))
+        ),
+      postings: (after, limit) =>
+        sql.unsafe<PostingRow>(
+          `SELECT ${postingColumns} FROM nodus_postings WHERE seq > $1 ORDER BY nodus_postings.seq LIMIT $2`,
+          [after, Math.max(0, limit)]
+        ).pipe(
+          Effect.map((rows) => rows.map(postingOf)),
+          Effect.mapError(failure("postings query failed"))
+        ),
+      balances,
+      onCommit: (listener) =>
+        Effect.sync(() => {
+          listeners.add(listener)
+          return Effect.sync(() => void listeners.delete(listener))
+        })
+    })
   })
-})
 
 /**
  * The blobs (store/BlobStore.ts) in the same database — their bytes in `filesDir` when given (the embedded default);
@@ -619,7 +687,9 @@ export const layerPostgres = (url: string): Layer.Layer<Store | BlobStore, Store
       const listen = (onNotify: (payload: string) => void) =>
         Effect.scoped(Effect.gen(function*() {
           const notifications = yield* pg.listen(notifyChannel)
-          yield* Effect.forever(Effect.tap(Queue.take(notifications), (notification) => Effect.sync(() => onNotify(notification.payload))))
+          yield* Effect.forever(
+            Effect.tap(Queue.take(notifications), (notification) => Effect.sync(() => onNotify(notification.payload)))
+          )
         }))
       return yield* make({ listen: (onNotify) => Effect.asVoid(listen(onNotify)), notify: true })
     })
@@ -632,9 +702,11 @@ export const layerPostgres = (url: string): Layer.Layer<Store | BlobStore, Store
  * The store on embedded PGlite in `dataDir` (in memory when undefined), blob bytes in `blobsDir` when given (in the
  * database otherwise).
  */
-export const layerPglite = (dataDir: string | undefined, blobsDir?: string): Layer.Layer<Store | BlobStore, StoreError | SqlError.SqlError> =>
+export const layerPglite = (
+  dataDir: string | undefined,
+  blobsDir?: string
+): Layer.Layer<Store | BlobStore, StoreError | SqlError.SqlError> =>
   Layer.effect(Store, make({ notify: false })).pipe(
     Layer.merge(blobs(blobsDir)),
     Layer.provide(Pglite.layer(dataDir))
   )
-

@@ -9,8 +9,8 @@
  * One contract suite (test/store/StoreContract.ts) holds all three to the same behaviour.
  */
 import { Context, Data, type Effect, type Option } from "effect"
-import type { Json } from "../core/Json.ts"
 import type { Posting } from "../core/billing/Ledger.ts"
+import type { Json } from "../core/Json.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 
 /** Where an object lives. `namespace` is "" for cluster-scoped kinds. */
@@ -25,7 +25,13 @@ export type WriteOp =
   /** Fails AlreadyExists when the key holds an object. */
   | { readonly _tag: "Create"; readonly key: ObjectKey; readonly object: ResourceObject }
   /** Fails NotFound, or Conflict when the stored resourceVersion is not `expectedRv`. `previous` is what was read. */
-  | { readonly _tag: "Update"; readonly key: ObjectKey; readonly object: ResourceObject; readonly previous: ResourceObject; readonly expectedRv: string }
+  | {
+    readonly _tag: "Update"
+    readonly key: ObjectKey
+    readonly object: ResourceObject
+    readonly previous: ResourceObject
+    readonly expectedRv: string
+  }
   /** Removes the object; `object` is its final state, which the DELETED event carries. Same conditions as Update. */
   | { readonly _tag: "Delete"; readonly key: ObjectKey; readonly object: ResourceObject; readonly expectedRv: string }
   /** Writes nothing; fails NotFound unless the key holds an object, and Terminating when it is being deleted. */
@@ -176,7 +182,12 @@ export interface StoreShape {
    * The unexpired records of one table with ids above `after` (bytewise), in id order, at most `limit`: how a service
    * reloads what it keeps per id (Budgets' ledger owners) in a few queries rather than one per id.
    */
-  readonly records: (table: string, after: string, limit: number, now: number) => Effect.Effect<ReadonlyArray<StoredRecordEntry>, StoreError>
+  readonly records: (
+    table: string,
+    after: string,
+    limit: number,
+    now: number
+  ) => Effect.Effect<ReadonlyArray<StoredRecordEntry>, StoreError>
   readonly deleteExpiredRecords: (now: number) => Effect.Effect<number, StoreError>
   /** Ledger postings with seq above `after`, in seq order, at most `limit`: what `Ledger.replay` rebuilds from. */
   readonly postings: (after: number, limit: number) => Effect.Effect<ReadonlyArray<Posting>, StoreError>

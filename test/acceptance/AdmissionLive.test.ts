@@ -18,7 +18,8 @@ beforeAll(async () => {
 
 afterAll(() => live?.stop())
 
-const create = (server: TestServer, name: string, spec: Record<string, unknown>) => request(server, "POST", jobsPath(project), { body: jobBody(name, {}, spec) })
+const create = (server: TestServer, name: string, spec: Record<string, unknown>) =>
+  request(server, "POST", jobsPath(project), { body: jobBody(name, {}, spec) })
 
 describe("a Job a live host could never run is refused at create", () => {
   it("no command: 422 at spec.command, saying what to set; nothing is stored", async () => {
@@ -33,11 +34,22 @@ describe("a Job a live host could never run is refused at create", () => {
 
   it("a memory floor beyond any host: 422 at spec.resources.memory, naming this host's memory", async () => {
     // The server's own host joins as a Node: then the largest available is its offering.
-    const offered = async () => (await request(live, "POST", `${jobsPath(project)}?dryRun=All`, { body: jobBody("probe", {}, { command: ["true"] }) })).body?.status?.estimate?.placementPreview?.offering
+    const offered = async () =>
+      (await request(live, "POST", `${jobsPath(project)}?dryRun=All`, {
+        body: jobBody("probe", {}, { command: ["true"] })
+      })).body?.status?.estimate?.placementPreview?.offering
     await eventually("an offering of the local Node", offered, (offering) => offering !== undefined, 20_000)
-    const body = assertStatus(live, await create(live, "huge", { command: ["true"], resources: { memory: "99999999999999999999Ei" } }), 422, "Invalid")
+    const body = assertStatus(
+      live,
+      await create(live, "huge", { command: ["true"], resources: { memory: "99999999999999999999Ei" } }),
+      422,
+      "Invalid"
+    )
     assert.deepStrictEqual(causeFields(body), ["spec.resources.memory"])
-    assert.match(body.details.causes[0].message, /no offering could ever hold it; the largest available has \d+Gi memory/u)
+    assert.match(
+      body.details.causes[0].message,
+      /no offering could ever hold it; the largest available has \d+Gi memory/u
+    )
     assert.include(body.fix, "spec.resources.memory at most")
   })
 })

@@ -109,12 +109,16 @@ export const requirePythonClient = async (): Promise<void> => {
   requireExecutable(pythonPath, "apt-get install -y python3 python3-kubernetes")
   const probe = await run(pythonPath, ["-c", "import kubernetes; print(kubernetes.__version__)"])
   if (probe.code !== 0) {
-    throw new Error(`the Python module 'kubernetes' is missing for ${pythonPath}: apt-get install -y python3-kubernetes\n${probe.stderr}`)
+    throw new Error(
+      `the Python module 'kubernetes' is missing for ${pythonPath}: apt-get install -y python3-kubernetes\n${probe.stderr}`
+    )
   }
 }
 
-const kubectlArgs = (server: TestServer, args: ReadonlyArray<string>): ReadonlyArray<string> =>
-  [...args, "--cache-dir", join(server.directory, "kcache"), "--request-timeout=20s"]
+const kubectlArgs = (
+  server: TestServer,
+  args: ReadonlyArray<string>
+): ReadonlyArray<string> => [...args, "--cache-dir", join(server.directory, "kcache"), "--request-timeout=20s"]
 
 const kubectlOptions = (server: TestServer, options: RunOptions): RunOptions => ({
   ...options,
@@ -137,7 +141,11 @@ export const python = (script: string, args: ReadonlyArray<string>, options: Run
   run(pythonPath, [script, ...args], options)
 
 /** Polls `check` until it returns true (every 100 ms); fails with `what` after `timeoutMs`. */
-export const eventually = async (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> => {
+export const eventually = async (
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 15_000
+): Promise<void> => {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     if (await check()) return
@@ -147,7 +155,10 @@ export const eventually = async (what: string, check: () => boolean | Promise<bo
 }
 
 /** Formats a result for assertion messages. */
-export const show = (result: Result): string => `exit ${result.code}${result.signal === null ? "" : ` (${result.signal})`}\n--- stdout\n${result.stdout}\n--- stderr\n${result.stderr}`
+export const show = (result: Result): string =>
+  `exit ${result.code}${
+    result.signal === null ? "" : ` (${result.signal})`
+  }\n--- stdout\n${result.stdout}\n--- stderr\n${result.stderr}`
 
 export interface Reply {
   readonly status: number
@@ -160,9 +171,18 @@ export interface Reply {
  * One raw HTTPS request to a TLS test server, trusting its CA: a second path to the server's state, independent of
  * the client under test. `body` is sent as JSON (or as is when it is a string or a Buffer).
  */
-export const api = (server: TestServer, method: string, path: string, options: { readonly body?: unknown; readonly contentType?: string } = {}): Promise<Reply> =>
+export const api = (
+  server: TestServer,
+  method: string,
+  path: string,
+  options: { readonly body?: unknown; readonly contentType?: string } = {}
+): Promise<Reply> =>
   new Promise((resolve, reject) => {
-    const payload = options.body === undefined ? undefined : typeof options.body === "string" || Buffer.isBuffer(options.body) ? options.body : JSON.stringify(options.body)
+    const payload = options.body === undefined
+      ? undefined
+      : typeof options.body === "string" || Buffer.isBuffer(options.body)
+      ? options.body
+      : JSON.stringify(options.body)
     const request = httpsRequest(`${server.url}${path}`, {
       method,
       ...(server.ca === undefined ? {} : { ca: server.ca }),
@@ -221,10 +241,10 @@ export const jsonDocuments = (text: string): ReadonlyArray<any> => {
     if (inString) {
       if (escaped) escaped = false
       else if (char === "\\") escaped = true
-      else if (char === '"') inString = false
+      else if (char === "\"") inString = false
       continue
     }
-    if (char === '"') inString = true
+    if (char === "\"") inString = true
     else if (char === "{" || char === "[") {
       if (depth === 0) start = index
       depth++

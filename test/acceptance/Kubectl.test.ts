@@ -5,12 +5,23 @@
  * wait, explain, edit, a wrong token and project deletion. Each command's exit code and output are checked, and
  * every write is checked again on the server through raw HTTPS.
  */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { chmodSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { parse as parseYaml } from "yaml"
 import { startTestServer, type TestServer } from "../support/TestServer.ts"
-import { api, type Background, eventually, jsonDocuments, kubectl, parseTable, requireKubectl, type Result, show, startKubectl } from "./Clients.ts"
+import {
+  api,
+  type Background,
+  eventually,
+  jsonDocuments,
+  kubectl,
+  parseTable,
+  requireKubectl,
+  type Result,
+  show,
+  startKubectl
+} from "./Clients.ts"
 
 let server: TestServer
 
@@ -27,7 +38,9 @@ const jobsPath = (namespace: string, name?: string) =>
   `/apis/nodus.dev/v1/namespaces/${namespace}/jobs${name === undefined ? "" : `/${name}`}`
 
 const createNamespace = async (name: string) => {
-  const reply = await api(server, "POST", "/api/v1/namespaces", { body: { apiVersion: "v1", kind: "Namespace", metadata: { name } } })
+  const reply = await api(server, "POST", "/api/v1/namespaces", {
+    body: { apiVersion: "v1", kind: "Namespace", metadata: { name } }
+  })
   assert.strictEqual(reply.status, 201, reply.text)
 }
 
@@ -65,7 +78,11 @@ const manifest = (file: string, text: string): string => {
 }
 
 /** A Job manifest; `backoffLimit` is a field that may change after create (spec: Job, Immutability). */
-const jobYaml = (namespace: string, name: string, options: { readonly image?: string; readonly team?: string; readonly backoffLimit?: number } = {}) =>
+const jobYaml = (
+  namespace: string,
+  name: string,
+  options: { readonly image?: string; readonly team?: string; readonly backoffLimit?: number } = {}
+) =>
   [
     "apiVersion: nodus.dev/v1",
     "kind: Job",
@@ -112,8 +129,20 @@ describe("api-resources", () => {
       assert.isDefined(found, `${name} missing from api-resources:\n${result.stdout}`)
       return found!
     }
-    assert.deepStrictEqual(row("jobs"), { NAME: "jobs", SHORTNAMES: "nj", APIVERSION: "nodus.dev/v1", NAMESPACED: "true", KIND: "Job" })
-    assert.deepStrictEqual(row("namespaces"), { NAME: "namespaces", SHORTNAMES: "ns", APIVERSION: "v1", NAMESPACED: "false", KIND: "Namespace" })
+    assert.deepStrictEqual(row("jobs"), {
+      NAME: "jobs",
+      SHORTNAMES: "nj",
+      APIVERSION: "nodus.dev/v1",
+      NAMESPACED: "true",
+      KIND: "Job"
+    })
+    assert.deepStrictEqual(row("namespaces"), {
+      NAME: "namespaces",
+      SHORTNAMES: "ns",
+      APIVERSION: "v1",
+      NAMESPACED: "false",
+      KIND: "Namespace"
+    })
     assert.strictEqual(row("budgets")["NAMESPACED"], "false")
     assert.strictEqual(row("budgets")["APIVERSION"], "nodus.dev/v1")
     assert.strictEqual(row("trainingjobs")["APIVERSION"], "nodus.dev/v1beta1")
@@ -150,7 +179,12 @@ describe("get", () => {
     })
     assert.strictEqual(sandbox.status, 201, sandbox.text)
     const budget = await api(server, "POST", "/apis/nodus.dev/v1/budgets", {
-      body: { apiVersion: "nodus.dev/v1", kind: "Budget", metadata: { name: "get-budget" }, spec: { amountUSD: "100", period: "Monthly" } }
+      body: {
+        apiVersion: "nodus.dev/v1",
+        kind: "Budget",
+        metadata: { name: "get-budget" },
+        spec: { amountUSD: "100", period: "Monthly" }
+      }
     })
     assert.strictEqual(budget.status, 201, budget.text)
   })
@@ -168,7 +202,9 @@ describe("get", () => {
     const result = await kubectl(server, ["get", "jobs", "-A"])
     assert.strictEqual(result.code, 0, show(result))
     const rows = parseTable(result.stdout).map((row) => `${row["NAMESPACE"]}/${row["NAME"]}`)
-    for (const expected of ["get-a/alpha", "get-a/beta", "get-a/gamma", "get-b/delta"]) assert.include(rows, expected, result.stdout)
+    for (const expected of ["get-a/alpha", "get-a/beta", "get-a/gamma", "get-b/delta"]) {
+      assert.include(rows, expected, result.stdout)
+    }
   })
 
   it("-o wide shows the wide columns", async () => {
@@ -205,7 +241,11 @@ describe("get", () => {
   it("-o name prints kind.group/name", async () => {
     const result = await kubectl(server, ["get", "jobs", "-n", "get-a", "-o", "name"])
     assert.strictEqual(result.code, 0, show(result))
-    assert.deepStrictEqual(result.stdout.trim().split("\n").sort(), ["job.nodus.dev/alpha", "job.nodus.dev/beta", "job.nodus.dev/gamma"])
+    assert.deepStrictEqual(result.stdout.trim().split("\n").sort(), [
+      "job.nodus.dev/alpha",
+      "job.nodus.dev/beta",
+      "job.nodus.dev/gamma"
+    ])
   })
 
   it("-l filters by a set-based label selector", async () => {
@@ -224,7 +264,14 @@ describe("get", () => {
     const result = await kubectl(server, ["get", "nodus", "-A"])
     assert.strictEqual(result.code, 0, show(result))
     const listed = result.stdout.split("\n").flatMap((line) => line.trim().split(/\s+/))
-    for (const expected of ["job.nodus.dev/alpha", "job.nodus.dev/delta", "sandbox.nodus.dev/sbx-1", "budget.nodus.dev/get-budget"]) {
+    for (
+      const expected of [
+        "job.nodus.dev/alpha",
+        "job.nodus.dev/delta",
+        "sandbox.nodus.dev/sbx-1",
+        "budget.nodus.dev/get-budget"
+      ]
+    ) {
       assert.include(listed, expected, result.stdout)
     }
   })
@@ -263,7 +310,17 @@ describe("get -w", () => {
 
   it("get job X -w --output-watch-events -o json prints ADDED, MODIFIED and DELETED events", async () => {
     await createJob("watch", "watched")
-    const watcher = startKubectl(server, ["get", "job", "watched", "-n", "watch", "-w", "--output-watch-events", "-o", "json"])
+    const watcher = startKubectl(server, [
+      "get",
+      "job",
+      "watched",
+      "-n",
+      "watch",
+      "-w",
+      "--output-watch-events",
+      "-o",
+      "json"
+    ])
     const result = await whileRunning(watcher, async () => {
       await eventually("the ADDED event", () => jsonDocuments(watcher.stdout()).length === 1)
       const patched = await api(server, "PATCH", jobsPath("watch", "watched"), {
@@ -341,7 +398,10 @@ describe("apply -f", () => {
     assert.strictEqual(applied.stdout.trim(), "job.nodus.dev/ssa-1 serverside-applied")
     const job = await readJob("apply", "ssa-1")
     assert.strictEqual(job.spec.image, "python:3.12")
-    const entries = (job.metadata.managedFields ?? []).map((entry: any) => ({ manager: entry.manager, operation: entry.operation }))
+    const entries = (job.metadata.managedFields ?? []).map((entry: any) => ({
+      manager: entry.manager,
+      operation: entry.operation
+    }))
     assert.deepInclude(entries, { manager: "kubectl", operation: "Apply" }, JSON.stringify(job.metadata.managedFields))
   })
 
@@ -356,7 +416,10 @@ describe("apply -f", () => {
     const job = await readJob("apply", "ssa-2")
     assert.strictEqual(job.spec.backoffLimit, 3)
     assert.strictEqual(job.metadata.generation, 2)
-    const entries = (job.metadata.managedFields ?? []).map((entry: any) => ({ manager: entry.manager, operation: entry.operation }))
+    const entries = (job.metadata.managedFields ?? []).map((entry: any) => ({
+      manager: entry.manager,
+      operation: entry.operation
+    }))
     assert.deepInclude(entries, { manager: "kubectl", operation: "Apply" }, JSON.stringify(job.metadata.managedFields))
   })
 })
@@ -374,21 +437,31 @@ describe("create -f", () => {
 
     const again = await kubectl(server, ["create", "-f", file])
     assert.notStrictEqual(again.code, 0, show(again))
-    assert.include(again.stderr, `Error from server (AlreadyExists): error when creating "${file}": jobs.nodus.dev "cr-1" already exists`)
+    assert.include(
+      again.stderr,
+      `Error from server (AlreadyExists): error when creating "${file}": jobs.nodus.dev "cr-1" already exists`
+    )
     const after = await readJob("create", "cr-1")
     assert.strictEqual(after.metadata.uid, first.metadata.uid)
     assert.strictEqual(after.metadata.resourceVersion, first.metadata.resourceVersion)
   })
 
   it("creates a TopUp (a kind without PATCH: validation falls back to /openapi/v2), and get creditgrants shows its credits", async () => {
-    const file = manifest("topup.yaml", "apiVersion: nodus.dev/v1\nkind: TopUp\nmetadata: {name: kubectl-topup}\nspec: {amountUSD: \"12.50\"}\n")
+    const file = manifest(
+      "topup.yaml",
+      "apiVersion: nodus.dev/v1\nkind: TopUp\nmetadata: {name: kubectl-topup}\nspec: {amountUSD: \"12.50\"}\n"
+    )
     const created = await kubectl(server, ["create", "-f", file])
     assert.strictEqual(created.code, 0, show(created))
     assert.strictEqual(created.stdout.trim(), "topup.nodus.dev/kubectl-topup created")
     const grants = await kubectl(server, ["get", "creditgrants"])
     assert.strictEqual(grants.code, 0, show(grants))
     const row = parseTable(grants.stdout).find((entry) => entry["NAME"] === "topup-kubectl-topup")
-    assert.deepStrictEqual({ amount: row?.["AMOUNT"], source: row?.["SOURCE"] }, { amount: "$12.50", source: "TopUp" }, grants.stdout)
+    assert.deepStrictEqual(
+      { amount: row?.["AMOUNT"], source: row?.["SOURCE"] },
+      { amount: "$12.50", source: "TopUp" },
+      grants.stdout
+    )
   })
 })
 
@@ -416,7 +489,17 @@ describe("patch", () => {
   })
 
   it("--type merge changes the spec", async () => {
-    const result = await kubectl(server, ["patch", "job", "pat-1", "-n", "patch", "--type", "merge", "-p", '{"spec":{"backoffLimit":2},"metadata":{"labels":{"team":null}}}'])
+    const result = await kubectl(server, [
+      "patch",
+      "job",
+      "pat-1",
+      "-n",
+      "patch",
+      "--type",
+      "merge",
+      "-p",
+      "{\"spec\":{\"backoffLimit\":2},\"metadata\":{\"labels\":{\"team\":null}}}"
+    ])
     assert.strictEqual(result.code, 0, show(result))
     assert.strictEqual(result.stdout.trim(), "job.nodus.dev/pat-1 patched")
     const job = await readJob("patch", "pat-1")
@@ -425,7 +508,17 @@ describe("patch", () => {
   })
 
   it("--type json applies JSON patch operations", async () => {
-    const result = await kubectl(server, ["patch", "job", "pat-1", "-n", "patch", "--type", "json", "-p", '[{"op":"replace","path":"/spec/recovery/checkpoint/retainAfterFinish","value":"24h"},{"op":"add","path":"/spec/timeout","value":"2h"}]'])
+    const result = await kubectl(server, [
+      "patch",
+      "job",
+      "pat-1",
+      "-n",
+      "patch",
+      "--type",
+      "json",
+      "-p",
+      "[{\"op\":\"replace\",\"path\":\"/spec/recovery/checkpoint/retainAfterFinish\",\"value\":\"24h\"},{\"op\":\"add\",\"path\":\"/spec/timeout\",\"value\":\"2h\"}]"
+    ])
     assert.strictEqual(result.code, 0, show(result))
     assert.strictEqual(result.stdout.trim(), "job.nodus.dev/pat-1 patched")
     const job = await readJob("patch", "pat-1")
@@ -435,7 +528,18 @@ describe("patch", () => {
 
   it("--subresource=status --type merge changes only the status", async () => {
     const before = await readJob("patch", "pat-1")
-    const result = await kubectl(server, ["patch", "job", "pat-1", "-n", "patch", "--subresource=status", "--type", "merge", "-p", '{"status":{"phase":"Running"},"spec":{"image":"ignored:1"}}'])
+    const result = await kubectl(server, [
+      "patch",
+      "job",
+      "pat-1",
+      "-n",
+      "patch",
+      "--subresource=status",
+      "--type",
+      "merge",
+      "-p",
+      "{\"status\":{\"phase\":\"Running\"},\"spec\":{\"image\":\"ignored:1\"}}"
+    ])
     assert.strictEqual(result.code, 0, show(result))
     assert.strictEqual(result.stdout.trim(), "job.nodus.dev/pat-1 patched")
     const job = await readJob("patch", "pat-1")
@@ -452,12 +556,12 @@ describe("delete", () => {
     await createJob("delete", "del-1")
     const deleted = await kubectl(server, ["delete", "job", "del-1", "-n", "delete"])
     assert.strictEqual(deleted.code, 0, show(deleted))
-    assert.strictEqual(deleted.stdout.trim(), 'job.nodus.dev "del-1" deleted')
+    assert.strictEqual(deleted.stdout.trim(), "job.nodus.dev \"del-1\" deleted")
     assert.isUndefined(await readJob("delete", "del-1"))
 
     const got = await kubectl(server, ["get", "job", "del-1", "-n", "delete"])
     assert.notStrictEqual(got.code, 0, show(got))
-    assert.include(got.stderr, 'Error from server (NotFound): jobs.nodus.dev "del-1" not found')
+    assert.include(got.stderr, "Error from server (NotFound): jobs.nodus.dev \"del-1\" not found")
   })
 })
 
@@ -466,10 +570,31 @@ describe("wait", () => {
 
   it("--for=jsonpath returns once another call sets the status", async () => {
     await createJob("wait", "wait-1")
-    const waiter = startKubectl(server, ["wait", "--for=jsonpath={.status.phase}=Succeeded", "job/wait-1", "-n", "wait", "--timeout=25s"])
+    const waiter = startKubectl(server, [
+      "wait",
+      "--for=jsonpath={.status.phase}=Succeeded",
+      "job/wait-1",
+      "-n",
+      "wait",
+      "--timeout=25s"
+    ])
     await new Promise((resolve) => setTimeout(resolve, 1500))
-    assert.isTrue(waiter.running(), `kubectl wait returned before the status was set:\n${waiter.stdout()}${waiter.stderr()}`)
-    const patched = await kubectl(server, ["patch", "job", "wait-1", "-n", "wait", "--subresource=status", "--type", "merge", "-p", '{"status":{"phase":"Succeeded"}}'])
+    assert.isTrue(
+      waiter.running(),
+      `kubectl wait returned before the status was set:\n${waiter.stdout()}${waiter.stderr()}`
+    )
+    const patched = await kubectl(server, [
+      "patch",
+      "job",
+      "wait-1",
+      "-n",
+      "wait",
+      "--subresource=status",
+      "--type",
+      "merge",
+      "-p",
+      "{\"status\":{\"phase\":\"Succeeded\"}}"
+    ])
     assert.strictEqual(patched.code, 0, show(patched))
     const result = await waiter.done
     assert.strictEqual(result.code, 0, show(result))
@@ -481,7 +606,10 @@ describe("wait", () => {
     await createJob("wait", "wait-2")
     const waiter = startKubectl(server, ["wait", "--for=delete", "job/wait-2", "-n", "wait", "--timeout=25s"])
     await new Promise((resolve) => setTimeout(resolve, 1500))
-    assert.isTrue(waiter.running(), `kubectl wait returned before the job was deleted:\n${waiter.stdout()}${waiter.stderr()}`)
+    assert.isTrue(
+      waiter.running(),
+      `kubectl wait returned before the job was deleted:\n${waiter.stdout()}${waiter.stderr()}`
+    )
     const deleted = await api(server, "DELETE", jobsPath("wait", "wait-2"))
     assert.strictEqual(deleted.status, 200, deleted.text)
     const result = await waiter.done
@@ -527,9 +655,14 @@ describe("edit", () => {
     await createJob("edit", "ed-1")
     const editor = join(server.directory, "editor.sh")
     // Adds backoffLimit (a field that may change after create) beside spec.image, at its indentation.
-    writeFileSync(editor, "#!/bin/sh\nsed -i 's/^\\( *\\)image: \\(.*\\)$/\\1image: \\2\\n\\1backoffLimit: 7/' \"$1\"\n")
+    writeFileSync(
+      editor,
+      "#!/bin/sh\nsed -i 's/^\\( *\\)image: \\(.*\\)$/\\1image: \\2\\n\\1backoffLimit: 7/' \"$1\"\n"
+    )
     chmodSync(editor, 0o755)
-    const result = await kubectl(server, ["edit", "job", "ed-1", "-n", "edit"], { env: { EDITOR: editor, KUBE_EDITOR: editor } })
+    const result = await kubectl(server, ["edit", "job", "ed-1", "-n", "edit"], {
+      env: { EDITOR: editor, KUBE_EDITOR: editor }
+    })
     assert.strictEqual(result.code, 0, show(result))
     assert.strictEqual(result.stdout.trim(), "job.nodus.dev/ed-1 edited")
     const job = await readJob("edit", "ed-1")
@@ -562,7 +695,7 @@ describe("delete namespace", () => {
 
     const deleted = await kubectl(server, ["delete", "namespace", "demo2"])
     assert.strictEqual(deleted.code, 0, show(deleted))
-    assert.strictEqual(deleted.stdout.trim(), 'namespace "demo2" deleted')
+    assert.strictEqual(deleted.stdout.trim(), "namespace \"demo2\" deleted")
 
     // kubectl delete waits until the namespace is gone, which happens only once it is empty.
     const namespace = await api(server, "GET", "/api/v1/namespaces/demo2")
@@ -573,6 +706,6 @@ describe("delete namespace", () => {
 
     const got = await kubectl(server, ["get", "namespace", "demo2"])
     assert.notStrictEqual(got.code, 0, show(got))
-    assert.include(got.stderr, 'namespaces "demo2" not found')
+    assert.include(got.stderr, "namespaces \"demo2\" not found")
   })
 })

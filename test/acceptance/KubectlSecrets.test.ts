@@ -5,12 +5,12 @@
  * admission (SecretValueInEnv refuses the current value, not the old one). No command shows a value: get -o yaml,
  * the table, a watch, view-last-applied, server-side apply. On PostgreSQL (DATABASE_URL), no table holds one either.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { writeFileSync } from "node:fs"
-import { join } from "node:path"
 import { PgClient } from "@effect/sql-pg"
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
+import { writeFileSync } from "node:fs"
+import { join } from "node:path"
 import * as SqlStore from "../../src/store/SqlStore.ts"
 import { createDatabase, databaseUrl } from "../support/Postgres.ts"
 import { startTestServer, type TestServer } from "../support/TestServer.ts"
@@ -29,8 +29,13 @@ let database: { readonly url: string; readonly drop: () => Promise<void> } | und
 beforeAll(async () => {
   requireKubectl()
   database = databaseUrl === undefined ? undefined : await createDatabase(databaseUrl)
-  server = await startTestServer({ tls: true, ...(database === undefined ? {} : { store: Layer.fresh(SqlStore.layerPostgres(database.url)) }) })
-  const created = await api(server, "POST", "/api/v1/namespaces", { body: { apiVersion: "v1", kind: "Namespace", metadata: { name: project } } })
+  server = await startTestServer({
+    tls: true,
+    ...(database === undefined ? {} : { store: Layer.fresh(SqlStore.layerPostgres(database.url)) })
+  })
+  const created = await api(server, "POST", "/api/v1/namespaces", {
+    body: { apiVersion: "v1", kind: "Namespace", metadata: { name: project } }
+  })
   assert.strictEqual(created.status, 201, created.text)
 })
 afterAll(async () => {
@@ -39,7 +44,17 @@ afterAll(async () => {
 })
 
 const secretYaml = (name: string, data: Record<string, string>) =>
-  ["apiVersion: nodus.dev/v1", "kind: Secret", "metadata:", `  name: ${name}`, `  namespace: ${project}`, "spec:", "  data:", ...Object.entries(data).map(([key, value]) => `    ${key}: ${value}`), ""].join("\n")
+  [
+    "apiVersion: nodus.dev/v1",
+    "kind: Secret",
+    "metadata:",
+    `  name: ${name}`,
+    `  namespace: ${project}`,
+    "spec:",
+    "  data:",
+    ...Object.entries(data).map(([key, value]) => `    ${key}: ${value}`),
+    ""
+  ].join("\n")
 
 const manifest = (file: string, text: string): string => {
   const path = join(server.directory, file)
@@ -56,7 +71,12 @@ const readSecret = async (name: string): Promise<any> => {
 /** A dry-run Job with `value` as a literal env value: refused (SecretValueInEnv) when it is a current secret value. */
 const envRefused = async (value: string): Promise<boolean> => {
   const reply = await api(server, "POST", `/apis/nodus.dev/v1/namespaces/${project}/jobs?dryRun=All`, {
-    body: { apiVersion: "nodus.dev/v1", kind: "Job", metadata: { name: "probe" }, spec: { image: "python:3.12", env: [{ name: "X", value }] } }
+    body: {
+      apiVersion: "nodus.dev/v1",
+      kind: "Job",
+      metadata: { name: "probe" },
+      spec: { image: "python:3.12", env: [{ name: "X", value }] }
+    }
   })
   assert.include([201, 422], reply.status, reply.text)
   return reply.status === 422
@@ -71,7 +91,16 @@ describe("kubectl apply of a Secret", () => {
     // A watch that has printed the seed is watching: it sees every write below.
     const seeded = await kubectl(server, ["apply", "-f", manifest("seed.yaml", secretYaml("seed", { k: "v" }))])
     assert.strictEqual(seeded.code, 0, show(seeded))
-    const watch = startKubectl(server, ["get", "secrets.nodus.dev", "-n", project, "-w", "--output-watch-events", "-o", "json"])
+    const watch = startKubectl(server, [
+      "get",
+      "secrets.nodus.dev",
+      "-n",
+      project,
+      "-w",
+      "--output-watch-events",
+      "-o",
+      "json"
+    ])
     await eventually("the watch's initial list", () => jsonDocuments(watch.stdout()).length === 1)
     const file = manifest("secret.yaml", secretYaml("db", { password: first, user: "app" }))
     const created = await kubectl(server, ["apply", "-f", file])
@@ -79,7 +108,11 @@ describe("kubectl apply of a Secret", () => {
     assert.strictEqual(created.stdout.trim(), "secret.nodus.dev/db created")
     const stored = await readSecret("db")
     assert.strictEqual(stored.status.latestVersion, 1)
-    assert.deepStrictEqual(JSON.parse(stored.metadata.annotations[lastApplied]).spec, {}, "the annotation keeps no data")
+    assert.deepStrictEqual(
+      JSON.parse(stored.metadata.annotations[lastApplied]).spec,
+      {},
+      "the annotation keeps no data"
+    )
     assert.isTrue(await envRefused(first))
 
     // The same manifest again: kubectl sends the values (the live object has none), which are not new.
@@ -115,7 +148,10 @@ describe("kubectl apply of a Secret", () => {
       assert.strictEqual(read.code, 0, show(read))
       assertNoValue(read.stdout, show(read))
     }
-    await eventually("the watch's events of db", () => jsonDocuments(watch.stdout()).filter((event) => event.object.metadata.name === "db").length === 3)
+    await eventually(
+      "the watch's events of db",
+      () => jsonDocuments(watch.stdout()).filter((event) => event.object.metadata.name === "db").length === 3
+    )
     const watched = await watch.stop()
     assertNoValue(watched.stdout, "kubectl get -w")
   })
@@ -124,21 +160,39 @@ describe("kubectl apply of a Secret", () => {
     const file = manifest("ssa.yaml", secretYaml("ssa", { token: other }))
     const applied = await kubectl(server, ["apply", "--server-side", "-f", file])
     assert.strictEqual(applied.code, 0, show(applied))
-    const shown = await kubectl(server, ["get", "secrets.nodus.dev", "ssa", "-n", project, "-o", "yaml", "--show-managed-fields"])
+    const shown = await kubectl(server, [
+      "get",
+      "secrets.nodus.dev",
+      "ssa",
+      "-n",
+      project,
+      "-o",
+      "yaml",
+      "--show-managed-fields"
+    ])
     assert.strictEqual(shown.code, 0, show(shown))
     assertNoValue(shown.stdout, show(shown))
     assert.isTrue(await envRefused(other))
   })
 
-  it.skipIf(databaseUrl === undefined)("no table of the database holds a value: objects, changes, records, postings", async () => {
-    const dump = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      const tables = yield* sql<{ table_name: string }>`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'`
-      const rows = []
-      for (const { table_name } of tables) rows.push(...(yield* sql.unsafe<{ row: string }>(`SELECT t::text AS row FROM "${table_name}" t`)))
-      return rows.map((row) => row.row).join("\n")
-    })).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(database!.url), maxConnections: 1 }))))
-    assert.include(dump, "secretvalues", "the dump reads the record table")
-    assertNoValue(dump, "database dump")
-  })
+  it.skipIf(databaseUrl === undefined)(
+    "no table of the database holds a value: objects, changes, records, postings",
+    async () => {
+      const dump = await Effect.runPromise(
+        Effect.scoped(Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const tables = yield* sql<
+            { table_name: string }
+          >`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'`
+          const rows = []
+          for (const { table_name } of tables) {
+            rows.push(...(yield* sql.unsafe<{ row: string }>(`SELECT t::text AS row FROM "${table_name}" t`)))
+          }
+          return rows.map((row) => row.row).join("\n")
+        })).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(database!.url), maxConnections: 1 })))
+      )
+      assert.include(dump, "secretvalues", "the dump reads the record table")
+      assertNoValue(dump, "database dump")
+    }
+  )
 })

@@ -21,13 +21,21 @@ afterAll(() => server?.stop())
 describe("kubectl and a WebhookEndpoint", () => {
   it("prints the signing secret once, at create; no read shows it; the log reads with get --raw", async () => {
     const file = join(server.directory, "hooks.yaml")
-    writeFileSync(file, "apiVersion: nodus.dev/v1\nkind: WebhookEndpoint\nmetadata: {name: hooks}\nspec: {url: https://hooks.example.com/nodus, eventTypes: [\"job.*\"]}\n")
+    writeFileSync(
+      file,
+      "apiVersion: nodus.dev/v1\nkind: WebhookEndpoint\nmetadata: {name: hooks}\nspec: {url: https://hooks.example.com/nodus, eventTypes: [\"job.*\"]}\n"
+    )
     const created = await kubectl(server, ["create", "-f", file, "-o", "jsonpath={.status.signingSecret}"])
     assert.strictEqual(created.code, 0, show(created))
     const secret = created.stdout.trim()
     assert.match(secret, /^whsec_[A-Za-z0-9+/]{43}=$/u)
     const key = secret.slice("whsec_".length)
-    for (const args of [["get", "webhookendpoints.nodus.dev", "hooks", "-o", "yaml"], ["get", "webhookendpoints.nodus.dev"], ["get", "webhookendpoints.nodus.dev", "-o", "json"]]) {
+    for (
+      const args of [["get", "webhookendpoints.nodus.dev", "hooks", "-o", "yaml"], [
+        "get",
+        "webhookendpoints.nodus.dev"
+      ], ["get", "webhookendpoints.nodus.dev", "-o", "json"]]
+    ) {
       const read = await kubectl(server, args)
       assert.strictEqual(read.code, 0, show(read))
       assert.notInclude(read.stdout, key)

@@ -4,8 +4,8 @@
  * list with selectors, merge patch, status patch, replace, dry-run create, delete and a watch of nodus.dev/v1 Job)
  * and prints one JSON report; each step is asserted here, and the end state is checked again through raw HTTPS.
  */
-import { join } from "node:path"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { join } from "node:path"
 import { errorCodes } from "../../src/core/meta/ErrorCodes.ts"
 import { startTestServer, type TestServer } from "../support/TestServer.ts"
 import { api, python, requirePythonClient, show } from "./Clients.ts"
@@ -19,7 +19,12 @@ describe("Python DynamicClient", () => {
   beforeAll(async () => {
     await requirePythonClient()
     server = await startTestServer({ tls: true })
-    const result = await python(script, [server.url, server.token, server.caPath!, join(server.directory, "python-discovery.json")])
+    const result = await python(script, [
+      server.url,
+      server.token,
+      server.caPath!,
+      join(server.directory, "python-discovery.json")
+    ])
     assert.strictEqual(result.code, 0, show(result))
     report = JSON.parse(result.stdout)
   })
@@ -33,7 +38,13 @@ describe("Python DynamicClient", () => {
     assert.strictEqual(report.create.name, "py-job")
     assert.strictEqual(report.create.namespace, "py-demo")
     assert.isString(report.create.resourceVersion)
-    assert.deepStrictEqual(report.get, { name: "py-job", uid: report.create.uid, image: "python:3.12", kind: "Job", apiVersion: "nodus.dev/v1" })
+    assert.deepStrictEqual(report.get, {
+      name: "py-job",
+      uid: report.create.uid,
+      image: "python:3.12",
+      kind: "Job",
+      apiVersion: "nodus.dev/v1"
+    })
   })
 
   it("a duplicate create raises ConflictError 409 with reason AlreadyExists", () => {
@@ -56,11 +67,23 @@ describe("Python DynamicClient", () => {
   })
 
   it("merge-patches spec and labels", () => {
-    assert.deepStrictEqual(report.patch, { backoffLimit: 2, labels: { team: "a", stage: "patched" }, fetchedBackoffLimit: 2, fetchedImage: "python:3.12", generation: 2 })
+    assert.deepStrictEqual(report.patch, {
+      backoffLimit: 2,
+      labels: { team: "a", stage: "patched" },
+      fetchedBackoffLimit: 2,
+      fetchedImage: "python:3.12",
+      generation: 2
+    })
   })
 
   it("patches the status subresource, which ignores spec", () => {
-    assert.deepStrictEqual(report.statusPatch, { phase: "Running", fetchedPhase: "Running", fetchedImage: "python:3.12", fetchedBackoffLimit: 2, generation: 2 })
+    assert.deepStrictEqual(report.statusPatch, {
+      phase: "Running",
+      fetchedPhase: "Running",
+      fetchedImage: "python:3.12",
+      fetchedBackoffLimit: 2,
+      generation: 2
+    })
   })
 
   it("replaces with the fetched object, and a stale resourceVersion conflicts", () => {

@@ -6,14 +6,23 @@
  * untrusted code in it sees no host process and no control-plane file and does not run as root; a secret reaches the
  * box and never its status or events.
  */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { chmodSync, mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import WebSocket from "ws"
-import { startTestServer, type TestServer } from "../support/TestServer.ts"
-import { api, type Background, createFromYaml, eventually, kubectl, requireKubectl, start, startKubectl } from "./Clients.ts"
 import { removeTree } from "../support/RemoveTree.ts"
+import { startTestServer, type TestServer } from "../support/TestServer.ts"
+import {
+  api,
+  type Background,
+  createFromYaml,
+  eventually,
+  kubectl,
+  requireKubectl,
+  start,
+  startKubectl
+} from "./Clients.ts"
 
 let server: TestServer
 const namespace = "boxes"
@@ -23,21 +32,41 @@ const nodusBin = join(import.meta.dirname, "../../bin/nodus.js")
 const node = join(import.meta.dirname, "../../node_modules/.bin/node")
 let agent: Background | undefined
 
-const path = (plural: string, name?: string) => `/apis/nodus.dev/v1/namespaces/${namespace}/${plural}${name === undefined ? "" : `/${name}`}`
+const path = (plural: string, name?: string) =>
+  `/apis/nodus.dev/v1/namespaces/${namespace}/${plural}${name === undefined ? "" : `/${name}`}`
 
 const apply = (name: string, yaml: string) => createFromYaml(server, name, yaml)
 
 const sandbox = async (name: string) => (await api(server, "GET", path("sandboxes", name))).body
 
 const sandboxYaml = (name: string, extra: ReadonlyArray<string> = []) =>
-  ["apiVersion: nodus.dev/v1", "kind: Sandbox", `metadata: {name: ${name}, namespace: ${namespace}}`, "spec:", "  image: debian:12", ...extra].join("\n")
+  [
+    "apiVersion: nodus.dev/v1",
+    "kind: Sandbox",
+    `metadata: {name: ${name}, namespace: ${namespace}}`,
+    "spec:",
+    "  image: debian:12",
+    ...extra
+  ].join("\n")
 
-const running = (name: string) => eventually(`${name} is Running`, async () => (await sandbox(name))?.status?.phase === "Running", 30_000)
+const running = (name: string) =>
+  eventually(`${name} is Running`, async () => (await sandbox(name))?.status?.phase === "Running", 30_000)
 
 const exec = (name: string, command: ReadonlyArray<string>, extra: Record<string, unknown> = {}) =>
   api(server, "POST", `${path("sandboxes", name)}/commands`, { body: { command, ...extra } })
 
-const setState = (name: string, state: string) => kubectl(server, ["patch", "sandboxes.nodus.dev", name, "-n", namespace, "--type", "merge", "-p", JSON.stringify({ spec: { state } })])
+const setState = (name: string, state: string) =>
+  kubectl(server, [
+    "patch",
+    "sandboxes.nodus.dev",
+    name,
+    "-n",
+    namespace,
+    "--type",
+    "merge",
+    "-p",
+    JSON.stringify({ spec: { state } })
+  ])
 
 const offeringOf = async (name: string) => {
   const status = (await sandbox(name)).status
@@ -47,12 +76,42 @@ const offeringOf = async (name: string) => {
 beforeAll(async () => {
   requireKubectl()
   server = await startTestServer({ tls: true, local: { lease: { renewMs: 500, expiryMs: 3_000 } } })
-  const reply = await api(server, "POST", "/api/v1/namespaces", { body: { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } } })
+  const reply = await api(server, "POST", "/api/v1/namespaces", {
+    body: { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } }
+  })
   assert.strictEqual(reply.status, 201, reply.text)
-  await apply("pool", ["apiVersion: nodus.dev/v1", "kind: Pool", `metadata: {name: edge, namespace: ${namespace}}`, "spec: {}"].join("\n"))
-  const token = (await apply("token", ["apiVersion: nodus.dev/v1", "kind: EnrollmentToken", `metadata: {name: edge, namespace: ${namespace}}`, "spec: {pool: edge}"].join("\n"))).status.token
-  agent = start(node, [nodusBin, "agent", "--server", server.url, "--token", token, "--ca", server.caPath!, "--data-dir", join(agentDir, "edge-1"), "--name", "edge-1"], { timeoutMs: 300_000 })
-  await eventually("Node edge-1 is Ready", async () => (await api(server, "GET", path("nodes", "edge-1"))).body?.status?.phase === "Ready", 30_000)
+  await apply(
+    "pool",
+    ["apiVersion: nodus.dev/v1", "kind: Pool", `metadata: {name: edge, namespace: ${namespace}}`, "spec: {}"].join("\n")
+  )
+  const token = (await apply(
+    "token",
+    [
+      "apiVersion: nodus.dev/v1",
+      "kind: EnrollmentToken",
+      `metadata: {name: edge, namespace: ${namespace}}`,
+      "spec: {pool: edge}"
+    ].join("\n")
+  )).status.token
+  agent = start(node, [
+    nodusBin,
+    "agent",
+    "--server",
+    server.url,
+    "--token",
+    token,
+    "--ca",
+    server.caPath!,
+    "--data-dir",
+    join(agentDir, "edge-1"),
+    "--name",
+    "edge-1"
+  ], { timeoutMs: 300_000 })
+  await eventually(
+    "Node edge-1 is Ready",
+    async () => (await api(server, "GET", path("nodes", "edge-1"))).body?.status?.phase === "Ready",
+    30_000
+  )
 })
 
 afterAll(async () => {
@@ -74,11 +133,19 @@ describe("a Sandbox on live hosts", () => {
     assert.strictEqual(fg.status, 200, fg.text)
     assert.deepInclude(fg.body, { exitCode: 4, stdout: "hi\n", stderr: "err\n" })
 
-    const bg = await exec("work", ["sh", "-c", "while read line; do echo \"[$line]\"; [ \"$line\" = end ] && exit 0; done"], { background: true })
+    const bg = await exec("work", [
+      "sh",
+      "-c",
+      "while read line; do echo \"[$line]\"; [ \"$line\" = end ] && exit 0; done"
+    ], { background: true })
     assert.strictEqual(bg.status, 201, bg.text)
     const id = bg.body.id as string
     const command = `${path("sandboxes", "work")}/commands/${id}`
-    assert.strictEqual((await api(server, "POST", `${command}/stdin`, { body: "a\nend\n", contentType: "application/octet-stream" })).status, 200)
+    assert.strictEqual(
+      (await api(server, "POST", `${command}/stdin`, { body: "a\nend\n", contentType: "application/octet-stream" }))
+        .status,
+      200
+    )
     const log = await kubectl(server, ["get", "--raw", `${command}/log?follow=true`])
     assert.strictEqual(log.stdout, "[a]\n[end]\n")
     assert.deepInclude((await api(server, "GET", command)).body, { id, phase: "Exited", exitCode: 0 })
@@ -86,11 +153,23 @@ describe("a Sandbox on live hosts", () => {
     const sleeper = await exec("work", ["sleep", "600"], { background: true })
     const killed = await api(server, "POST", `${path("sandboxes", "work")}/commands/${sleeper.body.id}/kill`)
     assert.strictEqual(killed.status, 200, killed.text)
-    await eventually("the sleeper was killed", async () => (await api(server, "GET", `${path("sandboxes", "work")}/commands/${sleeper.body.id}`)).body?.signal === "SIGKILL", 10_000)
+    await eventually(
+      "the sleeper was killed",
+      async () =>
+        (await api(server, "GET", `${path("sandboxes", "work")}/commands/${sleeper.body.id}`)).body?.signal ===
+          "SIGKILL",
+      10_000
+    )
 
-    const put = await api(server, "PUT", `${path("sandboxes", "work")}/files?path=/workspace/src/main.py`, { body: "print('kept')\n", contentType: "application/octet-stream" })
+    const put = await api(server, "PUT", `${path("sandboxes", "work")}/files?path=/workspace/src/main.py`, {
+      body: "print('kept')\n",
+      contentType: "application/octet-stream"
+    })
     assert.strictEqual(put.status, 200, put.text)
-    assert.strictEqual((await api(server, "GET", `${path("sandboxes", "work")}/files?path=/workspace/src/main.py`)).text, "print('kept')\n")
+    assert.strictEqual(
+      (await api(server, "GET", `${path("sandboxes", "work")}/files?path=/workspace/src/main.py`)).text,
+      "print('kept')\n"
+    )
     const listing = await api(server, "GET", `${path("sandboxes", "work")}/files?path=/workspace/src`)
     assert.deepInclude(listing.body.entries[0], { name: "main.py", size: 14, type: "file" })
     const missing = await api(server, "GET", `${path("sandboxes", "work")}/files?path=/workspace/nothing`)
@@ -114,14 +193,34 @@ describe("a Sandbox on live hosts", () => {
     // one. (This server's own Node has no object to cordon.)
     assert.strictEqual(before, "edge-1")
     const target = ["nodes.nodus.dev", before, "-n", namespace]
-    assert.strictEqual((await kubectl(server, ["patch", ...target, "--type", "merge", "-p", JSON.stringify({ spec: { cordoned: true } })])).code, 0)
+    assert.strictEqual(
+      (await kubectl(server, [
+        "patch",
+        ...target,
+        "--type",
+        "merge",
+        "-p",
+        JSON.stringify({ spec: { cordoned: true } })
+      ])).code,
+      0
+    )
     assert.strictEqual((await setState("work", "Running")).code, 0)
     await running("work")
     assert.notStrictEqual(await offeringOf("work"), before)
     assert.strictEqual((await sandbox("work")).status.attempt.epoch, 2)
     const read = await exec("work", ["cat", "/workspace/src/main.py"])
     assert.strictEqual(read.body.stdout, "print('kept')\n")
-    assert.strictEqual((await kubectl(server, ["patch", ...target, "--type", "merge", "-p", JSON.stringify({ spec: { cordoned: false } })])).code, 0)
+    assert.strictEqual(
+      (await kubectl(server, [
+        "patch",
+        ...target,
+        "--type",
+        "merge",
+        "-p",
+        JSON.stringify({ spec: { cordoned: false } })
+      ])).code,
+      0
+    )
   })
 
   it("starts an Ephemeral Sandbox from the image every time", async () => {
@@ -151,7 +250,11 @@ describe("a Sandbox on live hosts", () => {
     socket.send(Buffer.from("stty size\n"), { binary: true })
     await eventually("the first size", () => output.includes("30 100"), 10_000)
     // The shell runs, yet the Sandbox is not Busy: only input is activity.
-    await eventually("work is Idle with its terminal open", async () => (await sandbox("work"))?.status?.activity === "Idle", 10_000)
+    await eventually(
+      "work is Idle with its terminal open",
+      async () => (await sandbox("work"))?.status?.activity === "Idle",
+      10_000
+    )
     socket.send(JSON.stringify({ resize: { cols: 120, rows: 40 } }))
     await new Promise((resolve) => setTimeout(resolve, 300))
     socket.send(Buffer.from("stty size; exit 3\n"), { binary: true })
@@ -162,16 +265,27 @@ describe("a Sandbox on live hosts", () => {
 
   it("keeps untrusted code in its box, and a secret out of status and events", async () => {
     const value = "box-s3cr3t-42"
-    const secret = await api(server, "POST", path("secrets"), { body: { apiVersion: "nodus.dev/v1", kind: "Secret", metadata: { name: "token" }, spec: { data: { token: value } } } })
+    const secret = await api(server, "POST", path("secrets"), {
+      body: {
+        apiVersion: "nodus.dev/v1",
+        kind: "Secret",
+        metadata: { name: "token" },
+        spec: { data: { token: value } }
+      }
+    })
     assert.strictEqual(secret.status, 201, secret.text)
     await apply("probe", sandboxYaml("probe", ["  secrets: [token]"]))
     await running("probe")
-    const probe = await exec("probe", ["sh", "-c", [
-      "echo uid=$(id -u)",
-      "echo pids=$(ls /proc | grep -c '^[0-9]')",
-      `ls ${server.directory} >/dev/null 2>&1 && echo SAW-SERVER-FILES`,
-      "echo secret=$(cat /run/secrets/token/token) mode=$(stat -c %a /run/secrets/token/token)"
-    ].join("; ")])
+    const probe = await exec("probe", [
+      "sh",
+      "-c",
+      [
+        "echo uid=$(id -u)",
+        "echo pids=$(ls /proc | grep -c '^[0-9]')",
+        `ls ${server.directory} >/dev/null 2>&1 && echo SAW-SERVER-FILES`,
+        "echo secret=$(cat /run/secrets/token/token) mode=$(stat -c %a /run/secrets/token/token)"
+      ].join("; ")
+    ])
     assert.strictEqual(probe.status, 200, probe.text)
     assert.match(probe.body.stdout, /^uid=1000$/mu)
     assert.isBelow(Number(/^pids=(\d+)$/mu.exec(probe.body.stdout)?.[1]), 10)
@@ -183,41 +297,76 @@ describe("a Sandbox on live hosts", () => {
     assert.include(events.text, "Started")
   })
 
-  it("recovers a Sandbox whose host is lost (Recovering, NodeLost) from its last snapshot, losing what came after", async () => {
-    // The earlier Sandboxes go, so that edge-1 (which placement prefers while it has room) takes this one once their
-    // boxes are gone (a Sandbox is not placed by name: one that lands on this server's Node is made again).
-    for (const name of ["work", "scratch", "probe"]) assert.strictEqual((await api(server, "DELETE", path("sandboxes", name))).status, 200)
-    await new Promise((resolve) => setTimeout(resolve, 2_000))
-    for (let tries = 0; ; tries++) {
-      await apply(`fragile-${tries}`, sandboxYaml("fragile", ["  lifecycle: {idleTimeout: 0s}"]))
+  it(
+    "recovers a Sandbox whose host is lost (Recovering, NodeLost) from its last snapshot, losing what came after",
+    async () => {
+      // The earlier Sandboxes go, so that edge-1 (which placement prefers while it has room) takes this one once their
+      // boxes are gone (a Sandbox is not placed by name: one that lands on this server's Node is made again).
+      for (const name of ["work", "scratch", "probe"]) {
+        assert.strictEqual(
+          (await api(server, "DELETE", path("sandboxes", name))).status,
+          200
+        )
+      }
+      await new Promise((resolve) => setTimeout(resolve, 2_000))
+      for (let tries = 0;; tries++) {
+        await apply(`fragile-${tries}`, sandboxYaml("fragile", ["  lifecycle: {idleTimeout: 0s}"]))
+        await running("fragile")
+        if (await offeringOf("fragile") === "edge-1") break
+        assert.isBelow(tries, 20, "fragile never landed on edge-1")
+        assert.strictEqual((await api(server, "DELETE", path("sandboxes", "fragile"))).status, 200)
+        await eventually(
+          "fragile is gone",
+          async () => (await api(server, "GET", path("sandboxes", "fragile"))).status === 404,
+          10_000
+        )
+        await new Promise((resolve) => setTimeout(resolve, 500))
+      }
+      await exec("fragile", ["sh", "-c", "echo saved > /workspace/saved"])
+      assert.strictEqual((await setState("fragile", "Stopped")).code, 0)
+      await eventually(
+        "fragile is Stopped",
+        async () => (await sandbox("fragile"))?.status?.phase === "Stopped",
+        30_000
+      )
+      assert.strictEqual((await setState("fragile", "Running")).code, 0)
       await running("fragile")
-      if (await offeringOf("fragile") === "edge-1") break
-      assert.isBelow(tries, 20, "fragile never landed on edge-1")
-      assert.strictEqual((await api(server, "DELETE", path("sandboxes", "fragile"))).status, 200)
-      await eventually("fragile is gone", async () => (await api(server, "GET", path("sandboxes", "fragile"))).status === 404, 10_000)
-      await new Promise((resolve) => setTimeout(resolve, 500))
-    }
-    await exec("fragile", ["sh", "-c", "echo saved > /workspace/saved"])
-    assert.strictEqual((await setState("fragile", "Stopped")).code, 0)
-    await eventually("fragile is Stopped", async () => (await sandbox("fragile"))?.status?.phase === "Stopped", 30_000)
-    assert.strictEqual((await setState("fragile", "Running")).code, 0)
-    await running("fragile")
-    assert.strictEqual(await offeringOf("fragile"), "edge-1")
-    await exec("fragile", ["sh", "-c", "echo unsaved > /workspace/unsaved"])
-    // Every phase it goes through, as a watch sees it (Recovering may last only as long as a warm box takes).
-    const watch = startKubectl(server, ["get", "sandboxes.nodus.dev", "fragile", "-n", namespace, "--watch", "-o", "jsonpath={.status.phase}/{.status.reason}{\"\\n\"}"], { timeoutMs: 60_000 })
-    await eventually("the watch sees fragile", () => watch.stdout().includes("Running/"), 10_000)
-    process.kill(agent!.pid!, "SIGKILL")
-    await agent!.done
-    await eventually("fragile was Recovering for NodeLost, then Running on this server's Node", async () =>
-      watch.stdout().includes("Recovering/NodeLost") && (await offeringOf("fragile")) === "local" && (await sandbox("fragile"))?.status?.phase === "Running", 30_000)
-    await watch.stop()
-    assert.strictEqual(await offeringOf("fragile"), "local")
-    const status = (await sandbox("fragile")).status
-    assert.strictEqual(status.attempt.epoch, 3)
-    const files = await exec("fragile", ["sh", "-c", "cat /workspace/saved; cat /workspace/unsaved 2>/dev/null || echo unsaved-lost"])
-    assert.strictEqual(files.body.stdout, "saved\nunsaved-lost\n")
-    const events = await api(server, "GET", `/api/v1/namespaces/${namespace}/events`)
-    assert.include(events.text, "what neither holds is lost")
-  }, 120_000)
+      assert.strictEqual(await offeringOf("fragile"), "edge-1")
+      await exec("fragile", ["sh", "-c", "echo unsaved > /workspace/unsaved"])
+      // Every phase it goes through, as a watch sees it (Recovering may last only as long as a warm box takes).
+      const watch = startKubectl(server, [
+        "get",
+        "sandboxes.nodus.dev",
+        "fragile",
+        "-n",
+        namespace,
+        "--watch",
+        "-o",
+        "jsonpath={.status.phase}/{.status.reason}{\"\\n\"}"
+      ], { timeoutMs: 60_000 })
+      await eventually("the watch sees fragile", () => watch.stdout().includes("Running/"), 10_000)
+      process.kill(agent!.pid!, "SIGKILL")
+      await agent!.done
+      await eventually(
+        "fragile was Recovering for NodeLost, then Running on this server's Node",
+        async () =>
+          watch.stdout().includes("Recovering/NodeLost") && (await offeringOf("fragile")) === "local" &&
+          (await sandbox("fragile"))?.status?.phase === "Running",
+        30_000
+      )
+      await watch.stop()
+      assert.strictEqual(await offeringOf("fragile"), "local")
+      const status = (await sandbox("fragile")).status
+      assert.strictEqual(status.attempt.epoch, 3)
+      const files = await exec("fragile", [
+        "sh",
+        "-c",
+        "cat /workspace/saved; cat /workspace/unsaved 2>/dev/null || echo unsaved-lost"
+      ])
+      assert.strictEqual(files.body.stdout, "saved\nunsaved-lost\n")
+      const events = await api(server, "GET", `/api/v1/namespaces/${namespace}/events`)
+      assert.include(events.text, "what neither holds is lost")
+    },
+    120_000
+  )
 })

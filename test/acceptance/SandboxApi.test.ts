@@ -5,12 +5,12 @@
  * followed log that streams before the command exits, a dry run's estimate, one Sandbox's files and processes out of
  * another's reach, and a secret that reaches the box's env but never status, events, the store or the server's logs.
  */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
 import { createHash } from "node:crypto"
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join, resolve } from "node:path"
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
 import { vi } from "vitest"
 import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 import { eventually } from "./Clients.ts"
@@ -27,8 +27,12 @@ const at = (name: string) => `${sandboxes}/${name}`
 const commandAt = (name: string, id: string) => `${at(name)}/commands/${id}`
 const fileAt = (name: string, path: string) => `${at(name)}/files?path=${encodeURIComponent(path)}`
 
-const sandbox = (name: string, spec: Record<string, unknown> = {}) =>
-  ({ apiVersion: "nodus.dev/v1", kind: "Sandbox", metadata: { name }, spec: { image: "debian:12", ...spec } })
+const sandbox = (name: string, spec: Record<string, unknown> = {}) => ({
+  apiVersion: "nodus.dev/v1",
+  kind: "Sandbox",
+  metadata: { name },
+  spec: { image: "debian:12", ...spec }
+})
 
 const create = async (name: string, spec: Record<string, unknown> = {}) => {
   const created = await request(server, "POST", sandboxes, { body: sandbox(name, spec) })
@@ -36,9 +40,11 @@ const create = async (name: string, spec: Record<string, unknown> = {}) => {
   return created.body
 }
 
-const phaseOf = async (name: string) => (await request(server, "GET", at(name))).body?.status?.phase as string | undefined
+const phaseOf = async (name: string) =>
+  (await request(server, "GET", at(name))).body?.status?.phase as string | undefined
 
-const inPhase = (name: string, phase: string) => eventually(`${name} is ${phase}`, async () => (await phaseOf(name)) === phase, 30_000)
+const inPhase = (name: string, phase: string) =>
+  eventually(`${name} is ${phase}`, async () => (await phaseOf(name)) === phase, 30_000)
 
 const exec = (name: string, command: ReadonlyArray<string>, extra: Record<string, unknown> = {}) =>
   request(server, "POST", `${at(name)}/commands`, { body: { command, ...extra } })
@@ -53,7 +59,11 @@ const run = async (name: string, script: string) => {
 const bytes = (body: string) => ({ raw: body, contentType: "application/octet-stream" })
 
 /** The Status a refusal answers: its code, reason and fix (every error to a client has one). */
-const assertRefused = (reply: { readonly status: number; readonly text: string; readonly body: any }, status: number, reason: string) => {
+const assertRefused = (
+  reply: { readonly status: number; readonly text: string; readonly body: any },
+  status: number,
+  reason: string
+) => {
   assert.strictEqual(reply.status, status, reply.text)
   assert.strictEqual(reply.body?.kind, "Status", reply.text)
   assert.strictEqual(reply.body.reason, reason, reply.text)
@@ -88,15 +98,28 @@ const hostPidOf = (cmdline: string): string | undefined =>
 
 beforeAll(async () => {
   const capture = (...args: ReadonlyArray<unknown>) => void logged.push(args.map(String).join(" "))
-  spies = (["log", "error", "warn", "info", "debug"] as const).map((method) => vi.spyOn(console, method).mockImplementation(capture))
+  spies = (["log", "error", "warn", "info", "debug"] as const).map((method) =>
+    vi.spyOn(console, method).mockImplementation(capture)
+  )
   server = await startTestServer({ local: true })
-  assert.strictEqual((await request(server, "POST", "/api/v1/namespaces", { body: { metadata: { name: namespace } } })).status, 201)
+  assert.strictEqual(
+    (await request(server, "POST", "/api/v1/namespaces", { body: { metadata: { name: namespace } } })).status,
+    201
+  )
   const secret = await request(server, "POST", `/apis/nodus.dev/v1/namespaces/${namespace}/secrets`, {
-    body: { apiVersion: "nodus.dev/v1", kind: "Secret", metadata: { name: "token" }, spec: { data: { API_TOKEN: secretValue } } }
+    body: {
+      apiVersion: "nodus.dev/v1",
+      kind: "Secret",
+      metadata: { name: "token" },
+      spec: { data: { API_TOKEN: secretValue } }
+    }
   })
   assert.strictEqual(secret.status, 201, secret.text)
   // Its main process prints the secret: what a box prints is its caller's, never the server's logs or status.
-  await create("box", { secrets: ["token"], command: ["sh", "-c", "echo main sees $API_TOKEN; echo main warns $API_TOKEN >&2; exec sleep 3600"] })
+  await create("box", {
+    secrets: ["token"],
+    command: ["sh", "-c", "echo main sees $API_TOKEN; echo main warns $API_TOKEN >&2; exec sleep 3600"]
+  })
   await inPhase("box", "Running")
 })
 
@@ -110,11 +133,13 @@ describe("a Sandbox not Running refuses its box's requests with a fix", () => {
     // No host has 512 vCPUs: it stays Pending, and its box takes nothing yet.
     await create("waiting", { resources: { cpu: "512" } })
     await inPhase("waiting", "Pending")
-    for (const reply of [
-      await exec("waiting", ["true"]),
-      await request(server, "GET", fileAt("waiting", "/workspace")),
-      await request(server, "PUT", fileAt("waiting", "/workspace/a"), bytes("a"))
-    ]) {
+    for (
+      const reply of [
+        await exec("waiting", ["true"]),
+        await request(server, "GET", fileAt("waiting", "/workspace")),
+        await request(server, "PUT", fileAt("waiting", "/workspace/a"), bytes("a"))
+      ]
+    ) {
       const body = assertRefused(reply, 409, "SandboxStarting")
       assert.include(body.message, "Pending")
       assert.strictEqual(body.details.retryAfterSeconds, 1)
@@ -127,11 +152,13 @@ describe("a Sandbox not Running refuses its box's requests with a fix", () => {
   it("SandboxNotRunning (409) while spec.state is Stopped, saying how to start it", async () => {
     await create("dormant", { state: "Stopped" })
     await inPhase("dormant", "Stopped")
-    for (const reply of [
-      await exec("dormant", ["true"]),
-      await request(server, "GET", fileAt("dormant", "/workspace")),
-      await request(server, "POST", `${commandAt("dormant", "cmd-none")}/kill`)
-    ]) {
+    for (
+      const reply of [
+        await exec("dormant", ["true"]),
+        await request(server, "GET", fileAt("dormant", "/workspace")),
+        await request(server, "POST", `${commandAt("dormant", "cmd-none")}/kill`)
+      ]
+    ) {
       const body = assertRefused(reply, 409, "SandboxNotRunning")
       assert.include(body.message, "Stopped")
       assert.include(body.fix, "spec.state")
@@ -175,13 +202,19 @@ describe("commands over HTTP", () => {
 
   it("415 UnsupportedMediaType for a command body that is not JSON, as a Function's map answers", async () => {
     for (const contentType of ["text/plain", "application/x-www-form-urlencoded", "application/octet-stream"]) {
-      const reply = await request(server, "POST", `${at("box")}/commands`, { raw: JSON.stringify({ command: ["touch", "/workspace/by-form"] }), contentType })
+      const reply = await request(server, "POST", `${at("box")}/commands`, {
+        raw: JSON.stringify({ command: ["touch", "/workspace/by-form"] }),
+        contentType
+      })
       const body = assertRefused(reply, 415, "UnsupportedMediaType")
       assert.include(body.message, contentType)
     }
     assert.strictEqual(await run("box", "test -e /workspace/by-form && echo ran || echo not run"), "not run\n")
     // JSON with parameters is taken.
-    const json = await request(server, "POST", `${at("box")}/commands`, { raw: JSON.stringify({ command: ["echo", "json"] }), contentType: "application/json; charset=utf-8" })
+    const json = await request(server, "POST", `${at("box")}/commands`, {
+      raw: JSON.stringify({ command: ["echo", "json"] }),
+      contentType: "application/json; charset=utf-8"
+    })
     assert.strictEqual(json.body.stdout, "json\n", json.text)
   })
 
@@ -202,39 +235,62 @@ describe("commands over HTTP", () => {
       signal: client.signal
     }).catch((error: Error) => error)
     let running: Record<string, any> | undefined
-    await eventually("the foreground sleep is listed Running", async () =>
-      (running = (await list()).find((command) => command.command.join(" ") === "sleep 1001" && command.phase === "Running")) !== undefined, 20_000)
+    await eventually(
+      "the foreground sleep is listed Running",
+      async () =>
+        (running = (await list()).find((command) =>
+          command.command.join(" ") === "sleep 1001" && command.phase === "Running"
+        )) !== undefined,
+      20_000
+    )
     await eventually("the sleep runs on the host", () => hostPidOf("sleep\u00001001\u0000") !== undefined)
     client.abort()
     assert.instanceOf(await foreground, Error)
-    await eventually("the foreground sleep is killed", async () => (await list()).find((command) => command.id === running!.id)?.signal === "SIGKILL", 20_000)
+    await eventually(
+      "the foreground sleep is killed",
+      async () => (await list()).find((command) => command.id === running!.id)?.signal === "SIGKILL",
+      20_000
+    )
     assert.isUndefined(hostPidOf("sleep\u00001001\u0000"), "the sleep is gone from the host")
     // The background one, and the Sandbox's main process, run on; the listing has them, oldest first.
     const items = await list()
     const ids = items.map((command) => command.id)
-    assert.deepInclude(items.find((command) => command.id === background.body.id), { phase: "Running", command: ["sleep", "1002"] })
+    assert.deepInclude(items.find((command) => command.id === background.body.id), {
+      phase: "Running",
+      command: ["sleep", "1002"]
+    })
     assert.strictEqual(items.find((command) => command.id === "main")?.phase, "Running")
     assert.isBelow(ids.indexOf(background.body.id), ids.indexOf(running!.id))
     assert.strictEqual((await request(server, "POST", `${commandAt("box", background.body.id)}/kill`)).status, 200)
-    await eventually("the background sleep is Exited", async () => (await list()).find((command) => command.id === background.body.id)?.phase === "Exited", 20_000)
+    await eventually(
+      "the background sleep is Exited",
+      async () => (await list()).find((command) => command.id === background.body.id)?.phase === "Exited",
+      20_000
+    )
   })
 
-  it("a command's output past its bound: the answer says it is truncated and how much was dropped, the log read too", async () => {
-    const total = 20_000_000
-    const reply = await exec("box", ["sh", "-c", `yes 0123456789abcde | head -c ${total}`])
-    assert.strictEqual(reply.status, 200, reply.text.slice(0, 300))
-    assert.isTrue(reply.body.truncated)
-    // It keeps the last 16 MiB of a command (less when its box or its host holds more): the rest is dropped, and said.
-    const dropped = reply.body.droppedBytes as number
-    assert.isAtLeast(dropped, total - 16 * 1024 * 1024)
-    // The answer carries the last 4 MiB of stdout.
-    assert.strictEqual(reply.body.stdout.length, 4 * 1024 * 1024)
-    assert.isTrue(reply.body.stdout.endsWith("0123456789abcde\n0123456789abcde\n"), reply.body.stdout.slice(-40))
-    assert.strictEqual((await request(server, "GET", commandAt("box", reply.body.id))).body.droppedBytes, dropped)
-    const log = await fetch(`${server.url}${commandAt("box", reply.body.id)}/log`, { headers: { authorization: `Bearer ${server.token}` } })
-    assert.strictEqual(log.headers.get("nodus-output-dropped-bytes"), String(dropped))
-    assert.strictEqual((await log.arrayBuffer()).byteLength, total - dropped)
-  }, 60_000)
+  it(
+    "a command's output past its bound: the answer says it is truncated and how much was dropped, the log read too",
+    async () => {
+      const total = 20_000_000
+      const reply = await exec("box", ["sh", "-c", `yes 0123456789abcde | head -c ${total}`])
+      assert.strictEqual(reply.status, 200, reply.text.slice(0, 300))
+      assert.isTrue(reply.body.truncated)
+      // It keeps the last 16 MiB of a command (less when its box or its host holds more): the rest is dropped, and said.
+      const dropped = reply.body.droppedBytes as number
+      assert.isAtLeast(dropped, total - 16 * 1024 * 1024)
+      // The answer carries the last 4 MiB of stdout.
+      assert.strictEqual(reply.body.stdout.length, 4 * 1024 * 1024)
+      assert.isTrue(reply.body.stdout.endsWith("0123456789abcde\n0123456789abcde\n"), reply.body.stdout.slice(-40))
+      assert.strictEqual((await request(server, "GET", commandAt("box", reply.body.id))).body.droppedBytes, dropped)
+      const log = await fetch(`${server.url}${commandAt("box", reply.body.id)}/log`, {
+        headers: { authorization: `Bearer ${server.token}` }
+      })
+      assert.strictEqual(log.headers.get("nodus-output-dropped-bytes"), String(dropped))
+      assert.strictEqual((await log.arrayBuffer()).byteLength, total - dropped)
+    },
+    60_000
+  )
 
   it("429 StdinBackpressure while a command has not read its stdin; 409 once its stdin is closed", async () => {
     const started = await exec("box", ["sleep", "600"], { background: true })
@@ -258,7 +314,9 @@ describe("commands over HTTP", () => {
     const readerStdin = `${commandAt("box", reader.body.id)}/stdin?close=true`
     assert.strictEqual((await request(server, "POST", readerStdin, bytes("last"))).status, 200)
     assertRefused(await request(server, "POST", readerStdin, bytes("more")), 409, "Conflict")
-    for (const id of [started.body.id, reader.body.id]) assert.strictEqual((await request(server, "POST", `${commandAt("box", id)}/kill`)).status, 200)
+    for (const id of [started.body.id, reader.body.id]) {
+      assert.strictEqual((await request(server, "POST", `${commandAt("box", id)}/kill`)).status, 200)
+    }
   })
 })
 
@@ -284,8 +342,14 @@ describe("files over HTTP", () => {
     assert.include(body.message, String(limit))
     assertRefused(await request(server, "GET", fileAt("box", "/workspace/huge")), 404, "NotFound")
     // At the bound exactly, it is taken.
-    assert.strictEqual((await request(server, "PUT", fileAt("box", "/workspace/edge"), bytes("z".repeat(limit)))).status, 200)
-    assert.strictEqual(await run("box", "stat -c %s /workspace/edge; head -c 1 /dev/zero >> /workspace/edge"), `${limit}\n`)
+    assert.strictEqual(
+      (await request(server, "PUT", fileAt("box", "/workspace/edge"), bytes("z".repeat(limit)))).status,
+      200
+    )
+    assert.strictEqual(
+      await run("box", "stat -c %s /workspace/edge; head -c 1 /dev/zero >> /workspace/edge"),
+      `${limit}\n`
+    )
     assertRefused(await request(server, "GET", fileAt("box", "/workspace/edge")), 413, "FileTooLarge")
     await run("box", "rm /workspace/edge")
     // (A 16 MiB file crosses the box's channel as base64 in JSON lines: seconds on a busy 2-core machine.)
@@ -303,19 +367,31 @@ describe("files over HTTP", () => {
     }
     // A relative symlink climbing far enough to leave the box's /workspace on the host would reach the host's root if
     // the server followed it on the host; in the box it is the box's root.
-    await run("box", `ln -s ../../../../../../../../../.. /workspace/up; ln -s ${server.directory} /workspace/dir; ln -s ${hostFile} /workspace/file`)
+    await run(
+      "box",
+      `ln -s ../../../../../../../../../.. /workspace/up; ln -s ${server.directory} /workspace/dir; ln -s ${hostFile} /workspace/file`
+    )
     for (const path of [`/workspace/up${hostFile}`, "/workspace/file", "/workspace/dir/host-only.txt"]) {
       const read = await request(server, "GET", fileAt("box", path))
       assert.notInclude(read.text, "host-marker", path)
       assertRefused(read, 404, "NotFound")
     }
     // Writes through them land in the box (or nowhere), never on the host.
-    const planted = [`/workspace/up${server.directory}/planted-up`, "/workspace/dir/planted-dir", `/workspace/../..${server.directory}/planted-dots`]
+    const planted = [
+      `/workspace/up${server.directory}/planted-up`,
+      "/workspace/dir/planted-dir",
+      `/workspace/../..${server.directory}/planted-dots`
+    ]
     for (const path of planted) await request(server, "PUT", fileAt("box", path), bytes("planted"))
-    for (const name of ["planted-up", "planted-dir", "planted-dots"]) assert.isFalse(existsSync(join(server.directory, name)), name)
+    for (const name of ["planted-up", "planted-dir", "planted-dots"]) {
+      assert.isFalse(existsSync(join(server.directory, name)), name)
+    }
     assert.strictEqual(readFileSync(hostFile, "utf8"), "host-marker")
     // What `..` named is the box's own /tmp, which a command in the box reads back.
-    assert.strictEqual((await request(server, "PUT", fileAt("box", "/workspace/../tmp/dots"), bytes("in the box"))).status, 200)
+    assert.strictEqual(
+      (await request(server, "PUT", fileAt("box", "/workspace/../tmp/dots"), bytes("in the box"))).status,
+      200
+    )
     assert.strictEqual(await run("box", "cat /tmp/dots"), "in the box")
     await run("box", "rm -f /workspace/up /workspace/dir /workspace/file")
   })
@@ -323,7 +399,9 @@ describe("files over HTTP", () => {
 
 describe("a dry run of a Sandbox", () => {
   it("carries the estimate a create would, and creates nothing", async () => {
-    const dry = await request(server, "POST", `${sandboxes}?dryRun=All`, { body: sandbox("planned", { lifecycle: { idleTimeout: "10m", maxLifetime: "2h" } }) })
+    const dry = await request(server, "POST", `${sandboxes}?dryRun=All`, {
+      body: sandbox("planned", { lifecycle: { idleTimeout: "10m", maxLifetime: "2h" } })
+    })
     assert.strictEqual(dry.status, 201, dry.text)
     assert.match(dry.headers.get("etag") ?? "", /^"dryrun\./u)
     const estimate = dry.body.status.estimate
@@ -338,7 +416,9 @@ describe("a dry run of a Sandbox", () => {
     assert.include(estimate.warnings.map((warning: { code: string }) => warning.code), "UsageDependent")
     assert.isUndefined(estimate.blockingReasons)
     assertRefused(await request(server, "GET", at("planned")), 404, "NotFound")
-    const created = await request(server, "POST", sandboxes, { body: sandbox("planned", { state: "Stopped", lifecycle: { idleTimeout: "10m", maxLifetime: "2h" } }) })
+    const created = await request(server, "POST", sandboxes, {
+      body: sandbox("planned", { state: "Stopped", lifecycle: { idleTimeout: "10m", maxLifetime: "2h" } })
+    })
     assert.strictEqual(created.status, 201, created.text)
     assert.deepStrictEqual(created.body.status.estimate.costUSD, estimate.costUSD)
     assert.strictEqual((await request(server, "DELETE", at("planned"))).status, 200)
@@ -348,16 +428,22 @@ describe("a dry run of a Sandbox", () => {
     const capped = sandbox("capped", { maxCostUSD: "0.000001" })
     const dry = await request(server, "POST", `${sandboxes}?dryRun=All`, { body: capped })
     assert.strictEqual(dry.status, 201, dry.text)
-    assert.deepStrictEqual(dry.body.status.estimate.blockingReasons.map((reason: { code: string }) => reason.code), ["BudgetExceeded"])
+    assert.deepStrictEqual(dry.body.status.estimate.blockingReasons.map((reason: { code: string }) => reason.code), [
+      "BudgetExceeded"
+    ])
     const refused = await request(server, "POST", sandboxes, { body: capped })
     assert.include(assertRefused(refused, 402, "BudgetExceeded").fix, "maxCostUSD")
     assertRefused(await request(server, "GET", at("capped")), 404, "NotFound")
   })
 
   it("of one no host can take: a warning that it would wait, and nothing blocks it", async () => {
-    const dry = await request(server, "POST", `${sandboxes}?dryRun=All`, { body: sandbox("huge", { resources: { cpu: "512" } }) })
+    const dry = await request(server, "POST", `${sandboxes}?dryRun=All`, {
+      body: sandbox("huge", { resources: { cpu: "512" } })
+    })
     assert.strictEqual(dry.status, 201, dry.text)
-    assert.deepStrictEqual(dry.body.status.estimate.warnings.map((warning: { code: string }) => warning.code), ["NoMatchingOffering"])
+    assert.deepStrictEqual(dry.body.status.estimate.warnings.map((warning: { code: string }) => warning.code), [
+      "NoMatchingOffering"
+    ])
     assert.isUndefined(dry.body.status.estimate.rateUSDPerHour)
   })
 })
@@ -371,26 +457,39 @@ describe("isolation between Sandboxes, and of a secret", () => {
     assert.strictEqual(sleeper.status, 201, sleeper.text)
     // Where the neighbour's /workspace is on the host (runs' areas are outside the data directory, where the local
     // backend puts them: docs/live.md, "Isolation"), and its sleep's host pid.
-    const runsDir = join(tmpdir(), `nodus-runs-${createHash("sha256").update(resolve(join(server.directory, "data"))).digest("hex").slice(0, 12)}`)
+    const runsDir = join(
+      tmpdir(),
+      `nodus-runs-${createHash("sha256").update(resolve(join(server.directory, "data"))).digest("hex").slice(0, 12)}`
+    )
     const marker = filesUnder(runsDir).find((path) => path.endsWith("/workspace/neighbour-marker"))
     assert.isDefined(marker, `the neighbour's /workspace is under ${runsDir}`)
     // (The box's process starts a moment after the answer: the supervisor spawns it.)
     let hostPid: string | undefined
-    await eventually("the neighbour's sleep runs on this host", () => (hostPid = hostPidOf("sleep\u000086399\u0000")) !== undefined, 10_000)
-    const probe = await run("box", [
-      `cat ${marker} 2>/dev/null && echo READ-NEIGHBOUR-FILE`,
-      `ls ${dirname(marker!)} >/dev/null 2>&1 && echo LISTED-NEIGHBOUR`,
-      "find /workspace /tmp /run -name neighbour-marker 2>/dev/null",
-      // (The pattern matches neither its own grep's command line nor this script's.)
-      "grep -l '8639[9]' /proc/[0-9]*/cmdline 2>/dev/null",
-      `kill -0 ${hostPid} 2>/dev/null && echo SIGNALLED-NEIGHBOUR`,
-      // (The box's own pids are a handful, far below the host's.)
-      `[ -e /proc/${hostPid} ] && echo SAW-NEIGHBOUR-PID`,
-      "true"
-    ].join("; "))
+    await eventually(
+      "the neighbour's sleep runs on this host",
+      () => (hostPid = hostPidOf("sleep\u000086399\u0000")) !== undefined,
+      10_000
+    )
+    const probe = await run(
+      "box",
+      [
+        `cat ${marker} 2>/dev/null && echo READ-NEIGHBOUR-FILE`,
+        `ls ${dirname(marker!)} >/dev/null 2>&1 && echo LISTED-NEIGHBOUR`,
+        "find /workspace /tmp /run -name neighbour-marker 2>/dev/null",
+        // (The pattern matches neither its own grep's command line nor this script's.)
+        "grep -l '8639[9]' /proc/[0-9]*/cmdline 2>/dev/null",
+        `kill -0 ${hostPid} 2>/dev/null && echo SIGNALLED-NEIGHBOUR`,
+        // (The box's own pids are a handful, far below the host's.)
+        `[ -e /proc/${hostPid} ] && echo SAW-NEIGHBOUR-PID`,
+        "true"
+      ].join("; ")
+    )
     assert.strictEqual(probe, "")
     // The same probes in the neighbour itself find its own (so their silence above means something).
-    assert.match(await run("neighbour", "grep -l '8639[9]' /proc/[0-9]*/cmdline; find /workspace -name neighbour-marker"), /^\/proc\/[0-9]+\/cmdline\n\/workspace\/neighbour-marker\n$/u)
+    assert.match(
+      await run("neighbour", "grep -l '8639[9]' /proc/[0-9]*/cmdline; find /workspace -name neighbour-marker"),
+      /^\/proc\/[0-9]+\/cmdline\n\/workspace\/neighbour-marker\n$/u
+    )
     // Through the API, a command id is the box's own: the neighbour's is not found in this one.
     assertRefused(await request(server, "GET", commandAt("box", sleeper.body.id)), 404, "NotFound")
     assertRefused(await request(server, "POST", `${commandAt("box", sleeper.body.id)}/kill`), 404, "NotFound")
@@ -402,7 +501,10 @@ describe("isolation between Sandboxes, and of a secret", () => {
     assert.strictEqual(await run("box", "printenv API_TOKEN"), `${secretValue}\n`)
     const object = await request(server, "GET", at("box"))
     assert.notInclude(object.text, secretValue)
-    assert.notInclude((await request(server, "GET", `/apis/nodus.dev/v1/namespaces/${namespace}/attempts`)).text, secretValue)
+    assert.notInclude(
+      (await request(server, "GET", `/apis/nodus.dev/v1/namespaces/${namespace}/attempts`)).text,
+      secretValue
+    )
     const events = await request(server, "GET", `/api/v1/namespaces/${namespace}/events`)
     assert.include(events.text, "box")
     assert.notInclude(events.text, secretValue)
@@ -410,13 +512,20 @@ describe("isolation between Sandboxes, and of a secret", () => {
     assert.isAbove(outbox.length, 0)
     assert.notInclude(JSON.stringify(outbox), secretValue)
     const stored = await server.withStore((store) =>
-      Effect.forEach(["sandboxes", "attempts", "events"], (resource) => Effect.map(Effect.orDie(store.list({ resource, namespace })), (page) => JSON.stringify(page.items))))
+      Effect.forEach(
+        ["sandboxes", "attempts", "events"],
+        (resource) =>
+          Effect.map(Effect.orDie(store.list({ resource, namespace })), (page) => JSON.stringify(page.items))
+      )
+    )
     for (const items of stored) assert.notInclude(items, secretValue)
     // The main process printed it on stdout and stderr: its output is there for the caller, and stays the box's.
     const main = await request(server, "GET", `${commandAt("box", "main")}/log`)
     for (const line of [`main sees ${secretValue}\n`, `main warns ${secretValue}\n`]) assert.include(main.text, line)
     const logs = filesUnder(join(server.directory, "data", "logs"))
-    for (const path of logs) if (statSync(path).size < 64 * 1024 * 1024) assert.notInclude(readFileSync(path, "utf8"), secretValue, path)
+    for (const path of logs) {
+      if (statSync(path).size < 64 * 1024 * 1024) assert.notInclude(readFileSync(path, "utf8"), secretValue, path)
+    }
     // The capture sees what the server's runtime logs (Effect's logger writes through this process's console).
     Effect.runSync(Effect.logWarning("capture check"))
     assert.isTrue(logged.some((line) => line.includes("capture check")))

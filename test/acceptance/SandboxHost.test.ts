@@ -4,9 +4,9 @@
  * Terminating (reason MaxLifetimeReached) before DELETED, the Event recorded; and an egress AllowList lets the box
  * reach a listed name end to end through its proxy, while an unlisted name and a bare IP address are refused.
  */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { once } from "node:events"
 import { type AddressInfo, createServer, type Server } from "node:net"
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { loopbackRanges } from "../../src/core/PublicAddress.ts"
 import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 import { eventually } from "./Clients.ts"
@@ -30,7 +30,9 @@ beforeAll(async () => {
   port = await greeter()
   // egressAllow: the operator exception (--egress-allow-cidr) that lets proxies reach loopback names (docs/live.md).
   server = await startTestServer({ local: { egressAllow: loopbackRanges } })
-  const reply = await request(server, "POST", "/api/v1/namespaces", { body: { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } } })
+  const reply = await request(server, "POST", "/api/v1/namespaces", {
+    body: { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } }
+  })
   assert.strictEqual(reply.status, 201, reply.text)
 })
 
@@ -40,7 +42,9 @@ afterAll(async () => {
 })
 
 const create = async (name: string, spec: Record<string, unknown>) => {
-  const created = await request(server, "POST", sandboxes, { body: { apiVersion: "nodus.dev/v1", kind: "Sandbox", metadata: { name }, spec: { image: "debian:12", ...spec } } })
+  const created = await request(server, "POST", sandboxes, {
+    body: { apiVersion: "nodus.dev/v1", kind: "Sandbox", metadata: { name }, spec: { image: "debian:12", ...spec } }
+  })
   assert.strictEqual(created.status, 201, created.text)
 }
 
@@ -48,7 +52,9 @@ const statusOf = async (name: string) => (await request(server, "GET", at(name))
 
 /** A watch of `path` (a list): every event as it came, until `done` says so or the deadline passes. */
 const watch = async (path: string, done: (event: any) => boolean, deadlineMs: number) => {
-  const response = await fetch(`${server.url}${path}${path.includes("?") ? "&" : "?"}watch=true`, { headers: { authorization: `Bearer ${server.token}` } })
+  const response = await fetch(`${server.url}${path}${path.includes("?") ? "&" : "?"}watch=true`, {
+    headers: { authorization: `Bearer ${server.token}` }
+  })
   assert.strictEqual(response.status, 200)
   const reader = response.body!.getReader()
   const seen: Array<any> = []
@@ -70,45 +76,67 @@ const watch = async (path: string, done: (event: any) => boolean, deadlineMs: nu
 }
 
 describe("a Sandbox on a live host, on the wall clock", () => {
-  it("is deleted at its maxLifetime while stopped: Terminating (MaxLifetimeReached), the Event, then gone", async () => {
-    // The spec's shortest maxLifetime is a minute; idle never stops it, so only spec.state does.
-    await create("brief", { lifecycle: { idleTimeout: "0s", maxLifetime: "1m" } })
-    const selector = (field: string) => `?fieldSelector=${encodeURIComponent(`${field}=brief`)}`
-    // Events are owned by their object and collected with it: only a watcher sees the last one.
-    const watchingEvents = watch(`/api/v1/namespaces/${namespace}/events${selector("involvedObject.name")}`, (event) => event.object?.reason === "MaxLifetimeReached", 90_000)
-    const watching = watch(`${sandboxes}${selector("metadata.name")}`, (event) => event.type === "DELETED", 90_000)
-    await eventually("brief runs", async () => (await statusOf("brief"))?.phase === "Running", 30_000)
-    const patched = await request(server, "PATCH", at("brief"), { body: { spec: { state: "Stopped" } }, contentType: "application/merge-patch+json" })
-    assert.strictEqual(patched.status, 200, patched.text)
-    await eventually("brief stopped", async () => (await statusOf("brief"))?.phase === "Stopped", 30_000)
-    const stopped = await statusOf("brief")
-    assert.strictEqual(stopped.stopReason, "Requested")
-    const created = Date.parse((await request(server, "GET", at("brief"))).body.metadata.creationTimestamp)
-    assert.strictEqual(Date.parse(stopped.expirationTime), created + 60_000)
-    // Stopped well before its minute is up: what deletes it counts the stopped time.
-    assert.isBelow(Date.now(), created + 60_000)
+  it(
+    "is deleted at its maxLifetime while stopped: Terminating (MaxLifetimeReached), the Event, then gone",
+    async () => {
+      // The spec's shortest maxLifetime is a minute; idle never stops it, so only spec.state does.
+      await create("brief", { lifecycle: { idleTimeout: "0s", maxLifetime: "1m" } })
+      const selector = (field: string) => `?fieldSelector=${encodeURIComponent(`${field}=brief`)}`
+      // Events are owned by their object and collected with it: only a watcher sees the last one.
+      const watchingEvents = watch(
+        `/api/v1/namespaces/${namespace}/events${selector("involvedObject.name")}`,
+        (event) => event.object?.reason === "MaxLifetimeReached",
+        90_000
+      )
+      const watching = watch(`${sandboxes}${selector("metadata.name")}`, (event) => event.type === "DELETED", 90_000)
+      await eventually("brief runs", async () => (await statusOf("brief"))?.phase === "Running", 30_000)
+      const patched = await request(server, "PATCH", at("brief"), {
+        body: { spec: { state: "Stopped" } },
+        contentType: "application/merge-patch+json"
+      })
+      assert.strictEqual(patched.status, 200, patched.text)
+      await eventually("brief stopped", async () => (await statusOf("brief"))?.phase === "Stopped", 30_000)
+      const stopped = await statusOf("brief")
+      assert.strictEqual(stopped.stopReason, "Requested")
+      const created = Date.parse((await request(server, "GET", at("brief"))).body.metadata.creationTimestamp)
+      assert.strictEqual(Date.parse(stopped.expirationTime), created + 60_000)
+      // Stopped well before its minute is up: what deletes it counts the stopped time.
+      assert.isBelow(Date.now(), created + 60_000)
 
-    const seen = (await watching).map((event) => `${event.type} ${event.object?.status?.phase ?? "-"} ${event.object?.status?.reason ?? "-"}`)
-    assert.strictEqual(seen.at(-1)?.split(" ")[0], "DELETED", seen.join("\n"))
-    const terminating = seen.indexOf("MODIFIED Terminating MaxLifetimeReached")
-    const stoppedSeen = seen.findIndex((entry) => entry.startsWith("MODIFIED Stopped"))
-    assert.isAtLeast(stoppedSeen, 0, seen.join("\n"))
-    assert.isAbove(terminating, stoppedSeen, seen.join("\n"))
-    assert.isAtLeast(Date.now(), created + 60_000)
-    assert.strictEqual((await request(server, "GET", at("brief"))).status, 404)
-    const lifetime = (await watchingEvents).find((event) => event.object?.reason === "MaxLifetimeReached")
-    assert.isDefined(lifetime, "no MaxLifetimeReached Event was seen")
-    assert.strictEqual(lifetime.type, "ADDED")
-    assert.include(lifetime.object.message, "maxLifetime 1m has passed since creation")
-  }, 120_000)
+      const seen = (await watching).map((event) =>
+        `${event.type} ${event.object?.status?.phase ?? "-"} ${event.object?.status?.reason ?? "-"}`
+      )
+      assert.strictEqual(seen.at(-1)?.split(" ")[0], "DELETED", seen.join("\n"))
+      const terminating = seen.indexOf("MODIFIED Terminating MaxLifetimeReached")
+      const stoppedSeen = seen.findIndex((entry) => entry.startsWith("MODIFIED Stopped"))
+      assert.isAtLeast(stoppedSeen, 0, seen.join("\n"))
+      assert.isAbove(terminating, stoppedSeen, seen.join("\n"))
+      assert.isAtLeast(Date.now(), created + 60_000)
+      assert.strictEqual((await request(server, "GET", at("brief"))).status, 404)
+      const lifetime = (await watchingEvents).find((event) => event.object?.reason === "MaxLifetimeReached")
+      assert.isDefined(lifetime, "no MaxLifetimeReached Event was seen")
+      assert.strictEqual(lifetime.type, "ADDED")
+      assert.include(lifetime.object.message, "maxLifetime 1m has passed since creation")
+    },
+    120_000
+  )
 
   it("reaches a listed name through its AllowList proxy; an unlisted name and an IP address are refused", async () => {
-    await create("listed", { lifecycle: { idleTimeout: "0s" }, network: { egress: { policy: "AllowList", allow: ["localhost"] } } })
+    await create("listed", {
+      lifecycle: { idleTimeout: "0s" },
+      network: { egress: { policy: "AllowList", allow: ["localhost"] } }
+    })
     await eventually("listed runs", async () => (await statusOf("listed"))?.phase === "Running", 30_000)
     const connect = (fd: number, target: string) =>
       `exec ${fd}<>/dev/tcp/127.0.0.1/3128; printf 'CONNECT ${target} HTTP/1.1\\r\\nHost: ${target}\\r\\n\\r\\n' >&${fd}; head -n 8 <&${fd} | tr -d '\\r'; echo "-- $HTTPS_PROXY"`
-    const script = [connect(3, `localhost:${port}`), connect(4, "unlisted.example:443"), connect(5, `127.0.0.1:${port}`)].join("; ")
-    const reply = await request(server, "POST", `${at("listed")}/commands`, { body: { command: ["bash", "-c", script] } })
+    const script = [
+      connect(3, `localhost:${port}`),
+      connect(4, "unlisted.example:443"),
+      connect(5, `127.0.0.1:${port}`)
+    ].join("; ")
+    const reply = await request(server, "POST", `${at("listed")}/commands`, {
+      body: { command: ["bash", "-c", script] }
+    })
     assert.strictEqual(reply.status, 200, reply.text)
     const [listed, unlisted, address] = (reply.body.stdout as string).split(/^-- .*$/mu)
     assert.include(listed, "HTTP/1.1 200 Connection established", reply.body.stdout)
@@ -120,7 +148,9 @@ describe("a Sandbox on a live host, on the wall clock", () => {
     assert.include(address, "127.0.0.1 is an IP address", reply.body.stdout)
     assert.include(reply.body.stdout, "-- http://127.0.0.1:3128")
     // Without the proxy the box has no route out at all: the host's port is not reachable directly.
-    const direct = await request(server, "POST", `${at("listed")}/commands`, { body: { command: ["bash", "-c", `exec 3<>/dev/tcp/127.0.0.1/${port} && head -n 1 <&3`] } })
+    const direct = await request(server, "POST", `${at("listed")}/commands`, {
+      body: { command: ["bash", "-c", `exec 3<>/dev/tcp/127.0.0.1/${port} && head -n 1 <&3`] }
+    })
     assert.strictEqual(direct.status, 200, direct.text)
     assert.notStrictEqual(direct.body.exitCode, 0, direct.text)
     assert.notInclude(direct.body.stdout, "hello from the host")

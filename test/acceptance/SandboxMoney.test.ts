@@ -31,7 +31,9 @@ let server: TestServer | undefined
 const start = async (options: TestServerOptions = {}) => {
   vi.useFakeTimers({ toFake: ["Date"], shouldAdvanceTime: true })
   server = await startTestServer({ local: { lease: { renewMs: 1_000, expiryMs: 3 * hour } }, ...options })
-  const reply = await request(server, "POST", "/api/v1/namespaces", { body: { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } } })
+  const reply = await request(server, "POST", "/api/v1/namespaces", {
+    body: { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } }
+  })
   assert.strictEqual(reply.status, 201, reply.text)
   return server
 }
@@ -43,12 +45,17 @@ afterEach(async () => {
   vi.useRealTimers()
 })
 
-const sandbox = (name: string, spec: Record<string, unknown> = {}) =>
-  ({ apiVersion: "nodus.dev/v1", kind: "Sandbox", metadata: { name }, spec: { image: "debian:12", lifecycle: { idleTimeout: "0s" }, ...spec } })
+const sandbox = (name: string, spec: Record<string, unknown> = {}) => ({
+  apiVersion: "nodus.dev/v1",
+  kind: "Sandbox",
+  metadata: { name },
+  spec: { image: "debian:12", lifecycle: { idleTimeout: "0s" }, ...spec }
+})
 
 const statusOf = async (name: string) => (await request(server!, "GET", at(name))).body?.status
 
-const conditionOf = (status: any, type: string) => (status?.conditions ?? []).find((condition: any) => condition.type === type)
+const conditionOf = (status: any, type: string) =>
+  (status?.conditions ?? []).find((condition: any) => condition.type === type)
 
 const patch = async (name: string, body: unknown) => {
   const reply = await request(server!, "PATCH", at(name), { body, contentType: "application/merge-patch+json" })
@@ -66,18 +73,23 @@ const estimateOf = async (name: string) => {
   const dry = await request(server!, "POST", `${sandboxes}?dryRun=All`, { body: sandbox(name) })
   assert.strictEqual(dry.status, 201, dry.text)
   const estimate = dry.body.status.estimate
-  const blocking: ReadonlyArray<string> = (estimate.blockingReasons ?? []).map((reason: { readonly code: string }) => reason.code)
+  const blocking: ReadonlyArray<string> = (estimate.blockingReasons ?? []).map((reason: { readonly code: string }) =>
+    reason.code
+  )
   return { hold: parseMicroUsd(estimate.holdUSD), rate: parseMicroUsd(estimate.rateUSDPerHour), blocking }
 }
 
 /** Credits through a TopUp (the embedded payment processor pays it at once). */
 const topUp = async (name: string, micro: bigint) => {
-  const paid = await request(server!, "POST", "/apis/nodus.dev/v1/topups", { body: { apiVersion: "nodus.dev/v1", kind: "TopUp", metadata: { name }, spec: { amountUSD: formatMicroUsd(micro) } } })
+  const paid = await request(server!, "POST", "/apis/nodus.dev/v1/topups", {
+    body: { apiVersion: "nodus.dev/v1", kind: "TopUp", metadata: { name }, spec: { amountUSD: formatMicroUsd(micro) } }
+  })
   assert.strictEqual(paid.status, 201, paid.text)
   assert.strictEqual(paid.body.status.phase, "Succeeded", paid.text)
 }
 
-const streamedTypes = async () => (await server!.streamed()).map((event) => event.type).filter((type) => type.startsWith("sandbox."))
+const streamedTypes = async () =>
+  (await server!.streamed()).map((event) => event.type).filter((type) => type.startsWith("sandbox."))
 
 /** Creates the Sandbox and waits for it to run, funded; it writes a file to /workspace. */
 const createRunning = async (name: string, spec: Record<string, unknown> = {}) => {
@@ -94,7 +106,11 @@ const createRunning = async (name: string, spec: Record<string, unknown> = {}) =
  * that stop, Funded False with the reason, the events recorded, and no more spent than `limit`.
  */
 const stopsForMoney = async (name: string, reason: "MaxCostReached" | "FundingLost", limit: bigint) => {
-  await eventually(`${name}'s hold says how long it pays`, async () => (await statusOf(name))?.cost?.fundedUntilTime !== undefined, 30_000)
+  await eventually(
+    `${name}'s hold says how long it pays`,
+    async () => (await statusOf(name))?.cost?.fundedUntilTime !== undefined,
+    30_000
+  )
   const fundedUntil = Date.parse((await statusOf(name)).cost.fundedUntilTime)
   // Nothing stops it early on the wall clock: the first hold pays for the best part of an hour.
   assert.isAbove(fundedUntil, Date.now() + 45 * minute)
@@ -107,7 +123,10 @@ const stopsForMoney = async (name: string, reason: "MaxCostReached" | "FundingLo
   assert.strictEqual(status.snapshot?.reason, "Stop")
   assert.isAtLeast(Date.parse(status.snapshot.time), jumpedAt)
   assert.deepInclude(conditionOf(status, "StateSaved"), { status: "True" })
-  assert.isTrue(parseMicroUsd(status.cost.totalUSD) <= limit, `${status.cost.totalUSD} USD spent, above ${formatMicroUsd(limit)}`)
+  assert.isTrue(
+    parseMicroUsd(status.cost.totalUSD) <= limit,
+    `${status.cost.totalUSD} USD spent, above ${formatMicroUsd(limit)}`
+  )
   const lost = reason === "MaxCostReached" ? "sandbox.max_cost_reached" : "sandbox.funding_lost"
   assert.deepStrictEqual(await streamedTypes(), ["sandbox.started", lost, "sandbox.stopped"])
   const refused = await request(server!, "POST", `${at(name)}/commands`, { body: { command: ["true"] } })
@@ -123,7 +142,13 @@ const startsAgain = async (name: string, lost: string) => {
   assert.isUndefined(again.stopReason)
   assert.deepInclude(conditionOf(again, "Funded"), { status: "True" })
   assert.strictEqual(await run(name, "cat /workspace/note"), "kept\n")
-  assert.deepStrictEqual(await streamedTypes(), ["sandbox.started", lost, "sandbox.stopped", "sandbox.funding_restored", "sandbox.started"])
+  assert.deepStrictEqual(await streamedTypes(), [
+    "sandbox.started",
+    lost,
+    "sandbox.stopped",
+    "sandbox.funding_restored",
+    "sandbox.started"
+  ])
 }
 
 describe("a Sandbox and money on a live host", () => {
@@ -138,20 +163,24 @@ describe("a Sandbox and money on a live host", () => {
     await startsAgain("capped", lost)
   }, 120_000)
 
-  it("is refused without credits, stops when they run out (FundingLost, /workspace saved), and starts again on a TopUp", async () => {
-    await start({ starterCreditsMicro: 0n })
-    const { hold, rate, blocking } = await estimateOf("broke")
-    assert.include(blocking, "InsufficientCredits")
-    const refused = await request(server!, "POST", sandboxes, { body: sandbox("broke") })
-    assert.strictEqual(refused.status, 402, refused.text)
-    assert.strictEqual(refused.body.reason, "InsufficientCredits")
-    assert.include(refused.body.fix, "TopUp")
-    // Credits for the first hold and a minute more: the box runs until the held hour is nearly spent.
-    const credits = hold + rate / 60n
-    await topUp("first", credits)
-    await createRunning("broke")
-    const lost = await stopsForMoney("broke", "FundingLost", credits)
-    await topUp("second", hold * 4n)
-    await startsAgain("broke", lost)
-  }, 120_000)
+  it(
+    "is refused without credits, stops when they run out (FundingLost, /workspace saved), and starts again on a TopUp",
+    async () => {
+      await start({ starterCreditsMicro: 0n })
+      const { hold, rate, blocking } = await estimateOf("broke")
+      assert.include(blocking, "InsufficientCredits")
+      const refused = await request(server!, "POST", sandboxes, { body: sandbox("broke") })
+      assert.strictEqual(refused.status, 402, refused.text)
+      assert.strictEqual(refused.body.reason, "InsufficientCredits")
+      assert.include(refused.body.fix, "TopUp")
+      // Credits for the first hold and a minute more: the box runs until the held hour is nearly spent.
+      const credits = hold + rate / 60n
+      await topUp("first", credits)
+      await createRunning("broke")
+      const lost = await stopsForMoney("broke", "FundingLost", credits)
+      await topUp("second", hold * 4n)
+      await startsAgain("broke", lost)
+    },
+    120_000
+  )
 })

@@ -3,9 +3,9 @@
  * README's Quick start uses it. A Job applied with a duration annotation runs when the test clock moves
  * (`kubectl create --raw`), and `get`, `describe`, `get events`, `get attempts` and `get offerings` show it.
  */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { startTestServer, type TestServer } from "../support/TestServer.ts"
 import { api, eventually, kubectl, parseTable, requireKubectl, show, startKubectl } from "./Clients.ts"
 
@@ -51,15 +51,29 @@ describe("the sim backend through kubectl", () => {
 
     const clock = await ok(["get", "--raw", "/apis/nodus.dev/v1/simulation/clock"])
     assert.strictEqual(JSON.parse(clock.stdout).kind, "SimulationClock")
-    const moved = await ok(["create", "--raw", "/apis/nodus.dev/v1/simulation/clock", "-f", file("advance.json", JSON.stringify({ advance: "15m" }))])
+    const moved = await ok([
+      "create",
+      "--raw",
+      "/apis/nodus.dev/v1/simulation/clock",
+      "-f",
+      file("advance.json", JSON.stringify({ advance: "15m" }))
+    ])
     assert.isAtLeast(Date.parse(JSON.parse(moved.stdout).now), Date.parse(JSON.parse(clock.stdout).now) + 15 * 60_000)
 
     const jobs = parseTable((await ok(["get", "jobs.nodus.dev", "-n", "demo"])).stdout)
-    assert.deepStrictEqual(jobs.map((row) => [row["NAME"], row["PHASE"], row["SUCCEEDED"]]), [["train-1", "Succeeded", "1"]])
+    assert.deepStrictEqual(jobs.map((row) => [row["NAME"], row["PHASE"], row["SUCCEEDED"]]), [[
+      "train-1",
+      "Succeeded",
+      "1"
+    ]])
 
     const events = parseTable((await ok(["get", "events", "-n", "demo"])).stdout)
     const ofJob = events.filter((row) => row["OBJECT"] === "job/train-1")
-    assert.includeMembers(ofJob.map((row) => row["REASON"]), ["Provisioning", "Running", "Completed"], JSON.stringify(events))
+    assert.includeMembers(
+      ofJob.map((row) => row["REASON"]),
+      ["Provisioning", "Running", "Completed"],
+      JSON.stringify(events)
+    )
     assert.isTrue(ofJob.every((row) => row["TYPE"] === "Normal"))
 
     const described = await ok(["describe", "jobs.nodus.dev", "train-1", "-n", "demo"])
@@ -81,10 +95,25 @@ describe("the sim backend through kubectl", () => {
 
   it("shows every phase to `get -w` while the clock moves", async () => {
     await ok(["apply", "-f", file("watched.yaml", jobManifest.replace("train-1", "watched").replace("10m", "20m"))])
-    const watcher = startKubectl(server, ["get", "jobs.nodus.dev", "watched", "-n", "demo", "-w", "-o", "custom-columns=NAME:.metadata.name,PHASE:.status.phase"])
+    const watcher = startKubectl(server, [
+      "get",
+      "jobs.nodus.dev",
+      "watched",
+      "-n",
+      "demo",
+      "-w",
+      "-o",
+      "custom-columns=NAME:.metadata.name,PHASE:.status.phase"
+    ])
     try {
       await eventually("the initial row", () => /^watched\s/mu.test(watcher.stdout()))
-      await ok(["create", "--raw", "/apis/nodus.dev/v1/simulation/clock", "-f", file("advance-30m.json", JSON.stringify({ advance: "30m" }))])
+      await ok([
+        "create",
+        "--raw",
+        "/apis/nodus.dev/v1/simulation/clock",
+        "-f",
+        file("advance-30m.json", JSON.stringify({ advance: "30m" }))
+      ])
       await eventually("the Succeeded row", () => /Succeeded/u.test(watcher.stdout()))
     } finally {
       await watcher.stop()
@@ -95,7 +124,13 @@ describe("the sim backend through kubectl", () => {
   })
 
   it("refuses a bad clock request with the field at fault", async () => {
-    const result = await kubectl(server, ["create", "--raw", "/apis/nodus.dev/v1/simulation/clock", "-f", file("bad.json", JSON.stringify({ advance: "soon" }))])
+    const result = await kubectl(server, [
+      "create",
+      "--raw",
+      "/apis/nodus.dev/v1/simulation/clock",
+      "-f",
+      file("bad.json", JSON.stringify({ advance: "soon" }))
+    ])
     assert.notStrictEqual(result.code, 0, show(result))
     assert.include(result.stderr, "advance", show(result))
   })

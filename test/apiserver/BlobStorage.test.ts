@@ -1,15 +1,15 @@
 // Blobs (src/apiserver/Blobs.ts over src/store/BlobStore.ts; docs/blobs.md): the same behaviour in memory, on embedded
 // PGlite and on PostgreSQL (when DATABASE_URL is set) — bytes kept under their SHA-256 in chunks, a digest that does not
 // match stores nothing, the size bound, who may read what, and collection when the last reference goes.
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Cause, Effect, Exit, Layer, ManagedRuntime, Option, Stream } from "effect"
 import { createHash, pbkdf2 } from "node:crypto"
 import { mkdtempSync, readdirSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { Cause, Effect, Exit, Layer, ManagedRuntime, Option, Stream } from "effect"
+import { Blobs, everything, projectReader, uploadHolder } from "../../src/apiserver/Blobs.ts"
 import { blobChunkBytes } from "../../src/core/Limits.ts"
 import { type ApiError } from "../../src/core/meta/ApiError.ts"
-import { Blobs, everything, projectReader, uploadHolder } from "../../src/apiserver/Blobs.ts"
 import * as BlobStore from "../../src/store/BlobStore.ts"
 import * as SqlStore from "../../src/store/SqlStore.ts"
 import { createDatabase, databaseUrl } from "../support/Postgres.ts"
@@ -29,7 +29,10 @@ const bytesOf = (size: number, seed: number) => {
 
 /** The bytes as a body arrives: in pieces of `piece` bytes. */
 const body = (bytes: Uint8Array, piece = 65_536) =>
-  Stream.fromIterable(Array.from({ length: Math.ceil(bytes.length / piece) }, (_, index) => bytes.subarray(index * piece, (index + 1) * piece)))
+  Stream.fromIterable(
+    Array.from({ length: Math.ceil(bytes.length / piece) }, (_, index) =>
+      bytes.subarray(index * piece, (index + 1) * piece))
+  )
 
 const bytesMax = 3 * blobChunkBytes
 
@@ -39,7 +42,12 @@ const bytesMax = 3 * blobChunkBytes
  */
 const keptAtEnd = 3
 
-const suite = (name: string, storeLayer: () => Promise<{ readonly layer: Layer.Layer<BlobStore.BlobStore, unknown>; readonly drop: () => Promise<void> }>) =>
+const suite = (
+  name: string,
+  storeLayer: () => Promise<
+    { readonly layer: Layer.Layer<BlobStore.BlobStore, unknown>; readonly drop: () => Promise<void> }
+  >
+) =>
   describe(`blobs: ${name}`, () => {
     let runtime: ManagedRuntime.ManagedRuntime<Blobs | BlobStore.BlobStore, unknown>
     let drop = async () => {}
@@ -53,8 +61,15 @@ const suite = (name: string, storeLayer: () => Promise<{ readonly layer: Layer.L
       await drop()
     })
 
-    const run = <A>(effect: (blobs: Blobs["Service"], store: BlobStore.BlobStoreShape) => Effect.Effect<A, ApiError | unknown>) =>
-      runtime.runPromise(Effect.flatMap(Effect.all([Effect.service(Blobs), Effect.service(BlobStore.BlobStore)]), ([blobs, store]) => effect(blobs, store)))
+    const run = <A>(
+      effect: (blobs: Blobs["Service"], store: BlobStore.BlobStoreShape) => Effect.Effect<A, ApiError | unknown>
+    ) =>
+      runtime.runPromise(
+        Effect.flatMap(
+          Effect.all([Effect.service(Blobs), Effect.service(BlobStore.BlobStore)]),
+          ([blobs, store]) => effect(blobs, store)
+        )
+      )
     const failureOf = async (effect: (blobs: Blobs["Service"]) => Effect.Effect<unknown, ApiError>) => {
       const exit = await runtime.runPromiseExit(Effect.flatMap(Effect.service(Blobs), effect))
       assert.isTrue(Exit.isFailure(exit), "expected a failure")
@@ -62,16 +77,20 @@ const suite = (name: string, storeLayer: () => Promise<{ readonly layer: Layer.L
       return error as ApiError
     }
     const readAll = (digest: string) =>
-      run((blobs) => Effect.gen(function*() {
-        const blob = yield* blobs.stat(digest, everything)
-        assert.isDefined(blob)
-        const chunks = yield* Stream.runCollect(blobs.read(blob!))
-        return Buffer.concat([...chunks])
-      }))
+      run((blobs) =>
+        Effect.gen(function*() {
+          const blob = yield* blobs.stat(digest, everything)
+          assert.isDefined(blob)
+          const chunks = yield* Stream.runCollect(blobs.read(blob!))
+          return Buffer.concat([...chunks])
+        })
+      )
 
     it("keeps bytes under their digest, in chunks, and reads them back whole", async () => {
       const bytes = bytesOf(2 * blobChunkBytes + 12_345, 1)
-      const stored = await run((blobs) => blobs.put(sha(bytes), { project: "a", holder: uploadHolder }, body(bytes, 70_001)))
+      const stored = await run((blobs) =>
+        blobs.put(sha(bytes), { project: "a", holder: uploadHolder }, body(bytes, 70_001))
+      )
       assert.deepStrictEqual(stored, { digest: sha(bytes), sizeBytes: bytes.length, created: true })
       const blob = await run((_, store) => store.stat(sha(bytes)))
       assert.strictEqual(blob?.chunks, 3)
@@ -100,7 +119,9 @@ const suite = (name: string, storeLayer: () => Promise<{ readonly layer: Layer.L
 
     it("a body past the bound is FileTooLarge and stores nothing", async () => {
       const bytes = bytesOf(bytesMax + 1, 4)
-      const error = await failureOf((blobs) => blobs.put(sha(bytes), { project: "a", holder: uploadHolder }, body(bytes)))
+      const error = await failureOf((blobs) =>
+        blobs.put(sha(bytes), { project: "a", holder: uploadHolder }, body(bytes))
+      )
       assert.strictEqual(error.code, "FileTooLarge")
       assert.isUndefined(await run((_, store) => store.stat(sha(bytes))))
       assert.strictEqual(await run((_, store) => store.sweep(Number.MAX_SAFE_INTEGER)), 0)
@@ -120,7 +141,8 @@ const suite = (name: string, storeLayer: () => Promise<{ readonly layer: Layer.L
       const org = bytesOf(100, 7)
       await run((blobs) => blobs.put(sha(mine), { project: "p1", holder: uploadHolder }, body(mine)))
       await run((blobs) => blobs.put(sha(org), { project: "", holder: uploadHolder }, body(org)))
-      const visible = (project: string, digest: string) => run((blobs) => Effect.map(blobs.stat(digest, projectReader(project)), (blob) => blob !== undefined))
+      const visible = (project: string, digest: string) =>
+        run((blobs) => Effect.map(blobs.stat(digest, projectReader(project)), (blob) => blob !== undefined))
       assert.isTrue(await visible("p1", sha(mine)))
       assert.isFalse(await visible("p2", sha(mine)))
       assert.isTrue(await visible("p2", sha(org)))
@@ -131,7 +153,9 @@ const suite = (name: string, storeLayer: () => Promise<{ readonly layer: Layer.L
       assert.isTrue(await visible("p2", sha(mine)))
       assert.deepStrictEqual(await run((_, store) => store.stat(sha(mine))), before)
       // A second upload by p1 is not new to p1.
-      assert.isFalse((await run((blobs) => blobs.put(sha(mine), { project: "p1", holder: uploadHolder }, body(mine)))).created)
+      assert.isFalse(
+        (await run((blobs) => blobs.put(sha(mine), { project: "p1", holder: uploadHolder }, body(mine)))).created
+      )
     })
 
     it("a workload's state is stored under the digest it has, and goes with the last reference", async () => {
@@ -149,8 +173,13 @@ const suite = (name: string, storeLayer: () => Promise<{ readonly layer: Layer.L
 
     it("a blob whose bytes were not staged is not published without them (collected during its upload)", async () => {
       const bytes = bytesOf(10, 10)
-      const exit = await runtime.runPromiseExit(Effect.flatMap(Effect.service(BlobStore.BlobStore), (store) =>
-        store.publish("never-staged", { digest: sha(bytes), sizeBytes: 10, chunks: 0 }, { project: "a", holder: uploadHolder })))
+      const exit = await runtime.runPromiseExit(
+        Effect.flatMap(Effect.service(BlobStore.BlobStore), (store) =>
+          store.publish("never-staged", { digest: sha(bytes), sizeBytes: 10, chunks: 0 }, {
+            project: "a",
+            holder: uploadHolder
+          }))
+      )
       assert.isTrue(Exit.isFailure(exit))
       assert.isUndefined(await run((_, store) => store.stat(sha(bytes))))
     })
@@ -158,7 +187,9 @@ const suite = (name: string, storeLayer: () => Promise<{ readonly layer: Layer.L
     it("an upload still being written is not abandoned, however long it has gone on", async () => {
       const chunk = bytesOf(16, 11)
       await run((_, store) => store.stage("long-upload", 0, chunk, 1_000))
-      for (let seq = 1; seq <= 64; seq++) await run((_, store) => store.stage("long-upload", seq, chunk, 1_000 + seq * 60_000))
+      for (let seq = 1; seq <= 64; seq++) {
+        await run((_, store) => store.stage("long-upload", seq, chunk, 1_000 + seq * 60_000))
+      }
       // Begun at 1 s, written to at 64 minutes: a sweep of what was quiet since 30 minutes leaves it.
       assert.strictEqual(await run((_, store) => store.sweep(30 * 60_000)), 0)
       await run((_, store) => store.discard("long-upload"))
@@ -167,7 +198,9 @@ const suite = (name: string, storeLayer: () => Promise<{ readonly layer: Layer.L
 
     it("lists the holders of references, uploads left out, a page at a time", async () => {
       const state = bytesOf(20, 12)
-      for (const holder of ["uid-b", "uid-a", "uid-c"]) await run((blobs) => blobs.store({ project: "p1", holder }, body(state), bytesMax))
+      for (const holder of ["uid-b", "uid-a", "uid-c"]) {
+        await run((blobs) => blobs.store({ project: "p1", holder }, body(state), bytesMax))
+      }
       const first = await run((_, store) => store.holders("", 2))
       assert.deepStrictEqual(first, ["uid-a", "uid-b"])
       assert.deepStrictEqual(await run((_, store) => store.holders(first.at(-1)!, 2)), ["uid-c"])
@@ -179,10 +212,19 @@ const suite = (name: string, storeLayer: () => Promise<{ readonly layer: Layer.L
       const bytes = bytesOf(10, 9)
       await run((_, store) => store.stage("abandoned", 0, bytes, 0))
       assert.strictEqual(await run((_, store) => store.sweep(1)), 1)
-      const exit = await runtime.runPromiseExit(Effect.flatMap(Effect.service(BlobStore.BlobStore), (store) =>
-        store.publish("abandoned", { digest: sha(bytes), sizeBytes: 10, chunks: 1 }, { project: "a", holder: uploadHolder })))
+      const exit = await runtime.runPromiseExit(
+        Effect.flatMap(Effect.service(BlobStore.BlobStore), (store) =>
+          store.publish("abandoned", { digest: sha(bytes), sizeBytes: 10, chunks: 1 }, {
+            project: "a",
+            holder: uploadHolder
+          }))
+      )
       assert.isTrue(Exit.isFailure(exit))
-      assert.isUndefined(await run((_, store) => store.stat(sha(bytes))))
+      assert.isUndefined(
+        await run((_, store) =>
+          store.stat(sha(bytes))
+        )
+      )
     })
   })
 
@@ -217,7 +259,9 @@ describe("blobs: bytes in files", () => {
     const runtime = ManagedRuntime.make(SqlStore.layerPglite(undefined, dir))
     try {
       for (let round = 0; round < 200; round++) {
-        for (let busy = 0; busy < 3; busy++) pbkdf2("busy", "pool", 2_000 + (round % 7) * 300, 32, "sha256", () => undefined)
+        for (let busy = 0; busy < 3; busy++) {
+          pbkdf2("busy", "pool", 2_000 + (round % 7) * 300, 32, "sha256", () => undefined)
+        }
         await runtime.runPromise(Effect.gen(function*() {
           const store = yield* BlobStore.BlobStore
           yield* store.stage(`swept-${round}`, 0, bytesOf(10, round), 0)

@@ -5,7 +5,14 @@
  * on it too. A program's work and exit code come from the annotations `fake.nodus.dev/work-ms` and `.../exit-code`.
  */
 import { Effect, PubSub, Stream } from "effect"
-import type { AttemptFacts, CapacityChange, CapacityPortShape, HostRequest, Outcome, ProgramRequest } from "../../src/core/capacity/Capacity.ts"
+import type {
+  AttemptFacts,
+  CapacityChange,
+  CapacityPortShape,
+  HostRequest,
+  Outcome,
+  ProgramRequest
+} from "../../src/core/capacity/Capacity.ts"
 import { type Variant, variantKeyOf } from "../../src/core/capacity/Offering.ts"
 
 export const fakeAnnotation = "fake.nodus.dev/"
@@ -118,16 +125,19 @@ export const makeFakeCapacity = (options: FakeOptions): Effect.Effect<FakeCapaci
       const remaining = number(program.annotations, "work-ms", 60_000) - run.workDone
       const exitCode = number(program.annotations, "exit-code", 0)
       at(now + Math.max(0, remaining), () => {
-        if (run.stage === stage) end(owner, run, exitCode === 0 ? { type: "Succeeded" } : { type: "Failed", exitCode }, true)
+        if (run.stage === stage) {
+          end(owner, run, exitCode === 0 ? { type: "Succeeded" } : { type: "Failed", exitCode }, true)
+        }
       })
       const interval = program.checkpointIntervalMs
       if (interval !== undefined) {
-        const tick = (time: number) => at(time, () => {
-          if (run.stage !== stage) return
-          save(owner, run)
-          told(owner)
-          tick(time + interval)
-        })
+        const tick = (time: number) =>
+          at(time, () => {
+            if (run.stage !== stage) return
+            save(owner, run)
+            told(owner)
+            tick(time + interval)
+          })
         tick(now + interval)
       }
       told(owner)
@@ -135,81 +145,115 @@ export const makeFakeCapacity = (options: FakeOptions): Effect.Effect<FakeCapaci
     const find = (owner: string, attempt: string) => runs.get(owner)?.get(attempt)
 
     const port: CapacityPortShape = {
-      acquire: (request: HostRequest) => Effect.sync(() => {
-        const known = find(request.owner, request.attempt)
-        if (known !== undefined) return known.facts
-        const facts: Facts = {
-          name: request.attempt, index: request.index, number: request.number, variant: request.variant, warmReuse: false,
-          recovery: request.recovery, restoreFromSeq: undefined, requestedAt: now, bootedAt: undefined, endedAt: undefined,
-          stoppingAt: undefined, releasedAt: undefined, phase: "Provisioning", outcome: undefined, checkpoint: undefined,
-          checkpointFailures: 0, suspend: undefined, progressUnits: undefined
-        }
-        const run: Run = { facts, namespace: request.namespace, stage: 0, program: undefined, workDone: 0, runningSince: undefined }
-        if (!runs.has(request.owner)) runs.set(request.owner, new Map())
-        runs.get(request.owner)!.set(request.attempt, run)
-        const warmHost = warmOf(request.namespace, request.variant)[0]
-        if (warmHost !== undefined) {
-          warm.set(request.namespace, (warm.get(request.namespace) ?? []).filter((host) => host !== warmHost))
-          facts.warmReuse = true
-        } else if (free(request.variant) > 0) {
-          used.set(variantKeyOf(request.variant), (used.get(variantKeyOf(request.variant)) ?? 0) + 1)
-        } else {
-          Object.assign(facts, { phase: "Ended", outcome: { type: "Unavailable" }, endedAt: now, stoppingAt: now, releasedAt: now })
-        }
-        return facts
-      }),
-      release: (owner, attempt, keepWarmMs) => Effect.sync(() => {
-        const run = find(owner, attempt)
-        if (run === undefined || run.facts.phase === "Ended" || run.facts.phase === "Terminating") return
-        run.stage++
-        if (run.runningSince !== undefined) run.workDone = worked(run)
-        run.runningSince = undefined
-        run.facts.phase = "Terminating"
-        run.facts.stoppingAt = now
-        const stage = run.stage
-        at(now + options.teardownMs, () => {
-          if (run.stage !== stage) return
-          run.program = run.program === undefined ? undefined : { ...run.program, keepWarmMs }
-          end(owner, run, { type: "Stopped" }, keepWarmMs > 0)
-        })
-        told(owner)
-      }),
+      acquire: (request: HostRequest) =>
+        Effect.sync(() => {
+          const known = find(request.owner, request.attempt)
+          if (known !== undefined) return known.facts
+          const facts: Facts = {
+            name: request.attempt,
+            index: request.index,
+            number: request.number,
+            variant: request.variant,
+            warmReuse: false,
+            recovery: request.recovery,
+            restoreFromSeq: undefined,
+            requestedAt: now,
+            bootedAt: undefined,
+            endedAt: undefined,
+            stoppingAt: undefined,
+            releasedAt: undefined,
+            phase: "Provisioning",
+            outcome: undefined,
+            checkpoint: undefined,
+            checkpointFailures: 0,
+            suspend: undefined,
+            progressUnits: undefined
+          }
+          const run: Run = {
+            facts,
+            namespace: request.namespace,
+            stage: 0,
+            program: undefined,
+            workDone: 0,
+            runningSince: undefined
+          }
+          if (!runs.has(request.owner)) runs.set(request.owner, new Map())
+          runs.get(request.owner)!.set(request.attempt, run)
+          const warmHost = warmOf(request.namespace, request.variant)[0]
+          if (warmHost !== undefined) {
+            warm.set(request.namespace, (warm.get(request.namespace) ?? []).filter((host) => host !== warmHost))
+            facts.warmReuse = true
+          } else if (free(request.variant) > 0) {
+            used.set(variantKeyOf(request.variant), (used.get(variantKeyOf(request.variant)) ?? 0) + 1)
+          } else {
+            Object.assign(facts, {
+              phase: "Ended",
+              outcome: { type: "Unavailable" },
+              endedAt: now,
+              stoppingAt: now,
+              releasedAt: now
+            })
+          }
+          return facts
+        }),
+      release: (owner, attempt, keepWarmMs) =>
+        Effect.sync(() => {
+          const run = find(owner, attempt)
+          if (run === undefined || run.facts.phase === "Ended" || run.facts.phase === "Terminating") return
+          run.stage++
+          if (run.runningSince !== undefined) run.workDone = worked(run)
+          run.runningSince = undefined
+          run.facts.phase = "Terminating"
+          run.facts.stoppingAt = now
+          const stage = run.stage
+          at(now + options.teardownMs, () => {
+            if (run.stage !== stage) return
+            run.program = run.program === undefined ? undefined : { ...run.program, keepWarmMs }
+            end(owner, run, { type: "Stopped" }, keepWarmMs > 0)
+          })
+          told(owner)
+        }),
       facts: (owner, attempt) => Effect.sync(() => find(owner, attempt)?.facts),
       market: (namespace) => ({
         available: (variant) => Math.max(0, free(variant)) + warmOf(namespace, variant).length,
         bootMs: () => options.bootMs,
         meanTimeBetweenInterruptionsMs: () => undefined
       }),
-      forget: (owner) => Effect.sync(() => {
-        runs.delete(owner)
-        saved.delete(owner)
-        seqs.delete(owner)
-      }),
+      forget: (owner) =>
+        Effect.sync(() => {
+          runs.delete(owner)
+          saved.delete(owner)
+          seqs.delete(owner)
+        }),
       changes: Stream.fromPubSub(changes),
-      start: (owner, attempt, program) => Effect.sync(() => {
-        const run = find(owner, attempt)
-        if (run === undefined || run.program !== undefined || run.facts.phase !== "Provisioning") return
-        run.program = program
-        run.facts.restoreFromSeq = program.restoreFromSeq
-        run.workDone = program.restoreFromSeq !== undefined ? saved.get(owner)?.get(program.restoreFromSeq) ?? 0 : (program.resumeFromUnits ?? 0) * 1000
-        const stage = run.stage
-        at(now + (run.facts.warmReuse ? options.warmStartMs : options.bootMs), () => {
-          if (run.stage === stage) running(owner, run)
+      start: (owner, attempt, program) =>
+        Effect.sync(() => {
+          const run = find(owner, attempt)
+          if (run === undefined || run.program !== undefined || run.facts.phase !== "Provisioning") return
+          run.program = program
+          run.facts.restoreFromSeq = program.restoreFromSeq
+          run.workDone = program.restoreFromSeq !== undefined
+            ? saved.get(owner)?.get(program.restoreFromSeq) ?? 0
+            : (program.resumeFromUnits ?? 0) * 1000
+          const stage = run.stage
+          at(now + (run.facts.warmReuse ? options.warmStartMs : options.bootMs), () => {
+            if (run.stage === stage) running(owner, run)
+          })
+        }),
+      checkpoint: (owner, attempt, episode) =>
+        Effect.sync(() => {
+          const run = find(owner, attempt)
+          if (run === undefined || run.facts.phase !== "Running") return
+          if (run.facts.suspend?.episode === episode && run.facts.suspend.state !== "Failed") return
+          run.facts.suspend = { episode, state: "Pending", failures: 0 }
+          const stage = run.stage
+          at(now + 1_000, () => {
+            if (run.stage !== stage) return
+            save(owner, run)
+            run.facts.suspend = { episode, state: "Saved", failures: 0 }
+            told(owner)
+          })
         })
-      }),
-      checkpoint: (owner, attempt, episode) => Effect.sync(() => {
-        const run = find(owner, attempt)
-        if (run === undefined || run.facts.phase !== "Running") return
-        if (run.facts.suspend?.episode === episode && run.facts.suspend.state !== "Failed") return
-        run.facts.suspend = { episode, state: "Pending", failures: 0 }
-        const stage = run.stage
-        at(now + 1_000, () => {
-          if (run.stage !== stage) return
-          save(owner, run)
-          run.facts.suspend = { episode, state: "Saved", failures: 0 }
-          told(owner)
-        })
-      })
     }
 
     const advance = (ms: number) => {
@@ -224,6 +268,10 @@ export const makeFakeCapacity = (options: FakeOptions): Effect.Effect<FakeCapaci
       }
       now = target
     }
-    const nextAt = () => timers.reduce<number | undefined>((earliest, timer) => (earliest === undefined || timer.at < earliest ? timer.at : earliest), undefined)
+    const nextAt = () =>
+      timers.reduce<number | undefined>(
+        (earliest, timer) => (earliest === undefined || timer.at < earliest ? timer.at : earliest),
+        undefined
+      )
     return { port, now: () => now, nextAt, advance, published: () => published }
   })

@@ -9,9 +9,9 @@ import { execFile } from "node:child_process"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import type { ForecastReport } from "../../src/cli/Forecast.ts"
 import { backtest, busyFromMs, hourlyPeakDemand, hourMs } from "../../src/core/capacity/Forecast.ts"
 import { alibabaClusterGpus, demandOf, loadAlibabaPods } from "../../src/data/AlibabaGpuTrace.ts"
-import type { ForecastReport } from "../../src/cli/Forecast.ts"
 
 const root = join(import.meta.dirname, "..", "..")
 const node = join(root, "node_modules", ".bin", "node")
@@ -19,11 +19,17 @@ const cli = join(root, "bin", "nodus.js")
 
 const run = (args: ReadonlyArray<string>) =>
   new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    execFile(node, [cli, "forecast", ...args], { cwd: root, timeout: 60_000 }, (error, stdout, stderr) =>
-      resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, stdout, stderr }))
+    execFile(
+      node,
+      [cli, "forecast", ...args],
+      { cwd: root, timeout: 60_000 },
+      (error, stdout, stderr) =>
+        resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, stdout, stderr })
+    )
   })
 
-const header = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"
+const header =
+  "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"
 
 describe("nodus forecast", () => {
   it("prints the Alibaba trace's forecast and backtest coverage, as recomputed from its pods", async () => {
@@ -36,7 +42,10 @@ describe("nodus forecast", () => {
     const toMs = Math.ceil(Math.max(...intervals.map((interval) => interval.endMs)) / hourMs) * hourMs
     const history = hourlyPeakDemand(intervals, fromMs, toMs)
     assert.strictEqual(report.history.hours, history.length)
-    assert.deepStrictEqual(report.backtest, backtest(history, { horizonHours: 168, windowHours: 336, firstHour: Math.floor(fromMs / hourMs) }))
+    assert.deepStrictEqual(
+      report.backtest,
+      backtest(history, { horizonHours: 168, windowHours: 336, firstHour: Math.floor(fromMs / hourMs) })
+    )
     for (const coverage of [report.backtest.fixed, report.backtest.rolling]) {
       assert.isTrue(coverage.p90 >= 0 && coverage.p90 <= 1, `coverage ${coverage.p90} is a share`)
       assert.strictEqual(coverage.p90, coverage.underP90 / coverage.hours)
@@ -48,7 +57,12 @@ describe("nodus forecast", () => {
     const human = await run([])
     assert.strictEqual(human.code, 0)
     const percent = (share: number) => `${(share * 100).toFixed(1)}%`
-    assert.include(human.stdout, `at or under p90 ${report.backtest.fixed.underP90}/${report.backtest.fixed.hours} hours (${percent(report.backtest.fixed.p90)})`)
+    assert.include(
+      human.stdout,
+      `at or under p90 ${report.backtest.fixed.underP90}/${report.backtest.fixed.hours} hours (${
+        percent(report.backtest.fixed.p90)
+      })`
+    )
     assert.include(human.stdout, `refitted every 168 h: at or under p90 ${report.backtest.rolling.underP90}/`)
     assert.include(human.stdout, "peakDemandGPUs p50")
   })
@@ -56,10 +70,26 @@ describe("nodus forecast", () => {
   it("forecasts a shortfall of a pod list of the trace's format against a capacity under its demand", async () => {
     // Two days of a pod holding 3 GPUs from hour 10 to hour 12 of each day, over one holding 1 GPU throughout.
     const rows = [`p-base,1000,1024,1,1000,,LS,Running,0,${48 * 3600},0`]
-    for (const day of [0, 1]) rows.push(`p-${day},1000,1024,3,1000,,LS,Succeeded,${(day * 24 + 10) * 3600},${(day * 24 + 12) * 3600},${(day * 24 + 10) * 3600}`)
+    for (const day of [0, 1]) {
+      rows.push(
+        `p-${day},1000,1024,3,1000,,LS,Succeeded,${(day * 24 + 10) * 3600},${(day * 24 + 12) * 3600},${
+          (day * 24 + 10) * 3600
+        }`
+      )
+    }
     const file = join(mkdtempSync(join(tmpdir(), "nodus-forecast-")), "pods.csv")
     writeFileSync(file, [header, ...rows, ""].join("\n"))
-    const { code, stdout, stderr } = await run(["--trace", file, "--horizon", "24h", "--capacity-gpus", "2", "--start", "2026-01-01T00:00:00Z", "--json"])
+    const { code, stdout, stderr } = await run([
+      "--trace",
+      file,
+      "--horizon",
+      "24h",
+      "--capacity-gpus",
+      "2",
+      "--start",
+      "2026-01-01T00:00:00Z",
+      "--json"
+    ])
     assert.strictEqual(code, 0, stderr)
     const report = JSON.parse(stdout) as ForecastReport
     assert.deepStrictEqual(report.forecast.peakDemandGPUs, { p50: 4, p90: 4 })
@@ -76,7 +106,10 @@ describe("nodus forecast", () => {
     assert.strictEqual(horizon.code, 2)
     assert.include(horizon.stderr, "--horizon takes whole hours from 24h to 720h")
     const file = join(mkdtempSync(join(tmpdir(), "nodus-forecast-")), "pods.csv")
-    writeFileSync(file, [header, "p-0,1000,1024,1,1000,,LS,Running,0,100,0", "p-1,1000,1024,one,1000,,LS,Running,0,100,0", ""].join("\n"))
+    writeFileSync(
+      file,
+      [header, "p-0,1000,1024,1,1000,,LS,Running,0,100,0", "p-1,1000,1024,one,1000,,LS,Running,0,100,0", ""].join("\n")
+    )
     const malformed = await run(["--trace", file])
     assert.strictEqual(malformed.code, 2)
     assert.include(malformed.stderr, `${file}:3: num_gpu "one" is not a whole number`)

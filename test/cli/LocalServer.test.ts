@@ -8,14 +8,20 @@
  * - reattaching: a run on another host (a `nodus agent` process) goes on while the server is killed and restarted; the
  *   agent says hello again holding it, and the restarted server keeps it — the same process, the same Attempt.
  */
-import { type ChildProcess, type ChildProcessWithoutNullStreams, execFile, execFileSync, spawn } from "node:child_process"
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { createServer } from "node:net"
-import { join } from "node:path"
 import { afterAll, afterEach, assert, describe, it } from "@effect/vitest"
-import { callAs, eventually, printedBy } from "../support/ServerProcess.ts"
+import {
+  type ChildProcess,
+  type ChildProcessWithoutNullStreams,
+  execFile,
+  execFileSync,
+  spawn
+} from "node:child_process"
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { createServer } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { removeTree } from "../support/RemoveTree.ts"
+import { callAs, eventually, printedBy } from "../support/ServerProcess.ts"
 
 const root = join(import.meta.dirname, "..", "..")
 const node = join(root, "node_modules", ".bin", "node")
@@ -27,8 +33,12 @@ const children: Array<ChildProcess> = []
 
 /** A server on the data directory, plain HTTP, the embedded store: resolves with its URL. */
 const serve = async (addr = "127.0.0.1:0"): Promise<{ url: string; child: ChildProcess }> => {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("NODUS_") && name !== "DATABASE_URL"))
-  const child = spawn(node, [cli, "serve", "--data-dir", dataDir, "--addr", addr], { env: { ...env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token } })
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !name.startsWith("NODUS_") && name !== "DATABASE_URL")
+  )
+  const child = spawn(node, [cli, "serve", "--data-dir", dataDir, "--addr", addr], {
+    env: { ...env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token }
+  })
   children.push(child)
   return { url: await printedBy(child).first(/nodus serving (http:\/\/\S+)/u, 60_000), child }
 }
@@ -37,10 +47,14 @@ const running = () => children.filter((child) => child.exitCode === null && chil
 
 // A test that fails halfway leaves its server holding the data directory: the next test must not inherit it.
 afterEach(async () => {
-  await Promise.all(running().map((child) => new Promise((resolve) => {
-    child.once("exit", resolve)
-    child.kill("SIGKILL")
-  })))
+  await Promise.all(
+    running().map((child) =>
+      new Promise((resolve) => {
+        child.once("exit", resolve)
+        child.kill("SIGKILL")
+      })
+    )
+  )
 })
 
 afterAll(async () => {
@@ -63,20 +77,43 @@ const programRuns = () => {
 /** The nodus CLI against the server of the data directory (plain HTTP), as the admin. */
 const nodus = (url: string, args: ReadonlyArray<string>) =>
   new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    execFile(node, [cli, ...args], { env: cliEnv(url), timeout: 30_000 }, (error, stdout, stderr) =>
-      resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, stdout, stderr }))
+    execFile(
+      node,
+      [cli, ...args],
+      { env: cliEnv(url), timeout: 30_000 },
+      (error, stdout, stderr) =>
+        resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, stdout, stderr })
+    )
   })
 
 describe("the CLI on a Job's log, outputs and the Nodes", () => {
   it("prints the log, downloads an output with its digest checked, and lists Nodes", async () => {
     const server = await serve()
-    assert.strictEqual((await call(server.url, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "cli" } })).status, 201)
+    assert.strictEqual(
+      (await call(server.url, "POST", "/api/v1/namespaces", {
+        apiVersion: "v1",
+        kind: "Namespace",
+        metadata: { name: "cli" }
+      })).status,
+      201
+    )
     const created = await call(server.url, "POST", "/apis/nodus.dev/v1/namespaces/cli/jobs", {
-      apiVersion: "nodus.dev/v1", kind: "Job", metadata: { name: "talker" },
-      spec: { image: "debian:12", command: ["sh", "-c", "echo one; echo two; echo 42 > /platform/work/answer"], outputs: [{ name: "answer", path: "/platform/work/answer" }] }
+      apiVersion: "nodus.dev/v1",
+      kind: "Job",
+      metadata: { name: "talker" },
+      spec: {
+        image: "debian:12",
+        command: ["sh", "-c", "echo one; echo two; echo 42 > /platform/work/answer"],
+        outputs: [{ name: "answer", path: "/platform/work/answer" }]
+      }
     })
     assert.strictEqual(created.status, 201)
-    await eventually("talker succeeds", async () => (await call(server.url, "GET", "/apis/nodus.dev/v1/namespaces/cli/jobs/talker")).body.status?.phase === "Succeeded")
+    await eventually(
+      "talker succeeds",
+      async () =>
+        (await call(server.url, "GET", "/apis/nodus.dev/v1/namespaces/cli/jobs/talker")).body.status?.phase ===
+          "Succeeded"
+    )
     const log = await nodus(server.url, ["logs", "job/talker", "-n", "cli"])
     assert.strictEqual(log.code, 0, log.stderr)
     assert.strictEqual(log.stdout, "one\ntwo\n")
@@ -100,8 +137,20 @@ describe("the CLI on a Job's log, outputs and the Nodes", () => {
 describe("the CLI on a Volume's files", () => {
   it("commits a directory as a revision (nodus volume put), a Job reads it, and it unpacks back (nodus volume get)", async () => {
     const server = await serve()
-    assert.strictEqual((await call(server.url, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "vols" } })).status, 201)
-    const volume = await call(server.url, "POST", "/apis/nodus.dev/v1/namespaces/vols/volumes", { apiVersion: "nodus.dev/v1", kind: "Volume", metadata: { name: "weights" }, spec: { size: "1Gi" } })
+    assert.strictEqual(
+      (await call(server.url, "POST", "/api/v1/namespaces", {
+        apiVersion: "v1",
+        kind: "Namespace",
+        metadata: { name: "vols" }
+      })).status,
+      201
+    )
+    const volume = await call(server.url, "POST", "/apis/nodus.dev/v1/namespaces/vols/volumes", {
+      apiVersion: "nodus.dev/v1",
+      kind: "Volume",
+      metadata: { name: "weights" },
+      spec: { size: "1Gi" }
+    })
     assert.strictEqual(volume.status, 201)
     const source = mkdtempSync(join(tmpdir(), "nodus-volume-src-"))
     mkdirSync(join(source, "layer"))
@@ -113,11 +162,22 @@ describe("the CLI on a Volume's files", () => {
     assert.strictEqual(put.code, 0, put.stderr)
     assert.match(put.stdout, /^volume\/weights revision 1 committed: \d+ bytes, sha256 [0-9a-f]{64}\n$/u)
     const created = await call(server.url, "POST", "/apis/nodus.dev/v1/namespaces/vols/jobs", {
-      apiVersion: "nodus.dev/v1", kind: "Job", metadata: { name: "loader" },
-      spec: { image: "debian:12", command: ["cat", "/platform/inputs/weights/layer/w.txt"], inputs: [{ name: "weights", volume: { name: "weights" } }] }
+      apiVersion: "nodus.dev/v1",
+      kind: "Job",
+      metadata: { name: "loader" },
+      spec: {
+        image: "debian:12",
+        command: ["cat", "/platform/inputs/weights/layer/w.txt"],
+        inputs: [{ name: "weights", volume: { name: "weights" } }]
+      }
     })
     assert.strictEqual(created.status, 201)
-    await eventually("loader succeeds", async () => (await call(server.url, "GET", "/apis/nodus.dev/v1/namespaces/vols/jobs/loader")).body.status?.phase === "Succeeded")
+    await eventually(
+      "loader succeeds",
+      async () =>
+        (await call(server.url, "GET", "/apis/nodus.dev/v1/namespaces/vols/jobs/loader")).body.status?.phase ===
+          "Succeeded"
+    )
     assert.strictEqual((await nodus(server.url, ["logs", "job/loader", "-n", "vols"])).stdout, "0.5 0.25\n")
     const target = join(dataDir, "unpacked")
     const get = await nodus(server.url, ["volume", "get", "weights", target, "-n", "vols", "--revision", "1"])
@@ -133,7 +193,13 @@ describe("the CLI on a Volume's files", () => {
 })
 
 /** The CLI's environment: the server of the data directory (plain HTTP), as the admin. */
-const cliEnv = (url: string) => ({ ...process.env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token, NODUS_DATA_DIR: dataDir, NODUS_ADDR: new URL(url).host })
+const cliEnv = (url: string) => ({
+  ...process.env,
+  NODUS_TLS: "off",
+  NODUS_BOOTSTRAP_TOKEN: token,
+  NODUS_DATA_DIR: dataDir,
+  NODUS_ADDR: new URL(url).host
+})
 
 /** A started CLI's exit code and output, with `input` written to its stdin (ended, unless `keepOpen`). */
 const finished = (child: ChildProcessWithoutNullStreams, input: string, keepOpen: boolean) =>
@@ -156,26 +222,69 @@ const finished = (child: ChildProcessWithoutNullStreams, input: string, keepOpen
  * terminal's echo come back together on stdout. Its stdin stays open until it exits (an end would hang up the shell).
  */
 const nodusOnTerminal = (url: string, args: ReadonlyArray<string>, input: string) => {
-  const line = ["stty rows 0 cols 0;", "exec", node, cli, ...args].map((word) => (word.endsWith(";") ? word : `'${word}'`)).join(" ")
+  const line = ["stty rows 0 cols 0;", "exec", node, cli, ...args].map((
+    word
+  ) => (word.endsWith(";") ? word : `'${word}'`)).join(" ")
   return finished(spawn("script", ["-qec", line, "/dev/null"], { env: cliEnv(url) }), input, true)
 }
 
 /** The nodus CLI with `input` on its stdin (a pipe, not a terminal). */
-const nodusWithInput = (url: string, args: ReadonlyArray<string>, input: string) => finished(spawn(node, [cli, ...args], { env: cliEnv(url) }), input, false)
+const nodusWithInput = (url: string, args: ReadonlyArray<string>, input: string) =>
+  finished(spawn(node, [cli, ...args], { env: cliEnv(url) }), input, false)
 
 describe("the CLI on a Sandbox", () => {
   it("runs commands (nodus sandbox exec), copies files both ways (cp), and opens a terminal (shell)", async () => {
     const server = await serve()
-    assert.strictEqual((await call(server.url, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "boxes" } })).status, 201)
-    const created = await call(server.url, "POST", "/apis/nodus.dev/v1/namespaces/boxes/sandboxes", { apiVersion: "nodus.dev/v1", kind: "Sandbox", metadata: { name: "desk" }, spec: { image: "debian:12" } })
+    assert.strictEqual(
+      (await call(server.url, "POST", "/api/v1/namespaces", {
+        apiVersion: "v1",
+        kind: "Namespace",
+        metadata: { name: "boxes" }
+      })).status,
+      201
+    )
+    const created = await call(server.url, "POST", "/apis/nodus.dev/v1/namespaces/boxes/sandboxes", {
+      apiVersion: "nodus.dev/v1",
+      kind: "Sandbox",
+      metadata: { name: "desk" },
+      spec: { image: "debian:12" }
+    })
     assert.strictEqual(created.status, 201)
-    await eventually("desk runs", async () => (await call(server.url, "GET", "/apis/nodus.dev/v1/namespaces/boxes/sandboxes/desk")).body.status?.phase === "Running")
+    await eventually(
+      "desk runs",
+      async () =>
+        (await call(server.url, "GET", "/apis/nodus.dev/v1/namespaces/boxes/sandboxes/desk")).body.status?.phase ===
+          "Running"
+    )
 
-    const exec = await nodus(server.url, ["sandbox", "exec", "desk", "-n", "boxes", "-e", "WHO=cli", "--", "sh", "-c", "echo hello $WHO; echo oops >&2; exit 7"])
+    const exec = await nodus(server.url, [
+      "sandbox",
+      "exec",
+      "desk",
+      "-n",
+      "boxes",
+      "-e",
+      "WHO=cli",
+      "--",
+      "sh",
+      "-c",
+      "echo hello $WHO; echo oops >&2; exit 7"
+    ])
     assert.strictEqual(exec.code, 7)
     assert.strictEqual(exec.stdout, "hello cli\n")
     assert.strictEqual(exec.stderr, "oops\n")
-    const piped = await nodusWithInput(server.url, ["sandbox", "exec", "desk", "-n", "boxes", "-i", "--", "tr", "a-z", "A-Z"], "shout\n")
+    const piped = await nodusWithInput(server.url, [
+      "sandbox",
+      "exec",
+      "desk",
+      "-n",
+      "boxes",
+      "-i",
+      "--",
+      "tr",
+      "a-z",
+      "A-Z"
+    ], "shout\n")
     assert.strictEqual(piped.stdout, "SHOUT\n")
 
     const local = join(dataDir, "upload.txt")
@@ -189,7 +298,11 @@ describe("the CLI on a Sandbox", () => {
     assert.include(missing.stderr, "NotFound")
 
     // On a terminal that says it is 0×0 (as a pty nobody sized is), the shell gets 80×24.
-    const shell = await nodusOnTerminal(server.url, ["sandbox", "shell", "desk", "-n", "boxes", "--shell", "/bin/sh"], "stty size; echo marker-$((40+2)); exit 5\n")
+    const shell = await nodusOnTerminal(
+      server.url,
+      ["sandbox", "shell", "desk", "-n", "boxes", "--shell", "/bin/sh"],
+      "stty size; echo marker-$((40+2)); exit 5\n"
+    )
     assert.strictEqual(shell.code, 5, shell.stdout)
     assert.include(shell.stdout, "24 80")
     assert.include(shell.stdout, "marker-42")
@@ -209,13 +322,29 @@ const attempts = "/apis/nodus.dev/v1/namespaces/crash/attempts"
 describe("a server killed while a Job runs", () => {
   it("leaves no program behind, and recovers the Job when it comes back", async () => {
     const first = await serve()
-    assert.strictEqual((await call(first.url, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "crash" } })).status, 201)
+    assert.strictEqual(
+      (await call(first.url, "POST", "/api/v1/namespaces", {
+        apiVersion: "v1",
+        kind: "Namespace",
+        metadata: { name: "crash" }
+      })).status,
+      201
+    )
     const created = await call(first.url, "POST", jobs, {
-      apiVersion: "nodus.dev/v1", kind: "Job", metadata: { name: "long" },
-      spec: { image: "debian:12", command: ["sh", "-c", `echo ${marker}; sleep 600`], recovery: { continuity: "Restartable" } }
+      apiVersion: "nodus.dev/v1",
+      kind: "Job",
+      metadata: { name: "long" },
+      spec: {
+        image: "debian:12",
+        command: ["sh", "-c", `echo ${marker}; sleep 600`],
+        recovery: { continuity: "Restartable" }
+      }
     })
     assert.strictEqual(created.status, 201)
-    await eventually("the Job runs", async () => (await call(first.url, "GET", `${jobs}/long`)).body.status?.phase === "Running")
+    await eventually(
+      "the Job runs",
+      async () => (await call(first.url, "GET", `${jobs}/long`)).body.status?.phase === "Running"
+    )
     assert.isTrue(programRuns())
     const killedAt = Date.now()
     first.child.kill("SIGKILL")
@@ -223,12 +352,18 @@ describe("a server killed while a Job runs", () => {
     await eventually("the program is gone with its server", () => !programRuns(), 10_000)
 
     const second = await serve()
-    await eventually("the lost run ended NodeLost", async () => (await call(second.url, "GET", `${attempts}/long-0-1`)).body.status?.reason === "NodeLost")
+    await eventually(
+      "the lost run ended NodeLost",
+      async () => (await call(second.url, "GET", `${attempts}/long-0-1`)).body.status?.reason === "NodeLost"
+    )
     // It ended, and is charged, up to when it was last known alive (its Node's last recorded lease renewal, before the
     // kill), not through the downtime until the restarted server noticed (issue 29, item 11).
     const lost = (await call(second.url, "GET", `${attempts}/long-0-1`)).body.status
     assert.isAtMost(Date.parse(lost.endTime), killedAt, JSON.stringify(lost))
-    await eventually("a replacement runs", async () => (await call(second.url, "GET", `${attempts}/long-0-2`)).body.status?.phase === "Running")
+    await eventually(
+      "a replacement runs",
+      async () => (await call(second.url, "GET", `${attempts}/long-0-2`)).body.status?.phase === "Running"
+    )
     assert.isTrue(programRuns())
     const job = (await call(second.url, "GET", `${jobs}/long`)).body
     assert.strictEqual(job.status.phase, "Running")
@@ -275,21 +410,56 @@ describe("a run on another host while its server is killed and restarted", () =>
   it("goes on, and the restarted server keeps it: the same program, the same Attempt", async () => {
     const addr = `127.0.0.1:${await freePort()}`
     const first = await serve(addr)
-    assert.strictEqual((await call(first.url, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "far" } })).status, 201)
-    const token = await call(first.url, "POST", "/apis/nodus.dev/v1/namespaces/far/enrollmenttokens", { apiVersion: "nodus.dev/v1", kind: "EnrollmentToken", metadata: { name: "edge" }, spec: { pool: "edge" } })
+    assert.strictEqual(
+      (await call(first.url, "POST", "/api/v1/namespaces", {
+        apiVersion: "v1",
+        kind: "Namespace",
+        metadata: { name: "far" }
+      })).status,
+      201
+    )
+    const token = await call(first.url, "POST", "/apis/nodus.dev/v1/namespaces/far/enrollmenttokens", {
+      apiVersion: "nodus.dev/v1",
+      kind: "EnrollmentToken",
+      metadata: { name: "edge" },
+      spec: { pool: "edge" }
+    })
     assert.strictEqual(token.status, 201)
     const agentDir = join(dataDir, "..", `${marker}-agent`)
-    const agent = spawn(node, [cli, "agent", "--server", first.url, "--token", token.body.status.token, "--data-dir", agentDir, "--name", "edge"], { stdio: "ignore", env: { ...process.env, PATH: `${slowBwrap()}:${process.env["PATH"]}` } })
+    const agent = spawn(node, [
+      cli,
+      "agent",
+      "--server",
+      first.url,
+      "--token",
+      token.body.status.token,
+      "--data-dir",
+      agentDir,
+      "--name",
+      "edge"
+    ], { stdio: "ignore", env: { ...process.env, PATH: `${slowBwrap()}:${process.env["PATH"]}` } })
     children.push(agent)
     const far = "/apis/nodus.dev/v1/namespaces/far"
-    await eventually("the agent's Node is Ready", async () => (await call(first.url, "GET", `${far}/nodes/edge`)).body.status?.phase === "Ready")
+    await eventually(
+      "the agent's Node is Ready",
+      async () => (await call(first.url, "GET", `${far}/nodes/edge`)).body.status?.phase === "Ready"
+    )
     const program = `${marker}-far`
     const created = await call(first.url, "POST", `${far}/jobs`, {
-      apiVersion: "nodus.dev/v1", kind: "Job", metadata: { name: "far" },
-      spec: { image: "debian:12", command: ["sh", "-c", `echo ${program}; sleep 600`], placement: { offerings: ["edge"] } }
+      apiVersion: "nodus.dev/v1",
+      kind: "Job",
+      metadata: { name: "far" },
+      spec: {
+        image: "debian:12",
+        command: ["sh", "-c", `echo ${program}; sleep 600`],
+        placement: { offerings: ["edge"] }
+      }
     })
     assert.strictEqual(created.status, 201)
-    await eventually("the Job runs on the agent's host", async () => (await call(first.url, "GET", `${far}/jobs/far`)).body.status?.phase === "Running")
+    await eventually(
+      "the Job runs on the agent's host",
+      async () => (await call(first.url, "GET", `${far}/jobs/far`)).body.status?.phase === "Running"
+    )
     // Running is reported once bwrap is spawned; the box's own program (`sh`, forked by bwrap's pid 1 once the box is
     // set up) comes later, later still on a loaded host. The processes are counted once it is there: bwrap, bwrap's
     // pid 1 and the program (issue 29 #20: counted at Running, the program's pid was sometimes missing from the first
@@ -300,7 +470,10 @@ describe("a run on another host while its server is killed and restarted", () =>
     first.child.kill("SIGKILL")
     await new Promise((resolve) => first.child.once("exit", resolve))
     const second = await serve(addr)
-    await eventually("the agent's Node is Ready again", async () => (await call(second.url, "GET", `${far}/nodes/edge`)).body.status?.phase === "Ready")
+    await eventually(
+      "the agent's Node is Ready again",
+      async () => (await call(second.url, "GET", `${far}/nodes/edge`)).body.status?.phase === "Ready"
+    )
     // A lease's length and more: the run was kept, not lost.
     await new Promise((resolve) => setTimeout(resolve, 3_000))
     const attempt = (await call(second.url, "GET", `${far}/attempts/far-0-1`)).body

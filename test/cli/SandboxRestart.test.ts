@@ -5,13 +5,13 @@
  * (the box's /workspace stays on its host, and the replacement box there starts from it) — and when the box's own user
  * kills its supervisor (issue 29, item 3).
  */
+import { afterAll, afterEach, assert, describe, it } from "@effect/vitest"
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { afterAll, afterEach, assert, describe, it } from "@effect/vitest"
-import { callAs, eventually, printedBy } from "../support/ServerProcess.ts"
 import { removeTree } from "../support/RemoveTree.ts"
+import { callAs, eventually, printedBy } from "../support/ServerProcess.ts"
 
 const root = join(import.meta.dirname, "..", "..")
 const node = join(root, "node_modules", ".bin", "node")
@@ -21,19 +21,28 @@ const directories: Array<string> = []
 const children: Array<ChildProcess> = []
 
 const serve = async (dataDir: string): Promise<{ url: string; child: ChildProcess }> => {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("NODUS_") && name !== "DATABASE_URL"))
-  const child = spawn(node, [cli, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0"], { env: { ...env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token } })
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !name.startsWith("NODUS_") && name !== "DATABASE_URL")
+  )
+  const child = spawn(node, [cli, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0"], {
+    env: { ...env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token }
+  })
   children.push(child)
   return { url: await printedBy(child).first(/nodus serving (http:\/\/\S+)/u, 60_000), child }
 }
 
-const stopped = (child: ChildProcess, signal: NodeJS.Signals) => new Promise((resolve) => {
-  child.once("exit", resolve)
-  child.kill(signal)
-})
+const stopped = (child: ChildProcess, signal: NodeJS.Signals) =>
+  new Promise((resolve) => {
+    child.once("exit", resolve)
+    child.kill(signal)
+  })
 
 afterEach(async () => {
-  await Promise.all(children.filter((child) => child.exitCode === null && child.signalCode === null).map((child) => stopped(child, "SIGKILL")))
+  await Promise.all(
+    children.filter((child) => child.exitCode === null && child.signalCode === null).map((child) =>
+      stopped(child, "SIGKILL")
+    )
+  )
 })
 
 afterAll(async () => {
@@ -60,15 +69,25 @@ const run = async (url: string, line: string) => {
 
 /** A Sandbox with `saved.txt` in a saved snapshot and `after.txt` written since, in a running box. */
 const prepare = async (url: string) => {
-  assert.strictEqual((await call(url, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "keep" } })).status, 201)
-  const created = await call(url, "POST", "/apis/nodus.dev/v1/namespaces/keep/sandboxes", { apiVersion: "nodus.dev/v1", kind: "Sandbox", metadata: { name: "desk" }, spec: { image: "debian:12" } })
+  assert.strictEqual(
+    (await call(url, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "keep" } }))
+      .status,
+    201
+  )
+  const created = await call(url, "POST", "/apis/nodus.dev/v1/namespaces/keep/sandboxes", {
+    apiVersion: "nodus.dev/v1",
+    kind: "Sandbox",
+    metadata: { name: "desk" },
+    spec: { image: "debian:12" }
+  })
   assert.strictEqual(created.status, 201, created.text)
   await eventually("desk runs", async () => (await phaseOf(url)) === "Running")
   assert.strictEqual((await run(url, "echo saved > /workspace/saved.txt")).exitCode, 0)
   assert.strictEqual((await patchState(url, "Stopped")).status, 200)
   await eventually("desk stopped, /workspace saved", async () => {
     const status = (await call(url, "GET", sandbox)).body?.status
-    return status?.phase === "Stopped" && status?.conditions?.some((condition: any) => condition.type === "StateSaved" && condition.status === "True")
+    return status?.phase === "Stopped" &&
+      status?.conditions?.some((condition: any) => condition.type === "StateSaved" && condition.status === "True")
   })
   assert.strictEqual((await patchState(url, "Running")).status, 200)
   await eventually("desk runs again", async () => (await phaseOf(url)) === "Running")

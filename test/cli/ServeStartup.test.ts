@@ -3,11 +3,11 @@
  * store it replaces itself, keeping its process id, with a node given the memory flags, and a fresh data directory's
  * database comes from the prebuilt snapshot; on PostgreSQL (DATABASE_URL) it keeps V8's defaults.
  */
+import { afterAll, assert, describe, it } from "@effect/vitest"
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { afterAll, assert, describe, it } from "@effect/vitest"
 import * as PgliteSnapshot from "../../src/store/PgliteSnapshot.ts"
 import { createDatabase, databaseUrl } from "../support/Postgres.ts"
 
@@ -21,8 +21,20 @@ const scratch: Array<string> = []
 /** Starts `nodus serve` with `args` and resolves with its process once it announces its URL. */
 const serve = (args: ReadonlyArray<string>) =>
   new Promise<ChildProcess>((resolve, reject) => {
-    const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("NODUS_") && name !== "DATABASE_URL"))
-    const child = spawn(process.execPath, [cli, "serve", "--addr", "127.0.0.1:0", "--tls", "off", "--backend", "none", ...args], { env })
+    const env = Object.fromEntries(
+      Object.entries(process.env).filter(([name]) => !name.startsWith("NODUS_") && name !== "DATABASE_URL")
+    )
+    const child = spawn(process.execPath, [
+      cli,
+      "serve",
+      "--addr",
+      "127.0.0.1:0",
+      "--tls",
+      "off",
+      "--backend",
+      "none",
+      ...args
+    ], { env })
     children.push(child)
     let output = ""
     const timer = setTimeout(() => reject(new Error(`no announcement within 60 s:\n${output}`)), 60_000)
@@ -39,7 +51,8 @@ const serve = (args: ReadonlyArray<string>) =>
   })
 
 /** The command line the process runs now (after any execve), as its arguments. */
-const commandLine = (pid: number): ReadonlyArray<string> => readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter((arg) => arg !== "")
+const commandLine = (pid: number): ReadonlyArray<string> =>
+  readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter((arg) => arg !== "")
 
 const directory = () => {
   const made = mkdtempSync(join(tmpdir(), "nodus-serve-startup-"))
@@ -53,7 +66,9 @@ afterAll(() => {
 })
 
 describe("nodus serve's start", () => {
-  it("on the embedded store: the same process runs with the memory flags, on a database unpacked from the snapshot", { timeout: 90_000 }, async () => {
+  it("on the embedded store: the same process runs with the memory flags, on a database unpacked from the snapshot", {
+    timeout: 90_000
+  }, async () => {
     const dataDir = directory()
     const child = await serve(["--data-dir", dataDir])
     const args = commandLine(child.pid!)
@@ -62,7 +77,8 @@ describe("nodus serve's start", () => {
     // The database system identifier (pg_control's first 8 bytes) is the snapshot's: initdb would have made another.
     const snapshot = directory()
     await PgliteSnapshot.unpack((await PgliteSnapshot.read())!, snapshot)
-    const systemIdentifier = (dir: string) => readFileSync(join(dir, "global", "pg_control")).subarray(0, 8).toString("hex")
+    const systemIdentifier = (dir: string) =>
+      readFileSync(join(dir, "global", "pg_control")).subarray(0, 8).toString("hex")
     assert.strictEqual(systemIdentifier(join(dataDir, "pglite")), systemIdentifier(snapshot))
     // Nothing of the unpacking is left beside the database.
     assert.deepStrictEqual(readdirSync(dataDir).filter((name) => name.startsWith("pglite.")), [])

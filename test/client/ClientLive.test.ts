@@ -6,8 +6,8 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { NodusClient, NotFoundError } from "../../src/client/index.ts"
-import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 import { eventually } from "../acceptance/Clients.ts"
+import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 import { failure } from "./Support.ts"
 
 const project = "ts-live"
@@ -15,12 +15,17 @@ let server: TestServer
 let client: NodusClient
 
 const phaseOf = async (plural: string, name: string) =>
-  (await request(server, "GET", `/apis/nodus.dev/v1/namespaces/${project}/${plural}/${name}`)).body?.status?.phase as string | undefined
+  (await request(server, "GET", `/apis/nodus.dev/v1/namespaces/${project}/${plural}/${name}`)).body?.status?.phase as
+    | string
+    | undefined
 
 beforeAll(async () => {
   server = await startTestServer({ local: true })
   client = new NodusClient({ baseUrl: server.url, token: server.token, env: {} })
-  assert.strictEqual((await request(server, "POST", "/api/v1/namespaces", { body: { metadata: { name: project } } })).status, 201)
+  assert.strictEqual(
+    (await request(server, "POST", "/api/v1/namespaces", { body: { metadata: { name: project } } })).status,
+    201
+  )
 })
 afterAll(async () => {
   client?.close()
@@ -29,7 +34,11 @@ afterAll(async () => {
 
 describe("a Sandbox through the TypeScript client", () => {
   beforeAll(async () => {
-    const made = await client.create("sandboxes", project, { kind: "Sandbox", metadata: { name: "box" }, spec: { image: "debian:12" } })
+    const made = await client.create("sandboxes", project, {
+      kind: "Sandbox",
+      metadata: { name: "box" },
+      spec: { image: "debian:12" }
+    })
     assert.strictEqual(made["metadata"].name, "box")
     await eventually("box is Running", async () => (await phaseOf("sandboxes", "box")) === "Running", 30_000)
   })
@@ -64,17 +73,38 @@ describe("a Sandbox through the TypeScript client", () => {
 
   it("a Sandbox that is not Running yet: SandboxStarting is retried, then raised as the class the registry gives it", async () => {
     const once = new NodusClient({ baseUrl: server.url, token: server.token, env: {}, maxRetries: 1 })
-    await once.create("sandboxes", project, { kind: "Sandbox", metadata: { name: "waiting" }, spec: { image: "debian:12", resources: { cpu: "512" } } })
+    await once.create("sandboxes", project, {
+      kind: "Sandbox",
+      metadata: { name: "waiting" },
+      spec: { image: "debian:12", resources: { cpu: "512" } }
+    })
     const error = await failure(once.sandbox(project, "waiting").exec(["true"]))
     once.close()
-    assert.deepStrictEqual([error._tag, error.statusCode, error.code, error.retryAfter], ["APIError", 409, "SandboxStarting", 1])
+    assert.deepStrictEqual([error._tag, error.statusCode, error.code, error.retryAfter], [
+      "APIError",
+      409,
+      "SandboxStarting",
+      1
+    ])
   })
 })
 
 describe("a Job's log through the TypeScript client", () => {
   it("reads the log of index 0 once the Job ran", async () => {
-    await client.create("jobs", project, { kind: "Job", metadata: { name: "hello" }, spec: { image: "debian:12", command: ["sh", "-c", "echo hello from the ts client; echo on stderr >&2"], backoffLimit: 0 } })
-    await eventually("hello ended", async () => ["Succeeded", "Failed"].includes((await phaseOf("jobs", "hello")) ?? ""), 20_000)
+    await client.create("jobs", project, {
+      kind: "Job",
+      metadata: { name: "hello" },
+      spec: {
+        image: "debian:12",
+        command: ["sh", "-c", "echo hello from the ts client; echo on stderr >&2"],
+        backoffLimit: 0
+      }
+    })
+    await eventually(
+      "hello ended",
+      async () => ["Succeeded", "Failed"].includes((await phaseOf("jobs", "hello")) ?? ""),
+      20_000
+    )
     assert.strictEqual(await phaseOf("jobs", "hello"), "Succeeded")
     const job = client.job(project, "hello")
     const whole = await job.logs()

@@ -59,7 +59,8 @@ export const startMapStub = async (options: MapStubOptions = {}): Promise<MapStu
     for (const listener of listeners) listener()
     return stored
   }
-  const argOf = (payload: { inline: string }) => JSON.parse(Buffer.from(payload.inline, "base64").toString("utf8")).args[0]
+  const argOf = (payload: { inline: string }) =>
+    JSON.parse(Buffer.from(payload.inline, "base64").toString("utf8")).args[0]
   const ended = (call: any) => {
     const arg = argOf(call.spec.input)
     if (arg === "never") return call
@@ -68,7 +69,10 @@ export const startMapStub = async (options: MapStubOptions = {}): Promise<MapStu
       ? { phase: "Failed", error: { type: "ValueError", message: "boom", traceback: "Traceback: …" } }
       : arg === "big"
       ? { phase: "Succeeded", result: { encoding: "JSON", blob: blobDigest } }
-      : { phase: "Succeeded", result: { encoding: "JSON", inline: Buffer.from(JSON.stringify(Number(arg) * 2)).toString("base64") } }
+      : {
+        phase: "Succeeded",
+        result: { encoding: "JSON", inline: Buffer.from(JSON.stringify(Number(arg) * 2)).toString("base64") }
+      }
     return record("MODIFIED", { ...call, status })
   }
 
@@ -76,7 +80,8 @@ export const startMapStub = async (options: MapStubOptions = {}): Promise<MapStu
     response.writeHead(status, { "content-type": "application/json" })
     response.end(JSON.stringify(body))
   }
-  const selected = (object: any, selector: string | null) => selector === null || `nodus.dev/map=${object.metadata.labels?.["nodus.dev/map"]}` === selector
+  const selected = (object: any, selector: string | null) =>
+    selector === null || `nodus.dev/map=${object.metadata.labels?.["nodus.dev/map"]}` === selector
 
   const watch = (url: URL, response: ServerResponse) => {
     const entry = { resourceVersion: url.searchParams.get("resourceVersion"), sent: 0 }
@@ -96,7 +101,19 @@ export const startMapStub = async (options: MapStubOptions = {}): Promise<MapStu
           // The connection closes mid-body (what was written reaches the client first; no last chunk follows).
           if (options.watchEnd === "drop") response.socket?.end()
           else if (options.watchEnd === "expire") {
-            response.end(JSON.stringify({ type: "ERROR", object: { kind: "Status", apiVersion: "v1", status: "Failure", reason: "Expired", code: 410, message: "too old resource version" } }) + "\n")
+            response.end(
+              JSON.stringify({
+                type: "ERROR",
+                object: {
+                  kind: "Status",
+                  apiVersion: "v1",
+                  status: "Failure",
+                  reason: "Expired",
+                  code: 410,
+                  message: "too old resource version"
+                }
+              }) + "\n"
+            )
           } else response.end()
           return
         }
@@ -114,27 +131,52 @@ export const startMapStub = async (options: MapStubOptions = {}): Promise<MapStu
     if (request.method === "POST" && url.pathname.endsWith("/map")) {
       const batch = JSON.parse(text)
       posts.push({ path: url.pathname, key: request.headers["idempotency-key"] as string | undefined, body: batch })
-      if (failures-- > 0) return json(response, 503, { kind: "Status", apiVersion: "v1", status: "Failure", reason: "Unavailable", code: 503, message: "unavailable", details: { retryAfterSeconds: 0 } })
+      if (failures-- > 0) {
+        return json(response, 503, {
+          kind: "Status",
+          apiVersion: "v1",
+          status: "Failure",
+          reason: "Unavailable",
+          code: 503,
+          message: "unavailable",
+          details: { retryAfterSeconds: 0 }
+        })
+      }
       const created = batch.inputs.map((payload: { inline: string }, index: number) => {
         const mapIndex = batch.startIndex + index
         return record("ADDED", {
           apiVersion: "nodus.dev/v1",
           kind: "FunctionCall",
-          metadata: { name: `call-${batch.mapId}-${mapIndex}`, namespace: "p", labels: { "nodus.dev/map": batch.mapId } },
+          metadata: {
+            name: `call-${batch.mapId}-${mapIndex}`,
+            namespace: "p",
+            labels: { "nodus.dev/map": batch.mapId }
+          },
           spec: { function: "double", input: payload, mapId: batch.mapId, mapIndex },
           status: { phase: "Pending" }
         })
       })
       // The answer names the calls as created; their ends follow in the log one by one, call 1's before call 0's, so
       // that watches which end early leave some ends to the listing and some to the next watch.
-      json(response, 201, { apiVersion: "nodus.dev/v1", kind: "FunctionCallList", metadata: { resourceVersion: String(version) }, items: created })
+      json(response, 201, {
+        apiVersion: "nodus.dev/v1",
+        kind: "FunctionCallList",
+        metadata: { resourceVersion: String(version) },
+        items: created
+      })
       const order = created.length > 1 ? [created[1], created[0], ...created.slice(2)] : created
-      order.forEach((call: any, at: number) => setTimeout(() => ended(call), Math.floor(at / (options.watchEvents === undefined ? 20 : 1))))
+      order.forEach((call: any, at: number) =>
+        setTimeout(() => ended(call), Math.floor(at / (options.watchEvents === undefined ? 20 : 1)))
+      )
       return
     }
     if (request.method === "POST") {
       const body = JSON.parse(text)
-      const created = record("ADDED", { ...body, metadata: { name: `call-single-${version}`, namespace: "p" }, status: { phase: "Pending" } })
+      const created = record("ADDED", {
+        ...body,
+        metadata: { name: `call-single-${version}`, namespace: "p" },
+        status: { phase: "Pending" }
+      })
       json(response, 201, created)
       ended(created)
       return
@@ -145,12 +187,26 @@ export const startMapStub = async (options: MapStubOptions = {}): Promise<MapStu
     }
     if (url.pathname.endsWith("/result")) {
       const call = calls.get(url.pathname.split("/").at(-2)!)
-      return call === undefined ? json(response, 404, { kind: "Status", apiVersion: "v1", status: "Failure", reason: "NotFound", code: 404, message: "not found" }) : json(response, 200, call)
+      return call === undefined
+        ? json(response, 404, {
+          kind: "Status",
+          apiVersion: "v1",
+          status: "Failure",
+          reason: "NotFound",
+          code: 404,
+          message: "not found"
+        })
+        : json(response, 200, call)
     }
     if (url.searchParams.get("watch") === "true") return watch(url, response)
     const selector = url.searchParams.get("labelSelector")
     const items = [...calls.values()].filter((call) => selected(call, selector))
-    return json(response, 200, { apiVersion: "nodus.dev/v1", kind: "FunctionCallList", metadata: { resourceVersion: String(version) }, items })
+    return json(response, 200, {
+      apiVersion: "nodus.dev/v1",
+      kind: "FunctionCallList",
+      metadata: { resourceVersion: String(version) },
+      items
+    })
   }
 
   const server = createServer((request, response) => {

@@ -9,11 +9,20 @@
  */
 import { afterEach, assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import {
+  APIConnectionError,
+  APITimeoutError,
+  Client,
+  type ClientOptions,
+  errorClasses,
+  NodusClient,
+  NodusError,
+  RemoteError
+} from "../../src/client/index.ts"
 import { errorCodes } from "../../src/core/meta/ErrorCodes.ts"
-import { APIConnectionError, APITimeoutError, Client, type ClientOptions, errorClasses, NodusClient, NodusError, RemoteError } from "../../src/client/index.ts"
-import { collect, failure } from "./Support.ts"
+import { recordedStatus, startStub, statusAnswer, type Stub, type StubAnswer } from "../clients/Python.ts"
 import { type MapStub, type MapStubOptions, startMapStub } from "./MapStub.ts"
-import { recordedStatus, type Stub, startStub, statusAnswer, type StubAnswer } from "../clients/Python.ts"
+import { collect, failure } from "./Support.ts"
 
 let stub: Stub | undefined
 let client: NodusClient | undefined
@@ -32,7 +41,10 @@ const serve = async (answer: (index: number) => StubAnswer, options: ClientOptio
 }
 
 const ok = { status: 200, body: { apiVersion: "nodus.dev/v1", kind: "Job", metadata: { name: "j", namespace: "p" } } }
-const created = { status: 201, body: { apiVersion: "nodus.dev/v1", kind: "Job", metadata: { name: "j", namespace: "p", uid: "u-1" } } }
+const created = {
+  status: 201,
+  body: { apiVersion: "nodus.dev/v1", kind: "Job", metadata: { name: "j", namespace: "p", uid: "u-1" } }
+}
 const paused = recordedStatus("AdmissionsPaused", "admissions are paused for maintenance", { retryAfterSeconds: 0 })
 
 const assertRecorded = (error: NodusError, expected: string, recorded: ReturnType<typeof recordedStatus>) => {
@@ -47,7 +59,13 @@ const assertRecorded = (error: NodusError, expected: string, recorded: ReturnTyp
 describe("the error classes", () => {
   it("every registered code's clientError is a class whose tag is that name", () => {
     for (const [code, info] of Object.entries(errorCodes)) {
-      const error = new errorClasses[info.clientError]({ message: code, statusCode: info.httpStatus, code, payload: undefined, requestId: undefined })
+      const error = new errorClasses[info.clientError]({
+        message: code,
+        statusCode: info.httpStatus,
+        code,
+        payload: undefined,
+        requestId: undefined
+      })
       assert.strictEqual(error._tag, info.clientError, code)
       assert.isTrue(error instanceof NodusError)
     }
@@ -56,7 +74,9 @@ describe("the error classes", () => {
 
 describe("client errors from recorded Status bodies", () => {
   it("SpendCheckUnavailableError: 503 PaymentVerificationUnavailable, after its retries", async () => {
-    const recorded = recordedStatus("PaymentVerificationUnavailable", "the payment provider did not answer", { retryAfterSeconds: 0 })
+    const recorded = recordedStatus("PaymentVerificationUnavailable", "the payment provider did not answer", {
+      retryAfterSeconds: 0
+    })
     const nodus = await serve(() => statusAnswer(recorded), { maxRetries: 1 })
     assertRecorded(await failure(nodus.get("jobs", "p", "j")), "SpendCheckUnavailableError", recorded)
     assert.strictEqual(stub!.seen.length, 2)
@@ -109,7 +129,9 @@ describe("no answer", () => {
 
 describe("retries", () => {
   it("waits the Retry-After the server asks for (503 AdmissionsPaused, Retry-After: 1), then succeeds", async () => {
-    const nodus = await serve((index) => index === 0 ? statusAnswer(recordedStatus("AdmissionsPaused", "paused", { retryAfterSeconds: 1 })) : ok)
+    const nodus = await serve((index) =>
+      index === 0 ? statusAnswer(recordedStatus("AdmissionsPaused", "paused", { retryAfterSeconds: 1 })) : ok
+    )
     assert.strictEqual((await nodus.get("jobs", "p", "j"))["metadata"].name, "j")
     assert.strictEqual(stub!.seen.length, 2)
   })
@@ -137,7 +159,11 @@ describe("retries", () => {
     assert.strictEqual(stub!.seen.length, 1)
     // An HTTP-date Retry-After is read too: one an hour away is beyond the bound just the same.
     await stub!.close()
-    const dated = await serve(() => statusAnswer(recordedStatus("TooManyRequests", "slow down"), { "retry-after": new Date(Date.now() + 3_600_000).toUTCString() }))
+    const dated = await serve(() =>
+      statusAnswer(recordedStatus("TooManyRequests", "slow down"), {
+        "retry-after": new Date(Date.now() + 3_600_000).toUTCString()
+      })
+    )
     assert.strictEqual((await failure(dated.get("jobs", "p", "j")))._tag, "RateLimitError")
     assert.strictEqual(stub!.seen.length, 1)
   })
@@ -145,18 +171,27 @@ describe("retries", () => {
   it("does not retry what a retry cannot fix (422 Invalid)", async () => {
     const invalid = recordedStatus("Invalid", "jobs.nodus.dev \"j\" is invalid")
     const nodus = await serve(() => statusAnswer(invalid))
-    assertRecorded(await failure(nodus.create("jobs", "p", { kind: "Job", metadata: { name: "j" } })), "ValidationError", invalid)
+    assertRecorded(
+      await failure(nodus.create("jobs", "p", { kind: "Job", metadata: { name: "j" } })),
+      "ValidationError",
+      invalid
+    )
     assert.strictEqual(stub!.seen.length, 1)
   })
 })
 
 describe("Idempotency-Key", () => {
   it("a create keeps one key across its retries (a refusal, a dropped connection); the next create gets another", async () => {
-    const inProgress = recordedStatus("RequestInProgress", "a request with this key is in progress", { retryAfterSeconds: 0 })
+    const inProgress = recordedStatus("RequestInProgress", "a request with this key is in progress", {
+      retryAfterSeconds: 0
+    })
     const script: ReadonlyArray<StubAnswer> = [statusAnswer(inProgress), "drop", statusAnswer(paused), created]
     const nodus = await serve((index) => script[index % 4]!)
     const body = { kind: "Job", metadata: { name: "j" }, spec: { image: "python:3.12" } }
-    assert.deepStrictEqual([(await nodus.create("jobs", "p", body))["metadata"].uid, (await nodus.create("jobs", "p", body))["metadata"].uid], ["u-1", "u-1"])
+    assert.deepStrictEqual([
+      (await nodus.create("jobs", "p", body))["metadata"].uid,
+      (await nodus.create("jobs", "p", body))["metadata"].uid
+    ], ["u-1", "u-1"])
     const keys = stub!.seen.map((seen) => seen.headers["idempotency-key"])
     assert.strictEqual(keys.length, 8)
     assert.match(String(keys[0]), /^[0-9a-f-]{36}$/u)
@@ -173,7 +208,9 @@ describe("Idempotency-Key", () => {
       const nodus = yield* Client
       return yield* nodus.create("jobs", "p", { kind: "Job", metadata: { name: "j" } }).pipe(Effect.retry({ times: 1 }))
     })
-    const made = await Effect.runPromise(program.pipe(Effect.provide(Client.layer({ baseUrl: stub.url, token: "nds_stub", env: {} }))))
+    const made = await Effect.runPromise(
+      program.pipe(Effect.provide(Client.layer({ baseUrl: stub.url, token: "nds_stub", env: {} })))
+    )
     assert.strictEqual(made["metadata"].uid, "u-1")
     const keys = stub.seen.map((seen) => seen.headers["idempotency-key"])
     assert.strictEqual(keys.length, 2)
@@ -184,7 +221,10 @@ describe("Idempotency-Key", () => {
     const nodus = await serve(() => ok)
     await nodus.get("jobs", "p", "j")
     await nodus.delete("jobs", "p", "j")
-    assert.deepStrictEqual(stub!.seen.map((seen) => [seen.method, seen.headers["idempotency-key"]]), [["GET", undefined], ["DELETE", undefined]])
+    assert.deepStrictEqual(stub!.seen.map((seen) => [seen.method, seen.headers["idempotency-key"]]), [[
+      "GET",
+      undefined
+    ], ["DELETE", undefined]])
   })
 })
 
@@ -206,7 +246,11 @@ describe("remote and map over a scripted Functions server", () => {
     assert.strictEqual(await double.remote([21]), 42)
     const error = await failure(double.remote(["boom"]))
     assert.instanceOf(error, RemoteError)
-    assert.deepStrictEqual([error.message, (error as RemoteError).remoteType, (error as RemoteError).remoteTraceback], ["boom", "ValueError", "Traceback: …"])
+    assert.deepStrictEqual([error.message, (error as RemoteError).remoteType, (error as RemoteError).remoteTraceback], [
+      "boom",
+      "ValueError",
+      "Traceback: …"
+    ])
   })
 
   it("map: results in input order; return_exceptions yields the RemoteError; unordered yields as calls end", async () => {
@@ -217,12 +261,15 @@ describe("remote and map over a scripted Functions server", () => {
     assert.strictEqual((await failure(collect(double.map([1, "boom"]))))._tag, "RemoteError")
     assert.deepStrictEqual(await collect(double.map([5, 7], { orderOutputs: false })), [14, 10])
     // Every map above was one batch request: its calls' mapId, and mapIndex from 0.
-    assert.deepStrictEqual(mapStub!.posts.map((post) => [post.path, post.body.kind, post.body.startIndex, post.body.inputs.length]), [
-      ["/apis/nodus.dev/v1/namespaces/p/functions/double/map", "FunctionCallBatch", 0, 3],
-      ["/apis/nodus.dev/v1/namespaces/p/functions/double/map", "FunctionCallBatch", 0, 3],
-      ["/apis/nodus.dev/v1/namespaces/p/functions/double/map", "FunctionCallBatch", 0, 2],
-      ["/apis/nodus.dev/v1/namespaces/p/functions/double/map", "FunctionCallBatch", 0, 2]
-    ])
+    assert.deepStrictEqual(
+      mapStub!.posts.map((post) => [post.path, post.body.kind, post.body.startIndex, post.body.inputs.length]),
+      [
+        ["/apis/nodus.dev/v1/namespaces/p/functions/double/map", "FunctionCallBatch", 0, 3],
+        ["/apis/nodus.dev/v1/namespaces/p/functions/double/map", "FunctionCallBatch", 0, 3],
+        ["/apis/nodus.dev/v1/namespaces/p/functions/double/map", "FunctionCallBatch", 0, 2],
+        ["/apis/nodus.dev/v1/namespaces/p/functions/double/map", "FunctionCallBatch", 0, 2]
+      ]
+    )
   })
 
   it("map: 2,500 inputs are three batch requests of at most 1,000, one mapId, each batch's key kept across its retry", async () => {
@@ -230,7 +277,12 @@ describe("remote and map over a scripted Functions server", () => {
     const inputs = Array.from({ length: 2500 }, (_, index) => index)
     assert.deepStrictEqual(await collect(double.map(inputs)), inputs.map((value) => value * 2))
     // The first request was refused once and sent again with the same key; then one request per batch.
-    assert.deepStrictEqual(mapStub!.posts.map((post) => [post.body.startIndex, post.body.inputs.length]), [[0, 1000], [0, 1000], [1000, 1000], [2000, 500]])
+    assert.deepStrictEqual(mapStub!.posts.map((post) => [post.body.startIndex, post.body.inputs.length]), [
+      [0, 1000],
+      [0, 1000],
+      [1000, 1000],
+      [2000, 500]
+    ])
     assert.strictEqual(mapStub!.posts[0]!.key, mapStub!.posts[1]!.key)
     assert.strictEqual(new Set(mapStub!.posts.map((post) => post.key)).size, 3)
     assert.strictEqual(new Set(mapStub!.posts.map((post) => post.body.mapId)).size, 1)
@@ -243,7 +295,12 @@ describe("remote and map over a scripted Functions server", () => {
     assert.lengthOf(results, 120)
     assert.isAbove(mapStub!.posts.length, 1)
     for (const post of mapStub!.posts) assert.isAtMost(JSON.stringify(post.body).length, 2 * 1024 * 1024 + 1024)
-    assert.deepStrictEqual(mapStub!.posts.map((post) => post.body.startIndex), mapStub!.posts.map((_, index) => mapStub!.posts.slice(0, index).reduce((sum, earlier) => sum + earlier.body.inputs.length, 0)))
+    assert.deepStrictEqual(
+      mapStub!.posts.map((post) => post.body.startIndex),
+      mapStub!.posts.map((_, index) =>
+        mapStub!.posts.slice(0, index).reduce((sum, earlier) => sum + earlier.body.inputs.length, 0)
+      )
+    )
   })
 
   it("map: one watch of its label from a listing made before the first batch, no result long polls; a blob result read through the blob API", async () => {
@@ -251,7 +308,10 @@ describe("remote and map over a scripted Functions server", () => {
     assert.deepStrictEqual(await collect(double.map([1, "big", 3])), [2, "big!", 6])
     const mapId = mapStub!.posts[0]!.body.mapId
     const requests = mapStub!.seen.map((seen) => `${seen.method} ${decodeURIComponent(seen.url)}`)
-    const list = requests.findIndex((line) => line.startsWith("GET /apis/nodus.dev/v1/namespaces/p/functioncalls?") && line.includes(`labelSelector=nodus.dev/map=${mapId}`) && !line.includes("watch="))
+    const list = requests.findIndex((line) =>
+      line.startsWith("GET /apis/nodus.dev/v1/namespaces/p/functioncalls?") &&
+      line.includes(`labelSelector=nodus.dev/map=${mapId}`) && !line.includes("watch=")
+    )
     const batch = requests.findIndex((line) => line.startsWith("POST ") && line.endsWith("/map"))
     assert.isAtLeast(list, 0, requests.join("\n"))
     assert.isBelow(list, batch)
@@ -269,7 +329,9 @@ describe("remote and map over a scripted Functions server", () => {
       const unordered = await collect(double.map(inputs, { orderOutputs: false })) as Array<number>
       assert.deepStrictEqual([...unordered].sort((a, b) => a - b), inputs.map((value) => value * 2))
       // Each map's first watch ends within its 60 ADDED events: each map listed again at least once after its first.
-      const lists = mapStub!.seen.filter((seen) => seen.method === "GET" && seen.url.includes("labelSelector=") && !seen.url.includes("watch="))
+      const lists = mapStub!.seen.filter((seen) =>
+        seen.method === "GET" && seen.url.includes("labelSelector=") && !seen.url.includes("watch=")
+      )
       assert.isAtLeast(lists.length, 4)
       assert.isAtLeast(mapStub!.watches.length, 2)
       assert.isTrue(mapStub!.watches.every((watch) => watch.sent <= 7))
@@ -281,7 +343,12 @@ describe("remote and map over a scripted Functions server", () => {
     const error = await failure(collect(double.map([1, "gone", 3])))
     assert.deepStrictEqual([error._tag, error.statusCode], ["NotFoundError", 404])
     const mixed = await collect(double.map([1, "gone", "boom", 4], { returnExceptions: true }))
-    assert.deepStrictEqual(mixed.map((item) => item instanceof NodusError ? item._tag : item), [2, "NotFoundError", "RemoteError", 8])
+    assert.deepStrictEqual(mixed.map((item) => item instanceof NodusError ? item._tag : item), [
+      2,
+      "NotFoundError",
+      "RemoteError",
+      8
+    ])
   })
 
   it("map: watches that end at once, again and again, fail the map after maxRetries resumptions (finite retries)", async () => {

@@ -3,13 +3,13 @@
  * server cannot give on demand. Each script ends by printing one JSON line; `report(fn)` in the prelude prints what
  * `fn` returned, or the NodusError it raised with every field the spec gives a client error.
  */
+import { assert } from "@effect/vitest"
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
-import { assert } from "@effect/vitest"
+import { statusBody } from "../../src/apiserver/http/Respond.ts"
 import { ApiError } from "../../src/core/meta/ApiError.ts"
 import type { ErrorCode } from "../../src/core/meta/ErrorCodes.ts"
-import { statusBody } from "../../src/apiserver/http/Respond.ts"
 import { pythonPath, run, show } from "../acceptance/Clients.ts"
 
 const clientPath = join(import.meta.dirname, "..", "..", "clients", "python")
@@ -54,9 +54,16 @@ export const py = async (script: string, env: Record<string, string> = {}): Prom
 }
 
 /** A Status body exactly as the server renders one (src/apiserver/http/Respond.ts), with its request id. */
-export const recordedStatus = (code: ErrorCode, message: string, extra: { readonly retryAfterSeconds?: number; readonly fix?: string } = {}) => {
+export const recordedStatus = (
+  code: ErrorCode,
+  message: string,
+  extra: { readonly retryAfterSeconds?: number; readonly fix?: string } = {}
+) => {
   const requestId = `req-recorded-${code}`
-  const body = statusBody(new ApiError({ code, message, ...extra }), { requestId, docsBase: "http://127.0.0.1/docs/errors" }) as Record<string, unknown>
+  const body = statusBody(new ApiError({ code, message, ...extra }), {
+    requestId,
+    docsBase: "http://127.0.0.1/docs/errors"
+  }) as Record<string, unknown>
   return { status: body["code"] as number, requestId, body }
 }
 
@@ -93,8 +100,15 @@ export const startStub = async (answer: (index: number, seen: Seen) => StubAnswe
         request.socket.destroy()
         return
       }
-      const text = reply.body === undefined ? "" : typeof reply.body === "string" ? reply.body : JSON.stringify(reply.body)
-      response.writeHead(reply.status, { "content-type": typeof reply.body === "string" ? "text/plain" : "application/json", ...reply.headers })
+      const text = reply.body === undefined
+        ? ""
+        : typeof reply.body === "string"
+        ? reply.body
+        : JSON.stringify(reply.body)
+      response.writeHead(reply.status, {
+        "content-type": typeof reply.body === "string" ? "text/plain" : "application/json",
+        ...reply.headers
+      })
       response.end(text)
     })
   })
@@ -111,11 +125,18 @@ export const startStub = async (answer: (index: number, seen: Seen) => StubAnswe
 }
 
 /** A stub's answer carrying a recorded Status, with the headers the server sends beside it (Respond.ts). */
-export const statusAnswer = (recorded: ReturnType<typeof recordedStatus>, headers: Record<string, string> = {}): StubAnswer => {
+export const statusAnswer = (
+  recorded: ReturnType<typeof recordedStatus>,
+  headers: Record<string, string> = {}
+): StubAnswer => {
   const retryAfter = (recorded.body["details"] as { retryAfterSeconds?: number } | undefined)?.retryAfterSeconds
   return {
     status: recorded.status,
-    headers: { "x-request-id": recorded.requestId, ...(retryAfter === undefined ? {} : { "retry-after": String(retryAfter) }), ...headers },
+    headers: {
+      "x-request-id": recorded.requestId,
+      ...(retryAfter === undefined ? {} : { "retry-after": String(retryAfter) }),
+      ...headers
+    },
     body: recorded.body
   }
 }

@@ -30,14 +30,19 @@ def shown(items):
 describe("the Python client's map over a scripted Functions server", () => {
   it("results in input order, and as calls end; one watch of its label from a listing made first; no result long polls; a blob result", async () => {
     const env = await serve()
-    const report = await py(`${shown}
+    const report = await py(
+      `${shown}
 f = nodus.Client().function("p", "double")
 report(lambda: {"ordered": list(f.map([1, "big", 3])), "unordered": list(f.map([5, 7], order_outputs=False))})
-`, env)
+`,
+      env
+    )
     assert.deepStrictEqual(report.ok, { ordered: [2, "big!", 6], unordered: [14, 10] }, JSON.stringify(report))
     const requests = stub!.seen.map((seen) => `${seen.method} ${decodeURIComponent(seen.url)}`)
     const mapId = stub!.posts[0]!.body.mapId
-    const list = requests.findIndex((line) => line.includes(`labelSelector=nodus.dev/map=${mapId}`) && !line.includes("watch="))
+    const list = requests.findIndex((line) =>
+      line.includes(`labelSelector=nodus.dev/map=${mapId}`) && !line.includes("watch=")
+    )
     const batch = requests.findIndex((line) => line.startsWith("POST ") && line.endsWith("/map"))
     assert.isAtLeast(list, 0, requests.join("\n"))
     assert.isBelow(list, batch)
@@ -47,7 +52,8 @@ report(lambda: {"ordered": list(f.map([1, "big", 3])), "unordered": list(f.map([
 
   it("return_exceptions gives a failed call's RemoteError and a deleted call's NotFoundError in their places; without it the map raises", async () => {
     const env = await serve()
-    const report = await py(`${shown}
+    const report = await py(
+      `${shown}
 f = nodus.Client().function("p", "double")
 given = shown(f.map([1, "gone", "boom", 4], return_exceptions=True))
 try:
@@ -61,7 +67,9 @@ try:
 except nodus.NotFoundError as e:
     gone = [type(e).__name__, e.status_code]
 report(lambda: {"given": given, "raised": raised, "gone": gone})
-`, env)
+`,
+      env
+    )
     assert.deepStrictEqual(report.ok, {
       given: [2, "NotFoundError", "RemoteError", 8],
       raised: ["RemoteError", "ValueError", "Traceback: …"],
@@ -72,13 +80,18 @@ report(lambda: {"given": given, "raised": raised, "gone": gone})
   for (const watchEnd of ["end", "drop", "expire"] as const) {
     it(`watches that end mid-map (${watchEnd}) are resumed from a new listing, no result lost or given twice`, async () => {
       const env = await serve({ watchEvents: 7, watchEnd })
-      const report = await py(`
+      const report = await py(
+        `
 f = nodus.Client().function("p", "double")
 report(lambda: {"ordered": list(f.map(range(60))), "unordered": sorted(f.map(range(60), order_outputs=False))})
-`, env)
+`,
+        env
+      )
       const doubled = Array.from({ length: 60 }, (_, index) => index * 2)
       assert.deepStrictEqual(report.ok, { ordered: doubled, unordered: doubled }, JSON.stringify(report))
-      const lists = stub!.seen.filter((seen) => seen.method === "GET" && seen.url.includes("labelSelector=") && !seen.url.includes("watch="))
+      const lists = stub!.seen.filter((seen) =>
+        seen.method === "GET" && seen.url.includes("labelSelector=") && !seen.url.includes("watch=")
+      )
       assert.isAtLeast(lists.length, 4)
       assert.isTrue(stub!.watches.every((watch) => watch.sent <= 7))
     })
@@ -86,9 +99,12 @@ report(lambda: {"ordered": list(f.map(range(60))), "unordered": sorted(f.map(ran
 
   it("watches that end at once, again and again, fail the map after max_retries resumptions (finite retries)", async () => {
     const env = await serve({ watchEvents: 0 })
-    const report = await py(`
+    const report = await py(
+      `
 report(lambda: list(nodus.Client(max_retries=2, max_retry_wait=0.01).function("p", "double").map(["never"])))
-`, env)
+`,
+      env
+    )
     assert.strictEqual(report.error, "APIConnectionError", JSON.stringify(report))
     assert.lengthOf(stub!.watches, 3)
   })

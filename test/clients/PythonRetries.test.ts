@@ -6,7 +6,7 @@
  * its retries (spec: Client library errors; docs/clients.md, "Retries").
  */
 import { afterEach, assert, describe, it } from "@effect/vitest"
-import { py, recordedStatus, type Stub, startStub, statusAnswer, type StubAnswer } from "./Python.ts"
+import { py, recordedStatus, startStub, statusAnswer, type Stub, type StubAnswer } from "./Python.ts"
 
 let stub: Stub | undefined
 afterEach(async () => {
@@ -20,12 +20,16 @@ const serve = async (answer: (index: number) => StubAnswer) => {
 }
 
 const ok = { status: 200, body: { apiVersion: "nodus.dev/v1", kind: "Job", metadata: { name: "j", namespace: "p" } } }
-const created = { status: 201, body: { apiVersion: "nodus.dev/v1", kind: "Job", metadata: { name: "j", namespace: "p", uid: "u-1" } } }
+const created = {
+  status: 201,
+  body: { apiVersion: "nodus.dev/v1", kind: "Job", metadata: { name: "j", namespace: "p", uid: "u-1" } }
+}
 
 const paused = recordedStatus("AdmissionsPaused", "admissions are paused for maintenance", { retryAfterSeconds: 0 })
 
 /** A client that retries at most `retries` times, then `call` (Python, on `c`) reported. */
-const attempt = (call: string, retries = 3, extra = "") => `c = nodus.Client(max_retries=${retries}${extra})\nreport(lambda: ${call})`
+const attempt = (call: string, retries = 3, extra = "") =>
+  `c = nodus.Client(max_retries=${retries}${extra})\nreport(lambda: ${call})`
 
 const assertRecorded = (report: any, error: string, recorded: ReturnType<typeof recordedStatus>) => {
   assert.strictEqual(report.error, error, JSON.stringify(report))
@@ -42,7 +46,9 @@ const assertRecorded = (report: any, error: string, recorded: ReturnType<typeof 
 
 describe("client errors from recorded Status bodies", () => {
   it("SpendCheckUnavailableError: 503 PaymentVerificationUnavailable, after its retries", async () => {
-    const recorded = recordedStatus("PaymentVerificationUnavailable", "the payment provider did not answer", { retryAfterSeconds: 0 })
+    const recorded = recordedStatus("PaymentVerificationUnavailable", "the payment provider did not answer", {
+      retryAfterSeconds: 0
+    })
     const env = await serve(() => statusAnswer(recorded))
     assertRecorded(await py(attempt(`c.get("jobs", "p", "j")`, 1), env), "SpendCheckUnavailableError", recorded)
     assert.strictEqual(stub!.seen.length, 2)
@@ -95,7 +101,9 @@ describe("no answer", () => {
 
 describe("retries", () => {
   it("waits the Retry-After the server asks for, then succeeds", async () => {
-    const env = await serve((index) => index === 0 ? statusAnswer(recordedStatus("AdmissionsPaused", "paused", { retryAfterSeconds: 1 })) : ok)
+    const env = await serve((index) =>
+      index === 0 ? statusAnswer(recordedStatus("AdmissionsPaused", "paused", { retryAfterSeconds: 1 })) : ok
+    )
     const report = await py(attempt(`c.get("jobs", "p", "j")["metadata"]["name"]`), env)
     assert.strictEqual(report.ok, "j")
     assert.strictEqual(stub!.seen.length, 2)
@@ -125,7 +133,11 @@ describe("retries", () => {
     assert.strictEqual(stub!.seen.length, 1)
     // An HTTP-date Retry-After is read too: one an hour away is beyond the bound just the same.
     await stub!.close()
-    const env2 = await serve(() => statusAnswer(recordedStatus("TooManyRequests", "slow down"), { "retry-after": new Date(Date.now() + 3_600_000).toUTCString() }))
+    const env2 = await serve(() =>
+      statusAnswer(recordedStatus("TooManyRequests", "slow down"), {
+        "retry-after": new Date(Date.now() + 3_600_000).toUTCString()
+      })
+    )
     assert.strictEqual((await py(attempt(`c.get("jobs", "p", "j")`, 3), env2)).error, "RateLimitError")
     assert.strictEqual(stub!.seen.length, 1)
   })
@@ -133,21 +145,30 @@ describe("retries", () => {
   it("does not retry what a retry cannot fix (422 Invalid)", async () => {
     const invalid = recordedStatus("Invalid", "jobs.nodus.dev \"j\" is invalid")
     const env = await serve(() => statusAnswer(invalid))
-    assertRecorded(await py(attempt(`c.create("jobs", "p", {"kind": "Job", "metadata": {"name": "j"}})`), env), "ValidationError", invalid)
+    assertRecorded(
+      await py(attempt(`c.create("jobs", "p", {"kind": "Job", "metadata": {"name": "j"}})`), env),
+      "ValidationError",
+      invalid
+    )
     assert.strictEqual(stub!.seen.length, 1)
   })
 })
 
 describe("Idempotency-Key", () => {
   it("a create keeps one key across its retries (a refusal, a dropped connection); the next create gets another", async () => {
-    const inProgress = recordedStatus("RequestInProgress", "a request with this key is in progress", { retryAfterSeconds: 0 })
+    const inProgress = recordedStatus("RequestInProgress", "a request with this key is in progress", {
+      retryAfterSeconds: 0
+    })
     const script: ReadonlyArray<StubAnswer> = [statusAnswer(inProgress), "drop", statusAnswer(paused), created]
     const env = await serve((index) => script[index % 4]!)
-    const report = await py(`
+    const report = await py(
+      `
 c = nodus.Client(max_retries=3)
 body = {"kind": "Job", "metadata": {"name": "j"}, "spec": {"image": "python:3.12"}}
 report(lambda: [c.create("jobs", "p", body)["metadata"]["uid"], c.create("jobs", "p", body)["metadata"]["uid"]])
-`, env)
+`,
+      env
+    )
     assert.deepStrictEqual(report.ok, ["u-1", "u-1"])
     const keys = stub!.seen.map((seen) => seen.headers["idempotency-key"])
     assert.strictEqual(keys.length, 8)
@@ -162,6 +183,9 @@ report(lambda: [c.create("jobs", "p", body)["metadata"]["uid"], c.create("jobs",
   it("reads and deletes carry none", async () => {
     const env = await serve(() => ok)
     await py(attempt(`[c.get("jobs", "p", "j"), c.delete("jobs", "p", "j")]`), env)
-    assert.deepStrictEqual(stub!.seen.map((seen) => [seen.method, seen.headers["idempotency-key"]]), [["GET", undefined], ["DELETE", undefined]])
+    assert.deepStrictEqual(stub!.seen.map((seen) => [seen.method, seen.headers["idempotency-key"]]), [[
+      "GET",
+      undefined
+    ], ["DELETE", undefined]])
   })
 })

@@ -17,23 +17,37 @@
  * The short form runs in the suite (test/cluster/Chaos.test.ts), the long one as `npm run bench:chaos`. Loopback only:
  * the servers listen on 127.0.0.1 and reach nothing else.
  */
+import { Effect, Layer, ManagedRuntime } from "effect"
 import { appendFileSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect, Layer, ManagedRuntime } from "effect"
 import { Ledger } from "../../src/core/billing/Ledger.ts"
 import { meterAttempt } from "../../src/core/billing/Metering.ts"
 import { currentPricebook, ruleOf } from "../../src/core/billing/Pricebook.ts"
 import { variantsOf } from "../../src/core/capacity/Offering.ts"
-import { factsFromAttempt } from "../../src/core/kinds/attempt/AttemptRecords.ts"
 import type { JsonObject } from "../../src/core/Json.ts"
+import { factsFromAttempt } from "../../src/core/kinds/attempt/AttemptRecords.ts"
 import { parseMicroUsd } from "../../src/core/Money.ts"
 import { loadCatalog } from "../../src/data/CatalogData.ts"
 import * as SqlStore from "../../src/store/SqlStore.ts"
 import { Store } from "../../src/store/Store.ts"
-import { alive as isAlive, callAs, type ClusterServer, eventually, everyShardHeld as heldByAll, spawnClusterServer } from "../support/ServerProcess.ts"
-import { checkDeliveries, checkReplayAfterRotation, missingFinalEvents, resent, startWebhooks, type Webhooks } from "./ChaosWebhooks.ts"
 import { removeTree } from "../support/RemoveTree.ts"
+import {
+  alive as isAlive,
+  callAs,
+  type ClusterServer,
+  eventually,
+  everyShardHeld as heldByAll,
+  spawnClusterServer
+} from "../support/ServerProcess.ts"
+import {
+  checkDeliveries,
+  checkReplayAfterRotation,
+  missingFinalEvents,
+  resent,
+  startWebhooks,
+  type Webhooks
+} from "./ChaosWebhooks.ts"
 
 export interface ChaosOptions {
   /** An empty database of its own. */
@@ -107,7 +121,11 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
     const file = options.logDir === undefined ? undefined : join(options.logDir, `server-${index}.log`)
     let started = false
     const server = await spawnClusterServer({
-      databaseUrl: options.databaseUrl, dataDir, speed: options.speed, token, env: { NODUS_WEBHOOK_ALLOW_LOOPBACK: "1" },
+      databaseUrl: options.databaseUrl,
+      dataDir,
+      speed: options.speed,
+      token,
+      env: { NODUS_WEBHOOK_ALLOW_LOOPBACK: "1" },
       ...(file === undefined ? {} : {
         onOutput: (child, chunk) => {
           if (!started) appendFileSync(file, `--- pid ${child.pid} started ${new Date().toISOString()}\n`)
@@ -122,7 +140,7 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
 
   /** Some live server's answer to a call; a server killed meanwhile is skipped. */
   const anyServer = async (method: string, path: string, body?: unknown) => {
-    for (let tries = 0; ; tries++) {
+    for (let tries = 0;; tries++) {
       const live = servers.filter(alive)
       const server = live[Math.floor(draw() * live.length)]!
       try {
@@ -136,7 +154,8 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
 
   const everyShardHeld = () => heldByAll(servers)
 
-  const listJobs = async () => (await anyServer("GET", `/apis/${group}/v1/namespaces/${project}/jobs`)).body?.items as Array<any> | undefined
+  const listJobs = async () =>
+    (await anyServer("GET", `/apis/${group}/v1/namespaces/${project}/jobs`)).body?.items as Array<any> | undefined
 
   /**
    * After a takeover: every Job's status.cost equals what the ledger charged it. A step records its status before it
@@ -145,7 +164,11 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
    */
   const costsAgree = async (after: string): Promise<Array<string>> => {
     let found: Array<string> = []
-    for (const deadline = Date.now() + costsAgreeMs; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 300))) {
+    for (
+      const deadline = Date.now() + costsAgreeMs;
+      Date.now() < deadline;
+      await new Promise((resolve) => setTimeout(resolve, 300))
+    ) {
       const before = await storedLedger(options.databaseUrl)
       const jobs = (await listJobs()) ?? []
       const ledger = await storedLedger(options.databaseUrl)
@@ -163,7 +186,11 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
   try {
     for (let index = 0; index < options.servers; index++) servers.push(await spawnServer(index))
     await eventually("every shard held", everyShardHeld, 60_000)
-    const created = await call(servers[0]!.url, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: project } })
+    const created = await call(servers[0]!.url, "POST", "/api/v1/namespaces", {
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: project }
+    })
     if (created.status !== 201) throw new Error(`creating the project: ${created.text}`)
     const since = created.body.metadata.resourceVersion as string
     webhooks = await startWebhooks((method, path, body) => call(servers[0]!.url, method, path, body), group, project)
@@ -175,10 +202,22 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
     const createBatch = async (count: number) => {
       for (const name of names.slice(next, next + count)) {
         const duration = options.durations[Math.floor(draw() * options.durations.length)]!
-        const body = { apiVersion: `${group}/v1`, kind: "Job", metadata: { name, annotations: { "sim.nodus.dev/duration": duration } }, spec: { image: "python:3.12", ...(options.completions === undefined ? {} : { completions: options.completions, parallelism: options.completions }) } }
+        const body = {
+          apiVersion: `${group}/v1`,
+          kind: "Job",
+          metadata: { name, annotations: { "sim.nodus.dev/duration": duration } },
+          spec: {
+            image: "python:3.12",
+            ...(options.completions === undefined
+              ? {}
+              : { completions: options.completions, parallelism: options.completions })
+          }
+        }
         const reply = await anyServer("POST", `/apis/${group}/v1/namespaces/${project}/jobs`, body)
         // A create whose server died after committing answers nothing: it is there, or it is made again.
-        if (reply.status !== 201 && reply.status !== 409) violations.push(`creating ${name}: ${reply.status} ${reply.text}`)
+        if (reply.status !== 201 && reply.status !== 409) {
+          violations.push(`creating ${name}: ${reply.status} ${reply.text}`)
+        }
       }
       next += count
     }
@@ -203,7 +242,9 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
       }
       servers[victim.index] = await spawnServer(victim.index)
       // The restarted server takes its share back: a takeover too.
-      await eventually("the restarted server holds shards", () => servers[victim.index]!.holds > 0, 20_000).catch(() => log(`server ${victim.index} took no shard back within 20 s`))
+      await eventually("the restarted server holds shards", () => servers[victim.index]!.holds > 0, 20_000).catch(() =>
+        log(`server ${victim.index} took no shard back within 20 s`)
+      )
       violations.push(...await costsAgree(`the restart of kill ${kill + 1}`))
     }
     await createBatch(options.jobs - next)
@@ -218,37 +259,72 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
     }
     const unfinished = jobs.filter((job) => !finalPhases.has(job.status?.phase))
     if (jobs.length !== names.length) violations.push(`${jobs.length} Jobs stored of ${names.length} created`)
-    if (unfinished.length > 0) violations.push(`${unfinished.length} Jobs not final by the deadline: ${unfinished.slice(0, 5).map((job) => `${job.metadata.name} ${job.status?.phase}`).join(", ")}`)
+    if (unfinished.length > 0) {
+      violations.push(
+        `${unfinished.length} Jobs not final by the deadline: ${
+          unfinished.slice(0, 5).map((job) => `${job.metadata.name} ${job.status?.phase}`).join(", ")
+        }`
+      )
+    }
     const elapsedMs = Date.now() - started
     // Every final event is delivered, whichever server sends (the sender is a singleton that moves with the kills).
-    while (Date.now() < deadline + 30_000 && missingFinalEvents(jobs, webhooks).length > 0) await new Promise((resolve) => setTimeout(resolve, 500))
+    while (Date.now() < deadline + 30_000 && missingFinalEvents(jobs, webhooks).length > 0) {
+      await new Promise((resolve) => setTimeout(resolve, 500))
+    }
     // A little longer: the hosts' teardowns are charged after the Jobs finish, and a flip back (two owners, two clocks)
     // would show in the change log.
     await new Promise((resolve) => setTimeout(resolve, 3_000))
     jobs = (await listJobs()) ?? jobs
 
     const history = await changeLog(servers.filter(alive)[0]!.url, since)
-    const attempts = (await anyServer("GET", `/apis/${group}/v1/namespaces/${project}/attempts`)).body.items as Array<any>
+    const attempts = (await anyServer("GET", `/apis/${group}/v1/namespaces/${project}/attempts`)).body.items as Array<
+      any
+    >
     const events = (await anyServer("GET", `/api/v1/namespaces/${project}/events`)).body.items as Array<any>
     const ledger = await storedLedger(options.databaseUrl)
     if (options.dumpTo !== undefined) {
       const holds = [...ledger.holds.values()]
-      writeFileSync(options.dumpTo, JSON.stringify({ jobs, attempts, events, history, holds, postings: ledger.postings }, (_, value) => (typeof value === "bigint" ? String(value) : value), 1))
+      writeFileSync(
+        options.dumpTo,
+        JSON.stringify(
+          { jobs, attempts, events, history, holds, postings: ledger.postings },
+          (_, value) => (typeof value === "bigint" ? String(value) : value),
+          1
+        )
+      )
     }
-    violations.push(...checkPhases(jobs, history), ...checkAttempts(jobs, attempts, history), ...checkMoney(jobs, attempts, ledger), ...checkEvents(jobs, events, history))
+    violations.push(
+      ...checkPhases(jobs, history),
+      ...checkAttempts(jobs, attempts, history),
+      ...checkMoney(jobs, attempts, ledger),
+      ...checkEvents(jobs, events, history)
+    )
     violations.push(...checkDeliveries(jobs, webhooks, killTimes))
     const [rotateOn, replayOn] = servers.filter(alive)
-    const through = (server: Server | undefined) => (method: string, path: string, body?: unknown) => call((server ?? servers[0]!).url, method, path, body)
+    const through = (server: Server | undefined) => (method: string, path: string, body?: unknown) =>
+      call((server ?? servers[0]!).url, method, path, body)
     violations.push(...await checkReplayAfterRotation(through(rotateOn), through(replayOn), group, webhooks, 15_000))
     const phases: Record<string, number> = {}
     for (const job of jobs) phases[job.status?.phase ?? "none"] = (phases[job.status?.phase ?? "none"] ?? 0) + 1
-    return { violations, takeoversMs, jobs: jobs.length, phases, attempts: attempts.length, elapsedMs, webhooksResent: resent(webhooks) }
+    return {
+      violations,
+      takeoversMs,
+      jobs: jobs.length,
+      phases,
+      attempts: attempts.length,
+      elapsedMs,
+      webhooksResent: resent(webhooks)
+    }
   } finally {
     await webhooks?.receiver.close()
-    await Promise.all(servers.filter(alive).map((server) => new Promise((resolve) => {
-      server.child.once("exit", resolve)
-      server.child.kill("SIGKILL")
-    })))
+    await Promise.all(
+      servers.filter(alive).map((server) =>
+        new Promise((resolve) => {
+          server.child.once("exit", resolve)
+          server.child.kill("SIGKILL")
+        })
+      )
+    )
     await removeTree(dataDir)
   }
 }
@@ -261,12 +337,19 @@ interface WatchEvent {
 /** Every change of Jobs and Attempts after `since`, in order: a watch from there, ended by its timeout. */
 const changeLog = async (url: string, since: string): Promise<ReadonlyArray<WatchEvent>> => {
   const read = async (plural: string) => {
-    const response = await fetch(`${url}/apis/${group}/v1/namespaces/${project}/${plural}?watch=true&resourceVersion=${since}&timeoutSeconds=5`, { headers: { authorization: `Bearer ${token}` } })
+    const response = await fetch(
+      `${url}/apis/${group}/v1/namespaces/${project}/${plural}?watch=true&resourceVersion=${since}&timeoutSeconds=5`,
+      { headers: { authorization: `Bearer ${token}` } }
+    )
     const text = await response.text()
-    return text.split("\n").filter((line) => line.trim() !== "").map((line) => JSON.parse(line) as WatchEvent).filter((event) => event.type !== "BOOKMARK")
+    return text.split("\n").filter((line) => line.trim() !== "").map((line) => JSON.parse(line) as WatchEvent).filter((
+      event
+    ) => event.type !== "BOOKMARK")
   }
   const [jobs, attempts] = await Promise.all([read("jobs"), read("attempts")])
-  return [...jobs, ...attempts].sort((a, b) => Number(a.object.metadata.resourceVersion) - Number(b.object.metadata.resourceVersion))
+  return [...jobs, ...attempts].sort((a, b) =>
+    Number(a.object.metadata.resourceVersion) - Number(b.object.metadata.resourceVersion)
+  )
 }
 
 /** The ledger as the store has it: every stored posting replayed. */
@@ -282,7 +365,9 @@ const storedLedger = async (databaseUrl: string) => {
 const iso = (ms: number) => (Number.isFinite(ms) ? new Date(ms).toISOString().slice(11, 23) : "running")
 
 const phasesOf = (history: ReadonlyArray<WatchEvent>, uid: string) =>
-  history.filter((event) => event.object.kind === "Job" && event.object.metadata.uid === uid).map((event) => event.object.status?.phase as string | undefined)
+  history.filter((event) => event.object.kind === "Job" && event.object.metadata.uid === uid).map((event) =>
+    event.object.status?.phase as string | undefined
+  )
 
 /** Every Job's stored phase moves into a final phase once, and never out of it. */
 export const checkPhases = (jobs: ReadonlyArray<any>, history: ReadonlyArray<WatchEvent>): Array<string> => {
@@ -293,31 +378,53 @@ export const checkPhases = (jobs: ReadonlyArray<any>, history: ReadonlyArray<Wat
     for (let index = 0; index < phases.length; index++) {
       const [before, now] = [phases[index - 1], phases[index]]
       if (now !== undefined && finalPhases.has(now) && !(before !== undefined && finalPhases.has(before))) entered++
-      if (before !== undefined && finalPhases.has(before) && now !== before) found.push(`${job.metadata.name}: ${before} → ${now} after its final phase`)
+      if (before !== undefined && finalPhases.has(before) && now !== before) {
+        found.push(`${job.metadata.name}: ${before} → ${now} after its final phase`)
+      }
     }
-    if (finalPhases.has(job.status?.phase) && entered !== 1) found.push(`${job.metadata.name}: entered a final phase ${entered} times`)
+    if (finalPhases.has(job.status?.phase) && entered !== 1) {
+      found.push(`${job.metadata.name}: entered a final phase ${entered} times`)
+    }
   }
   return found
 }
 
 /** Each Attempt was created once and no two Attempts of a Job ran one index at once. */
-export const checkAttempts = (jobs: ReadonlyArray<any>, attempts: ReadonlyArray<any>, history: ReadonlyArray<WatchEvent>): Array<string> => {
+export const checkAttempts = (
+  jobs: ReadonlyArray<any>,
+  attempts: ReadonlyArray<any>,
+  history: ReadonlyArray<WatchEvent>
+): Array<string> => {
   const found: Array<string> = []
   const added = new Map<string, number>()
   for (const event of history) {
-    if (event.object.kind === "Attempt" && event.type === "ADDED") added.set(event.object.metadata.name, (added.get(event.object.metadata.name) ?? 0) + 1)
+    if (event.object.kind === "Attempt" && event.type === "ADDED") {
+      added.set(event.object.metadata.name, (added.get(event.object.metadata.name) ?? 0) + 1)
+    }
   }
   for (const [name, count] of added) if (count > 1) found.push(`Attempt ${name} created ${count} times`)
   for (const job of jobs) {
     const own = attempts.filter((attempt) => attempt.spec?.workload?.uid === job.metadata.uid)
-    if (finalPhases.has(job.status?.phase) && job.status?.phase !== "Cancelled" && own.length === 0) found.push(`${job.metadata.name}: ${job.status?.phase} with no Attempt`)
+    if (finalPhases.has(job.status?.phase) && job.status?.phase !== "Cancelled" && own.length === 0) {
+      found.push(`${job.metadata.name}: ${job.status?.phase} with no Attempt`)
+    }
     const byIndex = new Map<number, Array<any>>()
     for (const attempt of own) byIndex.set(attempt.spec.index, [...(byIndex.get(attempt.spec.index) ?? []), attempt])
     for (const [index, runs] of byIndex) {
-      const spans = runs.map((run) => ({ name: run.metadata.name, from: Date.parse(run.status.startTime), to: run.status.endTime === undefined ? Infinity : Date.parse(run.status.endTime) })).sort((a, b) => a.from - b.from)
+      const spans = runs.map((run) => ({
+        name: run.metadata.name,
+        from: Date.parse(run.status.startTime),
+        to: run.status.endTime === undefined ? Infinity : Date.parse(run.status.endTime)
+      })).sort((a, b) => a.from - b.from)
       for (let at = 1; at < spans.length; at++) {
         const [earlier, later] = [spans[at - 1]!, spans[at]!]
-        if (later.from < earlier.to) found.push(`${job.metadata.name} index ${index}: ${earlier.name} (${iso(earlier.from)} to ${iso(earlier.to)}) and ${later.name} (from ${iso(later.from)}) ran at once`)
+        if (later.from < earlier.to) {
+          found.push(
+            `${job.metadata.name} index ${index}: ${earlier.name} (${iso(earlier.from)} to ${
+              iso(earlier.to)
+            }) and ${later.name} (from ${iso(later.from)}) ran at once`
+          )
+        }
       }
     }
   }
@@ -332,7 +439,9 @@ export const costMismatches = (jobs: ReadonlyArray<any>, ledger: Ledger): Array<
   jobs.flatMap((job) => {
     const cost = job.status?.cost
     const charged = ledger.chargesFor(job.metadata.uid).total
-    return cost !== undefined && parseMicroUsd(cost.totalUSD) !== charged ? [`${job.metadata.name}: status.cost ${cost.totalUSD} USD, the ledger ${charged} micro-USD`] : []
+    return cost !== undefined && parseMicroUsd(cost.totalUSD) !== charged
+      ? [`${job.metadata.name}: status.cost ${cost.totalUSD} USD, the ledger ${charged} micro-USD`]
+      : []
   })
 
 /** Per Job: the stored charges are its status.cost, the metered runs of its Attempts, and no hold is open. */
@@ -341,19 +450,27 @@ export const checkMoney = (jobs: ReadonlyArray<any>, attempts: ReadonlyArray<any
   const catalog = new Map(loadCatalog().map((offering) => [offering.id, offering]))
   const variantOf = (offering: string, interruptible: boolean) => {
     const found = catalog.get(offering)
-    return found === undefined ? undefined : variantsOf(found).find((variant) => variant.interruptible === interruptible)
+    return found === undefined
+      ? undefined
+      : variantsOf(found).find((variant) => variant.interruptible === interruptible)
   }
-  if (ledger.credits !== ledger.available + ledger.held + ledger.charged - ledger.arrears) found.push("the ledger's identity does not hold")
+  if (ledger.credits !== ledger.available + ledger.held + ledger.charged - ledger.arrears) {
+    found.push("the ledger's identity does not hold")
+  }
   /** When each hold (`<uid>/<attempt>`) was released or expired: its host's release, as billing saw it. */
   const released = new Map<string, number>()
   for (const posting of ledger.postings) {
-    if ((posting.kind === "Release" || posting.kind === "Expire") && posting.hold !== undefined) released.set(posting.hold, posting.at)
+    if ((posting.kind === "Release" || posting.kind === "Expire") && posting.hold !== undefined) {
+      released.set(posting.hold, posting.at)
+    }
   }
   for (const job of jobs) {
     const uid = job.metadata.uid as string
     const charged = ledger.chargesFor(uid).total
     const open = [...ledger.openHolds].filter((hold) => hold.owner === uid)
-    if (finalPhases.has(job.status?.phase) && open.length > 0) found.push(`${job.metadata.name}: ${open.length} holds open after its final phase`)
+    if (finalPhases.has(job.status?.phase) && open.length > 0) {
+      found.push(`${job.metadata.name}: ${open.length} holds open after its final phase`)
+    }
     if (!finalPhases.has(job.status?.phase)) continue
     // A run is metered from its Attempt (request, boot, end) up to its host's release, which the Attempt does not
     // record: at the latest when its hold was released (the step after the release). So its charge lies between the
@@ -364,7 +481,11 @@ export const checkMoney = (jobs: ReadonlyArray<any>, attempts: ReadonlyArray<any
       const recorded = factsFromAttempt(attempt as JsonObject, variantOf, 0)
       const releasedAt = released.get(`${uid}/${attempt.metadata.name}`)
       if (recorded === undefined || releasedAt === undefined) {
-        found.push(`${job.metadata.name}: Attempt ${attempt.metadata.name} cannot be metered (${releasedAt === undefined ? "its hold was never released" : JSON.stringify(attempt.status)})`)
+        found.push(
+          `${job.metadata.name}: Attempt ${attempt.metadata.name} cannot be metered (${
+            releasedAt === undefined ? "its hold was never released" : JSON.stringify(attempt.status)
+          })`
+        )
         continue
       }
       const rule = ruleOf(currentPricebook, recorded.variant)
@@ -372,7 +493,11 @@ export const checkMoney = (jobs: ReadonlyArray<any>, attempts: ReadonlyArray<any
       least += meterAttempt(recorded, rule, latest).total
       most += meterAttempt({ ...recorded, releasedAt: latest }, rule, latest).total
     }
-    if (charged < least || charged > most) found.push(`${job.metadata.name}: its Attempts meter ${least} to ${most} micro-USD, the ledger charged ${charged}`)
+    if (charged < least || charged > most) {
+      found.push(
+        `${job.metadata.name}: its Attempts meter ${least} to ${most} micro-USD, the ledger charged ${charged}`
+      )
+    }
   }
   return found
 }
@@ -381,26 +506,37 @@ export const checkMoney = (jobs: ReadonlyArray<any>, attempts: ReadonlyArray<any
  * Per Job: its final Event once, and the Event of each phase counted as often as its stored status entered the phase
  * (events commit with the status that causes them: a step fenced out of the store records neither).
  */
-export const checkEvents = (jobs: ReadonlyArray<any>, events: ReadonlyArray<any>, history: ReadonlyArray<WatchEvent>): Array<string> => {
+export const checkEvents = (
+  jobs: ReadonlyArray<any>,
+  events: ReadonlyArray<any>,
+  history: ReadonlyArray<WatchEvent>
+): Array<string> => {
   const found: Array<string> = []
   for (const job of jobs) {
     const uid = job.metadata.uid as string
     const own = events.filter((event) => event.involvedObject?.uid === uid)
-    const countOf = (message: string) => own.filter((event) => event.message === message).reduce((sum, event) => sum + (event.count ?? 1), 0)
+    const countOf = (message: string) =>
+      own.filter((event) => event.message === message).reduce((sum, event) => sum + (event.count ?? 1), 0)
     if (finalPhases.has(job.status?.phase)) {
       const final = countOf(job.status.message)
-      if (final !== 1) found.push(`${job.metadata.name}: its final event ("${job.status.message}") recorded ${final} times`)
+      if (final !== 1) {
+        found.push(`${job.metadata.name}: its final event ("${job.status.message}") recorded ${final} times`)
+      }
     }
     const phases = phasesOf(history, uid)
     const entered = new Map<string, number>()
     for (let index = 0; index < phases.length; index++) {
       const [before, now] = [phases[index - 1], phases[index]]
-      if (now === undefined || now === before || finalPhases.has(now) || (before === "Recovering" && now === "Running")) continue
+      if (
+        now === undefined || now === before || finalPhases.has(now) || (before === "Recovering" && now === "Running")
+      ) continue
       entered.set(now, (entered.get(now) ?? 0) + 1)
     }
     for (const [phase, times] of entered) {
       const recorded = countOf(`The Job is ${phase}.`)
-      if (recorded !== times) found.push(`${job.metadata.name}: entered ${phase} ${times} times, its Event counted ${recorded}`)
+      if (recorded !== times) {
+        found.push(`${job.metadata.name}: entered ${phase} ${times} times, its Event counted ${recorded}`)
+      }
     }
   }
   return found

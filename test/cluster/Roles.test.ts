@@ -4,14 +4,14 @@
  * joins no cluster); the controllers server answers health checks and /version, and refuses API requests with a Status
  * saying where to send them. Runs when DATABASE_URL is set; bounded, loopback only.
  */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import type { ChildProcess } from "node:child_process"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { createDatabase, databaseUrl } from "../support/Postgres.ts"
-import { callAs, eventually, spawnClusterServer } from "../support/ServerProcess.ts"
 import { removeTree } from "../support/RemoveTree.ts"
+import { callAs, eventually, spawnClusterServer } from "../support/ServerProcess.ts"
 
 const token = "nds_roles-test-token-0123456789abcdefghijklmnopqrstu"
 const call = callAs(token)
@@ -23,7 +23,13 @@ describe.skipIf(databaseUrl === undefined)("servers of role api and controllers 
   const children: Array<ChildProcess> = []
 
   const serve = async (role: string) => {
-    const server = await spawnClusterServer({ databaseUrl: database.url, dataDir, speed: 60, token, args: ["--role", role] })
+    const server = await spawnClusterServer({
+      databaseUrl: database.url,
+      dataDir,
+      speed: 60,
+      token,
+      args: ["--role", role]
+    })
     children.push(server.child)
     return server
   }
@@ -42,12 +48,27 @@ describe.skipIf(databaseUrl === undefined)("servers of role api and controllers 
     const controllers = await serve("controllers")
     assert.match(api.printed(), /role: api/u)
 
-    const project = await call(api.url, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "roles" } })
+    const project = await call(api.url, "POST", "/api/v1/namespaces", {
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: "roles" }
+    })
     assert.strictEqual(project.status, 201, project.text)
-    const job = { apiVersion: `${group}/v1`, kind: "Job", metadata: { name: "through-api", annotations: { "sim.nodus.dev/duration": "1m" } }, spec: { image: "python:3.12" } }
+    const job = {
+      apiVersion: `${group}/v1`,
+      kind: "Job",
+      metadata: { name: "through-api", annotations: { "sim.nodus.dev/duration": "1m" } },
+      spec: { image: "python:3.12" }
+    }
     const created = await call(api.url, "POST", `/apis/${group}/v1/namespaces/roles/jobs`, job)
     assert.strictEqual(created.status, 201, created.text)
-    await eventually("the Job Succeeded", async () => (await call(api.url, "GET", `/apis/${group}/v1/namespaces/roles/jobs/through-api`)).body?.status?.phase === "Succeeded", 90_000)
+    await eventually(
+      "the Job Succeeded",
+      async () =>
+        (await call(api.url, "GET", `/apis/${group}/v1/namespaces/roles/jobs/through-api`)).body?.status?.phase ===
+          "Succeeded",
+      90_000
+    )
 
     // The controllers server took every shard; the api server never joined the cluster.
     await controllers.first(/cluster: runner \S+ took \d+ shards, gave up \d+; holds (\d+) of \d+/u, 1_000)

@@ -5,14 +5,14 @@
  * other server starts it there — from the snapshot: "a box lost for any reason restarts from its latest snapshot
  * wherever it starts". Runs when DATABASE_URL is set.
  */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { createDatabase, databaseUrl } from "../support/Postgres.ts"
-import { alive, callAs, eventually, killNow, printedBy } from "../support/ServerProcess.ts"
 import { removeTree } from "../support/RemoveTree.ts"
+import { alive, callAs, eventually, killNow, printedBy } from "../support/ServerProcess.ts"
 
 const root = join(import.meta.dirname, "..", "..")
 const token = "nds_takeover-test-token-0123456789abcdefghijklmnopq"
@@ -26,15 +26,34 @@ interface Served {
 
 /** `nodus serve` on the local backend and the shared database, plain HTTP on loopback. */
 const serve = async (url: string, dataDir: string): Promise<Served> => {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("NODUS_") && name !== "DATABASE_URL"))
-  const child = spawn(join(root, "node_modules", ".bin", "node"), [join(root, "bin", "nodus.js"), "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0"], {
-    env: { ...env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token, NODUS_SECRET_KEY: "00".repeat(32), DATABASE_URL: url }
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !name.startsWith("NODUS_") && name !== "DATABASE_URL")
+  )
+  const child = spawn(join(root, "node_modules", ".bin", "node"), [
+    join(root, "bin", "nodus.js"),
+    "serve",
+    "--data-dir",
+    dataDir,
+    "--addr",
+    "127.0.0.1:0"
+  ], {
+    env: {
+      ...env,
+      NODUS_TLS: "off",
+      NODUS_BOOTSTRAP_TOKEN: token,
+      NODUS_SECRET_KEY: "00".repeat(32),
+      DATABASE_URL: url
+    }
   })
   return { child, url: await printedBy(child).first(/nodus serving (http:\/\/\S+)/u, 60_000) }
 }
 
 const patchState = (url: string, state: "Running" | "Stopped") =>
-  fetch(`${url}${sandbox}`, { method: "PATCH", headers: { authorization: `Bearer ${token}`, "content-type": "application/merge-patch+json" }, body: JSON.stringify({ spec: { state } }) })
+  fetch(`${url}${sandbox}`, {
+    method: "PATCH",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/merge-patch+json" },
+    body: JSON.stringify({ spec: { state } })
+  })
 
 const statusOf = async (url: string) => (await call(url, "GET", sandbox)).body?.status
 
@@ -60,21 +79,44 @@ describe.skipIf(databaseUrl === undefined)("a Sandbox whose owner is killed", ()
       servers.push(await serve(database.url, dir))
     }
     const [first] = servers
-    assert.strictEqual((await call(first!.url, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "move" } })).status, 201)
+    assert.strictEqual(
+      (await call(first!.url, "POST", "/api/v1/namespaces", {
+        apiVersion: "v1",
+        kind: "Namespace",
+        metadata: { name: "move" }
+      })).status,
+      201
+    )
     // A production database starts with no credits (docs/billing.md): the operator grants some.
     const grant = await fetch(`${first!.url}/apis/nodus.dev/v1/operator/creditgrants`, {
       method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "idempotency-key": "takeover-grant" },
-      body: JSON.stringify({ apiVersion: "nodus.dev/v1", kind: "CreditGrant", metadata: { name: "takeover" }, spec: { amountUSD: "10", source: "Admin" } })
+      headers: {
+        authorization: `Bearer ${token}`,
+        "content-type": "application/json",
+        "idempotency-key": "takeover-grant"
+      },
+      body: JSON.stringify({
+        apiVersion: "nodus.dev/v1",
+        kind: "CreditGrant",
+        metadata: { name: "takeover" },
+        spec: { amountUSD: "10", source: "Admin" }
+      })
     })
     assert.strictEqual(grant.status, 201, await grant.text())
-    const created = await call(first!.url, "POST", "/apis/nodus.dev/v1/namespaces/move/sandboxes", { apiVersion: "nodus.dev/v1", kind: "Sandbox", metadata: { name: "desk" }, spec: { image: "debian:12" } })
+    const created = await call(first!.url, "POST", "/apis/nodus.dev/v1/namespaces/move/sandboxes", {
+      apiVersion: "nodus.dev/v1",
+      kind: "Sandbox",
+      metadata: { name: "desk" },
+      spec: { image: "debian:12" }
+    })
     assert.strictEqual(created.status, 201, created.text)
     await eventually("desk runs", async () => (await statusOf(first!.url))?.phase === "Running", 60_000)
     // The server whose host runs the box takes its commands (another one does not yet forward them: issue 29, item 4).
     let owner: Served | undefined
     for (const server of servers) {
-      const written = await call(server.url, "POST", `${sandbox}/commands`, { command: ["sh", "-c", "echo keep > /workspace/keep.txt"] })
+      const written = await call(server.url, "POST", `${sandbox}/commands`, {
+        command: ["sh", "-c", "echo keep > /workspace/keep.txt"]
+      })
       if (written.status === 200) owner = server
     }
     assert.isDefined(owner, "one of the servers runs the box")
@@ -82,7 +124,8 @@ describe.skipIf(databaseUrl === undefined)("a Sandbox whose owner is killed", ()
     assert.strictEqual((await patchState(other.url, "Stopped")).status, 200)
     await eventually("desk stopped with its snapshot saved", async () => {
       const status = await statusOf(other.url)
-      return status?.phase === "Stopped" && status?.conditions?.some((condition: any) => condition.type === "StateSaved" && condition.status === "True")
+      return status?.phase === "Stopped" &&
+        status?.conditions?.some((condition: any) => condition.type === "StateSaved" && condition.status === "True")
     }, 60_000)
 
     await killNow(owner!.child)
@@ -92,7 +135,9 @@ describe.skipIf(databaseUrl === undefined)("a Sandbox whose owner is killed", ()
       const status = await statusOf(other.url)
       return status?.phase === "Running" && status?.attempt?.epoch >= 2
     }, 90_000)
-    const read = await call(other.url, "POST", `${sandbox}/commands`, { command: ["sh", "-c", "cat /workspace/keep.txt"] })
+    const read = await call(other.url, "POST", `${sandbox}/commands`, {
+      command: ["sh", "-c", "cat /workspace/keep.txt"]
+    })
     assert.strictEqual(read.status, 200, read.text)
     const events = (await call(other.url, "GET", "/api/v1/namespaces/move/events")).text
     assert.strictEqual(read.body.stdout, "keep\n", events)

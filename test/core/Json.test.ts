@@ -3,11 +3,14 @@
 
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { jsonValue } from "../support/Arbitraries.ts"
 import { canonical, equals, isJson, isObject } from "../../src/core/Json.ts"
 import type { Json } from "../../src/core/Json.ts"
+import { jsonValue } from "../support/Arbitraries.ts"
 
-const key = fc.oneof(fc.string({ maxLength: 4 }), fc.constantFrom("__proto__", "constructor", "", "10", "2", "é", "\u{1F600}"))
+const key = fc.oneof(
+  fc.string({ maxLength: 4 }),
+  fc.constantFrom("__proto__", "constructor", "", "10", "2", "é", "\u{1F600}")
+)
 const anyJson = jsonValue(key)
 
 // Values from a tiny domain, so that independently generated pairs are often equal.
@@ -21,7 +24,10 @@ const { value: smallJson } = fc.letrec<{ value: Json }>((tie) => ({
 }))
 
 // Flat objects over two names and two values, so that one often holds a subset of the other's members.
-const flatObject = fc.dictionary(fc.constantFrom("a", "b"), fc.constantFrom<Json>(0, 1), { maxKeys: 2, noNullPrototype: true })
+const flatObject = fc.dictionary(fc.constantFrom("a", "b"), fc.constantFrom<Json>(0, 1), {
+  maxKeys: 2,
+  noNullPrototype: true
+})
 
 // A copy of a value with the members of every object inserted in the order `compare` gives. (Integer-like
 // names always enumerate first in ascending order in JavaScript, whatever the insertion order.)
@@ -90,7 +96,18 @@ describe("Json.equals", () => {
 describe("Json.isJson", () => {
   it("accepts parsed JSON and rejects what JSON cannot express", () => {
     assert.isTrue(isJson(JSON.parse(`{"a":[1,null,"x",{"b":false}]}`)))
-    for (const value of [undefined, Number.NaN, Number.POSITIVE_INFINITY, () => 1, new Date(0), [1, , 2], { a: undefined }, 1n]) {
+    for (
+      const value of [
+        undefined,
+        Number.NaN,
+        Number.POSITIVE_INFINITY,
+        () => 1,
+        new Date(0),
+        [1, , 2],
+        { a: undefined },
+        1n
+      ]
+    ) {
       assert.isFalse(isJson(value))
     }
     const cyclic: Array<unknown> = []

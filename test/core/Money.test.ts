@@ -37,9 +37,12 @@ describe("parseMicroUsd", () => {
     expect(parseMicroUsd(text)).toBe(micro)
   })
 
-  it.each(["1.0000001", "0.1234567", "1e3", "", " 1", "1.", ".5", "abc", "1,5", "Infinity", "0x10"])("refuses %j", (text) => {
-    expect(() => parseMicroUsd(text)).toThrow()
-  })
+  it.each(["1.0000001", "0.1234567", "1e3", "", " 1", "1.", ".5", "abc", "1,5", "Infinity", "0x10"])(
+    "refuses %j",
+    (text) => {
+      expect(() => parseMicroUsd(text)).toThrow()
+    }
+  )
 })
 
 describe("round trips", () => {
@@ -56,9 +59,9 @@ describe("round trips", () => {
   })
 
   it("parse then format gives back canonical text", () => {
-    const canonical = fc.tuple(fc.bigInt({ min: 0n, max: 10n ** 12n }), fc.integer({ min: 0, max: 999_999 })).map(([whole, fraction]) =>
-      fraction === 0 ? `${whole}` : `${whole}.${`${fraction}`.padStart(6, "0").replace(/0+$/u, "")}`
-    )
+    const canonical = fc.tuple(fc.bigInt({ min: 0n, max: 10n ** 12n }), fc.integer({ min: 0, max: 999_999 })).map((
+      [whole, fraction]
+    ) => fraction === 0 ? `${whole}` : `${whole}.${`${fraction}`.padStart(6, "0").replace(/0+$/u, "")}`)
     fc.assert(fc.property(canonical, (text) => {
       expect(formatMicroUsd(parseMicroUsd(text))).toBe(text)
     }))

@@ -20,11 +20,15 @@ const seed = 20_260_301
 const doc = (schema: JsonObject, definitions: JsonObject = {}): SchemaDocument => ({ schema, definitions })
 
 /** `runs` generated values of a document. */
-const samples = (document: SchemaDocument, runs = 200): ReadonlyArray<Json> => fc.sample(arbitraryOf(document), { numRuns: runs, seed })
+const samples = (document: SchemaDocument, runs = 200): ReadonlyArray<Json> =>
+  fc.sample(arbitraryOf(document), { numRuns: runs, seed })
 
 /** Every generated value satisfies the document (by the module's own validator) and `holds`. */
 const allSatisfy = (document: SchemaDocument, holds: (value: Json) => boolean = () => true, runs = 200): void => {
-  fc.assert(fc.property(arbitraryOf(document), (value) => validates(document, document.schema, value) && holds(value)), { numRuns: runs, seed })
+  fc.assert(
+    fc.property(arbitraryOf(document), (value) => validates(document, document.schema, value) && holds(value)),
+    { numRuns: runs, seed }
+  )
 }
 
 const durationPattern = "^(0|(([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(ns|us|µs|ms|s|m|h))+)$"
@@ -40,21 +44,40 @@ const durationField = (bounds: JsonObject): JsonObject => ({
 describe("SchemaArbitrary", () => {
   describe("scalars", () => {
     it("strings match their pattern and length bounds", () => {
-      allSatisfy(doc({ type: "string", pattern: "^[a-z][a-z0-9-]*$", maxLength: 12 }), (value) =>
-        typeof value === "string" && /^[a-z][a-z0-9-]*$/u.test(value) && value.length <= 12)
-      allSatisfy(doc({ type: "string", minLength: 3, maxLength: 5 }), (value) => typeof value === "string" && value.length >= 3 && value.length <= 5)
+      allSatisfy(
+        doc({ type: "string", pattern: "^[a-z][a-z0-9-]*$", maxLength: 12 }),
+        (value) => typeof value === "string" && /^[a-z][a-z0-9-]*$/u.test(value) && value.length <= 12
+      )
+      allSatisfy(
+        doc({ type: "string", minLength: 3, maxLength: 5 }),
+        (value) => typeof value === "string" && value.length >= 3 && value.length <= 5
+      )
     })
 
     it("type: string with the pattern in an allOf member (the Fields.ts shape)", () => {
-      allSatisfy(doc({ type: "string", allOf: [{ pattern: "^/.*$" }], description: "An absolute path." }), (value) =>
-        typeof value === "string" && value.startsWith("/"))
+      allSatisfy(
+        doc({ type: "string", allOf: [{ pattern: "^/.*$" }], description: "An absolute path." }),
+        (value) => typeof value === "string" && value.startsWith("/")
+      )
     })
 
     it("integers and numbers stay within minimum and maximum, exclusive bounds included", () => {
-      allSatisfy(doc({ type: "integer", minimum: 2, maximum: 8 }), (value) => Number.isInteger(value) && (value as number) >= 2 && (value as number) <= 8)
-      allSatisfy(doc({ type: "integer", minimum: 0, maximum: 3, exclusiveMinimum: true, exclusiveMaximum: true }), (value) => value === 1 || value === 2)
-      allSatisfy(doc({ type: "number", minimum: -1.5, maximum: 2.5 }), (value) => typeof value === "number" && value >= -1.5 && value <= 2.5)
-      allSatisfy(doc({ type: "integer", minimum: 1, maximum: Number.MAX_SAFE_INTEGER }), (value) => Number.isSafeInteger(value) && (value as number) >= 1)
+      allSatisfy(
+        doc({ type: "integer", minimum: 2, maximum: 8 }),
+        (value) => Number.isInteger(value) && (value as number) >= 2 && (value as number) <= 8
+      )
+      allSatisfy(
+        doc({ type: "integer", minimum: 0, maximum: 3, exclusiveMinimum: true, exclusiveMaximum: true }),
+        (value) => value === 1 || value === 2
+      )
+      allSatisfy(
+        doc({ type: "number", minimum: -1.5, maximum: 2.5 }),
+        (value) => typeof value === "number" && value >= -1.5 && value <= 2.5
+      )
+      allSatisfy(
+        doc({ type: "integer", minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
+        (value) => Number.isSafeInteger(value) && (value as number) >= 1
+      )
     })
 
     it("booleans, and enums of every type, each value reached", () => {
@@ -92,13 +115,26 @@ describe("SchemaArbitrary", () => {
 
     it("quantities stay at most x-nodus-quantity.maximum; USD amounts have at most six decimals", () => {
       const twoTi = 2 * 2 ** 40
-      allSatisfy(doc({ type: "string", allOf: [{ pattern: quantityPattern, "x-nodus-quantity": { maximum: twoTi } }] }), (value) => {
-        const amount = quantityValue(value as string)
-        return amount !== undefined && amount <= twoTi
-      })
-      allSatisfy(doc({ type: "string", pattern: quantityPattern }), (value) => quantityValue(value as string) !== undefined)
-      allSatisfy(doc({ type: "string", allOf: [{ pattern: usdPattern, "x-nodus-usd": true }] }), (value) => /^(0|[1-9][0-9]*)(\.[0-9]{1,6})?$/u.test(value as string))
-      assert.isTrue(samples(doc({ type: "string", allOf: [{ pattern: usdPattern, "x-nodus-usd": true }] })).some((value) => (value as string).includes(".")))
+      allSatisfy(
+        doc({ type: "string", allOf: [{ pattern: quantityPattern, "x-nodus-quantity": { maximum: twoTi } }] }),
+        (value) => {
+          const amount = quantityValue(value as string)
+          return amount !== undefined && amount <= twoTi
+        }
+      )
+      allSatisfy(
+        doc({ type: "string", pattern: quantityPattern }),
+        (value) => quantityValue(value as string) !== undefined
+      )
+      allSatisfy(
+        doc({ type: "string", allOf: [{ pattern: usdPattern, "x-nodus-usd": true }] }),
+        (value) => /^(0|[1-9][0-9]*)(\.[0-9]{1,6})?$/u.test(value as string)
+      )
+      assert.isTrue(
+        samples(doc({ type: "string", allOf: [{ pattern: usdPattern, "x-nodus-usd": true }] })).some((value) =>
+          (value as string).includes(".")
+        )
+      )
     })
 
     it("patterns fc.stringMatching cannot read (lookaheads) still yield matching strings", () => {
@@ -108,8 +144,14 @@ describe("SchemaArbitrary", () => {
     })
 
     it("decimals stay within x-nodus-decimal bounds", () => {
-      const document = doc({ type: "string", allOf: [{ pattern: "^(0|[1-9][0-9]*)(\\.[0-9]+)?$", "x-nodus-decimal": { minimum: 1, maximum: 10 } }] })
-      allSatisfy(document, (value) => /^(0|[1-9][0-9]*)(\.[0-9]+)?$/u.test(value as string) && Number(value) >= 1 && Number(value) <= 10)
+      const document = doc({
+        type: "string",
+        allOf: [{ pattern: "^(0|[1-9][0-9]*)(\\.[0-9]+)?$", "x-nodus-decimal": { minimum: 1, maximum: 10 } }]
+      })
+      allSatisfy(
+        document,
+        (value) => /^(0|[1-9][0-9]*)(\.[0-9]+)?$/u.test(value as string) && Number(value) >= 1 && Number(value) <= 10
+      )
       assert.isTrue(samples(document).some((value) => (value as string).includes(".")))
     })
 
@@ -119,7 +161,16 @@ describe("SchemaArbitrary", () => {
     })
 
     it("unknown keywords and empty schemas do not crash", () => {
-      allSatisfy(doc({ type: "string", format: "weird", "x-vendor": { a: 1 }, if: { type: "string" }, discriminator: { propertyName: "x" } }), (value) => typeof value === "string")
+      allSatisfy(
+        doc({
+          type: "string",
+          format: "weird",
+          "x-vendor": { a: 1 },
+          if: { type: "string" },
+          discriminator: { propertyName: "x" }
+        }),
+        (value) => typeof value === "string"
+      )
       assert.lengthOf(samples(doc({})), 200)
       allSatisfy(doc({ type: "string", format: "date-time" }), (value) => !Number.isNaN(Date.parse(value as string)))
     })
@@ -127,10 +178,16 @@ describe("SchemaArbitrary", () => {
 
   describe("arrays and objects", () => {
     it("arrays respect minItems, maxItems, items and uniqueItems", () => {
-      allSatisfy(doc({ type: "array", items: { type: "string", minLength: 1 }, minItems: 1, maxItems: 8 }), (value) =>
-        isArray(value) && value.length >= 1 && value.length <= 8 && value.every((item) => typeof item === "string" && item.length > 0))
-      allSatisfy(doc({ type: "array", items: { type: "integer", minimum: 0, maximum: 3 }, uniqueItems: true }), (value) =>
-        isArray(value) && new Set(value).size === value.length)
+      allSatisfy(
+        doc({ type: "array", items: { type: "string", minLength: 1 }, minItems: 1, maxItems: 8 }),
+        (value) =>
+          isArray(value) && value.length >= 1 && value.length <= 8 &&
+          value.every((item) => typeof item === "string" && item.length > 0)
+      )
+      allSatisfy(
+        doc({ type: "array", items: { type: "integer", minimum: 0, maximum: 3 }, uniqueItems: true }),
+        (value) => isArray(value) && new Set(value).size === value.length
+      )
     })
 
     it("objects: required members always, optional ones sometimes, nothing undeclared", () => {
@@ -140,7 +197,12 @@ describe("SchemaArbitrary", () => {
         required: ["name"],
         additionalProperties: true
       })
-      allSatisfy(document, (value) => isObject(value) && typeof value["name"] === "string" && Object.keys(value).every((key) => ["name", "size", "tag"].includes(key)))
+      allSatisfy(
+        document,
+        (value) =>
+          isObject(value) && typeof value["name"] === "string" &&
+          Object.keys(value).every((key) => ["name", "size", "tag"].includes(key))
+      )
       const generated = samples(document) as ReadonlyArray<JsonObject>
       for (const key of ["size", "tag"]) {
         assert.isTrue(generated.some((value) => Object.hasOwn(value, key)), `${key} sometimes present`)
@@ -149,22 +211,47 @@ describe("SchemaArbitrary", () => {
     })
 
     it("objects stay small: a few optional members each", () => {
-      const properties = Object.fromEntries(Array.from({ length: 30 }, (_, index) => [`f${index}`, { type: "integer" }]))
+      const properties = Object.fromEntries(
+        Array.from({ length: 30 }, (_, index) => [`f${index}`, { type: "integer" }])
+      )
       allSatisfy(doc({ type: "object", properties }), (value) => isObject(value) && Object.keys(value).length <= 4)
     })
 
     it("maps: additionalProperties with propertyNames", () => {
-      const document = doc({ type: "object", additionalProperties: { type: "integer", minimum: 0 }, propertyNames: { pattern: "^[a-z]{1,4}$" } })
-      allSatisfy(document, (value) => isObject(value) && Object.entries(value).every(([key, member]) => /^[a-z]{1,4}$/u.test(key) && (member as number) >= 0))
+      const document = doc({
+        type: "object",
+        additionalProperties: { type: "integer", minimum: 0 },
+        propertyNames: { pattern: "^[a-z]{1,4}$" }
+      })
+      allSatisfy(
+        document,
+        (value) =>
+          isObject(value) &&
+          Object.entries(value).every(([key, member]) => /^[a-z]{1,4}$/u.test(key) && (member as number) >= 0)
+      )
       assert.isTrue(samples(document).some((value) => isObject(value) && Object.keys(value).length > 0))
     })
 
     it("$ref to components, and the allOf [$ref] + description wrapper", () => {
       const definitions = {
-        Port: { type: "object", properties: { port: { type: "integer", minimum: 1, maximum: 65535 } }, required: ["port"] },
-        Service: { type: "object", properties: { ports: { type: "array", items: { $ref: "#/components/schemas/Port" } }, main: { $ref: "#/components/schemas/Port" } }, required: ["main"] }
+        Port: {
+          type: "object",
+          properties: { port: { type: "integer", minimum: 1, maximum: 65535 } },
+          required: ["port"]
+        },
+        Service: {
+          type: "object",
+          properties: {
+            ports: { type: "array", items: { $ref: "#/components/schemas/Port" } },
+            main: { $ref: "#/components/schemas/Port" }
+          },
+          required: ["main"]
+        }
       }
-      const document = doc({ allOf: [{ $ref: "#/components/schemas/Service" }], description: "The service." }, definitions)
+      const document = doc(
+        { allOf: [{ $ref: "#/components/schemas/Service" }], description: "The service." },
+        definitions
+      )
       allSatisfy(document, (value) => {
         if (!isObject(value) || !isObject(value["main"])) return false
         const port = value["main"]["port"]
@@ -175,10 +262,17 @@ describe("SchemaArbitrary", () => {
     it("oneOf of required groups: exactly one of the named fields, each reached", () => {
       const document = doc({
         type: "object",
-        properties: { image: { type: "string", minLength: 1 }, imageRef: { type: "string", minLength: 1 }, args: { type: "array", items: { type: "string" } } },
+        properties: {
+          image: { type: "string", minLength: 1 },
+          imageRef: { type: "string", minLength: 1 },
+          args: { type: "array", items: { type: "string" } }
+        },
         allOf: [{ oneOf: [{ required: ["image"] }, { required: ["imageRef"] }] }]
       })
-      allSatisfy(document, (value) => isObject(value) && Object.hasOwn(value, "image") !== Object.hasOwn(value, "imageRef"))
+      allSatisfy(
+        document,
+        (value) => isObject(value) && Object.hasOwn(value, "image") !== Object.hasOwn(value, "imageRef")
+      )
       const generated = samples(document) as ReadonlyArray<JsonObject>
       assert.isTrue(generated.some((value) => Object.hasOwn(value, "image")))
       assert.isTrue(generated.some((value) => Object.hasOwn(value, "imageRef")))
@@ -188,22 +282,43 @@ describe("SchemaArbitrary", () => {
       const forms = ["volume", "output", "bucket", "url", "fromWorkspace", "fromStage"]
       const document = doc({
         type: "object",
-        properties: { name: { type: "string" }, ...Object.fromEntries(forms.map((form) => [form, { type: "object", properties: { name: { type: "string" } }, required: ["name"] }])) },
+        properties: {
+          name: { type: "string" },
+          ...Object.fromEntries(
+            forms.map((
+              form
+            ) => [form, { type: "object", properties: { name: { type: "string" } }, required: ["name"] }])
+          )
+        },
         required: ["name"],
         allOf: [{ oneOf: forms.map((form) => ({ required: [form] })), description: "An input." }]
       })
-      allSatisfy(document, (value) => isObject(value) && forms.filter((form) => Object.hasOwn(value, form)).length === 1)
-      const reached = new Set(samples(document).flatMap((value) => forms.filter((form) => isObject(value) && Object.hasOwn(value, form))))
+      allSatisfy(
+        document,
+        (value) => isObject(value) && forms.filter((form) => Object.hasOwn(value, form)).length === 1
+      )
+      const reached = new Set(
+        samples(document).flatMap((value) => forms.filter((form) => isObject(value) && Object.hasOwn(value, form)))
+      )
       assert.sameMembers([...reached], forms)
     })
 
     it("not: {required: [a, b]}: never both", () => {
       const document = doc({
         type: "object",
-        properties: { activeDeadlineSeconds: { type: "integer", minimum: 1 }, timeout: durationField({}), image: { type: "string" } },
+        properties: {
+          activeDeadlineSeconds: { type: "integer", minimum: 1 },
+          timeout: durationField({}),
+          image: { type: "string" }
+        },
         allOf: [{ not: { required: ["activeDeadlineSeconds", "timeout"] } }]
       })
-      allSatisfy(document, (value) => isObject(value) && !(Object.hasOwn(value, "activeDeadlineSeconds") && Object.hasOwn(value, "timeout")), 500)
+      allSatisfy(
+        document,
+        (value) =>
+          isObject(value) && !(Object.hasOwn(value, "activeDeadlineSeconds") && Object.hasOwn(value, "timeout")),
+        500
+      )
       const generated = samples(document, 500) as ReadonlyArray<JsonObject>
       assert.isTrue(generated.some((value) => Object.hasOwn(value, "activeDeadlineSeconds")))
       assert.isTrue(generated.some((value) => Object.hasOwn(value, "timeout")))
@@ -214,7 +329,13 @@ describe("SchemaArbitrary", () => {
         type: "array",
         items: { anyOf: [{ type: "string", minLength: 1 }, { $ref: "#/components/schemas/SecretMount" }] },
         minItems: 1
-      }, { SecretMount: { type: "object", properties: { name: { type: "string", minLength: 1 }, version: { type: "integer", minimum: 1 } }, required: ["name"] } })
+      }, {
+        SecretMount: {
+          type: "object",
+          properties: { name: { type: "string", minLength: 1 }, version: { type: "integer", minimum: 1 } },
+          required: ["name"]
+        }
+      })
       allSatisfy(document)
       const items = samples(document).flatMap((value) => (isArray(value) ? value : []))
       assert.isTrue(items.some((item) => typeof item === "string"))
@@ -222,10 +343,27 @@ describe("SchemaArbitrary", () => {
     })
 
     it("recursive schemas stop at maxDepth", () => {
-      const definitions = { Tree: { type: "object", properties: { label: { type: "string" }, children: { type: "array", items: { $ref: "#/components/schemas/Tree" } } }, required: ["label"] } }
+      const definitions = {
+        Tree: {
+          type: "object",
+          properties: {
+            label: { type: "string" },
+            children: { type: "array", items: { $ref: "#/components/schemas/Tree" } }
+          },
+          required: ["label"]
+        }
+      }
       const document = doc({ $ref: "#/components/schemas/Tree" }, definitions)
-      const depthOf = (value: Json): number => (isArray(value) || isObject(value) ? 1 + Math.max(0, ...Object.values(value).map(depthOf)) : 0)
-      fc.assert(fc.property(arbitraryOf(document, { maxDepth: 3 }), (value) => validates(document, document.schema, value) && depthOf(value) <= 5), { numRuns: 200, seed })
+      const depthOf = (
+        value: Json
+      ): number => (isArray(value) || isObject(value) ? 1 + Math.max(0, ...Object.values(value).map(depthOf)) : 0)
+      fc.assert(
+        fc.property(
+          arbitraryOf(document, { maxDepth: 3 }),
+          (value) => validates(document, document.schema, value) && depthOf(value) <= 5
+        ),
+        { numRuns: 200, seed }
+      )
     })
   })
 
@@ -250,23 +388,39 @@ describe("SchemaArbitrary", () => {
     }
     const without = (schema: Json, keywords: ReadonlyArray<string>): Json => {
       if (!isObject(schema)) return schema
-      return Object.fromEntries(Object.entries(schema)
-        .filter(([key]) => !keywords.includes(key))
-        .map(([key, member]) => [key, ["allOf", "anyOf", "oneOf"].includes(key) && isArray(member) ? member.map((inner) => without(inner, keywords)) : member]))
+      return Object.fromEntries(
+        Object.entries(schema)
+          .filter(([key]) => !keywords.includes(key))
+          .map(([key, member]) => [
+            key,
+            ["allOf", "anyOf", "oneOf"].includes(key) && isArray(member)
+              ? member.map((inner) => without(inner, keywords))
+              : member
+          ])
+      )
     }
 
     /** Each violation of a leaf document: the leaf fails the schema, and passes it once the rule's keywords are removed. */
     const breaksExactly = (schema: JsonObject, rules: ReadonlyArray<string>, definitions: JsonObject = {}): void => {
       const document = doc(schema, definitions)
       const seen = new Set<string>()
-      fc.assert(fc.property(arbitraryOf(document), (value) => {
-        for (const violation of violationsOf(document, value).filter((found) => found.path.length === 0)) {
-          seen.add(violation.rule)
-          assert.isFalse(validates(document, schema, violation.value), `${violation.rule}: ${JSON.stringify(violation.value)} still valid`)
-          const relaxed = without(schema, keywordsOf[violation.rule] ?? [])
-          assert.isTrue(validates(document, relaxed, violation.value), `${violation.rule}: ${JSON.stringify(violation.value)} breaks more than its rule`)
-        }
-      }), { numRuns: 100, seed })
+      fc.assert(
+        fc.property(arbitraryOf(document), (value) => {
+          for (const violation of violationsOf(document, value).filter((found) => found.path.length === 0)) {
+            seen.add(violation.rule)
+            assert.isFalse(
+              validates(document, schema, violation.value),
+              `${violation.rule}: ${JSON.stringify(violation.value)} still valid`
+            )
+            const relaxed = without(schema, keywordsOf[violation.rule] ?? [])
+            assert.isTrue(
+              validates(document, relaxed, violation.value),
+              `${violation.rule}: ${JSON.stringify(violation.value)} breaks more than its rule`
+            )
+          }
+        }),
+        { numRuns: 100, seed }
+      )
       assert.sameMembers([...seen], [...rules])
     }
 
@@ -287,11 +441,19 @@ describe("SchemaArbitrary", () => {
     })
 
     it("not: {pattern}: a string the forbidden pattern matches", () => {
-      breaksExactly({ type: "string", pattern: "^[A-Za-z_][A-Za-z0-9_]*$", allOf: [{ not: { pattern: "^PLATFORM_" } }] }, ["pattern", "not-pattern"])
+      breaksExactly({
+        type: "string",
+        pattern: "^[A-Za-z_][A-Za-z0-9_]*$",
+        allOf: [{ not: { pattern: "^PLATFORM_" } }]
+      }, ["pattern", "not-pattern"])
     })
 
     it("durations just outside their bounds, still durations", () => {
-      breaksExactly(durationField({ minimumMs: 300_000, maximumMs: 3_600_000 }), ["pattern", "duration-minimum", "duration-maximum"])
+      breaksExactly(durationField({ minimumMs: 300_000, maximumMs: 3_600_000 }), [
+        "pattern",
+        "duration-minimum",
+        "duration-maximum"
+      ])
       breaksExactly(durationField({ maximumMs: 1_200_000 }), ["pattern", "duration-maximum"])
       const document = doc(durationField({ minimumMs: 300_000, maximumMs: 3_600_000 }))
       const violations = violationsOf(document, "15m")
@@ -300,19 +462,30 @@ describe("SchemaArbitrary", () => {
     })
 
     it("quantities above their maximum", () => {
-      breaksExactly({ type: "string", allOf: [{ pattern: quantityPattern, "x-nodus-quantity": { maximum: 2 * 2 ** 40 } }] }, ["pattern", "quantity-maximum"])
+      breaksExactly({
+        type: "string",
+        allOf: [{ pattern: quantityPattern, "x-nodus-quantity": { maximum: 2 * 2 ** 40 } }]
+      }, ["pattern", "quantity-maximum"])
     })
 
     it("decimals just outside their bounds, still decimals", () => {
-      breaksExactly({ type: "string", allOf: [{ pattern: "^(0|[1-9][0-9]*)(\\.[0-9]+)?$", "x-nodus-decimal": { minimum: 1, maximum: 10 } }] }, ["pattern", "decimal-minimum", "decimal-maximum"])
+      breaksExactly({
+        type: "string",
+        allOf: [{ pattern: "^(0|[1-9][0-9]*)(\\.[0-9]+)?$", "x-nodus-decimal": { minimum: 1, maximum: 10 } }]
+      }, ["pattern", "decimal-minimum", "decimal-maximum"])
     })
 
     it("arrays: one longer than maxItems, one shorter than minItems", () => {
-      breaksExactly({ type: "array", items: { type: "string", minLength: 1 }, minItems: 1, maxItems: 4 }, ["minItems", "maxItems"])
+      breaksExactly({ type: "array", items: { type: "string", minLength: 1 }, minItems: 1, maxItems: 4 }, [
+        "minItems",
+        "maxItems"
+      ])
     })
 
     it("anyOf leaves: the mutation fails every alternative", () => {
-      const interval = { anyOf: [{ type: "string", enum: ["auto"] }, durationField({ minimumMs: 60_000, maximumMs: 21_600_000 })] }
+      const interval = {
+        anyOf: [{ type: "string", enum: ["auto"] }, durationField({ minimumMs: 60_000, maximumMs: 21_600_000 })]
+      }
       const document = doc(interval)
       const auto = violationsOf(document, "auto")
       assert.isAbove(auto.length, 0)
@@ -323,7 +496,11 @@ describe("SchemaArbitrary", () => {
 
     it("nested leaves: paths through objects and arrays; setAt changes only that leaf", () => {
       const definitions = {
-        EnvVar: { type: "object", properties: { name: { type: "string", pattern: "^[A-Za-z_][A-Za-z0-9_]*$" }, value: { type: "string" } }, required: ["name"] }
+        EnvVar: {
+          type: "object",
+          properties: { name: { type: "string", pattern: "^[A-Za-z_][A-Za-z0-9_]*$" }, value: { type: "string" } },
+          required: ["name"]
+        }
       }
       const document = doc({
         type: "object",
@@ -336,12 +513,23 @@ describe("SchemaArbitrary", () => {
       assert.isTrue(validates(document, document.schema, value))
       const violations = violationsOf(document, value)
       const keys = violations.map((violation) => `${violation.path.join("/")} ${violation.rule}`)
-      assert.includeMembers(keys, ["env maxItems", "env/0/name pattern", "env/1/name pattern", "recovery/maxAttempts minimum", "recovery/maxAttempts maximum"])
+      assert.includeMembers(keys, [
+        "env maxItems",
+        "env/0/name pattern",
+        "env/1/name pattern",
+        "recovery/maxAttempts minimum",
+        "recovery/maxAttempts maximum"
+      ])
       for (const violation of violations) {
         const mutated = setAt(value, violation.path, violation.value)
         assert.isFalse(validates(document, document.schema, mutated), keys.join(", "))
         const changed = pathsIn(mutated).filter((path) => !path.join("/").startsWith(violation.path.join("/")))
-        for (const path of changed) assert.isTrue(pathsIn(value).some((other) => other.join("/") === path.join("/")), `only ${violation.path.join("/")} changed`)
+        for (const path of changed) {
+          assert.isTrue(
+            pathsIn(value).some((other) => other.join("/") === path.join("/")),
+            `only ${violation.path.join("/")} changed`
+          )
+        }
       }
       const maxItems = violations.find((violation) => violation.rule === "maxItems")
       assert.isTrue(maxItems !== undefined && isArray(maxItems.value) && maxItems.value.length === 4)
@@ -350,13 +538,22 @@ describe("SchemaArbitrary", () => {
     it("a bound from one alternative of an object's oneOf names that object as its context", () => {
       const document = doc({
         type: "object",
-        properties: { volume: { type: "string", minLength: 1 }, ephemeral: { type: "boolean" }, size: { type: "integer", minimum: 1 } },
+        properties: {
+          volume: { type: "string", minLength: 1 },
+          ephemeral: { type: "boolean" },
+          size: { type: "integer", minimum: 1 }
+        },
         oneOf: [
           { required: ["volume"], not: { required: ["ephemeral"], properties: { ephemeral: { enum: [true] } } } },
           { required: ["ephemeral"], properties: { ephemeral: { enum: [true] } }, not: { required: ["volume"] } }
         ]
       })
-      allSatisfy(document, (value) => isObject(value) && (Object.hasOwn(value, "volume") ? value["ephemeral"] !== true : value["ephemeral"] === true))
+      allSatisfy(
+        document,
+        (value) =>
+          isObject(value) &&
+          (Object.hasOwn(value, "volume") ? value["ephemeral"] !== true : value["ephemeral"] === true)
+      )
       const violations = violationsOf(document, { ephemeral: true, size: 2 })
       assert.deepInclude(violations, { path: ["ephemeral"], value: false, rule: "enum", context: [] })
       const size = violations.find((violation) => violation.path[0] === "size")
@@ -365,11 +562,20 @@ describe("SchemaArbitrary", () => {
     })
 
     it("accepts: the items that make an array too long are ones the whole value accepts", () => {
-      const document = doc({ type: "object", properties: { names: { type: "array", items: { type: "string", minLength: 1 }, maxItems: 3 } } })
-      const lowercase = (value: Json): boolean => isObject(value) && isArray(value["names"]) && value["names"].every((name) => /^[a-z]+$/u.test(name as string))
-      const [violation] = violationsOf(document, { names: ["a"] }, { accepts: lowercase }).filter((found) => found.rule === "maxItems")
+      const document = doc({
+        type: "object",
+        properties: { names: { type: "array", items: { type: "string", minLength: 1 }, maxItems: 3 } }
+      })
+      const lowercase = (value: Json): boolean =>
+        isObject(value) && isArray(value["names"]) && value["names"].every((name) => /^[a-z]+$/u.test(name as string))
+      const [violation] = violationsOf(document, { names: ["a"] }, { accepts: lowercase }).filter((found) =>
+        found.rule === "maxItems"
+      )
       assert.isDefined(violation)
-      assert.isTrue(isArray(violation!.value) && violation!.value.length === 4 && lowercase({ names: violation!.value }), JSON.stringify(violation))
+      assert.isTrue(
+        isArray(violation!.value) && violation!.value.length === 4 && lowercase({ names: violation!.value }),
+        JSON.stringify(violation)
+      )
     })
 
     it("setAt: immutable, through arrays and objects, creating missing members", () => {

@@ -29,7 +29,12 @@ describe("durations", () => {
   it("formats whole milliseconds as the shortest Go text, which reads back the same", () => {
     assert.strictEqual(formatDurationMs(90_000), "1m30s")
     assert.strictEqual(formatDurationMs(0), "0s")
-    fc.assert(fc.property(fc.integer({ min: 0, max: 10 * 365 * 86_400_000 }), (milliseconds) => parseDurationMs(formatDurationMs(milliseconds)) === milliseconds))
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 10 * 365 * 86_400_000 }),
+        (milliseconds) => parseDurationMs(formatDurationMs(milliseconds)) === milliseconds
+      )
+    )
   })
 })
 

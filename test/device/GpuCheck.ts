@@ -15,7 +15,14 @@ const token = "nds_gpu-check-token-0123456789abcdefghijklmnopqrstuv"
 const root = join(import.meta.dirname, "..", "..")
 const dataDir = mkdtempSync(join(tmpdir(), "nodus-gpu-check-"))
 
-const server = spawn(process.execPath, [join(root, "bin", "nodus.js"), "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0"], {
+const server = spawn(process.execPath, [
+  join(root, "bin", "nodus.js"),
+  "serve",
+  "--data-dir",
+  dataDir,
+  "--addr",
+  "127.0.0.1:0"
+], {
   env: { ...process.env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: token }
 })
 const serverLog = printedBy(server)
@@ -23,7 +30,8 @@ const url = await serverLog.first(/nodus serving (http:\/\/\S+)/u, 90_000)
 const callAdmin = callAs(token)
 const call = (method: string, path: string, body?: unknown) => callAdmin(url, method, path, body)
 
-const save = (name: string, value: unknown) => writeFileSync(join(out, name), typeof value === "string" ? value : JSON.stringify(value, null, 2))
+const save = (name: string, value: unknown) =>
+  writeFileSync(join(out, name), typeof value === "string" ? value : JSON.stringify(value, null, 2))
 
 /** What a box sees of GPUs: its device nodes, nvidia-smi, and the CUDA driver's device count and first name. */
 const probe = [
@@ -34,14 +42,24 @@ const probe = [
 ].join("; ")
 
 const job = (name: string, gpus: number) => ({
-  apiVersion: "nodus.dev/v1", kind: "Job", metadata: { name },
-  spec: { image: "debian:12", command: ["sh", "-c", probe], ...(gpus === 0 ? {} : { resources: { gpu: { count: gpus } } }) }
+  apiVersion: "nodus.dev/v1",
+  kind: "Job",
+  metadata: { name },
+  spec: {
+    image: "debian:12",
+    command: ["sh", "-c", probe],
+    ...(gpus === 0 ? {} : { resources: { gpu: { count: gpus } } })
+  }
 })
 
 const jobs = "/apis/nodus.dev/v1/namespaces/gpu/jobs"
 let failed = false
 try {
-  console.log("namespace", (await call("POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "gpu" } })).status)
+  console.log(
+    "namespace",
+    (await call("POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "gpu" } }))
+      .status
+  )
   for (const [name, gpus] of [["with-gpu", 1], ["without-gpu", 0]] as const) {
     const created = await call("POST", jobs, job(name, gpus))
     console.log("create", name, created.status, created.status === 201 ? "" : created.text)
@@ -67,7 +85,10 @@ try {
   // The local Node is no Node object: its capacity shows as its offerings (`local`, `local-gpu<N>`).
   const offerings = (await call("GET", "/apis/nodus.dev/v1/offerings")).body
   save("offerings.json", offerings)
-  console.log("offerings", JSON.stringify(offerings?.items?.map((offering: any) => [offering.metadata.name, offering.spec?.accelerator])))
+  console.log(
+    "offerings",
+    JSON.stringify(offerings?.items?.map((offering: any) => [offering.metadata.name, offering.spec?.accelerator]))
+  )
 } finally {
   server.kill("SIGTERM")
   save("server.log", serverLog.output())

@@ -8,15 +8,20 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
 import { Store, StoreError } from "../../src/store/Store.ts"
-import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 import { createJob, createProject, jobPath, v1 } from "../apiserver/api/Support.ts"
+import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 
 /** A memory store whose commits fail while `killed` holds for them: what a crash in the middle of a write leaves. */
 const breakableStore = (killed: (ops: Parameters<Store["Service"]["commit"]>[0]) => boolean) =>
-  Layer.effect(Store, Effect.map(MemoryStore.make, (inner): Store["Service"] => ({
-    ...inner,
-    commit: (ops) => (killed(ops) ? Effect.fail(new StoreError({ message: "killed in the middle of the write" })) : inner.commit(ops))
-  })))
+  Layer.effect(
+    Store,
+    Effect.map(MemoryStore.make, (inner): Store["Service"] => ({
+      ...inner,
+      commit: (ops) => (killed(ops)
+        ? Effect.fail(new StoreError({ message: "killed in the middle of the write" }))
+        : inner.commit(ops))
+    }))
+  )
 
 describe("durable events", () => {
   let server: TestServer
@@ -26,7 +31,8 @@ describe("durable events", () => {
   beforeAll(async () => {
     // Killed: any write that records job.succeeded (its status, its Event and its outbox record are one commit).
     const store = breakableStore((ops) => {
-      const finishing = killing && ops.some((op) => op._tag === "PutRecord" && JSON.stringify(op.value).includes("\"job.succeeded\""))
+      const finishing = killing &&
+        ops.some((op) => op._tag === "PutRecord" && JSON.stringify(op.value).includes("\"job.succeeded\""))
       if (finishing) killedWrites++
       return finishing
     })
@@ -40,8 +46,11 @@ describe("durable events", () => {
     assert.strictEqual(reply.status, 200, reply.text)
   }
   const events = async (job: string) =>
-    (await request(server, "GET", `/api/v1/namespaces/durable/events`)).body.items.filter((event: any) => event.involvedObject.name === job).map((event: any) => event.reason)
-  const outbox = async (uid: string) => (await server.streamed()).filter((entry) => entry.data.object.metadata.uid === uid).map((entry) => entry.type)
+    (await request(server, "GET", `/api/v1/namespaces/durable/events`)).body.items.filter((event: any) =>
+      event.involvedObject.name === job
+    ).map((event: any) => event.reason)
+  const outbox = async (uid: string) =>
+    (await server.streamed()).filter((entry) => entry.data.object.metadata.uid === uid).map((entry) => entry.type)
 
   it("no event without its change, and no change without its event", async () => {
     const job = await createJob(server, "durable", "killed", { annotations: { "sim.nodus.dev/duration": "10m" } })
@@ -59,6 +68,8 @@ describe("durable events", () => {
     await advance("10m")
     assert.strictEqual((await request(server, "GET", jobPath("durable", "killed"))).body.status.phase, "Succeeded")
     assert.deepStrictEqual((await events("killed")).filter((reason: string) => reason === "Completed"), ["Completed"])
-    assert.deepStrictEqual((await outbox(job.metadata.uid)).filter((type) => type === "job.succeeded"), ["job.succeeded"])
+    assert.deepStrictEqual((await outbox(job.metadata.uid)).filter((type) => type === "job.succeeded"), [
+      "job.succeeded"
+    ])
   })
 })

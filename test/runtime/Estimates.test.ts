@@ -11,15 +11,21 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Layer, Option } from "effect"
 import { simRunSampler } from "../../src/backends/sim/RunSampler.ts"
 import { sampledPartOf } from "../../src/core/kinds/job/JobSampling.ts"
-import { EstimateSampler, EstimateSamplerError } from "../../src/runtime/EstimateSampler.ts"
 import { Estimates } from "../../src/runtime/Estimates.ts"
+import { EstimateSampler, EstimateSamplerError } from "../../src/runtime/EstimateSampler.ts"
 import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 
 let calls = 0
 // A stand-in estimator whose answer changes on every call, as prices and validUntil will.
-const counting = Layer.succeed(Estimates, Estimates.of({
-  estimate: (ref, object) => Effect.sync(() => Option.some({ estimate: { kind: ref.info.kind, name: object.metadata.name, call: ++calls }, blocking: [] }))
-}))
+const counting = Layer.succeed(
+  Estimates,
+  Estimates.of({
+    estimate: (ref, object) =>
+      Effect.sync(() =>
+        Option.some({ estimate: { kind: ref.info.kind, name: object.metadata.name, call: ++calls }, blocking: [] })
+      )
+  })
+)
 
 describe("estimates on create", () => {
   let server: TestServer
@@ -34,14 +40,23 @@ describe("estimates on create", () => {
   it("a dry run and a real create both carry status.estimate, and the dry-run ETag binds the create", async () => {
     const dry = await request(server, "POST", "/apis/nodus.dev/v1/namespaces/est/jobs?dryRun=All", { body: job })
     assert.strictEqual(dry.status, 201, dry.text)
-    assert.deepStrictEqual({ kind: dry.body.status.estimate.kind, name: dry.body.status.estimate.name }, { kind: "Job", name: "j" })
+    assert.deepStrictEqual({ kind: dry.body.status.estimate.kind, name: dry.body.status.estimate.name }, {
+      kind: "Job",
+      name: "j"
+    })
     const etag = dry.headers.get("etag")!
     assert.match(etag, /^"dryrun\./u)
-    const created = await request(server, "POST", "/apis/nodus.dev/v1/namespaces/est/jobs", { body: job, headers: { "if-match": etag } })
+    const created = await request(server, "POST", "/apis/nodus.dev/v1/namespaces/est/jobs", {
+      body: job,
+      headers: { "if-match": etag }
+    })
     assert.strictEqual(created.status, 201, created.text)
     assert.strictEqual(created.body.status.estimate.kind, "Job")
     assert.notStrictEqual(created.body.status.estimate.call, dry.body.status.estimate.call)
-    const other = await request(server, "POST", "/apis/nodus.dev/v1/namespaces/est/jobs", { body: { ...job, metadata: { name: "k" } }, headers: { "if-match": etag } })
+    const other = await request(server, "POST", "/apis/nodus.dev/v1/namespaces/est/jobs", {
+      body: { ...job, metadata: { name: "k" } },
+      headers: { "if-match": etag }
+    })
     assert.strictEqual(other.status, 412, other.text)
     assert.strictEqual(other.body.reason, "PreconditionFailed")
   })
@@ -53,7 +68,9 @@ describe("the Job estimator", () => {
   beforeAll(async () => {
     server = await startTestServer()
     broke = await startTestServer({ starterCreditsMicro: 0n })
-    for (const target of [server, broke]) await request(target, "POST", "/api/v1/namespaces", { body: { metadata: { name: "est" } } })
+    for (const target of [server, broke]) {
+      await request(target, "POST", "/api/v1/namespaces", { body: { metadata: { name: "est" } } })
+    }
   })
   afterAll(async () => {
     await server.stop()
@@ -64,11 +81,18 @@ describe("the Job estimator", () => {
     apiVersion: "nodus.dev/v1",
     kind: "Job",
     metadata: { name },
-    spec: { image: "ghcr.io/acme/train:1", resources: { gpu: { type: ["H100"], count: 8 } }, expectedDuration: "6h", ...spec }
+    spec: {
+      image: "ghcr.io/acme/train:1",
+      resources: { gpu: { type: ["H100"], count: 8 } },
+      expectedDuration: "6h",
+      ...spec
+    }
   })
 
   it("a dry run carries every estimate field, and a create with the starter credits is admitted", async () => {
-    const dry = await request(server, "POST", "/apis/nodus.dev/v1/namespaces/est/jobs?dryRun=All", { body: job("train", { completions: 2, parallelism: 2 }) })
+    const dry = await request(server, "POST", "/apis/nodus.dev/v1/namespaces/est/jobs?dryRun=All", {
+      body: job("train", { completions: 2, parallelism: 2 })
+    })
     assert.strictEqual(dry.status, 201, dry.text)
     const estimate = dry.body.status.estimate
     assert.strictEqual(estimate.pricebookVersion, "nodus-2026-11.1")
@@ -81,7 +105,9 @@ describe("the Job estimator", () => {
     assert.isString(estimate.placementPreview.offering)
     assert.isDefined(estimate.placementPreview.explain)
     assert.isUndefined(estimate.blockingReasons)
-    const created = await request(server, "POST", "/apis/nodus.dev/v1/namespaces/est/jobs", { body: job("train", { completions: 2, parallelism: 2 }) })
+    const created = await request(server, "POST", "/apis/nodus.dev/v1/namespaces/est/jobs", {
+      body: job("train", { completions: 2, parallelism: 2 })
+    })
     assert.strictEqual(created.status, 201, created.text)
     assert.strictEqual(created.body.status.estimate.costUSD.p50, estimate.costUSD.p50)
   })
@@ -90,7 +116,9 @@ describe("the Job estimator", () => {
     const capped = job("capped", { maxCostUSD: "1.00" })
     const dry = await request(server, "POST", "/apis/nodus.dev/v1/namespaces/est/jobs?dryRun=All", { body: capped })
     assert.strictEqual(dry.status, 201, dry.text)
-    assert.deepStrictEqual(dry.body.status.estimate.blockingReasons.map((reason: { code: string }) => reason.code), ["BudgetExceeded"])
+    assert.deepStrictEqual(dry.body.status.estimate.blockingReasons.map((reason: { code: string }) => reason.code), [
+      "BudgetExceeded"
+    ])
     const refused = await request(server, "POST", "/apis/nodus.dev/v1/namespaces/est/jobs", { body: capped })
     assert.strictEqual(refused.body.kind, "Status", refused.text)
     assert.strictEqual(refused.body.reason, "BudgetExceeded")
@@ -115,24 +143,29 @@ const jobOf = (name: string, spec: Record<string, unknown>) => ({
   spec: { image: "ghcr.io/acme/train:1", resources: { gpu: { type: ["A10"] } }, expectedDuration: "2h", ...spec }
 })
 
-const dryRun = (server: TestServer, body: unknown) => request(server, "POST", "/apis/nodus.dev/v1/namespaces/est/jobs?dryRun=All", { body })
+const dryRun = (server: TestServer, body: unknown) =>
+  request(server, "POST", "/apis/nodus.dev/v1/namespaces/est/jobs?dryRun=All", { body })
 
 describe("the sampled runs are reused", () => {
   // The simulator's sampler in process, behind a gate the test opens, counting what it samples.
   let sampled: Array<string> = []
   let gate: Deferred.Deferred<void> | undefined
   let failNext = false
-  const sampler = Layer.succeed(EstimateSampler, EstimateSampler.of({
-    sample: (request) => Effect.gen(function*() {
-      sampled.push(request.seed)
-      if (gate !== undefined) yield* Deferred.await(gate)
-      if (failNext) {
-        failNext = false
-        return yield* new EstimateSamplerError({ message: "the test failed this sampling" })
-      }
-      return sampledPartOf(request, simRunSampler)
+  const sampler = Layer.succeed(
+    EstimateSampler,
+    EstimateSampler.of({
+      sample: (request) =>
+        Effect.gen(function*() {
+          sampled.push(request.seed)
+          if (gate !== undefined) yield* Deferred.await(gate)
+          if (failNext) {
+            failNext = false
+            return yield* new EstimateSamplerError({ message: "the test failed this sampling" })
+          }
+          return sampledPartOf(request, simRunSampler)
+        })
     })
-  }))
+  )
   let server: TestServer
   beforeAll(async () => {
     server = await startTestServer({ estimates: Estimates.layer().pipe(Layer.provide(sampler)) })
@@ -143,7 +176,9 @@ describe("the sampled runs are reused", () => {
   it("Jobs of one spec (other names and labels) sample once; another spec samples again", async () => {
     sampled = []
     const first = await dryRun(server, jobOf("a", { completions: 3 }))
-    const second = await request(server, "POST", "/apis/nodus.dev/v1/namespaces/est/jobs", { body: { ...jobOf("b", { completions: 3 }), metadata: { name: "b", labels: { sweep: "7" } } } })
+    const second = await request(server, "POST", "/apis/nodus.dev/v1/namespaces/est/jobs", {
+      body: { ...jobOf("b", { completions: 3 }), metadata: { name: "b", labels: { sweep: "7" } } }
+    })
     assert.strictEqual(second.status, 201, second.text)
     assert.deepStrictEqual(second.body.status.estimate.costUSD, first.body.status.estimate.costUSD)
     assert.strictEqual(sampled.length, 1)
@@ -155,7 +190,10 @@ describe("the sampled runs are reused", () => {
   it("concurrent requests for one spec share one sampling", async () => {
     sampled = []
     gate = Effect.runSync(Deferred.make<void>())
-    const replies = Array.from({ length: 4 }, (_, index) => dryRun(server, jobOf(`d${index}`, { expectedDuration: "3h" })))
+    const replies = Array.from(
+      { length: 4 },
+      (_, index) => dryRun(server, jobOf(`d${index}`, { expectedDuration: "3h" }))
+    )
     while (sampled.length === 0) await new Promise((resolve) => setTimeout(resolve, 5))
     Effect.runSync(Deferred.succeed(gate, undefined))
     gate = undefined
@@ -185,17 +223,23 @@ describe("estimates on the worker thread", () => {
   afterAll(() => server.stop())
 
   // The worst case the issue measured: 100,000 hours, 10,000 indexes, interruptible; each a spec of its own (no cache).
-  const worstCase = (index: number) => jobOf(`worst-${index}`, {
-    expectedDuration: "100000h", completions: 10000, parallelism: 256, resources: { gpu: { type: ["H100"], count: 8 } }, placement: { interruptible: "Prefer" },
-    env: [{ name: "RUN", value: String(index) }]
-  })
+  const worstCase = (index: number) =>
+    jobOf(`worst-${index}`, {
+      expectedDuration: "100000h",
+      completions: 10000,
+      parallelism: 256,
+      resources: { gpu: { type: ["H100"], count: 8 } },
+      placement: { interruptible: "Prefer" },
+      env: [{ name: "RUN", value: String(index) }]
+    })
 
   it("while eight worst-case dry runs are in flight, /version answers before any of them", async () => {
     let finished = 0
-    const dryRuns = Array.from({ length: 8 }, (_, index) => dryRun(server, worstCase(index)).then((reply) => {
-      finished++
-      return reply
-    }))
+    const dryRuns = Array.from({ length: 8 }, (_, index) =>
+      dryRun(server, worstCase(index)).then((reply) => {
+        finished++
+        return reply
+      }))
     const version = await request(server, "GET", "/version")
     const finishedBeforeVersion = finished
     assert.strictEqual(version.status, 200, version.text)
@@ -213,10 +257,12 @@ describe("estimates on the worker thread", () => {
     ofRateTimesWork: Number(estimate.costUSD.p50) / (Number(estimate.rateUSDPerHour) * hours)
   })
 
-  for (const [name, spec, hours] of [
-    ["a 100,000-hour Job", { expectedDuration: "100000h" }, 100_000],
-    ["a Job of 10,000 one-hour indexes", { expectedDuration: "1h", completions: 10000, parallelism: 256 }, 10_000]
-  ] as const) {
+  for (
+    const [name, spec, hours] of [
+      ["a 100,000-hour Job", { expectedDuration: "100000h" }, 100_000],
+      ["a Job of 10,000 one-hour indexes", { expectedDuration: "1h", completions: 10000, parallelism: 256 }, 10_000]
+    ] as const
+  ) {
     it(`${name} gets a sane estimate: bands, p90 ≥ p50, p50 about the rate times the work`, async () => {
       const reply = await dryRun(server, jobOf("sane", spec))
       assert.strictEqual(reply.status, 201, reply.text)

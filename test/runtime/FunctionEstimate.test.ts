@@ -10,7 +10,9 @@ import { request, startTestServer, type TestServer } from "../support/TestServer
 
 const path = "/apis/nodus.dev/v1/namespaces/fe/functions"
 const fn = (name: string, scaling: Record<string, unknown>) => ({
-  apiVersion: "nodus.dev/v1", kind: "Function", metadata: { name },
+  apiVersion: "nodus.dev/v1",
+  kind: "Function",
+  metadata: { name },
   spec: { image: "python:3.12", code: { module: "app", qualname: "f" }, resources: { cpu: "2" }, scaling }
 })
 
@@ -24,7 +26,9 @@ describe("a Function's estimate", () => {
   afterAll(() => server.stop())
 
   it("a dry run shows a worker's rate and hold, the warm workers' holds and an hour from minWorkers to maxWorkers", async () => {
-    const dry = await request(server, "POST", `${path}?dryRun=All`, { body: fn("est", { minWorkers: 1, maxWorkers: 4 }) })
+    const dry = await request(server, "POST", `${path}?dryRun=All`, {
+      body: fn("est", { minWorkers: 1, maxWorkers: 4 })
+    })
     assert.strictEqual(dry.status, 201, dry.text)
     const estimate = dry.body.status.estimate
     const rate = new Decimal(estimate.rateUSDPerHour)
@@ -43,7 +47,9 @@ describe("a Function's estimate", () => {
     assert.strictEqual(many.status, 402, many.text)
     assert.strictEqual(many.body.reason, "InsufficientCredits")
     assert.isString(many.body.fix)
-    const dry = await request(server, "POST", `${path}?dryRun=All`, { body: fn("many", { minWorkers: 200, maxWorkers: 200 }) })
+    const dry = await request(server, "POST", `${path}?dryRun=All`, {
+      body: fn("many", { minWorkers: 200, maxWorkers: 200 })
+    })
     assert.strictEqual(dry.body.status.estimate.blockingReasons[0].code, "InsufficientCredits")
     const zero = await request(server, "POST", path, { body: fn("zero", { minWorkers: 0, maxWorkers: 200 }) })
     assert.strictEqual(zero.status, 201, zero.text)

@@ -4,8 +4,8 @@
  * one whose every variant is taken warns NoCapacityNow; without a sim backend the preview sees the fleet free.
  */
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
-import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 import { createProject, jobsPath, v1 } from "../apiserver/api/Support.ts"
+import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 
 // Two single-GPU H100 offerings in the us; the first is the cheaper.
 const cheap = "h100-pcie-80gb-1x-us-41651579"
@@ -15,7 +15,12 @@ const job = (name: string, offerings: ReadonlyArray<string>, duration = "30m") =
   apiVersion: "nodus.dev/v1",
   kind: "Job",
   metadata: { name, annotations: { "sim.nodus.dev/duration": duration } },
-  spec: { image: "ghcr.io/acme/train:1", resources: { gpu: { type: ["H100"], count: 1 } }, placement: { offerings }, expectedDuration: "30m" }
+  spec: {
+    image: "ghcr.io/acme/train:1",
+    resources: { gpu: { type: ["H100"], count: 1 } },
+    placement: { offerings },
+    expectedDuration: "30m"
+  }
 })
 
 const preview = async (server: TestServer, project: string) => {

@@ -22,7 +22,9 @@ const options: WriteOptions = { dryRun: false, fieldValidation: "Strict", fieldM
 const layer = Resources.layer.pipe(
   Layer.provideMerge(AdmissionPlugins.layerNone),
   Layer.provideMerge(EventOutbox.layer),
-  Layer.provideMerge(Layer.succeed(ApiConfig, { group, publicUrl: () => "http://127.0.0.1", bookmarkInterval: "30 seconds" })),
+  Layer.provideMerge(
+    Layer.succeed(ApiConfig, { group, publicUrl: () => "http://127.0.0.1", bookmarkInterval: "30 seconds" })
+  ),
   Layer.provideMerge(Layer.merge(Layer.fresh(MemoryStore.layer), Ids.layer))
 )
 
@@ -33,17 +35,43 @@ describe("ObjectWriter", () => {
     Effect.gen(function*() {
       yield* TestClock.setTime(T0)
       const resources = yield* Resources
-      yield* resources.create(namespaceRef, undefined, { apiVersion: "v1", kind: "Namespace", metadata: { name: "demo" } }, options)
-      const body = { apiVersion: functions.apiVersion, kind: "Function", metadata: { name: "fn" }, spec: { image: "python:3.12", code: { module: "app", qualname: "f" } } }
+      yield* resources.create(namespaceRef, undefined, {
+        apiVersion: "v1",
+        kind: "Namespace",
+        metadata: { name: "demo" }
+      }, options)
+      const body = {
+        apiVersion: functions.apiVersion,
+        kind: "Function",
+        metadata: { name: "fn" },
+        spec: { image: "python:3.12", code: { module: "app", qualname: "f" } }
+      }
       const created = yield* resources.create(functions, "demo", body, options)
-      const writer = makeWriter({ resources, store: yield* Store, ids: yield* Ids, outbox: yield* EventOutbox, attemptRef: refOfKind(group, "Attempt") })
-      const object: WrittenObject = { ref: functions, namespace: "demo", name: "fn", uid: created.object.metadata.uid, written: undefined, resourceVersion: undefined, attempts: new Map(), events: new Map() }
+      const writer = makeWriter({
+        resources,
+        store: yield* Store,
+        ids: yield* Ids,
+        outbox: yield* EventOutbox,
+        attemptRef: refOfKind(group, "Attempt")
+      })
+      const object: WrittenObject = {
+        ref: functions,
+        namespace: "demo",
+        name: "fn",
+        uid: created.object.metadata.uid,
+        written: undefined,
+        resourceVersion: undefined,
+        attempts: new Map(),
+        events: new Map()
+      }
       const status = { phase: "Pending" }
       yield* writer.write(object, status, event("first"))
       // The same status: only the Event is new.
       yield* writer.write(object, status, event("second"))
       yield* writer.write(object, status, event("first"))
-      const stored = (yield* resources.list(eventRef, "demo", {})).items.map((item) => `${String(item["message"])}:${String(item["count"])}`).sort()
+      const stored = (yield* resources.list(eventRef, "demo", {})).items.map((item) =>
+        `${String(item["message"])}:${String(item["count"])}`
+      ).sort()
       assert.deepStrictEqual(stored, ["first:2", "second:1"])
     }).pipe(Effect.provide(layer)))
 })

@@ -8,13 +8,21 @@
 import { afterEach, assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option, Result } from "effect"
 import * as fc from "fast-check"
-import type { ResourceObject } from "../../src/core/meta/ObjectMeta.ts"
 import { Ids } from "../../src/apiserver/Ids.ts"
-import { consentOf, decodeQuote, encodeQuote, keyId, keyTable, PriceConsent, type Quote } from "../../src/runtime/PriceConsent.ts"
+import type { ResourceObject } from "../../src/core/meta/ObjectMeta.ts"
+import {
+  consentOf,
+  decodeQuote,
+  encodeQuote,
+  keyId,
+  keyTable,
+  PriceConsent,
+  type Quote
+} from "../../src/runtime/PriceConsent.ts"
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
 import { Store } from "../../src/store/Store.ts"
-import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 import { assertStatus, createProject, eventually, jobPath, jobsPath, mergePatch, v1 } from "../apiserver/api/Support.ts"
+import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 
 const key = "k".repeat(43)
 
@@ -30,22 +38,28 @@ describe("the dry-run token", () => {
   }))
 
   it("round-trips, and is a valid strong ETag (a quoted opaque string)", () => {
-    fc.assert(fc.property(quoteArb, (quote) => {
-      const etag = encodeQuote(key, quote)
-      assert.match(etag, /^"dryrun\.1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+"$/u)
-      assert.deepStrictEqual(decodeQuote(key, etag), quote)
-    }), { numRuns: 300 })
+    fc.assert(
+      fc.property(quoteArb, (quote) => {
+        const etag = encodeQuote(key, quote)
+        assert.match(etag, /^"dryrun\.1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+"$/u)
+        assert.deepStrictEqual(decodeQuote(key, etag), quote)
+      }),
+      { numRuns: 300 }
+    )
   })
 
   it("any changed character, or another key, makes it no token", () => {
-    fc.assert(fc.property(quoteArb, fc.nat(), fc.constantFrom(..."AZaz09-_."), (quote, at, replacement) => {
-      const etag = encodeQuote(key, quote)
-      // Only the opaque part between the quotes and after the prefix changes.
-      const index = 10 + (at % (etag.length - 11))
-      fc.pre(etag[index] !== replacement)
-      const tampered = `${etag.slice(0, index)}${replacement}${etag.slice(index + 1)}`
-      assert.isUndefined(decodeQuote(key, tampered), tampered)
-    }), { numRuns: 500 })
+    fc.assert(
+      fc.property(quoteArb, fc.nat(), fc.constantFrom(..."AZaz09-_."), (quote, at, replacement) => {
+        const etag = encodeQuote(key, quote)
+        // Only the opaque part between the quotes and after the prefix changes.
+        const index = 10 + (at % (etag.length - 11))
+        fc.pre(etag[index] !== replacement)
+        const tampered = `${etag.slice(0, index)}${replacement}${etag.slice(index + 1)}`
+        assert.isUndefined(decodeQuote(key, tampered), tampered)
+      }),
+      { numRuns: 500 }
+    )
     const etag = encodeQuote(key, { payload: "p", rateMicro: 2_490_000n })
     assert.isUndefined(decodeQuote("another-key", etag))
     assert.isUndefined(decodeQuote(key, etag.slice(1, -1)))
@@ -73,7 +87,7 @@ describe("the dry-run token", () => {
     assert.include(refused.message, "2.739001 USD/h")
     assert.include(refused.message, "2.739 USD/h")
     assert.include(refused.message, "2.49 USD/h (pricebook nodus-2026-11.1)")
-    assert.include(refused.message, 'jobs.nodus.dev "train"')
+    assert.include(refused.message, "jobs.nodus.dev \"train\"")
     assert.include(refused.fix!, "dryRun=All")
     // A dry run whose estimate named no rate binds the object only.
     assert.deepStrictEqual(consentOf({ payload: "p" }, 99_000_000n, subject), { bound: undefined, refusal: undefined })
@@ -84,7 +98,14 @@ describe("the server key", () => {
   const object: ResourceObject = {
     apiVersion: "nodus.dev/v1",
     kind: "Job",
-    metadata: { name: "train", namespace: "p", uid: "u", resourceVersion: "1", generation: 1, creationTimestamp: "2026-11-22T00:00:00Z" },
+    metadata: {
+      name: "train",
+      namespace: "p",
+      uid: "u",
+      resourceVersion: "1",
+      generation: 1,
+      creationTimestamp: "2026-11-22T00:00:00Z"
+    },
     spec: { image: "a" }
   }
   /** A server process's PriceConsent over the store in context (fresh: one per process). */
@@ -105,7 +126,11 @@ describe("the server key", () => {
       const other = yield* Effect.result(second.verify(etag, { ...object, spec: { image: "b" } }))
       assert.isTrue(Result.isFailure(other) && other.failure.code === "PreconditionFailed")
       // Another store has another key.
-      const elsewhere = yield* Effect.result(Effect.flatMap(consent, (third) => third.verify(etag, object)).pipe(Effect.provide(Layer.fresh(MemoryStore.layer))))
+      const elsewhere = yield* Effect.result(
+        Effect.flatMap(consent, (third) => third.verify(etag, object)).pipe(
+          Effect.provide(Layer.fresh(MemoryStore.layer))
+        )
+      )
       assert.isTrue(Result.isFailure(elsewhere) && elsewhere.failure.code === "PreconditionFailed")
     }).pipe(Effect.provide(Layer.merge(Layer.fresh(MemoryStore.layer), Ids.layer))))
 })
@@ -120,7 +145,13 @@ const job = (name: string, offerings: ReadonlyArray<string>, spec: Record<string
   apiVersion: "nodus.dev/v1",
   kind: "Job",
   metadata: { name, annotations: { "sim.nodus.dev/duration": duration } },
-  spec: { image: "ghcr.io/acme/train:1", resources: { gpu: { type: ["H100"], count: 1 } }, placement: { offerings }, expectedDuration: "30m", ...spec }
+  spec: {
+    image: "ghcr.io/acme/train:1",
+    resources: { gpu: { type: ["H100"], count: 1 } },
+    placement: { offerings },
+    expectedDuration: "30m",
+    ...spec
+  }
 })
 
 const dryRun = async (server: TestServer, project: string, body: unknown) => {
@@ -146,7 +177,9 @@ const occupy = async (server: TestServer, project: string, name: string, offerin
 const attemptsOf = async (server: TestServer, project: string, uid: string): Promise<ReadonlyArray<any>> => {
   const reply = await request(server, "GET", `${v1}/namespaces/${project}/attempts`)
   assert.strictEqual(reply.status, 200, reply.text)
-  return (reply.body.items as ReadonlyArray<any>).filter((attempt) => attempt.metadata.ownerReferences?.some((owner: any) => owner.uid === uid))
+  return (reply.body.items as ReadonlyArray<any>).filter((attempt) =>
+    attempt.metadata.ownerReferences?.some((owner: any) => owner.uid === uid)
+  )
 }
 
 describe("price consent on the server (sim mode, one host per offering variant)", () => {
@@ -184,15 +217,21 @@ describe("price consent on the server (sim mode, one host per offering variant)"
 
     // The bound is the server's: a replace of the original manifest keeps it, and a patch cannot raise or drop it. The
     // replace is read-modify-write: the Job's controller writes its status meanwhile, so a Conflict means read again.
-    let replaced = await request(s, "PUT", jobPath("consent", "train"), { body: { ...body, metadata: { ...body.metadata, resourceVersion: stored.body.metadata.resourceVersion } } })
+    let replaced = await request(s, "PUT", jobPath("consent", "train"), {
+      body: { ...body, metadata: { ...body.metadata, resourceVersion: stored.body.metadata.resourceVersion } }
+    })
     for (let tries = 0; replaced.status === 409 && tries < 5; tries++) {
       const fresh = await request(s, "GET", jobPath("consent", "train"))
-      replaced = await request(s, "PUT", jobPath("consent", "train"), { body: { ...body, metadata: { ...body.metadata, resourceVersion: fresh.body.metadata.resourceVersion } } })
+      replaced = await request(s, "PUT", jobPath("consent", "train"), {
+        body: { ...body, metadata: { ...body.metadata, resourceVersion: fresh.body.metadata.resourceVersion } }
+      })
     }
     assert.strictEqual(replaced.status, 200, replaced.text)
     assert.strictEqual(replaced.body.metadata.annotations[boundAnnotation], "2.739")
     for (const value of ["100", null]) {
-      const patched = await mergePatch(s, jobPath("consent", "train"), { metadata: { annotations: { [boundAnnotation]: value } } })
+      const patched = await mergePatch(s, jobPath("consent", "train"), {
+        metadata: { annotations: { [boundAnnotation]: value } }
+      })
       assert.strictEqual(patched.status, 200, patched.text)
       assert.strictEqual(patched.body.metadata.annotations[boundAnnotation], "2.739")
     }
@@ -209,7 +248,7 @@ describe("price consent on the server (sim mode, one host per offering variant)"
       `"dryrun.1.${raised}.${mac}"`, // a higher rate under the dry run's MAC
       `"dryrun.1.${claims}.${mac!.startsWith("A") ? "B" : "A"}${mac!.slice(1)}"`, // the MAC changed
       (await dryRun(s, "tamper", job("other", [cheap, dear]))).etag, // another object's
-      '"1"' // an object's ETag, not a dry run's
+      "\"1\"" // an object's ETag, not a dry run's
     ]
     for (const candidate of candidates) {
       const reply = await request(s, "POST", jobsPath("tamper"), { body, headers: { "if-match": candidate } })
@@ -222,7 +261,10 @@ describe("price consent on the server (sim mode, one host per offering variant)"
   it("a create without If-Match behaves as before: no bound, and a bound sent in the body is dropped", async () => {
     const s = await start("plain")
     const body = job("train", [cheap, dear])
-    const sent = { ...body, metadata: { ...body.metadata, annotations: { ...body.metadata.annotations, [boundAnnotation]: "1000" } } }
+    const sent = {
+      ...body,
+      metadata: { ...body.metadata, annotations: { ...body.metadata.annotations, [boundAnnotation]: "1000" } }
+    }
     const created = await request(s, "POST", jobsPath("plain"), { body: sent })
     assert.strictEqual(created.status, 201, created.text)
     assert.isUndefined(created.body.metadata.annotations[boundAnnotation])
@@ -263,7 +305,11 @@ describe("price consent on the server (sim mode, one host per offering variant)"
     const waiting = await attemptsOf(s, "bound", created.body.metadata.uid)
     assert.deepStrictEqual(waiting.map((attempt) => attempt.status.offering), [cheap])
     await advance(s, "3h")
-    const done = await eventually("the bound Job succeeded", async () => (await request(s, "GET", jobPath("bound", "pair"))).body, (object) => object.status?.phase === "Succeeded")
+    const done = await eventually(
+      "the bound Job succeeded",
+      async () => (await request(s, "GET", jobPath("bound", "pair"))).body,
+      (object) => object.status?.phase === "Succeeded"
+    )
     assert.strictEqual(done.status.phase, "Succeeded")
     const attempts = await attemptsOf(s, "bound", created.body.metadata.uid)
     assert.isAtLeast(attempts.length, 2)
@@ -273,10 +319,14 @@ describe("price consent on the server (sim mode, one host per offering variant)"
     }
 
     // The control: the same Job without If-Match runs its second index on the dear host.
-    const unbound = await request(s, "POST", jobsPath("bound"), { body: { ...body, metadata: { ...body.metadata, name: "unbound" } } })
+    const unbound = await request(s, "POST", jobsPath("bound"), {
+      body: { ...body, metadata: { ...body.metadata, name: "unbound" } }
+    })
     assert.strictEqual(unbound.status, 201, unbound.text)
     await advance(s, "10m")
-    const offerings = (await attemptsOf(s, "bound", unbound.body.metadata.uid)).map((attempt) => attempt.status.offering).sort()
+    const offerings = (await attemptsOf(s, "bound", unbound.body.metadata.uid)).map((attempt) =>
+      attempt.status.offering
+    ).sort()
     assert.deepStrictEqual(offerings, [cheap, dear].sort())
   })
 })

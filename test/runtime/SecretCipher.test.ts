@@ -4,11 +4,11 @@
 // when a server starts.
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Layer, Option } from "effect"
+import type { ResourceObject } from "../../src/core/meta/ObjectMeta.ts"
 import { isSealed, keyIdOf, open, seal, SecretCipher } from "../../src/runtime/SecretCipher.ts"
 import { Secrets, secretValuesTable } from "../../src/runtime/Secrets.ts"
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
 import { Store } from "../../src/store/Store.ts"
-import type { ResourceObject } from "../../src/core/meta/ObjectMeta.ts"
 
 const key = Buffer.alloc(32, 1)
 const otherKey = Buffer.alloc(32, 2)
@@ -42,7 +42,8 @@ describe("the cipher over a store", () => {
   it.effect("records its key on first start and refuses to start with another", () =>
     Effect.gen(function*() {
       const store = yield* Store
-      const over = (withKey: Uint8Array) => Layer.build(SecretCipher.layer(withKey).pipe(Layer.provide(Layer.succeed(Store, store))))
+      const over = (withKey: Uint8Array) =>
+        Layer.build(SecretCipher.layer(withKey).pipe(Layer.provide(Layer.succeed(Store, store))))
       yield* over(key)
       yield* over(key)
       const refused = yield* Effect.exit(over(otherKey))
@@ -56,7 +57,9 @@ describe("the cipher over a store", () => {
   it.effect("fails a read clearly (EncryptionFailed, no value) when a record was sealed with another key", () =>
     Effect.gen(function*() {
       const cipher = yield* SecretCipher
-      const failed = yield* Effect.flip(cipher.open("uid-1/1", seal(otherKey, "uid-1/1", data), `Secret "db" version 1`))
+      const failed = yield* Effect.flip(
+        cipher.open("uid-1/1", seal(otherKey, "uid-1/1", data), `Secret "db" version 1`)
+      )
       assert.strictEqual(failed.code, "EncryptionFailed")
       assert.include(failed.message, `Secret "db" version 1`)
       assert.include(failed.message, keyIdOf(otherKey))
@@ -67,7 +70,9 @@ describe("the cipher over a store", () => {
     Effect.gen(function*() {
       const store = yield* Store
       yield* store.commit([{ _tag: "PutRecord", table: secretValuesTable, id: "uid-1/1", value: data }])
-      yield* Layer.build(Secrets.layer.pipe(Layer.provide(SecretCipher.layer(key)), Layer.provide(Layer.succeed(Store, store))))
+      yield* Layer.build(
+        Secrets.layer.pipe(Layer.provide(SecretCipher.layer(key)), Layer.provide(Layer.succeed(Store, store)))
+      )
       const stored = Option.getOrThrow(yield* store.getRecord(secretValuesTable, "uid-1/1", 0))
       assert.isTrue(isSealed(stored))
       assert.notInclude(JSON.stringify(stored), "s3cr3t")
@@ -81,7 +86,14 @@ describe("the cipher over a store", () => {
       const secret: ResourceObject = {
         apiVersion: "nodus.dev/v1",
         kind: "Secret",
-        metadata: { name: "db", namespace: "p", uid: "uid-1", resourceVersion: "2", generation: 1, creationTimestamp: "2026-01-01T00:00:00Z" },
+        metadata: {
+          name: "db",
+          namespace: "p",
+          uid: "uid-1",
+          resourceVersion: "2",
+          generation: 1,
+          creationTimestamp: "2026-01-01T00:00:00Z"
+        },
         spec: { type: "Opaque" },
         status: { latestVersion: 1, versions: [{ version: 1, keys: ["password", "user"] }] }
       }
@@ -97,5 +109,12 @@ describe("the cipher over a store", () => {
       const rewritten = yield* secrets.prepareWrite(secret, data, secret)
       assert.strictEqual((rewritten.object.status as { latestVersion: number }).latestVersion, 2)
       assert.lengthOf(rewritten.ops, 1)
-    }).pipe(Effect.provide(Secrets.layer.pipe(Layer.provideMerge(SecretCipher.layer(key)), Layer.provideMerge(Layer.fresh(MemoryStore.layer))))))
+    }).pipe(
+      Effect.provide(
+        Secrets.layer.pipe(
+          Layer.provideMerge(SecretCipher.layer(key)),
+          Layer.provideMerge(Layer.fresh(MemoryStore.layer))
+        )
+      )
+    ))
 })

@@ -25,7 +25,9 @@ afterAll(() => {
 })
 
 const start = async (): Promise<{ url: string; child: ChildProcess }> => {
-  const child = spawn(node, [join(root, "test", "support", "WebhookServer.ts"), dataDir, token], { stdio: ["ignore", "pipe", "pipe"] })
+  const child = spawn(node, [join(root, "test", "support", "WebhookServer.ts"), dataDir, token], {
+    stdio: ["ignore", "pipe", "pipe"]
+  })
   children.push(child)
   return { url: await printedBy(child).first(/serving (http:\/\/\S+)/u, 60_000), child }
 }
@@ -41,7 +43,9 @@ describe("a server killed with deliveries pending", () => {
     receiver.answer(() => 503)
     const first = await start()
     const created = await call(first.url, "POST", `${v1}/webhookendpoints`, {
-      apiVersion: "nodus.dev/v1", kind: "WebhookEndpoint", metadata: { name: "hooks" },
+      apiVersion: "nodus.dev/v1",
+      kind: "WebhookEndpoint",
+      metadata: { name: "hooks" },
       spec: { url: `https://receiver.example.com:${receiver.port}/hooks`, eventTypes: ["topup.*", "webhookendpoint.*"] }
     })
     expect(created.status).toBe(201)
@@ -53,7 +57,12 @@ describe("a server killed with deliveries pending", () => {
     const answered = new Set<string>()
     const creates = names.map(async (name, index) => {
       await new Promise((resolve) => setTimeout(resolve, index * 10))
-      const reply = await call(first.url, "POST", `${v1}/topups`, { apiVersion: "nodus.dev/v1", kind: "TopUp", metadata: { name }, spec: { amountUSD: "1" } }).catch(() => undefined)
+      const reply = await call(first.url, "POST", `${v1}/topups`, {
+        apiVersion: "nodus.dev/v1",
+        kind: "TopUp",
+        metadata: { name },
+        spec: { amountUSD: "1" }
+      }).catch(() => undefined)
       if (reply?.status === 201) answered.add(name)
     })
     await new Promise((resolve) => setTimeout(resolve, 200))
@@ -64,18 +73,35 @@ describe("a server killed with deliveries pending", () => {
     receiver.answer(() => 200)
     const second = await start()
     // The topups of the store after the crash are the changes that committed.
-    const stored: ReadonlyArray<string> = (await call(second.url, "GET", `${v1}/topups`)).body.items.map((item: any) => item.metadata.name)
+    const stored: ReadonlyArray<string> = (await call(second.url, "GET", `${v1}/topups`)).body.items.map((item: any) =>
+      item.metadata.name
+    )
     for (const name of answered) expect(stored).toContain(name)
     // Pending deliveries wait for their next attempt: the test clock moves past it.
     await call(second.url, "POST", `${v1}/simulation/clock`, { advance: "1h" })
-    const deliveredTopUps = () => new Set(receiver.received.filter((got) => got.json.type === "topup.succeeded").map((got) => got.json.data.object.metadata.name as string))
+    const deliveredTopUps = () =>
+      new Set(
+        receiver.received.filter((got) => got.json.type === "topup.succeeded").map((got) =>
+          got.json.data.object.metadata.name as string
+        )
+      )
     // The kill came before the last creates were sent: those never committed.
     expect(stored.length).toBeLessThan(names.length)
-    await eventually("every stored TopUp's event delivered", () => stored.every((name) => deliveredTopUps().has(name)), 60_000)
+    await eventually(
+      "every stored TopUp's event delivered",
+      () => stored.every((name) => deliveredTopUps().has(name)),
+      60_000
+    )
     await new Promise((resolve) => setTimeout(resolve, 500))
     expect([...deliveredTopUps()].sort()).toEqual([...stored].sort())
-    expect(receiver.received.some((got) => got.json.type === "webhookendpoint.ping" && got.headers["webhook-id"] !== undefined)).toBe(true)
-    for (const got of receiver.received) expect(receiver.verifies(secret, got, new Date(Number(got.headers["webhook-timestamp"]) * 1_000))).toBe(true)
+    expect(
+      receiver.received.some((got) =>
+        got.json.type === "webhookendpoint.ping" && got.headers["webhook-id"] !== undefined
+      )
+    ).toBe(true)
+    for (const got of receiver.received) {
+      expect(receiver.verifies(secret, got, new Date(Number(got.headers["webhook-timestamp"]) * 1_000))).toBe(true)
+    }
     // A redelivery keeps its webhook-id: each event is told under one id, whatever was sent before the crash.
     const ids = new Map<string, string>()
     for (const got of receiver.received) {

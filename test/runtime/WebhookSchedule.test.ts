@@ -22,7 +22,11 @@ const resolve = async (host: string) => {
 let server: TestServer
 let receiver: Receiver
 
-const eventually = async <A>(what: string, check: () => Promise<A | undefined> | A | undefined, timeoutMs = 10_000): Promise<A> => {
+const eventually = async <A>(
+  what: string,
+  check: () => Promise<A | undefined> | A | undefined,
+  timeoutMs = 10_000
+): Promise<A> => {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const value = await check()
@@ -43,7 +47,10 @@ const at = (path: string) => receiver.received.filter((got) => got.path === path
 
 /** Waits for the `count`-th request to `path`. */
 const nth = async (path: string, count: number) => {
-  const got = await eventually(`request ${count} to ${path}`, () => (at(path).length >= count ? at(path)[count - 1] : undefined))
+  const got = await eventually(
+    `request ${count} to ${path}`,
+    () => (at(path).length >= count ? at(path)[count - 1] : undefined)
+  )
   if (!arrivedAt.has(got)) arrivedAt.set(got, Math.floor((await simulatedNow()) / 1_000))
   return got
 }
@@ -54,7 +61,12 @@ const timestampOf = (got: Received) => arrivedAt.get(got)!
 
 const createEndpoint = async (name: string, spec: Record<string, unknown> = {}) => {
   const reply = await request(server, "POST", endpoints, {
-    body: { apiVersion: "nodus.dev/v1", kind: "WebhookEndpoint", metadata: { name }, spec: { url: `https://receiver.example.com:${receiver.port}/${name}`, eventTypes: ["topup.*"], ...spec } }
+    body: {
+      apiVersion: "nodus.dev/v1",
+      kind: "WebhookEndpoint",
+      metadata: { name },
+      spec: { url: `https://receiver.example.com:${receiver.port}/${name}`, eventTypes: ["topup.*"], ...spec }
+    }
   })
   expect(reply.status, reply.text).toBe(201)
   return reply.body
@@ -83,7 +95,14 @@ describe("a new endpoint's health", () => {
       return shown.lastDelivery?.attempts === 1 ? shown : undefined
     })
     expect(status.lastDelivery).toMatchObject({ phase: "Pending", responseCode: 500 })
-    expect(status.conditions).toEqual([expect.objectContaining({ type: "Healthy", status: "Unknown", reason: "DeliveryFailed", message: expect.stringContaining("answered 500") })])
+    expect(status.conditions).toEqual([
+      expect.objectContaining({
+        type: "Healthy",
+        status: "Unknown",
+        reason: "DeliveryFailed",
+        message: expect.stringContaining("answered 500")
+      })
+    ])
     expect(status.failingSince).toBeUndefined()
   })
 })
@@ -109,17 +128,31 @@ describe("the retry schedule", () => {
       const status = await endpointStatus("flaky")
       return status.failingSince === undefined ? undefined : status
     })
-    expect(failing.conditions).toContainEqual(expect.objectContaining({ type: "Healthy", status: "False", reason: "DeliveriesFailing" }))
+    expect(failing.conditions).toContainEqual(
+      expect.objectContaining({ type: "Healthy", status: "False", reason: "DeliveriesFailing" })
+    )
     expect(failing.deliveries24h).toEqual({ succeeded: 0, failed: 4 })
-    expect((await server.streamed()).filter((event) => event.type === "webhookendpoint.deliveries_failing").map((event) => event.data.object.metadata.name)).toContain("flaky")
+    expect(
+      (await server.streamed()).filter((event) => event.type === "webhookendpoint.deliveries_failing").map((event) =>
+        event.data.object.metadata.name
+      )
+    ).toContain("flaky")
     receiver.answer((got) => (got.path === "/down" ? 500 : 200))
     await advance(240)
     await nth("/flaky", 5)
     const healthy = await eventually("Healthy True", async () => {
       const status = await endpointStatus("flaky")
-      return status.failingSince === undefined && status.conditions?.some((condition: any) => condition.type === "Healthy" && condition.status === "True") ? status : undefined
+      return status.failingSince === undefined &&
+          status.conditions?.some((condition: any) => condition.type === "Healthy" && condition.status === "True")
+        ? status
+        : undefined
     })
-    expect(healthy.lastDelivery).toMatchObject({ type: "webhookendpoint.ping", phase: "Succeeded", attempts: 5, responseCode: 200 })
+    expect(healthy.lastDelivery).toMatchObject({
+      type: "webhookendpoint.ping",
+      phase: "Succeeded",
+      attempts: 5,
+      responseCode: 200
+    })
     const log = (await request(server, "GET", `${endpoints}/flaky/deliveries`)).body.items
     expect(log).toEqual([expect.objectContaining({ type: "webhookendpoint.ping", phase: "Succeeded", attempts: 5 })])
   })
@@ -130,7 +163,11 @@ describe("the retry schedule", () => {
     const eventAt = timestampOf(first) * 1_000
     // The schedule's attempts: the first, then each retry that falls within 3 days of the event.
     const times = [eventAt]
-    for (let next = nextAttemptAt(eventAt, 1, eventAt); next !== undefined; next = nextAttemptAt(eventAt, times.length, times[times.length - 1]!)) times.push(next)
+    for (
+      let next = nextAttemptAt(eventAt, 1, eventAt);
+      next !== undefined;
+      next = nextAttemptAt(eventAt, times.length, times[times.length - 1]!)
+    ) times.push(next)
     expect(retryDelayMs(20)).toBe(Limits.webhookRetryDelayMsMax)
     for (let index = 1; index < times.length; index++) {
       await advance((times[index]! - times[index - 1]!) / 1_000)
@@ -146,14 +183,21 @@ describe("the retry schedule", () => {
     expect(at("/down")).toHaveLength(times.length)
     // Every retry was within 3 days of the event, and one more would not have been.
     expect(times[times.length - 1]! - eventAt).toBeLessThanOrEqual(Limits.webhookRetryWindowMs)
-    expect(times[times.length - 1]! + Limits.webhookRetryDelayMsMax - eventAt).toBeGreaterThan(Limits.webhookRetryWindowMs)
+    expect(times[times.length - 1]! + Limits.webhookRetryDelayMsMax - eventAt).toBeGreaterThan(
+      Limits.webhookRetryWindowMs
+    )
   }, 60_000)
 
   it("abandons what is pending to an endpoint that is disabled", async () => {
-    const topUp = await request(server, "POST", `${v1}/topups`, { body: { apiVersion: "nodus.dev/v1", kind: "TopUp", metadata: { name: "five" }, spec: { amountUSD: "5" } } })
+    const topUp = await request(server, "POST", `${v1}/topups`, {
+      body: { apiVersion: "nodus.dev/v1", kind: "TopUp", metadata: { name: "five" }, spec: { amountUSD: "5" } }
+    })
     expect(topUp.status, topUp.text).toBe(201)
     await eventually("the top-up's first attempt", () => at("/down").find((got) => got.json.type === "topup.succeeded"))
-    const paused = await request(server, "PATCH", `${endpoints}/down`, { body: { spec: { enabled: false } }, contentType: "application/merge-patch+json" })
+    const paused = await request(server, "PATCH", `${endpoints}/down`, {
+      body: { spec: { enabled: false } },
+      contentType: "application/merge-patch+json"
+    })
     expect(paused.status, paused.text).toBe(200)
     const entry = await eventually("the pending delivery Abandoned", async () => {
       await advance(30)
@@ -190,30 +234,45 @@ describe("a rotation", () => {
     const old = created.status.signingSecret as string
     await nth("/rotating", 1)
     const body = { previousSecretTTL: "1h" }
-    const rotated = await request(server, "POST", `${endpoints}/rotating/rotations`, { body, headers: { "idempotency-key": "rotate-1" } })
+    const rotated = await request(server, "POST", `${endpoints}/rotating/rotations`, {
+      body,
+      headers: { "idempotency-key": "rotate-1" }
+    })
     expect(rotated.status, rotated.text).toBe(200)
     const fresh = rotated.body.status.signingSecret as string
     expect(fresh).toMatch(/^whsec_/u)
     expect(fresh).not.toBe(old)
     expect(Date.parse(rotated.body.status.secretRotation) - (await simulatedNow())).toBeGreaterThan(3_500_000)
     // The same request again answers the same secret; another body under the key is refused.
-    const again = await request(server, "POST", `${endpoints}/rotating/rotations`, { body, headers: { "idempotency-key": "rotate-1" } })
+    const again = await request(server, "POST", `${endpoints}/rotating/rotations`, {
+      body,
+      headers: { "idempotency-key": "rotate-1" }
+    })
     expect(again.body.status.signingSecret).toBe(fresh)
-    const reused = await request(server, "POST", `${endpoints}/rotating/rotations`, { body: { previousSecretTTL: "2h" }, headers: { "idempotency-key": "rotate-1" } })
+    const reused = await request(server, "POST", `${endpoints}/rotating/rotations`, {
+      body: { previousSecretTTL: "2h" },
+      headers: { "idempotency-key": "rotate-1" }
+    })
     expect(reused.status).toBe(409)
     expect(reused.body.reason).toBe("IdempotencyKeyReused")
     expect((await request(server, "GET", `${endpoints}/rotating`)).text).not.toContain(fresh.slice(6))
 
     const ping = (await request(server, "GET", `${endpoints}/rotating/deliveries`)).body.items[0]
     const during = await request(server, "POST", `${endpoints}/rotating/deliveries/${ping.id}/replays`)
-    const signedDuring = await eventually("the replay during the rotation", () => at("/rotating").find((got) => got.headers["webhook-id"] === during.body.webhookId))
+    const signedDuring = await eventually(
+      "the replay during the rotation",
+      () => at("/rotating").find((got) => got.headers["webhook-id"] === during.body.webhookId)
+    )
     expect(signedDuring.headers["webhook-signature"]!.split(" ")).toHaveLength(2)
     expect(receiver.verifies(fresh, signedDuring)).toBe(true)
     expect(receiver.verifies(old, signedDuring)).toBe(true)
 
     await advance(3_601)
     const after = await request(server, "POST", `${endpoints}/rotating/deliveries/${ping.id}/replays`)
-    const signedAfter = await eventually("the replay after the rotation", () => at("/rotating").find((got) => got.headers["webhook-id"] === after.body.webhookId))
+    const signedAfter = await eventually(
+      "the replay after the rotation",
+      () => at("/rotating").find((got) => got.headers["webhook-id"] === after.body.webhookId)
+    )
     expect(signedAfter.headers["webhook-signature"]!.split(" ")).toHaveLength(1)
     expect(receiver.verifies(fresh, signedAfter)).toBe(true)
     expect(receiver.verifies(old, signedAfter)).toBe(false)

@@ -72,7 +72,9 @@ describe("the webhook transport", () => {
       const result = await send(`https://localtest.me:${receiver.port}/hook`, true)
       expect(result).toMatchObject({ _tag: "Answered", status: 200 })
       expect(receiver.received).toHaveLength(1)
-      for (const url of ["https://169.254.169.254.nip.io/", "https://private.example.com/", "https://[fe80::1]/"]) expect((await send(url, true))._tag).toBe("Refused")
+      for (const url of ["https://169.254.169.254.nip.io/", "https://private.example.com/", "https://[fe80::1]/"]) {
+        expect((await send(url, true))._tag).toBe("Refused")
+      }
     } finally {
       await receiver.close()
     }
@@ -98,7 +100,9 @@ describe("the webhook transport", () => {
       let calls = 0
       // A public answer first (the receiver stands in for it: loopback is allowed in this test), then the metadata
       // service: the second attempt is refused before any connection.
-      const rebinding: Resolver = async () => (++calls === 1 ? [{ address: "127.0.0.1", family: 4 }] : [{ address: "169.254.169.254", family: 4 }])
+      const rebinding: Resolver = async () => (++calls === 1
+        ? [{ address: "127.0.0.1", family: 4 }]
+        : [{ address: "169.254.169.254", family: 4 }])
       const transport = makeTransport({ allowLoopback: true, resolve: rebinding, timeoutMs: 1_000 })
       const url = `https://rebind.example.com:${receiver.port}/hook`
       expect(await transport.send({ url, headers: {}, body: "{}" })).toMatchObject({ _tag: "Answered", status: 200 })
@@ -114,7 +118,11 @@ describe("the webhook transport", () => {
     const receiver = await startReceiver()
     try {
       receiver.answer((got) => (got.path === "/slow" ? 0 : 302))
-      const slow = await makeTransport({ allowLoopback: true, resolve: stub, timeoutMs: 300 }).send({ url: `https://localtest.me:${receiver.port}/slow`, headers: {}, body: "{}" })
+      const slow = await makeTransport({ allowLoopback: true, resolve: stub, timeoutMs: 300 }).send({
+        url: `https://localtest.me:${receiver.port}/slow`,
+        headers: {},
+        body: "{}"
+      })
       expect(slow).toMatchObject({ _tag: "NoAnswer", message: expect.stringContaining("no answer within") })
       const redirected = await send(`https://localtest.me:${receiver.port}/moved`, true)
       expect(redirected).toMatchObject({ _tag: "Answered", status: 302 })

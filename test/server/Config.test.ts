@@ -2,8 +2,15 @@
 // flag forms), address parsing, every rejected setting, and the --help text naming each variable.
 
 import { assert, describe, it } from "@effect/vitest"
-import { type ConfigResult, parseAddress, resolve, type ServerConfig, settings, usage } from "../../src/server/Config.ts"
 import { parseRange } from "../../src/core/PublicAddress.ts"
+import {
+  type ConfigResult,
+  parseAddress,
+  resolve,
+  type ServerConfig,
+  settings,
+  usage
+} from "../../src/server/Config.ts"
 
 const ok = (result: ConfigResult): ServerConfig => {
   if (result._tag === "Err") assert.fail(`expected a configuration, got: ${result.message}`)
@@ -90,9 +97,14 @@ describe("Config.resolve", () => {
 
   it("adds up a repeated --egress-allow-cidr, replacing its variable's list, and refuses what is no range", () => {
     const env = { NODUS_EGRESS_ALLOW_CIDR: "10.0.0.0/8" }
-    assert.deepStrictEqual(ok(resolve(env, ["--egress-allow-cidr", "127.0.0.1/32", "--egress-allow-cidr=::1"])).egressAllow, [parseRange("127.0.0.1/32")!, parseRange("::1/128")!])
+    assert.deepStrictEqual(
+      ok(resolve(env, ["--egress-allow-cidr", "127.0.0.1/32", "--egress-allow-cidr=::1"])).egressAllow,
+      [parseRange("127.0.0.1/32")!, parseRange("::1/128")!]
+    )
     assert.deepStrictEqual(ok(resolve(env, [])).egressAllow, [parseRange("10.0.0.0/8")!])
-    for (const bad of ["localhost", "10.0.0.0/33", "10.0.0.0/8/1", "::1/129"]) assert.include(err(resolve({}, ["--egress-allow-cidr", bad])), `"${bad}" is not an address range`)
+    for (const bad of ["localhost", "10.0.0.0/33", "10.0.0.0/8/1", "::1/129"]) {
+      assert.include(err(resolve({}, ["--egress-allow-cidr", bad])), `"${bad}" is not an address range`)
+    }
   })
 
   it("lets a flag override its environment variable, in either form", () => {
@@ -102,23 +114,50 @@ describe("Config.resolve", () => {
       "--addr=x": { args: ["--addr=10.0.0.1:3"], expected: { host: "10.0.0.1", port: 3 } },
       "--tls off": { args: ["--tls", "off"], expected: { tls: false } },
       "--tls=off": { args: ["--tls=off"], expected: { tls: false } },
-      "--webhook-allow-loopback (a switch)": { args: ["--webhook-allow-loopback", "--tls", "off"], expected: { webhookAllowLoopback: true, tls: false } },
-      "--webhook-allow-loopback=off": { args: ["--webhook-allow-loopback=off"], expected: { webhookAllowLoopback: false } },
-      "--webhook-allow-loopback 1 (a switch value after it)": { args: ["--webhook-allow-loopback", "1", "--tls", "off"], expected: { webhookAllowLoopback: true, tls: false } },
-      "--webhook-allow-loopback off": { args: ["--webhook-allow-loopback", "off"], expected: { webhookAllowLoopback: false } },
+      "--webhook-allow-loopback (a switch)": {
+        args: ["--webhook-allow-loopback", "--tls", "off"],
+        expected: { webhookAllowLoopback: true, tls: false }
+      },
+      "--webhook-allow-loopback=off": {
+        args: ["--webhook-allow-loopback=off"],
+        expected: { webhookAllowLoopback: false }
+      },
+      "--webhook-allow-loopback 1 (a switch value after it)": {
+        args: ["--webhook-allow-loopback", "1", "--tls", "off"],
+        expected: { webhookAllowLoopback: true, tls: false }
+      },
+      "--webhook-allow-loopback off": {
+        args: ["--webhook-allow-loopback", "off"],
+        expected: { webhookAllowLoopback: false }
+      },
       "--api-group": { args: ["--api-group=flag.example.com"], expected: { apiGroup: "flag.example.com" } },
       "--data-dir": { args: ["--data-dir", "/flag"], expected: { dataDir: "/flag" } },
-      "--database-url with '=' in the value": { args: ["--database-url=postgres://h/db?sslmode=require"], expected: { databaseUrl: "postgres://h/db?sslmode=require" } },
+      "--database-url with '=' in the value": {
+        args: ["--database-url=postgres://h/db?sslmode=require"],
+        expected: { databaseUrl: "postgres://h/db?sslmode=require" }
+      },
       "--bootstrap-token": { args: ["--bootstrap-token", "t"], expected: { bootstrapToken: "t" } },
-      "--tls-cert and --tls-key": { args: ["--tls-cert", "c.pem", "--tls-key=k.pem"], expected: { tlsCert: "c.pem", tlsKey: "k.pem" } },
+      "--tls-cert and --tls-key": {
+        args: ["--tls-cert", "c.pem", "--tls-key=k.pem"],
+        expected: { tlsCert: "c.pem", tlsKey: "k.pem" }
+      },
       "--sim-speed": { args: ["--sim-speed", "0.5"], expected: { simSpeed: 0.5 } },
       "--warm-boxes": { args: ["--warm-boxes", "0"], expected: { warmBoxes: 0 } },
       "--backend=sim": { args: ["--backend=sim"], expected: { backend: "sim" } },
       "--backend=none": { args: ["--backend=none"], expected: { backend: "none" } },
       "--backend=local": { args: ["--backend=local"], expected: { backend: "local" } },
-      "--role api on a database": { args: ["--role", "api", "--database-url=postgres://h/db", "--backend=none"], expected: { role: "api", databaseUrl: "postgres://h/db", backend: "none" } },
-      "--role=controllers on a database": { args: ["--role=controllers", "--database-url=postgres://h/db"], expected: { role: "controllers", databaseUrl: "postgres://h/db" } },
-      "the last of a repeated flag": { args: ["--addr", "10.0.0.1:4", "--addr=10.0.0.1:5"], expected: { host: "10.0.0.1", port: 5 } }
+      "--role api on a database": {
+        args: ["--role", "api", "--database-url=postgres://h/db", "--backend=none"],
+        expected: { role: "api", databaseUrl: "postgres://h/db", backend: "none" }
+      },
+      "--role=controllers on a database": {
+        args: ["--role=controllers", "--database-url=postgres://h/db"],
+        expected: { role: "controllers", databaseUrl: "postgres://h/db" }
+      },
+      "the last of a repeated flag": {
+        args: ["--addr", "10.0.0.1:4", "--addr=10.0.0.1:5"],
+        expected: { host: "10.0.0.1", port: 5 }
+      }
     }
     const fromEnv = ok(resolve(env, []))
     for (const [label, row] of Object.entries(table)) {
@@ -131,12 +170,21 @@ describe("Config.resolve", () => {
   })
 
   it("rejects bad settings with a message naming the variable", () => {
-    const table: Record<string, { readonly env?: Record<string, string>; readonly args?: ReadonlyArray<string>; readonly mentions: string }> = {
+    const table: Record<
+      string,
+      { readonly env?: Record<string, string>; readonly args?: ReadonlyArray<string>; readonly mentions: string }
+    > = {
       "address without port": { env: { NODUS_ADDR: "localhost" }, mentions: "NODUS_ADDR" },
-      "a role that is none": { args: ["--role", "scheduler", "--database-url=postgres://h/db"], mentions: "NODUS_ROLE" },
+      "a role that is none": {
+        args: ["--role", "scheduler", "--database-url=postgres://h/db"],
+        mentions: "NODUS_ROLE"
+      },
       "role api on the embedded store": { args: ["--role", "api", "--backend", "none"], mentions: "--database-url" },
       "role controllers on the embedded store": { args: ["--role", "controllers"], mentions: "--role all" },
-      "role api with the local backend": { args: ["--role", "api", "--database-url=postgres://h/db"], mentions: "--backend none" },
+      "role api with the local backend": {
+        args: ["--role", "api", "--database-url=postgres://h/db"],
+        mentions: "--backend none"
+      },
       "address with a non-numeric port": { env: { NODUS_ADDR: "localhost:http" }, mentions: "NODUS_ADDR" },
       "port above 65535": { env: { NODUS_ADDR: "127.0.0.1:65536" }, mentions: "NODUS_ADDR" },
       "port of six digits": { args: ["--addr", "127.0.0.1:100000"], mentions: "NODUS_ADDR" },
@@ -156,17 +204,29 @@ describe("Config.resolve", () => {
       "a speed in exponent form": { env: { NODUS_SIM_SPEED: "1e3" }, mentions: "NODUS_SIM_SPEED" },
       "more warm boxes than a host keeps": { env: { NODUS_WARM_BOXES: "17" }, mentions: "NODUS_WARM_BOXES" },
       "warm boxes that are no number": { args: ["--warm-boxes=some"], mentions: "from 0 to 16" },
-      "a public URL that is not http(s)": { env: { NODUS_PUBLIC_URL: "ftp://nodus.example.com" }, mentions: "NODUS_PUBLIC_URL" },
-      "a public URL with a query": { args: ["--public-url", "https://nodus.example.com/?x=1"], mentions: "NODUS_PUBLIC_URL" },
+      "a public URL that is not http(s)": {
+        env: { NODUS_PUBLIC_URL: "ftp://nodus.example.com" },
+        mentions: "NODUS_PUBLIC_URL"
+      },
+      "a public URL with a query": {
+        args: ["--public-url", "https://nodus.example.com/?x=1"],
+        mentions: "NODUS_PUBLIC_URL"
+      },
       "a public URL that is no URL": { args: ["--public-url=nodus"], mentions: "NODUS_PUBLIC_URL" },
       "a secret key that is too short": { env: { NODUS_SECRET_KEY: "c2hvcnQ=" }, mentions: "NODUS_SECRET_KEY" },
-      "a secret key that is no base64 or hex": { args: ["--secret-key", "not a key at all, though it is long enough!!"], mentions: "openssl rand -base64 32" },
+      "a secret key that is no base64 or hex": {
+        args: ["--secret-key", "not a key at all, though it is long enough!!"],
+        mentions: "openssl rand -base64 32"
+      },
       "unknown flag": { args: ["--port", "1"], mentions: "--port" },
       "unknown flag in = form": { args: ["--verbose=1"], mentions: "--verbose" },
       "a positional argument": { args: ["serve"], mentions: "serve" },
       "flag without value": { args: ["--addr"], mentions: "--addr" },
       "flag without value after another": { args: ["--tls", "off", "--data-dir"], mentions: "--data-dir" },
-      "flag followed by another flag": { args: ["--data-dir", "--tls", "off"], mentions: "flag --data-dir needs a value" }
+      "flag followed by another flag": {
+        args: ["--data-dir", "--tls", "off"],
+        mentions: "flag --data-dir needs a value"
+      }
     }
     for (const [label, row] of Object.entries(table)) {
       const message = err(resolve(row.env ?? {}, row.args ?? []))
@@ -220,7 +280,24 @@ describe("Config.parseAddress", () => {
 describe("Config.usage", () => {
   it("mentions every environment variable and flag", () => {
     const text = usage()
-    const names = ["NODUS_ADDR", "NODUS_DATA_DIR", "DATABASE_URL", "NODUS_TLS", "NODUS_TLS_CERT", "NODUS_TLS_KEY", "NODUS_BOOTSTRAP_TOKEN", "NODUS_SECRET_KEY", "NODUS_API_GROUP", "NODUS_BACKEND", "NODUS_SIM_SPEED", "NODUS_WARM_BOXES", "NODUS_PUBLIC_URL", "NODUS_WEBHOOK_ALLOW_LOOPBACK", "NODUS_ROLE", "NODUS_EGRESS_ALLOW_CIDR"]
+    const names = [
+      "NODUS_ADDR",
+      "NODUS_DATA_DIR",
+      "DATABASE_URL",
+      "NODUS_TLS",
+      "NODUS_TLS_CERT",
+      "NODUS_TLS_KEY",
+      "NODUS_BOOTSTRAP_TOKEN",
+      "NODUS_SECRET_KEY",
+      "NODUS_API_GROUP",
+      "NODUS_BACKEND",
+      "NODUS_SIM_SPEED",
+      "NODUS_WARM_BOXES",
+      "NODUS_PUBLIC_URL",
+      "NODUS_WEBHOOK_ALLOW_LOOPBACK",
+      "NODUS_ROLE",
+      "NODUS_EGRESS_ALLOW_CIDR"
+    ]
     assert.deepStrictEqual(settings.map((setting) => setting.env), names)
     for (const name of names) assert.match(text, new RegExp(`\\b${name}\\b`, "u"), name)
     for (const setting of settings) assert.include(text, setting.flag, setting.flag)

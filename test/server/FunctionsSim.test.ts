@@ -6,8 +6,8 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
 import { Store } from "../../src/store/Store.ts"
-import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 import { createProject, eventually, mergePatch, v1 } from "../apiserver/api/Support.ts"
+import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 
 const project = "fns"
 const clockPath = `${v1}/simulation/clock`
@@ -17,16 +17,24 @@ const calls = `${v1}/namespaces/${project}/functioncalls`
 const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64")
 const unb64 = (text: string) => JSON.parse(Buffer.from(text, "base64").toString("utf8"))
 
-const now = async (server: TestServer): Promise<number> => Date.parse((await request(server, "GET", clockPath)).body.now)
+const now = async (server: TestServer): Promise<number> =>
+  Date.parse((await request(server, "GET", clockPath)).body.now)
 
 const advance = async (server: TestServer, by: string) => {
   const reply = await request(server, "POST", clockPath, { body: { advance: by } })
   assert.strictEqual(reply.status, 200, reply.text)
 }
 
-const createFunction = async (server: TestServer, name: string, spec: Record<string, unknown> = {}, annotations: Record<string, string> = {}) => {
+const createFunction = async (
+  server: TestServer,
+  name: string,
+  spec: Record<string, unknown> = {},
+  annotations: Record<string, string> = {}
+) => {
   const body = {
-    apiVersion: "nodus.dev/v1", kind: "Function", metadata: { name, annotations },
+    apiVersion: "nodus.dev/v1",
+    kind: "Function",
+    metadata: { name, annotations },
     spec: { image: "python:3.12", code: { module: "app", qualname: "echo" }, ...spec }
   }
   const reply = await request(server, "POST", functions, { body })
@@ -34,9 +42,16 @@ const createFunction = async (server: TestServer, name: string, spec: Record<str
   return reply.body
 }
 
-const createCall = async (server: TestServer, fn: string, args: ReadonlyArray<unknown>, extra: { spec?: Record<string, unknown>; annotations?: Record<string, string> } = {}) => {
+const createCall = async (
+  server: TestServer,
+  fn: string,
+  args: ReadonlyArray<unknown>,
+  extra: { spec?: Record<string, unknown>; annotations?: Record<string, string> } = {}
+) => {
   const body = {
-    apiVersion: "nodus.dev/v1", kind: "FunctionCall", metadata: { generateName: `${fn}-`, annotations: extra.annotations ?? {} },
+    apiVersion: "nodus.dev/v1",
+    kind: "FunctionCall",
+    metadata: { generateName: `${fn}-`, annotations: extra.annotations ?? {} },
     spec: { function: fn, input: { encoding: "JSON", inline: b64({ args, kwargs: {} }) }, ...extra.spec }
   }
   const reply = await request(server, "POST", calls, { body })
@@ -55,7 +70,13 @@ const until = (server: TestServer, path: string, done: (status: any) => boolean)
   eventually(`${path} to change`, () => read(server, path), (object) => done(object.status ?? {}), 10_000)
 
 /** Moves the clock in steps until the object's status satisfies `done`. */
-const advanceUntil = async (server: TestServer, path: string, done: (status: any) => boolean, step = "5s", steps = 60) => {
+const advanceUntil = async (
+  server: TestServer,
+  path: string,
+  done: (status: any) => boolean,
+  step = "5s",
+  steps = 60
+) => {
   for (let index = 0; index < steps; index++) {
     const object = await read(server, path)
     if (done(object.status ?? {})) return object
@@ -65,7 +86,12 @@ const advanceUntil = async (server: TestServer, path: string, done: (status: any
 }
 
 /** A Function with a warm worker: minWorkers 1, stepped until it is ready. */
-const warmFunction = async (server: TestServer, name: string, spec: Record<string, unknown> = {}, annotations: Record<string, string> = {}) => {
+const warmFunction = async (
+  server: TestServer,
+  name: string,
+  spec: Record<string, unknown> = {},
+  annotations: Record<string, string> = {}
+) => {
   await createFunction(server, name, { scaling: { minWorkers: 1, maxWorkers: 1 }, ...spec }, annotations)
   return advanceUntil(server, `${functions}/${name}`, (status) => (status.workers?.ready ?? 0) === 1)
 }
@@ -115,14 +141,19 @@ describe("Functions under the sim backend", () => {
   })
 
   it("retries a raising call after initialDelay × coefficient^(n−1), then fails it RemoteError with the error", async () => {
-    await warmFunction(server, "raiser", { retries: { maxRetries: 2, initialDelay: "1s", backoffCoefficient: "3", maxDelay: "60s" } })
+    await warmFunction(server, "raiser", {
+      retries: { maxRetries: 2, initialDelay: "1s", backoffCoefficient: "3", maxDelay: "60s" }
+    })
     const start = await now(server)
     const call = await createCall(server, "raiser", [1], { annotations: { "sim.nodus.dev/call-raises": "5" } })
     const path = `${calls}/${call.metadata.name}`
     const first = await until(server, path, (status) => status.retries === 1)
     assert.strictEqual(first.status.phase, "Queued")
     assert.match(first.status.message, /retry 1 of 2 in 1s/u)
-    assert.deepInclude(first.status.conditions.find((c: any) => c.type === "Scheduled"), { status: "False", reason: "Backoff" })
+    assert.deepInclude(first.status.conditions.find((c: any) => c.type === "Scheduled"), {
+      status: "False",
+      reason: "Backoff"
+    })
     await advance(server, "1s")
     const second = await until(server, path, (status) => status.retries === 2)
     assert.match(second.status.message, /retry 2 of 2 in 3s/u)
@@ -182,7 +213,11 @@ describe("Functions under the sim backend", () => {
     const gone = await until(server, `${calls}/${cancelled.metadata.name}`, (status) => status.phase === "Cancelled")
     assert.strictEqual(gone.status.reason, "Cancelled")
     await mergePatch(server, `${functions}/pausable`, { spec: { state: "Running" } })
-    const done = await advanceUntil(server, `${calls}/${waiting.metadata.name}`, (status) => status.phase === "Succeeded")
+    const done = await advanceUntil(
+      server,
+      `${calls}/${waiting.metadata.name}`,
+      (status) => status.phase === "Succeeded"
+    )
     assert.deepStrictEqual(unb64(done.status.result.inline), "later")
   })
 
@@ -196,7 +231,9 @@ describe("Functions under the sim backend", () => {
     for (let step = 0; step < 8 && Object.keys(started).length < 4; step++) {
       for (const call of [...a, b]) {
         const status = (await read(server, `${calls}/${call.metadata.name}`)).status ?? {}
-        if (status.startTime !== undefined) started[unb64(call.spec.input.inline).args[0]] = Date.parse(status.startTime)
+        if (status.startTime !== undefined) {
+          started[unb64(call.spec.input.inline).args[0]] = Date.parse(status.startTime)
+        }
       }
       await advance(server, "10s")
     }
@@ -241,66 +278,101 @@ describe("Functions under the sim backend", () => {
   })
 
   it("scales workers up to maxWorkers for its calls, and back to zero after scaledownWindow", async () => {
-    await createFunction(server, "wide", { scaling: { minWorkers: 0, maxWorkers: 2, targetConcurrency: 1, scaledownWindow: "30s" } }, { "sim.nodus.dev/call-duration": "4m" })
+    await createFunction(server, "wide", {
+      scaling: { minWorkers: 0, maxWorkers: 2, targetConcurrency: 1, scaledownWindow: "30s" }
+    }, { "sim.nodus.dev/call-duration": "4m" })
     const idle = await advanceUntil(server, `${functions}/wide`, (status) => status.phase === "Running")
     assert.strictEqual(idle.status.workers.ready, 0)
-    const made = [await createCall(server, "wide", [1]), await createCall(server, "wide", [2]), await createCall(server, "wide", [3])]
+    const made = [
+      await createCall(server, "wide", [1]),
+      await createCall(server, "wide", [2]),
+      await createCall(server, "wide", [3])
+    ]
     // A host's boot is drawn from the provider's model (minutes, with a tail): step by half a minute.
     const busy = await advanceUntil(server, `${functions}/wide`, (status) => (status.workers?.busy ?? 0) === 2, "30s")
     assert.strictEqual(busy.status.queue.running, 2)
     // Never more workers than maxWorkers, whatever the queue.
     assert.strictEqual(busy.status.workers.ready + busy.status.workers.starting, 2)
-    for (const call of made) await advanceUntil(server, `${calls}/${call.metadata.name}`, (status) => status.phase === "Succeeded", "30s")
+    for (const call of made) {
+      await advanceUntil(server, `${calls}/${call.metadata.name}`, (status) => status.phase === "Succeeded", "30s")
+    }
     const after = await read(server, `${functions}/wide`)
     assert.isAbove(after.status.workers.ready + after.status.workers.draining, 0)
-    const down = await advanceUntil(server, `${functions}/wide`, (status) => (status.workers?.ready ?? 0) + (status.workers?.draining ?? 0) + (status.workers?.starting ?? 0) === 0, "10s")
+    const down = await advanceUntil(
+      server,
+      `${functions}/wide`,
+      (status) =>
+        (status.workers?.ready ?? 0) + (status.workers?.draining ?? 0) + (status.workers?.starting ?? 0) === 0,
+      "10s"
+    )
     assert.strictEqual(down.status.phase, "Running")
   })
 })
 
 describe("FunctionCalls across a server restart", () => {
-  it("a running call is recovered on a new worker (recoveries 1) and a retry keeps the rest of its backoff", async () => {
-    const store = await Effect.runPromise(MemoryStore.make)
-    const startOver = () => startTestServer({ sim: { speed: 0 }, store: Layer.succeed(Store, store) })
-    const first = await startOver()
-    let running: any
-    let retrying: any
-    let retryTime: number
-    try {
-      await createProject(first, project)
-      await warmFunction(first, "durable", { retries: { maxRetries: 1, initialDelay: "10m", maxDelay: "10m" } }, { "sim.nodus.dev/call-duration": "30s" })
-      running = await createCall(first, "durable", ["kept"])
-      retrying = await createCall(first, "durable", ["again"], { annotations: { "sim.nodus.dev/call-raises": "1" } })
-      // The worker takes one call at a time: the first runs 30 s, then the second runs 30 s, raises and waits 10 minutes.
-      await until(first, `${calls}/${running.metadata.name}`, (status) => status.phase === "Running")
-      await advance(first, "30s")
-      await until(first, `${calls}/${retrying.metadata.name}`, (status) => status.phase === "Running")
-      await advance(first, "30s")
-      const waiting = await until(first, `${calls}/${retrying.metadata.name}`, (status) => status.retries === 1)
-      retryTime = Date.parse(waiting.status.retryTime)
-      // It raised at the end of its 30 s try: the retry is 10 minutes after that.
-      assert.strictEqual(retryTime, Date.parse(waiting.status.startTime) + 30_000 + 10 * 60_000)
-      const third = await createCall(first, "durable", ["lost"])
-      await until(first, `${calls}/${third.metadata.name}`, (status) => status.phase === "Running")
-      running = third
-    } finally {
-      await first.stop()
-    }
-    const second = await startOver()
-    try {
-      const recovered = await advanceUntil(second, `${calls}/${running.metadata.name}`, (status) => status.phase === "Succeeded", "10s")
-      assert.strictEqual(recovered.status.recoveries, 1)
-      assert.strictEqual(recovered.status.worker.epoch, 2)
-      assert.deepStrictEqual(unb64(recovered.status.result.inline), "lost")
-      // The simulator's model counts a call's raises per process, so the retry raises again: its last retry is used up.
-      const later = await advanceUntil(second, `${calls}/${retrying.metadata.name}`, (status) => status.phase === "Failed", "1m", 30)
-      // Dispatched again no earlier than its retryTime, though the server restarted meanwhile.
-      assert.isAtLeast(Date.parse(later.status.startTime), retryTime!)
-      assert.deepStrictEqual([later.status.retries, later.status.reason, later.status.worker.epoch], [1, "RemoteError", 2])
-    } finally {
-      await second.stop()
-    }
-  }, 120_000)
+  it(
+    "a running call is recovered on a new worker (recoveries 1) and a retry keeps the rest of its backoff",
+    async () => {
+      const store = await Effect.runPromise(MemoryStore.make)
+      const startOver = () => startTestServer({ sim: { speed: 0 }, store: Layer.succeed(Store, store) })
+      const first = await startOver()
+      let running: any
+      let retrying: any
+      let retryTime: number
+      try {
+        await createProject(first, project)
+        await warmFunction(first, "durable", { retries: { maxRetries: 1, initialDelay: "10m", maxDelay: "10m" } }, {
+          "sim.nodus.dev/call-duration": "30s"
+        })
+        running = await createCall(first, "durable", ["kept"])
+        retrying = await createCall(first, "durable", ["again"], { annotations: { "sim.nodus.dev/call-raises": "1" } })
+        // The worker takes one call at a time: the first runs 30 s, then the second runs 30 s, raises and waits 10 minutes.
+        await until(first, `${calls}/${running.metadata.name}`, (status) => status.phase === "Running")
+        await advance(first, "30s")
+        await until(first, `${calls}/${retrying.metadata.name}`, (status) => status.phase === "Running")
+        await advance(first, "30s")
+        const waiting = await until(first, `${calls}/${retrying.metadata.name}`, (status) => status.retries === 1)
+        retryTime = Date.parse(waiting.status.retryTime)
+        // It raised at the end of its 30 s try: the retry is 10 minutes after that.
+        assert.strictEqual(retryTime, Date.parse(waiting.status.startTime) + 30_000 + 10 * 60_000)
+        const third = await createCall(first, "durable", ["lost"])
+        await until(first, `${calls}/${third.metadata.name}`, (status) => status.phase === "Running")
+        running = third
+      } finally {
+        await first.stop()
+      }
+      const second = await startOver()
+      try {
+        const recovered = await advanceUntil(
+          second,
+          `${calls}/${running.metadata.name}`,
+          (status) => status.phase === "Succeeded",
+          "10s"
+        )
+        assert.strictEqual(recovered.status.recoveries, 1)
+        assert.strictEqual(recovered.status.worker.epoch, 2)
+        assert.deepStrictEqual(unb64(recovered.status.result.inline), "lost")
+        // The simulator's model counts a call's raises per process, so the retry raises again: its last retry is used up.
+        const later = await advanceUntil(
+          second,
+          `${calls}/${retrying.metadata.name}`,
+          (status) => status.phase === "Failed",
+          "1m",
+          30
+        )
+        // Dispatched again no earlier than its retryTime, though the server restarted meanwhile.
+        assert.isAtLeast(Date.parse(later.status.startTime), retryTime!)
+        assert.deepStrictEqual([later.status.retries, later.status.reason, later.status.worker.epoch], [
+          1,
+          "RemoteError",
+          2
+        ])
+      } finally {
+        await second.stop()
+      }
+    },
+    120_000
+  )
 })
 
 describe("FunctionCall retention", () => {
@@ -320,6 +392,11 @@ describe("FunctionCall retention", () => {
     await advance(server, "2h")
     // Deleted within the hour after its 7 days.
     assert.isAtLeast(await now(server), ended + 7 * 24 * 3_600_000)
-    await eventually(`${path} to go`, async () => (await request(server, "GET", path)).status, (status) => status === 404, 10_000)
+    await eventually(
+      `${path} to go`,
+      async () => (await request(server, "GET", path)).status,
+      (status) => status === 404,
+      10_000
+    )
   })
 })

@@ -2,19 +2,19 @@
 // or is generated once into <data dir>/secrets.key (mode 0600); on disk — every file of an embedded database, write-
 // ahead log included — no value appears, while the object's name does; the values still reach admission after a
 // restart with the same key; a restart with another key fails at once, saying why.
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer, Option } from "effect"
 import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Option } from "effect"
-import { ensureSecretKey, secretKeyFile } from "../../src/server/Bootstrap.ts"
-import { resolve, type ServerConfig } from "../../src/server/Config.ts"
 import { idempotencyTable } from "../../src/apiserver/Idempotency.ts"
 import { isSealed } from "../../src/runtime/SecretCipher.ts"
 import { lastAppliedAnnotation, secretValuesTable } from "../../src/runtime/Secrets.ts"
+import { ensureSecretKey, secretKeyFile } from "../../src/server/Bootstrap.ts"
+import { resolve, type ServerConfig } from "../../src/server/Config.ts"
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
-import { Store } from "../../src/store/Store.ts"
 import * as SqlStore from "../../src/store/SqlStore.ts"
+import { Store } from "../../src/store/Store.ts"
 import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 
 const value = "at-rest-value-9d8c7b6a"
@@ -54,7 +54,10 @@ describe("the secret key", () => {
   it("comes from NODUS_SECRET_KEY when set, and a malformed key file is refused with its path", () => {
     const dataDir = mkdtempSync(join(tmpdir(), "nodus-key-"))
     const hex = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
-    assert.deepStrictEqual(Buffer.from(ensureSecretKey(configWith(dataDir, { NODUS_SECRET_KEY: hex }))).toString("hex"), hex)
+    assert.deepStrictEqual(
+      Buffer.from(ensureSecretKey(configWith(dataDir, { NODUS_SECRET_KEY: hex }))).toString("hex"),
+      hex
+    )
     writeFileSync(secretKeyFile(dataDir), "too short\n")
     assert.throws(() => ensureSecretKey(configWith(dataDir)), /secrets\.key must be 32 random bytes/u)
   })
@@ -64,16 +67,24 @@ describe("secret values on disk", () => {
   it("are sealed in the record table, appear in no file of the database, and open only with their key", async () => {
     const directory = join(mkdtempSync(join(tmpdir(), "nodus-at-rest-")), "pglite")
     const start = (secretKey?: Uint8Array) =>
-      startTestServer({ store: Layer.fresh(SqlStore.layerPglite(directory)), ...(secretKey === undefined ? {} : { secretKey }) })
+      startTestServer({
+        store: Layer.fresh(SqlStore.layerPglite(directory)),
+        ...(secretKey === undefined ? {} : { secretKey })
+      })
     const first = await start()
     try {
-      assert.strictEqual((await request(first, "POST", "/api/v1/namespaces", { body: { metadata: { name: project } } })).status, 201)
+      assert.strictEqual(
+        (await request(first, "POST", "/api/v1/namespaces", { body: { metadata: { name: project } } })).status,
+        201
+      )
       const created = await request(first, "POST", `/apis/nodus.dev/v1/namespaces/${project}/secrets`, {
         body: { metadata: { name }, spec: { data: { password: value } } },
         headers: { "idempotency-key": "create-once" }
       })
       assert.strictEqual(created.status, 201, created.text)
-      const stored = await first.withStore((store) => store.getRecord(secretValuesTable, `${created.body.metadata.uid}/1`, 0))
+      const stored = await first.withStore((store) =>
+        store.getRecord(secretValuesTable, `${created.body.metadata.uid}/1`, 0)
+      )
       assert.isTrue(Option.isSome(stored) && isSealed(stored.value), "the record is sealed")
       // The idempotency record keeps the exact create response: the object, which has no value.
       const replies = await first.withStore((store) => store.records(idempotencyTable, "", 100, 0))
@@ -93,7 +104,10 @@ describe("secret values on disk", () => {
       await again.stop()
     }
     const refused = await Effect.runPromise(Effect.flip(Effect.tryPromise(() => start(Buffer.alloc(32, 9)))))
-    assert.match(String(refused.cause ?? refused), /sealed with key id [0-9a-f]{16}, and this server holds key id [0-9a-f]{16}/u)
+    assert.match(
+      String(refused.cause ?? refused),
+      /sealed with key id [0-9a-f]{16}, and this server holds key id [0-9a-f]{16}/u
+    )
   })
 })
 
@@ -103,8 +117,13 @@ describe("Secrets an earlier server stored with values in kubectl's annotation",
     const first = await startTestServer({ store: Layer.succeed(Store, store) })
     let uid: string
     try {
-      assert.strictEqual((await request(first, "POST", "/api/v1/namespaces", { body: { metadata: { name: project } } })).status, 201)
-      const created = await request(first, "POST", `/apis/nodus.dev/v1/namespaces/${project}/secrets`, { body: { metadata: { name }, spec: { data: { password: value } } } })
+      assert.strictEqual(
+        (await request(first, "POST", "/api/v1/namespaces", { body: { metadata: { name: project } } })).status,
+        201
+      )
+      const created = await request(first, "POST", `/apis/nodus.dev/v1/namespaces/${project}/secrets`, {
+        body: { metadata: { name }, spec: { data: { password: value } } }
+      })
       assert.strictEqual(created.status, 201, created.text)
       uid = created.body.metadata.uid
     } finally {
@@ -113,8 +132,29 @@ describe("Secrets an earlier server stored with values in kubectl's annotation",
     // What a server before the scrub stored: the whole manifest, values included, in the annotation.
     const key = { resource: "secrets", namespace: project, name }
     const stored = Option.getOrThrow(await Effect.runPromise(store.get(key)))
-    const leaked = { ...stored, metadata: { ...stored.metadata, annotations: { [lastAppliedAnnotation]: JSON.stringify({ apiVersion: "nodus.dev/v1", kind: "Secret", metadata: { name }, spec: { data: { password: value } } }) } } }
-    await Effect.runPromise(store.commit([{ _tag: "Update", key, object: leaked, previous: stored, expectedRv: stored.metadata.resourceVersion }]))
+    const leaked = {
+      ...stored,
+      metadata: {
+        ...stored.metadata,
+        annotations: {
+          [lastAppliedAnnotation]: JSON.stringify({
+            apiVersion: "nodus.dev/v1",
+            kind: "Secret",
+            metadata: { name },
+            spec: { data: { password: value } }
+          })
+        }
+      }
+    }
+    await Effect.runPromise(
+      store.commit([{
+        _tag: "Update",
+        key,
+        object: leaked,
+        previous: stored,
+        expectedRv: stored.metadata.resourceVersion
+      }])
+    )
     assert.include(JSON.stringify(Option.getOrThrow(await Effect.runPromise(store.get(key)))), value)
 
     const second = await startTestServer({ store: Layer.succeed(Store, store) })

@@ -16,7 +16,10 @@ const collectEvents = async (response: Response, count: number, deadlineMs: numb
   let buffered = ""
   const deadline = Date.now() + deadlineMs
   while (events.length < count && Date.now() < deadline) {
-    const next = await Promise.race([reader.read(), new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), deadline - Date.now()))])
+    const next = await Promise.race([
+      reader.read(),
+      new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), deadline - Date.now()))
+    ])
     if (next === undefined || next.done) break
     buffered += decoder.decode(next.value, { stream: true })
     let newline: number
@@ -50,28 +53,43 @@ describe.skipIf(databaseUrl === undefined)("two servers on one PostgreSQL databa
   it("a watch on one server sees creates, updates and deletes made through the other", async () => {
     const project = await request(first, "POST", "/api/v1/namespaces", { body: { metadata: { name: "shared" } } })
     assert.strictEqual(project.status, 201, project.text)
-    const watch = await fetch(`${second.url}/apis/nodus.dev/v1/namespaces/shared/jobs?watch=true`, { headers: { authorization: `Bearer ${second.token}` } })
+    const watch = await fetch(`${second.url}/apis/nodus.dev/v1/namespaces/shared/jobs?watch=true`, {
+      headers: { authorization: `Bearer ${second.token}` }
+    })
     assert.strictEqual(watch.status, 200)
     const events = collectEvents(watch, 3, 10_000)
-    const created = await request(first, "POST", "/apis/nodus.dev/v1/namespaces/shared/jobs", { body: { metadata: { name: "j1" }, spec: { image: "a" } } })
+    const created = await request(first, "POST", "/apis/nodus.dev/v1/namespaces/shared/jobs", {
+      body: { metadata: { name: "j1" }, spec: { image: "a" } }
+    })
     assert.strictEqual(created.status, 201, created.text)
-    const patched = await request(first, "PATCH", "/apis/nodus.dev/v1/namespaces/shared/jobs/j1", { body: { spec: { backoffLimit: 2 } }, contentType: "application/merge-patch+json" })
+    const patched = await request(first, "PATCH", "/apis/nodus.dev/v1/namespaces/shared/jobs/j1", {
+      body: { spec: { backoffLimit: 2 } },
+      contentType: "application/merge-patch+json"
+    })
     assert.strictEqual(patched.status, 200, patched.text)
     const deleted = await request(first, "DELETE", "/apis/nodus.dev/v1/namespaces/shared/jobs/j1")
     assert.strictEqual(deleted.status, 200, deleted.text)
     const seen = await events
-    assert.deepStrictEqual(seen.map((event) => `${event.type} ${event.object.metadata.name}`), ["ADDED j1", "MODIFIED j1", "DELETED j1"])
+    assert.deepStrictEqual(seen.map((event) => `${event.type} ${event.object.metadata.name}`), [
+      "ADDED j1",
+      "MODIFIED j1",
+      "DELETED j1"
+    ])
     const versions = seen.map((event) => Number(event.object.metadata.resourceVersion))
     assert.isTrue(versions[0]! < versions[1]! && versions[1]! < versions[2]!)
   })
 
   it("both servers read the same objects and the same resourceVersion counter", async () => {
-    const created = await request(second, "POST", "/apis/nodus.dev/v1/namespaces/shared/jobs", { body: { metadata: { name: "j2" }, spec: { image: "a" } } })
+    const created = await request(second, "POST", "/apis/nodus.dev/v1/namespaces/shared/jobs", {
+      body: { metadata: { name: "j2" }, spec: { image: "a" } }
+    })
     assert.strictEqual(created.status, 201, created.text)
     const read = await request(first, "GET", "/apis/nodus.dev/v1/namespaces/shared/jobs/j2")
     assert.strictEqual(read.status, 200)
     assert.strictEqual(read.body.metadata.uid, created.body.metadata.uid)
-    const again = await request(first, "POST", "/apis/nodus.dev/v1/namespaces/shared/jobs", { body: { metadata: { name: "j2" }, spec: { image: "a" } } })
+    const again = await request(first, "POST", "/apis/nodus.dev/v1/namespaces/shared/jobs", {
+      body: { metadata: { name: "j2" }, spec: { image: "a" } }
+    })
     assert.strictEqual(again.status, 409)
     assert.strictEqual(again.body.reason, "AlreadyExists")
   })

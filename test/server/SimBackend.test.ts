@@ -1,15 +1,25 @@
 // The sim backend behind the API server (docs/simulator.md, "The sim backend"): Jobs created over HTTP go through
 // their phases on simulated capacity; the test clock moves simulated time; Attempts, core/v1 Events, the internal
 // event stream and the Offering catalog are written through the ordinary API machinery.
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Layer } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { Layer } from "effect"
 import { defaultFeedOptions } from "../../src/store/ChangeFeed.ts"
 import * as SqlStore from "../../src/store/SqlStore.ts"
+import {
+  assertStatus,
+  causeFields,
+  createJob,
+  createProject,
+  eventually,
+  jobPath,
+  mergePatch,
+  sleep,
+  v1
+} from "../apiserver/api/Support.ts"
 import { type Reply, request, startTestServer, type TestServer } from "../support/TestServer.ts"
-import { assertStatus, causeFields, createJob, createProject, eventually, jobPath, mergePatch, sleep, v1 } from "../apiserver/api/Support.ts"
 
 const clockPath = `${v1}/simulation/clock`
 
@@ -31,13 +41,20 @@ const readJob = async (server: TestServer, project: string, name: string): Promi
 const attemptsOf = async (server: TestServer, project: string, job: any): Promise<ReadonlyArray<any>> => {
   const reply = await request(server, "GET", `${v1}/namespaces/${project}/attempts`)
   assert.strictEqual(reply.status, 200, reply.text)
-  return (reply.body.items as ReadonlyArray<any>).filter((attempt) => attempt.metadata.ownerReferences?.some((owner: any) => owner.uid === job.metadata.uid))
+  return (reply.body.items as ReadonlyArray<any>).filter((attempt) =>
+    attempt.metadata.ownerReferences?.some((owner: any) => owner.uid === job.metadata.uid)
+  )
 }
 
 /** The Job's events as `kubectl describe` finds them: by field selector on the involved object. */
 const eventsOf = async (server: TestServer, project: string, job: any): Promise<ReadonlyArray<any>> => {
-  const selector = `involvedObject.kind=Job,involvedObject.name=${job.metadata.name},involvedObject.namespace=${project},involvedObject.uid=${job.metadata.uid}`
-  const reply = await request(server, "GET", `/api/v1/namespaces/${project}/events?fieldSelector=${encodeURIComponent(selector)}`)
+  const selector =
+    `involvedObject.kind=Job,involvedObject.name=${job.metadata.name},involvedObject.namespace=${project},involvedObject.uid=${job.metadata.uid}`
+  const reply = await request(
+    server,
+    "GET",
+    `/api/v1/namespaces/${project}/events?fieldSelector=${encodeURIComponent(selector)}`
+  )
   assert.strictEqual(reply.status, 200, reply.text)
   assert.strictEqual(reply.body.kind, "EventList")
   return reply.body.items
@@ -97,8 +114,18 @@ describe("sim backend", () => {
         assert.deepStrictEqual(causeFields(status), fields, JSON.stringify(body))
         assert.include(status.fix, "advance", JSON.stringify(body))
       }
-      assertStatus(server, await request(server, "POST", clockPath, { raw: "{", contentType: "application/json" }), 400, "BadRequest")
-      assertStatus(server, await request(server, "PUT", clockPath, { body: { advance: "1m" } }), 405, "MethodNotAllowed")
+      assertStatus(
+        server,
+        await request(server, "POST", clockPath, { raw: "{", contentType: "application/json" }),
+        400,
+        "BadRequest"
+      )
+      assertStatus(
+        server,
+        await request(server, "PUT", clockPath, { body: { advance: "1m" } }),
+        405,
+        "MethodNotAllowed"
+      )
       assertStatus(server, await request(server, "GET", `/apis/nodus.dev/v1beta1/simulation/clock`), 404, "NotFound")
       assertStatus(server, await request(server, "GET", clockPath, { token: null }), 401, "Unauthorized")
     })
@@ -108,13 +135,23 @@ describe("sim backend", () => {
       assert.strictEqual(reply.status, 200, reply.text)
       const item = reply.body.paths["/apis/nodus.dev/v1/simulation/clock"]
       assert.deepStrictEqual(Object.keys(item).sort(), ["get", "post"])
-      assert.deepStrictEqual(item.post.requestBody.content["application/json"].schema, { $ref: "#/components/schemas/SimulationClockRequest" })
-      assert.deepStrictEqual(Object.keys(reply.body.components.schemas.SimulationClockRequest.properties), ["advance", "to"])
+      assert.deepStrictEqual(item.post.requestBody.content["application/json"].schema, {
+        $ref: "#/components/schemas/SimulationClockRequest"
+      })
+      assert.deepStrictEqual(Object.keys(reply.body.components.schemas.SimulationClockRequest.properties), [
+        "advance",
+        "to"
+      ])
     })
 
     it("is moved by admins only; any key reads it", async () => {
       const account = await request(server, "POST", `${v1}/namespaces/sim/serviceaccounts`, {
-        body: { apiVersion: "nodus.dev/v1", kind: "ServiceAccount", metadata: { name: "ci" }, spec: { scopes: ["*:write"] } }
+        body: {
+          apiVersion: "nodus.dev/v1",
+          kind: "ServiceAccount",
+          metadata: { name: "ci" },
+          spec: { scopes: ["*:write"] }
+        }
       })
       assert.strictEqual(account.status, 201, account.text)
       const issued = await request(server, "POST", `${v1}/namespaces/sim/serviceaccounts/ci/tokens`, { body: {} })
@@ -129,7 +166,11 @@ describe("sim backend", () => {
   describe("a Job's life", () => {
     it("runs to Succeeded with an Attempt, its placement explanation, Events and job.succeeded on the stream", async () => {
       const created = await createJob(server, "sim", "train", annotated({ "sim.nodus.dev/duration": "10m" }))
-      await eventually("the Job to be picked up", () => readJob(server, "sim", "train"), (job) => job.status?.phase !== undefined)
+      await eventually(
+        "the Job to be picked up",
+        () => readJob(server, "sim", "train"),
+        (job) => job.status?.phase !== undefined
+      )
       await advanced(server, "15m")
       const job = await readJob(server, "sim", "train")
       assert.strictEqual(job.status.phase, "Succeeded", JSON.stringify(job.status))
@@ -146,14 +187,22 @@ describe("sim backend", () => {
       assert.lengthOf(attempts, 1)
       const [attempt] = attempts
       assert.strictEqual(attempt.metadata.name, "train-0-1")
-      assert.deepStrictEqual(attempt.spec, { workload: { kind: "Job", name: "train", uid: job.metadata.uid }, index: 0, epoch: 1 })
+      assert.deepStrictEqual(attempt.spec, {
+        workload: { kind: "Job", name: "train", uid: job.metadata.uid },
+        index: 0,
+        epoch: 1
+      })
       assert.strictEqual(attempt.metadata.labels["nodus.dev/job"], "train")
       assert.strictEqual(attempt.status.phase, "Succeeded")
       assert.strictEqual(attempt.status.exitCode, 0)
       assert.strictEqual(attempt.status.offering, job.status.placement.offering)
       assert.strictEqual(attempt.status.rateUSDPerHour, job.status.placement.rateUSDPerHour)
       assert.strictEqual(attempt.status.placement.chosen.offering, job.status.placement.offering)
-      assert.isTrue(attempt.status.placement.candidates.some((candidate: any) => candidate.verdict === "Chosen" && candidate.offering === attempt.status.offering))
+      assert.isTrue(
+        attempt.status.placement.candidates.some((candidate: any) =>
+          candidate.verdict === "Chosen" && candidate.offering === attempt.status.offering
+        )
+      )
       assert.strictEqual(attempt.status.endTime, job.status.completionTime)
 
       const events = await eventsOf(server, "sim", job)
@@ -161,7 +210,13 @@ describe("sim backend", () => {
       for (const event of events) {
         assert.strictEqual(event.apiVersion, "v1")
         assert.strictEqual(event.kind, "Event")
-        assert.deepStrictEqual(event.involvedObject, { apiVersion: "nodus.dev/v1", kind: "Job", name: "train", namespace: "sim", uid: job.metadata.uid })
+        assert.deepStrictEqual(event.involvedObject, {
+          apiVersion: "nodus.dev/v1",
+          kind: "Job",
+          name: "train",
+          namespace: "sim",
+          uid: job.metadata.uid
+        })
         assert.strictEqual(event.type, "Normal")
         assert.strictEqual(event.count, 1)
         assert.strictEqual(event.source.component, "nodus-runtime")
@@ -175,9 +230,17 @@ describe("sim backend", () => {
       assert.deepStrictEqual(streamed.map((entry) => entry.type), ["job.succeeded"])
       const [succeeded] = streamed
       assert.strictEqual(succeeded!.timestamp, job.status.completionTime)
-      assert.deepStrictEqual(succeeded!.data.object.metadata, { name: "train", namespace: "sim", uid: job.metadata.uid })
+      assert.deepStrictEqual(succeeded!.data.object.metadata, {
+        name: "train",
+        namespace: "sim",
+        uid: job.metadata.uid
+      })
       assert.strictEqual(succeeded!.data.object.status["phase"], "Succeeded")
-      assert.deepStrictEqual(succeeded!.data.event, { reason: "Completed", message: "All 1 indexes succeeded.", count: 1 })
+      assert.deepStrictEqual(succeeded!.data.event, {
+        reason: "Completed",
+        message: "All 1 indexes succeeded.",
+        count: 1
+      })
 
       // The backend's own status writes never feed back into the simulation: a finished Job stays put.
       await sleep(400)
@@ -185,7 +248,13 @@ describe("sim backend", () => {
     })
 
     it("fails a Job whose program exits 1 with backoffLimit 0 (BackoffLimitExceeded), with a Warning event and job.failed", async () => {
-      await createJob(server, "sim", "broken", annotated({ "sim.nodus.dev/duration": "2m", "sim.nodus.dev/exit-code": "1" }), { backoffLimit: 0 })
+      await createJob(
+        server,
+        "sim",
+        "broken",
+        annotated({ "sim.nodus.dev/duration": "2m", "sim.nodus.dev/exit-code": "1" }),
+        { backoffLimit: 0 }
+      )
       await advanced(server, "15m")
       const job = await readJob(server, "sim", "broken")
       assert.strictEqual(job.status.phase, "Failed", JSON.stringify(job.status))
@@ -197,7 +266,11 @@ describe("sim backend", () => {
       assert.strictEqual(attempt.status.exitCode, 1)
       const failed = (await eventsOf(server, "sim", job)).find((event) => event.reason === "BackoffLimitExceeded")
       assert.strictEqual(failed?.type, "Warning")
-      assert.isTrue((await server.streamed()).some((entry) => entry.type === "job.failed" && entry.data.object.metadata.uid === job.metadata.uid))
+      assert.isTrue(
+        (await server.streamed()).some((entry) =>
+          entry.type === "job.failed" && entry.data.object.metadata.uid === job.metadata.uid
+        )
+      )
     })
 
     it("suspends on spec.state Suspended and resumes on Running", async () => {
@@ -224,28 +297,45 @@ describe("sim backend", () => {
       assert.includeMembers(reasons, ["Provisioning", "Running", "Suspending", "Suspended", "Completed"])
       const attempts = await attemptsOf(server, "sim", done)
       assert.isAtLeast(attempts.length, 2)
-      assert.isTrue(attempts.some((attempt) => attempt.status.phase === "Interrupted" && attempt.status.reason === "Stopped"))
+      assert.isTrue(
+        attempts.some((attempt) => attempt.status.phase === "Interrupted" && attempt.status.reason === "Stopped")
+      )
     })
 
     it("shows the phases as they happen at speed 1, without moving the clock", async () => {
       await createJob(server, "sim", "watched", annotated({ "sim.nodus.dev/duration": "1m" }))
-      const job = await eventually("the Job to be provisioned", () => readJob(server, "sim", "watched"), (read) => read.status?.phase === "Provisioning")
+      const job = await eventually(
+        "the Job to be provisioned",
+        () => readJob(server, "sim", "watched"),
+        (read) => read.status?.phase === "Provisioning"
+      )
       assert.strictEqual(job.status.observedGeneration, 1)
     })
 
     it("deletes a finished Job after ttlSecondsAfterFinished, and its Attempts and Events with it", async () => {
-      const job = await createJob(server, "sim", "ephemeral", annotated({ "sim.nodus.dev/duration": "1m" }), { ttlSecondsAfterFinished: 60 })
+      const job = await createJob(server, "sim", "ephemeral", annotated({ "sim.nodus.dev/duration": "1m" }), {
+        ttlSecondsAfterFinished: 60
+      })
       await advanced(server, "15m")
       assertStatus(server, await request(server, "GET", jobPath("sim", "ephemeral")), 404, "NotFound")
-      await eventually("the Attempts and Events to be collected", async () => [...await attemptsOf(server, "sim", job), ...await eventsOf(server, "sim", job)], (left) => left.length === 0)
+      await eventually(
+        "the Attempts and Events to be collected",
+        async () => [...await attemptsOf(server, "sim", job), ...await eventsOf(server, "sim", job)],
+        (left) => left.length === 0
+      )
     })
   })
 
   describe("events", () => {
     it("lists as kubectl asks: a Table with Kubernetes' event columns, and all projects at /api/v1/events", async () => {
-      const reply = await request(server, "GET", "/api/v1/namespaces/sim/events", { headers: { accept: "application/json;as=Table;v=v1;g=meta.k8s.io" } })
+      const reply = await request(server, "GET", "/api/v1/namespaces/sim/events", {
+        headers: { accept: "application/json;as=Table;v=v1;g=meta.k8s.io" }
+      })
       assert.strictEqual(reply.status, 200, reply.text)
-      assert.deepStrictEqual(reply.body.columnDefinitions.filter((column: any) => column.priority === 0).map((column: any) => column.name), ["Last Seen", "Type", "Reason", "Object", "Message"])
+      assert.deepStrictEqual(
+        reply.body.columnDefinitions.filter((column: any) => column.priority === 0).map((column: any) => column.name),
+        ["Last Seen", "Type", "Reason", "Object", "Message"]
+      )
       assert.isTrue(reply.body.rows.some((row: any) => row.cells[3] === "job/train" && row.cells[2] === "Completed"))
       const all = await request(server, "GET", "/api/v1/events")
       assert.strictEqual(all.status, 200, all.text)
@@ -254,10 +344,28 @@ describe("sim backend", () => {
 
     it("are read-only, and an unknown field selector is refused", async () => {
       const event = (await request(server, "GET", "/api/v1/namespaces/sim/events")).body.items[0]
-      assert.strictEqual((await request(server, "GET", `/api/v1/namespaces/sim/events/${event.metadata.name}`)).status, 200)
-      assertStatus(server, await request(server, "POST", "/api/v1/namespaces/sim/events", { body: event }), 405, "MethodNotAllowed")
-      assertStatus(server, await request(server, "DELETE", `/api/v1/namespaces/sim/events/${event.metadata.name}`), 405, "MethodNotAllowed")
-      assertStatus(server, await request(server, "GET", "/api/v1/namespaces/sim/events?fieldSelector=spec.x%3Dy"), 400, "BadRequest")
+      assert.strictEqual(
+        (await request(server, "GET", `/api/v1/namespaces/sim/events/${event.metadata.name}`)).status,
+        200
+      )
+      assertStatus(
+        server,
+        await request(server, "POST", "/api/v1/namespaces/sim/events", { body: event }),
+        405,
+        "MethodNotAllowed"
+      )
+      assertStatus(
+        server,
+        await request(server, "DELETE", `/api/v1/namespaces/sim/events/${event.metadata.name}`),
+        405,
+        "MethodNotAllowed"
+      )
+      assertStatus(
+        server,
+        await request(server, "GET", "/api/v1/namespaces/sim/events?fieldSelector=spec.x%3Dy"),
+        400,
+        "BadRequest"
+      )
     })
   })
 
@@ -273,7 +381,12 @@ describe("sim backend", () => {
         assert.strictEqual(offering.spec.providerClass, "Datacenter")
         assert.notMatch(JSON.stringify(offering), /lambda|aws/iu)
       }
-      assertStatus(server, await request(server, "POST", `${v1}/offerings`, { body: items[0] }), 405, "MethodNotAllowed")
+      assertStatus(
+        server,
+        await request(server, "POST", `${v1}/offerings`, { body: items[0] }),
+        405,
+        "MethodNotAllowed"
+      )
     })
   })
 })
@@ -301,51 +414,68 @@ describe("sim backend behind a change feed it falls behind", () => {
   afterAll(() => server.stop())
 
   it("reads every Job again and keeps simulating", async () => {
-    for (const name of ["a", "b", "c"]) await createJob(server, "lag", name, annotated({ "sim.nodus.dev/duration": "5m" }))
+    for (const name of ["a", "b", "c"]) {
+      await createJob(server, "lag", name, annotated({ "sim.nodus.dev/duration": "5m" }))
+    }
     await advanced(server, "10m")
     await createJob(server, "lag", "late", annotated({ "sim.nodus.dev/duration": "5m" }))
-    await eventually("the late Job to be picked up", () => readJob(server, "lag", "late"), (job) => job.status?.phase !== undefined, 10_000)
+    await eventually(
+      "the late Job to be picked up",
+      () => readJob(server, "lag", "late"),
+      (job) => job.status?.phase !== undefined,
+      10_000
+    )
     await advanced(server, "10m")
-    for (const name of ["a", "b", "c", "late"]) assert.strictEqual((await readJob(server, "lag", name)).status.phase, "Succeeded", name)
+    for (const name of ["a", "b", "c", "late"]) {
+      assert.strictEqual((await readJob(server, "lag", name)).status.phase, "Succeeded", name)
+    }
   })
 })
 
 describe("sim backend across a restart", () => {
-  it("resumes simulated time where it was, recovers a Job whose run was lost with the process, and leaves finished Jobs be", async () => {
-    const directory = join(mkdtempSync(join(tmpdir(), "nodus-sim-restart-")), "pglite")
-    const start = () => startTestServer({ sim: { speed: 1 }, store: Layer.fresh(SqlStore.layerPglite(directory)) })
-    const first = await start()
-    let before: number
-    let finished: any
-    try {
-      await createProject(first, "restart")
-      await createJob(first, "restart", "survivor", annotated({ "sim.nodus.dev/duration": "30m" }))
-      await createJob(first, "restart", "done", annotated({ "sim.nodus.dev/duration": "3m" }), { recovery: { checkpoint: { interval: "1m" } } })
-      before = Date.parse((await advanced(first, "10m")).now)
-      assert.strictEqual((await readJob(first, "restart", "survivor")).status.phase, "Running")
-      finished = await readJob(first, "restart", "done")
-      assert.strictEqual(finished.status.phase, "Succeeded")
-      assert.isAbove(finished.status.checkpoint.seq, 0)
-    } finally {
-      await first.stop()
-    }
-    const second = await start()
-    try {
-      const clock = await request(second, "GET", clockPath)
-      assert.isAtLeast(Date.parse(clock.body.now), before!)
-      await advanced(second, "1h")
-      const job = await readJob(second, "restart", "survivor")
-      assert.strictEqual(job.status.phase, "Succeeded", JSON.stringify(job.status))
-      const attempts = await attemptsOf(second, "restart", job)
-      const lost = attempts.find((attempt) => attempt.metadata.name === "survivor-0-1")
-      assert.strictEqual(lost?.status.phase, "Interrupted")
-      assert.strictEqual(lost?.status.reason, "NodeLost")
-      assert.isTrue(attempts.some((attempt) => attempt.metadata.name === "survivor-0-2" && attempt.status.phase === "Succeeded"))
-      const still = await readJob(second, "restart", "done")
-      assert.deepStrictEqual(still.status, finished.status)
-      assert.strictEqual(still.metadata.resourceVersion, finished.metadata.resourceVersion)
-    } finally {
-      await second.stop()
-    }
-  }, 60_000)
+  it(
+    "resumes simulated time where it was, recovers a Job whose run was lost with the process, and leaves finished Jobs be",
+    async () => {
+      const directory = join(mkdtempSync(join(tmpdir(), "nodus-sim-restart-")), "pglite")
+      const start = () => startTestServer({ sim: { speed: 1 }, store: Layer.fresh(SqlStore.layerPglite(directory)) })
+      const first = await start()
+      let before: number
+      let finished: any
+      try {
+        await createProject(first, "restart")
+        await createJob(first, "restart", "survivor", annotated({ "sim.nodus.dev/duration": "30m" }))
+        await createJob(first, "restart", "done", annotated({ "sim.nodus.dev/duration": "3m" }), {
+          recovery: { checkpoint: { interval: "1m" } }
+        })
+        before = Date.parse((await advanced(first, "10m")).now)
+        assert.strictEqual((await readJob(first, "restart", "survivor")).status.phase, "Running")
+        finished = await readJob(first, "restart", "done")
+        assert.strictEqual(finished.status.phase, "Succeeded")
+        assert.isAbove(finished.status.checkpoint.seq, 0)
+      } finally {
+        await first.stop()
+      }
+      const second = await start()
+      try {
+        const clock = await request(second, "GET", clockPath)
+        assert.isAtLeast(Date.parse(clock.body.now), before!)
+        await advanced(second, "1h")
+        const job = await readJob(second, "restart", "survivor")
+        assert.strictEqual(job.status.phase, "Succeeded", JSON.stringify(job.status))
+        const attempts = await attemptsOf(second, "restart", job)
+        const lost = attempts.find((attempt) => attempt.metadata.name === "survivor-0-1")
+        assert.strictEqual(lost?.status.phase, "Interrupted")
+        assert.strictEqual(lost?.status.reason, "NodeLost")
+        assert.isTrue(
+          attempts.some((attempt) => attempt.metadata.name === "survivor-0-2" && attempt.status.phase === "Succeeded")
+        )
+        const still = await readJob(second, "restart", "done")
+        assert.deepStrictEqual(still.status, finished.status)
+        assert.strictEqual(still.metadata.resourceVersion, finished.metadata.resourceVersion)
+      } finally {
+        await second.stop()
+      }
+    },
+    60_000
+  )
 })

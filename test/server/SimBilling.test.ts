@@ -10,8 +10,8 @@ import { Ledger } from "../../src/core/billing/Ledger.ts"
 import { parseMicroUsd } from "../../src/core/Money.ts"
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
 import { Store } from "../../src/store/Store.ts"
-import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 import { createJob, createProject, jobPath, mergePatch, v1 } from "../apiserver/api/Support.ts"
+import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 
 const advance = async (server: TestServer, by: string): Promise<void> => {
   const reply = await request(server, "POST", `${v1}/simulation/clock`, { body: { advance: by } })
@@ -31,7 +31,8 @@ const storedLedger = async (store: Store["Service"]): Promise<Ledger> =>
 const openHoldsOf = (ledger: Ledger, owner: string) => [...ledger.openHolds].filter((hold) => hold.owner === owner)
 
 /** credits = available + held + charged − arrears (docs/billing.md, "The identity"). */
-const assertIdentity = (ledger: Ledger) => assert.strictEqual(ledger.credits, ledger.available + ledger.held + ledger.charged - ledger.arrears)
+const assertIdentity = (ledger: Ledger) =>
+  assert.strictEqual(ledger.credits, ledger.available + ledger.held + ledger.charged - ledger.arrears)
 
 const duration = (value: string) => ({ annotations: { "sim.nodus.dev/duration": value } })
 
@@ -42,7 +43,11 @@ const bigGpus = { resources: { gpu: { type: ["H100"], count: 8 } }, placement: {
 const oneGpu = { resources: { gpu: { type: ["H100"], count: 1 } }, placement: { interruptible: "Never" } }
 
 const startOver = (store: Store["Service"], starterCreditsMicro?: bigint) =>
-  startTestServer({ sim: { speed: 1 }, store: Layer.succeed(Store, store), ...(starterCreditsMicro === undefined ? {} : { starterCreditsMicro }) })
+  startTestServer({
+    sim: { speed: 1 },
+    store: Layer.succeed(Store, store),
+    ...(starterCreditsMicro === undefined ? {} : { starterCreditsMicro })
+  })
 
 describe("the sim backend's billing", () => {
   let store: Store["Service"]
@@ -99,7 +104,10 @@ describe("the sim backend's billing", () => {
     if (job.status.phase !== "Suspended") assert.fail(`expected MaxCostReached: ${JSON.stringify(job.status)}`)
     assert.strictEqual(job.status.reason, "MaxCostReached")
     const charged = (await storedLedger(store)).chargesFor(capped.metadata.uid).total
-    assert.isAtMost(Number(charged), 4_000_000 + Number(parseMicroUsd(job.status.placement?.rateUSDPerHour ?? "0")) / 60 + 1)
+    assert.isAtMost(
+      Number(charged),
+      4_000_000 + Number(parseMicroUsd(job.status.placement?.rateUSDPerHour ?? "0")) / 60 + 1
+    )
     const patched = await mergePatch(server, jobPath("bill", "capped"), { spec: { maxCostUSD: "1000.00" } })
     assert.strictEqual(patched.status, 200, patched.text)
     await advance(server, "6h")
@@ -143,7 +151,12 @@ describe("the sim backend when the money runs out", () => {
   })
 
   it("a TopUp brings the credits back: funding_restored, and the Job runs to the end on them", async () => {
-    const topUp = { apiVersion: "nodus.dev/v1", kind: "TopUp", metadata: { name: "refill" }, spec: { amountUSD: "500" } }
+    const topUp = {
+      apiVersion: "nodus.dev/v1",
+      kind: "TopUp",
+      metadata: { name: "refill" },
+      spec: { amountUSD: "500" }
+    }
     const paid = await request(server, "POST", `${v1}/topups`, { body: topUp })
     assert.strictEqual(paid.status, 201, paid.text)
     assert.strictEqual(paid.body.status.phase, "Succeeded", paid.text)
@@ -214,7 +227,9 @@ describe("status.cost after another process wrote it (issue 29, item 12)", () =>
         assert.strictEqual(parseMicroUsd(job.status.cost.totalUSD), charged)
         // A step of another process lands after this one took the Job in: its status shows money the ledger lacks
         // (recorded first, its postings refused once the shard had moved).
-        const late = await mergePatch(second, `${jobPath("late", name)}/status`, { status: { cost: { ...job.status.cost, totalUSD: "4.999999" } } })
+        const late = await mergePatch(second, `${jobPath("late", name)}/status`, {
+          status: { cost: { ...job.status.cost, totalUSD: "4.999999" } }
+        })
         assert.strictEqual(late.status, 200, late.text)
         let shown = "4.999999"
         for (let tries = 0; tries < 50 && parseMicroUsd(shown) !== charged; tries++) {
@@ -247,7 +262,9 @@ describe("Budgets in the sim backend", () => {
   it("a create whose first hold does not fit the Budget is refused with BudgetExceeded and budget.exceeded", async () => {
     const created = await request(server, "POST", `${v1}/budgets`, { body: budget("1.00") })
     assert.strictEqual(created.status, 201, created.text)
-    const refused = await request(server, "POST", `${v1}/namespaces/team/jobs`, { body: { apiVersion: "nodus.dev/v1", kind: "Job", metadata: { name: "big" }, spec: { image: "x", ...oneGpu } } })
+    const refused = await request(server, "POST", `${v1}/namespaces/team/jobs`, {
+      body: { apiVersion: "nodus.dev/v1", kind: "Job", metadata: { name: "big" }, spec: { image: "x", ...oneGpu } }
+    })
     assert.strictEqual(refused.status, 402, refused.text)
     assert.strictEqual(refused.body.reason, "BudgetExceeded")
     assert.include(refused.body.message, "Budget team-total has 1 USD left this period")
@@ -265,7 +282,10 @@ describe("Budgets in the sim backend", () => {
     let job = await readJob(server, "team", "steady")
     assert.strictEqual(job.status.phase, "Suspended", JSON.stringify(job.status))
     assert.strictEqual(job.status.reason, "FundingLost")
-    assert.include(job.status.conditions.find((condition: any) => condition.type === "Funded").message, "Budget team-total")
+    assert.include(
+      job.status.conditions.find((condition: any) => condition.type === "Funded").message,
+      "Budget team-total"
+    )
     assert.isAtMost(Number(job.status.cost.totalUSD), 1)
     const current = await request(server, "GET", `${v1}/budgets/team-total`)
     assert.strictEqual(current.status, 200, current.text)

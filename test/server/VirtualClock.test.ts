@@ -2,7 +2,7 @@
 // request, never back, and is the Effect Clock of what runs under its layer while sleeps stay real.
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Effect } from "effect"
-import { VirtualClock, layer } from "../../src/server/VirtualClock.ts"
+import { layer, VirtualClock } from "../../src/server/VirtualClock.ts"
 
 describe("VirtualClock", () => {
   it("follows the wall clock at its speed from its anchor", () => {

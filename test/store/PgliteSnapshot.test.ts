@@ -4,11 +4,11 @@
 // holds anything is left alone; an entry naming a path outside its directory is refused.
 
 import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect, Layer, Option } from "effect"
-import { SqlClient } from "effect/sql"
 import * as Pglite from "../../src/store/Pglite.ts"
 import * as PgliteSnapshot from "../../src/store/PgliteSnapshot.ts"
 import * as SqlStore from "../../src/store/SqlStore.ts"
@@ -18,10 +18,12 @@ const scratch = () => mkdtempSync(join(tmpdir(), "nodus-snapshot-test-"))
 
 /** What the driver's connection answers on a database in `dataDir`. */
 const ask = (dataDir: string, query: string) =>
-  Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    return yield* sql.unsafe<Record<string, unknown>>(query)
-  }).pipe(Effect.provide(Layer.fresh(Pglite.layer(dataDir))))))
+  Effect.runPromise(Effect.scoped(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      return yield* sql.unsafe<Record<string, unknown>>(query)
+    }).pipe(Effect.provide(Layer.fresh(Pglite.layer(dataDir))))
+  ))
 
 describe("PgliteSnapshot", () => {
   it("is kept for the installed PGlite (after an upgrade: npm run pglite:snapshot)", () => {
@@ -74,7 +76,10 @@ describe("PgliteSnapshot", () => {
       assert.isTrue(existsSync(join(dataDir, "PG_VERSION")))
       // Restored already: nothing is unpacked over a database.
       assert.isFalse(await PgliteSnapshot.restore(dataDir))
-      const [settings] = await ask(dataDir, "SELECT current_setting('shared_buffers') AS buffers, (SELECT count(*) FROM pg_database)::int AS databases, to_regclass('nodus_objects') IS NOT NULL AS schema")
+      const [settings] = await ask(
+        dataDir,
+        "SELECT current_setting('shared_buffers') AS buffers, (SELECT count(*) FROM pg_database)::int AS databases, to_regclass('nodus_objects') IS NOT NULL AS schema"
+      )
       // The store's schema is in the snapshot: a fresh start runs no migration it was built with.
       assert.deepStrictEqual(settings, { buffers: Pglite.sharedBuffers, databases: 3, schema: true })
     } finally {
@@ -87,11 +92,13 @@ describe("PgliteSnapshot", () => {
     try {
       const dataDir = join(root, "pglite")
       assert.isTrue(await PgliteSnapshot.restoreOffThread(dataDir))
-      const read = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-        const store = yield* Store
-        yield* store.commit([{ _tag: "PutRecord", table: "test", id: "a", value: { ok: true } }])
-        return yield* store.getRecord("test", "a", 0)
-      }).pipe(Effect.provide(Layer.fresh(SqlStore.layerPglite(dataDir))))))
+      const read = await Effect.runPromise(Effect.scoped(
+        Effect.gen(function*() {
+          const store = yield* Store
+          yield* store.commit([{ _tag: "PutRecord", table: "test", id: "a", value: { ok: true } }])
+          return yield* store.getRecord("test", "a", 0)
+        }).pipe(Effect.provide(Layer.fresh(SqlStore.layerPglite(dataDir))))
+      ))
       assert.deepStrictEqual(read, Option.some({ ok: true }))
     } finally {
       rmSync(root, { recursive: true, force: true })

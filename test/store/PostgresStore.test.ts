@@ -2,8 +2,8 @@
  * The store contract on a real PostgreSQL server, plus what only a shared server can show: a second process sees
  * the first one's commits through LISTEN/NOTIFY. Runs when DATABASE_URL is set (.ci/run sets it).
  */
-import { assert, describe, it } from "@effect/vitest"
 import { PgClient } from "@effect/sql-pg"
+import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Exit, Fiber, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import * as SqlStore from "../../src/store/SqlStore.ts"
@@ -14,7 +14,8 @@ import { makeObject, suite } from "./StoreContract.ts"
 const onFreshDatabase = (url: string) => Layer.unwrap(Effect.map(freshDatabase(url), SqlStore.layerPostgres))
 
 /** A store of its own on the database of `url`, as another server process would open it (closed with the scope). */
-const storeOn = (url: string) => Effect.map(Layer.build(Layer.fresh(SqlStore.layerPostgres(url))), (context) => Context.get(context, Store))
+const storeOn = (url: string) =>
+  Effect.map(Layer.build(Layer.fresh(SqlStore.layerPostgres(url))), (context) => Context.get(context, Store))
 
 describe.skipIf(databaseUrl === undefined)("SqlStore on PostgreSQL", () => {
   suite("contract", onFreshDatabase(databaseUrl ?? ""))
@@ -35,7 +36,9 @@ describe.skipIf(databaseUrl === undefined)("SqlStore on PostgreSQL", () => {
         const key = { resource: "jobs", namespace: "p", name: `x-${++attempt}` }
         return writer.commit([{ _tag: "Create", key, object: makeObject(key) }])
       })
-      const fiber = yield* Effect.forkChild(Effect.repeat(Effect.andThen(commitOne, Effect.sleep("50 millis")), { until: () => heard >= 3 }))
+      const fiber = yield* Effect.forkChild(
+        Effect.repeat(Effect.andThen(commitOne, Effect.sleep("50 millis")), { until: () => heard >= 3 })
+      )
       yield* Fiber.join(fiber).pipe(Effect.timeout("10 seconds"))
       // Both listen by now: one more commit, and time for its NOTIFY to reach both processes.
       yield* commitOne
@@ -53,12 +56,20 @@ describe.skipIf(databaseUrl === undefined)("SqlStore on PostgreSQL, the plan of 
       const url = yield* freshDatabase(databaseUrl ?? "")
       const store = yield* storeOn(url)
       // 3,000 objects: few enough that a plain join with a batch's keys (planned as 100 of them) reads the whole table.
-      const keys = Array.from({ length: 3_000 }, (_, index) => ({ resource: "jobs", namespace: "p", name: `o-${index}` }))
+      const keys = Array.from(
+        { length: 3_000 },
+        (_, index) => ({ resource: "jobs", namespace: "p", name: `o-${index}` })
+      )
       yield* store.commit(keys.map((key) => ({ _tag: "Create" as const, key, object: makeObject(key) })))
       const plan = yield* Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         yield* sql.unsafe("ANALYZE nodus_objects")
-        const rows = yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN ${SqlStore.readStateStatement}`, [JSON.stringify(keys.slice(0, 2)), "[]", 0, "[]"])
+        const rows = yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN ${SqlStore.readStateStatement}`, [
+          JSON.stringify(keys.slice(0, 2)),
+          "[]",
+          0,
+          "[]"
+        ])
         return rows.map((row) => row["QUERY PLAN"]).join("\n")
       }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })))
       assert.include(plan, "Index Scan using nodus_objects_pkey")
@@ -79,9 +90,20 @@ describe.skipIf(databaseUrl === undefined)("SqlStore on PostgreSQL, two processe
       // round, whichever batch and whichever process it landed in.
       for (let round = 0; round < 10; round++) {
         const base = current
-        const attempts = yield* Effect.forEach(Array.from({ length: 16 }, (_, i) => i), (i) =>
-          Effect.exit((i % 2 === 0 ? first : second).commit([{ _tag: "Update", key, object: { ...base, spec: { round: String(round), writer: String(i) } }, previous: base, expectedRv: base.metadata.resourceVersion }])),
-          { concurrency: "unbounded" })
+        const attempts = yield* Effect.forEach(
+          Array.from({ length: 16 }, (_, i) => i),
+          (i) =>
+            Effect.exit(
+              (i % 2 === 0 ? first : second).commit([{
+                _tag: "Update",
+                key,
+                object: { ...base, spec: { round: String(round), writer: String(i) } },
+                previous: base,
+                expectedRv: base.metadata.resourceVersion
+              }])
+            ),
+          { concurrency: "unbounded" }
+        )
         const winners = attempts.filter(Exit.isSuccess)
         assert.strictEqual(winners.length, 1, `round ${round}`)
         current = winners[0]!.value.objects[0]!

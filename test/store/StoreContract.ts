@@ -11,7 +11,15 @@ import { type ObjectKey, Store, type StoreShape, type WriteOp } from "../../src/
 let uidCounter = 0
 
 /** A minimal stored object for tests. */
-export const makeObject = (key: ObjectKey, extra: { labels?: Record<string, string>; owners?: ReadonlyArray<string>; deleting?: boolean; spec?: Record<string, string> } = {}): ResourceObject => ({
+export const makeObject = (
+  key: ObjectKey,
+  extra: {
+    labels?: Record<string, string>
+    owners?: ReadonlyArray<string>
+    deleting?: boolean
+    spec?: Record<string, string>
+  } = {}
+): ResourceObject => ({
   apiVersion: "nodus.dev/v1",
   kind: "Job",
   metadata: {
@@ -23,15 +31,22 @@ export const makeObject = (key: ObjectKey, extra: { labels?: Record<string, stri
     creationTimestamp: "2026-01-01T00:00:00Z",
     ...(extra.labels === undefined ? {} : { labels: extra.labels }),
     ...(extra.deleting === true ? { deletionTimestamp: "2026-01-01T00:00:01Z", finalizers: ["x.dev/hold"] } : {}),
-    ...(extra.owners === undefined ? {} : { ownerReferences: extra.owners.map((uid) => ({ apiVersion: "nodus.dev/v1", kind: "Job", name: "owner", uid })) })
+    ...(extra.owners === undefined
+      ? {}
+      : {
+        ownerReferences: extra.owners.map((uid) => ({ apiVersion: "nodus.dev/v1", kind: "Job", name: "owner", uid }))
+      })
   },
   spec: extra.spec ?? { image: "busybox" }
 })
 
 const key = (name: string, namespace = "demo", resource = "jobs"): ObjectKey => ({ resource, namespace, name })
 
-const create = (object: ResourceObject, at = key(object.metadata.name, object.metadata.namespace ?? "")): WriteOp =>
-  ({ _tag: "Create", key: at, object })
+const create = (object: ResourceObject, at = key(object.metadata.name, object.metadata.namespace ?? "")): WriteOp => ({
+  _tag: "Create",
+  key: at,
+  object
+})
 
 const failureReason = <A, E>(exit: Exit.Exit<A, E>): string | undefined => {
   if (Exit.isSuccess(exit)) return undefined
@@ -46,20 +61,29 @@ const failureTag = <A, E>(exit: Exit.Exit<A, E>): string | undefined => {
 }
 
 /** A Grant of 1 micro-USD unless `fields` say otherwise. */
-const posting = (seq: number, key: string, fields: Partial<Omit<Posting, "seq" | "key">> = {}): Posting =>
-  ({ seq, key, at: 1_767_225_600_000, kind: "Grant", from: "external", to: "available", amount: 1n, ...fields })
+const posting = (seq: number, key: string, fields: Partial<Omit<Posting, "seq" | "key">> = {}): Posting => ({
+  seq,
+  key,
+  at: 1_767_225_600_000,
+  kind: "Grant",
+  from: "external",
+  to: "available",
+  amount: 1n,
+  ...fields
+})
 
 const post = (value: Posting): WriteOp => ({ _tag: "Post", posting: value })
 
 /** The last stored posting's seq. The tests of a suite share one store, so each posts after what earlier ones left. */
-const lastSeq = (store: StoreShape) => Effect.gen(function*() {
-  let seq = 0
-  for (;;) {
-    const last = (yield* store.postings(seq, 1_000)).at(-1)
-    if (last === undefined) return seq
-    seq = last.seq
-  }
-})
+const lastSeq = (store: StoreShape) =>
+  Effect.gen(function*() {
+    let seq = 0
+    for (;;) {
+      const last = (yield* store.postings(seq, 1_000)).at(-1)
+      if (last === undefined) return seq
+      seq = last.seq
+    }
+  })
 
 const sumOf = (balances: ReadonlyMap<string, bigint>): bigint => [...balances.values()].reduce((a, b) => a + b, 0n)
 
@@ -86,11 +110,27 @@ export const suite = (name: string, storeLayer: Layer.Layer<Store, unknown>) =>
         const [created] = (yield* store.commit([create(makeObject(key("u1")))])).objects
         const current = created!
         const next = { ...current, spec: { image: "two" } }
-        const updated = yield* store.commit([{ _tag: "Update", key: key("u1"), object: next, previous: current, expectedRv: current.metadata.resourceVersion }])
+        const updated = yield* store.commit([{
+          _tag: "Update",
+          key: key("u1"),
+          object: next,
+          previous: current,
+          expectedRv: current.metadata.resourceVersion
+        }])
         assert.isTrue(Number(updated.objects[0]!.metadata.resourceVersion) > Number(current.metadata.resourceVersion))
-        const stale = yield* Effect.exit(store.commit([{ _tag: "Update", key: key("u1"), object: next, previous: current, expectedRv: current.metadata.resourceVersion }]))
+        const stale = yield* Effect.exit(
+          store.commit([{
+            _tag: "Update",
+            key: key("u1"),
+            object: next,
+            previous: current,
+            expectedRv: current.metadata.resourceVersion
+          }])
+        )
         assert.strictEqual(failureReason(stale), "Conflict")
-        const missing = yield* Effect.exit(store.commit([{ _tag: "Update", key: key("nope"), object: next, previous: current, expectedRv: "1" }]))
+        const missing = yield* Effect.exit(
+          store.commit([{ _tag: "Update", key: key("nope"), object: next, previous: current, expectedRv: "1" }])
+        )
         assert.strictEqual(failureReason(missing), "NotFound")
         assert.deepStrictEqual(Option.getOrThrow(yield* store.get(key("u1"))).spec, { image: "two" })
       }))
@@ -100,8 +140,19 @@ export const suite = (name: string, storeLayer: Layer.Layer<Store, unknown>) =>
         const store = yield* Store
         const start = yield* store.resourceVersion
         const [created] = (yield* store.commit([create(makeObject(key("log1"), { labels: { a: "1" } }))])).objects
-        const [modified] = (yield* store.commit([{ _tag: "Update", key: key("log1"), object: { ...created!, metadata: { ...created!.metadata, labels: { a: "2" } } }, previous: created!, expectedRv: created!.metadata.resourceVersion }])).objects
-        yield* store.commit([{ _tag: "Delete", key: key("log1"), object: modified!, expectedRv: modified!.metadata.resourceVersion }])
+        const [modified] = (yield* store.commit([{
+          _tag: "Update",
+          key: key("log1"),
+          object: { ...created!, metadata: { ...created!.metadata, labels: { a: "2" } } },
+          previous: created!,
+          expectedRv: created!.metadata.resourceVersion
+        }])).objects
+        yield* store.commit([{
+          _tag: "Delete",
+          key: key("log1"),
+          object: modified!,
+          expectedRv: modified!.metadata.resourceVersion
+        }])
         const page = yield* store.changes(start, 100)
         const mine = page.changes.filter((change) => change.key.name === "log1")
         assert.deepStrictEqual(mine.map((change) => change.type), ["ADDED", "MODIFIED", "DELETED"])
@@ -150,13 +201,19 @@ export const suite = (name: string, storeLayer: Layer.Layer<Store, unknown>) =>
       Effect.gen(function*() {
         const store = yield* Store
         yield* store.commit([create(makeObject(key("ns-live", "")), key("ns-live", "", "namespaces"))])
-        yield* store.commit([create(makeObject(key("ns-going", ""), { deleting: true }), key("ns-going", "", "namespaces"))])
+        yield* store.commit([
+          create(makeObject(key("ns-going", ""), { deleting: true }), key("ns-going", "", "namespaces"))
+        ])
         const rv = yield* store.resourceVersion
         yield* store.commit([{ _tag: "Require", key: key("ns-live", "", "namespaces"), notDeleting: true }])
         assert.strictEqual(yield* store.resourceVersion, rv)
-        const missing = yield* Effect.exit(store.commit([{ _tag: "Require", key: key("ns-none", "", "namespaces"), notDeleting: true }]))
+        const missing = yield* Effect.exit(
+          store.commit([{ _tag: "Require", key: key("ns-none", "", "namespaces"), notDeleting: true }])
+        )
         assert.strictEqual(failureReason(missing), "NotFound")
-        const going = yield* Effect.exit(store.commit([{ _tag: "Require", key: key("ns-going", "", "namespaces"), notDeleting: true }]))
+        const going = yield* Effect.exit(
+          store.commit([{ _tag: "Require", key: key("ns-going", "", "namespaces"), notDeleting: true }])
+        )
         assert.strictEqual(failureReason(going), "Terminating")
         yield* store.commit([{ _tag: "Require", key: key("ns-going", "", "namespaces"), notDeleting: false }])
       }))
@@ -168,13 +225,18 @@ export const suite = (name: string, storeLayer: Layer.Layer<Store, unknown>) =>
         assert.deepStrictEqual(Option.getOrThrow(yield* store.getRecord("keys", "k1", 999)), { n: 1 })
         assert.isTrue(Option.isNone(yield* store.getRecord("keys", "k1", 1_000)))
         yield* store.commit([{ _tag: "PutRecord", table: "keys", id: "k3", value: 1, ifAbsent: true }])
-        const again = yield* Effect.exit(store.commit([{ _tag: "PutRecord", table: "keys", id: "k3", value: 2, ifAbsent: true }]))
+        const again = yield* Effect.exit(
+          store.commit([{ _tag: "PutRecord", table: "keys", id: "k3", value: 2, ifAbsent: true }])
+        )
         assert.strictEqual(failureReason(again), "RecordExists")
         const committed = yield* store.commit([
           create(makeObject(key("embedded"))),
           { _tag: "PutRecord", table: "keys", id: "k4", value: { status: 201 }, embed: { field: "body", op: 0 } }
         ])
-        const record = Option.getOrThrow(yield* store.getRecord("keys", "k4", 0)) as { status: number; body: ResourceObject }
+        const record = Option.getOrThrow(yield* store.getRecord("keys", "k4", 0)) as {
+          status: number
+          body: ResourceObject
+        }
         assert.strictEqual(record.status, 201)
         assert.strictEqual(record.body.metadata.resourceVersion, committed.objects[0]!.metadata.resourceVersion)
         yield* store.commit([{ _tag: "DeleteRecord", table: "keys", id: "k3" }])
@@ -186,10 +248,11 @@ export const suite = (name: string, storeLayer: Layer.Layer<Store, unknown>) =>
       Effect.gen(function*() {
         const store = yield* Store
         yield* store.commit([{ _tag: "PutRecord", table: "fence", id: "shard-1@1", value: 1 }])
-        const fenced = (present: boolean, id = "shard-1@1") => Effect.exit(store.commit([
-          { _tag: "RequireRecord", table: "fence", id, present },
-          create(makeObject(key(`fenced-${present}-${id}`)))
-        ]))
+        const fenced = (present: boolean, id = "shard-1@1") =>
+          Effect.exit(store.commit([
+            { _tag: "RequireRecord", table: "fence", id, present },
+            create(makeObject(key(`fenced-${present}-${id}`)))
+          ]))
         const rv = yield* store.resourceVersion
         yield* store.commit([{ _tag: "RequireRecord", table: "fence", id: "shard-1@1", present: true }])
         assert.strictEqual(yield* store.resourceVersion, rv)
@@ -197,7 +260,12 @@ export const suite = (name: string, storeLayer: Layer.Layer<Store, unknown>) =>
         assert.strictEqual(failureReason(yield* fenced(false)), "RecordExists")
         assert.strictEqual(failureReason(yield* fenced(true, "shard-1@2")), "NotFound")
         // The next epoch's claim removes this one's record: a commit of the old owner no longer holds.
-        yield* store.commit([{ _tag: "DeleteRecord", table: "fence", id: "shard-1@1" }, { _tag: "PutRecord", table: "fence", id: "shard-1@2", value: 2 }])
+        yield* store.commit([{ _tag: "DeleteRecord", table: "fence", id: "shard-1@1" }, {
+          _tag: "PutRecord",
+          table: "fence",
+          id: "shard-1@2",
+          value: 2
+        }])
         assert.strictEqual(failureReason(yield* fenced(true)), "NotFound")
         assert.isTrue(Option.isNone(yield* store.get(key("fenced-true-shard-1@1x"))))
         assert.isTrue(Exit.isSuccess(yield* fenced(true, "shard-1@2")))
@@ -218,7 +286,14 @@ export const suite = (name: string, storeLayer: Layer.Layer<Store, unknown>) =>
         assert.deepStrictEqual(first, [{ id: "B", value: { id: "B" } }, { id: "a", value: { id: "a" } }])
         const rest = yield* store.records(table, first.at(-1)!.id, 10, 10)
         assert.deepStrictEqual(rest.map((record) => record.id), ["a-2", "b", "c"])
-        assert.deepStrictEqual((yield* store.records(table, "", 10, 9)).map((record) => record.id), ["B", "a", "a-2", "b", "c", "expired"])
+        assert.deepStrictEqual((yield* store.records(table, "", 10, 9)).map((record) => record.id), [
+          "B",
+          "a",
+          "a-2",
+          "b",
+          "c",
+          "expired"
+        ])
         assert.deepStrictEqual(yield* store.records("contract-none", "", 10, 0), [])
       }))
 
@@ -226,16 +301,35 @@ export const suite = (name: string, storeLayer: Layer.Layer<Store, unknown>) =>
       Effect.gen(function*() {
         const store = yield* Store
         const names = ["ab", "a.b", "a-b", "b", "a"]
-        for (const name of names) yield* store.commit([create(makeObject(key(name, "p2", "things"), { labels: { team: name === "b" ? "x" : "y" } }), key(name, "p2", "things"))])
+        for (const name of names) {
+          yield* store.commit([
+            create(
+              makeObject(key(name, "p2", "things"), { labels: { team: name === "b" ? "x" : "y" } }),
+              key(name, "p2", "things")
+            )
+          ])
+        }
         yield* store.commit([create(makeObject(key("z", "p1", "things")), key("z", "p1", "things"))])
         const all = yield* store.list({ resource: "things" })
-        assert.deepStrictEqual(all.items.map((o) => `${o.metadata.namespace}/${o.metadata.name}`), ["p1/z", "p2/a", "p2/a-b", "p2/a.b", "p2/ab", "p2/b"])
+        assert.deepStrictEqual(all.items.map((o) => `${o.metadata.namespace}/${o.metadata.name}`), [
+          "p1/z",
+          "p2/a",
+          "p2/a-b",
+          "p2/a.b",
+          "p2/ab",
+          "p2/b"
+        ])
         assert.strictEqual(all.remaining, 0)
         assert.strictEqual(all.resourceVersion, yield* store.resourceVersion)
         const page = yield* store.list({ resource: "things", namespace: "p2", limit: 2 })
         assert.deepStrictEqual(page.items.map((o) => o.metadata.name), ["a", "a-b"])
         assert.strictEqual(page.remaining, 3)
-        const next = yield* store.list({ resource: "things", namespace: "p2", limit: 2, after: { namespace: "p2", name: "a-b" } })
+        const next = yield* store.list({
+          resource: "things",
+          namespace: "p2",
+          limit: 2,
+          after: { namespace: "p2", name: "a-b" }
+        })
         assert.deepStrictEqual(next.items.map((o) => o.metadata.name), ["a.b", "ab"])
         assert.strictEqual(next.remaining, 1)
         const capped = yield* store.list({ resource: "things", namespace: "p2", limit: 1, countUpTo: 2 })
@@ -252,18 +346,33 @@ export const suite = (name: string, storeLayer: Layer.Layer<Store, unknown>) =>
     it.effect("listText answers what list does, each object as its JSON text (JSON.stringify of it), with its key", () =>
       Effect.gen(function*() {
         const store = yield* Store
-        for (const name of ["t-a", "t-b", "t-c"]) yield* store.commit([create(makeObject(key(name, "p3", "texts"), { labels: { team: name === "t-b" ? "x" : "y" } }), key(name, "p3", "texts"))])
-        for (const query of [
-          { resource: "texts" },
-          { resource: "texts", namespace: "p3", limit: 2, countUpTo: 10 },
-          { resource: "texts", namespace: "p3", after: { namespace: "p3", name: "t-a" } },
-          { resource: "texts", labelEquals: [["team", "x"]] as const },
-          { resource: "texts", name: "t-c" }
-        ]) {
+        for (const name of ["t-a", "t-b", "t-c"]) {
+          yield* store.commit([
+            create(
+              makeObject(key(name, "p3", "texts"), { labels: { team: name === "t-b" ? "x" : "y" } }),
+              key(name, "p3", "texts")
+            )
+          ])
+        }
+        for (
+          const query of [
+            { resource: "texts" },
+            { resource: "texts", namespace: "p3", limit: 2, countUpTo: 10 },
+            { resource: "texts", namespace: "p3", after: { namespace: "p3", name: "t-a" } },
+            { resource: "texts", labelEquals: [["team", "x"]] as const },
+            { resource: "texts", name: "t-c" }
+          ]
+        ) {
           const objects = yield* store.list(query)
           const texts = yield* store.listText(query)
-          assert.deepStrictEqual(texts.items.map((item) => item.text), objects.items.map((object) => JSON.stringify(object)))
-          assert.deepStrictEqual(texts.items.map((item) => [item.namespace, item.name]), objects.items.map((object) => [object.metadata.namespace, object.metadata.name]))
+          assert.deepStrictEqual(
+            texts.items.map((item) => item.text),
+            objects.items.map((object) => JSON.stringify(object))
+          )
+          assert.deepStrictEqual(
+            texts.items.map((item) => [item.namespace, item.name]),
+            objects.items.map((object) => [object.metadata.namespace, object.metadata.name])
+          )
           assert.strictEqual(texts.remaining, objects.remaining)
           assert.strictEqual(texts.resourceVersion, objects.resourceVersion)
         }
@@ -286,7 +395,11 @@ export const suite = (name: string, storeLayer: Layer.Layer<Store, unknown>) =>
       Effect.gen(function*() {
         const store = yield* Store
         const owner = makeObject(key("owner-1"))
-        yield* store.commit([create(owner), create(makeObject(key("child-1"), { owners: [owner.metadata.uid] })), create(makeObject(key("child-2"), { owners: ["someone-else"] }))])
+        yield* store.commit([
+          create(owner),
+          create(makeObject(key("child-1"), { owners: [owner.metadata.uid] })),
+          create(makeObject(key("child-2"), { owners: ["someone-else"] }))
+        ])
         const dependents = yield* store.dependentsOf(owner.metadata.uid)
         assert.deepStrictEqual(dependents.map((o) => o.metadata.name), ["child-1"])
         assert.isTrue(yield* store.uidExists(owner.metadata.uid))
@@ -296,13 +409,28 @@ export const suite = (name: string, storeLayer: Layer.Layer<Store, unknown>) =>
     it.effect("concurrent commits are serialised: distinct versions, one winner per compare-and-swap", () =>
       Effect.gen(function*() {
         const store = yield* Store
-        const committed = yield* Effect.forEach(Array.from({ length: 60 }, (_, i) => i), (i) =>
-          store.commit([create(makeObject(key(`conc-${i}`)))]), { concurrency: "unbounded" })
+        const committed = yield* Effect.forEach(
+          Array.from({ length: 60 }, (_, i) => i),
+          (i) => store.commit([create(makeObject(key(`conc-${i}`)))]),
+          { concurrency: "unbounded" }
+        )
         const versions = committed.map((c) => c.objects[0]!.metadata.resourceVersion)
         assert.strictEqual(new Set(versions).size, 60)
         const target = committed[0]!.objects[0]!
-        const attempts = yield* Effect.forEach(Array.from({ length: 20 }, (_, i) => i), (i) =>
-          Effect.exit(store.commit([{ _tag: "Update", key: key("conc-0"), object: { ...target, spec: { n: String(i) } }, previous: target, expectedRv: target.metadata.resourceVersion }])), { concurrency: "unbounded" })
+        const attempts = yield* Effect.forEach(
+          Array.from({ length: 20 }, (_, i) => i),
+          (i) =>
+            Effect.exit(
+              store.commit([{
+                _tag: "Update",
+                key: key("conc-0"),
+                object: { ...target, spec: { n: String(i) } },
+                previous: target,
+                expectedRv: target.metadata.resourceVersion
+              }])
+            ),
+          { concurrency: "unbounded" }
+        )
         assert.strictEqual(attempts.filter(Exit.isSuccess).length, 1)
         assert.strictEqual(attempts.filter((exit) => failureReason(exit) === "Conflict").length, 19)
       }))
@@ -314,9 +442,32 @@ export const suite = (name: string, storeLayer: Layer.Layer<Store, unknown>) =>
         const rv = yield* store.resourceVersion
         const made = [
           posting(start + 1, "grant-1#0", { amount: 2n ** 53n + 1n, source: "starter" }),
-          posting(start + 2, "hold-1#0", { kind: "Hold", from: "available", to: "held/h1", amount: 5n, owner: "uid-a", hold: "h1", expiresAt: 1_767_225_660_000 }),
-          posting(start + 3, "capture-1#0", { kind: "Capture", from: "held/h1", to: "charged/uid-a", amount: 3n, owner: "uid-a", hold: "h1", segment: "Running" }),
-          posting(start + 4, "release-1#0", { kind: "Release", from: "held/h1", to: "available", amount: 0n, owner: "uid-a", hold: "h1" }),
+          posting(start + 2, "hold-1#0", {
+            kind: "Hold",
+            from: "available",
+            to: "held/h1",
+            amount: 5n,
+            owner: "uid-a",
+            hold: "h1",
+            expiresAt: 1_767_225_660_000
+          }),
+          posting(start + 3, "capture-1#0", {
+            kind: "Capture",
+            from: "held/h1",
+            to: "charged/uid-a",
+            amount: 3n,
+            owner: "uid-a",
+            hold: "h1",
+            segment: "Running"
+          }),
+          posting(start + 4, "release-1#0", {
+            kind: "Release",
+            from: "held/h1",
+            to: "available",
+            amount: 0n,
+            owner: "uid-a",
+            hold: "h1"
+          }),
           // The largest amount a PostgreSQL bigint holds.
           posting(start + 5, "grant-max#0", { to: "max-account", amount: 2n ** 63n - 1n, source: "max" })
         ]
@@ -357,15 +508,25 @@ export const suite = (name: string, storeLayer: Layer.Layer<Store, unknown>) =>
         assert.strictEqual(failureReason(taken), "Conflict")
         const gap = yield* Effect.exit(store.commit([post(posting(start + 3, "seq-gap#0"))]))
         assert.strictEqual(failureReason(gap), "Conflict")
-        const gapWithin = yield* Effect.exit(store.commit([post(posting(start + 2, "seq-2#0")), post(posting(start + 4, "seq-4#0"))]))
+        const gapWithin = yield* Effect.exit(
+          store.commit([post(posting(start + 2, "seq-2#0")), post(posting(start + 4, "seq-4#0"))])
+        )
         assert.strictEqual(failureReason(gapWithin), "Conflict")
         assert.strictEqual(yield* lastSeq(store), start + 1)
         yield* store.commit([post(posting(start + 2, "seq-2#0")), post(posting(start + 3, "seq-3#0"))])
-        const racing = yield* Effect.forEach(Array.from({ length: 12 }, (_, i) => i), (i) =>
-          Effect.exit(store.commit([post(posting(start + 4, `seq-race-${i}#0`))])), { concurrency: "unbounded" })
+        const racing = yield* Effect.forEach(
+          Array.from({ length: 12 }, (_, i) => i),
+          (i) => Effect.exit(store.commit([post(posting(start + 4, `seq-race-${i}#0`))])),
+          { concurrency: "unbounded" }
+        )
         assert.strictEqual(racing.filter(Exit.isSuccess).length, 1)
         assert.strictEqual(racing.filter((exit) => failureReason(exit) === "Conflict").length, 11)
-        assert.deepStrictEqual((yield* store.postings(start, 100)).map((p) => p.seq), [start + 1, start + 2, start + 3, start + 4])
+        assert.deepStrictEqual((yield* store.postings(start, 100)).map((p) => p.seq), [
+          start + 1,
+          start + 2,
+          start + 3,
+          start + 4
+        ])
       }))
 
     it.effect("ledger: postings(after, limit) pages in numeric seq order (99 < 100)", () =>
@@ -375,7 +536,9 @@ export const suite = (name: string, storeLayer: Layer.Layer<Store, unknown>) =>
         yield* store.commit([post(posting(start + 1, "page-1#0")), post(posting(start + 2, "page-2#0"))])
         // Up past the next power of ten in one commit, so that pages cross a change in the number of digits.
         const end = Math.max(start + 10, 10 ** String(start).length + 5)
-        yield* store.commit(Array.from({ length: end - start - 2 }, (_, i) => post(posting(start + 3 + i, `page-${i + 3}#0`))))
+        yield* store.commit(
+          Array.from({ length: end - start - 2 }, (_, i) => post(posting(start + 3 + i, `page-${i + 3}#0`)))
+        )
         const pages: Array<ReadonlyArray<number>> = []
         let cursor = start
         for (;;) {
@@ -439,7 +602,12 @@ export const suite = (name: string, storeLayer: Layer.Layer<Store, unknown>) =>
       Effect.gen(function*() {
         const store = yield* Store
         const start = yield* lastSeq(store)
-        const exit = yield* Effect.exit(store.commit([create(makeObject(key("negative-object"))), post(posting(start + 1, "negative#0", { amount: -1n }))]))
+        const exit = yield* Effect.exit(
+          store.commit([
+            create(makeObject(key("negative-object"))),
+            post(posting(start + 1, "negative#0", { amount: -1n }))
+          ])
+        )
         assert.strictEqual(failureTag(exit), "StoreError")
         assert.isTrue(Option.isNone(yield* store.get(key("negative-object"))))
         assert.strictEqual(yield* lastSeq(store), start)
@@ -459,4 +627,3 @@ export const suite = (name: string, storeLayer: Layer.Layer<Store, unknown>) =>
         assert.strictEqual(heard, after)
       }))
   })
-

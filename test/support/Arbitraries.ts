@@ -9,7 +9,13 @@ export const jsonValue = (key: fc.Arbitrary<string>): fc.Arbitrary<Json> =>
   fc.letrec<{ value: Json }>((tie) => ({
     value: fc.oneof(
       { depthSize: "small", withCrossShrink: true },
-      fc.oneof(fc.constant(null), fc.boolean(), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.string({ maxLength: 6 })),
+      fc.oneof(
+        fc.constant(null),
+        fc.boolean(),
+        fc.integer(),
+        fc.double({ noNaN: true, noDefaultInfinity: true }),
+        fc.string({ maxLength: 6 })
+      ),
       fc.array(tie("value"), { maxLength: 4 }),
       fc.dictionary(key, tie("value"), { maxKeys: 5, noNullPrototype: true })
     )

@@ -12,7 +12,10 @@ export interface ObjectOverrides {
 }
 
 /** A stored Job `demo/train` (uid-1, resourceVersion 7, generation 3), with `overrides` and managed fields. */
-export const makeStoredObject = (overrides: ObjectOverrides = {}, entries: ReadonlyArray<ManagedFieldsEntry> = []): ResourceObject => {
+export const makeStoredObject = (
+  overrides: ObjectOverrides = {},
+  entries: ReadonlyArray<ManagedFieldsEntry> = []
+): ResourceObject => {
   const { metadata, ...rest } = overrides
   return {
     apiVersion: "nodus.dev/v1",

@@ -15,9 +15,9 @@
  * Anything else is ignored: values are generated from what is known.
  */
 import * as fc from "fast-check"
-import type { KindInfo } from "../../src/core/meta/Kinds.ts"
-import { canonical, equals, isArray, isObject, type Json, type JsonObject } from "../../src/core/Json.ts"
 import { schemaDocuments } from "../../src/apiserver/openapi/SchemaDocuments.ts"
+import { canonical, equals, isArray, isObject, type Json, type JsonObject } from "../../src/core/Json.ts"
+import type { KindInfo } from "../../src/core/meta/Kinds.ts"
 
 export interface SchemaDocument {
   readonly schema: JsonObject
@@ -33,7 +33,15 @@ export const specDocument = (info: KindInfo): SchemaDocument => {
 // ---------------------------------------------------------------------------------------------------------------------
 // Units (written here rather than imported, so the test data does not share the server's parsers)
 
-const durationUnits: Readonly<Record<string, number>> = { ns: 1e-6, us: 1e-3, "µs": 1e-3, ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }
+const durationUnits: Readonly<Record<string, number>> = {
+  ns: 1e-6,
+  us: 1e-3,
+  "µs": 1e-3,
+  ms: 1,
+  s: 1_000,
+  m: 60_000,
+  h: 3_600_000
+}
 const durationText = /^(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|ms|s|m|h))+$/u
 const durationPart = /([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)/gu
 
@@ -42,14 +50,30 @@ export const durationMs = (text: string): number | undefined => {
   if (text === "0") return 0
   if (!durationText.test(text)) return undefined
   let total = 0
-  for (const [, amount, unit] of text.matchAll(durationPart)) total += Number(amount) * (durationUnits[unit ?? ""] ?? Number.NaN)
+  for (const [, amount, unit] of text.matchAll(durationPart)) {
+    total += Number(amount) * (durationUnits[unit ?? ""] ?? Number.NaN)
+  }
   return total
 }
 
 const quantityText = /^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$/u
 const quantityFactors: Readonly<Record<string, number>> = {
-  Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60,
-  n: 1e-9, u: 1e-6, m: 1e-3, "": 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18
+  Ki: 2 ** 10,
+  Mi: 2 ** 20,
+  Gi: 2 ** 30,
+  Ti: 2 ** 40,
+  Pi: 2 ** 50,
+  Ei: 2 ** 60,
+  n: 1e-9,
+  u: 1e-6,
+  m: 1e-3,
+  "": 1,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+  P: 1e15,
+  E: 1e18
 }
 
 /** Base units of a Kubernetes quantity ("16Gi", "500m", "1e3"); undefined when the text is not one. */
@@ -131,7 +155,9 @@ const patternArbitrary = (pattern: string): fc.Arbitrary<string> => {
   return arbitrary
 }
 
-const numberOr = (value: Json | undefined): number | undefined => (typeof value === "number" && Number.isFinite(value) ? value : undefined)
+const numberOr = (
+  value: Json | undefined
+): number | undefined => (typeof value === "number" && Number.isFinite(value) ? value : undefined)
 
 const stringsOf = (value: Json | undefined): ReadonlyArray<string> | undefined =>
   isArray(value) && value.every((item) => typeof item === "string") ? (value as ReadonlyArray<string>) : undefined
@@ -155,7 +181,9 @@ const requiredGroup = (alternative: Json): ReadonlyArray<string> | undefined => 
 
 const requiredGroups = (alternatives: ReadonlyArray<Json>): ReadonlyArray<ReadonlyArray<string>> | undefined => {
   const groups = alternatives.map(requiredGroup)
-  return groups.length > 0 && groups.every((group) => group !== undefined) ? (groups as ReadonlyArray<ReadonlyArray<string>>) : undefined
+  return groups.length > 0 && groups.every((group) => group !== undefined)
+    ? (groups as ReadonlyArray<ReadonlyArray<string>>)
+    : undefined
 }
 
 interface DurationBounds {
@@ -253,43 +281,73 @@ const cloneMerged = (merged: Merged): Merged => ({
   propertyNames: [...merged.propertyNames]
 })
 
-const larger = (a: number | undefined, b: number | undefined): number | undefined => (a === undefined ? b : b === undefined ? a : Math.max(a, b))
-const smaller = (a: number | undefined, b: number | undefined): number | undefined => (a === undefined ? b : b === undefined ? a : Math.min(a, b))
+const larger = (
+  a: number | undefined,
+  b: number | undefined
+): number | undefined => (a === undefined ? b : b === undefined ? a : Math.max(a, b))
+const smaller = (
+  a: number | undefined,
+  b: number | undefined
+): number | undefined => (a === undefined ? b : b === undefined ? a : Math.min(a, b))
 
 const typesOf = (value: Json | undefined): ReadonlyArray<string> | undefined =>
   typeof value === "string" ? [value] : stringsOf(value)
 
-const intersectTypes = (a: ReadonlyArray<string> | undefined, b: ReadonlyArray<string> | undefined): ReadonlyArray<string> | undefined => {
+const intersectTypes = (
+  a: ReadonlyArray<string> | undefined,
+  b: ReadonlyArray<string> | undefined
+): ReadonlyArray<string> | undefined => {
   if (a === undefined) return b
   if (b === undefined) return a
   const both = a.filter((type) => b.includes(type) || (type === "integer" && b.includes("number")))
-  for (const type of b) if (type === "integer" && a.includes("number") && !both.includes("integer")) both.push("integer")
+  for (const type of b) {
+    if (type === "integer" && a.includes("number") && !both.includes("integer")) both.push("integer")
+  }
   return both
 }
 
 /** Merges `schema` (and what it refers to and is allOf) into `into`. */
-const mergeInto = (document: SchemaDocument, schema: Json | undefined, into: Merged, seen: ReadonlySet<string> = new Set()): void => {
+const mergeInto = (
+  document: SchemaDocument,
+  schema: Json | undefined,
+  into: Merged,
+  seen: ReadonlySet<string> = new Set()
+): void => {
   if (!isObject(schema)) return
   const ref = schema["$ref"]
-  if (typeof ref === "string" && !seen.has(ref)) mergeInto(document, resolveRef(document, ref), into, new Set([...seen, ref]))
+  if (typeof ref === "string" && !seen.has(ref)) {
+    mergeInto(document, resolveRef(document, ref), into, new Set([...seen, ref]))
+  }
   const types = typesOf(schema["type"])
   if (types !== undefined) {
     if (types.includes("null")) into.nullable = true
     into.types = intersectTypes(into.types, types.filter((type) => type !== "null"))
   }
   if (schema["nullable"] === true) into.nullable = true
-  const values = isArray(schema["enum"]) ? schema["enum"] : Object.hasOwn(schema, "const") ? [schema["const"] as Json] : undefined
-  if (values !== undefined) into.enum = into.enum === undefined ? values : into.enum.filter((value) => values.some((other) => equals(value, other)))
+  const values = isArray(schema["enum"])
+    ? schema["enum"]
+    : Object.hasOwn(schema, "const")
+    ? [schema["const"] as Json]
+    : undefined
+  if (values !== undefined) {
+    into.enum = into.enum === undefined
+      ? values
+      : into.enum.filter((value) => values.some((other) => equals(value, other)))
+  }
   if (typeof schema["pattern"] === "string") into.patterns.push(schema["pattern"])
   if (typeof schema["format"] === "string") into.format = schema["format"]
   const minimum = numberOr(schema["minimum"])
   const maximum = numberOr(schema["maximum"])
   if (minimum !== undefined && (into.minimum === undefined || minimum >= into.minimum)) {
-    into.exclusiveMinimum = minimum === into.minimum ? into.exclusiveMinimum || schema["exclusiveMinimum"] === true : schema["exclusiveMinimum"] === true
+    into.exclusiveMinimum = minimum === into.minimum
+      ? into.exclusiveMinimum || schema["exclusiveMinimum"] === true
+      : schema["exclusiveMinimum"] === true
     into.minimum = minimum
   }
   if (maximum !== undefined && (into.maximum === undefined || maximum <= into.maximum)) {
-    into.exclusiveMaximum = maximum === into.maximum ? into.exclusiveMaximum || schema["exclusiveMaximum"] === true : schema["exclusiveMaximum"] === true
+    into.exclusiveMaximum = maximum === into.maximum
+      ? into.exclusiveMaximum || schema["exclusiveMaximum"] === true
+      : schema["exclusiveMaximum"] === true
     into.maximum = maximum
   }
   // JSON Schema 2019+ writes exclusive bounds as numbers.
@@ -313,14 +371,20 @@ const mergeInto = (document: SchemaDocument, schema: Json | undefined, into: Mer
   if (Object.hasOwn(schema, "items") && !isArray(schema["items"])) into.items.push(schema["items"] as Json)
   const properties = schema["properties"]
   if (isObject(properties)) {
-    for (const [key, property] of Object.entries(properties)) into.properties.set(key, [...(into.properties.get(key) ?? []), property])
+    for (const [key, property] of Object.entries(properties)) {
+      into.properties.set(key, [...(into.properties.get(key) ?? []), property])
+    }
   }
   for (const key of stringsOf(schema["required"]) ?? []) into.required.add(key)
   const additional = schema["additionalProperties"]
   if (additional === false) into.additional = false
   else if (isObject(additional) && into.additional !== false) into.additional.push(additional)
   const patternProperties = schema["patternProperties"]
-  if (isObject(patternProperties)) for (const [pattern, property] of Object.entries(patternProperties)) into.patternProperties.push([pattern, property])
+  if (isObject(patternProperties)) {
+    for (const [pattern, property] of Object.entries(patternProperties)) {
+      into.patternProperties.push([pattern, property])
+    }
+  }
   const propertyNames = keysOf(schema)
   if (propertyNames !== undefined) into.propertyNames.push(propertyNames)
   const duration = schema["x-nodus-duration"]
@@ -362,7 +426,7 @@ const mergeInto = (document: SchemaDocument, schema: Json | undefined, into: Mer
     else into.alternatives.push({ exclusive, schemas: alternatives })
   }
   const allOf = schema["allOf"]
-  if (isArray(allOf)) for (const member of allOf) mergeInto(document, member, into, seen)
+  if (isArray(allOf)) { for (const member of allOf) mergeInto(document, member, into, seen) }
 }
 
 const mergedOf = (document: SchemaDocument, schema: Json | undefined): Merged => {
@@ -415,14 +479,18 @@ const typeMatches = (type: string, value: Json): boolean => {
 const codePoints = (text: string): number => [...text].length
 
 /** Whether `value` satisfies `schema`, for the keywords this module understands (the others are ignored). */
-export const validates = (document: SchemaDocument, schema: Json | undefined, value: Json): boolean => check(document, schema, value, new Set())
+export const validates = (document: SchemaDocument, schema: Json | undefined, value: Json): boolean =>
+  check(document, schema, value, new Set())
 
 const check = (document: SchemaDocument, schema: Json | undefined, value: Json, seen: ReadonlySet<string>): boolean => {
   if (schema === false) return false
   if (!isObject(schema)) return true
   if (value === null && schema["nullable"] === true) return true
   const ref = schema["$ref"]
-  if (typeof ref === "string" && !seen.has(ref) && !check(document, resolveRef(document, ref), value, new Set([...seen, ref]))) return false
+  if (
+    typeof ref === "string" && !seen.has(ref) &&
+    !check(document, resolveRef(document, ref), value, new Set([...seen, ref]))
+  ) return false
   const types = typesOf(schema["type"])
   if (types !== undefined && !types.some((type) => typeMatches(type, value))) return false
   if (isArray(schema["enum"]) && !schema["enum"].some((option) => equals(option, value))) return false
@@ -437,7 +505,9 @@ const check = (document: SchemaDocument, schema: Json | undefined, value: Json, 
   if (isArray(any) && !any.some((member) => check(document, member, value, seen))) return false
   const one = schema["oneOf"]
   if (isArray(one) && one.filter((member) => check(document, member, value, seen)).length !== 1) return false
-  if (Object.hasOwn(schema, "not") && isObject(schema["not"]) && check(document, schema["not"], value, seen)) return false
+  if (Object.hasOwn(schema, "not") && isObject(schema["not"]) && check(document, schema["not"], value, seen)) {
+    return false
+  }
   return true
 }
 
@@ -462,7 +532,9 @@ const checkString = (schema: JsonObject, value: string): boolean => {
     const amount = /^[0-9]*\.?[0-9]+$/u.test(value) ? Number(value) : Number.NaN
     const minimum = numberOr(decimal["minimum"])
     const maximum = numberOr(decimal["maximum"])
-    if (Number.isNaN(amount) || (minimum !== undefined && amount < minimum) || (maximum !== undefined && amount > maximum)) return false
+    if (
+      Number.isNaN(amount) || (minimum !== undefined && amount < minimum) || (maximum !== undefined && amount > maximum)
+    ) return false
   }
   const quantity = schema["x-nodus-quantity"]
   if (isObject(quantity)) {
@@ -486,7 +558,12 @@ const checkNumber = (schema: JsonObject, value: number): boolean => {
   return multipleOf === undefined || multipleOf <= 0 || Number.isInteger(value / multipleOf)
 }
 
-const checkArray = (document: SchemaDocument, schema: JsonObject, value: ReadonlyArray<Json>, seen: ReadonlySet<string>): boolean => {
+const checkArray = (
+  document: SchemaDocument,
+  schema: JsonObject,
+  value: ReadonlyArray<Json>,
+  seen: ReadonlySet<string>
+): boolean => {
   const minItems = numberOr(schema["minItems"])
   const maxItems = numberOr(schema["maxItems"])
   if (minItems !== undefined && value.length < minItems) return false
@@ -496,7 +573,12 @@ const checkArray = (document: SchemaDocument, schema: JsonObject, value: Readonl
   return !isObject(items) || value.every((item) => check(document, items, item, seen))
 }
 
-const checkObject = (document: SchemaDocument, schema: JsonObject, value: JsonObject, seen: ReadonlySet<string>): boolean => {
+const checkObject = (
+  document: SchemaDocument,
+  schema: JsonObject,
+  value: JsonObject,
+  seen: ReadonlySet<string>
+): boolean => {
   const keys = Object.keys(value)
   if ((stringsOf(schema["required"]) ?? []).some((key) => !Object.hasOwn(value, key))) return false
   const minProperties = numberOr(schema["minProperties"])
@@ -543,7 +625,11 @@ interface Context {
 const optionalFieldsAt = (depth: number): number => (depth === 0 ? 4 : depth === 1 ? 3 : 2)
 
 /** Values for a schema with nothing known about it: small scalars. */
-const anyScalar: fc.Arbitrary<Json> = fc.oneof(fc.string({ maxLength: 8 }), fc.integer({ min: -100, max: 100 }), fc.boolean())
+const anyScalar: fc.Arbitrary<Json> = fc.oneof(
+  fc.string({ maxLength: 8 }),
+  fc.integer({ min: -100, max: 100 }),
+  fc.boolean()
+)
 
 /** An arbitrary of values that satisfy `document.schema`. */
 export const arbitraryOf = (document: SchemaDocument, options: ArbitraryOptions = {}): fc.Arbitrary<Json> => {
@@ -556,7 +642,9 @@ const arbitraryAt = (context: Context, schema: Json | undefined, depth: number):
   let byDepth = context.cache.get(schema)
   if (byDepth === undefined) context.cache.set(schema, byDepth = new Map())
   let arbitrary = byDepth.get(depth)
-  if (arbitrary === undefined) byDepth.set(depth, arbitrary = fromMerged(context, mergedOf(context.document, schema), depth))
+  if (arbitrary === undefined) {
+    byDepth.set(depth, arbitrary = fromMerged(context, mergedOf(context.document, schema), depth))
+  }
   return arbitrary
 }
 
@@ -570,22 +658,31 @@ const fromMerged = (context: Context, merged: Merged, depth: number): fc.Arbitra
       mergeInto(context.document, alternative, next)
       const arbitrary = fromMerged(context, next, depth)
       const others = choice.schemas.filter((other) => other !== alternative)
-      return choice.exclusive ? arbitrary.filter((value) => others.every((other) => !validates(context.document, other, value))) : arbitrary
+      return choice.exclusive
+        ? arbitrary.filter((value) => others.every((other) => !validates(context.document, other, value)))
+        : arbitrary
     })
     return fc.oneof(...options)
   }
   const base = withNots(context, merged, plain(context, merged, depth))
-  return merged.nullable ? fc.oneof({ weight: 9, arbitrary: base }, { weight: 1, arbitrary: fc.constant<Json>(null) }) : base
+  return merged.nullable
+    ? fc.oneof({ weight: 9, arbitrary: base }, { weight: 1, arbitrary: fc.constant<Json>(null) })
+    : base
 }
 
 const withNots = (context: Context, merged: Merged, arbitrary: fc.Arbitrary<Json>): fc.Arbitrary<Json> =>
-  merged.nots.length === 0 ? arbitrary : arbitrary.filter((value) => merged.nots.every((not) => !validates(context.document, not, value)))
+  merged.nots.length === 0
+    ? arbitrary
+    : arbitrary.filter((value) => merged.nots.every((not) => !validates(context.document, not, value)))
 
 const inferredTypes = (merged: Merged): ReadonlyArray<string> => {
   if (merged.types !== undefined && merged.types.length > 0) return merged.types
   if (merged.properties.size > 0 || merged.required.size > 0 || merged.patternProperties.length > 0) return ["object"]
   if (merged.items.length > 0 || merged.minItems !== undefined || merged.maxItems !== undefined) return ["array"]
-  if (merged.patterns.length > 0 || merged.duration !== undefined || merged.quantity !== undefined || merged.usd || merged.minLength !== undefined || merged.maxLength !== undefined) return ["string"]
+  if (
+    merged.patterns.length > 0 || merged.duration !== undefined || merged.quantity !== undefined || merged.usd ||
+    merged.minLength !== undefined || merged.maxLength !== undefined
+  ) return ["string"]
   if (merged.minimum !== undefined || merged.maximum !== undefined) return ["number"]
   return []
 }
@@ -635,7 +732,10 @@ const durationArbitrary = (bounds: DurationBounds): fc.Arbitrary<string> => {
   const lowHours = Math.max(1, Math.ceil(minimumMs / 3_600_000))
   const highHours = Math.floor((maximumMs - 59 * 60_000) / 3_600_000)
   if (lowHours <= highHours) {
-    options.push(fc.tuple(fc.integer({ min: lowHours, max: Math.min(highHours, lowHours + 100) }), fc.integer({ min: 1, max: 59 })).map(([hours, minutes]) => `${hours}h${minutes}m`))
+    options.push(
+      fc.tuple(fc.integer({ min: lowHours, max: Math.min(highHours, lowHours + 100) }), fc.integer({ min: 1, max: 59 }))
+        .map(([hours, minutes]) => `${hours}h${minutes}m`)
+    )
   }
   if (bounds.zero === true || minimumMs === 0) options.push(fc.constant("0s"))
   return options.length === 0 ? fc.constant(`${minimumMs}ms`) : fc.oneof(...options)
@@ -655,7 +755,10 @@ const quantityArbitrary = (maximum: number | undefined): fc.Arbitrary<string> =>
 
 /** USD amounts: whole dollars or up to six decimals. */
 const usdArbitrary: fc.Arbitrary<string> = fc
-  .tuple(fc.oneof(fc.integer({ min: 0, max: 100 }), fc.integer({ min: 0, max: 1_000_000 })), fc.option(fc.stringMatching(/^[0-9]{1,6}$/u), { nil: undefined }))
+  .tuple(
+    fc.oneof(fc.integer({ min: 0, max: 100 }), fc.integer({ min: 0, max: 1_000_000 })),
+    fc.option(fc.stringMatching(/^[0-9]{1,6}$/u), { nil: undefined })
+  )
   .map(([whole, decimals]) => (decimals === undefined ? `${whole}` : `${whole}.${decimals}`))
 
 /** Decimal strings ("2", "2.5", "1.125") from minimum to maximum inclusive. */
@@ -663,7 +766,10 @@ const decimalArbitrary = (bounds: { readonly minimum?: number; readonly maximum?
   const minimum = bounds.minimum ?? 0
   const maximum = bounds.maximum ?? minimum + 1_000
   return fc
-    .tuple(fc.integer({ min: Math.max(0, Math.floor(minimum)), max: Math.max(0, Math.floor(maximum)) }), fc.option(fc.stringMatching(/^[0-9]{1,3}$/u), { nil: undefined }))
+    .tuple(
+      fc.integer({ min: Math.max(0, Math.floor(minimum)), max: Math.max(0, Math.floor(maximum)) }),
+      fc.option(fc.stringMatching(/^[0-9]{1,3}$/u), { nil: undefined })
+    )
     .map(([whole, decimals]) => (decimals === undefined ? `${whole}` : `${whole}.${decimals}`))
     .filter((text) => Number(text) >= minimum && Number(text) <= maximum)
 }
@@ -675,15 +781,26 @@ const dateTimeArbitrary: fc.Arbitrary<string> = fc
 const stringArbitrary = (merged: Merged): fc.Arbitrary<Json> => {
   const minLength = merged.minLength ?? 0
   const [first, ...others] = merged.patterns
-  const base: fc.Arbitrary<string> =
-    merged.duration !== undefined ? durationArbitrary(merged.duration)
-    : merged.quantity !== undefined ? quantityArbitrary(merged.quantity.maximum)
-    : merged.usd ? usdArbitrary
-    : merged.decimal !== undefined ? decimalArbitrary(merged.decimal)
-    : first !== undefined ? patternArbitrary(first)
-    : merged.format === "date-time" ? dateTimeArbitrary
-    : fc.string({ minLength, maxLength: Math.max(minLength, Math.min(merged.maxLength ?? minLength + 12, minLength + 12)) })
-  const patterns = merged.duration !== undefined || merged.quantity !== undefined || merged.usd || merged.decimal !== undefined ? merged.patterns : others
+  const base: fc.Arbitrary<string> = merged.duration !== undefined ?
+    durationArbitrary(merged.duration)
+    : merged.quantity !== undefined ?
+    quantityArbitrary(merged.quantity.maximum)
+    : merged.usd ?
+    usdArbitrary
+    : merged.decimal !== undefined ?
+    decimalArbitrary(merged.decimal)
+    : first !== undefined ?
+    patternArbitrary(first)
+    : merged.format === "date-time" ?
+    dateTimeArbitrary
+    : fc.string({
+      minLength,
+      maxLength: Math.max(minLength, Math.min(merged.maxLength ?? minLength + 12, minLength + 12))
+    })
+  const patterns =
+    merged.duration !== undefined || merged.quantity !== undefined || merged.usd || merged.decimal !== undefined
+      ? merged.patterns
+      : others
   return base.filter((text) => {
     const length = codePoints(text)
     return length >= minLength &&
@@ -695,8 +812,16 @@ const stringArbitrary = (merged: Merged): fc.Arbitrary<Json> => {
 // Numbers
 
 const integerArbitrary = (merged: Merged): fc.Arbitrary<Json> => {
-  const minimum = merged.minimum === undefined ? undefined : merged.exclusiveMinimum ? Math.floor(merged.minimum) + 1 : Math.ceil(merged.minimum)
-  const maximum = merged.maximum === undefined ? undefined : merged.exclusiveMaximum ? Math.ceil(merged.maximum) - 1 : Math.floor(merged.maximum)
+  const minimum = merged.minimum === undefined
+    ? undefined
+    : merged.exclusiveMinimum
+    ? Math.floor(merged.minimum) + 1
+    : Math.ceil(merged.minimum)
+  const maximum = merged.maximum === undefined
+    ? undefined
+    : merged.exclusiveMaximum
+    ? Math.ceil(merged.maximum) - 1
+    : Math.floor(merged.maximum)
   const min = Math.max(minimum ?? -(2 ** 31), Number.MIN_SAFE_INTEGER)
   const max = Math.min(maximum ?? 2 ** 31 - 1, Number.MAX_SAFE_INTEGER)
   return min > max ? fc.constant(min) : fc.integer({ min, max })
@@ -717,7 +842,9 @@ const numberArbitrary = (merged: Merged): fc.Arbitrary<Json> => {
 const arrayArbitrary = (context: Context, merged: Merged, depth: number): fc.Arbitrary<Json> => {
   const item = merged.items.length === 0 ? anyScalar : arbitraryAt(context, allOf(merged.items), depth + 1)
   const minLength = merged.minItems ?? 0
-  const maxLength = depth >= context.maxDepth ? minLength : Math.max(minLength, Math.min(merged.maxItems ?? minLength + 3, minLength + 3))
+  const maxLength = depth >= context.maxDepth
+    ? minLength
+    : Math.max(minLength, Math.min(merged.maxItems ?? minLength + 3, minLength + 3))
   return merged.uniqueItems
     ? fc.uniqueArray(item, { minLength, maxLength, selector: (value) => canonical(value) })
     : fc.array(item, { minLength, maxLength })
@@ -738,7 +865,9 @@ const objectArbitrary = (context: Context, merged: Merged, depth: number): fc.Ar
   const choice = fc.record({
     exactlyOne: fc.tuple(...merged.exactlyOne.map((groups) => fc.nat({ max: groups.length - 1 }))),
     atLeastOne: fc.tuple(...merged.atLeastOne.map((groups) => fc.nat({ max: groups.length - 1 }))),
-    optional: deep ? fc.constant<ReadonlyArray<string>>([]) : fc.subarray(optional, { maxLength: Math.min(optional.length, optionalFieldsAt(depth)) })
+    optional: deep
+      ? fc.constant<ReadonlyArray<string>>([])
+      : fc.subarray(optional, { maxLength: Math.min(optional.length, optionalFieldsAt(depth)) })
   })
   return choice.chain(({ exactlyOne, atLeastOne, optional: picked }) => {
     const forced = new Set(merged.required)
@@ -760,7 +889,9 @@ const objectArbitrary = (context: Context, merged: Merged, depth: number): fc.Ar
     const members: Record<string, fc.Arbitrary<Json>> = {}
     for (const key of keys) {
       const schemas = memberSchemas(merged, key)
-      members[key] = schemas === undefined || schemas.length === 0 ? anyScalar : arbitraryAt(context, allOf(schemas), depth + 1)
+      members[key] = schemas === undefined || schemas.length === 0
+        ? anyScalar
+        : arbitraryAt(context, allOf(schemas), depth + 1)
     }
     return fc.record(members) as fc.Arbitrary<Json>
   })
@@ -769,13 +900,25 @@ const objectArbitrary = (context: Context, merged: Merged, depth: number): fc.Ar
 /** A map: members from patternProperties or additionalProperties, keys from propertyNames or the patterns. */
 const dictionaryArbitrary = (context: Context, merged: Merged, depth: number): fc.Arbitrary<Json> => {
   const minKeys = merged.minProperties ?? 0
-  const maxKeys = depth >= context.maxDepth ? minKeys : Math.max(minKeys, Math.min(merged.maxProperties ?? minKeys + 3, minKeys + 3))
-  const names = merged.propertyNames.length === 0 ? undefined : arbitraryAt(context, allOf(merged.propertyNames), depth + 1).filter((key): key is string => typeof key === "string")
+  const maxKeys = depth >= context.maxDepth
+    ? minKeys
+    : Math.max(minKeys, Math.min(merged.maxProperties ?? minKeys + 3, minKeys + 3))
+  const names = merged.propertyNames.length === 0
+    ? undefined
+    : arbitraryAt(context, allOf(merged.propertyNames), depth + 1).filter((key): key is string =>
+      typeof key === "string"
+    )
   const entries: Array<fc.Arbitrary<readonly [string, Json]>> = merged.patternProperties.map(([pattern, schema]) =>
-    fc.tuple(names === undefined ? patternArbitrary(pattern) : names.filter((key) => matches(pattern, key)), arbitraryAt(context, schema, depth + 1)))
+    fc.tuple(
+      names === undefined ? patternArbitrary(pattern) : names.filter((key) => matches(pattern, key)),
+      arbitraryAt(context, schema, depth + 1)
+    )
+  )
   if (merged.additional !== false && (merged.additional.length > 0 || entries.length === 0)) {
     const value = merged.additional.length === 0 ? anyScalar : arbitraryAt(context, allOf(merged.additional), depth + 1)
-    const key = (names ?? defaultKey).filter((name) => !merged.patternProperties.some(([pattern]) => matches(pattern, name)))
+    const key = (names ?? defaultKey).filter((name) =>
+      !merged.patternProperties.some(([pattern]) => matches(pattern, name))
+    )
     entries.push(fc.tuple(key, value))
   }
   if (entries.length === 0) return fc.constant<Json>({})
@@ -833,7 +976,12 @@ export const setAt = (value: Json, path: ReadonlyArray<string>, leaf: Json): Jso
  * The schema of one member of `value` under `schema` (an object key, or an array index as a decimal string), with the
  * anyOf/oneOf alternatives `value` satisfies merged in; undefined when the schema does not declare the member.
  */
-export const childSchema = (document: SchemaDocument, schema: Json | undefined, value: Json, segment: string): Json | undefined => {
+export const childSchema = (
+  document: SchemaDocument,
+  schema: Json | undefined,
+  value: Json,
+  segment: string
+): Json | undefined => {
   const merged = pickAlternatives(document, mergedOf(document, schema), value)
   if (isArray(value)) return merged.items.length === 0 ? undefined : allOf(merged.items)
   const schemas = memberSchemas(merged, segment)
@@ -844,7 +992,9 @@ export const childSchema = (document: SchemaDocument, schema: Json | undefined, 
 export const pathsIn = (value: Json, prefix: ReadonlyArray<string> = []): ReadonlyArray<ReadonlyArray<string>> => {
   const children: ReadonlyArray<readonly [string, Json]> = isArray(value)
     ? value.map((item, index) => [String(index), item] as const)
-    : isObject(value) ? Object.entries(value) : []
+    : isObject(value)
+    ? Object.entries(value)
+    : []
   return children.flatMap(([key, child]) => [[...prefix, key], ...pathsIn(child, [...prefix, key])])
 }
 
@@ -864,13 +1014,23 @@ const patternBreakers = (text: string): ReadonlyArray<string> => [
  * For a valid value: single-field mutations that break one declared bound, one per bound of each bounded leaf present
  * in the value (minimum and maximum are two). Each mutated leaf is checked to fail its own schema, alternatives included.
  */
-export const violationsOf = (document: SchemaDocument, value: Json, options: ViolationOptions = {}): ReadonlyArray<Violation> => {
+export const violationsOf = (
+  document: SchemaDocument,
+  value: Json,
+  options: ViolationOptions = {}
+): ReadonlyArray<Violation> => {
   const out: Array<Violation> = []
   walk({ document, root: value, options, out }, document.schema, value, [], undefined)
   return out
 }
 
-const walk = (state: Walk, schema: Json | undefined, value: Json, path: ReadonlyArray<string>, context: ReadonlyArray<string> | undefined): void => {
+const walk = (
+  state: Walk,
+  schema: Json | undefined,
+  value: Json,
+  path: ReadonlyArray<string>,
+  context: ReadonlyArray<string> | undefined
+): void => {
   const { document, out } = state
   const base = mergedOf(document, schema)
   const merged = pickAlternatives(document, base, value)
@@ -888,10 +1048,14 @@ const walk = (state: Walk, schema: Json | undefined, value: Json, path: Readonly
   if (typeof value === "string") stringViolations(merged, value, add)
   if (isArray(value)) {
     if (merged.maxItems !== undefined) add("maxItems", longerArray(state, merged, value, path))
-    if (merged.minItems !== undefined && merged.minItems > 0 && value.length > 0) add("minItems", value.slice(0, merged.minItems - 1))
+    if (merged.minItems !== undefined && merged.minItems > 0 && value.length > 0) {
+      add("minItems", value.slice(0, merged.minItems - 1))
+    }
   }
   for (const candidate of candidates) {
-    if (!validates(document, schema, candidate.value)) out.push({ path, value: candidate.value, rule: candidate.rule, ...(context === undefined ? {} : { context }) })
+    if (!validates(document, schema, candidate.value)) {
+      out.push({ path, value: candidate.value, rule: candidate.rule, ...(context === undefined ? {} : { context }) })
+    }
   }
   if (isArray(value)) {
     const items = merged.items.length === 0 ? undefined : allOf(merged.items)
@@ -926,24 +1090,36 @@ const outsideEnum = (merged: Merged, value: Json): Json | undefined => {
   const options = merged.enum ?? []
   const inside = (candidate: Json) => options.some((option) => equals(option, candidate))
   const fits = (candidate: Json) =>
-    typeof candidate !== "string" || (merged.patterns.every((pattern) => matches(pattern, candidate)) && codePoints(candidate) <= (merged.maxLength ?? Infinity))
-  const candidates: ReadonlyArray<Json> =
-    typeof value === "string" ? [value.toLowerCase(), value.toUpperCase(), `${value}x`, `x${value}`, "x"]
-    : typeof value === "number" ? [value + 1, value - 1, 0, Math.max(...options.filter((option): option is number => typeof option === "number")) + 1]
-    : typeof value === "boolean" ? [!value]
+    typeof candidate !== "string" ||
+    (merged.patterns.every((pattern) => matches(pattern, candidate)) &&
+      codePoints(candidate) <= (merged.maxLength ?? Infinity))
+  const candidates: ReadonlyArray<Json> = typeof value === "string" ?
+    [value.toLowerCase(), value.toUpperCase(), `${value}x`, `x${value}`, "x"]
+    : typeof value === "number" ?
+    [value + 1, value - 1, 0, Math.max(...options.filter((option): option is number => typeof option === "number")) + 1]
+    : typeof value === "boolean" ?
+    [!value]
     : []
-  return candidates.find((candidate) => !inside(candidate) && fits(candidate)) ?? candidates.find((candidate) => !inside(candidate))
+  return candidates.find((candidate) => !inside(candidate) && fits(candidate)) ??
+    candidates.find((candidate) => !inside(candidate))
 }
 
-const stringViolations = (merged: Merged, value: string, add: (rule: string, mutated: Json | undefined) => void): void => {
+const stringViolations = (
+  merged: Merged,
+  value: string,
+  add: (rule: string, mutated: Json | undefined) => void
+): void => {
   const length = codePoints(value)
-  const lengthFits = (text: string) => codePoints(text) >= (merged.minLength ?? 0) && codePoints(text) <= (merged.maxLength ?? Infinity)
+  const lengthFits = (text: string) =>
+    codePoints(text) >= (merged.minLength ?? 0) && codePoints(text) <= (merged.maxLength ?? Infinity)
   if (merged.maxLength !== undefined) {
     const filler = [...value].at(-1) ?? "a"
     const padded = [filler, "a", "0", "A"].map((fill) => value + fill.repeat(merged.maxLength! + 1 - length))
     add("maxLength", padded.find((text) => merged.patterns.every((pattern) => matches(pattern, text))) ?? padded[0])
   }
-  if (merged.minLength !== undefined && merged.minLength > 0) add("minLength", [...value].slice(0, merged.minLength - 1).join(""))
+  if (merged.minLength !== undefined && merged.minLength > 0) {
+    add("minLength", [...value].slice(0, merged.minLength - 1).join(""))
+  }
   for (const pattern of merged.patterns) {
     const breakers = patternBreakers(value).filter((text) => !matches(pattern, text))
     add("pattern", breakers.find(lengthFits) ?? breakers[0])
@@ -961,13 +1137,19 @@ const stringViolations = (merged: Merged, value: string, add: (rule: string, mut
   if (duration !== undefined && durationMs(value) !== undefined) {
     const { minimumMs, maximumMs } = duration
     const below = minimumMs === undefined ? undefined : minimumMs - 1
-    if (below !== undefined && below >= 0 && !(below === 0 && duration.zero === true)) add("duration-minimum", below === 0 ? "0s" : `${below}ms`)
-    if (maximumMs !== undefined) add("duration-maximum", maximumMs % 1_000 === 0 ? `${maximumMs / 1_000 + 1}s` : `${maximumMs + 1}ms`)
+    if (below !== undefined && below >= 0 && !(below === 0 && duration.zero === true)) {
+      add("duration-minimum", below === 0 ? "0s" : `${below}ms`)
+    }
+    if (maximumMs !== undefined) {
+      add("duration-maximum", maximumMs % 1_000 === 0 ? `${maximumMs / 1_000 + 1}s` : `${maximumMs + 1}ms`)
+    }
   }
   const decimal = merged.decimal
   if (decimal !== undefined && /^[0-9]*\.?[0-9]+$/u.test(value)) {
     // Just outside, in thousandths: 1 → "0.999", 10 → "10.001".
-    if (decimal.minimum !== undefined && decimal.minimum >= 0.001) add("decimal-minimum", (decimal.minimum - 0.001).toFixed(3))
+    if (decimal.minimum !== undefined && decimal.minimum >= 0.001) {
+      add("decimal-minimum", (decimal.minimum - 0.001).toFixed(3))
+    }
     if (decimal.maximum !== undefined) add("decimal-maximum", (decimal.maximum + 0.001).toFixed(3))
   }
   const maximum = merged.quantity?.maximum
@@ -980,16 +1162,27 @@ const stringViolations = (merged: Merged, value: string, add: (rule: string, mut
  * The array with valid items appended until it is one longer than maxItems: fresh distinct items (deterministic), each
  * of which the whole value accepts in place of the last item or beside the others.
  */
-const longerArray = (state: Walk, merged: Merged, value: ReadonlyArray<Json>, path: ReadonlyArray<string>): Json | undefined => {
+const longerArray = (
+  state: Walk,
+  merged: Merged,
+  value: ReadonlyArray<Json>,
+  path: ReadonlyArray<string>
+): Json | undefined => {
   const maxItems = merged.maxItems
   if (maxItems === undefined) return undefined
   const missing = maxItems + 1 - value.length
   if (missing <= 0) return undefined
   const itemSchema = merged.items.length === 0 ? {} : allOf(merged.items)
-  const item = arbitraryOf({ schema: isObject(itemSchema) ? itemSchema : {}, definitions: state.document.definitions }, { maxDepth: 2 })
+  const item = arbitraryOf(
+    { schema: isObject(itemSchema) ? itemSchema : {}, definitions: state.document.definitions },
+    { maxDepth: 2 }
+  )
   const accepts = state.options.accepts
   const fits = (candidate: Json): boolean =>
-    accepts === undefined || accepts(setAt(state.root, path, value.length < maxItems ? [...value, candidate] : [...value.slice(0, -1), candidate]))
+    accepts === undefined ||
+    accepts(
+      setAt(state.root, path, value.length < maxItems ? [...value, candidate] : [...value.slice(0, -1), candidate])
+    )
   const seen = new Set(value.map(canonical))
   const samples = fc.sample(item, { numRuns: missing * 4 + 16, seed: 42 })
   const fresh: Array<Json> = []
@@ -1001,6 +1194,8 @@ const longerArray = (state: Walk, merged: Merged, value: ReadonlyArray<Json>, pa
   }
   // Not enough acceptable distinct items: repeat the accepted ones (or the value's own), else take any valid ones.
   const fillers = fresh.length > 0 || value.length > 0 ? [...value, ...fresh] : samples
-  for (let index = 0; fresh.length < missing && fillers.length > 0; index++) fresh.push(fillers[index % fillers.length]!)
+  for (let index = 0; fresh.length < missing && fillers.length > 0; index++) {
+    fresh.push(fillers[index % fillers.length]!)
+  }
   return fresh.length < missing ? undefined : [...value, ...fresh]
 }

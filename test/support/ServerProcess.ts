@@ -40,7 +40,10 @@ export const printedBy = (child: ChildProcess) => {
 export const callAs = (token: string) => async (url: string, method: string, path: string, body?: unknown) => {
   const response = await fetch(`${url}${path}`, {
     method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" })
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
   })
   const text = await response.text()
@@ -98,14 +101,38 @@ export interface ClusterServerOptions {
  * Resolves once it serves.
  */
 export const spawnClusterServer = async (options: ClusterServerOptions): Promise<ClusterServer> => {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("NODUS_") && name !== "DATABASE_URL"))
-  const backend = options.backend === "local" ? ["--backend", "local"] : ["--backend", "sim", "--sim-speed", String(options.speed)]
-  const args = [join(root, "bin", "nodus.js"), "serve", ...backend, "--data-dir", options.dataDir, "--addr", "127.0.0.1:0", ...(options.args ?? [])]
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !name.startsWith("NODUS_") && name !== "DATABASE_URL")
+  )
+  const backend = options.backend === "local"
+    ? ["--backend", "local"]
+    : ["--backend", "sim", "--sim-speed", String(options.speed)]
+  const args = [
+    join(root, "bin", "nodus.js"),
+    "serve",
+    ...backend,
+    "--data-dir",
+    options.dataDir,
+    "--addr",
+    "127.0.0.1:0",
+    ...(options.args ?? [])
+  ]
   const child = spawn(join(root, "node_modules", ".bin", "node"), args, {
-    env: { ...env, NODUS_TLS: "off", NODUS_BOOTSTRAP_TOKEN: options.token, NODUS_SECRET_KEY: "00".repeat(32), DATABASE_URL: options.databaseUrl, ...options.env }
+    env: {
+      ...env,
+      NODUS_TLS: "off",
+      NODUS_BOOTSTRAP_TOKEN: options.token,
+      NODUS_SECRET_KEY: "00".repeat(32),
+      DATABASE_URL: options.databaseUrl,
+      ...options.env
+    }
   })
   const { onOutput } = options
-  if (onOutput !== undefined) for (const stream of [child.stdout, child.stderr]) stream?.on("data", (chunk: Buffer) => onOutput(child, chunk))
+  if (onOutput !== undefined) {
+    for (const stream of [child.stdout, child.stderr]) {
+      stream?.on("data", (chunk: Buffer) => onOutput(child, chunk))
+    }
+  }
   const printed = printedBy(child)
   let holds = 0
   let shards = 0
@@ -116,7 +143,18 @@ export const spawnClusterServer = async (options: ClusterServerOptions): Promise
     }
   })
   const url = await printed.first(/nodus serving (http:\/\/\S+)/u, 60_000)
-  return { child, url, get holds() { return alive(child) ? holds : 0 }, get shards() { return shards }, printed: printed.output, first: printed.first }
+  return {
+    child,
+    url,
+    get holds() {
+      return alive(child) ? holds : 0
+    },
+    get shards() {
+      return shards
+    },
+    printed: printed.output,
+    first: printed.first
+  }
 }
 
 /** Whether the live servers' runners together hold every shard (a killed server holds none). */
@@ -129,8 +167,9 @@ export const everyShardHeld = (servers: ReadonlyArray<ClusterServer>) => {
 export const alive = (child: ChildProcess) => child.exitCode === null && child.signalCode === null
 
 /** Ends the process with SIGKILL (nothing of it runs on), once it has exited. */
-export const killNow = (child: ChildProcess) => new Promise<void>((resolve) => {
-  if (!alive(child)) return resolve()
-  child.once("exit", () => resolve())
-  child.kill("SIGKILL")
-})
+export const killNow = (child: ChildProcess) =>
+  new Promise<void>((resolve) => {
+    if (!alive(child)) return resolve()
+    child.once("exit", () => resolve())
+    child.kill("SIGKILL")
+  })

@@ -10,14 +10,23 @@ import type { SampleMessage, SampleReply } from "../../src/core/kinds/job/JobSam
 if (parentPort === null) throw new Error("StandInSamplerWorker.ts runs as a worker thread")
 const port = parentPort
 
-const answer = ({ id, request }: SampleMessage): SampleReply => ({ id, part: { costUSD: { p50: "1", p90: "2" }, overheadUSD: { p50: "0", p90: "0" }, cold: { p50: request.seed, p90: request.seed } } })
+const answer = ({ id, request }: SampleMessage): SampleReply => ({
+  id,
+  part: {
+    costUSD: { p50: "1", p90: "2" },
+    overheadUSD: { p50: "0", p90: "0" },
+    cold: { p50: request.seed, p90: request.seed }
+  }
+})
 
 port.on("message", (message: SampleMessage) => {
   const seed = message.request.seed
-  if (seed === "throw") setImmediate(() => {
-    throw new Error("the stand-in crashed")
-  })
-  else if (seed === "exit") process.exit(3)
-  else if (seed.startsWith("delay-")) setTimeout(() => port.postMessage(answer(message)), Number(seed.slice("delay-".length)))
-  else port.postMessage(answer(message))
+  if (seed === "throw") {
+    setImmediate(() => {
+      throw new Error("the stand-in crashed")
+    })
+  } else if (seed === "exit") process.exit(3)
+  else if (seed.startsWith("delay-")) {
+    setTimeout(() => port.postMessage(answer(message)), Number(seed.slice("delay-".length)))
+  } else port.postMessage(answer(message))
 })

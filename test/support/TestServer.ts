@@ -3,23 +3,23 @@
  * controllers, over an in-memory store by default (or any store layer). Real clients (fetch, kubectl, the Python
  * client) talk to it; `stop()` shuts it down and frees the port.
  */
+import { Effect, Layer, ManagedRuntime } from "effect"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect, Layer, ManagedRuntime } from "effect"
 import { Ids } from "../../src/apiserver/Ids.ts"
-import type { AddressRange } from "../../src/core/PublicAddress.ts"
-import { defaultFeedOptions, type FeedOptions } from "../../src/store/ChangeFeed.ts"
+import { generateTlsMaterial } from "../../src/apiserver/tls/Certificates.ts"
 import type { WatchLimits } from "../../src/apiserver/Watch.ts"
-import * as BlobStore from "../../src/store/BlobStore.ts"
-import * as MemoryStore from "../../src/store/MemoryStore.ts"
-import { Store } from "../../src/store/Store.ts"
-import { kubeconfig } from "../../src/server/Bootstrap.ts"
+import type { AddressRange } from "../../src/core/PublicAddress.ts"
 import type { Estimates, EstimatesReads } from "../../src/runtime/Estimates.ts"
 import { EventOutbox, type OutboxEvent } from "../../src/runtime/EventOutbox.ts"
 import type { WebhookSettings } from "../../src/runtime/Webhooks.ts"
+import { kubeconfig } from "../../src/server/Bootstrap.ts"
 import * as Server from "../../src/server/Server.ts"
-import { generateTlsMaterial } from "../../src/apiserver/tls/Certificates.ts"
+import * as BlobStore from "../../src/store/BlobStore.ts"
+import { defaultFeedOptions, type FeedOptions } from "../../src/store/ChangeFeed.ts"
+import * as MemoryStore from "../../src/store/MemoryStore.ts"
+import { Store } from "../../src/store/Store.ts"
 
 export const adminToken = "nds_test-admin-token-0123456789abcdefghijklmnopqrstu"
 
@@ -44,7 +44,11 @@ export interface TestServerOptions {
   /** The key sealing Secret values (default `testSecretKey`). */
   readonly secretKey?: Uint8Array
   /** Runs the local backend (docs/live.md): real programs on this host, its data under the server's directory. */
-  readonly local?: boolean | { readonly lease?: { readonly renewMs: number; readonly expiryMs: number }; readonly inputCa?: string; readonly egressAllow?: ReadonlyArray<AddressRange> }
+  readonly local?: boolean | {
+    readonly lease?: { readonly renewMs: number; readonly expiryMs: number }
+    readonly inputCa?: string
+    readonly egressAllow?: ReadonlyArray<AddressRange>
+  }
   /** Webhook deliveries: loopback receivers allowed, a resolver stub, a shorter wait for answers (docs/webhooks.md). */
   readonly webhooks?: WebhookSettings
 }
@@ -69,27 +73,40 @@ export interface TestServer {
 
 export const startTestServer = async (options: TestServerOptions = {}): Promise<TestServer> => {
   const directory = mkdtempSync(join(tmpdir(), "nodus-test-"))
-  const material = options.tls === true ? generateTlsMaterial({ hosts: ["127.0.0.1", "localhost"], now: new Date() }) : undefined
+  const material = options.tls === true
+    ? generateTlsMaterial({ hosts: ["127.0.0.1", "localhost"], now: new Date() })
+    : undefined
   let announced: (url: string) => void = () => {}
   const listening = new Promise<string>((resolve) => (announced = resolve))
-  const layer = Server.layerWith({
-    host: "127.0.0.1",
-    port: 0,
-    apiGroup: options.apiGroup ?? "nodus.dev",
-    tls: material === undefined ? undefined : { cert: material.certPem, key: material.keyPem, ca: material.caCertPem },
-    adminToken,
-    secretKey: options.secretKey ?? testSecretKey,
-    bookmarkInterval: (options.bookmarkInterval ?? "30 seconds") as "30 seconds",
-    watchLimits: options.watchLimits,
-    feed: options.feed ?? defaultFeedOptions,
-    onListening: (url) => announced(url),
-    sim: options.sim,
-    local: options.local === undefined || options.local === false
-      ? undefined
-      : { dataDir: join(directory, "data"), ...(options.local === true ? {} : options.local) },
-    starterCreditsMicro: options.starterCreditsMicro,
-    webhooks: options.webhooks
-  }, options.store === undefined ? Layer.fresh(MemoryStore.layer) : Layer.merge(Layer.fresh(BlobStore.layerMemory), options.store), { ...(options.estimates === undefined ? {} : { estimates: options.estimates }), ...(options.ids === undefined ? {} : { ids: options.ids }) })
+  const layer = Server.layerWith(
+    {
+      host: "127.0.0.1",
+      port: 0,
+      apiGroup: options.apiGroup ?? "nodus.dev",
+      tls: material === undefined
+        ? undefined
+        : { cert: material.certPem, key: material.keyPem, ca: material.caCertPem },
+      adminToken,
+      secretKey: options.secretKey ?? testSecretKey,
+      bookmarkInterval: (options.bookmarkInterval ?? "30 seconds") as "30 seconds",
+      watchLimits: options.watchLimits,
+      feed: options.feed ?? defaultFeedOptions,
+      onListening: (url) => announced(url),
+      sim: options.sim,
+      local: options.local === undefined || options.local === false
+        ? undefined
+        : { dataDir: join(directory, "data"), ...(options.local === true ? {} : options.local) },
+      starterCreditsMicro: options.starterCreditsMicro,
+      webhooks: options.webhooks
+    },
+    options.store === undefined
+      ? Layer.fresh(MemoryStore.layer)
+      : Layer.merge(Layer.fresh(BlobStore.layerMemory), options.store),
+    {
+      ...(options.estimates === undefined ? {} : { estimates: options.estimates }),
+      ...(options.ids === undefined ? {} : { ids: options.ids })
+    }
+  )
   const runtime = ManagedRuntime.make(layer)
   await runtime.runPromise(Effect.void)
   const url = await listening
@@ -98,9 +115,24 @@ export const startTestServer = async (options: TestServerOptions = {}): Promise<
   const kubeconfigPath = join(directory, "kubeconfig")
   writeFileSync(kubeconfigPath, kubeconfig({ server: url, ca: material?.caCertPem, token: adminToken }))
   /** Every record of the server's outbox, expired ones too (a test's clock may run far ahead). */
-  const streamed = () => runtime.runPromise(EventOutbox.use((outbox) => Effect.map(Effect.orDie(outbox.read("", 1_000_000, 0)), (entries) => entries.map((entry) => entry.event))))
+  const streamed = () =>
+    runtime.runPromise(
+      EventOutbox.use((outbox) =>
+        Effect.map(Effect.orDie(outbox.read("", 1_000_000, 0)), (entries) => entries.map((entry) => entry.event))
+      )
+    )
   const withStore = <A, E>(use: (store: Store["Service"]) => Effect.Effect<A, E>) => runtime.runPromise(Store.use(use))
-  return { url, token: adminToken, ca: material?.caCertPem, directory, kubeconfigPath, caPath, stop: () => runtime.dispose(), streamed, withStore }
+  return {
+    url,
+    token: adminToken,
+    ca: material?.caCertPem,
+    directory,
+    kubeconfigPath,
+    caPath,
+    stop: () => runtime.dispose(),
+    streamed,
+    withStore
+  }
 }
 
 export interface Reply {
@@ -122,7 +154,12 @@ export interface RequestOptions {
 }
 
 /** One HTTP request to a plain-HTTP test server with fetch. */
-export const request = async (server: TestServer, method: string, path: string, options: RequestOptions = {}): Promise<Reply> => {
+export const request = async (
+  server: TestServer,
+  method: string,
+  path: string,
+  options: RequestOptions = {}
+): Promise<Reply> => {
   const token = options.token === undefined ? server.token : options.token
   const body = options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body))
   const response = await fetch(`${server.url}${path}`, {

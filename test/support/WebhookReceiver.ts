@@ -34,8 +34,12 @@ export const startReceiver = async (options: { readonly http?: boolean } = {}) =
       response.writeHead(status).end()
     })
   }
-  const material = options.http === true ? undefined : generateTlsMaterial({ hosts: ["127.0.0.1", "receiver.example.com"], now: new Date() })
-  const server: Server | ReturnType<typeof createHttpServer> = material === undefined ? createHttpServer(handle) : createServer({ cert: material.certPem, key: material.keyPem }, handle)
+  const material = options.http === true
+    ? undefined
+    : generateTlsMaterial({ hosts: ["127.0.0.1", "receiver.example.com"], now: new Date() })
+  const server: Server | ReturnType<typeof createHttpServer> = material === undefined
+    ? createHttpServer(handle)
+    : createServer({ cert: material.certPem, key: material.keyPem }, handle)
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   const port = (server.address() as { port: number }).port
   return {

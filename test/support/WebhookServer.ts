@@ -6,15 +6,17 @@
  *
  *   node test/support/WebhookServer.ts <data dir> <admin token>
  */
-import { Layer } from "effect"
 import { NodeRuntime } from "@effect/platform-node"
-import * as SqlStore from "../../src/store/SqlStore.ts"
-import { defaultFeedOptions } from "../../src/store/ChangeFeed.ts"
+import { Layer } from "effect"
 import * as Server from "../../src/server/Server.ts"
+import { defaultFeedOptions } from "../../src/store/ChangeFeed.ts"
+import * as SqlStore from "../../src/store/SqlStore.ts"
 import { testSecretKey } from "./TestServer.ts"
 
 const [dataDir, adminToken] = process.argv.slice(2)
-if (dataDir === undefined || adminToken === undefined) throw new Error("usage: WebhookServer.ts <data dir> <admin token>")
+if (dataDir === undefined || adminToken === undefined) {
+  throw new Error("usage: WebhookServer.ts <data dir> <admin token>")
+}
 
 const resolve = async (host: string) => {
   if (host !== "receiver.example.com") throw new Error(`getaddrinfo ENOTFOUND ${host}`)

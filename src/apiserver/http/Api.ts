@@ -6,46 +6,78 @@
  */
 import { Cause, Clock, Context, Effect, Layer, Option, Result, Stream } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
-import { type FieldValidation, fieldValidations } from "../../core/meta/Admission.ts"
-import { ApiError, badRequest, fieldInvalid, methodNotAllowed, notFound, resourceNotFound } from "../../core/meta/ApiError.ts"
-import { errorCodeInfo } from "../../core/meta/ErrorCodes.ts"
 import { canonical, isObject, type Json, type JsonObject } from "../../core/Json.ts"
-import { apiVersionOf, byResource, eventKind, type KindInfo, namespaceKind, namespaceRef, type Operation, type Version, versions, type ResourceRef } from "../../core/meta/Kinds.ts"
+import * as Limits from "../../core/Limits.ts"
+import { type FieldValidation, fieldValidations } from "../../core/meta/Admission.ts"
+import {
+  ApiError,
+  badRequest,
+  fieldInvalid,
+  methodNotAllowed,
+  notFound,
+  resourceNotFound
+} from "../../core/meta/ApiError.ts"
+import { errorCodeInfo } from "../../core/meta/ErrorCodes.ts"
+import {
+  apiVersionOf,
+  byResource,
+  eventKind,
+  type KindInfo,
+  namespaceKind,
+  namespaceRef,
+  type Operation,
+  type ResourceRef,
+  type Version,
+  versions
+} from "../../core/meta/Kinds.ts"
 import type { ResourceObject } from "../../core/meta/ObjectMeta.ts"
 import { adminScope } from "../../core/meta/Scopes.ts"
 import { timestamp } from "../../core/meta/Strategy.ts"
+import { agentBodyBytesMax } from "../../core/SandboxBox.ts"
+import { ChangeFeed } from "../../store/ChangeFeed.ts"
 import { ApiConfig } from "../ApiConfig.ts"
+import {
+  type Access,
+  Auth,
+  expirationOf,
+  forbidden,
+  type Principal,
+  scopeProblems,
+  tokenExpirationSeconds
+} from "../Auth.ts"
+import { Blobs } from "../Blobs.ts"
 import { CreditOperations } from "../CreditOperations.ts"
-import { WebhookOperations } from "../WebhookOperations.ts"
-import * as OpenApi from "../openapi/OpenApi.ts"
-import { schemaDocuments } from "../openapi/SchemaDocuments.ts"
-import { type Access, Auth, expirationOf, forbidden, type Principal, scopeProblems, tokenExpirationSeconds } from "../Auth.ts"
 import { fingerprint, Idempotency } from "../Idempotency.ts"
 import { Ids } from "../Ids.ts"
-import { etagOf, type ListResult, type PatchType, Resources, type WriteOptions } from "../Resources.ts"
-import { clockObject, parseClockRequest, SimulationControl } from "../SimulationControl.ts"
-import { WorkloadFiles } from "../WorkloadFiles.ts"
-import { SandboxBoxes } from "../SandboxBoxes.ts"
-import { makeSandboxApi, sandboxSubresources } from "./SandboxApi.ts"
-import { makeWebhookApi, webhookSubresources } from "./WebhookApi.ts"
-import { makeBlobApi } from "./BlobApi.ts"
-import { makeFunctionCallResult } from "./FunctionCallResult.ts"
-import { makeFunctionMap } from "./FunctionMap.ts"
-import { makeVolumeApi } from "./VolumeApi.ts"
-import { ChangeFeed } from "../../store/ChangeFeed.ts"
-import { Blobs } from "../Blobs.ts"
 import { type AgentCall, type AgentDownload, type AgentUpload, NodeAgents } from "../NodeAgents.ts"
-import * as Limits from "../../core/Limits.ts"
-import { agentBodyBytesMax } from "../../core/SandboxBox.ts"
+import * as OpenApi from "../openapi/OpenApi.ts"
+import { schemaDocuments } from "../openapi/SchemaDocuments.ts"
+import { etagOf, type ListResult, type PatchType, Resources, type WriteOptions } from "../Resources.ts"
+import { SandboxBoxes } from "../SandboxBoxes.ts"
+import { clockObject, parseClockRequest, SimulationControl } from "../SimulationControl.ts"
 import { defaultWatchLimits, Watches, type WatchEvent } from "../Watch.ts"
+import { WebhookOperations } from "../WebhookOperations.ts"
+import { WorkloadFiles } from "../WorkloadFiles.ts"
+import { makeBlobApi } from "./BlobApi.ts"
 import { mediaTypeOf, parseJson, parseYamlDocument, readBytes, readObject, readText, textProblem } from "./Body.ts"
 import * as Discovery from "./Discovery.ts"
 import * as Docs from "./Docs.ts"
+import { makeFunctionCallResult } from "./FunctionCallResult.ts"
+import { makeFunctionMap } from "./FunctionMap.ts"
 import { streamedArray, streamedTexts, withTexts } from "./ListBody.ts"
-import { json, type ResponseContext, requestIdHeader, statusResponse, warningHeader, withSafeHeaders } from "./Respond.ts"
+import {
+  json,
+  requestIdHeader,
+  type ResponseContext,
+  statusResponse,
+  warningHeader,
+  withSafeHeaders
+} from "./Respond.ts"
 import * as Routes from "./Routes.ts"
+import { makeSandboxApi, sandboxSubresources } from "./SandboxApi.ts"
 import * as Table from "./Table.ts"
-
+import { makeVolumeApi } from "./VolumeApi.ts"
+import { makeWebhookApi, webhookSubresources } from "./WebhookApi.ts"
 
 type Request = HttpServerRequest.HttpServerRequest
 type Response = HttpServerResponse.HttpServerResponse
@@ -58,11 +90,12 @@ export const parseBool = (value: string | null): boolean | undefined => {
   return undefined
 }
 
-
 const boolParameter = (query: URLSearchParams, name: string): Effect.Effect<boolean, ApiError> => {
   const raw = query.get(name)
   const value = parseBool(raw)
-  if (raw !== null && raw !== "" && value === undefined) return Effect.fail(badRequest(`invalid value for ${name}: "${raw}"`))
+  if (raw !== null && raw !== "" && value === undefined) {
+    return Effect.fail(badRequest(`invalid value for ${name}: "${raw}"`))
+  }
   return Effect.succeed(value ?? false)
 }
 
@@ -70,13 +103,20 @@ const boolParameter = (query: URLSearchParams, name: string): Effect.Effect<bool
  * An integer query parameter within [min, max]. Out of range is the client's mistake, said before anything reads the
  * store (a number beyond bigint would otherwise fail there, as if the server were down).
  */
-const intParameter = (query: URLSearchParams, name: string, min: number, max: number): Effect.Effect<number | undefined, ApiError> => {
+const intParameter = (
+  query: URLSearchParams,
+  name: string,
+  min: number,
+  max: number
+): Effect.Effect<number | undefined, ApiError> => {
   const raw = query.get(name)
   if (raw === null || raw === "") return Effect.succeed(undefined)
   const value = Number(raw)
   if (/^-?[0-9]+$/u.test(raw) && value >= min && value <= max) return Effect.succeed(value)
   const why = `must be an integer from ${min} to ${max}`
-  return Effect.fail(badRequest(`invalid value for ${name}: "${raw}" ${why}`, [fieldInvalid(name, `Invalid value: ${why}`)]))
+  return Effect.fail(
+    badRequest(`invalid value for ${name}: "${raw}" ${why}`, [fieldInvalid(name, `Invalid value: ${why}`)])
+  )
 }
 
 /** `limit`: Kubernetes reads zero and below as "no limit"; anything a page could hold is accepted. */
@@ -88,7 +128,9 @@ const timeoutSecondsRange = [0, Math.floor(0x7fff_ffff / 1_000)] as const
 const dryRunOf = (query: URLSearchParams): Effect.Effect<boolean, ApiError> => {
   const values = query.getAll("dryRun")
   if (values.every((value) => value === "All")) return Effect.succeed(values.length > 0)
-  return Effect.fail(badRequest(`invalid dryRun value "${values.find((value) => value !== "All")}": the only supported value is All`))
+  return Effect.fail(
+    badRequest(`invalid dryRun value "${values.find((value) => value !== "All")}": the only supported value is All`)
+  )
 }
 
 const fieldValidationOf = (query: URLSearchParams): Effect.Effect<FieldValidation, ApiError> => {
@@ -103,7 +145,9 @@ const fieldValidationOf = (query: URLSearchParams): Effect.Effect<FieldValidatio
 const fieldManagerOf = (query: URLSearchParams, request: Request): Effect.Effect<string, ApiError> => {
   const raw = query.get("fieldManager")
   if (raw !== null && raw !== "") {
-    return raw.length <= 128 ? Effect.succeed(raw) : Effect.fail(badRequest("fieldManager must be at most 128 characters"))
+    return raw.length <= 128
+      ? Effect.succeed(raw)
+      : Effect.fail(badRequest("fieldManager must be at most 128 characters"))
   }
   const agent = request.headers["user-agent"]
   return Effect.succeed(agent === undefined || agent === "" ? "unknown" : agent.split("/")[0]!.slice(0, 128))
@@ -119,32 +163,89 @@ const patchTypeOf = (contentType: string | undefined, ref: ResourceRef): Effect.
     case "application/apply-patch+yaml":
       return Effect.succeed("apply")
     default:
-      return Effect.fail(new ApiError({
-        code: "UnsupportedMediaType",
-        message: `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (${mediaType === "" ? "no Content-Type" : mediaType} is not supported by ${ref.apiVersion}, Kind=${ref.info.kind})`,
-        fix: "Send the patch as application/merge-patch+json (kubectl patch --type merge) or application/json-patch+json (--type json)."
-      }))
+      return Effect.fail(
+        new ApiError({
+          code: "UnsupportedMediaType",
+          message:
+            `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (${
+              mediaType === "" ? "no Content-Type" : mediaType
+            } is not supported by ${ref.apiVersion}, Kind=${ref.info.kind})`,
+          fix:
+            "Send the patch as application/merge-patch+json (kubectl patch --type merge) or application/json-patch+json (--type json)."
+        })
+      )
   }
 }
 
 /** Which operation a method on a route means, before the kind's availability is checked. */
-type Special = "tokens" | "log" | "output" | "result" | "map" | "box" | "webhookRead" | "webhookWrite" | "revisionRead" | "revisionWrite"
+type Special =
+  | "tokens"
+  | "log"
+  | "output"
+  | "result"
+  | "map"
+  | "box"
+  | "webhookRead"
+  | "webhookWrite"
+  | "revisionRead"
+  | "revisionWrite"
 
-const operationOf = (method: string, route: Extract<Routes.Route, { _tag: "Resource" }>, info: KindInfo, watch: boolean): Operation | Special | undefined => {
-  if (route.subresource !== undefined && (sandboxSubresources as ReadonlyArray<string>).includes(route.subresource)) return info.kind === "Sandbox" && route.name !== undefined ? "box" : undefined
+const operationOf = (
+  method: string,
+  route: Extract<Routes.Route, { _tag: "Resource" }>,
+  info: KindInfo,
+  watch: boolean
+): Operation | Special | undefined => {
+  if (route.subresource !== undefined && (sandboxSubresources as ReadonlyArray<string>).includes(route.subresource)) {
+    return info.kind === "Sandbox" && route.name !== undefined ? "box" : undefined
+  }
   if (route.subresource !== undefined && (webhookSubresources as ReadonlyArray<string>).includes(route.subresource)) {
     if (info.kind !== "WebhookEndpoint" || route.name === undefined) return undefined
     return method === "GET" ? "webhookRead" : "webhookWrite"
   }
-  if (route.subresource === "status") return method === "GET" ? "getStatus" : method === "PUT" || method === "PATCH" ? "writeStatus" : undefined
-  if (route.subresource === "tokens") return info.plural === "serviceaccounts" && method === "POST" ? "tokens" : undefined
-  if (route.subresource === "log") return info.kind === "Job" && method === "GET" && route.item === undefined ? "log" : undefined
-  if (route.subresource === "outputs") return info.kind === "Job" && method === "GET" && route.item !== undefined ? "output" : undefined
-  if (route.subresource === "result") return info.kind === "FunctionCall" && method === "GET" && route.item === undefined ? "result" : undefined
-  if (route.subresource === "revisions") return info.kind === "Volume" && route.name !== undefined ? (method === "GET" ? "revisionRead" : "revisionWrite") : undefined
-  if (route.subresource === "map") return info.kind === "Function" && route.name !== undefined && route.item === undefined ? (method === "POST" ? "map" : undefined) : undefined
+  if (route.subresource === "status") {
+    return method === "GET"
+      ? "getStatus"
+      : method === "PUT" || method === "PATCH"
+      ? "writeStatus"
+      : undefined
+  }
+  if (route.subresource === "tokens") {
+    return info.plural === "serviceaccounts" && method === "POST"
+      ? "tokens"
+      : undefined
+  }
+  if (route.subresource === "log") {
+    return info.kind === "Job" && method === "GET" && route.item === undefined
+      ? "log"
+      : undefined
+  }
+  if (route.subresource === "outputs") {
+    return info.kind === "Job" && method === "GET" && route.item !== undefined
+      ? "output"
+      : undefined
+  }
+  if (route.subresource === "result") {
+    return info.kind === "FunctionCall" && method === "GET" && route.item === undefined ? "result" : undefined
+  }
+  if (route.subresource === "revisions") {
+    return info.kind === "Volume" && route.name !== undefined
+      ? (method === "GET" ? "revisionRead" : "revisionWrite")
+      : undefined
+  }
+  if (route.subresource === "map") {
+    return info.kind === "Function" && route.name !== undefined && route.item === undefined
+      ? (method === "POST" ? "map" : undefined)
+      : undefined
+  }
   if (route.name === undefined) {
-    if (method === "GET") return watch ? "watch" : route.namespace === undefined && info.scope === "Namespaced" ? "listAll" : "list"
+    if (method === "GET") {
+      return watch
+        ? "watch"
+        : route.namespace === undefined && info.scope === "Namespaced"
+        ? "listAll"
+        : "list"
+    }
     return method === "POST" ? "create" : undefined
   }
   switch (method) {
@@ -161,7 +262,18 @@ const operationOf = (method: string, route: Extract<Routes.Route, { _tag: "Resou
   }
 }
 
-const specials: ReadonlySet<string> = new Set<Special>(["tokens", "log", "output", "result", "map", "box", "webhookRead", "webhookWrite", "revisionRead", "revisionWrite"])
+const specials: ReadonlySet<string> = new Set<Special>([
+  "tokens",
+  "log",
+  "output",
+  "result",
+  "map",
+  "box",
+  "webhookRead",
+  "webhookWrite",
+  "revisionRead",
+  "revisionWrite"
+])
 const isSpecial = (operation: Operation | Special): operation is Special => specials.has(operation)
 
 const accessOf = (operation: Operation | Special): Access => {
@@ -199,7 +311,11 @@ const authorizationOf = (request: Request): Effect.Effect<string | undefined, Ap
   const raw = (request.source as { readonly rawHeaders?: unknown }).rawHeaders
   const names = Array.isArray(raw) ? raw.filter((_, index) => index % 2 === 0) : []
   return names.filter((name) => typeof name === "string" && name.toLowerCase() === "authorization").length > 1
-    ? Effect.fail(badRequest("the request carries more than one Authorization header", [fieldInvalid("Authorization", "Invalid value: send exactly one `Authorization: Bearer <key>`")]))
+    ? Effect.fail(
+      badRequest("the request carries more than one Authorization header", [
+        fieldInvalid("Authorization", "Invalid value: send exactly one `Authorization: Bearer <key>`")
+      ])
+    )
     : Effect.succeed(request.headers["authorization"])
 }
 
@@ -210,534 +326,843 @@ const authorizationOf = (request: Request): Effect.Effect<string | undefined, Ap
 const requestTextProblem = (route: Routes.Route, query: URLSearchParams): ApiError | undefined => {
   const fieldOf = (part: string) => (part === "namespace" || part === "name" ? `metadata.${part}` : part)
   const segments = Object.entries(route).flatMap(([part, value]) =>
-    typeof value === "string" ? [[fieldOf(part), value] as const] : Array.isArray(value) ? value.map((segment) => ["path", String(segment)] as const) : [])
+    typeof value === "string"
+      ? [[fieldOf(part), value] as const]
+      : Array.isArray(value)
+      ? value.map((segment) => ["path", String(segment)] as const)
+      : []
+  )
   for (const [field, text] of [...segments, ...query.entries()]) {
     const problem = textProblem(text)
-    if (problem !== undefined) return badRequest(`${field} holds ${problem}`, [fieldInvalid(field, `Invalid value: ${problem} is not allowed`)])
+    if (problem !== undefined) {
+      return badRequest(`${field} holds ${problem}`, [fieldInvalid(field, `Invalid value: ${problem} is not allowed`)])
+    }
   }
   return undefined
 }
 
-const objectHeaders = (object: ResourceObject, warnings: ReadonlyArray<string> = []): Record<string, string> =>
-  ({ etag: etagOf(object), ...warningHeader(warnings) })
+const objectHeaders = (object: ResourceObject, warnings: ReadonlyArray<string> = []): Record<string, string> => ({
+  etag: etagOf(object),
+  ...warningHeader(warnings)
+})
 
-export class Api extends Context.Service<Api, { readonly handle: (request: Request) => Effect.Effect<Response> }>()("nodus/server/http/Api") {
-  static readonly layer = Layer.effect(Api, Effect.gen(function*() {
-    const settings = yield* ApiConfig
-    const resources = yield* Resources
-    const watches = yield* Watches
-    const auth = yield* Auth
-    const idempotency = yield* Idempotency
-    const ids = yield* Ids
-    const simulation = yield* SimulationControl
-    const credits = yield* CreditOperations
-    const files = yield* WorkloadFiles
-    const agents = yield* NodeAgents
-    const sandboxApi = makeSandboxApi({ resources, boxes: yield* SandboxBoxes, ids })
-    const webhookApi = makeWebhookApi(yield* WebhookOperations)
-    const functionCallResult = makeFunctionCallResult({ resources, feed: yield* ChangeFeed })
-    const functionMap = makeFunctionMap({ group: settings.group, resources, idempotency, ids })
-    const volumeApi = makeVolumeApi({ resources, blobs: yield* Blobs })
-    const blobApi = makeBlobApi({
-      blobs: yield* Blobs,
-      projectExists: (project) => resources.get(namespaceRef, undefined, project).pipe(Effect.as(true), Effect.catchIf((error) => error.code === "NotFound", () => Effect.succeed(false)))
-    })
-    const group = settings.group
-    // Documents are generated once, on first request (tens of ms, off start-up): they depend only on the group and the
-    // kinds' schemas.
-    const openApiDocuments = new Map<Version, JsonObject>()
-    const openApiDocument = (version: Version): JsonObject => {
-      let document = openApiDocuments.get(version)
-      if (document === undefined) openApiDocuments.set(version, document = OpenApi.document(group, version, schemaDocuments))
-      return document
-    }
-
-    const refOf = (route: Extract<Routes.Route, { _tag: "Resource" }>): ResourceRef | undefined => {
-      if (route.group === "") {
-        const info = route.plural === "namespaces" ? namespaceKind : route.plural === "events" ? eventKind : undefined
-        return info === undefined ? undefined : { info, group: "", apiVersion: "v1" }
-      }
-      if (route.group !== group) return undefined
-      const info = byResource(route.version, route.plural)
-      return info === undefined ? undefined : { info, group, apiVersion: apiVersionOf(group, info) }
-    }
-
-    const tableOf = (ref: ResourceRef) => (ref.info === namespaceKind ? "namespaces" as const : ref.info === eventKind ? "events" as const : ref.info)
-
-    const renderObject = (request: Request, query: URLSearchParams, ref: ResourceRef, object: ResourceObject, status: number, headers: Record<string, string>) =>
-      Effect.gen(function*() {
-        if (!Table.wantsTable(request.headers["accept"])) return json(status, object, headers)
-        const includeObject = Table.includeObjectOf(query.get("includeObject"))
-        if (includeObject === undefined) return yield* badRequest("includeObject must be None, Metadata or Object")
-        const now = yield* Clock.currentTimeMillis
-        return json(status, Table.table(tableOf(ref), [object], { now, includeObject, withColumns: true, resourceVersion: object.metadata.resourceVersion }), headers)
-      })
-
-    /** The project a list or watch reads: the path's, or for an all-projects request the one a key is confined to. */
-    const scopeOf = (principal: Principal, ref: ResourceRef, namespace: string | undefined) =>
-      namespace ?? (ref.info.scope === "Namespaced" ? auth.confinedTo(principal) : undefined)
-
-    /**
-     * The selectors of a list or watch, narrowed to what the key may see: among projects, a confined key sees only its
-     * own. The narrowing is one more field requirement, so a list and a watch of the same request see the same objects.
-     */
-    const visibleSelectors = (principal: Principal, ref: ResourceRef, query: URLSearchParams) => {
-      const sent = selectorsOf(query)
-      const confined = auth.confinedTo(principal)
-      if (ref.info !== namespaceKind || confined === undefined) return sent
-      const own = `metadata.name=${confined}`
-      return { ...sent, fieldSelector: sent.fieldSelector === undefined || sent.fieldSelector === "" ? own : `${sent.fieldSelector},${own}` }
-    }
-
-    const list = (request: Request, query: URLSearchParams, principal: Principal, ref: ResourceRef, namespace: string | undefined) =>
-      Effect.gen(function*() {
-        const limit = yield* intParameter(query, "limit", ...limitRange)
-        const asTable = Table.wantsTable(request.headers["accept"])
-        const includeObject = Table.includeObjectOf(query.get("includeObject"))
-        if (asTable && includeObject === undefined) return yield* badRequest("includeObject must be None, Metadata or Object")
-        const tableOptions = { now: yield* Clock.currentTimeMillis, includeObject: includeObject ?? "Metadata" }
-        const options = {
-          ...visibleSelectors(principal, ref, query),
-          ...(query.get("continue") === null ? {} : { continue: query.get("continue")! }),
-          ...(query.get("resourceVersion") === null ? {} : { resourceVersion: query.get("resourceVersion")! })
-        }
-        const envelope = (result: ListResult): object => {
-          const listMeta = {
-            resourceVersion: result.resourceVersion,
-            ...(result.continue === undefined ? {} : { continue: result.continue }),
-            ...(result.remainingItemCount === undefined ? {} : { remainingItemCount: result.remainingItemCount })
-          }
-          return asTable
-            ? Table.table(tableOf(ref), result.items, { ...tableOptions, withColumns: true, ...listMeta })
-            : { apiVersion: ref.apiVersion, kind: `${ref.info.kind}List`, metadata: listMeta, items: result.items }
-        }
-        // A plain JSON list whose selectors the store applies carries the stored texts of its objects, never parsed.
-        if (!asTable) {
-          const bounded = limit !== undefined && limit > 0
-          const texts = bounded ? yield* resources.listText(ref, scopeOf(principal, ref, namespace), { ...options, limit }) : undefined
-          if (texts !== undefined) return HttpServerResponse.text(withTexts(envelope({ ...texts, items: [] }), texts.items), { status: 200, contentType: "application/json" })
-          const paged = bounded ? undefined : yield* resources.listTextPages(ref, scopeOf(principal, ref, namespace), options)
-          if (paged !== undefined) return HttpServerResponse.stream(streamedTexts(envelope({ items: [], resourceVersion: paged.resourceVersion }), paged.pages), { contentType: "application/json" })
-        }
-        if (limit !== undefined && limit > 0) return json(200, envelope(yield* resources.list(ref, scopeOf(principal, ref, namespace), { ...options, limit })))
-        // Without a limit the list is read and written a page at a time (ListBody.ts): the first page is read here, so
-        // what fails before the first byte still answers a Status.
-        const listed = yield* resources.listPages(ref, scopeOf(principal, ref, namespace), options)
-        const elements: Stream.Stream<ReadonlyArray<object>, ApiError> = asTable ? Stream.map(listed.pages, (page) => Table.rows(tableOf(ref), page, tableOptions)) : listed.pages
-        return HttpServerResponse.stream(streamedArray(envelope({ items: [], resourceVersion: listed.resourceVersion }), elements), { contentType: "application/json" })
-      })
-
-    const watch = (request: Request, query: URLSearchParams, principal: Principal, ref: ResourceRef, namespace: string | undefined) =>
-      Effect.gen(function*() {
-        const timeoutSeconds = yield* intParameter(query, "timeoutSeconds", ...timeoutSecondsRange)
-        const allowWatchBookmarks = yield* boolParameter(query, "allowWatchBookmarks")
-        const events = yield* watches.watch(ref, scopeOf(principal, ref, namespace), {
-          ...(query.get("resourceVersion") === null ? {} : { resourceVersion: query.get("resourceVersion")! }),
-          ...visibleSelectors(principal, ref, query),
-          allowWatchBookmarks,
-          ...(timeoutSeconds === undefined ? {} : { timeoutSeconds }),
-          bookmarkInterval: settings.bookmarkInterval,
-          limits: settings.watchLimits ?? defaultWatchLimits
-        })
-        const asTable = Table.wantsTable(request.headers["accept"])
-        const includeObject = Table.includeObjectOf(query.get("includeObject")) ?? "Metadata"
-        let first = true
-        const line = (event: WatchEvent, now: number) => {
-          const object = asTable && (event.type === "ADDED" || event.type === "MODIFIED" || event.type === "DELETED")
-            ? Table.table(tableOf(ref), [event.object as ResourceObject], { now, includeObject, withColumns: first })
-            : event.object
-          first = false
-          return `${JSON.stringify({ type: event.type, object })}\n`
-        }
-        // Each chunk the watch hands over (up to its buffer) is one write, not a write per event.
-        const encode = (chunk: ReadonlyArray<WatchEvent>) =>
-          Effect.map(Clock.currentTimeMillis, (now) => [new TextEncoder().encode(chunk.map((event) => line(event, now)).join(""))] as const)
-        // An empty first chunk makes Node send the headers at once, so a client sees the watch open before any event.
-        const body = Stream.concat(Stream.make(new Uint8Array(0)), Stream.mapArrayEffect(events, encode))
-        return HttpServerResponse.stream(body, { status: 200, contentType: "application/json" })
-      })
-
-    const writeOptions = (request: Request, query: URLSearchParams, principal: Principal, ref: ResourceRef) =>
-      Effect.gen(function*() {
-        const options: WriteOptions = {
-          dryRun: yield* dryRunOf(query),
-          fieldValidation: yield* fieldValidationOf(query),
-          fieldManager: yield* fieldManagerOf(query, request),
-          ...(request.headers["if-match"] === undefined ? {} : { ifMatch: request.headers["if-match"] }),
-          ...(ref.info.plural === "serviceaccounts" ? { authorizeObject: (object: JsonObject) => auth.checkServiceAccount(principal, object) } : {}),
-          principal,
-          ...(parseBool(query.get("force")) === true ? { force: true } : {})
-        }
-        return options
-      })
-
-    const create = (request: Request, query: URLSearchParams, principal: Principal, ref: ResourceRef, namespace: string | undefined) =>
-      Effect.gen(function*() {
-        // TopUps and the operator's CreditGrants have their own rules, and are processed before the answer (Credits.ts).
-        const hooks = credits.createHooks(ref.info.plural)
-        const sent = yield* readObject(request, ref.info.kind)
-        const body = hooks === undefined ? sent : yield* hooks.admit(sent)
-        const options = yield* writeOptions(request, query, principal, ref)
-        const key = request.headers["idempotency-key"]
-        if (key === undefined || key === "" || options.dryRun) {
-          const created = yield* resources.create(ref, namespace, body, options)
-          const result = hooks === undefined || options.dryRun ? created : { ...created, object: yield* hooks.settle(created.object) }
-          // A dry run's ETag quotes its price and binds a later create that sends it in If-Match (spec: Create semantics 1).
-          const headers = { etag: result.etag ?? etagOf(result.object), ...warningHeader(result.warnings) }
-          return yield* renderObject(request, query, ref, result.object, 201, headers)
-        }
-        // What the client asked for, not what its User-Agent says: a retry from an upgraded client is the same request.
-        const claim = yield* idempotency.claim(principal.name, key, fingerprint([
-          "POST", new URL(request.url, "http://local").pathname, options.fieldValidation, query.get("fieldManager") ?? "", canonical((body ?? null) as Json)
-        ]))
-        if (claim._tag === "Replay") {
-          const object = claim.response.body as unknown as ResourceObject
-          return yield* renderObject(request, query, ref, object, claim.response.status, { ...objectHeaders(object, claim.response.warnings), "idempotent-replayed": "true" })
-        }
-        const result = yield* resources.create(ref, namespace, body, { ...options, commitWith: (warnings) => claim.finishOps(201, warnings) }).pipe(
-          Effect.tapError(() => claim.release)
-        )
-        const object = hooks === undefined ? result.object : yield* hooks.settle(result.object)
-        return yield* renderObject(request, query, ref, object, 201, objectHeaders(object, result.warnings))
-      })
-
-    const replace = (request: Request, query: URLSearchParams, principal: Principal, ref: ResourceRef, namespace: string | undefined, name: string, subresource: "status" | undefined) =>
-      Effect.gen(function*() {
-        const body = yield* readObject(request, ref.info.kind)
-        const options = yield* writeOptions(request, query, principal, ref)
-        const result = yield* resources.replace(ref, namespace, name, body, options, subresource)
-        return yield* renderObject(request, query, ref, result.object, 200, objectHeaders(result.object, result.warnings))
-      })
-
-    const patch = (request: Request, query: URLSearchParams, principal: Principal, ref: ResourceRef, namespace: string | undefined, name: string, subresource: "status" | undefined) =>
-      Effect.gen(function*() {
-        const patchType = yield* patchTypeOf(request.headers["content-type"], ref)
-        if (patchType === "apply" && subresource === "status") return yield* badRequest("server-side apply of the status subresource is not supported; use a merge patch")
-        if (patchType === "apply" && (query.get("fieldManager") ?? "") === "") {
-          return yield* badRequest("PATCH requests with the apply content type require fieldManager to be set")
-        }
-        const text = yield* readText(request)
-        const body = patchType === "apply" ? yield* parseYamlDocument(text) : yield* parseJson(text)
-        if (body === undefined) return yield* badRequest("the patch body is empty")
-        const options = yield* writeOptions(request, query, principal, ref)
-        const result = yield* resources.patch(ref, namespace, name, patchType, body, options, subresource)
-        return yield* renderObject(request, query, ref, result.object, result.created ? 201 : 200, objectHeaders(result.object, result.warnings))
-      })
-
-    const remove = (request: Request, query: URLSearchParams, ref: ResourceRef, namespace: string | undefined, name: string) =>
-      Effect.gen(function*() {
-        const body = yield* Effect.flatMap(readText(request), parseJson)
-        const options = isObject((body ?? null) as Json) ? body as JsonObject : {}
-        const policy = query.get("propagationPolicy") ?? (typeof options["propagationPolicy"] === "string" ? options["propagationPolicy"] : "Background")
-        if (policy !== "Background" && policy !== "Orphan") {
-          return yield* badRequest(`propagationPolicy ${policy} is not supported: use Background (the default) or Orphan`)
-        }
-        const bodyDryRun = Array.isArray(options["dryRun"]) && options["dryRun"].includes("All")
-        const preconditions = isObject(options["preconditions"]) ? options["preconditions"] : undefined
-        const object = yield* resources.remove(ref, namespace, name, {
-          dryRun: bodyDryRun || (yield* dryRunOf(query)),
-          propagationPolicy: policy,
-          ...(preconditions === undefined ? {} : {
-            preconditions: {
-              ...(typeof preconditions["uid"] === "string" ? { uid: preconditions["uid"] } : {}),
-              ...(typeof preconditions["resourceVersion"] === "string" ? { resourceVersion: preconditions["resourceVersion"] } : {})
-            }
-          }),
-          ...(request.headers["if-match"] === undefined ? {} : { ifMatch: request.headers["if-match"] })
-        })
-        return json(200, object, { etag: etagOf(object) })
-      })
-
-    /** POST …/serviceaccounts/{name}/tokens: a new key for the account, shown once. */
-    const issueToken = (request: Request, principal: Principal, ref: ResourceRef, namespace: string | undefined, name: string) =>
-      Effect.gen(function*() {
-        const body = yield* Effect.flatMap(readText(request), parseJson)
-        const spec = isObject((body ?? null) as Json) && isObject((body as JsonObject)["spec"]) ? (body as JsonObject)["spec"] as JsonObject : {}
-        const seconds = spec["expirationSeconds"]
-        if (seconds !== undefined && (typeof seconds !== "number" || !Number.isInteger(seconds) || seconds < tokenExpirationSeconds.min || seconds > tokenExpirationSeconds.max)) {
-          const rule = `must be an integer from ${tokenExpirationSeconds.min} to ${tokenExpirationSeconds.max} (omit it for a key that does not expire)`
-          return yield* new ApiError({ code: "Invalid", message: `spec.expirationSeconds ${rule}`, causes: [fieldInvalid("spec.expirationSeconds", rule)] })
-        }
-        const account = yield* resources.get(ref, namespace, name)
-        // A key acts with its account's scopes: minting one is granting them, so the caller must hold them all.
-        const ungranted = scopeProblems(principal, account as unknown as JsonObject)
-        if (ungranted.length > 0) {
-          return yield* forbidden(principal, `cannot issue a key for serviceaccount "${name}": it holds scopes the caller does not (${ungranted.map((cause) => cause.field).join(", ")})`)
-        }
-        const now = yield* Clock.currentTimeMillis
-        const expiresAt = typeof seconds === "number" ? now + seconds * 1_000 : undefined
-        const issued = yield* auth.issueKey(account, expiresAt)
-        yield* resources.commit(ref, namespace, name, [{ _tag: "Require", key: { resource: "serviceaccounts", namespace: namespace ?? "", name }, notDeleting: true }, ...issued.ops])
-        return json(201, {
-          apiVersion: ref.apiVersion,
-          kind: "TokenRequest",
-          metadata: { name, namespace: namespace ?? "", creationTimestamp: timestamp(now) },
-          spec: typeof seconds === "number" ? { expirationSeconds: seconds } : {},
-          status: { token: issued.key, ...(expiresAt === undefined ? {} : { expirationTimestamp: expirationOf(expiresAt)! }) }
-        })
-      })
-
-    /**
-     * The operator's credit operations (docs/billing.md, "Credits"), admin only, beside the resource API so that users
-     * keep the spec's operations (creditgrants: list, read): POST …/operator/creditgrants grants credits (a CreditGrant
-     * body; Idempotency-Key as on creates), POST …/operator/topups/{name}/refund refunds a TopUp.
-     */
-    const operator = (request: Request, url: URL, route: Extract<Routes.Route, { _tag: "Operator" }>, principal: Principal) =>
-      Effect.gen(function*() {
-        const [plural, name, action, ...extra] = route.path
-        const grant = plural === "creditgrants" && name === undefined
-        const refund = plural === "topups" && name !== undefined && action === "refund" && extra.length === 0
-        const ref = refOf({ _tag: "Resource", group: route.group, version: route.version, plural: plural ?? "" })
-        if ((!grant && !refund) || route.version !== "v1" || ref === undefined) return yield* resourceNotFound()
-        if (request.method !== "POST") return yield* methodNotAllowed(request.method)
-        if (!principal.scopes.has(adminScope)) return yield* forbidden(principal, `cannot ${grant ? "grant credits" : "refund topups"}: the operation needs scope "${adminScope}"`)
-        if (grant) return yield* create(request, url.searchParams, principal, ref, undefined)
-        const object = yield* credits.refund(name!)
-        return yield* renderObject(request, url.searchParams, ref, object, 200, { etag: etagOf(object) })
-      })
-
-    const resource = (request: Request, url: URL, route: Extract<Routes.Route, { _tag: "Resource" }>, principal: Principal): Effect.Effect<Response, ApiError> =>
-      Effect.gen(function*() {
-        const ref = refOf(route)
-        if (ref === undefined || (ref.group !== "" && !versions.includes(route.version as never))) return yield* resourceNotFound()
-        const namespaced = ref.info.scope === "Namespaced"
-        // Cluster-scoped kinds have no project segment; namespaced items always have one.
-        if ((!namespaced && route.namespace !== undefined) || (namespaced && route.name !== undefined && route.namespace === undefined)) return yield* resourceNotFound()
-        if (route.subresource !== undefined && !["status", "tokens", "log", "outputs", "result", "map", "revisions", ...sandboxSubresources, ...webhookSubresources].includes(route.subresource)) return yield* resourceNotFound()
-        const query = url.searchParams
-        const watching = route.name === undefined && request.method === "GET" ? yield* boolParameter(query, "watch") : false
-        const operation = operationOf(request.method, route, ref.info, watching)
-        if (operation === undefined) return yield* methodNotAllowed(request.method)
-        if (!isSpecial(operation) && !ref.info.operations.has(operation)) return yield* methodNotAllowed(request.method)
-        const namespace = ref.info === namespaceKind ? undefined : route.namespace
-        const authorizedProject = ref.info === namespaceKind ? route.name : route.namespace
-        // A map batch creates FunctionCalls: it needs what a create of functioncalls needs, not a write of the Function.
-        const authorizedKind = operation === "map" ? byResource("v1", "functioncalls")! : ref.info
-        yield* auth.authorize(principal, authorizedKind, accessOf(operation), authorizedProject)
-        const name = route.name ?? ""
-        const subresource = route.subresource === "status" ? "status" as const : undefined
-        switch (operation) {
-          case "list":
-          case "listAll":
-            return yield* list(request, query, principal, ref, namespace)
-          case "watch":
-            return yield* watch(request, query, principal, ref, namespace)
-          case "get":
-          case "getStatus": {
-            const object = yield* resources.get(ref, namespace, name)
-            return yield* renderObject(request, query, ref, object, 200, { etag: etagOf(object) })
-          }
-          case "create":
-            return yield* create(request, query, principal, ref, namespace)
-          case "replace":
-            return yield* replace(request, query, principal, ref, namespace, name, undefined)
-          case "writeStatus":
-            return request.method === "PUT"
-              ? yield* replace(request, query, principal, ref, namespace, name, subresource)
-              : yield* patch(request, query, principal, ref, namespace, name, subresource)
-          case "patch":
-            return yield* patch(request, query, principal, ref, namespace, name, undefined)
-          case "delete":
-            return yield* remove(request, query, ref, namespace, name)
-          case "tokens":
-            return yield* issueToken(request, principal, ref, namespace, name)
-          case "log":
-            return yield* readLog(query, ref, namespace, name)
-          case "output":
-            return yield* readOutput(query, ref, namespace, name, route.item!)
-          case "result":
-            return yield* renderObject(request, query, ref, yield* functionCallResult.await(query, ref, namespace, name), 200, {})
-          case "map":
-            return yield* functionMap.handle(request, query, { namespace, name, principal, options: yield* writeOptions(request, query, principal, ref) })
-          case "box":
-            return yield* sandboxApi.handle(request, query, { ref, namespace, name, subresource: route.subresource!, item: route.item, action: route.action })
-          case "revisionRead":
-          case "revisionWrite":
-            return yield* volumeApi.handle(request, query, { ref, namespace: namespace ?? "", name, item: route.item, options: yield* writeOptions(request, query, principal, ref) })
-          case "webhookRead":
-          case "webhookWrite":
-            return yield* webhookApi.handle(request, query, { ref, name, subresource: route.subresource!, item: route.item, action: route.action, project: auth.confinedTo(principal) })
-        }
-      })
-
-    /** A Job's log as text/plain, the pod log conventions (apiserver/WorkloadFiles.ts). */
-    const readLog = (query: URLSearchParams, ref: ResourceRef, namespace: string | undefined, name: string) =>
-      Effect.gen(function*() {
-        const index = (yield* intParameter(query, "index", 0, Limits.jobCompletionsMax - 1)) ?? 0
-        const attempt = yield* intParameter(query, "attempt", 1, Number.MAX_SAFE_INTEGER)
-        const tailLines = yield* intParameter(query, "tailLines", 0, Number.MAX_SAFE_INTEGER)
-        const follow = yield* boolParameter(query, "follow")
-        const object = yield* resources.get(ref, namespace, name)
-        const text = yield* files.log(object, { index, attempt, tailLines, follow })
-        const encoder = new TextEncoder()
-        return HttpServerResponse.stream(Stream.map(text, (chunk) => encoder.encode(chunk)), { status: 200, contentType: "text/plain; charset=utf-8" })
-      })
-
-    /** One output of a Job's index (apiserver/WorkloadFiles.ts), with its SHA-256 as the Digest header. */
-    const readOutput = (query: URLSearchParams, ref: ResourceRef, namespace: string | undefined, name: string, output: string) =>
-      Effect.gen(function*() {
-        const index = (yield* intParameter(query, "index", 0, Limits.jobCompletionsMax - 1)) ?? 0
-        const object = yield* resources.get(ref, namespace, name)
-        const file = yield* files.output(object, output, index)
-        const digest = `sha-256=${Buffer.from(file.sha256, "hex").toString("base64")}`
-        return HttpServerResponse.stream(file.bytes, {
-          status: 200,
-          contentType: "application/octet-stream",
-          contentLength: file.sizeBytes,
-          headers: { digest, "content-disposition": `attachment; filename="${output}"` }
-        })
-      })
-
-    /** GET reads the test clock (any key); POST moves it, which moves time for everyone: admin only. */
-    const simulationClock = (request: Request, route: Extract<Routes.Route, { _tag: "SimulationClock" }>, principal: Principal) =>
-      Effect.gen(function*() {
-        if (route.group !== group || route.version !== "v1") return yield* resourceNotFound()
-        if (request.method === "GET") return json(200, clockObject(group, yield* simulation.read))
-        if (request.method !== "POST") return yield* methodNotAllowed(request.method)
-        if (!principal.scopes.has(adminScope)) return yield* forbidden(principal, `cannot move the simulation clock: the key needs scope "${adminScope}"`)
-        const body = yield* Effect.flatMap(readText(request), parseJson)
-        const target = parseClockRequest(body)
-        if (Result.isFailure(target)) return yield* target.failure
-        return json(200, clockObject(group, yield* simulation.advance(target.success)))
-      })
-
-    const discovery = (request: Request, route: Routes.Route) => {
-      const accept = request.headers["accept"]
-      switch (route._tag) {
-        case "CoreVersions":
-          return Discovery.wantsAggregated(accept)
-            ? HttpServerResponse.text(JSON.stringify(Discovery.aggregatedCore()), { contentType: Discovery.aggregatedContentType })
-            : json(200, Discovery.coreVersions())
-        case "CoreResources":
-          return json(200, Discovery.coreResourceList())
-        case "Groups":
-          return Discovery.wantsAggregated(accept)
-            ? HttpServerResponse.text(JSON.stringify(Discovery.aggregatedGroups(group)), { contentType: Discovery.aggregatedContentType })
-            : json(200, Discovery.groupList(group))
-        default:
-          return undefined
-      }
-    }
-
-    const authenticated = (request: Request, url: URL, route: Routes.Route): Effect.Effect<Response, ApiError> =>
-      Effect.gen(function*() {
-        const principal = yield* auth.authenticate(yield* authorizationOf(request))
-        const found = discovery(request, route)
-        if (found !== undefined) return found
-        switch (route._tag) {
-          case "Root":
-            return json(200, { paths: Routes.rootPaths(group) })
-          case "OpenApiV2":
-            // An empty body is an empty protobuf Document: kubectl finds no schema there and skips client-side
-            // validation (needed for Namespace manifests and TopUps, whose v3 documents have no PATCH to carry
-            // fieldValidation). The type is the one kube-openapi answers with: the '@' form kubectl asks for is no
-            // valid media type, and client-go fails to parse a response that carries it ("unexpected content after
-            // media subtype").
-            return HttpServerResponse.uint8Array(new Uint8Array(0), { contentType: "application/com.github.proto-openapi.spec.v2.v1.0+protobuf" })
-          case "Group":
-            return route.group === group ? json(200, Discovery.group(group)) : yield* resourceNotFound()
-          case "GroupVersion":
-            return route.group === group && versions.includes(route.version as never)
-              ? json(200, Discovery.resourceList(group, route.version as "v1" | "v1beta1"))
-              : yield* resourceNotFound()
-          case "OpenApiIndex":
-            return json(200, OpenApi.index(group))
-          case "OpenApiGroupVersion":
-            return route.group === group && versions.includes(route.version as never)
-              ? json(200, openApiDocument(route.version as Version))
-              : yield* resourceNotFound()
-          case "OpenApiCore":
-            return json(200, OpenApi.coreDocument())
-          case "Resource":
-            return yield* resource(request, url, route, principal)
-          case "SimulationClock":
-            return yield* simulationClock(request, route, principal)
-          case "Operator":
-            return yield* operator(request, url, route, principal)
-          case "Blob":
-            return yield* blobApi.handle(request, url.searchParams, route.reference, principal)
-          default:
-            return yield* resourceNotFound()
-        }
-      })
-
-    /** The node agent protocol (apiserver/NodeAgents.ts): POST with JSON, the agent's key as its bearer credential. */
-    const agentCall = (request: Request, url: URL, call: AgentCall | AgentUpload | AgentDownload) =>
-      Effect.gen(function*() {
-        if (request.method !== "POST") return yield* methodNotAllowed(request.method)
-        const authorization = yield* authorizationOf(request)
-        const credential = authorization?.startsWith("Bearer ") ? authorization.slice("Bearer ".length).trim() : undefined
-        // An output's bytes are the body itself, streamed to the store (no JSON, no body size bound of the API).
-        if (call === "outputs" || call === "checkpoints") return json(200, yield* agents.upload(call, url.searchParams, request.stream, credential))
-        if (call === "inputs" || call === "restores") return HttpServerResponse.stream(yield* agents.download(call, url.searchParams, credential), { contentType: "application/octet-stream" })
-        // A sync carries box replies (a file of up to 16 MiB, in base64): an agent's body may be larger than a client's.
-        const limit = credential === undefined ? undefined : { maxBytes: agentBodyBytesMax, tooLarge: () => new ApiError({ code: "RequestEntityTooLarge", message: `an agent's request body is larger than ${agentBodyBytesMax} bytes` }) }
-        const body = yield* Effect.flatMap(Effect.map(readBytes(request, limit), (bytes) => new TextDecoder().decode(bytes)), parseJson)
-        return json(200, yield* agents.call(call, body, credential))
-      })
-
-    const route = (request: Request, url: URL): Effect.Effect<Response, ApiError> => {
-      const parsed = Routes.parse(url.pathname)
-      const problem = requestTextProblem(parsed, url.searchParams)
-      if (problem !== undefined) return Effect.fail(problem)
-      switch (parsed._tag) {
-        case "Version":
-          return Effect.succeed(json(200, Discovery.versionInfo()))
-        case "Health":
-          return Effect.succeed(HttpServerResponse.text("ok"))
-        case "ErrorDocs": {
-          const page = parsed.code === undefined ? Docs.indexPage() : Docs.codePage(parsed.code)
-          return page === undefined ? Effect.fail(notFound({ kind: "errorcodes", name: parsed.code ?? "" })) : Effect.succeed(HttpServerResponse.text(page, { contentType: "text/html; charset=utf-8" }))
-        }
-        case "NotFound":
-          return Effect.fail(resourceNotFound())
-        case "Agent":
-          return agentCall(request, url, parsed.call)
-        default:
-          return settings.servesApi === false ? Effect.fail(controllersOnly) : authenticated(request, url, parsed)
-      }
-    }
-
-    // Request ids need to be unique, not secret: a per-process random prefix and a counter.
-    const requestPrefix = `req_${ids.secret(6)}`
-    let requestCounter = 0
-
-    const handle = (request: Request): Effect.Effect<Response> => {
-      const requestId = `${requestPrefix}${(++requestCounter).toString(36)}`
-      const context: ResponseContext = {
-        requestId,
-        docsBase: `${settings.publicUrl()}/docs/errors`
-      }
-      const url = new URL(request.url, "http://local")
-      const logged = `${request.method} ${url.pathname} (request id ${requestId})`
-      return route(request, url).pipe(
-        Effect.catchCause((cause) => {
-          const failure = Cause.findErrorOption(cause)
-          if (Option.isSome(failure) && failure.value instanceof ApiError) {
-            const error = failure.value
-            // Every 5xx is the server's to explain: it is logged with the id the client was given.
-            const log = errorCodeInfo(error.code).httpStatus >= 500 ? Effect.logError(`${logged} answered ${error.code}: ${error.message}`) : Effect.void
-            return Effect.as(log, statusResponse(error, context))
-          }
-          return Effect.as(
-            Effect.logError(`${logged} failed`, Cause.pretty(cause)),
-            statusResponse(new ApiError({ code: "InternalError", message: "an internal error occurred; it has been logged", fix: `Retry the request; if it keeps failing, report request id ${requestId}.` }), context)
+export class Api extends Context.Service<Api, { readonly handle: (request: Request) => Effect.Effect<Response> }>()(
+  "nodus/server/http/Api"
+) {
+  static readonly layer = Layer.effect(
+    Api,
+    Effect.gen(function*() {
+      const settings = yield* ApiConfig
+      const resources = yield* Resources
+      const watches = yield* Watches
+      const auth = yield* Auth
+      const idempotency = yield* Idempotency
+      const ids = yield* Ids
+      const simulation = yield* SimulationControl
+      const credits = yield* CreditOperations
+      const files = yield* WorkloadFiles
+      const agents = yield* NodeAgents
+      const sandboxApi = makeSandboxApi({ resources, boxes: yield* SandboxBoxes, ids })
+      const webhookApi = makeWebhookApi(yield* WebhookOperations)
+      const functionCallResult = makeFunctionCallResult({ resources, feed: yield* ChangeFeed })
+      const functionMap = makeFunctionMap({ group: settings.group, resources, idempotency, ids })
+      const volumeApi = makeVolumeApi({ resources, blobs: yield* Blobs })
+      const blobApi = makeBlobApi({
+        blobs: yield* Blobs,
+        projectExists: (project) =>
+          resources.get(namespaceRef, undefined, project).pipe(
+            Effect.as(true),
+            Effect.catchIf((error) => error.code === "NotFound", () => Effect.succeed(false))
           )
-        }),
-        Effect.map((response) => withSafeHeaders(HttpServerResponse.setHeader(response, requestIdHeader, requestId)))
-      )
-    }
+      })
+      const group = settings.group
+      // Documents are generated once, on first request (tens of ms, off start-up): they depend only on the group and the
+      // kinds' schemas.
+      const openApiDocuments = new Map<Version, JsonObject>()
+      const openApiDocument = (version: Version): JsonObject => {
+        let document = openApiDocuments.get(version)
+        if (document === undefined) {
+          openApiDocuments.set(version, document = OpenApi.document(group, version, schemaDocuments))
+        }
+        return document
+      }
 
-    return Api.of({ handle })
-  }))
+      const refOf = (route: Extract<Routes.Route, { _tag: "Resource" }>): ResourceRef | undefined => {
+        if (route.group === "") {
+          const info = route.plural === "namespaces" ? namespaceKind : route.plural === "events" ? eventKind : undefined
+          return info === undefined ? undefined : { info, group: "", apiVersion: "v1" }
+        }
+        if (route.group !== group) {
+          return undefined
+        }
+        const info = byResource(route.version, route.plural)
+        return info === undefined ? undefined : { info, group, apiVersion: apiVersionOf(group, info) }
+      }
+
+      const tableOf = (
+        ref: ResourceRef
+      ) => (ref.info === namespaceKind ? "namespaces" as const : ref.info === eventKind ? "events" as const : ref.info)
+
+      const renderObject = (
+        request: Request,
+        query: URLSearchParams,
+        ref: ResourceRef,
+        object: ResourceObject,
+        status: number,
+        headers: Record<string, string>
+      ) =>
+        Effect.gen(function*() {
+          if (!Table.wantsTable(request.headers["accept"])) return json(status, object, headers)
+          const includeObject = Table.includeObjectOf(query.get("includeObject"))
+          if (includeObject === undefined) return yield* badRequest("includeObject must be None, Metadata or Object")
+          const now = yield* Clock.currentTimeMillis
+          return json(
+            status,
+            Table.table(tableOf(ref), [object], {
+              now,
+              includeObject,
+              withColumns: true,
+              resourceVersion: object.metadata.resourceVersion
+            }),
+            headers
+          )
+        })
+
+      /** The project a list or watch reads: the path's, or for an all-projects request the one a key is confined to. */
+      const scopeOf = (principal: Principal, ref: ResourceRef, namespace: string | undefined) =>
+        namespace ?? (ref.info.scope === "Namespaced" ? auth.confinedTo(principal) : undefined)
+
+      /**
+       * The selectors of a list or watch, narrowed to what the key may see: among projects, a confined key sees only its
+       * own. The narrowing is one more field requirement, so a list and a watch of the same request see the same objects.
+       */
+      const visibleSelectors = (principal: Principal, ref: ResourceRef, query: URLSearchParams) => {
+        const sent = selectorsOf(query)
+        const confined = auth.confinedTo(principal)
+        if (ref.info !== namespaceKind || confined === undefined) return sent
+        const own = `metadata.name=${confined}`
+        return {
+          ...sent,
+          fieldSelector: sent.fieldSelector === undefined || sent.fieldSelector === ""
+            ? own
+            : `${sent.fieldSelector},${own}`
+        }
+      }
+
+      const list = (
+        request: Request,
+        query: URLSearchParams,
+        principal: Principal,
+        ref: ResourceRef,
+        namespace: string | undefined
+      ) =>
+        Effect.gen(function*() {
+          const limit = yield* intParameter(query, "limit", ...limitRange)
+          const asTable = Table.wantsTable(request.headers["accept"])
+          const includeObject = Table.includeObjectOf(query.get("includeObject"))
+          if (asTable && includeObject === undefined) {
+            return yield* badRequest("includeObject must be None, Metadata or Object")
+          }
+          const tableOptions = { now: yield* Clock.currentTimeMillis, includeObject: includeObject ?? "Metadata" }
+          const options = {
+            ...visibleSelectors(principal, ref, query),
+            ...(query.get("continue") === null ? {} : { continue: query.get("continue")! }),
+            ...(query.get("resourceVersion") === null ? {} : { resourceVersion: query.get("resourceVersion")! })
+          }
+          const envelope = (result: ListResult): object => {
+            const listMeta = {
+              resourceVersion: result.resourceVersion,
+              ...(result.continue === undefined ? {} : { continue: result.continue }),
+              ...(result.remainingItemCount === undefined ? {} : { remainingItemCount: result.remainingItemCount })
+            }
+            return asTable
+              ? Table.table(tableOf(ref), result.items, { ...tableOptions, withColumns: true, ...listMeta })
+              : { apiVersion: ref.apiVersion, kind: `${ref.info.kind}List`, metadata: listMeta, items: result.items }
+          }
+          // A plain JSON list whose selectors the store applies carries the stored texts of its objects, never parsed.
+          if (!asTable) {
+            const bounded = limit !== undefined && limit > 0
+            const texts = bounded
+              ? yield* resources.listText(ref, scopeOf(principal, ref, namespace), { ...options, limit })
+              : undefined
+            if (texts !== undefined) {
+              return HttpServerResponse.text(withTexts(envelope({ ...texts, items: [] }), texts.items), {
+                status: 200,
+                contentType: "application/json"
+              })
+            }
+            const paged = bounded
+              ? undefined
+              : yield* resources.listTextPages(ref, scopeOf(principal, ref, namespace), options)
+            if (paged !== undefined) {
+              return HttpServerResponse.stream(
+                streamedTexts(envelope({ items: [], resourceVersion: paged.resourceVersion }), paged.pages),
+                { contentType: "application/json" }
+              )
+            }
+          }
+          if (limit !== undefined && limit > 0) {
+            return json(
+              200,
+              envelope(yield* resources.list(ref, scopeOf(principal, ref, namespace), { ...options, limit }))
+            )
+          }
+          // Without a limit the list is read and written a page at a time (ListBody.ts): the first page is read here, so
+          // what fails before the first byte still answers a Status.
+          const listed = yield* resources.listPages(ref, scopeOf(principal, ref, namespace), options)
+          const elements: Stream.Stream<ReadonlyArray<object>, ApiError> = asTable
+            ? Stream.map(listed.pages, (page) => Table.rows(tableOf(ref), page, tableOptions))
+            : listed.pages
+          return HttpServerResponse.stream(
+            streamedArray(envelope({ items: [], resourceVersion: listed.resourceVersion }), elements),
+            { contentType: "application/json" }
+          )
+        })
+
+      const watch = (
+        request: Request,
+        query: URLSearchParams,
+        principal: Principal,
+        ref: ResourceRef,
+        namespace: string | undefined
+      ) =>
+        Effect.gen(function*() {
+          const timeoutSeconds = yield* intParameter(query, "timeoutSeconds", ...timeoutSecondsRange)
+          const allowWatchBookmarks = yield* boolParameter(query, "allowWatchBookmarks")
+          const events = yield* watches.watch(ref, scopeOf(principal, ref, namespace), {
+            ...(query.get("resourceVersion") === null ? {} : { resourceVersion: query.get("resourceVersion")! }),
+            ...visibleSelectors(principal, ref, query),
+            allowWatchBookmarks,
+            ...(timeoutSeconds === undefined ? {} : { timeoutSeconds }),
+            bookmarkInterval: settings.bookmarkInterval,
+            limits: settings.watchLimits ?? defaultWatchLimits
+          })
+          const asTable = Table.wantsTable(request.headers["accept"])
+          const includeObject = Table.includeObjectOf(query.get("includeObject")) ?? "Metadata"
+          let first = true
+          const line = (event: WatchEvent, now: number) => {
+            const object = asTable && (event.type === "ADDED" || event.type === "MODIFIED" || event.type === "DELETED")
+              ? Table.table(tableOf(ref), [event.object as ResourceObject], { now, includeObject, withColumns: first })
+              : event.object
+            first = false
+            return `${JSON.stringify({ type: event.type, object })}\n`
+          }
+          // Each chunk the watch hands over (up to its buffer) is one write, not a write per event.
+          const encode = (chunk: ReadonlyArray<WatchEvent>) =>
+            Effect.map(Clock.currentTimeMillis, (now) =>
+              [new TextEncoder().encode(chunk.map((event) => line(event, now)).join(""))] as const)
+          // An empty first chunk makes Node send the headers at once, so a client sees the watch open before any event.
+          const body = Stream.concat(Stream.make(new Uint8Array(0)), Stream.mapArrayEffect(events, encode))
+          return HttpServerResponse.stream(body, { status: 200, contentType: "application/json" })
+        })
+
+      const writeOptions = (request: Request, query: URLSearchParams, principal: Principal, ref: ResourceRef) =>
+        Effect.gen(function*() {
+          const options: WriteOptions = {
+            dryRun: yield* dryRunOf(query),
+            fieldValidation: yield* fieldValidationOf(query),
+            fieldManager: yield* fieldManagerOf(query, request),
+            ...(request.headers["if-match"] === undefined ? {} : { ifMatch: request.headers["if-match"] }),
+            ...(ref.info.plural === "serviceaccounts"
+              ? {
+                authorizeObject: (object: JsonObject) => auth.checkServiceAccount(principal, object)
+              }
+              : {}),
+            principal,
+            ...(parseBool(query.get("force")) === true ? { force: true } : {})
+          }
+          return options
+        })
+
+      const create = (
+        request: Request,
+        query: URLSearchParams,
+        principal: Principal,
+        ref: ResourceRef,
+        namespace: string | undefined
+      ) =>
+        Effect.gen(function*() {
+          // TopUps and the operator's CreditGrants have their own rules, and are processed before the answer (Credits.ts).
+          const hooks = credits.createHooks(ref.info.plural)
+          const sent = yield* readObject(request, ref.info.kind)
+          const body = hooks === undefined ? sent : yield* hooks.admit(sent)
+          const options = yield* writeOptions(request, query, principal, ref)
+          const key = request.headers["idempotency-key"]
+          if (key === undefined || key === "" || options.dryRun) {
+            const created = yield* resources.create(ref, namespace, body, options)
+            const result = hooks === undefined || options.dryRun
+              ? created
+              : { ...created, object: yield* hooks.settle(created.object) }
+            // A dry run's ETag quotes its price and binds a later create that sends it in If-Match (spec: Create semantics 1).
+            const headers = { etag: result.etag ?? etagOf(result.object), ...warningHeader(result.warnings) }
+            return yield* renderObject(request, query, ref, result.object, 201, headers)
+          }
+          // What the client asked for, not what its User-Agent says: a retry from an upgraded client is the same request.
+          const claim = yield* idempotency.claim(
+            principal.name,
+            key,
+            fingerprint([
+              "POST",
+              new URL(request.url, "http://local").pathname,
+              options.fieldValidation,
+              query.get("fieldManager") ?? "",
+              canonical((body ?? null) as Json)
+            ])
+          )
+          if (claim._tag === "Replay") {
+            const object = claim.response.body as unknown as ResourceObject
+            return yield* renderObject(request, query, ref, object, claim.response.status, {
+              ...objectHeaders(object, claim.response.warnings),
+              "idempotent-replayed": "true"
+            })
+          }
+          const result = yield* resources.create(ref, namespace, body, {
+            ...options,
+            commitWith: (warnings) => claim.finishOps(201, warnings)
+          }).pipe(
+            Effect.tapError(() => claim.release)
+          )
+          const object = hooks === undefined ? result.object : yield* hooks.settle(result.object)
+          return yield* renderObject(request, query, ref, object, 201, objectHeaders(object, result.warnings))
+        })
+
+      const replace = (
+        request: Request,
+        query: URLSearchParams,
+        principal: Principal,
+        ref: ResourceRef,
+        namespace: string | undefined,
+        name: string,
+        subresource: "status" | undefined
+      ) =>
+        Effect.gen(function*() {
+          const body = yield* readObject(request, ref.info.kind)
+          const options = yield* writeOptions(request, query, principal, ref)
+          const result = yield* resources.replace(ref, namespace, name, body, options, subresource)
+          return yield* renderObject(
+            request,
+            query,
+            ref,
+            result.object,
+            200,
+            objectHeaders(result.object, result.warnings)
+          )
+        })
+
+      const patch = (
+        request: Request,
+        query: URLSearchParams,
+        principal: Principal,
+        ref: ResourceRef,
+        namespace: string | undefined,
+        name: string,
+        subresource: "status" | undefined
+      ) =>
+        Effect.gen(function*() {
+          const patchType = yield* patchTypeOf(request.headers["content-type"], ref)
+          if (patchType === "apply" && subresource === "status") {
+            return yield* badRequest("server-side apply of the status subresource is not supported; use a merge patch")
+          }
+          if (patchType === "apply" && (query.get("fieldManager") ?? "") === "") {
+            return yield* badRequest("PATCH requests with the apply content type require fieldManager to be set")
+          }
+          const text = yield* readText(request)
+          const body = patchType === "apply" ? yield* parseYamlDocument(text) : yield* parseJson(text)
+          if (body === undefined) return yield* badRequest("the patch body is empty")
+          const options = yield* writeOptions(request, query, principal, ref)
+          const result = yield* resources.patch(ref, namespace, name, patchType, body, options, subresource)
+          return yield* renderObject(
+            request,
+            query,
+            ref,
+            result.object,
+            result.created ? 201 : 200,
+            objectHeaders(result.object, result.warnings)
+          )
+        })
+
+      const remove = (
+        request: Request,
+        query: URLSearchParams,
+        ref: ResourceRef,
+        namespace: string | undefined,
+        name: string
+      ) =>
+        Effect.gen(function*() {
+          const body = yield* Effect.flatMap(readText(request), parseJson)
+          const options = isObject((body ?? null) as Json) ? body as JsonObject : {}
+          const policy = query.get("propagationPolicy") ??
+            (typeof options["propagationPolicy"] === "string" ? options["propagationPolicy"] : "Background")
+          if (policy !== "Background" && policy !== "Orphan") {
+            return yield* badRequest(
+              `propagationPolicy ${policy} is not supported: use Background (the default) or Orphan`
+            )
+          }
+          const bodyDryRun = Array.isArray(options["dryRun"]) && options["dryRun"].includes("All")
+          const preconditions = isObject(options["preconditions"]) ? options["preconditions"] : undefined
+          const object = yield* resources.remove(ref, namespace, name, {
+            dryRun: bodyDryRun || (yield* dryRunOf(query)),
+            propagationPolicy: policy,
+            ...(preconditions === undefined ? {} : {
+              preconditions: {
+                ...(typeof preconditions["uid"] === "string" ? { uid: preconditions["uid"] } : {}),
+                ...(typeof preconditions["resourceVersion"] === "string"
+                  ? { resourceVersion: preconditions["resourceVersion"] }
+                  : {})
+              }
+            }),
+            ...(request.headers["if-match"] === undefined ? {} : { ifMatch: request.headers["if-match"] })
+          })
+          return json(200, object, { etag: etagOf(object) })
+        })
+
+      /** POST …/serviceaccounts/{name}/tokens: a new key for the account, shown once. */
+      const issueToken = (
+        request: Request,
+        principal: Principal,
+        ref: ResourceRef,
+        namespace: string | undefined,
+        name: string
+      ) =>
+        Effect.gen(function*() {
+          const body = yield* Effect.flatMap(readText(request), parseJson)
+          const spec = isObject((body ?? null) as Json) && isObject((body as JsonObject)["spec"])
+            ? (body as JsonObject)["spec"] as JsonObject
+            : {}
+          const seconds = spec["expirationSeconds"]
+          if (
+            seconds !== undefined &&
+            (typeof seconds !== "number" || !Number.isInteger(seconds) || seconds < tokenExpirationSeconds.min ||
+              seconds > tokenExpirationSeconds.max)
+          ) {
+            const rule =
+              `must be an integer from ${tokenExpirationSeconds.min} to ${tokenExpirationSeconds.max} (omit it for a key that does not expire)`
+            return yield* new ApiError({
+              code: "Invalid",
+              message: `spec.expirationSeconds ${rule}`,
+              causes: [fieldInvalid("spec.expirationSeconds", rule)]
+            })
+          }
+          const account = yield* resources.get(ref, namespace, name)
+          // A key acts with its account's scopes: minting one is granting them, so the caller must hold them all.
+          const ungranted = scopeProblems(principal, account as unknown as JsonObject)
+          if (ungranted.length > 0) {
+            return yield* forbidden(
+              principal,
+              `cannot issue a key for serviceaccount "${name}": it holds scopes the caller does not (${
+                ungranted.map((cause) => cause.field).join(", ")
+              })`
+            )
+          }
+          const now = yield* Clock.currentTimeMillis
+          const expiresAt = typeof seconds === "number" ? now + seconds * 1_000 : undefined
+          const issued = yield* auth.issueKey(account, expiresAt)
+          yield* resources.commit(ref, namespace, name, [{
+            _tag: "Require",
+            key: { resource: "serviceaccounts", namespace: namespace ?? "", name },
+            notDeleting: true
+          }, ...issued.ops])
+          return json(201, {
+            apiVersion: ref.apiVersion,
+            kind: "TokenRequest",
+            metadata: { name, namespace: namespace ?? "", creationTimestamp: timestamp(now) },
+            spec: typeof seconds === "number" ? { expirationSeconds: seconds } : {},
+            status: {
+              token: issued.key,
+              ...(expiresAt === undefined ? {} : { expirationTimestamp: expirationOf(expiresAt)! })
+            }
+          })
+        })
+
+      /**
+       * The operator's credit operations (docs/billing.md, "Credits"), admin only, beside the resource API so that users
+       * keep the spec's operations (creditgrants: list, read): POST …/operator/creditgrants grants credits (a CreditGrant
+       * body; Idempotency-Key as on creates), POST …/operator/topups/{name}/refund refunds a TopUp.
+       */
+      const operator = (
+        request: Request,
+        url: URL,
+        route: Extract<Routes.Route, { _tag: "Operator" }>,
+        principal: Principal
+      ) =>
+        Effect.gen(function*() {
+          const [plural, name, action, ...extra] = route.path
+          const grant = plural === "creditgrants" && name === undefined
+          const refund = plural === "topups" && name !== undefined && action === "refund" && extra.length === 0
+          const ref = refOf({ _tag: "Resource", group: route.group, version: route.version, plural: plural ?? "" })
+          if ((!grant && !refund) || route.version !== "v1" || ref === undefined) return yield* resourceNotFound()
+          if (request.method !== "POST") return yield* methodNotAllowed(request.method)
+          if (!principal.scopes.has(adminScope)) {
+            return yield* forbidden(
+              principal,
+              `cannot ${grant ? "grant credits" : "refund topups"}: the operation needs scope "${adminScope}"`
+            )
+          }
+          if (grant) return yield* create(request, url.searchParams, principal, ref, undefined)
+          const object = yield* credits.refund(name!)
+          return yield* renderObject(request, url.searchParams, ref, object, 200, { etag: etagOf(object) })
+        })
+
+      const resource = (
+        request: Request,
+        url: URL,
+        route: Extract<Routes.Route, { _tag: "Resource" }>,
+        principal: Principal
+      ): Effect.Effect<Response, ApiError> =>
+        Effect.gen(function*() {
+          const ref = refOf(route)
+          if (
+            ref === undefined || (ref.group !== "" && !versions.includes(route.version as never))
+          ) return yield* resourceNotFound()
+          const namespaced = ref.info.scope === "Namespaced"
+          // Cluster-scoped kinds have no project segment; namespaced items always have one.
+          if (
+            (!namespaced && route.namespace !== undefined) ||
+            (namespaced && route.name !== undefined && route.namespace === undefined)
+          ) return yield* resourceNotFound()
+          if (
+            route.subresource !== undefined &&
+            ![
+              "status",
+              "tokens",
+              "log",
+              "outputs",
+              "result",
+              "map",
+              "revisions",
+              ...sandboxSubresources,
+              ...webhookSubresources
+            ].includes(route.subresource)
+          ) return yield* resourceNotFound()
+          const query = url.searchParams
+          const watching = route.name === undefined && request.method === "GET"
+            ? yield* boolParameter(query, "watch")
+            : false
+          const operation = operationOf(request.method, route, ref.info, watching)
+          if (operation === undefined) return yield* methodNotAllowed(request.method)
+          if (!isSpecial(operation) && !ref.info.operations.has(operation)) {
+            return yield* methodNotAllowed(request.method)
+          }
+          const namespace = ref.info === namespaceKind ? undefined : route.namespace
+          const authorizedProject = ref.info === namespaceKind ? route.name : route.namespace
+          // A map batch creates FunctionCalls: it needs what a create of functioncalls needs, not a write of the Function.
+          const authorizedKind = operation === "map" ? byResource("v1", "functioncalls")! : ref.info
+          yield* auth.authorize(principal, authorizedKind, accessOf(operation), authorizedProject)
+          const name = route.name ?? ""
+          const subresource = route.subresource === "status" ? "status" as const : undefined
+          switch (operation) {
+            case "list":
+            case "listAll":
+              return yield* list(request, query, principal, ref, namespace)
+            case "watch":
+              return yield* watch(request, query, principal, ref, namespace)
+            case "get":
+            case "getStatus": {
+              const object = yield* resources.get(ref, namespace, name)
+              return yield* renderObject(request, query, ref, object, 200, { etag: etagOf(object) })
+            }
+            case "create":
+              return yield* create(request, query, principal, ref, namespace)
+            case "replace":
+              return yield* replace(request, query, principal, ref, namespace, name, undefined)
+            case "writeStatus":
+              return request.method === "PUT"
+                ? yield* replace(request, query, principal, ref, namespace, name, subresource)
+                : yield* patch(request, query, principal, ref, namespace, name, subresource)
+            case "patch":
+              return yield* patch(request, query, principal, ref, namespace, name, undefined)
+            case "delete":
+              return yield* remove(request, query, ref, namespace, name)
+            case "tokens":
+              return yield* issueToken(request, principal, ref, namespace, name)
+            case "log":
+              return yield* readLog(query, ref, namespace, name)
+            case "output":
+              return yield* readOutput(query, ref, namespace, name, route.item!)
+            case "result":
+              return yield* renderObject(
+                request,
+                query,
+                ref,
+                yield* functionCallResult.await(query, ref, namespace, name),
+                200,
+                {}
+              )
+            case "map":
+              return yield* functionMap.handle(request, query, {
+                namespace,
+                name,
+                principal,
+                options: yield* writeOptions(request, query, principal, ref)
+              })
+            case "box":
+              return yield* sandboxApi.handle(request, query, {
+                ref,
+                namespace,
+                name,
+                subresource: route.subresource!,
+                item: route.item,
+                action: route.action
+              })
+            case "revisionRead":
+            case "revisionWrite":
+              return yield* volumeApi.handle(request, query, {
+                ref,
+                namespace: namespace ?? "",
+                name,
+                item: route.item,
+                options: yield* writeOptions(request, query, principal, ref)
+              })
+            case "webhookRead":
+            case "webhookWrite":
+              return yield* webhookApi.handle(request, query, {
+                ref,
+                name,
+                subresource: route.subresource!,
+                item: route.item,
+                action: route.action,
+                project: auth.confinedTo(principal)
+              })
+          }
+        })
+
+      /** A Job's log as text/plain, the pod log conventions (apiserver/WorkloadFiles.ts). */
+      const readLog = (query: URLSearchParams, ref: ResourceRef, namespace: string | undefined, name: string) =>
+        Effect.gen(function*() {
+          const index = (yield* intParameter(query, "index", 0, Limits.jobCompletionsMax - 1)) ?? 0
+          const attempt = yield* intParameter(query, "attempt", 1, Number.MAX_SAFE_INTEGER)
+          const tailLines = yield* intParameter(query, "tailLines", 0, Number.MAX_SAFE_INTEGER)
+          const follow = yield* boolParameter(query, "follow")
+          const object = yield* resources.get(ref, namespace, name)
+          const text = yield* files.log(object, { index, attempt, tailLines, follow })
+          const encoder = new TextEncoder()
+          return HttpServerResponse.stream(Stream.map(text, (chunk) => encoder.encode(chunk)), {
+            status: 200,
+            contentType: "text/plain; charset=utf-8"
+          })
+        })
+
+      /** One output of a Job's index (apiserver/WorkloadFiles.ts), with its SHA-256 as the Digest header. */
+      const readOutput = (
+        query: URLSearchParams,
+        ref: ResourceRef,
+        namespace: string | undefined,
+        name: string,
+        output: string
+      ) =>
+        Effect.gen(function*() {
+          const index = (yield* intParameter(query, "index", 0, Limits.jobCompletionsMax - 1)) ?? 0
+          const object = yield* resources.get(ref, namespace, name)
+          const file = yield* files.output(object, output, index)
+          const digest = `sha-256=${Buffer.from(file.sha256, "hex").toString("base64")}`
+          return HttpServerResponse.stream(file.bytes, {
+            status: 200,
+            contentType: "application/octet-stream",
+            contentLength: file.sizeBytes,
+            headers: { digest, "content-disposition": `attachment; filename="${output}"` }
+          })
+        })
+
+      /** GET reads the test clock (any key); POST moves it, which moves time for everyone: admin only. */
+      const simulationClock = (
+        request: Request,
+        route: Extract<Routes.Route, { _tag: "SimulationClock" }>,
+        principal: Principal
+      ) =>
+        Effect.gen(function*() {
+          if (route.group !== group || route.version !== "v1") return yield* resourceNotFound()
+          if (request.method === "GET") return json(200, clockObject(group, yield* simulation.read))
+          if (request.method !== "POST") return yield* methodNotAllowed(request.method)
+          if (!principal.scopes.has(adminScope)) {
+            return yield* forbidden(principal, `cannot move the simulation clock: the key needs scope "${adminScope}"`)
+          }
+          const body = yield* Effect.flatMap(readText(request), parseJson)
+          const target = parseClockRequest(body)
+          if (Result.isFailure(target)) {
+            return yield* target.failure
+          }
+          return json(200, clockObject(group, yield* simulation.advance(target.success)))
+        })
+
+      const discovery = (request: Request, route: Routes.Route) => {
+        const accept = request.headers["accept"]
+        switch (route._tag) {
+          case "CoreVersions":
+            return Discovery.wantsAggregated(accept)
+              ? HttpServerResponse.text(JSON.stringify(Discovery.aggregatedCore()), {
+                contentType: Discovery.aggregatedContentType
+              })
+              : json(200, Discovery.coreVersions())
+          case "CoreResources":
+            return json(200, Discovery.coreResourceList())
+          case "Groups":
+            return Discovery.wantsAggregated(accept)
+              ? HttpServerResponse.text(JSON.stringify(Discovery.aggregatedGroups(group)), {
+                contentType: Discovery.aggregatedContentType
+              })
+              : json(200, Discovery.groupList(group))
+          default:
+            return undefined
+        }
+      }
+
+      const authenticated = (request: Request, url: URL, route: Routes.Route): Effect.Effect<Response, ApiError> =>
+        Effect.gen(function*() {
+          const principal = yield* auth.authenticate(yield* authorizationOf(request))
+          const found = discovery(request, route)
+          if (found !== undefined) return found
+          switch (route._tag) {
+            case "Root":
+              return json(200, { paths: Routes.rootPaths(group) })
+            case "OpenApiV2":
+              // An empty body is an empty protobuf Document: kubectl finds no schema there and skips client-side
+              // validation (needed for Namespace manifests and TopUps, whose v3 documents have no PATCH to carry
+              // fieldValidation). The type is the one kube-openapi answers with: the '@' form kubectl asks for is no
+              // valid media type, and client-go fails to parse a response that carries it ("unexpected content after
+              // media subtype").
+              return HttpServerResponse.uint8Array(new Uint8Array(0), {
+                contentType: "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+              })
+            case "Group":
+              return route.group === group ? json(200, Discovery.group(group)) : yield* resourceNotFound()
+            case "GroupVersion":
+              return route.group === group && versions.includes(route.version as never)
+                ? json(200, Discovery.resourceList(group, route.version as "v1" | "v1beta1"))
+                : yield* resourceNotFound()
+            case "OpenApiIndex":
+              return json(200, OpenApi.index(group))
+            case "OpenApiGroupVersion":
+              return route.group === group && versions.includes(route.version as never)
+                ? json(200, openApiDocument(route.version as Version))
+                : yield* resourceNotFound()
+            case "OpenApiCore":
+              return json(200, OpenApi.coreDocument())
+            case "Resource":
+              return yield* resource(request, url, route, principal)
+            case "SimulationClock":
+              return yield* simulationClock(request, route, principal)
+            case "Operator":
+              return yield* operator(request, url, route, principal)
+            case "Blob":
+              return yield* blobApi.handle(request, url.searchParams, route.reference, principal)
+            default:
+              return yield* resourceNotFound()
+          }
+        })
+
+      /** The node agent protocol (apiserver/NodeAgents.ts): POST with JSON, the agent's key as its bearer credential. */
+      const agentCall = (request: Request, url: URL, call: AgentCall | AgentUpload | AgentDownload) =>
+        Effect.gen(function*() {
+          if (request.method !== "POST") return yield* methodNotAllowed(request.method)
+          const authorization = yield* authorizationOf(request)
+          const credential = authorization?.startsWith("Bearer ")
+            ? authorization.slice("Bearer ".length).trim()
+            : undefined
+          // An output's bytes are the body itself, streamed to the store (no JSON, no body size bound of the API).
+          if (call === "outputs" || call === "checkpoints") {
+            return json(200, yield* agents.upload(call, url.searchParams, request.stream, credential))
+          }
+          if (call === "inputs" || call === "restores") {
+            return HttpServerResponse.stream(yield* agents.download(call, url.searchParams, credential), {
+              contentType: "application/octet-stream"
+            })
+          }
+          // A sync carries box replies (a file of up to 16 MiB, in base64): an agent's body may be larger than a client's.
+          const limit = credential === undefined
+            ? undefined
+            : {
+              maxBytes: agentBodyBytesMax,
+              tooLarge: () =>
+                new ApiError({
+                  code: "RequestEntityTooLarge",
+                  message: `an agent's request body is larger than ${agentBodyBytesMax} bytes`
+                })
+            }
+          const body = yield* Effect.flatMap(
+            Effect.map(readBytes(request, limit), (bytes) => new TextDecoder().decode(bytes)),
+            parseJson
+          )
+          return json(200, yield* agents.call(call, body, credential))
+        })
+
+      const route = (request: Request, url: URL): Effect.Effect<Response, ApiError> => {
+        const parsed = Routes.parse(url.pathname)
+        const problem = requestTextProblem(parsed, url.searchParams)
+        if (problem !== undefined) return Effect.fail(problem)
+        switch (parsed._tag) {
+          case "Version":
+            return Effect.succeed(json(200, Discovery.versionInfo()))
+          case "Health":
+            return Effect.succeed(HttpServerResponse.text("ok"))
+          case "ErrorDocs": {
+            const page = parsed.code === undefined ? Docs.indexPage() : Docs.codePage(parsed.code)
+            return page === undefined
+              ? Effect.fail(notFound({ kind: "errorcodes", name: parsed.code ?? "" }))
+              : Effect.succeed(HttpServerResponse.text(page, { contentType: "text/html; charset=utf-8" }))
+          }
+          case "NotFound":
+            return Effect.fail(resourceNotFound())
+          case "Agent":
+            return agentCall(request, url, parsed.call)
+          default:
+            return settings.servesApi === false ? Effect.fail(controllersOnly) : authenticated(request, url, parsed)
+        }
+      }
+
+      // Request ids need to be unique, not secret: a per-process random prefix and a counter.
+      const requestPrefix = `req_${ids.secret(6)}`
+      let requestCounter = 0
+
+      const handle = (request: Request): Effect.Effect<Response> => {
+        const requestId = `${requestPrefix}${(++requestCounter).toString(36)}`
+        const context: ResponseContext = {
+          requestId,
+          docsBase: `${settings.publicUrl()}/docs/errors`
+        }
+        const url = new URL(request.url, "http://local")
+        const logged = `${request.method} ${url.pathname} (request id ${requestId})`
+        return route(request, url).pipe(
+          Effect.catchCause((cause) => {
+            const failure = Cause.findErrorOption(cause)
+            if (Option.isSome(failure) && failure.value instanceof ApiError) {
+              const error = failure.value
+              // Every 5xx is the server's to explain: it is logged with the id the client was given.
+              const log = errorCodeInfo(error.code).httpStatus >= 500
+                ? Effect.logError(`${logged} answered ${error.code}: ${error.message}`)
+                : Effect.void
+              return Effect.as(log, statusResponse(error, context))
+            }
+            return Effect.as(
+              Effect.logError(`${logged} failed`, Cause.pretty(cause)),
+              statusResponse(
+                new ApiError({
+                  code: "InternalError",
+                  message: "an internal error occurred; it has been logged",
+                  fix: `Retry the request; if it keeps failing, report request id ${requestId}.`
+                }),
+                context
+              )
+            )
+          }),
+          Effect.map((response) => withSafeHeaders(HttpServerResponse.setHeader(response, requestIdHeader, requestId)))
+        )
+      }
+
+      return Api.of({ handle })
+    })
+  )
 }
 
 /** What a server of `--role controllers` answers to API requests (docs/scale-out.md, "Roles"). */
 const controllersOnly = new ApiError({
   code: "Unavailable",
-  message: "this server runs controllers only (--role controllers): it answers /healthz, /readyz, /livez, /version and node agents, not the API",
+  message:
+    "this server runs controllers only (--role controllers): it answers /healthz, /readyz, /livez, /version and node agents, not the API",
   fix: "Send API requests to a server of the same database started with --role api or --role all."
 })
 
 /** The HTTP app: every request through `Api.handle`. */
-export const app = Effect.flatMap(Effect.all([Api, HttpServerRequest.HttpServerRequest]), ([api, request]) => api.handle(request))
+export const app = Effect.flatMap(
+  Effect.all([Api, HttpServerRequest.HttpServerRequest]),
+  ([api, request]) => api.handle(request)
+)

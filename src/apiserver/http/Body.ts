@@ -19,7 +19,8 @@ const tooLarge = () =>
   })
 
 /** The media type of a Content-Type header, lower-cased and without parameters ("" when absent). */
-export const mediaTypeOf = (contentType: string | undefined): string => (contentType ?? "").split(";")[0]!.trim().toLowerCase()
+export const mediaTypeOf = (contentType: string | undefined): string =>
+  (contentType ?? "").split(";")[0]!.trim().toLowerCase()
 
 const isTooLarge = (error: unknown): boolean => {
   for (let cause = error; cause !== undefined && cause !== null; cause = (cause as { cause?: unknown }).cause) {
@@ -41,7 +42,9 @@ export const readBytes = (
   return request.arrayBuffer.pipe(
     Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(BigInt(limit.maxBytes))),
     Effect.map((buffer) => new Uint8Array(buffer)),
-    Effect.mapError((error) => (isTooLarge(error) ? limit.tooLarge() : badRequest("the request body could not be read")))
+    Effect.mapError((
+      error
+    ) => (isTooLarge(error) ? limit.tooLarge() : badRequest("the request body could not be read")))
   )
 }
 
@@ -58,7 +61,11 @@ export const readText = (request: HttpServerRequest.HttpServerRequest): Effect.E
 export const bodyDepthMax = 64
 
 const segmentOf = (path: string, key: string | number): string =>
-  typeof key === "number" ? `${path}[${key}]` : /^[A-Za-z_][A-Za-z0-9_]*$/u.test(key) ? (path === "" ? key : `${path}.${key}`) : `${path}[${JSON.stringify(key)}]`
+  typeof key === "number"
+    ? `${path}[${key}]`
+    : /^[A-Za-z_][A-Za-z0-9_]*$/u.test(key)
+    ? (path === "" ? key : `${path}.${key}`)
+    : `${path}[${JSON.stringify(key)}]`
 
 /**
  * What no stored text may hold: the NUL character, which neither PostgreSQL text nor a process's argv and environment
@@ -72,21 +79,39 @@ export const textProblem = (text: string): string | undefined =>
  * explicit stack, so depth cannot overflow it.
  */
 export const documentProblem = (document: unknown): ApiError | undefined => {
-  const pending: Array<{ readonly value: unknown; readonly path: string; readonly depth: number }> = [{ value: document, path: "", depth: 0 }]
+  const pending: Array<{ readonly value: unknown; readonly path: string; readonly depth: number }> = [{
+    value: document,
+    path: "",
+    depth: 0
+  }]
   for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
     const { value, path, depth } = next
     if (typeof value === "string") {
       const problem = textProblem(value)
-      if (problem !== undefined) return badRequest(`the request body holds ${problem} at ${path || "its top level"}`, [fieldInvalid(path, `Invalid value: ${problem} is not allowed`)])
+      if (problem !== undefined) {
+        return badRequest(`the request body holds ${problem} at ${path || "its top level"}`, [
+          fieldInvalid(path, `Invalid value: ${problem} is not allowed`)
+        ])
+      }
       continue
     }
     if (typeof value !== "object" || value === null) continue
-    if (depth >= bodyDepthMax) return badRequest(`the request body nests deeper than ${bodyDepthMax} levels`, [fieldInvalid(path, `Invalid value: nested deeper than ${bodyDepthMax} levels`)])
-    const entries: ReadonlyArray<readonly [string | number, unknown]> = Array.isArray(value) ? value.map((item, index) => [index, item] as const) : Object.entries(value)
+    if (depth >= bodyDepthMax) {
+      return badRequest(`the request body nests deeper than ${bodyDepthMax} levels`, [
+        fieldInvalid(path, `Invalid value: nested deeper than ${bodyDepthMax} levels`)
+      ])
+    }
+    const entries: ReadonlyArray<readonly [string | number, unknown]> = Array.isArray(value)
+      ? value.map((item, index) => [index, item] as const)
+      : Object.entries(value)
     for (const [key, child] of entries) {
       const childPath = segmentOf(path, key)
       const problem = typeof key === "string" ? textProblem(key) : undefined
-      if (problem !== undefined) return badRequest(`the request body holds ${problem} in a key at ${path || "its top level"}`, [fieldInvalid(childPath, `Invalid value: ${problem} is not allowed`)])
+      if (problem !== undefined) {
+        return badRequest(`the request body holds ${problem} in a key at ${path || "its top level"}`, [
+          fieldInvalid(childPath, `Invalid value: ${problem} is not allowed`)
+        ])
+      }
       pending.push({ value: child, path: childPath, depth: depth + 1 })
     }
   }
@@ -102,13 +127,25 @@ const checked = (document: unknown): Effect.Effect<unknown, ApiError> => {
 export const parseJson = (text: string): Effect.Effect<unknown, ApiError> =>
   text.trim() === ""
     ? Effect.succeed(undefined)
-    : Effect.flatMap(Effect.try({ try: () => JSON.parse(text) as unknown, catch: (error) => badRequest(`the request body is not valid JSON: ${(error as Error).message}`) }), checked)
+    : Effect.flatMap(
+      Effect.try({
+        try: () => JSON.parse(text) as unknown,
+        catch: (error) => badRequest(`the request body is not valid JSON: ${(error as Error).message}`)
+      }),
+      checked
+    )
 
 /** Parses a YAML document (JSON is YAML too). */
 export const parseYamlDocument = (text: string): Effect.Effect<unknown, ApiError> =>
   text.trim() === ""
     ? Effect.succeed(undefined)
-    : Effect.flatMap(Effect.try({ try: () => parseYaml(text) as unknown, catch: (error) => badRequest(`the request body is not valid YAML: ${(error as Error).message}`) }), checked)
+    : Effect.flatMap(
+      Effect.try({
+        try: () => parseYaml(text) as unknown,
+        catch: (error) => badRequest(`the request body is not valid YAML: ${(error as Error).message}`)
+      }),
+      checked
+    )
 
 const jsonTypes = new Set(["", "application/json", "*/*"])
 const yamlTypes = new Set(["application/yaml", "application/x-yaml", "text/yaml"])
@@ -117,15 +154,25 @@ const yamlTypes = new Set(["application/yaml", "application/x-yaml", "text/yaml"
  * Reads and decodes the body of a create or replace: JSON or YAML, and for Namespaces also Kubernetes protobuf,
  * which `kubectl create namespace` sends because Namespace is a built-in type.
  */
-export const readObject = (request: HttpServerRequest.HttpServerRequest, kind: string): Effect.Effect<unknown, ApiError> => {
+export const readObject = (
+  request: HttpServerRequest.HttpServerRequest,
+  kind: string
+): Effect.Effect<unknown, ApiError> => {
   const mediaType = mediaTypeOf(request.headers["content-type"])
   if (jsonTypes.has(mediaType)) return Effect.flatMap(readText(request), parseJson)
   if (yamlTypes.has(mediaType)) return Effect.flatMap(readText(request), parseYamlDocument)
   if (mediaType === protobufMediaType && kind === "Namespace") {
     return Effect.flatMap(readBytes(request), (bytes) => {
       const decoded = decodeNamespace(bytes)
-      return decoded._tag === "Ok" ? checked(decoded.value) : Effect.fail(badRequest(`the protobuf body could not be decoded: ${decoded.message}`))
+      return decoded._tag === "Ok"
+        ? checked(decoded.value)
+        : Effect.fail(badRequest(`the protobuf body could not be decoded: ${decoded.message}`))
     })
   }
-  return Effect.fail(new ApiError({ code: "UnsupportedMediaType", message: `the body media type "${mediaType}" is not supported; send application/json` }))
+  return Effect.fail(
+    new ApiError({
+      code: "UnsupportedMediaType",
+      message: `the body media type "${mediaType}" is not supported; send application/json`
+    })
+  )
 }

@@ -55,7 +55,9 @@ const rangeMatches = (range: string, form: AcceptedForm): boolean => {
   if (mediaType.toLowerCase() !== "application/json") return false
   const parameters = new Map(parameterTexts.map((text) => {
     const separator = text.indexOf("=")
-    return separator < 0 ? [text.toLowerCase(), ""] : [text.slice(0, separator).trim().toLowerCase(), text.slice(separator + 1).trim()]
+    return separator < 0
+      ? [text.toLowerCase(), ""]
+      : [text.slice(0, separator).trim().toLowerCase(), text.slice(separator + 1).trim()]
   }))
   const quality = parameters.get("q")
   if (quality !== undefined && Number(quality) === 0) return false
@@ -112,8 +114,12 @@ interface Served {
   readonly categories: ReadonlyArray<string>
 }
 
-const servedKind = (group: string, info: KindInfo): Served =>
-  ({ resource: info, group, version: info.version, categories: [category] })
+const servedKind = (group: string, info: KindInfo): Served => ({
+  resource: info,
+  group,
+  version: info.version,
+  categories: [category]
+})
 
 const servedNamespaces: Served = { resource: namespaceResource, group: "", version: "v1", categories: [] }
 
@@ -145,7 +151,13 @@ const legacyResources = (served: Served): ReadonlyArray<JsonObject> => {
   }
   const statusVerbs = statusVerbsOf(resource.operations)
   if (statusVerbs === undefined) return [main]
-  return [main, { name: `${resource.plural}/status`, singularName: "", namespaced, kind: resource.kind, verbs: statusVerbs }]
+  return [main, {
+    name: `${resource.plural}/status`,
+    singularName: "",
+    namespaced,
+    kind: resource.kind,
+    verbs: statusVerbs
+  }]
 }
 
 /** GET /api: the legacy APIVersions of the core group, which serves v1 (namespaces). */
@@ -167,7 +179,11 @@ export const coreResourceList = (): JsonObject => ({
 const groupBody = (group: string): JsonObject => {
   const entries = servedVersions().map((version) => ({ groupVersion: groupVersion(group, version), version }))
   // Python's DynamicClient matches preferredVersion against the versions list by equality (kubectl-compat §2).
-  return { name: group, versions: entries, preferredVersion: { groupVersion: groupVersion(group, "v1"), version: "v1" } }
+  return {
+    name: group,
+    versions: entries,
+    preferredVersion: { groupVersion: groupVersion(group, "v1"), version: "v1" }
+  }
 }
 
 /** GET /apis: the legacy APIGroupList with the one nodus group, v1 preferred. */
@@ -200,7 +216,9 @@ const aggregatedResource = (served: Served): JsonObject => {
     singularResource: resource.singular,
     verbs: verbsOf(resource.operations),
     ...namesOf(served),
-    ...(statusVerbs === undefined ? {} : { subresources: [{ subresource: "status", responseKind, verbs: statusVerbs }] })
+    ...(statusVerbs === undefined
+      ? {}
+      : { subresources: [{ subresource: "status", responseKind, verbs: statusVerbs }] })
   }
 }
 
@@ -216,20 +234,26 @@ const discoveryList = (items: ReadonlyArray<JsonObject>): JsonObject => ({
  * since kubectl takes the first listed version as the preferred one (kubectl-compat §2). Send it with
  * `aggregatedContentType`, or kubectl reads it as an empty legacy list.
  */
-export const aggregatedGroups = (group: string): JsonObject => discoveryList([{
-  metadata: { name: group },
-  versions: servedVersions().map((version) => ({
-    version,
-    freshness: "Current",
-    resources: kindsIn(version).map((info) => aggregatedResource(servedKind(group, info)))
-  }))
-}])
+export const aggregatedGroups = (group: string): JsonObject =>
+  discoveryList([{
+    metadata: { name: group },
+    versions: servedVersions().map((version) => ({
+      version,
+      freshness: "Current",
+      resources: kindsIn(version).map((info) => aggregatedResource(servedKind(group, info)))
+    }))
+  }])
 
 /**
  * GET /api in the aggregated form: the core "" group with v1 namespaces and events. It is not empty, because kubectl would
  * otherwise rerun discovery on every call (kubectl-compat §1.6), and namespaces are served.
  */
-export const aggregatedCore = (): JsonObject => discoveryList([{
-  metadata: { name: "" },
-  versions: [{ version: "v1", freshness: "Current", resources: [aggregatedResource(servedNamespaces), aggregatedResource(servedEvents)] }]
-}])
+export const aggregatedCore = (): JsonObject =>
+  discoveryList([{
+    metadata: { name: "" },
+    versions: [{
+      version: "v1",
+      freshness: "Current",
+      resources: [aggregatedResource(servedNamespaces), aggregatedResource(servedEvents)]
+    }]
+  }])

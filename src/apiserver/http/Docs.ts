@@ -5,7 +5,10 @@
 import { errorCodeInfo, errorCodeList, httpReasonPhrase, isErrorCode } from "../../core/meta/ErrorCodes.ts"
 
 const escape = (text: string): string =>
-  text.replace(/[&<>"']/gu, (character) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;" })[character]!)
+  text.replace(
+    /[&<>"']/gu,
+    (character) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;" })[character]!
+  )
 
 /** Inline `code` spans of the registry's texts. */
 const withCode = (text: string): string => escape(text).replace(/`([^`]+)`/gu, "<code>$1</code>")
@@ -19,28 +22,40 @@ const page = (title: string, body: string): string =>
 export const codePage = (code: string): string | undefined => {
   if (!isErrorCode(code)) return undefined
   const info = errorCodeInfo(code)
-  return page(`${code} — nodus API error`, [
-    `<p><a href="/docs/errors">All error codes</a></p>`,
-    `<h1>${code}</h1>`,
-    `<p>${withCode(info.summary)}</p>`,
-    `<dl>`,
-    `<dt>HTTP status</dt><dd>${info.httpStatus} ${escape(httpReasonPhrase(info.httpStatus))}</dd>`,
-    `<dt>What to do</dt><dd>${withCode(info.fix)}</dd>`,
-    `<dt>Retry</dt><dd>${info.retryable ? "Retrying the same request later can succeed; honour <code>details.retryAfterSeconds</code> and reuse the Idempotency-Key." : "Retrying the same request will fail the same way; change the request first."}</dd>`,
-    `<dt>Client library error</dt><dd><code>${info.clientError}</code></dd>`,
-    `</dl>`
-  ].join("\n"))
+  return page(
+    `${code} — nodus API error`,
+    [
+      `<p><a href="/docs/errors">All error codes</a></p>`,
+      `<h1>${code}</h1>`,
+      `<p>${withCode(info.summary)}</p>`,
+      `<dl>`,
+      `<dt>HTTP status</dt><dd>${info.httpStatus} ${escape(httpReasonPhrase(info.httpStatus))}</dd>`,
+      `<dt>What to do</dt><dd>${withCode(info.fix)}</dd>`,
+      `<dt>Retry</dt><dd>${
+        info.retryable
+          ? "Retrying the same request later can succeed; honour <code>details.retryAfterSeconds</code> and reuse the Idempotency-Key."
+          : "Retrying the same request will fail the same way; change the request first."
+      }</dd>`,
+      `<dt>Client library error</dt><dd><code>${info.clientError}</code></dd>`,
+      `</dl>`
+    ].join("\n")
+  )
 }
 
 /** The index of every code with its status and summary. */
 export const indexPage = (): string =>
-  page("nodus API error codes", [
-    `<h1>Error codes</h1>`,
-    `<p>Every error response is a Status object whose <code>reason</code> is one of these codes.</p>`,
-    `<table><thead><tr><th>Code</th><th>HTTP</th><th>Meaning</th></tr></thead><tbody>`,
-    ...errorCodeList.map((code) => {
-      const info = errorCodeInfo(code)
-      return `<tr><td><a href="/docs/errors/${code}">${code}</a></td><td>${info.httpStatus}</td><td>${withCode(info.summary)}</td></tr>`
-    }),
-    `</tbody></table>`
-  ].join("\n"))
+  page(
+    "nodus API error codes",
+    [
+      `<h1>Error codes</h1>`,
+      `<p>Every error response is a Status object whose <code>reason</code> is one of these codes.</p>`,
+      `<table><thead><tr><th>Code</th><th>HTTP</th><th>Meaning</th></tr></thead><tbody>`,
+      ...errorCodeList.map((code) => {
+        const info = errorCodeInfo(code)
+        return `<tr><td><a href="/docs/errors/${code}">${code}</a></td><td>${info.httpStatus}</td><td>${
+          withCode(info.summary)
+        }</td></tr>`
+      }),
+      `</tbody></table>`
+    ].join("\n")
+  )

@@ -10,10 +10,10 @@
  * but its subscription; a call deleted meanwhile is NotFound.
  */
 import { Duration, Effect, Option, Stream } from "effect"
+import { functionCallResultWaitDefault, functionCallResultWaitMsMax } from "../../core/Limits.ts"
 import { ApiError, badRequest, fieldInvalid } from "../../core/meta/ApiError.ts"
 import type { ResourceRef } from "../../core/meta/Kinds.ts"
 import type { ResourceObject } from "../../core/meta/ObjectMeta.ts"
-import { functionCallResultWaitDefault, functionCallResultWaitMsMax } from "../../core/Limits.ts"
 import { functionCallFinalPhases } from "../../core/schemas/FunctionCall.ts"
 import { durationMs } from "../../core/StatusText.ts"
 import type { ChangeFeed } from "../../store/ChangeFeed.ts"
@@ -32,16 +32,33 @@ const waitOf = (query: URLSearchParams): Effect.Effect<number, ApiError> => {
   const ms = durationMs(text, Number.NaN)
   return Number.isFinite(ms) && ms >= 0 && ms <= functionCallResultWaitMsMax
     ? Effect.succeed(ms)
-    : Effect.fail(badRequest(`timeout must be a duration from 0s to ${functionCallResultWaitMsMax / 1000}s, not ${JSON.stringify(text)}`, [
-      fieldInvalid("timeout", `Invalid value: ${JSON.stringify(text)}: a duration such as 30s, at most ${functionCallResultWaitMsMax / 1000}s; ask again to wait longer`)
-    ]))
+    : Effect.fail(
+      badRequest(
+        `timeout must be a duration from 0s to ${functionCallResultWaitMsMax / 1000}s, not ${JSON.stringify(text)}`,
+        [
+          fieldInvalid(
+            "timeout",
+            `Invalid value: ${JSON.stringify(text)}: a duration such as 30s, at most ${
+              functionCallResultWaitMsMax / 1000
+            }s; ask again to wait longer`
+          )
+        ]
+      )
+    )
 }
 
-export const makeFunctionCallResult = (parts: { readonly resources: Resources["Service"]; readonly feed: ChangeFeed["Service"] }) => {
+export const makeFunctionCallResult = (
+  parts: { readonly resources: Resources["Service"]; readonly feed: ChangeFeed["Service"] }
+) => {
   const { resources, feed } = parts
 
   /** The call once it ended, or as it is when the wait is over. */
-  const await_ = (query: URLSearchParams, ref: ResourceRef, namespace: string | undefined, name: string): Effect.Effect<ResourceObject, ApiError> =>
+  const await_ = (
+    query: URLSearchParams,
+    ref: ResourceRef,
+    namespace: string | undefined,
+    name: string
+  ): Effect.Effect<ResourceObject, ApiError> =>
     Effect.gen(function*() {
       const waitMs = yield* waitOf(query)
       return yield* Effect.scoped(Effect.gen(function*() {
@@ -51,7 +68,9 @@ export const makeFunctionCallResult = (parts: { readonly resources: Resources["S
         if (hasEnded(object) || waitMs === 0 || Option.isNone(subscription)) return object
         const uid = object.metadata.uid
         yield* subscription.value.live.pipe(
-          Stream.filter((change) => change.object.metadata.uid === uid && (change.type === "DELETED" || hasEnded(change.object))),
+          Stream.filter((change) =>
+            change.object.metadata.uid === uid && (change.type === "DELETED" || hasEnded(change.object))
+          ),
           Stream.runHead,
           Effect.timeoutOption(Duration.millis(waitMs)),
           // A subscriber that fell behind lost its place: the object as it is now answers, as after a timeout.

@@ -15,23 +15,30 @@
  */
 import { Effect, Result } from "effect"
 import type { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { canonical, isObject, type Json, type JsonObject } from "../../core/Json.ts"
+import { functionCallBatchMax } from "../../core/Limits.ts"
 import { admit } from "../../core/meta/Admission.ts"
 import { ApiError, type Cause, fieldInvalid, invalid } from "../../core/meta/ApiError.ts"
-import { canonical, isObject, type Json, type JsonObject } from "../../core/Json.ts"
 import { apiVersionOf, byResource, type ResourceRef } from "../../core/meta/Kinds.ts"
 import type { ResourceObject } from "../../core/meta/ObjectMeta.ts"
-import { functionCallBatchMax } from "../../core/Limits.ts"
-import { FunctionCallBatch, functionCallBatchKind, type FunctionCallBatchType, mapLabel } from "../../core/schemas/FunctionCallBatch.ts"
+import {
+  FunctionCallBatch,
+  functionCallBatchKind,
+  type FunctionCallBatchType,
+  mapLabel
+} from "../../core/schemas/FunctionCallBatch.ts"
 import type { Principal } from "../Auth.ts"
-import type { Ids } from "../Ids.ts"
 import { fingerprint, type Idempotency } from "../Idempotency.ts"
+import type { Ids } from "../Ids.ts"
 import type { Resources, WriteOptions } from "../Resources.ts"
 import { readObject } from "./Body.ts"
 import { json, warningHeader } from "./Respond.ts"
 
 /** Where a call's field came from in the batch: its input's place, or the batch field every call shares. */
 const batchField = (field: string, index: number): string => {
-  if (field === "spec.input" || field.startsWith("spec.input.") || field.startsWith("spec.input[")) return `inputs[${index}]${field.slice("spec.input".length)}`
+  if (field === "spec.input" || field.startsWith("spec.input.") || field.startsWith("spec.input[")) {
+    return `inputs[${index}]${field.slice("spec.input".length)}`
+  }
   if (field === "spec.mapIndex") return "startIndex"
   for (const shared of ["mapId", "session", "timeout"]) {
     if (field === `spec.${shared}`) return shared
@@ -43,32 +50,60 @@ const tooLarge = (count: number) =>
   new ApiError({
     code: "FunctionCallBatchTooLarge",
     message: `a map batch carries ${count} inputs; at most ${functionCallBatchMax} calls are created per request`,
-    causes: [fieldInvalid("inputs", `Too many: ${count}: must have at most ${functionCallBatchMax} items`, "FieldValueTooMany")],
-    fix: `Send at most ${functionCallBatchMax} inputs per request: split them into batches with the same mapId, each with the startIndex of its first input.`
+    causes: [
+      fieldInvalid("inputs", `Too many: ${count}: must have at most ${functionCallBatchMax} items`, "FieldValueTooMany")
+    ],
+    fix:
+      `Send at most ${functionCallBatchMax} inputs per request: split them into batches with the same mapId, each with the startIndex of its first input.`
   })
 
 /** The longest part of a call's name taken from its Function's (253 less the batch's part and an index). */
 const namePrefixMax = 200
 
-export const makeFunctionMap = (parts: { readonly group: string; readonly resources: Resources["Service"]; readonly idempotency: Idempotency["Service"]; readonly ids: Ids["Service"] }) => {
+export const makeFunctionMap = (
+  parts: {
+    readonly group: string
+    readonly resources: Resources["Service"]
+    readonly idempotency: Idempotency["Service"]
+    readonly ids: Ids["Service"]
+  }
+) => {
   const { group, resources, idempotency, ids } = parts
   const callsInfo = byResource("v1", "functioncalls")!
   const calls: ResourceRef = { info: callsInfo, group, apiVersion: apiVersionOf(group, callsInfo) }
-  const batchSubject = (mapId: string | undefined) => ({ group, kind: "functioncalls", ...(mapId === undefined ? {} : { name: mapId }) })
+  const batchSubject = (mapId: string | undefined) => ({
+    group,
+    kind: "functioncalls",
+    ...(mapId === undefined ? {} : { name: mapId })
+  })
 
   /** The batch as sent, checked: its size first (no schema walks 100,000 inputs to refuse them), then its schema. */
-  const admitBatch = (body: unknown, options: WriteOptions): Effect.Effect<{ readonly batch: FunctionCallBatchType; readonly warnings: ReadonlyArray<string> }, ApiError> => {
+  const admitBatch = (
+    body: unknown,
+    options: WriteOptions
+  ): Effect.Effect<{ readonly batch: FunctionCallBatchType; readonly warnings: ReadonlyArray<string> }, ApiError> => {
     const inputs = isObject((body ?? null) as Json) ? (body as JsonObject)["inputs"] : undefined
     if (Array.isArray(inputs) && inputs.length > functionCallBatchMax) return Effect.fail(tooLarge(inputs.length))
     const sentVersion = isObject((body ?? null) as Json) ? (body as JsonObject)["apiVersion"] : undefined
     if (typeof sentVersion === "string" && sentVersion !== calls.apiVersion) {
-      return Effect.fail(new ApiError({ code: "BadRequest", message: `the API version in the data (${sentVersion}) does not match the expected API version (${calls.apiVersion})` }))
+      return Effect.fail(
+        new ApiError({
+          code: "BadRequest",
+          message:
+            `the API version in the data (${sentVersion}) does not match the expected API version (${calls.apiVersion})`
+        })
+      )
     }
-    const mapId = isObject((body ?? null) as Json) && typeof (body as JsonObject)["mapId"] === "string" ? (body as JsonObject)["mapId"] as string : undefined
+    const mapId = isObject((body ?? null) as Json) && typeof (body as JsonObject)["mapId"] === "string"
+      ? (body as JsonObject)["mapId"] as string
+      : undefined
     const admitted = admit(FunctionCallBatch, body, options.fieldValidation, batchSubject(mapId), functionCallBatchKind)
     return Result.isFailure(admitted)
       ? Effect.fail(admitted.failure)
-      : Effect.succeed({ batch: admitted.success.object as unknown as FunctionCallBatchType, warnings: admitted.success.warnings })
+      : Effect.succeed({
+        batch: admitted.success.object as unknown as FunctionCallBatchType,
+        warnings: admitted.success.warnings
+      })
   }
 
   /**
@@ -76,7 +111,12 @@ export const makeFunctionMap = (parts: { readonly group: string; readonly resour
    * random part per batch and the index, so the names of a batch cannot clash among themselves (a thousand names each
    * generated on its own would, now and then), and a clash with another batch fails it whole (retry it).
    */
-  const callOf = (functionName: string, batchName: string, batch: FunctionCallBatchType, index: number): JsonObject => ({
+  const callOf = (
+    functionName: string,
+    batchName: string,
+    batch: FunctionCallBatchType,
+    index: number
+  ): JsonObject => ({
     apiVersion: calls.apiVersion,
     kind: callsInfo.kind,
     metadata: { ...(batch.metadata ?? {}), name: `${batchName}-${(batch.startIndex ?? 0) + index}` } as JsonObject,
@@ -92,7 +132,10 @@ export const makeFunctionMap = (parts: { readonly group: string; readonly resour
 
   /** A call's refusal as the batch's: fields renamed to the batch's, Invalid worded about the batch. */
   const itemError = (mapId: string) => (index: number, error: ApiError): ApiError => {
-    const causes: ReadonlyArray<Cause> = (error.causes ?? []).map((cause) => ({ ...cause, field: batchField(cause.field, index) }))
+    const causes: ReadonlyArray<Cause> = (error.causes ?? []).map((cause) => ({
+      ...cause,
+      field: batchField(cause.field, index)
+    }))
     if (error.code === "Invalid") return invalid(batchSubject(mapId), causes, functionCallBatchKind)
     return new ApiError({
       code: error.code,
@@ -104,22 +147,33 @@ export const makeFunctionMap = (parts: { readonly group: string; readonly resour
     })
   }
 
-  const listOf = (items: ReadonlyArray<ResourceObject>, resourceVersion: string) =>
-    ({ apiVersion: calls.apiVersion, kind: `${callsInfo.kind}List`, metadata: { resourceVersion }, items })
+  const listOf = (items: ReadonlyArray<ResourceObject>, resourceVersion: string) => ({
+    apiVersion: calls.apiVersion,
+    kind: `${callsInfo.kind}List`,
+    metadata: { resourceVersion },
+    items
+  })
 
   /** A replayed batch: its calls as they are now, found by their map's label and their indexes. */
   const replay = (namespace: string | undefined, batch: FunctionCallBatchType) =>
     Effect.map(resources.list(calls, namespace, { labelSelector: `${mapLabel(group)}=${batch.mapId}` }), (listed) => {
       const start = batch.startIndex ?? 0
-      const indexOf = (call: ResourceObject) => Number((call.spec as { readonly mapIndex?: unknown } | undefined)?.mapIndex ?? -1)
-      const items = listed.items.filter((call) => indexOf(call) >= start && indexOf(call) < start + batch.inputs.length).sort((a, b) => indexOf(a) - indexOf(b))
+      const indexOf = (call: ResourceObject) =>
+        Number((call.spec as { readonly mapIndex?: unknown } | undefined)?.mapIndex ?? -1)
+      const items = listed.items.filter((call) => indexOf(call) >= start && indexOf(call) < start + batch.inputs.length)
+        .sort((a, b) => indexOf(a) - indexOf(b))
       return listOf(items, listed.resourceVersion)
     })
 
   const handle = (
     request: HttpServerRequest.HttpServerRequest,
     query: URLSearchParams,
-    target: { readonly namespace: string | undefined; readonly name: string; readonly principal: Principal; readonly options: WriteOptions }
+    target: {
+      readonly namespace: string | undefined
+      readonly name: string
+      readonly principal: Principal
+      readonly options: WriteOptions
+    }
   ): Effect.Effect<HttpServerResponse.HttpServerResponse, ApiError> =>
     Effect.gen(function*() {
       const { namespace, name, principal, options } = target
@@ -132,7 +186,10 @@ export const makeFunctionMap = (parts: { readonly group: string; readonly resour
       const create = (writeOptions: WriteOptions) =>
         Effect.map(resources.createMany(calls, namespace, bodies, writeOptions, itemError(batch.mapId)), (results) => {
           const items = results.map((result) => result.object)
-          return { list: listOf(items, items.at(-1)?.metadata.resourceVersion ?? ""), warnings: [...new Set([...warnings, ...(results[0]?.warnings ?? [])])] }
+          return {
+            list: listOf(items, items.at(-1)?.metadata.resourceVersion ?? ""),
+            warnings: [...new Set([...warnings, ...(results[0]?.warnings ?? [])])]
+          }
         })
       const key = request.headers["idempotency-key"]
       if (key === undefined || key === "" || options.dryRun) {
@@ -140,13 +197,27 @@ export const makeFunctionMap = (parts: { readonly group: string; readonly resour
         return json(201, created.list, warningHeader(created.warnings))
       }
       // What the client asked for, as a create's key binds it (Api.ts create): a retry is the same request.
-      const claim = yield* idempotency.claim(principal.name, key, fingerprint([
-        "POST", new URL(request.url, "http://local").pathname, options.fieldValidation, query.get("fieldManager") ?? "", canonical((body ?? null) as Json)
-      ]))
+      const claim = yield* idempotency.claim(
+        principal.name,
+        key,
+        fingerprint([
+          "POST",
+          new URL(request.url, "http://local").pathname,
+          options.fieldValidation,
+          query.get("fieldManager") ?? "",
+          canonical((body ?? null) as Json)
+        ])
+      )
       if (claim._tag === "Replay") {
-        return json(claim.response.status, yield* replay(namespace, batch), { ...warningHeader(claim.response.warnings), "idempotent-replayed": "true" })
+        return json(claim.response.status, yield* replay(namespace, batch), {
+          ...warningHeader(claim.response.warnings),
+          "idempotent-replayed": "true"
+        })
       }
-      const created = yield* create({ ...options, commitWith: (all) => claim.finishOps(201, [...new Set([...warnings, ...all])]) }).pipe(Effect.tapError(() => claim.release))
+      const created = yield* create({
+        ...options,
+        commitWith: (all) => claim.finishOps(201, [...new Set([...warnings, ...all])])
+      }).pipe(Effect.tapError(() => claim.release))
       return json(201, created.list, warningHeader(created.warnings))
     })
 

@@ -20,7 +20,10 @@ export const withTexts = (envelope: object, texts: ReadonlyArray<string>): strin
 }
 
 /** `envelope` with the JSON texts of `pages` as the elements of its last member, written page by page. */
-export const streamedTexts = <E>(envelope: object, pages: Stream.Stream<ReadonlyArray<string>, E>): Stream.Stream<Uint8Array, E> =>
+export const streamedTexts = <E>(
+  envelope: object,
+  pages: Stream.Stream<ReadonlyArray<string>, E>
+): Stream.Stream<Uint8Array, E> =>
   Stream.suspend(() => {
     const [head, tail] = split(envelope)
     let separator = ""
@@ -33,5 +36,8 @@ export const streamedTexts = <E>(envelope: object, pages: Stream.Stream<Readonly
   })
 
 /** `envelope` with the elements of `pages` in its last member, an empty array in `envelope`: `{…,"items":[]}`. */
-export const streamedArray = <A, E>(envelope: object, pages: Stream.Stream<ReadonlyArray<A>, E>): Stream.Stream<Uint8Array, E> =>
+export const streamedArray = <A, E>(
+  envelope: object,
+  pages: Stream.Stream<ReadonlyArray<A>, E>
+): Stream.Stream<Uint8Array, E> =>
   streamedTexts(envelope, Stream.map(pages, (page) => page.map((element) => JSON.stringify(element))))

@@ -36,7 +36,10 @@ export type NamespaceObject = {
 }
 
 /** The outcome of a decode: the value, or why the bytes are not a valid body. */
-export type DecodeResult<A> = { readonly _tag: "Ok"; readonly value: A } | { readonly _tag: "Err"; readonly message: string }
+export type DecodeResult<A> = { readonly _tag: "Ok"; readonly value: A } | {
+  readonly _tag: "Err"
+  readonly message: string
+}
 
 type Err = { readonly _tag: "Err"; readonly message: string }
 
@@ -172,8 +175,14 @@ const withMapEntry = (field: Field, path: string, into: Map<string, string>): Er
   let key = ""
   let value = ""
   const failure = withMessage(field, path, {
-    1: (entry) => withString(entry, `${path}.key`, (text) => { key = text }),
-    2: (entry) => withString(entry, `${path}.value`, (text) => { value = text })
+    1: (entry) =>
+      withString(entry, `${path}.key`, (text) => {
+        key = text
+      }),
+    2: (entry) =>
+      withString(entry, `${path}.value`, (text) => {
+        value = text
+      })
   })
   if (failure === undefined) into.set(key, value)
   return failure
@@ -192,11 +201,20 @@ type MetadataBuilder = {
 }
 
 const objectMetaHandlers = (meta: MetadataBuilder): Handlers => ({
-  1: (field) => withString(field, "metadata.name", (text) => { meta.name = text }),
-  2: (field) => withString(field, "metadata.generateName", (text) => { meta.generateName = text }),
+  1: (field) =>
+    withString(field, "metadata.name", (text) => {
+      meta.name = text
+    }),
+  2: (field) =>
+    withString(field, "metadata.generateName", (text) => {
+      meta.generateName = text
+    }),
   11: (field) => withMapEntry(field, "metadata.labels", meta.labels),
   12: (field) => withMapEntry(field, "metadata.annotations", meta.annotations),
-  14: (field) => withString(field, "metadata.finalizers", (text) => { meta.finalizers.push(text) })
+  14: (field) =>
+    withString(field, "metadata.finalizers", (text) => {
+      meta.finalizers.push(text)
+    })
 })
 
 /** The JSON metadata, leaving out what is empty, as Go's omitempty does. */
@@ -211,7 +229,13 @@ const metadataOf = (meta: MetadataBuilder): NamespaceMetadata => ({
 
 /** Decodes a core/v1 Namespace message; its status (field 3) is skipped, since a client cannot set it. */
 const decodeNamespaceMessage = (raw: Uint8Array): DecodeResult<NamespaceObject> => {
-  const meta: MetadataBuilder = { name: "", generateName: "", labels: new Map(), annotations: new Map(), finalizers: [] }
+  const meta: MetadataBuilder = {
+    name: "",
+    generateName: "",
+    labels: new Map(),
+    annotations: new Map(),
+    finalizers: []
+  }
   const specFinalizers: Array<string> = []
   let hasSpec = false
   const failure = decodeMessage(raw, "Namespace", {
@@ -219,7 +243,10 @@ const decodeNamespaceMessage = (raw: Uint8Array): DecodeResult<NamespaceObject> 
     2: (field) => {
       hasSpec = true
       return withMessage(field, "spec", {
-        1: (entry) => withString(entry, "spec.finalizers", (text) => { specFinalizers.push(text) })
+        1: (entry) =>
+          withString(entry, "spec.finalizers", (text) => {
+            specFinalizers.push(text)
+          })
       })
     }
   })
@@ -229,30 +256,53 @@ const decodeNamespaceMessage = (raw: Uint8Array): DecodeResult<NamespaceObject> 
 }
 
 /** The runtime.Unknown envelope's fields; empty strings stand for absent ones, as in Go. */
-type Envelope = { apiVersion: string; kind: string; raw: Uint8Array | undefined; contentEncoding: string; contentType: string }
+type Envelope = {
+  apiVersion: string
+  kind: string
+  raw: Uint8Array | undefined
+  contentEncoding: string
+  contentType: string
+}
 
 const decodeEnvelope = (bytes: Uint8Array): DecodeResult<Envelope> => {
   const envelope: Envelope = { apiVersion: "", kind: "", raw: undefined, contentEncoding: "", contentType: "" }
   const failure = decodeMessage(bytes, "Unknown", {
-    1: (field) => withMessage(field, "typeMeta", {
-      1: (entry) => withString(entry, "typeMeta.apiVersion", (text) => { envelope.apiVersion = text }),
-      2: (entry) => withString(entry, "typeMeta.kind", (text) => { envelope.kind = text })
-    }),
+    1: (field) =>
+      withMessage(field, "typeMeta", {
+        1: (entry) =>
+          withString(entry, "typeMeta.apiVersion", (text) => {
+            envelope.apiVersion = text
+          }),
+        2: (entry) =>
+          withString(entry, "typeMeta.kind", (text) => {
+            envelope.kind = text
+          })
+      }),
     2: (field) => {
       if (field.wireType !== 2) return wrongWireType(field, "raw")
       envelope.raw = field.bytes
       return undefined
     },
-    3: (field) => withString(field, "contentEncoding", (text) => { envelope.contentEncoding = text }),
-    4: (field) => withString(field, "contentType", (text) => { envelope.contentType = text })
+    3: (field) =>
+      withString(field, "contentEncoding", (text) => {
+        envelope.contentEncoding = text
+      }),
+    4: (field) =>
+      withString(field, "contentType", (text) => {
+        envelope.contentType = text
+      })
   })
   return failure ?? ok(envelope)
 }
 
 /** Why an envelope cannot carry a protobuf Namespace, or undefined when it can. */
 const envelopeProblem = (envelope: Envelope): string | undefined => {
-  if (envelope.apiVersion !== "" && envelope.apiVersion !== "v1") return `expected apiVersion "v1", found "${envelope.apiVersion}"`
-  if (envelope.kind !== "" && envelope.kind !== "Namespace") return `expected kind "Namespace", found "${envelope.kind}"`
+  if (envelope.apiVersion !== "" && envelope.apiVersion !== "v1") {
+    return `expected apiVersion "v1", found "${envelope.apiVersion}"`
+  }
+  if (envelope.kind !== "" && envelope.kind !== "Namespace") {
+    return `expected kind "Namespace", found "${envelope.kind}"`
+  }
   if (envelope.contentEncoding !== "") return `unsupported content encoding "${envelope.contentEncoding}"`
   if (envelope.contentType !== "" && envelope.contentType !== protobufMediaType) {
     return `unsupported inner content type "${envelope.contentType}"`
@@ -276,5 +326,7 @@ export const decodeNamespace = (body: Uint8Array): DecodeResult<NamespaceObject>
   const problem = envelopeProblem(envelope.value)
   if (problem !== undefined) return err(problem)
   const raw = envelope.value.raw
-  return raw === undefined ? err("the protobuf envelope carries no object (field raw is absent)") : decodeNamespaceMessage(raw)
+  return raw === undefined
+    ? err("the protobuf envelope carries no object (field raw is absent)")
+    : decodeNamespaceMessage(raw)
 }

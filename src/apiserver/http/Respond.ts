@@ -3,9 +3,9 @@
  * fix (also at the end of `message`, the one field kubectl prints) and request id. The HTTP status of a code comes only from the registry in core/meta/ErrorCodes.ts.
  */
 import { HttpServerResponse } from "effect/http"
+import type { Json } from "../../core/Json.ts"
 import { type ApiError, messageWithFix } from "../../core/meta/ApiError.ts"
 import { errorCodeInfo } from "../../core/meta/ErrorCodes.ts"
-import type { Json } from "../../core/Json.ts"
 
 export interface ResponseContext {
   readonly requestId: string
@@ -15,7 +15,11 @@ export interface ResponseContext {
 
 export const requestIdHeader = "x-request-id"
 
-export const json = (status: number, body: unknown, headers: Record<string, string> = {}): HttpServerResponse.HttpServerResponse =>
+export const json = (
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {}
+): HttpServerResponse.HttpServerResponse =>
   HttpServerResponse.text(JSON.stringify(body), { status, contentType: "application/json", headers })
 
 /** The Status body of an error. */
@@ -27,7 +31,9 @@ export const statusBody = (error: ApiError, context: ResponseContext): Json => {
     ...(subject.group === undefined ? {} : { group: subject.group }),
     ...(subject.kind === undefined ? {} : { kind: subject.kind }),
     ...(subject.uid === undefined ? {} : { uid: subject.uid }),
-    ...(error.causes === undefined || error.causes.length === 0 ? {} : { causes: error.causes.map((cause) => ({ ...cause })) }),
+    ...(error.causes === undefined || error.causes.length === 0
+      ? {}
+      : { causes: error.causes.map((cause) => ({ ...cause })) }),
     ...(error.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: error.retryAfterSeconds })
   }
   const fix = error.fix ?? info.fix
@@ -66,12 +72,20 @@ const headerSafe = /^[\t\x20-\x7e]*$/u
  * write would fail the answer after its commit, so no header carries raw client text.
  */
 const headerText = (text: string): string =>
-  text.replace(/[^\t\x20-\x7e]/gu, (character) =>
-    Array.from({ length: character.length }, (_, index) => `\\u${character.charCodeAt(index).toString(16).padStart(4, "0")}`).join(""))
+  text.replace(
+    /[^\t\x20-\x7e]/gu,
+    (character) =>
+      Array.from({ length: character.length }, (_, index) =>
+        `\\u${character.charCodeAt(index).toString(16).padStart(4, "0")}`).join("")
+  )
 
 /** A response whose every header value is `headerText`: the one guard before Node writes the head. */
-export const withSafeHeaders = (response: HttpServerResponse.HttpServerResponse): HttpServerResponse.HttpServerResponse =>
+export const withSafeHeaders = (
+  response: HttpServerResponse.HttpServerResponse
+): HttpServerResponse.HttpServerResponse =>
   Object.entries(response.headers).reduce(
-    (safe, [name, value]) => (typeof value !== "string" || headerSafe.test(value) ? safe : HttpServerResponse.setHeader(safe, name, headerText(value))),
+    (safe, [name, value]) => (typeof value !== "string" || headerSafe.test(value)
+      ? safe
+      : HttpServerResponse.setHeader(safe, name, headerText(value))),
     response
   )

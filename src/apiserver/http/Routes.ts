@@ -22,7 +22,12 @@ export type Route =
   /** The sim backend's test clock (docs/simulator.md): /apis/{group}/{version}/simulation/clock. */
   | { readonly _tag: "SimulationClock"; readonly group: string; readonly version: string }
   /** The operator's credit operations (docs/billing.md, "Credits"): /apis/{group}/{version}/operator/<path>. */
-  | { readonly _tag: "Operator"; readonly group: string; readonly version: string; readonly path: ReadonlyArray<string> }
+  | {
+    readonly _tag: "Operator"
+    readonly group: string
+    readonly version: string
+    readonly path: ReadonlyArray<string>
+  }
   /** A collection, item or subresource of a kind. `namespace` is the project segment when the path has one. */
   | {
     readonly _tag: "Resource"
@@ -51,7 +56,9 @@ const itemSubresources = new Set(["outputs", "commands", "deliveries", "revision
 
 const resource = (group: string, version: string, rest: ReadonlyArray<string>, namespace?: string): Route => {
   const [plural, name, subresource, item, action, ...extra] = rest
-  if (plural === undefined || extra.length > 0 || (item !== undefined && !itemSubresources.has(subresource ?? ""))) return notFound
+  if (plural === undefined || extra.length > 0 || (item !== undefined && !itemSubresources.has(subresource ?? ""))) {
+    return notFound
+  }
   if (action !== undefined && subresource !== "commands" && subresource !== "deliveries") return notFound
   return {
     _tag: "Resource",
@@ -71,7 +78,9 @@ const apis = (segments: ReadonlyArray<string>): Route => {
   if (group === undefined) return { _tag: "Groups" }
   if (version === undefined) return { _tag: "Group", group }
   if (rest.length === 0) return { _tag: "GroupVersion", group, version }
-  if (rest.length === 2 && rest[0] === "simulation" && rest[1] === "clock") return { _tag: "SimulationClock", group, version }
+  if (rest.length === 2 && rest[0] === "simulation" && rest[1] === "clock") {
+    return { _tag: "SimulationClock", group, version }
+  }
   if (rest[0] === "operator") return { _tag: "Operator", group, version, path: rest.slice(1) }
   if (rest[0] === "namespaces" && rest.length >= 3) return resource(group, version, rest.slice(2), rest[1])
   return resource(group, version, rest)
@@ -84,7 +93,11 @@ const core = (segments: ReadonlyArray<string>): Route => {
   if (rest.length === 0) return { _tag: "CoreResources" }
   // Events live in projects (/namespaces/{ns}/events[/name]) and are listed across them (/events).
   if (rest[0] === "events") return rest.length <= 2 ? resource("", "v1", rest) : notFound
-  if (rest[0] === "namespaces" && rest[2] === "events") return rest.length <= 4 ? resource("", "v1", rest.slice(2), rest[1]) : notFound
+  if (rest[0] === "namespaces" && rest[2] === "events") {
+    return rest.length <= 4
+      ? resource("", "v1", rest.slice(2), rest[1])
+      : notFound
+  }
   return rest[0] === "namespaces" && rest.length <= 3 ? resource("", "v1", rest) : notFound
 }
 
@@ -93,7 +106,9 @@ const openApi = (segments: ReadonlyArray<string>): Route => {
   if (version === "v2" && rest.length === 0) return { _tag: "OpenApiV2" }
   if (version !== "v3") return notFound
   if (rest.length === 0) return { _tag: "OpenApiIndex" }
-  if (rest[0] === "apis" && rest.length === 3) return { _tag: "OpenApiGroupVersion", group: rest[1]!, version: rest[2]! }
+  if (rest[0] === "apis" && rest.length === 3) {
+    return { _tag: "OpenApiGroupVersion", group: rest[1]!, version: rest[2]! }
+  }
   if (rest[0] === "api" && rest[1] === "v1" && rest.length === 2) return { _tag: "OpenApiCore" }
   return notFound
 }
@@ -117,7 +132,9 @@ export const parse = (path: string): Route => {
     case "livez":
       return rest.length === 0 ? { _tag: "Health", check: first } : notFound
     case "agent":
-      return rest.length === 2 && rest[0] === "v1" && agentCalls.includes(rest[1] as never) ? { _tag: "Agent", call: rest[1] as (typeof agentCalls)[number] } : notFound
+      return rest.length === 2 && rest[0] === "v1" && agentCalls.includes(rest[1] as never)
+        ? { _tag: "Agent", call: rest[1] as (typeof agentCalls)[number] }
+        : notFound
     case "api":
       return core(rest)
     case "apis":
@@ -127,7 +144,9 @@ export const parse = (path: string): Route => {
     case "blobs":
       return rest.length === 2 && rest[0] === "v1" ? { _tag: "Blob", reference: rest[1]! } : notFound
     case "docs":
-      return rest[0] === "errors" && rest.length <= 2 ? { _tag: "ErrorDocs", ...(rest[1] === undefined ? {} : { code: rest[1] }) } : notFound
+      return rest[0] === "errors" && rest.length <= 2
+        ? { _tag: "ErrorDocs", ...(rest[1] === undefined ? {} : { code: rest[1] }) }
+        : notFound
     default:
       return notFound
   }

@@ -15,13 +15,20 @@
  * Sandbox starting answers SandboxStarting, a stopped one SandboxNotRunning, a failed one SandboxFailed.
  */
 import { Effect, Option, Result, Stream } from "effect"
-import { Socket } from "effect/socket"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
-import { admit } from "../../core/meta/Admission.ts"
-import { ApiError, badRequest, fieldInvalid, methodNotAllowed, resourceNotFound, subjectOf } from "../../core/meta/ApiError.ts"
+import { Socket } from "effect/socket"
 import { isObject } from "../../core/Json.ts"
-import type { ResourceRef } from "../../core/meta/Kinds.ts"
 import * as Limits from "../../core/Limits.ts"
+import { admit } from "../../core/meta/Admission.ts"
+import {
+  ApiError,
+  badRequest,
+  fieldInvalid,
+  methodNotAllowed,
+  resourceNotFound,
+  subjectOf
+} from "../../core/meta/ApiError.ts"
+import type { ResourceRef } from "../../core/meta/Kinds.ts"
 import type { BoxCommand, BoxReply, BoxRequest } from "../../core/SandboxBox.ts"
 import { SandboxCommandRequest, type SandboxCommandRequestType } from "../../core/schemas/SandboxCommand.ts"
 import { durationMs } from "../../core/StatusText.ts"
@@ -71,14 +78,34 @@ export const makeSandboxApi = (services: {
         : yield* resources.get(target.ref, target.namespace, target.name)
       const status = isObject(object.status) ? object.status : {}
       const phase = typeof status["phase"] === "string" ? status["phase"] : undefined
-      const attempt = isObject(status["attempt"]) && typeof status["attempt"]["name"] === "string" ? status["attempt"]["name"] : undefined
+      const attempt = isObject(status["attempt"]) && typeof status["attempt"]["name"] === "string"
+        ? status["attempt"]["name"]
+        : undefined
       const about = `Sandbox "${target.name}"`
-      if (phase === "Failed") return yield* new ApiError({ code: "SandboxFailed", message: `${about} is Failed (${String(status["reason"] ?? "")}): ${String(status["message"] ?? "")}`, subject: subjectOf(target.ref, target.name) })
-      if (object.metadata.deletionTimestamp === undefined && (phase === undefined || phase === "Pending" || phase === "Starting" || phase === "Recovering")) {
-        return yield* new ApiError({ code: "SandboxStarting", message: `${about} is ${phase ?? "Pending"}; its box takes requests once it is Running`, retryAfterSeconds: 1, subject: subjectOf(target.ref, target.name) })
+      if (phase === "Failed") {
+        return yield* new ApiError({
+          code: "SandboxFailed",
+          message: `${about} is Failed (${String(status["reason"] ?? "")}): ${String(status["message"] ?? "")}`,
+          subject: subjectOf(target.ref, target.name)
+        })
+      }
+      if (
+        object.metadata.deletionTimestamp === undefined &&
+        (phase === undefined || phase === "Pending" || phase === "Starting" || phase === "Recovering")
+      ) {
+        return yield* new ApiError({
+          code: "SandboxStarting",
+          message: `${about} is ${phase ?? "Pending"}; its box takes requests once it is Running`,
+          retryAfterSeconds: 1,
+          subject: subjectOf(target.ref, target.name)
+        })
       }
       if (phase !== "Running" || attempt === undefined || object.metadata.deletionTimestamp !== undefined) {
-        return yield* new ApiError({ code: "SandboxNotRunning", message: `${about} is ${phase ?? "being deleted"}`, subject: subjectOf(target.ref, target.name) })
+        return yield* new ApiError({
+          code: "SandboxNotRunning",
+          message: `${about} is ${phase ?? "being deleted"}`,
+          subject: subjectOf(target.ref, target.name)
+        })
       }
       return { object, attempt }
     })
@@ -96,7 +123,13 @@ export const makeSandboxApi = (services: {
     Effect.gen(function*() {
       // JSON (or YAML) only, as every other JSON body (a Function's map): any other media type is 415.
       const body = yield* readObject(request, "SandboxCommand")
-      const admitted = admit(SandboxCommandRequest, body, "Strict", subjectOf(target.ref, target.name), "SandboxCommand")
+      const admitted = admit(
+        SandboxCommandRequest,
+        body,
+        "Strict",
+        subjectOf(target.ref, target.name),
+        "SandboxCommand"
+      )
       if (Result.isFailure(admitted)) return yield* admitted.failure
       const spec = admitted.success.object as unknown as SandboxCommandRequestType
       const background = spec.background === true
@@ -134,24 +167,46 @@ export const makeSandboxApi = (services: {
    * A foreground command is its caller's: when the caller goes (its connection closes, or the request is interrupted)
    * before the command exits, the command is killed; nothing would read its answer.
    */
-  const killedWithItsClient = (request: Request, target: SandboxTarget, id: string, exec: Effect.Effect<BoxReply, ApiError>) => {
+  const killedWithItsClient = (
+    request: Request,
+    target: SandboxTarget,
+    id: string,
+    exec: Effect.Effect<BoxReply, ApiError>
+  ) => {
     const kill = Effect.ignore(call(target, { _tag: "Kill", command: id, signal: "SIGKILL" }))
     // (The answer reaches nobody; a 4xx keeps it out of the server's error log.)
-    const gone = Effect.andThen(disconnected(request), Effect.andThen(kill, Effect.fail(new ApiError({
-      code: "Conflict",
-      message: `the client went away before command ${id} exited; it was killed`,
-      fix: "Run a command that outlives its request with background: true, and follow its log (GET …/commands/{id}/log?follow=true)."
-    }))))
+    const gone = Effect.andThen(
+      disconnected(request),
+      Effect.andThen(
+        kill,
+        Effect.fail(
+          new ApiError({
+            code: "Conflict",
+            message: `the client went away before command ${id} exited; it was killed`,
+            fix:
+              "Run a command that outlives its request with background: true, and follow its log (GET …/commands/{id}/log?follow=true)."
+          })
+        )
+      )
+    )
     return Effect.onInterrupt(Effect.raceFirst(exec, gone), () => kill)
   }
 
   const readCommand = (target: SandboxTarget, id: string) =>
-    Effect.map(Effect.flatMap(call(target, { _tag: "Command", command: id }), commandState), (state) => json(200, commandView(state)))
+    Effect.map(
+      Effect.flatMap(call(target, { _tag: "Command", command: id }), commandState),
+      (state) => json(200, commandView(state))
+    )
 
   /** The commands the box remembers: every one running, and the most recent that exited, oldest first. */
   const listCommands = (target: SandboxTarget) =>
-    Effect.flatMap(call(target, { _tag: "Commands" }), (reply) =>
-      reply._tag === "Commands" ? Effect.succeed(json(200, { items: reply.commands.map(commandView) })) : unexpected(reply))
+    Effect.flatMap(
+      call(target, { _tag: "Commands" }),
+      (reply) =>
+        reply._tag === "Commands"
+          ? Effect.succeed(json(200, { items: reply.commands.map(commandView) }))
+          : unexpected(reply)
+    )
 
   /**
    * The command's output from the start, as text; with follow, until it exits. What the output bounds dropped before
@@ -161,17 +216,28 @@ export const makeSandboxApi = (services: {
     Effect.gen(function*() {
       const first = yield* call(target, { _tag: "Output", command: id, offset: 0, waitMs: 0 })
       if (first._tag !== "Output") return yield* unexpected(first)
-      const next = (reply: Extract<BoxReply, { _tag: "Output" }>) => reply.offset + Buffer.from(reply.data, "base64").length
+      const next = (reply: Extract<BoxReply, { _tag: "Output" }>) =>
+        reply.offset + Buffer.from(reply.data, "base64").length
       // Without follow, the output there is now (one answer carries at most 1 MiB of it); with follow, to the exit.
-      const ended = (reply: Extract<BoxReply, { _tag: "Output" }>, chunk: Buffer) => chunk.length === 0 && (reply.exited || !follow)
+      const ended = (reply: Extract<BoxReply, { _tag: "Output" }>, chunk: Buffer) =>
+        chunk.length === 0 && (reply.exited || !follow)
       const rest = first.exited && Buffer.from(first.data, "base64").length === 0
         ? Stream.empty
         : Stream.paginate(next(first), (offset: number) =>
-          Effect.map(Effect.orElseSucceed(call(target, { _tag: "Output", command: id, offset, waitMs: follow ? followWaitMs : 0 }), () => undefined), (reply) => {
-            if (reply === undefined || reply._tag !== "Output") return [[], Option.none()] as const
-            const chunk = Buffer.from(reply.data, "base64")
-            return [chunk.length === 0 ? [] : [new Uint8Array(chunk)], ended(reply, chunk) ? Option.none() : Option.some(next(reply))] as const
-          }))
+          Effect.map(
+            Effect.orElseSucceed(
+              call(target, { _tag: "Output", command: id, offset, waitMs: follow ? followWaitMs : 0 }),
+              () => undefined
+            ),
+            (reply) => {
+              if (reply === undefined || reply._tag !== "Output") return [[], Option.none()] as const
+              const chunk = Buffer.from(reply.data, "base64")
+              return [
+                chunk.length === 0 ? [] : [new Uint8Array(chunk)],
+                ended(reply, chunk) ? Option.none() : Option.some(next(reply))
+              ] as const
+            }
+          ))
       const head = Buffer.from(first.data, "base64")
       return HttpServerResponse.stream(Stream.concat(Stream.make(new Uint8Array(head)), rest), {
         status: 200,
@@ -191,7 +257,11 @@ export const makeSandboxApi = (services: {
   const kill = (query: URLSearchParams, target: SandboxTarget, id: string) =>
     Effect.gen(function*() {
       const signal = query.get("signal") ?? "SIGKILL"
-      if (!signals.has(signal)) return yield* badRequest(`invalid value for signal: "${signal}"`, [fieldInvalid("signal", `Unsupported value: must be one of ${[...signals].join(", ")}`)])
+      if (!signals.has(signal)) {
+        return yield* badRequest(`invalid value for signal: "${signal}"`, [
+          fieldInvalid("signal", `Unsupported value: must be one of ${[...signals].join(", ")}`)
+        ])
+      }
       yield* call(target, { _tag: "Kill", command: id, signal })
       return json(200, { id, signal })
     })
@@ -199,16 +269,26 @@ export const makeSandboxApi = (services: {
   const files = (request: Request, query: URLSearchParams, target: SandboxTarget) =>
     Effect.gen(function*() {
       const path = query.get("path")
-      if (path === null || path === "") return yield* badRequest("the path of the file is required", [fieldInvalid("path", "Required value: ?path=/workspace/…", "FieldValueRequired")])
+      if (path === null || path === "") {
+        return yield* badRequest("the path of the file is required", [
+          fieldInvalid("path", "Required value: ?path=/workspace/…", "FieldValueRequired")
+        ])
+      }
       switch (request.method) {
         case "GET": {
           const reply = yield* call(target, { _tag: "ReadFile", path, maxBytes: Limits.sandboxFileBytesMax })
           if (reply._tag === "Directory") return json(200, { path, entries: reply.entries })
           if (reply._tag !== "File") return yield* unexpected(reply)
-          return HttpServerResponse.uint8Array(new Uint8Array(Buffer.from(reply.data, "base64")), { status: 200, contentType: "application/octet-stream" })
+          return HttpServerResponse.uint8Array(new Uint8Array(Buffer.from(reply.data, "base64")), {
+            status: 200,
+            contentType: "application/octet-stream"
+          })
         }
         case "PUT": {
-          const bytes = yield* readBytes(request, { maxBytes: Limits.sandboxFileBytesMax, tooLarge: () => fileTooLarge(path) })
+          const bytes = yield* readBytes(request, {
+            maxBytes: Limits.sandboxFileBytesMax,
+            tooLarge: () => fileTooLarge(path)
+          })
           yield* call(target, { _tag: "WriteFile", path, data: Buffer.from(bytes).toString("base64") })
           return json(200, { path, size: bytes.length })
         }
@@ -231,15 +311,30 @@ export const makeSandboxApi = (services: {
       const cols = yield* sizeQuery(query, "cols", 80)
       const rows = yield* sizeQuery(query, "rows", 24)
       const shell = query.get("shell")
-      if (shell !== null && !/^\/[A-Za-z0-9._/-]+$/u.test(shell)) return yield* badRequest(`invalid value for shell: "${shell}"`, [fieldInvalid("shell", "Invalid value: an absolute path such as /bin/bash")])
+      if (shell !== null && !/^\/[A-Za-z0-9._/-]+$/u.test(shell)) {
+        return yield* badRequest(`invalid value for shell: "${shell}"`, [
+          fieldInvalid("shell", "Invalid value: an absolute path such as /bin/bash")
+        ])
+      }
       yield* running(target)
       const id = `term-${ids.nameSuffix()}${ids.nameSuffix()}`
-      const socket = yield* Effect.mapError(request.upgrade, () => badRequest("the terminal is a WebSocket: send the request with Upgrade: websocket"))
+      const socket = yield* Effect.mapError(request.upgrade, () =>
+        badRequest("the terminal is a WebSocket: send the request with Upgrade: websocket"))
       const ttyFile = `/tmp/.nodus-tty-${id}`
-      const start = `stty rows ${rows} cols ${cols}; tty > ${ttyFile}; exec ${shell ?? '"$(command -v bash || echo /bin/sh)"'} -i`
+      const start = `stty rows ${rows} cols ${cols}; tty > ${ttyFile}; exec ${
+        shell ?? "\"$(command -v bash || echo /bin/sh)\""
+      } -i`
       yield* call(target, {
-        _tag: "Exec", command: id, argv: ["script", "-qfec", start, "/dev/null"], env: { TERM: "xterm-256color" }, workingDir: undefined,
-        stdin: undefined, keepStdin: true, timeoutMs: undefined, background: true, terminal: true
+        _tag: "Exec",
+        command: id,
+        argv: ["script", "-qfec", start, "/dev/null"],
+        env: { TERM: "xterm-256color" },
+        workingDir: undefined,
+        stdin: undefined,
+        keepStdin: true,
+        timeoutMs: undefined,
+        background: true,
+        terminal: true
       })
       const session = Effect.scoped(Effect.gen(function*() {
         const writer = yield* socket.writer
@@ -248,11 +343,17 @@ export const makeSandboxApi = (services: {
           let offset = 0
           for (;;) {
             const reply = yield* call(target, { _tag: "Output", command: id, offset, waitMs: followWaitMs })
-            if (reply._tag !== "Output") return
+            if (reply._tag !== "Output") {
+              return
+            }
             const chunk = Buffer.from(reply.data, "base64")
             offset = reply.offset + chunk.length
-            if (chunk.length > 0) yield* writer.write(new Uint8Array(chunk))
-            if (reply.exited && chunk.length === 0) break
+            if (chunk.length > 0) {
+              yield* writer.write(new Uint8Array(chunk))
+            }
+            if (reply.exited && chunk.length === 0) {
+              break
+            }
           }
           const state = yield* Effect.flatMap(call(target, { _tag: "Command", command: id }), commandState)
           yield* writer.write(JSON.stringify({ exit: state.exitCode ?? null }))
@@ -261,10 +362,13 @@ export const makeSandboxApi = (services: {
         const input = Effect.gen(function*() {
           for (;;) {
             for (const frame of yield* reader.pull) {
-              if (typeof frame !== "string") yield* stdin(target, id, frame)
-              else {
+              if (typeof frame !== "string") {
+                yield* stdin(target, id, frame)
+              } else {
                 const size = resizeOf(frame)
-                if (size !== undefined) yield* Effect.ignore(call(target, { _tag: "Resize", command: id, ...size }))
+                if (size !== undefined) {
+                  yield* Effect.ignore(call(target, { _tag: "Resize", command: id, ...size }))
+                }
               }
             }
           }
@@ -273,21 +377,39 @@ export const makeSandboxApi = (services: {
         yield* Effect.raceFirst(Effect.ignore(output), Effect.ignore(input))
       }))
       // However the session ends (the shell exits, the client goes, the request is interrupted), the shell goes.
-      yield* session.pipe(Effect.ignore, Effect.ensuring(Effect.ignore(call(target, { _tag: "Kill", command: id, signal: "SIGKILL" }))))
+      yield* session.pipe(
+        Effect.ignore,
+        Effect.ensuring(Effect.ignore(call(target, { _tag: "Kill", command: id, signal: "SIGKILL" })))
+      )
       return HttpServerResponse.empty()
     })
 
   /** Terminal input: written as it comes, waiting while the shell has not read what came before. */
   const stdin = (target: SandboxTarget, id: string, bytes: Uint8Array): Effect.Effect<void, ApiError> =>
-    Effect.flatMap(call(target, { _tag: "Stdin", command: id, data: Buffer.from(bytes).toString("base64"), close: false }).pipe(
-      Effect.map(() => true),
-      Effect.catchIf((error) => error.code === "StdinBackpressure", () => Effect.succeed(false))
-    ), (written) => (written ? Effect.void : Effect.andThen(Effect.sleep("50 millis"), stdin(target, id, bytes))))
+    Effect.flatMap(
+      call(target, { _tag: "Stdin", command: id, data: Buffer.from(bytes).toString("base64"), close: false }).pipe(
+        Effect.map(() => true),
+        Effect.catchIf((error) => error.code === "StdinBackpressure", () => Effect.succeed(false))
+      ),
+      (written) => (written ? Effect.void : Effect.andThen(Effect.sleep("50 millis"), stdin(target, id, bytes)))
+    )
 
   /** Answers a request to a Sandbox's `commands`, `files` or `terminal`. */
-  const handle = (request: Request, query: URLSearchParams, target: SandboxTarget): Effect.Effect<Response, ApiError> => {
-    if (target.subresource === "terminal") return request.method === "GET" && target.item === undefined ? terminal(request, query, target) : Effect.fail(methodNotAllowed(request.method))
-    if (target.subresource === "files") return target.item === undefined ? files(request, query, target) : Effect.fail(resourceNotFound())
+  const handle = (
+    request: Request,
+    query: URLSearchParams,
+    target: SandboxTarget
+  ): Effect.Effect<Response, ApiError> => {
+    if (target.subresource === "terminal") {
+      return request.method === "GET" && target.item === undefined
+        ? terminal(request, query, target)
+        : Effect.fail(methodNotAllowed(request.method))
+    }
+    if (target.subresource === "files") {
+      return target.item === undefined
+        ? files(request, query, target)
+        : Effect.fail(resourceNotFound())
+    }
     const id = target.item
     if (id === undefined) {
       if (request.method === "GET") return listCommands(target)
@@ -297,9 +419,13 @@ export const makeSandboxApi = (services: {
       case undefined:
         return request.method === "GET" ? readCommand(target, id) : Effect.fail(methodNotAllowed(request.method))
       case "log":
-        return request.method === "GET" ? Effect.flatMap(boolQuery(query, "follow"), (follow) => commandLog(target, id, follow)) : Effect.fail(methodNotAllowed(request.method))
+        return request.method === "GET"
+          ? Effect.flatMap(boolQuery(query, "follow"), (follow) => commandLog(target, id, follow))
+          : Effect.fail(methodNotAllowed(request.method))
       case "stdin":
-        return request.method === "POST" ? writeStdin(request, query, target, id) : Effect.fail(methodNotAllowed(request.method))
+        return request.method === "POST"
+          ? writeStdin(request, query, target, id)
+          : Effect.fail(methodNotAllowed(request.method))
       case "kill":
         return request.method === "POST" ? kill(query, target, id) : Effect.fail(methodNotAllowed(request.method))
       default:
@@ -317,7 +443,8 @@ export const sandboxAccess = "write" as const
 const resizeOf = (frame: string): { readonly cols: number; readonly rows: number } | undefined => {
   try {
     const size = (JSON.parse(frame) as { resize?: { cols?: unknown; rows?: unknown } }).resize
-    const fits = (value: unknown): value is number => Number.isInteger(value) && (value as number) >= 1 && (value as number) <= 1000
+    const fits = (value: unknown): value is number =>
+      Number.isInteger(value) && (value as number) >= 1 && (value as number) <= 1000
     return fits(size?.cols) && fits(size?.rows) ? { cols: size.cols, rows: size.rows } : undefined
   } catch {
     return undefined
@@ -329,7 +456,11 @@ const sizeQuery = (query: URLSearchParams, name: string, fallback: number): Effe
   if (raw === null || raw === "") return Effect.succeed(fallback)
   return /^[0-9]{1,4}$/u.test(raw) && Number(raw) >= 1 && Number(raw) <= 1000
     ? Effect.succeed(Number(raw))
-    : Effect.fail(badRequest(`invalid value for ${name}: "${raw}"`, [fieldInvalid(name, "Invalid value: an integer from 1 to 1000")]))
+    : Effect.fail(
+      badRequest(`invalid value for ${name}: "${raw}"`, [
+        fieldInvalid(name, "Invalid value: an integer from 1 to 1000")
+      ])
+    )
 }
 
 /**
@@ -338,7 +469,13 @@ const sizeQuery = (query: URLSearchParams, name: string, fallback: number): Effe
  */
 const disconnected = (request: Request): Effect.Effect<void> =>
   Effect.callback<void>((resume) => {
-    const socket = (request.source as { readonly socket?: { readonly destroyed: boolean; once(event: "close", f: () => void): unknown; off(event: "close", f: () => void): unknown } }).socket
+    const socket = (request.source as {
+      readonly socket?: {
+        readonly destroyed: boolean
+        once(event: "close", f: () => void): unknown
+        off(event: "close", f: () => void): unknown
+      }
+    }).socket
     if (socket === undefined) return
     const closed = () => resume(Effect.void)
     if (socket.destroyed) return closed()
@@ -367,14 +504,18 @@ const unexpected = (reply: BoxReply) =>
   Effect.fail(new ApiError({ code: "InternalError", message: `the box answered ${reply._tag} where it should not` }))
 
 const fileTooLarge = (path: string) =>
-  new ApiError({ code: "FileTooLarge", message: `the file for ${path} is larger than the ${Limits.sandboxFileBytesMax} bytes a file request carries` })
-
+  new ApiError({
+    code: "FileTooLarge",
+    message: `the file for ${path} is larger than the ${Limits.sandboxFileBytesMax} bytes a file request carries`
+  })
 
 const boolQuery = (query: URLSearchParams, name: string): Effect.Effect<boolean, ApiError> => {
   const raw = query.get(name)
   if (raw === null || raw === "" || raw === "false" || raw === "0") return Effect.succeed(false)
   if (raw === "true" || raw === "1") return Effect.succeed(true)
-  return Effect.fail(badRequest(`invalid value for ${name}: "${raw}"`, [fieldInvalid(name, "Invalid value: must be true or false")]))
+  return Effect.fail(
+    badRequest(`invalid value for ${name}: "${raw}"`, [fieldInvalid(name, "Invalid value: must be true or false")])
+  )
 }
 
 /** What a box refused, as the spec's error (the box's message says which command or path). */
@@ -392,11 +533,17 @@ const refusalError = (target: SandboxTarget, refusal: Extract<BoxReply, { _tag: 
         code: "Invalid",
         message: refusal.message,
         causes: [fieldInvalid("path", `Invalid value: ${refusal.message}`)],
-        fix: "Name a regular file or a directory; read what is neither (a device, a /proc or /sys file) with a command such as `cat`.",
+        fix:
+          "Name a regular file or a directory; read what is neither (a device, a /proc or /sys file) with a command such as `cat`.",
         subject
       })
     case "Forbidden":
-      return new ApiError({ code: "Forbidden", message: `the Sandbox's user may not do this: ${refusal.message}`, fix: "Use a path the Sandbox's user may write, such as /workspace or /tmp.", subject })
+      return new ApiError({
+        code: "Forbidden",
+        message: `the Sandbox's user may not do this: ${refusal.message}`,
+        fix: "Use a path the Sandbox's user may write, such as /workspace or /tmp.",
+        subject
+      })
     default:
       return new ApiError({ code: refusal.code, message: refusal.message, subject })
   }

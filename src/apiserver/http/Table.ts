@@ -35,12 +35,22 @@ interface CellColumn {
 }
 
 // A TableColumnDefinition carries all five fields; Kubernetes serialises them without omitempty.
-const definition = (name: string, type: string, format: string, priority: number, description: string): JsonObject =>
-  ({ name, type, format, description, priority })
+const definition = (name: string, type: string, format: string, priority: number, description: string): JsonObject => ({
+  name,
+  type,
+  format,
+  description,
+  priority
+})
 
 const nameColumn: CellColumn = {
-  definition: definition("Name", "string", "name", 0,
-    "Name must be unique within a namespace (project). kubectl prints <resource>/<name> when several kinds are shown."),
+  definition: definition(
+    "Name",
+    "string",
+    "name",
+    0,
+    "Name must be unique within a namespace (project). kubectl prints <resource>/<name> when several kinds are shown."
+  ),
   cell: (object) => object.metadata.name
 }
 
@@ -78,7 +88,9 @@ const kindColumn = (column: Column): CellColumn => ({
 /** The `status` of the condition of `type` in a conditions list; empty while it has none. */
 const conditionStatus = (conditions: Json | undefined, type: string): string => {
   const found = Array.isArray(conditions)
-    ? conditions.find((entry) => typeof entry === "object" && entry !== null && !Array.isArray(entry) && entry["type"] === type)
+    ? conditions.find((entry) =>
+      typeof entry === "object" && entry !== null && !Array.isArray(entry) && entry["type"] === type
+    )
     : undefined
   return typeof found === "object" && found !== null && !Array.isArray(found) ? text(found["status"]) : ""
 }
@@ -91,7 +103,10 @@ const cellText = (value: Json | undefined): string => {
 
 const text = (value: Json | undefined): string => (typeof value === "string" ? value : "")
 
-const since = (stamp: Json | undefined, now: number): string => (typeof stamp === "string" ? age(stamp, now) : "<unknown>")
+const since = (
+  stamp: Json | undefined,
+  now: number
+): string => (typeof stamp === "string" ? age(stamp, now) : "<unknown>")
 
 /** An event's object as Kubernetes prints it: `<kind in lower case>/<name>`. */
 const eventTarget = (object: ResourceObject): string => {
@@ -100,19 +115,44 @@ const eventTarget = (object: ResourceObject): string => {
   return name === "" ? kind : `${kind}/${name}`
 }
 
-const eventColumn = (name: string, priority: 0 | 1, description: string, cell: CellColumn["cell"], format = ""): CellColumn =>
-  ({ definition: definition(name, "string", format, priority, description), cell })
+const eventColumn = (
+  name: string,
+  priority: 0 | 1,
+  description: string,
+  cell: CellColumn["cell"],
+  format = ""
+): CellColumn => ({ definition: definition(name, "string", format, priority, description), cell })
 
 /** The columns the Kubernetes API server prints for core/v1 Events (`kubectl get events`), in its order. */
 const eventColumns: ReadonlyArray<CellColumn> = [
-  eventColumn("Last Seen", 0, "The time the event last occurred (lastTimestamp).", (object, now) => since(object["lastTimestamp"], now)),
+  eventColumn(
+    "Last Seen",
+    0,
+    "The time the event last occurred (lastTimestamp).",
+    (object, now) => since(object["lastTimestamp"], now)
+  ),
   eventColumn("Type", 0, "Normal or Warning.", (object) => text(object["type"])),
   eventColumn("Reason", 0, "Why the event happened, in CamelCase.", (object) => text(object["reason"])),
   eventColumn("Object", 0, "The object the event is about.", eventTarget),
-  eventColumn("Subobject", 1, "The part of the object, when the event is about one.", (object) => text(readPath(object, "involvedObject.fieldPath"))),
-  eventColumn("Source", 1, "The component that reported the event.", (object) => text(readPath(object, "source.component"))),
+  eventColumn(
+    "Subobject",
+    1,
+    "The part of the object, when the event is about one.",
+    (object) => text(readPath(object, "involvedObject.fieldPath"))
+  ),
+  eventColumn(
+    "Source",
+    1,
+    "The component that reported the event.",
+    (object) => text(readPath(object, "source.component"))
+  ),
   eventColumn("Message", 0, "What happened, for humans.", (object) => text(object["message"])),
-  eventColumn("First Seen", 1, "The time the event first occurred (firstTimestamp).", (object, now) => since(object["firstTimestamp"], now)),
+  eventColumn(
+    "First Seen",
+    1,
+    "The time the event first occurred (firstTimestamp).",
+    (object, now) => since(object["firstTimestamp"], now)
+  ),
   eventColumn("Count", 1, "How many times the event occurred.", (object) => cellText(object["count"])),
   eventColumn("Name", 1, "The event's name.", (object) => object.metadata.name, "name")
 ]
@@ -125,7 +165,13 @@ const columnsOf = (info: KindInfo | "namespaces" | "events"): ReadonlyArray<Cell
   if (info === "namespaces") return [nameColumn, namespaceStatusColumn, ageColumn]
   if (info === "events") return eventColumns
   const cost = info.costPath === undefined ? [] : [costColumn(info.costPath)]
-  return [nameColumn, info.state === undefined ? phaseColumn : kindColumn(info.state), ageColumn, ...cost, ...info.columns.map(kindColumn)]
+  return [
+    nameColumn,
+    info.state === undefined ? phaseColumn : kindColumn(info.state),
+    ageColumn,
+    ...cost,
+    ...info.columns.map(kindColumn)
+  ]
 }
 
 /**
@@ -160,7 +206,11 @@ const rowObject = (object: ResourceObject, includeObject: IncludeObject): JsonOb
  * takes the NAMESPACE column, `--show-labels` and `-L` from it (kubectl-compat §5). `metadata` carries the list's
  * resourceVersion, continue token and remaining item count when given.
  */
-export const table = (info: KindInfo | "namespaces" | "events", objects: ReadonlyArray<ResourceObject>, options: TableOptions): JsonObject => {
+export const table = (
+  info: KindInfo | "namespaces" | "events",
+  objects: ReadonlyArray<ResourceObject>,
+  options: TableOptions
+): JsonObject => {
   const metadata: JsonObject = {
     ...(options.resourceVersion === undefined ? {} : { resourceVersion: options.resourceVersion }),
     ...(options.continue === undefined ? {} : { continue: options.continue }),
@@ -176,7 +226,11 @@ export const table = (info: KindInfo | "namespaces" | "events", objects: Readonl
 }
 
 /** The rows of `objects`, as `table` has them: a list streamed page by page renders each page's rows with this. */
-export const rows = (info: KindInfo | "namespaces" | "events", objects: ReadonlyArray<ResourceObject>, options: Pick<TableOptions, "now" | "includeObject">): Array<JsonObject> => {
+export const rows = (
+  info: KindInfo | "namespaces" | "events",
+  objects: ReadonlyArray<ResourceObject>,
+  options: Pick<TableOptions, "now" | "includeObject">
+): Array<JsonObject> => {
   const columns = columnsOf(info)
   return objects.map((object) => ({
     cells: columns.map((column) => column.cell(object, options.now)),

@@ -10,11 +10,11 @@
  */
 import { Effect, Result } from "effect"
 import type { HttpServerRequest, HttpServerResponse } from "effect/http"
+import type { JsonObject } from "../../core/Json.ts"
+import * as Limits from "../../core/Limits.ts"
 import { admit } from "../../core/meta/Admission.ts"
 import { ApiError, badRequest, methodNotAllowed, resourceNotFound, subjectOf } from "../../core/meta/ApiError.ts"
-import type { JsonObject } from "../../core/Json.ts"
 import type { ResourceRef } from "../../core/meta/Kinds.ts"
-import * as Limits from "../../core/Limits.ts"
 import { WebhookEndpointRotation } from "../../core/schemas/WebhookEndpoint.ts"
 import { durationMs } from "../../core/StatusText.ts"
 import type { WebhookOperations } from "../WebhookOperations.ts"
@@ -47,7 +47,13 @@ export const makeWebhookApi = (operations: WebhookOperations["Service"]) => {
     const limit = Number(text)
     return Number.isInteger(limit) && limit >= 1 && String(limit) === text
       ? Effect.succeed(Math.min(limit, Limits.webhookDeliveriesPageMax))
-      : Effect.fail(badRequest(`limit must be a positive integer (at most ${Limits.webhookDeliveriesPageMax} entries are answered per page), not ${JSON.stringify(text)}`))
+      : Effect.fail(
+        badRequest(
+          `limit must be a positive integer (at most ${Limits.webhookDeliveriesPageMax} entries are answered per page), not ${
+            JSON.stringify(text)
+          }`
+        )
+      )
   }
 
   const list = (query: URLSearchParams, target: WebhookTarget) =>
@@ -66,25 +72,42 @@ export const makeWebhookApi = (operations: WebhookOperations["Service"]) => {
     Effect.gen(function*() {
       const text = yield* readText(request)
       const body = text.trim() === "" ? {} : yield* parseJson(text)
-      const admitted = admit(WebhookEndpointRotation, body, "Strict", subjectOf(target.ref, target.name), "WebhookEndpointRotation")
+      const admitted = admit(
+        WebhookEndpointRotation,
+        body,
+        "Strict",
+        subjectOf(target.ref, target.name),
+        "WebhookEndpointRotation"
+      )
       if (Result.isFailure(admitted)) return yield* admitted.failure
       const ttl = admitted.success.object["previousSecretTTL"]
       const key = request.headers["idempotency-key"]
       if (key !== undefined && (key === "" || key.length > idempotencyKeyLengthMax)) {
         return yield* badRequest(`the Idempotency-Key header must be 1 to ${idempotencyKeyLengthMax} characters`)
       }
-      const rotated = yield* operations.rotate(target.name, durationMs(String(ttl), 0), key === undefined ? undefined : { key, fingerprint: JSON.stringify(admitted.success.object) })
+      const rotated = yield* operations.rotate(
+        target.name,
+        durationMs(String(ttl), 0),
+        key === undefined ? undefined : { key, fingerprint: JSON.stringify(admitted.success.object) }
+      )
       return json(200, rotated)
     })
 
-  const handle = (request: Request, query: URLSearchParams, target: WebhookTarget): Effect.Effect<Response, ApiError> => {
+  const handle = (
+    request: Request,
+    query: URLSearchParams,
+    target: WebhookTarget
+  ): Effect.Effect<Response, ApiError> => {
     const { subresource, item, action } = target
     if (subresource === "deliveries" && item === undefined && action === undefined) {
       return request.method === "GET" ? list(query, target) : Effect.fail(methodNotAllowed(request.method))
     }
     if (subresource === "deliveries" && item !== undefined && action === "replays") {
       return request.method === "POST"
-        ? Effect.map(operations.replay(target.name, item), (entry: JsonObject) => json(201, { apiVersion: target.ref.apiVersion, kind: "WebhookDelivery", ...entry }))
+        ? Effect.map(
+          operations.replay(target.name, item),
+          (entry: JsonObject) => json(201, { apiVersion: target.ref.apiVersion, kind: "WebhookDelivery", ...entry })
+        )
         : Effect.fail(methodNotAllowed(request.method))
     }
     if (subresource === "rotations" && item === undefined && action === undefined) {

@@ -16,8 +16,8 @@ import type { KindInfo, Operation, Scope, Version } from "../../core/meta/Kinds.
 import { ObjectMetaInput } from "../../core/meta/ObjectMeta.ts"
 import { functionCallPaths, functionCallSchemas } from "./FunctionCallOperations.ts"
 import { sandboxPaths, sandboxSchemas } from "./SandboxOperations.ts"
-import { webhookPaths, webhookSchemas } from "./WebhookEndpointOperations.ts"
 import { clockPaths, clockSchemas } from "./SimulationClock.ts"
+import { webhookPaths, webhookSchemas } from "./WebhookEndpointOperations.ts"
 
 /**
  * The JSON Schemas (OpenAPI 3.0 flavour) of one kind's `spec` and `status`, e.g. built from its effect Schema with
@@ -61,7 +61,10 @@ export const schemaName = (group: string, version: string, kind: string): string
   return `${prefix}.${version}.${kind}`
 }
 
-const groupVersionPath = (group: string, version: string): string => (group === "" ? `api/${version}` : `apis/${group}/${version}`)
+const groupVersionPath = (
+  group: string,
+  version: string
+): string => (group === "" ? `api/${version}` : `apis/${group}/${version}`)
 
 /**
  * GET /openapi/v3: where each group version's document is. kubectl fetches the one for the kind at hand from its
@@ -87,35 +90,70 @@ interface PathResource {
   readonly root: string
 }
 
-const pathResourceOf = (group: string, info: KindInfo): PathResource =>
-  ({ ...info, group, root: `/${groupVersionPath(group, info.version)}` })
+const pathResourceOf = (group: string, info: KindInfo): PathResource => ({
+  ...info,
+  group,
+  root: `/${groupVersionPath(group, info.version)}`
+})
 
 // Query and header parameters. kubectl looks the parameters up by name on the operation itself, so they are inlined
 // rather than referenced from components.parameters (kubectl-compat §3).
-const query = (name: string, schema: JsonObject, description: string): JsonObject => ({ name, in: "query", description, schema })
-const header = (name: string, description: string): JsonObject => ({ name, in: "header", description, schema: { type: "string" } })
-const pathParameter = (name: string, description: string): JsonObject =>
-  ({ name, in: "path", required: true, description, schema: { type: "string" } })
+const query = (name: string, schema: JsonObject, description: string): JsonObject => ({
+  name,
+  in: "query",
+  description,
+  schema
+})
+const header = (name: string, description: string): JsonObject => ({
+  name,
+  in: "header",
+  description,
+  schema: { type: "string" }
+})
+const pathParameter = (name: string, description: string): JsonObject => ({
+  name,
+  in: "path",
+  required: true,
+  description,
+  schema: { type: "string" }
+})
 
 const text = { type: "string" }
 const listParameters: ReadonlyArray<JsonObject> = [
-  query("labelSelector", text, "Selects objects by their labels: =, ==, !=, in (…), notin (…), key and !key, comma-separated."),
+  query(
+    "labelSelector",
+    text,
+    "Selects objects by their labels: =, ==, !=, in (…), notin (…), key and !key, comma-separated."
+  ),
   query("fieldSelector", text, "Selects objects by fields, at least metadata.name and metadata.namespace."),
   query("limit", { type: "integer" }, "The most objects to return; the rest is reached with continue."),
   query("continue", text, "The continue token of the previous page."),
-  query("resourceVersion", text, "For a watch, the resourceVersion to start after; unset or 0 starts with the current objects."),
+  query(
+    "resourceVersion",
+    text,
+    "For a watch, the resourceVersion to start after; unset or 0 starts with the current objects."
+  ),
   query("watch", { type: "boolean" }, "Stream added, modified and deleted events instead of returning a list."),
   query("timeoutSeconds", { type: "integer" }, "Closes a watch after this many seconds."),
   query("allowWatchBookmarks", { type: "boolean" }, "Lets a watch send BOOKMARK events.")
 ]
 const dryRun = query("dryRun", text, "All: validate and answer with the would-be object without persisting it.")
-const fieldValidation = query("fieldValidation", text,
-  "Ignore, Warn or Strict: how unknown or duplicate fields in the body are treated. kubectl sends Strict.")
+const fieldValidation = query(
+  "fieldValidation",
+  text,
+  "Ignore, Warn or Strict: how unknown or duplicate fields in the body are treated. kubectl sends Strict."
+)
 const fieldManager = query("fieldManager", text, "The name of the actor making the change, recorded in managedFields.")
 const force = query("force", { type: "boolean" }, "For apply patches: take over fields owned by other managers.")
 const writeHeaders: ReadonlyArray<JsonObject> = [
-  header("Idempotency-Key", "Makes the request retry-safe: a retry with the same key and payload reuses the first outcome."),
-  header("If-Match", "Applies the write only if the current object still has this ETag. On a create: the ETag of a dry run of the same body, which binds its estimate's rate; the create is admitted after validUntil and never placed more than 10 % above that rate (PriceConsentRequired when it would be now).")
+  header(
+    "Idempotency-Key",
+    "Makes the request retry-safe: a retry with the same key and payload reuses the first outcome."
+  ),
+  header(
+    "If-Match",
+    "Applies the write only if the current object still has this ETag. On a create: the ETag of a dry run of the same body, which binds its estimate's rate; the create is admitted after validUntil and never placed more than 10 % above that rate (PriceConsentRequired when it would be now)."
+  )
 ]
 const writeParameters: ReadonlyArray<JsonObject> = [dryRun, fieldValidation, fieldManager, ...writeHeaders]
 // fieldValidation on PATCH is what tells kubectl to leave validation to the server (kubectl-compat §3).
@@ -153,11 +191,17 @@ const patchBody: JsonObject = {
 // The spec's status write path is PUT and merge PATCH; JSON patch works there too (kubectl patch --subresource=status).
 const statusPatchBody: JsonObject = {
   required: true,
-  content: { "application/merge-patch+json": { schema: mergePatch }, "application/json-patch+json": { schema: jsonPatch } }
+  content: {
+    "application/merge-patch+json": { schema: mergePatch },
+    "application/json-patch+json": { schema: jsonPatch }
+  }
 }
 
 const okResponse = (description: string, name: string): JsonObject => ({ description, content: jsonContent(ref(name)) })
-const errorResponse: JsonObject = { description: "An error, as a Status object (spec: Errors).", content: jsonContent(ref("Status")) }
+const errorResponse: JsonObject = {
+  description: "An error, as a Status object (spec: Errors).",
+  content: jsonContent(ref("Status"))
+}
 
 /** What distinguishes one operation of a resource from another. */
 interface OperationShape {
@@ -193,24 +237,37 @@ const operationObject = (resource: PathResource, shape: OperationShape): JsonObj
 
 /** A path item from its operations by HTTP method; undefined when the resource serves none of them. */
 const pathItem = (parameters: ReadonlyArray<JsonObject>, operations: JsonObject): JsonObject | undefined =>
-  Object.keys(operations).length === 0 ? undefined : { ...(parameters.length === 0 ? {} : { parameters }), ...operations }
+  Object.keys(operations).length === 0
+    ? undefined
+    : { ...(parameters.length === 0 ? {} : { parameters }), ...operations }
 
-const when = (condition: boolean, method: string, operation: () => JsonObject): JsonObject =>
-  (condition ? { [method]: operation() } : {})
+const when = (
+  condition: boolean,
+  method: string,
+  operation: () => JsonObject
+): JsonObject => (condition ? { [method]: operation() } : {})
 
 /** The collection path: list (or watch) and create. */
 const collectionOperations = (resource: PathResource, schema: string): JsonObject => {
   const { kind, operations } = resource
   return {
-    ...when(operations.has("list"), "get", () => operationObject(resource, {
-      action: "list", verb: "list", description: `List or watch objects of kind ${kind}.`,
-      parameters: listParameters, responses: { "200": okResponse("OK", `${schema}List`) }
-    })),
-    ...when(operations.has("create"), "post", () => operationObject(resource, {
-      action: "post", verb: "create", description: `Create a ${kind}.`, parameters: writeParameters,
-      requestBody: objectBody(schema),
-      responses: { "200": okResponse("OK (dry run)", schema), "201": okResponse("Created", schema) }
-    }))
+    ...when(operations.has("list"), "get", () =>
+      operationObject(resource, {
+        action: "list",
+        verb: "list",
+        description: `List or watch objects of kind ${kind}.`,
+        parameters: listParameters,
+        responses: { "200": okResponse("OK", `${schema}List`) }
+      })),
+    ...when(operations.has("create"), "post", () =>
+      operationObject(resource, {
+        action: "post",
+        verb: "create",
+        description: `Create a ${kind}.`,
+        parameters: writeParameters,
+        requestBody: objectBody(schema),
+        responses: { "200": okResponse("OK (dry run)", schema), "201": okResponse("Created", schema) }
+      }))
   }
 }
 
@@ -219,20 +276,40 @@ const itemOperations = (resource: PathResource, schema: string): JsonObject => {
   const { kind, operations } = resource
   const ok = { "200": okResponse("OK", schema) }
   return {
-    ...when(operations.has("get"), "get", () => operationObject(resource, {
-      action: "get", verb: "read", description: `Read the specified ${kind}.`, parameters: [], responses: ok
-    })),
-    ...when(operations.has("replace"), "put", () => operationObject(resource, {
-      action: "put", verb: "replace", description: `Replace the specified ${kind}.`, parameters: writeParameters,
-      requestBody: objectBody(schema), responses: ok
-    })),
-    ...when(operations.has("patch"), "patch", () => operationObject(resource, {
-      action: "patch", verb: "patch", description: `Partially update the specified ${kind}.`, parameters: patchParameters,
-      requestBody: patchBody, responses: { ...ok, "201": okResponse("Created (server-side apply)", schema) }
-    })),
-    ...when(operations.has("delete"), "delete", () => operationObject(resource, {
-      action: "delete", verb: "delete", description: `Delete the specified ${kind}.`, parameters: deleteParameters, responses: ok
-    }))
+    ...when(operations.has("get"), "get", () =>
+      operationObject(resource, {
+        action: "get",
+        verb: "read",
+        description: `Read the specified ${kind}.`,
+        parameters: [],
+        responses: ok
+      })),
+    ...when(operations.has("replace"), "put", () =>
+      operationObject(resource, {
+        action: "put",
+        verb: "replace",
+        description: `Replace the specified ${kind}.`,
+        parameters: writeParameters,
+        requestBody: objectBody(schema),
+        responses: ok
+      })),
+    ...when(operations.has("patch"), "patch", () =>
+      operationObject(resource, {
+        action: "patch",
+        verb: "patch",
+        description: `Partially update the specified ${kind}.`,
+        parameters: patchParameters,
+        requestBody: patchBody,
+        responses: { ...ok, "201": okResponse("Created (server-side apply)", schema) }
+      })),
+    ...when(operations.has("delete"), "delete", () =>
+      operationObject(resource, {
+        action: "delete",
+        verb: "delete",
+        description: `Delete the specified ${kind}.`,
+        parameters: deleteParameters,
+        responses: ok
+      }))
   }
 }
 
@@ -242,27 +319,49 @@ const statusOperations = (resource: PathResource, schema: string): JsonObject =>
   const ok = { "200": okResponse("OK", schema) }
   const writable = operations.has("getStatus") && operations.has("writeStatus")
   return {
-    ...when(operations.has("getStatus"), "get", () => operationObject(resource, {
-      action: "get", verb: "read", status: true, description: `Read the status of the specified ${kind}.`,
-      parameters: [], responses: ok
-    })),
-    ...when(writable, "put", () => operationObject(resource, {
-      action: "put", verb: "replace", status: true, description: `Replace the status of the specified ${kind}.`,
-      parameters: writeParameters, requestBody: objectBody(schema), responses: ok
-    })),
-    ...when(writable, "patch", () => operationObject(resource, {
-      action: "patch", verb: "patch", status: true, description: `Partially update the status of the specified ${kind}.`,
-      parameters: patchParameters, requestBody: statusPatchBody, responses: ok
-    }))
+    ...when(operations.has("getStatus"), "get", () =>
+      operationObject(resource, {
+        action: "get",
+        verb: "read",
+        status: true,
+        description: `Read the status of the specified ${kind}.`,
+        parameters: [],
+        responses: ok
+      })),
+    ...when(writable, "put", () =>
+      operationObject(resource, {
+        action: "put",
+        verb: "replace",
+        status: true,
+        description: `Replace the status of the specified ${kind}.`,
+        parameters: writeParameters,
+        requestBody: objectBody(schema),
+        responses: ok
+      })),
+    ...when(writable, "patch", () =>
+      operationObject(resource, {
+        action: "patch",
+        verb: "patch",
+        status: true,
+        description: `Partially update the status of the specified ${kind}.`,
+        parameters: patchParameters,
+        requestBody: statusPatchBody,
+        responses: ok
+      }))
   }
 }
 
 /** The all-projects list of a namespaced kind. */
 const allNamespacesOperations = (resource: PathResource, schema: string): JsonObject =>
-  when(resource.scope === "Namespaced" && resource.operations.has("listAll"), "get", () => operationObject(resource, {
-    action: "list", verb: "list", allNamespaces: true, description: `List or watch objects of kind ${resource.kind} in every project.`,
-    parameters: listParameters, responses: { "200": okResponse("OK", `${schema}List`) }
-  }))
+  when(resource.scope === "Namespaced" && resource.operations.has("listAll"), "get", () =>
+    operationObject(resource, {
+      action: "list",
+      verb: "list",
+      allNamespaces: true,
+      description: `List or watch objects of kind ${resource.kind} in every project.`,
+      parameters: listParameters,
+      responses: { "200": okResponse("OK", `${schema}List`) }
+    }))
 
 const namespaceParameter = pathParameter("namespace", "The project (namespace) of the object.")
 const nameParameter = pathParameter("name", "The name of the object.")
@@ -281,13 +380,18 @@ const resourcePaths = (resource: PathResource, schema: string): ReadonlyArray<re
     [`${collection}/{name}`, pathItem([...scopeParameters, nameParameter], itemOperations(resource, schema))],
     [`${collection}/{name}/status`, pathItem([...scopeParameters, nameParameter], statusOperations(resource, schema))],
     // The all-projects path of a namespaced kind; for cluster-scoped kinds it is the collection path itself.
-    ...(namespaced ? [[`${resource.root}/${resource.plural}`, pathItem([], allNamespacesOperations(resource, schema))] as const] : [])
+    ...(namespaced
+      ? [[`${resource.root}/${resource.plural}`, pathItem([], allNamespacesOperations(resource, schema))] as const]
+      : [])
   ]
   return items.flatMap(([path, item]) => (item === undefined ? [] : [[path, item] as const]))
 }
 
 const envelopeProperties = (group: string, version: string): JsonObject => ({
-  apiVersion: { type: "string", description: `The group version of the object: ${group === "" ? version : `${group}/${version}`}.` },
+  apiVersion: {
+    type: "string",
+    description: `The group version of the object: ${group === "" ? version : `${group}/${version}`}.`
+  },
   kind: { type: "string", description: "The kind of the object, in CamelCase." }
 })
 
@@ -343,13 +447,21 @@ export const document = (group: string, version: Version, schemas: KindSchemas):
     const kindSchemas = schemas(info)
     paths.push(...resourcePaths(pathResourceOf(group, info), name))
     components.push(...Object.entries(kindSchemas.definitions ?? {}))
-    components.push([name, kindSchema(group, info, kindSchemas)], [`${name}List`, listSchema(group, version, info.kind, name)])
+    components.push([name, kindSchema(group, info, kindSchemas)], [
+      `${name}List`,
+      listSchema(group, version, info.kind, name)
+    ])
   }
   // The sim backend's test clock, a Sandbox's commands and files and a WebhookEndpoint's deliveries and rotations live
   // beside the v1 kinds (docs/simulator.md, docs/sandboxes.md, docs/webhooks.md).
   if (version === "v1") {
     paths.push(...clockPaths(group), ...sandboxPaths(group), ...webhookPaths(group), ...functionCallPaths(group))
-    components.push(...Object.entries(clockSchemas(group)), ...Object.entries(sandboxSchemas()), ...Object.entries(webhookSchemas()), ...Object.entries(functionCallSchemas()))
+    components.push(
+      ...Object.entries(clockSchemas(group)),
+      ...Object.entries(sandboxSchemas()),
+      ...Object.entries(webhookSchemas()),
+      ...Object.entries(functionCallSchemas())
+    )
   }
   return {
     openapi: "3.0.3",
@@ -369,7 +481,9 @@ const namespaceSchema: JsonObject = {
     spec: {
       type: "object",
       description: "The namespace's specification.",
-      properties: { finalizers: { type: "array", items: { type: "string" }, description: "Finalizers of the namespace." } }
+      properties: {
+        finalizers: { type: "array", items: { type: "string" }, description: "Finalizers of the namespace." }
+      }
     },
     status: {
       type: "object",
@@ -392,16 +506,28 @@ const eventSchema: JsonObject = {
     involvedObject: {
       type: "object",
       description: "The object the event is about.",
-      properties: Object.fromEntries(["apiVersion", "kind", "name", "namespace", "uid"].map((field) => [field, { type: "string", description: `The object's ${field}.` }]))
+      properties: Object.fromEntries(
+        ["apiVersion", "kind", "name", "namespace", "uid"].map((
+          field
+        ) => [field, { type: "string", description: `The object's ${field}.` }])
+      )
     },
     reason: { type: "string", description: "Why it happened, in CamelCase (e.g. Running, Preempted, Completed)." },
     message: { type: "string", description: "What happened, for humans." },
     type: { type: "string", description: "Normal or Warning." },
-    count: { type: "integer", format: "int32", description: "How many times it happened (identical events are aggregated)." },
+    count: {
+      type: "integer",
+      format: "int32",
+      description: "How many times it happened (identical events are aggregated)."
+    },
     firstTimestamp: timeProperty("When it first happened."),
     lastTimestamp: timeProperty("When it last happened."),
     eventTime: timeProperty("When it first happened, in microseconds."),
-    source: { type: "object", description: "Who reported it.", properties: { component: { type: "string", description: "The component, e.g. nodus-runtime." } } },
+    source: {
+      type: "object",
+      description: "Who reported it.",
+      properties: { component: { type: "string", description: "The component, e.g. nodus-runtime." } }
+    },
     reportingComponent: { type: "string", description: "The component that reported it." },
     reportingInstance: { type: "string", description: "The instance of that component." }
   },
@@ -437,9 +563,19 @@ const listMetaSchema: JsonObject = {
   type: "object",
   description: "Metadata of a list (spec: Object envelope, list envelope).",
   properties: {
-    continue: { type: "string", description: "Set when more items exist: pass it as the continue parameter to get the next page." },
-    remainingItemCount: { type: "integer", format: "int64", description: "How many items follow this page, when known." },
-    resourceVersion: { type: "string", description: "The resourceVersion the list was read at; a watch can start from it." },
+    continue: {
+      type: "string",
+      description: "Set when more items exist: pass it as the continue parameter to get the next page."
+    },
+    remainingItemCount: {
+      type: "integer",
+      format: "int64",
+      description: "How many items follow this page, when known."
+    },
+    resourceVersion: {
+      type: "string",
+      description: "The resourceVersion the list was read at; a watch can start from it."
+    },
     selfLink: { type: "string", description: "Deprecated; not set." },
     shardInfo: {
       type: "object",
@@ -498,7 +634,8 @@ const objectMetaDescriptions: Readonly<Record<string, string>> = {
   generateName: "A prefix the server completes with random characters to make a unique name, when name is not set.",
   namespace: "The project (namespace) the object lives in; empty for cluster-scoped kinds. Cannot be updated.",
   uid: "Unique in time and space, set by the server on create. Read-only.",
-  resourceVersion: "Opaque version of the object, changed on every write; used for optimistic concurrency and watches. Read-only.",
+  resourceVersion:
+    "Opaque version of the object, changed on every write; used for optimistic concurrency and watches. Read-only.",
   generation: "A sequence number of the desired state, bumped when spec changes. Read-only.",
   creationTimestamp: "When the object was created, RFC 3339. Read-only.",
   deletionTimestamp: "When the object will be deleted, RFC 3339; set when deletion was requested. Read-only.",
@@ -536,7 +673,9 @@ export const objectMetaSchema = (): JsonObject => {
     // kubectl explain prints this after the field's own "Standard object metadata.", so it says something else.
     description: "Metadata every stored object has (spec: Object envelope). The server owns uid, resourceVersion, " +
       "generation, creationTimestamp and managedFields.",
-    properties: Object.fromEntries(Object.entries(properties).map(([name, property]) => [name, describeProperty(name, property)]))
+    properties: Object.fromEntries(
+      Object.entries(properties).map(([name, property]) => [name, describeProperty(name, property)])
+    )
   }
 }
 
@@ -552,13 +691,36 @@ const asJsonObject = (value: unknown): JsonObject => {
 
 type SchemaNode = { readonly [key: string]: unknown }
 
-const isNode = (value: unknown): value is SchemaNode => typeof value === "object" && value !== null && !Array.isArray(value)
+const isNode = (value: unknown): value is SchemaNode =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
 
 // OpenAPI 3.0.3 §4.7.24: the JSON Schema keywords a Schema Object may carry, plus its own; "x-" extensions pass too.
 const keptKeywords = new Set([
-  "title", "multipleOf", "maximum", "minimum", "maxLength", "minLength", "pattern", "maxItems", "minItems",
-  "uniqueItems", "maxProperties", "minProperties", "enum", "type", "description", "format", "default", "nullable",
-  "discriminator", "readOnly", "writeOnly", "xml", "externalDocs", "example", "deprecated"
+  "title",
+  "multipleOf",
+  "maximum",
+  "minimum",
+  "maxLength",
+  "minLength",
+  "pattern",
+  "maxItems",
+  "minItems",
+  "uniqueItems",
+  "maxProperties",
+  "minProperties",
+  "enum",
+  "type",
+  "description",
+  "format",
+  "default",
+  "nullable",
+  "discriminator",
+  "readOnly",
+  "writeOnly",
+  "xml",
+  "externalDocs",
+  "example",
+  "deprecated"
 ])
 
 /**
@@ -583,7 +745,9 @@ const convertNode = (node: SchemaNode): SchemaNode => {
   const entries = Object.entries(lifted).flatMap(([key, value]) => convertKeyword(key, value))
   const converted = Object.fromEntries(entries)
   const enumValues = converted["enum"]
-  const withNullable = Array.isArray(enumValues) && enumValues.includes(null) ? { ...converted, nullable: true } : converted
+  const withNullable = Array.isArray(enumValues) && enumValues.includes(null)
+    ? { ...converted, nullable: true }
+    : converted
   return wrapReference(mergeAllOf(withNullable))
 }
 
@@ -598,7 +762,8 @@ const mergeAllOf = (node: SchemaNode): SchemaNode => {
   const { allOf: _allOf, ...merged } = node
   const kept: Array<unknown> = []
   for (const member of members) {
-    const mergeable = isNode(member) && member["$ref"] === undefined && Object.keys(member).every((key) => !(key in merged))
+    const mergeable = isNode(member) && member["$ref"] === undefined &&
+      Object.keys(member).every((key) => !(key in merged))
     if (mergeable) Object.assign(merged, member)
     else kept.push(member)
   }
@@ -653,28 +818,48 @@ const widenPatternProperties = (node: SchemaNode): SchemaNode => {
 const convertKeyword = (key: string, value: unknown): ReadonlyArray<readonly [string, unknown]> => {
   if (key.startsWith("x-")) return [[key, value]]
   switch (key) {
-    case "$ref": return typeof value === "string" ? [[key, value.replace(/^#\/(definitions|\$defs)\//u, schemaPrefix)]] : []
-    case "const": return [["enum", [value]]]
-    case "examples": return Array.isArray(value) && value.length > 0 ? [["example", value[0]]] : []
-    case "exclusiveMinimum": return exclusiveBound("minimum", key, value)
-    case "exclusiveMaximum": return exclusiveBound("maximum", key, value)
-    case "required": return Array.isArray(value) && value.length > 0 ? [[key, value]] : []
-    case "properties": return isNode(value) ? [[key, mapValues(value, toOpenApi30)]] : []
-    case "additionalProperties": return [[key, typeof value === "boolean" ? value : toOpenApi30(value)]]
-    case "items": return [[key, Array.isArray(value) ? tupleItems(value) : toOpenApi30(value)]]
-    case "allOf": case "anyOf": case "oneOf": return Array.isArray(value) ? [[key, value.map(toOpenApi30)]] : []
-    case "not": return [[key, toOpenApi30(value)]]
-    default: return keptKeywords.has(key) ? [[key, value]] : []
+    case "$ref":
+      return typeof value === "string" ? [[key, value.replace(/^#\/(definitions|\$defs)\//u, schemaPrefix)]] : []
+    case "const":
+      return [["enum", [value]]]
+    case "examples":
+      return Array.isArray(value) && value.length > 0 ? [["example", value[0]]] : []
+    case "exclusiveMinimum":
+      return exclusiveBound("minimum", key, value)
+    case "exclusiveMaximum":
+      return exclusiveBound("maximum", key, value)
+    case "required":
+      return Array.isArray(value) && value.length > 0 ? [[key, value]] : []
+    case "properties":
+      return isNode(value) ? [[key, mapValues(value, toOpenApi30)]] : []
+    case "additionalProperties":
+      return [[key, typeof value === "boolean" ? value : toOpenApi30(value)]]
+    case "items":
+      return [[key, Array.isArray(value) ? tupleItems(value) : toOpenApi30(value)]]
+    case "allOf":
+    case "anyOf":
+    case "oneOf":
+      return Array.isArray(value) ? [[key, value.map(toOpenApi30)]] : []
+    case "not":
+      return [[key, toOpenApi30(value)]]
+    default:
+      return keptKeywords.has(key) ? [[key, value]] : []
   }
 }
 
 // Draft-06 and later write exclusive bounds as numbers; draft-04 and OpenAPI 3.0 as a boolean beside the bound.
-const exclusiveBound = (bound: string, key: string, value: unknown): ReadonlyArray<readonly [string, unknown]> =>
-  (typeof value === "number" ? [[bound, value], [key, true]] : [[key, value]])
+const exclusiveBound = (
+  bound: string,
+  key: string,
+  value: unknown
+): ReadonlyArray<
+  readonly [string, unknown]
+> => (typeof value === "number" ? [[bound, value], [key, true]] : [[key, value]])
 
 // OpenAPI 3.0 items is one schema; a tuple's positions become alternatives (minItems/maxItems keep the length).
-const tupleItems = (items: ReadonlyArray<unknown>): unknown =>
-  (items.length === 1 ? toOpenApi30(items[0]) : { anyOf: items.map(toOpenApi30) })
+const tupleItems = (
+  items: ReadonlyArray<unknown>
+): unknown => (items.length === 1 ? toOpenApi30(items[0]) : { anyOf: items.map(toOpenApi30) })
 
 const mapValues = (node: SchemaNode, convert: (value: unknown) => unknown): SchemaNode =>
   Object.fromEntries(Object.entries(node).map(([key, value]) => [key, convert(value)]))

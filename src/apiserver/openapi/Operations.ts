@@ -9,14 +9,32 @@ export const schemaRef = (name: string): JsonObject => ({ $ref: `#/components/sc
 /** A JSON body of the component `name`. */
 export const json = (name: string): JsonObject => ({ "application/json": { schema: schemaRef(name) } })
 
-export const errorResponse: JsonObject = { description: "An error, as a Status object (spec: Errors).", content: json("Status") }
+export const errorResponse: JsonObject = {
+  description: "An error, as a Status object (spec: Errors).",
+  content: json("Status")
+}
 
-export const pathParameter = (name: string, description: string): JsonObject => ({ name, in: "path", required: true, description, schema: { type: "string" } })
+export const pathParameter = (name: string, description: string): JsonObject => ({
+  name,
+  in: "path",
+  required: true,
+  description,
+  schema: { type: "string" }
+})
 
-export const queryParameter = (name: string, description: string, schema: JsonObject = { type: "string" }): JsonObject => ({ name, in: "query", description, schema })
+export const queryParameter = (
+  name: string,
+  description: string,
+  schema: JsonObject = { type: "string" }
+): JsonObject => ({ name, in: "query", description, schema })
 
 /** An operation whose every other answer is a Status. */
-export const operation = (operationId: string, action: string, description: string, fields: JsonObject): JsonObject => ({
+export const operation = (
+  operationId: string,
+  action: string,
+  description: string,
+  fields: JsonObject
+): JsonObject => ({
   operationId,
   description,
   "x-kubernetes-action": action,

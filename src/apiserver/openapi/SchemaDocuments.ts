@@ -17,9 +17,13 @@ interface Converted {
 const convert = (schema: Schema.Top, description: string): Converted => {
   const document = Schema.toJsonSchemaDocument(schema)
   const root = toOpenApi30(document.schema) as JsonObject
-  const definitions = Object.fromEntries(Object.entries(document.definitions).map(([name, definition]) => [name, toOpenApi30(definition) as Json]))
+  const definitions = Object.fromEntries(
+    Object.entries(document.definitions).map(([name, definition]) => [name, toOpenApi30(definition) as Json])
+  )
   // A root that is only a $ref gets its description beside it through allOf (OpenAPI 3.0 ignores $ref siblings).
-  const described = typeof root["$ref"] === "string" ? { allOf: [root], description } : { ...root, description: root["description"] ?? description }
+  const described = typeof root["$ref"] === "string"
+    ? { allOf: [root], description }
+    : { ...root, description: root["description"] ?? description }
   return { schema: described, definitions }
 }
 
@@ -29,7 +33,9 @@ export const mergeDefinitions = (...groups: ReadonlyArray<JsonObject>): JsonObje
   for (const group of groups) {
     for (const [name, definition] of Object.entries(group)) {
       const existing = merged[name]
-      if (existing !== undefined && !equals(existing, definition)) throw new Error(`two different schemas are both named ${name}`)
+      if (existing !== undefined && !equals(existing, definition)) {
+        throw new Error(`two different schemas are both named ${name}`)
+      }
       merged[name] = definition
     }
   }
@@ -46,7 +52,11 @@ export const schemaDocuments: KindSchemas = (info: KindInfo) => {
   const definition = definitionOf(info.kind)
   const spec = convert(definition.spec, `The desired state of the ${info.kind}, written by its owner.`)
   const status = convert(definition.status, `The observed state of the ${info.kind}, written by the service.`)
-  const result = { spec: spec.schema, status: status.schema, definitions: mergeDefinitions(spec.definitions, status.definitions) }
+  const result = {
+    spec: spec.schema,
+    status: status.schema,
+    definitions: mergeDefinitions(spec.definitions, status.definitions)
+  }
   cache.set(info.kind, result)
   return result
 }

@@ -3,10 +3,9 @@
 // x-kubernetes-group-version-kind, and kubectl never looks at it. Pure.
 
 import type { JsonObject } from "../../core/Json.ts"
-import { clockAdvanceMaxMs } from "../SimulationControl.ts"
 import { formatDurationMs } from "../../core/Units.ts"
+import { clockAdvanceMaxMs } from "../SimulationControl.ts"
 import { errorResponse, json } from "./Operations.ts"
-
 
 /** The components the clock's operations refer to. */
 export const clockSchemas = (group: string): JsonObject => ({
@@ -25,7 +24,10 @@ export const clockSchemas = (group: string): JsonObject => ({
     type: "object",
     description: "Where to move the clock: exactly one of advance and to. Simulated time never goes back.",
     properties: {
-      advance: { type: "string", description: `A duration such as 15m or 2h, at most ${formatDurationMs(clockAdvanceMaxMs)}.` },
+      advance: {
+        type: "string",
+        description: `A duration such as 15m or 2h, at most ${formatDurationMs(clockAdvanceMaxMs)}.`
+      },
       to: { type: "string", format: "date-time", description: "An RFC 3339 time not before the clock's now." }
     },
     additionalProperties: false
@@ -38,18 +40,23 @@ export const clockPaths = (group: string): ReadonlyArray<readonly [string, JsonO
   {
     get: {
       operationId: "readSimulationClock",
-      description: "Read the simulated time of the sim backend (any key). 404 NotFound when the server runs no simulator.",
+      description:
+        "Read the simulated time of the sim backend (any key). 404 NotFound when the server runs no simulator.",
       parameters: [],
       responses: { "200": { description: "OK", content: json("SimulationClock") }, default: errorResponse },
       "x-kubernetes-action": "get"
     },
     post: {
       operationId: "advanceSimulationClock",
-      description: "Move simulated time forward (admin scope). Every event due until then runs, and every resulting write is " +
+      description:
+        "Move simulated time forward (admin scope). Every event due until then runs, and every resulting write is " +
         "stored, before the answer comes: a Job that needs 10m of work and was created before a 15m advance has finished.",
       parameters: [],
       requestBody: { required: true, content: json("SimulationClockRequest") },
-      responses: { "200": { description: "The clock after the move", content: json("SimulationClock") }, default: errorResponse },
+      responses: {
+        "200": { description: "The clock after the move", content: json("SimulationClock") },
+        default: errorResponse
+      },
       "x-kubernetes-action": "post"
     }
   }

@@ -4,11 +4,10 @@
 
 import { Schema } from "effect"
 import type { JsonObject } from "../../core/Json.ts"
-import { WebhookEndpointRotation } from "../../core/schemas/WebhookEndpoint.ts"
 import * as Limits from "../../core/Limits.ts"
+import { WebhookEndpointRotation } from "../../core/schemas/WebhookEndpoint.ts"
 import { schemaName, toOpenApi30 } from "./OpenApi.ts"
 import { json, operation, pathParameter, schemaRef } from "./Operations.ts"
-
 
 const delivery: JsonObject = {
   type: "object",
@@ -18,9 +17,17 @@ const delivery: JsonObject = {
     id: { type: "string", description: "The entry's id, for .../deliveries/{id}/replays." },
     webhookId: { type: "string", description: "The webhook-id header of every attempt of this delivery." },
     type: { type: "string", description: "The event type, such as job.succeeded." },
-    phase: { type: "string", enum: ["Pending", "Succeeded", "Failed", "Abandoned"], description: "Pending, Succeeded, Failed or Abandoned." },
+    phase: {
+      type: "string",
+      enum: ["Pending", "Succeeded", "Failed", "Abandoned"],
+      description: "Pending, Succeeded, Failed or Abandoned."
+    },
     attempts: { type: "integer", description: "Attempts made." },
-    createdTime: { type: "string", format: "date-time", description: "When the delivery was made (the event's fan-out, or the replay)." },
+    createdTime: {
+      type: "string",
+      format: "date-time",
+      description: "When the delivery was made (the event's fan-out, or the replay)."
+    },
     lastAttemptTime: { type: "string", format: "date-time", description: "When its last attempt was signed." },
     nextAttemptTime: { type: "string", format: "date-time", description: "When a Pending delivery is tried next." },
     responseCode: { type: "integer", description: "The receiver's last HTTP status code." },
@@ -41,7 +48,10 @@ export const webhookSchemas = (): JsonObject => ({
     properties: {
       apiVersion: { type: "string" },
       kind: { type: "string", enum: ["WebhookDeliveryList"] },
-      metadata: { type: "object", properties: { continue: { type: "string", description: "The `after` of the next page, when there is one." } } },
+      metadata: {
+        type: "object",
+        properties: { continue: { type: "string", description: "The `after` of the next page, when there is one." } }
+      },
       items: { type: "array", items: schemaRef("WebhookDelivery") }
     }
   }
@@ -56,8 +66,19 @@ export const webhookPaths = (group: string): ReadonlyArray<readonly [string, Jso
       parameters: scope,
       get: operation("listWebhookDeliveries", "list", "The endpoint's delivery log, oldest first.", {
         parameters: [
-          { name: "limit", in: "query", description: `Entries per page, 1 to ${Limits.webhookDeliveriesPageMax} (default ${Limits.webhookDeliveriesPageDefault}).`, schema: { type: "integer" } },
-          { name: "after", in: "query", description: "The `continue` value of the previous page.", schema: { type: "string" } }
+          {
+            name: "limit",
+            in: "query",
+            description:
+              `Entries per page, 1 to ${Limits.webhookDeliveriesPageMax} (default ${Limits.webhookDeliveriesPageDefault}).`,
+            schema: { type: "integer" }
+          },
+          {
+            name: "after",
+            in: "query",
+            description: "The `continue` value of the previous page.",
+            schema: { type: "string" }
+          }
         ],
         responses: { "200": { description: "OK", content: json("WebhookDeliveryList") } }
       })
@@ -70,12 +91,27 @@ export const webhookPaths = (group: string): ReadonlyArray<readonly [string, Jso
     }],
     [`${endpoint}/rotations`, {
       parameters: scope,
-      post: operation("rotateWebhookSecret", "post", "A new signing secret, shown once in status.signingSecret; the previous one keeps signing beside it " +
-        "until previousSecretTTL ends (status.secretRotation). With an Idempotency-Key, a retry answers the same secret.", {
-        parameters: [{ name: "Idempotency-Key", in: "header", description: "Makes the rotation retry-safe.", schema: { type: "string" } }],
-        requestBody: { required: false, content: json("WebhookEndpointRotation") },
-        responses: { "200": { description: "The endpoint, with its new secret", content: json(schemaName(group, "v1", "WebhookEndpoint")) } }
-      })
+      post: operation(
+        "rotateWebhookSecret",
+        "post",
+        "A new signing secret, shown once in status.signingSecret; the previous one keeps signing beside it " +
+          "until previousSecretTTL ends (status.secretRotation). With an Idempotency-Key, a retry answers the same secret.",
+        {
+          parameters: [{
+            name: "Idempotency-Key",
+            in: "header",
+            description: "Makes the rotation retry-safe.",
+            schema: { type: "string" }
+          }],
+          requestBody: { required: false, content: json("WebhookEndpointRotation") },
+          responses: {
+            "200": {
+              description: "The endpoint, with its new secret",
+              content: json(schemaName(group, "v1", "WebhookEndpoint"))
+            }
+          }
+        }
+      )
     }]
   ]
 }

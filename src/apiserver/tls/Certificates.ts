@@ -192,7 +192,10 @@ const ipAddressOctets = (address: string): Buffer => {
   const headGroups = head === "" ? [] : head.split(":")
   const tailGroups = tail === undefined || tail === "" ? [] : tail.split(":")
   const zeroGroups = tail === undefined ? [] : new Array<string>(8 - headGroups.length - tailGroups.length).fill("0")
-  return Buffer.from([...headGroups, ...zeroGroups, ...tailGroups].map((group) => group.padStart(4, "0")).join(""), "hex")
+  return Buffer.from(
+    [...headGroups, ...zeroGroups, ...tailGroups].map((group) => group.padStart(4, "0")).join(""),
+    "hex"
+  )
 }
 
 /**

@@ -276,7 +276,8 @@ export const namedBitString = (setBits: ReadonlyArray<number>): Buffer => {
 export const octetString = (bytes: Uint8Array): Buffer => universal(universalTag.octetString, false, bytes)
 
 /** Encodes a BOOLEAN; DER writes TRUE as 0xff and FALSE as 0x00 (X.690 section 11.1). */
-export const boolean = (value: boolean): Buffer => universal(universalTag.boolean, false, Buffer.from([value ? 0xff : 0x00]))
+export const boolean = (value: boolean): Buffer =>
+  universal(universalTag.boolean, false, Buffer.from([value ? 0xff : 0x00]))
 
 /** Encodes NULL, which has empty contents (X.690 section 8.8). */
 export const nullValue = (): Buffer => universal(universalTag.null, false, new Uint8Array(0))

@@ -9,28 +9,52 @@
  * run stops: the server has declared them lost and is recovering them elsewhere, so nothing runs twice for long.
  */
 import { createHash } from "node:crypto"
-import { pipeline } from "node:stream/promises"
-import { chmodSync, chownSync, closeSync, createWriteStream, existsSync, mkdirSync, openSync, readdirSync, readSync, realpathSync, rmSync, statSync } from "node:fs"
+import {
+  chmodSync,
+  chownSync,
+  closeSync,
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readSync,
+  realpathSync,
+  rmSync,
+  statSync
+} from "node:fs"
 import { join, posix, relative } from "node:path"
-import * as Limits from "../../core/Limits.ts"
+import { pipeline } from "node:stream/promises"
 import type { BoxReply, BoxRequest } from "../../core/capacity/Capacity.ts"
+import * as Limits from "../../core/Limits.ts"
 import type { AddressRange, ConnectRules } from "../../core/PublicAddress.ts"
-import { hostAddresses } from "../../net/Outbound.ts"
 import { syncRepliesBytesMax } from "../../core/SandboxBox.ts"
+import { hostAddresses } from "../../net/Outbound.ts"
 import { AgentHttpError } from "./AgentHttp.ts"
+import { packArchive, unpackArchive } from "./Archive.ts"
 import { BoxChannel, hostOutputBounds } from "./BoxChannel.ts"
-import { keptLogOf, KeptWorkspaces } from "./KeptWorkspaces.ts"
-import { ReadyAreas } from "./ReadyAreas.ts"
-import { isWarmable, type WarmBox, WarmBoxes } from "./WarmBoxes.ts"
+import { imageOf, mountArea, overQuota, quotaPollMs, removeArea, unmountUnder } from "./DiskQuota.ts"
 import { type RunningProxy, startEgressProxy } from "./EgressProxy.ts"
 import { fetchInput, fetchProblem } from "./InputFetch.ts"
-import { WorkerConnection, WorkerLost, type WorkerTarget, workerArgv, workerEnv } from "./PythonWorker.ts"
+import { type IsolationSupport, type Outcome as ProgramExit, runIsolated, type RunningProgram } from "./Isolation.ts"
+import { keptLogOf, KeptWorkspaces } from "./KeptWorkspaces.ts"
+import {
+  type AgentLink,
+  type BoxCallReply,
+  type Desired,
+  type Exit,
+  type Hello,
+  type Lease,
+  leaseExpiryMs,
+  outputBytesMax,
+  type RunInput,
+  type RunReport,
+  type RunSpec
+} from "./Protocol.ts"
+import { workerArgv, WorkerConnection, workerEnv, WorkerLost, type WorkerTarget } from "./PythonWorker.ts"
+import { ReadyAreas } from "./ReadyAreas.ts"
 import { givenValues, scrub } from "./Scrub.ts"
-import { imageOf, mountArea, overQuota, quotaPollMs, removeArea, unmountUnder } from "./DiskQuota.ts"
-import { packArchive, unpackArchive } from "./Archive.ts"
-import { type IsolationSupport, type Outcome as ProgramExit, type RunningProgram, runIsolated } from "./Isolation.ts"
-import { type AgentLink, type BoxCallReply, type Desired, type Exit, type Hello, type Lease, leaseExpiryMs, outputBytesMax, type RunInput, type RunReport, type RunSpec } from "./Protocol.ts"
-
+import { isWarmable, type WarmBox, WarmBoxes } from "./WarmBoxes.ts"
 
 /** The most log text one sync carries per run: a noisy program never makes a sync slow. */
 const logChunkMax = 256 * 1024
@@ -140,14 +164,26 @@ export class Agent {
     mkdirSync(options.runsDir, { recursive: true })
     chmodSync(options.runsDir, 0o711)
     // Boxes a previous agent here left (it stopped or was killed): their /workspace is kept before anything starts.
-    this.kept = new KeptWorkspaces({ dir: join(options.runsDir, "kept"), now: options.now, maxAgeMs: Limits.keptWorkspaceMaxAgeMs })
+    this.kept = new KeptWorkspaces({
+      dir: join(options.runsDir, "kept"),
+      now: options.now,
+      maxAgeMs: Limits.keptWorkspaceMaxAgeMs
+    })
     this.kept.keepLeftovers(options.runsDir)
     this.swept = unmountUnder(options.runsDir)
     this.areas = new ReadyAreas({
-      dir: join(options.runsDir, "ready"), size: options.support.diskQuotas === "loop" ? 1 : 0, bytes: Limits.boxDiskBytesDefault, say: (message) => this.say(message)
+      dir: join(options.runsDir, "ready"),
+      size: options.support.diskQuotas === "loop" ? 1 : 0,
+      bytes: Limits.boxDiskBytesDefault,
+      say: (message) => this.say(message)
     })
     this.warm = new WarmBoxes({
-      size: options.warmBoxes ?? 0, dir: join(options.runsDir, "warm"), support: options.support, hidden: options.hidden, now: options.now, say: (message) => this.say(message),
+      size: options.warmBoxes ?? 0,
+      dir: join(options.runsDir, "warm"),
+      support: options.support,
+      hidden: options.hidden,
+      now: options.now,
+      say: (message) => this.say(message),
       outputBounds: this.outputBounds
     })
   }
@@ -178,7 +214,10 @@ export class Agent {
     const now = this.options.now()
     // No answer under a lease for longer than a lease lasts: the server has given these runs up (and is recovering
     // them elsewhere), so they stop here — nothing runs twice for long, however the network is cut.
-    if (this.lastSynced > 0 && now - this.lastSynced > this.expiryMs && [...this.runs.values()].some((run) => run.phase !== "Exited" && !run.stopping)) {
+    if (
+      this.lastSynced > 0 && now - this.lastSynced > this.expiryMs &&
+      [...this.runs.values()].some((run) => run.phase !== "Exited" && !run.stopping)
+    ) {
       this.say("no answer from the server for longer than a lease: stopping every program")
       for (const run of this.runs.values()) {
         if (run.phase === "Exited") continue
@@ -210,7 +249,10 @@ export class Agent {
    */
   readonly busy = (): boolean =>
     this.syncing !== undefined || this.pokes > 0 ||
-    [...this.runs.values()].some((run) => run.phase === "Starting" || run.checkpointing || (run.stopping && run.phase !== "Exited") || (run.phase === "Exited" && !run.exitReported))
+    [...this.runs.values()].some((run) =>
+      run.phase === "Starting" || run.checkpointing || (run.stopping && run.phase !== "Exited") ||
+      (run.phase === "Exited" && !run.exitReported)
+    )
 
   /** Syncs now (renewing the lease), beside the long poll. */
   readonly syncNow = () => this.syncOnce(0)
@@ -265,11 +307,30 @@ export class Agent {
     if (lease === undefined) return
     const reports = [...this.runs.values()].map((run) => this.reportOf(run))
     const replies = this.takeReplies()
-    const response = await this.options.link.sync({ node: this.options.hello.node, epoch: lease.epoch, version: this.version, runs: reports, waitMs, ...(replies.length === 0 ? {} : { replies }) })
+    const response = await this.options.link.sync({
+      node: this.options.hello.node,
+      epoch: lease.epoch,
+      version: this.version,
+      runs: reports,
+      waitMs,
+      ...(replies.length === 0 ? {} : { replies })
+    })
       .catch((error: unknown) => {
         // A reply the server refused (too large, malformed) would be refused again at every sync: it goes as a refusal.
-        const refused = error instanceof AgentHttpError && error.status >= 400 && error.status < 500 && error.status !== 401
-        this.replies.unshift(...(refused ? replies.map((reply) => ({ id: reply.id, reply: { _tag: "Refused" as const, code: "Unavailable" as const, message: "the box's answer could not be delivered" } })) : replies))
+        const refused = error instanceof AgentHttpError && error.status >= 400 && error.status < 500 &&
+          error.status !== 401
+        this.replies.unshift(
+          ...(refused
+            ? replies.map((reply) => ({
+              id: reply.id,
+              reply: {
+                _tag: "Refused" as const,
+                code: "Unavailable" as const,
+                message: "the box's answer could not be delivered"
+              }
+            }))
+            : replies)
+        )
         if (replies.length > 0) this.poke()
         throw error
       })
@@ -350,13 +411,32 @@ export class Agent {
     const keep = keepsWorkspace(spec)
     // A Sandbox's box of the common shape takes a warm one, whose area is then the run's — unless this host kept its
     // last box's /workspace, which its own area starts from (makeArea).
-    const warm = !(keep && this.kept.has(spec.owner, spec.restore?.seq ?? 0)) && isWarmable(spec) ? this.warm.take() : undefined
+    const warm = !(keep && this.kept.has(spec.owner, spec.restore?.seq ?? 0)) && isWarmable(spec)
+      ? this.warm.take()
+      : undefined
     const area = warm?.area ?? this.areaOf(spec.id)
     if (warm !== undefined && keep) this.kept.mark(area, spec.owner, spec.restore?.seq ?? 0)
     const run: LocalRun = {
-      spec, area, logPath: join(area, "log"), phase: "Starting", program: undefined, exit: undefined, stopping: false, logAcked: 0,
-      checkpoint: undefined, checkpointFailures: 0, nextCheckpointAt: undefined, suspend: undefined, checkpointing: false, exitReported: false,
-      proxy: undefined, channel: undefined, worker: undefined, keepable: false, fromKept: false, lost: false,
+      spec,
+      area,
+      logPath: join(area, "log"),
+      phase: "Starting",
+      program: undefined,
+      exit: undefined,
+      stopping: false,
+      logAcked: 0,
+      checkpoint: undefined,
+      checkpointFailures: 0,
+      nextCheckpointAt: undefined,
+      suspend: undefined,
+      checkpointing: false,
+      exitReported: false,
+      proxy: undefined,
+      channel: undefined,
+      worker: undefined,
+      keepable: false,
+      fromKept: false,
+      lost: false,
       pollQuota: this.options.support.diskQuotas === "polled"
     }
     this.runs.set(spec.id, run)
@@ -366,7 +446,14 @@ export class Agent {
     const gpus = this.takeGpus(spec)
     if (typeof gpus === "string") return this.exited(run, undefined, gpus, true)
     // The host could not set the run up (its box, its area, a checkpoint to restore): not the program's failure.
-    void (warm === undefined ? this.execute(run) : this.serveWarm(run, warm)).catch((error) => this.exited(run, undefined, `the host could not start it: ${error instanceof Error ? error.message : String(error)}`, true))
+    void (warm === undefined ? this.execute(run) : this.serveWarm(run, warm)).catch((error) =>
+      this.exited(
+        run,
+        undefined,
+        `the host could not start it: ${error instanceof Error ? error.message : String(error)}`,
+        true
+      )
+    )
   }
 
   /** The GPUs a run is given: free ones of this host, or why there are not enough (the host's failure to set it up). */
@@ -386,7 +473,10 @@ export class Agent {
    * host's own (read now: interfaces come and go) nor the control plane's, and the operator's exceptions.
    */
   private egressRules(): ConnectRules {
-    return { exceptions: this.options.egressAllow ?? [], own: [...hostAddresses(), ...(this.options.unreachable ?? [])] }
+    return {
+      exceptions: this.options.egressAllow ?? [],
+      own: [...hostAddresses(), ...(this.options.unreachable ?? [])]
+    }
   }
 
   /**
@@ -422,7 +512,11 @@ export class Agent {
       await mountArea(run.area, diskBytesOf(run.spec))
     } catch (error) {
       // (loop devices used up, say): the run goes on, its quota polled.
-      this.say(`the area of ${run.spec.id} could not be a filesystem of its own (${messageOf(error)}); its disk quota is polled`)
+      this.say(
+        `the area of ${run.spec.id} could not be a filesystem of its own (${
+          messageOf(error)
+        }); its disk quota is polled`
+      )
       await removeArea(run.area)
       run.pollQuota = true
     }
@@ -430,7 +524,9 @@ export class Agent {
 
   /** Where quotas are polled: a box past its quota is stopped, and its exit says why. */
   private async checkQuota(run: LocalRun) {
-    if (run.phase === "Exited" || run.program === undefined || run.quotaChecking === true || run.overQuota !== undefined) return
+    if (
+      run.phase === "Exited" || run.program === undefined || run.quotaChecking === true || run.overQuota !== undefined
+    ) return
     const now = this.options.now()
     if (now < (run.quotaCheckAt ?? 0)) return
     run.quotaCheckAt = now + quotaPollMs
@@ -438,7 +534,9 @@ export class Agent {
     try {
       const used = await overQuota(run.area, diskBytesOf(run.spec))
       if (used === undefined || run.program === undefined) return
-      run.overQuota = `its writable space holds ${used} bytes, past its disk quota of ${diskBytesOf(run.spec)} bytes (resources.disk): the box was stopped`
+      run.overQuota = `its writable space holds ${used} bytes, past its disk quota of ${
+        diskBytesOf(run.spec)
+      } bytes (resources.disk): the box was stopped`
       run.program?.stop(0)
     } catch {
       // the area is going (the run ended meanwhile): nothing to bound
@@ -460,12 +558,19 @@ export class Agent {
     }
     if (spec.egress !== "Deny") {
       const allow = spec.egress === "Open" ? "any" : spec.egress.allow
-      run.proxy = await startEgressProxy({ socket: proxySocketOf(run.area), allow, logPath: run.logPath, rules: this.egressRules() })
+      run.proxy = await startEgressProxy({
+        socket: proxySocketOf(run.area),
+        allow,
+        logPath: run.logPath,
+        rules: this.egressRules()
+      })
     }
     if (spec.init !== undefined) {
       const init = await this.launch(run, spec.init.argv, spec.init.timeoutMs)
       if (run.stopping) return this.exited(run, init, undefined)
-      if (init.timedOut) return this.exited(run, init, `initCommand did not finish within ${spec.init.timeoutMs / 1000} s`)
+      if (init.timedOut) {
+        return this.exited(run, init, `initCommand did not finish within ${spec.init.timeoutMs / 1000} s`)
+      }
       if (init.exitCode !== 0) return this.exited(run, init, `initCommand exited with ${init.exitCode ?? init.signal}`)
     }
     if (run.stopping) return this.exited(run, undefined, undefined)
@@ -478,7 +583,13 @@ export class Agent {
     const exit = await main
     if (exit.exitCode !== 0 || run.stopping) return this.exited(run, exit, undefined)
     const collected = await this.collectOutputs(run)
-    this.exited(run, collected.problem === undefined ? exit : { ...exit, exitCode: 1 }, collected.problem, false, collected.outputs)
+    this.exited(
+      run,
+      collected.problem === undefined ? exit : { ...exit, exitCode: 1 },
+      collected.problem,
+      false,
+      collected.outputs
+    )
   }
 
   /** A Sandbox's box: Running once its supervisor is up, serving box calls until it is stopped. */
@@ -498,7 +609,11 @@ export class Agent {
     const ended = await exit
     channel.close()
     // A box that ended before its supervisor was up could not be set up: the Sandbox's start failed.
-    this.exited(run, ended, up || run.stopping ? undefined : `the box ended before it was ready (${ended.exitCode ?? ended.signal})`)
+    this.exited(
+      run,
+      ended,
+      up || run.stopping ? undefined : `the box ended before it was ready (${ended.exitCode ?? ended.signal})`
+    )
   }
 
   /**
@@ -509,16 +624,26 @@ export class Agent {
   private async work(run: LocalRun, worker: NonNullable<RunSpec["worker"]>, python: string) {
     const codeDir = worker.codeInput === undefined ? run.spec.workingDir ?? "/platform/work" : "/platform/work/code"
     const target: WorkerTarget = {
-      codeDir, module: worker.module, qualname: worker.qualname, cls: worker.cls, concurrency: worker.concurrency,
+      codeDir,
+      module: worker.module,
+      qualname: worker.qualname,
+      cls: worker.cls,
+      concurrency: worker.concurrency,
       archive: worker.codeInput === undefined ? undefined : `/platform/inputs/${worker.codeInput}`
     }
     // The worker's own variables come last: the Function's env does not redirect what it imports.
-    const exit = this.launch(run, workerArgv(python), undefined, { pipes: true, env: { ...run.spec.env, ...workerEnv(target) } })
+    const exit = this.launch(run, workerArgv(python), undefined, {
+      pipes: true,
+      env: { ...run.spec.env, ...workerEnv(target) }
+    })
     const control = run.program?.control
     if (control === undefined) return this.exited(run, await exit, "the worker has no pipes")
     const connection = new WorkerConnection(control.input, control.output, givenValues(run.spec))
     connection.onBusy = () => this.poke()
-    const loaded = await connection.ready.then(() => undefined, (error: unknown) => (error instanceof WorkerLost ? "the worker ended before it was ready" : messageOf(error)))
+    const loaded = await connection.ready.then(
+      () => undefined,
+      (error: unknown) => (error instanceof WorkerLost ? "the worker ended before it was ready" : messageOf(error))
+    )
     if (loaded === undefined && !run.stopping) {
       run.worker = connection
       run.phase = "Running"
@@ -586,10 +711,14 @@ export class Agent {
     mkdirSync(dir, { recursive: true })
     const file = join(dir, input.name)
     const source = "url" in input ? `${input.url}` : "the server"
-    if ("mountPath" in input && input.mountPath !== undefined) return this.unpack(run, input, mountDirOf(run.area, input.name))
+    if ("mountPath" in input && input.mountPath !== undefined) {
+      return this.unpack(run, input, mountDirOf(run.area, input.name))
+    }
     if ("volume" in input && input.volume !== undefined) return this.unpack(run, input, file)
     try {
-      const bytes = "url" in input ? await fetchInput(input.url, { rules: this.egressRules(), extraCa: this.options.inputCa }) : await this.fromServer(run, input.name)
+      const bytes = "url" in input
+        ? await fetchInput(input.url, { rules: this.egressRules(), extraCa: this.options.inputCa })
+        : await this.fromServer(run, input.name)
       const hash = createHash("sha256")
       async function* hashed() {
         for await (const chunk of bytes) {
@@ -607,7 +736,9 @@ export class Agent {
     } catch (error) {
       rmSync(file, { force: true })
       if ("url" in input) return `input ${input.name}: ${fetchProblem(input.url, error)}`
-      return `input ${input.name} could not be read from ${source}: ${error instanceof Error ? error.message : String(error)}`
+      return `input ${input.name} could not be read from ${source}: ${
+        error instanceof Error ? error.message : String(error)
+      }`
     }
   }
 
@@ -617,7 +748,9 @@ export class Agent {
    * directory, refusing `..` and deferring links that lead out). A digest that differs removes what was unpacked.
    */
   private async unpack(run: LocalRun, input: RunInput, dir: string): Promise<string | undefined> {
-    const volume = "volume" in input && input.volume !== undefined ? `Volume "${input.volume.name}" revision ${input.volume.revision}` : input.name
+    const volume = "volume" in input && input.volume !== undefined
+      ? `Volume "${input.volume.name}" revision ${input.volume.revision}`
+      : input.name
     const runAs = this.options.support.runAs
     try {
       mkdirSync(dir, { recursive: true, mode: 0o755 })
@@ -631,7 +764,11 @@ export class Agent {
         }
       }
       const bound = volumeBoundOf(input, run.spec)
-      const { code, stderr, overBound } = await unpackArchive(hashed(), dir, { runAs, extra: ["--no-same-permissions"], bound })
+      const { code, stderr, overBound } = await unpackArchive(hashed(), dir, {
+        runAs,
+        extra: ["--no-same-permissions"],
+        bound
+      })
       if (overBound !== undefined) throw new Error(overBound)
       const actual = hash.digest("hex")
       if (actual !== input.sha256) {
@@ -642,7 +779,9 @@ export class Agent {
       return undefined
     } catch (error) {
       rmSync(dir, { recursive: true, force: true })
-      return `input ${input.name} (${volume}) could not be read from the server: ${error instanceof Error ? error.message : String(error)}`
+      return `input ${input.name} (${volume}) could not be read from the server: ${
+        error instanceof Error ? error.message : String(error)
+      }`
     }
   }
 
@@ -660,9 +799,15 @@ export class Agent {
    * is missing, outside the run's area or too large fails the run (the program said it would leave it). Nothing is
    * read through a link: what a path resolves to must lie in the run's own area.
    */
-  private async collectOutputs(run: LocalRun): Promise<{ readonly outputs: Array<{ name: string; path: string }>; readonly problem: string | undefined }> {
+  private async collectOutputs(
+    run: LocalRun
+  ): Promise<{ readonly outputs: Array<{ name: string; path: string }>; readonly problem: string | undefined }> {
     const outputs: Array<{ name: string; path: string }> = []
-    const wanted = [...run.spec.outputs.map((output) => ({ ...output, declared: true })), { name: "outputs", path: "/platform/outputs", declared: false }]
+    const wanted = [...run.spec.outputs.map((output) => ({ ...output, declared: true })), {
+      name: "outputs",
+      path: "/platform/outputs",
+      declared: false
+    }]
     for (const output of wanted) {
       const found = locate(run.area, output.path)
       if (typeof found === "string") {
@@ -672,13 +817,25 @@ export class Agent {
       if (!output.declared && found.directory && readdirSync(found.path).length === 0) continue
       try {
         const file = found.directory ? await this.archive(run, found.path, output.name) : found.path
-        if (statSync(file).size > outputBytesMax) return { outputs, problem: `output ${output.name}: larger than ${outputBytesMax} bytes (FileTooLarge)` }
+        if (statSync(file).size > outputBytesMax) {
+          return { outputs, problem: `output ${output.name}: larger than ${outputBytesMax} bytes (FileTooLarge)` }
+        }
         const lease = this.lease
         if (lease === undefined) throw new Error("the lease was lost")
-        await this.options.link.putOutput({ node: this.options.hello.node, epoch: lease.epoch, run: run.spec.id, name: output.name }, file)
+        await this.options.link.putOutput({
+          node: this.options.hello.node,
+          epoch: lease.epoch,
+          run: run.spec.id,
+          name: output.name
+        }, file)
         outputs.push({ name: output.name, path: output.path })
       } catch (error) {
-        return { outputs, problem: `output ${output.name} could not be uploaded: ${error instanceof Error ? error.message : String(error)}` }
+        return {
+          outputs,
+          problem: `output ${output.name} could not be uploaded: ${
+            error instanceof Error ? error.message : String(error)
+          }`
+        }
       }
     }
     return { outputs, problem: undefined }
@@ -708,7 +865,10 @@ export class Agent {
       argv,
       env: options.env ?? spec.env,
       workingDir: spec.workingDir,
-      secretFiles: spec.secretFiles.map((file) => ({ name: file.name, content: Buffer.from(file.contentBase64, "base64") })),
+      secretFiles: spec.secretFiles.map((file) => ({
+        name: file.name,
+        content: Buffer.from(file.contentBase64, "base64")
+      })),
       egress: spec.egress === "Deny" ? "Deny" : { proxy: proxySocketOf(run.area), node: process.execPath },
       memoryBytes: spec.memoryBytes,
       pidsMax: spec.pidsMax,
@@ -717,7 +877,12 @@ export class Agent {
       box: options.box === true ? { node: process.execPath } : undefined,
       pipes: options.pipes,
       devices: this.gpusHeld.get(spec.id),
-      mounts: spec.inputs.flatMap((input) => ("mountPath" in input && input.mountPath !== undefined ? [{ dir: mountDirOf(run.area, input.name), at: input.mountPath }] : []))
+      mounts: spec.inputs.flatMap((
+        input
+      ) => ("mountPath" in input && input.mountPath !== undefined
+        ? [{ dir: mountDirOf(run.area, input.name), at: input.mountPath }]
+        : [])
+      )
     }, { support: this.options.support, hidden: this.options.hidden })
     run.program = program
     if (run.stopping) program.stop(stopGraceMs)
@@ -732,7 +897,13 @@ export class Agent {
     })
   }
 
-  private exited(run: LocalRun, exit: ProgramExit | undefined, problem: string | undefined, setupFailed = false, outputs: ReadonlyArray<{ name: string; path: string }> = []) {
+  private exited(
+    run: LocalRun,
+    exit: ProgramExit | undefined,
+    problem: string | undefined,
+    setupFailed = false,
+    outputs: ReadonlyArray<{ name: string; path: string }> = []
+  ) {
     if (run.phase === "Exited") return
     void run.proxy?.close()
     this.gpusHeld.delete(run.spec.id)
@@ -760,7 +931,9 @@ export class Agent {
       if (!existsSync(run.logPath)) run.logPath = keptLogOf(run.area)
       this.say(`${run.spec.id} ended unasked: its /workspace is kept for its Sandbox's next box here`)
     } catch (error) {
-      this.say(`${run.spec.id}: its /workspace could not be kept (${error instanceof Error ? error.message : String(error)})`)
+      this.say(
+        `${run.spec.id}: its /workspace could not be kept (${error instanceof Error ? error.message : String(error)})`
+      )
     }
   }
 
@@ -773,11 +946,14 @@ export class Agent {
   private drop(run: LocalRun) {
     this.runs.delete(run.spec.id)
     // An area of the default quota that still holds its filesystem (not kept) serves the next run of that quota.
-    const reusable = !run.pollQuota && diskBytesOf(run.spec) === Limits.boxDiskBytesDefault && existsSync(imageOf(run.area))
+    const reusable = !run.pollQuota && diskBytesOf(run.spec) === Limits.boxDiskBytesDefault &&
+      existsSync(imageOf(run.area))
     void (reusable ? this.areas.recycle(run.area) : removeArea(run.area))
       .catch((error: unknown) => this.say(`the area of ${run.spec.id} could not be removed: ${messageOf(error)}`))
     rmSync(keptLogOf(run.area), { force: true })
-    for (const staging of ["outputs", "checkpoints"]) rmSync(join(this.options.dataDir, staging, ...run.spec.id.split("/")), { recursive: true, force: true })
+    for (const staging of ["outputs", "checkpoints"]) {
+      rmSync(join(this.options.dataDir, staging, ...run.spec.id.split("/")), { recursive: true, force: true })
+    }
   }
 
   // -------------------------------------------------------------------------------------------------------------------
@@ -803,17 +979,32 @@ export class Agent {
       const file = join(staging, "checkpoint.tar.zst")
       await packArchive(file, root, entries)
       const sizeBytes = statSync(file).size
-      if (sizeBytes > run.spec.checkpoint.maxBytes) throw new Error(`it is ${sizeBytes} bytes, above maxSize (${run.spec.checkpoint.maxBytes})`)
-      const { seq } = await this.options.link.putCheckpoint({ node: this.options.hello.node, epoch: lease.epoch, run: run.spec.id, name: "checkpoint" }, file)
+      if (sizeBytes > run.spec.checkpoint.maxBytes) {
+        throw new Error(`it is ${sizeBytes} bytes, above maxSize (${run.spec.checkpoint.maxBytes})`)
+      }
+      const { seq } = await this.options.link.putCheckpoint({
+        node: this.options.hello.node,
+        epoch: lease.epoch,
+        run: run.spec.id,
+        name: "checkpoint"
+      }, file)
       rmSync(file, { force: true })
       run.checkpoint = { seq, sizeBytes }
       if (run.spec.keepWorkspace === true) this.kept.rebase(run.area, seq)
-      if (episode !== undefined && run.suspend?.episode === episode) run.suspend = { episode, state: "Saved", failures: run.suspend.failures }
+      if (episode !== undefined && run.suspend?.episode === episode) {
+        run.suspend = { episode, state: "Saved", failures: run.suspend.failures }
+      }
     } catch (error) {
       run.checkpointFailures++
-      if (episode !== undefined && run.suspend?.episode === episode) run.suspend = { episode, state: "Failed", failures: run.suspend.failures + 1 }
+      if (episode !== undefined && run.suspend?.episode === episode) {
+        run.suspend = { episode, state: "Failed", failures: run.suspend.failures + 1 }
+      }
       // The error may quote the run's own files (tar names them): anything the run was given in secret is scrubbed.
-      this.say(`checkpoint of ${run.spec.id} failed: ${scrub(error instanceof Error ? error.message : String(error), givenValues(run.spec))}`)
+      this.say(
+        `checkpoint of ${run.spec.id} failed: ${
+          scrub(error instanceof Error ? error.message : String(error), givenValues(run.spec))
+        }`
+      )
     } finally {
       run.checkpointing = false
       this.poke()
@@ -827,10 +1018,21 @@ export class Agent {
   private async restore(run: LocalRun) {
     const lease = this.lease
     if (lease === undefined) throw new Error("the lease was lost")
-    const bytes = await this.options.link.getCheckpoint({ node: this.options.hello.node, epoch: lease.epoch, run: run.spec.id, name: "checkpoint" })
+    const bytes = await this.options.link.getCheckpoint({
+      node: this.options.hello.node,
+      epoch: lease.epoch,
+      run: run.spec.id,
+      name: "checkpoint"
+    })
     const runAs = this.options.support.runAs
-    if (runAs !== undefined) for (const dir of [run.area, join(run.area, "state")]) chownSync(dir, runAs.uid, runAs.gid)
-    const { code, stderr, overBound } = await unpackArchive(bytes, run.area, { runAs, extra: [], bound: quotaBoundOf(run.spec) })
+    if (runAs !== undefined) {
+      for (const dir of [run.area, join(run.area, "state")]) chownSync(dir, runAs.uid, runAs.gid)
+    }
+    const { code, stderr, overBound } = await unpackArchive(bytes, run.area, {
+      runAs,
+      extra: [],
+      bound: quotaBoundOf(run.spec)
+    })
     if (code !== 0) throw new Error(`restoring its checkpoint failed: ${overBound ?? stderr.trim().slice(0, 300)}`)
   }
 
@@ -858,7 +1060,10 @@ const mountDirOf = (area: string, name: string) => join(area, "mounts", name)
 const volumeBoundOf = (input: RunInput, spec: RunSpec): { readonly bytesMax: number; readonly what: string } => {
   const volume = "volume" in input ? input.volume : undefined
   if (volume?.sizeBytes === undefined) return quotaBoundOf(spec)
-  return { bytesMax: volume.sizeBytes + Limits.volumeArchiveHeadroomBytes, what: `the size of Volume "${volume.name}" (${volume.sizeBytes} bytes, spec.size)` }
+  return {
+    bytesMax: volume.sizeBytes + Limits.volumeArchiveHeadroomBytes,
+    what: `the size of Volume "${volume.name}" (${volume.sizeBytes} bytes, spec.size)`
+  }
 }
 
 /** Where a box finds its programs (Isolation.ts's PATH): the host's userland, bound read-only. */
@@ -868,8 +1073,16 @@ const userlandBins = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bi
  * The interpreter a worker runs on: the userland's python3.<minor> for a Function's `python`, else its python3; or why
  * the host cannot run it (docs/functions.md, "The worker").
  */
-export const interpreterOf = (minor: string | undefined, bins: ReadonlyArray<string> = userlandBins): { readonly command: string; readonly problem?: undefined } | { readonly command?: undefined; readonly problem: string } => {
-  if (minor !== undefined && !/^3\.\d{1,3}$/u.test(minor)) return { problem: `python ${JSON.stringify(minor)} is not a Python 3 minor version such as 3.12` }
+export const interpreterOf = (
+  minor: string | undefined,
+  bins: ReadonlyArray<string> = userlandBins
+): { readonly command: string; readonly problem?: undefined } | {
+  readonly command?: undefined
+  readonly problem: string
+} => {
+  if (minor !== undefined && !/^3\.\d{1,3}$/u.test(minor)) {
+    return { problem: `python ${JSON.stringify(minor)} is not a Python 3 minor version such as 3.12` }
+  }
   const command = minor === undefined ? "python3" : `python${minor}`
   const found = bins.some((dir) => {
     try {
@@ -890,23 +1103,34 @@ export const interpreterOf = (minor: string | undefined, bins: ReadonlyArray<str
 /** What a run's box or worker answers a request, or why it cannot. */
 const answerOf = (run: LocalRun | undefined, request: BoxRequest): Promise<BoxReply> => {
   if (run !== undefined && request._tag === "Call" && run.spec.worker === undefined) {
-    return Promise.resolve({ _tag: "Refused", code: "Invalid", message: "a call goes to a Function's worker; this run is not one" })
+    return Promise.resolve({
+      _tag: "Refused",
+      code: "Invalid",
+      message: "a call goes to a Function's worker; this run is not one"
+    })
   }
   if (run?.phase === "Running" && run.worker !== undefined) return callWorker(run.worker, request)
   if (run?.phase === "Running" && run.channel !== undefined) return run.channel.handle(request)
-  return Promise.resolve({ _tag: "Refused", code: run?.phase === "Starting" ? "SandboxStarting" : "SandboxNotRunning", message: "the box is not running on this host" })
+  return Promise.resolve({
+    _tag: "Refused",
+    code: run?.phase === "Starting" ? "SandboxStarting" : "SandboxNotRunning",
+    message: "the box is not running on this host"
+  })
 }
 
 /** A Function call on a run's worker: its Result, or Refused when it did not finish there (the runtime dispatches it again). */
 const callWorker = (worker: WorkerConnection, request: BoxRequest): Promise<BoxReply> => {
-  if (request._tag !== "Call") return Promise.resolve({ _tag: "Refused", code: "Invalid", message: "a Function's worker takes calls only" })
-  return worker.call({ id: request.call, encoding: request.encoding, input: request.input, method: request.method }).then(
-    (outcome): BoxReply => ({ _tag: "Result", outcome }),
-    (error: unknown): BoxReply =>
-      error instanceof WorkerLost
-        ? { _tag: "Refused", code: "Unavailable", message: `the worker was lost: ${error.message}` }
-        : { _tag: "Refused", code: "Conflict", message: messageOf(error) }
-  )
+  if (request._tag !== "Call") {
+    return Promise.resolve({ _tag: "Refused", code: "Invalid", message: "a Function's worker takes calls only" })
+  }
+  return worker.call({ id: request.call, encoding: request.encoding, input: request.input, method: request.method })
+    .then(
+      (outcome): BoxReply => ({ _tag: "Result", outcome }),
+      (error: unknown): BoxReply =>
+        error instanceof WorkerLost
+          ? { _tag: "Refused", code: "Unavailable", message: `the worker was lost: ${error.message}` }
+          : { _tag: "Refused", code: "Conflict", message: messageOf(error) }
+    )
 }
 
 const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error))
@@ -915,16 +1139,24 @@ const messageOf = (error: unknown) => (error instanceof Error ? error.message : 
 const proxySocketOf = (area: string) => `${area}.proxy.sock`
 
 /** Where the box's /platform directories are on the host, under a run's area. */
-const areaDirs: ReadonlyArray<readonly [string, string]> = [["/platform/work", "work"], ["/platform/state", "state"], ["/platform/outputs", "outputs"], [Limits.sandboxWorkspacePath, "workspace"]]
+const areaDirs: ReadonlyArray<readonly [string, string]> = [["/platform/work", "work"], ["/platform/state", "state"], [
+  "/platform/outputs",
+  "outputs"
+], [Limits.sandboxWorkspacePath, "workspace"]]
 
 /**
  * A path of the box as a host path in the run's area, or why it cannot be collected. The path is resolved (links
  * included) and must stay in the area: a program cannot point an output at a host file.
  */
-export const locate = (area: string, boxPath: string): { readonly path: string; readonly directory: boolean } | string => {
+export const locate = (
+  area: string,
+  boxPath: string
+): { readonly path: string; readonly directory: boolean } | string => {
   const normal = posix.normalize(boxPath)
   const mount = areaDirs.find(([at]) => normal === at || normal.startsWith(`${at}/`))
-  if (mount === undefined) return `${boxPath} is not under /platform/work, /platform/state or /platform/outputs, where a live host collects outputs`
+  if (mount === undefined) {
+    return `${boxPath} is not under /platform/work, /platform/state or /platform/outputs, where a live host collects outputs`
+  }
   const host = join(area, mount[1], normal.slice(mount[0].length))
   if (!existsSync(host)) return `${boxPath} does not exist`
   const real = realpathSync(host)
@@ -948,7 +1180,7 @@ const readFrom = (path: string, offset: number, max: number): string => {
     const read = readSync(fd, buffer, 0, max, offset)
     let end = read
     // Never split a character: back off over continuation bytes of a partial one at the end.
-    if (read === max) while (end > 0 && (buffer[end - 1]! & 0xc0) === 0x80) end--
+    if (read === max) { while (end > 0 && (buffer[end - 1]! & 0xc0) === 0x80) end-- }
     if (read === max && end > 0 && buffer[end - 1]! >= 0xc0) end--
     return buffer.subarray(0, end).toString("utf8")
   } finally {
@@ -980,7 +1212,10 @@ const replySize = (reply: BoxCallReply): number => {
     case "Directory":
       return answer.entries.length * 128 + 256
     case "Commands":
-      return answer.commands.reduce((size, command) => size + command.argv.reduce((args, arg) => args + arg.length + 8, 256), 256)
+      return answer.commands.reduce(
+        (size, command) => size + command.argv.reduce((args, arg) => args + arg.length + 8, 256),
+        256
+      )
     default:
       return 256
   }

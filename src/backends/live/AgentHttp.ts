@@ -3,10 +3,18 @@
  * a POST of JSON that the agent makes (outbound only); hello and sync carry the agent's key as a bearer credential.
  * A sync's long poll is answered within `waitMs`; the request allows that plus a margin before it gives up.
  */
+import { createReadStream, statSync } from "node:fs"
 import { request as httpRequest } from "node:http"
 import { request as httpsRequest } from "node:https"
-import { createReadStream, statSync } from "node:fs"
-import { type AgentLink, agentPaths, type EnrollRequest, type EnrollResponse, type Lease, type OutputTarget, type SyncResponse } from "./Protocol.ts"
+import {
+  type AgentLink,
+  agentPaths,
+  type EnrollRequest,
+  type EnrollResponse,
+  type Lease,
+  type OutputTarget,
+  type SyncResponse
+} from "./Protocol.ts"
 
 export interface Endpoint {
   /** https://host:port (http:// only for loopback tests). */
@@ -26,13 +34,27 @@ export class AgentHttpError extends Error {
   }
 }
 
-const post = <A>(endpoint: Endpoint, path: string, body: unknown, credential: string | undefined, timeoutMs: number): Promise<A> =>
+const post = <A>(
+  endpoint: Endpoint,
+  path: string,
+  body: unknown,
+  credential: string | undefined,
+  timeoutMs: number
+): Promise<A> =>
   new Promise((resolve, reject) => {
     const url = new URL(path, endpoint.server)
     const payload = JSON.stringify(body)
-    const headers: Record<string, string> = { "content-type": "application/json", "content-length": String(Buffer.byteLength(payload)) }
+    const headers: Record<string, string> = {
+      "content-type": "application/json",
+      "content-length": String(Buffer.byteLength(payload))
+    }
     if (credential !== undefined) headers["authorization"] = `Bearer ${credential}`
-    const options = { method: "POST", headers, timeout: timeoutMs, ...(endpoint.ca === undefined ? {} : { ca: endpoint.ca }) }
+    const options = {
+      method: "POST",
+      headers,
+      timeout: timeoutMs,
+      ...(endpoint.ca === undefined ? {} : { ca: endpoint.ca })
+    }
     const call = url.protocol === "https:" ? httpsRequest(url, options) : httpRequest(url, options)
     call.on("timeout", () => call.destroy(new Error(`no answer from ${url.origin} within ${timeoutMs} ms`)))
     call.on("error", reject)
@@ -46,11 +68,18 @@ const post = <A>(endpoint: Endpoint, path: string, body: unknown, credential: st
         try {
           parsed = JSON.parse(text)
         } catch {
-          return reject(new AgentHttpError(response.statusCode ?? 0, `${url.pathname}: HTTP ${response.statusCode}: ${text.slice(0, 200)}`))
+          return reject(
+            new AgentHttpError(
+              response.statusCode ?? 0,
+              `${url.pathname}: HTTP ${response.statusCode}: ${text.slice(0, 200)}`
+            )
+          )
         }
         const status = response.statusCode ?? 0
         if (status >= 200 && status < 300) return resolve(parsed as A)
-        const message = typeof parsed === "object" && parsed !== null && "message" in parsed ? String(parsed.message) : text.slice(0, 200)
+        const message = typeof parsed === "object" && parsed !== null && "message" in parsed
+          ? String(parsed.message)
+          : text.slice(0, 200)
         reject(new AgentHttpError(status, `${url.pathname}: HTTP ${status}: ${message}`))
       })
     })
@@ -58,29 +87,71 @@ const post = <A>(endpoint: Endpoint, path: string, body: unknown, credential: st
   })
 
 /** Streams a file as an upload (an output, a checkpoint); the answer is JSON as for every call. */
-const upload = <A>(endpoint: Endpoint, path: string, target: OutputTarget, file: string, credential: string): Promise<A> =>
+const upload = <A>(
+  endpoint: Endpoint,
+  path: string,
+  target: OutputTarget,
+  file: string,
+  credential: string
+): Promise<A> =>
   new Promise((resolve, reject) => {
-    const query = new URLSearchParams({ node: target.node, epoch: `${target.epoch}`, run: target.run, name: target.name })
+    const query = new URLSearchParams({
+      node: target.node,
+      epoch: `${target.epoch}`,
+      run: target.run,
+      name: target.name
+    })
     const url = new URL(`${path}?${query}`, endpoint.server)
-    const headers = { "content-type": "application/octet-stream", "content-length": String(statSync(file).size), authorization: `Bearer ${credential}` }
-    const options = { method: "POST", headers, timeout: uploadIdleMs, ...(endpoint.ca === undefined ? {} : { ca: endpoint.ca }) }
+    const headers = {
+      "content-type": "application/octet-stream",
+      "content-length": String(statSync(file).size),
+      authorization: `Bearer ${credential}`
+    }
+    const options = {
+      method: "POST",
+      headers,
+      timeout: uploadIdleMs,
+      ...(endpoint.ca === undefined ? {} : { ca: endpoint.ca })
+    }
     const call = url.protocol === "https:" ? httpsRequest(url, options) : httpRequest(url, options)
     call.on("timeout", () => call.destroy(new Error(`the upload to ${url.origin} stalled for ${uploadIdleMs} ms`)))
     call.on("error", reject)
     call.on("response", (response) => {
       let text = ""
       response.setEncoding("utf8").on("data", (chunk: string) => (text += chunk))
-      response.on("end", () => ((response.statusCode ?? 0) < 300 ? resolve(JSON.parse(text) as A) : reject(new AgentHttpError(response.statusCode ?? 0, `${url.pathname}: HTTP ${response.statusCode}: ${text.slice(0, 200)}`))))
+      response.on("end", () => ((response.statusCode ?? 0) < 300
+        ? resolve(JSON.parse(text) as A)
+        : reject(
+          new AgentHttpError(
+            response.statusCode ?? 0,
+            `${url.pathname}: HTTP ${response.statusCode}: ${text.slice(0, 200)}`
+          )
+        )))
     })
     createReadStream(file).on("error", reject).pipe(call)
   })
 
 /** Bytes the server streams (an input, a checkpoint to restore); a non-2xx answer is an error with its message. */
-const download = (endpoint: Endpoint, path: string, target: OutputTarget, credential: string): Promise<AsyncIterable<Uint8Array>> =>
+const download = (
+  endpoint: Endpoint,
+  path: string,
+  target: OutputTarget,
+  credential: string
+): Promise<AsyncIterable<Uint8Array>> =>
   new Promise((resolve, reject) => {
-    const query = new URLSearchParams({ node: target.node, epoch: `${target.epoch}`, run: target.run, name: target.name })
+    const query = new URLSearchParams({
+      node: target.node,
+      epoch: `${target.epoch}`,
+      run: target.run,
+      name: target.name
+    })
     const url = new URL(`${path}?${query}`, endpoint.server)
-    const options = { method: "POST", headers: { authorization: `Bearer ${credential}` }, timeout: uploadIdleMs, ...(endpoint.ca === undefined ? {} : { ca: endpoint.ca }) }
+    const options = {
+      method: "POST",
+      headers: { authorization: `Bearer ${credential}` },
+      timeout: uploadIdleMs,
+      ...(endpoint.ca === undefined ? {} : { ca: endpoint.ca })
+    }
     const call = url.protocol === "https:" ? httpsRequest(url, options) : httpRequest(url, options)
     call.on("timeout", () => call.destroy(new Error(`the download from ${url.origin} stalled for ${uploadIdleMs} ms`)))
     call.on("error", reject)
@@ -88,7 +159,13 @@ const download = (endpoint: Endpoint, path: string, target: OutputTarget, creden
       if ((response.statusCode ?? 0) < 300) return resolve(response)
       let text = ""
       response.setEncoding("utf8").on("data", (chunk: string) => (text += chunk))
-      response.on("end", () => reject(new AgentHttpError(response.statusCode ?? 0, `${url.pathname}: HTTP ${response.statusCode}: ${text.slice(0, 200)}`)))
+      response.on("end", () =>
+        reject(
+          new AgentHttpError(
+            response.statusCode ?? 0,
+            `${url.pathname}: HTTP ${response.statusCode}: ${text.slice(0, 200)}`
+          )
+        ))
     })
     call.end()
   })
@@ -103,8 +180,10 @@ export const enroll = (endpoint: Endpoint, request: EnrollRequest): Promise<Enro
 export const httpLink = (endpoint: Endpoint, credential: string): AgentLink => ({
   hello: (hello) => post<Lease>(endpoint, agentPaths.hello, hello, credential, marginMs),
   sync: (request) => post<SyncResponse>(endpoint, agentPaths.sync, request, credential, request.waitMs + marginMs),
-  putOutput: (target, file) => upload<unknown>(endpoint, agentPaths.outputs, target, file, credential).then(() => undefined),
+  putOutput: (target, file) =>
+    upload<unknown>(endpoint, agentPaths.outputs, target, file, credential).then(() => undefined),
   getInput: (target) => download(endpoint, agentPaths.inputs, target, credential),
-  putCheckpoint: (target, file) => upload<{ readonly seq: number }>(endpoint, agentPaths.checkpoints, target, file, credential),
+  putCheckpoint: (target, file) =>
+    upload<{ readonly seq: number }>(endpoint, agentPaths.checkpoints, target, file, credential),
   getCheckpoint: (target) => download(endpoint, agentPaths.restores, target, credential)
 })

@@ -13,7 +13,16 @@ const exec = promisify(execFile)
 
 /** Packs `entries` (relative to `root`; none: an empty archive) into the tar.zst `file`, sparse files as sparse. */
 export const packArchive = async (file: string, root: string, entries: ReadonlyArray<string>): Promise<void> => {
-  await exec("tar", ["--zstd", "--sparse", "--numeric-owner", "-cf", file, "-C", root, ...(entries.length === 0 ? ["-T", "/dev/null"] : ["--", ...entries])])
+  await exec("tar", [
+    "--zstd",
+    "--sparse",
+    "--numeric-owner",
+    "-cf",
+    file,
+    "-C",
+    root,
+    ...(entries.length === 0 ? ["-T", "/dev/null"] : ["--", ...entries])
+  ])
 }
 
 export interface Unpacked {
@@ -43,7 +52,9 @@ export const unpackArchive = async (
 ): Promise<Unpacked> => {
   const tar = ["tar", "--numeric-owner", "--no-same-owner", ...options.extra, "-xf", "-", "-C", dir]
   const { runAs, bound } = options
-  const argv = runAs === undefined ? tar : ["setpriv", `--reuid=${runAs.uid}`, `--regid=${runAs.gid}`, "--clear-groups", ...tar]
+  const argv = runAs === undefined
+    ? tar
+    : ["setpriv", `--reuid=${runAs.uid}`, `--regid=${runAs.gid}`, "--clear-groups", ...tar]
   const child = spawn(argv[0]!, argv.slice(1), { stdio: ["pipe", "ignore", "pipe"] })
   let stderr = ""
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
@@ -65,7 +76,9 @@ export const unpackArchive = async (
   // here), and a stream that breaks off leaves it an archive cut short, which it refuses.
   // Chunks of 1 MiB: at zlib's default 16 KiB a 100 MiB snapshot took 0.7-0.9 s to unpack here (a thread-pool round
   // trip and a pass through `counted` per chunk), 0.35-0.45 s so, against 0.2 s for tar's own zstd.
-  await pipeline(bytes, createZstdDecompress({ chunkSize: decompressChunkBytes }), counted, child.stdin).catch(() => undefined)
+  await pipeline(bytes, createZstdDecompress({ chunkSize: decompressChunkBytes }), counted, child.stdin).catch(() =>
+    undefined
+  )
   const code = await exited
   if (overBound !== undefined) return { code: null, stderr, overBound }
   return { code, stderr }

@@ -5,9 +5,9 @@
  * offsets go on counting), and a foreground command's reply carries the last `Limits.sandboxReplyOutputBytesMax` of
  * its stdout and of its stderr.
  */
+import { Option, Schema } from "effect"
 import type { Readable, Writable } from "node:stream"
 import type { BoxCommand, BoxReply, BoxRequest } from "../../core/capacity/Capacity.ts"
-import { Option, Schema } from "effect"
 import * as Limits from "../../core/Limits.ts"
 import { outputReplyBytesMax } from "../../core/SandboxBox.ts"
 import { type SupervisorMessage, SupervisorMessageSchema, type SupervisorRequest } from "./BoxSupervisor.ts"
@@ -34,7 +34,12 @@ interface Command {
   readonly startTime: number
   /** A terminal's shell: never counted as a running command (a silent open terminal is idle). */
   readonly terminal: boolean
-  exit: { readonly code: number | null; readonly signal: string | null; readonly timedOut: boolean; readonly at: number } | undefined
+  exit: {
+    readonly code: number | null
+    readonly signal: string | null
+    readonly timedOut: boolean
+    readonly at: number
+  } | undefined
   /** Output as it came (both streams), within the output bounds. */
   readonly output: CommandOutput
   /** Whoever waits for more output or the exit. */
@@ -56,7 +61,11 @@ export class BoxChannel {
   /** Resolves once the supervisor is up (its egress forwarder listening, its main process started). */
   readonly ready: Promise<void>
 
-  constructor(control: { readonly input: Writable; readonly output: Readable }, now: () => number, bounds: OutputBounds = hostOutputBounds()) {
+  constructor(
+    control: { readonly input: Writable; readonly output: Readable },
+    now: () => number,
+    bounds: OutputBounds = hostOutputBounds()
+  ) {
     this.input = control.input
     this.now = now
     this.bounds = bounds
@@ -99,7 +108,9 @@ export class BoxChannel {
   close() {
     if (this.closed) return
     this.closed = true
-    for (const answer of this.answers.values()) answer({ rid: 0, ok: false, code: "SandboxNotRunning", message: "the box stopped" })
+    for (const answer of this.answers.values()) {
+      answer({ rid: 0, ok: false, code: "SandboxNotRunning", message: "the box stopped" })
+    }
     this.answers.clear()
     for (const command of this.commands.values()) {
       if (command.exit === undefined) command.exit = { code: null, signal: "SIGKILL", timedOut: false, at: this.now() }
@@ -118,10 +129,15 @@ export class BoxChannel {
         return this.exec(request)
       case "Command": {
         const command = this.commands.get(request.command)
-        return command === undefined ? unknownCommand(request.command) : { _tag: "Command", state: this.stateOf(command, false) }
+        return command === undefined
+          ? unknownCommand(request.command)
+          : { _tag: "Command", state: this.stateOf(command, false) }
       }
       case "Commands":
-        return { _tag: "Commands", commands: [...this.commands.values()].map((command) => this.stateOf(command, false)) }
+        return {
+          _tag: "Commands",
+          commands: [...this.commands.values()].map((command) => this.stateOf(command, false))
+        }
       case "Output":
         return this.output(request.command, request.offset, request.waitMs)
       case "Stdin":
@@ -144,7 +160,11 @@ export class BoxChannel {
   }
 
   /** Gives a warm box (BoxSupervisor.ts `configure`) to a Sandbox: its env, working directory and main process. */
-  readonly configure = async (env: Readonly<Record<string, string>>, cwd: string | undefined, main: ReadonlyArray<string>): Promise<void> => {
+  readonly configure = async (
+    env: Readonly<Record<string, string>>,
+    cwd: string | undefined,
+    main: ReadonlyArray<string>
+  ): Promise<void> => {
     if (main.length > 0) this.track("main", main, this.now())
     const reply = await this.ask({ op: "configure", rid: 0, env, cwd, main })
     if (reply._tag === "Refused") throw new Error(`the warm box could not be configured: ${reply.message}`)
@@ -172,7 +192,13 @@ export class BoxChannel {
   private track(id: string, argv: ReadonlyArray<string>, startTime: number, terminal = false): Command {
     this.forgetOld()
     const command: Command = {
-      command: id, argv, startTime, terminal, exit: undefined, output: new CommandOutput(this.budget, this.bounds.commandMax), waiters: new Set()
+      command: id,
+      argv,
+      startTime,
+      terminal,
+      exit: undefined,
+      output: new CommandOutput(this.budget, this.bounds.commandMax),
+      waiters: new Set()
     }
     this.commands.set(id, command)
     return command
@@ -227,19 +253,37 @@ export class BoxChannel {
     if (!withOutput) return state
     const stdout = command.output.tail(1, Limits.sandboxReplyOutputBytesMax)
     const stderr = command.output.tail(2, Limits.sandboxReplyOutputBytesMax)
-    return { ...state, stdout: stdout.data.toString("base64"), stderr: stderr.data.toString("base64"), truncated: stdout.cut || stderr.cut || command.output.base > 0 }
+    return {
+      ...state,
+      stdout: stdout.data.toString("base64"),
+      stderr: stderr.data.toString("base64"),
+      truncated: stdout.cut || stderr.cut || command.output.base > 0
+    }
   }
 
   private ask(request: Exclude<SupervisorRequest, { readonly op: "exec" }>): Promise<BoxReply> {
     const rid = this.nextRid++
     return new Promise((resolve) => {
       // A supervisor that never answers (killed, stopped, flooded) leaves no caller waiting for ever.
-      const timer = setTimeout(() => this.answers.get(rid)?.({ rid, ok: false, code: "Unavailable", message: "the box did not answer in time" }), askTimeoutMs)
+      const timer = setTimeout(
+        () =>
+          this.answers.get(rid)?.({ rid, ok: false, code: "Unavailable", message: "the box did not answer in time" }),
+        askTimeoutMs
+      )
       this.answers.set(rid, (message) => {
         clearTimeout(timer)
         this.answers.delete(rid)
-        if (!message.ok) return resolve(refused(supervisorCodes.has(message.code) ? message.code as Extract<BoxReply, { _tag: "Refused" }>["code"] : "Invalid", message.message))
-        if (message.file !== undefined) return resolve({ _tag: "File", data: message.file.data, size: message.file.size })
+        if (!message.ok) {
+          return resolve(refused(
+            supervisorCodes.has(message.code)
+              ? message.code as Extract<BoxReply, { _tag: "Refused" }>["code"]
+              : "Invalid",
+            message.message
+          ))
+        }
+        if (message.file !== undefined) {
+          return resolve({ _tag: "File", data: message.file.data, size: message.file.size })
+        }
         if (message.entries !== undefined) return resolve({ _tag: "Directory", entries: message.entries })
         resolve({ _tag: "Done" })
       })
@@ -272,12 +316,25 @@ const wake = (command: Command) => {
   command.waiters.clear()
 }
 
-const refused = (code: Extract<BoxReply, { _tag: "Refused" }>["code"], message: string): BoxReply => ({ _tag: "Refused", code, message })
+const refused = (code: Extract<BoxReply, { _tag: "Refused" }>["code"], message: string): BoxReply => ({
+  _tag: "Refused",
+  code,
+  message
+})
 
 const unknownCommand = (id: string): BoxReply => refused("NotFound", `no command ${id} ran in this box`)
 
 /** The refusals a supervisor gives (BoxSupervisor.ts), and the channel's own when the box ends; any other is Invalid. */
-const supervisorCodes: ReadonlySet<string> = new Set(["NotFound", "Forbidden", "Conflict", "Invalid", "FileTooLarge", "StdinBackpressure", "SandboxNotRunning", "Unavailable"])
+const supervisorCodes: ReadonlySet<string> = new Set([
+  "NotFound",
+  "Forbidden",
+  "Conflict",
+  "Invalid",
+  "FileTooLarge",
+  "StdinBackpressure",
+  "SandboxNotRunning",
+  "Unavailable"
+])
 
 /** How long a request to a supervisor may go unanswered (a file of 16 MiB takes well under a second). */
 const askTimeoutMs = 60_000

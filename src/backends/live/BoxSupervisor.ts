@@ -31,26 +31,50 @@ export type SupervisorRequest =
   /** A terminal's new size: stty on the tty its shell wrote to /tmp/.nodus-tty-<id> (SandboxApi.ts). */
   | { readonly op: "resize"; readonly rid: number; readonly id: string; readonly cols: number; readonly rows: number }
   /** A warm box (started before any Sandbox wanted it) given to one: its env, working directory and main process. */
-  | { readonly op: "configure"; readonly rid: number; readonly env: Readonly<Record<string, string>>; readonly cwd: string | undefined; readonly main: ReadonlyArray<string> }
+  | {
+    readonly op: "configure"
+    readonly rid: number
+    readonly env: Readonly<Record<string, string>>
+    readonly cwd: string | undefined
+    readonly main: ReadonlyArray<string>
+  }
 
 /** What the supervisor says: a command's output or exit, or the answer to a request. */
 export type SupervisorMessage =
   | { readonly ev: "ready"; readonly main: ReadonlyArray<string> }
   | { readonly ev: "out"; readonly id: string; readonly fd: 1 | 2; readonly data: string }
-  | { readonly ev: "exit"; readonly id: string; readonly code: number | null; readonly signal: string | null; readonly timedOut: boolean }
+  | {
+    readonly ev: "exit"
+    readonly id: string
+    readonly code: number | null
+    readonly signal: string | null
+    readonly timedOut: boolean
+  }
   | { readonly rid: number; readonly ok: true; readonly file?: FileBody; readonly entries?: ReadonlyArray<FileEntry> }
   | { readonly rid: number; readonly ok: false; readonly code: string; readonly message: string }
 
 const Str = Schema.String
 const base64 = Schema.String.check(Schema.isPattern(/^[A-Za-z0-9+/]*={0,2}$/u))
 
-const FileEntrySchema = Schema.Struct({ name: Str, size: Schema.Finite, mode: Str, modTime: Str, type: Schema.Literals(["file", "directory", "symlink", "other"]) })
+const FileEntrySchema = Schema.Struct({
+  name: Str,
+  size: Schema.Finite,
+  mode: Str,
+  modTime: Str,
+  type: Schema.Literals(["file", "directory", "symlink", "other"])
+})
 
 /** What the agent takes from a supervisor's stdout: checked, since code in the box can write there too. */
 export const SupervisorMessageSchema = Schema.Union([
   Schema.Struct({ ev: Schema.Literal("ready"), main: Schema.Array(Str) }),
   Schema.Struct({ ev: Schema.Literal("out"), id: Str, fd: Schema.Literals([1, 2]), data: base64 }),
-  Schema.Struct({ ev: Schema.Literal("exit"), id: Str, code: Schema.NullOr(Schema.Finite), signal: Schema.NullOr(Str), timedOut: Schema.Boolean }),
+  Schema.Struct({
+    ev: Schema.Literal("exit"),
+    id: Str,
+    code: Schema.NullOr(Schema.Finite),
+    signal: Schema.NullOr(Str),
+    timedOut: Schema.Boolean
+  }),
   Schema.Struct({
     rid: Schema.Finite,
     ok: Schema.Literal(true),
@@ -243,7 +267,11 @@ process.stdin.on("data", (chunk) => {
 process.stdin.on("end", () => process.exit(0))
 const main = process.argv.slice(1)
 const start = () => { if (main.length > 0) ops.exec({ id: "main", argv: main, env: {}, cwd: undefined, stdin: undefined, closeStdin: true, timeoutMs: undefined }) }
-${forward
-  ? `net.createServer((c) => { const u = net.connect(${JSON.stringify(proxySocketInBox)}); c.pipe(u); u.pipe(c); c.on("error", () => u.destroy()); u.on("error", () => c.destroy()) }).listen(${proxyPort}, "127.0.0.1", () => { out({ ev: "ready", main }); start() })`
-  : `out({ ev: "ready", main }); start()`}
+${
+  forward
+    ? `net.createServer((c) => { const u = net.connect(${
+      JSON.stringify(proxySocketInBox)
+    }); c.pipe(u); u.pipe(c); c.on("error", () => u.destroy()); u.on("error", () => c.destroy()) }).listen(${proxyPort}, "127.0.0.1", () => { out({ ev: "ready", main }); start() })`
+    : `out({ ev: "ready", main }); start()`
+}
 `

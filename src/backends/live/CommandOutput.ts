@@ -131,7 +131,7 @@ export class CommandOutput {
     const data = Buffer.concat(parts)
     // A cut start may split a UTF-8 character: its continuation bytes go, so the text starts at a whole one.
     let start = 0
-    if (cut) while (start < data.length && start < 3 && (data[start]! & 0xc0) === 0x80) start++
+    if (cut) { while (start < data.length && start < 3 && (data[start]! & 0xc0) === 0x80) start++ }
     return { data: data.subarray(start), cut }
   }
 

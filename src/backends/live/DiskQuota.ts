@@ -35,7 +35,10 @@ export const detectDiskQuotas = (): { readonly diskQuotas: DiskQuotas; readonly 
     ? "mkfs.ext4 is missing (apt-get install e2fsprogs)"
     : undefined
   if (why === undefined) return { diskQuotas: "loop", problem: undefined }
-  return { diskQuotas: "polled", problem: `disk quotas are polled (a box can pass its quota for a few seconds before it is stopped): ${why}` }
+  return {
+    diskQuotas: "polled",
+    problem: `disk quotas are polled (a box can pass its quota for a few seconds before it is stopped): ${why}`
+  }
 }
 
 const mkfs = (): string | undefined =>
@@ -121,7 +124,9 @@ const mountsUnder = (dir: string): ReadonlyArray<string> =>
   readFileSync("/proc/self/mountinfo", "utf8").split("\n")
     .map((line) => line.split(" ")[4])
     .filter((point): point is string => point !== undefined)
-    .map((point) => point.replace(/\\([0-7]{3})/gu, (_, octal: string) => String.fromCharCode(Number.parseInt(octal, 8))))
+    .map((point) =>
+      point.replace(/\\([0-7]{3})/gu, (_, octal: string) => String.fromCharCode(Number.parseInt(octal, 8)))
+    )
     .filter((point) => point === dir || point.startsWith(`${dir}/`))
     .sort((a, b) => b.length - a.length)
 

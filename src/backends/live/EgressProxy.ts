@@ -31,7 +31,9 @@ export const allowedBy = (allow: ReadonlyArray<string>, host: string): boolean =
   const name = host.toLowerCase().replace(/\.$/u, "")
   return allow.some((entry) => {
     const pattern = entry.toLowerCase()
-    return pattern.startsWith("*.") ? name.endsWith(pattern.slice(1)) && name.length > pattern.length - 1 : name === pattern
+    return pattern.startsWith("*.")
+      ? name.endsWith(pattern.slice(1)) && name.length > pattern.length - 1
+      : name === pattern
   })
 }
 
@@ -64,13 +66,14 @@ export const startEgressProxy = (options: ProxyOptions): Promise<RunningProxy> =
     server.listen(options.socket, () => {
       chmodSync(options.socket, 0o666)
       resolve({
-        close: () => new Promise<void>((done) => {
-          for (const client of clients) client.destroy()
-          server.close(() => {
-            rmSync(options.socket, { force: true })
-            done()
+        close: () =>
+          new Promise<void>((done) => {
+            for (const client of clients) client.destroy()
+            server.close(() => {
+              rmSync(options.socket, { force: true })
+              done()
+            })
           })
-        })
       })
     })
   })
@@ -138,28 +141,50 @@ const targetOf = (head: string, rest: Buffer): Target | string => {
   const connectTo = /^CONNECT ([^\s:]+|\[[0-9a-f:.]+\]):(\d{1,5}) HTTP\/1\.[01]$/iu.exec(line)
   if (connectTo !== null) return { host: bareHost(connectTo[1]!), port: Number(connectTo[2]), tunnel: true, send: rest }
   const request = /^([A-Z]+) (http:\/\/\S+) (HTTP\/1\.[01])$/u.exec(line)
-  if (request === null || !URL.canParse(request[2]!)) return "only CONNECT and plain-http requests in absolute form (http://host/path) go through the egress proxy"
+  if (request === null || !URL.canParse(request[2]!)) {
+    return "only CONNECT and plain-http requests in absolute form (http://host/path) go through the egress proxy"
+  }
   const url = new URL(request[2]!)
   // One request per connection: the upstream closes after its answer, so a second request cannot reach it unchecked.
   const kept = headers.filter((header) => !/^(proxy-[a-z-]*|connection|keep-alive)\s*:/iu.test(header))
-  const upstreamHead = [`${request[1]} ${url.pathname}${url.search} ${request[3]}`, ...kept, "connection: close", "", ""].join("\r\n")
-  return { host: bareHost(url.hostname), port: url.port === "" ? 80 : Number(url.port), tunnel: false, send: Buffer.concat([Buffer.from(upstreamHead, "latin1"), rest]) }
+  const upstreamHead = [
+    `${request[1]} ${url.pathname}${url.search} ${request[3]}`,
+    ...kept,
+    "connection: close",
+    "",
+    ""
+  ].join("\r\n")
+  return {
+    host: bareHost(url.hostname),
+    port: url.port === "" ? 80 : Number(url.port),
+    tunnel: false,
+    send: Buffer.concat([Buffer.from(upstreamHead, "latin1"), rest])
+  }
 }
 
 const route = async (client: Socket, options: ProxyOptions, head: string, rest: Buffer) => {
   const target = targetOf(head, rest)
   if (typeof target === "string") return refuse(client, options, "405 Method Not Allowed", target)
   const opened = await open(options, target.host, target.port)
-  if ("why" in opened) return refuse(client, options, opened.refused === "forbidden" ? "403 Forbidden" : "502 Bad Gateway", opened.why)
+  if ("why" in opened) {
+    return refuse(client, options, opened.refused === "forbidden" ? "403 Forbidden" : "502 Bad Gateway", opened.why)
+  }
   if (target.tunnel) client.write("HTTP/1.1 200 Connection established\r\n\r\n")
   splice(client, opened.socket, target.send)
 }
 
-const socks = async (client: Socket, options: ProxyOptions, target: { readonly host: string; readonly port: number }, rest: Buffer) => {
+const socks = async (
+  client: Socket,
+  options: ProxyOptions,
+  target: { readonly host: string; readonly port: number },
+  rest: Buffer
+) => {
   const opened = await open(options, target.host, target.port)
   if ("why" in opened) {
     logRefusal(options, opened.why)
-    return void client.end(Socks5.reply(opened.refused === "forbidden" ? Socks5.replyCodes.notAllowed : Socks5.replyCodes.hostUnreachable))
+    return void client.end(
+      Socks5.reply(opened.refused === "forbidden" ? Socks5.replyCodes.notAllowed : Socks5.replyCodes.hostUnreachable)
+    )
   }
   client.write(Socks5.reply(Socks5.replyCodes.succeeded))
   splice(client, opened.socket, rest)
@@ -176,7 +201,12 @@ const open = async (options: ProxyOptions, host: string, port: number): Promise<
   const resolution = await resolveChecked(host, options.rules)
   if (resolution._tag === "Unresolved") return { refused: "unreachable", why: `${host} does not resolve` }
   if (resolution._tag === "Barred") {
-    return { refused: "forbidden", why: `${host === resolution.address ? host : `${host} resolves to ${resolution.address}, which`} is not a public address` }
+    return {
+      refused: "forbidden",
+      why: `${
+        host === resolution.address ? host : `${host} resolves to ${resolution.address}, which`
+      } is not a public address`
+    }
   }
   const socket = await connectAny(resolution.addresses.map((entry) => entry.address), port)
   return socket === undefined ? { refused: "unreachable", why: `${host}:${port} could not be reached` } : { socket }
@@ -219,7 +249,9 @@ const connectAny = async (addresses: ReadonlyArray<string>, port: number): Promi
  */
 export const forwarderScript = [
   `const net = require("net"), { spawn } = require("child_process")`,
-  `const server = net.createServer((c) => { const u = net.connect(${JSON.stringify(proxySocketInBox)}); c.pipe(u); u.pipe(c); c.on("error", () => u.destroy()); u.on("error", () => c.destroy()) })`,
+  `const server = net.createServer((c) => { const u = net.connect(${
+    JSON.stringify(proxySocketInBox)
+  }); c.pipe(u); u.pipe(c); c.on("error", () => u.destroy()); u.on("error", () => c.destroy()) })`,
   `server.listen(${proxyPort}, "127.0.0.1", () => {`,
   `  const p = spawn(process.argv[1], process.argv.slice(2), { stdio: "inherit" })`,
   `  p.on("error", (e) => { console.error(e.message); process.exit(127) })`,

@@ -5,8 +5,8 @@
  * "GPUs").
  */
 import { execFileSync } from "node:child_process"
-import { availableParallelism, hostname, totalmem } from "node:os"
 import { readFileSync, statfsSync } from "node:fs"
+import { availableParallelism, hostname, totalmem } from "node:os"
 import { join } from "node:path"
 import type { IsolationSupport } from "./Isolation.ts"
 import type { Hello, HostCapacity } from "./Protocol.ts"
@@ -29,7 +29,10 @@ export const nvidiaSmiQuery = ["--query-gpu=index,name,memory.total,pci.bus_id",
  * a GPU is /dev/nvidia<minor>, where the minor number is the driver's (`minorOf`, read under /proc/driver/nvidia); it
  * is usually the index, which stands in when the driver does not say.
  */
-export const parseNvidiaSmi = (output: string, minorOf: (busId: string) => number | undefined = () => undefined): ReadonlyArray<HostGpu> =>
+export const parseNvidiaSmi = (
+  output: string,
+  minorOf: (busId: string) => number | undefined = () => undefined
+): ReadonlyArray<HostGpu> =>
   output.split("\n").map((line) => line.trim()).filter((line) => line.length > 0).flatMap((line) => {
     const fields = line.split(",").map((field) => field.trim())
     if (fields.length < 4) return []
@@ -60,7 +63,11 @@ export const driverMinor = (procGpus: string) => (busId: string): number | undef
 /** This host's NVIDIA GPUs; none when nvidia-smi is absent or fails (no driver, no GPU a program could use). */
 export const detectGpus = (nvidiaSmi = "nvidia-smi", procGpus = "/proc/driver/nvidia/gpus"): ReadonlyArray<HostGpu> => {
   try {
-    const output = execFileSync(nvidiaSmi, nvidiaSmiQuery, { encoding: "utf8", timeout: 10_000, stdio: ["ignore", "pipe", "ignore"] })
+    const output = execFileSync(nvidiaSmi, nvidiaSmiQuery, {
+      encoding: "utf8",
+      timeout: 10_000,
+      stdio: ["ignore", "pipe", "ignore"]
+    })
     return parseNvidiaSmi(output, driverMinor(procGpus))
   } catch {
     return []
@@ -78,10 +85,19 @@ export const measureHost = (dataDir: string, gpus: ReadonlyArray<HostGpu>): Host
 }
 
 /** An agent's hello: this host measured now (its GPUs as `detectGpus` found them), and what it can do for isolation. */
-export const helloOf = (node: string, dataDir: string, isolation: IsolationSupport, gpus: ReadonlyArray<HostGpu>): Hello => ({
+export const helloOf = (
+  node: string,
+  dataDir: string,
+  isolation: IsolationSupport,
+  gpus: ReadonlyArray<HostGpu>
+): Hello => ({
   node,
   hostname: hostname(),
   agentVersion,
   capacity: measureHost(dataDir, gpus),
-  isolation: { bubblewrap: isolation.bwrap !== undefined, memoryLimits: isolation.memoryLimits !== "none", problems: isolation.problems }
+  isolation: {
+    bubblewrap: isolation.bwrap !== undefined,
+    memoryLimits: isolation.memoryLimits !== "none",
+    problems: isolation.problems
+  }
 })

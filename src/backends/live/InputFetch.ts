@@ -29,7 +29,7 @@ export interface FetchOptions {
 /** The body of an https URL, after its redirects; rejects with FetchFailed. */
 export const fetchInput = async (url: string, options: FetchOptions): Promise<AsyncIterable<Uint8Array>> => {
   let current = url
-  for (let redirects = 0; ; redirects++) {
+  for (let redirects = 0;; redirects++) {
     const response = await getOnce(current, options)
     const status = response.statusCode ?? 0
     if (status === 200) return guarded(response)
@@ -52,7 +52,11 @@ const getOnce = async (url: string, options: FetchOptions): Promise<IncomingMess
   if (resolution._tag === "Unresolved") throw new FetchFailed("name does not resolve")
   const ca = options.extraCa === undefined ? undefined : [...rootCertificates, options.extraCa]
   return new Promise((resolve, reject) => {
-    const call = httpsGet(url, { timeout: idleTimeoutMs, lookup: pinnedLookup(resolution.addresses[0]!), ...(ca === undefined ? {} : { ca }) }, resolve)
+    const call = httpsGet(url, {
+      timeout: idleTimeoutMs,
+      lookup: pinnedLookup(resolution.addresses[0]!),
+      ...(ca === undefined ? {} : { ca })
+    }, resolve)
     call.on("timeout", () => call.destroy(new FetchFailed("timed out")))
     call.on("error", (error) => reject(error instanceof FetchFailed ? error : new FetchFailed(classOf(error))))
   })

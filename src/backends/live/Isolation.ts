@@ -31,11 +31,11 @@ import {
 import { constants as osConstants } from "node:os"
 import { basename, dirname, isAbsolute, join } from "node:path"
 import type { Readable, Writable } from "node:stream"
+import * as Limits from "../../core/Limits.ts"
 import { supervisorScript } from "./BoxSupervisor.ts"
 import { detectDiskQuotas, type DiskQuotas } from "./DiskQuota.ts"
 import { forwarderScript, proxyPort, proxySocketInBox } from "./EgressProxy.ts"
 import { seccompFilter } from "./Seccomp.ts"
-import * as Limits from "../../core/Limits.ts"
 
 /**
  * Egress through the run's proxy (EgressProxy.ts; Open and AllowList): no network of its own, the proxy's socket bound
@@ -300,7 +300,9 @@ const sweepCgroups = (dir: string) => {
   for (const name of readdirSync(dir).filter((entry) => entry.startsWith(runCgroupPrefix))) {
     const path = join(dir, name)
     try {
-      if (Date.now() - statSync(path).mtimeMs > staleCgroupMs && readOrEmpty(join(path, "cgroup.procs")).trim() === "") rmdirSync(path)
+      if (
+        Date.now() - statSync(path).mtimeMs > staleCgroupMs && readOrEmpty(join(path, "cgroup.procs")).trim() === ""
+      ) rmdirSync(path)
     } catch {
       // in use after all, or gone meanwhile
     }
@@ -314,10 +316,15 @@ type PidsDetection = { readonly cgroup: string | undefined; readonly problem: st
  * cgroup of the pids hierarchy (/sys/fs/cgroup/pids), where we must be able to make children.
  */
 const detectPids = (memory: MemoryDetection): PidsDetection => {
-  const off = (why: string): PidsDetection => ({ cgroup: undefined, problem: `process limits are off (a fork bomb can take every pid of the host): ${why}` })
+  const off = (why: string): PidsDetection => ({
+    cgroup: undefined,
+    problem: `process limits are off (a fork bomb can take every pid of the host): ${why}`
+  })
   if (memory.memoryLimits === "cgroup2") {
     const subtree = readOrEmpty(join(memory.cgroup!, "cgroup.subtree_control")).trim().split(" ")
-    return subtree.includes("pids") ? { cgroup: memory.cgroup, problem: undefined } : off(`${memory.cgroup} does not delegate the pids controller`)
+    return subtree.includes("pids")
+      ? { cgroup: memory.cgroup, problem: undefined }
+      : off(`${memory.cgroup} does not delegate the pids controller`)
   }
   const dir = ownV1Cgroup("pids")
   if (dir === undefined) return off("no pids cgroup controller found for this process")
@@ -411,7 +418,9 @@ const userlandOptions = (host: HostView): ReadonlyArray<string> =>
 
 /** The run's GPUs and the driver's shared nodes, bound into the box's otherwise minimal /dev. */
 const deviceOptions = (devices: ReadonlyArray<string>, host: HostView): ReadonlyArray<string> =>
-  devices.length === 0 ? [] : [...host.gpuShared, ...devices].flatMap((device) => ["--dev-bind", device, `/dev/${basename(device)}`])
+  devices.length === 0
+    ? []
+    : [...host.gpuShared, ...devices].flatMap((device) => ["--dev-bind", device, `/dev/${basename(device)}`])
 
 const areaOptions = (area: string, box: boolean): ReadonlyArray<string> => {
   if (!isAbsolute(area)) throw new Error(`area ${JSON.stringify(area)} is not an absolute path`)
@@ -421,11 +430,15 @@ const areaOptions = (area: string, box: boolean): ReadonlyArray<string> => {
 /** Volume mounts, read-only; the paths were admitted (absolute, no system path), and are checked again here. */
 const volumeOptions = (mounts: NonNullable<IsolatedProgram["mounts"]>): ReadonlyArray<string> =>
   mounts.flatMap(({ dir, at }) => {
-    if (!isAbsolute(dir) || !isAbsolute(at) || at.split("/").includes("..")) throw new Error(`mount ${JSON.stringify(at)} is not an absolute path`)
+    if (!isAbsolute(dir) || !isAbsolute(at) || at.split("/").includes("..")) {
+      throw new Error(`mount ${JSON.stringify(at)} is not an absolute path`)
+    }
     return ["--ro-bind", dir, at]
   })
 
-const mountsOf = (box: boolean): ReadonlyArray<{ readonly dir: string; readonly at: string; readonly writable: boolean }> =>
+const mountsOf = (
+  box: boolean
+): ReadonlyArray<{ readonly dir: string; readonly at: string; readonly writable: boolean }> =>
   box ? [...areaMounts, workspaceMount] : areaMounts
 
 /** A hidden path is masked where the box would see it: under a directory of the userland it binds. */
@@ -449,7 +462,10 @@ const secretOptions = (secrets: IsolatedProgram["secretFiles"]): ReadonlyArray<s
   const dirs = new Set<string>()
   const files = secrets.flatMap(({ name }, index) => {
     const segments = name.split("/")
-    if (segments.length > 2 || segments.some((segment) => !secretSegment.test(segment) || segment === "." || segment === "..")) {
+    if (
+      segments.length > 2 ||
+      segments.some((segment) => !secretSegment.test(segment) || segment === "." || segment === "..")
+    ) {
       throw new Error(`secret file name ${JSON.stringify(name)} is not a file name or <directory>/<file>`)
     }
     if (segments.length === 2) dirs.add(segments[0]!)
@@ -517,7 +533,16 @@ const startBwrap = (support: IsolationSupport, program: IsolatedProgram, seriali
   const log = openSync(program.logPath, "a")
   try {
     const child = spawn(support.bwrap!, ["--args", String(fd.options), "--", ...commandOf(program)], {
-      stdio: [hasControl(program) ? "pipe" : "ignore", hasControl(program) ? "pipe" : log, log, "pipe", "pipe", "pipe", ...program.secretFiles.map(() => "pipe" as const), ...(boxFilter === undefined ? [] : ["pipe" as const])],
+      stdio: [
+        hasControl(program) ? "pipe" : "ignore",
+        hasControl(program) ? "pipe" : log,
+        log,
+        "pipe",
+        "pipe",
+        "pipe",
+        ...program.secretFiles.map(() => "pipe" as const),
+        ...(boxFilter === undefined ? [] : ["pipe" as const])
+      ],
       env: {},
       cwd: "/",
       ...support.runAs
@@ -601,7 +626,9 @@ const extraStreams = (child: ChildProcess) =>
 
 /** --args takes NUL-separated arguments: a NUL inside one would smuggle in options of its own. */
 const serializeOptions = (options: ReadonlyArray<string>): Buffer => {
-  if (options.some((option) => option.includes("\0"))) throw new Error("a box option (environment, names) holds a NUL byte")
+  if (options.some((option) => option.includes("\0"))) {
+    throw new Error("a box option (environment, names) holds a NUL byte")
+  }
   return Buffer.from(options.map((option) => `${option}\0`).join(""))
 }
 
@@ -632,10 +659,15 @@ const assertSearchable = (path: string, runAs: NonNullable<IsolationSupport["run
  */
 const runCgroupPrefix = "nodus-run-"
 
-type RunCgroup = { readonly version: "cgroup1" | "cgroup2"; readonly memory: string | undefined; readonly pids: string | undefined }
+type RunCgroup = {
+  readonly version: "cgroup1" | "cgroup2"
+  readonly memory: string | undefined
+  readonly pids: string | undefined
+}
 
-const dirsOf = (cgroup: RunCgroup): ReadonlyArray<string> =>
-  [...new Set([cgroup.memory, cgroup.pids].filter((dir) => dir !== undefined))]
+const dirsOf = (
+  cgroup: RunCgroup
+): ReadonlyArray<string> => [...new Set([cgroup.memory, cgroup.pids].filter((dir) => dir !== undefined))]
 
 /** What the box is held to: its own bounds, or one vCPU's defaults (a box is never unbounded). */
 const boundsOf = (program: IsolatedProgram) => ({
@@ -646,7 +678,9 @@ const boundsOf = (program: IsolatedProgram) => ({
 /** The run's own cgroups under ours, limited; none (the run goes without that bound) where the host has none. */
 const createCgroup = (support: IsolationSupport, bounds: ReturnType<typeof boundsOf>): RunCgroup => {
   const name = `${runCgroupPrefix}${randomBytes(6).toString("hex")}`
-  const memory = support.memoryLimits === "none" || support.cgroup === undefined ? undefined : join(support.cgroup, name)
+  const memory = support.memoryLimits === "none" || support.cgroup === undefined
+    ? undefined
+    : join(support.cgroup, name)
   const cgroup: RunCgroup = {
     version: support.memoryLimits === "cgroup2" ? "cgroup2" : "cgroup1",
     memory,

@@ -13,7 +13,16 @@
  * host's disk, whatever /workspace holds), and the next box mounts it as its area, everything but /workspace cleared.
  */
 import { execFileSync } from "node:child_process"
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync
+} from "node:fs"
 import { join } from "node:path"
 import { imageOf } from "./DiskQuota.ts"
 
@@ -40,18 +49,24 @@ const readMarker = (dir: string): Marker | undefined => {
     const parsed: unknown = JSON.parse(readFileSync(join(dir, markerFile), "utf8"))
     if (typeof parsed !== "object" || parsed === null) return undefined
     const { owner, base, startedAt, keptAt } = parsed as Record<string, unknown>
-    if (typeof owner !== "string" || !/^[A-Za-z0-9._-]+$/u.test(owner) || typeof base !== "number" || typeof startedAt !== "number") return undefined
+    if (
+      typeof owner !== "string" || !/^[A-Za-z0-9._-]+$/u.test(owner) || typeof base !== "number" ||
+      typeof startedAt !== "number"
+    ) return undefined
     return { owner, base, startedAt, keptAt: typeof keptAt === "number" ? keptAt : undefined }
   } catch {
     return undefined
   }
 }
 
-const writeMarker = (dir: string, marker: Marker) => writeFileSync(join(dir, markerFile), JSON.stringify(marker), { mode: 0o600 })
+const writeMarker = (dir: string, marker: Marker) =>
+  writeFileSync(join(dir, markerFile), JSON.stringify(marker), { mode: 0o600 })
 
 const subdirectories = (dir: string): ReadonlyArray<string> => {
   try {
-    return readdirSync(dir, { withFileTypes: true }).filter((entry) => entry.isDirectory()).map((entry) => join(dir, entry.name))
+    return readdirSync(dir, { withFileTypes: true }).filter((entry) => entry.isDirectory()).map((entry) =>
+      join(dir, entry.name)
+    )
   } catch {
     return []
   }
@@ -123,7 +138,8 @@ export class KeptWorkspaces {
     this.prune()
     const source = join(this.dir, owner)
     const marker = readMarker(source)
-    return marker !== undefined && marker.base >= restoreSeq && (existsSync(join(source, imageFile)) || existsSync(join(source, workspaceDir)))
+    return marker !== undefined && marker.base >= restoreSeq &&
+      (existsSync(join(source, imageFile)) || existsSync(join(source, workspaceDir)))
   }
 
   /**
@@ -141,7 +157,9 @@ export class KeptWorkspaces {
       if (existsSync(join(source, imageFile))) {
         renameSync(join(source, imageFile), imageOf(area))
         execFileSync("mount", ["-o", "loop,nosuid,nodev", imageOf(area), area])
-        for (const entry of readdirSync(area)) if (entry !== workspaceDir) rmSync(join(area, entry), { recursive: true, force: true })
+        for (const entry of readdirSync(area)) {
+          if (entry !== workspaceDir) rmSync(join(area, entry), { recursive: true, force: true })
+        }
       } else renameSync(join(source, workspaceDir), join(area, workspaceDir))
     }
     rmSync(source, { recursive: true, force: true })
@@ -151,6 +169,8 @@ export class KeptWorkspaces {
   /** Kept /workspaces nobody took for `maxAgeMs` (their Sandbox deleted, or started elsewhere) go. */
   private prune() {
     const oldest = this.now() - this.maxAgeMs
-    for (const kept of subdirectories(this.dir)) if ((readMarker(kept)?.keptAt ?? 0) < oldest) rmSync(kept, { recursive: true, force: true })
+    for (const kept of subdirectories(this.dir)) {
+      if ((readMarker(kept)?.keptAt ?? 0) < oldest) rmSync(kept, { recursive: true, force: true })
+    }
   }
 }

@@ -14,8 +14,8 @@ import type {
   BoxReply,
   BoxRequest,
   CapacityChange,
-  CollectedOutput,
   CapacityPortShape,
+  CollectedOutput,
   HostRequest,
   MaterializedInput,
   Outcome,
@@ -35,10 +35,10 @@ import {
   leaseExpiryMs,
   leaseRenewMs,
   type OutputTarget,
+  runIdOf,
   type RunInput,
   type RunReport,
   type RunSpec,
-  runIdOf,
   type SyncRequest,
   type SyncResponse,
   type VolumeInput
@@ -81,13 +81,22 @@ export interface LiveOptions {
    * Keeps an output of a run (its owner, in the owner's project) from its bytes, answering its SHA-256 and size, by
    * which status.outputs finds it; fails past `outputBytesMax`.
    */
-  readonly storeOutput: (owner: string, namespace: string, bytes: AsyncIterable<Uint8Array>) => Promise<{ readonly sha256: string; readonly sizeBytes: number }>
+  readonly storeOutput: (
+    owner: string,
+    namespace: string,
+    bytes: AsyncIterable<Uint8Array>
+  ) => Promise<{ readonly sha256: string; readonly sizeBytes: number }>
   /**
    * Keeps a checkpoint of an owner (in its project) under its number, content-addressed by its SHA-256, and reads one
    * back (undefined when none is kept under that number).
    */
   readonly checkpoints: {
-    readonly store: (owner: string, namespace: string, seq: number, bytes: AsyncIterable<Uint8Array>) => Promise<{ readonly sha256: string; readonly sizeBytes: number }>
+    readonly store: (
+      owner: string,
+      namespace: string,
+      seq: number,
+      bytes: AsyncIterable<Uint8Array>
+    ) => Promise<{ readonly sha256: string; readonly sizeBytes: number }>
     readonly open: (owner: string, seq: number) => Promise<AsyncIterable<Uint8Array> | undefined>
     /** The highest number kept for the owner (0 when none), so numbers keep growing across server restarts. */
     readonly latest: (owner: string) => Promise<number>
@@ -106,7 +115,10 @@ export interface NodeScope {
 }
 
 /** A Node's key: its name, within its project when it has one. */
-export const nodeKey = (name: string, scope: NodeScope) => (scope.namespace === undefined ? name : `${scope.namespace}/${name}`)
+export const nodeKey = (
+  name: string,
+  scope: NodeScope
+) => (scope.namespace === undefined ? name : `${scope.namespace}/${name}`)
 
 /** A Node as the server sees it (what Node objects show). */
 export interface NodeView {
@@ -194,11 +206,13 @@ interface Run {
 }
 
 /** Whether the Node takes a project's work at all. */
-const serves = (node: NodeState, namespace: string) => node.scope.namespace === undefined || node.scope.namespace === namespace
+const serves = (node: NodeState, namespace: string) =>
+  node.scope.namespace === undefined || node.scope.namespace === namespace
 
 /** Whether the Node takes this project's work of this variant now. */
 const takes = (node: NodeState, namespace: string, variant: Variant) =>
-  node.ready && !node.cordoned && serves(node, namespace) && node.offerings.some((offering) => offering.id === variant.offering.id)
+  node.ready && !node.cordoned && serves(node, namespace) &&
+  node.offerings.some((offering) => offering.id === variant.offering.id)
 
 /** The GPUs an offering takes on its Node. */
 const gpusOf = (variant: Variant) => variant.offering.accelerator?.count ?? 0
@@ -209,7 +223,9 @@ export class LiveCapacity {
   private readonly runs = new Map<string, Map<string, Run>>()
   /** Checkpoint sequence numbers per owner: they grow across every attempt of the owner. */
   private readonly seqs = new Map<string, number>()
-  private readonly nodeListeners = new Set<(node: NodeView | { readonly key: string; readonly removed: true }) => void>()
+  private readonly nodeListeners = new Set<
+    (node: NodeView | { readonly key: string; readonly removed: true }) => void
+  >()
   private readonly changes: PubSub.PubSub<CapacityChange>
   readonly port: CapacityPortShape
 
@@ -233,27 +249,29 @@ export class LiveCapacity {
       // Facts are answered as values: what the caller holds does not change under it.
       acquire: (request) => Effect.sync(() => ({ ...this.acquire(request) })),
       release: (owner, attempt) => Effect.sync(() => this.release(owner, attempt)),
-      facts: (owner, attempt) => Effect.sync(() => {
-        const run = this.find(owner, attempt)
-        // Its object came back to this process: it is this process's own run again.
-        if (run?.handedUntil !== undefined) this.keep(run)
-        const facts = run?.facts
-        return facts === undefined ? undefined : { ...facts }
-      }),
+      facts: (owner, attempt) =>
+        Effect.sync(() => {
+          const run = this.find(owner, attempt)
+          // Its object came back to this process: it is this process's own run again.
+          if (run?.handedUntil !== undefined) this.keep(run)
+          const facts = run?.facts
+          return facts === undefined ? undefined : { ...facts }
+        }),
       market: (namespace) => this.market(namespace),
-      forget: (owner) => Effect.sync(() => {
-        for (const run of this.runs.get(owner)?.values() ?? []) {
-          this.offered.delete(run)
-          this.handed.delete(run)
-          // Offered back and never claimed: it holds no slot of its Node.
-          if (run.adoptedUntil !== undefined) run.node = ""
-          // A run still stopping (released by a process that lost its shard, and forgotten at once): its exit report
-          // would find no run, so its slot goes back now; its agent stops it on its next sync (it is no longer desired).
-          this.end(run, { type: "Stopped" })
-        }
-        this.runs.delete(owner)
-        this.seqs.delete(owner)
-      }),
+      forget: (owner) =>
+        Effect.sync(() => {
+          for (const run of this.runs.get(owner)?.values() ?? []) {
+            this.offered.delete(run)
+            this.handed.delete(run)
+            // Offered back and never claimed: it holds no slot of its Node.
+            if (run.adoptedUntil !== undefined) run.node = ""
+            // A run still stopping (released by a process that lost its shard, and forgotten at once): its exit report
+            // would find no run, so its slot goes back now; its agent stops it on its next sync (it is no longer desired).
+            this.end(run, { type: "Stopped" })
+          }
+          this.runs.delete(owner)
+          this.seqs.delete(owner)
+        }),
       changes: Stream.fromPubSub(changes),
       start: (owner, attempt, program) => this.start(owner, attempt, program),
       checkpoint: (owner, attempt, episode) => Effect.sync(() => this.checkpoint(owner, attempt, episode)),
@@ -292,7 +310,9 @@ export class LiveCapacity {
   readonly peerFacts = (owner: string, attempt: string): AttemptFacts | undefined => {
     const run = this.find(owner, attempt)
     if (run === undefined) return undefined
-    if (run.handedUntil !== undefined) run.handedUntil = Math.max(run.handedUntil, this.options.now() + this.lease.expiryMs)
+    if (run.handedUntil !== undefined) {
+      run.handedUntil = Math.max(run.handedUntil, this.options.now() + this.lease.expiryMs)
+    }
     return { ...run.facts }
   }
 
@@ -358,18 +378,40 @@ export class LiveCapacity {
     if (known !== undefined) return known.facts
     const now = this.options.now()
     const facts: Facts = {
-      name: request.attempt, index: request.index, number: request.number, variant: request.variant, warmReuse: false,
-      recovery: request.recovery, restoreFromSeq: undefined, requestedAt: now, bootedAt: undefined, endedAt: undefined,
-      stoppingAt: undefined, releasedAt: undefined, phase: "Provisioning", outcome: undefined, checkpoint: undefined,
-      checkpointFailures: 0, suspend: undefined, progressUnits: undefined
+      name: request.attempt,
+      index: request.index,
+      number: request.number,
+      variant: request.variant,
+      warmReuse: false,
+      recovery: request.recovery,
+      restoreFromSeq: undefined,
+      requestedAt: now,
+      bootedAt: undefined,
+      endedAt: undefined,
+      stoppingAt: undefined,
+      releasedAt: undefined,
+      phase: "Provisioning",
+      outcome: undefined,
+      checkpoint: undefined,
+      checkpointFailures: 0,
+      suspend: undefined,
+      progressUnits: undefined
     }
     const gpus = gpusOf(request.variant)
     const node = this.nodeFor(request.variant, request.namespace, now)
     if (node === undefined) {
-      Object.assign(facts, { phase: "Ended", outcome: { type: "Unavailable" }, endedAt: now, stoppingAt: now, releasedAt: now })
+      Object.assign(facts, {
+        phase: "Ended",
+        outcome: { type: "Unavailable" },
+        endedAt: now,
+        stoppingAt: now,
+        releasedAt: now
+      })
       return facts
     }
-    const warm = node.warm.findIndex((host) => host.namespace === request.namespace && host.gpus === gpus && host.until > now)
+    const warm = node.warm.findIndex((host) =>
+      host.namespace === request.namespace && host.gpus === gpus && host.until > now
+    )
     if (warm >= 0) {
       node.warm.splice(warm, 1)
       facts.warmReuse = true
@@ -377,7 +419,21 @@ export class LiveCapacity {
       node.slotsUsed++
       node.gpusUsed += gpus
     }
-    const run: Run = { owner: request.owner, namespace: request.namespace, facts, node: node.key, gpus, program: undefined, stopAsked: false, logAck: 0, secretValues: [], stored: new Map(), inputs: new Map(), adoptedUntil: undefined, logBaseline: false }
+    const run: Run = {
+      owner: request.owner,
+      namespace: request.namespace,
+      facts,
+      node: node.key,
+      gpus,
+      program: undefined,
+      stopAsked: false,
+      logAck: 0,
+      secretValues: [],
+      stored: new Map(),
+      inputs: new Map(),
+      adoptedUntil: undefined,
+      logBaseline: false
+    }
     if (!this.runs.has(request.owner)) this.runs.set(request.owner, new Map())
     this.runs.get(request.owner)!.set(request.attempt, run)
     this.nodeChanged(node)
@@ -389,7 +445,9 @@ export class LiveCapacity {
     let fallback: NodeState | undefined
     for (const node of this.nodes.values()) {
       if (!takes(node, namespace, variant)) continue
-      if (node.warm.some((host) => host.namespace === namespace && host.gpus === gpusOf(variant) && host.until > now)) return node
+      if (node.warm.some((host) => host.namespace === namespace && host.gpus === gpusOf(variant) && host.until > now)) {
+        return node
+      }
       if (fallback === undefined && this.freeOn(node, variant) > 0) fallback = node
     }
     return fallback
@@ -401,7 +459,8 @@ export class LiveCapacity {
     const slots = node.hello.capacity.cpus - taken
     const gpus = gpusOf(variant)
     if (gpus === 0) return Math.max(0, slots)
-    const gpusFree = node.hello.capacity.gpus.length - node.gpusUsed - node.warm.reduce((sum, host) => sum + host.gpus, 0)
+    const gpusFree = node.hello.capacity.gpus.length - node.gpusUsed -
+      node.warm.reduce((sum, host) => sum + host.gpus, 0)
     return Math.max(0, Math.min(slots, Math.floor(gpusFree / gpus)))
   }
 
@@ -412,7 +471,10 @@ export class LiveCapacity {
         let count = 0
         for (const node of this.nodes.values()) {
           if (!takes(node, namespace, variant)) continue
-          count += this.freeOn(node, variant) + node.warm.filter((host) => host.namespace === namespace && host.gpus === gpusOf(variant) && host.until > now).length
+          count += this.freeOn(node, variant) +
+            node.warm.filter((host) =>
+              host.namespace === namespace && host.gpus === gpusOf(variant) && host.until > now
+            ).length
         }
         return count
       },
@@ -430,7 +492,11 @@ export class LiveCapacity {
     run.facts.restoreFromSeq = program.restoreFromSeq
     const workload = program.workload
     if (workload === undefined) {
-      this.end(run, { type: "Failed", exitCode: 1, message: "Nothing to run: the workload names no program (docs/live.md)." })
+      this.end(run, {
+        type: "Failed",
+        exitCode: 1,
+        message: "Nothing to run: the workload names no program (docs/live.md)."
+      })
       return Effect.void
     }
     const refused = refusalOf(workload)
@@ -440,7 +506,8 @@ export class LiveCapacity {
     }
     return this.options.resolve(run.namespace, workload).pipe(
       Effect.match({
-        onFailure: (problem) => this.end(run, { type: "Failed", exitCode: 1, message: `The program did not start: ${problem.message}` }),
+        onFailure: (problem) =>
+          this.end(run, { type: "Failed", exitCode: 1, message: `The program did not start: ${problem.message}` }),
         onSuccess: (resolved) => this.want(run, attempt, program, workload, resolved)
       })
     )
@@ -451,9 +518,22 @@ export class LiveCapacity {
     const node = this.nodes.get(run.node)
     if (node === undefined || run.stopAsked || run.facts.phase !== "Provisioning") return
     // A box or a worker runs a program of the platform's: neither needs a command.
-    if (workload.argv.length === 0 && workload.sandbox !== true && workload.worker === undefined) return this.end(run, { type: "Failed", exitCode: 1, message: "The program did not start: spec.command is empty; a live host runs the command it is given (docs/live.md, \"Images\")." })
+    if (workload.argv.length === 0 && workload.sandbox !== true && workload.worker === undefined) {
+      return this.end(run, {
+        type: "Failed",
+        exitCode: 1,
+        message:
+          "The program did not start: spec.command is empty; a live host runs the command it is given (docs/live.md, \"Images\")."
+      })
+    }
     if ((workload.unknownPresets ?? []).length > 0) {
-      return this.end(run, { type: "Failed", exitCode: 1, message: `The program did not start: no egress preset is named ${workload.unknownPresets!.join(", ")} (docs/live.md, "Network").` })
+      return this.end(run, {
+        type: "Failed",
+        exitCode: 1,
+        message: `The program did not start: no egress preset is named ${
+          workload.unknownPresets!.join(", ")
+        } (docs/live.md, "Network").`
+      })
     }
     run.secretValues = resolved.secretValues
     run.inputs = resolved.inputs
@@ -461,13 +541,27 @@ export class LiveCapacity {
       if ("url" in input) return [{ name: input.name, url: input.url, sha256: input.sha256 }]
       const held = resolved.inputs.get(input.name)
       if (held === undefined) return []
-      return [{ name: input.name, fromServer: true, sha256: held.sha256, ...(held.volume === undefined ? {} : { volume: held.volume }), ...("mount" in input && input.mount !== undefined ? { mountPath: input.mount.path } : {}) }]
+      return [{
+        name: input.name,
+        fromServer: true,
+        sha256: held.sha256,
+        ...(held.volume === undefined ? {} : { volume: held.volume }),
+        ...("mount" in input && input.mount !== undefined ? { mountPath: input.mount.path } : {})
+      }]
     })
     const worker = workload.worker
     if (worker?.codeInput !== undefined && !inputs.some((input) => input.name === worker.codeInput)) {
-      return this.end(run, { type: "Failed", exitCode: 1, message: `The program did not start: the worker's code input ${worker.codeInput} is not among its inputs.` })
+      return this.end(run, {
+        type: "Failed",
+        exitCode: 1,
+        message: `The program did not start: the worker's code input ${worker.codeInput} is not among its inputs.`
+      })
     }
-    const inputEnv = Object.fromEntries(inputs.filter((input) => !("mountPath" in input)).map((input) => [`PLATFORM_INPUT_${input.name}`, `/platform/inputs/${input.name}`]))
+    const inputEnv = Object.fromEntries(
+      inputs.filter((input) => !("mountPath" in input)).map((
+        input
+      ) => [`PLATFORM_INPUT_${input.name}`, `/platform/inputs/${input.name}`])
+    )
     const restore = program.restoreFromSeq === undefined ? undefined : { owner: run.owner, seq: program.restoreFromSeq }
     const spec: RunSpec = {
       id: runIdOf(run.owner, attempt),
@@ -507,12 +601,25 @@ export class LiveCapacity {
     if (known !== undefined) return known.facts
     const offering = facts.variant.offering.id
     const local = this.nodes.get(offering)
-    const key = local !== undefined && local.scope.namespace === undefined ? offering : nodeKey(offering, { pool: "", namespace })
+    const key = local !== undefined && local.scope.namespace === undefined
+      ? offering
+      : nodeKey(offering, { pool: "", namespace })
     const now = this.options.now()
     const node = this.nodes.get(key)
     const run: Run = {
-      owner, namespace, facts: { ...facts }, node: key, gpus: gpusOf(facts.variant), program: undefined, stopAsked: false, logAck: 0,
-      secretValues: [], stored: new Map(), inputs: new Map(), adoptedUntil: now + this.lease.expiryMs, logBaseline: true
+      owner,
+      namespace,
+      facts: { ...facts },
+      node: key,
+      gpus: gpusOf(facts.variant),
+      program: undefined,
+      stopAsked: false,
+      logAck: 0,
+      secretValues: [],
+      stored: new Map(),
+      inputs: new Map(),
+      adoptedUntil: now + this.lease.expiryMs,
+      logBaseline: true
     }
     if (!this.runs.has(owner)) this.runs.set(owner, new Map())
     this.runs.get(owner)!.set(facts.name, run)
@@ -575,21 +682,42 @@ export class LiveCapacity {
     if (run === undefined || run.facts.phase === "Ended" || run.facts.phase === "Terminating" || run.stopAsked) {
       return Promise.resolve({ _tag: "Refused", code: "SandboxNotRunning", message: "the box is not running" })
     }
-    if (run.facts.phase === "Provisioning") return Promise.resolve({ _tag: "Refused", code: "SandboxStarting", message: "the box is starting" })
+    if (run.facts.phase === "Provisioning") {
+      return Promise.resolve({ _tag: "Refused", code: "SandboxStarting", message: "the box is starting" })
+    }
     const node = this.nodes.get(run.node)
-    if (node === undefined || !node.ready) return Promise.resolve({ _tag: "Refused", code: "Unavailable", message: "the box's host is not connected" })
+    if (node === undefined || !node.ready) {
+      return Promise.resolve({ _tag: "Refused", code: "Unavailable", message: "the box's host is not connected" })
+    }
     // A Function's worker takes calls and nothing else; a Sandbox's box no calls (docs/functions.md, "The worker"). A run
     // offered back after a restart has no program here: its agent, which has its spec, says.
     const worker = run.program?.workload?.worker !== undefined
     if (run.program !== undefined && worker !== (request._tag === "Call")) {
-      return Promise.resolve({ _tag: "Refused", code: "Invalid", message: worker ? "a Function's worker takes calls only" : "a call goes to a Function's worker; this run is not one" })
+      return Promise.resolve({
+        _tag: "Refused",
+        code: "Invalid",
+        message: worker
+          ? "a Function's worker takes calls only"
+          : "a call goes to a Function's worker; this run is not one"
+      })
     }
     // Reading a command's state or output is not activity: a silent open terminal is idle (spec: Sandbox idleTimeout).
-    if (isBoxActivity(request)) run.facts.activity = { busy: run.facts.activity?.busy ?? false, lastAt: this.options.now() }
+    if (isBoxActivity(request)) {
+      run.facts.activity = { busy: run.facts.activity?.busy ?? false, lastAt: this.options.now() }
+    }
     const id = this.nextCall++
-    const waitMs = request._tag === "Exec" && !request.background ? request.timeoutMs ?? 24 * 3_600_000 : request._tag === "Output" ? request.waitMs : request._tag === "Call" ? request.timeoutMs : 0
+    const waitMs = request._tag === "Exec" && !request.background
+      ? request.timeoutMs ?? 24 * 3_600_000
+      : request._tag === "Output"
+      ? request.waitMs
+      : request._tag === "Call"
+      ? request.timeoutMs
+      : 0
     return new Promise((resolve) => {
-      const timer = setTimeout(() => answer({ _tag: "Refused", code: "Unavailable", message: "the box's host did not answer in time" }), waitMs + boxCallSlackMs)
+      const timer = setTimeout(
+        () => answer({ _tag: "Refused", code: "Unavailable", message: "the box's host did not answer in time" }),
+        waitMs + boxCallSlackMs
+      )
       const answer = (reply: BoxReply) => {
         clearTimeout(timer)
         if (!node.calls.delete(id)) return
@@ -607,7 +735,9 @@ export class LiveCapacity {
 
   /** A run's box calls that will get no reply: its box stopped, or its Node is gone. */
   private dropCalls(node: NodeState, runId: string | undefined, reply: BoxReply) {
-    for (const pending of [...node.calls.values()]) if (runId === undefined || pending.call.run === runId) pending.answer(reply)
+    for (const pending of [...node.calls.values()]) {
+      if (runId === undefined || pending.call.run === runId) pending.answer(reply)
+    }
   }
 
   private checkpoint(owner: string, attempt: string, episode: number) {
@@ -630,7 +760,9 @@ export class LiveCapacity {
   private end(run: Run, outcome: Outcome, aliveAt?: number) {
     if (run.facts.phase === "Ended") return
     const now = this.options.now()
-    const at = aliveAt === undefined ? now : Math.min(now, Math.max(aliveAt, run.facts.bootedAt ?? run.facts.requestedAt))
+    const at = aliveAt === undefined
+      ? now
+      : Math.min(now, Math.max(aliveAt, run.facts.bootedAt ?? run.facts.requestedAt))
     Object.assign(run.facts, { phase: "Ended", outcome, endedAt: at, releasedAt: at })
     run.facts.stoppingAt = Math.min(run.facts.stoppingAt ?? at, at)
     const node = this.nodes.get(run.node)
@@ -643,7 +775,9 @@ export class LiveCapacity {
       node.slotsUsed--
       node.gpusUsed -= run.gpus
       const keepWarmMs = run.program?.keepWarmMs ?? 0
-      if (keepWarmMs > 0 && (outcome.type === "Succeeded" || outcome.type === "Failed")) node.warm.push({ namespace: run.namespace, until: now + keepWarmMs, gpus: run.gpus })
+      if (keepWarmMs > 0 && (outcome.type === "Succeeded" || outcome.type === "Failed")) {
+        node.warm.push({ namespace: run.namespace, until: now + keepWarmMs, gpus: run.gpus })
+      }
       this.bump(node)
     }
     this.told(run.owner)
@@ -660,10 +794,34 @@ export class LiveCapacity {
   readonly remember = (name: string, scope: NodeScope, capacity: Hello["capacity"]) => {
     const key = nodeKey(name, scope)
     if (this.nodes.has(key)) return
-    const hello: Hello = { node: name, hostname: name, agentVersion: "", capacity, isolation: { bubblewrap: true, memoryLimits: true, problems: [] } }
+    const hello: Hello = {
+      node: name,
+      hostname: name,
+      agentVersion: "",
+      capacity,
+      isolation: { bubblewrap: true, memoryLimits: true, problems: [] }
+    }
     this.nodes.set(key, {
-      key, name, scope, hello, offerings: nodeOfferings({ pool: scope.pool, node: name, ...capacity }), epoch: 0, leaseExpiresAt: 0, lastHeartbeat: 0,
-      ready: false, cordoned: false, slotsUsed: 0, gpusUsed: 0, warm: [], desired: new Map(), checkpoints: new Map(), adopted: new Set(), held: new Map(), version: 0, waiters: new Set(), calls: new Map()
+      key,
+      name,
+      scope,
+      hello,
+      offerings: nodeOfferings({ pool: scope.pool, node: name, ...capacity }),
+      epoch: 0,
+      leaseExpiresAt: 0,
+      lastHeartbeat: 0,
+      ready: false,
+      cordoned: false,
+      slotsUsed: 0,
+      gpusUsed: 0,
+      warm: [],
+      desired: new Map(),
+      checkpoints: new Map(),
+      adopted: new Set(),
+      held: new Map(),
+      version: 0,
+      waiters: new Set(),
+      calls: new Map()
     })
     this.offerings.clear()
   }
@@ -683,8 +841,26 @@ export class LiveCapacity {
     const key = nodeKey(hello.node, scope)
     const known = this.nodes.get(key)
     const node: NodeState = known ?? {
-      key, name: hello.node, scope, hello, offerings: [], epoch: 0, leaseExpiresAt: 0, lastHeartbeat: now,
-      ready: false, cordoned: false, slotsUsed: 0, gpusUsed: 0, warm: [], desired: new Map(), checkpoints: new Map(), adopted: new Set(), held: new Map(), version: 0, waiters: new Set(), calls: new Map()
+      key,
+      name: hello.node,
+      scope,
+      hello,
+      offerings: [],
+      epoch: 0,
+      leaseExpiresAt: 0,
+      lastHeartbeat: now,
+      ready: false,
+      cordoned: false,
+      slotsUsed: 0,
+      gpusUsed: 0,
+      warm: [],
+      desired: new Map(),
+      checkpoints: new Map(),
+      adopted: new Set(),
+      held: new Map(),
+      version: 0,
+      waiters: new Set(),
+      calls: new Map()
     }
     // A new connection: whatever the Node ran under its old lease is lost (the agent stops what it still has).
     if (known !== undefined) this.lose(known, known.lastHeartbeat)
@@ -716,13 +892,20 @@ export class LiveCapacity {
     const logAcks: Record<string, number> = {}
     for (const report of request.runs) logAcks[report.id] = this.take(node, report)
     for (const reply of request.replies ?? []) node.calls.get(reply.id)?.answer(reply.reply)
-    if (request.waitMs > 0 && request.version >= node.version) await this.changeOf(node, Math.min(request.waitMs, this.lease.renewMs))
+    if (request.waitMs > 0 && request.version >= node.version) {
+      await this.changeOf(node, Math.min(request.waitMs, this.lease.renewMs))
+    }
     if (node.epoch !== request.epoch || !node.ready) return { _tag: "Stale" }
     return { _tag: "Desired", desired: this.desiredOf(node), logAcks }
   }
 
   private desiredOf(node: NodeState): Desired {
-    const desired = { version: node.version, runs: [...node.desired.values()], adopted: [...node.adopted, ...node.held.keys()], checkpoints: Object.fromEntries(node.checkpoints) }
+    const desired = {
+      version: node.version,
+      runs: [...node.desired.values()],
+      adopted: [...node.adopted, ...node.held.keys()],
+      checkpoints: Object.fromEntries(node.checkpoints)
+    }
     const calls = [...node.calls.values()].filter((pending) => !pending.delivered)
     for (const pending of calls) pending.delivered = true
     return calls.length === 0 ? desired : { ...desired, calls: calls.map((pending) => pending.call) }
@@ -763,7 +946,11 @@ export class LiveCapacity {
       this.toldSoon(run.owner)
     }
     if (report.checkpoint !== undefined && report.checkpoint.seq !== run.facts.checkpoint?.seq) {
-      run.facts.checkpoint = { seq: report.checkpoint.seq, sizeBytes: report.checkpoint.sizeBytes, at: this.options.now() }
+      run.facts.checkpoint = {
+        seq: report.checkpoint.seq,
+        sizeBytes: report.checkpoint.sizeBytes,
+        at: this.options.now()
+      }
       this.seqs.set(run.owner, Math.max(this.seqs.get(run.owner) ?? 0, report.checkpoint.seq))
       changed = true
     }
@@ -771,14 +958,19 @@ export class LiveCapacity {
       run.facts.checkpointFailures = report.checkpointFailures
       changed = true
     }
-    if (report.suspend !== undefined && (run.facts.suspend?.episode !== report.suspend.episode || run.facts.suspend.state !== report.suspend.state)) {
+    if (
+      report.suspend !== undefined &&
+      (run.facts.suspend?.episode !== report.suspend.episode || run.facts.suspend.state !== report.suspend.state)
+    ) {
       run.facts.suspend = report.suspend
       changed = true
     }
     // A box is booted once its supervisor is up (Running), a worker once it imported its code; one that ended before
     // never was (spec: StartupFailed).
     const serving = this.nodes.get(run.node)?.desired.get(report.id)
-    const booted = run.facts.phase === "Provisioning" && (report.phase === "Running" || (report.phase === "Exited" && serving?.box !== true && serving?.worker === undefined))
+    const booted = run.facts.phase === "Provisioning" &&
+      (report.phase === "Running" ||
+        (report.phase === "Exited" && serving?.box !== true && serving?.worker === undefined))
     if (booted) {
       run.facts.phase = "Running"
       run.facts.bootedAt = this.options.now()
@@ -801,7 +993,9 @@ export class LiveCapacity {
   private outputsOf(run: Run, exit: Exit): ReadonlyArray<CollectedOutput> {
     return exit.outputs.flatMap((output) => {
       const stored = run.stored.get(output.name)
-      return stored === undefined ? [] : [{ name: output.name, path: output.path, sha256: stored.sha256, sizeBytes: stored.sizeBytes }]
+      return stored === undefined
+        ? []
+        : [{ name: output.name, path: output.path, sha256: stored.sha256, sizeBytes: stored.sizeBytes }]
     })
   }
 
@@ -813,12 +1007,19 @@ export class LiveCapacity {
   private transferRun(target: OutputTarget, scope: NodeScope): Run | undefined {
     const node = this.nodes.get(nodeKey(target.node, scope))
     const run = this.findById(target.run)
-    if (node === undefined || node.epoch !== target.epoch || !node.ready || run === undefined || run.node !== node.key || run.facts.phase === "Ended") return undefined
+    if (
+      node === undefined || node.epoch !== target.epoch || !node.ready || run === undefined || run.node !== node.key ||
+      run.facts.phase === "Ended"
+    ) return undefined
     return run
   }
 
   /** An agent's upload of a checkpoint: numbered after every checkpoint of its owner so far; undefined when refused. */
-  readonly putCheckpoint = async (target: OutputTarget, scope: NodeScope, bytes: AsyncIterable<Uint8Array>): Promise<{ readonly seq: number } | undefined> => {
+  readonly putCheckpoint = async (
+    target: OutputTarget,
+    scope: NodeScope,
+    bytes: AsyncIterable<Uint8Array>
+  ): Promise<{ readonly seq: number } | undefined> => {
     const run = this.transferRun(target, scope)
     if (run === undefined) return undefined
     // The highest number kept is read once per owner; two uploads that both waited for it number on from it in turn.
@@ -833,14 +1034,21 @@ export class LiveCapacity {
   }
 
   /** The checkpoint a run restores (its RunSpec.restore), for its Node under its current lease. */
-  readonly getCheckpoint = async (target: OutputTarget, scope: NodeScope): Promise<AsyncIterable<Uint8Array> | undefined> => {
+  readonly getCheckpoint = async (
+    target: OutputTarget,
+    scope: NodeScope
+  ): Promise<AsyncIterable<Uint8Array> | undefined> => {
     const run = this.transferRun(target, scope)
     const seq = run?.program?.restoreFromSeq
     return run === undefined || seq === undefined ? undefined : await this.options.checkpoints.open(run.owner, seq)
   }
 
   /** An agent's upload of a run's output, under its Node's current lease; false when that lease or run is not current. */
-  readonly putOutput = async (target: OutputTarget, scope: NodeScope, bytes: AsyncIterable<Uint8Array>): Promise<boolean> => {
+  readonly putOutput = async (
+    target: OutputTarget,
+    scope: NodeScope,
+    bytes: AsyncIterable<Uint8Array>
+  ): Promise<boolean> => {
     const run = this.transferRun(target, scope)
     if (run === undefined) return false
     run.stored.set(target.name, await this.options.storeOutput(run.owner, run.namespace, bytes))
@@ -851,7 +1059,9 @@ export class LiveCapacity {
     if (run.stopAsked || exit.stopped) return { type: "Stopped" }
     if (exit.setupFailed) return { type: "BootFailed" }
     if (exit.oomKilled) return { type: "OOMKilled" }
-    if (exit.problem !== undefined) return { type: "Failed", exitCode: exit.exitCode ?? 1, message: scrub(exit.problem, run.secretValues) }
+    if (exit.problem !== undefined) {
+      return { type: "Failed", exitCode: exit.exitCode ?? 1, message: scrub(exit.problem, run.secretValues) }
+    }
     if (exit.exitCode === 0) return { type: "Succeeded" }
     const message = exit.lastLines.length > 0 ? scrub(exit.lastLines.join("\n"), run.secretValues) : undefined
     const exitCode = exit.exitCode ?? 128 + signalNumber(exit.signal)
@@ -865,7 +1075,12 @@ export class LiveCapacity {
   readonly nextDeadline = (): number | undefined => {
     let next = Number.POSITIVE_INFINITY
     for (const node of this.nodes.values()) {
-      next = Math.min(next, node.ready ? node.leaseExpiresAt : next, ...node.warm.map((host) => host.until), ...node.held.values())
+      next = Math.min(
+        next,
+        node.ready ? node.leaseExpiresAt : next,
+        ...node.warm.map((host) => host.until),
+        ...node.held.values()
+      )
     }
     for (const run of this.offered) if (run.adoptedUntil !== undefined) next = Math.min(next, run.adoptedUntil)
     return Number.isFinite(next) ? next : undefined
@@ -911,7 +1126,9 @@ export class LiveCapacity {
     for (const owned of this.runs.values()) {
       for (const run of owned.values()) {
         // A run offered back waits for this Node's hello (reclaim), not for its old lease.
-        if (run.node === node.key && run.facts.phase !== "Ended" && run.adoptedUntil === undefined) this.end(run, run.stopAsked ? { type: "Stopped" } : { type: "NodeLost" }, aliveAt)
+        if (run.node === node.key && run.facts.phase !== "Ended" && run.adoptedUntil === undefined) {
+          this.end(run, run.stopAsked ? { type: "Stopped" } : { type: "NodeLost" }, aliveAt)
+        }
       }
     }
     node.desired.clear()
@@ -958,8 +1175,18 @@ export class LiveCapacity {
 
   private viewOf(node: NodeState): NodeView {
     return {
-      key: node.key, name: node.name, pool: node.scope.pool, namespace: node.scope.namespace, hostname: node.hello.hostname, agentVersion: node.hello.agentVersion, hello: node.hello,
-      ready: node.ready, cordoned: node.cordoned, lastHeartbeat: node.lastHeartbeat, runs: node.slotsUsed, gpusUsed: node.gpusUsed
+      key: node.key,
+      name: node.name,
+      pool: node.scope.pool,
+      namespace: node.scope.namespace,
+      hostname: node.hello.hostname,
+      agentVersion: node.hello.agentVersion,
+      hello: node.hello,
+      ready: node.ready,
+      cordoned: node.cordoned,
+      lastHeartbeat: node.lastHeartbeat,
+      runs: node.slotsUsed,
+      gpusUsed: node.gpusUsed
     }
   }
 
@@ -994,7 +1221,16 @@ export class LiveCapacity {
   }
 }
 
-const signals: Readonly<Record<string, number>> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGABRT: 6, SIGKILL: 9, SIGSEGV: 11, SIGPIPE: 13, SIGTERM: 15 }
+const signals: Readonly<Record<string, number>> = {
+  SIGHUP: 1,
+  SIGINT: 2,
+  SIGQUIT: 3,
+  SIGABRT: 6,
+  SIGKILL: 9,
+  SIGSEGV: 11,
+  SIGPIPE: 13,
+  SIGTERM: 15
+}
 
 /** A signal's number, for the shell's 128+n exit code of a program it killed. */
 const signalNumber = (signal: string | undefined) => (signal === undefined ? 0 : signals[signal] ?? 0)
@@ -1002,13 +1238,21 @@ const signalNumber = (signal: string | undefined) => (signal === undefined ? 0 :
 /** An input as status shows it once materialized: its digest, and a Volume's name, revision and uid. */
 const materializedOf = (input: RunInput): MaterializedInput =>
   "volume" in input && input.volume !== undefined
-    ? { name: input.name, sha256: input.sha256, volumeName: input.volume.name, volumeRevision: input.volume.revision, volumeUID: input.volume.uid }
+    ? {
+      name: input.name,
+      sha256: input.sha256,
+      volumeName: input.volume.name,
+      volumeRevision: input.volume.revision,
+      volumeUID: input.volume.uid
+    }
     : { name: input.name, sha256: input.sha256 }
 
 /** Why a program's inputs cannot be served here, before anything is resolved for it; undefined when they can. */
 const refusalOf = (workload: WorkloadProgram): string | undefined => {
   for (const input of workload.inputs ?? []) {
-    if ("unsupported" in input) return `input ${input.name}: ${input.unsupported} inputs are not served on live hosts yet; use url, output or volume (docs/live.md, "Inputs").`
+    if ("unsupported" in input) {
+      return `input ${input.name}: ${input.unsupported} inputs are not served on live hosts yet; use url, output or volume (docs/live.md, "Inputs").`
+    }
     if ("mount" in input && input.mount?.writable === true) {
       return `${input.name} mounts Volume "${input.volume.name}" writable at ${input.mount.path}; live hosts mount Volumes read-only so far (readOnly: true; docs/live.md, "Volumes").`
     }

@@ -98,7 +98,13 @@ export type RunInput =
    * Bytes the server holds; a Volume's revision is its archive (a tar.zst), unpacked as the input's directory, or at
    * `mountPath` in the box (read-only) for a Volume mount.
    */
-  | { readonly name: string; readonly fromServer: true; readonly sha256: string; readonly volume?: VolumeInput | undefined; readonly mountPath?: string | undefined }
+  | {
+    readonly name: string
+    readonly fromServer: true
+    readonly sha256: string
+    readonly volume?: VolumeInput | undefined
+    readonly mountPath?: string | undefined
+  }
 
 /** Which revision of which Volume an input is (spec: Job status.inputs volumeName, volumeRevision, volumeUID). */
 export interface VolumeInput {
@@ -158,7 +164,11 @@ export interface RunReport {
   readonly exit: Exit | undefined
   readonly checkpoint: { readonly seq: number; readonly sizeBytes: number } | undefined
   readonly checkpointFailures: number
-  readonly suspend: { readonly episode: number; readonly state: "Pending" | "Saved" | "Failed"; readonly failures: number } | undefined
+  readonly suspend: {
+    readonly episode: number
+    readonly state: "Pending" | "Saved" | "Failed"
+    readonly failures: number
+  } | undefined
   /** Log bytes not yet acknowledged, from `logOffset` on (UTF-8 text). */
   readonly logOffset: number
   readonly log: string
@@ -307,7 +317,15 @@ const BoxReplySchema = Schema.Union([
   Schema.TaggedStruct("Output", { offset: Num, data: Str, exited: Schema.Boolean }),
   Schema.TaggedStruct("File", { data: Str, size: Num }),
   Schema.TaggedStruct("Directory", {
-    entries: Schema.Array(Schema.Struct({ name: Str, size: Num, mode: Str, modTime: Str, type: Schema.Literals(["file", "directory", "symlink", "other"]) }))
+    entries: Schema.Array(
+      Schema.Struct({
+        name: Str,
+        size: Num,
+        mode: Str,
+        modTime: Str,
+        type: Schema.Literals(["file", "directory", "symlink", "other"])
+      })
+    )
   }),
   Schema.TaggedStruct("Done", {}),
   Schema.TaggedStruct("Result", {
@@ -317,7 +335,17 @@ const BoxReplySchema = Schema.Union([
     ])
   }),
   Schema.TaggedStruct("Refused", {
-    code: Schema.Literals(["NotFound", "Forbidden", "Conflict", "Invalid", "FileTooLarge", "StdinBackpressure", "SandboxNotRunning", "SandboxStarting", "Unavailable"]),
+    code: Schema.Literals([
+      "NotFound",
+      "Forbidden",
+      "Conflict",
+      "Invalid",
+      "FileTooLarge",
+      "StdinBackpressure",
+      "SandboxNotRunning",
+      "SandboxStarting",
+      "Unavailable"
+    ]),
     message: Str
   })
 ])

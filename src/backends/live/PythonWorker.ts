@@ -18,8 +18,8 @@
  * The host's side (the agent) checks every line against `WorkerMessageSchema`, since the code in the box can write
  * to the worker's real stdout too, and scrubs errors of the secret values the worker was given (Scrub.ts).
  */
-import type { Readable, Writable } from "node:stream"
 import { Exit, Schema } from "effect"
+import type { Readable, Writable } from "node:stream"
 import { scrub } from "./Scrub.ts"
 
 /** A call as the host sends it. */
@@ -33,14 +33,23 @@ export interface WorkerCall {
 
 const base64 = Schema.String.check(Schema.isPattern(/^[A-Za-z0-9+/]*={0,2}$/u))
 
-export const WorkerErrorSchema = Schema.Struct({ type: Schema.String, message: Schema.String, traceback: Schema.String })
+export const WorkerErrorSchema = Schema.Struct({
+  type: Schema.String,
+  message: Schema.String,
+  traceback: Schema.String
+})
 export type WorkerError = typeof WorkerErrorSchema.Type
 
 /** What the host takes from a worker's stdout. */
 export const WorkerMessageSchema = Schema.Union([
   Schema.Struct({ ready: Schema.Literal(true), python: Schema.String }),
   Schema.Struct({ ready: Schema.Literal(false), error: WorkerErrorSchema }),
-  Schema.Struct({ id: Schema.String, ok: Schema.Literal(true), encoding: Schema.Literals(["JSON", "Pickle"]), result: base64 }),
+  Schema.Struct({
+    id: Schema.String,
+    ok: Schema.Literal(true),
+    encoding: Schema.Literals(["JSON", "Pickle"]),
+    result: base64
+  }),
   Schema.Struct({ id: Schema.String, ok: Schema.Literal(false), error: WorkerErrorSchema })
 ])
 export type WorkerMessage = typeof WorkerMessageSchema.Type
@@ -224,7 +233,12 @@ for line in calls:
 export const workerLineBytesMax = 64 * 1024 * 1024
 
 /** Calls `onLine` with each line of `output`; `onEnd` once, when it ends or says a line longer than `maxBytes`. */
-const readLines = (output: Readable, maxBytes: number, onLine: (line: string) => void, onEnd: (why: string) => void) => {
+const readLines = (
+  output: Readable,
+  maxBytes: number,
+  onLine: (line: string) => void,
+  onEnd: (why: string) => void
+) => {
   let pending: Array<Buffer> = []
   let pendingBytes = 0
   let ended = false
@@ -273,7 +287,10 @@ export class WorkerConnection {
   readonly ready: Promise<{ readonly python: string }>
   /** Called when the count of calls waiting for an answer goes from none to some, or back (the worker's activity). */
   onBusy: ((busy: boolean) => void) | undefined
-  private readonly waiting = new Map<string, { readonly resolve: (outcome: WorkerOutcome) => void; readonly reject: (error: Error) => void }>()
+  private readonly waiting = new Map<
+    string,
+    { readonly resolve: (outcome: WorkerOutcome) => void; readonly reject: (error: Error) => void }
+  >()
   private ended: WorkerLost | undefined
   private settleReady!: { resolve: (value: { readonly python: string }) => void; reject: (error: Error) => void }
 
@@ -317,25 +334,41 @@ export class WorkerConnection {
     const message = decoded.value
     if ("ready" in message) {
       if (message.ready) this.settleReady.resolve({ python: message.python })
-      else this.settleReady.reject(new Error(`the worker could not load its code: ${this.scrubbed(message.error).type}: ${this.scrubbed(message.error).message}`))
+      else {this.settleReady.reject(
+          new Error(
+            `the worker could not load its code: ${this.scrubbed(message.error).type}: ${
+              this.scrubbed(message.error).message
+            }`
+          )
+        )}
       return
     }
     const waiter = this.waiting.get(message.id)
     if (waiter === undefined) return
     this.waiting.delete(message.id)
-    waiter.resolve(message.ok ? { ok: true, encoding: message.encoding, result: message.result } : { ok: false, error: this.scrubbed(message.error) })
+    waiter.resolve(
+      message.ok
+        ? { ok: true, encoding: message.encoding, result: message.result }
+        : { ok: false, error: this.scrubbed(message.error) }
+    )
     if (this.waiting.size === 0) this.onBusy?.(false)
   }
 
   private scrubbed(error: WorkerError): WorkerError {
-    return { type: error.type, message: scrub(error.message, this.secrets), traceback: scrub(error.traceback, this.secrets) }
+    return {
+      type: error.type,
+      message: scrub(error.message, this.secrets),
+      traceback: scrub(error.traceback, this.secrets)
+    }
   }
 
   private end(error: WorkerLost) {
     this.ended = error
     this.settleReady.reject(error)
     const lost = this.waiting.size > 0
-    for (const [id, waiter] of this.waiting) waiter.reject(new WorkerLost(`${error.message} before answering call ${id}`))
+    for (const [id, waiter] of this.waiting) {
+      waiter.reject(new WorkerLost(`${error.message} before answering call ${id}`))
+    }
     this.waiting.clear()
     if (lost) this.onBusy?.(false)
   }

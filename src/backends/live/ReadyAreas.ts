@@ -23,7 +23,12 @@ export class ReadyAreas {
   private stopped = false
   private refill: ReturnType<typeof setTimeout> | undefined
   private readonly cleared: Promise<void>
-  private readonly options: { readonly dir: string; readonly size: number; readonly bytes: number; readonly say: (message: string) => void }
+  private readonly options: {
+    readonly dir: string
+    readonly size: number
+    readonly bytes: number
+    readonly say: (message: string) => void
+  }
 
   constructor(options: ReadyAreas["options"]) {
     this.options = options
@@ -42,7 +47,11 @@ export class ReadyAreas {
         },
         (error: unknown) => {
           this.making.delete(making)
-          this.options.say(`an area could not be made ahead (${error instanceof Error ? error.message : String(error)}); runs make their own`)
+          this.options.say(
+            `an area could not be made ahead (${
+              error instanceof Error ? error.message : String(error)
+            }); runs make their own`
+          )
         }
       )
       this.making.add(making)

@@ -9,7 +9,10 @@ const scrubbedLengthMin = 4
 
 /** Text with every secret value the program was given replaced by [redacted]. */
 export const scrub = (text: string, values: ReadonlyArray<string>): string =>
-  values.reduce((scrubbed, value) => (value.length < scrubbedLengthMin ? scrubbed : scrubbed.split(value).join("[redacted]")), text)
+  values.reduce(
+    (scrubbed, value) => (value.length < scrubbedLengthMin ? scrubbed : scrubbed.split(value).join("[redacted]")),
+    text
+  )
 
 /**
  * Everything a run was given that may be secret, as its agent knows it: every env value (the spec does not tell

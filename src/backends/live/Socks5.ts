@@ -16,7 +16,13 @@ export type Parsed<T> =
 export const version = 5
 
 /** A reply's codes (RFC 1928, section 6). */
-export const replyCodes = { succeeded: 0, notAllowed: 2, hostUnreachable: 4, commandNotSupported: 7, addressNotSupported: 8 } as const
+export const replyCodes = {
+  succeeded: 0,
+  notAllowed: 2,
+  hostUnreachable: 4,
+  commandNotSupported: 7,
+  addressNotSupported: 8
+} as const
 
 /** A reply to a request: the bound address is not told (zeros), as clients ignore it for CONNECT. */
 export const reply = (code: number): Buffer => Buffer.from([version, code, 0, 1, 0, 0, 0, 0, 0, 0])
@@ -30,7 +36,11 @@ export const parseGreeting = (bytes: Buffer): Parsed<Buffer> => {
   const end = 2 + bytes[1]!
   if (bytes.length < end) return { _tag: "More" }
   if (!bytes.subarray(2, end).includes(noAuthentication)) {
-    return { _tag: "Bad", reply: Buffer.from([version, noAcceptableMethod]), why: "a SOCKS5 client that offers no method without authentication" }
+    return {
+      _tag: "Bad",
+      reply: Buffer.from([version, noAcceptableMethod]),
+      why: "a SOCKS5 client that offers no method without authentication"
+    }
   }
   return { _tag: "Done", value: Buffer.from([version, noAuthentication]), rest: bytes.subarray(end) }
 }
@@ -42,10 +52,24 @@ const addressTypes = { ipv4: 1, domain: 3, ipv6: 4 } as const
 export const parseRequest = (bytes: Buffer): Parsed<{ readonly host: string; readonly port: number }> => {
   if (bytes.length < 5) return { _tag: "More" }
   const type = bytes[3]!
-  const addressEnd = type === addressTypes.ipv4 ? 8 : type === addressTypes.ipv6 ? 20 : type === addressTypes.domain ? 5 + bytes[4]! : undefined
-  if (addressEnd === undefined) return { _tag: "Bad", reply: reply(replyCodes.addressNotSupported), why: `a SOCKS5 address of type ${type}` }
+  const addressEnd = type === addressTypes.ipv4
+    ? 8
+    : type === addressTypes.ipv6
+    ? 20
+    : type === addressTypes.domain
+    ? 5 + bytes[4]!
+    : undefined
+  if (addressEnd === undefined) {
+    return { _tag: "Bad", reply: reply(replyCodes.addressNotSupported), why: `a SOCKS5 address of type ${type}` }
+  }
   if (bytes.length < addressEnd + 2) return { _tag: "More" }
-  if (bytes[1] !== connectCommand) return { _tag: "Bad", reply: reply(replyCodes.commandNotSupported), why: "a SOCKS5 command other than CONNECT (no BIND, no UDP)" }
+  if (bytes[1] !== connectCommand) {
+    return {
+      _tag: "Bad",
+      reply: reply(replyCodes.commandNotSupported),
+      why: "a SOCKS5 command other than CONNECT (no BIND, no UDP)"
+    }
+  }
   const address = bytes.subarray(type === addressTypes.domain ? 5 : 4, addressEnd)
   const host = type === addressTypes.ipv4
     ? [...address].join(".")

@@ -7,14 +7,18 @@
 import { randomBytes } from "node:crypto"
 import { rmSync } from "node:fs"
 import { join } from "node:path"
+import * as Limits from "../../core/Limits.ts"
 import { BoxChannel, type OutputBounds } from "./BoxChannel.ts"
 import { mountArea, unmountUnder } from "./DiskQuota.ts"
-import { type IsolationSupport, type Outcome, type RunningProgram, runIsolated } from "./Isolation.ts"
+import { type IsolationSupport, type Outcome, runIsolated, type RunningProgram } from "./Isolation.ts"
 import type { RunSpec } from "./Protocol.ts"
-import * as Limits from "../../core/Limits.ts"
 
 /** The bounds a warm box is made with: a Sandbox's that names no resources (ProgramParts.boxBoundsOf). */
-const warmBounds = { memoryBytes: Limits.boxMemoryBytesPerCpu, pidsMax: Limits.boxPidsPerCpu, diskBytes: Limits.boxDiskBytesDefault }
+const warmBounds = {
+  memoryBytes: Limits.boxMemoryBytesPerCpu,
+  pidsMax: Limits.boxPidsPerCpu,
+  diskBytes: Limits.boxDiskBytesDefault
+}
 
 export interface WarmBox {
   readonly area: string
@@ -32,7 +36,8 @@ export const isWarmable = (spec: RunSpec): boolean =>
   (spec.pidsMax ?? warmBounds.pidsMax) === warmBounds.pidsMax &&
   (spec.diskBytes ?? warmBounds.diskBytes) === warmBounds.diskBytes &&
   (spec.gpus ?? 0) === 0 &&
-  (spec.workingDir === undefined || ["/workspace", "/tmp"].some((dir) => spec.workingDir === dir || spec.workingDir!.startsWith(`${dir}/`)))
+  (spec.workingDir === undefined ||
+    ["/workspace", "/tmp"].some((dir) => spec.workingDir === dir || spec.workingDir!.startsWith(`${dir}/`)))
 
 export class WarmBoxes {
   private readonly ready: Array<WarmBox> = []
@@ -61,7 +66,9 @@ export class WarmBoxes {
 
   /** Starts boxes until `size` are ready or starting. */
   fill() {
-    while (!this.stopped && this.options.support.bwrap !== undefined && this.ready.length + this.starting < this.options.size) {
+    while (
+      !this.stopped && this.options.support.bwrap !== undefined && this.ready.length + this.starting < this.options.size
+    ) {
       this.starting++
       const started = this.startOne()
       this.starts.push(started.then((box) => box.exited).then(() => undefined, () => undefined))
@@ -78,7 +85,9 @@ export class WarmBoxes {
         },
         (error: unknown) => {
           this.starting--
-          this.options.say(`a warm box did not start (${error instanceof Error ? error.message : String(error)}); Sandboxes start cold`)
+          this.options.say(
+            `a warm box did not start (${error instanceof Error ? error.message : String(error)}); Sandboxes start cold`
+          )
         }
       )
     }
@@ -111,7 +120,18 @@ export class WarmBoxes {
     await this.cleared
     if (this.options.support.diskQuotas === "loop") await mountArea(area, warmBounds.diskBytes)
     const program = runIsolated(
-      { argv: [], env: {}, workingDir: undefined, secretFiles: [], egress: "Deny", memoryBytes: warmBounds.memoryBytes, pidsMax: warmBounds.pidsMax, area, logPath: join(area, "log"), box: { node: process.execPath } },
+      {
+        argv: [],
+        env: {},
+        workingDir: undefined,
+        secretFiles: [],
+        egress: "Deny",
+        memoryBytes: warmBounds.memoryBytes,
+        pidsMax: warmBounds.pidsMax,
+        area,
+        logPath: join(area, "log"),
+        box: { node: process.execPath }
+      },
       { support: this.options.support, hidden: this.options.hidden }
     )
     const channel = new BoxChannel(program.control!, this.options.now, this.options.outputBounds)

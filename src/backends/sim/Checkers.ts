@@ -90,24 +90,43 @@ export class Checkers {
       if (!isLive(attempt)) continue
       if (live === 1) onlyLive = attempt.index
       else (liveIndexes ??= new Map()).set(attempt.index, (liveIndexes.get(attempt.index) ?? 0) + 1)
-      if (done?.has(attempt.index) === true && attempt.phase === "Running") this.fail(now, job, "index-done-and-running", `index ${attempt.index} succeeded and runs again`)
+      if (done?.has(attempt.index) === true && attempt.phase === "Running") {
+        this.fail(now, job, "index-done-and-running", `index ${attempt.index} succeeded and runs again`)
+      }
     }
-    if (liveIndexes !== undefined) for (const [index, count] of liveIndexes) if (count > 1) this.fail(now, job, "index-twice", `index ${index} has ${count} live attempts`)
+    if (liveIndexes !== undefined) {
+      for (const [index, count] of liveIndexes) {
+        if (count > 1) this.fail(now, job, "index-twice", `index ${index} has ${count} live attempts`)
+      }
+    }
     let launches = 0
     for (const action of result.actions) {
       if (action._tag !== "Launch") continue
       launches++
-      if (done?.has(action.index) === true || onlyLive === action.index || liveIndexes?.has(action.index) === true) this.fail(now, job, "launch-index", `index ${action.index} launched while done or live`)
+      if (done?.has(action.index) === true || onlyLive === action.index || liveIndexes?.has(action.index) === true) {
+        this.fail(now, job, "launch-index", `index ${action.index} launched while done or live`)
+      }
     }
     if (launches > 0 && running + launches > spec.parallelism) {
-      this.fail(now, job, "parallelism", `${running} live + ${launches} launched exceed parallelism ${spec.parallelism}`)
+      this.fail(
+        now,
+        job,
+        "parallelism",
+        `${running} live + ${launches} launched exceed parallelism ${spec.parallelism}`
+      )
     }
     // Counts add up.
     const succeeded = done?.size ?? 0
-    if (after.succeeded !== succeeded) this.fail(now, job, "succeeded-count", `status.succeeded ${after.succeeded}, attempts say ${succeeded}`)
-    if (after.failed !== customerFailures) this.fail(now, job, "failed-count", `status.failed ${after.failed}, attempts say ${customerFailures}`)
+    if (after.succeeded !== succeeded) {
+      this.fail(now, job, "succeeded-count", `status.succeeded ${after.succeeded}, attempts say ${succeeded}`)
+    }
+    if (after.failed !== customerFailures) {
+      this.fail(now, job, "failed-count", `status.failed ${after.failed}, attempts say ${customerFailures}`)
+    }
     const total = job.attempts.length + launches
-    if ((after.attempts?.total ?? 0) !== total) this.fail(now, job, "attempts-total", `attempts.total ${after.attempts?.total}, ${total} recorded or launched`)
+    if ((after.attempts?.total ?? 0) !== total) {
+      this.fail(now, job, "attempts-total", `attempts.total ${after.attempts?.total}, ${total} recorded or launched`)
+    }
     // Final phases are bound to their causes (spec: States and transitions, Job).
     if (to !== from) this.finalRules(job, before, after, succeeded, customerFailures, now)
     this.clockRules(job, after, now)
@@ -117,18 +136,37 @@ export class Checkers {
   /** Money rules (docs/billing.md): a Job stopped for money is Funded False with that reason; the cap is never passed by a new hold. */
   private moneyRules(job: SimJob, after: SimJob["status"], now: number) {
     const funded = conditionOf(after.conditions, "Funded")
-    if (stoppedForMoney(after) && (funded?.status !== "False" || funded.reason !== after.reason)) this.fail(now, job, "money-stop-unrecorded", `reason ${after.reason} without Funded False ${after.reason}`)
-    if (after.stopByTime !== undefined && funded?.status !== "False") this.fail(now, job, "stop-by-while-funded", "stopByTime set while Funded is not False")
+    if (stoppedForMoney(after) && (funded?.status !== "False" || funded.reason !== after.reason)) {
+      this.fail(now, job, "money-stop-unrecorded", `reason ${after.reason} without Funded False ${after.reason}`)
+    }
+    if (after.stopByTime !== undefined && funded?.status !== "False") {
+      this.fail(now, job, "stop-by-while-funded", "stopByTime set while Funded is not False")
+    }
   }
 
-  private finalRules(job: SimJob, before: StatusBefore, after: SimJob["status"], succeeded: number, customerFailures: number, now: number) {
+  private finalRules(
+    job: SimJob,
+    before: StatusBefore,
+    after: SimJob["status"],
+    succeeded: number,
+    customerFailures: number,
+    now: number
+  ) {
     const spec = job.spec
-    if (after.phase === "Succeeded" && succeeded !== spec.completions) this.fail(now, job, "succeeded-early", `${succeeded}/${spec.completions} indexes done`)
-    if (after.phase === "Suspended" && spec.state !== "Suspended" && !stoppedForMoney(after)) this.fail(now, job, "suspended-unasked", "Suspended without spec.state Suspended or a stop for money")
-    if (after.phase === "Cancelled" && spec.state !== "Cancelled") this.fail(now, job, "cancelled-unasked", "Cancelled without spec.state Cancelled")
+    if (after.phase === "Succeeded" && succeeded !== spec.completions) {
+      this.fail(now, job, "succeeded-early", `${succeeded}/${spec.completions} indexes done`)
+    }
+    if (after.phase === "Suspended" && spec.state !== "Suspended" && !stoppedForMoney(after)) {
+      this.fail(now, job, "suspended-unasked", "Suspended without spec.state Suspended or a stop for money")
+    }
+    if (after.phase === "Cancelled" && spec.state !== "Cancelled") {
+      this.fail(now, job, "cancelled-unasked", "Cancelled without spec.state Cancelled")
+    }
     if (after.phase !== "Failed") return
     const backoffLimit = spec.backoffLimit ?? Limits.jobBackoffLimitDefault
-    if (after.reason === "BackoffLimitExceeded" && customerFailures <= backoffLimit) this.fail(now, job, "backoff", `${customerFailures} failures ≤ backoffLimit ${backoffLimit}`)
+    if (after.reason === "BackoffLimitExceeded" && customerFailures <= backoffLimit) {
+      this.fail(now, job, "backoff", `${customerFailures} failures ≤ backoffLimit ${backoffLimit}`)
+    }
     if (after.reason === "CapacityUnavailable") {
       const waited = conditionOf(before.conditions, "Scheduled")
       const timeoutMs = parseDurationMs(spec.placement.queueTimeout) ?? 0
@@ -141,7 +179,9 @@ export class Checkers {
       const start = after.timeoutStartTime === undefined ? undefined : Date.parse(after.timeoutStartTime)
       const suspended = parseDurationMs(after.suspendedDuration ?? "0s") ?? 0
       const limit = parseDurationMs(spec.timeout ?? "") ?? Number.POSITIVE_INFINITY
-      if (start === undefined || now - start - suspended < limit) this.fail(now, job, "deadline-early", "DeadlineExceeded before the timeout clock ran out")
+      if (start === undefined || now - start - suspended < limit) {
+        this.fail(now, job, "deadline-early", "DeadlineExceeded before the timeout clock ran out")
+      }
     }
   }
 
@@ -153,11 +193,15 @@ export class Checkers {
     // The rule reads four texts; a Job shows the same ones (the same strings) at most of its steps, so the verdict on
     // them is remembered on the Job and given again, a wrong clock reported at every step as before.
     const last = job.clockChecked
-    if (last !== undefined && last.timeoutTime === timeoutTime && last.timeoutStartTime === timeoutStartTime && last.timeout === timeout && last.suspendedDuration === suspendedDuration) {
+    if (
+      last !== undefined && last.timeoutTime === timeoutTime && last.timeoutStartTime === timeoutStartTime &&
+      last.timeout === timeout && last.suspendedDuration === suspendedDuration
+    ) {
       if (!last.right) this.fail(now, job, "timeout-time", `timeoutTime ${timeoutTime} ≠ start + timeout + suspended`)
       return
     }
-    const expected = this.readings.time(timeoutStartTime) + (this.readings.duration(timeout) ?? 0) + (this.readings.duration(suspendedDuration ?? "0s") ?? 0)
+    const expected = this.readings.time(timeoutStartTime) + (this.readings.duration(timeout) ?? 0) +
+      (this.readings.duration(suspendedDuration ?? "0s") ?? 0)
     const right = this.readings.time(timeoutTime) === expected
     job.clockChecked = { timeoutTime, timeoutStartTime, timeout, suspendedDuration, right }
     if (!right) this.fail(now, job, "timeout-time", `timeoutTime ${timeoutTime} ≠ start + timeout + suspended`)
@@ -165,7 +209,9 @@ export class Checkers {
 
   /** Hosts in use never exceed a variant's capacity. */
   capacity(variant: string, used: number, capacity: number, now: number) {
-    if (used > capacity || used < 0) this.violations.push({ at: now, job: "-", rule: "capacity", detail: `${variant}: ${used} in use of ${capacity}` })
+    if (used > capacity || used < 0) {
+      this.violations.push({ at: now, job: "-", rule: "capacity", detail: `${variant}: ${used} in use of ${capacity}` })
+    }
   }
 
   /** Every Job ends final or in a documented waiting state within the budget. */
@@ -173,7 +219,9 @@ export class Checkers {
     for (const job of jobs) {
       const phase = job.status.phase
       if (phase !== undefined && isFinalPhase(phase)) continue
-      if (!isWaiting(job)) this.fail(now, job, "liveness", `still ${phase} (${job.status.reason ?? "no reason"}) at the end of the budget`)
+      if (!isWaiting(job)) {
+        this.fail(now, job, "liveness", `still ${phase} (${job.status.reason ?? "no reason"}) at the end of the budget`)
+      }
     }
   }
 
@@ -195,7 +243,7 @@ class Readings {
     let ms = this.times.get(text)
     if (ms === undefined) {
       if (this.times.size >= 65_536) this.times.clear()
-      this.times.set(text, (ms = Date.parse(text)))
+      this.times.set(text, ms = Date.parse(text))
     }
     return ms
   }
@@ -204,7 +252,7 @@ class Readings {
     let ms = this.durations.get(text)
     if (ms === undefined) {
       if (this.durations.size >= 4096) this.durations.clear()
-      this.durations.set(text, (ms = parseDurationMs(text) ?? null))
+      this.durations.set(text, ms = parseDurationMs(text) ?? null)
     }
     return ms ?? undefined
   }
@@ -217,4 +265,5 @@ const conditionOf = (conditions: SimJob["status"]["conditions"], type: string) =
 }
 
 /** Suspended or suspending because money stopped it (maxCostUSD reached, funding lost). */
-const stoppedForMoney = (status: SimJob["status"]): boolean => status.reason === "FundingLost" || status.reason === "MaxCostReached"
+const stoppedForMoney = (status: SimJob["status"]): boolean =>
+  status.reason === "FundingLost" || status.reason === "MaxCostReached"

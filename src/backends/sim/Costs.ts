@@ -5,10 +5,10 @@
  * what nodus covered (a boot the provider failed, the teardown of a run that lost its capacity; docs/billing.md,
  * "Segments"): seconds from the runs' meters and what they would have cost at the run's rate, which no posting holds.
  */
-import { type AttemptFacts, isInterruption } from "../../core/capacity/Capacity.ts"
 import { type Ledger, type Segment, segments } from "../../core/billing/Ledger.ts"
 import { meterAttempt } from "../../core/billing/Metering.ts"
 import { chargeFor, type Pricebook, ruleOf } from "../../core/billing/Pricebook.ts"
+import { type AttemptFacts, isInterruption } from "../../core/capacity/Capacity.ts"
 import { continuityOf } from "../../core/kinds/job/JobMachine.ts"
 import { formatMicroUsd } from "../../core/Money.ts"
 import type { JobSpecType } from "../../core/schemas/Job.ts"
@@ -43,7 +43,9 @@ export interface CostSummary {
 
 /** A Job's policy as placement and recovery read it (Placement.ts, JobMachine.continuityOf: their defaults). */
 export const policyOf = (spec: JobSpecType): string =>
-  `interruptible=${spec.placement.interruptible ?? "Never"} continuity=${continuityOf(spec)} profile=${spec.placement.profile ?? "Balanced"}`
+  `interruptible=${spec.placement.interruptible ?? "Never"} continuity=${continuityOf(spec)} profile=${
+    spec.placement.profile ?? "Balanced"
+  }`
 
 interface Sums {
   objects: number
@@ -52,7 +54,12 @@ interface Sums {
   coveredMicro: bigint
 }
 
-const emptySums = (): Sums => ({ objects: 0, bySegment: { Boot: 0n, Running: 0n, Restore: 0n, Teardown: 0n }, coveredMs: 0, coveredMicro: 0n })
+const emptySums = (): Sums => ({
+  objects: 0,
+  bySegment: { Boot: 0n, Running: 0n, Restore: 0n, Teardown: 0n },
+  coveredMs: 0,
+  coveredMicro: 0n
+})
 
 const add = (into: Sums, from: Sums) => {
   into.objects += from.objects
@@ -68,7 +75,11 @@ const costOf = (sums: Sums): SegmentCost => {
     total += sums.bySegment[segment]
     bySegment[segment] = formatMicroUsd(sums.bySegment[segment])
   }
-  return { totalUSD: formatMicroUsd(total), bySegment, covered: { seconds: Math.floor(sums.coveredMs / 1000), usd: formatMicroUsd(sums.coveredMicro) } }
+  return {
+    totalUSD: formatMicroUsd(total),
+    bySegment,
+    covered: { seconds: Math.floor(sums.coveredMs / 1000), usd: formatMicroUsd(sums.coveredMicro) }
+  }
 }
 
 const groupOf = (sums: Sums): CostGroup => ({ objects: sums.objects, ...costOf(sums) })
@@ -101,7 +112,9 @@ export class CostAccounts {
   /** An object's runs, once it is deleted or the run is over: those that may hold covered time are kept. */
   runs(uid: string, attempts: ReadonlyArray<AttemptFacts>): void {
     for (const facts of attempts) {
-      if (facts.outcome !== undefined && (isInterruption(facts.outcome) || facts.outcome.type === "Unavailable")) this.coverable.push({ owner: uid, facts })
+      if (facts.outcome !== undefined && (isInterruption(facts.outcome) || facts.outcome.type === "Unavailable")) {
+        this.coverable.push({ owner: uid, facts })
+      }
     }
   }
 
@@ -120,14 +133,19 @@ export class CostAccounts {
     const sumsOf = (uid: string): Sums => {
       const charges = this.ledger.chargesFor(uid)
       const coveredHere = covered.get(uid)
-      return { objects: 1, bySegment: { ...charges.bySegment }, coveredMs: coveredHere?.ms ?? 0, coveredMicro: coveredHere?.micro ?? 0n }
+      return {
+        objects: 1,
+        bySegment: { ...charges.bySegment },
+        coveredMs: coveredHere?.ms ?? 0,
+        coveredMicro: coveredHere?.micro ?? 0n
+      }
     }
     const jobs = emptySums()
     const byPolicy = new Map<string, Sums>()
     const byClass = new Map<string, Sums>()
     const into = (groups: Map<string, Sums>, key: string, sums: Sums) => {
       let group = groups.get(key)
-      if (group === undefined) groups.set(key, (group = emptySums()))
+      if (group === undefined) groups.set(key, group = emptySums())
       add(group, sums)
     }
     for (const [uid, { policy, jobClass }] of this.jobs) {
@@ -141,7 +159,8 @@ export class CostAccounts {
     const total = emptySums()
     add(total, jobs)
     add(total, sandboxes)
-    const sorted = (groups: Map<string, Sums>) => Object.fromEntries([...groups].sort(([a], [b]) => (a < b ? -1 : 1)).map(([key, sums]) => [key, groupOf(sums)]))
+    const sorted = (groups: Map<string, Sums>) =>
+      Object.fromEntries([...groups].sort(([a], [b]) => (a < b ? -1 : 1)).map(([key, sums]) => [key, groupOf(sums)]))
     return {
       pricebook: this.pricebook.version,
       total: costOf(total),

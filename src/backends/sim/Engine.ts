@@ -173,7 +173,9 @@ export class Engine {
       if (left >= size) break
       const right = left + 1
       let child = left
-      if (right < size && (times[right]! < times[left]! || (times[right] === times[left] && seqs[right]! < seqs[left]!))) child = right
+      if (
+        right < size && (times[right]! < times[left]! || (times[right] === times[left] && seqs[right]! < seqs[left]!))
+      ) child = right
       const childTime = times[child]!
       if (lastTime < childTime || (lastTime === childTime && lastSeq < seqs[child]!)) break
       times[index] = childTime

@@ -7,10 +7,12 @@
  * Node 24 runs this file as TypeScript (type stripping), like the rest of the server.
  */
 import { parentPort } from "node:worker_threads"
-import { type SampleMessage, type SampleReply, sampledPartOf } from "../../core/kinds/job/JobSampling.ts"
+import { sampledPartOf, type SampleMessage, type SampleReply } from "../../core/kinds/job/JobSampling.ts"
 import { simRunSampler } from "./RunSampler.ts"
 
-if (parentPort === null) throw new Error("EstimateWorker.ts runs as a worker thread (src/runtime/WorkerSampler.ts starts it)")
+if (parentPort === null) {
+  throw new Error("EstimateWorker.ts runs as a worker thread (src/runtime/WorkerSampler.ts starts it)")
+}
 const port = parentPort
 
 const answer = ({ id, request }: SampleMessage): SampleReply => {

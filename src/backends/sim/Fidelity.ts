@@ -62,7 +62,11 @@ export class ExposureLog {
     for (let index = 0; index < this.size; index++) {
       const until = this.values[3 * index + 1]!
       const preemptedAt = this.values[3 * index + 2]!
-      out[index] = { bootedAt: this.values[3 * index]!, until: Number.isNaN(until) ? undefined : until, preemptedAt: Number.isNaN(preemptedAt) ? undefined : preemptedAt }
+      out[index] = {
+        bootedAt: this.values[3 * index]!,
+        until: Number.isNaN(until) ? undefined : until,
+        preemptedAt: Number.isNaN(preemptedAt) ? undefined : preemptedAt
+      }
     }
     return out
   }
@@ -116,7 +120,9 @@ export const preemptionFidelity = (
     }
     for (let index = low; index < drops.length; index++) {
       const at = drops[index]!
-      const stillRunning = exposure.preemptedAt !== undefined ? exposure.preemptedAt >= at : exposure.until === undefined || exposure.until > at
+      const stillRunning = exposure.preemptedAt !== undefined
+        ? exposure.preemptedAt >= at
+        : exposure.until === undefined || exposure.until > at
       if (!stillRunning) break
       running[index]!++
       if (exposure.preemptedAt === at) preempted[index]!++
@@ -179,7 +185,8 @@ export interface QueueDelayFidelity {
   readonly leftOut: ReadonlyArray<string>
 }
 
-const nearestRank = (sorted: ReadonlyArray<number>, p: number): number => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))] ?? 0
+const nearestRank = (sorted: ReadonlyArray<number>, p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))] ?? 0
 
 const round = (value: number, digits = 3): number => Number(value.toFixed(digits))
 
@@ -191,9 +198,17 @@ export const queueDelayFidelity = (
   const launched = pairs.filter((pair): pair is { recorded: number; simulated: number } => pair.simulated !== undefined)
   const recorded = launched.map((pair) => pair.recorded).sort((a, b) => a - b)
   const simulated = launched.map((pair) => pair.simulated).sort((a, b) => a - b)
-  const mean = (values: ReadonlyArray<number>) => (values.length === 0 ? 0 : values.reduce((sum, value) => sum + value, 0) / values.length)
-  const quantiles = (sorted: ReadonlyArray<number>) => ({ p50: nearestRank(sorted, 0.5), p90: nearestRank(sorted, 0.9), p99: nearestRank(sorted, 0.99) })
-  const curve = (sorted: ReadonlyArray<number>) => (sorted.length === 0 ? [] : Array.from({ length: 101 }, (_, p) => nearestRank(sorted, p / 100)))
+  const mean = (
+    values: ReadonlyArray<number>
+  ) => (values.length === 0 ? 0 : values.reduce((sum, value) => sum + value, 0) / values.length)
+  const quantiles = (sorted: ReadonlyArray<number>) => ({
+    p50: nearestRank(sorted, 0.5),
+    p90: nearestRank(sorted, 0.9),
+    p99: nearestRank(sorted, 0.99)
+  })
+  const curve = (
+    sorted: ReadonlyArray<number>
+  ) => (sorted.length === 0 ? [] : Array.from({ length: 101 }, (_, p) => nearestRank(sorted, p / 100)))
   return {
     pods: launched.length,
     notLaunched: pairs.length - launched.length,
@@ -221,11 +236,21 @@ export const fidelityText = (fidelity: Fidelity): string => {
   const preemptions = fidelity.preemptions ?? []
   if (preemptions.length > 0) {
     const offTrace = preemptions.reduce((sum, entry) => sum + entry.offTrace, 0)
-    parts.push(`${preemptions.map((entry) => `${entry.reproduced} of ${entry.instants}`).join(", ")} preemption instants reproduced${offTrace > 0 ? `, ${offTrace} preemptions off the trace` : ""}`)
+    parts.push(
+      `${
+        preemptions.map((entry) => `${entry.reproduced} of ${entry.instants}`).join(", ")
+      } preemption instants reproduced${offTrace > 0 ? `, ${offTrace} preemptions off the trace` : ""}`
+    )
   }
   const delay = fidelity.queueDelay
   if (delay !== undefined) {
-    parts.push(`queueing delay against the trace: mean ${delay.simulatedMean.toFixed(1)} s simulated, ${delay.recordedMean.toFixed(1)} s recorded (mean error ${delay.meanError.toFixed(1)} s), KS distance ${delay.ks.toFixed(3)} over ${delay.pods} pods`)
+    parts.push(
+      `queueing delay against the trace: mean ${delay.simulatedMean.toFixed(1)} s simulated, ${
+        delay.recordedMean.toFixed(1)
+      } s recorded (mean error ${delay.meanError.toFixed(1)} s), KS distance ${
+        delay.ks.toFixed(3)
+      } over ${delay.pods} pods`
+    )
   }
   return parts.join("; ")
 }

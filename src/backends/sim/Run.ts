@@ -4,33 +4,40 @@
  * liveness, and returns a summary (per Job and totals) with the trace hash. `nodus sim <scenario>` prints it.
  */
 import { join } from "node:path"
-import { type JobSpecType } from "../../core/schemas/Job.ts"
 import { Ledger } from "../../core/billing/Ledger.ts"
-import { formatMicroUsd, parseMicroUsd } from "../../core/Money.ts"
 import { currentPricebook } from "../../core/billing/Pricebook.ts"
-import { isFinalPhase } from "../../core/kinds/job/JobPhases.ts"
-import type { JsonObject } from "../../core/Json.ts"
+import type { AttemptFacts } from "../../core/capacity/Capacity.ts"
 import { type Offering, type Variant, variantKeyOf, variantsOf } from "../../core/capacity/Offering.ts"
+import { providerDefaults } from "../../core/capacity/ProviderModels.ts"
+import type { ControllerEvent } from "../../core/controller/Controller.ts"
+import type { JsonObject } from "../../core/Json.ts"
+import { admitJobSpec } from "../../core/kinds/job/JobAdmission.ts"
+import { isFinalPhase } from "../../core/kinds/job/JobPhases.ts"
+import { formatMicroUsd, parseMicroUsd } from "../../core/Money.ts"
+import { type JobSpecType } from "../../core/schemas/Job.ts"
 import { durationMs } from "../../core/StatusText.ts"
 import { parseQuantity } from "../../core/Units.ts"
 import { Checkers } from "./Checkers.ts"
+import { CostAccounts, type CostSummary } from "./Costs.ts"
 import { Engine } from "./Engine.ts"
+import {
+  alibabaLeftOut,
+  ExposureLog,
+  exposureOf,
+  type Fidelity,
+  preemptionFidelity,
+  queueDelayFidelity
+} from "./Fidelity.ts"
 import { Prng } from "./Prng.ts"
-import { admitJobSpec } from "../../core/kinds/job/JobAdmission.ts"
+import { type SandboxesSummary, SandboxSessions } from "./SandboxSessions.ts"
 import { type ProviderSettings, type Scenario, type WorkloadSettings } from "./Scenario.ts"
+import { hourMs, type RunSeries, SeriesRecorder } from "./Series.ts"
 import { type ProviderFaults, SimCapacity, type SimProviderModel } from "./SimCapacity.ts"
-import type { AttemptFacts } from "../../core/capacity/Capacity.ts"
-import { providerDefaults } from "../../core/capacity/ProviderModels.ts"
-import type { ControllerEvent } from "../../core/controller/Controller.ts"
 import { isWaiting, type SimJob, Simulation, TraceHash } from "./Simulation.ts"
 import { SimWebhooks, type WebhookSummary } from "./SimWebhooks.ts"
-import { SandboxSessions, type SandboxesSummary } from "./SandboxSessions.ts"
 import { loadTrace, meanTimeBetweenPreemptionsMs, type SpotTrace } from "./SpotTraces.ts"
-import { drawWorkload } from "./Workloads.ts"
-import { CostAccounts, type CostSummary } from "./Costs.ts"
-import { hourMs, type RunSeries, SeriesRecorder } from "./Series.ts"
-import { alibabaLeftOut, ExposureLog, exposureOf, type Fidelity, preemptionFidelity, queueDelayFidelity } from "./Fidelity.ts"
 import { loadTraceSource, replayTraces, traceFleetCapacity, traceWorkloadProblems } from "./TraceWorkloads.ts"
+import { drawWorkload } from "./Workloads.ts"
 
 export const spotTracesDir = new URL("../../../scenarios/data/spot-traces/", import.meta.url).pathname
 
@@ -127,7 +134,6 @@ export const defaultCreditsMicro = 10n ** 15n
 
 const finite = (value: number): number | undefined => (Number.isFinite(value) ? value : undefined)
 
-
 type Settings = { readonly [K in keyof ProviderSettings]?: ProviderSettings[K] | undefined }
 
 /** The fleet and provider settings of a scenario, which the API server's sim backend also fills in (its defaults). */
@@ -139,44 +145,64 @@ export interface FleetSettings {
 }
 
 /** A fleet of `hostsPerVariant` hosts of every variant under the provider defaults (the sim backend's, the estimator's). */
-export const defaultFleet = (hostsPerVariant: number): FleetSettings =>
-  ({ hostsPerVariant, capacity: {}, providers: { default: {}, interruptible: {}, byOffering: {} } })
+export const defaultFleet = (hostsPerVariant: number): FleetSettings => ({
+  hostsPerVariant,
+  capacity: {},
+  providers: { default: {}, interruptible: {}, byOffering: {} }
+})
 
 /** Provider models per variant: defaults, then the default, interruptible and per-offering settings. */
-export const providerModelsOf = (fleet: FleetSettings, traces: Map<string, SpotTrace> = new Map()) => (variant: Variant): SimProviderModel => {
-  const id = variant.offering.id
-  const settings: Settings = {
-    ...fleet.providers.default,
-    ...(variant.interruptible ? fleet.providers.interruptible : {}),
-    ...fleet.providers.byOffering[id]
+export const providerModelsOf =
+  (fleet: FleetSettings, traces: Map<string, SpotTrace> = new Map()) => (variant: Variant): SimProviderModel => {
+    const id = variant.offering.id
+    const settings: Settings = {
+      ...fleet.providers.default,
+      ...(variant.interruptible ? fleet.providers.interruptible : {}),
+      ...fleet.providers.byOffering[id]
+    }
+    const capacity = fleet.capacity[variantKeyOf(variant)] ?? fleet.capacity[id] ?? fleet.hostsPerVariant
+    const traceName = variant.interruptible ? settings.preemptionTrace : undefined
+    let trace: SpotTrace | undefined
+    if (traceName !== undefined) {
+      trace = traces.get(traceName)
+      if (trace === undefined) traces.set(traceName, trace = loadTrace(join(spotTracesDir, traceName)))
+    }
+    // A setting the scenario leaves out takes the provider defaults (core/capacity/ProviderModels.ts).
+    const defaults = providerDefaults
+    return {
+      capacity,
+      bootMedianMs: durationMs(settings.bootMedian, defaults.bootMedianMs),
+      bootSigma: settings.bootSigma ?? defaults.bootSigma,
+      bootFailureRate: settings.bootFailureRate ?? defaults.bootFailureRate,
+      preemptionMtbfMs: !variant.interruptible
+        ? undefined
+        : trace === undefined
+        ? durationMs(settings.preemptionMtbf, defaults.preemptionMtbfMs!)
+        : finite(meanTimeBetweenPreemptionsMs(trace)),
+      preemptionTrace: trace,
+      nodeLossMtbfMs: settings.nodeLossMtbf === undefined
+        ? defaults.nodeLossMtbfMs
+        : durationMs(settings.nodeLossMtbf, 0) || undefined,
+      teardownMs: durationMs(settings.teardown, defaults.teardownMs),
+      warmStartMs: durationMs(settings.warmStart, defaults.warmStartMs),
+      restoreBytesPerSecond: settings.restoreBandwidth === undefined
+        ? defaults.restoreBytesPerSecond
+        : parseQuantity(settings.restoreBandwidth) ?? defaults.restoreBytesPerSecond
+    }
   }
-  const capacity = fleet.capacity[variantKeyOf(variant)] ?? fleet.capacity[id] ?? fleet.hostsPerVariant
-  const traceName = variant.interruptible ? settings.preemptionTrace : undefined
-  let trace: SpotTrace | undefined
-  if (traceName !== undefined) {
-    trace = traces.get(traceName)
-    if (trace === undefined) traces.set(traceName, (trace = loadTrace(join(spotTracesDir, traceName))))
-  }
-  // A setting the scenario leaves out takes the provider defaults (core/capacity/ProviderModels.ts).
-  const defaults = providerDefaults
-  return {
-    capacity,
-    bootMedianMs: durationMs(settings.bootMedian, defaults.bootMedianMs),
-    bootSigma: settings.bootSigma ?? defaults.bootSigma,
-    bootFailureRate: settings.bootFailureRate ?? defaults.bootFailureRate,
-    preemptionMtbfMs: !variant.interruptible ? undefined : trace === undefined ? durationMs(settings.preemptionMtbf, defaults.preemptionMtbfMs!) : finite(meanTimeBetweenPreemptionsMs(trace)),
-    preemptionTrace: trace,
-    nodeLossMtbfMs: settings.nodeLossMtbf === undefined ? defaults.nodeLossMtbfMs : durationMs(settings.nodeLossMtbf, 0) || undefined,
-    teardownMs: durationMs(settings.teardown, defaults.teardownMs),
-    warmStartMs: durationMs(settings.warmStart, defaults.warmStartMs),
-    restoreBytesPerSecond: settings.restoreBandwidth === undefined ? defaults.restoreBytesPerSecond : parseQuantity(settings.restoreBandwidth) ?? defaults.restoreBytesPerSecond
-  }
-}
 
 /** Fault windows as a function of time: storms multiply preemption rates, droughts shrink capacity. */
 const faultsOf = (scenario: Scenario, start: number): ProviderFaults => {
-  const storms = scenario.faults.preemptionStorms.map((storm) => ({ from: start + durationMs(storm.at, 0), to: start + durationMs(storm.at, 0) + durationMs(storm.for, 0), factor: storm.factor }))
-  const droughts = scenario.faults.droughts.map((drought) => ({ from: start + durationMs(drought.at, 0), to: start + durationMs(drought.at, 0) + durationMs(drought.for, 0), factor: drought.capacityFactor }))
+  const storms = scenario.faults.preemptionStorms.map((storm) => ({
+    from: start + durationMs(storm.at, 0),
+    to: start + durationMs(storm.at, 0) + durationMs(storm.for, 0),
+    factor: storm.factor
+  }))
+  const droughts = scenario.faults.droughts.map((drought) => ({
+    from: start + durationMs(drought.at, 0),
+    to: start + durationMs(drought.at, 0) + durationMs(drought.for, 0),
+    factor: drought.capacityFactor
+  }))
   // Outside every window (most of a run) one answer serves: the capacity reads it at every placement look.
   const calm = { preemptionFactor: 1, capacityFactor: 1 } as const
   return (_variant, now) => {
@@ -198,33 +224,52 @@ const fleetOf = (scenario: Scenario, catalog: ReadonlyArray<Offering>): Readonly
 }
 
 /** The problem a scenario's references raise against the catalog and the traces (a field path and what is wrong). */
-export const scenarioProblems = (scenario: Scenario, catalog: ReadonlyArray<Offering>): ReadonlyArray<{ readonly field: string; readonly message: string }> => {
+export const scenarioProblems = (
+  scenario: Scenario,
+  catalog: ReadonlyArray<Offering>
+): ReadonlyArray<{ readonly field: string; readonly message: string }> => {
   const problems: Array<{ field: string; message: string }> = []
   const known = new Set(catalog.map((offering) => offering.id))
   scenario.fleet.offerings?.forEach((id, index) => {
-    if (!known.has(id)) problems.push({ field: `fleet.offerings[${index}]`, message: `no offering ${JSON.stringify(id)} in the catalog` })
+    if (!known.has(id)) {
+      problems.push({ field: `fleet.offerings[${index}]`, message: `no offering ${JSON.stringify(id)} in the catalog` })
+    }
   })
   const fleet = new Set(scenario.fleet.offerings ?? known)
   for (const key of Object.keys(scenario.fleet.capacity)) {
     const id = key.endsWith("/interruptible") ? key.slice(0, -"/interruptible".length) : key
-    if (!fleet.has(id)) problems.push({ field: `fleet.capacity[${key}]`, message: `${JSON.stringify(id)} is not an offering of the fleet` })
+    if (!fleet.has(id)) {
+      problems.push({
+        field: `fleet.capacity[${key}]`,
+        message: `${JSON.stringify(id)} is not an offering of the fleet`
+      })
+    }
   }
   for (const id of Object.keys(scenario.providers.byOffering)) {
-    if (!fleet.has(id)) problems.push({ field: `providers.byOffering[${id}]`, message: `${JSON.stringify(id)} is not an offering of the fleet` })
+    if (!fleet.has(id)) {
+      problems.push({
+        field: `providers.byOffering[${id}]`,
+        message: `${JSON.stringify(id)} is not an offering of the fleet`
+      })
+    }
   }
   const traceAt = (field: string, name: string | undefined) => {
     if (name === undefined) return
     try {
       loadTrace(join(spotTracesDir, name))
     } catch (error) {
-      const why = (error as { code?: string }).code === "ENOENT" ? `no spot trace ${name} under scenarios/data/spot-traces/` : (error as Error).message
+      const why = (error as { code?: string }).code === "ENOENT"
+        ? `no spot trace ${name} under scenarios/data/spot-traces/`
+        : (error as Error).message
       problems.push({ field, message: why })
     }
   }
   scenario.traceWorkloads.forEach((workload, index) => problems.push(...traceWorkloadProblems(workload, index, fleet)))
   traceAt("providers.default.preemptionTrace", scenario.providers.default.preemptionTrace)
   traceAt("providers.interruptible.preemptionTrace", scenario.providers.interruptible.preemptionTrace)
-  for (const [id, settings] of Object.entries(scenario.providers.byOffering)) traceAt(`providers.byOffering[${id}].preemptionTrace`, settings.preemptionTrace)
+  for (const [id, settings] of Object.entries(scenario.providers.byOffering)) {
+    traceAt(`providers.byOffering[${id}].preemptionTrace`, settings.preemptionTrace)
+  }
   return problems
 }
 
@@ -237,7 +282,11 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
   const catalog = fleetOf(scenario, options.catalog)
   const traceSources = scenario.traceWorkloads.map(loadTraceSource)
   // A trace's node list gives its offerings' hosts; the scenario's own `capacity` still has the last word.
-  const fleet: FleetSettings = { hostsPerVariant: scenario.fleet.hostsPerVariant, capacity: { ...traceFleetCapacity(traceSources), ...scenario.fleet.capacity }, providers: scenario.providers }
+  const fleet: FleetSettings = {
+    hostsPerVariant: scenario.fleet.hostsPerVariant,
+    capacity: { ...traceFleetCapacity(traceSources), ...scenario.fleet.capacity },
+    providers: scenario.providers
+  }
   const models = providerModelsOf(fleet, traces)
   const capacity = new SimCapacity(engine, random.derive("capacity"), models, faultsOf(scenario, start))
   const trace = new TraceHash(options.keepTrace === true)
@@ -257,7 +306,7 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
       const exposure = exposureOf(attempt)
       if (exposure === undefined) continue
       let log = exposures.get(key)
-      if (log === undefined) exposures.set(key, (log = new ExposureLog()))
+      if (log === undefined) exposures.set(key, log = new ExposureLog())
       log.add(exposure)
     }
   }
@@ -270,7 +319,10 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
     const delay = recordedDelay.get(job)
     if (delay !== undefined) {
       const first = job.attempts[0]
-      delays.push({ recorded: delay, simulated: first === undefined ? undefined : (first.requestedAt - job.createdAt) / 1000 })
+      delays.push({
+        recorded: delay,
+        simulated: first === undefined ? undefined : (first.requestedAt - job.createdAt) / 1000
+      })
     }
     costs?.runs(job.uid, job.attempts)
     series?.job(job)
@@ -310,12 +362,21 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
   const pricebook = currentPricebook
   const costs = ledger === undefined ? undefined : new CostAccounts(ledger, pricebook)
   const series = options.series === true ? new SeriesRecorder(start) : undefined
-  const webhooks = scenario.webhooks.length === 0 ? undefined : new SimWebhooks(engine, scenario.webhooks.map((endpoint) => ({
-    name: endpoint.name,
-    eventTypes: endpoint.eventTypes,
-    projects: endpoint.projects,
-    down: endpoint.down.map((window) => ({ from: start + durationMs(window.at, 0), to: start + durationMs(window.at, 0) + durationMs(window.for, 0) }))
-  })), trace)
+  const webhooks = scenario.webhooks.length === 0 ?
+    undefined :
+    new SimWebhooks(
+      engine,
+      scenario.webhooks.map((endpoint) => ({
+        name: endpoint.name,
+        eventTypes: endpoint.eventTypes,
+        projects: endpoint.projects,
+        down: endpoint.down.map((window) => ({
+          from: start + durationMs(window.at, 0),
+          to: start + durationMs(window.at, 0) + durationMs(window.for, 0)
+        }))
+      })),
+      trace
+    )
   const simulation = new Simulation({
     engine,
     capacity,
@@ -323,36 +384,74 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
     trace,
     checkers,
     onDeleted: record,
-    ...(webhooks === undefined ? {} : { onEvent: (job: SimJob, event: ControllerEvent) => event.type === undefined || webhooks.event(event.type, job.namespace, job.uid) }),
+    ...(webhooks === undefined
+      ? {}
+      : {
+        onEvent: (job: SimJob, event: ControllerEvent) =>
+          event.type === undefined || webhooks.event(event.type, job.namespace, job.uid)
+      }),
     stepEveryLook: options.stepEveryLook === true,
     billing: ledger === undefined ? undefined : { ledger, pricebook }
   })
   // Sandbox sessions draw from their own generator, so a scenario without them runs as it did before they existed.
   const sandboxes = scenario.sandboxes.length === 0 ? undefined : new SandboxSessions({
-    engine, capacity, catalog, trace, random: random.derive("sandboxes"), billing: ledger === undefined ? undefined : { ledger, pricebook }
+    engine,
+    capacity,
+    catalog,
+    trace,
+    random: random.derive("sandboxes"),
+    billing: ledger === undefined ? undefined : { ledger, pricebook }
   })
   sandboxes?.arrive(scenario.sandboxes)
-  if (ledger !== undefined && scenario.billing !== undefined) grants(scenario, engine, ledger, () => {
-    simulation.fundsChanged()
-    sandboxes?.fundsChanged()
-  }, trace, start)
-  // Not a line of the trace: the default credits are how an unbilled scenario is priced, not an event of its run.
+  if (ledger !== undefined && scenario.billing !== undefined) {
+    grants(
+      scenario,
+      engine,
+      ledger,
+      () => {
+        simulation.fundsChanged()
+        sandboxes?.fundsChanged()
+      },
+      trace,
+      start
+    )
+  } // Not a line of the trace: the default credits are how an unbilled scenario is priced, not an event of its run.
   else ledger?.grant("grant/default", start, defaultCreditsMicro, "default")
   // Capacity comes back when a drought ends.
-  for (const drought of scenario.faults.droughts) engine.at(start + durationMs(drought.at, 0) + durationMs(drought.for, 0), () => simulation.capacityChanged())
+  for (const drought of scenario.faults.droughts) {
+    engine.at(start + durationMs(drought.at, 0) + durationMs(drought.for, 0), () => simulation.capacityChanged())
+  }
   const specs = scenario.workloads.map((workload) => admitJobSpec(workload.job as JsonObject))
   // A scenario whose Jobs all come from traces has no mix to draw from.
-  if (scenario.workloads.length > 0) arrivals(scenario, engine, random, simulation, specs, start, counts, (job, settings) => costs?.job(job.uid, settings.name, job.spec))
-  replayTraces(traceSources, engine, simulation, start, start + durationMs(scenario.horizon, 0), (job, source, pod, spec) => {
-    counts.jobs++
-    costs?.job(job.uid, source.settings.name, spec)
-    if (pod.scheduled !== undefined) recordedDelay.set(job, pod.scheduled - pod.creation)
-  })
+  if (scenario.workloads.length > 0) {
+    arrivals(
+      scenario,
+      engine,
+      random,
+      simulation,
+      specs,
+      start,
+      counts,
+      (job, settings) => costs?.job(job.uid, settings.name, job.spec)
+    )
+  }
+  replayTraces(
+    traceSources,
+    engine,
+    simulation,
+    start,
+    start + durationMs(scenario.horizon, 0),
+    (job, source, pod, spec) => {
+      counts.jobs++
+      costs?.job(job.uid, source.settings.name, spec)
+      if (pod.scheduled !== undefined) recordedDelay.set(job, pod.scheduled - pod.creation)
+    }
+  )
   const end = start + durationMs(scenario.horizon, 0) + durationMs(scenario.drain, 0)
   if (options.progress === undefined) engine.run(end)
   else {
     // Hour by hour, so a long run can say how far it is (the engine runs the same events in the same order).
-    for (let until = start + hourMs; ; until += hourMs) {
+    for (let until = start + hourMs;; until += hourMs) {
       engine.run(Math.min(until, end))
       options.progress(engine.now, engine.processed)
       if (until >= end) break
@@ -366,14 +465,18 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
     costs?.runs(sandbox.uid, sandbox.attempts)
     expose(sandbox.attempts)
   }
-  const preemptions = [...exposures.keys()].sort().map((key) => preemptionFidelity(key, traceOf.get(key)!, exposures.get(key)!.exposures(), start, engine.now))
+  const preemptions = [...exposures.keys()].sort().map((key) =>
+    preemptionFidelity(key, traceOf.get(key)!, exposures.get(key)!.exposures(), start, engine.now)
+  )
   const fidelity: Fidelity = {
     ...(preemptions.length === 0 ? {} : { preemptions }),
     ...(traceSources.length === 0 ? {} : { queueDelay: queueDelayFidelity(delays, alibabaLeftOut) })
   }
   if (checkers !== undefined) {
     for (const offering of catalog) {
-      for (const variant of variantsOf(offering)) checkers.capacity(variantKeyOf(variant), capacity.inUse(variant), capacity.capacityOf(variant), engine.now)
+      for (const variant of variantsOf(offering)) {
+        checkers.capacity(variantKeyOf(variant), capacity.inUse(variant), capacity.capacityOf(variant), engine.now)
+      }
     }
   }
   finished.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
@@ -384,7 +487,13 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
     traceLines: trace.count,
     virtualStart: new Date(start).toISOString(),
     virtualEnd: new Date(engine.now).toISOString(),
-    totals: { ...counts, byPhase, engineEvents: engine.processed, controllerSteps: simulation.steps, skippedSteps: simulation.skippedSteps },
+    totals: {
+      ...counts,
+      byPhase,
+      engineEvents: engine.processed,
+      controllerSteps: simulation.steps,
+      skippedSteps: simulation.skippedSteps
+    },
     violations: checkers?.violations ?? [],
     ...(costs === undefined ? {} : { cost: costs.summary(engine.now) }),
     ...(ledger === undefined || scenario.billing === undefined ? {} : { billing: billingSummary(ledger) }),
@@ -398,15 +507,28 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
 }
 
 /** The scenario's credits: granted at the start and later (a top-up arriving), each one waking what money held back. */
-const grants = (scenario: Scenario, engine: Engine, ledger: Ledger, fundsChanged: () => void, trace: TraceHash, start: number) => {
+const grants = (
+  scenario: Scenario,
+  engine: Engine,
+  ledger: Ledger,
+  fundsChanged: () => void,
+  trace: TraceHash,
+  start: number
+) => {
   const billing = scenario.billing!
   const grant = (name: string, amount: string) => {
     ledger.grant(`grant/${name}`, engine.now, parseMicroUsd(amount), name)
-    trace.record(`${engine.now} billing Grant ${name} ${amount} available=${formatMicroUsd(ledger.available)} arrears=${formatMicroUsd(ledger.arrears)}`)
+    trace.record(
+      `${engine.now} billing Grant ${name} ${amount} available=${formatMicroUsd(ledger.available)} arrears=${
+        formatMicroUsd(ledger.arrears)
+      }`
+    )
     fundsChanged()
   }
   grant("starter", billing.credits)
-  billing.grants.forEach((later, index) => engine.at(start + durationMs(later.at, 0), () => grant(`grant-${index + 1}`, later.amountUSD)))
+  billing.grants.forEach((later, index) =>
+    engine.at(start + durationMs(later.at, 0), () => grant(`grant-${index + 1}`, later.amountUSD))
+  )
 }
 
 const billingSummary = (ledger: Ledger): BillingSummary => ({
@@ -451,20 +573,35 @@ const arrivals = (
     const settings: WorkloadSettings = scenario.workloads[index]!
     const spec = specs[index]!
     // Joined: one flat string, which the Job keeps (a template's rope is twice its size and is read at every launch).
-    const job = simulation.submit(settings.namespace, [settings.name, ++counts.jobs].join("-"), spec, drawWorkload(settings, workloadRandom))
+    const job = simulation.submit(
+      settings.namespace,
+      [settings.name, ++counts.jobs].join("-"),
+      spec,
+      drawWorkload(settings, workloadRandom)
+    )
     submitted(job, settings)
     // Customers act some time within twice the workload's median run.
-    const someTimeIntoTheRun = () => Math.round(customerRandom.uniform() * 2 * durationMs(settings.durationMedian, 60_000))
+    const someTimeIntoTheRun = () =>
+      Math.round(customerRandom.uniform() * 2 * durationMs(settings.durationMedian, 60_000))
     if (customerRandom.chance(scenario.faults.suspendRate)) {
       engine.after(someTimeIntoTheRun(), () => {
         if (job.deleted || isFinalPhase(job.status.phase ?? "Pending")) return
         simulation.update(job, { ...job.spec, state: "Suspended" })
         // The customer resumes what they suspended, unless it was cancelled meanwhile.
-        engine.after(suspendForMs, () => !job.deleted && job.spec.state === "Suspended" && simulation.update(job, { ...job.spec, state: "Running" }))
+        engine.after(
+          suspendForMs,
+          () =>
+            !job.deleted && job.spec.state === "Suspended" && simulation.update(job, { ...job.spec, state: "Running" })
+        )
       })
     }
     if (customerRandom.chance(scenario.faults.cancelRate)) {
-      engine.after(someTimeIntoTheRun(), () => !job.deleted && !isFinalPhase(job.status.phase ?? "Pending") && simulation.update(job, { ...job.spec, state: "Cancelled" }))
+      engine.after(
+        someTimeIntoTheRun(),
+        () =>
+          !job.deleted && !isFinalPhase(job.status.phase ?? "Pending") &&
+          simulation.update(job, { ...job.spec, state: "Cancelled" })
+      )
     }
     engine.after(Math.max(1, Math.round(arrivalRandom.exponential(meanMs))), arrive)
   }

@@ -8,11 +8,16 @@
 import { meterAttempt } from "../../core/billing/Metering.ts"
 import { ruleOf } from "../../core/billing/Pricebook.ts"
 import { type Variant, variantKeyOf } from "../../core/capacity/Offering.ts"
-import { assumedCheckpointBytes, type RunRequest, type RunSample, type RunSampler } from "../../core/kinds/job/JobSampling.ts"
+import {
+  assumedCheckpointBytes,
+  type RunRequest,
+  type RunSample,
+  type RunSampler
+} from "../../core/kinds/job/JobSampling.ts"
 import type { JobSpecType } from "../../core/schemas/Job.ts"
-import { Prng } from "./Prng.ts"
 import { Engine } from "./Engine.ts"
-import { type SimProviderModel, SimCapacity, type WorkloadModel } from "./SimCapacity.ts"
+import { Prng } from "./Prng.ts"
+import { SimCapacity, type SimProviderModel, type WorkloadModel } from "./SimCapacity.ts"
 import { type SimJob, Simulation } from "./Simulation.ts"
 
 /** Where every sampled simulation starts (any instant would do: the provider models do not vary with time). */
@@ -21,8 +26,15 @@ export const samplingEpochMs = Date.UTC(2026, 0, 1)
 /** The Job as one sample runs it: only the chosen variant, interruptible when it is, never timing out in a queue. */
 const sampledSpecOf = (request: RunRequest): JobSpecType => {
   const { spec, variant } = request
-  const shape = request.perIndex ? { completions: 1, parallelism: 1 } : { completions: spec.completions, parallelism: spec.parallelism }
-  const placement = { ...spec.placement, offerings: [variant.offering.id], interruptible: variant.interruptible ? "Prefer" as const : "Never" as const, queueTimeout: "0s" }
+  const shape = request.perIndex
+    ? { completions: 1, parallelism: 1 }
+    : { completions: spec.completions, parallelism: spec.parallelism }
+  const placement = {
+    ...spec.placement,
+    offerings: [variant.offering.id],
+    interruptible: variant.interruptible ? "Prefer" as const : "Never" as const,
+    queueTimeout: "0s"
+  }
   return { ...spec, ...shape, placement }
 }
 
@@ -51,7 +63,12 @@ const sampleOf = (job: SimJob, request: RunRequest, now: number): RunSample => {
     if (index === job.attempts.length - 1) oneOff += meter.charges.Teardown
   })
   const first = job.attempts[0]
-  return { cost, overhead, oneOff, coldStartMs: first?.bootedAt === undefined ? undefined : first.bootedAt - first.requestedAt }
+  return {
+    cost,
+    overhead,
+    oneOff,
+    coldStartMs: first?.bootedAt === undefined ? undefined : first.bootedAt - first.requestedAt
+  }
 }
 
 export const simRunSampler: RunSampler = (request) => {
@@ -59,12 +76,24 @@ export const simRunSampler: RunSampler = (request) => {
   const key = variantKeyOf(request.variant)
   const hosts = request.samples * spec.parallelism
   // Hosts for every sample of the chosen variant, none of any other; no spot trace (the models are the fleet's rates).
-  const models = (candidate: Variant): SimProviderModel => ({ ...request.model, capacity: variantKeyOf(candidate) === key ? hosts : 0, preemptionTrace: undefined })
+  const models = (candidate: Variant): SimProviderModel => ({
+    ...request.model,
+    capacity: variantKeyOf(candidate) === key ? hosts : 0,
+    preemptionTrace: undefined
+  })
   const engine = new Engine(samplingEpochMs)
   const capacity = new SimCapacity(engine, new Prng(request.seed).derive("samples"), models)
-  const simulation = new Simulation({ engine, capacity, catalog: [request.variant.offering], trace: { record: () => {} } })
+  const simulation = new Simulation({
+    engine,
+    capacity,
+    catalog: [request.variant.offering],
+    trace: { record: () => {} }
+  })
   const workload = sampledWorkload(request.workMs)
-  const jobs = Array.from({ length: request.samples }, (_, index) => simulation.submit("estimate", `sample-${index}`, spec, workload))
+  const jobs = Array.from(
+    { length: request.samples },
+    (_, index) => simulation.submit("estimate", `sample-${index}`, spec, workload)
+  )
   engine.run(Number.POSITIVE_INFINITY)
   return jobs.map((job) => sampleOf(job, request, engine.now))
 }

@@ -11,14 +11,14 @@
  * drawn from the scenario's seed; everything else follows the engine's order, so a seed gives one trace.
  */
 import { Schema } from "effect"
+import { chargedAccount } from "../../core/billing/Ledger.ts"
 import type { AttemptFacts } from "../../core/capacity/Capacity.ts"
 import type { Offering } from "../../core/capacity/Offering.ts"
 import { variantKeyOf } from "../../core/capacity/Offering.ts"
 import { rank, type Ranking } from "../../core/capacity/Placement.ts"
-import { chargedAccount } from "../../core/billing/Ledger.ts"
-import { type Billing, billedStep, billRemoved } from "../../core/controller/BilledStep.ts"
-import { type SandboxMachineSpec, sandboxMachine } from "../../core/kinds/sandbox/SandboxMachine.ts"
+import { billedStep, type Billing, billRemoved } from "../../core/controller/BilledStep.ts"
 import type { JsonObject } from "../../core/Json.ts"
+import { sandboxMachine, type SandboxMachineSpec } from "../../core/kinds/sandbox/SandboxMachine.ts"
 import { formatMicroUsd } from "../../core/Money.ts"
 import { sandbox as sandboxKind, SandboxSpec, type SandboxStatusType } from "../../core/schemas/Sandbox.ts"
 import { durationMs, iso } from "../../core/StatusText.ts"
@@ -167,10 +167,22 @@ export class SandboxSessions {
         const attempt = sandbox.status.attempt?.name ?? ""
         const id = `cmd-${++sandbox.commands}`
         const reply = this.boxes.call(sandbox.key, attempt, {
-          _tag: "Exec", command: id, argv: command.command, env: { [execDurationEnv]: `${ms}ms` }, workingDir: undefined, stdin: undefined,
-          keepStdin: false, timeoutMs: undefined, background: command.background
+          _tag: "Exec",
+          command: id,
+          argv: command.command,
+          env: { [execDurationEnv]: `${ms}ms` },
+          workingDir: undefined,
+          stdin: undefined,
+          keepStdin: false,
+          timeoutMs: undefined,
+          background: command.background
         })
-        this.record(sandbox, `Exec ${id} ${command.command[0]} ${ms}ms${command.background ? " background" : ""} ${reply._tag === "Refused" ? reply.code : "ok"}`)
+        this.record(
+          sandbox,
+          `Exec ${id} ${command.command[0]} ${ms}ms${command.background ? " background" : ""} ${
+            reply._tag === "Refused" ? reply.code : "ok"
+          }`
+        )
         this.options.engine.after((command.background ? 0 : ms) + this.think(setting, command), step)
       })
     }
@@ -185,7 +197,9 @@ export class SandboxSessions {
   }
 
   private think(setting: SandboxSessionSettings, command: SessionStep): number {
-    return command.think !== undefined ? durationMs(command.think, 0) : this.drawn(undefined, setting.thinkMedian, setting.thinkSigma)
+    return command.think !== undefined
+      ? durationMs(command.think, 0)
+      : this.drawn(undefined, setting.thinkMedian, setting.thinkSigma)
   }
 
   /**
@@ -290,7 +304,11 @@ export class SandboxSessions {
     const { capacity } = this.options
     const now = this.now
     const before = sandbox.status
-    const { result, wakeAt } = billedStep(sandboxMachine, sandbox, { now, market: capacity.marketFor(sandbox.namespace), ranking: sandbox.ranking }, this.billingOf())
+    const { result, wakeAt } = billedStep(sandboxMachine, sandbox, {
+      now,
+      market: capacity.marketFor(sandbox.namespace),
+      ranking: sandbox.ranking
+    }, this.billingOf())
     sandbox.status = result.status
     const phase = result.status.phase
     if (phase !== before.phase && phase !== undefined) {
@@ -298,17 +316,38 @@ export class SandboxSessions {
       if (phase === "Stopped" && result.status.stopReason === "IdleTimeout") sandbox.idleStops++
       this.record(sandbox, `Phase ${before.phase ?? "-"}>${phase} ${result.status.reason ?? ""}`)
     }
-    for (const event of result.events) this.record(sandbox, `Event ${event.type ?? "-"} ${event.reason}: ${event.message}`)
+    for (const event of result.events) {
+      this.record(sandbox, `Event ${event.type ?? "-"} ${event.reason}: ${event.message}`)
+    }
     for (const action of result.actions) {
       switch (action._tag) {
         case "Launch": {
-          const facts = capacity.launch({ ...action, owner: sandbox.key, namespace: sandbox.namespace, workload: serviceWorkload })
+          const facts = capacity.launch({
+            ...action,
+            owner: sandbox.key,
+            namespace: sandbox.namespace,
+            workload: serviceWorkload
+          })
           sandbox.attempts.push(facts)
-          this.record(sandbox, `Launch ${action.attempt} ${variantKeyOf(action.variant)}${facts.outcome === undefined ? "" : " " + facts.outcome.type}`)
+          this.record(
+            sandbox,
+            `Launch ${action.attempt} ${variantKeyOf(action.variant)}${
+              facts.outcome === undefined ? "" : " " + facts.outcome.type
+            }`
+          )
           if (facts.outcome !== undefined) this.touch(sandbox)
           else {
-            const restoredFrom = action.restoreFromSeq === undefined ? undefined : sandbox.attempts.find((attempt) => attempt.checkpoint?.seq === action.restoreFromSeq)?.name
-            this.boxes.open(sandbox.key, action.attempt, sandbox.annotations, sandbox.spec.workingDir, restoredFrom, action.workload?.argv)
+            const restoredFrom = action.restoreFromSeq === undefined
+              ? undefined
+              : sandbox.attempts.find((attempt) => attempt.checkpoint?.seq === action.restoreFromSeq)?.name
+            this.boxes.open(
+              sandbox.key,
+              action.attempt,
+              sandbox.annotations,
+              sandbox.spec.workingDir,
+              restoredFrom,
+              action.workload?.argv
+            )
           }
           break
         }
@@ -326,7 +365,12 @@ export class SandboxSessions {
           return
       }
     }
-    scheduleWake(this.options.engine, sandbox, wakeAt, (this.waker ??= wakerOf(this.options.engine, (sandbox: SimSandbox) => this.reconcile(sandbox))))
+    scheduleWake(
+      this.options.engine,
+      sandbox,
+      wakeAt,
+      this.waker ??= wakerOf(this.options.engine, (sandbox: SimSandbox) => this.reconcile(sandbox))
+    )
     if (phase === "Running" && sandbox.waiting !== undefined) {
       const waiting = sandbox.waiting
       sandbox.waiting = undefined

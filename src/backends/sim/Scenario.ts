@@ -4,12 +4,12 @@
  * their programs behave), faults, the seed and the horizon. docs/simulator.md describes every field.
  */
 import { Result, Schema } from "effect"
-import { admit } from "../../core/meta/Admission.ts"
 import { isObject, type Json } from "../../core/Json.ts"
-import { normalizeJob, JobSpec, type JobSpecType } from "../../core/schemas/Job.ts"
-import { sandbox as sandboxKind, SandboxSpec } from "../../core/schemas/Sandbox.ts"
-import { described, defaulted, duration, oneOf, optional, quantity, usd } from "../../core/meta/Fields.ts"
 import type { JsonObject } from "../../core/Json.ts"
+import { admit } from "../../core/meta/Admission.ts"
+import { defaulted, described, duration, oneOf, optional, quantity, usd } from "../../core/meta/Fields.ts"
+import { JobSpec, type JobSpecType, normalizeJob } from "../../core/schemas/Job.ts"
+import { sandbox as sandboxKind, SandboxSpec } from "../../core/schemas/Sandbox.ts"
 
 const probability = Schema.Number.check(Schema.isBetween({ minimum: 0, maximum: 1 }))
 const nonNegative = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
@@ -19,7 +19,10 @@ export const ProviderSettings = Schema.Struct({
   bootSigma: optional(Schema.Number, "Spread of log(boot time)."),
   bootFailureRate: optional(probability, "Probability that a boot fails."),
   preemptionMtbf: optional(duration(), "Mean time between preemptions of an interruptible host."),
-  preemptionTrace: optional(Schema.String, "A spot trace under scenarios/data/spot-traces/ replayed instead of a rate."),
+  preemptionTrace: optional(
+    Schema.String,
+    "A spot trace under scenarios/data/spot-traces/ replayed instead of a rate."
+  ),
   nodeLossMtbf: optional(duration(), "Mean time between node losses of any host."),
   teardown: optional(duration(), "Teardown time."),
   warmStart: optional(duration(), "Program start on a warm host."),
@@ -48,8 +51,18 @@ const Window = Schema.Struct({
 })
 
 export const Faults = Schema.Struct({
-  preemptionStorms: defaulted(Schema.Array(Schema.Struct({ ...Window.fields, factor: described(Schema.Number, "Preemption rate multiplier.") })), [], "Windows of many preemptions."),
-  droughts: defaulted(Schema.Array(Schema.Struct({ ...Window.fields, capacityFactor: described(probability, "Share of capacity left.") })), [], "Windows of little capacity."),
+  preemptionStorms: defaulted(
+    Schema.Array(Schema.Struct({ ...Window.fields, factor: described(Schema.Number, "Preemption rate multiplier.") })),
+    [],
+    "Windows of many preemptions."
+  ),
+  droughts: defaulted(
+    Schema.Array(
+      Schema.Struct({ ...Window.fields, capacityFactor: described(probability, "Share of capacity left.") })
+    ),
+    [],
+    "Windows of little capacity."
+  ),
   suspendRate: defaulted(probability, 0, "Share of Jobs a customer suspends once, some time into their run."),
   suspendFor: defaulted(duration(), "30m", "How long a suspended Job stays suspended."),
   cancelRate: defaulted(probability, 0, "Share of Jobs a customer cancels some time into their run.")
@@ -58,10 +71,14 @@ export type Faults = typeof Faults.Type
 
 export const BillingSettings = Schema.Struct({
   credits: described(usd, "Credits granted at the start (USD)."),
-  grants: defaulted(Schema.Array(Schema.Struct({
-    at: described(duration(), "Offset from the start."),
-    amountUSD: described(usd, "Credits granted then (a top-up arriving).")
-  })), [], "Credits arriving later.")
+  grants: defaulted(
+    Schema.Array(Schema.Struct({
+      at: described(duration(), "Offset from the start."),
+      amountUSD: described(usd, "Credits granted then (a top-up arriving).")
+    })),
+    [],
+    "Credits arriving later."
+  )
 })
 export type BillingSettings = typeof BillingSettings.Type
 
@@ -71,21 +88,41 @@ export type BillingSettings = typeof BillingSettings.Type
  * fleet. One format so far: the Alibaba GPU cluster trace v2023 (src/data/AlibabaGpuTrace.ts).
  */
 export const TraceWorkloadSettings = Schema.Struct({
-  name: described(Schema.String, "The workload's name: the Jobs' class in the cost summary, and the key of variants' `workloads` patches."),
+  name: described(
+    Schema.String,
+    "The workload's name: the Jobs' class in the cost summary, and the key of variants' `workloads` patches."
+  ),
   namespace: defaulted(Schema.String, "default", "Project of the Jobs."),
   format: described(oneOf(["alibaba-gpu-v2023"]), "The trace's format."),
   pods: described(Schema.String, "The pod list, a file under scenarios/data/."),
-  nodes: optional(Schema.String, "The node list, a file under scenarios/data/: the fleet's hosts of `offerings` (carved as src/data/AlibabaGpuTrace.ts says)."),
-  from: defaulted(duration(), "0s", "Replay the pods created at or after this offset into the trace; the scenario's start is this instant of the trace."),
-  offerings: described(Schema.Record(Schema.String, Schema.String), "The catalog offering a pod asking for 1, 2, 4 or 8 GPUs runs on (the trace's GPUs are priced as these)."),
-  job: described(Schema.Record(Schema.String, Schema.Json), "The Jobs' spec, admitted by the Job schema; resources.gpu.count is each pod's.")
+  nodes: optional(
+    Schema.String,
+    "The node list, a file under scenarios/data/: the fleet's hosts of `offerings` (carved as src/data/AlibabaGpuTrace.ts says)."
+  ),
+  from: defaulted(
+    duration(),
+    "0s",
+    "Replay the pods created at or after this offset into the trace; the scenario's start is this instant of the trace."
+  ),
+  offerings: described(
+    Schema.Record(Schema.String, Schema.String),
+    "The catalog offering a pod asking for 1, 2, 4 or 8 GPUs runs on (the trace's GPUs are priced as these)."
+  ),
+  job: described(
+    Schema.Record(Schema.String, Schema.Json),
+    "The Jobs' spec, admitted by the Job schema; resources.gpu.count is each pod's."
+  )
 })
 export type TraceWorkloadSettings = typeof TraceWorkloadSettings.Type
 
 /** A simulated webhook receiver (docs/simulator.md, "Webhooks"): an endpoint's subscription and when it is down. */
 export const WebhookSettings = Schema.Struct({
   name: described(Schema.String, "The endpoint's name, as the summary shows it."),
-  eventTypes: defaulted(Schema.Array(Schema.String), ["*"], "Event types it takes: exact, <kind>.* or * (as WebhookEndpoint.eventTypes)."),
+  eventTypes: defaulted(
+    Schema.Array(Schema.String),
+    ["*"],
+    "Event types it takes: exact, <kind>.* or * (as WebhookEndpoint.eventTypes)."
+  ),
   projects: defaulted(Schema.Array(Schema.String), [], "Projects whose events it takes; empty: every project."),
   down: defaulted(Schema.Array(Window), [], "Windows in which the receiver answers 503 to every attempt.")
 })
@@ -112,11 +149,19 @@ export const SandboxSessionSettings = Schema.Struct({
   count: described(nonNegative, "How many sessions."),
   meanInterarrival: described(duration(), "Mean time between session starts (Poisson process)."),
   sandbox: described(Schema.Record(Schema.String, Schema.Json), "A Sandbox spec, admitted by the Sandbox schema."),
-  annotations: defaulted(Schema.Record(Schema.String, Schema.String), {}, "The Sandbox's sim.nodus.dev/* annotations (main-duration, exec-exit-code)."),
+  annotations: defaulted(
+    Schema.Record(Schema.String, Schema.String),
+    {},
+    "The Sandbox's sim.nodus.dev/* annotations (main-duration, exec-exit-code)."
+  ),
   script: described(Schema.Array(SessionStep), "The commands each session runs, in order."),
   thinkMedian: defaulted(duration(), "0s", "Median think time after a command that does not set its own."),
   thinkSigma: defaulted(Schema.Number, 0, "Spread of log(think time)."),
-  end: defaulted(oneOf(["Idle", "Delete"]), "Idle", "After the script: Idle (left for idleTimeout to stop it) or Delete.")
+  end: defaulted(
+    oneOf(["Idle", "Delete"]),
+    "Idle",
+    "After the script: Idle (left for idleTimeout to stop it) or Delete."
+  )
 })
 export type SandboxSessionSettings = typeof SandboxSessionSettings.Type
 
@@ -129,8 +174,16 @@ export const VariantSettings = Schema.Struct({
   name: described(Schema.String, "The variant's name, as the report shows it."),
   description: optional(Schema.String, "What it changes."),
   job: defaulted(Schema.Record(Schema.String, Schema.Json), {}, "A merge patch applied to every workload's Job spec."),
-  workloads: defaulted(Schema.Record(Schema.String, Schema.Record(Schema.String, Schema.Json)), {}, "Per workload name, a merge patch of its Job spec (after `job`)."),
-  fleet: defaulted(Schema.Record(Schema.String, Schema.Json), {}, "A merge patch of the scenario's `fleet` (its hosts).")
+  workloads: defaulted(
+    Schema.Record(Schema.String, Schema.Record(Schema.String, Schema.Json)),
+    {},
+    "Per workload name, a merge patch of its Job spec (after `job`)."
+  ),
+  fleet: defaulted(
+    Schema.Record(Schema.String, Schema.Json),
+    {},
+    "A merge patch of the scenario's `fleet` (its hosts)."
+  )
 })
 export type VariantSettings = typeof VariantSettings.Type
 
@@ -141,32 +194,63 @@ export const Scenario = Schema.Struct({
   start: defaulted(Schema.String, "2026-01-01T00:00:00.000Z", "Virtual start time."),
   horizon: described(duration(), "Arrivals happen within this time."),
   drain: defaulted(duration(), "720h", "Time after the horizon for work to finish (the liveness budget)."),
-  fleet: described(Schema.Struct({
-    offerings: optional(Schema.Array(Schema.String), "Offering ids in the fleet (default: every one in the catalog)."),
-    hostsPerVariant: defaulted(nonNegative, 8, "Hosts of each variant unless `capacity` says otherwise."),
-    capacity: defaulted(Schema.Record(Schema.String, nonNegative), {}, "Hosts by offering id or id/interruptible.")
-  }), "The capacity."),
-  providers: defaulted(Schema.Struct({
-    default: defaulted(ProviderSettings, {}, "Every variant."),
-    interruptible: defaulted(ProviderSettings, {}, "Interruptible variants, over the default."),
-    byOffering: defaulted(Schema.Record(Schema.String, ProviderSettings), {}, "Per offering id, over the rest.")
-  }), {}, "Provider models."),
-  arrivals: described(Schema.Struct({
-    meanInterarrival: described(duration(), "Mean time between arrivals (Poisson process)."),
-    count: optional(nonNegative, "Stop after this many arrivals.")
-  }), "The arrival process."),
+  fleet: described(
+    Schema.Struct({
+      offerings: optional(
+        Schema.Array(Schema.String),
+        "Offering ids in the fleet (default: every one in the catalog)."
+      ),
+      hostsPerVariant: defaulted(nonNegative, 8, "Hosts of each variant unless `capacity` says otherwise."),
+      capacity: defaulted(Schema.Record(Schema.String, nonNegative), {}, "Hosts by offering id or id/interruptible.")
+    }),
+    "The capacity."
+  ),
+  providers: defaulted(
+    Schema.Struct({
+      default: defaulted(ProviderSettings, {}, "Every variant."),
+      interruptible: defaulted(ProviderSettings, {}, "Interruptible variants, over the default."),
+      byOffering: defaulted(Schema.Record(Schema.String, ProviderSettings), {}, "Per offering id, over the rest.")
+    }),
+    {},
+    "Provider models."
+  ),
+  arrivals: described(
+    Schema.Struct({
+      meanInterarrival: described(duration(), "Mean time between arrivals (Poisson process)."),
+      count: optional(nonNegative, "Stop after this many arrivals.")
+    }),
+    "The arrival process."
+  ),
   workloads: described(Schema.Array(WorkloadSettings), "The workload mix."),
-  traceWorkloads: defaulted(Schema.Array(TraceWorkloadSettings), [], "Recorded traces replayed as Jobs (docs/simulator.md, \"Trace workloads\")."),
+  traceWorkloads: defaulted(
+    Schema.Array(TraceWorkloadSettings),
+    [],
+    "Recorded traces replayed as Jobs (docs/simulator.md, \"Trace workloads\")."
+  ),
   faults: defaulted(Faults, {}, "Injected faults."),
-  billing: optional(BillingSettings, "Bill every run on a ledger with these credits (docs/billing.md); absent: nothing is billed."),
-  webhooks: defaulted(Schema.Array(WebhookSettings), [], "Simulated webhook receivers the Jobs' events are delivered to (docs/webhooks.md)."),
-  sandboxes: defaulted(Schema.Array(SandboxSessionSettings), [], "Agent sessions on Sandboxes (docs/simulator.md, \"Sandbox sessions\")."),
-  variants: defaulted(Schema.Array(VariantSettings), [], "What-if variants `nodus report` runs from the same seed; the first is the baseline (docs/simulator.md, \"Reports\").")
+  billing: optional(
+    BillingSettings,
+    "Bill every run on a ledger with these credits (docs/billing.md); absent: nothing is billed."
+  ),
+  webhooks: defaulted(
+    Schema.Array(WebhookSettings),
+    [],
+    "Simulated webhook receivers the Jobs' events are delivered to (docs/webhooks.md)."
+  ),
+  sandboxes: defaulted(
+    Schema.Array(SandboxSessionSettings),
+    [],
+    "Agent sessions on Sandboxes (docs/simulator.md, \"Sandbox sessions\")."
+  ),
+  variants: defaulted(
+    Schema.Array(VariantSettings),
+    [],
+    "What-if variants `nodus report` runs from the same seed; the first is the baseline (docs/simulator.md, \"Reports\")."
+  )
 })
 export type Scenario = typeof Scenario.Type
 
 export const decodeScenario = (input: unknown): Scenario => Schema.decodeUnknownSync(Scenario)(input)
-
 
 /** What is wrong with a scenario file, at a field path (`workloads[0].job.parallelism`). */
 export interface ScenarioProblem {
@@ -182,7 +266,13 @@ const problemsOf = (admitted: ReturnType<typeof admit>, prefix: string): Readonl
   Result.isSuccess(admitted)
     ? []
     : (admitted.failure.causes ?? [{ field: "", message: admitted.failure.message }]).map((cause) => ({
-      field: cause.field === "" ? prefix : prefix === "" ? cause.field : cause.field.startsWith("[") ? `${prefix}${cause.field}` : `${prefix}.${cause.field}`,
+      field: cause.field === ""
+        ? prefix
+        : prefix === ""
+        ? cause.field
+        : cause.field.startsWith("[")
+        ? `${prefix}${cause.field}`
+        : `${prefix}.${cause.field}`,
       message: cause.message
     }))
 

@@ -42,7 +42,9 @@ export class SeriesRecorder {
     const first = job.attempts[0]
     if (first !== undefined) this.queueWaits.push((first.requestedAt - job.createdAt) / 1000)
     for (const attempt of job.attempts) {
-      if (attempt.outcome?.type === "Preempted" && attempt.endedAt !== undefined) this.preemptionTimes.push(attempt.endedAt)
+      if (attempt.outcome?.type === "Preempted" && attempt.endedAt !== undefined) {
+        this.preemptionTimes.push(attempt.endedAt)
+      }
       if (attempt.recovery) this.restoreTimes.push(attempt.requestedAt)
     }
     if (job.status.phase === "Succeeded" && job.status.completionTime !== undefined) {
@@ -55,7 +57,9 @@ export class SeriesRecorder {
     const bucketOf = (at: number) => Math.max(0, Math.floor((at - this.start) / this.bucketMs))
     const charges = postings.filter((posting) => posting.kind === "Capture" || posting.kind === "Arrears")
     let last = 0
-    for (const at of [...this.preemptionTimes, ...this.restoreTimes, ...charges.map((posting) => posting.at)]) last = Math.max(last, bucketOf(at))
+    for (const at of [...this.preemptionTimes, ...this.restoreTimes, ...charges.map((posting) => posting.at)]) {
+      last = Math.max(last, bucketOf(at))
+    }
     const counts = (times: ReadonlyArray<number>) => {
       const buckets = new Array<number>(last + 1).fill(0)
       for (const at of times) buckets[bucketOf(at)]!++

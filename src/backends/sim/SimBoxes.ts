@@ -59,7 +59,8 @@ interface Box {
 }
 
 /** A box's settings from its owner's annotations (docs/simulator.md, "Sandboxes"); malformed values keep the default. */
-const annotation = (annotations: Readonly<Record<string, string>>, name: string) => annotations[`${simAnnotationPrefix}${name}`]
+const annotation = (annotations: Readonly<Record<string, string>>, name: string) =>
+  annotations[`${simAnnotationPrefix}${name}`]
 
 /** `sleep N` (seconds, or a duration such as `10m`): the command's own duration, as the program says it. */
 const sleepMs = (argv: ReadonlyArray<string>): number | undefined => {
@@ -87,7 +88,14 @@ export class SimBoxes {
    * process, when it has one, starts once the box runs, and runs for `sim.nodus.dev/main-duration` or, without it,
    * until the box stops.
    */
-  open(owner: string, attempt: string, annotations: Readonly<Record<string, string>>, workingDir: string | undefined, restoredFrom: string | undefined, main: ReadonlyArray<string> = []) {
+  open(
+    owner: string,
+    attempt: string,
+    annotations: Readonly<Record<string, string>>,
+    workingDir: string | undefined,
+    restoredFrom: string | undefined,
+    main: ReadonlyArray<string> = []
+  ) {
     const code = annotation(annotations, "exec-exit-code")
     const box: Box = {
       owner,
@@ -128,15 +136,35 @@ export class SimBoxes {
    * Starts a command now. It ends `ms` later (at once when 0) with the box's exit code, or is killed at its timeout
    * when that comes first; until then it keeps the box busy, unless it is a terminal's shell.
    */
-  private run(box: Box, id: string, argv: ReadonlyArray<string>, ms: number, timeoutMs: number | undefined, terminal: boolean, keepStdin: boolean): Command {
+  private run(
+    box: Box,
+    id: string,
+    argv: ReadonlyArray<string>,
+    ms: number,
+    timeoutMs: number | undefined,
+    terminal: boolean,
+    keepStdin: boolean
+  ): Command {
     const now = this.host.now
     const timedOut = timeoutMs !== undefined && timeoutMs > 0 && timeoutMs < ms
     const runMs = timedOut ? timeoutMs : ms
     const command: Command = {
-      command: id, argv, phase: "Running", exitCode: undefined, signal: undefined, timedOut: false, startTime: now, durationMs: undefined, terminal, stdinOpen: keepStdin, busy: false
+      command: id,
+      argv,
+      phase: "Running",
+      exitCode: undefined,
+      signal: undefined,
+      timedOut: false,
+      startTime: now,
+      durationMs: undefined,
+      terminal,
+      stdinOpen: keepStdin,
+      busy: false
     }
     box.commands.set(id, command)
-    const exit = () => (timedOut ? this.end(box, command, { signal: "SIGKILL", timedOut: true }) : this.end(box, command, { exitCode: box.exitCode }))
+    const exit = () => (timedOut
+      ? this.end(box, command, { signal: "SIGKILL", timedOut: true })
+      : this.end(box, command, { exitCode: box.exitCode }))
     // A command of no duration (the default, and every terminal's shell) has exited by the time it is answered.
     if (runMs <= 0 || terminal) {
       exit()
@@ -150,7 +178,11 @@ export class SimBoxes {
   }
 
   /** A command ends now: exited with its code, or by a signal; the box is idle once no busy command runs. */
-  private end(box: Box, command: Command, how: { readonly exitCode?: number; readonly signal?: string; readonly timedOut?: boolean }) {
+  private end(
+    box: Box,
+    command: Command,
+    how: { readonly exitCode?: number; readonly signal?: string; readonly timedOut?: boolean }
+  ) {
     if (command.phase === "Exited") return
     command.phase = "Exited"
     command.exitCode = how.exitCode
@@ -184,13 +216,26 @@ export class SimBoxes {
     const path = "path" in request ? posix.resolve(box.workingDir, request.path) : ""
     switch (request._tag) {
       case "Exec": {
-        if (box.commands.has(request.command)) return { _tag: "Refused", code: "Conflict", message: `a command ${request.command} exists already` }
+        if (box.commands.has(request.command)) {
+          return { _tag: "Refused", code: "Conflict", message: `a command ${request.command} exists already` }
+        }
         const ms = durationMs(request.env[execDurationEnv], sleepMs(request.argv) ?? box.durationMs)
-        const command = this.run(box, request.command, request.argv, ms, request.timeoutMs, request.terminal === true, request.keepStdin)
+        const command = this.run(
+          box,
+          request.command,
+          request.argv,
+          ms,
+          request.timeoutMs,
+          request.terminal === true,
+          request.keepStdin
+        )
         if (request.background) return { _tag: "Command", state: stateOf(command) }
         // A foreground command is answered at once with the outcome it has at its virtual end (the model does not
         // make its caller wait on virtual time); the box is busy, and the command Running, until then.
-        return { _tag: "Command", state: { ...outcomeOf(box, command, ms, request.timeoutMs), stdout: "", stderr: "", truncated: false } }
+        return {
+          _tag: "Command",
+          state: { ...outcomeOf(box, command, ms, request.timeoutMs), stdout: "", stderr: "", truncated: false }
+        }
       }
       case "Command": {
         const command = box.commands.get(request.command)
@@ -200,7 +245,9 @@ export class SimBoxes {
         return { _tag: "Commands", commands: [...box.commands.values()].map(stateOf) }
       case "Output": {
         const command = box.commands.get(request.command)
-        return command === undefined ? noCommand(request.command) : { _tag: "Output", offset: 0, data: "", exited: command.phase === "Exited" }
+        return command === undefined
+          ? noCommand(request.command)
+          : { _tag: "Output", offset: 0, data: "", exited: command.phase === "Exited" }
       }
       case "Resize":
         return box.commands.has(request.command) ? { _tag: "Done" } : noCommand(request.command)
@@ -222,12 +269,27 @@ export class SimBoxes {
       case "ReadFile": {
         const file = box.files.get(path)
         if (file !== undefined) {
-          if (file.length > request.maxBytes) return { _tag: "Refused", code: "FileTooLarge", message: `${request.path} is ${file.length} bytes` }
+          if (file.length > request.maxBytes) {
+            return { _tag: "Refused", code: "FileTooLarge", message: `${request.path} is ${file.length} bytes` }
+          }
           return { _tag: "File", data: file.toString("base64"), size: file.length }
         }
-        const entries = [...box.files.entries()].filter(([name]) => name.startsWith(`${path}/`) && !name.slice(path.length + 1).includes("/"))
-        if (entries.length === 0) return { _tag: "Refused", code: "NotFound", message: `${request.path} does not exist` }
-        return { _tag: "Directory", entries: entries.map(([name, bytes]) => ({ name: name.slice(path.length + 1), size: bytes.length, mode: "0644", modTime: new Date(now).toISOString(), type: "file" as const })) }
+        const entries = [...box.files.entries()].filter(([name]) =>
+          name.startsWith(`${path}/`) && !name.slice(path.length + 1).includes("/")
+        )
+        if (entries.length === 0) {
+          return { _tag: "Refused", code: "NotFound", message: `${request.path} does not exist` }
+        }
+        return {
+          _tag: "Directory",
+          entries: entries.map(([name, bytes]) => ({
+            name: name.slice(path.length + 1),
+            size: bytes.length,
+            mode: "0644",
+            modTime: new Date(now).toISOString(),
+            type: "file" as const
+          }))
+        }
       }
       case "WriteFile":
         box.files.set(path, Buffer.from(request.data, "base64"))
@@ -262,4 +324,8 @@ const outcomeOf = (box: Box, command: Command, ms: number, timeoutMs: number | u
 
 const exited: BoxReply = { _tag: "Refused", code: "NotFound", message: "the command has exited" }
 
-const noCommand = (id: string): BoxReply => ({ _tag: "Refused", code: "NotFound", message: `no command ${id} ran in this box` })
+const noCommand = (id: string): BoxReply => ({
+  _tag: "Refused",
+  code: "NotFound",
+  message: `no command ${id} ran in this box`
+})

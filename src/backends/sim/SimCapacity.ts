@@ -9,10 +9,17 @@
  * program; restoring one costs its size over `restoreBytesPerSecond`; a program's progress is its run time (one
  * progress unit per second of work).
  */
-import type { AttemptFacts, Checkpoint, HostRequest, Outcome, ProgramRequest, SuspendCheckpoint } from "../../core/capacity/Capacity.ts"
+import type {
+  AttemptFacts,
+  Checkpoint,
+  HostRequest,
+  Outcome,
+  ProgramRequest,
+  SuspendCheckpoint
+} from "../../core/capacity/Capacity.ts"
+import { type Variant, variantKeyOf } from "../../core/capacity/Offering.ts"
 import type { Market } from "../../core/capacity/Placement.ts"
 import type { ProviderModel } from "../../core/capacity/ProviderModels.ts"
-import { type Variant, variantKeyOf } from "../../core/capacity/Offering.ts"
 import type { Engine } from "./Engine.ts"
 import type { Prng } from "./Prng.ts"
 import { nextPreemptionAfter, type SpotTrace } from "./SpotTraces.ts"
@@ -39,7 +46,10 @@ export interface WorkloadModel {
 }
 
 /** Modifies a provider model over time (fault injection): e.g. a preemption storm multiplies the rate. */
-export type ProviderFaults = (variant: Variant, now: number) => { readonly preemptionFactor: number; readonly capacityFactor: number }
+export type ProviderFaults = (
+  variant: Variant,
+  now: number
+) => { readonly preemptionFactor: number; readonly capacityFactor: number }
 
 const noFaults: ProviderFaults = () => ({ preemptionFactor: 1, capacityFactor: 1 })
 
@@ -98,7 +108,16 @@ const ended = {
 } as const satisfies Record<string, Outcome>
 
 /** What a program's next event is; when several are due at the same instant they win in this order. */
-const NextKind = { Preempted: 0, NodeLost: 1, OOMKilled: 2, Exit: 3, Checkpoint: 4, Started: 5, BootFailed: 6, Stopped: 7 } as const
+const NextKind = {
+  Preempted: 0,
+  NodeLost: 1,
+  OOMKilled: 2,
+  Exit: 3,
+  Checkpoint: 4,
+  Started: 5,
+  BootFailed: 6,
+  Stopped: 7
+} as const
 type NextKind = (typeof NextKind)[keyof typeof NextKind]
 
 /** A host kept warm after its program ended (spec: Job.scaledownWindow). */
@@ -202,7 +221,12 @@ export class SimCapacity {
   /** Called when a host goes back to the pool or capacity grows, so waiting workloads look again. */
   onFreed: () => void = () => {}
 
-  constructor(engine: Engine, random: Prng, models: (variant: Variant) => SimProviderModel, faults: ProviderFaults = noFaults) {
+  constructor(
+    engine: Engine,
+    random: Prng,
+    models: (variant: Variant) => SimProviderModel,
+    faults: ProviderFaults = noFaults
+  ) {
     this.engine = engine
     this.random = random
     this.models = models
@@ -235,7 +259,7 @@ export class SimCapacity {
   /** Keeps a healthy host warm for `keepWarmMs`; it goes back to the provider when nobody took it by then. */
   private keepWarm(pool: Pool, namespace: string, keepWarmMs: number): void {
     let hosts = pool.warm.get(namespace)
-    if (hosts === undefined) pool.warm.set(namespace, (hosts = []))
+    if (hosts === undefined) pool.warm.set(namespace, hosts = [])
     const host: WarmHost = { expiresAt: this.engine.now + keepWarmMs, taken: false }
     hosts.push(host)
     this.engine.at(host.expiresAt, () => {
@@ -261,7 +285,9 @@ export class SimCapacity {
       market = {
         available: (variant) => this.available(variant, namespace),
         bootMs: (variant) => this.pool(variant).model.bootMedianMs,
-        meanTimeBetweenInterruptionsMs: (variant) => (variant.interruptible ? this.pool(variant).model.preemptionMtbfMs : undefined)
+        meanTimeBetweenInterruptionsMs: (
+          variant
+        ) => (variant.interruptible ? this.pool(variant).model.preemptionMtbfMs : undefined)
       }
       this.markets.set(namespace, market)
     }
@@ -281,7 +307,9 @@ export class SimCapacity {
 
   private owned(owner: string): Owned {
     let owned = this.owners.get(owner)
-    if (owned === undefined) this.owners.set(owner, (owned = { attempts: [], byName: undefined, programs: [], seq: 0, saved: [] }))
+    if (owned === undefined) {
+      this.owners.set(owner, owned = { attempts: [], byName: undefined, programs: [], seq: 0, saved: [] })
+    }
     return owned
   }
 
@@ -320,7 +348,9 @@ export class SimCapacity {
       return known
     }
     const attempt = this.take(request, owned)
-    if (attempt.phase === "Provisioning") this.run(request.owner, owned, owned.attempts.length - 1, attempt, request.namespace, request)
+    if (attempt.phase === "Provisioning") {
+      this.run(request.owner, owned, owned.attempts.length - 1, attempt, request.namespace, request)
+    }
     return attempt
   }
 
@@ -334,7 +364,9 @@ export class SimCapacity {
     const known = this.attemptOf(owned, request.attempt)
     if (known !== undefined) return known
     const attempt = this.take(request, owned)
-    if (attempt.phase === "Provisioning") this.idle.set(programKey(request.owner, request.attempt), { attempt, namespace: request.namespace })
+    if (attempt.phase === "Provisioning") {
+      this.idle.set(programKey(request.owner, request.attempt), { attempt, namespace: request.namespace })
+    }
     return attempt
   }
 
@@ -364,7 +396,9 @@ export class SimCapacity {
     owned.attempts = appended(owned.attempts, attempt)
     owned.programs = appended(owned.programs, undefined)
     if (owned.byName !== undefined) owned.byName.set(attempt.name, owned.attempts.length - 1)
-    else if (owned.attempts.length > ownedByNameAfter) owned.byName = new Map(owned.attempts.map((entry, position) => [entry.name, position]))
+    else if (owned.attempts.length > ownedByNameAfter) {
+      owned.byName = new Map(owned.attempts.map((entry, position) => [entry.name, position]))
+    }
     const pool = this.pool(request.variant)
     const warm = this.warmHosts(pool, request.namespace)
     if (warm.length > 0) {
@@ -389,7 +423,14 @@ export class SimCapacity {
     this.run(owner, owned, this.positionOf(owned, name), host.attempt, host.namespace, request)
   }
 
-  private run(owner: string, owned: Owned, position: number, attempt: SimAttempt, namespace: string, request: SimProgram): void {
+  private run(
+    owner: string,
+    owned: Owned,
+    position: number,
+    attempt: SimAttempt,
+    namespace: string,
+    request: SimProgram
+  ): void {
     attempt.restoreFromSeq = request.restoreFromSeq
     const workAtStart = this.restoredWork(owner, request)
     const program: Program = {
@@ -408,7 +449,9 @@ export class SimCapacity {
       checkpointIntervalMs: request.checkpointIntervalMs,
       keepWarmMs: request.keepWarmMs,
       hostWarm: attempt.warmReuse,
-      oomAtWork: this.random.chance(request.workload.oomRate) ? Math.round(this.random.uniform() * request.workload.durationMs) : undefined,
+      oomAtWork: this.random.chance(request.workload.oomRate)
+        ? Math.round(this.random.uniform() * request.workload.durationMs)
+        : undefined,
       startMs: Math.max(0, request.startMs ?? 0),
       nextTicket: -1,
       nextToken: -1,
@@ -437,8 +480,9 @@ export class SimCapacity {
     this.engine.after(saveMs, () => {
       if (program.token !== token) return
       const failed = this.random.chance(program.workload.suspendCheckpointFailureRate)
-      if (failed) program.attempt.suspend = { episode, state: "Failed", failures: failures + 1 } satisfies SuspendCheckpoint
-      else {
+      if (failed) {
+        program.attempt.suspend = { episode, state: "Failed", failures: failures + 1 } satisfies SuspendCheckpoint
+      } else {
         this.saveCheckpoint(program)
         program.attempt.suspend = { episode, state: "Saved", failures }
       }
@@ -499,7 +543,9 @@ export class SimCapacity {
   forget(owner: string): void {
     const owned = this.owners.get(owner)
     if (owned === undefined) return
-    for (const program of owned.programs) if (program !== undefined) this.orphans.set(programKey(owner, program.attempt.name), program)
+    for (const program of owned.programs) {
+      if (program !== undefined) this.orphans.set(programKey(owner, program.attempt.name), program)
+    }
     this.owners.delete(owner)
   }
 
@@ -513,7 +559,10 @@ export class SimCapacity {
   }
 
   private saveMs(program: Program): number {
-    return Math.max(1000, Math.round((program.workload.checkpointSizeBytes / program.pool.model.restoreBytesPerSecond) * 1000))
+    return Math.max(
+      1000,
+      Math.round((program.workload.checkpointSizeBytes / program.pool.model.restoreBytesPerSecond) * 1000)
+    )
   }
 
   private boot(program: Program): void {
@@ -578,9 +627,13 @@ export class SimCapacity {
     // The run's work is anchored at (runStartedAt, workAtStart); runStartedAt may lie ahead while a restore loads.
     const { runStartedAt, workAtStart, oomAtWork } = program
     const exitAt = runStartedAt + Math.max(0, durationMs - workAtStart)
-    const oomAt = oomAtWork !== undefined && oomAtWork >= workAtStart ? runStartedAt + Math.max(0, oomAtWork - workAtStart) : Number.POSITIVE_INFINITY
+    const oomAt = oomAtWork !== undefined && oomAtWork >= workAtStart
+      ? runStartedAt + Math.max(0, oomAtWork - workAtStart)
+      : Number.POSITIVE_INFINITY
     const interval = program.checkpointIntervalMs
-    const checkpointAt = interval === undefined ? Number.POSITIVE_INFINITY : Math.max(now, program.runStartedAt) + interval
+    const checkpointAt = interval === undefined
+      ? Number.POSITIVE_INFINITY
+      : Math.max(now, program.runStartedAt) + interval
     const preemption = this.preemptionDelay(program)
     const loss = this.nodeLossDelay(program.pool.model)
     const preemptAt = preemption === undefined ? Number.POSITIVE_INFINITY : now + preemption
@@ -589,7 +642,19 @@ export class SimCapacity {
     program.token++
     // A serving program (a Sandbox's box) with nothing else ahead runs until it is stopped.
     if (first === Number.POSITIVE_INFINITY) return
-    this.next(program, first, first === preemptAt ? NextKind.Preempted : first === lossAt ? NextKind.NodeLost : first === oomAt ? NextKind.OOMKilled : first === exitAt ? NextKind.Exit : NextKind.Checkpoint)
+    this.next(
+      program,
+      first,
+      first === preemptAt
+        ? NextKind.Preempted
+        : first === lossAt
+        ? NextKind.NodeLost
+        : first === oomAt
+        ? NextKind.OOMKilled
+        : first === exitAt
+        ? NextKind.Exit
+        : NextKind.Checkpoint
+    )
   }
 
   /** A program's next event (`scheduleNext`), unless the program moved on since it was scheduled. */
@@ -643,9 +708,17 @@ export class SimCapacity {
   }
 
   private exit(program: Program): void {
-    const code = program.workload.exitCode !== 0 ? program.workload.exitCode : this.random.chance(program.workload.runFailureRate) ? 1 : 0
+    const code = program.workload.exitCode !== 0
+      ? program.workload.exitCode
+      : this.random.chance(program.workload.runFailureRate)
+      ? 1
+      : 0
     this.recordProgress(program)
-    this.finish(program, code === 0 ? ended.Succeeded : { type: "Failed", exitCode: code, message: `exit code ${code}` }, true)
+    this.finish(
+      program,
+      code === 0 ? ended.Succeeded : { type: "Failed", exitCode: code, message: `exit code ${code}` },
+      true
+    )
   }
 
   /** Ends the attempt; its host is released at `releasedAt` (billing ends then), now unless a teardown follows. */

@@ -9,10 +9,16 @@
  * every subscriber of `changes` as the engine runs, in the order they happen.
  */
 import { Effect, Layer, PubSub, Stream } from "effect"
-import { type BoxReply, type CapacityChange, CapacityPort, type CapacityPortShape, type ProgramRequest } from "../../core/capacity/Capacity.ts"
+import {
+  type BoxReply,
+  type CapacityChange,
+  CapacityPort,
+  type CapacityPortShape,
+  type ProgramRequest
+} from "../../core/capacity/Capacity.ts"
 import { durationMs } from "../../core/StatusText.ts"
-import type { SimCapacity } from "./SimCapacity.ts"
 import { SimBoxes } from "./SimBoxes.ts"
+import type { SimCapacity } from "./SimCapacity.ts"
 import { SimWorkers } from "./SimWorkers.ts"
 import { simAnnotationPrefix, workloadFromAnnotations } from "./Workloads.ts"
 
@@ -21,7 +27,9 @@ import { simAnnotationPrefix, workloadFromAnnotations } from "./Workloads.ts"
  * reconciler by turns, and waits until the reconciler has taken in every change of an instant before its due keys
  * run). Changes are published as the engine runs: make the port before the engine runs.
  */
-export const makeCounted = (capacity: SimCapacity): Effect.Effect<{ readonly port: CapacityPortShape; readonly published: () => number }> =>
+export const makeCounted = (
+  capacity: SimCapacity
+): Effect.Effect<{ readonly port: CapacityPortShape; readonly published: () => number }> =>
   Effect.gen(function*() {
     const changes = yield* PubSub.unbounded<CapacityChange>()
     let published = 0
@@ -58,41 +66,61 @@ export const makeCounted = (capacity: SimCapacity): Effect.Effect<{ readonly por
       seq === undefined ? undefined : capacity.attemptsOf(owner).find((facts) => facts.checkpoint?.seq === seq)?.name
     const port: CapacityPortShape = {
       acquire: (request) => Effect.sync(() => capacity.acquire(request)),
-      release: (owner, attempt, keepWarmMs) => Effect.sync(() => {
-        capacity.stop(owner, attempt, keepWarmMs)
-        // A stop tells no change of its own: the calls a stopped worker held are answered now.
-        workers.settle(owner)
-      }),
+      release: (owner, attempt, keepWarmMs) =>
+        Effect.sync(() => {
+          capacity.stop(owner, attempt, keepWarmMs)
+          // A stop tells no change of its own: the calls a stopped worker held are answered now.
+          workers.settle(owner)
+        }),
       facts: (owner, attempt) => Effect.sync(() => capacity.facts(owner, attempt)),
       market: (namespace) => capacity.marketFor(namespace),
-      forget: (owner) => Effect.sync(() => {
-        boxes.forget(owner)
-        workers.forget(owner)
-        capacity.forget(owner)
-      }),
+      forget: (owner) =>
+        Effect.sync(() => {
+          boxes.forget(owner)
+          workers.forget(owner)
+          capacity.forget(owner)
+        }),
       changes: Stream.fromPubSub(changes),
-      start: (owner, attempt, program) => Effect.sync(() => {
-        const worker = program.workload?.worker
-        capacity.start(owner, attempt, { ...program, workload: workloadOf(program), startMs: worker === undefined ? 0 : workerStartMs(program.annotations) })
-        // After the start, so that the box's main process can wait for its host to boot.
-        if (program.workload?.sandbox === true) boxes.open(owner, attempt, program.annotations, program.workload.workingDir, restoredBox(owner, program.restoreFromSeq), program.workload.argv)
-        if (worker !== undefined) workers.open(owner, attempt, program.annotations, worker.concurrency)
-      }),
-      checkpoint: (owner, attempt, episode) => Effect.sync(() => {
-        boxes.snapshot(owner, attempt)
-        capacity.checkpoint(owner, attempt, episode)
-      }),
+      start: (owner, attempt, program) =>
+        Effect.sync(() => {
+          const worker = program.workload?.worker
+          capacity.start(owner, attempt, {
+            ...program,
+            workload: workloadOf(program),
+            startMs: worker === undefined ? 0 : workerStartMs(program.annotations)
+          })
+          // After the start, so that the box's main process can wait for its host to boot.
+          if (program.workload?.sandbox === true) {
+            boxes.open(
+              owner,
+              attempt,
+              program.annotations,
+              program.workload.workingDir,
+              restoredBox(owner, program.restoreFromSeq),
+              program.workload.argv
+            )
+          }
+          if (worker !== undefined) workers.open(owner, attempt, program.annotations, worker.concurrency)
+        }),
+      checkpoint: (owner, attempt, episode) =>
+        Effect.sync(() => {
+          boxes.snapshot(owner, attempt)
+          capacity.checkpoint(owner, attempt, episode)
+        }),
       // A call to a worker is answered when it ends in virtual time (inside the engine's run), or at once when refused.
       box: (owner, attempt, request) =>
         request._tag === "Call" && workers.has(owner, attempt)
-          ? Effect.callback<BoxReply>((resume) => workers.call(owner, attempt, request, (reply) => resume(Effect.succeed(reply))))
+          ? Effect.callback<BoxReply>((resume) =>
+            workers.call(owner, attempt, request, (reply) => resume(Effect.succeed(reply)))
+          )
           : Effect.sync(() => boxes.call(owner, attempt, request))
     }
     return { port, published: () => published }
   })
 
 /** The port over `capacity`. */
-export const make = (capacity: SimCapacity): Effect.Effect<CapacityPortShape> => Effect.map(makeCounted(capacity), ({ port }) => port)
+export const make = (capacity: SimCapacity): Effect.Effect<CapacityPortShape> =>
+  Effect.map(makeCounted(capacity), ({ port }) => port)
 
 export const layer = (capacity: SimCapacity) => Layer.effect(CapacityPort, make(capacity))
 
@@ -103,4 +131,5 @@ const workloadOf = (program: ProgramRequest) => {
 }
 
 /** A Function worker's own start after its host is up (`sim.nodus.dev/worker-start`, default 0s; docs/simulator.md). */
-const workerStartMs = (annotations: Readonly<Record<string, string>>) => durationMs(annotations[`${simAnnotationPrefix}worker-start`], 0)
+const workerStartMs = (annotations: Readonly<Record<string, string>>) =>
+  durationMs(annotations[`${simAnnotationPrefix}worker-start`], 0)

@@ -52,7 +52,14 @@ export class SimWebhooks {
   constructor(engine: Engine, endpoints: ReadonlyArray<SimEndpoint>, trace?: TraceSink) {
     this.engine = engine
     this.trace = trace
-    this.subscriptions = endpoints.map((endpoint) => [endpoint, { uid: endpoint.name, eventTypes: endpoint.eventTypes, projects: endpoint.projects, enabled: true }] as const)
+    this.subscriptions = endpoints.map((endpoint) =>
+      [endpoint, {
+        uid: endpoint.name,
+        eventTypes: endpoint.eventTypes,
+        projects: endpoint.projects,
+        enabled: true
+      }] as const
+    )
   }
 
   /** An event of a spec type, now: one delivery per endpoint that takes it, its first attempt at once. */
@@ -69,7 +76,11 @@ export class SimWebhooks {
     const now = this.engine.now
     delivery.attempts.push(now)
     const answered = !delivery.endpoint.down.some((window) => now >= window.from && now < window.to)
-    this.trace?.record(`${now} webhook ${delivery.endpoint.name} ${delivery.type} attempt ${delivery.attempts.length} ${answered ? "200" : "503"}`)
+    this.trace?.record(
+      `${now} webhook ${delivery.endpoint.name} ${delivery.type} attempt ${delivery.attempts.length} ${
+        answered ? "200" : "503"
+      }`
+    )
     if (answered) {
       delivery.phase = "Succeeded"
       return
@@ -91,8 +102,15 @@ export class SimWebhooks {
         pending: mine.filter((delivery) => delivery.phase === "Pending").length,
         attempts: mine.reduce((sum, delivery) => sum + delivery.attempts.length, 0),
         succeededAfterRetries: succeeded.filter((delivery) => delivery.attempts.length > 1).length,
-        maxDeliverySeconds: succeeded.reduce((max, delivery) => Math.max(max, (delivery.attempts.at(-1)! - delivery.eventAt) / 1_000), 0),
-        offSchedule: mine.filter((delivery) => delivery.attempts.some((at, index) => index > 0 && at - delivery.attempts[index - 1]! !== retryDelayMs(index))).length
+        maxDeliverySeconds: succeeded.reduce(
+          (max, delivery) => Math.max(max, (delivery.attempts.at(-1)! - delivery.eventAt) / 1_000),
+          0
+        ),
+        offSchedule: mine.filter((delivery) =>
+          delivery.attempts.some((at, index) =>
+            index > 0 && at - delivery.attempts[index - 1]! !== retryDelayMs(index)
+          )
+        ).length
       }
     })
   }

@@ -57,7 +57,11 @@ interface Worker {
 }
 
 /** The settings of one call: the call's own annotation over its worker owner's (the Function's). */
-const setting = (call: CallRequest, owner: Readonly<Record<string, string>>, name: string): ReadonlyArray<string | undefined> => [
+const setting = (
+  call: CallRequest,
+  owner: Readonly<Record<string, string>>,
+  name: string
+): ReadonlyArray<string | undefined> => [
   call.annotations?.[`${simAnnotationPrefix}${name}`],
   owner[`${simAnnotationPrefix}${name}`]
 ]
@@ -68,7 +72,9 @@ const callDurationMs = (call: CallRequest, owner: Readonly<Record<string, string
   return durationMs(own, durationMs(owners, 0))
 }
 
-const count = (text: string | undefined): number | undefined => (text !== undefined && /^[0-9]{1,6}$/u.test(text) ? Number(text) : undefined)
+const count = (
+  text: string | undefined
+): number | undefined => (text !== undefined && /^[0-9]{1,6}$/u.test(text) ? Number(text) : undefined)
 
 /** How many tries of a FunctionCall raise before one returns. */
 const callRaises = (call: CallRequest, owner: Readonly<Record<string, string>>): number => {
@@ -91,9 +97,20 @@ const returned = (request: CallRequest): CallOutcome => {
   } catch {
     payload = undefined
   }
-  const args = typeof payload === "object" && payload !== null && !Array.isArray(payload) ? (payload as { readonly args?: unknown }).args ?? [] : undefined
+  const args = typeof payload === "object" && payload !== null && !Array.isArray(payload)
+    ? (payload as { readonly args?: unknown }).args ?? []
+    : undefined
   // The live worker raises when it cannot decode the payload (docs/functions.md, "Payloads"); so does the model.
-  if (!Array.isArray(args)) return { ok: false, error: { type: "ValueError", message: "the input is not a JSON payload {\"args\": [...], \"kwargs\": {...}}", traceback: "" } }
+  if (!Array.isArray(args)) {
+    return {
+      ok: false,
+      error: {
+        type: "ValueError",
+        message: "the input is not a JSON payload {\"args\": [...], \"kwargs\": {...}}",
+        traceback: ""
+      }
+    }
+  }
   return { ok: true, encoding: "JSON", result: Buffer.from(JSON.stringify(args[0] ?? null), "utf8").toString("base64") }
 }
 
@@ -113,9 +130,16 @@ export class SimWorkers {
   /** A worker starts for the attempt (it takes calls once the attempt runs); a repeated start keeps the one there is. */
   open(owner: string, attempt: string, annotations: Readonly<Record<string, string>>, concurrency: number) {
     let owned = this.workers.get(owner)
-    if (owned === undefined) this.workers.set(owner, (owned = new Map()))
+    if (owned === undefined) this.workers.set(owner, owned = new Map())
     if (owned.has(attempt)) return
-    owned.set(attempt, { owner, attempt, annotations, concurrency: Math.max(1, Math.floor(concurrency)), running: new Map(), waiting: [] })
+    owned.set(attempt, {
+      owner,
+      attempt,
+      annotations,
+      concurrency: Math.max(1, Math.floor(concurrency)),
+      running: new Map(),
+      waiting: []
+    })
   }
 
   /** Whether the attempt runs a worker (its calls are this model's; a Sandbox's box is SimBoxes'). */
@@ -134,9 +158,13 @@ export class SimWorkers {
    */
   call(owner: string, attempt: string, request: CallRequest, resume: (reply: BoxReply) => void): void {
     const phase = this.host.facts(owner, attempt)?.phase
-    if (phase === "Provisioning") return resume({ _tag: "Refused", code: "SandboxStarting", message: "the worker is starting" })
+    if (phase === "Provisioning") {
+      return resume({ _tag: "Refused", code: "SandboxStarting", message: "the worker is starting" })
+    }
     const worker = this.workers.get(owner)?.get(attempt)
-    if (phase !== "Running" || worker === undefined) return resume({ _tag: "Refused", code: "SandboxNotRunning", message: "the worker is not running" })
+    if (phase !== "Running" || worker === undefined) {
+      return resume({ _tag: "Refused", code: "SandboxNotRunning", message: "the worker is not running" })
+    }
     if (worker.running.has(request.call) || worker.waiting.some((call) => call.request.call === request.call)) {
       return resume({ _tag: "Refused", code: "Conflict", message: `the worker holds a call ${request.call} already` })
     }
@@ -172,11 +200,14 @@ export class SimWorkers {
     if (raises > 0) {
       const uid = functionCallOf(request.call)
       let tries = this.raised.get(owner)
-      if (tries === undefined) this.raised.set(owner, (tries = new Map()))
+      if (tries === undefined) this.raised.set(owner, tries = new Map())
       const raised = tries.get(uid) ?? 0
       if (raised < raises) {
         tries.set(uid, raised + 1)
-        return { ok: false, error: { type: simulatedErrorType, message: "raised by the simulator's model", traceback: "" } }
+        return {
+          ok: false,
+          error: { type: simulatedErrorType, message: "raised by the simulator's model", traceback: "" }
+        }
       }
     }
     return returned(request)

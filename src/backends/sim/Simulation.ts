@@ -6,16 +6,16 @@
  */
 import { createHash, type Hash } from "node:crypto"
 import type { Room, Settled as Billed } from "../../core/billing/Billing.ts"
-import type { AttemptFacts } from "../../core/capacity/Capacity.ts"
 import type { Ledger } from "../../core/billing/Ledger.ts"
 import type { Pricebook } from "../../core/billing/Pricebook.ts"
-import { type Billing, billedStep, billRemoved } from "../../core/controller/BilledStep.ts"
-import { type ControllerEvent, isUnfunded, type LaunchAction } from "../../core/controller/Controller.ts"
-import { jobMachine, type JobStep } from "../../core/kinds/job/JobMachine.ts"
-import { type JobSpecType, type JobStatusType } from "../../core/schemas/Job.ts"
-import { isFinalPhase } from "../../core/kinds/job/JobPhases.ts"
+import type { AttemptFacts } from "../../core/capacity/Capacity.ts"
 import { type Offering, variantKeyOf } from "../../core/capacity/Offering.ts"
 import { choose, type Market, rank, type Ranking } from "../../core/capacity/Placement.ts"
+import { billedStep, type Billing, billRemoved } from "../../core/controller/BilledStep.ts"
+import { type ControllerEvent, isUnfunded, type LaunchAction } from "../../core/controller/Controller.ts"
+import { jobMachine, type JobStep } from "../../core/kinds/job/JobMachine.ts"
+import { isFinalPhase } from "../../core/kinds/job/JobPhases.ts"
+import { type JobSpecType, type JobStatusType } from "../../core/schemas/Job.ts"
 import { parseDurationMs } from "../../core/Units.ts"
 import type { Checkers, ClockVerdict } from "./Checkers.ts"
 import type { Engine } from "./Engine.ts"
@@ -101,7 +101,9 @@ export class TraceHash implements TraceSink {
   /** The line `${now} ${subject} ${a}${b}${c}${d}${e}${f}`. */
   line(now: number, subject: string, a: string, b = "", c = "", d = "", e = "", f = ""): void {
     const length = subject.length + a.length + b.length + c.length + d.length + e.length + f.length
-    if (this.lines !== undefined || length * 3 + traceLineSlack > traceChunkBytes || !Number.isSafeInteger(now) || now < 0) {
+    if (
+      this.lines !== undefined || length * 3 + traceLineSlack > traceChunkBytes || !Number.isSafeInteger(now) || now < 0
+    ) {
       this.record(`${now} ${subject} ${a}${b}${c}${d}${e}${f}`)
       return
     }
@@ -187,7 +189,17 @@ export class TraceHash implements TraceSink {
  * Records the line `${now} ${subject} ${a}${b}…` on `trace`: a TraceHash writes it from its parts, any other sink
  * (tests, the estimate's) is given the line.
  */
-export const traceLine = (trace: TraceSink, now: number, subject: string, a: string, b = "", c = "", d = "", e = "", f = ""): void => {
+export const traceLine = (
+  trace: TraceSink,
+  now: number,
+  subject: string,
+  a: string,
+  b = "",
+  c = "",
+  d = "",
+  e = "",
+  f = ""
+): void => {
   if (trace instanceof TraceHash) trace.line(now, subject, a, b, c, d, e, f)
   else trace.record(`${now} ${subject} ${a}${b}${c}${d}${e}${f}`)
 }
@@ -206,7 +218,12 @@ export interface SimulationOptions {
    * Called after every controller step with its result and the attempts it launched (their facts as the launch left
    * them), once the actions are carried out: the server backend writes status, Attempts and Events from it.
    */
-  readonly onStep?: (job: SimJob, result: JobStep, launched: ReadonlyArray<Launched>, billed: Billed | undefined) => void
+  readonly onStep?: (
+    job: SimJob,
+    result: JobStep,
+    launched: ReadonlyArray<Launched>,
+    billed: Billed | undefined
+  ) => void
   /**
    * Run the step on every capacity look, even for a Job the look cannot change (see `Simulation.skippedSteps`). Off by
    * default; tests turn it on to show that skipping changes nothing.
@@ -246,7 +263,9 @@ const sameJson = (a: unknown, b: unknown): boolean => {
   if (left.length !== right.length) return false
   for (let index = 0; index < left.length; index++) {
     const key = left[index]!
-    if (key !== right[index] || !sameJson((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key])) return false
+    if (key !== right[index] || !sameJson((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key])) {
+      return false
+    }
   }
   return true
 }
@@ -341,7 +360,9 @@ export class Simulation {
    */
   private nothingFreeFor(ranking: Ranking, market: Market): boolean {
     const known = this.nothingFree
-    for (let index = 0; index < known.length; index += 2) if (known[index] === ranking && known[index + 1] === market) return true
+    for (let index = 0; index < known.length; index += 2) {
+      if (known[index] === ranking && known[index + 1] === market) return true
+    }
     if (choose(ranking, market) !== undefined) return false
     if (this.looking) known.push(ranking, market)
     return true
@@ -384,7 +405,9 @@ export class Simulation {
   update(job: SimJob, spec: JobSpecType): void {
     job.spec = spec
     job.generation++
-    this.options.trace.record(`${this.now} ${job.namespace}/${job.name} Updated generation=${job.generation} state=${spec.state}`)
+    this.options.trace.record(
+      `${this.now} ${job.namespace}/${job.name} Updated generation=${job.generation} state=${spec.state}`
+    )
     this.touch(job)
   }
 
@@ -522,7 +545,17 @@ export class Simulation {
       }
     } else this.unqueue(job)
     if (result.status.phase !== beforePhase && result.status.phase !== undefined) {
-      traceLine(this.options.trace, now, key, "Phase ", beforePhase ?? "-", ">", result.status.phase, " ", result.status.reason ?? "")
+      traceLine(
+        this.options.trace,
+        now,
+        key,
+        "Phase ",
+        beforePhase ?? "-",
+        ">",
+        result.status.phase,
+        " ",
+        result.status.reason ?? ""
+      )
     }
     for (const event of result.events) {
       traceLine(this.options.trace, now, key, "Event ", event.type ?? "-", " ", event.reason, ": ", event.message)
@@ -533,10 +566,27 @@ export class Simulation {
     for (const action of result.actions) {
       switch (action._tag) {
         case "Launch": {
-          const facts = capacity.launch({ ...action, owner: key, namespace: job.namespace, workload: job.workload, changed: this.factsChangedOf, subject: job })
+          const facts = capacity.launch({
+            ...action,
+            owner: key,
+            namespace: job.namespace,
+            workload: job.workload,
+            changed: this.factsChangedOf,
+            subject: job
+          })
           job.attempts = appended(job.attempts, facts)
           launched?.push({ action, facts })
-          traceLine(this.options.trace, now, key, "Launch ", action.attempt, " ", variantKeyOf(action.variant), facts.outcome === undefined ? "" : " ", facts.outcome?.type ?? "")
+          traceLine(
+            this.options.trace,
+            now,
+            key,
+            "Launch ",
+            action.attempt,
+            " ",
+            variantKeyOf(action.variant),
+            facts.outcome === undefined ? "" : " ",
+            facts.outcome?.type ?? ""
+          )
           if (facts.outcome !== undefined) this.touch(job)
           break
         }
@@ -569,7 +619,10 @@ export class Simulation {
     this.options.onStep?.(job, result, launched ?? [], settled)
     this.scheduleWake(job, wakeAt)
     // A step in place is never settled: the Job was not waiting before it, so its status had a change to show.
-    if (result.waitingForCapacity && result.actions.length === 0 && result.events.length === 0 && before !== undefined && sameJson(job.status, before)) {
+    if (
+      result.waitingForCapacity && result.actions.length === 0 && result.events.length === 0 && before !== undefined &&
+      sameJson(job.status, before)
+    ) {
       job.settled = { status: job.status, spec: job.spec, generation: job.generation, attempts: job.attempts.length }
     } else job.settled = undefined
   }
@@ -583,11 +636,18 @@ export class Simulation {
   /** The ledger this Job is billed on now, with the rooms of its Budgets (undefined: nothing is billed). */
   private billingOf(job: SimJob): Billing | undefined {
     const billing = this.options.billing
-    return billing === undefined ? undefined : { ledger: billing.ledger, pricebook: billing.pricebook, rooms: billing.rooms?.(job) ?? [] }
+    return billing === undefined
+      ? undefined
+      : { ledger: billing.ledger, pricebook: billing.pricebook, rooms: billing.rooms?.(job) ?? [] }
   }
 
   private scheduleWake(job: SimJob, at: number | undefined): void {
-    scheduleWake(this.options.engine, job, at, (this.waker ??= wakerOf(this.options.engine, (job: SimJob) => this.reconcile(job))))
+    scheduleWake(
+      this.options.engine,
+      job,
+      at,
+      this.waker ??= wakerOf(this.options.engine, (job: SimJob) => this.reconcile(job))
+    )
   }
 
   /** Jobs not in a final phase. */
@@ -600,7 +660,12 @@ export class Simulation {
  * Wakes `subject` (a Job, a Sandbox) at `at` for `reconcile`, unless a wake-up at or before it is already ahead; a
  * wake-up superseded by a later schedule does nothing when it comes.
  */
-export const scheduleWake = <S extends { wakeAt: number | undefined }>(engine: Engine, subject: S, at: number | undefined, waker: Waker<S>): void => {
+export const scheduleWake = <S extends { wakeAt: number | undefined }>(
+  engine: Engine,
+  subject: S,
+  at: number | undefined,
+  waker: Waker<S>
+): void => {
   if (at === undefined || (subject.wakeAt !== undefined && subject.wakeAt <= at && subject.wakeAt > engine.now)) return
   subject.wakeAt = at
   // A wake-up ahead runs at exactly `at`, so `wakeAt` still saying now is `wakeAt` still saying `at`: one function for
@@ -622,7 +687,10 @@ export interface Waker<S> {
 }
 
 /** The waker of `reconcile` on `engine`: a wake-up ahead reconciles its subject unless a later schedule superseded it. */
-export const wakerOf = <S extends { wakeAt: number | undefined }>(engine: Engine, reconcile: (subject: S) => void): Waker<S> => ({
+export const wakerOf = <S extends { wakeAt: number | undefined }>(
+  engine: Engine,
+  reconcile: (subject: S) => void
+): Waker<S> => ({
   reconcile,
   wake: (subject) => {
     if (subject.wakeAt !== engine.now) return

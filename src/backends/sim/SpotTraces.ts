@@ -25,7 +25,8 @@ export interface SpotTrace {
   readonly pricesPerHour?: ReadonlyArray<number>
 }
 
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** Parses a trace file's text: `{"metadata": {"gap_seconds": G}, "data": [n0, n1, …], "prices"?: […]}`. */
 export const parseTrace = (name: string, text: string): SpotTrace => {
@@ -36,18 +37,25 @@ export const parseTrace = (name: string, text: string): SpotTrace => {
   if (!isRecord(json)) return fail("not a JSON object")
   const metadata = json["metadata"]
   const gapSeconds = isRecord(metadata) ? metadata["gap_seconds"] : undefined
-  if (typeof gapSeconds !== "number" || !(gapSeconds > 0) || !Number.isFinite(gapSeconds)) return fail("metadata.gap_seconds is not a positive number")
+  if (typeof gapSeconds !== "number" || !(gapSeconds > 0) || !Number.isFinite(gapSeconds)) {
+    return fail("metadata.gap_seconds is not a positive number")
+  }
   const data = json["data"]
   if (!Array.isArray(data) || data.length === 0) return fail("data is not a non-empty array")
   const samples = new Uint8Array(data.length)
   data.forEach((value: unknown, index) => {
-    if (typeof value !== "number" || !Number.isInteger(value) || value < 0 || value > 255) fail(`data[${index}] is not an integer from 0 to 255`)
+    if (typeof value !== "number" || !Number.isInteger(value) || value < 0 || value > 255) {
+      fail(`data[${index}] is not an integer from 0 to 255`)
+    }
     samples[index] = value as number
   })
   const trace = { name, gapMs: Math.round(gapSeconds * 1000), samples }
   const prices = json["prices"]
   if (prices === undefined) return trace
-  if (!Array.isArray(prices) || prices.length !== data.length || !prices.every((price) => typeof price === "number" && Number.isFinite(price))) {
+  if (
+    !Array.isArray(prices) || prices.length !== data.length ||
+    !prices.every((price) => typeof price === "number" && Number.isFinite(price))
+  ) {
     return fail("prices is not an array of numbers as long as data")
   }
   return { ...trace, pricesPerHour: prices as ReadonlyArray<number> }

@@ -10,15 +10,23 @@
 import { join } from "node:path"
 import type { JsonObject } from "../../core/Json.ts"
 import { admitJobSpec } from "../../core/kinds/job/JobAdmission.ts"
-import type { JobSpecType } from "../../core/schemas/Job.ts"
 import { isFinalPhase } from "../../core/kinds/job/JobPhases.ts"
+import type { JobSpecType } from "../../core/schemas/Job.ts"
 import { durationMs } from "../../core/StatusText.ts"
-import { fleetOfNodes, type HostSize, hostSizeOf, hostSizes, loadNodes, loadPods, type TracePod } from "../../data/AlibabaGpuTrace.ts"
+import {
+  fleetOfNodes,
+  type HostSize,
+  hostSizeOf,
+  hostSizes,
+  loadNodes,
+  loadPods,
+  type TracePod
+} from "../../data/AlibabaGpuTrace.ts"
 import type { Engine } from "./Engine.ts"
 import type { TraceWorkloadSettings } from "./Scenario.ts"
 import type { SimJob, Simulation } from "./Simulation.ts"
-import { defaultWorkload } from "./Workloads.ts"
 import { mergePatch } from "./WhatIf.ts"
+import { defaultWorkload } from "./Workloads.ts"
 
 /** Trace files are named relative to this folder. */
 export const scenarioDataDir = new URL("../../../scenarios/data/", import.meta.url).pathname
@@ -39,7 +47,7 @@ const nodeCache = new Map<string, ReturnType<typeof loadNodes>>()
 export const loadTraceSource = (settings: TraceWorkloadSettings): TraceSource => {
   const podsPath = join(scenarioDataDir, settings.pods)
   let all = cache.get(podsPath)
-  if (all === undefined) cache.set(podsPath, (all = loadPods(podsPath)))
+  if (all === undefined) cache.set(podsPath, all = loadPods(podsPath))
   const fromSeconds = Math.floor(durationMs(settings.from, 0) / 1000)
   // Pods already alive before the window are not replayed; their hosts are free from the start.
   const pods = all
@@ -51,7 +59,7 @@ export const loadTraceSource = (settings: TraceWorkloadSettings): TraceSource =>
   if (settings.nodes !== undefined) {
     const nodesPath = join(scenarioDataDir, settings.nodes)
     let nodes = nodeCache.get(nodesPath)
-    if (nodes === undefined) nodeCache.set(nodesPath, (nodes = loadNodes(nodesPath)))
+    if (nodes === undefined) nodeCache.set(nodesPath, nodes = loadNodes(nodesPath))
     const whole: Partial<Record<HostSize, number>> = {}
     for (const pod of pods) {
       const size = hostSizeOf(pod)!
@@ -63,14 +71,23 @@ export const loadTraceSource = (settings: TraceWorkloadSettings): TraceSource =>
 }
 
 /** Problems of a trace workload's references: files that do not read, sizes without an offering. */
-export const traceWorkloadProblems = (settings: TraceWorkloadSettings, index: number, fleet: ReadonlySet<string>): ReadonlyArray<{ readonly field: string; readonly message: string }> => {
+export const traceWorkloadProblems = (
+  settings: TraceWorkloadSettings,
+  index: number,
+  fleet: ReadonlySet<string>
+): ReadonlyArray<{ readonly field: string; readonly message: string }> => {
   const problems: Array<{ field: string; message: string }> = []
   const at = `traceWorkloads[${index}]`
   const readable = (field: string, name: string, read: (path: string) => unknown) => {
     try {
       read(join(scenarioDataDir, name))
     } catch (error) {
-      problems.push({ field: `${at}.${field}`, message: (error as { code?: string }).code === "ENOENT" ? `no file ${name} under scenarios/data/` : (error as Error).message })
+      problems.push({
+        field: `${at}.${field}`,
+        message: (error as { code?: string }).code === "ENOENT"
+          ? `no file ${name} under scenarios/data/`
+          : (error as Error).message
+      })
     }
   }
   readable("pods", settings.pods, loadPods)
@@ -78,10 +95,20 @@ export const traceWorkloadProblems = (settings: TraceWorkloadSettings, index: nu
   for (const [size, id] of Object.entries(settings.offerings)) {
     if (!(hostSizes as ReadonlyArray<number>).includes(Number(size)) || String(Number(size)) !== size) {
       problems.push({ field: `${at}.offerings[${size}]`, message: `a GPU count of a pod: 1, 2, 4 or 8` })
-    } else if (!fleet.has(id)) problems.push({ field: `${at}.offerings[${size}]`, message: `${JSON.stringify(id)} is not an offering of the fleet` })
+    } else if (!fleet.has(id)) {
+      problems.push({
+        field: `${at}.offerings[${size}]`,
+        message: `${JSON.stringify(id)} is not an offering of the fleet`
+      })
+    }
   }
   for (const size of hostSizes) {
-    if (settings.offerings[String(size)] === undefined) problems.push({ field: `${at}.offerings`, message: `no offering for pods asking for ${size} GPU${size === 1 ? "" : "s"}` })
+    if (settings.offerings[String(size)] === undefined) {
+      problems.push({
+        field: `${at}.offerings`,
+        message: `no offering for pods asking for ${size} GPU${size === 1 ? "" : "s"}`
+      })
+    }
   }
   return problems
 }
@@ -122,7 +149,12 @@ export const replayTraces = (
     const { settings } = source
     const specs = new Map<HostSize, JobSpecType>()
     for (const size of hostSizes) {
-      specs.set(size, admitJobSpec(mergePatch(settings.job as JsonObject, { resources: { gpu: { count: size } }, backoffLimit: 0 }) as JsonObject))
+      specs.set(
+        size,
+        admitJobSpec(
+          mergePatch(settings.job as JsonObject, { resources: { gpu: { count: size } }, backoffLimit: 0 }) as JsonObject
+        )
+      )
     }
     for (const pod of source.pods) {
       const at = start + (pod.creation - source.fromSeconds) * 1000
@@ -136,7 +168,9 @@ export const replayTraces = (
         if (pod.scheduled !== undefined) return
         // Never placed in the trace: its owner deleted it then. Here it is cancelled then, unless it ended before.
         engine.at(start + (pod.deletion - source.fromSeconds) * 1000, () => {
-          if (!job.deleted && !isFinalPhase(job.status.phase ?? "Pending")) simulation.update(job, { ...job.spec, state: "Cancelled" })
+          if (!job.deleted && !isFinalPhase(job.status.phase ?? "Pending")) {
+            simulation.update(job, { ...job.spec, state: "Cancelled" })
+          }
         })
       })
     }

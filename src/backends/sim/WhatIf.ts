@@ -5,15 +5,15 @@
  * percentiles, and the savings of each variant against the baseline (the first), exact in micro-USD. Virtual time and
  * ledger sums only: the same scenario and seed give the same data, byte for byte.
  */
-import { formatMicroUsd, parseMicroUsd } from "../../core/Money.ts"
-import { isObject, type Json, type JsonObject } from "../../core/Json.ts"
 import type { Offering } from "../../core/capacity/Offering.ts"
+import { isObject, type Json, type JsonObject } from "../../core/Json.ts"
+import { formatMicroUsd, parseMicroUsd } from "../../core/Money.ts"
+import { durationMs } from "../../core/StatusText.ts"
 import type { CostSummary } from "./Costs.ts"
 import type { Fidelity } from "./Fidelity.ts"
 import { runScenario, scenarioProblems, type Summary } from "./Run.ts"
 import { parseScenario, type Scenario, type ScenarioProblem } from "./Scenario.ts"
 import type { RunSeries } from "./Series.ts"
-import { durationMs } from "../../core/StatusText.ts"
 
 /** RFC 7396: an object patch merges key by key, null removes a key, anything else replaces the target. */
 export const mergePatch = (target: Json | undefined, patch: Json): Json => {
@@ -47,33 +47,51 @@ export const parseVariants = (input: unknown, catalog: ReadonlyArray<Offering>):
   const base = parsed.scenario
   const problems: Array<ScenarioProblem> = [...scenarioProblems(base, catalog)]
   if (problems.length > 0) return { ok: false, problems }
-  if (base.variants.length === 0) return { ok: true, scenario: base, variants: [{ name: "as-written", description: "The scenario as written.", scenario: base }] }
+  if (base.variants.length === 0) {
+    return {
+      ok: true,
+      scenario: base,
+      variants: [{ name: "as-written", description: "The scenario as written.", scenario: base }]
+    }
+  }
   const file = input as JsonObject
   const names = new Set<string>()
   const variants: Array<Variant> = []
   base.variants.forEach((settings, index) => {
     const at = `variants[${index}]`
-    if (names.has(settings.name)) problems.push({ field: `${at}.name`, message: `another variant is named ${JSON.stringify(settings.name)}` })
+    if (names.has(settings.name)) {
+      problems.push({ field: `${at}.name`, message: `another variant is named ${JSON.stringify(settings.name)}` })
+    }
     names.add(settings.name)
     const known = new Set([...base.workloads, ...base.traceWorkloads].map((workload) => workload.name))
     for (const name of Object.keys(settings.workloads)) {
-      if (!known.has(name)) problems.push({ field: `${at}.workloads.${name}`, message: `no workload named ${JSON.stringify(name)} (the scenario has ${[...known].join(", ")})` })
+      if (!known.has(name)) {
+        problems.push({
+          field: `${at}.workloads.${name}`,
+          message: `no workload named ${JSON.stringify(name)} (the scenario has ${[...known].join(", ")})`
+        })
+      }
     }
-    const patch = (list: Json | undefined) => ((list ?? []) as ReadonlyArray<JsonObject>).map((workload) => {
-      const own = settings.workloads[String(workload["name"])]
-      const job = mergePatch(mergePatch(workload["job"], settings.job as JsonObject), (own ?? {}) as JsonObject)
-      return { ...workload, job }
-    })
+    const patch = (list: Json | undefined) =>
+      ((list ?? []) as ReadonlyArray<JsonObject>).map((workload) => {
+        const own = settings.workloads[String(workload["name"])]
+        const job = mergePatch(mergePatch(workload["job"], settings.job as JsonObject), (own ?? {}) as JsonObject)
+        return { ...workload, job }
+      })
     const { variants: _, ...rest } = file
     const patched = parseScenario({
       ...rest,
       workloads: patch(file["workloads"]),
       ...(file["traceWorkloads"] === undefined ? {} : { traceWorkloads: patch(file["traceWorkloads"]) }),
-      ...(Object.keys(settings.fleet).length === 0 ? {} : { fleet: mergePatch(file["fleet"], settings.fleet as JsonObject) })
+      ...(Object.keys(settings.fleet).length === 0
+        ? {}
+        : { fleet: mergePatch(file["fleet"], settings.fleet as JsonObject) })
     })
     if (!patched.ok) {
       // A patched Job spec's problem is the variant's: the variant, then the field of the file its patch made wrong.
-      for (const problem of patched.problems) problems.push({ field: `${at}: ${problem.field}`, message: problem.message })
+      for (const problem of patched.problems) {
+        problems.push({ field: `${at}: ${problem.field}`, message: problem.message })
+      }
       return
     }
     variants.push({ name: settings.name, description: settings.description, scenario: patched.scenario })
@@ -83,17 +101,21 @@ export const parseVariants = (input: unknown, catalog: ReadonlyArray<Offering>):
 
 /** Percentiles of an ascending list (nearest rank), in the list's unit; undefined when empty. */
 export const percentile = (ascending: ReadonlyArray<number>, p: number): number | undefined =>
-  ascending.length === 0 ? undefined : ascending[Math.min(ascending.length - 1, Math.max(0, Math.ceil((p / 100) * ascending.length) - 1))]
+  ascending.length === 0
+    ? undefined
+    : ascending[Math.min(ascending.length - 1, Math.max(0, Math.ceil((p / 100) * ascending.length) - 1))]
 
 export const reportPercentiles = [50, 75, 90, 95, 99] as const
 
 export interface VariantResult {
   readonly name: string
   readonly description: string | undefined
-  readonly totals: Pick<Summary["totals"], "jobs" | "byPhase" | "attempts" | "preemptions" | "nodeLosses" | "checkpoints"> & {
-    /** Replacement runs after a lost capacity. */
-    readonly restores: number
-  }
+  readonly totals:
+    & Pick<Summary["totals"], "jobs" | "byPhase" | "attempts" | "preemptions" | "nodeLosses" | "checkpoints">
+    & {
+      /** Replacement runs after a lost capacity. */
+      readonly restores: number
+    }
   readonly violations: number
   readonly traceHash: string
   readonly cost: CostSummary
@@ -136,7 +158,11 @@ const percentilesOf = (ascending: ReadonlyArray<number>) =>
 export const runWhatIf = (
   scenario: Scenario,
   variants: ReadonlyArray<Variant>,
-  options: { readonly catalog: ReadonlyArray<Offering>; readonly seed?: string; readonly progress?: (progress: WhatIfProgress) => void }
+  options: {
+    readonly catalog: ReadonlyArray<Offering>
+    readonly seed?: string
+    readonly progress?: (progress: WhatIfProgress) => void
+  }
 ): ReportData => {
   const runs = variants.map((variant, index) => {
     const start = Date.parse(variant.scenario.start)
@@ -147,7 +173,15 @@ export const runWhatIf = (
       series: true,
       ...(options.seed === undefined ? {} : { seed: options.seed }),
       ...(options.progress === undefined ? {} : {
-        progress: (now: number, events: number) => options.progress!({ variant: index, variants: variants.length, name: variant.name, doneMs: now - start, spanMs, events })
+        progress: (now: number, events: number) =>
+          options.progress!({
+            variant: index,
+            variants: variants.length,
+            name: variant.name,
+            doneMs: now - start,
+            spanMs,
+            events
+          })
       })
     })
     return { variant, summary }
@@ -165,13 +199,23 @@ export const runWhatIf = (
       return {
         name: variant.name,
         description: variant.description,
-        totals: { jobs, byPhase, attempts, preemptions, nodeLosses, restores: series.restores.reduce((sum, count) => sum + count, 0), checkpoints },
+        totals: {
+          jobs,
+          byPhase,
+          attempts,
+          preemptions,
+          nodeLosses,
+          restores: series.restores.reduce((sum, count) => sum + count, 0),
+          checkpoints
+        },
         violations: summary.violations.length,
         traceHash: summary.traceHash,
         cost: summary.cost!,
         savingsUSD: formatMicroUsd(baselineMicro - parseMicroUsd(summary.cost!.total.totalUSD)),
         series,
-        queueWaitCurve: queueWaitSeconds.length === 0 ? [] : Array.from({ length: 101 }, (_, p) => percentile(queueWaitSeconds, p)!),
+        queueWaitCurve: queueWaitSeconds.length === 0
+          ? []
+          : Array.from({ length: 101 }, (_, p) => percentile(queueWaitSeconds, p)!),
         ...(summary.fidelity === undefined ? {} : { fidelity: summary.fidelity }),
         queueWaitSeconds: percentilesOf(queueWaitSeconds),
         completionSeconds: percentilesOf(completionSeconds)

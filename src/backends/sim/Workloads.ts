@@ -39,7 +39,10 @@ const rate = (text: string | undefined, fallback: number): number => {
 }
 
 /** The model an object's `sim.nodus.dev/*` annotations pin; unknown or malformed values keep the default. */
-export const workloadFromAnnotations = (annotations: Readonly<Record<string, string>> | undefined, base: WorkloadModel = defaultWorkload): WorkloadModel => {
+export const workloadFromAnnotations = (
+  annotations: Readonly<Record<string, string>> | undefined,
+  base: WorkloadModel = defaultWorkload
+): WorkloadModel => {
   const read = (name: string) => annotations?.[simAnnotationPrefix + name]
   const duration = read("duration")
   const exitCode = read("exit-code")
@@ -62,7 +65,7 @@ const checkpointSizeOf = (text: string): number => {
   let bytes = checkpointSizes.get(text)
   if (bytes === undefined) {
     if (checkpointSizes.size >= 256) checkpointSizes.clear()
-    checkpointSizes.set(text, (bytes = parseQuantity(text) ?? defaultWorkload.checkpointSizeBytes))
+    checkpointSizes.set(text, bytes = parseQuantity(text) ?? defaultWorkload.checkpointSizeBytes)
   }
   return bytes
 }
@@ -70,7 +73,9 @@ const checkpointSizeOf = (text: string): number => {
 /** One program's model drawn from a scenario's workload settings. */
 export const drawWorkload = (settings: WorkloadSettings, random: Prng): WorkloadModel => {
   const median = durationMs(settings.durationMedian, defaultWorkload.durationMs)
-  const workMs = settings.durationSigma > 0 ? Math.max(1000, Math.round(random.logNormal(median, settings.durationSigma))) : median
+  const workMs = settings.durationSigma > 0
+    ? Math.max(1000, Math.round(random.logNormal(median, settings.durationSigma)))
+    : median
   return {
     durationMs: workMs,
     exitCode: 0,

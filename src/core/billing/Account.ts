@@ -6,8 +6,8 @@
  *
  * Pure: amounts in micro-USD.
  */
-import type { Ledger } from "./Ledger.ts"
 import { formatMicroUsd } from "../Money.ts"
+import type { Ledger } from "./Ledger.ts"
 
 /** The warning level of billing.low_balance: 10 USD of available balance (nodus; docs/billing.md, "Account events"). */
 export const lowBalanceWarningMicro = 10_000_000n
@@ -18,7 +18,11 @@ export interface AccountBalances {
   readonly arrears: bigint
 }
 
-export const balancesOf = (ledger: Ledger): AccountBalances => ({ available: ledger.available, held: ledger.held, arrears: ledger.arrears })
+export const balancesOf = (ledger: Ledger): AccountBalances => ({
+  available: ledger.available,
+  held: ledger.held,
+  arrears: ledger.arrears
+})
 
 export interface AccountEvent {
   /** The spec's event type. */
@@ -31,20 +35,28 @@ export interface AccountEvent {
  * The account events between two readings: low_balance when the available balance goes from at or above the warning
  * level to below it (once per fall; it re-arms when credits lift it back), arrears_posted when more is owed than before.
  */
-export const accountEventsOf = (before: AccountBalances, after: AccountBalances, level: bigint = lowBalanceWarningMicro): ReadonlyArray<AccountEvent> => {
+export const accountEventsOf = (
+  before: AccountBalances,
+  after: AccountBalances,
+  level: bigint = lowBalanceWarningMicro
+): ReadonlyArray<AccountEvent> => {
   const events: Array<AccountEvent> = []
   if (before.available >= level && after.available < level) {
     events.push({
       type: "billing.low_balance",
       reason: "LowBalance",
-      message: `The available balance is ${formatMicroUsd(after.available)} USD, below the warning level of ${formatMicroUsd(level)} USD (${formatMicroUsd(after.held)} USD held by running work). Add credits with a TopUp.`
+      message: `The available balance is ${formatMicroUsd(after.available)} USD, below the warning level of ${
+        formatMicroUsd(level)
+      } USD (${formatMicroUsd(after.held)} USD held by running work). Add credits with a TopUp.`
     })
   }
   if (after.arrears > before.arrears) {
     events.push({
       type: "billing.arrears_posted",
       reason: "ArrearsPosted",
-      message: `${formatMicroUsd(after.arrears - before.arrears)} USD of charges exceeded the balance; ${formatMicroUsd(after.arrears)} USD is owed, and new work waits until it is paid. Add credits with a TopUp; they pay the arrears first.`
+      message: `${formatMicroUsd(after.arrears - before.arrears)} USD of charges exceeded the balance; ${
+        formatMicroUsd(after.arrears)
+      } USD is owed, and new work waits until it is paid. Add credits with a TopUp; they pay the arrears first.`
     })
   }
   return events

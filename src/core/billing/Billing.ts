@@ -15,13 +15,13 @@
  *   released; a charge beyond the hold and the balance is posted as arrears.
  */
 import type { AttemptFacts } from "../capacity/Capacity.ts"
-import { type Charges, type Ledger, type Segment, segments } from "./Ledger.ts"
-import * as Limits from "../Limits.ts"
-import { type AttemptMeter, meterAttempt, segmentSeconds } from "./Metering.ts"
-import { formatMicroUsd, minMicro } from "../Money.ts"
 import type { Variant } from "../capacity/Offering.ts"
-import { chargeFor, minimumChargeOf, msFor, type Pricebook, ruleOf } from "./Pricebook.ts"
+import * as Limits from "../Limits.ts"
+import { formatMicroUsd, minMicro } from "../Money.ts"
 import { iso } from "../StatusText.ts"
+import { type Charges, type Ledger, type Segment, segments } from "./Ledger.ts"
+import { type AttemptMeter, meterAttempt, segmentSeconds } from "./Metering.ts"
+import { chargeFor, minimumChargeOf, msFor, type Pricebook, ruleOf } from "./Pricebook.ts"
 
 /** How far ahead a run's hold pays (docs/billing.md): the first hold and every top-up aim for this much time. */
 export const holdWindowMs = Limits.hourMs
@@ -102,7 +102,10 @@ export const initialHoldOf = (pricebook: Pricebook, variant: Variant): bigint =>
 }
 
 /** Money new holds of this owner may take: the balance, each Budget's room and the cap's room, whichever is least. */
-const headroom = (ledger: Ledger, subject: BillingSubject): { readonly money: bigint; readonly binding: "Balance" | "Cap" | Room } => {
+const headroom = (
+  ledger: Ledger,
+  subject: BillingSubject
+): { readonly money: bigint; readonly binding: "Balance" | "Cap" | Room } => {
   let money = ledger.available
   let binding: "Balance" | "Cap" | Room = "Balance"
   for (const room of subject.rooms) {
@@ -152,7 +155,9 @@ export const settle = (ledger: Ledger, pricebook: Pricebook, billed: BillingSubj
     const hold = holdIdOf(subject.owner, facts.name)
     // A live run without any hold lost its launch hold with a commit the store refused (the server's ledger was
     // rebuilt from the store): it is held again under the same key, so it is billed like any other.
-    if (!ledger.holds.has(hold) && facts.releasedAt === undefined) holdLaunch(ledger, pricebook, subject.owner, facts.name, facts.variant, now)
+    if (!ledger.holds.has(hold) && facts.releasedAt === undefined) {
+      holdLaunch(ledger, pricebook, subject.owner, facts.name, facts.variant, now)
+    }
     // Only runs with an open hold are billed: a run whose hold ended was finished (a restart replays facts too).
     if (!ledger.holds.has(hold) || ledger.holds.get(hold)!.state !== "Open") continue
     arrearsPosted += capture(ledger, subject.owner, hold, meter, now)
@@ -193,7 +198,12 @@ interface FundedEdge {
 }
 
 /** Tops up each live run's hold to a window ahead, as far as money allows; answers the earliest funded edge. */
-const topUp = (ledger: Ledger, subject: BillingSubject, live: ReadonlyArray<{ readonly facts: AttemptFacts; readonly hold: string; readonly meter: AttemptMeter }>, now: number): FundedEdge | undefined => {
+const topUp = (
+  ledger: Ledger,
+  subject: BillingSubject,
+  live: ReadonlyArray<{ readonly facts: AttemptFacts; readonly hold: string; readonly meter: AttemptMeter }>,
+  now: number
+): FundedEdge | undefined => {
   let edge: FundedEdge | undefined
   for (const { facts, hold, meter } of live) {
     const rate = facts.variant.rateMicroUsdPerHour
@@ -205,7 +215,14 @@ const topUp = (ledger: Ledger, subject: BillingSubject, live: ReadonlyArray<{ re
     if (cover() < target) {
       const room = headroom(ledger, subject)
       const amount = minMicro(target - cover(), room.money)
-      if (amount > 0n) ledger.hold(`hold/${hold}/${now}`, now, { hold, owner: subject.owner, amount, expiresAt: now + holdWindowMs + holdExpiryGraceMs })
+      if (amount > 0n) {
+        ledger.hold(`hold/${hold}/${now}`, now, {
+          hold,
+          owner: subject.owner,
+          amount,
+          expiresAt: now + holdWindowMs + holdExpiryGraceMs
+        })
+      }
       if (cover() < target) limitedBy = room.binding
     }
     const left = cover()
@@ -218,26 +235,60 @@ const topUp = (ledger: Ledger, subject: BillingSubject, live: ReadonlyArray<{ re
 
 const roomMessage = (binding: "Balance" | "Cap" | Room, ledger: Ledger, subject: BillingSubject): string => {
   if (binding === "Balance") return `the available balance is ${formatMicroUsd(ledger.available)} USD`
-  if (binding === "Cap") return `maxCostUSD ${formatMicroUsd(subject.capMicro ?? 0n)} leaves ${formatMicroUsd(headroom(ledger, subject).money)} USD`
+  if (binding === "Cap") {
+    return `maxCostUSD ${formatMicroUsd(subject.capMicro ?? 0n)} leaves ${
+      formatMicroUsd(headroom(ledger, subject).money)
+    } USD`
+  }
   return `Budget ${binding.name} has ${formatMicroUsd(binding.room < 0n ? 0n : binding.room)} USD left this period`
 }
 
-const budgetOf = (binding: "Balance" | "Cap" | Room): { readonly budget?: string } => (typeof binding === "object" ? { budget: binding.name } : {})
+const budgetOf = (
+  binding: "Balance" | "Cap" | Room
+): { readonly budget?: string } => (typeof binding === "object" ? { budget: binding.name } : {})
 
-const fundingOf = (ledger: Ledger, pricebook: Pricebook, subject: BillingSubject, running: boolean, edge: FundedEdge | undefined, now: number): Funding => {
+const fundingOf = (
+  ledger: Ledger,
+  pricebook: Pricebook,
+  subject: BillingSubject,
+  running: boolean,
+  edge: FundedEdge | undefined,
+  now: number
+): Funding => {
   const room = headroom(ledger, subject)
   const initialHold = (variant: Variant) => initialHoldOf(pricebook, variant)
   const arrears = ledger.arrears
-  const blocked = arrears > 0n ? blockedBy.arrears(arrears) : blockingOf(room.binding, room.money, subject, ledger, pricebook)
+  const blocked = arrears > 0n
+    ? blockedBy.arrears(arrears)
+    : blockingOf(room.binding, room.money, subject, ledger, pricebook)
   const launchBudget = arrears > 0n ? 0n : room.money
   let stop: Funding["stop"]
   if (running && edge !== undefined && edge.limitedBy !== undefined && edge.at - now <= stopLeadMs) {
     const reason = edge.limitedBy === "Cap" ? "MaxCostReached" as const : "FundingLost" as const
-    stop = { reason, at: edge.at, message: `Funds held pay until ${iso(edge.at)}: ${roomMessage(edge.limitedBy, ledger, subject)}.`, ...budgetOf(edge.limitedBy) }
+    stop = {
+      reason,
+      at: edge.at,
+      message: `Funds held pay until ${iso(edge.at)}: ${roomMessage(edge.limitedBy, ledger, subject)}.`,
+      ...budgetOf(edge.limitedBy)
+    }
   } else if (!running && subject.nextVariant !== undefined && launchBudget < initialHold(subject.nextVariant)) {
     // Nothing runs and the next run's hold does not fit: a Job that ran stays stopped for money; one that never ran waits.
-    if (room.binding === "Cap") stop = { reason: "MaxCostReached", at: now, message: `maxCostUSD ${formatMicroUsd(subject.capMicro ?? 0n)} is reached.` }
-    else if (subject.hasRun) stop = { reason: "FundingLost", at: now, message: `The next run's hold of ${formatMicroUsd(initialHold(subject.nextVariant))} USD does not fit: ${roomMessage(room.binding, ledger, subject)}.`, ...budgetOf(room.binding) }
+    if (room.binding === "Cap") {
+      stop = {
+        reason: "MaxCostReached",
+        at: now,
+        message: `maxCostUSD ${formatMicroUsd(subject.capMicro ?? 0n)} is reached.`
+      }
+    } else if (subject.hasRun) {
+      stop = {
+        reason: "FundingLost",
+        at: now,
+        message: `The next run's hold of ${formatMicroUsd(initialHold(subject.nextVariant))} USD does not fit: ${
+          roomMessage(room.binding, ledger, subject)
+        }.`,
+        ...budgetOf(room.binding)
+      }
+    }
   }
   return { launchBudget, initialHold, blocked, stop }
 }
@@ -254,24 +305,38 @@ export const blockedBy = {
   }),
   balance: (hold: bigint, available: bigint): Blocking => ({
     code: "InsufficientCredits",
-    message: `A run's first hold is ${formatMicroUsd(hold)} USD; the available balance is ${formatMicroUsd(available)} USD.`,
-    fix: `Add at least ${formatMicroUsd(hold - available)} USD of credits with a TopUp, or choose cheaper capacity (placement.maxRateUSDPerHour, interruptible: Allow).`
+    message: `A run's first hold is ${formatMicroUsd(hold)} USD; the available balance is ${
+      formatMicroUsd(available)
+    } USD.`,
+    fix: `Add at least ${
+      formatMicroUsd(hold - available)
+    } USD of credits with a TopUp, or choose cheaper capacity (placement.maxRateUSDPerHour, interruptible: Allow).`
   }),
   /** `cap` as the spec writes it; `room` what it leaves after charges and holds. */
   cap: (hold: bigint, cap: string, room: bigint): Blocking => ({
     code: "BudgetExceeded",
-    message: `A run's first hold is ${formatMicroUsd(hold)} USD; spec.maxCostUSD is ${cap}, which leaves ${formatMicroUsd(room)} USD.`,
+    message: `A run's first hold is ${formatMicroUsd(hold)} USD; spec.maxCostUSD is ${cap}, which leaves ${
+      formatMicroUsd(room)
+    } USD.`,
     fix: `Raise spec.maxCostUSD by at least ${formatMicroUsd(hold - room)} USD.`
   }),
   budget: (hold: bigint, name: string, room: bigint): Blocking => ({
     code: "BudgetExceeded",
     budget: name,
-    message: `A run's first hold is ${formatMicroUsd(hold)} USD; Budget ${name} has ${formatMicroUsd(room < 0n ? 0n : room)} USD left this period.`,
+    message: `A run's first hold is ${formatMicroUsd(hold)} USD; Budget ${name} has ${
+      formatMicroUsd(room < 0n ? 0n : room)
+    } USD left this period.`,
     fix: `Raise Budget ${name}'s amountUSD, or wait for its next period.`
   })
 }
 
-const blockingOf = (binding: "Balance" | "Cap" | Room, money: bigint, subject: BillingSubject, ledger: Ledger, pricebook: Pricebook): Blocking | undefined => {
+const blockingOf = (
+  binding: "Balance" | "Cap" | Room,
+  money: bigint,
+  subject: BillingSubject,
+  ledger: Ledger,
+  pricebook: Pricebook
+): Blocking | undefined => {
   const variant = subject.nextVariant
   if (variant === undefined) return undefined
   const hold = initialHoldOf(pricebook, variant)
@@ -282,9 +347,21 @@ const blockingOf = (binding: "Balance" | "Cap" | Room, money: bigint, subject: B
 }
 
 /** Places a launched run's first hold (the controller launched only what `launchBudget` pays for). */
-export const holdLaunch = (ledger: Ledger, pricebook: Pricebook, owner: string, attempt: string, variant: Variant, now: number): boolean => {
+export const holdLaunch = (
+  ledger: Ledger,
+  pricebook: Pricebook,
+  owner: string,
+  attempt: string,
+  variant: Variant,
+  now: number
+): boolean => {
   const hold = holdIdOf(owner, attempt)
-  const result = ledger.hold(`launch/${hold}`, now, { hold, owner, amount: initialHoldOf(pricebook, variant), expiresAt: now + holdWindowMs + holdExpiryGraceMs })
+  const result = ledger.hold(`launch/${hold}`, now, {
+    hold,
+    owner,
+    amount: initialHoldOf(pricebook, variant),
+    expiresAt: now + holdWindowMs + holdExpiryGraceMs
+  })
   return result._tag === "Held"
 }
 
@@ -306,7 +383,12 @@ export interface CostStatus {
 const prefixOf = (segment: Segment): string => segment.charAt(0).toLowerCase() + segment.slice(1)
 
 /** status.cost of an object: sums from the ledger, seconds from the meters of its runs (spec: Cost, CostSegments). */
-export const costStatusOf = (ledger: Ledger, owner: string, settled: Settled, options: { readonly capMicro: bigint | undefined; readonly final: boolean }): CostStatus => {
+export const costStatusOf = (
+  ledger: Ledger,
+  owner: string,
+  settled: Settled,
+  options: { readonly capMicro: bigint | undefined; readonly final: boolean }
+): CostStatus => {
   const charges = ledger.chargesFor(owner)
   const meters = [...settled.meters.values()]
   const seconds = segmentSeconds(meters)

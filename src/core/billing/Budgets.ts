@@ -12,11 +12,11 @@
  *
  * Pure: `now` comes in as epoch milliseconds.
  */
-import type { Room } from "./Billing.ts"
 import { isObject, type Json } from "../Json.ts"
-import type { Ledger } from "./Ledger.ts"
 import { tryParseMicroUsd } from "../Money.ts"
 import { type budgetActions, budgetPeriods } from "../schemas/Budget.ts"
+import type { Room } from "./Billing.ts"
+import type { Ledger } from "./Ledger.ts"
 
 export type BudgetPeriod = typeof budgetPeriods[number]
 export type BudgetAction = typeof budgetActions[number]
@@ -91,7 +91,9 @@ export const usageOf = (ledger: Ledger, owners: Iterable<string>, period: Period
 
 /** The room a Refuse Budget leaves for new holds (may be negative); a Notify Budget limits nothing. */
 export const roomOf = (rule: BudgetRule, usage: Usage): Room | undefined =>
-  rule.action === "Notify" ? undefined : { code: "BudgetExceeded", name: rule.name, room: rule.amountMicro - usage.spent - usage.held }
+  rule.action === "Notify"
+    ? undefined
+    : { code: "BudgetExceeded", name: rule.name, room: rule.amountMicro - usage.spent - usage.held }
 
 /** Exceeded while spent plus held reaches the amount (an amount of 0 freezes the selected spending). */
 export const isExceeded = (rule: BudgetRule, usage: Usage): boolean => usage.spent + usage.held >= rule.amountMicro
@@ -101,7 +103,9 @@ export const isExceeded = (rule: BudgetRule, usage: Usage): boolean => usage.spe
  * crosses nothing, so a Budget of 0 does not report every threshold at once.
  */
 export const thresholdsReached = (rule: BudgetRule, usage: Usage): ReadonlyArray<number> =>
-  usage.spent === 0n ? [] : rule.thresholds.filter((percent) => usage.spent * 100n >= rule.amountMicro * BigInt(percent))
+  usage.spent === 0n
+    ? []
+    : rule.thresholds.filter((percent) => usage.spent * 100n >= rule.amountMicro * BigInt(percent))
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Reading a stored Budget
@@ -110,7 +114,11 @@ const strings = (value: Json | undefined): ReadonlyArray<string> =>
   Array.isArray(value) ? value.filter((item): item is string => typeof item === "string") : []
 
 const stringMap = (value: Json | undefined): Readonly<Record<string, string>> =>
-  isObject(value) ? Object.fromEntries(Object.entries(value).filter((entry): entry is [string, string] => typeof entry[1] === "string")) : {}
+  isObject(value)
+    ? Object.fromEntries(
+      Object.entries(value).filter((entry): entry is [string, string] => typeof entry[1] === "string")
+    )
+    : {}
 
 const periods: ReadonlyArray<string> = budgetPeriods
 
@@ -118,13 +126,20 @@ const periods: ReadonlyArray<string> = budgetPeriods
  * The rule of a stored Budget (admitted by its schema, so defaults are filled), or undefined when its spec cannot be
  * read (a spec of an older schema): such a Budget is shown but limits nothing.
  */
-export const ruleOf = (object: { readonly metadata: { readonly name: string; readonly creationTimestamp?: string }; readonly spec?: Json }): BudgetRule | undefined => {
+export const ruleOf = (
+  object: { readonly metadata: { readonly name: string; readonly creationTimestamp?: string }; readonly spec?: Json }
+): BudgetRule | undefined => {
   const spec = object.spec
-  if (!isObject(spec) || typeof spec["amountUSD"] !== "string" || typeof spec["period"] !== "string" || !periods.includes(spec["period"])) return undefined
+  if (
+    !isObject(spec) || typeof spec["amountUSD"] !== "string" || typeof spec["period"] !== "string" ||
+    !periods.includes(spec["period"])
+  ) return undefined
   const amountMicro = tryParseMicroUsd(spec["amountUSD"])
   if (amountMicro === undefined) return undefined
   const selector = isObject(spec["selector"]) ? spec["selector"] : {}
-  const thresholds = Array.isArray(spec["thresholds"]) ? spec["thresholds"].filter((item): item is number => typeof item === "number") : []
+  const thresholds = Array.isArray(spec["thresholds"])
+    ? spec["thresholds"].filter((item): item is number => typeof item === "number")
+    : []
   const created = Date.parse(object.metadata.creationTimestamp ?? "")
   return {
     name: object.metadata.name,

@@ -117,7 +117,8 @@ type PowerSums = ReturnType<typeof powerSums>
 const spreadOf = ({ n, sum, squares }: PowerSums): bigint => n * squares - sum * sum
 
 /** n²·Σv³ − 3n·Σv·Σv² + 2(Σv)³: the unbiased third moment times n·(n − 1)·(n − 2). */
-const skewOf = ({ n, sum, squares, cubes }: PowerSums): bigint => n * n * cubes - 3n * n * sum * squares + 2n * sum * sum * sum
+const skewOf = ({ n, sum, squares, cubes }: PowerSums): bigint =>
+  n * n * cubes - 3n * n * sum * squares + 2n * sum * sum * sum
 
 /**
  * The variance of the sample variance, (m₄ − s⁴·(n − 3)/(n − 1))/n, where m₄ = Σ(v − v̄)⁴/n is
@@ -125,7 +126,8 @@ const skewOf = ({ n, sum, squares, cubes }: PowerSums): bigint => n * n * cubes 
  */
 const varianceVarianceOf = (sums: PowerSums): bigint => {
   const { n, sum, squares, cubes, fourths } = sums
-  const central = n * n * n * fourths - 4n * n * n * sum * cubes + 6n * n * sum * sum * squares - 3n * sum * sum * sum * sum
+  const central = n * n * n * fourths - 4n * n * n * sum * cubes + 6n * n * sum * sum * squares -
+    3n * sum * sum * sum * sum
   const spread = spreadOf(sums)
   const numerator = central * (n - 1n) ** 3n - spread * spread * (n - 3n) * n * n
   return numerator <= 0n ? 0n : ceilDiv(numerator, n ** 5n * (n - 1n) ** 3n)
@@ -139,9 +141,16 @@ const varianceVarianceOf = (sums: PowerSums): bigint => {
  * errors of the variances of the first and the steady chunks (paired samples of one run) are taken as fully
  * correlated: their standard deviations add.
  */
-export const chunkedRunEstimate = (first: ReadonlyArray<bigint>, steady: ReadonlyArray<bigint>, extraMs: number, chunkMs: number): NormalEstimate => {
+export const chunkedRunEstimate = (
+  first: ReadonlyArray<bigint>,
+  steady: ReadonlyArray<bigint>,
+  extraMs: number,
+  chunkMs: number
+): NormalEstimate => {
   const n = BigInt(first.length)
-  if (n < 3n || steady.length !== first.length) throw new Error(`chunkedRunEstimate needs three or more paired samples, got ${first.length} and ${steady.length}`)
+  if (n < 3n || steady.length !== first.length) {
+    throw new Error(`chunkedRunEstimate needs three or more paired samples, got ${first.length} and ${steady.length}`)
+  }
   const extra = BigInt(extraMs)
   const chunk = BigInt(chunkMs)
   const x = powerSums(first)
@@ -154,7 +163,10 @@ export const chunkedRunEstimate = (first: ReadonlyArray<bigint>, steady: Readonl
     variance: ceilDiv(chunk * spreadOf(x) + extra * spreadOf(y), chunk * pairs),
     thirdMoment: roundDiv(chunk * skewOf(x) + extra * skewOf(y), chunk * pairs * (n - 2n)),
     meanVariance: ceilDiv(spreadOf(z), chunk * chunk * pairs * n),
-    varianceVariance: ceilDiv((chunk * isqrtCeil(varianceVarianceOf(x)) + extra * isqrtCeil(varianceVarianceOf(y))) ** 2n, chunk * chunk)
+    varianceVariance: ceilDiv(
+      (chunk * isqrtCeil(varianceVarianceOf(x)) + extra * isqrtCeil(varianceVarianceOf(y))) ** 2n,
+      chunk * chunk
+    )
   }
 }
 
@@ -164,11 +176,20 @@ export const chunkedRunEstimate = (first: ReadonlyArray<bigint>, steady: Readonl
  */
 export const sumOf = (part: NormalEstimate, count: number): NormalEstimate => {
   const c = BigInt(count)
-  return { mean: part.mean * c, variance: part.variance * c, thirdMoment: part.thirdMoment * c, meanVariance: part.meanVariance * c * c, varianceVariance: part.varianceVariance * c * c }
+  return {
+    mean: part.mean * c,
+    variance: part.variance * c,
+    thirdMoment: part.thirdMoment * c,
+    meanVariance: part.meanVariance * c * c,
+    varianceVariance: part.varianceVariance * c * c
+  }
 }
 
 /** (z₉₀² − 1), the Cornish–Fisher weight of the skew at the 90th percentile (it is −1 at the median). */
-const skewWeight90: Ratio = { numerator: z90.numerator * z90.numerator - z90.denominator * z90.denominator, denominator: z90.denominator * z90.denominator }
+const skewWeight90: Ratio = {
+  numerator: z90.numerator * z90.numerator - z90.denominator * z90.denominator,
+  denominator: z90.denominator * z90.denominator
+}
 
 /**
  * The band of an about-normal cost, with the first Cornish–Fisher correction for its skew γ (a sum of few chunks of
@@ -180,7 +201,9 @@ const skewWeight90: Ratio = { numerator: z90.numerator * z90.numerator - z90.den
  */
 export const normalBand = (estimate: NormalEstimate): Band => {
   const skew = estimate.variance === 0n ? 0n : 6n * estimate.variance
-  const shift = (weight: Ratio): bigint => (skew === 0n ? 0n : ceilDiv(estimate.thirdMoment * weight.numerator, skew * weight.denominator))
+  const shift = (
+    weight: Ratio
+  ): bigint => (skew === 0n ? 0n : ceilDiv(estimate.thirdMoment * weight.numerator, skew * weight.denominator))
   const sigmaVariance = estimate.variance === 0n ? 0n : ceilDiv(estimate.varianceVariance, 4n * estimate.variance)
   const standardError = isqrtCeil(estimate.meanVariance) + times(isqrtCeil(sigmaVariance), z90)
   const p50 = estimate.mean - shift({ numerator: 1n, denominator: 1n })

@@ -91,7 +91,15 @@ export class CreditLots {
       existing.remaining += posting.amount
       return
     }
-    const lot: GrantLot = { source: posting.source!, key: operationOf(posting), grantedAt: posting.at, seq: posting.seq, expiresAt, granted: posting.amount, remaining: posting.amount }
+    const lot: GrantLot = {
+      source: posting.source!,
+      key: operationOf(posting),
+      grantedAt: posting.at,
+      seq: posting.seq,
+      expiresAt,
+      granted: posting.amount,
+      remaining: posting.amount
+    }
     this.lots.set(lot.source, lot)
     this.enqueue(lot)
   }

@@ -240,7 +240,9 @@ export class Ledger {
     const { postings, expiriesBefore } = this.drained
     this.drained = noBatch
     if (postings.length === 0) return
-    if (postings[postings.length - 1]!.seq !== this.seq) throw new Error(`undo: posting ${this.seq} was made after the drained ones`)
+    if (postings[postings.length - 1]!.seq !== this.seq) {
+      throw new Error(`undo: posting ${this.seq} was made after the drained ones`)
+    }
     for (let index = postings.length - 1; index >= 0; index--) this.unapply(postings[index]!, expiriesBefore)
   }
 
@@ -262,8 +264,12 @@ export class Ledger {
   refund(key: string, at: number, amount: bigint, source: string): ReadonlyArray<Posting> {
     return this.once(key, (post) => {
       const fromAvailable = minMicro(amount, this.available)
-      if (fromAvailable > 0n) post({ kind: "Refund", at, from: availableAccount, to: externalAccount, amount: fromAvailable, source })
-      if (amount > fromAvailable) post({ kind: "Refund", at, from: arrearsAccount, to: externalAccount, amount: amount - fromAvailable, source })
+      if (fromAvailable > 0n) {
+        post({ kind: "Refund", at, from: availableAccount, to: externalAccount, amount: fromAvailable, source })
+      }
+      if (amount > fromAvailable) {
+        post({ kind: "Refund", at, from: arrearsAccount, to: externalAccount, amount: amount - fromAvailable, source })
+      }
     })
   }
 
@@ -271,14 +277,29 @@ export class Ledger {
    * Opens a hold, or adds to an open one (the same hold id): the whole amount must fit the available balance, else
    * nothing is posted and the shortfall is answered.
    */
-  hold(key: string, at: number, request: { readonly hold: string; readonly owner: string; readonly amount: bigint; readonly expiresAt: number }): HoldResult {
+  hold(
+    key: string,
+    at: number,
+    request: { readonly hold: string; readonly owner: string; readonly amount: bigint; readonly expiresAt: number }
+  ): HoldResult {
     const done = this.applied.get(key)
     if (done !== undefined) return { _tag: "Held", postings: done }
     const existing = this.holds.get(request.hold)
-    if (existing !== undefined && existing.state !== "Open") throw new Error(`hold ${request.hold} is ${existing.state}`)
+    if (existing !== undefined && existing.state !== "Open") {
+      throw new Error(`hold ${request.hold} is ${existing.state}`)
+    }
     if (request.amount > this.available) return { _tag: "Shortfall", needed: request.amount, available: this.available }
     const postings = this.once(key, (post) => {
-      post({ kind: "Hold", at, from: availableAccount, to: heldAccount(request.hold), amount: request.amount, owner: request.owner, hold: request.hold, expiresAt: request.expiresAt })
+      post({
+        kind: "Hold",
+        at,
+        from: availableAccount,
+        to: heldAccount(request.hold),
+        amount: request.amount,
+        owner: request.owner,
+        hold: request.hold,
+        expiresAt: request.expiresAt
+      })
     })
     return { _tag: "Held", postings }
   }
@@ -287,22 +308,64 @@ export class Ledger {
    * Charges `amount` to `owner` in `segment`: from the hold first, then the available balance, and what no money
    * covers as arrears (billing.arrears_posted). No charge ever takes more than held plus available money.
    */
-  capture(key: string, at: number, request: { readonly hold: string | undefined; readonly owner: string; readonly segment: Segment; readonly amount: bigint }): ReadonlyArray<Posting> {
+  capture(
+    key: string,
+    at: number,
+    request: {
+      readonly hold: string | undefined
+      readonly owner: string
+      readonly segment: Segment
+      readonly amount: bigint
+    }
+  ): ReadonlyArray<Posting> {
     return this.once(key, (post) => {
       const { owner, segment } = request
       let left = request.amount
       const hold = request.hold === undefined ? undefined : this.holds.get(request.hold)
       if (hold !== undefined && hold.state === "Open") {
         const fromHold = minMicro(left, this.balance(heldAccount(hold.id)))
-        if (fromHold > 0n) post({ kind: "Capture", at, from: heldAccount(hold.id), to: chargedAccount(owner), amount: fromHold, owner, hold: hold.id, segment })
+        if (fromHold > 0n) {
+          post({
+            kind: "Capture",
+            at,
+            from: heldAccount(hold.id),
+            to: chargedAccount(owner),
+            amount: fromHold,
+            owner,
+            hold: hold.id,
+            segment
+          })
+        }
         left -= fromHold
       }
       // Beyond the hold, postings still name it: what a run was charged is summed per hold.
       const attribution = request.hold === undefined ? {} : { hold: request.hold }
       const fromAvailable = minMicro(left, this.available)
-      if (fromAvailable > 0n) post({ kind: "Capture", at, from: availableAccount, to: chargedAccount(owner), amount: fromAvailable, owner, segment, ...attribution })
+      if (fromAvailable > 0n) {
+        post({
+          kind: "Capture",
+          at,
+          from: availableAccount,
+          to: chargedAccount(owner),
+          amount: fromAvailable,
+          owner,
+          segment,
+          ...attribution
+        })
+      }
       left -= fromAvailable
-      if (left > 0n) post({ kind: "Arrears", at, from: arrearsAccount, to: chargedAccount(owner), amount: left, owner, segment, ...attribution })
+      if (left > 0n) {
+        post({
+          kind: "Arrears",
+          at,
+          from: arrearsAccount,
+          to: chargedAccount(owner),
+          amount: left,
+          owner,
+          segment,
+          ...attribution
+        })
+      }
     })
   }
 
@@ -311,7 +374,15 @@ export class Ledger {
     const open = this.open.get(hold)
     if (open === undefined) return this.applied.get(key) ?? noPostings
     return this.once(key, (post) => {
-      post({ kind: how, at, from: heldAccount(hold), to: availableAccount, amount: this.balance(heldAccount(hold)), owner: open.owner, hold })
+      post({
+        kind: how,
+        at,
+        from: heldAccount(hold),
+        to: availableAccount,
+        amount: this.balance(heldAccount(hold)),
+        owner: open.owner,
+        hold
+      })
       this.settle(post, at)
     })
   }
@@ -341,7 +412,10 @@ export class Ledger {
     if (paid > 0n) post({ kind: "Settle", at, from: availableAccount, to: arrearsAccount, amount: paid })
   }
 
-  private once(key: string, body: (post: (posting: Omit<Posting, "seq" | "key">) => void) => void): ReadonlyArray<Posting> {
+  private once(
+    key: string,
+    body: (post: (posting: Omit<Posting, "seq" | "key">) => void) => void
+  ): ReadonlyArray<Posting> {
     const done = this.applied.get(key)
     if (done !== undefined) return done
     const made: Array<Posting> = []
@@ -360,11 +434,17 @@ export class Ledger {
       if (posting.expiresAt !== undefined && posting.expiresAt > hold.expiresAt) hold.expiresAt = posting.expiresAt
       return
     }
-    const hold: Hold = { id, owner: posting.owner ?? "", openedAt: posting.at, expiresAt: posting.expiresAt ?? Number.POSITIVE_INFINITY, state: "Open" }
+    const hold: Hold = {
+      id,
+      owner: posting.owner ?? "",
+      openedAt: posting.at,
+      expiresAt: posting.expiresAt ?? Number.POSITIVE_INFINITY,
+      state: "Open"
+    }
     this.holds.set(id, hold)
     this.open.set(id, hold)
     let owned = this.openByOwner.get(hold.owner)
-    if (owned === undefined) this.openByOwner.set(hold.owner, (owned = new Set()))
+    if (owned === undefined) this.openByOwner.set(hold.owner, owned = new Set())
     owned.add(hold)
   }
 
@@ -395,8 +475,13 @@ export class Ledger {
     if (posting.from.startsWith(heldPrefix)) this.heldTotal -= posting.amount
     if (posting.to.startsWith(heldPrefix)) this.heldTotal += posting.amount
     if (posting.kind === "Hold" && posting.hold !== undefined) this.opened(posting, posting.hold)
-    if ((posting.kind === "Release" || posting.kind === "Expire") && posting.hold !== undefined) this.closed(posting, posting.hold)
-    if ((posting.kind === "Capture" || posting.kind === "Arrears") && posting.owner !== undefined && posting.segment !== undefined) {
+    if ((posting.kind === "Release" || posting.kind === "Expire") && posting.hold !== undefined) {
+      this.closed(posting, posting.hold)
+    }
+    if (
+      (posting.kind === "Capture" || posting.kind === "Arrears") && posting.owner !== undefined &&
+      posting.segment !== undefined
+    ) {
       addCharge(this.chargesOf, posting.owner, posting.segment, posting.amount)
       this.chargedTotal += posting.amount
       addChargeTime(this.chargeTimes, posting.owner, posting.at, posting.amount)
@@ -419,9 +504,16 @@ export class Ledger {
     this.balances.set(posting.to, this.balance(posting.to) - posting.amount)
     if (posting.from.startsWith(heldPrefix)) this.heldTotal += posting.amount
     if (posting.to.startsWith(heldPrefix)) this.heldTotal -= posting.amount
-    if (posting.kind === "Hold" && posting.hold !== undefined) this.unopened(posting.hold, expiriesBefore.get(posting.seq))
-    if ((posting.kind === "Release" || posting.kind === "Expire") && posting.hold !== undefined) this.reopened(posting.hold)
-    if ((posting.kind === "Capture" || posting.kind === "Arrears") && posting.owner !== undefined && posting.segment !== undefined) {
+    if (posting.kind === "Hold" && posting.hold !== undefined) {
+      this.unopened(posting.hold, expiriesBefore.get(posting.seq))
+    }
+    if ((posting.kind === "Release" || posting.kind === "Expire") && posting.hold !== undefined) {
+      this.reopened(posting.hold)
+    }
+    if (
+      (posting.kind === "Capture" || posting.kind === "Arrears") && posting.owner !== undefined &&
+      posting.segment !== undefined
+    ) {
       addCharge(this.chargesOf, posting.owner, posting.segment, -posting.amount)
       this.chargedTotal -= posting.amount
       addChargeTime(this.chargeTimes, posting.owner, posting.at, -posting.amount)
@@ -453,14 +545,14 @@ export class Ledger {
     hold.state = "Open"
     this.open.set(id, hold)
     let owned = this.openByOwner.get(hold.owner)
-    if (owned === undefined) this.openByOwner.set(hold.owner, (owned = new Set()))
+    if (owned === undefined) this.openByOwner.set(hold.owner, owned = new Set())
     owned.add(hold)
   }
 }
 
 const addCharge = (charges: Map<string, Charges>, key: string, segment: Segment, amount: bigint) => {
   let entry = charges.get(key)
-  if (entry === undefined) charges.set(key, (entry = emptyCharges()))
+  if (entry === undefined) charges.set(key, entry = emptyCharges())
   entry.total += amount
   entry.bySegment[segment] += amount
 }
@@ -485,7 +577,7 @@ const firstAtOrAfter = (ats: ReadonlyArray<number>, at: number): number => {
 
 const addChargeTime = (byOwner: Map<string, ChargeTimes>, owner: string, at: number, amount: bigint) => {
   let times = byOwner.get(owner)
-  if (times === undefined) byOwner.set(owner, (times = { ats: [], sums: [] }))
+  if (times === undefined) byOwner.set(owner, times = { ats: [], sums: [] })
   const { ats, sums } = times
   const last = ats.length - 1
   // Postings usually come in time order: one entry per instant, appended. An earlier time is inserted in place.

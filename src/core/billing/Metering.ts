@@ -42,7 +42,8 @@ const zero = (): PerSegment<bigint> => ({ Boot: 0n, Running: 0n, Restore: 0n, Te
 
 /** A boot the provider failed: the program never started and the run ended by losing its capacity. */
 const bootCoveredOf = (facts: AttemptFacts): boolean =>
-  facts.bootedAt === undefined && facts.outcome !== undefined && (isInterruption(facts.outcome) || facts.outcome.type === "Unavailable")
+  facts.bootedAt === undefined && facts.outcome !== undefined &&
+  (isInterruption(facts.outcome) || facts.outcome.type === "Unavailable")
 
 export const meterAttempt = (facts: AttemptFacts, rule: BillingRule, now: number): AttemptMeter => {
   const rate = facts.variant.rateMicroUsdPerHour
@@ -56,7 +57,8 @@ export const meterAttempt = (facts: AttemptFacts, rule: BillingRule, now: number
   const bootCovered = bootCoveredOf(facts)
   // Covered only when the loss itself ended the run: a teardown the customer's stop began stays charged even if the
   // host is lost while it tears down (a charge never shrinks once captured).
-  const lostBeforeStop = facts.stoppingAt === undefined || facts.endedAt === undefined || facts.stoppingAt >= facts.endedAt
+  const lostBeforeStop = facts.stoppingAt === undefined || facts.endedAt === undefined ||
+    facts.stoppingAt >= facts.endedAt
   const teardownCovered = facts.outcome !== undefined && isInterruption(facts.outcome) && lostBeforeStop
   const bootMs = bootEnd - start
   const runMs = runEnd - bootEnd
@@ -110,11 +112,16 @@ export const unionMs = (intervals: ReadonlyArray<{ readonly from: number; readon
 }
 
 /** Seconds per segment over many runs, charged and covered, each a union (spec: "parallel allocations counted once"). */
-export const segmentSeconds = (meters: ReadonlyArray<AttemptMeter>): { readonly charged: PerSegment<number>; readonly covered: PerSegment<number> } => {
+export const segmentSeconds = (
+  meters: ReadonlyArray<AttemptMeter>
+): { readonly charged: PerSegment<number>; readonly covered: PerSegment<number> } => {
   const charged: PerSegment<number> = { Boot: 0, Running: 0, Restore: 0, Teardown: 0 }
   const covered: PerSegment<number> = { Boot: 0, Running: 0, Restore: 0, Teardown: 0 }
   for (const segment of Object.keys(charged) as Array<Segment>) {
-    const of = (isCovered: boolean) => meters.flatMap((meter) => meter.intervals.filter((interval) => interval.segment === segment && interval.covered === isCovered))
+    const of = (isCovered: boolean) =>
+      meters.flatMap((meter) =>
+        meter.intervals.filter((interval) => interval.segment === segment && interval.covered === isCovered)
+      )
     charged[segment] = Math.floor(unionMs(of(false)) / 1000)
     covered[segment] = Math.floor(unionMs(of(true)) / 1000)
   }

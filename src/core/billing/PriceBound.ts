@@ -5,8 +5,8 @@
  * Job as an annotation, and whatever places the Job later reads it back and tightens `placement.maxRateUSDPerHour`
  * to it, so no placement, however late, exceeds what the caller consented to. Pure.
  */
-import { type JobSpecType } from "../schemas/Job.ts"
 import { formatMicroUsd, minMicro, parseMicroUsd, tryParseMicroUsd } from "../Money.ts"
+import { type JobSpecType } from "../schemas/Job.ts"
 
 /** The consent covers the estimated rate plus this many tenths of it (spec: "plus 10 %"). */
 const headroomTenths = 1n
@@ -26,7 +26,10 @@ export const priceBoundAnnotation = (group: string): string => `${group}/price-b
  * (the server never writes one, and updates keep what it wrote) is no bound at all, rather than a Job that cannot be
  * placed.
  */
-export const priceBoundIn = (annotations: Readonly<Record<string, string>> | null | undefined, group: string): bigint | undefined => {
+export const priceBoundIn = (
+  annotations: Readonly<Record<string, string>> | null | undefined,
+  group: string
+): bigint | undefined => {
   const text = annotations?.[priceBoundAnnotation(group)]
   return text === undefined ? undefined : tryParseMicroUsd(text)
 }

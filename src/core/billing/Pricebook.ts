@@ -10,8 +10,8 @@
  * posting is the difference of two such values and rounding never accumulates. Pure.
  */
 import { catalogPricebookVersion } from "../capacity/Catalog.ts"
-import * as Limits from "../Limits.ts"
 import type { Variant } from "../capacity/Offering.ts"
+import * as Limits from "../Limits.ts"
 
 export interface BillingRule {
   /** Time is charged in whole increments (the last, partial one rounds up). */
@@ -67,7 +67,9 @@ export const chargeFor = (rateMicroUsdPerHour: bigint, ms: number): bigint => {
 
 /** The milliseconds `micro` pays for at `rateMicroUsdPerHour` (rounded down: money never buys more time than it is). */
 export const msFor = (rateMicroUsdPerHour: bigint, micro: bigint): number =>
-  rateMicroUsdPerHour <= 0n || micro <= 0n ? (micro > 0n ? Number.POSITIVE_INFINITY : 0) : Number((micro * msPerHour) / rateMicroUsdPerHour)
+  rateMicroUsdPerHour <= 0n || micro <= 0n
+    ? (micro > 0n ? Number.POSITIVE_INFINITY : 0)
+    : Number((micro * msPerHour) / rateMicroUsdPerHour)
 
 export const roundUpTo = (ms: number, incrementMs: number): number => Math.ceil(ms / incrementMs) * incrementMs
 export const roundDownTo = (ms: number, incrementMs: number): number => Math.floor(ms / incrementMs) * incrementMs

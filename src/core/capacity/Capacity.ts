@@ -214,9 +214,19 @@ export interface CapacityPortShape {
   readonly handOver?: (owner: string) => Effect.Effect<void>
 }
 
-export type { BoxCommand, BoxFileEntry, BoxRefusal, BoxReply, BoxRequest, CallError, CallOutcome } from "../SandboxBox.ts"
+export type {
+  BoxCommand,
+  BoxFileEntry,
+  BoxRefusal,
+  BoxReply,
+  BoxRequest,
+  CallError,
+  CallOutcome
+} from "../SandboxBox.ts"
 
-export class CapacityPort extends Context.Service<CapacityPort, CapacityPortShape>()("nodus/core/capacity/CapacityPort") {}
+export class CapacityPort
+  extends Context.Service<CapacityPort, CapacityPortShape>()("nodus/core/capacity/CapacityPort")
+{}
 
 /** Splits a launch into what the host and the program need. */
 export const hostRequestOf = (launch: LaunchRequest): HostRequest => ({
@@ -254,7 +264,8 @@ export type Outcome =
   | { readonly type: "Unavailable" }
   | { readonly type: "Stopped" }
 
-export const isCustomerFailure = (outcome: Outcome): boolean => outcome.type === "Failed" || outcome.type === "OOMKilled"
+export const isCustomerFailure = (outcome: Outcome): boolean =>
+  outcome.type === "Failed" || outcome.type === "OOMKilled"
 
 /** Capacity was lost under a running or booting program: recovery replaces it. */
 export const isInterruption = (outcome: Outcome): boolean =>

@@ -55,8 +55,8 @@
  */
 import { fnv1a32 } from "../Hash.ts"
 import { formatMicroUsd, parseMicroUsd } from "../Money.ts"
-import type { Accelerator, Offering } from "./Offering.ts"
 import type { OfferingSpec, OfferingStatus } from "../schemas/Offering.ts"
+import type { Accelerator, Offering } from "./Offering.ts"
 
 /** The pricebook the catalog's rates come from (Offering status.pricebookVersion). */
 export const catalogPricebookVersion = "skypilot-v7-2026-11"
@@ -106,7 +106,9 @@ const readTable = (text: string, required: ReadonlyArray<string>): Array<CsvReco
   const missing = required.filter((column) => !header.includes(column))
   if (missing.length > 0) throw new Error(`the CSV header lacks ${missing.join(", ")}`)
   return body.map((row, index) => {
-    if (row.length !== header.length) throw new Error(`CSV row ${index + 2} has ${row.length} fields; the header has ${header.length}`)
+    if (row.length !== header.length) {
+      throw new Error(`CSV row ${index + 2} has ${row.length} fields; the header has ${header.length}`)
+    }
     return Object.fromEntries(header.map((name, column) => [name, row[column] ?? ""]))
   })
 }
@@ -159,12 +161,23 @@ const lambdaForm = (instanceType: string): GpuForm | undefined => {
 
 const awsSxmFamilies: ReadonlySet<string> = new Set(["p3", "p3dn", "p4d", "p4de", "p5", "p5e", "p5en"])
 
-const awsForm = (instanceType: string): GpuForm | undefined => awsSxmFamilies.has(instanceType.split(".")[0] ?? "") ? "SXM" : undefined
+const awsForm = (instanceType: string): GpuForm | undefined =>
+  awsSxmFamilies.has(instanceType.split(".")[0] ?? "") ? "SXM" : undefined
 
 const lambda: ProviderRules = { provider: "lambda", zoneColumn: undefined, formOf: lambdaForm, diskGiBPerGpu: 512 }
 const aws: ProviderRules = { provider: "aws", zoneColumn: "AvailabilityZone", formOf: awsForm, diskGiBPerGpu: 256 }
 
-const commonColumns = ["InstanceType", "AcceleratorName", "AcceleratorCount", "vCPUs", "MemoryGiB", "GpuInfo", "Price", "SpotPrice", "Region"]
+const commonColumns = [
+  "InstanceType",
+  "AcceleratorName",
+  "AcceleratorCount",
+  "vCPUs",
+  "MemoryGiB",
+  "GpuInfo",
+  "Price",
+  "SpotPrice",
+  "Region"
+]
 
 /** One CSV row, parsed: a host shape with its prices in one region (Lambda) or availability zone (AWS). */
 interface PriceRow {
@@ -181,7 +194,9 @@ interface PriceRow {
 /** A number the catalog writes as "8.0" or "1800.0"; refuses text that is no positive number. */
 const positiveNumber = (text: string, what: string): number => {
   const value = Number(text)
-  if (text.trim() === "" || !Number.isFinite(value) || value <= 0) throw new Error(`${what} is not a positive number: "${text}"`)
+  if (text.trim() === "" || !Number.isFinite(value) || value <= 0) {
+    throw new Error(`${what} is not a positive number: "${text}"`)
+  }
   return value
 }
 
@@ -213,11 +228,19 @@ const acceleratorOf = (rules: ProviderRules, record: CsvRecord): Accelerator | u
   if (acceleratorName === "") return undefined
   const count = positiveNumber(cell(record, "AcceleratorCount"), `${instanceType} AcceleratorCount`)
   const info = gpuInfoOf(cell(record, "GpuInfo"))
-  const memoryGiB = info.memoryMiB === undefined ? memoryGiBFromNames([acceleratorName, instanceType]) : info.memoryMiB / 1024
+  const memoryGiB = info.memoryMiB === undefined
+    ? memoryGiBFromNames([acceleratorName, instanceType])
+    : info.memoryMiB / 1024
   if (memoryGiB === undefined) throw new Error(`${instanceType}: neither GpuInfo nor a name gives the GPU memory`)
   const family = (info.name ?? acceleratorName).replace(/-[0-9]+GB$/iu, "")
   const form = rules.formOf(instanceType)
-  return { family, variant: variantName(family, form, memoryGiB), count, memoryGiB, interconnect: form === "SXM" ? "NVLink" : "PCIe" }
+  return {
+    family,
+    variant: variantName(family, form, memoryGiB),
+    count,
+    memoryGiB,
+    interconnect: form === "SXM" ? "NVLink" : "PCIe"
+  }
 }
 
 const priceRowOf = (rules: ProviderRules, record: CsvRecord): PriceRow => {
@@ -255,18 +278,28 @@ const compareBigint = (a: bigint, b: bigint): number => a < b ? -1 : a > b ? 1 :
 export const upperMedian = (values: ReadonlyArray<bigint>): bigint | undefined =>
   [...values].sort(compareBigint)[Math.floor(values.length / 2)]
 
-const defined = <T>(values: ReadonlyArray<T | undefined>): Array<T> => values.filter((value): value is T => value !== undefined)
+const defined = <T>(values: ReadonlyArray<T | undefined>): Array<T> =>
+  values.filter((value): value is T => value !== undefined)
 
 /** The median over groups (regions, zones) of each group's median price. */
-const medianOfGroups = (rows: ReadonlyArray<PriceRow>, keyOf: (row: PriceRow) => string, priceOf: (row: PriceRow) => bigint | undefined): bigint | undefined =>
+const medianOfGroups = (
+  rows: ReadonlyArray<PriceRow>,
+  keyOf: (row: PriceRow) => string,
+  priceOf: (row: PriceRow) => bigint | undefined
+): bigint | undefined =>
   upperMedian(defined([...groupBy(rows, keyOf).values()].map((group) => upperMedian(defined(group.map(priceOf))))))
 
 // ---------------------------------------------------------------------------------------------------------------
 // Offerings
 
 const offeringId = (provider: string, row: PriceRow, regionClass: string): string => {
-  const shape = row.accelerator === undefined ? `cpu-${row.vcpus}x-${row.memoryGiB}gb` : `${row.accelerator.variant}-${row.accelerator.count}x`
-  return `${shape}-${regionClass}-${fnv1a32(`${provider}/${row.instanceType}`)}`.toLowerCase().replace(/[^a-z0-9.-]+/gu, "-")
+  const shape = row.accelerator === undefined
+    ? `cpu-${row.vcpus}x-${row.memoryGiB}gb`
+    : `${row.accelerator.variant}-${row.accelerator.count}x`
+  return `${shape}-${regionClass}-${fnv1a32(`${provider}/${row.instanceType}`)}`.toLowerCase().replace(
+    /[^a-z0-9.-]+/gu,
+    "-"
+  )
 }
 
 const shapeKey = (row: PriceRow): string => JSON.stringify([row.accelerator, row.vcpus, row.memoryGiB])
@@ -277,7 +310,9 @@ const sellsHere = (row: PriceRow): boolean => row.onDemand !== undefined || row.
 const offeringOf = (rules: ProviderRules, rows: ReadonlyArray<PriceRow>): Offering | undefined => {
   const first = rows[0]
   if (first === undefined) return undefined
-  if (rows.some((row) => shapeKey(row) !== shapeKey(first))) throw new Error(`the rows of ${first.instanceType} disagree on the host shape`)
+  if (rows.some((row) => shapeKey(row) !== shapeKey(first))) {
+    throw new Error(`the rows of ${first.instanceType} disagree on the host shape`)
+  }
   const onDemand = medianOfGroups(rows, (row) => row.region, (row) => row.onDemand)
   const interruptible = medianOfGroups(rows, (row) => row.zone, (row) => row.spot)
   if (onDemand === undefined && interruptible === undefined) return undefined
@@ -314,7 +349,9 @@ const compareText = (a: string, b: string): number => a < b ? -1 : a > b ? 1 : 0
 
 /** The whole catalog, sorted by id; refuses two offerings with one id. */
 export const buildCatalog = (sources: { readonly lambda: string; readonly aws: string }): ReadonlyArray<Offering> => {
-  const offerings = [...parseLambdaCatalog(sources.lambda), ...parseAwsCatalog(sources.aws)].sort((a, b) => compareText(a.id, b.id))
+  const offerings = [...parseLambdaCatalog(sources.lambda), ...parseAwsCatalog(sources.aws)].sort((a, b) =>
+    compareText(a.id, b.id)
+  )
   const clash = offerings.find((offering, index) => offerings[index - 1]?.id === offering.id)
   if (clash !== undefined) throw new Error(`two offerings share the id ${clash.id}`)
   return offerings
@@ -341,7 +378,9 @@ export const offeringObject = (offering: Offering, pricebookVersion: string): Of
     spec: {
       ...(accelerator === undefined ? {} : { accelerator: accelerator.variant }),
       count: accelerator?.count ?? 0,
-      ...(accelerator === undefined ? {} : { gpuMemory: gibQuantity(accelerator.memoryGiB), interconnect: accelerator.interconnect }),
+      ...(accelerator === undefined
+        ? {}
+        : { gpuMemory: gibQuantity(accelerator.memoryGiB), interconnect: accelerator.interconnect }),
       host: { cpu: `${offering.vcpus}`, memory: gibQuantity(offering.memoryGiB), disk: gibQuantity(offering.diskGiB) },
       regionClass: offering.regionClass,
       ...(onDemand === undefined ? {} : { onDemandRateUSDPerHour: formatMicroUsd(onDemand) }),

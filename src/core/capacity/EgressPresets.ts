@@ -6,7 +6,13 @@
 export const egressPresets: Readonly<Record<string, ReadonlyArray<string>>> = {
   pypi: ["pypi.org", "files.pythonhosted.org"],
   npm: ["registry.npmjs.org"],
-  github: ["github.com", "api.github.com", "codeload.github.com", "objects.githubusercontent.com", "raw.githubusercontent.com"],
+  github: [
+    "github.com",
+    "api.github.com",
+    "codeload.github.com",
+    "objects.githubusercontent.com",
+    "raw.githubusercontent.com"
+  ],
   huggingface: ["huggingface.co", "*.huggingface.co", "*.hf.co"],
   debian: ["deb.debian.org", "security.debian.org"],
   conda: ["conda.anaconda.org", "repo.anaconda.com"]

@@ -31,7 +31,11 @@ export interface DemandInterval {
  * at once in it (with what was already running or waiting at its start). Sums are whole thousandths, so the order of
  * the intervals changes nothing; an interval that ends where it starts requests nothing.
  */
-export const hourlyPeakDemand = (intervals: ReadonlyArray<DemandInterval>, fromMs: number, toMs: number): ReadonlyArray<number> => {
+export const hourlyPeakDemand = (
+  intervals: ReadonlyArray<DemandInterval>,
+  fromMs: number,
+  toMs: number
+): ReadonlyArray<number> => {
   const hours = Math.max(0, Math.ceil((toMs - fromMs) / hourMs))
   // Ends before starts at one instant: work that hands over its GPUs at t and work that takes them at t do not overlap.
   const changes: Array<readonly [number, number]> = []
@@ -107,7 +111,11 @@ export interface DemandForecast {
 }
 
 /** Per hour of day, the p50 and p90 of the window's hours of that hour of day (all of the window where one has none). */
-const seasonalQuantiles = (history: ReadonlyArray<number>, firstHour: number, windowHours: number): ReadonlyArray<HourQuantiles> => {
+const seasonalQuantiles = (
+  history: ReadonlyArray<number>,
+  firstHour: number,
+  windowHours: number
+): ReadonlyArray<HourQuantiles> => {
   const from = Math.max(0, history.length - windowHours)
   const buckets = Array.from({ length: season }, () => new Array<number>())
   for (let index = from; index < history.length; index++) buckets[mod(firstHour + index, season)]!.push(history[index]!)
@@ -126,7 +134,10 @@ export const forecastDemand = (history: ReadonlyArray<number>, options: Forecast
   const firstHour = options.firstHour ?? 0
   const windowHours = Math.min(history.length, options.windowHours ?? defaultWindowHours)
   const bySeason = seasonalQuantiles(history, firstHour, windowHours)
-  const hours = Array.from({ length: options.horizonHours }, (_, ahead) => bySeason[mod(firstHour + history.length + ahead, season)]!)
+  const hours = Array.from(
+    { length: options.horizonHours },
+    (_, ahead) => bySeason[mod(firstHour + history.length + ahead, season)]!
+  )
   const capacity = options.capacityGpus
   const shortfall = capacity === undefined ? -1 : hours.findIndex((hour) => hour.p90 > capacity)
   return {
@@ -199,9 +210,16 @@ export const backtest = (history: ReadonlyArray<number>, options: Omit<ForecastO
 export const poolStatusForecast = (
   forecast: DemandForecast,
   times: { readonly generatedMs: number; readonly historyEndMs: number }
-): { readonly generatedTime: string; readonly horizon: string; readonly peakDemandGPUs: { readonly p50: number; readonly p90: number }; readonly shortfallTime?: string } => ({
+): {
+  readonly generatedTime: string
+  readonly horizon: string
+  readonly peakDemandGPUs: { readonly p50: number; readonly p90: number }
+  readonly shortfallTime?: string
+} => ({
   generatedTime: new Date(times.generatedMs).toISOString(),
   horizon: `${forecast.horizonHours}h`,
   peakDemandGPUs: { p50: Math.ceil(forecast.peakDemandGPUs.p50), p90: Math.ceil(forecast.peakDemandGPUs.p90) },
-  ...(forecast.shortfallHour === undefined ? {} : { shortfallTime: new Date(times.historyEndMs + forecast.shortfallHour * hourMs).toISOString() })
+  ...(forecast.shortfallHour === undefined
+    ? {}
+    : { shortfallTime: new Date(times.historyEndMs + forecast.shortfallHour * hourMs).toISOString() })
 })

@@ -6,9 +6,9 @@
  * Nodes) a larger one may still come, so the bound is the larger of theirs and `Limits.hostFloorsMax`. Each floor is
  * held to its own largest, whichever offering has it. Pure.
  */
+import * as Limits from "../Limits.ts"
 import { type Cause, fieldInvalid, quote } from "../meta/ApiError.ts"
 import { parseQuantity } from "../Units.ts"
-import * as Limits from "../Limits.ts"
 import type { Offering } from "./Offering.ts"
 
 interface Floors {
@@ -18,9 +18,30 @@ interface Floors {
 }
 
 const floors = [
-  { field: "cpu", largest: (offering: Offering) => offering.vcpus, most: Limits.hostFloorsMax.cpu, unit: 1, suffix: "", noun: "vCPUs" },
-  { field: "memory", largest: (offering: Offering) => offering.memoryGiB, most: Limits.hostFloorsMax.memoryGiB, unit: Limits.GiB, suffix: "Gi", noun: "memory" },
-  { field: "disk", largest: (offering: Offering) => offering.diskGiB, most: Limits.hostFloorsMax.diskGiB, unit: Limits.GiB, suffix: "Gi", noun: "disk" }
+  {
+    field: "cpu",
+    largest: (offering: Offering) => offering.vcpus,
+    most: Limits.hostFloorsMax.cpu,
+    unit: 1,
+    suffix: "",
+    noun: "vCPUs"
+  },
+  {
+    field: "memory",
+    largest: (offering: Offering) => offering.memoryGiB,
+    most: Limits.hostFloorsMax.memoryGiB,
+    unit: Limits.GiB,
+    suffix: "Gi",
+    noun: "memory"
+  },
+  {
+    field: "disk",
+    largest: (offering: Offering) => offering.diskGiB,
+    most: Limits.hostFloorsMax.diskGiB,
+    unit: Limits.GiB,
+    suffix: "Gi",
+    noun: "disk"
+  }
 ] as const
 
 /** The offerings a workload may be placed on now, and whether more may join (live Nodes). */
@@ -39,7 +60,11 @@ export interface Beyond {
  * Each floor of `resources` (at `path`.cpu/memory/disk) that no offering could ever hold, or undefined when none is.
  * Fixed offerings that are none bound nothing (nothing is known to compare with).
  */
-export const beyondEveryOffering = (resources: Floors | undefined, placeable: Placeable, path: string): Beyond | undefined => {
+export const beyondEveryOffering = (
+  resources: Floors | undefined,
+  placeable: Placeable,
+  path: string
+): Beyond | undefined => {
   if (resources === undefined || (placeable.offerings.length === 0 && !placeable.joinable)) return undefined
   const causes: Array<Cause> = []
   const fixes: Array<string> = []
@@ -52,9 +77,13 @@ export const beyondEveryOffering = (resources: Floors | undefined, placeable: Pl
     if (wanted <= bound * floor.unit) continue
     const field = `${path}.${floor.field}`
     const amount = (value: number) => `${value}${floor.suffix}`
-    const available = largest === undefined ? `no host has joined yet, and none could have more than ${amount(bound)} ${floor.noun}` : `the largest available has ${amount(largest)} ${floor.noun}`
+    const available = largest === undefined
+      ? `no host has joined yet, and none could have more than ${amount(bound)} ${floor.noun}`
+      : `the largest available has ${amount(largest)} ${floor.noun}`
     causes.push(fieldInvalid(field, `Invalid value: ${quote(text)}: no offering could ever hold it; ${available}`))
     fixes.push(`${field} at most ${quote(amount(largest ?? bound))}`)
   }
-  return causes.length === 0 ? undefined : { causes, fix: `Ask for what an offering holds: ${fixes.join(", ")} (kubectl get offerings lists them).` }
+  return causes.length === 0
+    ? undefined
+    : { causes, fix: `Ask for what an offering holds: ${fixes.join(", ")} (kubectl get offerings lists them).` }
 }

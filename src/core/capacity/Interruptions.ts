@@ -37,6 +37,8 @@ export const expectedRunMs = (
 ): number => {
   if (meanTimeBetweenInterruptionsMs === undefined || meanTimeBetweenInterruptionsMs <= 0) return bootMs + workMs
   const interruptions = workMs / meanTimeBetweenInterruptionsMs
-  const lostPerInterruption = continuity === "Ephemeral" ? workMs / 2 : autoCheckpointIntervalMs(meanTimeBetweenInterruptionsMs) / 2
+  const lostPerInterruption = continuity === "Ephemeral"
+    ? workMs / 2
+    : autoCheckpointIntervalMs(meanTimeBetweenInterruptionsMs) / 2
   return bootMs + workMs + interruptions * (lostPerInterruption + bootMs)
 }

@@ -46,12 +46,17 @@ export interface Variant {
 /** The variants an offering sells. */
 export const variantsOf = (offering: Offering): ReadonlyArray<Variant> => {
   const variants: Array<Variant> = []
-  if (offering.onDemandMicroUsdPerHour !== undefined) variants.push({ offering, interruptible: false, rateMicroUsdPerHour: offering.onDemandMicroUsdPerHour })
-  if (offering.interruptibleMicroUsdPerHour !== undefined) variants.push({ offering, interruptible: true, rateMicroUsdPerHour: offering.interruptibleMicroUsdPerHour })
+  if (offering.onDemandMicroUsdPerHour !== undefined) {
+    variants.push({ offering, interruptible: false, rateMicroUsdPerHour: offering.onDemandMicroUsdPerHour })
+  }
+  if (offering.interruptibleMicroUsdPerHour !== undefined) {
+    variants.push({ offering, interruptible: true, rateMicroUsdPerHour: offering.interruptibleMicroUsdPerHour })
+  }
   return variants
 }
 
 /** A variant's key in capacity facts and placements: `<offering id>` or `<offering id>/interruptible`. */
-export const variantKey = (offering: string, interruptible: boolean): string => interruptible ? `${offering}/interruptible` : offering
+export const variantKey = (offering: string, interruptible: boolean): string =>
+  interruptible ? `${offering}/interruptible` : offering
 
 export const variantKeyOf = (variant: Variant): string => variantKey(variant.offering.id, variant.interruptible)

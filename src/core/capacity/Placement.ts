@@ -10,11 +10,11 @@
  * `explain` renders both as the explanation an Attempt and `estimate.placementPreview.explain` show: the kept
  * candidates in rank order with their expected cost, and the dropped ones grouped by the reason they were dropped.
  */
-import { type Continuity, expectedRunMs } from "./Interruptions.ts"
 import * as Limits from "../Limits.ts"
 import { formatMicroUsd, parseMicroUsd } from "../Money.ts"
-import { type Offering, type Variant, variantKeyOf, variantsOf } from "./Offering.ts"
 import { formatDurationMs, parseQuantity } from "../Units.ts"
+import { type Continuity, expectedRunMs } from "./Interruptions.ts"
+import { type Offering, type Variant, variantKeyOf, variantsOf } from "./Offering.ts"
 
 /** The spec fields placement reads (a Job's, a Workspace's, ... — structurally). */
 export interface PlacementRequest {
@@ -100,33 +100,53 @@ const resourceMismatch = (offering: Offering, request: PlacementRequest): string
     const count = gpu.count ?? 1
     if (accelerator.count !== count) return `has ${accelerator.count} GPUs per host, not ${count}`
     if (gpu.type !== undefined && !gpuTypeMatches(offering, gpu.type, gpu.exact === true)) {
-      return `${gpu.exact === true ? "variant" : "GPU family"} ${gpu.exact === true ? accelerator.variant : accelerator.family} is not one of ${gpu.type.join(", ")}`
+      return `${gpu.exact === true ? "variant" : "GPU family"} ${
+        gpu.exact === true ? accelerator.variant : accelerator.family
+      } is not one of ${gpu.type.join(", ")}`
     }
     const minMemory = gpu.minMemory === undefined ? undefined : parseQuantity(gpu.minMemory)
-    if (minMemory !== undefined && accelerator.memoryGiB * GiB < minMemory) return `${accelerator.memoryGiB}Gi per GPU is below minMemory ${gpu.minMemory}`
+    if (minMemory !== undefined && accelerator.memoryGiB * GiB < minMemory) {
+      return `${accelerator.memoryGiB}Gi per GPU is below minMemory ${gpu.minMemory}`
+    }
     if (gpu.interconnect === "NVLink" && accelerator.interconnect !== "NVLink") return "GPUs are not NVLink-connected"
   }
   const cpu = resources?.cpu === undefined ? undefined : parseQuantity(resources.cpu)
   if (cpu !== undefined && offering.vcpus < cpu) return `${offering.vcpus} vCPUs is below cpu ${resources?.cpu}`
   const memory = resources?.memory === undefined ? undefined : parseQuantity(resources.memory)
-  if (memory !== undefined && offering.memoryGiB * GiB < memory) return `${offering.memoryGiB}Gi memory is below ${resources?.memory}`
+  if (memory !== undefined && offering.memoryGiB * GiB < memory) {
+    return `${offering.memoryGiB}Gi memory is below ${resources?.memory}`
+  }
   const disk = resources?.disk === undefined ? undefined : parseQuantity(resources.disk)
-  if (disk !== undefined && offering.diskGiB * GiB < disk) return `${offering.diskGiB}Gi disk is below ${resources?.disk}`
+  if (disk !== undefined && offering.diskGiB * GiB < disk) {
+    return `${offering.diskGiB}Gi disk is below ${resources?.disk}`
+  }
   return undefined
 }
 
 const placementMismatch = (variant: Variant, request: PlacementRequest, run: RunProfile): string | undefined => {
   const placement = request.placement
   const offering = variant.offering
-  if (placement?.offerings !== undefined && placement.offerings.length > 0 && !placement.offerings.includes(offering.id)) return "not in placement.offerings"
-  if (placement?.regions !== undefined && placement.regions.length > 0 && !placement.regions.includes(offering.regionClass)) {
+  if (
+    placement?.offerings !== undefined && placement.offerings.length > 0 && !placement.offerings.includes(offering.id)
+  ) return "not in placement.offerings"
+  if (
+    placement?.regions !== undefined && placement.regions.length > 0 &&
+    !placement.regions.includes(offering.regionClass)
+  ) {
     return `region class ${offering.regionClass} is not in placement.regions`
   }
   const policy = placement?.interruptible ?? "Never"
   if (variant.interruptible && policy === "Never") return "interruptible; placement.interruptible is Never"
-  if (variant.interruptible && policy === "Allow" && run.failOnInterruption) return "interruptible; an interruption would fail the run (recovery.onInterruption Fail)"
-  if (placement?.maxRateUSDPerHour !== undefined && variant.rateMicroUsdPerHour > parseMicroUsd(placement.maxRateUSDPerHour)) {
-    return `rate ${formatMicroUsd(variant.rateMicroUsdPerHour)} is above maxRateUSDPerHour ${placement.maxRateUSDPerHour}`
+  if (variant.interruptible && policy === "Allow" && run.failOnInterruption) {
+    return "interruptible; an interruption would fail the run (recovery.onInterruption Fail)"
+  }
+  if (
+    placement?.maxRateUSDPerHour !== undefined &&
+    variant.rateMicroUsdPerHour > parseMicroUsd(placement.maxRateUSDPerHour)
+  ) {
+    return `rate ${
+      formatMicroUsd(variant.rateMicroUsdPerHour)
+    } is above maxRateUSDPerHour ${placement.maxRateUSDPerHour}`
   }
   return undefined
 }
@@ -134,10 +154,16 @@ const placementMismatch = (variant: Variant, request: PlacementRequest, run: Run
 // ---------------------------------------------------------------------------------------------------------------------
 // Ranking
 
-const costOf = (rateMicroUsdPerHour: bigint, ms: number): bigint => (rateMicroUsdPerHour * BigInt(Math.round(ms))) / BigInt(Limits.hourMs)
+const costOf = (rateMicroUsdPerHour: bigint, ms: number): bigint =>
+  (rateMicroUsdPerHour * BigInt(Math.round(ms))) / BigInt(Limits.hourMs)
 
 const candidateOf = (variant: Variant, market: Market, run: RunProfile): Candidate => {
-  const expectedMs = expectedRunMs(run.workMs, market.bootMs(variant), market.meanTimeBetweenInterruptionsMs(variant), run.continuity)
+  const expectedMs = expectedRunMs(
+    run.workMs,
+    market.bootMs(variant),
+    market.meanTimeBetweenInterruptionsMs(variant),
+    run.continuity
+  )
   return { variant, expectedMs, expectedCostMicroUsd: costOf(variant.rateMicroUsdPerHour, expectedMs) }
 }
 
@@ -148,24 +174,34 @@ const compareBigint = (a: bigint, b: bigint): number => (a < b ? -1 : a > b ? 1 
  * Balanced: lowest product of the two, so a variant twice as fast may cost up to twice as much (nodus; docs/jobs.md).
  * Prefer puts interruptible variants first; ties end on the offering id so the order is total.
  */
-const comparator = (profile: Ranking["profile"], preferInterruptible: boolean) => (a: Candidate, b: Candidate): number => {
-  if (preferInterruptible && a.variant.interruptible !== b.variant.interruptible) return a.variant.interruptible ? -1 : 1
-  const byCost = compareBigint(a.expectedCostMicroUsd, b.expectedCostMicroUsd)
-  const byTime = a.expectedMs - b.expectedMs
-  let order: number
-  if (profile === "Cost") order = byCost !== 0 ? byCost : byTime
-  else if (profile === "Speed") order = byTime !== 0 ? byTime : byCost
-  else {
-    const product = Number(a.expectedCostMicroUsd) * a.expectedMs - Number(b.expectedCostMicroUsd) * b.expectedMs
-    order = product !== 0 ? product : byCost
+const comparator =
+  (profile: Ranking["profile"], preferInterruptible: boolean) => (a: Candidate, b: Candidate): number => {
+    if (preferInterruptible && a.variant.interruptible !== b.variant.interruptible) {
+      return a.variant.interruptible
+        ? -1
+        : 1
+    }
+    const byCost = compareBigint(a.expectedCostMicroUsd, b.expectedCostMicroUsd)
+    const byTime = a.expectedMs - b.expectedMs
+    let order: number
+    if (profile === "Cost") order = byCost !== 0 ? byCost : byTime
+    else if (profile === "Speed") order = byTime !== 0 ? byTime : byCost
+    else {
+      const product = Number(a.expectedCostMicroUsd) * a.expectedMs - Number(b.expectedCostMicroUsd) * b.expectedMs
+      order = product !== 0 ? product : byCost
+    }
+    if (order !== 0) return order
+    if (a.variant.offering.id !== b.variant.offering.id) return a.variant.offering.id < b.variant.offering.id ? -1 : 1
+    return a.variant.interruptible === b.variant.interruptible ? 0 : a.variant.interruptible ? 1 : -1
   }
-  if (order !== 0) return order
-  if (a.variant.offering.id !== b.variant.offering.id) return a.variant.offering.id < b.variant.offering.id ? -1 : 1
-  return a.variant.interruptible === b.variant.interruptible ? 0 : a.variant.interruptible ? 1 : -1
-}
 
 /** Stage 1: keeps or drops every variant of the catalog and orders the kept ones. */
-export const rank = (request: PlacementRequest, catalog: ReadonlyArray<Offering>, market: Market, run: RunProfile): Ranking => {
+export const rank = (
+  request: PlacementRequest,
+  catalog: ReadonlyArray<Offering>,
+  market: Market,
+  run: RunProfile
+): Ranking => {
   const kept: Array<Candidate> = []
   const dropped: Array<{ variant: Variant; reason: string }> = []
   for (const offering of catalog) {
@@ -198,7 +234,9 @@ export type Explanation = {
   readonly profile: string
   readonly interruptible: string
   readonly expectedDuration: string
-  readonly chosen: { readonly offering: string; readonly interruptible: boolean; readonly rateUSDPerHour: string } | null
+  readonly chosen:
+    | { readonly offering: string; readonly interruptible: boolean; readonly rateUSDPerHour: string }
+    | null
   readonly why: string
   readonly candidates: ReadonlyArray<{
     readonly offering: string
@@ -209,7 +247,9 @@ export type Explanation = {
     readonly verdict: "Chosen" | "Kept" | "NoCapacity"
   }>
   /** The variants filtered out, grouped by reason: how many, and the first few of them. */
-  readonly dropped: ReadonlyArray<{ readonly reason: string; readonly count: number; readonly offerings: ReadonlyArray<string> }>
+  readonly dropped: ReadonlyArray<
+    { readonly reason: string; readonly count: number; readonly offerings: ReadonlyArray<string> }
+  >
 }
 
 /**
@@ -219,9 +259,12 @@ export type Explanation = {
  */
 export const explanationDroppedExamplesMax = 3
 
-
 const whyChosen = (ranking: Ranking): string => {
-  const order = ranking.profile === "Cost" ? "lowest expected cost" : ranking.profile === "Speed" ? "shortest expected time" : "best balance of expected cost and time"
+  const order = ranking.profile === "Cost"
+    ? "lowest expected cost"
+    : ranking.profile === "Speed"
+    ? "shortest expected time"
+    : "best balance of expected cost and time"
   return ranking.interruptible === "Prefer" ? `interruptible first, then ${order}` : order
 }
 
@@ -235,7 +278,9 @@ export const explain = (ranking: Ranking, chosen: Candidate | undefined, market:
   }
   const why = chosen !== undefined
     ? `${whyChosen(ranking)} among ${ranking.kept.length} candidates with capacity or not`
-    : ranking.kept.length === 0 ? "no offering matches the request" : "no matching offering has capacity now"
+    : ranking.kept.length === 0
+    ? "no offering matches the request"
+    : "no matching offering has capacity now"
   return {
     profile: ranking.profile,
     interruptible: ranking.interruptible,
@@ -254,6 +299,10 @@ export const explain = (ranking: Ranking, chosen: Candidate | undefined, market:
       expectedDuration: formatDurationMs(Math.round(candidate.expectedMs / 1000) * 1000),
       verdict: candidate === chosen ? "Chosen" : market.available(candidate.variant) > 0 ? "Kept" : "NoCapacity"
     })),
-    dropped: [...groups].map(([reason, offerings]) => ({ reason, count: offerings.length, offerings: offerings.slice(0, explanationDroppedExamplesMax) }))
+    dropped: [...groups].map(([reason, offerings]) => ({
+      reason,
+      count: offerings.length,
+      offerings: offerings.slice(0, explanationDroppedExamplesMax)
+    }))
   }
 }

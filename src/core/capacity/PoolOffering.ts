@@ -51,7 +51,12 @@ export const nodeOfferings = (shape: NodeShape): ReadonlyArray<Offering> => {
     interruptibleMicroUsdPerHour: undefined
   }
   const cpuRate = BigInt(shape.cpus) * poolMicroUsdPerVcpuHour
-  const offerings: Array<Offering> = [{ ...base, id: nodeOfferingId(shape.node), accelerator: undefined, onDemandMicroUsdPerHour: cpuRate }]
+  const offerings: Array<Offering> = [{
+    ...base,
+    id: nodeOfferingId(shape.node),
+    accelerator: undefined,
+    onDemandMicroUsdPerHour: cpuRate
+  }]
   const first = shape.gpus[0]
   if (first === undefined) return offerings
   const same = shape.gpus.filter((gpu) => gpu.model === first.model).length
@@ -60,7 +65,13 @@ export const nodeOfferings = (shape: NodeShape): ReadonlyArray<Offering> => {
     offerings.push({
       ...base,
       id: `${shape.node}-gpu${count}`,
-      accelerator: { family: gpuFamilyOf(first.model), variant: first.model.replace(/\s+/gu, "-"), count, memoryGiB: Math.floor(first.memoryMiB / 1024), interconnect: "PCIe" },
+      accelerator: {
+        family: gpuFamilyOf(first.model),
+        variant: first.model.replace(/\s+/gu, "-"),
+        count,
+        memoryGiB: Math.floor(first.memoryMiB / 1024),
+        interconnect: "PCIe"
+      },
       onDemandMicroUsdPerHour: cpuRate + BigInt(count) * poolMicroUsdPerGpuHour
     })
   }

@@ -62,10 +62,15 @@ export const poolHostModel: Omit<ProviderModel, "capacity"> = {
  * The default fleet: `hostsPerVariant` hosts of every variant under the provider defaults (a Pool's hosts under
  * `poolHostModel`); only interruptible hosts are preempted.
  */
-export const defaultProviderModels = (hostsPerVariant: number = defaultHostsPerVariant) => (variant: Variant): ProviderModel =>
-  variant.offering.provider === poolProvider
-    ? { capacity: hostsPerVariant, ...poolHostModel }
-    : { capacity: hostsPerVariant, ...providerDefaults, preemptionMtbfMs: variant.interruptible ? providerDefaults.preemptionMtbfMs : undefined }
+export const defaultProviderModels =
+  (hostsPerVariant: number = defaultHostsPerVariant) => (variant: Variant): ProviderModel =>
+    variant.offering.provider === poolProvider
+      ? { capacity: hostsPerVariant, ...poolHostModel }
+      : {
+        capacity: hostsPerVariant,
+        ...providerDefaults,
+        preemptionMtbfMs: variant.interruptible ? providerDefaults.preemptionMtbfMs : undefined
+      }
 
 /** The market of a fleet with every host free: what placement sees where no backend reports live capacity. */
 export const freeMarketOf = (models: (variant: Variant) => ProviderModel): Market => ({

@@ -10,9 +10,9 @@
 import { type BillingSubject, costStatusOf, holdLaunch, type Room, settle, type Settled } from "../billing/Billing.ts"
 import type { Ledger, Posting } from "../billing/Ledger.ts"
 import type { Pricebook } from "../billing/Pricebook.ts"
-import { parseMicroUsd } from "../Money.ts"
 import type { Variant } from "../capacity/Offering.ts"
-import { choose, type Ranking, type Market } from "../capacity/Placement.ts"
+import { choose, type Market, type Ranking } from "../capacity/Placement.ts"
+import { parseMicroUsd } from "../Money.ts"
 import type { Machine, Observation, StepContext, StepResult } from "./Controller.ts"
 
 /** The ledger a driver bills on, and what else billing reads. */
@@ -40,7 +40,13 @@ const earliest = (a: number | undefined, b: number | undefined): number | undefi
   a === undefined ? b : b === undefined ? a : Math.min(a, b)
 
 /** What billing reads of an object: its uid owns the charges; `nextVariant` is what a launch would take now. */
-export const subjectOf = (uid: string, maxCostUSD: string | undefined, attempts: BillingSubject["attempts"], nextVariant: Variant | undefined, rooms: ReadonlyArray<Room>): BillingSubject => ({
+export const subjectOf = (
+  uid: string,
+  maxCostUSD: string | undefined,
+  attempts: BillingSubject["attempts"],
+  nextVariant: Variant | undefined,
+  rooms: ReadonlyArray<Room>
+): BillingSubject => ({
   owner: uid,
   capMicro: maxCostUSD === undefined ? undefined : parseMicroUsd(maxCostUSD),
   attempts,
@@ -67,14 +73,23 @@ export const billedStep = <Spec, Status extends object>(
   const { ledger, pricebook } = billing
   const { now } = context
   const posted = ledger.postings.length
-  const subject = subjectOf(observation.uid, machine.maxCostOf(observation.spec), observation.attempts, nextVariantOf(context.ranking, context.market), billing.rooms)
+  const subject = subjectOf(
+    observation.uid,
+    machine.maxCostOf(observation.spec),
+    observation.attempts,
+    nextVariantOf(context.ranking, context.market),
+    billing.rooms
+  )
   const settled = settle(ledger, pricebook, subject, now)
   const stepped = machine.step(observation, { ...context, funding: settled.funding })
   // Spec: the first hold is placed before capacity starts (the step launched only what `launchBudget` pays for).
   for (const action of stepped.actions) {
     if (action._tag === "Launch") holdLaunch(ledger, pricebook, observation.uid, action.attempt, action.variant, now)
   }
-  const cost = costStatusOf(ledger, observation.uid, settled, { capMicro: subject.capMicro, final: machine.isFinal(stepped.status) })
+  const cost = costStatusOf(ledger, observation.uid, settled, {
+    capMicro: subject.capMicro,
+    final: machine.isFinal(stepped.status)
+  })
   const result = { ...stepped, status: { ...stepped.status, cost } }
   const postings = ledger.postings.length === posted ? noPostings : ledger.postings.slice(posted)
   return { result, settled, postings, wakeAt: earliest(stepped.wakeAt, settled.wakeAt) }
@@ -85,8 +100,19 @@ export const billedStep = <Spec, Status extends object>(
  * "Release"): the time up to the stop and the teardown are charged and every hold closes. Answers when to look again,
  * or undefined once every run is released.
  */
-export const billRemoved = (billing: Billing, uid: string, maxCostUSD: string | undefined, attempts: BillingSubject["attempts"], now: number): { readonly wakeAt: number | undefined; readonly done: boolean } => {
-  const { wakeAt } = settle(billing.ledger, billing.pricebook, subjectOf(uid, maxCostUSD, attempts, undefined, billing.rooms), now)
+export const billRemoved = (
+  billing: Billing,
+  uid: string,
+  maxCostUSD: string | undefined,
+  attempts: BillingSubject["attempts"],
+  now: number
+): { readonly wakeAt: number | undefined; readonly done: boolean } => {
+  const { wakeAt } = settle(
+    billing.ledger,
+    billing.pricebook,
+    subjectOf(uid, maxCostUSD, attempts, undefined, billing.rooms),
+    now
+  )
   const done = attempts.every((attempt) => attempt.releasedAt !== undefined && attempt.releasedAt <= now)
   return { wakeAt, done }
 }

@@ -132,5 +132,6 @@ export interface Machine<Spec, Status> {
 }
 
 /** Whether a status shows a Funded condition that is False (money holds the object back). */
-export const isUnfunded = (status: { readonly conditions?: ReadonlyArray<{ readonly type: string; readonly status: string }> | undefined }): boolean =>
-  conditionIn(status.conditions, "Funded")?.status === "False"
+export const isUnfunded = (
+  status: { readonly conditions?: ReadonlyArray<{ readonly type: string; readonly status: string }> | undefined }
+): boolean => conditionIn(status.conditions, "Funded")?.status === "False"

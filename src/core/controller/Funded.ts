@@ -4,9 +4,9 @@
  * Sandboxes and other kinds with a cost"). Each kind says what stops and what starts again in its own words.
  */
 import type { Funding } from "../billing/Billing.ts"
+import { iso } from "../StatusText.ts"
 import { type Condition, conditionIn } from "./Conditions.ts"
 import type { StepState } from "./StepState.ts"
-import { iso } from "../StatusText.ts"
 
 /** A kind's words for its money moves. `by` is the stop's time as shown (RFC 3339). */
 export interface FundedWords {
@@ -34,8 +34,19 @@ export const fund = <Status extends { readonly conditions?: ReadonlyArray<Condit
   const stop = funding.stop
   if (stop !== undefined) {
     if (previous?.status !== "False" || previous.reason !== stop.reason) {
-      if (stop.reason === "MaxCostReached") step.event(`${words.prefix}.max_cost_reached`, "MaxCostReached", words.maxCostReached(maxCostUSD ?? "", iso(stop.at)), true)
-      else step.event(`${words.prefix}.funding_lost`, "FundingLost", words.fundingLost(stop.message, iso(stop.at)), true)
+      if (stop.reason === "MaxCostReached") {
+        step.event(
+          `${words.prefix}.max_cost_reached`,
+          "MaxCostReached",
+          words.maxCostReached(maxCostUSD ?? "", iso(stop.at)),
+          true
+        )
+      } else {step.event(
+          `${words.prefix}.funding_lost`,
+          "FundingLost",
+          words.fundingLost(stop.message, iso(stop.at)),
+          true
+        )}
     }
     step.condition("Funded", "False", stop.reason, stop.message)
     return
@@ -45,7 +56,11 @@ export const fund = <Status extends { readonly conditions?: ReadonlyArray<Condit
     return
   }
   if (previous?.status === "False" && (previous.reason === "FundingLost" || previous.reason === "MaxCostReached")) {
-    step.event(`${words.prefix}.funding_restored`, "FundingRestored", previous.reason === "MaxCostReached" ? words.restoredByCap : words.restoredByCredits)
+    step.event(
+      `${words.prefix}.funding_restored`,
+      "FundingRestored",
+      previous.reason === "MaxCostReached" ? words.restoredByCap : words.restoredByCredits
+    )
   }
   step.condition("Funded", "True", "Funded", words.funded)
 }

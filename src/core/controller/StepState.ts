@@ -53,6 +53,13 @@ export class StepState<Status extends { readonly conditions?: ReadonlyArray<Cond
   /** The step's result, its conditions written into the status. */
   result(): StepResult<Status> {
     this.status.conditions = this.conditions
-    return { status: this.status, actions: this.actions, events: this.events ?? noEvents, wakeAt: this.wakeAt, waitingForCapacity: this.waitingForCapacity, waitingForFunds: this.waitingForFunds }
+    return {
+      status: this.status,
+      actions: this.actions,
+      events: this.events ?? noEvents,
+      wakeAt: this.wakeAt,
+      waitingForCapacity: this.waitingForCapacity,
+      waitingForFunds: this.waitingForFunds
+    }
   }
 }

@@ -14,14 +14,18 @@ export const defaultEgress = "Deny"
 interface EnvEntry {
   readonly name: string
   readonly value?: string | undefined
-  readonly valueFrom?: { readonly secretKeyRef?: { readonly name: string; readonly key: string } | undefined } | undefined
+  readonly valueFrom?:
+    | { readonly secretKeyRef?: { readonly name: string; readonly key: string } | undefined }
+    | undefined
 }
 
 /** env as written: literals, and Secret keys resolved when the program starts (never stored). */
 export const programEnvOf = (env: ReadonlyArray<EnvEntry> | undefined): ReadonlyArray<ProgramEnv> =>
   (env ?? []).map((entry): ProgramEnv => {
     const ref = entry.valueFrom?.secretKeyRef
-    return ref === undefined ? { name: entry.name, value: entry.value ?? "" } : { name: entry.name, secret: ref.name, key: ref.key }
+    return ref === undefined
+      ? { name: entry.name, value: entry.value ?? "" }
+      : { name: entry.name, secret: ref.name, key: ref.key }
   })
 
 interface NetworkSpec {
@@ -33,7 +37,9 @@ interface NetworkSpec {
 }
 
 /** The egress of a program: its policy, the names AllowList reaches (presets expanded), and presets nobody knows. */
-export const egressOf = (network: NetworkSpec | undefined): Pick<WorkloadProgram, "egress" | "allow" | "unknownPresets"> => {
+export const egressOf = (
+  network: NetworkSpec | undefined
+): Pick<WorkloadProgram, "egress" | "allow" | "unknownPresets"> => {
   const presets = network?.egress?.presets ?? []
   return {
     egress: network?.egress?.policy ?? defaultEgress,
@@ -54,7 +60,9 @@ interface ResourcesSpec {
  * where the kernel allows; unset, a share per vCPU and GPU of what it asks), its processes (per vCPU) and its writable
  * disk (the disk floor it asks for, or the default). Nothing a box does is unbounded.
  */
-export const boxBoundsOf = (resources: ResourcesSpec | undefined): Pick<WorkloadProgram, "memoryBytes" | "pidsMax" | "diskBytes"> => {
+export const boxBoundsOf = (
+  resources: ResourcesSpec | undefined
+): Pick<WorkloadProgram, "memoryBytes" | "pidsMax" | "diskBytes"> => {
   const cpus = Math.max(1, Math.ceil(quantityOf(resources?.cpu) ?? 1))
   const gpus = resources?.gpu === undefined ? 0 : resources.gpu.count ?? 1
   const memory = quantityOf(resources?.memory)

@@ -8,8 +8,8 @@
  * - Ignore: unknown fields are dropped silently.
  */
 import { Exit, Result, Schema, type SchemaAST, SchemaIssue } from "effect"
-import { ApiError, type Cause, invalid, type Subject } from "./ApiError.ts"
 import { isObject, type Json, type JsonObject } from "../Json.ts"
+import { ApiError, type Cause, invalid, type Subject } from "./ApiError.ts"
 
 export type FieldValidation = "Strict" | "Warn" | "Ignore"
 
@@ -64,7 +64,9 @@ const problemsOf = (issue: SchemaIssue.Issue, path: ReadonlyArray<PropertyKey> =
       // A union whose discriminator picked one member reports that member's issue wrapped in AnyOf; unwrapping it
       // keeps the real reason (an unknown field stays UnexpectedKey and obeys fieldValidation).
       if (issue.issues.length === 1) return problemsOf(issue.issues[0]!, path)
-      return issue.issues.length === 0 ? discriminatorProblem(issue, path) ?? leavesOf(issue, path) : leavesOf(issue, path)
+      return issue.issues.length === 0
+        ? discriminatorProblem(issue, path) ?? leavesOf(issue, path)
+        : leavesOf(issue, path)
     default:
       return leavesOf(issue, path)
   }
@@ -74,9 +76,16 @@ const literalsOf = (ast: SchemaAST.AST): ReadonlyArray<unknown> =>
   ast._tag === "Literal" ? [ast.literal] : ast._tag === "Union" ? ast.types.flatMap(literalsOf) : []
 
 /** The key every member of a union of objects fixes to literals (`type`, `kind`, `intent`), with all its values. */
-const discriminatorOf = (union: SchemaAST.Union): { readonly key: string; readonly values: ReadonlyArray<unknown> } | undefined => {
+const discriminatorOf = (
+  union: SchemaAST.Union
+): { readonly key: string; readonly values: ReadonlyArray<unknown> } | undefined => {
   const members = union.types.map((member) =>
-    new Map(member._tag === "Objects" ? member.propertySignatures.map((property) => [String(property.name), literalsOf(property.type)] as const) : []))
+    new Map(
+      member._tag === "Objects"
+        ? member.propertySignatures.map((property) => [String(property.name), literalsOf(property.type)] as const)
+        : []
+    )
+  )
   const [first] = members
   const key = [...(first?.keys() ?? [])].find((name) => members.every((member) => (member.get(name)?.length ?? 0) > 0))
   return key === undefined ? undefined : { key, values: members.flatMap((member) => member.get(key) ?? []) }
@@ -86,14 +95,23 @@ const discriminatorOf = (union: SchemaAST.Union): { readonly key: string; readon
  * A value no member of a discriminated union takes: reported at the discriminator (`spec.type`), as Kubernetes
  * reports an unsupported enum value, rather than at the object.
  */
-const discriminatorProblem = (issue: SchemaIssue.AnyOf, path: ReadonlyArray<PropertyKey>): ReadonlyArray<Problem> | undefined => {
+const discriminatorProblem = (
+  issue: SchemaIssue.AnyOf,
+  path: ReadonlyArray<PropertyKey>
+): ReadonlyArray<Problem> | undefined => {
   const discriminator = discriminatorOf(issue.ast)
   if (discriminator === undefined || !isObject(issue.input as Json)) return undefined
   const value = (issue.input as JsonObject)[discriminator.key]
   const supported = discriminator.values.map((literal) => JSON.stringify(literal)).join(", ")
-  return [value === undefined
-    ? { path: [...path, discriminator.key], tag: "MissingKey", message: "Required value" }
-    : { path: [...path, discriminator.key], tag: "AnyOf", message: `Unsupported value: ${JSON.stringify(value)}: supported values: ${supported}` }]
+  return [
+    value === undefined
+      ? { path: [...path, discriminator.key], tag: "MissingKey", message: "Required value" }
+      : {
+        path: [...path, discriminator.key],
+        tag: "AnyOf",
+        message: `Unsupported value: ${JSON.stringify(value)}: supported values: ${supported}`
+      }
+  ]
 }
 
 const leavesOf = (issue: SchemaIssue.Issue, path: ReadonlyArray<PropertyKey>): ReadonlyArray<Problem> =>
@@ -123,7 +141,11 @@ const reasonOf = (tag: Problem["tag"]): string => {
 const causeOf = (problem: Problem): Cause => ({
   field: fieldPath(problem.path),
   reason: reasonOf(problem.tag),
-  message: problem.tag === "MissingKey" ? "Required value" : problem.tag === "UnexpectedKey" ? `unknown field "${fieldPath(problem.path)}"` : problem.message
+  message: problem.tag === "MissingKey"
+    ? "Required value"
+    : problem.tag === "UnexpectedKey"
+    ? `unknown field "${fieldPath(problem.path)}"`
+    : problem.message
 })
 
 const unknownFieldError = (unknown: ReadonlyArray<Cause>): ApiError =>
@@ -131,7 +153,8 @@ const unknownFieldError = (unknown: ReadonlyArray<Cause>): ApiError =>
     code: "BadRequest",
     message: `strict decoding error: ${unknown.map((cause) => cause.message).join(", ")}`,
     causes: unknown,
-    fix: "Remove the fields the kind does not define (see `kubectl explain`), or send fieldValidation=Warn to drop them with a warning."
+    fix:
+      "Remove the fields the kind does not define (see `kubectl explain`), or send fieldValidation=Warn to drop them with a warning."
   })
 
 interface Decoders {
@@ -162,7 +185,8 @@ const schemaErrorOf = (exit: Exit.Exit<unknown, Schema.SchemaError>): Schema.Sch
   return failure !== undefined && Schema.isSchemaError(failure.error) ? failure.error : undefined
 }
 
-const causesOf = (error: Schema.SchemaError): ReadonlyArray<Cause> => problemsOf(error.issue).map((problem) => causeOf(problem))
+const causesOf = (error: Schema.SchemaError): ReadonlyArray<Cause> =>
+  problemsOf(error.issue).map((problem) => causeOf(problem))
 
 const unexpected = () => new ApiError({ code: "InternalError", message: "admission failed unexpectedly" })
 
@@ -185,7 +209,9 @@ export const admit = <S extends Schema.Codec<unknown, unknown>>(
   const causes = causesOf(failure)
   const unknown = causes.filter((cause) => cause.reason === "FieldValueUnknown")
   const invalidCauses = causes.filter((cause) => cause.reason !== "FieldValueUnknown")
-  if (invalidCauses.length > 0) return Result.fail(invalid(subject, fieldValidation === "Strict" ? causes : invalidCauses, kind))
+  if (invalidCauses.length > 0) {
+    return Result.fail(invalid(subject, fieldValidation === "Strict" ? causes : invalidCauses, kind))
+  }
   if (fieldValidation === "Strict") return Result.fail(unknownFieldError(unknown))
   // Rules that look at a whole object (a filter over several fields) run only once its structure decodes, so without
   // the unknown fields the lenient decode can find problems the strict one never reached: they are the client's too.

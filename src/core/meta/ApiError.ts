@@ -5,9 +5,9 @@
  *
  * Core code returns these as values; the server renders them as Status bodies (server/http/Status.ts).
  */
-import type { ResourceRef } from "./Kinds.ts"
 import { Data } from "effect"
 import type { ErrorCode } from "./ErrorCodes.ts"
+import type { ResourceRef } from "./Kinds.ts"
 
 /** One problem of a request, as `details.causes[]` shows it (spec: Errors, Status body). */
 export interface Cause {
@@ -44,15 +44,22 @@ export const messageWithFix = (message: string, fix: string): string => `${messa
 
 /** A Status `message` without the fix the server appended, for clients that show `fix` on its own. */
 export const messageWithoutFix = (message: string, fix: unknown): string =>
-  typeof fix === "string" && message.endsWith(`${fixSeparator}${fix}`) ? message.slice(0, message.length - fixSeparator.length - fix.length) : message
+  typeof fix === "string" && message.endsWith(`${fixSeparator}${fix}`)
+    ? message.slice(0, message.length - fixSeparator.length - fix.length)
+    : message
 
 /** `jobs.nodus.dev "train-1"`: how Kubernetes names an object in messages. */
 /** The subject of an error about objects of `ref` (and the one named `name`). */
-export const subjectOf = (ref: ResourceRef, name?: string): Subject =>
-  ({ group: ref.group, kind: ref.info.plural, ...(name === undefined ? {} : { name }) })
+export const subjectOf = (ref: ResourceRef, name?: string): Subject => ({
+  group: ref.group,
+  kind: ref.info.plural,
+  ...(name === undefined ? {} : { name })
+})
 
 export const describe = (subject: Subject): string => {
-  const resource = subject.group === undefined || subject.group === "" ? subject.kind : `${subject.kind}.${subject.group}`
+  const resource = subject.group === undefined || subject.group === ""
+    ? subject.kind
+    : `${subject.kind}.${subject.group}`
   return subject.name === undefined ? `${resource ?? "object"}` : `${resource ?? "object"} "${subject.name}"`
 }
 
@@ -73,18 +80,28 @@ export const conflict = (subject: Subject, why: string): ApiError =>
 
 /** A method the requested path does not take (Kubernetes' wording). */
 export const methodNotAllowed = (method: string): ApiError =>
-  new ApiError({ code: "MethodNotAllowed", message: `the server does not allow this method on the requested resource (${method})` })
+  new ApiError({
+    code: "MethodNotAllowed",
+    message: `the server does not allow this method on the requested resource (${method})`
+  })
 
 /** A path the server does not serve (Kubernetes' wording). */
-export const resourceNotFound = (): ApiError => new ApiError({ code: "NotFound", message: "the server could not find the requested resource" })
+export const resourceNotFound = (): ApiError =>
+  new ApiError({ code: "NotFound", message: "the server could not find the requested resource" })
 
 export const badRequest = (message: string, causes?: ReadonlyArray<Cause>): ApiError =>
   new ApiError({ code: "BadRequest", message, ...(causes === undefined ? {} : { causes }) })
 
 /** Kubernetes' Invalid: `Job.nodus.dev "x" is invalid: [spec.a: Invalid value: …, …]`. */
 export const invalid = (subject: Subject | undefined, causes: ReadonlyArray<Cause>, kindName?: string): ApiError => {
-  const list = causes.map((cause) => (cause.field === "" ? cause.message : `${cause.field}: ${cause.message}`)).join(", ")
-  const what = subject === undefined ? "request" : `${kindName ?? subject.kind ?? "object"}${subject.group ? `.${subject.group}` : ""}${subject.name === undefined ? "" : ` "${subject.name}"`}`
+  const list = causes.map((cause) => (cause.field === "" ? cause.message : `${cause.field}: ${cause.message}`)).join(
+    ", "
+  )
+  const what = subject === undefined
+    ? "request"
+    : `${kindName ?? subject.kind ?? "object"}${subject.group ? `.${subject.group}` : ""}${
+      subject.name === undefined ? "" : ` "${subject.name}"`
+    }`
   return new ApiError({
     code: "Invalid",
     message: `${what} is invalid: ${causes.length === 1 ? list : `[${list}]`}`,
@@ -94,11 +111,25 @@ export const invalid = (subject: Subject | undefined, causes: ReadonlyArray<Caus
 }
 
 /** A single-field validation problem. */
-export const fieldInvalid = (field: string, message: string, reason = "FieldValueInvalid"): Cause => ({ field, reason, message })
+export const fieldInvalid = (field: string, message: string, reason = "FieldValueInvalid"): Cause => ({
+  field,
+  reason,
+  message
+})
 
-export const fieldRequired = (field: string): Cause => ({ field, reason: "FieldValueRequired", message: "Required value" })
+export const fieldRequired = (field: string): Cause => ({
+  field,
+  reason: "FieldValueRequired",
+  message: "Required value"
+})
 
-export const fieldForbidden = (field: string, message: string): Cause => ({ field, reason: "FieldValueForbidden", message })
+export const fieldForbidden = (field: string, message: string): Cause => ({
+  field,
+  reason: "FieldValueForbidden",
+  message
+})
 
 /** Renders a JSON value the way Kubernetes quotes it inside "Invalid value: …" messages. */
-export const quote = (value: unknown): string => (typeof value === "string" ? `"${value}"` : JSON.stringify(value) ?? "null")
+export const quote = (
+  value: unknown
+): string => (typeof value === "string" ? `"${value}"` : JSON.stringify(value) ?? "null")

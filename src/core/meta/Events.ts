@@ -42,7 +42,9 @@ const nameRoomMax = 253 - 1 - 16
  * millisecond apart.
  */
 export const eventName = (objectName: string, at: number, sequence: number): string =>
-  `${objectName.slice(0, nameRoomMax)}.${(BigInt(Math.max(0, Math.floor(at))) * 1_000_000n + BigInt(sequence % 1_000_000)).toString(16)}`
+  `${objectName.slice(0, nameRoomMax)}.${
+    (BigInt(Math.max(0, Math.floor(at))) * 1_000_000n + BigInt(sequence % 1_000_000)).toString(16)
+  }`
 
 /** metav1.MicroTime: RFC 3339 with six fractional digits. */
 export const microTime = (at: number): string => new Date(at).toISOString().replace(/\.(\d{3})Z$/u, ".$1000Z")
@@ -80,7 +82,12 @@ export const eventObject = (record: EventRecord, uid: string, now: number): Reso
     resourceVersion: "",
     generation: 1,
     creationTimestamp: timestamp(now),
-    ownerReferences: [{ apiVersion: record.involved.apiVersion, kind: record.involved.kind, name: record.involved.name, uid: record.involved.uid }]
+    ownerReferences: [{
+      apiVersion: record.involved.apiVersion,
+      kind: record.involved.kind,
+      name: record.involved.name,
+      uid: record.involved.uid
+    }]
   },
   ...eventBody(record)
 })
@@ -109,10 +116,17 @@ export const eventFieldLabels: ReadonlySet<string> = new Set([
 const text = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined)
 
 const member = (value: unknown, key: string): unknown =>
-  typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>)[key] : undefined
+  typeof value === "object" && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)[key]
+    : undefined
 
 /** The values of `eventFieldLabels` in an Event object. */
-export const eventFields = (object: { readonly metadata?: { readonly name?: string; readonly namespace?: string }; readonly [field: string]: unknown }): Record<string, string | undefined> => {
+export const eventFields = (
+  object: {
+    readonly metadata?: { readonly name?: string; readonly namespace?: string }
+    readonly [field: string]: unknown
+  }
+): Record<string, string | undefined> => {
   const involved = object["involvedObject"]
   return {
     "metadata.name": object.metadata?.name,

@@ -19,11 +19,17 @@ export interface FieldSelector {
 export const everything: FieldSelector = { requirements: [] }
 
 /** The field labels every resource supports here: the two metadata fields and the pod-style phase. */
-export const defaultSupportedFields: ReadonlySet<string> = new Set(["metadata.name", "metadata.namespace", "status.phase"])
+export const defaultSupportedFields: ReadonlySet<string> = new Set([
+  "metadata.name",
+  "metadata.namespace",
+  "status.phase"
+])
 
 // Go sorts the terms bytewise (UTF-8), which is code point order; UTF-16 code units differ
 // from it only between surrogates and U+E000–U+FFFF, so those are remapped before comparing.
-const codePointOrderUnit = (unit: number): number => (unit >= 0xe000 ? unit - 0x800 : unit >= 0xd800 ? unit + 0x2000 : unit)
+const codePointOrderUnit = (
+  unit: number
+): number => (unit >= 0xe000 ? unit - 0x800 : unit >= 0xd800 ? unit + 0x2000 : unit)
 
 const compareByteOrder = (left: string, right: string): number => {
   const shared = Math.min(left.length, right.length)
@@ -164,5 +170,7 @@ export const fieldsOf = (object: {
 
 /** The single metadata.name value an Equals term pins, if any (used to make "get NAME -w" cheap). */
 export const pinnedName = (selector: FieldSelector): string | undefined =>
-  selector.requirements.find((requirement) => requirement.operator === "Equals" && requirement.field === "metadata.name")
+  selector.requirements.find((requirement) =>
+    requirement.operator === "Equals" && requirement.field === "metadata.name"
+  )
     ?.value

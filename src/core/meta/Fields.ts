@@ -15,10 +15,12 @@ import { compareUsd, formatDurationMs, isUsd, parseDurationMs, parseQuantity, us
  * lands beside the field's schema, so a named schema keeps its own description and single definition, and a schema
  * whose last check has no JSON Schema form (a cross-field rule) does not lose it.
  */
-export const described = <S extends Schema.Top>(schema: S, description: string): S["Rebuild"] => schema.annotateKey({ description })
+export const described = <S extends Schema.Top>(schema: S, description: string): S["Rebuild"] =>
+  schema.annotateKey({ description })
 
 /** An optional field with a description. */
-export const optional = <S extends Schema.Top>(schema: S, description: string) => Schema.optionalKey(described(schema, description) as S)
+export const optional = <S extends Schema.Top>(schema: S, description: string) =>
+  Schema.optionalKey(described(schema, description) as S)
 
 /**
  * A field that takes `value` when absent (spec: "default …"): applied at admission, so it is stored and visible on
@@ -30,20 +32,26 @@ export const defaulted = <S extends Schema.Top>(schema: S, value: S["Encoded"], 
 /** An integer from `minimum` to `maximum` inclusive. */
 export const intBetween = (minimum: number, maximum: number) =>
   Schema.Int.check(Schema.makeFilter(
-    (value: number) => value >= minimum && value <= maximum ? undefined : `Invalid value: ${value}: must be between ${minimum} and ${maximum}, inclusive`,
+    (value: number) =>
+      value >= minimum && value <= maximum
+        ? undefined
+        : `Invalid value: ${value}: must be between ${minimum} and ${maximum}, inclusive`,
     { toJsonSchema: () => ({ minimum, maximum }) }
   ))
 
 /** An integer of at least `minimum`. */
 export const intAtLeast = (minimum: number) =>
   Schema.Int.check(Schema.makeFilter(
-    (value: number) => value >= minimum ? undefined : `Invalid value: ${value}: must be greater than or equal to ${minimum}`,
+    (value: number) =>
+      value >= minimum ? undefined : `Invalid value: ${value}: must be greater than or equal to ${minimum}`,
     { toJsonSchema: () => ({ minimum }) }
   ))
 
 /** One of `values` (one of the spec's value sets, e.g. Never | Allow | Prefer), refused in Kubernetes' words. */
 export const oneOf = <const Values extends ReadonlyArray<string | number | boolean>>(values: Values) =>
-  Schema.Literals(values).annotate({ message: `Unsupported value: supported values: ${values.map((value) => JSON.stringify(value)).join(", ")}` })
+  Schema.Literals(values).annotate({
+    message: `Unsupported value: supported values: ${values.map((value) => JSON.stringify(value)).join(", ")}`
+  })
 
 export const durationPattern = "^(0|(([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(ns|us|µs|ms|s|m|h))+)$"
 
@@ -56,8 +64,9 @@ export interface DurationBounds {
 
 const rangeText = (bounds: DurationBounds): string => {
   const parts: Array<string> = []
-  if (bounds.minimumMs !== undefined && bounds.maximumMs !== undefined) parts.push(`between ${formatDurationMs(bounds.minimumMs)} and ${formatDurationMs(bounds.maximumMs)}`)
-  else if (bounds.minimumMs !== undefined) parts.push(`at least ${formatDurationMs(bounds.minimumMs)}`)
+  if (bounds.minimumMs !== undefined && bounds.maximumMs !== undefined) {
+    parts.push(`between ${formatDurationMs(bounds.minimumMs)} and ${formatDurationMs(bounds.maximumMs)}`)
+  } else if (bounds.minimumMs !== undefined) parts.push(`at least ${formatDurationMs(bounds.minimumMs)}`)
   else if (bounds.maximumMs !== undefined) parts.push(`at most ${formatDurationMs(bounds.maximumMs)}`)
   return `${bounds.zero === true ? "0s or " : ""}${parts.join("")}`
 }
@@ -84,21 +93,32 @@ export const quantity = (maximum?: { readonly value: number; readonly text: stri
     (text: string) => {
       const value = parseQuantity(text)
       if (value === undefined) return `Invalid value: "${text}": must be a quantity such as 16Gi, 500m or 2`
-      return maximum !== undefined && value > maximum.value ? `Invalid value: "${text}": must be at most ${maximum.text}` : undefined
+      return maximum !== undefined && value > maximum.value
+        ? `Invalid value: "${text}": must be at most ${maximum.text}`
+        : undefined
     },
-    { toJsonSchema: () => ({ pattern: quantityPattern, ...(maximum === undefined ? {} : { "x-nodus-quantity": { maximum: maximum.value } }) }) }
+    {
+      toJsonSchema: () => ({
+        pattern: quantityPattern,
+        ...(maximum === undefined ? {} : { "x-nodus-quantity": { maximum: maximum.value } })
+      })
+    }
   ))
 
 /** A USD amount: a decimal string with at most six decimals (spec: Conventions 2; the ledger counts micro-USD). */
 export const usd = Schema.String.check(Schema.makeFilter(
-  (text: string) => isUsd(text) ? undefined : `Invalid value: "${text}": must be a decimal USD amount such as 12.50, with at most 6 decimals`,
+  (text: string) =>
+    isUsd(text)
+      ? undefined
+      : `Invalid value: "${text}": must be a decimal USD amount such as 12.50, with at most 6 decimals`,
   { toJsonSchema: () => ({ pattern: usdPattern.source, "x-nodus-usd": true }) }
 ))
 
 /** A USD amount above zero (a rate, a grant, a top-up). */
 export const positiveUsd = usd.check(Schema.makeFilter(
   // Text that is no USD amount is refused by `usd` alone (every check runs; compareUsd would throw on it).
-  (text: string) => !isUsd(text) || compareUsd(text, "0") > 0 ? undefined : `Invalid value: "${text}": must be greater than 0`,
+  (text: string) =>
+    !isUsd(text) || compareUsd(text, "0") > 0 ? undefined : `Invalid value: "${text}": must be greater than 0`,
   { toJsonSchema: () => ({ not: { pattern: "^0(\\.0*)?$" } }) }
 ))
 
@@ -124,7 +144,8 @@ export const nonEmpty = Schema.String.check(notEmpty)
 /** A list of at most `maximum` items. */
 export const listOf = <S extends Schema.Top>(item: S, maximum: number) =>
   Schema.Array(item).check(Schema.makeFilter(
-    (items: ReadonlyArray<unknown>) => items.length <= maximum ? undefined : `Too many: ${items.length}: must have at most ${maximum} items`,
+    (items: ReadonlyArray<unknown>) =>
+      items.length <= maximum ? undefined : `Too many: ${items.length}: must have at most ${maximum} items`,
     { toJsonSchema: () => ({ maxItems: maximum }) }
   ))
 
@@ -133,7 +154,11 @@ export const listOf = <S extends Schema.Top>(item: S, maximum: number) =>
  * schema: Effect reports a key its key schema refuses as an excess property, which `fieldValidation` would then drop
  * instead of refusing. `propertyNames` is the keys' JSON Schema, for OpenAPI and generated test data.
  */
-export const mapOf = <S extends Schema.Top>(value: S, keyProblem: (key: string) => string | undefined, propertyNames?: object) =>
+export const mapOf = <S extends Schema.Top>(
+  value: S,
+  keyProblem: (key: string) => string | undefined,
+  propertyNames?: object
+) =>
   Schema.Record(Schema.String, value).check(Schema.makeFilter(
     (map: Readonly<Record<string, unknown>>) =>
       Object.keys(map).flatMap((key) => {
@@ -154,7 +179,11 @@ export const exactlyOneOf = <T extends object>(fields: ReadonlyArray<string>) =>
   Schema.makeFilter<T>(
     (value) => {
       const set = fields.filter((field) => present(value, field))
-      return set.length === 1 ? undefined : `Invalid value: exactly one of ${fields.join(", ")} must be set${set.length > 1 ? ` (found ${set.join(", ")})` : ""}`
+      return set.length === 1
+        ? undefined
+        : `Invalid value: exactly one of ${fields.join(", ")} must be set${
+          set.length > 1 ? ` (found ${set.join(", ")})` : ""
+        }`
     },
     { toJsonSchema: () => ({ oneOf: fields.map((field) => ({ required: [field] })) }) }
   )
@@ -162,7 +191,10 @@ export const exactlyOneOf = <T extends object>(fields: ReadonlyArray<string>) =>
 /** `field` may be set only when `requires` holds (spec: "only with"). */
 export const onlyWith = <T extends object>(field: string, condition: string, requires: (value: T) => boolean) =>
   Schema.makeFilter<T>(
-    (value) => !present(value, field) || requires(value) ? undefined : { path: [field], issue: `Forbidden: may only be set with ${condition}` },
+    (value) =>
+      !present(value, field) || requires(value)
+        ? undefined
+        : { path: [field], issue: `Forbidden: may only be set with ${condition}` },
     // A cross-field rule JSON Schema does not express: documented, and the generated data is checked by admission.
     { toJsonSchema: () => [{}, true] }
   )

@@ -31,7 +31,10 @@ export interface PatchError {
 }
 
 /** The outcome of applying a patch: the patched document, or the first error. */
-export type PatchResult = { readonly _tag: "Ok"; readonly value: Json } | { readonly _tag: "Err"; readonly error: PatchError }
+export type PatchResult = { readonly _tag: "Ok"; readonly value: Json } | {
+  readonly _tag: "Err"
+  readonly error: PatchError
+}
 
 // An error before it is attributed to an operation index.
 type Fault = Omit<PatchError, "index">
@@ -70,7 +73,9 @@ const arrayIndexSyntax = /^(?:0|[1-9][0-9]*)$/
 // (and "-", which RFC 6901 §4 defines as the nonexistent element after the last), as `add` needs.
 const arrayIndex = (token: string, length: number, allowEnd: boolean, pointer: string): number | Fault => {
   if (token === "-") {
-    return allowEnd ? length : { reason: "NotFound", path: pointer, message: `"-" refers to a nonexistent array element` }
+    return allowEnd
+      ? length
+      : { reason: "NotFound", path: pointer, message: `"-" refers to a nonexistent array element` }
   }
   if (!arrayIndexSyntax.test(token)) {
     return { reason: "Invalid", path: pointer, message: `"${token}" is not an array index` }
@@ -112,7 +117,13 @@ type Edit = (parent: Json, token: string) => Step
 
 // Apply `edit` to the parent of the location `tokens` (non-empty), rebuilding the containers above it
 // with every untouched subtree shared. `depth` is the number of tokens already descended.
-const editParent = (document: Json, tokens: ReadonlyArray<string>, depth: number, pointer: string, edit: Edit): Step => {
+const editParent = (
+  document: Json,
+  tokens: ReadonlyArray<string>,
+  depth: number,
+  pointer: string,
+  edit: Edit
+): Step => {
   const token = tokens[depth] as string
   if (depth === tokens.length - 1) return edit(document, token)
   const below = child(document, token, pointer)
@@ -185,7 +196,13 @@ const sameTokens = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): boolean
 
 // RFC 6902 §4.4: remove at `from`, then add the removed value at `path`; moving a location into one of
 // its own children is an error. Moving a location onto itself changes nothing.
-const move = (document: Json, from: ReadonlyArray<string>, fromPointer: string, path: ReadonlyArray<string>, pointer: string): Step => {
+const move = (
+  document: Json,
+  from: ReadonlyArray<string>,
+  fromPointer: string,
+  path: ReadonlyArray<string>,
+  pointer: string
+): Step => {
   if (isProperPrefix(from, path)) {
     return fault("Invalid", fromPointer, `cannot move "${fromPointer}" into its own child "${pointer}"`)
   }
@@ -197,7 +214,13 @@ const move = (document: Json, from: ReadonlyArray<string>, fromPointer: string, 
 }
 
 // RFC 6902 §4.5: add a copy of the value at `from` to `path`.
-const copy = (document: Json, from: ReadonlyArray<string>, fromPointer: string, path: ReadonlyArray<string>, pointer: string): Step => {
+const copy = (
+  document: Json,
+  from: ReadonlyArray<string>,
+  fromPointer: string,
+  path: ReadonlyArray<string>,
+  pointer: string
+): Step => {
   const copied = valueAt(document, from, fromPointer)
   return copied._tag === "Err" ? copied : addAt(document, path, pointer, copied.value)
 }
@@ -206,7 +229,9 @@ const copy = (document: Json, from: ReadonlyArray<string>, fromPointer: string, 
 const testValue = (document: Json, path: ReadonlyArray<string>, pointer: string, value: Json): Step => {
   const actual = valueAt(document, path, pointer)
   if (actual._tag === "Err") return actual
-  return equals(actual.value, value) ? ok(document) : fault("TestFailed", pointer, `the value at "${pointer}" differs from the expected value`)
+  return equals(actual.value, value)
+    ? ok(document)
+    : fault("TestFailed", pointer, `the value at "${pointer}" differs from the expected value`)
 }
 
 const invalidPointer = (pointer: string): Step => fault("Invalid", pointer, `"${pointer}" is not a valid JSON pointer`)
@@ -264,11 +289,15 @@ type Decoding<A> = { readonly _tag: "Ok"; readonly value: A } | { readonly _tag:
 // An operation object before validation.
 type Fields = Readonly<Record<string, unknown>>
 
-const isRecord = (value: unknown): value is Fields => typeof value === "object" && value !== null && !Array.isArray(value)
+const isRecord = (value: unknown): value is Fields =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
 
 const decoded = <A>(value: A): Decoding<A> => ({ _tag: "Ok", value })
 
-const invalid = (path: string, message: string): Decoding<never> => ({ _tag: "Err", error: { reason: "Invalid", path, message } })
+const invalid = (path: string, message: string): Decoding<never> => ({
+  _tag: "Err",
+  error: { reason: "Invalid", path, message }
+})
 
 // A required member of an operation object; `path` is the operation's path, for error reports.
 const member = (record: Fields, name: string, path: string): Decoding<unknown> =>
@@ -279,7 +308,9 @@ const pointerMember = (record: Fields, name: "path" | "from", path: string): Dec
   const found = member(record, name, path)
   if (found._tag === "Err") return found
   if (typeof found.value !== "string") return invalid(path, `the "${name}" member must be a string`)
-  return parsePointer(found.value) === undefined ? invalid(found.value, `"${found.value}" is not a valid JSON pointer`) : decoded(found.value)
+  return parsePointer(found.value) === undefined
+    ? invalid(found.value, `"${found.value}" is not a valid JSON pointer`)
+    : decoded(found.value)
 }
 
 // A required "value" member holding a JSON value (null included).
@@ -312,7 +343,10 @@ const decodeOperation = (element: unknown): Decoding<Operation> => {
       return from._tag === "Err" ? from : decoded({ op: op.value, from: from.value, path: path.value })
     }
     default:
-      return invalid(path.value, typeof op.value === "string" ? `unknown operation "${op.value}"` : `the "op" member must be a string`)
+      return invalid(
+        path.value,
+        typeof op.value === "string" ? `unknown operation "${op.value}"` : `the "op" member must be a string`
+      )
   }
 }
 
@@ -326,7 +360,10 @@ const decodeOperation = (element: unknown): Decoding<Operation> => {
  */
 export const decode = (document: unknown): DecodeResult => {
   if (!Array.isArray(document)) {
-    return { _tag: "Err", error: { index: -1, reason: "Invalid", path: "", message: "a JSON patch document must be an array of operations" } }
+    return {
+      _tag: "Err",
+      error: { index: -1, reason: "Invalid", path: "", message: "a JSON patch document must be an array of operations" }
+    }
   }
   const elements: ReadonlyArray<unknown> = document
   const operations: Array<Operation> = []

@@ -37,15 +37,22 @@ export const validateLabelKey = checkQualifiedName
 export const validateLabelValue = checkLabelValue
 
 const namedEscapes: ReadonlyMap<string, string> = new Map([
-  ["\x07", "\\a"], ["\b", "\\b"], ["\f", "\\f"], ["\n", "\\n"], ["\r", "\\r"], ["\t", "\\t"], ["\v", "\\v"],
-  ['"', '\\"'], ["\\", "\\\\"]
+  ["\x07", "\\a"],
+  ["\b", "\\b"],
+  ["\f", "\\f"],
+  ["\n", "\\n"],
+  ["\r", "\\r"],
+  ["\t", "\\t"],
+  ["\v", "\\v"],
+  ["\"", "\\\""],
+  ["\\", "\\\\"]
 ])
 // Go's unicode.IsPrint: letters, marks, numbers, punctuation, symbols and the ASCII space.
 const printablePattern = /^[\p{L}\p{M}\p{N}\p{P}\p{S} ]$/u
 
 // Go's `%q`, used by field.Invalid to show the offending value.
 const quoteGo = (text: string): string => {
-  let quoted = '"'
+  let quoted = "\""
   for (const character of text) {
     const codePoint = character.codePointAt(0) ?? 0
     const named = namedEscapes.get(character)
@@ -97,8 +104,15 @@ interface Token {
 }
 
 const symbolTokens: ReadonlyMap<string, TokenKind> = new Map<string, TokenKind>([
-  [")", "ClosedPar"], [",", "Comma"], ["!", "DoesNotExist"], ["==", "DoubleEquals"], ["=", "Equals"],
-  [">", "GreaterThan"], ["<", "LessThan"], ["!=", "NotEquals"], ["(", "OpenPar"]
+  [")", "ClosedPar"],
+  [",", "Comma"],
+  ["!", "DoesNotExist"],
+  ["==", "DoubleEquals"],
+  ["=", "Equals"],
+  [">", "GreaterThan"],
+  ["<", "LessThan"],
+  ["!=", "NotEquals"],
+  ["(", "OpenPar"]
 ])
 
 const endOfString: Token = { kind: "EndOfString", literal: "" }
@@ -222,8 +236,13 @@ const parseKeyAndInferOperator = (cursor: Cursor): ParseResult<KeyAndOperator> =
 }
 
 const binaryOperators: ReadonlyMap<TokenKind, Operator> = new Map<TokenKind, Operator>([
-  ["In", "In"], ["Equals", "Equals"], ["DoubleEquals", "Equals"], ["GreaterThan", "GreaterThan"],
-  ["LessThan", "LessThan"], ["NotIn", "NotIn"], ["NotEquals", "NotEquals"]
+  ["In", "In"],
+  ["Equals", "Equals"],
+  ["DoubleEquals", "Equals"],
+  ["GreaterThan", "GreaterThan"],
+  ["LessThan", "LessThan"],
+  ["NotIn", "NotIn"],
+  ["NotEquals", "NotEquals"]
 ])
 
 const parseOperator = (cursor: Cursor): ParseResult<Operator> => {
@@ -338,14 +357,21 @@ export const parse = (input: string): ParseResult<LabelSelector> => {
 // Matching and printing
 // ---------------------------------------------------------------------------
 
-const compareIntegers = (operator: "GreaterThan" | "LessThan", label: string, values: ReadonlyArray<string>): boolean => {
+const compareIntegers = (
+  operator: "GreaterThan" | "LessThan",
+  label: string,
+  values: ReadonlyArray<string>
+): boolean => {
   const actual = parseInt64(label)
   const expected = values.length === 1 ? parseInt64(values[0] ?? "") : undefined
   if (actual === undefined || expected === undefined) return false
   return operator === "GreaterThan" ? actual > expected : actual < expected
 }
 
-const matchesRequirement = (requirement: Requirement, labels: Readonly<Record<string, string>> | undefined): boolean => {
+const matchesRequirement = (
+  requirement: Requirement,
+  labels: Readonly<Record<string, string>> | undefined
+): boolean => {
   // Own properties only: "constructor" is a valid label key and must not hit Object.prototype.
   const label = labels !== undefined && Object.hasOwn(labels, requirement.key) ? labels[requirement.key] : undefined
   switch (requirement.operator) {

@@ -75,7 +75,7 @@ const collectLeaves = (value: Json, path: FieldPath, found: Array<FieldPath>): v
 /** FieldsV1 JSON of every leaf of a value: `toFieldsV1` of its `leaves`, built in one walk. */
 const fieldsOf = (value: Json): JsonObject => {
   const fields: Record<string, Json> = {}
-  if (isObject(value)) for (const key of Object.keys(value)) fields[`f:${key}`] = fieldsOf(value[key] as Json)
+  if (isObject(value)) { for (const key of Object.keys(value)) fields[`f:${key}`] = fieldsOf(value[key] as Json) }
   return fields
 }
 
@@ -141,7 +141,8 @@ const entryOf = (write: ManagedWrite, fieldsV1: JsonObject): ManagedFieldsEntry 
   ...(write.subresource === undefined ? {} : { subresource: write.subresource })
 })
 
-const makeEntry = (write: ManagedWrite, paths: ReadonlySet<string>): ManagedFieldsEntry => entryOf(write, toFieldsV1(paths))
+const makeEntry = (write: ManagedWrite, paths: ReadonlySet<string>): ManagedFieldsEntry =>
+  entryOf(write, toFieldsV1(paths))
 
 /**
  * The managed fields after a write. An Update takes ownership of the leaves it changed; an Apply owns exactly the
@@ -178,15 +179,24 @@ export const record = (
     : kept([...(previous === undefined ? [] : entryPaths(previous)), ...changed])
   const candidate = ownPaths.size === 0 ? undefined : makeEntry(write, ownPaths)
   // An unchanged entry keeps its time so that a no-op write leaves managedFields as they were.
-  const own = previous !== undefined && candidate !== undefined && changed.size === 0 && equals(previous.fieldsV1, candidate.fieldsV1) ? previous : candidate
+  const own = previous !== undefined && candidate !== undefined && changed.size === 0 &&
+      equals(previous.fieldsV1, candidate.fieldsV1)
+    ? previous
+    : candidate
   // The writer's entry keeps its place in the list; a new manager's entry goes last.
   const updated = entries.map((entry) => (sameOwner(entry, write) ? own : transferred(entry)))
   const listed = previous === undefined ? [...updated, own] : updated
-  return listed.filter((entry): entry is ManagedFieldsEntry => entry !== undefined && Object.keys(entry.fieldsV1).length > 0)
+  return listed.filter((entry): entry is ManagedFieldsEntry =>
+    entry !== undefined && Object.keys(entry.fieldsV1).length > 0
+  )
 }
 
 /** The leaf paths an Apply manager owned before this apply (what server-side apply may now remove). */
-export const appliedPaths = (entries: ReadonlyArray<ManagedFieldsEntry>, manager: string, subresource?: string): ReadonlyArray<FieldPath> =>
+export const appliedPaths = (
+  entries: ReadonlyArray<ManagedFieldsEntry>,
+  manager: string,
+  subresource?: string
+): ReadonlyArray<FieldPath> =>
   entries
     .filter((entry) => entry.manager === manager && entry.operation === "Apply" && entry.subresource === subresource)
     .flatMap((entry) => fromFieldsV1(entry.fieldsV1).map(pathOf))

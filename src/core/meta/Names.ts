@@ -12,17 +12,21 @@ export const labelValueMaxLength = 63
 
 const qualifiedNameFormat = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 const qualifiedNamePattern = new RegExp(`^${qualifiedNameFormat}$`, "u")
-const qualifiedNameMessage = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+const qualifiedNameMessage =
+  "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
 const labelValueFormat = `(${qualifiedNameFormat})?`
 const labelValuePattern = new RegExp(`^${labelValueFormat}$`, "u")
-const labelValueMessage = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+const labelValueMessage =
+  "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
 const dns1123LabelFormat = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 const dns1123LabelPattern = new RegExp(`^${dns1123LabelFormat}$`, "u")
-const dns1123LabelMessage = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character"
+const dns1123LabelMessage =
+  "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character"
 /** A DNS-1123 subdomain without anchors, for composing references such as <name>@<version>. */
 export const dns1123SubdomainFormat = `${dns1123LabelFormat}(\\.${dns1123LabelFormat})*`
 const dns1123SubdomainPattern = new RegExp(`^${dns1123SubdomainFormat}$`, "u")
-const dns1123SubdomainMessage = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
+const dns1123SubdomainMessage =
+  "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
 
 /**
  * The grammars as JSON Schema, for OpenAPI and generated test data. The patterns are ASCII, so maxLength (characters)
@@ -31,7 +35,10 @@ const dns1123SubdomainMessage = "a lowercase RFC 1123 subdomain must consist of 
 export const jsonSchemas = {
   dns1123Label: { pattern: `^${dns1123LabelFormat}$`, maxLength: dns1123LabelMaxLength },
   dns1123Subdomain: { pattern: `^${dns1123SubdomainFormat}$`, maxLength: dns1123SubdomainMaxLength },
-  qualifiedName: { pattern: `^(${dns1123SubdomainFormat}/)?${qualifiedNameFormat}$`, maxLength: dns1123SubdomainMaxLength + 1 + qualifiedNameMaxLength },
+  qualifiedName: {
+    pattern: `^(${dns1123SubdomainFormat}/)?${qualifiedNameFormat}$`,
+    maxLength: dns1123SubdomainMaxLength + 1 + qualifiedNameMaxLength
+  },
   labelValue: { pattern: `^${labelValueFormat}$`, maxLength: labelValueMaxLength }
 } as const
 
@@ -46,7 +53,9 @@ export const utf8Length = (text: string): number => {
     const unit = text.charCodeAt(index)
     if (unit < 0x80) continue
     if (unit < 0x800) bytes += 1
-    else if (unit >= 0xd800 && unit <= 0xdbff && index + 1 < text.length && (text.charCodeAt(index + 1) & 0xfc00) === 0xdc00) {
+    else if (
+      unit >= 0xd800 && unit <= 0xdbff && index + 1 < text.length && (text.charCodeAt(index + 1) & 0xfc00) === 0xdc00
+    ) {
       bytes += 2 // two units, four bytes
       index++
     } else bytes += 2
@@ -58,18 +67,24 @@ const maxLengthError = (limit: number): string => `must be no more than ${limit}
 
 // The double space in "'MyName',  or" is apimachinery's, kept so that messages compare equal.
 const regexError = (message: string, format: string, examples: ReadonlyArray<string>): string =>
-  `${message} (e.g. ${examples.map((example) => `'${example}', `).join(" or ")}regex used for validation is '${format}')`
+  `${message} (e.g. ${
+    examples.map((example) => `'${example}', `).join(" or ")
+  }regex used for validation is '${format}')`
 
 /** A DNS-1123 label (project names): lower-case alphanumerics and '-', at most 63 bytes. */
 export const checkDns1123Label = (value: string): ReadonlyArray<string> => [
   ...(utf8Length(value) > dns1123LabelMaxLength ? [maxLengthError(dns1123LabelMaxLength)] : []),
-  ...(dns1123LabelPattern.test(value) ? [] : [regexError(dns1123LabelMessage, dns1123LabelFormat, ["my-name", "123-abc"])])
+  ...(dns1123LabelPattern.test(value)
+    ? []
+    : [regexError(dns1123LabelMessage, dns1123LabelFormat, ["my-name", "123-abc"])])
 ]
 
 /** A DNS-1123 subdomain (object names): dot-separated labels, at most 253 bytes. */
 export const checkDns1123Subdomain = (value: string): ReadonlyArray<string> => [
   ...(utf8Length(value) > dns1123SubdomainMaxLength ? [maxLengthError(dns1123SubdomainMaxLength)] : []),
-  ...(dns1123SubdomainPattern.test(value) ? [] : [regexError(dns1123SubdomainMessage, dns1123SubdomainFormat, ["example.com"])])
+  ...(dns1123SubdomainPattern.test(value)
+    ? []
+    : [regexError(dns1123SubdomainMessage, dns1123SubdomainFormat, ["example.com"])])
 ]
 
 /**
@@ -79,7 +94,11 @@ export const checkDns1123Subdomain = (value: string): ReadonlyArray<string> => [
 export const checkQualifiedName = (value: string): ReadonlyArray<string> => {
   const parts = value.split("/")
   if (parts.length > 2) {
-    return [`a valid label key ${regexError(qualifiedNameMessage, qualifiedNameFormat, ["MyName", "my.name", "123-abc"])} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`]
+    return [
+      `a valid label key ${
+        regexError(qualifiedNameMessage, qualifiedNameFormat, ["MyName", "my.name", "123-abc"])
+      } with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`
+    ]
   }
   const [first = "", second] = parts
   const problems: Array<string> = []
@@ -89,13 +108,21 @@ export const checkQualifiedName = (value: string): ReadonlyArray<string> => {
   }
   const name = second ?? first
   if (name.length === 0) problems.push("name part must be non-empty")
-  else if (utf8Length(name) > qualifiedNameMaxLength) problems.push(`name part ${maxLengthError(qualifiedNameMaxLength)}`)
-  if (!qualifiedNamePattern.test(name)) problems.push(`name part ${regexError(qualifiedNameMessage, qualifiedNameFormat, ["MyName", "my.name", "123-abc"])}`)
+  else if (utf8Length(name) > qualifiedNameMaxLength) {
+    problems.push(`name part ${maxLengthError(qualifiedNameMaxLength)}`)
+  }
+  if (!qualifiedNamePattern.test(name)) {
+    problems.push(
+      `name part ${regexError(qualifiedNameMessage, qualifiedNameFormat, ["MyName", "my.name", "123-abc"])}`
+    )
+  }
   return problems
 }
 
 /** A label value: empty, or at most 63 bytes of alphanumerics, '-', '_' and '.', starting and ending alphanumeric. */
 export const checkLabelValue = (value: string): ReadonlyArray<string> => [
   ...(utf8Length(value) > labelValueMaxLength ? [maxLengthError(labelValueMaxLength)] : []),
-  ...(labelValuePattern.test(value) ? [] : [regexError(labelValueMessage, labelValueFormat, ["MyValue", "my_value", "12345"])])
+  ...(labelValuePattern.test(value)
+    ? []
+    : [regexError(labelValueMessage, labelValueFormat, ["MyValue", "my_value", "12345"])])
 ]

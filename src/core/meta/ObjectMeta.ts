@@ -6,7 +6,14 @@
 import { Schema } from "effect"
 import type { Json, JsonObject } from "../Json.ts"
 import { mapOf } from "./Fields.ts"
-import { checkDns1123Label, checkDns1123Subdomain, checkLabelValue, checkQualifiedName, jsonSchemas, utf8Length } from "./Names.ts"
+import {
+  checkDns1123Label,
+  checkDns1123Subdomain,
+  checkLabelValue,
+  checkQualifiedName,
+  jsonSchemas,
+  utf8Length
+} from "./Names.ts"
 
 /** Kubernetes' limit on the summed size of all annotation keys and values (apimachinery TotalAnnotationSizeLimitB). */
 export const annotationsSizeMaxBytes = 256 * 1024
@@ -16,18 +23,36 @@ export const generateNamePrefixMaxLength = 58
 export const generateNameSuffixLength = 5
 
 /** A string check whose problems come from one of the Names.ts grammars, worded as Kubernetes words them. */
-const grammar = (check: (value: string) => ReadonlyArray<string>, description: string, jsonSchema: { readonly pattern: string; readonly maxLength: number }, exact: boolean) =>
+const grammar = (
+  check: (value: string) => ReadonlyArray<string>,
+  description: string,
+  jsonSchema: { readonly pattern: string; readonly maxLength: number },
+  exact: boolean
+) =>
   Schema.makeFilter<string>((value) => {
     const problems = check(value)
     return problems.length === 0 ? undefined : `Invalid value: "${value}": ${problems.join("; ")}`
   }, { description, toJsonSchema: () => exact ? jsonSchema : [jsonSchema, true] })
 
-export const ObjectName = Schema.String.check(grammar(checkDns1123Subdomain, "a lowercase RFC 1123 subdomain", jsonSchemas.dns1123Subdomain, true))
-export const Dns1123Label = Schema.String.check(grammar(checkDns1123Label, "a lowercase RFC 1123 label", jsonSchemas.dns1123Label, true))
+export const ObjectName = Schema.String.check(
+  grammar(checkDns1123Subdomain, "a lowercase RFC 1123 subdomain", jsonSchemas.dns1123Subdomain, true)
+)
+export const Dns1123Label = Schema.String.check(
+  grammar(checkDns1123Label, "a lowercase RFC 1123 label", jsonSchemas.dns1123Label, true)
+)
 /** Projects are named like Kubernetes namespaces: DNS-1123 labels. */
 export const ProjectName = Dns1123Label
-export const QualifiedName = Schema.String.check(grammar(checkQualifiedName, "a qualified name such as example.com/my-name", jsonSchemas.qualifiedName, false))
-export const LabelValue = Schema.String.check(grammar(checkLabelValue, "a label value: empty or at most 63 alphanumerics, '-', '_', '.'", jsonSchemas.labelValue, true))
+export const QualifiedName = Schema.String.check(
+  grammar(checkQualifiedName, "a qualified name such as example.com/my-name", jsonSchemas.qualifiedName, false)
+)
+export const LabelValue = Schema.String.check(
+  grammar(
+    checkLabelValue,
+    "a label value: empty or at most 63 alphanumerics, '-', '_', '.'",
+    jsonSchemas.labelValue,
+    true
+  )
+)
 
 const qualifiedNameProblem = (key: string): string | undefined => {
   const problems = checkQualifiedName(key)
@@ -35,7 +60,8 @@ const qualifiedNameProblem = (key: string): string | undefined => {
 }
 
 /** Labels, annotations and label selectors: maps keyed by qualified names such as example.com/my-name. */
-export const QualifiedNameMap = <S extends Schema.Top>(value: S) => mapOf(value, qualifiedNameProblem, jsonSchemas.qualifiedName)
+export const QualifiedNameMap = <S extends Schema.Top>(value: S) =>
+  mapOf(value, qualifiedNameProblem, jsonSchemas.qualifiedName)
 
 export const OwnerReference = Schema.Struct({
   apiVersion: Schema.String,
@@ -68,7 +94,8 @@ const annotationsWithinSize = Schema.makeFilter<Readonly<Record<string, string>>
 const singleController = Schema.makeFilter<ReadonlyArray<OwnerReference>>((references) =>
   references.filter((reference) => reference.controller === true).length <= 1
     ? undefined
-    : "Invalid value: only one reference can have Controller set to true")
+    : "Invalid value: only one reference can have Controller set to true"
+)
 
 /**
  * What a client may send as `metadata`. Server-owned fields (uid, resourceVersion, …) are accepted so that a client can

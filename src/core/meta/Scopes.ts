@@ -16,7 +16,10 @@ export const blobScopePrefix = "blobs"
  * Scope prefixes: one per kind (billing kinds share "billing"), plus the core group's namespaces and events, and
  * blobs.
  */
-export const scopePrefixes: ReadonlySet<string> = new Set([...[...kinds, ...coreKinds].map((info) => info.scopePrefix), blobScopePrefix])
+export const scopePrefixes: ReadonlySet<string> = new Set([
+  ...[...kinds, ...coreKinds].map((info) => info.scopePrefix),
+  blobScopePrefix
+])
 
 /** Every scope a ServiceAccount may hold, admin first. */
 export const knownScopes: ReadonlyArray<string> = [

@@ -28,14 +28,18 @@ const without = (value: Json, path: ReadonlyArray<string>): Json => {
 const merge = (target: Json | undefined, configuration: Json): Json => {
   if (!isObject(configuration) || !isObject(target)) return configuration
   const merged: Record<string, Json> = { ...target }
-  for (const [key, value] of Object.entries(configuration)) merged[key] = merge(hasMember(target, key) ? target[key] : undefined, value)
+  for (const [key, value] of Object.entries(configuration)) {
+    merged[key] = merge(hasMember(target, key) ? target[key] : undefined, value)
+  }
   return merged
 }
 
 /** The object after applying `configuration` for `manager` to `current`. */
 export const apply = (current: ResourceObject, configuration: JsonObject, manager: string): JsonObject => {
   const entries = (current.metadata.managedFields ?? []) as unknown as ReadonlyArray<ManagedFields.ManagedFieldsEntry>
-  const stated = new Set(ManagedFields.leaves(ManagedFields.trackedPart(configuration, undefined)).map(ManagedFields.pathKey))
+  const stated = new Set(
+    ManagedFields.leaves(ManagedFields.trackedPart(configuration, undefined)).map(ManagedFields.pathKey)
+  )
   const others = ManagedFields.pathsOwnedByOthers(entries, manager)
   let result: Json = current as unknown as JsonObject
   for (const path of ManagedFields.appliedPaths(entries, manager)) {
@@ -46,7 +50,9 @@ export const apply = (current: ResourceObject, configuration: JsonObject, manage
   const withBody = merge(result, configuredBody) as JsonObject
   const metadata = isObject(configuredMetadata) ? configuredMetadata : {}
   const userMetadata = Object.fromEntries(
-    ["labels", "annotations", "finalizers", "ownerReferences"].flatMap((field) => (metadata[field] === undefined ? [] : [[field, metadata[field]!]]))
+    ["labels", "annotations", "finalizers", "ownerReferences"].flatMap((
+      field
+    ) => (metadata[field] === undefined ? [] : [[field, metadata[field]!]]))
   )
   return { ...withBody, metadata: merge(withBody["metadata"], userMetadata) }
 }

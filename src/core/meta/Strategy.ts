@@ -7,9 +7,18 @@
  * should do, not how.
  */
 import { Result } from "effect"
-import { ApiError, badRequest, conflict, fieldForbidden, fieldInvalid, fieldRequired, invalid, type Subject } from "./ApiError.ts"
 import { equals, isObject, type Json, type JsonObject } from "../Json.ts"
 import { lastValues } from "../Memo.ts"
+import {
+  ApiError,
+  badRequest,
+  conflict,
+  fieldForbidden,
+  fieldInvalid,
+  fieldRequired,
+  invalid,
+  type Subject
+} from "./ApiError.ts"
 import * as ManagedFields from "./ManagedFields.ts"
 import { checkDns1123Subdomain } from "./Names.ts"
 import { generateNamePrefixMaxLength, type ObjectMeta, type ResourceObject } from "./ObjectMeta.ts"
@@ -55,8 +64,11 @@ export type Disposition =
   | { readonly _tag: "Unchanged"; readonly object: ResourceObject }
   | { readonly _tag: "Remove"; readonly object: ResourceObject }
 
-const subjectOf = (target: Target, name?: string): Subject =>
-  ({ group: target.group, kind: target.plural, ...(name === undefined ? {} : { name }) })
+const subjectOf = (target: Target, name?: string): Subject => ({
+  group: target.group,
+  kind: target.plural,
+  ...(name === undefined ? {} : { name })
+})
 
 const metadataOf = (object: JsonObject): JsonObject => {
   const metadata = object["metadata"]
@@ -100,16 +112,30 @@ const nameFor = (target: Target, metadata: JsonObject, suffix: () => string): Re
   if (name !== undefined) return Result.succeed(name)
   const generateName = stringField(metadata, "generateName")
   if (generateName === undefined) {
-    return Result.fail(invalid(subjectOf(target), [{ ...fieldRequired("metadata.name"), message: "Required value: name or generateName is required" }], target.kind))
+    return Result.fail(
+      invalid(subjectOf(target), [{
+        ...fieldRequired("metadata.name"),
+        message: "Required value: name or generateName is required"
+      }], target.kind)
+    )
   }
   const generated = `${generateName.slice(0, generateNamePrefixMaxLength)}${suffix()}`
   const problems = checkDns1123Subdomain(generated)
   return problems.length === 0
     ? Result.succeed(generated)
-    : Result.fail(invalid(subjectOf(target), [fieldInvalid("metadata.generateName", `Invalid value: "${generateName}": ${problems.join("; ")}`)], target.kind))
+    : Result.fail(
+      invalid(subjectOf(target), [
+        fieldInvalid("metadata.generateName", `Invalid value: "${generateName}": ${problems.join("; ")}`)
+      ], target.kind)
+    )
 }
 
-const managedWrite = (target: Target, context: WriteContext, operation: "Apply" | "Update", subresource?: string): ManagedFields.ManagedWrite => ({
+const managedWrite = (
+  target: Target,
+  context: WriteContext,
+  operation: "Apply" | "Update",
+  subresource?: string
+): ManagedFields.ManagedWrite => ({
   manager: context.fieldManager,
   operation,
   apiVersion: target.apiVersion,
@@ -120,11 +146,16 @@ const managedWrite = (target: Target, context: WriteContext, operation: "Apply" 
 const entriesOf = (object: ResourceObject): ReadonlyArray<ManagedFields.ManagedFieldsEntry> =>
   (object.metadata.managedFields ?? []) as unknown as ReadonlyArray<ManagedFields.ManagedFieldsEntry>
 
-const withManagedFields = (object: ResourceObject, entries: ReadonlyArray<ManagedFields.ManagedFieldsEntry>): ResourceObject => {
+const withManagedFields = (
+  object: ResourceObject,
+  entries: ReadonlyArray<ManagedFields.ManagedFieldsEntry>
+): ResourceObject => {
   const { managedFields: _previous, ...metadata } = object.metadata
   return {
     ...object,
-    metadata: entries.length === 0 ? metadata : { ...metadata, managedFields: entries as unknown as ReadonlyArray<Json> }
+    metadata: entries.length === 0
+      ? metadata
+      : { ...metadata, managedFields: entries as unknown as ReadonlyArray<Json> }
   }
 }
 
@@ -132,7 +163,11 @@ const withManagedFields = (object: ResourceObject, entries: ReadonlyArray<Manage
  * A new object from a validated create request. Status is dropped: on kinds with a status subresource only the
  * controllers write it (spec: Conventions).
  */
-export const create = (target: Target, input: JsonObject, context: CreateContext): Result.Result<ResourceObject, ApiError> => {
+export const create = (
+  target: Target,
+  input: JsonObject,
+  context: CreateContext
+): Result.Result<ResourceObject, ApiError> => {
   const metadata = metadataOf(input)
   const mismatch = checkNamespace(target, metadata)
   if (mismatch !== undefined) return Result.fail(mismatch)
@@ -154,7 +189,13 @@ export const create = (target: Target, input: JsonObject, context: CreateContext
       ...bodyPart(input)
     }
     const operation = context.operation ?? "Update"
-    const entries = ManagedFields.record([], managedWrite(target, context, operation), {}, object, operation === "Apply" ? context.applied ?? input : undefined)
+    const entries = ManagedFields.record(
+      [],
+      managedWrite(target, context, operation),
+      {},
+      object,
+      operation === "Apply" ? context.applied ?? input : undefined
+    )
     return withManagedFields(object, entries)
   })
 }
@@ -166,7 +207,10 @@ const checkIdentity = (target: Target, current: ResourceObject, metadata: JsonOb
   }
   const uid = stringField(metadata, "uid")
   if (uid !== undefined && uid !== current.metadata.uid) {
-    return conflict(subjectOf(target, current.metadata.name), `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${current.metadata.uid}`)
+    return conflict(
+      subjectOf(target, current.metadata.name),
+      `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${current.metadata.uid}`
+    )
   }
   return checkNamespace(target, metadata)
 }
@@ -178,7 +222,9 @@ const checkFinalizers = (target: Target, current: ResourceObject, next: Partial<
   const added = (next.finalizers ?? []).filter((finalizer) => !existing.has(finalizer))
   return added.length === 0
     ? undefined
-    : invalid(subjectOf(target, current.metadata.name), [fieldForbidden("metadata.finalizers", "Forbidden: no new finalizers can be added if the object is being deleted")], target.kind)
+    : invalid(subjectOf(target, current.metadata.name), [
+      fieldForbidden("metadata.finalizers", "Forbidden: no new finalizers can be added if the object is being deleted")
+    ], target.kind)
 }
 
 /** The server-owned metadata an update keeps from the stored object. */
@@ -189,8 +235,12 @@ const serverMetadata = (metadata: ObjectMeta): ObjectMeta => {
 
 /** Whether a written object should leave the store: deletion was requested and no finalizer holds it. */
 const dispositionOf = (current: ResourceObject, next: ResourceObject): Disposition => {
-  if (next.metadata.deletionTimestamp !== undefined && (next.metadata.finalizers ?? []).length === 0) return { _tag: "Remove", object: next }
-  return equals(current as unknown as Json, next as unknown as Json) ? { _tag: "Unchanged", object: current } : { _tag: "Write", object: next }
+  if (next.metadata.deletionTimestamp !== undefined && (next.metadata.finalizers ?? []).length === 0) {
+    return { _tag: "Remove", object: next }
+  }
+  return equals(current as unknown as Json, next as unknown as Json)
+    ? { _tag: "Unchanged", object: current }
+    : { _tag: "Write", object: next }
 }
 
 export interface UpdateOptions {
@@ -228,18 +278,36 @@ export const update = (
     ...bodyPart(input),
     ...(current.status === undefined ? {} : { status: current.status })
   }
-  const entries = ManagedFields.record(entriesOf(current), managedWrite(target, context, options.operation), current, candidate, options.applied)
+  const entries = ManagedFields.record(
+    entriesOf(current),
+    managedWrite(target, context, options.operation),
+    current,
+    candidate,
+    options.applied
+  )
   return Result.succeed(dispositionOf(current, withManagedFields(candidate, entries)))
 }
 
 /** The object after a write to `/status`: only status changes, and generation stays (spec: Conventions). */
-export const updateStatus = (target: Target, current: ResourceObject, input: JsonObject, context: WriteContext): Result.Result<Disposition, ApiError> => {
+export const updateStatus = (
+  target: Target,
+  current: ResourceObject,
+  input: JsonObject,
+  context: WriteContext
+): Result.Result<Disposition, ApiError> => {
   const identity = checkIdentity(target, current, metadataOf(input))
   if (identity !== undefined) return Result.fail(identity)
   const { status: _previous, ...rest } = current
   const status = input["status"]
-  const candidate: ResourceObject = status === undefined || status === null ? rest as ResourceObject : { ...rest, status } as ResourceObject
-  const entries = ManagedFields.record(entriesOf(current), managedWrite(target, context, "Update", "status"), current, candidate)
+  const candidate: ResourceObject = status === undefined || status === null
+    ? rest as ResourceObject
+    : { ...rest, status } as ResourceObject
+  const entries = ManagedFields.record(
+    entriesOf(current),
+    managedWrite(target, context, "Update", "status"),
+    current,
+    candidate
+  )
   return Result.succeed(dispositionOf(current, withManagedFields(candidate, entries)))
 }
 

@@ -12,8 +12,20 @@
  */
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
+import {
+  defaulted,
+  intAtLeast,
+  intBetween,
+  listOf,
+  matching,
+  nonEmpty,
+  oneOf,
+  optional,
+  quantity,
+  uniqueBy,
+  usd
+} from "../meta/Fields.ts"
 import { dns1123SubdomainFormat, dns1123SubdomainMaxLength, utf8Length } from "../meta/Names.ts"
-import { defaulted, intAtLeast, intBetween, listOf, matching, nonEmpty, oneOf, optional, quantity, uniqueBy, usd } from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Condition, EnvVar, ImageStatus, Network, uniqueNames } from "./Shared.ts"
 
@@ -34,7 +46,9 @@ export const AgentReference = matching(
 ).check(Schema.makeFilter(
   (reference: string) => {
     const name = reference.startsWith(`${catalogProject}/`) ? reference.slice(catalogProject.length + 1) : reference
-    return utf8Length(name) > dns1123SubdomainMaxLength ? `Invalid value: "${reference}": the name must be no more than ${dns1123SubdomainMaxLength} characters` : undefined
+    return utf8Length(name) > dns1123SubdomainMaxLength
+      ? `Invalid value: "${reference}": the name must be no more than ${dns1123SubdomainMaxLength} characters`
+      : undefined
   },
   { toJsonSchema: () => ({ maxLength: catalogProject.length + 1 + dns1123SubdomainMaxLength }) }
 ))
@@ -42,20 +56,33 @@ export const AgentReference = matching(
 // nodus: routing of each turn's model. The spec fixes the three outcomes a turn records (routedBy jev | fallback |
 // fixed) and that the model is chosen once per turn; these fields are how an Agent asks for them.
 const AgentModelFields = Schema.Struct({
-  fixed: optional(nonEmpty, "A model every turn uses (turns record routedBy fixed); without it the router (jev) chooses per turn."),
-  allow: optional(listOf(nonEmpty, Limits.agentAllowedModelsMax).check(uniqueBy((model: string) => model, "models")), "Models the router may choose from; empty = any it serves (routed Agents only)."),
-  fallback: optional(nonEmpty, "The model a turn uses when the router cannot choose (turns record routedBy fallback and a fallbackReason; routed Agents only).")
+  fixed: optional(
+    nonEmpty,
+    "A model every turn uses (turns record routedBy fixed); without it the router (jev) chooses per turn."
+  ),
+  allow: optional(
+    listOf(nonEmpty, Limits.agentAllowedModelsMax).check(uniqueBy((model: string) => model, "models")),
+    "Models the router may choose from; empty = any it serves (routed Agents only)."
+  ),
+  fallback: optional(
+    nonEmpty,
+    "The model a turn uses when the router cannot choose (turns record routedBy fallback and a fallbackReason; routed Agents only)."
+  )
 })
 
 type AgentModelInput = typeof AgentModelFields.Type
 
 // A fixed model leaves nothing to route: the router's choices and its fallback are meaningless beside it.
 const routingOnlyWithoutFixed = Schema.makeFilter<AgentModelInput>(
-  (model) => model.fixed === undefined
-    ? undefined
-    : (["allow", "fallback"] as const)
-      .filter((field) => model[field] !== undefined)
-      .map((field) => ({ path: [field], issue: `Forbidden: may only be set when the model is routed (without fixed)` })),
+  (model) =>
+    model.fixed === undefined
+      ? undefined
+      : (["allow", "fallback"] as const)
+        .filter((field) => model[field] !== undefined)
+        .map((field) => ({
+          path: [field],
+          issue: `Forbidden: may only be set when the model is routed (without fixed)`
+        })),
   { toJsonSchema: () => [{}, true] }
 )
 
@@ -64,20 +91,31 @@ const AgentModel = AgentModelFields.check(routingOnlyWithoutFixed)
 // nodus: the Sandbox every run of the Agent gets ("in its own Sandbox"); a Sandbox is an isolated CPU container, so
 // only CPU resources, and the Sandbox's own bound on env (spec: Sandbox; Limits).
 const AgentSandbox = Schema.Struct({
-  image: optional(nonEmpty, "Image of the run's Sandbox, pinned to a digest when a run is admitted; absent: the platform's default tools image."),
-  resources: optional(Schema.Struct({
-    cpu: optional(quantity(), "vCPU floor."),
-    memory: optional(quantity(), "Memory floor."),
-    disk: optional(quantity(), "Ephemeral disk floor.")
-  }), "Resource floors of the run's Sandbox."),
-  env: optional(listOf(EnvVar, Limits.sandboxEnvMax).check(uniqueNames("env names")), "Environment of the run's Sandbox (at most 256; secrets through valueFrom.secretKeyRef; PLATFORM_ reserved)."),
+  image: optional(
+    nonEmpty,
+    "Image of the run's Sandbox, pinned to a digest when a run is admitted; absent: the platform's default tools image."
+  ),
+  resources: optional(
+    Schema.Struct({
+      cpu: optional(quantity(), "vCPU floor."),
+      memory: optional(quantity(), "Memory floor."),
+      disk: optional(quantity(), "Ephemeral disk floor.")
+    }),
+    "Resource floors of the run's Sandbox."
+  ),
+  env: optional(
+    listOf(EnvVar, Limits.sandboxEnvMax).check(uniqueNames("env names")),
+    "Environment of the run's Sandbox (at most 256; secrets through valueFrom.secretKeyRef; PLATFORM_ reserved)."
+  ),
   network: optional(Network, "Network policy of the run's Sandbox.")
 })
 
 const instructions = Schema.String.check(Schema.makeFilter(
   (text: string) => {
     const bytes = utf8Length(text)
-    return bytes > Limits.agentInstructionsBytesMax ? `Invalid value: ${bytes} bytes: must be at most 256 KiB` : undefined
+    return bytes > Limits.agentInstructionsBytesMax
+      ? `Invalid value: ${bytes} bytes: must be at most 256 KiB`
+      : undefined
   },
   { toJsonSchema: () => ({ maxLength: Limits.agentInstructionsBytesMax }) }
 ))
@@ -86,15 +124,34 @@ export const AgentSpec = Schema.Struct({
   description: optional(Schema.String, "What the Agent is for, for people."),
   instructions: optional(instructions, "The system prompt every turn starts from (at most 256 KiB)."),
   model: optional(AgentModel, "How each turn's model is chosen (once per turn)."),
-  tools: optional(listOf(nonEmpty, Limits.agentToolsMax).check(uniqueBy((tool: string) => tool, "tool names")), "Names of the tools the Agent may call; absent: the runtime's default tools."),
-  maxParallelism: optional(intBetween(1, Limits.agentRunParallelismMax), "The cap on team sizing: an AgentRun's parallelism is a ceiling within it; 1 to 32, absent: 32."),
-  maxRunCostUSD: optional(usd, "The cap on model usage of one AgentRun (the per-run cap an AgentGroup counts); a run that reaches it waits for funds (MaxCostReached)."),
+  tools: optional(
+    listOf(nonEmpty, Limits.agentToolsMax).check(uniqueBy((tool: string) => tool, "tool names")),
+    "Names of the tools the Agent may call; absent: the runtime's default tools."
+  ),
+  maxParallelism: optional(
+    intBetween(1, Limits.agentRunParallelismMax),
+    "The cap on team sizing: an AgentRun's parallelism is a ceiling within it; 1 to 32, absent: 32."
+  ),
+  maxRunCostUSD: optional(
+    usd,
+    "The cap on model usage of one AgentRun (the per-run cap an AgentGroup counts); a run that reaches it waits for funds (MaxCostReached)."
+  ),
   sandbox: optional(AgentSandbox, "The Sandbox each AgentRun of the Agent runs in (deleted when the run ends)."),
-  state: defaulted(oneOf(agentStates), "Running", "Running, or Stopped: new AgentRuns and further turns are refused with AgentStopped.")
-}).annotate({ identifier: "AgentSpec", description: "What an Agent does and where its runs execute (nodus's own fields; docs/kinds/Agent.md)." })
+  state: defaulted(
+    oneOf(agentStates),
+    "Running",
+    "Running, or Stopped: new AgentRuns and further turns are refused with AgentStopped."
+  )
+}).annotate({
+  identifier: "AgentSpec",
+  description: "What an Agent does and where its runs execute (nodus's own fields; docs/kinds/Agent.md)."
+})
 
 export const AgentStatus = Schema.Struct({
-  revision: optional(intAtLeast(1), "Grows on every change of the spec other than state; AgentRuns pin it at admission."),
+  revision: optional(
+    intAtLeast(1),
+    "Grows on every change of the spec other than state; AgentRuns pin it at admission."
+  ),
   observedGeneration: optional(Schema.Int, "The spec generation this status reflects."),
   conditions: optional(Schema.Array(Condition), "Ready is one (False when the Sandbox image cannot be resolved)."),
   image: optional(ImageStatus, "The Sandbox image of the current revision, resolved."),

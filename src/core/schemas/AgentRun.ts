@@ -8,11 +8,22 @@
 import { Schema } from "effect"
 import type { Json } from "../Json.ts"
 import * as Limits from "../Limits.ts"
+import {
+  defaulted,
+  described,
+  duration,
+  intAtLeast,
+  intBetween,
+  oneOf,
+  onlyWith,
+  optional,
+  uniqueBy,
+  usd
+} from "../meta/Fields.ts"
 import { dns1123SubdomainMaxLength, utf8Length } from "../meta/Names.ts"
 import { Dns1123Label, ObjectName } from "../meta/ObjectMeta.ts"
-import { defaulted, described, duration, intAtLeast, intBetween, oneOf, onlyWith, optional, uniqueBy, usd } from "../meta/Fields.ts"
-import { finalState, type KindDefinition } from "./Kind.ts"
 import { AgentReference } from "./Agent.ts"
+import { finalState, type KindDefinition } from "./Kind.ts"
 import { Cost, Sha256Hex, Timestamp } from "./Shared.ts"
 
 /** AgentRun states a caller writes to `spec.state`: Running (default) | the cancel state (named Cancelled, as Job's). */
@@ -34,31 +45,52 @@ export const jsonBytes = (value: Json): number => utf8Length(JSON.stringify(valu
 const input = Schema.Json.check(Schema.makeFilter(
   (value: Json) => {
     const bytes = jsonBytes(value)
-    return bytes > Limits.agentRunInputBytesMax ? `Invalid value: ${bytes} bytes: the input's JSON text must be at most 256 KiB` : undefined
+    return bytes > Limits.agentRunInputBytesMax
+      ? `Invalid value: ${bytes} bytes: the input's JSON text must be at most 256 KiB`
+      : undefined
   },
   { toJsonSchema: () => [{}, true] }
 ))
 
 const AgentRunSpecFields = Schema.Struct({
-  agent: described(AgentReference, "An Agent in the project, or platform/<name> for a template in the shared catalog project; with group, the group's Agent."),
+  agent: described(
+    AgentReference,
+    "An Agent in the project, or platform/<name> for a template in the shared catalog project; with group, the group's Agent."
+  ),
   input: optional(input, "First prompt: a JSON string or any JSON value, up to 256 KiB."),
   keepAlive: optional(Schema.Boolean, "Stay Waiting for messages after each turn instead of succeeding."),
-  deadline: optional(duration({ minimumMs: Limits.secondMs }), "Fails the run with DeadlineExceeded once this long has passed since creation (at least 1s)."),
-  group: optional(ObjectName, "The AgentGroup the run is a task of; the run then runs the group's Agent, starts when the group releases it, and is named <group>-<taskKey>."),
+  deadline: optional(
+    duration({ minimumMs: Limits.secondMs }),
+    "Fails the run with DeadlineExceeded once this long has passed since creation (at least 1s)."
+  ),
+  group: optional(
+    ObjectName,
+    "The AgentGroup the run is a task of; the run then runs the group's Agent, starts when the group releases it, and is named <group>-<taskKey>."
+  ),
   taskKey: optional(Dns1123Label, "DNS label unique in the group; required with group (and only with it)."),
   dependsOn: optional(
     Schema.Array(Dns1123Label).check(uniqueBy((key: string) => key, "dependsOn task keys")),
     "Task keys of the group, each already in the group or earlier in the same AgentRunList; the run is canceled when one fails or is canceled. Only with group."
   ),
-  parallelism: optional(intBetween(0, Limits.agentRunParallelismMax), "0 = automatic team sizing; 1 to 32 = ceiling within the Agent's cap."),
-  state: defaulted(oneOf(agentRunStates), "Running", "Running, or Cancelled (the cancel state: stops the run for good).")
+  parallelism: optional(
+    intBetween(0, Limits.agentRunParallelismMax),
+    "0 = automatic team sizing; 1 to 32 = ceiling within the Agent's cap."
+  ),
+  state: defaulted(
+    oneOf(agentRunStates),
+    "Running",
+    "Running, or Cancelled (the cancel state: stops the run for good)."
+  )
 })
 
 type AgentRunSpecInput = typeof AgentRunSpecFields.Type
 
 // Spec: taskKey is "required with group".
 const taskKeyRequiredWithGroup = Schema.makeFilter<AgentRunSpecInput>(
-  (spec) => spec.group !== undefined && spec.taskKey === undefined ? { path: ["taskKey"], issue: "Required value: taskKey is required with group" } : undefined,
+  (spec) =>
+    spec.group !== undefined && spec.taskKey === undefined
+      ? { path: ["taskKey"], issue: "Required value: taskKey is required with group" }
+      : undefined,
   { toJsonSchema: () => ({ anyOf: [{ not: { required: ["group"] } }, { required: ["taskKey"] }] }) }
 )
 
@@ -68,7 +100,11 @@ const runNameFits = Schema.makeFilter<AgentRunSpecInput>(
     if (spec.group === undefined || spec.taskKey === undefined) return undefined
     const name = `${spec.group}-${spec.taskKey}`
     return name.length > dns1123SubdomainMaxLength
-      ? { path: ["taskKey"], issue: `Invalid value: "${spec.taskKey}": the run's name ${spec.group}-${spec.taskKey} must be no more than ${dns1123SubdomainMaxLength} characters` }
+      ? {
+        path: ["taskKey"],
+        issue:
+          `Invalid value: "${spec.taskKey}": the run's name ${spec.group}-${spec.taskKey} must be no more than ${dns1123SubdomainMaxLength} characters`
+      }
       : undefined
   },
   { toJsonSchema: () => [{}, true] }
@@ -76,9 +112,12 @@ const runNameFits = Schema.makeFilter<AgentRunSpecInput>(
 
 // A run cannot wait for itself (nodus: a cycle of one; longer cycles need the group's other runs to see).
 const notItsOwnDependency = Schema.makeFilter<AgentRunSpecInput>(
-  (spec) => (spec.dependsOn ?? []).flatMap((key, index) => key === spec.taskKey
-    ? [{ path: ["dependsOn", index], issue: `Invalid value: "${key}": a run cannot depend on its own taskKey` }]
-    : []),
+  (spec) =>
+    (spec.dependsOn ?? []).flatMap((key, index) =>
+      key === spec.taskKey
+        ? [{ path: ["dependsOn", index], issue: `Invalid value: "${key}": a run cannot depend on its own taskKey` }]
+        : []
+    ),
   { toJsonSchema: () => [{}, true] }
 )
 
@@ -91,12 +130,18 @@ export const AgentRunSpec = AgentRunSpecFields
     runNameFits,
     notItsOwnDependency
   )
-  .annotate({ identifier: "AgentRunSpec", description: "What the AgentRun runs: an Agent revision, its first prompt and its place in a group (spec: AgentRun)." })
+  .annotate({
+    identifier: "AgentRunSpec",
+    description:
+      "What the AgentRun runs: an Agent revision, its first prompt and its place in a group (spec: AgentRun)."
+  })
 
 const answerPreview = Schema.String.check(Schema.makeFilter(
   (text: string) => {
     const bytes = utf8Length(text)
-    return bytes > Limits.agentRunAnswerPreviewBytes ? `Invalid value: ${bytes} bytes: the preview is the first 4 KiB of the answer` : undefined
+    return bytes > Limits.agentRunAnswerPreviewBytes
+      ? `Invalid value: ${bytes} bytes: the preview is the first 4 KiB of the answer`
+      : undefined
   },
   { toJsonSchema: () => ({ maxLength: Limits.agentRunAnswerPreviewBytes }) }
 ))
@@ -115,14 +160,20 @@ const Turn = Schema.Struct({
 }).check(onlyWith("fallbackReason", "routedBy fallback", (turn) => turn.routedBy === "fallback"))
 
 export const AgentRunStatus = Schema.Struct({
-  phase: optional(oneOf(agentRunPhases), "Queued, Running, Waiting (for a message or funds), then Succeeded, Failed or Cancelled."),
+  phase: optional(
+    oneOf(agentRunPhases),
+    "Queued, Running, Waiting (for a message or funds), then Succeeded, Failed or Cancelled."
+  ),
   reason: optional(Schema.String, "Why, e.g. WaitingForMessage, MaxCostReached, DeadlineExceeded."),
   message: optional(Schema.String, "Details for people."),
-  answer: optional(Schema.Struct({
-    preview: described(answerPreview, "The first 4 KiB of the answer."),
-    sha256: described(Sha256Hex, "Digest of the whole answer."),
-    size: described(intAtLeast(0), "The answer's size in bytes.")
-  }), "The run's answer."),
+  answer: optional(
+    Schema.Struct({
+      preview: described(answerPreview, "The first 4 KiB of the answer."),
+      sha256: described(Sha256Hex, "Digest of the whole answer."),
+      size: described(intAtLeast(0), "The answer's size in bytes.")
+    }),
+    "The run's answer."
+  ),
   completionTime: optional(Timestamp, "When the run reached a terminal phase."),
   startTime: optional(Timestamp, "When the run started."),
   cost: optional(Cost, "A display copy of the ledger."),

@@ -5,16 +5,22 @@
  * report as `status.appVersion`. Every field is nodus's own shape of those facts (docs/kinds/App.md); all may change.
  */
 import { Schema } from "effect"
-import { ObjectName } from "../meta/ObjectMeta.ts"
 import { described, oneOf, optional, uniqueBy } from "../meta/Fields.ts"
+import { ObjectName } from "../meta/ObjectMeta.ts"
 import { functionPhases } from "./Function.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { BlobReference, Condition, NonNegativeInt, uniqueNames } from "./Shared.ts"
 
 export const AppSpec = Schema.Struct({
-  code: described(Schema.Struct({
-    blob: described(BlobReference, "The content-addressed code archive (sha256:<hex>, uploaded through /blobs/v1) the members run.")
-  }), "The code archive shared by the App's members."),
+  code: described(
+    Schema.Struct({
+      blob: described(
+        BlobReference,
+        "The content-addressed code archive (sha256:<hex>, uploaded through /blobs/v1) the members run."
+      )
+    }),
+    "The code archive shared by the App's members."
+  ),
   functions: optional(
     Schema.Array(ObjectName).check(uniqueBy((name: string) => name, "function names")),
     "Names of the Functions in the project that belong to the App; unique."
@@ -22,15 +28,21 @@ export const AppSpec = Schema.Struct({
 }).annotate({ identifier: "AppSpec", description: "A group of Functions sharing a code archive (spec: App)." })
 
 export const AppStatus = Schema.Struct({
-  version: optional(NonNegativeInt, "Counts the archives deployed: 1 at create, one more each time spec.code.blob changes."),
+  version: optional(
+    NonNegativeInt,
+    "Counts the archives deployed: 1 at create, one more each time spec.code.blob changes."
+  ),
   observedGeneration: optional(Schema.Int, "The spec generation this status reflects."),
   conditions: optional(Schema.Array(Condition), "Ready: every member runs the current version."),
   message: optional(Schema.String, "Details for humans."),
-  functions: optional(Schema.Array(Schema.Struct({
-    name: described(Schema.String, "The member Function."),
-    appVersion: optional(NonNegativeInt, "The App version its workers run (its status.appVersion)."),
-    phase: optional(oneOf(functionPhases), "Its phase.")
-  })).check(uniqueNames("function names")), "The members as the service last saw them.")
+  functions: optional(
+    Schema.Array(Schema.Struct({
+      name: described(Schema.String, "The member Function."),
+      appVersion: optional(NonNegativeInt, "The App version its workers run (its status.appVersion)."),
+      phase: optional(oneOf(functionPhases), "Its phase.")
+    })).check(uniqueNames("function names")),
+    "The members as the service last saw them."
+  )
 }).annotate({ identifier: "AppStatus", description: "What the service observed of the App." })
 
 export const app: KindDefinition = {

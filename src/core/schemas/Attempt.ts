@@ -18,14 +18,25 @@ export const attemptWorkloadKinds = ["Job", "Sandbox", "Workspace", "Function", 
  * Attempt phases (nodus). Interrupted: the capacity was lost (preemption, node loss) — the workload's recovery starts
  * a new Attempt; Failed: the program or its start failed.
  */
-export const attemptPhases = ["Pending", "Provisioning", "Running", "Terminating", "Succeeded", "Failed", "Interrupted"] as const
+export const attemptPhases = [
+  "Pending",
+  "Provisioning",
+  "Running",
+  "Terminating",
+  "Succeeded",
+  "Failed",
+  "Interrupted"
+] as const
 
 export const AttemptSpec = Schema.Struct({
-  workload: described(Schema.Struct({
-    kind: described(oneOf(attemptWorkloadKinds), "The workload's kind."),
-    name: described(nonEmpty, "The workload's name."),
-    uid: described(nonEmpty, "The workload's uid (a workload re-created under the same name has another).")
-  }), "The workload this Attempt ran for."),
+  workload: described(
+    Schema.Struct({
+      kind: described(oneOf(attemptWorkloadKinds), "The workload's kind."),
+      name: described(nonEmpty, "The workload's name."),
+      uid: described(nonEmpty, "The workload's uid (a workload re-created under the same name has another).")
+    }),
+    "The workload this Attempt ran for."
+  ),
   index: optional(intAtLeast(0), "The completion index of a Job (PLATFORM_INDEX)."),
   rank: optional(intAtLeast(0), "The rank of a multi-node gang member."),
   epoch: optional(intAtLeast(0), "The workload's epoch: grows on every start and recovery (gangs: every restart).")
@@ -41,13 +52,22 @@ const AttemptCheckpoint = Schema.Struct({
   seq: described(intAtLeast(1), "Its number among the workload's checkpoints (they grow across every run)."),
   sizeBytes: described(intAtLeast(0), "Its archive's size."),
   time: described(Schema.String, "When the server received it.")
-}).annotate({ identifier: "AttemptCheckpoint", description: "A checkpoint a run saved; read back after a restart or a takeover." })
+}).annotate({
+  identifier: "AttemptCheckpoint",
+  description: "A checkpoint a run saved; read back after a restart or a takeover."
+})
 
 export const AttemptStatus = Schema.Struct({
-  phase: optional(oneOf(attemptPhases), "Pending, Provisioning, Running, Terminating, Succeeded, Failed or Interrupted."),
+  phase: optional(
+    oneOf(attemptPhases),
+    "Pending, Provisioning, Running, Terminating, Succeeded, Failed or Interrupted."
+  ),
   reason: optional(Schema.String, "Why it ended, e.g. Completed, Error, Preempted, NodeLost, Stopped."),
   message: optional(Schema.String, "Details, scrubbed."),
-  placement: optional(Schema.Record(Schema.String, Schema.Json), "The scheduler's placement explanation (candidates, filters and why this offering won)."),
+  placement: optional(
+    Schema.Record(Schema.String, Schema.Json),
+    "The scheduler's placement explanation (candidates, filters and why this offering won)."
+  ),
   offering: optional(Schema.String, "The offering it ran on."),
   regionClass: optional(Schema.String, "The region class."),
   interruptible: optional(Schema.Boolean, "Whether the capacity was interruptible."),
@@ -56,7 +76,10 @@ export const AttemptStatus = Schema.Struct({
   startTime: optional(Schema.String, "When billing started."),
   endTime: optional(Schema.String, "When deletion was confirmed."),
   exitCode: optional(Int32, "The main process's exit code."),
-  checkpoint: optional(AttemptCheckpoint, "The latest checkpoint (a Sandbox's /workspace snapshot) this run saved: what a replacement restores."),
+  checkpoint: optional(
+    AttemptCheckpoint,
+    "The latest checkpoint (a Sandbox's /workspace snapshot) this run saved: what a replacement restores."
+  ),
   cost: optional(Cost, "A display copy of the ledger while it runs."),
   receipt: optional(AttemptReceipt, "The receipt once the final charge is posted."),
   conditions: optional(Schema.Array(Condition), "Conditions.")

@@ -7,8 +7,8 @@
  */
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
-import { LabelValue, ProjectName, QualifiedNameMap } from "../meta/ObjectMeta.ts"
 import { defaulted, described, intBetween, listOf, oneOf, optional, uniqueBy, usd } from "../meta/Fields.ts"
+import { LabelValue, ProjectName, QualifiedNameMap } from "../meta/ObjectMeta.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Condition, NonNegativeInt } from "./Shared.ts"
 
@@ -29,15 +29,31 @@ const BudgetSelector = Schema.Struct({
   labels: optional(LabelSelectorMap, "Only objects carrying every one of these labels count; empty = every object.")
 })
 
-const Thresholds = listOf(intBetween(Limits.budgetThresholdPercentMin, Limits.budgetThresholdPercentMax), Limits.budgetThresholdsMax)
+const Thresholds = listOf(
+  intBetween(Limits.budgetThresholdPercentMin, Limits.budgetThresholdPercentMax),
+  Limits.budgetThresholdsMax
+)
   .check(uniqueBy((percent: number) => String(percent), "thresholds"))
 
 export const BudgetSpec = Schema.Struct({
   amountUSD: described(usd, "The cap in USD for each period (a decimal string such as 500.00)."),
-  period: described(oneOf(budgetPeriods), "Monthly, Weekly, Daily (UTC calendar periods) or Total (the Budget's whole life)."),
-  selector: optional(BudgetSelector, "Which spending counts against the Budget; absent or empty = all spending of the organization."),
-  thresholds: optional(Thresholds, "Percentages of amountUSD (1 to 100, e.g. 50, 80, 100); crossing one emits budget.threshold once per period."),
-  action: defaulted(oneOf(budgetActions), "Refuse", "Refuse: a hold that would take spent plus held past amountUSD is refused with BudgetExceeded (event budget.exceeded); Notify: only events.")
+  period: described(
+    oneOf(budgetPeriods),
+    "Monthly, Weekly, Daily (UTC calendar periods) or Total (the Budget's whole life)."
+  ),
+  selector: optional(
+    BudgetSelector,
+    "Which spending counts against the Budget; absent or empty = all spending of the organization."
+  ),
+  thresholds: optional(
+    Thresholds,
+    "Percentages of amountUSD (1 to 100, e.g. 50, 80, 100); crossing one emits budget.threshold once per period."
+  ),
+  action: defaulted(
+    oneOf(budgetActions),
+    "Refuse",
+    "Refuse: a hold that would take spent plus held past amountUSD is refused with BudgetExceeded (event budget.exceeded); Notify: only events."
+  )
 }).annotate({ identifier: "BudgetSpec", description: "A USD cap per period matched during holds (spec: Other kinds)." })
 
 export const BudgetStatus = Schema.Struct({

@@ -18,26 +18,41 @@ export const cloudAccountPhases = ["Pending", "Verified", "Connected", "Failed"]
 
 export const CloudAccountSpec = Schema.Struct({
   provider: described(
-    matching(/^[a-z][a-z0-9-]{0,62}$/u, "must be a provider id: a lowercase letter, then lowercase letters, digits or '-' (at most 63)"),
+    matching(
+      /^[a-z][a-z0-9-]{0,62}$/u,
+      "must be a provider id: a lowercase letter, then lowercase letters, digits or '-' (at most 63)"
+    ),
     "The provider kind, as the service's cloud connect lists it; immutable."
   ),
-  credentials: described(Schema.Struct({
-    secretRef: described(Schema.Struct({
-      namespace: described(nonEmpty, "The project holding the Secret."),
-      name: described(nonEmpty, "The Secret."),
-      version: optional(intAtLeast(1), "A version of the Secret; unset uses the newest.")
-    }), "The Secret holding the provider credentials.")
-  }), "Credentials, by Secret reference only; never literal values."),
+  credentials: described(
+    Schema.Struct({
+      secretRef: described(
+        Schema.Struct({
+          namespace: described(nonEmpty, "The project holding the Secret."),
+          name: described(nonEmpty, "The Secret."),
+          version: optional(intAtLeast(1), "A version of the Secret; unset uses the newest.")
+        }),
+        "The Secret holding the provider credentials."
+      )
+    }),
+    "Credentials, by Secret reference only; never literal values."
+  ),
   regions: optional(
     listOf(nonEmpty, Limits.cloudAccountRegionsMax).check(uniqueBy((region: string) => region, "regions")),
     "Provider regions the service may use, at most 64; empty = every region the credentials allow."
   ),
-  executeEnabled: optional(Schema.Boolean, "Whether the service may execute workloads in the account (CloudExecuteNotEnabled otherwise). Absent means false.")
+  executeEnabled: optional(
+    Schema.Boolean,
+    "Whether the service may execute workloads in the account (CloudExecuteNotEnabled otherwise). Absent means false."
+  )
 }).annotate({ identifier: "CloudAccountSpec", description: "A cloud provider account connected to the service." })
 
 export const CloudAccountStatus = Schema.Struct({
   phase: optional(oneOf(cloudAccountPhases), "Pending, Verified (credentials accepted), Connected or Failed."),
-  reason: optional(Schema.String, "One CamelCase word: why it is not Connected (e.g. CredentialsRejected, Unreachable)."),
+  reason: optional(
+    Schema.String,
+    "One CamelCase word: why it is not Connected (e.g. CredentialsRejected, Unreachable)."
+  ),
   message: optional(Schema.String, "A sentence for humans."),
   observedGeneration: optional(Schema.Int, "The spec generation this status reflects."),
   conditions: optional(Schema.Array(Condition), "Verified (the credentials were accepted) and Connected."),

@@ -17,16 +17,22 @@ import { Condition, EnvVar } from "./Shared.ts"
 export const connectionTypes = ["ObjectStorage", "Database", "Http"] as const
 
 /** The Network grammar of egress hosts: a DNS name or a *.suffix pattern (spec: Network.egress.allow). */
-const egressHost = matching(/^(\*\.)?([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]*[a-z0-9])?$/u, "must be a DNS name or a *.suffix pattern")
+const egressHost = matching(
+  /^(\*\.)?([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]*[a-z0-9])?$/u,
+  "must be a DNS name or a *.suffix pattern"
+)
 
 const credentialName = /^[A-Za-z][A-Za-z0-9]*$/u
 
 /** A credential is only ever a reference to a key of a Secret in the project (spec: Conventions 6). */
 const ConnectionCredential = Schema.Struct({
-  secretKeyRef: described(Schema.Struct({
-    name: described(nonEmpty, "The Secret."),
-    key: described(nonEmpty, "The key in the Secret.")
-  }), "A key of a Secret in the project.")
+  secretKeyRef: described(
+    Schema.Struct({
+      name: described(nonEmpty, "The Secret."),
+      key: described(nonEmpty, "The key in the Secret.")
+    }),
+    "A key of a Secret in the project."
+  )
 })
 
 const Credentials = mapOf(
@@ -37,7 +43,9 @@ const Credentials = mapOf(
   Schema.makeFilter(
     (credentials: Readonly<Record<string, unknown>>) => {
       const count = Object.keys(credentials).length
-      return count <= Limits.connectionCredentialsMax ? undefined : `Too many: ${count}: must have at most ${Limits.connectionCredentialsMax} credentials`
+      return count <= Limits.connectionCredentialsMax
+        ? undefined
+        : `Too many: ${count}: must have at most ${Limits.connectionCredentialsMax} credentials`
     },
     { toJsonSchema: () => ({ maxProperties: Limits.connectionCredentialsMax }) }
   )
@@ -88,7 +96,8 @@ const userGrammar = "[-A-Za-z0-9._~!$&'()*+,;=%]+"
 export const restGrammar = "([/?#][!-~]*)?"
 
 /** The authority of a URI: optional user name, a DNS name, an IPv4 address or a bracketed IPv6 address, and a port. */
-const authorityGrammar = (host: string) => `(${userGrammar}@)?(${host}|${ipv4Grammar}|\\[(${ipv6Grammar})\\])(:${portGrammar})?`
+const authorityGrammar = (host: string) =>
+  `(${userGrammar}@)?(${host}|${ipv4Grammar}|\\[(${ipv6Grammar})\\])(:${portGrammar})?`
 
 const httpsUriPattern = `^https://${authorityGrammar(dnsNameGrammar)}${restGrammar}$`
 const databaseUriPattern = `^[a-z][a-z0-9+.-]*://${authorityGrammar(dnsNameGrammar)}${restGrammar}$`
@@ -113,12 +122,15 @@ const parses = (text: string): URL | undefined => {
 }
 
 /** Whether a URI carries a password (user:password@host), however it is written. */
-const carriesPassword = (text: string): boolean => (userInfoOf(text)?.includes(":") ?? false) || (parses(text)?.password ?? "") !== ""
+const carriesPassword = (text: string): boolean =>
+  (userInfoOf(text)?.includes(":") ?? false) || (parses(text)?.password ?? "") !== ""
 
 /** The URI with its password replaced, so that an error message never repeats a secret. */
 const redacted = (text: string): string => {
   const user = userInfoOf(text)
-  return user === undefined || !user.includes(":") ? "<redacted>" : text.replace(`${user}@`, `${user.slice(0, user.indexOf(":"))}:***@`)
+  return user === undefined || !user.includes(":")
+    ? "<redacted>"
+    : text.replace(`${user}@`, `${user.slice(0, user.indexOf(":"))}:***@`)
 }
 
 type UriForm = "https" | "database"
@@ -128,10 +140,16 @@ const uriProblem = (form: UriForm, text: string): string | undefined => {
   if (carriesPassword(text)) return "must not carry a password: put it in credentials as a secretKeyRef"
   if (form === "https") {
     if (!text.startsWith("https://")) return "must be an https URL"
-    return httpsUri.test(text) && parses(text) !== undefined ? undefined : "must be an https URL with a host, such as https://s3.eu-central-1.amazonaws.com"
+    return httpsUri.test(text) && parses(text) !== undefined
+      ? undefined
+      : "must be an https URL with a host, such as https://s3.eu-central-1.amazonaws.com"
   }
-  if (/^https?:/u.test(text)) return "must be a database URI with a scheme and a host, such as postgresql://db.example.com:5432/app, not an http or https URL"
-  return databaseUri.test(text) && parses(text) !== undefined ? undefined : "must be an absolute URI with a scheme and a host, such as postgresql://db.example.com:5432/app"
+  if (/^https?:/u.test(text)) {
+    return "must be a database URI with a scheme and a host, such as postgresql://db.example.com:5432/app, not an http or https URL"
+  }
+  return databaseUri.test(text) && parses(text) !== undefined
+    ? undefined
+    : "must be an absolute URI with a scheme and a host, such as postgresql://db.example.com:5432/app"
 }
 
 /**
@@ -142,32 +160,62 @@ const uri = (form: UriForm) =>
   Schema.String.check(Schema.makeFilter(
     (text: string) => {
       const problem = uriProblem(form, text)
-      return problem === undefined ? undefined : `Invalid value: "${carriesPassword(text) ? redacted(text) : text}": ${problem}`
+      return problem === undefined
+        ? undefined
+        : `Invalid value: "${carriesPassword(text) ? redacted(text) : text}": ${problem}`
     },
-    { toJsonSchema: () => [form === "https" ? { pattern: httpsUriPattern } : { pattern: databaseUriPattern, not: { pattern: httpSchemes } }, true] }
+    {
+      toJsonSchema: () => [
+        form === "https"
+          ? { pattern: httpsUriPattern }
+          : { pattern: databaseUriPattern, not: { pattern: httpSchemes } },
+        true
+      ]
+    }
   ))
 
 // ---------------------------------------------------------------------------------------------------------------------
 // spec: one struct per type
 
 const sharedFields = {
-  credentials: optional(Credentials, "Named credentials (e.g. accessKeyId, secretAccessKey, username, password, token), each a secretKeyRef; never literal values."),
-  env: optional(listOf(EnvVar, Limits.connectionEnvMax), "Environment injected into every workload that names the Connection; secrets come through valueFrom.secretKeyRef."),
-  egress: optional(listOf(egressHost, Limits.egressAllowMax), "DNS names or *.suffix patterns added to the egress allow list of every workload that names the Connection.")
+  credentials: optional(
+    Credentials,
+    "Named credentials (e.g. accessKeyId, secretAccessKey, username, password, token), each a secretKeyRef; never literal values."
+  ),
+  env: optional(
+    listOf(EnvVar, Limits.connectionEnvMax),
+    "Environment injected into every workload that names the Connection; secrets come through valueFrom.secretKeyRef."
+  ),
+  egress: optional(
+    listOf(egressHost, Limits.egressAllowMax),
+    "DNS names or *.suffix patterns added to the egress allow list of every workload that names the Connection."
+  )
 }
 
 export const ObjectStorageConnectionSpec = Schema.Struct({
   type: described(Schema.Literal("ObjectStorage"), "ObjectStorage: an S3-compatible object store."),
-  uri: optional(uri("https"), "The store's https endpoint, e.g. https://s3.eu-central-1.amazonaws.com; absent means AWS S3. Never a password."),
+  uri: optional(
+    uri("https"),
+    "The store's https endpoint, e.g. https://s3.eu-central-1.amazonaws.com; absent means AWS S3. Never a password."
+  ),
   region: optional(nonEmpty, "The object store's region."),
   ...sharedFields
-}).annotate({ identifier: "ObjectStorageConnectionSpec", description: "A Connection to an S3-compatible object store (JobInput.bucket.connection)." })
+}).annotate({
+  identifier: "ObjectStorageConnectionSpec",
+  description: "A Connection to an S3-compatible object store (JobInput.bucket.connection)."
+})
 
 export const DatabaseConnectionSpec = Schema.Struct({
   type: described(Schema.Literal("Database"), "Database: a SQL database, e.g. for output sinks."),
-  uri: described(uri("database"), "A database URI with a scheme and a host, e.g. postgresql://app@db.example.com:5432/warehouse; not http or https. Never a password."),
+  uri: described(
+    uri("database"),
+    "A database URI with a scheme and a host, e.g. postgresql://app@db.example.com:5432/warehouse; not http or https. Never a password."
+  ),
   ...sharedFields
-}).annotate({ identifier: "DatabaseConnectionSpec", description: "A Connection to a SQL database (JobOutput.sink.connection)." })
+}).annotate({
+  identifier: "DatabaseConnectionSpec",
+  description: "A Connection to a SQL database (JobOutput.sink.connection)."
+})
 
 export const HttpConnectionSpec = Schema.Struct({
   type: described(Schema.Literal("Http"), "Http: an HTTP API."),
@@ -179,14 +227,21 @@ export const HttpConnectionSpec = Schema.Struct({
  * The spec: a union keyed by `type` (as Sweep's template is keyed by `template.kind`). A field another type has (e.g.
  * `region` on a Database) is not a field of that type: unknown, under the caller's fieldValidation.
  */
-export const ConnectionSpec = Schema.Union([ObjectStorageConnectionSpec, DatabaseConnectionSpec, HttpConnectionSpec]).annotate({
-  identifier: "ConnectionSpec",
-  description: "Access to an outside service: env and egress hosts for workloads (spec: Other kinds); its fields depend on its type.",
-  message: `Unsupported value: type: supported values: ${connectionTypes.map((type) => JSON.stringify(type)).join(", ")}`
-})
+export const ConnectionSpec = Schema.Union([ObjectStorageConnectionSpec, DatabaseConnectionSpec, HttpConnectionSpec])
+  .annotate({
+    identifier: "ConnectionSpec",
+    description:
+      "Access to an outside service: env and egress hosts for workloads (spec: Other kinds); its fields depend on its type.",
+    message: `Unsupported value: type: supported values: ${
+      connectionTypes.map((type) => JSON.stringify(type)).join(", ")
+    }`
+  })
 
 export const ConnectionStatus = Schema.Struct({
-  conditions: optional(Schema.Array(Condition), "Ready is False while the service cannot be reached or the credentials are refused; workloads naming it fail with ConnectionNotReady."),
+  conditions: optional(
+    Schema.Array(Condition),
+    "Ready is False while the service cannot be reached or the credentials are refused; workloads naming it fail with ConnectionNotReady."
+  ),
   lastCheckTime: optional(Schema.String, "When the service last checked the connection."),
   message: optional(Schema.String, "Why it is not ready."),
   observedGeneration: optional(Schema.Int, "The spec generation this status reflects.")

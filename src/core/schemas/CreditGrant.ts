@@ -19,11 +19,20 @@ export const creditGrantPhases = ["Active", "Exhausted", "Expired"] as const
 
 export const CreditGrantSpec = Schema.Struct({
   amountUSD: described(positiveUsd, "Credits granted, in USD; above zero."),
-  source: described(oneOf(creditGrantSources), "Starter (new-account credits), Promo (a promo code), TopUp (a paid top-up) or Admin (an operator's grant)."),
-  reason: optional(Schema.String.check(Schema.makeFilter(
-    (text: string) => text.length <= Limits.creditGrantReasonLengthMax ? undefined : `Too long: may not be more than ${Limits.creditGrantReasonLengthMax} characters`,
-    { toJsonSchema: () => ({ maxLength: Limits.creditGrantReasonLengthMax }) }
-  )), "Why the credits were granted, for people (e.g. the promo code or the TopUp)."),
+  source: described(
+    oneOf(creditGrantSources),
+    "Starter (new-account credits), Promo (a promo code), TopUp (a paid top-up) or Admin (an operator's grant)."
+  ),
+  reason: optional(
+    Schema.String.check(Schema.makeFilter(
+      (text: string) =>
+        text.length <= Limits.creditGrantReasonLengthMax
+          ? undefined
+          : `Too long: may not be more than ${Limits.creditGrantReasonLengthMax} characters`,
+      { toJsonSchema: () => ({ maxLength: Limits.creditGrantReasonLengthMax }) }
+    )),
+    "Why the credits were granted, for people (e.g. the promo code or the TopUp)."
+  ),
   expiresAt: optional(Timestamp, "When unspent credits of this grant expire; never when unset.")
 }).annotate({ identifier: "CreditGrantSpec", description: "Credits added to the account." })
 

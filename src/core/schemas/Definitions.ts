@@ -18,6 +18,7 @@ import { functionCall } from "./FunctionCall.ts"
 import { image } from "./Image.ts"
 import { inferenceEndpoint } from "./InferenceEndpoint.ts"
 import { job } from "./Job.ts"
+import { type KindDefinition, permissive } from "./Kind.ts"
 import { marketplaceContract } from "./MarketplaceContract.ts"
 import { marketplaceEntry } from "./MarketplaceEntry.ts"
 import { model } from "./Model.ts"
@@ -37,7 +38,6 @@ import { trainingRuntime } from "./TrainingRuntime.ts"
 import { volume } from "./Volume.ts"
 import { webhookEndpoint } from "./WebhookEndpoint.ts"
 import { workspace } from "./Workspace.ts"
-import { type KindDefinition, permissive } from "./Kind.ts"
 
 const definitions: Readonly<Record<string, KindDefinition>> = {
   Agent: agent,

@@ -17,16 +17,26 @@ export const enrollmentTokenPhases = ["Active", "Expired", "Exhausted"] as const
 export const EnrollmentTokenSpec = Schema.Struct({
   pool: described(nonEmpty, "The Pool hosts enrolled with the token join."),
   expiresAfter: defaulted(
-    duration({ minimumMs: Limits.enrollmentTokenExpiresAfterMsMin, maximumMs: Limits.enrollmentTokenExpiresAfterMsMax }),
+    duration({
+      minimumMs: Limits.enrollmentTokenExpiresAfterMsMin,
+      maximumMs: Limits.enrollmentTokenExpiresAfterMsMax
+    }),
     Limits.enrollmentTokenExpiresAfterDefault,
     "How long after creation the token enrolls hosts, 1m to 720h; default 24h."
   ),
-  maxUses: defaulted(intBetween(1, Limits.enrollmentTokenMaxUsesMax), Limits.enrollmentTokenMaxUsesDefault, "Hosts the token may enroll, 1 to 1000; default 1.")
+  maxUses: defaulted(
+    intBetween(1, Limits.enrollmentTokenMaxUsesMax),
+    Limits.enrollmentTokenMaxUsesDefault,
+    "Hosts the token may enroll, 1 to 1000; default 1."
+  )
 }).annotate({ identifier: "EnrollmentTokenSpec", description: "A token that enrolls hosts into a Pool." })
 
 export const EnrollmentTokenStatus = Schema.Struct({
   token: optional(nonEmpty, "The token; shown once, in the create response."),
-  phase: optional(oneOf(enrollmentTokenPhases), "Active, Expired (past expirationTime) or Exhausted (maxUses reached)."),
+  phase: optional(
+    oneOf(enrollmentTokenPhases),
+    "Active, Expired (past expirationTime) or Exhausted (maxUses reached)."
+  ),
   expirationTime: optional(Timestamp, "When the token stops enrolling hosts (creation + expiresAfter)."),
   uses: optional(NonNegativeInt, "Hosts enrolled with it."),
   nodes: optional(Schema.Array(Schema.String), "The Nodes enrolled with it.")

@@ -8,7 +8,6 @@
 import { Decimal } from "decimal.js"
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
-import { parseDurationMs } from "../Units.ts"
 import {
   absolutePath,
   defaulted,
@@ -24,6 +23,7 @@ import {
   uniqueBy,
   usd
 } from "../meta/Fields.ts"
+import { parseDurationMs } from "../Units.ts"
 import type { KindDefinition } from "./Kind.ts"
 import {
   bareSecretNames,
@@ -71,14 +71,22 @@ export const decimalBetween = (minimum: number, maximum: number) =>
     (text: string) => {
       if (!decimalText.test(text)) return `Invalid value: "${text}": must be a decimal string such as 2.0`
       const value = new Decimal(text)
-      return value.lessThan(minimum) || value.greaterThan(maximum) ? `Invalid value: "${text}": must be between ${minimum} and ${maximum}, inclusive` : undefined
+      return value.lessThan(minimum) || value.greaterThan(maximum)
+        ? `Invalid value: "${text}": must be between ${minimum} and ${maximum}, inclusive`
+        : undefined
     },
     { toJsonSchema: () => ({ pattern: decimalText.source, "x-nodus-decimal": { minimum, maximum } }) }
   ))
 
 const pythonIdentifier = "[A-Za-z_][A-Za-z0-9_]*"
-const dottedIdentifier = matching(new RegExp(`^${pythonIdentifier}(\\.${pythonIdentifier})*$`, "u"), "must be a dotted Python name such as pkg.module")
-const identifier = matching(new RegExp(`^${pythonIdentifier}$`, "u"), `must be a Python identifier (^${pythonIdentifier}$)`)
+const dottedIdentifier = matching(
+  new RegExp(`^${pythonIdentifier}(\\.${pythonIdentifier})*$`, "u"),
+  "must be a dotted Python name such as pkg.module"
+)
+const identifier = matching(
+  new RegExp(`^${pythonIdentifier}$`, "u"),
+  `must be a Python identifier (^${pythonIdentifier}$)`
+)
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Spec
@@ -88,7 +96,8 @@ const FunctionClass = Schema.Struct({
   methods: described(
     listOf(identifier, Limits.functionClassMethodsMax)
       .check(Schema.makeFilter(
-        (methods: ReadonlyArray<string>) => methods.length > 0 ? undefined : "Required value: name at least one method a call may name",
+        (methods: ReadonlyArray<string>) =>
+          methods.length > 0 ? undefined : "Required value: name at least one method a call may name",
         { toJsonSchema: () => ({ minItems: 1 }) }
       ))
       .check(uniqueBy((method: string) => method, "method names")),
@@ -98,8 +107,14 @@ const FunctionClass = Schema.Struct({
 
 const FunctionCode = Schema.Struct({
   module: described(dottedIdentifier, "The Python module that defines the function or class, e.g. app.handlers."),
-  qualname: optional(dottedIdentifier, "The function's qualified name in the module (exactly one of qualname and cls)."),
-  blob: optional(BlobReference, "The content-addressed code archive (sha256:<hex>) shared by the App's members; unset when the image holds the code."),
+  qualname: optional(
+    dottedIdentifier,
+    "The function's qualified name in the module (exactly one of qualname and cls)."
+  ),
+  blob: optional(
+    BlobReference,
+    "The content-addressed code archive (sha256:<hex>) shared by the App's members; unset when the image holds the code."
+  ),
   cls: optional(FunctionClass, "A class whose methods calls name (exactly one of qualname and cls).")
 }).check(exactlyOneOf(["qualname", "cls"]))
 
@@ -107,17 +122,27 @@ const FunctionCode = Schema.Struct({
 // as Distributed.nodes is bounded (2 to 16, the beta caps it at 8).
 const clusterSize = Schema.Int.check(Schema.makeFilter(
   (nodes: number) => {
-    if (nodes < Limits.gangNodesMin || nodes > Limits.gangNodesMax) return `Invalid value: ${nodes}: must be between ${Limits.gangNodesMin} and ${Limits.gangNodesMax}, inclusive`
-    return nodes > Limits.gangNodesBetaMax ? `Invalid value: ${nodes}: the Function cluster option is Beta and capped at ${Limits.gangNodesBetaMax} nodes` : undefined
+    if (nodes < Limits.gangNodesMin || nodes > Limits.gangNodesMax) {
+      return `Invalid value: ${nodes}: must be between ${Limits.gangNodesMin} and ${Limits.gangNodesMax}, inclusive`
+    }
+    return nodes > Limits.gangNodesBetaMax
+      ? `Invalid value: ${nodes}: the Function cluster option is Beta and capped at ${Limits.gangNodesBetaMax} nodes`
+      : undefined
   },
   { toJsonSchema: () => ({ minimum: Limits.gangNodesMin, maximum: Limits.gangNodesBetaMax }) }
 ))
 
 const FunctionCluster = Schema.Struct({
   launcher: optional(oneOf(["Plain"]), "Plain: the env contract only."),
-  network: optional(oneOf(["Colocated", "Regional", "Global"]), "Colocated (one provider and region), Regional (one region class) or Global."),
+  network: optional(
+    oneOf(["Colocated", "Regional", "Global"]),
+    "Colocated (one provider and region), Regional (one region class) or Global."
+  ),
   size: described(clusterSize, "Nodes per worker, 2 to 16 (the beta caps it at 8)."),
-  transport: optional(oneOf(["Direct", "Auto"]), "Direct (private or direct paths only) or Auto (relayed paths allowed).")
+  transport: optional(
+    oneOf(["Direct", "Auto"]),
+    "Direct (private or direct paths only) or Auto (relayed paths allowed)."
+  )
 })
 
 const FunctionRetriesFields = Schema.Struct({
@@ -137,24 +162,46 @@ const initialDelayWithinMaxDelay = Schema.makeFilter<typeof FunctionRetriesField
     const initial = parseDurationMs(retries.initialDelay)
     const longest = parseDurationMs(retries.maxDelay)
     return initial !== undefined && longest !== undefined && initial > longest
-      ? { path: ["initialDelay"], issue: `Invalid value: "${retries.initialDelay}": must be at most maxDelay (${retries.maxDelay})` }
+      ? {
+        path: ["initialDelay"],
+        issue: `Invalid value: "${retries.initialDelay}": must be at most maxDelay (${retries.maxDelay})`
+      }
       : undefined
   },
   { toJsonSchema: () => [{}, true] }
 )
 
 const FunctionScalingFields = Schema.Struct({
-  minWorkers: optional(intBetween(0, Limits.functionWorkersMax), "Workers kept warm, 0 to maxWorkers; idle ones are billed as warm capacity."),
-  maxWorkers: defaulted(intBetween(1, Limits.functionWorkersMax), Limits.functionMaxWorkersDefault, "Most workers at once, 1 to 1000."),
-  scaledownWindow: defaulted(duration({ maximumMs: Limits.scaledownWindowMsMax }), Limits.functionScaledownWindowDefault, "How long an idle worker stays before it is released, 0s to 20m."),
-  targetConcurrency: defaulted(intBetween(1, Limits.functionTargetConcurrencyMax), Limits.functionTargetConcurrencyDefault, "Calls a worker takes at once, 1 to 1000.")
+  minWorkers: optional(
+    intBetween(0, Limits.functionWorkersMax),
+    "Workers kept warm, 0 to maxWorkers; idle ones are billed as warm capacity."
+  ),
+  maxWorkers: defaulted(
+    intBetween(1, Limits.functionWorkersMax),
+    Limits.functionMaxWorkersDefault,
+    "Most workers at once, 1 to 1000."
+  ),
+  scaledownWindow: defaulted(
+    duration({ maximumMs: Limits.scaledownWindowMsMax }),
+    Limits.functionScaledownWindowDefault,
+    "How long an idle worker stays before it is released, 0s to 20m."
+  ),
+  targetConcurrency: defaulted(
+    intBetween(1, Limits.functionTargetConcurrencyMax),
+    Limits.functionTargetConcurrencyDefault,
+    "Calls a worker takes at once, 1 to 1000."
+  )
 })
 
 // Spec: Function.scaling — minWorkers is 0 to maxWorkers.
 const minWorkersWithinMaxWorkers = Schema.makeFilter<typeof FunctionScalingFields.Type>(
-  (scaling) => scaling.minWorkers !== undefined && scaling.minWorkers > scaling.maxWorkers
-    ? { path: ["minWorkers"], issue: `Invalid value: ${scaling.minWorkers}: must be at most maxWorkers (${scaling.maxWorkers})` }
-    : undefined,
+  (scaling) =>
+    scaling.minWorkers !== undefined && scaling.minWorkers > scaling.maxWorkers
+      ? {
+        path: ["minWorkers"],
+        issue: `Invalid value: ${scaling.minWorkers}: must be at most maxWorkers (${scaling.maxWorkers})`
+      }
+      : undefined,
   { toJsonSchema: () => [{}, true] }
 )
 
@@ -172,14 +219,20 @@ const FunctionSpecFields = Schema.Struct({
   maxCostUSD: optional(usd, "A cap on the Function's spending; can only be raised."),
   network: optional(Network, "Network policy."),
   placement: defaulted(Placement, {}, "Where workers may run."),
-  python: optional(oneOf(Limits.functionPythonMinors), "Interpreter minor version, 3.10 to 3.13; a caller on another minor gets Invalid."),
+  python: optional(
+    oneOf(Limits.functionPythonMinors),
+    "Interpreter minor version, 3.10 to 3.13; a caller on another minor gets Invalid."
+  ),
   recovery: optional(Recovery, "Recovery from worker loss; maxAttempts is the recovery limit of each call."),
   resources: optional(Resources, "Resource floors of each worker."),
   retries: optional(FunctionRetriesFields.check(initialDelayWithinMaxDelay), "Retries of calls whose function raised."),
   scaling: defaulted(FunctionScalingFields.check(minWorkersWithinMaxWorkers), {}, "How many workers serve calls."),
   secrets: optional(Schema.Array(SecretMount), "Secrets mounted into every worker (bare names accepted)."),
   serviceAccountName: optional(nonEmpty, "The ServiceAccount the workers call the service as."),
-  sidecars: optional(Schema.Array(Sidecar).check(uniqueNames("sidecar names")), "Processes beside each worker; names unique."),
+  sidecars: optional(
+    Schema.Array(Sidecar).check(uniqueNames("sidecar names")),
+    "Processes beside each worker; names unique."
+  ),
   state: defaulted(oneOf(functionStates), "Running", "Running, or Stopped (drains workers to zero; new calls queue)."),
   timeout: defaulted(
     duration({ minimumMs: Limits.functionTimeoutMsMin, maximumMs: Limits.functionTimeoutMsMax }),
@@ -195,8 +248,12 @@ type FunctionSpecInput = typeof FunctionSpecFields.Type
 // Workers must come from an image; nodus takes exactly one of image and imageRef, as for Job (docs/kinds/Function.md).
 const oneImage = Schema.makeFilter<FunctionSpecInput>(
   (spec) => {
-    if (spec.image !== undefined && spec.imageRef !== undefined) return { path: ["imageRef"], issue: "Invalid value: exactly one of image and imageRef may be set" }
-    return spec.image === undefined && spec.imageRef === undefined ? { path: ["image"], issue: "Required value: image or imageRef is required" } : undefined
+    if (spec.image !== undefined && spec.imageRef !== undefined) {
+      return { path: ["imageRef"], issue: "Invalid value: exactly one of image and imageRef may be set" }
+    }
+    return spec.image === undefined && spec.imageRef === undefined
+      ? { path: ["image"], issue: "Required value: image or imageRef is required" }
+      : undefined
   },
   { toJsonSchema: () => ({ oneOf: [{ required: ["image"] }, { required: ["imageRef"] }] }) }
 )
@@ -206,7 +263,10 @@ const nodesInCluster = Schema.makeFilter<FunctionSpecInput>(
   (spec) => {
     const nodes = spec.resources?.nodes
     return nodes !== undefined && nodes > 1
-      ? { path: ["resources", "nodes"], issue: `Forbidden: ${nodes} nodes: a multi-node worker is set with cluster.size` }
+      ? {
+        path: ["resources", "nodes"],
+        issue: `Forbidden: ${nodes} nodes: a multi-node worker is set with cluster.size`
+      }
       : undefined
   },
   { toJsonSchema: () => [{}, true] }
@@ -214,7 +274,10 @@ const nodesInCluster = Schema.makeFilter<FunctionSpecInput>(
 
 export const FunctionSpec = FunctionSpecFields
   .check(oneImage, nodesInCluster)
-  .annotate({ identifier: "FunctionSpec", description: "What the Function runs and how its workers scale (spec: Function)." })
+  .annotate({
+    identifier: "FunctionSpec",
+    description: "What the Function runs and how its workers scale (spec: Function)."
+  })
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Status
@@ -224,27 +287,51 @@ export const FunctionStatus = Schema.Struct({
   conditions: optional(Schema.Array(Condition), "Ready (reason WorkersReady) and Funded."),
   cost: optional(Cost, "A display copy of the ledger."),
   estimate: optional(Estimate, "The estimate at create."),
-  handledRequests: optional(Schema.Record(Schema.String, Schema.String), "Restart requests acted on: last handled *-requested-at annotation per action."),
+  handledRequests: optional(
+    Schema.Record(Schema.String, Schema.String),
+    "Restart requests acted on: last handled *-requested-at annotation per action."
+  ),
   image: optional(ImageStatus, "The resolved image."),
   message: optional(Schema.String, "Details for humans."),
   observedGeneration: optional(Schema.Int, "The spec generation this status reflects."),
-  phase: optional(oneOf(functionPhases), "Long-running phase: Pending, Starting, Running, Recovering, Stopping, Stopped, Terminating or Failed."),
-  queue: optional(Schema.Struct({
-    queued: optional(NonNegativeInt, "Calls waiting for a worker."),
-    running: optional(NonNegativeInt, "Calls a worker is running.")
-  }), "Calls in flight."),
+  phase: optional(
+    oneOf(functionPhases),
+    "Long-running phase: Pending, Starting, Running, Recovering, Stopping, Stopped, Terminating or Failed."
+  ),
+  queue: optional(
+    Schema.Struct({
+      queued: optional(NonNegativeInt, "Calls waiting for a worker."),
+      running: optional(NonNegativeInt, "Calls a worker is running.")
+    }),
+    "Calls in flight."
+  ),
   reason: optional(Schema.String, "One CamelCase word: why the Function is in its phase."),
-  workerTemplate: optional(Schema.Struct({
-    template: described(nonEmpty, "A hash of what the workers run (code, image, resources and the rest of the worker's program)."),
-    firstWorker: described(NonNegativeInt, "The number of the first worker that runs it; workers numbered below drain.")
-  }), "nodus: the template workers run now, for rolling a change (docs/kinds/Function.md)."),
-  workers: optional(Schema.Struct({
-    starting: optional(NonNegativeInt, "Workers starting."),
-    ready: optional(NonNegativeInt, "Workers ready to take calls."),
-    busy: optional(NonNegativeInt, "Workers running calls."),
-    idle: optional(NonNegativeInt, "Workers without a call (warm capacity)."),
-    draining: optional(NonNegativeInt, "Workers finishing in-flight calls before they go (rollout, scale-down or Stopped).")
-  }), "Worker counts.")
+  workerTemplate: optional(
+    Schema.Struct({
+      template: described(
+        nonEmpty,
+        "A hash of what the workers run (code, image, resources and the rest of the worker's program)."
+      ),
+      firstWorker: described(
+        NonNegativeInt,
+        "The number of the first worker that runs it; workers numbered below drain."
+      )
+    }),
+    "nodus: the template workers run now, for rolling a change (docs/kinds/Function.md)."
+  ),
+  workers: optional(
+    Schema.Struct({
+      starting: optional(NonNegativeInt, "Workers starting."),
+      ready: optional(NonNegativeInt, "Workers ready to take calls."),
+      busy: optional(NonNegativeInt, "Workers running calls."),
+      idle: optional(NonNegativeInt, "Workers without a call (warm capacity)."),
+      draining: optional(
+        NonNegativeInt,
+        "Workers finishing in-flight calls before they go (rollout, scale-down or Stopped)."
+      )
+    }),
+    "Worker counts."
+  )
 }).annotate({ identifier: "FunctionStatus", description: "What the service observed of the Function." })
 
 // ---------------------------------------------------------------------------------------------------------------------

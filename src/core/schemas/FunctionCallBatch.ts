@@ -18,18 +18,33 @@ export const mapLabel = (group: string) => `${group}/map`
 export const FunctionCallBatch = Schema.Struct({
   apiVersion: optional(Schema.String, "<group>/v1, as the Function's."),
   kind: optional(Schema.Literal(functionCallBatchKind), "FunctionCallBatch."),
-  metadata: optional(Schema.Struct({
-    labels: optional(Schema.Record(Schema.String, Schema.String), "Labels given to every call of the batch."),
-    annotations: optional(Schema.Record(Schema.String, Schema.String), "Annotations given to every call (the caller's Python minor, <group>/python).")
-  }), "What every call's metadata carries; the calls' names are generated from the Function's."),
-  mapId: described(LabelValue.check(notEmpty), "The map the calls belong to (each call's spec.mapId and label <group>/map); the same for every batch of one map."),
+  metadata: optional(
+    Schema.Struct({
+      labels: optional(Schema.Record(Schema.String, Schema.String), "Labels given to every call of the batch."),
+      annotations: optional(
+        Schema.Record(Schema.String, Schema.String),
+        "Annotations given to every call (the caller's Python minor, <group>/python)."
+      )
+    }),
+    "What every call's metadata carries; the calls' names are generated from the Function's."
+  ),
+  mapId: described(
+    LabelValue.check(notEmpty),
+    "The map the calls belong to (each call's spec.mapId and label <group>/map); the same for every batch of one map."
+  ),
   startIndex: optional(NonNegativeInt, "The mapIndex of the first input (default 0); input i gets startIndex + i."),
   session: optional(nonEmpty, "The caller's session id, for every call."),
   timeout: optional(
     duration({ minimumMs: Limits.functionTimeoutMsMin, maximumMs: Limits.functionTimeoutMsMax }),
     "Every call's deadline, at most the Function's; unset takes the Function's."
   ),
-  inputs: described(Schema.Array(Payload), `One Payload per call, at most ${Limits.functionCallBatchMax} (FunctionCallBatchTooLarge above).`)
-}).annotate({ identifier: functionCallBatchKind, description: "A batch of one map's calls of a Function, created together or not at all." })
+  inputs: described(
+    Schema.Array(Payload),
+    `One Payload per call, at most ${Limits.functionCallBatchMax} (FunctionCallBatchTooLarge above).`
+  )
+}).annotate({
+  identifier: functionCallBatchKind,
+  description: "A batch of one map's calls of a Function, created together or not at all."
+})
 
 export type FunctionCallBatchType = typeof FunctionCallBatch.Type

@@ -7,7 +7,17 @@
  */
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
-import { defaulted, described, exactlyOneOf, listOf, mapOf, matching, nonEmpty, oneOf, optional } from "../meta/Fields.ts"
+import {
+  defaulted,
+  described,
+  exactlyOneOf,
+  listOf,
+  mapOf,
+  matching,
+  nonEmpty,
+  oneOf,
+  optional
+} from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { BlobReference, Condition, NonNegativeInt } from "./Shared.ts"
 
@@ -23,10 +33,16 @@ export const imageReference = new RegExp(
   "u"
 )
 
-const ImageReference = matching(imageReference, "must be an image reference such as python:3.12, ghcr.io/org/app:v1 or a name pinned with @sha256:<64 hex digits>")
+const ImageReference = matching(
+  imageReference,
+  "must be an image reference such as python:3.12, ghcr.io/org/app:v1 or a name pinned with @sha256:<64 hex digits>"
+)
 
 /** A relative path inside the build context without '..' segments. */
-const contextPath = matching(/^(?!\/)(?!(?:.*\/)?\.\.(?:\/|$)).+$/u, "must be a relative path inside the build context, without '..'")
+const contextPath = matching(
+  /^(?!\/)(?!(?:.*\/)?\.\.(?:\/|$)).+$/u,
+  "must be a relative path inside the build context, without '..'"
+)
 
 const buildArgName = /^[A-Za-z_][A-Za-z0-9_]*$/u
 
@@ -38,7 +54,9 @@ const BuildArgs = mapOf(
   Schema.makeFilter(
     (args: Readonly<Record<string, string>>) => {
       const count = Object.keys(args).length
-      return count <= Limits.imageBuildArgsMax ? undefined : `Too many: ${count}: must have at most ${Limits.imageBuildArgsMax} build arguments`
+      return count <= Limits.imageBuildArgsMax
+        ? undefined
+        : `Too many: ${count}: must have at most ${Limits.imageBuildArgsMax} build arguments`
     },
     { toJsonSchema: () => ({ maxProperties: Limits.imageBuildArgsMax }) }
   )
@@ -53,15 +71,24 @@ const ImageBuild = Schema.Struct({
 
 export const ImageSpec = Schema.Struct({
   reference: optional(ImageReference, "An image to pull (exactly one of reference and build)."),
-  build: optional(ImageBuild, "An image to build from an uploaded context (exactly one of reference and build); ImageBuildUnavailable where the deployment cannot build."),
-  imagePullSecrets: optional(listOf(nonEmpty, Limits.imagePullSecretsMax), "DockerConfigJson Secrets for pulling the image or the build's base images.")
+  build: optional(
+    ImageBuild,
+    "An image to build from an uploaded context (exactly one of reference and build); ImageBuildUnavailable where the deployment cannot build."
+  ),
+  imagePullSecrets: optional(
+    listOf(nonEmpty, Limits.imagePullSecretsMax),
+    "DockerConfigJson Secrets for pulling the image or the build's base images."
+  )
 }).check(exactlyOneOf(["reference", "build"])).annotate({
   identifier: "ImageSpec",
   description: "A container image to pull or build, pinned to a digest (spec: Areas, Job.imageRef)."
 })
 
 export const ImageStatus = Schema.Struct({
-  phase: optional(oneOf(imagePhases), "Pending, Building, Ready or Failed; a workload naming an Image that is not Ready gets ImageNotReady."),
+  phase: optional(
+    oneOf(imagePhases),
+    "Pending, Building, Ready or Failed; a workload naming an Image that is not Ready gets ImageNotReady."
+  ),
   reference: optional(Schema.String, "The pinned reference workloads run (repository@sha256:…)."),
   digest: optional(Schema.String, "The pinned digest, sha256:<hex>."),
   user: optional(Schema.String, "The user the image config runs as (root when none)."),

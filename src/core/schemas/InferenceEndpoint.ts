@@ -9,15 +9,7 @@ import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
 import { defaulted, described, intBetween, nonEmpty, oneOf, optional, usd } from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
-import {
-  Condition,
-  Cost,
-  Estimate,
-  longRunningPhases,
-  longRunningStates,
-  Placement,
-  Resources
-} from "./Shared.ts"
+import { Condition, Cost, Estimate, longRunningPhases, longRunningStates, Placement, Resources } from "./Shared.ts"
 
 /** States a caller writes (nodus, as Sandbox and Workspace write theirs). */
 export const inferenceEndpointStates = longRunningStates
@@ -26,14 +18,26 @@ export const inferenceEndpointStates = longRunningStates
 export const inferenceEndpointPhases = longRunningPhases
 
 const ScalingFields = Schema.Struct({
-  minReplicas: defaulted(intBetween(0, Limits.inferenceReplicasMax), 1, `Replicas kept running (billed while idle), 0 to maxReplicas; default 1.`),
-  maxReplicas: defaulted(intBetween(1, Limits.inferenceReplicasMax), 1, `Most replicas under load, 1 to ${Limits.inferenceReplicasMax}; default 1.`)
+  minReplicas: defaulted(
+    intBetween(0, Limits.inferenceReplicasMax),
+    1,
+    `Replicas kept running (billed while idle), 0 to maxReplicas; default 1.`
+  ),
+  maxReplicas: defaulted(
+    intBetween(1, Limits.inferenceReplicasMax),
+    1,
+    `Most replicas under load, 1 to ${Limits.inferenceReplicasMax}; default 1.`
+  )
 })
 
 const InferenceEndpointScaling = ScalingFields.check(Schema.makeFilter<typeof ScalingFields.Type>(
-  (scaling) => scaling.minReplicas > scaling.maxReplicas
-    ? { path: ["minReplicas"], issue: `Invalid value: ${scaling.minReplicas}: must be at most maxReplicas (${scaling.maxReplicas})` }
-    : undefined,
+  (scaling) =>
+    scaling.minReplicas > scaling.maxReplicas
+      ? {
+        path: ["minReplicas"],
+        issue: `Invalid value: ${scaling.minReplicas}: must be at most maxReplicas (${scaling.maxReplicas})`
+      }
+      : undefined,
   { toJsonSchema: () => [{}, true] }
 ))
 
@@ -43,16 +47,26 @@ export const InferenceEndpointSpec = Schema.Struct({
   placement: defaulted(Placement, {}, "Where replicas may run."),
   scaling: defaulted(InferenceEndpointScaling, {}, "How many replicas run."),
   maxCostUSD: optional(usd, "Reaching it stops the endpoint; can only be raised."),
-  state: defaulted(oneOf(inferenceEndpointStates), "Running", "Running (default) or Stopped (replicas released; the URL answers 503).")
+  state: defaulted(
+    oneOf(inferenceEndpointStates),
+    "Running",
+    "Running (default) or Stopped (replicas released; the URL answers 503)."
+  )
 }).annotate({ identifier: "InferenceEndpointSpec", description: "A served model (spec: Areas)." })
 
 export const InferenceEndpointStatus = Schema.Struct({
-  phase: optional(oneOf(inferenceEndpointPhases), "Pending, Starting, Running, Recovering, Stopping, Stopped, Terminating or Failed."),
+  phase: optional(
+    oneOf(inferenceEndpointPhases),
+    "Pending, Starting, Running, Recovering, Stopping, Stopped, Terminating or Failed."
+  ),
   url: optional(Schema.String, "Where requests go."),
-  replicas: optional(Schema.Struct({
-    desired: optional(Schema.Int, "Replicas wanted now."),
-    ready: optional(Schema.Int, "Replicas serving.")
-  }), "Replica counts."),
+  replicas: optional(
+    Schema.Struct({
+      desired: optional(Schema.Int, "Replicas wanted now."),
+      ready: optional(Schema.Int, "Replicas serving.")
+    }),
+    "Replica counts."
+  ),
   cost: optional(Cost, "A display copy of the ledger."),
   estimate: optional(Estimate, "The estimate at create."),
   conditions: optional(Schema.Array(Condition), "Ready and Funded."),

@@ -4,8 +4,8 @@
  * (spec: which fields are immutable, which amounts may only be raised). `checkUpdate` enforces those rules.
  */
 import { Result, Schema } from "effect"
-import { type Cause, fieldInvalid } from "../meta/ApiError.ts"
 import { equals, isObject, type Json, type JsonObject } from "../Json.ts"
+import { type Cause, fieldInvalid } from "../meta/ApiError.ts"
 import { changedLeaves, keyPath } from "../meta/ManagedFields.ts"
 import { compareUsd } from "../Units.ts"
 
@@ -68,7 +68,11 @@ export interface ServerSettings {
  * A decoded spec as the kind stores it: its `normalize` (the changed spec decoded again by `decodeAgain`, so the
  * defaults of the fields it made apply too), then its `complete`. Admission (Resources.ts) and the kind tests use it.
  */
-export const normalizeSpec = <E>(definition: KindDefinition, spec: JsonObject, decodeAgain: (spec: JsonObject) => Result.Result<JsonObject, E>): Result.Result<JsonObject, E> => {
+export const normalizeSpec = <E>(
+  definition: KindDefinition,
+  spec: JsonObject,
+  decodeAgain: (spec: JsonObject) => Result.Result<JsonObject, E>
+): Result.Result<JsonObject, E> => {
   const next = definition.normalize === undefined ? spec : definition.normalize(spec)
   const decoded = equals(next, spec) ? Result.succeed(spec) : decodeAgain(next)
   const complete = definition.complete
@@ -83,7 +87,8 @@ export const permissive: KindDefinition = {
 
 const dotted = (key: string): string => keyPath(key).join(".")
 
-const covers = (rule: string, path: string): boolean => path === rule || path.startsWith(`${rule}.`) || rule.startsWith(`${path}.`)
+const covers = (rule: string, path: string): boolean =>
+  path === rule || path.startsWith(`${rule}.`) || rule.startsWith(`${path}.`)
 
 const valueAt = (value: Json | undefined, path: string): Json | undefined => {
   let current = value
@@ -102,7 +107,9 @@ export const immutableChanges = (rules: UpdateRules, before: JsonObject, after: 
     : changed.filter((path) => rules.immutable.some((rule) => covers(rule, path)))
   // Report each field once, at the shallowest path the rules name.
   const fields = [...new Set(forbidden)].sort()
-  return fields.map((path) => fieldInvalid(`spec.${path}`, `Invalid value: ${JSON.stringify(valueAt(after, path) ?? null)}: field is immutable`))
+  return fields.map((path) =>
+    fieldInvalid(`spec.${path}`, `Invalid value: ${JSON.stringify(valueAt(after, path) ?? null)}: field is immutable`)
+  )
 }
 
 /** Causes for amounts lowered though they may only be raised (spec: Conventions 4, maxCostUSD). */
@@ -113,20 +120,33 @@ export const loweredAmounts = (rules: UpdateRules, before: JsonObject, after: Js
     if (typeof previous !== "string" || typeof next !== "string") {
       // Adding a cap to an uncapped object lowers it from unlimited; removing one raises it to unlimited.
       return previous === undefined && typeof next === "string"
-        ? [fieldInvalid(`spec.${path}`, `Invalid value: "${next}": may only be raised after create, and the object was created without a limit`)]
+        ? [
+          fieldInvalid(
+            `spec.${path}`,
+            `Invalid value: "${next}": may only be raised after create, and the object was created without a limit`
+          )
+        ]
         : []
     }
-    return compareUsd(next, previous) < 0 ? [fieldInvalid(`spec.${path}`, `Invalid value: "${next}": may only be raised (it is ${previous})`)] : []
+    return compareUsd(next, previous) < 0
+      ? [fieldInvalid(`spec.${path}`, `Invalid value: "${next}": may only be raised (it is ${previous})`)]
+      : []
   })
 
 /**
  * A transitions rule: once `spec.state` is `final` (a cancel), it stays so (spec: States and transitions — cancel is
  * terminal; nodus: a cancelled run does not come back, so it is refused rather than silently ignored).
  */
-export const finalState = (final: string, kind: string) => (before: JsonObject, after: JsonObject): ReadonlyArray<Cause> =>
-  before["state"] === final && after["state"] !== final
-    ? [fieldInvalid("spec.state", `Invalid value: ${JSON.stringify(after["state"] ?? null)}: a ${final} ${kind} cannot be resumed`)]
-    : []
+export const finalState =
+  (final: string, kind: string) => (before: JsonObject, after: JsonObject): ReadonlyArray<Cause> =>
+    before["state"] === final && after["state"] !== final
+      ? [
+        fieldInvalid(
+          "spec.state",
+          `Invalid value: ${JSON.stringify(after["state"] ?? null)}: a ${final} ${kind} cannot be resumed`
+        )
+      ]
+      : []
 
 /** Every rule an update of the spec breaks; empty when it may go ahead. */
 export const checkUpdate = (definition: KindDefinition, before: Json | undefined, after: Json | undefined) => {
@@ -138,6 +158,9 @@ export const checkUpdate = (definition: KindDefinition, before: Json | undefined
     // FieldImmutable causes.
     immutable: rules === undefined ? [] : immutableChanges(rules, previous, next),
     // Invalid causes: amounts lowered that only rise, and state moves the kind forbids.
-    invalid: [...(rules === undefined ? [] : loweredAmounts(rules, previous, next)), ...(transitions?.(previous, next) ?? [])]
+    invalid: [
+      ...(rules === undefined ? [] : loweredAmounts(rules, previous, next)),
+      ...(transitions?.(previous, next) ?? [])
+    ]
   }
 }

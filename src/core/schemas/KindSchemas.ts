@@ -17,7 +17,7 @@ const envelope = {
 }
 
 /** Builds a kind's schema once; admission then compiles its decoder once too (Admission.ts). */
-const perKind = <S>(build: (info: KindInfo) => S): ((info: KindInfo) => S) => {
+const perKind = <S>(build: (info: KindInfo) => S): (info: KindInfo) => S => {
   const built = new WeakMap<KindInfo, S>()
   return (info) => {
     let schema = built.get(info)
@@ -48,7 +48,8 @@ export const applySchema = perKind((_info) =>
     ...envelope,
     spec: Schema.optionalKey(AnyObject),
     status: Schema.optionalKey(Schema.Json)
-  }))
+  })
+)
 
 /** The object a write to `/status` must decode as: the kind's status schema; `spec` is ignored (spec: Conventions). */
 export const statusSchema = perKind((info) =>
@@ -56,7 +57,8 @@ export const statusSchema = perKind((info) =>
     ...envelope,
     spec: Schema.optionalKey(Schema.Json),
     status: Schema.optionalKey(definitionOf(info.kind).status)
-  }))
+  })
+)
 
 /** A project, written as a Kubernetes Namespace; its name is a DNS-1123 label, as a namespace's is. */
 export const namespaceSchema = Schema.Struct({

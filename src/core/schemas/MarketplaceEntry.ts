@@ -7,7 +7,17 @@
  */
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
-import { defaulted, described, intAtLeast, matching, nonEmpty, oneOf, optional, positiveUsd, usd } from "../meta/Fields.ts"
+import {
+  defaulted,
+  described,
+  intAtLeast,
+  matching,
+  nonEmpty,
+  oneOf,
+  optional,
+  positiveUsd,
+  usd
+} from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Timestamp } from "./Shared.ts"
 
@@ -33,14 +43,19 @@ interface Interval {
 }
 
 /** Whole hours in an interval (the end is exclusive). */
-export const intervalHours = (interval: Interval): number => (Date.parse(interval.endsAt) - Date.parse(interval.startsAt)) / Limits.hourMs
+export const intervalHours = (interval: Interval): number =>
+  (Date.parse(interval.endsAt) - Date.parse(interval.startsAt)) / Limits.hourMs
 
 /** endsAt is after startsAt (spec: "endsAt (exclusive end; UTC interval)"). */
 export const endsAfterStarts = <T extends Interval>() =>
   Schema.makeFilter<T>(
-    (value) => Date.parse(value.endsAt) > Date.parse(value.startsAt)
-      ? undefined
-      : { path: ["endsAt"], issue: `Invalid value: "${value.endsAt}": must be after startsAt (${value.startsAt}); the end is exclusive` },
+    (value) =>
+      Date.parse(value.endsAt) > Date.parse(value.startsAt)
+        ? undefined
+        : {
+          path: ["endsAt"],
+          issue: `Invalid value: "${value.endsAt}": must be after startsAt (${value.startsAt}); the end is exclusive`
+        },
     { toJsonSchema: () => [{}, true] }
   )
 
@@ -51,7 +66,10 @@ export const hoursWithinInterval = <T extends Interval>(field: string) =>
       const hours = (value as unknown as Record<string, unknown>)[field]
       const available = intervalHours(value)
       return typeof hours === "number" && available > 0 && hours > available
-        ? { path: [field], issue: `Invalid value: ${hours}: must be at most the hours from startsAt to endsAt (${available})` }
+        ? {
+          path: [field],
+          issue: `Invalid value: ${hours}: must be at most the hours from startsAt to endsAt (${available})`
+        }
         : undefined
     },
     { toJsonSchema: () => [{}, true] }
@@ -87,13 +105,23 @@ const commonFields = {
   startsAt: described(UtcTimestamp, "Start of the interval (UTC)."),
   endsAt: described(UtcTimestamp, "End of the interval (UTC, exclusive); after startsAt."),
   minimumHours: optional(intAtLeast(1), "Shortest commitment in hours; at most the hours from startsAt to endsAt."),
-  rateUSDPerUnitHour: described(positiveUsd, "Buyer ceiling (Demand) or seller ask (Supply) per unit-hour; a positive decimal USD string."),
-  notes: optional(textUpTo(Limits.marketplaceNotesMax), "Private notes for the operators; never credentials. At most 4096 characters."),
+  rateUSDPerUnitHour: described(
+    positiveUsd,
+    "Buyer ceiling (Demand) or seller ask (Supply) per unit-hour; a positive decimal USD string."
+  ),
+  notes: optional(
+    textUpTo(Limits.marketplaceNotesMax),
+    "Private notes for the operators; never credentials. At most 4096 characters."
+  ),
   company: optional(shortText, "The company; published only with explicit consent and operator review."),
   contactEmail: optional(email, "Contact address, private to the owning organization and the operators.")
 }
 
-const state = defaulted(oneOf(marketplaceEntryStates), "Open", "Open (default) or Withdrawn (removes catalog visibility immediately).")
+const state = defaulted(
+  oneOf(marketplaceEntryStates),
+  "Open",
+  "Open (default) or Withdrawn (removes catalog visibility immediately)."
+)
 
 /**
  * Spec: "authorityConfirmed (required for supply)" — a supply entry confirms it, with true. A boolean refused unless
@@ -111,14 +139,23 @@ export const SupplyMarketplaceEntrySpec = Schema.Struct({
   authorityConfirmed: described(confirmed, "The submitter confirms the authority to offer the capacity; must be true."),
   publish: optional(Schema.Boolean, "List the supply in the catalog after review."),
   state
-}).annotate({ identifier: "SupplyMarketplaceEntrySpec", description: "A supply submission: capacity offered (spec: MarketplaceEntry, intent Supply)." })
+}).annotate({
+  identifier: "SupplyMarketplaceEntrySpec",
+  description: "A supply submission: capacity offered (spec: MarketplaceEntry, intent Supply)."
+})
 
 export const DemandMarketplaceEntrySpec = Schema.Struct({
   intent: described(Schema.Literal("Demand"), "Demand: a capacity request; immutable."),
   ...commonFields,
-  authorityConfirmed: optional(Schema.Boolean, "The submitter confirms the authority to ask for the capacity (optional on Demand)."),
+  authorityConfirmed: optional(
+    Schema.Boolean,
+    "The submitter confirms the authority to ask for the capacity (optional on Demand)."
+  ),
   state
-}).annotate({ identifier: "DemandMarketplaceEntrySpec", description: "A capacity request (spec: MarketplaceEntry, intent Demand); never published." })
+}).annotate({
+  identifier: "DemandMarketplaceEntrySpec",
+  description: "A capacity request (spec: MarketplaceEntry, intent Demand); never published."
+})
 
 type MarketplaceEntrySpecInput = typeof SupplyMarketplaceEntrySpec.Type | typeof DemandMarketplaceEntrySpec.Type
 
@@ -129,26 +166,42 @@ type MarketplaceEntrySpecInput = typeof SupplyMarketplaceEntrySpec.Type | typeof
  */
 export const MarketplaceEntrySpec = Schema.Union([DemandMarketplaceEntrySpec, SupplyMarketplaceEntrySpec])
   // The union's own message (an annotation after .check would go to the last check instead).
-  .annotate({ message: `Unsupported value: intent: supported values: ${marketplaceIntents.map((intent) => JSON.stringify(intent)).join(", ")}` })
+  .annotate({
+    message: `Unsupported value: intent: supported values: ${
+      marketplaceIntents.map((intent) => JSON.stringify(intent)).join(", ")
+    }`
+  })
   .check(endsAfterStarts<MarketplaceEntrySpecInput>(), hoursWithinInterval<MarketplaceEntrySpecInput>("minimumHours"))
-  .annotate({ identifier: "MarketplaceEntrySpec", description: "A capacity request or supply submission (spec: MarketplaceEntry); its fields depend on its intent." })
+  .annotate({
+    identifier: "MarketplaceEntrySpec",
+    description: "A capacity request or supply submission (spec: MarketplaceEntry); its fields depend on its intent."
+  })
 
 // ---------------------------------------------------------------------------------------------------------------------
 // status
 
 export const MarketplaceEntryStatus = Schema.Struct({
-  review: optional(oneOf(marketplaceReviews), "Operator review: Pending, Approved or Rejected; any edit after review needs another."),
+  review: optional(
+    oneOf(marketplaceReviews),
+    "Operator review: Pending, Approved or Rejected; any edit after review needs another."
+  ),
   reviewedAt: optional(Timestamp, "When the entry was last reviewed."),
-  observedGeneration: optional(Schema.Int, "The spec generation the review covers; any later edit needs another review."),
+  observedGeneration: optional(
+    Schema.Int,
+    "The spec generation the review covers; any later edit needs another review."
+  ),
   message: optional(Schema.String, "The reviewer's message."),
   validUntil: optional(Timestamp, "When the indicative rates stop being current."),
   costAllowanceUSDPerUnitHour: optional(usd, "What the service allows per unit-hour for the capacity."),
   customerRateUSDPerUnitHour: optional(usd, "Indicative customer rate per unit-hour."),
-  lastReservation: optional(Schema.Struct({
-    contract: optional(Schema.String, "The MarketplaceContract."),
-    quantity: optional(Schema.Int, "Units it bound."),
-    time: optional(Timestamp, "When.")
-  }), "The latest MarketplaceContract that bound this entry.")
+  lastReservation: optional(
+    Schema.Struct({
+      contract: optional(Schema.String, "The MarketplaceContract."),
+      quantity: optional(Schema.Int, "Units it bound."),
+      time: optional(Timestamp, "When.")
+    }),
+    "The latest MarketplaceContract that bound this entry."
+  )
 }).annotate({ identifier: "MarketplaceEntryStatus", description: "Review and indicative prices of the entry." })
 
 export const marketplaceEntry: KindDefinition = {

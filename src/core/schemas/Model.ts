@@ -16,12 +16,19 @@ const ModelPricing = Schema.Struct({
   inputUSDPerMillionTokens: optional(usd, "USD per million input tokens."),
   cachedInputUSDPerMillionTokens: optional(usd, "USD per million input tokens read from the cache."),
   outputUSDPerMillionTokens: optional(usd, "USD per million output tokens.")
-}).annotate({ identifier: "ModelPricing", description: "Token prices as decimal USD strings, per million tokens (per-token prices are below the ledger's micro-USD)." })
+}).annotate({
+  identifier: "ModelPricing",
+  description:
+    "Token prices as decimal USD strings, per million tokens (per-token prices are below the ledger's micro-USD)."
+})
 
 export const ModelSpec = Schema.Struct({
   uri: described(nonEmpty, "Where the weights are, e.g. hf://org/name."),
   family: optional(nonEmpty, "The model family, e.g. llama or qwen."),
-  revision: optional(matching(/^[0-9a-f]{40}$/u, "must be 40 lowercase hex digits"), "The pinned revision (40 hex digits), as in <uri>@<revision>."),
+  revision: optional(
+    matching(/^[0-9a-f]{40}$/u, "must be 40 lowercase hex digits"),
+    "The pinned revision (40 hex digits), as in <uri>@<revision>."
+  ),
   contextWindow: optional(intAtLeast(1), "The context window in tokens."),
   pricing: optional(ModelPricing, "Token prices.")
 }).annotate({ identifier: "ModelSpec", description: "A model known to the platform (written by the service)." })

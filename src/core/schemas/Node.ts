@@ -16,8 +16,14 @@ export const nodePhases = ["Pending", "Ready", "NotReady", "Draining", "Offline"
 const hostnamePattern = /^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*$/u
 
 /** An RFC 1123 host name of at most 253 characters. */
-const hostname = matching(hostnamePattern, "must be a host name (RFC 1123): DNS labels of letters, digits and '-', separated by '.'").check(Schema.makeFilter(
-  (text: string) => text.length <= Limits.nodeHostnameMax ? undefined : `Too long: may not be longer than ${Limits.nodeHostnameMax} characters`,
+const hostname = matching(
+  hostnamePattern,
+  "must be a host name (RFC 1123): DNS labels of letters, digits and '-', separated by '.'"
+).check(Schema.makeFilter(
+  (text: string) =>
+    text.length <= Limits.nodeHostnameMax
+      ? undefined
+      : `Too long: may not be longer than ${Limits.nodeHostnameMax} characters`,
   { toJsonSchema: () => ({ maxLength: Limits.nodeHostnameMax }) }
 ))
 
@@ -25,22 +31,31 @@ export const NodeSpec = Schema.Struct({
   pool: described(nonEmpty, "The Pool the host is enrolled in; fixed at enrollment."),
   hostname: described(hostname, "The host's name as it enrolled; fixed at enrollment."),
   cordoned: optional(Schema.Boolean, "No new work is placed on the Node while true; running work stays."),
-  drain: optional(Schema.Boolean, "Running work is moved off the Node at its next safe point and no new work is placed while true.")
+  drain: optional(
+    Schema.Boolean,
+    "Running work is moved off the Node at its next safe point and no new work is placed while true."
+  )
 }).annotate({ identifier: "NodeSpec", description: "A host enrolled in a Pool, and whether it takes work." })
 
 export const NodeStatus = Schema.Struct({
-  phase: optional(oneOf(nodePhases), "Pending (enrolled, not yet reported), Ready, NotReady, Draining or Offline (event pool.node_offline)."),
+  phase: optional(
+    oneOf(nodePhases),
+    "Pending (enrolled, not yet reported), Ready, NotReady, Draining or Offline (event pool.node_offline)."
+  ),
   reason: optional(Schema.String, "One CamelCase word: why the Node is not Ready."),
   message: optional(Schema.String, "A sentence for humans."),
   observedGeneration: optional(Schema.Int, "The spec generation this status reflects."),
   conditions: optional(Schema.Array(Condition), "Conditions of the Node (e.g. Ready)."),
-  capacity: optional(Schema.Struct({
-    cpu: optional(quantity(), "vCPUs."),
-    memory: optional(quantity(), "Host memory."),
-    disk: optional(quantity(), "Disk for workloads."),
-    gpus: optional(NonNegativeInt, "GPUs."),
-    models: optional(Schema.Array(Schema.String), "Accelerator ids of its GPUs.")
-  }), "What the host has, as measured."),
+  capacity: optional(
+    Schema.Struct({
+      cpu: optional(quantity(), "vCPUs."),
+      memory: optional(quantity(), "Host memory."),
+      disk: optional(quantity(), "Disk for workloads."),
+      gpus: optional(NonNegativeInt, "GPUs."),
+      models: optional(Schema.Array(Schema.String), "Accelerator ids of its GPUs.")
+    }),
+    "What the host has, as measured."
+  ),
   allocated: optional(Schema.Struct({ gpus: optional(NonNegativeInt, "GPUs in use.") }), "What is in use."),
   enrolledTime: optional(Timestamp, "When the host enrolled."),
   enrollmentToken: optional(Schema.String, "The EnrollmentToken it enrolled with."),

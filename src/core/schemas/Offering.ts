@@ -6,7 +6,18 @@
  * carry provider names); it shows the provider's class only.
  */
 import { Schema } from "effect"
-import { described, intAtLeast, matching, nonEmpty, oneOf, onlyWith, optional, positiveUsd, quantity, usd } from "../meta/Fields.ts"
+import {
+  described,
+  intAtLeast,
+  matching,
+  nonEmpty,
+  oneOf,
+  onlyWith,
+  optional,
+  positiveUsd,
+  quantity,
+  usd
+} from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Timestamp } from "./Shared.ts"
 
@@ -17,13 +28,22 @@ const OfferingSpecFields = Schema.Struct({
   accelerator: optional(nonEmpty, "Accelerator id of its GPUs (e.g. H100-SXM-80GB); absent on a CPU offering."),
   count: described(intAtLeast(0), "GPUs per host; 0 for a CPU offering."),
   gpuMemory: optional(quantity(), "Memory of each GPU (only with accelerator)."),
-  interconnect: optional(oneOf(["PCIe", "NVLink"]), "How its GPUs are connected: PCIe or NVLink (only with accelerator)."),
-  host: described(Schema.Struct({
-    cpu: described(quantity(), "vCPUs."),
-    memory: described(quantity(), "Host memory."),
-    disk: described(quantity(), "Ephemeral disk.")
-  }), "The host shape (applies when larger than a workload's resources)."),
-  regionClass: described(matching(/^[a-z][a-z0-9-]*$/u, "must be a region class such as us or eu"), "Region class, e.g. us or eu."),
+  interconnect: optional(
+    oneOf(["PCIe", "NVLink"]),
+    "How its GPUs are connected: PCIe or NVLink (only with accelerator)."
+  ),
+  host: described(
+    Schema.Struct({
+      cpu: described(quantity(), "vCPUs."),
+      memory: described(quantity(), "Host memory."),
+      disk: described(quantity(), "Ephemeral disk.")
+    }),
+    "The host shape (applies when larger than a workload's resources)."
+  ),
+  regionClass: described(
+    matching(/^[a-z][a-z0-9-]*$/u, "must be a region class such as us or eu"),
+    "Region class, e.g. us or eu."
+  ),
   onDemandRateUSDPerHour: optional(positiveUsd, "Customer rate per host-hour on demand."),
   interruptibleRateUSDPerHour: optional(positiveUsd, "Customer rate per host-hour of the interruptible variant."),
   minimumChargeUSD: optional(usd, "The minimum charge of a run on it."),
@@ -35,21 +55,37 @@ type OfferingSpecInput = typeof OfferingSpecFields.Type
 // nodus: GPUs come with their accelerator id, and a CPU offering names none.
 const acceleratorWithGpus = Schema.makeFilter<OfferingSpecInput>(
   (spec) => {
-    if (spec.count > 0 && spec.accelerator === undefined) return { path: ["accelerator"], issue: `Required value: an offering with ${spec.count} GPUs names their accelerator` }
-    return spec.count === 0 && spec.accelerator !== undefined ? { path: ["accelerator"], issue: "Forbidden: a CPU offering (count 0) names no accelerator" } : undefined
+    if (spec.count > 0 && spec.accelerator === undefined) {
+      return {
+        path: ["accelerator"],
+        issue: `Required value: an offering with ${spec.count} GPUs names their accelerator`
+      }
+    }
+    return spec.count === 0 && spec.accelerator !== undefined
+      ? { path: ["accelerator"], issue: "Forbidden: a CPU offering (count 0) names no accelerator" }
+      : undefined
   },
   { toJsonSchema: () => [{}, true] }
 )
 
 // nodus: an offering has a price — on demand, interruptible or both.
 const someRate = Schema.makeFilter<OfferingSpecInput>(
-  (spec) => spec.onDemandRateUSDPerHour === undefined && spec.interruptibleRateUSDPerHour === undefined
-    ? { path: ["onDemandRateUSDPerHour"], issue: "Required value: onDemandRateUSDPerHour or interruptibleRateUSDPerHour is required" }
-    : undefined,
-  { toJsonSchema: () => ({ anyOf: [{ required: ["onDemandRateUSDPerHour"] }, { required: ["interruptibleRateUSDPerHour"] }] }) }
+  (spec) =>
+    spec.onDemandRateUSDPerHour === undefined && spec.interruptibleRateUSDPerHour === undefined
+      ? {
+        path: ["onDemandRateUSDPerHour"],
+        issue: "Required value: onDemandRateUSDPerHour or interruptibleRateUSDPerHour is required"
+      }
+      : undefined,
+  {
+    toJsonSchema: () => ({
+      anyOf: [{ required: ["onDemandRateUSDPerHour"] }, { required: ["interruptibleRateUSDPerHour"] }]
+    })
+  }
 )
 
-const withAccelerator = (field: string) => onlyWith<OfferingSpecInput>(field, "accelerator", (spec) => spec.accelerator !== undefined)
+const withAccelerator = (field: string) =>
+  onlyWith<OfferingSpecInput>(field, "accelerator", (spec) => spec.accelerator !== undefined)
 
 export const OfferingSpec = OfferingSpecFields
   .check(acceleratorWithGpus, someRate, withAccelerator("gpuMemory"), withAccelerator("interconnect"))

@@ -52,14 +52,19 @@ export const PipelineTrainingJobStage = Schema.Struct({
   kind: described(Schema.Literal("TrainingJob"), "TrainingJob: the stage creates a TrainingJob."),
   spec: TrainingJobSpec,
   dependsOn
-}).annotate({ identifier: "PipelineTrainingJobStage", description: "A stage that runs a TrainingJob; its spec is a TrainingJobSpec." })
+}).annotate({
+  identifier: "PipelineTrainingJobStage",
+  description: "A stage that runs a TrainingJob; its spec is a TrainingJobSpec."
+})
 
 /**
  * A stage: a union keyed by `kind`, as Sweep's template is. The stage spec is a plain nested struct, so its issues
  * are reported under `spec.stages[i].spec.…` and its unknown fields follow the caller's fieldValidation.
  */
 const PipelineStage = Schema.Union([PipelineJobStage, PipelineTrainingJobStage]).annotate({
-  message: `Unsupported value: kind: supported values: ${pipelineStageKinds.map((kind) => JSON.stringify(kind)).join(", ")}`
+  message: `Unsupported value: kind: supported values: ${
+    pipelineStageKinds.map((kind) => JSON.stringify(kind)).join(", ")
+  }`
 })
 
 type Stage = typeof PipelineStage.Type
@@ -70,7 +75,8 @@ const PipelineSpecFields = Schema.Struct({
   stages: described(
     listOf(PipelineStage, Limits.pipelineStagesMax)
       .check(Schema.makeFilter(
-        (stages: ReadonlyArray<unknown>) => stages.length > 0 ? undefined : "Required value: a Pipeline needs at least one stage",
+        (stages: ReadonlyArray<unknown>) =>
+          stages.length > 0 ? undefined : "Required value: a Pipeline needs at least one stage",
         { toJsonSchema: () => ({ minItems: 1 }) }
       ))
       .check(uniqueNames("stage names")),
@@ -95,7 +101,11 @@ const upstreamOf = (byName: ReadonlyMap<string, Stage>, name: string): ReadonlyS
 
 /** The first cycle through `start`, as stage names start → … → start, or undefined. */
 const cycleFrom = (byName: ReadonlyMap<string, Stage>, start: string): ReadonlyArray<string> | undefined => {
-  const visit = (name: string, path: ReadonlyArray<string>, visited: Set<string>): ReadonlyArray<string> | undefined => {
+  const visit = (
+    name: string,
+    path: ReadonlyArray<string>,
+    visited: Set<string>
+  ): ReadonlyArray<string> | undefined => {
     for (const next of byName.get(name)?.dependsOn ?? []) {
       if (next === start) return [...path, next]
       if (visited.has(next) || !byName.has(next)) continue
@@ -110,7 +120,9 @@ const cycleFrom = (byName: ReadonlyMap<string, Stage>, start: string): ReadonlyA
 
 /** The outputs a Job stage declares (plus the implicit one), or undefined when the stage is not a Job. */
 const outputsOf = (stage: Stage | undefined): ReadonlySet<string> | undefined =>
-  stage?.kind === "Job" ? new Set([implicitOutput, ...(stage.spec.outputs ?? []).map((output) => output.name)]) : undefined
+  stage?.kind === "Job"
+    ? new Set([implicitOutput, ...(stage.spec.outputs ?? []).map((output) => output.name)])
+    : undefined
 
 // nodus: dependsOn names other stages of the Pipeline and never forms a cycle; a fromStage input names an upstream
 // stage (one the stage depends on, directly or not) and, for a Job stage, one of its outputs.
@@ -120,8 +132,17 @@ const runnableGraph = Schema.makeFilter<PipelineSpecInput>(
     const issues: Array<Issue> = []
     spec.stages.forEach((stage, index) => {
       ;(stage.dependsOn ?? []).forEach((name, position) => {
-        if (name === stage.name) issues.push({ path: ["stages", index, "dependsOn", position], issue: `Invalid value: "${name}": a stage cannot depend on itself` })
-        else if (!byName.has(name)) issues.push({ path: ["stages", index, "dependsOn", position], issue: `Invalid value: "${name}": must name a stage of the Pipeline` })
+        if (name === stage.name) {
+          issues.push({
+            path: ["stages", index, "dependsOn", position],
+            issue: `Invalid value: "${name}": a stage cannot depend on itself`
+          })
+        } else if (!byName.has(name)) {
+          issues.push({
+            path: ["stages", index, "dependsOn", position],
+            issue: `Invalid value: "${name}": must name a stage of the Pipeline`
+          })
+        }
       })
     })
     const reported = new Set<string>()
@@ -130,7 +151,10 @@ const runnableGraph = Schema.makeFilter<PipelineSpecInput>(
       const cycle = cycleFrom(byName, stage.name)
       if (cycle === undefined || cycle.length < 3) return // a self-dependency is reported above
       cycle.forEach((name) => reported.add(name))
-      issues.push({ path: ["stages", index, "dependsOn"], issue: `Invalid value: ${cycle.join(" -> ")}: stages may not depend on each other in a cycle` })
+      issues.push({
+        path: ["stages", index, "dependsOn"],
+        issue: `Invalid value: ${cycle.join(" -> ")}: stages may not depend on each other in a cycle`
+      })
     })
     spec.stages.forEach((stage, index) => {
       if (stage.kind !== "Job") return
@@ -140,12 +164,18 @@ const runnableGraph = Schema.makeFilter<PipelineSpecInput>(
         const { stage: from, output } = input.fromStage
         const path = ["stages", index, "spec", "inputs", position, "fromStage"]
         if (!upstream.has(from) || from === stage.name) {
-          issues.push({ path: [...path, "stage"], issue: `Invalid value: "${from}": must name a stage this stage depends on (directly or through dependsOn)` })
+          issues.push({
+            path: [...path, "stage"],
+            issue: `Invalid value: "${from}": must name a stage this stage depends on (directly or through dependsOn)`
+          })
           return
         }
         const outputs = outputsOf(byName.get(from))
         if (outputs !== undefined && !outputs.has(output)) {
-          issues.push({ path: [...path, "output"], issue: `Invalid value: "${output}": stage ${from} has no such output (it has ${[...outputs].join(", ")})` })
+          issues.push({
+            path: [...path, "output"],
+            issue: `Invalid value: "${output}": stage ${from} has no such output (it has ${[...outputs].join(", ")})`
+          })
         }
       })
     })
@@ -169,7 +199,10 @@ const PipelineStageStatus = Schema.Struct({
 })
 
 export const PipelineStatus = Schema.Struct({
-  phase: optional(oneOf(pipelinePhases), "Pending, Running, Succeeded (every stage succeeded) or Failed (a stage failed)."),
+  phase: optional(
+    oneOf(pipelinePhases),
+    "Pending, Running, Succeeded (every stage succeeded) or Failed (a stage failed)."
+  ),
   stages: optional(Schema.Array(PipelineStageStatus), "Each stage's progress, in spec order."),
   startTime: optional(Schema.String, "When the first stage started."),
   completionTime: optional(Schema.String, "When the Pipeline finished."),
@@ -188,7 +221,11 @@ export const normalizePipeline = (spec: JsonObject): JsonObject => {
     ...spec,
     stages: stages.map((stage) => {
       if (!isObject(stage) || !isObject(stage["spec"])) return stage
-      const normalize = stage["kind"] === "Job" ? normalizeJob : stage["kind"] === "TrainingJob" ? normalizeTrainingJob : undefined
+      const normalize = stage["kind"] === "Job"
+        ? normalizeJob
+        : stage["kind"] === "TrainingJob"
+        ? normalizeTrainingJob
+        : undefined
       return normalize === undefined ? stage : { ...stage, spec: normalize(stage["spec"]) }
     })
   }

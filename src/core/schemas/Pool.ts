@@ -8,8 +8,19 @@
  */
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
+import {
+  defaulted,
+  described,
+  duration,
+  intAtLeast,
+  listOf,
+  matching,
+  oneOf,
+  onlyWith,
+  optional,
+  usd
+} from "../meta/Fields.ts"
 import { parseDurationMs } from "../Units.ts"
-import { defaulted, described, duration, intAtLeast, listOf, matching, oneOf, onlyWith, optional, usd } from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Condition, NonNegativeInt, Timestamp } from "./Shared.ts"
 
@@ -22,7 +33,8 @@ export const poolPhases = ["Pending", "Ready", "Degraded", "Offline"] as const
 // ---------------------------------------------------------------------------------------------------------------------
 // Cron (spec: act.policies[].schedule, "cron expression opening a Drain window")
 
-const cronNames = (names: ReadonlyArray<string>): string => names.flatMap((name) => [name, name.toLowerCase()]).join("|")
+const cronNames = (names: ReadonlyArray<string>): string =>
+  names.flatMap((name) => [name, name.toLowerCase()]).join("|")
 const months = cronNames(["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"])
 const weekdays = cronNames(["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"])
 
@@ -38,17 +50,22 @@ const cronField = (value: string): string => {
  * and `#` are not accepted (nodus; docs/kinds/Pool.md).
  */
 export const cronPattern = new RegExp(
-  `^${[
-    cronField("[0-5]?[0-9]"),
-    cronField("0?[0-9]|1[0-9]|2[0-3]"),
-    cronField("0?[1-9]|[12][0-9]|3[01]"),
-    cronField(`0?[1-9]|1[0-2]|${months}`),
-    cronField(`[0-7]|${weekdays}`)
-  ].join(" +")}$`,
+  `^${
+    [
+      cronField("[0-5]?[0-9]"),
+      cronField("0?[0-9]|1[0-9]|2[0-3]"),
+      cronField("0?[1-9]|[12][0-9]|3[01]"),
+      cronField(`0?[1-9]|1[0-2]|${months}`),
+      cronField(`[0-7]|${weekdays}`)
+    ].join(" +")
+  }$`,
   "u"
 )
 
-export const CronSchedule = matching(cronPattern, "must be a cron expression of five fields: minute hour day-of-month month day-of-week")
+export const CronSchedule = matching(
+  cronPattern,
+  "must be a cron expression of five fields: minute hour day-of-month month day-of-week"
+)
 
 // ---------------------------------------------------------------------------------------------------------------------
 // spec
@@ -59,9 +76,18 @@ const policyDuration = duration({ minimumMs: Limits.poolPolicyDurationMsMin })
 const PoolPolicyFields = Schema.Struct({
   action: described(oneOf(poolActions), "IdleReclaim, Drain, Defragment, WaitTuning or Burst."),
   duration: optional(policyDuration, "Drain window: how long a Drain window stays open (Drain only; at least 1m)."),
-  idleFor: optional(policyDuration, "IdleReclaim: how long a Node must be idle before it is reclaimed (IdleReclaim only; at least 1m)."),
-  maxGPUs: optional(intAtLeast(1), "Burst pre-approval: most GPUs a burst to the market may add without asking (Burst only)."),
-  maxRateUSDPerHour: optional(usd, "Burst pre-approval: highest hourly rate, a decimal USD string, a burst may run at without asking (Burst only)."),
+  idleFor: optional(
+    policyDuration,
+    "IdleReclaim: how long a Node must be idle before it is reclaimed (IdleReclaim only; at least 1m)."
+  ),
+  maxGPUs: optional(
+    intAtLeast(1),
+    "Burst pre-approval: most GPUs a burst to the market may add without asking (Burst only)."
+  ),
+  maxRateUSDPerHour: optional(
+    usd,
+    "Burst pre-approval: highest hourly rate, a decimal USD string, a burst may run at without asking (Burst only)."
+  ),
   minWaitTimeout: optional(waitTimeout, "WaitTuning lower bound for routing.waitTimeout, 1m to 24h (WaitTuning only)."),
   maxWaitTimeout: optional(waitTimeout, "WaitTuning upper bound for routing.waitTimeout, 1m to 24h (WaitTuning only)."),
   schedule: optional(CronSchedule, "Cron expression (five fields) opening a Drain window (Drain only).")
@@ -78,7 +104,10 @@ const waitBoundsOrdered = Schema.makeFilter<PoolPolicyInput>(
     const minimum = policy.minWaitTimeout === undefined ? undefined : parseDurationMs(policy.minWaitTimeout)
     const maximum = policy.maxWaitTimeout === undefined ? undefined : parseDurationMs(policy.maxWaitTimeout)
     return minimum !== undefined && maximum !== undefined && minimum > maximum
-      ? { path: ["maxWaitTimeout"], issue: `Invalid value: "${policy.maxWaitTimeout}": must be at least minWaitTimeout (${policy.minWaitTimeout})` }
+      ? {
+        path: ["maxWaitTimeout"],
+        issue: `Invalid value: "${policy.maxWaitTimeout}": must be at least minWaitTimeout (${policy.minWaitTimeout})`
+      }
       : undefined
   },
   { toJsonSchema: () => [{}, true] }
@@ -96,14 +125,25 @@ export const PoolPolicy = PoolPolicyFields.check(
 )
 
 const PoolRouting = Schema.Struct({
-  mode: defaulted(oneOf(["Prefer", "Only"]), "Prefer", "Prefer (default: the Pool first, then the market per burstToMarket) or Only."),
+  mode: defaulted(
+    oneOf(["Prefer", "Only"]),
+    "Prefer",
+    "Prefer (default: the Pool first, then the market per burstToMarket) or Only."
+  ),
   burstToMarket: defaulted(oneOf(["Allow", "Approve", "Deny"]), "Approve", "Allow, Approve (default) or Deny."),
   waitPolicy: defaulted(oneOf(["Never", "Cheaper", "Timeout"]), "Timeout", "Never, Cheaper or Timeout (default)."),
-  waitTimeout: defaulted(waitTimeout, Limits.poolWaitTimeoutDefault, "How long work waits for the Pool, 1m to 24h; default 30m.")
+  waitTimeout: defaulted(
+    waitTimeout,
+    Limits.poolWaitTimeoutDefault,
+    "How long work waits for the Pool, 1m to 24h; default 30m."
+  )
 })
 
 const PoolPredict = Schema.Struct({
-  enabled: optional(Schema.Boolean, "Turns on forecasting (needs billing:write and rate consent; the Predict fee is billed from status.predict.enabledTime). Absent means off."),
+  enabled: optional(
+    Schema.Boolean,
+    "Turns on forecasting (needs billing:write and rate consent; the Predict fee is billed from status.predict.enabledTime). Absent means off."
+  ),
   horizon: defaulted(
     duration({ minimumMs: Limits.poolPredictHorizonMsMin, maximumMs: Limits.poolPredictHorizonMsMax }),
     Limits.poolPredictHorizonDefault,
@@ -113,7 +153,10 @@ const PoolPredict = Schema.Struct({
 
 const PoolAct = Schema.Struct({
   mode: defaulted(oneOf(["Off", "Shadow", "Propose", "Auto"]), "Off", "Off (default), Shadow, Propose or Auto."),
-  paused: optional(Schema.Boolean, "Kill switch: running actions stop at the next safe point, pending ones are canceled."),
+  paused: optional(
+    Schema.Boolean,
+    "Kill switch: running actions stop at the next safe point, pending ones are canceled."
+  ),
   policies: optional(listOf(PoolPolicy, Limits.poolActPoliciesMax), "At most 16 policies.")
 })
 
@@ -131,43 +174,84 @@ export const PoolSpec = Schema.Struct({
 const decimalString = matching(/^(0|[1-9][0-9]*)(\.[0-9]+)?$/u, "must be a non-negative decimal string such as 12.5")
 
 const percent = Schema.Number.check(Schema.makeFilter(
-  (value: number) => value >= 0 && value <= Limits.percentMax ? undefined : `Invalid value: ${value}: must be between 0 and ${Limits.percentMax}, inclusive`,
+  (value: number) =>
+    value >= 0 && value <= Limits.percentMax
+      ? undefined
+      : `Invalid value: ${value}: must be between 0 and ${Limits.percentMax}, inclusive`,
   { toJsonSchema: () => ({ minimum: 0, maximum: Limits.percentMax }) }
 ))
 
 export const PoolStatus = Schema.Struct({
-  phase: optional(oneOf(poolPhases), "Pending (no Node Ready yet), Ready, Degraded (some Nodes not Ready) or Offline (no Node Ready)."),
+  phase: optional(
+    oneOf(poolPhases),
+    "Pending (no Node Ready yet), Ready, Degraded (some Nodes not Ready) or Offline (no Node Ready)."
+  ),
   observedGeneration: optional(Schema.Int, "The spec generation this status reflects."),
-  capacity: optional(Schema.Struct({
-    nodes: optional(NonNegativeInt, "Nodes enrolled."),
-    readyNodes: optional(NonNegativeInt, "Nodes Ready."),
-    gpus: optional(
-      Schema.Record(Schema.String, Schema.Struct({ total: optional(NonNegativeInt, "GPUs of the model."), free: optional(NonNegativeInt, "GPUs of the model not in use.") })),
-      "GPUs by model: total and free."
-    )
-  }), "Capacity of the Pool's Nodes."),
+  capacity: optional(
+    Schema.Struct({
+      nodes: optional(NonNegativeInt, "Nodes enrolled."),
+      readyNodes: optional(NonNegativeInt, "Nodes Ready."),
+      gpus: optional(
+        Schema.Record(
+          Schema.String,
+          Schema.Struct({
+            total: optional(NonNegativeInt, "GPUs of the model."),
+            free: optional(NonNegativeInt, "GPUs of the model not in use.")
+          })
+        ),
+        "GPUs by model: total and free."
+      )
+    }),
+    "Capacity of the Pool's Nodes."
+  ),
   conditions: optional(Schema.Array(Condition), "Conditions of the Pool."),
-  forecast: optional(Schema.Struct({
-    generatedTime: optional(Timestamp, "When the forecast was made."),
-    horizon: optional(duration(), "How far ahead it looks."),
-    peakDemandGPUs: optional(Schema.Struct({ p50: optional(NonNegativeInt, "Median."), p90: optional(NonNegativeInt, "90th percentile.") }), "Peak GPU demand over the horizon."),
-    shortfallTime: optional(Timestamp, "When demand is forecast to exceed the Pool (event pool.forecast_shortfall).")
-  }), "The latest demand forecast (predict.enabled)."),
-  predict: optional(Schema.Struct({ enabledTime: optional(Timestamp, "When prediction was enabled; the Predict fee is billed from it.") }), "Prediction."),
-  routing: optional(Schema.Struct({
-    waiting: optional(NonNegativeInt, "Workloads waiting for the Pool."),
-    burstPending: optional(NonNegativeInt, "Bursts to the market waiting for approval."),
-    consent: optional(Schema.Struct({ rateUSD: optional(usd, "The rate consented to."), time: optional(Timestamp, "When consent was given.") }), "Rate consent.")
-  }), "Routing."),
-  act: optional(Schema.Struct({
-    pending: optional(NonNegativeInt, "PoolActions waiting for approval."),
-    lastActionTime: optional(Timestamp, "When an action was last applied.")
-  }), "Actions."),
-  utilization: optional(Schema.Struct({
-    deviceHours: optional(decimalString, "GPU device-hours used in the window (decimal string)."),
-    gpuPercent: optional(percent, "GPU utilization in the window, 0 to 100."),
-    window: optional(duration(), "The window measured.")
-  }), "Utilization.")
+  forecast: optional(
+    Schema.Struct({
+      generatedTime: optional(Timestamp, "When the forecast was made."),
+      horizon: optional(duration(), "How far ahead it looks."),
+      peakDemandGPUs: optional(
+        Schema.Struct({ p50: optional(NonNegativeInt, "Median."), p90: optional(NonNegativeInt, "90th percentile.") }),
+        "Peak GPU demand over the horizon."
+      ),
+      shortfallTime: optional(Timestamp, "When demand is forecast to exceed the Pool (event pool.forecast_shortfall).")
+    }),
+    "The latest demand forecast (predict.enabled)."
+  ),
+  predict: optional(
+    Schema.Struct({
+      enabledTime: optional(Timestamp, "When prediction was enabled; the Predict fee is billed from it.")
+    }),
+    "Prediction."
+  ),
+  routing: optional(
+    Schema.Struct({
+      waiting: optional(NonNegativeInt, "Workloads waiting for the Pool."),
+      burstPending: optional(NonNegativeInt, "Bursts to the market waiting for approval."),
+      consent: optional(
+        Schema.Struct({
+          rateUSD: optional(usd, "The rate consented to."),
+          time: optional(Timestamp, "When consent was given.")
+        }),
+        "Rate consent."
+      )
+    }),
+    "Routing."
+  ),
+  act: optional(
+    Schema.Struct({
+      pending: optional(NonNegativeInt, "PoolActions waiting for approval."),
+      lastActionTime: optional(Timestamp, "When an action was last applied.")
+    }),
+    "Actions."
+  ),
+  utilization: optional(
+    Schema.Struct({
+      deviceHours: optional(decimalString, "GPU device-hours used in the window (decimal string)."),
+      gpuPercent: optional(percent, "GPU utilization in the window, 0 to 100."),
+      window: optional(duration(), "The window measured.")
+    }),
+    "Utilization."
+  )
 }).annotate({ identifier: "PoolStatus", description: "What the service observed of the Pool." })
 
 // Spec: Pool — no field is declared immutable, so every field may change (no `updates`).

@@ -9,7 +9,18 @@
  */
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
-import { defaulted, described, duration, intAtLeast, nonEmpty, oneOf, onlyWith, optional, uniqueBy, usd } from "../meta/Fields.ts"
+import {
+  defaulted,
+  described,
+  duration,
+  intAtLeast,
+  nonEmpty,
+  oneOf,
+  onlyWith,
+  optional,
+  uniqueBy,
+  usd
+} from "../meta/Fields.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { poolActions } from "./Pool.ts"
 import { Condition, Timestamp } from "./Shared.ts"
@@ -23,9 +34,16 @@ type PoolActionKind = (typeof poolActions)[number]
 
 const PoolActionSpecFields = Schema.Struct({
   pool: described(nonEmpty, "The Pool the action is on."),
-  action: described(oneOf(poolActions), "IdleReclaim, Drain, Defragment, WaitTuning or Burst (the Pool's policy actions)."),
+  action: described(
+    oneOf(poolActions),
+    "IdleReclaim, Drain, Defragment, WaitTuning or Burst (the Pool's policy actions)."
+  ),
   reversible: described(Schema.Boolean, "Whether the action can be reverted once applied (state Reverted)."),
-  state: defaulted(oneOf(poolActionStates), "Pending", "Pending (default), Approved, Rejected, Applied or Reverted; the user approves, rejects or reverts."),
+  state: defaulted(
+    oneOf(poolActionStates),
+    "Pending",
+    "Pending (default), Approved, Rejected, Applied or Reverted; the user approves, rejects or reverts."
+  ),
   nodes: optional(
     Schema.Array(nonEmpty).check(uniqueBy((node: string) => node, "nodes")),
     "The Nodes it acts on (IdleReclaim and Drain: required; Defragment: optional)."
@@ -37,7 +55,10 @@ const PoolActionSpecFields = Schema.Struct({
     "The routing.waitTimeout it sets, 1m to 24h (WaitTuning only; required)."
   ),
   startTime: optional(Timestamp, "When the Drain window opens (Drain only)."),
-  duration: optional(duration({ minimumMs: Limits.poolPolicyDurationMsMin }), "How long the Drain window stays open, at least 1m (Drain only).")
+  duration: optional(
+    duration({ minimumMs: Limits.poolPolicyDurationMsMin }),
+    "How long the Drain window stays open, at least 1m (Drain only)."
+  )
 })
 
 type PoolActionSpecInput = typeof PoolActionSpecFields.Type
@@ -76,7 +97,10 @@ export const PoolActionSpec = PoolActionSpecFields
   .annotate({ identifier: "PoolActionSpec", description: "An action proposed or taken on a Pool, and its state." })
 
 export const PoolActionStatus = Schema.Struct({
-  reason: optional(Schema.String, "One CamelCase word: why it was proposed (e.g. IdleFor, ForecastShortfall) or canceled (Paused)."),
+  reason: optional(
+    Schema.String,
+    "One CamelCase word: why it was proposed (e.g. IdleFor, ForecastShortfall) or canceled (Paused)."
+  ),
   message: optional(Schema.String, "What the action does and what it is expected to change."),
   observedGeneration: optional(Schema.Int, "The spec generation this status reflects."),
   conditions: optional(Schema.Array(Condition), "Conditions of the action."),
@@ -115,11 +139,20 @@ export const poolActionStateChange = (change: {
   switch (to) {
     case "Approved":
     case "Rejected":
-      if (from !== "Pending") return { code: "PoolActionNotPending", message: `the action is ${from}; only a Pending action can be ${to.toLowerCase()}` }
-      return to === "Approved" && change.paused ? { code: "PoolActPaused", message: "the Pool's act.paused is set; unpause it to approve actions" } : undefined
+      if (from !== "Pending") {
+        return {
+          code: "PoolActionNotPending",
+          message: `the action is ${from}; only a Pending action can be ${to.toLowerCase()}`
+        }
+      }
+      return to === "Approved" && change.paused
+        ? { code: "PoolActPaused", message: "the Pool's act.paused is set; unpause it to approve actions" }
+        : undefined
     case "Reverted":
       if (!change.reversible) return { code: "PoolActionNotReversible", message: "the action cannot be reverted" }
-      return from === "Applied" ? undefined : { code: "PoolActionNotReversible", message: `the action is ${from}; only an Applied action can be reverted` }
+      return from === "Applied"
+        ? undefined
+        : { code: "PoolActionNotReversible", message: `the action is ${from}; only an Applied action can be reverted` }
     case "Pending":
     case "Applied":
       return { code: "Invalid", message: `Forbidden: only the service sets state ${to}` }

@@ -25,7 +25,10 @@ type ReservedHostSpecInput = typeof ReservedHostSpecFields.Type
 
 export const ReservedHostSpec = ReservedHostSpecFields
   .check(endsAfterStarts<ReservedHostSpecInput>())
-  .annotate({ identifier: "ReservedHostSpec", description: "Hosts of an Offering reserved for a period at a fixed rate." })
+  .annotate({
+    identifier: "ReservedHostSpec",
+    description: "Hosts of an Offering reserved for a period at a fixed rate."
+  })
 
 export const ReservedHostStatus = Schema.Struct({
   phase: optional(oneOf(reservedHostPhases), "Pending (before startsAt), Active or Expired (after endsAt)."),

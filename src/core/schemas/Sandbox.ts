@@ -76,10 +76,16 @@ const SandboxLifecycle = Schema.Struct({
 
 const SandboxSpecFields = Schema.Struct({
   image: described(nonEmpty, "Container image reference (required); pinned to a digest at create."),
-  command: optional(Schema.Array(Schema.String), "The main process (argv); without it the Sandbox idles and is driven by exec."),
+  command: optional(
+    Schema.Array(Schema.String),
+    "The main process (argv); without it the Sandbox idles and is driven by exec."
+  ),
   args: optional(Schema.Array(Schema.String), "Arguments to the main process."),
   continuity: defaulted(SandboxContinuity, {}, "What a stop keeps."),
-  env: optional(listOf(EnvVar, Limits.sandboxEnvMax), "Environment, at most 256; the PLATFORM_ prefix is reserved; applies at the next start."),
+  env: optional(
+    listOf(EnvVar, Limits.sandboxEnvMax),
+    "Environment, at most 256; the PLATFORM_ prefix is reserved; applies at the next start."
+  ),
   lifecycle: defaulted(SandboxLifecycle, {}, "When the Sandbox stops or is deleted on its own."),
   maxCostUSD: optional(usd, "Cap in USD across every start; can only be raised."),
   network: optional(Network, "Network policy; applies at the next start."),
@@ -88,7 +94,11 @@ const SandboxSpecFields = Schema.Struct({
     listOf(SecretMount, Limits.sandboxSecretsMax).check(uniqueBy(secretMountName, "secret names")),
     "At most 32, mounted as env vars and 0400 files under /run/secrets/; each start pins the newest version or the version named (bare names accepted)."
   ),
-  state: defaulted(oneOf(sandboxStates), "Running", "Running (default) or Stopped (compute released, /workspace saved when Snapshotted)."),
+  state: defaulted(
+    oneOf(sandboxStates),
+    "Running",
+    "Running (default) or Stopped (compute released, /workspace saved when Snapshotted)."
+  ),
   workingDir: defaulted(absolutePath, sandboxWorkingDirDefault, "Absolute working directory, default /workspace.")
 })
 
@@ -99,9 +109,16 @@ type SandboxSpecInput = typeof SandboxSpecFields.Type
 const cpuContainer = Schema.makeFilter<SandboxSpecInput>(
   (spec) => {
     const issues: Array<{ readonly path: ReadonlyArray<PropertyKey>; readonly issue: string }> = []
-    if (spec.resources?.gpu !== undefined) issues.push({ path: ["resources", "gpu"], issue: "Forbidden: a Sandbox is a CPU container; GPUs are not available to it" })
+    if (spec.resources?.gpu !== undefined) {
+      issues.push({
+        path: ["resources", "gpu"],
+        issue: "Forbidden: a Sandbox is a CPU container; GPUs are not available to it"
+      })
+    }
     const nodes = spec.resources?.nodes
-    if (nodes !== undefined && nodes > 1) issues.push({ path: ["resources", "nodes"], issue: `Invalid value: ${nodes}: a Sandbox runs on one node` })
+    if (nodes !== undefined && nodes > 1) {
+      issues.push({ path: ["resources", "nodes"], issue: `Invalid value: ${nodes}: a Sandbox runs on one node` })
+    }
     return issues
   },
   { toJsonSchema: () => [{}, true] }
@@ -113,27 +130,45 @@ export const SandboxSpec = SandboxSpecFields
 
 export const SandboxStatus = Schema.Struct({
   activity: optional(oneOf(["Busy", "Idle"]), "Busy (a command runs) or Idle."),
-  attempt: optional(Schema.Struct({
-    epoch: described(NonNegativeInt, "Grows on every start and recovery."),
-    name: described(Schema.String, "The current Attempt.")
-  }), "The current Attempt."),
+  attempt: optional(
+    Schema.Struct({
+      epoch: described(NonNegativeInt, "Grows on every start and recovery."),
+      name: described(Schema.String, "The current Attempt.")
+    }),
+    "The current Attempt."
+  ),
   conditions: optional(Schema.Array(Condition), "Scheduled, Funded, Ready and StateSaved."),
   cost: optional(Cost, "A display copy of the ledger."),
-  estimate: optional(Estimate, "What a create would cost and where it would run (nodus: the Job's estimate, for Sandboxes too; docs/kinds/Sandbox.md)."),
+  estimate: optional(
+    Estimate,
+    "What a create would cost and where it would run (nodus: the Job's estimate, for Sandboxes too; docs/kinds/Sandbox.md)."
+  ),
   expirationTime: optional(Timestamp, "When maxLifetime deletes the Sandbox."),
   handledRequests: optional(Schema.Record(Schema.String, Schema.String), "The last acted-on start-requested-at value."),
   image: optional(ImageStatus, "The image, pinned to a digest at create."),
   lastActivityTime: optional(Timestamp, "The last command, file request or terminal input."),
   message: optional(Schema.String, "Details for humans."),
   observedGeneration: optional(Schema.Int, "The spec generation this status reflects."),
-  phase: optional(oneOf(sandboxPhases), "Pending, Starting, Running, Recovering, Stopping, Stopped, Terminating or Failed."),
+  phase: optional(
+    oneOf(sandboxPhases),
+    "Pending, Starting, Running, Recovering, Stopping, Stopped, Terminating or Failed."
+  ),
   reason: optional(Schema.String, "Why, e.g. StartupFailed or NodeLost."),
-  secretVersions: optional(Schema.Record(Schema.String, Schema.Int), "Secret versions resolved at creation and pinned again at each start."),
-  secretVersionIDs: optional(Schema.Record(Schema.String, Schema.String), "Secret version ids resolved at creation and pinned again at each start."),
-  snapshot: optional(Schema.Struct({
-    reason: described(oneOf(["Stop"]), "Why /workspace was saved: Stop."),
-    time: described(Timestamp, "When it was saved.")
-  }), "The last saved /workspace."),
+  secretVersions: optional(
+    Schema.Record(Schema.String, Schema.Int),
+    "Secret versions resolved at creation and pinned again at each start."
+  ),
+  secretVersionIDs: optional(
+    Schema.Record(Schema.String, Schema.String),
+    "Secret version ids resolved at creation and pinned again at each start."
+  ),
+  snapshot: optional(
+    Schema.Struct({
+      reason: described(oneOf(["Stop"]), "Why /workspace was saved: Stop."),
+      time: described(Timestamp, "When it was saved.")
+    }),
+    "The last saved /workspace."
+  ),
   stopReason: optional(Schema.String, "Why the Sandbox stopped; empty while running.")
 }).annotate({ identifier: "SandboxStatus", description: "What the service observed of the Sandbox." })
 

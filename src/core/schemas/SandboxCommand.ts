@@ -11,19 +11,31 @@ const envName = matching(/^[A-Za-z_][A-Za-z0-9_]*$/u, "must match ^[A-Za-z_][A-Z
 export const SandboxCommandRequest = Schema.Struct({
   command: described(
     listOf(Schema.String, Limits.sandboxCommandArgsMax).check(Schema.makeFilter(
-      (argv: ReadonlyArray<string>) => (argv.length === 0 || argv[0] === "" ? "Required value: the program to run, then its arguments" : undefined),
+      (
+        argv: ReadonlyArray<string>
+      ) => (argv.length === 0 || argv[0] === "" ? "Required value: the program to run, then its arguments" : undefined),
       { toJsonSchema: () => ({ minItems: 1 }) }
     )),
     "The argv: the program (found on the box's PATH), then its arguments; no shell unless you name one (sh -c)."
   ),
-  stdin: optional(Schema.String, "Text written to the command's stdin; a foreground command's stdin is closed after it, a background one's stays open for .../stdin."),
+  stdin: optional(
+    Schema.String,
+    "Text written to the command's stdin; a foreground command's stdin is closed after it, a background one's stays open for .../stdin."
+  ),
   env: optional(
     Schema.Record(envName, Schema.String).check(Schema.makeFilter(
-      (env: Readonly<Record<string, string>>) => (Object.keys(env).length <= Limits.sandboxCommandEnvMax ? undefined : `Too many: must have at most ${Limits.sandboxCommandEnvMax} variables`)
+      (
+        env: Readonly<Record<string, string>>
+      ) => (Object.keys(env).length <= Limits.sandboxCommandEnvMax
+        ? undefined
+        : `Too many: must have at most ${Limits.sandboxCommandEnvMax} variables`)
     )),
     "Variables added to the Sandbox's own environment for this command."
   ),
-  workingDir: optional(Schema.String, "Where it runs: absolute, or relative to the Sandbox's workingDir (the default)."),
+  workingDir: optional(
+    Schema.String,
+    "Where it runs: absolute, or relative to the Sandbox's workingDir (the default)."
+  ),
   timeout: optional(
     duration({ minimumMs: 1, maximumMs: Limits.sandboxCommandTimeoutMsMax }),
     `Killed (SIGKILL) after this long; a foreground command defaults to ${Limits.sandboxCommandTimeoutDefault}, a background one runs until killed or the Sandbox stops.`

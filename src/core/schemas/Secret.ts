@@ -7,8 +7,8 @@
  */
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
-import { utf8Length } from "../meta/Names.ts"
 import { defaulted, described, intAtLeast, mapOf, oneOf, optional } from "../meta/Fields.ts"
+import { utf8Length } from "../meta/Names.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Condition } from "./Shared.ts"
 
@@ -23,23 +23,37 @@ const secretKey = /^[-._a-zA-Z0-9]+$/u
 /** Why `key` is not a Secret key (Kubernetes' IsConfigMapKey), or undefined. */
 const secretKeyProblem = (key: string): string | undefined => {
   if (key.length > Limits.secretKeyLengthMax) return `must be no more than ${Limits.secretKeyLengthMax} characters`
-  if (!secretKey.test(key)) return "a valid secret key must consist of alphanumeric characters, '-', '_' or '.' (regex ^[-._a-zA-Z0-9]+$)"
+  if (!secretKey.test(key)) {
+    return "a valid secret key must consist of alphanumeric characters, '-', '_' or '.' (regex ^[-._a-zA-Z0-9]+$)"
+  }
   return key === "." || key === ".." ? "must not be '.' or '..'" : undefined
 }
 
-const SecretData = mapOf(Schema.String, secretKeyProblem, { pattern: secretKey.source, maxLength: Limits.secretKeyLengthMax }).check(
+const SecretData = mapOf(Schema.String, secretKeyProblem, {
+  pattern: secretKey.source,
+  maxLength: Limits.secretKeyLengthMax
+}).check(
   Schema.makeFilter(
     (data: Readonly<Record<string, string>>) => {
       const bytes = Object.entries(data).reduce((total, [key, value]) => total + utf8Length(key) + utf8Length(value), 0)
-      return bytes <= Limits.secretDataBytesMax ? undefined : `Too long: ${bytes} bytes: the data of a Secret may not be more than ${Limits.secretDataBytesMax} bytes`
+      return bytes <= Limits.secretDataBytesMax
+        ? undefined
+        : `Too long: ${bytes} bytes: the data of a Secret may not be more than ${Limits.secretDataBytesMax} bytes`
     },
     { toJsonSchema: () => [{}, true] }
   )
 )
 
 const SecretSpecFields = Schema.Struct({
-  data: optional(SecretData, "Key to value; write-only: a write creates a new version, and reads never return values (see status.versions)."),
-  type: defaulted(oneOf(secretTypes), "Opaque", "Opaque, or DockerConfigJson (registry credentials in the .dockerconfigjson key, for imagePullSecrets).")
+  data: optional(
+    SecretData,
+    "Key to value; write-only: a write creates a new version, and reads never return values (see status.versions)."
+  ),
+  type: defaulted(
+    oneOf(secretTypes),
+    "Opaque",
+    "Opaque, or DockerConfigJson (registry credentials in the .dockerconfigjson key, for imagePullSecrets)."
+  )
 })
 
 // nodus: a DockerConfigJson Secret carries one key, .dockerconfigjson, holding a JSON object (Kubernetes' rule).
@@ -47,7 +61,12 @@ const dockerConfigJsonShape = Schema.makeFilter<typeof SecretSpecFields.Type>(
   (spec) => {
     if (spec.type !== "DockerConfigJson" || spec.data === undefined) return undefined
     const value = spec.data[dockerConfigJsonKey]
-    if (value === undefined) return { path: ["data"], issue: `Required value: a DockerConfigJson Secret must have the key ${dockerConfigJsonKey}` }
+    if (value === undefined) {
+      return {
+        path: ["data"],
+        issue: `Required value: a DockerConfigJson Secret must have the key ${dockerConfigJsonKey}`
+      }
+    }
     let parsed: unknown
     try {
       parsed = JSON.parse(value)
@@ -72,7 +91,10 @@ const SecretVersion = Schema.Struct({
 })
 
 export const SecretStatus = Schema.Struct({
-  latestVersion: optional(intAtLeast(0), "The newest version (0 before data was first written); what a SecretMount without version pins at admission."),
+  latestVersion: optional(
+    intAtLeast(0),
+    "The newest version (0 before data was first written); what a SecretMount without version pins at admission."
+  ),
   versions: optional(Schema.Array(SecretVersion), "Versions kept, oldest first: keys and versions, never values."),
   conditions: optional(Schema.Array(Condition), "Conditions."),
   observedGeneration: optional(Schema.Int, "The spec generation this status reflects.")

@@ -6,8 +6,8 @@
  * issued through …/serviceaccounts/{name}/tokens (docs/auth.md). Every field may change after create.
  */
 import { Schema } from "effect"
-import { knownScopes } from "../meta/Scopes.ts"
 import { listOf, oneOf, optional, uniqueBy } from "../meta/Fields.ts"
+import { knownScopes } from "../meta/Scopes.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Condition, NonNegativeInt } from "./Shared.ts"
 

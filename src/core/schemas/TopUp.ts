@@ -20,13 +20,25 @@ const promoCode = matching(
 export const topUpPhases = ["Pending", "Succeeded", "Failed", "Refunded"] as const
 
 export const TopUpSpec = Schema.Struct({
-  amountUSD: described(positiveUsd, "USD to charge and add as credits; above zero. The organization's top-up limit applies (TopUpLimitReached)."),
-  paymentMethod: optional(nonEmpty, "A payment method on file (its id); unset uses the default one. Without one the create fails with PaymentMethodRequired."),
-  promoCode: optional(promoCode, "A promo code whose credits are granted with the top-up (PromoCodeExpired, PromoCodeUsed).")
+  amountUSD: described(
+    positiveUsd,
+    "USD to charge and add as credits; above zero. The organization's top-up limit applies (TopUpLimitReached)."
+  ),
+  paymentMethod: optional(
+    nonEmpty,
+    "A payment method on file (its id); unset uses the default one. Without one the create fails with PaymentMethodRequired."
+  ),
+  promoCode: optional(
+    promoCode,
+    "A promo code whose credits are granted with the top-up (PromoCodeExpired, PromoCodeUsed)."
+  )
 }).annotate({ identifier: "TopUpSpec", description: "A payment that adds credits." })
 
 export const TopUpStatus = Schema.Struct({
-  phase: optional(oneOf(topUpPhases), "Pending, Succeeded (topup.succeeded), Failed (topup.failed) or Refunded (topup.refunded)."),
+  phase: optional(
+    oneOf(topUpPhases),
+    "Pending, Succeeded (topup.succeeded), Failed (topup.failed) or Refunded (topup.refunded)."
+  ),
   creditGrant: optional(Schema.String, "The CreditGrant created when the payment succeeded."),
   failureReason: optional(Schema.String, "Why the payment failed, for people."),
   completionTime: optional(Schema.String, "When the payment succeeded or failed."),

@@ -8,8 +8,8 @@
  * and says which modes and tasks it accepts and how a gang is launched.
  */
 import { Schema } from "effect"
-import { dns1123SubdomainFormat } from "../meta/Names.ts"
 import { matching, nonEmpty, oneOf, optional, uniqueBy } from "../meta/Fields.ts"
+import { dns1123SubdomainFormat } from "../meta/Names.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Condition, EnvVar, ImageStatus, uniqueNames } from "./Shared.ts"
 
@@ -22,7 +22,10 @@ export const runtimePhases = ["Pending", "Ready", "Failed"] as const
 const runtimeName = `${dns1123SubdomainFormat}(?:@[0-9A-Za-z][0-9A-Za-z.+_-]*)?`
 
 /** A catalog runtime reference: platform/<name>[@<version>]. */
-const CatalogReference = matching(new RegExp(`^platform/${runtimeName}$`, "u"), "must be a catalog runtime reference platform/<name>[@<version>]")
+const CatalogReference = matching(
+  new RegExp(`^platform/${runtimeName}$`, "u"),
+  "must be a catalog runtime reference platform/<name>[@<version>]"
+)
 
 /** How a TrainingJob names its runtime: a TrainingRuntime in the project, or a catalog runtime platform/<name>[@<version>]. */
 export const RuntimeReference = matching(
@@ -33,15 +36,30 @@ export const RuntimeReference = matching(
 const uniqueValues = (what: string) => uniqueBy<string>((value) => value, what)
 
 const TrainingRuntimeSpecFields = Schema.Struct({
-  catalog: optional(CatalogReference, "The catalog runtime this runtime builds on (at least one of catalog and image)."),
-  image: optional(nonEmpty, "The container image; overrides the catalog runtime's image (at least one of catalog and image)."),
+  catalog: optional(
+    CatalogReference,
+    "The catalog runtime this runtime builds on (at least one of catalog and image)."
+  ),
+  image: optional(
+    nonEmpty,
+    "The container image; overrides the catalog runtime's image (at least one of catalog and image)."
+  ),
   command: optional(Schema.Array(Schema.String), "The command (argv); overrides the catalog runtime's command."),
   args: optional(Schema.Array(Schema.String), "Arguments to the command."),
   env: optional(Schema.Array(EnvVar).check(uniqueNames("env names")), "Environment of every run; names unique."),
   launcher: optional(oneOf(runtimeLaunchers), "How ranks of a multi-node run are launched."),
-  modes: optional(Schema.Array(nonEmpty).check(uniqueValues("modes")), "The TrainingJob modes the runtime accepts; any when unset."),
-  tasks: optional(Schema.Array(nonEmpty).check(uniqueValues("tasks")), "The TrainingJob tasks the runtime accepts; any when unset."),
-  parameters: optional(Schema.Record(Schema.String, Schema.Json), "Default parameters; a TrainingJob's parameters are merged over them."),
+  modes: optional(
+    Schema.Array(nonEmpty).check(uniqueValues("modes")),
+    "The TrainingJob modes the runtime accepts; any when unset."
+  ),
+  tasks: optional(
+    Schema.Array(nonEmpty).check(uniqueValues("tasks")),
+    "The TrainingJob tasks the runtime accepts; any when unset."
+  ),
+  parameters: optional(
+    Schema.Record(Schema.String, Schema.Json),
+    "Default parameters; a TrainingJob's parameters are merged over them."
+  ),
   description: optional(Schema.String, "What the runtime is for.")
 })
 
@@ -49,13 +67,19 @@ type TrainingRuntimeSpecInput = typeof TrainingRuntimeSpecFields.Type
 
 // nodus: a runtime must say what runs, through a catalog runtime or its own image.
 const catalogOrImage = Schema.makeFilter<TrainingRuntimeSpecInput>(
-  (spec) => spec.catalog === undefined && spec.image === undefined ? { path: ["image"], issue: "Required value: catalog or image is required" } : undefined,
+  (spec) =>
+    spec.catalog === undefined && spec.image === undefined
+      ? { path: ["image"], issue: "Required value: catalog or image is required" }
+      : undefined,
   { toJsonSchema: () => ({ anyOf: [{ required: ["catalog"] }, { required: ["image"] }] }) }
 )
 
 export const TrainingRuntimeSpec = TrainingRuntimeSpecFields
   .check(catalogOrImage)
-  .annotate({ identifier: "TrainingRuntimeSpec", description: "What a TrainingJob runs on (nodus's schema; the spec does not show the fields)." })
+  .annotate({
+    identifier: "TrainingRuntimeSpec",
+    description: "What a TrainingJob runs on (nodus's schema; the spec does not show the fields)."
+  })
 
 export const TrainingRuntimeStatus = Schema.Struct({
   conditions: optional(Schema.Array(Condition), "Conditions, e.g. Ready."),

@@ -7,8 +7,8 @@
  */
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
-import { parseQuantity } from "../Units.ts"
 import { defaulted, described, oneOf, optional, quantity } from "../meta/Fields.ts"
+import { parseQuantity } from "../Units.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Condition, NonNegativeInt } from "./Shared.ts"
 
@@ -28,30 +28,52 @@ const size = quantity({ value: Limits.volumeSizeBytesMax, text: Limits.volumeSiz
 
 export const VolumeSpec = Schema.Struct({
   size: described(size, `Capacity, a quantity such as 100Gi; at most ${Limits.volumeSizeMaxText}.`),
-  accessMode: defaulted(oneOf(volumeAccessModes), "ReadWriteOnce", "ReadWriteOnce (one workload writes at a time; another writer gets VolumeBusy) or ReadOnlyMany (mounted read-only by any number at once).")
-}).annotate({ identifier: "VolumeSpec", description: "Persistent storage with revisions (spec: Other kinds, VolumeMount)." })
+  accessMode: defaulted(
+    oneOf(volumeAccessModes),
+    "ReadWriteOnce",
+    "ReadWriteOnce (one workload writes at a time; another writer gets VolumeBusy) or ReadOnlyMany (mounted read-only by any number at once)."
+  )
+}).annotate({
+  identifier: "VolumeSpec",
+  description: "Persistent storage with revisions (spec: Other kinds, VolumeMount)."
+})
 
 const VolumeRevision = Schema.Struct({
-  revision: described(Schema.Int, "The revision number, from 1; what VolumeMount.revision and JobInput.volume.revision name."),
+  revision: described(
+    Schema.Int,
+    "The revision number, from 1; what VolumeMount.revision and JobInput.volume.revision name."
+  ),
   createdTime: optional(Schema.String, "When it was committed."),
   sizeBytes: optional(NonNegativeInt, "Bytes stored: the size of its archive."),
-  sha256: optional(Schema.String, "The SHA-256 (hex) of its archive (a tar.zst of the Volume's files), as a JobInput's status shows it."),
-  committedBy: optional(Schema.Struct({
-    kind: described(Schema.String, "The workload's kind."),
-    name: described(Schema.String, "The workload's name.")
-  }), "The workload whose write made it.")
+  sha256: optional(
+    Schema.String,
+    "The SHA-256 (hex) of its archive (a tar.zst of the Volume's files), as a JobInput's status shows it."
+  ),
+  committedBy: optional(
+    Schema.Struct({
+      kind: described(Schema.String, "The workload's kind."),
+      name: described(Schema.String, "The workload's name.")
+    }),
+    "The workload whose write made it."
+  )
 })
 
 export const VolumeStatus = Schema.Struct({
   phase: optional(oneOf(volumePhases), "Pending, Available, InUse or Failed."),
   revision: optional(NonNegativeInt, "The last committed revision; 0 before the first commit."),
-  revisions: optional(Schema.Array(VolumeRevision), `Revisions kept (the newest ${Limits.volumeRevisionsKept}), oldest first.`),
-  boundTo: optional(Schema.Struct({
-    kind: described(Schema.String, "The workload's kind (e.g. Workspace, Job)."),
-    name: described(Schema.String, "The workload's name."),
-    uid: optional(Schema.String, "The workload's uid."),
-    attempt: optional(Schema.String, "The Attempt that mounts it.")
-  }), "The workload that holds the write mount; another writer gets VolumeBusy."),
+  revisions: optional(
+    Schema.Array(VolumeRevision),
+    `Revisions kept (the newest ${Limits.volumeRevisionsKept}), oldest first.`
+  ),
+  boundTo: optional(
+    Schema.Struct({
+      kind: described(Schema.String, "The workload's kind (e.g. Workspace, Job)."),
+      name: described(Schema.String, "The workload's name."),
+      uid: optional(Schema.String, "The workload's uid."),
+      attempt: optional(Schema.String, "The Attempt that mounts it.")
+    }),
+    "The workload that holds the write mount; another writer gets VolumeBusy."
+  ),
   usedBytes: optional(NonNegativeInt, "Bytes in use."),
   conditions: optional(Schema.Array(Condition), "Conditions."),
   message: optional(Schema.String, "Details."),

@@ -7,11 +7,11 @@
  */
 import { Schema } from "effect"
 import * as Limits from "../Limits.ts"
-import { isPublicAddress, parseAddress } from "../PublicAddress.ts"
 import { fieldInvalid } from "../meta/ApiError.ts"
-import { ProjectName } from "../meta/ObjectMeta.ts"
-import { dottedNameGrammar, ipv4Grammar, ipv6Grammar, portGrammar, restGrammar } from "./Connection.ts"
 import { defaulted, described, duration, listOf, matching, oneOf, optional, uniqueBy } from "../meta/Fields.ts"
+import { ProjectName } from "../meta/ObjectMeta.ts"
+import { isPublicAddress, parseAddress } from "../PublicAddress.ts"
+import { dottedNameGrammar, ipv4Grammar, ipv6Grammar, portGrammar, restGrammar } from "./Connection.ts"
 import type { KindDefinition } from "./Kind.ts"
 import { Condition, NonNegativeInt } from "./Shared.ts"
 
@@ -21,7 +21,8 @@ import { Condition, NonNegativeInt } from "./Shared.ts"
 /** Host names that never name a public address (nodus: localhost, single labels, .local and .internal). */
 const isNonPublicName = (host: string): boolean => {
   const name = host.endsWith(".") ? host.slice(0, -1) : host
-  return name === "localhost" || name.endsWith(".localhost") || !name.includes(".") || name.endsWith(".local") || name.endsWith(".internal")
+  return name === "localhost" || name.endsWith(".localhost") || !name.includes(".") || name.endsWith(".local") ||
+    name.endsWith(".internal")
 }
 
 /**
@@ -36,9 +37,13 @@ export const isDevelopmentUrl = (text: string): boolean => {
   } catch {
     return false
   }
-  if ((url.protocol !== "https:" && url.protocol !== "http:") || url.username !== "" || url.password !== "" || text.length > Limits.webhookUrlLengthMax) return false
+  if (
+    (url.protocol !== "https:" && url.protocol !== "http:") || url.username !== "" || url.password !== "" ||
+    text.length > Limits.webhookUrlLengthMax
+  ) return false
   const host = url.hostname.endsWith(".") ? url.hostname.slice(0, -1) : url.hostname
-  return host === "localhost" || host.endsWith(".localhost") || host === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/u.test(host)
+  return host === "localhost" || host.endsWith(".localhost") || host === "[::1]" ||
+    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/u.test(host)
 }
 
 /** Why `text` is not a receiver URL the service may call, or undefined when it is. */
@@ -56,7 +61,11 @@ export const webhookUrlProblem = (text: string): string | undefined => {
   // and by every address it resolves to when a delivery is made.
   const host = url.hostname
   const literal = host.startsWith("[") ? host.slice(1, -1) : parseAddress(host) === undefined ? undefined : host
-  if (literal !== undefined) return isPublicAddress(literal) ? undefined : "must be a public address, not a private, loopback or link-local one"
+  if (literal !== undefined) {
+    return isPublicAddress(literal)
+      ? undefined
+      : "must be a public address, not a private, loopback or link-local one"
+  }
   return isNonPublicName(host) ? "must be a public address, not localhost or a local name" : undefined
 }
 
@@ -65,7 +74,8 @@ export const webhookUrlProblem = (text: string): string | undefined => {
  * or more labels, a dotted-decimal IPv4 address or a bracketed IPv6 address, an optional port, and path, query and
  * fragment in printable ASCII (no spaces).
  */
-export const webhookUrlPattern = `^https://(${dottedNameGrammar}|${ipv4Grammar}|\\[(${ipv6Grammar})\\])(:${portGrammar})?${restGrammar}$`
+export const webhookUrlPattern =
+  `^https://(${dottedNameGrammar}|${ipv4Grammar}|\\[(${ipv6Grammar})\\])(:${portGrammar})?${restGrammar}$`
 
 const webhookUrl = new RegExp(webhookUrlPattern, "u")
 
@@ -77,7 +87,10 @@ const webhookUrl = new RegExp(webhookUrlPattern, "u")
 const WebhookUrl = Schema.String.check(Schema.makeFilter(
   (text: string) => {
     if (isDevelopmentUrl(text)) return undefined
-    const problem = webhookUrlProblem(text) ?? (webhookUrl.test(text) ? undefined : "must be an https URL of a DNS name with a dot, an IPv4 or a bracketed IPv6 address, an optional port, and a path without spaces")
+    const problem = webhookUrlProblem(text) ??
+      (webhookUrl.test(text)
+        ? undefined
+        : "must be an https URL of a DNS name with a dot, an IPv4 or a bracketed IPv6 address, an optional port, and a path without spaces")
     return problem === undefined ? undefined : `Invalid value: "${text}": ${problem}`
   },
   { toJsonSchema: () => [{ pattern: webhookUrlPattern, maxLength: Limits.webhookUrlLengthMax }, true] }
@@ -98,7 +111,8 @@ const distinct = <T extends string>(what: string) => uniqueBy<T>((item) => item,
 
 const EventTypes = listOf(EventTypePattern, Limits.webhookEventTypesMax)
   .check(Schema.makeFilter(
-    (types: ReadonlyArray<string>) => types.length > 0 ? undefined : "Required value: at least one event type; * subscribes to every type",
+    (types: ReadonlyArray<string>) =>
+      types.length > 0 ? undefined : "Required value: at least one event type; * subscribes to every type",
     { toJsonSchema: () => ({ minItems: 1 }) }
   ))
   .check(distinct("event types"))
@@ -107,15 +121,38 @@ const EventTypes = listOf(EventTypePattern, Limits.webhookEventTypesMax)
 // Spec
 
 export const WebhookEndpointSpec = Schema.Struct({
-  url: described(WebhookUrl, "Receiver URL: https only, a public address (no localhost, private, loopback or link-local address, no user name or password); redirects are not followed."),
-  eventTypes: defaulted(EventTypes, ["*"], "Event types delivered: an exact type (job.failed), a prefix pattern (job.*, billing.*) or *; default *."),
-  projects: optional(listOf(ProjectName, Limits.webhookProjectsMax).check(distinct("projects")), "Projects whose events are delivered; empty = every project. Organization-level events always match."),
-  enabled: defaulted(Schema.Boolean, true, "false pauses the endpoint; pending deliveries to a paused endpoint are dropped."),
-  description: optional(Schema.String.check(Schema.makeFilter(
-    (text: string) => text.length <= Limits.webhookDescriptionLengthMax ? undefined : `Too long: may not be more than ${Limits.webhookDescriptionLengthMax} characters`,
-    { toJsonSchema: () => ({ maxLength: Limits.webhookDescriptionLengthMax }) }
-  )), "What the endpoint is for.")
-}).annotate({ identifier: "WebhookEndpointSpec", description: "Where and which events are delivered (spec: WebhookEndpoint)." })
+  url: described(
+    WebhookUrl,
+    "Receiver URL: https only, a public address (no localhost, private, loopback or link-local address, no user name or password); redirects are not followed."
+  ),
+  eventTypes: defaulted(
+    EventTypes,
+    ["*"],
+    "Event types delivered: an exact type (job.failed), a prefix pattern (job.*, billing.*) or *; default *."
+  ),
+  projects: optional(
+    listOf(ProjectName, Limits.webhookProjectsMax).check(distinct("projects")),
+    "Projects whose events are delivered; empty = every project. Organization-level events always match."
+  ),
+  enabled: defaulted(
+    Schema.Boolean,
+    true,
+    "false pauses the endpoint; pending deliveries to a paused endpoint are dropped."
+  ),
+  description: optional(
+    Schema.String.check(Schema.makeFilter(
+      (text: string) =>
+        text.length <= Limits.webhookDescriptionLengthMax
+          ? undefined
+          : `Too long: may not be more than ${Limits.webhookDescriptionLengthMax} characters`,
+      { toJsonSchema: () => ({ maxLength: Limits.webhookDescriptionLengthMax }) }
+    )),
+    "What the endpoint is for."
+  )
+}).annotate({
+  identifier: "WebhookEndpointSpec",
+  description: "Where and which events are delivered (spec: WebhookEndpoint)."
+})
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Status
@@ -126,25 +163,43 @@ export const webhookDeliveryPhases = ["Pending", "Succeeded", "Failed", "Abandon
 const signingSecret = matching(/^whsec_[A-Za-z0-9+/]+={0,2}$/u, "must be whsec_ followed by the base64 key")
 
 export const WebhookEndpointStatus = Schema.Struct({
-  signingSecret: optional(signingSecret, "whsec_<base64 key>; present only in the create response and in a rotation response."),
-  lastDelivery: optional(Schema.Struct({
-    id: optional(Schema.String, "The webhook-id of the delivery."),
-    type: optional(Schema.String, "The event type."),
-    time: optional(Schema.String, "When its last attempt was made."),
-    phase: optional(oneOf(webhookDeliveryPhases), "Pending, Succeeded, Failed or Abandoned."),
-    attempts: optional(NonNegativeInt, "Attempts made."),
-    responseCode: optional(Schema.Int, "The receiver's last HTTP status code."),
-    durationMs: optional(NonNegativeInt, "How long the last attempt took, in milliseconds.")
-  }), "The most recent delivery."),
-  deliveries24h: optional(Schema.Struct({
-    succeeded: described(NonNegativeInt, "Deliveries that succeeded in the last 24 hours."),
-    failed: described(NonNegativeInt, "Deliveries that failed in the last 24 hours.")
-  }), "Deliveries in the last 24 hours."),
+  signingSecret: optional(
+    signingSecret,
+    "whsec_<base64 key>; present only in the create response and in a rotation response."
+  ),
+  lastDelivery: optional(
+    Schema.Struct({
+      id: optional(Schema.String, "The webhook-id of the delivery."),
+      type: optional(Schema.String, "The event type."),
+      time: optional(Schema.String, "When its last attempt was made."),
+      phase: optional(oneOf(webhookDeliveryPhases), "Pending, Succeeded, Failed or Abandoned."),
+      attempts: optional(NonNegativeInt, "Attempts made."),
+      responseCode: optional(Schema.Int, "The receiver's last HTTP status code."),
+      durationMs: optional(NonNegativeInt, "How long the last attempt took, in milliseconds.")
+    }),
+    "The most recent delivery."
+  ),
+  deliveries24h: optional(
+    Schema.Struct({
+      succeeded: described(NonNegativeInt, "Deliveries that succeeded in the last 24 hours."),
+      failed: described(NonNegativeInt, "Deliveries that failed in the last 24 hours.")
+    }),
+    "Deliveries in the last 24 hours."
+  ),
   failingSince: optional(Schema.String, "Set when the last three deliveries in a row failed; cleared by a success."),
-  secretRotation: optional(Schema.String, "When the old secret stops signing after a rotation (the end of previousSecretTTL)."),
-  conditions: optional(Schema.Array(Condition), "Healthy is False with reason DeliveriesFailing after the last three deliveries in a row failed."),
+  secretRotation: optional(
+    Schema.String,
+    "When the old secret stops signing after a rotation (the end of previousSecretTTL)."
+  ),
+  conditions: optional(
+    Schema.Array(Condition),
+    "Healthy is False with reason DeliveriesFailing after the last three deliveries in a row failed."
+  ),
   observedGeneration: optional(Schema.Int, "The spec generation this status reflects.")
-}).annotate({ identifier: "WebhookEndpointStatus", description: "What the service observed of the WebhookEndpoint's deliveries." })
+}).annotate({
+  identifier: "WebhookEndpointStatus",
+  description: "What the service observed of the WebhookEndpoint's deliveries."
+})
 
 /** The body of a rotation (spec: Webhook sub-resources — previousSecretTTL: duration, default 24h, at most 7 days). */
 export const WebhookEndpointRotation = Schema.Struct({
@@ -153,7 +208,10 @@ export const WebhookEndpointRotation = Schema.Struct({
     Limits.webhookPreviousSecretTtlDefault,
     "How long the old secret keeps signing beside the new one; default 24h, at most 7 days (168h)."
   )
-}).annotate({ identifier: "WebhookEndpointRotation", description: "A signing-secret rotation (spec: Webhook sub-resources)." })
+}).annotate({
+  identifier: "WebhookEndpointRotation",
+  description: "A signing-secret rotation (spec: Webhook sub-resources)."
+})
 
 export const webhookEndpoint: KindDefinition = {
   spec: WebhookEndpointSpec,
@@ -163,6 +221,11 @@ export const webhookEndpoint: KindDefinition = {
     const url = spec["url"]
     if (settings.developmentWebhooks || typeof url !== "string" || !isDevelopmentUrl(url)) return []
     const problem = webhookUrlProblem(url) ?? "must be a public address"
-    return [fieldInvalid("spec.url", `Invalid value: "${url}": ${problem} (a receiver on loopback is taken only by a development server: nodus serve --webhook-allow-loopback)`)]
+    return [
+      fieldInvalid(
+        "spec.url",
+        `Invalid value: "${url}": ${problem} (a receiver on loopback is taken only by a development server: nodus serve --webhook-allow-loopback)`
+      )
+    ]
   }
 }

@@ -6,8 +6,8 @@ import { Effect } from "effect"
 import { boundedSpec, priceBoundIn } from "../../core/billing/PriceBound.ts"
 import { isObject } from "../../core/Json.ts"
 import { admitJobSpec } from "../../core/kinds/job/JobAdmission.ts"
-import { jobMachine } from "../../core/kinds/job/JobMachine.ts"
 import { placedEstimate, placementOf, sampleRequestOf, unplacedEstimate } from "../../core/kinds/job/JobEstimate.ts"
+import { jobMachine } from "../../core/kinds/job/JobMachine.ts"
 import type { JobSpecType, JobStatusType } from "../../core/schemas/Job.ts"
 import type { KindEstimator, RuntimeKind } from "./RuntimeKind.ts"
 
@@ -20,7 +20,10 @@ const jobEstimator: KindEstimator<JobSpecType> = {
     const input = { ...context, spec }
     const { ranking, chosen } = placementOf(input)
     if (chosen === undefined) return Effect.succeed(unplacedEstimate(input, ranking))
-    return Effect.map(context.sample(sampleRequestOf(input, chosen.variant)), (part) => placedEstimate(input, ranking, chosen, part))
+    return Effect.map(
+      context.sample(sampleRequestOf(input, chosen.variant)),
+      (part) => placedEstimate(input, ranking, chosen, part)
+    )
   }
 }
 
@@ -29,7 +32,10 @@ export const jobKind: RuntimeKind<JobSpecType, JobStatusType> = {
   machine: jobMachine,
   specOf: (object, group) => {
     try {
-      return boundedSpec(admitJobSpec(isObject(object.spec) ? object.spec : {}), priceBoundIn(object.metadata.annotations, group))
+      return boundedSpec(
+        admitJobSpec(isObject(object.spec) ? object.spec : {}),
+        priceBoundIn(object.metadata.annotations, group)
+      )
     } catch {
       return undefined
     }

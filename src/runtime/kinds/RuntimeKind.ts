@@ -50,10 +50,15 @@ export interface EstimateContext {
 
 export interface KindEstimator<Spec> {
   /** `status.estimate`, and why a real create would be refused now (empty: it would be admitted). */
-  readonly estimate: (spec: Spec, context: EstimateContext) => Effect.Effect<{ readonly estimate: Record<string, unknown>; readonly blocking: ReadonlyArray<Blocking> }, SampleFailure>
+  readonly estimate: (
+    spec: Spec,
+    context: EstimateContext
+  ) => Effect.Effect<
+    { readonly estimate: Record<string, unknown>; readonly blocking: ReadonlyArray<Blocking> },
+    SampleFailure
+  >
 }
 
 /** A kind of any spec and status: the registry holds kinds of different types side by side. */
 // biome-ignore lint: the registry is heterogeneous; each entry is typed where it is written.
 export type AnyRuntimeKind = RuntimeKind<any, any>
-

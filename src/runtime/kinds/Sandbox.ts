@@ -6,7 +6,12 @@
  */
 import { Option, Schema } from "effect"
 import { isObject } from "../../core/Json.ts"
-import { type SandboxMachineSpec, sandboxMachine, secretVersionsKey, startRequestKey } from "../../core/kinds/sandbox/SandboxMachine.ts"
+import {
+  sandboxMachine,
+  type SandboxMachineSpec,
+  secretVersionsKey,
+  startRequestKey
+} from "../../core/kinds/sandbox/SandboxMachine.ts"
 import { SandboxSpec, type SandboxStatusType } from "../../core/schemas/Sandbox.ts"
 import type { RuntimeKind } from "./RuntimeKind.ts"
 import { sandboxEstimator } from "./SandboxEstimate.ts"
@@ -26,7 +31,11 @@ export const sandboxKind: RuntimeKind<SandboxMachineSpec, SandboxStatusType> = {
       const spec = decode(isObject(object.spec) ? object.spec : {})
       const request = object.metadata.annotations?.[`${group}/${startRequestKey}`]
       const newest = pinsOf(object.metadata.annotations?.[`${group}/${secretVersionsKey}`])
-      return { ...spec, ...(request === undefined ? {} : { startRequestedAt: request }), ...(newest === undefined ? {} : { newestSecretVersions: newest }) }
+      return {
+        ...spec,
+        ...(request === undefined ? {} : { startRequestedAt: request }),
+        ...(newest === undefined ? {} : { newestSecretVersions: newest })
+      }
     } catch {
       return undefined
     }

@@ -4,7 +4,24 @@
 // key lifetimes have a minimum.
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { type Reply, request, startTestServer, type TestServer } from "../../support/TestServer.ts"
-import { assertStatus, causeFields, createJob, createProject, eventually, jobBody, jobPath, jobsPath, mergePatch, namesOf, openWatch, rawRequest, sandboxBody, sandboxesPath, summary, v1 } from "./Support.ts"
+import {
+  assertStatus,
+  causeFields,
+  createJob,
+  createProject,
+  eventually,
+  jobBody,
+  jobPath,
+  jobsPath,
+  mergePatch,
+  namesOf,
+  openWatch,
+  rawRequest,
+  sandboxBody,
+  sandboxesPath,
+  summary,
+  v1
+} from "./Support.ts"
 
 const p1 = "auth-p1"
 const p2 = "auth-p2"
@@ -12,7 +29,12 @@ const p2 = "auth-p2"
 const accountsPath = (project: string): string => `${v1}/namespaces/${project}/serviceaccounts`
 const tokensPath = (project: string, name: string): string => `${accountsPath(project)}/${name}/tokens`
 
-const accountBody = (name: string, scopes: ReadonlyArray<string>) => ({ apiVersion: "nodus.dev/v1", kind: "ServiceAccount", metadata: { name }, spec: { scopes } })
+const accountBody = (name: string, scopes: ReadonlyArray<string>) => ({
+  apiVersion: "nodus.dev/v1",
+  kind: "ServiceAccount",
+  metadata: { name },
+  spec: { scopes }
+})
 
 describe("authentication and scopes", () => {
   let server: TestServer
@@ -23,7 +45,8 @@ describe("authentication and scopes", () => {
     assert.strictEqual(reply.status, 201, reply.text)
   }
 
-  const issue = async (project: string, name: string, body: unknown = {}): Promise<Reply> => request(server, "POST", tokensPath(project, name), { body })
+  const issue = async (project: string, name: string, body: unknown = {}): Promise<Reply> =>
+    request(server, "POST", tokensPath(project, name), { body })
 
   const tokenOf = async (project: string, name: string): Promise<string> => {
     const reply = await issue(project, name)
@@ -79,28 +102,128 @@ describe("authentication and scopes", () => {
   const table: ReadonlyArray<Access> = [
     { who: "reader", what: "list jobs in its project", method: "GET", path: jobsPath(p1), status: 200 },
     { who: "reader", what: "read a job in its project", method: "GET", path: jobPath(p1, "in-p1"), status: 200 },
-    { who: "reader", what: "create a job in its project", method: "POST", path: jobsPath(p1), body: jobBody("by-reader"), status: 403, reason: "Forbidden" },
-    { who: "reader", what: "delete a job in its project", method: "DELETE", path: jobPath(p1, "in-p1"), status: 403, reason: "Forbidden" },
-    { who: "reader", what: "list jobs in another project", method: "GET", path: jobsPath(p2), status: 403, reason: "Forbidden" },
-    { who: "reader", what: "read a job in another project", method: "GET", path: jobPath(p2, "in-p2"), status: 403, reason: "Forbidden" },
-    { who: "reader", what: "list budgets (cluster)", method: "GET", path: `${v1}/budgets`, status: 403, reason: "Forbidden" },
+    {
+      who: "reader",
+      what: "create a job in its project",
+      method: "POST",
+      path: jobsPath(p1),
+      body: jobBody("by-reader"),
+      status: 403,
+      reason: "Forbidden"
+    },
+    {
+      who: "reader",
+      what: "delete a job in its project",
+      method: "DELETE",
+      path: jobPath(p1, "in-p1"),
+      status: 403,
+      reason: "Forbidden"
+    },
+    {
+      who: "reader",
+      what: "list jobs in another project",
+      method: "GET",
+      path: jobsPath(p2),
+      status: 403,
+      reason: "Forbidden"
+    },
+    {
+      who: "reader",
+      what: "read a job in another project",
+      method: "GET",
+      path: jobPath(p2, "in-p2"),
+      status: 403,
+      reason: "Forbidden"
+    },
+    {
+      who: "reader",
+      what: "list budgets (cluster)",
+      method: "GET",
+      path: `${v1}/budgets`,
+      status: 403,
+      reason: "Forbidden"
+    },
     { who: "reader", what: "list sandboxes", method: "GET", path: sandboxesPath(p1), status: 403, reason: "Forbidden" },
     { who: "reader", what: "read its own project", method: "GET", path: `/api/v1/namespaces/${p1}`, status: 200 },
-    { who: "reader", what: "read another project", method: "GET", path: `/api/v1/namespaces/${p2}`, status: 403, reason: "Forbidden" },
-    { who: "reader", what: "create a project", method: "POST", path: "/api/v1/namespaces", body: { apiVersion: "v1", kind: "Namespace", metadata: { name: "auth-by-reader" } }, status: 403, reason: "Forbidden" },
-    { who: "reader", what: "delete its own project", method: "DELETE", path: `/api/v1/namespaces/${p1}`, status: 403, reason: "Forbidden" },
-    { who: "writer", what: "create a job in its project", method: "POST", path: jobsPath(p1), body: jobBody("by-writer"), status: 201 },
-    { who: "writer", what: "create a job in another project", method: "POST", path: jobsPath(p2), body: jobBody("by-writer"), status: 403, reason: "Forbidden" },
+    {
+      who: "reader",
+      what: "read another project",
+      method: "GET",
+      path: `/api/v1/namespaces/${p2}`,
+      status: 403,
+      reason: "Forbidden"
+    },
+    {
+      who: "reader",
+      what: "create a project",
+      method: "POST",
+      path: "/api/v1/namespaces",
+      body: { apiVersion: "v1", kind: "Namespace", metadata: { name: "auth-by-reader" } },
+      status: 403,
+      reason: "Forbidden"
+    },
+    {
+      who: "reader",
+      what: "delete its own project",
+      method: "DELETE",
+      path: `/api/v1/namespaces/${p1}`,
+      status: 403,
+      reason: "Forbidden"
+    },
+    {
+      who: "writer",
+      what: "create a job in its project",
+      method: "POST",
+      path: jobsPath(p1),
+      body: jobBody("by-writer"),
+      status: 201
+    },
+    {
+      who: "writer",
+      what: "create a job in another project",
+      method: "POST",
+      path: jobsPath(p2),
+      body: jobBody("by-writer"),
+      status: 403,
+      reason: "Forbidden"
+    },
     { who: "writer", what: "list sandboxes", method: "GET", path: sandboxesPath(p1), status: 200 },
     { who: "writer", what: "read a sandbox", method: "GET", path: `${sandboxesPath(p1)}/box`, status: 200 },
-    { who: "writer", what: "create a sandbox", method: "POST", path: sandboxesPath(p1), body: sandboxBody("by-writer"), status: 403, reason: "Forbidden" },
-    { who: "writer", what: "create a service account", method: "POST", path: accountsPath(p1), body: accountBody("by-writer", ["admin"]), status: 403, reason: "Forbidden" },
-    { who: "writer", what: "issue a key for another account", method: "POST", path: tokensPath(p1, "reader"), body: {}, status: 403, reason: "Forbidden" }
+    {
+      who: "writer",
+      what: "create a sandbox",
+      method: "POST",
+      path: sandboxesPath(p1),
+      body: sandboxBody("by-writer"),
+      status: 403,
+      reason: "Forbidden"
+    },
+    {
+      who: "writer",
+      what: "create a service account",
+      method: "POST",
+      path: accountsPath(p1),
+      body: accountBody("by-writer", ["admin"]),
+      status: 403,
+      reason: "Forbidden"
+    },
+    {
+      who: "writer",
+      what: "issue a key for another account",
+      method: "POST",
+      path: tokensPath(p1, "reader"),
+      body: {},
+      status: 403,
+      reason: "Forbidden"
+    }
   ]
 
   for (const access of table) {
     it(`${access.who} may${access.status < 400 ? "" : " not"} ${access.what} (${access.status})`, async () => {
-      const reply = await request(server, access.method, access.path, { token: as(access.who), ...(access.body === undefined ? {} : { body: access.body }) })
+      const reply = await request(server, access.method, access.path, {
+        token: as(access.who),
+        ...(access.body === undefined ? {} : { body: access.body })
+      })
       if (access.reason === undefined) assert.strictEqual(reply.status, access.status, reply.text)
       else assertStatus(server, reply, access.status, access.reason)
     })
@@ -129,7 +252,9 @@ describe("authentication and scopes", () => {
     // A project of its own, so that deleting it gives the watch an event of its project to wait for.
     await createProject(server, "auth-watched")
     await createAccount("auth-watched", "watcher", ["jobs:read"])
-    const watcher = await openWatch(server, "/api/v1/namespaces?watch=1", { token: await tokenOf("auth-watched", "watcher") })
+    const watcher = await openWatch(server, "/api/v1/namespaces?watch=1", {
+      token: await tokenOf("auth-watched", "watcher")
+    })
     try {
       assert.deepStrictEqual(summary(await watcher.next(1)), ["ADDED auth-watched"])
       await createProject(server, "auth-p3")
@@ -139,19 +264,36 @@ describe("authentication and scopes", () => {
     } finally {
       await watcher.close()
     }
-    const narrowed = await request(server, "GET", `/api/v1/namespaces?fieldSelector=metadata.name%3D${p2}`, { token: as("reader") })
+    const narrowed = await request(server, "GET", `/api/v1/namespaces?fieldSelector=metadata.name%3D${p2}`, {
+      token: as("reader")
+    })
     assert.deepStrictEqual(namesOf(narrowed), [], "a selector cannot widen the narrowing")
   })
 
   it("a project-bound key with every write scope cannot write org-level objects (hardening item 5)", async () => {
     await createAccount(p1, "org-writer", ["*:write", "billing:write"])
     const token = await tokenOf(p1, "org-writer")
-    const budget = { apiVersion: "nodus.dev/v1", kind: "Budget", metadata: { name: "starve-p2" }, spec: { amountUSD: "0.01", period: "Monthly", selector: { projects: [p2] } } }
+    const budget = {
+      apiVersion: "nodus.dev/v1",
+      kind: "Budget",
+      metadata: { name: "starve-p2" },
+      spec: { amountUSD: "0.01", period: "Monthly", selector: { projects: [p2] } }
+    }
     assertStatus(server, await request(server, "POST", `${v1}/budgets`, { body: budget, token }), 403, "Forbidden")
     const own = { ...budget, metadata: { name: "own-p1" }, spec: { ...budget.spec, selector: { projects: [p1] } } }
     assertStatus(server, await request(server, "POST", `${v1}/budgets`, { body: own, token }), 403, "Forbidden")
-    const endpoint = { apiVersion: "nodus.dev/v1", kind: "WebhookEndpoint", metadata: { name: "spy" }, spec: { url: "https://hooks.example.com/in", projects: [p2] } }
-    assertStatus(server, await request(server, "POST", `${v1}/webhookendpoints`, { body: endpoint, token }), 403, "Forbidden")
+    const endpoint = {
+      apiVersion: "nodus.dev/v1",
+      kind: "WebhookEndpoint",
+      metadata: { name: "spy" },
+      spec: { url: "https://hooks.example.com/in", projects: [p2] }
+    }
+    assertStatus(
+      server,
+      await request(server, "POST", `${v1}/webhookendpoints`, { body: endpoint, token }),
+      403,
+      "Forbidden"
+    )
     assert.deepStrictEqual(namesOf(await request(server, "GET", `${v1}/budgets`)), [])
     assert.deepStrictEqual(namesOf(await request(server, "GET", `${v1}/webhookendpoints`)), [])
     // The admin's Job in p2 is not capped by anything the key tried.
@@ -165,17 +307,28 @@ describe("authentication and scopes", () => {
       assertStatus(server, await request(server, "GET", path, { token: null }), 401, "Unauthorized")
       assert.strictEqual((await request(server, "GET", path)).status, 200)
     }
-    const reply = await rawRequest(server, jobsPath(p1), [["Authorization", `Bearer ${server.token}`], ["Authorization", "Bearer nds_not-a-key"]])
+    const reply = await rawRequest(server, jobsPath(p1), [["Authorization", `Bearer ${server.token}`], [
+      "Authorization",
+      "Bearer nds_not-a-key"
+    ]])
     assert.strictEqual(reply.status, 400, reply.text)
     assert.strictEqual(JSON.parse(reply.text).reason, "BadRequest")
     assert.include(reply.text, "Authorization")
   })
 
   it("the reader's watch of another project is Forbidden; of its own works", async () => {
-    assertStatus(server, await request(server, "GET", `${jobsPath(p2)}?watch=true`, { token: as("reader") }), 403, "Forbidden")
+    assertStatus(
+      server,
+      await request(server, "GET", `${jobsPath(p2)}?watch=true`, { token: as("reader") }),
+      403,
+      "Forbidden"
+    )
     const controller = new AbortController()
     try {
-      const response = await fetch(`${server.url}${jobsPath(p1)}?watch=true`, { headers: { authorization: `Bearer ${as("reader")}` }, signal: controller.signal })
+      const response = await fetch(`${server.url}${jobsPath(p1)}?watch=true`, {
+        headers: { authorization: `Bearer ${as("reader")}` },
+        signal: controller.signal
+      })
       assert.strictEqual(response.status, 200)
     } finally {
       controller.abort()
@@ -185,14 +338,22 @@ describe("authentication and scopes", () => {
   it("an account that may write service accounts cannot grant a scope it lacks", async () => {
     const escalations: ReadonlyArray<ReadonlyArray<string>> = [["admin"], ["jobs:read"], ["*:read"]]
     for (const scopes of escalations) {
-      const reply = await request(server, "POST", accountsPath(p1), { body: accountBody("escalated", scopes), token: as("account-admin") })
+      const reply = await request(server, "POST", accountsPath(p1), {
+        body: accountBody("escalated", scopes),
+        token: as("account-admin")
+      })
       const body = assertStatus(server, reply, 422, "Invalid")
       assert.include(causeFields(body), "spec.scopes[0]", reply.text)
     }
     assert.strictEqual((await request(server, "GET", `${accountsPath(p1)}/escalated`)).status, 404)
-    const allowed = await request(server, "POST", accountsPath(p1), { body: accountBody("narrower", ["serviceaccounts:read"]), token: as("account-admin") })
+    const allowed = await request(server, "POST", accountsPath(p1), {
+      body: accountBody("narrower", ["serviceaccounts:read"]),
+      token: as("account-admin")
+    })
     assert.strictEqual(allowed.status, 201, allowed.text)
-    const raised = await mergePatch(server, `${accountsPath(p1)}/narrower`, { spec: { scopes: ["serviceaccounts:read", "admin"] } }, { token: as("account-admin") })
+    const raised = await mergePatch(server, `${accountsPath(p1)}/narrower`, {
+      spec: { scopes: ["serviceaccounts:read", "admin"] }
+    }, { token: as("account-admin") })
     const raisedBody = assertStatus(server, raised, 422, "Invalid")
     assert.include(causeFields(raisedBody), "spec.scopes[1]")
   })
@@ -208,7 +369,9 @@ describe("authentication and scopes", () => {
   })
 
   it("an unknown scope is Invalid on that entry", async () => {
-    const reply = await request(server, "POST", accountsPath(p1), { body: accountBody("flying", ["jobs:read", "jobs:fly"]) })
+    const reply = await request(server, "POST", accountsPath(p1), {
+      body: accountBody("flying", ["jobs:read", "jobs:fly"])
+    })
     const body = assertStatus(server, reply, 422, "Invalid")
     assert.include(causeFields(body), "spec.scopes[1]")
     const other = await request(server, "POST", accountsPath(p1), { body: accountBody("flying", ["widgets:read"]) })
@@ -219,8 +382,21 @@ describe("authentication and scopes", () => {
     const created = await request(server, "POST", jobsPath(p1), { body: jobBody("status-target"), token: as("writer") })
     assert.strictEqual(created.status, 201, created.text)
     const path = `${jobPath(p1, "status-target")}/status`
-    assertStatus(server, await mergePatch(server, path, { status: { phase: "Running" } }, { token: as("writer") }), 403, "Forbidden")
-    assertStatus(server, await request(server, "PUT", path, { body: { ...created.body, status: { phase: "Running" } }, token: as("writer") }), 403, "Forbidden")
+    assertStatus(
+      server,
+      await mergePatch(server, path, { status: { phase: "Running" } }, { token: as("writer") }),
+      403,
+      "Forbidden"
+    )
+    assertStatus(
+      server,
+      await request(server, "PUT", path, {
+        body: { ...created.body, status: { phase: "Running" } },
+        token: as("writer")
+      }),
+      403,
+      "Forbidden"
+    )
     const read = await request(server, "GET", path, { token: as("writer") })
     assert.strictEqual(read.status, 200, read.text)
     assert.isUndefined(read.body.status?.phase)
@@ -235,7 +411,12 @@ describe("authentication and scopes", () => {
     assert.strictEqual((await request(server, "GET", jobsPath(p1), { token })).status, 200)
     assert.strictEqual((await request(server, "DELETE", `${accountsPath(p1)}/temporary`)).status, 200)
     // Authentication is cached for 2 s: the key must stop working within 5 s.
-    const last = await eventually("revoked key refused", async () => (await request(server, "GET", jobsPath(p1), { token })).status, (status) => status === 401, 5_000)
+    const last = await eventually(
+      "revoked key refused",
+      async () => (await request(server, "GET", jobsPath(p1), { token })).status,
+      (status) => status === 401,
+      5_000
+    )
     assert.strictEqual(last, 401)
     assertStatus(server, await request(server, "GET", jobsPath(p1), { token }), 401, "Unauthorized")
     // An account created again under the same name does not revive the old key.
@@ -246,9 +427,22 @@ describe("authentication and scopes", () => {
   it("a scope change applies to existing keys", async () => {
     await createAccount(p1, "changing", ["jobs:read"])
     const token = await tokenOf(p1, "changing")
-    assertStatus(server, await request(server, "POST", jobsPath(p1), { body: jobBody("by-changing"), token }), 403, "Forbidden")
-    assert.strictEqual((await mergePatch(server, `${accountsPath(p1)}/changing`, { spec: { scopes: ["jobs:write"] } })).status, 200)
-    const created = await eventually("new scope applies", async () => (await request(server, "POST", jobsPath(p1), { body: jobBody("by-changing"), token })).status, (status) => status === 201, 5_000)
+    assertStatus(
+      server,
+      await request(server, "POST", jobsPath(p1), { body: jobBody("by-changing"), token }),
+      403,
+      "Forbidden"
+    )
+    assert.strictEqual(
+      (await mergePatch(server, `${accountsPath(p1)}/changing`, { spec: { scopes: ["jobs:write"] } })).status,
+      200
+    )
+    const created = await eventually(
+      "new scope applies",
+      async () => (await request(server, "POST", jobsPath(p1), { body: jobBody("by-changing"), token })).status,
+      (status) => status === 201,
+      5_000
+    )
     assert.strictEqual(created, 201)
   })
 
@@ -282,6 +476,11 @@ describe("authentication and scopes", () => {
   })
 
   it("tokens exist only on serviceaccounts", async () => {
-    assertStatus(server, await request(server, "POST", `${jobPath(p1, "in-p1")}/tokens`, { body: {} }), 405, "MethodNotAllowed")
+    assertStatus(
+      server,
+      await request(server, "POST", `${jobPath(p1, "in-p1")}/tokens`, { body: {} }),
+      405,
+      "MethodNotAllowed"
+    )
   })
 })

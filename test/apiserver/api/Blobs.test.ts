@@ -2,21 +2,26 @@
 // a body whose SHA-256 the path names and answers 201 or 200, HEAD and GET read it with its Digest, a mismatch is 422
 // SHA256Mismatch, a declared size past the bound 413 FileTooLarge, a malformed reference 400; scopes and projects
 // decide who writes and reads, and a blob another project uploaded is 404 to a project until it uploads it too.
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { createHash } from "node:crypto"
 import { request as httpRequest } from "node:http"
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { blobBytesMax } from "../../../src/core/Limits.ts"
 import { request, startTestServer, type TestServer } from "../../support/TestServer.ts"
 import { assertStatus, createProject } from "./Support.ts"
 
 const sha = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex")
-const blobPath = (digest: string, project?: string) => `/blobs/v1/sha256:${digest}${project === undefined ? "" : `?project=${project}`}`
+const blobPath = (digest: string, project?: string) =>
+  `/blobs/v1/sha256:${digest}${project === undefined ? "" : `?project=${project}`}`
 
 describe("blobs over HTTP", () => {
   let server: TestServer
   const keys = new Map<string, string>()
 
-  const send = (method: string, path: string, options: { readonly body?: Uint8Array; readonly token?: string; readonly headers?: Record<string, string> } = {}) =>
+  const send = (
+    method: string,
+    path: string,
+    options: { readonly body?: Uint8Array; readonly token?: string; readonly headers?: Record<string, string> } = {}
+  ) =>
     fetch(`${server.url}${path}`, {
       method,
       headers: { authorization: `Bearer ${options.token ?? server.token}`, ...options.headers },
@@ -28,7 +33,12 @@ describe("blobs over HTTP", () => {
       body: { apiVersion: "nodus.dev/v1", kind: "ServiceAccount", metadata: { name }, spec: { scopes } }
     })
     assert.strictEqual(created.status, 201, created.text)
-    const issued = await request(server, "POST", `/apis/nodus.dev/v1/namespaces/${project}/serviceaccounts/${name}/tokens`, { body: {} })
+    const issued = await request(
+      server,
+      "POST",
+      `/apis/nodus.dev/v1/namespaces/${project}/serviceaccounts/${name}/tokens`,
+      { body: {} }
+    )
     assert.strictEqual(issued.status, 201, issued.text)
     keys.set(name, issued.body.status.token)
   }
@@ -87,7 +97,13 @@ describe("blobs over HTTP", () => {
     // fetch will not send a Content-Length its body does not have: a raw request declares one and sends two bytes.
     const url = new URL(`${server.url}${blobPath(sha(new Uint8Array(2)))}`)
     const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const outgoing = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, method: "PUT", headers: { authorization: `Bearer ${server.token}`, "content-length": String(blobBytesMax + 1) } }, (response) => {
+      const outgoing = httpRequest({
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: "PUT",
+        headers: { authorization: `Bearer ${server.token}`, "content-length": String(blobBytesMax + 1) }
+      }, (response) => {
         let body = ""
         response.on("data", (chunk) => (body += chunk))
         response.on("end", () => resolve({ status: response.statusCode ?? 0, body }))

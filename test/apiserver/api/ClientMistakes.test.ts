@@ -5,7 +5,18 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Layer } from "effect"
 import * as SqlStore from "../../../src/store/SqlStore.ts"
 import { request, startTestServer, type TestServer } from "../../support/TestServer.ts"
-import { assertStatus, causeFields, createJob, createProject, jobBody, jobPath, jobsPath, namesOf, rawRequest, v1 } from "./Support.ts"
+import {
+  assertStatus,
+  causeFields,
+  createJob,
+  createProject,
+  jobBody,
+  jobPath,
+  jobsPath,
+  namesOf,
+  rawRequest,
+  v1
+} from "./Support.ts"
 
 const project = "mistakes"
 
@@ -16,7 +27,12 @@ beforeAll(async () => {
   await createProject(server, project)
   await createJob(server, project, "existing")
   await request(server, "POST", `${v1}/namespaces/${project}/serviceaccounts`, {
-    body: { apiVersion: "nodus.dev/v1", kind: "ServiceAccount", metadata: { name: "robot" }, spec: { scopes: ["jobs:read"] } }
+    body: {
+      apiVersion: "nodus.dev/v1",
+      kind: "ServiceAccount",
+      metadata: { name: "robot" },
+      spec: { scopes: ["jobs:read"] }
+    }
   })
 }, 60_000)
 
@@ -27,14 +43,19 @@ const jobNames = async (): Promise<ReadonlyArray<string>> => namesOf(await reque
 describe("an unknown field beside a failed rule is 422 with causes, never 500 (item 7)", () => {
   for (const plural of ["jobs", "workspaces", "images"]) {
     it(plural, async () => {
-      const reply = await request(server, "POST", `${v1}/namespaces/${project}/${plural}`, { body: { metadata: { name: "m2" }, spec: { a: 1 } } })
+      const reply = await request(server, "POST", `${v1}/namespaces/${project}/${plural}`, {
+        body: { metadata: { name: "m2" }, spec: { a: 1 } }
+      })
       const body = assertStatus(server, reply, 422, "Invalid")
       assert.isAbove(causeFields(body).length, 0)
     })
   }
 
   it("a JSON patch that copies the whole object into spec", async () => {
-    const reply = await request(server, "PATCH", jobPath(project, "existing"), { raw: JSON.stringify([{ op: "copy", path: "/spec", from: "" }]), contentType: "application/json-patch+json" })
+    const reply = await request(server, "PATCH", jobPath(project, "existing"), {
+      raw: JSON.stringify([{ op: "copy", path: "/spec", from: "" }]),
+      contentType: "application/json-patch+json"
+    })
     assert.include([400, 422], reply.status, reply.text)
     assertStatus(server, reply, reply.status, reply.status === 400 ? "BadRequest" : "Invalid")
   })
@@ -54,7 +75,8 @@ describe("an answer never fails after its commit (item 8)", () => {
   it("a retried generateName create with an Idempotency-Key makes one Job", async () => {
     const before = await jobNames()
     const body = { ...jobBody(""), metadata: { generateName: "retry-" }, spec: { image: "python:3.12", "中": 1 } }
-    const send = () => request(server, "POST", jobsPath(project), { body, headers: { "idempotency-key": "retry-unicode" } })
+    const send = () =>
+      request(server, "POST", jobsPath(project), { body, headers: { "idempotency-key": "retry-unicode" } })
     const first = await send()
     assert.strictEqual(first.status, 201, first.text)
     const second = await send()
@@ -68,12 +90,28 @@ describe("an answer never fails after its commit (item 8)", () => {
 describe("client errors are 400 or 422 with a cause, never 5xx, and store nothing (item 9)", () => {
   const cases: ReadonlyArray<{ readonly name: string; readonly path: string; readonly field: string }> = [
     { name: "limit beyond any integer", path: `${jobsPath(project)}?limit=99999999999999999999`, field: "limit" },
-    { name: "negative timeoutSeconds", path: `${jobsPath(project)}?watch=1&timeoutSeconds=-5`, field: "timeoutSeconds" },
-    { name: "timeoutSeconds beyond any timer", path: `${jobsPath(project)}?watch=1&timeoutSeconds=99999999999999`, field: "timeoutSeconds" },
+    {
+      name: "negative timeoutSeconds",
+      path: `${jobsPath(project)}?watch=1&timeoutSeconds=-5`,
+      field: "timeoutSeconds"
+    },
+    {
+      name: "timeoutSeconds beyond any timer",
+      path: `${jobsPath(project)}?watch=1&timeoutSeconds=99999999999999`,
+      field: "timeoutSeconds"
+    },
     { name: "a NUL byte in the project", path: `${v1}/namespaces/%00/jobs`, field: "metadata.namespace" },
     { name: "a NUL byte in a name", path: `${jobsPath(project)}/a%00b`, field: "metadata.name" },
-    { name: "a NUL byte in a label selector", path: `${jobsPath(project)}?labelSelector=a%3Db%00`, field: "labelSelector" },
-    { name: "a NUL byte in a field selector", path: `${jobsPath(project)}?fieldSelector=metadata.name%3D%00`, field: "fieldSelector" }
+    {
+      name: "a NUL byte in a label selector",
+      path: `${jobsPath(project)}?labelSelector=a%3Db%00`,
+      field: "labelSelector"
+    },
+    {
+      name: "a NUL byte in a field selector",
+      path: `${jobsPath(project)}?fieldSelector=metadata.name%3D%00`,
+      field: "fieldSelector"
+    }
   ]
   for (const testCase of cases) {
     it(testCase.name, async () => {
@@ -85,7 +123,9 @@ describe("client errors are 400 or 422 with a cause, never 5xx, and store nothin
 
   it("a NUL character in a body string", async () => {
     const before = await jobNames()
-    const reply = await request(server, "POST", jobsPath(project), { body: jobBody("nul", { labels: { a: "b" } }, { command: ["x\u0000y"] }) })
+    const reply = await request(server, "POST", jobsPath(project), {
+      body: jobBody("nul", { labels: { a: "b" } }, { command: ["x\u0000y"] })
+    })
     const body = assertStatus(server, reply, 400, "BadRequest")
     assert.include(causeFields(body), "spec.command[0]")
     assert.deepStrictEqual(await jobNames(), before)
@@ -93,7 +133,9 @@ describe("client errors are 400 or 422 with a cause, never 5xx, and store nothin
 
   for (const seconds of [1e300, 9_000_000_000_000]) {
     it(`a token expiring in ${seconds} s is refused before a key is stored`, async () => {
-      const reply = await request(server, "POST", `${v1}/namespaces/${project}/serviceaccounts/robot/tokens`, { body: { spec: { expirationSeconds: seconds } } })
+      const reply = await request(server, "POST", `${v1}/namespaces/${project}/serviceaccounts/robot/tokens`, {
+        body: { spec: { expirationSeconds: seconds } }
+      })
       const body = assertStatus(server, reply, 422, "Invalid")
       assert.include(causeFields(body), "spec.expirationSeconds")
       assert.notInclude(reply.text, "nds_")
@@ -102,7 +144,10 @@ describe("client errors are 400 or 422 with a cause, never 5xx, and store nothin
 
   it("a merge patch nested 10,000 deep", async () => {
     const deep = `${"{\"a\":".repeat(10_000)}1${"}".repeat(10_000)}`
-    const reply = await request(server, "PATCH", jobPath(project, "existing"), { raw: `{"metadata":{"annotations":${deep}}}`, contentType: "application/merge-patch+json" })
+    const reply = await request(server, "PATCH", jobPath(project, "existing"), {
+      raw: `{"metadata":{"annotations":${deep}}}`,
+      contentType: "application/merge-patch+json"
+    })
     const body = assertStatus(server, reply, 400, "BadRequest")
     assert.isAbove(causeFields(body).length, 0)
     const after = await request(server, "GET", jobPath(project, "existing"))
@@ -112,14 +157,21 @@ describe("client errors are 400 or 422 with a cause, never 5xx, and store nothin
 
 describe("links and retries do not depend on request headers a client controls (items 14, 15)", () => {
   it("the docs link is built from the server's address, not the Host header", async () => {
-    const reply = await rawRequest(server, jobPath(project, "absent"), [["Host", "evil.example"], ["Authorization", `Bearer ${server.token}`]])
+    const reply = await rawRequest(server, jobPath(project, "absent"), [["Host", "evil.example"], [
+      "Authorization",
+      `Bearer ${server.token}`
+    ]])
     assert.strictEqual(reply.status, 404, reply.text)
     assert.notInclude(reply.text, "evil.example")
     assert.strictEqual(JSON.parse(reply.text).docs, `${server.url}/docs/errors/NotFound`)
   })
 
   it("a retry whose User-Agent changed is the same logical request", async () => {
-    const send = (agent: string) => request(server, "POST", jobsPath(project), { body: jobBody("agent-retry"), headers: { "idempotency-key": "agent-retry", "user-agent": agent } })
+    const send = (agent: string) =>
+      request(server, "POST", jobsPath(project), {
+        body: jobBody("agent-retry"),
+        headers: { "idempotency-key": "agent-retry", "user-agent": agent }
+      })
     const first = await send("client/1.0")
     assert.strictEqual(first.status, 201, first.text)
     const second = await send("other-client/2.0")
@@ -128,7 +180,11 @@ describe("links and retries do not depend on request headers a client controls (
   })
 
   it("an explicit fieldManager still belongs to the request", async () => {
-    const send = (manager: string) => request(server, "POST", `${jobsPath(project)}?fieldManager=${manager}`, { body: jobBody("manager-retry"), headers: { "idempotency-key": "manager-retry" } })
+    const send = (manager: string) =>
+      request(server, "POST", `${jobsPath(project)}?fieldManager=${manager}`, {
+        body: jobBody("manager-retry"),
+        headers: { "idempotency-key": "manager-retry" }
+      })
     assert.strictEqual((await send("one")).status, 201)
     assertStatus(server, await send("two"), 409, "IdempotencyKeyReused")
   })
@@ -136,7 +192,9 @@ describe("links and retries do not depend on request headers a client controls (
 
 describe("resources no offering could ever hold are refused at admission (issue 29, item 14)", () => {
   it("a memory floor above the largest offering is 422 at spec.resources.memory, naming the largest and a fix; the largest itself is admitted", async () => {
-    const reply = await request(server, "POST", jobsPath(project), { body: jobBody("huge", {}, { command: ["true"], resources: { memory: "99999999999999999999Ei" } }) })
+    const reply = await request(server, "POST", jobsPath(project), {
+      body: jobBody("huge", {}, { command: ["true"], resources: { memory: "99999999999999999999Ei" } })
+    })
     const body = assertStatus(server, reply, 422, "Invalid")
     assert.deepStrictEqual(causeFields(body), ["spec.resources.memory"])
     const largest = /the largest available has (\d+Gi) memory/u.exec(body.details.causes[0].message)?.[1]
@@ -144,15 +202,24 @@ describe("resources no offering could ever hold are refused at admission (issue 
     assert.include(body.fix, `spec.resources.memory at most "${largest}"`)
     assert.notInclude(await jobNames(), "huge")
     // Exactly the largest fits (an offering holds it); a GiB more is refused the same way.
-    const fits = await request(server, "POST", jobsPath(project), { body: jobBody("largest", {}, { command: ["true"], resources: { memory: largest } }) })
+    const fits = await request(server, "POST", jobsPath(project), {
+      body: jobBody("largest", {}, { command: ["true"], resources: { memory: largest } })
+    })
     assert.strictEqual(fits.status, 201, fits.text)
-    const over = await request(server, "POST", jobsPath(project), { body: jobBody("over", {}, { command: ["true"], resources: { memory: `${Number.parseInt(largest!, 10) + 1}Gi` } }) })
+    const over = await request(server, "POST", jobsPath(project), {
+      body: jobBody("over", {}, { command: ["true"], resources: { memory: `${Number.parseInt(largest!, 10) + 1}Gi` } })
+    })
     assert.deepStrictEqual(causeFields(assertStatus(server, over, 422, "Invalid")), ["spec.resources.memory"])
   })
 
   it("a Sandbox's cpu and disk floors are held to the largest offering too", async () => {
     const reply = await request(server, "POST", `${v1}/namespaces/${project}/sandboxes`, {
-      body: { apiVersion: "nodus.dev/v1", kind: "Sandbox", metadata: { name: "wide" }, spec: { image: "ubuntu:24.04", resources: { cpu: "100000", disk: "1Ei", memory: "1Gi" } } }
+      body: {
+        apiVersion: "nodus.dev/v1",
+        kind: "Sandbox",
+        metadata: { name: "wide" },
+        spec: { image: "ubuntu:24.04", resources: { cpu: "100000", disk: "1Ei", memory: "1Gi" } }
+      }
     })
     const body = assertStatus(server, reply, 422, "Invalid")
     assert.deepStrictEqual(causeFields(body), ["spec.resources.cpu", "spec.resources.disk"])

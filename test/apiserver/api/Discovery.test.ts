@@ -5,9 +5,11 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { request, startTestServer, type TestServer } from "../../support/TestServer.ts"
 import { assertStatus, createJob, createProject, jobPath, jobsPath, v1 } from "./Support.ts"
 
-const aggregatedAccept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
+const aggregatedAccept =
+  "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
 const aggregatedContentType = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
-const tableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
+const tableAccept =
+  "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
 
 describe("discovery", () => {
   let server: TestServer
@@ -29,7 +31,14 @@ describe("discovery", () => {
     assert.isString(reply.body.platform)
   })
 
-  const protectedPaths: ReadonlyArray<string> = ["/apis", "/api", "/api/v1", `${v1}`, "/openapi/v3", "/openapi/v3/apis/nodus.dev/v1"]
+  const protectedPaths: ReadonlyArray<string> = [
+    "/apis",
+    "/api",
+    "/api/v1",
+    `${v1}`,
+    "/openapi/v3",
+    "/openapi/v3/apis/nodus.dev/v1"
+  ]
   for (const path of protectedPaths) {
     it(`${path} without a token is Unauthorized`, async () => {
       assertStatus(server, await request(server, "GET", path, { token: null }), 401, "Unauthorized")
@@ -61,7 +70,9 @@ describe("discovery", () => {
     assert.strictEqual(jobs?.scope, "Namespaced")
     assert.deepStrictEqual(jobs?.responseKind, { group: "nodus.dev", version: "v1", kind: "Job" })
     assert.isTrue((jobs.subresources as ReadonlyArray<any>).some((subresource) => subresource.subresource === "status"))
-    const budgets = (group.versions[0].resources as ReadonlyArray<any>).find((resource) => resource.resource === "budgets")
+    const budgets = (group.versions[0].resources as ReadonlyArray<any>).find((resource) =>
+      resource.resource === "budgets"
+    )
     assert.strictEqual(budgets?.scope, "Cluster")
   })
 
@@ -118,7 +129,10 @@ describe("discovery", () => {
     assert.strictEqual(reply.status, 200, reply.text)
     assert.strictEqual(reply.headers.get("content-type")?.split(";")[0], "application/json")
     assert.strictEqual(reply.body.paths?.["apis/nodus.dev/v1"]?.serverRelativeURL, "/openapi/v3/apis/nodus.dev/v1")
-    assert.strictEqual(reply.body.paths?.["apis/nodus.dev/v1beta1"]?.serverRelativeURL, "/openapi/v3/apis/nodus.dev/v1beta1")
+    assert.strictEqual(
+      reply.body.paths?.["apis/nodus.dev/v1beta1"]?.serverRelativeURL,
+      "/openapi/v3/apis/nodus.dev/v1beta1"
+    )
   })
 
   for (const version of ["v1", "v1beta1"]) {
@@ -140,13 +154,17 @@ describe("discovery", () => {
     assert.isObject(item, Object.keys(reply.body.paths).slice(0, 10).join(", "))
     const gvk = item.patch?.["x-kubernetes-group-version-kind"]
     assert.deepStrictEqual(Array.isArray(gvk) ? gvk[0] : gvk, { group: "nodus.dev", version: "v1", kind: "Job" })
-    const parameters = [...(item.parameters ?? []), ...(item.patch?.parameters ?? [])].map((parameter: any) => parameter.name ?? parameter.$ref ?? "")
+    const parameters = [...(item.parameters ?? []), ...(item.patch?.parameters ?? [])].map((parameter: any) =>
+      parameter.name ?? parameter.$ref ?? ""
+    )
     assert.isTrue(parameters.some((name: string) => name.includes("fieldValidation")), JSON.stringify(parameters))
     assert.notInclude(reply.text, "application/strategic-merge-patch+json")
   })
 
   it("/openapi/v2 answers 200 with an empty body", async () => {
-    const reply = await request(server, "GET", "/openapi/v2", { headers: { accept: "application/com.github.proto-openapi.spec.v2@v1.0+protobuf" } })
+    const reply = await request(server, "GET", "/openapi/v2", {
+      headers: { accept: "application/com.github.proto-openapi.spec.v2@v1.0+protobuf" }
+    })
     assert.strictEqual(reply.status, 200)
     assert.strictEqual(reply.text, "")
   })
@@ -180,11 +198,20 @@ describe("discovery", () => {
   })
 
   it("includeObject=Object puts the whole object in each row; a bad value is a BadRequest", async () => {
-    const reply = await request(server, "GET", `${jobsPath("disc")}?includeObject=Object`, { headers: { accept: tableAccept } })
+    const reply = await request(server, "GET", `${jobsPath("disc")}?includeObject=Object`, {
+      headers: { accept: tableAccept }
+    })
     assert.strictEqual(reply.status, 200, reply.text)
     assert.strictEqual(reply.body.rows[0].object.kind, "Job")
     assert.strictEqual(reply.body.rows[0].object.spec.image, "python:3.12")
-    assertStatus(server, await request(server, "GET", `${jobsPath("disc")}?includeObject=Everything`, { headers: { accept: tableAccept } }), 400, "BadRequest")
+    assertStatus(
+      server,
+      await request(server, "GET", `${jobsPath("disc")}?includeObject=Everything`, {
+        headers: { accept: tableAccept }
+      }),
+      400,
+      "BadRequest"
+    )
   })
 
   it("plain application/json gets the list, not a Table", async () => {

@@ -4,7 +4,16 @@
 // availability by kind (405), authentication and admission.
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { type Reply, request, type RequestOptions, startTestServer, type TestServer } from "../../support/TestServer.ts"
-import { assertNoStackTrace, assertStatus, causeFields, createProject, jobBody, jobPath, jobsPath, v1 } from "./Support.ts"
+import {
+  assertNoStackTrace,
+  assertStatus,
+  causeFields,
+  createProject,
+  jobBody,
+  jobPath,
+  jobsPath,
+  v1
+} from "./Support.ts"
 
 const project = "errors"
 
@@ -25,42 +34,271 @@ const threeMiB = 3 * 1024 * 1024
 const cases: ReadonlyArray<Case> = [
   { name: "unknown route", method: "GET", path: "/no/such/route", status: 404, reason: "NotFound" },
   { name: "unknown kind", method: "GET", path: `${v1}/namespaces/demo/widgets`, status: 404, reason: "NotFound" },
-  { name: "unknown kind, item", method: "GET", path: `${v1}/namespaces/demo/widgets/w`, status: 404, reason: "NotFound" },
-  { name: "v1 kind under v1beta1", method: "GET", path: `/apis/nodus.dev/v1beta1/namespaces/${project}/jobs`, status: 404, reason: "NotFound" },
-  { name: "v1beta1 kind under v1", method: "GET", path: `${v1}/namespaces/${project}/trainingjobs`, status: 404, reason: "NotFound" },
-  { name: "unknown group", method: "GET", path: `/apis/other.dev/v1/namespaces/${project}/jobs`, status: 404, reason: "NotFound" },
+  {
+    name: "unknown kind, item",
+    method: "GET",
+    path: `${v1}/namespaces/demo/widgets/w`,
+    status: 404,
+    reason: "NotFound"
+  },
+  {
+    name: "v1 kind under v1beta1",
+    method: "GET",
+    path: `/apis/nodus.dev/v1beta1/namespaces/${project}/jobs`,
+    status: 404,
+    reason: "NotFound"
+  },
+  {
+    name: "v1beta1 kind under v1",
+    method: "GET",
+    path: `${v1}/namespaces/${project}/trainingjobs`,
+    status: 404,
+    reason: "NotFound"
+  },
+  {
+    name: "unknown group",
+    method: "GET",
+    path: `/apis/other.dev/v1/namespaces/${project}/jobs`,
+    status: 404,
+    reason: "NotFound"
+  },
   { name: "missing object", method: "GET", path: jobPath(project, "absent"), status: 404, reason: "NotFound" },
-  { name: "malformed JSON", method: "POST", path: jobsPath(project), options: { raw: "{\"metadata\": {" }, status: 400, reason: "BadRequest" },
-  { name: "body larger than 3 MiB", method: "POST", path: jobsPath(project), options: { raw: `{"x":"${"a".repeat(threeMiB)}"}` }, status: 413, reason: "RequestEntityTooLarge" },
-  { name: "text/plain create", method: "POST", path: jobsPath(project), options: { raw: JSON.stringify(jobBody("plain")), contentType: "text/plain" }, status: 415, reason: "UnsupportedMediaType" },
-  { name: "strategic merge patch", method: "PATCH", path: jobPath(project, "existing"), options: { body: { spec: { image: "x" } }, contentType: "application/strategic-merge-patch+json" }, status: 415, reason: "UnsupportedMediaType" },
-  { name: "PUT on attempts", method: "PUT", path: `${v1}/namespaces/${project}/attempts/a`, options: { body: {} }, status: 405, reason: "MethodNotAllowed" },
-  { name: "PATCH on attempts", method: "PATCH", path: `${v1}/namespaces/${project}/attempts/a`, options: { body: {}, contentType: "application/merge-patch+json" }, status: 405, reason: "MethodNotAllowed" },
-  { name: "POST on attempts", method: "POST", path: `${v1}/namespaces/${project}/attempts`, options: { body: {} }, status: 405, reason: "MethodNotAllowed" },
-  { name: "DELETE on attempts", method: "DELETE", path: `${v1}/namespaces/${project}/attempts/a`, status: 405, reason: "MethodNotAllowed" },
-  { name: "POST on creditgrants", method: "POST", path: `${v1}/creditgrants`, options: { body: {} }, status: 405, reason: "MethodNotAllowed" },
-  { name: "DELETE on creditgrants", method: "DELETE", path: `${v1}/creditgrants/g`, status: 405, reason: "MethodNotAllowed" },
+  {
+    name: "malformed JSON",
+    method: "POST",
+    path: jobsPath(project),
+    options: { raw: "{\"metadata\": {" },
+    status: 400,
+    reason: "BadRequest"
+  },
+  {
+    name: "body larger than 3 MiB",
+    method: "POST",
+    path: jobsPath(project),
+    options: { raw: `{"x":"${"a".repeat(threeMiB)}"}` },
+    status: 413,
+    reason: "RequestEntityTooLarge"
+  },
+  {
+    name: "text/plain create",
+    method: "POST",
+    path: jobsPath(project),
+    options: { raw: JSON.stringify(jobBody("plain")), contentType: "text/plain" },
+    status: 415,
+    reason: "UnsupportedMediaType"
+  },
+  {
+    name: "strategic merge patch",
+    method: "PATCH",
+    path: jobPath(project, "existing"),
+    options: { body: { spec: { image: "x" } }, contentType: "application/strategic-merge-patch+json" },
+    status: 415,
+    reason: "UnsupportedMediaType"
+  },
+  {
+    name: "PUT on attempts",
+    method: "PUT",
+    path: `${v1}/namespaces/${project}/attempts/a`,
+    options: { body: {} },
+    status: 405,
+    reason: "MethodNotAllowed"
+  },
+  {
+    name: "PATCH on attempts",
+    method: "PATCH",
+    path: `${v1}/namespaces/${project}/attempts/a`,
+    options: { body: {}, contentType: "application/merge-patch+json" },
+    status: 405,
+    reason: "MethodNotAllowed"
+  },
+  {
+    name: "POST on attempts",
+    method: "POST",
+    path: `${v1}/namespaces/${project}/attempts`,
+    options: { body: {} },
+    status: 405,
+    reason: "MethodNotAllowed"
+  },
+  {
+    name: "DELETE on attempts",
+    method: "DELETE",
+    path: `${v1}/namespaces/${project}/attempts/a`,
+    status: 405,
+    reason: "MethodNotAllowed"
+  },
+  {
+    name: "POST on creditgrants",
+    method: "POST",
+    path: `${v1}/creditgrants`,
+    options: { body: {} },
+    status: 405,
+    reason: "MethodNotAllowed"
+  },
+  {
+    name: "DELETE on creditgrants",
+    method: "DELETE",
+    path: `${v1}/creditgrants/g`,
+    status: 405,
+    reason: "MethodNotAllowed"
+  },
   { name: "DELETE on offerings", method: "DELETE", path: `${v1}/offerings/o`, status: 405, reason: "MethodNotAllowed" },
-  { name: "POST on offerings", method: "POST", path: `${v1}/offerings`, options: { body: {} }, status: 405, reason: "MethodNotAllowed" },
-  { name: "PUT on topups", method: "PUT", path: `${v1}/topups/t`, options: { body: {} }, status: 405, reason: "MethodNotAllowed" },
+  {
+    name: "POST on offerings",
+    method: "POST",
+    path: `${v1}/offerings`,
+    options: { body: {} },
+    status: 405,
+    reason: "MethodNotAllowed"
+  },
+  {
+    name: "PUT on topups",
+    method: "PUT",
+    path: `${v1}/topups/t`,
+    options: { body: {} },
+    status: 405,
+    reason: "MethodNotAllowed"
+  },
   { name: "DELETE on topups", method: "DELETE", path: `${v1}/topups/t`, status: 405, reason: "MethodNotAllowed" },
-  { name: "POST on models", method: "POST", path: `${v1}/namespaces/${project}/models`, options: { body: {} }, status: 405, reason: "MethodNotAllowed" },
-  { name: "PUT on enrollmenttokens", method: "PUT", path: `${v1}/namespaces/${project}/enrollmenttokens/t`, options: { body: {} }, status: 405, reason: "MethodNotAllowed" },
-  { name: "POST on an item", method: "POST", path: jobPath(project, "existing"), options: { body: {} }, status: 405, reason: "MethodNotAllowed" },
-  { name: "no token", method: "GET", path: jobsPath(project), options: { token: null }, status: 401, reason: "Unauthorized" },
-  { name: "unknown token", method: "GET", path: jobsPath(project), options: { token: "nds_not-a-key-0000000000000000000000000000000" }, status: 401, reason: "Unauthorized" },
-  { name: "not a Bearer header", method: "GET", path: jobsPath(project), options: { token: null, headers: { authorization: "Basic YWRtaW46YWRtaW4=" } }, status: 401, reason: "Unauthorized" },
-  { name: "body is an array", method: "POST", path: jobsPath(project), options: { raw: "[]" }, status: 400, reason: "BadRequest" },
-  { name: "body is a string", method: "POST", path: jobsPath(project), options: { raw: "\"x\"" }, status: 400, reason: "BadRequest" },
-  { name: "body is a number", method: "POST", path: jobsPath(project), options: { raw: "42" }, status: 400, reason: "BadRequest" },
-  { name: "apiVersion does not match the URL", method: "POST", path: jobsPath(project), options: { body: { ...jobBody("wrong-version"), apiVersion: "nodus.dev/v1beta1" } }, status: 400, reason: "BadRequest" },
-  { name: "kind does not match the URL", method: "POST", path: jobsPath(project), options: { body: { ...jobBody("wrong-kind"), kind: "Sandbox" } }, status: 400, reason: "BadRequest" },
-  { name: "Job without spec", method: "POST", path: jobsPath(project), options: { body: { apiVersion: "nodus.dev/v1", kind: "Job", metadata: { name: "no-spec" } } }, status: 422, reason: "Invalid", causeField: "spec" },
-  { name: "invalid name", method: "POST", path: jobsPath(project), options: { body: jobBody("Bad_Name") }, status: 422, reason: "Invalid", causeField: "metadata.name" },
-  { name: "invalid label key", method: "POST", path: jobsPath(project), options: { body: jobBody("bad-label", { labels: { "bad key!": "v" } }) }, status: 422, reason: "Invalid", causePrefix: "metadata.labels" },
-  { name: "invalid label value", method: "POST", path: jobsPath(project), options: { body: jobBody("bad-label-value", { labels: { team: "not a value!" } }) }, status: 422, reason: "Invalid", causePrefix: "metadata.labels" },
-  { name: "existing name", method: "POST", path: jobsPath(project), options: { body: jobBody("existing") }, status: 409, reason: "AlreadyExists" },
-  { name: "create in a missing project", method: "POST", path: jobsPath("errors-missing"), options: { body: jobBody("orphan") }, status: 404, reason: "NotFound" }
+  {
+    name: "POST on models",
+    method: "POST",
+    path: `${v1}/namespaces/${project}/models`,
+    options: { body: {} },
+    status: 405,
+    reason: "MethodNotAllowed"
+  },
+  {
+    name: "PUT on enrollmenttokens",
+    method: "PUT",
+    path: `${v1}/namespaces/${project}/enrollmenttokens/t`,
+    options: { body: {} },
+    status: 405,
+    reason: "MethodNotAllowed"
+  },
+  {
+    name: "POST on an item",
+    method: "POST",
+    path: jobPath(project, "existing"),
+    options: { body: {} },
+    status: 405,
+    reason: "MethodNotAllowed"
+  },
+  {
+    name: "no token",
+    method: "GET",
+    path: jobsPath(project),
+    options: { token: null },
+    status: 401,
+    reason: "Unauthorized"
+  },
+  {
+    name: "unknown token",
+    method: "GET",
+    path: jobsPath(project),
+    options: { token: "nds_not-a-key-0000000000000000000000000000000" },
+    status: 401,
+    reason: "Unauthorized"
+  },
+  {
+    name: "not a Bearer header",
+    method: "GET",
+    path: jobsPath(project),
+    options: { token: null, headers: { authorization: "Basic YWRtaW46YWRtaW4=" } },
+    status: 401,
+    reason: "Unauthorized"
+  },
+  {
+    name: "body is an array",
+    method: "POST",
+    path: jobsPath(project),
+    options: { raw: "[]" },
+    status: 400,
+    reason: "BadRequest"
+  },
+  {
+    name: "body is a string",
+    method: "POST",
+    path: jobsPath(project),
+    options: { raw: "\"x\"" },
+    status: 400,
+    reason: "BadRequest"
+  },
+  {
+    name: "body is a number",
+    method: "POST",
+    path: jobsPath(project),
+    options: { raw: "42" },
+    status: 400,
+    reason: "BadRequest"
+  },
+  {
+    name: "apiVersion does not match the URL",
+    method: "POST",
+    path: jobsPath(project),
+    options: { body: { ...jobBody("wrong-version"), apiVersion: "nodus.dev/v1beta1" } },
+    status: 400,
+    reason: "BadRequest"
+  },
+  {
+    name: "kind does not match the URL",
+    method: "POST",
+    path: jobsPath(project),
+    options: { body: { ...jobBody("wrong-kind"), kind: "Sandbox" } },
+    status: 400,
+    reason: "BadRequest"
+  },
+  {
+    name: "Job without spec",
+    method: "POST",
+    path: jobsPath(project),
+    options: { body: { apiVersion: "nodus.dev/v1", kind: "Job", metadata: { name: "no-spec" } } },
+    status: 422,
+    reason: "Invalid",
+    causeField: "spec"
+  },
+  {
+    name: "invalid name",
+    method: "POST",
+    path: jobsPath(project),
+    options: { body: jobBody("Bad_Name") },
+    status: 422,
+    reason: "Invalid",
+    causeField: "metadata.name"
+  },
+  {
+    name: "invalid label key",
+    method: "POST",
+    path: jobsPath(project),
+    options: { body: jobBody("bad-label", { labels: { "bad key!": "v" } }) },
+    status: 422,
+    reason: "Invalid",
+    causePrefix: "metadata.labels"
+  },
+  {
+    name: "invalid label value",
+    method: "POST",
+    path: jobsPath(project),
+    options: { body: jobBody("bad-label-value", { labels: { team: "not a value!" } }) },
+    status: 422,
+    reason: "Invalid",
+    causePrefix: "metadata.labels"
+  },
+  {
+    name: "existing name",
+    method: "POST",
+    path: jobsPath(project),
+    options: { body: jobBody("existing") },
+    status: 409,
+    reason: "AlreadyExists"
+  },
+  {
+    name: "create in a missing project",
+    method: "POST",
+    path: jobsPath("errors-missing"),
+    options: { body: jobBody("orphan") },
+    status: 404,
+    reason: "NotFound"
+  }
 ]
 
 describe("error answers", () => {
@@ -82,7 +320,10 @@ describe("error answers", () => {
       if (testCase.causeField !== undefined) assert.include(causeFields(body), testCase.causeField, reply.text)
       if (testCase.causePrefix !== undefined) {
         const fields = causeFields(body)
-        assert.isTrue(fields.some((field) => field.startsWith(testCase.causePrefix!)), `no cause under ${testCase.causePrefix}: ${reply.text}`)
+        assert.isTrue(
+          fields.some((field) => field.startsWith(testCase.causePrefix!)),
+          `no cause under ${testCase.causePrefix}: ${reply.text}`
+        )
       }
       seen.set(testCase.reason, reply)
     })
@@ -92,15 +333,25 @@ describe("error answers", () => {
     const missing = assertStatus(server, await request(server, "GET", jobPath(project, "absent")), 404, "NotFound")
     assert.strictEqual(missing.message, `jobs.nodus.dev "absent" not found; fix: ${missing.fix}`)
     assert.deepInclude(missing.details, { name: "absent", group: "nodus.dev", kind: "jobs" })
-    const exists = assertStatus(server, await request(server, "POST", jobsPath(project), { body: jobBody("existing") }), 409, "AlreadyExists")
+    const exists = assertStatus(
+      server,
+      await request(server, "POST", jobsPath(project), { body: jobBody("existing") }),
+      409,
+      "AlreadyExists"
+    )
     assert.strictEqual(exists.message, `jobs.nodus.dev "existing" already exists; fix: ${exists.fix}`)
     assert.deepInclude(exists.details, { name: "existing", group: "nodus.dev", kind: "jobs" })
   })
 
   it("Invalid on create names the object from the body, as Kubernetes does", async () => {
-    const reply = await request(server, "POST", jobsPath(project), { body: jobBody("too-parallel", {}, { parallelism: 3 }) })
+    const reply = await request(server, "POST", jobsPath(project), {
+      body: jobBody("too-parallel", {}, { parallelism: 3 })
+    })
     const invalid = assertStatus(server, reply, 422, "Invalid")
-    assert.strictEqual(invalid.message, `Job.nodus.dev "too-parallel" is invalid: spec.parallelism: Invalid value: 3: must be at most completions (1); fix: ${invalid.fix}`)
+    assert.strictEqual(
+      invalid.message,
+      `Job.nodus.dev "too-parallel" is invalid: spec.parallelism: Invalid value: 3: must be at most completions (1); fix: ${invalid.fix}`
+    )
     assert.deepInclude(invalid.details, { name: "too-parallel", group: "nodus.dev", kind: "jobs" })
   })
 
@@ -126,7 +377,12 @@ describe("error answers", () => {
       duplex: "half"
     } as RequestInit)
     const text = await response.text()
-    assertStatus(server, { status: response.status, headers: response.headers, text, body: JSON.parse(text) }, 413, "RequestEntityTooLarge")
+    assertStatus(
+      server,
+      { status: response.status, headers: response.headers, text, body: JSON.parse(text) },
+      413,
+      "RequestEntityTooLarge"
+    )
   })
 
   it("a create that failed leaves nothing behind", async () => {

@@ -7,7 +7,8 @@ import { assertStatus, createProject, v1 } from "./Support.ts"
 
 const project = "fn-result"
 const callsPath = `${v1}/namespaces/${project}/functioncalls`
-const resultPath = (name: string, timeout?: string) => `${callsPath}/${name}/result${timeout === undefined ? "" : `?timeout=${timeout}`}`
+const resultPath = (name: string, timeout?: string) =>
+  `${callsPath}/${name}/result${timeout === undefined ? "" : `?timeout=${timeout}`}`
 
 describe("FunctionCall result long poll", () => {
   let server: TestServer
@@ -15,18 +16,28 @@ describe("FunctionCall result long poll", () => {
 
   const createCall = async () => {
     const name = `call-${++calls}`
-    const reply = await request(server, "POST", callsPath, { body: { apiVersion: "nodus.dev/v1", kind: "FunctionCall", metadata: { name }, spec: { function: "embed" } } })
+    const reply = await request(server, "POST", callsPath, {
+      body: { apiVersion: "nodus.dev/v1", kind: "FunctionCall", metadata: { name }, spec: { function: "embed" } }
+    })
     assert.strictEqual(reply.status, 201, reply.text)
     return name
   }
   const finish = (name: string, status: Record<string, unknown>) =>
-    request(server, "PATCH", `${callsPath}/${name}/status`, { body: { status }, contentType: "application/merge-patch+json" })
+    request(server, "PATCH", `${callsPath}/${name}/status`, {
+      body: { status },
+      contentType: "application/merge-patch+json"
+    })
 
   beforeAll(async () => {
     server = await startTestServer()
     await createProject(server, project)
     const fn = await request(server, "POST", `${v1}/namespaces/${project}/functions`, {
-      body: { apiVersion: "nodus.dev/v1", kind: "Function", metadata: { name: "embed" }, spec: { image: "python:3.12-slim", code: { module: "app", qualname: "embed" } } }
+      body: {
+        apiVersion: "nodus.dev/v1",
+        kind: "Function",
+        metadata: { name: "embed" },
+        spec: { image: "python:3.12-slim", code: { module: "app", qualname: "embed" } }
+      }
     })
     assert.strictEqual(fn.status, 201, fn.text)
   })
@@ -37,7 +48,10 @@ describe("FunctionCall result long poll", () => {
     const waiting = request(server, "GET", resultPath(name, "50s"))
     // The end is written after the poll began: only a wait that saw it can answer Succeeded.
     await new Promise((resolve) => setTimeout(resolve, 200))
-    const written = await finish(name, { phase: "Succeeded", result: { encoding: "JSON", inline: Buffer.from("42").toString("base64") } })
+    const written = await finish(name, {
+      phase: "Succeeded",
+      result: { encoding: "JSON", inline: Buffer.from("42").toString("base64") }
+    })
     assert.strictEqual(written.status, 200, written.text)
     const reply = await waiting
     assert.strictEqual(reply.status, 200, reply.text)
@@ -54,7 +68,11 @@ describe("FunctionCall result long poll", () => {
     await new Promise((resolve) => setTimeout(resolve, 200))
     await finish(name, { phase: "Running" })
     await new Promise((resolve) => setTimeout(resolve, 200))
-    await finish(name, { phase: "Failed", reason: "RemoteError", error: { type: "ValueError", message: "bad input", traceback: "..." } })
+    await finish(name, {
+      phase: "Failed",
+      reason: "RemoteError",
+      error: { type: "ValueError", message: "bad input", traceback: "..." }
+    })
     const reply = await waiting
     assert.strictEqual(reply.body.status.phase, "Failed")
     assert.strictEqual(reply.body.status.error.type, "ValueError")
@@ -84,7 +102,12 @@ describe("FunctionCall result long poll", () => {
       const reply = await request(server, "GET", resultPath(name, timeout))
       assert.strictEqual(assertStatus(server, reply, 400, "BadRequest").details.causes[0].field, "timeout")
     }
-    assertStatus(server, await request(server, "GET", `${v1}/namespaces/${project}/functions/embed/result`), 405, "MethodNotAllowed")
+    assertStatus(
+      server,
+      await request(server, "GET", `${v1}/namespaces/${project}/functions/embed/result`),
+      405,
+      "MethodNotAllowed"
+    )
     assertStatus(server, await request(server, "POST", resultPath(name)), 405, "MethodNotAllowed")
   })
 })

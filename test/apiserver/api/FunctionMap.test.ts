@@ -9,16 +9,28 @@ const project = "fn-map"
 const mapPath = (name: string) => `${v1}/namespaces/${project}/functions/${name}/map`
 const callsPath = `${v1}/namespaces/${project}/functioncalls`
 
-const inline = (value: unknown) => ({ encoding: "JSON", inline: Buffer.from(JSON.stringify({ args: [value], kwargs: {} })).toString("base64") })
-const batch = (mapId: string, inputs: ReadonlyArray<unknown>, extra: Record<string, unknown> = {}) =>
-  ({ apiVersion: "nodus.dev/v1", kind: "FunctionCallBatch", mapId, inputs, ...extra })
+const inline = (value: unknown) => ({
+  encoding: "JSON",
+  inline: Buffer.from(JSON.stringify({ args: [value], kwargs: {} })).toString("base64")
+})
+const batch = (mapId: string, inputs: ReadonlyArray<unknown>, extra: Record<string, unknown> = {}) => ({
+  apiVersion: "nodus.dev/v1",
+  kind: "FunctionCallBatch",
+  mapId,
+  inputs,
+  ...extra
+})
 
 describe("FunctionCall map batches", () => {
   let server: TestServer
 
   /** The calls of a map, as a user lists them: by its label. */
   const callsOfMap = async (mapId: string): Promise<ReadonlyArray<any>> => {
-    const reply = await request(server, "GET", `${callsPath}?labelSelector=${encodeURIComponent(`nodus.dev/map=${mapId}`)}`)
+    const reply = await request(
+      server,
+      "GET",
+      `${callsPath}?labelSelector=${encodeURIComponent(`nodus.dev/map=${mapId}`)}`
+    )
     assert.strictEqual(reply.status, 200, reply.text)
     return reply.body.items
   }
@@ -27,14 +39,21 @@ describe("FunctionCall map batches", () => {
     server = await startTestServer()
     await createProject(server, project)
     const created = await request(server, "POST", `${v1}/namespaces/${project}/functions`, {
-      body: { apiVersion: "nodus.dev/v1", kind: "Function", metadata: { name: "embed" }, spec: { image: "python:3.12-slim", python: "3.12", code: { module: "app", qualname: "embed" }, timeout: "60s" } }
+      body: {
+        apiVersion: "nodus.dev/v1",
+        kind: "Function",
+        metadata: { name: "embed" },
+        spec: { image: "python:3.12-slim", python: "3.12", code: { module: "app", qualname: "embed" }, timeout: "60s" }
+      }
     })
     assert.strictEqual(created.status, 201, created.text)
   })
   afterAll(() => server.stop())
 
   it("creates one call per input in one request, in input order, with mapId, mapIndex and the map label", async () => {
-    const reply = await request(server, "POST", mapPath("embed"), { body: batch("m-one", [1, 2, 3].map(inline), { startIndex: 1000, session: "s1", timeout: "30s" }) })
+    const reply = await request(server, "POST", mapPath("embed"), {
+      body: batch("m-one", [1, 2, 3].map(inline), { startIndex: 1000, session: "s1", timeout: "30s" })
+    })
     assert.strictEqual(reply.status, 201, reply.text)
     assert.strictEqual(reply.body.kind, "FunctionCallList")
     const items: ReadonlyArray<any> = reply.body.items
@@ -56,7 +75,14 @@ describe("FunctionCall map batches", () => {
   })
 
   it("a single create with a mapId is labelled too", async () => {
-    const reply = await request(server, "POST", callsPath, { body: { apiVersion: "nodus.dev/v1", kind: "FunctionCall", metadata: { generateName: "embed-" }, spec: { function: "embed", mapId: "m-single", mapIndex: 0 } } })
+    const reply = await request(server, "POST", callsPath, {
+      body: {
+        apiVersion: "nodus.dev/v1",
+        kind: "FunctionCall",
+        metadata: { generateName: "embed-" },
+        spec: { function: "embed", mapId: "m-single", mapIndex: 0 }
+      }
+    })
     assert.strictEqual(reply.status, 201, reply.text)
     assert.strictEqual(reply.body.metadata.labels["nodus.dev/map"], "m-single")
   })
@@ -82,7 +108,11 @@ describe("FunctionCall map batches", () => {
   })
 
   it("a bad input is 422 naming inputs[i], and none of the batch is created", async () => {
-    const inputs = [inline(0), inline(1), inline(2), { encoding: "JSON", inline: "e30=", blob: `sha256:${"ab".repeat(32)}` }, inline(4)]
+    const inputs = [inline(0), inline(1), inline(2), {
+      encoding: "JSON",
+      inline: "e30=",
+      blob: `sha256:${"ab".repeat(32)}`
+    }, inline(4)]
     const reply = await request(server, "POST", mapPath("embed"), { body: batch("m-bad", inputs) })
     const status = assertStatus(server, reply, 422, "Invalid")
     assert.isTrue(status.details.causes.some((cause: any) => cause.field.startsWith("inputs[3]")), reply.text)
@@ -92,7 +122,9 @@ describe("FunctionCall map batches", () => {
     const second = await request(server, "POST", mapPath("embed"), { body: batch("m-bad", unreadable) })
     assert.strictEqual(assertStatus(server, second, 422, "Invalid").details.causes[0].field, "inputs[1].blob")
     // So is a shared field: a timeout beyond the Function's.
-    const longer = await request(server, "POST", mapPath("embed"), { body: batch("m-bad", [inline(0)], { timeout: "2m" }) })
+    const longer = await request(server, "POST", mapPath("embed"), {
+      body: batch("m-bad", [inline(0)], { timeout: "2m" })
+    })
     assert.strictEqual(assertStatus(server, longer, 422, "Invalid").details.causes[0].field, "timeout")
     assert.lengthOf(await callsOfMap("m-bad"), 0)
   })
@@ -105,7 +137,10 @@ describe("FunctionCall map batches", () => {
     const again = await request(server, "POST", mapPath("embed"), { body, headers })
     assert.strictEqual(again.status, 201, again.text)
     assert.strictEqual(again.headers.get("idempotent-replayed"), "true")
-    assert.deepStrictEqual(again.body.items.map((call: any) => call.metadata.name), first.body.items.map((call: any) => call.metadata.name))
+    assert.deepStrictEqual(
+      again.body.items.map((call: any) => call.metadata.name),
+      first.body.items.map((call: any) => call.metadata.name)
+    )
     assert.lengthOf(await callsOfMap("m-retry"), 2)
     // Another batch under the same key is the key's misuse.
     const other = await request(server, "POST", mapPath("embed"), { body: batch("m-retry", [inline("c")]), headers })

@@ -6,9 +6,16 @@ import { afterAll, assert, beforeAll, describe, it, vi } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import * as fc from "fast-check"
 import * as MemoryStore from "../../../src/store/MemoryStore.ts"
-import { Store, StoreError } from "../../../src/store/Store.ts"
 import * as SqlStore from "../../../src/store/SqlStore.ts"
-import { type FuzzContext, prepareTarget, replyProblem, requestArbitrary, send, unsendable } from "../../support/RequestFuzz.ts"
+import { Store, StoreError } from "../../../src/store/Store.ts"
+import {
+  type FuzzContext,
+  prepareTarget,
+  replyProblem,
+  requestArbitrary,
+  send,
+  unsendable
+} from "../../support/RequestFuzz.ts"
 import { request, startTestServer, type TestServer } from "../../support/TestServer.ts"
 import { assertStatus, createProject, jobsPath, registeredCodes } from "./Support.ts"
 
@@ -44,11 +51,18 @@ describe("request fuzz on PGlite", () => {
 describe("a 5xx that happens is logged with its request id", () => {
   let server: TestServer
   // A store whose lists fail in one project, as a store that lost its disk would.
-  const failingLists = Layer.effect(Store, Effect.map(Store, (store): Store["Service"] => ({
-    ...store,
-    list: (query) => (query.namespace === "broken" ? Effect.fail(new StoreError({ message: "the disk is gone" })) : store.list(query)),
-    listText: (query) => (query.namespace === "broken" ? Effect.fail(new StoreError({ message: "the disk is gone" })) : store.listText(query))
-  }))).pipe(Layer.provide(Layer.fresh(MemoryStore.layer)))
+  const failingLists = Layer.effect(
+    Store,
+    Effect.map(Store, (store): Store["Service"] => ({
+      ...store,
+      list: (query) => (query.namespace === "broken"
+        ? Effect.fail(new StoreError({ message: "the disk is gone" }))
+        : store.list(query)),
+      listText: (query) => (query.namespace === "broken"
+        ? Effect.fail(new StoreError({ message: "the disk is gone" }))
+        : store.listText(query))
+    }))
+  ).pipe(Layer.provide(Layer.fresh(MemoryStore.layer)))
 
   beforeAll(async () => {
     server = await startTestServer({ store: failingLists })
@@ -59,11 +73,17 @@ describe("a 5xx that happens is logged with its request id", () => {
   it("Unavailable, logged with the id", async () => {
     const lines: Array<string> = []
     const capture = (...args: ReadonlyArray<unknown>) => void lines.push(args.map(String).join(" "))
-    const spies = [vi.spyOn(console, "log").mockImplementation(capture), vi.spyOn(console, "error").mockImplementation(capture)]
+    const spies = [
+      vi.spyOn(console, "log").mockImplementation(capture),
+      vi.spyOn(console, "error").mockImplementation(capture)
+    ]
     try {
       const reply = await request(server, "GET", jobsPath("broken"))
       const body = assertStatus(server, reply, 503, "Unavailable")
-      assert.isTrue(lines.some((line) => line.includes(body.requestId)), `no log line names ${body.requestId}: ${JSON.stringify(lines)}`)
+      assert.isTrue(
+        lines.some((line) => line.includes(body.requestId)),
+        `no log line names ${body.requestId}: ${JSON.stringify(lines)}`
+      )
     } finally {
       for (const spy of spies) spy.mockRestore()
     }

@@ -8,8 +8,18 @@ import { Store } from "../../../src/store/Store.ts"
 import { type Reply, request, startTestServer, type TestServer } from "../../support/TestServer.ts"
 import { assertStatus, createProject, jobBody, jobPath, jobsPath, namesOf, v1 } from "./Support.ts"
 
-const createWithKey = (server: TestServer, project: string, key: string, body: unknown, token?: string): Promise<Reply> =>
-  request(server, "POST", jobsPath(project), { body, headers: { "idempotency-key": key }, ...(token === undefined ? {} : { token }) })
+const createWithKey = (
+  server: TestServer,
+  project: string,
+  key: string,
+  body: unknown,
+  token?: string
+): Promise<Reply> =>
+  request(server, "POST", jobsPath(project), {
+    body,
+    headers: { "idempotency-key": key },
+    ...(token === undefined ? {} : { token })
+  })
 
 describe("Idempotency-Key", () => {
   let server: TestServer
@@ -26,7 +36,10 @@ describe("Idempotency-Key", () => {
     assert.strictEqual(first.status, 201, first.text)
     assert.isNull(first.headers.get("idempotent-replayed"))
     // Something else changes the object in between: the replay is still the original response.
-    const patched = await request(server, "PATCH", jobPath("idem-replay", "j"), { body: { metadata: { labels: { team: "b" } } }, contentType: "application/merge-patch+json" })
+    const patched = await request(server, "PATCH", jobPath("idem-replay", "j"), {
+      body: { metadata: { labels: { team: "b" } } },
+      contentType: "application/merge-patch+json"
+    })
     assert.strictEqual(patched.status, 200, patched.text)
     for (let retry = 0; retry < 2; retry++) {
       const again = await createWithKey(server, "idem-replay", "key-1", body)
@@ -43,7 +56,12 @@ describe("Idempotency-Key", () => {
   it("without a key, a second identical create is AlreadyExists", async () => {
     await createProject(server, "idem-none")
     assert.strictEqual((await request(server, "POST", jobsPath("idem-none"), { body: jobBody("j") })).status, 201)
-    assertStatus(server, await request(server, "POST", jobsPath("idem-none"), { body: jobBody("j") }), 409, "AlreadyExists")
+    assertStatus(
+      server,
+      await request(server, "POST", jobsPath("idem-none"), { body: jobBody("j") }),
+      409,
+      "AlreadyExists"
+    )
   })
 
   it("same key, different payload: IdempotencyKeyReused, and nothing new is created", async () => {
@@ -62,7 +80,12 @@ describe("Idempotency-Key", () => {
     }
     // The same payload under another project's path is another request too.
     await createProject(server, "idem-reused-other")
-    assertStatus(server, await createWithKey(server, "idem-reused-other", "key-2", jobBody("j")), 409, "IdempotencyKeyReused")
+    assertStatus(
+      server,
+      await createWithKey(server, "idem-reused-other", "key-2", jobBody("j")),
+      409,
+      "IdempotencyKeyReused"
+    )
     assert.deepStrictEqual(namesOf(await request(server, "GET", jobsPath("idem-reused"))), ["j"])
     assert.deepStrictEqual(namesOf(await request(server, "GET", jobsPath("idem-reused-other"))), [])
   })
@@ -70,10 +93,17 @@ describe("Idempotency-Key", () => {
   it("keys are per principal: a ServiceAccount's identical key string is independent", async () => {
     await createProject(server, "idem-principal")
     const account = await request(server, "POST", `${v1}/namespaces/idem-principal/serviceaccounts`, {
-      body: { apiVersion: "nodus.dev/v1", kind: "ServiceAccount", metadata: { name: "robot" }, spec: { scopes: ["jobs:write"] } }
+      body: {
+        apiVersion: "nodus.dev/v1",
+        kind: "ServiceAccount",
+        metadata: { name: "robot" },
+        spec: { scopes: ["jobs:write"] }
+      }
     })
     assert.strictEqual(account.status, 201, account.text)
-    const issued = await request(server, "POST", `${v1}/namespaces/idem-principal/serviceaccounts/robot/tokens`, { body: {} })
+    const issued = await request(server, "POST", `${v1}/namespaces/idem-principal/serviceaccounts/robot/tokens`, {
+      body: {}
+    })
     assert.strictEqual(issued.status, 201, issued.text)
     const token = issued.body.status.token as string
     const admin = await createWithKey(server, "idem-principal", "shared-key", jobBody("by-admin"))
@@ -96,7 +126,9 @@ describe("Idempotency-Key", () => {
   it("concurrent requests with the same key and payload create exactly one object", async () => {
     await createProject(server, "idem-concurrent")
     const body = jobBody("j", {}, { command: ["python", "train.py"] })
-    const replies = await Promise.all(Array.from({ length: 8 }, () => createWithKey(server, "idem-concurrent", "key-3", body)))
+    const replies = await Promise.all(
+      Array.from({ length: 8 }, () => createWithKey(server, "idem-concurrent", "key-3", body))
+    )
     const outcomes = new Set<string>()
     const uids = new Set<string>()
     for (const reply of replies) {
@@ -114,7 +146,9 @@ describe("Idempotency-Key", () => {
     assert.isTrue(outcomes.has("201"), `outcomes ${[...outcomes].join(", ")}`)
     assert.isTrue([...outcomes].every((outcome) => outcome === "201" || outcome === "409 RequestInProgress"))
     assert.strictEqual(uids.size, 1, `every 201 is the same object: ${[...uids].join(", ")}`)
-    const originals = replies.filter((reply) => reply.status === 201 && reply.headers.get("idempotent-replayed") === null)
+    const originals = replies.filter((reply) =>
+      reply.status === 201 && reply.headers.get("idempotent-replayed") === null
+    )
     assert.strictEqual(originals.length, 1, "exactly one response is the original")
     const list = await request(server, "GET", jobsPath("idem-concurrent"))
     assert.deepStrictEqual(namesOf(list), ["j"])
@@ -153,7 +187,10 @@ describe("Idempotency-Key", () => {
 
   it("a dry run with a key neither records nor consumes it", async () => {
     await createProject(server, "idem-dry")
-    const dry = await request(server, "POST", `${jobsPath("idem-dry")}?dryRun=All`, { body: jobBody("dry"), headers: { "idempotency-key": "key-6" } })
+    const dry = await request(server, "POST", `${jobsPath("idem-dry")}?dryRun=All`, {
+      body: jobBody("dry"),
+      headers: { "idempotency-key": "key-6" }
+    })
     assert.strictEqual(dry.status, 201, dry.text)
     const real = await createWithKey(server, "idem-dry", "key-6", jobBody("real"))
     assert.strictEqual(real.status, 201, real.text)
@@ -179,16 +216,20 @@ describe("Idempotency-Key while the first request is still committing", () => {
     gate = { arrive, opened }
     return { reached, open }
   }
-  const gatedCreates = Layer.effect(Store, Effect.map(MemoryStore.make, (store) => Store.of({
-    ...store,
-    commit: (ops) => {
-      const held = gate
-      if (held === undefined || !ops.some((op) => op._tag === "Create")) return store.commit(ops)
-      gate = undefined
-      held.arrive()
-      return Effect.andThen(Effect.promise(() => held.opened), store.commit(ops))
-    }
-  })))
+  const gatedCreates = Layer.effect(
+    Store,
+    Effect.map(MemoryStore.make, (store) =>
+      Store.of({
+        ...store,
+        commit: (ops) => {
+          const held = gate
+          if (held === undefined || !ops.some((op) => op._tag === "Create")) return store.commit(ops)
+          gate = undefined
+          held.arrive()
+          return Effect.andThen(Effect.promise(() => held.opened), store.commit(ops))
+        }
+      }))
+  )
 
   beforeAll(async () => {
     server = await startTestServer({ store: gatedCreates })

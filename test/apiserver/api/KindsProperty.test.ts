@@ -8,19 +8,28 @@
 // - Every single-field mutation outside a declared bound is Invalid, with the field's path among the causes.
 // - No generated input (random JSON, or a valid spec with one member replaced by random JSON) gets a 5xx, and every
 //   error body is a Status with a registered reason.
-import { createHash } from "node:crypto"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Exit, Schema, SchemaIssue } from "effect"
 import * as fc from "fast-check"
-import { isArray, isObject, type Json, type JsonObject } from "../../../src/core/Json.ts"
-import { kinds, type KindInfo } from "../../../src/core/meta/Kinds.ts"
+import { createHash } from "node:crypto"
 import { beyondEveryOffering } from "../../../src/core/capacity/HostBounds.ts"
+import { isArray, isObject, type Json, type JsonObject } from "../../../src/core/Json.ts"
 import { topUpAmountMicroMax } from "../../../src/core/Limits.ts"
-import { loadCatalog } from "../../../src/data/CatalogData.ts"
+import { type KindInfo, kinds } from "../../../src/core/meta/Kinds.ts"
 import { parseMicroUsd } from "../../../src/core/Money.ts"
 import { definitionOf, isDefined } from "../../../src/core/schemas/Definitions.ts"
+import { loadCatalog } from "../../../src/data/CatalogData.ts"
 import { testMethodDefault } from "../../../src/runtime/Payments.ts"
-import { arbitraryOf, childSchema, pathsIn, type SchemaDocument, setAt, specDocument, type Violation, violationsOf } from "../../support/SchemaArbitrary.ts"
+import {
+  arbitraryOf,
+  childSchema,
+  pathsIn,
+  type SchemaDocument,
+  setAt,
+  specDocument,
+  type Violation,
+  violationsOf
+} from "../../support/SchemaArbitrary.ts"
 import { type Reply, request, startTestServer, type TestServer } from "../../support/TestServer.ts"
 import { createProject, registeredCodes } from "./Support.ts"
 
@@ -29,7 +38,9 @@ const runs = Number(process.env["NODUS_PROPERTY_RUNS"] ?? 25)
 const acceptanceSamples = 300
 const propertyTimeout = 120_000
 
-const propertyKinds: ReadonlyArray<KindInfo> = kinds.filter((info) => isDefined(info.kind) && info.operations.has("create"))
+const propertyKinds: ReadonlyArray<KindInfo> = kinds.filter((info) =>
+  isDefined(info.kind) && info.operations.has("create")
+)
 
 const identifier = /^[A-Za-z_$][\w$-]*$/u
 
@@ -52,10 +63,15 @@ const storedForm = (kind: string, document: SchemaDocument, spec: JsonObject): J
 }
 
 const foldAliases = (document: SchemaDocument, schema: Json | undefined, value: Json): Json => {
-  if (isArray(value)) return value.map((item, index) => foldAliases(document, childSchema(document, schema, value, String(index)), item))
+  if (isArray(value)) {
+    return value.map((item, index) => foldAliases(document, childSchema(document, schema, value, String(index)), item))
+  }
   if (!isObject(value)) return value
-  let next: Record<string, Json> = Object.fromEntries(Object.entries(value).map(([key, member]) =>
-    [key, foldAliases(document, childSchema(document, schema, value, key), member as Json)]))
+  let next: Record<string, Json> = Object.fromEntries(
+    Object.entries(value).map((
+      [key, member]
+    ) => [key, foldAliases(document, childSchema(document, schema, value, key), member as Json)])
+  )
   const deadline = next["activeDeadlineSeconds"]
   if (typeof deadline === "number") {
     delete next["activeDeadlineSeconds"]
@@ -68,7 +84,9 @@ const foldAliases = (document: SchemaDocument, schema: Json | undefined, value: 
     next = { ...next, resources: rest, distributed: { nodes: nodes as Json } }
   }
   const secrets = next["secrets"]
-  if (isArray(secrets)) next["secrets"] = secrets.map((secret) => (typeof secret === "string" ? { name: secret } : secret))
+  if (isArray(secrets)) {
+    next["secrets"] = secrets.map((secret) => (typeof secret === "string" ? { name: secret } : secret))
+  }
   return next
 }
 
@@ -81,31 +99,42 @@ const answers = (violation: Violation, field: string): boolean => {
   if (violation.context === undefined) return false
   const object = fieldOf(violation.context)
   if (field === object) return true
-  const member = field.startsWith(`${object}.`) ? field.slice(object.length + 1) : field.startsWith(`${object}[`) ? field.slice(object.length) : undefined
+  const member = field.startsWith(`${object}.`)
+    ? field.slice(object.length + 1)
+    : field.startsWith(`${object}[`)
+    ? field.slice(object.length)
+    : undefined
   return member !== undefined && !/[.[]/u.test(member.replace(/^\[[^\]]*\]/u, ""))
 }
 
 const issueFormatter = SchemaIssue.makeFormatterStandardSchemaV1()
 
 /** What the kind's Schema says when it refuses `spec` (fields as `spec.…`); empty when it accepts it. */
-const refusals = (decoded: Exit.Exit<unknown, Schema.SchemaError>): ReadonlyArray<{ readonly field: string; readonly message: string }> => {
+const refusals = (
+  decoded: Exit.Exit<unknown, Schema.SchemaError>
+): ReadonlyArray<{ readonly field: string; readonly message: string }> => {
   if (Exit.isSuccess(decoded)) return []
   const failure = decoded.cause.reasons.find((reason) => reason._tag === "Fail")
-  if (failure === undefined || !Schema.isSchemaError(failure.error)) return [{ field: "spec", message: "refused without a SchemaError" }]
+  if (failure === undefined || !Schema.isSchemaError(failure.error)) {
+    return [{ field: "spec", message: "refused without a SchemaError" }]
+  }
   return issueFormatter(failure.error.issue).issues.map((issue) => ({
     field: fieldOf((issue.path ?? []).map((segment) => String(typeof segment === "object" ? segment.key : segment))),
     message: issue.message
   }))
 }
 
-const refusedPaths = (decoded: Exit.Exit<unknown, Schema.SchemaError>): ReadonlyArray<string> => refusals(decoded).map((refusal) => refusal.field)
+const refusedPaths = (decoded: Exit.Exit<unknown, Schema.SchemaError>): ReadonlyArray<string> =>
+  refusals(decoded).map((refusal) => refusal.field)
 
 /** The most frequent refusals of generated specs, each once with its count (indices and quoted values folded). */
 const topRefusals = (decoded: ReadonlyArray<Exit.Exit<unknown, Schema.SchemaError>>, count: number): string => {
   const tally = new Map<string, number>()
   for (const exit of decoded) {
     for (const refusal of refusals(exit)) {
-      const key = `${refusal.field.replace(/\[[0-9]+\]/gu, "[i]")}: ${refusal.message.replace(/"[^"]*"/gu, '"…"').slice(0, 120)}`
+      const key = `${refusal.field.replace(/\[[0-9]+\]/gu, "[i]")}: ${
+        refusal.message.replace(/"[^"]*"/gu, "\"…\"").slice(0, 120)
+      }`
       tally.set(key, (tally.get(key) ?? 0) + 1)
     }
   }
@@ -113,24 +142,35 @@ const topRefusals = (decoded: ReadonlyArray<Exit.Exit<unknown, Schema.SchemaErro
 }
 
 /** Where `actual` lacks or differs from a member of `expected` (arrays item by item), or undefined when it has them all. */
-const missingFrom = (expected: Json, actual: Json | undefined, path: ReadonlyArray<string> = []): string | undefined => {
+const missingFrom = (
+  expected: Json,
+  actual: Json | undefined,
+  path: ReadonlyArray<string> = []
+): string | undefined => {
   if (isObject(expected)) {
     if (!isObject(actual)) return `${fieldOf(path)}: expected an object, got ${JSON.stringify(actual)}`
     for (const [key, member] of Object.entries(expected)) {
-      const found = missingFrom(member as Json, Object.hasOwn(actual, key) ? (actual[key] as Json) : undefined, [...path, key])
+      const found = missingFrom(member as Json, Object.hasOwn(actual, key) ? (actual[key] as Json) : undefined, [
+        ...path,
+        key
+      ])
       if (found !== undefined) return found
     }
     return undefined
   }
   if (isArray(expected)) {
-    if (!isArray(actual) || actual.length !== expected.length) return `${fieldOf(path)}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`
+    if (!isArray(actual) || actual.length !== expected.length) {
+      return `${fieldOf(path)}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`
+    }
     for (const [index, item] of expected.entries()) {
       const found = missingFrom(item, actual[index], [...path, String(index)])
       if (found !== undefined) return found
     }
     return undefined
   }
-  return actual === expected ? undefined : `${fieldOf(path)}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`
+  return actual === expected
+    ? undefined
+    : `${fieldOf(path)}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`
 }
 
 const fixtureSecret = "prop-secret"
@@ -149,13 +189,18 @@ const fixtureBlob = `sha256:${createHash("sha256").update(fixtureBlobBytes).dige
 const withFixtures = (value: Json): Json => {
   if (isArray(value)) return value.map(withFixtures)
   if (!isObject(value)) return value
-  const next: Record<string, Json> = Object.fromEntries(Object.entries(value).map(([key, member]) => [key, withFixtures(member as Json)]))
+  const next: Record<string, Json> = Object.fromEntries(
+    Object.entries(value).map(([key, member]) => [key, withFixtures(member as Json)])
+  )
   const secrets = next["secrets"]
   if (isArray(secrets)) {
     next["secrets"] = secrets.map((mount): Json =>
-      typeof mount === "string" ? fixtureSecret
-      : isObject(mount) && typeof mount["name"] === "string" ? { ...mount, name: fixtureSecret, ...(Object.hasOwn(mount, "version") ? { version: 1 } : {}) }
-      : mount)
+      typeof mount === "string" ?
+        fixtureSecret
+        : isObject(mount) && typeof mount["name"] === "string" ?
+        { ...mount, name: fixtureSecret, ...(Object.hasOwn(mount, "version") ? { version: 1 } : {}) }
+        : mount
+    )
   }
   if (typeof next["paymentMethod"] === "string") next["paymentMethod"] = testMethodDefault
   if (typeof next["function"] === "string") next["function"] = fixtureFunction
@@ -166,7 +211,8 @@ const withFixtures = (value: Json): Json => {
 
 /** An account limit a valid spec may still pass, refused with its own code: a TopUp adds at most topUpAmountMicroMax. */
 const withinAccountLimits = (kind: string) => (spec: Json): boolean =>
-  kind !== "TopUp" || !isObject(spec) || typeof spec["amountUSD"] !== "string" || parseMicroUsd(spec["amountUSD"]) <= topUpAmountMicroMax
+  kind !== "TopUp" || !isObject(spec) || typeof spec["amountUSD"] !== "string" ||
+  parseMicroUsd(spec["amountUSD"]) <= topUpAmountMicroMax
 
 /**
  * A bound of the offerings a valid spec may still pass, refused at its field (docs/jobs.md, "Admission"): no cpu,
@@ -174,16 +220,24 @@ const withinAccountLimits = (kind: string) => (spec: Json): boolean =>
  */
 const offerings = { offerings: loadCatalog(), joinable: false }
 const withinOfferings = (spec: Json): boolean => {
-  if (!isObject(spec) || !isObject(spec["resources"]) || (isObject(spec["placement"]) && spec["placement"]["pool"] !== undefined)) return true
+  if (
+    !isObject(spec) || !isObject(spec["resources"]) ||
+    (isObject(spec["placement"]) && spec["placement"]["pool"] !== undefined)
+  ) return true
   const resources = spec["resources"]
   const text = (field: string) => (typeof resources[field] === "string" ? resources[field] : undefined)
-  return beyondEveryOffering({ cpu: text("cpu"), memory: text("memory"), disk: text("disk") }, offerings, "spec.resources") === undefined
+  return beyondEveryOffering(
+    { cpu: text("cpu"), memory: text("memory"), disk: text("disk") },
+    offerings,
+    "spec.resources"
+  ) === undefined
 }
 
 /** A refusal only because a referenced object does not exist. */
 const onlyNotFound = (reply: Reply): boolean => {
   const causes = reply.body?.details?.causes
-  return reply.status === 422 && isArray(causes) && causes.length > 0 && causes.every((cause) => isObject(cause) && cause["reason"] === "FieldValueNotFound")
+  return reply.status === 422 && isArray(causes) && causes.length > 0 &&
+    causes.every((cause) => isObject(cause) && cause["reason"] === "FieldValueNotFound")
 }
 
 /** Any answer: below 500, and an error answer is a Status with a registered reason and its own HTTP code. */
@@ -211,20 +265,47 @@ describe("kinds: properties from the OpenAPI schemas", () => {
   beforeAll(async () => {
     server = await startTestServer()
     await createProject(server, project)
-    const secret = await request(server, "POST", `/apis/nodus.dev/v1/namespaces/${project}/secrets`, { body: { metadata: { name: fixtureSecret }, spec: { data: { token: "fixture-value-8c1d2e" } } } })
+    const secret = await request(server, "POST", `/apis/nodus.dev/v1/namespaces/${project}/secrets`, {
+      body: { metadata: { name: fixtureSecret }, spec: { data: { token: "fixture-value-8c1d2e" } } }
+    })
     assert.strictEqual(secret.status, 201, secret.text)
-    const blob = await fetch(`${server.url}/blobs/v1/${fixtureBlob}?project=${project}`, { method: "PUT", headers: { authorization: `Bearer ${server.token}` }, body: fixtureBlobBytes })
+    const blob = await fetch(`${server.url}/blobs/v1/${fixtureBlob}?project=${project}`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${server.token}` },
+      body: fixtureBlobBytes
+    })
     assert.strictEqual(blob.status, 201)
     const fn = await request(server, "POST", `/apis/nodus.dev/v1/namespaces/${project}/functions`, {
-      body: { metadata: { name: fixtureFunction }, spec: { image: "python:3.12-slim", code: { module: "app", qualname: "f" }, timeout: "24h" } }
+      body: {
+        metadata: { name: fixtureFunction },
+        spec: { image: "python:3.12-slim", code: { module: "app", qualname: "f" }, timeout: "24h" }
+      }
     })
     assert.strictEqual(fn.status, 201, fn.text)
   })
   afterAll(async () => {
     for (const [kind, line] of acceptance) console.log(`[KindsProperty] ${kind}: ${line}`)
-    for (const [kind, examples] of discarded) console.log(`[KindsProperty] ${kind}: ${examples.length} round-trip cases discarded for references to missing objects, e.g. ${examples[0]}`)
-    for (const [kind, examples] of masked) console.log(`[KindsProperty] ${kind}: ${examples.length} maxItems mutations skipped (the Schema reports only its own rules on the added items), e.g. ${examples[0]}`)
-    for (const [kind, rules] of exercised) console.log(`[KindsProperty] ${kind} violations exercised: ${[...rules].map(([rule, count]) => `${rule} ${count}`).join(", ")}`)
+    for (const [kind, examples] of discarded) {
+      console.log(
+        `[KindsProperty] ${kind}: ${examples.length} round-trip cases discarded for references to missing objects, e.g. ${
+          examples[0]
+        }`
+      )
+    }
+    for (const [kind, examples] of masked) {
+      console.log(
+        `[KindsProperty] ${kind}: ${examples.length} maxItems mutations skipped (the Schema reports only its own rules on the added items), e.g. ${
+          examples[0]
+        }`
+      )
+    }
+    for (const [kind, rules] of exercised) {
+      console.log(
+        `[KindsProperty] ${kind} violations exercised: ${
+          [...rules].map(([rule, count]) => `${rule} ${count}`).join(", ")
+        }`
+      )
+    }
     await server.stop()
   })
 
@@ -238,20 +319,29 @@ describe("kinds: properties from the OpenAPI schemas", () => {
       const definition = definitionOf(info.kind)
       const decode = Schema.decodeUnknownExit(definition.spec, { errors: "all", onExcessProperty: "error" })
       // Valid now: it decodes and passes the kind's rules on the request time (e.g. a Workspace's readyBy ahead).
-      const onTime = (spec: JsonObject): boolean => (definition.timeRules?.(definition.normalize?.(spec) ?? spec, Date.now(), undefined) ?? []).length === 0
+      const onTime = (spec: JsonObject): boolean =>
+        (definition.timeRules?.(definition.normalize?.(spec) ?? spec, Date.now(), undefined) ?? []).length === 0
       const decodes = (spec: Json): boolean => {
         const decoded = decode(spec)
         return Exit.isSuccess(decoded) && onTime(decoded.value as JsonObject)
       }
       const generated = arbitraryOf(document)
-      const valid = generated.map(withFixtures).filter(decodes).filter(withinAccountLimits(info.kind)).filter(withinOfferings)
+      const valid = generated.map(withFixtures).filter(decodes).filter(withinAccountLimits(info.kind)).filter(
+        withinOfferings
+      )
       const collection = info.scope === "Cluster"
         ? `/apis/nodus.dev/${info.version}/${info.plural}`
         : `/apis/nodus.dev/${info.version}/namespaces/${project}/${info.plural}`
       let counter = 0
       const nextName = (prefix: string): string => `${prefix}-${(counter++).toString(36)}`
-      const body = (name: string, spec: Json): JsonObject => ({ apiVersion: `nodus.dev/${info.version}`, kind: info.kind, metadata: { name }, spec })
-      const create = (name: string, spec: Json) => request(server, "POST", `${collection}?fieldValidation=Strict`, { body: body(name, spec) })
+      const body = (name: string, spec: Json): JsonObject => ({
+        apiVersion: `nodus.dev/${info.version}`,
+        kind: info.kind,
+        metadata: { name },
+        spec
+      })
+      const create = (name: string, spec: Json) =>
+        request(server, "POST", `${collection}?fieldValidation=Strict`, { body: body(name, spec) })
 
       it("the JSON Schema and the Schema agree: at least a third of the generated specs decode", () => {
         const values = fc.sample(generated, { numRuns: acceptanceSamples, seed })
@@ -259,32 +349,49 @@ describe("kinds: properties from the OpenAPI schemas", () => {
         const refused = values.filter((_, index) => Exit.isFailure(decoded[index]!))
         const rate = (values.length - refused.length) / values.length
         const reasons = topRefusals(decoded, 4)
-        acceptance.set(info.kind, `${values.length - refused.length}/${values.length} generated specs decode (${(rate * 100).toFixed(1)}%)${reasons === "" ? "" : `; refused for ${reasons}`}`)
-        assert.isAtLeast(rate, 1 / 3, `${info.kind}: only ${(rate * 100).toFixed(1)}% of the specs its JSON Schema allows decode (${reasons}); e.g. ${JSON.stringify(refused[0])}`)
+        acceptance.set(
+          info.kind,
+          `${values.length - refused.length}/${values.length} generated specs decode (${(rate * 100).toFixed(1)}%)${
+            reasons === "" ? "" : `; refused for ${reasons}`
+          }`
+        )
+        assert.isAtLeast(
+          rate,
+          1 / 3,
+          `${info.kind}: only ${
+            (rate * 100).toFixed(1)
+          }% of the specs its JSON Schema allows decode (${reasons}); e.g. ${JSON.stringify(refused[0])}`
+        )
       })
 
       it("valid specs are created, read back as sent except for defaults, stable, and not created twice", async () => {
-        await fc.assert(fc.asyncProperty(valid, async (spec) => {
-          const name = nextName("rt")
-          const created = await create(name, spec)
-          if (onlyNotFound(created)) {
-            discarded.set(info.kind, [...(discarded.get(info.kind) ?? []), `${JSON.stringify(spec)}: ${created.body.message}`])
-            fc.pre(false)
-          }
-          assert.strictEqual(created.status, 201, `create ${JSON.stringify(spec)}: ${created.text}`)
-          const path = `${collection}/${name}`
-          const first = await request(server, "GET", path)
-          assert.strictEqual(first.status, 200, first.text)
-          const missing = missingFrom(storedForm(info.kind, document, spec as JsonObject), first.body.spec)
-          assert.isUndefined(missing, `sent ${JSON.stringify(spec)}, read ${JSON.stringify(first.body.spec)}`)
-          const second = await request(server, "GET", path)
-          assert.strictEqual(second.status, 200, second.text)
-          assert.deepStrictEqual(second.body.spec, first.body.spec)
-          const again = await create(name, spec)
-          assertWellFormed(again, spec)
-          assert.strictEqual(again.status, 409, again.text)
-          assert.strictEqual(again.body.reason, "AlreadyExists", again.text)
-        }), { numRuns: runs, seed })
+        await fc.assert(
+          fc.asyncProperty(valid, async (spec) => {
+            const name = nextName("rt")
+            const created = await create(name, spec)
+            if (onlyNotFound(created)) {
+              discarded.set(info.kind, [
+                ...(discarded.get(info.kind) ?? []),
+                `${JSON.stringify(spec)}: ${created.body.message}`
+              ])
+              fc.pre(false)
+            }
+            assert.strictEqual(created.status, 201, `create ${JSON.stringify(spec)}: ${created.text}`)
+            const path = `${collection}/${name}`
+            const first = await request(server, "GET", path)
+            assert.strictEqual(first.status, 200, first.text)
+            const missing = missingFrom(storedForm(info.kind, document, spec as JsonObject), first.body.spec)
+            assert.isUndefined(missing, `sent ${JSON.stringify(spec)}, read ${JSON.stringify(first.body.spec)}`)
+            const second = await request(server, "GET", path)
+            assert.strictEqual(second.status, 200, second.text)
+            assert.deepStrictEqual(second.body.spec, first.body.spec)
+            const again = await create(name, spec)
+            assertWellFormed(again, spec)
+            assert.strictEqual(again.status, 409, again.text)
+            assert.strictEqual(again.body.reason, "AlreadyExists", again.text)
+          }),
+          { numRuns: runs, seed }
+        )
       }, propertyTimeout)
 
       it("a single field outside a declared bound is Invalid at its path", async () => {
@@ -294,29 +401,46 @@ describe("kinds: properties from the OpenAPI schemas", () => {
           const violations = violationsOf(document, spec, { accepts: decodes })
           return violations.length === 0
             ? fc.constant({ spec, picked: violations })
-            : fc.subarray([...violations], { minLength: 1, maxLength: Math.min(3, violations.length) }).map((picked) => ({ spec, picked }))
+            : fc.subarray([...violations], { minLength: 1, maxLength: Math.min(3, violations.length) }).map((
+              picked
+            ) => ({ spec, picked }))
         })
-        await fc.assert(fc.asyncProperty(cases, async ({ spec, picked }) => {
-          for (const violation of picked) {
-            const mutated = setAt(spec, violation.path, violation.value)
-            const field = fieldOf(violation.path)
-            const what = `${violation.rule} at ${field}: ${JSON.stringify(violation.value).slice(0, 200)} in ${JSON.stringify(mutated).slice(0, 1_000)}`
-            const local = decode(mutated)
-            assert.isFalse(Exit.isSuccess(local), `the JSON Schema bounds ${field} (${violation.rule}) but the Schema accepts ${what}`)
-            if (violation.rule === "maxItems" && !refusedPaths(local).some((path) => answers(violation, path))) {
-              // Too long only with items the kind's own rules refuse (e.g. all its unique values used up): not a bound test.
-              masked.set(info.kind, [...(masked.get(info.kind) ?? []), `${what}: ${refusedPaths(local).join(", ")}`])
-              continue
+        await fc.assert(
+          fc.asyncProperty(cases, async ({ spec, picked }) => {
+            for (const violation of picked) {
+              const mutated = setAt(spec, violation.path, violation.value)
+              const field = fieldOf(violation.path)
+              const what = `${violation.rule} at ${field}: ${JSON.stringify(violation.value).slice(0, 200)} in ${
+                JSON.stringify(mutated).slice(0, 1_000)
+              }`
+              const local = decode(mutated)
+              assert.isFalse(
+                Exit.isSuccess(local),
+                `the JSON Schema bounds ${field} (${violation.rule}) but the Schema accepts ${what}`
+              )
+              if (violation.rule === "maxItems" && !refusedPaths(local).some((path) => answers(violation, path))) {
+                // Too long only with items the kind's own rules refuse (e.g. all its unique values used up): not a bound test.
+                masked.set(info.kind, [...(masked.get(info.kind) ?? []), `${what}: ${refusedPaths(local).join(", ")}`])
+                continue
+              }
+              const reply = await create(nextName("bad"), mutated)
+              assertWellFormed(reply, mutated)
+              assert.strictEqual(reply.status, 422, `${what}: ${reply.text}`)
+              assert.strictEqual(reply.body.reason, "Invalid", reply.text)
+              const fields = ((reply.body.details?.causes ?? []) as ReadonlyArray<{ readonly field?: unknown }>).map((
+                cause
+              ) => String(cause.field))
+              assert.isTrue(
+                fields.some((found) => answers(violation, found)),
+                `${what}: no cause at ${field}${
+                  violation.context === undefined ? "" : ` (or ${fieldOf(violation.context)})`
+                }: ${reply.text}`
+              )
+              rules.set(violation.rule, (rules.get(violation.rule) ?? 0) + 1)
             }
-            const reply = await create(nextName("bad"), mutated)
-            assertWellFormed(reply, mutated)
-            assert.strictEqual(reply.status, 422, `${what}: ${reply.text}`)
-            assert.strictEqual(reply.body.reason, "Invalid", reply.text)
-            const fields = ((reply.body.details?.causes ?? []) as ReadonlyArray<{ readonly field?: unknown }>).map((cause) => String(cause.field))
-            assert.isTrue(fields.some((found) => answers(violation, found)), `${what}: no cause at ${field}${violation.context === undefined ? "" : ` (or ${fieldOf(violation.context)})`}: ${reply.text}`)
-            rules.set(violation.rule, (rules.get(violation.rule) ?? 0) + 1)
-          }
-        }), { numRuns: runs, seed })
+          }),
+          { numRuns: runs, seed }
+        )
       }, propertyTimeout)
 
       it("random JSON as the spec or the whole body never gets a 5xx", async () => {
@@ -324,12 +448,15 @@ describe("kinds: properties from the OpenAPI schemas", () => {
           fc.jsonValue({ maxDepth: 3 }).map((spec) => ({ whole: false, value: spec as Json })),
           fc.jsonValue({ maxDepth: 3 }).map((value) => ({ whole: true, value: value as Json }))
         )
-        await fc.assert(fc.asyncProperty(inputs, async ({ whole, value }) => {
-          const reply = whole
-            ? await request(server, "POST", `${collection}?fieldValidation=Strict`, { body: value })
-            : await create(nextName("any"), value)
-          assertWellFormed(reply, whole ? value : body("…", value))
-        }), { numRuns: runs * 2, seed })
+        await fc.assert(
+          fc.asyncProperty(inputs, async ({ whole, value }) => {
+            const reply = whole
+              ? await request(server, "POST", `${collection}?fieldValidation=Strict`, { body: value })
+              : await create(nextName("any"), value)
+            assertWellFormed(reply, whole ? value : body("…", value))
+          }),
+          { numRuns: runs * 2, seed }
+        )
       }, propertyTimeout)
 
       it("a valid spec with one member replaced by random JSON never gets a 5xx", async () => {
@@ -337,11 +464,16 @@ describe("kinds: properties from the OpenAPI schemas", () => {
           const paths = pathsIn(spec)
           return paths.length === 0
             ? fc.jsonValue({ maxDepth: 2 }).map((value) => setAt(spec, ["x"], value as Json))
-            : fc.tuple(fc.constantFrom(...paths), fc.jsonValue({ maxDepth: 2 })).map(([path, value]) => setAt(spec, path, value as Json))
+            : fc.tuple(fc.constantFrom(...paths), fc.jsonValue({ maxDepth: 2 })).map(([path, value]) =>
+              setAt(spec, path, value as Json)
+            )
         })
-        await fc.assert(fc.asyncProperty(inputs, async (spec) => {
-          assertWellFormed(await create(nextName("mix"), spec), spec)
-        }), { numRuns: runs * 2, seed })
+        await fc.assert(
+          fc.asyncProperty(inputs, async (spec) => {
+            assertWellFormed(await create(nextName("mix"), spec), spec)
+          }),
+          { numRuns: runs * 2, seed }
+        )
       }, propertyTimeout)
 
       it("merge patches of a stored object with random specs never get a 5xx", async () => {
@@ -355,13 +487,21 @@ describe("kinds: properties from the OpenAPI schemas", () => {
             const paths = pathsIn(next)
             return paths.length === 0
               ? fc.constant({ spec: next })
-              : fc.tuple(fc.constantFrom(...paths), fc.jsonValue({ maxDepth: 2 })).map(([path, value]) => ({ spec: setAt(next, path, value as Json) }))
+              : fc.tuple(fc.constantFrom(...paths), fc.jsonValue({ maxDepth: 2 })).map(([path, value]) => ({
+                spec: setAt(next, path, value as Json)
+              }))
           })
         )
-        await fc.assert(fc.asyncProperty(patches, async (patch) => {
-          const reply = await request(server, "PATCH", `${collection}/${name}?fieldValidation=Strict`, { body: patch, contentType: "application/merge-patch+json" })
-          assertWellFormed(reply, patch)
-        }), { numRuns: runs, seed })
+        await fc.assert(
+          fc.asyncProperty(patches, async (patch) => {
+            const reply = await request(server, "PATCH", `${collection}/${name}?fieldValidation=Strict`, {
+              body: patch,
+              contentType: "application/merge-patch+json"
+            })
+            assertWellFormed(reply, patch)
+          }),
+          { numRuns: runs, seed }
+        )
       }, propertyTimeout)
     })
   }

@@ -54,23 +54,41 @@ describe("lists", () => {
   describe("labelSelector", () => {
     for (const testCase of selectorCases) {
       it(`"${testCase.selector}" selects [${testCase.names.join(", ")}]`, async () => {
-        const reply = await request(server, "GET", `${jobsPath(selectorProject)}?labelSelector=${encodeURIComponent(testCase.selector)}`)
+        const reply = await request(
+          server,
+          "GET",
+          `${jobsPath(selectorProject)}?labelSelector=${encodeURIComponent(testCase.selector)}`
+        )
         assert.deepStrictEqual(namesOf(reply), testCase.names, reply.text)
       })
     }
 
     for (const selector of invalidSelectors) {
       it(`"${selector}" is a BadRequest`, async () => {
-        const reply = await request(server, "GET", `${jobsPath(selectorProject)}?labelSelector=${encodeURIComponent(selector)}`)
+        const reply = await request(
+          server,
+          "GET",
+          `${jobsPath(selectorProject)}?labelSelector=${encodeURIComponent(selector)}`
+        )
         assertStatus(server, reply, 400, "BadRequest")
       })
     }
 
     it("selectors work on all-projects lists with paging too", async () => {
-      const first = await request(server, "GET", `${v1}/jobs?labelSelector=${encodeURIComponent("team in (a,b)")}&limit=2`)
+      const first = await request(
+        server,
+        "GET",
+        `${v1}/jobs?labelSelector=${encodeURIComponent("team in (a,b)")}&limit=2`
+      )
       assert.deepStrictEqual(namesOf(first), ["a", "b"])
       assert.isString(first.body.metadata.continue)
-      const second = await request(server, "GET", `${v1}/jobs?labelSelector=${encodeURIComponent("team in (a,b)")}&limit=2&continue=${encodeURIComponent(first.body.metadata.continue)}`)
+      const second = await request(
+        server,
+        "GET",
+        `${v1}/jobs?labelSelector=${encodeURIComponent("team in (a,b)")}&limit=2&continue=${
+          encodeURIComponent(first.body.metadata.continue)
+        }`
+      )
       assert.deepStrictEqual(namesOf(second), ["c"])
       assert.isUndefined(second.body.metadata.continue)
     })
@@ -78,14 +96,30 @@ describe("lists", () => {
 
   describe("fieldSelector", () => {
     it("metadata.name selects one object, != excludes it", async () => {
-      assert.deepStrictEqual(namesOf(await request(server, "GET", `${jobsPath(selectorProject)}?fieldSelector=metadata.name%3Db`)), ["b"])
-      assert.deepStrictEqual(namesOf(await request(server, "GET", `${jobsPath(selectorProject)}?fieldSelector=metadata.name%3D%3Db`)), ["b"])
-      assert.deepStrictEqual(namesOf(await request(server, "GET", `${jobsPath(selectorProject)}?fieldSelector=metadata.name!%3Db`)), ["a", "c", "d", "e"])
-      assert.deepStrictEqual(namesOf(await request(server, "GET", `${jobsPath(selectorProject)}?fieldSelector=metadata.name%3Dnone`)), [])
+      assert.deepStrictEqual(
+        namesOf(await request(server, "GET", `${jobsPath(selectorProject)}?fieldSelector=metadata.name%3Db`)),
+        ["b"]
+      )
+      assert.deepStrictEqual(
+        namesOf(await request(server, "GET", `${jobsPath(selectorProject)}?fieldSelector=metadata.name%3D%3Db`)),
+        ["b"]
+      )
+      assert.deepStrictEqual(
+        namesOf(await request(server, "GET", `${jobsPath(selectorProject)}?fieldSelector=metadata.name!%3Db`)),
+        ["a", "c", "d", "e"]
+      )
+      assert.deepStrictEqual(
+        namesOf(await request(server, "GET", `${jobsPath(selectorProject)}?fieldSelector=metadata.name%3Dnone`)),
+        []
+      )
     })
 
     it("field and label selectors combine", async () => {
-      const reply = await request(server, "GET", `${jobsPath(selectorProject)}?fieldSelector=metadata.name!%3Da&labelSelector=team%3Da`)
+      const reply = await request(
+        server,
+        "GET",
+        `${jobsPath(selectorProject)}?fieldSelector=metadata.name!%3Da&labelSelector=team%3Da`
+      )
       assert.deepStrictEqual(namesOf(reply), ["c"])
     })
 
@@ -110,8 +144,14 @@ describe("lists", () => {
         const written = await mergePatch(server, `${jobPath("lists-phase", name)}/status`, { status: { phase } })
         assert.strictEqual(written.status, 200, written.text)
       }
-      assert.deepStrictEqual(namesOf(await request(server, "GET", `${jobsPath("lists-phase")}?fieldSelector=status.phase%3DRunning`)), ["p", "r"])
-      assert.deepStrictEqual(namesOf(await request(server, "GET", `${jobsPath("lists-phase")}?fieldSelector=status.phase!%3DRunning`)), ["q"])
+      assert.deepStrictEqual(
+        namesOf(await request(server, "GET", `${jobsPath("lists-phase")}?fieldSelector=status.phase%3DRunning`)),
+        ["p", "r"]
+      )
+      assert.deepStrictEqual(
+        namesOf(await request(server, "GET", `${jobsPath("lists-phase")}?fieldSelector=status.phase!%3DRunning`)),
+        ["q"]
+      )
     })
 
     it("an unsupported field label is a BadRequest with the message kubectl prints", async () => {
@@ -121,7 +161,12 @@ describe("lists", () => {
     })
 
     it("a malformed field selector is a BadRequest", async () => {
-      assertStatus(server, await request(server, "GET", `${jobsPath(selectorProject)}?fieldSelector=metadata.name`), 400, "BadRequest")
+      assertStatus(
+        server,
+        await request(server, "GET", `${jobsPath(selectorProject)}?fieldSelector=metadata.name`),
+        400,
+        "BadRequest"
+      )
     })
   })
 
@@ -135,7 +180,11 @@ describe("lists", () => {
       let token: string | undefined
       let listVersion: string | undefined
       for (let page = 0; page < 10; page++) {
-        const reply = await request(server, "GET", `${jobsPath("lists-paging")}?limit=2${token === undefined ? "" : `&continue=${encodeURIComponent(token)}`}`)
+        const reply = await request(
+          server,
+          "GET",
+          `${jobsPath("lists-paging")}?limit=2${token === undefined ? "" : `&continue=${encodeURIComponent(token)}`}`
+        )
         pages.push(namesOf(reply))
         remaining.push(reply.body.metadata.remainingItemCount)
         listVersion ??= reply.body.metadata.resourceVersion
@@ -158,7 +207,11 @@ describe("lists", () => {
       const first = await request(server, "GET", `${jobsPath("lists-paging-live")}?limit=2`)
       assert.deepStrictEqual(namesOf(first), ["a", "c"])
       await createJob(server, "lists-paging-live", "b")
-      const second = await request(server, "GET", `${jobsPath("lists-paging-live")}?limit=2&continue=${encodeURIComponent(first.body.metadata.continue)}`)
+      const second = await request(
+        server,
+        "GET",
+        `${jobsPath("lists-paging-live")}?limit=2&continue=${encodeURIComponent(first.body.metadata.continue)}`
+      )
       const seen = [...namesOf(first), ...namesOf(second)]
       assert.include(seen, "e")
       assert.strictEqual(new Set(seen).size, seen.length)
@@ -172,7 +225,8 @@ describe("lists", () => {
     })
 
     /** A continue token as the server makes one (base64url of [resourceVersion, project, name]), with any version. */
-    const forgedToken = (resourceVersion: string) => Buffer.from(JSON.stringify([resourceVersion, selectorProject, "a"])).toString("base64url")
+    const forgedToken = (resourceVersion: string) =>
+      Buffer.from(JSON.stringify([resourceVersion, selectorProject, "a"])).toString("base64url")
     const badParameters: ReadonlyArray<string> = [
       "continue=not-a-token",
       "continue=%25%25%25",
@@ -187,13 +241,21 @@ describe("lists", () => {
     ]
     for (const parameter of badParameters) {
       it(`${parameter} is a BadRequest`, async () => {
-        assertStatus(server, await request(server, "GET", `${jobsPath(selectorProject)}?${parameter}`), 400, "BadRequest")
+        assertStatus(
+          server,
+          await request(server, "GET", `${jobsPath(selectorProject)}?${parameter}`),
+          400,
+          "BadRequest"
+        )
       })
     }
 
     it("a resourceVersion up to 2^64 - 1 is accepted (the latest state is never older than it asks)", async () => {
       for (const resourceVersion of ["0", "1", "18446744073709551615"]) {
-        assert.deepStrictEqual(namesOf(await request(server, "GET", `${jobsPath(selectorProject)}?resourceVersion=${resourceVersion}`)), ["a", "b", "c", "d", "e"])
+        assert.deepStrictEqual(
+          namesOf(await request(server, "GET", `${jobsPath(selectorProject)}?resourceVersion=${resourceVersion}`)),
+          ["a", "b", "c", "d", "e"]
+        )
       }
     })
   })
@@ -244,20 +306,32 @@ describe("lists", () => {
       const reply = await request(server, "GET", `${v1}/jobs`)
       assert.strictEqual(reply.status, 200, reply.text)
       assert.strictEqual(reply.body.kind, "JobList")
-      const keys = (reply.body.items as ReadonlyArray<any>).map((item) => `${item.metadata.namespace}/${item.metadata.name}`)
+      const keys = (reply.body.items as ReadonlyArray<any>).map((item) =>
+        `${item.metadata.namespace}/${item.metadata.name}`
+      )
       assert.include(keys, "lists-all-one/first")
       assert.include(keys, "lists-all-two/second")
       assert.include(keys, `${selectorProject}/a`)
     })
 
     it("a list in a missing project is NotFound", async () => {
-      const body = assertStatus(server, await request(server, "GET", jobsPath("lists-no-such-project")), 404, "NotFound")
+      const body = assertStatus(
+        server,
+        await request(server, "GET", jobsPath("lists-no-such-project")),
+        404,
+        "NotFound"
+      )
       assert.include(body.message, "lists-no-such-project")
     })
 
     it("cluster-scoped budgets list and create without a project segment", async () => {
       const created = await request(server, "POST", `${v1}/budgets`, {
-        body: { apiVersion: "nodus.dev/v1", kind: "Budget", metadata: { name: "lists-budget" }, spec: { amountUSD: "100", period: "Monthly" } }
+        body: {
+          apiVersion: "nodus.dev/v1",
+          kind: "Budget",
+          metadata: { name: "lists-budget" },
+          spec: { amountUSD: "100", period: "Monthly" }
+        }
       })
       assert.strictEqual(created.status, 201, created.text)
       assert.isUndefined(created.body.metadata.namespace)
@@ -275,7 +349,14 @@ describe("lists", () => {
     ]
     for (const testCase of projectSegmentOnCluster) {
       it(`${testCase.method} ${testCase.path} is NotFound`, async () => {
-        const reply = await request(server, testCase.method, testCase.path, testCase.method === "POST" ? { body: { apiVersion: "nodus.dev/v1", kind: "Budget", metadata: { name: "nested" }, spec: {} } } : {})
+        const reply = await request(
+          server,
+          testCase.method,
+          testCase.path,
+          testCase.method === "POST"
+            ? { body: { apiVersion: "nodus.dev/v1", kind: "Budget", metadata: { name: "nested" }, spec: {} } }
+            : {}
+        )
         assertStatus(server, reply, 404, "NotFound")
       })
     }
@@ -305,7 +386,15 @@ describe("lists longer than a page", () => {
     const reply = await request(server, "GET", jobsPath(project))
     assert.deepStrictEqual(namesOf(reply), names)
     assert.isNull(reply.headers.get("content-length"), "a streamed body has no Content-Length")
-    assert.strictEqual(reply.text, JSON.stringify({ apiVersion: "nodus.dev/v1", kind: "JobList", metadata: { resourceVersion: reply.body.metadata.resourceVersion }, items: reply.body.items }))
+    assert.strictEqual(
+      reply.text,
+      JSON.stringify({
+        apiVersion: "nodus.dev/v1",
+        kind: "JobList",
+        metadata: { resourceVersion: reply.body.metadata.resourceVersion },
+        items: reply.body.items
+      })
+    )
   })
 
   it("an unpaged Table is written page after page too, one row per object", async () => {
@@ -321,7 +410,11 @@ describe("lists longer than a page", () => {
     const first = await request(server, "GET", `${jobsPath(project)}?limit=${2 * listPageSize}`)
     assert.deepStrictEqual(namesOf(first), names.slice(0, listPageSize))
     assert.strictEqual(first.body.metadata.remainingItemCount, 1)
-    const rest = await request(server, "GET", `${jobsPath(project)}?limit=${2 * listPageSize}&continue=${encodeURIComponent(first.body.metadata.continue)}`)
+    const rest = await request(
+      server,
+      "GET",
+      `${jobsPath(project)}?limit=${2 * listPageSize}&continue=${encodeURIComponent(first.body.metadata.continue)}`
+    )
     assert.deepStrictEqual(namesOf(rest), names.slice(listPageSize))
     assert.isUndefined(rest.body.metadata.continue)
   })

@@ -1,12 +1,25 @@
 // Object metadata over real HTTP (spec: Object envelope; kubectl-compat §4): server-owned fields (uid,
 // creationTimestamp, resourceVersion, generation, managedFields), generateName, verbatim labels and annotations, the
 // status subresource split, finalizers, and ownerReferences with background and orphan deletion.
-import { randomUUID } from "node:crypto"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Layer } from "effect"
+import { randomUUID } from "node:crypto"
 import { Ids } from "../../../src/apiserver/Ids.ts"
 import { request, startTestServer, type TestServer } from "../../support/TestServer.ts"
-import { assertStatus, causeFields, createJob, createProject, jobBody, jobPath, jobsPath, mergePatch, rv, sandboxBody, sandboxesPath, waitGone } from "./Support.ts"
+import {
+  assertStatus,
+  causeFields,
+  createJob,
+  createProject,
+  jobBody,
+  jobPath,
+  jobsPath,
+  mergePatch,
+  rv,
+  sandboxBody,
+  sandboxesPath,
+  waitGone
+} from "./Support.ts"
 
 describe("object metadata", () => {
   let server: TestServer
@@ -25,7 +38,10 @@ describe("object metadata", () => {
     const patched = await mergePatch(server, jobPath("meta-uid", "j"), { spec: { backoffLimit: 2 } })
     assert.strictEqual(patched.status, 200, patched.text)
     const replaced = await request(server, "PUT", jobPath("meta-uid", "j"), {
-      body: { ...jobBody("j", {}, { backoffLimit: 3 }), metadata: { name: "j", resourceVersion: patched.body.metadata.resourceVersion, uid: created.metadata.uid } }
+      body: {
+        ...jobBody("j", {}, { backoffLimit: 3 }),
+        metadata: { name: "j", resourceVersion: patched.body.metadata.resourceVersion, uid: created.metadata.uid }
+      }
     })
     assert.strictEqual(replaced.status, 200, replaced.text)
     const read = await request(server, "GET", jobPath("meta-uid", "j"))
@@ -38,7 +54,12 @@ describe("object metadata", () => {
 
   it("a client cannot set uid or creationTimestamp on create", async () => {
     await createProject(server, "meta-owned")
-    const created = await createJob(server, "meta-owned", "j", { uid: "client-chosen", creationTimestamp: "2001-01-01T00:00:00Z", resourceVersion: "999999", generation: 7 })
+    const created = await createJob(server, "meta-owned", "j", {
+      uid: "client-chosen",
+      creationTimestamp: "2001-01-01T00:00:00Z",
+      resourceVersion: "999999",
+      generation: 7
+    })
     assert.notStrictEqual(created.metadata.uid, "client-chosen")
     assert.notStrictEqual(created.metadata.creationTimestamp, "2001-01-01T00:00:00Z")
     assert.notStrictEqual(created.metadata.resourceVersion, "999999")
@@ -54,7 +75,15 @@ describe("object metadata", () => {
       async () => (await request(server, "POST", sandboxesPath("meta-rv-a"), { body: sandboxBody("three") })).body,
       async () => (await mergePatch(server, jobPath("meta-rv-a", "one"), { metadata: { labels: { x: "1" } } })).body,
       async () => (await mergePatch(server, jobPath("meta-rv-b", "two"), { spec: { backoffLimit: 5 } })).body,
-      async () => (await request(server, "POST", "/apis/nodus.dev/v1/budgets", { body: { apiVersion: "nodus.dev/v1", kind: "Budget", metadata: { name: "meta-rv-budget" }, spec: { amountUSD: "10", period: "Monthly" } } })).body
+      async () =>
+        (await request(server, "POST", "/apis/nodus.dev/v1/budgets", {
+          body: {
+            apiVersion: "nodus.dev/v1",
+            kind: "Budget",
+            metadata: { name: "meta-rv-budget" },
+            spec: { amountUSD: "10", period: "Monthly" }
+          }
+        })).body
     ]
     const versions: Array<number> = []
     for (const write of writes) versions.push(rv(await write()))
@@ -67,13 +96,35 @@ describe("object metadata", () => {
   it("generation: 1 on create, +1 on a spec change, unchanged on label-only and status writes", async () => {
     await createProject(server, "meta-gen")
     const path = jobPath("meta-gen", "j")
-    const steps: ReadonlyArray<{ readonly what: string; readonly write: () => Promise<any>; readonly generation: number }> = [
+    const steps: ReadonlyArray<
+      { readonly what: string; readonly write: () => Promise<any>; readonly generation: number }
+    > = [
       { what: "create", write: () => createJob(server, "meta-gen", "j", {}, { completions: 4 }), generation: 1 },
-      { what: "spec change", write: async () => (await mergePatch(server, path, { spec: { backoffLimit: 2 } })).body, generation: 2 },
-      { what: "label only", write: async () => (await mergePatch(server, path, { metadata: { labels: { team: "a" } } })).body, generation: 2 },
-      { what: "annotation only", write: async () => (await mergePatch(server, path, { metadata: { annotations: { note: "n" } } })).body, generation: 2 },
-      { what: "status patch", write: async () => (await mergePatch(server, `${path}/status`, { status: { phase: "Running" } })).body, generation: 2 },
-      { what: "second spec change", write: async () => (await mergePatch(server, path, { spec: { parallelism: 2 } })).body, generation: 3 }
+      {
+        what: "spec change",
+        write: async () => (await mergePatch(server, path, { spec: { backoffLimit: 2 } })).body,
+        generation: 2
+      },
+      {
+        what: "label only",
+        write: async () => (await mergePatch(server, path, { metadata: { labels: { team: "a" } } })).body,
+        generation: 2
+      },
+      {
+        what: "annotation only",
+        write: async () => (await mergePatch(server, path, { metadata: { annotations: { note: "n" } } })).body,
+        generation: 2
+      },
+      {
+        what: "status patch",
+        write: async () => (await mergePatch(server, `${path}/status`, { status: { phase: "Running" } })).body,
+        generation: 2
+      },
+      {
+        what: "second spec change",
+        write: async () => (await mergePatch(server, path, { spec: { parallelism: 2 } })).body,
+        generation: 3
+      }
     ]
     let previous = 0
     for (const step of steps) {
@@ -106,7 +157,9 @@ describe("object metadata", () => {
 
   it("a create without name or generateName is Invalid on metadata.name", async () => {
     await createProject(server, "meta-no-name")
-    const reply = await request(server, "POST", jobsPath("meta-no-name"), { body: { apiVersion: "nodus.dev/v1", kind: "Job", metadata: {}, spec: { image: "x" } } })
+    const reply = await request(server, "POST", jobsPath("meta-no-name"), {
+      body: { apiVersion: "nodus.dev/v1", kind: "Job", metadata: {}, spec: { image: "x" } }
+    })
     const body = assertStatus(server, reply, 422, "Invalid")
     assert.include(causeFields(body), "metadata.name")
   })
@@ -135,14 +188,19 @@ describe("object metadata", () => {
   it("status sent on create or on PUT of the main resource is ignored", async () => {
     await createProject(server, "meta-status-main")
     const path = jobPath("meta-status-main", "j")
-    const created = await request(server, "POST", jobsPath("meta-status-main"), { body: { ...jobBody("j"), status: { phase: "Succeeded" } } })
+    const created = await request(server, "POST", jobsPath("meta-status-main"), {
+      body: { ...jobBody("j"), status: { phase: "Succeeded" } }
+    })
     assert.strictEqual(created.status, 201, created.text)
     assert.isUndefined(created.body.status?.phase, created.text)
     assert.isUndefined((await request(server, "GET", path)).body.status?.phase)
     const written = await mergePatch(server, `${path}/status`, { status: { phase: "Running" } })
     assert.strictEqual(written.status, 200, written.text)
     const replaced = await request(server, "PUT", path, {
-      body: { ...jobBody("j", { resourceVersion: written.body.metadata.resourceVersion }, { backoffLimit: 3 }), status: { phase: "Failed" } }
+      body: {
+        ...jobBody("j", { resourceVersion: written.body.metadata.resourceVersion }, { backoffLimit: 3 }),
+        status: { phase: "Failed" }
+      }
     })
     assert.strictEqual(replaced.status, 200, replaced.text)
     assert.strictEqual(replaced.body.spec.backoffLimit, 3)
@@ -158,11 +216,19 @@ describe("object metadata", () => {
     const path = jobPath("meta-status-spec", "j")
     const created = await createJob(server, "meta-status-spec", "j")
     const put = await request(server, "PUT", `${path}/status`, {
-      body: { ...jobBody("j", { resourceVersion: created.metadata.resourceVersion, labels: { sneaky: "yes" } }, { image: "evil" }), status: { phase: "Running" } }
+      body: {
+        ...jobBody("j", { resourceVersion: created.metadata.resourceVersion, labels: { sneaky: "yes" } }, {
+          image: "evil"
+        }),
+        status: { phase: "Running" }
+      }
     })
     assert.strictEqual(put.status, 200, put.text)
     assert.strictEqual(put.body.status.phase, "Running")
-    const patched = await mergePatch(server, `${path}/status`, { spec: { image: "evil-too" }, status: { message: "hello" } })
+    const patched = await mergePatch(server, `${path}/status`, {
+      spec: { image: "evil-too" },
+      status: { message: "hello" }
+    })
     assert.strictEqual(patched.status, 200, patched.text)
     const read = await request(server, "GET", path)
     assert.strictEqual(read.body.spec.image, "python:3.12")
@@ -175,11 +241,18 @@ describe("object metadata", () => {
     await createProject(server, "meta-status-write")
     const path = jobPath("meta-status-write", "j")
     const created = await createJob(server, "meta-status-write", "j")
-    const put = await request(server, "PUT", `${path}/status`, { body: { ...jobBody("j", { resourceVersion: created.metadata.resourceVersion }), status: { phase: "Running", active: 1 } } })
+    const put = await request(server, "PUT", `${path}/status`, {
+      body: {
+        ...jobBody("j", { resourceVersion: created.metadata.resourceVersion }),
+        status: { phase: "Running", active: 1 }
+      }
+    })
     assert.strictEqual(put.status, 200, put.text)
     assert.deepStrictEqual(put.body.status, { phase: "Running", active: 1 })
     assert.isAbove(rv(put.body), rv(created))
-    const patched = await mergePatch(server, `${path}/status`, { status: { active: null, succeeded: 1, phase: "Succeeded" } })
+    const patched = await mergePatch(server, `${path}/status`, {
+      status: { active: null, succeeded: 1, phase: "Succeeded" }
+    })
     assert.strictEqual(patched.status, 200, patched.text)
     assert.deepStrictEqual(patched.body.status, { phase: "Succeeded", succeeded: 1 })
     const read = await request(server, "GET", `${path}/status`)
@@ -216,7 +289,9 @@ describe("object metadata", () => {
     const again = await request(server, "DELETE", path)
     assert.strictEqual(again.status, 200, again.text)
     assert.strictEqual(again.body.metadata.deletionTimestamp, deleted.body.metadata.deletionTimestamp)
-    const added = await mergePatch(server, path, { metadata: { finalizers: ["example.com/hold", "example.com/another"] } })
+    const added = await mergePatch(server, path, {
+      metadata: { finalizers: ["example.com/hold", "example.com/another"] }
+    })
     const addedBody = assertStatus(server, added, 422, "Invalid")
     assert.include(causeFields(addedBody), "metadata.finalizers")
     assert.deepStrictEqual((await request(server, "GET", path)).body.metadata.finalizers, ["example.com/hold"])
@@ -239,15 +314,24 @@ describe("object metadata", () => {
     assert.strictEqual((await request(server, "GET", path)).status, 404)
   })
 
-  const ownerReference = (owner: any) => ({ apiVersion: "nodus.dev/v1", kind: owner.kind, name: owner.metadata.name, uid: owner.metadata.uid })
+  const ownerReference = (owner: any) => ({
+    apiVersion: "nodus.dev/v1",
+    kind: owner.kind,
+    name: owner.metadata.name,
+    uid: owner.metadata.uid
+  })
 
   it("deleting an owner deletes its dependents in the background", async () => {
     await createProject(server, "meta-gc")
     const owner = await createJob(server, "meta-gc", "owner")
-    const dependent = await request(server, "POST", sandboxesPath("meta-gc"), { body: sandboxBody("dependent", { ownerReferences: [ownerReference(owner)] }) })
+    const dependent = await request(server, "POST", sandboxesPath("meta-gc"), {
+      body: sandboxBody("dependent", { ownerReferences: [ownerReference(owner)] })
+    })
     assert.strictEqual(dependent.status, 201, dependent.text)
     assert.deepStrictEqual(dependent.body.metadata.ownerReferences, [ownerReference(owner)])
-    const grandchild = await createJob(server, "meta-gc", "grandchild", { ownerReferences: [ownerReference(dependent.body)] })
+    const grandchild = await createJob(server, "meta-gc", "grandchild", {
+      ownerReferences: [ownerReference(dependent.body)]
+    })
     assert.strictEqual(grandchild.metadata.ownerReferences[0].uid, dependent.body.metadata.uid)
     const bystander = await createJob(server, "meta-gc", "bystander")
     assert.strictEqual((await request(server, "DELETE", jobPath("meta-gc", "owner"))).status, 200)
@@ -262,7 +346,9 @@ describe("object metadata", () => {
     await createProject(server, "meta-gc-two")
     const first = await createJob(server, "meta-gc-two", "first")
     const second = await createJob(server, "meta-gc-two", "second")
-    await createJob(server, "meta-gc-two", "shared", { ownerReferences: [ownerReference(first), ownerReference(second)] })
+    await createJob(server, "meta-gc-two", "shared", {
+      ownerReferences: [ownerReference(first), ownerReference(second)]
+    })
     // A dependent of the first owner alone shows when the collector has handled the first deletion.
     await createJob(server, "meta-gc-two", "marker", { ownerReferences: [ownerReference(first)] })
     assert.strictEqual((await request(server, "DELETE", jobPath("meta-gc-two", "first"))).status, 200)
@@ -278,9 +364,16 @@ describe("object metadata", () => {
     await createProject(server, "meta-orphan")
     const owner = await createJob(server, "meta-orphan", "owner")
     const other = await createJob(server, "meta-orphan", "other")
-    await createJob(server, "meta-orphan", "dependent", { ownerReferences: [ownerReference(owner)], labels: { keep: "me" } })
-    await createJob(server, "meta-orphan", "co-owned", { ownerReferences: [ownerReference(owner), ownerReference(other)] })
-    const deleted = await request(server, "DELETE", jobPath("meta-orphan", "owner"), { body: { apiVersion: "v1", kind: "DeleteOptions", propagationPolicy: "Orphan" } })
+    await createJob(server, "meta-orphan", "dependent", {
+      ownerReferences: [ownerReference(owner)],
+      labels: { keep: "me" }
+    })
+    await createJob(server, "meta-orphan", "co-owned", {
+      ownerReferences: [ownerReference(owner), ownerReference(other)]
+    })
+    const deleted = await request(server, "DELETE", jobPath("meta-orphan", "owner"), {
+      body: { apiVersion: "v1", kind: "DeleteOptions", propagationPolicy: "Orphan" }
+    })
     assert.strictEqual(deleted.status, 200, deleted.text)
     assert.strictEqual((await request(server, "GET", jobPath("meta-orphan", "owner"))).status, 404)
     const dependent = await request(server, "GET", jobPath("meta-orphan", "dependent"))
@@ -298,18 +391,25 @@ describe("object metadata", () => {
   it("an unsupported propagationPolicy is a BadRequest", async () => {
     await createProject(server, "meta-policy")
     await createJob(server, "meta-policy", "j")
-    const reply = await request(server, "DELETE", jobPath("meta-policy", "j"), { body: { propagationPolicy: "Sideways" } })
+    const reply = await request(server, "DELETE", jobPath("meta-policy", "j"), {
+      body: { propagationPolicy: "Sideways" }
+    })
     assertStatus(server, reply, 400, "BadRequest")
     assert.strictEqual((await request(server, "GET", jobPath("meta-policy", "j"))).status, 200)
   })
 
   it("managedFields carry an Update entry per fieldManager with the fields each set", async () => {
     await createProject(server, "meta-managed")
-    const created = await request(server, "POST", `${jobsPath("meta-managed")}?fieldManager=alice`, { body: jobBody("j", { labels: { team: "a" } }) })
+    const created = await request(server, "POST", `${jobsPath("meta-managed")}?fieldManager=alice`, {
+      body: jobBody("j", { labels: { team: "a" } })
+    })
     assert.strictEqual(created.status, 201, created.text)
-    const patched = await mergePatch(server, `${jobPath("meta-managed", "j")}?fieldManager=bob`, { spec: { backoffLimit: 3 } })
+    const patched = await mergePatch(server, `${jobPath("meta-managed", "j")}?fieldManager=bob`, {
+      spec: { backoffLimit: 3 }
+    })
     assert.strictEqual(patched.status, 200, patched.text)
-    const entries = (await request(server, "GET", jobPath("meta-managed", "j"))).body.metadata.managedFields as ReadonlyArray<any>
+    const entries = (await request(server, "GET", jobPath("meta-managed", "j"))).body.metadata
+      .managedFields as ReadonlyArray<any>
     assert.isArray(entries)
     const byManager = new Map(entries.map((entry) => [entry.manager, entry]))
     assert.deepStrictEqual([...byManager.keys()].sort(), ["alice", "bob"])
@@ -337,7 +437,14 @@ describe("generateName when the name drawn is taken", () => {
   let server: TestServer
 
   beforeAll(async () => {
-    const ids = Layer.succeed(Ids, Ids.of({ uid: () => randomUUID(), nameSuffix: () => suffixes[Math.min(drawn++, suffixes.length - 1)]!, secret: () => "secret" }))
+    const ids = Layer.succeed(
+      Ids,
+      Ids.of({
+        uid: () => randomUUID(),
+        nameSuffix: () => suffixes[Math.min(drawn++, suffixes.length - 1)]!,
+        secret: () => "secret"
+      })
+    )
     server = await startTestServer({ ids })
   })
   afterAll(() => server.stop())
@@ -351,7 +458,9 @@ describe("generateName when the name drawn is taken", () => {
     assert.strictEqual(second.status, 201, second.text)
     assert.deepStrictEqual([first.body.metadata.name, second.body.metadata.name], ["train-zzzzz", "train-bbbbb"])
     // A name the client chose is not drawn again: taken, it is AlreadyExists.
-    const named = await request(server, "POST", jobsPath("meta-gen-taken"), { body: { ...body, metadata: { name: "train-bbbbb" } } })
+    const named = await request(server, "POST", jobsPath("meta-gen-taken"), {
+      body: { ...body, metadata: { name: "train-bbbbb" } }
+    })
     assertStatus(server, named, 409, "AlreadyExists")
   })
 })

@@ -3,7 +3,21 @@
 // the project in the background, refuses new content while it terminates, and waits for finalizers.
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { request, startTestServer, type TestServer } from "../../support/TestServer.ts"
-import { assertStatus, createJob, createProject, eventually, jobBody, jobPath, jobsPath, mergePatch, namesOf, sandboxBody, sandboxesPath, v1, waitGone } from "./Support.ts"
+import {
+  assertStatus,
+  createJob,
+  createProject,
+  eventually,
+  jobBody,
+  jobPath,
+  jobsPath,
+  mergePatch,
+  namesOf,
+  sandboxBody,
+  sandboxesPath,
+  v1,
+  waitGone
+} from "./Support.ts"
 
 const namespacePath = (name: string): string => `/api/v1/namespaces/${name}`
 
@@ -16,7 +30,9 @@ describe("projects", () => {
   afterAll(() => server.stop())
 
   it("POST a Namespace → 201 Active; GET and list show it", async () => {
-    const created = await request(server, "POST", "/api/v1/namespaces", { body: { apiVersion: "v1", kind: "Namespace", metadata: { name: "proj-create", labels: { team: "a" } } } })
+    const created = await request(server, "POST", "/api/v1/namespaces", {
+      body: { apiVersion: "v1", kind: "Namespace", metadata: { name: "proj-create", labels: { team: "a" } } }
+    })
     assert.strictEqual(created.status, 201, created.text)
     assert.strictEqual(created.body.apiVersion, "v1")
     assert.strictEqual(created.body.kind, "Namespace")
@@ -38,18 +54,37 @@ describe("projects", () => {
 
   it("a second project with the same name is AlreadyExists", async () => {
     await createProject(server, "proj-twice")
-    const again = await request(server, "POST", "/api/v1/namespaces", { body: { apiVersion: "v1", kind: "Namespace", metadata: { name: "proj-twice" } } })
+    const again = await request(server, "POST", "/api/v1/namespaces", {
+      body: { apiVersion: "v1", kind: "Namespace", metadata: { name: "proj-twice" } }
+    })
     assertStatus(server, again, 409, "AlreadyExists")
   })
 
-  const invalidProjects: ReadonlyArray<{ readonly name: string; readonly body: unknown; readonly status: number; readonly reason: string }> = [
-    { name: "an invalid name", body: { apiVersion: "v1", kind: "Namespace", metadata: { name: "Not_Valid" } }, status: 422, reason: "Invalid" },
+  const invalidProjects: ReadonlyArray<
+    { readonly name: string; readonly body: unknown; readonly status: number; readonly reason: string }
+  > = [
+    {
+      name: "an invalid name",
+      body: { apiVersion: "v1", kind: "Namespace", metadata: { name: "Not_Valid" } },
+      status: 422,
+      reason: "Invalid"
+    },
     { name: "no name", body: { apiVersion: "v1", kind: "Namespace", metadata: {} }, status: 422, reason: "Invalid" },
-    { name: "another kind", body: { apiVersion: "v1", kind: "Pod", metadata: { name: "pod" } }, status: 400, reason: "BadRequest" }
+    {
+      name: "another kind",
+      body: { apiVersion: "v1", kind: "Pod", metadata: { name: "pod" } },
+      status: 400,
+      reason: "BadRequest"
+    }
   ]
   for (const testCase of invalidProjects) {
     it(`a Namespace with ${testCase.name} is refused with ${testCase.status}`, async () => {
-      assertStatus(server, await request(server, "POST", "/api/v1/namespaces", { body: testCase.body }), testCase.status, testCase.reason)
+      assertStatus(
+        server,
+        await request(server, "POST", "/api/v1/namespaces", { body: testCase.body }),
+        testCase.status,
+        testCase.reason
+      )
     })
   }
 
@@ -95,7 +130,11 @@ describe("projects", () => {
     assert.strictEqual(deleted.status, 200, deleted.text)
     // The controller marks the held job and removes the free one; the project waits for the finalizer.
     await waitGone(server, jobPath("proj-linger", "free"))
-    const held = await eventually("held job marked for deletion", () => request(server, "GET", jobPath("proj-linger", "held")), (reply) => reply.body?.metadata?.deletionTimestamp !== undefined)
+    const held = await eventually(
+      "held job marked for deletion",
+      () => request(server, "GET", jobPath("proj-linger", "held")),
+      (reply) => reply.body?.metadata?.deletionTimestamp !== undefined
+    )
     assert.strictEqual(held.status, 200, held.text)
     const lingering = await request(server, "GET", namespacePath("proj-linger"))
     assert.strictEqual(lingering.status, 200, lingering.text)
@@ -104,7 +143,9 @@ describe("projects", () => {
     const refused = await request(server, "POST", jobsPath("proj-linger"), { body: jobBody("late") })
     const body = assertStatus(server, refused, 403, "Forbidden")
     assert.include(body.message, "proj-linger")
-    const refusedSandbox = await request(server, "POST", sandboxesPath("proj-linger"), { body: sandboxBody("late-box") })
+    const refusedSandbox = await request(server, "POST", sandboxesPath("proj-linger"), {
+      body: sandboxBody("late-box")
+    })
     assertStatus(server, refusedSandbox, 403, "Forbidden")
     assert.strictEqual((await request(server, "GET", jobPath("proj-linger", "late"))).status, 404)
     const released = await mergePatch(server, jobPath("proj-linger", "held"), { metadata: { finalizers: null } })
@@ -124,8 +165,15 @@ describe("projects", () => {
     const second = await request(server, "DELETE", namespacePath("proj-twice-deleted"))
     assert.strictEqual(second.status, 200, second.text)
     assert.strictEqual(second.body.metadata.deletionTimestamp, first.body.metadata.deletionTimestamp)
-    await eventually("held job marked", () => request(server, "GET", jobPath("proj-twice-deleted", "held")), (reply) => reply.body?.metadata?.deletionTimestamp !== undefined)
-    assert.strictEqual((await mergePatch(server, jobPath("proj-twice-deleted", "held"), { metadata: { finalizers: [] } })).status, 200)
+    await eventually(
+      "held job marked",
+      () => request(server, "GET", jobPath("proj-twice-deleted", "held")),
+      (reply) => reply.body?.metadata?.deletionTimestamp !== undefined
+    )
+    assert.strictEqual(
+      (await mergePatch(server, jobPath("proj-twice-deleted", "held"), { metadata: { finalizers: [] } })).status,
+      200
+    )
     await waitGone(server, namespacePath("proj-twice-deleted"))
   })
 })

@@ -24,9 +24,13 @@ describe("SecretValueInEnv as a caller may be told", () => {
   const tokens = new Map<string, string>()
 
   const account = async (name: string, scopes: ReadonlyArray<string>) => {
-    const created = await request(server, "POST", `${v1}/namespaces/${project}/serviceaccounts`, { body: { metadata: { name }, spec: { scopes } } })
+    const created = await request(server, "POST", `${v1}/namespaces/${project}/serviceaccounts`, {
+      body: { metadata: { name }, spec: { scopes } }
+    })
     assert.strictEqual(created.status, 201, created.text)
-    const issued = await request(server, "POST", `${v1}/namespaces/${project}/serviceaccounts/${name}/tokens`, { body: {} })
+    const issued = await request(server, "POST", `${v1}/namespaces/${project}/serviceaccounts/${name}/tokens`, {
+      body: {}
+    })
     assert.strictEqual(issued.status, 201, issued.text)
     tokens.set(name, issued.body.status.token)
   }
@@ -37,7 +41,9 @@ describe("SecretValueInEnv as a caller may be told", () => {
   beforeAll(async () => {
     server = await startTestServer()
     await createProject(server, project)
-    const created = await request(server, "POST", `${v1}/namespaces/${project}/secrets`, { body: { metadata: { name: "db" }, spec: { data: { password: secret } } } })
+    const created = await request(server, "POST", `${v1}/namespaces/${project}/secrets`, {
+      body: { metadata: { name: "db" }, spec: { data: { password: secret } } }
+    })
     assert.strictEqual(created.status, 201, created.text)
     await account("blind", ["jobs:write"])
     await account("blind-2", ["jobs:write"])
@@ -83,6 +89,11 @@ describe("SecretValueInEnv as a caller may be told", () => {
     }
     // Other callers have budgets of their own; the admin's writes are not guesses.
     assert.strictEqual((await dryRun("reader", ["b-new"])).status, 201)
-    assert.strictEqual((await request(server, "POST", `${jobsPath(project)}?dryRun=All`, { body: probe(guesses(guessesPerWindow + 1, "admin")) })).status, 201)
+    assert.strictEqual(
+      (await request(server, "POST", `${jobsPath(project)}?dryRun=All`, {
+        body: probe(guesses(guessesPerWindow + 1, "admin"))
+      })).status,
+      201
+    )
   })
 })

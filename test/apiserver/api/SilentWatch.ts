@@ -26,7 +26,9 @@ export const openSilentWatch = (server: TestServer, path: string): Promise<Silen
   new Promise((resolve, reject) => {
     const url = new URL(path, server.url)
     const socket = connect(Number(url.port), url.hostname, () => {
-      socket.write(`GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${server.token}\r\nConnection: close\r\n\r\n`)
+      socket.write(
+        `GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${server.token}\r\nConnection: close\r\n\r\n`
+      )
       socket.pause()
       resolve({ resume, close: () => socket.destroy() })
     })

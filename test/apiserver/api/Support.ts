@@ -3,8 +3,8 @@
  * answer must pass (spec: Errors, Status body), polling with a deadline, and a watch client that reads the
  * newline-delimited stream incrementally (kubectl-compat §6).
  */
-import * as http from "node:http"
 import { assert } from "@effect/vitest"
+import * as http from "node:http"
 import { type Reply, request, type TestServer } from "../../support/TestServer.ts"
 
 export const v1 = "/apis/nodus.dev/v1"
@@ -46,20 +46,32 @@ export const sandboxBody = (name: string, metadata: Record<string, unknown> = {}
 
 /** Creates a project (Namespace) and asserts it was created. */
 export const createProject = async (server: TestServer, name: string): Promise<any> => {
-  const reply = await request(server, "POST", "/api/v1/namespaces", { body: { apiVersion: "v1", kind: "Namespace", metadata: { name } } })
+  const reply = await request(server, "POST", "/api/v1/namespaces", {
+    body: { apiVersion: "v1", kind: "Namespace", metadata: { name } }
+  })
   assert.strictEqual(reply.status, 201, `creating project ${name}: ${reply.text}`)
   return reply.body
 }
 
 /** Creates a Job and asserts it was created; returns the stored object. */
-export const createJob = async (server: TestServer, project: string, name: string, metadata: Record<string, unknown> = {}, spec: Record<string, unknown> = {}): Promise<any> => {
+export const createJob = async (
+  server: TestServer,
+  project: string,
+  name: string,
+  metadata: Record<string, unknown> = {},
+  spec: Record<string, unknown> = {}
+): Promise<any> => {
   const reply = await request(server, "POST", jobsPath(project), { body: jobBody(name, metadata, spec) })
   assert.strictEqual(reply.status, 201, `creating job ${project}/${name}: ${reply.text}`)
   return reply.body
 }
 
-export const mergePatch = (server: TestServer, path: string, body: unknown, options: { readonly headers?: Record<string, string>; readonly token?: string } = {}): Promise<Reply> =>
-  request(server, "PATCH", path, { body, contentType: "application/merge-patch+json", ...options })
+export const mergePatch = (
+  server: TestServer,
+  path: string,
+  body: unknown,
+  options: { readonly headers?: Record<string, string>; readonly token?: string } = {}
+): Promise<Reply> => request(server, "PATCH", path, { body, contentType: "application/merge-patch+json", ...options })
 
 /** The names of a list reply's items, in the order served. */
 export const namesOf = (reply: Reply): ReadonlyArray<string> => {
@@ -118,19 +130,31 @@ export const causeFields = (body: any): ReadonlyArray<string> => {
 }
 
 /** Probes until `done` holds, failing after `timeoutMs`. */
-export const eventually = async <A>(what: string, probe: () => Promise<A>, done: (value: A) => boolean, timeoutMs = 5_000): Promise<A> => {
+export const eventually = async <A>(
+  what: string,
+  probe: () => Promise<A>,
+  done: (value: A) => boolean,
+  timeoutMs = 5_000
+): Promise<A> => {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const value = await probe()
     if (done(value)) return value
-    if (Date.now() > deadline) assert.fail(`${what}: not reached within ${timeoutMs} ms; last value ${JSON.stringify(value)}`)
+    if (Date.now() > deadline) {
+      assert.fail(`${what}: not reached within ${timeoutMs} ms; last value ${JSON.stringify(value)}`)
+    }
     await sleep(50)
   }
 }
 
 /** GETs `path` until it answers 404; returns the last status seen. */
 export const waitGone = (server: TestServer, path: string, timeoutMs = 5_000): Promise<number> =>
-  eventually(`${path} gone`, async () => (await request(server, "GET", path)).status, (status) => status === 404, timeoutMs)
+  eventually(
+    `${path} gone`,
+    async () => (await request(server, "GET", path)).status,
+    (status) => status === 404,
+    timeoutMs
+  )
 
 export interface WatchEvent {
   readonly type: string
@@ -153,14 +177,22 @@ export const summary = (events: ReadonlyArray<WatchEvent>): ReadonlyArray<string
   events.map((event) => `${event.type} ${event.object?.metadata?.name ?? ""}`.trim())
 
 /** Starts a watch request; resolves when the response headers arrive. */
-export const startWatch = (server: TestServer, path: string, options: { readonly token?: string; readonly headers?: Record<string, string>; readonly signal?: AbortSignal } = {}): Promise<Response> =>
+export const startWatch = (
+  server: TestServer,
+  path: string,
+  options: { readonly token?: string; readonly headers?: Record<string, string>; readonly signal?: AbortSignal } = {}
+): Promise<Response> =>
   fetch(`${server.url}${path}`, {
     headers: { authorization: `Bearer ${options.token ?? server.token}`, ...options.headers },
     ...(options.signal === undefined ? {} : { signal: options.signal })
   })
 
 /** Opens a watch and reads its stream line by line as events arrive. */
-export const openWatch = async (server: TestServer, path: string, options: { readonly token?: string; readonly headers?: Record<string, string> } = {}): Promise<Watcher> => {
+export const openWatch = async (
+  server: TestServer,
+  path: string,
+  options: { readonly token?: string; readonly headers?: Record<string, string> } = {}
+): Promise<Watcher> => {
   const controller = new AbortController()
   const response = await startWatch(server, path, { ...options, signal: controller.signal })
   assert.strictEqual(response.status, 200, `watch ${path} answered ${response.status}`)
@@ -207,7 +239,11 @@ export const openWatch = async (server: TestServer, path: string, options: { rea
       const deadline = Date.now() + timeoutMs
       while (queue.length < count) {
         const outcome = await readOnce(deadline)
-        if (outcome !== "data") assert.fail(`expected ${count} watch events on ${path}, got ${queue.length} before ${outcome}: ${describeQueue()}`)
+        if (outcome !== "data") {
+          assert.fail(
+            `expected ${count} watch events on ${path}, got ${queue.length} before ${outcome}: ${describeQueue()}`
+          )
+        }
       }
       return queue.splice(0, count)
     },
@@ -239,12 +275,24 @@ export const openWatch = async (server: TestServer, path: string, options: { rea
  * One GET over node:http with headers exactly as given, repeated names and Host included (fetch merges or forbids
  * them).
  */
-export const rawRequest = (server: TestServer, path: string, headers: ReadonlyArray<readonly [string, string]>): Promise<{ readonly status: number; readonly text: string }> =>
+export const rawRequest = (
+  server: TestServer,
+  path: string,
+  headers: ReadonlyArray<readonly [string, string]>
+): Promise<{ readonly status: number; readonly text: string }> =>
   new Promise((resolve, reject) => {
     const url = new URL(path, server.url)
     // Given as a raw list, headers go out exactly as listed: HTTP/1.1 needs a Host, so one is added when absent.
-    const withHost = headers.some(([name]) => name.toLowerCase() === "host") ? headers : [["Host", url.host] as const, ...headers]
-    const sent = http.request({ host: url.hostname, port: url.port, path: `${url.pathname}${url.search}`, method: "GET", headers: withHost.flat() as Array<string> }, (response) => {
+    const withHost = headers.some(([name]) => name.toLowerCase() === "host")
+      ? headers
+      : [["Host", url.host] as const, ...headers]
+    const sent = http.request({
+      host: url.hostname,
+      port: url.port,
+      path: `${url.pathname}${url.search}`,
+      method: "GET",
+      headers: withHost.flat() as Array<string>
+    }, (response) => {
       let text = ""
       response.setEncoding("utf8")
       response.on("data", (chunk: string) => (text += chunk))

@@ -2,12 +2,12 @@
 // "Revisions"): POST …/volumes/{name}/revisions commits a tar.zst as the next revision, GET …/revisions/{n} reads it
 // back by its digest; the newest `volumeRevisionsKept` are kept and a dropped one's archive is released; a body that is
 // not zstd, one past the Volume's size (archived or unpacked), and a commit while a writer holds the Volume are refused with their codes.
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { execFileSync } from "node:child_process"
 import { createHash } from "node:crypto"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { volumeRevisionsKept } from "../../../src/core/Limits.ts"
 import { request, startTestServer, type TestServer } from "../../support/TestServer.ts"
 import { assertStatus, createProject, v1 } from "./Support.ts"
@@ -31,10 +31,16 @@ describe("Volume revisions over HTTP", () => {
   let server: TestServer
 
   const send = (method: string, path: string, body?: Uint8Array) =>
-    fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${server.token}`, "content-type": "application/zstd" }, ...(body === undefined ? {} : { body }) })
+    fetch(`${server.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${server.token}`, "content-type": "application/zstd" },
+      ...(body === undefined ? {} : { body })
+    })
 
   const createVolume = async (name: string, size = "1Gi") => {
-    const created = await request(server, "POST", `${v1}/namespaces/${project}/volumes`, { body: { apiVersion: "nodus.dev/v1", kind: "Volume", metadata: { name }, spec: { size } } })
+    const created = await request(server, "POST", `${v1}/namespaces/${project}/volumes`, {
+      body: { apiVersion: "nodus.dev/v1", kind: "Volume", metadata: { name }, spec: { size } }
+    })
     assert.strictEqual(created.status, 201, created.text)
     return created.body
   }
@@ -82,7 +88,10 @@ describe("Volume revisions over HTTP", () => {
     for (const bytes of archives) last = await commit("rolling", bytes)
     assert.strictEqual(last.status, 201, JSON.stringify(last.body))
     assert.strictEqual(last.body.status.revision, volumeRevisionsKept + 1)
-    assert.deepStrictEqual(last.body.status.revisions.map((entry: { revision: number }) => entry.revision), Array.from({ length: volumeRevisionsKept }, (_, index) => index + 2))
+    assert.deepStrictEqual(
+      last.body.status.revisions.map((entry: { revision: number }) => entry.revision),
+      Array.from({ length: volumeRevisionsKept }, (_, index) => index + 2)
+    )
     const dropped = await request(server, "GET", `${volumePath("rolling")}/revisions/1`)
     assertStatus(server, dropped, 404, "NotFound")
     assert.include(dropped.body.message, "no longer keeps revision 1")
@@ -129,7 +138,9 @@ describe("Volume revisions over HTTP", () => {
 
   it("refuses a commit while a writer holds the Volume: VolumeBusy", async () => {
     const volume = await createVolume("held")
-    const bound = await request(server, "PUT", `${volumePath("held")}/status`, { body: { ...volume, status: { phase: "InUse", boundTo: { kind: "Job", name: "writer" } } } })
+    const bound = await request(server, "PUT", `${volumePath("held")}/status`, {
+      body: { ...volume, status: { phase: "InUse", boundTo: { kind: "Job", name: "writer" } } }
+    })
     assert.strictEqual(bound.status, 200, bound.text)
     const refused = await commit("held", archiveOf("x\n"))
     assert.strictEqual(refused.status, 409, JSON.stringify(refused.body))

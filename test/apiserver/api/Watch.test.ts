@@ -8,11 +8,30 @@ import { Effect, Layer } from "effect"
 import * as MemoryStore from "../../../src/store/MemoryStore.ts"
 import { Store } from "../../../src/store/Store.ts"
 import { request, startTestServer, type TestServer } from "../../support/TestServer.ts"
-import { assertStatus, createJob, createProject, jobPath, jobsPath, mergePatch, openWatch, rv, sleep, startWatch, summary, v1, type Watcher } from "./Support.ts"
 import { openSilentWatch } from "./SilentWatch.ts"
+import {
+  assertStatus,
+  createJob,
+  createProject,
+  jobPath,
+  jobsPath,
+  mergePatch,
+  openWatch,
+  rv,
+  sleep,
+  startWatch,
+  summary,
+  v1,
+  type Watcher
+} from "./Support.ts"
 
 /** Runs `body` with a watch that is always closed afterwards. */
-const withWatch = async (server: TestServer, path: string, body: (watch: Watcher) => Promise<void>, options: { readonly headers?: Record<string, string> } = {}): Promise<void> => {
+const withWatch = async (
+  server: TestServer,
+  path: string,
+  body: (watch: Watcher) => Promise<void>,
+  options: { readonly headers?: Record<string, string> } = {}
+): Promise<void> => {
   const watch = await openWatch(server, path, options)
   try {
     await body(watch)
@@ -99,14 +118,18 @@ describe("watch", () => {
     assert.strictEqual(patched.status, 200, patched.text)
     await createJob(server, "watch-resume", "b")
     assert.strictEqual((await request(server, "DELETE", jobPath("watch-resume", "a"))).status, 200)
-    await withWatch(server, `${jobsPath("watch-resume")}?watch=true&resourceVersion=${first.metadata.resourceVersion}`, async (watch) => {
-      const replayed = await watch.next(3)
-      assert.deepStrictEqual(summary(replayed), ["MODIFIED a", "ADDED b", "DELETED a"])
-      assert.deepStrictEqual(replayed[0]!.object.metadata.labels, { step: "2" })
-      // Nothing else was replayed: the next event is the live one.
-      await createJob(server, "watch-resume", "c")
-      assert.deepStrictEqual(summary(await watch.next(1)), ["ADDED c"])
-    })
+    await withWatch(
+      server,
+      `${jobsPath("watch-resume")}?watch=true&resourceVersion=${first.metadata.resourceVersion}`,
+      async (watch) => {
+        const replayed = await watch.next(3)
+        assert.deepStrictEqual(summary(replayed), ["MODIFIED a", "ADDED b", "DELETED a"])
+        assert.deepStrictEqual(replayed[0]!.object.metadata.labels, { step: "2" })
+        // Nothing else was replayed: the next event is the live one.
+        await createJob(server, "watch-resume", "c")
+        assert.deepStrictEqual(summary(await watch.next(1)), ["ADDED c"])
+      }
+    )
   })
 
   it("resuming from the latest resourceVersion sends only new events", async () => {
@@ -138,40 +161,59 @@ describe("watch", () => {
   it("a label-selector watch sees ADDED when an object starts matching and DELETED when it stops", async () => {
     await createProject(server, "watch-labels")
     const version = await listVersion(server, "watch-labels")
-    await withWatch(server, `${jobsPath("watch-labels")}?watch=true&resourceVersion=${version}&labelSelector=${encodeURIComponent("watched=yes")}`, async (watch) => {
-      await createJob(server, "watch-labels", "j")
-      const unwatched = await mergePatch(server, jobPath("watch-labels", "j"), { spec: { backoffLimit: 1 } })
-      assert.strictEqual(unwatched.status, 200, unwatched.text)
-      const start = await mergePatch(server, jobPath("watch-labels", "j"), { metadata: { labels: { watched: "yes" } } })
-      assert.strictEqual(start.status, 200, start.text)
-      const change = await mergePatch(server, jobPath("watch-labels", "j"), { spec: { backoffLimit: 2 } })
-      assert.strictEqual(change.status, 200, change.text)
-      const stop = await mergePatch(server, jobPath("watch-labels", "j"), { metadata: { labels: { watched: null } } })
-      assert.strictEqual(stop.status, 200, stop.text)
-      await createJob(server, "watch-labels", "k", { labels: { watched: "yes" } })
-      const events = await watch.next(4)
-      assert.deepStrictEqual(summary(events), ["ADDED j", "MODIFIED j", "DELETED j", "ADDED k"])
-      assert.deepStrictEqual(events[0]!.object.metadata.labels, { watched: "yes" })
-      assert.strictEqual(events[1]!.object.spec.backoffLimit, 2)
-      assert.isUndefined(events[2]!.object.metadata.labels?.["watched"])
-    })
+    await withWatch(
+      server,
+      `${jobsPath("watch-labels")}?watch=true&resourceVersion=${version}&labelSelector=${
+        encodeURIComponent("watched=yes")
+      }`,
+      async (watch) => {
+        await createJob(server, "watch-labels", "j")
+        const unwatched = await mergePatch(server, jobPath("watch-labels", "j"), { spec: { backoffLimit: 1 } })
+        assert.strictEqual(unwatched.status, 200, unwatched.text)
+        const start = await mergePatch(server, jobPath("watch-labels", "j"), {
+          metadata: { labels: { watched: "yes" } }
+        })
+        assert.strictEqual(start.status, 200, start.text)
+        const change = await mergePatch(server, jobPath("watch-labels", "j"), { spec: { backoffLimit: 2 } })
+        assert.strictEqual(change.status, 200, change.text)
+        const stop = await mergePatch(server, jobPath("watch-labels", "j"), { metadata: { labels: { watched: null } } })
+        assert.strictEqual(stop.status, 200, stop.text)
+        await createJob(server, "watch-labels", "k", { labels: { watched: "yes" } })
+        const events = await watch.next(4)
+        assert.deepStrictEqual(summary(events), ["ADDED j", "MODIFIED j", "DELETED j", "ADDED k"])
+        assert.deepStrictEqual(events[0]!.object.metadata.labels, { watched: "yes" })
+        assert.strictEqual(events[1]!.object.spec.backoffLimit, 2)
+        assert.isUndefined(events[2]!.object.metadata.labels?.["watched"])
+      }
+    )
   })
 
   it("a fieldSelector metadata.name watch sees only that object (kubectl get NAME -w)", async () => {
     await createProject(server, "watch-name")
     await createJob(server, "watch-name", "other")
     await createJob(server, "watch-name", "mine")
-    await withWatch(server, `${jobsPath("watch-name")}?watch=true&resourceVersion=0&fieldSelector=metadata.name%3Dmine`, async (watch) => {
-      assert.deepStrictEqual(summary(await watch.next(1)), ["ADDED mine"])
-      assert.strictEqual((await mergePatch(server, jobPath("watch-name", "other"), { spec: { backoffLimit: 1 } })).status, 200)
-      assert.strictEqual((await mergePatch(server, jobPath("watch-name", "mine"), { spec: { backoffLimit: 2 } })).status, 200)
-      assert.deepStrictEqual(summary(await watch.next(1)), ["MODIFIED mine"])
-    })
+    await withWatch(
+      server,
+      `${jobsPath("watch-name")}?watch=true&resourceVersion=0&fieldSelector=metadata.name%3Dmine`,
+      async (watch) => {
+        assert.deepStrictEqual(summary(await watch.next(1)), ["ADDED mine"])
+        assert.strictEqual(
+          (await mergePatch(server, jobPath("watch-name", "other"), { spec: { backoffLimit: 1 } })).status,
+          200
+        )
+        assert.strictEqual(
+          (await mergePatch(server, jobPath("watch-name", "mine"), { spec: { backoffLimit: 2 } })).status,
+          200
+        )
+        assert.deepStrictEqual(summary(await watch.next(1)), ["MODIFIED mine"])
+      }
+    )
   })
 
   it("a watch with kubectl's Table Accept sends each object as a one-row Table", async () => {
     await createProject(server, "watch-table")
-    const accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
+    const accept =
+      "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
     const version = await listVersion(server, "watch-table")
     await withWatch(server, `${jobsPath("watch-table")}?watch=true&resourceVersion=${version}`, async (watch) => {
       await createJob(server, "watch-table", "first")
@@ -205,7 +247,10 @@ describe("watch", () => {
     const pending = startWatch(server, `${jobsPath("watch-headers")}?watch=true`, { signal: controller.signal })
     pending.catch(() => {})
     try {
-      const outcome = await Promise.race([pending.then((response) => response), sleep(5_000).then(() => "no headers" as const)])
+      const outcome = await Promise.race([
+        pending.then((response) => response),
+        sleep(5_000).then(() => "no headers" as const)
+      ])
       assert.notStrictEqual(outcome, "no headers", "fetch did not resolve while nothing was written")
       const response = outcome as Response
       assert.strictEqual(response.status, 200)
@@ -217,19 +262,63 @@ describe("watch", () => {
     }
   })
 
-  const refused: ReadonlyArray<{ readonly name: string; readonly path: string; readonly status: number; readonly reason: string }> = [
-    { name: "a non-numeric resourceVersion", path: `${jobsPath("watch-refused")}?watch=true&resourceVersion=abc`, status: 400, reason: "BadRequest" },
-    { name: "a resourceVersion of 2^64", path: `${jobsPath("watch-refused")}?watch=true&resourceVersion=18446744073709551616`, status: 400, reason: "BadRequest" },
-    { name: "a resourceVersion far above 2^64", path: `${jobsPath("watch-refused")}?watch=true&resourceVersion=99999999999999999999999`, status: 400, reason: "BadRequest" },
-    { name: "a negative resourceVersion", path: `${jobsPath("watch-refused")}?watch=true&resourceVersion=-5`, status: 400, reason: "BadRequest" },
-    { name: "an invalid label selector", path: `${jobsPath("watch-refused")}?watch=true&labelSelector=${encodeURIComponent("a in (")}`, status: 400, reason: "BadRequest" },
-    { name: "an unsupported field label", path: `${jobsPath("watch-refused")}?watch=true&fieldSelector=spec.image%3Dx`, status: 400, reason: "BadRequest" },
-    { name: "a missing project", path: `${jobsPath("watch-no-such-project")}?watch=true`, status: 404, reason: "NotFound" },
-    { name: "a non-integer timeoutSeconds", path: `${jobsPath("watch-refused")}?watch=true&timeoutSeconds=soon`, status: 400, reason: "BadRequest" }
+  const refused: ReadonlyArray<
+    { readonly name: string; readonly path: string; readonly status: number; readonly reason: string }
+  > = [
+    {
+      name: "a non-numeric resourceVersion",
+      path: `${jobsPath("watch-refused")}?watch=true&resourceVersion=abc`,
+      status: 400,
+      reason: "BadRequest"
+    },
+    {
+      name: "a resourceVersion of 2^64",
+      path: `${jobsPath("watch-refused")}?watch=true&resourceVersion=18446744073709551616`,
+      status: 400,
+      reason: "BadRequest"
+    },
+    {
+      name: "a resourceVersion far above 2^64",
+      path: `${jobsPath("watch-refused")}?watch=true&resourceVersion=99999999999999999999999`,
+      status: 400,
+      reason: "BadRequest"
+    },
+    {
+      name: "a negative resourceVersion",
+      path: `${jobsPath("watch-refused")}?watch=true&resourceVersion=-5`,
+      status: 400,
+      reason: "BadRequest"
+    },
+    {
+      name: "an invalid label selector",
+      path: `${jobsPath("watch-refused")}?watch=true&labelSelector=${encodeURIComponent("a in (")}`,
+      status: 400,
+      reason: "BadRequest"
+    },
+    {
+      name: "an unsupported field label",
+      path: `${jobsPath("watch-refused")}?watch=true&fieldSelector=spec.image%3Dx`,
+      status: 400,
+      reason: "BadRequest"
+    },
+    {
+      name: "a missing project",
+      path: `${jobsPath("watch-no-such-project")}?watch=true`,
+      status: 404,
+      reason: "NotFound"
+    },
+    {
+      name: "a non-integer timeoutSeconds",
+      path: `${jobsPath("watch-refused")}?watch=true&timeoutSeconds=soon`,
+      status: 400,
+      reason: "BadRequest"
+    }
   ]
   for (const testCase of refused) {
     it(`a watch with ${testCase.name} is refused with ${testCase.status} before it starts`, async () => {
-      await request(server, "POST", "/api/v1/namespaces", { body: { apiVersion: "v1", kind: "Namespace", metadata: { name: "watch-refused" } } })
+      await request(server, "POST", "/api/v1/namespaces", {
+        body: { apiVersion: "v1", kind: "Namespace", metadata: { name: "watch-refused" } }
+      })
       assert.strictEqual((await request(server, "GET", "/api/v1/namespaces/watch-refused")).status, 200)
       const reply = await request(server, "GET", testCase.path)
       assertStatus(server, reply, testCase.status, testCase.reason)
@@ -261,23 +350,36 @@ describe("watch bookmarks", () => {
 
   it("bookmarks move forward with changes the watch did not match", async () => {
     const version = await listVersion(server, "bookmarks")
-    await withWatch(server, `${jobsPath("bookmarks")}?watch=true&allowWatchBookmarks=true&resourceVersion=${version}&labelSelector=none%3Dmatch`, async (watch) => {
-      const unmatched = await createJob(server, "bookmarks", "unmatched")
-      const events = await watch.until((event) => event.type === "BOOKMARK" && rv(event.object) >= rv(unmatched), 10_000)
-      assert.isTrue(events.every((event) => event.type === "BOOKMARK"), JSON.stringify(summary(events)))
-    })
+    await withWatch(
+      server,
+      `${
+        jobsPath("bookmarks")
+      }?watch=true&allowWatchBookmarks=true&resourceVersion=${version}&labelSelector=none%3Dmatch`,
+      async (watch) => {
+        const unmatched = await createJob(server, "bookmarks", "unmatched")
+        const events = await watch.until(
+          (event) => event.type === "BOOKMARK" && rv(event.object) >= rv(unmatched),
+          10_000
+        )
+        assert.isTrue(events.every((event) => event.type === "BOOKMARK"), JSON.stringify(summary(events)))
+      }
+    )
   })
 
   it("without allowWatchBookmarks no BOOKMARK is sent", async () => {
     const version = await listVersion(server, "bookmarks")
     await withWatch(server, `${jobsPath("bookmarks")}?watch=true&resourceVersion=${version}`, async (plain) => {
-      await withWatch(server, `${jobsPath("bookmarks")}?watch=true&allowWatchBookmarks=true&resourceVersion=${version}`, async (bookmarked) => {
-        // Two bookmarks on the other watch: bookmark time has passed for the plain watch too.
-        await bookmarked.until((event) => event.type === "BOOKMARK")
-        await bookmarked.until((event) => event.type === "BOOKMARK")
-        await createJob(server, "bookmarks", "marker")
-        assert.deepStrictEqual(summary(await plain.next(1)), ["ADDED marker"])
-      })
+      await withWatch(
+        server,
+        `${jobsPath("bookmarks")}?watch=true&allowWatchBookmarks=true&resourceVersion=${version}`,
+        async (bookmarked) => {
+          // Two bookmarks on the other watch: bookmark time has passed for the plain watch too.
+          await bookmarked.until((event) => event.type === "BOOKMARK")
+          await bookmarked.until((event) => event.type === "BOOKMARK")
+          await createJob(server, "bookmarks", "marker")
+          assert.deepStrictEqual(summary(await plain.next(1)), ["ADDED marker"])
+        }
+      )
     })
   })
 })
@@ -307,7 +409,11 @@ describe("watch beyond the retained change log", () => {
       const [event] = await watch.next(1)
       assert.strictEqual(event!.type, "ERROR")
       const status = event!.object as unknown as { kind: string; code: number; reason: string }
-      assert.deepStrictEqual({ kind: status.kind, code: status.code, reason: status.reason }, { kind: "Status", code: 410, reason: "Expired" })
+      assert.deepStrictEqual({ kind: status.kind, code: status.code, reason: status.reason }, {
+        kind: "Status",
+        code: 410,
+        reason: "Expired"
+      })
       assert.isTrue(await watch.ended(5_000), "the stream ends after the 410")
     })
   })
@@ -328,7 +434,14 @@ describe("watch replaying the change log a page at a time", () => {
     const first = await createJob(server, "paged-replay", "j0")
     for (let i = 1; i <= 6; i++) await createJob(server, "paged-replay", `j${i}`)
     await withWatch(server, `${jobsPath("paged-replay")}?watch=true&resourceVersion=${rv(first)}`, async (watch) => {
-      assert.deepStrictEqual(summary(await watch.next(6)), ["ADDED j1", "ADDED j2", "ADDED j3", "ADDED j4", "ADDED j5", "ADDED j6"])
+      assert.deepStrictEqual(summary(await watch.next(6)), [
+        "ADDED j1",
+        "ADDED j2",
+        "ADDED j3",
+        "ADDED j4",
+        "ADDED j5",
+        "ADDED j6"
+      ])
       await createJob(server, "paged-replay", "live")
       assert.deepStrictEqual(summary(await watch.next(1)), ["ADDED live"])
     })
@@ -355,7 +468,9 @@ describe("watch backpressure", () => {
     try {
       const patches = 60
       for (let round = 0; round < patches; round++) {
-        const patched = await mergePatch(server, jobPath("slow-watcher", "j"), { metadata: { annotations: { bulk, round: String(round) } } })
+        const patched = await mergePatch(server, jobPath("slow-watcher", "j"), {
+          metadata: { annotations: { bulk, round: String(round) } }
+        })
         assert.strictEqual(patched.status, 200, patched.text)
       }
       // Well past slowAfter: the watch has given up on this client by now.
@@ -369,7 +484,10 @@ describe("watch backpressure", () => {
       const modified = result.events.slice(0, -1)
       assert.isTrue(modified.every((event) => event.type === "MODIFIED"), JSON.stringify(summary(modified)))
       // What came is the changes in order, up to where the watch stopped reading: not all of them.
-      assert.deepStrictEqual(modified.map((event) => Number(event.object.metadata.annotations.round)), modified.map((_, index) => index))
+      assert.deepStrictEqual(
+        modified.map((event) => Number(event.object.metadata.annotations.round)),
+        modified.map((_, index) => index)
+      )
       assert.isBelow(modified.length, patches)
     } finally {
       watch.close()
@@ -402,7 +520,9 @@ describe("watch timeoutSeconds while the client does not read", () => {
     await createProject(server, "stalled-timeout")
     const objects = 60
     const bulk = "x".repeat(200 * 1024)
-    for (let index = 0; index < objects; index++) await createJob(server, "stalled-timeout", `j${index}`, { annotations: { bulk } })
+    for (let index = 0; index < objects; index++) {
+      await createJob(server, "stalled-timeout", `j${index}`, { annotations: { bulk } })
+    }
     // Two seconds leave the server time to fill the socket before the deadline, so that its writes then wait.
     const watch = await openSilentWatch(server, `${jobsPath("stalled-timeout")}?watch=true&timeoutSeconds=2`)
     try {
@@ -410,7 +530,10 @@ describe("watch timeoutSeconds while the client does not read", () => {
       await sleep(3_500)
       const result = await watch.resume()
       assert.strictEqual(result.status, 200)
-      assert.isFalse(result.complete, "the response was cut while the client was not reading, not finished when it read again")
+      assert.isFalse(
+        result.complete,
+        "the response was cut while the client was not reading, not finished when it read again"
+      )
       assert.isBelow(result.events.length, objects)
       assert.isTrue(result.events.every((event) => event.type === "ADDED"), JSON.stringify(summary(result.events)))
     } finally {

@@ -7,7 +7,20 @@ import * as MemoryStore from "../../../src/store/MemoryStore.ts"
 import { Store, type WriteOp } from "../../../src/store/Store.ts"
 import { jobDefaults } from "../../support/KindRules.ts"
 import { request, startTestServer, type TestServer } from "../../support/TestServer.ts"
-import { assertStatus, causeFields, createJob, createProject, jobBody, jobPath, jobsPath, mergePatch, namesOf, openWatch, rv, summary } from "./Support.ts"
+import {
+  assertStatus,
+  causeFields,
+  createJob,
+  createProject,
+  jobBody,
+  jobPath,
+  jobsPath,
+  mergePatch,
+  namesOf,
+  openWatch,
+  rv,
+  summary
+} from "./Support.ts"
 
 const applyPatch = (server: TestServer, path: string, body: unknown) =>
   request(server, "PATCH", path, { body, contentType: "application/apply-patch+yaml" })
@@ -30,12 +43,16 @@ describe("writes", () => {
       const moved = await mergePatch(server, jobPath("w-stale", "j"), { spec: { backoffLimit: 2 } })
       assert.strictEqual(moved.status, 200, moved.text)
       assert.notStrictEqual(moved.body.metadata.resourceVersion, created.metadata.resourceVersion)
-      const stale = await request(server, "PUT", jobPath("w-stale", "j"), { body: { ...created, spec: { image: "python:3.12", backoffLimit: 9 } } })
+      const stale = await request(server, "PUT", jobPath("w-stale", "j"), {
+        body: { ...created, spec: { image: "python:3.12", backoffLimit: 9 } }
+      })
       const body = assertStatus(server, stale, 409, "Conflict")
       assert.strictEqual(body.details.name, "j")
       const read = await request(server, "GET", jobPath("w-stale", "j"))
       assert.strictEqual(read.body.spec.backoffLimit, 2)
-      const fresh = await request(server, "PUT", jobPath("w-stale", "j"), { body: { ...moved.body, spec: { image: "python:3.12", backoffLimit: 4 } } })
+      const fresh = await request(server, "PUT", jobPath("w-stale", "j"), {
+        body: { ...moved.body, spec: { image: "python:3.12", backoffLimit: 4 } }
+      })
       assert.strictEqual(fresh.status, 200, fresh.text)
       assert.strictEqual(fresh.body.spec.backoffLimit, 4)
     })
@@ -43,7 +60,9 @@ describe("writes", () => {
     it("PUT without a resourceVersion is Invalid", async () => {
       await createProject(server, "w-no-rv")
       await createJob(server, "w-no-rv", "j")
-      const reply = await request(server, "PUT", jobPath("w-no-rv", "j"), { body: jobBody("j", {}, { backoffLimit: 5 }) })
+      const reply = await request(server, "PUT", jobPath("w-no-rv", "j"), {
+        body: jobBody("j", {}, { backoffLimit: 5 })
+      })
       const body = assertStatus(server, reply, 422, "Invalid")
       assert.include(causeFields(body), "metadata.resourceVersion")
       assert.isUndefined((await request(server, "GET", jobPath("w-no-rv", "j"))).body.spec.backoffLimit)
@@ -51,14 +70,18 @@ describe("writes", () => {
 
     it("PUT of a missing object is NotFound", async () => {
       await createProject(server, "w-put-missing")
-      const reply = await request(server, "PUT", jobPath("w-put-missing", "absent"), { body: jobBody("absent", { resourceVersion: "1" }) })
+      const reply = await request(server, "PUT", jobPath("w-put-missing", "absent"), {
+        body: jobBody("absent", { resourceVersion: "1" })
+      })
       assertStatus(server, reply, 404, "NotFound")
     })
 
     it("PUT whose body names another object is a BadRequest", async () => {
       await createProject(server, "w-put-name")
       const created = await createJob(server, "w-put-name", "j")
-      const reply = await request(server, "PUT", jobPath("w-put-name", "j"), { body: { ...created, metadata: { ...created.metadata, name: "other" } } })
+      const reply = await request(server, "PUT", jobPath("w-put-name", "j"), {
+        body: { ...created, metadata: { ...created.metadata, name: "other" } }
+      })
       assertStatus(server, reply, 400, "BadRequest")
     })
   })
@@ -74,7 +97,11 @@ describe("writes", () => {
         { command: ["a"], env: [{ name: "A", value: "1" }], completions: 4, backoffLimit: 3, timeout: "1h" }
       )
       const reply = await mergePatch(server, jobPath("w-merge", "j"), {
-        metadata: { labels: { drop: null, added: "3" }, annotations: { a: null }, finalizers: ["example.com/b", "example.com/c"] },
+        metadata: {
+          labels: { drop: null, added: "3" },
+          annotations: { a: null },
+          finalizers: ["example.com/b", "example.com/c"]
+        },
         spec: { backoffLimit: null, parallelism: 2, recovery: { maxAttempts: 5 } }
       })
       assert.strictEqual(reply.status, 200, reply.text)
@@ -100,10 +127,16 @@ describe("writes", () => {
       const created = await createJob(server, "w-merge-pinned", "j")
       const moved = await mergePatch(server, jobPath("w-merge-pinned", "j"), { metadata: { labels: { step: "1" } } })
       assert.strictEqual(moved.status, 200, moved.text)
-      const stale = await mergePatch(server, jobPath("w-merge-pinned", "j"), { metadata: { resourceVersion: created.metadata.resourceVersion }, spec: { backoffLimit: 1 } })
+      const stale = await mergePatch(server, jobPath("w-merge-pinned", "j"), {
+        metadata: { resourceVersion: created.metadata.resourceVersion },
+        spec: { backoffLimit: 1 }
+      })
       assertStatus(server, stale, 409, "Conflict")
       assert.isUndefined((await request(server, "GET", jobPath("w-merge-pinned", "j"))).body.spec.backoffLimit)
-      const current = await mergePatch(server, jobPath("w-merge-pinned", "j"), { metadata: { resourceVersion: moved.body.metadata.resourceVersion }, spec: { backoffLimit: 2 } })
+      const current = await mergePatch(server, jobPath("w-merge-pinned", "j"), {
+        metadata: { resourceVersion: moved.body.metadata.resourceVersion },
+        spec: { backoffLimit: 2 }
+      })
       assert.strictEqual(current.status, 200, current.text)
       assert.strictEqual(current.body.spec.backoffLimit, 2)
     })
@@ -117,7 +150,11 @@ describe("writes", () => {
 
     it("JSON patch: add, replace and remove apply in order", async () => {
       await createProject(server, "w-json")
-      await createJob(server, "w-json", "j", { labels: { gone: "soon" }, finalizers: ["example.com/a"] }, { completions: 4, backoffLimit: 1, timeout: "1h" })
+      await createJob(server, "w-json", "j", { labels: { gone: "soon" }, finalizers: ["example.com/a"] }, {
+        completions: 4,
+        backoffLimit: 1,
+        timeout: "1h"
+      })
       const reply = await jsonPatch(server, jobPath("w-json", "j"), [
         { op: "add", path: "/metadata/labels/team", value: "b" },
         { op: "replace", path: "/spec/backoffLimit", value: 3 },
@@ -136,10 +173,31 @@ describe("writes", () => {
       assert.strictEqual(reply.body.metadata.generation, 2)
     })
 
-    const failingJsonPatches: ReadonlyArray<{ readonly name: string; readonly operations: unknown; readonly status: number; readonly reason: string }> = [
-      { name: "a failing test", operations: [{ op: "add", path: "/spec/backoffLimit", value: 5 }, { op: "test", path: "/spec/image", value: "python:3.13" }], status: 422, reason: "Invalid" },
-      { name: "removing a missing member", operations: [{ op: "remove", path: "/spec/nothing" }], status: 422, reason: "Invalid" },
-      { name: "an unknown op", operations: [{ op: "frobnicate", path: "/spec/image" }], status: 400, reason: "BadRequest" },
+    const failingJsonPatches: ReadonlyArray<
+      { readonly name: string; readonly operations: unknown; readonly status: number; readonly reason: string }
+    > = [
+      {
+        name: "a failing test",
+        operations: [{ op: "add", path: "/spec/backoffLimit", value: 5 }, {
+          op: "test",
+          path: "/spec/image",
+          value: "python:3.13"
+        }],
+        status: 422,
+        reason: "Invalid"
+      },
+      {
+        name: "removing a missing member",
+        operations: [{ op: "remove", path: "/spec/nothing" }],
+        status: 422,
+        reason: "Invalid"
+      },
+      {
+        name: "an unknown op",
+        operations: [{ op: "frobnicate", path: "/spec/image" }],
+        status: 400,
+        reason: "BadRequest"
+      },
       { name: "not an array", operations: { op: "add", path: "/spec/x", value: 1 }, status: 400, reason: "BadRequest" }
     ]
     for (const testCase of failingJsonPatches) {
@@ -158,22 +216,39 @@ describe("writes", () => {
 
     it("a patch of a missing object is NotFound", async () => {
       await createProject(server, "w-patch-missing")
-      assertStatus(server, await mergePatch(server, jobPath("w-patch-missing", "absent"), { spec: { image: "x" } }), 404, "NotFound")
+      assertStatus(
+        server,
+        await mergePatch(server, jobPath("w-patch-missing", "absent"), { spec: { image: "x" } }),
+        404,
+        "NotFound"
+      )
     })
 
     it("a no-op patch keeps the resourceVersion and the ETag", async () => {
       await createProject(server, "w-noop")
-      const created = await request(server, "POST", jobsPath("w-noop"), { body: jobBody("j", { labels: { team: "a" } }) })
+      const created = await request(server, "POST", jobsPath("w-noop"), {
+        body: jobBody("j", { labels: { team: "a" } })
+      })
       assert.strictEqual(created.status, 201, created.text)
-      const noops: ReadonlyArray<unknown> = [{ spec: { image: "python:3.12" } }, { metadata: { labels: { team: "a" } } }, {}]
+      const noops: ReadonlyArray<unknown> = [{ spec: { image: "python:3.12" } }, {
+        metadata: { labels: { team: "a" } }
+      }, {}]
       for (const patch of noops) {
         const reply = await mergePatch(server, jobPath("w-noop", "j"), patch)
         assert.strictEqual(reply.status, 200, reply.text)
-        assert.strictEqual(reply.body.metadata.resourceVersion, created.body.metadata.resourceVersion, JSON.stringify(patch))
+        assert.strictEqual(
+          reply.body.metadata.resourceVersion,
+          created.body.metadata.resourceVersion,
+          JSON.stringify(patch)
+        )
         assert.strictEqual(reply.headers.get("etag"), created.headers.get("etag"))
         assert.deepStrictEqual(reply.body.metadata.managedFields, created.body.metadata.managedFields)
       }
-      const json = await jsonPatch(server, jobPath("w-noop", "j"), [{ op: "replace", path: "/spec/image", value: "python:3.12" }])
+      const json = await jsonPatch(server, jobPath("w-noop", "j"), [{
+        op: "replace",
+        path: "/spec/image",
+        value: "python:3.12"
+      }])
       assert.strictEqual(json.status, 200, json.text)
       assert.strictEqual(json.body.metadata.resourceVersion, created.body.metadata.resourceVersion)
     })
@@ -187,8 +262,14 @@ describe("writes", () => {
       const patched = await mergePatch(server, path, { spec: { image: "python:3.13" } })
       const body = assertStatus(server, patched, 422, "FieldImmutable")
       assert.strictEqual(body.details.causes[0].field, "spec.image", patched.text)
-      const replaced = await request(server, "PUT", path, { body: { ...created, spec: { ...created.spec, image: "python:3.13" } } })
-      assert.strictEqual(assertStatus(server, replaced, 422, "FieldImmutable").details.causes[0].field, "spec.image", replaced.text)
+      const replaced = await request(server, "PUT", path, {
+        body: { ...created, spec: { ...created.spec, image: "python:3.13" } }
+      })
+      assert.strictEqual(
+        assertStatus(server, replaced, 422, "FieldImmutable").details.causes[0].field,
+        "spec.image",
+        replaced.text
+      )
       const read = await request(server, "GET", path)
       assert.strictEqual(read.body.spec.image, "python:3.12")
       assert.strictEqual(read.body.metadata.resourceVersion, created.metadata.resourceVersion)
@@ -230,12 +311,20 @@ describe("writes", () => {
       await createProject(server, "w-apply")
       const path = `${jobPath("w-apply", "j")}?fieldManager=me`
       const spec = { command: ["python", "train.py"], completions: 4, parallelism: 2 }
-      const first = await applyPatch(server, path, jobBody("j", { labels: { team: "a", tier: "gold" } }, { ...spec, timeout: "1h" }))
+      const first = await applyPatch(
+        server,
+        path,
+        jobBody("j", { labels: { team: "a", tier: "gold" } }, { ...spec, timeout: "1h" })
+      )
       assert.strictEqual(first.status, 201, first.text)
       assert.deepStrictEqual(first.body.spec, { ...jobDefaults, image: "python:3.12", ...spec, timeout: "1h" })
       const read = await request(server, "GET", jobPath("w-apply", "j"))
       assert.strictEqual(read.status, 200, read.text)
-      const updated = await applyPatch(server, path, jobBody("j", { labels: { team: "b", tier: "gold" } }, { ...spec, timeout: "1h" }))
+      const updated = await applyPatch(
+        server,
+        path,
+        jobBody("j", { labels: { team: "b", tier: "gold" } }, { ...spec, timeout: "1h" })
+      )
       assert.strictEqual(updated.status, 200, updated.text)
       assert.deepStrictEqual(updated.body.metadata.labels, { team: "b", tier: "gold" })
       assert.strictEqual(updated.body.metadata.uid, first.body.metadata.uid)
@@ -277,21 +366,35 @@ describe("writes", () => {
       const updated = await applyPatch(server, path, jobBody("j", {}, { backoffLimit: 2 }))
       assert.strictEqual(updated.status, 200, updated.text)
       for (const object of [created.body, updated.body]) {
-        const entries = (object.metadata.managedFields as ReadonlyArray<any>).filter((candidate) => candidate.manager === "me")
-        assert.deepStrictEqual(entries.map((entry) => entry.operation), ["Apply"], JSON.stringify(object.metadata.managedFields))
+        const entries = (object.metadata.managedFields as ReadonlyArray<any>).filter((candidate) =>
+          candidate.manager === "me"
+        )
+        assert.deepStrictEqual(
+          entries.map((entry) => entry.operation),
+          ["Apply"],
+          JSON.stringify(object.metadata.managedFields)
+        )
         // Exactly the fields it applied: the defaults admission added belong to no manager, as in Kubernetes.
-        assert.deepStrictEqual(entries[0].fieldsV1["f:spec"], { "f:image": {}, "f:backoffLimit": {} }, JSON.stringify(entries[0].fieldsV1))
+        assert.deepStrictEqual(
+          entries[0].fieldsV1["f:spec"],
+          { "f:image": {}, "f:backoffLimit": {} },
+          JSON.stringify(entries[0].fieldsV1)
+        )
       }
     })
 
     it("apply keeps fields another manager set", async () => {
       await createProject(server, "w-apply-others")
       const path = `${jobPath("w-apply-others", "j")}?fieldManager=me`
-      const created = await request(server, "POST", `${jobsPath("w-apply-others")}?fieldManager=me`, { body: jobBody("j", {}, { completions: 4 }) })
+      const created = await request(server, "POST", `${jobsPath("w-apply-others")}?fieldManager=me`, {
+        body: jobBody("j", {}, { completions: 4 })
+      })
       assert.strictEqual(created.status, 201, created.text)
       const applied = await applyPatch(server, path, jobBody("j", {}, { completions: 4, parallelism: 3 }))
       assert.strictEqual(applied.status, 200, applied.text)
-      const other = await mergePatch(server, `${jobPath("w-apply-others", "j")}?fieldManager=someone`, { spec: { backoffLimit: 4 } })
+      const other = await mergePatch(server, `${jobPath("w-apply-others", "j")}?fieldManager=someone`, {
+        spec: { backoffLimit: 4 }
+      })
       assert.strictEqual(other.status, 200, other.text)
       const again = await applyPatch(server, path, jobBody("j", {}, { completions: 4, parallelism: 3 }))
       assert.strictEqual(again.status, 200, again.text)
@@ -313,7 +416,9 @@ describe("writes", () => {
       const created = await request(server, "POST", jobsPath("w-etag"), { body: jobBody("j") })
       const read = await request(server, "GET", jobPath("w-etag", "j"))
       const patched = await mergePatch(server, jobPath("w-etag", "j"), { spec: { backoffLimit: 1 } })
-      const replaced = await request(server, "PUT", jobPath("w-etag", "j"), { body: { ...patched.body, spec: { image: "python:3.12", backoffLimit: 2 } } })
+      const replaced = await request(server, "PUT", jobPath("w-etag", "j"), {
+        body: { ...patched.body, spec: { image: "python:3.12", backoffLimit: 2 } }
+      })
       for (const reply of [created, read, patched, replaced]) {
         assert.isTrue(reply.status === 200 || reply.status === 201, reply.text)
         assert.strictEqual(reply.headers.get("etag"), `"${reply.body.metadata.resourceVersion}"`)
@@ -322,11 +427,43 @@ describe("writes", () => {
       assert.notStrictEqual(replaced.headers.get("etag"), patched.headers.get("etag"))
     })
 
-    const operations: ReadonlyArray<{ readonly name: string; readonly send: (server: TestServer, path: string, object: any, etag: string) => ReturnType<typeof request>; readonly status: number }> = [
-      { name: "PUT", send: (s, path, object, etag) => request(s, "PUT", path, { body: { ...object, spec: { image: "python:3.12", backoffLimit: 5 } }, headers: { "if-match": etag } }), status: 200 },
-      { name: "merge PATCH", send: (s, path, _object, etag) => mergePatch(s, path, { spec: { backoffLimit: 6 } }, { headers: { "if-match": etag } }), status: 200 },
-      { name: "JSON PATCH", send: (s, path, _object, etag) => request(s, "PATCH", path, { body: [{ op: "replace", path: "/spec/state", value: "Suspended" }], contentType: "application/json-patch+json", headers: { "if-match": etag } }), status: 200 },
-      { name: "DELETE", send: (s, path, _object, etag) => request(s, "DELETE", path, { headers: { "if-match": etag } }), status: 200 }
+    const operations: ReadonlyArray<
+      {
+        readonly name: string
+        readonly send: (server: TestServer, path: string, object: any, etag: string) => ReturnType<typeof request>
+        readonly status: number
+      }
+    > = [
+      {
+        name: "PUT",
+        send: (s, path, object, etag) =>
+          request(s, "PUT", path, {
+            body: { ...object, spec: { image: "python:3.12", backoffLimit: 5 } },
+            headers: { "if-match": etag }
+          }),
+        status: 200
+      },
+      {
+        name: "merge PATCH",
+        send: (s, path, _object, etag) =>
+          mergePatch(s, path, { spec: { backoffLimit: 6 } }, { headers: { "if-match": etag } }),
+        status: 200
+      },
+      {
+        name: "JSON PATCH",
+        send: (s, path, _object, etag) =>
+          request(s, "PATCH", path, {
+            body: [{ op: "replace", path: "/spec/state", value: "Suspended" }],
+            contentType: "application/json-patch+json",
+            headers: { "if-match": etag }
+          }),
+        status: 200
+      },
+      {
+        name: "DELETE",
+        send: (s, path, _object, etag) => request(s, "DELETE", path, { headers: { "if-match": etag } }),
+        status: 200
+      }
     ]
     for (const operation of operations) {
       it(`If-Match on ${operation.name}: a wrong ETag is PreconditionFailed, the right one succeeds`, async () => {
@@ -353,7 +490,10 @@ describe("writes", () => {
       await createProject(server, "w-dry")
       const list = await request(server, "GET", jobsPath("w-dry"))
       assert.strictEqual(list.status, 200, list.text)
-      const watch = await openWatch(server, `${jobsPath("w-dry")}?watch=true&resourceVersion=${list.body.metadata.resourceVersion}`)
+      const watch = await openWatch(
+        server,
+        `${jobsPath("w-dry")}?watch=true&resourceVersion=${list.body.metadata.resourceVersion}`
+      )
       try {
         const dry = await request(server, "POST", `${jobsPath("w-dry")}?dryRun=All`, { body: jobBody("dry") })
         assert.strictEqual(dry.status, 201, dry.text)
@@ -374,7 +514,9 @@ describe("writes", () => {
       await createProject(server, "w-dry-update")
       const created = await createJob(server, "w-dry-update", "j")
       const path = jobPath("w-dry-update", "j")
-      const put = await request(server, "PUT", `${path}?dryRun=All`, { body: { ...created, spec: { image: "python:3.12", backoffLimit: 8 } } })
+      const put = await request(server, "PUT", `${path}?dryRun=All`, {
+        body: { ...created, spec: { image: "python:3.12", backoffLimit: 8 } }
+      })
       assert.strictEqual(put.status, 200, put.text)
       assert.strictEqual(put.body.spec.backoffLimit, 8)
       const patched = await mergePatch(server, `${path}?dryRun=All`, { spec: { backoffLimit: 9 } })
@@ -397,7 +539,10 @@ describe("writes", () => {
       assert.strictEqual(dry.status, 201, dry.text)
       const etag = dry.headers.get("etag")
       assert.isString(etag)
-      const different = await request(server, "POST", jobsPath("w-dry-etag"), { body: { ...body, spec: { ...body.spec, image: "python:3.13" } }, headers: { "if-match": etag! } })
+      const different = await request(server, "POST", jobsPath("w-dry-etag"), {
+        body: { ...body, spec: { ...body.spec, image: "python:3.13" } },
+        headers: { "if-match": etag! }
+      })
       assertStatus(server, different, 412, "PreconditionFailed")
       assert.strictEqual((await request(server, "GET", jobPath("w-dry-etag", "bound"))).status, 404)
       const real = await request(server, "POST", jobsPath("w-dry-etag"), { body, headers: { "if-match": etag! } })
@@ -422,34 +567,56 @@ describe("writes", () => {
       await createProject(server, "w-precondition")
       const created = await createJob(server, "w-precondition", "j")
       const path = jobPath("w-precondition", "j")
-      const wrong = await request(server, "DELETE", path, { body: { apiVersion: "v1", kind: "DeleteOptions", preconditions: { uid: "00000000-0000-0000-0000-000000000000" } } })
+      const wrong = await request(server, "DELETE", path, {
+        body: {
+          apiVersion: "v1",
+          kind: "DeleteOptions",
+          preconditions: { uid: "00000000-0000-0000-0000-000000000000" }
+        }
+      })
       assertStatus(server, wrong, 409, "Conflict")
       assert.strictEqual((await request(server, "GET", path)).status, 200)
       const staleVersion = await request(server, "DELETE", path, { body: { preconditions: { resourceVersion: "1" } } })
       assertStatus(server, staleVersion, 409, "Conflict")
-      const right = await request(server, "DELETE", path, { body: { preconditions: { uid: created.metadata.uid, resourceVersion: created.metadata.resourceVersion } } })
+      const right = await request(server, "DELETE", path, {
+        body: { preconditions: { uid: created.metadata.uid, resourceVersion: created.metadata.resourceVersion } }
+      })
       assert.strictEqual(right.status, 200, right.text)
       assert.strictEqual((await request(server, "GET", path)).status, 404)
     })
 
     it("a plain DELETE racing another writer is retried, not a Conflict; one pinning a resourceVersion is not", async () => {
       // A controller's status write lands between the DELETE's read and its commit, every time.
-      const racing = Layer.effect(Store, Effect.map(MemoryStore.make, (store) => ({
-        ...store,
-        commit: (ops: ReadonlyArray<WriteOp>) => {
-          const first = ops[0]
-          if (first?._tag !== "Delete") return store.commit(ops)
-          const bump = Effect.flatMap(Effect.orDie(store.get(first.key)), (current) => {
-            if (current._tag === "None") return Effect.void
-            const object = { ...current.value, metadata: { ...current.value.metadata, labels: { bumped: String(raceOnce.size) } } }
-            return Effect.orDie(store.commit([{ _tag: "Update", key: first.key, object, previous: current.value, expectedRv: current.value.metadata.resourceVersion }]))
-          })
-          // The first try of each DELETE loses the race; its retry reads the newer object and wins.
-          const raced = raceOnce.has(first.key.name)
-          raceOnce.add(first.key.name)
-          return raced ? store.commit(ops) : Effect.andThen(bump, store.commit(ops))
-        }
-      })))
+      const racing = Layer.effect(
+        Store,
+        Effect.map(MemoryStore.make, (store) => ({
+          ...store,
+          commit: (ops: ReadonlyArray<WriteOp>) => {
+            const first = ops[0]
+            if (first?._tag !== "Delete") return store.commit(ops)
+            const bump = Effect.flatMap(Effect.orDie(store.get(first.key)), (current) => {
+              if (current._tag === "None") return Effect.void
+              const object = {
+                ...current.value,
+                metadata: { ...current.value.metadata, labels: { bumped: String(raceOnce.size) } }
+              }
+              return Effect.orDie(
+                store.commit([{
+                  _tag: "Update",
+                  key: first.key,
+                  object,
+                  previous: current.value,
+                  expectedRv: current.value.metadata.resourceVersion
+                }])
+              )
+            })
+            // The first try of each DELETE loses the race; its retry reads the newer object and wins.
+            const raced = raceOnce.has(first.key.name)
+            raceOnce.add(first.key.name)
+            return raced ? store.commit(ops) : Effect.andThen(bump, store.commit(ops))
+          }
+        }))
+      )
       const raceOnce = new Set<string>()
       const raced = await startTestServer({ store: racing })
       try {
@@ -477,7 +644,9 @@ describe("writes", () => {
 
     it("Strict refuses unknown fields with a BadRequest naming each", async () => {
       await createProject(server, "w-strict")
-      const reply = await request(server, "POST", `${jobsPath("w-strict")}?fieldValidation=Strict`, { body: withUnknown("j") })
+      const reply = await request(server, "POST", `${jobsPath("w-strict")}?fieldValidation=Strict`, {
+        body: withUnknown("j")
+      })
       const body = assertStatus(server, reply, 400, "BadRequest")
       const fields = causeFields(body)
       assert.include(fields, "foo")

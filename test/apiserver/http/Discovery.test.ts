@@ -3,10 +3,10 @@
 // python-kubernetes need (kubectl-compat §2).
 
 import { assert, describe, it } from "@effect/vitest"
+import * as Discovery from "../../../src/apiserver/http/Discovery.ts"
 import type { Json, JsonObject } from "../../../src/core/Json.ts"
 import { isArray, isObject } from "../../../src/core/Json.ts"
 import { kinds } from "../../../src/core/meta/Kinds.ts"
-import * as Discovery from "../../../src/apiserver/http/Discovery.ts"
 
 const group = "nodus.dev"
 /** kubectl v1.32's Accept header on /api and /apis (kubectl-compat §2). */
@@ -18,8 +18,12 @@ const objects = (value: Json | undefined): ReadonlyArray<JsonObject> => {
   return (value as ReadonlyArray<Json>).filter(isObject)
 }
 
-const legacyResources = (): ReadonlyArray<JsonObject> =>
-  [...objects(Discovery.resourceList(group, "v1")["resources"]), ...objects(Discovery.resourceList(group, "v1beta1")["resources"])]
+const legacyResources = (): ReadonlyArray<
+  JsonObject
+> => [
+  ...objects(Discovery.resourceList(group, "v1")["resources"]),
+  ...objects(Discovery.resourceList(group, "v1beta1")["resources"])
+]
 
 const legacyEntry = (name: string): JsonObject | undefined => legacyResources().find((entry) => entry["name"] === name)
 
@@ -34,7 +38,9 @@ const aggregatedEntry = (plural: string): JsonObject | undefined =>
 
 describe("Discovery legacy resource lists", () => {
   it("lists every kind exactly once across v1 and v1beta1", () => {
-    const names = legacyResources().map((entry) => entry["name"]).filter((name) => typeof name === "string" && !name.includes("/"))
+    const names = legacyResources().map((entry) => entry["name"]).filter((name) =>
+      typeof name === "string" && !name.includes("/")
+    )
     assert.strictEqual(names.length, kinds.length)
     assert.deepStrictEqual([...names].sort(), kinds.map((info) => info.plural).sort())
   })
@@ -53,7 +59,14 @@ describe("Discovery legacy resource lists", () => {
     }
   })
 
-  const rows: ReadonlyArray<readonly [plural: string, namespaced: boolean, verbs: ReadonlyArray<string>, status: ReadonlyArray<string> | undefined]> = [
+  const rows: ReadonlyArray<
+    readonly [
+      plural: string,
+      namespaced: boolean,
+      verbs: ReadonlyArray<string>,
+      status: ReadonlyArray<string> | undefined
+    ]
+  > = [
     ["jobs", true, ["create", "delete", "get", "list", "patch", "update", "watch"], ["get", "patch", "update"]],
     ["attempts", true, ["get", "list", "watch"], undefined],
     ["enrollmenttokens", true, ["create", "delete", "get", "list", "watch"], undefined],
@@ -79,7 +92,11 @@ describe("Discovery legacy resource lists", () => {
   }
 
   it("never advertises deletecollection", () => {
-    assert.isFalse(JSON.stringify([Discovery.resourceList(group, "v1"), Discovery.aggregatedGroups(group)]).includes("deletecollection"))
+    assert.isFalse(
+      JSON.stringify([Discovery.resourceList(group, "v1"), Discovery.aggregatedGroups(group)]).includes(
+        "deletecollection"
+      )
+    )
   })
 
   it("serves trainingjobs in v1beta1 only", () => {
@@ -124,11 +141,19 @@ describe("Discovery core group", () => {
     const list = Discovery.coreResourceList()
     assert.strictEqual(list["groupVersion"], "v1")
     assert.deepStrictEqual(list["resources"], [{
-      name: "namespaces", singularName: "namespace", namespaced: false, kind: "Namespace",
-      verbs: ["create", "delete", "get", "list", "watch"], shortNames: ["ns"]
+      name: "namespaces",
+      singularName: "namespace",
+      namespaced: false,
+      kind: "Namespace",
+      verbs: ["create", "delete", "get", "list", "watch"],
+      shortNames: ["ns"]
     }, {
-      name: "events", singularName: "event", namespaced: true, kind: "Event",
-      verbs: ["get", "list", "watch"], shortNames: ["ev"]
+      name: "events",
+      singularName: "event",
+      namespaced: true,
+      kind: "Event",
+      verbs: ["get", "list", "watch"],
+      shortNames: ["ev"]
     }])
   })
 
@@ -166,7 +191,11 @@ describe("Discovery aggregated form", () => {
     assert.deepStrictEqual(jobs?.["responseKind"], responseKind)
     assert.deepStrictEqual(jobs?.["shortNames"], ["nj"])
     assert.deepStrictEqual(jobs?.["categories"], ["nodus"])
-    assert.deepStrictEqual(jobs?.["subresources"], [{ subresource: "status", responseKind, verbs: ["get", "patch", "update"] }])
+    assert.deepStrictEqual(jobs?.["subresources"], [{
+      subresource: "status",
+      responseKind,
+      verbs: ["get", "patch", "update"]
+    }])
   })
 
   it("gives attempts no subresources and budgets the Cluster scope", () => {
@@ -178,13 +207,17 @@ describe("Discovery aggregated form", () => {
   it("lists every kind once, in its own version", () => {
     for (const info of kinds) {
       const matches = aggregatedVersions().filter((version) =>
-        objects(version["resources"]).some((entry) => entry["resource"] === info.plural))
+        objects(version["resources"]).some((entry) => entry["resource"] === info.plural)
+      )
       assert.deepStrictEqual(matches.map((version) => version["version"]), [info.version], info.plural)
     }
   })
 
   it("has the exact content type kubectl checks", () => {
-    assert.strictEqual(Discovery.aggregatedContentType, "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
+    assert.strictEqual(
+      Discovery.aggregatedContentType,
+      "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    )
   })
 })
 

@@ -4,6 +4,7 @@
 // no byte string makes the decoder throw.
 
 import { assert, describe, it } from "@effect/vitest"
+import * as fc from "fast-check"
 import { execFile } from "node:child_process"
 import { existsSync } from "node:fs"
 import { mkdtemp, rm } from "node:fs/promises"
@@ -12,7 +13,6 @@ import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
-import * as fc from "fast-check"
 import { decodeNamespace, type NamespaceObject, protobufMediaType } from "../../../src/apiserver/http/Protobuf.ts"
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -40,12 +40,16 @@ const tag = (field: number, wireType: number): Uint8Array => varint(field * 8 + 
 const bytesField = (field: number, payload: Uint8Array | ReadonlyArray<number>): Uint8Array =>
   concat(tag(field, wire.bytes), varint(payload.length), payload)
 const stringField = (field: number, text: string): Uint8Array => bytesField(field, new TextEncoder().encode(text))
-const messageField = (field: number, ...parts: ReadonlyArray<Uint8Array>): Uint8Array => bytesField(field, concat(...parts))
+const messageField = (field: number, ...parts: ReadonlyArray<Uint8Array>): Uint8Array =>
+  bytesField(field, concat(...parts))
 const mapEntry = (field: number, key: string, value: string): Uint8Array =>
   messageField(field, stringField(1, key), stringField(2, value))
 
 /** A whole body: prefix, runtime.Unknown with TypeMeta v1/Namespace, and `raw` as the object. */
-const body = (raw: Uint8Array, typeMeta: { readonly apiVersion: string; readonly kind: string } = { apiVersion: "v1", kind: "Namespace" }) =>
+const body = (
+  raw: Uint8Array,
+  typeMeta: { readonly apiVersion: string; readonly kind: string } = { apiVersion: "v1", kind: "Namespace" }
+) =>
   concat(magic, messageField(1, stringField(1, typeMeta.apiVersion), stringField(2, typeMeta.kind)), bytesField(2, raw))
 
 /** A Namespace message whose metadata holds `metadataParts`. */
@@ -75,7 +79,12 @@ const kubectl132GoldenHex =
 
 const kubectl = process.env["KUBECTL"] ?? "/usr/bin/kubectl"
 
-type Recorded = { readonly method: string; readonly url: string; readonly contentType: string; readonly body: Uint8Array }
+type Recorded = {
+  readonly method: string
+  readonly url: string
+  readonly contentType: string
+  readonly body: Uint8Array
+}
 
 /** Answers the discovery requests kubectl makes before it creates a Namespace, and records every POST. */
 const mockApiServer = (recorded: Array<Recorded>) => (request: IncomingMessage, response: ServerResponse): void => {
@@ -88,8 +97,19 @@ const mockApiServer = (recorded: Array<Recorded>) => (request: IncomingMessage, 
     }
     const path = (request.url ?? "").split("?")[0]
     if (request.method === "POST" && path === "/api/v1/namespaces") {
-      recorded.push({ method: "POST", url: request.url ?? "", contentType: request.headers["content-type"] ?? "", body: Buffer.concat(chunks) })
-      return send(201, { apiVersion: "v1", kind: "Namespace", metadata: { name: "golden-ns", uid: "u-1", resourceVersion: "1" }, spec: {}, status: { phase: "Active" } })
+      recorded.push({
+        method: "POST",
+        url: request.url ?? "",
+        contentType: request.headers["content-type"] ?? "",
+        body: Buffer.concat(chunks)
+      })
+      return send(201, {
+        apiVersion: "v1",
+        kind: "Namespace",
+        metadata: { name: "golden-ns", uid: "u-1", resourceVersion: "1" },
+        spec: {},
+        status: { phase: "Active" }
+      })
     }
     if (path === "/version") return send(200, { major: "1", minor: "32", gitVersion: "v1.32.0" })
     if (path === "/api") return send(200, { kind: "APIVersions", versions: ["v1"] })
@@ -98,7 +118,14 @@ const mockApiServer = (recorded: Array<Recorded>) => (request: IncomingMessage, 
       return send(200, {
         kind: "APIResourceList",
         groupVersion: "v1",
-        resources: [{ name: "namespaces", singularName: "namespace", namespaced: false, kind: "Namespace", verbs: ["create", "delete", "get", "list", "watch"], shortNames: ["ns"] }]
+        resources: [{
+          name: "namespaces",
+          singularName: "namespace",
+          namespaced: false,
+          kind: "Namespace",
+          verbs: ["create", "delete", "get", "list", "watch"],
+          shortNames: ["ns"]
+        }]
       })
     }
     return send(404, { kind: "Status", apiVersion: "v1", status: "Failure", reason: "NotFound", code: 404 })
@@ -116,7 +143,9 @@ describe("decodeNamespace: bodies from real kubectl", () => {
   })
 
   it("decodes the body the installed kubectl sends for `create namespace`", async () => {
-    if (!existsSync(kubectl)) assert.fail(`kubectl not found at ${kubectl}: this test needs a real kubectl (set KUBECTL to its path)`)
+    if (!existsSync(kubectl)) {
+      assert.fail(`kubectl not found at ${kubectl}: this test needs a real kubectl (set KUBECTL to its path)`)
+    }
     const recorded: Array<Recorded> = []
     const server = createServer(mockApiServer(recorded))
     const directory = await mkdtemp(join(tmpdir(), "nodus-protobuf-"))
@@ -125,8 +154,17 @@ describe("decodeNamespace: bodies from real kubectl", () => {
       const { port } = server.address() as AddressInfo
       // Asynchronous on purpose: a synchronous child would block this process's event loop, and so the mock server.
       const { stdout } = await promisify(execFile)(kubectl, [
-        "--server", `http://127.0.0.1:${port}`, "--cache-dir", join(directory, "cache"), "--request-timeout=20s",
-        "create", "namespace", "golden-ns", "--dry-run=server", "-o", "name"
+        "--server",
+        `http://127.0.0.1:${port}`,
+        "--cache-dir",
+        join(directory, "cache"),
+        "--request-timeout=20s",
+        "create",
+        "namespace",
+        "golden-ns",
+        "--dry-run=server",
+        "-o",
+        "name"
       ], { timeout: 30_000, env: { ...process.env, KUBECONFIG: join(directory, "no-kubeconfig") } })
       assert.strictEqual(stdout.trim(), "namespace/golden-ns")
       assert.strictEqual(recorded.length, 1)
@@ -183,7 +221,11 @@ describe("decodeNamespace: hand-built bodies", () => {
       stringField(536_870_911, "largest field number"),
       stringField(1, "skipped-around")
     )
-    const raw = concat(metadata, messageField(3, stringField(1, "Terminating")), concat(tag(99, wire.varint), varint(2n ** 63n)))
+    const raw = concat(
+      metadata,
+      messageField(3, stringField(1, "Terminating")),
+      concat(tag(99, wire.varint), varint(2n ** 63n))
+    )
     const envelope = concat(
       magic,
       concat(tag(9, wire.varint), varint(7)),
@@ -192,7 +234,11 @@ describe("decodeNamespace: hand-built bodies", () => {
       stringField(4, ""),
       concat(tag(20, wire.fixed32), [0, 0, 0, 0])
     )
-    assert.deepStrictEqual(decodedValue(envelope), { apiVersion: "v1", kind: "Namespace", metadata: { name: "skipped-around" } })
+    assert.deepStrictEqual(decodedValue(envelope), {
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: "skipped-around" }
+    })
   })
 
   it("reads multi-byte lengths: a 300-byte annotation value", () => {
@@ -225,17 +271,22 @@ describe("decodeNamespace: hand-built bodies", () => {
   it("round-trips arbitrary labels and annotations", () => {
     const text = fc.string({ unit: "binary", maxLength: 40 })
     const entries = fc.uniqueArray(fc.tuple(text, text), { selector: ([key]) => key, maxLength: 8 })
-    fc.assert(fc.property(fc.string({ unit: "binary", minLength: 1 }), entries, entries, (name, labels, annotations) => {
-      const raw = namespaceRaw(
-        stringField(1, name),
-        ...labels.map(([key, value]) => mapEntry(11, key, value)),
-        ...annotations.map(([key, value]) => mapEntry(12, key, value))
-      )
-      const metadata = decodedValue(body(raw)).metadata
-      assert.strictEqual(metadata.name, name)
-      assert.deepStrictEqual(metadata.labels, labels.length === 0 ? undefined : Object.fromEntries(labels))
-      assert.deepStrictEqual(metadata.annotations, annotations.length === 0 ? undefined : Object.fromEntries(annotations))
-    }))
+    fc.assert(
+      fc.property(fc.string({ unit: "binary", minLength: 1 }), entries, entries, (name, labels, annotations) => {
+        const raw = namespaceRaw(
+          stringField(1, name),
+          ...labels.map(([key, value]) => mapEntry(11, key, value)),
+          ...annotations.map(([key, value]) => mapEntry(12, key, value))
+        )
+        const metadata = decodedValue(body(raw)).metadata
+        assert.strictEqual(metadata.name, name)
+        assert.deepStrictEqual(metadata.labels, labels.length === 0 ? undefined : Object.fromEntries(labels))
+        assert.deepStrictEqual(
+          metadata.annotations,
+          annotations.length === 0 ? undefined : Object.fromEntries(annotations)
+        )
+      })
+    )
   })
 })
 
@@ -305,10 +356,13 @@ describe("decodeNamespace: malformed bodies are an Err", () => {
 
 describe("decodeNamespace: never throws", () => {
   it("returns Ok or Err for any bytes, with or without the prefix", () => {
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 300 }), fc.boolean(), (bytes, prefixed) => {
-      const result = decodeNamespace(prefixed ? concat(magic, bytes) : bytes)
-      assert.isTrue(result._tag === "Ok" || result._tag === "Err")
-    }), { numRuns: 2000 })
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 300 }), fc.boolean(), (bytes, prefixed) => {
+        const result = decodeNamespace(prefixed ? concat(magic, bytes) : bytes)
+        assert.isTrue(result._tag === "Ok" || result._tag === "Err")
+      }),
+      { numRuns: 2000 }
+    )
   })
 
   it("returns Ok or Err for every truncation and byte flip of a valid body", () => {
@@ -316,13 +370,16 @@ describe("decodeNamespace: never throws", () => {
       namespaceRaw(stringField(1, "n"), mapEntry(11, "k", "v"), stringField(14, "f")),
       messageField(2, stringField(1, "kubernetes"))
     ))
-    fc.assert(fc.property(fc.nat(valid.length), fc.nat(valid.length - 1), fc.integer({ min: 0, max: 255 }), (cut, at, byte) => {
-      const mutated = Uint8Array.from(valid)
-      mutated[at] = byte
-      for (const candidate of [valid.subarray(0, cut), mutated]) {
-        const result = decodeNamespace(candidate)
-        assert.isTrue(result._tag === "Ok" || result._tag === "Err")
-      }
-    }), { numRuns: 2000 })
+    fc.assert(
+      fc.property(fc.nat(valid.length), fc.nat(valid.length - 1), fc.integer({ min: 0, max: 255 }), (cut, at, byte) => {
+        const mutated = Uint8Array.from(valid)
+        mutated[at] = byte
+        for (const candidate of [valid.subarray(0, cut), mutated]) {
+          const result = decodeNamespace(candidate)
+          assert.isTrue(result._tag === "Ok" || result._tag === "Err")
+        }
+      }),
+      { numRuns: 2000 }
+    )
   })
 })

@@ -3,13 +3,17 @@
 
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { parse, type Route, rootPaths } from "../../../src/apiserver/http/Routes.ts"
+import { parse, rootPaths, type Route } from "../../../src/apiserver/http/Routes.ts"
 
 const notFound: Route = { _tag: "NotFound" }
 
-const resource = (fields: Omit<Extract<Route, { _tag: "Resource" }>, "_tag">): Route => ({ _tag: "Resource", ...fields })
-const job = (fields: { readonly namespace?: string; readonly name?: string; readonly subresource?: string } = {}): Route =>
-  resource({ group: "nodus.dev", version: "v1", plural: "jobs", ...fields })
+const resource = (fields: Omit<Extract<Route, { _tag: "Resource" }>, "_tag">): Route => ({
+  _tag: "Resource",
+  ...fields
+})
+const job = (
+  fields: { readonly namespace?: string; readonly name?: string; readonly subresource?: string } = {}
+): Route => resource({ group: "nodus.dev", version: "v1", plural: "jobs", ...fields })
 
 describe("Routes.parse", () => {
   const cases: Record<string, Route> = {
@@ -32,12 +36,24 @@ describe("Routes.parse", () => {
     "/api/v1/namespaces/demo": resource({ group: "", version: "v1", plural: "namespaces", name: "demo" }),
     // Events: core/v1, in a project or across projects.
     "/api/v1/namespaces/demo/events": resource({ group: "", version: "v1", plural: "events", namespace: "demo" }),
-    "/api/v1/namespaces/demo/events/x": resource({ group: "", version: "v1", plural: "events", namespace: "demo", name: "x" }),
+    "/api/v1/namespaces/demo/events/x": resource({
+      group: "",
+      version: "v1",
+      plural: "events",
+      namespace: "demo",
+      name: "x"
+    }),
     "/api/v1/namespaces/demo/events/x/y": notFound,
     "/api/v1/events": resource({ group: "", version: "v1", plural: "events" }),
     "/api/v1/events/x/y": notFound,
     // Read as a subresource of the namespace; Api.ts answers 404 for subresources other than status and tokens.
-    "/api/v1/namespaces/demo/finalize": resource({ group: "", version: "v1", plural: "namespaces", name: "demo", subresource: "finalize" }),
+    "/api/v1/namespaces/demo/finalize": resource({
+      group: "",
+      version: "v1",
+      plural: "namespaces",
+      name: "demo",
+      subresource: "finalize"
+    }),
     "/api/v1/pods": notFound,
 
     // Named groups: discovery
@@ -56,7 +72,13 @@ describe("Routes.parse", () => {
     "/apis/nodus.dev/v1/namespaces/demo/jobs/x": job({ namespace: "demo", name: "x" }),
     "/apis/nodus.dev/v1/namespaces/demo/jobs/x/status": job({ namespace: "demo", name: "x", subresource: "status" }),
     "/apis/nodus.dev/v1/budgets/b": resource({ group: "nodus.dev", version: "v1", plural: "budgets", name: "b" }),
-    "/apis/nodus.dev/v1/budgets/b/status": resource({ group: "nodus.dev", version: "v1", plural: "budgets", name: "b", subresource: "status" }),
+    "/apis/nodus.dev/v1/budgets/b/status": resource({
+      group: "nodus.dev",
+      version: "v1",
+      plural: "budgets",
+      name: "b",
+      subresource: "status"
+    }),
     "/apis/nodus.dev/v1/namespaces/demo/serviceaccounts/sa/tokens": resource({
       group: "nodus.dev",
       version: "v1",
@@ -67,10 +89,22 @@ describe("Routes.parse", () => {
     }),
     // A `namespaces` segment with fewer than two more segments names the namespaces kind itself.
     "/apis/nodus.dev/v1/namespaces": resource({ group: "nodus.dev", version: "v1", plural: "namespaces" }),
-    "/apis/nodus.dev/v1/namespaces/demo": resource({ group: "nodus.dev", version: "v1", plural: "namespaces", name: "demo" }),
+    "/apis/nodus.dev/v1/namespaces/demo": resource({
+      group: "nodus.dev",
+      version: "v1",
+      plural: "namespaces",
+      name: "demo"
+    }),
     // A Sandbox's commands, one command, and what is done to it
     "/apis/nodus.dev/v1/namespaces/demo/sandboxes/s/commands/c1/log": resource({
-      group: "nodus.dev", version: "v1", plural: "sandboxes", namespace: "demo", name: "s", subresource: "commands", item: "c1", action: "log"
+      group: "nodus.dev",
+      version: "v1",
+      plural: "sandboxes",
+      namespace: "demo",
+      name: "s",
+      subresource: "commands",
+      item: "c1",
+      action: "log"
     }),
     "/apis/nodus.dev/v1/namespaces/demo/sandboxes/s/commands/c1/log/extra": notFound,
     "/apis/nodus.dev/v1/namespaces/demo/jobs/x/outputs/o/extra": notFound,
@@ -129,7 +163,10 @@ describe("Routes.parse", () => {
 
   it("decodes any name, however encoded", () => {
     fc.assert(fc.property(fc.string({ minLength: 1, maxLength: 12, unit: "grapheme" }), (name) => {
-      assert.deepStrictEqual(parse(`/apis/nodus.dev/v1/namespaces/demo/jobs/${encodeURIComponent(name)}`), job({ namespace: "demo", name }))
+      assert.deepStrictEqual(
+        parse(`/apis/nodus.dev/v1/namespaces/demo/jobs/${encodeURIComponent(name)}`),
+        job({ namespace: "demo", name })
+      )
     }))
   })
 })

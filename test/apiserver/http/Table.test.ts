@@ -3,12 +3,12 @@
 // (kubectl-compat §5).
 
 import { assert, describe, it } from "@effect/vitest"
+import * as Table from "../../../src/apiserver/http/Table.ts"
 import type { Json, JsonObject } from "../../../src/core/Json.ts"
 import { isArray, isObject } from "../../../src/core/Json.ts"
 import { byResource } from "../../../src/core/meta/Kinds.ts"
 import type { KindInfo } from "../../../src/core/meta/Kinds.ts"
 import type { ResourceObject } from "../../../src/core/meta/ObjectMeta.ts"
-import * as Table from "../../../src/apiserver/http/Table.ts"
 
 const secondMs = 1000
 const minuteMs = 60 * secondMs
@@ -17,7 +17,8 @@ const dayMs = 24 * hourMs
 const yearMs = 365 * dayMs
 
 /** kubectl v1.32's Accept header for `kubectl get` (kubectl-compat §5). */
-const kubectlTableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
+const kubectlTableAccept =
+  "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
 
 const kind = (plural: string): KindInfo => {
   const info = byResource("v1", plural)
@@ -162,43 +163,88 @@ describe("Table.columnDefinitions", () => {
   it("gives jobs Name, Phase, Age, Cost, Completions, then Image and Offering for -o wide", () => {
     const columns = Table.columnDefinitions(kind("jobs"))
     assert.deepStrictEqual(columns.map((column) => [column["name"], column["priority"]]), [
-      ["Name", 0], ["Phase", 0], ["Age", 0], ["Cost", 0], ["Succeeded", 0], ["Indexes", 1], ["Image", 1], ["Offering", 1]
+      ["Name", 0],
+      ["Phase", 0],
+      ["Age", 0],
+      ["Cost", 0],
+      ["Succeeded", 0],
+      ["Indexes", 1],
+      ["Image", 1],
+      ["Offering", 1]
     ])
     assert.strictEqual(columns[0]?.["format"], "name")
     assert.strictEqual(columns[2]?.["type"], "date")
   })
 
   it("leaves Cost out for kinds that do not spend money", () => {
-    assert.deepStrictEqual(Table.columnDefinitions(kind("agents")).map((column) => column["name"]), ["Name", "Phase", "Age"])
+    assert.deepStrictEqual(Table.columnDefinitions(kind("agents")).map((column) => column["name"]), [
+      "Name",
+      "Phase",
+      "Age"
+    ])
   })
 
   it("shows the kinds without a phase by their state, not an empty Phase: Offering Available, WebhookEndpoint Healthy, Budget Exceeded", () => {
     const second = (plural: string) => Table.columnDefinitions(kind(plural)).map((column) => column["name"])[1]
-    assert.deepStrictEqual([second("offerings"), second("webhookendpoints"), second("budgets")], ["Available", "Healthy", "Exceeded"])
-    const object = (kindName: string, status: Json): ResourceObject =>
-      ({ apiVersion: "nodus.dev/v1", kind: kindName, metadata: { name: "x", uid: "u", resourceVersion: "1", generation: 1, creationTimestamp: "2025-03-01T11:00:00Z" }, spec: {}, status })
+    assert.deepStrictEqual([second("offerings"), second("webhookendpoints"), second("budgets")], [
+      "Available",
+      "Healthy",
+      "Exceeded"
+    ])
+    const object = (kindName: string, status: Json): ResourceObject => ({
+      apiVersion: "nodus.dev/v1",
+      kind: kindName,
+      metadata: { name: "x", uid: "u", resourceVersion: "1", generation: 1, creationTimestamp: "2025-03-01T11:00:00Z" },
+      spec: {},
+      status
+    })
     const cell = (plural: string, kindName: string, status: Json) =>
-      rowsOf(Table.table(kind(plural), [object(kindName, status)], { now, includeObject: "None", withColumns: true }))[0]?.["cells"]
+      rowsOf(
+        Table.table(kind(plural), [object(kindName, status)], { now, includeObject: "None", withColumns: true })
+      )[0]?.["cells"]
     assert.strictEqual((cell("offerings", "Offering", { available: true }) as Array<Json>)[1], "true")
-    const failing = { conditions: [{ type: "Ready", status: "True" }, { type: "Healthy", status: "False", reason: "DeliveriesFailing" }] }
+    const failing = {
+      conditions: [{ type: "Ready", status: "True" }, { type: "Healthy", status: "False", reason: "DeliveriesFailing" }]
+    }
     assert.strictEqual((cell("webhookendpoints", "WebhookEndpoint", failing) as Array<Json>)[1], "False")
-    assert.strictEqual((cell("budgets", "Budget", { conditions: [{ type: "Exceeded", status: "True" }] }) as Array<Json>)[1], "True")
+    assert.strictEqual(
+      (cell("budgets", "Budget", { conditions: [{ type: "Exceeded", status: "True" }] }) as Array<Json>)[1],
+      "True"
+    )
     assert.strictEqual((cell("budgets", "Budget", {}) as Array<Json>)[1], "")
   })
 
   it("gives namespaces Name, Status and Age", () => {
-    assert.deepStrictEqual(Table.columnDefinitions("namespaces").map((column) => column["name"]), ["Name", "Status", "Age"])
+    assert.deepStrictEqual(Table.columnDefinitions("namespaces").map((column) => column["name"]), [
+      "Name",
+      "Status",
+      "Age"
+    ])
   })
 })
 
 describe("Table.table", () => {
   it("renders a Job row with formatted age and cost and a PartialObjectMetadata object", () => {
-    const table = Table.table(kind("jobs"), [seedJob], { now, includeObject: "Metadata", resourceVersion: "105", withColumns: true })
+    const table = Table.table(kind("jobs"), [seedJob], {
+      now,
+      includeObject: "Metadata",
+      resourceVersion: "105",
+      withColumns: true
+    })
     assert.strictEqual(table["kind"], "Table")
     assert.strictEqual(table["apiVersion"], "meta.k8s.io/v1")
     assert.deepStrictEqual(table["metadata"], { resourceVersion: "105" })
     const [row] = rowsOf(table)
-    assert.deepStrictEqual(row?.["cells"], ["seed-job", "Succeeded", "60m", "$0.42", "4", "0-3", "python:3.12", "h100-80gb"])
+    assert.deepStrictEqual(row?.["cells"], [
+      "seed-job",
+      "Succeeded",
+      "60m",
+      "$0.42",
+      "4",
+      "0-3",
+      "python:3.12",
+      "h100-80gb"
+    ])
     assert.deepStrictEqual(row?.["object"], {
       kind: "PartialObjectMetadata",
       apiVersion: "meta.k8s.io/v1",
@@ -224,7 +270,12 @@ describe("Table.table", () => {
 
   it("omits the column definitions for later watch events and carries list metadata", () => {
     const table = Table.table(kind("jobs"), [seedJob], {
-      now, includeObject: "Metadata", resourceVersion: "7", continue: "token", remainingItemCount: 3, withColumns: false
+      now,
+      includeObject: "Metadata",
+      resourceVersion: "7",
+      continue: "token",
+      remainingItemCount: 3,
+      withColumns: false
     })
     assert.isFalse("columnDefinitions" in table)
     assert.deepStrictEqual(table["metadata"], { resourceVersion: "7", continue: "token", remainingItemCount: 3 })
@@ -238,7 +289,13 @@ describe("Table.table", () => {
     const namespace: ResourceObject = {
       apiVersion: "v1",
       kind: "Namespace",
-      metadata: { name: "demo", uid: "ns-demo", resourceVersion: "1", generation: 1, creationTimestamp: "2025-02-27T12:00:00Z" }
+      metadata: {
+        name: "demo",
+        uid: "ns-demo",
+        resourceVersion: "1",
+        generation: 1,
+        creationTimestamp: "2025-02-27T12:00:00Z"
+      }
     }
     const [row] = rowsOf(Table.table("namespaces", [namespace], { now, includeObject: "Metadata", withColumns: true }))
     assert.deepStrictEqual(row?.["cells"], ["demo", "Active", "2d"])

@@ -73,7 +73,8 @@ const httpsGet = (options: https.RequestOptions): Promise<Reply> =>
     const request = https.request({ method: "GET", agent: false, ...options }, (response) => {
       const chunks: Array<Buffer> = []
       response.on("data", (chunk: Buffer) => chunks.push(chunk))
-      response.on("end", () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }))
+      response.on("end", () =>
+        resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }))
       response.on("error", reject)
     })
     request.on("error", reject)
@@ -101,7 +102,11 @@ interface Completed {
  * Runs a program asynchronously; the HTTPS server under test shares this process, so a
  * synchronous child call would stall its event loop and deadlock the handshake.
  */
-const runAsync = (file: string, args: ReadonlyArray<string>, options: { readonly env?: NodeJS.ProcessEnv } = {}): Promise<Completed> =>
+const runAsync = (
+  file: string,
+  args: ReadonlyArray<string>,
+  options: { readonly env?: NodeJS.ProcessEnv } = {}
+): Promise<Completed> =>
   new Promise((resolve) => {
     execFile(file, args, { timeout: 20_000, encoding: "utf8", ...options }, (error, stdout, stderr) => {
       const exitCode = error === null ? 0 : typeof error.code === "number" ? error.code : -1
@@ -224,7 +229,10 @@ describe("generateTlsMaterial, seen by node:crypto", () => {
 describe("generateTlsMaterial, seen by openssl", () => {
   it("verifies the chain, strictly", () => {
     assert.strictEqual(runOpenssl(["verify", "-CAfile", "ca.pem", "server.pem"]).trim(), "server.pem: OK")
-    assert.strictEqual(runOpenssl(["verify", "-x509_strict", "-CAfile", "ca.pem", "server.pem"]).trim(), "server.pem: OK")
+    assert.strictEqual(
+      runOpenssl(["verify", "-x509_strict", "-CAfile", "ca.pem", "server.pem"]).trim(),
+      "server.pem: OK"
+    )
   })
 
   it("lists every host in subjectAltName", () => {
@@ -241,14 +249,22 @@ describe("generateTlsMaterial, seen by openssl", () => {
   })
 
   it("marks the server certificate as a critical non-CA for TLS server authentication", () => {
-    const extensions = runOpenssl(["x509", "-in", "server.pem", "-noout", "-ext", "basicConstraints,keyUsage,extendedKeyUsage"])
+    const extensions = runOpenssl([
+      "x509",
+      "-in",
+      "server.pem",
+      "-noout",
+      "-ext",
+      "basicConstraints,keyUsage,extendedKeyUsage"
+    ])
     assert.include(extensions, "X509v3 Basic Constraints: critical\n    CA:FALSE")
     assert.include(extensions, "X509v3 Key Usage: critical\n    Digital Signature")
     assert.include(extensions, "TLS Web Server Authentication")
   })
 
   it("links the server's authority key identifier to the CA's subject key identifier", () => {
-    const caIdentifier = runOpenssl(["x509", "-in", "ca.pem", "-noout", "-ext", "subjectKeyIdentifier"]).split("\n")[1]?.trim()
+    const caIdentifier = runOpenssl(["x509", "-in", "ca.pem", "-noout", "-ext", "subjectKeyIdentifier"]).split("\n")[1]
+      ?.trim()
     const leafAuthority = runOpenssl(["x509", "-in", "server.pem", "-noout", "-ext", "authorityKeyIdentifier"])
     assert.isDefined(caIdentifier)
     assert.include(leafAuthority, caIdentifier ?? "missing")
@@ -269,7 +285,10 @@ describe("generateTlsMaterial, seen by openssl", () => {
       assert.strictEqual(serial[1], contents.length)
       assert.isTrue(contents.length >= 1 && contents.length <= 20)
       assert.isTrue(((contents[0] ?? 0x80) & 0x80) === 0, "serial must be positive")
-      assert.isFalse(contents.length > 1 && contents[0] === 0 && ((contents[1] ?? 0) & 0x80) === 0, "serial must be minimal")
+      assert.isFalse(
+        contents.length > 1 && contents[0] === 0 && ((contents[1] ?? 0) & 0x80) === 0,
+        "serial must be minimal"
+      )
     }
   })
 
@@ -286,7 +305,10 @@ describe("generateTlsMaterial, seen by openssl", () => {
     assert.include(validity, "170d" + Buffer.from("490630230000Z").toString("hex"))
     assert.include(validity, "180f" + Buffer.from("20500701000000Z").toString("hex"))
     const atTime = String(Math.floor(Date.UTC(2050, 0, 1) / 1000))
-    assert.strictEqual(runOpenssl(["verify", "-attime", atTime, "-CAfile", "late-ca.pem", "late-server.pem"]).trim(), "late-server.pem: OK")
+    assert.strictEqual(
+      runOpenssl(["verify", "-attime", atTime, "-CAfile", "late-ca.pem", "late-server.pem"]).trim(),
+      "late-server.pem: OK"
+    )
   })
 })
 
@@ -303,11 +325,20 @@ describe("generateTlsMaterial in a TLS handshake", () => {
 
   it("is rejected without the CA", async () => {
     const code = await httpsFailure({ host: "127.0.0.1", port, path: "/" })
-    assert.include(["UNABLE_TO_VERIFY_LEAF_SIGNATURE", "SELF_SIGNED_CERT_IN_CHAIN", "DEPTH_ZERO_SELF_SIGNED_CERT"], code)
+    assert.include(
+      ["UNABLE_TO_VERIFY_LEAF_SIGNATURE", "SELF_SIGNED_CERT_IN_CHAIN", "DEPTH_ZERO_SELF_SIGNED_CERT"],
+      code
+    )
   })
 
   it("is rejected for a host name it does not list", async () => {
-    const code = await httpsFailure({ host: "127.0.0.1", servername: "example.com", port, path: "/", ca: material.caCertPem })
+    const code = await httpsFailure({
+      host: "127.0.0.1",
+      servername: "example.com",
+      port,
+      path: "/",
+      ca: material.caCertPem
+    })
     assert.strictEqual(code, "ERR_TLS_CERT_ALTNAME_INVALID")
   })
 })
@@ -317,7 +348,19 @@ describe("generateTlsMaterial, seen by Go and Python", () => {
   const kubectlVersion = (caFile: string): Promise<Completed> =>
     runAsync(
       kubectl,
-      ["version", "--server", `https://127.0.0.1:${port}`, "--certificate-authority", caFile, "--token", "x", "--cache-dir", path.join(directory, "kube-cache"), "-o", "json"],
+      [
+        "version",
+        "--server",
+        `https://127.0.0.1:${port}`,
+        "--certificate-authority",
+        caFile,
+        "--token",
+        "x",
+        "--cache-dir",
+        path.join(directory, "kube-cache"),
+        "-o",
+        "json"
+      ],
       { env: { ...process.env, HOME: directory, KUBECONFIG: writeTemporary("kubeconfig", "") } }
     )
 
@@ -345,7 +388,12 @@ describe("generateTlsMaterial, seen by Go and Python", () => {
 
   it.skipIf(!fs.existsSync(python))("Python's ssl module accepts the server by IP and by name", async () => {
     for (const host of ["127.0.0.1", "localhost"]) {
-      const completed = await runAsync(python, ["-c", pythonClient, path.join(directory, "ca.pem"), `https://${host}:${port}/`])
+      const completed = await runAsync(python, [
+        "-c",
+        pythonClient,
+        path.join(directory, "ca.pem"),
+        `https://${host}:${port}/`
+      ])
       assert.strictEqual(completed.exitCode, 0, completed.stderr)
       assert.strictEqual(completed.stdout.trim(), "hello from nodus")
     }

@@ -44,7 +44,11 @@ describe("Der.objectIdentifier", () => {
     ["commonName", () => Der.objectIdentifier("2.5.4.3"), "06 03 55 04 03"],
     ["serverAuth", () => Der.objectIdentifier("1.3.6.1.5.5.7.3.1"), "06 08 2b 06 01 05 05 07 03 01"],
     ["prime256v1", () => Der.objectIdentifier("1.2.840.10045.3.1.7"), "06 08 2a 86 48 ce 3d 03 01 07"],
-    ["second arc above 39 under joint-iso-itu-t (X.690 8.19.5)", () => Der.objectIdentifier("2.999.3"), "06 03 88 37 03"]
+    [
+      "second arc above 39 under joint-iso-itu-t (X.690 8.19.5)",
+      () => Der.objectIdentifier("2.999.3"),
+      "06 03 88 37 03"
+    ]
   ])
 
   for (const malformed of ["1", "3.1", "1.40", "1.2.x", "1..2", "1.02", ""]) {
@@ -86,7 +90,11 @@ describe("Der times", () => {
     ["time() in 2050 is GeneralizedTime", () => Der.time(startOf2050), "18 0f" + asciiHex("20500101000000Z")],
     ["time() in 1950 is UTCTime", () => Der.time(startOf1950), "17 0d" + asciiHex("500101000000Z")],
     ["time() in 1949 is GeneralizedTime", () => Der.time(endOf1949), "18 0f" + asciiHex("19491231235959Z")],
-    ["GeneralizedTime pads the year", () => Der.generalizedTime(new Date(Date.UTC(2024, 1, 29, 7, 5, 3))), "18 0f" + asciiHex("20240229070503Z")]
+    [
+      "GeneralizedTime pads the year",
+      () => Der.generalizedTime(new Date(Date.UTC(2024, 1, 29, 7, 5, 3))),
+      "18 0f" + asciiHex("20240229070503Z")
+    ]
   ])
 
   it("UTCTime refuses years it cannot represent", () => {
@@ -136,7 +144,11 @@ describe("Der constructed and tagged types", () => {
     ["empty SEQUENCE", () => Der.sequence([]), "30 00"],
     ["SEQUENCE keeps order", () => Der.sequence([Der.integer(2n), Der.integer(1n)]), "30 06 02 01 02 02 01 01"],
     ["SET OF sorts its components", () => Der.set([Der.integer(2n), Der.integer(1n)]), "31 06 02 01 01 02 01 02"],
-    ["SET OF compares whole encodings, length octets included", () => Der.set([Der.octetString(Uint8Array.of(1, 0)), Der.octetString(Uint8Array.of(1))]), "31 07 04 01 01 04 02 01 00"],
+    [
+      "SET OF compares whole encodings, length octets included",
+      () => Der.set([Der.octetString(Uint8Array.of(1, 0)), Der.octetString(Uint8Array.of(1))]),
+      "31 07 04 01 01 04 02 01 00"
+    ],
     ["EXPLICIT [0] version", () => Der.explicit(0, Der.integer(2n)), "a0 03 02 01 02"],
     ["EXPLICIT [3] extensions", () => Der.explicit(3, Der.sequence([])), "a3 02 30 00"],
     ["IMPLICIT [2] dNSName", () => Der.implicit(2, Buffer.from("localhost", "ascii")), "82 09" + asciiHex("localhost")],

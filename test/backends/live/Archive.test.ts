@@ -22,7 +22,11 @@ const allocated = (path: string) => statSync(path).blocks * 512
 
 const unpack = (archive: string, into: string, bytesMax: number) => {
   mkdirSync(into)
-  return unpackArchive(createReadStream(archive), into, { runAs: undefined, extra: [], bound: { bytesMax, what: "the test's bound" } })
+  return unpackArchive(createReadStream(archive), into, {
+    runAs: undefined,
+    extra: [],
+    bound: { bytesMax, what: "the test's bound" }
+  })
 }
 
 describe("unpacking", () => {

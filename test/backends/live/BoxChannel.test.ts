@@ -23,7 +23,14 @@ describe("the box channel", () => {
     const { box, say, sent } = channel()
     say(`{"ev":"ready","main":[]}`)
     await box.ready
-    for (const line of ["not json", `{"ev":"out","id":"x","fd":1,"data":12345}`, `{"ev":"exit","id":"x","code":"1","signal":null,"timedOut":false}`, `{"ev":"out","id":"x","fd":3,"data":""}`]) say(line)
+    for (
+      const line of [
+        "not json",
+        `{"ev":"out","id":"x","fd":1,"data":12345}`,
+        `{"ev":"exit","id":"x","code":"1","signal":null,"timedOut":false}`,
+        `{"ev":"out","id":"x","fd":3,"data":""}`
+      ]
+    ) say(line)
     const reply = box.handle({ _tag: "ReadFile", path: "/x", maxBytes: 10 })
     await tick()
     const rid = sent.find((request) => request["op"] === "read")!["rid"]
@@ -47,12 +54,25 @@ describe("the box channel", () => {
     const { box, say, output } = channel()
     say(`{"ev":"ready","main":[]}`)
     await box.ready
-    const done = box.handle({ _tag: "Exec", command: "c1", argv: ["echo"], env: {}, workingDir: undefined, stdin: undefined, keepStdin: false, timeoutMs: undefined, background: false })
+    const done = box.handle({
+      _tag: "Exec",
+      command: "c1",
+      argv: ["echo"],
+      env: {},
+      workingDir: undefined,
+      stdin: undefined,
+      keepStdin: false,
+      timeoutMs: undefined,
+      background: false
+    })
     expect(box.busy).toBe(true)
     say(`{"ev":"out","id":"c1","fd":1,"data":"${Buffer.from("hi\n").toString("base64")}"}`)
     say(`{"ev":"exit","id":"c1","code":0,"signal":null,"timedOut":false}`)
     const reply = await done
-    expect(reply).toMatchObject({ _tag: "Command", state: { phase: "Exited", exitCode: 0, stdout: Buffer.from("hi\n").toString("base64") } })
+    expect(reply).toMatchObject({
+      _tag: "Command",
+      state: { phase: "Exited", exitCode: 0, stdout: Buffer.from("hi\n").toString("base64") }
+    })
     expect(box.busy).toBe(false)
     const pending = box.handle({ _tag: "ReadFile", path: "/x", maxBytes: 10 })
     output.end()
@@ -65,14 +85,31 @@ describe("the box channel", () => {
     say(`{"ev":"ready","main":[]}`)
     await box.ready
     for (let index = 0; index < 70; index++) {
-      await box.handle({ _tag: "Exec", command: `bg${index}`, argv: ["true"], env: {}, workingDir: undefined, stdin: undefined, keepStdin: false, timeoutMs: undefined, background: true })
+      await box.handle({
+        _tag: "Exec",
+        command: `bg${index}`,
+        argv: ["true"],
+        env: {},
+        workingDir: undefined,
+        stdin: undefined,
+        keepStdin: false,
+        timeoutMs: undefined,
+        background: true
+      })
       say(`{"ev":"out","id":"bg${index}","fd":1,"data":"${Buffer.from("x").toString("base64")}"}`)
       say(`{"ev":"exit","id":"bg${index}","code":0,"signal":null,"timedOut":false}`)
       await tick()
     }
     expect(await box.handle({ _tag: "Command", command: "bg0" })).toMatchObject({ _tag: "Refused", code: "NotFound" })
-    expect(await box.handle({ _tag: "Output", command: "bg69", offset: 0, waitMs: 0 })).toMatchObject({ _tag: "Output", data: Buffer.from("x").toString("base64"), exited: true })
-    expect(await box.handle({ _tag: "Resize", command: "bg69", cols: 80, rows: 24 })).toMatchObject({ _tag: "Refused", code: "NotFound" })
+    expect(await box.handle({ _tag: "Output", command: "bg69", offset: 0, waitMs: 0 })).toMatchObject({
+      _tag: "Output",
+      data: Buffer.from("x").toString("base64"),
+      exited: true
+    })
+    expect(await box.handle({ _tag: "Resize", command: "bg69", cols: 80, rows: 24 })).toMatchObject({
+      _tag: "Refused",
+      code: "NotFound"
+    })
   })
 
   it("keeps the output of many noisy commands within the bounds of a command, a box and a host, dropping the oldest first", async () => {
@@ -84,15 +121,37 @@ describe("the box channel", () => {
       await box.ready
     }
     const exec = (box: BoxChannel, id: string) =>
-      box.handle({ _tag: "Exec", command: id, argv: ["yes"], env: {}, workingDir: undefined, stdin: undefined, keepStdin: false, timeoutMs: undefined, background: true })
+      box.handle({
+        _tag: "Exec",
+        command: id,
+        argv: ["yes"],
+        env: {},
+        workingDir: undefined,
+        stdin: undefined,
+        keepStdin: false,
+        timeoutMs: undefined,
+        background: true
+      })
     const kept = async (box: BoxChannel, id: string) => {
       const reply = await box.handle({ _tag: "Output", command: id, offset: 0, waitMs: 0 })
-      return reply._tag === "Output" ? { from: reply.offset, bytes: Buffer.from(reply.data, "base64").length } : { from: 0, bytes: 0 }
+      return reply._tag === "Output"
+        ? { from: reply.offset, bytes: Buffer.from(reply.data, "base64").length }
+        : { from: 0, bytes: 0 }
     }
     // Twelve commands over three boxes, each writing 100 chunks of 10 bytes: 12,000 bytes in all.
-    for (const [index, { box }] of boxes.entries()) for (let command = 0; command < 4; command++) await exec(box, `c${index}-${command}`)
+    for (const [index, { box }] of boxes.entries()) {
+      for (let command = 0; command < 4; command++) await exec(box, `c${index}-${command}`)
+    }
     for (let round = 0; round < 100; round++) {
-      for (const [index, { say }] of boxes.entries()) for (let command = 0; command < 4; command++) say(`{"ev":"out","id":"c${index}-${command}","fd":1,"data":"${Buffer.from(`${String(round).padStart(9, "0")}\n`).toString("base64")}"}`)
+      for (const [index, { say }] of boxes.entries()) {
+        for (let command = 0; command < 4; command++) {
+          say(
+            `{"ev":"out","id":"c${index}-${command}","fd":1,"data":"${
+              Buffer.from(`${String(round).padStart(9, "0")}\n`).toString("base64")
+            }"}`
+          )
+        }
+      }
       await tick()
       const perBox = await Promise.all(boxes.map(async ({ box }, index) => {
         let total = 0
@@ -117,7 +176,11 @@ describe("the box channel", () => {
     boxes[0]!.output.end()
     await tick()
     let rest = 0
-    for (const index of [1, 2]) for (let command = 0; command < 4; command++) rest += (await kept(boxes[index]!.box, `c${index}-${command}`)).bytes
+    for (const index of [1, 2]) {
+      for (let command = 0; command < 4; command++) {
+        rest += (await kept(boxes[index]!.box, `c${index}-${command}`)).bytes
+      }
+    }
     expect(host.held).toBe(rest)
     expect(host.members.size).toBe(8)
   })
@@ -126,8 +189,20 @@ describe("the box channel", () => {
     const { box, say } = channel({ host: new OutputBudget(1_000_000), boxMax: 1_000_000, commandMax: 8 })
     say(`{"ev":"ready","main":[]}`)
     await box.ready
-    const done = box.handle({ _tag: "Exec", command: "f", argv: ["x"], env: {}, workingDir: undefined, stdin: undefined, keepStdin: false, timeoutMs: undefined, background: false })
-    for (const [fd, text] of [[1, "abcd"], [2, "EFGH"], [1, "ijkl"]] as const) say(`{"ev":"out","id":"f","fd":${fd},"data":"${Buffer.from(text).toString("base64")}"}`)
+    const done = box.handle({
+      _tag: "Exec",
+      command: "f",
+      argv: ["x"],
+      env: {},
+      workingDir: undefined,
+      stdin: undefined,
+      keepStdin: false,
+      timeoutMs: undefined,
+      background: false
+    })
+    for (const [fd, text] of [[1, "abcd"], [2, "EFGH"], [1, "ijkl"]] as const) {
+      say(`{"ev":"out","id":"f","fd":${fd},"data":"${Buffer.from(text).toString("base64")}"}`)
+    }
     say(`{"ev":"exit","id":"f","code":0,"signal":null,"timedOut":false}`)
     const reply = await done
     expect(reply._tag).toBe("Command")

@@ -4,26 +4,35 @@
  * the supervisor dies all the same (the box's user can kill it: it has the same rights), the box's /workspace stays
  * on its host and the Sandbox's next box there starts from it (KeptWorkspaces.ts).
  */
+import { Effect } from "effect"
 import { spawn } from "node:child_process"
 import { chmodSync, mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import type { BoxReply, BoxRequest, ProgramRequest, WorkloadProgram } from "../../../src/core/capacity/Capacity.ts"
-import { variantsOf } from "../../../src/core/capacity/Offering.ts"
 import type { Agent } from "../../../src/backends/live/Agent.ts"
 import { supervisorScript } from "../../../src/backends/live/BoxSupervisor.ts"
 import type { LiveCapacity } from "../../../src/backends/live/LiveCapacity.ts"
-import { makeLiveHost } from "./LiveHost.ts"
+import type { BoxReply, BoxRequest, ProgramRequest, WorkloadProgram } from "../../../src/core/capacity/Capacity.ts"
+import { variantsOf } from "../../../src/core/capacity/Offering.ts"
 import { removeTree } from "../../support/RemoveTree.ts"
+import { makeLiveHost } from "./LiveHost.ts"
 
 const GiB = 1024 ** 3
 const owner = "survivor-uid"
 
 const workload: WorkloadProgram = {
-  image: "tools", argv: [], workingDir: "/workspace", env: [], secrets: [], egress: "Deny",
-  memoryBytes: undefined, init: undefined, checkpoint: { paths: ["/workspace"], maxBytes: GiB }, sandbox: true, keepWorkspace: true
+  image: "tools",
+  argv: [],
+  workingDir: "/workspace",
+  env: [],
+  secrets: [],
+  egress: "Deny",
+  memoryBytes: undefined,
+  init: undefined,
+  checkpoint: { paths: ["/workspace"], maxBytes: GiB },
+  sandbox: true,
+  keepWorkspace: true
 }
 
 let dir: string
@@ -42,15 +51,42 @@ const facts = (attempt: string) => Effect.runSync(capacity.port.facts(owner, att
 
 const start = async (attempt: string, number: number) => {
   const variant = variantsOf(capacity.catalog("demo")[0]!)[0]!
-  const program: ProgramRequest = { restoreFromSeq: undefined, resumeFromUnits: undefined, checkpointIntervalMs: undefined, keepWarmMs: 0, env: {}, annotations: {}, workload, service: true }
-  Effect.runSync(capacity.port.acquire({ owner, namespace: "demo", attempt, index: 0, number, variant, recovery: number > 1 }))
+  const program: ProgramRequest = {
+    restoreFromSeq: undefined,
+    resumeFromUnits: undefined,
+    checkpointIntervalMs: undefined,
+    keepWarmMs: 0,
+    env: {},
+    annotations: {},
+    workload,
+    service: true
+  }
+  Effect.runSync(
+    capacity.port.acquire({ owner, namespace: "demo", attempt, index: 0, number, variant, recovery: number > 1 })
+  )
   Effect.runSync(capacity.port.start(owner, attempt, program))
   await until(`${attempt} running`, () => facts(attempt).phase === "Running")
 }
 
 let commands = 0
 const exec = (attempt: string, argv: ReadonlyArray<string>, background = false) =>
-  Effect.runPromise(capacity.port.box!(owner, attempt, { _tag: "Exec", command: `c${++commands}`, argv, env: {}, workingDir: undefined, stdin: undefined, keepStdin: false, timeoutMs: 60_000, background } satisfies BoxRequest))
+  Effect.runPromise(
+    capacity.port.box!(
+      owner,
+      attempt,
+      {
+        _tag: "Exec",
+        command: `c${++commands}`,
+        argv,
+        env: {},
+        workingDir: undefined,
+        stdin: undefined,
+        keepStdin: false,
+        timeoutMs: 60_000,
+        background
+      } satisfies BoxRequest
+    )
+  )
 
 const stdoutOf = (reply: BoxReply) => {
   if (reply._tag !== "Command") throw new Error(`expected a command, got ${JSON.stringify(reply)}`)
@@ -93,7 +129,9 @@ describe("the supervisor under an output flood", () => {
     const send = (request: Record<string, unknown>) => child.stdin.write(`${JSON.stringify(request)}\n`)
     const count = 48
     const bytes = 16 * 1024 * 1024
-    for (let index = 0; index < count; index++) send({ op: "exec", id: `f${index}`, argv: ["head", "-c", String(bytes), "/dev/zero"], env: {}, closeStdin: true })
+    for (let index = 0; index < count; index++) {
+      send({ op: "exec", id: `f${index}`, argv: ["head", "-c", String(bytes), "/dev/zero"], env: {}, closeStdin: true })
+    }
     try {
       await until("every command's exit", () => exits.size === count || child.exitCode !== null, 240_000)
       expect(child.exitCode, stderr).toBeNull()

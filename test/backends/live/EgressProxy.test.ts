@@ -32,12 +32,30 @@ describe("the allow list", () => {
 })
 
 describe("addresses", () => {
-  it.each(["10.1.2.3", "172.16.0.1", "192.168.1.1", "127.0.0.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "224.0.0.1", "::1", "fe80::1", "fd00::1", "::ffff:10.0.0.1", "::ffff:127.0.0.1", "::"])(
+  it.each([
+    "10.1.2.3",
+    "172.16.0.1",
+    "192.168.1.1",
+    "127.0.0.1",
+    "169.254.169.254",
+    "100.64.0.1",
+    "0.0.0.0",
+    "224.0.0.1",
+    "::1",
+    "fe80::1",
+    "fd00::1",
+    "::ffff:10.0.0.1",
+    "::ffff:127.0.0.1",
+    "::"
+  ])(
     "refuses %s (not public)",
     (address) => expect(mayConnectTo(address, publicOnly)).toBe(false)
   )
 
-  it.each(["8.8.8.8", "151.101.0.223", "2606:4700::6810:84e5", "::ffff:8.8.8.8"])("lets %s through", (address) => expect(mayConnectTo(address, publicOnly)).toBe(true))
+  it.each(["8.8.8.8", "151.101.0.223", "2606:4700::6810:84e5", "::ffff:8.8.8.8"])(
+    "lets %s through",
+    (address) => expect(mayConnectTo(address, publicOnly)).toBe(true)
+  )
 })
 
 describe("the proxy", () => {
@@ -84,15 +102,22 @@ describe("the proxy", () => {
     await once(socket, "close")
     return Buffer.concat(chunks).toString(encoding)
   }
-  const viaConnect = (authority: string) => exchange(`CONNECT ${authority} HTTP/1.1\r\nhost: ${authority}\r\n\r\nGET /tunnelled HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n`)
+  const viaConnect = (authority: string) =>
+    exchange(
+      `CONNECT ${authority} HTTP/1.1\r\nhost: ${authority}\r\n\r\nGET /tunnelled HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n`
+    )
   const viaHttp = (url: string) => exchange(`GET ${url} HTTP/1.1\r\nhost: x\r\nproxy-connection: keep-alive\r\n\r\n`)
   const log = () => readFileSync(join(dir, "log"), "utf8")
 
   it("Open: refuses loopback, by address or by a name that resolves there, without the operator's exception", async () => {
     await start("any", publicOnly)
     const before = hits
-    expect(await viaConnect(`127.0.0.1:${targetPort()}`)).toMatch(/^HTTP\/1\.1 403 .*127\.0\.0\.1 is not a public address/su)
-    expect(await viaConnect(`localhost:${targetPort()}`)).toMatch(/^HTTP\/1\.1 403 .*localhost resolves to (127\.0\.0\.1|::1), which is not a public address/su)
+    expect(await viaConnect(`127.0.0.1:${targetPort()}`)).toMatch(
+      /^HTTP\/1\.1 403 .*127\.0\.0\.1 is not a public address/su
+    )
+    expect(await viaConnect(`localhost:${targetPort()}`)).toMatch(
+      /^HTTP\/1\.1 403 .*localhost resolves to (127\.0\.0\.1|::1), which is not a public address/su
+    )
     expect(await viaHttp(`http://127.0.0.1:${targetPort()}/plain`)).toMatch(/^HTTP\/1\.1 403 /u)
     expect(hits).toBe(before)
     expect(log()).toContain("localhost resolves to")
@@ -100,14 +125,25 @@ describe("the proxy", () => {
 
   it("Open: refuses metadata, link-local and private addresses before connecting anywhere", async () => {
     await start("any", loopbackOnly)
-    for (const authority of ["169.254.169.254:80", "10.0.0.1:5432", "[fe80::1]:22", "192.168.1.1:443", "[::ffff:169.254.169.254]:80", "0.0.0.0:22"]) {
+    for (
+      const authority of [
+        "169.254.169.254:80",
+        "10.0.0.1:5432",
+        "[fe80::1]:22",
+        "192.168.1.1:443",
+        "[::ffff:169.254.169.254]:80",
+        "0.0.0.0:22"
+      ]
+    ) {
       expect(await viaConnect(authority), authority).toMatch(/^HTTP\/1\.1 403 .* is not a public address/su)
     }
   })
 
   it("Open: reaches a loopback server where the operator's exception names it, by CONNECT and by plain http", async () => {
     await start("any", loopbackOnly)
-    expect(await viaConnect(`127.0.0.1:${targetPort()}`)).toMatch(/^HTTP\/1\.1 200 Connection established\r\n\r\nHTTP\/1\.1 200 .*hello from \/tunnelled/su)
+    expect(await viaConnect(`127.0.0.1:${targetPort()}`)).toMatch(
+      /^HTTP\/1\.1 200 Connection established\r\n\r\nHTTP\/1\.1 200 .*hello from \/tunnelled/su
+    )
     const plain = await viaHttp(`http://127.0.0.1:${targetPort()}/plain?x=1`)
     expect(plain).toMatch(/^HTTP\/1\.1 200 .*hello from \/plain\?x=1$/su)
     expect(plain.toLowerCase()).toContain("connection: close")
@@ -118,15 +154,25 @@ describe("the proxy", () => {
     expect(await viaConnect(`localhost:${targetPort()}`)).toMatch(/^HTTP\/1\.1 403 .* is not a public address/su)
     await proxy!.close()
     await start(["localhost"], loopbackOnly)
-    expect(await viaConnect(`127.0.0.1:${targetPort()}`)).toMatch(/^HTTP\/1\.1 403 .*127\.0\.0\.1 is an IP address; the allow list names hosts/su)
-    expect(await viaHttp(`http://unlisted.example:${targetPort()}/`)).toMatch(/^HTTP\/1\.1 403 .*unlisted\.example is not in the egress allow list/su)
+    expect(await viaConnect(`127.0.0.1:${targetPort()}`)).toMatch(
+      /^HTTP\/1\.1 403 .*127\.0\.0\.1 is an IP address; the allow list names hosts/su
+    )
+    expect(await viaHttp(`http://unlisted.example:${targetPort()}/`)).toMatch(
+      /^HTTP\/1\.1 403 .*unlisted\.example is not in the egress allow list/su
+    )
   })
 
   /** A SOCKS5 exchange in one write: greeting, CONNECT to a domain name, then an HTTP request through the tunnel. */
   const viaSocks = async (host: string, port: number): Promise<Buffer> => {
     const name = Buffer.from(host)
     const portBytes = Buffer.from([port >> 8, port & 0xff])
-    const request = Buffer.concat([Buffer.from([5, 1, 0]), Buffer.from([5, 1, 0, 3, name.length]), name, portBytes, Buffer.from("GET /socks HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")])
+    const request = Buffer.concat([
+      Buffer.from([5, 1, 0]),
+      Buffer.from([5, 1, 0, 3, name.length]),
+      name,
+      portBytes,
+      Buffer.from("GET /socks HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+    ])
     return Buffer.from(await exchange(request.toString("latin1"), "latin1"), "latin1")
   }
 

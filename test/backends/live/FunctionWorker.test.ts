@@ -5,18 +5,24 @@
  * module that does not import ending the run before it was Running, a missing interpreter refused, a worker lost under
  * a call answering Refused (never a Result), hostile archives refused, and what the worker cannot see.
  */
+import { Effect } from "effect"
 import { spawnSync } from "node:child_process"
 import { createHash } from "node:crypto"
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import type { BoxReply, BoxRequest, ProgramRequest, WorkerProgram, WorkloadProgram } from "../../../src/core/capacity/Capacity.ts"
-import { variantsOf } from "../../../src/core/capacity/Offering.ts"
 import { Agent, interpreterOf } from "../../../src/backends/live/Agent.ts"
 import { detectIsolation } from "../../../src/backends/live/Isolation.ts"
 import { LiveCapacity, type ServerInput } from "../../../src/backends/live/LiveCapacity.ts"
+import type {
+  BoxReply,
+  BoxRequest,
+  ProgramRequest,
+  WorkerProgram,
+  WorkloadProgram
+} from "../../../src/core/capacity/Capacity.ts"
+import { variantsOf } from "../../../src/core/capacity/Offering.ts"
 import { inProcessLink } from "../../../src/server/LiveBackend.ts"
 import { memoryCheckpoints } from "./MemoryCheckpoints.ts"
 
@@ -62,7 +68,11 @@ const logs: Array<string> = []
 const agentReplies = new Map<string, BoxReply>()
 
 /** Makes an archive with the host's python3 (tarfile or zipfile) from `files`, and stores it as a blob. */
-const archive = (kind: "tar.gz" | "zip", files: Readonly<Record<string, string>>, links: Readonly<Record<string, string>> = {}): string => {
+const archive = (
+  kind: "tar.gz" | "zip",
+  files: Readonly<Record<string, string>>,
+  links: Readonly<Record<string, string>> = {}
+): string => {
   const out = join(dir, `archive-${blobs.size}.${kind}`)
   const script = String.raw`
 import io, json, sys, tarfile, zipfile
@@ -88,7 +98,9 @@ else:
             info.linkname = target
             bundle.addfile(info)
 `
-  const made = spawnSync("/usr/bin/python3", ["-c", script, out, kind, JSON.stringify(files), JSON.stringify(links)], { encoding: "utf8" })
+  const made = spawnSync("/usr/bin/python3", ["-c", script, out, kind, JSON.stringify(files), JSON.stringify(links)], {
+    encoding: "utf8"
+  })
   if (made.status !== 0) throw new Error(made.stderr)
   const bytes = readFileSync(out)
   const reference = `sha256:${createHash("sha256").update(bytes).digest("hex")}`
@@ -99,7 +111,9 @@ else:
 const sources = { "app/__init__.py": "", "app/handlers.py": handlers }
 
 /** The host userland's Python minor (what a box's python3 is), e.g. "3.11". */
-const hostMinor = spawnSync("/usr/bin/python3", ["-c", "import sys; print('%d.%d' % sys.version_info[:2])"], { encoding: "utf8" }).stdout.trim()
+const hostMinor = spawnSync("/usr/bin/python3", ["-c", "import sys; print('%d.%d' % sys.version_info[:2])"], {
+  encoding: "utf8"
+}).stdout.trim()
 
 const until = async (what: string, check: () => boolean) => {
   // A bound so that the test stops by itself; never a measure of speed.
@@ -112,21 +126,47 @@ const until = async (what: string, check: () => boolean) => {
 
 const facts = (owner: string, attempt = "a-1") => Effect.runSync(capacity.port.facts(owner, attempt))!
 
-const workload = (worker: Partial<WorkerProgram>, code: string | undefined, fields: Partial<WorkloadProgram> = {}): WorkloadProgram => ({
-  image: "python", argv: [], workingDir: undefined, env: [], secrets: [], egress: "Deny", memoryBytes: undefined, init: undefined,
+const workload = (
+  worker: Partial<WorkerProgram>,
+  code: string | undefined,
+  fields: Partial<WorkloadProgram> = {}
+): WorkloadProgram => ({
+  image: "python",
+  argv: [],
+  workingDir: undefined,
+  env: [],
+  secrets: [],
+  egress: "Deny",
+  memoryBytes: undefined,
+  init: undefined,
   inputs: code === undefined ? [] : [{ name: "code", blob: code }],
-  worker: { python: undefined, module: "app.handlers", concurrency: 1, codeInput: code === undefined ? undefined : "code", ...worker },
+  worker: {
+    python: undefined,
+    module: "app.handlers",
+    concurrency: 1,
+    codeInput: code === undefined ? undefined : "code",
+    ...worker
+  },
   ...fields
 })
 
 const program = (workload: WorkloadProgram): ProgramRequest => ({
-  restoreFromSeq: undefined, resumeFromUnits: undefined, checkpointIntervalMs: undefined, keepWarmMs: 0, env: {}, annotations: {}, workload, service: true
+  restoreFromSeq: undefined,
+  resumeFromUnits: undefined,
+  checkpointIntervalMs: undefined,
+  keepWarmMs: 0,
+  env: {},
+  annotations: {},
+  workload,
+  service: true
 })
 
 /** Starts the owner's attempt a-1 with the workload; answers once it is Running or Ended. */
 const start = async (owner: string, work: WorkloadProgram) => {
   const variant = variantsOf(capacity.catalog("demo")[0]!)[0]!
-  Effect.runSync(capacity.port.acquire({ owner, namespace: "demo", attempt: "a-1", index: 0, number: 1, variant, recovery: false }))
+  Effect.runSync(
+    capacity.port.acquire({ owner, namespace: "demo", attempt: "a-1", index: 0, number: 1, variant, recovery: false })
+  )
   Effect.runSync(capacity.port.start(owner, "a-1", program(work)))
   await until(`${owner} running or ended`, () => facts(owner).phase === "Running" || facts(owner).phase === "Ended")
   return facts(owner)
@@ -141,7 +181,14 @@ const box = (owner: string, request: BoxRequest) => Effect.runPromise(capacity.p
 
 let calls = 0
 const json = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64")
-const callOf = (input: unknown, method?: string): BoxRequest => ({ _tag: "Call", call: `call-${++calls}.1`, encoding: "JSON", input: json(input), method, timeoutMs: 60_000 })
+const callOf = (input: unknown, method?: string): BoxRequest => ({
+  _tag: "Call",
+  call: `call-${++calls}.1`,
+  encoding: "JSON",
+  input: json(input),
+  method,
+  timeoutMs: 60_000
+})
 
 const resultOf = (reply: BoxReply) => {
   if (reply._tag !== "Result") throw new Error(`expected a Result, got ${JSON.stringify(reply)}`)
@@ -161,8 +208,17 @@ beforeAll(async () => {
       for (const input of work.inputs ?? []) {
         if (!("blob" in input)) continue
         const bytes = blobs.get(input.blob)
-        if (bytes === undefined) return Effect.fail({ message: `input ${input.name}: blob ${input.blob} is not stored, or project demo may not read it` })
-        inputs.set(input.name, { sha256: input.blob.slice("sha256:".length), open: async function*() { yield bytes } })
+        if (bytes === undefined) {
+          return Effect.fail({
+            message: `input ${input.name}: blob ${input.blob} is not stored, or project demo may not read it`
+          })
+        }
+        inputs.set(input.name, {
+          sha256: input.blob.slice("sha256:".length),
+          open: async function*() {
+            yield bytes
+          }
+        })
       }
       return Effect.succeed({ env: { API_TOKEN: token }, secretFiles: [], secretValues: [token], inputs })
     },
@@ -184,14 +240,24 @@ beforeAll(async () => {
           if (call !== undefined) agentReplies.set(call, reply.reply)
         }
         const response = await link.sync(request)
-        if (response._tag === "Desired") for (const call of response.desired.calls ?? []) if (call.request._tag === "Call") asked.set(call.id, call.request.call)
+        if (response._tag === "Desired") {
+          for (const call of response.desired.calls ?? []) {
+            if (call.request._tag === "Call") asked.set(call.id, call.request.call)
+          }
+        }
         return response
       }
     },
     hello: {
-      node: "node-a", hostname: "node-a", agentVersion: "test",
+      node: "node-a",
+      hostname: "node-a",
+      agentVersion: "test",
       capacity: { cpus: 16, memoryBytes: 8 * GiB, diskBytes: 100 * GiB, gpus: [] },
-      isolation: { bubblewrap: isolation.bwrap !== undefined, memoryLimits: isolation.memoryLimits !== "none", problems: isolation.problems }
+      isolation: {
+        bubblewrap: isolation.bwrap !== undefined,
+        memoryLimits: isolation.memoryLimits !== "none",
+        problems: isolation.problems
+      }
     },
     dataDir: join(dir, "agent"),
     runsDir: join(dir, "runs"),
@@ -219,15 +285,25 @@ describe("a Function's worker on a live host", () => {
     // What the function prints is the run's log, as a Job's output is.
     await until("the print in the log", () => logs.join("").includes("doubling 21"))
     // The worker takes calls only; a call goes to workers only.
-    expect(await box("fn-tar", { _tag: "ReadFile", path: "/etc/hostname", maxBytes: 100 })).toMatchObject({ _tag: "Refused", code: "Invalid" })
+    expect(await box("fn-tar", { _tag: "ReadFile", path: "/etc/hostname", maxBytes: 100 })).toMatchObject({
+      _tag: "Refused",
+      code: "Invalid"
+    })
     await stop("fn-tar")
     expect(facts("fn-tar").outcome).toEqual({ type: "Stopped" })
   })
 
   it("a worker whose egress is an AllowList runs behind its forwarder, on the same pipes", async () => {
-    const started = await start("fn-allow", workload({ qualname: "double" }, archive("tar.gz", sources), { egress: "AllowList", allow: ["pypi.org"] }))
+    const started = await start(
+      "fn-allow",
+      workload({ qualname: "double" }, archive("tar.gz", sources), { egress: "AllowList", allow: ["pypi.org"] })
+    )
     expect(started.phase).toBe("Running")
-    expect(resultOf(await box("fn-allow", callOf({ args: [5], kwargs: {} })))).toEqual({ ok: true, encoding: "JSON", result: Buffer.from("10").toString("base64") })
+    expect(resultOf(await box("fn-allow", callOf({ args: [5], kwargs: {} })))).toEqual({
+      ok: true,
+      encoding: "JSON",
+      result: Buffer.from("10").toString("base64")
+    })
     await stop("fn-allow")
   })
 
@@ -247,20 +323,32 @@ describe("a Function's worker on a live host", () => {
   it("a zip code archive and a class: made once, calls name its methods", async () => {
     const started = await start("fn-zip", workload({ cls: "Model" }, archive("zip", sources)))
     expect(started.phase).toBe("Running")
-    expect(resultOf(await box("fn-zip", callOf({ args: [4], kwargs: {} }, "predict")))).toEqual({ ok: true, encoding: "JSON", result: Buffer.from("40").toString("base64") })
+    expect(resultOf(await box("fn-zip", callOf({ args: [4], kwargs: {} }, "predict")))).toEqual({
+      ok: true,
+      encoding: "JSON",
+      result: Buffer.from("40").toString("base64")
+    })
     await stop("fn-zip")
   })
 
   it("a module that does not import ends the run Failed with the import error, never Running", async () => {
-    const ended = await start("fn-missing", workload({ module: "app.missing", qualname: "f" }, archive("tar.gz", sources)))
+    const ended = await start(
+      "fn-missing",
+      workload({ module: "app.missing", qualname: "f" }, archive("tar.gz", sources))
+    )
     expect(ended.phase).toBe("Ended")
     expect(ended.bootedAt).toBeUndefined()
-    expect(ended.outcome).toMatchObject({ type: "Failed", message: expect.stringMatching(/ModuleNotFoundError: No module named 'app.missing'/u) })
+    expect(ended.outcome).toMatchObject({
+      type: "Failed",
+      message: expect.stringMatching(/ModuleNotFoundError: No module named 'app.missing'/u)
+    })
   })
 
   it("an interpreter minor the host lacks is refused, naming it", async () => {
     const bins = ["/usr/local/bin", "/usr/bin", "/bin"]
-    const minor = Array.from({ length: 30 }, (_, index) => `3.${index + 6}`).find((candidate) => bins.every((bin) => !existsSync(join(bin, `python${candidate}`))))!
+    const minor = Array.from({ length: 30 }, (_, index) => `3.${index + 6}`).find((candidate) =>
+      bins.every((bin) => !existsSync(join(bin, `python${candidate}`)))
+    )!
     const ended = await start("fn-python", workload({ python: minor, qualname: "double" }, archive("tar.gz", sources)))
     expect(ended.phase).toBe("Ended")
     expect(ended.bootedAt).toBeUndefined()
@@ -281,21 +369,32 @@ describe("a Function's worker on a live host", () => {
     // The port's answer may be the server's (the run ended first); the agent's own answers say the worker was lost.
     const ids = [hang, die].map((request) => (request._tag === "Call" ? request.call : ""))
     await until("the agent's answers", () => ids.every((id) => agentReplies.has(id)))
-    for (const id of ids) expect(agentReplies.get(id)).toMatchObject({ _tag: "Refused", code: "Unavailable", message: expect.stringContaining("the worker was lost") })
+    for (const id of ids) {
+      expect(agentReplies.get(id)).toMatchObject({
+        _tag: "Refused",
+        code: "Unavailable",
+        message: expect.stringContaining("the worker was lost")
+      })
+    }
     await until("the run ended", () => facts("fn-lost").phase === "Ended")
     expect(facts("fn-lost").outcome).toMatchObject({ type: "Failed" })
   })
 
   it("a code archive whose member leads out of its directory is refused before the worker is Running", async () => {
-    for (const [owner, code] of [
-      ["fn-dotdot", archive("tar.gz", { ...sources, "../escape.py": "x = 1" })],
-      ["fn-absolute", archive("tar.gz", { ...sources, "/tmp/escape.py": "x = 1" })],
-      ["fn-link", archive("zip", sources, { "app/out": "../../../etc" })]
-    ] as const) {
+    for (
+      const [owner, code] of [
+        ["fn-dotdot", archive("tar.gz", { ...sources, "../escape.py": "x = 1" })],
+        ["fn-absolute", archive("tar.gz", { ...sources, "/tmp/escape.py": "x = 1" })],
+        ["fn-link", archive("zip", sources, { "app/out": "../../../etc" })]
+      ] as const
+    ) {
       const ended = await start(owner, workload({ qualname: "double" }, code))
       expect(ended.phase).toBe("Ended")
       expect(ended.bootedAt).toBeUndefined()
-      expect(ended.outcome).toMatchObject({ type: "Failed", message: expect.stringContaining("leads out of its directory") })
+      expect(ended.outcome).toMatchObject({
+        type: "Failed",
+        message: expect.stringContaining("leads out of its directory")
+      })
     }
   })
 
@@ -320,6 +419,9 @@ describe("a Function's worker on a live host", () => {
 
   it("a code blob the project cannot read: the worker does not start, and says which", async () => {
     const ended = await start("fn-noblob", workload({ qualname: "double" }, `sha256:${"e".repeat(64)}`))
-    expect(ended.outcome).toMatchObject({ type: "Failed", message: expect.stringContaining(`input code: blob sha256:${"e".repeat(64)}`) })
+    expect(ended.outcome).toMatchObject({
+      type: "Failed",
+      message: expect.stringContaining(`input code: blob sha256:${"e".repeat(64)}`)
+    })
   })
 })

@@ -66,17 +66,30 @@ describe("a url input", () => {
   it("on 127.0.0.1 is refused without the operator's exception, before any connection, open port or closed", async () => {
     const before = requests
     expect(await problemOf(`${base()}/data`)).toBe(`could not fetch ${base()}/data: address not allowed`)
-    expect(await problemOf(`https://127.0.0.1:${portOf(plain)}/`)).toBe(`could not fetch https://127.0.0.1:${portOf(plain)}/: address not allowed`)
-    expect(await problemOf(`https://127.0.0.1:${closedPort}/`)).toBe(`could not fetch https://127.0.0.1:${closedPort}/: address not allowed`)
+    expect(await problemOf(`https://127.0.0.1:${portOf(plain)}/`)).toBe(
+      `could not fetch https://127.0.0.1:${portOf(plain)}/: address not allowed`
+    )
+    expect(await problemOf(`https://127.0.0.1:${closedPort}/`)).toBe(
+      `could not fetch https://127.0.0.1:${closedPort}/: address not allowed`
+    )
     expect(requests).toBe(before)
   })
 
   it("through a name that resolves to loopback is refused the same way", async () => {
-    expect(await problemOf(`https://localhost:${portOf(files)}/data`)).toBe(`could not fetch https://localhost:${portOf(files)}/data: address not allowed`)
+    expect(await problemOf(`https://localhost:${portOf(files)}/data`)).toBe(
+      `could not fetch https://localhost:${portOf(files)}/data: address not allowed`
+    )
   })
 
   it("is refused for the metadata service, private and link-local ranges, before any packet", async () => {
-    for (const url of ["https://169.254.169.254/latest/meta-data/", "https://10.0.0.1/", "https://[fe80::1]/", "https://[::ffff:192.168.0.1]/"]) {
+    for (
+      const url of [
+        "https://169.254.169.254/latest/meta-data/",
+        "https://10.0.0.1/",
+        "https://[fe80::1]/",
+        "https://[::ffff:192.168.0.1]/"
+      ]
+    ) {
       expect(await problemOf(url)).toBe(`could not fetch ${url}: address not allowed`)
     }
   })
@@ -107,6 +120,8 @@ describe("a url input", () => {
   it("refuses a redirect to http, and plain http itself", async () => {
     const url = `${base()}/redirect?to=${encodeURIComponent("http://127.0.0.1/")}`
     expect(await problemOf(url, exception)).toBe(`could not fetch ${url}: not an https URL (only https is read)`)
-    expect(await problemOf("http://127.0.0.1/", exception)).toBe("could not fetch http://127.0.0.1/: not an https URL (only https is read)")
+    expect(await problemOf("http://127.0.0.1/", exception)).toBe(
+      "could not fetch http://127.0.0.1/: not an https URL (only https is read)"
+    )
   })
 })

@@ -7,11 +7,25 @@
  */
 import { spawnSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs"
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmdirSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync
+} from "node:fs"
 import { createServer, type Server } from "node:net"
 import { networkInterfaces, tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterEach, beforeEach, describe, expect, it } from "vitest"
+import { type RunningProxy, startEgressProxy } from "../../../src/backends/live/EgressProxy.ts"
 import {
   bwrapArguments,
   detectIsolation,
@@ -20,9 +34,8 @@ import {
   type Outcome,
   runIsolated
 } from "../../../src/backends/live/Isolation.ts"
-import { type RunningProxy, startEgressProxy } from "../../../src/backends/live/EgressProxy.ts"
-import { type ConnectRules, loopbackRanges, parseRange, publicOnly } from "../../../src/core/PublicAddress.ts"
 import * as Limits from "../../../src/core/Limits.ts"
+import { type ConnectRules, loopbackRanges, parseRange, publicOnly } from "../../../src/core/PublicAddress.ts"
 
 const support = detectIsolation()
 const MiB = 1024 * 1024
@@ -68,7 +81,9 @@ describe("detectIsolation", () => {
   })
 
   it("removes the runs' cgroups a killed process left (empty and old), and leaves a new one alone", () => {
-    const made = [support.cgroup!, support.pidsCgroup!].flatMap((dir) => ["stale", "fresh"].map((age) => join(dir, `nodus-run-test-${age}-${randomBytes(4).toString("hex")}`)))
+    const made = [support.cgroup!, support.pidsCgroup!].flatMap((dir) =>
+      ["stale", "fresh"].map((age) => join(dir, `nodus-run-test-${age}-${randomBytes(4).toString("hex")}`))
+    )
     for (const dir of made) mkdirSync(dir)
     const old = new Date(Date.now() - 10 * 60_000)
     for (const dir of made.filter((dir) => dir.includes("-stale-"))) utimesSync(dir, old, old)
@@ -96,7 +111,9 @@ describe("the program", () => {
 
   it("sees exactly the environment it was given, with PATH and HOME when absent (and PWD from bwrap)", async () => {
     const { log } = await run(["env"], { env: { GREETING: "hello world", EMPTY: "" } })
-    const env = Object.fromEntries(log.trim().split("\n").map((line) => [line.slice(0, line.indexOf("=")), line.slice(line.indexOf("=") + 1)]))
+    const env = Object.fromEntries(
+      log.trim().split("\n").map((line) => [line.slice(0, line.indexOf("=")), line.slice(line.indexOf("=") + 1)])
+    )
     expect(env).toEqual({
       GREETING: "hello world",
       EMPTY: "",
@@ -156,21 +173,28 @@ describe("secret files", () => {
     expect(mode).toBe("400")
     expect(base64).toBe(content.toString("base64"))
     // the program's own copy is the only one: bwrap wrote the file in the box's /run, a tmpfs
-    const files = readdirSync(join(root, "area"), { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile())
+    const files = readdirSync(join(root, "area"), { recursive: true, withFileTypes: true }).filter((entry) =>
+      entry.isFile()
+    )
     expect(files.map((entry) => entry.name)).toEqual(["copy"])
   })
 
   it("appear as /run/secrets/<secret>/<key> when named so, as Kubernetes mounts a Secret", async () => {
-    const { outcome, log } = await run(sh("stat -c %a /run/secrets/db /run/secrets/db/password; cat /run/secrets/db/password"), {
-      secretFiles: [{ name: "db/password", content: Buffer.from("pw") }]
-    })
+    const { outcome, log } = await run(
+      sh("stat -c %a /run/secrets/db /run/secrets/db/password; cat /run/secrets/db/password"),
+      {
+        secretFiles: [{ name: "db/password", content: Buffer.from("pw") }]
+      }
+    )
     expect(outcome.exitCode).toBe(0)
     expect(log).toBe("500\n400\npw")
   })
 
   it("refuses a name that is not a file name or <directory>/<file>", () => {
     for (const name of ["../x", "a/b/c", "a/..", ""]) {
-      expect(() => runIsolated(program(["true"], { secretFiles: [{ name, content: new Uint8Array() }] }), { support, hidden: [] }))
+      expect(() =>
+        runIsolated(program(["true"], { secretFiles: [{ name, content: new Uint8Array() }] }), { support, hidden: [] })
+      )
         .toThrow(/is not a file name or <directory>\/<file>/u)
     }
   })
@@ -255,7 +279,9 @@ describe("egress", () => {
   const port = () => (server.address() as { port: number }).port
   const connect = (address = "127.0.0.1") => ["bash", "-c", `exec 3<>/dev/tcp/${address}/${port()} && head -n 1 <&3`]
   /** The host's first non-loopback address: a connect from the box has no route to it, so no packet is sent. */
-  const ownAddress = Object.values(networkInterfaces()).flat().find((entry) => entry !== undefined && !entry.internal && entry.family === "IPv4")?.address
+  const ownAddress = Object.values(networkInterfaces()).flat().find((entry) =>
+    entry !== undefined && !entry.internal && entry.family === "IPv4"
+  )?.address
   /** Open as the agent runs it: the run's proxy on the host, any host, public addresses and the rules' exceptions. */
   const proxied = async (rules: ConnectRules): Promise<Partial<IsolatedProgram>> => {
     const socket = join(root, "proxy.sock")
@@ -264,7 +290,9 @@ describe("egress", () => {
   }
   /** A CONNECT through the box's forwarder, and the answer's first lines. */
   const throughProxy = (authority: string) =>
-    bash(`exec 3<>/dev/tcp/127.0.0.1/3128 && printf 'CONNECT ${authority} HTTP/1.1\\r\\n\\r\\n' >&3 && head -n 4 <&3 | tr -d '\\r'`)
+    bash(
+      `exec 3<>/dev/tcp/127.0.0.1/3128 && printf 'CONNECT ${authority} HTTP/1.1\\r\\n\\r\\n' >&3 && head -n 4 <&3 | tr -d '\\r'`
+    )
 
   it("Deny: a connect to the host's 127.0.0.1 fails", async () => {
     const { outcome } = await run(connect(), { egress: "Deny" })
@@ -280,7 +308,10 @@ describe("egress", () => {
   })
 
   it("Open: through the proxy, a loopback server is refused without the operator's exception, by address or name", async () => {
-    const { outcome, log } = await run(bash(`${throughProxy(`127.0.0.1:${port()}`)[2]}; ${throughProxy(`localhost:${port()}`)[2]}`), await proxied(publicOnly))
+    const { outcome, log } = await run(
+      bash(`${throughProxy(`127.0.0.1:${port()}`)[2]}; ${throughProxy(`localhost:${port()}`)[2]}`),
+      await proxied(publicOnly)
+    )
     expect(outcome.exitCode).toBe(0)
     expect(log).toContain("127.0.0.1 is not a public address")
     expect(log).toMatch(/localhost resolves to (127\.0\.0\.1|::1), which is not a public address/u)
@@ -295,7 +326,9 @@ describe("egress", () => {
   })
 
   it("Open: a program that reads ALL_PROXY tunnels raw TCP through the proxy's SOCKS5, under the same rule", async () => {
-    const viaSocks = bash(`echo "all_proxy=$ALL_PROXY"; curl -sS --max-time 10 -x "$ALL_PROXY" telnet://127.0.0.1:${port()} </dev/null`)
+    const viaSocks = bash(
+      `echo "all_proxy=$ALL_PROXY"; curl -sS --max-time 10 -x "$ALL_PROXY" telnet://127.0.0.1:${port()} </dev/null`
+    )
     const allowed = await run(viaSocks, await proxied({ exceptions: [parseRange("127.0.0.1/32")!] }))
     expect(allowed.log).toContain("all_proxy=socks5h://127.0.0.1:3128")
     expect(allowed.log).toContain("hello from the host")
@@ -308,7 +341,10 @@ describe("egress", () => {
   })
 
   it("Open: through the proxy, a loopback server is reached where the operator's exception names it", async () => {
-    const { outcome, log } = await run(throughProxy(`127.0.0.1:${port()}`), await proxied({ exceptions: [parseRange("127.0.0.1/32")!] }))
+    const { outcome, log } = await run(
+      throughProxy(`127.0.0.1:${port()}`),
+      await proxied({ exceptions: [parseRange("127.0.0.1/32")!] })
+    )
     expect(outcome.exitCode).toBe(0)
     expect(log).toContain("HTTP/1.1 200 Connection established")
     expect(log).toContain("hello from the host")
@@ -324,25 +360,35 @@ describe("memory limits", () => {
   }
 
   it("kill a program that exceeds its limit, reported as oomKilled, and the cgroup is removed", async () => {
-    const { outcome, cgroups } = await run(["python3", "-c", "b = bytearray(512 * 1024 * 1024)"], { memoryBytes: 32 * MiB })
+    const { outcome, cgroups } = await run(["python3", "-c", "b = bytearray(512 * 1024 * 1024)"], {
+      memoryBytes: 32 * MiB
+    })
     expect(outcome).toEqual({ exitCode: undefined, signal: "SIGKILL", oomKilled: true })
     removed(cgroups)
   })
 
   it("hold the program's children too (the box joins its cgroup before the program starts)", async () => {
-    const { outcome, cgroups } = await run(sh("head -c 600M /dev/zero | tail; echo survived"), { memoryBytes: 32 * MiB })
+    const { outcome, cgroups } = await run(sh("head -c 600M /dev/zero | tail; echo survived"), {
+      memoryBytes: 32 * MiB
+    })
     expect(outcome.oomKilled).toBe(true)
     removed(cgroups)
   })
 
   it("hold a program that names no limit to one vCPU's default (it is killed above it)", async () => {
-    const { outcome, cgroups } = await run(["python3", "-c", `b = bytearray(${Limits.boxMemoryBytesPerCpu + 256 * MiB})`])
+    const { outcome, cgroups } = await run([
+      "python3",
+      "-c",
+      `b = bytearray(${Limits.boxMemoryBytesPerCpu + 256 * MiB})`
+    ])
     expect(outcome).toEqual({ exitCode: undefined, signal: "SIGKILL", oomKilled: true })
     removed(cgroups)
   })
 
   it("leave a program within its limit alone: a plain non-zero exit is not an OOM kill", async () => {
-    const { outcome, cgroups } = await run(["python3", "-c", "b = bytearray(8 * 1024 * 1024); raise SystemExit(5)"], { memoryBytes: 64 * MiB })
+    const { outcome, cgroups } = await run(["python3", "-c", "b = bytearray(8 * 1024 * 1024); raise SystemExit(5)"], {
+      memoryBytes: 64 * MiB
+    })
     expect(outcome).toEqual({ exitCode: 5, signal: undefined, oomKilled: false })
     removed(cgroups)
   })
@@ -350,7 +396,10 @@ describe("memory limits", () => {
 
 describe("process limits", () => {
   /** Forks children that wait, up to `wanted`, until a fork is refused: prints how many it made, then ends them. */
-  const forkUpTo = (wanted: number) => ["python3", "-c", `
+  const forkUpTo = (wanted: number) => [
+    "python3",
+    "-c",
+    `
 import os, signal
 children = []
 try:
@@ -365,7 +414,8 @@ except OSError as error:
 print(len(children))
 for pid in children:
     os.kill(pid, signal.SIGKILL)
-`]
+`
+  ]
 
   it("stop a fork bomb at the box's limit, and the host can still make processes", async () => {
     const { outcome, log } = await run(forkUpTo(3_000), { pidsMax: 64 })
@@ -387,7 +437,8 @@ for pid in children:
 describe("stop", () => {
   const marker = () => `nodus-test-${randomBytes(6).toString("hex")}`
   /** The pids whose command line holds `pattern`, bwrap's included (the script it runs names the marker). */
-  const pids = (pattern: string) => spawnSync("pgrep", ["-f", pattern], { encoding: "utf8" }).stdout.trim().split("\n").filter(Boolean)
+  const pids = (pattern: string) =>
+    spawnSync("pgrep", ["-f", pattern], { encoding: "utf8" }).stdout.trim().split("\n").filter(Boolean)
   /** Waits until the program's processes run (their command lines start with the marker): a stop must find them. */
   const started = async (mark: string, count: number) => {
     while (pids(`^${mark}`).length < count) await new Promise((resolve) => setTimeout(resolve, 10))
@@ -476,10 +527,14 @@ describe("bwrapArguments", () => {
 
   it("binds a run's GPUs and the driver's shared nodes into /dev, and nothing of the kind without GPUs", () => {
     const list = args({ devices: ["/dev/nvidia3"] })
-    for (const device of ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia3"]) expect(hasPair(list, "--dev-bind", device, device)).toBe(true)
+    for (const device of ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia3"]) {
+      expect(hasPair(list, "--dev-bind", device, device)).toBe(true)
+    }
     // after the box's own /dev, which they would otherwise be hidden under
     expect(list.indexOf("/dev/nvidia3")).toBeGreaterThan(list.indexOf("--dev"))
-    expect(hasPair(args({ devices: ["/tmp/fake/nvidia1"] }), "--dev-bind", "/tmp/fake/nvidia1", "/dev/nvidia1")).toBe(true)
+    expect(hasPair(args({ devices: ["/tmp/fake/nvidia1"] }), "--dev-bind", "/tmp/fake/nvidia1", "/dev/nvidia1")).toBe(
+      true
+    )
     expect(args().join(" ")).not.toContain("nvidia")
   })
 

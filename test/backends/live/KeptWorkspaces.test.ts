@@ -6,7 +6,8 @@ import { afterEach, describe, expect, it } from "vitest"
 import { detectDiskQuotas, imageOf, mountArea, removeArea } from "../../../src/backends/live/DiskQuota.ts"
 import { keptLogOf, KeptWorkspaces } from "../../../src/backends/live/KeptWorkspaces.ts"
 
-const mounted = (path: string) => readFileSync("/proc/self/mountinfo", "utf8").split("\n").some((line) => line.split(" ")[4] === path)
+const mounted = (path: string) =>
+  readFileSync("/proc/self/mountinfo", "utf8").split("\n").some((line) => line.split(" ")[4] === path)
 
 const dirs: Array<string> = []
 afterEach(() => {
@@ -89,33 +90,36 @@ describe("kept workspaces", () => {
     expect(existsSync(job)).toBe(true)
   })
 
-  it.runIf(detectDiskQuotas().diskQuotas === "loop")("keeps an area that is a filesystem of its quota whole: its image, mounted again as the next box's area", async () => {
-    const { runs, kept, target } = host()
-    const area = join(runs, "owner", "a-1")
-    await mountArea(area, 16 * 1024 * 1024)
-    try {
-      mkdirSync(join(area, "workspace"))
-      writeFileSync(join(area, "workspace", "file"), "in the image")
-      writeFileSync(join(area, "log"), "the box's last words")
-      mkdirSync(join(area, "work"))
-      kept.mark(area, "owner", 2)
-      expect(kept.keep(area)).toBe(true)
-      expect(mounted(area)).toBe(false)
-      expect(existsSync(imageOf(area))).toBe(false)
-      expect(readFileSync(keptLogOf(area), "utf8")).toBe("the box's last words")
-
-      const into = target()
-      expect(kept.take("owner", 2, into)).toBe(2)
+  it.runIf(detectDiskQuotas().diskQuotas === "loop")(
+    "keeps an area that is a filesystem of its quota whole: its image, mounted again as the next box's area",
+    async () => {
+      const { runs, kept, target } = host()
+      const area = join(runs, "owner", "a-1")
+      await mountArea(area, 16 * 1024 * 1024)
       try {
-        expect(mounted(into)).toBe(true)
-        expect(readFileSync(join(into, "workspace", "file"), "utf8")).toBe("in the image")
-        expect(existsSync(join(into, "work"))).toBe(false)
-        expect(existsSync(join(into, "log"))).toBe(false)
+        mkdirSync(join(area, "workspace"))
+        writeFileSync(join(area, "workspace", "file"), "in the image")
+        writeFileSync(join(area, "log"), "the box's last words")
+        mkdirSync(join(area, "work"))
+        kept.mark(area, "owner", 2)
+        expect(kept.keep(area)).toBe(true)
+        expect(mounted(area)).toBe(false)
+        expect(existsSync(imageOf(area))).toBe(false)
+        expect(readFileSync(keptLogOf(area), "utf8")).toBe("the box's last words")
+
+        const into = target()
+        expect(kept.take("owner", 2, into)).toBe(2)
+        try {
+          expect(mounted(into)).toBe(true)
+          expect(readFileSync(join(into, "workspace", "file"), "utf8")).toBe("in the image")
+          expect(existsSync(join(into, "work"))).toBe(false)
+          expect(existsSync(join(into, "log"))).toBe(false)
+        } finally {
+          await removeArea(into)
+        }
       } finally {
-        await removeArea(into)
+        await removeArea(area)
       }
-    } finally {
-      await removeArea(area)
     }
-  })
+  )
 })

@@ -3,29 +3,44 @@
  * commands in the foreground and the background (output, stdin, kill), files, the box's activity, what untrusted code
  * in it cannot see or reach, and /workspace saved by a snapshot and restored into the next box.
  */
+import { Effect } from "effect"
 import { chmodSync, existsSync, mkdtempSync, writeFileSync } from "node:fs"
 import { connect, createServer, type Server } from "node:net"
 import { networkInterfaces, tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import type { BoxReply, BoxRequest, ProgramRequest, WorkloadProgram } from "../../../src/core/capacity/Capacity.ts"
-import { variantsOf } from "../../../src/core/capacity/Offering.ts"
 import { Agent } from "../../../src/backends/live/Agent.ts"
 import { LiveCapacity } from "../../../src/backends/live/LiveCapacity.ts"
-import { makeLiveHost } from "./LiveHost.ts"
+import type { BoxReply, BoxRequest, ProgramRequest, WorkloadProgram } from "../../../src/core/capacity/Capacity.ts"
+import { variantsOf } from "../../../src/core/capacity/Offering.ts"
 import { removeTree } from "../../support/RemoveTree.ts"
+import { makeLiveHost } from "./LiveHost.ts"
 
 const GiB = 1024 ** 3
 const owner = "sandbox-uid"
 
 const workload: WorkloadProgram = {
-  image: "tools", argv: [], workingDir: "/workspace", env: [{ name: "GREETING", value: "hello" }], secrets: [], egress: "Deny",
-  memoryBytes: undefined, init: undefined, checkpoint: { paths: ["/workspace"], maxBytes: GiB }, sandbox: true
+  image: "tools",
+  argv: [],
+  workingDir: "/workspace",
+  env: [{ name: "GREETING", value: "hello" }],
+  secrets: [],
+  egress: "Deny",
+  memoryBytes: undefined,
+  init: undefined,
+  checkpoint: { paths: ["/workspace"], maxBytes: GiB },
+  sandbox: true
 }
 
 const program = (restoreFromSeq?: number): ProgramRequest => ({
-  restoreFromSeq, resumeFromUnits: undefined, checkpointIntervalMs: undefined, keepWarmMs: 0, env: {}, annotations: {}, workload, service: true
+  restoreFromSeq,
+  resumeFromUnits: undefined,
+  checkpointIntervalMs: undefined,
+  keepWarmMs: 0,
+  env: {},
+  annotations: {},
+  workload,
+  service: true
 })
 
 let dir: string
@@ -46,7 +61,9 @@ const facts = (attempt: string) => Effect.runSync(capacity.port.facts(owner, att
 
 const start = async (attempt: string, number: number, restoreFromSeq?: number) => {
   const variant = variantsOf(capacity.catalog("demo")[0]!)[0]!
-  Effect.runSync(capacity.port.acquire({ owner, namespace: "demo", attempt, index: 0, number, variant, recovery: false }))
+  Effect.runSync(
+    capacity.port.acquire({ owner, namespace: "demo", attempt, index: 0, number, variant, recovery: false })
+  )
   Effect.runSync(capacity.port.start(owner, attempt, program(restoreFromSeq)))
   await until(`${attempt} running`, () => facts(attempt).phase === "Running")
 }
@@ -54,8 +71,23 @@ const start = async (attempt: string, number: number, restoreFromSeq?: number) =
 const box = (attempt: string, request: BoxRequest) => Effect.runPromise(capacity.port.box!(owner, attempt, request))
 
 let commands = 0
-const exec = (attempt: string, argv: ReadonlyArray<string>, fields: Partial<Extract<BoxRequest, { _tag: "Exec" }>> = {}) =>
-  box(attempt, { _tag: "Exec", command: `c${++commands}`, argv, env: {}, workingDir: undefined, stdin: undefined, keepStdin: false, timeoutMs: 10_000, background: false, ...fields })
+const exec = (
+  attempt: string,
+  argv: ReadonlyArray<string>,
+  fields: Partial<Extract<BoxRequest, { _tag: "Exec" }>> = {}
+) =>
+  box(attempt, {
+    _tag: "Exec",
+    command: `c${++commands}`,
+    argv,
+    env: {},
+    workingDir: undefined,
+    stdin: undefined,
+    keepStdin: false,
+    timeoutMs: 10_000,
+    background: false,
+    ...fields
+  })
 
 const text = (base64: string | undefined) => Buffer.from(base64 ?? "", "base64").toString("utf8")
 
@@ -69,7 +101,14 @@ beforeAll(async () => {
   chmodSync(dir, 0o711)
   // What the control plane keeps on this host: no box may read it.
   writeFileSync(join(dir, "admin-token"), "control-plane-secret")
-  ;({ capacity, agent } = await makeLiveHost({ dir, node: "node-a", cpus: 4, now: () => Date.now(), env: { GREETING: "hello" }, hidden: [dir] }))
+  ;({ capacity, agent } = await makeLiveHost({
+    dir,
+    node: "node-a",
+    cpus: 4,
+    now: () => Date.now(),
+    env: { GREETING: "hello" },
+    hidden: [dir]
+  }))
   await agent.connect()
   // (A prober that closes at once resets its connection: nothing to report.)
   listener = createServer((socket) => socket.on("error", () => undefined).end("reached\n"))
@@ -94,7 +133,13 @@ describe("commands", () => {
   })
 
   it("passes stdin, env and a working directory", async () => {
-    const state = commandOf(await exec("box-1", ["sh", "-c", "cat; echo \" $EXTRA $(pwd)\""], { stdin: Buffer.from("piped").toString("base64"), env: { EXTRA: "more" }, workingDir: "/tmp" }))
+    const state = commandOf(
+      await exec("box-1", ["sh", "-c", "cat; echo \" $EXTRA $(pwd)\""], {
+        stdin: Buffer.from("piped").toString("base64"),
+        env: { EXTRA: "more" },
+        workingDir: "/tmp"
+      })
+    )
     expect(text(state.stdout)).toBe("piped more /tmp\n")
   })
 
@@ -124,10 +169,23 @@ describe("commands", () => {
   })
 
   it("runs a background command: its state, its output as it comes, stdin, and kill; the box is Busy meanwhile", async () => {
-    const started = commandOf(await exec("box-1", ["sh", "-c", "while read line; do echo \"got $line\"; done"], { background: true, keepStdin: true, command: "bg" }))
+    const started = commandOf(
+      await exec("box-1", ["sh", "-c", "while read line; do echo \"got $line\"; done"], {
+        background: true,
+        keepStdin: true,
+        command: "bg"
+      })
+    )
     expect(started.phase).toBe("Running")
     await until("the box busy", () => facts("box-1").activity?.busy === true)
-    expect((await box("box-1", { _tag: "Stdin", command: "bg", data: Buffer.from("one\ntwo\n").toString("base64"), close: false }))._tag).toBe("Done")
+    expect(
+      (await box("box-1", {
+        _tag: "Stdin",
+        command: "bg",
+        data: Buffer.from("one\ntwo\n").toString("base64"),
+        close: false
+      }))._tag
+    ).toBe("Done")
     let output = ""
     let offset = 0
     while (!output.includes("got two")) {
@@ -153,7 +211,13 @@ describe("commands", () => {
 
 describe("stdin backpressure", () => {
   it("refuses more stdin while a command has not read what came before (StdinBackpressure), and takes it once it has", async () => {
-    const started = commandOf(await exec("box-1", ["sh", "-c", "sleep 0.5; cat > /dev/null"], { background: true, keepStdin: true, command: "slow-reader" }))
+    const started = commandOf(
+      await exec("box-1", ["sh", "-c", "sleep 0.5; cat > /dev/null"], {
+        background: true,
+        keepStdin: true,
+        command: "slow-reader"
+      })
+    )
     expect(started.phase).toBe("Running")
     const chunk = Buffer.alloc(512 * 1024, 120).toString("base64")
     let refused: BoxReply | undefined
@@ -170,33 +234,57 @@ describe("stdin backpressure", () => {
 
 describe("files", () => {
   it("writes (parents made), reads, lists and deletes files, in the box's own view", async () => {
-    expect((await box("box-1", { _tag: "WriteFile", path: "/workspace/notes/a.txt", data: Buffer.from("first").toString("base64") }))._tag).toBe("Done")
+    expect(
+      (await box("box-1", {
+        _tag: "WriteFile",
+        path: "/workspace/notes/a.txt",
+        data: Buffer.from("first").toString("base64")
+      }))._tag
+    ).toBe("Done")
     // A relative path is the working directory's.
     const read = await box("box-1", { _tag: "ReadFile", path: "notes/a.txt", maxBytes: 1024 })
     expect(read).toMatchObject({ _tag: "File", size: 5 })
     expect(text((read as { data: string }).data)).toBe("first")
     const listing = await box("box-1", { _tag: "ReadFile", path: "/workspace/notes", maxBytes: 1024 })
     expect(listing).toMatchObject({ _tag: "Directory", entries: [{ name: "a.txt", size: 5, type: "file" }] })
-    expect(await box("box-1", { _tag: "ReadFile", path: "/workspace/notes/a.txt", maxBytes: 2 })).toMatchObject({ _tag: "Refused", code: "FileTooLarge" })
+    expect(await box("box-1", { _tag: "ReadFile", path: "/workspace/notes/a.txt", maxBytes: 2 })).toMatchObject({
+      _tag: "Refused",
+      code: "FileTooLarge"
+    })
     expect((await box("box-1", { _tag: "DeleteFile", path: "/workspace/notes" }))._tag).toBe("Done")
-    expect(await box("box-1", { _tag: "ReadFile", path: "/workspace/notes/a.txt", maxBytes: 1024 })).toMatchObject({ _tag: "Refused", code: "NotFound" })
+    expect(await box("box-1", { _tag: "ReadFile", path: "/workspace/notes/a.txt", maxBytes: 1024 })).toMatchObject({
+      _tag: "Refused",
+      code: "NotFound"
+    })
   })
 
   it("refuses what the box's user may not touch", async () => {
-    expect(await box("box-1", { _tag: "ReadFile", path: "/etc/shadow", maxBytes: 1024 })).toMatchObject({ _tag: "Refused", code: "Forbidden" })
-    expect(await box("box-1", { _tag: "WriteFile", path: "/usr/bin/evil", data: "" })).toMatchObject({ _tag: "Refused", code: "Forbidden" })
+    expect(await box("box-1", { _tag: "ReadFile", path: "/etc/shadow", maxBytes: 1024 })).toMatchObject({
+      _tag: "Refused",
+      code: "Forbidden"
+    })
+    expect(await box("box-1", { _tag: "WriteFile", path: "/usr/bin/evil", data: "" })).toMatchObject({
+      _tag: "Refused",
+      code: "Forbidden"
+    })
   })
 })
 
 describe("isolation of untrusted code", () => {
   it("sees no host process and no control-plane file, and does not run as root", async () => {
-    const state = commandOf(await exec("box-1", ["sh", "-c", [
-      "echo uid=$(id -u)",
-      "echo pids=$(ls /proc | grep -c '^[0-9]')",
-      `cat ${join(dir, "admin-token")} 2>/dev/null && echo READ-CONTROL-PLANE`,
-      `ls ${dir} 2>/dev/null && echo LISTED-CONTROL-PLANE`,
-      "true"
-    ].join("; ")]))
+    const state = commandOf(
+      await exec("box-1", [
+        "sh",
+        "-c",
+        [
+          "echo uid=$(id -u)",
+          "echo pids=$(ls /proc | grep -c '^[0-9]')",
+          `cat ${join(dir, "admin-token")} 2>/dev/null && echo READ-CONTROL-PLANE`,
+          `ls ${dir} 2>/dev/null && echo LISTED-CONTROL-PLANE`,
+          "true"
+        ].join("; ")
+      ])
+    )
     const out = text(state.stdout)
     expect(out).toMatch(/^uid=1000$/mu)
     // bwrap's init, the supervisor, this shell and ls: a handful, never the host's.
@@ -206,7 +294,9 @@ describe("isolation of untrusted code", () => {
   })
 
   it("runs under no_new_privs and a seccomp filter that refuses namespaces and the kernel's administration", async () => {
-    const state = commandOf(await exec("box-1", ["sh", "-c", "grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status; unshare -U true"]))
+    const state = commandOf(
+      await exec("box-1", ["sh", "-c", "grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status; unshare -U true"])
+    )
     const out = text(state.stdout)
     expect(out).toMatch(/^NoNewPrivs:\s+1$/mu)
     // 2: a filter is in force (SECCOMP_MODE_FILTER).
@@ -244,13 +334,24 @@ describe("bounds", () => {
 describe("egress Deny beyond loopback", () => {
   it("cannot reach the host's own interface addresses nor a public address, and is refused at once rather than hanging", async () => {
     const hostAddresses = Object.values(networkInterfaces()).flat()
-      .flatMap((address) => (address !== undefined && !address.internal && address.family === "IPv4" ? [address.address] : []))
+      .flatMap((
+        address
+      ) => (address !== undefined && !address.internal && address.family === "IPv4" ? [address.address] : []))
     // What the box is refused is there: the host itself reaches the listener on each of its addresses.
     for (const address of hostAddresses) expect(await hostConnects(address, port)).toBe(true)
     // Public literals need no DNS; with no route in the box's network namespace they fail without waiting on a network.
-    const targets = [...hostAddresses.map((address) => `${address}/${port}`), "1.1.1.1/80", "8.8.8.8/53", "2606:4700:4700::1111/443"]
-    const script = targets.map((target) => `(exec 3<>/dev/tcp/${target}) && echo "REACHED ${target}" || echo "refused ${target}"`)
-    const state = commandOf(await exec("box-1", ["bash", "-c", [...script, "echo; cat /proc/net/dev"].join("; ")], { timeoutMs: 5_000 }))
+    const targets = [
+      ...hostAddresses.map((address) => `${address}/${port}`),
+      "1.1.1.1/80",
+      "8.8.8.8/53",
+      "2606:4700:4700::1111/443"
+    ]
+    const script = targets.map((target) =>
+      `(exec 3<>/dev/tcp/${target}) && echo "REACHED ${target}" || echo "refused ${target}"`
+    )
+    const state = commandOf(
+      await exec("box-1", ["bash", "-c", [...script, "echo; cat /proc/net/dev"].join("; ")], { timeoutMs: 5_000 })
+    )
     const out = text(state.stdout)
     expect(state.timedOut).toBe(false)
     expect(out).not.toContain("REACHED")
@@ -268,11 +369,32 @@ describe("egress Deny beyond loopback", () => {
 describe("egress AllowList", () => {
   it("reaches the run's proxy through the supervisor's forwarder, which refuses names not on the list", async () => {
     const variant = variantsOf(capacity.catalog("demo")[0]!)[0]!
-    Effect.runSync(capacity.port.acquire({ owner, namespace: "demo", attempt: "allow-1", index: 0, number: 1, variant, recovery: false }))
-    Effect.runSync(capacity.port.start(owner, "allow-1", { ...program(), workload: { ...workload, egress: "AllowList", allow: ["allowed.example"] } }))
+    Effect.runSync(
+      capacity.port.acquire({
+        owner,
+        namespace: "demo",
+        attempt: "allow-1",
+        index: 0,
+        number: 1,
+        variant,
+        recovery: false
+      })
+    )
+    Effect.runSync(
+      capacity.port.start(owner, "allow-1", {
+        ...program(),
+        workload: { ...workload, egress: "AllowList", allow: ["allowed.example"] }
+      })
+    )
     await until("allow-1 running", () => facts("allow-1").phase === "Running")
     const connect = "printf 'CONNECT denied.example:443 HTTP/1.1\\r\\nHost: denied.example:443\\r\\n\\r\\n' >&3"
-    const state = commandOf(await exec("allow-1", ["bash", "-c", `echo proxy=$HTTPS_PROXY; exec 3<>/dev/tcp/127.0.0.1/3128 && ${connect} && head -1 <&3`]))
+    const state = commandOf(
+      await exec("allow-1", [
+        "bash",
+        "-c",
+        `echo proxy=$HTTPS_PROXY; exec 3<>/dev/tcp/127.0.0.1/3128 && ${connect} && head -1 <&3`
+      ])
+    )
     const out = text(state.stdout)
     expect(out).toContain("proxy=http://127.0.0.1:3128")
     expect(out).toMatch(/^HTTP\/1\.1 403/mu)
@@ -283,17 +405,26 @@ describe("egress AllowList", () => {
 
 describe("/workspace continuity", () => {
   it("saves /workspace in a snapshot on stop and restores it into the next box", async () => {
-    await exec("box-1", ["sh", "-c", "mkdir -p /workspace/project && echo kept > /workspace/project/file && echo gone > /tmp/scratch"])
+    await exec("box-1", [
+      "sh",
+      "-c",
+      "mkdir -p /workspace/project && echo kept > /workspace/project/file && echo gone > /tmp/scratch"
+    ])
     Effect.runSync(capacity.port.checkpoint(owner, "box-1", 1))
     await until("the snapshot saved", () => facts("box-1").suspend?.state === "Saved")
     const seq = facts("box-1").checkpoint!.seq
     Effect.runSync(capacity.port.release(owner, "box-1", 0))
     await until("box-1 ended", () => facts("box-1").phase === "Ended")
     expect(facts("box-1").outcome).toEqual({ type: "Stopped" })
-    expect(await box("box-1", { _tag: "ReadFile", path: "/workspace", maxBytes: 1 })).toMatchObject({ _tag: "Refused", code: "SandboxNotRunning" })
+    expect(await box("box-1", { _tag: "ReadFile", path: "/workspace", maxBytes: 1 })).toMatchObject({
+      _tag: "Refused",
+      code: "SandboxNotRunning"
+    })
 
     await start("box-2", 2, seq)
-    const state = commandOf(await exec("box-2", ["sh", "-c", "cat /workspace/project/file; cat /tmp/scratch 2>/dev/null || echo no-scratch"]))
+    const state = commandOf(
+      await exec("box-2", ["sh", "-c", "cat /workspace/project/file; cat /tmp/scratch 2>/dev/null || echo no-scratch"])
+    )
     expect(text(state.stdout)).toBe("kept\nno-scratch\n")
   })
 })
@@ -302,28 +433,66 @@ describe("warm boxes", () => {
   it("a Sandbox of the common shape takes a box started ahead: its env, working directory, main process and snapshot applied", async () => {
     const warmDir = mkdtempSync(join(tmpdir(), "nodus-live-warm-"))
     chmodSync(warmDir, 0o711)
-    const { capacity: warmCapacity, agent: warmAgent } = await makeLiveHost({ dir: warmDir, node: "node-w", cpus: 4, now: () => Date.now(), env: { GREETING: "warm hello" }, warmBoxes: 1 })
+    const { capacity: warmCapacity, agent: warmAgent } = await makeLiveHost({
+      dir: warmDir,
+      node: "node-w",
+      cpus: 4,
+      now: () => Date.now(),
+      env: { GREETING: "warm hello" },
+      warmBoxes: 1
+    })
     try {
       await warmAgent.connect()
       await until("a warm box is up", () => warmAgent.warmReady() === 1)
       const variant = variantsOf(warmCapacity.catalog("demo")[0]!)[0]!
       const start = async (attempt: string, number: number, restoreFromSeq?: number) => {
-        Effect.runSync(warmCapacity.port.acquire({ owner, namespace: "demo", attempt, index: 0, number, variant, recovery: false }))
-        const main = { ...workload, argv: ["sh", "-c", "echo main ran > /tmp/main; sleep 600"], workingDir: "/workspace/app" }
+        Effect.runSync(
+          warmCapacity.port.acquire({ owner, namespace: "demo", attempt, index: 0, number, variant, recovery: false })
+        )
+        const main = {
+          ...workload,
+          argv: ["sh", "-c", "echo main ran > /tmp/main; sleep 600"],
+          workingDir: "/workspace/app"
+        }
         Effect.runSync(warmCapacity.port.start(owner, attempt, { ...program(restoreFromSeq), workload: main }))
-        await until(`${attempt} running`, () => Effect.runSync(warmCapacity.port.facts(owner, attempt))!.phase === "Running")
+        await until(
+          `${attempt} running`,
+          () => Effect.runSync(warmCapacity.port.facts(owner, attempt))!.phase === "Running"
+        )
       }
       const run = (attempt: string, argv: ReadonlyArray<string>) =>
-        Effect.runPromise(warmCapacity.port.box!(owner, attempt, { _tag: "Exec", command: `w${++commands}`, argv, env: {}, workingDir: undefined, stdin: undefined, keepStdin: false, timeoutMs: 10_000, background: false }))
+        Effect.runPromise(
+          warmCapacity.port.box!(owner, attempt, {
+            _tag: "Exec",
+            command: `w${++commands}`,
+            argv,
+            env: {},
+            workingDir: undefined,
+            stdin: undefined,
+            keepStdin: false,
+            timeoutMs: 10_000,
+            background: false
+          })
+        )
       await start("warm-1", 1)
       // It took the warm box (whose area it now has), and another is started in its place.
       expect(existsSync(warmAgent.areaOf(`${owner}/warm-1`))).toBe(false)
       await until("the pool refilled", () => warmAgent.warmReady() === 1)
-      let state = commandOf(await run("warm-1", ["sh", "-c", "echo $GREETING in $(pwd); sleep 0.2; cat /tmp/main; echo kept > /workspace/app/file"]))
+      let state = commandOf(
+        await run("warm-1", [
+          "sh",
+          "-c",
+          "echo $GREETING in $(pwd); sleep 0.2; cat /tmp/main; echo kept > /workspace/app/file"
+        ])
+      )
       expect(text(state.stdout)).toBe("warm hello in /workspace/app\nmain ran\n")
-      expect((await Effect.runPromise(warmCapacity.port.box!(owner, "warm-1", { _tag: "Command", command: "main" }))) ).toMatchObject({ _tag: "Command", state: { phase: "Running" } })
+      expect(await Effect.runPromise(warmCapacity.port.box!(owner, "warm-1", { _tag: "Command", command: "main" })))
+        .toMatchObject({ _tag: "Command", state: { phase: "Running" } })
       Effect.runSync(warmCapacity.port.checkpoint(owner, "warm-1", 1))
-      await until("the snapshot saved", () => Effect.runSync(warmCapacity.port.facts(owner, "warm-1"))!.suspend?.state === "Saved")
+      await until(
+        "the snapshot saved",
+        () => Effect.runSync(warmCapacity.port.facts(owner, "warm-1"))!.suspend?.state === "Saved"
+      )
       const seq = Effect.runSync(warmCapacity.port.facts(owner, "warm-1"))!.checkpoint!.seq
       Effect.runSync(warmCapacity.port.release(owner, "warm-1", 0))
       await until("warm-1 ended", () => Effect.runSync(warmCapacity.port.facts(owner, "warm-1"))!.phase === "Ended")
@@ -339,7 +508,9 @@ describe("warm boxes", () => {
 
 describe("the supervisor's channel", () => {
   it("cannot be reopened from the box: its stdout is a socket, not a pipe /proc would hand out", async () => {
-    const state = commandOf(await exec("box-2", ["sh", "-c", "head -c 15 /proc/2/cmdline; echo; echo forged > /proc/2/fd/1"]))
+    const state = commandOf(
+      await exec("box-2", ["sh", "-c", "head -c 15 /proc/2/cmdline; echo; echo forged > /proc/2/fd/1"])
+    )
     expect(text(state.stdout)).toBe("/run/nodus/node\n")
     expect(text(state.stderr)).toContain("No such device or address")
     expect(text(commandOf(await exec("box-2", ["echo", "still here"])).stdout)).toBe("still here\n")

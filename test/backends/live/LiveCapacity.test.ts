@@ -4,33 +4,66 @@
  */
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
+import { LiveCapacity, type NodeScope } from "../../../src/backends/live/LiveCapacity.ts"
+import type { Exit, Hello, RunReport } from "../../../src/backends/live/Protocol.ts"
+import { scrub } from "../../../src/backends/live/Scrub.ts"
 import type { ProgramRequest } from "../../../src/core/capacity/Capacity.ts"
 import { variantsOf } from "../../../src/core/capacity/Offering.ts"
 import { nodeOfferings } from "../../../src/core/capacity/PoolOffering.ts"
-import { LiveCapacity, type NodeScope } from "../../../src/backends/live/LiveCapacity.ts"
-import { scrub } from "../../../src/backends/live/Scrub.ts"
-import type { Exit, Hello, RunReport } from "../../../src/backends/live/Protocol.ts"
 
 const T0 = Date.parse("2026-03-01T00:00:00Z")
 const GiB = 1024 ** 3
 const local: NodeScope = { pool: "local", namespace: undefined }
 
 const hello = (node = "n1", cpus = 2): Hello => ({
-  node, hostname: node, agentVersion: "test",
+  node,
+  hostname: node,
+  agentVersion: "test",
   capacity: { cpus, memoryBytes: 8 * GiB, diskBytes: 100 * GiB, gpus: [] },
   isolation: { bubblewrap: true, memoryLimits: true, problems: [] }
 })
 
 const program: ProgramRequest = {
-  restoreFromSeq: undefined, resumeFromUnits: undefined, checkpointIntervalMs: undefined, keepWarmMs: 0,
-  env: { PLATFORM_INDEX: "0" }, annotations: {},
-  workload: { image: undefined, argv: ["true"], workingDir: undefined, env: [], secrets: [], egress: "Deny", memoryBytes: undefined, init: undefined }
+  restoreFromSeq: undefined,
+  resumeFromUnits: undefined,
+  checkpointIntervalMs: undefined,
+  keepWarmMs: 0,
+  env: { PLATFORM_INDEX: "0" },
+  annotations: {},
+  workload: {
+    image: undefined,
+    argv: ["true"],
+    workingDir: undefined,
+    env: [],
+    secrets: [],
+    egress: "Deny",
+    memoryBytes: undefined,
+    init: undefined
+  }
 }
 
-const exit = (fields: Partial<Exit>): Exit => ({ exitCode: 0, signal: undefined, oomKilled: false, stopped: false, problem: undefined, setupFailed: false, lastLines: [], outputs: [], ...fields })
+const exit = (fields: Partial<Exit>): Exit => ({
+  exitCode: 0,
+  signal: undefined,
+  oomKilled: false,
+  stopped: false,
+  problem: undefined,
+  setupFailed: false,
+  lastLines: [],
+  outputs: [],
+  ...fields
+})
 
 const report = (id: string, fields: Partial<RunReport> = {}): RunReport => ({
-  id, phase: "Running", exit: undefined, checkpoint: undefined, checkpointFailures: 0, suspend: undefined, logOffset: 0, log: "", ...fields
+  id,
+  phase: "Running",
+  exit: undefined,
+  checkpoint: undefined,
+  checkpointFailures: 0,
+  suspend: undefined,
+  logOffset: 0,
+  log: "",
+  ...fields
 })
 
 const setup = (secretValues: ReadonlyArray<string> = []) => {
@@ -41,7 +74,11 @@ const setup = (secretValues: ReadonlyArray<string> = []) => {
     resolve: () => Effect.succeed({ env: {}, secretFiles: [], secretValues, inputs: new Map() }),
     appendLog: (_owner, _attempt, text) => logs.push(text),
     storeOutput: async () => ({ sha256: "0".repeat(64), sizeBytes: 0 }),
-    checkpoints: { store: async () => ({ sha256: "0".repeat(64), sizeBytes: 0 }), open: async () => undefined, latest: async () => 0 }
+    checkpoints: {
+      store: async () => ({ sha256: "0".repeat(64), sizeBytes: 0 }),
+      open: async () => undefined,
+      latest: async () => 0
+    }
   }))
   return { capacity, logs, advance: (ms: number) => (now += ms), now: () => now }
 }
@@ -49,7 +86,17 @@ const setup = (secretValues: ReadonlyArray<string> = []) => {
 /** A run placed on the only Node and started: its id. */
 const launch = (capacity: LiveCapacity, namespace = "demo") => {
   const variant = variantsOf(capacity.catalog(namespace)[0]!)[0]!
-  const facts = Effect.runSync(capacity.port.acquire({ owner: "uid-1", namespace, attempt: "job-0-1", index: 0, number: 1, variant, recovery: false }))
+  const facts = Effect.runSync(
+    capacity.port.acquire({
+      owner: "uid-1",
+      namespace,
+      attempt: "job-0-1",
+      index: 0,
+      number: 1,
+      variant,
+      recovery: false
+    })
+  )
   Effect.runSync(capacity.port.start("uid-1", "job-0-1", program))
   return facts
 }
@@ -63,7 +110,13 @@ describe("leases", () => {
     launch(capacity)
     const second = capacity.hello(hello(), local)
     expect(second.epoch).toBe(first.epoch + 1)
-    const stale = await capacity.sync({ node: "n1", epoch: first.epoch, version: 0, runs: [report("uid-1/job-0-1", { phase: "Exited", exit: exit({}) })], waitMs: 0 }, local)
+    const stale = await capacity.sync({
+      node: "n1",
+      epoch: first.epoch,
+      version: 0,
+      runs: [report("uid-1/job-0-1", { phase: "Exited", exit: exit({}) })],
+      waitMs: 0
+    }, local)
     expect(stale._tag).toBe("Stale")
     // The run of the old connection was lost with it, not taken as Succeeded from the stale report.
     expect(facts(capacity).outcome).toEqual({ type: "NodeLost" })
@@ -74,7 +127,10 @@ describe("leases", () => {
     const lease = capacity.hello(hello(), local)
     launch(capacity)
     advance(5_000)
-    await capacity.sync({ node: "n1", epoch: lease.epoch, version: 0, runs: [report("uid-1/job-0-1")], waitMs: 0 }, local)
+    await capacity.sync(
+      { node: "n1", epoch: lease.epoch, version: 0, runs: [report("uid-1/job-0-1")], waitMs: 0 },
+      local
+    )
     const renewedAt = now()
     expect(facts(capacity).phase).toBe("Running")
     advance(lease.expiryMs - 1)
@@ -84,7 +140,13 @@ describe("leases", () => {
     capacity.tick(now())
     // It ended when it was last known alive, its Node's last renewal, not when the lapse was noticed: what it is
     // charged stops there.
-    expect(facts(capacity)).toMatchObject({ phase: "Ended", outcome: { type: "NodeLost" }, endedAt: renewedAt, stoppingAt: renewedAt, releasedAt: renewedAt })
+    expect(facts(capacity)).toMatchObject({
+      phase: "Ended",
+      outcome: { type: "NodeLost" },
+      endedAt: renewedAt,
+      stoppingAt: renewedAt,
+      releasedAt: renewedAt
+    })
     expect(capacity.nodeViews()[0]!.ready).toBe(false)
     const variant = variantsOf(capacity.catalog("demo")[0]!)[0]!
     expect(capacity.port.market("demo").available(variant)).toBe(0)
@@ -111,7 +173,17 @@ describe("scopes", () => {
     const variant = variantsOf(capacity.catalog("team-a")[0]!)[0]!
     expect(capacity.port.market("team-a").available(variant)).toBe(4)
     expect(capacity.port.market("team-b").available(variant)).toBe(0)
-    const refused = Effect.runSync(capacity.port.acquire({ owner: "other", namespace: "team-b", attempt: "x-0-1", index: 0, number: 1, variant, recovery: false }))
+    const refused = Effect.runSync(
+      capacity.port.acquire({
+        owner: "other",
+        namespace: "team-b",
+        attempt: "x-0-1",
+        index: 0,
+        number: 1,
+        variant,
+        recovery: false
+      })
+    )
     expect(refused.outcome).toEqual({ type: "Unavailable" })
   })
 
@@ -119,7 +191,10 @@ describe("scopes", () => {
     const { capacity } = setup()
     capacity.hello(hello("n1", 2), local)
     const variant = variantsOf(capacity.catalog("demo")[0]!)[0]!
-    const acquire = (attempt: string) => Effect.runSync(capacity.port.acquire({ owner: "o", namespace: "demo", attempt, index: 0, number: 1, variant, recovery: false }))
+    const acquire = (attempt: string) =>
+      Effect.runSync(
+        capacity.port.acquire({ owner: "o", namespace: "demo", attempt, index: 0, number: 1, variant, recovery: false })
+      )
     expect(acquire("a").phase).toBe("Provisioning")
     expect(acquire("b").phase).toBe("Provisioning")
     expect(acquire("c").outcome).toEqual({ type: "Unavailable" })
@@ -133,8 +208,29 @@ describe("scopes", () => {
     // A process that loses the object's shard releases its runs and forgets the object at once (Reconciler.dropShards).
     Effect.runSync(capacity.port.release("uid-1", "job-0-1", 0))
     Effect.runSync(capacity.port.forget("uid-1"))
-    await capacity.sync({ node: "n1", epoch: lease.epoch, version: 0, runs: [report("uid-1/job-0-1", { phase: "Exited", exit: exit({ stopped: true, exitCode: undefined, signal: "SIGKILL" }) })], waitMs: 0 }, local)
-    const next = Effect.runSync(capacity.port.acquire({ owner: "uid-2", namespace: "demo", attempt: "job-0-1", index: 0, number: 1, variant, recovery: false }))
+    await capacity.sync({
+      node: "n1",
+      epoch: lease.epoch,
+      version: 0,
+      runs: [
+        report("uid-1/job-0-1", {
+          phase: "Exited",
+          exit: exit({ stopped: true, exitCode: undefined, signal: "SIGKILL" })
+        })
+      ],
+      waitMs: 0
+    }, local)
+    const next = Effect.runSync(
+      capacity.port.acquire({
+        owner: "uid-2",
+        namespace: "demo",
+        attempt: "job-0-1",
+        index: 0,
+        number: 1,
+        variant,
+        recovery: false
+      })
+    )
     expect(next.phase).toBe("Provisioning")
   })
 })
@@ -144,10 +240,24 @@ describe("runs handed over to another server (a rebalance)", () => {
     const { capacity, advance, now } = setup()
     const lease = capacity.hello(hello("n1", 1), local)
     launch(capacity)
-    await capacity.sync({ node: "n1", epoch: lease.epoch, version: 0, runs: [report("uid-1/job-0-1")], waitMs: 0 }, local)
+    await capacity.sync(
+      { node: "n1", epoch: lease.epoch, version: 0, runs: [report("uid-1/job-0-1")], waitMs: 0 },
+      local
+    )
     Effect.runSync(capacity.port.handOver!("uid-1"))
     const variant = variantsOf(capacity.catalog("demo")[0]!)[0]!
-    const other = () => Effect.runSync(capacity.port.acquire({ owner: "uid-2", namespace: "demo", attempt: `x-${now()}`, index: 0, number: 1, variant, recovery: false }))
+    const other = () =>
+      Effect.runSync(
+        capacity.port.acquire({
+          owner: "uid-2",
+          namespace: "demo",
+          attempt: `x-${now()}`,
+          index: 0,
+          number: 1,
+          variant,
+          recovery: false
+        })
+      )
     // Half a lease at a time, the host's agent reporting (its lease renewed).
     const half = async (runs = [report("uid-1/job-0-1")]) => {
       advance(lease.expiryMs / 2)
@@ -162,7 +272,12 @@ describe("runs handed over to another server (a rebalance)", () => {
     // Nobody asks for a lease: it is stopped, and once its exit is reported its slot goes back and it is forgotten.
     await half()
     await half()
-    await half([report("uid-1/job-0-1", { phase: "Exited", exit: exit({ stopped: true, exitCode: undefined, signal: "SIGKILL" }) })])
+    await half([
+      report("uid-1/job-0-1", {
+        phase: "Exited",
+        exit: exit({ stopped: true, exitCode: undefined, signal: "SIGKILL" })
+      })
+    ])
     expect(other().phase).toBe("Provisioning")
     expect(capacity.peerFacts("uid-1", "job-0-1")).toBeUndefined()
   })
@@ -173,16 +288,30 @@ describe("exits", () => {
     const { capacity } = setup(["hunter2-secret"])
     const lease = capacity.hello(hello(), local)
     launch(capacity)
-    await capacity.sync({ node: "n1", epoch: lease.epoch, version: 0, runs: [report("uid-1/job-0-1", { phase: "Exited", exit: exit(fields) })], waitMs: 0 }, local)
+    await capacity.sync({
+      node: "n1",
+      epoch: lease.epoch,
+      version: 0,
+      runs: [report("uid-1/job-0-1", { phase: "Exited", exit: exit(fields) })],
+      waitMs: 0
+    }, local)
     return facts(capacity)
   }
 
   it("are outcomes: 0 Succeeded, a code Failed with the last lines, OOM, a host that could not start it BootFailed", async () => {
     expect((await ended({})).outcome).toEqual({ type: "Succeeded" })
-    expect((await ended({ exitCode: 3, lastLines: ["two", "it broke"] })).outcome).toEqual({ type: "Failed", exitCode: 3, message: "two\nit broke" })
-    expect((await ended({ exitCode: undefined, signal: "SIGKILL", oomKilled: true })).outcome).toEqual({ type: "OOMKilled" })
+    expect((await ended({ exitCode: 3, lastLines: ["two", "it broke"] })).outcome).toEqual({
+      type: "Failed",
+      exitCode: 3,
+      message: "two\nit broke"
+    })
+    expect((await ended({ exitCode: undefined, signal: "SIGKILL", oomKilled: true })).outcome).toEqual({
+      type: "OOMKilled"
+    })
     expect((await ended({ exitCode: undefined, signal: "SIGSEGV" })).outcome).toEqual({ type: "Failed", exitCode: 139 })
-    expect((await ended({ exitCode: 1, problem: "the host could not start it", setupFailed: true })).outcome).toEqual({ type: "BootFailed" })
+    expect((await ended({ exitCode: 1, problem: "the host could not start it", setupFailed: true })).outcome).toEqual({
+      type: "BootFailed"
+    })
   })
 
   it("show no secret value: log lines in the outcome are scrubbed", async () => {
@@ -211,10 +340,16 @@ describe("checkpoints", () => {
     }))
     const lease = capacity.hello(hello(), local)
     launch(capacity)
-    await capacity.sync({ node: "n1", epoch: lease.epoch, version: 0, runs: [report("uid-1/job-0-1")], waitMs: 0 }, local)
+    await capacity.sync(
+      { node: "n1", epoch: lease.epoch, version: 0, runs: [report("uid-1/job-0-1")], waitMs: 0 },
+      local
+    )
     const target = { node: "n1", epoch: lease.epoch, run: "uid-1/job-0-1", name: "checkpoint" }
     const empty = async function*(): AsyncIterable<Uint8Array> {}
-    const answers = await Promise.all([capacity.putCheckpoint(target, local, empty()), capacity.putCheckpoint(target, local, empty())])
+    const answers = await Promise.all([
+      capacity.putCheckpoint(target, local, empty()),
+      capacity.putCheckpoint(target, local, empty())
+    ])
     expect(answers.map((answer) => answer?.seq).sort()).toEqual([8, 9])
     expect(stored.sort()).toEqual([8, 9])
   })
@@ -225,12 +360,34 @@ describe("logs", () => {
     const { capacity, logs } = setup()
     const lease = capacity.hello(hello(), local)
     const variant = variantsOf(capacity.catalog("demo")[0]!)[0]!
-    Effect.runSync(capacity.port.acquire({ owner: "uid-1", namespace: "demo", attempt: "job-0-1", index: 0, number: 1, variant, recovery: false }))
+    Effect.runSync(
+      capacity.port.acquire({
+        owner: "uid-1",
+        namespace: "demo",
+        attempt: "job-0-1",
+        index: 0,
+        number: 1,
+        variant,
+        recovery: false
+      })
+    )
     await Effect.runPromise(capacity.port.start("uid-1", "job-0-1", program))
-    const first = await capacity.sync({ node: "n1", epoch: lease.epoch, version: 0, runs: [report("uid-1/job-0-1", { log: "héllo\n" })], waitMs: 0 }, local)
+    const first = await capacity.sync({
+      node: "n1",
+      epoch: lease.epoch,
+      version: 0,
+      runs: [report("uid-1/job-0-1", { log: "héllo\n" })],
+      waitMs: 0
+    }, local)
     expect(first._tag === "Desired" && first.logAcks["uid-1/job-0-1"]).toBe(Buffer.byteLength("héllo\n"))
     // The same text again (its acknowledgement was lost) is not kept twice.
-    await capacity.sync({ node: "n1", epoch: lease.epoch, version: 0, runs: [report("uid-1/job-0-1", { log: "héllo\n" })], waitMs: 0 }, local)
+    await capacity.sync({
+      node: "n1",
+      epoch: lease.epoch,
+      version: 0,
+      runs: [report("uid-1/job-0-1", { log: "héllo\n" })],
+      waitMs: 0
+    }, local)
     expect(logs).toEqual(["héllo\n"])
   })
 
@@ -241,11 +398,28 @@ describe("logs", () => {
 
 describe("runs a previous server process left live", () => {
   const offered = (capacity: LiveCapacity, node = "n1") => {
-    const variant = variantsOf(nodeOfferings({ pool: "local", node, cpus: 2, memoryBytes: 8 * GiB, diskBytes: 100 * GiB, gpus: [] })[0]!)[0]!
+    const variant = variantsOf(
+      nodeOfferings({ pool: "local", node, cpus: 2, memoryBytes: 8 * GiB, diskBytes: 100 * GiB, gpus: [] })[0]!
+    )[0]!
     const facts = {
-      name: "job-0-1", index: 0, number: 1, variant, warmReuse: false, recovery: false, restoreFromSeq: undefined, requestedAt: T0 - 60_000,
-      bootedAt: T0 - 50_000, endedAt: undefined, stoppingAt: undefined, releasedAt: undefined, phase: "Running" as const, outcome: undefined,
-      checkpoint: undefined, checkpointFailures: 0, suspend: undefined, progressUnits: undefined
+      name: "job-0-1",
+      index: 0,
+      number: 1,
+      variant,
+      warmReuse: false,
+      recovery: false,
+      restoreFromSeq: undefined,
+      requestedAt: T0 - 60_000,
+      bootedAt: T0 - 50_000,
+      endedAt: undefined,
+      stoppingAt: undefined,
+      releasedAt: undefined,
+      phase: "Running" as const,
+      outcome: undefined,
+      checkpoint: undefined,
+      checkpointFailures: 0,
+      suspend: undefined,
+      progressUnits: undefined
     }
     return Effect.runSync(capacity.port.adopt!("uid-1", "demo", facts))
   }
@@ -257,7 +431,13 @@ describe("runs a previous server process left live", () => {
     const lease = capacity.hello({ ...hello(), runs: ["uid-1/job-0-1"] }, remote)
     const answer = await capacity.sync({ node: "n1", epoch: lease.epoch, version: 0, runs: [], waitMs: 0 }, remote)
     expect(answer._tag === "Desired" && answer.desired.adopted).toEqual(["uid-1/job-0-1"])
-    await capacity.sync({ node: "n1", epoch: lease.epoch, version: 0, runs: [report("uid-1/job-0-1", { phase: "Exited", exit: exit({}) })], waitMs: 0 }, remote)
+    await capacity.sync({
+      node: "n1",
+      epoch: lease.epoch,
+      version: 0,
+      runs: [report("uid-1/job-0-1", { phase: "Exited", exit: exit({}) })],
+      waitMs: 0
+    }, remote)
     expect(facts(capacity).outcome).toEqual({ type: "Succeeded" })
   })
 
@@ -288,7 +468,11 @@ describe("runs a previous server process left live", () => {
     offered(first.capacity)
     first.advance(3_000)
     first.capacity.hello({ ...hello(), runs: [] }, remote)
-    expect(facts(first.capacity)).toMatchObject({ outcome: { type: "NodeLost" }, endedAt: lastRenewal, releasedAt: lastRenewal })
+    expect(facts(first.capacity)).toMatchObject({
+      outcome: { type: "NodeLost" },
+      endedAt: lastRenewal,
+      releasedAt: lastRenewal
+    })
     const second = setup()
     second.capacity.rememberAlive("demo/n1", lastRenewal)
     offered(second.capacity)
@@ -326,18 +510,42 @@ describe("a box's start", () => {
     const { capacity } = setup()
     const lease = capacity.hello(hello(), local)
     const variant = variantsOf(capacity.catalog("demo")[0]!)[0]!
-    const box: ProgramRequest = { ...program, service: true, workload: { ...program.workload!, argv: [], sandbox: true } }
-    Effect.runSync(capacity.port.acquire({ owner: "uid-1", namespace: "demo", attempt: "box-1", index: 0, number: 1, variant, recovery: false }))
+    const box: ProgramRequest = {
+      ...program,
+      service: true,
+      workload: { ...program.workload!, argv: [], sandbox: true }
+    }
+    Effect.runSync(
+      capacity.port.acquire({
+        owner: "uid-1",
+        namespace: "demo",
+        attempt: "box-1",
+        index: 0,
+        number: 1,
+        variant,
+        recovery: false
+      })
+    )
     Effect.runSync(capacity.port.start("uid-1", "box-1", box))
     launch(capacity)
     await capacity.sync({
-      node: "n1", epoch: lease.epoch, version: 0, waitMs: 0,
+      node: "n1",
+      epoch: lease.epoch,
+      version: 0,
+      waitMs: 0,
       runs: [
-        report("uid-1/box-1", { phase: "Exited", exit: exit({ exitCode: undefined, setupFailed: true, problem: "the box ended before it was ready" }) }),
+        report("uid-1/box-1", {
+          phase: "Exited",
+          exit: exit({ exitCode: undefined, setupFailed: true, problem: "the box ended before it was ready" })
+        }),
         report("uid-1/job-0-1", { phase: "Exited", exit: exit({ exitCode: 0 }) })
       ]
     }, local)
-    expect(Effect.runSync(capacity.port.facts("uid-1", "box-1"))).toMatchObject({ phase: "Ended", outcome: { type: "BootFailed" }, bootedAt: undefined })
+    expect(Effect.runSync(capacity.port.facts("uid-1", "box-1"))).toMatchObject({
+      phase: "Ended",
+      outcome: { type: "BootFailed" },
+      bootedAt: undefined
+    })
     expect(facts(capacity)).toMatchObject({ phase: "Ended", outcome: { type: "Succeeded" } })
     expect(facts(capacity).bootedAt).toBeDefined()
   })

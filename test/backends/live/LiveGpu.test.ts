@@ -4,15 +4,15 @@
  * none, and two runs never share one. This host has no GPU, so its "device nodes" are plain files (bwrap binds a file
  * as it binds a device); docs/live.md records the check of the same path on a real one.
  */
+import { Effect } from "effect"
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import type { ProgramRequest } from "../../../src/core/capacity/Capacity.ts"
-import { variantsOf } from "../../../src/core/capacity/Offering.ts"
 import type { Agent } from "../../../src/backends/live/Agent.ts"
 import type { LiveCapacity } from "../../../src/backends/live/LiveCapacity.ts"
+import type { ProgramRequest } from "../../../src/core/capacity/Capacity.ts"
+import { variantsOf } from "../../../src/core/capacity/Offering.ts"
 import { makeLiveHost } from "./LiveHost.ts"
 
 const owner = "job-uid"
@@ -25,8 +25,22 @@ const logs = new Map<string, string>()
 const listGpus = "for f in /dev/nvidia*; do [ -e \"$f\" ] && echo \"$f=$(cat $f)\"; done; echo listed"
 
 const program = (script: string): ProgramRequest => ({
-  restoreFromSeq: undefined, resumeFromUnits: undefined, checkpointIntervalMs: undefined, keepWarmMs: 0, env: {}, annotations: {},
-  workload: { image: undefined, argv: ["sh", "-c", script], workingDir: undefined, env: [], secrets: [], egress: "Deny", memoryBytes: undefined, init: undefined }
+  restoreFromSeq: undefined,
+  resumeFromUnits: undefined,
+  checkpointIntervalMs: undefined,
+  keepWarmMs: 0,
+  env: {},
+  annotations: {},
+  workload: {
+    image: undefined,
+    argv: ["sh", "-c", script],
+    workingDir: undefined,
+    env: [],
+    secrets: [],
+    egress: "Deny",
+    memoryBytes: undefined,
+    init: undefined
+  }
 })
 
 /** The host's variant with `gpus` GPUs (0: its CPU offering). */
@@ -45,7 +59,17 @@ const until = async (what: string, check: () => boolean) => {
 }
 
 const launch = (attempt: string, gpus: number, script: string) => {
-  const facts = Effect.runSync(capacity.port.acquire({ owner, namespace: "demo", attempt, index: 0, number: 1, variant: variant(gpus), recovery: false }))
+  const facts = Effect.runSync(
+    capacity.port.acquire({
+      owner,
+      namespace: "demo",
+      attempt,
+      index: 0,
+      number: 1,
+      variant: variant(gpus),
+      recovery: false
+    })
+  )
   expect(facts.phase).not.toBe("Ended")
   Effect.runSync(capacity.port.start(owner, attempt, program(script)))
 }
@@ -71,7 +95,11 @@ beforeAll(async () => {
     return { model: "NVIDIA H100 80GB HBM3", memoryMiB: 81_559, device }
   })
   ;({ capacity, agent } = await makeLiveHost({
-    dir, node: "gpu-host", cpus: 4, now: () => Date.now(), gpus,
+    dir,
+    node: "gpu-host",
+    cpus: 4,
+    now: () => Date.now(),
+    gpus,
     appendLog: (_, attempt, text) => logs.set(attempt, (logs.get(attempt) ?? "") + text)
   }))
   await agent.connect()

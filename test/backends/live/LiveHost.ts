@@ -2,8 +2,8 @@
  * A live host for tests: the live driver (LiveCapacity) and one in-process node agent running real bubblewrap boxes,
  * its runs under `dir`. Its secret resolution answers `env` for every program; checkpoints are kept in memory.
  */
-import { join } from "node:path"
 import { Effect } from "effect"
+import { join } from "node:path"
 import { Agent } from "../../../src/backends/live/Agent.ts"
 import type { HostGpu } from "../../../src/backends/live/HostFacts.ts"
 import { detectIsolation } from "../../../src/backends/live/Isolation.ts"
@@ -39,9 +39,20 @@ export const makeLiveHost = async (options: {
   const agent = new Agent({
     link: inProcessLink(capacity, { pool: "test", namespace: undefined }),
     hello: {
-      node: options.node, hostname: options.node, agentVersion: "test",
-      capacity: { cpus: options.cpus, memoryBytes: 8 * GiB, diskBytes: 100 * GiB, gpus: (options.gpus ?? []).map(({ model, memoryMiB }) => ({ model, memoryMiB })) },
-      isolation: { bubblewrap: isolation.bwrap !== undefined, memoryLimits: isolation.memoryLimits !== "none", problems: isolation.problems }
+      node: options.node,
+      hostname: options.node,
+      agentVersion: "test",
+      capacity: {
+        cpus: options.cpus,
+        memoryBytes: 8 * GiB,
+        diskBytes: 100 * GiB,
+        gpus: (options.gpus ?? []).map(({ model, memoryMiB }) => ({ model, memoryMiB }))
+      },
+      isolation: {
+        bubblewrap: isolation.bwrap !== undefined,
+        memoryLimits: isolation.memoryLimits !== "none",
+        problems: isolation.problems
+      }
     },
     dataDir: join(options.dir, "agent"),
     runsDir: join(options.dir, "runs"),

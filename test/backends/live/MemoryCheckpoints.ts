@@ -17,6 +17,12 @@ export const memoryCheckpoints = () => {
         yield bytes
       })()
     },
-    latest: async (owner: string) => Math.max(0, ...[...kept.keys()].filter((key) => key.startsWith(`${owner}/`)).map((key) => Number(key.slice(owner.length + 1))))
+    latest: async (owner: string) =>
+      Math.max(
+        0,
+        ...[...kept.keys()].filter((key) => key.startsWith(`${owner}/`)).map((key) =>
+          Number(key.slice(owner.length + 1))
+        )
+      )
   }
 }

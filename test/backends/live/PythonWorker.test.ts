@@ -10,7 +10,14 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { detectIsolation, runIsolated } from "../../../src/backends/live/Isolation.ts"
-import { type WorkerCall, WorkerConnection, WorkerLost, type WorkerTarget, workerArgv, workerEnv } from "../../../src/backends/live/PythonWorker.ts"
+import {
+  workerArgv,
+  type WorkerCall,
+  WorkerConnection,
+  workerEnv,
+  WorkerLost,
+  type WorkerTarget
+} from "../../../src/backends/live/PythonWorker.ts"
 
 const code = String.raw`
 import os, threading, time
@@ -68,7 +75,10 @@ const parsed = (base64: string) => JSON.parse(Buffer.from(base64, "base64").toSt
 const direct = (target: Partial<WorkerTarget>, secrets: Record<string, string> = {}, lineBytesMax?: number) => {
   const full: WorkerTarget = { codeDir: join(root, "code"), module: "app.handlers", concurrency: 1, ...target }
   const [command, ...args] = workerArgv("python3")
-  const child = spawn(command!, args, { env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", ...workerEnv(full), ...secrets }, stdio: ["pipe", "pipe", "pipe"] })
+  const child = spawn(command!, args, {
+    env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", ...workerEnv(full), ...secrets },
+    stdio: ["pipe", "pipe", "pipe"]
+  })
   let stderr = ""
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
   const connection = new WorkerConnection(child.stdin, child.stdout, Object.values(secrets), lineBytesMax)
@@ -76,7 +86,12 @@ const direct = (target: Partial<WorkerTarget>, secrets: Record<string, string> =
 }
 
 let calls = 0
-const call = (fields: Partial<WorkerCall>): WorkerCall => ({ id: `call-${++calls}`, encoding: "JSON", input: json({}), ...fields })
+const call = (fields: Partial<WorkerCall>): WorkerCall => ({
+  id: `call-${++calls}`,
+  encoding: "JSON",
+  input: json({}),
+  ...fields
+})
 
 describe("python worker", () => {
   it("imports once, answers JSON calls with their return values, and keeps prints off the protocol", async () => {
@@ -135,17 +150,25 @@ describe("python worker", () => {
     const huge = worker.connection.call(call({ input: json({ args: [100_000] }) }))
     await expect(huge).rejects.toBeInstanceOf(WorkerLost)
     await expect(huge).rejects.toThrow(/longer than 4096 bytes/u)
-    await expect(worker.connection.call(call({ input: json({ args: [1] }) }))).rejects.toThrow(/longer than 4096 bytes/u)
+    await expect(worker.connection.call(call({ input: json({ args: [1] }) }))).rejects.toThrow(
+      /longer than 4096 bytes/u
+    )
     worker.kill()
   })
 
   it("Pickle: a pickled (args, kwargs) in, the pickled return value out", async () => {
-    const pickled = spawnSync("python3", ["-c", "import base64,pickle;print(base64.b64encode(pickle.dumps(((20,), {'b': 22}))).decode())"], { encoding: "utf8" }).stdout.trim()
+    const pickled = spawnSync("python3", [
+      "-c",
+      "import base64,pickle;print(base64.b64encode(pickle.dumps(((20,), {'b': 22}))).decode())"
+    ], { encoding: "utf8" }).stdout.trim()
     const worker = direct({ qualname: "add" })
     const outcome = await worker.connection.call(call({ encoding: "Pickle", input: pickled }))
     expect(outcome.ok).toBe(true)
     if (!outcome.ok) return
-    const value = spawnSync("python3", ["-c", `import base64,pickle;print(pickle.loads(base64.b64decode("${outcome.result}")))`], { encoding: "utf8" }).stdout.trim()
+    const value = spawnSync("python3", [
+      "-c",
+      `import base64,pickle;print(pickle.loads(base64.b64decode("${outcome.result}")))`
+    ], { encoding: "utf8" }).stdout.trim()
     expect(value).toBe("42")
     worker.done()
   })
@@ -207,24 +230,46 @@ with tarfile.open(sys.argv[1], "w:gz") as bundle:
       expect(made.stderr).toBe("")
       return path
     }
-    const good = make("good.tar.gz", `[("file", "pkg/__init__.py", ""), ("file", "pkg/handlers.py", "def f(x): return x + 1"), ("symlink", "alias", "pkg")]`)
-    const extracted = direct({ codeDir: join(root, "extracted"), archive: good, module: "alias.handlers", qualname: "f" })
+    const good = make(
+      "good.tar.gz",
+      `[("file", "pkg/__init__.py", ""), ("file", "pkg/handlers.py", "def f(x): return x + 1"), ("symlink", "alias", "pkg")]`
+    )
+    const extracted = direct({
+      codeDir: join(root, "extracted"),
+      archive: good,
+      module: "alias.handlers",
+      qualname: "f"
+    })
     const outcome = await extracted.connection.call(call({ input: json({ args: [41] }) }))
     expect(outcome.ok && parsed(outcome.result)).toBe(42)
     extracted.done()
     const hard = make("hard.tar.gz", `[("file", "pkg/__init__.py", ""), ("hardlink", "pkg/passwd", "/etc/passwd")]`)
     const refused = direct({ codeDir: join(root, "refused"), archive: hard, module: "pkg", qualname: "f" })
-    await expect(refused.connection.ready).rejects.toThrow(/ValueError: the code archive's member '\/etc\/passwd' leads out of its directory/u)
+    await expect(refused.connection.ready).rejects.toThrow(
+      /ValueError: the code archive's member '\/etc\/passwd' leads out of its directory/u
+    )
   })
 
   it("runs in a bubblewrap box, its code read-only under /platform/inputs/code", async () => {
     const area = join(root, "area")
     mkdirSync(join(area, "inputs"), { recursive: true })
     spawnSync("cp", ["-r", join(root, "code"), join(area, "inputs", "code")])
-    const target: WorkerTarget = { codeDir: "/platform/inputs/code", module: "app.handlers", qualname: "add", concurrency: 1 }
+    const target: WorkerTarget = {
+      codeDir: "/platform/inputs/code",
+      module: "app.handlers",
+      qualname: "add",
+      concurrency: 1
+    }
     const running = runIsolated({
-      argv: workerArgv("python3"), env: workerEnv(target), workingDir: undefined, secretFiles: [], egress: "Deny", memoryBytes: undefined,
-      area, logPath: join(root, "worker.log"), pipes: true
+      argv: workerArgv("python3"),
+      env: workerEnv(target),
+      workingDir: undefined,
+      secretFiles: [],
+      egress: "Deny",
+      memoryBytes: undefined,
+      area,
+      logPath: join(root, "worker.log"),
+      pipes: true
     }, { support: detectIsolation(), hidden: [] })
     const connection = new WorkerConnection(running.control!.input, running.control!.output, [])
     await connection.ready

@@ -7,7 +7,8 @@ import { detectDiskQuotas } from "../../../src/backends/live/DiskQuota.ts"
 import { ReadyAreas } from "../../../src/backends/live/ReadyAreas.ts"
 import { removeTree } from "../../support/RemoveTree.ts"
 
-const mounted = (path: string) => readFileSync("/proc/self/mountinfo", "utf8").split("\n").some((line) => line.split(" ")[4] === path)
+const mounted = (path: string) =>
+  readFileSync("/proc/self/mountinfo", "utf8").split("\n").some((line) => line.split(" ")[4] === path)
 const dirs: Array<string> = []
 afterEach(async () => {
   for (const dir of dirs.splice(0)) await removeTree(dir)
@@ -36,7 +37,9 @@ describe.runIf(detectDiskQuotas().diskQuotas === "loop")("areas made ahead", () 
     expect(await until(() => (second = areas.take()) !== undefined)).toBe(true)
     expect(second).not.toBe(first)
     expect(await until(() => areas.readyCount === 1)).toBe(true)
-    const ready = readdirSync(join(dir, "ready")).map((name) => join(dir, "ready", name)).filter((path) => path !== first && path !== second && !path.endsWith(".disk"))
+    const ready = readdirSync(join(dir, "ready")).map((name) => join(dir, "ready", name)).filter((path) =>
+      path !== first && path !== second && !path.endsWith(".disk")
+    )
     expect(ready).toHaveLength(1)
     expect(mounted(ready[0]!)).toBe(true)
     await areas.stop()

@@ -4,7 +4,10 @@ import { deniedSyscalls, seccompFilter } from "../../../src/backends/live/Seccom
 
 const instructions = (filter: Buffer) =>
   Array.from({ length: filter.length / 8 }, (_, index) => ({
-    code: filter.readUInt16LE(index * 8), jt: filter.readUInt8(index * 8 + 2), jf: filter.readUInt8(index * 8 + 3), k: filter.readUInt32LE(index * 8 + 4)
+    code: filter.readUInt16LE(index * 8),
+    jt: filter.readUInt8(index * 8 + 2),
+    jf: filter.readUInt8(index * 8 + 3),
+    k: filter.readUInt32LE(index * 8 + 4)
   }))
 
 describe("the seccomp filter", () => {

@@ -19,9 +19,17 @@ describe("the greeting", () => {
 
 describe("the request", () => {
   it("reads an IPv4, an IPv6 and a domain target with its port", () => {
-    expect(parseRequest(bytes(5, 1, 0, 1, 127, 0, 0, 1, 0x1f, 0x90, 9))).toEqual({ _tag: "Done", value: { host: "127.0.0.1", port: 8080 }, rest: bytes(9) })
-    expect(parseRequest(bytes(5, 1, 0, 4, 0xfe, 0x80, ...new Array<number>(13).fill(0), 1, 0, 22))).toMatchObject({ value: { host: "fe80:0:0:0:0:0:0:1", port: 22 } })
-    expect(parseRequest(Buffer.concat([bytes(5, 1, 0, 3, 9), Buffer.from("localhost"), bytes(1, 187)]))).toMatchObject({ value: { host: "localhost", port: 443 } })
+    expect(parseRequest(bytes(5, 1, 0, 1, 127, 0, 0, 1, 0x1f, 0x90, 9))).toEqual({
+      _tag: "Done",
+      value: { host: "127.0.0.1", port: 8080 },
+      rest: bytes(9)
+    })
+    expect(parseRequest(bytes(5, 1, 0, 4, 0xfe, 0x80, ...new Array<number>(13).fill(0), 1, 0, 22))).toMatchObject({
+      value: { host: "fe80:0:0:0:0:0:0:1", port: 22 }
+    })
+    expect(parseRequest(Buffer.concat([bytes(5, 1, 0, 3, 9), Buffer.from("localhost"), bytes(1, 187)]))).toMatchObject({
+      value: { host: "localhost", port: 443 }
+    })
   })
 
   it("waits for all of it", () => {

@@ -11,19 +11,19 @@ import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import { loadCatalog } from "../../../src/data/CatalogData.ts"
 import { Engine } from "../../../src/backends/sim/Engine.ts"
 import { Prng } from "../../../src/backends/sim/Prng.ts"
 import { runScenario } from "../../../src/backends/sim/Run.ts"
 import { parseScenario } from "../../../src/backends/sim/Scenario.ts"
-import { admitJobSpec } from "../../../src/core/kinds/job/JobAdmission.ts"
-import { type SimProviderModel, SimCapacity, type WorkloadModel } from "../../../src/backends/sim/SimCapacity.ts"
+import { SimCapacity, type SimProviderModel, type WorkloadModel } from "../../../src/backends/sim/SimCapacity.ts"
 import { Simulation } from "../../../src/backends/sim/Simulation.ts"
 import { Ledger, segments } from "../../../src/core/billing/Ledger.ts"
 import { meterAttempt } from "../../../src/core/billing/Metering.ts"
-import { parseMicroUsd } from "../../../src/core/Money.ts"
-import type { Variant } from "../../../src/core/capacity/Offering.ts"
 import { currentPricebook, ruleOf } from "../../../src/core/billing/Pricebook.ts"
+import type { Variant } from "../../../src/core/capacity/Offering.ts"
+import { admitJobSpec } from "../../../src/core/kinds/job/JobAdmission.ts"
+import { parseMicroUsd } from "../../../src/core/Money.ts"
+import { loadCatalog } from "../../../src/data/CatalogData.ts"
 import { catalog as testCatalog, hour, minute } from "../../core/Fixtures.ts"
 
 const root = join(import.meta.dirname, "..", "..", "..")
@@ -40,7 +40,10 @@ describe("funding runs out mid-run", () => {
     assert.strictEqual(billing.credits, "25")
     assert.strictEqual(billing.held, "0")
     assert.strictEqual(billing.arrears, "0")
-    assert.strictEqual(parseMicroUsd(billing.available) + parseMicroUsd(billing.charged), parseMicroUsd(billing.credits))
+    assert.strictEqual(
+      parseMicroUsd(billing.available) + parseMicroUsd(billing.charged),
+      parseMicroUsd(billing.credits)
+    )
     // Each Job's displayed cost is part of what the ledger charged, and together they are all of it.
     const total = summary.jobs!.reduce((sum, job) => sum + parseMicroUsd(job.costUSD!), 0n)
     assert.strictEqual(total, parseMicroUsd(billing.charged))
@@ -71,7 +74,10 @@ describe("funding runs out mid-run", () => {
 // ---------------------------------------------------------------------------------------------------------------------
 // Random simulated Jobs: charges equal metered costs
 
-const models = (settings: { readonly preemptionMtbfMs: number; readonly bootFailureRate: number; readonly nodeLossMtbfMs: number }) => (variant: Variant): SimProviderModel => ({
+const models = (
+  settings: { readonly preemptionMtbfMs: number; readonly bootFailureRate: number; readonly nodeLossMtbfMs: number }
+) =>
+(variant: Variant): SimProviderModel => ({
   capacity: 3,
   bootMedianMs: 2 * minute,
   bootSigma: 0.5,
@@ -111,68 +117,123 @@ const jobArbitrary = fc.record({
 
 describe("ledger charges equal metered costs", () => {
   it("over random simulated Jobs, to the micro-USD, segment by segment", () => {
-    fc.assert(fc.property(
-      fc.array(jobArbitrary, { minLength: 1, maxLength: 12 }),
-      fc.record({ preemptionMtbfMs: fc.integer({ min: hour, max: 12 * hour }), bootFailureRate: fc.constantFrom(0, 0.1), nodeLossMtbfMs: fc.integer({ min: 50 * hour, max: 500 * hour }) }),
-      fc.integer({ min: 1, max: 400 }),
-      fc.string({ minLength: 1, maxLength: 8 }),
-      (jobs, provider, creditsUSD, seed) => {
-        const start = Date.parse("2026-03-01T00:00:00Z")
-        const engine = new Engine(start)
-        const capacity = new SimCapacity(engine, new Prng(seed).derive("capacity"), models(provider))
-        const ledger = new Ledger()
-        const pricebook = { ...currentPricebook, byProvider: { ...currentPricebook.byProvider, test: { incrementMs: minute, minimumMs: 5 * minute } } }
-        ledger.grant("grant/starter", start, BigInt(creditsUSD) * 1_000_000n, "starter")
-        const simulation = new Simulation({ engine, capacity, catalog: testCatalog, trace: { record: () => {} }, billing: { ledger, pricebook } })
-        const submitted = jobs.map((job, index) => {
-          const spec = admitJobSpec({
-            image: "x",
-            resources: { gpu: { type: [job.gpu] } },
-            placement: { interruptible: job.interruptible, queueTimeout: "0s" },
-            recovery: { continuity: job.continuity, maxAttempts: 6 },
-            completions: job.completions,
-            parallelism: Math.min(job.parallelism, job.completions),
-            ...(job.maxCostUSD === null ? {} : { maxCostUSD: job.maxCostUSD })
-          })
-          const entry = { spec, workload: workloadOf(job.durationMinutes * minute, job.failureRate), name: `job-${index}`, sim: undefined as ReturnType<Simulation["submit"]> | undefined }
-          engine.at(start + job.arrivalMinutes * minute, () => {
-            entry.sim = simulation.submit("demo", entry.name, spec, entry.workload)
-            if (job.suspendAfterMinutes !== null) {
-              engine.after(job.suspendAfterMinutes * minute, () => simulation.update(entry.sim!, { ...entry.sim!.spec, state: "Suspended" }))
-              engine.after((job.suspendAfterMinutes + 60) * minute, () => simulation.update(entry.sim!, { ...entry.sim!.spec, state: "Running" }))
-            }
-            if (job.cancelAfterMinutes !== null) engine.after(job.cancelAfterMinutes * minute, () => simulation.update(entry.sim!, { ...entry.sim!.spec, state: "Cancelled" }))
-            // The owner deletes it: its runs are billed until their hosts are released (docs/billing.md).
-            if (job.deleteAfterMinutes !== null) engine.after(job.deleteAfterMinutes * minute, () => simulation.remove(entry.sim!))
-          })
-          return entry
-        })
-        // A top-up half way: Jobs stopped for money resume.
-        engine.at(start + 12 * hour, () => {
-          ledger.grant("grant/topup", engine.now, 50_000_000n, "topup")
-          simulation.fundsChanged()
-        })
-        engine.run(start + 40 * 24 * hour)
-        const end = engine.now
-        for (const entry of submitted) {
-          const job = entry.sim
-          if (job === undefined) continue
-          const charges = ledger.chargesFor(job.uid)
-          const metered = { Boot: 0n, Running: 0n, Restore: 0n, Teardown: 0n }
-          for (const attempt of job.attempts) {
-            const meter = meterAttempt(attempt, ruleOf(pricebook, attempt.variant), end)
-            assert.isTrue(meter.final || attempt.releasedAt === undefined, `${entry.name}/${attempt.name} released but not final`)
-            for (const segment of segments) metered[segment] += meter.charges[segment]
+    fc.assert(
+      fc.property(
+        fc.array(jobArbitrary, { minLength: 1, maxLength: 12 }),
+        fc.record({
+          preemptionMtbfMs: fc.integer({ min: hour, max: 12 * hour }),
+          bootFailureRate: fc.constantFrom(0, 0.1),
+          nodeLossMtbfMs: fc.integer({ min: 50 * hour, max: 500 * hour })
+        }),
+        fc.integer({ min: 1, max: 400 }),
+        fc.string({ minLength: 1, maxLength: 8 }),
+        (jobs, provider, creditsUSD, seed) => {
+          const start = Date.parse("2026-03-01T00:00:00Z")
+          const engine = new Engine(start)
+          const capacity = new SimCapacity(engine, new Prng(seed).derive("capacity"), models(provider))
+          const ledger = new Ledger()
+          const pricebook = {
+            ...currentPricebook,
+            byProvider: { ...currentPricebook.byProvider, test: { incrementMs: minute, minimumMs: 5 * minute } }
           }
-          for (const segment of segments) assert.strictEqual(charges.bySegment[segment], metered[segment], `${entry.name} ${segment}`)
-          // The display copy says the same (a deleted Job's status is no longer written).
-          if (!job.deleted) assert.strictEqual(parseMicroUsd(job.status.cost?.totalUSD ?? "0"), charges.total, `${entry.name} status.cost.totalUSD`)
+          ledger.grant("grant/starter", start, BigInt(creditsUSD) * 1_000_000n, "starter")
+          const simulation = new Simulation({
+            engine,
+            capacity,
+            catalog: testCatalog,
+            trace: { record: () => {} },
+            billing: { ledger, pricebook }
+          })
+          const submitted = jobs.map((job, index) => {
+            const spec = admitJobSpec({
+              image: "x",
+              resources: { gpu: { type: [job.gpu] } },
+              placement: { interruptible: job.interruptible, queueTimeout: "0s" },
+              recovery: { continuity: job.continuity, maxAttempts: 6 },
+              completions: job.completions,
+              parallelism: Math.min(job.parallelism, job.completions),
+              ...(job.maxCostUSD === null ? {} : { maxCostUSD: job.maxCostUSD })
+            })
+            const entry = {
+              spec,
+              workload: workloadOf(job.durationMinutes * minute, job.failureRate),
+              name: `job-${index}`,
+              sim: undefined as ReturnType<Simulation["submit"]> | undefined
+            }
+            engine.at(start + job.arrivalMinutes * minute, () => {
+              entry.sim = simulation.submit("demo", entry.name, spec, entry.workload)
+              if (job.suspendAfterMinutes !== null) {
+                engine.after(
+                  job.suspendAfterMinutes * minute,
+                  () => simulation.update(entry.sim!, { ...entry.sim!.spec, state: "Suspended" })
+                )
+                engine.after(
+                  (job.suspendAfterMinutes + 60) * minute,
+                  () => simulation.update(entry.sim!, { ...entry.sim!.spec, state: "Running" })
+                )
+              }
+              if (job.cancelAfterMinutes !== null) {
+                engine.after(
+                  job.cancelAfterMinutes * minute,
+                  () => simulation.update(entry.sim!, { ...entry.sim!.spec, state: "Cancelled" })
+                )
+              }
+              // The owner deletes it: its runs are billed until their hosts are released (docs/billing.md).
+              if (job.deleteAfterMinutes !== null) {
+                engine.after(job.deleteAfterMinutes * minute, () => simulation.remove(entry.sim!))
+              }
+            })
+            return entry
+          })
+          // A top-up half way: Jobs stopped for money resume.
+          engine.at(start + 12 * hour, () => {
+            ledger.grant("grant/topup", engine.now, 50_000_000n, "topup")
+            simulation.fundsChanged()
+          })
+          engine.run(start + 40 * 24 * hour)
+          const end = engine.now
+          for (const entry of submitted) {
+            const job = entry.sim
+            if (job === undefined) {
+              continue
+            }
+            const charges = ledger.chargesFor(job.uid)
+            const metered = { Boot: 0n, Running: 0n, Restore: 0n, Teardown: 0n }
+            for (const attempt of job.attempts) {
+              const meter = meterAttempt(attempt, ruleOf(pricebook, attempt.variant), end)
+              assert.isTrue(
+                meter.final || attempt.releasedAt === undefined,
+                `${entry.name}/${attempt.name} released but not final`
+              )
+              for (const segment of segments) {
+                metered[segment] += meter.charges[segment]
+              }
+            }
+            for (const segment of segments) {
+              assert.strictEqual(
+                charges.bySegment[segment],
+                metered[segment],
+                `${entry.name} ${segment}`
+              )
+            }
+            // The display copy says the same (a deleted Job's status is no longer written).
+            if (!job.deleted) {
+              assert.strictEqual(
+                parseMicroUsd(job.status.cost?.totalUSD ?? "0"),
+                charges.total,
+                `${entry.name} status.cost.totalUSD`
+              )
+            }
+          }
+          assert.strictEqual(ledger.available + ledger.held + ledger.charged - ledger.arrears, ledger.credits)
+          assert.isTrue(ledger.available >= 0n)
+          // Every run ended and was finished: no hold is left open, none had to expire.
+          for (const hold of ledger.holds.values()) {
+            assert.oneOf(hold.state, ["Captured", "Released"], `hold ${hold.id}`)
+          }
         }
-        assert.strictEqual(ledger.available + ledger.held + ledger.charged - ledger.arrears, ledger.credits)
-        assert.isTrue(ledger.available >= 0n)
-        // Every run ended and was finished: no hold is left open, none had to expire.
-        for (const hold of ledger.holds.values()) assert.oneOf(hold.state, ["Captured", "Released"], `hold ${hold.id}`)
-      }
-    ), { numRuns: 60, seed: 20261121 })
+      ),
+      { numRuns: 60, seed: 20261121 }
+    )
   })
 })

@@ -12,11 +12,31 @@ import { type JobStatusType } from "../../../src/core/schemas/Job.ts"
 import { attempt, ended, jobSpec, T0 } from "../../core/Fixtures.ts"
 
 const simJob = (fields: Record<string, unknown>, attempts: Array<AttemptFacts>): SimJob => ({
-  name: "train", namespace: "demo", key: "demo/train", uid: "u", generation: 1, createdAt: T0, spec: jobSpec({ resources: { gpu: { type: ["A10"] } }, ...fields }),
-  status: {}, attempts, workload: defaultWorkload, dirty: false, wakeAt: undefined, deleted: false, queued: false, settled: undefined
+  name: "train",
+  namespace: "demo",
+  key: "demo/train",
+  uid: "u",
+  generation: 1,
+  createdAt: T0,
+  spec: jobSpec({ resources: { gpu: { type: ["A10"] } }, ...fields }),
+  status: {},
+  attempts,
+  workload: defaultWorkload,
+  dirty: false,
+  wakeAt: undefined,
+  deleted: false,
+  queued: false,
+  settled: undefined
 })
 
-const stepOf = (status: JobStatusType, actions: JobStep["actions"] = []): JobStep => ({ status, actions, events: [], wakeAt: undefined, waitingForCapacity: false, waitingForFunds: false })
+const stepOf = (status: JobStatusType, actions: JobStep["actions"] = []): JobStep => ({
+  status,
+  actions,
+  events: [],
+  wakeAt: undefined,
+  waitingForCapacity: false,
+  waitingForFunds: false
+})
 
 const rules = (job: SimJob, before: JobStatusType, after: JobStep) => {
   const checkers = new Checkers("test")
@@ -24,7 +44,11 @@ const rules = (job: SimJob, before: JobStatusType, after: JobStep) => {
   return checkers.violations.map((violation) => violation.rule)
 }
 
-const counts = (job: SimJob) => ({ succeeded: job.attempts.filter((entry) => entry.outcome?.type === "Succeeded").length, failed: 0, attempts: { total: job.attempts.length } })
+const counts = (job: SimJob) => ({
+  succeeded: job.attempts.filter((entry) => entry.outcome?.type === "Succeeded").length,
+  failed: 0,
+  attempts: { total: job.attempts.length }
+})
 
 describe("checkers", () => {
   it("accept a correct step", () => {
@@ -39,12 +63,16 @@ describe("checkers", () => {
 
   it("report Succeeded before every index succeeded", () => {
     const job = simJob({ completions: 2 }, [ended({ type: "Succeeded" }, T0)])
-    expect(rules(job, { phase: "Running" }, stepOf({ phase: "Succeeded", ...counts(job) }))).toContain("succeeded-early")
+    expect(rules(job, { phase: "Running" }, stepOf({ phase: "Succeeded", ...counts(job) }))).toContain(
+      "succeeded-early"
+    )
   })
 
   it("report counts that do not add up", () => {
     const job = simJob({}, [ended({ type: "Failed", exitCode: 1 }, T0)])
-    expect(rules(job, { phase: "Running" }, stepOf({ phase: "Running", succeeded: 0, failed: 0, attempts: { total: 1 } }))).toEqual(["failed-count"])
+    expect(
+      rules(job, { phase: "Running" }, stepOf({ phase: "Running", succeeded: 0, failed: 0, attempts: { total: 1 } }))
+    ).toEqual(["failed-count"])
   })
 
   it("report a launch beyond parallelism and a second live attempt of one index", () => {
@@ -57,27 +85,40 @@ describe("checkers", () => {
 
   it("report Suspended without a suspend request and CapacityUnavailable before queueTimeout", () => {
     const job = simJob({}, [])
-    expect(rules(job, { phase: "Running" }, stepOf({ phase: "Suspended", ...counts(job) }))).toContain("suspended-unasked")
-    expect(rules(job, { phase: "Pending" }, stepOf({ phase: "Failed", reason: "CapacityUnavailable", ...counts(job) }))).toContain("queue-early")
+    expect(rules(job, { phase: "Running" }, stepOf({ phase: "Suspended", ...counts(job) }))).toContain(
+      "suspended-unasked"
+    )
+    expect(rules(job, { phase: "Pending" }, stepOf({ phase: "Failed", reason: "CapacityUnavailable", ...counts(job) })))
+      .toContain("queue-early")
   })
 
   it("report a timeoutTime that is not timeoutStartTime + timeout + suspendedDuration, at every step", () => {
     const job = simJob({ timeout: "2h" }, [attempt()])
     const checkers = new Checkers("test")
     const clock = (timeoutTime: string, suspendedDuration?: string) =>
-      stepOf({ phase: "Running", ...counts(job), timeoutStartTime: "2026-01-01T00:00:00.000Z", timeoutTime, ...(suspendedDuration === undefined ? {} : { suspendedDuration }) })
+      stepOf({
+        phase: "Running",
+        ...counts(job),
+        timeoutStartTime: "2026-01-01T00:00:00.000Z",
+        timeoutTime,
+        ...(suspendedDuration === undefined ? {} : { suspendedDuration })
+      })
     // The same texts again (the readings are remembered) and other ones: only the wrong ones are reported.
-    for (const [timeoutTime, suspended, wrong] of [
-      ["2026-01-01T02:00:00.000Z", undefined, false],
-      ["2026-01-01T02:00:00.001Z", undefined, true],
-      ["2026-01-01T02:00:00.000Z", undefined, false],
-      ["2026-01-01T02:30:00.000Z", "30m", false],
-      ["2026-01-01T02:00:00.000Z", "30m", true],
-      ["2026-01-01T02:00:00.001Z", undefined, true]
-    ] as const) {
+    for (
+      const [timeoutTime, suspended, wrong] of [
+        ["2026-01-01T02:00:00.000Z", undefined, false],
+        ["2026-01-01T02:00:00.001Z", undefined, true],
+        ["2026-01-01T02:00:00.000Z", undefined, false],
+        ["2026-01-01T02:30:00.000Z", "30m", false],
+        ["2026-01-01T02:00:00.000Z", "30m", true],
+        ["2026-01-01T02:00:00.001Z", undefined, true]
+      ] as const
+    ) {
       const before = checkers.violations.length
       checkers.afterStep(job, { phase: "Running" }, clock(timeoutTime, suspended), T0)
-      expect(checkers.violations.slice(before).map((violation) => violation.rule)).toEqual(wrong ? ["timeout-time"] : [])
+      expect(checkers.violations.slice(before).map((violation) => violation.rule)).toEqual(
+        wrong ? ["timeout-time"] : []
+      )
     }
   })
 

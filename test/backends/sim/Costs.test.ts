@@ -6,24 +6,31 @@
 import { assert, describe, it } from "@effect/vitest"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import { segments } from "../../../src/core/billing/Ledger.ts"
-import { parseMicroUsd } from "../../../src/core/Money.ts"
-import { loadCatalog } from "../../../src/data/CatalogData.ts"
 import type { CostGroup, SegmentCost } from "../../../src/backends/sim/Costs.ts"
 import { runScenario } from "../../../src/backends/sim/Run.ts"
 import { parseScenario, type Scenario } from "../../../src/backends/sim/Scenario.ts"
+import { segments } from "../../../src/core/billing/Ledger.ts"
+import { parseMicroUsd } from "../../../src/core/Money.ts"
+import { loadCatalog } from "../../../src/data/CatalogData.ts"
 
 const catalog = loadCatalog()
 const load = (file: string): Scenario => {
-  const parsed = parseScenario(JSON.parse(readFileSync(join(import.meta.dirname, "..", "..", "..", "scenarios", file), "utf8")))
+  const parsed = parseScenario(
+    JSON.parse(readFileSync(join(import.meta.dirname, "..", "..", "..", "scenarios", file), "utf8"))
+  )
   if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems))
   return parsed.scenario
 }
 
 const micro = (cost: SegmentCost) => parseMicroUsd(cost.totalUSD)
-const sumOf = (groups: Readonly<Record<string, CostGroup>>) => Object.values(groups).reduce((sum, group) => sum + micro(group), 0n)
+const sumOf = (groups: Readonly<Record<string, CostGroup>>) =>
+  Object.values(groups).reduce((sum, group) => sum + micro(group), 0n)
 const assertSegmentsAddUp = (cost: SegmentCost, what: string) =>
-  assert.strictEqual(segments.reduce((sum, segment) => sum + parseMicroUsd(cost.bySegment[segment]), 0n), micro(cost), `${what}: segments`)
+  assert.strictEqual(
+    segments.reduce((sum, segment) => sum + parseMicroUsd(cost.bySegment[segment]), 0n),
+    micro(cost),
+    `${what}: segments`
+  )
 
 describe("the cost of a scenario run", () => {
   it("a scenario without a billing block is billed with the current pricebook: per policy, per class, by segment, covered", () => {
@@ -53,7 +60,11 @@ describe("the cost of a scenario run", () => {
       const summary = runScenario(load(file), { catalog, check: false })
       const cost = summary.cost!
       assert.strictEqual(micro(cost.total), parseMicroUsd(summary.billing!.charged), file)
-      assert.strictEqual(micro(cost.total), micro(cost.jobs) + (cost.sandboxes === undefined ? 0n : micro(cost.sandboxes)), file)
+      assert.strictEqual(
+        micro(cost.total),
+        micro(cost.jobs) + (cost.sandboxes === undefined ? 0n : micro(cost.sandboxes)),
+        file
+      )
       if (summary.sandboxes !== undefined) {
         assert.strictEqual(micro(cost.sandboxes!), parseMicroUsd(summary.sandboxes.totals.costUSD!))
         assert.strictEqual(cost.sandboxes!.objects, summary.sandboxes.totals.sandboxes)

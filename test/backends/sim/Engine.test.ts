@@ -48,18 +48,35 @@ describe("Engine", () => {
     engine.at(1, () => seen.push("second"))
     engine.at(2, () => seen.push("later"))
     engine.run()
-    assert.deepStrictEqual(seen, ["first", "second", "first/after0", "first/atNow", "first/inThePast", "first/atNow/after0", "later"])
+    assert.deepStrictEqual(seen, [
+      "first",
+      "second",
+      "first/after0",
+      "first/atNow",
+      "first/inThePast",
+      "first/atNow/after0",
+      "later"
+    ])
   })
 
   it("runs a callback with its argument and the ticket its scheduling answered", () => {
     const engine = new Engine(10)
     const seen: Array<readonly [string, number, number]> = []
     const record = (name: string, ticket: number) => seen.push([name, ticket, engine.now])
-    const tickets = [engine.at(12, record, "b"), engine.after(0, record, "a"), engine.after(2, record, "c"), engine.at(11, () => seen.push(["plain", -1, engine.now]))]
+    const tickets = [
+      engine.at(12, record, "b"),
+      engine.after(0, record, "a"),
+      engine.after(2, record, "c"),
+      engine.at(11, () => seen.push(["plain", -1, engine.now]))
+    ]
     assert.strictEqual(new Set(tickets).size, 4)
     assert.deepStrictEqual(seen, [])
     engine.run()
-    assert.deepStrictEqual(seen, [["a", tickets[1]!, 10], ["plain", -1, 11], ["b", tickets[0]!, 12], ["c", tickets[2]!, 12]])
+    assert.deepStrictEqual(seen, [["a", tickets[1]!, 10], ["plain", -1, 11], ["b", tickets[0]!, 12], [
+      "c",
+      tickets[2]!,
+      12
+    ]])
   })
 
   it("counts the events of the current instant in pending and peekTime, before and after the clock moves", () => {
@@ -131,48 +148,65 @@ describe("Engine", () => {
 
   it("pops any schedule, including events scheduled from callbacks, in sorted (time, scheduling order)", () => {
     // Each event may schedule children at small delays (0 included), so ties and same-instant rescheduling are common.
-    const event = fc.record({ delay: fc.integer({ min: -2, max: 6 }), children: fc.array(fc.integer({ min: -1, max: 4 }), { maxLength: 3 }) })
+    const event = fc.record({
+      delay: fc.integer({ min: -2, max: 6 }),
+      children: fc.array(fc.integer({ min: -1, max: 4 }), { maxLength: 3 })
+    })
     fc.assert(
-      fc.property(fc.array(event, { minLength: 1, maxLength: 200 }), fc.integer({ min: 0, max: 199 }), (plan, offset) => {
-        const engine = new Engine()
-        let scheduled = 0
-        let planIndex = offset
-        const popped: Array<readonly [number, number]> = []
-        const schedule = (delay: number, depth: number): void => {
-          const sequence = scheduled++
-          const expectedTime = engine.now + Math.max(0, delay)
-          engine.after(delay, () => {
-            assert.strictEqual(engine.now, expectedTime)
-            popped.push([engine.now, sequence])
-            if (depth < 3) {
-              const next = plan[planIndex++ % plan.length]!
-              for (const child of next.children) schedule(child, depth + 1)
-            }
-          })
+      fc.property(
+        fc.array(event, { minLength: 1, maxLength: 200 }),
+        fc.integer({ min: 0, max: 199 }),
+        (plan, offset) => {
+          const engine = new Engine()
+          let scheduled = 0
+          let planIndex = offset
+          const popped: Array<readonly [number, number]> = []
+          const schedule = (delay: number, depth: number): void => {
+            const sequence = scheduled++
+            const expectedTime = engine.now + Math.max(0, delay)
+            engine.after(delay, () => {
+              assert.strictEqual(engine.now, expectedTime)
+              popped.push([engine.now, sequence])
+              if (depth < 3) {
+                const next = plan[planIndex++ % plan.length]!
+                for (const child of next.children) schedule(child, depth + 1)
+              }
+            })
+          }
+          for (const { delay } of plan) schedule(delay, 0)
+          engine.run()
+          assert.strictEqual(popped.length, scheduled)
+          for (let index = 1; index < popped.length; index++) {
+            const [time, sequence] = popped[index]!
+            const [previousTime, previousSequence] = popped[index - 1]!
+            assert.isTrue(
+              time > previousTime || (time === previousTime && sequence > previousSequence),
+              `${index}: (${time}, ${sequence}) after (${previousTime}, ${previousSequence})`
+            )
+          }
         }
-        for (const { delay } of plan) schedule(delay, 0)
-        engine.run()
-        assert.strictEqual(popped.length, scheduled)
-        for (let index = 1; index < popped.length; index++) {
-          const [time, sequence] = popped[index]!
-          const [previousTime, previousSequence] = popped[index - 1]!
-          assert.isTrue(time > previousTime || (time === previousTime && sequence > previousSequence), `${index}: (${time}, ${sequence}) after (${previousTime}, ${previousSequence})`)
-        }
-      }),
+      ),
       { numRuns: 300 }
     )
   })
 
   it("pops random absolute times as a stable sort of them", () => {
     fc.assert(
-      fc.property(fc.array(fc.oneof(fc.integer({ min: 0, max: 20 }), fc.double({ min: 0, max: 1e6, noNaN: true })), { maxLength: 500 }), (times) => {
-        const engine = new Engine()
-        const order: Array<number> = []
-        times.forEach((time, index) => engine.at(time, () => order.push(index)))
-        engine.run()
-        const expected = times.map((time, index) => ({ time, index })).sort((a, b) => a.time - b.time || a.index - b.index)
-        assert.deepStrictEqual(order, expected.map(({ index }) => index))
-      })
+      fc.property(
+        fc.array(fc.oneof(fc.integer({ min: 0, max: 20 }), fc.double({ min: 0, max: 1e6, noNaN: true })), {
+          maxLength: 500
+        }),
+        (times) => {
+          const engine = new Engine()
+          const order: Array<number> = []
+          times.forEach((time, index) => engine.at(time, () => order.push(index)))
+          engine.run()
+          const expected = times.map((time, index) => ({ time, index })).sort((a, b) =>
+            a.time - b.time || a.index - b.index
+          )
+          assert.deepStrictEqual(order, expected.map(({ index }) => index))
+        }
+      )
     )
   })
 })
@@ -182,7 +216,11 @@ describe("M/M/1 on the engine", () => {
     const result = runMm1({ customers: 200_000, seed: "mm1-test" })
     assert.strictEqual(result.customers, 200_000)
     assert.approximately(theoreticalMeanWait, 1 / 1.1 / 0.1, 1e-12)
-    assert.isBelow(Math.abs(result.meanWait - theoreticalMeanWait) / theoreticalMeanWait, 0.1, `mean wait ${result.meanWait}`)
+    assert.isBelow(
+      Math.abs(result.meanWait - theoreticalMeanWait) / theoreticalMeanWait,
+      0.1,
+      `mean wait ${result.meanWait}`
+    )
   })
 
   it("is a pure function of its seed", () => {

@@ -4,8 +4,8 @@
  * from then on. NODUS_SWARM_SEEDS=<n> runs more seeds (400 were clean when the swarm was written).
  */
 import { describe, expect, it } from "vitest"
-import { loadCatalog } from "../../../src/data/CatalogData.ts"
 import { runScenario } from "../../../src/backends/sim/Run.ts"
+import { loadCatalog } from "../../../src/data/CatalogData.ts"
 import { swarmScenario } from "./FaultSwarm.ts"
 
 const catalog = loadCatalog()
@@ -21,7 +21,12 @@ const regressions: ReadonlyArray<{ readonly seed: string; readonly found: string
 
 const violationsOf = (seed: string) => {
   const summary = runScenario(swarmScenario(seed), { catalog, perJob: false })
-  if (summary.violations.length > 0) console.error(`fault swarm seed ${JSON.stringify(seed)} failed:`, JSON.stringify(summary.violations.slice(0, 5), null, 2))
+  if (summary.violations.length > 0) {
+    console.error(
+      `fault swarm seed ${JSON.stringify(seed)} failed:`,
+      JSON.stringify(summary.violations.slice(0, 5), null, 2)
+    )
+  }
   return summary
 }
 

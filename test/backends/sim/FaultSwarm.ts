@@ -53,7 +53,10 @@ export const swarmScenario = (seed: string): Scenario => {
     ...(random.chance(0.5) ? { scaledownWindow: pick(["0s", "2m", "20m"]) } : {}),
     ...(random.chance(0.3) ? { ttlSecondsAfterFinished: random.int(0, 3600) } : {})
   })
-  const withParallelism = (job: Record<string, unknown>) => ({ ...job, parallelism: random.int(1, job["completions"] as number) })
+  const withParallelism = (job: Record<string, unknown>) => ({
+    ...job,
+    parallelism: random.int(1, job["completions"] as number)
+  })
   return decodeScenario({
     name: `swarm-${seed}`,
     seed,
@@ -75,7 +78,14 @@ export const swarmScenario = (seed: string): Scenario => {
       workload("h100", withParallelism(gpuJob("H100", 8))),
       workload("v100", withParallelism(gpuJob("V100", 4))),
       workload("a10", withParallelism(gpuJob("A10", 1))),
-      workload("cpu", { image: "python:3.12", completions: random.int(1, 8), parallelism: 1, resources: { cpu: "2" }, placement: placement(), recovery: recovery() })
+      workload("cpu", {
+        image: "python:3.12",
+        completions: random.int(1, 8),
+        parallelism: 1,
+        resources: { cpu: "2" },
+        placement: placement(),
+        recovery: recovery()
+      })
     ],
     faults: {
       preemptionStorms: random.chance(0.7) ? [{ ...window(), factor: pick([5, 20, 100]) }] : [],

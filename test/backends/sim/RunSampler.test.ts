@@ -7,32 +7,53 @@
  * the same samples, and the samples do not depend on when they are drawn.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { loadCatalog } from "../../../src/data/CatalogData.ts"
 import { Engine } from "../../../src/backends/sim/Engine.ts"
-import { sampledWorkload, simRunSampler } from "../../../src/backends/sim/RunSampler.ts"
+import { Prng } from "../../../src/backends/sim/Prng.ts"
 import { providerModelsOf } from "../../../src/backends/sim/Run.ts"
+import { sampledWorkload, simRunSampler } from "../../../src/backends/sim/RunSampler.ts"
 import { SimCapacity } from "../../../src/backends/sim/SimCapacity.ts"
 import { Simulation } from "../../../src/backends/sim/Simulation.ts"
 import { Ledger } from "../../../src/core/billing/Ledger.ts"
 import { currentPricebook } from "../../../src/core/billing/Pricebook.ts"
 import type { Variant } from "../../../src/core/capacity/Offering.ts"
 import { admitJobSpec } from "../../../src/core/kinds/job/JobAdmission.ts"
-import { estimateJob, type EstimateInput } from "../../../src/core/kinds/job/JobEstimate.ts"
+import { type EstimateInput, estimateJob } from "../../../src/core/kinds/job/JobEstimate.ts"
 import { type RunRequest, runWorkMsMax } from "../../../src/core/kinds/job/JobSampling.ts"
 import { parseMicroUsd } from "../../../src/core/Money.ts"
-import { Prng } from "../../../src/backends/sim/Prng.ts"
+import { loadCatalog } from "../../../src/data/CatalogData.ts"
 import { hour, minute } from "../../core/Fixtures.ts"
 
 const catalog = loadCatalog()
 const hostsPerVariant = 2000
-const fleet = { hostsPerVariant, capacity: {}, providers: { default: { bootMedian: "3m", bootSigma: 0.5, nodeLossMtbf: "720h" }, interruptible: { preemptionMtbf: "6h" }, byOffering: {} } }
+const fleet = {
+  hostsPerVariant,
+  capacity: {},
+  providers: {
+    default: { bootMedian: "3m", bootSigma: 0.5, nodeLossMtbf: "720h" },
+    interruptible: { preemptionMtbf: "6h" },
+    byOffering: {}
+  }
+}
 const providerModels = providerModelsOf(fleet)
-const market = { available: () => 1000, bootMs: (variant: Variant) => providerModels(variant).bootMedianMs, meanTimeBetweenInterruptionsMs: (variant: Variant) => variant.interruptible ? providerModels(variant).preemptionMtbfMs : undefined }
+const market = {
+  available: () => 1000,
+  bootMs: (variant: Variant) => providerModels(variant).bootMedianMs,
+  meanTimeBetweenInterruptionsMs: (variant: Variant) =>
+    variant.interruptible ? providerModels(variant).preemptionMtbfMs : undefined
+}
 const funds = { available: 1_000_000_000n, arrears: 0n, rooms: [] }
 const now = Date.parse("2026-11-21T00:00:00Z")
 
-const inputOf = (fields: Record<string, unknown>, seed = "estimate"): EstimateInput =>
-  ({ spec: admitJobSpec({ image: "x", ...fields }), catalog, models: providerModels, market, pricebook: currentPricebook, now, funds, seed })
+const inputOf = (fields: Record<string, unknown>, seed = "estimate"): EstimateInput => ({
+  spec: admitJobSpec({ image: "x", ...fields }),
+  catalog,
+  models: providerModels,
+  market,
+  pricebook: currentPricebook,
+  now,
+  funds,
+  seed
+})
 
 /**
  * Actual costs of Jobs of the spec run in one simulation over the same models (another seed), with capacity for all of
@@ -46,8 +67,17 @@ const actualCosts = (spec: EstimateInput["spec"], workMs: number): Array<bigint>
   const capacity = new SimCapacity(engine, new Prng("actual").derive("capacity"), providerModels)
   const ledger = new Ledger({ retain: false })
   ledger.grant("grant", now, 10n ** 15n, "test")
-  const simulation = new Simulation({ engine, capacity, catalog, trace: { record: () => {} }, billing: { ledger, pricebook: currentPricebook } })
-  const jobs = Array.from({ length: count }, (_, index) => simulation.submit("demo", `job-${index}`, spec, sampledWorkload(workMs)))
+  const simulation = new Simulation({
+    engine,
+    capacity,
+    catalog,
+    trace: { record: () => {} },
+    billing: { ledger, pricebook: currentPricebook }
+  })
+  const jobs = Array.from(
+    { length: count },
+    (_, index) => simulation.submit("demo", `job-${index}`, spec, sampledWorkload(workMs))
+  )
   engine.run(now + 60 * 24 * hour)
   return jobs.map((job) => ledger.chargesFor(job.uid).total).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
 }
@@ -61,16 +91,88 @@ interface Case {
 }
 
 const cases: ReadonlyArray<Case> = [
-  { name: "interruptible 8xH100, 6h, checkpointed", fields: { expectedDuration: "6h", resources: { gpu: { type: ["H100"], count: 8 } }, placement: { interruptible: "Prefer" } }, workMs: 6 * hour },
-  { name: "on-demand 1xA10, 40m", fields: { expectedDuration: "40m", resources: { gpu: { type: ["A10"] } }, placement: { interruptible: "Never" } }, workMs: 40 * minute },
-  { name: "interruptible, 3 indexes, 2h, restartable", fields: { expectedDuration: "2h", completions: 3, parallelism: 3, resources: { gpu: { type: ["A100"], count: 8 } }, placement: { interruptible: "Prefer" }, recovery: { continuity: "Restartable" } }, workMs: 2 * hour },
-  { name: "interruptible 8xA100, 40 indexes of 30m (sampled per index, summed)", fields: { expectedDuration: "30m", completions: 40, parallelism: 2, resources: { gpu: { type: ["A100"], count: 8 } }, placement: { interruptible: "Prefer" } }, workMs: 30 * minute },
-  { name: "on-demand 1xA10, 8 indexes of 1h (sampled per index, summed)", fields: { expectedDuration: "1h", completions: 8, parallelism: 8, resources: { gpu: { type: ["A10"] } } }, workMs: hour },
+  {
+    name: "interruptible 8xH100, 6h, checkpointed",
+    fields: {
+      expectedDuration: "6h",
+      resources: { gpu: { type: ["H100"], count: 8 } },
+      placement: { interruptible: "Prefer" }
+    },
+    workMs: 6 * hour
+  },
+  {
+    name: "on-demand 1xA10, 40m",
+    fields: { expectedDuration: "40m", resources: { gpu: { type: ["A10"] } }, placement: { interruptible: "Never" } },
+    workMs: 40 * minute
+  },
+  {
+    name: "interruptible, 3 indexes, 2h, restartable",
+    fields: {
+      expectedDuration: "2h",
+      completions: 3,
+      parallelism: 3,
+      resources: { gpu: { type: ["A100"], count: 8 } },
+      placement: { interruptible: "Prefer" },
+      recovery: { continuity: "Restartable" }
+    },
+    workMs: 2 * hour
+  },
+  {
+    name: "interruptible 8xA100, 40 indexes of 30m (sampled per index, summed)",
+    fields: {
+      expectedDuration: "30m",
+      completions: 40,
+      parallelism: 2,
+      resources: { gpu: { type: ["A100"], count: 8 } },
+      placement: { interruptible: "Prefer" }
+    },
+    workMs: 30 * minute
+  },
+  {
+    name: "on-demand 1xA10, 8 indexes of 1h (sampled per index, summed)",
+    fields: { expectedDuration: "1h", completions: 8, parallelism: 8, resources: { gpu: { type: ["A10"] } } },
+    workMs: hour
+  },
   // Past the work bound (shrunk): a 12h run is its sampled first 2h plus five steady chunks, and so on.
-  { name: "interruptible 8xH100, 12h checkpointed, extended from 2h", fields: { expectedDuration: "12h", resources: { gpu: { type: ["H100"], count: 8 } }, placement: { interruptible: "Prefer" } }, workMs: 12 * hour, workMsMax: 2 * hour },
-  { name: "interruptible 8xA100, 10h restartable, extended from 3h", fields: { expectedDuration: "10h", resources: { gpu: { type: ["A100"], count: 8 } }, placement: { interruptible: "Prefer" }, recovery: { continuity: "Restartable" } }, workMs: 10 * hour, workMsMax: 3 * hour },
-  { name: "on-demand 1xA10, 24h, extended from 1h", fields: { expectedDuration: "24h", resources: { gpu: { type: ["A10"] } } }, workMs: 24 * hour, workMsMax: hour },
-  { name: "interruptible 8xH100, 6 indexes of 6h, each extended from 2h, summed", fields: { expectedDuration: "6h", completions: 6, parallelism: 3, resources: { gpu: { type: ["H100"], count: 8 } }, placement: { interruptible: "Prefer" } }, workMs: 6 * hour, workMsMax: 2 * hour }
+  {
+    name: "interruptible 8xH100, 12h checkpointed, extended from 2h",
+    fields: {
+      expectedDuration: "12h",
+      resources: { gpu: { type: ["H100"], count: 8 } },
+      placement: { interruptible: "Prefer" }
+    },
+    workMs: 12 * hour,
+    workMsMax: 2 * hour
+  },
+  {
+    name: "interruptible 8xA100, 10h restartable, extended from 3h",
+    fields: {
+      expectedDuration: "10h",
+      resources: { gpu: { type: ["A100"], count: 8 } },
+      placement: { interruptible: "Prefer" },
+      recovery: { continuity: "Restartable" }
+    },
+    workMs: 10 * hour,
+    workMsMax: 3 * hour
+  },
+  {
+    name: "on-demand 1xA10, 24h, extended from 1h",
+    fields: { expectedDuration: "24h", resources: { gpu: { type: ["A10"] } } },
+    workMs: 24 * hour,
+    workMsMax: hour
+  },
+  {
+    name: "interruptible 8xH100, 6 indexes of 6h, each extended from 2h, summed",
+    fields: {
+      expectedDuration: "6h",
+      completions: 6,
+      parallelism: 3,
+      resources: { gpu: { type: ["H100"], count: 8 } },
+      placement: { interruptible: "Prefer" }
+    },
+    workMs: 6 * hour,
+    workMsMax: 2 * hour
+  }
 ]
 
 describe("estimates from the simulator's sampled runs", () => {
@@ -96,8 +198,19 @@ describe("estimates from the simulator's sampled runs", () => {
       asked.push(request)
       return simRunSampler(request)
     }
-    const { estimate } = estimateJob(inputOf({ expectedDuration: "100000h", completions: 10000, parallelism: 256, resources: { gpu: { type: ["A10"] } } }), recording)
-    assert.deepStrictEqual(asked.map((request) => ({ workMs: request.workMs, perIndex: request.perIndex })), [{ workMs: runWorkMsMax, perIndex: true }])
+    const { estimate } = estimateJob(
+      inputOf({
+        expectedDuration: "100000h",
+        completions: 10000,
+        parallelism: 256,
+        resources: { gpu: { type: ["A10"] } }
+      }),
+      recording
+    )
+    assert.deepStrictEqual(asked.map((request) => ({ workMs: request.workMs, perIndex: request.perIndex })), [{
+      workMs: runWorkMsMax,
+      perIndex: true
+    }])
     const band = estimate["costUSD"] as { p50: string; p90: string }
     // 10^9 GPU-hours of an A10 at 0.75 USD: the bands are about the rate times the work, p90 above p50.
     const rateTimesWork = 0.75 * 100000 * 10000
@@ -107,11 +220,18 @@ describe("estimates from the simulator's sampled runs", () => {
   })
 
   it("the same request gives the same samples, whenever they are drawn", () => {
-    const input = inputOf({ expectedDuration: "6h", resources: { gpu: { type: ["H100"], count: 8 } }, placement: { interruptible: "Prefer" } })
+    const input = inputOf({
+      expectedDuration: "6h",
+      resources: { gpu: { type: ["H100"], count: 8 } },
+      placement: { interruptible: "Prefer" }
+    })
     const first = estimateJob(input, simRunSampler)
     assert.deepStrictEqual(estimateJob(input, simRunSampler), first)
     const later = estimateJob({ ...input, now: now + 7 * 24 * hour }, simRunSampler)
     assert.deepStrictEqual(later.estimate["costUSD"], first.estimate["costUSD"])
-    assert.notDeepEqual(estimateJob({ ...input, seed: "another" }, simRunSampler).estimate["costUSD"], first.estimate["costUSD"])
+    assert.notDeepEqual(
+      estimateJob({ ...input, seed: "another" }, simRunSampler).estimate["costUSD"],
+      first.estimate["costUSD"]
+    )
   })
 })

@@ -6,10 +6,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import { loadCatalog } from "../../../src/data/CatalogData.ts"
 import { runScenario } from "../../../src/backends/sim/Run.ts"
 import { parseScenario, type Scenario } from "../../../src/backends/sim/Scenario.ts"
 import { parseMicroUsd } from "../../../src/core/Money.ts"
+import { loadCatalog } from "../../../src/data/CatalogData.ts"
 
 const catalog = loadCatalog()
 const file = join(import.meta.dirname, "..", "..", "..", "scenarios", "agent-sandboxes.json")
@@ -77,7 +77,11 @@ describe("scenarios/agent-sandboxes.json", () => {
     assert.strictEqual(at("Stopping"), running + 20_000 + 10 * minute + 5 * minute)
     assert.strictEqual(row.stopReason, "IdleTimeout")
     assert.strictEqual(row.idleStops, 1)
-    assert.isTrue((summary.trace ?? []).some((line) => line === `${running + 20_000} sandbox:agents/coder-1 Exec cmd-2 python 600000ms background ok`))
+    assert.isTrue(
+      (summary.trace ?? []).some((line) =>
+        line === `${running + 20_000} sandbox:agents/coder-1 Exec cmd-2 python 600000ms background ok`
+      )
+    )
   })
 
   it("a Sandbox spec the schema refuses is a problem at its field path", () => {
@@ -85,6 +89,8 @@ describe("scenarios/agent-sandboxes.json", () => {
     input.sandboxes[0].sandbox.lifecycle.idleTimeout = "10s"
     const parsed = parseScenario(input)
     assert.isFalse(parsed.ok)
-    if (!parsed.ok) assert.include(parsed.problems.map((problem) => problem.field), "sandboxes[0].sandbox.lifecycle.idleTimeout")
+    if (!parsed.ok) {
+      assert.include(parsed.problems.map((problem) => problem.field), "sandboxes[0].sandbox.lifecycle.idleTimeout")
+    }
   })
 })

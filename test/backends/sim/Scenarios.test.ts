@@ -11,9 +11,9 @@ import { execFile } from "node:child_process"
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { loadCatalog } from "../../../src/data/CatalogData.ts"
 import { runScenario, scenarioProblems, type Summary } from "../../../src/backends/sim/Run.ts"
 import { parseScenario, type Scenario } from "../../../src/backends/sim/Scenario.ts"
+import { loadCatalog } from "../../../src/data/CatalogData.ts"
 
 const root = join(import.meta.dirname, "..", "..", "..")
 const scenariosDir = join(root, "scenarios")
@@ -27,7 +27,9 @@ const files = readdirSync(scenariosDir).filter((name) => name.endsWith(".json"))
 
 const load = (file: string): Scenario => {
   const parsed = parseScenario(JSON.parse(readFileSync(join(scenariosDir, file), "utf8")))
-  if (!parsed.ok) throw new Error(`${file}: ${parsed.problems.map((problem) => `${problem.field}: ${problem.message}`).join("; ")}`)
+  if (!parsed.ok) {
+    throw new Error(`${file}: ${parsed.problems.map((problem) => `${problem.field}: ${problem.message}`).join("; ")}`)
+  }
   return parsed.scenario
 }
 
@@ -43,7 +45,11 @@ const assertSameTrace = (a: Summary, b: Summary) => {
   const right = b.trace ?? []
   for (let line = 0; line < Math.max(left.length, right.length); line++) {
     if (left[line] !== right[line]) {
-      assert.fail(`the traces part at line ${line + 1}:\n  first:  ${left[line] ?? "(ended)"}\n  second: ${right[line] ?? "(ended)"}`)
+      assert.fail(
+        `the traces part at line ${line + 1}:\n  first:  ${left[line] ?? "(ended)"}\n  second: ${
+          right[line] ?? "(ended)"
+        }`
+      )
     }
   }
   assert.strictEqual(a.traceHash, b.traceHash)
@@ -52,8 +58,13 @@ const assertSameTrace = (a: Summary, b: Summary) => {
 
 const run = (args: ReadonlyArray<string>) =>
   new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    execFile(node, [cli, ...args], { cwd: root, timeout: 60_000 }, (error, stdout, stderr) =>
-      resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, stdout, stderr }))
+    execFile(
+      node,
+      [cli, ...args],
+      { cwd: root, timeout: 60_000 },
+      (error, stdout, stderr) =>
+        resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, stdout, stderr })
+    )
   })
 
 describe("scenarios/*.json", () => {
@@ -69,7 +80,10 @@ describe("scenarios/*.json", () => {
       assert.deepStrictEqual(summary.violations, [])
       assert.isAbove(summary.totals.jobs, 0)
       assert.strictEqual(summary.jobs?.length, summary.totals.jobs)
-      assert.strictEqual(Object.values(summary.totals.byPhase).reduce((sum, jobs) => sum + jobs, 0), summary.totals.jobs)
+      assert.strictEqual(
+        Object.values(summary.totals.byPhase).reduce((sum, jobs) => sum + jobs, 0),
+        summary.totals.jobs
+      )
     })
   }
 
@@ -121,7 +135,12 @@ describe("determinism", () => {
     const drought: Scenario = {
       ...base,
       fleet: { ...base.fleet, hostsPerVariant: 2, capacity: { "cpu-4x-16gb-us-af7a8673": 3 } },
-      faults: { ...base.faults, droughts: [{ at: "24h", for: "24h", capacityFactor: 0.3 }, { at: "96h", for: "12h", capacityFactor: 0.5 }], suspendRate: 0.2, cancelRate: 0.1 }
+      faults: {
+        ...base.faults,
+        droughts: [{ at: "24h", for: "24h", capacityFactor: 0.3 }, { at: "96h", for: "12h", capacityFactor: 0.5 }],
+        suspendRate: 0.2,
+        cancelRate: 0.1
+      }
     }
     for (const scenario of [base, drought]) {
       const skipping = runScenario(scenario, { catalog, keepTrace: true })
@@ -130,7 +149,10 @@ describe("determinism", () => {
       assert.deepStrictEqual(skipping.jobs, stepping.jobs)
       assert.deepStrictEqual(skipping.violations, [])
       assert.strictEqual(stepping.totals.skippedSteps, 0)
-      assert.strictEqual(skipping.totals.controllerSteps + skipping.totals.skippedSteps, stepping.totals.controllerSteps)
+      assert.strictEqual(
+        skipping.totals.controllerSteps + skipping.totals.skippedSteps,
+        stepping.totals.controllerSteps
+      )
       if (scenario === drought) assert.isAbove(skipping.totals.skippedSteps, 1000)
     }
   })
@@ -157,7 +179,15 @@ describe("nodus sim", () => {
     assert.deepStrictEqual(summary.totals, expected.totals)
     assert.deepStrictEqual(summary.violations, [])
     assert.strictEqual(summary.jobs?.length, expected.totals.jobs)
-    assert.match(result.stderr, new RegExp(`^mixed-fleet \\(seed "mixed-fleet-1"\\): ${expected.totals.jobs} jobs .* trace ${expected.traceHash.slice(0, 16)} .* engine events \\([\\d,]+/s\\)\\n$`, "u"))
+    assert.match(
+      result.stderr,
+      new RegExp(
+        `^mixed-fleet \\(seed "mixed-fleet-1"\\): ${expected.totals.jobs} jobs .* trace ${
+          expected.traceHash.slice(0, 16)
+        } .* engine events \\([\\d,]+/s\\)\\n$`,
+        "u"
+      )
+    )
   })
 
   it("takes a bare name, --seed, --no-check and --per-job=false, and prints to stdout", async () => {
@@ -166,7 +196,10 @@ describe("nodus sim", () => {
     const summary = JSON.parse(result.stdout) as Summary
     assert.strictEqual(summary.seed, "other")
     assert.isUndefined(summary.jobs)
-    assert.strictEqual(summary.traceHash, runScenario(load("spot-trace-replay.json"), { catalog, seed: "other", check: false, perJob: false }).traceHash)
+    assert.strictEqual(
+      summary.traceHash,
+      runScenario(load("spot-trace-replay.json"), { catalog, seed: "other", check: false, perJob: false }).traceHash
+    )
   })
 
   it("exits 2 on a malformed scenario, naming every bad field, without a stack trace", async () => {
@@ -181,7 +214,14 @@ describe("nodus sim", () => {
     const result = await run(["sim", file])
     assert.strictEqual(result.code, 2)
     assert.strictEqual(result.stdout, "")
-    for (const field of ["arrivals.meanInterarrival", "workloads[1].oomRate", "workloads[2].job.parallelism", "fleet.hostsPerVarient"]) {
+    for (
+      const field of [
+        "arrivals.meanInterarrival",
+        "workloads[1].oomRate",
+        "workloads[2].job.parallelism",
+        "fleet.hostsPerVarient"
+      ]
+    ) {
       assert.include(result.stderr, `  ${field}: `)
     }
     assert.notMatch(result.stderr, /^\s+at /mu)

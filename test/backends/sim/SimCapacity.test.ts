@@ -25,7 +25,14 @@ describe("SimCapacity's attempts by owner", () => {
       const acquired = names.map((name, index) =>
         index % 2 === 0
           ? capacity.acquire(host("demo/train", name, index))
-          : capacity.launch({ ...host("demo/train", name, index), keepWarmMs: 0, workload: defaultWorkload, restoreFromSeq: undefined, resumeFromUnits: undefined, checkpointIntervalMs: undefined })
+          : capacity.launch({
+            ...host("demo/train", name, index),
+            keepWarmMs: 0,
+            workload: defaultWorkload,
+            restoreFromSeq: undefined,
+            resumeFromUnits: undefined,
+            checkpointIntervalMs: undefined
+          })
       )
       // Another owner's attempt of the same name is its own.
       const other = capacity.acquire(host("other/train", names[0]!, 0))
@@ -50,7 +57,14 @@ describe("SimCapacity's attempts by owner", () => {
       const capacity = new SimCapacity(engine, new Prng("owners"), () => deterministicModel(count))
       const names = Array.from({ length: count }, (_, index) => `train-${index}-1`)
       const launched = names.map((name, index) =>
-        capacity.launch({ ...host("demo/train", name, index), keepWarmMs: 0, workload: { ...defaultWorkload, durationMs: 3_600_000 }, restoreFromSeq: undefined, resumeFromUnits: undefined, checkpointIntervalMs: undefined })
+        capacity.launch({
+          ...host("demo/train", name, index),
+          keepWarmMs: 0,
+          workload: { ...defaultWorkload, durationMs: 3_600_000 },
+          restoreFromSeq: undefined,
+          resumeFromUnits: undefined,
+          checkpointIntervalMs: undefined
+        })
       )
       engine.run(engine.now + 600_000)
       assert.deepStrictEqual(launched.map((attempt) => attempt.phase), names.map(() => "Running"))

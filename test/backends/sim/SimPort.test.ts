@@ -20,7 +20,10 @@ capacityContract("simulator", () => {
     hosts,
     bootMs: 90_000,
     program: (workMs: number, exitCode: number) => ({
-      annotations: { [`${simAnnotationPrefix}duration`]: `${workMs / 1000}s`, [`${simAnnotationPrefix}exit-code`]: `${exitCode}` }
+      annotations: {
+        [`${simAnnotationPrefix}duration`]: `${workMs / 1000}s`,
+        [`${simAnnotationPrefix}exit-code`]: `${exitCode}`
+      }
     })
   }))
 })

@@ -12,10 +12,10 @@ import { Prng } from "../../../src/backends/sim/Prng.ts"
 import { SimCapacity } from "../../../src/backends/sim/SimCapacity.ts"
 import * as SimPort from "../../../src/backends/sim/SimPort.ts"
 import type { BoxReply, BoxRequest } from "../../../src/core/capacity/Capacity.ts"
-import { catalog } from "../../core/Fixtures.ts"
 import { variantsOf } from "../../../src/core/capacity/Offering.ts"
-import { request, startTestServer, type TestServer } from "../../support/TestServer.ts"
 import { createProject, sandboxesPath, v1 } from "../../apiserver/api/Support.ts"
+import { catalog } from "../../core/Fixtures.ts"
+import { request, startTestServer, type TestServer } from "../../support/TestServer.ts"
 
 const minute = 60_000
 const project = "agents"
@@ -41,7 +41,12 @@ describe("a Sandbox behind the sim backend, on the test clock", () => {
   const now = async (): Promise<number> => Date.parse((await request(server, "GET", `${v1}/simulation/clock`)).body.now)
   const create = async (name: string, spec: Record<string, unknown>, annotations: Record<string, string> = {}) => {
     const reply = await request(server, "POST", sandboxesPath(project), {
-      body: { apiVersion: "nodus.dev/v1", kind: "Sandbox", metadata: { name, annotations }, spec: { image: "python:3.12", ...spec } }
+      body: {
+        apiVersion: "nodus.dev/v1",
+        kind: "Sandbox",
+        metadata: { name, annotations },
+        spec: { image: "python:3.12", ...spec }
+      }
     })
     assert.strictEqual(reply.status, 201, reply.text)
   }
@@ -55,49 +60,62 @@ describe("a Sandbox behind the sim backend, on the test clock", () => {
     assert.fail(`${names.join(", ")} did not run within 30 simulated minutes`)
   }
 
-  it("a 10-minute background command keeps it Running (Busy) past idleTimeout 5m; it stops 5m after the command ends", async () => {
-    await create("busy", { lifecycle: { idleTimeout: "5m" } })
-    await create("quiet", { lifecycle: { idleTimeout: "5m" } })
-    // Its main process runs until the box stops (no sim.nodus.dev/main-duration): Busy all along.
-    await create("server", { command: ["python3", "-m", "http.server"], lifecycle: { idleTimeout: "5m" } })
-    await untilRunning(["busy", "quiet", "server"])
-    const started = await request(server, "POST", `${path("busy")}/commands`, { body: { command: ["sleep", "600"], background: true } })
-    assert.strictEqual(started.status, 201, started.text)
-    assert.strictEqual(started.body.phase, "Running")
-    const id = started.body.id as string
-    const command = async () => (await request(server, "GET", `${path("busy")}/commands/${id}`)).body
-    const start = Date.parse((await command()).startTime)
-    await moveTo(start + 6 * minute)
-    assert.deepInclude(await status("busy"), { phase: "Running", activity: "Busy" })
-    assert.strictEqual((await command()).phase, "Running")
-    assert.deepInclude(await status("quiet"), { phase: "Stopped", stopReason: "IdleTimeout" })
-    // The command ends at its virtual end: exit code 0 after 600 s; the Sandbox is Idle from then on.
-    await moveTo(start + 10 * minute + 1000)
-    assert.deepInclude(await command(), { phase: "Exited", exitCode: 0, durationMs: 600_000 })
-    const idle = await status("busy")
-    assert.deepInclude(idle, { phase: "Running", activity: "Idle" })
-    assert.strictEqual(idle.lastActivityTime, new Date(start + 10 * minute).toISOString())
-    await moveTo(start + 14 * minute)
-    assert.strictEqual((await status("busy")).phase, "Running")
-    await moveTo(start + 16 * minute)
-    assert.deepInclude(await status("busy"), { phase: "Stopped", stopReason: "IdleTimeout" })
-    assert.deepInclude(await status("server"), { phase: "Running", activity: "Busy" })
-  }, 60_000)
+  it(
+    "a 10-minute background command keeps it Running (Busy) past idleTimeout 5m; it stops 5m after the command ends",
+    async () => {
+      await create("busy", { lifecycle: { idleTimeout: "5m" } })
+      await create("quiet", { lifecycle: { idleTimeout: "5m" } })
+      // Its main process runs until the box stops (no sim.nodus.dev/main-duration): Busy all along.
+      await create("server", { command: ["python3", "-m", "http.server"], lifecycle: { idleTimeout: "5m" } })
+      await untilRunning(["busy", "quiet", "server"])
+      const started = await request(server, "POST", `${path("busy")}/commands`, {
+        body: { command: ["sleep", "600"], background: true }
+      })
+      assert.strictEqual(started.status, 201, started.text)
+      assert.strictEqual(started.body.phase, "Running")
+      const id = started.body.id as string
+      const command = async () => (await request(server, "GET", `${path("busy")}/commands/${id}`)).body
+      const start = Date.parse((await command()).startTime)
+      await moveTo(start + 6 * minute)
+      assert.deepInclude(await status("busy"), { phase: "Running", activity: "Busy" })
+      assert.strictEqual((await command()).phase, "Running")
+      assert.deepInclude(await status("quiet"), { phase: "Stopped", stopReason: "IdleTimeout" })
+      // The command ends at its virtual end: exit code 0 after 600 s; the Sandbox is Idle from then on.
+      await moveTo(start + 10 * minute + 1000)
+      assert.deepInclude(await command(), { phase: "Exited", exitCode: 0, durationMs: 600_000 })
+      const idle = await status("busy")
+      assert.deepInclude(idle, { phase: "Running", activity: "Idle" })
+      assert.strictEqual(idle.lastActivityTime, new Date(start + 10 * minute).toISOString())
+      await moveTo(start + 14 * minute)
+      assert.strictEqual((await status("busy")).phase, "Running")
+      await moveTo(start + 16 * minute)
+      assert.deepInclude(await status("busy"), { phase: "Stopped", stopReason: "IdleTimeout" })
+      assert.deepInclude(await status("server"), { phase: "Running", activity: "Busy" })
+    },
+    60_000
+  )
 
-  it("a foreground command of exec-duration answers its outcome at once and keeps the Sandbox Busy until its end", async () => {
-    await create("make", { lifecycle: { idleTimeout: "5m" } }, { "sim.nodus.dev/exec-duration": "8m", "sim.nodus.dev/exec-exit-code": "2" })
-    await untilRunning(["make"])
-    const ran = await request(server, "POST", `${path("make")}/commands`, { body: { command: ["make", "test"] } })
-    assert.strictEqual(ran.status, 200, ran.text)
-    assert.deepInclude(ran.body, { exitCode: 2, durationMs: 480_000 })
-    const start = Date.parse((await request(server, "GET", `${path("make")}/commands/${ran.body.id}`)).body.startTime)
-    await moveTo(start + 7 * minute)
-    assert.deepInclude(await status("make"), { phase: "Running", activity: "Busy" })
-    await moveTo(start + 12 * minute)
-    assert.deepInclude(await status("make"), { phase: "Running", activity: "Idle" })
-    await moveTo(start + 14 * minute)
-    assert.strictEqual((await status("make")).stopReason, "IdleTimeout")
-  }, 60_000)
+  it(
+    "a foreground command of exec-duration answers its outcome at once and keeps the Sandbox Busy until its end",
+    async () => {
+      await create("make", { lifecycle: { idleTimeout: "5m" } }, {
+        "sim.nodus.dev/exec-duration": "8m",
+        "sim.nodus.dev/exec-exit-code": "2"
+      })
+      await untilRunning(["make"])
+      const ran = await request(server, "POST", `${path("make")}/commands`, { body: { command: ["make", "test"] } })
+      assert.strictEqual(ran.status, 200, ran.text)
+      assert.deepInclude(ran.body, { exitCode: 2, durationMs: 480_000 })
+      const start = Date.parse((await request(server, "GET", `${path("make")}/commands/${ran.body.id}`)).body.startTime)
+      await moveTo(start + 7 * minute)
+      assert.deepInclude(await status("make"), { phase: "Running", activity: "Busy" })
+      await moveTo(start + 12 * minute)
+      assert.deepInclude(await status("make"), { phase: "Running", activity: "Idle" })
+      await moveTo(start + 14 * minute)
+      assert.strictEqual((await status("make")).stopReason, "IdleTimeout")
+    },
+    60_000
+  )
 })
 
 describe("the simulated box (SimBoxes over SimCapacity)", () => {
@@ -105,20 +123,60 @@ describe("the simulated box (SimBoxes over SimCapacity)", () => {
   const boxOf = (annotations: Record<string, string> = {}, main: ReadonlyArray<string> = []) => {
     const engine = new Engine(0)
     const capacity = new SimCapacity(engine, new Prng("box"), () => ({
-      capacity: 1, bootMedianMs: 1000, bootSigma: 0, bootFailureRate: 0, preemptionMtbfMs: undefined, preemptionTrace: undefined, nodeLossMtbfMs: undefined,
-      teardownMs: 1000, warmStartMs: 1000, restoreBytesPerSecond: 2 ** 30
+      capacity: 1,
+      bootMedianMs: 1000,
+      bootSigma: 0,
+      bootFailureRate: 0,
+      preemptionMtbfMs: undefined,
+      preemptionTrace: undefined,
+      nodeLossMtbfMs: undefined,
+      teardownMs: 1000,
+      warmStartMs: 1000,
+      restoreBytesPerSecond: 2 ** 30
     }))
     const port = Effect.runSync(SimPort.make(capacity))
     capacity.acquire({ owner: "o", namespace: "n", attempt: "a", index: 0, number: 1, variant, recovery: false })
     Effect.runSync(port.start("o", "a", {
-      restoreFromSeq: undefined, resumeFromUnits: undefined, checkpointIntervalMs: undefined, keepWarmMs: 0, env: {}, annotations, service: true,
-      workload: { image: "x", argv: main, workingDir: undefined, env: [], secrets: [], egress: "Deny", memoryBytes: undefined, init: undefined, sandbox: true }
+      restoreFromSeq: undefined,
+      resumeFromUnits: undefined,
+      checkpointIntervalMs: undefined,
+      keepWarmMs: 0,
+      env: {},
+      annotations,
+      service: true,
+      workload: {
+        image: "x",
+        argv: main,
+        workingDir: undefined,
+        env: [],
+        secrets: [],
+        egress: "Deny",
+        memoryBytes: undefined,
+        init: undefined,
+        sandbox: true
+      }
     }))
     engine.run(1000)
     const box = (request: BoxRequest): BoxReply => Effect.runSync(port.box!("o", "a", request))
-    const exec = (command: string, argv: ReadonlyArray<string>, more: Partial<Extract<BoxRequest, { _tag: "Exec" }>> = {}) =>
-      box({ _tag: "Exec", command, argv, env: {}, workingDir: undefined, stdin: undefined, keepStdin: true, timeoutMs: undefined, background: true, ...more })
-    const state = (command: string) => (box({ _tag: "Command", command }) as Extract<BoxReply, { _tag: "Command" }>).state
+    const exec = (
+      command: string,
+      argv: ReadonlyArray<string>,
+      more: Partial<Extract<BoxRequest, { _tag: "Exec" }>> = {}
+    ) =>
+      box({
+        _tag: "Exec",
+        command,
+        argv,
+        env: {},
+        workingDir: undefined,
+        stdin: undefined,
+        keepStdin: true,
+        timeoutMs: undefined,
+        background: true,
+        ...more
+      })
+    const state = (command: string) =>
+      (box({ _tag: "Command", command }) as Extract<BoxReply, { _tag: "Command" }>).state
     const busy = () => capacity.facts("o", "a")?.activity?.busy === true
     return { engine, exec, box, state, busy }
   }
@@ -129,10 +187,19 @@ describe("the simulated box (SimBoxes over SimCapacity)", () => {
     exec("long", ["train"], { env: { SIM_EXEC_DURATION: "1h" } })
     assert.isTrue(busy())
     engine.run(11_000)
-    assert.deepInclude(state("slow"), { phase: "Exited", signal: "SIGKILL", timedOut: true, exitCode: undefined, durationMs: 10_000 })
+    assert.deepInclude(state("slow"), {
+      phase: "Exited",
+      signal: "SIGKILL",
+      timedOut: true,
+      exitCode: undefined,
+      durationMs: 10_000
+    })
     assert.deepInclude(state("long"), { phase: "Running" })
     assert.deepStrictEqual(box({ _tag: "Stdin", command: "long", data: "", close: true }), { _tag: "Done" })
-    assert.deepInclude(box({ _tag: "Stdin", command: "long", data: "", close: false }), { _tag: "Refused", code: "Conflict" })
+    assert.deepInclude(box({ _tag: "Stdin", command: "long", data: "", close: false }), {
+      _tag: "Refused",
+      code: "Conflict"
+    })
     assert.deepStrictEqual(box({ _tag: "Kill", command: "long", signal: "SIGTERM" }), { _tag: "Done" })
     assert.deepInclude(state("long"), { phase: "Exited", signal: "SIGTERM", durationMs: 10_000 })
     assert.isFalse(busy())
@@ -140,7 +207,10 @@ describe("the simulated box (SimBoxes over SimCapacity)", () => {
   })
 
   it("a terminal's shell never makes the box busy; a main process with main-duration keeps it busy until then", () => {
-    const { engine, exec, busy, state } = boxOf({ "sim.nodus.dev/exec-duration": "5m", "sim.nodus.dev/main-duration": "2m" }, ["serve"])
+    const { engine, exec, busy, state } = boxOf({
+      "sim.nodus.dev/exec-duration": "5m",
+      "sim.nodus.dev/main-duration": "2m"
+    }, ["serve"])
     assert.isTrue(busy())
     assert.deepInclude(state("main"), { phase: "Running", startTime: 1000 })
     engine.run(1000 + 2 * minute)

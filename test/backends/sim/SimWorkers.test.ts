@@ -19,7 +19,8 @@ const bootMs = 1000
 
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64")
 const text = (base64: string) => Buffer.from(base64, "base64").toString("utf8")
-const json = (args: ReadonlyArray<unknown>, kwargs: Record<string, unknown> = {}) => b64(JSON.stringify({ args, kwargs }))
+const json = (args: ReadonlyArray<unknown>, kwargs: Record<string, unknown> = {}) =>
+  b64(JSON.stringify({ args, kwargs }))
 
 interface Answer {
   readonly call: string
@@ -33,16 +34,37 @@ interface Answer {
 const workerOf = (annotations: Record<string, string> = {}, concurrency = 4) => {
   const engine = new Engine(0)
   const capacity = new SimCapacity(engine, new Prng("workers"), () => ({
-    capacity: 2, bootMedianMs: bootMs, bootSigma: 0, bootFailureRate: 0, preemptionMtbfMs: undefined, preemptionTrace: undefined, nodeLossMtbfMs: undefined,
-    teardownMs: 1000, warmStartMs: 1000, restoreBytesPerSecond: 2 ** 30
+    capacity: 2,
+    bootMedianMs: bootMs,
+    bootSigma: 0,
+    bootFailureRate: 0,
+    preemptionMtbfMs: undefined,
+    preemptionTrace: undefined,
+    nodeLossMtbfMs: undefined,
+    teardownMs: 1000,
+    warmStartMs: 1000,
+    restoreBytesPerSecond: 2 ** 30
   }))
   const { port, published } = Effect.runSync(SimPort.makeCounted(capacity))
   const launch = (attempt: string) => {
     capacity.acquire({ owner: "fn", namespace: "n", attempt, index: 0, number: 1, variant, recovery: false })
     Effect.runSync(port.start("fn", attempt, {
-      restoreFromSeq: undefined, resumeFromUnits: undefined, checkpointIntervalMs: undefined, keepWarmMs: 0, env: {}, annotations, service: true,
+      restoreFromSeq: undefined,
+      resumeFromUnits: undefined,
+      checkpointIntervalMs: undefined,
+      keepWarmMs: 0,
+      env: {},
+      annotations,
+      service: true,
       workload: {
-        image: "python:3.12", argv: [], workingDir: undefined, env: [], secrets: [], egress: "Deny", memoryBytes: undefined, init: undefined,
+        image: "python:3.12",
+        argv: [],
+        workingDir: undefined,
+        env: [],
+        secrets: [],
+        egress: "Deny",
+        memoryBytes: undefined,
+        init: undefined,
         worker: { python: "3.12", module: "app", qualname: "f", concurrency, codeInput: "code" }
       }
     }))
@@ -52,7 +74,14 @@ const workerOf = (annotations: Record<string, string> = {}, concurrency = 4) => 
   /** Sends a call; its reply is recorded with the virtual instant it came at. */
   const call = (id: string, more: Partial<Extract<BoxRequest, { _tag: "Call" }>> = {}, attempt = "a") => {
     Effect.runFork(Effect.tap(
-      port.box!("fn", attempt, { _tag: "Call", call: id, encoding: "JSON", input: json([id]), timeoutMs: 3_600_000, ...more }),
+      port.box!("fn", attempt, {
+        _tag: "Call",
+        call: id,
+        encoding: "JSON",
+        input: json([id]),
+        timeoutMs: 3_600_000,
+        ...more
+      }),
       (reply) => Effect.sync(() => answers.push({ call: id, at: engine.now, reply, published: published() }))
     ))
   }
@@ -79,7 +108,10 @@ describe("a simulated Function worker (SimWorkers)", () => {
     const answered = answer("uid-1.1")!
     assert.strictEqual(answered.at, bootMs + 30_000)
     const outcome = result(answered.reply)
-    assert.deepStrictEqual(outcome.ok && { encoding: outcome.encoding, value: JSON.parse(text(outcome.result)) }, { encoding: "JSON", value: { x: [1, 2] } })
+    assert.deepStrictEqual(outcome.ok && { encoding: outcome.encoding, value: JSON.parse(text(outcome.result)) }, {
+      encoding: "JSON",
+      value: { x: [1, 2] }
+    })
     // The change for the owner came after the reply (so the sim backend waits for the runtime to take it in).
     assert.isAbove(published(), answered.published)
     assert.isFalse(busy())
@@ -89,13 +121,21 @@ describe("a simulated Function worker (SimWorkers)", () => {
     const { engine, call, answer } = workerOf({ "sim.nodus.dev/call-duration": "30s" })
     engine.run(bootMs)
     call("short.1", { annotations: { "sim.nodus.dev/call-duration": "5s" }, input: json([]) })
-    call("pickled.1", { encoding: "Pickle", input: "gASVBQAAAAAAAACMAXiULg==", annotations: { "sim.nodus.dev/call-duration": "2s" } })
+    call("pickled.1", {
+      encoding: "Pickle",
+      input: "gASVBQAAAAAAAACMAXiULg==",
+      annotations: { "sim.nodus.dev/call-duration": "2s" }
+    })
     call("long.1")
     engine.run(bootMs + 60_000)
     assert.strictEqual(answer("short.1")!.at, bootMs + 5000)
     assert.deepStrictEqual(result(answer("short.1")!.reply), { ok: true, encoding: "JSON", result: b64("null") })
     assert.strictEqual(answer("pickled.1")!.at, bootMs + 2000)
-    assert.deepStrictEqual(result(answer("pickled.1")!.reply), { ok: true, encoding: "Pickle", result: "gASVBQAAAAAAAACMAXiULg==" })
+    assert.deepStrictEqual(result(answer("pickled.1")!.reply), {
+      ok: true,
+      encoding: "Pickle",
+      result: "gASVBQAAAAAAAACMAXiULg=="
+    })
     assert.strictEqual(answer("long.1")!.at, bootMs + 30_000)
   })
 
@@ -106,10 +146,17 @@ describe("a simulated Function worker (SimWorkers)", () => {
       call(`flaky.${epoch}`)
       engine.run(engine.now)
     }
-    const raised: CallOutcome = { ok: false, error: { type: "sim.SimulatedError", message: "raised by the simulator's model", traceback: "" } }
+    const raised: CallOutcome = {
+      ok: false,
+      error: { type: "sim.SimulatedError", message: "raised by the simulator's model", traceback: "" }
+    }
     assert.deepStrictEqual(result(answer("flaky.1")!.reply), raised)
     assert.deepStrictEqual(result(answer("flaky.2")!.reply), raised)
-    assert.deepStrictEqual(result(answer("flaky.3")!.reply), { ok: true, encoding: "JSON", result: b64(JSON.stringify("flaky.3")) })
+    assert.deepStrictEqual(result(answer("flaky.3")!.reply), {
+      ok: true,
+      encoding: "JSON",
+      result: b64(JSON.stringify("flaky.3"))
+    })
     // Tries are counted per FunctionCall: another one raises its own first two.
     call("other.1")
     call("steady.1", { annotations: { "sim.nodus.dev/call-raises": "0" } })
@@ -119,7 +166,10 @@ describe("a simulated Function worker (SimWorkers)", () => {
   })
 
   it("refuses a call while the worker boots (SandboxStarting), also through worker-start; runs concurrency calls at once", () => {
-    const { engine, call, answer, capacity } = workerOf({ "sim.nodus.dev/worker-start": "10s", "sim.nodus.dev/call-duration": "10s" }, 1)
+    const { engine, call, answer, capacity } = workerOf({
+      "sim.nodus.dev/worker-start": "10s",
+      "sim.nodus.dev/call-duration": "10s"
+    }, 1)
     call("early.1")
     assert.deepInclude(answer("early.1")!.reply, { _tag: "Refused", code: "SandboxStarting" })
     engine.run(bootMs + 9999)
@@ -137,13 +187,20 @@ describe("a simulated Function worker (SimWorkers)", () => {
   })
 
   it("a worker stopped or lost under its calls answers Refused Unavailable at that instant; later calls are refused", () => {
-    const { engine, port, capacity, call, answer, answers, launch, busy, published } = workerOf({ "sim.nodus.dev/call-duration": "1h" })
+    const { engine, port, capacity, call, answer, answers, launch, busy, published } = workerOf({
+      "sim.nodus.dev/call-duration": "1h"
+    })
     engine.run(bootMs)
     call("held.1")
     call("held-too.1")
     engine.run(10_000)
     Effect.runSync(port.release("fn", "a", 0))
-    for (const id of ["held.1", "held-too.1"]) assert.deepInclude(answer(id), { at: 10_000, reply: { _tag: "Refused", code: "Unavailable", message: "the worker was lost" } })
+    for (const id of ["held.1", "held-too.1"]) {
+      assert.deepInclude(answer(id), {
+        at: 10_000,
+        reply: { _tag: "Refused", code: "Unavailable", message: "the worker was lost" }
+      })
+    }
     assert.isAbove(published(), answer("held.1")!.published)
     assert.isFalse(busy())
     call("late.1")
@@ -158,14 +215,20 @@ describe("a simulated Function worker (SimWorkers)", () => {
     engine.at(30_000, () => capacity.loseNode("fn", "b"))
     engine.run(40_000)
     assert.strictEqual(capacity.facts("fn", "b")?.outcome?.type, "NodeLost")
-    assert.deepInclude(answer("on-b.1"), { at: 30_000, reply: { _tag: "Refused", code: "Unavailable", message: "the worker was lost" } })
+    assert.deepInclude(answer("on-b.1"), {
+      at: 30_000,
+      reply: { _tag: "Refused", code: "Unavailable", message: "the worker was lost" }
+    })
     call("after.1", {}, "b")
     assert.deepInclude(answer("after.1")!.reply, { _tag: "Refused", code: "SandboxNotRunning" })
   })
 
   it("the same calls at the same virtual times give the same replies at the same times", () => {
     const run = () => {
-      const { engine, call, answers, port } = workerOf({ "sim.nodus.dev/call-duration": "7s", "sim.nodus.dev/call-raises": "1" }, 2)
+      const { engine, call, answers, port } = workerOf({
+        "sim.nodus.dev/call-duration": "7s",
+        "sim.nodus.dev/call-raises": "1"
+      }, 2)
       engine.run(bootMs)
       for (let n = 0; n < 6; n++) {
         call(`c${n % 3}.${n}`, n % 2 === 0 ? {} : { annotations: { "sim.nodus.dev/call-duration": `${n}s` } })

@@ -21,13 +21,21 @@ import {
 
 const dir = join(import.meta.dirname, "../../../scenarios/data/spot-traces")
 
-const synthetic = (samples: ReadonlyArray<number>, gapMs: number): SpotTrace => ({ name: "synthetic", gapMs, samples: Uint8Array.from(samples) })
+const synthetic = (samples: ReadonlyArray<number>, gapMs: number): SpotTrace => ({
+  name: "synthetic",
+  gapMs,
+  samples: Uint8Array.from(samples)
+})
 
 /** The next drop by walking tick by tick through the replay: the slow, obvious reading of the definition. */
 const nextPreemptionByWalking = (trace: SpotTrace, tMs: number): number | undefined => {
   const n = trace.samples.length
   const sampleAt = (tick: number): number => trace.samples[tick % n]!
-  for (let tick = Math.max(1, Math.ceil(Math.max(0, tMs) / trace.gapMs)); tick <= Math.ceil(Math.max(0, tMs) / trace.gapMs) + 2 * n + 1; tick++) {
+  for (
+    let tick = Math.max(1, Math.ceil(Math.max(0, tMs) / trace.gapMs));
+    tick <= Math.ceil(Math.max(0, tMs) / trace.gapMs) + 2 * n + 1;
+    tick++
+  ) {
     if (sampleAt(tick) === 0 && sampleAt(tick - 1) > 0) return tick * trace.gapMs
   }
   return undefined
@@ -47,7 +55,11 @@ describe("the repository's spot traces", () => {
   for (const path of paths) {
     const label = relative(dir, path)
     it(`reads ${label} as its JSON says`, () => {
-      const raw = JSON.parse(readFileSync(path, "utf8")) as { metadata: { gap_seconds: number }; data: Array<number>; prices?: Array<number> }
+      const raw = JSON.parse(readFileSync(path, "utf8")) as {
+        metadata: { gap_seconds: number }
+        data: Array<number>
+        prices?: Array<number>
+      }
       const trace = loadTrace(path)
       assert.strictEqual(trace.gapMs, raw.metadata.gap_seconds * 1000)
       assert.deepStrictEqual(Array.from(trace.samples), raw.data)
@@ -71,7 +83,11 @@ describe("the repository's spot traces", () => {
       const span = raw.data.length * raw.metadata.gap_seconds * 1000
       assert.strictEqual(meanTimeBetweenPreemptionsMs(trace), drops === 0 ? Number.POSITIVE_INFINITY : span / drops)
       for (const t of [0, 1, span / 3, span - 1, span, span + 12_345, 5 * span + 999]) {
-        assert.strictEqual(nextPreemptionAfter(trace, t), nextPreemptionByWalking(trace, t), `next preemption after ${t}`)
+        assert.strictEqual(
+          nextPreemptionAfter(trace, t),
+          nextPreemptionByWalking(trace, t),
+          `next preemption after ${t}`
+        )
       }
     })
   }
@@ -108,7 +124,18 @@ describe("replay of a synthetic trace", () => {
 
   it("reads availability per tick and wraps around the span", () => {
     const expected: ReadonlyArray<readonly [number, number]> = [
-      [0, 0], [9.99, 0], [10, 1], [29, 1], [30, 0], [45, 2], [69, 3], [70, 0], [80, 1], [139, 3], [700 + 45, 2], [-5, 0]
+      [0, 0],
+      [9.99, 0],
+      [10, 1],
+      [29, 1],
+      [30, 0],
+      [45, 2],
+      [69, 3],
+      [70, 0],
+      [80, 1],
+      [139, 3],
+      [700 + 45, 2],
+      [-5, 0]
     ]
     for (const [t, count] of expected) assert.strictEqual(availabilityAt(trace, t), count, `at ${t}`)
   })
@@ -116,7 +143,19 @@ describe("replay of a synthetic trace", () => {
   it("finds preemptions in one pass and the next one at or after any time, seams included", () => {
     assert.deepStrictEqual(preemptionTimesMs(trace), [30, 50])
     const expected: ReadonlyArray<readonly [number, number]> = [
-      [-100, 30], [0, 30], [29.5, 30], [30, 30], [30.1, 50], [50, 50], [51, 70], [70, 70], [70.5, 100], [101, 120], [121, 140], [7000, 7000], [7001, 7030]
+      [-100, 30],
+      [0, 30],
+      [29.5, 30],
+      [30, 30],
+      [30.1, 50],
+      [50, 50],
+      [51, 70],
+      [70, 70],
+      [70.5, 100],
+      [101, 120],
+      [121, 140],
+      [7000, 7000],
+      [7001, 7030]
     ]
     for (const [t, next] of expected) assert.strictEqual(nextPreemptionAfter(trace, t), next, `after ${t}`)
     assert.strictEqual(meanTimeBetweenPreemptionsMs(trace), 35)
@@ -159,18 +198,23 @@ describe("replay of a synthetic trace", () => {
   })
 
   it("refuses malformed files", () => {
-    for (const text of [
-      "[]",
-      `{"data": [1]}`,
-      `{"metadata": {"gap_seconds": 0}, "data": [1]}`,
-      `{"metadata": {"gap_seconds": 30}, "data": []}`,
-      `{"metadata": {"gap_seconds": 30}, "data": [1, -1]}`,
-      `{"metadata": {"gap_seconds": 30}, "data": [1, 256]}`,
-      `{"metadata": {"gap_seconds": 30}, "data": [1, 0.5]}`,
-      `{"metadata": {"gap_seconds": 30}, "data": [1, 0], "prices": [1]}`
-    ]) {
+    for (
+      const text of [
+        "[]",
+        `{"data": [1]}`,
+        `{"metadata": {"gap_seconds": 0}, "data": [1]}`,
+        `{"metadata": {"gap_seconds": 30}, "data": []}`,
+        `{"metadata": {"gap_seconds": 30}, "data": [1, -1]}`,
+        `{"metadata": {"gap_seconds": 30}, "data": [1, 256]}`,
+        `{"metadata": {"gap_seconds": 30}, "data": [1, 0.5]}`,
+        `{"metadata": {"gap_seconds": 30}, "data": [1, 0], "prices": [1]}`
+      ]
+    ) {
       assert.throws(() => parseTrace("bad", text), /spot trace bad/u)
     }
-    assert.deepStrictEqual(parseTrace("ok", `{"metadata": {"gap_seconds": 30}, "data": [1, 0], "prices": [1, 2]}`).pricesPerHour, [1, 2])
+    assert.deepStrictEqual(
+      parseTrace("ok", `{"metadata": {"gap_seconds": 30}, "data": [1, 0], "prices": [1, 2]}`).pricesPerHour,
+      [1, 2]
+    )
   })
 })

@@ -8,16 +8,23 @@
 import { assert, describe, it } from "@effect/vitest"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import { loadCatalog } from "../../../src/data/CatalogData.ts"
-import { fleetOfNodes, loadNodes, loadPods, parsePods } from "../../../src/data/AlibabaGpuTrace.ts"
-import { ExposureLog, ksDistance, preemptionFidelity, queueDelayFidelity, traceDrops } from "../../../src/backends/sim/Fidelity.ts"
+import {
+  ExposureLog,
+  ksDistance,
+  preemptionFidelity,
+  queueDelayFidelity,
+  traceDrops
+} from "../../../src/backends/sim/Fidelity.ts"
 import { runScenario, scenarioProblems } from "../../../src/backends/sim/Run.ts"
 import { decodeScenario, parseScenario } from "../../../src/backends/sim/Scenario.ts"
+import { fleetOfNodes, loadNodes, loadPods, parsePods } from "../../../src/data/AlibabaGpuTrace.ts"
+import { loadCatalog } from "../../../src/data/CatalogData.ts"
 
 const root = join(import.meta.dirname, "..", "..", "..")
 const data = join(root, "scenarios", "data", "alibaba-gpu-v2023")
 const catalog = loadCatalog()
-const scenarioFile = (name: string) => JSON.parse(readFileSync(join(root, "scenarios", name), "utf8")) as Record<string, unknown>
+const scenarioFile = (name: string) =>
+  JSON.parse(readFileSync(join(root, "scenarios", name), "utf8")) as Record<string, unknown>
 
 describe("the Alibaba GPU v2023 trace", () => {
   it("reads every pod and node of the copied files, and names the line of a malformed row", () => {
@@ -27,12 +34,24 @@ describe("the Alibaba GPU v2023 trace", () => {
     assert.strictEqual(nodes.length, 1213)
     assert.strictEqual(nodes.reduce((sum, node) => sum + node.gpus, 0), 6212)
     assert.deepStrictEqual(pods[1], {
-      name: "openb-pod-0001", cpuMilli: 6000, memoryMiB: 12288, gpus: 1, gpuMilli: 460, qos: "LS", phase: "Running",
-      creation: 427061, deletion: 12902960, scheduled: 427061
+      name: "openb-pod-0001",
+      cpuMilli: 6000,
+      memoryMiB: 12288,
+      gpus: 1,
+      gpuMilli: 460,
+      qos: "LS",
+      phase: "Running",
+      creation: 427061,
+      deletion: 12902960,
+      scheduled: 427061
     })
     assert.strictEqual(pods.filter((pod) => pod.scheduled === undefined).length, 897)
-    const header = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"
-    assert.throws(() => parsePods(`${header}\np,1,2,one,1000,,LS,Running,0,1,0\n`, "x.csv"), /x\.csv:2: num_gpu "one" is not a whole number/u)
+    const header =
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"
+    assert.throws(
+      () => parsePods(`${header}\np,1,2,one,1000,,LS,Running,0,1,0\n`, "x.csv"),
+      /x\.csv:2: num_gpu "one" is not a whole number/u
+    )
   })
 
   it("carves the node list into hosts keeping every GPU once", () => {
@@ -54,7 +73,9 @@ describe("alibaba-gpu-replay.json", () => {
     const summary = run()
     assert.deepStrictEqual(summary.violations, [])
     const from = 2780 * 3600
-    const pods = loadPods(join(data, "openb_pod_list_default.csv")).filter((pod) => pod.gpus > 0 && pod.creation >= from)
+    const pods = loadPods(join(data, "openb_pod_list_default.csv")).filter((pod) =>
+      pod.gpus > 0 && pod.creation >= from
+    )
     assert.strictEqual(summary.totals.jobs, pods.length)
     const start = Date.parse(scenario.start)
     const rows = new Map(summary.jobs!.map((job) => [job.name, job]))
@@ -92,7 +113,14 @@ describe("alibaba-gpu-replay.json", () => {
     const workload = (file["traceWorkloads"] as Array<Record<string, unknown>>)[0]!
     const offerings = { ...(workload["offerings"] as Record<string, string>) }
     delete offerings["8"]
-    const bad = decodeScenario({ ...file, traceWorkloads: [{ ...workload, pods: "alibaba-gpu-v2023/nosuch.csv", offerings: { ...offerings, "3": "a100-40gb-1x-us-94f673a8" } }] })
+    const bad = decodeScenario({
+      ...file,
+      traceWorkloads: [{
+        ...workload,
+        pods: "alibaba-gpu-v2023/nosuch.csv",
+        offerings: { ...offerings, "3": "a100-40gb-1x-us-94f673a8" }
+      }]
+    })
     const problems = scenarioProblems(bad, catalog).map((problem) => `${problem.field}: ${problem.message}`)
     assert.include(problems, "traceWorkloads[0].pods: no file alibaba-gpu-v2023/nosuch.csv under scenarios/data/")
     assert.include(problems, "traceWorkloads[0].offerings[3]: a GPU count of a pod: 1, 2, 4 or 8")
@@ -101,7 +129,10 @@ describe("alibaba-gpu-replay.json", () => {
   })
 
   it("a variant's fleet patch changes the hosts: fewer one-GPU hosts than the pods hold at once make them queue", () => {
-    const parsed = parseScenario({ ...file, fleet: { ...(file["fleet"] as object), capacity: { "a100-40gb-1x-us-94f673a8": 16 } } })
+    const parsed = parseScenario({
+      ...file,
+      fleet: { ...(file["fleet"] as object), capacity: { "a100-40gb-1x-us-94f673a8": 16 } }
+    })
     assert.isTrue(parsed.ok)
     if (!parsed.ok) return
     const tight = runScenario(parsed.scenario, { catalog, perJob: false })
@@ -128,25 +159,46 @@ describe("fidelity figures", () => {
       { bootedAt: 7000, until: 11_500, preemptedAt: undefined } // running through 8000 and 11000, never preempted
     ]
     const figures = preemptionFidelity("v/interruptible", trace, exposures, 0, 12_000)
-    assert.deepStrictEqual(figures, { variant: "v/interruptible", trace: "t", dropsInRun: 4, instants: 4, reproduced: 2, preemptions: 2, offTrace: 0 })
+    assert.deepStrictEqual(figures, {
+      variant: "v/interruptible",
+      trace: "t",
+      dropsInRun: 4,
+      instants: 4,
+      reproduced: 2,
+      preemptions: 2,
+      offTrace: 0
+    })
     // A run that made it would have been preempted at 8000: one more reproduced, and one preemption moved by a
     // millisecond is off the trace, and its instant is no longer reproduced.
     const fixed = [...exposures.slice(0, 3), { bootedAt: 7000, until: undefined, preemptedAt: 8000 }]
     assert.include(preemptionFidelity("v", trace, fixed, 0, 12_000), { instants: 3, reproduced: 3, offTrace: 0 })
     const moved = [{ ...exposures[0]!, preemptedAt: 2001 }, ...fixed.slice(1)]
-    assert.include(preemptionFidelity("v", trace, moved, 0, 12_000), { instants: 3, reproduced: 2, preemptions: 3, offTrace: 1 })
+    assert.include(preemptionFidelity("v", trace, moved, 0, 12_000), {
+      instants: 3,
+      reproduced: 2,
+      preemptions: 3,
+      offTrace: 1
+    })
   })
 
   it("spot-trace-replay reproduces every preemption instant of its traces, as counted from the trace files", () => {
     const scenario = decodeScenario(scenarioFile("spot-trace-replay.json"))
     const summary = runScenario(scenario, { catalog, perJob: false })
     const figures = summary.fidelity!.preemptions!
-    assert.deepStrictEqual(figures.map((entry) => entry.variant), ["v100-sxm-16gb-4x-us-99c937f7/interruptible", "v100-sxm-32gb-8x-us-87e52b4b/interruptible"])
+    assert.deepStrictEqual(figures.map((entry) => entry.variant), [
+      "v100-sxm-16gb-4x-us-99c937f7/interruptible",
+      "v100-sxm-32gb-8x-us-87e52b4b/interruptible"
+    ])
     const start = Date.parse(summary.virtualStart)
     const end = Date.parse(summary.virtualEnd)
     for (const entry of figures) {
       // The drops in the run, counted here from the raw file.
-      const raw = JSON.parse(readFileSync(join(root, "scenarios", "data", "spot-traces", "preemption", "1-node", `${entry.trace}.json`), "utf8")) as { metadata: { gap_seconds: number }; data: Array<number> }
+      const raw = JSON.parse(
+        readFileSync(
+          join(root, "scenarios", "data", "spot-traces", "preemption", "1-node", `${entry.trace}.json`),
+          "utf8"
+        )
+      ) as { metadata: { gap_seconds: number }; data: Array<number> }
       const gap = raw.metadata.gap_seconds * 1000
       let drops = 0
       for (let tick = Math.ceil(start / gap); tick * gap <= end; tick++) {
@@ -164,8 +216,19 @@ describe("fidelity figures", () => {
     assert.strictEqual(ksDistance([1, 2, 3], [3, 2, 1]), 0)
     assert.strictEqual(ksDistance([0, 0, 0], [1, 2, 3]), 1)
     assert.strictEqual(ksDistance([1, 2], [2, 3]), 0.5)
-    const figures = queueDelayFidelity([{ recorded: 10, simulated: 0 }, { recorded: 0, simulated: 0 }, { recorded: 5, simulated: undefined }], [])
-    assert.include(figures, { pods: 2, notLaunched: 1, recordedMean: 5, simulatedMean: 0, meanError: -5, meanAbsoluteError: 5, ks: 0.5 })
+    const figures = queueDelayFidelity([{ recorded: 10, simulated: 0 }, { recorded: 0, simulated: 0 }, {
+      recorded: 5,
+      simulated: undefined
+    }], [])
+    assert.include(figures, {
+      pods: 2,
+      notLaunched: 1,
+      recordedMean: 5,
+      simulatedMean: 0,
+      meanError: -5,
+      meanAbsoluteError: 5,
+      ks: 0.5
+    })
   })
 })
 

@@ -5,12 +5,22 @@
  * the funding events.
  */
 import { describe, expect, it } from "vitest"
-import { type BillingSubject, costStatusOf, type Funding, holdIdOf, holdLaunch, holdWindowMs, initialHoldOf, settle, stopLeadMs } from "../../../src/core/billing/Billing.ts"
+import {
+  type BillingSubject,
+  costStatusOf,
+  type Funding,
+  holdIdOf,
+  holdLaunch,
+  holdWindowMs,
+  initialHoldOf,
+  settle,
+  stopLeadMs
+} from "../../../src/core/billing/Billing.ts"
+import { Ledger } from "../../../src/core/billing/Ledger.ts"
+import { chargeFor, type Pricebook } from "../../../src/core/billing/Pricebook.ts"
 import type { AttemptFacts } from "../../../src/core/capacity/Capacity.ts"
 import { step } from "../../../src/core/kinds/job/JobMachine.ts"
 import { type JobStatusType } from "../../../src/core/schemas/Job.ts"
-import { Ledger } from "../../../src/core/billing/Ledger.ts"
-import { chargeFor, type Pricebook } from "../../../src/core/billing/Pricebook.ts"
 import { attempt, ended, hour, jobSpec, market, minute, observation, rankingOf, T0, variant } from "../Fixtures.ts"
 
 /** Per-minute billing with a two-minute minimum, for the synthetic catalog's provider "test". */
@@ -56,7 +66,8 @@ describe("holds", () => {
   it("a first hold is one window at the run's rate, at least the minimum charge", () => {
     expect(initialHoldOf(pricebook, a10)).toBe(chargeFor(a10.rateMicroUsdPerHour, holdWindowMs))
     const tiny = { ...a10, rateMicroUsdPerHour: 1n }
-    expect(initialHoldOf({ ...pricebook, byProvider: { test: { incrementMs: minute, minimumMs: 2 * hour } } }, tiny)).toBe(2n)
+    expect(initialHoldOf({ ...pricebook, byProvider: { test: { incrementMs: minute, minimumMs: 2 * hour } } }, tiny))
+      .toBe(2n)
   })
 
   it("the controller may launch what the available balance pays for; the rest waits with InsufficientCredits", () => {
@@ -73,7 +84,12 @@ describe("holds", () => {
 
   it("a Budget's room and the object's own cap bound new holds (BudgetExceeded with amounts)", () => {
     const ledger = funded(usd(100_000_000n))
-    const budget = settle(ledger, pricebook, subject([], { rooms: [{ code: "BudgetExceeded", name: "team", room: 300_000n }] }), T0)
+    const budget = settle(
+      ledger,
+      pricebook,
+      subject([], { rooms: [{ code: "BudgetExceeded", name: "team", room: 300_000n }] }),
+      T0
+    )
     expect(budget.funding.launchBudget).toBe(300_000n)
     expect(budget.funding.blocked).toMatchObject({ code: "BudgetExceeded" })
     expect(budget.funding.blocked?.message).toContain("Budget team has 0.3 USD")
@@ -105,7 +121,10 @@ describe("captures and top-ups", () => {
     const at = T0 + 32 * minute + 30_000
     const settled = settle(ledger, pricebook, subject([run]), at)
     expect(ledger.chargesOn(hold).total).toBe(chargeFor(a10.rateMicroUsdPerHour, 32 * minute))
-    expect(ledger.chargesOn(hold).bySegment).toMatchObject({ Boot: chargeFor(a10.rateMicroUsdPerHour, 2 * minute), Restore: 0n })
+    expect(ledger.chargesOn(hold).bySegment).toMatchObject({
+      Boot: chargeFor(a10.rateMicroUsdPerHour, 2 * minute),
+      Restore: 0n
+    })
     // The hold pays a window ahead of what the run accrued.
     expect(settled.fundedUntil).toBe(at + holdWindowMs)
     expect(settled.funding.stop).toBeUndefined()
@@ -159,8 +178,12 @@ describe("captures and top-ups", () => {
     const hold = initialHoldOf(pricebook, a10)
     const ledger = funded(100n * hold)
     ledger.capture("c", T0, { hold: undefined, owner, segment: "Running", amount: hold })
-    expect(settle(ledger, pricebook, subject([], { capMicro: hold, hasRun: true }), T0).funding.stop).toMatchObject({ reason: "MaxCostReached", at: T0 })
-    expect(settle(ledger, pricebook, subject([], { capMicro: 3n * hold, hasRun: true }), T0).funding.stop).toBeUndefined()
+    expect(settle(ledger, pricebook, subject([], { capMicro: hold, hasRun: true }), T0).funding.stop).toMatchObject({
+      reason: "MaxCostReached",
+      at: T0
+    })
+    expect(settle(ledger, pricebook, subject([], { capMicro: 3n * hold, hasRun: true }), T0).funding.stop)
+      .toBeUndefined()
   })
 
   it("a Budget's room shrinks as one settle tops up several runs of the Job (table)", () => {
@@ -171,7 +194,10 @@ describe("captures and top-ups", () => {
       const runs = twoRuns(ledger)
       const before = ledger.postings.length
       const settled = settle(ledger, pricebook, subject(runs, { rooms }), at)
-      const held = ledger.postings.slice(before).filter((posting) => posting.kind === "Hold").reduce((sum, posting) => sum + posting.amount, 0n)
+      const held = ledger.postings.slice(before).filter((posting) => posting.kind === "Hold").reduce(
+        (sum, posting) => sum + posting.amount,
+        0n
+      )
       return { held, launchBudget: settled.funding.launchBudget }
     }
     const each = heldNewly(funded(usd(100_000_000n)), []).held / 2n
@@ -201,7 +227,14 @@ describe("the final charge", () => {
     const ledger = funded(usd(10_000_000n))
     const run = launched(ledger)
     // Booted T0+2m, stopped T0+2m30s, released T0+2m40s: 160 s charged, rounded up to 3 whole minutes.
-    const stopped = { ...run, phase: "Ended" as const, outcome: { type: "Stopped" as const }, stoppingAt: T0 + 150_000, endedAt: T0 + 160_000, releasedAt: T0 + 160_000 }
+    const stopped = {
+      ...run,
+      phase: "Ended" as const,
+      outcome: { type: "Stopped" as const },
+      stoppingAt: T0 + 150_000,
+      endedAt: T0 + 160_000,
+      releasedAt: T0 + 160_000
+    }
     const settled = settle(ledger, pricebook, subject([stopped]), T0 + 200_000)
     const hold = holdIdOf(owner, run.name)
     const rate = a10.rateMicroUsdPerHour
@@ -210,9 +243,16 @@ describe("the final charge", () => {
     expect(ledger.holds.get(hold)?.state).toBe("Released")
     expect(ledger.held).toBe(0n)
     const cost = costStatusOf(ledger, owner, settled, { capMicro: undefined, final: true })
-    expect(cost).toMatchObject({ final: true, heldUSD: "0", rateUSDPerHour: "0", bySegment: { bootSeconds: 120, runningSeconds: 30, teardownSeconds: 10 } })
+    expect(cost).toMatchObject({
+      final: true,
+      heldUSD: "0",
+      rateUSDPerHour: "0",
+      bySegment: { bootSeconds: 120, runningSeconds: 30, teardownSeconds: 10 }
+    })
     // The display copy is the ledger's: segment USD sum to totalUSD.
-    const segments = ["bootUSD", "runningUSD", "teardownUSD"].map((field) => BigInt(Math.round(Number(cost.bySegment[field]) * 1e6)))
+    const segments = ["bootUSD", "runningUSD", "teardownUSD"].map((field) =>
+      BigInt(Math.round(Number(cost.bySegment[field]) * 1e6))
+    )
     expect(segments.reduce((a, b) => a + b, 0n)).toBe(BigInt(Math.round(Number(cost.totalUSD) * 1e6)))
   })
 
@@ -243,25 +283,49 @@ describe("the final charge", () => {
 describe("the Job controller under funding", () => {
   const spec = jobSpec({ resources: { gpu: { type: ["A10"] } }, completions: 3, parallelism: 3 })
   const hold = initialHoldOf(pricebook, a10)
-  const funding = (fields: Partial<Funding> = {}): Funding => ({ launchBudget: 100n * hold, initialHold: () => hold, blocked: undefined, stop: undefined, ...fields })
+  const funding = (fields: Partial<Funding> = {}): Funding => ({
+    launchBudget: 100n * hold,
+    initialHold: () => hold,
+    blocked: undefined,
+    stop: undefined,
+    ...fields
+  })
   const run = (status: JobStatusType, attempts: ReadonlyArray<AttemptFacts>, money: Funding, now = T0) =>
     step(observation(spec, status, attempts), { now, market: market(), ranking: rankingOf(spec), funding: money })
 
   it("launches only what the launch budget pays for, and shows Funded False with the blocking code", () => {
-    const result = run({}, [], funding({ launchBudget: 2n * hold, blocked: { code: "InsufficientCredits", message: "short", fix: "top up" } }))
+    const result = run(
+      {},
+      [],
+      funding({ launchBudget: 2n * hold, blocked: { code: "InsufficientCredits", message: "short", fix: "top up" } })
+    )
     expect(result.actions.filter((action) => action._tag === "Launch")).toHaveLength(2)
     expect(result.waitingForFunds).toBe(true)
-    expect(result.status.conditions?.find((condition) => condition.type === "Funded")).toMatchObject({ status: "False", reason: "InsufficientCredits" })
-    const none = run({}, [], funding({ launchBudget: 0n, blocked: { code: "InsufficientCredits", message: "short", fix: "top up" } }))
+    expect(result.status.conditions?.find((condition) => condition.type === "Funded")).toMatchObject({
+      status: "False",
+      reason: "InsufficientCredits"
+    })
+    const none = run(
+      {},
+      [],
+      funding({ launchBudget: 0n, blocked: { code: "InsufficientCredits", message: "short", fix: "top up" } })
+    )
     expect(none.status.phase).toBe("Pending")
-    expect(none.status.conditions?.find((condition) => condition.type === "Scheduled")).toMatchObject({ status: "False", reason: "Unfunded" })
+    expect(none.status.conditions?.find((condition) => condition.type === "Scheduled")).toMatchObject({
+      status: "False",
+      reason: "Unfunded"
+    })
   })
 
   it("funding lost: Funded False, stopByTime, checkpoint first, job.funding_lost once", () => {
     const running = attempt({ variant: a10 })
     const stop = { reason: "FundingLost" as const, at: T0 + 8 * minute, message: "Funds held pay until then." }
     const first = run({ phase: "Running" }, [running], funding({ stop }))
-    expect(first.status).toMatchObject({ phase: "Suspending", reason: "FundingLost", stopByTime: "2026-03-01T00:08:00.000Z" })
+    expect(first.status).toMatchObject({
+      phase: "Suspending",
+      reason: "FundingLost",
+      stopByTime: "2026-03-01T00:08:00.000Z"
+    })
     expect(first.actions.map((action) => action._tag)).toEqual(["Checkpoint"])
     expect(first.events.map((event) => event.type)).toContain("job.funding_lost")
     expect(first.wakeAt).toBe(stop.at)
@@ -278,7 +342,10 @@ describe("the Job controller under funding", () => {
     const gone = ended({ type: "Stopped" }, stop.at + minute, { variant: a10 })
     const suspended = run(late.status, [gone], funding({ stop: { ...stop, at: stop.at + minute } }), stop.at + minute)
     expect(suspended.status).toMatchObject({ phase: "Suspended", reason: "FundingLost" })
-    expect(suspended.status.conditions?.find((condition) => condition.type === "Suspended")).toMatchObject({ status: "True", reason: "FundingLost" })
+    expect(suspended.status.conditions?.find((condition) => condition.type === "Suspended")).toMatchObject({
+      status: "True",
+      reason: "FundingLost"
+    })
   })
 
   it("funds back: job.funding_restored, Funded True, suspended time counted, and it launches again", () => {
@@ -288,7 +355,9 @@ describe("the Job controller under funding", () => {
     expect(suspended.status.phase).toBe("Suspended")
     const resumed = run(suspended.status, [gone], funding(), T0 + 2 * hour)
     expect(resumed.events.map((event) => event.type)).toContain("job.funding_restored")
-    expect(resumed.status.conditions?.find((condition) => condition.type === "Funded")).toMatchObject({ status: "True" })
+    expect(resumed.status.conditions?.find((condition) => condition.type === "Funded")).toMatchObject({
+      status: "True"
+    })
     expect(resumed.status.stopByTime).toBeUndefined()
     expect(resumed.status.suspendedDuration).toBe("2h")
     expect(resumed.actions.some((action) => action._tag === "Launch")).toBe(true)
@@ -296,9 +365,16 @@ describe("the Job controller under funding", () => {
 
   it("maxCostUSD reached suspends with reason MaxCostReached and job.max_cost_reached", () => {
     const running = attempt({ variant: a10 })
-    const result = run({ phase: "Running" }, [running], funding({ stop: { reason: "MaxCostReached", at: T0 + 5 * minute, message: "cap" } }))
+    const result = run(
+      { phase: "Running" },
+      [running],
+      funding({ stop: { reason: "MaxCostReached", at: T0 + 5 * minute, message: "cap" } })
+    )
     expect(result.status.reason).toBe("MaxCostReached")
     expect(result.events.map((event) => event.type)).toContain("job.max_cost_reached")
-    expect(result.status.conditions?.find((condition) => condition.type === "Funded")).toMatchObject({ status: "False", reason: "MaxCostReached" })
+    expect(result.status.conditions?.find((condition) => condition.type === "Funded")).toMatchObject({
+      status: "False",
+      reason: "MaxCostReached"
+    })
   })
 })

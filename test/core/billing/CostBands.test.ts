@@ -5,17 +5,32 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
-import { ceilDiv, chunkedRunEstimate, isqrtCeil, normalBand, orderStatisticBand, sumOf } from "../../../src/core/billing/CostBands.ts"
+import {
+  ceilDiv,
+  chunkedRunEstimate,
+  isqrtCeil,
+  normalBand,
+  orderStatisticBand,
+  sumOf
+} from "../../../src/core/billing/CostBands.ts"
 
 const usd = (amount: number): bigint => BigInt(Math.round(amount * 1_000_000))
 
 describe("integer arithmetic", () => {
   it("isqrtCeil is the least root whose square reaches the value", () => {
-    for (const [value, root] of [[0n, 0n], [1n, 1n], [2n, 2n], [4n, 2n], [5n, 3n], [10n ** 24n, 10n ** 12n], [10n ** 24n + 1n, 10n ** 12n + 1n]] as const) assert.strictEqual(isqrtCeil(value), root, `√${value}`)
-    fc.assert(fc.property(fc.bigInt({ min: 0n, max: 10n ** 40n }), (value) => {
-      const root = isqrtCeil(value)
-      return root * root >= value && (root === 0n || (root - 1n) * (root - 1n) < value)
-    }), { seed: 20261126 })
+    for (
+      const [value, root] of [[0n, 0n], [1n, 1n], [2n, 2n], [4n, 2n], [5n, 3n], [10n ** 24n, 10n ** 12n], [
+        10n ** 24n + 1n,
+        10n ** 12n + 1n
+      ]] as const
+    ) assert.strictEqual(isqrtCeil(value), root, `√${value}`)
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: 10n ** 40n }), (value) => {
+        const root = isqrtCeil(value)
+        return root * root >= value && (root === 0n || (root - 1n) * (root - 1n) < value)
+      }),
+      { seed: 20261126 }
+    )
   })
 
   it("ceilDiv rounds up for either sign", () => {
@@ -59,12 +74,24 @@ describe("moments of runs and sums", () => {
 
   it("the sum of indexes multiplies the moments, and the mean's error by the count squared", () => {
     const part = { mean: 5n, variance: 7n, thirdMoment: 11n, meanVariance: 13n, varianceVariance: 17n }
-    assert.deepStrictEqual(sumOf(part, 4), { mean: 20n, variance: 28n, thirdMoment: 44n, meanVariance: 208n, varianceVariance: 272n })
+    assert.deepStrictEqual(sumOf(part, 4), {
+      mean: 20n,
+      variance: 28n,
+      thirdMoment: 44n,
+      meanVariance: 208n,
+      varianceVariance: 272n
+    })
   })
 })
 
 describe("the normal band", () => {
-  const exact = { mean: usd(1000), variance: usd(100) * usd(100), thirdMoment: 0n, meanVariance: 0n, varianceVariance: 0n }
+  const exact = {
+    mean: usd(1000),
+    variance: usd(100) * usd(100),
+    thirdMoment: 0n,
+    meanVariance: 0n,
+    varianceVariance: 0n
+  }
 
   it("of a cost known exactly: p50 the mean, p90 the mean plus 1.2816 σ rounded up", () => {
     assert.deepStrictEqual(normalBand(exact), { p50: usd(1000), p90: usd(1000) + usd(128.16) })
@@ -82,15 +109,26 @@ describe("the normal band", () => {
   })
 
   it("an uncertain mean or σ widens p90 by 1.645 standard errors, added together", () => {
-    const band = normalBand({ ...exact, meanVariance: usd(10) * usd(10), varianceVariance: 4n * exact.variance * usd(5) * usd(5) })
+    const band = normalBand({
+      ...exact,
+      meanVariance: usd(10) * usd(10),
+      varianceVariance: 4n * exact.variance * usd(5) * usd(5)
+    })
     // SE = 10 + 1.2816 × 5 = 16.408 USD; 1.645 × SE = 26.99116 USD.
     assert.strictEqual(band.p90, usd(1000) + usd(128.16) + usd(26.99116))
   })
 
   it("p90 is never below p50, and p50 never below zero", () => {
-    fc.assert(fc.property(fc.array(fc.bigInt({ min: 0n, max: 10n ** 12n }), { minLength: 3, maxLength: 40 }), fc.nat(100), (values, chunks) => {
-      const band = normalBand(sumOf(chunkedRunEstimate(values, values, chunks * 60_000, 60_000), 1 + (chunks % 7)))
-      return band.p50 >= 0n && band.p90 >= band.p50
-    }), { seed: 20261126 })
+    fc.assert(
+      fc.property(
+        fc.array(fc.bigInt({ min: 0n, max: 10n ** 12n }), { minLength: 3, maxLength: 40 }),
+        fc.nat(100),
+        (values, chunks) => {
+          const band = normalBand(sumOf(chunkedRunEstimate(values, values, chunks * 60_000, 60_000), 1 + (chunks % 7)))
+          return band.p50 >= 0n && band.p90 >= band.p50
+        }
+      ),
+      { seed: 20261126 }
+    )
   })
 })

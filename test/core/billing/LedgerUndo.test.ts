@@ -10,8 +10,21 @@ import { type Hold, Ledger, type Posting, type Segment, segments } from "../../.
 
 type Operation =
   | { readonly type: "grant" | "refund"; readonly amount: bigint }
-  | { readonly type: "hold"; readonly slot: number; readonly fresh: boolean; readonly owner: number; readonly amount: bigint; readonly window: number }
-  | { readonly type: "capture"; readonly slot: number; readonly owner: number; readonly segment: Segment; readonly amount: bigint }
+  | {
+    readonly type: "hold"
+    readonly slot: number
+    readonly fresh: boolean
+    readonly owner: number
+    readonly amount: bigint
+    readonly window: number
+  }
+  | {
+    readonly type: "capture"
+    readonly slot: number
+    readonly owner: number
+    readonly segment: Segment
+    readonly amount: bigint
+  }
   | { readonly type: "release"; readonly slot: number }
   | { readonly type: "expire" }
   | { readonly type: "repeat"; readonly pick: number }
@@ -28,15 +41,35 @@ const owners = ["o0", "o1", "o2"]
 const minuteMs = 60_000
 
 const operationArb: fc.Arbitrary<Operation> = fc.oneof(
-  fc.record({ type: fc.constantFrom("grant" as const, "refund" as const), amount: fc.bigInt({ min: 1n, max: 200_000n }) }),
-  fc.record({ type: fc.constant("hold" as const), slot: fc.nat(slots - 1), fresh: fc.boolean(), owner: fc.nat(owners.length - 1), amount: fc.bigInt({ min: 1n, max: 100_000n }), window: fc.nat(120 * minuteMs) }),
-  fc.record({ type: fc.constant("capture" as const), slot: fc.nat(slots), owner: fc.nat(owners.length - 1), segment: fc.constantFrom(...segments), amount: fc.bigInt({ min: 1n, max: 60_000n }) }),
+  fc.record({
+    type: fc.constantFrom("grant" as const, "refund" as const),
+    amount: fc.bigInt({ min: 1n, max: 200_000n })
+  }),
+  fc.record({
+    type: fc.constant("hold" as const),
+    slot: fc.nat(slots - 1),
+    fresh: fc.boolean(),
+    owner: fc.nat(owners.length - 1),
+    amount: fc.bigInt({ min: 1n, max: 100_000n }),
+    window: fc.nat(120 * minuteMs)
+  }),
+  fc.record({
+    type: fc.constant("capture" as const),
+    slot: fc.nat(slots),
+    owner: fc.nat(owners.length - 1),
+    segment: fc.constantFrom(...segments),
+    amount: fc.bigInt({ min: 1n, max: 60_000n })
+  }),
   fc.record({ type: fc.constant("release" as const), slot: fc.nat(slots) }),
   fc.record({ type: fc.constant("expire" as const) }),
   fc.record({ type: fc.constant("repeat" as const), pick: fc.nat() })
 )
 
-const stepArb: fc.Arbitrary<Step> = fc.record({ operation: operationArb, dt: fc.oneof(fc.constant(0), fc.nat(30 * minuteMs)), refused: fc.nat(3).map((n) => n === 0) })
+const stepArb: fc.Arbitrary<Step> = fc.record({
+  operation: operationArb,
+  dt: fc.oneof(fc.constant(0), fc.nat(30 * minuteMs)),
+  refused: fc.nat(3).map((n) => n === 0)
+})
 
 /** Runs the steps: answers the ledger, the postings kept, and every key and hold id used. */
 const run = (steps: ReadonlyArray<Step>) => {
@@ -64,10 +97,22 @@ const run = (steps: ReadonlyArray<Step>) => {
           const hold = operation.fresh || !open ? `h${count}` : previous
           slotHolds[operation.slot] = hold
           holdIds.add(hold)
-          return () => void ledger.hold(key, at, { hold, owner: owners[operation.owner]!, amount: operation.amount, expiresAt: at + operation.window })
+          return () =>
+            void ledger.hold(key, at, {
+              hold,
+              owner: owners[operation.owner]!,
+              amount: operation.amount,
+              expiresAt: at + operation.window
+            })
         }
         case "capture":
-          return () => void ledger.capture(key, at, { hold: slotHolds[operation.slot], owner: owners[operation.owner]!, segment: operation.segment, amount: operation.amount })
+          return () =>
+            void ledger.capture(key, at, {
+              hold: slotHolds[operation.slot],
+              owner: owners[operation.owner]!,
+              segment: operation.segment,
+              amount: operation.amount
+            })
         case "release": {
           const hold = slotHolds[operation.slot]
           return hold === undefined ? undefined : () => void ledger.release(key, at, hold)
@@ -95,15 +140,31 @@ const run = (steps: ReadonlyArray<Step>) => {
   return { ledger, kept, keys: calls.map((call) => call.key), holdIds, end: now }
 }
 
-const holdState = (hold: Hold) => ({ id: hold.id, owner: hold.owner, openedAt: hold.openedAt, expiresAt: hold.expiresAt, state: hold.state })
+const holdState = (hold: Hold) => ({
+  id: hold.id,
+  owner: hold.owner,
+  openedAt: hold.openedAt,
+  expiresAt: hold.expiresAt,
+  state: hold.state
+})
 
 /** Everything a ledger shows, in an order that does not depend on how it got there. */
 const shown = (ledger: Ledger, keys: ReadonlyArray<string>, holdIds: ReadonlySet<string>, end: number) => ({
   lastSeq: ledger.lastSeq,
-  totals: { available: ledger.available, arrears: ledger.arrears, credits: ledger.credits, held: ledger.held, charged: ledger.charged },
+  totals: {
+    available: ledger.available,
+    arrears: ledger.arrears,
+    credits: ledger.credits,
+    held: ledger.held,
+    charged: ledger.charged
+  },
   holds: [...ledger.holds.values()].map(holdState).sort((a, b) => a.id.localeCompare(b.id)),
   open: [...ledger.openHolds].map((hold) => hold.id).sort(),
-  byHold: [...holdIds].sort().map((hold) => ({ hold, remaining: ledger.remaining(hold), charges: ledger.chargesOn(hold) })),
+  byHold: [...holdIds].sort().map((hold) => ({
+    hold,
+    remaining: ledger.remaining(hold),
+    charges: ledger.chargesOn(hold)
+  })),
   byOwner: owners.map((owner) => ({
     owner,
     charges: ledger.chargesFor(owner),
@@ -115,12 +176,15 @@ const shown = (ledger: Ledger, keys: ReadonlyArray<string>, holdIds: ReadonlySet
 
 describe("Ledger.undoDrained", () => {
   it("postings taken back leave the ledger as a replay of the postings kept", () => {
-    fc.assert(fc.property(fc.array(stepArb, { maxLength: 60 }), (steps) => {
-      const { ledger, kept, keys, holdIds, end } = run(steps)
-      const replayed = Ledger.replay(kept)
-      expect(ledger.postings).toEqual(kept)
-      expect(shown(ledger, keys, holdIds, end)).toEqual(shown(replayed, keys, holdIds, end))
-    }), { numRuns: 20_000 })
+    fc.assert(
+      fc.property(fc.array(stepArb, { maxLength: 60 }), (steps) => {
+        const { ledger, kept, keys, holdIds, end } = run(steps)
+        const replayed = Ledger.replay(kept)
+        expect(ledger.postings).toEqual(kept)
+        expect(shown(ledger, keys, holdIds, end)).toEqual(shown(replayed, keys, holdIds, end))
+      }),
+      { numRuns: 20_000 }
+    )
   })
 
   it("refuses to take back postings that are no longer the last ones made", () => {

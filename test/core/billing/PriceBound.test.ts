@@ -4,9 +4,15 @@
  */
 import * as fc from "fast-check"
 import { assert, describe, it } from "vitest"
-import { admitJobSpec } from "../../../src/core/kinds/job/JobAdmission.ts"
+import {
+  boundedSpec,
+  priceBoundAnnotation,
+  priceBoundIn,
+  priceBoundOf,
+  withPriceBoundAnnotation
+} from "../../../src/core/billing/PriceBound.ts"
 import type { JsonObject } from "../../../src/core/Json.ts"
-import { boundedSpec, priceBoundAnnotation, priceBoundIn, priceBoundOf, withPriceBoundAnnotation } from "../../../src/core/billing/PriceBound.ts"
+import { admitJobSpec } from "../../../src/core/kinds/job/JobAdmission.ts"
 
 describe("priceBoundOf", () => {
   it("is the rate plus 10 %, rounded down to the micro-USD", () => {
@@ -22,12 +28,15 @@ describe("priceBoundOf", () => {
   })
 
   it("never exceeds 110 % of the rate, and is the largest micro-USD amount that does not", () => {
-    fc.assert(fc.property(fc.bigInt({ min: 0n, max: 10n ** 15n }), (rate) => {
-      const bound = priceBoundOf(rate)
-      assert.isTrue(bound * 10n <= rate * 11n)
-      assert.isTrue((bound + 1n) * 10n > rate * 11n)
-      assert.isTrue(bound >= rate)
-    }), { numRuns: 2_000 })
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: 10n ** 15n }), (rate) => {
+        const bound = priceBoundOf(rate)
+        assert.isTrue(bound * 10n <= rate * 11n)
+        assert.isTrue((bound + 1n) * 10n > rate * 11n)
+        assert.isTrue(bound >= rate)
+      }),
+      { numRuns: 2_000 }
+    )
   })
 })
 
@@ -36,8 +45,14 @@ describe("the bound annotation", () => {
 
   it("is read back as written, and a value that is no amount is no bound", () => {
     assert.strictEqual(key, "nodus.dev/price-bound-usd-per-hour")
-    assert.strictEqual(priceBoundIn(withPriceBoundAnnotation({ team: "a" }, "nodus.dev", 2_739_000n), "nodus.dev"), 2_739_000n)
-    assert.deepStrictEqual(withPriceBoundAnnotation({ team: "a" }, "nodus.dev", 2_739_000n), { team: "a", [key]: "2.739" })
+    assert.strictEqual(
+      priceBoundIn(withPriceBoundAnnotation({ team: "a" }, "nodus.dev", 2_739_000n), "nodus.dev"),
+      2_739_000n
+    )
+    assert.deepStrictEqual(withPriceBoundAnnotation({ team: "a" }, "nodus.dev", 2_739_000n), {
+      team: "a",
+      [key]: "2.739"
+    })
     assert.deepStrictEqual(withPriceBoundAnnotation({ team: "a", [key]: "9" }, "nodus.dev", undefined), { team: "a" })
     assert.isUndefined(priceBoundIn(undefined, "nodus.dev"))
     assert.isUndefined(priceBoundIn({ [key]: "cheap" }, "nodus.dev"))

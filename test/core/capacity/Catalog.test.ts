@@ -5,10 +5,9 @@
 // AWS medians are recomputed here from the raw lines by a separate, simpler method rather than copied from the
 // implementation.
 
-import { readFileSync } from "node:fs"
 import { Schema } from "effect"
+import { readFileSync } from "node:fs"
 import { describe, expect, it } from "vitest"
-import { loadCatalog } from "../../../src/data/CatalogData.ts"
 import {
   buildCatalog,
   catalogPricebookVersion,
@@ -19,9 +18,10 @@ import {
   regionClassOf,
   upperMedian
 } from "../../../src/core/capacity/Catalog.ts"
-import { checkDns1123Subdomain } from "../../../src/core/meta/Names.ts"
 import type { Offering } from "../../../src/core/capacity/Offering.ts"
+import { checkDns1123Subdomain } from "../../../src/core/meta/Names.ts"
 import { OfferingSpec } from "../../../src/core/schemas/Offering.ts"
+import { loadCatalog } from "../../../src/data/CatalogData.ts"
 
 const dataDir = new URL("../../../scenarios/data/skypilot-gpu-prices/", import.meta.url)
 const lambdaText = readFileSync(new URL("lambda_vms_v7.csv", dataDir), "utf8")
@@ -29,7 +29,9 @@ const awsText = readFileSync(new URL("aws_vms_v7_p_family.csv", dataDir), "utf8"
 const catalog = buildCatalog({ lambda: lambdaText, aws: awsText })
 
 const find = (offerings: ReadonlyArray<Offering>, instanceType: string, regionClass: string): Offering => {
-  const found = offerings.find((offering) => offering.instanceType === instanceType && offering.regionClass === regionClass)
+  const found = offerings.find((offering) =>
+    offering.instanceType === instanceType && offering.regionClass === regionClass
+  )
   if (found === undefined) throw new Error(`no offering for ${instanceType} in ${regionClass}`)
   return found
 }
@@ -42,8 +44,16 @@ const micro = (text: string): bigint => BigInt(Math.round(Number(text) * 1e6))
 const middle = (values: ReadonlyArray<bigint>): bigint | undefined =>
   values.length === 0 ? undefined : [...values].sort((a, b) => Number(a - b))[Math.floor(values.length / 2)]
 
-interface AwsLine { readonly instanceType: string; readonly price: string; readonly spot: string; readonly region: string; readonly zone: string }
-const awsLines: ReadonlyArray<AwsLine> = dataLines(awsText).map(([instanceType, , , , , , price, spot, region, zone]) => ({
+interface AwsLine {
+  readonly instanceType: string
+  readonly price: string
+  readonly spot: string
+  readonly region: string
+  readonly zone: string
+}
+const awsLines: ReadonlyArray<AwsLine> = dataLines(awsText).map((
+  [instanceType, , , , , , price, spot, region, zone]
+) => ({
   instanceType: instanceType ?? "",
   price: price ?? "",
   spot: spot ?? "",
@@ -55,7 +65,9 @@ const awsClass = (region: string): string => region.startsWith("ap-") ? "asia" :
 /** On-demand: the median of one price per region; interruptible: the median of every zone line's spot price. */
 const expectedAwsRates = (instanceType: string, regionClass: string) => {
   const lines = awsLines.filter((line) => line.instanceType === instanceType && awsClass(line.region) === regionClass)
-  const regionPrices = new Map(lines.filter((line) => line.price !== "").map((line) => [line.region, micro(line.price)]))
+  const regionPrices = new Map(
+    lines.filter((line) => line.price !== "").map((line) => [line.region, micro(line.price)])
+  )
   return {
     onDemand: middle([...regionPrices.values()]),
     interruptible: middle(lines.filter((line) => line.spot !== "").map((line) => micro(line.spot)))
@@ -79,7 +91,9 @@ describe("parseCsv", () => {
     expect(lambdaText.includes("\r\n")).toBe(true)
     const rows = parseCsv(lambdaText)
     expect(rows.every((row) => row.length === 9)).toBe(true)
-    expect(rows.find((row) => row[0] === "gpu_8x_h100_sxm5")?.[7]).toMatch(/^\{'Gpus': .*'TotalGpuMemoryInMiB': 81920\}$/u)
+    expect(rows.find((row) => row[0] === "gpu_8x_h100_sxm5")?.[7]).toMatch(
+      /^\{'Gpus': .*'TotalGpuMemoryInMiB': 81920\}$/u
+    )
   })
 })
 
@@ -114,17 +128,40 @@ describe("Lambda offerings", () => {
 
   it("8x H100 SXM in the us class: 8 x H100-SXM-80GB over NVLink at 23.92 USD per hour", () => {
     const offering = find(lambda, "gpu_8x_h100_sxm5", "us")
-    expect(offering.accelerator).toEqual({ family: "H100", variant: "H100-SXM-80GB", count: 8, memoryGiB: 80, interconnect: "NVLink" })
+    expect(offering.accelerator).toEqual({
+      family: "H100",
+      variant: "H100-SXM-80GB",
+      count: 8,
+      memoryGiB: 80,
+      interconnect: "NVLink"
+    })
     expect(offering.onDemandMicroUsdPerHour).toBe(23_920_000n)
     expect(offering.interruptibleMicroUsdPerHour).toBeUndefined()
     expect([offering.vcpus, offering.memoryGiB, offering.diskGiB]).toEqual([208, 1800, 8 * 512])
-    expect(offering.regions).toEqual(["us-east-1", "us-east-2", "us-east-3", "us-midwest-1", "us-south-1", "us-south-2", "us-south-3", "us-west-1", "us-west-2", "us-west-3"])
+    expect(offering.regions).toEqual([
+      "us-east-1",
+      "us-east-2",
+      "us-east-3",
+      "us-midwest-1",
+      "us-south-1",
+      "us-south-2",
+      "us-south-3",
+      "us-west-1",
+      "us-west-2",
+      "us-west-3"
+    ])
   })
 
   it("1x A10 costs 0.75, a PCIe A10-24GB", () => {
     const offering = find(lambda, "gpu_1x_a10", "eu")
     expect(offering.onDemandMicroUsdPerHour).toBe(750_000n)
-    expect(offering.accelerator).toEqual({ family: "A10", variant: "A10-24GB", count: 1, memoryGiB: 24, interconnect: "PCIe" })
+    expect(offering.accelerator).toEqual({
+      family: "A10",
+      variant: "A10-24GB",
+      count: 1,
+      memoryGiB: 24,
+      interconnect: "PCIe"
+    })
     expect(offering.regions).toEqual(["europe-central-1", "europe-south-1"])
   })
 
@@ -141,7 +178,13 @@ describe("Lambda offerings", () => {
   })
 
   it("has one offering per instance type and region class, none interruptible", () => {
-    const lambdaClass: Readonly<Record<string, string>> = { us: "us", europe: "eu", asia: "asia", me: "me", australia: "australia" }
+    const lambdaClass: Readonly<Record<string, string>> = {
+      us: "us",
+      europe: "eu",
+      asia: "asia",
+      me: "me",
+      australia: "australia"
+    }
     const lines = dataLines(lambdaText)
     const types = new Set(lines.map((line) => line[0]))
     const classes = new Set(lines.map((line) => lambdaClass[(line[6] ?? "").split("-")[0] ?? ""]))
@@ -167,17 +210,36 @@ describe("AWS offerings", () => {
     expect(offering.onDemandMicroUsdPerHour).toBe(expected.onDemand)
     expect(offering.interruptibleMicroUsdPerHour).toBe(expected.interruptible)
     // The README's us-east-1 facts bound them: on demand 98.32 there, spot 20.99 to 30.33 by zone.
-    expect(awsLines.some((line) => line.region === "us-east-1" && line.instanceType === "p5.48xlarge" && micro(line.price) === expected.onDemand)).toBe(true)
-    expect(offering.accelerator).toEqual({ family: "H100", variant: "H100-SXM-80GB", count: 8, memoryGiB: 80, interconnect: "NVLink" })
+    expect(
+      awsLines.some((line) =>
+        line.region === "us-east-1" && line.instanceType === "p5.48xlarge" && micro(line.price) === expected.onDemand
+      )
+    ).toBe(true)
+    expect(offering.accelerator).toEqual({
+      family: "H100",
+      variant: "H100-SXM-80GB",
+      count: 8,
+      memoryGiB: 80,
+      interconnect: "NVLink"
+    })
     expect(offering.regions).toEqual(["us-east-1", "us-east-2", "us-west-1", "us-west-2"])
   })
 
   it("every rate is the median of its rows, and every (type, class) with a price has an offering", () => {
-    const groups = new Set(awsLines.filter((line) => line.price !== "" || line.spot !== "").map((line) => `${line.instanceType} ${awsClass(line.region)}`))
+    const groups = new Set(
+      awsLines.filter((line) => line.price !== "" || line.spot !== "").map((line) =>
+        `${line.instanceType} ${awsClass(line.region)}`
+      )
+    )
     expect(aws.length).toBe(groups.size)
     for (const offering of aws) {
       const expected = expectedAwsRates(offering.instanceType, offering.regionClass)
-      expect([offering.instanceType, offering.regionClass, offering.onDemandMicroUsdPerHour, offering.interruptibleMicroUsdPerHour])
+      expect([
+        offering.instanceType,
+        offering.regionClass,
+        offering.onDemandMicroUsdPerHour,
+        offering.interruptibleMicroUsdPerHour
+      ])
         .toEqual([offering.instanceType, offering.regionClass, expected.onDemand, expected.interruptible])
     }
   })
@@ -186,7 +248,13 @@ describe("AWS offerings", () => {
     const p4de = aws.filter((offering) => offering.instanceType === "p4de.24xlarge")
     expect(p4de.map((offering) => offering.regionClass)).toEqual(["us"])
     const [offering] = p4de
-    expect(offering?.accelerator).toEqual({ family: "A100", variant: "A100-SXM-80GB", count: 8, memoryGiB: 80, interconnect: "NVLink" })
+    expect(offering?.accelerator).toEqual({
+      family: "A100",
+      variant: "A100-SXM-80GB",
+      count: 8,
+      memoryGiB: 80,
+      interconnect: "NVLink"
+    })
     expect(offering?.onDemandMicroUsdPerHour).toBe(40_965_750n)
     // The spot prices sit on the 'A100' rows only; the merge keeps them.
     expect(offering?.interruptibleMicroUsdPerHour).toBe(expectedAwsRates("p4de.24xlarge", "us").interruptible)
@@ -196,14 +264,24 @@ describe("AWS offerings", () => {
   it("p5e has no on-demand rate, and no offering where it has no spot price either", () => {
     const p5e = aws.filter((offering) => offering.instanceType === "p5e.48xlarge")
     expect(p5e.map((offering) => offering.regionClass).sort()).toEqual(["asia", "us"])
-    expect(p5e.every((offering) => offering.onDemandMicroUsdPerHour === undefined && offering.interruptibleMicroUsdPerHour !== undefined)).toBe(true)
+    expect(
+      p5e.every((offering) =>
+        offering.onDemandMicroUsdPerHour === undefined && offering.interruptibleMicroUsdPerHour !== undefined
+      )
+    ).toBe(true)
     expect(find(aws, "p5e.48xlarge", "asia").regions).toEqual(["ap-southeast-3"])
     expect(find(aws, "p5e.48xlarge", "asia").accelerator?.variant).toBe("H200-SXM-141GB")
   })
 
   it("takes GPU memory from GpuInfo: p3dn is V100-SXM-32GB, p3.8xlarge V100-SXM-16GB", () => {
     expect(find(aws, "p3dn.24xlarge", "us").accelerator?.variant).toBe("V100-SXM-32GB")
-    expect(find(aws, "p3.8xlarge", "ca").accelerator).toEqual({ family: "V100", variant: "V100-SXM-16GB", count: 4, memoryGiB: 16, interconnect: "NVLink" })
+    expect(find(aws, "p3.8xlarge", "ca").accelerator).toEqual({
+      family: "V100",
+      variant: "V100-SXM-16GB",
+      count: 4,
+      memoryGiB: 16,
+      interconnect: "NVLink"
+    })
   })
 })
 
@@ -234,7 +312,9 @@ describe("the catalog", () => {
     for (const offering of catalog) {
       const object = offeringObject(offering, catalogPricebookVersion)
       expect(Schema.decodeUnknownSync(OfferingSpec)(object.spec)).toEqual(object.spec)
-      expect(JSON.stringify(object)).not.toMatch(new RegExp(`${offering.provider}|${offering.instanceType.replace(/\./gu, "\\.")}`, "u"))
+      expect(JSON.stringify(object)).not.toMatch(
+        new RegExp(`${offering.provider}|${offering.instanceType.replace(/\./gu, "\\.")}`, "u")
+      )
     }
   })
 
@@ -258,7 +338,13 @@ describe("the catalog", () => {
 
   it("projects a CPU offering without accelerator fields, and an interruptible-only one without an on-demand rate", () => {
     const cpu = offeringObject(find(catalog, "cpu_4x_general", "me"), catalogPricebookVersion).spec
-    expect(cpu).toEqual({ count: 0, host: { cpu: "4", memory: "16Gi", disk: "256Gi" }, regionClass: "me", onDemandRateUSDPerHour: "0.2", providerClass: "Datacenter" })
+    expect(cpu).toEqual({
+      count: 0,
+      host: { cpu: "4", memory: "16Gi", disk: "256Gi" },
+      regionClass: "me",
+      onDemandRateUSDPerHour: "0.2",
+      providerClass: "Datacenter"
+    })
     const p5e = offeringObject(find(catalog, "p5e.48xlarge", "us"), catalogPricebookVersion).spec
     expect(p5e.onDemandRateUSDPerHour).toBeUndefined()
     expect(p5e.interruptibleRateUSDPerHour).toMatch(/^[0-9]+\.[0-9]+$/u)

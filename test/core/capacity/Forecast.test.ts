@@ -33,12 +33,19 @@ describe("hourly demand from intervals", () => {
   })
 
   it("does not count work that hands its GPUs over at an instant twice", () => {
-    const intervals = [{ startMs: 0, endMs: hourMs + 5, milliGpus: 1000 }, { startMs: hourMs + 5, endMs: 2 * hourMs, milliGpus: 1000 }]
+    const intervals = [{ startMs: 0, endMs: hourMs + 5, milliGpus: 1000 }, {
+      startMs: hourMs + 5,
+      endMs: 2 * hourMs,
+      milliGpus: 1000
+    }]
     assert.deepStrictEqual(hourlyPeakDemand(intervals, 0, 2 * hourMs), [1, 1])
   })
 
   it("starts the busy part at the hour of the first percentile of starts", () => {
-    const intervals = Array.from({ length: 200 }, (_, index) => ({ startMs: index < 2 ? index : 50 * hourMs + index * 1000, endMs: 60 * hourMs, milliGpus: 1000 }))
+    const intervals = Array.from(
+      { length: 200 },
+      (_, index) => ({ startMs: index < 2 ? index : 50 * hourMs + index * 1000, endMs: 60 * hourMs, milliGpus: 1000 })
+    )
     // 200 starts: the 1% quantile is the third (index 2), at 50 h + 2 s.
     assert.strictEqual(busyFromMs(intervals), 50 * hourMs)
     assert.strictEqual(busyFromMs([]), 0)
@@ -82,7 +89,10 @@ describe("the forecast", () => {
   it("reads only the window: an older level is forgotten", () => {
     const history = [...days(14, () => 100), ...days(14, () => 10)]
     assert.deepStrictEqual(forecastDemand(history, { horizonHours: 24 }).peakDemandGPUs, { p50: 10, p90: 10 })
-    assert.deepStrictEqual(forecastDemand(history, { horizonHours: 24, windowHours: 28 * 24 }).peakDemandGPUs, { p50: 10, p90: 100 })
+    assert.deepStrictEqual(forecastDemand(history, { horizonHours: 24, windowHours: 28 * 24 }).peakDemandGPUs, {
+      p50: 10,
+      p90: 100
+    })
   })
 
   it("falls back on the whole window for an hour of day it has not seen", () => {
@@ -113,7 +123,10 @@ describe("the forecast", () => {
 describe("the backtest", () => {
   it("recounts to the hours of the second half at or under the first half's forecast", () => {
     // A daily pattern with a level that climbs: the coverage is whatever the data give, in [0, 1], counted again here.
-    const history = days(28, (hour) => 10 + (hour % 24 < 12 ? 5 : 0) + Math.floor(hour / 24) / 4 + ((hour * 37) % 11) / 5)
+    const history = days(
+      28,
+      (hour) => 10 + (hour % 24 < 12 ? 5 : 0) + Math.floor(hour / 24) / 4 + ((hour * 37) % 11) / 5
+    )
     const options = { horizonHours: 168, firstHour: 0 }
     const result = backtest(history, options)
     assert.strictEqual(result.fitHours, 14 * 24)
@@ -122,7 +135,13 @@ describe("the backtest", () => {
     const test = history.slice(result.fitHours)
     const underP90 = test.filter((demand, hour) => demand <= fitted.hours[hour]!.p90).length
     const underP50 = test.filter((demand, hour) => demand <= fitted.hours[hour]!.p50).length
-    assert.deepStrictEqual(result.fixed, { hours: test.length, underP50, underP90, p50: underP50 / test.length, p90: underP90 / test.length })
+    assert.deepStrictEqual(result.fixed, {
+      hours: test.length,
+      underP50,
+      underP90,
+      p50: underP50 / test.length,
+      p90: underP90 / test.length
+    })
     for (const coverage of [result.fixed, result.rolling]) {
       assert.isTrue(coverage.p90 >= 0 && coverage.p90 <= 1 && coverage.p50 <= coverage.p90)
       assert.strictEqual(coverage.hours, result.testHours)

@@ -7,17 +7,23 @@ import { choose, explain, explanationDroppedExamplesMax } from "../../../src/cor
 import { hour, jobSpec, market, minute, rankingOf } from "../Fixtures.ts"
 
 const kept = (fields: Parameters<typeof jobSpec>[0], on = market()) =>
-  rankingOf(jobSpec(fields), on).kept.map((candidate) => `${candidate.variant.offering.id}${candidate.variant.interruptible ? "/i" : ""}`)
+  rankingOf(jobSpec(fields), on).kept.map((candidate) =>
+    `${candidate.variant.offering.id}${candidate.variant.interruptible ? "/i" : ""}`
+  )
 
 const droppedReason = (fields: Parameters<typeof jobSpec>[0], key: string) => {
   const ranking = rankingOf(jobSpec(fields))
-  return ranking.dropped.find((entry) => `${entry.variant.offering.id}${entry.variant.interruptible ? "/i" : ""}` === key)?.reason
+  return ranking.dropped.find((entry) =>
+    `${entry.variant.offering.id}${entry.variant.interruptible ? "/i" : ""}` === key
+  )?.reason
 }
 
 describe("filters", () => {
   it("a GPU family matches every variant of it and never another family", () => {
     expect(kept({ resources: { gpu: { type: ["H100"] } } }).sort()).toEqual(["h100-pcie-1x-us", "h100-sxm-1x-eu"])
-    expect(droppedReason({ resources: { gpu: { type: ["H100"] } } }, "a10-1x-us")).toBe("GPU family A10 is not one of H100")
+    expect(droppedReason({ resources: { gpu: { type: ["H100"] } } }, "a10-1x-us")).toBe(
+      "GPU family A10 is not one of H100"
+    )
   })
 
   it("exact pins the variant; an exact id also works without exact", () => {
@@ -28,11 +34,15 @@ describe("filters", () => {
 
   it("matches the GPU count per host", () => {
     expect(kept({ resources: { gpu: { type: ["H100"], count: 8 } } })).toEqual(["h100-sxm-8x-us"])
-    expect(droppedReason({ resources: { gpu: { type: ["H100"], count: 8 } } }, "h100-pcie-1x-us")).toBe("has 1 GPUs per host, not 8")
+    expect(droppedReason({ resources: { gpu: { type: ["H100"], count: 8 } } }, "h100-pcie-1x-us")).toBe(
+      "has 1 GPUs per host, not 8"
+    )
   })
 
   it("applies minMemory per GPU and the NVLink interconnect", () => {
-    expect(kept({ resources: { gpu: { type: ["A100", "H100"], count: 8, minMemory: "80Gi" } } })).toEqual(["h100-sxm-8x-us"])
+    expect(kept({ resources: { gpu: { type: ["A100", "H100"], count: 8, minMemory: "80Gi" } } })).toEqual([
+      "h100-sxm-8x-us"
+    ])
     expect(kept({ resources: { gpu: { type: ["H100"], interconnect: "NVLink" } } })).toEqual(["h100-sxm-1x-eu"])
   })
 
@@ -45,11 +55,15 @@ describe("filters", () => {
 
   it("keeps only the named region classes and offerings", () => {
     expect(kept({ resources: { gpu: { type: ["H100"] } }, placement: { regions: ["eu"] } })).toEqual(["h100-sxm-1x-eu"])
-    expect(kept({ resources: { gpu: { type: ["H100"] } }, placement: { offerings: ["h100-pcie-1x-us"] } })).toEqual(["h100-pcie-1x-us"])
+    expect(kept({ resources: { gpu: { type: ["H100"] } }, placement: { offerings: ["h100-pcie-1x-us"] } })).toEqual([
+      "h100-pcie-1x-us"
+    ])
   })
 
   it("drops variants above maxRateUSDPerHour, exactly at the micro-USD", () => {
-    expect(kept({ resources: { gpu: { type: ["H100"] } }, placement: { maxRateUSDPerHour: "2.49" } })).toEqual(["h100-pcie-1x-us"])
+    expect(kept({ resources: { gpu: { type: ["H100"] } }, placement: { maxRateUSDPerHour: "2.49" } })).toEqual([
+      "h100-pcie-1x-us"
+    ])
     expect(kept({ resources: { gpu: { type: ["H100"] } }, placement: { maxRateUSDPerHour: "2.489999" } })).toEqual([])
   })
 })
@@ -63,7 +77,12 @@ describe("interruptible policy (spec: Placement.interruptible)", () => {
   })
 
   it("Prefer ranks interruptible variants first", () => {
-    expect(kept({ ...eight, placement: { interruptible: "Prefer", profile: "Cost" } })).toEqual(["a100-sxm-8x-us/i", "h100-sxm-8x-us/i", "a100-sxm-8x-us", "h100-sxm-8x-us"])
+    expect(kept({ ...eight, placement: { interruptible: "Prefer", profile: "Cost" } })).toEqual([
+      "a100-sxm-8x-us/i",
+      "h100-sxm-8x-us/i",
+      "a100-sxm-8x-us",
+      "h100-sxm-8x-us"
+    ])
   })
 
   it("Allow decides by expected cost, preemption losses included", () => {
@@ -77,7 +96,9 @@ describe("interruptible policy (spec: Placement.interruptible)", () => {
 
   it("Allow drops interruptible variants when an interruption would fail the run", () => {
     const fields = { ...eight, placement: { interruptible: "Allow" }, recovery: { onInterruption: "Fail" } }
-    expect(droppedReason(fields, "a100-sxm-8x-us/i")).toBe("interruptible; an interruption would fail the run (recovery.onInterruption Fail)")
+    expect(droppedReason(fields, "a100-sxm-8x-us/i")).toBe(
+      "interruptible; an interruption would fail the run (recovery.onInterruption Fail)"
+    )
   })
 })
 
@@ -87,7 +108,12 @@ describe("profiles and choice", () => {
   it("Cost orders by expected cost, Speed by expected time", () => {
     const slowBoot = market({ bootMs: 2 * minute })
     expect(kept({ ...any, placement: { profile: "Cost" } }, slowBoot)).toEqual(["h100-pcie-1x-us", "h100-sxm-1x-eu"])
-    const fastEu = { ...slowBoot, bootMs: (variant: { offering: { id: string } }) => (variant.offering.id === "h100-sxm-1x-eu" ? 10_000 : 20 * minute) }
+    const fastEu = {
+      ...slowBoot,
+      bootMs: (
+        variant: { offering: { id: string } }
+      ) => (variant.offering.id === "h100-sxm-1x-eu" ? 10_000 : 20 * minute)
+    }
     expect(kept({ ...any, placement: { profile: "Speed" } }, fastEu)).toEqual(["h100-sxm-1x-eu", "h100-pcie-1x-us"])
   })
 
@@ -104,14 +130,23 @@ describe("profiles and choice", () => {
     const ranking = rankingOf(jobSpec({ ...any, placement: { profile: "Cost" } }), on)
     const explanation = explain(ranking, choose(ranking, on), on)
     expect(explanation.chosen).toEqual({ offering: "h100-sxm-1x-eu", interruptible: false, rateUSDPerHour: "3.29" })
-    expect(explanation.candidates.map((candidate) => [candidate.offering, candidate.verdict])).toEqual([["h100-pcie-1x-us", "NoCapacity"], ["h100-sxm-1x-eu", "Chosen"]])
+    expect(explanation.candidates.map((candidate) => [candidate.offering, candidate.verdict])).toEqual([[
+      "h100-pcie-1x-us",
+      "NoCapacity"
+    ], ["h100-sxm-1x-eu", "Chosen"]])
     // One hour of work plus a 2 minute boot at 3.29/h.
     expect(explanation.candidates[1]?.expectedCostUSD).toBe("3.399666")
     // A reason names how many variants it dropped and the first few of them (explanationDroppedExamplesMax).
     const count = explanation.dropped.find((group) => group.reason === "has 8 GPUs per host, not 1")
     expect(count?.count).toBe(4)
-    expect(count?.offerings).toEqual(["h100-sxm-8x-us", "h100-sxm-8x-us/interruptible", "a100-sxm-8x-us"].slice(0, explanationDroppedExamplesMax))
-    expect(explanation.dropped.find((group) => group.reason === "GPU family A10 is not one of H100")).toEqual({ reason: "GPU family A10 is not one of H100", count: 1, offerings: ["a10-1x-us"] })
+    expect(count?.offerings).toEqual(
+      ["h100-sxm-8x-us", "h100-sxm-8x-us/interruptible", "a100-sxm-8x-us"].slice(0, explanationDroppedExamplesMax)
+    )
+    expect(explanation.dropped.find((group) => group.reason === "GPU family A10 is not one of H100")).toEqual({
+      reason: "GPU family A10 is not one of H100",
+      count: 1,
+      offerings: ["a10-1x-us"]
+    })
     expect(JSON.parse(JSON.stringify(explanation))).toEqual(explanation)
   })
 })

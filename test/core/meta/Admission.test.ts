@@ -4,9 +4,15 @@
 
 import { assert, describe, it } from "@effect/vitest"
 import { Result, Schema } from "effect"
-import { admit, type Admitted, type FieldValidation, fieldPath, fieldValidations } from "../../../src/core/meta/Admission.ts"
-import type { ApiError, Subject } from "../../../src/core/meta/ApiError.ts"
 import type { JsonObject } from "../../../src/core/Json.ts"
+import {
+  admit,
+  type Admitted,
+  fieldPath,
+  type FieldValidation,
+  fieldValidations
+} from "../../../src/core/meta/Admission.ts"
+import type { ApiError, Subject } from "../../../src/core/meta/ApiError.ts"
 import { mapOf } from "../../../src/core/meta/Fields.ts"
 
 const JobSchema = Schema.Struct({
@@ -34,7 +40,8 @@ const rejected = (input: unknown, fieldValidation: FieldValidation): ApiError =>
   return result.failure
 }
 
-const causesOf = (error: ApiError): ReadonlyArray<readonly [string, string]> => (error.causes ?? []).map((cause) => [cause.field, cause.reason])
+const causesOf = (error: ApiError): ReadonlyArray<readonly [string, string]> =>
+  (error.causes ?? []).map((cause) => [cause.field, cause.reason])
 
 // Freeze a value and everything inside it, so any mutation throws.
 const deepFreeze = <A>(value: A): A => {
@@ -59,11 +66,17 @@ describe("Admission.admit", () => {
   })
 
   it("turns each schema issue into a cause with its path and reason", () => {
-    const table: Record<string, { readonly input: unknown; readonly causes: ReadonlyArray<readonly [string, string]> }> = {
+    const table: Record<
+      string,
+      { readonly input: unknown; readonly causes: ReadonlyArray<readonly [string, string]> }
+    > = {
       "missing required field": { input: { metadata: { name: "train" } }, causes: [["spec", "FieldValueRequired"]] },
       "missing nested required field": { input: { spec: {} }, causes: [["spec.replicas", "FieldValueRequired"]] },
       "wrong type": { input: { spec: { replicas: "two" } }, causes: [["spec.replicas", "FieldValueTypeInvalid"]] },
-      "right type, invalid value": { input: { spec: { replicas: 1.5 } }, causes: [["spec.replicas", "FieldValueInvalid"]] },
+      "right type, invalid value": {
+        input: { spec: { replicas: 1.5 } },
+        causes: [["spec.replicas", "FieldValueInvalid"]]
+      },
       "array element paths": {
         input: { spec: { replicas: 1, env: [{ name: 3 }, { name: "ok" }, {}] } },
         causes: [["spec.env[0].name", "FieldValueTypeInvalid"], ["spec.env[2].name", "FieldValueRequired"]]
@@ -116,7 +129,10 @@ describe("Admission.admit", () => {
     const input = { bogus: 1, spec: { replicas: "two", extra: true } }
     const table: Record<FieldValidation, ReadonlyArray<readonly [string, string]>> = {
       // Strict names the unknown fields too…
-      Strict: [["bogus", "FieldValueUnknown"], ["spec.replicas", "FieldValueTypeInvalid"], ["spec.extra", "FieldValueUnknown"]],
+      Strict: [["bogus", "FieldValueUnknown"], ["spec.replicas", "FieldValueTypeInvalid"], [
+        "spec.extra",
+        "FieldValueUnknown"
+      ]],
       // …the lenient modes only the invalid ones.
       Warn: [["spec.replicas", "FieldValueTypeInvalid"]],
       Ignore: [["spec.replicas", "FieldValueTypeInvalid"]]
@@ -140,12 +156,17 @@ describe("Admission.admit on unions and maps", () => {
   const Database = Schema.Struct({ type: Schema.Literal("Database"), uri: Schema.String })
   const Connection = Schema.Struct({
     spec: Schema.Union([Storage, Database]),
-    labels: Schema.optionalKey(mapOf(Schema.String, (key) => /^[a-z]+$/u.test(key) ? undefined : "must be lower-case letters"))
+    labels: Schema.optionalKey(
+      mapOf(Schema.String, (key) => /^[a-z]+$/u.test(key) ? undefined : "must be lower-case letters")
+    )
   })
-  const admitConnection = (input: unknown, fieldValidation: FieldValidation) => admit(Connection, input, fieldValidation, subject, "Connection")
+  const admitConnection = (input: unknown, fieldValidation: FieldValidation) =>
+    admit(Connection, input, fieldValidation, subject, "Connection")
   const causes = (input: unknown, fieldValidation: FieldValidation = "Strict") => {
     const result = admitConnection(input, fieldValidation)
-    return Result.isFailure(result) ? (result.failure.causes ?? []).map((cause) => `${cause.field} ${cause.reason}: ${cause.message}`) : []
+    return Result.isFailure(result)
+      ? (result.failure.causes ?? []).map((cause) => `${cause.field} ${cause.reason}: ${cause.message}`)
+      : []
   }
 
   it("reports a member's own problem, not the union's, once the discriminator picked the member", () => {
@@ -153,7 +174,9 @@ describe("Admission.admit on unions and maps", () => {
   })
 
   it("reports a value no member takes at the discriminator, naming the supported values", () => {
-    assert.deepStrictEqual(causes({ spec: { type: "Queue", uri: "x" } }), [`spec.type FieldValueNotSupported: Unsupported value: "Queue": supported values: "Storage", "Database"`])
+    assert.deepStrictEqual(causes({ spec: { type: "Queue", uri: "x" } }), [
+      `spec.type FieldValueNotSupported: Unsupported value: "Queue": supported values: "Storage", "Database"`
+    ])
     assert.deepStrictEqual(causes({ spec: { uri: "x" } }), ["spec.type FieldValueRequired: Required value"])
   })
 
@@ -166,9 +189,13 @@ describe("Admission.admit on unions and maps", () => {
 
   it("refuses a map key that breaks its grammar under every fieldValidation, instead of dropping it", () => {
     for (const fieldValidation of fieldValidations) {
-      assert.deepStrictEqual(causes({ spec: { type: "Storage", bucket: "b" }, labels: { ok: "1", "Not OK": "2" } }, fieldValidation), [
-        `labels[Not OK] FieldValueInvalid: Invalid value: "Not OK": must be lower-case letters`
-      ], fieldValidation)
+      assert.deepStrictEqual(
+        causes({ spec: { type: "Storage", bucket: "b" }, labels: { ok: "1", "Not OK": "2" } }, fieldValidation),
+        [
+          `labels[Not OK] FieldValueInvalid: Invalid value: "Not OK": must be lower-case letters`
+        ],
+        fieldValidation
+      )
     }
   })
 })

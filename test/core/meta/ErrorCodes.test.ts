@@ -1,7 +1,7 @@
 // Checks the error-code registry against the spec: exactly the 73 registered
 // codes in the spec's order, sane statuses and texts, the anchored statuses,
 // retryability of "try later" codes, and the code guard.
-import { describe, it, assert } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import {
   errorCodeInfo,
   errorCodeList,
@@ -57,7 +57,10 @@ describe("ErrorCodes", () => {
       assert.notStrictEqual(info.summary, info.fix, code)
       assert.isTrue(specClientErrors.has(info.clientError), `${code}: ${info.clientError}`)
       const phrase = httpReasonPhrase(info.httpStatus)
-      assert.isFalse(phrase === "Client Error" || phrase === "Server Error", `${code}: status ${info.httpStatus} has no phrase`)
+      assert.isFalse(
+        phrase === "Client Error" || phrase === "Server Error",
+        `${code}: status ${info.httpStatus} has no phrase`
+      )
     }
   })
 

@@ -1,11 +1,29 @@
 // Events as core/v1 Event objects (src/core/meta/Events.ts): Kubernetes' naming, times and field selectors.
 import { assert, describe, it } from "@effect/vitest"
-import { aggregationKey, type EventRecord, eventFieldLabels, eventFields, eventName, eventObject, microTime } from "../../../src/core/meta/Events.ts"
+import {
+  aggregationKey,
+  eventFieldLabels,
+  eventFields,
+  eventName,
+  eventObject,
+  type EventRecord,
+  microTime
+} from "../../../src/core/meta/Events.ts"
 import { checkDns1123Subdomain } from "../../../src/core/meta/Names.ts"
 
 const involved = { apiVersion: "nodus.dev/v1", kind: "Job", name: "train", namespace: "demo", uid: "u-1" }
 const at = Date.UTC(2026, 0, 2, 3, 4, 5, 678)
-const record: EventRecord = { name: "train.abc", involved, reason: "Preempted", message: "lost", warning: true, count: 2, first: at, last: at + 60_000, component: "nodus-sim" }
+const record: EventRecord = {
+  name: "train.abc",
+  involved,
+  reason: "Preempted",
+  message: "lost",
+  warning: true,
+  count: 2,
+  first: at,
+  last: at + 60_000,
+  component: "nodus-sim"
+}
 
 describe("Events", () => {
   it("names events <object>.<hex> as Kubernetes does, distinct within a millisecond, always a DNS subdomain", () => {
@@ -26,7 +44,12 @@ describe("Events", () => {
     assert.strictEqual(object["count"], 2)
     assert.deepStrictEqual(object["source"], { component: "nodus-sim" })
     assert.strictEqual(object.metadata.namespace, "demo")
-    assert.deepStrictEqual(object.metadata.ownerReferences, [{ apiVersion: "nodus.dev/v1", kind: "Job", name: "train", uid: "u-1" }])
+    assert.deepStrictEqual(object.metadata.ownerReferences, [{
+      apiVersion: "nodus.dev/v1",
+      kind: "Job",
+      name: "train",
+      uid: "u-1"
+    }])
   })
 
   it("aggregates by object, reason, message and type", () => {
@@ -39,7 +62,15 @@ describe("Events", () => {
   it("reads the field labels kubectl describe selects on", () => {
     const fields = eventFields(eventObject(record, "uid-9", at) as never)
     assert.deepStrictEqual(
-      ["involvedObject.kind", "involvedObject.name", "involvedObject.namespace", "involvedObject.uid", "reason", "type", "source"].map((label) => fields[label]),
+      [
+        "involvedObject.kind",
+        "involvedObject.name",
+        "involvedObject.namespace",
+        "involvedObject.uid",
+        "reason",
+        "type",
+        "source"
+      ].map((label) => fields[label]),
       ["Job", "train", "demo", "u-1", "Preempted", "Warning", "nodus-sim"]
     )
     for (const label of Object.keys(fields)) assert.isTrue(eventFieldLabels.has(label), label)

@@ -76,7 +76,10 @@ describe("FieldSelector.parse", () => {
 
   it("accepts any field named in the supported set", () => {
     const result = FieldSelector.parse("spec.nodeName=n1", new Set(["spec.nodeName"]))
-    assert.deepStrictEqual(result, { _tag: "Ok", value: { requirements: [{ field: "spec.nodeName", operator: "Equals", value: "n1" }] } })
+    assert.deepStrictEqual(result, {
+      _tag: "Ok",
+      value: { requirements: [{ field: "spec.nodeName", operator: "Equals", value: "n1" }] }
+    })
   })
 
   const errors: ReadonlyArray<readonly [string, string]> = [
@@ -128,7 +131,11 @@ describe("FieldSelector helpers", () => {
     fc.assert(
       fc.property(value, (value) => {
         const result = FieldSelector.parse(`metadata.name=${FieldSelector.escapeValue(value)}`, supported)
-        const requirements: ReadonlyArray<FieldSelector.FieldRequirement> = [{ field: "metadata.name", operator: "Equals", value }]
+        const requirements: ReadonlyArray<FieldSelector.FieldRequirement> = [{
+          field: "metadata.name",
+          operator: "Equals",
+          value
+        }]
         assert.deepStrictEqual(result, { _tag: "Ok", value: { requirements } })
         assert.deepStrictEqual(FieldSelector.unescapeValue(FieldSelector.escapeValue(value)), { _tag: "Ok", value })
       }),

@@ -4,11 +4,11 @@
 
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { jsonValue } from "../../support/Arbitraries.ts"
 import { canonical, isArray, isObject } from "../../../src/core/Json.ts"
 import type { Json } from "../../../src/core/Json.ts"
 import { apply, decode, parsePointer } from "../../../src/core/meta/JsonPatch.ts"
 import type { Operation, PatchError, PatchResult } from "../../../src/core/meta/JsonPatch.ts"
+import { jsonValue } from "../../support/Arbitraries.ts"
 
 const parse = (text: string): Json => JSON.parse(text) as Json
 
@@ -42,11 +42,36 @@ const deepFreeze = <A>(value: A): A => {
 
 // RFC 6902 Appendix A: name, document, patch, and the resulting document or the expected error reason.
 const appendixA: ReadonlyArray<readonly [string, string, string, string | { readonly error: PatchError["reason"] }]> = [
-  ["A.1 Adding an Object Member", `{ "foo": "bar"}`, `[ { "op": "add", "path": "/baz", "value": "qux" } ]`, `{ "baz": "qux", "foo": "bar" }`],
-  ["A.2 Adding an Array Element", `{ "foo": [ "bar", "baz" ] }`, `[ { "op": "add", "path": "/foo/1", "value": "qux" } ]`, `{ "foo": [ "bar", "qux", "baz" ] }`],
-  ["A.3 Removing an Object Member", `{ "baz": "qux", "foo": "bar" }`, `[ { "op": "remove", "path": "/baz" } ]`, `{ "foo": "bar" }`],
-  ["A.4 Removing an Array Element", `{ "foo": [ "bar", "qux", "baz" ] }`, `[ { "op": "remove", "path": "/foo/1" } ]`, `{ "foo": [ "bar", "baz" ] }`],
-  ["A.5 Replacing a Value", `{ "baz": "qux", "foo": "bar" }`, `[ { "op": "replace", "path": "/baz", "value": "boo" } ]`, `{ "baz": "boo", "foo": "bar" }`],
+  [
+    "A.1 Adding an Object Member",
+    `{ "foo": "bar"}`,
+    `[ { "op": "add", "path": "/baz", "value": "qux" } ]`,
+    `{ "baz": "qux", "foo": "bar" }`
+  ],
+  [
+    "A.2 Adding an Array Element",
+    `{ "foo": [ "bar", "baz" ] }`,
+    `[ { "op": "add", "path": "/foo/1", "value": "qux" } ]`,
+    `{ "foo": [ "bar", "qux", "baz" ] }`
+  ],
+  [
+    "A.3 Removing an Object Member",
+    `{ "baz": "qux", "foo": "bar" }`,
+    `[ { "op": "remove", "path": "/baz" } ]`,
+    `{ "foo": "bar" }`
+  ],
+  [
+    "A.4 Removing an Array Element",
+    `{ "foo": [ "bar", "qux", "baz" ] }`,
+    `[ { "op": "remove", "path": "/foo/1" } ]`,
+    `{ "foo": [ "bar", "baz" ] }`
+  ],
+  [
+    "A.5 Replacing a Value",
+    `{ "baz": "qux", "foo": "bar" }`,
+    `[ { "op": "replace", "path": "/baz", "value": "boo" } ]`,
+    `{ "baz": "boo", "foo": "bar" }`
+  ],
   [
     "A.6 Moving a Value",
     `{ "foo": { "bar": "baz", "waldo": "fred" }, "qux": { "corge": "grault" } }`,
@@ -65,7 +90,9 @@ const appendixA: ReadonlyArray<readonly [string, string, string, string | { read
     `[ { "op": "test", "path": "/baz", "value": "qux" }, { "op": "test", "path": "/foo/1", "value": 2 } ]`,
     `{ "baz": "qux", "foo": [ "a", 2, "c" ] }`
   ],
-  ["A.9 Testing a Value: Error", `{ "baz": "qux" }`, `[ { "op": "test", "path": "/baz", "value": "bar" } ]`, { error: "TestFailed" }],
+  ["A.9 Testing a Value: Error", `{ "baz": "qux" }`, `[ { "op": "test", "path": "/baz", "value": "bar" } ]`, {
+    error: "TestFailed"
+  }],
   [
     "A.10 Adding a Nested Member Object",
     `{ "foo": "bar" }`,
@@ -78,14 +105,36 @@ const appendixA: ReadonlyArray<readonly [string, string, string, string | { read
     `[ { "op": "add", "path": "/baz", "value": "qux", "xyz": 123 } ]`,
     `{ "foo": "bar", "baz": "qux" }`
   ],
-  ["A.12 Adding to a Nonexistent Target", `{ "foo": "bar" }`, `[ { "op": "add", "path": "/baz/bat", "value": "qux" } ]`, { error: "NotFound" }],
+  [
+    "A.12 Adding to a Nonexistent Target",
+    `{ "foo": "bar" }`,
+    `[ { "op": "add", "path": "/baz/bat", "value": "qux" } ]`,
+    { error: "NotFound" }
+  ],
   // A.13 gives no target and expects an error for the duplicate "op". JSON.parse keeps the last "op", so
   // the operation decodes as a remove of "/baz", which still fails against the running example document.
-  ["A.13 Invalid JSON Patch Document", `{ "foo": "bar" }`, `[ { "op": "add", "path": "/baz", "value": "qux", "op": "remove" } ]`, { error: "NotFound" }],
-  ["A.14 ~ Escape Ordering", `{ "/": 9, "~1": 10 }`, `[ {"op": "test", "path": "/~01", "value": 10} ]`, `{ "/": 9, "~1": 10 }`],
+  [
+    "A.13 Invalid JSON Patch Document",
+    `{ "foo": "bar" }`,
+    `[ { "op": "add", "path": "/baz", "value": "qux", "op": "remove" } ]`,
+    { error: "NotFound" }
+  ],
+  [
+    "A.14 ~ Escape Ordering",
+    `{ "/": 9, "~1": 10 }`,
+    `[ {"op": "test", "path": "/~01", "value": 10} ]`,
+    `{ "/": 9, "~1": 10 }`
+  ],
   // A.15: comparing strings and numbers, the string "10" is not the number 10.
-  ["A.15 Comparing Strings and Numbers", `{ "/": 9, "~1": 10 }`, `[ {"op": "test", "path": "/~01", "value": "10"} ]`, { error: "TestFailed" }],
-  ["A.16 Adding an Array Value", `{ "foo": ["bar"] }`, `[ { "op": "add", "path": "/foo/-", "value": ["abc", "def"] } ]`, `{ "foo": ["bar", ["abc", "def"]] }`]
+  ["A.15 Comparing Strings and Numbers", `{ "/": 9, "~1": 10 }`, `[ {"op": "test", "path": "/~01", "value": "10"} ]`, {
+    error: "TestFailed"
+  }],
+  [
+    "A.16 Adding an Array Value",
+    `{ "foo": ["bar"] }`,
+    `[ { "op": "add", "path": "/foo/-", "value": ["abc", "def"] } ]`,
+    `{ "foo": ["bar", ["abc", "def"]] }`
+  ]
 ]
 
 // RFC 6901 §5: the example document and each pointer with the value it references.
@@ -111,7 +160,7 @@ const pointerExamples: ReadonlyArray<readonly [string, Json]> = [
   ["/e^f", 3],
   ["/g|h", 4],
   ["/i\\j", 5],
-  ['/k"l', 6],
+  ["/k\"l", 6],
   ["/ ", 7],
   ["/m~0n", 8]
 ]
@@ -150,7 +199,9 @@ describe("JsonPatch.parsePointer: RFC 6901", () => {
   })
 
   it("rejects pointers that do not start with / and malformed escapes (§3)", () => {
-    for (const pointer of ["foo", "#/foo", "/~", "/a~2b", "/~a"]) assert.strictEqual(parsePointer(pointer), undefined, pointer)
+    for (const pointer of ["foo", "#/foo", "/~", "/a~2b", "/~a"]) {
+      assert.strictEqual(parsePointer(pointer), undefined, pointer)
+    }
   })
 })
 
@@ -158,7 +209,11 @@ describe("JsonPatch.apply: errors", () => {
   const document = `{ "foo": ["bar", "baz"], "a": { "b": 1 }, "ab": 2 }`
 
   it("reports the index of the failing operation and the pointer at fault", () => {
-    const error = expectErr(run(document, `[{"op":"add","path":"/x","value":1},{"op":"remove","path":"/missing"}]`), 1, "NotFound")
+    const error = expectErr(
+      run(document, `[{"op":"add","path":"/x","value":1},{"op":"remove","path":"/missing"}]`),
+      1,
+      "NotFound"
+    )
     assert.strictEqual(error.path, "/missing")
     const fromError = expectErr(run(document, `[{"op":"copy","from":"/nope","path":"/x"}]`), 0, "NotFound")
     assert.strictEqual(fromError.path, "/nope")
@@ -170,13 +225,19 @@ describe("JsonPatch.apply: errors", () => {
     expectErr(run(document, `[{"op":"add","path":"/foo/3","value":1}]`), 0, "NotFound")
     expectErr(run(document, `[{"op":"remove","path":"/foo/2"}]`), 0, "NotFound")
     expectErr(run(document, `[{"op":"replace","path":"/foo/-","value":1}]`), 0, "NotFound")
-    expectOk(run(document, `[{"op":"add","path":"/foo/2","value":1}]`), parse(`{ "foo": ["bar", "baz", 1], "a": { "b": 1 }, "ab": 2 }`))
+    expectOk(
+      run(document, `[{"op":"add","path":"/foo/2","value":1}]`),
+      parse(`{ "foo": ["bar", "baz", 1], "a": { "b": 1 }, "ab": 2 }`)
+    )
   })
 
   it("forbids moving a location into its own child, comparing tokens rather than text", () => {
     const error = expectErr(run(document, `[{"op":"move","from":"/a","path":"/a/c"}]`), 0, "Invalid")
     assert.strictEqual(error.path, "/a")
-    expectOk(run(document, `[{"op":"move","from":"/a","path":"/abc"}]`), parse(`{ "foo": ["bar", "baz"], "ab": 2, "abc": { "b": 1 } }`))
+    expectOk(
+      run(document, `[{"op":"move","from":"/a","path":"/abc"}]`),
+      parse(`{ "foo": ["bar", "baz"], "ab": 2, "abc": { "b": 1 } }`)
+    )
     expectOk(run(document, `[{"op":"move","from":"/a","path":"/a"}]`), parse(document))
   })
 
@@ -189,16 +250,25 @@ describe("JsonPatch.apply: errors", () => {
   })
 
   it("tests by deep equality: numbers by value, object members in any order (RFC 6902 §4.6)", () => {
-    expectOk(run(`{"n":1.0,"o":{"a":1,"b":[1,{"c":2,"d":3}]}}`, `[{"op":"test","path":"/n","value":1},{"op":"test","path":"/o","value":{"b":[1,{"d":3,"c":2}],"a":1}}]`), {
-      n: 1,
-      o: { a: 1, b: [1, { c: 2, d: 3 }] }
-    })
+    expectOk(
+      run(
+        `{"n":1.0,"o":{"a":1,"b":[1,{"c":2,"d":3}]}}`,
+        `[{"op":"test","path":"/n","value":1},{"op":"test","path":"/o","value":{"b":[1,{"d":3,"c":2}],"a":1}}]`
+      ),
+      {
+        n: 1,
+        o: { a: 1, b: [1, { c: 2, d: 3 }] }
+      }
+    )
     expectErr(run(`{"a":[1,2]}`, `[{"op":"test","path":"/a","value":[2,1]}]`), 0, "TestFailed")
   })
 
   it("replaces and adds at the root", () => {
     expectOk(run(document, `[{"op":"replace","path":"","value":[1]}]`), [1])
-    expectOk(run(document, `[{"op":"add","path":"","value":{"z":null}},{"op":"copy","from":"/z","path":"/y"}]`), { z: null, y: null })
+    expectOk(run(document, `[{"op":"add","path":"","value":{"z":null}},{"op":"copy","from":"/z","path":"/y"}]`), {
+      z: null,
+      y: null
+    })
   })
 
   it("is atomic: a failing third operation leaves the target unchanged", () => {
@@ -244,7 +314,12 @@ describe("JsonPatch.decode", () => {
   })
 
   it("accepts null values and keeps only the members each op needs", () => {
-    const decoded = decode([{ op: "replace", path: "/a", value: null, from: "/b" }, { op: "move", from: "/b", path: "/c", value: 1 }])
+    const decoded = decode([{ op: "replace", path: "/a", value: null, from: "/b" }, {
+      op: "move",
+      from: "/b",
+      path: "/c",
+      value: 1
+    }])
     assert.deepStrictEqual(decoded, {
       _tag: "Ok",
       operations: [
@@ -256,7 +331,10 @@ describe("JsonPatch.decode", () => {
 })
 
 // Member names that are easy to mishandle: prototype properties, the empty name, pointer syntax.
-const key = fc.oneof(fc.string({ maxLength: 4 }), fc.constantFrom("__proto__", "constructor", "", "a/b", "m~n", "~1", "-", "0"))
+const key = fc.oneof(
+  fc.string({ maxLength: 4 }),
+  fc.constantFrom("__proto__", "constructor", "", "a/b", "m~n", "~1", "-", "0")
+)
 const anyJson = jsonValue(key)
 const objectDocument = fc.dictionary(key, anyJson, { maxKeys: 5, noNullPrototype: true })
 
@@ -265,12 +343,15 @@ const toPointer = (tokens: ReadonlyArray<string>): string =>
   tokens.map((token) => `/${token.replaceAll("~", "~0").replaceAll("/", "~1")}`).join("")
 
 // Every container (object or array) inside a document, with the tokens that reach it.
-const containers = (document: Json, tokens: ReadonlyArray<string> = []): ReadonlyArray<readonly [ReadonlyArray<string>, Json]> => {
+const containers = (
+  document: Json,
+  tokens: ReadonlyArray<string> = []
+): ReadonlyArray<readonly [ReadonlyArray<string>, Json]> => {
   const children = isArray(document)
     ? document.map((element, index): readonly [string, Json] => [String(index), element])
     : isObject(document)
-      ? Object.entries(document)
-      : []
+    ? Object.entries(document)
+    : []
   const here = isArray(document) || isObject(document) ? [[tokens, document] as const] : []
   return [...here, ...children.flatMap(([name, value]) => containers(value, [...tokens, name]))]
 }

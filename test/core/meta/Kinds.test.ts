@@ -2,23 +2,59 @@
  * The kind registry against the spec's availability table and the docs. Kubernetes facts (unique names, one version
  * per kind) are checked here once, so routing and discovery may rely on them.
  */
+import { assert, describe, it } from "@effect/vitest"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import { assert, describe, it } from "@effect/vitest"
 import { byKindName, byResource, kinds, kindsIn, namespaceKind, type Operation } from "../../../src/core/meta/Kinds.ts"
 import { isDefined } from "../../../src/core/schemas/Definitions.ts"
 
-const full: ReadonlyArray<Operation> = ["list", "listAll", "watch", "get", "create", "replace", "patch", "delete", "getStatus", "writeStatus"]
+const full: ReadonlyArray<Operation> = [
+  "list",
+  "listAll",
+  "watch",
+  "get",
+  "create",
+  "replace",
+  "patch",
+  "delete",
+  "getStatus",
+  "writeStatus"
+]
 const readOnly: ReadonlyArray<Operation> = ["list", "listAll", "watch", "get"]
 
 /** Spec: Availability by kind, row by row (with the scopes the spec leaves open as docs/kinds.md decides them). */
 const availability: ReadonlyArray<readonly [string, "Namespaced" | "Cluster", ReadonlyArray<Operation>]> = [
-  ...["agentgroups", "agentruns", "agents", "apps", "connections", "environments", "functioncalls", "functions", "images", "inferenceendpoints", "jobs"]
+  ...[
+    "agentgroups",
+    "agentruns",
+    "agents",
+    "apps",
+    "connections",
+    "environments",
+    "functioncalls",
+    "functions",
+    "images",
+    "inferenceendpoints",
+    "jobs"
+  ]
     .map((plural) => [plural, "Namespaced", full] as const),
   ...["sandboxes", "workspaces", "sweeps", "pools"].map((plural) => [plural, "Namespaced", full] as const),
   ["attempts", "Namespaced", readOnly],
   ["enrollmenttokens", "Namespaced", [...readOnly, "create", "delete"]],
-  ...["budgets", "cloudaccounts", "marketplaceentries", "webhookendpoints"].map((plural) => [plural, "Cluster", ["list", "listAll", "watch", "get", "create", "replace", "patch", "delete", "getStatus", "writeStatus"]] as const),
+  ...["budgets", "cloudaccounts", "marketplaceentries", "webhookendpoints"].map((plural) =>
+    [plural, "Cluster", [
+      "list",
+      "listAll",
+      "watch",
+      "get",
+      "create",
+      "replace",
+      "patch",
+      "delete",
+      "getStatus",
+      "writeStatus"
+    ]] as const
+  ),
   ["creditgrants", "Cluster", readOnly],
   ["marketplacecontracts", "Cluster", readOnly],
   ["trainingjobs", "Namespaced", full],
@@ -75,7 +111,11 @@ describe("kind registry", () => {
     for (const info of kinds) {
       assert.isTrue(isDefined(info.kind), `${info.kind} has no schema in src/core/schemas/Definitions.ts`)
       assert.include(index, `[${info.kind}](kinds/${info.kind}.md)`, `docs/kinds.md does not link ${info.kind}`)
-      assert.match(readFileSync(join(docs, "kinds", `${info.kind}.md`), "utf8"), new RegExp(`^## ${info.kind}\n`, "u"), info.kind)
+      assert.match(
+        readFileSync(join(docs, "kinds", `${info.kind}.md`), "utf8"),
+        new RegExp(`^## ${info.kind}\n`, "u"),
+        info.kind
+      )
     }
   })
 })

@@ -14,7 +14,9 @@ const parsed = (input: string): LabelSelector.LabelSelector => {
   return result.value
 }
 
-const errorOf = (result: ParseResult<unknown>): string | undefined => (result._tag === "Err" ? result.message : undefined)
+const errorOf = (
+  result: ParseResult<unknown>
+): string | undefined => (result._tag === "Err" ? result.message : undefined)
 
 describe("LabelSelector.matches", () => {
   const table: ReadonlyArray<readonly [string, Record<string, string> | undefined, boolean]> = [
@@ -131,7 +133,8 @@ describe("LabelSelector.parse structure", () => {
 
 const keyRegexHint =
   "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
-const nameMessage = `name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character ${keyRegexHint}`
+const nameMessage =
+  `name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character ${keyRegexHint}`
 const valueMessage =
   "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
 const integerMessage = "for 'Gt', 'Lt' operators, the value must be an integer"
@@ -155,9 +158,12 @@ describe("LabelSelector.parse errors", () => {
     ["!", "unable to parse requirement: found '', expected: identifier"],
     ["a b", "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt"],
     ["a=(", "unable to parse requirement: found '(', expected: identifier"],
-    [`${"a".repeat(64)}=b`, `unable to parse requirement: <nil>: Invalid value: "${"a".repeat(64)}": name part must be no more than 63 bytes`],
+    [
+      `${"a".repeat(64)}=b`,
+      `unable to parse requirement: <nil>: Invalid value: "${"a".repeat(64)}": name part must be no more than 63 bytes`
+    ],
     ["a/", `unable to parse requirement: <nil>: Invalid value: "a/": name part must be non-empty; ${nameMessage}`],
-    ["/a", 'unable to parse requirement: <nil>: Invalid value: "/a": prefix part must be non-empty'],
+    ["/a", "unable to parse requirement: <nil>: Invalid value: \"/a\": prefix part must be non-empty"],
     [
       "x/y/z=1",
       `unable to parse requirement: <nil>: Invalid value: "x/y/z": a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character ${keyRegexHint} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`
@@ -167,11 +173,17 @@ describe("LabelSelector.parse errors", () => {
       "unable to parse requirement: <nil>: Invalid value: \"Ab.com/x\": prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
     ],
     ["a=-b", `unable to parse requirement: values[0][a]: Invalid value: "-b": ${valueMessage}`],
-    [`a=${"v".repeat(64)}`, `unable to parse requirement: values[0][a]: Invalid value: "${"v".repeat(64)}": must be no more than 63 bytes`],
-    ['a=b"c', `unable to parse requirement: values[0][a]: Invalid value: "b\\"c": ${valueMessage}`],
+    [
+      `a=${"v".repeat(64)}`,
+      `unable to parse requirement: values[0][a]: Invalid value: "${"v".repeat(64)}": must be no more than 63 bytes`
+    ],
+    ["a=b\"c", `unable to parse requirement: values[0][a]: Invalid value: "b\\"c": ${valueMessage}`],
     ["a>b", `unable to parse requirement: values[0]: Invalid value: "b": ${integerMessage}`],
     ["a>", `unable to parse requirement: values[0]: Invalid value: "": ${integerMessage}`],
-    ["a>99999999999999999999", `unable to parse requirement: values[0]: Invalid value: "99999999999999999999": ${integerMessage}`],
+    [
+      "a>99999999999999999999",
+      `unable to parse requirement: values[0]: Invalid value: "99999999999999999999": ${integerMessage}`
+    ],
     ["a>-1", `unable to parse requirement: values[0][a]: Invalid value: "-1": ${valueMessage}`],
     [
       "a>x-",
@@ -225,7 +237,9 @@ describe("LabelSelector key and value validation", () => {
   })
 
   it("rejects an over-long prefix and a name starting with a dash", () => {
-    assert.deepStrictEqual(LabelSelector.validateLabelKey(`${"p".repeat(254)}/n`), ["prefix part must be no more than 253 bytes"])
+    assert.deepStrictEqual(LabelSelector.validateLabelKey(`${"p".repeat(254)}/n`), [
+      "prefix part must be no more than 253 bytes"
+    ])
     assert.deepStrictEqual(LabelSelector.validateLabelKey("-a"), [nameMessage])
   })
 })
@@ -239,7 +253,9 @@ const valuePool = ["", "x", "y", "in", "0", "5", "007", "10"] as const
 
 const arbitraryKey = fc.oneof(
   fc.constantFrom(...keyPool),
-  fc.stringMatching(/^([a-z0-9]([-a-z0-9]{0,6}[a-z0-9])?(\.[a-z0-9]{1,4}){0,2}\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,10}[A-Za-z0-9])?$/)
+  fc.stringMatching(
+    /^([a-z0-9]([-a-z0-9]{0,6}[a-z0-9])?(\.[a-z0-9]{1,4}){0,2}\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,10}[A-Za-z0-9])?$/
+  )
 )
 const arbitraryValue = fc.oneof(
   fc.constantFrom(...valuePool),
@@ -247,8 +263,12 @@ const arbitraryValue = fc.oneof(
 )
 const arbitraryInteger = fc.oneof(fc.constantFrom("0", "5", "007", "10"), fc.nat().map(String))
 
-const byKey = (left: Requirement, right: Requirement): number => (left.key < right.key ? -1 : left.key > right.key ? 1 : 0)
-const sortedValues = (values: ReadonlyArray<string>): ReadonlyArray<string> => values.toSorted((l, r) => (l < r ? -1 : l > r ? 1 : 0))
+const byKey = (
+  left: Requirement,
+  right: Requirement
+): number => (left.key < right.key ? -1 : left.key > right.key ? 1 : 0)
+const sortedValues = (values: ReadonlyArray<string>): ReadonlyArray<string> =>
+  values.toSorted((l, r) => (l < r ? -1 : l > r ? 1 : 0))
 
 const arbitraryRequirement = (key: fc.Arbitrary<string>, value: fc.Arbitrary<string>): fc.Arbitrary<Requirement> =>
   fc.oneof(
@@ -259,17 +279,28 @@ const arbitraryRequirement = (key: fc.Arbitrary<string>, value: fc.Arbitrary<str
       values: fc.uniqueArray(value, { minLength: 1, maxLength: 4 }).map(sortedValues)
     }),
     fc.record({ key, operator: fc.constantFrom<Operator>("Exists", "DoesNotExist"), values: fc.constant([]) }),
-    fc.record({ key, operator: fc.constantFrom<Operator>("GreaterThan", "LessThan"), values: arbitraryInteger.map((v) => [v]) })
+    fc.record({
+      key,
+      operator: fc.constantFrom<Operator>("GreaterThan", "LessThan"),
+      values: arbitraryInteger.map((v) => [v])
+    })
   )
 
-const arbitrarySelector = (key: fc.Arbitrary<string>, value: fc.Arbitrary<string>): fc.Arbitrary<LabelSelector.LabelSelector> =>
-  fc.array(arbitraryRequirement(key, value), { maxLength: 5 }).map((requirements) => ({ requirements: requirements.toSorted(byKey) }))
+const arbitrarySelector = (
+  key: fc.Arbitrary<string>,
+  value: fc.Arbitrary<string>
+): fc.Arbitrary<LabelSelector.LabelSelector> =>
+  fc.array(arbitraryRequirement(key, value), { maxLength: 5 }).map((requirements) => ({
+    requirements: requirements.toSorted(byKey)
+  }))
 
 // A deliberately naive restatement of each operator's meaning, written apart from the module.
 const modelMatches = (requirement: Requirement, labels: Readonly<Record<string, string>>): boolean => {
   const present = Object.keys(labels).includes(requirement.key)
   const label = present ? labels[requirement.key] : undefined
-  const asNumber = (text: string | undefined) => (text !== undefined && /^[+-]?[0-9]+$/.test(text) ? Number(text) : undefined)
+  const asNumber = (
+    text: string | undefined
+  ) => (text !== undefined && /^[+-]?[0-9]+$/.test(text) ? Number(text) : undefined)
   const actual = asNumber(label)
   const bound = asNumber(requirement.values[0])
   switch (requirement.operator) {
@@ -316,7 +347,25 @@ describe("LabelSelector properties", () => {
   })
 
   it("never throws on arbitrary input, and anything it accepts prints canonically", () => {
-    const pieces = fc.constantFrom("a", "in", "notin", " ", "=", "==", "!=", "!", "(", ")", ",", ">", "<", "5", "-", "/", "é")
+    const pieces = fc.constantFrom(
+      "a",
+      "in",
+      "notin",
+      " ",
+      "=",
+      "==",
+      "!=",
+      "!",
+      "(",
+      ")",
+      ",",
+      ">",
+      "<",
+      "5",
+      "-",
+      "/",
+      "é"
+    )
     fc.assert(
       fc.property(fc.array(pieces, { maxLength: 10 }).map((parts) => parts.join("")), (input) => {
         const result = LabelSelector.parse(input)

@@ -40,7 +40,12 @@ const deepFreeze = <A>(value: A): A => {
 // Member names that are easy to mishandle: prototype properties, the empty name, pointer syntax.
 const awkwardKey = fc.constantFrom("__proto__", "constructor", "toString", "", "a/b", "m~n", "0")
 const key = fc.oneof(fc.string({ maxLength: 4 }), awkwardKey)
-const scalar = fc.oneof(fc.boolean(), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.string({ maxLength: 6 }))
+const scalar = fc.oneof(
+  fc.boolean(),
+  fc.integer(),
+  fc.double({ noNaN: true, noDefaultInfinity: true }),
+  fc.string({ maxLength: 6 })
+)
 
 // JSON values in which null never appears as an object member value (it may appear in arrays).
 const { value: jsonWithoutNullMembers } = fc.letrec<{ value: Json; member: Json }>((tie) => ({
@@ -76,7 +81,9 @@ describe("MergePatch.apply", () => {
   })
 
   it("removes a label with null and keeps the other labels and metadata", () => {
-    const resource = parse(`{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1","labels":{"a":"1","b":"2"}},"spec":{"x":[1]}}`)
+    const resource = parse(
+      `{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1","labels":{"a":"1","b":"2"}},"spec":{"x":[1]}}`
+    )
     const patched = apply(resource, parse(`{"metadata":{"labels":{"a":null}}}`))
     assert.deepStrictEqual(
       patched,

@@ -58,16 +58,29 @@ const runTable = (check: (value: string) => ReadonlyArray<string>, table: Record
 
 describe("the fixtures", () => {
   it("sit at the exact bounds", () => {
-    assert.deepStrictEqual([dns1123LabelMaxLength, dns1123SubdomainMaxLength, qualifiedNameMaxLength, labelValueMaxLength], [63, 253, 63, 63])
-    assert.deepStrictEqual([label63.length, label64.length, subdomain253.length, subdomain254.length], [63, 64, 253, 254])
+    assert.deepStrictEqual([
+      dns1123LabelMaxLength,
+      dns1123SubdomainMaxLength,
+      qualifiedNameMaxLength,
+      labelValueMaxLength
+    ], [63, 253, 63, 63])
+    assert.deepStrictEqual([label63.length, label64.length, subdomain253.length, subdomain254.length], [
+      63,
+      64,
+      253,
+      254
+    ])
     assert.deepStrictEqual([utf8Length(twoByte), utf8Length(threeByte), utf8Length("a"), utf8Length("")], [2, 3, 1, 0])
   })
 
   it("utf8Length agrees with Buffer.byteLength", () => {
     // Any code units, lone surrogates included (encoded as U+FFFD, as Buffer and TextEncoder do).
-    fc.assert(fc.property(fc.oneof(fc.string({ unit: "grapheme" }), fc.string({ unit: "binary" })), (text) => {
-      assert.strictEqual(utf8Length(text), Buffer.byteLength(text, "utf8"))
-    }), { numRuns: 1_000 })
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ unit: "grapheme" }), fc.string({ unit: "binary" })), (text) => {
+        assert.strictEqual(utf8Length(text), Buffer.byteLength(text, "utf8"))
+      }),
+      { numRuns: 1_000 }
+    )
   })
 })
 
@@ -141,7 +154,10 @@ describe("Names.checkQualifiedName", () => {
     "prefix of 253 bytes": { value: `${subdomain253}/a`, problems: [] },
     "prefix of 254 bytes": { value: `${subdomain254}/a`, problems: [`prefix part ${tooLong(253)}`] },
     "empty": { value: "", problems: ["name part must be non-empty", qualifiedNameRegexMessage] },
-    "empty name after the prefix": { value: "example.com/", problems: ["name part must be non-empty", qualifiedNameRegexMessage] },
+    "empty name after the prefix": {
+      value: "example.com/",
+      problems: ["name part must be non-empty", qualifiedNameRegexMessage]
+    },
     "empty prefix": { value: "/name", problems: ["prefix part must be non-empty"] },
     "upper-case prefix": { value: "Example.com/name", problems: [`prefix part ${subdomainRegexMessage}`] },
     "name ending in a dot": { value: "app.", problems: [qualifiedNameRegexMessage] },
@@ -149,12 +165,18 @@ describe("Names.checkQualifiedName", () => {
     "name with a space": { value: "my app", problems: [qualifiedNameRegexMessage] },
     "two slashes": { value: "a/b/c", problems: [qualifiedNameSlashesMessage] },
     "only slashes": { value: "//", problems: [qualifiedNameSlashesMessage] },
-    "bad prefix and bad name": { value: "a_b/-c", problems: [`prefix part ${subdomainRegexMessage}`, qualifiedNameRegexMessage] }
+    "bad prefix and bad name": {
+      value: "a_b/-c",
+      problems: [`prefix part ${subdomainRegexMessage}`, qualifiedNameRegexMessage]
+    }
   })
 
   it("counts UTF-8 bytes in the name part", () => {
     assert.deepStrictEqual(checkQualifiedName(`${twoByte.repeat(31)}a`), [qualifiedNameRegexMessage])
-    assert.deepStrictEqual(checkQualifiedName(`${twoByte.repeat(32)}`), [`name part ${tooLong(63)}`, qualifiedNameRegexMessage])
+    assert.deepStrictEqual(checkQualifiedName(`${twoByte.repeat(32)}`), [
+      `name part ${tooLong(63)}`,
+      qualifiedNameRegexMessage
+    ])
   })
 })
 

@@ -11,7 +11,11 @@ import type { ResourceObject } from "../../../src/core/meta/ObjectMeta.ts"
 import { apply, withName } from "../../../src/core/meta/ServerSideApply.ts"
 import { makeStoredObject, type ObjectOverrides } from "../../support/Objects.ts"
 
-const makeEntry = (manager: string, operation: "Apply" | "Update", paths: ReadonlyArray<ReadonlyArray<string>>): ManagedFieldsEntry => ({
+const makeEntry = (
+  manager: string,
+  operation: "Apply" | "Update",
+  paths: ReadonlyArray<ReadonlyArray<string>>
+): ManagedFieldsEntry => ({
   manager,
   operation,
   apiVersion: "nodus.dev/v1",
@@ -43,9 +47,17 @@ describe("ServerSideApply.apply: merging", () => {
   const table: Record<string, { readonly spec: Json; readonly configuration: Json; readonly result: Json }> = {
     "new field is added": { spec: { a: 1 }, configuration: { b: 2 }, result: { a: 1, b: 2 } },
     "scalar is replaced": { spec: { a: 1 }, configuration: { a: 2 }, result: { a: 2 } },
-    "nested objects merge": { spec: { a: 1, n: { x: 1, y: 2 } }, configuration: { n: { y: 3, z: 4 } }, result: { a: 1, n: { x: 1, y: 3, z: 4 } } },
+    "nested objects merge": {
+      spec: { a: 1, n: { x: 1, y: 2 } },
+      configuration: { n: { y: 3, z: 4 } },
+      result: { a: 1, n: { x: 1, y: 3, z: 4 } }
+    },
     "lists replace": { spec: { args: [1, 2, 3] }, configuration: { args: [9] }, result: { args: [9] } },
-    "lists of objects replace": { spec: { env: [{ name: "A", value: "1" }] }, configuration: { env: [{ name: "A" }] }, result: { env: [{ name: "A" }] } },
+    "lists of objects replace": {
+      spec: { env: [{ name: "A", value: "1" }] },
+      configuration: { env: [{ name: "A" }] },
+      result: { env: [{ name: "A" }] }
+    },
     "object replaces scalar": { spec: { a: 1 }, configuration: { a: { b: 1 } }, result: { a: { b: 1 } } },
     "scalar replaces object": { spec: { a: { b: 1 } }, configuration: { a: 1 }, result: { a: 1 } },
     "empty object merges as nothing": { spec: { a: { b: 1 } }, configuration: { a: {} }, result: { a: { b: 1 } } }
@@ -66,7 +78,9 @@ describe("ServerSideApply.apply: merging", () => {
 
 describe("ServerSideApply.apply: fields no longer stated", () => {
   it("removes a field the manager applied before and no longer states", () => {
-    const current = deepFreeze(makeObject({ spec: { a: 1, b: 2, c: 3 } }, [makeEntry("ssa", "Apply", [["spec", "a"], ["spec", "b"]])]))
+    const current = deepFreeze(
+      makeObject({ spec: { a: 1, b: 2, c: 3 } }, [makeEntry("ssa", "Apply", [["spec", "a"], ["spec", "b"]])])
+    )
     assert.deepStrictEqual(apply(current, { spec: { a: 1 } }, "ssa")["spec"], { a: 1, c: 3 })
   })
 
@@ -76,7 +90,10 @@ describe("ServerSideApply.apply: fields no longer stated", () => {
       "another applier": makeEntry("other", "Apply", [["spec", "b"]])
     }
     for (const [label, other] of Object.entries(table)) {
-      const current = makeObject({ spec: { a: 1, b: 2 } }, [makeEntry("ssa", "Apply", [["spec", "a"], ["spec", "b"]]), other])
+      const current = makeObject({ spec: { a: 1, b: 2 } }, [
+        makeEntry("ssa", "Apply", [["spec", "a"], ["spec", "b"]]),
+        other
+      ])
       assert.deepStrictEqual(apply(current, { spec: { a: 1 } }, "ssa")["spec"], { a: 1, b: 2 }, label)
     }
   })
@@ -107,14 +124,21 @@ describe("ServerSideApply.apply: fields no longer stated", () => {
   })
 
   it("removes a label it applied before and keeps labels set by others", () => {
-    const current = makeObject({ metadata: { labels: { mine: "1", theirs: "2" } } }, [makeEntry("ssa", "Apply", [["metadata", "labels", "mine"]])])
-    assert.deepStrictEqual(metadataOf(apply(current, { metadata: { labels: { next: "3" } } }, "ssa"))["labels"], { theirs: "2", next: "3" })
+    const current = makeObject({ metadata: { labels: { mine: "1", theirs: "2" } } }, [
+      makeEntry("ssa", "Apply", [["metadata", "labels", "mine"]])
+    ])
+    assert.deepStrictEqual(metadataOf(apply(current, { metadata: { labels: { next: "3" } } }, "ssa"))["labels"], {
+      theirs: "2",
+      next: "3"
+    })
   })
 })
 
 describe("ServerSideApply.apply: metadata", () => {
   it("takes only labels, annotations, finalizers and ownerReferences from the configuration", () => {
-    const current = deepFreeze(makeObject({ metadata: { labels: { a: "1" }, finalizers: ["example.com/old"] }, spec: { a: 1 } }))
+    const current = deepFreeze(
+      makeObject({ metadata: { labels: { a: "1" }, finalizers: ["example.com/old"] }, spec: { a: 1 } })
+    )
     const ownerReference = { apiVersion: "nodus.dev/v1", kind: "Pool", name: "p", uid: "uid-9" }
     const configuration: JsonObject = {
       metadata: {
@@ -151,7 +175,10 @@ describe("ServerSideApply.apply: metadata", () => {
 describe("ServerSideApply.withName", () => {
   const table: Record<string, { readonly configuration: JsonObject; readonly result: JsonObject }> = {
     "no metadata": { configuration: { spec: { a: 1 } }, result: { spec: { a: 1 }, metadata: { name: "train" } } },
-    "metadata without a name": { configuration: { metadata: { labels: { a: "1" } } }, result: { metadata: { labels: { a: "1" }, name: "train" } } },
+    "metadata without a name": {
+      configuration: { metadata: { labels: { a: "1" } } },
+      result: { metadata: { labels: { a: "1" }, name: "train" } }
+    },
     "the same name": { configuration: { metadata: { name: "train" } }, result: { metadata: { name: "train" } } },
     "metadata that is not an object": { configuration: { metadata: "x" }, result: { metadata: { name: "train" } } }
   }
@@ -164,7 +191,12 @@ describe("ServerSideApply.withName", () => {
 
 // Laws over generated specs; member names include ones Object.prototype also has, which are ordinary fields here.
 const member = fc.constantFrom("a", "b", "c", "d", "e-f", "g.h", "toString", "constructor")
-const scalar: fc.Arbitrary<Json> = fc.oneof(fc.boolean(), fc.integer({ min: 0, max: 3 }), fc.constantFrom("x", "y"), fc.constant(null))
+const scalar: fc.Arbitrary<Json> = fc.oneof(
+  fc.boolean(),
+  fc.integer({ min: 0, max: 3 }),
+  fc.constantFrom("x", "y"),
+  fc.constant(null)
+)
 const { node } = fc.letrec<{ node: Json }>((tie) => ({
   node: fc.oneof(
     { depthSize: "small", withCrossShrink: true },
@@ -201,7 +233,10 @@ const scenario = fc.tuple(spec, spec).chain(([currentSpec, configuredSpec]) => {
 describe("ServerSideApply.apply laws", () => {
   it("every stated field ends up with the stated value", () => {
     fc.assert(fc.property(scenario, ({ currentSpec, configuredSpec, applied, others }) => {
-      const current = makeObject({ spec: currentSpec }, [makeEntry("ssa", "Apply", applied), makeEntry("ctl", "Update", others)])
+      const current = makeObject({ spec: currentSpec }, [
+        makeEntry("ssa", "Apply", applied),
+        makeEntry("ctl", "Update", others)
+      ])
       const result = apply(current, { spec: configuredSpec }, "ssa")
       const stated = ManagedFields.leaves({ spec: configuredSpec })
       assert.isTrue(stated.length > 0)
@@ -219,7 +254,10 @@ describe("ServerSideApply.apply laws", () => {
     // Both branches must have been exercised, or the law held vacuously.
     const seen = { removed: 0, kept: 0 }
     fc.assert(fc.property(scenario, ({ currentSpec, configuredSpec, applied, others }) => {
-      const current = makeObject({ spec: currentSpec }, [makeEntry("ssa", "Apply", applied), makeEntry("ctl", "Update", others)])
+      const current = makeObject({ spec: currentSpec }, [
+        makeEntry("ssa", "Apply", applied),
+        makeEntry("ctl", "Update", others)
+      ])
       const result = apply(current, { spec: configuredSpec }, "ssa")
       const stated = ManagedFields.leaves({ spec: configuredSpec })
       const key = (path: ReadonlyArray<string>) => ManagedFields.pathKey(path)

@@ -5,16 +5,28 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
 import * as fc from "fast-check"
-import type { ApiError } from "../../../src/core/meta/ApiError.ts"
 import type { JsonObject } from "../../../src/core/Json.ts"
+import type { ApiError } from "../../../src/core/meta/ApiError.ts"
 import type { ManagedFieldsEntry } from "../../../src/core/meta/ManagedFields.ts"
 import type { ObjectMeta, ResourceObject } from "../../../src/core/meta/ObjectMeta.ts"
 import * as Strategy from "../../../src/core/meta/Strategy.ts"
 import type { CreateContext, Disposition, Target, WriteContext } from "../../../src/core/meta/Strategy.ts"
 import { makeStoredObject, type ObjectOverrides } from "../../support/Objects.ts"
 
-const target: Target = { apiVersion: "nodus.dev/v1", kind: "Job", plural: "jobs", group: "nodus.dev", namespace: "demo" }
-const clusterTarget: Target = { apiVersion: "nodus.dev/v1", kind: "Budget", plural: "budgets", group: "nodus.dev", namespace: undefined }
+const target: Target = {
+  apiVersion: "nodus.dev/v1",
+  kind: "Job",
+  plural: "jobs",
+  group: "nodus.dev",
+  namespace: "demo"
+}
+const clusterTarget: Target = {
+  apiVersion: "nodus.dev/v1",
+  kind: "Budget",
+  plural: "budgets",
+  group: "nodus.dev",
+  namespace: undefined
+}
 
 const t0 = Date.UTC(2024, 0, 2, 3, 4, 5)
 const t1 = t0 + 60_000
@@ -28,7 +40,16 @@ interface Counted {
 const createContext = (overrides: Partial<Omit<CreateContext, "nameSuffix">> = {}, suffix = "abcde"): Counted => {
   let calls = 0
   return {
-    context: { now: t0, fieldManager: "kubectl", uid: "uid-1", nameSuffix: () => { calls += 1; return suffix }, ...overrides },
+    context: {
+      now: t0,
+      fieldManager: "kubectl",
+      uid: "uid-1",
+      nameSuffix: () => {
+        calls += 1
+        return suffix
+      },
+      ...overrides
+    },
     calls: () => calls
   }
 }
@@ -76,9 +97,16 @@ describe("Strategy.timestamp", () => {
   })
 
   it("answers a second it made a moment ago as it made it (the last seconds' texts are kept)", () => {
-    fc.assert(fc.property(fc.array(fc.integer({ min: -3_000, max: 6_000 }), { minLength: 1, maxLength: 30 }), (offsets) => {
-      for (const offset of offsets) assert.strictEqual(Strategy.timestamp(t0 + offset), new Date(t0 + offset).toISOString().replace(/\.\d{3}Z$/u, "Z"))
-    }))
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: -3_000, max: 6_000 }), { minLength: 1, maxLength: 30 }), (offsets) => {
+        for (const offset of offsets) {
+          assert.strictEqual(
+            Strategy.timestamp(t0 + offset),
+            new Date(t0 + offset).toISOString().replace(/\.\d{3}Z$/u, "Z")
+          )
+        }
+      })
+    )
   })
 })
 
@@ -118,7 +146,10 @@ describe("Strategy.create", () => {
     const { context } = createContext()
     const agreeing = { ...input, metadata: { name: "train", namespace: "demo" } }
     assert.strictEqual(success(Strategy.create(target, agreeing, context)).metadata.namespace, "demo")
-    assert.strictEqual(success(Strategy.create(target, { metadata: { name: "train" } }, context)).metadata.namespace, "demo")
+    assert.strictEqual(
+      success(Strategy.create(target, { metadata: { name: "train" } }, context)).metadata.namespace,
+      "demo"
+    )
   })
 
   it("gives a cluster-scoped object no namespace, whatever the body says", () => {
@@ -148,18 +179,33 @@ describe("Strategy.create", () => {
       const { context, calls } = createContext()
       const error = failure(Strategy.create(target, body, context))
       assert.strictEqual(error.code, "Invalid", label)
-      assert.deepStrictEqual(error.causes?.map((cause) => [cause.field, cause.reason]), [["metadata.name", "FieldValueRequired"]], label)
+      assert.deepStrictEqual(error.causes?.map((cause) => [cause.field, cause.reason]), [[
+        "metadata.name",
+        "FieldValueRequired"
+      ]], label)
       assert.include(error.message, "name or generateName is required", label)
       assert.strictEqual(calls(), 0, label)
     }
   })
 
   it("asks for a suffix only when there is no name", () => {
-    const table: ReadonlyArray<{ readonly label: string; readonly metadata: JsonObject; readonly name: string; readonly calls: number }> = [
+    const table: ReadonlyArray<
+      { readonly label: string; readonly metadata: JsonObject; readonly name: string; readonly calls: number }
+    > = [
       { label: "name only", metadata: { name: "train" }, name: "train", calls: 0 },
-      { label: "name wins over generateName", metadata: { name: "train", generateName: "job-" }, name: "train", calls: 0 },
+      {
+        label: "name wins over generateName",
+        metadata: { name: "train", generateName: "job-" },
+        name: "train",
+        calls: 0
+      },
       { label: "generateName only", metadata: { generateName: "job-" }, name: "job-abcde", calls: 1 },
-      { label: "empty name falls back to generateName", metadata: { name: "", generateName: "job-" }, name: "job-abcde", calls: 1 }
+      {
+        label: "empty name falls back to generateName",
+        metadata: { name: "", generateName: "job-" },
+        name: "job-abcde",
+        calls: 1
+      }
     ]
     for (const row of table) {
       const { context, calls } = createContext()
@@ -171,7 +217,10 @@ describe("Strategy.create", () => {
 
   it("keeps generateName in metadata", () => {
     const { context } = createContext()
-    assert.strictEqual(success(Strategy.create(target, { metadata: { generateName: "job-" } }, context)).metadata.generateName, "job-")
+    assert.strictEqual(
+      success(Strategy.create(target, { metadata: { generateName: "job-" } }, context)).metadata.generateName,
+      "job-"
+    )
   })
 
   it("cuts generateName to 58 characters before the suffix", () => {
@@ -200,7 +249,10 @@ describe("Strategy.create", () => {
       const { context, calls } = createContext({}, row.suffix)
       const error = failure(Strategy.create(target, { metadata: { generateName: row.generateName } }, context))
       assert.strictEqual(error.code, "Invalid", label)
-      assert.deepStrictEqual(error.causes?.map((cause) => [cause.field, cause.reason]), [["metadata.generateName", "FieldValueInvalid"]], label)
+      assert.deepStrictEqual(error.causes?.map((cause) => [cause.field, cause.reason]), [[
+        "metadata.generateName",
+        "FieldValueInvalid"
+      ]], label)
       assert.include(error.causes?.[0]?.message ?? "", `Invalid value: "${row.generateName}"`, label)
       assert.strictEqual(calls(), 1, label)
     }
@@ -227,7 +279,10 @@ describe("Strategy.create", () => {
     assert.strictEqual(entries[0]?.manager, "ssa")
     assert.strictEqual(entries[0]?.operation, "Apply")
     // Status was dropped, so the applied configuration's status is not owned.
-    assert.deepStrictEqual(entries[0]?.fieldsV1, { "f:metadata": { "f:labels": { "f:app": {} } }, "f:spec": { "f:image": {} } })
+    assert.deepStrictEqual(entries[0]?.fieldsV1, {
+      "f:metadata": { "f:labels": { "f:app": {} } },
+      "f:spec": { "f:image": {} }
+    })
   })
 
   it("records no entry when the object has no tracked fields", () => {
@@ -267,7 +322,10 @@ describe("Strategy.update", () => {
       "label removed": { input: { ...base, metadata: { ...metadata, labels: null } }, delta: 0 },
       "annotation change": { input: { ...base, metadata: { ...metadata, annotations: { note: "m" } } }, delta: 0 },
       "finalizer added": { input: { ...base, metadata: { ...metadata, finalizers: ["example.com/f"] } }, delta: 0 },
-      "status change (ignored)": { input: { ...base, status: { phase: "Failed" }, metadata: { ...metadata, labels: { app: "z" } } }, delta: 0 },
+      "status change (ignored)": {
+        input: { ...base, status: { phase: "Failed" }, metadata: { ...metadata, labels: { app: "z" } } },
+        delta: 0
+      },
       "adding a top-level field": { input: { ...base, data: { key: "v" } }, delta: 1 },
       "removing spec": { input: { apiVersion: "nodus.dev/v1", kind: "Job", metadata }, delta: 1 }
     }
@@ -279,11 +337,19 @@ describe("Strategy.update", () => {
 
   it("answers Unchanged with the stored object for a no-op", () => {
     const { context } = createContext()
-    const created = success(Strategy.create(target, { metadata: { name: "train", labels: { app: "x" } }, spec: { image: "a" } }, context))
-    const current: ResourceObject = { ...created, metadata: { ...created.metadata, resourceVersion: "7" }, status: { phase: "Running" } }
+    const created = success(
+      Strategy.create(target, { metadata: { name: "train", labels: { app: "x" } }, spec: { image: "a" } }, context)
+    )
+    const current: ResourceObject = {
+      ...created,
+      metadata: { ...created.metadata, resourceVersion: "7" },
+      status: { phase: "Running" }
+    }
     assert.isTrue(entriesOf(current).length === 1)
     for (const manager of ["kubectl", "someone-else"]) {
-      const disposition = success(Strategy.update(target, current, asInput(current), { now: t1, fieldManager: manager }))
+      const disposition = success(
+        Strategy.update(target, current, asInput(current), { now: t1, fieldManager: manager })
+      )
       assert.strictEqual(disposition._tag, "Unchanged", manager)
       assert.strictEqual(disposition.object, current, manager)
     }
@@ -295,37 +361,64 @@ describe("Strategy.update", () => {
 
   it("rejects a name that differs from the stored one (BadRequest)", () => {
     const current = makeObject()
-    const error = failure(Strategy.update(target, current, { ...asInput(current), metadata: { name: "other" } }, writeContext))
+    const error = failure(
+      Strategy.update(target, current, { ...asInput(current), metadata: { name: "other" } }, writeContext)
+    )
     assert.strictEqual(error.code, "BadRequest")
     assert.include(error.message, "(other)")
   })
 
   it("rejects a uid that differs from the stored one (Conflict)", () => {
     const current = makeObject()
-    const error = failure(Strategy.update(target, current, { ...asInput(current), metadata: { name: "train", uid: "uid-2" } }, writeContext))
+    const error = failure(
+      Strategy.update(target, current, { ...asInput(current), metadata: { name: "train", uid: "uid-2" } }, writeContext)
+    )
     assert.strictEqual(error.code, "Conflict")
     assert.include(error.message, "uid-2")
   })
 
   it("rejects a body namespace that differs from the target's (BadRequest)", () => {
     const current = makeObject()
-    const error = failure(Strategy.update(target, current, { ...asInput(current), metadata: { name: "train", namespace: "other" } }, writeContext))
+    const error = failure(
+      Strategy.update(
+        target,
+        current,
+        { ...asInput(current), metadata: { name: "train", namespace: "other" } },
+        writeContext
+      )
+    )
     assert.strictEqual(error.code, "BadRequest")
   })
 
   describe("on an object being deleted", () => {
-    const deleting = makeObject({ metadata: { deletionTimestamp: "2024-01-01T01:00:00Z", finalizers: ["example.com/a", "example.com/b"] } })
-    const withFinalizers = (finalizers: ReadonlyArray<string> | null): JsonObject =>
-      ({ ...asInput(deleting), metadata: { ...deleting.metadata, finalizers } })
+    const deleting = makeObject({
+      metadata: { deletionTimestamp: "2024-01-01T01:00:00Z", finalizers: ["example.com/a", "example.com/b"] }
+    })
+    const withFinalizers = (finalizers: ReadonlyArray<string> | null): JsonObject => ({
+      ...asInput(deleting),
+      metadata: { ...deleting.metadata, finalizers }
+    })
 
     it("refuses new finalizers (Invalid at metadata.finalizers)", () => {
-      const error = failure(Strategy.update(target, deleting, withFinalizers(["example.com/a", "example.com/b", "example.com/c"]), writeContext))
+      const error = failure(
+        Strategy.update(
+          target,
+          deleting,
+          withFinalizers(["example.com/a", "example.com/b", "example.com/c"]),
+          writeContext
+        )
+      )
       assert.strictEqual(error.code, "Invalid")
-      assert.deepStrictEqual(error.causes?.map((cause) => [cause.field, cause.reason]), [["metadata.finalizers", "FieldValueForbidden"]])
+      assert.deepStrictEqual(error.causes?.map((cause) => [cause.field, cause.reason]), [[
+        "metadata.finalizers",
+        "FieldValueForbidden"
+      ]])
     })
 
     it("allows removing finalizers", () => {
-      const object = written(success(Strategy.update(target, deleting, withFinalizers(["example.com/b"]), writeContext)))
+      const object = written(
+        success(Strategy.update(target, deleting, withFinalizers(["example.com/b"]), writeContext))
+      )
       assert.deepStrictEqual(object.metadata.finalizers, ["example.com/b"])
       assert.strictEqual(object.metadata.deletionTimestamp, "2024-01-01T01:00:00Z")
     })
@@ -345,14 +438,30 @@ describe("Strategy.update", () => {
 
   it("allows adding finalizers to an object not being deleted", () => {
     const current = makeObject()
-    const object = written(success(Strategy.update(target, current, { ...asInput(current), metadata: { name: "train", finalizers: ["example.com/a"] } }, writeContext)))
+    const object = written(
+      success(
+        Strategy.update(target, current, {
+          ...asInput(current),
+          metadata: { name: "train", finalizers: ["example.com/a"] }
+        }, writeContext)
+      )
+    )
     assert.deepStrictEqual(object.metadata.finalizers, ["example.com/a"])
   })
 
   it("moves ownership of a changed field to the writer", () => {
     const { context } = createContext({ fieldManager: "first" })
-    const created = success(Strategy.create(target, { metadata: { name: "train" }, spec: { image: "a", replicas: 1 } }, context))
-    const object = written(success(Strategy.update(target, created, { ...asInput(created), spec: { image: "b", replicas: 1 } }, { now: t1, fieldManager: "second" })))
+    const created = success(
+      Strategy.create(target, { metadata: { name: "train" }, spec: { image: "a", replicas: 1 } }, context)
+    )
+    const object = written(
+      success(
+        Strategy.update(target, created, { ...asInput(created), spec: { image: "b", replicas: 1 } }, {
+          now: t1,
+          fieldManager: "second"
+        })
+      )
+    )
     assert.deepStrictEqual(entriesOf(object).map((entry) => [entry.manager, entry.fieldsV1]), [
       ["first", { "f:spec": { "f:replicas": {} } }],
       ["second", { "f:spec": { "f:image": {} } }]
@@ -383,7 +492,9 @@ describe("Strategy.updateStatus", () => {
   it("removes status when the input has none", () => {
     const current = makeObject()
     for (const status of [undefined, null]) {
-      const input: JsonObject = status === undefined ? { metadata: { name: "train" } } : { metadata: { name: "train" }, status }
+      const input: JsonObject = status === undefined
+        ? { metadata: { name: "train" } }
+        : { metadata: { name: "train" }, status }
       const object = written(success(Strategy.updateStatus(target, current, input, writeContext)))
       assert.isFalse(Object.hasOwn(object, "status"), String(status))
       assert.deepStrictEqual(object.spec, current.spec)
@@ -392,15 +503,28 @@ describe("Strategy.updateStatus", () => {
 
   it("answers Unchanged when status is the same", () => {
     const current = makeObject()
-    const disposition = success(Strategy.updateStatus(target, current, { metadata: { name: "train" }, status: { phase: "Running" } }, writeContext))
+    const disposition = success(
+      Strategy.updateStatus(
+        target,
+        current,
+        { metadata: { name: "train" }, status: { phase: "Running" } },
+        writeContext
+      )
+    )
     assert.strictEqual(disposition._tag, "Unchanged")
     assert.strictEqual(disposition.object, current)
   })
 
   it("checks identity like an update", () => {
     const current = makeObject()
-    assert.strictEqual(failure(Strategy.updateStatus(target, current, { metadata: { name: "other" }, status: {} }, writeContext)).code, "BadRequest")
-    assert.strictEqual(failure(Strategy.updateStatus(target, current, { metadata: { uid: "uid-2" }, status: {} }, writeContext)).code, "Conflict")
+    assert.strictEqual(
+      failure(Strategy.updateStatus(target, current, { metadata: { name: "other" }, status: {} }, writeContext)).code,
+      "BadRequest"
+    )
+    assert.strictEqual(
+      failure(Strategy.updateStatus(target, current, { metadata: { uid: "uid-2" }, status: {} }, writeContext)).code,
+      "Conflict"
+    )
   })
 })
 
@@ -409,7 +533,10 @@ describe("Strategy.remove", () => {
     "no finalizers": { metadata: {}, tag: "Remove" },
     "empty finalizers": { metadata: { finalizers: [] }, tag: "Remove" },
     "finalizers": { metadata: { finalizers: ["example.com/a"] }, tag: "Write" },
-    "already deleting": { metadata: { finalizers: ["example.com/a"], deletionTimestamp: "2024-01-01T01:00:00Z" }, tag: "Unchanged" }
+    "already deleting": {
+      metadata: { finalizers: ["example.com/a"], deletionTimestamp: "2024-01-01T01:00:00Z" },
+      tag: "Unchanged"
+    }
   }
 
   it("decides by finalizers and deletionTimestamp", () => {

@@ -5,14 +5,15 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
-import { admit } from "../../../src/core/meta/Admission.ts"
 import type { Json, JsonObject } from "../../../src/core/Json.ts"
+import { admit } from "../../../src/core/meta/Admission.ts"
 import { agentGroup, AgentGroupStatus, agentGroupTransitions } from "../../../src/core/schemas/AgentGroup.ts"
 import { admitSpec, refusedFields, updateRefusals } from "../../support/KindRules.ts"
 
 const base = { agent: "researcher" }
 const spec = (fields: JsonObject): JsonObject => ({ ...base, ...fields })
-const evaluation = (fields: JsonObject): JsonObject => spec({ evaluation: { environment: "platform/gsm8k@1.2.0", tasks: 10, ...fields } })
+const evaluation = (fields: JsonObject): JsonObject =>
+  spec({ evaluation: { environment: "platform/gsm8k@1.2.0", tasks: 10, ...fields } })
 
 /** Rows whose spec is refused, with the field the first cause names. */
 const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
@@ -31,10 +32,22 @@ const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
   ["evaluation without environment", spec({ evaluation: { tasks: 10 } }), "spec.evaluation.environment"],
   ["evaluation without tasks", spec({ evaluation: { environment: "gsm8k@1.0.0" } }), "spec.evaluation.tasks"],
   ["an environment without a version", evaluation({ environment: "platform/gsm8k" }), "spec.evaluation.environment"],
-  ["an environment version that is not SemVer", evaluation({ environment: "gsm8k@1.2" }), "spec.evaluation.environment"],
+  [
+    "an environment version that is not SemVer",
+    evaluation({ environment: "gsm8k@1.2" }),
+    "spec.evaluation.environment"
+  ],
   // One Environment reference grammar for every kind that names one (Environment.ts): SemVer forbids leading zeros.
-  ["an environment prerelease with a leading zero", evaluation({ environment: "gsm8k@1.2.0-01" }), "spec.evaluation.environment"],
-  ["an environment in another project than platform", evaluation({ environment: "other/gsm8k@1.0.0" }), "spec.evaluation.environment"],
+  [
+    "an environment prerelease with a leading zero",
+    evaluation({ environment: "gsm8k@1.2.0-01" }),
+    "spec.evaluation.environment"
+  ],
+  [
+    "an environment in another project than platform",
+    evaluation({ environment: "other/gsm8k@1.0.0" }),
+    "spec.evaluation.environment"
+  ],
   ["an unknown split", evaluation({ split: "validation" }), "spec.evaluation.split"],
   ["the split in capitals", evaluation({ split: "Test" }), "spec.evaluation.split"],
   ["0 tasks", evaluation({ tasks: 0 }), "spec.evaluation.tasks"],
@@ -60,21 +73,39 @@ describe("AgentGroup admission", () => {
   it("applies the defaults the spec states, visible on read", () => {
     const admission = admitSpec(agentGroup, base)
     assert.strictEqual(admission._tag, "Admitted")
-    if (admission._tag === "Admitted") assert.deepStrictEqual(admission.spec, { ...base, limits: { maxActive: 10, maxPending: 10_000 }, state: "Running" })
+    if (admission._tag === "Admitted") {
+      assert.deepStrictEqual(admission.spec, {
+        ...base,
+        limits: { maxActive: 10, maxPending: 10_000 },
+        state: "Running"
+      })
+    }
   })
 
   it("stores zero limits as their defaults (10 and 10000 when zero)", () => {
     const admission = admitSpec(agentGroup, spec({ limits: { maxActive: 0, maxPending: 0 } }))
-    assert.strictEqual(admission._tag === "Admitted" && JSON.stringify(admission.spec["limits"]), JSON.stringify({ maxActive: 10, maxPending: 10_000 }))
+    assert.strictEqual(
+      admission._tag === "Admitted" && JSON.stringify(admission.spec["limits"]),
+      JSON.stringify({ maxActive: 10, maxPending: 10_000 })
+    )
     const one = admitSpec(agentGroup, spec({ limits: { maxActive: 0, maxPending: 50 } }))
-    assert.strictEqual(one._tag === "Admitted" && JSON.stringify(one.spec["limits"]), JSON.stringify({ maxActive: 10, maxPending: 50 }))
+    assert.strictEqual(
+      one._tag === "Admitted" && JSON.stringify(one.spec["limits"]),
+      JSON.stringify({ maxActive: 10, maxPending: 50 })
+    )
   })
 
   it("applies the evaluation's defaults", () => {
     const admission = admitSpec(agentGroup, evaluation({}))
     assert.strictEqual(admission._tag, "Admitted")
     if (admission._tag === "Admitted") {
-      assert.deepStrictEqual(admission.spec["evaluation"], { environment: "platform/gsm8k@1.2.0", split: "test", tasks: 10, repetitions: 1, timeout: "30m" })
+      assert.deepStrictEqual(admission.spec["evaluation"], {
+        environment: "platform/gsm8k@1.2.0",
+        split: "test",
+        tasks: 10,
+        repetitions: 1,
+        timeout: "30m"
+      })
     }
   })
 
@@ -88,7 +119,9 @@ describe("AgentGroup admission", () => {
       evaluation({ tasks: 50, repetitions: 2 }),
       evaluation({ environment: "my-env@0.1.0-rc.1+build.5" })
     ]
-    for (const edge of edges) assert.strictEqual(admitSpec(agentGroup, edge)._tag, "Admitted", JSON.stringify(admitSpec(agentGroup, edge)))
+    for (const edge of edges) {
+      assert.strictEqual(admitSpec(agentGroup, edge)._tag, "Admitted", JSON.stringify(admitSpec(agentGroup, edge)))
+    }
   })
 })
 
@@ -104,7 +137,23 @@ describe("AgentGroup status", () => {
       cleanup: "Complete",
       blockedReasons: [{ reason: "MaxActiveReached", count: 40 }, { reason: "DependencyWait", count: 2 }],
       counts: { total: 50, queued: 0, active: 0, waiting: 0, succeeded: 48, failed: 2, cancelled: 0 },
-      evaluation: { total: 50, pending: 0, passed: 30, incorrect: 15, failed: 2, cancelled: 0, infrastructureFailure: 1, invalidOutput: 1, missingAnswer: 1, passRate: "0.625", meanReward: "-0.25", initialized: true, agentUID: "u-1", agentRevision: 4, environmentDigest: `sha256:${"b".repeat(64)}` }
+      evaluation: {
+        total: 50,
+        pending: 0,
+        passed: 30,
+        incorrect: 15,
+        failed: 2,
+        cancelled: 0,
+        infrastructureFailure: 1,
+        invalidOutput: 1,
+        missingAnswer: 1,
+        passRate: "0.625",
+        meanReward: "-0.25",
+        initialized: true,
+        agentUID: "u-1",
+        agentRevision: 4,
+        environmentDigest: `sha256:${"b".repeat(64)}`
+      }
     }
     assert.isTrue(Result.isSuccess(admitStatus(status)), JSON.stringify(admitStatus(status)))
   })
@@ -151,8 +200,16 @@ describe("AgentGroup updates", () => {
   const immutable: ReadonlyArray<readonly [string, JsonObject, string]> = [
     ["agent", { agent: "writer" }, "spec.agent"],
     ["evaluation.tasks", { evaluation: { environment: "platform/gsm8k@1.2.0", tasks: 20 } }, "spec.evaluation.tasks"],
-    ["evaluation.environment", { evaluation: { environment: "platform/gsm8k@1.3.0", tasks: 10 } }, "spec.evaluation.environment"],
-    ["evaluation.timeout", { evaluation: { environment: "platform/gsm8k@1.2.0", tasks: 10, timeout: "1h" } }, "spec.evaluation.timeout"]
+    [
+      "evaluation.environment",
+      { evaluation: { environment: "platform/gsm8k@1.3.0", tasks: 10 } },
+      "spec.evaluation.environment"
+    ],
+    [
+      "evaluation.timeout",
+      { evaluation: { environment: "platform/gsm8k@1.2.0", tasks: 10, timeout: "1h" } },
+      "spec.evaluation.timeout"
+    ]
   ]
 
   for (const [field, fields, path] of immutable) {
@@ -169,7 +226,9 @@ describe("AgentGroup updates", () => {
   })
 
   it("refuses lowering maxCostUSD, and adding one after create; allows removing it", () => {
-    assert.deepStrictEqual(updateRefusals(agentGroup, created, changed({ maxCostUSD: "99.99" })).invalid, ["spec.maxCostUSD"])
+    assert.deepStrictEqual(updateRefusals(agentGroup, created, changed({ maxCostUSD: "99.99" })).invalid, [
+      "spec.maxCostUSD"
+    ])
     assert.deepStrictEqual(updateRefusals(agentGroup, base, spec({ maxCostUSD: "5" })).invalid, ["spec.maxCostUSD"])
     const { maxCostUSD: _cap, ...uncapped } = created
     assert.deepStrictEqual(updateRefusals(agentGroup, created, uncapped).invalid, [])
@@ -179,9 +238,14 @@ describe("AgentGroup updates", () => {
     assert.deepStrictEqual(agentGroupTransitions({}, { sealed: true }), [])
     assert.deepStrictEqual(agentGroupTransitions({ sealed: false }, { sealed: true }), [])
     assert.deepStrictEqual(agentGroupTransitions({ sealed: true }, { sealed: true }), [])
-    assert.deepStrictEqual(agentGroupTransitions({ sealed: true }, { sealed: false }).map((cause) => cause.field), ["spec.sealed"])
+    assert.deepStrictEqual(agentGroupTransitions({ sealed: true }, { sealed: false }).map((cause) => cause.field), [
+      "spec.sealed"
+    ])
     assert.deepStrictEqual(agentGroupTransitions({ sealed: true }, {}).map((cause) => cause.field), ["spec.sealed"])
     assert.deepStrictEqual(agentGroupTransitions({ state: "Running" }, { state: "Cancelled" }), [])
-    assert.deepStrictEqual(agentGroupTransitions({ state: "Cancelled" }, { state: "Running" }).map((cause) => cause.field), ["spec.state"])
+    assert.deepStrictEqual(
+      agentGroupTransitions({ state: "Cancelled" }, { state: "Running" }).map((cause) => cause.field),
+      ["spec.state"]
+    )
   })
 })

@@ -5,9 +5,9 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
-import { admit } from "../../../src/core/meta/Admission.ts"
 import type { Json, JsonObject } from "../../../src/core/Json.ts"
 import * as Limits from "../../../src/core/Limits.ts"
+import { admit } from "../../../src/core/meta/Admission.ts"
 import { agentRun, AgentRunStatus, agentRunTransitions, jsonBytes } from "../../../src/core/schemas/AgentRun.ts"
 import { admitSpec, refusedFields, updateRefusals } from "../../support/KindRules.ts"
 
@@ -25,9 +25,21 @@ const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
   ["an agent name with capitals", { agent: "Researcher" }, "spec.agent"],
   ["an agent in another project than the catalog", { agent: "other/researcher" }, "spec.agent"],
   ["an agent name longer than 253", { agent: "a".repeat(254) }, "spec.agent"],
-  ["an input string over 256 KiB of JSON text", spec({ input: stringOfBytes(Limits.agentRunInputBytesMax + 1) }), "spec.input"],
-  ["an input object over 256 KiB of JSON text", spec({ input: { prompt: "x".repeat(Limits.agentRunInputBytesMax) } }), "spec.input"],
-  ["an input whose multi-byte text is over 256 KiB", spec({ input: "é".repeat(Limits.agentRunInputBytesMax / 2) }), "spec.input"],
+  [
+    "an input string over 256 KiB of JSON text",
+    spec({ input: stringOfBytes(Limits.agentRunInputBytesMax + 1) }),
+    "spec.input"
+  ],
+  [
+    "an input object over 256 KiB of JSON text",
+    spec({ input: { prompt: "x".repeat(Limits.agentRunInputBytesMax) } }),
+    "spec.input"
+  ],
+  [
+    "an input whose multi-byte text is over 256 KiB",
+    spec({ input: "é".repeat(Limits.agentRunInputBytesMax / 2) }),
+    "spec.input"
+  ],
   ["keepAlive that is not a bool", spec({ keepAlive: "yes" }), "spec.keepAlive"],
   ["a deadline that is not a duration", spec({ deadline: "tomorrow" }), "spec.deadline"],
   ["a deadline of 0s", spec({ deadline: "0s" }), "spec.deadline"],
@@ -38,7 +50,11 @@ const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
   ["a taskKey with capitals", member({ taskKey: "T1" }), "spec.taskKey"],
   ["a taskKey of 64 characters", member({ taskKey: "a".repeat(64) }), "spec.taskKey"],
   ["a taskKey ending with a dash", member({ taskKey: "t-" }), "spec.taskKey"],
-  ["a run name <group>-<taskKey> over 253 characters", member({ group: "g".repeat(200), taskKey: "k".repeat(53) }), "spec.taskKey"],
+  [
+    "a run name <group>-<taskKey> over 253 characters",
+    member({ group: "g".repeat(200), taskKey: "k".repeat(53) }),
+    "spec.taskKey"
+  ],
   ["dependsOn without group", spec({ dependsOn: ["t0"] }), "spec.dependsOn"],
   ["a dependsOn entry that is not a DNS label", member({ dependsOn: ["T0"] }), "spec.dependsOn[0]"],
   ["a dependsOn entry twice", member({ dependsOn: ["t0", "t0"] }), "spec.dependsOn[1]"],
@@ -69,7 +85,12 @@ describe("AgentRun admission", () => {
   it("admits every bound at its edge", () => {
     const edges: ReadonlyArray<JsonObject> = [
       spec({ input: stringOfBytes(Limits.agentRunInputBytesMax), parallelism: 32, deadline: "1s" }),
-      spec({ input: { messages: ["a", "b"], n: 1, nested: { ok: true, none: null } }, parallelism: 0, keepAlive: true, state: "Cancelled" }),
+      spec({
+        input: { messages: ["a", "b"], n: 1, nested: { ok: true, none: null } },
+        parallelism: 0,
+        keepAlive: true,
+        state: "Cancelled"
+      }),
       spec({ input: 42 }),
       spec({ input: null }),
       spec({ agent: "platform/deep-research", deadline: "72h" }),
@@ -78,7 +99,13 @@ describe("AgentRun admission", () => {
       member({ group: "g".repeat(200), taskKey: "k".repeat(52) }),
       member({ group: "evals.v2", taskKey: "0" })
     ]
-    for (const edge of edges) assert.strictEqual(admitSpec(agentRun, edge)._tag, "Admitted", JSON.stringify(admitSpec(agentRun, edge)).slice(0, 400))
+    for (const edge of edges) {
+      assert.strictEqual(
+        admitSpec(agentRun, edge)._tag,
+        "Admitted",
+        JSON.stringify(admitSpec(agentRun, edge)).slice(0, 400)
+      )
+    }
   })
 
   it("measures input as the UTF-8 bytes of its JSON text", () => {
@@ -86,7 +113,10 @@ describe("AgentRun admission", () => {
     assert.strictEqual(jsonBytes("é"), 4)
     assert.strictEqual(jsonBytes({ a: [1, null] }), 14)
     // 2 quotes + 131071 two-byte characters = 262144 bytes: exactly the limit.
-    assert.strictEqual(admitSpec(agentRun, spec({ input: "é".repeat(Limits.agentRunInputBytesMax / 2 - 1) }))._tag, "Admitted")
+    assert.strictEqual(
+      admitSpec(agentRun, spec({ input: "é".repeat(Limits.agentRunInputBytesMax / 2 - 1) }))._tag,
+      "Admitted"
+    )
   })
 
   it("keeps the input as written", () => {
@@ -98,7 +128,15 @@ describe("AgentRun admission", () => {
 
 describe("AgentRun status", () => {
   const admitStatus = (status: Json) => admit(AgentRunStatus, status, "Strict", { kind: "agentruns" }, "AgentRun")
-  const turn = { prompt: "input", model: "m-large", routedBy: "jev", modelCalls: 3, toolCalls: 2, inputTokens: 1200, outputTokens: 300 }
+  const turn = {
+    prompt: "input",
+    model: "m-large",
+    routedBy: "jev",
+    modelCalls: 3,
+    toolCalls: 2,
+    inputTokens: 1200,
+    outputTokens: 300
+  }
   const { model: _model, ...turnWithoutModel } = turn
 
   it("admits what the service writes", () => {
@@ -112,7 +150,13 @@ describe("AgentRun status", () => {
       revision: 3,
       sandbox: "researcher-x7k2p",
       steps: { total: 12 },
-      turns: [turn, { ...turn, prompt: "msg-1", routedBy: "fallback", fallbackReason: "RouterUnavailable", costUSD: "0.0125" }],
+      turns: [turn, {
+        ...turn,
+        prompt: "msg-1",
+        routedBy: "fallback",
+        fallbackReason: "RouterUnavailable",
+        costUSD: "0.0125"
+      }],
       cost: { totalUSD: "0.05" }
     }
     assert.isTrue(Result.isSuccess(admitStatus(status)), JSON.stringify(admitStatus(status)))
@@ -120,7 +164,9 @@ describe("AgentRun status", () => {
 
   const refusedStatus: ReadonlyArray<readonly [string, JsonObject, string]> = [
     ["an unknown phase", { phase: "Done" }, "phase"],
-    ["an answer preview over 4 KiB", { answer: { preview: "x".repeat(Limits.agentRunAnswerPreviewBytes + 1), sha256: "a".repeat(64), size: 1 } }, "answer.preview"],
+    ["an answer preview over 4 KiB", {
+      answer: { preview: "x".repeat(Limits.agentRunAnswerPreviewBytes + 1), sha256: "a".repeat(64), size: 1 }
+    }, "answer.preview"],
     ["an answer without sha256", { answer: { preview: "", size: 0 } }, "answer.sha256"],
     ["an unknown routedBy", { turns: [{ ...turn, routedBy: "random" }] }, "turns[0].routedBy"],
     ["a turn without model", { turns: [turnWithoutModel] }, "turns[0].model"],
@@ -144,7 +190,10 @@ describe("AgentRun updates", () => {
   const changed = (fields: JsonObject): Json => ({ ...created, ...fields })
 
   it("accepts a change of state", () => {
-    assert.deepStrictEqual(updateRefusals(agentRun, created, changed({ state: "Cancelled" })), { immutable: [], invalid: [] })
+    assert.deepStrictEqual(updateRefusals(agentRun, created, changed({ state: "Cancelled" })), {
+      immutable: [],
+      invalid: []
+    })
   })
 
   /** Everything but state is immutable after create (spec: AgentRun). */
@@ -173,6 +222,9 @@ describe("AgentRun updates", () => {
   it("keeps a Cancelled run cancelled (transition rule)", () => {
     assert.deepStrictEqual(agentRunTransitions({ state: "Running" }, { state: "Cancelled" }), [])
     assert.deepStrictEqual(agentRunTransitions({ state: "Cancelled" }, { state: "Cancelled" }), [])
-    assert.deepStrictEqual(agentRunTransitions({ state: "Cancelled" }, { state: "Running" }).map((cause) => cause.field), ["spec.state"])
+    assert.deepStrictEqual(
+      agentRunTransitions({ state: "Cancelled" }, { state: "Running" }).map((cause) => cause.field),
+      ["spec.state"]
+    )
   })
 })

@@ -46,7 +46,10 @@ describe("App admission", () => {
 describe("App updates", () => {
   it("accepts a new archive and a new member list", () => {
     const created = spec({ functions: ["embed"] })
-    assert.deepStrictEqual(updateRefusals(app, created, { code: { blob: `sha256:${"f".repeat(64)}` }, functions: ["embed", "rank"] }), { immutable: [], invalid: [] })
+    assert.deepStrictEqual(
+      updateRefusals(app, created, { code: { blob: `sha256:${"f".repeat(64)}` }, functions: ["embed", "rank"] }),
+      { immutable: [], invalid: [] }
+    )
   })
 })
 
@@ -57,18 +60,26 @@ describe("App status", () => {
     const status = {
       version: 3,
       observedGeneration: 3,
-      conditions: [{ type: "Ready", status: "False", lastTransitionTime: "2026-01-02T15:00:00Z", reason: "RollingOut", message: "1 of 2 members run version 3." }],
+      conditions: [{
+        type: "Ready",
+        status: "False",
+        lastTransitionTime: "2026-01-02T15:00:00Z",
+        reason: "RollingOut",
+        message: "1 of 2 members run version 3."
+      }],
       message: "rolling out",
       functions: [{ name: "embed", appVersion: 3, phase: "Running" }, { name: "rank", appVersion: 2, phase: "Running" }]
     }
     assert.isTrue(decode(status)._tag === "Success")
   })
 
-  for (const [rule, status] of [
-    ["a negative version", { version: -1 }],
-    ["a member phase outside the long-running vocabulary", { functions: [{ name: "embed", phase: "Succeeded" }] }],
-    ["a member listed twice", { functions: [{ name: "embed" }, { name: "embed" }] }]
-  ] as const) {
+  for (
+    const [rule, status] of [
+      ["a negative version", { version: -1 }],
+      ["a member phase outside the long-running vocabulary", { functions: [{ name: "embed", phase: "Succeeded" }] }],
+      ["a member listed twice", { functions: [{ name: "embed" }, { name: "embed" }] }]
+    ] as const
+  ) {
     it(`refuses ${rule}`, () => {
       assert.isTrue(decode(status)._tag === "Failure", rule)
     })

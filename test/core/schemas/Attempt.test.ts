@@ -5,20 +5,32 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Result, Schema } from "effect"
-import { admit } from "../../../src/core/meta/Admission.ts"
 import type { Json, JsonObject } from "../../../src/core/Json.ts"
+import { admit } from "../../../src/core/meta/Admission.ts"
 import { attempt } from "../../../src/core/schemas/Attempt.ts"
 import { admitSpec, refusedFields, updateRefusals } from "../../support/KindRules.ts"
 
-const base = { workload: { kind: "Job", name: "train", uid: "6f1c0e7a-0000-4000-8000-000000000001" }, index: 3, epoch: 1 }
+const base = {
+  workload: { kind: "Job", name: "train", uid: "6f1c0e7a-0000-4000-8000-000000000001" },
+  index: 3,
+  epoch: 1
+}
 const spec = (fields: JsonObject): JsonObject => ({ ...base, ...fields })
 
 const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
   ["no workload", { index: 0 }, "spec.workload"],
   ["a workload without uid", spec({ workload: { kind: "Job", name: "train" } }), "spec.workload.uid"],
   ["a workload without name", spec({ workload: { kind: "Job", uid: "u" } }), "spec.workload.name"],
-  ["a workload kind that takes no capacity", spec({ workload: { kind: "Secret", name: "s", uid: "u" } }), "spec.workload.kind"],
-  ["a TrainingJob workload (it runs as its compiled Job)", spec({ workload: { kind: "TrainingJob", name: "t", uid: "u" } }), "spec.workload.kind"],
+  [
+    "a workload kind that takes no capacity",
+    spec({ workload: { kind: "Secret", name: "s", uid: "u" } }),
+    "spec.workload.kind"
+  ],
+  [
+    "a TrainingJob workload (it runs as its compiled Job)",
+    spec({ workload: { kind: "TrainingJob", name: "t", uid: "u" } }),
+    "spec.workload.kind"
+  ],
   ["a negative index", spec({ index: -1 }), "spec.index"],
   ["a negative epoch", spec({ epoch: -1 }), "spec.epoch"],
   ["a fractional rank", spec({ rank: 0.5 }), "spec.rank"],
@@ -47,7 +59,9 @@ describe("Attempt admission", () => {
       { workload: { kind: "Function", name: "fn", uid: "u" } },
       { workload: { kind: "InferenceEndpoint", name: "llama", uid: "u" } }
     ]
-    for (const edge of edges) assert.strictEqual(admitSpec(attempt, edge)._tag, "Admitted", JSON.stringify(admitSpec(attempt, edge)))
+    for (const edge of edges) {
+      assert.strictEqual(admitSpec(attempt, edge)._tag, "Admitted", JSON.stringify(admitSpec(attempt, edge)))
+    }
   })
 })
 
@@ -72,30 +86,48 @@ describe("Attempt status", () => {
   }
 
   it("admits a finished Attempt with its placement explanation and receipt", () => {
-    assert.deepStrictEqual(statusRefusals({
-      phase: "Interrupted",
-      reason: "Preempted",
-      placement: { chosen: "gpu-h100-80g-x1", candidates: [{ offering: "gpu-h100-80g-x1", expectedCostUSD: "4.20" }], filtered: { maxRateUSDPerHour: 3 } },
-      offering: "gpu-h100-80g-x1",
-      regionClass: "eu",
-      interruptible: true,
-      rateUSDPerHour: "2.10",
-      startTime: "2026-01-02T15:04:05Z",
-      endTime: "2026-01-02T17:04:05Z",
-      exitCode: 137,
-      cost: { totalUSD: "4.25", final: true },
-      receipt: {
-        segments: { bootSeconds: 90, bootUSD: "0.05", runningSeconds: 7_110, runningUSD: "4.15", teardownSeconds: 30, teardownUSD: "0.05", coveredByNodus: ["Teardown"] },
-        totalUSD: "4.25",
-        billedSeconds: 7_230
-      }
-    }), [])
+    assert.deepStrictEqual(
+      statusRefusals({
+        phase: "Interrupted",
+        reason: "Preempted",
+        placement: {
+          chosen: "gpu-h100-80g-x1",
+          candidates: [{ offering: "gpu-h100-80g-x1", expectedCostUSD: "4.20" }],
+          filtered: { maxRateUSDPerHour: 3 }
+        },
+        offering: "gpu-h100-80g-x1",
+        regionClass: "eu",
+        interruptible: true,
+        rateUSDPerHour: "2.10",
+        startTime: "2026-01-02T15:04:05Z",
+        endTime: "2026-01-02T17:04:05Z",
+        exitCode: 137,
+        cost: { totalUSD: "4.25", final: true },
+        receipt: {
+          segments: {
+            bootSeconds: 90,
+            bootUSD: "0.05",
+            runningSeconds: 7_110,
+            runningUSD: "4.15",
+            teardownSeconds: 30,
+            teardownUSD: "0.05",
+            coveredByNodus: ["Teardown"]
+          },
+          totalUSD: "4.25",
+          billedSeconds: 7_230
+        }
+      }),
+      []
+    )
   })
 
   it("refuses an unknown phase, a placement explanation that is no object, a negative billedSeconds and an unknown segment", () => {
     assert.include(statusRefusals({ phase: "Preempted" }), "status.phase")
     assert.include(statusRefusals({ placement: "gpu-h100" }), "status.placement")
     assert.include(statusRefusals({ receipt: { billedSeconds: -1 } }), "status.receipt.billedSeconds")
-    assert.include(statusRefusals({ receipt: { segments: { coveredByNodus: ["Queue"] } } }), "status.receipt.segments.coveredByNodus[0]")
+    assert.include(
+      statusRefusals({ receipt: { segments: { coveredByNodus: ["Queue"] } } }),
+      "status.receipt.segments.coveredByNodus[0]"
+    )
   })
 })

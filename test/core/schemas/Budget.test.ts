@@ -4,8 +4,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Result, Schema } from "effect"
-import { admit } from "../../../src/core/meta/Admission.ts"
 import type { Json, JsonObject } from "../../../src/core/Json.ts"
+import { admit } from "../../../src/core/meta/Admission.ts"
 import { budget } from "../../../src/core/schemas/Budget.ts"
 import { admitSpec, refusedFields, updateRefusals } from "../../support/KindRules.ts"
 
@@ -28,9 +28,21 @@ const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
   ["11 thresholds", spec({ thresholds: [10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 100] }), "spec.thresholds"],
   ["a project that is no DNS label", spec({ selector: { projects: ["ML"] } }), "spec.selector.projects[0]"],
   ["a project twice", spec({ selector: { projects: ["ml", "ml"] } }), "spec.selector.projects[1]"],
-  ["257 projects", spec({ selector: { projects: Array.from({ length: 257 }, (_, i) => `p${i}`) } }), "spec.selector.projects"],
-  ["a label key that is no qualified name", spec({ selector: { labels: { "team name": "ml" } } }), "spec.selector.labels[team name]"],
-  ["a label value with a space", spec({ selector: { labels: { team: "machine learning" } } }), "spec.selector.labels.team"],
+  [
+    "257 projects",
+    spec({ selector: { projects: Array.from({ length: 257 }, (_, i) => `p${i}`) } }),
+    "spec.selector.projects"
+  ],
+  [
+    "a label key that is no qualified name",
+    spec({ selector: { labels: { "team name": "ml" } } }),
+    "spec.selector.labels[team name]"
+  ],
+  [
+    "a label value with a space",
+    spec({ selector: { labels: { team: "machine learning" } } }),
+    "spec.selector.labels.team"
+  ],
   ["an unknown selector field", spec({ selector: { matchExpressions: [] } }), "spec.selector.matchExpressions"],
   ["an unknown field", spec({ currency: "EUR" }), "spec.currency"]
 ]
@@ -54,10 +66,18 @@ describe("Budget admission", () => {
     const edges: ReadonlyArray<JsonObject> = [
       spec({ amountUSD: "0", period: "Total", action: "Notify" }),
       spec({ amountUSD: "1000000.123456", period: "Daily", thresholds: [1, 10, 20, 30, 40, 50, 60, 70, 80, 100] }),
-      spec({ period: "Weekly", selector: { projects: Array.from({ length: 256 }, (_, i) => `p${i}`), labels: { "nodus.dev/team": "ml", tier: "" } } }),
+      spec({
+        period: "Weekly",
+        selector: {
+          projects: Array.from({ length: 256 }, (_, i) => `p${i}`),
+          labels: { "nodus.dev/team": "ml", tier: "" }
+        }
+      }),
       spec({ selector: {}, thresholds: [] })
     ]
-    for (const edge of edges) assert.strictEqual(admitSpec(budget, edge)._tag, "Admitted", JSON.stringify(admitSpec(budget, edge)))
+    for (const edge of edges) {
+      assert.strictEqual(admitSpec(budget, edge)._tag, "Admitted", JSON.stringify(admitSpec(budget, edge)))
+    }
   })
 })
 
@@ -89,14 +109,17 @@ describe("Budget status", () => {
   }
 
   it("admits what the service writes", () => {
-    assert.deepStrictEqual(statusRefusals({
-      spentUSD: "412.50",
-      heldUSD: "30.000001",
-      periodStart: "2026-01-01T00:00:00Z",
-      periodEnd: "2026-02-01T00:00:00Z",
-      thresholdsCrossed: [50, 80],
-      observedGeneration: 1
-    }), [])
+    assert.deepStrictEqual(
+      statusRefusals({
+        spentUSD: "412.50",
+        heldUSD: "30.000001",
+        periodStart: "2026-01-01T00:00:00Z",
+        periodEnd: "2026-02-01T00:00:00Z",
+        thresholdsCrossed: [50, 80],
+        observedGeneration: 1
+      }),
+      []
+    )
   })
 
   it("refuses amounts that are not USD strings", () => {

@@ -17,10 +17,26 @@ const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
   ["a provider of 64 characters", spec({ provider: `a${"b".repeat(63)}` }), "spec.provider"],
   ["no credentials", { provider: "aws" }, "spec.credentials"],
   ["credentials without secretRef", spec({ credentials: {} }), "spec.credentials.secretRef"],
-  ["literal credentials", spec({ credentials: { accessKeyId: "AKIA…", secretAccessKey: "…" } }), "spec.credentials.accessKeyId"],
-  ["a secretRef without namespace", spec({ credentials: { secretRef: { name: "aws-keys" } } }), "spec.credentials.secretRef.namespace"],
-  ["a secretRef without name", spec({ credentials: { secretRef: { namespace: "infra" } } }), "spec.credentials.secretRef.name"],
-  ["a secretRef version 0", spec({ credentials: { secretRef: { namespace: "infra", name: "aws-keys", version: 0 } } }), "spec.credentials.secretRef.version"],
+  [
+    "literal credentials",
+    spec({ credentials: { accessKeyId: "AKIA…", secretAccessKey: "…" } }),
+    "spec.credentials.accessKeyId"
+  ],
+  [
+    "a secretRef without namespace",
+    spec({ credentials: { secretRef: { name: "aws-keys" } } }),
+    "spec.credentials.secretRef.namespace"
+  ],
+  [
+    "a secretRef without name",
+    spec({ credentials: { secretRef: { namespace: "infra" } } }),
+    "spec.credentials.secretRef.name"
+  ],
+  [
+    "a secretRef version 0",
+    spec({ credentials: { secretRef: { namespace: "infra", name: "aws-keys", version: 0 } } }),
+    "spec.credentials.secretRef.version"
+  ],
   ["65 regions", spec({ regions: Array.from({ length: 65 }, (_, i) => `region-${i}`) }), "spec.regions"],
   ["an empty region", spec({ regions: [""] }), "spec.regions[0]"],
   ["a region named twice", spec({ regions: ["us-east-1", "us-east-1"] }), "spec.regions[1]"],
@@ -40,10 +56,20 @@ describe("CloudAccount admission", () => {
   it("sets no defaults and admits every bound at its edge", () => {
     assert.deepStrictEqual(admitSpec(cloudAccount, base), { _tag: "Admitted", spec: base })
     const edges: ReadonlyArray<JsonObject> = [
-      spec({ provider: `a${"b".repeat(62)}`, regions: Array.from({ length: 64 }, (_, i) => `region-${i}`), executeEnabled: true }),
-      spec({ provider: "x", regions: [], credentials: { secretRef: { namespace: "infra", name: "aws-keys", version: 1 } } })
+      spec({
+        provider: `a${"b".repeat(62)}`,
+        regions: Array.from({ length: 64 }, (_, i) => `region-${i}`),
+        executeEnabled: true
+      }),
+      spec({
+        provider: "x",
+        regions: [],
+        credentials: { secretRef: { namespace: "infra", name: "aws-keys", version: 1 } }
+      })
     ]
-    for (const edge of edges) assert.strictEqual(admitSpec(cloudAccount, edge)._tag, "Admitted", JSON.stringify(admitSpec(cloudAccount, edge)))
+    for (const edge of edges) {
+      assert.strictEqual(admitSpec(cloudAccount, edge)._tag, "Admitted", JSON.stringify(admitSpec(cloudAccount, edge)))
+    }
   })
 })
 
@@ -75,8 +101,20 @@ describe("CloudAccount status", () => {
       message: "ok",
       observedGeneration: 1,
       conditions: [
-        { type: "Verified", status: "True", lastTransitionTime: "2026-01-02T15:04:05Z", reason: "CredentialsAccepted", message: "ok" },
-        { type: "Connected", status: "True", lastTransitionTime: "2026-01-02T15:04:05Z", reason: "Connected", message: "ok" }
+        {
+          type: "Verified",
+          status: "True",
+          lastTransitionTime: "2026-01-02T15:04:05Z",
+          reason: "CredentialsAccepted",
+          message: "ok"
+        },
+        {
+          type: "Connected",
+          status: "True",
+          lastTransitionTime: "2026-01-02T15:04:05Z",
+          reason: "Connected",
+          message: "ok"
+        }
       ],
       verifiedTime: "2026-01-02T15:04:05Z"
     }))

@@ -5,8 +5,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Result, Schema } from "effect"
-import { admit } from "../../../src/core/meta/Admission.ts"
 import type { Json, JsonObject } from "../../../src/core/Json.ts"
+import { admit } from "../../../src/core/meta/Admission.ts"
 import { connection } from "../../../src/core/schemas/Connection.ts"
 import { admitSpec, refusedFields, updateRefusals } from "../../support/KindRules.ts"
 
@@ -17,7 +17,11 @@ const storage = {
   region: "eu-central-1",
   credentials: { accessKeyId: ref("aws", "id"), secretAccessKey: ref("aws", "secret") }
 }
-const database = { type: "Database", uri: "postgresql://app@db.example.com:5432/warehouse", credentials: { password: ref("db", "password") } }
+const database = {
+  type: "Database",
+  uri: "postgresql://app@db.example.com:5432/warehouse",
+  credentials: { password: ref("db", "password") }
+}
 const spec = (fields: JsonObject): JsonObject => ({ ...storage, ...fields })
 
 const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
@@ -31,7 +35,11 @@ const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
   ["an http URL for an Http Connection", { type: "Http", uri: "http://api.example.com" }, "spec.uri"],
   ["a database URI that is an https URL", { type: "Database", uri: "https://db.example.com" }, "spec.uri"],
   ["a database URI without a scheme", { type: "Database", uri: "db.example.com:5432" }, "spec.uri"],
-  ["a password in a database URI", { type: "Database", uri: "postgresql://app:hunter2@db.example.com/warehouse" }, "spec.uri"],
+  [
+    "a password in a database URI",
+    { type: "Database", uri: "postgresql://app:hunter2@db.example.com/warehouse" },
+    "spec.uri"
+  ],
   ["a password in an https URI", { type: "Http", uri: "https://user:token@api.example.com" }, "spec.uri"],
   ["an empty uri", spec({ uri: "" }), "spec.uri"],
   ["a uri with a trailing space", spec({ uri: "https://minio.example.com " }), "spec.uri"],
@@ -45,12 +53,36 @@ const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
   ["region on a Database", { ...database, region: "eu" }, "spec.region"],
   ["region on an Http Connection", { type: "Http", uri: "https://api.example.com", region: "eu" }, "spec.region"],
   ["a literal credential", spec({ credentials: { secretAccessKey: "AKIA…" } }), "spec.credentials.secretAccessKey"],
-  ["a credential with a literal value", spec({ credentials: { password: { value: "hunter2" } } }), "spec.credentials.password.value"],
-  ["a credential without key", spec({ credentials: { password: { secretKeyRef: { name: "db" } } } }), "spec.credentials.password.secretKeyRef.key"],
-  ["a credential name with a dash", spec({ credentials: { "access-key": ref("aws", "id") } }), "spec.credentials.access-key"],
-  ["17 credentials", spec({ credentials: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`c${i}`, ref("s", "k")])) }), "spec.credentials"],
-  ["an env name with the PLATFORM_ prefix", spec({ env: [{ name: "PLATFORM_BUCKET", value: "b" }] }), "spec.env[0].name"],
-  ["env value and valueFrom", spec({ env: [{ name: "A", value: "1", valueFrom: { secretKeyRef: { name: "s", key: "k" } } }] }), "spec.env[0].valueFrom"],
+  [
+    "a credential with a literal value",
+    spec({ credentials: { password: { value: "hunter2" } } }),
+    "spec.credentials.password.value"
+  ],
+  [
+    "a credential without key",
+    spec({ credentials: { password: { secretKeyRef: { name: "db" } } } }),
+    "spec.credentials.password.secretKeyRef.key"
+  ],
+  [
+    "a credential name with a dash",
+    spec({ credentials: { "access-key": ref("aws", "id") } }),
+    "spec.credentials.access-key"
+  ],
+  [
+    "17 credentials",
+    spec({ credentials: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`c${i}`, ref("s", "k")])) }),
+    "spec.credentials"
+  ],
+  [
+    "an env name with the PLATFORM_ prefix",
+    spec({ env: [{ name: "PLATFORM_BUCKET", value: "b" }] }),
+    "spec.env[0].name"
+  ],
+  [
+    "env value and valueFrom",
+    spec({ env: [{ name: "A", value: "1", valueFrom: { secretKeyRef: { name: "s", key: "k" } } }] }),
+    "spec.env[0].valueFrom"
+  ],
   ["257 env vars", spec({ env: Array.from({ length: 257 }, (_, i) => ({ name: `V${i}`, value: "1" })) }), "spec.env"],
   ["an egress host that is no DNS name", spec({ egress: ["https://s3.amazonaws.com"] }), "spec.egress[0]"],
   ["129 egress hosts", spec({ egress: Array.from({ length: 129 }, (_, i) => `h${i}.example.com`) }), "spec.egress"],
@@ -75,7 +107,12 @@ describe("Connection admission", () => {
     const edges: ReadonlyArray<JsonObject> = [
       // AWS S3 needs no endpoint.
       { type: "ObjectStorage", credentials: { accessKeyId: ref("aws", "id"), secretAccessKey: ref("aws", "secret") } },
-      { type: "Http", uri: "https://api.example.com/v1", credentials: { token: ref("api", "token") }, egress: ["api.example.com"] },
+      {
+        type: "Http",
+        uri: "https://api.example.com/v1",
+        credentials: { token: ref("api", "token") },
+        egress: ["api.example.com"]
+      },
       { type: "Database", uri: "mysql://db.example.com/app" },
       { type: "Database", uri: "postgresql://app@10.0.0.5:5432/app?sslmode=require" },
       { type: "Database", uri: "postgresql://[fd00::5]:5432/app" },
@@ -84,11 +121,16 @@ describe("Connection admission", () => {
       { type: "Http", uri: "https://api.example.com./v1?q=a:b@c" },
       spec({ credentials: Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`c${i}`, ref("s", "k")])) }),
       spec({
-        env: Array.from({ length: 256 }, (_, i) => ({ name: `V${i}`, valueFrom: { secretKeyRef: { name: "s", key: "k" } } })),
+        env: Array.from(
+          { length: 256 },
+          (_, i) => ({ name: `V${i}`, valueFrom: { secretKeyRef: { name: "s", key: "k" } } })
+        ),
         egress: Array.from({ length: 128 }, (_, i) => `*.h${i}.example.com`)
       })
     ]
-    for (const edge of edges) assert.strictEqual(admitSpec(connection, edge)._tag, "Admitted", JSON.stringify(admitSpec(connection, edge)))
+    for (const edge of edges) {
+      assert.strictEqual(admitSpec(connection, edge)._tag, "Admitted", JSON.stringify(admitSpec(connection, edge)))
+    }
   })
 
   it("names the type and its supported values when the type is unknown", () => {
@@ -99,14 +141,25 @@ describe("Connection admission", () => {
   })
 
   it("never repeats a password in its message", () => {
-    const admission = admitSpec(connection, { type: "Database", uri: "postgresql://app:hunter2@db.example.com/warehouse" })
+    const admission = admitSpec(connection, {
+      type: "Database",
+      uri: "postgresql://app:hunter2@db.example.com/warehouse"
+    })
     const messages = admission._tag === "Refused" ? admission.causes.map((cause) => cause.message) : []
-    assert.deepStrictEqual(messages, [`Invalid value: "postgresql://app:***@db.example.com/warehouse": must not carry a password: put it in credentials as a secretKeyRef`])
+    assert.deepStrictEqual(messages, [
+      `Invalid value: "postgresql://app:***@db.example.com/warehouse": must not carry a password: put it in credentials as a secretKeyRef`
+    ])
   })
 
   it("drops region from a Database with a warning under fieldValidation Warn", () => {
     const envelope = Schema.Struct({ spec: connection.spec }) as unknown as Schema.Codec<unknown, unknown>
-    const result = admit(envelope, { spec: { ...database, region: "eu" } }, "Warn", { kind: "connections" }, "Connection")
+    const result = admit(
+      envelope,
+      { spec: { ...database, region: "eu" } },
+      "Warn",
+      { kind: "connections" },
+      "Connection"
+    )
     assert.isTrue(Result.isSuccess(result))
     if (!Result.isSuccess(result)) return
     assert.deepStrictEqual(result.success.warnings, ["unknown field \"spec.region\""])
@@ -131,7 +184,10 @@ describe("Connection updates", () => {
   }
 
   it("refuses a change of type as immutable at spec.type", () => {
-    assert.include(updateRefusals(connection, storage, { type: "Http", uri: "https://api.example.com" }).immutable, "spec.type")
+    assert.include(
+      updateRefusals(connection, storage, { type: "Http", uri: "https://api.example.com" }).immutable,
+      "spec.type"
+    )
   })
 })
 
@@ -143,10 +199,22 @@ describe("Connection status", () => {
   }
 
   it("admits a Ready condition and refuses a condition without status", () => {
-    assert.deepStrictEqual(statusRefusals({
-      conditions: [{ type: "Ready", status: "False", lastTransitionTime: "2026-01-02T15:04:05Z", reason: "CredentialsRejected", message: "403 from the endpoint" }],
-      lastCheckTime: "2026-01-02T15:04:05Z"
-    }), [])
-    assert.include(statusRefusals({ conditions: [{ type: "Ready", lastTransitionTime: "t", reason: "r", message: "m" }] }), "status.conditions[0].status")
+    assert.deepStrictEqual(
+      statusRefusals({
+        conditions: [{
+          type: "Ready",
+          status: "False",
+          lastTransitionTime: "2026-01-02T15:04:05Z",
+          reason: "CredentialsRejected",
+          message: "403 from the endpoint"
+        }],
+        lastCheckTime: "2026-01-02T15:04:05Z"
+      }),
+      []
+    )
+    assert.include(
+      statusRefusals({ conditions: [{ type: "Ready", lastTransitionTime: "t", reason: "r", message: "m" }] }),
+      "status.conditions[0].status"
+    )
   })
 })

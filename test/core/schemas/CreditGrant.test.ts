@@ -4,8 +4,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Result, Schema } from "effect"
-import { admit } from "../../../src/core/meta/Admission.ts"
 import type { Json, JsonObject } from "../../../src/core/Json.ts"
+import { admit } from "../../../src/core/meta/Admission.ts"
 import { creditGrant } from "../../../src/core/schemas/CreditGrant.ts"
 import { admitSpec, refusedFields, updateRefusals } from "../../support/KindRules.ts"
 
@@ -45,7 +45,9 @@ describe("CreditGrant admission", () => {
       spec({ amountUSD: "100000", source: "TopUp", reason: "" }),
       spec({ source: "Admin", expiresAt: "2026-12-31T23:59:59.5+02:00" })
     ]
-    for (const edge of edges) assert.strictEqual(admitSpec(creditGrant, edge)._tag, "Admitted", JSON.stringify(admitSpec(creditGrant, edge)))
+    for (const edge of edges) {
+      assert.strictEqual(admitSpec(creditGrant, edge)._tag, "Admitted", JSON.stringify(admitSpec(creditGrant, edge)))
+    }
   })
 })
 

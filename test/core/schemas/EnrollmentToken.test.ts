@@ -33,12 +33,19 @@ describe("EnrollmentToken admission", () => {
   }
 
   it("applies nodus's defaults (24h, one host), visible on read", () => {
-    assert.deepStrictEqual(admitSpec(enrollmentToken, base), { _tag: "Admitted", spec: { pool: "lab", expiresAfter: "24h", maxUses: 1 } })
+    assert.deepStrictEqual(admitSpec(enrollmentToken, base), {
+      _tag: "Admitted",
+      spec: { pool: "lab", expiresAfter: "24h", maxUses: 1 }
+    })
   })
 
   it("admits every bound at its edge", () => {
     for (const edge of [spec({ expiresAfter: "1m", maxUses: 1 }), spec({ expiresAfter: "720h", maxUses: 1_000 })]) {
-      assert.strictEqual(admitSpec(enrollmentToken, edge)._tag, "Admitted", JSON.stringify(admitSpec(enrollmentToken, edge)))
+      assert.strictEqual(
+        admitSpec(enrollmentToken, edge)._tag,
+        "Admitted",
+        JSON.stringify(admitSpec(enrollmentToken, edge))
+      )
     }
   })
 })
@@ -46,11 +53,13 @@ describe("EnrollmentToken admission", () => {
 describe("EnrollmentToken updates", () => {
   const created = spec({ expiresAfter: "1h", maxUses: 5 })
 
-  for (const [field, fields, path] of [
-    ["pool", { pool: "other" }, "spec.pool"],
-    ["expiresAfter", { expiresAfter: "2h" }, "spec.expiresAfter"],
-    ["maxUses", { maxUses: 6 }, "spec.maxUses"]
-  ] as const) {
+  for (
+    const [field, fields, path] of [
+      ["pool", { pool: "other" }, "spec.pool"],
+      ["expiresAfter", { expiresAfter: "2h" }, "spec.expiresAfter"],
+      ["maxUses", { maxUses: 6 }, "spec.maxUses"]
+    ] as const
+  ) {
     it(`refuses a change of ${field} as immutable at ${path}`, () => {
       assert.include(updateRefusals(enrollmentToken, created, { ...created, ...fields }).immutable, path)
     })
@@ -61,10 +70,23 @@ describe("EnrollmentToken status", () => {
   const decodes = (status: unknown) => Exit.isSuccess(Schema.decodeUnknownExit(enrollmentToken.status)(status))
 
   it("admits its fields", () => {
-    assert.isTrue(decodes({ token: "nodus_et_abc", phase: "Active", expirationTime: "2026-01-03T15:04:05Z", uses: 1, nodes: ["gpu-01"] }))
+    assert.isTrue(
+      decodes({
+        token: "nodus_et_abc",
+        phase: "Active",
+        expirationTime: "2026-01-03T15:04:05Z",
+        uses: 1,
+        nodes: ["gpu-01"]
+      })
+    )
   })
 
-  for (const [rule, status] of [["an unknown phase", { phase: "Revoked" }], ["negative uses", { uses: -1 }], ["an empty token", { token: "" }]] as const) {
+  for (
+    const [rule, status] of [["an unknown phase", { phase: "Revoked" }], ["negative uses", { uses: -1 }], [
+      "an empty token",
+      { token: "" }
+    ]] as const
+  ) {
     it(`refuses ${rule}`, () => assert.isFalse(decodes(status)))
   }
 })

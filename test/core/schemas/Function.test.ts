@@ -18,24 +18,64 @@ const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
   // code
   ["no code", { image: "python:3.12" }, "spec.code"],
   ["code without module", spec({ code: { qualname: "embed" } }), "spec.code.module"],
-  ["a module that is not a dotted Python name", spec({ code: { module: "app/handlers", qualname: "embed" } }), "spec.code.module"],
-  ["a qualname that is not a dotted Python name", spec({ code: { module: "app", qualname: "embed()" } }), "spec.code.qualname"],
+  [
+    "a module that is not a dotted Python name",
+    spec({ code: { module: "app/handlers", qualname: "embed" } }),
+    "spec.code.module"
+  ],
+  [
+    "a qualname that is not a dotted Python name",
+    spec({ code: { module: "app", qualname: "embed()" } }),
+    "spec.code.qualname"
+  ],
   ["neither qualname nor cls", spec({ code: { module: "app" } }), "spec.code"],
-  ["qualname and cls", spec({ code: { module: "app", qualname: "embed", cls: { name: "Model", methods: ["run"] } } }), "spec.code"],
-  ["a code blob that is not a content address", spec({ code: { module: "app", qualname: "embed", blob: "sha256:abc" } }), "spec.code.blob"],
+  [
+    "qualname and cls",
+    spec({ code: { module: "app", qualname: "embed", cls: { name: "Model", methods: ["run"] } } }),
+    "spec.code"
+  ],
+  [
+    "a code blob that is not a content address",
+    spec({ code: { module: "app", qualname: "embed", blob: "sha256:abc" } }),
+    "spec.code.blob"
+  ],
   ["a class without methods", spec({ code: { module: "app", cls: { name: "Model" } } }), "spec.code.cls.methods"],
-  ["a class with an empty method list", spec({ code: { module: "app", cls: { name: "Model", methods: [] } } }), "spec.code.cls.methods"],
-  ["129 class methods", spec({ code: { module: "app", cls: { name: "Model", methods: methods(129) } } }), "spec.code.cls.methods"],
-  ["a method that is not an identifier", spec({ code: { module: "app", cls: { name: "Model", methods: ["run-fast"] } } }), "spec.code.cls.methods[0]"],
-  ["a method named twice", spec({ code: { module: "app", cls: { name: "Model", methods: ["run", "run"] } } }), "spec.code.cls.methods[1]"],
+  [
+    "a class with an empty method list",
+    spec({ code: { module: "app", cls: { name: "Model", methods: [] } } }),
+    "spec.code.cls.methods"
+  ],
+  [
+    "129 class methods",
+    spec({ code: { module: "app", cls: { name: "Model", methods: methods(129) } } }),
+    "spec.code.cls.methods"
+  ],
+  [
+    "a method that is not an identifier",
+    spec({ code: { module: "app", cls: { name: "Model", methods: ["run-fast"] } } }),
+    "spec.code.cls.methods[0]"
+  ],
+  [
+    "a method named twice",
+    spec({ code: { module: "app", cls: { name: "Model", methods: ["run", "run"] } } }),
+    "spec.code.cls.methods[1]"
+  ],
   ["a class without name", spec({ code: { module: "app", cls: { methods: ["run"] } } }), "spec.code.cls.name"],
-  ["an unknown code field", spec({ code: { module: "app", qualname: "embed", entrypoint: "main" } }), "spec.code.entrypoint"],
+  [
+    "an unknown code field",
+    spec({ code: { module: "app", qualname: "embed", entrypoint: "main" } }),
+    "spec.code.entrypoint"
+  ],
   // python
   ["python 3.9", spec({ python: "3.9" }), "spec.python"],
   ["python 3.14", spec({ python: "3.14" }), "spec.python"],
   ["python as a number", spec({ python: 3.12 }), "spec.python"],
   // cluster (Beta)
-  ["a cluster launcher other than Plain", spec({ cluster: { size: 2, launcher: "Torchrun" } }), "spec.cluster.launcher"],
+  [
+    "a cluster launcher other than Plain",
+    spec({ cluster: { size: 2, launcher: "Torchrun" } }),
+    "spec.cluster.launcher"
+  ],
   ["an unknown cluster network", spec({ cluster: { size: 2, network: "Local" } }), "spec.cluster.network"],
   ["an unknown cluster transport", spec({ cluster: { size: 2, transport: "Relayed" } }), "spec.cluster.transport"],
   ["a cluster of 1", spec({ cluster: { size: 1 } }), "spec.cluster.size"],
@@ -47,13 +87,29 @@ const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
   ["maxRetries above 10", spec({ retries: { maxRetries: 11 } }), "spec.retries.maxRetries"],
   ["negative maxRetries", spec({ retries: { maxRetries: -1 } }), "spec.retries.maxRetries"],
   ["backoffCoefficient below 1", spec({ retries: { backoffCoefficient: "0.99" } }), "spec.retries.backoffCoefficient"],
-  ["backoffCoefficient above 10", spec({ retries: { backoffCoefficient: "10.01" } }), "spec.retries.backoffCoefficient"],
+  [
+    "backoffCoefficient above 10",
+    spec({ retries: { backoffCoefficient: "10.01" } }),
+    "spec.retries.backoffCoefficient"
+  ],
   ["backoffCoefficient as a number", spec({ retries: { backoffCoefficient: 2 } }), "spec.retries.backoffCoefficient"],
-  ["backoffCoefficient that is not a decimal", spec({ retries: { backoffCoefficient: "2x" } }), "spec.retries.backoffCoefficient"],
-  ["backoffCoefficient with an exponent", spec({ retries: { backoffCoefficient: "2e0" } }), "spec.retries.backoffCoefficient"],
+  [
+    "backoffCoefficient that is not a decimal",
+    spec({ retries: { backoffCoefficient: "2x" } }),
+    "spec.retries.backoffCoefficient"
+  ],
+  [
+    "backoffCoefficient with an exponent",
+    spec({ retries: { backoffCoefficient: "2e0" } }),
+    "spec.retries.backoffCoefficient"
+  ],
   ["an initialDelay that is not a duration", spec({ retries: { initialDelay: "soon" } }), "spec.retries.initialDelay"],
   ["a maxDelay that is not a duration", spec({ retries: { maxDelay: "1 minute" } }), "spec.retries.maxDelay"],
-  ["initialDelay above maxDelay", spec({ retries: { initialDelay: "2m", maxDelay: "1m" } }), "spec.retries.initialDelay"],
+  [
+    "initialDelay above maxDelay",
+    spec({ retries: { initialDelay: "2m", maxDelay: "1m" } }),
+    "spec.retries.initialDelay"
+  ],
   ["initialDelay above the default maxDelay", spec({ retries: { initialDelay: "61s" } }), "spec.retries.initialDelay"],
   // scaling
   ["maxWorkers 0", spec({ scaling: { maxWorkers: 0 } }), "spec.scaling.maxWorkers"],
@@ -75,16 +131,36 @@ const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
   ["no image and no imageRef", { code: base.code }, "spec.image"],
   ["image and imageRef", spec({ imageRef: "my-image" }), "spec.imageRef"],
   ["an empty image", spec({ image: "" }), "spec.image"],
-  ["an env name with the PLATFORM_ prefix", spec({ env: [{ name: "PLATFORM_INDEX", value: "1" }] }), "spec.env[0].name"],
-  ["env value and valueFrom", spec({ env: [{ name: "A", value: "1", valueFrom: { secretKeyRef: { name: "s", key: "k" } } }] }), "spec.env[0].valueFrom"],
+  [
+    "an env name with the PLATFORM_ prefix",
+    spec({ env: [{ name: "PLATFORM_INDEX", value: "1" }] }),
+    "spec.env[0].name"
+  ],
+  [
+    "env value and valueFrom",
+    spec({ env: [{ name: "A", value: "1", valueFrom: { secretKeyRef: { name: "s", key: "k" } } }] }),
+    "spec.env[0].valueFrom"
+  ],
   ["an empty secret name", spec({ secrets: [""] }), "spec.secrets[0]"],
-  ["egress allow without AllowList", spec({ network: { egress: { policy: "Deny", allow: ["example.com"] } } }), "spec.network.egress.allow"],
+  [
+    "egress allow without AllowList",
+    spec({ network: { egress: { policy: "Deny", allow: ["example.com"] } } }),
+    "spec.network.egress.allow"
+  ],
   ["an unknown interruptible", spec({ placement: { interruptible: "Maybe" } }), "spec.placement.interruptible"],
   ["recovery.maxAttempts above 32", spec({ recovery: { maxAttempts: 33 } }), "spec.recovery.maxAttempts"],
   ["3 GPUs per node", spec({ resources: { gpu: { count: 3 } } }), "spec.resources.gpu.count"],
-  ["initCommand timeout above 30m", spec({ initCommand: { command: ["make"], timeout: "31m" } }), "spec.initCommand.timeout"],
+  [
+    "initCommand timeout above 30m",
+    spec({ initCommand: { command: ["make"], timeout: "31m" } }),
+    "spec.initCommand.timeout"
+  ],
   ["two sidecars with one name", spec({ sidecars: [{ name: "log" }, { name: "log" }] }), "spec.sidecars[1]"],
-  ["a volume mounted over /usr", spec({ volumes: [{ volume: "v", mountPath: "/usr/lib/x" }] }), "spec.volumes[0].mountPath"],
+  [
+    "a volume mounted over /usr",
+    spec({ volumes: [{ volume: "v", mountPath: "/usr/lib/x" }] }),
+    "spec.volumes[0].mountPath"
+  ],
   ["a relative workingDir", spec({ workingDir: "app" }), "spec.workingDir"],
   ["a maxCostUSD that is not a decimal", spec({ maxCostUSD: "ten" }), "spec.maxCostUSD"],
   ["an empty connection name", spec({ connections: [""] }), "spec.connections[0]"],
@@ -117,13 +193,30 @@ describe("Function admission", () => {
   it("fills the retry defaults once retries are written", () => {
     const admission = admitSpec(functionKind, spec({ retries: { maxRetries: 3 } }))
     assert.strictEqual(admission._tag, "Admitted")
-    if (admission._tag === "Admitted") assert.deepStrictEqual(admission.spec["retries"], { maxRetries: 3, backoffCoefficient: "2.0", initialDelay: "1s", maxDelay: "60s" })
+    if (admission._tag === "Admitted") {
+      assert.deepStrictEqual(admission.spec["retries"], {
+        maxRetries: 3,
+        backoffCoefficient: "2.0",
+        initialDelay: "1s",
+        maxDelay: "60s"
+      })
+    }
   })
 
   it("admits every bound at its edge", () => {
     const edges: ReadonlyArray<JsonObject> = [
-      spec({ python: "3.10", timeout: "1s", retries: { maxRetries: 0, backoffCoefficient: "1" }, scaling: { minWorkers: 0, maxWorkers: 1, scaledownWindow: "0s", targetConcurrency: 1 } }),
-      spec({ python: "3.13", timeout: "24h", retries: { maxRetries: 10, backoffCoefficient: "10.000" }, scaling: { minWorkers: 1_000, maxWorkers: 1_000, scaledownWindow: "20m", targetConcurrency: 1_000 } }),
+      spec({
+        python: "3.10",
+        timeout: "1s",
+        retries: { maxRetries: 0, backoffCoefficient: "1" },
+        scaling: { minWorkers: 0, maxWorkers: 1, scaledownWindow: "0s", targetConcurrency: 1 }
+      }),
+      spec({
+        python: "3.13",
+        timeout: "24h",
+        retries: { maxRetries: 10, backoffCoefficient: "10.000" },
+        scaling: { minWorkers: 1_000, maxWorkers: 1_000, scaledownWindow: "20m", targetConcurrency: 1_000 }
+      }),
       spec({ retries: { backoffCoefficient: "1.5", initialDelay: "60s" }, scaling: { minWorkers: 10 } }),
       spec({ retries: { initialDelay: "0s", maxDelay: "0s" } }),
       spec({ code: { module: "app.models", blob, cls: { name: "Outer.Model", methods: methods(128) } } }),
@@ -132,35 +225,45 @@ describe("Function admission", () => {
       spec({ cluster: { size: 8, network: "Global", transport: "Auto" }, resources: { nodes: 1, gpu: { count: 8 } } }),
       { imageRef: "my-image", code: { module: "_private.mod", qualname: "_Impl.__call__" } }
     ]
-    for (const edge of edges) assert.strictEqual(admitSpec(functionKind, edge)._tag, "Admitted", JSON.stringify(admitSpec(functionKind, edge)))
+    for (const edge of edges) {
+      assert.strictEqual(admitSpec(functionKind, edge)._tag, "Admitted", JSON.stringify(admitSpec(functionKind, edge)))
+    }
   })
 
   it("accepts every Job-like field the spec lists", () => {
-    const admission = admitSpec(functionKind, spec({
-      args: ["--port", "8000"],
-      command: ["python", "-m", "worker"],
-      connections: ["s3-data"],
-      env: [{ name: "MODEL", value: "small" }, { name: "TOKEN", valueFrom: { secretKeyRef: { name: "hf", key: "token" } } }],
-      imagePullSecrets: ["registry"],
-      initCommand: { command: ["pip", "install", "-e", "."], timeout: "10m" },
-      maxCostUSD: "100.00",
-      network: { egress: { policy: "AllowList", allow: ["*.huggingface.co"] } },
-      placement: { interruptible: "Allow", regions: ["eu"], queueTimeout: "1h" },
-      recovery: { maxAttempts: 3 },
-      resources: { cpu: "4", memory: "16Gi", gpu: { count: 1, type: ["H100"] } },
-      secrets: [{ name: "wandb", version: 2 }],
-      serviceAccountName: "worker",
-      sidecars: [{ name: "metrics", command: ["exporter"] }],
-      volumes: [{ volume: "weights", mountPath: "/weights", readOnly: true, revision: 4 }],
-      workingDir: "/app"
-    }))
+    const admission = admitSpec(
+      functionKind,
+      spec({
+        args: ["--port", "8000"],
+        command: ["python", "-m", "worker"],
+        connections: ["s3-data"],
+        env: [{ name: "MODEL", value: "small" }, {
+          name: "TOKEN",
+          valueFrom: { secretKeyRef: { name: "hf", key: "token" } }
+        }],
+        imagePullSecrets: ["registry"],
+        initCommand: { command: ["pip", "install", "-e", "."], timeout: "10m" },
+        maxCostUSD: "100.00",
+        network: { egress: { policy: "AllowList", allow: ["*.huggingface.co"] } },
+        placement: { interruptible: "Allow", regions: ["eu"], queueTimeout: "1h" },
+        recovery: { maxAttempts: 3 },
+        resources: { cpu: "4", memory: "16Gi", gpu: { count: 1, type: ["H100"] } },
+        secrets: [{ name: "wandb", version: 2 }],
+        serviceAccountName: "worker",
+        sidecars: [{ name: "metrics", command: ["exporter"] }],
+        volumes: [{ volume: "weights", mountPath: "/weights", readOnly: true, revision: 4 }],
+        workingDir: "/app"
+      })
+    )
     assert.strictEqual(admission._tag, "Admitted", JSON.stringify(admission))
   })
 
   it("accepts a bare Secret name and stores the object form", () => {
     const admission = admitSpec(functionKind, spec({ secrets: ["hf-token", { name: "wandb", version: 3 }] }))
     assert.strictEqual(admission._tag, "Admitted")
-    if (admission._tag === "Admitted") assert.deepStrictEqual(admission.spec["secrets"], [{ name: "hf-token" }, { name: "wandb", version: 3 }])
+    if (admission._tag === "Admitted") {
+      assert.deepStrictEqual(admission.spec["secrets"], [{ name: "hf-token" }, { name: "wandb", version: 3 }])
+    }
   })
 })
 
@@ -193,7 +296,9 @@ describe("Function updates", () => {
   }
 
   it("refuses lowering maxCostUSD, and adding one after create; allows removing it", () => {
-    assert.deepStrictEqual(updateRefusals(functionKind, created, changed({ maxCostUSD: "9.99" })).invalid, ["spec.maxCostUSD"])
+    assert.deepStrictEqual(updateRefusals(functionKind, created, changed({ maxCostUSD: "9.99" })).invalid, [
+      "spec.maxCostUSD"
+    ])
     assert.deepStrictEqual(updateRefusals(functionKind, base, spec({ maxCostUSD: "5" })).invalid, ["spec.maxCostUSD"])
     const { maxCostUSD: _cap, ...uncapped } = created
     assert.deepStrictEqual(updateRefusals(functionKind, created, uncapped).invalid, [])

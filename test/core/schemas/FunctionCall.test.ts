@@ -63,11 +63,18 @@ describe("FunctionCall admission", () => {
     const edges: ReadonlyArray<JsonObject> = [
       spec({ input: { inline: inlineOf(64 * 1024) }, timeout: "1s" }),
       spec({ input: { inline: "" }, timeout: "24h" }),
-      spec({ input: { blob, encoding: "JSON", sha256: "c".repeat(64) }, mapId: "m".repeat(63), mapIndex: 0, session: "s-1" }),
+      spec({
+        input: { blob, encoding: "JSON", sha256: "c".repeat(64) },
+        mapId: "m".repeat(63),
+        mapIndex: 0,
+        session: "s-1"
+      }),
       spec({ mapId: "01HZX.map_a-b", mapIndex: 999_999, state: "Cancelled" }),
       { function: "team.embed-v2" }
     ]
-    for (const edge of edges) assert.strictEqual(admitSpec(functionCall, edge)._tag, "Admitted", JSON.stringify(admitSpec(functionCall, edge)))
+    for (const edge of edges) {
+      assert.strictEqual(admitSpec(functionCall, edge)._tag, "Admitted", JSON.stringify(admitSpec(functionCall, edge)))
+    }
   })
 })
 
@@ -76,11 +83,17 @@ describe("FunctionCall updates", () => {
   const changed = (fields: JsonObject): Json => ({ ...created, ...fields })
 
   it("accepts a change of state (the cancel)", () => {
-    assert.deepStrictEqual(updateRefusals(functionCall, created, changed({ state: "Cancelled" })), { immutable: [], invalid: [] })
+    assert.deepStrictEqual(updateRefusals(functionCall, created, changed({ state: "Cancelled" })), {
+      immutable: [],
+      invalid: []
+    })
   })
 
   it("refuses undoing a cancel at spec.state", () => {
-    assert.deepStrictEqual(updateRefusals(functionCall, changed({ state: "Cancelled" }), changed({ state: "Running" })).invalid, ["spec.state"])
+    assert.deepStrictEqual(
+      updateRefusals(functionCall, changed({ state: "Cancelled" }), changed({ state: "Running" })).invalid,
+      ["spec.state"]
+    )
   })
 
   /** Everything in spec but state is immutable (spec: FunctionCall). */
@@ -106,7 +119,13 @@ describe("FunctionCall status", () => {
   it("holds every status field the spec lists", () => {
     const status = {
       completionTime: "2026-01-02T15:04:05Z",
-      conditions: [{ type: "Funded", status: "True", lastTransitionTime: "2026-01-02T15:00:00Z", reason: "Funded", message: "Held." }],
+      conditions: [{
+        type: "Funded",
+        status: "True",
+        lastTransitionTime: "2026-01-02T15:00:00Z",
+        reason: "Funded",
+        message: "Held."
+      }],
       costUSD: "0.000420",
       error: { type: "builtins.ValueError", message: "bad input", traceback: "Traceback (most recent call last): ..." },
       estimate: { rateUSDPerHour: "1.20" },
@@ -137,7 +156,11 @@ describe("FunctionCall status", () => {
   }
 
   it("takes each phase and reason the spec names, with the cancel pair", () => {
-    for (const phase of ["Queued", "Running", "Recovering", "Succeeded", "Failed", "Cancelling", "Cancelled"]) assert.isTrue(decode({ phase })._tag === "Success", phase)
-    for (const reason of ["RemoteError", "DeadlineExceeded", "RecoveryLimitExceeded", "FunctionDeleted", "Cancelled"]) assert.isTrue(decode({ reason })._tag === "Success", reason)
+    for (const phase of ["Queued", "Running", "Recovering", "Succeeded", "Failed", "Cancelling", "Cancelled"]) {
+      assert.isTrue(decode({ phase })._tag === "Success", phase)
+    }
+    for (const reason of ["RemoteError", "DeadlineExceeded", "RecoveryLimitExceeded", "FunctionDeleted", "Cancelled"]) {
+      assert.isTrue(decode({ reason })._tag === "Success", reason)
+    }
   })
 })

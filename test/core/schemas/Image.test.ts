@@ -4,8 +4,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Result, Schema } from "effect"
-import { admit } from "../../../src/core/meta/Admission.ts"
 import type { Json, JsonObject } from "../../../src/core/Json.ts"
+import { admit } from "../../../src/core/meta/Admission.ts"
 import { image } from "../../../src/core/schemas/Image.ts"
 import { admitSpec, refusedFields, updateRefusals } from "../../support/KindRules.ts"
 
@@ -25,11 +25,25 @@ const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
   ["a build without context", { build: { dockerfile: "Dockerfile" } }, "spec.build.context"],
   ["a build context that is no content address", { build: { context: "s3://bucket/ctx.tar" } }, "spec.build.context"],
   ["an absolute Dockerfile path", { build: { context: blob, dockerfile: "/Dockerfile" } }, "spec.build.dockerfile"],
-  ["a Dockerfile path leaving the context", { build: { context: blob, dockerfile: "../Dockerfile" } }, "spec.build.dockerfile"],
-  ["a Dockerfile path leaving the context midway", { build: { context: blob, dockerfile: "docker/../../Dockerfile" } }, "spec.build.dockerfile"],
+  [
+    "a Dockerfile path leaving the context",
+    { build: { context: blob, dockerfile: "../Dockerfile" } },
+    "spec.build.dockerfile"
+  ],
+  [
+    "a Dockerfile path leaving the context midway",
+    { build: { context: blob, dockerfile: "docker/../../Dockerfile" } },
+    "spec.build.dockerfile"
+  ],
   ["an empty target", { build: { context: blob, target: "" } }, "spec.build.target"],
-  ["a build argument name with a dash", { build: { context: blob, buildArgs: { "PY-VERSION": "3.12" } } }, "spec.build.buildArgs.PY-VERSION"],
-  ["65 build arguments", { build: { context: blob, buildArgs: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`A${i}`, "1"])) } }, "spec.build.buildArgs"],
+  [
+    "a build argument name with a dash",
+    { build: { context: blob, buildArgs: { "PY-VERSION": "3.12" } } },
+    "spec.build.buildArgs.PY-VERSION"
+  ],
+  ["65 build arguments", {
+    build: { context: blob, buildArgs: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`A${i}`, "1"])) }
+  }, "spec.build.buildArgs"],
   ["5 pull secrets", { ...pulled, imagePullSecrets: ["a", "b", "c", "d", "e"] }, "spec.imagePullSecrets"],
   ["an empty pull secret name", { ...pulled, imagePullSecrets: [""] }, "spec.imagePullSecrets[0]"],
   ["an unknown build field", { build: { context: blob, platform: "linux/arm64" } }, "spec.build.platform"],
@@ -49,7 +63,9 @@ describe("Image admission", () => {
     const pull = admitSpec(image, pulled)
     assert.deepStrictEqual(pull._tag === "Admitted" ? pull.spec : pull, pulled)
     const build = admitSpec(image, built)
-    assert.deepStrictEqual(build._tag === "Admitted" ? build.spec : build, { build: { context: blob, dockerfile: "Dockerfile" } })
+    assert.deepStrictEqual(build._tag === "Admitted" ? build.spec : build, {
+      build: { context: blob, dockerfile: "Dockerfile" }
+    })
   })
 
   it("admits every bound at its edge", () => {
@@ -60,16 +76,28 @@ describe("Image admission", () => {
       { reference: `ghcr.io/acme/trainer:v1@sha256:${"0".repeat(64)}` },
       { reference: `registry.example.com/acme/trainer@sha256:${"f".repeat(64)}` },
       { reference: `python:${"t".repeat(128)}`, imagePullSecrets: ["a", "b", "c", "d"] },
-      { build: { context: blob, dockerfile: "docker/train.Dockerfile", target: "runtime", buildArgs: Object.fromEntries(Array.from({ length: 64 }, (_, i) => [`A${i}`, "1"])) } },
+      {
+        build: {
+          context: blob,
+          dockerfile: "docker/train.Dockerfile",
+          target: "runtime",
+          buildArgs: Object.fromEntries(Array.from({ length: 64 }, (_, i) => [`A${i}`, "1"]))
+        }
+      },
       { build: { context: blob, dockerfile: "..Dockerfile" } }
     ]
-    for (const edge of edges) assert.strictEqual(admitSpec(image, edge)._tag, "Admitted", JSON.stringify(admitSpec(image, edge)))
+    for (const edge of edges) {
+      assert.strictEqual(admitSpec(image, edge)._tag, "Admitted", JSON.stringify(admitSpec(image, edge)))
+    }
   })
 })
 
 describe("Image updates", () => {
   it("accepts a change of imagePullSecrets", () => {
-    assert.deepStrictEqual(updateRefusals(image, pulled, { ...pulled, imagePullSecrets: ["ghcr"] }), { immutable: [], invalid: [] })
+    assert.deepStrictEqual(updateRefusals(image, pulled, { ...pulled, imagePullSecrets: ["ghcr"] }), {
+      immutable: [],
+      invalid: []
+    })
   })
 
   const immutable: ReadonlyArray<readonly [string, JsonObject, JsonObject, string]> = [
@@ -93,14 +121,19 @@ describe("Image status", () => {
   }
 
   it("admits every phase and a resolved image, and refuses another phase", () => {
-    for (const phase of ["Pending", "Building", "Ready", "Failed"]) assert.deepStrictEqual(statusRefusals({ phase }), [], phase)
-    assert.deepStrictEqual(statusRefusals({
-      phase: "Ready",
-      reference: `ghcr.io/acme/trainer@sha256:${"0".repeat(64)}`,
-      digest: `sha256:${"0".repeat(64)}`,
-      user: "root",
-      sizeBytes: 1_000_000
-    }), [])
+    for (const phase of ["Pending", "Building", "Ready", "Failed"]) {
+      assert.deepStrictEqual(statusRefusals({ phase }), [], phase)
+    }
+    assert.deepStrictEqual(
+      statusRefusals({
+        phase: "Ready",
+        reference: `ghcr.io/acme/trainer@sha256:${"0".repeat(64)}`,
+        digest: `sha256:${"0".repeat(64)}`,
+        user: "root",
+        sizeBytes: 1_000_000
+      }),
+      []
+    )
     assert.include(statusRefusals({ phase: "Pulling" }), "status.phase")
   })
 })

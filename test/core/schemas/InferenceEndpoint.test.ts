@@ -5,8 +5,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Result, Schema } from "effect"
-import { admit } from "../../../src/core/meta/Admission.ts"
 import type { Json, JsonObject } from "../../../src/core/Json.ts"
+import { admit } from "../../../src/core/meta/Admission.ts"
 import { inferenceEndpoint } from "../../../src/core/schemas/InferenceEndpoint.ts"
 import { admitSpec, refusedFields, updateRefusals } from "../../support/KindRules.ts"
 
@@ -52,9 +52,18 @@ describe("InferenceEndpoint admission", () => {
     const edges: ReadonlyArray<JsonObject> = [
       spec({ scaling: { minReplicas: 0, maxReplicas: 64 } }),
       spec({ scaling: { minReplicas: 64, maxReplicas: 64 }, maxCostUSD: "0", state: "Stopped" }),
-      spec({ resources: { gpu: { count: 8, type: ["H100"] }, memory: "64Gi" }, placement: { interruptible: "Prefer", queueTimeout: "0s" } })
+      spec({
+        resources: { gpu: { count: 8, type: ["H100"] }, memory: "64Gi" },
+        placement: { interruptible: "Prefer", queueTimeout: "0s" }
+      })
     ]
-    for (const edge of edges) assert.strictEqual(admitSpec(inferenceEndpoint, edge)._tag, "Admitted", JSON.stringify(admitSpec(inferenceEndpoint, edge)))
+    for (const edge of edges) {
+      assert.strictEqual(
+        admitSpec(inferenceEndpoint, edge)._tag,
+        "Admitted",
+        JSON.stringify(admitSpec(inferenceEndpoint, edge))
+      )
+    }
   })
 })
 
@@ -72,13 +81,20 @@ describe("InferenceEndpoint updates", () => {
   ]
   for (const [field, fields] of mutable) {
     it(`accepts a change of ${field}`, () => {
-      assert.deepStrictEqual(updateRefusals(inferenceEndpoint, created, changed(fields)), { immutable: [], invalid: [] })
+      assert.deepStrictEqual(updateRefusals(inferenceEndpoint, created, changed(fields)), {
+        immutable: [],
+        invalid: []
+      })
     })
   }
 
   it("refuses lowering maxCostUSD, and adding one after create; allows removing it", () => {
-    assert.deepStrictEqual(updateRefusals(inferenceEndpoint, created, changed({ maxCostUSD: "99.99" })).invalid, ["spec.maxCostUSD"])
-    assert.deepStrictEqual(updateRefusals(inferenceEndpoint, base, spec({ maxCostUSD: "5" })).invalid, ["spec.maxCostUSD"])
+    assert.deepStrictEqual(updateRefusals(inferenceEndpoint, created, changed({ maxCostUSD: "99.99" })).invalid, [
+      "spec.maxCostUSD"
+    ])
+    assert.deepStrictEqual(updateRefusals(inferenceEndpoint, base, spec({ maxCostUSD: "5" })).invalid, [
+      "spec.maxCostUSD"
+    ])
     const { maxCostUSD: _cap, ...uncapped } = created
     assert.deepStrictEqual(updateRefusals(inferenceEndpoint, created, uncapped).invalid, [])
   })
@@ -92,14 +108,17 @@ describe("InferenceEndpoint status", () => {
   }
 
   it("admits what the service writes and refuses an unknown phase", () => {
-    assert.deepStrictEqual(statusRefusals({
-      phase: "Running",
-      url: "https://llama.ml.example.com/v1",
-      replicas: { desired: 2, ready: 2 },
-      cost: { totalUSD: "3.20", rateUSDPerHour: "4.10" },
-      estimate: { rateUSDPerHour: "4.10", holdUSD: "4.10" },
-      reason: "MaxCostReached"
-    }), [])
+    assert.deepStrictEqual(
+      statusRefusals({
+        phase: "Running",
+        url: "https://llama.ml.example.com/v1",
+        replicas: { desired: 2, ready: 2 },
+        cost: { totalUSD: "3.20", rateUSDPerHour: "4.10" },
+        estimate: { rateUSDPerHour: "4.10", holdUSD: "4.10" },
+        reason: "MaxCostReached"
+      }),
+      []
+    )
     assert.include(statusRefusals({ phase: "Serving" }), "status.phase")
   })
 })

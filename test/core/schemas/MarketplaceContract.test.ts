@@ -51,8 +51,18 @@ describe("MarketplaceContract admission", () => {
 
   it("sets no defaults and admits every bound at its edge", () => {
     assert.deepStrictEqual(admitSpec(marketplaceContract, base), { _tag: "Admitted", spec: base })
-    const edge = spec({ quantity: 1, hours: 1, endsAt: "2026-03-01T01:00:00Z", demandRateUSDPerUnitHour: "0.000001", supplyRateUSDPerUnitHour: "0.000001" })
-    assert.strictEqual(admitSpec(marketplaceContract, edge)._tag, "Admitted", JSON.stringify(admitSpec(marketplaceContract, edge)))
+    const edge = spec({
+      quantity: 1,
+      hours: 1,
+      endsAt: "2026-03-01T01:00:00Z",
+      demandRateUSDPerUnitHour: "0.000001",
+      supplyRateUSDPerUnitHour: "0.000001"
+    })
+    assert.strictEqual(
+      admitSpec(marketplaceContract, edge)._tag,
+      "Admitted",
+      JSON.stringify(admitSpec(marketplaceContract, edge))
+    )
   })
 })
 
@@ -63,11 +73,13 @@ describe("MarketplaceContract updates", () => {
     })
   }
 
-  for (const [field, fields, path] of [
-    ["quantity", { quantity: 4 }, "spec.quantity"],
-    ["demandRateUSDPerUnitHour", { demandRateUSDPerUnitHour: "2.20" }, "spec.demandRateUSDPerUnitHour"],
-    ["supply", { supply: "us-h100" }, "spec.supply"]
-  ] as const) {
+  for (
+    const [field, fields, path] of [
+      ["quantity", { quantity: 4 }, "spec.quantity"],
+      ["demandRateUSDPerUnitHour", { demandRateUSDPerUnitHour: "2.20" }, "spec.demandRateUSDPerUnitHour"],
+      ["supply", { supply: "us-h100" }, "spec.supply"]
+    ] as const
+  ) {
     it(`refuses a change of ${field} as immutable at ${path}`, () => {
       assert.include(updateRefusals(marketplaceContract, base, spec(fields)).immutable, path)
     })

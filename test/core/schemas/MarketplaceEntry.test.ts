@@ -4,8 +4,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Exit, Result, Schema } from "effect"
-import { admit } from "../../../src/core/meta/Admission.ts"
 import type { JsonObject } from "../../../src/core/Json.ts"
+import { admit } from "../../../src/core/meta/Admission.ts"
 import { marketplaceEntry } from "../../../src/core/schemas/MarketplaceEntry.ts"
 import { admitSpec, refusedFields, updateRefusals } from "../../support/KindRules.ts"
 
@@ -46,7 +46,11 @@ const rows: ReadonlyArray<readonly [string, object, string]> = [
   ["endsAt equal to startsAt (exclusive end)", spec({ endsAt: "2026-03-01T00:00:00Z" }), "spec.endsAt"],
   ["endsAt before startsAt", spec({ endsAt: "2026-02-28T00:00:00Z" }), "spec.endsAt"],
   ["minimumHours 0", spec({ minimumHours: 0 }), "spec.minimumHours"],
-  ["minimumHours longer than the interval", spec({ endsAt: "2026-03-02T00:00:00Z", minimumHours: 25 }), "spec.minimumHours"],
+  [
+    "minimumHours longer than the interval",
+    spec({ endsAt: "2026-03-02T00:00:00Z", minimumHours: 25 }),
+    "spec.minimumHours"
+  ],
   ["a rate of 0", spec({ rateUSDPerUnitHour: "0" }), "spec.rateUSDPerUnitHour"],
   ["a rate of 0.000000", spec({ rateUSDPerUnitHour: "0.000000" }), "spec.rateUSDPerUnitHour"],
   ["a negative rate", spec({ rateUSDPerUnitHour: "-1.00" }), "spec.rateUSDPerUnitHour"],
@@ -58,19 +62,29 @@ const rows: ReadonlyArray<readonly [string, object, string]> = [
   ["a contactEmail without a domain dot", spec({ contactEmail: "ops@localhost" }), "spec.contactEmail"],
   ["a contactEmail with a space", spec({ contactEmail: "o ps@example.com" }), "spec.contactEmail"],
   ["authorityConfirmed that is not a bool", spec({ authorityConfirmed: "yes" }), "spec.authorityConfirmed"],
-  ["a supply entry without authorityConfirmed", { ...supply, authorityConfirmed: undefined }, "spec.authorityConfirmed"],
+  [
+    "a supply entry without authorityConfirmed",
+    { ...supply, authorityConfirmed: undefined },
+    "spec.authorityConfirmed"
+  ],
   ["a supply entry with authorityConfirmed false", { ...supply, authorityConfirmed: false }, "spec.authorityConfirmed"],
   // publish is a field of a Supply entry only: on a Demand entry it is an unknown field.
   ["publish on a demand entry", spec({ publish: true }), "spec.publish"],
   ["publish false on a demand entry", spec({ publish: false }), "spec.publish"],
-  ["a supply entry with authorityConfirmed \"true\"", { ...supply, authorityConfirmed: "true" }, "spec.authorityConfirmed"],
+  [
+    "a supply entry with authorityConfirmed \"true\"",
+    { ...supply, authorityConfirmed: "true" },
+    "spec.authorityConfirmed"
+  ],
   ["a supply entry breaking a common bound", { ...supply, quantity: 0 }, "spec.quantity"],
   ["a supply entry with endsAt before startsAt", { ...supply, endsAt: "2026-02-28T00:00:00Z" }, "spec.endsAt"],
   ["an unknown state", spec({ state: "Closed" }), "spec.state"],
   ["an unknown field (credentials have no field)", spec({ password: "hunter2" }), "spec.password"]
 ]
 
-const refused = rows.map(([rule, input, field]) => [rule, JSON.parse(JSON.stringify(input)) as JsonObject, field] as const)
+const refused = rows.map(([rule, input, field]) =>
+  [rule, JSON.parse(JSON.stringify(input)) as JsonObject, field] as const
+)
 
 describe("MarketplaceEntry admission", () => {
   for (const [rule, input, field] of refused) {
@@ -82,7 +96,10 @@ describe("MarketplaceEntry admission", () => {
   }
 
   it("defaults state to Open (nodus), visible on read", () => {
-    assert.deepStrictEqual(admitSpec(marketplaceEntry, demand), { _tag: "Admitted", spec: { ...demand, state: "Open" } })
+    assert.deepStrictEqual(admitSpec(marketplaceEntry, demand), {
+      _tag: "Admitted",
+      spec: { ...demand, state: "Open" }
+    })
   })
 
   it("admits every bound at its edge", () => {
@@ -106,7 +123,13 @@ describe("MarketplaceEntry admission", () => {
       { ...supply, publish: true },
       { ...supply, publish: false, company: "Example GmbH", contactEmail: "ops@example.com" }
     ]
-    for (const edge of edges) assert.strictEqual(admitSpec(marketplaceEntry, edge)._tag, "Admitted", JSON.stringify(admitSpec(marketplaceEntry, edge)))
+    for (const edge of edges) {
+      assert.strictEqual(
+        admitSpec(marketplaceEntry, edge)._tag,
+        "Admitted",
+        JSON.stringify(admitSpec(marketplaceEntry, edge))
+      )
+    }
   })
 
   it("says why: an unknown intent names the supported values, a supply entry without confirmation asks for true", () => {
@@ -114,13 +137,23 @@ describe("MarketplaceEntry admission", () => {
       const admission = admitSpec(marketplaceEntry, input)
       return admission._tag === "Refused" ? admission.causes.map((cause) => `${cause.field}: ${cause.message}`) : []
     }
-    assert.deepStrictEqual(messages(spec({ intent: "Offer" })), [`spec.intent: Unsupported value: "Offer": supported values: "Demand", "Supply"`])
-    assert.deepStrictEqual(messages({ ...supply, authorityConfirmed: false }), ["spec.authorityConfirmed: Required value: a Supply entry must set authorityConfirmed: true"])
+    assert.deepStrictEqual(messages(spec({ intent: "Offer" })), [
+      `spec.intent: Unsupported value: "Offer": supported values: "Demand", "Supply"`
+    ])
+    assert.deepStrictEqual(messages({ ...supply, authorityConfirmed: false }), [
+      "spec.authorityConfirmed: Required value: a Supply entry must set authorityConfirmed: true"
+    ])
   })
 
   it("drops publish from a demand entry with a warning under fieldValidation Warn", () => {
     const envelope = Schema.Struct({ spec: marketplaceEntry.spec }) as unknown as Schema.Codec<unknown, unknown>
-    const result = admit(envelope, { spec: spec({ publish: true }) }, "Warn", { kind: "marketplaceentries" }, "MarketplaceEntry")
+    const result = admit(
+      envelope,
+      { spec: spec({ publish: true }) },
+      "Warn",
+      { kind: "marketplaceentries" },
+      "MarketplaceEntry"
+    )
     assert.isTrue(Result.isSuccess(result))
     if (!Result.isSuccess(result)) return
     assert.deepStrictEqual(result.success.warnings, ["unknown field \"spec.publish\""])
@@ -138,12 +171,18 @@ describe("MarketplaceEntry updates", () => {
 
   for (const [field, fields] of mutable) {
     it(`accepts a change of ${field}`, () => {
-      assert.deepStrictEqual(updateRefusals(marketplaceEntry, demand, { ...demand, ...fields }), { immutable: [], invalid: [] })
+      assert.deepStrictEqual(updateRefusals(marketplaceEntry, demand, { ...demand, ...fields }), {
+        immutable: [],
+        invalid: []
+      })
     })
   }
 
   it("refuses a change of intent as immutable at spec.intent", () => {
-    assert.include(updateRefusals(marketplaceEntry, { ...demand, authorityConfirmed: true }, supply).immutable, "spec.intent")
+    assert.include(
+      updateRefusals(marketplaceEntry, { ...demand, authorityConfirmed: true }, supply).immutable,
+      "spec.intent"
+    )
   })
 })
 
@@ -163,7 +202,11 @@ describe("MarketplaceEntry status", () => {
     }))
   })
 
-  for (const [rule, status] of [["an unknown review", { review: "Maybe" }], ["a rate that is not USD", { customerRateUSDPerUnitHour: "2,05" }]] as const) {
+  for (
+    const [rule, status] of [["an unknown review", { review: "Maybe" }], ["a rate that is not USD", {
+      customerRateUSDPerUnitHour: "2,05"
+    }]] as const
+  ) {
     it(`refuses ${rule}`, () => assert.isFalse(decodes(status)))
   }
 })

@@ -4,8 +4,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Result, Schema } from "effect"
-import { admit } from "../../../src/core/meta/Admission.ts"
 import type { Json, JsonObject } from "../../../src/core/Json.ts"
+import { admit } from "../../../src/core/meta/Admission.ts"
 import { model } from "../../../src/core/schemas/Model.ts"
 import { admitSpec, refusedFields } from "../../support/KindRules.ts"
 
@@ -25,8 +25,16 @@ const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
   ["a revision with capitals", spec({ revision: "0E9E39F249A16976918F6564B8830BC894C89659" }), "spec.revision"],
   ["a context window of 0", spec({ contextWindow: 0 }), "spec.contextWindow"],
   ["a fractional context window", spec({ contextWindow: 1.5 }), "spec.contextWindow"],
-  ["a price as a number", spec({ pricing: { inputUSDPerMillionTokens: 0.1 } }), "spec.pricing.inputUSDPerMillionTokens"],
-  ["a price with 7 decimals", spec({ pricing: { outputUSDPerMillionTokens: "0.0000001" } }), "spec.pricing.outputUSDPerMillionTokens"],
+  [
+    "a price as a number",
+    spec({ pricing: { inputUSDPerMillionTokens: 0.1 } }),
+    "spec.pricing.inputUSDPerMillionTokens"
+  ],
+  [
+    "a price with 7 decimals",
+    spec({ pricing: { outputUSDPerMillionTokens: "0.0000001" } }),
+    "spec.pricing.outputUSDPerMillionTokens"
+  ],
   ["a per-token price field", spec({ pricing: { inputUSDPerToken: "0.0000001" } }), "spec.pricing.inputUSDPerToken"],
   ["an unknown field", spec({ license: "llama3.1" }), "spec.license"]
 ]
@@ -48,9 +56,18 @@ describe("Model admission", () => {
   it("admits every bound at its edge", () => {
     const edges: ReadonlyArray<JsonObject> = [
       { uri: "hf://org/tiny" },
-      spec({ contextWindow: 1, pricing: { inputUSDPerMillionTokens: "0", cachedInputUSDPerMillionTokens: "0.000001", outputUSDPerMillionTokens: "75.00" } })
+      spec({
+        contextWindow: 1,
+        pricing: {
+          inputUSDPerMillionTokens: "0",
+          cachedInputUSDPerMillionTokens: "0.000001",
+          outputUSDPerMillionTokens: "75.00"
+        }
+      })
     ]
-    for (const edge of edges) assert.strictEqual(admitSpec(model, edge)._tag, "Admitted", JSON.stringify(admitSpec(model, edge)))
+    for (const edge of edges) {
+      assert.strictEqual(admitSpec(model, edge)._tag, "Admitted", JSON.stringify(admitSpec(model, edge)))
+    }
   })
 
   it("has no update rules: the service rewrites any field", () => {

@@ -18,7 +18,11 @@ const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
   ["a hostname with a space", spec({ hostname: "gpu 01" }), "spec.hostname"],
   ["a hostname starting with a dash", spec({ hostname: "-gpu" }), "spec.hostname"],
   ["a hostname with an empty label", spec({ hostname: "gpu..lab" }), "spec.hostname"],
-  ["a hostname of 254 characters", spec({ hostname: `${"a".repeat(63)}.${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(62)}` }), "spec.hostname"],
+  [
+    "a hostname of 254 characters",
+    spec({ hostname: `${"a".repeat(63)}.${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(62)}` }),
+    "spec.hostname"
+  ],
   ["cordoned that is not a bool", spec({ cordoned: "yes" }), "spec.cordoned"],
   ["drain that is not a bool", spec({ drain: 1 }), "spec.drain"],
   ["an unknown field", spec({ capacity: { gpus: 8 } }), "spec.capacity"]
@@ -39,11 +43,17 @@ describe("Node admission", () => {
 
   it("admits every bound at its edge", () => {
     const edges: ReadonlyArray<JsonObject> = [
-      spec({ hostname: `${"a".repeat(63)}.${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(61)}`, cordoned: true, drain: true }),
+      spec({
+        hostname: `${"a".repeat(63)}.${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(61)}`,
+        cordoned: true,
+        drain: true
+      }),
       spec({ hostname: "g", cordoned: false, drain: false }),
       spec({ hostname: "GPU-01" })
     ]
-    for (const edge of edges) assert.strictEqual(admitSpec(node, edge)._tag, "Admitted", JSON.stringify(admitSpec(node, edge)))
+    for (const edge of edges) {
+      assert.strictEqual(admitSpec(node, edge)._tag, "Admitted", JSON.stringify(admitSpec(node, edge)))
+    }
   })
 })
 
@@ -56,7 +66,13 @@ describe("Node updates", () => {
     })
   }
 
-  for (const [field, fields, path] of [["pool", { pool: "other" }, "spec.pool"], ["hostname", { hostname: "gpu-02" }, "spec.hostname"]] as const) {
+  for (
+    const [field, fields, path] of [["pool", { pool: "other" }, "spec.pool"], [
+      "hostname",
+      { hostname: "gpu-02" },
+      "spec.hostname"
+    ]] as const
+  ) {
     it(`refuses a change of ${field} as immutable at ${path}`, () => {
       assert.include(updateRefusals(node, created, { ...created, ...fields }).immutable, path)
     })
@@ -82,7 +98,11 @@ describe("Node status", () => {
     }))
   })
 
-  for (const [rule, status] of [["an unknown phase", { phase: "Running" }], ["a memory that is no quantity", { capacity: { memory: "lots" } }]] as const) {
+  for (
+    const [rule, status] of [["an unknown phase", { phase: "Running" }], ["a memory that is no quantity", {
+      capacity: { memory: "lots" }
+    }]] as const
+  ) {
     it(`refuses ${rule}`, () => assert.isFalse(decodes(status)))
   }
 })

@@ -17,7 +17,13 @@ const base = {
   providerClass: "Datacenter"
 }
 const spec = (fields: JsonObject): JsonObject => ({ ...base, ...fields })
-const cpu = { count: 0, host: { cpu: "8", memory: "32Gi", disk: "100Gi" }, regionClass: "us", onDemandRateUSDPerHour: "0.40", providerClass: "Community" }
+const cpu = {
+  count: 0,
+  host: { cpu: "8", memory: "32Gi", disk: "100Gi" },
+  regionClass: "us",
+  onDemandRateUSDPerHour: "0.40",
+  providerClass: "Community"
+}
 
 const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
   ["no count", { ...cpu, count: undefined }, "spec.count"],
@@ -42,7 +48,9 @@ const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
   ["no providerClass", { ...base, providerClass: undefined }, "spec.providerClass"],
   ["an unknown providerClass", spec({ providerClass: "Hyperscaler" }), "spec.providerClass"],
   ["a provider name (no such field)", spec({ provider: "somecloud" }), "spec.provider"]
-].map(([rule, input, field]) => [rule as string, JSON.parse(JSON.stringify(input)) as JsonObject, field as string] as const)
+].map(([rule, input, field]) =>
+  [rule as string, JSON.parse(JSON.stringify(input)) as JsonObject, field as string] as const
+)
 
 describe("Offering admission", () => {
   for (const [rule, input, field] of refused) {
@@ -57,19 +65,33 @@ describe("Offering admission", () => {
     assert.deepStrictEqual(admitSpec(offering, base), { _tag: "Admitted", spec: base })
     const edges: ReadonlyArray<JsonObject> = [
       cpu,
-      spec({ count: 1, gpuMemory: "80Gi", interconnect: "NVLink", interruptibleRateUSDPerHour: "0.000001", minimumChargeUSD: "0" }),
-      JSON.parse(JSON.stringify({ ...base, onDemandRateUSDPerHour: undefined, interruptibleRateUSDPerHour: "7.20" })) as JsonObject
+      spec({
+        count: 1,
+        gpuMemory: "80Gi",
+        interconnect: "NVLink",
+        interruptibleRateUSDPerHour: "0.000001",
+        minimumChargeUSD: "0"
+      }),
+      JSON.parse(
+        JSON.stringify({ ...base, onDemandRateUSDPerHour: undefined, interruptibleRateUSDPerHour: "7.20" })
+      ) as JsonObject
     ]
-    for (const edge of edges) assert.strictEqual(admitSpec(offering, edge)._tag, "Admitted", JSON.stringify(admitSpec(offering, edge)))
+    for (const edge of edges) {
+      assert.strictEqual(admitSpec(offering, edge)._tag, "Admitted", JSON.stringify(admitSpec(offering, edge)))
+    }
   })
 
   it("lets the service rewrite a row", () => {
-    assert.deepStrictEqual(updateRefusals(offering, base, spec({ onDemandRateUSDPerHour: "17.50", regionClass: "us" })), { immutable: [], invalid: [] })
+    assert.deepStrictEqual(
+      updateRefusals(offering, base, spec({ onDemandRateUSDPerHour: "17.50", regionClass: "us" })),
+      { immutable: [], invalid: [] }
+    )
   })
 })
 
 describe("Offering status", () => {
   const decodes = (status: unknown) => Exit.isSuccess(Schema.decodeUnknownExit(offering.status)(status))
-  it("admits its fields", () => assert.isTrue(decodes({ available: true, pricebookVersion: "2026-03-01", updatedTime: "2026-03-01T00:00:00Z" })))
+  it("admits its fields", () =>
+    assert.isTrue(decodes({ available: true, pricebookVersion: "2026-03-01", updatedTime: "2026-03-01T00:00:00Z" })))
   it("refuses available that is not a bool", () => assert.isFalse(decodes({ available: "yes" })))
 })

@@ -25,33 +25,89 @@ const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
   ["predict horizon above 720h", { predict: { horizon: "721h" } }, "spec.predict.horizon"],
   ["an unknown act mode", { act: { mode: "Manual" } }, "spec.act.mode"],
   ["act.paused that is not a bool", { act: { paused: 1 } }, "spec.act.paused"],
-  ["17 policies", { act: { policies: Array.from({ length: 17 }, () => ({ action: "Defragment" })) } }, "spec.act.policies"],
+  [
+    "17 policies",
+    { act: { policies: Array.from({ length: 17 }, () => ({ action: "Defragment" })) } },
+    "spec.act.policies"
+  ],
   ["a policy without action", policy({ idleFor: "1h" }), "spec.act.policies[0].action"],
   ["an unknown policy action", policy({ action: "Shrink" }), "spec.act.policies[0].action"],
-  ["duration on a non-Drain policy", policy({ action: "IdleReclaim", duration: "1h" }), "spec.act.policies[0].duration"],
+  [
+    "duration on a non-Drain policy",
+    policy({ action: "IdleReclaim", duration: "1h" }),
+    "spec.act.policies[0].duration"
+  ],
   ["a Drain duration below 1m", policy({ action: "Drain", duration: "30s" }), "spec.act.policies[0].duration"],
-  ["schedule on a non-Drain policy", policy({ action: "Burst", schedule: "0 2 * * *" }), "spec.act.policies[0].schedule"],
+  [
+    "schedule on a non-Drain policy",
+    policy({ action: "Burst", schedule: "0 2 * * *" }),
+    "spec.act.policies[0].schedule"
+  ],
   ["a schedule of four fields", policy({ action: "Drain", schedule: "0 2 * *" }), "spec.act.policies[0].schedule"],
-  ["a schedule of six fields (seconds)", policy({ action: "Drain", schedule: "0 0 2 * * *" }), "spec.act.policies[0].schedule"],
+  [
+    "a schedule of six fields (seconds)",
+    policy({ action: "Drain", schedule: "0 0 2 * * *" }),
+    "spec.act.policies[0].schedule"
+  ],
   ["a schedule with minute 60", policy({ action: "Drain", schedule: "60 2 * * *" }), "spec.act.policies[0].schedule"],
   ["a schedule with hour 24", policy({ action: "Drain", schedule: "0 24 * * *" }), "spec.act.policies[0].schedule"],
-  ["a schedule with day of month 0", policy({ action: "Drain", schedule: "0 2 0 * *" }), "spec.act.policies[0].schedule"],
+  [
+    "a schedule with day of month 0",
+    policy({ action: "Drain", schedule: "0 2 0 * *" }),
+    "spec.act.policies[0].schedule"
+  ],
   ["a schedule with month 13", policy({ action: "Drain", schedule: "0 2 1 13 *" }), "spec.act.policies[0].schedule"],
   ["a schedule with weekday 8", policy({ action: "Drain", schedule: "0 2 * * 8" }), "spec.act.policies[0].schedule"],
-  ["a schedule with a step of 0", policy({ action: "Drain", schedule: "*/0 * * * *" }), "spec.act.policies[0].schedule"],
+  [
+    "a schedule with a step of 0",
+    policy({ action: "Drain", schedule: "*/0 * * * *" }),
+    "spec.act.policies[0].schedule"
+  ],
   ["a schedule macro", policy({ action: "Drain", schedule: "@daily" }), "spec.act.policies[0].schedule"],
   ["idleFor on a non-IdleReclaim policy", policy({ action: "Drain", idleFor: "1h" }), "spec.act.policies[0].idleFor"],
   ["an idleFor below 1m", policy({ action: "IdleReclaim", idleFor: "0s" }), "spec.act.policies[0].idleFor"],
   ["maxGPUs on a non-Burst policy", policy({ action: "Drain", maxGPUs: 8 }), "spec.act.policies[0].maxGPUs"],
   ["maxGPUs 0", policy({ action: "Burst", maxGPUs: 0 }), "spec.act.policies[0].maxGPUs"],
-  ["maxRateUSDPerHour on a non-Burst policy", policy({ action: "WaitTuning", maxRateUSDPerHour: "10" }), "spec.act.policies[0].maxRateUSDPerHour"],
-  ["a maxRateUSDPerHour with 7 decimals", policy({ action: "Burst", maxRateUSDPerHour: "2.0000001" }), "spec.act.policies[0].maxRateUSDPerHour"],
-  ["a maxRateUSDPerHour that is a number", policy({ action: "Burst", maxRateUSDPerHour: 2 }), "spec.act.policies[0].maxRateUSDPerHour"],
-  ["minWaitTimeout on a non-WaitTuning policy", policy({ action: "Burst", minWaitTimeout: "5m" }), "spec.act.policies[0].minWaitTimeout"],
-  ["maxWaitTimeout on a non-WaitTuning policy", policy({ action: "Drain", maxWaitTimeout: "5m" }), "spec.act.policies[0].maxWaitTimeout"],
-  ["minWaitTimeout below 1m", policy({ action: "WaitTuning", minWaitTimeout: "30s" }), "spec.act.policies[0].minWaitTimeout"],
-  ["maxWaitTimeout above 24h", policy({ action: "WaitTuning", maxWaitTimeout: "25h" }), "spec.act.policies[0].maxWaitTimeout"],
-  ["minWaitTimeout above maxWaitTimeout", policy({ action: "WaitTuning", minWaitTimeout: "2h", maxWaitTimeout: "1h" }), "spec.act.policies[0].maxWaitTimeout"],
+  [
+    "maxRateUSDPerHour on a non-Burst policy",
+    policy({ action: "WaitTuning", maxRateUSDPerHour: "10" }),
+    "spec.act.policies[0].maxRateUSDPerHour"
+  ],
+  [
+    "a maxRateUSDPerHour with 7 decimals",
+    policy({ action: "Burst", maxRateUSDPerHour: "2.0000001" }),
+    "spec.act.policies[0].maxRateUSDPerHour"
+  ],
+  [
+    "a maxRateUSDPerHour that is a number",
+    policy({ action: "Burst", maxRateUSDPerHour: 2 }),
+    "spec.act.policies[0].maxRateUSDPerHour"
+  ],
+  [
+    "minWaitTimeout on a non-WaitTuning policy",
+    policy({ action: "Burst", minWaitTimeout: "5m" }),
+    "spec.act.policies[0].minWaitTimeout"
+  ],
+  [
+    "maxWaitTimeout on a non-WaitTuning policy",
+    policy({ action: "Drain", maxWaitTimeout: "5m" }),
+    "spec.act.policies[0].maxWaitTimeout"
+  ],
+  [
+    "minWaitTimeout below 1m",
+    policy({ action: "WaitTuning", minWaitTimeout: "30s" }),
+    "spec.act.policies[0].minWaitTimeout"
+  ],
+  [
+    "maxWaitTimeout above 24h",
+    policy({ action: "WaitTuning", maxWaitTimeout: "25h" }),
+    "spec.act.policies[0].maxWaitTimeout"
+  ],
+  [
+    "minWaitTimeout above maxWaitTimeout",
+    policy({ action: "WaitTuning", minWaitTimeout: "2h", maxWaitTimeout: "1h" }),
+    "spec.act.policies[0].maxWaitTimeout"
+  ],
   ["an unknown field", { replicas: 3 }, "spec.replicas"],
   ["an unknown routing field", { routing: { priority: 1 } }, "spec.routing.priority"],
   ["an unknown policy field", policy({ action: "Drain", window: "1h" }), "spec.act.policies[0].window"]
@@ -99,7 +155,9 @@ describe("Pool admission", () => {
       policy({ action: "WaitTuning", minWaitTimeout: "1m", maxWaitTimeout: "1m" }),
       policy({ action: "WaitTuning", minWaitTimeout: "1m", maxWaitTimeout: "24h" })
     ]
-    for (const edge of edges) assert.strictEqual(admitSpec(pool, edge)._tag, "Admitted", JSON.stringify(admitSpec(pool, edge)))
+    for (const edge of edges) {
+      assert.strictEqual(admitSpec(pool, edge)._tag, "Admitted", JSON.stringify(admitSpec(pool, edge)))
+    }
   })
 
   it("admits the cron forms of five fields", () => {
@@ -122,7 +180,10 @@ describe("Pool admission", () => {
 })
 
 describe("Pool updates", () => {
-  const created = { routing: { mode: "Prefer" }, act: { mode: "Propose", policies: [{ action: "IdleReclaim", idleFor: "1h" }] } }
+  const created = {
+    routing: { mode: "Prefer" },
+    act: { mode: "Propose", policies: [{ action: "IdleReclaim", idleFor: "1h" }] }
+  }
 
   // Spec: Pool — no field is declared immutable.
   const changes: ReadonlyArray<readonly [string, JsonObject]> = [
@@ -147,8 +208,19 @@ describe("Pool status", () => {
       phase: "Ready",
       observedGeneration: 3,
       capacity: { nodes: 4, readyNodes: 3, gpus: { "H100-SXM-80GB": { total: 32, free: 8 } } },
-      conditions: [{ type: "Ready", status: "True", lastTransitionTime: "2026-01-02T15:04:05Z", reason: "NodesReady", message: "3 of 4 Nodes Ready" }],
-      forecast: { generatedTime: "2026-01-02T15:04:05Z", horizon: "168h", peakDemandGPUs: { p50: 20, p90: 40 }, shortfallTime: "2026-01-05T00:00:00Z" },
+      conditions: [{
+        type: "Ready",
+        status: "True",
+        lastTransitionTime: "2026-01-02T15:04:05Z",
+        reason: "NodesReady",
+        message: "3 of 4 Nodes Ready"
+      }],
+      forecast: {
+        generatedTime: "2026-01-02T15:04:05Z",
+        horizon: "168h",
+        peakDemandGPUs: { p50: 20, p90: 40 },
+        shortfallTime: "2026-01-05T00:00:00Z"
+      },
       predict: { enabledTime: "2026-01-01T00:00:00Z" },
       routing: { waiting: 2, burstPending: 1, consent: { rateUSD: "3.25", time: "2026-01-01T00:00:00Z" } },
       act: { pending: 1, lastActionTime: "2026-01-02T00:00:00Z" },

@@ -34,7 +34,11 @@ const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
   ["a waitTimeout below 1m", spec({ action: "WaitTuning", waitTimeout: "59s" }), "spec.waitTimeout"],
   ["a waitTimeout above 24h", spec({ action: "WaitTuning", waitTimeout: "25h" }), "spec.waitTimeout"],
   ["startTime on a Defragment", spec({ startTime: "2026-01-02T02:00:00Z" }), "spec.startTime"],
-  ["a startTime that is not RFC 3339", spec({ action: "Drain", nodes: ["n1"], startTime: "tonight" }), "spec.startTime"],
+  [
+    "a startTime that is not RFC 3339",
+    spec({ action: "Drain", nodes: ["n1"], startTime: "tonight" }),
+    "spec.startTime"
+  ],
   ["duration on a Defragment", spec({ duration: "1h" }), "spec.duration"],
   ["a Drain duration below 1m", spec({ action: "Drain", nodes: ["n1"], duration: "10s" }), "spec.duration"],
   ["an unknown field", spec({ target: { nodes: ["n1"] } }), "spec.target"]
@@ -62,7 +66,9 @@ describe("PoolAction admission", () => {
       spec({ action: "WaitTuning", waitTimeout: "24h", reversible: false }),
       spec({ action: "Burst", gpus: 1, rateUSDPerHour: "0" })
     ]
-    for (const edge of edges) assert.strictEqual(admitSpec(poolAction, edge)._tag, "Admitted", JSON.stringify(admitSpec(poolAction, edge)))
+    for (const edge of edges) {
+      assert.strictEqual(admitSpec(poolAction, edge)._tag, "Admitted", JSON.stringify(admitSpec(poolAction, edge)))
+    }
   })
 })
 
@@ -93,7 +99,9 @@ describe("PoolAction updates", () => {
 })
 
 describe("PoolAction state changes by the user", () => {
-  const rows: ReadonlyArray<readonly [PoolActionState, PoolActionState, { reversible?: boolean; paused?: boolean }, string | undefined]> = [
+  const rows: ReadonlyArray<
+    readonly [PoolActionState, PoolActionState, { reversible?: boolean; paused?: boolean }, string | undefined]
+  > = [
     ["Pending", "Approved", {}, undefined],
     ["Pending", "Rejected", {}, undefined],
     ["Pending", "Rejected", { paused: true }, undefined],
@@ -112,7 +120,12 @@ describe("PoolAction state changes by the user", () => {
 
   for (const [from, to, flags, code] of rows) {
     it(`${from} → ${to} ${JSON.stringify(flags)}: ${code ?? "allowed"}`, () => {
-      const refusal = poolActionStateChange({ from, to, reversible: flags.reversible ?? true, paused: flags.paused ?? false })
+      const refusal = poolActionStateChange({
+        from,
+        to,
+        reversible: flags.reversible ?? true,
+        paused: flags.paused ?? false
+      })
       assert.strictEqual(refusal?.code, code)
     })
   }

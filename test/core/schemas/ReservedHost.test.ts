@@ -8,7 +8,13 @@ import type { JsonObject } from "../../../src/core/Json.ts"
 import { reservedHost } from "../../../src/core/schemas/ReservedHost.ts"
 import { admitSpec, refusedFields, updateRefusals } from "../../support/KindRules.ts"
 
-const base = { offering: "h100x8-eu", quantity: 2, startsAt: "2026-03-01T00:00:00Z", endsAt: "2026-06-01T00:00:00Z", rateUSDPerHour: "14.40" }
+const base = {
+  offering: "h100x8-eu",
+  quantity: 2,
+  startsAt: "2026-03-01T00:00:00Z",
+  endsAt: "2026-06-01T00:00:00Z",
+  rateUSDPerHour: "14.40"
+}
 const spec = (fields: JsonObject): JsonObject => ({ ...base, ...fields })
 
 const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
@@ -42,11 +48,13 @@ describe("ReservedHost admission", () => {
 })
 
 describe("ReservedHost updates", () => {
-  for (const [field, fields, path] of [
-    ["quantity", { quantity: 3 }, "spec.quantity"],
-    ["endsAt", { endsAt: "2026-07-01T00:00:00Z" }, "spec.endsAt"],
-    ["rateUSDPerHour", { rateUSDPerHour: "1" }, "spec.rateUSDPerHour"]
-  ] as const) {
+  for (
+    const [field, fields, path] of [
+      ["quantity", { quantity: 3 }, "spec.quantity"],
+      ["endsAt", { endsAt: "2026-07-01T00:00:00Z" }, "spec.endsAt"],
+      ["rateUSDPerHour", { rateUSDPerHour: "1" }, "spec.rateUSDPerHour"]
+    ] as const
+  ) {
     it(`refuses a change of ${field} as immutable at ${path}`, () => {
       assert.include(updateRefusals(reservedHost, base, spec(fields)).immutable, path)
     })
@@ -55,6 +63,7 @@ describe("ReservedHost updates", () => {
 
 describe("ReservedHost status", () => {
   const decodes = (status: unknown) => Exit.isSuccess(Schema.decodeUnknownExit(reservedHost.status)(status))
-  it("admits its fields", () => assert.isTrue(decodes({ phase: "Active", readyHosts: 2, message: "ok", observedGeneration: 1, conditions: [] })))
+  it("admits its fields", () =>
+    assert.isTrue(decodes({ phase: "Active", readyHosts: 2, message: "ok", observedGeneration: 1, conditions: [] })))
   it("refuses an unknown phase", () => assert.isFalse(decodes({ phase: "Running" })))
 })

@@ -19,18 +19,34 @@ const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
   ["an empty image", { image: "" }, "spec.image"],
   ["an unknown continuity mode", spec({ continuity: { mode: "Checkpointed" } }), "spec.continuity.mode"],
   ["257 env vars", spec({ env: env(257) }), "spec.env"],
-  ["an env name with the PLATFORM_ prefix", spec({ env: [{ name: "PLATFORM_TOKEN", value: "1" }] }), "spec.env[0].name"],
+  [
+    "an env name with the PLATFORM_ prefix",
+    spec({ env: [{ name: "PLATFORM_TOKEN", value: "1" }] }),
+    "spec.env[0].name"
+  ],
   ["an env name with a dash", spec({ env: [{ name: "MY-VAR", value: "1" }] }), "spec.env[0].name"],
-  ["env value and valueFrom", spec({ env: [{ name: "A", value: "1", valueFrom: { secretKeyRef: { name: "s", key: "k" } } }] }), "spec.env[0].valueFrom"],
+  [
+    "env value and valueFrom",
+    spec({ env: [{ name: "A", value: "1", valueFrom: { secretKeyRef: { name: "s", key: "k" } } }] }),
+    "spec.env[0].valueFrom"
+  ],
   ["33 secrets", spec({ secrets: secrets(33) }), "spec.secrets"],
   ["an empty secret name", spec({ secrets: [""] }), "spec.secrets[0]"],
   ["a secret version below 1", spec({ secrets: [{ name: "s", version: 0 }] }), "spec.secrets[0].version"],
   ["one secret mounted twice", spec({ secrets: ["hf-token", { name: "hf-token", version: 2 }] }), "spec.secrets[1]"],
   ["idleTimeout below 1m (and not 0s)", spec({ lifecycle: { idleTimeout: "59s" } }), "spec.lifecycle.idleTimeout"],
   ["idleTimeout above 24h", spec({ lifecycle: { idleTimeout: "25h" } }), "spec.lifecycle.idleTimeout"],
-  ["idleTimeout that is not a duration", spec({ lifecycle: { idleTimeout: "five minutes" } }), "spec.lifecycle.idleTimeout"],
+  [
+    "idleTimeout that is not a duration",
+    spec({ lifecycle: { idleTimeout: "five minutes" } }),
+    "spec.lifecycle.idleTimeout"
+  ],
   ["maxLifetime below 1m", spec({ lifecycle: { maxLifetime: "30s" } }), "spec.lifecycle.maxLifetime"],
-  ["maxLifetime 0s (only idleTimeout means never)", spec({ lifecycle: { maxLifetime: "0s" } }), "spec.lifecycle.maxLifetime"],
+  [
+    "maxLifetime 0s (only idleTimeout means never)",
+    spec({ lifecycle: { maxLifetime: "0s" } }),
+    "spec.lifecycle.maxLifetime"
+  ],
   ["maxLifetime above 720h", spec({ lifecycle: { maxLifetime: "721h" } }), "spec.lifecycle.maxLifetime"],
   ["an unknown onIdle", spec({ lifecycle: { onIdle: "Suspend" } }), "spec.lifecycle.onIdle"],
   ["an unknown state", spec({ state: "Suspended" }), "spec.state"],
@@ -40,8 +56,18 @@ const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
   ["a GPU", spec({ resources: { gpu: { count: 1 } } }), "spec.resources.gpu"],
   ["two nodes", spec({ resources: { nodes: 2 } }), "spec.resources.nodes"],
   ["a memory that is not a quantity", spec({ resources: { memory: "lots" } }), "spec.resources.memory"],
-  ["egress allow without AllowList", spec({ network: { egress: { policy: "Deny", allow: ["example.com"] } } }), "spec.network.egress.allow"],
-  ["129 egress hosts", spec({ network: { egress: { policy: "AllowList", allow: Array.from({ length: 129 }, (_, i) => `h${i}.example.com`) } } }), "spec.network.egress.allow"],
+  [
+    "egress allow without AllowList",
+    spec({ network: { egress: { policy: "Deny", allow: ["example.com"] } } }),
+    "spec.network.egress.allow"
+  ],
+  [
+    "129 egress hosts",
+    spec({
+      network: { egress: { policy: "AllowList", allow: Array.from({ length: 129 }, (_, i) => `h${i}.example.com`) } }
+    }),
+    "spec.network.egress.allow"
+  ],
   ["a field the spec does not give a Sandbox", spec({ placement: { regions: ["eu"] } }), "spec.placement"],
   ["an unknown field", spec({ replicas: 2 }), "spec.replicas"],
   ["an unknown lifecycle field", spec({ lifecycle: { ttl: "1h" } }), "spec.lifecycle.ttl"]
@@ -71,16 +97,40 @@ describe("Sandbox admission", () => {
 
   it("admits every bound at its edge", () => {
     const edges: ReadonlyArray<JsonObject> = [
-      spec({ env: env(256), secrets: secrets(32), lifecycle: { idleTimeout: "0s", maxLifetime: "720h", onIdle: "Delete" } }),
-      spec({ lifecycle: { idleTimeout: "1m", maxLifetime: "1m" }, continuity: { mode: "Ephemeral" }, state: "Stopped" }),
-      spec({ lifecycle: { idleTimeout: "24h" }, workingDir: "/", maxCostUSD: "0.000001", resources: { cpu: "2", memory: "4Gi", nodes: 1 } }),
-      spec({ command: ["python", "agent.py"], args: ["--fast"], network: { egress: { policy: "AllowList", allow: Array.from({ length: 128 }, (_, i) => `*.h${i}.example.com`) } } })
+      spec({
+        env: env(256),
+        secrets: secrets(32),
+        lifecycle: { idleTimeout: "0s", maxLifetime: "720h", onIdle: "Delete" }
+      }),
+      spec({
+        lifecycle: { idleTimeout: "1m", maxLifetime: "1m" },
+        continuity: { mode: "Ephemeral" },
+        state: "Stopped"
+      }),
+      spec({
+        lifecycle: { idleTimeout: "24h" },
+        workingDir: "/",
+        maxCostUSD: "0.000001",
+        resources: { cpu: "2", memory: "4Gi", nodes: 1 }
+      }),
+      spec({
+        command: ["python", "agent.py"],
+        args: ["--fast"],
+        network: {
+          egress: { policy: "AllowList", allow: Array.from({ length: 128 }, (_, i) => `*.h${i}.example.com`) }
+        }
+      })
     ]
-    for (const edge of edges) assert.strictEqual(admitSpec(sandbox, edge)._tag, "Admitted", JSON.stringify(admitSpec(sandbox, edge)))
+    for (const edge of edges) {
+      assert.strictEqual(admitSpec(sandbox, edge)._tag, "Admitted", JSON.stringify(admitSpec(sandbox, edge)))
+    }
   })
 
   it("keeps values the caller chose over the defaults", () => {
-    const admission = admitSpec(sandbox, spec({ continuity: { mode: "Ephemeral" }, lifecycle: { onIdle: "Delete" }, workingDir: "/src" }))
+    const admission = admitSpec(
+      sandbox,
+      spec({ continuity: { mode: "Ephemeral" }, lifecycle: { onIdle: "Delete" }, workingDir: "/src" })
+    )
     assert.strictEqual(admission._tag, "Admitted")
     if (admission._tag !== "Admitted") return
     assert.deepStrictEqual(admission.spec["continuity"], { mode: "Ephemeral" })
@@ -91,7 +141,9 @@ describe("Sandbox admission", () => {
   it("accepts a bare Secret name and stores the object form", () => {
     const admission = admitSpec(sandbox, spec({ secrets: ["hf-token", { name: "wandb", version: 3 }] }))
     assert.strictEqual(admission._tag, "Admitted")
-    if (admission._tag === "Admitted") assert.deepStrictEqual(admission.spec["secrets"], [{ name: "hf-token" }, { name: "wandb", version: 3 }])
+    if (admission._tag === "Admitted") {
+      assert.deepStrictEqual(admission.spec["secrets"], [{ name: "hf-token" }, { name: "wandb", version: 3 }])
+    }
   })
 
   it("admits the status the spec describes and refuses an unknown phase or snapshot reason", () => {
@@ -150,7 +202,9 @@ describe("Sandbox updates", () => {
   }
 
   it("refuses lowering maxCostUSD, and adding one after create; allows removing it", () => {
-    assert.deepStrictEqual(updateRefusals(sandbox, created, changed({ maxCostUSD: "9.99" })).invalid, ["spec.maxCostUSD"])
+    assert.deepStrictEqual(updateRefusals(sandbox, created, changed({ maxCostUSD: "9.99" })).invalid, [
+      "spec.maxCostUSD"
+    ])
     assert.deepStrictEqual(updateRefusals(sandbox, base, spec({ maxCostUSD: "5" })).invalid, ["spec.maxCostUSD"])
     const { maxCostUSD: _cap, ...uncapped } = created
     assert.deepStrictEqual(updateRefusals(sandbox, created, uncapped).invalid, [])

@@ -5,8 +5,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Result, Schema } from "effect"
-import { admit } from "../../../src/core/meta/Admission.ts"
 import type { Json, JsonObject } from "../../../src/core/Json.ts"
+import { admit } from "../../../src/core/meta/Admission.ts"
 import { secret } from "../../../src/core/schemas/Secret.ts"
 import { admitSpec, refusedFields, updateRefusals } from "../../support/KindRules.ts"
 
@@ -25,9 +25,19 @@ const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
   ["a key of 254 characters", { data: { ["k".repeat(254)]: "v" } }, `spec.data.${"k".repeat(254)}`],
   ["data over 1 MiB", { data: { a: "x".repeat(1_048_576) } }, "spec.data"],
   ["an unknown type", spec({ type: "kubernetes.io/tls" }), "spec.type"],
-  ["a DockerConfigJson Secret without .dockerconfigjson", { type: "DockerConfigJson", data: { config: dockerConfig } }, "spec.data"],
-  ["a DockerConfigJson Secret whose value is no JSON object", { type: "DockerConfigJson", data: { ".dockerconfigjson": "[]" } }, "spec.data[.dockerconfigjson]"],
-  ["a DockerConfigJson Secret whose value is no JSON", { type: "DockerConfigJson", data: { ".dockerconfigjson": "user:pass" } }, "spec.data[.dockerconfigjson]"],
+  [
+    "a DockerConfigJson Secret without .dockerconfigjson",
+    { type: "DockerConfigJson", data: { config: dockerConfig } },
+    "spec.data"
+  ],
+  ["a DockerConfigJson Secret whose value is no JSON object", {
+    type: "DockerConfigJson",
+    data: { ".dockerconfigjson": "[]" }
+  }, "spec.data[.dockerconfigjson]"],
+  ["a DockerConfigJson Secret whose value is no JSON", {
+    type: "DockerConfigJson",
+    data: { ".dockerconfigjson": "user:pass" }
+  }, "spec.data[.dockerconfigjson]"],
   ["stringData (nodus has data only)", { stringData: { a: "b" } }, "spec.stringData"],
   ["an unknown field", spec({ immutable: true }), "spec.immutable"]
 ]
@@ -58,7 +68,13 @@ describe("Secret admission", () => {
       // A read-back DockerConfigJson Secret carries no data.
       { type: "DockerConfigJson" }
     ]
-    for (const edge of edges) assert.strictEqual(admitSpec(secret, edge)._tag, "Admitted", JSON.stringify(admitSpec(secret, edge)).slice(0, 500))
+    for (const edge of edges) {
+      assert.strictEqual(
+        admitSpec(secret, edge)._tag,
+        "Admitted",
+        JSON.stringify(admitSpec(secret, edge)).slice(0, 500)
+      )
+    }
   })
 })
 
@@ -66,12 +82,19 @@ describe("Secret updates", () => {
   const created = spec({ type: "Opaque" })
 
   it("accepts new data (a new version) and a write without data", () => {
-    assert.deepStrictEqual(updateRefusals(secret, created, { data: { HF_TOKEN: "hf_new" }, type: "Opaque" }), { immutable: [], invalid: [] })
+    assert.deepStrictEqual(updateRefusals(secret, created, { data: { HF_TOKEN: "hf_new" }, type: "Opaque" }), {
+      immutable: [],
+      invalid: []
+    })
     assert.deepStrictEqual(updateRefusals(secret, created, { type: "Opaque" }), { immutable: [], invalid: [] })
   })
 
   it("refuses a change of type as immutable at spec.type", () => {
-    assert.include(updateRefusals(secret, created, { type: "DockerConfigJson", data: { ".dockerconfigjson": dockerConfig } }).immutable, "spec.type")
+    assert.include(
+      updateRefusals(secret, created, { type: "DockerConfigJson", data: { ".dockerconfigjson": dockerConfig } })
+        .immutable,
+      "spec.type"
+    )
   })
 })
 
@@ -83,17 +106,23 @@ describe("Secret status", () => {
   }
 
   it("admits versions with keys and latestVersion 0, and refuses version 0, a negative latestVersion and values", () => {
-    assert.deepStrictEqual(statusRefusals({
-      latestVersion: 2,
-      versions: [
-        { version: 1, keys: ["HF_TOKEN"], createdTime: "2026-01-01T00:00:00Z", id: "sv-1" },
-        { version: 2, keys: ["HF_TOKEN", "config.json"], createdTime: "2026-01-02T00:00:00Z", id: "sv-2" }
-      ]
-    }), [])
+    assert.deepStrictEqual(
+      statusRefusals({
+        latestVersion: 2,
+        versions: [
+          { version: 1, keys: ["HF_TOKEN"], createdTime: "2026-01-01T00:00:00Z", id: "sv-1" },
+          { version: 2, keys: ["HF_TOKEN", "config.json"], createdTime: "2026-01-02T00:00:00Z", id: "sv-2" }
+        ]
+      }),
+      []
+    )
     // The server writes latestVersion 0 for a Secret created without data (src/runtime/Secrets.ts).
     assert.deepStrictEqual(statusRefusals({ latestVersion: 0, versions: [] }), [])
     assert.include(statusRefusals({ latestVersion: -1 }), "status.latestVersion")
     assert.include(statusRefusals({ versions: [{ version: 0, keys: [] }] }), "status.versions[0].version")
-    assert.include(statusRefusals({ versions: [{ version: 1, keys: ["a"], data: { a: "secret" } }] }), "status.versions[0].data")
+    assert.include(
+      statusRefusals({ versions: [{ version: 1, keys: ["a"], data: { a: "secret" } }] }),
+      "status.versions[0].data"
+    )
   })
 })

@@ -4,8 +4,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Result, Schema } from "effect"
-import { admit } from "../../../src/core/meta/Admission.ts"
 import type { Json, JsonObject } from "../../../src/core/Json.ts"
+import { admit } from "../../../src/core/meta/Admission.ts"
 import { knownScopes } from "../../../src/core/meta/Scopes.ts"
 import { serviceAccount } from "../../../src/core/schemas/ServiceAccount.ts"
 import { admitSpec, refusedFields, updateRefusals } from "../../support/KindRules.ts"
@@ -42,13 +42,22 @@ describe("ServiceAccount admission", () => {
       { scopes: [...knownScopes] },
       { scopes: ["admin", "*:read", "billing:write", "namespaces:read"] }
     ]
-    for (const edge of edges) assert.strictEqual(admitSpec(serviceAccount, edge)._tag, "Admitted", JSON.stringify(admitSpec(serviceAccount, edge)))
+    for (const edge of edges) {
+      assert.strictEqual(
+        admitSpec(serviceAccount, edge)._tag,
+        "Admitted",
+        JSON.stringify(admitSpec(serviceAccount, edge))
+      )
+    }
   })
 })
 
 describe("ServiceAccount updates", () => {
   it("accepts a change of scopes", () => {
-    assert.deepStrictEqual(updateRefusals(serviceAccount, base, { scopes: ["jobs:read"] }), { immutable: [], invalid: [] })
+    assert.deepStrictEqual(updateRefusals(serviceAccount, base, { scopes: ["jobs:read"] }), {
+      immutable: [],
+      invalid: []
+    })
     assert.deepStrictEqual(updateRefusals(serviceAccount, base, {}), { immutable: [], invalid: [] })
   })
 })

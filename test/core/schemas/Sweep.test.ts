@@ -5,19 +5,27 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Schema } from "effect"
-import { admit } from "../../../src/core/meta/Admission.ts"
 import type { Json, JsonObject } from "../../../src/core/Json.ts"
+import { admit } from "../../../src/core/meta/Admission.ts"
 import { sweep } from "../../../src/core/schemas/Sweep.ts"
 import { admitSpec, jobDefaults, refusedFields, updateRefusals } from "../../support/KindRules.ts"
 
 const jobTemplate = { kind: "Job", spec: { image: "python:3.12", command: ["python", "bench.py"] } }
-const trainingTemplate = { kind: "TrainingJob", spec: { runtime: "platform/trl@0.19.0", model: { uri: "hf://Qwen/Qwen3-0.6B" } } }
+const trainingTemplate = {
+  kind: "TrainingJob",
+  spec: { runtime: "platform/trl@0.19.0", model: { uri: "hf://Qwen/Qwen3-0.6B" } }
+}
 const base = { template: jobTemplate }
 const spec = (fields: JsonObject): JsonObject => ({ ...base, ...fields })
 const training = (fields: JsonObject): JsonObject => ({ template: trainingTemplate, ...fields })
-const withJob = (fields: JsonObject): JsonObject => ({ template: { kind: "Job", spec: { ...jobTemplate.spec, ...fields } } })
-const withTraining = (fields: JsonObject): JsonObject => ({ template: { kind: "TrainingJob", spec: { ...trainingTemplate.spec, ...fields } } })
-const names = (count: number): JsonObject => Object.fromEntries(Array.from({ length: count }, (_, i) => [`p${i}`, ["1"]]))
+const withJob = (fields: JsonObject): JsonObject => ({
+  template: { kind: "Job", spec: { ...jobTemplate.spec, ...fields } }
+})
+const withTraining = (fields: JsonObject): JsonObject => ({
+  template: { kind: "TrainingJob", spec: { ...trainingTemplate.spec, ...fields } }
+})
+const names = (count: number): JsonObject =>
+  Object.fromEntries(Array.from({ length: count }, (_, i) => [`p${i}`, ["1"]]))
 const values = (count: number): ReadonlyArray<string> => Array.from({ length: count }, (_, i) => `${i}`)
 const gpus = (count: number): ReadonlyArray<JsonObject> => Array.from({ length: count }, () => ({ count: 1 }))
 
@@ -32,27 +40,72 @@ const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
   ["a negative maxCostUSD", spec({ maxCostUSD: "-1" }), "spec.maxCostUSD"],
   ["17 gpu values", spec({ matrix: { gpu: gpus(17) } }), "spec.matrix.gpu"],
   ["a gpu value with 3 GPUs per node", spec({ matrix: { gpu: [{ count: 3 }] } }), "spec.matrix.gpu[0].count"],
-  ["a gpu value with 9 types", spec({ matrix: { gpu: [{ type: ["a", "b", "c", "d", "e", "f", "g", "h", "i"] }] } }), "spec.matrix.gpu[0].type"],
+  [
+    "a gpu value with 9 types",
+    spec({ matrix: { gpu: [{ type: ["a", "b", "c", "d", "e", "f", "g", "h", "i"] }] } }),
+    "spec.matrix.gpu[0].type"
+  ],
   ["17 param names", spec({ matrix: { params: names(17) } }), "spec.matrix.params"],
   ["65 values of one param", spec({ matrix: { params: { lr: values(65) } } }), "spec.matrix.params.lr"],
   ["an empty param name", spec({ matrix: { params: { "": ["1"] } } }), "spec.matrix.params[]"],
-  ["a Job param name that is no env suffix", spec({ matrix: { params: { "learning-rate": ["1"] } } }), "spec.matrix.params.learning-rate"],
-  ["a TrainingJob param value that is not JSON", training({ matrix: { params: { "optimizer.lr": ["1e-4", "fast"] } } }), "spec.matrix.params[optimizer.lr][1]"],
-  ["a region that widens the template's regions", { ...withJob({ placement: { regions: ["us", "eu"] } }), matrix: { regions: ["eu", "asia"] } }, "spec.matrix.regions[1]"],
-  ["a gpu count unlike the template's gpusPerNode", { ...withJob({ distributed: { nodes: 2, gpusPerNode: 8 } }), matrix: { gpu: [{ count: 8 }, { count: 4 }] } }, "spec.matrix.gpu[1].count"],
-  ["a TrainingJob gpu count unlike the template's gpusPerNode", { ...withTraining({ distributed: { nodes: 2, gpusPerNode: 8 } }), matrix: { gpu: [{ count: 4 }] } }, "spec.matrix.gpu[0].count"],
+  [
+    "a Job param name that is no env suffix",
+    spec({ matrix: { params: { "learning-rate": ["1"] } } }),
+    "spec.matrix.params.learning-rate"
+  ],
+  [
+    "a TrainingJob param value that is not JSON",
+    training({ matrix: { params: { "optimizer.lr": ["1e-4", "fast"] } } }),
+    "spec.matrix.params[optimizer.lr][1]"
+  ],
+  ["a region that widens the template's regions", {
+    ...withJob({ placement: { regions: ["us", "eu"] } }),
+    matrix: { regions: ["eu", "asia"] }
+  }, "spec.matrix.regions[1]"],
+  ["a gpu count unlike the template's gpusPerNode", {
+    ...withJob({ distributed: { nodes: 2, gpusPerNode: 8 } }),
+    matrix: { gpu: [{ count: 8 }, { count: 4 }] }
+  }, "spec.matrix.gpu[1].count"],
+  ["a TrainingJob gpu count unlike the template's gpusPerNode", {
+    ...withTraining({ distributed: { nodes: 2, gpusPerNode: 8 } }),
+    matrix: { gpu: [{ count: 4 }] }
+  }, "spec.matrix.gpu[0].count"],
   ["no template", { maxParallel: 2 }, "spec.template"],
-  ["a template kind that is neither Job nor TrainingJob", { template: { kind: "Pod", spec: {} } }, "spec.template.kind"],
+  [
+    "a template kind that is neither Job nor TrainingJob",
+    { template: { kind: "Pod", spec: {} } },
+    "spec.template.kind"
+  ],
   ["a template without kind", { template: { spec: jobTemplate.spec } }, "spec.template.kind"],
   ["a Job template without image", { template: { kind: "Job", spec: { command: ["x"] } } }, "spec.template.spec.image"],
   ["a Job template with completions 0", withJob({ completions: 0 }), "spec.template.spec.completions"],
-  ["a Job template with parallelism above completions", withJob({ completions: 2, parallelism: 3 }), "spec.template.spec.parallelism"],
+  [
+    "a Job template with parallelism above completions",
+    withJob({ completions: 2, parallelism: 3 }),
+    "spec.template.spec.parallelism"
+  ],
   ["a Job template with a TrainingJob field", withJob({ runtime: "trl" }), "spec.template.spec.runtime"],
-  ["a Job template with an unknown interruptible", withJob({ placement: { interruptible: "Maybe" } }), "spec.template.spec.placement.interruptible"],
-  ["a TrainingJob template without runtime", { template: { kind: "TrainingJob", spec: { model: { uri: "hf://x" } } } }, "spec.template.spec.runtime"],
+  [
+    "a Job template with an unknown interruptible",
+    withJob({ placement: { interruptible: "Maybe" } }),
+    "spec.template.spec.placement.interruptible"
+  ],
+  [
+    "a TrainingJob template without runtime",
+    { template: { kind: "TrainingJob", spec: { model: { uri: "hf://x" } } } },
+    "spec.template.spec.runtime"
+  ],
   ["a TrainingJob template with a Job-only field", withTraining({ completions: 4 }), "spec.template.spec.completions"],
-  ["a TrainingJob template with grading above 32", withTraining({ grading: { maxParallel: 33 } }), "spec.template.spec.grading.maxParallel"],
-  ["a template community that is not a bool", withJob({ placement: { community: "yes" } }), "spec.template.spec.placement.community"],
+  [
+    "a TrainingJob template with grading above 32",
+    withTraining({ grading: { maxParallel: 33 } }),
+    "spec.template.spec.grading.maxParallel"
+  ],
+  [
+    "a template community that is not a bool",
+    withJob({ placement: { community: "yes" } }),
+    "spec.template.spec.placement.community"
+  ],
   ["an unknown field", spec({ replicas: 3 }), "spec.replicas"],
   ["an unknown matrix dimension", spec({ matrix: { nodes: [1, 2] } }), "spec.matrix.nodes"]
 ]
@@ -84,19 +137,47 @@ describe("Sweep admission", () => {
 
   it("admits every bound at its edge", () => {
     const edges: ReadonlyArray<JsonObject> = [
-      spec({ maxParallel: 256, repetitions: 64, matrix: { gpu: gpus(16), params: Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`P_${i}`, values(64)])) } }),
-      spec({ maxParallel: 1, repetitions: 1, maxCostUSD: "0.000001", state: "Cancelled", matrix: { gpu: [], params: { lr: [] }, regions: [] } }),
+      spec({
+        maxParallel: 256,
+        repetitions: 64,
+        matrix: {
+          gpu: gpus(16),
+          params: Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`P_${i}`, values(64)]))
+        }
+      }),
+      spec({
+        maxParallel: 1,
+        repetitions: 1,
+        maxCostUSD: "0.000001",
+        state: "Cancelled",
+        matrix: { gpu: [], params: { lr: [] }, regions: [] }
+      }),
       { ...withJob({ placement: { regions: ["us", "eu"], community: true } }), matrix: { regions: ["us", "eu"] } },
       spec({ matrix: { regions: ["asia"] } }),
-      { ...withJob({ distributed: { nodes: 2, gpusPerNode: 8 } }), matrix: { gpu: [{ count: 8, type: ["H100"] }, { type: ["A100"] }] } },
-      training({ state: "Suspended", matrix: { params: { "optimizer.lr": ["1e-4", "0.001"], "lora": ["{\"r\": 16}", "null", "\"text\""] } } }),
-      withTraining({ placement: { community: true }, environment: { name: "platform/gsm8k@1.0.0" }, grading: { maxParallel: 32 } })
+      {
+        ...withJob({ distributed: { nodes: 2, gpusPerNode: 8 } }),
+        matrix: { gpu: [{ count: 8, type: ["H100"] }, { type: ["A100"] }] }
+      },
+      training({
+        state: "Suspended",
+        matrix: { params: { "optimizer.lr": ["1e-4", "0.001"], "lora": ["{\"r\": 16}", "null", "\"text\""] } }
+      }),
+      withTraining({
+        placement: { community: true },
+        environment: { name: "platform/gsm8k@1.0.0" },
+        grading: { maxParallel: 32 }
+      })
     ]
-    for (const edge of edges) assert.strictEqual(admitSpec(sweep, edge)._tag, "Admitted", JSON.stringify(admitSpec(sweep, edge)))
+    for (const edge of edges) {
+      assert.strictEqual(admitSpec(sweep, edge)._tag, "Admitted", JSON.stringify(admitSpec(sweep, edge)))
+    }
   })
 
   it("normalizes a Job template as a Job: activeDeadlineSeconds folds into timeout, bare secrets become objects", () => {
-    const admission = admitSpec(sweep, withJob({ activeDeadlineSeconds: 600, secrets: ["hf-token"], resources: { nodes: 2 } }))
+    const admission = admitSpec(
+      sweep,
+      withJob({ activeDeadlineSeconds: 600, secrets: ["hf-token"], resources: { nodes: 2 } })
+    )
     assert.strictEqual(admission._tag, "Admitted")
     if (admission._tag !== "Admitted") return
     const template = admission.spec["template"] as { spec: JsonObject }
@@ -130,14 +211,28 @@ describe("Sweep status", () => {
   }
 
   it("accepts what the controller reports", () => {
-    assert.deepStrictEqual(statusCauses({
-      best: { byCost: 0, byThroughput: 1 },
-      cells: [{ index: 0, repetition: 0, gpu: { count: 1, type: ["H100"] }, region: "us", params: { lr: "0.1" }, object: "s-0-0", phase: "Succeeded", wallSeconds: 61, costUSD: "0.42", unitsPerSecond: "1250.5" }],
-      phase: "Suspended",
-      reason: "MaxCostReached",
-      templateETags: ["\"abc\""],
-      cost: { totalUSD: "1.00" }
-    }), [])
+    assert.deepStrictEqual(
+      statusCauses({
+        best: { byCost: 0, byThroughput: 1 },
+        cells: [{
+          index: 0,
+          repetition: 0,
+          gpu: { count: 1, type: ["H100"] },
+          region: "us",
+          params: { lr: "0.1" },
+          object: "s-0-0",
+          phase: "Succeeded",
+          wallSeconds: 61,
+          costUSD: "0.42",
+          unitsPerSecond: "1250.5"
+        }],
+        phase: "Suspended",
+        reason: "MaxCostReached",
+        templateETags: ["\"abc\""],
+        cost: { totalUSD: "1.00" }
+      }),
+      []
+    )
   })
 
   it("refuses a phase, a cell phase and a cost outside their grammars", () => {
@@ -167,7 +262,9 @@ describe("Sweep updates", () => {
 
   it("refuses leaving the cancel state at spec.state", () => {
     for (const state of ["Running", "Suspended"]) {
-      assert.deepStrictEqual(updateRefusals(sweep, changed({ state: "Cancelled" }), changed({ state })).invalid, ["spec.state"], state)
+      assert.deepStrictEqual(updateRefusals(sweep, changed({ state: "Cancelled" }), changed({ state })).invalid, [
+        "spec.state"
+      ], state)
     }
   })
 
@@ -175,8 +272,14 @@ describe("Sweep updates", () => {
     ["repetitions", { repetitions: 3 }, "spec.repetitions"],
     ["matrix.params", { matrix: { params: { LR: ["0.5"] } } }, "spec.matrix.params.LR"],
     ["matrix.regions", { matrix: { params: { LR: ["0.1", "0.01"] }, regions: ["us"] } }, "spec.matrix.regions"],
-    ["template.spec.image", { template: { kind: "Job", spec: { ...jobTemplate.spec, image: "python:3.13" } } }, "spec.template.spec.image"],
-    ["template.spec.parallelism", { template: { kind: "Job", spec: { ...jobTemplate.spec, parallelism: 1, completions: 2 } } }, "spec.template.spec.completions"],
+    [
+      "template.spec.image",
+      { template: { kind: "Job", spec: { ...jobTemplate.spec, image: "python:3.13" } } },
+      "spec.template.spec.image"
+    ],
+    ["template.spec.parallelism", {
+      template: { kind: "Job", spec: { ...jobTemplate.spec, parallelism: 1, completions: 2 } }
+    }, "spec.template.spec.completions"],
     ["template.kind", { template: trainingTemplate }, "spec.template.kind"]
   ]
 
@@ -187,7 +290,9 @@ describe("Sweep updates", () => {
   }
 
   it("refuses lowering maxCostUSD, and adding one after create; allows removing it", () => {
-    assert.deepStrictEqual(updateRefusals(sweep, created, changed({ maxCostUSD: "99.99" })).invalid, ["spec.maxCostUSD"])
+    assert.deepStrictEqual(updateRefusals(sweep, created, changed({ maxCostUSD: "99.99" })).invalid, [
+      "spec.maxCostUSD"
+    ])
     assert.deepStrictEqual(updateRefusals(sweep, base, spec({ maxCostUSD: "5" })).invalid, ["spec.maxCostUSD"])
     const { maxCostUSD: _cap, ...uncapped } = created
     assert.deepStrictEqual(updateRefusals(sweep, created, uncapped).invalid, [])

@@ -5,8 +5,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Result, Schema } from "effect"
-import { admit } from "../../../src/core/meta/Admission.ts"
 import type { Json, JsonObject } from "../../../src/core/Json.ts"
+import { admit } from "../../../src/core/meta/Admission.ts"
 import { topUp } from "../../../src/core/schemas/TopUp.ts"
 import { admitSpec, refusedFields, updateRefusals } from "../../support/KindRules.ts"
 
@@ -49,7 +49,9 @@ describe("TopUp admission", () => {
       spec({ promoCode: "a" }),
       spec({ promoCode: "SPRING_25-off" })
     ]
-    for (const edge of edges) assert.strictEqual(admitSpec(topUp, edge)._tag, "Admitted", JSON.stringify(admitSpec(topUp, edge)))
+    for (const edge of edges) {
+      assert.strictEqual(admitSpec(topUp, edge)._tag, "Admitted", JSON.stringify(admitSpec(topUp, edge)))
+    }
   })
 })
 
@@ -81,8 +83,13 @@ describe("TopUp status", () => {
   }
 
   it("admits every phase the topup.* events name and refuses another", () => {
-    for (const phase of ["Pending", "Succeeded", "Failed", "Refunded"]) assert.deepStrictEqual(statusRefusals({ phase }), [], phase)
-    assert.deepStrictEqual(statusRefusals({ phase: "Succeeded", creditGrant: "topup-7f3k2", completionTime: "2026-01-02T15:04:05Z" }), [])
+    for (const phase of ["Pending", "Succeeded", "Failed", "Refunded"]) {
+      assert.deepStrictEqual(statusRefusals({ phase }), [], phase)
+    }
+    assert.deepStrictEqual(
+      statusRefusals({ phase: "Succeeded", creditGrant: "topup-7f3k2", completionTime: "2026-01-02T15:04:05Z" }),
+      []
+    )
     assert.include(statusRefusals({ phase: "Disputed" }), "status.phase")
   })
 })

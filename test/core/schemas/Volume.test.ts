@@ -4,8 +4,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Result, Schema } from "effect"
-import { admit } from "../../../src/core/meta/Admission.ts"
 import type { Json, JsonObject } from "../../../src/core/Json.ts"
+import { admit } from "../../../src/core/meta/Admission.ts"
 import { volume } from "../../../src/core/schemas/Volume.ts"
 import { admitSpec, refusedFields, updateRefusals } from "../../support/KindRules.ts"
 
@@ -34,12 +34,21 @@ describe("Volume admission", () => {
 
   it("applies nodus's default access mode ReadWriteOnce", () => {
     const admission = admitSpec(volume, base)
-    assert.deepStrictEqual(admission._tag === "Admitted" ? admission.spec : admission, { ...base, accessMode: "ReadWriteOnce" })
+    assert.deepStrictEqual(admission._tag === "Admitted" ? admission.spec : admission, {
+      ...base,
+      accessMode: "ReadWriteOnce"
+    })
   })
 
   it("admits every bound at its edge", () => {
-    const edges: ReadonlyArray<JsonObject> = [spec({ size: "64Ti" }), spec({ size: "1" }), spec({ size: "1Ki", accessMode: "ReadOnlyMany" })]
-    for (const edge of edges) assert.strictEqual(admitSpec(volume, edge)._tag, "Admitted", JSON.stringify(admitSpec(volume, edge)))
+    const edges: ReadonlyArray<JsonObject> = [
+      spec({ size: "64Ti" }),
+      spec({ size: "1" }),
+      spec({ size: "1Ki", accessMode: "ReadOnlyMany" })
+    ]
+    for (const edge of edges) {
+      assert.strictEqual(admitSpec(volume, edge)._tag, "Admitted", JSON.stringify(admitSpec(volume, edge)))
+    }
   })
 })
 
@@ -55,7 +64,10 @@ describe("Volume updates", () => {
   }
 
   it("accepts writing the same spec again", () => {
-    assert.deepStrictEqual(updateRefusals(volume, base, spec({ accessMode: "ReadWriteOnce" })), { immutable: [], invalid: [] })
+    assert.deepStrictEqual(updateRefusals(volume, base, spec({ accessMode: "ReadWriteOnce" })), {
+      immutable: [],
+      invalid: []
+    })
   })
 })
 
@@ -67,13 +79,21 @@ describe("Volume status", () => {
   }
 
   it("admits revisions and a writer, and refuses an unknown phase", () => {
-    assert.deepStrictEqual(statusRefusals({
-      phase: "InUse",
-      revision: 3,
-      revisions: [{ revision: 3, createdTime: "2026-01-02T15:04:05Z", sizeBytes: 1_024, committedBy: { kind: "Workspace", name: "dev" } }],
-      boundTo: { kind: "Workspace", name: "dev", uid: "u-1", attempt: "dev-a7" },
-      usedBytes: 1_024
-    }), [])
+    assert.deepStrictEqual(
+      statusRefusals({
+        phase: "InUse",
+        revision: 3,
+        revisions: [{
+          revision: 3,
+          createdTime: "2026-01-02T15:04:05Z",
+          sizeBytes: 1_024,
+          committedBy: { kind: "Workspace", name: "dev" }
+        }],
+        boundTo: { kind: "Workspace", name: "dev", uid: "u-1", attempt: "dev-a7" },
+        usedBytes: 1_024
+      }),
+      []
+    )
     assert.include(statusRefusals({ phase: "Bound" }), "status.phase")
     assert.include(statusRefusals({ revision: -1 }), "status.revision")
   })

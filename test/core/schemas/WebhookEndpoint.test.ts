@@ -5,8 +5,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Result, Schema } from "effect"
-import { admit } from "../../../src/core/meta/Admission.ts"
 import type { Json, JsonObject } from "../../../src/core/Json.ts"
+import { admit } from "../../../src/core/meta/Admission.ts"
 import { webhookEndpoint, WebhookEndpointRotation } from "../../../src/core/schemas/WebhookEndpoint.ts"
 import { admitSpec, refusedFields, updateRefusals } from "../../support/KindRules.ts"
 
@@ -50,7 +50,11 @@ const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
   ["a url with a space in its path", spec({ url: "https://hooks.example.com/no dus" }), "spec.url"],
   ["a public IPv4 written in hex", spec({ url: "https://0x8.8.8.8/hook" }), "spec.url"],
   ["a url whose port is out of range", spec({ url: "https://hooks.example.com:65536/hook" }), "spec.url"],
-  ["a host name that is not ASCII (not in its xn-- form)", spec({ url: "https://bücher.example.com/hook" }), "spec.url"],
+  [
+    "a host name that is not ASCII (not in its xn-- form)",
+    spec({ url: "https://bücher.example.com/hook" }),
+    "spec.url"
+  ],
   ["an upper-case scheme", spec({ url: "HTTPS://hooks.example.com/hook" }), "spec.url"],
   ["a url longer than 2048 characters", spec({ url: `https://hooks.example.com/${"a".repeat(2_023)}` }), "spec.url"],
   ["no event types", spec({ eventTypes: [] }), "spec.eventTypes"],
@@ -83,14 +87,27 @@ describe("WebhookEndpoint admission", () => {
   it("applies the defaults: every event type, enabled", () => {
     const admission = admitSpec(webhookEndpoint, base)
     assert.strictEqual(admission._tag, "Admitted")
-    if (admission._tag === "Admitted") assert.deepStrictEqual(admission.spec, { ...base, eventTypes: ["*"], enabled: true })
+    if (admission._tag === "Admitted") {
+      assert.deepStrictEqual(admission.spec, { ...base, eventTypes: ["*"], enabled: true })
+    }
   })
 
   it("admits every bound at its edge", () => {
     const edges: ReadonlyArray<JsonObject> = [
       spec({ url: `https://hooks.example.com/${"a".repeat(2_022)}` }),
-      spec({ eventTypes: Array.from({ length: 64 }, (_, i) => `kind${i}.done`), projects: Array.from({ length: 256 }, (_, i) => `p${i}`) }),
-      spec({ eventTypes: ["*", "billing.*", "job.node_lost", "webhookendpoint.deliveries_failing", "billing.auto_recharge_succeeded"] }),
+      spec({
+        eventTypes: Array.from({ length: 64 }, (_, i) => `kind${i}.done`),
+        projects: Array.from({ length: 256 }, (_, i) => `p${i}`)
+      }),
+      spec({
+        eventTypes: [
+          "*",
+          "billing.*",
+          "job.node_lost",
+          "webhookendpoint.deliveries_failing",
+          "billing.auto_recharge_succeeded"
+        ]
+      }),
       spec({ description: "d".repeat(1_024), enabled: false, projects: [] }),
       spec({ url: "https://8.8.8.8/hook" }),
       spec({ url: "https://100.63.255.255/hook" }),
@@ -102,7 +119,13 @@ describe("WebhookEndpoint admission", () => {
       spec({ url: "https://xn--bcher-kva.example.com./hook#frag" }),
       spec({ url: "https://[2001:4860::8.8.8.8]:65535" })
     ]
-    for (const edge of edges) assert.strictEqual(admitSpec(webhookEndpoint, edge)._tag, "Admitted", JSON.stringify(admitSpec(webhookEndpoint, edge)))
+    for (const edge of edges) {
+      assert.strictEqual(
+        admitSpec(webhookEndpoint, edge)._tag,
+        "Admitted",
+        JSON.stringify(admitSpec(webhookEndpoint, edge))
+      )
+    }
   })
 
   it("says why a url is refused: the public-address rule first, then the grammar", () => {
@@ -121,15 +144,33 @@ describe("WebhookEndpoint admission", () => {
 
 describe("WebhookEndpoint receivers in development", () => {
   const development = { developmentWebhooks: true }
-  const receivers = ["http://localhost:3000/hooks", "https://localhost:8443/hook", "http://127.0.0.1:9000/", "http://[::1]:3000/x", "http://app.localhost/hook"]
+  const receivers = [
+    "http://localhost:3000/hooks",
+    "https://localhost:8443/hook",
+    "http://127.0.0.1:9000/",
+    "http://[::1]:3000/x",
+    "http://app.localhost/hook"
+  ]
 
   it("a server started with --webhook-allow-loopback takes http and https receivers on loopback", () => {
-    for (const url of receivers) assert.strictEqual(admitSpec(webhookEndpoint, spec({ url }), development)._tag, "Admitted", url)
+    for (const url of receivers) {
+      assert.strictEqual(admitSpec(webhookEndpoint, spec({ url }), development)._tag, "Admitted", url)
+    }
   })
 
   it("any other server refuses them, and a development server still refuses every other address that is not public", () => {
-    for (const url of receivers) assert.deepStrictEqual(refusedFields(admitSpec(webhookEndpoint, spec({ url }))), ["spec.url"], url)
-    for (const url of ["http://hooks.example.com/x", "https://10.1.2.3/", "https://169.254.169.254/", "https://[::127.0.0.1]/", "http://user@localhost/"]) {
+    for (const url of receivers) {
+      assert.deepStrictEqual(refusedFields(admitSpec(webhookEndpoint, spec({ url }))), ["spec.url"], url)
+    }
+    for (
+      const url of [
+        "http://hooks.example.com/x",
+        "https://10.1.2.3/",
+        "https://169.254.169.254/",
+        "https://[::127.0.0.1]/",
+        "http://user@localhost/"
+      ]
+    ) {
       assert.deepStrictEqual(refusedFields(admitSpec(webhookEndpoint, spec({ url }), development)), ["spec.url"], url)
     }
   })
@@ -179,15 +220,32 @@ describe("WebhookEndpoint status", () => {
   }
 
   it("admits what the service writes", () => {
-    assert.deepStrictEqual(statusRefusals({
-      signingSecret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
-      lastDelivery: { id: "msg_1", type: "job.failed", time: "2026-01-02T15:04:05Z", phase: "Failed", attempts: 3, responseCode: 500, durationMs: 120 },
-      deliveries24h: { succeeded: 10, failed: 3 },
-      failingSince: "2026-01-02T15:04:05Z",
-      secretRotation: "2026-01-03T15:04:05Z",
-      conditions: [{ type: "Healthy", status: "False", lastTransitionTime: "2026-01-02T15:04:05Z", reason: "DeliveriesFailing", message: "The last 3 deliveries failed." }],
-      observedGeneration: 2
-    }), [])
+    assert.deepStrictEqual(
+      statusRefusals({
+        signingSecret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        lastDelivery: {
+          id: "msg_1",
+          type: "job.failed",
+          time: "2026-01-02T15:04:05Z",
+          phase: "Failed",
+          attempts: 3,
+          responseCode: 500,
+          durationMs: 120
+        },
+        deliveries24h: { succeeded: 10, failed: 3 },
+        failingSince: "2026-01-02T15:04:05Z",
+        secretRotation: "2026-01-03T15:04:05Z",
+        conditions: [{
+          type: "Healthy",
+          status: "False",
+          lastTransitionTime: "2026-01-02T15:04:05Z",
+          reason: "DeliveriesFailing",
+          message: "The last 3 deliveries failed."
+        }],
+        observedGeneration: 2
+      }),
+      []
+    )
   })
 
   it("refuses a signing secret without the whsec_ prefix, an unknown delivery phase and a negative count", () => {

@@ -23,7 +23,11 @@ const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
   ["5 connections", spec({ connections: names("conn", 5) }), "spec.connections"],
   ["one connection twice", spec({ connections: ["s3", "s3"] }), "spec.connections[1]"],
   ["257 env vars", spec({ env: env(257) }), "spec.env"],
-  ["an env name with the PLATFORM_ prefix", spec({ env: [{ name: "PLATFORM_HOME", value: "/x" }] }), "spec.env[0].name"],
+  [
+    "an env name with the PLATFORM_ prefix",
+    spec({ env: [{ name: "PLATFORM_HOME", value: "/x" }] }),
+    "spec.env[0].name"
+  ],
   ["5 imagePullSecrets", spec({ imagePullSecrets: names("pull", 5) }), "spec.imagePullSecrets"],
   ["one imagePullSecret twice", spec({ imagePullSecrets: ["ghcr", "ghcr"] }), "spec.imagePullSecrets[1]"],
   ["101 sshKeys", spec({ sshKeys: names("key", 101) }), "spec.sshKeys"],
@@ -39,18 +43,42 @@ const refused: ReadonlyArray<readonly [string, JsonObject, string]> = [
   ["a schedule without readyBy", spec({ schedule: { stopAt: "2030-01-02T18:00:00Z" } }), "spec.schedule.readyBy"],
   ["a readyBy that is not RFC 3339", spec({ schedule: { readyBy: "tomorrow 9am" } }), "spec.schedule.readyBy"],
   ["a readyBy in month 13", spec({ schedule: { readyBy: "2030-13-02T09:00:00Z" } }), "spec.schedule.readyBy"],
-  ["a stopAt that is not RFC 3339", spec({ schedule: { readyBy: "2030-01-02T09:00:00Z", stopAt: "18:00" } }), "spec.schedule.stopAt"],
-  ["stopAt before readyBy", spec({ schedule: { readyBy: "2030-01-02T09:00:00Z", stopAt: "2030-01-02T08:00:00Z" } }), "spec.schedule.stopAt"],
-  ["stopAt equal to readyBy (in another offset)", spec({ schedule: { readyBy: "2030-01-02T09:00:00Z", stopAt: "2030-01-02T10:00:00+01:00" } }), "spec.schedule.stopAt"],
-  ["an unknown placement interruptible", spec({ placement: { interruptible: "Maybe" } }), "spec.placement.interruptible"],
+  [
+    "a stopAt that is not RFC 3339",
+    spec({ schedule: { readyBy: "2030-01-02T09:00:00Z", stopAt: "18:00" } }),
+    "spec.schedule.stopAt"
+  ],
+  [
+    "stopAt before readyBy",
+    spec({ schedule: { readyBy: "2030-01-02T09:00:00Z", stopAt: "2030-01-02T08:00:00Z" } }),
+    "spec.schedule.stopAt"
+  ],
+  [
+    "stopAt equal to readyBy (in another offset)",
+    spec({ schedule: { readyBy: "2030-01-02T09:00:00Z", stopAt: "2030-01-02T10:00:00+01:00" } }),
+    "spec.schedule.stopAt"
+  ],
+  [
+    "an unknown placement interruptible",
+    spec({ placement: { interruptible: "Maybe" } }),
+    "spec.placement.interruptible"
+  ],
   ["a placement community that is not a bool", spec({ placement: { community: "yes" } }), "spec.placement.community"],
   ["two nodes", spec({ resources: { nodes: 2 } }), "spec.resources.nodes"],
   ["3 GPUs", spec({ resources: { gpu: { count: 3 } } }), "spec.resources.gpu.count"],
-  ["egress allow without AllowList", spec({ network: { egress: { policy: "Open", allow: ["example.com"] } } }), "spec.network.egress.allow"],
+  [
+    "egress allow without AllowList",
+    spec({ network: { egress: { policy: "Open", allow: ["example.com"] } } }),
+    "spec.network.egress.allow"
+  ],
   ["one secret mounted twice", spec({ secrets: ["hf", { name: "hf" }] }), "spec.secrets[1]"],
   ["a field the spec does not give a Workspace", spec({ command: ["bash"] }), "spec.command"],
   ["an unknown field", spec({ replicas: 1 }), "spec.replicas"],
-  ["an unknown schedule field", spec({ schedule: { readyBy: "2030-01-02T09:00:00Z", cron: "0 9 * * *" } }), "spec.schedule.cron"]
+  [
+    "an unknown schedule field",
+    spec({ schedule: { readyBy: "2030-01-02T09:00:00Z", cron: "0 9 * * *" } }),
+    "spec.schedule.cron"
+  ]
 ]
 
 describe("Workspace admission", () => {
@@ -78,15 +106,32 @@ describe("Workspace admission", () => {
 
   it("admits every bound at its edge", () => {
     const edges: ReadonlyArray<JsonObject> = [
-      spec({ connections: names("conn", 4), imagePullSecrets: names("pull", 4), sshKeys: names("key", 100), env: env(256), idleTimeout: "0s" }),
+      spec({
+        connections: names("conn", 4),
+        imagePullSecrets: names("pull", 4),
+        sshKeys: names("key", 100),
+        env: env(256),
+        idleTimeout: "0s"
+      }),
       spec({ idleTimeout: "10m", tools: [], state: "Stopped", sshKeys: [] }),
       { ephemeral: true, idleTimeout: "24h", tools: ["SSH"], placement: { community: true, interruptible: "Prefer" } },
-      { ephemeral: false, volume: "home", resources: { nodes: 1, gpu: { count: 8, type: ["H100"] } }, maxCostUSD: "100" },
+      {
+        ephemeral: false,
+        volume: "home",
+        resources: { nodes: 1, gpu: { count: 8, type: ["H100"] } },
+        maxCostUSD: "100"
+      },
       spec({ schedule: { readyBy: "2030-01-02T09:00:00Z", stopAt: "2030-01-02T09:00:00.001Z" } }),
       spec({ schedule: { readyBy: "2030-01-02T09:00:00+02:00" } }),
-      spec({ secrets: ["hf", { name: "wandb", version: 2 }], serviceAccountName: "builder", network: { egress: { policy: "Deny" } } })
+      spec({
+        secrets: ["hf", { name: "wandb", version: 2 }],
+        serviceAccountName: "builder",
+        network: { egress: { policy: "Deny" } }
+      })
     ]
-    for (const edge of edges) assert.strictEqual(admitSpec(workspace, edge)._tag, "Admitted", JSON.stringify(admitSpec(workspace, edge)))
+    for (const edge of edges) {
+      assert.strictEqual(admitSpec(workspace, edge)._tag, "Admitted", JSON.stringify(admitSpec(workspace, edge)))
+    }
   })
 
   it("admits a Workspace without an image (the service resolves a catalog default)", () => {
@@ -96,14 +141,20 @@ describe("Workspace admission", () => {
   it("accepts a bare Secret name and stores the object form", () => {
     const admission = admitSpec(workspace, spec({ secrets: ["hf-token", { name: "wandb", version: 3 }] }))
     assert.strictEqual(admission._tag, "Admitted")
-    if (admission._tag === "Admitted") assert.deepStrictEqual(admission.spec["secrets"], [{ name: "hf-token" }, { name: "wandb", version: 3 }])
+    if (admission._tag === "Admitted") {
+      assert.deepStrictEqual(admission.spec["secrets"], [{ name: "hf-token" }, { name: "wandb", version: 3 }])
+    }
   })
 
   it("admits the status the spec describes and refuses an unknown phase", () => {
     const decode = Schema.decodeUnknownExit(workspace.status as Schema.Codec<unknown, unknown>)
     const status = {
       phase: "Running",
-      connect: { ssh: { command: "ssh ws-alice", host: "ws-alice.example", hostKey: "ssh-ed25519 AAAA" }, vscode: { url: "https://v" }, jupyter: { url: "https://j" } },
+      connect: {
+        ssh: { command: "ssh ws-alice", host: "ws-alice.example", hostKey: "ssh-ed25519 AAAA" },
+        vscode: { url: "https://v" },
+        jupyter: { url: "https://j" }
+      },
       endpoints: [{ name: "app", port: 8080, url: "https://p" }],
       home: { volume: "home-alice", revision: 0 },
       lastSession: { attempt: "ws-alice-1", billedSeconds: 3600, chargeUSD: "1.20", stopReason: "IdleTimeout" },
@@ -136,7 +187,10 @@ describe("Workspace readyBy lead (checked by the server with the request time)",
   it("does not check a readyBy an update leaves unchanged, and checks a changed one", () => {
     const previous = scheduled("2030-01-02T08:00:00Z")
     assert.isUndefined(readyByLeadCause(scheduled("2030-01-02T08:00:00Z"), now, previous))
-    assert.strictEqual(readyByLeadCause(scheduled("2030-01-02T09:10:00Z"), now, previous)?.field, "spec.schedule.readyBy")
+    assert.strictEqual(
+      readyByLeadCause(scheduled("2030-01-02T09:10:00Z"), now, previous)?.field,
+      "spec.schedule.readyBy"
+    )
   })
 })
 
@@ -171,7 +225,11 @@ describe("Workspace updates", () => {
 
   const immutable: ReadonlyArray<readonly [string, Json, string]> = [
     ["volume", changed({ volume: "home-bob" }), "spec.volume"],
-    ["volume to ephemeral", { image: base.image, ephemeral: true, maxCostUSD: "10.00", sshKeys: ["laptop", "desktop"] }, "spec.ephemeral"]
+    [
+      "volume to ephemeral",
+      { image: base.image, ephemeral: true, maxCostUSD: "10.00", sshKeys: ["laptop", "desktop"] },
+      "spec.ephemeral"
+    ]
   ]
 
   for (const [field, after, path] of immutable) {
@@ -186,7 +244,9 @@ describe("Workspace updates", () => {
   })
 
   it("refuses lowering maxCostUSD, and adding one after create; allows removing it", () => {
-    assert.deepStrictEqual(updateRefusals(workspace, created, changed({ maxCostUSD: "9.99" })).invalid, ["spec.maxCostUSD"])
+    assert.deepStrictEqual(updateRefusals(workspace, created, changed({ maxCostUSD: "9.99" })).invalid, [
+      "spec.maxCostUSD"
+    ])
     assert.deepStrictEqual(updateRefusals(workspace, base, spec({ maxCostUSD: "5" })).invalid, ["spec.maxCostUSD"])
     const { maxCostUSD: _cap, ...uncapped } = created
     assert.deepStrictEqual(updateRefusals(workspace, created, uncapped).invalid, [])

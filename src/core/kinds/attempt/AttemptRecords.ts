@@ -7,11 +7,11 @@
  * Pure: times are epoch milliseconds in the facts and ISO strings in the objects.
  */
 import type { AttemptFacts, Outcome } from "../../capacity/Capacity.ts"
-import type { Json, JsonObject } from "../../Json.ts"
-import { withCondition } from "../../controller/Conditions.ts"
-import { formatMicroUsd } from "../../Money.ts"
 import type { Variant } from "../../capacity/Offering.ts"
 import type { Explanation } from "../../capacity/Placement.ts"
+import { withCondition } from "../../controller/Conditions.ts"
+import type { Json, JsonObject } from "../../Json.ts"
+import { formatMicroUsd } from "../../Money.ts"
 import type { attemptPhases } from "../../schemas/Attempt.ts"
 
 export type AttemptPhase = typeof attemptPhases[number]
@@ -48,7 +48,13 @@ const reasonOf = (outcome: Outcome): string =>
 
 /** What the main process exited with; an OOM kill is SIGKILL (128 + 9), as a container runtime reports it. */
 const exitCodeOf = (outcome: Outcome): number | undefined =>
-  outcome.type === "Succeeded" ? 0 : outcome.type === "Failed" ? outcome.exitCode : outcome.type === "OOMKilled" ? 137 : undefined
+  outcome.type === "Succeeded"
+    ? 0
+    : outcome.type === "Failed"
+    ? outcome.exitCode
+    : outcome.type === "OOMKilled"
+    ? 137
+    : undefined
 
 const messageOf = (outcome: Outcome): string | undefined => {
   switch (outcome.type) {
@@ -97,9 +103,20 @@ export const attemptStatusOf = (facts: AttemptFacts, placement: Explanation | un
     ...(facts.endedAt === undefined ? {} : { endTime: iso(facts.endedAt) }),
     ...(exitCode === undefined ? {} : { exitCode }),
     // Read back after a restart (or by a shard's next owner): a replacement restores the latest checkpoint of any run.
-    ...(facts.checkpoint === undefined ? {} : { checkpoint: { seq: facts.checkpoint.seq, sizeBytes: facts.checkpoint.sizeBytes, time: iso(facts.checkpoint.at) } }),
+    ...(facts.checkpoint === undefined
+      ? {}
+      : {
+        checkpoint: { seq: facts.checkpoint.seq, sizeBytes: facts.checkpoint.sizeBytes, time: iso(facts.checkpoint.at) }
+      }),
     ...(facts.bootedAt === undefined ? {} : {
-      conditions: withCondition([], bootedCondition, "True", "Booted", "The host booted and the program started.", facts.bootedAt) as unknown as Json
+      conditions: withCondition(
+        [],
+        bootedCondition,
+        "True",
+        "Booted",
+        "The host booted and the program started.",
+        facts.bootedAt
+      ) as unknown as Json
     })
   }
 }
@@ -122,7 +139,9 @@ interface StoredAttempt {
 }
 
 const field = (object: unknown, key: string): unknown =>
-  typeof object === "object" && object !== null && !Array.isArray(object) ? (object as Record<string, unknown>)[key] : undefined
+  typeof object === "object" && object !== null && !Array.isArray(object)
+    ? (object as Record<string, unknown>)[key]
+    : undefined
 
 const storedOf = (object: JsonObject): StoredAttempt | undefined => {
   const metadata = field(object, "metadata")
@@ -134,10 +153,15 @@ const storedOf = (object: JsonObject): StoredAttempt | undefined => {
   const offering = field(status, "offering")
   const phase = field(status, "phase")
   const startTime = Date.parse(String(field(status, "startTime")))
-  if (typeof name !== "string" || typeof index !== "number" || typeof number !== "number" || typeof offering !== "string" || typeof phase !== "string" || Number.isNaN(startTime)) return undefined
+  if (
+    typeof name !== "string" || typeof index !== "number" || typeof number !== "number" ||
+    typeof offering !== "string" || typeof phase !== "string" || Number.isNaN(startTime)
+  ) return undefined
   const endTime = Date.parse(String(field(status, "endTime")))
   const conditions = field(status, "conditions")
-  const booted = Array.isArray(conditions) ? conditions.find((condition) => field(condition, "type") === bootedCondition) : undefined
+  const booted = Array.isArray(conditions)
+    ? conditions.find((condition) => field(condition, "type") === bootedCondition)
+    : undefined
   const bootTime = Date.parse(String(field(booted, "lastTransitionTime")))
   const reason = field(status, "reason")
   const exitCode = field(status, "exitCode")
@@ -163,7 +187,9 @@ const checkpointOf = (recorded: unknown): AttemptFacts["checkpoint"] => {
   const seq = field(recorded, "seq")
   const sizeBytes = field(recorded, "sizeBytes")
   const at = Date.parse(String(field(recorded, "time")))
-  return typeof seq === "number" && typeof sizeBytes === "number" && !Number.isNaN(at) ? { seq, sizeBytes, at } : undefined
+  return typeof seq === "number" && typeof sizeBytes === "number" && !Number.isNaN(at)
+    ? { seq, sizeBytes, at }
+    : undefined
 }
 
 /** The outcome an ended Attempt recorded; a run that was still live ends now as NodeLost. */
@@ -196,16 +222,26 @@ export const isEndedAttempt = (object: JsonObject): boolean => {
  * process stopped simulating) as NodeLost, and recovery replaces it (one being stopped ends as Stopped). Undefined
  * when the object lacks a field or names a variant the catalog no longer has.
  */
-export const factsFromAttempt = (object: JsonObject, variantOf: (offering: string, interruptible: boolean) => Variant | undefined, lostAt: number): AttemptFacts | undefined => {
+export const factsFromAttempt = (
+  object: JsonObject,
+  variantOf: (offering: string, interruptible: boolean) => Variant | undefined,
+  lostAt: number
+): AttemptFacts | undefined => {
   const stored = storedOf(object)
   const variant = stored === undefined ? undefined : variantOf(stored.offering, stored.interruptible)
   if (stored === undefined || variant === undefined) return undefined
   const ended = isEndedAttempt(object)
   // A run being stopped had been let go by its controller: it ends as Stopped, not as an interruption to recover.
-  const outcome: Outcome = ended ? outcomeOf(stored) : stored.phase === "Terminating" ? { type: "Stopped" } : { type: "NodeLost" }
+  const outcome: Outcome = ended
+    ? outcomeOf(stored)
+    : stored.phase === "Terminating"
+    ? { type: "Stopped" }
+    : { type: "NodeLost" }
   // A live run ends at `lostAt`, but never before what its record shows it did (the clock was saved a little earlier).
   // What a restarted server knows of the teardown: none after the recorded end.
-  const end = ended ? stored.endTime ?? stored.startTime : Math.max(lostAt, stored.startTime, stored.bootTime ?? stored.startTime)
+  const end = ended
+    ? stored.endTime ?? stored.startTime
+    : Math.max(lostAt, stored.startTime, stored.bootTime ?? stored.startTime)
   return { ...recordedFacts(stored, variant), endedAt: end, stoppingAt: end, releasedAt: end, phase: "Ended", outcome }
 }
 
@@ -214,13 +250,23 @@ export const factsFromAttempt = (object: JsonObject, variantOf: (offering: strin
  * whose hosts outlive the server (live hosts: their agents reconnect and say what still runs). Undefined when the
  * record is ended, lacks a field, or names a variant the catalog no longer has.
  */
-export const liveFactsFromAttempt = (object: JsonObject, variantOf: (offering: string, interruptible: boolean) => Variant | undefined): AttemptFacts | undefined => {
+export const liveFactsFromAttempt = (
+  object: JsonObject,
+  variantOf: (offering: string, interruptible: boolean) => Variant | undefined
+): AttemptFacts | undefined => {
   const stored = storedOf(object)
   if (stored === undefined || isEndedAttempt(object) || stored.phase === "Terminating") return undefined
   const variant = variantOf(stored.offering, stored.interruptible)
   if (variant === undefined) return undefined
   const phase = stored.bootTime === undefined ? "Provisioning" : "Running"
-  return { ...recordedFacts(stored, variant), endedAt: undefined, stoppingAt: undefined, releasedAt: undefined, phase, outcome: undefined }
+  return {
+    ...recordedFacts(stored, variant),
+    endedAt: undefined,
+    stoppingAt: undefined,
+    releasedAt: undefined,
+    phase,
+    outcome: undefined
+  }
 }
 
 /** What an Attempt record says of its run, whether it ended or not. */

@@ -30,9 +30,13 @@ const exceededCondition = "Exceeded"
 
 /** The Exceeded condition's reason and message for this usage. */
 const exceededOf = (rule: BudgetRule, usage: Usage) => {
-  const amounts = `${formatMicroUsd(usage.spent)} USD spent and ${formatMicroUsd(usage.held)} USD held of ${formatMicroUsd(rule.amountMicro)} USD this period`
+  const amounts = `${formatMicroUsd(usage.spent)} USD spent and ${formatMicroUsd(usage.held)} USD held of ${
+    formatMicroUsd(rule.amountMicro)
+  } USD this period`
   if (!isExceeded(rule, usage)) return { status: "False" as const, reason: "WithinAmount", message: `${amounts}.` }
-  const consequence = rule.action === "Refuse" ? "new runs of matching work are refused (BudgetExceeded)" : "action Notify: nothing is refused"
+  const consequence = rule.action === "Refuse"
+    ? "new runs of matching work are refused (BudgetExceeded)"
+    : "action Notify: nothing is refused"
   return { status: "True" as const, reason: "AmountReached", message: `${amounts}; ${consequence}.` }
 }
 
@@ -46,10 +50,20 @@ export const budgetStatusOf = (input: BudgetStatusInput): BudgetStatusResult => 
   const stored = isObject(previous) ? previous : {}
   const periodStart = iso(period.start)
   const samePeriod = stored["periodStart"] === periodStart
-  const before = samePeriod && Array.isArray(stored["thresholdsCrossed"]) ? stored["thresholdsCrossed"].filter((item): item is number => typeof item === "number") : []
+  const before = samePeriod && Array.isArray(stored["thresholdsCrossed"])
+    ? stored["thresholdsCrossed"].filter((item): item is number => typeof item === "number")
+    : []
   const crossed = thresholdsReached(rule, usage).filter((percent) => !before.includes(percent))
   const exceeded = exceededOf(rule, usage)
-  const conditions = withCondition(conditionsOf(stored), exceededCondition, exceeded.status, exceeded.reason, exceeded.message, now, input.generation)
+  const conditions = withCondition(
+    conditionsOf(stored),
+    exceededCondition,
+    exceeded.status,
+    exceeded.reason,
+    exceeded.message,
+    now,
+    input.generation
+  )
   const status: JsonObject = {
     spentUSD: formatMicroUsd(usage.spent),
     heldUSD: formatMicroUsd(usage.held),

@@ -19,12 +19,12 @@
  */
 import { Decimal } from "decimal.js"
 import { type Condition, type ConditionStatus, withCondition } from "../../controller/Conditions.ts"
+import * as Limits from "../../Limits.ts"
+import { formatMicroUsd, parseMicroUsd } from "../../Money.ts"
 import type { CallError, CallOutcome } from "../../SandboxBox.ts"
 import type { FunctionSpecType } from "../../schemas/Function.ts"
 import type { FunctionCallStatusType } from "../../schemas/FunctionCall.ts"
-import { formatMicroUsd, parseMicroUsd } from "../../Money.ts"
 import { durationMs, iso, parseTime } from "../../StatusText.ts"
-import * as Limits from "../../Limits.ts"
 
 export type CallPhase = NonNullable<FunctionCallStatusType["phase"]>
 export type CallReason = NonNullable<FunctionCallStatusType["reason"]>
@@ -77,7 +77,8 @@ export const isUnfinished = (state: CallState): boolean => unfinished.has(state.
 
 /** Whether the call waits for a worker now (a retry's backoff over). */
 export const isDispatchable = (state: CallState, now: number): boolean =>
-  (state.phase === "Queued" || state.phase === "Recovering") && (state.notBefore === undefined || state.notBefore <= now)
+  (state.phase === "Queued" || state.phase === "Recovering") &&
+  (state.notBefore === undefined || state.notBefore <= now)
 
 /** A new call: Queued. */
 export const queued = (): CallState => ({
@@ -129,9 +130,17 @@ export const dispatch = (state: CallState, worker: string, now: number): CallSta
 
 /** When the running try passes its deadline. */
 export const deadlineOf = (state: CallState, policy: CallPolicy): number | undefined =>
-  (state.phase === "Running" || state.phase === "Cancelling") && state.startTime !== undefined ? state.startTime + policy.timeoutMs : undefined
+  (state.phase === "Running" || state.phase === "Cancelling") && state.startTime !== undefined
+    ? state.startTime + policy.timeoutMs
+    : undefined
 
-const ended = (state: CallState, now: number, phase: "Succeeded" | "Failed" | "Cancelled", reason: CallReason | undefined, message: string | undefined): CallState => ({
+const ended = (
+  state: CallState,
+  now: number,
+  phase: "Succeeded" | "Failed" | "Cancelled",
+  reason: CallReason | undefined,
+  message: string | undefined
+): CallState => ({
   ...state,
   phase,
   reason,
@@ -141,18 +150,34 @@ const ended = (state: CallState, now: number, phase: "Succeeded" | "Failed" | "C
 })
 
 /** Whether a report about dispatch `epoch` is about the try running now; any other is fenced. */
-const current = (state: CallState, epoch: number) => (state.phase === "Running" || state.phase === "Cancelling") && epoch === state.epoch
+const current = (state: CallState, epoch: number) =>
+  (state.phase === "Running" || state.phase === "Cancelling") && epoch === state.epoch
 
 /**
  * The worker answered dispatch `epoch`: the return value ends the call Succeeded; a raise retries it after the backoff
  * while retries are left, and fails it RemoteError with the error once they are not. A cancelled call's answer is
  * discarded (Cancelled). `tryCost` is the try's worker time at the per-call rate.
  */
-export const answer = (state: CallState, epoch: number, outcome: CallOutcome, policy: CallPolicy, now: number, tryCost: bigint): CallState => {
+export const answer = (
+  state: CallState,
+  epoch: number,
+  outcome: CallOutcome,
+  policy: CallPolicy,
+  now: number,
+  tryCost: bigint
+): CallState => {
   if (!current(state, epoch)) return state
   const paid = { ...state, costMicroUsd: state.costMicroUsd + tryCost }
-  if (state.phase === "Cancelling") return ended(paid, now, "Cancelled", "Cancelled", "Cancelled; the worker's answer was discarded.")
-  if (outcome.ok) return { ...ended(paid, now, "Succeeded", undefined, undefined), error: undefined, result: { encoding: outcome.encoding, inline: outcome.result } }
+  if (state.phase === "Cancelling") {
+    return ended(paid, now, "Cancelled", "Cancelled", "Cancelled; the worker's answer was discarded.")
+  }
+  if (outcome.ok) {
+    return {
+      ...ended(paid, now, "Succeeded", undefined, undefined),
+      error: undefined,
+      result: { encoding: outcome.encoding, inline: outcome.result }
+    }
+  }
   if (state.retries < policy.maxRetries) {
     const retry = state.retries + 1
     const delay = retryDelayMs(policy, retry)
@@ -167,22 +192,50 @@ export const answer = (state: CallState, epoch: number, outcome: CallOutcome, po
     }
   }
   const tries = policy.maxRetries + 1
-  return { ...ended(paid, now, "Failed", "RemoteError", `${outcome.error.type} raised on ${tries === 1 ? "its only try" : `each of its ${tries} tries`}.`), error: outcome.error }
+  return {
+    ...ended(
+      paid,
+      now,
+      "Failed",
+      "RemoteError",
+      `${outcome.error.type} raised on ${tries === 1 ? "its only try" : `each of its ${tries} tries`}.`
+    ),
+    error: outcome.error
+  }
 }
 
 /**
  * The worker of dispatch `epoch` was lost under the call (or a restart lost its answer): Recovering until a worker
  * takes it again, or Failed RecoveryLimitExceeded past the Function's recovery limit. A cancelled call ends Cancelled.
  */
-export const lose = (state: CallState, epoch: number, policy: CallPolicy, now: number, tryCost: bigint, why: string): CallState => {
+export const lose = (
+  state: CallState,
+  epoch: number,
+  policy: CallPolicy,
+  now: number,
+  tryCost: bigint,
+  why: string
+): CallState => {
   if (!current(state, epoch)) return state
   const paid = { ...state, costMicroUsd: state.costMicroUsd + tryCost }
   if (state.phase === "Cancelling") return ended(paid, now, "Cancelled", "Cancelled", "Cancelled; its worker was lost.")
   const recoveries = state.recoveries + 1
   if (recoveries > policy.recoveryLimit) {
-    return ended({ ...paid, recoveries: state.recoveries }, now, "Failed", "RecoveryLimitExceeded", `Its worker was lost (${why}) and the recovery limit (${policy.recoveryLimit}) is used up.`)
+    return ended(
+      { ...paid, recoveries: state.recoveries },
+      now,
+      "Failed",
+      "RecoveryLimitExceeded",
+      `Its worker was lost (${why}) and the recovery limit (${policy.recoveryLimit}) is used up.`
+    )
   }
-  return { ...paid, phase: "Recovering", recoveries, worker: undefined, message: `Its worker was lost (${why}); it is dispatched again (recovery ${recoveries} of ${policy.recoveryLimit}).` }
+  return {
+    ...paid,
+    phase: "Recovering",
+    recoveries,
+    worker: undefined,
+    message: `Its worker was lost (${why}); it is dispatched again (recovery ${recoveries} of ${policy.recoveryLimit}).`
+  }
 }
 
 /** The running try passed its deadline (spec: per-call deadline passes → Failed DeadlineExceeded). */
@@ -196,15 +249,27 @@ export const expire = (state: CallState, policy: CallPolicy, now: number, tryCos
 
 /** Spec: Function deleted → every unfinished call Failed FunctionDeleted; a try that ran is paid (`tryCost`). */
 export const functionDeleted = (state: CallState, now: number, tryCost: bigint): CallState =>
-  isUnfinished(state) ? ended({ ...state, costMicroUsd: state.costMicroUsd + tryCost }, now, "Failed", "FunctionDeleted", "Its Function was deleted.") : state
+  isUnfinished(state)
+    ? ended(
+      { ...state, costMicroUsd: state.costMicroUsd + tryCost },
+      now,
+      "Failed",
+      "FunctionDeleted",
+      "Its Function was deleted."
+    )
+    : state
 
 /**
  * spec.state Cancelled (nodus: docs/kinds/FunctionCall.md): a call no worker runs ends Cancelled at once; one a worker
  * runs is Cancelling until the worker answers, is lost, or the try's deadline passes, and its result is discarded.
  */
 export const cancel = (state: CallState, now: number): CallState => {
-  if (state.phase === "Running") return { ...state, phase: "Cancelling", message: "Cancelling; the worker's answer will be discarded." }
-  if (state.phase === "Queued" || state.phase === "Recovering") return ended(state, now, "Cancelled", "Cancelled", "Cancelled before a worker took it.")
+  if (state.phase === "Running") {
+    return { ...state, phase: "Cancelling", message: "Cancelling; the worker's answer will be discarded." }
+  }
+  if (state.phase === "Queued" || state.phase === "Recovering") {
+    return ended(state, now, "Cancelled", "Cancelled", "Cancelled before a worker took it.")
+  }
   return state
 }
 
@@ -226,9 +291,17 @@ export const statusOf = (state: CallState, previous: FunctionCallStatusType): Fu
   set("startTime", state.startTime === undefined ? undefined : iso(state.startTime))
   set("completionTime", state.completionTime === undefined ? undefined : iso(state.completionTime))
   set("retryTime", state.notBefore === undefined ? undefined : iso(state.notBefore))
-  set("worker", state.epoch === 0 ? undefined : { ...(state.worker === undefined ? {} : { attempt: state.worker }), epoch: state.epoch })
+  set(
+    "worker",
+    state.epoch === 0
+      ? undefined
+      : { ...(state.worker === undefined ? {} : { attempt: state.worker }), epoch: state.epoch }
+  )
   set("error", state.error === undefined ? undefined : { ...state.error })
-  set("result", state.result === undefined ? undefined : { encoding: state.result.encoding, inline: state.result.inline })
+  set(
+    "result",
+    state.result === undefined ? undefined : { encoding: state.result.encoding, inline: state.result.inline }
+  )
   set("costUSD", formatMicroUsd(state.costMicroUsd))
   return status
 }
@@ -245,17 +318,45 @@ export interface ShownCondition {
  * Scheduled says whether a worker runs it now, and Funded is its Function's (the workers a call runs on are the
  * Function's, paid by the Function's holds). A final call keeps the conditions it ended with.
  */
-export const conditionsOf = (state: CallState, previous: FunctionCallStatusType["conditions"], now: number, funded: ShownCondition | undefined): FunctionCallStatusType["conditions"] => {
+export const conditionsOf = (
+  state: CallState,
+  previous: FunctionCallStatusType["conditions"],
+  now: number,
+  funded: ShownCondition | undefined
+): FunctionCallStatusType["conditions"] => {
   if (!isUnfinished(state)) return previous
   let conditions: ReadonlyArray<Condition> = previous ?? []
   if (state.phase === "Running" || state.phase === "Cancelling") {
-    conditions = withCondition(conditions, "Scheduled", "True", "Dispatched", `Worker ${state.worker ?? ""} runs it (epoch ${state.epoch}).`, now)
+    conditions = withCondition(
+      conditions,
+      "Scheduled",
+      "True",
+      "Dispatched",
+      `Worker ${state.worker ?? ""} runs it (epoch ${state.epoch}).`,
+      now
+    )
   } else if (state.phase === "Recovering") {
-    conditions = withCondition(conditions, "Scheduled", "False", "Recovering", "Its worker was lost; it waits for another.", now)
+    conditions = withCondition(
+      conditions,
+      "Scheduled",
+      "False",
+      "Recovering",
+      "Its worker was lost; it waits for another.",
+      now
+    )
   } else {
-    conditions = withCondition(conditions, "Scheduled", "False", state.notBefore === undefined ? "Queued" : "Backoff", state.notBefore === undefined ? "It waits for a worker." : `It waits for its retry at ${iso(state.notBefore)}.`, now)
+    conditions = withCondition(
+      conditions,
+      "Scheduled",
+      "False",
+      state.notBefore === undefined ? "Queued" : "Backoff",
+      state.notBefore === undefined ? "It waits for a worker." : `It waits for its retry at ${iso(state.notBefore)}.`,
+      now
+    )
   }
-  if (funded !== undefined) conditions = withCondition(conditions, "Funded", funded.status, funded.reason, funded.message, now)
+  if (funded !== undefined) {
+    conditions = withCondition(conditions, "Funded", funded.status, funded.reason, funded.message, now)
+  }
   return conditions
 }
 
@@ -278,8 +379,12 @@ export const stateOf = (status: FunctionCallStatusType): CallState => {
     notBefore: parseTime(status.retryTime),
     reason: status.reason,
     message: status.message,
-    error: status.error === undefined ? undefined : { type: status.error.type ?? "", message: status.error.message ?? "", traceback: status.error.traceback ?? "" },
-    result: status.result?.inline === undefined ? undefined : { encoding: status.result.encoding ?? "JSON", inline: status.result.inline },
+    error: status.error === undefined
+      ? undefined
+      : { type: status.error.type ?? "", message: status.error.message ?? "", traceback: status.error.traceback ?? "" },
+    result: status.result?.inline === undefined
+      ? undefined
+      : { encoding: status.result.encoding ?? "JSON", inline: status.result.inline },
     costMicroUsd: costMicroUsdOf(status.costUSD)
   }
 }

@@ -10,14 +10,26 @@ import * as Limits from "../../Limits.ts"
 import { formatMicroUsd } from "../../Money.ts"
 import type { FunctionSpecType } from "../../schemas/Function.ts"
 import { formatDurationMs } from "../../Units.ts"
-import { blockingReasonsOf, type EstimateInput, headerOf, type JobEstimate, placeForEstimate, previewOf, runPricesOf } from "../job/JobEstimate.ts"
+import {
+  blockingReasonsOf,
+  type EstimateInput,
+  headerOf,
+  type JobEstimate,
+  placeForEstimate,
+  previewOf,
+  runPricesOf
+} from "../job/JobEstimate.ts"
 import { functionMachine } from "./FunctionMachine.ts"
 
 export type FunctionEstimateInput = Omit<EstimateInput, "spec" | "seed"> & { readonly spec: FunctionSpecType }
 
 export const estimateFunction = (input: FunctionEstimateInput): JobEstimate => {
   const { spec, pricebook, market } = input
-  const placed = placeForEstimate(input, functionMachine.placementOf(spec), "No offering matches the resources; no worker would start, and calls would wait Queued until capacity that matches joins.")
+  const placed = placeForEstimate(
+    input,
+    functionMachine.placementOf(spec),
+    "No offering matches the resources; no worker would start, and calls would wait Queued until capacity that matches joins."
+  )
   if ("estimate" in placed) return placed
   const { ranking, chosen } = placed
   const variant = chosen.variant
@@ -36,10 +48,21 @@ export const estimateFunction = (input: FunctionEstimateInput): JobEstimate => {
   const model = input.models(variant)
   const warnings = [{
     code: "UsageDependent",
-    message: `The cost depends on the calls: p50 is an hour of minWorkers (${warm}) kept warm, p90 an hour of maxWorkers (${spec.scaling.maxWorkers}) busy.`
+    message:
+      `The cost depends on the calls: p50 is an hour of minWorkers (${warm}) kept warm, p90 an hour of maxWorkers (${spec.scaling.maxWorkers}) busy.`
   }]
-  if (warm === 0) warnings.push({ code: "ColdStart", message: "minWorkers is 0: a call with no worker waits for one to start (see startup.cold)." })
-  if (market.available(variant) <= 0) warnings.push({ code: "NoCapacityNow", message: "No matching capacity is free now; workers would wait for it (Pending)." })
+  if (warm === 0) {
+    warnings.push({
+      code: "ColdStart",
+      message: "minWorkers is 0: a call with no worker waits for one to start (see startup.cold)."
+    })
+  }
+  if (market.available(variant) <= 0) {
+    warnings.push({
+      code: "NoCapacityNow",
+      message: "No matching capacity is free now; workers would wait for it (Pending)."
+    })
+  }
   return {
     estimate: {
       ...headerOf(input),
@@ -49,7 +72,9 @@ export const estimateFunction = (input: FunctionEstimateInput): JobEstimate => {
       startup: { cold: { p50: formatDurationMs(model.bootMedianMs), p90: formatDurationMs(model.bootMedianMs) } },
       placementPreview: previewOf(ranking, chosen, market),
       warnings,
-      ...(blocking.length === 0 ? {} : { blockingReasons: blocking.map(({ code, message, fix }) => ({ code, message, fix })) })
+      ...(blocking.length === 0
+        ? {}
+        : { blockingReasons: blocking.map(({ code, message, fix }) => ({ code, message, fix })) })
     },
     blocking
   }

@@ -44,7 +44,11 @@ export const functionRunProfile = (spec: FunctionSpecType): RunProfile => ({
 })
 
 /** Why workers may not run now: the owner's stop, or money. */
-type Hold = { readonly reason: "Stopped" | "FundingLost" | "MaxCostReached"; readonly message: string; readonly by: number | undefined }
+type Hold = {
+  readonly reason: "Stopped" | "FundingLost" | "MaxCostReached"
+  readonly message: string
+  readonly by: number | undefined
+}
 
 class Step extends StepState<FunctionStatusType> {
   readonly fn: FunctionObservation
@@ -69,7 +73,13 @@ class Step extends StepState<FunctionStatusType> {
       // A new template: every worker so far is old. The first step of a Function starts at worker 1.
       this.firstWorker = this.nextNumber
       this.status.workerTemplate = { template, firstWorker: this.firstWorker }
-      if (shown !== undefined && this.live.length > 0) this.event(undefined, "RollingWorkers", "The workers' code, image or resources changed: new workers start, and the old ones finish their calls and go.")
+      if (shown !== undefined && this.live.length > 0) {
+        this.event(
+          undefined,
+          "RollingWorkers",
+          "The workers' code, image or resources changed: new workers start, and the old ones finish their calls and go."
+        )
+      }
     }
   }
 
@@ -92,14 +102,23 @@ class Step extends StepState<FunctionStatusType> {
 
 /** Whether a worker takes new calls: ready, of the current template, and the Function not held (the dispatcher asks). */
 export const acceptsCalls = (spec: FunctionSpecType, status: FunctionStatusType, worker: AttemptFacts): boolean =>
-  worker.phase === "Running" && worker.number >= (status.workerTemplate?.firstWorker ?? 0) && spec.state === "Running" &&
+  worker.phase === "Running" && worker.number >= (status.workerTemplate?.firstWorker ?? 0) &&
+  spec.state === "Running" &&
   status.phase !== "Stopping" && status.phase !== "Stopped" && status.phase !== "Failed"
 
 const holdOf = (step: Step): Hold | undefined => {
-  if (step.spec.state === "Stopped") return { reason: "Stopped", message: "Stopped by spec.state: workers drain to zero and new calls queue; set it to Running to serve them.", by: undefined }
+  if (step.spec.state === "Stopped") {
+    return {
+      reason: "Stopped",
+      message: "Stopped by spec.state: workers drain to zero and new calls queue; set it to Running to serve them.",
+      by: undefined
+    }
+  }
   const stop = step.context.funding?.stop
   if (stop === undefined) return undefined
-  const text = stop.reason === "MaxCostReached" ? "maxCostUSD is reached; raise it and workers start again." : "Funds ran out; workers start again when credits arrive."
+  const text = stop.reason === "MaxCostReached"
+    ? "maxCostUSD is reached; raise it and workers start again."
+    : "Funds ran out; workers start again when credits arrive."
   return { reason: stop.reason, message: `${text} ${stop.message}`, by: stop.at }
 }
 
@@ -117,13 +136,20 @@ const drainAll = (step: Step, hold: Hold) => {
 
 /** Workers of the current template that ended before they were ready, in a row (the latest first). */
 const startFailures = (step: Step): { readonly count: number; readonly message: string | undefined } => {
-  const ended = step.fn.attempts.filter((worker) => step.isCurrent(worker) && !isLive(worker)).sort((a, b) => b.number - a.number)
+  const ended = step.fn.attempts.filter((worker) => step.isCurrent(worker) && !isLive(worker)).sort((a, b) =>
+    b.number - a.number
+  )
   let count = 0
   let message: string | undefined
   for (const worker of ended) {
     const outcome = worker.outcome
-    if (worker.bootedAt !== undefined || outcome === undefined || (outcome.type !== "Failed" && outcome.type !== "OOMKilled")) break
-    message ??= outcome.type === "Failed" ? outcome.message ?? `the worker exited with code ${outcome.exitCode} before it was ready` : "the worker was OOMKilled before it was ready"
+    if (
+      worker.bootedAt !== undefined || outcome === undefined ||
+      (outcome.type !== "Failed" && outcome.type !== "OOMKilled")
+    ) break
+    message ??= outcome.type === "Failed"
+      ? outcome.message ?? `the worker exited with code ${outcome.exitCode} before it was ready`
+      : "the worker was OOMKilled before it was ready"
     count++
   }
   return { count, message }
@@ -146,14 +172,24 @@ const launch = (step: Step, count: number) => {
     const candidate = choose(step.context.ranking, step.context.market)
     if (candidate === undefined) {
       step.waitingForCapacity = true
-      step.condition("Scheduled", "False", "Unschedulable", `No offering matching the resources has capacity now.${idleHolders(step)}`)
+      step.condition(
+        "Scheduled",
+        "False",
+        "Unschedulable",
+        `No offering matching the resources has capacity now.${idleHolders(step)}`
+      )
       return
     }
     const hold = funding?.initialHold(candidate.variant)
     if (hold !== undefined && budget !== undefined) {
       if (hold > budget) {
         step.waitingForFunds = true
-        step.condition("Scheduled", "False", "Unfunded", "The first hold of a worker does not fit what money allows now (condition Funded).")
+        step.condition(
+          "Scheduled",
+          "False",
+          "Unfunded",
+          "The first hold of a worker does not fit what money allows now (condition Funded)."
+        )
         return
       }
       budget -= hold
@@ -177,7 +213,14 @@ const launch = (step: Step, count: number) => {
       workload: functionProgramOf(step.spec),
       explain: () => explain(ranking, candidate, market)
     })
-    step.condition("Scheduled", "True", "Scheduled", `Workers are placed on ${candidate.variant.offering.id} at ${formatMicroUsd(candidate.variant.rateMicroUsdPerHour)} USD/h.`)
+    step.condition(
+      "Scheduled",
+      "True",
+      "Scheduled",
+      `Workers are placed on ${candidate.variant.offering.id} at ${
+        formatMicroUsd(candidate.variant.rateMicroUsdPerHour)
+      } USD/h.`
+    )
   }
 }
 
@@ -186,8 +229,12 @@ const idleHolders = (step: Step): string => {
   const usable = new Set(step.context.ranking.kept.map((candidate) => candidate.variant.offering.id))
   const holders = (step.context.contention?.idle ?? []).filter((worker) => usable.has(worker.offering))
   if (holders.length === 0) return ""
-  const named = holders.slice(0, 3).map((worker) => `${worker.attempt} (${worker.owner}, on ${worker.offering})`).join(", ")
-  return ` Idle worker${holders.length === 1 ? "" : "s"} ${named}${holders.length > 3 ? ` and ${holders.length - 3} more` : ""} hold it: one beyond its Function's minWorkers yields to this wait at once.`
+  const named = holders.slice(0, 3).map((worker) => `${worker.attempt} (${worker.owner}, on ${worker.offering})`).join(
+    ", "
+  )
+  return ` Idle worker${holders.length === 1 ? "" : "s"} ${named}${
+    holders.length > 3 ? ` and ${holders.length - 3} more` : ""
+  } hold it: one beyond its Function's minWorkers yields to this wait at once.`
 }
 
 /**
@@ -211,7 +258,11 @@ const scaleDown = (step: Step, current: ReadonlyArray<AttemptFacts>, wanted: num
       step.stop(worker)
       excess--
     } else if (waiter !== undefined) {
-      step.event(undefined, "WorkerYielded", `Worker ${worker.name} was idle and ${waiter} waits for capacity of ${offering}: it goes now, before its scaledownWindow.`)
+      step.event(
+        undefined,
+        "WorkerYielded",
+        `Worker ${worker.name} was idle and ${waiter} waits for capacity of ${offering}: it goes now, before its scaledownWindow.`
+      )
       step.stop(worker)
       excess--
     } else step.wake(since + windowMs)
@@ -227,7 +278,9 @@ const serve = (step: Step) => {
     // A Failed Function takes no call (acceptsCalls): a worker that came up before the failures would idle, billed,
     // for ever. Starting and idle ones go now, busy ones once their calls end.
     for (const worker of current) if (worker.phase === "Provisioning" || step.callsOn(worker) === 0) step.stop(worker)
-    const message = `${failures.count} workers in a row ended before they were ready: ${failures.message ?? "no reason given"}. Fix the code, image or resources; a change starts new workers.`
+    const message = `${failures.count} workers in a row ended before they were ready: ${
+      failures.message ?? "no reason given"
+    }. Fix the code, image or resources; a change starts new workers.`
     step.status.phase = "Failed"
     step.status.reason = "WorkerStartupFailed"
     step.status.message = message
@@ -238,18 +291,31 @@ const serve = (step: Step) => {
   if (current.length < wanted) launch(step, wanted - current.length)
   else if (current.length > wanted) scaleDown(step, current, wanted)
   const ready = current.filter((worker) => worker.phase === "Running").length
-  const starting = step.actions.filter((action) => action._tag === "Launch").length + current.filter((worker) => worker.phase === "Provisioning").length
+  const starting = step.actions.filter((action) => action._tag === "Launch").length +
+    current.filter((worker) => worker.phase === "Provisioning").length
   delete step.status.reason
   delete step.status.message
   if (ready > 0 || wanted === 0) {
     step.status.phase = "Running"
-    step.condition("Ready", "True", "WorkersReady", ready > 0 ? `${ready} worker${ready === 1 ? "" : "s"} ready.` : "No worker runs; a call starts one (scaled to zero).")
+    step.condition(
+      "Ready",
+      "True",
+      "WorkersReady",
+      ready > 0
+        ? `${ready} worker${ready === 1 ? "" : "s"} ready.`
+        : "No worker runs; a call starts one (scaled to zero)."
+    )
   } else if (starting > 0) {
     step.status.phase = "Starting"
     step.condition("Ready", "False", "WorkersStarting", "Workers start; calls wait for the first to be ready.")
   } else {
     step.status.phase = "Pending"
-    step.condition("Ready", "False", "Pending", "No worker yet: waiting for capacity or funds (see Scheduled and Funded).")
+    step.condition(
+      "Ready",
+      "False",
+      "Pending",
+      "No worker yet: waiting for capacity or funds (see Scheduled and Funded)."
+    )
   }
 }
 
@@ -295,7 +361,9 @@ const fundedWords = (step: Step): FundedWords => ({
   fundingLost: (message, by) => `${message} The workers stop by ${by}.`,
   restoredByCap: "maxCostUSD was raised; workers start again.",
   restoredByCredits: "Credits arrived; workers start again.",
-  funded: step.live.length > 0 ? "Holds pay for the running workers." : "The account can pay the holds of a worker when one starts."
+  funded: step.live.length > 0
+    ? "Holds pay for the running workers."
+    : "The account can pay the holds of a worker when one starts."
 })
 
 export const step = (fn: FunctionObservation, context: StepContext): StepResult<FunctionStatusType> => {
@@ -314,7 +382,10 @@ export const step = (fn: FunctionObservation, context: StepContext): StepResult<
 export const functionMachine: Machine<FunctionSpecType, FunctionStatusType> = {
   kind: "Function",
   step,
-  placementOf: (spec) => ({ request: { ...(spec.resources === undefined ? {} : { resources: spec.resources }), placement: spec.placement }, run: functionRunProfile(spec) }),
+  placementOf: (spec) => ({
+    request: { ...(spec.resources === undefined ? {} : { resources: spec.resources }), placement: spec.placement },
+    run: functionRunProfile(spec)
+  }),
   maxCostOf: (spec) => spec.maxCostUSD,
   // A Function is never final: a Failed one serves again once its spec changes; deleting it is how it ends.
   isFinal: () => false

@@ -31,12 +31,18 @@ const programOf = (spec: FunctionSpecType): WorkloadProgram => ({
   argv: [],
   workingDir: spec.workingDir,
   env: programEnvOf(spec.env),
-  secrets: (spec.secrets ?? []).map((mount) => ({ name: secretMountName(mount), version: typeof mount === "string" ? undefined : mount.version })),
+  secrets: (spec.secrets ?? []).map((mount) => ({
+    name: secretMountName(mount),
+    version: typeof mount === "string" ? undefined : mount.version
+  })),
   ...egressOf(spec.network),
   ...boxBoundsOf(spec.resources),
   init: spec.initCommand === undefined
     ? undefined
-    : { argv: spec.initCommand.command, timeoutMs: durationMs(spec.initCommand.timeout, Limits.initCommandTimeoutMsMax) },
+    : {
+      argv: spec.initCommand.command,
+      timeoutMs: durationMs(spec.initCommand.timeout, Limits.initCommandTimeoutMsMax)
+    },
   inputs: spec.code.blob === undefined ? [] : [{ name: codeInput, blob: spec.code.blob }],
   worker: {
     python: spec.python,
@@ -62,6 +68,18 @@ export const workerTemplateOf = (spec: FunctionSpecType): string => {
 
 const templateOf = (spec: FunctionSpecType): string =>
   fnv1a32(JSON.stringify([
-    spec.code, spec.python, spec.image, spec.imageRef, spec.resources, spec.env, spec.secrets, spec.network, spec.initCommand,
-    spec.workingDir, spec.volumes, spec.connections, spec.placement, spec.scaling.targetConcurrency
+    spec.code,
+    spec.python,
+    spec.image,
+    spec.imageRef,
+    spec.resources,
+    spec.env,
+    spec.secrets,
+    spec.network,
+    spec.initCommand,
+    spec.workingDir,
+    spec.volumes,
+    spec.connections,
+    spec.placement,
+    spec.scaling.targetConcurrency
   ]))

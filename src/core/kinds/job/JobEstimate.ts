@@ -10,10 +10,19 @@
  * - `placedEstimate` assembles `status.estimate` from both, with the funds (the ledger's balance and arrears, the
  *   matching Budgets' rooms) giving the blocking reasons: the code, the amounts and a fix.
  */
-import { type Blocking, blockedBy, initialHoldOf, type Room } from "../../billing/Billing.ts"
+import { blockedBy, type Blocking, initialHoldOf, type Room } from "../../billing/Billing.ts"
 import { minimumChargeOf, type Pricebook } from "../../billing/Pricebook.ts"
 import type { Offering, Variant } from "../../capacity/Offering.ts"
-import { type Candidate, choose, explain, type Market, type PlacementRequest, rank, type Ranking, type RunProfile } from "../../capacity/Placement.ts"
+import {
+  type Candidate,
+  choose,
+  explain,
+  type Market,
+  type PlacementRequest,
+  rank,
+  type Ranking,
+  type RunProfile
+} from "../../capacity/Placement.ts"
 import type { ProviderModel } from "../../capacity/ProviderModels.ts"
 import * as Limits from "../../Limits.ts"
 import { formatMicroUsd, parseMicroUsd } from "../../Money.ts"
@@ -68,20 +77,36 @@ export const placementOf = (input: EstimateInput): EstimatePlacement => {
 }
 
 /** What the sampled part of the estimate on `variant` depends on. */
-export const sampleRequestOf = (input: EstimateInput, variant: Variant): SampleRequest =>
-  ({ spec: input.spec, variant, model: input.models(variant), pricebook: input.pricebook, seed: input.seed })
+export const sampleRequestOf = (input: EstimateInput, variant: Variant): SampleRequest => ({
+  spec: input.spec,
+  variant,
+  model: input.models(variant),
+  pricebook: input.pricebook,
+  seed: input.seed
+})
 
 /** What a real create would be refused with now (spec: Create semantics 3), with amounts and a fix. */
-export const blockingReasonsOf = (spec: { readonly maxCostUSD?: string | undefined }, holdMicro: bigint, funds: Funds): ReadonlyArray<Blocking> => {
+export const blockingReasonsOf = (
+  spec: { readonly maxCostUSD?: string | undefined },
+  holdMicro: bigint,
+  funds: Funds
+): ReadonlyArray<Blocking> => {
   const reasons: Array<Blocking> = []
   if (funds.arrears > 0n) reasons.push(blockedBy.arrears(funds.arrears))
   else if (holdMicro > funds.available) reasons.push(blockedBy.balance(holdMicro, funds.available))
-  if (spec.maxCostUSD !== undefined && parseMicroUsd(spec.maxCostUSD) < holdMicro) reasons.push(blockedBy.cap(holdMicro, spec.maxCostUSD, parseMicroUsd(spec.maxCostUSD)))
-  for (const room of funds.rooms) if (room.room < holdMicro) reasons.push(blockedBy.budget(holdMicro, room.name, room.room))
+  if (spec.maxCostUSD !== undefined && parseMicroUsd(spec.maxCostUSD) < holdMicro) {
+    reasons.push(blockedBy.cap(holdMicro, spec.maxCostUSD, parseMicroUsd(spec.maxCostUSD)))
+  }
+  for (const room of funds.rooms) {
+    if (room.room < holdMicro) reasons.push(blockedBy.budget(holdMicro, room.name, room.room))
+  }
   return reasons
 }
 
-export const headerOf = (input: { readonly pricebook: Pricebook; readonly now: number }): EstimateJson => ({ pricebookVersion: input.pricebook.version, validUntil: iso(input.now + estimateValidityMs) })
+export const headerOf = (input: { readonly pricebook: Pricebook; readonly now: number }): EstimateJson => ({
+  pricebookVersion: input.pricebook.version,
+  validUntil: iso(input.now + estimateValidityMs)
+})
 
 /**
  * Where a long-running object's run would go now (a Sandbox's box, a Function's worker): the ranking of its placement,
@@ -89,7 +114,12 @@ export const headerOf = (input: { readonly pricebook: Pricebook; readonly now: n
  * estimate, saying `unmatched`.
  */
 export const placeForEstimate = (
-  input: { readonly catalog: ReadonlyArray<Offering>; readonly market: Market; readonly pricebook: Pricebook; readonly now: number },
+  input: {
+    readonly catalog: ReadonlyArray<Offering>
+    readonly market: Market
+    readonly pricebook: Pricebook
+    readonly now: number
+  },
   placement: { readonly request: PlacementRequest; readonly run: RunProfile },
   unmatched: string
 ): { readonly ranking: Ranking; readonly chosen: Candidate } | JobEstimate => {
@@ -97,7 +127,11 @@ export const placeForEstimate = (
   const chosen = choose(ranking, input.market) ?? ranking.kept[0]
   if (chosen !== undefined) return { ranking, chosen }
   return {
-    estimate: { ...headerOf(input), warnings: [{ code: "NoMatchingOffering", message: unmatched }], placementPreview: { explain: explain(ranking, undefined, input.market) } },
+    estimate: {
+      ...headerOf(input),
+      warnings: [{ code: "NoMatchingOffering", message: unmatched }],
+      placementPreview: { explain: explain(ranking, undefined, input.market) }
+    },
     blocking: []
   }
 }
@@ -110,7 +144,11 @@ export const runPricesOf = (pricebook: Pricebook, variant: Variant, maxCostUSD: 
     hold,
     minimum,
     cap: maxCostUSD === undefined ? undefined : parseMicroUsd(maxCostUSD),
-    fields: { rateUSDPerHour: formatMicroUsd(variant.rateMicroUsdPerHour), holdUSD: formatMicroUsd(hold), minimumChargeUSD: formatMicroUsd(minimum) }
+    fields: {
+      rateUSDPerHour: formatMicroUsd(variant.rateMicroUsdPerHour),
+      holdUSD: formatMicroUsd(hold),
+      minimumChargeUSD: formatMicroUsd(minimum)
+    }
   }
 }
 
@@ -127,22 +165,48 @@ export const previewOf = (ranking: Ranking, chosen: Candidate, market: Market) =
 export const unplacedEstimate = (input: EstimateInput, ranking: Ranking): JobEstimate => ({
   estimate: {
     ...headerOf(input),
-    warnings: [{ code: "NoMatchingOffering", message: "No offering matches the resources and placement; the Job would wait until queueTimeout and fail with CapacityUnavailable." }],
+    warnings: [{
+      code: "NoMatchingOffering",
+      message:
+        "No offering matches the resources and placement; the Job would wait until queueTimeout and fail with CapacityUnavailable."
+    }],
     placementPreview: { explain: explain(ranking, undefined, input.market) }
   },
   blocking: []
 })
 
-const warningsOf = (variant: Variant, model: ProviderModel, market: Market): Array<{ code: string; message: string }> => {
+const warningsOf = (
+  variant: Variant,
+  model: ProviderModel,
+  market: Market
+): Array<{ code: string; message: string }> => {
   // A start under a second (a Pool's host, up already) is no cold start worth a warning.
-  const warnings = model.bootMedianMs < Limits.secondMs ? [] : [{ code: "ColdStart", message: `No warm host of the project fits; expect a cold boot of about ${formatDurationMs(model.bootMedianMs)}.` }]
-  if (variant.interruptible) warnings.push({ code: "InterruptibleSelected", message: "Interruptible capacity was chosen by expected cost; preemptions add restore time, which the bands include." })
-  if (market.available(variant) <= 0) warnings.push({ code: "NoCapacityNow", message: "No matching capacity is free now; the Job would queue for it." })
+  const warnings = model.bootMedianMs < Limits.secondMs
+    ? []
+    : [{
+      code: "ColdStart",
+      message: `No warm host of the project fits; expect a cold boot of about ${formatDurationMs(model.bootMedianMs)}.`
+    }]
+  if (variant.interruptible) {
+    warnings.push({
+      code: "InterruptibleSelected",
+      message:
+        "Interruptible capacity was chosen by expected cost; preemptions add restore time, which the bands include."
+    })
+  }
+  if (market.available(variant) <= 0) {
+    warnings.push({ code: "NoCapacityNow", message: "No matching capacity is free now; the Job would queue for it." })
+  }
   return warnings
 }
 
 /** The estimate of creating the Job now on the chosen candidate (spec: Estimate), with its sampled part. */
-export const placedEstimate = (input: EstimateInput, ranking: Ranking, chosen: Candidate, sampled: SampledPart): JobEstimate => {
+export const placedEstimate = (
+  input: EstimateInput,
+  ranking: Ranking,
+  chosen: Candidate,
+  sampled: SampledPart
+): JobEstimate => {
   const { spec, pricebook } = input
   const variant = chosen.variant
   const model = input.models(variant)
@@ -156,7 +220,10 @@ export const placedEstimate = (input: EstimateInput, ranking: Ranking, chosen: C
     concurrentHoldUSD: formatMicroUsd(hold * BigInt(Math.min(spec.parallelism, spec.completions))),
     costUSD: sampled.costUSD,
     overheadUSD: sampled.overheadUSD,
-    startup: { ...(sampled.cold === undefined ? {} : { cold: sampled.cold }), warm: { p50: formatDurationMs(model.warmStartMs), p90: formatDurationMs(model.warmStartMs) } },
+    startup: {
+      ...(sampled.cold === undefined ? {} : { cold: sampled.cold }),
+      warm: { p50: formatDurationMs(model.warmStartMs), p90: formatDurationMs(model.warmStartMs) }
+    },
     placementPreview: {
       offering: variant.offering.id,
       regionClass: variant.offering.regionClass,
@@ -166,7 +233,9 @@ export const placedEstimate = (input: EstimateInput, ranking: Ranking, chosen: C
     },
     warnings: warningsOf(variant, model, input.market),
     // The spec's fields only (which Budget refused stays with the server, for budget.exceeded).
-    ...(blocking.length === 0 ? {} : { blockingReasons: blocking.map(({ code, message, fix }) => ({ code, message, fix })) })
+    ...(blocking.length === 0
+      ? {}
+      : { blockingReasons: blocking.map(({ code, message, fix }) => ({ code, message, fix })) })
   }
   return { estimate, blocking }
 }
@@ -175,5 +244,10 @@ export const placedEstimate = (input: EstimateInput, ranking: Ranking, chosen: C
 export const estimateJob = (input: EstimateInput, sampler: RunSampler, workMsMax?: number): JobEstimate => {
   const { ranking, chosen } = placementOf(input)
   if (chosen === undefined) return unplacedEstimate(input, ranking)
-  return placedEstimate(input, ranking, chosen, sampledPartOf(sampleRequestOf(input, chosen.variant), sampler, workMsMax))
+  return placedEstimate(
+    input,
+    ranking,
+    chosen,
+    sampledPartOf(sampleRequestOf(input, chosen.variant), sampler, workMsMax)
+  )
 }

@@ -15,6 +15,7 @@
  * - queued past queueTimeout → Failed, CapacityUnavailable: `queueDeadline`.
  * Phases and the moves between them (the spec leaves them open) are in `JobPhases.ts` and docs/jobs.md.
  */
+import type { Funding } from "../../billing/Billing.ts"
 import {
   type AttemptFacts,
   type Checkpoint,
@@ -23,21 +24,20 @@ import {
   isLive,
   type Outcome
 } from "../../capacity/Capacity.ts"
-import type { Funding } from "../../billing/Billing.ts"
+import { autoCheckpointIntervalMs, type Continuity } from "../../capacity/Interruptions.ts"
+import type { Variant } from "../../capacity/Offering.ts"
+import { choose, defaultExpectedWorkMs, explain, type Market, type RunProfile } from "../../capacity/Placement.ts"
 import { conditionIn, withoutCondition } from "../../controller/Conditions.ts"
 import type { Machine, Observation, StepContext, StepResult } from "../../controller/Controller.ts"
 import { fund, type FundedWords } from "../../controller/Funded.ts"
 import { StepState } from "../../controller/StepState.ts"
-import { autoCheckpointIntervalMs, type Continuity } from "../../capacity/Interruptions.ts"
-import { type JobPhase, isFinalPhase } from "./JobPhases.ts"
-import { jobProgramOf } from "./JobProgram.ts"
 import * as Limits from "../../Limits.ts"
-import { durationMs, durationText, iso, parseTime, parseTimeOf } from "../../StatusText.ts"
 import { formatMicroUsd } from "../../Money.ts"
-import type { Variant } from "../../capacity/Offering.ts"
-import { choose, defaultExpectedWorkMs, explain, type Market, type RunProfile } from "../../capacity/Placement.ts"
 import type { JobSpecType, JobStatusType } from "../../schemas/Job.ts"
+import { durationMs, durationText, iso, parseTime, parseTimeOf } from "../../StatusText.ts"
 import { formatDurationMs } from "../../Units.ts"
+import { isFinalPhase, type JobPhase } from "./JobPhases.ts"
+import { jobProgramOf } from "./JobProgram.ts"
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] }
 
@@ -75,7 +75,6 @@ const checkpointIntervalMsOf = (spec: JobSpecType, variant: Variant, market: Mar
     ? autoCheckpointIntervalMs(market.meanTimeBetweenInterruptionsMs(variant))
     : durationMs(interval, Limits.hourMs)
 }
-
 
 // ---------------------------------------------------------------------------------------------------------------------
 // What the attempts say
@@ -167,7 +166,9 @@ const readAttempts = (step: Step, completions: number, attempts: ReadonlyArray<A
     step.checkpointFailures += attempt.checkpointFailures
     const checkpoint = attempt.checkpoint
     if (checkpoint !== undefined) {
-      if (step.latestCheckpoint === undefined || checkpoint.seq > step.latestCheckpoint.seq) step.latestCheckpoint = checkpoint
+      if (step.latestCheckpoint === undefined || checkpoint.seq > step.latestCheckpoint.seq) {
+        step.latestCheckpoint = checkpoint
+      }
       if (checkpoint.seq > ((slots[at + seqSlot] as number | undefined) ?? -1)) slots[at + seqSlot] = checkpoint.seq
     }
     const units = attempt.progressUnits
@@ -220,13 +221,20 @@ const indexRanges = (view: IndexView, completions: number): string => {
  * checkpoint (Checkpointed) or a further progress cursor (Restartable). An Ephemeral run keeps nothing, so its
  * interruptions always count, and maxAttempts bounds a run that can never finish between two preemptions.
  */
-const interruptionsWithoutProgress = (attempts: ReadonlyArray<AttemptFacts>, index: number, minProgressMs: number, continuity: Continuity): number => {
+const interruptionsWithoutProgress = (
+  attempts: ReadonlyArray<AttemptFacts>,
+  index: number,
+  minProgressMs: number,
+  continuity: Continuity
+): number => {
   const runs = attempts.filter((attempt) => attempt.index === index).sort((a, b) => a.number - b.number)
   let count = 0
   let cursor = 0
   for (const run of runs) {
     const ranMs = run.bootedAt !== undefined && run.endedAt !== undefined ? run.endedAt - run.bootedAt : 0
-    const retained = continuity === "Checkpointed" ? run.checkpoint !== undefined : continuity === "Restartable" && (run.progressUnits ?? 0) > cursor
+    const retained = continuity === "Checkpointed"
+      ? run.checkpoint !== undefined
+      : continuity === "Restartable" && (run.progressUnits ?? 0) > cursor
     cursor = Math.max(cursor, run.progressUnits ?? 0)
     if (run.outcome === undefined || !isInterruption(run.outcome)) continue
     count = ranMs >= minProgressMs && retained ? 0 : count + 1
@@ -323,7 +331,9 @@ class Step extends StepState<JobStatusType> implements IndexView {
   }
 
   isDone(index: number): boolean {
-    return this.doneMany === undefined ? index < doneBitsMax && ((this.doneBits >>> index) & 1) === 1 : this.doneMany[index] === 1
+    return this.doneMany === undefined
+      ? index < doneBitsMax && ((this.doneBits >>> index) & 1) === 1
+      : this.doneMany[index] === 1
   }
 
   lastAt(index: number): AttemptFacts | undefined {
@@ -443,7 +453,11 @@ const deadline = (step: Step): boolean => {
   const at = timeoutAt(step)
   if (at === undefined) return false
   if (step.now >= at) {
-    step.finish("Failed", "DeadlineExceeded", `The Job ran past its timeout of ${step.job.spec.timeout} (timeoutTime ${iso(at)}).`)
+    step.finish(
+      "Failed",
+      "DeadlineExceeded",
+      `The Job ran past its timeout of ${step.job.spec.timeout} (timeoutTime ${iso(at)}).`
+    )
     return true
   }
   step.wake(at)
@@ -457,7 +471,10 @@ const recover = (step: Step): boolean => {
   for (let position = 0; position < indexes.length; position++) {
     const index = indexes[position]!
     const last = step.view.lastAt(index)!
-    if (last.outcome === undefined || !isInterruption(last.outcome) || step.view.liveAt(index) !== undefined || step.view.isDone(index)) continue
+    if (
+      last.outcome === undefined || !isInterruption(last.outcome) || step.view.liveAt(index) !== undefined ||
+      step.view.isDone(index)
+    ) continue
     const { type, reason } = interruptionEvent(last.outcome)
     if (spec.recovery.onInterruption === "Fail") {
       step.event(type, reason, `Index ${index} lost its capacity (${reason}).`, true)
@@ -468,7 +485,13 @@ const recover = (step: Step): boolean => {
     const lost = interruptionsWithoutProgress(attempts, index, minProgressMs, continuityOf(spec))
     if (lost > maxAttemptsOf(spec)) {
       step.event(type, reason, `Index ${index} lost its capacity (${reason}).`, true)
-      step.finish("Failed", "RecoveryLimitExceeded", `Index ${index} lost its capacity ${lost} times without progress; recovery.maxAttempts is ${maxAttemptsOf(spec)}.`)
+      step.finish(
+        "Failed",
+        "RecoveryLimitExceeded",
+        `Index ${index} lost its capacity ${lost} times without progress; recovery.maxAttempts is ${
+          maxAttemptsOf(spec)
+        }.`
+      )
       return true
     }
   }
@@ -483,7 +506,11 @@ const queueDeadline = (step: Step): boolean => {
   if (timeoutMs === 0) return false
   const at = parseTimeOf(scheduled.lastTransitionTime) + timeoutMs
   if (step.now >= at) {
-    step.finish("Failed", "CapacityUnavailable", `No capacity matched the placement within queueTimeout ${step.job.spec.placement.queueTimeout}.`)
+    step.finish(
+      "Failed",
+      "CapacityUnavailable",
+      `No capacity matched the placement within queueTimeout ${step.job.spec.placement.queueTimeout}.`
+    )
     return true
   }
   step.wake(at)
@@ -493,14 +520,26 @@ const queueDeadline = (step: Step): boolean => {
 /** Why a Job suspends: its owner asked (spec.state), or money stops it by `at` (spec: funding lost, maxCostUSD). */
 type SuspendCause =
   | { readonly _tag: "Requested" }
-  | { readonly _tag: "Money"; readonly reason: "FundingLost" | "MaxCostReached"; readonly at: number; readonly message: string }
+  | {
+    readonly _tag: "Money"
+    readonly reason: "FundingLost" | "MaxCostReached"
+    readonly at: number
+    readonly message: string
+  }
 
 const requested: SuspendCause = { _tag: "Requested" }
 
 const suspendEpisode = (step: Step, cause: SuspendCause): number => {
   const suspended = conditionIn(step.conditions, "Suspended")
   if (suspended === undefined || suspended.status !== "False" || suspended.reason !== "Suspending") {
-    step.condition("Suspended", "False", "Suspending", cause._tag === "Money" ? `Saving state before stopping: ${cause.message}` : "Saving state before suspending (spec.state Suspended).")
+    step.condition(
+      "Suspended",
+      "False",
+      "Suspending",
+      cause._tag === "Money"
+        ? `Saving state before stopping: ${cause.message}`
+        : "Saving state before suspending (spec.state Suspended)."
+    )
   }
   return parseTimeOf(conditionIn(step.conditions, "Suspended")!.lastTransitionTime)
 }
@@ -523,11 +562,16 @@ const suspendedText = (cause: SuspendCause): { readonly reason: string; readonly
 const suspend = (step: Step, cause: SuspendCause): boolean => {
   const { spec } = step.job
   const money = cause._tag === "Money"
-  if (!money && step.status.handledRequests?.["state"] === "Suspended" && conditionIn(step.conditions, "SuspendFailed")?.status === "True") return false
+  if (
+    !money && step.status.handledRequests?.["state"] === "Suspended" &&
+    conditionIn(step.conditions, "SuspendFailed")?.status === "True"
+  ) return false
   if (step.view.live.length === 0) {
     const text = suspendedText(cause)
     const suspended = conditionIn(step.conditions, "Suspended")
-    if (suspended?.status !== "True" || suspended.reason !== text.reason) step.condition("Suspended", "True", text.reason, text.message)
+    if (suspended?.status !== "True" || suspended.reason !== text.reason) {
+      step.condition("Suspended", "True", text.reason, text.message)
+    }
     step.conditions = withoutCondition(step.conditions, "Scheduled")
     if (!money) step.status.handledRequests = { ...step.status.handledRequests, state: "Suspended" }
     return true
@@ -545,7 +589,9 @@ const suspend = (step: Step, cause: SuspendCause): boolean => {
     }
     const save = attempt.suspend?.episode === episode ? attempt.suspend : undefined
     failures = Math.max(failures, save?.failures ?? 0)
-    if (save?.state === "Saved" || (money && save?.state === "Failed" && save.failures >= Limits.suspendCheckpointTries)) {
+    if (
+      save?.state === "Saved" || (money && save?.state === "Failed" && save.failures >= Limits.suspendCheckpointTries)
+    ) {
       step.actions.push({ _tag: "Stop", attempt: attempt.name, keepWarmMs: 0 })
     } else if (save === undefined || (save.state === "Failed" && save.failures < Limits.suspendCheckpointTries)) {
       step.actions.push({ _tag: "Checkpoint", attempt: attempt.name, episode })
@@ -555,10 +601,20 @@ const suspend = (step: Step, cause: SuspendCause): boolean => {
   if (!money && failures >= Limits.suspendCheckpointTries) {
     // Spec: "customer suspend checkpoint fails after first try and two retries → keeps running, condition SuspendFailed".
     step.actions.length = 0
-    step.condition("SuspendFailed", "True", "CheckpointFailed", `The suspend checkpoint failed ${failures} times; the Job keeps running.`)
+    step.condition(
+      "SuspendFailed",
+      "True",
+      "CheckpointFailed",
+      `The suspend checkpoint failed ${failures} times; the Job keeps running.`
+    )
     step.conditions = withoutCondition(step.conditions, "Suspended")
     step.status.handledRequests = { ...step.status.handledRequests, state: "Suspended" }
-    step.event(undefined, "SuspendFailed", `The suspend checkpoint failed ${failures} times; the Job keeps running.`, true)
+    step.event(
+      undefined,
+      "SuspendFailed",
+      `The suspend checkpoint failed ${failures} times; the Job keeps running.`,
+      true
+    )
     return false
   }
   return true
@@ -590,7 +646,9 @@ const resume = (step: Step) => {
   const suspended = conditionIn(step.conditions, "Suspended")
   if (suspended?.status === "True") {
     const since = parseTimeOf(suspended.lastTransitionTime)
-    step.status.suspendedDuration = formatDurationMs(durationMs(step.status.suspendedDuration, 0) + Math.max(0, step.now - since))
+    step.status.suspendedDuration = formatDurationMs(
+      durationMs(step.status.suspendedDuration, 0) + Math.max(0, step.now - since)
+    )
   }
   if (suspended !== undefined) step.conditions = withoutCondition(step.conditions, "Suspended")
   step.conditions = withoutCondition(step.conditions, "SuspendFailed")
@@ -660,17 +718,31 @@ const launch = (step: Step) => {
     // The launch is an attempt from now on: counted at once, not one step later.
     const counted = step.status.attempts
     step.status.active = (step.status.active ?? 0) + 1
-    step.status.attempts = { ...counted, current: Math.max(counted?.current ?? 0, number), total: (counted?.total ?? 0) + 1 }
+    step.status.attempts = {
+      ...counted,
+      current: Math.max(counted?.current ?? 0, number),
+      total: (counted?.total ?? 0) + 1
+    }
     slots--
     setPlacement(step, variant, false)
   }
   const pending = spec.completions - view.succeeded - view.live.length - step.launched
   if (step.waitingForFunds && view.live.length === 0 && step.launched === 0) {
-    step.condition("Scheduled", "False", "Unfunded", "The first hold of a run does not fit what money allows now (condition Funded).")
+    step.condition(
+      "Scheduled",
+      "False",
+      "Unfunded",
+      "The first hold of a run does not fit what money allows now (condition Funded)."
+    )
   } else if (waiting && view.live.length === 0 && step.launched === 0) {
     step.condition("Scheduled", "False", "Unschedulable", "No offering matching the placement has capacity now.")
   } else if (step.launched > 0 || view.live.length > 0) {
-    step.condition("Scheduled", "True", "Scheduled", pending > 0 ? `${pending} indexes wait for a slot.` : "Every pending index has capacity.")
+    step.condition(
+      "Scheduled",
+      "True",
+      "Scheduled",
+      pending > 0 ? `${pending} indexes wait for a slot.` : "Every pending index has capacity."
+    )
   }
 }
 
@@ -695,8 +767,14 @@ const placementShown = (variant: Variant, warmReuse: boolean): PlacementShown =>
   if (shown === undefined) {
     const rateUSDPerHour = formatMicroUsd(variant.rateMicroUsdPerHour)
     const of = (warm: boolean): PlacementShown =>
-      Object.freeze({ offering: variant.offering.id, regionClass: variant.offering.regionClass, interruptible: variant.interruptible, rateUSDPerHour, warmReuse: warm })
-    placementsShown.set(variant, (shown = [of(false), of(true)]))
+      Object.freeze({
+        offering: variant.offering.id,
+        regionClass: variant.offering.regionClass,
+        interruptible: variant.interruptible,
+        rateUSDPerHour,
+        warmReuse: warm
+      })
+    placementsShown.set(variant, shown = [of(false), of(true)])
   }
   return shown[warmReuse ? 1 : 0]
 }
@@ -706,8 +784,15 @@ const setPlacement = (step: Step, variant: Variant, warmReuse: boolean) => {
 }
 
 /** `status.attempts` with these counts: the one shown before when it says the same (most steps launch nothing). */
-const attemptsShown = (previous: JobStatusType["attempts"], current: number, max: number, total: number): NonNullable<JobStatusType["attempts"]> =>
-  previous !== undefined && previous.current === current && previous.max === max && previous.total === total ? previous : { current, max, total }
+const attemptsShown = (
+  previous: JobStatusType["attempts"],
+  current: number,
+  max: number,
+  total: number
+): NonNullable<JobStatusType["attempts"]> =>
+  previous !== undefined && previous.current === current && previous.max === max && previous.total === total
+    ? previous
+    : { current, max, total }
 
 /**
  * Spec: Job status.outputs — what a succeeded run collected, by index. Entries already in status stay (a restarted
@@ -727,7 +812,13 @@ const collectOutputs = (status: JobStatusType, attempt: AttemptFacts, fold: Outp
     const key = `${attempt.index}/${output.name}`
     if (fold.keys.has(key)) continue
     fold.keys.add(key)
-    fold.added.push({ name: output.name, path: output.path, sha256: output.sha256, size: output.sizeBytes, index: attempt.index })
+    fold.added.push({
+      name: output.name,
+      path: output.path,
+      sha256: output.sha256,
+      size: output.sizeBytes,
+      index: attempt.index
+    })
   }
 }
 
@@ -748,10 +839,14 @@ const observe = (step: Step) => {
   let outputs: OutputFold | undefined
   for (const attempt of attempts) {
     if (firstRequest === undefined || attempt.requestedAt < firstRequest) firstRequest = attempt.requestedAt
-    if (attempt.bootedAt !== undefined && (firstBoot === undefined || attempt.bootedAt < firstBoot)) firstBoot = attempt.bootedAt
+    if (attempt.bootedAt !== undefined && (firstBoot === undefined || attempt.bootedAt < firstBoot)) {
+      firstBoot = attempt.bootedAt
+    }
     if (isLive(attempt) && attempt.number > current) current = attempt.number
     if (latest === undefined || attempt.requestedAt >= latest.requestedAt) latest = attempt
-    if (attempt.outputs !== undefined && attempt.outcome?.type === "Succeeded") collectOutputs(status, attempt, (outputs ??= { keys: undefined, added: [] }))
+    if (attempt.outputs !== undefined && attempt.outcome?.type === "Succeeded") {
+      collectOutputs(status, attempt, outputs ??= { keys: undefined, added: [] })
+    }
     if (attempt.inputs !== undefined && attempt.bootedAt !== undefined && status.inputsReadyTime === undefined) {
       // Spec: Job status.inputs, inputsReadyTime — every input materialized, checked against its digest.
       status.inputs = attempt.inputs
@@ -771,7 +866,9 @@ const observe = (step: Step) => {
   observeCheckpoints(step)
   const units = progressUnits(step)
   // Rebuilt from the previous one, so when it already says `units` it is the same; keep it then.
-  if (units !== undefined && status.progress?.units?.completed !== units) status.progress = { ...status.progress, units: { ...status.progress?.units, completed: units } }
+  if (units !== undefined && status.progress?.units?.completed !== units) {
+    status.progress = { ...status.progress, units: { ...status.progress?.units, completed: units } }
+  }
 }
 
 const progressUnits = (step: Step): number | undefined => {
@@ -789,16 +886,22 @@ const observeCheckpoints = (step: Step) => {
   // The highest checkpoint a running attempt restored from, else the one shown before.
   let restoring: number | undefined
   for (const attempt of view.live) {
-    if (attempt.restoreFromSeq !== undefined && attempt.phase === "Running" && (restoring === undefined || attempt.restoreFromSeq > restoring)) restoring = attempt.restoreFromSeq
+    if (
+      attempt.restoreFromSeq !== undefined && attempt.phase === "Running" &&
+      (restoring === undefined || attempt.restoreFromSeq > restoring)
+    ) restoring = attempt.restoreFromSeq
   }
   const restoredFromSeq = restoring ?? previous?.restoredFromSeq
   const interval = view.live.length > 0 ? intervalShown(step) : previous?.interval
-  if (latest === undefined && restoredFromSeq === undefined && interval === undefined && view.checkpointFailures === 0) return
+  if (
+    latest === undefined && restoredFromSeq === undefined && interval === undefined && view.checkpointFailures === 0
+  ) return
   const failures = view.checkpointFailures !== 0 ? view.checkpointFailures : undefined
   const time = latest === undefined ? undefined : iso(latest.at)
   // What was shown, when it says the same (a checkpoint is shown on every step of a running Job; it changes at a save).
   if (
-    previous === undefined || previous.interval !== interval || previous.restoredFromSeq !== restoredFromSeq || previous.seq !== latest?.seq ||
+    previous === undefined || previous.interval !== interval || previous.restoredFromSeq !== restoredFromSeq ||
+    previous.seq !== latest?.seq ||
     previous.size !== latest?.sizeBytes || previous.time !== time || previous.failures !== failures
   ) {
     // Fields in this order: interval, restoredFromSeq, seq, size, time, failures.
@@ -813,8 +916,17 @@ const observeCheckpoints = (step: Step) => {
     if (failures !== undefined) checkpoint.failures = failures
     status.checkpoint = checkpoint
   }
-  if (latest !== undefined && latest.seq !== previous?.seq) step.event("job.checkpointed", "Checkpointed", checkpointedText(latest))
-  if (view.checkpointFailures > (previous?.failures ?? 0)) step.event("job.checkpoint_failed", "CheckpointFailed", "A checkpoint could not be saved; the previous one is kept.", true)
+  if (latest !== undefined && latest.seq !== previous?.seq) {
+    step.event("job.checkpointed", "Checkpointed", checkpointedText(latest))
+  }
+  if (view.checkpointFailures > (previous?.failures ?? 0)) {
+    step.event(
+      "job.checkpoint_failed",
+      "CheckpointFailed",
+      "A checkpoint could not be saved; the previous one is kept.",
+      true
+    )
+  }
 }
 
 const intervalShown = (step: Step): string | undefined => {
@@ -843,7 +955,11 @@ const phaseEvent = (step: Step, from: string | undefined, to: JobPhase) => {
   if (from === to || isFinalPhase(to)) return
   if (from === "Recovering" && to === "Running") {
     const seq = step.status.checkpoint?.restoredFromSeq
-    step.event("job.restored", "Restored", seq === undefined ? "The replacement runs." : `The replacement runs, restored from checkpoint ${seq}.`)
+    step.event(
+      "job.restored",
+      "Restored",
+      seq === undefined ? "The replacement runs." : `The replacement runs, restored from checkpoint ${seq}.`
+    )
     return
   }
   step.event(undefined, to, phaseTexts.get(to) ?? remember(phaseTexts, to, ["The Job is ", to, "."].join("")))
@@ -918,7 +1034,9 @@ const lastFailureText = (attempts: ReadonlyArray<AttemptFacts>): string => {
   if (last === undefined || outcome === undefined) return ""
   if (outcome.type === "OOMKilled") return ` Index ${last.index} was killed for exceeding its memory (OOMKilled).`
   if (outcome.type !== "Failed") return ""
-  const lines = outcome.message === undefined ? "" : `:\n${outcome.message.split("\n").slice(-Limits.failureLogLines).join("\n")}`
+  const lines = outcome.message === undefined
+    ? ""
+    : `:\n${outcome.message.split("\n").slice(-Limits.failureLogLines).join("\n")}`
   return ` Index ${last.index} exited with code ${outcome.exitCode}${lines}`
 }
 
@@ -931,11 +1049,22 @@ const decideFinal = (step: Step): boolean => {
     return true
   }
   if (view.succeeded === spec.completions) {
-    step.finish("Succeeded", "Completed", succeededTexts.get(spec.completions) ?? remember(succeededTexts, spec.completions, ["All ", spec.completions, " indexes succeeded."].join("")))
+    step.finish(
+      "Succeeded",
+      "Completed",
+      succeededTexts.get(spec.completions) ??
+        remember(succeededTexts, spec.completions, ["All ", spec.completions, " indexes succeeded."].join(""))
+    )
     return true
   }
   if (view.customerFailures > backoffLimitOf(spec)) {
-    step.finish("Failed", "BackoffLimitExceeded", `${view.customerFailures} customer failures exceed backoffLimit ${backoffLimitOf(spec)}.${lastFailureText(step.job.attempts)}`)
+    step.finish(
+      "Failed",
+      "BackoffLimitExceeded",
+      `${view.customerFailures} customer failures exceed backoffLimit ${backoffLimitOf(spec)}.${
+        lastFailureText(step.job.attempts)
+      }`
+    )
     return true
   }
   const suspended = conditionIn(step.conditions, "Suspended")?.status === "True"

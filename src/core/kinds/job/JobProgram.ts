@@ -5,17 +5,20 @@
  */
 import type { ProgramInput, WorkloadProgram } from "../../capacity/Capacity.ts"
 import * as Limits from "../../Limits.ts"
-import { durationMs } from "../../StatusText.ts"
-import { parseQuantity } from "../../Units.ts"
 import type { JobSpecType, JobStatusType } from "../../schemas/Job.ts"
 import { secretMountName } from "../../schemas/Shared.ts"
+import { durationMs } from "../../StatusText.ts"
+import { parseQuantity } from "../../Units.ts"
 import { boxBoundsOf, egressOf, programEnvOf } from "../ProgramParts.ts"
 
 /**
  * The program of every launch of a spec is the same (its secret versions are pinned at admission), and the simulator
  * launches millions: it is made once per spec.
  */
-const programs = new WeakMap<JobSpecType, { readonly pinned: JobStatusType["secretVersions"]; readonly program: WorkloadProgram }>()
+const programs = new WeakMap<
+  JobSpecType,
+  { readonly pinned: JobStatusType["secretVersions"]; readonly program: WorkloadProgram }
+>()
 
 export const jobProgramOf = (spec: JobSpecType, status: JobStatusType): WorkloadProgram => {
   const known = programs.get(spec)
@@ -40,7 +43,10 @@ const programOf = (spec: JobSpecType, status: JobStatusType): WorkloadProgram =>
     ...boxBoundsOf(spec.resources),
     init: spec.initCommand === undefined
       ? undefined
-      : { argv: spec.initCommand.command, timeoutMs: durationMs(spec.initCommand.timeout, Limits.initCommandTimeoutMsMax) },
+      : {
+        argv: spec.initCommand.command,
+        timeoutMs: durationMs(spec.initCommand.timeout, Limits.initCommandTimeoutMsMax)
+      },
     outputs: (spec.outputs ?? []).map((output) => ({ name: output.name, path: output.path })),
     inputs: [...(spec.inputs ?? []).map(inputOf), ...(spec.volumes ?? []).map(mountOf)],
     checkpoint: {
@@ -63,8 +69,12 @@ const mountOf = (mount: NonNullable<JobSpecType["volumes"]>[number], index: numb
 /** One input, in the form a driver takes it (its other forms are named, for the driver to refuse with the reason). */
 const inputOf = (input: NonNullable<JobSpecType["inputs"]>[number]): ProgramInput => {
   if (input.url !== undefined) return { name: input.name, url: input.url.url, sha256: input.url.sha256 }
-  if (input.output !== undefined) return { name: input.name, output: { job: input.output.job, name: input.output.name, index: input.output.index } }
-  if (input.volume !== undefined) return { name: input.name, volume: { name: input.volume.name, revision: input.volume.revision } }
+  if (input.output !== undefined) {
+    return { name: input.name, output: { job: input.output.job, name: input.output.name, index: input.output.index } }
+  }
+  if (input.volume !== undefined) {
+    return { name: input.name, volume: { name: input.volume.name, revision: input.volume.revision } }
+  }
   const form = input.bucket !== undefined ? "bucket" : input.fromWorkspace !== undefined ? "fromWorkspace" : "fromStage"
   return { name: input.name, unsupported: form }
 }

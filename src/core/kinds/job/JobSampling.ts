@@ -18,7 +18,14 @@
  * those draws put the p90 below the 90th percentile in 6 of 30 seeds at 8 indexes and 15 of 30 at 40 (they do not
  * know how far the runs' mean is off, and that error grows with the indexes), the normal sum in 1 and 2 of 30.
  */
-import { type Band, chunkedRunEstimate, normalBand, orderStatisticBand, percentile, sumOf } from "../../billing/CostBands.ts"
+import {
+  type Band,
+  chunkedRunEstimate,
+  normalBand,
+  orderStatisticBand,
+  percentile,
+  sumOf
+} from "../../billing/CostBands.ts"
 import type { Pricebook } from "../../billing/Pricebook.ts"
 import type { Variant } from "../../capacity/Offering.ts"
 import { defaultExpectedWorkMs } from "../../capacity/Placement.ts"
@@ -130,7 +137,8 @@ interface Plan {
 }
 
 /** Whether a run keeps its progress across interruptions, so that a long one is a sum of independent chunks. */
-const keepsProgress = (spec: JobSpecType): boolean => continuityOf(spec) !== "Ephemeral" && spec.recovery.onInterruption !== "Fail"
+const keepsProgress = (spec: JobSpecType): boolean =>
+  continuityOf(spec) !== "Ephemeral" && spec.recovery.onInterruption !== "Fail"
 
 const planOf = (spec: JobSpecType, workMsMax: number): Plan => {
   const declaredMs = durationMs(spec.expectedDuration, defaultExpectedWorkMs)
@@ -138,7 +146,10 @@ const planOf = (spec: JobSpecType, workMsMax: number): Plan => {
   const chunked = !whole && keepsProgress(spec) && declaredMs > workMsMax
   const workMs = chunked ? workMsMax : declaredMs
   const simulatedMs = workMs * (whole ? spec.completions : 1)
-  const samples = Math.max(estimateSamplesMin, Math.min(estimateSamples, Math.floor(estimateWorkBudgetMs / Math.max(1, simulatedMs))))
+  const samples = Math.max(
+    estimateSamplesMin,
+    Math.min(estimateSamples, Math.floor(estimateWorkBudgetMs / Math.max(1, simulatedMs)))
+  )
   return { perIndex: !whole, workMs, extraMs: declaredMs - workMs, samples, indexes: whole ? 1 : spec.completions }
 }
 
@@ -157,14 +168,21 @@ const textOf = (band: Band): TextBand => ({ p50: formatMicroUsd(band.p50), p90: 
 
 const durationBand = (values: Array<number>): TextBand => {
   values.sort((a, b) => a - b)
-  return { p50: formatDurationMs(Math.round(percentile(values, 0.5) / 1000) * 1000), p90: formatDurationMs(Math.round(percentile(values, 0.9) / 1000) * 1000) }
+  return {
+    p50: formatDurationMs(Math.round(percentile(values, 0.5) / 1000) * 1000),
+    p90: formatDurationMs(Math.round(percentile(values, 0.9) / 1000) * 1000)
+  }
 }
 
 /**
  * The sampled part of the estimate of `request`, from the sampler's runs. `workMsMax` is `runWorkMsMax` but in tests,
  * which shrink it so that the runs it extends can still be simulated whole to check against.
  */
-export const sampledPartOf = (request: SampleRequest, sampler: RunSampler, workMsMax: number = runWorkMsMax): SampledPart => {
+export const sampledPartOf = (
+  request: SampleRequest,
+  sampler: RunSampler,
+  workMsMax: number = runWorkMsMax
+): SampledPart => {
   const plan = planOf(request.spec, workMsMax)
   const runs = sampler({ ...request, samples: plan.samples, perIndex: plan.perIndex, workMs: plan.workMs })
   if (runs.length !== plan.samples) throw new Error(`the sampler ran ${runs.length} of ${plan.samples} runs`)

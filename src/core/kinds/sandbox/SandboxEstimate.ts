@@ -10,14 +10,26 @@ import { formatMicroUsd } from "../../Money.ts"
 import type { SandboxSpecType } from "../../schemas/Sandbox.ts"
 import { durationMs } from "../../StatusText.ts"
 import { formatDurationMs } from "../../Units.ts"
-import { blockingReasonsOf, type EstimateInput, headerOf, type JobEstimate, placeForEstimate, previewOf, runPricesOf } from "../job/JobEstimate.ts"
+import {
+  blockingReasonsOf,
+  type EstimateInput,
+  headerOf,
+  type JobEstimate,
+  placeForEstimate,
+  previewOf,
+  runPricesOf
+} from "../job/JobEstimate.ts"
 import { sandboxMachine } from "./SandboxMachine.ts"
 
 export type SandboxEstimateInput = Omit<EstimateInput, "spec" | "seed"> & { readonly spec: SandboxSpecType }
 
 export const estimateSandbox = (input: SandboxEstimateInput): JobEstimate => {
   const { spec, pricebook, market } = input
-  const placed = placeForEstimate(input, sandboxMachine.placementOf(spec), "No offering matches the resources; the Sandbox would stay Pending until capacity that matches joins.")
+  const placed = placeForEstimate(
+    input,
+    sandboxMachine.placementOf(spec),
+    "No offering matches the resources; the Sandbox would stay Pending until capacity that matches joins."
+  )
   if ("estimate" in placed) return placed
   const { ranking, chosen } = placed
   const variant = chosen.variant
@@ -31,8 +43,17 @@ export const estimateSandbox = (input: SandboxEstimateInput): JobEstimate => {
   const idleMs = durationMs(spec.lifecycle.idleTimeout, 0)
   const model = input.models(variant)
   const blocking = blockingReasonsOf(spec, hold, input.funds)
-  const warnings = [{ code: "UsageDependent", message: `The cost depends on how long the Sandbox runs: p50 is one start left idle until idleTimeout ${spec.lifecycle.idleTimeout}, p90 its whole maxLifetime ${spec.lifecycle.maxLifetime}.` }]
-  if (market.available(variant) <= 0) warnings.push({ code: "NoCapacityNow", message: "No matching capacity is free now; the Sandbox would wait for it (Pending)." })
+  const warnings = [{
+    code: "UsageDependent",
+    message:
+      `The cost depends on how long the Sandbox runs: p50 is one start left idle until idleTimeout ${spec.lifecycle.idleTimeout}, p90 its whole maxLifetime ${spec.lifecycle.maxLifetime}.`
+  }]
+  if (market.available(variant) <= 0) {
+    warnings.push({
+      code: "NoCapacityNow",
+      message: "No matching capacity is free now; the Sandbox would wait for it (Pending)."
+    })
+  }
   return {
     estimate: {
       ...headerOf(input),
@@ -41,7 +62,9 @@ export const estimateSandbox = (input: SandboxEstimateInput): JobEstimate => {
       startup: { cold: { p50: formatDurationMs(model.bootMedianMs), p90: formatDurationMs(model.bootMedianMs) } },
       placementPreview: previewOf(ranking, chosen, market),
       warnings,
-      ...(blocking.length === 0 ? {} : { blockingReasons: blocking.map(({ code, message, fix }) => ({ code, message, fix })) })
+      ...(blocking.length === 0
+        ? {}
+        : { blockingReasons: blocking.map(({ code, message, fix }) => ({ code, message, fix })) })
     },
     blocking
   }

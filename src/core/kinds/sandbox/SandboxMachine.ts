@@ -82,7 +82,9 @@ class Step extends StepState<SandboxStatusType> {
     this.sandbox = sandbox
     this.live = sandbox.attempts.filter(isLive)
     let current: AttemptFacts | undefined
-    for (const attempt of sandbox.attempts) if (current === undefined || attempt.number > current.number) current = attempt
+    for (const attempt of sandbox.attempts) {
+      if (current === undefined || attempt.number > current.number) current = attempt
+    }
     this.current = current
   }
 
@@ -91,7 +93,9 @@ class Step extends StepState<SandboxStatusType> {
   }
 
   stopAll() {
-    for (const run of this.live) if (run.phase !== "Terminating") this.actions.push({ _tag: "Stop", attempt: run.name, keepWarmMs: 0 })
+    for (const run of this.live) {
+      if (run.phase !== "Terminating") this.actions.push({ _tag: "Stop", attempt: run.name, keepWarmMs: 0 })
+    }
   }
 }
 
@@ -113,7 +117,8 @@ const expire = (step: Step): boolean => {
   step.actions.push({ _tag: "Delete" })
   step.status.phase = "Terminating"
   step.status.reason = "MaxLifetimeReached"
-  step.status.message = `maxLifetime ${step.spec.lifecycle.maxLifetime} has passed since creation; the Sandbox is deleted.`
+  step.status.message =
+    `maxLifetime ${step.spec.lifecycle.maxLifetime} has passed since creation; the Sandbox is deleted.`
   step.event(undefined, "MaxLifetimeReached", step.status.message)
   return true
 }
@@ -138,10 +143,20 @@ const moneyStopText = (reason: "FundingLost" | "MaxCostReached", message: string
 
 /** What the Sandbox should be doing now, by the rows in the order they win. */
 const wanted = (step: Step, requested: boolean): Wanted => {
-  if (step.spec.state === "Stopped") return { run: false, reason: "Requested", message: "Stopped by spec.state; set it to Running to start it.", by: undefined }
+  if (step.spec.state === "Stopped") {
+    return {
+      run: false,
+      reason: "Requested",
+      message: "Stopped by spec.state; set it to Running to start it.",
+      by: undefined
+    }
+  }
   const stop = step.context.funding?.stop
-  if (stop !== undefined) return { run: false, reason: stop.reason, message: moneyStopText(stop.reason, stop.message), by: stop.at }
-  const idleStopped = step.status.stopReason === "IdleTimeout" && (step.status.phase === "Stopped" || step.status.phase === "Stopping")
+  if (stop !== undefined) {
+    return { run: false, reason: stop.reason, message: moneyStopText(stop.reason, stop.message), by: stop.at }
+  }
+  const idleStopped = step.status.stopReason === "IdleTimeout" &&
+    (step.status.phase === "Stopped" || step.status.phase === "Stopping")
   if (idleStopped && !requested) return { run: false, reason: "IdleTimeout", message: idleMessage(step), by: undefined }
   return { run: true }
 }
@@ -154,7 +169,12 @@ const wanted = (step: Step, requested: boolean): Wanted => {
  */
 const declineStart = (step: Step, want: Extract<Wanted, { run: false }>) => {
   const request = step.spec.startRequestedAt ?? ""
-  step.event(undefined, "StartRequestDeclined", `The start request ${request} does not start the Sandbox: ${want.message}`, true)
+  step.event(
+    undefined,
+    "StartRequestDeclined",
+    `The start request ${request} does not start the Sandbox: ${want.message}`,
+    true
+  )
 }
 
 const idleMessage = (step: Step) =>
@@ -168,7 +188,11 @@ const idle = (step: Step): "Stop" | "Delete" | undefined => {
   const run = step.live.find((attempt) => attempt.phase === "Running")
   const idleMs = idleTimeoutMsOf(step.spec)
   if (run === undefined || idleMs === 0 || run.activity?.busy === true) return undefined
-  const last = Math.max(run.bootedAt ?? step.now, run.activity?.lastAt ?? 0, parseTime(step.status.lastActivityTime) ?? 0)
+  const last = Math.max(
+    run.bootedAt ?? step.now,
+    run.activity?.lastAt ?? 0,
+    parseTime(step.status.lastActivityTime) ?? 0
+  )
   const at = last + idleMs
   if (step.now < at) {
     step.wake(at)
@@ -231,9 +255,19 @@ const observeSnapshot = (step: Step) => {
   if (save.state === "Saved" && run.checkpoint !== undefined) {
     const time = iso(run.checkpoint.at)
     if (step.status.snapshot?.time !== time) step.status.snapshot = { reason: "Stop", time }
-    step.condition("StateSaved", "True", "Snapshotted", `/workspace was saved at ${time} (${run.checkpoint.sizeBytes} bytes).`)
+    step.condition(
+      "StateSaved",
+      "True",
+      "Snapshotted",
+      `/workspace was saved at ${time} (${run.checkpoint.sizeBytes} bytes).`
+    )
   } else if (save.state === "Failed" && save.failures >= Limits.suspendCheckpointTries) {
-    step.condition("StateSaved", "False", "SnapshotFailed", `/workspace could not be saved after ${save.failures} tries; the next start restores the snapshot before it.`)
+    step.condition(
+      "StateSaved",
+      "False",
+      "SnapshotFailed",
+      `/workspace could not be saved after ${save.failures} tries; the next start restores the snapshot before it.`
+    )
   }
 }
 
@@ -252,8 +286,12 @@ const startupFailure = (step: Step): string | undefined => {
   const last = step.current
   if (last === undefined || isLive(last) || last.outcome === undefined) return undefined
   const outcome = last.outcome
-  if (outcome.type === "Failed" && last.bootedAt === undefined) return outcome.message ?? `The box exited with code ${outcome.exitCode} before it was ready.`
-  if (failedStarts(step.sandbox.attempts) > Limits.recoveryMaxAttemptsDefault) return `${Limits.recoveryMaxAttemptsDefault + 1} starts in a row lost their capacity before the box was ready.`
+  if (outcome.type === "Failed" && last.bootedAt === undefined) {
+    return outcome.message ?? `The box exited with code ${outcome.exitCode} before it was ready.`
+  }
+  if (failedStarts(step.sandbox.attempts) > Limits.recoveryMaxAttemptsDefault) {
+    return `${Limits.recoveryMaxAttemptsDefault + 1} starts in a row lost their capacity before the box was ready.`
+  }
   return undefined
 }
 
@@ -271,7 +309,9 @@ const lostRun = (step: Step): string | undefined => {
   if (last === undefined || isLive(last) || last.outcome === undefined) return undefined
   if (isInterruption(last.outcome)) return last.outcome.type
   // The box itself ended under a running Sandbox (its supervisor died): replaced as a lost run.
-  if (last.outcome.type === "Failed" || last.outcome.type === "OOMKilled" || last.outcome.type === "Succeeded") return "BoxExited"
+  if (last.outcome.type === "Failed" || last.outcome.type === "OOMKilled" || last.outcome.type === "Succeeded") {
+    return "BoxExited"
+  }
   return undefined
 }
 
@@ -300,7 +340,12 @@ const launch = (step: Step, recovery: boolean): boolean => {
   const funding = step.context.funding
   if (funding !== undefined && funding.initialHold(candidate.variant) > funding.launchBudget) {
     step.waitingForFunds = true
-    step.condition("Scheduled", "False", "Unfunded", "The first hold of the box does not fit what money allows now (condition Funded).")
+    step.condition(
+      "Scheduled",
+      "False",
+      "Unfunded",
+      "The first hold of the box does not fit what money allows now (condition Funded)."
+    )
     return false
   }
   const number = (step.current?.number ?? 0) + 1
@@ -327,7 +372,12 @@ const launch = (step: Step, recovery: boolean): boolean => {
     explain: () => explain(ranking, candidate, market)
   })
   step.status.attempt = { epoch: number, name: `${step.sandbox.name}-${number}` }
-  step.condition("Scheduled", "True", "Scheduled", `Placed on ${candidate.variant.offering.id} at ${formatMicroUsd(candidate.variant.rateMicroUsdPerHour)} USD/h.`)
+  step.condition(
+    "Scheduled",
+    "True",
+    "Scheduled",
+    `Placed on ${candidate.variant.offering.id} at ${formatMicroUsd(candidate.variant.rateMicroUsdPerHour)} USD/h.`
+  )
   return true
 }
 
@@ -358,7 +408,9 @@ const stuck = (step: Step) => {
   if (ready === undefined || ready.status !== "False" || !waitingReasons.has(ready.reason)) return
   const at = parseTimeOf(ready.lastTransitionTime) + Limits.sandboxStuckAfterMs
   if (step.now < at) return step.wake(at)
-  const message = `The box has not been ready for ${Limits.sandboxStuckAfterMs / Limits.minuteMs} minutes; the start goes on.`
+  const message = `The box has not been ready for ${
+    Limits.sandboxStuckAfterMs / Limits.minuteMs
+  } minutes; the start goes on.`
   step.condition("Ready", "False", "Stuck", message)
   step.event("sandbox.stuck", "Stuck", message, true)
 }
@@ -367,12 +419,23 @@ const stuck = (step: Step) => {
 const run = (step: Step) => {
   const failure = step.live.length === 0 ? startupFailure(step) : undefined
   if (failure !== undefined) return fail(step, failure)
-  const lost = step.live.length === 0 && step.status.phase !== "Stopped" && step.status.phase !== "Pending" ? lostRun(step) : undefined
+  const lost = step.live.length === 0 && step.status.phase !== "Stopped" && step.status.phase !== "Pending"
+    ? lostRun(step)
+    : undefined
   const launched = step.live.length === 0 && launch(step, lost !== undefined)
-  if (launched && lost !== undefined) step.event(undefined, lost, `The box was lost (${lost}); a replacement starts ${replacementSource(step)}: ${lostText(step)}.`, true)
+  if (launched && lost !== undefined) {
+    step.event(
+      undefined,
+      lost,
+      `The box was lost (${lost}); a replacement starts ${replacementSource(step)}: ${lostText(step)}.`,
+      true
+    )
+  }
   const phase = step.live.length === 0 && !launched ? "Pending" : runningPhase(step, lost !== undefined)
   if (phase === "Running") {
-    if (step.status.phase !== "Running") step.event("sandbox.started", "Started", `The Sandbox runs (attempt ${step.current?.name ?? ""}).`)
+    if (step.status.phase !== "Running") {
+      step.event("sandbox.started", "Started", `The Sandbox runs (attempt ${step.current?.name ?? ""}).`)
+    }
     step.condition("Ready", "True", "Running", "The box takes commands and file requests.")
     delete step.status.reason
     delete step.status.message
@@ -380,7 +443,9 @@ const run = (step: Step) => {
     const recovering = phase === "Recovering"
     const waiting = readyWhileWaiting[phase === "Pending" ? "Pending" : recovering ? "Recovering" : "Starting"]
     const previous = conditionIn(step.conditions, "Ready")
-    if (previous?.reason !== "Stuck" || step.status.phase === "Running") step.condition("Ready", "False", waiting.reason, waiting.message)
+    if (previous?.reason !== "Stuck" || step.status.phase === "Running") {
+      step.condition("Ready", "False", waiting.reason, waiting.message)
+    }
     if (recovering) {
       step.status.reason = lost ?? step.status.reason ?? "NodeLost"
       step.status.message = `The box was lost; a replacement starts ${replacementSource(step)}.`
@@ -415,7 +480,9 @@ const fundedWords = (step: Step): FundedWords => ({
   fundingLost: (message, by) => `${message} The Sandbox saves /workspace and stops by ${by}.`,
   restoredByCap: "maxCostUSD was raised; the Sandbox starts again.",
   restoredByCredits: "Credits arrived; the Sandbox starts again.",
-  funded: step.live.length > 0 ? "Holds pay for the running box." : "The account can pay the holds of a box when one starts."
+  funded: step.live.length > 0
+    ? "Holds pay for the running box."
+    : "The account can pay the holds of a box when one starts."
 })
 
 export const step = (sandbox: SandboxObservation, context: StepContext): StepResult<SandboxStatusType> => {
@@ -456,7 +523,10 @@ export const step = (sandbox: SandboxObservation, context: StepContext): StepRes
 export const sandboxMachine: Machine<SandboxMachineSpec, SandboxStatusType> = {
   kind: "Sandbox",
   step,
-  placementOf: (spec) => ({ request: { ...(spec.resources === undefined ? {} : { resources: spec.resources }) }, run: sandboxRunProfile(spec) }),
+  placementOf: (spec) => ({
+    request: { ...(spec.resources === undefined ? {} : { resources: spec.resources }) },
+    run: sandboxRunProfile(spec)
+  }),
   maxCostOf: (spec) => spec.maxCostUSD,
   // Failed is final (spec: SandboxFailed — "delete it and create a new Sandbox"); a stopped Sandbox starts again.
   isFinal: (status) => status.phase === "Failed"

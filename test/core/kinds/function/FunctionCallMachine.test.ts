@@ -70,25 +70,51 @@ describe("dispatch", () => {
 describe("answer", () => {
   it("with the return value ends the call Succeeded, the result recorded and the try paid", () => {
     const state = answer(running(), 1, ok, policy(), T0 + second, 7n)
-    expect(state).toMatchObject({ phase: "Succeeded", reason: undefined, completionTime: T0 + second, costMicroUsd: 7n, error: undefined })
+    expect(state).toMatchObject({
+      phase: "Succeeded",
+      reason: undefined,
+      completionTime: T0 + second,
+      costMicroUsd: 7n,
+      error: undefined
+    })
     expect(state.result).toEqual({ encoding: "JSON", inline: "eyJ4IjogMX0=" })
   })
 
   it("with a raise and retries left queues it again: retries + 1, notBefore = now + the backoff (spec: retried)", () => {
     const first = answer(running(), 1, raised, policy(), T0 + second, 3n)
-    expect(first).toMatchObject({ phase: "Queued", retries: 1, worker: undefined, notBefore: T0 + 2 * second, costMicroUsd: 3n, error: valueError })
+    expect(first).toMatchObject({
+      phase: "Queued",
+      retries: 1,
+      worker: undefined,
+      notBefore: T0 + 2 * second,
+      costMicroUsd: 3n,
+      error: valueError
+    })
     expect(first.message).toBe("ValueError raised; retry 1 of 2 in 1s.")
     const secondTry = answer(dispatch(first, "fn-1", T0 + 2 * second), 2, raised, policy(), T0 + 3 * second, 3n)
-    expect(secondTry).toMatchObject({ phase: "Queued", retries: 2, notBefore: T0 + 3 * second + 2 * second, costMicroUsd: 6n })
+    expect(secondTry).toMatchObject({
+      phase: "Queued",
+      retries: 2,
+      notBefore: T0 + 3 * second + 2 * second,
+      costMicroUsd: 6n
+    })
   })
 
   it("with a raise and retries exhausted fails it RemoteError, the error recorded", () => {
     const exhausted = { ...running(), retries: 2 }
     const state = answer(exhausted, 1, raised, policy(), T0 + second, 1n)
-    expect(state).toMatchObject({ phase: "Failed", reason: "RemoteError", retries: 2, completionTime: T0 + second, costMicroUsd: 1n })
+    expect(state).toMatchObject({
+      phase: "Failed",
+      reason: "RemoteError",
+      retries: 2,
+      completionTime: T0 + second,
+      costMicroUsd: 1n
+    })
     expect(state.error).toEqual({ type: "ValueError", message: "bad input", traceback: "Traceback ..." })
     expect(state.message).toBe("ValueError raised on each of its 3 tries.")
-    expect(answer(running(), 1, raised, policy({ maxRetries: 0 }), T0, 0n).message).toBe("ValueError raised on its only try.")
+    expect(answer(running(), 1, raised, policy({ maxRetries: 0 }), T0, 0n).message).toBe(
+      "ValueError raised on its only try."
+    )
   })
 
   it("for another epoch is fenced: the same state comes back", () => {
@@ -102,12 +128,19 @@ describe("answer", () => {
 })
 
 describe("retryDelayMs (spec: retries backoffCoefficient, initialDelay, maxDelay)", () => {
-  const delays = (fields: Partial<CallPolicy>, count: number) => Array.from({ length: count }, (_, i) => retryDelayMs(policy(fields), i + 1))
+  const delays = (fields: Partial<CallPolicy>, count: number) =>
+    Array.from({ length: count }, (_, i) => retryDelayMs(policy(fields), i + 1))
 
   it("grows by the coefficient from initialDelay, capped at maxDelay", () => {
     expect(delays({ backoffCoefficient: "2.0" }, 8)).toEqual([1000, 2000, 4000, 8000, 16000, 32000, 60000, 60000])
     expect(delays({ backoffCoefficient: "3" }, 6)).toEqual([1000, 3000, 9000, 27000, 60000, 60000])
-    expect(delays({ backoffCoefficient: "2.0", initialDelayMs: 500, maxDelayMs: 3000 }, 5)).toEqual([500, 1000, 2000, 3000, 3000])
+    expect(delays({ backoffCoefficient: "2.0", initialDelayMs: 500, maxDelayMs: 3000 }, 5)).toEqual([
+      500,
+      1000,
+      2000,
+      3000,
+      3000
+    ])
   })
 
   it("is exact for a fractional coefficient, rounded to the millisecond", () => {
@@ -123,9 +156,20 @@ describe("retryDelayMs (spec: retries backoffCoefficient, initialDelay, maxDelay
   })
 
   it("takes the Function's retries, defaults filled, through policyOf", () => {
-    const spec = Schema.decodeUnknownSync(FunctionSpec)({ image: "python:3.12", code: { module: "app", qualname: "f" }, retries: { maxRetries: 3, backoffCoefficient: "1.5", initialDelay: "2s", maxDelay: "5s" }, timeout: "60s" })
+    const spec = Schema.decodeUnknownSync(FunctionSpec)({
+      image: "python:3.12",
+      code: { module: "app", qualname: "f" },
+      retries: { maxRetries: 3, backoffCoefficient: "1.5", initialDelay: "2s", maxDelay: "5s" },
+      timeout: "60s"
+    })
     const fromSpec = policyOf(spec, "10s")
-    expect(fromSpec).toMatchObject({ maxRetries: 3, backoffCoefficient: "1.5", initialDelayMs: 2000, maxDelayMs: 5000, timeoutMs: 10_000 })
+    expect(fromSpec).toMatchObject({
+      maxRetries: 3,
+      backoffCoefficient: "1.5",
+      initialDelayMs: 2000,
+      maxDelayMs: 5000,
+      timeoutMs: 10_000
+    })
     expect([1, 2, 3].map((n) => retryDelayMs(fromSpec, n))).toEqual([2000, 3000, 4500])
     expect(policyOf(spec, undefined).timeoutMs).toBe(60_000)
   })
@@ -136,15 +180,39 @@ describe("lose", () => {
     const state = lose(running(), 1, policy({ recoveryLimit: 2 }), T0 + second, 4n, "NodeLost")
     expect(state).toMatchObject({ phase: "Recovering", recoveries: 1, worker: undefined, costMicroUsd: 4n })
     expect(isDispatchable(state, T0 + second)).toBe(true)
-    const again = lose(dispatch(state, "fn-2", T0 + 2 * second), 2, policy({ recoveryLimit: 2 }), T0 + 3 * second, 4n, "NodeLost")
+    const again = lose(
+      dispatch(state, "fn-2", T0 + 2 * second),
+      2,
+      policy({ recoveryLimit: 2 }),
+      T0 + 3 * second,
+      4n,
+      "NodeLost"
+    )
     expect(again).toMatchObject({ phase: "Recovering", recoveries: 2, epoch: 2, costMicroUsd: 8n })
   })
 
   it("past the recovery limit: Failed RecoveryLimitExceeded, recoveries as used", () => {
     const recovered = lose(running(), 1, policy({ recoveryLimit: 1 }), T0, 0n, "NodeLost")
-    const state = lose(dispatch(recovered, "fn-2", T0 + second), 2, policy({ recoveryLimit: 1 }), T0 + 2 * second, 2n, "NodeLost")
-    expect(state).toMatchObject({ phase: "Failed", reason: "RecoveryLimitExceeded", recoveries: 1, completionTime: T0 + 2 * second, costMicroUsd: 2n })
-    expect(lose(running(), 1, policy({ recoveryLimit: 0 }), T0, 0n, "x")).toMatchObject({ phase: "Failed", reason: "RecoveryLimitExceeded", recoveries: 0 })
+    const state = lose(
+      dispatch(recovered, "fn-2", T0 + second),
+      2,
+      policy({ recoveryLimit: 1 }),
+      T0 + 2 * second,
+      2n,
+      "NodeLost"
+    )
+    expect(state).toMatchObject({
+      phase: "Failed",
+      reason: "RecoveryLimitExceeded",
+      recoveries: 1,
+      completionTime: T0 + 2 * second,
+      costMicroUsd: 2n
+    })
+    expect(lose(running(), 1, policy({ recoveryLimit: 0 }), T0, 0n, "x")).toMatchObject({
+      phase: "Failed",
+      reason: "RecoveryLimitExceeded",
+      recoveries: 0
+    })
   })
 
   it("for another epoch is fenced: the same state comes back", () => {
@@ -160,7 +228,12 @@ describe("expire (spec: per-call deadline passes → Failed DeadlineExceeded)", 
     const state = running(T0)
     expect(deadlineOf(state, policy({ timeoutMs: minute }))).toBe(T0 + minute)
     expect(expire(state, policy({ timeoutMs: minute }), T0 + minute - 1, 9n)).toBe(state)
-    expect(expire(state, policy({ timeoutMs: minute }), T0 + minute, 9n)).toMatchObject({ phase: "Failed", reason: "DeadlineExceeded", completionTime: T0 + minute, costMicroUsd: 9n })
+    expect(expire(state, policy({ timeoutMs: minute }), T0 + minute, 9n)).toMatchObject({
+      phase: "Failed",
+      reason: "DeadlineExceeded",
+      completionTime: T0 + minute,
+      costMicroUsd: 9n
+    })
   })
 
   it("counts from the latest try's start, and does nothing to a call no worker runs", () => {
@@ -174,7 +247,10 @@ describe("expire (spec: per-call deadline passes → Failed DeadlineExceeded)", 
 
   it("ends a cancelling call Cancelled", () => {
     const cancelling = cancel(running(T0), T0 + second)
-    expect(expire(cancelling, policy({ timeoutMs: minute }), T0 + minute, 0n)).toMatchObject({ phase: "Cancelled", reason: "Cancelled" })
+    expect(expire(cancelling, policy({ timeoutMs: minute }), T0 + minute, 0n)).toMatchObject({
+      phase: "Cancelled",
+      reason: "Cancelled"
+    })
   })
 })
 
@@ -195,7 +271,11 @@ const phases = (): Record<CallState["phase"], CallState> => {
 describe("functionDeleted (spec: any unfinished → Failed FunctionDeleted)", () => {
   it("fails every unfinished phase", () => {
     for (const phase of ["Queued", "Running", "Recovering", "Cancelling"] as const) {
-      expect(functionDeleted(phases()[phase], T0 + minute, 0n), phase).toMatchObject({ phase: "Failed", reason: "FunctionDeleted", completionTime: T0 + minute })
+      expect(functionDeleted(phases()[phase], T0 + minute, 0n), phase).toMatchObject({
+        phase: "Failed",
+        reason: "FunctionDeleted",
+        completionTime: T0 + minute
+      })
     }
   })
 
@@ -215,7 +295,11 @@ describe("functionDeleted (spec: any unfinished → Failed FunctionDeleted)", ()
 describe("cancel", () => {
   it("ends a call no worker runs Cancelled at once", () => {
     for (const phase of ["Queued", "Recovering"] as const) {
-      expect(cancel(phases()[phase], T0 + second), phase).toMatchObject({ phase: "Cancelled", reason: "Cancelled", completionTime: T0 + second })
+      expect(cancel(phases()[phase], T0 + second), phase).toMatchObject({
+        phase: "Cancelled",
+        reason: "Cancelled",
+        completionTime: T0 + second
+      })
     }
   })
 
@@ -225,9 +309,18 @@ describe("cancel", () => {
     expect(isUnfinished(cancelling)).toBe(true)
     for (const outcome of [ok, raised]) {
       const state = answer(cancelling, 1, outcome, policy(), T0 + 2 * second, 5n)
-      expect(state).toMatchObject({ phase: "Cancelled", reason: "Cancelled", completionTime: T0 + 2 * second, costMicroUsd: 5n, result: undefined })
+      expect(state).toMatchObject({
+        phase: "Cancelled",
+        reason: "Cancelled",
+        completionTime: T0 + 2 * second,
+        costMicroUsd: 5n,
+        result: undefined
+      })
     }
-    expect(lose(cancelling, 1, policy(), T0 + 2 * second, 0n, "x")).toMatchObject({ phase: "Cancelled", reason: "Cancelled" })
+    expect(lose(cancelling, 1, policy(), T0 + 2 * second, 0n, "x")).toMatchObject({
+      phase: "Cancelled",
+      reason: "Cancelled"
+    })
     expect(answer(cancelling, 2, ok, policy(), T0, 0n)).toBe(cancelling)
   })
 
@@ -316,7 +409,10 @@ const apply = (state: CallState, move: Move, callPolicy: CallPolicy, now: number
 }
 
 /** Every state a random sequence of moves passes through, from a new call. */
-const walk = (callPolicy: CallPolicy, moves: ReadonlyArray<{ readonly move: Move; readonly advanceMs: number; readonly cost: bigint }>): Array<CallState> => {
+const walk = (
+  callPolicy: CallPolicy,
+  moves: ReadonlyArray<{ readonly move: Move; readonly advanceMs: number; readonly cost: bigint }>
+): Array<CallState> => {
   const states = [queued()]
   let now = T0
   for (const { move, advanceMs, cost } of moves) {
@@ -328,45 +424,76 @@ const walk = (callPolicy: CallPolicy, moves: ReadonlyArray<{ readonly move: Move
 
 describe("properties over random sequences of moves", () => {
   it("a final phase never changes again; the epoch and the cost never go down; retries and recoveries stay within the policy", () => {
-    fc.assert(fc.property(policyArb, fc.array(moveArb, { maxLength: 40 }), (callPolicy, moves) => {
-      const states = walk(callPolicy, moves)
-      for (let i = 1; i < states.length; i++) {
-        const before = states[i - 1]!
-        const after = states[i]!
-        if (!isUnfinished(before)) expect(after).toBe(before)
-        expect(after.epoch).toBeGreaterThanOrEqual(before.epoch)
-        expect(after.costMicroUsd).toBeGreaterThanOrEqual(before.costMicroUsd)
-        expect(after.retries).toBeLessThanOrEqual(callPolicy.maxRetries)
-        expect(after.recoveries).toBeLessThanOrEqual(callPolicy.recoveryLimit)
-        if (!isUnfinished(after)) expect(after.completionTime).toBeDefined()
-      }
-    }), { numRuns: 300 })
+    fc.assert(
+      fc.property(policyArb, fc.array(moveArb, { maxLength: 40 }), (callPolicy, moves) => {
+        const states = walk(callPolicy, moves)
+        for (let i = 1; i < states.length; i++) {
+          const before = states[i - 1]!
+          const after = states[i]!
+          if (!isUnfinished(before)) expect(after).toBe(before)
+          expect(after.epoch).toBeGreaterThanOrEqual(before.epoch)
+          expect(after.costMicroUsd).toBeGreaterThanOrEqual(before.costMicroUsd)
+          expect(after.retries).toBeLessThanOrEqual(callPolicy.maxRetries)
+          expect(after.recoveries).toBeLessThanOrEqual(callPolicy.recoveryLimit)
+          if (!isUnfinished(after)) expect(after.completionTime).toBeDefined()
+        }
+      }),
+      { numRuns: 300 }
+    )
   })
 
   it("stateOf(statusOf(s)) keeps the phase, reason, retries, recoveries, epoch, worker, times (a retry's too), error, result and cost", () => {
-    fc.assert(fc.property(policyArb, fc.array(moveArb, { maxLength: 30 }), (callPolicy, moves) => {
-      for (const state of walk(callPolicy, moves)) {
-        const shown = statusOf(state, {})
-        // What is shown is a status the schema admits.
-        Schema.decodeUnknownSync(FunctionCallStatus)(shown)
-        const back = stateOf(shown)
-        expect({
-          phase: back.phase, reason: back.reason, message: back.message, retries: back.retries, recoveries: back.recoveries, epoch: back.epoch,
-          worker: back.worker, startTime: back.startTime, completionTime: back.completionTime, notBefore: back.notBefore, error: back.error, result: back.result,
-          costMicroUsd: back.costMicroUsd
-        }).toEqual({
-          phase: state.phase, reason: state.reason, message: state.message, retries: state.retries, recoveries: state.recoveries, epoch: state.epoch,
-          worker: state.worker, startTime: state.startTime, completionTime: state.completionTime, notBefore: state.notBefore, error: state.error, result: state.result,
-          costMicroUsd: state.costMicroUsd
-        })
-      }
-    }), { numRuns: 200 })
+    fc.assert(
+      fc.property(policyArb, fc.array(moveArb, { maxLength: 30 }), (callPolicy, moves) => {
+        for (const state of walk(callPolicy, moves)) {
+          const shown = statusOf(state, {})
+          // What is shown is a status the schema admits.
+          Schema.decodeUnknownSync(FunctionCallStatus)(shown)
+          const back = stateOf(shown)
+          expect({
+            phase: back.phase,
+            reason: back.reason,
+            message: back.message,
+            retries: back.retries,
+            recoveries: back.recoveries,
+            epoch: back.epoch,
+            worker: back.worker,
+            startTime: back.startTime,
+            completionTime: back.completionTime,
+            notBefore: back.notBefore,
+            error: back.error,
+            result: back.result,
+            costMicroUsd: back.costMicroUsd
+          }).toEqual({
+            phase: state.phase,
+            reason: state.reason,
+            message: state.message,
+            retries: state.retries,
+            recoveries: state.recoveries,
+            epoch: state.epoch,
+            worker: state.worker,
+            startTime: state.startTime,
+            completionTime: state.completionTime,
+            notBefore: state.notBefore,
+            error: state.error,
+            result: state.result,
+            costMicroUsd: state.costMicroUsd
+          })
+        }
+      }),
+      { numRuns: 200 }
+    )
   })
 
   it("statusOf drops what the state no longer holds from the previous status", () => {
     const failed = answer(running(), 1, raised, policy({ maxRetries: 0 }), T0 + second, 1n)
     const shown = statusOf(failed, {})
-    expect(shown).toMatchObject({ phase: "Failed", reason: "RemoteError", worker: { attempt: "fn-1", epoch: 1 }, costUSD: "0.000001" })
+    expect(shown).toMatchObject({
+      phase: "Failed",
+      reason: "RemoteError",
+      worker: { attempt: "fn-1", epoch: 1 },
+      costUSD: "0.000001"
+    })
     // A status written before dispatch shows no worker, and a fresh call's status has no reason left over.
     const fresh = statusOf(queued(), shown)
     expect(fresh.phase).toBe("Queued")

@@ -10,9 +10,14 @@ import type { AttemptFacts } from "../../../../src/core/capacity/Capacity.ts"
 import { rank } from "../../../../src/core/capacity/Placement.ts"
 import { conditionIn } from "../../../../src/core/controller/Conditions.ts"
 import type { ServingLoad, StepResult } from "../../../../src/core/controller/Controller.ts"
-import { acceptsCalls, functionMachine, functionRunProfile, step } from "../../../../src/core/kinds/function/FunctionMachine.ts"
-import { workerTemplateOf } from "../../../../src/core/kinds/function/FunctionProgram.ts"
 import type { JsonObject } from "../../../../src/core/Json.ts"
+import {
+  acceptsCalls,
+  functionMachine,
+  functionRunProfile,
+  step
+} from "../../../../src/core/kinds/function/FunctionMachine.ts"
+import { workerTemplateOf } from "../../../../src/core/kinds/function/FunctionProgram.ts"
 import { FunctionSpec, type FunctionSpecType, type FunctionStatusType } from "../../../../src/core/schemas/Function.ts"
 import { attempt, catalog, ended, market, minute, T0 } from "../../Fixtures.ts"
 
@@ -20,20 +25,38 @@ const second = 1000
 const blob = `sha256:${"b".repeat(64)}`
 
 const spec = (fields: JsonObject = {}): FunctionSpecType =>
-  Schema.decodeUnknownSync(FunctionSpec)({ image: "python:3.12", code: { module: "app.handlers", qualname: "embed" }, ...fields })
+  Schema.decodeUnknownSync(FunctionSpec)({
+    image: "python:3.12",
+    code: { module: "app.handlers", qualname: "embed" },
+    ...fields
+  })
 
 /** A worker of the Function `fn`, ready since T0 unless told. */
-const worker = (number: number, fields: Partial<AttemptFacts> = {}): AttemptFacts => attempt({ name: `fn-${number}`, number, bootedAt: T0, ...fields })
+const worker = (number: number, fields: Partial<AttemptFacts> = {}): AttemptFacts =>
+  attempt({ name: `fn-${number}`, number, bootedAt: T0, ...fields })
 
 /** A worker that ended before it was ready (its module did not import). */
 const failedStart = (number: number, message = "ModuleNotFoundError: No module named 'app'") =>
-  ended({ type: "Failed", exitCode: 1, message }, T0 + number * second, { name: `fn-${number}`, number, bootedAt: undefined })
+  ended({ type: "Failed", exitCode: 1, message }, T0 + number * second, {
+    name: `fn-${number}`,
+    number,
+    bootedAt: undefined
+  })
 
 /** The status a Function whose workers from `firstWorker` on run `fnSpec` shows. */
-const serving = (fnSpec: FunctionSpecType, firstWorker = 1, fields: FunctionStatusType = {}): FunctionStatusType =>
-  ({ phase: "Running", workerTemplate: { template: workerTemplateOf(fnSpec), firstWorker }, ...fields })
+const serving = (fnSpec: FunctionSpecType, firstWorker = 1, fields: FunctionStatusType = {}): FunctionStatusType => ({
+  phase: "Running",
+  workerTemplate: { template: workerTemplateOf(fnSpec), firstWorker },
+  ...fields
+})
 
-const load = (fields: Partial<ServingLoad> = {}): ServingLoad => ({ queued: 0, running: {}, lastBusyAt: {}, nextAt: undefined, ...fields })
+const load = (fields: Partial<ServingLoad> = {}): ServingLoad => ({
+  queued: 0,
+  running: {},
+  lastBusyAt: {},
+  nextAt: undefined,
+  ...fields
+})
 
 const stepAt = (
   now: number,
@@ -44,12 +67,28 @@ const stepAt = (
   funding?: Funding
 ): StepResult<FunctionStatusType> =>
   step(
-    { name: "fn", namespace: "demo", uid: "uid-1", generation: 1, spec: fnSpec, status, attempts, serving: servingLoad },
-    { now, market: market(), ranking: rank(functionMachine.placementOf(fnSpec).request, catalog, market(), functionRunProfile(fnSpec)), funding }
+    {
+      name: "fn",
+      namespace: "demo",
+      uid: "uid-1",
+      generation: 1,
+      spec: fnSpec,
+      status,
+      attempts,
+      serving: servingLoad
+    },
+    {
+      now,
+      market: market(),
+      ranking: rank(functionMachine.placementOf(fnSpec).request, catalog, market(), functionRunProfile(fnSpec)),
+      funding
+    }
   )
 
-const launches = (result: StepResult<FunctionStatusType>) => result.actions.flatMap((action) => action._tag === "Launch" ? [action] : [])
-const stops = (result: StepResult<FunctionStatusType>) => result.actions.flatMap((action) => action._tag === "Stop" ? [action.attempt] : [])
+const launches = (result: StepResult<FunctionStatusType>) =>
+  result.actions.flatMap((action) => action._tag === "Launch" ? [action] : [])
+const stops = (result: StepResult<FunctionStatusType>) =>
+  result.actions.flatMap((action) => action._tag === "Stop" ? [action.attempt] : [])
 
 describe("workers for the calls (spec: scaling)", () => {
   it("none with no call and minWorkers 0: Running, Ready True WorkersReady (scaled to zero)", () => {
@@ -64,24 +103,52 @@ describe("workers for the calls (spec: scaling)", () => {
   it("minWorkers 2 starts two serving workers, each running the Python worker over the code", () => {
     const result = stepAt(T0, spec({ scaling: { minWorkers: 2, targetConcurrency: 4 } }), {}, [])
     const started = launches(result)
-    expect(started.map((launch) => [launch.attempt, launch.number, launch.service])).toEqual([["fn-1", 1, true], ["fn-2", 2, true]])
-    expect(started[0]!.workload?.worker).toMatchObject({ module: "app.handlers", qualname: "embed", concurrency: 4, codeInput: undefined })
+    expect(started.map((launch) => [launch.attempt, launch.number, launch.service])).toEqual([["fn-1", 1, true], [
+      "fn-2",
+      2,
+      true
+    ]])
+    expect(started[0]!.workload?.worker).toMatchObject({
+      module: "app.handlers",
+      qualname: "embed",
+      concurrency: 4,
+      codeInput: undefined
+    })
     expect(started[0]!.workload?.argv).toEqual([])
     expect(started[0]!.workload?.inputs).toEqual([])
-    expect(result.status).toMatchObject({ phase: "Starting", workers: { starting: 2 }, workerTemplate: { firstWorker: 1 } })
+    expect(result.status).toMatchObject({
+      phase: "Starting",
+      workers: { starting: 2 },
+      workerTemplate: { firstWorker: 1 }
+    })
     expect(conditionIn(result.status.conditions, "Ready")).toMatchObject({ status: "False", reason: "WorkersStarting" })
   })
 
   it("gives the worker its code archive as the input `code` when code.blob is set", () => {
-    const result = stepAt(T0, spec({ code: { module: "app.handlers", qualname: "embed", blob }, scaling: { minWorkers: 1 } }), {}, [])
+    const result = stepAt(
+      T0,
+      spec({ code: { module: "app.handlers", qualname: "embed", blob }, scaling: { minWorkers: 1 } }),
+      {},
+      []
+    )
     const workload = launches(result)[0]!.workload
     expect(workload?.inputs).toEqual([{ name: "code", blob }])
-    expect(workload?.worker).toMatchObject({ module: "app.handlers", qualname: "embed", concurrency: 1, codeInput: "code" })
+    expect(workload?.worker).toMatchObject({
+      module: "app.handlers",
+      qualname: "embed",
+      concurrency: 1,
+      codeInput: "code"
+    })
   })
 
   it("starts enough workers for the queued and running calls at targetConcurrency each, at most maxWorkers", () => {
-    expect(launches(stepAt(T0, spec({ scaling: { targetConcurrency: 2 } }), {}, [], load({ queued: 5 }))).length).toBe(3)
-    expect(launches(stepAt(T0, spec({ scaling: { targetConcurrency: 2, maxWorkers: 2 } }), {}, [], load({ queued: 5 }))).length).toBe(2)
+    expect(launches(stepAt(T0, spec({ scaling: { targetConcurrency: 2 } }), {}, [], load({ queued: 5 }))).length).toBe(
+      3
+    )
+    expect(
+      launches(stepAt(T0, spec({ scaling: { targetConcurrency: 2, maxWorkers: 2 } }), {}, [], load({ queued: 5 })))
+        .length
+    ).toBe(2)
     // One worker runs 2 calls and 3 wait: ceil(5 / 2) = 3 workers, so two more, numbered after it.
     const fnSpec = spec({ scaling: { targetConcurrency: 2 } })
     const more = stepAt(T0, fnSpec, serving(fnSpec), [worker(1)], load({ queued: 3, running: { "fn-1": 2 } }))
@@ -133,7 +200,13 @@ describe("spec.state Stopped (spec: drains workers to zero; new calls queue)", (
   const fnSpec = spec({ state: "Stopped", scaling: { minWorkers: 2 } })
 
   it("stops idle workers at once, keeps busy ones until their calls end: Stopping, reason Stopped", () => {
-    const result = stepAt(T0 + minute, fnSpec, serving(fnSpec), [worker(1), worker(2)], load({ queued: 3, running: { "fn-1": 1 } }))
+    const result = stepAt(
+      T0 + minute,
+      fnSpec,
+      serving(fnSpec),
+      [worker(1), worker(2)],
+      load({ queued: 3, running: { "fn-1": 1 } })
+    )
     expect(stops(result)).toEqual(["fn-2"])
     expect(launches(result)).toEqual([])
     expect(result.status).toMatchObject({ phase: "Stopping", reason: "Stopped", queue: { queued: 3, running: 1 } })
@@ -143,7 +216,9 @@ describe("spec.state Stopped (spec: drains workers to zero; new calls queue)", (
   })
 
   it("is Stopped once no worker is live", () => {
-    const result = stepAt(T0 + 3 * minute, fnSpec, serving(fnSpec, 1, { phase: "Stopping" }), [ended({ type: "Stopped" }, T0 + 2 * minute, { name: "fn-1", number: 1 })], load({ queued: 3 }))
+    const result = stepAt(T0 + 3 * minute, fnSpec, serving(fnSpec, 1, { phase: "Stopping" }), [
+      ended({ type: "Stopped" }, T0 + 2 * minute, { name: "fn-1", number: 1 })
+    ], load({ queued: 3 }))
     expect(result.actions).toEqual([])
     expect(result.status).toMatchObject({ phase: "Stopped", reason: "Stopped" })
   })
@@ -165,7 +240,12 @@ describe("rolling a new template (spec: a change to code, image or resources rol
     expect(result.status.workers).toMatchObject({ draining: 2, starting: 2 })
 
     // The busy old worker finishes its call first; the event is not said again.
-    const rolled = [worker(1), worker(2, { phase: "Terminating" }), worker(3, { phase: "Provisioning", bootedAt: undefined }), worker(4, { phase: "Provisioning", bootedAt: undefined })]
+    const rolled = [
+      worker(1),
+      worker(2, { phase: "Terminating" }),
+      worker(3, { phase: "Provisioning", bootedAt: undefined }),
+      worker(4, { phase: "Provisioning", bootedAt: undefined })
+    ]
     const stillBusy = stepAt(T0 + 2 * minute, after, result.status, rolled, busyOne)
     expect(stillBusy.actions).toEqual([])
     expect(stillBusy.events).toEqual([])
@@ -174,7 +254,10 @@ describe("rolling a new template (spec: a change to code, image or resources rol
   })
 
   it("rolls nothing for a change of scaling or retries", () => {
-    const scaled = spec({ scaling: { minWorkers: 2, maxWorkers: 5, scaledownWindow: "10m" }, retries: { maxRetries: 3 } })
+    const scaled = spec({
+      scaling: { minWorkers: 2, maxWorkers: 5, scaledownWindow: "10m" },
+      retries: { maxRetries: 3 }
+    })
     expect(workerTemplateOf(scaled)).toBe(workerTemplateOf(before))
     const result = stepAt(T0 + minute, scaled, serving(before), old)
     expect(result.actions).toEqual([])
@@ -192,7 +275,9 @@ describe("acceptsCalls", () => {
     expect(acceptsCalls(fnSpec, status, worker(4, { phase: "Provisioning", bootedAt: undefined }))).toBe(false)
     expect(acceptsCalls(fnSpec, status, worker(4, { phase: "Terminating" }))).toBe(false)
     expect(acceptsCalls(spec({ state: "Stopped" }), status, worker(3))).toBe(false)
-    for (const phase of ["Stopping", "Stopped", "Failed"] as const) expect(acceptsCalls(fnSpec, { ...status, phase }, worker(3)), phase).toBe(false)
+    for (const phase of ["Stopping", "Stopped", "Failed"] as const) {
+      expect(acceptsCalls(fnSpec, { ...status, phase }, worker(3)), phase).toBe(false)
+    }
   })
 })
 
@@ -203,15 +288,30 @@ describe("workers that cannot start", () => {
   it("three in a row of the current template fail the Function WorkerStartupFailed with the last message, and start no more", () => {
     const result = stepAt(T0 + minute, fnSpec, serving(fnSpec), three, load({ queued: 2 }))
     expect(result.actions).toEqual([])
-    expect(result.status).toMatchObject({ phase: "Failed", reason: "WorkerStartupFailed", queue: { queued: 2, running: 0 } })
-    expect(result.status.message).toContain("3 workers in a row ended before they were ready: ModuleNotFoundError: No module named 'app.handlers'.")
-    expect(conditionIn(result.status.conditions, "Ready")).toMatchObject({ status: "False", reason: "WorkerStartupFailed" })
+    expect(result.status).toMatchObject({
+      phase: "Failed",
+      reason: "WorkerStartupFailed",
+      queue: { queued: 2, running: 0 }
+    })
+    expect(result.status.message).toContain(
+      "3 workers in a row ended before they were ready: ModuleNotFoundError: No module named 'app.handlers'."
+    )
+    expect(conditionIn(result.status.conditions, "Ready")).toMatchObject({
+      status: "False",
+      reason: "WorkerStartupFailed"
+    })
     expect(acceptsCalls(fnSpec, result.status, worker(4))).toBe(false)
   })
 
   it("stops the current workers that take no call once Failed (acceptsCalls is false: they would idle, billed, for ever)", () => {
     // fn-1 came up; fn-2..4 did not (a host without the interpreter): the Function fails, and fn-1 goes once idle.
-    const attempts = [worker(1), failedStart(2), failedStart(3), failedStart(4), worker(5, { phase: "Provisioning", bootedAt: undefined })]
+    const attempts = [
+      worker(1),
+      failedStart(2),
+      failedStart(3),
+      failedStart(4),
+      worker(5, { phase: "Provisioning", bootedAt: undefined })
+    ]
     const busy = stepAt(T0 + minute, fnSpec, serving(fnSpec), attempts, load({ running: { "fn-1": 1 } }))
     expect(busy.status.phase).toBe("Failed")
     expect(stops(busy)).toEqual(["fn-5"])
@@ -221,9 +321,17 @@ describe("workers that cannot start", () => {
   })
 
   it("two, or three not in a row (one was ready between), start another", () => {
-    expect(launches(stepAt(T0 + minute, fnSpec, serving(fnSpec), three.slice(1))).map((launch) => launch.attempt)).toEqual(["fn-4"])
-    const between = [failedStart(1), ended({ type: "Failed", exitCode: 1 }, T0 + 2 * second, { name: "fn-2", number: 2, bootedAt: T0 }), failedStart(3), failedStart(4)]
-    expect(launches(stepAt(T0 + minute, fnSpec, serving(fnSpec), between)).map((launch) => launch.attempt)).toEqual(["fn-5"])
+    expect(launches(stepAt(T0 + minute, fnSpec, serving(fnSpec), three.slice(1))).map((launch) => launch.attempt))
+      .toEqual(["fn-4"])
+    const between = [
+      failedStart(1),
+      ended({ type: "Failed", exitCode: 1 }, T0 + 2 * second, { name: "fn-2", number: 2, bootedAt: T0 }),
+      failedStart(3),
+      failedStart(4)
+    ]
+    expect(launches(stepAt(T0 + minute, fnSpec, serving(fnSpec), between)).map((launch) => launch.attempt)).toEqual([
+      "fn-5"
+    ])
   })
 
   it("a change of the code starts workers again (the failures were the old template's)", () => {
@@ -239,7 +347,10 @@ describe("workers that cannot start", () => {
 describe("status.workers and status.queue", () => {
   it("count the live workers by what they do, and the dispatcher's calls", () => {
     const before = spec({ scaling: { targetConcurrency: 2, maxWorkers: 3 } })
-    const fnSpec = spec({ code: { module: "app.handlers", qualname: "embed_v2" }, scaling: { targetConcurrency: 2, maxWorkers: 3 } })
+    const fnSpec = spec({
+      code: { module: "app.handlers", qualname: "embed_v2" },
+      scaling: { targetConcurrency: 2, maxWorkers: 3 }
+    })
     const status = serving(fnSpec, 3)
     const attempts = [
       ended({ type: "Stopped" }, T0, { name: "fn-1", number: 1 }),
@@ -249,7 +360,13 @@ describe("status.workers and status.queue", () => {
       worker(5, { phase: "Provisioning", bootedAt: undefined })
     ]
     expect(workerTemplateOf(before)).not.toBe(workerTemplateOf(fnSpec))
-    const result = stepAt(T0 + minute, fnSpec, status, attempts, load({ queued: 1, running: { "fn-2": 1, "fn-3": 2 }, lastBusyAt: { "fn-4": T0 + minute } }))
+    const result = stepAt(
+      T0 + minute,
+      fnSpec,
+      status,
+      attempts,
+      load({ queued: 1, running: { "fn-2": 1, "fn-3": 2 }, lastBusyAt: { "fn-4": T0 + minute } })
+    )
     // fn-2 is old and busy (draining), fn-3 busy, fn-4 idle (its window not over), fn-5 starting.
     expect(result.actions).toEqual([])
     expect(result.status.workers).toEqual({ starting: 1, ready: 2, busy: 1, idle: 1, draining: 1 })
@@ -258,7 +375,12 @@ describe("status.workers and status.queue", () => {
 })
 
 describe("money", () => {
-  const funding = (stop: Funding["stop"]): Funding => ({ launchBudget: 10_000_000n, initialHold: () => 1_000n, blocked: undefined, stop })
+  const funding = (stop: Funding["stop"]): Funding => ({
+    launchBudget: 10_000_000n,
+    initialHold: () => 1_000n,
+    blocked: undefined,
+    stop
+  })
   const fnSpec = spec({ scaling: { minWorkers: 2 }, maxCostUSD: "5" })
   const workers = [worker(1), worker(2)]
   const busy = load({ running: { "fn-1": 1 } })
@@ -286,7 +408,14 @@ describe("money", () => {
     expect(result.events.map((event) => event.type)).toEqual(["function.max_cost_reached"])
     expect(stepAt(T0 + second, fnSpec, result.status, workers, load(), capped).events).toEqual([])
 
-    const raised = stepAt(T0 + 2 * minute, spec({ scaling: { minWorkers: 2 }, maxCostUSD: "10" }), result.status, [], load(), funding(undefined))
+    const raised = stepAt(
+      T0 + 2 * minute,
+      spec({ scaling: { minWorkers: 2 }, maxCostUSD: "10" }),
+      result.status,
+      [],
+      load(),
+      funding(undefined)
+    )
     expect(raised.events.map((event) => event.type)).toEqual(["function.funding_restored"])
     expect(launches(raised).length).toBe(2)
     expect(conditionIn(raised.status.conditions, "Funded")).toMatchObject({ status: "True" })

@@ -8,20 +8,35 @@ import { parseMicroUsd } from "../../../../src/core/Money.ts"
 import { SandboxSpec } from "../../../../src/core/schemas/Sandbox.ts"
 import { catalog, market, T0 } from "../../Fixtures.ts"
 
-const spec = (fields: Record<string, unknown> = {}) => Schema.decodeUnknownSync(SandboxSpec)({ image: "tools", resources: { cpu: "2" }, ...fields })
+const spec = (fields: Record<string, unknown> = {}) =>
+  Schema.decodeUnknownSync(SandboxSpec)({ image: "tools", resources: { cpu: "2" }, ...fields })
 const rich = { available: 1_000_000_000n, arrears: 0n, rooms: [] }
 const estimate = (fields: Record<string, unknown> = {}, funds = rich) =>
-  estimateSandbox({ spec: spec(fields), catalog, models: defaultProviderModels(), market: market(), pricebook: currentPricebook, now: T0, funds })
+  estimateSandbox({
+    spec: spec(fields),
+    catalog,
+    models: defaultProviderModels(),
+    market: market(),
+    pricebook: currentPricebook,
+    now: T0,
+    funds
+  })
 
 describe("a Sandbox's estimate", () => {
   it("prices one start left idle (p50) and the whole maxLifetime (p90) at the placed rate", () => {
     const { estimate: shown, blocking } = estimate({ lifecycle: { idleTimeout: "30m", maxLifetime: "10h" } })
     const rate = parseMicroUsd(shown["rateUSDPerHour"] as string)
     const band = shown["costUSD"] as { p50: string; p90: string }
-    expect(parseMicroUsd(band.p50)).toBe(rate / 2n > parseMicroUsd(shown["minimumChargeUSD"] as string) ? rate / 2n : parseMicroUsd(shown["minimumChargeUSD"] as string))
+    expect(parseMicroUsd(band.p50)).toBe(
+      rate / 2n > parseMicroUsd(shown["minimumChargeUSD"] as string)
+        ? rate / 2n
+        : parseMicroUsd(shown["minimumChargeUSD"] as string)
+    )
     expect(parseMicroUsd(band.p90)).toBe(rate * 10n)
     expect(blocking).toEqual([])
-    expect((shown["warnings"] as ReadonlyArray<{ code: string }>).map((warning) => warning.code)).toContain("UsageDependent")
+    expect((shown["warnings"] as ReadonlyArray<{ code: string }>).map((warning) => warning.code)).toContain(
+      "UsageDependent"
+    )
     expect((shown["placementPreview"] as { offering: string }).offering).toBeDefined()
   })
 
