@@ -1,8 +1,8 @@
 /**
  * The README stays a page a newcomer reads in five minutes, and the documentation's entry points stay true: the
- * README is at most 200 lines, every relative link of the README, docs/index.md and docs/benchmarks.md names a file
- * that exists (and a heading of it, for a link with an anchor), docs/index.md lists every page of docs/, the
- * README's configuration table names every setting of `nodus serve`, and docs/benchmarks.md has a section for every
+ * README is at most 200 lines; every relative link of the README, docs/index.md, docs/benchmarks.md and CHANGELOG.md
+ * names a file that exists (and a heading of it, for a link with an anchor); docs/index.md lists every page of docs/;
+ * the README's configuration table names every setting of `nodus serve`; docs/benchmarks.md has a section for every
  * `npm run bench:*` script.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -75,7 +75,7 @@ describe("README and the documentation's entry points", () => {
   })
 
   it("links only to files and headings that exist", () => {
-    for (const file of ["README.md", "docs/index.md", "docs/benchmarks.md"]) {
+    for (const file of ["README.md", "docs/index.md", "docs/benchmarks.md", "CHANGELOG.md"]) {
       assert.isAbove(linksOf(read(file)).length, 0, `${file} has no links`)
       assert.deepStrictEqual(brokenLinks(file), [])
     }
