@@ -8,8 +8,9 @@ import { isCustomerFailure, isLive } from "../../core/capacity/Capacity.ts"
 import type { JobStep } from "../../core/kinds/job/JobMachine.ts"
 import { isAllowedMove, isFinalPhase } from "../../core/kinds/job/JobPhases.ts"
 import * as Limits from "../../core/Limits.ts"
+import type { JobSpecType, JobStatusType } from "../../core/schemas/Job.ts"
 import { parseDurationMs } from "../../core/Units.ts"
-import type { SimJob } from "./Simulation.ts"
+import type { ClockVerdict, SimObject } from "./SimObject.ts"
 
 export interface Violation {
   readonly at: number
@@ -24,14 +25,10 @@ export interface StatusBefore {
   readonly conditions?: SimJob["status"]["conditions"] | undefined
 }
 
-/** What the clock rule was given at a Job's last step, and whether the clock was right (`SimJob.clockChecked`). */
-export interface ClockVerdict {
-  readonly timeoutTime: string
-  readonly timeoutStartTime: string
-  readonly timeout: string
-  readonly suspendedDuration: string | undefined
-  readonly right: boolean
-}
+export type { ClockVerdict }
+
+/** A Job as the headless simulator holds it (JobSim.ts). */
+type SimJob = SimObject<JobSpecType, JobStatusType>
 
 export class CheckFailed extends Error {
   readonly violations: ReadonlyArray<Violation>

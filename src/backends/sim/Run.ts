@@ -14,7 +14,7 @@ import type { JsonObject } from "../../core/Json.ts"
 import { admitJobSpec } from "../../core/kinds/job/JobAdmission.ts"
 import { isFinalPhase } from "../../core/kinds/job/JobPhases.ts"
 import { formatMicroUsd, parseMicroUsd } from "../../core/Money.ts"
-import { type JobSpecType } from "../../core/schemas/Job.ts"
+import type { JobSpecType, JobStatusType } from "../../core/schemas/Job.ts"
 import { durationMs } from "../../core/StatusText.ts"
 import { parseQuantity } from "../../core/Units.ts"
 import { Checkers } from "./Checkers.ts"
@@ -28,12 +28,14 @@ import {
   preemptionFidelity,
   queueDelayFidelity
 } from "./Fidelity.ts"
+import { isWaiting, jobSimKind, type SimJob } from "./JobSim.ts"
 import { Prng } from "./Prng.ts"
 import { type SandboxesSummary, SandboxSessions } from "./SandboxSessions.ts"
 import { type ProviderSettings, type Scenario, type WorkloadSettings } from "./Scenario.ts"
 import { hourMs, type RunSeries, SeriesRecorder } from "./Series.ts"
 import { type ProviderFaults, SimCapacity, type SimProviderModel } from "./SimCapacity.ts"
-import { isWaiting, type SimJob, Simulation, TraceHash } from "./Simulation.ts"
+import type { SimKind } from "./SimObject.ts"
+import { Simulation, TraceHash } from "./Simulation.ts"
 import { SimWebhooks, type WebhookSummary } from "./SimWebhooks.ts"
 import { loadTrace, meanTimeBetweenPreemptionsMs, type SpotTrace } from "./SpotTraces.ts"
 import { loadTraceSource, replayTraces, traceFleetCapacity, traceWorkloadProblems } from "./TraceWorkloads.ts"
@@ -104,6 +106,7 @@ export interface Summary {
     readonly bootFailures: number
     readonly checkpoints: number
     readonly engineEvents: number
+    /** Steps of every kind's machine (Jobs and Sandboxes: one reconcile loop, Simulation.steps). */
     readonly controllerSteps: number
     /** Capacity looks at a waiting Job that could not change it, answered without a step (Simulation.skippedSteps). */
     readonly skippedSteps: number
@@ -377,41 +380,39 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
       })),
       trace
     )
-  const simulation = new Simulation({
-    engine,
-    capacity,
-    catalog,
-    trace,
+  const jobs = jobSimKind({
     checkers,
     onDeleted: record,
-    ...(webhooks === undefined
-      ? {}
-      : {
-        onEvent: (job: SimJob, event: ControllerEvent) =>
-          event.type === undefined || webhooks.event(event.type, job.namespace, job.uid)
-      }),
-    stepEveryLook: options.stepEveryLook === true,
-    billing: ledger === undefined ? undefined : { ledger, pricebook }
+    onEvent: webhooks === undefined
+      ? undefined
+      : (job: SimJob, event: ControllerEvent) =>
+        event.type === undefined || webhooks.event(event.type, job.namespace, job.uid)
   })
   // Sandbox sessions draw from their own generator, so a scenario without them runs as it did before they existed.
   const sandboxes = scenario.sandboxes.length === 0 ? undefined : new SandboxSessions({
     engine,
     capacity,
-    catalog,
     trace,
     random: random.derive("sandboxes"),
+    ledger
+  })
+  // Every kind the scenario runs, through the one reconcile loop.
+  const simulation = new Simulation({
+    engine,
+    capacity,
+    catalog,
+    trace,
+    kinds: sandboxes === undefined ? [jobs] : [jobs, sandboxes.kind],
+    stepEveryLook: options.stepEveryLook === true,
     billing: ledger === undefined ? undefined : { ledger, pricebook }
   })
-  sandboxes?.arrive(scenario.sandboxes)
+  sandboxes?.arrive(simulation, scenario.sandboxes)
   if (ledger !== undefined && scenario.billing !== undefined) {
     grants(
       scenario,
       engine,
       ledger,
-      () => {
-        simulation.fundsChanged()
-        sandboxes?.fundsChanged()
-      },
+      () => simulation.fundsChanged(),
       trace,
       start
     )
@@ -429,6 +430,7 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
       engine,
       random,
       simulation,
+      jobs,
       specs,
       start,
       counts,
@@ -439,6 +441,7 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
     traceSources,
     engine,
     simulation,
+    jobs,
     start,
     start + durationMs(scenario.horizon, 0),
     (job, source, pod, spec) => {
@@ -457,7 +460,7 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
       if (until >= end) break
     }
   }
-  const unfinished = [...simulation.jobs.values()]
+  const unfinished = [...simulation.objectsOf(jobs).values()]
   checkers?.liveness(unfinished, isWaiting, engine.now)
   for (const job of unfinished) record(job)
   for (const sandbox of sandboxes?.owners() ?? []) {
@@ -545,6 +548,7 @@ const arrivals = (
   engine: Engine,
   random: Prng,
   simulation: Simulation,
+  jobs: SimKind<JobSpecType, JobStatusType>,
   specs: ReadonlyArray<JobSpecType>,
   start: number,
   counts: { jobs: number },
@@ -574,6 +578,7 @@ const arrivals = (
     const spec = specs[index]!
     // Joined: one flat string, which the Job keeps (a template's rope is twice its size and is read at every launch).
     const job = simulation.submit(
+      jobs,
       settings.namespace,
       [settings.name, ++counts.jobs].join("-"),
       spec,

@@ -16,9 +16,10 @@ import {
 } from "../../core/kinds/job/JobSampling.ts"
 import type { JobSpecType } from "../../core/schemas/Job.ts"
 import { Engine } from "./Engine.ts"
+import { jobSimKind, type SimJob } from "./JobSim.ts"
 import { Prng } from "./Prng.ts"
 import { SimCapacity, type SimProviderModel, type WorkloadModel } from "./SimCapacity.ts"
-import { type SimJob, Simulation } from "./Simulation.ts"
+import { Simulation } from "./Simulation.ts"
 
 /** Where every sampled simulation starts (any instant would do: the provider models do not vary with time). */
 export const samplingEpochMs = Date.UTC(2026, 0, 1)
@@ -83,7 +84,9 @@ export const simRunSampler: RunSampler = (request) => {
   })
   const engine = new Engine(samplingEpochMs)
   const capacity = new SimCapacity(engine, new Prng(request.seed).derive("samples"), models)
+  const jobKind = jobSimKind()
   const simulation = new Simulation({
+    kinds: [jobKind],
     engine,
     capacity,
     catalog: [request.variant.offering],
@@ -92,7 +95,7 @@ export const simRunSampler: RunSampler = (request) => {
   const workload = sampledWorkload(request.workMs)
   const jobs = Array.from(
     { length: request.samples },
-    (_, index) => simulation.submit("estimate", `sample-${index}`, spec, workload)
+    (_, index) => simulation.submit(jobKind, "estimate", `sample-${index}`, spec, workload)
   )
   engine.run(Number.POSITIVE_INFINITY)
   return jobs.map((job) => sampleOf(job, request, engine.now))

@@ -11,12 +11,10 @@
  * drawn from the scenario's seed; everything else follows the engine's order, so a seed gives one trace.
  */
 import { Schema } from "effect"
-import { chargedAccount } from "../../core/billing/Ledger.ts"
+import { chargedAccount, type Ledger } from "../../core/billing/Ledger.ts"
 import type { AttemptFacts } from "../../core/capacity/Capacity.ts"
-import type { Offering } from "../../core/capacity/Offering.ts"
-import { variantKeyOf } from "../../core/capacity/Offering.ts"
-import { rank, type Ranking } from "../../core/capacity/Placement.ts"
-import { billedStep, type Billing, billRemoved } from "../../core/controller/BilledStep.ts"
+import type { LaunchAction } from "../../core/controller/Controller.ts"
+import type { ReconcileKind } from "../../core/controller/Reconcile.ts"
 import type { JsonObject } from "../../core/Json.ts"
 import { sandboxMachine, type SandboxMachineSpec } from "../../core/kinds/sandbox/SandboxMachine.ts"
 import { formatMicroUsd } from "../../core/Money.ts"
@@ -27,7 +25,8 @@ import type { Prng } from "./Prng.ts"
 import type { SandboxSessionSettings, SessionStep } from "./Scenario.ts"
 import { execDurationEnv, SimBoxes } from "./SimBoxes.ts"
 import type { SimCapacity } from "./SimCapacity.ts"
-import { scheduleWake, type SimBilling, type TraceSink, type Waker, wakerOf } from "./Simulation.ts"
+import type { SimKind, SimObject } from "./SimObject.ts"
+import type { Simulation, TraceSink } from "./Simulation.ts"
 import { serviceWorkload } from "./Workloads.ts"
 
 const decodeSpec = Schema.decodeUnknownSync(SandboxSpec)
@@ -35,22 +34,13 @@ const decodeSpec = Schema.decodeUnknownSync(SandboxSpec)
 /** A Sandbox spec of a scenario as the machine reads it: the kind's normalization and schema, with defaults. */
 export const admitSandboxSpec = (spec: JsonObject): SandboxMachineSpec => decodeSpec(sandboxKind.normalize!(spec))
 
-interface SimSandbox {
-  readonly name: string
-  readonly namespace: string
-  /** The capacity's owner key and the trace's subject: `sandbox:<namespace>/<name>` (Jobs are `<namespace>/<name>`). */
-  readonly key: string
-  readonly uid: string
-  readonly createdAt: number
+/** A Sandbox as the simulator holds it. */
+type SimSandbox = SimObject<SandboxMachineSpec, SandboxStatusType>
+
+/** What a session keeps of its Sandbox beside the simulator's object. */
+interface Session {
+  readonly sandbox: SimSandbox
   readonly annotations: Readonly<Record<string, string>>
-  readonly ranking: Ranking
-  spec: SandboxMachineSpec
-  generation: number
-  status: SandboxStatusType
-  readonly attempts: Array<AttemptFacts>
-  dirty: boolean
-  wakeAt: number | undefined
-  deleted: boolean
   deletedAt: number | undefined
   readonly phases: Array<{ readonly at: number; readonly phase: string }>
   commands: number
@@ -58,6 +48,12 @@ interface SimSandbox {
   startRequests: number
   /** The session waiting for the Sandbox to run (its next command). */
   waiting: (() => void) | undefined
+}
+
+/** The Sandbox's registration with the reconcile core. */
+export const sandboxReconcileKind: ReconcileKind<SandboxMachineSpec, SandboxStatusType> = {
+  kind: "Sandbox",
+  machine: sandboxMachine
 }
 
 /** One Sandbox of a run, as the summary shows it. */
@@ -94,10 +90,11 @@ export interface SandboxesSummary {
 
 export interface SandboxSessionsOptions {
   readonly engine: Engine
+  /** The capacity the simulation runs on (the boxes run their commands on its hosts). */
   readonly capacity: SimCapacity
-  readonly catalog: ReadonlyArray<Offering>
   readonly trace: TraceSink
-  readonly billing: SimBilling | undefined
+  /** What the ledger charged each Sandbox is read from it for the summary (billed scenarios). */
+  readonly ledger: Ledger | undefined
   /** Draws the session arrivals and the script's durations and think times (the scenario's `sandboxes` generator). */
   readonly random: Prng
 }
@@ -105,25 +102,46 @@ export interface SandboxSessionsOptions {
 export class SandboxSessions {
   private readonly options: SandboxSessionsOptions
   private readonly boxes: SimBoxes
-  private readonly sandboxes = new Map<string, SimSandbox>()
-  private readonly all: Array<SimSandbox> = []
-  private nextUid = 0
+  private readonly sessions = new Map<SimSandbox, Session>()
+  private readonly all: Array<Session> = []
+  private simulation: Simulation | undefined
+  /**
+   * The Sandbox's entry in the simulator's list of kinds: its box opened on a launch, snapshotted on a checkpoint and
+   * forgotten with it; a Pending Sandbox looks again at every freed host, every Sandbox when funds change.
+   */
+  readonly kind: SimKind<SandboxMachineSpec, SandboxStatusType>
 
   constructor(options: SandboxSessionsOptions) {
     this.options = options
     this.boxes = new SimBoxes(options.capacity)
-    const { capacity } = options
-    // The Jobs' simulation hears of every other owner, and of freed hosts first.
-    const jobsChanged = capacity.onChange
-    const jobsFreed = capacity.onFreed
-    capacity.onChange = (owner) => {
-      const sandbox = this.sandboxes.get(owner)
-      if (sandbox === undefined) return jobsChanged(owner)
-      if (!sandbox.deleted) this.touch(sandbox)
-    }
-    capacity.onFreed = () => {
-      jobsFreed()
-      for (const sandbox of this.sandboxes.values()) if (sandbox.status.phase === "Pending") this.touch(sandbox)
+    this.kind = {
+      reconcile: sandboxReconcileKind,
+      keyPrefix: "sandbox:",
+      uidPrefix: "sim-sandbox-",
+      phaseChanged: (sandbox, _from, now) => {
+        const session = this.sessions.get(sandbox)!
+        const phase = sandbox.status.phase!
+        session.phases.push({ at: now, phase })
+        if (phase === "Stopped" && sandbox.status.stopReason === "IdleTimeout") session.idleStops++
+      },
+      launched: (sandbox, action) => this.open(sandbox, action),
+      checkpointing: (sandbox, attempt) => this.boxes.snapshot(sandbox.key, attempt),
+      forgotten: (sandbox) => {
+        const session = this.sessions.get(sandbox)!
+        session.deletedAt = this.now
+        session.waiting = undefined
+        this.boxes.forget(sandbox.key)
+      },
+      stepped: (sandbox) => {
+        const session = this.sessions.get(sandbox)!
+        if (sandbox.status.phase === "Running" && session.waiting !== undefined) {
+          const waiting = session.waiting
+          session.waiting = undefined
+          this.options.engine.after(0, waiting)
+        }
+      },
+      looksWhenFreed: (sandbox) => sandbox.status.phase === "Pending",
+      looksWhenFunded: true
     }
   }
 
@@ -135,8 +153,27 @@ export class SandboxSessions {
     this.options.trace.record(`${this.now} ${sandbox.key} ${what}`)
   }
 
-  /** Starts every session of the scenario: a Poisson process of `count` sessions per setting. */
-  arrive(settings: ReadonlyArray<SandboxSessionSettings>) {
+  /** A launch found its host: the box opens, restored from the attempt whose checkpoint it restores. */
+  private open(sandbox: SimSandbox, action: LaunchAction) {
+    const restoredFrom = action.restoreFromSeq === undefined
+      ? undefined
+      : sandbox.attempts.find((attempt) => attempt.checkpoint?.seq === action.restoreFromSeq)?.name
+    this.boxes.open(
+      sandbox.key,
+      action.attempt,
+      this.sessions.get(sandbox)!.annotations,
+      sandbox.spec.workingDir,
+      restoredFrom,
+      action.workload?.argv
+    )
+  }
+
+  /**
+   * Starts every session of the scenario on `simulation` (its list of kinds holds `kind`): a Poisson process of
+   * `count` sessions per setting.
+   */
+  arrive(simulation: Simulation, settings: ReadonlyArray<SandboxSessionSettings>) {
+    this.simulation = simulation
     const { engine, random } = this.options
     settings.forEach((setting) => {
       const spec = admitSandboxSpec(setting.sandbox as JsonObject)
@@ -153,19 +190,20 @@ export class SandboxSessions {
 
   /** One agent: creates its Sandbox, runs the script in it, then leaves it idle or deletes it. */
   private session(setting: SandboxSessionSettings, spec: SandboxMachineSpec, name: string) {
-    const sandbox = this.create(setting, spec, name)
+    const session = this.create(setting, spec, name)
+    const sandbox = session.sandbox
     let index = 0
     const step = () => {
       if (sandbox.deleted) return
       if (index === setting.script.length) {
-        if (setting.end === "Delete") this.remove(sandbox)
+        if (setting.end === "Delete") this.simulation!.remove(sandbox)
         return
       }
-      this.whenRunning(sandbox, () => {
+      this.whenRunning(session, () => {
         const command = setting.script[index++]!
         const ms = this.drawn(command.duration, command.durationMedian, command.durationSigma)
         const attempt = sandbox.status.attempt?.name ?? ""
-        const id = `cmd-${++sandbox.commands}`
+        const id = `cmd-${++session.commands}`
         const reply = this.boxes.call(sandbox.key, attempt, {
           _tag: "Exec",
           command: id,
@@ -206,39 +244,25 @@ export class SandboxSessions {
    * Runs `then` once the Sandbox runs: now if it does; after a start request when its idle timeout stopped it; else
    * when it gets there. A Sandbox gone or Failed ends the session.
    */
-  private whenRunning(sandbox: SimSandbox, then: () => void) {
+  private whenRunning(session: Session, then: () => void) {
+    const sandbox = session.sandbox
     const phase = sandbox.status.phase
     if (phase === "Running") return then()
     if (phase === "Failed" || sandbox.deleted) return
-    sandbox.waiting = then
+    session.waiting = then
     if (phase === "Stopped" && sandbox.status.stopReason === "IdleTimeout") {
       const at = iso(this.now)
-      sandbox.spec = { ...sandbox.spec, startRequestedAt: at }
-      sandbox.generation++
-      sandbox.startRequests++
+      session.startRequests++
       this.record(sandbox, `StartRequested ${at}`)
-      this.touch(sandbox)
+      this.simulation!.update(sandbox, { ...sandbox.spec, startRequestedAt: at })
     }
   }
 
-  private create(setting: SandboxSessionSettings, spec: SandboxMachineSpec, name: string): SimSandbox {
-    const { request, run } = sandboxMachine.placementOf(spec)
-    const key = `sandbox:${setting.namespace}/${name}`
-    const sandbox: SimSandbox = {
-      name,
-      namespace: setting.namespace,
-      key,
-      uid: `sim-sandbox-${++this.nextUid}`,
-      createdAt: this.now,
+  private create(setting: SandboxSessionSettings, spec: SandboxMachineSpec, name: string): Session {
+    const sandbox = this.simulation!.submit(this.kind, setting.namespace, name, spec, serviceWorkload)
+    const session: Session = {
+      sandbox,
       annotations: setting.annotations,
-      ranking: rank(request, this.options.catalog, this.options.capacity.marketFor(setting.namespace), run),
-      spec,
-      generation: 1,
-      status: {},
-      attempts: [],
-      dirty: false,
-      wakeAt: undefined,
-      deleted: false,
       deletedAt: undefined,
       phases: [],
       commands: 0,
@@ -246,149 +270,23 @@ export class SandboxSessions {
       startRequests: 0,
       waiting: undefined
     }
-    this.sandboxes.set(key, sandbox)
-    this.all.push(sandbox)
-    this.record(sandbox, "Created")
-    this.touch(sandbox)
-    return sandbox
-  }
-
-  /** The session deletes its Sandbox: its box is stopped, and billed until its host is released. */
-  private remove(sandbox: SimSandbox) {
-    const { capacity } = this.options
-    for (const attempt of sandbox.attempts) if (attempt.phase !== "Ended") capacity.stop(sandbox.key, attempt.name, 0)
-    this.record(sandbox, "Removed")
-    this.forget(sandbox)
-  }
-
-  private forget(sandbox: SimSandbox) {
-    sandbox.deleted = true
-    sandbox.deletedAt = this.now
-    sandbox.waiting = undefined
-    this.boxes.forget(sandbox.key)
-    this.options.capacity.forget(sandbox.key)
-    this.sandboxes.delete(sandbox.key)
-    this.billRemoved(sandbox)
-  }
-
-  private billingOf(): Billing | undefined {
-    const billing = this.options.billing
-    return billing === undefined ? undefined : { ledger: billing.ledger, pricebook: billing.pricebook, rooms: [] }
-  }
-
-  /** A deleted Sandbox's run is billed until its host is released (BilledStep.billRemoved), as a deleted Job's is. */
-  private billRemoved(sandbox: SimSandbox) {
-    const billing = this.billingOf()
-    if (billing === undefined) return
-    const { wakeAt, done } = billRemoved(billing, sandbox.uid, sandbox.spec.maxCostUSD, sandbox.attempts, this.now)
-    if (!done && wakeAt !== undefined) this.options.engine.at(wakeAt, () => this.billRemoved(sandbox))
-  }
-
-  private touch(sandbox: SimSandbox) {
-    if (sandbox.dirty || sandbox.deleted) return
-    sandbox.dirty = true
-    this.options.engine.after(0, () => this.reconcile(sandbox))
-  }
-
-  /** Credits arrived: Sandboxes that money stopped look again. */
-  fundsChanged() {
-    for (const sandbox of this.sandboxes.values()) this.touch(sandbox)
-  }
-
-  /** What wakes a Sandbox (`scheduleWake`), made once. */
-  private waker: Waker<SimSandbox> | undefined
-
-  private reconcile(sandbox: SimSandbox) {
-    sandbox.dirty = false
-    if (sandbox.deleted) return
-    const { capacity } = this.options
-    const now = this.now
-    const before = sandbox.status
-    const { result, wakeAt } = billedStep(sandboxMachine, sandbox, {
-      now,
-      market: capacity.marketFor(sandbox.namespace),
-      ranking: sandbox.ranking
-    }, this.billingOf())
-    sandbox.status = result.status
-    const phase = result.status.phase
-    if (phase !== before.phase && phase !== undefined) {
-      sandbox.phases.push({ at: now, phase })
-      if (phase === "Stopped" && result.status.stopReason === "IdleTimeout") sandbox.idleStops++
-      this.record(sandbox, `Phase ${before.phase ?? "-"}>${phase} ${result.status.reason ?? ""}`)
-    }
-    for (const event of result.events) {
-      this.record(sandbox, `Event ${event.type ?? "-"} ${event.reason}: ${event.message}`)
-    }
-    for (const action of result.actions) {
-      switch (action._tag) {
-        case "Launch": {
-          const facts = capacity.launch({
-            ...action,
-            owner: sandbox.key,
-            namespace: sandbox.namespace,
-            workload: serviceWorkload
-          })
-          sandbox.attempts.push(facts)
-          this.record(
-            sandbox,
-            `Launch ${action.attempt} ${variantKeyOf(action.variant)}${
-              facts.outcome === undefined ? "" : " " + facts.outcome.type
-            }`
-          )
-          if (facts.outcome !== undefined) this.touch(sandbox)
-          else {
-            const restoredFrom = action.restoreFromSeq === undefined
-              ? undefined
-              : sandbox.attempts.find((attempt) => attempt.checkpoint?.seq === action.restoreFromSeq)?.name
-            this.boxes.open(
-              sandbox.key,
-              action.attempt,
-              sandbox.annotations,
-              sandbox.spec.workingDir,
-              restoredFrom,
-              action.workload?.argv
-            )
-          }
-          break
-        }
-        case "Checkpoint":
-          this.boxes.snapshot(sandbox.key, action.attempt)
-          capacity.checkpoint(sandbox.key, action.attempt, action.episode)
-          break
-        case "Stop":
-          capacity.stop(sandbox.key, action.attempt, action.keepWarmMs)
-          this.record(sandbox, `Stop ${action.attempt}`)
-          break
-        case "Delete":
-          this.record(sandbox, "Deleted")
-          this.forget(sandbox)
-          return
-      }
-    }
-    scheduleWake(
-      this.options.engine,
-      sandbox,
-      wakeAt,
-      this.waker ??= wakerOf(this.options.engine, (sandbox: SimSandbox) => this.reconcile(sandbox))
-    )
-    if (phase === "Running" && sandbox.waiting !== undefined) {
-      const waiting = sandbox.waiting
-      sandbox.waiting = undefined
-      this.options.engine.after(0, waiting)
-    }
+    this.sessions.set(sandbox, session)
+    this.all.push(session)
+    return session
   }
 
   /** Every Sandbox of the run: its uid (the ledger's owner) and its runs, for the run's cost (Costs.ts). */
   owners(): ReadonlyArray<{ readonly uid: string; readonly attempts: ReadonlyArray<AttemptFacts> }> {
-    return this.all
+    return this.all.map((session) => session.sandbox)
   }
 
   /** Every Sandbox of the run, with what the ledger charged for each (billed scenarios). */
   summary(): SandboxesSummary {
-    const ledger = this.options.billing?.ledger
+    const ledger = this.options.ledger
     const byPhase: Record<string, number> = {}
     let total = 0n
-    const rows = this.all.map((sandbox): SandboxRow => {
+    const rows = this.all.map((session): SandboxRow => {
+      const sandbox = session.sandbox
       const phase = sandbox.deleted ? "Deleted" : sandbox.status.phase ?? "Pending"
       byPhase[phase] = (byPhase[phase] ?? 0) + 1
       const charged = ledger?.balance(chargedAccount(sandbox.uid))
@@ -398,12 +296,12 @@ export class SandboxSessions {
         phase,
         stopReason: sandbox.status.stopReason,
         starts: sandbox.attempts.filter((attempt) => attempt.bootedAt !== undefined).length,
-        commands: sandbox.commands,
-        idleStops: sandbox.idleStops,
-        startRequests: sandbox.startRequests,
+        commands: session.commands,
+        idleStops: session.idleStops,
+        startRequests: session.startRequests,
         createdAt: iso(sandbox.createdAt),
-        deletedAt: sandbox.deletedAt === undefined ? undefined : iso(sandbox.deletedAt),
-        phases: sandbox.phases.map(({ at, phase }) => ({ at: iso(at), phase })),
+        deletedAt: session.deletedAt === undefined ? undefined : iso(session.deletedAt),
+        phases: session.phases.map(({ at, phase }) => ({ at: iso(at), phase })),
         ...(charged === undefined ? {} : { costUSD: formatMicroUsd(charged) })
       }
     })

@@ -4,7 +4,7 @@
  * Everything here is virtual time and ledger postings, so the same scenario and seed give the same series.
  */
 import type { Posting } from "../../core/billing/Ledger.ts"
-import type { SimJob } from "./Simulation.ts"
+import type { SimJob } from "./JobSim.ts"
 
 export interface RunSeries {
   /** The run's virtual start (epoch ms) and the width of a bucket. */

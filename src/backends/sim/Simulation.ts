@@ -1,60 +1,23 @@
 /**
- * A headless simulation: Jobs held in memory, the core's Job controller run after every change to their facts or at
- * the time it asked to be woken, its actions carried out by `SimCapacity`, every step held to the checkers, and every
- * event appended to a trace whose hash identifies the run. The API server's sim backend runs the same controller and
- * the same capacity over its store instead (src/server/SimBackend.ts).
+ * A headless simulation: objects of the kinds it is given (SimObject.ts: Jobs, Sandboxes) held in memory, each stepped
+ * through the reconcile core (core/controller/Reconcile.ts) by its kind's machine after every change to its facts or at
+ * the time it asked to be woken, its actions carried out by `SimCapacity`, and every event appended to a trace whose
+ * hash identifies the run. The loop is one for every kind and names none: what a kind does beyond the capacity (the
+ * checkers, a box) is its entry's. The API server's sim backend runs the same core and the same capacity over its store
+ * instead (src/runtime/Reconciler.ts, src/server/SimBackend.ts).
  */
 import { createHash, type Hash } from "node:crypto"
-import type { Room, Settled as Billed } from "../../core/billing/Billing.ts"
+import type { Room } from "../../core/billing/Billing.ts"
 import type { Ledger } from "../../core/billing/Ledger.ts"
 import type { Pricebook } from "../../core/billing/Pricebook.ts"
-import type { AttemptFacts } from "../../core/capacity/Capacity.ts"
 import { type Offering, variantKeyOf } from "../../core/capacity/Offering.ts"
-import { choose, type Market, rank, type Ranking } from "../../core/capacity/Placement.ts"
-import { billedStep, type Billing, billRemoved } from "../../core/controller/BilledStep.ts"
-import { type ControllerEvent, isUnfunded, type LaunchAction } from "../../core/controller/Controller.ts"
-import { jobMachine, type JobStep } from "../../core/kinds/job/JobMachine.ts"
-import { isFinalPhase } from "../../core/kinds/job/JobPhases.ts"
-import { type JobSpecType, type JobStatusType } from "../../core/schemas/Job.ts"
-import { parseDurationMs } from "../../core/Units.ts"
-import type { Checkers, ClockVerdict } from "./Checkers.ts"
+import { choose, type Market, type Ranking } from "../../core/capacity/Placement.ts"
+import { type Billing, billRemoved } from "../../core/controller/BilledStep.ts"
+import { isUnfunded, type LaunchAction } from "../../core/controller/Controller.ts"
+import { interpret, type Interpreter, rankingOf, reconcileStep } from "../../core/controller/Reconcile.ts"
 import type { Engine } from "./Engine.ts"
 import { appended, type SimCapacity, type WorkloadModel } from "./SimCapacity.ts"
-
-export interface SimJob {
-  readonly name: string
-  readonly namespace: string
-  /**
-   * `<namespace>/<name>`, made once per Job: it keys the Job's maps here and in the capacity, and one string object
-   * hashes once (10^7 reconciles in the platform benchmark).
-   */
-  readonly key: string
-  readonly uid: string
-  generation: number
-  readonly createdAt: number
-  spec: JobSpecType
-  status: JobStatusType
-  /** Appended to by `appended` (SimCapacity.ts): a copy while short, so a Job's few attempts take no room for 17. */
-  attempts: Array<AttemptFacts>
-  readonly workload: WorkloadModel
-  /** A reconcile is scheduled for now. */
-  dirty: boolean
-  /** The time of the wake-up already scheduled, if any. */
-  wakeAt: number | undefined
-  deleted: boolean
-  /**
-   * The simulation's own bookkeeping, on the Job rather than in sets and weak maps keyed by it (a lookup there reads
-   * a table the step would not otherwise touch, several times per step): whether the Job is in the queue of Jobs
-   * waiting for capacity, and what its last step saw when that step changed nothing while it waited (`lookAgain`).
-   */
-  queued: boolean
-  settled: SettledLook | undefined
-  /**
-   * The checkers' memo of this Job (Checkers.ts, the clock rule's last verdict), kept on the Job it is about: a map
-   * beside it was read at every step, out of the caches. The simulation itself never reads it.
-   */
-  clockChecked?: ClockVerdict | undefined
-}
+import type { AnySimKind, AnySimObject, SimKind, SimObject, SimStatus } from "./SimObject.ts"
 
 export interface TraceSink {
   readonly record: (line: string) => void
@@ -209,43 +172,23 @@ export interface SimulationOptions {
   readonly capacity: SimCapacity
   readonly catalog: ReadonlyArray<Offering>
   readonly trace: TraceSink
-  readonly checkers?: Checkers | undefined
-  /** Called with every event (for the server backend's Event objects and the webhook stream). */
-  readonly onEvent?: (job: SimJob, event: ControllerEvent) => void
-  /** Called when a Job is deleted (ttlSecondsAfterFinished), before it is forgotten. */
-  readonly onDeleted?: (job: SimJob) => void
   /**
-   * Called after every controller step with its result and the attempts it launched (their facts as the launch left
-   * them), once the actions are carried out: the server backend writes status, Attempts and Events from it.
+   * The kinds it runs (SimObject.ts): each object is stepped through the reconcile core by its kind's machine, the
+   * same loop for every kind. The first is `submit`'s default.
    */
-  readonly onStep?: (
-    job: SimJob,
-    result: JobStep,
-    launched: ReadonlyArray<Launched>,
-    billed: Billed | undefined
-  ) => void
+  readonly kinds: ReadonlyArray<AnySimKind>
   /**
-   * Run the step on every capacity look, even for a Job the look cannot change (see `Simulation.skippedSteps`). Off by
-   * default; tests turn it on to show that skipping changes nothing.
+   * Run the step on every capacity look, even for an object the look cannot change (see `Simulation.skippedSteps`).
+   * Off by default; tests turn it on to show that skipping changes nothing.
    */
   readonly stepEveryLook?: boolean
-  /** Bill the Jobs' runs on this ledger (Billing.ts); absent = nothing is billed and status.cost stays unset. */
+  /** Bill the objects' runs on this ledger (Billing.ts); absent = nothing is billed and status.cost stays unset. */
   readonly billing?: SimBilling | undefined
 }
 
 export interface SimBilling {
   readonly ledger: Ledger
   readonly pricebook: Pricebook
-  /** The rooms of the Budgets matching a Job (none when absent). */
-  readonly rooms?: (job: SimJob) => ReadonlyArray<Room>
-}
-
-/** What a Job's last step saw and left, when that step changed nothing while it waited for capacity. */
-export interface SettledLook {
-  readonly status: JobStatusType
-  readonly spec: JobSpecType
-  readonly generation: number
-  readonly attempts: number
 }
 
 /** Structural equality of JSON-like values, keys in the same order. */
@@ -270,84 +213,112 @@ const sameJson = (a: unknown, b: unknown): boolean => {
   return true
 }
 
-export interface Launched {
-  readonly action: LaunchAction
-  readonly facts: AttemptFacts
-}
-
-/** What a Job brings along when it is mirrored from a store (the server backend after a restart), not new. */
-export interface Restored {
-  readonly uid: string
-  readonly generation: number
-  readonly status: JobStatusType
-  readonly attempts: ReadonlyArray<AttemptFacts>
-}
+const noRooms: ReadonlyArray<Room> = []
 
 export class Simulation {
-  readonly jobs = new Map<string, SimJob>()
+  /** The objects of each kind, by key (`objectsOf`). */
+  private readonly byKind = new Map<AnySimKind, Map<string, AnySimObject>>()
   private readonly options: SimulationOptions
   private readonly rankings = new WeakMap<object, Ranking>()
   /** The first few specs ranked, and their rankings (`rankingOf`). */
-  private readonly recentSpecs: Array<JobSpecType> = []
+  private readonly recentSpecs: Array<unknown> = []
   private readonly recentRankings: Array<Ranking> = []
-  private nextUid = 0
-  /** Jobs whose last step waited for capacity, in the order they started waiting (each `queued`). */
-  private readonly waiting = new Set<SimJob>()
-  /** Deleted Jobs whose runs are still billed until their hosts are released (`billRemoved`), by owner key. */
-  private readonly billedAfterRemoval = new Map<string, SimJob>()
-  /** Jobs that money holds back (Funded False): they look again when credits arrive (`fundsChanged`). */
-  private readonly unfunded = new Set<SimJob>()
+  /** The last uid number given, per kind. */
+  private readonly uids = new Map<AnySimKind, number>()
+  /** Objects whose last step waited for capacity, in the order they started waiting (each `queued`). */
+  private readonly waiting = new Set<AnySimObject>()
+  /** Deleted objects whose runs are still billed until their hosts are released (`billRemoved`), by owner key. */
+  private readonly billedAfterRemoval = new Map<string, AnySimObject>()
+  /** Objects that money holds back (Funded False): they look again when credits arrive (`fundsChanged`). */
+  private readonly unfunded = new Set<AnySimObject>()
   steps = 0
   private stepContext: { now: number; market: Market; ranking: Ranking; rewriteStatus: boolean } | undefined
   /** A batch of looks runs (`lookAll`), and the rankings and markets it found nothing free for, in pairs. */
   private looking = false
   private readonly nothingFree: Array<Ranking | Market> = []
-  /** `lookAgain` and `reconcile` of a Job, made once: the engine runs them with the Job as the event's argument. */
-  private readonly lookAgainOf = (job: SimJob) => this.lookAgain(job)
-  private waker: Waker<SimJob> | undefined
-  private readonly factsChangedOf = (job: SimJob) => this.factsChanged(job)
-  /** Capacity looks answered without a step: the Job was settled and nothing it could take was free. */
+  /** `lookAgain` and `reconcile` of an object, made once: the engine runs them with the object as the event's argument. */
+  private readonly lookAgainOf = (object: AnySimObject) => this.lookAgain(object)
+  private waker: Waker<AnySimObject> | undefined
+  private readonly factsChangedOf = (object: AnySimObject) => this.factsChanged(object)
+  /** The capacity, carrying out a step's actions (core/controller/Reconcile.ts), made once. */
+  private readonly interpreter: Interpreter<AnySimObject>
+  /** Capacity looks answered without a step: the object was settled and nothing it could take was free. */
   skippedSteps = 0
 
   constructor(options: SimulationOptions) {
     this.options = options
+    for (const kind of options.kinds) this.byKind.set(kind, new Map())
     options.capacity.onChange = (owner) => {
-      const job = this.jobs.get(owner)
-      if (job !== undefined) this.touch(job)
+      const object = this.find(owner)
+      if (object !== undefined) this.touch(object)
       else this.removedChanged(owner)
     }
-    options.capacity.onFreed = () => this.lookAll()
+    options.capacity.onFreed = () => {
+      this.lookAll()
+      for (const [kind, objects] of this.byKind) {
+        const looks = kind.looksWhenFreed
+        if (looks !== undefined) { for (const object of objects.values()) if (looks(object)) this.touch(object) }
+      }
+    }
+    this.interpreter = {
+      launch: (object, action) => this.launch(object, action),
+      checkpoint: (object, attempt, episode) => {
+        object.kind.checkpointing?.(object, attempt)
+        options.capacity.checkpoint(object.key, attempt, episode)
+      },
+      stop: (object, attempt, keepWarmMs) => {
+        options.capacity.stop(object.key, attempt, keepWarmMs)
+        traceLine(options.trace, this.now, object.key, "Stop ", attempt)
+      },
+      delete: (object) => this.deleted(object)
+    }
   }
 
-  /** Credits arrived, a cap or a Budget was raised: Jobs that money held back look again. */
+  /** The objects of `kind` not deleted, by key. */
+  objectsOf<Spec, Status extends SimStatus>(kind: SimKind<Spec, Status>): ReadonlyMap<string, SimObject<Spec, Status>> {
+    return this.byKind.get(kind as AnySimKind) ?? new Map()
+  }
+
+  private find(key: string): AnySimObject | undefined {
+    for (const objects of this.byKind.values()) {
+      const object = objects.get(key)
+      if (object !== undefined) return object
+    }
+    return undefined
+  }
+
+  /** Credits arrived, a cap or a Budget was raised: objects that money held back look again. */
   fundsChanged(): void {
-    for (const job of this.unfunded) this.touch(job)
+    for (const object of this.unfunded) this.touch(object)
+    for (const [kind, objects] of this.byKind) {
+      if (kind.looksWhenFunded === true) { for (const object of objects.values()) this.touch(object) }
+    }
   }
 
-  /** Capacity changed outside the simulator's own releases (a drought ended): waiting Jobs look again. */
+  /** Capacity changed outside the simulator's own releases (a drought ended): waiting objects look again. */
   capacityChanged(): void {
     this.lookAll()
   }
 
   /**
-   * Every waiting Job looks again, in the order they started waiting. One event runs the looks one after the other:
-   * one event per Job would take consecutive places in the queue, which nothing can come between (anything scheduled
-   * meanwhile comes after them), so the order of everything is the same, without a queue entry per Job (a freed host
+   * Every waiting object looks again, in the order they started waiting. One event runs the looks one after the other:
+   * one event per object would take consecutive places in the queue, which nothing can come between (anything scheduled
+   * meanwhile comes after them), so the order of everything is the same, without a queue entry per object (a freed host
    * in a drought's queue touches thousands of Jobs).
    */
   private lookAll(): void {
-    let looks: Array<SimJob> | undefined
-    for (const job of this.waiting) {
-      if (job.dirty || job.deleted) continue
-      job.dirty = true
-      if (looks === undefined) looks = [job]
-      else looks.push(job)
+    let looks: Array<AnySimObject> | undefined
+    for (const object of this.waiting) {
+      if (object.dirty || object.deleted) continue
+      object.dirty = true
+      if (looks === undefined) looks = [object]
+      else looks.push(object)
     }
     if (looks === undefined) return
     const batch = looks
     this.options.engine.after(0, () => {
       this.looking = true
-      for (const job of batch) this.lookAgain(job)
+      for (const object of batch) this.lookAgain(object)
       this.looking = false
       this.nothingFree.length = 0
     })
@@ -372,21 +343,34 @@ export class Simulation {
     return this.options.engine.now
   }
 
-  /** Admits a Job (its spec already decoded with defaults) now, or takes one over with its status and attempts. */
-  submit(namespace: string, name: string, spec: JobSpecType, workload: WorkloadModel, restored?: Restored): SimJob {
-    // Joined: one flat string (a template keeps a rope of its pieces), written into every trace line of the Job.
-    const key = [namespace, name].join("/")
-    const job: SimJob = {
+  /**
+   * Admits an object of `kind` (its spec already read as the machine reads it, defaults filled) now, under the owner
+   * key `<kind.keyPrefix><namespace>/<name>` (the capacity's owner and the trace's subject).
+   */
+  submit<Spec, Status extends SimStatus>(
+    kind: SimKind<Spec, Status>,
+    namespace: string,
+    name: string,
+    spec: Spec,
+    workload: WorkloadModel
+  ): SimObject<Spec, Status> {
+    // Joined: one flat string (a template keeps a rope of its pieces), written into every trace line of the object.
+    const owner = kind.keyPrefix === undefined
+      ? [namespace, name].join("/")
+      : [kind.keyPrefix + namespace, name].join("/")
+    const number = (this.uids.get(kind as AnySimKind) ?? 0) + 1
+    this.uids.set(kind as AnySimKind, number)
+    const object: SimObject<Spec, Status> = {
+      kind,
       name,
       namespace,
-      key,
-      uid: restored?.uid ?? `sim-${++this.nextUid}`,
-      generation: restored?.generation ?? 1,
+      key: owner,
+      uid: `${kind.uidPrefix ?? "sim-"}${number}`,
+      generation: 1,
       createdAt: this.now,
       spec,
-      // A copy: the status is written in place at the Job's steps, and the caller's stays its own.
-      status: restored === undefined ? {} : { ...restored.status },
-      attempts: [...(restored?.attempts ?? [])],
+      status: {} as Status,
+      attempts: [],
       workload,
       dirty: false,
       wakeAt: undefined,
@@ -395,113 +379,124 @@ export class Simulation {
       settled: undefined,
       clockChecked: undefined
     }
-    this.jobs.set(key, job)
-    traceLine(this.options.trace, this.now, key, "Created")
-    this.touch(job)
-    return job
+    this.byKind.get(kind as AnySimKind)!.set(owner, object)
+    traceLine(this.options.trace, this.now, owner, "Created")
+    this.touch(object)
+    return object
   }
 
-  /** A caller's spec change (spec.state, parallelism, ...): a new generation, reconciled now. */
-  update(job: SimJob, spec: JobSpecType): void {
-    job.spec = spec
-    job.generation++
-    this.options.trace.record(
-      `${this.now} ${job.namespace}/${job.name} Updated generation=${job.generation} state=${spec.state}`
-    )
-    this.touch(job)
+  /** A caller's spec change (a Job's spec.state, a Sandbox's start request, ...): a new generation, reconciled now. */
+  update<Spec, Status extends SimStatus>(object: SimObject<Spec, Status>, spec: NoInfer<Spec>): void {
+    object.spec = spec
+    object.generation++
+    const updated = object.kind.updated
+    if (updated !== undefined) {
+      this.options.trace.record(
+        `${this.now} ${object.namespace}/${object.name} Updated generation=${object.generation}${updated(spec)}`
+      )
+    }
+    this.touch(object)
   }
 
-  /** Forgets a Job its owner deleted; its running programs are stopped so their hosts go back to the pool. */
-  remove(job: SimJob): void {
-    if (job.deleted) return
-    job.deleted = true
-    this.unqueue(job)
-    this.unfunded.delete(job)
-    const key = job.key
-    for (const attempt of job.attempts) if (attempt.phase !== "Ended") this.options.capacity.stop(key, attempt.name, 0)
+  /** Forgets an object its owner deleted; its running programs are stopped so their hosts go back to the pool. */
+  remove(object: AnySimObject): void {
+    if (object.deleted) return
+    object.deleted = true
+    this.unqueue(object)
+    this.unfunded.delete(object)
+    const key = object.key
+    for (const attempt of object.attempts) {
+      if (attempt.phase !== "Ended") this.options.capacity.stop(key, attempt.name, 0)
+    }
+    object.kind.forgotten?.(object)
     this.options.capacity.forget(key)
-    if (this.jobs.get(key) === job) this.jobs.delete(key)
+    const objects = this.byKind.get(object.kind)!
+    if (objects.get(key) === object) objects.delete(key)
     traceLine(this.options.trace, this.now, key, "Removed")
-    // Billing happens inside the engine's run (the server's ledger is lent to it only then).
     if (this.options.billing !== undefined) {
-      this.billedAfterRemoval.set(key, job)
-      this.options.engine.after(0, () => this.billRemoved(job))
+      this.billedAfterRemoval.set(key, object)
+      this.billRemoved(object)
     }
   }
 
   /**
-   * A Job's attempt changed, as the capacity tells the Job itself (SimProgram.changed) rather than its owner key: the
-   * same as `onChange(job.key)`, since a Job is under its key until it is deleted.
+   * An object's attempt changed, as the capacity tells the object itself (SimProgram.changed) rather than its owner
+   * key: the same as `onChange(object.key)`, since an object is under its key until it is deleted.
    */
-  private factsChanged(job: SimJob): void {
-    if (!job.deleted) this.touch(job)
-    else this.removedChanged(job.key)
+  private factsChanged(object: AnySimObject): void {
+    if (!object.deleted) this.touch(object)
+    else this.removedChanged(object.key)
   }
 
-  /** A deleted Job's run ended (its host is released): its final charge is due now. */
+  /** A deleted object's run ended (its host is released): its final charge is due now. */
   private removedChanged(owner: string): void {
     const removed = this.billedAfterRemoval.get(owner)
     if (removed !== undefined) this.billRemoved(removed)
   }
 
-  /** A deleted Job's runs are billed until their hosts are released (BilledStep.billRemoved). */
-  private billRemoved(job: SimJob): void {
-    const billing = this.billingOf(job)
+  /** A deleted object's runs are billed until their hosts are released (BilledStep.billRemoved). */
+  private billRemoved(object: AnySimObject): void {
+    const billing = this.billingOf(object)
     if (billing === undefined) return
-    const { wakeAt, done } = billRemoved(billing, job.uid, job.spec.maxCostUSD, job.attempts, this.now)
-    const key = job.key
+    const maxCost = object.kind.reconcile.machine.maxCostOf(object.spec)
+    const { wakeAt, done } = billRemoved(billing, object.uid, maxCost, object.attempts, this.now)
+    const key = object.key
     if (done) {
-      if (this.billedAfterRemoval.get(key) === job) this.billedAfterRemoval.delete(key)
-    } else if (wakeAt !== undefined) this.options.engine.at(wakeAt, () => this.billRemoved(job))
+      if (this.billedAfterRemoval.get(key) === object) this.billedAfterRemoval.delete(key)
+    } else if (wakeAt !== undefined) this.options.engine.at(wakeAt, () => this.billRemoved(object))
   }
 
-  /** Schedules a reconcile now, after a change of the Job's facts (so a settled Job is not settled any more). */
-  private touch(job: SimJob): void {
-    job.settled = undefined
-    if (job.dirty || job.deleted) return
-    job.dirty = true
-    this.options.engine.after(0, this.lookAgainOf, job)
+  /** Schedules a reconcile now, after a change of the object's facts (so a settled object is not settled any more). */
+  private touch(object: AnySimObject): void {
+    object.settled = undefined
+    if (object.dirty || object.deleted) return
+    object.dirty = true
+    this.options.engine.after(0, this.lookAgainOf, object)
   }
 
   /**
-   * A touched Job's reconcile, skipped when it cannot change anything: the Job's last step waited for capacity and
+   * A touched object's reconcile, skipped when it cannot change anything: its last step waited for capacity and
    * changed nothing (no action, no event, the status it was given), nothing it reads has changed since (spec,
    * generation, status, attempts: every change of its facts goes through `touch`), no wake-up of its own is due
    * (deadlines and queue timeouts wake it), and no variant of its ranking has capacity now. Its step would find
    * the same status again and launch nothing, so skipping it leaves the run byte-identical; it saves the herd of
    * steps a drought's queue costs, where every freed host touches every waiting Job.
    */
-  private lookAgain(job: SimJob): void {
-    const settled = job.settled
+  private lookAgain(object: AnySimObject): void {
+    const settled = object.settled
     if (
       settled !== undefined &&
-      !job.deleted &&
+      !object.deleted &&
       this.options.stepEveryLook !== true &&
-      settled.status === job.status &&
-      settled.spec === job.spec &&
-      settled.generation === job.generation &&
-      settled.attempts === job.attempts.length &&
-      (job.wakeAt === undefined || job.wakeAt > this.now) &&
-      this.nothingFreeFor(this.rankingOf(job), this.options.capacity.marketFor(job.namespace))
+      settled.status === object.status &&
+      settled.spec === object.spec &&
+      settled.generation === object.generation &&
+      settled.attempts === object.attempts.length &&
+      (object.wakeAt === undefined || object.wakeAt > this.now) &&
+      this.nothingFreeFor(this.rankingOf(object), this.options.capacity.marketFor(object.namespace))
     ) {
-      job.dirty = false
+      object.dirty = false
       this.skippedSteps++
       return
     }
-    this.reconcile(job)
+    this.reconcile(object)
   }
 
-  private rankingOf(job: SimJob): Ranking {
-    // A template's spec object is shared by its Jobs; placement depends on the spec only. The last few specs are
+  private rankingOf(object: AnySimObject): Ranking {
+    // A template's spec object is shared by its objects; placement depends on the spec only. The last few specs are
     // looked for by identity first: a scenario's handful of templates never reach the WeakMap's hashing.
-    const spec = job.spec
+    const spec = object.spec
     const recent = this.recentSpecs
     for (let index = 0; index < recent.length; index++) if (recent[index] === spec) return this.recentRankings[index]!
-    let ranking = this.rankings.get(spec)
+    let ranking = this.rankings.get(spec as object)
     if (ranking === undefined) {
-      const { request, run } = jobMachine.placementOf(spec)
-      ranking = rank(request, this.options.catalog, this.options.capacity.marketFor(job.namespace), run)
-      this.rankings.set(spec, ranking)
+      ranking = rankingOf(
+        object.kind.reconcile,
+        spec,
+        this.options.catalog,
+        this.options.capacity.marketFor(object.namespace)
+      )
+      this.rankings.set(spec as object, ranking)
     }
     if (recent.length < 8) {
       recent.push(spec)
@@ -510,154 +505,134 @@ export class Simulation {
     return ranking
   }
 
-  reconcile(job: SimJob): void {
-    job.dirty = false
-    if (job.deleted) return
+  /** One reconcile of an object, whatever its kind: the core's step, its actions carried out on the capacity. */
+  reconcile(object: AnySimObject): void {
+    object.dirty = false
+    if (object.deleted) return
     // A step may take or give back capacity: what a batch of looks knew to be taken is read again.
     this.nothingFree.length = 0
     const now = this.now
-    const key = job.key
-    const capacity = this.options.capacity
+    const key = object.key
+    const kind = object.kind
     // What the step's status was, as far as anything after the step reads it (the status may be written in place).
-    const beforePhase = job.status.phase
-    const beforeConditions = job.status.conditions
-    // The step writes the Job's status in place (nothing else here holds it), except after a step that waited for
+    const beforePhase: string | undefined = object.status.phase
+    const beforeConditions = object.status.conditions
+    // The step writes the object's status in place (nothing else here holds it), except after a step that waited for
     // capacity: whether this one changes nothing (settled, below) is read against the status it was given.
-    const inPlace = !job.queued
-    const before = inPlace ? undefined : job.status
-    const market = capacity.marketFor(job.namespace)
-    const ranking = this.rankingOf(job)
-    const billing = this.billingOf(job)
+    const inPlace = !object.queued
+    const before = inPlace ? undefined : object.status
+    const market = this.options.capacity.marketFor(object.namespace)
+    const ranking = this.rankingOf(object)
+    const billing = this.billingOf(object)
     // One context object for every step, set for this one: a step reads it while it runs and keeps nothing of it.
     const context = (this.stepContext ??= { now, market, ranking, rewriteStatus: inPlace })
     context.now = now
     context.market = market
     context.ranking = ranking
     context.rewriteStatus = inPlace
-    const { result, settled, wakeAt } = billedStep(jobMachine, job, context, billing)
+    const { result, settled, wakeAt } = reconcileStep(kind.reconcile, object, context, billing)
     this.steps++
-    this.options.checkers?.afterStep(job, before ?? { phase: beforePhase, conditions: beforeConditions }, result, now)
-    job.status = result.status
+    kind.checkStep?.(object, before ?? { phase: beforePhase, conditions: beforeConditions }, result, now)
+    const status: SimStatus = result.status
+    object.status = status
     if (result.waitingForCapacity) {
-      if (!job.queued) {
-        job.queued = true
-        this.waiting.add(job)
+      if (!object.queued) {
+        object.queued = true
+        this.waiting.add(object)
       }
-    } else this.unqueue(job)
-    if (result.status.phase !== beforePhase && result.status.phase !== undefined) {
-      traceLine(
-        this.options.trace,
-        now,
-        key,
-        "Phase ",
-        beforePhase ?? "-",
-        ">",
-        result.status.phase,
-        " ",
-        result.status.reason ?? ""
-      )
+    } else this.unqueue(object)
+    if (status.phase !== beforePhase && status.phase !== undefined) {
+      kind.phaseChanged?.(object, beforePhase, now)
+      traceLine(this.options.trace, now, key, "Phase ", beforePhase ?? "-", ">", status.phase, " ", status.reason ?? "")
     }
     for (const event of result.events) {
       traceLine(this.options.trace, now, key, "Event ", event.type ?? "-", " ", event.reason, ": ", event.message)
-      this.options.onEvent?.(job, event)
+      kind.event?.(object, event)
     }
-    // Only a driver that is told of its launches gets them (the headless run is not: 2 × 10^6 launches).
-    const launched: Array<Launched> | undefined = this.options.onStep === undefined ? undefined : []
-    for (const action of result.actions) {
-      switch (action._tag) {
-        case "Launch": {
-          const facts = capacity.launch({
-            ...action,
-            owner: key,
-            namespace: job.namespace,
-            workload: job.workload,
-            changed: this.factsChangedOf,
-            subject: job
-          })
-          job.attempts = appended(job.attempts, facts)
-          launched?.push({ action, facts })
-          traceLine(
-            this.options.trace,
-            now,
-            key,
-            "Launch ",
-            action.attempt,
-            " ",
-            variantKeyOf(action.variant),
-            facts.outcome === undefined ? "" : " ",
-            facts.outcome?.type ?? ""
-          )
-          if (facts.outcome !== undefined) this.touch(job)
-          break
-        }
-        case "Checkpoint":
-          capacity.checkpoint(key, action.attempt, action.episode)
-          break
-        case "Stop":
-          capacity.stop(key, action.attempt, action.keepWarmMs)
-          traceLine(this.options.trace, now, key, "Stop ", action.attempt)
-          break
-        case "Delete":
-          job.deleted = true
-          this.unqueue(job)
-          this.unfunded.delete(job)
-          this.options.onDeleted?.(job)
-          capacity.forget(key)
-          this.jobs.delete(key)
-          traceLine(this.options.trace, now, key, "Deleted")
-          if (this.options.billing !== undefined) {
-            this.billedAfterRemoval.set(key, job)
-            this.billRemoved(job)
-          }
-          return
-      }
+    if (!interpret(result.actions, this.interpreter, object)) return
+    if (settled !== undefined && kind.looksWhenFunded !== true) {
+      if (isUnfunded(status)) this.unfunded.add(object)
+      else this.unfunded.delete(object)
     }
-    if (settled !== undefined) {
-      if (isUnfunded(job.status)) this.unfunded.add(job)
-      else this.unfunded.delete(job)
-    }
-    this.options.onStep?.(job, result, launched ?? [], settled)
-    this.scheduleWake(job, wakeAt)
-    // A step in place is never settled: the Job was not waiting before it, so its status had a change to show.
+    scheduleWake(this.options.engine, object, wakeAt, this.waker ??= wakerOf(this.options.engine, this.reconcileOf))
+    // A step in place is never settled: the object was not waiting before it, so its status had a change to show.
     if (
       result.waitingForCapacity && result.actions.length === 0 && result.events.length === 0 && before !== undefined &&
-      sameJson(job.status, before)
+      sameJson(status, before)
     ) {
-      job.settled = { status: job.status, spec: job.spec, generation: job.generation, attempts: job.attempts.length }
-    } else job.settled = undefined
+      object.settled = { status, spec: object.spec, generation: object.generation, attempts: object.attempts.length }
+    } else object.settled = undefined
+    kind.stepped?.(object)
   }
 
-  private unqueue(job: SimJob): void {
-    if (!job.queued) return
-    job.queued = false
-    this.waiting.delete(job)
+  private readonly reconcileOf = (object: AnySimObject) => this.reconcile(object)
+
+  /** A Launch: the capacity starts the run (its facts appended to the object's), the kind told when it found room. */
+  private launch(object: AnySimObject, action: LaunchAction): void {
+    const key = object.key
+    const facts = this.options.capacity.launch({
+      ...action,
+      owner: key,
+      namespace: object.namespace,
+      workload: object.workload,
+      changed: this.factsChangedOf,
+      subject: object
+    })
+    object.attempts = appended(object.attempts, facts)
+    traceLine(
+      this.options.trace,
+      this.now,
+      key,
+      "Launch ",
+      action.attempt,
+      " ",
+      variantKeyOf(action.variant),
+      facts.outcome === undefined ? "" : " ",
+      facts.outcome?.type ?? ""
+    )
+    if (facts.outcome !== undefined) this.touch(object)
+    else object.kind.launched?.(object, action)
   }
 
-  /** The ledger this Job is billed on now, with the rooms of its Budgets (undefined: nothing is billed). */
-  private billingOf(job: SimJob): Billing | undefined {
+  /** A step deleted its object (ttl, max lifetime): it is forgotten, and billed until its hosts are released. */
+  private deleted(object: AnySimObject): void {
+    const key = object.key
+    object.deleted = true
+    this.unqueue(object)
+    this.unfunded.delete(object)
+    object.kind.deleted?.(object)
+    object.kind.forgotten?.(object)
+    this.options.capacity.forget(key)
+    this.byKind.get(object.kind)!.delete(key)
+    traceLine(this.options.trace, this.now, key, "Deleted")
+    if (this.options.billing !== undefined) {
+      this.billedAfterRemoval.set(key, object)
+      this.billRemoved(object)
+    }
+  }
+
+  private unqueue(object: AnySimObject): void {
+    if (!object.queued) return
+    object.queued = false
+    this.waiting.delete(object)
+  }
+
+  /** The ledger this object is billed on now, with the rooms of its Budgets (undefined: nothing is billed). */
+  private billingOf(object: AnySimObject): Billing | undefined {
     const billing = this.options.billing
     return billing === undefined
       ? undefined
-      : { ledger: billing.ledger, pricebook: billing.pricebook, rooms: billing.rooms?.(job) ?? [] }
+      : { ledger: billing.ledger, pricebook: billing.pricebook, rooms: object.kind.rooms?.(object) ?? noRooms }
   }
 
-  private scheduleWake(job: SimJob, at: number | undefined): void {
-    scheduleWake(
-      this.options.engine,
-      job,
-      at,
-      this.waker ??= wakerOf(this.options.engine, (job: SimJob) => this.reconcile(job))
-    )
-  }
-
-  /** Jobs not in a final phase. */
-  unfinished(): Array<SimJob> {
-    return [...this.jobs.values()].filter((job) => job.status.phase === undefined || !isFinalPhase(job.status.phase))
+  /** Objects of `kind` not final. */
+  unfinished<Spec, Status extends SimStatus>(kind: SimKind<Spec, Status>): Array<SimObject<Spec, Status>> {
+    return [...this.objectsOf(kind).values()].filter((object) => !kind.reconcile.machine.isFinal(object.status))
   }
 }
 
 /**
- * Wakes `subject` (a Job, a Sandbox) at `at` for `reconcile`, unless a wake-up at or before it is already ahead; a
+ * Wakes `subject` (an object of any kind) at `at` for `reconcile`, unless a wake-up at or before it is already ahead; a
  * wake-up superseded by a later schedule does nothing when it comes.
  */
 export const scheduleWake = <S extends { wakeAt: number | undefined }>(
@@ -698,14 +673,3 @@ export const wakerOf = <S extends { wakeAt: number | undefined }>(
     reconcile(subject)
   }
 })
-
-/** Whether a Job that is not final is in a documented waiting state (docs/simulator.md, liveness). */
-export const isWaiting = (job: SimJob): boolean => {
-  const phase = job.status.phase
-  // Money holds it back (Funded False): it waits for credits or a raised cap (docs/billing.md).
-  if (isUnfunded(job.status)) return phase === "Suspended" || phase === "Pending"
-  if (phase === "Suspended") return job.spec.state === "Suspended"
-  // queueTimeout 0s waits forever for capacity.
-  if (phase === "Pending") return parseDurationMs(job.spec.placement.queueTimeout) === 0
-  return false
-}

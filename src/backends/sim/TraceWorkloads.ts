@@ -11,7 +11,7 @@ import { join } from "node:path"
 import type { JsonObject } from "../../core/Json.ts"
 import { admitJobSpec } from "../../core/kinds/job/JobAdmission.ts"
 import { isFinalPhase } from "../../core/kinds/job/JobPhases.ts"
-import type { JobSpecType } from "../../core/schemas/Job.ts"
+import type { JobSpecType, JobStatusType } from "../../core/schemas/Job.ts"
 import { durationMs } from "../../core/StatusText.ts"
 import {
   fleetOfNodes,
@@ -23,8 +23,10 @@ import {
   type TracePod
 } from "../../data/AlibabaGpuTrace.ts"
 import type { Engine } from "./Engine.ts"
+import type { SimJob } from "./JobSim.ts"
 import type { TraceWorkloadSettings } from "./Scenario.ts"
-import type { SimJob, Simulation } from "./Simulation.ts"
+import type { SimKind } from "./SimObject.ts"
+import type { Simulation } from "./Simulation.ts"
 import { mergePatch } from "./WhatIf.ts"
 import { defaultWorkload } from "./Workloads.ts"
 
@@ -141,6 +143,7 @@ export const replayTraces = (
   sources: ReadonlyArray<TraceSource>,
   engine: Engine,
   simulation: Simulation,
+  jobs: SimKind<JobSpecType, JobStatusType>,
   start: number,
   horizonEnd: number,
   submitted: (job: SimJob, source: TraceSource, pod: TracePod, spec: JobSpecType) => void
@@ -163,7 +166,7 @@ export const replayTraces = (
       const workMs = (pod.deletion - (pod.scheduled ?? pod.creation)) * 1000
       const workload = { ...defaultWorkload, durationMs: workMs, exitCode: pod.phase === "Failed" ? 1 : 0 }
       engine.at(at, () => {
-        const job = simulation.submit(settings.namespace, pod.name, spec, workload)
+        const job = simulation.submit(jobs, settings.namespace, pod.name, spec, workload)
         submitted(job, source, pod, spec)
         if (pod.scheduled !== undefined) return
         // Never placed in the trace: its owner deleted it then. Here it is cancelled then, unless it ended before.

@@ -12,6 +12,7 @@ import fc from "fast-check"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { Engine } from "../../../src/backends/sim/Engine.ts"
+import { jobSimKind, type SimJob } from "../../../src/backends/sim/JobSim.ts"
 import { Prng } from "../../../src/backends/sim/Prng.ts"
 import { runScenario } from "../../../src/backends/sim/Run.ts"
 import { parseScenario } from "../../../src/backends/sim/Scenario.ts"
@@ -137,7 +138,9 @@ describe("ledger charges equal metered costs", () => {
             byProvider: { ...currentPricebook.byProvider, test: { incrementMs: minute, minimumMs: 5 * minute } }
           }
           ledger.grant("grant/starter", start, BigInt(creditsUSD) * 1_000_000n, "starter")
+          const jobKind = jobSimKind()
           const simulation = new Simulation({
+            kinds: [jobKind],
             engine,
             capacity,
             catalog: testCatalog,
@@ -158,10 +161,10 @@ describe("ledger charges equal metered costs", () => {
               spec,
               workload: workloadOf(job.durationMinutes * minute, job.failureRate),
               name: `job-${index}`,
-              sim: undefined as ReturnType<Simulation["submit"]> | undefined
+              sim: undefined as SimJob | undefined
             }
             engine.at(start + job.arrivalMinutes * minute, () => {
-              entry.sim = simulation.submit("demo", entry.name, spec, entry.workload)
+              entry.sim = simulation.submit(jobKind, "demo", entry.name, spec, entry.workload)
               if (job.suspendAfterMinutes !== null) {
                 engine.after(
                   job.suspendAfterMinutes * minute,

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest"
 import { Checkers } from "../../../src/backends/sim/Checkers.ts"
-import type { SimJob } from "../../../src/backends/sim/Simulation.ts"
+import { jobSimKind, type SimJob } from "../../../src/backends/sim/JobSim.ts"
 import { defaultWorkload } from "../../../src/backends/sim/Workloads.ts"
 import type { AttemptFacts } from "../../../src/core/capacity/Capacity.ts"
 import type { JobStep } from "../../../src/core/kinds/job/JobMachine.ts"
@@ -12,6 +12,7 @@ import { type JobStatusType } from "../../../src/core/schemas/Job.ts"
 import { attempt, ended, jobSpec, T0 } from "../../core/Fixtures.ts"
 
 const simJob = (fields: Record<string, unknown>, attempts: Array<AttemptFacts>): SimJob => ({
+  kind: jobSimKind(),
   name: "train",
   namespace: "demo",
   key: "demo/train",

@@ -8,6 +8,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Engine } from "../../../src/backends/sim/Engine.ts"
+import { jobSimKind } from "../../../src/backends/sim/JobSim.ts"
 import { Prng } from "../../../src/backends/sim/Prng.ts"
 import { providerModelsOf } from "../../../src/backends/sim/Run.ts"
 import { sampledWorkload, simRunSampler } from "../../../src/backends/sim/RunSampler.ts"
@@ -67,7 +68,9 @@ const actualCosts = (spec: EstimateInput["spec"], workMs: number): Array<bigint>
   const capacity = new SimCapacity(engine, new Prng("actual").derive("capacity"), providerModels)
   const ledger = new Ledger({ retain: false })
   ledger.grant("grant", now, 10n ** 15n, "test")
+  const jobKind = jobSimKind()
   const simulation = new Simulation({
+    kinds: [jobKind],
     engine,
     capacity,
     catalog,
@@ -76,7 +79,7 @@ const actualCosts = (spec: EstimateInput["spec"], workMs: number): Array<bigint>
   })
   const jobs = Array.from(
     { length: count },
-    (_, index) => simulation.submit("demo", `job-${index}`, spec, sampledWorkload(workMs))
+    (_, index) => simulation.submit(jobKind, "demo", `job-${index}`, spec, sampledWorkload(workMs))
   )
   engine.run(now + 60 * 24 * hour)
   return jobs.map((job) => ledger.chargesFor(job.uid).total).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
