@@ -8,15 +8,13 @@ import type { Pricebook } from "../../core/billing/Pricebook.ts"
 import type { Offering, Variant } from "../../core/capacity/Offering.ts"
 import type { Market } from "../../core/capacity/Placement.ts"
 import type { ProviderModel } from "../../core/capacity/ProviderModels.ts"
-import type { Machine } from "../../core/controller/Controller.ts"
+import type { ReconcileKind } from "../../core/controller/Reconcile.ts"
 import type { Funds } from "../../core/kinds/job/JobEstimate.ts"
 import type { SampledPart, SampleRequest } from "../../core/kinds/job/JobSampling.ts"
 import type { ResourceObject } from "../../core/meta/ObjectMeta.ts"
 
-export interface RuntimeKind<Spec, Status> {
-  /** The kind's name in the registry of served kinds (core/meta/Kinds.ts). */
-  readonly kind: string
-  readonly machine: Machine<Spec, Status>
+/** A kind's registration with the reconcile core (its name and machine), and what the runtime reads besides. */
+export interface RuntimeKind<Spec, Status> extends ReconcileKind<Spec, Status> {
   /**
    * The spec of a stored object as the machine reads it: the kind's schema with its defaults (the object was admitted
    * already; this gives it its types), and server-owned annotations folded in. Undefined for a spec the schema refuses
