@@ -5,9 +5,10 @@
  * agent that comes back to a Sandbox its idle timeout stopped asks for a start (the start-requested-at annotation) and
  * waits for it, as a client retrying SandboxNotRunning would.
  *
- * The Sandboxes run the core's Sandbox machine (core/kinds/sandbox/SandboxMachine.ts) over the same engine, capacity
- * and ledger as the scenario's Jobs, through `billedStep` as Simulation.ts steps Jobs: their starts, idle stops,
- * recoveries and cost are the ones the server's sim backend would give. Durations and think times are the script's or
+ * The Sandboxes run the core's Sandbox machine (core/kinds/sandbox/SandboxMachine.ts) in the simulator's one loop
+ * (Simulation.ts; `kind` is their entry in its list of kinds: a box opened on a launch, snapshotted on a checkpoint),
+ * over the same engine, capacity and ledger as the scenario's Jobs: their starts, idle stops, recoveries and cost are
+ * the ones the server's sim backend would give. Durations and think times are the script's or
  * drawn from the scenario's seed; everything else follows the engine's order, so a seed gives one trace.
  */
 import { Schema } from "effect"
