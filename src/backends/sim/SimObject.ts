@@ -5,7 +5,7 @@
  */
 import type { Room } from "../../core/billing/Billing.ts"
 import type { AttemptFacts } from "../../core/capacity/Capacity.ts"
-import type { ControllerEvent, LaunchAction, StepResult } from "../../core/controller/Controller.ts"
+import type { ControllerEvent, LaunchAction, ServingLoad, StepResult } from "../../core/controller/Controller.ts"
 import type { ReconcileKind } from "../../core/controller/Reconcile.ts"
 import type { WorkloadModel } from "./SimCapacity.ts"
 
@@ -52,6 +52,11 @@ export interface SimObject<Spec = unknown, Status extends SimStatus = SimStatus>
    * map beside it was read at every step, out of the caches. The simulation itself never reads it.
    */
   clockChecked?: ClockVerdict | undefined
+  /**
+   * The load on its runs, for a kind whose runs serve requests (`Observation.serving`), set by its entry's `observe`
+   * before each step. Left unset for other kinds (a Job's object keeps its shape).
+   */
+  serving?: ServingLoad | undefined
 }
 
 /** What an object's last step saw and left, when that step changed nothing while it waited for capacity. */
@@ -89,6 +94,8 @@ export interface SimKind<Spec = unknown, Status extends SimStatus = SimStatus> {
   readonly uidPrefix?: string | undefined
   /** The rooms of the Budgets matching an object of the kind, when billed (none when absent). */
   readonly rooms?: ((object: SimObject<Spec, Status>) => ReadonlyArray<Room>) | undefined
+  /** Called before every step: what the step reads besides the object (the `serving` load of a serving kind). */
+  readonly observe?: ((object: SimObject<Spec, Status>, now: number) => void) | undefined
   /** Told of every step before its status is taken, with what the status showed before (the checkers). */
   readonly checkStep?:
     | ((object: SimObject<Spec, Status>, before: StatusBefore<Status>, result: StepResult<Status>, now: number) => void)

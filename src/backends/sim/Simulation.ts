@@ -534,6 +534,7 @@ export class Simulation {
     context.market = market
     context.ranking = ranking
     context.rewriteStatus = inPlace
+    kind.observe?.(object, now)
     const { result, settled, wakeAt } = reconcileStep(kind.reconcile, object, context, billing)
     this.steps++
     kind.checkStep?.(object, before ?? { phase: beforePhase, conditions: beforeConditions }, result, now)
