@@ -138,7 +138,7 @@ export class Auth extends Context.Service<Auth, {
   ) => Effect.Effect<{ readonly key: string; readonly ops: ReadonlyArray<WriteOp> }>
   /** Ops that make `key` the admin key, replacing an earlier bootstrap key. */
   readonly bootstrapOps: (key: string) => Effect.Effect<ReadonlyArray<WriteOp>, ApiError>
-}>()("nodus/server/Auth") {
+}>()("nodus/apiserver/Auth") {
   static readonly layer = Layer.effect(
     Auth,
     Effect.gen(function*() {

@@ -69,7 +69,7 @@ const inProgress = () =>
 
 export class Idempotency extends Context.Service<Idempotency, {
   readonly claim: (principal: string, key: string, fingerprint: string) => Effect.Effect<Claim, ApiError>
-}>()("nodus/server/Idempotency") {
+}>()("nodus/apiserver/Idempotency") {
   static readonly layer = Layer.effect(
     Idempotency,
     Effect.gen(function*() {

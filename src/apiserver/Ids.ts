@@ -14,7 +14,7 @@ export class Ids extends Context.Service<Ids, {
   readonly nameSuffix: () => string
   /** A secret of `bytes` random bytes, base64url-encoded. */
   readonly secret: (bytes: number) => string
-}>()("nodus/server/Ids") {
+}>()("nodus/apiserver/Ids") {
   static readonly layer = Layer.succeed(
     Ids,
     Ids.of({

@@ -4,7 +4,7 @@
  * the request with the kind's schema, applies the per-write rules of core/meta/Strategy.ts, and commits through the store
  * port in one atomic commit, retried on conflicts where Kubernetes retries them (patches without a resourceVersion).
  *
- * HTTP is not here: handlers in server/http translate requests into these calls and results into responses.
+ * HTTP is not here: handlers in apiserver/http translate requests into these calls and results into responses.
  */
 import { Clock, Context, Effect, Layer, Option, Result, Semaphore, Stream } from "effect"
 import { priceBoundAnnotation } from "../core/billing/PriceBound.ts"

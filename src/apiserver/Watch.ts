@@ -165,7 +165,7 @@ export class Watches extends Context.Service<Watches, {
     namespace: string | undefined,
     options: WatchOptions
   ) => Effect.Effect<Stream.Stream<WatchEvent>, ApiError>
-}>()("nodus/server/Watches") {
+}>()("nodus/apiserver/Watch") {
   static readonly layer = Layer.effect(
     Watches,
     Effect.gen(function*() {

@@ -83,7 +83,7 @@ export const budgetComponent = "nodus-budgets"
 
 const ownersPage = 1_000
 
-export class BudgetService extends Context.Service<BudgetService, BudgetServiceShape>()("nodus/server/BudgetService") {
+export class BudgetService extends Context.Service<BudgetService, BudgetServiceShape>()("nodus/runtime/Budgets") {
   /** The snapshot and the calls billing makes (needs Store, ChangeFeed, LedgerService, EventOutbox). */
   static readonly layer = Layer.effect(BudgetService, make())
 }

@@ -43,7 +43,7 @@ export interface EstimateResult {
 export class Estimates extends Context.Service<Estimates, {
   /** The estimate of creating `object` now, when its kind has one. */
   readonly estimate: (ref: ResourceRef, object: ResourceObject) => Effect.Effect<Option.Option<EstimateResult>>
-}>()("nodus/server/Estimates") {
+}>()("nodus/runtime/Estimates") {
   static readonly layerNone = Layer.succeed(Estimates, Estimates.of({ estimate: () => Effect.succeed(Option.none()) }))
 
   /**

@@ -72,7 +72,7 @@ export interface LedgerOptions {
   readonly shared?: boolean
 }
 
-export class LedgerService extends Context.Service<LedgerService, LedgerShape>()("nodus/server/LedgerService") {
+export class LedgerService extends Context.Service<LedgerService, LedgerShape>()("nodus/runtime/LedgerService") {
   /** The ledger over the store; account events are recorded in the outbox with the postings that caused them. */
   static readonly layer = (options: LedgerOptions) => Layer.effect(LedgerService, make(options))
 }

@@ -21,7 +21,7 @@ export class LiveMarket extends Context.Service<LiveMarket, {
     source: MarketSource,
     catalog?: (namespace: string) => ReadonlyArray<Offering>
   ) => Effect.Effect<void, never, Scope.Scope>
-}>()("nodus/server/LiveMarket") {
+}>()("nodus/runtime/LiveMarket") {
   static readonly layer = Layer.sync(LiveMarket, () => {
     let current: {
       readonly source: MarketSource

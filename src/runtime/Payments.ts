@@ -72,7 +72,7 @@ export const notConfigured = () =>
 const unavailable = (what: string) =>
   new ApiError({ code: "Unavailable", message: `the payment processor could not ${what}`, retryAfterSeconds: 1 })
 
-export class Payments extends Context.Service<Payments, PaymentsShape>()("nodus/server/Payments") {
+export class Payments extends Context.Service<Payments, PaymentsShape>()("nodus/runtime/Payments") {
   static readonly layerEmbedded = Layer.effect(
     Payments,
     Effect.gen(function*() {

@@ -140,7 +140,7 @@ export class PriceConsent extends Context.Service<PriceConsent, {
   ) => string
   /** The quote of `ifMatch` when it is a dry run's ETag for exactly `object`; PreconditionFailed otherwise. */
   readonly verify: (ifMatch: string, object: ResourceObject) => Effect.Effect<Quote, ApiError>
-}>()("nodus/server/PriceConsent") {
+}>()("nodus/runtime/PriceConsent") {
   static readonly layer = Layer.effect(
     PriceConsent,
     Effect.gen(function*() {

@@ -17,7 +17,7 @@ export const defaultKinds: ReadonlyArray<AnyRuntimeKind> = [jobKind, sandboxKind
 
 export class KindRegistry extends Context.Service<KindRegistry, {
   readonly kinds: ReadonlyArray<AnyRuntimeKind>
-}>()("nodus/runtime/KindRegistry") {
+}>()("nodus/runtime/Registry") {
   static readonly layer = (kinds: ReadonlyArray<AnyRuntimeKind> = defaultKinds) =>
     Layer.succeed(KindRegistry, KindRegistry.of({ kinds }))
 }

@@ -297,7 +297,7 @@ export class Secrets extends Context.Service<Secrets, {
    * `/run/secrets/<secret>/<key>`. Fails with a message naming the Secret and key, never a value.
    */
   readonly resolveProgram: (namespace: string, workload: WorkloadProgram) => Effect.Effect<ResolvedProgram, ApiError>
-}>()("nodus/server/Secrets") {
+}>()("nodus/runtime/Secrets") {
   static readonly layer = Layer.effect(
     Secrets,
     Effect.gen(function*() {

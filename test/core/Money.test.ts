@@ -1,4 +1,4 @@
-// Unit and property tests for src/core/billing/Money.ts. Micro-USD bigints and decimal USD strings must convert both ways
+// Unit and property tests for src/core/Money.ts. Micro-USD bigints and decimal USD strings must convert both ways
 // without rounding. The output has to satisfy the API's USD grammar, and parsing must refuse text it could only
 // round.
 

@@ -347,7 +347,7 @@ const objectHeaders = (object: ResourceObject, warnings: ReadonlyArray<string> =
 })
 
 export class Api extends Context.Service<Api, { readonly handle: (request: Request) => Effect.Effect<Response> }>()(
-  "nodus/server/http/Api"
+  "nodus/apiserver/http/Api"
 ) {
   static readonly layer = Layer.effect(
     Api,

@@ -224,9 +224,7 @@ export type {
   CallOutcome
 } from "../SandboxBox.ts"
 
-export class CapacityPort
-  extends Context.Service<CapacityPort, CapacityPortShape>()("nodus/core/capacity/CapacityPort")
-{}
+export class CapacityPort extends Context.Service<CapacityPort, CapacityPortShape>()("nodus/core/capacity/Capacity") {}
 
 /** Splits a launch into what the host and the program need. */
 export const hostRequestOf = (launch: LaunchRequest): HostRequest => ({

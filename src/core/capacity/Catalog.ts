@@ -2,7 +2,7 @@
  * Builds the offering catalog from real list prices, the SkyPilot catalog's Lambda and AWS rows
  * (scenarios/data/skypilot-gpu-prices/README.md), so the simulator and the scheduler work with rates that providers
  * actually charge rather than invented ones. Pure: it takes the CSV text and returns Offerings. Reading the files
- * is left to the simulator backend (src/backends/sim/CatalogData.ts), so the core stays free of I/O and portable.
+ * is left to the simulator backend (src/data/CatalogData.ts), so the core stays free of I/O and portable.
  *
  * **One offering per (provider, instance type, region class).** The region class (Placement.regions) comes from the
  * first dash segment of the provider's region name:
@@ -19,7 +19,7 @@
  *
  * `regions` lists the class's provider regions where the type sells at some rate.
  *
- * **Rates** are integer micro-USD per host-hour, parsed exactly from the decimal text (src/core/billing/Money.ts):
+ * **Rates** are integer micro-USD per host-hour, parsed exactly from the decimal text (src/core/Money.ts):
  * - On demand: the median over the class's regions of each region's `Price`. AWS repeats the region's price on
  *   every zone row; if a region's rows ever disagreed, the region would count with the median of its rows. Lambda
  *   charges the same in every region.

@@ -7,8 +7,8 @@
  * after a crash (level-triggered, like a Kubernetes reconciler).
  *
  * Drivers — the headless simulator's loop (src/backends/sim/Simulation.ts) and the runtime's reconciler
- * (src/runtime/Reconciler.ts) — bill around each step with `billedStep` (core/billing/BillingStep.ts), carry the
- * actions out through the capacity port (core/capacity/CapacityPort.ts), record the events and write the status.
+ * (src/runtime/Reconciler.ts) — bill around each step with `billedStep` (core/controller/BilledStep.ts), carry the
+ * actions out through the capacity port (core/capacity/Capacity.ts), record the events and write the status.
  */
 import type { Funding } from "../billing/Billing.ts"
 import type { AttemptFacts, LaunchRequest } from "../capacity/Capacity.ts"
