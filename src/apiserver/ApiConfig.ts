@@ -3,7 +3,19 @@
  * server at (error documentation links name it), how often watches send bookmarks and what they hold.
  */
 import { Context, type Duration } from "effect"
-import type { WatchLimits } from "./Watch.ts"
+
+/** How much a watch holds for a client that does not keep up, and how long it waits for one (Watch.ts). */
+export interface WatchLimits {
+  /** Events held for the client; the initial listing is also read this many objects at a time. */
+  readonly buffer: number
+  /** How long a live change waits for room in a full buffer before the watcher is slow. */
+  readonly slowAfter: Duration.Input
+  /**
+   * How long the client of an ended watch (410, timeoutSeconds) may take nothing before its consumer is interrupted:
+   * over HTTP that closes the connection, since the writer of a client that stopped reading waits for the socket.
+   */
+  readonly drainGrace: Duration.Input
+}
 
 export interface ApiSettings {
   readonly group: string

@@ -34,6 +34,7 @@ import type { ResourceRef } from "../core/meta/Kinds.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
 import type { Change, Expired, StoreError } from "../store/Store.ts"
+import type { WatchLimits } from "./ApiConfig.ts"
 import { parseResourceVersion, Resources, type Selectors, selectorsOf, selects } from "./Resources.ts"
 
 export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR"
@@ -41,19 +42,6 @@ export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ER
 export interface WatchEvent {
   readonly type: WatchEventType
   readonly object: ResourceObject | Json
-}
-
-/** How much a watch holds for a client that does not keep up, and how long it waits for one (ApiConfig). */
-export interface WatchLimits {
-  /** Events held for the client; the initial listing is also read this many objects at a time. */
-  readonly buffer: number
-  /** How long a live change waits for room in a full buffer before the watcher is slow. */
-  readonly slowAfter: Duration.Input
-  /**
-   * How long the client of an ended watch (410, timeoutSeconds) may take nothing before its consumer is interrupted:
-   * over HTTP that closes the connection, since the writer of a client that stopped reading waits for the socket.
-   */
-  readonly drainGrace: Duration.Input
 }
 
 export const defaultWatchLimits: WatchLimits = { buffer: 100, slowAfter: "1 second", drainGrace: "5 seconds" }

@@ -2,8 +2,8 @@
  * A prebuilt PGlite data directory, so that a fresh one is unpacked instead of initialised (issue 16: start-up ≤ 3 s on
  * a fresh data directory). PGlite's initdb runs PostgreSQL's bootstrap in WebAssembly: 4–5 s of CPU on this project's
  * machine, at the first start of every data directory and for every in-memory database (tests open hundreds). Its
- * output depends on the PGlite build alone, so it is made once, by `npm run pglite:snapshot` with the installed
- * PGlite, and kept beside this file as a zstd-compressed tar named after PGlite's version (about 1.1 MB: the three
+ * output depends on the PGlite build alone, so it is made once, by `npm run pglite:snapshot` (PgliteSnapshotBuild.ts)
+ * with the installed PGlite, and kept beside this file as a zstd-compressed tar named after PGlite's version (about 1.1 MB: the three
  * databases initdb makes are nearly alike). A fresh data directory is unpacked from it in 0.2-0.3 s of CPU, on a
  * worker thread while the server's modules load (server/DataDir.ts); an in-memory database loads it.
  *
@@ -12,14 +12,13 @@
  * stood when it was built (they took 0.15 s of a fresh start); a migration added since runs on a new database as on
  * any other (SqlStore.ts), so rebuilding after one is for speed, not correctness.
  */
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
 import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises"
-import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads"
-import { constants, zstdCompressSync, zstdDecompress } from "node:zlib"
+import { zstdDecompress } from "node:zlib"
 
 /** The installed PGlite's version, from its package.json (which its exports do not name). */
 export const pgliteVersion = (): string => {
@@ -175,45 +174,4 @@ export const restoreOffThread = (dataDir: string): Promise<boolean> =>
 
 if (!isMainThread && typeof (workerData as { restore?: unknown } | undefined)?.restore === "string") {
   parentPort!.postMessage(await restore((workerData as { restore: string }).restore))
-}
-
-/**
- * Runs the installed PGlite's initdb into a scratch directory, then the store's migrations on it through the driver,
- * shuts it down cleanly, and packs what it wrote.
- */
-export const build = async (): Promise<Buffer> => {
-  // Imported here: a server that restores a snapshot has not loaded PGlite or the store yet, and need not wait for them.
-  const [{ PGlite }, { Effect }, Pglite, SqlStore] = await Promise.all([
-    import("@electric-sql/pglite"),
-    import("effect"),
-    import("./Pglite.ts"),
-    import("./SqlStore.ts")
-  ])
-  const scratch = await mkdtemp(join(tmpdir(), "nodus-pglite-snapshot-"))
-  try {
-    const dataDir = join(scratch, "data")
-    const database = await PGlite.create({ dataDir })
-    await database.close()
-    await Effect.runPromise(SqlStore.migrate.pipe(Effect.provide(Pglite.layer(dataDir))))
-    // A 64 MB window with long-distance matching finds the three databases' likeness (40 MB of files in 1.1 MB).
-    return zstdCompressSync(pack(dataDir), {
-      params: {
-        [constants.ZSTD_c_compressionLevel]: 19,
-        [constants.ZSTD_c_enableLongDistanceMatching]: 1,
-        [constants.ZSTD_c_windowLog]: 26
-      }
-    })
-  } finally {
-    await rm(scratch, { recursive: true, force: true })
-  }
-}
-
-// `npm run pglite:snapshot`: (re)builds the snapshot of the installed PGlite. (A worker's entry module is its main.) Not
-// awaited at the top level: build imports the driver, which imports this module, which must have finished evaluating.
-if (import.meta.main && isMainThread) {
-  const file = snapshotFile()
-  void build().then((snapshot) => {
-    writeFileSync(file, snapshot)
-    console.log(`wrote ${file} (${(statSync(file).size / 1e6).toFixed(2)} MB)`)
-  })
 }
