@@ -11,7 +11,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { chromium } from "playwright-core"
-import { mergePatch, parseVariants, type ReportData, runWhatIf } from "../../src/backends/sim/WhatIf.ts"
+import { parseVariants, type ReportData, runWhatIf } from "../../src/backends/sim/WhatIf.ts"
 import { chartIds, fidelityChartId, palette, recordedShade, segmentShades } from "../../src/cli/ReportHtml.ts"
 import { parseMicroUsd } from "../../src/core/Money.ts"
 import { loadCatalog } from "../../src/data/CatalogData.ts"
@@ -83,10 +83,6 @@ const embedded = (html: string): ReportData => {
 
 describe("what-if variants", () => {
   it("a variant is a merge patch of the Job templates (RFC 7396), checked like the scenario's own specs", () => {
-    assert.deepStrictEqual(mergePatch({ a: { b: 1, c: 2 }, d: 3 }, { a: { b: null, e: 4 }, d: [1] }), {
-      a: { c: 2, e: 4 },
-      d: [1]
-    })
     const file = smallScenario()
     const parsed = parseVariants(file, catalog)
     assert.isTrue(parsed.ok)
@@ -119,6 +115,18 @@ describe("what-if variants", () => {
       fields.some((field) => field.startsWith("variants[1]: workloads[0].job.recovery.continuity")),
       fields.join(", ")
     )
+  })
+
+  it("a __proto__ member of a variant's patch is a field like any other: refused, never a prototype", () => {
+    // Before the variants used core/meta/MergePatch, `result[key] = …` made the member the patched Job's prototype:
+    // the variant parsed, and every spec field the file left unset read through to the patch's.
+    const hostile = JSON.parse(`{"name": "hostile", "job": {"__proto__": {"maxCostUSD": "1"}}}`) as object
+    const parsed = parseVariants({ ...smallScenario(), variants: [hostile] }, catalog)
+    assert.isFalse(parsed.ok)
+    if (parsed.ok) return
+    const fields = parsed.problems.map((problem) => problem.field)
+    assert.include(fields, "variants[0]: workloads[0].job.__proto__", fields.join(", "))
+    assert.isUndefined(({} as { maxCostUSD?: unknown }).maxCostUSD)
   })
 
   it("the same seed gives the same report data; savings are the baseline's ledger total less each variant's", () => {

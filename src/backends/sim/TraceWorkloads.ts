@@ -11,6 +11,7 @@ import { join } from "node:path"
 import type { JsonObject } from "../../core/Json.ts"
 import { admitJobSpec } from "../../core/kinds/job/JobAdmission.ts"
 import { isFinalPhase } from "../../core/kinds/job/JobPhases.ts"
+import * as MergePatch from "../../core/meta/MergePatch.ts"
 import type { JobSpecType, JobStatusType } from "../../core/schemas/Job.ts"
 import { durationMs } from "../../core/StatusText.ts"
 import {
@@ -27,7 +28,6 @@ import type { SimJob } from "./JobSim.ts"
 import type { TraceWorkloadSettings } from "./Scenario.ts"
 import type { SimKind } from "./SimObject.ts"
 import type { Simulation } from "./Simulation.ts"
-import { mergePatch } from "./WhatIf.ts"
 import { defaultWorkload } from "./Workloads.ts"
 
 /** Trace files are named relative to this folder. */
@@ -155,7 +155,10 @@ export const replayTraces = (
       specs.set(
         size,
         admitJobSpec(
-          mergePatch(settings.job as JsonObject, { resources: { gpu: { count: size } }, backoffLimit: 0 }) as JsonObject
+          MergePatch.apply(settings.job as JsonObject, {
+            resources: { gpu: { count: size } },
+            backoffLimit: 0
+          }) as JsonObject
         )
       )
     }

@@ -6,7 +6,8 @@
  * ledger sums only: the same scenario and seed give the same data, byte for byte.
  */
 import type { Offering } from "../../core/capacity/Offering.ts"
-import { isObject, type Json, type JsonObject } from "../../core/Json.ts"
+import type { Json, JsonObject } from "../../core/Json.ts"
+import * as MergePatch from "../../core/meta/MergePatch.ts"
 import { formatMicroUsd, parseMicroUsd } from "../../core/Money.ts"
 import { durationMs } from "../../core/StatusText.ts"
 import type { CostSummary } from "./Costs.ts"
@@ -14,17 +15,6 @@ import type { Fidelity } from "./Fidelity.ts"
 import { runScenario, scenarioProblems, type Summary } from "./Run.ts"
 import { parseScenario, type Scenario, type ScenarioProblem } from "./Scenario.ts"
 import type { RunSeries } from "./Series.ts"
-
-/** RFC 7396: an object patch merges key by key, null removes a key, anything else replaces the target. */
-export const mergePatch = (target: Json | undefined, patch: Json): Json => {
-  if (!isObject(patch)) return patch
-  const result: Record<string, Json> = isObject(target ?? null) ? { ...(target as JsonObject) } : {}
-  for (const [key, value] of Object.entries(patch)) {
-    if (value === null) delete result[key]
-    else result[key] = mergePatch(result[key], value)
-  }
-  return result
-}
 
 export interface Variant {
   readonly name: string
@@ -75,7 +65,10 @@ export const parseVariants = (input: unknown, catalog: ReadonlyArray<Offering>):
     const patch = (list: Json | undefined) =>
       ((list ?? []) as ReadonlyArray<JsonObject>).map((workload) => {
         const own = settings.workloads[String(workload["name"])]
-        const job = mergePatch(mergePatch(workload["job"], settings.job as JsonObject), (own ?? {}) as JsonObject)
+        const job = MergePatch.apply(
+          MergePatch.apply(workload["job"], settings.job as JsonObject),
+          (own ?? {}) as JsonObject
+        )
         return { ...workload, job }
       })
     const { variants: _, ...rest } = file
@@ -85,7 +78,7 @@ export const parseVariants = (input: unknown, catalog: ReadonlyArray<Offering>):
       ...(file["traceWorkloads"] === undefined ? {} : { traceWorkloads: patch(file["traceWorkloads"]) }),
       ...(Object.keys(settings.fleet).length === 0
         ? {}
-        : { fleet: mergePatch(file["fleet"], settings.fleet as JsonObject) })
+        : { fleet: MergePatch.apply(file["fleet"], settings.fleet as JsonObject) })
     })
     if (!patched.ok) {
       // A patched Job spec's problem is the variant's: the variant, then the field of the file its patch made wrong.
