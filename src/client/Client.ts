@@ -11,32 +11,8 @@ import { parseDurationMs } from "../core/Units.ts"
 import { type ClientConfig, type ClientOptions, resolveConfig } from "./Config.ts"
 import type { ClientError, ConfigurationError } from "./Errors.ts"
 import { functionCall, type FunctionCallHandle, type FunctionHandle, functionHandle } from "./Functions.ts"
-import {
-  makeTransport,
-  type Query,
-  type RequestOptions,
-  type Response,
-  responseJson,
-  responseText,
-  type StreamedResponse
-} from "./Transport.ts"
-
-/** An API object as the server answers it (apiVersion, kind, metadata, spec, status). */
-export type NodusObject = Record<string, any>
-
-export interface CreateOptions {
-  /** `dryRun=All`: admitted and answered, not stored. */
-  readonly dryRun?: boolean
-  /** The submission key; by default a UUID made when `create` is called (so re-running its Effect resends the same submission). */
-  readonly idempotencyKey?: string
-}
-
-export interface ListOptions {
-  readonly labelSelector?: string
-  readonly fieldSelector?: string
-  /** Page size (default 500); every page is read. */
-  readonly limit?: number
-}
+import type { ListOptions, NodusObject, ResourceCalls } from "./ResourceCalls.ts"
+import { makeTransport, type Query, type RequestOptions, responseJson, responseText } from "./Transport.ts"
 
 export interface ExecOptions {
   /** Text (or bytes, sent as UTF-8 text) on the command's stdin. */
@@ -91,54 +67,13 @@ export interface JobHandle {
   readonly logs: (options?: LogOptions) => Effect.Effect<string, ClientError>
 }
 
-export interface ClientShape {
-  readonly config: ClientConfig
-  /** The kubeconfig context's namespace, if it names one. */
-  readonly defaultProject: string | undefined
-  /** Any route, with the client's retries and errors: the 2xx answer. */
-  readonly request: (method: string, path: string, options?: RequestOptions) => Effect.Effect<Response, ClientError>
-  /** The same, its 2xx answer's body read as it arrives (a watch); `timeoutMs` also bounds each silence of the body. */
-  readonly stream: (
-    method: string,
-    path: string,
-    options?: RequestOptions
-  ) => Effect.Effect<StreamedResponse, ClientError>
-  /** `/apis/<group>/v1[/namespaces/<project>]/<plural>[/<name>]` */
-  readonly path: (plural: string, project?: string, name?: string) => string
-  /** POST with an Idempotency-Key kept across its retries; `apiVersion` filled in when missing; the created object. */
-  readonly create: (
-    plural: string,
-    project: string,
-    body: NodusObject,
-    options?: CreateOptions
-  ) => Effect.Effect<NodusObject, ClientError>
-  readonly get: (plural: string, project: string | undefined, name: string) => Effect.Effect<NodusObject, ClientError>
-  /** Every item, following `continue` pages (no project: every project, or a cluster-scoped kind). */
-  readonly list: (
-    plural: string,
-    project?: string,
-    options?: ListOptions
-  ) => Effect.Effect<Array<NodusObject>, ClientError>
-  readonly delete: (
-    plural: string,
-    project: string | undefined,
-    name: string
-  ) => Effect.Effect<NodusObject, ClientError>
-  /** A JSON merge patch (RFC 7386). */
-  readonly patch: (
-    plural: string,
-    project: string | undefined,
-    name: string,
-    patch: NodusObject
-  ) => Effect.Effect<NodusObject, ClientError>
+/** The generic calls (ResourceCalls.ts), a Sandbox's commands and files, a Job's logs, a Function's calls. */
+export interface ClientShape extends ResourceCalls {
   readonly sandbox: (project: string, name: string) => SandboxHandle
   readonly job: (project: string, name: string) => JobHandle
   readonly function: (project: string, name: string) => FunctionHandle
   /** A handle on a FunctionCall by name (one `spawn` made earlier, perhaps in another process). */
   readonly functionCall: (project: string, name: string) => FunctionCallHandle
-  /** Stores bytes in /blobs/v1 (docs/blobs.md), their reference "sha256:<hex>". */
-  readonly uploadBlob: (data: string | Uint8Array, project?: string) => Effect.Effect<string, ClientError>
-  readonly readBlob: (digest: string) => Effect.Effect<Uint8Array, ClientError>
   /** Closes the kept-alive connections (the layer does it when released). */
   readonly close: () => void
 }

@@ -13,7 +13,6 @@
  * when the wait passed.
  */
 import { type Cause, Clock, Effect, Queue, Random, Stream } from "effect"
-import type { ClientShape, NodusObject } from "./Client.ts"
 import {
   APIConnectionError,
   APITimeoutError,
@@ -22,6 +21,7 @@ import {
   NotFoundError,
   RemoteError
 } from "./Errors.ts"
+import type { NodusObject, ResourceCalls } from "./ResourceCalls.ts"
 import { responseJson } from "./Transport.ts"
 
 /** The most calls one map sends per batch (spec: FunctionCallBatchTooLarge above it). */
@@ -89,7 +89,7 @@ const ended = new Set(["Succeeded", "Failed", "Cancelled"])
 const duration = (seconds: number) => Number.isInteger(seconds) ? `${seconds}s` : `${Math.round(seconds * 1000)}ms`
 
 /** A stored payload's value: JSON inline (base64) or in a blob. */
-const decode = (client: ClientShape, payload: { encoding?: string; inline?: string; blob?: string } | undefined) =>
+const decode = (client: ResourceCalls, payload: { encoding?: string; inline?: string; blob?: string } | undefined) =>
   Effect.gen(function*() {
     if (payload === undefined || payload === null) return undefined
     if ((payload.encoding ?? "JSON") !== "JSON") {
@@ -103,7 +103,7 @@ const decode = (client: ClientShape, payload: { encoding?: string; inline?: stri
 
 /** An ended call's outcome (phase Succeeded, Failed or Cancelled): its value, or RemoteError; undefined while it runs. */
 const outcomeOf = (
-  client: ClientShape,
+  client: ResourceCalls,
   call: NodusObject | undefined
 ): Effect.Effect<unknown, ClientError | RemoteError> | undefined => {
   const status = call?.["status"] ?? {}
@@ -125,7 +125,7 @@ const outcomeOf = (
   return undefined
 }
 
-export const functionCall = (client: ClientShape, project: string, name: string): FunctionCallHandle => {
+export const functionCall = (client: ResourceCalls, project: string, name: string): FunctionCallHandle => {
   const object = () => client.get("functioncalls", project, name)
   return {
     project,
@@ -205,7 +205,7 @@ type Outcome = { readonly value: unknown } | { readonly error: RemoteError | Not
  * ended (a DELETED event, or missing from a listing made after it was created) is NotFoundError, as `get` would say.
  */
 const followMap = (
-  client: ClientShape,
+  client: ResourceCalls,
   project: string,
   mapId: string,
   total: number,
@@ -424,7 +424,7 @@ const followMap = (
   return { list, created, follow }
 }
 
-export const functionHandle = (client: ClientShape, project: string, name: string): FunctionHandle => {
+export const functionHandle = (client: ResourceCalls, project: string, name: string): FunctionHandle => {
   const input = (
     args: ReadonlyArray<unknown>,
     kwargs: Readonly<Record<string, unknown>>

@@ -5,18 +5,11 @@
  * constructor raises.
  */
 import { Effect, Stream } from "effect"
-import type {
-  ClientShape,
-  CreateOptions,
-  ExecOptions,
-  ExecResult,
-  ListOptions,
-  LogOptions,
-  NodusObject
-} from "./Client.ts"
+import type { ClientShape, ExecOptions, ExecResult, LogOptions } from "./Client.ts"
 import { fromConfig } from "./Client.ts"
 import { type ClientOptions, resolveConfig } from "./Config.ts"
 import type { FunctionCallHandle, MapOptions } from "./Functions.ts"
+import type { CreateOptions, ListOptions, NodusObject } from "./ResourceCalls.ts"
 import type { RequestOptions, Response } from "./Transport.ts"
 
 const run = <A, E>(effect: Effect.Effect<A, E>): Promise<A> => Effect.runPromise(effect)

@@ -5,19 +5,17 @@
 export {
   Client,
   type ClientShape,
-  type CreateOptions,
   type ExecOptions,
   type ExecResult,
   fromConfig,
   type JobHandle,
-  type ListOptions,
   type LogOptions,
   make,
-  type NodusObject,
   type SandboxHandle
 } from "./Client.ts"
 export { type ClientConfig, type ClientOptions, resolveConfig } from "./Config.ts"
 export * from "./Errors.ts"
 export { type FunctionCallHandle, type FunctionHandle, inlineMax, mapBatch, type MapOptions } from "./Functions.ts"
 export { FunctionCall, NodusClient } from "./NodusClient.ts"
+export { type CreateOptions, type ListOptions, type NodusObject, type ResourceCalls } from "./ResourceCalls.ts"
 export { type RequestOptions, type Response, responseJson, responseText } from "./Transport.ts"
