@@ -142,6 +142,25 @@ describe("the files", () => {
     }
   })
 
+  it("of the Python client import each other without a cycle", () => {
+    // `from .x import …`, `from . import x` and `import .x` inside clients/python/nodus, at any indentation (a
+    // function-level import closes a cycle as surely as one at the top).
+    const folder = join(root, "clients", "python", "nodus")
+    const modules = readdirSync(folder).filter((name) => name.endsWith(".py")).map((name) => name.slice(0, -3))
+    const edges = new Map<string, Set<string>>()
+    for (const module of modules) {
+      const text = readFileSync(join(folder, `${module}.py`), "utf8")
+      const targets = new Set<string>()
+      for (const line of text.matchAll(/^\s*from \.(\w*) import ([\w, ()]+)/gmu)) {
+        if (line[1] !== "") targets.add(line[1]!)
+        else for (const name of line[2]!.split(/[\s,()]+/u)) if (modules.includes(name)) targets.add(name)
+      }
+      edges.set(module, targets)
+    }
+    assert.isAtLeast([...edges.values()].reduce((sum, targets) => sum + targets.size, 0), 5, "the imports were read")
+    assert.deepStrictEqual(cyclesOf(edges).map((cycle) => cycle.join(" → ")), [])
+  })
+
   it("declare each service under a key that is the file's path", () => {
     // `Context.Service<…>()("nodus/…")`, `Context.Reference<…>("nodus/…", …)` and the like: the string the type
     // arguments are applied to is the key. A key says where its service lives: <folder>/<File>.ts declares "nodus/<folder>/<File>".

@@ -21,21 +21,14 @@ import urllib.parse
 import uuid
 
 from . import _config
+from ._handle import Handle, _duration
 from .errors import APIConnectionError, APITimeoutError, NodusError, from_response, is_retryable
+from .functions import Function
 
 _USER_AGENT = "nodus-python/0.1"
 
 # Methods that are safe to send again when the outcome of the first try is unknown.
 _REPLAYABLE = frozenset(["GET", "HEAD", "PUT", "DELETE", "PATCH"])
-
-
-def _duration(seconds):
-    """A duration string for the API ("30s", "1500ms")."""
-    if isinstance(seconds, str):
-        return seconds
-    if float(seconds).is_integer():
-        return "%ds" % int(seconds)
-    return "%dms" % round(seconds * 1000)
 
 
 _COMMAND_TIMEOUT_DEFAULT = 600.0
@@ -284,7 +277,6 @@ class Client:
         return Job(self, project, name)
 
     def function(self, project, name):
-        from .functions import Function
         return Function(self, project, name)
 
     def upload_blob(self, data, project=None):
@@ -298,15 +290,6 @@ class Client:
 
     def read_blob(self, digest):
         return self.request("GET", "/blobs/v1/" + digest).body
-
-
-class Handle:
-    """One named object of a project that helpers act on."""
-
-    def __init__(self, client, project, name):
-        self.client = client
-        self.project = project
-        self.name = name
 
 
 class ExecResult:

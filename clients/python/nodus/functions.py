@@ -21,7 +21,7 @@ import time
 import uuid
 
 from .errors import APIConnectionError, APITimeoutError, NotFoundError, RemoteError
-from .client import Handle, _duration
+from ._handle import Handle, _duration
 
 #: The most calls one map sends per batch (spec: FunctionCallBatchTooLarge above it).
 MAP_BATCH = 1000
