@@ -15,23 +15,31 @@ export const outputReplyBytesMax = 1024 * 1024
 export const syncRepliesBytesMax = 24 * 1024 * 1024
 export const agentBodyBytesMax = 48 * 1024 * 1024
 
+/**
+ * A command to start in a running box: what a caller asks of the box, and what the host's agent passes on to the box's
+ * supervisor as it is (backends/live/BoxSupervisor.ts), so that the two ends read one request. `command` is the
+ * command's id, chosen by the caller (unique per box).
+ */
+export interface ExecRequest {
+  readonly _tag: "Exec"
+  readonly command: string
+  readonly argv: ReadonlyArray<string>
+  readonly env: Readonly<Record<string, string>>
+  readonly workingDir: string | undefined
+  /** base64 */
+  readonly stdin: string | undefined
+  /** Leave stdin open for `Stdin` requests (a background command); otherwise it is closed after `stdin`. */
+  readonly keepStdin: boolean
+  readonly timeoutMs: number | undefined
+  /** Answer at once (the command's state); otherwise when it exits, with its output. */
+  readonly background: boolean
+  /** A terminal's shell: it does not keep the Sandbox Busy (spec: "a silent open terminal is idle"). */
+  readonly terminal?: boolean | undefined
+}
+
 /** What a caller asks of a running box. `command` is the command's id, chosen by the caller (unique per box). */
 export type BoxRequest =
-  | {
-    readonly _tag: "Exec"
-    readonly command: string
-    readonly argv: ReadonlyArray<string>
-    readonly env: Readonly<Record<string, string>>
-    readonly workingDir: string | undefined
-    readonly stdin: string | undefined
-    /** Leave stdin open for `Stdin` requests (a background command); otherwise it is closed after `stdin`. */
-    readonly keepStdin: boolean
-    readonly timeoutMs: number | undefined
-    /** Answer at once (the command's state); otherwise when it exits, with its output. */
-    readonly background: boolean
-    /** A terminal's shell: it does not keep the Sandbox Busy (spec: "a silent open terminal is idle"). */
-    readonly terminal?: boolean | undefined
-  }
+  | ExecRequest
   | { readonly _tag: "Command"; readonly command: string }
   /** Every command the box remembers: those running, and the most recent that exited. */
   | { readonly _tag: "Commands" }

@@ -9,7 +9,7 @@ import { Option, Schema } from "effect"
 import type { Readable, Writable } from "node:stream"
 import type { BoxCommand, BoxReply, BoxRequest } from "../../core/capacity/Capacity.ts"
 import * as Limits from "../../core/Limits.ts"
-import { outputReplyBytesMax } from "../../core/SandboxBox.ts"
+import { type ExecRequest, outputReplyBytesMax } from "../../core/SandboxBox.ts"
 import { type SupervisorMessage, SupervisorMessageSchema, type SupervisorRequest } from "./BoxSupervisor.ts"
 import { CommandOutput, OutputBudget } from "./CommandOutput.ts"
 
@@ -170,19 +170,10 @@ export class BoxChannel {
     if (reply._tag === "Refused") throw new Error(`the warm box could not be configured: ${reply.message}`)
   }
 
-  private async exec(request: Extract<BoxRequest, { _tag: "Exec" }>): Promise<BoxReply> {
+  private async exec(request: ExecRequest): Promise<BoxReply> {
     if (this.commands.has(request.command)) return refused("Conflict", `a command ${request.command} exists already`)
     const command = this.track(request.command, request.argv, this.now(), request.terminal === true)
-    this.send({
-      op: "exec",
-      id: request.command,
-      argv: request.argv,
-      env: request.env,
-      cwd: request.workingDir,
-      stdin: request.stdin,
-      closeStdin: !request.keepStdin,
-      timeoutMs: request.timeoutMs
-    })
+    this.send(request)
     this.onChange()
     if (request.background) return { _tag: "Command", state: this.stateOf(command, false) }
     while (command.exit === undefined) await new Promise<void>((resolve) => command.waiters.add(resolve))
@@ -261,7 +252,7 @@ export class BoxChannel {
     }
   }
 
-  private ask(request: Exclude<SupervisorRequest, { readonly op: "exec" }>): Promise<BoxReply> {
+  private ask(request: Exclude<SupervisorRequest, ExecRequest>): Promise<BoxReply> {
     const rid = this.nextRid++
     return new Promise((resolve) => {
       // A supervisor that never answers (killed, stopped, flooded) leaves no caller waiting for ever.

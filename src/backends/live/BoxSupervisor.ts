@@ -8,21 +8,15 @@
  * It grants nothing: it runs with exactly the rights of the code in the box, which could do all of this itself.
  */
 import { Schema } from "effect"
+import type { ExecRequest } from "../../core/SandboxBox.ts"
 import { proxyPort, proxySocketInBox } from "./EgressProxy.ts"
 
-/** Requests the agent sends (`rid` answers a request; `id` names a command). */
+/**
+ * Requests the agent sends (`rid` answers a request; `id` names a command). A command to start is the box request
+ * itself (core/SandboxBox.ts ExecRequest), passed on as the caller made it.
+ */
 export type SupervisorRequest =
-  | {
-    readonly op: "exec"
-    readonly id: string
-    readonly argv: ReadonlyArray<string>
-    readonly env: Readonly<Record<string, string>>
-    readonly cwd: string | undefined
-    /** base64 */
-    readonly stdin: string | undefined
-    readonly closeStdin: boolean
-    readonly timeoutMs: number | undefined
-  }
+  | ExecRequest
   | { readonly op: "stdin"; readonly rid: number; readonly id: string; readonly data: string; readonly close: boolean }
   | { readonly op: "kill"; readonly rid: number; readonly id: string; readonly signal: string }
   | { readonly op: "read"; readonly rid: number; readonly path: string; readonly max: number }
@@ -134,6 +128,8 @@ const relay = (stream, id, fd) => {
   stream.on("close", () => paused.delete(stream))
 }
 const commands = new Map()
+// The Sandbox's main process, as a box request that starts it.
+const mainCommand = (argv) => ({ _tag: "Exec", command: "main", argv, env: {}, workingDir: undefined, stdin: undefined, keepStdin: false, timeoutMs: undefined, background: true })
 const fail = (rid, code, message) => out({ rid, ok: false, code, message })
 const b64 = (text) => Buffer.from(text).toString("base64")
 const resolvePath = (p) => path.resolve(process.cwd(), p)
@@ -144,41 +140,43 @@ const entryOf = (dir, name) => {
 }
 const fsCode = (e) => e.code === "ENOENT" || e.code === "ENOTDIR" ? "NotFound" : e.code === "EACCES" || e.code === "EPERM" || e.code === "EROFS" ? "Forbidden" : e.code === "EISDIR" || e.code === "ENOTEMPTY" ? "Conflict" : e.code === "ENOSPC" || e.code === "EDQUOT" || e.code === "EIO" ? "Unavailable" : "Invalid"
 const ops = {
+  // A box request (core/SandboxBox.ts ExecRequest): command, argv, env, workingDir, stdin, keepStdin, timeoutMs.
   exec(m) {
     let child, timedOut = false, timer, ended = false
-    const cwd = m.cwd ? resolvePath(m.cwd) : undefined
+    const id = m.command
+    const cwd = m.workingDir ? resolvePath(m.workingDir) : undefined
     if (cwd !== undefined && !fs.existsSync(cwd)) {
-      out({ ev: "out", id: m.id, fd: 2, data: b64(m.cwd + ": no such working directory\\n") })
-      return out({ ev: "exit", id: m.id, code: 126, signal: null, timedOut: false })
+      out({ ev: "out", id, fd: 2, data: b64(m.workingDir + ": no such working directory\\n") })
+      return out({ ev: "exit", id, code: 126, signal: null, timedOut: false })
     }
     try {
       child = spawn(m.argv[0], m.argv.slice(1), { cwd, env: { ...process.env, ...m.env }, stdio: ["pipe", "pipe", "pipe"], detached: true })
     } catch (e) {
-      out({ ev: "out", id: m.id, fd: 2, data: b64(m.argv[0] + ": " + e.message + "\\n") })
-      return out({ ev: "exit", id: m.id, code: 126, signal: null, timedOut: false })
+      out({ ev: "out", id, fd: 2, data: b64(m.argv[0] + ": " + e.message + "\\n") })
+      return out({ ev: "exit", id, code: 126, signal: null, timedOut: false })
     }
-    commands.set(m.id, child)
+    commands.set(id, child)
     let spawnError
     child.on("error", (e) => { spawnError = e })
     child.stdin.on("error", () => undefined)
-    relay(child.stdout, m.id, 1)
-    relay(child.stderr, m.id, 2)
+    relay(child.stdout, id, 1)
+    relay(child.stderr, id, 2)
     // The exit is the command's end, even if something it started keeps its output open: its output is read for a
     // moment more, then the exit is said (and the streams let go).
     const end = (code, signal) => {
       if (ended) return
       ended = true
       clearTimeout(timer)
-      commands.delete(m.id)
+      commands.delete(id)
       for (const stream of [child.stdout, child.stderr]) {
         paused.delete(stream)
         stream.destroy()
       }
       if (spawnError !== undefined) {
-        out({ ev: "out", id: m.id, fd: 2, data: b64(m.argv[0] + ": " + (spawnError.code === "ENOENT" ? "command not found" : spawnError.message) + "\\n") })
-        return out({ ev: "exit", id: m.id, code: spawnError.code === "ENOENT" ? 127 : 126, signal: null, timedOut: false })
+        out({ ev: "out", id, fd: 2, data: b64(m.argv[0] + ": " + (spawnError.code === "ENOENT" ? "command not found" : spawnError.message) + "\\n") })
+        return out({ ev: "exit", id, code: spawnError.code === "ENOENT" ? 127 : 126, signal: null, timedOut: false })
       }
-      out({ ev: "exit", id: m.id, code, signal, timedOut })
+      out({ ev: "exit", id, code, signal, timedOut })
     }
     child.on("close", end)
     // Output held back by backpressure is still read before the exit is said.
@@ -186,7 +184,7 @@ const ops = {
     const after = (code, signal) => (heldBack() ? setTimeout(() => after(code, signal), 200) : end(code, signal))
     child.on("exit", (code, signal) => setTimeout(() => after(code, signal), 200))
     if (m.stdin) child.stdin.write(Buffer.from(m.stdin, "base64"))
-    if (m.closeStdin) child.stdin.end()
+    if (!m.keepStdin) child.stdin.end()
     if (m.timeoutMs) timer = setTimeout(() => { timedOut = true; try { process.kill(-child.pid, "SIGKILL") } catch {} }, m.timeoutMs)
   },
   stdin(m) {
@@ -246,7 +244,7 @@ const ops = {
       fs.mkdirSync(m.cwd, { recursive: true })
       process.chdir(m.cwd)
     }
-    if (m.main.length > 0) ops.exec({ id: "main", argv: m.main, env: {}, cwd: undefined, stdin: undefined, closeStdin: true, timeoutMs: undefined })
+    if (m.main.length > 0) ops.exec(mainCommand(m.main))
     out({ rid: m.rid, ok: true })
   }
 }
@@ -260,13 +258,13 @@ process.stdin.on("data", (chunk) => {
     if (line.length === 0) continue
     let m
     try { m = JSON.parse(line) } catch { continue }
-    try { ops[m.op](m) } catch (e) { if (m.rid !== undefined) fail(m.rid, fsCode(e), e.message) }
+    try { (m._tag === "Exec" ? ops.exec : ops[m.op])(m) } catch (e) { if (m.rid !== undefined) fail(m.rid, fsCode(e), e.message) }
   }
 })
 // The agent went away: the box ends with it.
 process.stdin.on("end", () => process.exit(0))
 const main = process.argv.slice(1)
-const start = () => { if (main.length > 0) ops.exec({ id: "main", argv: main, env: {}, cwd: undefined, stdin: undefined, closeStdin: true, timeoutMs: undefined }) }
+const start = () => { if (main.length > 0) ops.exec(mainCommand(main)) }
 ${
   forward
     ? `net.createServer((c) => { const u = net.connect(${

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { Agent } from "../../../src/backends/live/Agent.ts"
-import { supervisorScript } from "../../../src/backends/live/BoxSupervisor.ts"
+import { type SupervisorRequest, supervisorScript } from "../../../src/backends/live/BoxSupervisor.ts"
 import type { LiveCapacity } from "../../../src/backends/live/LiveCapacity.ts"
 import type { BoxReply, BoxRequest, ProgramRequest, WorkloadProgram } from "../../../src/core/capacity/Capacity.ts"
 import { variantsOf } from "../../../src/core/capacity/Offering.ts"
@@ -126,11 +126,21 @@ describe("the supervisor under an output flood", () => {
         if (message.rid === 1) answered = message.ok === true && Array.isArray(message.entries)
       }
     })
-    const send = (request: Record<string, unknown>) => child.stdin.write(`${JSON.stringify(request)}\n`)
+    const send = (request: SupervisorRequest) => child.stdin.write(`${JSON.stringify(request)}\n`)
     const count = 48
     const bytes = 16 * 1024 * 1024
     for (let index = 0; index < count; index++) {
-      send({ op: "exec", id: `f${index}`, argv: ["head", "-c", String(bytes), "/dev/zero"], env: {}, closeStdin: true })
+      send({
+        _tag: "Exec",
+        command: `f${index}`,
+        argv: ["head", "-c", String(bytes), "/dev/zero"],
+        env: {},
+        workingDir: undefined,
+        stdin: undefined,
+        keepStdin: false,
+        timeoutMs: undefined,
+        background: true
+      })
     }
     try {
       await until("every command's exit", () => exits.size === count || child.exitCode !== null, 240_000)

@@ -14,7 +14,7 @@ import {
   blockingReasonsOf,
   type EstimateInput,
   headerOf,
-  type JobEstimate,
+  type KindEstimate,
   placeForEstimate,
   previewOf,
   runPricesOf
@@ -23,7 +23,7 @@ import { functionMachine } from "./FunctionMachine.ts"
 
 export type FunctionEstimateInput = Omit<EstimateInput, "spec" | "seed"> & { readonly spec: FunctionSpecType }
 
-export const estimateFunction = (input: FunctionEstimateInput): JobEstimate => {
+export const estimateFunction = (input: FunctionEstimateInput): KindEstimate => {
   const { spec, pricebook, market } = input
   const placed = placeForEstimate(
     input,

@@ -57,7 +57,11 @@ export interface EstimateInput {
 
 export type EstimateJson = Record<string, unknown>
 
-export interface JobEstimate {
+/**
+ * What every kind's estimator returns (the Job's here; the Sandbox's and the Function's build theirs with the helpers
+ * of this module): `status.estimate` and why a real create would be refused now.
+ */
+export interface KindEstimate {
   /** `status.estimate`. */
   readonly estimate: EstimateJson
   /** Why a real create would fail now (empty: it would be admitted), with the Budget that refused where one did. */
@@ -122,7 +126,7 @@ export const placeForEstimate = (
   },
   placement: { readonly request: PlacementRequest; readonly run: RunProfile },
   unmatched: string
-): { readonly ranking: Ranking; readonly chosen: Candidate } | JobEstimate => {
+): { readonly ranking: Ranking; readonly chosen: Candidate } | KindEstimate => {
   const ranking = rank(placement.request, input.catalog, input.market, placement.run)
   const chosen = choose(ranking, input.market) ?? ranking.kept[0]
   if (chosen !== undefined) return { ranking, chosen }
@@ -162,7 +166,7 @@ export const previewOf = (ranking: Ranking, chosen: Candidate, market: Market) =
 })
 
 /** The estimate when no offering matches: no bands, nothing blocks (the Job would wait and fail). */
-export const unplacedEstimate = (input: EstimateInput, ranking: Ranking): JobEstimate => ({
+export const unplacedEstimate = (input: EstimateInput, ranking: Ranking): KindEstimate => ({
   estimate: {
     ...headerOf(input),
     warnings: [{
@@ -206,7 +210,7 @@ export const placedEstimate = (
   ranking: Ranking,
   chosen: Candidate,
   sampled: SampledPart
-): JobEstimate => {
+): KindEstimate => {
   const { spec, pricebook } = input
   const variant = chosen.variant
   const model = input.models(variant)
@@ -241,7 +245,7 @@ export const placedEstimate = (
 }
 
 /** The whole estimate in one call, sampling with `sampler` here and now (the simulator's tests and benchmarks). */
-export const estimateJob = (input: EstimateInput, sampler: RunSampler, workMsMax?: number): JobEstimate => {
+export const estimateJob = (input: EstimateInput, sampler: RunSampler, workMsMax?: number): KindEstimate => {
   const { ranking, chosen } = placementOf(input)
   if (chosen === undefined) return unplacedEstimate(input, ranking)
   return placedEstimate(

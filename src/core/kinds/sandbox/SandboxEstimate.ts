@@ -14,7 +14,7 @@ import {
   blockingReasonsOf,
   type EstimateInput,
   headerOf,
-  type JobEstimate,
+  type KindEstimate,
   placeForEstimate,
   previewOf,
   runPricesOf
@@ -23,7 +23,7 @@ import { sandboxMachine } from "./SandboxMachine.ts"
 
 export type SandboxEstimateInput = Omit<EstimateInput, "spec" | "seed"> & { readonly spec: SandboxSpecType }
 
-export const estimateSandbox = (input: SandboxEstimateInput): JobEstimate => {
+export const estimateSandbox = (input: SandboxEstimateInput): KindEstimate => {
   const { spec, pricebook, market } = input
   const placed = placeForEstimate(
     input,
