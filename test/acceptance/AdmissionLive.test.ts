@@ -5,7 +5,8 @@
  * images run as simulated, takes a Job without command.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { assertStatus, causeFields, createProject, eventually, jobBody, jobsPath } from "../apiserver/api/Support.ts"
+import { assertStatus, causeFields, createProject, jobBody, jobsPath } from "../apiserver/api/Support.ts"
+import { eventually } from "../support/Eventually.ts"
 import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 
 const project = "admitted"
@@ -38,7 +39,10 @@ describe("a Job a live host could never run is refused at create", () => {
       (await request(live, "POST", `${jobsPath(project)}?dryRun=All`, {
         body: jobBody("probe", {}, { command: ["true"] })
       })).body?.status?.estimate?.placementPreview?.offering
-    await eventually("an offering of the local Node", offered, (offering) => offering !== undefined, 20_000)
+    await eventually("an offering of the local Node", offered, {
+      until: (offering) => offering !== undefined,
+      timeoutMs: 20_000
+    })
     const body = assertStatus(
       live,
       await create(live, "huge", { command: ["true"], resources: { memory: "99999999999999999999Ei" } }),

@@ -140,20 +140,6 @@ export const startKubectl = (server: TestServer, args: ReadonlyArray<string>, op
 export const python = (script: string, args: ReadonlyArray<string>, options: RunOptions = {}): Promise<Result> =>
   run(pythonPath, [script, ...args], options)
 
-/** Polls `check` until it returns true (every 100 ms); fails with `what` after `timeoutMs`. */
-export const eventually = async (
-  what: string,
-  check: () => boolean | Promise<boolean>,
-  timeoutMs = 15_000
-): Promise<void> => {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    if (await check()) return
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-}
-
 /** Formats a result for assertion messages. */
 export const show = (result: Result): string =>
   `exit ${result.code}${

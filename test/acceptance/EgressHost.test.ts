@@ -9,8 +9,8 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { once } from "node:events"
 import { type AddressInfo, createServer, type Server } from "node:net"
 import { networkInterfaces } from "node:os"
+import { eventually } from "../support/Eventually.ts"
 import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
-import { eventually } from "./Clients.ts"
 
 let server: TestServer
 let listener: Server
@@ -59,7 +59,7 @@ const run = async (name: string, spec: Record<string, unknown>, phase: string): 
   await eventually(`${name} ${phase}`, async () => {
     job = (await request(server, "GET", `${jobs}/${name}`)).body
     return job?.status?.phase === phase || job?.status?.phase === "Failed" || job?.status?.phase === "Succeeded"
-  }, 60_000)
+  }, { timeoutMs: 60_000 })
   assert.strictEqual(job.status.phase, phase, JSON.stringify(job.status))
   return job
 }

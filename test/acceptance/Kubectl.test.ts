@@ -9,11 +9,11 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { chmodSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { parse as parseYaml } from "yaml"
+import { eventually } from "../support/Eventually.ts"
 import { startTestServer, type TestServer } from "../support/TestServer.ts"
 import {
   api,
   type Background,
-  eventually,
   jsonDocuments,
   kubectl,
   parseTable,
@@ -297,12 +297,14 @@ describe("get -w", () => {
     const watcher = startKubectl(server, ["get", "jobs", "-n", "watch", "-w"])
     const result = await whileRunning(watcher, async () => {
       // The seed row means the list is printed; the watch starts from the list's resourceVersion, so nothing is missed.
-      await eventually("the initial list", () => /^seed\s/m.test(watcher.stdout()))
+      await eventually("the initial list", () => /^seed\s/m.test(watcher.stdout()), { timeoutMs: 15_000 })
       await createJob("watch", "live")
-      await eventually("the ADDED line", () => /^live\s/m.test(watcher.stdout()))
+      await eventually("the ADDED line", () => /^live\s/m.test(watcher.stdout()), { timeoutMs: 15_000 })
       const deleted = await api(server, "DELETE", jobsPath("watch", "live"))
       assert.strictEqual(deleted.status, 200, deleted.text)
-      await eventually("the DELETED line", () => watcher.stdout().match(/^live\s/gm)?.length === 2)
+      await eventually("the DELETED line", () => watcher.stdout().match(/^live\s/gm)?.length === 2, {
+        timeoutMs: 15_000
+      })
     })
     assert.deepStrictEqual(parseTable(result.stdout).map((row) => row["NAME"]), ["seed", "live", "live"], result.stdout)
     assert.strictEqual(result.stderr, "")
@@ -322,16 +324,16 @@ describe("get -w", () => {
       "json"
     ])
     const result = await whileRunning(watcher, async () => {
-      await eventually("the ADDED event", () => jsonDocuments(watcher.stdout()).length === 1)
+      await eventually("the ADDED event", () => jsonDocuments(watcher.stdout()).length === 1, { timeoutMs: 15_000 })
       const patched = await api(server, "PATCH", jobsPath("watch", "watched"), {
         body: { spec: { backoffLimit: 3 } },
         contentType: "application/merge-patch+json"
       })
       assert.strictEqual(patched.status, 200, patched.text)
-      await eventually("the MODIFIED event", () => jsonDocuments(watcher.stdout()).length === 2)
+      await eventually("the MODIFIED event", () => jsonDocuments(watcher.stdout()).length === 2, { timeoutMs: 15_000 })
       const deleted = await api(server, "DELETE", jobsPath("watch", "watched"))
       assert.strictEqual(deleted.status, 200, deleted.text)
-      await eventually("the DELETED event", () => jsonDocuments(watcher.stdout()).length === 3)
+      await eventually("the DELETED event", () => jsonDocuments(watcher.stdout()).length === 3, { timeoutMs: 15_000 })
     })
     const events = jsonDocuments(result.stdout)
     assert.deepStrictEqual(events.map((event) => event.type), ["ADDED", "MODIFIED", "DELETED"], result.stdout)

@@ -12,9 +12,10 @@ import { SqlClient } from "effect/sql"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as SqlStore from "../../src/store/SqlStore.ts"
+import { eventually } from "../support/Eventually.ts"
 import { createDatabase, databaseUrl } from "../support/Postgres.ts"
 import { startTestServer, type TestServer } from "../support/TestServer.ts"
-import { api, eventually, jsonDocuments, kubectl, requireKubectl, show, startKubectl } from "./Clients.ts"
+import { api, jsonDocuments, kubectl, requireKubectl, show, startKubectl } from "./Clients.ts"
 
 const project = "kube-secrets"
 const secretPath = (name: string) => `/apis/nodus.dev/v1/namespaces/${project}/secrets/${name}`
@@ -101,7 +102,9 @@ describe("kubectl apply of a Secret", () => {
       "-o",
       "json"
     ])
-    await eventually("the watch's initial list", () => jsonDocuments(watch.stdout()).length === 1)
+    await eventually("the watch's initial list", () => jsonDocuments(watch.stdout()).length === 1, {
+      timeoutMs: 15_000
+    })
     const file = manifest("secret.yaml", secretYaml("db", { password: first, user: "app" }))
     const created = await kubectl(server, ["apply", "-f", file])
     assert.strictEqual(created.code, 0, show(created))
@@ -150,7 +153,8 @@ describe("kubectl apply of a Secret", () => {
     }
     await eventually(
       "the watch's events of db",
-      () => jsonDocuments(watch.stdout()).filter((event) => event.object.metadata.name === "db").length === 3
+      () => jsonDocuments(watch.stdout()).filter((event) => event.object.metadata.name === "db").length === 3,
+      { timeoutMs: 15_000 }
     )
     const watched = await watch.stop()
     assertNoValue(watched.stdout, "kubectl get -w")

@@ -6,8 +6,9 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { eventually } from "../support/Eventually.ts"
 import { startTestServer, type TestServer } from "../support/TestServer.ts"
-import { eventually, kubectl, requireKubectl, show } from "./Clients.ts"
+import { kubectl, requireKubectl, show } from "./Clients.ts"
 
 let server: TestServer
 
@@ -45,7 +46,7 @@ describe("kubectl and a WebhookEndpoint", () => {
       const raw = await kubectl(server, ["get", "--raw", "/apis/nodus.dev/v1/webhookendpoints/hooks/deliveries"])
       log = raw.code === 0 ? JSON.parse(raw.stdout).items : []
       return log.length > 0
-    })
+    }, { timeoutMs: 15_000 })
     assert.strictEqual(log[0].type, "webhookendpoint.ping")
     assert.notInclude(JSON.stringify(log), key)
   })

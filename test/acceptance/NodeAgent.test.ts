@@ -10,9 +10,10 @@ import { execFileSync } from "node:child_process"
 import { chmodSync, mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { eventually } from "../support/Eventually.ts"
 import { removeTree } from "../support/RemoveTree.ts"
 import { startTestServer, type TestServer } from "../support/TestServer.ts"
-import { api, type Background, createFromYaml, eventually, kubectl, requireKubectl, run, start } from "./Clients.ts"
+import { api, type Background, createFromYaml, kubectl, requireKubectl, run, start } from "./Clients.ts"
 
 let server: TestServer
 const namespace = "fleet"
@@ -82,11 +83,13 @@ describe("a host joined with nodus agent", () => {
     const read = await kubectl(server, ["get", "enrollmenttokens.nodus.dev", "edge", "-n", namespace, "-o", "json"])
     assert.notInclude(read.stdout, token)
     agent = startAgent(join(agentDir, "edge-1"), "edge-1", token)
-    await eventually("the agent says it is connected", () => agent!.stdout().includes("connected"), 30_000)
+    await eventually("the agent says it is connected", () => agent!.stdout().includes("connected"), {
+      timeoutMs: 30_000
+    })
     await eventually(
       "Node edge-1 is Ready",
       async () => (await api(server, "GET", path("nodes", "edge-1"))).body?.status?.phase === "Ready",
-      15_000
+      { timeoutMs: 15_000 }
     )
     const nodeObject = (await api(server, "GET", path("nodes", "edge-1"))).body
     assert.strictEqual(nodeObject.spec.pool, "edge")
@@ -94,7 +97,7 @@ describe("a host joined with nodus agent", () => {
     await eventually("Pool edge counts its Node", async () => {
       const capacity = (await api(server, "GET", path("pools", "edge"))).body?.status?.capacity
       return capacity?.nodes === 1 && capacity?.readyNodes === 1
-    }, 15_000)
+    }, { timeoutMs: 15_000 })
     const used = (await api(server, "GET", path("enrollmenttokens", "edge"))).body
     assert.deepStrictEqual([used.status.phase, used.status.uses, used.status.nodes], ["Exhausted", 1, ["edge-1"]])
   })
@@ -148,7 +151,9 @@ describe("a host joined with nodus agent", () => {
         "  placement: {offerings: [edge-1]}"
       ].join("\n")
     )
-    await eventually("spread succeeds", async () => (await job("spread"))?.status?.phase === "Succeeded", 30_000)
+    await eventually("spread succeeds", async () => (await job("spread"))?.status?.phase === "Succeeded", {
+      timeoutMs: 30_000
+    })
     const attempts = (await api(server, "GET", path("attempts"))).body.items.filter((item: any) =>
       item.metadata.name.startsWith("spread-")
     )
@@ -194,12 +199,12 @@ describe("a host joined with nodus agent", () => {
     await eventually("waiter is unschedulable", async () => {
       const conditions = (await job("waiter"))?.status?.conditions ?? []
       return conditions.some((condition: any) => condition.type === "Scheduled" && condition.reason === "Unschedulable")
-    }, 15_000)
+    }, { timeoutMs: 15_000 })
     assert.strictEqual((await cordon(false)).code, 0)
     await eventually(
       "waiter succeeds on edge-1",
       async () => (await job("waiter"))?.status?.phase === "Succeeded",
-      15_000
+      { timeoutMs: 15_000 }
     )
   })
 
@@ -222,7 +227,7 @@ describe("a host joined with nodus agent", () => {
       const attempt = (await api(server, "GET", path("attempts", "keeper-0-1"))).body
       const log = await kubectl(server, ["get", "--raw", `${path("jobs", "keeper")}/log`])
       return attempt?.status?.offering === "edge-1" && log.stdout.includes("fresh")
-    }, 30_000)
+    }, { timeoutMs: 30_000 })
     const patch = (body: unknown, target = ["jobs.nodus.dev", "keeper"]) =>
       kubectl(server, ["patch", ...target, "-n", namespace, "--type", "merge", "-p", JSON.stringify(body)])
     assert.strictEqual((await patch({ spec: { cordoned: true } }, ["nodes.nodus.dev", "edge-1"])).code, 0)
@@ -230,13 +235,13 @@ describe("a host joined with nodus agent", () => {
     await eventually("keeper is suspended with a checkpoint", async () => {
       const status = (await job("keeper"))?.status
       return status?.phase === "Suspended" && status?.checkpoint?.seq >= 1
-    }, 30_000)
+    }, { timeoutMs: 30_000 })
     assert.strictEqual((await patch({ spec: { state: "Running" } })).code, 0)
     await eventually("keeper resumes from its checkpoint on this server's Node", async () => {
       const attempt = (await api(server, "GET", path("attempts", "keeper-0-2"))).body
       const log = await kubectl(server, ["get", "--raw", `${path("jobs", "keeper")}/log?attempt=2`])
       return attempt?.status?.offering === "local" && log.stdout.includes("restored 7")
-    }, 30_000)
+    }, { timeoutMs: 30_000 })
     assert.strictEqual((await patch({ spec: { cordoned: false } }, ["nodes.nodus.dev", "edge-1"])).code, 0)
     assert.strictEqual((await api(server, "DELETE", path("jobs", "keeper"))).status, 200)
   })
@@ -260,7 +265,7 @@ describe("a host joined with nodus agent", () => {
     await eventually("survivor runs on edge-1", async () => {
       const attempt = (await api(server, "GET", path("attempts", "survivor-0-1"))).body
       return attempt?.status?.offering === "edge-1" && (await job("survivor"))?.status?.phase === "Running"
-    }, 30_000)
+    }, { timeoutMs: 30_000 })
     execFileSync("kill", ["-9", String(agent!.pid)])
     await agent!.done
     // bwrap dies with its parent (--die-with-parent): the killed agent's program is gone.
@@ -271,11 +276,11 @@ describe("a host joined with nodus agent", () => {
       } catch {
         return true
       }
-    }, 10_000)
+    }, { timeoutMs: 10_000 })
     await eventually(
       "Node edge-1 is NotReady",
       async () => (await api(server, "GET", path("nodes", "edge-1"))).body?.status?.phase === "NotReady",
-      15_000
+      { timeoutMs: 15_000 }
     )
     // Its Pool's webhook event, recorded with that status (spec: Event types, pool.node_offline).
     const offline = (await server.streamed()).filter((event) => event.type === "pool.node_offline")
@@ -288,17 +293,17 @@ describe("a host joined with nodus agent", () => {
     await eventually(
       "Pool edge has no Ready Node",
       async () => (await api(server, "GET", path("pools", "edge"))).body?.status?.capacity?.readyNodes === 0,
-      15_000
+      { timeoutMs: 15_000 }
     )
     await eventually(
       "the first run ended NodeLost",
       async () => (await api(server, "GET", path("attempts", "survivor-0-1"))).body?.status?.reason === "NodeLost",
-      15_000
+      { timeoutMs: 15_000 }
     )
     await eventually("a replacement runs on this server's own Node", async () => {
       const replacement = (await api(server, "GET", path("attempts", "survivor-0-2"))).body
       return replacement?.status?.offering === "local" && replacement?.status?.phase === "Running"
-    }, 15_000)
+    }, { timeoutMs: 15_000 })
     const events = await api(server, "GET", `/api/v1/namespaces/${namespace}/events`)
     assert.include(events.text, "NodeLost")
     const cancelled = await api(server, "DELETE", path("jobs", "survivor"))

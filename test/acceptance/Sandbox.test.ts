@@ -11,18 +11,10 @@ import { chmodSync, mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import WebSocket from "ws"
+import { eventually } from "../support/Eventually.ts"
 import { removeTree } from "../support/RemoveTree.ts"
 import { startTestServer, type TestServer } from "../support/TestServer.ts"
-import {
-  api,
-  type Background,
-  createFromYaml,
-  eventually,
-  kubectl,
-  requireKubectl,
-  start,
-  startKubectl
-} from "./Clients.ts"
+import { api, type Background, createFromYaml, kubectl, requireKubectl, start, startKubectl } from "./Clients.ts"
 
 let server: TestServer
 const namespace = "boxes"
@@ -50,7 +42,9 @@ const sandboxYaml = (name: string, extra: ReadonlyArray<string> = []) =>
   ].join("\n")
 
 const running = (name: string) =>
-  eventually(`${name} is Running`, async () => (await sandbox(name))?.status?.phase === "Running", 30_000)
+  eventually(`${name} is Running`, async () => (await sandbox(name))?.status?.phase === "Running", {
+    timeoutMs: 30_000
+  })
 
 const exec = (name: string, command: ReadonlyArray<string>, extra: Record<string, unknown> = {}) =>
   api(server, "POST", `${path("sandboxes", name)}/commands`, { body: { command, ...extra } })
@@ -110,7 +104,7 @@ beforeAll(async () => {
   await eventually(
     "Node edge-1 is Ready",
     async () => (await api(server, "GET", path("nodes", "edge-1"))).body?.status?.phase === "Ready",
-    30_000
+    { timeoutMs: 30_000 }
   )
 })
 
@@ -158,7 +152,7 @@ describe("a Sandbox on live hosts", () => {
       async () =>
         (await api(server, "GET", `${path("sandboxes", "work")}/commands/${sleeper.body.id}`)).body?.signal ===
           "SIGKILL",
-      10_000
+      { timeoutMs: 10_000 }
     )
 
     const put = await api(server, "PUT", `${path("sandboxes", "work")}/files?path=/workspace/src/main.py`, {
@@ -185,7 +179,7 @@ describe("a Sandbox on live hosts", () => {
     await eventually("work is Stopped with a snapshot", async () => {
       const status = (await sandbox("work"))?.status
       return status?.phase === "Stopped" && status?.snapshot?.reason === "Stop"
-    }, 30_000)
+    }, { timeoutMs: 30_000 })
     const stopped = await exec("work", ["true"])
     assert.strictEqual(stopped.status, 409)
     assert.strictEqual(stopped.body.reason, "SandboxNotRunning")
@@ -228,7 +222,9 @@ describe("a Sandbox on live hosts", () => {
     await running("scratch")
     await exec("scratch", ["sh", "-c", "echo temp > /workspace/t"])
     assert.strictEqual((await setState("scratch", "Stopped")).code, 0)
-    await eventually("scratch is Stopped", async () => (await sandbox("scratch"))?.status?.phase === "Stopped", 30_000)
+    await eventually("scratch is Stopped", async () => (await sandbox("scratch"))?.status?.phase === "Stopped", {
+      timeoutMs: 30_000
+    })
     assert.isUndefined((await sandbox("scratch")).status.snapshot)
     assert.strictEqual((await setState("scratch", "Running")).code, 0)
     await running("scratch")
@@ -248,12 +244,12 @@ describe("a Sandbox on live hosts", () => {
     const closed = new Promise<void>((resolve) => socket.on("close", () => resolve()))
     await new Promise<void>((resolve, reject) => socket.on("open", () => resolve()).on("error", reject))
     socket.send(Buffer.from("stty size\n"), { binary: true })
-    await eventually("the first size", () => output.includes("30 100"), 10_000)
+    await eventually("the first size", () => output.includes("30 100"), { timeoutMs: 10_000 })
     // The shell runs, yet the Sandbox is not Busy: only input is activity.
     await eventually(
       "work is Idle with its terminal open",
       async () => (await sandbox("work"))?.status?.activity === "Idle",
-      10_000
+      { timeoutMs: 10_000 }
     )
     socket.send(JSON.stringify({ resize: { cols: 120, rows: 40 } }))
     await new Promise((resolve) => setTimeout(resolve, 300))
@@ -318,7 +314,7 @@ describe("a Sandbox on live hosts", () => {
         await eventually(
           "fragile is gone",
           async () => (await api(server, "GET", path("sandboxes", "fragile"))).status === 404,
-          10_000
+          { timeoutMs: 10_000 }
         )
         await new Promise((resolve) => setTimeout(resolve, 500))
       }
@@ -327,7 +323,7 @@ describe("a Sandbox on live hosts", () => {
       await eventually(
         "fragile is Stopped",
         async () => (await sandbox("fragile"))?.status?.phase === "Stopped",
-        30_000
+        { timeoutMs: 30_000 }
       )
       assert.strictEqual((await setState("fragile", "Running")).code, 0)
       await running("fragile")
@@ -344,7 +340,7 @@ describe("a Sandbox on live hosts", () => {
         "-o",
         "jsonpath={.status.phase}/{.status.reason}{\"\\n\"}"
       ], { timeoutMs: 60_000 })
-      await eventually("the watch sees fragile", () => watch.stdout().includes("Running/"), 10_000)
+      await eventually("the watch sees fragile", () => watch.stdout().includes("Running/"), { timeoutMs: 10_000 })
       process.kill(agent!.pid!, "SIGKILL")
       await agent!.done
       await eventually(
@@ -352,7 +348,7 @@ describe("a Sandbox on live hosts", () => {
         async () =>
           watch.stdout().includes("Recovering/NodeLost") && (await offeringOf("fragile")) === "local" &&
           (await sandbox("fragile"))?.status?.phase === "Running",
-        30_000
+        { timeoutMs: 30_000 }
       )
       await watch.stop()
       assert.strictEqual(await offeringOf("fragile"), "local")

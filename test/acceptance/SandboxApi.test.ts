@@ -12,8 +12,8 @@ import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "
 import { tmpdir } from "node:os"
 import { dirname, join, resolve } from "node:path"
 import { vi } from "vitest"
+import { eventually } from "../support/Eventually.ts"
 import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
-import { eventually } from "./Clients.ts"
 
 let server: TestServer
 const namespace = "api"
@@ -44,7 +44,7 @@ const phaseOf = async (name: string) =>
   (await request(server, "GET", at(name))).body?.status?.phase as string | undefined
 
 const inPhase = (name: string, phase: string) =>
-  eventually(`${name} is ${phase}`, async () => (await phaseOf(name)) === phase, 30_000)
+  eventually(`${name} is ${phase}`, async () => (await phaseOf(name)) === phase, { timeoutMs: 30_000 })
 
 const exec = (name: string, command: ReadonlyArray<string>, extra: Record<string, unknown> = {}) =>
   request(server, "POST", `${at(name)}/commands`, { body: { command, ...extra } })
@@ -241,15 +241,17 @@ describe("commands over HTTP", () => {
         (running = (await list()).find((command) =>
           command.command.join(" ") === "sleep 1001" && command.phase === "Running"
         )) !== undefined,
-      20_000
+      { timeoutMs: 20_000 }
     )
-    await eventually("the sleep runs on the host", () => hostPidOf("sleep\u00001001\u0000") !== undefined)
+    await eventually("the sleep runs on the host", () => hostPidOf("sleep\u00001001\u0000") !== undefined, {
+      timeoutMs: 15_000
+    })
     client.abort()
     assert.instanceOf(await foreground, Error)
     await eventually(
       "the foreground sleep is killed",
       async () => (await list()).find((command) => command.id === running!.id)?.signal === "SIGKILL",
-      20_000
+      { timeoutMs: 20_000 }
     )
     assert.isUndefined(hostPidOf("sleep\u00001001\u0000"), "the sleep is gone from the host")
     // The background one, and the Sandbox's main process, run on; the listing has them, oldest first.
@@ -265,7 +267,7 @@ describe("commands over HTTP", () => {
     await eventually(
       "the background sleep is Exited",
       async () => (await list()).find((command) => command.id === background.body.id)?.phase === "Exited",
-      20_000
+      { timeoutMs: 20_000 }
     )
   })
 
@@ -468,7 +470,7 @@ describe("isolation between Sandboxes, and of a secret", () => {
     await eventually(
       "the neighbour's sleep runs on this host",
       () => (hostPid = hostPidOf("sleep\u000086399\u0000")) !== undefined,
-      10_000
+      { timeoutMs: 10_000 }
     )
     const probe = await run(
       "box",

@@ -8,8 +8,8 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { once } from "node:events"
 import { type AddressInfo, createServer, type Server } from "node:net"
 import { loopbackRanges } from "../../src/core/PublicAddress.ts"
+import { eventually } from "../support/Eventually.ts"
 import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
-import { eventually } from "./Clients.ts"
 
 let server: TestServer
 /** A TCP service on this host's loopback that a box may reach only through its AllowList proxy. */
@@ -89,13 +89,15 @@ describe("a Sandbox on a live host, on the wall clock", () => {
         90_000
       )
       const watching = watch(`${sandboxes}${selector("metadata.name")}`, (event) => event.type === "DELETED", 90_000)
-      await eventually("brief runs", async () => (await statusOf("brief"))?.phase === "Running", 30_000)
+      await eventually("brief runs", async () => (await statusOf("brief"))?.phase === "Running", { timeoutMs: 30_000 })
       const patched = await request(server, "PATCH", at("brief"), {
         body: { spec: { state: "Stopped" } },
         contentType: "application/merge-patch+json"
       })
       assert.strictEqual(patched.status, 200, patched.text)
-      await eventually("brief stopped", async () => (await statusOf("brief"))?.phase === "Stopped", 30_000)
+      await eventually("brief stopped", async () => (await statusOf("brief"))?.phase === "Stopped", {
+        timeoutMs: 30_000
+      })
       const stopped = await statusOf("brief")
       assert.strictEqual(stopped.stopReason, "Requested")
       const created = Date.parse((await request(server, "GET", at("brief"))).body.metadata.creationTimestamp)
@@ -126,7 +128,7 @@ describe("a Sandbox on a live host, on the wall clock", () => {
       lifecycle: { idleTimeout: "0s" },
       network: { egress: { policy: "AllowList", allow: ["localhost"] } }
     })
-    await eventually("listed runs", async () => (await statusOf("listed"))?.phase === "Running", 30_000)
+    await eventually("listed runs", async () => (await statusOf("listed"))?.phase === "Running", { timeoutMs: 30_000 })
     const connect = (fd: number, target: string) =>
       `exec ${fd}<>/dev/tcp/127.0.0.1/3128; printf 'CONNECT ${target} HTTP/1.1\\r\\nHost: ${target}\\r\\n\\r\\n' >&${fd}; head -n 8 <&${fd} | tr -d '\\r'; echo "-- $HTTPS_PROXY"`
     const script = [

@@ -5,8 +5,9 @@
  * idle with onIdle Delete deletes one, and maxLifetime deletes one.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { eventually } from "../support/Eventually.ts"
 import { startTestServer, type TestServer } from "../support/TestServer.ts"
-import { api, eventually } from "./Clients.ts"
+import { api } from "./Clients.ts"
 
 let server: TestServer
 const namespace = "lifecycle"
@@ -42,17 +43,17 @@ describe("a Sandbox's lifecycle on the wall clock", () => {
       await create("quiet", { idleTimeout: "1m" })
       await create("busy", { idleTimeout: "1m" })
       for (const name of ["quiet", "busy"]) {
-        await eventually(`${name} runs`, async () => (await status(name))?.phase === "Running", 30_000)
+        await eventually(`${name} runs`, async () => (await status(name))?.phase === "Running", { timeoutMs: 30_000 })
       }
       const started = await api(server, "POST", `${path("busy")}/commands`, {
         body: { command: ["sleep", "600"], background: true }
       })
       assert.strictEqual(started.status, 201, started.text)
-      await eventually("busy is Busy", async () => (await status("busy"))?.activity === "Busy", 10_000)
+      await eventually("busy is Busy", async () => (await status("busy"))?.activity === "Busy", { timeoutMs: 10_000 })
       await eventually("quiet stopped for idleness, its /workspace saved", async () => {
         const quiet = await status("quiet")
         return quiet?.phase === "Stopped" && quiet?.stopReason === "IdleTimeout" && quiet?.snapshot?.reason === "Stop"
-      }, 90_000)
+      }, { timeoutMs: 90_000 })
       const busy = await status("busy")
       assert.strictEqual(busy?.phase, "Running")
       assert.strictEqual(busy?.activity, "Busy")
@@ -66,24 +67,26 @@ describe("a Sandbox's lifecycle on the wall clock", () => {
         contentType: "application/merge-patch+json"
       })
       assert.strictEqual(patched.status, 200, patched.text)
-      await eventually("quiet runs again", async () => (await status("quiet"))?.phase === "Running", 30_000)
+      await eventually("quiet runs again", async () => (await status("quiet"))?.phase === "Running", {
+        timeoutMs: 30_000
+      })
       assert.strictEqual((await status("quiet"))?.handledRequests?.["start-requested-at"], request)
       assert.strictEqual((await status("quiet"))?.attempt?.epoch, 2)
       for (const name of ["quiet", "busy"]) assert.strictEqual((await api(server, "DELETE", path(name))).status, 200)
 
       await create("doomed", { idleTimeout: "1m", onIdle: "Delete" })
       await create("brief", { idleTimeout: "0s", maxLifetime: "1m" })
-      await eventually("brief runs", async () => (await status("brief"))?.phase === "Running", 30_000)
+      await eventually("brief runs", async () => (await status("brief"))?.phase === "Running", { timeoutMs: 30_000 })
       assert.isDefined((await status("brief"))?.expirationTime)
       await eventually(
         "doomed was deleted for idleness",
         async () => (await api(server, "GET", path("doomed"))).status === 404,
-        90_000
+        { timeoutMs: 90_000 }
       )
       await eventually(
         "brief was deleted at its maxLifetime",
         async () => (await api(server, "GET", path("brief"))).status === 404,
-        30_000
+        { timeoutMs: 30_000 }
       )
     },
     240_000

@@ -13,8 +13,8 @@
 import { afterEach, assert, describe, it } from "@effect/vitest"
 import { vi } from "vitest"
 import { formatMicroUsd, parseMicroUsd } from "../../src/core/Money.ts"
+import { eventually } from "../support/Eventually.ts"
 import { request, startTestServer, type TestServer, type TestServerOptions } from "../support/TestServer.ts"
-import { eventually } from "./Clients.ts"
 
 const namespace = "money"
 const minute = 60_000
@@ -95,7 +95,7 @@ const streamedTypes = async () =>
 const createRunning = async (name: string, spec: Record<string, unknown> = {}) => {
   const created = await request(server!, "POST", sandboxes, { body: sandbox(name, spec) })
   assert.strictEqual(created.status, 201, created.text)
-  await eventually(`${name} runs`, async () => (await statusOf(name))?.phase === "Running", 30_000)
+  await eventually(`${name} runs`, async () => (await statusOf(name))?.phase === "Running", { timeoutMs: 30_000 })
   assert.deepInclude(conditionOf(await statusOf(name), "Funded"), { status: "True" })
   await run(name, "echo kept > /workspace/note")
 }
@@ -109,14 +109,16 @@ const stopsForMoney = async (name: string, reason: "MaxCostReached" | "FundingLo
   await eventually(
     `${name}'s hold says how long it pays`,
     async () => (await statusOf(name))?.cost?.fundedUntilTime !== undefined,
-    30_000
+    { timeoutMs: 30_000 }
   )
   const fundedUntil = Date.parse((await statusOf(name)).cost.fundedUntilTime)
   // Nothing stops it early on the wall clock: the first hold pays for the best part of an hour.
   assert.isAbove(fundedUntil, Date.now() + 45 * minute)
   vi.setSystemTime(fundedUntil - 5 * minute)
   const jumpedAt = Date.now()
-  await eventually(`${name} stops for ${reason}`, async () => (await statusOf(name))?.phase === "Stopped", 30_000)
+  await eventually(`${name} stops for ${reason}`, async () => (await statusOf(name))?.phase === "Stopped", {
+    timeoutMs: 30_000
+  })
   const status = await statusOf(name)
   assert.strictEqual(status.stopReason, reason)
   assert.deepInclude(conditionOf(status, "Funded"), { status: "False", reason })
@@ -136,7 +138,7 @@ const stopsForMoney = async (name: string, reason: "MaxCostReached" | "FundingLo
 
 /** The stop was not its owner's: once money allows, it starts again by itself (a new epoch), from the saved /workspace. */
 const startsAgain = async (name: string, lost: string) => {
-  await eventually(`${name} runs again`, async () => (await statusOf(name))?.phase === "Running", 30_000)
+  await eventually(`${name} runs again`, async () => (await statusOf(name))?.phase === "Running", { timeoutMs: 30_000 })
   const again = await statusOf(name)
   assert.strictEqual(again.attempt.epoch, 2)
   assert.isUndefined(again.stopReason)

@@ -6,8 +6,9 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { eventually } from "../support/Eventually.ts"
 import { startTestServer, type TestServer } from "../support/TestServer.ts"
-import { api, eventually, kubectl, parseTable, requireKubectl, show, startKubectl } from "./Clients.ts"
+import { api, kubectl, parseTable, requireKubectl, show, startKubectl } from "./Clients.ts"
 
 let server: TestServer
 
@@ -106,7 +107,7 @@ describe("the sim backend through kubectl", () => {
       "custom-columns=NAME:.metadata.name,PHASE:.status.phase"
     ])
     try {
-      await eventually("the initial row", () => /^watched\s/mu.test(watcher.stdout()))
+      await eventually("the initial row", () => /^watched\s/mu.test(watcher.stdout()), { timeoutMs: 15_000 })
       await ok([
         "create",
         "--raw",
@@ -114,7 +115,7 @@ describe("the sim backend through kubectl", () => {
         "-f",
         file("advance-30m.json", JSON.stringify({ advance: "30m" }))
       ])
-      await eventually("the Succeeded row", () => /Succeeded/u.test(watcher.stdout()))
+      await eventually("the Succeeded row", () => /Succeeded/u.test(watcher.stdout()), { timeoutMs: 15_000 })
     } finally {
       await watcher.stop()
     }

@@ -20,8 +20,9 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { eventually } from "../support/Eventually.ts"
 import { removeTree } from "../support/RemoveTree.ts"
-import { callAs, eventually, printedBy } from "../support/ServerProcess.ts"
+import { callAs, printedBy } from "../support/ServerProcess.ts"
 
 const root = join(import.meta.dirname, "..", "..")
 const node = join(root, "node_modules", ".bin", "node")
@@ -112,7 +113,8 @@ describe("the CLI on a Job's log, outputs and the Nodes", () => {
       "talker succeeds",
       async () =>
         (await call(server.url, "GET", "/apis/nodus.dev/v1/namespaces/cli/jobs/talker")).body.status?.phase ===
-          "Succeeded"
+          "Succeeded",
+      { timeoutMs: 30_000 }
     )
     const log = await nodus(server.url, ["logs", "job/talker", "-n", "cli"])
     assert.strictEqual(log.code, 0, log.stderr)
@@ -176,7 +178,8 @@ describe("the CLI on a Volume's files", () => {
       "loader succeeds",
       async () =>
         (await call(server.url, "GET", "/apis/nodus.dev/v1/namespaces/vols/jobs/loader")).body.status?.phase ===
-          "Succeeded"
+          "Succeeded",
+      { timeoutMs: 30_000 }
     )
     assert.strictEqual((await nodus(server.url, ["logs", "job/loader", "-n", "vols"])).stdout, "0.5 0.25\n")
     const target = join(dataDir, "unpacked")
@@ -254,7 +257,8 @@ describe("the CLI on a Sandbox", () => {
       "desk runs",
       async () =>
         (await call(server.url, "GET", "/apis/nodus.dev/v1/namespaces/boxes/sandboxes/desk")).body.status?.phase ===
-          "Running"
+          "Running",
+      { timeoutMs: 30_000 }
     )
 
     const exec = await nodus(server.url, [
@@ -343,18 +347,20 @@ describe("a server killed while a Job runs", () => {
     assert.strictEqual(created.status, 201)
     await eventually(
       "the Job runs",
-      async () => (await call(first.url, "GET", `${jobs}/long`)).body.status?.phase === "Running"
+      async () => (await call(first.url, "GET", `${jobs}/long`)).body.status?.phase === "Running",
+      { timeoutMs: 30_000 }
     )
     assert.isTrue(programRuns())
     const killedAt = Date.now()
     first.child.kill("SIGKILL")
     await new Promise((resolve) => first.child.once("exit", resolve))
-    await eventually("the program is gone with its server", () => !programRuns(), 10_000)
+    await eventually("the program is gone with its server", () => !programRuns(), { timeoutMs: 10_000 })
 
     const second = await serve()
     await eventually(
       "the lost run ended NodeLost",
-      async () => (await call(second.url, "GET", `${attempts}/long-0-1`)).body.status?.reason === "NodeLost"
+      async () => (await call(second.url, "GET", `${attempts}/long-0-1`)).body.status?.reason === "NodeLost",
+      { timeoutMs: 30_000 }
     )
     // It ended, and is charged, up to when it was last known alive (its Node's last recorded lease renewal, before the
     // kill), not through the downtime until the restarted server noticed (issue 29, item 11).
@@ -362,7 +368,8 @@ describe("a server killed while a Job runs", () => {
     assert.isAtMost(Date.parse(lost.endTime), killedAt, JSON.stringify(lost))
     await eventually(
       "a replacement runs",
-      async () => (await call(second.url, "GET", `${attempts}/long-0-2`)).body.status?.phase === "Running"
+      async () => (await call(second.url, "GET", `${attempts}/long-0-2`)).body.status?.phase === "Running",
+      { timeoutMs: 30_000 }
     )
     assert.isTrue(programRuns())
     const job = (await call(second.url, "GET", `${jobs}/long`)).body
@@ -370,7 +377,7 @@ describe("a server killed while a Job runs", () => {
     assert.strictEqual(job.status.attempts.total, 2)
     const removed = await call(second.url, "DELETE", `${jobs}/long`)
     assert.strictEqual(removed.status, 200)
-    await eventually("the replacement's program stops with its Job", () => !programRuns(), 30_000)
+    await eventually("the replacement's program stops with its Job", () => !programRuns(), { timeoutMs: 30_000 })
     second.child.kill("SIGTERM")
     await new Promise((resolve) => second.child.once("exit", resolve))
   })
@@ -442,7 +449,8 @@ describe("a run on another host while its server is killed and restarted", () =>
     const far = "/apis/nodus.dev/v1/namespaces/far"
     await eventually(
       "the agent's Node is Ready",
-      async () => (await call(first.url, "GET", `${far}/nodes/edge`)).body.status?.phase === "Ready"
+      async () => (await call(first.url, "GET", `${far}/nodes/edge`)).body.status?.phase === "Ready",
+      { timeoutMs: 30_000 }
     )
     const program = `${marker}-far`
     const created = await call(first.url, "POST", `${far}/jobs`, {
@@ -458,13 +466,16 @@ describe("a run on another host while its server is killed and restarted", () =>
     assert.strictEqual(created.status, 201)
     await eventually(
       "the Job runs on the agent's host",
-      async () => (await call(first.url, "GET", `${far}/jobs/far`)).body.status?.phase === "Running"
+      async () => (await call(first.url, "GET", `${far}/jobs/far`)).body.status?.phase === "Running",
+      { timeoutMs: 30_000 }
     )
     // Running is reported once bwrap is spawned; the box's own program (`sh`, forked by bwrap's pid 1 once the box is
     // set up) comes later, later still on a loaded host. The processes are counted once it is there: bwrap, bwrap's
     // pid 1 and the program (issue 29 #20: counted at Running, the program's pid was sometimes missing from the first
     // count and present in the second).
-    await eventually("the program runs in its box", () => pidsOf(`^sh -c echo ${program}`).length === 1)
+    await eventually("the program runs in its box", () => pidsOf(`^sh -c echo ${program}`).length === 1, {
+      timeoutMs: 30_000
+    })
     const running = pidsOf(program)
     assert.isNotEmpty(running)
     first.child.kill("SIGKILL")
@@ -472,7 +483,8 @@ describe("a run on another host while its server is killed and restarted", () =>
     const second = await serve(addr)
     await eventually(
       "the agent's Node is Ready again",
-      async () => (await call(second.url, "GET", `${far}/nodes/edge`)).body.status?.phase === "Ready"
+      async () => (await call(second.url, "GET", `${far}/nodes/edge`)).body.status?.phase === "Ready",
+      { timeoutMs: 30_000 }
     )
     // A lease's length and more: the run was kept, not lost.
     await new Promise((resolve) => setTimeout(resolve, 3_000))
@@ -481,7 +493,7 @@ describe("a run on another host while its server is killed and restarted", () =>
     assert.strictEqual((await call(second.url, "GET", `${far}/attempts/far-0-2`)).status, 404)
     assert.deepStrictEqual(pidsOf(program), running)
     assert.strictEqual((await call(second.url, "DELETE", `${far}/jobs/far`)).status, 200)
-    await eventually("the program stops with its Job", () => pidsOf(program).length === 0)
+    await eventually("the program stops with its Job", () => pidsOf(program).length === 0, { timeoutMs: 30_000 })
     agent.kill("SIGTERM")
     second.child.kill("SIGTERM")
     await new Promise((resolve) => second.child.once("exit", resolve))

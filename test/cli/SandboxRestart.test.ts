@@ -10,8 +10,9 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { eventually } from "../support/Eventually.ts"
 import { removeTree } from "../support/RemoveTree.ts"
-import { callAs, eventually, printedBy } from "../support/ServerProcess.ts"
+import { callAs, printedBy } from "../support/ServerProcess.ts"
 
 const root = join(import.meta.dirname, "..", "..")
 const node = join(root, "node_modules", ".bin", "node")
@@ -81,16 +82,16 @@ const prepare = async (url: string) => {
     spec: { image: "debian:12" }
   })
   assert.strictEqual(created.status, 201, created.text)
-  await eventually("desk runs", async () => (await phaseOf(url)) === "Running")
+  await eventually("desk runs", async () => (await phaseOf(url)) === "Running", { timeoutMs: 30_000 })
   assert.strictEqual((await run(url, "echo saved > /workspace/saved.txt")).exitCode, 0)
   assert.strictEqual((await patchState(url, "Stopped")).status, 200)
   await eventually("desk stopped, /workspace saved", async () => {
     const status = (await call(url, "GET", sandbox)).body?.status
     return status?.phase === "Stopped" &&
       status?.conditions?.some((condition: any) => condition.type === "StateSaved" && condition.status === "True")
-  })
+  }, { timeoutMs: 30_000 })
   assert.strictEqual((await patchState(url, "Running")).status, 200)
-  await eventually("desk runs again", async () => (await phaseOf(url)) === "Running")
+  await eventually("desk runs again", async () => (await phaseOf(url)) === "Running", { timeoutMs: 30_000 })
   assert.strictEqual((await run(url, "cat /workspace/saved.txt")).stdout, "saved\n")
   assert.strictEqual((await run(url, "echo after > /workspace/after.txt")).exitCode, 0)
 }
@@ -109,7 +110,7 @@ const replaced = async (url: string) => {
   await eventually("a replacement box runs", async () => {
     const status = (await call(url, "GET", sandbox)).body?.status
     return status?.phase === "Running" && status?.attempt?.epoch >= 3
-  }, 60_000)
+  }, { timeoutMs: 60_000 })
   const listed = await run(url, "cat /workspace/saved.txt; cat /workspace/after.txt")
   return { listed, events: (await call(url, "GET", "/api/v1/namespaces/keep/events")).text }
 }

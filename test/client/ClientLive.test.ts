@@ -6,7 +6,7 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { NodusClient, NotFoundError } from "../../src/client/index.ts"
-import { eventually } from "../acceptance/Clients.ts"
+import { eventually } from "../support/Eventually.ts"
 import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 import { failure } from "./Support.ts"
 
@@ -40,7 +40,9 @@ describe("a Sandbox through the TypeScript client", () => {
       spec: { image: "debian:12" }
     })
     assert.strictEqual(made["metadata"].name, "box")
-    await eventually("box is Running", async () => (await phaseOf("sandboxes", "box")) === "Running", 30_000)
+    await eventually("box is Running", async () => (await phaseOf("sandboxes", "box")) === "Running", {
+      timeoutMs: 30_000
+    })
   })
 
   it("exec: argv, stdin, env and working directory; exit code, stdout and stderr", async () => {
@@ -103,7 +105,7 @@ describe("a Job's log through the TypeScript client", () => {
     await eventually(
       "hello ended",
       async () => ["Succeeded", "Failed"].includes((await phaseOf("jobs", "hello")) ?? ""),
-      20_000
+      { timeoutMs: 20_000 }
     )
     assert.strictEqual(await phaseOf("jobs", "hello"), "Succeeded")
     const job = client.job(project, "hello")

@@ -5,7 +5,7 @@
  * every local-backend test does.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { eventually } from "../acceptance/Clients.ts"
+import { eventually } from "../support/Eventually.ts"
 import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 import { py } from "./Python.ts"
 
@@ -35,7 +35,9 @@ describe("a Sandbox through the Python client", () => {
       env
     )
     assert.strictEqual(report.ok, "box", JSON.stringify(report))
-    await eventually("box is Running", async () => (await phaseOf("sandboxes", "box")) === "Running", 30_000)
+    await eventually("box is Running", async () => (await phaseOf("sandboxes", "box")) === "Running", {
+      timeoutMs: 30_000
+    })
   })
 
   it("exec: argv, stdin, env and working directory; exit code, stdout and stderr", async () => {
@@ -105,7 +107,7 @@ describe("a Job's log through the Python client", () => {
     await eventually(
       "hello ended",
       async () => ["Succeeded", "Failed"].includes((await phaseOf("jobs", "hello")) ?? ""),
-      20_000
+      { timeoutMs: 20_000 }
     )
     assert.strictEqual(await phaseOf("jobs", "hello"), "Succeeded")
     const report = await py(

@@ -31,12 +31,12 @@ import { parseMicroUsd } from "../../src/core/Money.ts"
 import { loadCatalog } from "../../src/data/CatalogData.ts"
 import * as SqlStore from "../../src/store/SqlStore.ts"
 import { Store } from "../../src/store/Store.ts"
+import { eventually } from "../support/Eventually.ts"
 import { removeTree } from "../support/RemoveTree.ts"
 import {
   alive as isAlive,
   callAs,
   type ClusterServer,
-  eventually,
   everyShardHeld as heldByAll,
   spawnClusterServer
 } from "../support/ServerProcess.ts"
@@ -185,7 +185,7 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
   const killTimes: Array<number> = []
   try {
     for (let index = 0; index < options.servers; index++) servers.push(await spawnServer(index))
-    await eventually("every shard held", everyShardHeld, 60_000)
+    await eventually("every shard held", everyShardHeld, { timeoutMs: 60_000 })
     const created = await call(servers[0]!.url, "POST", "/api/v1/namespaces", {
       apiVersion: "v1",
       kind: "Namespace",
@@ -232,7 +232,7 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
       await new Promise((resolve) => victim.child.once("exit", resolve))
       log(`killed server ${victim.index} (held ${held} shards)`)
       try {
-        await eventually("the other servers hold every shard", everyShardHeld, 60_000)
+        await eventually("the other servers hold every shard", everyShardHeld, { timeoutMs: 60_000 })
         takeoversMs.push(Date.now() - killedAt)
         log(`takeover after ${Date.now() - killedAt} ms`)
         violations.push(...await costsAgree(`the takeover of kill ${kill + 1}`))
@@ -242,9 +242,9 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
       }
       servers[victim.index] = await spawnServer(victim.index)
       // The restarted server takes its share back: a takeover too.
-      await eventually("the restarted server holds shards", () => servers[victim.index]!.holds > 0, 20_000).catch(() =>
-        log(`server ${victim.index} took no shard back within 20 s`)
-      )
+      await eventually("the restarted server holds shards", () => servers[victim.index]!.holds > 0, {
+        timeoutMs: 20_000
+      }).catch(() => log(`server ${victim.index} took no shard back within 20 s`))
       violations.push(...await costsAgree(`the restart of kill ${kill + 1}`))
     }
     await createBatch(options.jobs - next)

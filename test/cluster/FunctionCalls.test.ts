@@ -12,13 +12,13 @@ import { assert, describe, it } from "@effect/vitest"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { eventually } from "../support/Eventually.ts"
 import { databaseUrl, suiteDatabase } from "../support/Postgres.ts"
 import { removeTree } from "../support/RemoveTree.ts"
 import {
   alive,
   callAs,
   type ClusterServer,
-  eventually,
   everyShardHeld as heldByAll,
   killNow,
   spawnClusterServer
@@ -148,7 +148,7 @@ describe.skipIf(databaseUrl === undefined)(
         (await listCalls()).filter((object) => finalPhases.has(object.status?.phase)).length
       try {
         for (let index = 0; index < 3; index++) servers.push(await spawnServer())
-        await eventually("every shard held", everyShardHeld, 60_000)
+        await eventually("every shard held", everyShardHeld, { timeoutMs: 60_000 })
         const created = await call(servers[0]!.url, "POST", "/api/v1/namespaces", {
           apiVersion: "v1",
           kind: "Namespace",
@@ -173,14 +173,16 @@ describe.skipIf(databaseUrl === undefined)(
           assert.strictEqual(reply.status, 201, reply.text)
         }
         await createCalls(10)
-        await eventually("half the first calls ended", async () => (await finalCount()) >= names.length / 2, 90_000)
+        await eventually("half the first calls ended", async () => (await finalCount()) >= names.length / 2, {
+          timeoutMs: 90_000
+        })
 
         const victim = servers[1]!
         await killNow(victim.child)
-        await eventually("the other servers hold every shard", everyShardHeld, 60_000)
+        await eventually("the other servers hold every shard", everyShardHeld, { timeoutMs: 60_000 })
         await createCalls(10)
         servers[1] = await spawnServer()
-        await eventually("every shard held again", everyShardHeld, 60_000)
+        await eventually("every shard held again", everyShardHeld, { timeoutMs: 60_000 })
         await createCalls(5)
 
         while (Date.now() < deadline && (await finalCount()) < names.length) await pause(500)

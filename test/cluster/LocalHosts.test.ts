@@ -17,9 +17,10 @@ import { mkdtempSync } from "node:fs"
 import { cpus, hostname, tmpdir } from "node:os"
 import { join } from "node:path"
 import { sharedLocalNode } from "../../src/server/LocalNodeName.ts"
+import { eventually } from "../support/Eventually.ts"
 import { createDatabase, databaseUrl } from "../support/Postgres.ts"
 import { removeTree } from "../support/RemoveTree.ts"
-import { callAs, type ClusterServer, eventually, killNow, spawnClusterServer } from "../support/ServerProcess.ts"
+import { callAs, type ClusterServer, killNow, spawnClusterServer } from "../support/ServerProcess.ts"
 
 const token = "nds_local-hosts-token-0123456789abcdefghijklmnopqrstu"
 const call = callAs(token)
@@ -38,7 +39,9 @@ describe.skipIf(databaseUrl === undefined)("local-backend servers on one databas
     return server
   }
   const split = (a: ClusterServer, b: ClusterServer) =>
-    eventually("both servers hold shards", () => a.holds > 0 && b.holds > 0 && a.holds + b.holds === a.shards, 60_000)
+    eventually("both servers hold shards", () => a.holds > 0 && b.holds > 0 && a.holds + b.holds === a.shards, {
+      timeoutMs: 60_000
+    })
   const offerings = async (url: string) =>
     ((await call(url, "GET", `${api}/offerings`)).body?.items ?? []).map((item: any) => item.metadata.name as string)
       .sort()
@@ -85,7 +88,7 @@ describe.skipIf(databaseUrl === undefined)("local-backend servers on one databas
       assert.strictEqual((await call(a.url, "POST", `${api}/operator/creditgrants`, grant)).status, 201)
 
       // Two hosts, two Nodes: each server's offering is its own Node's, and a restart keeps its name.
-      await eventually("two offerings", async () => (await offerings(b.url)).length === 2, 30_000)
+      await eventually("two offerings", async () => (await offerings(b.url)).length === 2, { timeoutMs: 30_000 })
       const names = await offerings(b.url)
       for (const name of names) assert.match(name, /^local-[a-z0-9-]+-[0-9a-f]{8}$/u)
 
@@ -103,7 +106,7 @@ describe.skipIf(databaseUrl === undefined)("local-backend servers on one databas
           spec: { image: "debian:12" }
         }
         assert.strictEqual((await call(b.url, "POST", `${api}/namespaces/hosts/sandboxes`, sandbox)).status, 201)
-        await eventually(`${name} placed`, async () => (await hostOf(b.url, name)) !== undefined, 60_000)
+        await eventually(`${name} placed`, async () => (await hostOf(b.url, name)) !== undefined, { timeoutMs: 60_000 })
         if ((await hostOf(b.url, name)) === hostA) onA.push(name)
         else await call(b.url, "DELETE", `${api}/namespaces/hosts/sandboxes/${name}`)
       }
@@ -152,7 +155,7 @@ describe.skipIf(databaseUrl === undefined)("local-backend servers on one databas
         await eventually(
           `${name} on B`,
           async () => (await hostOf(b.url, name)) === hostB && (await phaseOf(b.url, "sandboxes", name)) === "Running",
-          90_000
+          { timeoutMs: 90_000 }
         )
       }
 
@@ -176,7 +179,7 @@ describe.skipIf(databaseUrl === undefined)("local-backend servers on one databas
       for (let round = 0; round < 4 && !tookOver; round++) {
         if (round > 0) {
           await killNow(a.child)
-          await eventually("B holds every shard", () => b.holds === b.shards, 60_000)
+          await eventually("B holds every shard", () => b.holds === b.shards, { timeoutMs: 60_000 })
         }
         a = await serve(dirs[0])
         await split(a, b)
@@ -191,7 +194,7 @@ describe.skipIf(databaseUrl === undefined)("local-backend servers on one databas
             ) return true
           }
           return false
-        }, 20_000).then(() => true, () => false)
+        }, { timeoutMs: 20_000 }).then(() => true, () => false)
       }
       assert.isTrue(tookOver, "no rebalance moved a Sandbox's shard to A")
       await new Promise((resolve) => setTimeout(resolve, 5_000))
@@ -221,7 +224,7 @@ describe.skipIf(databaseUrl === undefined)("local-backend servers on one databas
         await eventually(
           `${name} gone`,
           async () => (await call(b.url, "GET", `${api}/namespaces/hosts/sandboxes/${name}`)).status === 404,
-          90_000
+          { timeoutMs: 90_000 }
         )
       }
 
@@ -237,7 +240,9 @@ describe.skipIf(databaseUrl === undefined)("local-backend servers on one databas
         assert.strictEqual((await call(b.url, "POST", `${api}/namespaces/hosts/jobs`, job)).status, 201)
       }
       for (const name of jobs) {
-        await eventually(`${name} Succeeded`, async () => (await phaseOf(b.url, "jobs", name)) === "Succeeded", 90_000)
+        await eventually(`${name} Succeeded`, async () => (await phaseOf(b.url, "jobs", name)) === "Succeeded", {
+          timeoutMs: 90_000
+        })
       }
     },
     420_000

@@ -10,8 +10,8 @@ import { claimEpochs, fenceTable, layerStarting, Ownership } from "../../src/run
 import * as Cluster from "../../src/server/Cluster.ts"
 import * as SqlStore from "../../src/store/SqlStore.ts"
 import { Store } from "../../src/store/Store.ts"
+import { eventually } from "../support/Eventually.ts"
 import { createDatabase, databaseUrl } from "../support/Postgres.ts"
-import { eventually } from "../support/ServerProcess.ts"
 
 const shardsPerGroup = 16
 const entities = Array.from({ length: 200 }, (_, index) => `jobs/chaos/job-${index}`)
@@ -74,7 +74,7 @@ describe.skipIf(databaseUrl === undefined)("ownership over Effect Cluster", () =
       const split = () =>
         entities.every((entity) => owners(entity).length === 1) &&
         runtimes.every((one) => entities.some((entity) => owners(entity)[0] === one))
-      await eventually("every object owned once, by both runners", split, 30_000)
+      await eventually("every object owned once, by both runners", split, { timeoutMs: 30_000 })
       const firstShare = entities.filter((entity) => owners(entity)[0] === first).length
       assert.isAbove(firstShare, 0, "the first runner owns some objects")
       assert.isBelow(firstShare, entities.length, "the second runner owns some objects")
@@ -98,16 +98,18 @@ describe.skipIf(databaseUrl === undefined)("ownership over Effect Cluster", () =
         )
       )
       // The singleton runs where its name's shard is held, and nowhere else.
-      await eventually("the singleton runs once", () => runtimes.filter((one) => one.running()).length === 1, 30_000)
+      await eventually("the singleton runs once", () => runtimes.filter((one) => one.running()).length === 1, {
+        timeoutMs: 30_000
+      })
       const holder = runtimes.find((one) => one.ownership.owns("test/singleton"))!
       assert.isTrue(holder.running())
       await runtimes.shift()!.runtime.dispose()
       await eventually(
         "the second runner owns everything",
         () => entities.every((one) => owners(one).length === 1 && owners(one)[0] === second),
-        30_000
+        { timeoutMs: 30_000 }
       )
-      await eventually("the singleton runs on the second runner", () => second!.running(), 30_000)
+      await eventually("the singleton runs on the second runner", () => second!.running(), { timeoutMs: 30_000 })
     },
     90_000
   )

@@ -9,9 +9,10 @@ import type { ChildProcess } from "node:child_process"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { eventually } from "../support/Eventually.ts"
 import { createDatabase, databaseUrl } from "../support/Postgres.ts"
 import { removeTree } from "../support/RemoveTree.ts"
-import { callAs, eventually, spawnClusterServer } from "../support/ServerProcess.ts"
+import { callAs, spawnClusterServer } from "../support/ServerProcess.ts"
 
 const token = "nds_roles-test-token-0123456789abcdefghijklmnopqrstu"
 const call = callAs(token)
@@ -67,7 +68,7 @@ describe.skipIf(databaseUrl === undefined)("servers of role api and controllers 
       async () =>
         (await call(api.url, "GET", `/apis/${group}/v1/namespaces/roles/jobs/through-api`)).body?.status?.phase ===
           "Succeeded",
-      90_000
+      { timeoutMs: 90_000 }
     )
 
     // The controllers server took every shard; the api server never joined the cluster.

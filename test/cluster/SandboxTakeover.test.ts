@@ -10,9 +10,10 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { eventually } from "../support/Eventually.ts"
 import { createDatabase, databaseUrl } from "../support/Postgres.ts"
 import { removeTree } from "../support/RemoveTree.ts"
-import { alive, callAs, eventually, killNow, printedBy } from "../support/ServerProcess.ts"
+import { alive, callAs, killNow, printedBy } from "../support/ServerProcess.ts"
 
 const root = join(import.meta.dirname, "..", "..")
 const token = "nds_takeover-test-token-0123456789abcdefghijklmnopq"
@@ -110,7 +111,7 @@ describe.skipIf(databaseUrl === undefined)("a Sandbox whose owner is killed", ()
       spec: { image: "debian:12" }
     })
     assert.strictEqual(created.status, 201, created.text)
-    await eventually("desk runs", async () => (await statusOf(first!.url))?.phase === "Running", 60_000)
+    await eventually("desk runs", async () => (await statusOf(first!.url))?.phase === "Running", { timeoutMs: 60_000 })
     // The server whose host runs the box takes its commands (another one does not yet forward them: issue 29, item 4).
     let owner: Served | undefined
     for (const server of servers) {
@@ -126,7 +127,7 @@ describe.skipIf(databaseUrl === undefined)("a Sandbox whose owner is killed", ()
       const status = await statusOf(other.url)
       return status?.phase === "Stopped" &&
         status?.conditions?.some((condition: any) => condition.type === "StateSaved" && condition.status === "True")
-    }, 60_000)
+    }, { timeoutMs: 60_000 })
 
     await killNow(owner!.child)
     assert.isTrue(alive(other.child))
@@ -134,7 +135,7 @@ describe.skipIf(databaseUrl === undefined)("a Sandbox whose owner is killed", ()
     await eventually("desk runs again, on the other server", async () => {
       const status = await statusOf(other.url)
       return status?.phase === "Running" && status?.attempt?.epoch >= 2
-    }, 90_000)
+    }, { timeoutMs: 90_000 })
     const read = await call(other.url, "POST", `${sandbox}/commands`, {
       command: ["sh", "-c", "cat /workspace/keep.txt"]
     })

@@ -28,7 +28,8 @@ import * as BlobStore from "../../src/store/BlobStore.ts"
 import { ChangeFeed, defaultFeedOptions } from "../../src/store/ChangeFeed.ts"
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
 import { Store } from "../../src/store/Store.ts"
-import { eventually, v1 } from "../apiserver/api/Support.ts"
+import { v1 } from "../apiserver/api/Support.ts"
+import { eventually } from "../support/Eventually.ts"
 import { request, startTestServer, testSecretKey, type TestServer } from "../support/TestServer.ts"
 
 const group = "nodus.dev"
@@ -329,7 +330,7 @@ describe("Budgets in the server", () => {
     const budget = await eventually(
       "the Budget's status",
       () => request(server, "GET", `${v1}/budgets/org`),
-      (reply) => reply.body?.status?.spentUSD !== undefined
+      { until: (reply) => reply.body?.status?.spentUSD !== undefined }
     )
     assert.deepInclude(budget.body.status, {
       spentUSD: "0",

@@ -23,7 +23,8 @@ import { defaultFeedOptions } from "../../src/store/ChangeFeed.ts"
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
 import * as SqlStore from "../../src/store/SqlStore.ts"
 import { type ObjectKey, Store, StoreError, type StoreShape, type WriteOp } from "../../src/store/Store.ts"
-import { assertStatus, causeFields, createProject, eventually, v1 } from "../apiserver/api/Support.ts"
+import { assertStatus, causeFields, createProject, v1 } from "../apiserver/api/Support.ts"
+import { eventually } from "../support/Eventually.ts"
 import { createDatabase, databaseUrl } from "../support/Postgres.ts"
 import { adminToken, request, startTestServer, type TestServer } from "../support/TestServer.ts"
 
@@ -152,7 +153,7 @@ describe("TopUps and CreditGrants", () => {
     const event = await eventually(
       "topup.succeeded",
       async () => (await server.streamed()).find((entry) => entry.type === "topup.succeeded"),
-      (found) => found !== undefined
+      { until: (found) => found !== undefined }
     )
     assert.deepStrictEqual(event!.data.object.metadata, { name: "fifty", uid: created.body.metadata.uid })
     assert.strictEqual(event!.data.object.status["phase"], "Succeeded")
@@ -182,7 +183,7 @@ describe("TopUps and CreditGrants", () => {
     const event = await eventually(
       "topup.failed",
       async () => (await server.streamed()).find((entry) => entry.type === "topup.failed"),
-      (found) => found !== undefined
+      { until: (found) => found !== undefined }
     )
     assert.strictEqual(event!.data.object.metadata.name, "declined")
   })
@@ -203,7 +204,7 @@ describe("TopUps and CreditGrants", () => {
     const event = await eventually(
       "topup.refunded",
       async () => (await server.streamed()).filter((entry) => entry.type === "topup.refunded"),
-      (found) => found.length > 0
+      { until: (found) => found.length > 0 }
     )
     assert.strictEqual(event.length, 1)
     assertStatus(server, await request(server, "POST", refundPath("declined")), 409, "Conflict")
@@ -437,7 +438,7 @@ describe("credits across restarts", () => {
     const settled = await eventually(
       "offline TopUp settled",
       async () => (await request(first, "GET", `${topUpsPath}/offline`)).body,
-      (body) => body.status?.phase === "Succeeded"
+      { until: (body) => body.status?.phase === "Succeeded" }
     )
     assert.strictEqual(settled.status.creditGrant, "topup-offline")
     await first.stop()
@@ -498,7 +499,9 @@ describe("a server starting on what a stopped one left half done", () => {
   afterAll(() => server.stop())
 
   it("finishes a refund the ledger took: the processor refunds, then the status, each once", async () => {
-    await eventually("refunding Refunded", () => phaseAt(server, "refunding"), (phase) => phase === "Refunded")
+    await eventually("refunding Refunded", () => phaseAt(server, "refunding"), {
+      until: (phase) => phase === "Refunded"
+    })
     assert.strictEqual(await chargeStateOf(store, "uid-refunding"), "Refunded")
     assert.deepStrictEqual(await refundKeys(store), ["refund/uid-refunding#0"])
     const announced = (await server.streamed()).filter((entry) => entry.type === "topup.refunded").map((entry) =>
@@ -511,7 +514,7 @@ describe("a server starting on what a stopped one left half done", () => {
     await eventually(
       "topup/uid-ungranted granted",
       () => grantKeys(store),
-      (keys) => keys.includes("topup/uid-ungranted#0")
+      { until: (keys) => keys.includes("topup/uid-ungranted#0") }
     )
     assert.deepStrictEqual((await grantKeys(store)).filter((key) => key.startsWith("topup/uid-ungranted")), [
       "topup/uid-ungranted#0"
@@ -527,7 +530,7 @@ describe("a server starting on what a stopped one left half done", () => {
     await eventually(
       "topup/uid-ungranted granted",
       () => grantKeys(store),
-      (keys) => keys.includes("topup/uid-ungranted#0")
+      { until: (keys) => keys.includes("topup/uid-ungranted#0") }
     )
     assert.strictEqual(await phaseAt(server, "changed"), "Succeeded")
     assert.isUndefined((await server.streamed()).find((entry) => entry.type === "topup.failed"))
@@ -569,9 +572,9 @@ describe("credits when the store fails", () => {
   }
 
   it("a TopUp the store could not read is tried again at the next pass, not dropped", async () => {
-    await eventually("the start-up pass read hiccup", async () => refused, (count) => count >= 1)
+    await eventually("the start-up pass read hiccup", async () => refused, { until: (count) => count >= 1 })
     faults = healthy
-    await eventually("hiccup settled", () => phaseAt(server, "hiccup"), (phase) => phase === "Succeeded")
+    await eventually("hiccup settled", () => phaseAt(server, "hiccup"), { until: (phase) => phase === "Succeeded" })
   })
 
   it("a refund whose ledger posting failed has not refunded the payment either", async () => {
@@ -603,7 +606,7 @@ describe("credits when the store fails", () => {
     assert.strictEqual(await chargeStateOf(store, uid), "Settled")
     assert.strictEqual(await phaseAt(server, "returned"), "Succeeded")
     faults = healthy
-    await eventually("returned Refunded", () => phaseAt(server, "returned"), (phase) => phase === "Refunded")
+    await eventually("returned Refunded", () => phaseAt(server, "returned"), { until: (phase) => phase === "Refunded" })
     assert.strictEqual(await chargeStateOf(store, uid), "Refunded")
     assert.deepStrictEqual((await refundKeys(store)).filter((key) => key.startsWith(`refund/${uid}`)), [
       `refund/${uid}#0`

@@ -21,7 +21,8 @@ import {
 } from "../../src/runtime/PriceConsent.ts"
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
 import { Store } from "../../src/store/Store.ts"
-import { assertStatus, createProject, eventually, jobPath, jobsPath, mergePatch, v1 } from "../apiserver/api/Support.ts"
+import { assertStatus, createProject, jobPath, jobsPath, mergePatch, v1 } from "../apiserver/api/Support.ts"
+import { eventually } from "../support/Eventually.ts"
 import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 
 const key = "k".repeat(43)
@@ -308,7 +309,7 @@ describe("price consent on the server (sim mode, one host per offering variant)"
     const done = await eventually(
       "the bound Job succeeded",
       async () => (await request(s, "GET", jobPath("bound", "pair"))).body,
-      (object) => object.status?.phase === "Succeeded"
+      { until: (object) => object.status?.phase === "Succeeded" }
     )
     assert.strictEqual(done.status.phase, "Succeeded")
     const attempts = await attemptsOf(s, "bound", created.body.metadata.uid)

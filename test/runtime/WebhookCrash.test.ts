@@ -9,7 +9,8 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { callAs, eventually, printedBy } from "../support/ServerProcess.ts"
+import { eventually } from "../support/Eventually.ts"
+import { callAs, printedBy } from "../support/ServerProcess.ts"
 import { type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
 
 const root = join(import.meta.dirname, "..", "..")
@@ -50,7 +51,7 @@ describe("a server killed with deliveries pending", () => {
     })
     expect(created.status).toBe(201)
     const secret = created.body.status.signingSecret as string
-    await eventually("the ping's first attempt", () => receiver.received.length > 0, 60_000)
+    await eventually("the ping's first attempt", () => receiver.received.length > 0, { timeoutMs: 60_000 })
     // TopUps are made as fast as the server takes them, and the server is killed in the middle of it: some creates
     // committed without an answer, some never committed.
     const names = Array.from({ length: 40 }, (_, index) => `t${index}`)
@@ -90,7 +91,7 @@ describe("a server killed with deliveries pending", () => {
     await eventually(
       "every stored TopUp's event delivered",
       () => stored.every((name) => deliveredTopUps().has(name)),
-      60_000
+      { timeoutMs: 60_000 }
     )
     await new Promise((resolve) => setTimeout(resolve, 500))
     expect([...deliveredTopUps()].sort()).toEqual([...stored].sort())

@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import { deliveriesTable, newDelivery, putDelivery } from "../../src/runtime/WebhookLog.ts"
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
 import { Store } from "../../src/store/Store.ts"
-import { eventually } from "../support/ServerProcess.ts"
+import { eventually } from "../support/Eventually.ts"
 import { request, startTestServer } from "../support/TestServer.ts"
 import { startReceiver } from "../support/WebhookReceiver.ts"
 
@@ -38,7 +38,7 @@ describe("a restarted server's webhook service", () => {
       }
     })
     expect(created.status, created.text).toBe(201)
-    await eventually("the ping", () => receiver.received.length > 0, 10_000)
+    await eventually("the ping", () => receiver.received.length > 0, { timeoutMs: 10_000 })
     await first.stop()
     // A delivery due now, as a server that stopped before trying it leaves one.
     const uid = created.body.metadata.uid as string
@@ -72,7 +72,7 @@ describe("a restarted server's webhook service", () => {
         () =>
           receiver.received.some((got) => got.headers["webhook-id"] === pending.webhookId) &&
           receiver.received.some((got) => got.json.type === "topup.succeeded"),
-        30_000
+        { timeoutMs: 30_000 }
       )
       const records = (await second.withStore((s) => s.records(deliveriesTable, `${uid}/`, 100, 0))).map((record) =>
         record.value as any

@@ -9,6 +9,7 @@ import * as Limits from "../../src/core/Limits.ts"
 import { nextAttemptAt, retryDelayMs } from "../../src/core/WebhookDelivery.ts"
 import { deliveriesTable } from "../../src/runtime/WebhookLog.ts"
 import { secretsTable } from "../../src/runtime/WebhookSecrets.ts"
+import { eventually } from "../support/Eventually.ts"
 import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 import { type Received, type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
 
@@ -21,20 +22,6 @@ const resolve = async (host: string) => {
 
 let server: TestServer
 let receiver: Receiver
-
-const eventually = async <A>(
-  what: string,
-  check: () => Promise<A | undefined> | A | undefined,
-  timeoutMs = 10_000
-): Promise<A> => {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = await check()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-}
 
 const advance = async (seconds: number) => {
   const reply = await request(server, "POST", `${v1}/simulation/clock`, { body: { advance: `${seconds}s` } })

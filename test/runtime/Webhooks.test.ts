@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createJob, createProject } from "../apiserver/api/Support.ts"
+import { eventually } from "../support/Eventually.ts"
 import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 import { type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
 
@@ -24,20 +25,6 @@ const resolve = async (host: string) => {
 let server: TestServer
 let receiver: Receiver
 let secret: string
-
-const eventually = async <A>(
-  what: string,
-  check: () => Promise<A | undefined> | A | undefined | false,
-  timeoutMs = 10_000
-): Promise<A> => {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = await check()
-    if (value !== undefined && value !== false) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-}
 
 const deliveriesOf = (type: string) => receiver.received.filter((got) => got.json.type === type)
 

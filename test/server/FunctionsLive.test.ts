@@ -10,8 +10,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { NodusClient, RemoteError } from "../../src/client/index.ts"
-import { eventually } from "../acceptance/Clients.ts"
 import { py } from "../clients/Python.ts"
+import { eventually } from "../support/Eventually.ts"
 import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 
 const project = "fn-live"
@@ -85,7 +85,7 @@ const createFunction = async (
   await eventually(
     `${name} has a ready worker`,
     async () => (await request(server, "GET", `${functions}/${name}`)).body?.status?.workers?.ready >= 1,
-    20_000
+    { timeoutMs: 20_000 }
   ).catch(async (error) => {
     throw new Error(
       `${String(error)}: ${JSON.stringify((await request(server, "GET", `${functions}/${name}`)).body.status)}`

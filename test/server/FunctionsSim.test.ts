@@ -6,7 +6,8 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import * as MemoryStore from "../../src/store/MemoryStore.ts"
 import { Store } from "../../src/store/Store.ts"
-import { createProject, eventually, mergePatch, v1 } from "../apiserver/api/Support.ts"
+import { createProject, mergePatch, v1 } from "../apiserver/api/Support.ts"
+import { eventually } from "../support/Eventually.ts"
 import { request, startTestServer, type TestServer } from "../support/TestServer.ts"
 
 const project = "fns"
@@ -67,7 +68,10 @@ const read = async (server: TestServer, path: string) => {
 
 /** Waits (real time) until the object's status satisfies `done`; the clock does not move meanwhile. */
 const until = (server: TestServer, path: string, done: (status: any) => boolean) =>
-  eventually(`${path} to change`, () => read(server, path), (object) => done(object.status ?? {}), 10_000)
+  eventually(`${path} to change`, () => read(server, path), {
+    until: (object) => done(object.status ?? {}),
+    timeoutMs: 10_000
+  })
 
 /** Moves the clock in steps until the object's status satisfies `done`. */
 const advanceUntil = async (
@@ -395,8 +399,7 @@ describe("FunctionCall retention", () => {
     await eventually(
       `${path} to go`,
       async () => (await request(server, "GET", path)).status,
-      (status) => status === 404,
-      10_000
+      { until: (status) => status === 404, timeoutMs: 10_000 }
     )
   })
 })

@@ -13,12 +13,12 @@ import {
   causeFields,
   createJob,
   createProject,
-  eventually,
   jobPath,
   mergePatch,
   sleep,
   v1
 } from "../apiserver/api/Support.ts"
+import { eventually } from "../support/Eventually.ts"
 import { type Reply, request, startTestServer, type TestServer } from "../support/TestServer.ts"
 
 const clockPath = `${v1}/simulation/clock`
@@ -169,7 +169,7 @@ describe("sim backend", () => {
       await eventually(
         "the Job to be picked up",
         () => readJob(server, "sim", "train"),
-        (job) => job.status?.phase !== undefined
+        { until: (job) => job.status?.phase !== undefined }
       )
       await advanced(server, "15m")
       const job = await readJob(server, "sim", "train")
@@ -307,7 +307,7 @@ describe("sim backend", () => {
       const job = await eventually(
         "the Job to be provisioned",
         () => readJob(server, "sim", "watched"),
-        (read) => read.status?.phase === "Provisioning"
+        { until: (read) => read.status?.phase === "Provisioning" }
       )
       assert.strictEqual(job.status.observedGeneration, 1)
     })
@@ -321,7 +321,7 @@ describe("sim backend", () => {
       await eventually(
         "the Attempts and Events to be collected",
         async () => [...await attemptsOf(server, "sim", job), ...await eventsOf(server, "sim", job)],
-        (left) => left.length === 0
+        { until: (left) => left.length === 0 }
       )
     })
   })
@@ -422,8 +422,7 @@ describe("sim backend behind a change feed it falls behind", () => {
     await eventually(
       "the late Job to be picked up",
       () => readJob(server, "lag", "late"),
-      (job) => job.status?.phase !== undefined,
-      10_000
+      { until: (job) => job.status?.phase !== undefined, timeoutMs: 10_000 }
     )
     await advanced(server, "10m")
     for (const name of ["a", "b", "c", "late"]) {

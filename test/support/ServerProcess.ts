@@ -56,15 +56,6 @@ export const callAs = (token: string) => async (url: string, method: string, pat
   return { status: response.status, text, body: parsed }
 }
 
-/** Polls `check` every 100 ms until it holds, or throws after `timeoutMs`. */
-export const eventually = async (what: string, check: () => Promise<boolean> | boolean, timeoutMs = 30_000) => {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-}
-
 const root = join(import.meta.dirname, "..", "..")
 
 /** A server of the cluster tests: its process, URL, and the shards its runner last said it holds (of how many). */

@@ -3,13 +3,13 @@
 // scope they lack; unknown scopes are refused; status writes need admin; deleting the account revokes its keys; and
 // key lifetimes have a minimum.
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { eventually } from "../../support/Eventually.ts"
 import { type Reply, request, startTestServer, type TestServer } from "../../support/TestServer.ts"
 import {
   assertStatus,
   causeFields,
   createJob,
   createProject,
-  eventually,
   jobBody,
   jobPath,
   jobsPath,
@@ -414,8 +414,7 @@ describe("authentication and scopes", () => {
     const last = await eventually(
       "revoked key refused",
       async () => (await request(server, "GET", jobsPath(p1), { token })).status,
-      (status) => status === 401,
-      5_000
+      { until: (status) => status === 401, timeoutMs: 5_000 }
     )
     assert.strictEqual(last, 401)
     assertStatus(server, await request(server, "GET", jobsPath(p1), { token }), 401, "Unauthorized")
@@ -440,8 +439,7 @@ describe("authentication and scopes", () => {
     const created = await eventually(
       "new scope applies",
       async () => (await request(server, "POST", jobsPath(p1), { body: jobBody("by-changing"), token })).status,
-      (status) => status === 201,
-      5_000
+      { until: (status) => status === 201, timeoutMs: 5_000 }
     )
     assert.strictEqual(created, 201)
   })

@@ -2,12 +2,12 @@
 // kubectl-compat §2): create, read and list; NotFound for content of a missing project; and deletion, which empties
 // the project in the background, refuses new content while it terminates, and waits for finalizers.
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { eventually } from "../../support/Eventually.ts"
 import { request, startTestServer, type TestServer } from "../../support/TestServer.ts"
 import {
   assertStatus,
   createJob,
   createProject,
-  eventually,
   jobBody,
   jobPath,
   jobsPath,
@@ -133,7 +133,7 @@ describe("projects", () => {
     const held = await eventually(
       "held job marked for deletion",
       () => request(server, "GET", jobPath("proj-linger", "held")),
-      (reply) => reply.body?.metadata?.deletionTimestamp !== undefined
+      { until: (reply) => reply.body?.metadata?.deletionTimestamp !== undefined }
     )
     assert.strictEqual(held.status, 200, held.text)
     const lingering = await request(server, "GET", namespacePath("proj-linger"))
@@ -168,7 +168,7 @@ describe("projects", () => {
     await eventually(
       "held job marked",
       () => request(server, "GET", jobPath("proj-twice-deleted", "held")),
-      (reply) => reply.body?.metadata?.deletionTimestamp !== undefined
+      { until: (reply) => reply.body?.metadata?.deletionTimestamp !== undefined }
     )
     assert.strictEqual(
       (await mergePatch(server, jobPath("proj-twice-deleted", "held"), { metadata: { finalizers: [] } })).status,

@@ -5,6 +5,7 @@
  */
 import { assert } from "@effect/vitest"
 import * as http from "node:http"
+import { eventually } from "../../support/Eventually.ts"
 import { type Reply, request, type TestServer } from "../../support/TestServer.ts"
 
 export const v1 = "/apis/nodus.dev/v1"
@@ -129,31 +130,12 @@ export const causeFields = (body: any): ReadonlyArray<string> => {
   return (causes as ReadonlyArray<any>).map((cause) => cause.field as string)
 }
 
-/** Probes until `done` holds, failing after `timeoutMs`. */
-export const eventually = async <A>(
-  what: string,
-  probe: () => Promise<A>,
-  done: (value: A) => boolean,
-  timeoutMs = 5_000
-): Promise<A> => {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = await probe()
-    if (done(value)) return value
-    if (Date.now() > deadline) {
-      assert.fail(`${what}: not reached within ${timeoutMs} ms; last value ${JSON.stringify(value)}`)
-    }
-    await sleep(50)
-  }
-}
-
 /** GETs `path` until it answers 404; returns the last status seen. */
 export const waitGone = (server: TestServer, path: string, timeoutMs = 5_000): Promise<number> =>
   eventually(
     `${path} gone`,
     async () => (await request(server, "GET", path)).status,
-    (status) => status === 404,
-    timeoutMs
+    { until: (status) => status === 404, timeoutMs }
   )
 
 export interface WatchEvent {

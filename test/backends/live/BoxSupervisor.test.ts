@@ -9,6 +9,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { supervisorScript } from "../../../src/backends/live/BoxSupervisor.ts"
 import type { ExecRequest } from "../../../src/core/SandboxBox.ts"
+import { execRequest as exec } from "../../support/BoxRequests.ts"
+import { eventually } from "../../support/Eventually.ts"
 
 /** Starts the script with `main` as the Sandbox's main process; its messages, and a way to send it requests. */
 const supervisor = (main: ReadonlyArray<string> = []) => {
@@ -25,48 +27,21 @@ const supervisor = (main: ReadonlyArray<string> = []) => {
       pending = pending.slice(at + 1)
     }
   })
-  const exitOf = async (id: string) => {
-    const deadline = Date.now() + 10_000
-    for (;;) {
-      const exit = messages.find((message) => message["ev"] === "exit" && message["id"] === id)
-      if (exit !== undefined) return exit
-      if (Date.now() > deadline) throw new Error(`no exit of ${id}: ${JSON.stringify(messages)}`)
-      await new Promise((resolve) => setTimeout(resolve, 10))
-    }
-  }
-  const stdoutOf = (id: string) =>
+  const exitOf = (id: string) =>
+    eventually(`the exit of ${id}`, () => messages.find((message) => message["ev"] === "exit" && message["id"] === id))
+  const outputOf = (id: string, fd: 1 | 2) =>
     Buffer.concat(
-      messages.filter((message) => message["ev"] === "out" && message["id"] === id && message["fd"] === 1).map((
-        message
-      ) => Buffer.from(message["data"] as string, "base64"))
-    ).toString()
-  const stderrOf = (id: string) =>
-    Buffer.concat(
-      messages.filter((message) => message["ev"] === "out" && message["id"] === id && message["fd"] === 2).map((
-        message
-      ) => Buffer.from(message["data"] as string, "base64"))
+      messages.filter((message) => message["ev"] === "out" && message["id"] === id && message["fd"] === fd)
+        .map((message) => Buffer.from(message["data"] as string, "base64"))
     ).toString()
   return {
     send: (request: ExecRequest) => child.stdin.write(`${JSON.stringify(request)}\n`),
     exitOf,
-    stdoutOf,
-    stderrOf,
+    stdoutOf: (id: string) => outputOf(id, 1),
+    stderrOf: (id: string) => outputOf(id, 2),
     stop: () => child.stdin.end()
   }
 }
-
-const exec = (command: string, argv: ReadonlyArray<string>, options: Partial<ExecRequest> = {}): ExecRequest => ({
-  _tag: "Exec",
-  command,
-  argv,
-  env: {},
-  workingDir: undefined,
-  stdin: undefined,
-  keepStdin: false,
-  timeoutMs: undefined,
-  background: false,
-  ...options
-})
 
 describe("the box's supervisor", () => {
   it("starts a command from the box request: argv, env, stdin (then closed), its output and exit", async () => {

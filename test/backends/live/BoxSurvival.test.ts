@@ -15,6 +15,8 @@ import { type SupervisorRequest, supervisorScript } from "../../../src/backends/
 import type { LiveCapacity } from "../../../src/backends/live/LiveCapacity.ts"
 import type { BoxReply, BoxRequest, ProgramRequest, WorkloadProgram } from "../../../src/core/capacity/Capacity.ts"
 import { variantsOf } from "../../../src/core/capacity/Offering.ts"
+import { execRequest } from "../../support/BoxRequests.ts"
+import { eventually } from "../../support/Eventually.ts"
 import { removeTree } from "../../support/RemoveTree.ts"
 import { makeLiveHost } from "./LiveHost.ts"
 
@@ -39,14 +41,6 @@ let dir: string
 let capacity: LiveCapacity
 let agent: Agent
 
-const until = async (what: string, check: () => boolean, timeoutMs = 30_000) => {
-  const deadline = Date.now() + timeoutMs
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${timeoutMs / 1000} s`)
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-}
-
 const facts = (attempt: string) => Effect.runSync(capacity.port.facts(owner, attempt))!
 
 const start = async (attempt: string, number: number) => {
@@ -65,7 +59,7 @@ const start = async (attempt: string, number: number) => {
     capacity.port.acquire({ owner, namespace: "demo", attempt, index: 0, number, variant, recovery: number > 1 })
   )
   Effect.runSync(capacity.port.start(owner, attempt, program))
-  await until(`${attempt} running`, () => facts(attempt).phase === "Running")
+  await eventually(`${attempt} running`, () => facts(attempt).phase === "Running", { timeoutMs: 30_000 })
 }
 
 let commands = 0
@@ -130,24 +124,16 @@ describe("the supervisor under an output flood", () => {
     const count = 48
     const bytes = 16 * 1024 * 1024
     for (let index = 0; index < count; index++) {
-      send({
-        _tag: "Exec",
-        command: `f${index}`,
-        argv: ["head", "-c", String(bytes), "/dev/zero"],
-        env: {},
-        workingDir: undefined,
-        stdin: undefined,
-        keepStdin: false,
-        timeoutMs: undefined,
-        background: true
-      })
+      send(execRequest(`f${index}`, ["head", "-c", String(bytes), "/dev/zero"], { background: true }))
     }
     try {
-      await until("every command's exit", () => exits.size === count || child.exitCode !== null, 240_000)
+      await eventually("every command's exit", () => exits.size === count || child.exitCode !== null, {
+        timeoutMs: 240_000
+      })
       expect(child.exitCode, stderr).toBeNull()
       expect(decoded).toBe(count * bytes)
       send({ op: "read", rid: 1, path: "/", max: 1024 })
-      await until("the supervisor's answer", () => answered || child.exitCode !== null)
+      await eventually("the supervisor's answer", () => answered || child.exitCode !== null, { timeoutMs: 30_000 })
       expect(answered, stderr).toBe(true)
     } finally {
       child.kill("SIGKILL")
@@ -160,7 +146,7 @@ describe("the supervisor killed by the box's user", () => {
     await start("kill-1", 1)
     expect(stdoutOf(await exec("kill-1", ["sh", "-c", "echo written > /workspace/written.txt; echo ok"]))).toBe("ok\n")
     void exec("kill-1", ["sh", "-c", "kill -9 2"])
-    await until("kill-1 ended", () => facts("kill-1").phase === "Ended")
+    await eventually("kill-1 ended", () => facts("kill-1").phase === "Ended", { timeoutMs: 30_000 })
     await start("kill-2", 2)
     expect(stdoutOf(await exec("kill-2", ["sh", "-c", "cat /workspace/written.txt"]))).toBe("written\n")
   }, 60_000)

@@ -13,8 +13,10 @@ import { SimCapacity } from "../../../src/backends/sim/SimCapacity.ts"
 import * as SimPort from "../../../src/backends/sim/SimPort.ts"
 import type { BoxReply, BoxRequest } from "../../../src/core/capacity/Capacity.ts"
 import { variantsOf } from "../../../src/core/capacity/Offering.ts"
+import type { ExecRequest } from "../../../src/core/SandboxBox.ts"
 import { createProject, sandboxesPath, v1 } from "../../apiserver/api/Support.ts"
 import { catalog } from "../../core/Fixtures.ts"
+import { execRequest } from "../../support/BoxRequests.ts"
 import { request, startTestServer, type TestServer } from "../../support/TestServer.ts"
 
 const minute = 60_000
@@ -158,23 +160,8 @@ describe("the simulated box (SimBoxes over SimCapacity)", () => {
     }))
     engine.run(1000)
     const box = (request: BoxRequest): BoxReply => Effect.runSync(port.box!("o", "a", request))
-    const exec = (
-      command: string,
-      argv: ReadonlyArray<string>,
-      more: Partial<Extract<BoxRequest, { _tag: "Exec" }>> = {}
-    ) =>
-      box({
-        _tag: "Exec",
-        command,
-        argv,
-        env: {},
-        workingDir: undefined,
-        stdin: undefined,
-        keepStdin: true,
-        timeoutMs: undefined,
-        background: true,
-        ...more
-      })
+    const exec = (command: string, argv: ReadonlyArray<string>, more: Partial<ExecRequest> = {}) =>
+      box(execRequest(command, argv, { keepStdin: true, background: true, ...more }))
     const state = (command: string) =>
       (box({ _tag: "Command", command }) as Extract<BoxReply, { _tag: "Command" }>).state
     const busy = () => capacity.facts("o", "a")?.activity?.busy === true
