@@ -7,7 +7,7 @@ import { Context, Effect, Layer } from "effect"
 import { ApiError } from "../core/meta/ApiError.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 
-/** Steps a client's create of a credits kind takes around the generic create (src/apiserver/http/Api.ts). */
+/** Steps a client's create of a credits kind takes around the generic create (src/http/Api.ts). */
 export interface CreateHooks {
   /** Before the create (dry runs too): refuses what the kind's rules refuse; answers the body to create. */
   readonly admit: (body: unknown) => Effect.Effect<unknown, ApiError>

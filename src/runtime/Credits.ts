@@ -9,7 +9,7 @@
  *   ledger lacks (the commit was lost) is granted again under the same key.
  * - **CreditGrants** show the ledger's Grant postings: one object per grant (`starter`, `topup-<name>`, the operator's),
  *   with `status.remainingUSD` attributed by core/billing/Credits.ts and refreshed as the ledger moves. The operator's grant is
- *   the one object that comes first: its create (admin only, src/apiserver/http/Api.ts) is the intent, and its posting
+ *   the one object that comes first: its create (admin only, src/http/Api.ts) is the intent, and its posting
  *   `grant/<uid>` follows, retried here until it exists.
  * - **Refunds** are an operator's operation on a Succeeded TopUp: the ledger takes the credits back under
  *   `refund/<uid>` first, then the processor refunds (keyed), then the TopUp ends Refunded. The ledger's posting is the

@@ -7,9 +7,9 @@ import { assert } from "@effect/vitest"
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
-import { statusBody } from "../../src/apiserver/http/Respond.ts"
 import { ApiError } from "../../src/core/meta/ApiError.ts"
 import type { ErrorCode } from "../../src/core/meta/ErrorCodes.ts"
+import { statusBody } from "../../src/http/Respond.ts"
 import { pythonPath, run, show } from "../acceptance/Clients.ts"
 
 const clientPath = join(import.meta.dirname, "..", "..", "clients", "python")
@@ -53,7 +53,7 @@ export const py = async (script: string, env: Record<string, string> = {}): Prom
   return JSON.parse(last)
 }
 
-/** A Status body exactly as the server renders one (src/apiserver/http/Respond.ts), with its request id. */
+/** A Status body exactly as the server renders one (src/http/Respond.ts), with its request id. */
 export const recordedStatus = (
   code: ErrorCode,
   message: string,

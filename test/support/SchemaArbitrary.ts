@@ -15,9 +15,9 @@
  * Anything else is ignored: values are generated from what is known.
  */
 import * as fc from "fast-check"
-import { schemaDocuments } from "../../src/apiserver/openapi/SchemaDocuments.ts"
 import { canonical, equals, isArray, isObject, type Json, type JsonObject } from "../../src/core/Json.ts"
 import type { KindInfo } from "../../src/core/meta/Kinds.ts"
+import { schemaDocuments } from "../../src/http/openapi/SchemaDocuments.ts"
 
 export interface SchemaDocument {
   readonly schema: JsonObject

@@ -1,4 +1,4 @@
-// Blob uploads over HTTP (spec: uploads through /blobs/v1; src/apiserver/http/BlobApi.ts; docs/blobs.md): PUT stores
+// Blob uploads over HTTP (spec: uploads through /blobs/v1; src/http/BlobApi.ts; docs/blobs.md): PUT stores
 // a body whose SHA-256 the path names and answers 201 or 200, HEAD and GET read it with its Digest, a mismatch is 422
 // SHA256Mismatch, a declared size past the bound 413 FileTooLarge, a malformed reference 400; scopes and projects
 // decide who writes and reads, and a blob another project uploaded is 404 to a project until it uploads it too.

@@ -17,9 +17,12 @@
 import { Effect, Option, Result, Stream } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Socket } from "effect/socket"
-import { isObject } from "../../core/Json.ts"
-import * as Limits from "../../core/Limits.ts"
-import { admit } from "../../core/meta/Admission.ts"
+import type { Ids } from "../apiserver/Ids.ts"
+import type { Resources } from "../apiserver/Resources.ts"
+import type { SandboxBoxes } from "../apiserver/SandboxBoxes.ts"
+import { isObject } from "../core/Json.ts"
+import * as Limits from "../core/Limits.ts"
+import { admit } from "../core/meta/Admission.ts"
 import {
   ApiError,
   badRequest,
@@ -27,14 +30,11 @@ import {
   methodNotAllowed,
   resourceNotFound,
   subjectOf
-} from "../../core/meta/ApiError.ts"
-import type { ResourceRef } from "../../core/meta/Kinds.ts"
-import type { BoxCommand, BoxReply, BoxRequest } from "../../core/SandboxBox.ts"
-import { SandboxCommandRequest, type SandboxCommandRequestType } from "../../core/schemas/SandboxCommand.ts"
-import { durationMs } from "../../core/StatusText.ts"
-import type { Ids } from "../Ids.ts"
-import type { Resources } from "../Resources.ts"
-import type { SandboxBoxes } from "../SandboxBoxes.ts"
+} from "../core/meta/ApiError.ts"
+import type { ResourceRef } from "../core/meta/Kinds.ts"
+import type { BoxCommand, BoxReply, BoxRequest } from "../core/SandboxBox.ts"
+import { SandboxCommandRequest, type SandboxCommandRequestType } from "../core/schemas/SandboxCommand.ts"
+import { durationMs } from "../core/StatusText.ts"
 import { readBytes, readObject } from "./Body.ts"
 import { json } from "./Respond.ts"
 

@@ -3,10 +3,10 @@
 // python-kubernetes need (kubectl-compat §2).
 
 import { assert, describe, it } from "@effect/vitest"
-import * as Discovery from "../../../src/apiserver/http/Discovery.ts"
-import type { Json, JsonObject } from "../../../src/core/Json.ts"
-import { isArray, isObject } from "../../../src/core/Json.ts"
-import { kinds } from "../../../src/core/meta/Kinds.ts"
+import type { Json, JsonObject } from "../../src/core/Json.ts"
+import { isArray, isObject } from "../../src/core/Json.ts"
+import { kinds } from "../../src/core/meta/Kinds.ts"
+import * as Discovery from "../../src/http/Discovery.ts"
 
 const group = "nodus.dev"
 /** kubectl v1.32's Accept header on /api and /apis (kubectl-compat §2). */

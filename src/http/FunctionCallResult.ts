@@ -10,14 +10,14 @@
  * but its subscription; a call deleted meanwhile is NotFound.
  */
 import { Duration, Effect, Option, Stream } from "effect"
-import { functionCallResultWaitDefault, functionCallResultWaitMsMax } from "../../core/Limits.ts"
-import { ApiError, badRequest, fieldInvalid } from "../../core/meta/ApiError.ts"
-import type { ResourceRef } from "../../core/meta/Kinds.ts"
-import type { ResourceObject } from "../../core/meta/ObjectMeta.ts"
-import { functionCallFinalPhases } from "../../core/schemas/FunctionCall.ts"
-import { durationMs } from "../../core/StatusText.ts"
-import type { ChangeFeed } from "../../store/ChangeFeed.ts"
-import type { Resources } from "../Resources.ts"
+import type { Resources } from "../apiserver/Resources.ts"
+import { functionCallResultWaitDefault, functionCallResultWaitMsMax } from "../core/Limits.ts"
+import { ApiError, badRequest, fieldInvalid } from "../core/meta/ApiError.ts"
+import type { ResourceRef } from "../core/meta/Kinds.ts"
+import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
+import { functionCallFinalPhases } from "../core/schemas/FunctionCall.ts"
+import { durationMs } from "../core/StatusText.ts"
+import type { ChangeFeed } from "../store/ChangeFeed.ts"
 
 const finalPhases: ReadonlySet<string> = new Set(functionCallFinalPhases)
 

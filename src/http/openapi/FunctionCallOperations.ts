@@ -1,5 +1,5 @@
-// The OpenAPI description of a FunctionCall's result long poll (apiserver/http/FunctionCallResult.ts) and of a
-// Function's map batches (apiserver/http/FunctionMap.ts), docs/functions.md, added to the v1 document beside the
+// The OpenAPI description of a FunctionCall's result long poll (http/FunctionCallResult.ts) and of a
+// Function's map batches (http/FunctionMap.ts), docs/functions.md, added to the v1 document beside the
 // kinds' own paths. Pure.
 
 import { Schema } from "effect"

@@ -1,9 +1,9 @@
-// Unit tests for the request-path parser of src/apiserver/http/Routes.ts: one table row per path the server answers
+// Unit tests for the request-path parser of src/http/Routes.ts: one table row per path the server answers
 // (and a few it does not), percent-decoding per segment, malformed escapes, and ignored empty segments.
 
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { parse, rootPaths, type Route } from "../../../src/apiserver/http/Routes.ts"
+import { parse, rootPaths, type Route } from "../../src/http/Routes.ts"
 
 const notFound: Route = { _tag: "NotFound" }
 

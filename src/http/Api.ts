@@ -6,9 +6,30 @@
  */
 import { Cause, Clock, Context, Effect, Layer, Option, Result, Stream } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
-import { canonical, isObject, type Json, type JsonObject } from "../../core/Json.ts"
-import * as Limits from "../../core/Limits.ts"
-import { type FieldValidation, fieldValidations } from "../../core/meta/Admission.ts"
+import { ApiConfig } from "../apiserver/ApiConfig.ts"
+import {
+  type Access,
+  Auth,
+  expirationOf,
+  forbidden,
+  type Principal,
+  scopeProblems,
+  tokenExpirationSeconds
+} from "../apiserver/Auth.ts"
+import { Blobs } from "../apiserver/Blobs.ts"
+import { CreditOperations } from "../apiserver/CreditOperations.ts"
+import { fingerprint, Idempotency } from "../apiserver/Idempotency.ts"
+import { Ids } from "../apiserver/Ids.ts"
+import { type AgentCall, type AgentDownload, type AgentUpload, NodeAgents } from "../apiserver/NodeAgents.ts"
+import { etagOf, type ListResult, type PatchType, Resources, type WriteOptions } from "../apiserver/Resources.ts"
+import { SandboxBoxes } from "../apiserver/SandboxBoxes.ts"
+import { clockObject, parseClockRequest, SimulationControl } from "../apiserver/SimulationControl.ts"
+import { defaultWatchLimits, Watches, type WatchEvent } from "../apiserver/Watch.ts"
+import { WebhookOperations } from "../apiserver/WebhookOperations.ts"
+import { WorkloadFiles } from "../apiserver/WorkloadFiles.ts"
+import { canonical, isObject, type Json, type JsonObject } from "../core/Json.ts"
+import * as Limits from "../core/Limits.ts"
+import { type FieldValidation, fieldValidations } from "../core/meta/Admission.ts"
 import {
   ApiError,
   badRequest,
@@ -16,8 +37,8 @@ import {
   methodNotAllowed,
   notFound,
   resourceNotFound
-} from "../../core/meta/ApiError.ts"
-import { errorCodeInfo } from "../../core/meta/ErrorCodes.ts"
+} from "../core/meta/ApiError.ts"
+import { errorCodeInfo } from "../core/meta/ErrorCodes.ts"
 import {
   apiVersionOf,
   byResource,
@@ -29,35 +50,12 @@ import {
   type ResourceRef,
   type Version,
   versions
-} from "../../core/meta/Kinds.ts"
-import type { ResourceObject } from "../../core/meta/ObjectMeta.ts"
-import { adminScope } from "../../core/meta/Scopes.ts"
-import { timestamp } from "../../core/meta/Strategy.ts"
-import { agentBodyBytesMax } from "../../core/SandboxBox.ts"
-import { ChangeFeed } from "../../store/ChangeFeed.ts"
-import { ApiConfig } from "../ApiConfig.ts"
-import {
-  type Access,
-  Auth,
-  expirationOf,
-  forbidden,
-  type Principal,
-  scopeProblems,
-  tokenExpirationSeconds
-} from "../Auth.ts"
-import { Blobs } from "../Blobs.ts"
-import { CreditOperations } from "../CreditOperations.ts"
-import { fingerprint, Idempotency } from "../Idempotency.ts"
-import { Ids } from "../Ids.ts"
-import { type AgentCall, type AgentDownload, type AgentUpload, NodeAgents } from "../NodeAgents.ts"
-import * as OpenApi from "../openapi/OpenApi.ts"
-import { schemaDocuments } from "../openapi/SchemaDocuments.ts"
-import { etagOf, type ListResult, type PatchType, Resources, type WriteOptions } from "../Resources.ts"
-import { SandboxBoxes } from "../SandboxBoxes.ts"
-import { clockObject, parseClockRequest, SimulationControl } from "../SimulationControl.ts"
-import { defaultWatchLimits, Watches, type WatchEvent } from "../Watch.ts"
-import { WebhookOperations } from "../WebhookOperations.ts"
-import { WorkloadFiles } from "../WorkloadFiles.ts"
+} from "../core/meta/Kinds.ts"
+import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
+import { adminScope } from "../core/meta/Scopes.ts"
+import { timestamp } from "../core/meta/Strategy.ts"
+import { agentBodyBytesMax } from "../core/SandboxBox.ts"
+import { ChangeFeed } from "../store/ChangeFeed.ts"
 import { makeBlobApi } from "./BlobApi.ts"
 import { mediaTypeOf, parseJson, parseYamlDocument, readBytes, readObject, readText, textProblem } from "./Body.ts"
 import * as Discovery from "./Discovery.ts"
@@ -65,6 +63,8 @@ import * as Docs from "./Docs.ts"
 import { makeFunctionCallResult } from "./FunctionCallResult.ts"
 import { makeFunctionMap } from "./FunctionMap.ts"
 import { streamedArray, streamedTexts, withTexts } from "./ListBody.ts"
+import * as OpenApi from "./openapi/OpenApi.ts"
+import { schemaDocuments } from "./openapi/SchemaDocuments.ts"
 import {
   json,
   requestIdHeader,
@@ -347,7 +347,7 @@ const objectHeaders = (object: ResourceObject, warnings: ReadonlyArray<string> =
 })
 
 export class Api extends Context.Service<Api, { readonly handle: (request: Request) => Effect.Effect<Response> }>()(
-  "nodus/apiserver/http/Api"
+  "nodus/http/Api"
 ) {
   static readonly layer = Layer.effect(
     Api,

@@ -15,22 +15,22 @@
  */
 import { Effect, Result } from "effect"
 import type { HttpServerRequest, HttpServerResponse } from "effect/http"
-import { canonical, isObject, type Json, type JsonObject } from "../../core/Json.ts"
-import { functionCallBatchMax } from "../../core/Limits.ts"
-import { admit } from "../../core/meta/Admission.ts"
-import { ApiError, type Cause, fieldInvalid, invalid } from "../../core/meta/ApiError.ts"
-import { apiVersionOf, byResource, type ResourceRef } from "../../core/meta/Kinds.ts"
-import type { ResourceObject } from "../../core/meta/ObjectMeta.ts"
+import type { Principal } from "../apiserver/Auth.ts"
+import { fingerprint, type Idempotency } from "../apiserver/Idempotency.ts"
+import type { Ids } from "../apiserver/Ids.ts"
+import type { Resources, WriteOptions } from "../apiserver/Resources.ts"
+import { canonical, isObject, type Json, type JsonObject } from "../core/Json.ts"
+import { functionCallBatchMax } from "../core/Limits.ts"
+import { admit } from "../core/meta/Admission.ts"
+import { ApiError, type Cause, fieldInvalid, invalid } from "../core/meta/ApiError.ts"
+import { apiVersionOf, byResource, type ResourceRef } from "../core/meta/Kinds.ts"
+import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import {
   FunctionCallBatch,
   functionCallBatchKind,
   type FunctionCallBatchType,
   mapLabel
-} from "../../core/schemas/FunctionCallBatch.ts"
-import type { Principal } from "../Auth.ts"
-import { fingerprint, type Idempotency } from "../Idempotency.ts"
-import type { Ids } from "../Ids.ts"
-import type { Resources, WriteOptions } from "../Resources.ts"
+} from "../core/schemas/FunctionCallBatch.ts"
 import { readObject } from "./Body.ts"
 import { json, warningHeader } from "./Respond.ts"
 

@@ -11,11 +11,11 @@
  */
 import { Effect } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
-import { ApiError, badRequest, fieldInvalid, methodNotAllowed, notFound } from "../../core/meta/ApiError.ts"
-import { blobScopePrefix } from "../../core/meta/Scopes.ts"
-import type { BlobRef } from "../../store/BlobStore.ts"
-import { forbidden, grants, type Principal } from "../Auth.ts"
-import { type Blobs, everything, projectReader, uploadHolder } from "../Blobs.ts"
+import { forbidden, grants, type Principal } from "../apiserver/Auth.ts"
+import { type Blobs, everything, projectReader, uploadHolder } from "../apiserver/Blobs.ts"
+import { ApiError, badRequest, fieldInvalid, methodNotAllowed, notFound } from "../core/meta/ApiError.ts"
+import { blobScopePrefix } from "../core/meta/Scopes.ts"
+import type { BlobRef } from "../store/BlobStore.ts"
 import { json } from "./Respond.ts"
 
 type Request = HttpServerRequest.HttpServerRequest

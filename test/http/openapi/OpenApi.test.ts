@@ -4,12 +4,12 @@
 
 import { assert, describe, it } from "@effect/vitest"
 import { Validator } from "@seriousme/openapi-schema-validator"
-import * as OpenApi from "../../../src/apiserver/openapi/OpenApi.ts"
-import { schemaDocuments } from "../../../src/apiserver/openapi/SchemaDocuments.ts"
 import type { Json, JsonObject } from "../../../src/core/Json.ts"
 import { isArray, isObject } from "../../../src/core/Json.ts"
 import { kinds, kindsIn } from "../../../src/core/meta/Kinds.ts"
 import type { Version } from "../../../src/core/meta/Kinds.ts"
+import * as OpenApi from "../../../src/http/openapi/OpenApi.ts"
+import { schemaDocuments } from "../../../src/http/openapi/SchemaDocuments.ts"
 
 const group = "nodus.dev"
 
@@ -191,7 +191,7 @@ describe("OpenApi paths", () => {
   }
 
   it("documents every Sandbox operation and no other under a Sandbox: its query, its refusals, its errors as a Status", () => {
-    // Under a Sandbox besides its status: the box's operations (apiserver/http/SandboxApi.ts), each documented.
+    // Under a Sandbox besides its status: the box's operations (http/SandboxApi.ts), each documented.
     const documented = operations(v1).filter(([path]) =>
       path.includes("/sandboxes/{name}/") && !path.endsWith("/status")
     ).map(([, , operation]) => operation["operationId"])

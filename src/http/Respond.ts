@@ -3,9 +3,9 @@
  * fix (also at the end of `message`, the one field kubectl prints) and request id. The HTTP status of a code comes only from the registry in core/meta/ErrorCodes.ts.
  */
 import { HttpServerResponse } from "effect/http"
-import type { Json } from "../../core/Json.ts"
-import { type ApiError, messageWithFix } from "../../core/meta/ApiError.ts"
-import { errorCodeInfo } from "../../core/meta/ErrorCodes.ts"
+import type { Json } from "../core/Json.ts"
+import { type ApiError, messageWithFix } from "../core/meta/ApiError.ts"
+import { errorCodeInfo } from "../core/meta/ErrorCodes.ts"
 
 export interface ResponseContext {
   readonly requestId: string

@@ -2,7 +2,7 @@
  * The error documentation pages the Status body's `docs` field links to (spec: Errors): one page per registered code,
  * and an index, rendered from the same registry that fixes each code's HTTP status, so the docs cannot drift.
  */
-import { errorCodeInfo, errorCodeList, httpReasonPhrase, isErrorCode } from "../../core/meta/ErrorCodes.ts"
+import { errorCodeInfo, errorCodeList, httpReasonPhrase, isErrorCode } from "../core/meta/ErrorCodes.ts"
 
 const escape = (text: string): string =>
   text.replace(

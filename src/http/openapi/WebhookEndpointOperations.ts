@@ -1,4 +1,4 @@
-// The OpenAPI description of a WebhookEndpoint's sub-resources (spec: Webhook sub-resources; apiserver/http/WebhookApi.ts,
+// The OpenAPI description of a WebhookEndpoint's sub-resources (spec: Webhook sub-resources; http/WebhookApi.ts,
 // docs/webhooks.md), added to the v1 document beside the kind's own paths. The rotation body's schema is the one
 // admission decodes with (core/schemas/WebhookEndpoint.ts); the log entries are described here. Pure.
 

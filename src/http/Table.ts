@@ -3,10 +3,10 @@
 // Kubernetes' HumanDuration and costs as dollars, the way the CRD table converter does (kubectl-compat §5).
 // Pure: the clock reading comes in as `now`.
 
-import type { Json, JsonObject } from "../../core/Json.ts"
-import type { Column, KindInfo } from "../../core/meta/Kinds.ts"
-import { phaseOf, readPath } from "../../core/meta/ObjectMeta.ts"
-import type { ResourceObject } from "../../core/meta/ObjectMeta.ts"
+import type { Json, JsonObject } from "../core/Json.ts"
+import type { Column, KindInfo } from "../core/meta/Kinds.ts"
+import { phaseOf, readPath } from "../core/meta/ObjectMeta.ts"
+import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { acceptsForm } from "./Discovery.ts"
 
 /**

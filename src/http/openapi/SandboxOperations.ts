@@ -1,4 +1,4 @@
-// The OpenAPI description of a Sandbox's commands and files (apiserver/http/SandboxApi.ts, docs/sandboxes.md), added to
+// The OpenAPI description of a Sandbox's commands and files (http/SandboxApi.ts, docs/sandboxes.md), added to
 // the v1 document beside the Sandbox kind's own paths. The command request's schema is the one admission decodes with
 // (core/schemas/SandboxCommand.ts); the answers are described here. Pure.
 

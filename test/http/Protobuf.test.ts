@@ -13,7 +13,7 @@ import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
-import { decodeNamespace, type NamespaceObject, protobufMediaType } from "../../../src/apiserver/http/Protobuf.ts"
+import { decodeNamespace, type NamespaceObject, protobufMediaType } from "../../src/http/Protobuf.ts"
 
 // ---------------------------------------------------------------------------------------------------------------
 // An independent protobuf encoder, just enough to build bodies.

@@ -5,7 +5,7 @@
 import { ByteSize, Effect } from "effect"
 import { HttpIncomingMessage, type HttpServerRequest } from "effect/http"
 import { parse as parseYaml } from "yaml"
-import { ApiError, badRequest, fieldInvalid } from "../../core/meta/ApiError.ts"
+import { ApiError, badRequest, fieldInvalid } from "../core/meta/ApiError.ts"
 import { decodeNamespace, protobufMediaType } from "./Protobuf.ts"
 
 /** Kubernetes' limit on a request body (apiserver MaxRequestBodyBytes is 3 MiB). */
