@@ -17,16 +17,10 @@ import {
   tokenExpirationSeconds
 } from "../apiserver/Auth.ts"
 import { Blobs } from "../apiserver/Blobs.ts"
-import { CreditOperations } from "../apiserver/CreditOperations.ts"
 import { fingerprint, Idempotency } from "../apiserver/Idempotency.ts"
 import { Ids } from "../apiserver/Ids.ts"
-import { type AgentCall, type AgentDownload, type AgentUpload, NodeAgents } from "../apiserver/NodeAgents.ts"
 import { etagOf, type ListResult, type PatchType, Resources, type WriteOptions } from "../apiserver/Resources.ts"
-import { SandboxBoxes } from "../apiserver/SandboxBoxes.ts"
-import { clockObject, parseClockRequest, SimulationControl } from "../apiserver/SimulationControl.ts"
 import { defaultWatchLimits, Watches, type WatchEvent } from "../apiserver/Watch.ts"
-import { WebhookOperations } from "../apiserver/WebhookOperations.ts"
-import { WorkloadFiles } from "../apiserver/WorkloadFiles.ts"
 import { canonical, isObject, type Json, type JsonObject } from "../core/Json.ts"
 import * as Limits from "../core/Limits.ts"
 import { type FieldValidation, fieldValidations } from "../core/meta/Admission.ts"
@@ -55,6 +49,12 @@ import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { adminScope } from "../core/meta/Scopes.ts"
 import { timestamp } from "../core/meta/Strategy.ts"
 import { agentBodyBytesMax } from "../core/SandboxBox.ts"
+import { CreditService } from "../runtime/Credits.ts"
+import { type AgentCall, type AgentDownload, type AgentUpload, NodeAgents } from "../runtime/NodeAgents.ts"
+import { SandboxBoxes } from "../runtime/SandboxBoxes.ts"
+import { clockObject, parseClockRequest, SimulationControl } from "../runtime/SimulationControl.ts"
+import { WebhookService } from "../runtime/Webhooks.ts"
+import { WorkloadFiles } from "../runtime/WorkloadFiles.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
 import { makeBlobApi } from "./BlobApi.ts"
 import { mediaTypeOf, parseJson, parseYamlDocument, readBytes, readObject, readText, textProblem } from "./Body.ts"
@@ -359,11 +359,11 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
       const idempotency = yield* Idempotency
       const ids = yield* Ids
       const simulation = yield* SimulationControl
-      const credits = yield* CreditOperations
+      const credits = yield* CreditService
       const files = yield* WorkloadFiles
       const agents = yield* NodeAgents
       const sandboxApi = makeSandboxApi({ resources, boxes: yield* SandboxBoxes, ids })
-      const webhookApi = makeWebhookApi(yield* WebhookOperations)
+      const webhookApi = makeWebhookApi(yield* WebhookService)
       const functionCallResult = makeFunctionCallResult({ resources, feed: yield* ChangeFeed })
       const functionMap = makeFunctionMap({ group: settings.group, resources, idempotency, ids })
       const volumeApi = makeVolumeApi({ resources, blobs: yield* Blobs })
@@ -926,7 +926,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
           }
         })
 
-      /** A Job's log as text/plain, the pod log conventions (apiserver/WorkloadFiles.ts). */
+      /** A Job's log as text/plain, the pod log conventions (runtime/WorkloadFiles.ts). */
       const readLog = (query: URLSearchParams, ref: ResourceRef, namespace: string | undefined, name: string) =>
         Effect.gen(function*() {
           const index = (yield* intParameter(query, "index", 0, Limits.jobCompletionsMax - 1)) ?? 0
@@ -942,7 +942,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
           })
         })
 
-      /** One output of a Job's index (apiserver/WorkloadFiles.ts), with its SHA-256 as the Digest header. */
+      /** One output of a Job's index (runtime/WorkloadFiles.ts), with its SHA-256 as the Digest header. */
       const readOutput = (
         query: URLSearchParams,
         ref: ResourceRef,
@@ -1050,7 +1050,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
           }
         })
 
-      /** The node agent protocol (apiserver/NodeAgents.ts): POST with JSON, the agent's key as its bearer credential. */
+      /** The node agent protocol (runtime/NodeAgents.ts): POST with JSON, the agent's key as its bearer credential. */
       const agentCall = (request: Request, url: URL, call: AgentCall | AgentUpload | AgentDownload) =>
         Effect.gen(function*() {
           if (request.method !== "POST") return yield* methodNotAllowed(request.method)

@@ -48,7 +48,7 @@ export type Route =
 
 const notFound: Route = { _tag: "NotFound" }
 
-/** The calls of the node agent protocol (apiserver/NodeAgents.ts). */
+/** The calls of the node agent protocol (runtime/NodeAgents.ts). */
 const agentCalls = ["enroll", "hello", "sync", "box", "run", "outputs", "inputs", "checkpoints", "restores"] as const
 
 /** Subresources with items: a Job's `outputs/{output}`, a Sandbox's `commands/{id}`, a webhook's `deliveries/{id}`, a Volume's `revisions/{n}`. */

@@ -10,7 +10,6 @@
  */
 import { Effect, Result } from "effect"
 import type { HttpServerRequest, HttpServerResponse } from "effect/http"
-import type { WebhookOperations } from "../apiserver/WebhookOperations.ts"
 import type { JsonObject } from "../core/Json.ts"
 import * as Limits from "../core/Limits.ts"
 import { admit } from "../core/meta/Admission.ts"
@@ -18,6 +17,7 @@ import { ApiError, badRequest, methodNotAllowed, resourceNotFound, subjectOf } f
 import type { ResourceRef } from "../core/meta/Kinds.ts"
 import { WebhookEndpointRotation } from "../core/schemas/WebhookEndpoint.ts"
 import { durationMs } from "../core/StatusText.ts"
+import type { WebhookService } from "../runtime/Webhooks.ts"
 import { parseJson, readText } from "./Body.ts"
 import { json } from "./Respond.ts"
 
@@ -40,7 +40,7 @@ export interface WebhookTarget {
   readonly project: string | undefined
 }
 
-export const makeWebhookApi = (operations: WebhookOperations["Service"]) => {
+export const makeWebhookApi = (operations: WebhookService["Service"]) => {
   const limitOf = (query: URLSearchParams) => {
     const text = query.get("limit")
     if (text === null || text === "") return Effect.succeed(Limits.webhookDeliveriesPageDefault)

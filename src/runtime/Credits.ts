@@ -20,9 +20,8 @@
  * A step that fails (the store, the ledger or the processor unavailable) is tried again at the next pass. Every step
  * runs under one lock: payments are few, and a TopUp is then never charged or announced twice at once.
  */
-import { Clock, Effect, Layer, Schema, Semaphore } from "effect"
+import { Clock, Context, Effect, Layer, Schema, Semaphore } from "effect"
 import { ApiConfig } from "../apiserver/ApiConfig.ts"
-import { type CreateHooks, CreditOperations } from "../apiserver/CreditOperations.ts"
 import { Resources, type WriteOptions } from "../apiserver/Resources.ts"
 import { CreditLots, type GrantLot, phaseOf } from "../core/billing/Credits.ts"
 import type { Ledger } from "../core/billing/Ledger.ts"
@@ -68,8 +67,27 @@ export const refreshInterval = "1 second"
 
 const writeOptions: WriteOptions = { dryRun: false, fieldValidation: "Ignore", fieldManager: creditsComponent }
 
-/** Carries out the credit operations the API declares (src/apiserver/CreditOperations.ts). */
-export const layer = Layer.effect(CreditOperations, make())
+/** Steps a client's create of a credits kind takes around the generic create (src/http/Api.ts). */
+export interface CreateHooks {
+  /** Before the create (dry runs too): refuses what the kind's rules refuse; answers the body to create. */
+  readonly admit: (body: unknown) => Effect.Effect<unknown, ApiError>
+  /** After a real create: the processing, answering the object as it then stands (failures are retried later). */
+  readonly settle: (object: ResourceObject) => Effect.Effect<ResourceObject>
+}
+
+/**
+ * The credit operations the HTTP layer calls (docs/billing.md, "Credits"): the create hooks of the credit kinds a
+ * client's request passes through (TopUp, the operator's CreditGrant), and the operator's refund.
+ */
+export class CreditService extends Context.Service<CreditService, {
+  /** The hooks of creates of `plural` (topups, creditgrants), if it has any. */
+  readonly createHooks: (plural: string) => CreateHooks | undefined
+  /** Refunds a Succeeded TopUp (an operator's operation); a Refunded one is answered as it is. */
+  readonly refund: (name: string) => Effect.Effect<ResourceObject, ApiError>
+}>()("nodus/runtime/Credits") {}
+
+/** The credit service over the ledger, the store and the payment processor. */
+export const layer = Layer.effect(CreditService, make())
 
 /** A TopUp's phase (spec: TopUp); a status without one is Pending. */
 export type TopUpPhase = "Pending" | "Succeeded" | "Failed" | "Refunded"
@@ -597,6 +615,6 @@ function make() {
       Effect.forever(Effect.andThen(Effect.sleep(refreshInterval), surviving("credits", "refreshing")(tick)))
     )
 
-    return CreditOperations.of({ createHooks: (plural) => hooks[plural], refund })
+    return CreditService.of({ createHooks: (plural) => hooks[plural], refund })
   })
 }

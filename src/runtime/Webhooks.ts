@@ -23,11 +23,10 @@
  * Time is the service's Clock: under the simulator the schedule runs on virtual time (and its test clock). Only the
  * signature's `webhook-timestamp` is the wall clock's (WallClock.ts), since the receiver checks it against its own.
  */
-import { Clock, Deferred, Effect, Layer, Option, Queue, type Scope } from "effect"
+import { Clock, Context, Deferred, Effect, Layer, Option, Queue, type Scope } from "effect"
 import { createHash } from "node:crypto"
 import { ApiConfig } from "../apiserver/ApiConfig.ts"
 import { Resources, type WriteOptions } from "../apiserver/Resources.ts"
-import { WebhookOperations } from "../apiserver/WebhookOperations.ts"
 import { isObject, type JsonObject } from "../core/Json.ts"
 import * as Limits from "../core/Limits.ts"
 import { ApiError } from "../core/meta/ApiError.ts"
@@ -740,8 +739,42 @@ const make = (settings: WebhookSettings) =>
         return shown(replaced.object, secret)
       })
 
-    return WebhookOperations.of({ deliveries, replay, rotate })
+    return WebhookService.of({ deliveries, replay, rotate })
   })
 
-/** The webhook service: the deliveries and the operations the HTTP layer declares (WebhookOperations). */
-export const layer = (settings: WebhookSettings) => Layer.effect(WebhookOperations, make(settings))
+/** One page of a delivery log: its entries, oldest first, and where the next page starts. */
+export interface DeliveryPage {
+  readonly items: ReadonlyArray<JsonObject>
+  readonly continue: string | undefined
+}
+
+/**
+ * The operations of a WebhookEndpoint's sub-resources (spec: Webhook sub-resources) the HTTP layer calls: an
+ * endpoint's delivery log, a replay of one delivery, and a rotation of its signing secret.
+ */
+export class WebhookService extends Context.Service<WebhookService, {
+  /**
+   * The log of the endpoint `name` after `after` (a `continue` value; "" for the first page), at most `limit`; for a
+   * key bound to `project`, only the deliveries of that project's events.
+   */
+  readonly deliveries: (
+    name: string,
+    after: string,
+    limit: number,
+    project: string | undefined
+  ) => Effect.Effect<DeliveryPage, ApiError>
+  /** A new delivery of the same body as delivery `id`, under a new webhook-id: the new entry. */
+  readonly replay: (name: string, id: string) => Effect.Effect<JsonObject, ApiError>
+  /**
+   * A new signing secret; the previous one signs for `previousSecretTtlMs` more. Answers the endpoint with the new
+   * secret shown. Under an idempotency key, a retry with the same fingerprint answers the same secret again.
+   */
+  readonly rotate: (
+    name: string,
+    previousSecretTtlMs: number,
+    idempotency: { readonly key: string; readonly fingerprint: string } | undefined
+  ) => Effect.Effect<ResourceObject, ApiError>
+}>()("nodus/runtime/Webhooks") {}
+
+/** The webhook service: the deliveries, and the operations of the sub-resources. */
+export const layer = (settings: WebhookSettings) => Layer.effect(WebhookService, make(settings))

@@ -1,12 +1,11 @@
 /**
- * The server end of the agent protocol over HTTPS (apiserver/NodeAgents.ts; docs/live.md, "Enrolling a host"):
+ * The server end of the agent protocol over HTTPS (runtime/NodeAgents.ts; docs/live.md, "Enrolling a host"):
  * enrollment through runtime/Enrollment.ts, then hello and sync of an authenticated agent into the live driver, in the
  * scope of its Node (its project and Pool). An agent's messages are checked against the protocol's schemas, so a
  * broken or hostile host gets a 400 with the field, never a server error.
  */
 import { Effect, Exit, Schema, Stream } from "effect"
 import { timingSafeEqual } from "node:crypto"
-import { type AgentCall, type AgentDownload, type AgentUpload, NodeAgents } from "../apiserver/NodeAgents.ts"
 import type { LiveCapacity, NodeScope } from "../backends/live/LiveCapacity.ts"
 import {
   EnrollRequestSchema,
@@ -18,6 +17,7 @@ import {
 import type { Json } from "../core/Json.ts"
 import { ApiError, fieldInvalid, invalid } from "../core/meta/ApiError.ts"
 import type { Enrollment } from "../runtime/Enrollment.ts"
+import { type AgentCall, type AgentDownload, type AgentUpload, NodeAgents } from "../runtime/NodeAgents.ts"
 import { factsJson, forwardedCallOf, peerRunCallOf } from "./BoxForwarding.ts"
 
 const decode = <S extends Schema.Decoder<unknown>>(

@@ -8,9 +8,9 @@ import { appendFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync } 
 import { open } from "node:fs/promises"
 import { join } from "node:path"
 import { StringDecoder } from "node:string_decoder"
-import type { LogRequest } from "../apiserver/WorkloadFiles.ts"
 import { ApiError } from "../core/meta/ApiError.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
+import type { LogRequest } from "../runtime/WorkloadFiles.ts"
 
 /** How often a followed log is looked at for new text. */
 const followPollMs = 200

@@ -9,12 +9,12 @@
  */
 import { Effect, Option, Stream } from "effect"
 import { type Blobs, everything } from "../apiserver/Blobs.ts"
-import type { OutputFile } from "../apiserver/WorkloadFiles.ts"
 import { outputBytesMax } from "../backends/live/Protocol.ts"
 import { isObject, type Json } from "../core/Json.ts"
 import { checkpointMaxSizeBytesMax } from "../core/Limits.ts"
 import { ApiError } from "../core/meta/ApiError.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
+import type { OutputFile } from "../runtime/WorkloadFiles.ts"
 import type { StoreShape } from "../store/Store.ts"
 
 /** The records that number an owner's checkpoints: `<owner uid>/<seq, 12 digits>` → {digest, sizeBytes}. */

@@ -2,9 +2,9 @@
 // added to the v1 document: GET and POST /apis/{group}/v1/simulation/clock. It is not a kind, so it carries no
 // x-kubernetes-group-version-kind, and kubectl never looks at it. Pure.
 
-import { clockAdvanceMaxMs } from "../../apiserver/SimulationControl.ts"
 import type { JsonObject } from "../../core/Json.ts"
 import { formatDurationMs } from "../../core/Units.ts"
+import { clockAdvanceMaxMs } from "../../runtime/SimulationControl.ts"
 import { errorResponse, json } from "./Operations.ts"
 
 /** The components the clock's operations refer to. */

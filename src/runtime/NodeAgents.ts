@@ -31,7 +31,7 @@ export class NodeAgents extends Context.Service<NodeAgents, {
     query: URLSearchParams,
     credential: string | undefined
   ) => Effect.Effect<Stream.Stream<Uint8Array>, ApiError>
-}>()("nodus/apiserver/NodeAgents") {
+}>()("nodus/runtime/NodeAgents") {
   static readonly layerNone = Layer.succeed(NodeAgents, {
     call: () => Effect.fail(noAgents()),
     upload: () => Effect.fail(noAgents()),

@@ -44,7 +44,7 @@ export class WorkloadFiles extends Context.Service<WorkloadFiles, {
   readonly log: (object: ResourceObject, request: LogRequest) => Effect.Effect<Stream.Stream<string>, ApiError>
   /** One output of one index (spec: Job status.outputs). */
   readonly output: (object: ResourceObject, name: string, index: number) => Effect.Effect<OutputFile, ApiError>
-}>()("nodus/apiserver/WorkloadFiles") {
+}>()("nodus/runtime/WorkloadFiles") {
   static readonly layerNone = Layer.succeed(WorkloadFiles, {
     log: (object) => Effect.fail(noPrograms(object, "log")),
     output: (object) => Effect.fail(noPrograms(object, "outputs"))
