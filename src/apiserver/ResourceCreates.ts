@@ -166,7 +166,7 @@ export const makeCreates = (shared: Shared) => {
    * Creates of many objects of one kind, all or nothing: each body is admitted as `create` admits one (a failure of
    * body i is `itemError(i, error)`, nothing is created), then all are committed in one store commit, the creates
    * first and in order (`commitWith` sees every warning; op 0 is the first create). For FunctionCall map batches
-   * (apiserver/http/FunctionMap.ts).
+   * (kinds/function/http/FunctionMap.ts).
    */
   const createMany = (
     ref: ResourceRef,

@@ -7,7 +7,7 @@
  * The operations are split by concern (ResourceReads.ts, ResourceCreates.ts, ResourceUpdates.ts, ResourceDeletes.ts,
  * over the steps of ResourceShared.ts); each method of the service runs in a span named after it ("Resources.create").
  *
- * HTTP is not here: handlers in apiserver/http translate requests into these calls and results into responses.
+ * HTTP is not here: handlers in src/http translate requests into these calls and results into responses.
  */
 import { Context, Effect, Layer, Option } from "effect"
 import type { ApiError } from "../core/meta/ApiError.ts"

@@ -1,6 +1,6 @@
 /**
  * `nodus sandbox shell` (SandboxCommand.ts): this terminal joined to a shell in a Sandbox over the server's terminal
- * WebSocket (http/SandboxApi.ts): keystrokes go as binary frames, the shell's output comes back as binary
+ * WebSocket (kinds/sandbox/http/SandboxApi.ts): keystrokes go as binary frames, the shell's output comes back as binary
  * frames, a resize of this terminal is sent as `{"resize": …}`, and the shell's exit code ends the command.
  */
 import WebSocket from "ws"

@@ -7,31 +7,14 @@
 import { Cause, Clock, Context, Effect, Layer, Option, Result, Stream } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ApiConfig } from "../apiserver/ApiConfig.ts"
-import {
-  type Access,
-  Auth,
-  expirationOf,
-  forbidden,
-  type Principal,
-  scopeProblems,
-  tokenExpirationSeconds
-} from "../apiserver/Auth.ts"
+import { type Access, Auth, forbidden, type Principal } from "../apiserver/Auth.ts"
 import { Blobs } from "../apiserver/Blobs.ts"
-import { fingerprint, Idempotency } from "../apiserver/Idempotency.ts"
+import { Idempotency } from "../apiserver/Idempotency.ts"
 import { Ids } from "../apiserver/Ids.ts"
-import { etagOf, type ListResult, type PatchType, Resources, type WriteOptions } from "../apiserver/Resources.ts"
+import { etagOf, type ListResult, Resources, type WriteOptions } from "../apiserver/Resources.ts"
 import { defaultWatchLimits, Watches, type WatchEvent } from "../apiserver/Watch.ts"
-import { canonical, isObject, type Json, type JsonObject } from "../core/Json.ts"
-import * as Limits from "../core/Limits.ts"
-import { type FieldValidation, fieldValidations } from "../core/meta/Admission.ts"
-import {
-  ApiError,
-  badRequest,
-  fieldInvalid,
-  methodNotAllowed,
-  notFound,
-  resourceNotFound
-} from "../core/meta/ApiError.ts"
+import { isObject, type Json, type JsonObject } from "../core/Json.ts"
+import { ApiError, badRequest, methodNotAllowed, notFound, resourceNotFound } from "../core/meta/ApiError.ts"
 import { errorCodeInfo } from "../core/meta/ErrorCodes.ts"
 import {
   apiVersionOf,
@@ -47,24 +30,38 @@ import {
 } from "../core/meta/Kinds.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { adminScope } from "../core/meta/Scopes.ts"
-import { timestamp } from "../core/meta/Strategy.ts"
-import { agentBodyBytesMax } from "../core/SandboxBox.ts"
-import { CreditService } from "../runtime/Credits.ts"
-import { type AgentCall, type AgentDownload, type AgentUpload, NodeAgents } from "../runtime/NodeAgents.ts"
-import { SandboxBoxes } from "../runtime/SandboxBoxes.ts"
+import {
+  agentBodyBytesMax,
+  type AgentCall,
+  type AgentDownload,
+  type AgentUpload,
+  NodeAgents
+} from "../runtime/NodeAgents.ts"
 import { clockObject, parseClockRequest, SimulationControl } from "../runtime/SimulationControl.ts"
-import { WebhookService } from "../runtime/Webhooks.ts"
-import { WorkloadFiles } from "../runtime/WorkloadFiles.ts"
-import { ChangeFeed } from "../store/ChangeFeed.ts"
 import { makeBlobApi } from "./BlobApi.ts"
-import { mediaTypeOf, parseJson, parseYamlDocument, readBytes, readObject, readText, textProblem } from "./Body.ts"
+import { parseJson, parseYamlDocument, readBytes, readObject, readText } from "./Body.ts"
 import * as Discovery from "./Discovery.ts"
 import * as Docs from "./Docs.ts"
-import { makeFunctionCallResult } from "./FunctionCallResult.ts"
-import { makeFunctionMap } from "./FunctionMap.ts"
+import { KindApis } from "./KindApi.ts"
 import { streamedArray, streamedTexts, withTexts } from "./ListBody.ts"
 import * as OpenApi from "./openapi/OpenApi.ts"
 import { schemaDocuments } from "./openapi/SchemaDocuments.ts"
+import {
+  authorizationOf,
+  boolParameter,
+  dryRunOf,
+  fieldManagerOf,
+  fieldValidationOf,
+  intParameter,
+  limitRange,
+  objectHeaders,
+  parseBool,
+  patchTypeOf,
+  postFingerprint,
+  requestTextProblem,
+  selectorsOf,
+  timeoutSecondsRange
+} from "./Parameters.ts"
 import {
   json,
   requestIdHeader,
@@ -74,168 +71,22 @@ import {
   withSafeHeaders
 } from "./Respond.ts"
 import * as Routes from "./Routes.ts"
-import { makeSandboxApi, sandboxSubresources } from "./SandboxApi.ts"
 import * as Table from "./Table.ts"
-import { makeVolumeApi } from "./VolumeApi.ts"
-import { makeWebhookApi, webhookSubresources } from "./WebhookApi.ts"
-
 type Request = HttpServerRequest.HttpServerRequest
 type Response = HttpServerResponse.HttpServerResponse
 
-/** Go's strconv.ParseBool, which kubectl and client-go use (Python sends `watch=True`). */
-export const parseBool = (value: string | null): boolean | undefined => {
-  if (value === null) return undefined
-  if (["1", "t", "T", "true", "TRUE", "True"].includes(value)) return true
-  if (["0", "f", "F", "false", "FALSE", "False"].includes(value)) return false
-  return undefined
-}
-
-const boolParameter = (query: URLSearchParams, name: string): Effect.Effect<boolean, ApiError> => {
-  const raw = query.get(name)
-  const value = parseBool(raw)
-  if (raw !== null && raw !== "" && value === undefined) {
-    return Effect.fail(badRequest(`invalid value for ${name}: "${raw}"`))
-  }
-  return Effect.succeed(value ?? false)
-}
-
-/**
- * An integer query parameter within [min, max]. Out of range is the client's mistake, said before anything reads the
- * store (a number beyond bigint would otherwise fail there, as if the server were down).
- */
-const intParameter = (
-  query: URLSearchParams,
-  name: string,
-  min: number,
-  max: number
-): Effect.Effect<number | undefined, ApiError> => {
-  const raw = query.get(name)
-  if (raw === null || raw === "") return Effect.succeed(undefined)
-  const value = Number(raw)
-  if (/^-?[0-9]+$/u.test(raw) && value >= min && value <= max) return Effect.succeed(value)
-  const why = `must be an integer from ${min} to ${max}`
-  return Effect.fail(
-    badRequest(`invalid value for ${name}: "${raw}" ${why}`, [fieldInvalid(name, `Invalid value: ${why}`)])
-  )
-}
-
-/** `limit`: Kubernetes reads zero and below as "no limit"; anything a page could hold is accepted. */
-const limitRange = [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER] as const
-
-/** `timeoutSeconds`: the longest wait a Node timer can hold (2^31 - 1 ms); zero means "no timeout". */
-const timeoutSecondsRange = [0, Math.floor(0x7fff_ffff / 1_000)] as const
-
-const dryRunOf = (query: URLSearchParams): Effect.Effect<boolean, ApiError> => {
-  const values = query.getAll("dryRun")
-  if (values.every((value) => value === "All")) return Effect.succeed(values.length > 0)
-  return Effect.fail(
-    badRequest(`invalid dryRun value "${values.find((value) => value !== "All")}": the only supported value is All`)
-  )
-}
-
-const fieldValidationOf = (query: URLSearchParams): Effect.Effect<FieldValidation, ApiError> => {
-  const raw = query.get("fieldValidation")
-  if (raw === null || raw === "") return Effect.succeed("Warn")
-  return fieldValidations.includes(raw as FieldValidation)
-    ? Effect.succeed(raw as FieldValidation)
-    : Effect.fail(badRequest(`invalid fieldValidation value "${raw}": supported values are Strict, Warn and Ignore`))
-}
-
-/** fieldManager: the query parameter, or the User-Agent's product as Kubernetes defaults it. */
-const fieldManagerOf = (query: URLSearchParams, request: Request): Effect.Effect<string, ApiError> => {
-  const raw = query.get("fieldManager")
-  if (raw !== null && raw !== "") {
-    return raw.length <= 128
-      ? Effect.succeed(raw)
-      : Effect.fail(badRequest("fieldManager must be at most 128 characters"))
-  }
-  const agent = request.headers["user-agent"]
-  return Effect.succeed(agent === undefined || agent === "" ? "unknown" : agent.split("/")[0]!.slice(0, 128))
-}
-
-const patchTypeOf = (contentType: string | undefined, ref: ResourceRef): Effect.Effect<PatchType, ApiError> => {
-  const mediaType = mediaTypeOf(contentType)
-  switch (mediaType) {
-    case "application/merge-patch+json":
-      return Effect.succeed("merge")
-    case "application/json-patch+json":
-      return Effect.succeed("json")
-    case "application/apply-patch+yaml":
-      return Effect.succeed("apply")
-    default:
-      return Effect.fail(
-        new ApiError({
-          code: "UnsupportedMediaType",
-          message:
-            `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (${
-              mediaType === "" ? "no Content-Type" : mediaType
-            } is not supported by ${ref.apiVersion}, Kind=${ref.info.kind})`,
-          fix:
-            "Send the patch as application/merge-patch+json (kubectl patch --type merge) or application/json-patch+json (--type json)."
-        })
-      )
-  }
-}
-
-/** Which operation a method on a route means, before the kind's availability is checked. */
-type Special =
-  | "tokens"
-  | "log"
-  | "output"
-  | "result"
-  | "map"
-  | "box"
-  | "webhookRead"
-  | "webhookWrite"
-  | "revisionRead"
-  | "revisionWrite"
-
+/** Which generic operation a method on a route means, before the kind's availability is checked. */
 const operationOf = (
   method: string,
   route: Extract<Routes.Route, { _tag: "Resource" }>,
   info: KindInfo,
   watch: boolean
-): Operation | Special | undefined => {
-  if (route.subresource !== undefined && (sandboxSubresources as ReadonlyArray<string>).includes(route.subresource)) {
-    return info.kind === "Sandbox" && route.name !== undefined ? "box" : undefined
-  }
-  if (route.subresource !== undefined && (webhookSubresources as ReadonlyArray<string>).includes(route.subresource)) {
-    if (info.kind !== "WebhookEndpoint" || route.name === undefined) return undefined
-    return method === "GET" ? "webhookRead" : "webhookWrite"
-  }
+): Operation | undefined => {
   if (route.subresource === "status") {
     return method === "GET"
       ? "getStatus"
       : method === "PUT" || method === "PATCH"
       ? "writeStatus"
-      : undefined
-  }
-  if (route.subresource === "tokens") {
-    return info.plural === "serviceaccounts" && method === "POST"
-      ? "tokens"
-      : undefined
-  }
-  if (route.subresource === "log") {
-    return info.kind === "Job" && method === "GET" && route.item === undefined
-      ? "log"
-      : undefined
-  }
-  if (route.subresource === "outputs") {
-    return info.kind === "Job" && method === "GET" && route.item !== undefined
-      ? "output"
-      : undefined
-  }
-  if (route.subresource === "result") {
-    return info.kind === "FunctionCall" && method === "GET" && route.item === undefined ? "result" : undefined
-  }
-  if (route.subresource === "revisions") {
-    return info.kind === "Volume" && route.name !== undefined
-      ? (method === "GET" ? "revisionRead" : "revisionWrite")
-      : undefined
-  }
-  if (route.subresource === "map") {
-    return info.kind === "Function" && route.name !== undefined && route.item === undefined
-      ? (method === "POST" ? "map" : undefined)
       : undefined
   }
   if (route.name === undefined) {
@@ -262,27 +113,8 @@ const operationOf = (
   }
 }
 
-const specials: ReadonlySet<string> = new Set<Special>([
-  "tokens",
-  "log",
-  "output",
-  "result",
-  "map",
-  "box",
-  "webhookRead",
-  "webhookWrite",
-  "revisionRead",
-  "revisionWrite"
-])
-const isSpecial = (operation: Operation | Special): operation is Special => specials.has(operation)
-
-const accessOf = (operation: Operation | Special): Access => {
+const accessOf = (operation: Operation): Access => {
   switch (operation) {
-    case "log":
-    case "output":
-    case "result":
-    case "webhookRead":
-    case "revisionRead":
     case "list":
     case "listAll":
     case "watch":
@@ -295,56 +127,6 @@ const accessOf = (operation: Operation | Special): Access => {
       return "write"
   }
 }
-
-/** labelSelector and fieldSelector as sent (absent ones left out). */
-const selectorsOf = (query: URLSearchParams): { labelSelector?: string; fieldSelector?: string } => {
-  const labelSelector = query.get("labelSelector")
-  const fieldSelector = query.get("fieldSelector")
-  return { ...(labelSelector === null ? {} : { labelSelector }), ...(fieldSelector === null ? {} : { fieldSelector }) }
-}
-
-/**
- * The one Authorization header of a request. Node keeps the first of repeated ones and drops the rest, so a request
- * with two (one valid, one not) would act as whichever came first: it is refused as ambiguous instead.
- */
-const authorizationOf = (request: Request): Effect.Effect<string | undefined, ApiError> => {
-  const raw = (request.source as { readonly rawHeaders?: unknown }).rawHeaders
-  const names = Array.isArray(raw) ? raw.filter((_, index) => index % 2 === 0) : []
-  return names.filter((name) => typeof name === "string" && name.toLowerCase() === "authorization").length > 1
-    ? Effect.fail(
-      badRequest("the request carries more than one Authorization header", [
-        fieldInvalid("Authorization", "Invalid value: send exactly one `Authorization: Bearer <key>`")
-      ])
-    )
-    : Effect.succeed(request.headers["authorization"])
-}
-
-/**
- * Text the store cannot hold, in a path segment or a query parameter (`textProblem`): a client's mistake, refused
- * before anything reads the store rather than failing there as if the store were down.
- */
-const requestTextProblem = (route: Routes.Route, query: URLSearchParams): ApiError | undefined => {
-  const fieldOf = (part: string) => (part === "namespace" || part === "name" ? `metadata.${part}` : part)
-  const segments = Object.entries(route).flatMap(([part, value]) =>
-    typeof value === "string"
-      ? [[fieldOf(part), value] as const]
-      : Array.isArray(value)
-      ? value.map((segment) => ["path", String(segment)] as const)
-      : []
-  )
-  for (const [field, text] of [...segments, ...query.entries()]) {
-    const problem = textProblem(text)
-    if (problem !== undefined) {
-      return badRequest(`${field} holds ${problem}`, [fieldInvalid(field, `Invalid value: ${problem} is not allowed`)])
-    }
-  }
-  return undefined
-}
-
-const objectHeaders = (object: ResourceObject, warnings: ReadonlyArray<string> = []): Record<string, string> => ({
-  etag: etagOf(object),
-  ...warningHeader(warnings)
-})
 
 export class Api extends Context.Service<Api, { readonly handle: (request: Request) => Effect.Effect<Response> }>()(
   "nodus/http/Api"
@@ -359,14 +141,8 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
       const idempotency = yield* Idempotency
       const ids = yield* Ids
       const simulation = yield* SimulationControl
-      const credits = yield* CreditService
-      const files = yield* WorkloadFiles
       const agents = yield* NodeAgents
-      const sandboxApi = makeSandboxApi({ resources, boxes: yield* SandboxBoxes, ids })
-      const webhookApi = makeWebhookApi(yield* WebhookService)
-      const functionCallResult = makeFunctionCallResult({ resources, feed: yield* ChangeFeed })
-      const functionMap = makeFunctionMap({ group: settings.group, resources, idempotency, ids })
-      const volumeApi = makeVolumeApi({ resources, blobs: yield* Blobs })
+      const kindApis = yield* KindApis
       const blobApi = makeBlobApi({
         blobs: yield* Blobs,
         projectExists: (project) =>
@@ -382,7 +158,10 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
       const openApiDocument = (version: Version): JsonObject => {
         let document = openApiDocuments.get(version)
         if (document === undefined) {
-          openApiDocuments.set(version, document = OpenApi.document(group, version, schemaDocuments))
+          openApiDocuments.set(
+            version,
+            document = OpenApi.document(group, version, schemaDocuments, kindApis.operations)
+          )
         }
         return document
       }
@@ -563,11 +342,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
             fieldValidation: yield* fieldValidationOf(query),
             fieldManager: yield* fieldManagerOf(query, request),
             ...(request.headers["if-match"] === undefined ? {} : { ifMatch: request.headers["if-match"] }),
-            ...(ref.info.plural === "serviceaccounts"
-              ? {
-                authorizeObject: (object: JsonObject) => auth.checkServiceAccount(principal, object)
-              }
-              : {}),
+            ...kindApis.of(ref.info.kind)?.writeOptions?.(principal),
             principal,
             ...(parseBool(query.get("force")) === true ? { force: true } : {})
           }
@@ -582,8 +357,8 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
         namespace: string | undefined
       ) =>
         Effect.gen(function*() {
-          // TopUps and the operator's CreditGrants have their own rules, and are processed before the answer (Credits.ts).
-          const hooks = credits.createHooks(ref.info.plural)
+          // A kind's creates may have their own rules, and a processing before the answer (TopUps: runtime/Credits.ts).
+          const hooks = kindApis.of(ref.info.kind)?.createHooks
           const sent = yield* readObject(request, ref.info.kind)
           const body = hooks === undefined ? sent : yield* hooks.admit(sent)
           const options = yield* writeOptions(request, query, principal, ref)
@@ -597,17 +372,10 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
             const headers = { etag: result.etag ?? etagOf(result.object), ...warningHeader(result.warnings) }
             return yield* renderObject(request, query, ref, result.object, 201, headers)
           }
-          // What the client asked for, not what its User-Agent says: a retry from an upgraded client is the same request.
           const claim = yield* idempotency.claim(
             principal.name,
             key,
-            fingerprint([
-              "POST",
-              new URL(request.url, "http://local").pathname,
-              options.fieldValidation,
-              query.get("fieldManager") ?? "",
-              canonical((body ?? null) as Json)
-            ])
+            postFingerprint(request, query, options, body)
           )
           if (claim._tag === "Replay") {
             const object = claim.response.body as unknown as ResourceObject
@@ -716,68 +484,9 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
           return json(200, object, { etag: etagOf(object) })
         })
 
-      /** POST …/serviceaccounts/{name}/tokens: a new key for the account, shown once. */
-      const issueToken = (
-        request: Request,
-        principal: Principal,
-        ref: ResourceRef,
-        namespace: string | undefined,
-        name: string
-      ) =>
-        Effect.gen(function*() {
-          const body = yield* Effect.flatMap(readText(request), parseJson)
-          const spec = isObject((body ?? null) as Json) && isObject((body as JsonObject)["spec"])
-            ? (body as JsonObject)["spec"] as JsonObject
-            : {}
-          const seconds = spec["expirationSeconds"]
-          if (
-            seconds !== undefined &&
-            (typeof seconds !== "number" || !Number.isInteger(seconds) || seconds < tokenExpirationSeconds.min ||
-              seconds > tokenExpirationSeconds.max)
-          ) {
-            const rule =
-              `must be an integer from ${tokenExpirationSeconds.min} to ${tokenExpirationSeconds.max} (omit it for a key that does not expire)`
-            return yield* new ApiError({
-              code: "Invalid",
-              message: `spec.expirationSeconds ${rule}`,
-              causes: [fieldInvalid("spec.expirationSeconds", rule)]
-            })
-          }
-          const account = yield* resources.get(ref, namespace, name)
-          // A key acts with its account's scopes: minting one is granting them, so the caller must hold them all.
-          const ungranted = scopeProblems(principal, account as unknown as JsonObject)
-          if (ungranted.length > 0) {
-            return yield* forbidden(
-              principal,
-              `cannot issue a key for serviceaccount "${name}": it holds scopes the caller does not (${
-                ungranted.map((cause) => cause.field).join(", ")
-              })`
-            )
-          }
-          const now = yield* Clock.currentTimeMillis
-          const expiresAt = typeof seconds === "number" ? now + seconds * 1_000 : undefined
-          const issued = yield* auth.issueKey(account, expiresAt)
-          yield* resources.commit(ref, namespace, name, [{
-            _tag: "Require",
-            key: { resource: "serviceaccounts", namespace: namespace ?? "", name },
-            notDeleting: true
-          }, ...issued.ops])
-          return json(201, {
-            apiVersion: ref.apiVersion,
-            kind: "TokenRequest",
-            metadata: { name, namespace: namespace ?? "", creationTimestamp: timestamp(now) },
-            spec: typeof seconds === "number" ? { expirationSeconds: seconds } : {},
-            status: {
-              token: issued.key,
-              ...(expiresAt === undefined ? {} : { expirationTimestamp: expirationOf(expiresAt)! })
-            }
-          })
-        })
-
       /**
-       * The operator's credit operations (docs/billing.md, "Credits"), admin only, beside the resource API so that users
-       * keep the spec's operations (creditgrants: list, read): POST …/operator/creditgrants grants credits (a CreditGrant
-       * body; Idempotency-Key as on creates), POST …/operator/topups/{name}/refund refunds a TopUp.
+       * The operator's operations of a kind (docs/billing.md, "Credits"), admin only, beside the resource API so that
+       * users keep the spec's operations: `POST …/operator/<plural>[/<name>/<action>]`, as the kind registers them.
        */
       const operator = (
         request: Request,
@@ -786,20 +495,16 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
         principal: Principal
       ) =>
         Effect.gen(function*() {
-          const [plural, name, action, ...extra] = route.path
-          const grant = plural === "creditgrants" && name === undefined
-          const refund = plural === "topups" && name !== undefined && action === "refund" && extra.length === 0
+          const [plural, name, ...rest] = route.path
           const ref = refOf({ _tag: "Resource", group: route.group, version: route.version, plural: plural ?? "" })
-          if ((!grant && !refund) || route.version !== "v1" || ref === undefined) return yield* resourceNotFound()
+          const operation = ref === undefined ? undefined : kindApis.of(ref.info.kind)?.operator?.(name, rest)
+          if (operation === undefined || route.version !== "v1" || ref === undefined) return yield* resourceNotFound()
           if (request.method !== "POST") return yield* methodNotAllowed(request.method)
           if (!principal.scopes.has(adminScope)) {
-            return yield* forbidden(
-              principal,
-              `cannot ${grant ? "grant credits" : "refund topups"}: the operation needs scope "${adminScope}"`
-            )
+            return yield* forbidden(principal, `cannot ${operation.does}: the operation needs scope "${adminScope}"`)
           }
-          if (grant) return yield* create(request, url.searchParams, principal, ref, undefined)
-          const object = yield* credits.refund(name!)
+          if (operation.run === "create") return yield* create(request, url.searchParams, principal, ref, undefined)
+          const object = yield* operation.run(name ?? "")
           return yield* renderObject(request, url.searchParams, ref, object, 200, { etag: etagOf(object) })
         })
 
@@ -820,34 +525,20 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
             (!namespaced && route.namespace !== undefined) ||
             (namespaced && route.name !== undefined && route.namespace === undefined)
           ) return yield* resourceNotFound()
-          if (
-            route.subresource !== undefined &&
-            ![
-              "status",
-              "tokens",
-              "log",
-              "outputs",
-              "result",
-              "map",
-              "revisions",
-              ...sandboxSubresources,
-              ...webhookSubresources
-            ].includes(route.subresource)
-          ) return yield* resourceNotFound()
           const query = url.searchParams
+          if (route.subresource !== undefined && route.subresource !== "status") {
+            return yield* kindSubresource(request, query, route, route.subresource, principal, ref)
+          }
           const watching = route.name === undefined && request.method === "GET"
             ? yield* boolParameter(query, "watch")
             : false
           const operation = operationOf(request.method, route, ref.info, watching)
-          if (operation === undefined) return yield* methodNotAllowed(request.method)
-          if (!isSpecial(operation) && !ref.info.operations.has(operation)) {
+          if (operation === undefined || !ref.info.operations.has(operation)) {
             return yield* methodNotAllowed(request.method)
           }
           const namespace = ref.info === namespaceKind ? undefined : route.namespace
           const authorizedProject = ref.info === namespaceKind ? route.name : route.namespace
-          // A map batch creates FunctionCalls: it needs what a create of functioncalls needs, not a write of the Function.
-          const authorizedKind = operation === "map" ? byResource("v1", "functioncalls")! : ref.info
-          yield* auth.authorize(principal, authorizedKind, accessOf(operation), authorizedProject)
+          yield* auth.authorize(principal, ref.info, accessOf(operation), authorizedProject)
           const name = route.name ?? ""
           const subresource = route.subresource === "status" ? "status" as const : undefined
           switch (operation) {
@@ -873,93 +564,42 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
               return yield* patch(request, query, principal, ref, namespace, name, undefined)
             case "delete":
               return yield* remove(request, query, ref, namespace, name)
-            case "tokens":
-              return yield* issueToken(request, principal, ref, namespace, name)
-            case "log":
-              return yield* readLog(query, ref, namespace, name)
-            case "output":
-              return yield* readOutput(query, ref, namespace, name, route.item!)
-            case "result":
-              return yield* renderObject(
-                request,
-                query,
-                ref,
-                yield* functionCallResult.await(query, ref, namespace, name),
-                200,
-                {}
-              )
-            case "map":
-              return yield* functionMap.handle(request, query, {
-                namespace,
-                name,
-                principal,
-                options: yield* writeOptions(request, query, principal, ref)
-              })
-            case "box":
-              return yield* sandboxApi.handle(request, query, {
-                ref,
-                namespace,
-                name,
-                subresource: route.subresource!,
-                item: route.item,
-                action: route.action
-              })
-            case "revisionRead":
-            case "revisionWrite":
-              return yield* volumeApi.handle(request, query, {
-                ref,
-                namespace: namespace ?? "",
-                name,
-                item: route.item,
-                options: yield* writeOptions(request, query, principal, ref)
-              })
-            case "webhookRead":
-            case "webhookWrite":
-              return yield* webhookApi.handle(request, query, {
-                ref,
-                name,
-                subresource: route.subresource!,
-                item: route.item,
-                action: route.action,
-                project: auth.confinedTo(principal)
-              })
           }
         })
 
-      /** A Job's log as text/plain, the pod log conventions (runtime/WorkloadFiles.ts). */
-      const readLog = (query: URLSearchParams, ref: ResourceRef, namespace: string | undefined, name: string) =>
-        Effect.gen(function*() {
-          const index = (yield* intParameter(query, "index", 0, Limits.jobCompletionsMax - 1)) ?? 0
-          const attempt = yield* intParameter(query, "attempt", 1, Number.MAX_SAFE_INTEGER)
-          const tailLines = yield* intParameter(query, "tailLines", 0, Number.MAX_SAFE_INTEGER)
-          const follow = yield* boolParameter(query, "follow")
-          const object = yield* resources.get(ref, namespace, name)
-          const text = yield* files.log(object, { index, attempt, tailLines, follow })
-          const encoder = new TextEncoder()
-          return HttpServerResponse.stream(Stream.map(text, (chunk) => encoder.encode(chunk)), {
-            status: 200,
-            contentType: "text/plain; charset=utf-8"
-          })
-        })
-
-      /** One output of a Job's index (runtime/WorkloadFiles.ts), with its SHA-256 as the Digest header. */
-      const readOutput = (
+      /**
+       * A subresource a kind registers (src/kinds/Registry.ts): a segment no kind answers is NotFound, one another kind
+       * answers or a method the kind's does not take is MethodNotAllowed; the access it needs is checked on the kind
+       * it names (a Function's map creates FunctionCalls), else on the object's.
+       */
+      const kindSubresource = (
+        request: Request,
         query: URLSearchParams,
-        ref: ResourceRef,
-        namespace: string | undefined,
-        name: string,
-        output: string
+        route: Extract<Routes.Route, { _tag: "Resource" }>,
+        subresource: string,
+        principal: Principal,
+        ref: ResourceRef
       ) =>
         Effect.gen(function*() {
-          const index = (yield* intParameter(query, "index", 0, Limits.jobCompletionsMax - 1)) ?? 0
-          const object = yield* resources.get(ref, namespace, name)
-          const file = yield* files.output(object, output, index)
-          const digest = `sha-256=${Buffer.from(file.sha256, "hex").toString("base64")}`
-          return HttpServerResponse.stream(file.bytes, {
-            status: 200,
-            contentType: "application/octet-stream",
-            contentLength: file.sizeBytes,
-            headers: { digest, "content-disposition": `attachment; filename="${output}"` }
+          if (!kindApis.subresourceNames.has(subresource)) return yield* resourceNotFound()
+          const target = { name: route.name, subresource, item: route.item, action: route.action }
+          const found = kindApis.of(ref.info.kind)?.subresources?.find((entry) => entry.names.includes(subresource))
+          const access = found?.access(request.method, target)
+          if (found === undefined || access === undefined) return yield* methodNotAllowed(request.method)
+          const namespace = ref.info === namespaceKind ? undefined : route.namespace
+          const authorizedProject = ref.info === namespaceKind ? route.name : route.namespace
+          const authorizedKind = found.authorizeAs === undefined ? ref.info : byResource("v1", found.authorizeAs)!
+          yield* auth.authorize(principal, authorizedKind, access, authorizedProject)
+          return yield* found.handle({
+            ...target,
+            request,
+            query,
+            ref,
+            namespace,
+            name: route.name ?? "",
+            principal,
+            writeOptions: writeOptions(request, query, principal, ref),
+            render: (object, status, headers) => renderObject(request, query, ref, object, status, headers)
           })
         })
 

@@ -9,6 +9,9 @@ import { Context, Effect, Layer, type Stream } from "effect"
 import type { Json } from "../core/Json.ts"
 import { ApiError } from "../core/meta/ApiError.ts"
 
+/** The body an agent's request may have (its sync carries box replies: core/SandboxBox.ts). */
+export { agentBodyBytesMax } from "../core/SandboxBox.ts"
+
 /**
  * `box` and `run`: another server of the same database reaches a box on this server's host, or a run it took over
  * from this server and left running here (server/BoxForwarding.ts).

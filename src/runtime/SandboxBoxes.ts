@@ -1,5 +1,5 @@
 /**
- * A running Sandbox's box (docs/sandboxes.md), which the HTTP layer drives (http/SandboxApi.ts): a request goes to the
+ * A running Sandbox's box (docs/sandboxes.md), which the HTTP layer drives (kinds/sandbox/http/SandboxApi.ts): a request goes to the
  * capacity port's `box` for the Sandbox's attempt — a live host's supervisor through its agent, or the simulator's
  * model of a box (`layer`). Without a backend that runs boxes (`layerNone`) every request is Unsupported, with the
  * reason.

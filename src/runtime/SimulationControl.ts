@@ -142,7 +142,7 @@ export class SimulationControl extends Context.Service<SimulationControl, {
   readonly read: Effect.Effect<ClockReading, ApiError>
   /** Runs the simulation to the target: every reconcile and store write is done when this succeeds. */
   readonly advance: (target: ClockTarget) => Effect.Effect<ClockReading, ApiError>
-}>()("nodus/apiserver/SimulationControl") {
+}>()("nodus/runtime/SimulationControl") {
   /** No simulator behind the server: the clock does not exist. */
   static readonly layerNone = Layer.succeed(
     SimulationControl,

@@ -23,6 +23,8 @@ import * as Maintenance from "../apiserver/Maintenance.ts"
 import { Resources } from "../apiserver/Resources.ts"
 import { Watches } from "../apiserver/Watch.ts"
 import { Api, app } from "../http/Api.ts"
+import { KindApis } from "../http/KindApi.ts"
+import { registrations } from "../kinds/Registry.ts"
 import * as Admission from "../runtime/Admission.ts"
 import { BudgetService } from "../runtime/Budgets.ts"
 import * as BudgetStatus from "../runtime/BudgetStatus.ts"
@@ -262,7 +264,9 @@ export const layerWith = <E>(
     singleton("nodus/maintenance", Maintenance.layer),
     singleton("nodus/budget-status", BudgetStatus.layer())
   )
-  const api = Layer.mergeAll(Api.layer, controllers, bootstrapAdmin(options.adminToken)).pipe(
+  // What each kind adds to the HTTP layer (src/kinds/Registry.ts): the generic layer names no kind.
+  const http = Api.layer.pipe(Layer.provide(KindApis.layer(registrations)))
+  const api = Layer.mergeAll(http, controllers, bootstrapAdmin(options.adminToken)).pipe(
     Layer.provideMerge(backend.control),
     Layer.provideMerge(Watches.layer),
     Layer.provideMerge(Credits.layer.pipe(Layer.provide(Payments.layerOf(options.payments ?? "embedded")))),

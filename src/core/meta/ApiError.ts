@@ -3,7 +3,7 @@
  * fixes the HTTP status, the docs page and the default fix; the rest is what the spec's Status body carries: a message,
  * the causes with their field paths, the object it concerns and, for retryable answers, when to come back.
  *
- * Core code returns these as values; the server renders them as Status bodies (apiserver/http/Respond.ts).
+ * Core code returns these as values; the server renders them as Status bodies (http/Respond.ts).
  */
 import { Data } from "effect"
 import type { ErrorCode } from "./ErrorCodes.ts"

@@ -1,7 +1,7 @@
 /**
  * The body of `POST …/namespaces/{ns}/functions/{name}/map` (nodus's design: the spec fixes map batches of up to
  * 1,000 calls but shows no endpoint; docs/functions.md, "Map batches"): one FunctionCall per input, all of one map.
- * The one schema the handler (http/FunctionMap.ts) and the OpenAPI document read. Each call it makes is then
+ * The one schema the handler (kinds/function/http/FunctionMap.ts) and the OpenAPI document read. Each call it makes is then
  * admitted as a single create would be, so the rules of a FunctionCall live in schemas/FunctionCall.ts alone.
  */
 import { Schema } from "effect"

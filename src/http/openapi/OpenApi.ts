@@ -14,10 +14,8 @@ import type { Json, JsonObject } from "../../core/Json.ts"
 import { eventKind, kindsIn, namespaceKind as namespaceResource, versions } from "../../core/meta/Kinds.ts"
 import type { KindInfo, Operation, Scope, Version } from "../../core/meta/Kinds.ts"
 import { ObjectMetaInput } from "../../core/meta/ObjectMeta.ts"
-import { functionCallPaths, functionCallSchemas } from "./FunctionCallOperations.ts"
-import { sandboxPaths, sandboxSchemas } from "./SandboxOperations.ts"
+import type { KindOperations } from "./Operations.ts"
 import { clockPaths, clockSchemas } from "./SimulationClock.ts"
-import { webhookPaths, webhookSchemas } from "./WebhookEndpointOperations.ts"
 
 /**
  * The JSON Schemas (OpenAPI 3.0 flavour) of one kind's `spec` and `status`, e.g. built from its effect Schema with
@@ -437,9 +435,15 @@ const sharedSchemas = (): JsonObject => ({
 /**
  * The OpenAPI 3.0.3 document of one group version (GET /openapi/v3/apis/{group}/{version}): a path for every
  * operation each kind of that version serves, and components holding each kind's schema and list schema
- * (`dev.nodus.v1.Job`, `dev.nodus.v1.JobList`), ObjectMeta, ListMeta, Status, StatusDetails and StatusCause.
+ * (`dev.nodus.v1.Job`, `dev.nodus.v1.JobList`), ObjectMeta, ListMeta, Status, StatusDetails and StatusCause; and the
+ * operations the kinds' registrations add (`operations`: their subresources, src/kinds/Registry.ts).
  */
-export const document = (group: string, version: Version, schemas: KindSchemas): JsonObject => {
+export const document = (
+  group: string,
+  version: Version,
+  schemas: KindSchemas,
+  operations: ReadonlyArray<KindOperations>
+): JsonObject => {
   const paths: Array<readonly [string, JsonObject]> = []
   const components: Array<readonly [string, Json]> = []
   for (const info of kindsIn(version)) {
@@ -452,16 +456,15 @@ export const document = (group: string, version: Version, schemas: KindSchemas):
       listSchema(group, version, info.kind, name)
     ])
   }
-  // The sim backend's test clock, a Sandbox's commands and files and a WebhookEndpoint's deliveries and rotations live
-  // beside the v1 kinds (docs/simulator.md, docs/sandboxes.md, docs/webhooks.md).
+  // The sim backend's test clock lives beside the v1 kinds (docs/simulator.md), and each kind's subresources beside
+  // its version's generic operations.
   if (version === "v1") {
-    paths.push(...clockPaths(group), ...sandboxPaths(group), ...webhookPaths(group), ...functionCallPaths(group))
-    components.push(
-      ...Object.entries(clockSchemas(group)),
-      ...Object.entries(sandboxSchemas()),
-      ...Object.entries(webhookSchemas()),
-      ...Object.entries(functionCallSchemas())
-    )
+    paths.push(...clockPaths(group))
+    components.push(...Object.entries(clockSchemas(group)))
+  }
+  for (const kind of operations.filter((entry) => entry.version === version)) {
+    paths.push(...kind.paths(group))
+    components.push(...Object.entries(kind.schemas(group)))
   }
   return {
     openapi: "3.0.3",

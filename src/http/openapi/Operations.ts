@@ -41,3 +41,10 @@ export const operation = (
   ...fields,
   responses: { ...(fields["responses"] as JsonObject), default: errorResponse }
 })
+
+/** A kind's hand-written operations (its subresources), added to its version's document beside the generic ones. */
+export interface KindOperations {
+  readonly version: "v1" | "v1beta1"
+  readonly paths: (group: string) => ReadonlyArray<readonly [string, JsonObject]>
+  readonly schemas: (group: string) => JsonObject
+}

@@ -1,4 +1,4 @@
-// The OpenAPI description of the sim backend's test clock (src/apiserver/SimulationControl.ts, docs/simulator.md),
+// The OpenAPI description of the sim backend's test clock (src/runtime/SimulationControl.ts, docs/simulator.md),
 // added to the v1 document: GET and POST /apis/{group}/v1/simulation/clock. It is not a kind, so it carries no
 // x-kubernetes-group-version-kind, and kubectl never looks at it. Pure.
 

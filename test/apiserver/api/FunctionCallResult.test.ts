@@ -1,4 +1,4 @@
-// A FunctionCall's result, long-polled (src/http/FunctionCallResult.ts; docs/functions.md): the call is
+// A FunctionCall's result, long-polled (src/kinds/function/http/FunctionCallResult.ts; docs/functions.md): the call is
 // answered as soon as it ends — here its status is written by hand, as the machine will write it — or as it is when
 // the wait is over; a call deleted while waited on is NotFound; the wait is bounded and checked.
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"

@@ -10,15 +10,16 @@ import { kinds, kindsIn } from "../../../src/core/meta/Kinds.ts"
 import type { Version } from "../../../src/core/meta/Kinds.ts"
 import * as OpenApi from "../../../src/http/openapi/OpenApi.ts"
 import { schemaDocuments } from "../../../src/http/openapi/SchemaDocuments.ts"
+import { kindOperations } from "../../../src/kinds/Registry.ts"
 
 const group = "nodus.dev"
 
 /** The documents the server serves (every kind's schema generated from its effect Schema), and the core one. */
 const documents: ReadonlyArray<readonly [label: string, document: JsonObject]> = [
-  ["v1", OpenApi.document(group, "v1", schemaDocuments)],
-  ["v1beta1", OpenApi.document(group, "v1beta1", schemaDocuments)],
+  ["v1", OpenApi.document(group, "v1", schemaDocuments, kindOperations)],
+  ["v1beta1", OpenApi.document(group, "v1beta1", schemaDocuments, kindOperations)],
   ["core v1", OpenApi.coreDocument()],
-  ["v1 with permissive placeholders", OpenApi.document(group, "v1", OpenApi.permissiveSchemas)]
+  ["v1 with permissive placeholders", OpenApi.document(group, "v1", OpenApi.permissiveSchemas, kindOperations)]
 ]
 
 const member = (value: Json | undefined, key: string): Json | undefined => (isObject(value) ? value[key] : undefined)
@@ -102,7 +103,7 @@ describe("OpenApi documents", () => {
 
   it("gives every kind a components schema carrying its group, version and kind", () => {
     for (const info of kinds) {
-      const document = OpenApi.document(group, info.version, OpenApi.permissiveSchemas)
+      const document = OpenApi.document(group, info.version, OpenApi.permissiveSchemas, kindOperations)
       const schema = member(member(document["components"], "schemas"), `dev.nodus.${info.version}.${info.kind}`)
       assert.deepStrictEqual(member(schema, "x-kubernetes-group-version-kind"), [{
         group,
@@ -160,7 +161,7 @@ const sandboxRows: ReadonlyArray<
 ]
 
 describe("OpenApi paths", () => {
-  const v1 = OpenApi.document(group, "v1", OpenApi.permissiveSchemas)
+  const v1 = OpenApi.document(group, "v1", OpenApi.permissiveSchemas, kindOperations)
   const byId = new Map(
     operations(v1).map(([path, method, operation]) => [operation["operationId"], { path, method, operation }])
   )
@@ -191,7 +192,7 @@ describe("OpenApi paths", () => {
   }
 
   it("documents every Sandbox operation and no other under a Sandbox: its query, its refusals, its errors as a Status", () => {
-    // Under a Sandbox besides its status: the box's operations (http/SandboxApi.ts), each documented.
+    // Under a Sandbox besides its status: the box's operations (kinds/sandbox/http/SandboxApi.ts), each documented.
     const documented = operations(v1).filter(([path]) =>
       path.includes("/sandboxes/{name}/") && !path.endsWith("/status")
     ).map(([, , operation]) => operation["operationId"])
@@ -319,7 +320,7 @@ describe("OpenApi.index and core document", () => {
 
   it("has a path per version's kinds", () => {
     for (const version of ["v1", "v1beta1"] satisfies ReadonlyArray<Version>) {
-      const document = OpenApi.document(group, version, OpenApi.permissiveSchemas)
+      const document = OpenApi.document(group, version, OpenApi.permissiveSchemas, kindOperations)
       const paths = Object.keys(isObject(document["paths"]) ? document["paths"] : {})
       for (const info of kindsIn(version)) {
         assert.isTrue(paths.some((path) => path.endsWith(`/${info.plural}`)), info.plural)
@@ -477,7 +478,8 @@ describe("OpenApi.toOpenApi30", () => {
 
 describe("OpenApi map batches", () => {
   it("documents the FunctionCallBatch body: its mapId and inputs required, each input a Payload", () => {
-    const schemas = (OpenApi.document(group, "v1", OpenApi.permissiveSchemas)["components"] as any).schemas
+    const schemas =
+      (OpenApi.document(group, "v1", OpenApi.permissiveSchemas, kindOperations)["components"] as any).schemas
     const batch = schemas["FunctionCallBatch"]
     assert.includeMembers(batch.required, ["mapId", "inputs"])
     assert.strictEqual(batch.properties.inputs.items.$ref, "#/components/schemas/Payload")

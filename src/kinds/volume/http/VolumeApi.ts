@@ -14,15 +14,16 @@ import { Clock, Effect, Stream } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { pipeline } from "node:stream/promises"
 import { createZstdDecompress } from "node:zlib"
-import { type Blobs, everything } from "../apiserver/Blobs.ts"
-import type { Resources, WriteOptions } from "../apiserver/Resources.ts"
-import { isObject, type Json } from "../core/Json.ts"
-import * as Limits from "../core/Limits.ts"
-import { ApiError, badRequest, fieldInvalid, methodNotAllowed } from "../core/meta/ApiError.ts"
-import type { ResourceRef } from "../core/meta/Kinds.ts"
-import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
-import { commitRevision, keepsArchive, pickRevision, volumeSizeBytes } from "../core/VolumeRevisions.ts"
-import { json } from "./Respond.ts"
+import { Blobs, everything } from "../../../apiserver/Blobs.ts"
+import { Resources, type WriteOptions } from "../../../apiserver/Resources.ts"
+import { isObject, type Json } from "../../../core/Json.ts"
+import * as Limits from "../../../core/Limits.ts"
+import { ApiError, badRequest, fieldInvalid, methodNotAllowed } from "../../../core/meta/ApiError.ts"
+import type { ResourceRef } from "../../../core/meta/Kinds.ts"
+import type { ResourceObject } from "../../../core/meta/ObjectMeta.ts"
+import { commitRevision, keepsArchive, pickRevision, volumeSizeBytes } from "../../../core/VolumeRevisions.ts"
+import type { KindRegistration } from "../../../http/KindApi.ts"
+import { json } from "../../../http/Respond.ts"
 
 type Request = HttpServerRequest.HttpServerRequest
 
@@ -240,3 +241,26 @@ const expandsPast = async (bytes: AsyncIterable<Uint8Array>, bytesMax: number): 
 /** The first bytes of a stream (its first chunk), without reading the rest. */
 const firstBytes = <E>(stream: Stream.Stream<Uint8Array, E>) =>
   Effect.map(Stream.runHead(stream), (head) => head._tag === "Some" ? head.value : new Uint8Array())
+
+/** The Volume's registration: its revisions. */
+export const volumeRegistration: KindRegistration<Resources | Blobs> = {
+  kind: "Volume",
+  make: Effect.gen(function*() {
+    const api = makeVolumeApi({ resources: yield* Resources, blobs: yield* Blobs })
+    return {
+      subresources: [{
+        names: ["revisions"],
+        access: (method, route) => (route.name === undefined ? undefined : method === "GET" ? "read" : "write"),
+        handle: (call) =>
+          Effect.flatMap(call.writeOptions, (options) =>
+            api.handle(call.request, call.query, {
+              ref: call.ref,
+              namespace: call.namespace ?? "",
+              name: call.name,
+              item: call.item,
+              options
+            }))
+      }]
+    }
+  })
+}

@@ -10,16 +10,19 @@
  */
 import { Effect, Result } from "effect"
 import type { HttpServerRequest, HttpServerResponse } from "effect/http"
-import type { JsonObject } from "../core/Json.ts"
-import * as Limits from "../core/Limits.ts"
-import { admit } from "../core/meta/Admission.ts"
-import { ApiError, badRequest, methodNotAllowed, resourceNotFound, subjectOf } from "../core/meta/ApiError.ts"
-import type { ResourceRef } from "../core/meta/Kinds.ts"
-import { WebhookEndpointRotation } from "../core/schemas/WebhookEndpoint.ts"
-import { durationMs } from "../core/StatusText.ts"
-import type { WebhookService } from "../runtime/Webhooks.ts"
-import { parseJson, readText } from "./Body.ts"
-import { json } from "./Respond.ts"
+import { Auth } from "../../../apiserver/Auth.ts"
+import type { JsonObject } from "../../../core/Json.ts"
+import * as Limits from "../../../core/Limits.ts"
+import { admit } from "../../../core/meta/Admission.ts"
+import { ApiError, badRequest, methodNotAllowed, resourceNotFound, subjectOf } from "../../../core/meta/ApiError.ts"
+import type { ResourceRef } from "../../../core/meta/Kinds.ts"
+import { WebhookEndpointRotation } from "../../../core/schemas/WebhookEndpoint.ts"
+import { durationMs } from "../../../core/StatusText.ts"
+import { parseJson, readText } from "../../../http/Body.ts"
+import type { KindRegistration } from "../../../http/KindApi.ts"
+import { json } from "../../../http/Respond.ts"
+import { WebhookService } from "../../../runtime/Webhooks.ts"
+import { webhookPaths, webhookSchemas } from "./WebhookEndpointOperations.ts"
 
 type Request = HttpServerRequest.HttpServerRequest
 type Response = HttpServerResponse.HttpServerResponse
@@ -117,4 +120,29 @@ export const makeWebhookApi = (operations: WebhookService["Service"]) => {
   }
 
   return { handle }
+}
+
+/** The WebhookEndpoint's registration: its delivery log, replays and rotations, and their operations. */
+export const webhookEndpointRegistration: KindRegistration<WebhookService | Auth> = {
+  kind: "WebhookEndpoint",
+  operations: { version: "v1", paths: webhookPaths, schemas: webhookSchemas },
+  make: Effect.gen(function*() {
+    const api = makeWebhookApi(yield* WebhookService)
+    const auth = yield* Auth
+    return {
+      subresources: [{
+        names: webhookSubresources,
+        access: (method, route) => (route.name === undefined ? undefined : method === "GET" ? "read" : "write"),
+        handle: (call) =>
+          api.handle(call.request, call.query, {
+            ref: call.ref,
+            name: call.name,
+            subresource: call.subresource,
+            item: call.item,
+            action: call.action,
+            project: auth.confinedTo(call.principal)
+          })
+      }]
+    }
+  })
 }

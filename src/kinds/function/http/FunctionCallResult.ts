@@ -10,14 +10,16 @@
  * but its subscription; a call deleted meanwhile is NotFound.
  */
 import { Duration, Effect, Option, Stream } from "effect"
-import type { Resources } from "../apiserver/Resources.ts"
-import { functionCallResultWaitDefault, functionCallResultWaitMsMax } from "../core/Limits.ts"
-import { ApiError, badRequest, fieldInvalid } from "../core/meta/ApiError.ts"
-import type { ResourceRef } from "../core/meta/Kinds.ts"
-import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
-import { functionCallFinalPhases } from "../core/schemas/FunctionCall.ts"
-import { durationMs } from "../core/StatusText.ts"
-import type { ChangeFeed } from "../store/ChangeFeed.ts"
+import { Resources } from "../../../apiserver/Resources.ts"
+import { functionCallResultWaitDefault, functionCallResultWaitMsMax } from "../../../core/Limits.ts"
+import { ApiError, badRequest, fieldInvalid } from "../../../core/meta/ApiError.ts"
+import type { ResourceRef } from "../../../core/meta/Kinds.ts"
+import type { ResourceObject } from "../../../core/meta/ObjectMeta.ts"
+import { functionCallFinalPhases } from "../../../core/schemas/FunctionCall.ts"
+import { durationMs } from "../../../core/StatusText.ts"
+import type { KindRegistration } from "../../../http/KindApi.ts"
+import { ChangeFeed } from "../../../store/ChangeFeed.ts"
+import { functionCallPaths, functionCallSchemas } from "./FunctionCallOperations.ts"
 
 const finalPhases: ReadonlySet<string> = new Set(functionCallFinalPhases)
 
@@ -82,4 +84,24 @@ export const makeFunctionCallResult = (
     })
 
   return { await: await_ }
+}
+
+/** The FunctionCall's registration: its result, long-polled, and the operations of it and of a Function's map. */
+export const functionCallRegistration: KindRegistration<Resources | ChangeFeed> = {
+  kind: "FunctionCall",
+  operations: { version: "v1", paths: functionCallPaths, schemas: functionCallSchemas },
+  make: Effect.gen(function*() {
+    const result = makeFunctionCallResult({ resources: yield* Resources, feed: yield* ChangeFeed })
+    return {
+      subresources: [{
+        names: ["result"],
+        access: (method, route) => (method === "GET" && route.item === undefined ? "read" : undefined),
+        handle: (call) =>
+          Effect.flatMap(
+            result.await(call.query, call.ref, call.namespace, call.name),
+            (object) => call.render(object, 200, {})
+          )
+      }]
+    }
+  })
 }

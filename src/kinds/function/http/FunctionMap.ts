@@ -15,24 +15,27 @@
  */
 import { Effect, Result } from "effect"
 import type { HttpServerRequest, HttpServerResponse } from "effect/http"
-import type { Principal } from "../apiserver/Auth.ts"
-import { fingerprint, type Idempotency } from "../apiserver/Idempotency.ts"
-import type { Ids } from "../apiserver/Ids.ts"
-import type { Resources, WriteOptions } from "../apiserver/Resources.ts"
-import { canonical, isObject, type Json, type JsonObject } from "../core/Json.ts"
-import { functionCallBatchMax } from "../core/Limits.ts"
-import { admit } from "../core/meta/Admission.ts"
-import { ApiError, type Cause, fieldInvalid, invalid } from "../core/meta/ApiError.ts"
-import { apiVersionOf, byResource, type ResourceRef } from "../core/meta/Kinds.ts"
-import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
+import { ApiConfig } from "../../../apiserver/ApiConfig.ts"
+import type { Principal } from "../../../apiserver/Auth.ts"
+import { Idempotency } from "../../../apiserver/Idempotency.ts"
+import { Ids } from "../../../apiserver/Ids.ts"
+import { Resources, type WriteOptions } from "../../../apiserver/Resources.ts"
+import { isObject, type Json, type JsonObject } from "../../../core/Json.ts"
+import { functionCallBatchMax } from "../../../core/Limits.ts"
+import { admit } from "../../../core/meta/Admission.ts"
+import { ApiError, type Cause, fieldInvalid, invalid } from "../../../core/meta/ApiError.ts"
+import { apiVersionOf, byResource, type ResourceRef } from "../../../core/meta/Kinds.ts"
+import type { ResourceObject } from "../../../core/meta/ObjectMeta.ts"
 import {
   FunctionCallBatch,
   functionCallBatchKind,
   type FunctionCallBatchType,
   mapLabel
-} from "../core/schemas/FunctionCallBatch.ts"
-import { readObject } from "./Body.ts"
-import { json, warningHeader } from "./Respond.ts"
+} from "../../../core/schemas/FunctionCallBatch.ts"
+import { readObject } from "../../../http/Body.ts"
+import type { KindRegistration } from "../../../http/KindApi.ts"
+import { postFingerprint } from "../../../http/Parameters.ts"
+import { json, warningHeader } from "../../../http/Respond.ts"
 
 /** Where a call's field came from in the batch: its input's place, or the batch field every call shares. */
 const batchField = (field: string, index: number): string => {
@@ -200,13 +203,7 @@ export const makeFunctionMap = (
       const claim = yield* idempotency.claim(
         principal.name,
         key,
-        fingerprint([
-          "POST",
-          new URL(request.url, "http://local").pathname,
-          options.fieldValidation,
-          query.get("fieldManager") ?? "",
-          canonical((body ?? null) as Json)
-        ])
+        postFingerprint(request, query, options, body)
       )
       if (claim._tag === "Replay") {
         return json(claim.response.status, yield* replay(namespace, batch), {
@@ -222,4 +219,36 @@ export const makeFunctionMap = (
     })
 
   return { handle }
+}
+
+/**
+ * The Function's registration: its map batches. A batch creates FunctionCalls, so it needs what a create of
+ * functioncalls needs, not a write of the Function.
+ */
+export const functionRegistration: KindRegistration<ApiConfig | Resources | Idempotency | Ids> = {
+  kind: "Function",
+  make: Effect.gen(function*() {
+    const map = makeFunctionMap({
+      group: (yield* ApiConfig).group,
+      resources: yield* Resources,
+      idempotency: yield* Idempotency,
+      ids: yield* Ids
+    })
+    return {
+      subresources: [{
+        names: ["map"],
+        access: (method, route) =>
+          route.name !== undefined && route.item === undefined && method === "POST" ? "write" : undefined,
+        authorizeAs: "functioncalls",
+        handle: (call) =>
+          Effect.flatMap(call.writeOptions, (options) =>
+            map.handle(call.request, call.query, {
+              namespace: call.namespace,
+              name: call.name,
+              principal: call.principal,
+              options
+            }))
+      }]
+    }
+  })
 }

@@ -17,11 +17,11 @@
 import { Effect, Option, Result, Stream } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Socket } from "effect/socket"
-import type { Ids } from "../apiserver/Ids.ts"
-import type { Resources } from "../apiserver/Resources.ts"
-import { isObject } from "../core/Json.ts"
-import * as Limits from "../core/Limits.ts"
-import { admit } from "../core/meta/Admission.ts"
+import { Ids } from "../../../apiserver/Ids.ts"
+import { Resources } from "../../../apiserver/Resources.ts"
+import { isObject } from "../../../core/Json.ts"
+import * as Limits from "../../../core/Limits.ts"
+import { admit } from "../../../core/meta/Admission.ts"
 import {
   ApiError,
   badRequest,
@@ -29,14 +29,16 @@ import {
   methodNotAllowed,
   resourceNotFound,
   subjectOf
-} from "../core/meta/ApiError.ts"
-import type { ResourceRef } from "../core/meta/Kinds.ts"
-import type { BoxCommand, BoxReply, BoxRequest } from "../core/SandboxBox.ts"
-import { SandboxCommandRequest, type SandboxCommandRequestType } from "../core/schemas/SandboxCommand.ts"
-import { durationMs } from "../core/StatusText.ts"
-import type { SandboxBoxes } from "../runtime/SandboxBoxes.ts"
-import { readBytes, readObject } from "./Body.ts"
-import { json } from "./Respond.ts"
+} from "../../../core/meta/ApiError.ts"
+import type { ResourceRef } from "../../../core/meta/Kinds.ts"
+import type { BoxCommand, BoxReply, BoxRequest } from "../../../core/SandboxBox.ts"
+import { SandboxCommandRequest, type SandboxCommandRequestType } from "../../../core/schemas/SandboxCommand.ts"
+import { durationMs } from "../../../core/StatusText.ts"
+import { readBytes, readObject } from "../../../http/Body.ts"
+import type { KindRegistration } from "../../../http/KindApi.ts"
+import { json } from "../../../http/Respond.ts"
+import { SandboxBoxes } from "../../../runtime/SandboxBoxes.ts"
+import { sandboxPaths, sandboxSchemas } from "./SandboxOperations.ts"
 
 type Request = HttpServerRequest.HttpServerRequest
 type Response = HttpServerResponse.HttpServerResponse
@@ -547,4 +549,20 @@ const refusalError = (target: SandboxTarget, refusal: Extract<BoxReply, { _tag: 
     default:
       return new ApiError({ code: refusal.code, message: refusal.message, subject })
   }
+}
+
+/** The Sandbox's registration: its box's subresources and their operations. */
+export const sandboxRegistration: KindRegistration<Resources | SandboxBoxes | Ids> = {
+  kind: "Sandbox",
+  operations: { version: "v1", paths: sandboxPaths, schemas: sandboxSchemas },
+  make: Effect.gen(function*() {
+    const api = makeSandboxApi({ resources: yield* Resources, boxes: yield* SandboxBoxes, ids: yield* Ids })
+    return {
+      subresources: [{
+        names: sandboxSubresources,
+        access: (_method, route) => (route.name === undefined ? undefined : sandboxAccess),
+        handle: (call) => api.handle(call.request, call.query, call)
+      }]
+    }
+  })
 }

@@ -1,13 +1,17 @@
-// The OpenAPI description of a FunctionCall's result long poll (http/FunctionCallResult.ts) and of a
-// Function's map batches (http/FunctionMap.ts), docs/functions.md, added to the v1 document beside the
+// The OpenAPI description of a FunctionCall's result long poll (kinds/function/http/FunctionCallResult.ts) and of a
+// Function's map batches (kinds/function/http/FunctionMap.ts), docs/functions.md, added to the v1 document beside the
 // kinds' own paths. Pure.
 
 import { Schema } from "effect"
-import type { JsonObject } from "../../core/Json.ts"
-import { functionCallBatchMax, functionCallResultWaitDefault, functionCallResultWaitMsMax } from "../../core/Limits.ts"
-import { FunctionCallBatch } from "../../core/schemas/FunctionCallBatch.ts"
-import { schemaName, toOpenApi30 } from "./OpenApi.ts"
-import { json, operation, pathParameter, queryParameter } from "./Operations.ts"
+import type { JsonObject } from "../../../core/Json.ts"
+import {
+  functionCallBatchMax,
+  functionCallResultWaitDefault,
+  functionCallResultWaitMsMax
+} from "../../../core/Limits.ts"
+import { FunctionCallBatch } from "../../../core/schemas/FunctionCallBatch.ts"
+import { schemaName, toOpenApi30 } from "../../../http/openapi/OpenApi.ts"
+import { json, operation, pathParameter, queryParameter } from "../../../http/openapi/Operations.ts"
 
 /** The map batch's body and what it names (Payload), as components. */
 export const functionCallSchemas = (): JsonObject =>
