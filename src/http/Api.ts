@@ -1,20 +1,19 @@
 /**
- * The HTTP face of the resource API: one handler for every request. It parses the route, authenticates, checks the
- * scope, translates query parameters and headers into the generic operations of Resources.ts, and renders results
- * as JSON, Tables or newline-delimited watch streams. Every failure leaves here as a Status body; a defect becomes a
- * 500 InternalError without a stack trace (the trace goes to the server log).
+ * The HTTP face of the resource API, its router: one handler for every request. It parses the route, authenticates,
+ * checks the scope, and hands the request to a generic handler (Handlers.ts: list, watch, create, replace, patch,
+ * delete), to a kind's registered subresource or operator operation (KindApi.ts, src/kinds/Registry.ts), to
+ * discovery and the OpenAPI documents, the test clock, blobs, or the node agent protocol. Every failure leaves here as
+ * a Status body; a defect becomes a 500 InternalError without a stack trace (the trace goes to the server log).
  */
-import { Cause, Clock, Context, Effect, Layer, Option, Result, Stream } from "effect"
+import { Cause, Context, Effect, Layer, Option, Result } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ApiConfig } from "../apiserver/ApiConfig.ts"
 import { type Access, Auth, forbidden, type Principal } from "../apiserver/Auth.ts"
 import { Blobs } from "../apiserver/Blobs.ts"
-import { Idempotency } from "../apiserver/Idempotency.ts"
 import { Ids } from "../apiserver/Ids.ts"
-import { etagOf, type ListResult, Resources, type WriteOptions } from "../apiserver/Resources.ts"
-import { defaultWatchLimits, Watches, type WatchEvent } from "../apiserver/Watch.ts"
-import { isObject, type Json, type JsonObject } from "../core/Json.ts"
-import { ApiError, badRequest, methodNotAllowed, notFound, resourceNotFound } from "../core/meta/ApiError.ts"
+import { etagOf, Resources } from "../apiserver/Resources.ts"
+import type { JsonObject } from "../core/Json.ts"
+import { ApiError, methodNotAllowed, notFound, resourceNotFound } from "../core/meta/ApiError.ts"
 import { errorCodeInfo } from "../core/meta/ErrorCodes.ts"
 import {
   apiVersionOf,
@@ -28,7 +27,6 @@ import {
   type Version,
   versions
 } from "../core/meta/Kinds.ts"
-import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { adminScope } from "../core/meta/Scopes.ts"
 import {
   agentBodyBytesMax,
@@ -39,39 +37,17 @@ import {
 } from "../runtime/NodeAgents.ts"
 import { clockObject, parseClockRequest, SimulationControl } from "../runtime/SimulationControl.ts"
 import { makeBlobApi } from "./BlobApi.ts"
-import { parseJson, parseYamlDocument, readBytes, readObject, readText } from "./Body.ts"
+import { parseJson, readBytes, readText } from "./Body.ts"
 import * as Discovery from "./Discovery.ts"
 import * as Docs from "./Docs.ts"
+import { ResourceHandlers } from "./Handlers.ts"
 import { KindApis } from "./KindApi.ts"
-import { streamedArray, streamedTexts, withTexts } from "./ListBody.ts"
 import * as OpenApi from "./openapi/OpenApi.ts"
 import { schemaDocuments } from "./openapi/SchemaDocuments.ts"
-import {
-  authorizationOf,
-  boolParameter,
-  dryRunOf,
-  fieldManagerOf,
-  fieldValidationOf,
-  intParameter,
-  limitRange,
-  objectHeaders,
-  parseBool,
-  patchTypeOf,
-  postFingerprint,
-  requestTextProblem,
-  selectorsOf,
-  timeoutSecondsRange
-} from "./Parameters.ts"
-import {
-  json,
-  requestIdHeader,
-  type ResponseContext,
-  statusResponse,
-  warningHeader,
-  withSafeHeaders
-} from "./Respond.ts"
+import { authorizationOf, boolParameter, requestTextProblem } from "./Parameters.ts"
+import { json, requestIdHeader, type ResponseContext, statusResponse, withSafeHeaders } from "./Respond.ts"
 import * as Routes from "./Routes.ts"
-import * as Table from "./Table.ts"
+
 type Request = HttpServerRequest.HttpServerRequest
 type Response = HttpServerResponse.HttpServerResponse
 
@@ -136,10 +112,10 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
     Effect.gen(function*() {
       const settings = yield* ApiConfig
       const resources = yield* Resources
-      const watches = yield* Watches
       const auth = yield* Auth
-      const idempotency = yield* Idempotency
       const ids = yield* Ids
+      const { render: renderObject, create, list, patch, remove, replace, watch, writeOptions } =
+        yield* ResourceHandlers
       const simulation = yield* SimulationControl
       const agents = yield* NodeAgents
       const kindApis = yield* KindApis
@@ -178,451 +154,141 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
         return info === undefined ? undefined : { info, group, apiVersion: apiVersionOf(group, info) }
       }
 
-      const tableOf = (
-        ref: ResourceRef
-      ) => (ref.info === namespaceKind ? "namespaces" as const : ref.info === eventKind ? "events" as const : ref.info)
-
-      const renderObject = (
-        request: Request,
-        query: URLSearchParams,
-        ref: ResourceRef,
-        object: ResourceObject,
-        status: number,
-        headers: Record<string, string>
-      ) =>
-        Effect.gen(function*() {
-          if (!Table.wantsTable(request.headers["accept"])) return json(status, object, headers)
-          const includeObject = Table.includeObjectOf(query.get("includeObject"))
-          if (includeObject === undefined) return yield* badRequest("includeObject must be None, Metadata or Object")
-          const now = yield* Clock.currentTimeMillis
-          return json(
-            status,
-            Table.table(tableOf(ref), [object], {
-              now,
-              includeObject,
-              withColumns: true,
-              resourceVersion: object.metadata.resourceVersion
-            }),
-            headers
-          )
-        })
-
-      /** The project a list or watch reads: the path's, or for an all-projects request the one a key is confined to. */
-      const scopeOf = (principal: Principal, ref: ResourceRef, namespace: string | undefined) =>
-        namespace ?? (ref.info.scope === "Namespaced" ? auth.confinedTo(principal) : undefined)
-
-      /**
-       * The selectors of a list or watch, narrowed to what the key may see: among projects, a confined key sees only its
-       * own. The narrowing is one more field requirement, so a list and a watch of the same request see the same objects.
-       */
-      const visibleSelectors = (principal: Principal, ref: ResourceRef, query: URLSearchParams) => {
-        const sent = selectorsOf(query)
-        const confined = auth.confinedTo(principal)
-        if (ref.info !== namespaceKind || confined === undefined) return sent
-        const own = `metadata.name=${confined}`
-        return {
-          ...sent,
-          fieldSelector: sent.fieldSelector === undefined || sent.fieldSelector === ""
-            ? own
-            : `${sent.fieldSelector},${own}`
-        }
-      }
-
-      const list = (
-        request: Request,
-        query: URLSearchParams,
-        principal: Principal,
-        ref: ResourceRef,
-        namespace: string | undefined
-      ) =>
-        Effect.gen(function*() {
-          const limit = yield* intParameter(query, "limit", ...limitRange)
-          const asTable = Table.wantsTable(request.headers["accept"])
-          const includeObject = Table.includeObjectOf(query.get("includeObject"))
-          if (asTable && includeObject === undefined) {
-            return yield* badRequest("includeObject must be None, Metadata or Object")
-          }
-          const tableOptions = { now: yield* Clock.currentTimeMillis, includeObject: includeObject ?? "Metadata" }
-          const options = {
-            ...visibleSelectors(principal, ref, query),
-            ...(query.get("continue") === null ? {} : { continue: query.get("continue")! }),
-            ...(query.get("resourceVersion") === null ? {} : { resourceVersion: query.get("resourceVersion")! })
-          }
-          const envelope = (result: ListResult): object => {
-            const listMeta = {
-              resourceVersion: result.resourceVersion,
-              ...(result.continue === undefined ? {} : { continue: result.continue }),
-              ...(result.remainingItemCount === undefined ? {} : { remainingItemCount: result.remainingItemCount })
-            }
-            return asTable
-              ? Table.table(tableOf(ref), result.items, { ...tableOptions, withColumns: true, ...listMeta })
-              : { apiVersion: ref.apiVersion, kind: `${ref.info.kind}List`, metadata: listMeta, items: result.items }
-          }
-          // A plain JSON list whose selectors the store applies carries the stored texts of its objects, never parsed.
-          if (!asTable) {
-            const bounded = limit !== undefined && limit > 0
-            const texts = bounded
-              ? yield* resources.listText(ref, scopeOf(principal, ref, namespace), { ...options, limit })
-              : undefined
-            if (texts !== undefined) {
-              return HttpServerResponse.text(withTexts(envelope({ ...texts, items: [] }), texts.items), {
-                status: 200,
-                contentType: "application/json"
-              })
-            }
-            const paged = bounded
-              ? undefined
-              : yield* resources.listTextPages(ref, scopeOf(principal, ref, namespace), options)
-            if (paged !== undefined) {
-              return HttpServerResponse.stream(
-                streamedTexts(envelope({ items: [], resourceVersion: paged.resourceVersion }), paged.pages),
-                { contentType: "application/json" }
-              )
-            }
-          }
-          if (limit !== undefined && limit > 0) {
-            return json(
-              200,
-              envelope(yield* resources.list(ref, scopeOf(principal, ref, namespace), { ...options, limit }))
-            )
-          }
-          // Without a limit the list is read and written a page at a time (ListBody.ts): the first page is read here, so
-          // what fails before the first byte still answers a Status.
-          const listed = yield* resources.listPages(ref, scopeOf(principal, ref, namespace), options)
-          const elements: Stream.Stream<ReadonlyArray<object>, ApiError> = asTable
-            ? Stream.map(listed.pages, (page) => Table.rows(tableOf(ref), page, tableOptions))
-            : listed.pages
-          return HttpServerResponse.stream(
-            streamedArray(envelope({ items: [], resourceVersion: listed.resourceVersion }), elements),
-            { contentType: "application/json" }
-          )
-        })
-
-      const watch = (
-        request: Request,
-        query: URLSearchParams,
-        principal: Principal,
-        ref: ResourceRef,
-        namespace: string | undefined
-      ) =>
-        Effect.gen(function*() {
-          const timeoutSeconds = yield* intParameter(query, "timeoutSeconds", ...timeoutSecondsRange)
-          const allowWatchBookmarks = yield* boolParameter(query, "allowWatchBookmarks")
-          const events = yield* watches.watch(ref, scopeOf(principal, ref, namespace), {
-            ...(query.get("resourceVersion") === null ? {} : { resourceVersion: query.get("resourceVersion")! }),
-            ...visibleSelectors(principal, ref, query),
-            allowWatchBookmarks,
-            ...(timeoutSeconds === undefined ? {} : { timeoutSeconds }),
-            bookmarkInterval: settings.bookmarkInterval,
-            limits: settings.watchLimits ?? defaultWatchLimits
-          })
-          const asTable = Table.wantsTable(request.headers["accept"])
-          const includeObject = Table.includeObjectOf(query.get("includeObject")) ?? "Metadata"
-          let first = true
-          const line = (event: WatchEvent, now: number) => {
-            const object = asTable && (event.type === "ADDED" || event.type === "MODIFIED" || event.type === "DELETED")
-              ? Table.table(tableOf(ref), [event.object as ResourceObject], { now, includeObject, withColumns: first })
-              : event.object
-            first = false
-            return `${JSON.stringify({ type: event.type, object })}\n`
-          }
-          // Each chunk the watch hands over (up to its buffer) is one write, not a write per event.
-          const encode = (chunk: ReadonlyArray<WatchEvent>) =>
-            Effect.map(Clock.currentTimeMillis, (now) =>
-              [new TextEncoder().encode(chunk.map((event) => line(event, now)).join(""))] as const)
-          // An empty first chunk makes Node send the headers at once, so a client sees the watch open before any event.
-          const body = Stream.concat(Stream.make(new Uint8Array(0)), Stream.mapArrayEffect(events, encode))
-          return HttpServerResponse.stream(body, { status: 200, contentType: "application/json" })
-        })
-
-      const writeOptions = (request: Request, query: URLSearchParams, principal: Principal, ref: ResourceRef) =>
-        Effect.gen(function*() {
-          const options: WriteOptions = {
-            dryRun: yield* dryRunOf(query),
-            fieldValidation: yield* fieldValidationOf(query),
-            fieldManager: yield* fieldManagerOf(query, request),
-            ...(request.headers["if-match"] === undefined ? {} : { ifMatch: request.headers["if-match"] }),
-            ...kindApis.of(ref.info.kind)?.writeOptions?.(principal),
-            principal,
-            ...(parseBool(query.get("force")) === true ? { force: true } : {})
-          }
-          return options
-        })
-
-      const create = (
-        request: Request,
-        query: URLSearchParams,
-        principal: Principal,
-        ref: ResourceRef,
-        namespace: string | undefined
-      ) =>
-        Effect.gen(function*() {
-          // A kind's creates may have their own rules, and a processing before the answer (TopUps: runtime/Credits.ts).
-          const hooks = kindApis.of(ref.info.kind)?.createHooks
-          const sent = yield* readObject(request, ref.info.kind)
-          const body = hooks === undefined ? sent : yield* hooks.admit(sent)
-          const options = yield* writeOptions(request, query, principal, ref)
-          const key = request.headers["idempotency-key"]
-          if (key === undefined || key === "" || options.dryRun) {
-            const created = yield* resources.create(ref, namespace, body, options)
-            const result = hooks === undefined || options.dryRun
-              ? created
-              : { ...created, object: yield* hooks.settle(created.object) }
-            // A dry run's ETag quotes its price and binds a later create that sends it in If-Match (spec: Create semantics 1).
-            const headers = { etag: result.etag ?? etagOf(result.object), ...warningHeader(result.warnings) }
-            return yield* renderObject(request, query, ref, result.object, 201, headers)
-          }
-          const claim = yield* idempotency.claim(
-            principal.name,
-            key,
-            postFingerprint(request, query, options, body)
-          )
-          if (claim._tag === "Replay") {
-            const object = claim.response.body as unknown as ResourceObject
-            return yield* renderObject(request, query, ref, object, claim.response.status, {
-              ...objectHeaders(object, claim.response.warnings),
-              "idempotent-replayed": "true"
-            })
-          }
-          const result = yield* resources.create(ref, namespace, body, {
-            ...options,
-            commitWith: (warnings) => claim.finishOps(201, warnings)
-          }).pipe(
-            Effect.tapError(() => claim.release)
-          )
-          const object = hooks === undefined ? result.object : yield* hooks.settle(result.object)
-          return yield* renderObject(request, query, ref, object, 201, objectHeaders(object, result.warnings))
-        })
-
-      const replace = (
-        request: Request,
-        query: URLSearchParams,
-        principal: Principal,
-        ref: ResourceRef,
-        namespace: string | undefined,
-        name: string,
-        subresource: "status" | undefined
-      ) =>
-        Effect.gen(function*() {
-          const body = yield* readObject(request, ref.info.kind)
-          const options = yield* writeOptions(request, query, principal, ref)
-          const result = yield* resources.replace(ref, namespace, name, body, options, subresource)
-          return yield* renderObject(
-            request,
-            query,
-            ref,
-            result.object,
-            200,
-            objectHeaders(result.object, result.warnings)
-          )
-        })
-
-      const patch = (
-        request: Request,
-        query: URLSearchParams,
-        principal: Principal,
-        ref: ResourceRef,
-        namespace: string | undefined,
-        name: string,
-        subresource: "status" | undefined
-      ) =>
-        Effect.gen(function*() {
-          const patchType = yield* patchTypeOf(request.headers["content-type"], ref)
-          if (patchType === "apply" && subresource === "status") {
-            return yield* badRequest("server-side apply of the status subresource is not supported; use a merge patch")
-          }
-          if (patchType === "apply" && (query.get("fieldManager") ?? "") === "") {
-            return yield* badRequest("PATCH requests with the apply content type require fieldManager to be set")
-          }
-          const text = yield* readText(request)
-          const body = patchType === "apply" ? yield* parseYamlDocument(text) : yield* parseJson(text)
-          if (body === undefined) return yield* badRequest("the patch body is empty")
-          const options = yield* writeOptions(request, query, principal, ref)
-          const result = yield* resources.patch(ref, namespace, name, patchType, body, options, subresource)
-          return yield* renderObject(
-            request,
-            query,
-            ref,
-            result.object,
-            result.created ? 201 : 200,
-            objectHeaders(result.object, result.warnings)
-          )
-        })
-
-      const remove = (
-        request: Request,
-        query: URLSearchParams,
-        ref: ResourceRef,
-        namespace: string | undefined,
-        name: string
-      ) =>
-        Effect.gen(function*() {
-          const body = yield* Effect.flatMap(readText(request), parseJson)
-          const options = isObject((body ?? null) as Json) ? body as JsonObject : {}
-          const policy = query.get("propagationPolicy") ??
-            (typeof options["propagationPolicy"] === "string" ? options["propagationPolicy"] : "Background")
-          if (policy !== "Background" && policy !== "Orphan") {
-            return yield* badRequest(
-              `propagationPolicy ${policy} is not supported: use Background (the default) or Orphan`
-            )
-          }
-          const bodyDryRun = Array.isArray(options["dryRun"]) && options["dryRun"].includes("All")
-          const preconditions = isObject(options["preconditions"]) ? options["preconditions"] : undefined
-          const object = yield* resources.remove(ref, namespace, name, {
-            dryRun: bodyDryRun || (yield* dryRunOf(query)),
-            propagationPolicy: policy,
-            ...(preconditions === undefined ? {} : {
-              preconditions: {
-                ...(typeof preconditions["uid"] === "string" ? { uid: preconditions["uid"] } : {}),
-                ...(typeof preconditions["resourceVersion"] === "string"
-                  ? { resourceVersion: preconditions["resourceVersion"] }
-                  : {})
-              }
-            }),
-            ...(request.headers["if-match"] === undefined ? {} : { ifMatch: request.headers["if-match"] })
-          })
-          return json(200, object, { etag: etagOf(object) })
-        })
-
       /**
        * The operator's operations of a kind (docs/billing.md, "Credits"), admin only, beside the resource API so that
        * users keep the spec's operations: `POST …/operator/<plural>[/<name>/<action>]`, as the kind registers them.
        */
-      const operator = (
+      const operator = Effect.fn("Api.operator")(function*(
         request: Request,
         url: URL,
         route: Extract<Routes.Route, { _tag: "Operator" }>,
         principal: Principal
-      ) =>
-        Effect.gen(function*() {
-          const [plural, name, ...rest] = route.path
-          const ref = refOf({ _tag: "Resource", group: route.group, version: route.version, plural: plural ?? "" })
-          const operation = ref === undefined ? undefined : kindApis.of(ref.info.kind)?.operator?.(name, rest)
-          if (operation === undefined || route.version !== "v1" || ref === undefined) return yield* resourceNotFound()
-          if (request.method !== "POST") return yield* methodNotAllowed(request.method)
-          if (!principal.scopes.has(adminScope)) {
-            return yield* forbidden(principal, `cannot ${operation.does}: the operation needs scope "${adminScope}"`)
-          }
-          if (operation.run === "create") return yield* create(request, url.searchParams, principal, ref, undefined)
-          const object = yield* operation.run(name ?? "")
-          return yield* renderObject(request, url.searchParams, ref, object, 200, { etag: etagOf(object) })
-        })
+      ) {
+        const [plural, name, ...rest] = route.path
+        const ref = refOf({ _tag: "Resource", group: route.group, version: route.version, plural: plural ?? "" })
+        const operation = ref === undefined ? undefined : kindApis.of(ref.info.kind)?.operator?.(name, rest)
+        if (operation === undefined || route.version !== "v1" || ref === undefined) return yield* resourceNotFound()
+        if (request.method !== "POST") return yield* methodNotAllowed(request.method)
+        if (!principal.scopes.has(adminScope)) {
+          return yield* forbidden(principal, `cannot ${operation.does}: the operation needs scope "${adminScope}"`)
+        }
+        if (operation.run === "create") return yield* create(request, url.searchParams, principal, ref, undefined)
+        const object = yield* operation.run(name ?? "")
+        return yield* renderObject(request, url.searchParams, ref, object, 200, { etag: etagOf(object) })
+      })
 
-      const resource = (
+      const resource = Effect.fn("Api.resource")(function*(
         request: Request,
         url: URL,
         route: Extract<Routes.Route, { _tag: "Resource" }>,
         principal: Principal
-      ): Effect.Effect<Response, ApiError> =>
-        Effect.gen(function*() {
-          const ref = refOf(route)
-          if (
-            ref === undefined || (ref.group !== "" && !versions.includes(route.version as never))
-          ) return yield* resourceNotFound()
-          const namespaced = ref.info.scope === "Namespaced"
-          // Cluster-scoped kinds have no project segment; namespaced items always have one.
-          if (
-            (!namespaced && route.namespace !== undefined) ||
-            (namespaced && route.name !== undefined && route.namespace === undefined)
-          ) return yield* resourceNotFound()
-          const query = url.searchParams
-          if (route.subresource !== undefined && route.subresource !== "status") {
-            return yield* kindSubresource(request, query, route, route.subresource, principal, ref)
+      ) {
+        const ref = refOf(route)
+        if (
+          ref === undefined || (ref.group !== "" && !versions.includes(route.version as never))
+        ) return yield* resourceNotFound()
+        const namespaced = ref.info.scope === "Namespaced"
+        // Cluster-scoped kinds have no project segment; namespaced items always have one.
+        if (
+          (!namespaced && route.namespace !== undefined) ||
+          (namespaced && route.name !== undefined && route.namespace === undefined)
+        ) return yield* resourceNotFound()
+        const query = url.searchParams
+        if (route.subresource !== undefined && route.subresource !== "status") {
+          return yield* kindSubresource(request, query, route, route.subresource, principal, ref)
+        }
+        const watching = route.name === undefined && request.method === "GET"
+          ? yield* boolParameter(query, "watch")
+          : false
+        const operation = operationOf(request.method, route, ref.info, watching)
+        if (operation === undefined || !ref.info.operations.has(operation)) {
+          return yield* methodNotAllowed(request.method)
+        }
+        const namespace = ref.info === namespaceKind ? undefined : route.namespace
+        const authorizedProject = ref.info === namespaceKind ? route.name : route.namespace
+        yield* auth.authorize(principal, ref.info, accessOf(operation), authorizedProject)
+        const name = route.name ?? ""
+        const subresource = route.subresource === "status" ? "status" as const : undefined
+        switch (operation) {
+          case "list":
+          case "listAll":
+            return yield* list(request, query, principal, ref, namespace)
+          case "watch":
+            return yield* watch(request, query, principal, ref, namespace)
+          case "get":
+          case "getStatus": {
+            const object = yield* resources.get(ref, namespace, name)
+            return yield* renderObject(request, query, ref, object, 200, { etag: etagOf(object) })
           }
-          const watching = route.name === undefined && request.method === "GET"
-            ? yield* boolParameter(query, "watch")
-            : false
-          const operation = operationOf(request.method, route, ref.info, watching)
-          if (operation === undefined || !ref.info.operations.has(operation)) {
-            return yield* methodNotAllowed(request.method)
-          }
-          const namespace = ref.info === namespaceKind ? undefined : route.namespace
-          const authorizedProject = ref.info === namespaceKind ? route.name : route.namespace
-          yield* auth.authorize(principal, ref.info, accessOf(operation), authorizedProject)
-          const name = route.name ?? ""
-          const subresource = route.subresource === "status" ? "status" as const : undefined
-          switch (operation) {
-            case "list":
-            case "listAll":
-              return yield* list(request, query, principal, ref, namespace)
-            case "watch":
-              return yield* watch(request, query, principal, ref, namespace)
-            case "get":
-            case "getStatus": {
-              const object = yield* resources.get(ref, namespace, name)
-              return yield* renderObject(request, query, ref, object, 200, { etag: etagOf(object) })
-            }
-            case "create":
-              return yield* create(request, query, principal, ref, namespace)
-            case "replace":
-              return yield* replace(request, query, principal, ref, namespace, name, undefined)
-            case "writeStatus":
-              return request.method === "PUT"
-                ? yield* replace(request, query, principal, ref, namespace, name, subresource)
-                : yield* patch(request, query, principal, ref, namespace, name, subresource)
-            case "patch":
-              return yield* patch(request, query, principal, ref, namespace, name, undefined)
-            case "delete":
-              return yield* remove(request, query, ref, namespace, name)
-          }
-        })
+          case "create":
+            return yield* create(request, query, principal, ref, namespace)
+          case "replace":
+            return yield* replace(request, query, principal, ref, namespace, name, undefined)
+          case "writeStatus":
+            return request.method === "PUT"
+              ? yield* replace(request, query, principal, ref, namespace, name, subresource)
+              : yield* patch(request, query, principal, ref, namespace, name, subresource)
+          case "patch":
+            return yield* patch(request, query, principal, ref, namespace, name, undefined)
+          case "delete":
+            return yield* remove(request, query, ref, namespace, name)
+        }
+      })
 
       /**
        * A subresource a kind registers (src/kinds/Registry.ts): a segment no kind answers is NotFound, one another kind
        * answers or a method the kind's does not take is MethodNotAllowed; the access it needs is checked on the kind
        * it names (a Function's map creates FunctionCalls), else on the object's.
        */
-      const kindSubresource = (
+      const kindSubresource = Effect.fn("Api.kindSubresource")(function*(
         request: Request,
         query: URLSearchParams,
         route: Extract<Routes.Route, { _tag: "Resource" }>,
         subresource: string,
         principal: Principal,
         ref: ResourceRef
-      ) =>
-        Effect.gen(function*() {
-          if (!kindApis.subresourceNames.has(subresource)) return yield* resourceNotFound()
-          const target = { name: route.name, subresource, item: route.item, action: route.action }
-          const found = kindApis.of(ref.info.kind)?.subresources?.find((entry) => entry.names.includes(subresource))
-          const access = found?.access(request.method, target)
-          if (found === undefined || access === undefined) return yield* methodNotAllowed(request.method)
-          const namespace = ref.info === namespaceKind ? undefined : route.namespace
-          const authorizedProject = ref.info === namespaceKind ? route.name : route.namespace
-          const authorizedKind = found.authorizeAs === undefined ? ref.info : byResource("v1", found.authorizeAs)!
-          yield* auth.authorize(principal, authorizedKind, access, authorizedProject)
-          return yield* found.handle({
-            ...target,
-            request,
-            query,
-            ref,
-            namespace,
-            name: route.name ?? "",
-            principal,
-            writeOptions: writeOptions(request, query, principal, ref),
-            render: (object, status, headers) => renderObject(request, query, ref, object, status, headers)
-          })
+      ) {
+        if (!kindApis.subresourceNames.has(subresource)) return yield* resourceNotFound()
+        const target = { name: route.name, subresource, item: route.item, action: route.action }
+        const found = kindApis.of(ref.info.kind)?.subresources?.find((entry) => entry.names.includes(subresource))
+        const access = found?.access(request.method, target)
+        if (found === undefined || access === undefined) return yield* methodNotAllowed(request.method)
+        const namespace = ref.info === namespaceKind ? undefined : route.namespace
+        const authorizedProject = ref.info === namespaceKind ? route.name : route.namespace
+        const authorizedKind = found.authorizeAs === undefined ? ref.info : byResource("v1", found.authorizeAs)!
+        yield* auth.authorize(principal, authorizedKind, access, authorizedProject)
+        return yield* found.handle({
+          ...target,
+          request,
+          query,
+          ref,
+          namespace,
+          name: route.name ?? "",
+          principal,
+          writeOptions: writeOptions(request, query, principal, ref),
+          render: (object, status, headers) => renderObject(request, query, ref, object, status, headers)
         })
+      })
 
       /** GET reads the test clock (any key); POST moves it, which moves time for everyone: admin only. */
-      const simulationClock = (
+      const simulationClock = Effect.fn("Api.simulationClock")(function*(
         request: Request,
         route: Extract<Routes.Route, { _tag: "SimulationClock" }>,
         principal: Principal
-      ) =>
-        Effect.gen(function*() {
-          if (route.group !== group || route.version !== "v1") return yield* resourceNotFound()
-          if (request.method === "GET") return json(200, clockObject(group, yield* simulation.read))
-          if (request.method !== "POST") return yield* methodNotAllowed(request.method)
-          if (!principal.scopes.has(adminScope)) {
-            return yield* forbidden(principal, `cannot move the simulation clock: the key needs scope "${adminScope}"`)
-          }
-          const body = yield* Effect.flatMap(readText(request), parseJson)
-          const target = parseClockRequest(body)
-          if (Result.isFailure(target)) {
-            return yield* target.failure
-          }
-          return json(200, clockObject(group, yield* simulation.advance(target.success)))
-        })
+      ) {
+        if (route.group !== group || route.version !== "v1") return yield* resourceNotFound()
+        if (request.method === "GET") return json(200, clockObject(group, yield* simulation.read))
+        if (request.method !== "POST") return yield* methodNotAllowed(request.method)
+        if (!principal.scopes.has(adminScope)) {
+          return yield* forbidden(principal, `cannot move the simulation clock: the key needs scope "${adminScope}"`)
+        }
+        const body = yield* Effect.flatMap(readText(request), parseJson)
+        const target = parseClockRequest(body)
+        if (Result.isFailure(target)) {
+          return yield* target.failure
+        }
+        return json(200, clockObject(group, yield* simulation.advance(target.success)))
+      })
 
       const discovery = (request: Request, route: Routes.Route) => {
         const accept = request.headers["accept"]
@@ -646,53 +312,52 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
         }
       }
 
-      const authenticated = (request: Request, url: URL, route: Routes.Route): Effect.Effect<Response, ApiError> =>
-        Effect.gen(function*() {
-          const principal = yield* auth.authenticate(yield* authorizationOf(request))
-          const found = discovery(request, route)
-          if (found !== undefined) return found
-          switch (route._tag) {
-            case "Root":
-              return json(200, { paths: Routes.rootPaths(group) })
-            case "OpenApiV2":
-              // An empty body is an empty protobuf Document: kubectl finds no schema there and skips client-side
-              // validation (needed for Namespace manifests and TopUps, whose v3 documents have no PATCH to carry
-              // fieldValidation). The type is the one kube-openapi answers with: the '@' form kubectl asks for is no
-              // valid media type, and client-go fails to parse a response that carries it ("unexpected content after
-              // media subtype").
-              return HttpServerResponse.uint8Array(new Uint8Array(0), {
-                contentType: "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
-              })
-            case "Group":
-              return route.group === group ? json(200, Discovery.group(group)) : yield* resourceNotFound()
-            case "GroupVersion":
-              return route.group === group && versions.includes(route.version as never)
-                ? json(200, Discovery.resourceList(group, route.version as "v1" | "v1beta1"))
-                : yield* resourceNotFound()
-            case "OpenApiIndex":
-              return json(200, OpenApi.index(group))
-            case "OpenApiGroupVersion":
-              return route.group === group && versions.includes(route.version as never)
-                ? json(200, openApiDocument(route.version as Version))
-                : yield* resourceNotFound()
-            case "OpenApiCore":
-              return json(200, OpenApi.coreDocument())
-            case "Resource":
-              return yield* resource(request, url, route, principal)
-            case "SimulationClock":
-              return yield* simulationClock(request, route, principal)
-            case "Operator":
-              return yield* operator(request, url, route, principal)
-            case "Blob":
-              return yield* blobApi.handle(request, url.searchParams, route.reference, principal)
-            default:
-              return yield* resourceNotFound()
-          }
-        })
+      const authenticated = Effect.fn("Api.authenticated")(function*(request: Request, url: URL, route: Routes.Route) {
+        const principal = yield* auth.authenticate(yield* authorizationOf(request))
+        const found = discovery(request, route)
+        if (found !== undefined) return found
+        switch (route._tag) {
+          case "Root":
+            return json(200, { paths: Routes.rootPaths(group) })
+          case "OpenApiV2":
+            // An empty body is an empty protobuf Document: kubectl finds no schema there and skips client-side
+            // validation (needed for Namespace manifests and TopUps, whose v3 documents have no PATCH to carry
+            // fieldValidation). The type is the one kube-openapi answers with: the '@' form kubectl asks for is no
+            // valid media type, and client-go fails to parse a response that carries it ("unexpected content after
+            // media subtype").
+            return HttpServerResponse.uint8Array(new Uint8Array(0), {
+              contentType: "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+            })
+          case "Group":
+            return route.group === group ? json(200, Discovery.group(group)) : yield* resourceNotFound()
+          case "GroupVersion":
+            return route.group === group && versions.includes(route.version as never)
+              ? json(200, Discovery.resourceList(group, route.version as "v1" | "v1beta1"))
+              : yield* resourceNotFound()
+          case "OpenApiIndex":
+            return json(200, OpenApi.index(group))
+          case "OpenApiGroupVersion":
+            return route.group === group && versions.includes(route.version as never)
+              ? json(200, openApiDocument(route.version as Version))
+              : yield* resourceNotFound()
+          case "OpenApiCore":
+            return json(200, OpenApi.coreDocument())
+          case "Resource":
+            return yield* resource(request, url, route, principal)
+          case "SimulationClock":
+            return yield* simulationClock(request, route, principal)
+          case "Operator":
+            return yield* operator(request, url, route, principal)
+          case "Blob":
+            return yield* blobApi.handle(request, url.searchParams, route.reference, principal)
+          default:
+            return yield* resourceNotFound()
+        }
+      })
 
       /** The node agent protocol (runtime/NodeAgents.ts): POST with JSON, the agent's key as its bearer credential. */
-      const agentCall = (request: Request, url: URL, call: AgentCall | AgentUpload | AgentDownload) =>
-        Effect.gen(function*() {
+      const agentCall = Effect.fn("Api.agentCall")(
+        function*(request: Request, url: URL, call: AgentCall | AgentUpload | AgentDownload) {
           if (request.method !== "POST") return yield* methodNotAllowed(request.method)
           const authorization = yield* authorizationOf(request)
           const credential = authorization?.startsWith("Bearer ")
@@ -723,7 +388,8 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
             parseJson
           )
           return json(200, yield* agents.call(call, body, credential))
-        })
+        }
+      )
 
       const route = (request: Request, url: URL): Effect.Effect<Response, ApiError> => {
         const parsed = Routes.parse(url.pathname)
@@ -753,7 +419,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
       const requestPrefix = `req_${ids.secret(6)}`
       let requestCounter = 0
 
-      const handle = (request: Request): Effect.Effect<Response> => {
+      const handle = Effect.fn("Api.handle")(function*(request: Request) {
         const requestId = `${requestPrefix}${(++requestCounter).toString(36)}`
         const context: ResponseContext = {
           requestId,
@@ -761,7 +427,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
         }
         const url = new URL(request.url, "http://local")
         const logged = `${request.method} ${url.pathname} (request id ${requestId})`
-        return route(request, url).pipe(
+        return yield* route(request, url).pipe(
           Effect.catchCause((cause) => {
             const failure = Cause.findErrorOption(cause)
             if (Option.isSome(failure) && failure.value instanceof ApiError) {
@@ -786,7 +452,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
           }),
           Effect.map((response) => withSafeHeaders(HttpServerResponse.setHeader(response, requestIdHeader, requestId)))
         )
-      }
+      })
 
       return Api.of({ handle })
     })

@@ -23,6 +23,7 @@ import * as Maintenance from "../apiserver/Maintenance.ts"
 import { Resources } from "../apiserver/Resources.ts"
 import { Watches } from "../apiserver/Watch.ts"
 import { Api, app } from "../http/Api.ts"
+import { ResourceHandlers } from "../http/Handlers.ts"
 import { KindApis } from "../http/KindApi.ts"
 import { registrations } from "../kinds/Registry.ts"
 import * as Admission from "../runtime/Admission.ts"
@@ -265,7 +266,10 @@ export const layerWith = <E>(
     singleton("nodus/budget-status", BudgetStatus.layer())
   )
   // What each kind adds to the HTTP layer (src/kinds/Registry.ts): the generic layer names no kind.
-  const http = Api.layer.pipe(Layer.provide(KindApis.layer(registrations)))
+  const http = Api.layer.pipe(
+    Layer.provide(ResourceHandlers.layer),
+    Layer.provide(KindApis.layer(registrations))
+  )
   const api = Layer.mergeAll(http, controllers, bootstrapAdmin(options.adminToken)).pipe(
     Layer.provideMerge(backend.control),
     Layer.provideMerge(Watches.layer),
