@@ -11,6 +11,7 @@ import type { WriteOptions } from "../apiserver/Resources.ts"
 import type { ApiError } from "../core/meta/ApiError.ts"
 import type { ResourceRef } from "../core/meta/Kinds.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
+import type { CreateHooks } from "../runtime/Credits.ts"
 import type { KindOperations } from "./openapi/Operations.ts"
 
 type Request = HttpServerRequest.HttpServerRequest
@@ -52,14 +53,6 @@ export interface Subresource {
   /** The plural of the kind whose rights the request needs, when not the object's own. */
   readonly authorizeAs?: string
   readonly handle: (call: SubresourceCall) => Effect.Effect<Response, ApiError>
-}
-
-/** Steps a client's create of a kind takes around the generic create. */
-export interface CreateHooks {
-  /** Before the create (dry runs too): refuses what the kind's rules refuse; answers the body to create. */
-  readonly admit: (body: unknown) => Effect.Effect<unknown, ApiError>
-  /** After a real create: the processing, answering the object as it then stands. */
-  readonly settle: (object: ResourceObject) => Effect.Effect<ResourceObject>
 }
 
 /** An operator's operation of the kind (`/apis/{group}/{version}/operator/<plural>/…`), admin only. */

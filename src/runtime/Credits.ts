@@ -9,8 +9,8 @@
  *   ledger lacks (the commit was lost) is granted again under the same key.
  * - **CreditGrants** show the ledger's Grant postings: one object per grant (`starter`, `topup-<name>`, the operator's),
  *   with `status.remainingUSD` attributed by core/billing/Credits.ts and refreshed as the ledger moves. The operator's grant is
- *   the one object that comes first: its create (admin only, src/http/Api.ts) is the intent, and its posting
- *   `grant/<uid>` follows, retried here until it exists.
+ *   the one object that comes first: its create (admin only, src/kinds/creditgrant/http/CreditGrantApi.ts) is the
+ *   intent, and its posting `grant/<uid>` follows, retried here until it exists.
  * - **Refunds** are an operator's operation on a Succeeded TopUp: the ledger takes the credits back under
  *   `refund/<uid>` first, then the processor refunds (keyed), then the TopUp ends Refunded. The ledger's posting is the
  *   point of no return: once it exists, the TopUp's reconcile finishes the refund (at the next pass, or at start after
@@ -67,7 +67,10 @@ export const refreshInterval = "1 second"
 
 const writeOptions: WriteOptions = { dryRun: false, fieldValidation: "Ignore", fieldManager: creditsComponent }
 
-/** Steps a client's create of a credits kind takes around the generic create (src/http/Api.ts). */
+/**
+ * Steps a client's create of a credits kind takes around the generic create (src/http/Handlers.ts), through the
+ * registrations of TopUp and CreditGrant (src/kinds/topup/http, src/kinds/creditgrant/http).
+ */
 export interface CreateHooks {
   /** Before the create (dry runs too): refuses what the kind's rules refuse; answers the body to create. */
   readonly admit: (body: unknown) => Effect.Effect<unknown, ApiError>

@@ -46,7 +46,7 @@ describe("Routes.parse", () => {
     "/api/v1/namespaces/demo/events/x/y": notFound,
     "/api/v1/events": resource({ group: "", version: "v1", plural: "events" }),
     "/api/v1/events/x/y": notFound,
-    // Read as a subresource of the namespace; Api.ts answers 404 for subresources other than status and tokens.
+    // Read as a subresource of the namespace; Api.ts answers 404 for subresources other than status and those a kind registers.
     "/api/v1/namespaces/demo/finalize": resource({
       group: "",
       version: "v1",

@@ -199,7 +199,7 @@ export const makeFunctionMap = (
         const created = yield* create(options)
         return json(201, created.list, warningHeader(created.warnings))
       }
-      // What the client asked for, as a create's key binds it (Api.ts create): a retry is the same request.
+      // What the client asked for, as a create's key binds it (http/Parameters.ts postFingerprint, as http/Handlers.ts create): a retry is the same request.
       const claim = yield* idempotency.claim(
         principal.name,
         key,
