@@ -392,7 +392,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
       )
 
       const route = (request: Request, url: URL): Effect.Effect<Response, ApiError> => {
-        const parsed = Routes.parse(url.pathname)
+        const parsed = Routes.parse(url.pathname, kindApis.items)
         const problem = requestTextProblem(parsed, url.searchParams)
         if (problem !== undefined) return Effect.fail(problem)
         switch (parsed._tag) {

@@ -13,6 +13,7 @@ import type { ResourceRef } from "../core/meta/Kinds.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import type { CreateHooks } from "../runtime/Credits.ts"
 import type { KindOperations } from "./openapi/Operations.ts"
+import type { ItemSubresources } from "./Routes.ts"
 
 type Request = HttpServerRequest.HttpServerRequest
 type Response = HttpServerResponse.HttpServerResponse
@@ -80,6 +81,8 @@ export interface KindHttp {
 export interface KindRegistration<R> {
   readonly kind: string
   readonly operations?: KindOperations
+  /** Its subresource segments that have items (Routes.ts `ItemSubresources`), by what follows them. */
+  readonly items?: Readonly<Record<string, "items" | "actions">>
   readonly make: Effect.Effect<KindHttp, never, R>
 }
 
@@ -92,6 +95,7 @@ export class KindApis extends Context.Service<KindApis, {
   /** Every subresource segment some kind answers. */
   readonly subresourceNames: ReadonlySet<string>
   readonly operations: ReadonlyArray<KindOperations>
+  readonly items: ItemSubresources
 }>()("nodus/http/KindApi") {
   static readonly layer = <const Registrations extends ReadonlyArray<KindRegistration<any>>>(
     registrations: Registrations
@@ -106,11 +110,16 @@ export class KindApis extends Context.Service<KindApis, {
           subresourceNames: new Set(
             [...byKind.values()].flatMap((http) => (http.subresources ?? []).flatMap((entry) => entry.names))
           ),
-          operations: operationsOf(registrations)
+          operations: operationsOf(registrations),
+          items: itemsOf(registrations)
         })
       })
     )
 }
+
+/** The subresources with items of `registrations`. */
+export const itemsOf = (registrations: ReadonlyArray<KindRegistration<unknown>>): ItemSubresources =>
+  new Map(registrations.flatMap((registration) => Object.entries(registration.items ?? {})))
 
 /** The OpenAPI operations of `registrations`, in their order. */
 export const operationsOf = (registrations: ReadonlyArray<KindRegistration<unknown>>): ReadonlyArray<KindOperations> =>

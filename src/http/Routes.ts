@@ -51,15 +51,26 @@ const notFound: Route = { _tag: "NotFound" }
 /** The calls of the node agent protocol (runtime/NodeAgents.ts). */
 const agentCalls = ["enroll", "hello", "sync", "box", "run", "outputs", "inputs", "checkpoints", "restores"] as const
 
-/** Subresources with items: a Job's `outputs/{output}`, a Sandbox's `commands/{id}`, a webhook's `deliveries/{id}`, a Volume's `revisions/{n}`. */
-const itemSubresources = new Set(["outputs", "commands", "deliveries", "revisions"])
+/**
+ * The subresource segments that have items, by what follows them: `items`, one segment below (a Job's
+ * `outputs/{output}`); `actions`, an item and what is done to it (a Sandbox's `commands/{id}/log`). Kinds register
+ * them (src/http/KindApi.ts `KindRegistration.items`); every other subresource is one segment.
+ */
+export type ItemSubresources = ReadonlyMap<string, "items" | "actions">
 
-const resource = (group: string, version: string, rest: ReadonlyArray<string>, namespace?: string): Route => {
+const resource = (
+  items: ItemSubresources,
+  group: string,
+  version: string,
+  rest: ReadonlyArray<string>,
+  namespace?: string
+): Route => {
   const [plural, name, subresource, item, action, ...extra] = rest
-  if (plural === undefined || extra.length > 0 || (item !== undefined && !itemSubresources.has(subresource ?? ""))) {
+  const shape = items.get(subresource ?? "")
+  if (plural === undefined || extra.length > 0 || (item !== undefined && shape === undefined)) {
     return notFound
   }
-  if (action !== undefined && subresource !== "commands" && subresource !== "deliveries") return notFound
+  if (action !== undefined && shape !== "actions") return notFound
   return {
     _tag: "Resource",
     group,
@@ -73,7 +84,7 @@ const resource = (group: string, version: string, rest: ReadonlyArray<string>, n
   }
 }
 
-const apis = (segments: ReadonlyArray<string>): Route => {
+const apis = (items: ItemSubresources, segments: ReadonlyArray<string>): Route => {
   const [group, version, ...rest] = segments
   if (group === undefined) return { _tag: "Groups" }
   if (version === undefined) return { _tag: "Group", group }
@@ -82,23 +93,23 @@ const apis = (segments: ReadonlyArray<string>): Route => {
     return { _tag: "SimulationClock", group, version }
   }
   if (rest[0] === "operator") return { _tag: "Operator", group, version, path: rest.slice(1) }
-  if (rest[0] === "namespaces" && rest.length >= 3) return resource(group, version, rest.slice(2), rest[1])
-  return resource(group, version, rest)
+  if (rest[0] === "namespaces" && rest.length >= 3) return resource(items, group, version, rest.slice(2), rest[1])
+  return resource(items, group, version, rest)
 }
 
-const core = (segments: ReadonlyArray<string>): Route => {
+const core = (items: ItemSubresources, segments: ReadonlyArray<string>): Route => {
   const [version, ...rest] = segments
   if (version === undefined) return { _tag: "CoreVersions" }
   if (version !== "v1") return notFound
   if (rest.length === 0) return { _tag: "CoreResources" }
   // Events live in projects (/namespaces/{ns}/events[/name]) and are listed across them (/events).
-  if (rest[0] === "events") return rest.length <= 2 ? resource("", "v1", rest) : notFound
+  if (rest[0] === "events") return rest.length <= 2 ? resource(items, "", "v1", rest) : notFound
   if (rest[0] === "namespaces" && rest[2] === "events") {
     return rest.length <= 4
-      ? resource("", "v1", rest.slice(2), rest[1])
+      ? resource(items, "", "v1", rest.slice(2), rest[1])
       : notFound
   }
-  return rest[0] === "namespaces" && rest.length <= 3 ? resource("", "v1", rest) : notFound
+  return rest[0] === "namespaces" && rest.length <= 3 ? resource(items, "", "v1", rest) : notFound
 }
 
 const openApi = (segments: ReadonlyArray<string>): Route => {
@@ -113,8 +124,11 @@ const openApi = (segments: ReadonlyArray<string>): Route => {
   return notFound
 }
 
-/** The route of a request path (without query). Percent-escapes are decoded per segment. */
-export const parse = (path: string): Route => {
+/**
+ * The route of a request path (without query), given the subresources that have items. Percent-escapes are decoded
+ * per segment.
+ */
+export const parse = (path: string, items: ItemSubresources): Route => {
   let segments: Array<string>
   try {
     segments = path.split("/").filter((segment) => segment !== "").map(decodeURIComponent)
@@ -136,9 +150,9 @@ export const parse = (path: string): Route => {
         ? { _tag: "Agent", call: rest[1] as (typeof agentCalls)[number] }
         : notFound
     case "api":
-      return core(rest)
+      return core(items, rest)
     case "apis":
-      return apis(rest)
+      return apis(items, rest)
     case "openapi":
       return openApi(rest)
     case "blobs":

@@ -4,7 +4,7 @@
  * operations). The server's composition hands them to the HTTP layer (`KindApis.layer(registrations)`); a kind not
  * listed here has its generic operations only. The order is the OpenAPI document's.
  */
-import { operationsOf } from "../http/KindApi.ts"
+import { itemsOf, operationsOf } from "../http/KindApi.ts"
 import { creditGrantRegistration } from "./creditgrant/http/CreditGrantApi.ts"
 import { functionCallRegistration } from "./function/http/FunctionCallResult.ts"
 import { functionRegistration } from "./function/http/FunctionMap.ts"
@@ -29,3 +29,6 @@ export const registrations = [
 
 /** The kinds' OpenAPI operations, for the documents built without a server (tests, scripts). */
 export const kindOperations = operationsOf(registrations)
+
+/** The kinds' subresources with items, for the routes parsed without a server (tests). */
+export const kindItems = itemsOf(registrations)

@@ -3,7 +3,13 @@
 
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { parse, rootPaths, type Route } from "../../src/http/Routes.ts"
+import * as Routes from "../../src/http/Routes.ts"
+import { kindItems } from "../../src/kinds/Registry.ts"
+
+type Route = Routes.Route
+const { rootPaths } = Routes
+/** Paths parsed as the server parses them, with the registered kinds' subresources that have items. */
+const parse = (path: string): Route => Routes.parse(path, kindItems)
 
 const notFound: Route = { _tag: "NotFound" }
 

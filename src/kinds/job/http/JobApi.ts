@@ -57,6 +57,7 @@ const make = (resources: Resources["Service"], files: WorkloadFiles["Service"]) 
 
 export const jobRegistration: KindRegistration<Resources | WorkloadFiles> = {
   kind: "Job",
+  items: { outputs: "items" },
   make: Effect.gen(function*() {
     const { readLog, readOutput } = make(yield* Resources, yield* WorkloadFiles)
     return {

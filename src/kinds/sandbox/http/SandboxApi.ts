@@ -554,6 +554,7 @@ const refusalError = (target: SandboxTarget, refusal: Extract<BoxReply, { _tag: 
 /** The Sandbox's registration: its box's subresources and their operations. */
 export const sandboxRegistration: KindRegistration<Resources | SandboxBoxes | Ids> = {
   kind: "Sandbox",
+  items: { commands: "actions" },
   operations: { version: "v1", paths: sandboxPaths, schemas: sandboxSchemas },
   make: Effect.gen(function*() {
     const api = makeSandboxApi({ resources: yield* Resources, boxes: yield* SandboxBoxes, ids: yield* Ids })

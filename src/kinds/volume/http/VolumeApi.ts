@@ -245,6 +245,7 @@ const firstBytes = <E>(stream: Stream.Stream<Uint8Array, E>) =>
 /** The Volume's registration: its revisions. */
 export const volumeRegistration: KindRegistration<Resources | Blobs> = {
   kind: "Volume",
+  items: { revisions: "items" },
   make: Effect.gen(function*() {
     const api = makeVolumeApi({ resources: yield* Resources, blobs: yield* Blobs })
     return {

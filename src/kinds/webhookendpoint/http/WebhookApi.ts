@@ -125,6 +125,7 @@ export const makeWebhookApi = (operations: WebhookService["Service"]) => {
 /** The WebhookEndpoint's registration: its delivery log, replays and rotations, and their operations. */
 export const webhookEndpointRegistration: KindRegistration<WebhookService | Auth> = {
   kind: "WebhookEndpoint",
+  items: { deliveries: "actions" },
   operations: { version: "v1", paths: webhookPaths, schemas: webhookSchemas },
   make: Effect.gen(function*() {
     const api = makeWebhookApi(yield* WebhookService)
