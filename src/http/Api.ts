@@ -158,7 +158,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
        * The operator's operations of a kind (docs/billing.md, "Credits"), admin only, beside the resource API so that
        * users keep the spec's operations: `POST …/operator/<plural>[/<name>/<action>]`, as the kind registers them.
        */
-      const operator = Effect.fn("Api.operator")(function*(
+      const operator = Effect.fnUntraced(function*(
         request: Request,
         url: URL,
         route: Extract<Routes.Route, { _tag: "Operator" }>,
@@ -177,7 +177,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
         return yield* renderObject(request, url.searchParams, ref, object, 200, { etag: etagOf(object) })
       })
 
-      const resource = Effect.fn("Api.resource")(function*(
+      const resource = Effect.fnUntraced(function*(
         request: Request,
         url: URL,
         route: Extract<Routes.Route, { _tag: "Resource" }>,
@@ -240,7 +240,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
        * answers or a method the kind's does not take is MethodNotAllowed; the access it needs is checked on the kind
        * it names (a Function's map creates FunctionCalls), else on the object's.
        */
-      const kindSubresource = Effect.fn("Api.kindSubresource")(function*(
+      const kindSubresource = Effect.fnUntraced(function*(
         request: Request,
         query: URLSearchParams,
         route: Extract<Routes.Route, { _tag: "Resource" }>,
@@ -271,7 +271,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
       })
 
       /** GET reads the test clock (any key); POST moves it, which moves time for everyone: admin only. */
-      const simulationClock = Effect.fn("Api.simulationClock")(function*(
+      const simulationClock = Effect.fnUntraced(function*(
         request: Request,
         route: Extract<Routes.Route, { _tag: "SimulationClock" }>,
         principal: Principal
@@ -312,7 +312,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
         }
       }
 
-      const authenticated = Effect.fn("Api.authenticated")(function*(request: Request, url: URL, route: Routes.Route) {
+      const authenticated = Effect.fnUntraced(function*(request: Request, url: URL, route: Routes.Route) {
         const principal = yield* auth.authenticate(yield* authorizationOf(request))
         const found = discovery(request, route)
         if (found !== undefined) return found
@@ -356,7 +356,7 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
       })
 
       /** The node agent protocol (runtime/NodeAgents.ts): POST with JSON, the agent's key as its bearer credential. */
-      const agentCall = Effect.fn("Api.agentCall")(
+      const agentCall = Effect.fnUntraced(
         function*(request: Request, url: URL, call: AgentCall | AgentUpload | AgentDownload) {
           if (request.method !== "POST") return yield* methodNotAllowed(request.method)
           const authorization = yield* authorizationOf(request)

@@ -49,7 +49,7 @@ const make = Effect.gen(function*() {
     ref: ResourceRef
   ) => (ref.info === namespaceKind ? "namespaces" as const : ref.info === eventKind ? "events" as const : ref.info)
 
-  const renderObject = Effect.fn("Api.renderObject")(function*(
+  const renderObject = Effect.fnUntraced(function*(
     request: Request,
     query: URLSearchParams,
     ref: ResourceRef,
@@ -201,7 +201,7 @@ const make = Effect.gen(function*() {
     return HttpServerResponse.stream(body, { status: 200, contentType: "application/json" })
   })
 
-  const writeOptions = Effect.fn("Api.writeOptions")(
+  const writeOptions = Effect.fnUntraced(
     function*(request: Request, query: URLSearchParams, principal: Principal, ref: ResourceRef) {
       const options: WriteOptions = {
         dryRun: yield* dryRunOf(query),
