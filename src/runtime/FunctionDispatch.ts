@@ -1,10 +1,12 @@
 /**
- * The dispatcher of FunctionCalls (spec: FunctionCall; docs/functions.md, "Dispatch"): it holds every unfinished call
- * in memory, per Function, sends each to a worker of its Function through the capacity port's `box` (a `Call`), hears
- * the answers, makes the call's moves (core/kinds/function/FunctionCallMachine.ts) and writes the call's status. It is
- * the reconciler's `Serving` (Serving.ts) for Functions: everything it decides happens inside the Function's reconcile
- * — the load before the step (what the Function machine sizes its workers to), the dispatch after it — so the moves are
- * made at the instants the reconciler runs, on the simulator's virtual time as on the wall clock.
+ * The dispatcher of FunctionCalls (spec: FunctionCall; docs/functions.md, "Dispatch"): the I/O around the queue of each
+ * Function's calls on its warm workers (kinds/function/FunctionQueue.ts, the pure model: which call goes to which
+ * worker, what an answer, a loss, a cancel, a deadline or a backoff does, the load the Function is sized to). It holds
+ * every unfinished call in memory, per Function, sends each dispatch to its worker through the capacity port's `box` (a
+ * `Call`), hears the answers, and writes the calls' statuses. It is the reconciler's `Serving` (Serving.ts) for
+ * Functions: everything it decides happens inside the Function's reconcile — the load before the step (what the
+ * Function machine sizes its workers to), the dispatch after it — so the moves are made at the instants the reconciler
+ * runs, on the simulator's virtual time as on the wall clock.
  *
  * - Calls come from the change feed (created, cancelled, deleted) and, after a restart, from the store: a call that was
  *   running under the previous process lost its answer with it, and is recovered as from a lost worker.
@@ -13,11 +15,6 @@
  *   recovered so), drops those of a shard it loses (answers heard for them later are ignored), and every write about a
  *   call (its status, its deletion at the end of its retention) carries the fence of its Function's shard: a process
  *   that lost the shard records nothing more of its calls. One process owning everything fences nothing.
- * - Claims take turns between sessions (spec: FunctionCall.session): the queue is served one call per session in turn.
- * - A worker takes at most `scaling.targetConcurrency` calls at once; a call goes to the least busy worker that takes
- *   calls (FunctionMachine.acceptsCalls: ready, of the current template, the Function not held).
- * - A call whose worker ended under it is lost (level-triggered: the worker's facts, not an answer, say so), and one
- *   answer or loss is for one dispatch epoch: anything about another epoch is fenced.
  * - Inputs named by blob are read from the blob store; a result over the inline bound is stored as a blob of the
  *   call's project, held by the call (spec: Payload).
  * - An ended call is kept `Limits.functionCallRetentionMs` (7 days) after its completionTime, then deleted within the
@@ -28,17 +25,16 @@ import { createHash } from "node:crypto"
 import { ApiConfig } from "../apiserver/ApiConfig.ts"
 import { Blobs, projectReader } from "../apiserver/Blobs.ts"
 import { Resources, type WriteOptions } from "../apiserver/Resources.ts"
-import { type AttemptFacts, type BoxReply, CapacityPort, isLive } from "../core/capacity/Capacity.ts"
+import { type AttemptFacts, type BoxReply, CapacityPort } from "../core/capacity/Capacity.ts"
 import { conditionIn } from "../core/controller/Conditions.ts"
-import type { ServingLoad } from "../core/controller/Controller.ts"
-import { equals, isObject, type Json, type JsonObject } from "../core/Json.ts"
+import { isObject, type JsonObject } from "../core/Json.ts"
 import * as Call from "../core/kinds/function/FunctionCallMachine.ts"
-import { acceptsCalls } from "../core/kinds/function/FunctionMachine.ts"
 import * as Limits from "../core/Limits.ts"
 import { refOfKind } from "../core/meta/Kinds.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import type { FunctionSpecType, FunctionStatusType } from "../core/schemas/Function.ts"
 import type { FunctionCallSpecType, FunctionCallStatusType } from "../core/schemas/FunctionCall.ts"
+import * as Queue from "../kinds/function/FunctionQueue.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
 import type { Change, WriteOp } from "../store/Store.ts"
 import { followStore, surviving, wallPause } from "./Following.ts"
@@ -47,108 +43,22 @@ import { runtimeComponent, statusWriter } from "./ObjectWriter.ts"
 import { currentOwnership, entityOf, type OwnershipChange } from "./Ownership.ts"
 import { type ServedObject, Serving } from "./Serving.ts"
 
-/** One call the dispatcher holds. */
-interface HeldCall {
-  readonly uid: string
+/** One call the dispatcher holds: the queue's (kinds/function/FunctionQueue.ts), with what its writes need. */
+interface HeldCall extends Queue.QueuedCall {
   readonly namespace: string
   readonly name: string
-  readonly spec: FunctionCallSpecType
   readonly annotations: Readonly<Record<string, string>>
-  state: Call.CallState
   /** The status as last written (or read), which the next write starts from. */
   status: FunctionCallStatusType
   written: string | undefined
   resourceVersion: string | undefined
-  /** Cancelled, deleted or lost under a previous process: a move the next step makes. */
-  cancelAsked: boolean
-  lostBefore: boolean
-  deleted: boolean
-  /** In its session's queue, waiting for a worker now. */
-  waiting: boolean
 }
 
-/** A call on a worker: its epoch, since when, and at what rate (its try's cost). */
-interface InFlight {
-  readonly uid: string
-  readonly epoch: number
-  readonly worker: string
-  readonly since: number
-  readonly rateMicroUsdPerHour: bigint
-}
-
-/** An answer heard from the port, taken in at the next step. */
-interface Heard {
-  readonly flight: InFlight
-  readonly reply: BoxReply
-}
-
-/** What the dispatcher holds for one Function (by project and name). */
-interface Pool {
-  readonly namespace: string
-  readonly fn: string
-  uid: string | undefined
-  spec: FunctionSpecType | undefined
-  readonly calls: Map<string, HeldCall>
-  /** Calls waiting for a worker, by session, in arrival order; sessions take turns. */
-  readonly waiting: Map<string, Fifo>
-  /** Calls waiting for their retry's backoff. */
-  readonly delayed: Set<string>
-  readonly inFlight: Map<string, InFlight>
-  readonly lastBusyAt: Map<string, number>
-  readonly heard: Array<Heard>
-  /** The session served last: the next turn is the one after it. */
-  turn: number
-  /** Calls waiting for a worker now (in the queues, and not stale there). */
-  queued: number
-  /** Calls with a move to make at the next step (lost under a previous process, cancel asked). */
-  readonly attention: Set<string>
-  /** Calls whose status is to be written. */
-  readonly dirty: Set<string>
-  /** The counts the Function's status shows, and when they were taken (ServingLoad.shown). */
-  shown: ServingLoad["shown"]
-  shownAt: number
-  /** When statuses the store did not take are written again. */
-  rewriteAt: number | undefined
-}
-
-/** An ended call, deleted once its retention is over. */
-interface Retained {
-  readonly at: number
-  readonly uid: string
-  readonly namespace: string
-  readonly name: string
-  /** Its Function's name: whose shard's owner deletes it. */
-  readonly fn: string
-}
-
-const poolKey = (namespace: string, fn: string) => `${namespace}/${fn}`
-
-/** A first-in first-out queue whose shift costs O(1) (an array's shift moves every item: a map queues thousands). */
-class Fifo {
-  private items: Array<string> = []
-  private head = 0
-
-  push(item: string) {
-    this.items.push(item)
-  }
-
-  shift(): string | undefined {
-    if (this.head >= this.items.length) return undefined
-    const item = this.items[this.head++]
-    // Compacted once half is spent, so the array does not keep every item ever queued.
-    if (this.head > 1024 && this.head * 2 > this.items.length) {
-      this.items = this.items.slice(this.head)
-      this.head = 0
-    }
-    return item
-  }
-}
+/** A Function's warm workers and its calls queued on them, as the dispatcher holds them. */
+type Group = Queue.WorkerGroup<HeldCall>
 
 /** How soon a call's status the store did not take is written again. */
 const rewriteAfterMs = 1_000
-
-/** How often a Function's status shows new counts of its calls at most (ServingLoad.shown). */
-const shownCountsMs = 1_000
 
 /** How long calls of a Function not stepped yet wait before the store is asked whether the Function is there. */
 const unservedCheckMs = 5_000
@@ -181,10 +91,10 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
       const resources = yield* Resources
       const feed = yield* ChangeFeed
       const blobs = yield* Blobs
-      const { group } = yield* ApiConfig
-      const callRef = refOfKind(group, "FunctionCall")
-      const functionRef = refOfKind(group, "Function")
-      const method = methodAnnotation(group)
+      const { group: apiGroup } = yield* ApiConfig
+      const callRef = refOfKind(apiGroup, "FunctionCall")
+      const functionRef = refOfKind(apiGroup, "Function")
+      const method = methodAnnotation(apiGroup)
       const writeStatus = statusWriter(resources)
       const statusWrites: WriteOptions = { dryRun: false, fieldValidation: "Ignore", fieldManager: runtimeComponent }
       const scope = yield* Effect.scope
@@ -195,99 +105,33 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
       const fenceOf = (namespace: string, fn: string): ReadonlyArray<WriteOp> =>
         ownership.fence(functionEntity(namespace, fn))
 
-      const pools = new Map<string, Pool>()
-      const callPools = new Map<string, Pool>()
+      const groups = new Map<string, Group>()
+      const callGroups = new Map<string, Group>()
       let wake: (uid: string) => void = () => undefined
 
-      const poolOf = (namespace: string, fn: string): Pool => {
-        const key = poolKey(namespace, fn)
-        let pool = pools.get(key)
-        if (pool === undefined) {
-          pool = {
-            namespace,
-            fn,
-            uid: undefined,
-            spec: undefined,
-            calls: new Map(),
-            waiting: new Map(),
-            delayed: new Set(),
-            inFlight: new Map(),
-            lastBusyAt: new Map(),
-            heard: [],
-            turn: 0,
-            queued: 0,
-            attention: new Set(),
-            dirty: new Set(),
-            shown: undefined,
-            shownAt: Number.NEGATIVE_INFINITY,
-            rewriteAt: undefined
-          }
-          pools.set(key, pool)
-        }
-        return pool
+      const groupOf = (namespace: string, fn: string): Group => {
+        const key = Queue.groupKey(namespace, fn)
+        let group = groups.get(key)
+        if (group === undefined) groups.set(key, group = Queue.makeGroup<HeldCall>(namespace, fn))
+        return group
       }
 
-      /** The pool of a Function the reconciler steps, with its uid and spec as of this step. */
-      const servedPool = (object: ServedObject): Pool => {
-        const pool = poolOf(object.namespace, object.name)
-        pool.uid = object.uid
-        pool.spec = object.spec as FunctionSpecType
-        return pool
+      /** The group of a Function the reconciler steps, with its uid and spec as of this step. */
+      const servedGroup = (object: ServedObject): Group => {
+        const group = groupOf(object.namespace, object.name)
+        group.uid = object.uid
+        group.spec = object.spec as FunctionSpecType
+        return group
       }
 
-      const poke = (pool: Pool) => {
-        if (pool.uid !== undefined) wake(pool.uid)
-      }
-
-      const enqueue = (pool: Pool, call: HeldCall) => {
-        if (call.waiting) return
-        const session = call.spec.session ?? ""
-        let queue = pool.waiting.get(session)
-        if (queue === undefined) pool.waiting.set(session, queue = new Fifo())
-        queue.push(call.uid)
-        call.waiting = true
-        pool.queued++
-      }
-
-      /** The call leaves its queue (taken, or no longer waiting); its entry there is skipped when reached. */
-      const unqueue = (pool: Pool, call: HeldCall) => {
-        if (!call.waiting) return
-        call.waiting = false
-        pool.queued--
+      const poke = (group: Group) => {
+        if (group.uid !== undefined) wake(group.uid)
       }
 
       // -------------------------------------------------------------------------------------------------------------------
       // Retention (spec: FunctionCall, "kept 7 days after it ends")
 
-      /** When each retained call goes (a whole hour), and the calls of each such hour. */
-      const retainedAt = new Map<string, number>()
-      const retainedHours = new Map<number, Map<string, Retained>>()
-
-      const retain = (call: Omit<Retained, "at">, completionTime: number | undefined) => {
-        if (completionTime === undefined || retainedAt.has(call.uid)) return
-        // Whole hours: the Functions' steps that delete them wake at most once an hour for it.
-        const at = Math.ceil((completionTime + Limits.functionCallRetentionMs) / Limits.hourMs) * Limits.hourMs
-        retainedAt.set(call.uid, at)
-        let hour = retainedHours.get(at)
-        if (hour === undefined) retainedHours.set(at, hour = new Map())
-        hour.set(call.uid, { ...call, at })
-      }
-
-      const unretain = (uid: string) => {
-        const at = retainedAt.get(uid)
-        if (at === undefined) return
-        retainedAt.delete(uid)
-        const hour = retainedHours.get(at)
-        hour?.delete(uid)
-        if (hour?.size === 0) retainedHours.delete(at)
-      }
-
-      /** The earliest hour a retained call goes. */
-      const nextRetainedAt = (): number | undefined => {
-        let next: number | undefined
-        for (const at of retainedHours.keys()) if (next === undefined || at < next) next = at
-        return next
-      }
+      const retention = new Queue.Retention()
 
       /**
        * Deletes the ended calls whose retention is over by `now` (the same object: its uid is a precondition); one the
@@ -295,11 +139,8 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
        */
       const expireRetained = (now: number) =>
         Effect.gen(function*() {
-          const expired = [...retainedHours.entries()].filter(([at]) => at <= now).flatMap((
-            [, hour]
-          ) => [...hour.values()])
+          const expired = retention.expire(now)
           if (expired.length === 0) return
-          for (const call of expired) unretain(call.uid)
           yield* Effect.forEach(expired, (call) =>
             resources.remove(callRef, call.namespace, call.name, {
               dryRun: false,
@@ -310,7 +151,7 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
               Effect.catch((error) =>
                 Effect.sync(() => {
                   if (error.code !== "NotFound" && error.code !== "Conflict") {
-                    retain(call, now + Limits.hourMs - Limits.functionCallRetentionMs)
+                    retention.retain(call, now + Limits.hourMs - Limits.functionCallRetentionMs)
                   }
                 })
               )
@@ -325,31 +166,31 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
         const spec = object.spec as FunctionCallSpecType
         if (!isObject(object.spec) || typeof spec.function !== "string") return Effect.void
         const namespace = object.metadata.namespace ?? ""
-        const known = callPools.get(object.metadata.uid)?.calls.get(object.metadata.uid)
+        const known = callGroups.get(object.metadata.uid)?.calls.get(object.metadata.uid)
         if (known !== undefined) {
           if (spec.state === "Cancelled" && !known.cancelAsked && Call.isUnfinished(known.state)) {
-            const pool = callPools.get(known.uid)!
+            const group = callGroups.get(known.uid)!
             known.cancelAsked = true
-            pool.attention.add(known.uid)
-            poke(pool)
+            group.attention.add(known.uid)
+            poke(group)
           }
           return Effect.void
         }
         // Another process owns its Function's shard: that one holds it (this one reads it when it takes the shard).
         if (!ownsFunction(namespace, spec.function)) return Effect.void
         // A call that ended here is final: a change of it from before its end (a lagging feed, a resync's listing) is old.
-        if (retainedAt.has(object.metadata.uid)) return Effect.void
+        if (retention.has(object.metadata.uid)) return Effect.void
         const status = (isObject(object.status) ? object.status : {}) as FunctionCallStatusType
         const state = Call.stateOf(status)
         if (!Call.isUnfinished(state)) {
-          retain(
+          retention.retain(
             { uid: object.metadata.uid, namespace, name: object.metadata.name, fn: spec.function },
             state.completionTime
           )
           return Effect.void
         }
-        const unserved = !pools.has(poolKey(namespace, spec.function))
-        const pool = poolOf(namespace, spec.function)
+        const unserved = !groups.has(Queue.groupKey(namespace, spec.function))
+        const group = groupOf(namespace, spec.function)
         const call: HeldCall = {
           uid: object.metadata.uid,
           namespace,
@@ -365,30 +206,22 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
           deleted: false,
           waiting: false
         }
-        pool.calls.set(call.uid, call)
-        callPools.set(call.uid, pool)
         // A new call's status (Queued) is written at the next step; a restarted or cancelled one has a move to make first.
-        pool.dirty.add(call.uid)
-        if (call.cancelAsked || call.lostBefore) pool.attention.add(call.uid)
-        // A retry waiting out its backoff under the previous process waits out the rest of it (status.retryTime).
-        if (state.notBefore !== undefined) pool.delayed.add(call.uid)
-        else if (!call.lostBefore) enqueue(pool, call)
-        poke(pool)
-        return unserved ? checkUnserved(poolKey(namespace, spec.function), namespace, spec.function) : Effect.void
+        Queue.admitCall(group, call)
+        callGroups.set(call.uid, group)
+        poke(group)
+        return unserved
+          ? checkUnserved(Queue.groupKey(namespace, spec.function), namespace, spec.function)
+          : Effect.void
       }
 
       const drop = (uid: string) => {
-        unretain(uid)
-        const pool = callPools.get(uid)
-        const call = pool?.calls.get(uid)
-        if (pool === undefined || call === undefined) return
-        call.deleted = true
-        unqueue(pool, call)
-        pool.calls.delete(uid)
-        pool.delayed.delete(uid)
-        pool.attention.delete(uid)
-        pool.dirty.delete(uid)
-        callPools.delete(uid)
+        retention.unretain(uid)
+        const group = callGroups.get(uid)
+        const call = group?.calls.get(uid)
+        if (group === undefined || call === undefined) return
+        Queue.dropCall(group, call)
+        callGroups.delete(uid)
       }
 
       const onChange = (change: Change) =>
@@ -409,7 +242,7 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
       const resync = reading.withPermit(Effect.gen(function*() {
         const page = yield* resources.list(callRef, undefined, {})
         const listed = new Set(page.items.map((object) => object.metadata.uid))
-        for (const uid of [...callPools.keys()]) if (!listed.has(uid)) drop(uid)
+        for (const uid of [...callGroups.keys()]) if (!listed.has(uid)) drop(uid)
         for (const object of page.items) yield* take(object)
       }))
 
@@ -435,150 +268,22 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
         lost.has(ownership.shardOf(functionEntity(namespace, fn)))
 
       const dropShards = (lost: ReadonlySet<string>) => {
-        for (const [key, pool] of [...pools]) {
-          if (!inShards(lost, pool.namespace, pool.fn)) continue
-          for (const uid of [...pool.calls.keys()]) drop(uid)
-          // A dispatch still out files its answer on this pool, which nothing reads any more.
-          pools.delete(key)
+        for (const [key, group] of [...groups]) {
+          if (!inShards(lost, group.namespace, group.fn)) continue
+          for (const uid of [...group.calls.keys()]) drop(uid)
+          // A dispatch still out files its answer on this group, which nothing reads any more.
+          groups.delete(key)
         }
-        for (const hour of retainedHours.values()) {
-          for (const call of [...hour.values()]) if (inShards(lost, call.namespace, call.fn)) unretain(call.uid)
-        }
+        for (const call of retention.all()) if (inShards(lost, call.namespace, call.fn)) retention.unretain(call.uid)
       }
 
       // -------------------------------------------------------------------------------------------------------------------
-      // Moves
-
-      const policyOf = (pool: Pool, call: HeldCall) => Call.policyOf(pool.spec!, call.spec.timeout)
-
-      const tryCost = (pool: Pool, flight: InFlight, now: number) =>
-        Call.tryCostMicroUsd(now - flight.since, flight.rateMicroUsdPerHour, pool.spec?.scaling.targetConcurrency ?? 1)
-
-      /** A call's new state: a retry waits for its backoff, a recovered one for a worker. */
-      const moved = (pool: Pool, call: HeldCall, next: Call.CallState) => {
-        const before = call.state
-        call.state = next
-        if (next === before) return
-        pool.dirty.add(call.uid)
-        if (!Call.isDispatchable(next, Number.POSITIVE_INFINITY)) unqueue(pool, call)
-        if ((next.phase === "Queued" || next.phase === "Recovering") && before.phase !== next.phase) {
-          if (next.notBefore !== undefined) pool.delayed.add(call.uid)
-          else enqueue(pool, call)
-        } else if (next.phase === "Queued" && next.notBefore !== undefined && before.notBefore === undefined) {
-          pool.delayed.add(call.uid)
-        }
-        if (!Call.isUnfinished(next)) pool.delayed.delete(call.uid)
-      }
-
-      /** Ends a dispatch: its worker's slot is free again, whatever became of the call. */
-      const settle = (pool: Pool, flight: InFlight, now: number) => {
-        pool.inFlight.delete(`${flight.uid}.${flight.epoch}`)
-        pool.lastBusyAt.set(flight.worker, now)
-      }
-
-      const hear = (pool: Pool, heard: Heard, now: number) => {
-        const { flight, reply } = heard
-        if (!pool.inFlight.has(`${flight.uid}.${flight.epoch}`)) return
-        settle(pool, flight, now)
-        const call = pool.calls.get(flight.uid)
-        if (call === undefined) return
-        const cost = tryCost(pool, flight, now)
-        const policy = policyOf(pool, call)
-        if (reply._tag === "Result") {
-          moved(pool, call, Call.answer(call.state, flight.epoch, reply.outcome, policy, now, cost))
-        } else {moved(
-            pool,
-            call,
-            Call.lose(
-              call.state,
-              flight.epoch,
-              policy,
-              now,
-              cost,
-              reply._tag === "Refused" ? reply.message : "no answer"
-            )
-          )}
-      }
-
-      /** Dispatches whose worker ended (or is no longer known) are lost with it; so is its idle time. */
-      const loseOnEndedWorkers = (pool: Pool, attempts: ReadonlyArray<AttemptFacts>, now: number) => {
-        const live = new Set(
-          attempts.filter(isLive).map((attempt) => attempt.name)
-        )
-        for (const flight of [...pool.inFlight.values()]) {
-          if (live.has(flight.worker)) continue
-          const ended = attempts.find((attempt) => attempt.name === flight.worker)
-          hear(pool, {
-            flight,
-            reply: {
-              _tag: "Refused",
-              code: "Unavailable",
-              message: `the worker ${flight.worker} ended (${ended?.outcome?.type ?? "gone"})`
-            }
-          }, now)
-        }
-        // Only live workers' idle times matter (scale-down): a Function's workers come and go for as long as it serves.
-        for (const worker of [...pool.lastBusyAt.keys()]) if (!live.has(worker)) pool.lastBusyAt.delete(worker)
-      }
+      // Moves (kinds/function/FunctionQueue.ts)
 
       /** Why a call running under a previous process (or owner of its Function) lost its answer. */
       const lostUnder = ownership.whole
         ? "the server restarted under it"
         : "the server that ran it stopped or gave its Function up"
-
-      /** Every move due at `now` that needs no worker: answers, losses, cancels, deadlines, backoffs over. */
-      const advance = (pool: Pool, attempts: ReadonlyArray<AttemptFacts>, now: number) => {
-        const heard = pool.heard.splice(0)
-        for (const one of heard) hear(pool, one, now)
-        loseOnEndedWorkers(pool, attempts, now)
-        for (const uid of pool.attention) {
-          const call = pool.calls.get(uid)
-          if (call === undefined) continue
-          if (call.lostBefore) {
-            call.lostBefore = false
-            moved(pool, call, Call.lose(call.state, call.state.epoch, policyOf(pool, call), now, 0n, lostUnder))
-          }
-          if (call.cancelAsked) moved(pool, call, Call.cancel(call.state, now))
-        }
-        pool.attention.clear()
-        // The worker keeps running a call past its deadline until it answers (its slot stays taken); the call ends now.
-        for (const flight of pool.inFlight.values()) {
-          const call = pool.calls.get(flight.uid)
-          if (call === undefined || call.state.epoch !== flight.epoch) continue
-          const policy = policyOf(pool, call)
-          if ((Call.deadlineOf(call.state, policy) ?? Number.POSITIVE_INFINITY) <= now) {
-            moved(pool, call, Call.expire(call.state, policy, now, tryCost(pool, flight, now)))
-          }
-        }
-        for (const uid of [...pool.delayed]) {
-          const call = pool.calls.get(uid)
-          if (call === undefined || !Call.isUnfinished(call.state)) {
-            pool.delayed.delete(uid)
-          } else if (Call.isDispatchable(call.state, now)) {
-            pool.delayed.delete(uid)
-            enqueue(pool, call)
-          }
-        }
-      }
-
-      /** The next call waiting, one session after another. */
-      const nextWaiting = (pool: Pool, now: number): HeldCall | undefined => {
-        const sessions = [...pool.waiting.keys()]
-        for (let tried = 0; tried < sessions.length; tried++) {
-          const index = (pool.turn + tried) % sessions.length
-          const queue = pool.waiting.get(sessions[index]!)!
-          for (let uid = queue.shift(); uid !== undefined; uid = queue.shift()) {
-            const call = pool.calls.get(uid)
-            if (call?.waiting === true && !call.cancelAsked && Call.isDispatchable(call.state, now)) {
-              unqueue(pool, call)
-              pool.turn = index + 1
-              return call
-            }
-          }
-          pool.waiting.delete(sessions[index]!)
-        }
-        return undefined
-      }
 
       // -------------------------------------------------------------------------------------------------------------------
       // Dispatch
@@ -603,7 +308,7 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
         })
 
       /** Sends one dispatch and files the answer for the next step (its fiber outlives the step). */
-      const send = (pool: Pool, call: HeldCall, flight: InFlight, timeoutMs: number, owner: string) =>
+      const send = (group: Group, call: HeldCall, flight: Queue.InFlight, timeoutMs: number, owner: string) =>
         Effect.gen(function*() {
           const input = yield* Effect.result(
             inputOf(call).pipe(Effect.mapError((error) => typeof error === "string" ? error : error.message))
@@ -615,48 +320,28 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
             }
             : yield* port.box!(owner, flight.worker, {
               _tag: "Call",
-              call: `${call.uid}.${flight.epoch}`,
+              call: Queue.flightKey(call.uid, flight.epoch),
               encoding: input.success.encoding,
               input: input.success.bytes,
               timeoutMs,
               method: call.annotations[method],
               annotations: call.annotations
             })
-          pool.heard.push({ flight, reply })
+          group.heard.push({ flight, reply })
           wake(owner)
           // Started at once: the call reaches its worker at the instant of its dispatch (an inline input is read with no
           // pause), which the simulator's clock must see before it moves on.
         }).pipe(Effect.forkIn(scope, { startImmediately: true }))
 
-      const dispatch = (pool: Pool, status: FunctionStatusType, attempts: ReadonlyArray<AttemptFacts>, now: number) =>
+      /** The calls waiting go to the workers' free slots (FunctionQueue.nextDispatch), each sent as it is taken. */
+      const dispatch = (group: Group, status: FunctionStatusType, attempts: ReadonlyArray<AttemptFacts>, now: number) =>
         Effect.gen(function*() {
-          const spec = pool.spec!
-          const owner = pool.uid!
           if (port.box === undefined) return
-          const slots = spec.scaling.targetConcurrency
-          const load = new Map<string, number>()
-          for (const flight of pool.inFlight.values()) load.set(flight.worker, (load.get(flight.worker) ?? 0) + 1)
-          const workers = attempts.filter((worker) => acceptsCalls(spec, status, worker))
-          for (;;) {
-            let best: AttemptFacts | undefined
-            for (const worker of workers) {
-              const busy = load.get(worker.name) ?? 0
-              if (busy < slots && (best === undefined || busy < (load.get(best.name) ?? 0))) best = worker
-            }
-            if (best === undefined) return
-            const call = nextWaiting(pool, now)
-            if (call === undefined) return
-            moved(pool, call, Call.dispatch(call.state, best.name, now))
-            const flight: InFlight = {
-              uid: call.uid,
-              epoch: call.state.epoch,
-              worker: best.name,
-              since: now,
-              rateMicroUsdPerHour: best.variant.rateMicroUsdPerHour
-            }
-            pool.inFlight.set(`${call.uid}.${flight.epoch}`, flight)
-            load.set(best.name, (load.get(best.name) ?? 0) + 1)
-            yield* send(pool, call, flight, policyOf(pool, call).timeoutMs, owner)
+          const owner = group.uid!
+          const slots = Queue.slotsOf(group, status, attempts)
+          for (let next = Queue.nextDispatch(group, slots, now); next !== undefined;) {
+            yield* send(group, next.call, next.flight, Queue.policyOf(group, next.call).timeoutMs, owner)
+            next = Queue.nextDispatch(group, slots, now)
           }
         })
 
@@ -713,7 +398,7 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
       }
 
       /** One status written by itself (read again and retried when another writer got there first). */
-      const writeOne = (pool: Pool, pending: Pending) => {
+      const writeOne = (group: Group, pending: Pending) => {
         const { call } = pending
         const target = {
           ref: callRef,
@@ -723,7 +408,7 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
           resourceVersion: call.resourceVersion
         }
         return Effect.map(
-          writeStatus(target, pending.next as unknown as JsonObject, () => fenceOf(pool.namespace, pool.fn)),
+          writeStatus(target, pending.next as unknown as JsonObject, () => fenceOf(group.namespace, group.fn)),
           (resourceVersion) => resourceVersion === undefined ? drop(call.uid) : written(pending, resourceVersion)
         ).pipe(
           Effect.catch((error) =>
@@ -736,7 +421,7 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
        * The statuses of one step, in one store commit where each is at the resourceVersion written last (the usual case:
        * only the dispatcher writes them); any refusal writes them one by one instead, each read again as needed.
        */
-      const writeAll = (pool: Pool, pending: ReadonlyArray<Pending>) =>
+      const writeAll = (group: Group, pending: ReadonlyArray<Pending>) =>
         Effect.gen(function*() {
           if (pending.length === 0) return
           const known = pending.every((one) => one.call.resourceVersion !== undefined)
@@ -748,55 +433,58 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
                 kind: callRef.info.kind,
                 metadata: {
                   name: call.name,
-                  namespace: pool.namespace,
+                  namespace: group.namespace,
                   uid: call.uid,
                   resourceVersion: call.resourceVersion
                 },
                 status: next
               }
             }))
-            const fenced: WriteOptions = { ...statusWrites, commitWith: () => fenceOf(pool.namespace, pool.fn) }
-            const together = yield* Effect.result(resources.replaceStatusMany(callRef, pool.namespace, items, fenced))
+            const fenced: WriteOptions = { ...statusWrites, commitWith: () => fenceOf(group.namespace, group.fn) }
+            const together = yield* Effect.result(resources.replaceStatusMany(callRef, group.namespace, items, fenced))
             if (together._tag === "Success") {
               return pending.forEach((one, index) =>
                 written(one, together.success[index]!.object.metadata.resourceVersion)
               )
             }
           }
-          yield* Effect.forEach(pending, (one) => writeOne(pool, one), { concurrency: writeConcurrency, discard: true })
+          yield* Effect.forEach(pending, (one) => writeOne(group, one), {
+            concurrency: writeConcurrency,
+            discard: true
+          })
         })
 
       /** Writes what changed, and lets go of the calls that ended (their statuses are final). */
-      const flush = (pool: Pool, now: number, funded: Call.ShownCondition | undefined) =>
+      const flush = (group: Group, now: number, funded: Call.ShownCondition | undefined) =>
         Effect.gen(function*() {
           const changed: Array<HeldCall> = []
-          for (const uid of pool.dirty) {
-            const call = pool.calls.get(uid)
-            if (call === undefined) pool.dirty.delete(uid)
-            else if (!showsRunningLater(call, now)) {
+          for (const uid of group.dirty) {
+            const call = group.calls.get(uid)
+            if (call === undefined) group.dirty.delete(uid)
+            else if (!Queue.showsRunningLater(call, now, options.runningShownAfterMs)) {
               changed.push(call)
-              pool.dirty.delete(uid)
+              group.dirty.delete(uid)
             }
           }
           const made = yield* Effect.forEach(changed, (call) => nextStatus(call, now, funded))
           const pending = made.flatMap((one) => typeof one === "string" ? [] : [one])
-          // A pool's calls are of one project: its Function's.
-          yield* writeAll(pool, pending)
+          // A group's calls are of one project: its Function's.
+          yield* writeAll(group, pending)
           changed.forEach((call, index) => {
             const one = made[index]!
             const stored = call.deleted || one === "unchanged" || (one !== "failed" && call.written === one.text)
             // A status the store did not take is written again a second later; the call is held until it is.
             if (!stored) {
-              pool.dirty.add(call.uid)
-              pool.rewriteAt = now + rewriteAfterMs
+              group.dirty.add(call.uid)
+              group.rewriteAt = now + rewriteAfterMs
               return
             }
             if (Call.isUnfinished(call.state)) return
-            pool.calls.delete(call.uid)
-            callPools.delete(call.uid)
+            group.calls.delete(call.uid)
+            callGroups.delete(call.uid)
             if (!call.deleted) {
-              retain(
-                { uid: call.uid, namespace: call.namespace, name: call.name, fn: pool.fn },
+              retention.retain(
+                { uid: call.uid, namespace: call.namespace, name: call.name, fn: group.fn },
                 call.state.completionTime
               )
             }
@@ -804,17 +492,13 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
         })
 
       /** The Function is gone: every unfinished call of it is Failed FunctionDeleted (the try running then is paid). */
-      const endPool = (key: string, now: number) =>
+      const endGroup = (key: string, now: number) =>
         Effect.gen(function*() {
-          const pool = pools.get(key)
-          if (pool === undefined) return
-          pools.delete(key)
-          for (const call of pool.calls.values()) {
-            const flight = pool.inFlight.get(`${call.uid}.${call.state.epoch}`)
-            call.state = Call.functionDeleted(call.state, now, flight === undefined ? 0n : tryCost(pool, flight, now))
-            pool.dirty.add(call.uid)
-          }
-          yield* flush(pool, now, undefined)
+          const group = groups.get(key)
+          if (group === undefined) return
+          groups.delete(key)
+          Queue.endAll(group, now)
+          yield* flush(group, now, undefined)
         })
 
       /**
@@ -825,63 +509,15 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
         Effect.gen(function*() {
           yield* wallPause(unservedCheckMs)
           // Stepped meanwhile, or its shard went to another process (which checks for itself).
-          if (pools.get(key)?.uid !== undefined || !ownsFunction(namespace, fn)) return
+          if (groups.get(key)?.uid !== undefined || !ownsFunction(namespace, fn)) return
           const found = yield* Effect.result(resources.get(functionRef, namespace, fn))
           const gone = found._tag === "Failure"
             ? found.failure.code === "NotFound"
             : found.success.metadata.deletionTimestamp !== undefined
-          if (gone) yield* endPool(key, yield* Clock.currentTimeMillis)
+          if (gone) yield* endGroup(key, yield* Clock.currentTimeMillis)
         }).pipe(Effect.ignore, Effect.forkIn(scope))
 
-      /** A call just dispatched whose Running status waits (DispatchOptions.runningShownAfterMs): its answer may come first. */
-      const showsRunningLater = (call: HeldCall, now: number) =>
-        call.state.phase === "Running" && call.state.startTime !== undefined &&
-        now < call.state.startTime + options.runningShownAfterMs
-
-      const nextAtOf = (pool: Pool): number | undefined => {
-        let next: number | undefined
-        const consider = (at: number | undefined) => {
-          if (at !== undefined && (next === undefined || at < next)) next = at
-        }
-        for (const uid of pool.dirty) {
-          const state = pool.calls.get(uid)?.state
-          if (state?.phase === "Running" && state.startTime !== undefined) {
-            consider(state.startTime + options.runningShownAfterMs)
-          }
-        }
-        for (const uid of pool.delayed) consider(pool.calls.get(uid)?.state.notBefore)
-        consider(nextRetainedAt())
-        if (pool.rewriteAt !== undefined && pool.dirty.size > 0) consider(pool.rewriteAt)
-        for (const flight of pool.inFlight.values()) {
-          const call = pool.calls.get(flight.uid)
-          if (call !== undefined && call.state.epoch === flight.epoch) {
-            consider(Call.deadlineOf(call.state, policyOf(pool, call)))
-          }
-        }
-        return next
-      }
-
-      /** The load the Function's step sees now, with the counts its status shows (refreshed at most once a second). */
-      const loadOf = (pool: Pool, now: number): ServingLoad => {
-        const running: Record<string, number> = {}
-        for (const flight of pool.inFlight.values()) running[flight.worker] = (running[flight.worker] ?? 0) + 1
-        let nextAt = nextAtOf(pool)
-        const live = { queued: pool.queued, running }
-        if (pool.shown === undefined || now >= pool.shownAt + shownCountsMs) {
-          pool.shown = live
-          pool.shownAt = now
-        } else if (!equals(live as unknown as Json, pool.shown as unknown as Json)) {
-          const refresh = pool.shownAt + shownCountsMs
-          nextAt = nextAt === undefined ? refresh : Math.min(nextAt, refresh)
-        }
-        return {
-          queued: pool.queued,
-          running,
-          lastBusyAt: Object.fromEntries(pool.lastBusyAt),
-          nextAt,
-          shown: pool.shown
-        }
-      }
+      const nextAtOf = (group: Group) => Queue.nextAtOf(group, options.runningShownAfterMs, retention.next())
 
       // Subscribed to the shards' changes first (the fiber subscribes when it first runs), then the store read and followed.
       // One process owning everything has none.
@@ -901,21 +537,21 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
 
       return Serving.of({
         kinds: new Set(["Function"]),
-        load: (object, attempts, now) =>
-          Effect.sync(() => {
-            const pool = servedPool(object)
-            advance(pool, attempts, now)
-            return loadOf(pool, now)
-          }),
-        stepped: (object, status, attempts, now) =>
-          Effect.gen(function*() {
-            const pool = servedPool(object)
-            yield* dispatch(pool, status as FunctionStatusType, attempts, now)
-            yield* flush(pool, now, conditionIn((status as FunctionStatusType).conditions, "Funded"))
-            yield* expireRetained(now)
-            return nextAtOf(pool)
-          }),
-        removed: (object, now) => endPool(poolKey(object.namespace, object.name), now),
+        load: Effect.fn("FunctionDispatch.load")(function*(object, attempts, now) {
+          const group = servedGroup(object)
+          Queue.advance(group, attempts, now, lostUnder)
+          return Queue.loadOf(group, now, nextAtOf(group))
+        }),
+        stepped: Effect.fn("FunctionDispatch.stepped")(function*(object, status, attempts, now) {
+          const group = servedGroup(object)
+          yield* dispatch(group, status as FunctionStatusType, attempts, now)
+          yield* flush(group, now, conditionIn((status as FunctionStatusType).conditions, "Funded"))
+          yield* expireRetained(now)
+          return nextAtOf(group)
+        }),
+        removed: Effect.fn("FunctionDispatch.removed")(function*(object, now) {
+          yield* endGroup(Queue.groupKey(object.namespace, object.name), now)
+        }),
         onWake: (listener) => {
           wake = listener
         }
