@@ -1,7 +1,8 @@
 /**
  * `nodus sim <scenario>`: runs a scenario file headless, as fast as the engine goes, and writes its summary (totals,
- * trace hash, checker violations and, unless `--per-job=false`, a row per Job) as JSON to `--out <file>` or stdout,
- * with one line for humans on stderr. Exit codes: 0 clean run, 1 the checkers found violations (printed), 2 bad
+ * trace hash, checker violations, the Functions' calls, latency and cost when the scenario has Functions, and, unless
+ * `--per-job=false`, a row per Job) as JSON to `--out <file>` or stdout, with one line for humans on stderr (the
+ * Functions' part included). Exit codes: 0 clean run, 1 the checkers found violations (printed), 2 bad
  * usage or a bad scenario file (the field path and what is wrong; never a stack trace).
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
@@ -10,6 +11,7 @@ import { fileURLToPath } from "node:url"
 import { fidelityText } from "../backends/sim/Fidelity.ts"
 import { runScenario, scenarioProblems, type Summary } from "../backends/sim/Run.ts"
 import { parseScenario } from "../backends/sim/Scenario.ts"
+import type { FunctionsSummary, Percentiles } from "../backends/sim/SimFunctions.ts"
 import { loadCatalog } from "../data/CatalogData.ts"
 
 /** The repository's scenarios (a bare name resolves here). */
@@ -102,6 +104,19 @@ export const resolveScenario = (given: string): string | undefined => {
 const count = (value: number) => value.toLocaleString("en-US")
 
 /** One line for humans: what happened, the trace hash and how fast. */
+/** The Functions' part of the line for humans: calls by phase, queue wait and latency, what the ledger charged. */
+export const functionsText = (functions: FunctionsSummary): string => {
+  const { totals } = functions
+  const phases = Object.entries(totals.byPhase).sort(([a], [b]) => (a < b ? -1 : 1)).map(([phase, calls]) =>
+    `${count(calls)} ${phase}`
+  ).join(", ")
+  const ms = (p: Percentiles) => `${count(p.p50)}/${count(p.p95)}/${count(p.p99)} ms`
+  return `${count(totals.functions)} functions, ${count(totals.calls)} calls (${phases || "none"}) on ${
+    count(totals.workers)
+  } workers, queue wait p50/p95/p99 ${ms(totals.queueWaitMs)}, end-to-end ${ms(totals.latencyMs)}, ` +
+    `${totals.costUSD === undefined ? "" : `${totals.costUSD} USD charged, `}calls ${totals.callsCostUSD} USD`
+}
+
 export const humanSummary = (summary: Summary, wallMs: number): string => {
   const { totals } = summary
   const phases = Object.entries(totals.byPhase).sort(([a], [b]) => (a < b ? -1 : 1)).map(([phase, jobs]) =>
@@ -116,6 +131,7 @@ export const humanSummary = (summary: Summary, wallMs: number): string => {
     } checkpoints; ` +
     `trace ${summary.traceHash.slice(0, 16)} (${count(summary.traceLines)} lines); ` +
     `${(wallMs / 1000).toFixed(2)} s wall, ${count(totals.engineEvents)} engine events (${count(eventsPerSecond)}/s)` +
+    (summary.functions === undefined ? "" : `; ${functionsText(summary.functions)}`) +
     (summary.fidelity === undefined ? "" : `; ${fidelityText(summary.fidelity)}`) +
     (summary.violations.length > 0 ? `; ${summary.violations.length} VIOLATIONS` : "")
 }

@@ -1,9 +1,10 @@
 /**
  * What a scenario run cost, from the run's ledger (docs/simulator.md, "Cost"): the charges the production ledger posted
  * for each object (core/billing/Ledger.ts, by cost segment: spec CostSegments), summed over the whole run, per Job
- * policy (interruptible, continuity, profile), per Job class (the workload's name) and for the Sandbox sessions, and
- * what nodus covered (a boot the provider failed, the teardown of a run that lost its capacity; docs/billing.md,
- * "Segments"): seconds from the runs' meters and what they would have cost at the run's rate, which no posting holds.
+ * policy (interruptible, continuity, profile), per Job class (the workload's name), for the Sandbox sessions and for
+ * the Functions, and what nodus covered (a boot the provider failed, the teardown of a run that lost its capacity;
+ * docs/billing.md, "Segments"): seconds from the runs' meters and what they would have cost at the run's rate, which no
+ * posting holds.
  */
 import { type Ledger, type Segment, segments } from "../../core/billing/Ledger.ts"
 import { meterAttempt } from "../../core/billing/Metering.ts"
@@ -39,6 +40,8 @@ export interface CostSummary {
   readonly byClass: Readonly<Record<string, CostGroup>>
   /** The agent sessions' Sandboxes, when the scenario has some. */
   readonly sandboxes?: CostGroup
+  /** The Functions' workers, when the scenario has some. */
+  readonly functions?: CostGroup
 }
 
 /** A Job's policy as placement and recovery read it (Placement.ts, JobMachine.continuityOf: their defaults). */
@@ -92,6 +95,7 @@ const groupOf = (sums: Sums): CostGroup => ({ objects: sums.objects, ...costOf(s
 export class CostAccounts {
   private readonly jobs = new Map<string, { readonly policy: string; readonly jobClass: string }>()
   private readonly sandboxes = new Set<string>()
+  private readonly functions = new Set<string>()
   private readonly coverable: Array<{ readonly owner: string; readonly facts: AttemptFacts }> = []
   private readonly ledger: Ledger
   private readonly pricebook: Pricebook
@@ -107,6 +111,10 @@ export class CostAccounts {
 
   sandbox(uid: string): void {
     this.sandboxes.add(uid)
+  }
+
+  function(uid: string): void {
+    this.functions.add(uid)
   }
 
   /** An object's runs, once it is deleted or the run is over: those that may hold covered time are kept. */
@@ -156,9 +164,12 @@ export class CostAccounts {
     }
     const sandboxes = emptySums()
     for (const uid of this.sandboxes) add(sandboxes, sumsOf(uid))
+    const functions = emptySums()
+    for (const uid of this.functions) add(functions, sumsOf(uid))
     const total = emptySums()
     add(total, jobs)
     add(total, sandboxes)
+    add(total, functions)
     const sorted = (groups: Map<string, Sums>) =>
       Object.fromEntries([...groups].sort(([a], [b]) => (a < b ? -1 : 1)).map(([key, sums]) => [key, groupOf(sums)]))
     return {
@@ -167,7 +178,8 @@ export class CostAccounts {
       jobs: groupOf(jobs),
       byPolicy: sorted(byPolicy),
       byClass: sorted(byClass),
-      ...(this.sandboxes.size === 0 ? {} : { sandboxes: groupOf(sandboxes) })
+      ...(this.sandboxes.size === 0 ? {} : { sandboxes: groupOf(sandboxes) }),
+      ...(this.functions.size === 0 ? {} : { functions: groupOf(functions) })
     }
   }
 }

@@ -34,6 +34,7 @@ import { type SandboxesSummary, SandboxSessions } from "./SandboxSessions.ts"
 import { type ProviderSettings, type Scenario, type WorkloadSettings } from "./Scenario.ts"
 import { hourMs, type RunSeries, SeriesRecorder } from "./Series.ts"
 import { type ProviderFaults, SimCapacity, type SimProviderModel } from "./SimCapacity.ts"
+import { type FunctionsSummary, SimFunctions } from "./SimFunctions.ts"
 import type { SimKind } from "./SimObject.ts"
 import { Simulation, TraceHash } from "./Simulation.ts"
 import { SimWebhooks, type WebhookSummary } from "./SimWebhooks.ts"
@@ -120,6 +121,8 @@ export interface Summary {
   readonly webhooks?: ReadonlyArray<WebhookSummary>
   /** The agent sessions' Sandboxes, when the scenario has some: phases, idle stops, commands and cost. */
   readonly sandboxes?: SandboxesSummary
+  /** The Functions, when the scenario has some: their calls by phase, queue wait and latency, and cost. */
+  readonly functions?: FunctionsSummary
   readonly jobs?: ReadonlyArray<JobSummary>
   /**
    * How closely the run follows the traces it replays (docs/simulator.md, "Fidelity"): per spot-trace-driven variant
@@ -388,25 +391,33 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
       : (job: SimJob, event: ControllerEvent) =>
         event.type === undefined || webhooks.event(event.type, job.namespace, job.uid)
   })
-  // Sandbox sessions draw from their own generator, so a scenario without them runs as it did before they existed.
-  const sandboxes = scenario.sandboxes.length === 0 ? undefined : new SandboxSessions({
+  // Sandbox sessions and Functions draw from their own generators, so a scenario without them runs as it did before
+  // they existed.
+  const driver = (name: string) => ({
     engine,
     capacity,
     trace,
-    random: random.derive("sandboxes"),
+    random: random.derive(name),
     ledger
   })
+  const sandboxes = scenario.sandboxes.length === 0 ? undefined : new SandboxSessions(driver("sandboxes"))
+  const functions = scenario.functions.length === 0 ? undefined : new SimFunctions(driver("functions"))
   // Every kind the scenario runs, through the one reconcile loop.
   const simulation = new Simulation({
     engine,
     capacity,
     catalog,
     trace,
-    kinds: sandboxes === undefined ? [jobs] : [jobs, sandboxes.kind],
+    kinds: [
+      jobs,
+      ...(sandboxes === undefined ? [] : [sandboxes.kind]),
+      ...(functions === undefined ? [] : [functions.kind])
+    ],
     stepEveryLook: options.stepEveryLook === true,
     billing: ledger === undefined ? undefined : { ledger, pricebook }
   })
   sandboxes?.arrive(simulation, scenario.sandboxes)
+  functions?.arrive(simulation, scenario.functions)
   if (ledger !== undefined && scenario.billing !== undefined) {
     grants(
       scenario,
@@ -468,6 +479,11 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
     costs?.runs(sandbox.uid, sandbox.attempts)
     expose(sandbox.attempts)
   }
+  for (const fn of functions?.owners() ?? []) {
+    costs?.function(fn.uid)
+    costs?.runs(fn.uid, fn.attempts)
+    expose(fn.attempts)
+  }
   const preemptions = [...exposures.keys()].sort().map((key) =>
     preemptionFidelity(key, traceOf.get(key)!, exposures.get(key)!.exposures(), start, engine.now)
   )
@@ -502,6 +518,7 @@ export const runScenario = (scenario: Scenario, options: RunOptions): Summary =>
     ...(ledger === undefined || scenario.billing === undefined ? {} : { billing: billingSummary(ledger) }),
     ...(webhooks === undefined ? {} : { webhooks: webhooks.summary() }),
     ...(sandboxes === undefined ? {} : { sandboxes: sandboxes.summary() }),
+    ...(functions === undefined ? {} : { functions: functions.summary() }),
     ...(Object.keys(fidelity).length === 0 ? {} : { fidelity }),
     ...(options.perJob === false ? {} : { jobs: finished }),
     ...(series === undefined ? {} : { series: series.finish(ledger?.postings ?? []) }),

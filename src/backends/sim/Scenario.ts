@@ -8,6 +8,7 @@ import { isObject, type Json } from "../../core/Json.ts"
 import type { JsonObject } from "../../core/Json.ts"
 import { admit } from "../../core/meta/Admission.ts"
 import { defaulted, described, duration, oneOf, optional, quantity, usd } from "../../core/meta/Fields.ts"
+import { functionKind, FunctionSpec } from "../../core/schemas/Function.ts"
 import { JobSpec, type JobSpecType, normalizeJob } from "../../core/schemas/Job.ts"
 import { sandbox as sandboxKind, SandboxSpec } from "../../core/schemas/Sandbox.ts"
 
@@ -166,6 +167,46 @@ export const SandboxSessionSettings = Schema.Struct({
 export type SandboxSessionSettings = typeof SandboxSessionSettings.Type
 
 /**
+ * The calls a scenario's Function gets (docs/simulator.md, "Functions"): a Poisson process of `count` calls, each
+ * running on a worker for a service time drawn log-normally around `durationMedian`, or from token counts under the
+ * token-throughput model of src/data/LlmTrace.ts (`tokens`), each try raising with `failureRate`.
+ */
+export const FunctionCallLoad = Schema.Struct({
+  count: described(nonNegative, "How many calls."),
+  meanInterarrival: described(duration(), "Mean time between calls (Poisson process)."),
+  start: defaulted(duration(), "0s", "When the first call may come, after the scenario's start."),
+  durationMedian: defaulted(duration(), "1s", "Median service time of a call on a worker."),
+  durationSigma: defaulted(Schema.Number, 0, "Spread of log(service time)."),
+  tokens: optional(
+    Schema.Struct({
+      contextMedian: described(nonNegative, "Median prompt tokens of a call (its input size)."),
+      generatedMedian: described(nonNegative, "Median generated tokens of a call."),
+      sigma: defaulted(Schema.Number, 0, "Spread of log(tokens)."),
+      prefillTokensPerSecond: defaulted(Schema.Number, 10_000, "Prompt tokens a worker reads per second."),
+      decodeTokensPerSecond: defaulted(Schema.Number, 100, "Tokens a worker generates per second.")
+    }),
+    "Service time from token counts (src/data/LlmTrace.ts's model) instead of durationMedian."
+  ),
+  failureRate: defaulted(probability, 0, "Probability that a try raises (the Function's retries apply)."),
+  sessions: defaulted(
+    Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)),
+    1,
+    "Sessions the calls take turns in (FunctionCall.session), round robin."
+  )
+})
+export type FunctionCallLoad = typeof FunctionCallLoad.Type
+
+/** A Function of a scenario and its call load (docs/simulator.md, "Functions"). */
+export const FunctionSettings = Schema.Struct({
+  name: described(Schema.String, "The Function's name."),
+  namespace: defaulted(Schema.String, "default", "Project of the Function."),
+  function: described(Schema.Record(Schema.String, Schema.Json), "A Function spec, admitted by the Function schema."),
+  workerStart: defaulted(duration(), "0s", "A worker's own start once its host is up (importing its code)."),
+  calls: described(FunctionCallLoad, "The calls it gets.")
+})
+export type FunctionSettings = typeof FunctionSettings.Type
+
+/**
  * A what-if variant (docs/simulator.md, "Reports"): the scenario with its Job templates patched, run from the same seed
  * by `nodus report`. The patches are JSON merge patches (RFC 7396: an object merges, null removes, anything else
  * replaces) of the workloads' Job specs, and the patched specs are admitted by the Job schema like the scenario's own.
@@ -242,6 +283,11 @@ export const Scenario = Schema.Struct({
     [],
     "Agent sessions on Sandboxes (docs/simulator.md, \"Sandbox sessions\")."
   ),
+  functions: defaulted(
+    Schema.Array(FunctionSettings),
+    [],
+    "Functions and the FunctionCalls they get (docs/simulator.md, \"Functions\")."
+  ),
   variants: defaulted(
     Schema.Array(VariantSettings),
     [],
@@ -312,6 +358,15 @@ export const parseScenario = (input: unknown): ParsedScenario => {
       if (!isObject(spec)) return
       const admittedSpec = admit(SandboxSpec, sandboxKind.normalize!(spec), "Strict", {}, "Sandbox")
       problems.push(...problemsOf(admittedSpec, `sandboxes[${index}].sandbox`))
+    })
+  }
+  const functions = isObject(input as Json) ? (input as JsonObject)["functions"] : undefined
+  if (Array.isArray(functions)) {
+    functions.forEach((setting, index) => {
+      const spec = isObject(setting) ? setting["function"] : undefined
+      if (!isObject(spec)) return
+      const admittedSpec = admit(FunctionSpec, functionKind.normalize!(spec), "Strict", {}, "Function")
+      problems.push(...problemsOf(admittedSpec, `functions[${index}].function`))
     })
   }
   if (problems.length > 0 || Result.isFailure(admitted)) return { ok: false, problems }

@@ -104,6 +104,8 @@ export interface SimKind<Spec = unknown, Status extends SimStatus = SimStatus> {
   readonly phaseChanged?: ((object: SimObject<Spec, Status>, from: string | undefined, now: number) => void) | undefined
   /** Told of every event a step emits, after it is traced (webhooks). */
   readonly event?: ((object: SimObject<Spec, Status>, event: ControllerEvent) => void) | undefined
+  /** Its runs' own start once their host is up (a Function's worker importing its code; SimProgram.startMs). */
+  readonly startMs?: ((object: SimObject<Spec, Status>) => number) | undefined
   /** Told of a launch that found its capacity (a Sandbox opens its box). */
   readonly launched?: ((object: SimObject<Spec, Status>, action: LaunchAction) => void) | undefined
   /** Told before a checkpoint reaches the capacity (a Sandbox snapshots its box). */
@@ -112,6 +114,12 @@ export interface SimKind<Spec = unknown, Status extends SimStatus = SimStatus> {
   readonly deleted?: ((object: SimObject<Spec, Status>) => void) | undefined
   /** Told when the object is forgotten, deleted by a step or by its owner, before the capacity forgets it. */
   readonly forgotten?: ((object: SimObject<Spec, Status>) => void) | undefined
+  /**
+   * Told after each step's actions are carried out, before its wake-up is set: the requests its runs serve go to the
+   * runs that take them now (a Function's calls, as the runtime's Serving does after a step). Answers when the object
+   * must be stepped again for its requests (a deadline, a backoff's end), if ever.
+   */
+  readonly served?: ((object: SimObject<Spec, Status>, now: number) => number | undefined) | undefined
   /** Told after each step, once its actions are carried out and its wake-up is set (a Sandbox's waiting session). */
   readonly stepped?: ((object: SimObject<Spec, Status>) => void) | undefined
   /** Whether an object looks again when a host is freed although its last step did not wait for capacity. */

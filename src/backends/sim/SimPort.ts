@@ -19,7 +19,7 @@ import {
 import { durationMs } from "../../core/StatusText.ts"
 import { SimBoxes } from "./SimBoxes.ts"
 import type { SimCapacity } from "./SimCapacity.ts"
-import { SimWorkers } from "./SimWorkers.ts"
+import { SimWorkers, workerHostOf } from "./SimWorkers.ts"
 import { simAnnotationPrefix, workloadFromAnnotations } from "./Workloads.ts"
 
 /**
@@ -51,15 +51,7 @@ export const makeCounted = (
       publish({ _tag: "Freed" })
     }
     const boxes = new SimBoxes(capacity)
-    const workers = new SimWorkers({
-      get now() {
-        return capacity.now
-      },
-      facts: (owner, attempt) => capacity.facts(owner, attempt),
-      noteActivity: (owner, attempt, busy) => capacity.noteActivity(owner, attempt, busy),
-      atWhileRunning: (owner, attempt, at, then) => capacity.atWhileRunning(owner, attempt, at, then),
-      changed: (owner) => capacity.onChange(owner)
-    })
+    const workers = new SimWorkers(workerHostOf(capacity))
     settleWorkers = (owner) => workers.settle(owner)
     /** The attempt of `owner` whose snapshot is checkpoint `seq` (its box's files are what a restore starts from). */
     const restoredBox = (owner: string, seq: number | undefined): string | undefined =>

@@ -19,6 +19,7 @@
 import type { AttemptFacts } from "../../core/capacity/Capacity.ts"
 import type { BoxReply, BoxRequest, CallOutcome } from "../../core/SandboxBox.ts"
 import { durationMs } from "../../core/StatusText.ts"
+import type { SimCapacity } from "./SimCapacity.ts"
 import { simAnnotationPrefix } from "./Workloads.ts"
 
 /** The error type the model raises, as a worker names a raised exception's type (docs/functions.md, "Errors"). */
@@ -38,6 +39,17 @@ export interface WorkerHost {
   /** Tells the owner's capacity change (the port publishes an `Attempt` change). */
   readonly changed: (owner: string) => void
 }
+
+/** The workers' host over the simulated capacity: its clock, facts and activity, and its owners' changes as told now. */
+export const workerHostOf = (capacity: SimCapacity): WorkerHost => ({
+  get now() {
+    return capacity.now
+  },
+  facts: (owner, attempt) => capacity.facts(owner, attempt),
+  noteActivity: (owner, attempt, busy) => capacity.noteActivity(owner, attempt, busy),
+  atWhileRunning: (owner, attempt, at, then) => capacity.atWhileRunning(owner, attempt, at, then),
+  changed: (owner) => capacity.onChange(owner)
+})
 
 interface Call {
   readonly request: CallRequest

@@ -1,10 +1,10 @@
 /**
- * A headless simulation: objects of the kinds it is given (SimObject.ts: Jobs, Sandboxes) held in memory, each stepped
- * through the reconcile core (core/controller/Reconcile.ts) by its kind's machine after every change to its facts or at
- * the time it asked to be woken, its actions carried out by `SimCapacity`, and every event appended to a trace whose
- * hash identifies the run. The loop is one for every kind and names none: what a kind does beyond the capacity (the
- * checkers, a box) is its entry's. The API server's sim backend runs the same core and the same capacity over its store
- * instead (src/runtime/Reconciler.ts, src/server/SimBackend.ts).
+ * A headless simulation: objects of the kinds it is given (SimObject.ts: Jobs, Sandboxes, Functions) held in memory,
+ * each stepped through the reconcile core (core/controller/Reconcile.ts) by its kind's machine after every change to
+ * its facts or at the time it asked to be woken, its actions carried out by `SimCapacity`, and every event appended to
+ * a trace whose hash identifies the run. The loop is one for every kind and names none: what a kind does beyond the
+ * capacity (the checkers, a box, the requests its runs serve) is its entry's. The API server's sim backend runs the
+ * same core and the same capacity over its store instead (src/runtime/Reconciler.ts, src/server/SimBackend.ts).
  */
 import { createHash, type Hash } from "node:crypto"
 import type { Room } from "../../core/billing/Billing.ts"
@@ -450,8 +450,11 @@ export class Simulation {
     } else if (wakeAt !== undefined) this.options.engine.at(wakeAt, () => this.billRemoved(object))
   }
 
-  /** Schedules a reconcile now, after a change of the object's facts (so a settled object is not settled any more). */
-  private touch(object: AnySimObject): void {
+  /**
+   * Schedules a reconcile now, after a change of the object's facts (so a settled object is not settled any more), or
+   * of the requests its runs serve (a kind's driver: one came, one was answered).
+   */
+  touch(object: AnySimObject): void {
     object.settled = undefined
     if (object.dirty || object.deleted) return
     object.dirty = true
@@ -559,7 +562,9 @@ export class Simulation {
       if (isUnfunded(status)) this.unfunded.add(object)
       else this.unfunded.delete(object)
     }
-    scheduleWake(this.options.engine, object, wakeAt, this.waker ??= wakerOf(this.options.engine, this.reconcileOf))
+    const servedAt = kind.served?.(object, now)
+    const wakeAtAll = servedAt === undefined || (wakeAt !== undefined && wakeAt <= servedAt) ? wakeAt : servedAt
+    scheduleWake(this.options.engine, object, wakeAtAll, this.waker ??= wakerOf(this.options.engine, this.reconcileOf))
     // A step in place is never settled: the object was not waiting before it, so its status had a change to show.
     if (
       result.waitingForCapacity && result.actions.length === 0 && result.events.length === 0 && before !== undefined &&
@@ -580,6 +585,7 @@ export class Simulation {
       owner: key,
       namespace: object.namespace,
       workload: object.workload,
+      startMs: object.kind.startMs?.(object),
       changed: this.factsChangedOf,
       subject: object
     })

@@ -112,7 +112,9 @@ const pinnedTraceHashes: Readonly<Record<string, string>> = {
   "alibaba-gpu-replay.json": "861a747001c0fc8c7531dfbae46c65f2e743f2f5d3f41d1ed42dbaad92e0a32e",
   // Its first `arrivalsInTests` arrivals (the full 10^6 is the benchmark's, too big for a unit test).
   "bench-platform.json": "9a508cda91a21d11fe193915c565af1c68fbc0bc3e34ce0de8eb13e633cd5f0d",
-  "webhook-outage.json": "872bd1092ceecf29a4acde1e704504d9b6dafbe14fbc159b8a9be20d00d05c19"
+  "webhook-outage.json": "872bd1092ceecf29a4acde1e704504d9b6dafbe14fbc159b8a9be20d00d05c19",
+  // Functions and their calls in the headless simulator (issue 30).
+  "functions.json": "1bee33a333917016b56f50b1005479cd6c9b63b5ea9b309366c871fc0d8fb398"
 }
 
 describe("determinism", () => {

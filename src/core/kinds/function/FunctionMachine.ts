@@ -1,6 +1,6 @@
 /**
  * The Function controller: a pure, level-triggered step (controller/Controller.ts), the same for the simulator and
- * live hosts. A Function holds a pool of workers — runs of capacity whose program is the Python worker
+ * live hosts. A Function holds a group of warm workers — runs of capacity whose program is the Python worker
  * (FunctionProgram.ts) — sized to the calls the runtime's dispatcher has for it (Observation.serving), within
  * `scaling` (spec: Function):
  *
