@@ -1,7 +1,8 @@
 /**
  * A scenario file (scenarios/*.json), decoded with Schema: the fleet (which offerings, how many hosts), provider
  * models, the arrival process, the workload mix (Job specs admitted by the Job kind's own schema, with models of how
- * their programs behave), faults, the seed and the horizon. docs/simulator.md describes every field.
+ * their programs behave), Sandbox sessions, Functions and their call load, faults, the seed and the horizon.
+ * docs/simulator.md describes every field.
  */
 import { Result, Schema } from "effect"
 import { isObject, type Json } from "../../core/Json.ts"
