@@ -105,6 +105,16 @@ describe("scenarios/functions.json", () => {
     assert.isAbove(capped.latencyMs.p50, free.latencyMs.p50)
   })
 
+  it("with hosts short, the workers wait for capacity, calls wait longer, and every call still ends", () => {
+    const input = json()
+    const free = runScenario(load(input), { catalog }).functions!.totals
+    input.fleet.hostsPerVariant = 2
+    const short = runScenario(load(input), { catalog }).functions!.totals
+    assert.deepStrictEqual(short.byPhase, { Succeeded: 720 })
+    assert.isAtMost(short.workers, 2)
+    assert.isAbove(short.queueWaitMs.p95, free.queueWaitMs.p95)
+  })
+
   it("a call running past its deadline fails DeadlineExceeded, and its try is paid", () => {
     const summary = runScenario(
       embedWith({ function: { timeout: "1s", retries: { maxRetries: 0 } }, calls: { failureRate: 0 } }),
