@@ -1,12 +1,12 @@
 /**
  * The sampled part of estimates (docs/billing.md, "Estimates"): the simulated runs behind a Job estimate's cost bands
- * (core/kinds/job/JobSampling.ts), the part of an estimate that costs CPU. The runtime declares the service and the
+ * (kinds/job/JobSampling.ts), the part of an estimate that costs CPU. The runtime declares the service and the
  * Estimates service asks it; the composition root provides a RunSampler behind it: `WorkerSampler.layer` runs the
  * simulator's on a worker thread, off the event loop (src/server/Server.ts), and `layerFrom` runs any sampler on the
  * caller's thread (tests, benchmarks).
  */
 import { Context, Data, Effect, Layer } from "effect"
-import { type RunSampler, type SampledPart, sampledPartOf, type SampleRequest } from "../core/kinds/job/JobSampling.ts"
+import { type RunSampler, type SampledPart, sampledPartOf, type SampleRequest } from "../kinds/job/JobSampling.ts"
 
 /** The sampled part could not be computed: the sampler threw, its worker crashed or stopped, or too many waited. */
 export class EstimateSamplerError extends Data.TaggedError("EstimateSamplerError")<{

@@ -1,7 +1,7 @@
 /**
  * The estimate hook of creates (spec: Create semantics; Estimate; docs/billing.md, "Estimates"). Every dry run and
  * every real create of a kind asks this service for the object's `status.estimate`. A kind is estimated by the
- * estimator its registration names (Registry.ts; a Job's is runtime/kinds/Job.ts over core/kinds/job/JobEstimate.ts),
+ * estimator its registration names (Registry.ts; a Job's is kinds/job/JobKind.ts over kinds/job/JobEstimate.ts),
  * over what this service reads per request: the catalog, the ledger's funds, the live market and the sampled runs. A
  * real create that the estimate says would be refused fails with the first blocking reason's code, its amounts and its
  * fix (spec: Create semantics 3), while a dry run answers the estimate with every blocking reason listed. Kinds without
@@ -20,16 +20,16 @@ import { type Offering, type Variant, variantKeyOf } from "../core/capacity/Offe
 import type { Market } from "../core/capacity/Placement.ts"
 import { defaultProviderModels, freeMarketOf, type ProviderModel } from "../core/capacity/ProviderModels.ts"
 import { canonical, isObject, type Json, type JsonObject } from "../core/Json.ts"
-import type { SampleRequest } from "../core/kinds/job/JobSampling.ts"
 import { lastValues } from "../core/Memo.ts"
 import { ApiError } from "../core/meta/ApiError.ts"
 import type { ResourceRef } from "../core/meta/Kinds.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { tryParseMicroUsd } from "../core/Money.ts"
 import { loadCatalog } from "../data/CatalogData.ts"
+import type { SampleRequest } from "../kinds/job/JobSampling.ts"
+import type { EstimateContext, RuntimeKind } from "../kinds/Kind.ts"
 import { BudgetService } from "./Budgets.ts"
 import { EstimateSampler } from "./EstimateSampler.ts"
-import type { EstimateContext, RuntimeKind } from "./kinds/RuntimeKind.ts"
 import { LedgerService } from "./LedgerService.ts"
 import { LiveMarket } from "./LiveMarket.ts"
 import { KindRegistry } from "./Registry.ts"

@@ -16,8 +16,8 @@ import { isObject, type Json, type JsonObject } from "../core/Json.ts"
 import * as Limits from "../core/Limits.ts"
 import { ApiError, type Cause, fieldInvalid, invalid, subjectOf } from "../core/meta/ApiError.ts"
 import type { ResourceRef } from "../core/meta/Kinds.ts"
-import { mapLabel } from "../core/schemas/FunctionCallBatch.ts"
 import { durationMs } from "../core/StatusText.ts"
+import { mapLabel } from "../kinds/function/FunctionCallBatchSchema.ts"
 import type { StoreShape } from "../store/Store.ts"
 
 const specOf = (object: JsonObject): JsonObject => (isObject(object["spec"]) ? object["spec"] : {})

@@ -19,7 +19,6 @@ import type { AttemptFacts } from "../core/capacity/Capacity.ts"
 import type { Explanation } from "../core/capacity/Placement.ts"
 import type { ControllerEvent } from "../core/controller/Controller.ts"
 import type { Json, JsonObject } from "../core/Json.ts"
-import { attemptStatusOf } from "../core/kinds/attempt/AttemptRecords.ts"
 import { ApiError } from "../core/meta/ApiError.ts"
 import {
   aggregationKey,
@@ -32,6 +31,7 @@ import {
 import { eventRef, type ResourceRef } from "../core/meta/Kinds.ts"
 import { checkDns1123Label } from "../core/meta/Names.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
+import { attemptStatusOf } from "../kinds/attempt/AttemptRecords.ts"
 import type { Store, WriteOp } from "../store/Store.ts"
 import { deliveryOf, type EventOutbox } from "./EventOutbox.ts"
 import { entityOf } from "./Ownership.ts"

@@ -12,11 +12,11 @@
  * - The worker is terminated when the layer's scope closes, and it never keeps the process alive while idle.
  *
  * The messages are plain data (structured clone carries the bigints): `{ id, request }` in, `{ id, part }` or
- * `{ id, error }` back (`SampleMessage`, `SampleReply` in core/kinds/job/JobSampling.ts).
+ * `{ id, error }` back (`SampleMessage`, `SampleReply` in kinds/job/JobSampling.ts).
  */
 import { Effect, Layer } from "effect"
 import { Worker } from "node:worker_threads"
-import type { SampledPart, SampleMessage, SampleReply, SampleRequest } from "../core/kinds/job/JobSampling.ts"
+import type { SampledPart, SampleMessage, SampleReply, SampleRequest } from "../kinds/job/JobSampling.ts"
 import { EstimateSampler, EstimateSamplerError } from "./EstimateSampler.ts"
 
 /**

@@ -7,9 +7,9 @@ import type { AttemptFacts } from "../../src/core/capacity/Capacity.ts"
 import { type Accelerator, type Offering, type Variant, variantKeyOf } from "../../src/core/capacity/Offering.ts"
 import { type Market, rank, type Ranking } from "../../src/core/capacity/Placement.ts"
 import type { JsonObject } from "../../src/core/Json.ts"
-import type { JobObservation } from "../../src/core/kinds/job/JobMachine.ts"
-import { runProfileOf } from "../../src/core/kinds/job/JobMachine.ts"
-import { JobSpec, type JobSpecType, type JobStatusType, normalizeJob } from "../../src/core/schemas/Job.ts"
+import type { JobObservation } from "../../src/kinds/job/JobMachine.ts"
+import { runProfileOf } from "../../src/kinds/job/JobMachine.ts"
+import { JobSpec, type JobSpecType, type JobStatusType, normalizeJob } from "../../src/kinds/job/JobSchema.ts"
 
 export const T0 = Date.parse("2026-03-01T00:00:00.000Z")
 export const minute = 60_000

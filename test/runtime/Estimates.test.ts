@@ -10,7 +10,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Layer, Option } from "effect"
 import { simRunSampler } from "../../src/backends/sim/RunSampler.ts"
-import { sampledPartOf } from "../../src/core/kinds/job/JobSampling.ts"
+import { sampledPartOf } from "../../src/kinds/job/JobSampling.ts"
 import { Estimates } from "../../src/runtime/Estimates.ts"
 import { EstimateSampler, EstimateSamplerError } from "../../src/runtime/EstimateSampler.ts"
 import { request, startTestServer, type TestServer } from "../support/TestServer.ts"

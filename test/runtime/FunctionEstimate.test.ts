@@ -1,5 +1,5 @@
 /**
- * A Function's estimate (core/kinds/function/FunctionEstimate.ts; docs/kinds/Function.md, "Estimate"): on a dry run
+ * A Function's estimate (kinds/function/FunctionEstimate.ts; docs/kinds/Function.md, "Estimate"): on a dry run
  * and a create, the rate and first hold of a worker, the holds of its warm workers, an hour's band from minWorkers warm
  * to maxWorkers busy, the placement preview; a create whose warm workers' holds do not fit the balance is refused with
  * the code and a fix, while a Function scaled to zero holds nothing at create and is admitted.

@@ -15,9 +15,9 @@ import { SimCapacity } from "../../src/backends/sim/SimCapacity.ts"
 import * as SimPort from "../../src/backends/sim/SimPort.ts"
 import type { BoxReply } from "../../src/core/capacity/Capacity.ts"
 import { eventRef, namespaceRef, refOfKind } from "../../src/core/meta/Kinds.ts"
-import type { FunctionStatusType } from "../../src/core/schemas/Function.ts"
-import type { FunctionCallStatusType } from "../../src/core/schemas/FunctionCall.ts"
-import { functionKind } from "../../src/runtime/kinds/Function.ts"
+import type { FunctionCallStatusType } from "../../src/kinds/function/FunctionCallSchema.ts"
+import { functionKind } from "../../src/kinds/function/FunctionKind.ts"
+import type { FunctionStatusType } from "../../src/kinds/function/FunctionSchema.ts"
 import {
   closedFence,
   entityOf,

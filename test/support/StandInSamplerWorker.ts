@@ -5,7 +5,7 @@
  * (src/backends/sim/EstimateWorker.ts).
  */
 import { parentPort } from "node:worker_threads"
-import type { SampleMessage, SampleReply } from "../../src/core/kinds/job/JobSampling.ts"
+import type { SampleMessage, SampleReply } from "../../src/kinds/job/JobSampling.ts"
 
 if (parentPort === null) throw new Error("StandInSamplerWorker.ts runs as a worker thread")
 const port = parentPort

@@ -5,11 +5,11 @@
  * records the seed it came from; the fault swarm prints it, and a failing seed becomes a regression test.
  */
 import { isCustomerFailure, isLive } from "../../core/capacity/Capacity.ts"
-import type { JobStep } from "../../core/kinds/job/JobMachine.ts"
-import { isAllowedMove, isFinalPhase } from "../../core/kinds/job/JobPhases.ts"
 import * as Limits from "../../core/Limits.ts"
-import type { JobSpecType, JobStatusType } from "../../core/schemas/Job.ts"
 import { parseDurationMs } from "../../core/Units.ts"
+import type { JobStep } from "../../kinds/job/JobMachine.ts"
+import { isAllowedMove, isFinalPhase } from "../../kinds/job/JobPhases.ts"
+import type { JobSpecType, JobStatusType } from "../../kinds/job/JobSchema.ts"
 import type { ClockVerdict, SimObject } from "./SimObject.ts"
 
 export interface Violation {

@@ -10,9 +10,9 @@ import { type Ledger, type Segment, segments } from "../../core/billing/Ledger.t
 import { meterAttempt } from "../../core/billing/Metering.ts"
 import { chargeFor, type Pricebook, ruleOf } from "../../core/billing/Pricebook.ts"
 import { type AttemptFacts, isInterruption } from "../../core/capacity/Capacity.ts"
-import { continuityOf } from "../../core/kinds/job/JobMachine.ts"
 import { formatMicroUsd } from "../../core/Money.ts"
-import type { JobSpecType } from "../../core/schemas/Job.ts"
+import { continuityOf } from "../../kinds/job/JobMachine.ts"
+import type { JobSpecType } from "../../kinds/job/JobSchema.ts"
 
 /** Charges by segment (USD strings, as the ledger posted them) and what nodus covered. */
 export interface SegmentCost {

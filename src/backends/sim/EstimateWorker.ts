@@ -7,7 +7,7 @@
  * Node 24 runs this file as TypeScript (type stripping), like the rest of the server.
  */
 import { parentPort } from "node:worker_threads"
-import { sampledPartOf, type SampleMessage, type SampleReply } from "../../core/kinds/job/JobSampling.ts"
+import { sampledPartOf, type SampleMessage, type SampleReply } from "../../kinds/job/JobSampling.ts"
 import { simRunSampler } from "./RunSampler.ts"
 
 if (parentPort === null) {

@@ -1,5 +1,5 @@
 /**
- * The simulator's RunSampler (core/kinds/job/JobSampling.ts; docs/billing.md, "Estimates"): the Job, or one index of
+ * The simulator's RunSampler (kinds/job/JobSampling.ts; docs/billing.md, "Estimates"): the Job, or one index of
  * it, run `samples` times through the same core the simulator runs (Job controller, metering) on the chosen offering
  * variant under its provider model — boot times and failures, preemptions, node loss, teardown — each sample as its
  * own Job on its own hosts, so none waits for another. Every draw comes from the request's seed, and the runs start
@@ -13,8 +13,8 @@ import {
   type RunRequest,
   type RunSample,
   type RunSampler
-} from "../../core/kinds/job/JobSampling.ts"
-import type { JobSpecType } from "../../core/schemas/Job.ts"
+} from "../../kinds/job/JobSampling.ts"
+import type { JobSpecType } from "../../kinds/job/JobSchema.ts"
 import { Engine } from "./Engine.ts"
 import { jobSimKind, type SimJob } from "./JobSim.ts"
 import { Prng } from "./Prng.ts"

@@ -5,7 +5,7 @@
  * agent that comes back to a Sandbox its idle timeout stopped asks for a start (the start-requested-at annotation) and
  * waits for it, as a client retrying SandboxNotRunning would.
  *
- * The Sandboxes run the core's Sandbox machine (core/kinds/sandbox/SandboxMachine.ts) in the simulator's one loop
+ * The Sandboxes run the core's Sandbox machine (kinds/sandbox/SandboxMachine.ts) in the simulator's one loop
  * (Simulation.ts; `kind` is their entry in its list of kinds: a box opened on a launch, snapshotted on a checkpoint),
  * over the same engine, capacity and ledger as the scenario's Jobs: their starts, idle stops, recoveries and cost are
  * the ones the server's sim backend would give. Durations and think times are the script's or
@@ -17,10 +17,10 @@ import type { AttemptFacts } from "../../core/capacity/Capacity.ts"
 import type { LaunchAction } from "../../core/controller/Controller.ts"
 import type { ReconcileKind } from "../../core/controller/Reconcile.ts"
 import type { JsonObject } from "../../core/Json.ts"
-import { sandboxMachine, type SandboxMachineSpec } from "../../core/kinds/sandbox/SandboxMachine.ts"
 import { formatMicroUsd } from "../../core/Money.ts"
-import { sandbox as sandboxKind, SandboxSpec, type SandboxStatusType } from "../../core/schemas/Sandbox.ts"
 import { durationMs, iso } from "../../core/StatusText.ts"
+import { sandboxMachine, type SandboxMachineSpec } from "../../kinds/sandbox/SandboxMachine.ts"
+import { sandbox as sandboxKind, SandboxSpec, type SandboxStatusType } from "../../kinds/sandbox/SandboxSchema.ts"
 import type { Engine } from "./Engine.ts"
 import type { Prng } from "./Prng.ts"
 import type { SandboxSessionSettings, SessionStep } from "./Scenario.ts"

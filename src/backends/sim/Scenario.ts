@@ -9,9 +9,9 @@ import { isObject, type Json } from "../../core/Json.ts"
 import type { JsonObject } from "../../core/Json.ts"
 import { admit } from "../../core/meta/Admission.ts"
 import { defaulted, described, duration, oneOf, optional, quantity, usd } from "../../core/meta/Fields.ts"
-import { functionKind, FunctionSpec } from "../../core/schemas/Function.ts"
-import { JobSpec, type JobSpecType, normalizeJob } from "../../core/schemas/Job.ts"
-import { sandbox as sandboxKind, SandboxSpec } from "../../core/schemas/Sandbox.ts"
+import { functionKind, FunctionSpec } from "../../kinds/function/FunctionSchema.ts"
+import { JobSpec, type JobSpecType, normalizeJob } from "../../kinds/job/JobSchema.ts"
+import { sandbox as sandboxKind, SandboxSpec } from "../../kinds/sandbox/SandboxSchema.ts"
 
 const probability = Schema.Number.check(Schema.isBetween({ minimum: 0, maximum: 1 }))
 const nonNegative = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))

@@ -2,7 +2,7 @@
  * Functions and their FunctionCalls in a headless scenario (docs/simulator.md, "Function scenarios"): each Function of
  * the scenario is one more kind of the simulator's list (`kind`, a SimObject.ts `SimKind`), stepped by the one
  * reconcile loop (Simulation.ts) through the reconcile core with the core's Function machine
- * (core/kinds/function/FunctionMachine.ts), over the same engine, capacity and ledger as the scenario's Jobs and
+ * (kinds/function/FunctionMachine.ts), over the same engine, capacity and ledger as the scenario's Jobs and
  * Sandboxes. It gets a Poisson process of calls, queued on its warm workers by the same pure model as the runtime's
  * dispatcher (kinds/function/FunctionQueue.ts), each call moved by the FunctionCall machine. The workers answer calls
  * as the sim backend's do (SimWorkers.ts: a call runs its service time, raises its first N tries); a call's service
@@ -19,19 +19,19 @@ import { chargedAccount, type Ledger } from "../../core/billing/Ledger.ts"
 import type { AttemptFacts } from "../../core/capacity/Capacity.ts"
 import type { ReconcileKind } from "../../core/controller/Reconcile.ts"
 import type { JsonObject } from "../../core/Json.ts"
-import * as Call from "../../core/kinds/function/FunctionCallMachine.ts"
-import { functionMachine } from "../../core/kinds/function/FunctionMachine.ts"
 import { formatMicroUsd } from "../../core/Money.ts"
+import { durationMs } from "../../core/StatusText.ts"
+import { defaultServiceModel, serviceTimeMs } from "../../data/LlmTrace.ts"
+import * as Call from "../../kinds/function/FunctionCallMachine.ts"
+import type { FunctionCallSpecType } from "../../kinds/function/FunctionCallSchema.ts"
+import { functionMachine } from "../../kinds/function/FunctionMachine.ts"
+import * as Queue from "../../kinds/function/FunctionQueue.ts"
 import {
   functionKind,
   FunctionSpec,
   type FunctionSpecType,
   type FunctionStatusType
-} from "../../core/schemas/Function.ts"
-import type { FunctionCallSpecType } from "../../core/schemas/FunctionCall.ts"
-import { durationMs } from "../../core/StatusText.ts"
-import { defaultServiceModel, serviceTimeMs } from "../../data/LlmTrace.ts"
-import * as Queue from "../../kinds/function/FunctionQueue.ts"
+} from "../../kinds/function/FunctionSchema.ts"
 import type { Engine } from "./Engine.ts"
 import type { Prng } from "./Prng.ts"
 import type { FunctionSettings } from "./Scenario.ts"

@@ -9,10 +9,7 @@
  */
 import { join } from "node:path"
 import type { JsonObject } from "../../core/Json.ts"
-import { admitJobSpec } from "../../core/kinds/job/JobAdmission.ts"
-import { isFinalPhase } from "../../core/kinds/job/JobPhases.ts"
 import * as MergePatch from "../../core/meta/MergePatch.ts"
-import type { JobSpecType, JobStatusType } from "../../core/schemas/Job.ts"
 import { durationMs } from "../../core/StatusText.ts"
 import {
   fleetOfNodes,
@@ -23,6 +20,9 @@ import {
   loadPods,
   type TracePod
 } from "../../data/AlibabaGpuTrace.ts"
+import { admitJobSpec } from "../../kinds/job/JobAdmission.ts"
+import { isFinalPhase } from "../../kinds/job/JobPhases.ts"
+import type { JobSpecType, JobStatusType } from "../../kinds/job/JobSchema.ts"
 import type { Engine } from "./Engine.ts"
 import type { SimJob } from "./JobSim.ts"
 import type { TraceWorkloadSettings } from "./Scenario.ts"

@@ -12,9 +12,9 @@
  *
  * Pure: `now` comes in as epoch milliseconds.
  */
+import { type budgetActions, budgetPeriods } from "../../kinds/budget/BudgetSchema.ts"
 import { isObject, type Json } from "../Json.ts"
 import { tryParseMicroUsd } from "../Money.ts"
-import { type budgetActions, budgetPeriods } from "../schemas/Budget.ts"
 import type { Room } from "./Billing.ts"
 import type { Ledger } from "./Ledger.ts"
 

@@ -5,8 +5,8 @@
  * Job as an annotation, and whatever places the Job later reads it back and tightens `placement.maxRateUSDPerHour`
  * to it, so no placement, however late, exceeds what the caller consented to. Pure.
  */
+import { type JobSpecType } from "../../kinds/job/JobSchema.ts"
 import { formatMicroUsd, minMicro, parseMicroUsd, tryParseMicroUsd } from "../Money.ts"
-import { type JobSpecType } from "../schemas/Job.ts"
 
 /** The consent covers the estimated rate plus this many tenths of it (spec: "plus 10 %"). */
 const headroomTenths = 1n

@@ -53,9 +53,9 @@
  * DNS-1123 subdomain, stable across catalog refreshes, and never names the provider or instance type (the API never
  * names providers).
  */
+import type { OfferingSpec, OfferingStatus } from "../../kinds/offering/OfferingSchema.ts"
 import { fnv1a32 } from "../Hash.ts"
 import { formatMicroUsd, parseMicroUsd } from "../Money.ts"
-import type { OfferingSpec, OfferingStatus } from "../schemas/Offering.ts"
 import type { Accelerator, Offering } from "./Offering.ts"
 
 /** The pricebook the catalog's rates come from (Offering status.pricebookVersion). */
@@ -360,7 +360,7 @@ export const buildCatalog = (sources: { readonly lambda: string; readonly aws: s
 // ---------------------------------------------------------------------------------------------------------------
 // API projection
 
-/** The API's Offering object, without apiVersion and kind (src/core/schemas/Offering.ts). */
+/** The API's Offering object, without apiVersion and kind (src/kinds/offering/OfferingSchema.ts). */
 export interface OfferingObject {
   readonly metadata: { readonly name: string }
   readonly spec: (typeof OfferingSpec)["Encoded"]

@@ -2,7 +2,7 @@
  * How providers behave, as the digital twin models them: per offering variant, how many hosts there are, how long a
  * boot takes and how often it fails, how often a host is preempted or lost, how long a teardown and a warm start take,
  * and how fast checkpoints move. The simulator runs programs over these models (src/backends/sim/SimCapacity.ts), the
- * estimates sample them (core/kinds/job/JobSampling.ts), and placement reads their boot times and interruption rates.
+ * estimates sample them (kinds/job/JobSampling.ts), and placement reads their boot times and interruption rates.
  *
  * The defaults are nodus's assumptions (docs/simulator.md), the fleet of the server's sim backend and of every
  * estimate: `defaultHostsPerVariant` hosts of every variant.

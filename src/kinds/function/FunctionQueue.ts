@@ -17,11 +17,11 @@ import type { AttemptFacts, BoxReply } from "../../core/capacity/Capacity.ts"
 import { isLive } from "../../core/capacity/Capacity.ts"
 import type { ServingLoad } from "../../core/controller/Controller.ts"
 import { equals, type Json } from "../../core/Json.ts"
-import * as Call from "../../core/kinds/function/FunctionCallMachine.ts"
-import { acceptsCalls } from "../../core/kinds/function/FunctionMachine.ts"
 import * as Limits from "../../core/Limits.ts"
-import type { FunctionSpecType, FunctionStatusType } from "../../core/schemas/Function.ts"
-import type { FunctionCallSpecType } from "../../core/schemas/FunctionCall.ts"
+import * as Call from "./FunctionCallMachine.ts"
+import type { FunctionCallSpecType } from "./FunctionCallSchema.ts"
+import { acceptsCalls } from "./FunctionMachine.ts"
+import type { FunctionSpecType, FunctionStatusType } from "./FunctionSchema.ts"
 
 /** One unfinished call of a Function, as the queue holds it (a driver adds what it needs: its status, its version). */
 export interface QueuedCall {

@@ -17,8 +17,8 @@ import { isArray, isObject, type Json, type JsonObject } from "../../../src/core
 import { topUpAmountMicroMax } from "../../../src/core/Limits.ts"
 import { type KindInfo, kinds } from "../../../src/core/meta/Kinds.ts"
 import { parseMicroUsd } from "../../../src/core/Money.ts"
-import { definitionOf, isDefined } from "../../../src/core/schemas/Definitions.ts"
 import { loadCatalog } from "../../../src/data/CatalogData.ts"
+import { definitionOf, isDefined } from "../../../src/kinds/Definitions.ts"
 import { testMethodDefault } from "../../../src/runtime/Payments.ts"
 import {
   arbitraryOf,

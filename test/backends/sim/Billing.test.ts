@@ -22,9 +22,9 @@ import { Ledger, segments } from "../../../src/core/billing/Ledger.ts"
 import { meterAttempt } from "../../../src/core/billing/Metering.ts"
 import { currentPricebook, ruleOf } from "../../../src/core/billing/Pricebook.ts"
 import type { Variant } from "../../../src/core/capacity/Offering.ts"
-import { admitJobSpec } from "../../../src/core/kinds/job/JobAdmission.ts"
 import { parseMicroUsd } from "../../../src/core/Money.ts"
 import { loadCatalog } from "../../../src/data/CatalogData.ts"
+import { admitJobSpec } from "../../../src/kinds/job/JobAdmission.ts"
 import { catalog as testCatalog, hour, minute } from "../../core/Fixtures.ts"
 
 const root = join(import.meta.dirname, "..", "..", "..")

@@ -7,8 +7,8 @@ import { Checkers } from "../../../src/backends/sim/Checkers.ts"
 import { jobSimKind, type SimJob } from "../../../src/backends/sim/JobSim.ts"
 import { defaultWorkload } from "../../../src/backends/sim/Workloads.ts"
 import type { AttemptFacts } from "../../../src/core/capacity/Capacity.ts"
-import type { JobStep } from "../../../src/core/kinds/job/JobMachine.ts"
-import { type JobStatusType } from "../../../src/core/schemas/Job.ts"
+import type { JobStep } from "../../../src/kinds/job/JobMachine.ts"
+import { type JobStatusType } from "../../../src/kinds/job/JobSchema.ts"
 import { attempt, ended, jobSpec, T0 } from "../../core/Fixtures.ts"
 
 const simJob = (fields: Record<string, unknown>, attempts: Array<AttemptFacts>): SimJob => ({

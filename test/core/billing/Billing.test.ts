@@ -19,8 +19,8 @@ import {
 import { Ledger } from "../../../src/core/billing/Ledger.ts"
 import { chargeFor, type Pricebook } from "../../../src/core/billing/Pricebook.ts"
 import type { AttemptFacts } from "../../../src/core/capacity/Capacity.ts"
-import { step } from "../../../src/core/kinds/job/JobMachine.ts"
-import { type JobStatusType } from "../../../src/core/schemas/Job.ts"
+import { step } from "../../../src/kinds/job/JobMachine.ts"
+import { type JobStatusType } from "../../../src/kinds/job/JobSchema.ts"
 import { attempt, ended, hour, jobSpec, market, minute, observation, rankingOf, T0, variant } from "../Fixtures.ts"
 
 /** Per-minute billing with a two-minute minimum, for the synthetic catalog's provider "test". */

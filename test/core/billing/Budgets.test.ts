@@ -15,7 +15,7 @@ import {
   usageOf
 } from "../../../src/core/billing/Budgets.ts"
 import { Ledger } from "../../../src/core/billing/Ledger.ts"
-import { budgetStatusOf } from "../../../src/core/kinds/budget/BudgetStatus.ts"
+import { budgetStatusOf } from "../../../src/kinds/budget/BudgetStatus.ts"
 
 const at = (text: string): number => Date.parse(text)
 

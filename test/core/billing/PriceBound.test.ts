@@ -12,7 +12,7 @@ import {
   withPriceBoundAnnotation
 } from "../../../src/core/billing/PriceBound.ts"
 import type { JsonObject } from "../../../src/core/Json.ts"
-import { admitJobSpec } from "../../../src/core/kinds/job/JobAdmission.ts"
+import { admitJobSpec } from "../../../src/kinds/job/JobAdmission.ts"
 
 describe("priceBoundOf", () => {
   it("is the rate plus 10 %, rounded down to the micro-USD", () => {

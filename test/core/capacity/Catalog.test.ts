@@ -20,8 +20,8 @@ import {
 } from "../../../src/core/capacity/Catalog.ts"
 import type { Offering } from "../../../src/core/capacity/Offering.ts"
 import { checkDns1123Subdomain } from "../../../src/core/meta/Names.ts"
-import { OfferingSpec } from "../../../src/core/schemas/Offering.ts"
 import { loadCatalog } from "../../../src/data/CatalogData.ts"
+import { OfferingSpec } from "../../../src/kinds/offering/OfferingSchema.ts"
 
 const dataDir = new URL("../../../scenarios/data/skypilot-gpu-prices/", import.meta.url)
 const lambdaText = readFileSync(new URL("lambda_vms_v7.csv", dataDir), "utf8")

@@ -6,7 +6,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { byKindName, byResource, kinds, kindsIn, namespaceKind, type Operation } from "../../../src/core/meta/Kinds.ts"
-import { isDefined } from "../../../src/core/schemas/Definitions.ts"
+import { isDefined } from "../../../src/kinds/Definitions.ts"
 
 const full: ReadonlyArray<Operation> = [
   "list",
@@ -109,7 +109,7 @@ describe("kind registry", () => {
     const docs = join(import.meta.dirname, "..", "..", "..", "docs")
     const index = readFileSync(join(docs, "kinds.md"), "utf8")
     for (const info of kinds) {
-      assert.isTrue(isDefined(info.kind), `${info.kind} has no schema in src/core/schemas/Definitions.ts`)
+      assert.isTrue(isDefined(info.kind), `${info.kind} has no schema in src/kinds/Definitions.ts`)
       assert.include(index, `[${info.kind}](kinds/${info.kind}.md)`, `docs/kinds.md does not link ${info.kind}`)
       assert.match(
         readFileSync(join(docs, "kinds", `${info.kind}.md`), "utf8"),

@@ -8,11 +8,15 @@ import { Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import type { AttemptFacts } from "../../../src/core/capacity/Capacity.ts"
 import type { JsonObject } from "../../../src/core/Json.ts"
-import * as Call from "../../../src/core/kinds/function/FunctionCallMachine.ts"
-import { workerTemplateOf } from "../../../src/core/kinds/function/FunctionProgram.ts"
-import { FunctionSpec, type FunctionSpecType, type FunctionStatusType } from "../../../src/core/schemas/Function.ts"
-import type { FunctionCallSpecType } from "../../../src/core/schemas/FunctionCall.ts"
+import * as Call from "../../../src/kinds/function/FunctionCallMachine.ts"
+import type { FunctionCallSpecType } from "../../../src/kinds/function/FunctionCallSchema.ts"
+import { workerTemplateOf } from "../../../src/kinds/function/FunctionProgram.ts"
 import * as Queue from "../../../src/kinds/function/FunctionQueue.ts"
+import {
+  FunctionSpec,
+  type FunctionSpecType,
+  type FunctionStatusType
+} from "../../../src/kinds/function/FunctionSchema.ts"
 import { attempt, ended, T0 } from "../../core/Fixtures.ts"
 
 const second = 1000

@@ -9,9 +9,9 @@ import {
   functionCallResultWaitDefault,
   functionCallResultWaitMsMax
 } from "../../../core/Limits.ts"
-import { FunctionCallBatch } from "../../../core/schemas/FunctionCallBatch.ts"
 import { schemaName, toOpenApi30 } from "../../../http/openapi/OpenApi.ts"
 import { json, operation, pathParameter, queryParameter } from "../../../http/openapi/Operations.ts"
+import { FunctionCallBatch } from "../FunctionCallBatchSchema.ts"
 
 /** The map batch's body and what it names (Payload), as components. */
 export const functionCallSchemas = (): JsonObject =>

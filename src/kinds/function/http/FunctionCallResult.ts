@@ -15,10 +15,10 @@ import { functionCallResultWaitDefault, functionCallResultWaitMsMax } from "../.
 import { ApiError, badRequest, fieldInvalid } from "../../../core/meta/ApiError.ts"
 import type { ResourceRef } from "../../../core/meta/Kinds.ts"
 import type { ResourceObject } from "../../../core/meta/ObjectMeta.ts"
-import { functionCallFinalPhases } from "../../../core/schemas/FunctionCall.ts"
 import { durationMs } from "../../../core/StatusText.ts"
 import type { KindRegistration } from "../../../http/KindApi.ts"
 import { ChangeFeed } from "../../../store/ChangeFeed.ts"
+import { functionCallFinalPhases } from "../FunctionCallSchema.ts"
 import { functionCallPaths, functionCallSchemas } from "./FunctionCallOperations.ts"
 
 const finalPhases: ReadonlySet<string> = new Set(functionCallFinalPhases)

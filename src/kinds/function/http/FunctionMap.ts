@@ -26,16 +26,16 @@ import { admit } from "../../../core/meta/Admission.ts"
 import { ApiError, type Cause, fieldInvalid, invalid } from "../../../core/meta/ApiError.ts"
 import { apiVersionOf, byResource, type ResourceRef } from "../../../core/meta/Kinds.ts"
 import type { ResourceObject } from "../../../core/meta/ObjectMeta.ts"
+import { readObject } from "../../../http/Body.ts"
+import type { KindRegistration } from "../../../http/KindApi.ts"
+import { postFingerprint } from "../../../http/Parameters.ts"
+import { json, warningHeader } from "../../../http/Respond.ts"
 import {
   FunctionCallBatch,
   functionCallBatchKind,
   type FunctionCallBatchType,
   mapLabel
-} from "../../../core/schemas/FunctionCallBatch.ts"
-import { readObject } from "../../../http/Body.ts"
-import type { KindRegistration } from "../../../http/KindApi.ts"
-import { postFingerprint } from "../../../http/Parameters.ts"
-import { json, warningHeader } from "../../../http/Respond.ts"
+} from "../FunctionCallBatchSchema.ts"
 
 /** Where a call's field came from in the batch: its input's place, or the batch field every call shares. */
 const batchField = (field: string, index: number): string => {

@@ -32,12 +32,12 @@ import {
 } from "../../../core/meta/ApiError.ts"
 import type { ResourceRef } from "../../../core/meta/Kinds.ts"
 import type { BoxCommand, BoxReply, BoxRequest } from "../../../core/SandboxBox.ts"
-import { SandboxCommandRequest, type SandboxCommandRequestType } from "../../../core/schemas/SandboxCommand.ts"
 import { durationMs } from "../../../core/StatusText.ts"
 import { readBytes, readObject } from "../../../http/Body.ts"
 import type { KindRegistration } from "../../../http/KindApi.ts"
 import { json } from "../../../http/Respond.ts"
 import { SandboxBoxes } from "../../../runtime/SandboxBoxes.ts"
+import { SandboxCommandRequest, type SandboxCommandRequestType } from "../SandboxCommandSchema.ts"
 import { sandboxPaths, sandboxSchemas } from "./SandboxOperations.ts"
 
 type Request = HttpServerRequest.HttpServerRequest

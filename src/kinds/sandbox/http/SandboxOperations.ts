@@ -1,13 +1,13 @@
 // The OpenAPI description of a Sandbox's commands and files (kinds/sandbox/http/SandboxApi.ts, docs/sandboxes.md), added to
 // the v1 document beside the Sandbox kind's own paths. The command request's schema is the one admission decodes with
-// (core/schemas/SandboxCommand.ts); the answers are described here. Pure.
+// (kinds/sandbox/SandboxCommandSchema.ts); the answers are described here. Pure.
 
 import { Schema } from "effect"
 import type { JsonObject } from "../../../core/Json.ts"
 import * as Limits from "../../../core/Limits.ts"
-import { SandboxCommandRequest } from "../../../core/schemas/SandboxCommand.ts"
 import { toOpenApi30 } from "../../../http/openapi/OpenApi.ts"
 import { json, operation as anOperation, pathParameter, queryParameter } from "../../../http/openapi/Operations.ts"
+import { SandboxCommandRequest } from "../SandboxCommandSchema.ts"
 
 const bytes: JsonObject = { "application/octet-stream": { schema: { type: "string", format: "binary" } } }
 const text: JsonObject = { "text/plain": { schema: { type: "string" } } }

@@ -16,12 +16,12 @@ import * as Limits from "../../../core/Limits.ts"
 import { admit } from "../../../core/meta/Admission.ts"
 import { ApiError, badRequest, methodNotAllowed, resourceNotFound, subjectOf } from "../../../core/meta/ApiError.ts"
 import type { ResourceRef } from "../../../core/meta/Kinds.ts"
-import { WebhookEndpointRotation } from "../../../core/schemas/WebhookEndpoint.ts"
 import { durationMs } from "../../../core/StatusText.ts"
 import { parseJson, readText } from "../../../http/Body.ts"
 import type { KindRegistration } from "../../../http/KindApi.ts"
 import { json } from "../../../http/Respond.ts"
 import { WebhookService } from "../../../runtime/Webhooks.ts"
+import { WebhookEndpointRotation } from "../WebhookEndpointSchema.ts"
 import { webhookPaths, webhookSchemas } from "./WebhookEndpointOperations.ts"
 
 type Request = HttpServerRequest.HttpServerRequest

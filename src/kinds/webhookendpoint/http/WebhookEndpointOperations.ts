@@ -1,13 +1,13 @@
 // The OpenAPI description of a WebhookEndpoint's sub-resources (spec: Webhook sub-resources; kinds/webhookendpoint/http/WebhookApi.ts,
 // docs/webhooks.md), added to the v1 document beside the kind's own paths. The rotation body's schema is the one
-// admission decodes with (core/schemas/WebhookEndpoint.ts); the log entries are described here. Pure.
+// admission decodes with (kinds/webhookendpoint/WebhookEndpointSchema.ts); the log entries are described here. Pure.
 
 import { Schema } from "effect"
 import type { JsonObject } from "../../../core/Json.ts"
 import * as Limits from "../../../core/Limits.ts"
-import { WebhookEndpointRotation } from "../../../core/schemas/WebhookEndpoint.ts"
 import { schemaName, toOpenApi30 } from "../../../http/openapi/OpenApi.ts"
 import { json, operation, pathParameter, schemaRef } from "../../../http/openapi/Operations.ts"
+import { WebhookEndpointRotation } from "../WebhookEndpointSchema.ts"
 
 const delivery: JsonObject = {
   type: "object",
