@@ -8,8 +8,9 @@
  */
 import { Effect, Layer, Option, Stream } from "effect"
 import type { ApiError } from "../core/meta/ApiError.ts"
-import { eventKind, kinds, refOfObjectKind, type ResourceRef } from "../core/meta/Kinds.ts"
+import { eventKind, type ResourceRef } from "../core/meta/Kinds.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
+import { kinds, refOfObjectKind } from "../kinds/Kinds.ts"
 import { ChangeFeed } from "../store/ChangeFeed.ts"
 import { type Change, Store } from "../store/Store.ts"
 import { ApiConfig } from "./ApiConfig.ts"

@@ -5,9 +5,10 @@
  */
 import { Effect } from "effect"
 import { conflict, subjectOf } from "../core/meta/ApiError.ts"
-import { byKindName, type ResourceRef } from "../core/meta/Kinds.ts"
+import { type ResourceRef } from "../core/meta/Kinds.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import * as Strategy from "../core/meta/Strategy.ts"
+import { byKindName } from "../kinds/Kinds.ts"
 import { type ObjectKey, type WriteOp } from "../store/Store.ts"
 import { isNamespaceKind, patchConflictRetriesMax, type Shared, storeFailure } from "./ResourceShared.ts"
 

@@ -17,7 +17,6 @@ import { ApiError, methodNotAllowed, notFound, resourceNotFound } from "../core/
 import { errorCodeInfo } from "../core/meta/ErrorCodes.ts"
 import {
   apiVersionOf,
-  byResource,
   eventKind,
   type KindInfo,
   namespaceKind,
@@ -28,6 +27,7 @@ import {
   versions
 } from "../core/meta/Kinds.ts"
 import { adminScope } from "../core/meta/Scopes.ts"
+import { byResource } from "../kinds/Kinds.ts"
 import {
   agentBodyBytesMax,
   type AgentCall,

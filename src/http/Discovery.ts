@@ -7,8 +7,9 @@
 // `/api/v1/namespaces/<ns>` to word its NotFound errors (kubectl-compat §1.4). Pure: no I/O, no clock.
 
 import type { JsonObject } from "../core/Json.ts"
-import { category, eventKind, kindsIn, namespaceKind, versions } from "../core/meta/Kinds.ts"
+import { category, eventKind, namespaceKind, versions } from "../core/meta/Kinds.ts"
 import type { KindInfo, Operation, Version } from "../core/meta/Kinds.ts"
+import { kindsIn } from "../kinds/Kinds.ts"
 
 /**
  * The core v1 Namespace resource (Kinds.ts `namespaceKind`). Projects are Namespaces served at /api/v1/namespaces;

@@ -10,6 +10,7 @@ import type { Market } from "../core/capacity/Placement.ts"
 import type { ProviderModel } from "../core/capacity/ProviderModels.ts"
 import type { ReconcileKind } from "../core/controller/Reconcile.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
+import type { ServedKind } from "../core/schemas/Kind.ts"
 import type { Funds } from "./job/JobEstimate.ts"
 import type { SampledPart, SampleRequest } from "./job/JobSampling.ts"
 
@@ -60,3 +61,8 @@ export interface KindEstimator<Spec> {
 /** A kind of any spec and status: the registry holds kinds of different types side by side. */
 // biome-ignore lint: the registry is heterogeneous; each entry is typed where it is written.
 export type AnyRuntimeKind = RuntimeKind<any, any>
+
+/** A kind's one entry in the registry (src/kinds/Kinds.ts): how it is served and, for a kind with a machine, what runs it. */
+export interface KindEntry extends ServedKind {
+  readonly runtime?: AnyRuntimeKind
+}

@@ -6,7 +6,7 @@
 import { Schema } from "effect"
 import type { KindInfo } from "../core/meta/Kinds.ts"
 import { ObjectMetaInput, ProjectName } from "../core/meta/ObjectMeta.ts"
-import { definitionOf } from "./Definitions.ts"
+import { definitionOf } from "./Kinds.ts"
 
 const AnyObject = Schema.Record(Schema.String, Schema.Json)
 

@@ -7,7 +7,8 @@
 import { type Duration, Effect, Layer, Queue, Schedule } from "effect"
 import { ApiConfig } from "../apiserver/ApiConfig.ts"
 import { Resources } from "../apiserver/Resources.ts"
-import { byPluralName, refOf, type ResourceRef } from "../core/meta/Kinds.ts"
+import { refOf, type ResourceRef } from "../core/meta/Kinds.ts"
+import { byPluralName } from "../kinds/Kinds.ts"
 import { budgetComponent, BudgetService, budgetsResource, type BudgetStatusWriter } from "./Budgets.ts"
 import { surviving } from "./Following.ts"
 

@@ -17,10 +17,10 @@ import { Resources } from "../apiserver/Resources.ts"
 import { isObject, type Json, type JsonObject } from "../core/Json.ts"
 import * as Limits from "../core/Limits.ts"
 import { ApiError, fieldInvalid, invalid } from "../core/meta/ApiError.ts"
-import { refOfKind } from "../core/meta/Kinds.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { timestamp } from "../core/meta/Strategy.ts"
 import { durationMs, parseTime } from "../core/StatusText.ts"
+import { refOfKind } from "../kinds/Kinds.ts"
 import { Store, type WriteOp } from "../store/Store.ts"
 
 /** Records: token hash → the token object; credential hash → the Node. */

@@ -9,9 +9,9 @@ import { catalogPricebookVersion, offeringObject } from "../core/capacity/Catalo
 import { type Offering, variantsOf } from "../core/capacity/Offering.ts"
 import type { Market } from "../core/capacity/Placement.ts"
 import { equals, isObject, type Json } from "../core/Json.ts"
-import { refOfKind } from "../core/meta/Kinds.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import { timestamp } from "../core/meta/Strategy.ts"
+import { refOfKind } from "../kinds/Kinds.ts"
 import { quietly, runtimeComponent, statusWriter } from "./ObjectWriter.ts"
 
 const writeOptions: WriteOptions = { dryRun: false, fieldValidation: "Ignore", fieldManager: runtimeComponent }

@@ -3,17 +3,15 @@
  * (its schema, with defaults), and the admission it adds. The reconciler (Reconciler.ts) steps every object of every
  * kind registered here, through the same billing step and the same capacity port, and names no kind itself.
  *
- * A newcomer adds a kind by writing its schema (core/schemas/<Kind>.ts, registered in kinds/Definitions.ts),
- * its machine, and one entry in `defaultKinds` (docs/architecture.md, "Adding a kind").
+ * A newcomer adds a kind as its folder (src/kinds/<kind>/: schema, machine, entry) and one line in the registry,
+ * src/kinds/Kinds.ts, whose kinds with a machine are the runtime's (docs/architecture.md, "Adding a kind").
  */
 import { Context, Layer } from "effect"
-import { functionKind } from "../kinds/function/FunctionKind.ts"
-import { jobKind } from "../kinds/job/JobKind.ts"
 import type { AnyRuntimeKind } from "../kinds/Kind.ts"
-import { sandboxKind } from "../kinds/sandbox/SandboxKind.ts"
+import { runtimeKinds } from "../kinds/Kinds.ts"
 
 /** The kinds nodus runs today. */
-export const defaultKinds: ReadonlyArray<AnyRuntimeKind> = [jobKind, sandboxKind, functionKind]
+export const defaultKinds: ReadonlyArray<AnyRuntimeKind> = runtimeKinds
 
 export class KindRegistry extends Context.Service<KindRegistry, {
   readonly kinds: ReadonlyArray<AnyRuntimeKind>

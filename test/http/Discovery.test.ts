@@ -5,8 +5,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { Json, JsonObject } from "../../src/core/Json.ts"
 import { isArray, isObject } from "../../src/core/Json.ts"
-import { kinds } from "../../src/core/meta/Kinds.ts"
 import * as Discovery from "../../src/http/Discovery.ts"
+import { kinds } from "../../src/kinds/Kinds.ts"
 
 const group = "nodus.dev"
 /** kubectl v1.32's Accept header on /api and /apis (kubectl-compat §2). */

@@ -6,7 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { readFileSync } from "node:fs"
 import { join, relative } from "node:path"
-import { kinds } from "../../src/core/meta/Kinds.ts"
+import { kinds } from "../../src/kinds/Kinds.ts"
 import { filesUnder } from "../support/SourceFiles.ts"
 
 const root = join(import.meta.dirname, "..", "..")

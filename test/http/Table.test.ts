@@ -5,10 +5,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { Json, JsonObject } from "../../src/core/Json.ts"
 import { isArray, isObject } from "../../src/core/Json.ts"
-import { byResource } from "../../src/core/meta/Kinds.ts"
 import type { KindInfo } from "../../src/core/meta/Kinds.ts"
 import type { ResourceObject } from "../../src/core/meta/ObjectMeta.ts"
 import * as Table from "../../src/http/Table.ts"
+import { byResource } from "../../src/kinds/Kinds.ts"
 
 const secondMs = 1000
 const minuteMs = 60 * secondMs

@@ -14,10 +14,11 @@ import { Prng } from "../../src/backends/sim/Prng.ts"
 import { SimCapacity } from "../../src/backends/sim/SimCapacity.ts"
 import * as SimPort from "../../src/backends/sim/SimPort.ts"
 import type { BoxReply } from "../../src/core/capacity/Capacity.ts"
-import { eventRef, namespaceRef, refOfKind } from "../../src/core/meta/Kinds.ts"
+import { eventRef, namespaceRef } from "../../src/core/meta/Kinds.ts"
 import type { FunctionCallStatusType } from "../../src/kinds/function/FunctionCallSchema.ts"
 import { functionKind } from "../../src/kinds/function/FunctionKind.ts"
 import type { FunctionStatusType } from "../../src/kinds/function/FunctionSchema.ts"
+import { refOfKind } from "../../src/kinds/Kinds.ts"
 import {
   closedFence,
   entityOf,

@@ -9,7 +9,8 @@
  */
 import * as fc from "fast-check"
 import type { Json } from "../../src/core/Json.ts"
-import { type KindInfo, kinds } from "../../src/core/meta/Kinds.ts"
+import { type KindInfo } from "../../src/core/meta/Kinds.ts"
+import { kinds } from "../../src/kinds/Kinds.ts"
 import { jsonValue } from "./Arbitraries.ts"
 import { arbitraryOf, specDocument } from "./SchemaArbitrary.ts"
 

@@ -6,6 +6,7 @@
 import { Result, Schema } from "effect"
 import { equals, isObject, type Json, type JsonObject } from "../Json.ts"
 import { type Cause, fieldInvalid } from "../meta/ApiError.ts"
+import type { KindInfo } from "../meta/Kinds.ts"
 import { changedLeaves, keyPath } from "../meta/ManagedFields.ts"
 import { compareUsd } from "../Units.ts"
 
@@ -163,4 +164,10 @@ export const checkUpdate = (definition: KindDefinition, before: Json | undefined
       ...(transitions?.(previous, next) ?? [])
     ]
   }
+}
+
+/** A served kind: how the API serves it (its row of the spec's "Availability by kind") and the schema it is admitted with. */
+export interface ServedKind {
+  readonly info: KindInfo
+  readonly definition: KindDefinition
 }

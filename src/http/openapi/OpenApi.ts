@@ -11,9 +11,10 @@
 import { JsonSchema, Schema } from "effect"
 import { isJson, isObject } from "../../core/Json.ts"
 import type { Json, JsonObject } from "../../core/Json.ts"
-import { eventKind, kindsIn, namespaceKind as namespaceResource, versions } from "../../core/meta/Kinds.ts"
+import { eventKind, namespaceKind as namespaceResource, versions } from "../../core/meta/Kinds.ts"
 import type { KindInfo, Operation, Scope, Version } from "../../core/meta/Kinds.ts"
 import { ObjectMetaInput } from "../../core/meta/ObjectMeta.ts"
+import { kindsIn } from "../../kinds/Kinds.ts"
 import type { KindOperations } from "./Operations.ts"
 import { clockPaths, clockSchemas } from "./SimulationClock.ts"
 

@@ -6,7 +6,7 @@
 import { Schema } from "effect"
 import { equals, type Json, type JsonObject } from "../../core/Json.ts"
 import type { KindInfo } from "../../core/meta/Kinds.ts"
-import { definitionOf, isDefined } from "../../kinds/Definitions.ts"
+import { definitionOf, isDefined } from "../../kinds/Kinds.ts"
 import { type KindSchemas, permissiveSchemas, toOpenApi30 } from "./OpenApi.ts"
 
 interface Converted {

@@ -25,8 +25,9 @@ import {
   uniqueBy,
   usd
 } from "../../core/meta/Fields.ts"
+import { fullOps, kindInfo } from "../../core/meta/Kinds.ts"
 import { dns1123SubdomainFormat, dns1123SubdomainMaxLength, utf8Length } from "../../core/meta/Names.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import { Condition, EnvVar, ImageStatus, Network, uniqueNames } from "../../core/schemas/Shared.ts"
 
 /** Agent states a caller writes to `spec.state` (nodus: the spec names the code AgentStopped, so an Agent can stop). */
@@ -161,4 +162,16 @@ export const AgentStatus = Schema.Struct({
 export const agent: KindDefinition = {
   spec: AgentSpec,
   status: AgentStatus
+}
+
+/** How the API serves Agent (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const agentServed: ServedKind = {
+  info: kindInfo({
+    kind: "Agent",
+    plural: "agents",
+    shortNames: ["ag"],
+    operations: fullOps,
+    description: "An agent definition whose revisions AgentRuns execute."
+  }),
+  definition: agent
 }

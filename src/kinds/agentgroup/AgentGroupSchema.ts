@@ -22,7 +22,8 @@ import {
   optional,
   usd
 } from "../../core/meta/Fields.ts"
-import { finalState, type KindDefinition } from "../../core/schemas/Kind.ts"
+import { fullOps, kindInfo, totalCost, wide } from "../../core/meta/Kinds.ts"
+import { finalState, type KindDefinition, type ServedKind } from "../../core/schemas/Kind.ts"
 import { Cost, Timestamp } from "../../core/schemas/Shared.ts"
 import { AgentReference } from "../agent/AgentSchema.ts"
 import { EnvironmentReference } from "../environment/EnvironmentSchema.ts"
@@ -221,4 +222,18 @@ export const agentGroup: KindDefinition = {
   // member runs one Agent and the evaluation's results describe one task set.
   updates: { immutable: ["agent", "evaluation"], raiseOnly: ["maxCostUSD"] },
   transitions: agentGroupTransitions
+}
+
+/** How the API serves AgentGroup (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const agentGroupServed: ServedKind = {
+  info: kindInfo({
+    kind: "AgentGroup",
+    plural: "agentgroups",
+    shortNames: ["agg"],
+    operations: fullOps,
+    costPath: totalCost,
+    columns: [wide("Agent", "spec.agent", "The Agent every member run runs")],
+    description: "Many AgentRuns of one Agent with a concurrency limit, dependency graph and shared cost cap."
+  }),
+  definition: agentGroup
 }

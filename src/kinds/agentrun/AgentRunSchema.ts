@@ -20,9 +20,10 @@ import {
   uniqueBy,
   usd
 } from "../../core/meta/Fields.ts"
+import { fullOps, kindInfo, totalCost, wide } from "../../core/meta/Kinds.ts"
 import { dns1123SubdomainMaxLength, utf8Length } from "../../core/meta/Names.ts"
 import { Dns1123Label, ObjectName } from "../../core/meta/ObjectMeta.ts"
-import { finalState, type KindDefinition } from "../../core/schemas/Kind.ts"
+import { finalState, type KindDefinition, type ServedKind } from "../../core/schemas/Kind.ts"
 import { Cost, Sha256Hex, Timestamp } from "../../core/schemas/Shared.ts"
 import { AgentReference } from "../agent/AgentSchema.ts"
 
@@ -194,4 +195,18 @@ export const agentRun: KindDefinition = {
   // Spec: AgentRun — "Everything is immutable after create except state".
   updates: { mutable: ["state"] },
   transitions: agentRunTransitions
+}
+
+/** How the API serves AgentRun (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const agentRunServed: ServedKind = {
+  info: kindInfo({
+    kind: "AgentRun",
+    plural: "agentruns",
+    shortNames: ["ar"],
+    operations: fullOps,
+    costPath: totalCost,
+    columns: [wide("Agent", "spec.agent", "The Agent this run executes")],
+    description: "A durable conversation of an Agent revision in its own Sandbox."
+  }),
+  definition: agentRun
 }

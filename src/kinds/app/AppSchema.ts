@@ -6,8 +6,9 @@
  */
 import { Schema } from "effect"
 import { described, oneOf, optional, uniqueBy } from "../../core/meta/Fields.ts"
+import { fullOps, kindInfo } from "../../core/meta/Kinds.ts"
 import { ObjectName } from "../../core/meta/ObjectMeta.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import { BlobReference, Condition, NonNegativeInt, uniqueNames } from "../../core/schemas/Shared.ts"
 import { functionPhases } from "../function/FunctionSchema.ts"
 
@@ -49,4 +50,15 @@ export const app: KindDefinition = {
   spec: AppSpec,
   status: AppStatus
   // Every field may change: deploying a new archive is what an App is for (no spec rule says otherwise).
+}
+
+/** How the API serves App (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const appServed: ServedKind = {
+  info: kindInfo({
+    kind: "App",
+    plural: "apps",
+    operations: fullOps,
+    description: "A group of Functions deployed together from one code archive."
+  }),
+  definition: app
 }

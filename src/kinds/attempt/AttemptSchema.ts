@@ -8,7 +8,8 @@
  */
 import { Schema } from "effect"
 import { described, intAtLeast, nonEmpty, oneOf, optional, usd } from "../../core/meta/Fields.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import { kindInfo, readOps, totalCost } from "../../core/meta/Kinds.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import { Condition, Cost, CostSegments, Int32, NonNegativeInt } from "../../core/schemas/Shared.ts"
 
 /** Kinds whose runs are Attempts (nodus: the kinds that take capacity; a TrainingJob runs as its compiled Job). */
@@ -90,4 +91,18 @@ export const attempt: KindDefinition = {
   status: AttemptStatus,
   // nodus: an Attempt is history; its spec never changes after create (users only read attempts).
   updates: { mutable: [] }
+}
+
+/** How the API serves Attempt (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const attemptServed: ServedKind = {
+  info: kindInfo({
+    kind: "Attempt",
+    plural: "attempts",
+    shortNames: ["att"],
+    operations: readOps,
+    hasSpec: false,
+    costPath: totalCost,
+    description: "One run of capacity for a workload, with its placement explanation and receipt."
+  }),
+  definition: attempt
 }

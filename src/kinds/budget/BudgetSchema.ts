@@ -8,8 +8,9 @@
 import { Schema } from "effect"
 import * as Limits from "../../core/Limits.ts"
 import { defaulted, described, intBetween, listOf, oneOf, optional, uniqueBy, usd } from "../../core/meta/Fields.ts"
+import { condition, fullOps, kindInfo, shown } from "../../core/meta/Kinds.ts"
 import { LabelValue, ProjectName, QualifiedNameMap } from "../../core/meta/ObjectMeta.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import { Condition, NonNegativeInt } from "../../core/schemas/Shared.ts"
 
 /** Budget periods (nodus; the spec names none): calendar month, ISO week and UTC day, or the Budget's whole life. */
@@ -70,4 +71,25 @@ export const budget: KindDefinition = {
   spec: BudgetSpec,
   status: BudgetStatus
   // Every field may change after create (nodus; the spec states no immutability for Budget).
+}
+
+/** How the API serves Budget (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const budgetServed: ServedKind = {
+  info: kindInfo({
+    kind: "Budget",
+    plural: "budgets",
+    shortNames: ["bdg"],
+    scope: "Cluster",
+    operations: fullOps,
+    scopePrefix: "billing",
+    state: condition("Exceeded", "True while spent plus held reaches the amount (its Exceeded condition)"),
+    columns: [
+      { ...shown("Amount", "spec.amountUSD", "The cap per period"), format: "usd" },
+      shown("Period", "spec.period", "Monthly, Weekly, Daily or Total"),
+      { ...shown("Spent", "status.spentUSD", "Charged this period by matching work"), format: "usd" },
+      { ...shown("Held", "status.heldUSD", "Held now by matching work"), format: "usd" }
+    ],
+    description: "A USD cap per period matched by project and labels during holds."
+  }),
+  definition: budget
 }

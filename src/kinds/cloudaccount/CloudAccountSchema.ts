@@ -10,7 +10,8 @@
 import { Schema } from "effect"
 import * as Limits from "../../core/Limits.ts"
 import { described, intAtLeast, listOf, matching, nonEmpty, oneOf, optional, uniqueBy } from "../../core/meta/Fields.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import { fullOps, kindInfo } from "../../core/meta/Kinds.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import { Condition, Timestamp } from "../../core/schemas/Shared.ts"
 
 /** CloudAccount phases (nodus's own value set, docs/kinds/CloudAccount.md). */
@@ -64,4 +65,17 @@ export const cloudAccount: KindDefinition = {
   status: CloudAccountStatus,
   // nodus: an account stays at its provider; credentials, regions and executeEnabled may change.
   updates: { immutable: ["provider"] }
+}
+
+/** How the API serves CloudAccount (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const cloudAccountServed: ServedKind = {
+  info: kindInfo({
+    kind: "CloudAccount",
+    plural: "cloudaccounts",
+    shortNames: ["ca"],
+    scope: "Cluster",
+    operations: fullOps,
+    description: "A customer cloud account capacity can be rented through."
+  }),
+  definition: cloudAccount
 }

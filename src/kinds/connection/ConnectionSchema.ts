@@ -10,7 +10,8 @@
 import { Schema } from "effect"
 import * as Limits from "../../core/Limits.ts"
 import { described, listOf, mapOf, matching, nonEmpty, optional } from "../../core/meta/Fields.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import { fullOps, kindInfo } from "../../core/meta/Kinds.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import { Condition, EnvVar } from "../../core/schemas/Shared.ts"
 
 /** Connection types (nodus's names for the spec's object-storage and database connections, plus plain HTTP APIs). */
@@ -252,4 +253,16 @@ export const connection: KindDefinition = {
   status: ConnectionStatus,
   // nodus: the type is fixed at create; everything else may change (it applies to workloads admitted afterwards).
   updates: { immutable: ["type"] }
+}
+
+/** How the API serves Connection (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const connectionServed: ServedKind = {
+  info: kindInfo({
+    kind: "Connection",
+    plural: "connections",
+    shortNames: ["conn"],
+    operations: fullOps,
+    description: "Injects env and egress hosts; may be an object-storage or database connection."
+  }),
+  definition: connection
 }

@@ -8,7 +8,8 @@
 import { Schema } from "effect"
 import * as Limits from "../../core/Limits.ts"
 import { described, oneOf, optional, positiveUsd, usd } from "../../core/meta/Fields.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import { kindInfo, readOps, shown } from "../../core/meta/Kinds.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import { Condition, Timestamp } from "../../core/schemas/Shared.ts"
 
 /** Where credits come from (nodus's value set; Starter credits and promo codes are named by the spec's errors). */
@@ -48,4 +49,23 @@ export const creditGrant: KindDefinition = {
   status: CreditGrantStatus,
   // nodus: the ledger entry a grant stands for never changes; an operator may still correct reason or expiresAt.
   updates: { immutable: ["amountUSD", "source"] }
+}
+
+/** How the API serves CreditGrant (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const creditGrantServed: ServedKind = {
+  info: kindInfo({
+    kind: "CreditGrant",
+    plural: "creditgrants",
+    shortNames: ["cg"],
+    scope: "Cluster",
+    operations: readOps,
+    columns: [
+      { ...shown("Amount", "spec.amountUSD", "Credits granted"), format: "usd" },
+      { ...shown("Remaining", "status.remainingUSD", "Credits of the grant not yet spent"), format: "usd" },
+      shown("Source", "spec.source", "Starter, Promo, TopUp or Admin")
+    ],
+    scopePrefix: "billing",
+    description: "Credits added to the account."
+  }),
+  definition: creditGrant
 }

@@ -8,7 +8,8 @@
 import { Schema } from "effect"
 import * as Limits from "../../core/Limits.ts"
 import { defaulted, described, duration, intBetween, nonEmpty, oneOf, optional } from "../../core/meta/Fields.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import { kindInfo, readOps } from "../../core/meta/Kinds.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import { NonNegativeInt, Timestamp } from "../../core/schemas/Shared.ts"
 
 /** EnrollmentToken phases (nodus's own value set, docs/kinds/EnrollmentToken.md). */
@@ -47,4 +48,16 @@ export const enrollmentToken: KindDefinition = {
   status: EnrollmentTokenStatus,
   // Spec: Availability — enrollmenttokens have no replace or patch; nothing changes after create.
   updates: { mutable: [] }
+}
+
+/** How the API serves EnrollmentToken (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const enrollmentTokenServed: ServedKind = {
+  info: kindInfo({
+    kind: "EnrollmentToken",
+    plural: "enrollmenttokens",
+    shortNames: ["et"],
+    operations: [...readOps, "create", "delete"],
+    description: "A token that enrolls a customer host into a Pool."
+  }),
+  definition: enrollmentToken
 }

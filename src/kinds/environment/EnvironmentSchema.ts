@@ -19,8 +19,9 @@ import {
   quantity,
   uniqueBy
 } from "../../core/meta/Fields.ts"
+import { fullOps, kindInfo, wide } from "../../core/meta/Kinds.ts"
 import { dns1123SubdomainFormat, utf8Length } from "../../core/meta/Names.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import { BlobReference, Condition, GpuRequest, NonNegativeInt, uniqueNames } from "../../core/schemas/Shared.ts"
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -282,4 +283,17 @@ export const EnvironmentStatus = Schema.Struct({
 export const environment: KindDefinition = {
   spec: EnvironmentSpec,
   status: EnvironmentStatus
+}
+
+/** How the API serves Environment (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const environmentServed: ServedKind = {
+  info: kindInfo({
+    kind: "Environment",
+    plural: "environments",
+    shortNames: ["env"],
+    operations: fullOps,
+    columns: [wide("Version", "spec.version", "SemVer version")],
+    description: "An RL and evaluation environment: a tasks command and a grader."
+  }),
+  definition: environment
 }

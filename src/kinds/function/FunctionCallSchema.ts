@@ -18,8 +18,9 @@ import {
   optional,
   usd
 } from "../../core/meta/Fields.ts"
+import { fullOps, kindInfo, wide } from "../../core/meta/Kinds.ts"
 import { LabelValue, ObjectName } from "../../core/meta/ObjectMeta.ts"
-import { finalState, type KindDefinition } from "../../core/schemas/Kind.ts"
+import { finalState, type KindDefinition, type ServedKind } from "../../core/schemas/Kind.ts"
 import { Condition, Estimate, NonNegativeInt, Payload, Timestamp } from "../../core/schemas/Shared.ts"
 
 /** The state a caller writes to cancel a call (spec: "Running (default) or the cancel state"; nodus names it). */
@@ -142,3 +143,17 @@ export const functionCall: KindDefinition = {
 
 export type FunctionCallSpecType = typeof FunctionCallSpec.Type
 export type FunctionCallStatusType = typeof FunctionCallStatus.Type
+
+/** How the API serves FunctionCall (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const functionCallServed: ServedKind = {
+  info: kindInfo({
+    kind: "FunctionCall",
+    plural: "functioncalls",
+    shortNames: ["fnc"],
+    operations: fullOps,
+    costPath: "status.costUSD",
+    columns: [wide("Function", "spec.function", "The Function invoked")],
+    description: "One invocation of a Function."
+  }),
+  definition: functionCall
+}

@@ -5,10 +5,10 @@
  */
 import { Effect, Schema } from "effect"
 import { isObject } from "../../core/Json.ts"
-import type { RuntimeKind } from "../Kind.ts"
+import type { KindEntry, RuntimeKind } from "../Kind.ts"
 import { estimateFunction } from "./FunctionEstimate.ts"
 import { functionMachine } from "./FunctionMachine.ts"
-import { FunctionSpec, type FunctionSpecType, type FunctionStatusType } from "./FunctionSchema.ts"
+import { functionServed, FunctionSpec, type FunctionSpecType, type FunctionStatusType } from "./FunctionSchema.ts"
 
 const decode = Schema.decodeUnknownSync(FunctionSpec)
 
@@ -25,3 +25,6 @@ export const functionKind: RuntimeKind<FunctionSpecType, FunctionStatusType> = {
   // Pure, nothing sampled (kinds/function/FunctionEstimate.ts).
   estimator: { estimate: (spec, context) => Effect.succeed(estimateFunction({ ...context, spec })) }
 }
+
+/** The kind's entry in the registry (src/kinds/Kinds.ts): how it is served, and its machine. */
+export const functionEntry: KindEntry = { ...functionServed, runtime: functionKind }

@@ -23,7 +23,8 @@ import {
   uniqueBy,
   usd
 } from "../../core/meta/Fields.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import { fullOps, kindInfo, totalCost, wide } from "../../core/meta/Kinds.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import {
   bareSecretNames,
   BlobReference,
@@ -349,3 +350,17 @@ export const functionKind: KindDefinition = {
 
 export type FunctionSpecType = typeof FunctionSpec.Type
 export type FunctionStatusType = typeof FunctionStatus.Type
+
+/** How the API serves Function (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const functionServed: ServedKind = {
+  info: kindInfo({
+    kind: "Function",
+    plural: "functions",
+    shortNames: ["fn"],
+    operations: fullOps,
+    costPath: totalCost,
+    columns: [wide("Image", "spec.image", "Container image")],
+    description: "A deployed function served by warm workers."
+  }),
+  definition: functionKind
+}

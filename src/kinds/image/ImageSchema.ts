@@ -18,7 +18,8 @@ import {
   oneOf,
   optional
 } from "../../core/meta/Fields.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import { fullOps, kindInfo } from "../../core/meta/Kinds.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import { BlobReference, Condition, NonNegativeInt } from "../../core/schemas/Shared.ts"
 
 /** Image phases (nodus's value set). */
@@ -105,4 +106,16 @@ export const image: KindDefinition = {
   status: ImageStatus,
   // nodus: what is pulled or built is fixed at create; pull secrets may change.
   updates: { immutable: ["reference", "build"] }
+}
+
+/** How the API serves Image (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const imageServed: ServedKind = {
+  info: kindInfo({
+    kind: "Image",
+    plural: "images",
+    shortNames: ["img"],
+    operations: fullOps,
+    description: "A container image reference pinned to a digest."
+  }),
+  definition: image
 }

@@ -8,7 +8,8 @@
 import { Schema } from "effect"
 import * as Limits from "../../core/Limits.ts"
 import { defaulted, described, intBetween, nonEmpty, oneOf, optional, usd } from "../../core/meta/Fields.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import { fullOps, kindInfo, totalCost } from "../../core/meta/Kinds.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import {
   Condition,
   Cost,
@@ -88,4 +89,17 @@ export const inferenceEndpoint: KindDefinition = {
   status: InferenceEndpointStatus,
   // Every field may change; maxCostUSD only rises (Conventions 4, extended by nodus to this capped kind).
   updates: { immutable: [], raiseOnly: ["maxCostUSD"] }
+}
+
+/** How the API serves InferenceEndpoint (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const inferenceEndpointServed: ServedKind = {
+  info: kindInfo({
+    kind: "InferenceEndpoint",
+    plural: "inferenceendpoints",
+    shortNames: ["ie"],
+    operations: fullOps,
+    costPath: totalCost,
+    description: "A served model endpoint."
+  }),
+  definition: inferenceEndpoint
 }

@@ -5,11 +5,11 @@
 import { Effect } from "effect"
 import { boundedSpec, priceBoundIn } from "../../core/billing/PriceBound.ts"
 import { isObject } from "../../core/Json.ts"
-import type { KindEstimator, RuntimeKind } from "../Kind.ts"
+import type { KindEntry, KindEstimator, RuntimeKind } from "../Kind.ts"
 import { admitJobSpec } from "./JobAdmission.ts"
 import { placedEstimate, placementOf, sampleRequestOf, unplacedEstimate } from "./JobEstimate.ts"
 import { jobMachine } from "./JobMachine.ts"
-import type { JobSpecType, JobStatusType } from "./JobSchema.ts"
+import { jobServed, type JobSpecType, type JobStatusType } from "./JobSchema.ts"
 
 /**
  * A Job's estimate (kinds/job/JobEstimate.ts): placed over the market now, its bands from the sampled runs of the
@@ -42,3 +42,6 @@ export const jobKind: RuntimeKind<JobSpecType, JobStatusType> = {
   },
   estimator: jobEstimator
 }
+
+/** The kind's entry in the registry (src/kinds/Kinds.ts): how it is served, and its machine. */
+export const jobEntry: KindEntry = { ...jobServed, runtime: jobKind }

@@ -21,7 +21,8 @@ import {
   optional,
   usd
 } from "../../core/meta/Fields.ts"
-import { finalState, type KindDefinition, type ServerSettings } from "../../core/schemas/Kind.ts"
+import { fullOps, kindInfo, shown, totalCost, wide } from "../../core/meta/Kinds.ts"
+import { finalState, type KindDefinition, type ServedKind, type ServerSettings } from "../../core/schemas/Kind.ts"
 import {
   bareSecretNames,
   BlobReference,
@@ -435,3 +436,22 @@ export const job: KindDefinition = {
 
 export type JobSpecType = typeof JobSpec.Type
 export type JobStatusType = typeof JobStatus.Type
+
+/** How the API serves Job (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const jobServed: ServedKind = {
+  info: kindInfo({
+    kind: "Job",
+    plural: "jobs",
+    shortNames: ["nj"],
+    operations: fullOps,
+    costPath: totalCost,
+    columns: [
+      shown("Succeeded", "status.succeeded", "Indexes succeeded", "integer"),
+      wide("Indexes", "status.completedIndexes", "Completed indexes, e.g. 0-3,7"),
+      wide("Image", "spec.image", "Container image"),
+      wide("Offering", "status.placement.offering", "Offering of the current placement")
+    ],
+    description: "A run-to-completion container with indexed completions, checkpoints and recovery from preemption."
+  }),
+  definition: job
+}

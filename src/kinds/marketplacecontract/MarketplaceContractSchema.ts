@@ -6,7 +6,8 @@
  */
 import { Schema } from "effect"
 import { described, intAtLeast, nonEmpty, oneOf, optional, positiveUsd } from "../../core/meta/Fields.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import { kindInfo, readOps } from "../../core/meta/Kinds.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import { Condition } from "../../core/schemas/Shared.ts"
 import { endsAfterStarts, hoursWithinInterval, UtcTimestamp } from "../marketplaceentry/MarketplaceEntrySchema.ts"
 
@@ -42,4 +43,17 @@ export const marketplaceContract: KindDefinition = {
   status: MarketplaceContractStatus,
   // nodus: the terms are fixed once bound; only the state moves.
   updates: { mutable: ["state"] }
+}
+
+/** How the API serves MarketplaceContract (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const marketplaceContractServed: ServedKind = {
+  info: kindInfo({
+    kind: "MarketplaceContract",
+    plural: "marketplacecontracts",
+    shortNames: ["mc"],
+    scope: "Cluster",
+    operations: readOps,
+    description: "An agreement between a marketplace demand and supply."
+  }),
+  definition: marketplaceContract
 }

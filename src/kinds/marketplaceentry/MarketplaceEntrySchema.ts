@@ -18,7 +18,8 @@ import {
   positiveUsd,
   usd
 } from "../../core/meta/Fields.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import { fullOps, kindInfo, wide } from "../../core/meta/Kinds.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import { Timestamp } from "../../core/schemas/Shared.ts"
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -209,4 +210,18 @@ export const marketplaceEntry: KindDefinition = {
   status: MarketplaceEntryStatus,
   // Spec: MarketplaceEntry, "intent Demand | Supply (immutable)".
   updates: { immutable: ["intent"] }
+}
+
+/** How the API serves MarketplaceEntry (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const marketplaceEntryServed: ServedKind = {
+  info: kindInfo({
+    kind: "MarketplaceEntry",
+    plural: "marketplaceentries",
+    shortNames: ["me"],
+    scope: "Cluster",
+    operations: fullOps,
+    columns: [wide("Intent", "spec.intent", "Demand or Supply")],
+    description: "A private, non-binding capacity request or supply submission."
+  }),
+  definition: marketplaceEntry
 }

@@ -6,7 +6,8 @@
  */
 import { Schema } from "effect"
 import { described, intAtLeast, matching, nonEmpty, oneOf, optional, usd } from "../../core/meta/Fields.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import { kindInfo, readOps } from "../../core/meta/Kinds.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import { Condition } from "../../core/schemas/Shared.ts"
 
 /** Model phases (nodus). */
@@ -43,4 +44,17 @@ export const model: KindDefinition = {
   spec: ModelSpec,
   status: ModelStatus
   // Written by the service only (models are list and read for users): no update rules.
+}
+
+/** How the API serves Model (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const modelServed: ServedKind = {
+  info: kindInfo({
+    kind: "Model",
+    plural: "models",
+    shortNames: ["mdl"],
+    operations: readOps,
+    hasSpec: false,
+    description: "A model known to the platform."
+  }),
+  definition: model
 }

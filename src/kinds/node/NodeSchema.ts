@@ -7,7 +7,8 @@
 import { Schema } from "effect"
 import * as Limits from "../../core/Limits.ts"
 import { described, matching, nonEmpty, oneOf, optional, quantity } from "../../core/meta/Fields.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import { kindInfo, readOps } from "../../core/meta/Kinds.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import { Condition, NonNegativeInt, Timestamp } from "../../core/schemas/Shared.ts"
 
 /** Node phases in `status.phase` (nodus's own value set, docs/kinds/Node.md). */
@@ -68,4 +69,18 @@ export const node: KindDefinition = {
   status: NodeStatus,
   // nodus: the Pool and host name are fixed at enrollment; the user patches cordoned and drain.
   updates: { mutable: ["cordoned", "drain"] }
+}
+
+/** How the API serves Node (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+// The spec leaves the scope of nodes blank. A Node is a host of a customer Pool, and Pools are project kinds, so
+// nodes are namespaced too (docs/kinds.md).
+export const nodeServed: ServedKind = {
+  info: kindInfo({
+    kind: "Node",
+    plural: "nodes",
+    shortNames: ["no"],
+    operations: [...readOps, "delete", "patch", "getStatus", "writeStatus"],
+    description: "A host enrolled in a Pool."
+  }),
+  definition: node
 }

@@ -18,7 +18,8 @@ import {
   quantity,
   usd
 } from "../../core/meta/Fields.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import { kindInfo, readOps, shown, wide } from "../../core/meta/Kinds.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import { Timestamp } from "../../core/schemas/Shared.ts"
 
 /** Provider classes (nodus's own value set; Placement.community permits Community offerings). */
@@ -101,4 +102,30 @@ export const OfferingStatus = Schema.Struct({
 export const offering: KindDefinition = {
   spec: OfferingSpec,
   status: OfferingStatus
+}
+
+/** How the API serves Offering (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+// Offerings are the platform's public catalog and top-ups fund the whole account: both are cluster-scoped.
+export const offeringServed: ServedKind = {
+  info: kindInfo({
+    kind: "Offering",
+    plural: "offerings",
+    shortNames: ["off"],
+    scope: "Cluster",
+    operations: readOps,
+    hasSpec: false,
+    state: shown("Available", "status.available", "Whether capacity of the offering can be had now"),
+    columns: [
+      wide("Accelerator", "spec.accelerator", "Accelerator of its GPUs"),
+      wide("GPUs", "spec.count", "GPUs per host", "integer"),
+      wide("Region", "spec.regionClass", "Region class"),
+      { ...wide("On demand", "spec.onDemandRateUSDPerHour", "Rate per host-hour on demand"), format: "usd" },
+      {
+        ...wide("Interruptible", "spec.interruptibleRateUSDPerHour", "Rate per host-hour of the interruptible variant"),
+        format: "usd"
+      }
+    ],
+    description: "A purchasable capacity shape with its rates."
+  }),
+  definition: offering
 }

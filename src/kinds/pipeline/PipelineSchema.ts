@@ -12,7 +12,8 @@ import { Schema } from "effect"
 import { isArray, isObject, type JsonObject } from "../../core/Json.ts"
 import * as Limits from "../../core/Limits.ts"
 import { described, listOf, matching, oneOf, optional, uniqueBy } from "../../core/meta/Fields.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import { fullOps, kindInfo } from "../../core/meta/Kinds.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import { Condition, Cost, uniqueNames } from "../../core/schemas/Shared.ts"
 import { JobSpec, normalizeJob } from "../job/JobSchema.ts"
 import { normalizeTrainingJob, TrainingJobSpec } from "../trainingjob/TrainingJobSchema.ts"
@@ -237,4 +238,16 @@ export const pipeline: KindDefinition = {
   normalize: normalizePipeline,
   // nodus: the stages are fixed at create; a changed graph is a new Pipeline.
   updates: { mutable: [] }
+}
+
+/** How the API serves Pipeline (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const pipelineServed: ServedKind = {
+  info: kindInfo({
+    kind: "Pipeline",
+    plural: "pipelines",
+    shortNames: ["pl"],
+    operations: fullOps,
+    description: "Stages of Jobs wired by their outputs."
+  }),
+  definition: pipeline
 }

@@ -20,7 +20,8 @@ import {
   optional,
   usd
 } from "../../core/meta/Fields.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import { fullOps, kindInfo } from "../../core/meta/Kinds.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import { Condition, NonNegativeInt, Timestamp } from "../../core/schemas/Shared.ts"
 import { parseDurationMs } from "../../core/Units.ts"
 
@@ -258,4 +259,15 @@ export const PoolStatus = Schema.Struct({
 export const pool: KindDefinition = {
   spec: PoolSpec,
   status: PoolStatus
+}
+
+/** How the API serves Pool (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const poolServed: ServedKind = {
+  info: kindInfo({
+    kind: "Pool",
+    plural: "pools",
+    operations: fullOps,
+    description: "Customer hosts that are measured, routed onto, forecast and managed."
+  }),
+  definition: pool
 }

@@ -21,7 +21,8 @@ import {
   uniqueBy,
   usd
 } from "../../core/meta/Fields.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import { kindInfo, readOps } from "../../core/meta/Kinds.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import { Condition, Timestamp } from "../../core/schemas/Shared.ts"
 import { poolActions } from "../pool/PoolSchema.ts"
 
@@ -157,4 +158,16 @@ export const poolActionStateChange = (change: {
     case "Applied":
       return { code: "Invalid", message: `Forbidden: only the service sets state ${to}` }
   }
+}
+
+/** How the API serves PoolAction (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const poolActionServed: ServedKind = {
+  info: kindInfo({
+    kind: "PoolAction",
+    plural: "poolactions",
+    shortNames: ["pa"],
+    operations: [...readOps, "patch", "getStatus", "writeStatus"],
+    description: "An action proposed or taken on a Pool."
+  }),
+  definition: poolAction
 }

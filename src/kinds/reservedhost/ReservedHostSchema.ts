@@ -5,7 +5,8 @@
  */
 import { Schema } from "effect"
 import { described, intAtLeast, nonEmpty, oneOf, optional, positiveUsd } from "../../core/meta/Fields.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import { kindInfo, readOps } from "../../core/meta/Kinds.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import { Condition, NonNegativeInt } from "../../core/schemas/Shared.ts"
 import { endsAfterStarts, UtcTimestamp } from "../marketplaceentry/MarketplaceEntrySchema.ts"
 
@@ -43,4 +44,16 @@ export const reservedHost: KindDefinition = {
   status: ReservedHostStatus,
   // nodus: the terms of a reservation never change.
   updates: { mutable: [] }
+}
+
+/** How the API serves ReservedHost (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const reservedHostServed: ServedKind = {
+  info: kindInfo({
+    kind: "ReservedHost",
+    plural: "reservedhosts",
+    shortNames: ["rh"],
+    operations: readOps,
+    description: "A host reserved for the project."
+  }),
+  definition: reservedHost
 }

@@ -6,10 +6,10 @@
  */
 import { Option, Schema } from "effect"
 import { isObject } from "../../core/Json.ts"
-import type { RuntimeKind } from "../Kind.ts"
+import type { KindEntry, RuntimeKind } from "../Kind.ts"
 import { sandboxEstimator } from "./SandboxEstimator.ts"
 import { sandboxMachine, type SandboxMachineSpec, secretVersionsKey, startRequestKey } from "./SandboxMachine.ts"
-import { SandboxSpec, type SandboxStatusType } from "./SandboxSchema.ts"
+import { sandboxServed, SandboxSpec, type SandboxStatusType } from "./SandboxSchema.ts"
 
 const decode = Schema.decodeUnknownSync(SandboxSpec)
 const decodePins = Schema.decodeUnknownOption(Schema.fromJsonString(Schema.Record(Schema.String, Schema.Int)))
@@ -37,3 +37,6 @@ export const sandboxKind: RuntimeKind<SandboxMachineSpec, SandboxStatusType> = {
   },
   estimator: sandboxEstimator
 }
+
+/** The kind's entry in the registry (src/kinds/Kinds.ts): how it is served, and its machine. */
+export const sandboxEntry: KindEntry = { ...sandboxServed, runtime: sandboxKind }

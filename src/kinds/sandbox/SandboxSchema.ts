@@ -19,7 +19,8 @@ import {
   uniqueBy,
   usd
 } from "../../core/meta/Fields.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import { fullOps, kindInfo, totalCost, wide } from "../../core/meta/Kinds.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import {
   bareSecretNames,
   Condition,
@@ -188,3 +189,17 @@ export const sandbox: KindDefinition = {
 
 export type SandboxSpecType = typeof SandboxSpec.Type
 export type SandboxStatusType = typeof SandboxStatus.Type
+
+/** How the API serves Sandbox (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const sandboxServed: ServedKind = {
+  info: kindInfo({
+    kind: "Sandbox",
+    plural: "sandboxes",
+    shortNames: ["sbx"],
+    operations: fullOps,
+    costPath: totalCost,
+    columns: [wide("Image", "spec.image", "Container image"), wide("Activity", "status.activity", "Busy or Idle")],
+    description: "An isolated CPU container for agents and untrusted code, driven by commands."
+  }),
+  definition: sandbox
+}

@@ -8,8 +8,9 @@
 import { Schema } from "effect"
 import * as Limits from "../../core/Limits.ts"
 import { defaulted, described, intAtLeast, mapOf, oneOf, optional } from "../../core/meta/Fields.ts"
+import { fullOps, kindInfo } from "../../core/meta/Kinds.ts"
 import { utf8Length } from "../../core/meta/Names.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import { Condition } from "../../core/schemas/Shared.ts"
 
 /** Secret types (nodus): Opaque data, or registry credentials for imagePullSecrets in the .dockerconfigjson key. */
@@ -105,4 +106,16 @@ export const secret: KindDefinition = {
   status: SecretStatus,
   // nodus: the type is fixed at create (as in Kubernetes); data may be written again, each write a new version.
   updates: { immutable: ["type"] }
+}
+
+/** How the API serves Secret (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+// "listed as project kinds with the full operation set including all-projects list".
+export const secretServed: ServedKind = {
+  info: kindInfo({
+    kind: "Secret",
+    plural: "secrets",
+    operations: fullOps,
+    description: "Named, versioned secret values."
+  }),
+  definition: secret
 }

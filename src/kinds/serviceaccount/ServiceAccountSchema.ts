@@ -7,8 +7,9 @@
  */
 import { Schema } from "effect"
 import { listOf, oneOf, optional, uniqueBy } from "../../core/meta/Fields.ts"
+import { fullOps, kindInfo } from "../../core/meta/Kinds.ts"
 import { knownScopes } from "../../core/meta/Scopes.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import { Condition, NonNegativeInt } from "../../core/schemas/Shared.ts"
 
 export const ServiceAccountSpec = Schema.Struct({
@@ -30,4 +31,16 @@ export const serviceAccount: KindDefinition = {
   spec: ServiceAccountSpec,
   status: ServiceAccountStatus
   // Every field may change after create; keys act with the account's current scopes (docs/auth.md).
+}
+
+/** How the API serves ServiceAccount (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const serviceAccountServed: ServedKind = {
+  info: kindInfo({
+    kind: "ServiceAccount",
+    plural: "serviceaccounts",
+    shortNames: ["sa"],
+    operations: fullOps,
+    description: "An identity with scopes that API keys and workloads act as."
+  }),
+  definition: serviceAccount
 }

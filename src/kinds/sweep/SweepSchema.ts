@@ -19,7 +19,8 @@ import {
   optional,
   usd
 } from "../../core/meta/Fields.ts"
-import { finalState, type KindDefinition } from "../../core/schemas/Kind.ts"
+import { fullOps, kindInfo, totalCost } from "../../core/meta/Kinds.ts"
+import { finalState, type KindDefinition, type ServedKind } from "../../core/schemas/Kind.ts"
 import { CommunityPlacement, Condition, Cost, Estimate, GpuRequest, NonNegativeInt } from "../../core/schemas/Shared.ts"
 import { jobPhases, JobSpec, normalizeJob } from "../job/JobSchema.ts"
 import { normalizeTrainingJob, TrainingJobSpec } from "../trainingjob/TrainingJobSchema.ts"
@@ -256,4 +257,17 @@ export const sweep: KindDefinition = {
   },
   // The cancel state propagates to the cells and is final, as a Job's is.
   transitions: finalState("Cancelled", "Sweep")
+}
+
+/** How the API serves Sweep (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const sweepServed: ServedKind = {
+  info: kindInfo({
+    kind: "Sweep",
+    plural: "sweeps",
+    shortNames: ["swp"],
+    operations: fullOps,
+    costPath: totalCost,
+    description: "A Job or TrainingJob template fanned out over a matrix."
+  }),
+  definition: sweep
 }

@@ -8,7 +8,8 @@
 import { Schema } from "effect"
 import * as Limits from "../../core/Limits.ts"
 import { described, matching, nonEmpty, oneOf, optional, positiveUsd } from "../../core/meta/Fields.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import { kindInfo, readOps, shown } from "../../core/meta/Kinds.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import { Condition } from "../../core/schemas/Shared.ts"
 
 const promoCode = matching(
@@ -51,4 +52,19 @@ export const topUp: KindDefinition = {
   status: TopUpStatus,
   // nodus: a TopUp is a payment; its spec never changes after create (topups have no replace or patch either).
   updates: { mutable: [] }
+}
+
+/** How the API serves TopUp (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const topUpServed: ServedKind = {
+  info: kindInfo({
+    kind: "TopUp",
+    plural: "topups",
+    shortNames: ["tu"],
+    scope: "Cluster",
+    operations: [...readOps, "create"],
+    columns: [{ ...shown("Amount", "spec.amountUSD", "USD charged and added as credits"), format: "usd" }],
+    scopePrefix: "billing",
+    description: "A payment that adds credits."
+  }),
+  definition: topUp
 }

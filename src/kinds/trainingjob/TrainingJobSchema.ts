@@ -25,7 +25,8 @@ import {
   optional,
   usd
 } from "../../core/meta/Fields.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import { fullOps, kindInfo, totalCost } from "../../core/meta/Kinds.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import {
   Condition,
   Cost,
@@ -321,4 +322,18 @@ export const trainingJob: KindDefinition = {
   status: TrainingJobStatus,
   normalize: normalizeTrainingJob,
   updates: trainingJobUpdates
+}
+
+/** How the API serves TrainingJob (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const trainingJobServed: ServedKind = {
+  info: kindInfo({
+    kind: "TrainingJob",
+    plural: "trainingjobs",
+    shortNames: ["tj"],
+    version: "v1beta1",
+    operations: fullOps,
+    costPath: totalCost,
+    description: "A pre-training, fine-tuning, post-training or RL run on a TrainingRuntime (Beta)."
+  }),
+  definition: trainingJob
 }

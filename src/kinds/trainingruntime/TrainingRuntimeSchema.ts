@@ -9,8 +9,9 @@
  */
 import { Schema } from "effect"
 import { matching, nonEmpty, oneOf, optional, uniqueBy } from "../../core/meta/Fields.ts"
+import { fullOps, kindInfo } from "../../core/meta/Kinds.ts"
 import { dns1123SubdomainFormat } from "../../core/meta/Names.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import { Condition, EnvVar, ImageStatus, uniqueNames } from "../../core/schemas/Shared.ts"
 
 /** Launchers of a gang (spec: Distributed.launcher). */
@@ -94,4 +95,17 @@ export const TrainingRuntimeStatus = Schema.Struct({
 export const trainingRuntime: KindDefinition = {
   spec: TrainingRuntimeSpec,
   status: TrainingRuntimeStatus
+}
+
+/** How the API serves TrainingRuntime (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const trainingRuntimeServed: ServedKind = {
+  info: kindInfo({
+    kind: "TrainingRuntime",
+    plural: "trainingruntimes",
+    shortNames: ["tr"],
+    version: "v1beta1",
+    operations: fullOps,
+    description: "A training runtime TrainingJobs run on (Beta)."
+  }),
+  definition: trainingRuntime
 }

@@ -8,7 +8,8 @@
 import { Schema } from "effect"
 import * as Limits from "../../core/Limits.ts"
 import { defaulted, described, oneOf, optional, quantity } from "../../core/meta/Fields.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import { fullOps, kindInfo } from "../../core/meta/Kinds.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import { Condition, NonNegativeInt } from "../../core/schemas/Shared.ts"
 import { parseQuantity } from "../../core/Units.ts"
 
@@ -85,4 +86,16 @@ export const volume: KindDefinition = {
   status: VolumeStatus,
   // nodus: size and access mode are fixed at create (growing would need a grow-only rule Kind.ts does not have).
   updates: { immutable: ["size", "accessMode"] }
+}
+
+/** How the API serves Volume (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const volumeServed: ServedKind = {
+  info: kindInfo({
+    kind: "Volume",
+    plural: "volumes",
+    shortNames: ["vol"],
+    operations: fullOps,
+    description: "Persistent storage with revisions."
+  }),
+  definition: volume
 }

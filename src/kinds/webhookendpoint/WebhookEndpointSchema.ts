@@ -9,9 +9,10 @@ import { Schema } from "effect"
 import * as Limits from "../../core/Limits.ts"
 import { fieldInvalid } from "../../core/meta/ApiError.ts"
 import { defaulted, described, duration, listOf, matching, oneOf, optional, uniqueBy } from "../../core/meta/Fields.ts"
+import { condition, fullOps, kindInfo, wide } from "../../core/meta/Kinds.ts"
 import { ProjectName } from "../../core/meta/ObjectMeta.ts"
 import { isPublicAddress, parseAddress } from "../../core/PublicAddress.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import { Condition, NonNegativeInt } from "../../core/schemas/Shared.ts"
 import {
   dottedNameGrammar,
@@ -234,4 +235,19 @@ export const webhookEndpoint: KindDefinition = {
       )
     ]
   }
+}
+
+/** How the API serves WebhookEndpoint (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const webhookEndpointServed: ServedKind = {
+  info: kindInfo({
+    kind: "WebhookEndpoint",
+    plural: "webhookendpoints",
+    shortNames: ["wh"],
+    scope: "Cluster",
+    operations: fullOps,
+    state: condition("Healthy", "False after the last three deliveries in a row failed (its Healthy condition)"),
+    columns: [wide("URL", "spec.url", "Receiver URL")],
+    description: "A receiver of signed event deliveries."
+  }),
+  definition: webhookEndpoint
 }

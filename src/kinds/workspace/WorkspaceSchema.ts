@@ -21,7 +21,8 @@ import {
   uniqueBy,
   usd
 } from "../../core/meta/Fields.ts"
-import type { KindDefinition } from "../../core/schemas/Kind.ts"
+import { fullOps, kindInfo, totalCost, wide } from "../../core/meta/Kinds.ts"
+import type { KindDefinition, ServedKind } from "../../core/schemas/Kind.ts"
 import {
   bareSecretNames,
   CommunityPlacement,
@@ -300,4 +301,18 @@ export const workspace: KindDefinition = {
     const lead = readyByLeadCause(spec, nowMs, previous)
     return lead === undefined ? [] : [lead]
   }
+}
+
+/** How the API serves Workspace (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+export const workspaceServed: ServedKind = {
+  info: kindInfo({
+    kind: "Workspace",
+    plural: "workspaces",
+    shortNames: ["ws"],
+    operations: fullOps,
+    costPath: totalCost,
+    columns: [wide("Image", "spec.image", "Container image")],
+    description: "A GPU or CPU development machine with SSH, browser IDE, notebook and a persistent home volume."
+  }),
+  definition: workspace
 }

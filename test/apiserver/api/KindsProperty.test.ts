@@ -15,10 +15,11 @@ import { createHash } from "node:crypto"
 import { beyondEveryOffering } from "../../../src/core/capacity/HostBounds.ts"
 import { isArray, isObject, type Json, type JsonObject } from "../../../src/core/Json.ts"
 import { topUpAmountMicroMax } from "../../../src/core/Limits.ts"
-import { type KindInfo, kinds } from "../../../src/core/meta/Kinds.ts"
+import { type KindInfo } from "../../../src/core/meta/Kinds.ts"
 import { parseMicroUsd } from "../../../src/core/Money.ts"
 import { loadCatalog } from "../../../src/data/CatalogData.ts"
-import { definitionOf, isDefined } from "../../../src/kinds/Definitions.ts"
+import { kinds } from "../../../src/kinds/Kinds.ts"
+import { definitionOf, isDefined } from "../../../src/kinds/Kinds.ts"
 import { testMethodDefault } from "../../../src/runtime/Payments.ts"
 import {
   arbitraryOf,

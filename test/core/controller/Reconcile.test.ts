@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import type { Action, LaunchAction } from "../../../src/core/controller/Controller.ts"
 import { deletes, interpret, interpretEffect } from "../../../src/core/controller/Reconcile.ts"
-import { kinds } from "../../../src/core/meta/Kinds.ts"
+import { kinds } from "../../../src/kinds/Kinds.ts"
 
 const root = join(import.meta.dirname, "..", "..", "..")
 

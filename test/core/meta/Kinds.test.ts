@@ -5,8 +5,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import { byKindName, byResource, kinds, kindsIn, namespaceKind, type Operation } from "../../../src/core/meta/Kinds.ts"
-import { isDefined } from "../../../src/kinds/Definitions.ts"
+import { namespaceKind, type Operation } from "../../../src/core/meta/Kinds.ts"
+import { byKindName, byResource, kinds, kindsIn } from "../../../src/kinds/Kinds.ts"
+import { isDefined } from "../../../src/kinds/Kinds.ts"
 
 const full: ReadonlyArray<Operation> = [
   "list",

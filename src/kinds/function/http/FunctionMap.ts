@@ -24,12 +24,13 @@ import { isObject, type Json, type JsonObject } from "../../../core/Json.ts"
 import { functionCallBatchMax } from "../../../core/Limits.ts"
 import { admit } from "../../../core/meta/Admission.ts"
 import { ApiError, type Cause, fieldInvalid, invalid } from "../../../core/meta/ApiError.ts"
-import { apiVersionOf, byResource, type ResourceRef } from "../../../core/meta/Kinds.ts"
+import { apiVersionOf, type ResourceRef } from "../../../core/meta/Kinds.ts"
 import type { ResourceObject } from "../../../core/meta/ObjectMeta.ts"
 import { readObject } from "../../../http/Body.ts"
 import type { KindRegistration } from "../../../http/KindApi.ts"
 import { postFingerprint } from "../../../http/Parameters.ts"
 import { json, warningHeader } from "../../../http/Respond.ts"
+import { byResource } from "../../Kinds.ts"
 import {
   FunctionCallBatch,
   functionCallBatchKind,
