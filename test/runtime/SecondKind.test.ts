@@ -1,7 +1,7 @@
 /**
  * The runtime's seam (issue: "a second kind registered in a test runs through the reconciler, the billing step and
  * both capacity drivers without one line of the runtime changed"). A toy machine for Sandboxes (the real one is
- * core/kinds/sandbox, registered in runtime/Registry.ts; this one stands for any kind a test adds) — hold one run while
+ * kinds/sandbox, registered in runtime/Registry.ts; this one stands for any kind a test adds) — hold one run while
  * spec.state is Running, release it when Stopped — is registered here, in the test, and run by the same reconciler as
  * Jobs, over the simulator's port and over the fake driver: it is placed, billed, written, evented and stopped.
  */

@@ -1,6 +1,6 @@
 /**
  * The Job in the headless simulator (spec: Job): its entry in the simulator's list of kinds (SimObject.ts) — the
- * machine of core/kinds/job, every step held to the checkers (Checkers.ts) — and what a run reads of its Jobs.
+ * machine of kinds/job, every step held to the checkers (Checkers.ts) — and what a run reads of its Jobs.
  */
 import type { Room } from "../../core/billing/Billing.ts"
 import type { ControllerEvent } from "../../core/controller/Controller.ts"

@@ -13,7 +13,7 @@ import { type Market, rank, type Ranking } from "../capacity/Placement.ts"
 import { type BilledStep, billedStep, type Billing } from "./BilledStep.ts"
 import type { Action, LaunchAction, Machine, Observation, StepContext } from "./Controller.ts"
 
-/** What the reconcile core needs of a kind: its name in the registry of served kinds (core/meta/Kinds.ts), its machine. */
+/** What the reconcile core needs of a kind: its name in the registry of served kinds (src/kinds/Kinds.ts), its machine. */
 export interface ReconcileKind<Spec, Status> {
   readonly kind: string
   readonly machine: Machine<Spec, Status>

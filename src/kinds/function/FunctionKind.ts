@@ -1,5 +1,5 @@
 /**
- * The Function's registration with the runtime (spec: Function): the machine of core/kinds/function, its spec as
+ * The Function's registration with the runtime (spec: Function): the machine of kinds/function, its spec as
  * admitted by the Function schema (defaults filled), and its estimate. Its calls are dispatched by runtime/FunctionDispatch.ts, the
  * reconciler's `Serving` for Functions.
  */

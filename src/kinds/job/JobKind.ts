@@ -1,5 +1,5 @@
 /**
- * The Job's registration with the runtime (spec: Job): the machine of core/kinds/job, and its spec as admitted by the
+ * The Job's registration with the runtime (spec: Job): the machine of kinds/job, and its spec as admitted by the
  * Job schema, never placed above the price bound its create consented to (docs/billing.md, "Price consent").
  */
 import { Effect } from "effect"

@@ -1,5 +1,5 @@
 /**
- * The Sandbox's registration with the runtime (spec: Sandbox): the machine of core/kinds/sandbox, its spec as admitted
+ * The Sandbox's registration with the runtime (spec: Sandbox): the machine of kinds/sandbox, its spec as admitted
  * by the Sandbox schema with the start request of its annotation folded in (spec: handledRequests, "the last acted-on
  * {api_group}/start-requested-at value"), and the Secret versions its next start pins (Admission.ts writes them), and
  * its estimate.
