@@ -12,8 +12,23 @@ import {
 import type { ErrorCode } from "../../../src/core/meta/ErrorCodes.ts"
 
 // Verbatim from the spec, "Errors" → "Registered codes".
-const specRegisteredCodes =
-  "AdmissionsPaused, AgentGroupClosed, AgentGroupFull, AgentRunFinished, AgentStopped, AlreadyExists, ArrearsOutstanding, BadRequest, BudgetExceeded, CapacityUnavailable, CloudAccountCredentialsRejected, CloudAccountInUse, CloudAccountNotVerified, CloudConnectUnavailable, CloudExecuteNotEnabled, CloudUnreachable, ComputeSuspended, Conflict, ConnectionNotReady, EncryptionFailed, EnrollmentTokenInvalid, EnvironmentTasksFailed, Expired, FieldImmutable, FileTooLarge, Forbidden, FunctionCallBatchTooLarge, FunctionNotFound, IdempotencyKeyReused, ImageBuildUnavailable, ImageNotFound, ImageNotReady, ImagePullFailed, InsufficientCredits, InternalError, Invalid, MethodNotAllowed, NoSSHKey, NotFound, OutputIndexRequired, OutputNotFound, PaymentDisputed, PaymentMethodRequired, PaymentVerificationUnavailable, PaymentsNotConfigured, PoolActPaused, PoolActionNotPending, PoolActionNotReversible, PoolInUse, PreconditionFailed, PriceConsentRequired, PromoCodeExpired, PromoCodeUsed, QuotaExceeded, RequestEntityTooLarge, RequestInProgress, SandboxFailed, SandboxNotRunning, SandboxStarting, SecretValueInEnv, SHA256Mismatch, StdinBackpressure, TooManyRequests, TopUpLimitReached, TrialLimitExceeded, Unauthorized, Unavailable, Unsupported, UnsupportedMediaType, VolumeBusy, WorkerNotAllowed, WorkspaceStarting, WorkspaceToolUnavailable."
+const specRegisteredCodes = [
+  "AdmissionsPaused, AgentGroupClosed, AgentGroupFull, AgentRunFinished, AgentStopped, AlreadyExists,",
+  "ArrearsOutstanding, BadRequest, BudgetExceeded, CapacityUnavailable, CloudAccountCredentialsRejected,",
+  "CloudAccountInUse, CloudAccountNotVerified, CloudConnectUnavailable, CloudExecuteNotEnabled,",
+  "CloudUnreachable, ComputeSuspended, Conflict, ConnectionNotReady, EncryptionFailed,",
+  "EnrollmentTokenInvalid, EnvironmentTasksFailed, Expired, FieldImmutable, FileTooLarge, Forbidden,",
+  "FunctionCallBatchTooLarge, FunctionNotFound, IdempotencyKeyReused, ImageBuildUnavailable,",
+  "ImageNotFound, ImageNotReady, ImagePullFailed, InsufficientCredits, InternalError, Invalid,",
+  "MethodNotAllowed, NoSSHKey, NotFound, OutputIndexRequired, OutputNotFound, PaymentDisputed,",
+  "PaymentMethodRequired, PaymentVerificationUnavailable, PaymentsNotConfigured, PoolActPaused,",
+  "PoolActionNotPending, PoolActionNotReversible, PoolInUse, PreconditionFailed, PriceConsentRequired,",
+  "PromoCodeExpired, PromoCodeUsed, QuotaExceeded, RequestEntityTooLarge, RequestInProgress,",
+  "SandboxFailed, SandboxNotRunning, SandboxStarting, SecretValueInEnv, SHA256Mismatch,",
+  "StdinBackpressure, TooManyRequests, TopUpLimitReached, TrialLimitExceeded, Unauthorized, Unavailable,",
+  "Unsupported, UnsupportedMediaType, VolumeBusy, WorkerNotAllowed, WorkspaceStarting,",
+  "WorkspaceToolUnavailable."
+].join(" ")
 
 const specCodes = specRegisteredCodes.replace(/\.$/, "").split(", ")
 
