@@ -115,7 +115,9 @@ export const watchPhases = (
   return () => req.destroy()
 }
 
-/** A project for a bench, with credits: a PostgreSQL store starts with none (docs/billing.md), so the operator grants. */
+/**
+ * A project for a bench, with credits: a PostgreSQL store starts with none (docs/billing.md), so the operator grants.
+ */
 export const benchProject = async (url: URL, project: string, reason: string) => {
   const created = await call(url, "POST", "/api/v1/namespaces", {
     apiVersion: "v1",

@@ -87,7 +87,9 @@ const expect = async (label: string, expected: number, sent: Promise<number>): P
   return status
 }
 
-/** CPU spent per operation of a phase, µs: by the server process, by every PostgreSQL process, by this load generator. */
+/**
+ * CPU spent per operation of a phase, µs: by the server process, by every PostgreSQL process, by this load generator.
+ */
 interface CpuPerOperation {
   readonly server: number
   readonly postgres: number
@@ -151,7 +153,10 @@ const withCpu = async (pid: number | undefined, phase: () => Promise<Result>): P
   }
 }
 
-/** Runs `operation` from `clients` concurrent loops for `duration` seconds; a status other than `expected` fails `label`. */
+/**
+ * Runs `operation` from `clients` concurrent loops for `duration` seconds; a status other than `expected` fails
+ * `label`.
+ */
 const load = async (
   label: string,
   operation: (client: number, iteration: number) => Promise<number>,

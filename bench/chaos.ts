@@ -14,8 +14,8 @@
  *
  *   npm run bench:chaos -- [--database-url postgres://postgres@127.0.0.1:5432/postgres] [--servers 3] [--jobs 200]
  *                          [--kills 12] [--kill-every 4] [--speed 60] [--seed 16] [--deadline 600]
- *                          [--dump file.json] [--log-dir dir] [--keep]   (what was read at the end; each server's output;
- *                          the database left for a post-mortem)
+ *                          [--dump file.json] [--log-dir dir] [--keep]   (what was read at the end; each server's
+ *                          output; the database left for a post-mortem)
  */
 import { runChaos } from "../test/cluster/Chaos.ts"
 import { createDatabase } from "../test/support/Postgres.ts"

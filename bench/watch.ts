@@ -41,7 +41,9 @@ const jobsPath = `/apis/nodus.dev/v1/namespaces/${project}/jobs`
 const requestTimeoutMs = 30_000
 const createClients = 16
 
-/** The server's resident memory in MB, sampled until `stop`; `peak()` is the largest sample since the last `reset()`. */
+/**
+ * The server's resident memory in MB, sampled until `stop`; `peak()` is the largest sample since the last `reset()`.
+ */
 const memorySampler = (pid: number) => {
   const read = () => Number(/VmRSS:\s+(\d+) kB/u.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024
   let peak = read()
@@ -51,7 +53,9 @@ const memorySampler = (pid: number) => {
 
 const agent = new Agent({ keepAlive: true, maxSockets: Math.max(clients, createClients) })
 
-/** Requests answered with another status than expected, or too late, by operation: the bench fails when there is any. */
+/**
+ * Requests answered with another status than expected, or too late, by operation: the bench fails when there is any.
+ */
 const failures = new Map<string, number>()
 const fail = (label: string) => failures.set(label, (failures.get(label) ?? 0) + 1)
 
@@ -147,7 +151,9 @@ const getLatency = async (server: BenchServer): Promise<Latency> => {
   }
 }
 
-/** A watch whose client sends the request and then never reads: the server's writes pile up until the socket is full. */
+/**
+ * A watch whose client sends the request and then never reads: the server's writes pile up until the socket is full.
+ */
 const openSilentWatch = (server: BenchServer): Promise<Socket> =>
   new Promise((resolve, reject) => {
     const socket = connect(Number(server.url.port), server.url.hostname, () => {
@@ -160,7 +166,9 @@ const openSilentWatch = (server: BenchServer): Promise<Socket> =>
     socket.on("error", reject)
   })
 
-/** A watch whose client reads every byte as it comes; resolves with a function that ends it and tells the bytes read. */
+/**
+ * A watch whose client reads every byte as it comes; resolves with a function that ends it and tells the bytes read.
+ */
 const openReadingWatch = (server: BenchServer): Promise<() => number> =>
   new Promise((resolve) => {
     let bytes = 0

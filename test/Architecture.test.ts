@@ -167,7 +167,8 @@ describe("the files", () => {
 
   it("declare each service under a key that is the file's path", () => {
     // `Context.Service<…>()("nodus/…")`, `Context.Reference<…>("nodus/…", …)` and the like: the string the type
-    // arguments are applied to is the key. A key says where its service lives: <folder>/<File>.ts declares "nodus/<folder>/<File>".
+    // arguments are applied to is the key. A key says where its service lives: <folder>/<File>.ts declares
+    // "nodus/<folder>/<File>".
     const wrong: Array<string> = []
     let keys = 0
     for (const file of files) {

@@ -3,7 +3,8 @@
  * scenario scenarios/bench-platform.json — 30 simulated days of a 10,000-host fleet taking about 10^6 Jobs with
  * preemptions, checkpoints, a preemption storm and a capacity drought — run headless by `runScenario`, with no
  * per-Job rows and unbilled (`bill: false`: it measures the engine and the controller; a billed run takes about 5x as
- * long at 20,000 arrivals). Prints one JSON line: the totals, the trace hash, wall and CPU time, and the peak resident memory.
+ * long at 20,000 arrivals). Prints one JSON line: the totals, the trace hash, wall and CPU time, and the peak resident
+ * memory.
  *
  *   node bench/sim/platform.ts [--scenario scenarios/bench-platform.json] [--no-check] [--arrivals N] [--seed S]
  *

@@ -29,7 +29,9 @@ export interface ApiSettings {
   readonly watchLimits?: WatchLimits
   /** `--webhook-allow-loopback`: admission takes webhook receivers on loopback (a kind's `serverRules`). */
   readonly developmentWebhooks?: boolean
-  /** The local backend: programs run on the host's userland, so a Job must name its command (a kind's `serverRules`). */
+  /**
+   * The local backend: programs run on the host's userland, so a Job must name its command (a kind's `serverRules`).
+   */
   readonly hostUserland?: boolean
   /**
    * Whether this process serves the API (false: `--role controllers`, which answers only the health checks, /version,

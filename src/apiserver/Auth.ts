@@ -219,8 +219,8 @@ export class Auth extends Context.Service<Auth, {
           )
         }
         // Cluster-scoped objects are the organisation's: a Budget caps every project it selects, a WebhookEndpoint
-        // receives org-level events whatever projects it names. A key bound to one project may read them with the scope,
-        // never write them, except to pay credits in (docs/auth.md).
+        // receives org-level events whatever projects it names. A key bound to one project may read them with the
+        // scope, never write them, except to pay credits in (docs/auth.md).
         if (
           principal.namespace !== undefined && info.scope === "Cluster" && info !== namespaceKind &&
           access !== "read" && !projectKeysMayWrite.has(info.plural)

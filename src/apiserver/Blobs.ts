@@ -90,8 +90,8 @@ export class Blobs extends Context.Service<Blobs, {
         const store = yield* BlobStore
 
         /**
-         * Reads `body` to its end, hashing it; unless `stage` is false (the uploader can already read the blob), keeps it in
-         * chunks under a new upload id. Anything short of a whole, bounded body leaves nothing staged.
+         * Reads `body` to its end, hashing it; unless `stage` is false (the uploader can already read the blob), keeps
+         * it in chunks under a new upload id. Anything short of a whole, bounded body leaves nothing staged.
          */
         const receive = (body: Stream.Stream<Uint8Array, unknown>, stage: boolean, bound: number) =>
           Effect.gen(function*() {
@@ -156,14 +156,15 @@ export class Blobs extends Context.Service<Blobs, {
         ) =>
           store.publish(received.upload, received, ref).pipe(
             Effect.mapError(unavailable),
-            // Refused (swept meanwhile, or the bytes it relied on collected): what it staged goes, and the uploader retries.
+            // Refused (swept meanwhile, or the bytes it relied on collected): what it staged goes, and the uploader
+            // retries.
             Effect.onError(() => Effect.ignore(store.discard(received.upload)))
           )
 
         /**
          * An upload: staged unless its project can already read the blob, and answered as new unless it could. What
-         * another project stores changes neither the answer nor the work (no staging skipped for it), so an upload tells
-         * nobody what others hold; the same bytes are kept once all the same.
+         * another project stores changes neither the answer nor the work (no staging skipped for it), so an upload
+         * tells nobody what others hold; the same bytes are kept once all the same.
          */
         const put = (digest: string, ref: BlobRef, body: Stream.Stream<Uint8Array, unknown>) =>
           Effect.gen(function*() {

@@ -85,7 +85,9 @@ interface ListCursor {
   readonly name: string
 }
 
-/** A continue token's cursor; undefined for a token this server did not make (its version is checked like a client's). */
+/**
+ * A continue token's cursor; undefined for a token this server did not make (its version is checked like a client's).
+ */
 const decodeContinue = (token: string): ListCursor | undefined => {
   try {
     const parsed = JSON.parse(Buffer.from(token, "base64url").toString("utf8")) as unknown

@@ -1,8 +1,9 @@
 /**
  * The generic operations of the resource API (spec: Generic operations, Create semantics), for every kind alike:
  * get, list, create, replace, patch (merge, JSON, apply), delete, and the status subresource. Each operation admits
- * the request with the kind's schema, applies the per-write rules of core/meta/Strategy.ts, and commits through the store
- * port in one atomic commit, retried on conflicts where Kubernetes retries them (patches without a resourceVersion).
+ * the request with the kind's schema, applies the per-write rules of core/meta/Strategy.ts, and commits through the
+ * store port in one atomic commit, retried on conflicts where Kubernetes retries them (patches without a
+ * resourceVersion).
  *
  * The operations are split by concern (ResourceReads.ts, ResourceCreates.ts, ResourceUpdates.ts, ResourceDeletes.ts,
  * over the steps of ResourceShared.ts); each method of the service runs in a span named after it ("Resources.create").

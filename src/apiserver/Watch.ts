@@ -186,7 +186,10 @@ export class Watches extends Context.Service<Watches, {
               )
               : events
 
-          /** The synthetic ADDED events of a watch without resourceVersion, a page at a time; returns the list's version. */
+          /**
+           * The synthetic ADDED events of a watch without resourceVersion, a page at a time; returns the list's
+           * version.
+           */
           const listInitial = (replay: (events: ReadonlyArray<WatchEvent>) => Effect.Effect<unknown>) =>
             Effect.gen(function*() {
               const listed = yield* resources.listPages(ref, namespace, {
@@ -200,8 +203,8 @@ export class Watches extends Context.Service<Watches, {
               return Number(listed.resourceVersion)
             })
 
-          // Replayed events wait for room (offered a batch at a time, so that the client is written to in chunks, not an
-          // event per write); a live one waits `slowAfter` at most; a bookmark is sent only when there is room.
+          // Replayed events wait for room (offered a batch at a time, so that the client is written to in chunks, not
+          // an event per write); a live one waits `slowAfter` at most; a bookmark is sent only when there is room.
           const produce = (queue: Queue.Queue<WatchEvent, ApiError | StoreError | Cause.Done>) => {
             const replay = (events: ReadonlyArray<WatchEvent>) => Queue.offerAll(queue, events)
             const live = (event: WatchEvent) =>

@@ -1,10 +1,10 @@
 /**
  * The operator's credit commands (docs/billing.md, "Credits"): `nodus grant <amountUSD>` creates a CreditGrant and
  * `nodus refund <topup>` refunds a TopUp, through the server's admin-only operations. They find the server and the
- * admin token as the other commands do (ServerClient.ts: the kubeconfig, else flags, environment, data directory). A grant carries one Idempotency-Key
- * for all its attempts, so a retry never grants twice: after a lost connection, a request still in progress (409
- * RequestInProgress) or a server briefly unavailable (503), the command tries again itself, and the operator never
- * has to rerun it, which would send a new key and grant twice.
+ * admin token as the other commands do (ServerClient.ts: the kubeconfig, else flags, environment, data directory). A
+ * grant carries one Idempotency-Key for all its attempts, so a retry never grants twice: after a lost connection, a
+ * request still in progress (409 RequestInProgress) or a server briefly unavailable (503), the command tries again
+ * itself, and the operator never has to rerun it, which would send a new key and grant twice.
  */
 import { randomUUID } from "node:crypto"
 import { request as httpRequest } from "node:http"
@@ -58,7 +58,9 @@ const send = (server: Server, url: string, body: unknown, headers: Record<string
 const retryable = (reply: Reply): boolean =>
   (reply.status === 409 && reply.body?.reason === "RequestInProgress") || reply.status === 503
 
-/** The wait before the next attempt: what the server asked (`details.retryAfterSeconds`, bounded), else a growing pause. */
+/**
+ * The wait before the next attempt: what the server asked (`details.retryAfterSeconds`, bounded), else a growing pause.
+ */
 const pauseMs = (attempt: number, reply: Reply | undefined): number => {
   const asked: unknown = reply?.body?.details?.retryAfterSeconds
   return typeof asked === "number" && Number.isFinite(asked) && asked >= 0

@@ -2,7 +2,8 @@
  * A Volume's files from and to this machine (docs/kinds/Volume.md, "Revisions"), as the admin, finding the server as
  * `nodus kubeconfig` does:
  *
- *   nodus volume put <volume> <dir> -n <project>                  the directory, as a tar.zst, committed as the next revision
+ *   nodus volume put <volume> <dir> -n <project>                  the directory, as a tar.zst, committed as the next
+ *                                                                 revision
  *   nodus volume get <volume> <dir> -n <project> [--revision N]   a revision (the latest without --revision) unpacked
  *
  * Both stream through `tar --zstd` (what the node agent unpacks on a host), and `get` checks the download against the

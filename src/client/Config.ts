@@ -120,7 +120,9 @@ const readCa = (ca: string): string => {
   }
 }
 
-/** The client's configuration, thrown as a ConfigurationError (resolveConfig fails with it): for the `nodus` commands. */
+/**
+ * The client's configuration, thrown as a ConfigurationError (resolveConfig fails with it): for the `nodus` commands.
+ */
 export const resolveConfigSync = (options: ClientOptions): ClientConfig => {
   const env = options.env ?? process.env
   let baseUrl = text(options.baseUrl) ?? text(env["NODUS_URL"])

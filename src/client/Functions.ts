@@ -101,7 +101,9 @@ const decode = (client: ResourceCalls, payload: { encoding?: string; inline?: st
     return JSON.parse(Buffer.from(raw).toString("utf8")) as unknown
   })
 
-/** An ended call's outcome (phase Succeeded, Failed or Cancelled): its value, or RemoteError; undefined while it runs. */
+/**
+ * An ended call's outcome (phase Succeeded, Failed or Cancelled): its value, or RemoteError; undefined while it runs.
+ */
 const outcomeOf = (
   client: ResourceCalls,
   call: NodusObject | undefined

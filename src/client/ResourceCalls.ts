@@ -14,7 +14,10 @@ export type NodusObject = Record<string, any>
 export interface CreateOptions {
   /** `dryRun=All`: admitted and answered, not stored. */
   readonly dryRun?: boolean
-  /** The submission key; by default a UUID made when `create` is called (so re-running its Effect resends the same submission). */
+  /**
+   * The submission key; by default a UUID made when `create` is called (so re-running its Effect resends the same
+   * submission).
+   */
   readonly idempotencyKey?: string
 }
 

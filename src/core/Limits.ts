@@ -101,7 +101,9 @@ export const sandboxMaxLifetimeMsMax = 720 * hourMs
 export const sandboxMaxLifetimeDefault = "24h"
 /** A box not ready this long after its start is said to be stuck (sandbox.stuck; nodus, docs/kinds/Sandbox.md). */
 export const sandboxStuckAfterMs = 5 * minuteMs
-/** A Sandbox command (nodus, docs/sandboxes.md): its argv, its env, and how long a foreground one may run by default. */
+/**
+ * A Sandbox command (nodus, docs/sandboxes.md): its argv, its env, and how long a foreground one may run by default.
+ */
 export const sandboxCommandArgsMax = 4096
 export const sandboxCommandEnvMax = 256
 export const sandboxCommandTimeoutDefault = "10m"
@@ -122,7 +124,10 @@ export const sandboxFileBytesMax = 16 * 1024 * 1024
 /** What /workspace continuity saves and restores (spec: Sandbox continuity). */
 export const sandboxWorkspacePath = "/workspace"
 
-/** How long a host keeps the /workspace of a box that ended unasked when no box of its Sandbox takes it (KeptWorkspaces). */
+/**
+ * How long a host keeps the /workspace of a box that ended unasked when no box of its Sandbox takes it
+ * (KeptWorkspaces).
+ */
 export const keptWorkspaceMaxAgeMs = 24 * hourMs
 
 /**

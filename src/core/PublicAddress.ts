@@ -1,7 +1,7 @@
 /**
  * Which IP addresses are public: the one answer every outbound connection a workload or the platform makes on someone's
- * behalf must agree on (egress proxies, webhook senders, the agent's `url` inputs), so that no name — whatever it resolves
- * to, DNS rebinding included — leads to the host, its network or a cloud's metadata service.
+ * behalf must agree on (egress proxies, webhook senders, the agent's `url` inputs), so that no name — whatever it
+ * resolves to, DNS rebinding included — leads to the host, its network or a cloud's metadata service.
  *
  * Not public: unspecified, loopback, private (RFC 1918, unique local), shared (CGNAT), link-local (metadata
  * included), benchmarking, documentation, IETF protocol assignments, multicast, reserved and broadcast addresses;

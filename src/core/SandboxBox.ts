@@ -90,7 +90,9 @@ export interface BoxCommand {
   readonly stdout?: string | undefined
   readonly stderr?: string | undefined
   readonly truncated?: boolean | undefined
-  /** The bytes of its output (both streams) no longer kept: dropped at an output bound (Limits.sandbox*OutputBytesMax). */
+  /**
+   * The bytes of its output (both streams) no longer kept: dropped at an output bound (Limits.sandbox*OutputBytesMax).
+   */
   readonly droppedBytes?: number | undefined
 }
 

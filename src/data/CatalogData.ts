@@ -1,7 +1,7 @@
 /**
  * Loads the offering catalog from the list prices kept in the repository
- * (scenarios/data/skypilot-gpu-prices/README.md). Building the catalog is pure (src/core/capacity/Catalog.ts); this module
- * only reads the two files, so the core never does I/O.
+ * (scenarios/data/skypilot-gpu-prices/README.md). Building the catalog is pure (src/core/capacity/Catalog.ts); this
+ * module only reads the two files, so the core never does I/O.
  */
 import { readFileSync } from "node:fs"
 import { join } from "node:path"

@@ -128,8 +128,8 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
           )
       })
       const group = settings.group
-      // Documents are generated once, on first request (tens of ms, off start-up): they depend only on the group and the
-      // kinds' schemas.
+      // Documents are generated once, on first request (tens of ms, off start-up): they depend only on the group and
+      // the kinds' schemas.
       const openApiDocuments = new Map<Version, JsonObject>()
       const openApiDocument = (version: Version): JsonObject => {
         let document = openApiDocuments.get(version)
@@ -372,7 +372,8 @@ export class Api extends Context.Service<Api, { readonly handle: (request: Reque
               contentType: "application/octet-stream"
             })
           }
-          // A sync carries box replies (a file of up to 16 MiB, in base64): an agent's body may be larger than a client's.
+          // A sync carries box replies (a file of up to 16 MiB, in base64): an agent's body may be larger than a
+          // client's.
           const limit = credential === undefined
             ? undefined
             : {

@@ -1,7 +1,8 @@
 /**
  * Blob uploads over HTTP (spec: "uploads through /blobs/v1"; docs/blobs.md):
  *
- *   PUT  /blobs/v1/sha256:<hex>[?project=P]   the body, stored if its SHA-256 is <hex>: 201 (new) or 200 {digest, sizeBytes}
+ *   PUT  /blobs/v1/sha256:<hex>[?project=P]   the body, stored if its SHA-256 is <hex>: 201 (new)
+ *                                             or 200 {digest, sizeBytes}
  *   HEAD /blobs/v1/sha256:<hex>               200 with Content-Length and Digest, or 404
  *   GET  /blobs/v1/sha256:<hex>               the bytes (application/octet-stream)
  *

@@ -246,8 +246,8 @@ export const aggregatedGroups = (group: string): JsonObject =>
   }])
 
 /**
- * GET /api in the aggregated form: the core "" group with v1 namespaces and events. It is not empty, because kubectl would
- * otherwise rerun discovery on every call (kubectl-compat §1.6), and namespaces are served.
+ * GET /api in the aggregated form: the core "" group with v1 namespaces and events. It is not empty, because kubectl
+ * would otherwise rerun discovery on every call (kubectl-compat §1.6), and namespaces are served.
  */
 export const aggregatedCore = (): JsonObject =>
   discoveryList([{

@@ -234,7 +234,8 @@ const make = Effect.gen(function*() {
       const result = hooks === undefined || options.dryRun
         ? created
         : { ...created, object: yield* hooks.settle(created.object) }
-      // A dry run's ETag quotes its price and binds a later create that sends it in If-Match (spec: Create semantics 1).
+      // A dry run's ETag quotes its price and binds a later create that sends it in If-Match (spec: Create semantics
+      // 1).
       const headers = { etag: result.etag ?? etagOf(result.object), ...warningHeader(result.warnings) }
       return yield* renderObject(request, query, ref, result.object, 201, headers)
     }

@@ -1,6 +1,7 @@
 /**
  * Responses: JSON bodies, and the spec's Status body for every error (spec: Errors, Status body) with its docs link,
- * fix (also at the end of `message`, the one field kubectl prints) and request id. The HTTP status of a code comes only from the registry in core/meta/ErrorCodes.ts.
+ * fix (also at the end of `message`, the one field kubectl prints) and request id. The HTTP status of a code comes only
+ * from the registry in core/meta/ErrorCodes.ts.
  */
 import { HttpServerResponse } from "effect/http"
 import type { Json } from "../core/Json.ts"

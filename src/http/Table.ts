@@ -312,7 +312,9 @@ const dollars = (decimal: string): string => {
   return `${negative && !isZero ? "-" : ""}$${integerDigits}.${fractionDigits}`
 }
 
-/** A finite number as a plain decimal string, expanding the exponent form ("1e-7") that String() uses for tiny values. */
+/**
+ * A finite number as a plain decimal string, expanding the exponent form ("1e-7") that String() uses for tiny values.
+ */
 const plainDecimal = (value: number): string => {
   const text = String(value)
   const match = /^(-?)(\d)(?:\.(\d+))?e([+-]\d+)$/u.exec(text)

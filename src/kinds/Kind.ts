@@ -62,7 +62,10 @@ export interface KindEstimator<Spec> {
 // biome-ignore lint: the registry is heterogeneous; each entry is typed where it is written.
 export type AnyRuntimeKind = RuntimeKind<any, any>
 
-/** A kind's one entry in the registry (src/kinds/Kinds.ts): how it is served and, for a kind with a machine, what runs it. */
+/**
+ * A kind's one entry in the registry (src/kinds/Kinds.ts): how it is served and, for a kind with a machine, what runs
+ * it.
+ */
 export interface KindEntry extends ServedKind {
   readonly runtime?: AnyRuntimeKind
 }

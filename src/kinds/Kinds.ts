@@ -1,8 +1,8 @@
 /**
- * The registry of every kind nodus serves: one line per kind, in the spec's order ("Availability by kind"). Each entry is
- * written in the kind's own folder (src/kinds/<kind>/): its row (names, scope, version, operations, columns), its schema
- * and, for a kind with a machine, what the runtime runs (src/kinds/Kind.ts). Discovery, routing, scope checks, admission,
- * OpenAPI, Table output and the reconciler all read this list; a new kind is its folder plus one line here.
+ * The registry of every kind nodus serves: one line per kind, in the spec's order ("Availability by kind"). Each entry
+ * is written in the kind's own folder (src/kinds/<kind>/): its row (names, scope, version, operations, columns), its
+ * schema and, for a kind with a machine, what the runtime runs (src/kinds/Kind.ts). Discovery, routing, scope checks,
+ * admission, OpenAPI, Table output and the reconciler all read this list; a new kind is its folder plus one line here.
  */
 import type { KindInfo, ResourceRef, Version } from "../core/meta/Kinds.ts"
 import { coreKinds, eventKind, eventRef, namespaceKind, namespaceRef, refOf } from "../core/meta/Kinds.ts"
@@ -125,7 +125,10 @@ export const refOfObjectKind = (group: string, kind: string): ResourceRef | unde
 
 const definitions = new Map(registered.map((entry) => [entry.info.kind, entry.definition]))
 
-/** The definition of the kind named `kind` (as objects carry it); a kind without its own schema is admitted permissively. */
+/**
+ * The definition of the kind named `kind` (as objects carry it); a kind without its own schema is admitted
+ * permissively.
+ */
 export const definitionOf = (kind: string): KindDefinition => definitions.get(kind) ?? permissive
 
 /** Whether a kind has its own schema (not the permissive stand-in). */

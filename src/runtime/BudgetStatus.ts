@@ -20,7 +20,10 @@ export interface BudgetStatusOptions {
 /** Budgets' statuses catch up with spending within this (real) time. */
 export const budgetPollIntervalDefault: Duration.Input = "5 seconds"
 
-/** Writes a Budget's status through the status subresource, at the resourceVersion the snapshot holds, with `ops` in its commit. */
+/**
+ * Writes a Budget's status through the status subresource, at the resourceVersion the snapshot holds, with `ops` in its
+ * commit.
+ */
 export const budgetStatusWriter = (resources: Resources["Service"], group: string): BudgetStatusWriter => {
   const info = byPluralName(budgetsResource)!
   const ref: ResourceRef = refOf(group, info)

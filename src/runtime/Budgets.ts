@@ -58,7 +58,10 @@ export type BudgetStatusWriter = (
 ) => Effect.Effect<ResourceObject, ApiError>
 
 export interface BudgetServiceShape {
-  /** The rooms of the Refuse Budgets matching the owner now, read from `ledger` (synchronous; Notify Budgets limit nothing). */
+  /**
+   * The rooms of the Refuse Budgets matching the owner now, read from `ledger` (synchronous; Notify Budgets limit
+   * nothing).
+   */
   readonly roomsFor: (ledger: Ledger, owner: BudgetOwner, now: number) => ReadonlyArray<Room>
   /**
    * Records an owner's project and labels, in memory and in the store (again when they change). Call it before the
@@ -251,7 +254,9 @@ function make() {
     /** Owners known in memory whose record the store has not taken yet (the next registration writes it again). */
     const unsaved = new Set<string>()
 
-    /** The owner counts in memory at once, so this process's Budgets never miss its spending, even if the store fails. */
+    /**
+     * The owner counts in memory at once, so this process's Budgets never miss its spending, even if the store fails.
+     */
     const remember = (owner: LedgerOwner) => {
       owners.set(owner.uid, owner)
       for (const entry of budgets.values()) {

@@ -7,10 +7,11 @@
  *   `topup/<uid>` (so a replay or a restart never grants twice), and its status and event follow. A create also runs
  *   that step before it answers, so credits are there when the client gets its 201. A Succeeded TopUp whose grant the
  *   ledger lacks (the commit was lost) is granted again under the same key.
- * - **CreditGrants** show the ledger's Grant postings: one object per grant (`starter`, `topup-<name>`, the operator's),
- *   with `status.remainingUSD` attributed by core/billing/Credits.ts and refreshed as the ledger moves. The operator's grant is
- *   the one object that comes first: its create (admin only, src/kinds/creditgrant/http/CreditGrantApi.ts) is the
- *   intent, and its posting `grant/<uid>` follows, retried here until it exists.
+ * - **CreditGrants** show the ledger's Grant postings: one object per grant (`starter`, `topup-<name>`, the
+ *   operator's), with `status.remainingUSD` attributed by core/billing/Credits.ts and refreshed as the ledger moves.
+ *   The operator's grant is the one object that comes first: its create (admin only,
+ *   src/kinds/creditgrant/http/CreditGrantApi.ts) is the intent, and its posting `grant/<uid>` follows, retried here
+ *   until it exists.
  * - **Refunds** are an operator's operation on a Succeeded TopUp: the ledger takes the credits back under
  *   `refund/<uid>` first, then the processor refunds (keyed), then the TopUp ends Refunded. The ledger's posting is the
  *   point of no return: once it exists, the TopUp's reconcile finishes the refund (at the next pass, or at start after
@@ -106,7 +107,9 @@ const topUpMoves: Readonly<Record<TopUpPhase, ReadonlyArray<TopUpPhase>>> = {
   Refunded: []
 }
 
-/** Whether a TopUp's status moves from `from` to `to`; writing the phase it already has is no move (nothing written). */
+/**
+ * Whether a TopUp's status moves from `from` to `to`; writing the phase it already has is no move (nothing written).
+ */
 export const topUpMoveAllowed = (from: TopUpPhase, to: TopUpPhase): boolean => topUpMoves[from].includes(to)
 
 const statusOf = (object: ResourceObject): JsonObject => (isObject(object.status) ? object.status : {})
@@ -161,7 +164,10 @@ const read = (parts: Parts, ref: ResourceRef, name: string): Effect.Effect<Resou
     Effect.catchIf((error) => error.code === "NotFound", () => Effect.succeed(undefined))
   )
 
-/** A credits object's status, made from the stored one (ObjectWriter.ts statusUpdater); credits kinds are cluster-scoped. */
+/**
+ * A credits object's status, made from the stored one (ObjectWriter.ts statusUpdater); credits kinds are
+ * cluster-scoped.
+ */
 const writeStatus = (
   parts: Parts,
   ref: ResourceRef,
@@ -170,7 +176,10 @@ const writeStatus = (
   ops?: (shown: ResourceObject) => ReadonlyArray<WriteOp>
 ) => statusUpdater(parts.resources, writeOptions)(ref, undefined, name, next, ops)
 
-/** The outbox record of a delivery-shaped event about a TopUp (spec: Delivery; a cluster-scoped object has no namespace). */
+/**
+ * The outbox record of a delivery-shaped event about a TopUp (spec: Delivery; a cluster-scoped object has no
+ * namespace).
+ */
 const topUpEvent = (parts: Parts, topUp: ResourceObject, reason: FinalPhase, message: string, at: number): WriteOp =>
   parts.outbox.record(deliveryOf(`topup.${reason.toLowerCase()}`, at, { reason, message }, deliveredObjectOf(topUp)))
 

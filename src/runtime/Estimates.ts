@@ -70,7 +70,9 @@ export interface EstimatorOptions {
  */
 export const sampleCacheCapacity = 1024
 
-/** Specs decoded for estimates, kept by their text: a sweep, a benchmark or a retrying client sends one spec many times. */
+/**
+ * Specs decoded for estimates, kept by their text: a sweep, a benchmark or a retrying client sends one spec many times.
+ */
 const decodedSpecsMax = 256
 
 /** A spec longer than this is decoded at each estimate rather than kept (the key is its whole text). */

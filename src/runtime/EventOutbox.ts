@@ -25,7 +25,8 @@ export interface OutboxEvent {
     readonly event: { readonly reason: string; readonly message: string; readonly count: number }
     /**
      * What the API shows for the object: never provider names or machine ids (spec: Delivery). A cluster-scoped object
-     * (TopUp, Budget, CreditGrant) has no namespace; organization-level billing.* events name the account (docs/billing.md).
+     * (TopUp, Budget, CreditGrant) has no namespace; organization-level billing.* events name the account
+     * (docs/billing.md).
      */
     readonly object: {
       readonly apiVersion: string
@@ -89,7 +90,9 @@ export class EventOutbox extends Context.Service<EventOutbox, {
   readonly record: (event: OutboxEvent) => WriteOp
   /** How many records this process has made (a reader woken by a commit skips its read when none came since). */
   readonly recorded: () => number
-  /** The records after `after` ("" for the first), in the order of their ids, at most `limit`; `now` drops expired ones. */
+  /**
+   * The records after `after` ("" for the first), in the order of their ids, at most `limit`; `now` drops expired ones.
+   */
   readonly read: (after: string, limit: number, now: number) => Effect.Effect<ReadonlyArray<OutboxEntry>, StoreError>
 }>()("nodus/runtime/EventOutbox") {
   static readonly layer = Layer.effect(
@@ -98,8 +101,8 @@ export class EventOutbox extends Context.Service<EventOutbox, {
       const store = yield* Store
       const ids = yield* Ids
       const clock = yield* Clock.Clock
-      // Ids order records as they are made: by the service's clock (never back under the simulator), then this process and
-      // its count (several processes share one store). An event's own time is in its body: a controller stepping an
+      // Ids order records as they are made: by the service's clock (never back under the simulator), then this process
+      // and its count (several processes share one store). An event's own time is in its body: a controller stepping an
       // earlier instant may record after a later one.
       const processTag = ids.uid().slice(0, 8)
       let counter = 0

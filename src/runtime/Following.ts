@@ -16,7 +16,9 @@ export const surviving =
       Effect.catchCause((cause) => Effect.logError(`${component}: ${what} failed`, Cause.pretty(cause)))
     )
 
-/** A pause of `ms` of wall time, not of the Effect clock (a test's or the simulator's clock may stand still or jump). */
+/**
+ * A pause of `ms` of wall time, not of the Effect clock (a test's or the simulator's clock may stand still or jump).
+ */
 export const wallPause = (ms: number) =>
   Effect.callback<void>((resume) => {
     const timer = setTimeout(() => resume(Effect.void), ms)

@@ -124,7 +124,9 @@ const withMapLabel = (group: string, object: JsonObject): JsonObject => {
   return { ...object, metadata: { ...metadata, labels: { ...labels, [mapLabel(group)]: mapId } } }
 }
 
-/** A FunctionCall's Function, timeout, Python minor and input blob (only at create: the rest of its spec is immutable). */
+/**
+ * A FunctionCall's Function, timeout, Python minor and input blob (only at create: the rest of its spec is immutable).
+ */
 export const functionCallPlugin = (store: StoreShape, blobs: Blobs["Service"]): AdmissionPlugin => ({
   name: "functionCall",
   prepareCreate: ({ ref, namespace, object }) =>

@@ -128,7 +128,7 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
         if (group.uid !== undefined) wake(group.uid)
       }
 
-      // -------------------------------------------------------------------------------------------------------------------
+      // ---------------------------------------------------------------------------------------------------------------
       // Retention (spec: FunctionCall, "kept 7 days after it ends")
 
       const retention = new Queue.Retention()
@@ -158,7 +158,7 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
             ), { concurrency: writeConcurrency, discard: true })
         })
 
-      // -------------------------------------------------------------------------------------------------------------------
+      // ---------------------------------------------------------------------------------------------------------------
       // Calls in from the store
 
       /** Takes a call in (or a change of one); what it answers is to be run: a check of a Function not stepped yet. */
@@ -178,7 +178,8 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
         }
         // Another process owns its Function's shard: that one holds it (this one reads it when it takes the shard).
         if (!ownsFunction(namespace, spec.function)) return Effect.void
-        // A call that ended here is final: a change of it from before its end (a lagging feed, a resync's listing) is old.
+        // A call that ended here is final: a change of it from before its end (a lagging feed, a resync's listing) is
+        // old.
         if (retention.has(object.metadata.uid)) return Effect.void
         const status = (isObject(object.status) ? object.status : {}) as FunctionCallStatusType
         const state = Call.stateOf(status)
@@ -206,7 +207,8 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
           deleted: false,
           waiting: false
         }
-        // A new call's status (Queued) is written at the next step; a restarted or cancelled one has a move to make first.
+        // A new call's status (Queued) is written at the next step; a restarted or cancelled one has a move to make
+        // first.
         Queue.admitCall(group, call)
         callGroups.set(call.uid, group)
         poke(group)
@@ -247,10 +249,10 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
       }))
 
       /**
-       * Shards lost: their calls are dropped (their writes would fail on the fence now), with the ended ones waiting out
-       * their retention. Shards taken: their calls are read from the store (`take` keeps those of owned Functions; one
-       * running under the previous owner is recovered as lost). Nothing held is dropped then: the change feed, followed
-       * meanwhile, may have brought calls the listing does not show.
+       * Shards lost: their calls are dropped (their writes would fail on the fence now), with the ended ones waiting
+       * out their retention. Shards taken: their calls are read from the store (`take` keeps those of owned Functions;
+       * one running under the previous owner is recovered as lost). Nothing held is dropped then: the change feed,
+       * followed meanwhile, may have brought calls the listing does not show.
        */
       const onOwnership = (change: OwnershipChange) =>
         Effect.gen(function*() {
@@ -277,7 +279,7 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
         for (const call of retention.all()) if (inShards(lost, call.namespace, call.fn)) retention.unretain(call.uid)
       }
 
-      // -------------------------------------------------------------------------------------------------------------------
+      // ---------------------------------------------------------------------------------------------------------------
       // Moves (kinds/function/FunctionQueue.ts)
 
       /** Why a call running under a previous process (or owner of its Function) lost its answer. */
@@ -285,7 +287,7 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
         ? "the server restarted under it"
         : "the server that ran it stopped or gave its Function up"
 
-      // -------------------------------------------------------------------------------------------------------------------
+      // ---------------------------------------------------------------------------------------------------------------
       // Dispatch
 
       const inputOf = (call: HeldCall) =>
@@ -329,8 +331,8 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
             })
           group.heard.push({ flight, reply })
           wake(owner)
-          // Started at once: the call reaches its worker at the instant of its dispatch (an inline input is read with no
-          // pause), which the simulator's clock must see before it moves on.
+          // Started at once: the call reaches its worker at the instant of its dispatch (an inline input is read with
+          // no pause), which the simulator's clock must see before it moves on.
         }).pipe(Effect.forkIn(scope, { startImmediately: true }))
 
       /** The calls waiting go to the workers' free slots (FunctionQueue.nextDispatch), each sent as it is taken. */
@@ -345,7 +347,7 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
           }
         })
 
-      // -------------------------------------------------------------------------------------------------------------------
+      // ---------------------------------------------------------------------------------------------------------------
       // Writes
 
       /** A result too large to show inline goes to the blob store, held by its call (spec: Payload). */
@@ -371,7 +373,10 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
         readonly text: string
       }
 
-      /** A call's status to write now; "unchanged" when it is what was written last, "failed" when it cannot be made now. */
+      /**
+       * A call's status to write now; "unchanged" when it is what was written last, "failed" when it cannot be made
+       * now.
+       */
       const nextStatus = (
         call: HeldCall,
         now: number,
@@ -418,8 +423,8 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
       }
 
       /**
-       * The statuses of one step, in one store commit where each is at the resourceVersion written last (the usual case:
-       * only the dispatcher writes them); any refusal writes them one by one instead, each read again as needed.
+       * The statuses of one step, in one store commit where each is at the resourceVersion written last (the usual
+       * case: only the dispatcher writes them); any refusal writes them one by one instead, each read again as needed.
        */
       const writeAll = (group: Group, pending: ReadonlyArray<Pending>) =>
         Effect.gen(function*() {
@@ -502,8 +507,9 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
         })
 
       /**
-       * Calls of a Function the reconciler has not stepped a while after they came: its Function was deleted between the
-       * call's admission and now (the reconciler will never step it), or it is still being taken in. The store says which.
+       * Calls of a Function the reconciler has not stepped a while after they came: its Function was deleted between
+       * the call's admission and now (the reconciler will never step it), or it is still being taken in. The store says
+       * which.
        */
       const checkUnserved = (key: string, namespace: string, fn: string) =>
         Effect.gen(function*() {
@@ -519,16 +525,16 @@ export const layer = (options: DispatchOptions = { runningShownAfterMs: 0 }) =>
 
       const nextAtOf = (group: Group) => Queue.nextAtOf(group, options.runningShownAfterMs, retention.next())
 
-      // Subscribed to the shards' changes first (the fiber subscribes when it first runs), then the store read and followed.
-      // One process owning everything has none.
+      // Subscribed to the shards' changes first (the fiber subscribes when it first runs), then the store read and
+      // followed. One process owning everything has none.
       if (!ownership.whole) {
         yield* Effect.forkScoped(Stream.runForEach(ownership.changes, onOwnership))
         yield* Effect.yieldNow
       }
       yield* followStore("functions", feed, resync, onChange)
-      // Ended calls go on the server's clock (simulated time under the sim backend) even where no Function is stepped (those
-      // of the Functions this process owns: it holds no other's). The pause between sweeps is wall time, whatever the clock:
-      // a clock moved days ahead at once runs one sweep, not one per minute it skipped.
+      // Ended calls go on the server's clock (simulated time under the sim backend) even where no Function is stepped
+      // (those of the Functions this process owns: it holds no other's). The pause between sweeps is wall time,
+      // whatever the clock: a clock moved days ahead at once runs one sweep, not one per minute it skipped.
       const sweep = Effect.andThen(
         wallPause(retentionSweepMs),
         Effect.ignore(Effect.flatMap(Clock.currentTimeMillis, expireRetained))

@@ -38,8 +38,9 @@ export interface LedgerShape {
   readonly read: <A>(f: (ledger: Ledger) => A) => Effect.Effect<A>
   /**
    * Runs operations on the ledger and commits their postings; answers what `f` answered. When the commit fails the
-   * postings are taken back (or the ledger rebuilt), and the error is Unavailable (nothing was charged). `fence` commits with the
-   * postings: a controller's fencing token (runtime/Ownership.ts), so a process that lost an object bills nothing for it.
+   * postings are taken back (or the ledger rebuilt), and the error is Unavailable (nothing was charged). `fence`
+   * commits with the postings: a controller's fencing token (runtime/Ownership.ts), so a process that lost an object
+   * bills nothing for it.
    */
   readonly update: <A>(f: (ledger: Ledger) => A, fence?: ReadonlyArray<WriteOp>) => Effect.Effect<A, ApiError>
   /**
@@ -180,8 +181,8 @@ function make(options: LedgerOptions) {
         yield* store.commit([...postings.map((posting) => ({ _tag: "Post" as const, posting })), ...events, ...fence])
           .pipe(
             Effect.catch((error): Effect.Effect<never, StoreError | CommitFailed> => {
-              // Refused whole (another process posted those seqs first, or the fence is gone): nothing was stored, and the
-              // postings are taken back. Failed otherwise: what is in memory may not be what was stored.
+              // Refused whole (another process posted those seqs first, or the fence is gone): nothing was stored, and
+              // the postings are taken back. Failed otherwise: what is in memory may not be what was stored.
               if (error._tag === "CommitFailed") {
                 return Effect.andThen(Effect.sync(() => ledger.undoDrained()), Effect.fail(error))
               }

@@ -1,9 +1,9 @@
 /**
  * The node agent protocol over HTTPS (docs/live.md, "The node agent"): `POST /agent/v1/enroll` with an
  * EnrollmentToken in the body; `POST /agent/v1/hello`, `/sync`, `/outputs` and `/inputs` with the agent's own key as
- * the bearer credential. They are not API requests (no API key reaches them, and an agent's key reaches nothing else), so the HTTP
- * layer hands them, body parsed, to whoever serves live hosts (server/LiveBackend.ts). Without live hosts they are
- * NotFound with the reason.
+ * the bearer credential. They are not API requests (no API key reaches them, and an agent's key reaches nothing else),
+ * so the HTTP layer hands them, body parsed, to whoever serves live hosts (server/LiveBackend.ts). Without live hosts
+ * they are NotFound with the reason.
  */
 import { Context, Effect, Layer, type Stream } from "effect"
 import type { Json } from "../core/Json.ts"
@@ -21,14 +21,18 @@ export type AgentCall = "enroll" | "hello" | "sync" | "box" | "run"
 export class NodeAgents extends Context.Service<NodeAgents, {
   /** One call: its JSON answer. `credential` is the bearer token of the request, if any. */
   readonly call: (call: AgentCall, body: unknown, credential: string | undefined) => Effect.Effect<Json, ApiError>
-  /** `POST /agent/v1/{outputs,checkpoints}?node=&epoch=&run=&name=`: an output's or a checkpoint's bytes as the body. */
+  /**
+   * `POST /agent/v1/{outputs,checkpoints}?node=&epoch=&run=&name=`: an output's or a checkpoint's bytes as the body.
+   */
   readonly upload: (
     kind: AgentUpload,
     query: URLSearchParams,
     body: Stream.Stream<Uint8Array, unknown>,
     credential: string | undefined
   ) => Effect.Effect<Json, ApiError>
-  /** `POST /agent/v1/{inputs,restores}?node=&epoch=&run=&name=`: an input's or a restore checkpoint's bytes, answered. */
+  /**
+   * `POST /agent/v1/{inputs,restores}?node=&epoch=&run=&name=`: an input's or a restore checkpoint's bytes, answered.
+   */
   readonly download: (
     kind: AgentDownload,
     query: URLSearchParams,

@@ -66,7 +66,8 @@ export const makeOfferings = (
           metadata: { ...metadata, resourceVersion: found.success.metadata.resourceVersion }
         }, writeOptions)
       } else if (isCurrent(found.success, available(offering))) {
-        // A restart over the same catalog: nothing to write (a whole catalog of status writes costs a second on PGlite).
+        // A restart over the same catalog: nothing to write (a whole catalog of status writes costs a second on
+        // PGlite).
         return shown.set(offering.id, available(offering))
       }
       yield* writeAvailability(offering, available(offering))

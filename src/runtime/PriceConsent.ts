@@ -4,7 +4,8 @@
  * the object (so it binds exactly that payload), and the estimate's rate and pricebook version. The quote is
  * authenticated with an HMAC under a server key, so a caller cannot raise the rate it binds. A later create that sends
  * the ETag in If-Match is admitted even after `estimate.validUntil`, unless the rate it would be placed at now is
- * above the bound (the quoted rate plus 10 %, core/billing/PriceBound.ts): then it is refused with PriceConsentRequired.
+ * above the bound (the quoted rate plus 10 %, core/billing/PriceBound.ts): then it is refused with
+ * PriceConsentRequired.
  *
  * The key is 32 random bytes, generated once and kept in the store's record table, like the admin key's bootstrap
  * record, so every server process over the same store (and every restart) accepts the ETags of the others.

@@ -411,7 +411,8 @@ const takingOf = (deps: Deps, state: State, due: Due) => {
       }
       const status = isObject(object.status) ? object.status : {}
       // An object with a phase ran under an earlier server process: it comes back with its recorded runs.
-      // Never after the instant this step runs at (the clock that dated the takeover runs ahead of the engine's instants).
+      // Never after the instant this step runs at (the clock that dated the takeover runs ahead of the engine's
+      // instants).
       const lostAt = Math.min(takenAt.get(ownership.shardOf(key)) ?? options.lostAt, now)
       const restored = status["phase"] === undefined
         ? { facts: [], live: [] }
@@ -546,7 +547,9 @@ const takingOf = (deps: Deps, state: State, due: Due) => {
   return { adopted, admit, follow, servedOf, letGo, dropShards, onOwnership }
 }
 
-/** The step: an object observed, stepped through the reconcile core, its actions carried out, what it decided written. */
+/**
+ * The step: an object observed, stepped through the reconcile core, its actions carried out, what it decided written.
+ */
 const steppingOf = (deps: Deps, state: State, taking: Taking) => {
   const { options, resources, port, ledgers, budgets, serving, ownership, writer } = deps
   const { queue, waiting, contention, unfunded } = state
@@ -598,8 +601,8 @@ const steppingOf = (deps: Deps, state: State, taking: Taking) => {
     if (!tracked.finishedBefore) return status
     const stored = tracked.stored
     const cost = status["cost"]
-    // What its restored runs say of the seconds is less than it knew (their teardowns are not recorded): only money moved
-    // since is shown.
+    // What its restored runs say of the seconds is less than it knew (their teardowns are not recorded): only money
+    // moved since is shown.
     return cost === undefined || sameMoney(stored["cost"], cost) ? undefined : { ...stored, cost }
   }
 
@@ -662,9 +665,10 @@ const steppingOf = (deps: Deps, state: State, taking: Taking) => {
       }
       const owner = { namespace: tracked.namespace, labels: tracked.labels }
       const fence = ownership.fence(tracked.key)
-      // What the step charges is recorded first (its status, Attempts and events), then posted: a process stopped between
-      // the two commits leaves the ledger behind the records, which the next settle catches up. Except a step that
-      // launches (its holds are stored before capacity starts) or deletes: its postings go first, as its actions need.
+      // What the step charges is recorded first (its status, Attempts and events), then posted: a process stopped
+      // between the two commits leaves the ledger behind the records, which the next settle catches up. Except a step
+      // that launches (its holds are stored before capacity starts) or deletes: its postings go first, as its actions
+      // need.
       let recorded = false
       const { answer: billed, posted } = yield* ledgers.updateAfter(
         (ledger) =>
@@ -826,7 +830,9 @@ const awaitWork = (queue: WorkQueue, ms: number) =>
     })
   })
 
-/** The reconciler, of its parts: what is due, taking objects in and letting them go, the step, and running what is due. */
+/**
+ * The reconciler, of its parts: what is due, taking objects in and letting them go, the step, and running what is due.
+ */
 function make(options: ReconcilerOptions) {
   return Effect.gen(function*() {
     const deps = yield* depsOf(options)

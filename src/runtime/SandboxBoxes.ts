@@ -1,8 +1,8 @@
 /**
- * A running Sandbox's box (docs/sandboxes.md), which the HTTP layer drives (kinds/sandbox/http/SandboxApi.ts): a request goes to the
- * capacity port's `box` for the Sandbox's attempt — a live host's supervisor through its agent, or the simulator's
- * model of a box (`layer`). Without a backend that runs boxes (`layerNone`) every request is Unsupported, with the
- * reason.
+ * A running Sandbox's box (docs/sandboxes.md), which the HTTP layer drives (kinds/sandbox/http/SandboxApi.ts): a
+ * request goes to the capacity port's `box` for the Sandbox's attempt — a live host's supervisor through its agent, or
+ * the simulator's model of a box (`layer`). Without a backend that runs boxes (`layerNone`) every request is
+ * Unsupported, with the reason.
  *
  * The Sandboxes themselves are followed through the change feed (Following.ts), so that a command to a Running
  * Sandbox finds its attempt without a read of the store (on the embedded store, most of a command's round trip); the

@@ -6,8 +6,9 @@
  *
  * Nor may a value come back through the object's metadata: kubectl's client-side apply copies the whole manifest into
  * the last-applied annotation, so a Secret write keeps only the manifest's identity, metadata and type there
- * (`scrubLastApplied`), and a label or annotation holding a value the write carries is refused (`valuesInMetadata`). The version records themselves are
- * sealed with the server's key (SecretCipher.ts), so a dump of the store holds no value either (docs/secrets.md).
+ * (`scrubLastApplied`), and a label or annotation holding a value the write carries is refused (`valuesInMetadata`).
+ * The version records themselves are sealed with the server's key (SecretCipher.ts), so a dump of the store holds no
+ * value either (docs/secrets.md).
  *
  * Two admission rules read the values: a workload's secret mounts without a version pin the latest one at admission
  * (`status.secretVersions`), and a literal env value equal to a current secret value of the project is refused
@@ -202,7 +203,9 @@ const mountsOf = (
   })
 }
 
-/** Scope prefix of Secrets (docs/auth.md): `secrets:read` reads Secret objects, which hold names and keys, never values. */
+/**
+ * Scope prefix of Secrets (docs/auth.md): `secrets:read` reads Secret objects, which hold names and keys, never values.
+ */
 const secretsScope = byPluralName("secrets")?.scopePrefix ?? "secrets"
 
 /** Whether a refusal may name the Secret and key a literal matched: the caller may read Secrets (the server may). */
@@ -386,7 +389,9 @@ export class Secrets extends Context.Service<Secrets, {
           return matches
         })
 
-      /** Charges a caller's literals to its budget before anything is compared, so the charge says nothing of secrets. */
+      /**
+       * Charges a caller's literals to its budget before anything is compared, so the charge says nothing of secrets.
+       */
       const chargeGuesses = (principal: Principal, values: ReadonlyArray<string>) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) => {
           const retryAfter = budget.charge(principal.name, values, now)

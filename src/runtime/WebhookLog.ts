@@ -144,7 +144,9 @@ export const projectOf = (delivery: Delivery): string => {
   return typeof namespace === "string" ? namespace : ""
 }
 
-/** A page of entries from the deliveries read past `after`: the first `limit`, and a `continue` when one more was read. */
+/**
+ * A page of entries from the deliveries read past `after`: the first `limit`, and a `continue` when one more was read.
+ */
 export const pageOf = (
   read: ReadonlyArray<Delivery>,
   limit: number

@@ -63,7 +63,9 @@ import { WorkQueue } from "./WorkQueue.ts"
 export const cursorTable = "webhookcursor"
 /** Rotations made under an Idempotency-Key: their answers, sealed, by endpoint uid and the key's SHA-256. */
 export const rotationsTable = "webhookrotations"
-/** Replays waiting for the engine (made by any process): one record per replay, `<its delivery id>` → its record key. */
+/**
+ * Replays waiting for the engine (made by any process): one record per replay, `<its delivery id>` → its record key.
+ */
 export const replayQueueTable = "webhookreplayqueue"
 const cursorId = "outbox"
 
@@ -78,7 +80,9 @@ const inFlightMax = 256
 const recheckMs = 250
 /** Outbox records read per dispatch pass. */
 const dispatchBatch = 512
-/** The least time between two dispatch passes woken by changes of other processes (they may come thousands a second). */
+/**
+ * The least time between two dispatch passes woken by changes of other processes (they may come thousands a second).
+ */
 const passSpacingMs = 10
 /** Log records read at most for one page of a project-bound key (which skips other projects' deliveries). */
 const deliveriesScanMax = 10_000
@@ -189,7 +193,7 @@ const engine = (parts: Parts): Effect.Effect<Engine, StoreError, Scope.Scope> =>
       return found
     }
 
-    // -------------------------------------------------------------------------------------------------------------------
+    // -----------------------------------------------------------------------------------------------------------------
     // Endpoints, followed through the change feed
 
     const track = (object: ResourceObject) => {
@@ -242,7 +246,7 @@ const engine = (parts: Parts): Effect.Effect<Engine, StoreError, Scope.Scope> =>
         } else track(change.object)
       }))
 
-    // -------------------------------------------------------------------------------------------------------------------
+    // -----------------------------------------------------------------------------------------------------------------
     // Deliveries: stored, and queued when pending
 
     const enqueue = (delivery: Delivery) => {
@@ -269,22 +273,22 @@ const engine = (parts: Parts): Effect.Effect<Engine, StoreError, Scope.Scope> =>
       }
     })
 
-    // -------------------------------------------------------------------------------------------------------------------
+    // -----------------------------------------------------------------------------------------------------------------
     // Fan-out: the outbox's events become deliveries
 
     /**
-     * Where the dispatcher is. Every outbox id up to `cursor` is dispatched (it is stored, with the deliveries it made);
-     * `high` is the newest id dispatched, and `dispatched` the ids between the two. New events are read after `high`;
-     * once a second the window from `cursor` to `high` is read again for records whose commit landed after a later id's,
-     * and the cursor moves up to what is older than `settleMs`.
+     * Where the dispatcher is. Every outbox id up to `cursor` is dispatched (it is stored, with the deliveries it
+     * made); `high` is the newest id dispatched, and `dispatched` the ids between the two. New events are read after
+     * `high`; once a second the window from `cursor` to `high` is read again for records whose commit landed after a
+     * later id's, and the cursor moves up to what is older than `settleMs`.
      */
     let cursor: string | undefined
     let high = ""
     const dispatched = new Set<string>()
     /**
      * Ids made before this engine started may have been dispatched by the one before it (a crash, or another process
-     * that held the singleton): looked up first. Among several processes, up to `settleMs` past the start: ids come from
-     * the recording process's clock (the sim backend's clocks agree only to about a second).
+     * that held the singleton): looked up first. Among several processes, up to `settleMs` past the start: ids come
+     * from the recording process's clock (the sim backend's clocks agree only to about a second).
      */
     let startedPrefix = ""
 
@@ -364,7 +368,7 @@ const engine = (parts: Parts): Effect.Effect<Engine, StoreError, Scope.Scope> =>
       yield* store.commit([cursorOp(next), ...fence()])
     })
 
-    // -------------------------------------------------------------------------------------------------------------------
+    // -----------------------------------------------------------------------------------------------------------------
     // Attempts
 
     const secretsOf = (uid: string) =>
@@ -398,8 +402,8 @@ const engine = (parts: Parts): Effect.Effect<Engine, StoreError, Scope.Scope> =>
         const live = yield* secretsOf(delivery.endpoint)
         if (live === undefined) return yield* abandon(delivery, "the endpoint was deleted")
         const signedAt = yield* now
-        // The signature's time is the wall clock's when it is sent (a receiver checks it against its own); the schedule's
-        // and the body's times stay on the service's clock (virtual under the simulator).
+        // The signature's time is the wall clock's when it is sent (a receiver checks it against its own); the
+        // schedule's and the body's times stay on the service's clock (virtual under the simulator).
         const timestamp = Math.floor(wall.millis() / 1_000)
         const headers = {
           "webhook-id": delivery.webhookId,
@@ -454,7 +458,7 @@ const engine = (parts: Parts): Effect.Effect<Engine, StoreError, Scope.Scope> =>
       }
     })
 
-    // -------------------------------------------------------------------------------------------------------------------
+    // -----------------------------------------------------------------------------------------------------------------
     // Status
 
     const writeStatus = (uid: string, known: Health) =>
@@ -503,7 +507,7 @@ const engine = (parts: Parts): Effect.Effect<Engine, StoreError, Scope.Scope> =>
       yield* Queue.take(wakeStatus)
     })
 
-    // -------------------------------------------------------------------------------------------------------------------
+    // -----------------------------------------------------------------------------------------------------------------
     // Replays queued by any process
 
     /** Queued replays: each is queued for the sender (unless it is already), and leaves the queue. */
@@ -523,7 +527,7 @@ const engine = (parts: Parts): Effect.Effect<Engine, StoreError, Scope.Scope> =>
       ])
     })
 
-    // -------------------------------------------------------------------------------------------------------------------
+    // -----------------------------------------------------------------------------------------------------------------
     // Running
 
     yield* loadDeliveries
@@ -537,7 +541,8 @@ const engine = (parts: Parts): Effect.Effect<Engine, StoreError, Scope.Scope> =>
       recordedSeen = outbox.recorded()
       return dispatchNew
     })
-    // Among several processes passes are spaced: their changes wake the dispatcher too, and may come thousands a second.
+    // Among several processes passes are spaced: their changes wake the dispatcher too, and may come thousands a
+    // second.
     const spacing = ownership.whole ? Effect.void : wallPause(passSpacingMs)
     const dispatcher = Effect.andThen(
       Queue.take(wakeDispatcher),
@@ -559,8 +564,8 @@ const engine = (parts: Parts): Effect.Effect<Engine, StoreError, Scope.Scope> =>
       )
     )
     yield* Effect.forkScoped(Effect.forever(surviving("webhooks", "writing statuses")(statusWriter)))
-    // Outbox records whose commit woke nothing (another process's, when no change of theirs reached this one's feed) are
-    // looked for every second.
+    // Outbox records whose commit woke nothing (another process's, when no change of theirs reached this one's feed)
+    // are looked for every second.
     yield* Effect.forkScoped(Effect.forever(Effect.andThen(
       Effect.sleep("1 second"),
       Effect.sync(() => Queue.offerUnsafe(wakeDispatcher, undefined))
@@ -596,7 +601,7 @@ const make = (settings: WebhookSettings) =>
       Effect.forever(Effect.andThen(surviving("webhooks", "starting")(tenure), wallPause(1_000)))
     )
 
-    // -------------------------------------------------------------------------------------------------------------------
+    // -----------------------------------------------------------------------------------------------------------------
     // Operations of the sub-resources
 
     const endpointNamed = (name: string) => resources.get(ref, undefined, name)

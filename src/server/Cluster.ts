@@ -12,8 +12,8 @@
  * (runtime/Ownership.ts): a shard newly held gets its next epoch claimed in the store, then is announced as acquired;
  * a shard no longer held is announced as lost at once. Every `verifyEveryPasses` passes the claimed epochs are read
  * back: a shard this process lost and took again between two passes (another runner's epoch claimed in between) is
- * announced lost, then claimed anew, so its writes stop failing on a superseded fence. Singletons run on the runner that
- * holds the shard of their name, once that shard's epoch is claimed.
+ * announced lost, then claimed anew, so its writes stop failing on a superseded fence. Singletons run on the runner
+ * that holds the shard of their name, once that shard's epoch is claimed.
  *
  * Loaded only for PostgreSQL, and in the background (Server.ts, Ownership.layerStarting): the server listens first,
  * owning nothing until its runner holds shards; the embedded store never loads it.

@@ -261,8 +261,8 @@ const run = (arrivals: ReadonlyArray<Arrival>, options: ReplayOptions, parts: Pa
       listedAt = stepped.now()
     })
     /**
-     * One instant at a time. A dispatch forks the fiber that hands the call to its worker, and that fiber must reach the
-     * simulated worker before the engine moves on, or the call would start late: so each instant is followed by
+     * One instant at a time. A dispatch forks the fiber that hands the call to its worker, and that fiber must reach
+     * the simulated worker before the engine moves on, or the call would start late: so each instant is followed by
      * yields, then by a second pass at the same instant (for the keys those fibers woke: answers heard, calls just
      * created), and yields again.
      */
@@ -315,7 +315,8 @@ const run = (arrivals: ReadonlyArray<Arrival>, options: ReplayOptions, parts: Pa
       yield* to(at)
       for (; index < arrivals.length && start + arrivals[index]!.at === at; index++) {
         const arrival = arrivals[index]!
-        // A call that raises (a request the trace records as failed) raises on its only try: the Function has no retries.
+        // A call that raises (a request the trace records as failed) raises on its only try: the Function has no
+        // retries.
         const annotations = {
           "sim.nodus.dev/call-duration": `${arrival.durationMs}ms`,
           ...((arrival.raises ?? 0) > 0 ? { "sim.nodus.dev/call-raises": String(arrival.raises) } : {})

@@ -64,7 +64,10 @@ export interface LocalSettings {
   readonly lease?: { readonly renewMs: number; readonly expiryMs: number }
   /** CA certificates (PEM) the local agent trusts for `url` inputs besides the system's. */
   readonly inputCa?: string
-  /** `--egress-allow-cidr`: ranges boxes and `url` inputs may reach although they are not public (docs/live.md, "Network"). */
+  /**
+   * `--egress-allow-cidr`: ranges boxes and `url` inputs may reach although they are not public (docs/live.md,
+   * "Network").
+   */
   readonly egressAllow?: ReadonlyArray<AddressRange>
   /** Sandbox boxes kept started ahead (docs/sandboxes.md, "Warm boxes"); default 1. */
   readonly warmBoxes?: number
@@ -212,7 +215,10 @@ export const layer = (settings: LocalSettings) =>
           open: () => Stream.toAsyncIterable(blobs.read(blob))
         }
       })
-    /** The inputs of a workload this server holds the bytes of: other Jobs' outputs, blobs of its project, Volume revisions. */
+    /**
+     * The inputs of a workload this server holds the bytes of: other Jobs' outputs, blobs of its project, Volume
+     * revisions.
+     */
     const serverInputs = (namespace: string, workload: WorkloadProgram) =>
       Effect.forEach(
         (workload.inputs ?? []).flatMap((
@@ -271,7 +277,8 @@ export const layer = (settings: LocalSettings) =>
       })
     const forgetting = {
       ...capacity.port,
-      // A box this host does not run may run on another server's (docs/scale-out.md, "Local hosts"): the call goes there.
+      // A box this host does not run may run on another server's (docs/scale-out.md, "Local hosts"): the call goes
+      // there.
       box: (owner: string, attempt: string, request: BoxRequest) =>
         capacity.port.box!(owner, attempt, request).pipe(
           Effect.flatMap((reply) =>

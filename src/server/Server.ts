@@ -90,7 +90,9 @@ export interface ServerOptions {
   readonly sim?: SimSettings | undefined
   /** The local backend: this host's processes through an in-process node agent (docs/live.md). Not with `sim`. */
   readonly local?: LocalSettings | undefined
-  /** Credits granted once to a new ledger (docs/billing.md); default the starter credits, 0 for a production database. */
+  /**
+   * Credits granted once to a new ledger (docs/billing.md); default the starter credits, 0 for a production database.
+   */
   readonly starterCreditsMicro?: bigint | undefined
   /** The payment processor TopUps charge (docs/billing.md, "Credits"); default the embedded one, none in production. */
   readonly payments?: Payments.PaymentsMode | undefined
@@ -158,7 +160,9 @@ export interface Replaceable {
   readonly estimates?: Layer.Layer<Estimates, never, EstimatesReads>
 }
 
-/** A backend's layer, its modules loaded when it is built: a server loads the one backend it runs (issue 16: start-up). */
+/**
+ * A backend's layer, its modules loaded when it is built: a server loads the one backend it runs (issue 16: start-up).
+ */
 const loaded = <A, E, R>(load: () => Promise<Layer.Layer<A, E, R>>) => Layer.unwrap(Effect.promise(load))
 
 /**
@@ -235,7 +239,8 @@ export const layerWith = <E>(
   // Budgets (docs/billing.md, "Budgets") follow the store's change feed, the one feed the machinery below serves too.
   const feed = ChangeFeed.layerWith(options.feed)
   const budgets = BudgetService.layer.pipe(Layer.provide(Layer.merge(feed, outbox)))
-  // The estimates' sampled runs are the simulator's, on a worker thread off the event loop (docs/billing.md, "Estimates").
+  // The estimates' sampled runs are the simulator's, on a worker thread off the event loop (docs/billing.md,
+  // "Estimates").
   const estimateSampler = WorkerSampler.layer(new URL("../backends/sim/EstimateWorker.ts", import.meta.url))
   // The kinds the runtime runs, with their machines and estimators (src/runtime/Registry.ts).
   const registry = KindRegistry.layer()
@@ -345,7 +350,8 @@ export const layer = (config: ServerConfig) =>
       // docs/billing.md: the embedded default and sim mode start with starter credits, a production database at zero.
       starterCreditsMicro: config.databaseUrl === undefined || config.backend === "sim" ? starterCreditsMicro : 0n,
       publicUrl: config.publicUrl,
-      // docs/billing.md, "Credits": the embedded processor where the starter credits are; none on a production database.
+      // docs/billing.md, "Credits": the embedded processor where the starter credits are; none on a production
+      // database.
       payments: config.databaseUrl === undefined || config.backend === "sim" ? "embedded" : "none",
       webhooks: { allowLoopback: config.webhookAllowLoopback },
       cluster: config.databaseUrl === undefined ? undefined : { databaseUrl: config.databaseUrl },

@@ -143,7 +143,9 @@ function make(parts: Parts) {
       runTo: (at) => engine.run(at),
       published: parts.published
     }
-    /** A hold whose run is never settled again (its object vanished in a way nothing saw) ends Expired at each instant. */
+    /**
+     * A hold whose run is never settled again (its object vanished in a way nothing saw) ends Expired at each instant.
+     */
     const expireHolds = (at: number) =>
       !ownership.owns(clockSingleton)
         ? Effect.void

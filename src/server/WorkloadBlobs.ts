@@ -117,7 +117,10 @@ export const makeWorkloadBlobs = (blobs: Blobs["Service"], store: StoreShape) =>
       (file) => ({ sha256: file.sha256, open: () => asIterable(file.bytes) })
     )
 
-  /** Everything kept for an owner goes: its blobs (unless another holder keeps the same bytes) and its checkpoint numbers. */
+  /**
+   * Everything kept for an owner goes: its blobs (unless another holder keeps the same bytes) and its checkpoint
+   * numbers.
+   */
   const forget = (owner: string) =>
     Effect.gen(function*() {
       yield* blobs.release(owner)

@@ -3,9 +3,9 @@
  * a fresh data directory). PGlite's initdb runs PostgreSQL's bootstrap in WebAssembly: 4–5 s of CPU on this project's
  * machine, at the first start of every data directory and for every in-memory database (tests open hundreds). Its
  * output depends on the PGlite build alone, so it is made once, by `npm run pglite:snapshot` (PgliteSnapshotBuild.ts)
- * with the installed PGlite, and kept beside this file as a zstd-compressed tar named after PGlite's version (about 1.1 MB: the three
- * databases initdb makes are nearly alike). A fresh data directory is unpacked from it in 0.2-0.3 s of CPU, on a
- * worker thread while the server's modules load (server/DataDir.ts); an in-memory database loads it.
+ * with the installed PGlite, and kept beside this file as a zstd-compressed tar named after PGlite's version (about 1.1
+ * MB: the three databases initdb makes are nearly alike). A fresh data directory is unpacked from it in 0.2-0.3 s of
+ * CPU, on a worker thread while the server's modules load (server/DataDir.ts); an in-memory database loads it.
  *
  * Without a snapshot of the installed PGlite's version (after an upgrade), the driver runs initdb as before;
  * test/store/PgliteSnapshot.test.ts fails until the snapshot is rebuilt. The store's schema is in it as its migrations

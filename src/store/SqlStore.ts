@@ -202,8 +202,8 @@ export const readStateStatement = `
 
 /**
  * The one statement that writes a decided batch: objects, deletions, changes, records, postings, the counter and the
- * commit sequence, and with `notifyAs` the NOTIFY that wakes other processes (delivered at commit; its payload names the
- * process that sent it, `notifyAs:resourceVersion`, so that a process skips its own). It writes only when the
+ * commit sequence, and with `notifyAs` the NOTIFY that wakes other processes (delivered at commit; its payload names
+ * the process that sent it, `notifyAs:resourceVersion`, so that a process skips its own). It writes only when the
  * commit sequence under the lock is still $7, the one the batch was decided on; then it returns one row, else none.
  * When this statement waited for the lock, its snapshot predates the other commit, but the locked row is read as
  * committed, so the sequence check sees that commit and the statement writes nothing. PostgreSQL runs every
@@ -400,8 +400,8 @@ export const make = (options: SqlStoreOptions) =>
     const origin = randomUUID().replaceAll("-", "")
 
     /**
-     * The state of every key, record and posting key a batch touches, with the resourceVersion, commit sequence and last
-     * posting seq it is read at (the last seq from the primary key's end: one index probe).
+     * The state of every key, record and posting key a batch touches, with the resourceVersion, commit sequence and
+     * last posting seq it is read at (the last seq from the primary key's end: one index probe).
      */
     const readState = (batch: ReadonlyArray<ReadonlyArray<WriteOp>>, now: number) =>
       Effect.gen(function*() {
@@ -527,8 +527,8 @@ export const make = (options: SqlStoreOptions) =>
       return { where: terms.join(" AND "), parameters }
     }
 
-    // The page and the store's resourceVersion come from one statement (one snapshot); the count of what follows is only
-    // needed for a full page.
+    // The page and the store's resourceVersion come from one statement (one snapshot); the count of what follows is
+    // only needed for a full page.
     const listText: StoreShape["listText"] = (query: ListQuery) =>
       Effect.gen(function*() {
         const page = listFilter(query, query.after)

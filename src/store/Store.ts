@@ -100,7 +100,10 @@ export interface Change {
   readonly type: ChangeType
   readonly key: ObjectKey
   readonly object: ResourceObject
-  /** For MODIFIED: what selectors could see of the object before (Selectable.ts), to turn filtered watches into ADDED/DELETED. */
+  /**
+   * For MODIFIED: what selectors could see of the object before (Selectable.ts), to turn filtered watches into
+   * ADDED/DELETED.
+   */
   readonly previous?: ResourceObject
 }
 
@@ -191,7 +194,9 @@ export interface StoreShape {
   readonly deleteExpiredRecords: (now: number) => Effect.Effect<number, StoreError>
   /** Ledger postings with seq above `after`, in seq order, at most `limit`: what `Ledger.replay` rebuilds from. */
   readonly postings: (after: number, limit: number) => Effect.Effect<ReadonlyArray<Posting>, StoreError>
-  /** Per account that any posting names: the amounts posted to it minus those posted from it, over every stored posting. */
+  /**
+   * Per account that any posting names: the amounts posted to it minus those posted from it, over every stored posting.
+   */
   readonly balances: () => Effect.Effect<ReadonlyMap<string, bigint>, StoreError>
   /**
    * Signals commits, including those of other processes sharing the database (PostgreSQL LISTEN/NOTIFY). For this

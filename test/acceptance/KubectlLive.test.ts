@@ -2,7 +2,8 @@
  * Acceptance on the local backend: real kubectl against a server whose Jobs run as real processes in bubblewrap boxes
  * on this host (docs/live.md). A Job that prints succeeds and its log reads back; a failing one fails with its last
  * lines in status.message; a Job with egress Deny cannot reach a TCP server on the host's loopback, and one with Open
- * only through its proxy (this server's operator named loopback: --egress-allow-cidr); secrets reach the program as env and 0400 files, and never the status, events, log or the store's JSON.
+ * only through its proxy (this server's operator named loopback: --egress-allow-cidr); secrets reach the program as env
+ * and 0400 files, and never the status, events, log or the store's JSON.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -227,7 +228,8 @@ describe("a Job on the local backend", () => {
         volumeUID: uid
       }
     ])
-    // Mounted read-only at a path of its own (spec: VolumeMount), recorded in status.inputs under the mount's field path.
+    // Mounted read-only at a path of its own (spec: VolumeMount), recorded in status.inputs under the mount's field
+    // path.
     await apply(
       "volume-mounter",
       jobYaml("volume-mounter", [

@@ -1,9 +1,9 @@
 /**
  * Acceptance: a second host joins through `nodus agent` (a real process, over HTTPS with the server's CA), as a Node of
  * a project's Pool. Its EnrollmentToken is shown once; a used-up token is EnrollmentTokenInvalid; the Node is Ready and
- * runs indexes of a Job placed on it (their outputs uploaded over HTTPS); killed with SIGKILL, its lease lapses (shortened to 3 s here; 40 s by default),
- * the Node goes NotReady, its run ends NodeLost and the Job recovers on this server's own Node — and nothing the
- * killed agent ran survives it.
+ * runs indexes of a Job placed on it (their outputs uploaded over HTTPS); killed with SIGKILL, its lease lapses
+ * (shortened to 3 s here; 40 s by default), the Node goes NotReady, its run ends NodeLost and the Job recovers on this
+ * server's own Node — and nothing the killed agent ran survives it.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { execFileSync } from "node:child_process"

@@ -278,7 +278,8 @@ describe("commands over HTTP", () => {
       const reply = await exec("box", ["sh", "-c", `yes 0123456789abcde | head -c ${total}`])
       assert.strictEqual(reply.status, 200, reply.text.slice(0, 300))
       assert.isTrue(reply.body.truncated)
-      // It keeps the last 16 MiB of a command (less when its box or its host holds more): the rest is dropped, and said.
+      // It keeps the last 16 MiB of a command (less when its box or its host holds more): the rest is dropped, and
+      // said.
       const dropped = reply.body.droppedBytes as number
       assert.isAtLeast(dropped, total - 16 * 1024 * 1024)
       // The answer carries the last 4 MiB of stdout.

@@ -136,7 +136,9 @@ const stopsForMoney = async (name: string, reason: "MaxCostReached" | "FundingLo
   return lost
 }
 
-/** The stop was not its owner's: once money allows, it starts again by itself (a new epoch), from the saved /workspace. */
+/**
+ * The stop was not its owner's: once money allows, it starts again by itself (a new epoch), from the saved /workspace.
+ */
 const startsAgain = async (name: string, lost: string) => {
   await eventually(`${name} runs again`, async () => (await statusOf(name))?.phase === "Running", { timeoutMs: 30_000 })
   const again = await statusOf(name)

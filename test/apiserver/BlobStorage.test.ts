@@ -1,6 +1,6 @@
 // Blobs (src/apiserver/Blobs.ts over src/store/BlobStore.ts; docs/blobs.md): the same behaviour in memory, on embedded
-// PGlite and on PostgreSQL (when DATABASE_URL is set) — bytes kept under their SHA-256 in chunks, a digest that does not
-// match stores nothing, the size bound, who may read what, and collection when the last reference goes.
+// PGlite and on PostgreSQL (when DATABASE_URL is set) — bytes kept under their SHA-256 in chunks, a digest that does
+// not match stores nothing, the size bound, who may read what, and collection when the last reference goes.
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Layer, ManagedRuntime, Option, Stream } from "effect"
 import { createHash, pbkdf2 } from "node:crypto"

@@ -23,7 +23,9 @@ export interface ContractDriver {
   readonly variant: Variant
   readonly hosts: number
   readonly bootMs: number
-  /** What a program request says, in this driver's terms, for a program that works `workMs` and exits with `exitCode`. */
+  /**
+   * What a program request says, in this driver's terms, for a program that works `workMs` and exits with `exitCode`.
+   */
   readonly program: (workMs: number, exitCode: number) => Partial<ProgramRequest>
 }
 

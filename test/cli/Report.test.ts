@@ -193,7 +193,8 @@ describe("nodus report in a browser", () => {
         assert.isAbove(found.matching, 50, `${id}: its series drawn`)
       }
 
-      // The totals table: each variant's cost and savings as the data says, the savings the difference of ledger totals.
+      // The totals table: each variant's cost and savings as the data says, the savings the difference of ledger
+      // totals.
       const rows = await page.$$eval("#totals tbody tr", (trs) =>
         trs.map((tr) => ({
           variant: tr.getAttribute("data-variant"),
@@ -209,7 +210,8 @@ describe("nodus report in a browser", () => {
       }
 
       // Fidelity: every spot-trace-driven variant of every what-if variant, "N of N preemption instants reproduced",
-      // as the run's data says (computed from the trace file and the run's attempts: test/backends/sim/TraceReplay.test.ts).
+      // as the run's data says (computed from the trace file and the run's attempts:
+      // test/backends/sim/TraceReplay.test.ts).
       const fidelity = await page.$$eval("#preemption-fidelity tbody tr", (trs) =>
         trs.map((tr) => ({
           variant: tr.getAttribute("data-variant"),

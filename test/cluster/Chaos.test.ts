@@ -2,9 +2,10 @@
  * The short chaos test (issue 16; the long form is `npm run bench:chaos`): three `nodus serve --backend sim` processes
  * on one PostgreSQL database, Jobs created through all of them, two of them killed with SIGKILL in turn and restarted.
  * Every Job reaches its final phase exactly once, each Attempt is launched once, the ledger's charges equal the
- * metered runs, every Job's status.cost equals the ledger after every takeover (a kill's and a restart's), no event is recorded twice, every final event reaches a webhook receiver as one delivery (sent again
- * only by a killed sender's successor), and the killed servers' shards are taken over (Chaos.ts says how each is
- * checked). Runs when DATABASE_URL is set; bounded (a deadline on every wait), loopback only.
+ * metered runs, every Job's status.cost equals the ledger after every takeover (a kill's and a restart's), no event is
+ * recorded twice, every final event reaches a webhook receiver as one delivery (sent again only by a killed sender's
+ * successor), and the killed servers' shards are taken over (Chaos.ts says how each is checked). Runs when DATABASE_URL
+ * is set; bounded (a deadline on every wait), loopback only.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { databaseUrl, suiteDatabase } from "../support/Postgres.ts"

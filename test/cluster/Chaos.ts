@@ -69,7 +69,9 @@ export interface ChaosOptions {
   /** Seeds the choice of whom to kill and the Jobs' durations. */
   readonly seed: number
   readonly log?: (line: string) => void
-  /** Writes what was read at the end (Jobs, Attempts, Events, the change log, holds) to this file, for a post-mortem. */
+  /**
+   * Writes what was read at the end (Jobs, Attempts, Events, the change log, holds) to this file, for a post-mortem.
+   */
   readonly dumpTo?: string
   /** Appends what each server process prints to `<logDir>/server-<index>.log`. */
   readonly logDir?: string
@@ -159,8 +161,8 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
 
   /**
    * After a takeover: every Job's status.cost equals what the ledger charged it. A step records its status before it
-   * posts (docs/billing.md, "In the server"), so the two are read in a moment without postings between, until they agree
-   * (the new owner settles what the old one recorded) or `costsAgreeMs` passed.
+   * posts (docs/billing.md, "In the server"), so the two are read in a moment without postings between, until they
+   * agree (the new owner settles what the old one recorded) or `costsAgreeMs` passed.
    */
   const costsAgree = async (after: string): Promise<Array<string>> => {
     let found: Array<string> = []

@@ -172,9 +172,9 @@ describe.skipIf(databaseUrl === undefined)("local-backend servers on one databas
         )
       }
 
-      // A comes back: the rebalance hands some shards back to A (the ring depends on the runners' random addresses; until
-      // one of these Sandboxes' is among them, A is killed and comes back again). Their boxes go on running on B's host:
-      // A takes them over there.
+      // A comes back: the rebalance hands some shards back to A (the ring depends on the runners' random addresses;
+      // until one of these Sandboxes' is among them, A is killed and comes back again). Their boxes go on running on
+      // B's host: A takes them over there.
       let tookOver = false
       for (let round = 0; round < 4 && !tookOver; round++) {
         if (round > 0) {

@@ -400,7 +400,9 @@ describe("SchemaArbitrary", () => {
       )
     }
 
-    /** Each violation of a leaf document: the leaf fails the schema, and passes it once the rule's keywords are removed. */
+    /**
+     * Each violation of a leaf document: the leaf fails the schema, and passes it once the rule's keywords are removed.
+     */
     const breaksExactly = (schema: JsonObject, rules: ReadonlyArray<string>, definitions: JsonObject = {}): void => {
       const document = doc(schema, definitions)
       const seen = new Set<string>()

@@ -52,7 +52,8 @@ describe("Routes.parse", () => {
     "/api/v1/namespaces/demo/events/x/y": notFound,
     "/api/v1/events": resource({ group: "", version: "v1", plural: "events" }),
     "/api/v1/events/x/y": notFound,
-    // Read as a subresource of the namespace; Api.ts answers 404 for subresources other than status and those a kind registers.
+    // Read as a subresource of the namespace; Api.ts answers 404 for subresources other than status and those a kind
+    // registers.
     "/api/v1/namespaces/demo/finalize": resource({
       group: "",
       version: "v1",

@@ -45,7 +45,8 @@ const servicesOver = (store: Store["Service"]) => {
   const base = Layer.mergeAll(
     Estimates.layerNone,
     Layer.succeed(ApiConfig, { group, publicUrl: () => "http://127.0.0.1", bookmarkInterval: "30 seconds" }),
-    // Its poll would run once per simulated second of every jump of the test clock: this process's commits wake it anyway.
+    // Its poll would run once per simulated second of every jump of the test clock: this process's commits wake it
+    // anyway.
     ChangeFeed.layerWith({ ...defaultFeedOptions, pollInterval: "365 days" }),
     LedgerService.layer({ starterMicro: usd(1_000) }).pipe(
       Layer.provideMerge(EventOutbox.layer.pipe(Layer.provideMerge(Ids.layer)))

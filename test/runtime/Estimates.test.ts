@@ -5,7 +5,8 @@
  * startup and the placement preview; a create the estimate says would fail is refused with the code, the amounts and
  * a fix, while its dry run lists the blocking reasons. The sampled runs are reused across Jobs of the same spec, shared
  * by concurrent requests, and not kept when sampling fails. They run on a worker thread: while eight worst-case dry
- * runs are in flight, `/version` answers before any of them; and Jobs of 100,000 hours or 10,000 indexes get sane bands.
+ * runs are in flight, `/version` answers before any of them; and Jobs of 100,000 hours or 10,000 indexes get sane
+ * bands.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Layer, Option } from "effect"

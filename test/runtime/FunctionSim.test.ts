@@ -1,9 +1,10 @@
 /**
  * FunctionCalls whose workers are lost (spec: States and transitions, the FunctionCall rows "worker lost → Recovering,
  * then re-dispatched, recoveries incremented" and "recovery limit exceeded → Failed RecoveryLimitExceeded"), and
- * fencing ("a result from another epoch is fenced"), and a call's own stale changes heard after its end: the reconciler and the dispatcher (runtime/FunctionDispatch.ts)
- * over the simulator's capacity, whose hosts a test loses at will, on the test's own virtual time. And calls held by the
- * owner of their Function's shard only (docs/scale-out.md), under an ownership the test hands over and takes back.
+ * fencing ("a result from another epoch is fenced"), and a call's own stale changes heard after its end: the reconciler
+ * and the dispatcher (runtime/FunctionDispatch.ts) over the simulator's capacity, whose hosts a test loses at will, on
+ * the test's own virtual time. And calls held by the owner of their Function's shard only (docs/scale-out.md), under an
+ * ownership the test hands over and takes back.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Layer, PubSub, Stream } from "effect"

@@ -242,7 +242,8 @@ describe("LedgerService", () => {
               Result.isFailure(yield* Effect.result(ledger.update((current) => current.grant(key, 0, 1_000_000n, key))))
             )
           }
-          // Neither lost grant stays in memory (the second rebuild must not reuse the first one's ledger): both post now.
+          // Neither lost grant stays in memory (the second rebuild must not reuse the first one's ledger): both post
+          // now.
           assert.strictEqual(yield* ledger.read((current) => current.available), starterCreditsMicro)
           for (const key of ["grant/a", "grant/b"]) {
             yield* ledger.update((current) => current.grant(key, 0, 1_000_000n, key))

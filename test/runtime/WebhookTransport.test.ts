@@ -29,7 +29,8 @@ const send = (url: string, allowLoopback = false, resolve: Resolver = stub) =>
   makeTransport({ allowLoopback, resolve, timeoutMs: 1_000 }).send({ url, headers: {}, body: "{}" })
 
 const refused = [
-  // IP literals: loopback in every form, private, link-local and metadata, documentation, CGNAT, multicast, unspecified.
+  // IP literals: loopback in every form, private, link-local and metadata, documentation, CGNAT, multicast,
+  // unspecified.
   "https://127.0.0.1/hook",
   "https://[::1]/hook",
   "https://[::127.0.0.1]/hook",

@@ -129,7 +129,8 @@ describe("replaying FunctionCall arrivals on a Function under the simulator", ()
     "with warm workers enough for every call, no call waits: each is dispatched at its arrival instant",
     () =>
       Effect.gen(function*() {
-        // Ten warm workers of 8 slots and 15 minutes to boot them before the first arrival: the 200 calls never fill 80 slots.
+        // Ten warm workers of 8 slots and 15 minutes to boot them before the first arrival: the 200 calls never fill 80
+        // slots.
         const summary = yield* replay(arrivals, { policy: policy(8, { minWorkers: 10 }), leadMs: 15 * 60_000 })
         checkInvariants(summary)
         assert.deepStrictEqual(summary.queueWaitMs, { p50: 0, p90: 0, p99: 0, max: 0 })
@@ -143,7 +144,8 @@ describe("replaying FunctionCall arrivals on a Function under the simulator", ()
 describe("a replay longer than a FunctionCall's 7-day retention", () => {
   it.effect("counts the calls that ended and were deleted before the replay's end", () =>
     Effect.gen(function*() {
-      // The first call ends 8 days before the last arrives: the runtime has deleted it by then (spec: FunctionCall retention).
+      // The first call ends 8 days before the last arrives: the runtime has deleted it by then (spec: FunctionCall
+      // retention).
       const summary = yield* replay(
         [{ at: 0, durationMs: 1000 }, { at: 8 * 86_400_000, durationMs: 2000, raises: 1 }],
         { policy: policy(1) }
@@ -337,7 +339,8 @@ describe("the Alibaba GenAI serving trace", () => {
             row.status === "FAILED" ? ["Failed", "RemoteError"] : ["Succeeded", undefined],
             `call ${index}`
           )
-          // Dispatched no earlier than its arrival, and it ran exactly its recorded time (a FAILED one raised at its end).
+          // Dispatched no earlier than its arrival, and it ran exactly its recorded time (a FAILED one raised at its
+          // end).
           assert.isAtLeast(end.startTime!, defaultReplayStart + row.at - rows[0]!.at, `call ${index}`)
           assert.strictEqual(end.completionTime! - end.startTime!, Math.max(1, row.execMs), `call ${index}`)
         }

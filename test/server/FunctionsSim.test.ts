@@ -330,7 +330,8 @@ describe("FunctionCalls across a server restart", () => {
         })
         running = await createCall(first, "durable", ["kept"])
         retrying = await createCall(first, "durable", ["again"], { annotations: { "sim.nodus.dev/call-raises": "1" } })
-        // The worker takes one call at a time: the first runs 30 s, then the second runs 30 s, raises and waits 10 minutes.
+        // The worker takes one call at a time: the first runs 30 s, then the second runs 30 s, raises and waits 10
+        // minutes.
         await until(first, `${calls}/${running.metadata.name}`, (status) => status.phase === "Running")
         await advance(first, "30s")
         await until(first, `${calls}/${retrying.metadata.name}`, (status) => status.phase === "Running")
@@ -356,7 +357,8 @@ describe("FunctionCalls across a server restart", () => {
         assert.strictEqual(recovered.status.recoveries, 1)
         assert.strictEqual(recovered.status.worker.epoch, 2)
         assert.deepStrictEqual(unb64(recovered.status.result.inline), "lost")
-        // The simulator's model counts a call's raises per process, so the retry raises again: its last retry is used up.
+        // The simulator's model counts a call's raises per process, so the retry raises again: its last retry is used
+        // up.
         const later = await advanceUntil(
           second,
           `${calls}/${retrying.metadata.name}`,

@@ -173,7 +173,10 @@ describe("the sim backend when the money runs out", () => {
   })
 })
 
-/** A store where a first server ran a Job for `by` (simulated) and stopped, the Job then in `phase`: the store and its uid. */
+/**
+ * A store where a first server ran a Job for `by` (simulated) and stopped, the Job then in `phase`: the store and its
+ * uid.
+ */
 const ranBefore = async (project: string, name: string, runFor: string, by: string, phase: string) => {
   const store = await Effect.runPromise(MemoryStore.make)
   const first = await startOver(store)

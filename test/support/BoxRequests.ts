@@ -1,4 +1,6 @@
-/** Box requests for tests (core/SandboxBox.ts): a command to start, the fields a test does not name at their defaults. */
+/**
+ * Box requests for tests (core/SandboxBox.ts): a command to start, the fields a test does not name at their defaults.
+ */
 import type { ExecRequest } from "../../src/core/SandboxBox.ts"
 
 /** A foreground command with no env, working directory, stdin (closed at once) or timeout, unless `options` says. */

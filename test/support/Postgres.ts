@@ -43,7 +43,9 @@ export const createDatabase = async (
   return { url: created, drop: () => Effect.runPromise(Scope.close(scope, Exit.void)) }
 }
 
-/** A database of its own for a suite (a describe): created before its tests, dropped after them. Read `url` in tests. */
+/**
+ * A database of its own for a suite (a describe): created before its tests, dropped after them. Read `url` in tests.
+ */
 export const suiteDatabase = () => {
   let database: { readonly url: string; readonly drop: () => Promise<void> } | undefined
   beforeAll(async () => {

@@ -107,7 +107,10 @@ const regexOf = (pattern: string): RegExp => {
 
 const matches = (pattern: string, text: string): boolean => regexOf(pattern).test(text)
 
-/** The pattern without lookaheads and lookbehinds (`(?=…)`, `(?!…)`, `(?<=…)`, `(?<!…)`), which fc.stringMatching cannot generate. */
+/**
+ * The pattern without lookaheads and lookbehinds (`(?=…)`, `(?!…)`, `(?<=…)`, `(?<!…)`), which fc.stringMatching cannot
+ * generate.
+ */
 const withoutLookarounds = (pattern: string): string => {
   let out = ""
   for (let index = 0; index < pattern.length; index++) {
@@ -998,7 +1001,10 @@ export const pathsIn = (value: Json, prefix: ReadonlyArray<string> = []): Readon
   return children.flatMap(([key, child]) => [[...prefix, key], ...pathsIn(child, [...prefix, key])])
 }
 
-/** Candidates for a string that breaks `pattern`, in order of preference: same length first, then a space, then odd characters. */
+/**
+ * Candidates for a string that breaks `pattern`, in order of preference: same length first, then a space, then odd
+ * characters.
+ */
 const patternBreakers = (text: string): ReadonlyArray<string> => [
   ...(text.length > 0 ? [`${text.slice(0, -1)} `, ` ${text.slice(1)}`] : []),
   `${text} `,
@@ -1012,7 +1018,8 @@ const patternBreakers = (text: string): ReadonlyArray<string> => [
 
 /**
  * For a valid value: single-field mutations that break one declared bound, one per bound of each bounded leaf present
- * in the value (minimum and maximum are two). Each mutated leaf is checked to fail its own schema, alternatives included.
+ * in the value (minimum and maximum are two). Each mutated leaf is checked to fail its own schema, alternatives
+ * included.
  */
 export const violationsOf = (
   document: SchemaDocument,

@@ -87,9 +87,9 @@ export interface ClusterServerOptions {
 }
 
 /**
- * `nodus serve --backend sim` (or `local`) on loopback, on a PostgreSQL database it shares with others (docs/scale-out.md), with
- * `token` as its admin key and one sealing key for all; nothing of the shell's NODUS_* or DATABASE_URL reaches it.
- * Resolves once it serves.
+ * `nodus serve --backend sim` (or `local`) on loopback, on a PostgreSQL database it shares with others
+ * (docs/scale-out.md), with `token` as its admin key and one sealing key for all; nothing of the shell's NODUS_* or
+ * DATABASE_URL reaches it. Resolves once it serves.
  */
 export const spawnClusterServer = async (options: ClusterServerOptions): Promise<ClusterServer> => {
   const env = Object.fromEntries(

@@ -23,7 +23,10 @@ import { Store } from "../../src/store/Store.ts"
 
 export const adminToken = "nds_test-admin-token-0123456789abcdefghijklmnopqrstu"
 
-/** The key test servers seal Secret values with unless told another: one for all, so restarts and shared stores open them. */
+/**
+ * The key test servers seal Secret values with unless told another: one for all, so restarts and shared stores open
+ * them.
+ */
 export const testSecretKey: Uint8Array = Buffer.alloc(32, 7)
 
 export interface TestServerOptions {

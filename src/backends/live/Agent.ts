@@ -154,7 +154,9 @@ export class Agent {
   /** Areas of the default disk quota made ahead, where areas are filesystems of their quota (ReadyAreas.ts). */
   private readonly areas: ReadyAreas
   private readonly kept: KeptWorkspaces
-  /** The bounds of the output this host's boxes' commands keep in this process, all boxes together (CommandOutput.ts). */
+  /**
+   * The bounds of the output this host's boxes' commands keep in this process, all boxes together (CommandOutput.ts).
+   */
   private readonly outputBounds = hostOutputBounds()
   /** Mounts a previous agent left under runsDir (its boxes died with it), unmounted before any area is made. */
   private readonly swept: Promise<void>
@@ -209,7 +211,9 @@ export class Agent {
     await unmountUnder(this.options.runsDir)
   }
 
-  /** Checkpoints due by the agent's clock (the agent's timer calls it every second; tests call it as they move time). */
+  /**
+   * Checkpoints due by the agent's clock (the agent's timer calls it every second; tests call it as they move time).
+   */
   readonly tick = () => {
     const now = this.options.now()
     // No answer under a lease for longer than a lease lasts: the server has given these runs up (and is recovering
@@ -1118,7 +1122,10 @@ const answerOf = (run: LocalRun | undefined, request: BoxRequest): Promise<BoxRe
   })
 }
 
-/** A Function call on a run's worker: its Result, or Refused when it did not finish there (the runtime dispatches it again). */
+/**
+ * A Function call on a run's worker: its Result, or Refused when it did not finish there (the runtime dispatches it
+ * again).
+ */
 const callWorker = (worker: WorkerConnection, request: BoxRequest): Promise<BoxReply> => {
   if (request._tag !== "Call") {
     return Promise.resolve({ _tag: "Refused", code: "Invalid", message: "a Function's worker takes calls only" })

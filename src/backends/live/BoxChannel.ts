@@ -195,7 +195,10 @@ export class BoxChannel {
     return command
   }
 
-  /** Exited commands past `Limits.sandboxCommandsKeptMax` go, oldest first: a box that runs for weeks keeps what is recent. */
+  /**
+   * Exited commands past `Limits.sandboxCommandsKeptMax` go, oldest first: a box that runs for weeks keeps what is
+   * recent.
+   */
   private forgetOld() {
     if (this.commands.size < Limits.sandboxCommandsKeptMax) return
     for (const [id, command] of this.commands) {
@@ -315,7 +318,9 @@ const refused = (code: Extract<BoxReply, { _tag: "Refused" }>["code"], message: 
 
 const unknownCommand = (id: string): BoxReply => refused("NotFound", `no command ${id} ran in this box`)
 
-/** The refusals a supervisor gives (BoxSupervisor.ts), and the channel's own when the box ends; any other is Invalid. */
+/**
+ * The refusals a supervisor gives (BoxSupervisor.ts), and the channel's own when the box ends; any other is Invalid.
+ */
 const supervisorCodes: ReadonlySet<string> = new Set([
   "NotFound",
   "Forbidden",

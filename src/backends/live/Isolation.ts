@@ -69,9 +69,9 @@ export interface IsolatedProgram {
   /** Host file to which the program's stdout and stderr are appended as they come. */
   readonly logPath: string
   /**
-   * A Sandbox's box (BoxSupervisor.ts): the host's node (bound read-only) runs the supervisor as the box's first process,
-   * `argv` is its optional main process, the area's workspace is /workspace, and the supervisor's stdin and stdout are
-   * the agent's `control` pipes.
+   * A Sandbox's box (BoxSupervisor.ts): the host's node (bound read-only) runs the supervisor as the box's first
+   * process, `argv` is its optional main process, the area's workspace is /workspace, and the supervisor's stdin and
+   * stdout are the agent's `control` pipes.
    */
   readonly box?: { readonly node: string } | undefined
   /**
@@ -81,7 +81,8 @@ export interface IsolatedProgram {
   readonly pipes?: boolean | undefined
   /**
    * The GPUs given to the run, as host device nodes (/dev/nvidia<minor>), each seen at /dev/<its name>; the driver's
-   * shared nodes (HostView.gpuShared) come with the first. A box without them sees no GPU at all (docs/live.md, "GPUs").
+   * shared nodes (HostView.gpuShared) come with the first. A box without them sees no GPU at all (docs/live.md,
+   * "GPUs").
    */
   readonly devices?: ReadonlyArray<string> | undefined
   /** Host directories (in the area) seen read-only at absolute paths of the box: Volume mounts (spec: VolumeMount). */
@@ -99,7 +100,10 @@ export interface RunningProgram {
   readonly pid: number
   /** Rejects only when the box could not be put in its memory cgroup (it is killed then). */
   readonly exited: Promise<Outcome>
-  /** SIGTERM now, SIGKILL after graceMs if still running (the whole box: bwrap --die-with-parent and the PID namespace make sure nothing survives). */
+  /**
+   * SIGTERM now, SIGKILL after graceMs if still running (the whole box: bwrap --die-with-parent and the PID namespace
+   * make sure nothing survives).
+   */
   readonly stop: (graceMs: number) => void
   /** A box's supervisor, or a program with `pipes`: requests in, messages out (BoxSupervisor.ts, PythonWorker.ts). */
   readonly control?: { readonly input: Writable; readonly output: Readable } | undefined
@@ -118,7 +122,9 @@ export interface IsolationSupport {
    * `cgroup`); undefined where the host has no pids controller we can use (a problem says so).
    */
   readonly pidsCgroup: string | undefined
-  /** How a box's writable space is held to its quota: a filesystem of its own (loop), or a polled usage (DiskQuota.ts). */
+  /**
+   * How a box's writable space is held to its quota: a filesystem of its own (loop), or a polled usage (DiskQuota.ts).
+   */
   readonly diskQuotas: DiskQuotas
   /**
    * The host user bwrap runs as when we are root. A root bwrap maps the box's uid to host root, and the box could

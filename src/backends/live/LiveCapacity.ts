@@ -53,7 +53,10 @@ export interface Resolved {
   readonly secretFiles: ReadonlyArray<{ readonly name: string; readonly contentBase64: string }>
   /** Every secret value the program was given: scrubbed from its log and status. */
   readonly secretValues: ReadonlyArray<string>
-  /** The inputs the server holds (other Jobs' outputs, blobs, Volume revisions), by input name: their digest, and their bytes on demand. */
+  /**
+   * The inputs the server holds (other Jobs' outputs, blobs, Volume revisions), by input name: their digest, and their
+   * bytes on demand.
+   */
   readonly inputs: ReadonlyMap<string, ServerInput>
 }
 
@@ -266,7 +269,8 @@ export class LiveCapacity {
             // Offered back and never claimed: it holds no slot of its Node.
             if (run.adoptedUntil !== undefined) run.node = ""
             // A run still stopping (released by a process that lost its shard, and forgotten at once): its exit report
-            // would find no run, so its slot goes back now; its agent stops it on its next sync (it is no longer desired).
+            // would find no run, so its slot goes back now; its agent stops it on its next sync (it is no longer
+            // desired).
             this.end(run, { type: "Stopped" })
           }
           this.runs.delete(owner)
@@ -689,8 +693,8 @@ export class LiveCapacity {
     if (node === undefined || !node.ready) {
       return Promise.resolve({ _tag: "Refused", code: "Unavailable", message: "the box's host is not connected" })
     }
-    // A Function's worker takes calls and nothing else; a Sandbox's box no calls (docs/functions.md, "The worker"). A run
-    // offered back after a restart has no program here: its agent, which has its spec, says.
+    // A Function's worker takes calls and nothing else; a Sandbox's box no calls (docs/functions.md, "The worker"). A
+    // run offered back after a restart has no program here: its agent, which has its spec, says.
     const worker = run.program?.workload?.worker !== undefined
     if (run.program !== undefined && worker !== (request._tag === "Call")) {
       return Promise.resolve({
@@ -1043,7 +1047,9 @@ export class LiveCapacity {
     return run === undefined || seq === undefined ? undefined : await this.options.checkpoints.open(run.owner, seq)
   }
 
-  /** An agent's upload of a run's output, under its Node's current lease; false when that lease or run is not current. */
+  /**
+   * An agent's upload of a run's output, under its Node's current lease; false when that lease or run is not current.
+   */
   readonly putOutput = async (
     target: OutputTarget,
     scope: NodeScope,
@@ -1160,7 +1166,10 @@ export class LiveCapacity {
     if (runs.length > 0) this.nodeChanged(node)
   }
 
-  /** A deleted Node is drained: its runs stop (NodeLost, so they recover elsewhere) and its agent is refused from now on. */
+  /**
+   * A deleted Node is drained: its runs stop (NodeLost, so they recover elsewhere) and its agent is refused from now
+   * on.
+   */
   readonly remove = (key: string) => {
     const node = this.nodes.get(key)
     if (node === undefined) return

@@ -58,7 +58,9 @@ export interface RunSpec {
   /** AllowList: only the listed names, through the run's proxy on the host (EgressProxy.ts). */
   readonly egress: "Deny" | "Open" | { readonly allow: ReadonlyArray<string> }
   readonly memoryBytes: number | undefined
-  /** The box's process limit and its writable space's quota; absent: the agent's defaults (docs/isolation.md, "Bounds"). */
+  /**
+   * The box's process limit and its writable space's quota; absent: the agent's defaults (docs/isolation.md, "Bounds").
+   */
   readonly pidsMax?: number | undefined
   readonly diskBytes?: number | undefined
   readonly init: { readonly argv: ReadonlyArray<string>; readonly timeoutMs: number } | undefined
@@ -111,7 +113,9 @@ export interface VolumeInput {
   readonly name: string
   readonly revision: number
   readonly uid: string
-  /** The Volume's spec.size in bytes: what its revision may expand to on the host (absent: the box's quota bounds it). */
+  /**
+   * The Volume's spec.size in bytes: what its revision may expand to on the host (absent: the box's quota bounds it).
+   */
   readonly sizeBytes?: number | undefined
 }
 

@@ -311,7 +311,10 @@ export class WorkerConnection {
     return this.waiting.size > 0
   }
 
-  /** The call's outcome; rejects with `WorkerLost` when the worker ends first, or an Error when its id is waiting already. */
+  /**
+   * The call's outcome; rejects with `WorkerLost` when the worker ends first, or an Error when its id is waiting
+   * already.
+   */
   call(call: WorkerCall): Promise<WorkerOutcome> {
     if (this.ended !== undefined) return Promise.reject(this.ended)
     if (this.waiting.has(call.id)) return Promise.reject(new Error(`call ${call.id} is running on this worker already`))

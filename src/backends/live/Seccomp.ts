@@ -2,17 +2,19 @@
  * The seccomp filter every box gets (docs/isolation.md, "Seccomp"): a classic BPF program, handed to bubblewrap with
  * `--seccomp FD`, that refuses with EPERM the system calls untrusted code has no business making — the kernel's
  * administration (modules, kexec, reboot, swap, clocks, accounting, quotas), mounts and namespaces, keyrings, tracing
- * other processes or taking their descriptors (pidfd_getfd), eBPF, perf, userfaultfd, io_uring, handle-based opens — the calls Docker's default profile refuses
- * to a container without capabilities, where the box's namespaces and dropped capabilities are the first wall. A
- * system call of another architecture (32-bit x86 on x86_64) kills the process, and the x32 ABI's are refused: the
- * filter only knows the host's own numbers.
+ * other processes or taking their descriptors (pidfd_getfd), eBPF, perf, userfaultfd, io_uring, handle-based opens —
+ * the calls Docker's default profile refuses to a container without capabilities, where the box's namespaces and
+ * dropped capabilities are the first wall. A system call of another architecture (32-bit x86 on x86_64) kills the
+ * process, and the x32 ABI's are refused: the filter only knows the host's own numbers.
  *
  * Written out by hand (no libseccomp): the program is short, and its shape is the kernel's documented one
  * (Documentation/userspace-api/seccomp_filter.rst).
  */
 import { arch } from "node:os"
 
-/** Denied calls by name, with their numbers on x86_64 and on aarch64 (asm-generic); undefined where a call is absent. */
+/**
+ * Denied calls by name, with their numbers on x86_64 and on aarch64 (asm-generic); undefined where a call is absent.
+ */
 const denied: ReadonlyArray<readonly [name: string, x64: number | undefined, arm64: number | undefined]> = [
   ["ptrace", 101, 117],
   ["process_vm_readv", 310, 270],

@@ -1,8 +1,9 @@
 /**
  * A host's warm boxes (docs/sandboxes.md, "Warm boxes"): Sandbox boxes started before any Sandbox wants one — bwrap
  * and the supervisor's node up, its area made — so a Sandbox whose box has the common shape (egress Deny, no secret
- * files, the default bounds of one vCPU, working under /workspace or /tmp) starts by taking one and configuring it (its env, working
- * directory and main process) instead of waiting for a box to start. Each one taken is replaced in the background.
+ * files, the default bounds of one vCPU, working under /workspace or /tmp) starts by taking one and configuring it (its
+ * env, working directory and main process) instead of waiting for a box to start. Each one taken is replaced in the
+ * background.
  */
 import { randomBytes } from "node:crypto"
 import { rmSync } from "node:fs"

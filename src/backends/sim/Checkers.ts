@@ -130,7 +130,10 @@ export class Checkers {
     this.moneyRules(job, after, now)
   }
 
-  /** Money rules (docs/billing.md): a Job stopped for money is Funded False with that reason; the cap is never passed by a new hold. */
+  /**
+   * Money rules (docs/billing.md): a Job stopped for money is Funded False with that reason; the cap is never passed by
+   * a new hold.
+   */
   private moneyRules(job: SimJob, after: SimJob["status"], now: number) {
     const funded = conditionOf(after.conditions, "Funded")
     if (stoppedForMoney(after) && (funded?.status !== "False" || funded.reason !== after.reason)) {

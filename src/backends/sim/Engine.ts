@@ -16,7 +16,8 @@ export type Callback = () => void
 
 /**
  * A callback scheduled with its argument (`at(time, callback, arg)`); it is given the event's ticket too, the number
- * `at` answered when it was scheduled (a subject that keeps the ticket of its one pending event knows it from a stale one).
+ * `at` answered when it was scheduled (a subject that keeps the ticket of its one pending event knows it from a stale
+ * one).
  */
 type Scheduled = (arg: never, ticket: number) => void
 

@@ -224,7 +224,9 @@ export const queueDelayFidelity = (
   }
 }
 
-/** A run's fidelity figures (Run.ts `Summary.fidelity`): per spot-trace-driven variant, and over the trace workloads. */
+/**
+ * A run's fidelity figures (Run.ts `Summary.fidelity`): per spot-trace-driven variant, and over the trace workloads.
+ */
 export interface Fidelity {
   readonly preemptions?: ReadonlyArray<PreemptionFidelity>
   readonly queueDelay?: QueueDelayFidelity

@@ -150,7 +150,9 @@ export interface FleetSettings {
   readonly providers: Pick<Scenario["providers"], "default" | "interruptible" | "byOffering">
 }
 
-/** A fleet of `hostsPerVariant` hosts of every variant under the provider defaults (the sim backend's, the estimator's). */
+/**
+ * A fleet of `hostsPerVariant` hosts of every variant under the provider defaults (the sim backend's, the estimator's).
+ */
 export const defaultFleet = (hostsPerVariant: number): FleetSettings => ({
   hostsPerVariant,
   capacity: {},

@@ -39,7 +39,10 @@ const sampledSpecOf = (request: RunRequest): JobSpecType => {
   return { ...spec, ...shape, placement }
 }
 
-/** The program an estimate assumes: it works `workMs`, exits 0, has the assumed checkpoint size and no failures of its own. */
+/**
+ * The program an estimate assumes: it works `workMs`, exits 0, has the assumed checkpoint size and no failures of its
+ * own.
+ */
 export const sampledWorkload = (workMs: number): WorkloadModel => ({
   durationMs: workMs,
   exitCode: 0,

@@ -331,7 +331,8 @@ export const parseScenario = (input: unknown): ParsedScenario => {
   const admitted = admit(Scenario, input, "Strict", {}, "scenario")
   const problems: Array<ScenarioProblem> = [...problemsOf(admitted, "")]
   const specs: Array<JobSpecType> = []
-  // The Job and Sandbox specs are admitted from the input as it is, so their problems show even when the rest has some too.
+  // The Job and Sandbox specs are admitted from the input as it is, so their problems show even when the rest has some
+  // too.
   const workloads = isObject(input as Json) ? (input as JsonObject)["workloads"] : undefined
   if (Array.isArray(workloads)) {
     workloads.forEach((workload, index) => {

@@ -58,7 +58,9 @@ interface Box {
   saved: Map<string, Buffer> | undefined
 }
 
-/** A box's settings from its owner's annotations (docs/simulator.md, "Sandboxes"); malformed values keep the default. */
+/**
+ * A box's settings from its owner's annotations (docs/simulator.md, "Sandboxes"); malformed values keep the default.
+ */
 const annotation = (annotations: Readonly<Record<string, string>>, name: string) =>
   annotations[`${simAnnotationPrefix}${name}`]
 

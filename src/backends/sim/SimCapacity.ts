@@ -525,7 +525,9 @@ export class SimCapacity {
     return this.engine.now
   }
 
-  /** A host acquired for a program that never started: torn down and given back (never kept warm: nothing ran on it). */
+  /**
+   * A host acquired for a program that never started: torn down and given back (never kept warm: nothing ran on it).
+   */
   private releaseIdle(key: string, attempt: SimAttempt): void {
     this.idle.delete(key)
     const now = this.engine.now

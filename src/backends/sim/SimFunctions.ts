@@ -6,7 +6,8 @@
  * Sandboxes. It gets a Poisson process of calls, queued on its warm workers by the same pure model as the runtime's
  * dispatcher (kinds/function/FunctionQueue.ts), each call moved by the FunctionCall machine. The workers answer calls
  * as the sim backend's do (SimWorkers.ts: a call runs its service time, raises its first N tries); a call's service
- * time is drawn from the scenario's seed, log-normally or from token counts (src/data/LlmTrace.ts's service-time model).
+ * time is drawn from the scenario's seed, log-normally or from token counts (src/data/LlmTrace.ts's service-time
+ * model).
  *
  * Every move happens inside the Function's reconcile, as in the runtime (runtime/Serving.ts): before the step the
  * answers heard since, the losses, deadlines and backoffs (FunctionQueue.advance) and the load the step sizes the
@@ -299,7 +300,8 @@ export class SimFunctions {
    */
   private dispatch(served: Served, now: number): number | undefined {
     const { fn, group } = served
-    // A stop tells no change of its own: the calls the stopped worker held are answered now (as the sim port's release).
+    // A stop tells no change of its own: the calls the stopped worker held are answered now (as the sim port's
+    // release).
     this.workers.settle(fn.key)
     const slots = Queue.slotsOf(group, fn.status, fn.attempts)
     for (let next = Queue.nextDispatch(group, slots, now); next !== undefined;) {

@@ -32,7 +32,9 @@ export interface SimObject<Spec = unknown, Status extends SimStatus = SimStatus>
   readonly createdAt: number
   spec: Spec
   status: Status
-  /** Appended to by `appended` (SimCapacity.ts): a copy while short, so an object's few attempts take no room for 17. */
+  /**
+   * Appended to by `appended` (SimCapacity.ts): a copy while short, so an object's few attempts take no room for 17.
+   */
   attempts: Array<AttemptFacts>
   readonly workload: WorkloadModel
   /** A reconcile is scheduled for now. */
@@ -88,7 +90,9 @@ export interface StatusBefore<Status extends SimStatus = SimStatus> {
  */
 export interface SimKind<Spec = unknown, Status extends SimStatus = SimStatus> {
   readonly reconcile: ReconcileKind<Spec, Status>
-  /** What its objects' owner keys start with before `<namespace>/<name>` (none: a Job's key is `<namespace>/<name>`). */
+  /**
+   * What its objects' owner keys start with before `<namespace>/<name>` (none: a Job's key is `<namespace>/<name>`).
+   */
   readonly keyPrefix?: string | undefined
   /** What its objects' uids are numbered after, per kind (default `sim-`). */
   readonly uidPrefix?: string | undefined

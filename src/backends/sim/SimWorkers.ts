@@ -32,7 +32,9 @@ export interface WorkerHost {
   readonly now: number
   /** The run's facts: whether its worker takes calls (Running), is starting, or is gone. */
   readonly facts: (owner: string, attempt: string) => AttemptFacts | undefined
-  /** A call was made of the worker now; `busy`, when given, is whether a call runs. Answers whether it told a change. */
+  /**
+   * A call was made of the worker now; `busy`, when given, is whether a call runs. Answers whether it told a change.
+   */
   readonly noteActivity: (owner: string, attempt: string, busy?: boolean) => boolean
   /** Runs `then` at `at` if the attempt's program still runs then. */
   readonly atWhileRunning: (owner: string, attempt: string, at: number, then: () => void) => void
@@ -40,7 +42,9 @@ export interface WorkerHost {
   readonly changed: (owner: string) => void
 }
 
-/** The workers' host over the simulated capacity: its clock, facts and activity, and its owners' changes as told now. */
+/**
+ * The workers' host over the simulated capacity: its clock, facts and activity, and its owners' changes as told now.
+ */
 export const workerHostOf = (capacity: SimCapacity): WorkerHost => ({
   get now() {
     return capacity.now
@@ -100,7 +104,9 @@ export const functionCallOf = (call: string): string => {
   return dot < 0 ? call : call.slice(0, dot)
 }
 
-/** What the model's function returns: a JSON input's first positional argument (null without one), or Pickle's bytes. */
+/**
+ * What the model's function returns: a JSON input's first positional argument (null without one), or Pickle's bytes.
+ */
 const returned = (request: CallRequest): CallOutcome => {
   if (request.encoding === "Pickle") return { ok: true, encoding: "Pickle", result: request.input }
   let payload: unknown
@@ -139,7 +145,9 @@ export class SimWorkers {
     this.host = host
   }
 
-  /** A worker starts for the attempt (it takes calls once the attempt runs); a repeated start keeps the one there is. */
+  /**
+   * A worker starts for the attempt (it takes calls once the attempt runs); a repeated start keeps the one there is.
+   */
   open(owner: string, attempt: string, annotations: Readonly<Record<string, string>>, concurrency: number) {
     let owned = this.workers.get(owner)
     if (owned === undefined) this.workers.set(owner, owned = new Map())

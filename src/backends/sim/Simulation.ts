@@ -236,7 +236,9 @@ export class Simulation {
   /** A batch of looks runs (`lookAll`), and the rankings and markets it found nothing free for, in pairs. */
   private looking = false
   private readonly nothingFree: Array<Ranking | Market> = []
-  /** `lookAgain` and `reconcile` of an object, made once: the engine runs them with the object as the event's argument. */
+  /**
+   * `lookAgain` and `reconcile` of an object, made once: the engine runs them with the object as the event's argument.
+   */
   private readonly lookAgainOf = (object: AnySimObject) => this.lookAgain(object)
   private waker: Waker<AnySimObject> | undefined
   private readonly factsChangedOf = (object: AnySimObject) => this.factsChanged(object)
@@ -672,7 +674,9 @@ export interface Waker<S> {
   readonly wake: (subject: S) => void
 }
 
-/** The waker of `reconcile` on `engine`: a wake-up ahead reconciles its subject unless a later schedule superseded it. */
+/**
+ * The waker of `reconcile` on `engine`: a wake-up ahead reconciles its subject unless a later schedule superseded it.
+ */
 export const wakerOf = <S extends { wakeAt: number | undefined }>(
   engine: Engine,
   reconcile: (subject: S) => void

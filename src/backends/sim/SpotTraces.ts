@@ -1,7 +1,7 @@
 /**
- * Replayed spot capacity: the "Can't Be Late" (NSDI '24) availability and preemption traces (scenarios/data/spot-traces)
- * read as one availability count per tick. The simulator uses them as the interruption process of an interruptible
- * offering: an instance held while the count is above 0 is preempted when it falls to 0.
+ * Replayed spot capacity: the "Can't Be Late" (NSDI '24) availability and preemption traces
+ * (scenarios/data/spot-traces) read as one availability count per tick. The simulator uses them as the interruption
+ * process of an interruptible offering: an instance held while the count is above 0 is preempted when it falls to 0.
  *
  * Time is virtual milliseconds from the start of the replay. Sample i covers [i·gap, (i+1)·gap), and the trace spans
  * samples·gap. A simulation longer than the trace replays it from the start again, so every helper here reads time

@@ -115,7 +115,9 @@ export const traceWorkloadProblems = (
   return problems
 }
 
-/** The fleet's hosts the node lists give: per offering, its hosts on demand (and none interruptible: they are owned). */
+/**
+ * The fleet's hosts the node lists give: per offering, its hosts on demand (and none interruptible: they are owned).
+ */
 export const traceFleetCapacity = (sources: ReadonlyArray<TraceSource>): Record<string, number> => {
   const capacity: Record<string, number> = {}
   for (const source of sources) {

@@ -33,7 +33,8 @@ export interface AccountEvent {
 
 /**
  * The account events between two readings: low_balance when the available balance goes from at or above the warning
- * level to below it (once per fall; it re-arms when credits lift it back), arrears_posted when more is owed than before.
+ * level to below it (once per fall; it re-arms when credits lift it back), arrears_posted when more is owed than
+ * before.
  */
 export const accountEventsOf = (
   before: AccountBalances,

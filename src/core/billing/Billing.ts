@@ -124,7 +124,9 @@ const headroom = (
   return { money, binding }
 }
 
-/** Captures a run's charges up to its meter, per segment; the keys name the cumulative target, so a repeat is a no-op. */
+/**
+ * Captures a run's charges up to its meter, per segment; the keys name the cumulative target, so a repeat is a no-op.
+ */
 const capture = (ledger: Ledger, owner: string, hold: string, meter: AttemptMeter, at: number): bigint => {
   const before = ledger.arrears
   const captured: Charges = ledger.chargesOn(hold)
@@ -272,7 +274,8 @@ const fundingOf = (
       ...budgetOf(edge.limitedBy)
     }
   } else if (!running && subject.nextVariant !== undefined && launchBudget < initialHold(subject.nextVariant)) {
-    // Nothing runs and the next run's hold does not fit: a Job that ran stays stopped for money; one that never ran waits.
+    // Nothing runs and the next run's hold does not fit: a Job that ran stays stopped for money; one that never ran
+    // waits.
     if (room.binding === "Cap") {
       stop = {
         reason: "MaxCostReached",

@@ -111,7 +111,9 @@ export const unionMs = (intervals: ReadonlyArray<{ readonly from: number; readon
   return total + to - from
 }
 
-/** Seconds per segment over many runs, charged and covered, each a union (spec: "parallel allocations counted once"). */
+/**
+ * Seconds per segment over many runs, charged and covered, each a union (spec: "parallel allocations counted once").
+ */
 export const segmentSeconds = (
   meters: ReadonlyArray<AttemptMeter>
 ): { readonly charged: PerSegment<number>; readonly covered: PerSegment<number> } => {

@@ -44,7 +44,9 @@ export const withPriceBoundAnnotation = (
   return bound === undefined ? rest : { ...rest, [priceBoundAnnotation(group)]: formatMicroUsd(bound) }
 }
 
-/** The spec a bound Job is placed with: `placement.maxRateUSDPerHour` is the lower of the declared one and the bound. */
+/**
+ * The spec a bound Job is placed with: `placement.maxRateUSDPerHour` is the lower of the declared one and the bound.
+ */
 export const boundedSpec = (spec: JobSpecType, bound: bigint | undefined): JobSpecType => {
   if (bound === undefined) return spec
   const declared = spec.placement.maxRateUSDPerHour

@@ -104,7 +104,9 @@ export interface WorkloadProgram {
   readonly outputs?: ReadonlyArray<{ readonly name: string; readonly path: string }> | undefined
   /** What is materialized read-only under /platform/inputs/<name> before the program starts (spec: JobInput). */
   readonly inputs?: ReadonlyArray<ProgramInput> | undefined
-  /** What a checkpoint saves (spec: Recovery.checkpoint.paths, saved together) and its bound (maxSize, before upload). */
+  /**
+   * What a checkpoint saves (spec: Recovery.checkpoint.paths, saved together) and its bound (maxSize, before upload).
+   */
   readonly checkpoint?: { readonly paths: ReadonlyArray<string>; readonly maxBytes: number } | undefined
   /**
    * A Sandbox's box (docs/sandboxes.md): the driver runs it until stopped, with /workspace of its own and a supervisor
@@ -166,7 +168,9 @@ export interface MaterializedInput {
 /** A controller's Launch, addressed to a driver: the host and the program together (acquire, then start). */
 export interface LaunchRequest extends HostRequest, ProgramRequest {}
 
-/** What the port reports: the facts of an owner's attempts changed, or capacity was freed (waiting work looks again). */
+/**
+ * What the port reports: the facts of an owner's attempts changed, or capacity was freed (waiting work looks again).
+ */
 export type CapacityChange =
   | { readonly _tag: "Attempt"; readonly owner: string }
   | { readonly _tag: "Freed" }
@@ -179,11 +183,15 @@ export interface CapacityPortShape {
   // The host's lifecycle
   /** A host of the variant, a warm one of the project first; an attempt that finds none ends Unavailable at once. */
   readonly acquire: (request: HostRequest) => Effect.Effect<AttemptFacts>
-  /** Stops what runs on the host and gives it back after teardown, or keeps it warm for `keepWarmMs` for the project. */
+  /**
+   * Stops what runs on the host and gives it back after teardown, or keeps it warm for `keepWarmMs` for the project.
+   */
   readonly release: (owner: string, attempt: string, keepWarmMs: number) => Effect.Effect<void>
   /** The attempt's facts while the driver knows it (until its owner is forgotten). */
   readonly facts: (owner: string, attempt: string) => Effect.Effect<AttemptFacts | undefined>
-  /** What a workload of `namespace` could acquire now, as placement reads it (free hosts and the project's warm ones). */
+  /**
+   * What a workload of `namespace` could acquire now, as placement reads it (free hosts and the project's warm ones).
+   */
   readonly market: (namespace: string) => Market
   /** Drops an owner's attempts (its object is gone and every run of it was released). */
   readonly forget: (owner: string) => Effect.Effect<void>

@@ -19,7 +19,9 @@
 
 export const hourMs = 3_600_000
 
-/** One piece of work's demand: `milliGpus` thousandths of a GPU from `startMs` (created) to `endMs` (ended, excluded). */
+/**
+ * One piece of work's demand: `milliGpus` thousandths of a GPU from `startMs` (created) to `endMs` (ended, excluded).
+ */
 export interface DemandInterval {
   readonly startMs: number
   readonly endMs: number
@@ -110,7 +112,9 @@ export interface DemandForecast {
   readonly shortfallHour: number | undefined
 }
 
-/** Per hour of day, the p50 and p90 of the window's hours of that hour of day (all of the window where one has none). */
+/**
+ * Per hour of day, the p50 and p90 of the window's hours of that hour of day (all of the window where one has none).
+ */
 const seasonalQuantiles = (
   history: ReadonlyArray<number>,
   firstHour: number,

@@ -29,7 +29,9 @@ export interface ProviderModel {
   readonly restoreBytesPerSecond: number
 }
 
-/** Hosts of every offering variant in the default fleet (the server's sim backend, the estimates, a scenario's default). */
+/**
+ * Hosts of every offering variant in the default fleet (the server's sim backend, the estimates, a scenario's default).
+ */
 export const defaultHostsPerVariant = 8
 
 /** The provider defaults (nodus's assumptions; docs/simulator.md), every field of a model but its capacity. */

@@ -2,10 +2,10 @@
  * The reconcile core, one for every registered kind and every driver (docs/architecture.md, "A reconcile"): what a
  * kind gives (`ReconcileKind`: its name and its machine), its placement (`rankingOf`), the billed step
  * (`reconcileStep`, core/controller/BilledStep.ts) and the order its actions are carried out in (`interpret`,
- * `interpretEffect`). A driver observes the object, calls the step, and interprets the actions its own way: the headless
- * simulator synchronously on its in-memory capacity (src/backends/sim/Simulation.ts), the server's runtime through the
- * capacity port, for the sim backend and live hosts alike (src/runtime/Reconciler.ts). Nothing here names a kind; a
- * kind is an entry of a registry (src/runtime/Registry.ts, the simulator's list of kinds).
+ * `interpretEffect`). A driver observes the object, calls the step, and interprets the actions its own way: the
+ * headless simulator synchronously on its in-memory capacity (src/backends/sim/Simulation.ts), the server's runtime
+ * through the capacity port, for the sim backend and live hosts alike (src/runtime/Reconciler.ts). Nothing here names a
+ * kind; a kind is an entry of a registry (src/runtime/Registry.ts, the simulator's list of kinds).
  */
 import { Effect } from "effect"
 import type { Offering } from "../capacity/Offering.ts"
@@ -13,7 +13,9 @@ import { type Market, rank, type Ranking } from "../capacity/Placement.ts"
 import { type BilledStep, billedStep, type Billing } from "./BilledStep.ts"
 import type { Action, LaunchAction, Machine, Observation, StepContext } from "./Controller.ts"
 
-/** What the reconcile core needs of a kind: its name in the registry of served kinds (src/kinds/Kinds.ts), its machine. */
+/**
+ * What the reconcile core needs of a kind: its name in the registry of served kinds (src/kinds/Kinds.ts), its machine.
+ */
 export interface ReconcileKind<Spec, Status> {
   readonly kind: string
   readonly machine: Machine<Spec, Status>

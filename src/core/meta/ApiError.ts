@@ -13,12 +13,16 @@ import type { ResourceRef } from "./Kinds.ts"
 export interface Cause {
   /** The field path, e.g. `spec.parallelism` or `metadata.labels[team]`; empty when the whole request is at fault. */
   readonly field: string
-  /** A CamelCase kind of problem: FieldValueInvalid, FieldValueRequired, FieldValueNotSupported, FieldValueForbidden… */
+  /**
+   * A CamelCase kind of problem: FieldValueInvalid, FieldValueRequired, FieldValueNotSupported, FieldValueForbidden…
+   */
   readonly reason: string
   readonly message: string
 }
 
-/** The object an error is about: `details.group`, `details.kind` (the plural, as Kubernetes writes it), name and uid. */
+/**
+ * The object an error is about: `details.group`, `details.kind` (the plural, as Kubernetes writes it), name and uid.
+ */
 export interface Subject {
   readonly group?: string
   readonly kind?: string

@@ -49,7 +49,9 @@ export const eventName = (objectName: string, at: number, sequence: number): str
 /** metav1.MicroTime: RFC 3339 with six fractional digits. */
 export const microTime = (at: number): string => new Date(at).toISOString().replace(/\.(\d{3})Z$/u, ".$1000Z")
 
-/** Events of the same object, reason, message and type aggregate into one (Kubernetes' EventAggregator key, narrowed). */
+/**
+ * Events of the same object, reason, message and type aggregate into one (Kubernetes' EventAggregator key, narrowed).
+ */
 export const aggregationKey = (involved: InvolvedObject, reason: string, message: string, warning: boolean): string =>
   JSON.stringify([involved.uid, reason, message, warning])
 

@@ -56,7 +56,9 @@ export interface KindDefinition {
 
 /** What admission knows of the server it runs in, for a kind's `serverRules`. */
 export interface ServerSettings {
-  /** `--webhook-allow-loopback`: webhook receivers on loopback, over http or https (docs/webhooks.md, "Development"). */
+  /**
+   * `--webhook-allow-loopback`: webhook receivers on loopback, over http or https (docs/webhooks.md, "Development").
+   */
   readonly developmentWebhooks: boolean
   /**
    * Programs run on live hosts' own userland (the local backend; docs/live.md, "Images"): no image's default command
@@ -166,7 +168,10 @@ export const checkUpdate = (definition: KindDefinition, before: Json | undefined
   }
 }
 
-/** A served kind: how the API serves it (its row of the spec's "Availability by kind") and the schema it is admitted with. */
+/**
+ * A served kind: how the API serves it (its row of the spec's "Availability by kind") and the schema it is admitted
+ * with.
+ */
 export interface ServedKind {
   readonly info: KindInfo
   readonly definition: KindDefinition

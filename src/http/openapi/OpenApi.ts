@@ -500,7 +500,9 @@ const namespaceSchema: JsonObject = {
 
 const timeProperty = (description: string): JsonObject => ({ type: "string", format: "date-time", description })
 
-/** The core/v1 Event as nodus records it (src/core/meta/Events.ts, docs/simulator.md): Kubernetes' fields, read-only. */
+/**
+ * The core/v1 Event as nodus records it (src/core/meta/Events.ts, docs/simulator.md): Kubernetes' fields, read-only.
+ */
 const eventSchema: JsonObject = {
   type: "object",
   description: eventKind.description,

@@ -33,7 +33,9 @@ import { Condition, EnvVar, ImageStatus, Network, uniqueNames } from "../../core
 /** Agent states a caller writes to `spec.state` (nodus: the spec names the code AgentStopped, so an Agent can stop). */
 export const agentStates = ["Running", "Stopped"] as const
 
-/** The project that holds the shared catalog's Agent templates, as platform/<name>@<version> names catalog Environments. */
+/**
+ * The project that holds the shared catalog's Agent templates, as platform/<name>@<version> names catalog Environments.
+ */
 export const catalogProject = "platform"
 
 /**
@@ -164,7 +166,9 @@ export const agent: KindDefinition = {
   status: AgentStatus
 }
 
-/** How the API serves Agent (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves Agent (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts).
+ */
 export const agentServed: ServedKind = {
   info: kindInfo({
     kind: "Agent",

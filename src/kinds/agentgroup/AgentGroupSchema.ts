@@ -224,7 +224,10 @@ export const agentGroup: KindDefinition = {
   transitions: agentGroupTransitions
 }
 
-/** How the API serves AgentGroup (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves AgentGroup (spec: Availability by kind) and its schema: its entry in the registry
+ * (src/kinds/Kinds.ts).
+ */
 export const agentGroupServed: ServedKind = {
   info: kindInfo({
     kind: "AgentGroup",

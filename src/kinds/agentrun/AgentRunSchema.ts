@@ -3,7 +3,8 @@
  * and never repeats a recorded model call or tool call", in its own Sandbox. The spec schema admits what clients write
  * (the Agent, the first prompt of at most 256 KiB, the group task it is, its dependencies and team sizing); `updates`
  * keeps everything but `state` immutable after create (spec: AgentRun). `agentRunTransitions` holds the state rule
- * the update rules cannot express (the cancel state is final), which the definition's `transitions` runs on every update.
+ * the update rules cannot express (the cancel state is final), which the definition's `transitions` runs on every
+ * update.
  */
 import { Schema } from "effect"
 import type { Json } from "../../core/Json.ts"
@@ -27,7 +28,9 @@ import { finalState, type KindDefinition, type ServedKind } from "../../core/sch
 import { Cost, Sha256Hex, Timestamp } from "../../core/schemas/Shared.ts"
 import { AgentReference } from "../agent/AgentSchema.ts"
 
-/** AgentRun states a caller writes to `spec.state`: Running (default) | the cancel state (named Cancelled, as Job's). */
+/**
+ * AgentRun states a caller writes to `spec.state`: Running (default) | the cancel state (named Cancelled, as Job's).
+ */
 export const agentRunStates = ["Running", "Cancelled"] as const
 
 /**
@@ -197,7 +200,10 @@ export const agentRun: KindDefinition = {
   transitions: agentRunTransitions
 }
 
-/** How the API serves AgentRun (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves AgentRun (spec: Availability by kind) and its schema: its entry in the registry
+ * (src/kinds/Kinds.ts).
+ */
 export const agentRunServed: ServedKind = {
   info: kindInfo({
     kind: "AgentRun",

@@ -52,7 +52,9 @@ export const app: KindDefinition = {
   // Every field may change: deploying a new archive is what an App is for (no spec rule says otherwise).
 }
 
-/** How the API serves App (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves App (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts).
+ */
 export const appServed: ServedKind = {
   info: kindInfo({
     kind: "App",

@@ -1,8 +1,8 @@
 /**
  * Attempt (spec: Areas — History: "one run of capacity for a workload; a Workspace session is an Attempt with a
  * receipt"; Other kinds — "an Attempt carries a placement explanation and a receipt"; Job "every index runs as
- * Attempts"; Estimate.placementPreview.explain "same shape as the Attempt placement explanation"): a read-only record the
- * service writes for each run of capacity. The spec does not show its fields; this module decides a small schema
+ * Attempts"; Estimate.placementPreview.explain "same shape as the Attempt placement explanation"): a read-only record
+ * the service writes for each run of capacity. The spec does not show its fields; this module decides a small schema
  * (docs/kinds/Attempt.md): which workload, index and epoch it ran for, and what it ran on, how it ended and what it
  * cost. Nothing in its spec changes after create.
  */
@@ -93,7 +93,10 @@ export const attempt: KindDefinition = {
   updates: { mutable: [] }
 }
 
-/** How the API serves Attempt (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves Attempt (spec: Availability by kind) and its schema: its entry in the registry
+ * (src/kinds/Kinds.ts).
+ */
 export const attemptServed: ServedKind = {
   info: kindInfo({
     kind: "Attempt",

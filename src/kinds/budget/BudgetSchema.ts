@@ -16,7 +16,9 @@ import { Condition, NonNegativeInt } from "../../core/schemas/Shared.ts"
 /** Budget periods (nodus; the spec names none): calendar month, ISO week and UTC day, or the Budget's whole life. */
 export const budgetPeriods = ["Monthly", "Weekly", "Daily", "Total"] as const
 
-/** What crossing 100 % does (nodus): Refuse new holds with BudgetExceeded (the cap the spec describes), or only Notify. */
+/**
+ * What crossing 100 % does (nodus): Refuse new holds with BudgetExceeded (the cap the spec describes), or only Notify.
+ */
 export const budgetActions = ["Refuse", "Notify"] as const
 
 /** A label selector map (matchLabels): keys are qualified names, values label values, as metadata.labels are. */
@@ -73,7 +75,10 @@ export const budget: KindDefinition = {
   // Every field may change after create (nodus; the spec states no immutability for Budget).
 }
 
-/** How the API serves Budget (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves Budget (spec: Availability by kind) and its schema: its entry in the registry
+ * (src/kinds/Kinds.ts).
+ */
 export const budgetServed: ServedKind = {
   info: kindInfo({
     kind: "Budget",

@@ -67,7 +67,10 @@ export const cloudAccount: KindDefinition = {
   updates: { immutable: ["provider"] }
 }
 
-/** How the API serves CloudAccount (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves CloudAccount (spec: Availability by kind) and its schema: its entry in the registry
+ * (src/kinds/Kinds.ts).
+ */
 export const cloudAccountServed: ServedKind = {
   info: kindInfo({
     kind: "CloudAccount",

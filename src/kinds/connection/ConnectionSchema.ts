@@ -255,7 +255,10 @@ export const connection: KindDefinition = {
   updates: { immutable: ["type"] }
 }
 
-/** How the API serves Connection (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves Connection (spec: Availability by kind) and its schema: its entry in the registry
+ * (src/kinds/Kinds.ts).
+ */
 export const connectionServed: ServedKind = {
   info: kindInfo({
     kind: "Connection",

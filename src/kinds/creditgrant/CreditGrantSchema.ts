@@ -51,7 +51,10 @@ export const creditGrant: KindDefinition = {
   updates: { immutable: ["amountUSD", "source"] }
 }
 
-/** How the API serves CreditGrant (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves CreditGrant (spec: Availability by kind) and its schema: its entry in the registry
+ * (src/kinds/Kinds.ts).
+ */
 export const creditGrantServed: ServedKind = {
   info: kindInfo({
     kind: "CreditGrant",

@@ -50,7 +50,10 @@ export const enrollmentToken: KindDefinition = {
   updates: { mutable: [] }
 }
 
-/** How the API serves EnrollmentToken (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves EnrollmentToken (spec: Availability by kind) and its schema: its entry in the registry
+ * (src/kinds/Kinds.ts).
+ */
 export const enrollmentTokenServed: ServedKind = {
   info: kindInfo({
     kind: "EnrollmentToken",

@@ -1,8 +1,9 @@
 /**
  * Environment (spec: Environment): an RL and evaluation environment, an OCI image with two entrypoints (a tasks command
  * writing JSONL tasks without answers, and a grade command scoring completions); every Environment has a grader. This
- * module decides what a caller may write: a SemVer version, exactly one package form, graders, the grading sandbox (whose
- * egress is always denied, so it has no network field), splits and measured examples; and what the service reports.
+ * module decides what a caller may write: a SemVer version, exactly one package form, graders, the grading sandbox
+ * (whose egress is always denied, so it has no network field), splits and measured examples; and what the service
+ * reports.
  */
 import { Schema } from "effect"
 import * as Limits from "../../core/Limits.ts"
@@ -138,7 +139,9 @@ const Grader = Schema.Struct({
   description: optional(Schema.String, "What it checks.")
 })
 
-/** nodus names the default grader after the image's grade command (the spec says only "the image's own Program grader"). */
+/**
+ * nodus names the default grader after the image's grade command (the spec says only "the image's own Program grader").
+ */
 export const defaultGraders = [{ name: "grade", kind: "Program" }] as const
 
 const Graders = Schema.Array(Grader).check(
@@ -285,7 +288,10 @@ export const environment: KindDefinition = {
   status: EnvironmentStatus
 }
 
-/** How the API serves Environment (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves Environment (spec: Availability by kind) and its schema: its entry in the registry
+ * (src/kinds/Kinds.ts).
+ */
 export const environmentServed: ServedKind = {
   info: kindInfo({
     kind: "Environment",

@@ -1,8 +1,8 @@
 /**
  * The body of `POST …/namespaces/{ns}/functions/{name}/map` (nodus's design: the spec fixes map batches of up to
  * 1,000 calls but shows no endpoint; docs/functions.md, "Map batches"): one FunctionCall per input, all of one map.
- * The one schema the handler (kinds/function/http/FunctionMap.ts) and the OpenAPI document read. Each call it makes is then
- * admitted as a single create would be, so the rules of a FunctionCall live in schemas/FunctionCall.ts alone.
+ * The one schema the handler (kinds/function/http/FunctionMap.ts) and the OpenAPI document read. Each call it makes is
+ * then admitted as a single create would be, so the rules of a FunctionCall live in schemas/FunctionCall.ts alone.
  */
 import { Schema } from "effect"
 import * as Limits from "../../core/Limits.ts"
@@ -12,7 +12,10 @@ import { NonNegativeInt, Payload } from "../../core/schemas/Shared.ts"
 
 export const functionCallBatchKind = "FunctionCallBatch"
 
-/** The label of a map's calls, valued its mapId (spec: FunctionCall.mapId — "the server adds the label {api_group}/map"). */
+/**
+ * The label of a map's calls, valued its mapId (spec: FunctionCall.mapId — "the server adds the label
+ * {api_group}/map").
+ */
 export const mapLabel = (group: string) => `${group}/map`
 
 export const FunctionCallBatch = Schema.Struct({

@@ -6,7 +6,8 @@
  *
  * The spec's rows, and the move that makes each:
  * - Queued → Running: `dispatch` (a worker took it; the dispatch epoch goes up by one).
- * - Running, function raised, retries left → retried: `answer` (retries + 1; queued again after the Function's backoff).
+ * - Running, function raised, retries left → retried: `answer` (retries + 1; queued again after the Function's
+ *   backoff).
  * - Running, function raised, retries exhausted → Failed RemoteError, error recorded: `answer`.
  * - Running, per-call deadline passes → Failed DeadlineExceeded: `expire` (the deadline counts from the try's start).
  * - Queued/Running, worker lost, within the recovery limit → Recovering, then re-dispatched, recoveries + 1: `lose`.

@@ -46,7 +46,10 @@ export const functionCallPhases = [
 /** The phases a call ends in: its result or error is final (the result long poll answers then). */
 export const functionCallFinalPhases = ["Succeeded", "Failed", "Cancelled"] as const
 
-/** Why a call failed or stopped (spec: RemoteError | DeadlineExceeded | RecoveryLimitExceeded | FunctionDeleted | the cancel reason). */
+/**
+ * Why a call failed or stopped (spec: RemoteError | DeadlineExceeded | RecoveryLimitExceeded | FunctionDeleted | the
+ * cancel reason).
+ */
 export const functionCallReasons = [
   "RemoteError",
   "DeadlineExceeded",
@@ -144,7 +147,10 @@ export const functionCall: KindDefinition = {
 export type FunctionCallSpecType = typeof FunctionCallSpec.Type
 export type FunctionCallStatusType = typeof FunctionCallStatus.Type
 
-/** How the API serves FunctionCall (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves FunctionCall (spec: Availability by kind) and its schema: its entry in the registry
+ * (src/kinds/Kinds.ts).
+ */
 export const functionCallServed: ServedKind = {
   info: kindInfo({
     kind: "FunctionCall",

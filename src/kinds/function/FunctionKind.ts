@@ -1,7 +1,7 @@
 /**
  * The Function's registration with the runtime (spec: Function): the machine of kinds/function, its spec as
- * admitted by the Function schema (defaults filled), and its estimate. Its calls are dispatched by runtime/FunctionDispatch.ts, the
- * reconciler's `Serving` for Functions.
+ * admitted by the Function schema (defaults filled), and its estimate. Its calls are dispatched by
+ * runtime/FunctionDispatch.ts, the reconciler's `Serving` for Functions.
  */
 import { Effect, Schema } from "effect"
 import { isObject } from "../../core/Json.ts"

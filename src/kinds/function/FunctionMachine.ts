@@ -100,7 +100,9 @@ class Step extends StepState<FunctionStatusType> {
   }
 }
 
-/** Whether a worker takes new calls: ready, of the current template, and the Function not held (the dispatcher asks). */
+/**
+ * Whether a worker takes new calls: ready, of the current template, and the Function not held (the dispatcher asks).
+ */
 export const acceptsCalls = (spec: FunctionSpecType, status: FunctionStatusType, worker: AttemptFacts): boolean =>
   worker.phase === "Running" && worker.number >= (status.workerTemplate?.firstWorker ?? 0) &&
   spec.state === "Running" &&

@@ -4,7 +4,8 @@
  * deadline or a backoff's end does to a call, and the load the Function's step sizes its workers to. Nothing here reads
  * a clock, sends a call or writes a status: the drivers do — the runtime's dispatcher (runtime/FunctionDispatch.ts:
  * the store, the change feed, the capacity port's `box`, blobs) and the headless simulator
- * (backends/sim/SimFunctions.ts: the engine, the simulated workers) — and both make the same moves at the same instants.
+ * (backends/sim/SimFunctions.ts: the engine, the simulated workers) — and both make the same moves at the same
+ * instants.
  *
  * - Claims take turns between sessions (spec: FunctionCall.session): the queue is served one call per session in turn.
  * - A worker takes at most `scaling.targetConcurrency` calls at once; a call goes to the least busy worker that takes

@@ -351,7 +351,10 @@ export const functionKind: KindDefinition = {
 export type FunctionSpecType = typeof FunctionSpec.Type
 export type FunctionStatusType = typeof FunctionStatus.Type
 
-/** How the API serves Function (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves Function (spec: Availability by kind) and its schema: its entry in the registry
+ * (src/kinds/Kinds.ts).
+ */
 export const functionServed: ServedKind = {
   info: kindInfo({
     kind: "Function",

@@ -3,7 +3,8 @@
  * ImageNotFound, ImageNotReady, ImagePullFailed, ImageBuildUnavailable): a container image, pulled from a registry or
  * built from an uploaded context, pinned to a digest that workloads naming it through imageRef run. The spec does not
  * show its fields; this module decides a small schema (docs/kinds/Image.md): exactly one of a reference to pull and a
- * build, and pull secrets. What is pulled or built is fixed at create, so the digest workloads pinned keeps its meaning.
+ * build, and pull secrets. What is pulled or built is fixed at create, so the digest workloads pinned keeps its
+ * meaning.
  */
 import { Schema } from "effect"
 import * as Limits from "../../core/Limits.ts"
@@ -108,7 +109,9 @@ export const image: KindDefinition = {
   updates: { immutable: ["reference", "build"] }
 }
 
-/** How the API serves Image (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves Image (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts).
+ */
 export const imageServed: ServedKind = {
   info: kindInfo({
     kind: "Image",

@@ -2,8 +2,8 @@
  * InferenceEndpoint (spec: Areas — Models and agents; Estimate for every compute kind; Conventions 3 and 4): a served
  * model behind a URL, running on replicas the service places like any compute workload. The spec does not show its
  * fields; this module decides a small schema (docs/kinds/InferenceEndpoint.md): the model, resources and placement,
- * replica scaling, a maxCostUSD cap that can only be raised, and Running or Stopped. Every field may change after create,
- * as a Function's may (a change rolls the replicas).
+ * replica scaling, a maxCostUSD cap that can only be raised, and Running or Stopped. Every field may change after
+ * create, as a Function's may (a change rolls the replicas).
  */
 import { Schema } from "effect"
 import * as Limits from "../../core/Limits.ts"
@@ -91,7 +91,10 @@ export const inferenceEndpoint: KindDefinition = {
   updates: { immutable: [], raiseOnly: ["maxCostUSD"] }
 }
 
-/** How the API serves InferenceEndpoint (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves InferenceEndpoint (spec: Availability by kind) and its schema: its entry in the registry
+ * (src/kinds/Kinds.ts).
+ */
 export const inferenceEndpointServed: ServedKind = {
   info: kindInfo({
     kind: "InferenceEndpoint",

@@ -140,7 +140,9 @@ export const placeForEstimate = (
   }
 }
 
-/** What one run on `variant` is charged at least and held first, and the object's cap (micro-USD), with their fields. */
+/**
+ * What one run on `variant` is charged at least and held first, and the object's cap (micro-USD), with their fields.
+ */
 export const runPricesOf = (pricebook: Pricebook, variant: Variant, maxCostUSD: string | undefined) => {
   const hold = initialHoldOf(pricebook, variant)
   const minimum = minimumChargeOf(pricebook, variant)

@@ -266,7 +266,9 @@ const remember = <K>(texts: Map<K, string>, key: K, text: string): string => {
 
 const phaseTexts = new Map<JobPhase, string>()
 const succeededTexts = new Map<number, string>()
-/** The checkpoint sizes seen (a workload saves checkpoints of one size: a few), and their texts by seq, side by side. */
+/**
+ * The checkpoint sizes seen (a workload saves checkpoints of one size: a few), and their texts by seq, side by side.
+ */
 const checkpointSizes: Array<number> = []
 const checkpointTexts: Array<Array<string | undefined>> = []
 
@@ -302,7 +304,10 @@ class Step extends StepState<JobStatusType> implements IndexView {
   launchedRecovery = false
   /** What the launches of this step took of the launch budget. */
   spent = 0n
-  /** The times `status.timeoutStartTime` and `status.completionTime` show when this step set them (saves reading them back). */
+  /**
+   * The times `status.timeoutStartTime` and `status.completionTime` show when this step set them (saves reading them
+   * back).
+   */
   timeoutStartMs: number | undefined
   completionMs: number | undefined
 
@@ -437,7 +442,8 @@ const timeoutAt = (step: Step): number | undefined => {
   const start = step.timeoutStartMs ?? parseTime(step.status.timeoutStartTime)
   if (start === undefined) return undefined
   const at = start + durationMs(spec.timeout, 0) + durationMs(step.status.suspendedDuration, 0)
-  // A timeout so long that its deadline is past any representable time (activeDeadlineSeconds is an int64) never ends the Job.
+  // A timeout so long that its deadline is past any representable time (activeDeadlineSeconds is an int64) never ends
+  // the Job.
   return at > Limits.latestTimeMs ? undefined : at
 }
 
@@ -448,7 +454,9 @@ const showTimeout = (step: Step) => {
   else step.status.timeoutTime = iso(at)
 }
 
-/** Spec: "spec.timeout clock reaches timeoutTime" — the clock starts at first Provisioning; suspended time is excluded. */
+/**
+ * Spec: "spec.timeout clock reaches timeoutTime" — the clock starts at first Provisioning; suspended time is excluded.
+ */
 const deadline = (step: Step): boolean => {
   const at = timeoutAt(step)
   if (at === undefined) return false
@@ -599,7 +607,8 @@ const suspend = (step: Step, cause: SuspendCause): boolean => {
   }
   step.status.suspendFailures = failures
   if (!money && failures >= Limits.suspendCheckpointTries) {
-    // Spec: "customer suspend checkpoint fails after first try and two retries → keeps running, condition SuspendFailed".
+    // Spec: "customer suspend checkpoint fails after first try and two retries → keeps running, condition
+    // SuspendFailed".
     step.actions.length = 0
     step.condition(
       "SuspendFailed",

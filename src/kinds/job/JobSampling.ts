@@ -47,7 +47,10 @@ export const estimateSamples = 200
 export const estimateWorkBudgetMs = 200 * 6 * Limits.hourMs
 export const estimateSamplesMin = 50
 
-/** Jobs of up to this many indexes are simulated whole (when their work fits the bound); bigger ones one index at a time. */
+/**
+ * Jobs of up to this many indexes are simulated whole (when their work fits the bound); bigger ones one index at a
+ * time.
+ */
 export const wholeJobCompletionsMax = 4
 
 /** Checkpoint size the estimate assumes for a checkpointed Job (its size is not declared before it runs). */

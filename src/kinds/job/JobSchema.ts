@@ -437,7 +437,9 @@ export const job: KindDefinition = {
 export type JobSpecType = typeof JobSpec.Type
 export type JobStatusType = typeof JobStatus.Type
 
-/** How the API serves Job (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves Job (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts).
+ */
 export const jobServed: ServedKind = {
   info: kindInfo({
     kind: "Job",

@@ -45,7 +45,10 @@ export const marketplaceContract: KindDefinition = {
   updates: { mutable: ["state"] }
 }
 
-/** How the API serves MarketplaceContract (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves MarketplaceContract (spec: Availability by kind) and its schema: its entry in the registry
+ * (src/kinds/Kinds.ts).
+ */
 export const marketplaceContractServed: ServedKind = {
   info: kindInfo({
     kind: "MarketplaceContract",

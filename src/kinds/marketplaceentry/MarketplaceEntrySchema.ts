@@ -212,7 +212,10 @@ export const marketplaceEntry: KindDefinition = {
   updates: { immutable: ["intent"] }
 }
 
-/** How the API serves MarketplaceEntry (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves MarketplaceEntry (spec: Availability by kind) and its schema: its entry in the registry
+ * (src/kinds/Kinds.ts).
+ */
 export const marketplaceEntryServed: ServedKind = {
   info: kindInfo({
     kind: "MarketplaceEntry",

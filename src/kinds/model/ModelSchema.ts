@@ -46,7 +46,9 @@ export const model: KindDefinition = {
   // Written by the service only (models are list and read for users): no update rules.
 }
 
-/** How the API serves Model (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves Model (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts).
+ */
 export const modelServed: ServedKind = {
   info: kindInfo({
     kind: "Model",

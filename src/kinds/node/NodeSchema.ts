@@ -71,7 +71,9 @@ export const node: KindDefinition = {
   updates: { mutable: ["cordoned", "drain"] }
 }
 
-/** How the API serves Node (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves Node (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts).
+ */
 // The spec leaves the scope of nodes blank. A Node is a host of a customer Pool, and Pools are project kinds, so
 // nodes are namespaced too (docs/kinds.md).
 export const nodeServed: ServedKind = {

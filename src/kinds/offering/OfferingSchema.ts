@@ -104,7 +104,10 @@ export const offering: KindDefinition = {
   status: OfferingStatus
 }
 
-/** How the API serves Offering (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves Offering (spec: Availability by kind) and its schema: its entry in the registry
+ * (src/kinds/Kinds.ts).
+ */
 // Offerings are the platform's public catalog and top-ups fund the whole account: both are cluster-scoped.
 export const offeringServed: ServedKind = {
   info: kindInfo({

@@ -1,6 +1,6 @@
 /**
- * Pipeline (spec: Areas — Run code; JobInput.fromStage {stage, output} "names an output of a Pipeline stage"): stages of
- * Jobs and TrainingJobs run in dependency order, a later stage consuming an earlier one's outputs through
+ * Pipeline (spec: Areas — Run code; JobInput.fromStage {stage, output} "names an output of a Pipeline stage"): stages
+ * of Jobs and TrainingJobs run in dependency order, a later stage consuming an earlier one's outputs through
  * JobInput.fromStage. The spec does not show its fields; this module decides a small schema (docs/kinds/Pipeline.md):
  * uniquely named stages, each a Job or TrainingJob spec with the stages it depends on, and the cross-field rules that
  * make the graph runnable (names exist, no cycles, fromStage names an upstream stage's output). A stage is a union
@@ -39,7 +39,9 @@ const dependsOn = optional(
   "Stages that must succeed before this one starts."
 )
 
-/** A Job stage: its spec is a JobSpec, admitted with the Job's rules (and, by `normalize`, its aliases and defaults). */
+/**
+ * A Job stage: its spec is a JobSpec, admitted with the Job's rules (and, by `normalize`, its aliases and defaults).
+ */
 export const PipelineJobStage = Schema.Struct({
   name: stageName,
   kind: described(Schema.Literal("Job"), "Job: the stage creates a Job."),
@@ -214,7 +216,10 @@ export const PipelineStatus = Schema.Struct({
   observedGeneration: optional(Schema.Int, "The spec generation this status reflects.")
 }).annotate({ identifier: "PipelineStatus", description: "What the service observed of the Pipeline's stages." })
 
-/** Normalizes each stage's spec as its own kind normalizes it (aliases folded, dependent defaults applied), as Sweep does. */
+/**
+ * Normalizes each stage's spec as its own kind normalizes it (aliases folded, dependent defaults applied), as Sweep
+ * does.
+ */
 export const normalizePipeline = (spec: JsonObject): JsonObject => {
   const stages = spec["stages"]
   if (!isArray(stages)) return spec
@@ -240,7 +245,10 @@ export const pipeline: KindDefinition = {
   updates: { mutable: [] }
 }
 
-/** How the API serves Pipeline (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves Pipeline (spec: Availability by kind) and its schema: its entry in the registry
+ * (src/kinds/Kinds.ts).
+ */
 export const pipelineServed: ServedKind = {
   info: kindInfo({
     kind: "Pipeline",

@@ -28,7 +28,9 @@ import { parseDurationMs } from "../../core/Units.ts"
 /** Spec: Pool, act.policies[].action — also the actions a PoolAction proposes or takes. */
 export const poolActions = ["IdleReclaim", "Drain", "Defragment", "WaitTuning", "Burst"] as const
 
-/** Pool phases in `status.phase` (the spec leaves them open — States and transitions; nodus's own, docs/kinds/Pool.md). */
+/**
+ * Pool phases in `status.phase` (the spec leaves them open — States and transitions; nodus's own, docs/kinds/Pool.md).
+ */
 export const poolPhases = ["Pending", "Ready", "Degraded", "Offline"] as const
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -261,7 +263,9 @@ export const pool: KindDefinition = {
   status: PoolStatus
 }
 
-/** How the API serves Pool (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves Pool (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts).
+ */
 export const poolServed: ServedKind = {
   info: kindInfo({
     kind: "Pool",

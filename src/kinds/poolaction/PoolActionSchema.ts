@@ -160,7 +160,10 @@ export const poolActionStateChange = (change: {
   }
 }
 
-/** How the API serves PoolAction (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves PoolAction (spec: Availability by kind) and its schema: its entry in the registry
+ * (src/kinds/Kinds.ts).
+ */
 export const poolActionServed: ServedKind = {
   info: kindInfo({
     kind: "PoolAction",

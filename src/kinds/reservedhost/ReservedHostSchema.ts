@@ -46,7 +46,10 @@ export const reservedHost: KindDefinition = {
   updates: { mutable: [] }
 }
 
-/** How the API serves ReservedHost (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves ReservedHost (spec: Availability by kind) and its schema: its entry in the registry
+ * (src/kinds/Kinds.ts).
+ */
 export const reservedHostServed: ServedKind = {
   info: kindInfo({
     kind: "ReservedHost",

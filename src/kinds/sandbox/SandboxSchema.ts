@@ -190,7 +190,10 @@ export const sandbox: KindDefinition = {
 export type SandboxSpecType = typeof SandboxSpec.Type
 export type SandboxStatusType = typeof SandboxStatus.Type
 
-/** How the API serves Sandbox (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves Sandbox (spec: Availability by kind) and its schema: its entry in the registry
+ * (src/kinds/Kinds.ts).
+ */
 export const sandboxServed: ServedKind = {
   info: kindInfo({
     kind: "Sandbox",

@@ -108,7 +108,10 @@ export const secret: KindDefinition = {
   updates: { immutable: ["type"] }
 }
 
-/** How the API serves Secret (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves Secret (spec: Availability by kind) and its schema: its entry in the registry
+ * (src/kinds/Kinds.ts).
+ */
 // "listed as project kinds with the full operation set including all-projects list".
 export const secretServed: ServedKind = {
   info: kindInfo({

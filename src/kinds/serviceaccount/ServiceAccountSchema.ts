@@ -1,8 +1,8 @@
 /**
  * ServiceAccount (spec: Authentication 2 and 5 — scopes are checked per operation; workloads call the service as a
  * service account named by serviceAccountName): an identity in a project that API keys and workloads act as, with the
- * scopes it holds. The scopes are the known vocabulary (src/core/meta/Scopes.ts), unique and bounded; that a writer holds
- * every scope it grants is checked by the server (src/apiserver/Auth.ts, scopeProblems). Keys are
+ * scopes it holds. The scopes are the known vocabulary (src/core/meta/Scopes.ts), unique and bounded; that a writer
+ * holds every scope it grants is checked by the server (src/apiserver/Auth.ts, scopeProblems). Keys are
  * issued through …/serviceaccounts/{name}/tokens (docs/auth.md). Every field may change after create.
  */
 import { Schema } from "effect"
@@ -33,7 +33,10 @@ export const serviceAccount: KindDefinition = {
   // Every field may change after create; keys act with the account's current scopes (docs/auth.md).
 }
 
-/** How the API serves ServiceAccount (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves ServiceAccount (spec: Availability by kind) and its schema: its entry in the registry
+ * (src/kinds/Kinds.ts).
+ */
 export const serviceAccountServed: ServedKind = {
   info: kindInfo({
     kind: "ServiceAccount",

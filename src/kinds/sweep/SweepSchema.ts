@@ -25,7 +25,9 @@ import { CommunityPlacement, Condition, Cost, Estimate, GpuRequest, NonNegativeI
 import { jobPhases, JobSpec, normalizeJob } from "../job/JobSchema.ts"
 import { normalizeTrainingJob, TrainingJobSpec } from "../trainingjob/TrainingJobSchema.ts"
 
-/** Sweep states (spec: "Running (default) | Suspended | the cancel state"; nodus names it Cancelled, as the Job does). */
+/**
+ * Sweep states (spec: "Running (default) | Suspended | the cancel state"; nodus names it Cancelled, as the Job does).
+ */
 export const sweepStates = ["Running", "Suspended", "Cancelled"] as const
 
 /** Sweep phases (the spec leaves them open; docs/kinds.md). */
@@ -259,7 +261,9 @@ export const sweep: KindDefinition = {
   transitions: finalState("Cancelled", "Sweep")
 }
 
-/** How the API serves Sweep (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves Sweep (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts).
+ */
 export const sweepServed: ServedKind = {
   info: kindInfo({
     kind: "Sweep",

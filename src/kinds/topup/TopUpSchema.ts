@@ -54,7 +54,9 @@ export const topUp: KindDefinition = {
   updates: { mutable: [] }
 }
 
-/** How the API serves TopUp (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves TopUp (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts).
+ */
 export const topUpServed: ServedKind = {
   info: kindInfo({
     kind: "TopUp",

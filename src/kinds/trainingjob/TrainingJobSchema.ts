@@ -324,7 +324,10 @@ export const trainingJob: KindDefinition = {
   updates: trainingJobUpdates
 }
 
-/** How the API serves TrainingJob (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves TrainingJob (spec: Availability by kind) and its schema: its entry in the registry
+ * (src/kinds/Kinds.ts).
+ */
 export const trainingJobServed: ServedKind = {
   info: kindInfo({
     kind: "TrainingJob",

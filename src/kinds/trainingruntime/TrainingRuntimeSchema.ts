@@ -28,7 +28,10 @@ const CatalogReference = matching(
   "must be a catalog runtime reference platform/<name>[@<version>]"
 )
 
-/** How a TrainingJob names its runtime: a TrainingRuntime in the project, or a catalog runtime platform/<name>[@<version>]. */
+/**
+ * How a TrainingJob names its runtime: a TrainingRuntime in the project, or a catalog runtime
+ * platform/<name>[@<version>].
+ */
 export const RuntimeReference = matching(
   new RegExp(`^(?:platform/)?${runtimeName}$`, "u"),
   "must name a TrainingRuntime in the project or a catalog runtime such as platform/<name>@<version>"
@@ -97,7 +100,10 @@ export const trainingRuntime: KindDefinition = {
   status: TrainingRuntimeStatus
 }
 
-/** How the API serves TrainingRuntime (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves TrainingRuntime (spec: Availability by kind) and its schema: its entry in the registry
+ * (src/kinds/Kinds.ts).
+ */
 export const trainingRuntimeServed: ServedKind = {
   info: kindInfo({
     kind: "TrainingRuntime",

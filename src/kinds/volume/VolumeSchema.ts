@@ -1,9 +1,9 @@
 /**
  * Volume (spec: Other kinds — "a Volume has revisions"; VolumeMount {volume, mountPath, readOnly, revision (only with
- * readOnly)}; JobInput.volume {name, revision}; Workspace.volume "ReadWriteOnce Volume mounted at /home/platform, saved on
- * every stop"; error VolumeBusy): persistent storage whose contents are committed as numbered revisions. The spec does
- * not show its fields; this module decides a small schema (docs/kinds/Volume.md): its size and access mode, and the
- * revisions, phase and current writer the service reports. Size and access mode are fixed at create.
+ * readOnly)}; JobInput.volume {name, revision}; Workspace.volume "ReadWriteOnce Volume mounted at /home/platform, saved
+ * on every stop"; error VolumeBusy): persistent storage whose contents are committed as numbered revisions. The spec
+ * does not show its fields; this module decides a small schema (docs/kinds/Volume.md): its size and access mode, and
+ * the revisions, phase and current writer the service reports. Size and access mode are fixed at create.
  */
 import { Schema } from "effect"
 import * as Limits from "../../core/Limits.ts"
@@ -88,7 +88,10 @@ export const volume: KindDefinition = {
   updates: { immutable: ["size", "accessMode"] }
 }
 
-/** How the API serves Volume (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves Volume (spec: Availability by kind) and its schema: its entry in the registry
+ * (src/kinds/Kinds.ts).
+ */
 export const volumeServed: ServedKind = {
   info: kindInfo({
     kind: "Volume",

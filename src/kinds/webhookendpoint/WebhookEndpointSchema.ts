@@ -237,7 +237,10 @@ export const webhookEndpoint: KindDefinition = {
   }
 }
 
-/** How the API serves WebhookEndpoint (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves WebhookEndpoint (spec: Availability by kind) and its schema: its entry in the registry
+ * (src/kinds/Kinds.ts).
+ */
 export const webhookEndpointServed: ServedKind = {
   info: kindInfo({
     kind: "WebhookEndpoint",

@@ -303,7 +303,10 @@ export const workspace: KindDefinition = {
   }
 }
 
-/** How the API serves Workspace (spec: Availability by kind) and its schema: its entry in the registry (src/kinds/Kinds.ts). */
+/**
+ * How the API serves Workspace (spec: Availability by kind) and its schema: its entry in the registry
+ * (src/kinds/Kinds.ts).
+ */
 export const workspaceServed: ServedKind = {
   info: kindInfo({
     kind: "Workspace",

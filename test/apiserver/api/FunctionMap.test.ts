@@ -1,6 +1,6 @@
-// Map batches of FunctionCalls (src/kinds/function/http/FunctionMap.ts; spec: FunctionCall, "in batches of up to 1,000";
-// docs/functions.md, "Map batches"): POST …/functions/{name}/map creates one call per input in one commit, all or
-// nothing, each admitted as a single create is.
+// Map batches of FunctionCalls (src/kinds/function/http/FunctionMap.ts; spec: FunctionCall, "in batches of up to
+// 1,000"; docs/functions.md, "Map batches"): POST …/functions/{name}/map creates one call per input in one commit, all
+// or nothing, each admitted as a single create is.
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { request, startTestServer, type TestServer } from "../../support/TestServer.ts"
 import { assertStatus, createProject, v1 } from "./Support.ts"

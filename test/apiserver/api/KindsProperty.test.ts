@@ -142,7 +142,9 @@ const topRefusals = (decoded: ReadonlyArray<Exit.Exit<unknown, Schema.SchemaErro
   return [...tally].sort((a, b) => b[1] - a[1]).slice(0, count).map(([key, times]) => `${times}× ${key}`).join("; ")
 }
 
-/** Where `actual` lacks or differs from a member of `expected` (arrays item by item), or undefined when it has them all. */
+/**
+ * Where `actual` lacks or differs from a member of `expected` (arrays item by item), or undefined when it has them all.
+ */
 const missingFrom = (
   expected: Json,
   actual: Json | undefined,
@@ -210,7 +212,9 @@ const withFixtures = (value: Json): Json => {
   return next
 }
 
-/** An account limit a valid spec may still pass, refused with its own code: a TopUp adds at most topUpAmountMicroMax. */
+/**
+ * An account limit a valid spec may still pass, refused with its own code: a TopUp adds at most topUpAmountMicroMax.
+ */
 const withinAccountLimits = (kind: string) => (spec: Json): boolean =>
   kind !== "TopUp" || !isObject(spec) || typeof spec["amountUSD"] !== "string" ||
   parseMicroUsd(spec["amountUSD"]) <= topUpAmountMicroMax
@@ -420,7 +424,8 @@ describe("kinds: properties from the OpenAPI schemas", () => {
                 `the JSON Schema bounds ${field} (${violation.rule}) but the Schema accepts ${what}`
               )
               if (violation.rule === "maxItems" && !refusedPaths(local).some((path) => answers(violation, path))) {
-                // Too long only with items the kind's own rules refuse (e.g. all its unique values used up): not a bound test.
+                // Too long only with items the kind's own rules refuse (e.g. all its unique values used up): not a
+                // bound test.
                 masked.set(info.kind, [...(masked.get(info.kind) ?? []), `${what}: ${refusedPaths(local).join(", ")}`])
                 continue
               }

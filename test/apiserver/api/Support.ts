@@ -14,7 +14,10 @@ export const jobsPath = (project: string): string => `${v1}/namespaces/${project
 export const jobPath = (project: string, name: string): string => `${jobsPath(project)}/${name}`
 export const sandboxesPath = (project: string): string => `${v1}/namespaces/${project}/sandboxes`
 
-/** The spec's list of registered error codes (spec: Errors, Registered codes), copied here so the check is independent of the server's registry. */
+/**
+ * The spec's list of registered error codes (spec: Errors, Registered codes), copied here so the check is independent
+ * of the server's registry.
+ */
 export const registeredCodes: ReadonlySet<string> = new Set(
   ("AdmissionsPaused, AgentGroupClosed, AgentGroupFull, AgentRunFinished, AgentStopped, AlreadyExists, ArrearsOutstanding, BadRequest, " +
     "BudgetExceeded, CapacityUnavailable, CloudAccountCredentialsRejected, CloudAccountInUse, CloudAccountNotVerified, CloudConnectUnavailable, " +

@@ -1,7 +1,8 @@
-// A Volume's revisions over HTTP (src/kinds/volume/http/VolumeApi.ts; spec: "a Volume has revisions"; docs/kinds/Volume.md,
-// "Revisions"): POST …/volumes/{name}/revisions commits a tar.zst as the next revision, GET …/revisions/{n} reads it
-// back by its digest; the newest `volumeRevisionsKept` are kept and a dropped one's archive is released; a body that is
-// not zstd, one past the Volume's size (archived or unpacked), and a commit while a writer holds the Volume are refused with their codes.
+// A Volume's revisions over HTTP (src/kinds/volume/http/VolumeApi.ts; spec: "a Volume has revisions";
+// docs/kinds/Volume.md, "Revisions"): POST …/volumes/{name}/revisions commits a tar.zst as the next revision, GET
+// …/revisions/{n} reads it back by its digest; the newest `volumeRevisionsKept` are kept and a dropped one's archive is
+// released; a body that is not zstd, one past the Volume's size (archived or unpacked), and a commit while a writer
+// holds the Volume are refused with their codes.
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { execFileSync } from "node:child_process"
 import { createHash } from "node:crypto"

@@ -1,4 +1,6 @@
-/** The agent's end of a box's supervisor (BoxChannel.ts), over streams the test writes: what it takes and what it drops. */
+/**
+ * The agent's end of a box's supervisor (BoxChannel.ts), over streams the test writes: what it takes and what it drops.
+ */
 import { PassThrough } from "node:stream"
 import { describe, expect, it } from "vitest"
 import { BoxChannel, type OutputBounds } from "../../../src/backends/live/BoxChannel.ts"

@@ -1,7 +1,8 @@
 /**
  * What the egress proxy lets through (backends/live/EgressProxy.ts), a real proxy on its Unix socket: names of the
- * list (AllowList) or any host (Open), over HTTP and SOCKS5, and only addresses core/PublicAddress.ts `mayConnectTo` allows — public ones,
- * and an operator's exceptions. Only loopback is ever connected to; the other ranges are refused before any packet.
+ * list (AllowList) or any host (Open), over HTTP and SOCKS5, and only addresses core/PublicAddress.ts `mayConnectTo`
+ * allows — public ones, and an operator's exceptions. Only loopback is ever connected to; the other ranges are refused
+ * before any packet.
  */
 import { once } from "node:events"
 import { appendFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs"

@@ -1,8 +1,8 @@
 /**
  * The bubblewrap box of a workload program (src/backends/live/Isolation.ts, docs/isolation.md), with the real bwrap:
  * the program's output, exit and environment; the area's directories; secret files that never touch the host's disk;
- * what the box cannot see (hidden paths, /root, /work, the host's processes; the host's loopback and own addresses under
- * every egress, Open reaching out only through its proxy);
+ * what the box cannot see (hidden paths, /root, /work, the host's processes; the host's loopback and own addresses
+ * under every egress, Open reaching out only through its proxy);
  * memory limits and OOM kills; stopping; and the pure bwrapArguments.
  */
 import { spawnSync } from "node:child_process"

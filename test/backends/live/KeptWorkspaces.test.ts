@@ -1,4 +1,7 @@
-/** The /workspace a host keeps of boxes that ended unasked (KeptWorkspaces.ts), on real directories: which one a box takes. */
+/**
+ * The /workspace a host keeps of boxes that ended unasked (KeptWorkspaces.ts), on real directories: which one a box
+ * takes.
+ */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"

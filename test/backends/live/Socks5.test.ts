@@ -1,4 +1,6 @@
-/** The SOCKS5 handshake the egress proxy speaks (src/backends/live/Socks5.ts): bytes in, what they ask, what to answer. */
+/**
+ * The SOCKS5 handshake the egress proxy speaks (src/backends/live/Socks5.ts): bytes in, what they ask, what to answer.
+ */
 import { describe, expect, it } from "vitest"
 import { parseGreeting, parseRequest, reply } from "../../../src/backends/live/Socks5.ts"
 

@@ -2,8 +2,8 @@
  * Billing in the simulator (docs/billing.md):
  * - the funding-runs-out scenario shows Funded False, the checkpoint, the stop and the events in order, then the
  *   top-up, funding_restored and the finish;
- * - over random simulated Jobs (preemptions, boot failures, node loss, suspends, cancels, deletes), every Job's ledger charges
- *   equal its runs' metered costs to the micro-USD, segment by segment, credits add up, and every hold ends.
+ * - over random simulated Jobs (preemptions, boot failures, node loss, suspends, cancels, deletes), every Job's ledger
+ *   charges equal its runs' metered costs to the micro-USD, segment by segment, credits add up, and every hold ends.
  *
  * The estimates' calibration against simulated Jobs is in RunSampler.test.ts.
  */

@@ -144,7 +144,8 @@ describe("alibaba-gpu-replay.json", () => {
 
 describe("fidelity figures", () => {
   it("the trace's drops are read from its samples, replayed from the epoch, seams included", () => {
-    // Ticks of 1 s: 1 1 0 0 1 0 | 1 1 0 0 1 0 | ... — drops at ticks 2 and 5 of every pass; the seam (0 then 1) is not one.
+    // Ticks of 1 s: 1 1 0 0 1 0 | 1 1 0 0 1 0 | ... — drops at ticks 2 and 5 of every pass; the seam (0 then 1) is not
+    // one.
     assert.deepStrictEqual(traceDrops([1, 1, 0, 0, 1, 0], 1000, 0, 12_000), [2000, 5000, 8000, 11_000])
     // A trace that starts at 0 after ending above it drops at every seam after the first pass.
     assert.deepStrictEqual(traceDrops([0, 1, 1], 1000, 0, 7000), [3000, 6000])

@@ -1,6 +1,7 @@
 /**
- * Account events (src/core/billing/Account.ts; spec: Events — billing.low_balance, billing.arrears_posted): derived from two
- * readings of the balances, so whatever moved the money (a hold, a charge, a refund) reports them the same way.
+ * Account events (src/core/billing/Account.ts; spec: Events — billing.low_balance, billing.arrears_posted): derived
+ * from two readings of the balances, so whatever moved the money (a hold, a charge, a refund) reports them the same
+ * way.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { accountEventsOf, lowBalanceWarningMicro } from "../../../src/core/billing/Account.ts"

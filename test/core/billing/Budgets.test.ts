@@ -1,6 +1,6 @@
 /**
- * Budgets as billing reads them (src/core/billing/Budgets.ts; docs/billing.md, "Budgets"): UTC periods (month ends, leap
- * years, ISO weeks across a year end), matching by project and labels, usage from the ledger (charges within the
+ * Budgets as billing reads them (src/core/billing/Budgets.ts; docs/billing.md, "Budgets"): UTC periods (month ends,
+ * leap years, ISO weeks across a year end), matching by project and labels, usage from the ledger (charges within the
  * period, holds now), rooms, thresholds and the status with its once-per-period thresholds.
  */
 import { describe, expect, it } from "vitest"

@@ -63,7 +63,8 @@ describe("moments of runs and sums", () => {
     const estimate = chunkedRunEstimate(first, steady, 2 * 3_600_000, 3_600_000)
     assert.strictEqual(estimate.mean, usd(12 + 2 * 11))
     assert.strictEqual(estimate.variance, 3n * 4_000_000_000_000n)
-    // Each sample's total is 12 + 2·… = 3·first − 2: its spread is 3 × the first's, its variance 9 × 4 USD² over 3 runs.
+    // Each sample's total is 12 + 2·… = 3·first − 2: its spread is 3 × the first's, its variance 9 × 4 USD² over 3
+    // runs.
     assert.strictEqual(estimate.meanVariance, 12_000_000_000_000n)
   })
 

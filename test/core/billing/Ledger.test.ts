@@ -1,9 +1,9 @@
 /**
- * The ledger (src/core/billing/Ledger.ts): double-entry postings in integer micro-USD. The table tests take one operation at
- * a time (grant, refund, hold, capture, release, expire), then keys, replay, drain and retain. The property runs
- * long random sequences of operations, retries of earlier keys among them, against a small model of the rules. After
- * every operation it checks the accounting identities: the accounts sum to zero, and credits = available + held +
- * charged − arrears. It also checks that a retry never charges twice.
+ * The ledger (src/core/billing/Ledger.ts): double-entry postings in integer micro-USD. The table tests take one
+ * operation at a time (grant, refund, hold, capture, release, expire), then keys, replay, drain and retain. The
+ * property runs long random sequences of operations, retries of earlier keys among them, against a small model of the
+ * rules. After every operation it checks the accounting identities: the accounts sum to zero, and credits = available +
+ * held + charged − arrears. It also checks that a retry never charges twice.
  */
 import * as fc from "fast-check"
 import { describe, expect, it } from "vitest"

@@ -1,9 +1,9 @@
 /**
- * Metering and the pricebook (src/core/billing/Metering.ts, src/core/billing/Pricebook.ts). The table tests cover the one rounding
- * rule, the billing rules per provider, and how the cost segments (Boot, Restore, Running, Teardown) are metered from
- * one run's facts: what is covered, where the round-up and the minimum go, and what is charged before the host is
- * released. The properties check that the charges only grow over time and that the final total is the pricebook's
- * rule applied to the charged time, with that time worked out here separately from the meter.
+ * Metering and the pricebook (src/core/billing/Metering.ts, src/core/billing/Pricebook.ts). The table tests cover the
+ * one rounding rule, the billing rules per provider, and how the cost segments (Boot, Restore, Running, Teardown) are
+ * metered from one run's facts: what is covered, where the round-up and the minimum go, and what is charged before the
+ * host is released. The properties check that the charges only grow over time and that the final total is the
+ * pricebook's rule applied to the charged time, with that time worked out here separately from the meter.
  */
 import * as fc from "fast-check"
 import { describe, expect, it } from "vitest"

@@ -37,7 +37,8 @@ const find = (offerings: ReadonlyArray<Offering>, instanceType: string, regionCl
 }
 
 // The separate reading of the raw lines. GpuInfo is the only quoted field, so dropping quoted text and splitting on
-// commas is enough. Every price has at most 6 decimals and is below 1000, so rounding value × 10^6 as a double is exact.
+// commas is enough. Every price has at most 6 decimals and is below 1000, so rounding value × 10^6 as a double is
+// exact.
 const dataLines = (text: string): Array<Array<string>> =>
   text.split(/\r?\n/u).slice(1).filter((line) => line !== "").map((line) => line.replace(/"[^"]*"/gu, "").split(","))
 const micro = (text: string): bigint => BigInt(Math.round(Number(text) * 1e6))

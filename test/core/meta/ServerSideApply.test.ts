@@ -1,6 +1,6 @@
-// Unit tests for src/core/meta/ServerSideApply.ts: how an applied configuration is merged into the stored object (objects
-// merge, lists and scalars replace), which fields the applier's earlier applies lose (unless another manager owns
-// them), emptied maps, which metadata a configuration may set, `withName`, and two laws over generated documents.
+// Unit tests for src/core/meta/ServerSideApply.ts: how an applied configuration is merged into the stored object
+// (objects merge, lists and scalars replace), which fields the applier's earlier applies lose (unless another manager
+// owns them), emptied maps, which metadata a configuration may set, `withName`, and two laws over generated documents.
 
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"

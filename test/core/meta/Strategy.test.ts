@@ -1,5 +1,5 @@
-// Unit tests for the per-write rules of src/core/meta/Strategy.ts: what create fills in and refuses, when an update bumps
-// `generation` or is a no-op, identity and finalizer checks, status writes, the delete disposition, the timestamp
+// Unit tests for the per-write rules of src/core/meta/Strategy.ts: what create fills in and refuses, when an update
+// bumps `generation` or is a no-op, identity and finalizer checks, status writes, the delete disposition, the timestamp
 // format, and the managedFields entry a create records.
 
 import { assert, describe, it } from "@effect/vitest"

@@ -1,5 +1,5 @@
-// Attempt objects from a driver's facts (src/kinds/attempt/AttemptRecords.ts): the phase of every outcome, the status fields,
-// and the facts a restarted server reads back.
+// Attempt objects from a driver's facts (src/kinds/attempt/AttemptRecords.ts): the phase of every outcome, the status
+// fields, and the facts a restarted server reads back.
 import { assert, describe, it } from "@effect/vitest"
 import type { AttemptFacts, Outcome } from "../../../src/core/capacity/Capacity.ts"
 import type { Offering, Variant } from "../../../src/core/capacity/Offering.ts"
@@ -115,7 +115,8 @@ describe("AttemptRecords", () => {
     assert.deepStrictEqual([running?.phase, running?.outcome, running?.endedAt], ["Ended", { type: "NodeLost" }, now])
     const stopping = factsFromAttempt(object(facts({ phase: "Terminating", bootedAt: t0 })), variantOf, now)
     assert.deepStrictEqual(stopping?.outcome, { type: "Stopped" })
-    // A replacement after a lost run stays one: its boot is billed as Restore by whoever reads it back, as it was before.
+    // A replacement after a lost run stays one: its boot is billed as Restore by whoever reads it back, as it was
+    // before.
     assert.isFalse(running?.recovery)
     assert.isTrue(
       factsFromAttempt(object(facts({ phase: "Running", bootedAt: t0, recovery: true })), variantOf, now)?.recovery

@@ -390,7 +390,10 @@ const policyArb: fc.Arbitrary<CallPolicy> = fc.record({
   timeoutMs: fc.integer({ min: 1000, max: 5 * 60 * 1000 })
 })
 
-/** Applies a move as the dispatcher would: a worker takes only a dispatchable call; reports name an epoch near the current one. */
+/**
+ * Applies a move as the dispatcher would: a worker takes only a dispatchable call; reports name an epoch near the
+ * current one.
+ */
 const apply = (state: CallState, move: Move, callPolicy: CallPolicy, now: number, cost: bigint): CallState => {
   switch (move._tag) {
     case "dispatch":

@@ -1,4 +1,6 @@
-/** A Sandbox's estimate (kinds/sandbox/SandboxEstimate.ts): its rate and hold, its two named cost cases, what blocks. */
+/**
+ * A Sandbox's estimate (kinds/sandbox/SandboxEstimate.ts): its rate and hold, its two named cost cases, what blocks.
+ */
 import { Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { currentPricebook } from "../../../src/core/billing/Pricebook.ts"

@@ -1,6 +1,7 @@
 /**
- * The Sandbox's admission rules (spec: Sandbox, Shared types, Limits), one row per rule: the spec as written, and either
- * the field path admission refuses or what the admitted spec holds. Then its update rules: what may change after create.
+ * The Sandbox's admission rules (spec: Sandbox, Shared types, Limits), one row per rule: the spec as written, and
+ * either the field path admission refuses or what the admitted spec holds. Then its update rules: what may change after
+ * create.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Schema } from "effect"

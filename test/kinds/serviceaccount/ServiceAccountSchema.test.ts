@@ -1,6 +1,7 @@
 /**
- * The ServiceAccount's admission rules (spec: Authentication; scopes are the known vocabulary of src/core/meta/Scopes.ts —
- * who may grant them is the server's, src/apiserver/Auth.ts), one row per rule, then its update rules and its status.
+ * The ServiceAccount's admission rules (spec: Authentication; scopes are the known vocabulary of
+ * src/core/meta/Scopes.ts — who may grant them is the server's, src/apiserver/Auth.ts), one row per rule, then its
+ * update rules and its status.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Result, Schema } from "effect"

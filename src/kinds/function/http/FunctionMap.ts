@@ -6,12 +6,13 @@
  *   POST /apis/{group}/v1/namespaces/{ns}/functions/{name}/map
  *   {"apiVersion": "{group}/v1", "kind": "FunctionCallBatch", "mapId": "m1", "startIndex": 0, "inputs": [Payload, …]}
  *
- * answers 201 with a FunctionCallList: the created calls in input order, each named `<function>-<batch>-<mapIndex>`, with
- * `spec.mapId`, `spec.mapIndex` = startIndex + i and the label `<group>/map`. Like a Deployment's `scale` subresource
- * it hangs off the object it acts for, and like a create it is authorized as a write of functioncalls. Every call is
- * admitted as `POST …/functioncalls` admits one (schema, FunctionAdmission, the review), then all are committed in one
- * store commit (Resources.createMany): all or nothing. A refused input is named by its place (`inputs[3].inline`).
- * An Idempotency-Key is honoured as on creates (Idempotency.ts): a replay answers the batch's calls as they are now.
+ * answers 201 with a FunctionCallList: the created calls in input order, each named `<function>-<batch>-<mapIndex>`,
+ * with `spec.mapId`, `spec.mapIndex` = startIndex + i and the label `<group>/map`. Like a Deployment's `scale`
+ * subresource it hangs off the object it acts for, and like a create it is authorized as a write of functioncalls.
+ * Every call is admitted as `POST …/functioncalls` admits one (schema, FunctionAdmission, the review), then all are
+ * committed in one store commit (Resources.createMany): all or nothing. A refused input is named by its place
+ * (`inputs[3].inline`). An Idempotency-Key is honoured as on creates (Idempotency.ts): a replay answers the batch's
+ * calls as they are now.
  */
 import { Effect, Result } from "effect"
 import type { HttpServerRequest, HttpServerResponse } from "effect/http"
@@ -200,7 +201,8 @@ export const makeFunctionMap = (
         const created = yield* create(options)
         return json(201, created.list, warningHeader(created.warnings))
       }
-      // What the client asked for, as a create's key binds it (http/Parameters.ts postFingerprint, as http/Handlers.ts create): a retry is the same request.
+      // What the client asked for, as a create's key binds it (http/Parameters.ts postFingerprint, as http/Handlers.ts
+      // create): a retry is the same request.
       const claim = yield* idempotency.claim(
         principal.name,
         key,

@@ -6,7 +6,8 @@
  *   GET    …/sandboxes/{name}/commands/{id}                           its state
  *   GET    …/sandboxes/{name}/commands/{id}/log?follow=true           its output (stdout and stderr as they came)
  *   POST   …/sandboxes/{name}/commands/{id}/stdin?close=true          the body's bytes to its stdin
- *   POST   …/sandboxes/{name}/commands/{id}/kill?signal=SIGTERM       a signal to it and what it started (default SIGKILL)
+ *   POST   …/sandboxes/{name}/commands/{id}/kill?signal=SIGTERM       a signal to it and what it started
+ *                                                                     (default SIGKILL)
  *   GET    …/sandboxes/{name}/files?path=P                            a file's bytes, or a directory's entries (JSON)
  *   PUT    …/sandboxes/{name}/files?path=P                            the body as the file (parents made)
  *   DELETE …/sandboxes/{name}/files?path=P                            a file or a directory with what it holds

@@ -1,6 +1,6 @@
-// The OpenAPI description of a Sandbox's commands and files (kinds/sandbox/http/SandboxApi.ts, docs/sandboxes.md), added to
-// the v1 document beside the Sandbox kind's own paths. The command request's schema is the one admission decodes with
-// (kinds/sandbox/SandboxCommandSchema.ts); the answers are described here. Pure.
+// The OpenAPI description of a Sandbox's commands and files (kinds/sandbox/http/SandboxApi.ts, docs/sandboxes.md),
+// added to the v1 document beside the Sandbox kind's own paths. The command request's schema is the one admission
+// decodes with (kinds/sandbox/SandboxCommandSchema.ts); the answers are described here. Pure.
 
 import { Schema } from "effect"
 import type { JsonObject } from "../../../core/Json.ts"

@@ -102,7 +102,8 @@ export const makeVolumeApi = (parts: VolumeApiParts) => {
         yield* blobs.release(ref.holder, stored.digest)
         return yield* notZstd
       }
-      // What it expands to is bounded too (a few KB of zstd can expand to gigabytes), counted without keeping any of it.
+      // What it expands to is bounded too (a few KB of zstd can expand to gigabytes), counted without keeping any of
+      // it.
       const expandedMax = volumeSizeBytes(volume.spec) + Limits.volumeArchiveHeadroomBytes
       const expands = yield* Effect.tryPromise(() => expandsPast(Stream.toAsyncIterable(blobs.read(blob)), expandedMax))
         .pipe(Effect.result)

@@ -3,7 +3,8 @@
  *
  *   GET  /apis/{group}/v1/webhookendpoints/{name}/deliveries?limit=N&after=<continue>   the delivery log, oldest first
  *   POST /apis/{group}/v1/webhookendpoints/{name}/deliveries/{id}/replays               the same body, a new webhook-id
- *   POST /apis/{group}/v1/webhookendpoints/{name}/rotations                             a new signing secret, shown once
+ *   POST /apis/{group}/v1/webhookendpoints/{name}/rotations                             a new signing secret, shown
+ *                                                                                       once
  *
  * A rotation takes `{previousSecretTTL}` (default 24h, at most 168h) and an optional Idempotency-Key: a retry with the
  * same key and body answers the same secret, another body under the key is IdempotencyKeyReused.

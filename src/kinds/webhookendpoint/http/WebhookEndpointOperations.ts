@@ -1,6 +1,7 @@
-// The OpenAPI description of a WebhookEndpoint's sub-resources (spec: Webhook sub-resources; kinds/webhookendpoint/http/WebhookApi.ts,
-// docs/webhooks.md), added to the v1 document beside the kind's own paths. The rotation body's schema is the one
-// admission decodes with (kinds/webhookendpoint/WebhookEndpointSchema.ts); the log entries are described here. Pure.
+// The OpenAPI description of a WebhookEndpoint's sub-resources (spec: Webhook sub-resources;
+// kinds/webhookendpoint/http/WebhookApi.ts, docs/webhooks.md), added to the v1 document beside the kind's own paths.
+// The rotation body's schema is the one admission decodes with (kinds/webhookendpoint/WebhookEndpointSchema.ts); the
+// log entries are described here. Pure.
 
 import { Schema } from "effect"
 import type { JsonObject } from "../../../core/Json.ts"
