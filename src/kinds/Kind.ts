@@ -11,7 +11,7 @@ import type { ProviderModel } from "../core/capacity/ProviderModels.ts"
 import type { ReconcileKind } from "../core/controller/Reconcile.ts"
 import type { ResourceObject } from "../core/meta/ObjectMeta.ts"
 import type { ServedKind } from "../core/schemas/Kind.ts"
-import type { Funds } from "./job/JobEstimate.ts"
+import type { Funds } from "./Estimate.ts"
 import type { SampledPart, SampleRequest } from "./job/JobSampling.ts"
 
 /** A kind's registration with the reconcile core (its name and machine), and what the runtime reads besides. */

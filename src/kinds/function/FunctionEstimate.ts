@@ -11,17 +11,17 @@ import { formatMicroUsd } from "../../core/Money.ts"
 import { formatDurationMs } from "../../core/Units.ts"
 import {
   blockingReasonsOf,
-  type EstimateInput,
+  type EstimateBase,
   headerOf,
   type KindEstimate,
   placeForEstimate,
   previewOf,
   runPricesOf
-} from "../job/JobEstimate.ts"
+} from "../Estimate.ts"
 import { functionMachine } from "./FunctionMachine.ts"
 import type { FunctionSpecType } from "./FunctionSchema.ts"
 
-export type FunctionEstimateInput = Omit<EstimateInput, "spec" | "seed"> & { readonly spec: FunctionSpecType }
+export type FunctionEstimateInput = EstimateBase & { readonly spec: FunctionSpecType }
 
 export const estimateFunction = (input: FunctionEstimateInput): KindEstimate => {
   const { spec, pricebook, market } = input

@@ -11,17 +11,17 @@ import { durationMs } from "../../core/StatusText.ts"
 import { formatDurationMs } from "../../core/Units.ts"
 import {
   blockingReasonsOf,
-  type EstimateInput,
+  type EstimateBase,
   headerOf,
   type KindEstimate,
   placeForEstimate,
   previewOf,
   runPricesOf
-} from "../job/JobEstimate.ts"
+} from "../Estimate.ts"
 import { sandboxMachine } from "./SandboxMachine.ts"
 import type { SandboxSpecType } from "./SandboxSchema.ts"
 
-export type SandboxEstimateInput = Omit<EstimateInput, "spec" | "seed"> & { readonly spec: SandboxSpecType }
+export type SandboxEstimateInput = EstimateBase & { readonly spec: SandboxSpecType }
 
 export const estimateSandbox = (input: SandboxEstimateInput): KindEstimate => {
   const { spec, pricebook, market } = input
